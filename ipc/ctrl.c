@@ -1,0 +1,252 @@
+/* ctrl.c - control plane: the supervisor publishes versioned JSON updates, each probe subscribes to its name. */
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <nng/nng.h>
+#include <nng/protocol/pubsub0/pub.h>
+#include <nng/protocol/pubsub0/sub.h>
+
+#include "ipc.h"
+#include "ipc_impl.h"
+
+#define VERSION_DIGITS_MAX 20 /* UINT64_MAX has 20 decimal digits */
+#define CTRL_MSG_MAX (IPC_PROBE_NAME_MAX + 1 + VERSION_DIGITS_MAX + 1 + IPC_CTRL_MAX_PAYLOAD)
+
+/* Supervisor's listening PUB socket for updates. */
+struct ipc_ctrl_pub {
+	nng_socket sock;
+	int sock_open;
+};
+
+/* A probe's SUB socket, subscribed to its own topic. */
+struct ipc_ctrl_sub {
+	nng_socket sock;
+	int sock_open;
+	int fd;
+	char topic[IPC_PROBE_NAME_MAX + 1]; /* "<probe>\n" */
+	size_t topic_len;
+};
+
+static int check_probe(const char *probe, size_t *ret_len)
+{
+	size_t n;
+
+	if (!probe)
+		return -EINVAL;
+	n = strnlen(probe, IPC_PROBE_NAME_MAX);
+	/* '\n' ends the topic: a name containing it would let one probe read another's updates. */
+	if (n == 0 || n >= IPC_PROBE_NAME_MAX || memchr(probe, '\n', n))
+		return -EINVAL;
+	*ret_len = n;
+	return 0;
+}
+
+struct ipc_ctrl_pub *ipc_ctrl_pub__new(const char *url)
+{
+	struct ipc_ctrl_pub *cp;
+	int rv, err;
+
+	if (!url) {
+		errno = EINVAL;
+		return NULL;
+	}
+	cp = calloc(1, sizeof(*cp));
+	if (!cp) {
+		errno = ENOMEM;
+		return NULL;
+	}
+	rv = nng_pub0_open(&cp->sock);
+	if (rv != 0) {
+		err = ipc__nng_err(rv);
+		goto err_out;
+	}
+	cp->sock_open = 1;
+	/* Every probe gets every update (SUB filters locally), so a burst of reconfigurations needs
+	 * room for one message per probe. */
+	rv = nng_socket_set_int(cp->sock, NNG_OPT_SENDBUF, 256);
+	if (rv != 0) {
+		err = ipc__nng_err(rv);
+		goto err_out;
+	}
+	err = ipc__unlink_stale(url);
+	if (err < 0)
+		goto err_out;
+	rv = nng_listen(cp->sock, url, NULL, 0);
+	if (rv != 0) {
+		err = ipc__nng_err(rv);
+		goto err_out;
+	}
+	return cp;
+
+err_out:
+	ipc_ctrl_pub__free(cp);
+	errno = -err;
+	return NULL;
+}
+
+int ipc_ctrl_pub__send(struct ipc_ctrl_pub *cp, const char *probe, uint64_t version, const char *payload,
+		       size_t len)
+{
+	char head[IPC_PROBE_NAME_MAX + VERSION_DIGITS_MAX + 2];
+	size_t nlen, hlen;
+	nng_msg *m;
+	int rv, rc;
+
+	if (!cp)
+		return -EINVAL;
+	rc = check_probe(probe, &nlen);
+	if (rc < 0)
+		return rc;
+	if (len > IPC_CTRL_MAX_PAYLOAD)
+		return -E2BIG;
+	if (len > 0 && (!payload || memchr(payload, '\0', len)))
+		return -EINVAL;
+
+	memcpy(head, probe, nlen);
+	hlen = nlen;
+	head[hlen++] = '\n';
+	{
+		char digits[VERSION_DIGITS_MAX];
+		int nd = 0;
+
+		do {
+			digits[nd++] = (char)('0' + version % 10);
+			version /= 10;
+		} while (version);
+		while (nd > 0)
+			head[hlen++] = digits[--nd];
+	}
+	head[hlen++] = '\n';
+
+	rv = nng_msg_alloc(&m, 0);
+	if (rv != 0)
+		return ipc__nng_err(rv);
+	if ((rv = nng_msg_append(m, head, hlen)) != 0 || (len > 0 && (rv = nng_msg_append(m, payload, len)) != 0)) {
+		nng_msg_free(m);
+		return ipc__nng_err(rv);
+	}
+	rv = nng_sendmsg(cp->sock, m, NNG_FLAG_NONBLOCK);
+	if (rv != 0) {
+		nng_msg_free(m);
+		return ipc__nng_err(rv);
+	}
+	return 0;
+}
+
+void ipc_ctrl_pub__free(struct ipc_ctrl_pub *cp)
+{
+	if (!cp)
+		return;
+	if (cp->sock_open)
+		nng_close(cp->sock);
+	free(cp);
+}
+
+struct ipc_ctrl_sub *ipc_ctrl_sub__new(const char *url, const char *probe)
+{
+	struct ipc_ctrl_sub *cs;
+	size_t nlen;
+	int rv, err;
+
+	if (!url || check_probe(probe, &nlen) < 0) {
+		errno = EINVAL;
+		return NULL;
+	}
+	cs = calloc(1, sizeof(*cs));
+	if (!cs) {
+		errno = ENOMEM;
+		return NULL;
+	}
+	cs->fd = -1;
+	memcpy(cs->topic, probe, nlen);
+	cs->topic[nlen] = '\n';
+	cs->topic_len = nlen + 1;
+
+	rv = nng_sub0_open(&cs->sock);
+	if (rv != 0) {
+		err = ipc__nng_err(rv);
+		goto err_out;
+	}
+	cs->sock_open = 1;
+	if ((rv = nng_socket_set_size(cs->sock, NNG_OPT_RECVMAXSZ, CTRL_MSG_MAX)) != 0 ||
+	    (rv = nng_socket_set(cs->sock, NNG_OPT_SUB_SUBSCRIBE, cs->topic, cs->topic_len)) != 0 ||
+	    (rv = nng_socket_set_ms(cs->sock, NNG_OPT_RECONNMINT, IPC__RECONN_MIN_MS)) != 0 ||
+	    (rv = nng_socket_set_ms(cs->sock, NNG_OPT_RECONNMAXT, IPC__RECONN_MAX_MS)) != 0 ||
+	    (rv = nng_dial(cs->sock, url, NULL, NNG_FLAG_NONBLOCK)) != 0 ||
+	    (rv = nng_socket_get_int(cs->sock, NNG_OPT_RECVFD, &cs->fd)) != 0) {
+		err = ipc__nng_err(rv);
+		goto err_out;
+	}
+	return cs;
+
+err_out:
+	ipc_ctrl_sub__free(cs);
+	errno = -err;
+	return NULL;
+}
+
+int ipc_ctrl_sub__fd(const struct ipc_ctrl_sub *cs)
+{
+	return cs ? cs->fd : -EINVAL;
+}
+
+/* "<probe>\n<digits>\n<payload>": everything after the topic comes from a peer, so check it all. */
+static int parse_ctrl(const struct ipc_ctrl_sub *cs, const char *b, size_t len, uint64_t *ret_version,
+		      char **ret_payload)
+{
+	const char *p, *end = b + len;
+	uint64_t v = 0;
+	size_t nd = 0, plen;
+	char *out;
+
+	if (len < cs->topic_len || memcmp(b, cs->topic, cs->topic_len) != 0)
+		return -EBADMSG;
+	for (p = b + cs->topic_len; p < end && *p >= '0' && *p <= '9'; p++) {
+		unsigned int d = (unsigned int)(*p - '0');
+
+		if (++nd > VERSION_DIGITS_MAX || v > (UINT64_MAX - d) / 10)
+			return -EBADMSG;
+		v = v * 10 + d;
+	}
+	if (nd == 0 || p >= end || *p != '\n')
+		return -EBADMSG;
+	p++;
+	plen = (size_t)(end - p);
+	if (plen > IPC_CTRL_MAX_PAYLOAD || memchr(p, '\0', plen))
+		return -EBADMSG;
+	out = malloc(plen + 1);
+	if (!out)
+		return -ENOMEM;
+	memcpy(out, p, plen);
+	out[plen] = '\0';
+	*ret_version = v;
+	*ret_payload = out;
+	return 0;
+}
+
+int ipc_ctrl_sub__recv(struct ipc_ctrl_sub *cs, uint64_t *ret_version, char **ret_payload)
+{
+	nng_msg *m;
+	int rv, rc;
+
+	if (!cs || !ret_version || !ret_payload)
+		return -EINVAL;
+	rv = nng_recvmsg(cs->sock, &m, NNG_FLAG_NONBLOCK);
+	if (rv == NNG_EAGAIN)
+		return 0;
+	if (rv != 0)
+		return ipc__nng_err(rv);
+	rc = parse_ctrl(cs, nng_msg_body(m), nng_msg_len(m), ret_version, ret_payload);
+	nng_msg_free(m);
+	return rc < 0 ? rc : 1;
+}
+
+void ipc_ctrl_sub__free(struct ipc_ctrl_sub *cs)
+{
+	if (!cs)
+		return;
+	if (cs->sock_open)
+		nng_close(cs->sock);
+	free(cs);
+}

@@ -1,0 +1,23 @@
+/* ipc_impl.h - helpers shared by the ipc/ sources only (not part of the public contract). */
+#ifndef GG_IPC_IMPL_H
+#define GG_IPC_IMPL_H
+
+#include <stdint.h>
+
+/* NNG error code -> negative errno, so callers see one error convention. */
+int ipc__nng_err(int rv);
+/* Monotonic clock in ms (flush ages, linger deadlines). */
+uint64_t ipc__now_ms(void);
+/*
+ * Before listening on an ipc:// url, remove a socket file left by a dead process; a file someone is
+ * still accepting on is left alone (-EADDRINUSE), as is anything that is not a socket (the listen then
+ * fails). Other schemes: no-op, 0.
+ */
+int ipc__unlink_stale(const char *url);
+
+/* Dialers retry quickly at first (the supervisor usually comes up within milliseconds) but back off
+ * to 1 s so a probe without a supervisor does not spin. */
+#define IPC__RECONN_MIN_MS 50
+#define IPC__RECONN_MAX_MS 1000
+
+#endif

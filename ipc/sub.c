@@ -1,0 +1,123 @@
+/* sub.c - supervisor side of the data plane: one NNG SUB socket every probe publishes to. */
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <nng/nng.h>
+#include <nng/protocol/pubsub0/sub.h>
+
+#include "ipc.h"
+#include "ipc_impl.h"
+
+/* The listening SUB socket and its pollable fd. */
+struct ipc_sub {
+	nng_socket sock;
+	int sock_open;
+	int fd;
+};
+
+struct ipc_sub *ipc_sub__new(const char *url)
+{
+	struct ipc_sub *sub;
+	int rv, err;
+
+	if (!url) {
+		errno = EINVAL;
+		return NULL;
+	}
+	sub = calloc(1, sizeof(*sub));
+	if (!sub) {
+		errno = ENOMEM;
+		return NULL;
+	}
+	sub->fd = -1;
+	rv = nng_sub0_open(&sub->sock);
+	if (rv != 0) {
+		err = ipc__nng_err(rv);
+		goto err_out;
+	}
+	sub->sock_open = 1;
+	/* NNG's default 1 MiB receive limit is below our largest batch (header + 1 MiB payload); a
+	 * larger message would make NNG drop the whole connection. The header may grow to 64 KiB. */
+	if ((rv = nng_socket_set_int(sub->sock, NNG_OPT_RECVBUF, IPC_SUB_DEFAULT_RECVBUF)) != 0 ||
+	    (rv = nng_socket_set_size(sub->sock, NNG_OPT_RECVMAXSZ, 65535u + IPC_BATCH_MAX_PAYLOAD)) != 0 ||
+	    (rv = nng_socket_set(sub->sock, NNG_OPT_SUB_SUBSCRIBE, "", 0)) != 0) {
+		err = ipc__nng_err(rv);
+		goto err_out;
+	}
+	err = ipc__unlink_stale(url);
+	if (err < 0)
+		goto err_out;
+	rv = nng_listen(sub->sock, url, NULL, 0);
+	if (rv != 0) {
+		err = ipc__nng_err(rv);
+		goto err_out;
+	}
+	rv = nng_socket_get_int(sub->sock, NNG_OPT_RECVFD, &sub->fd);
+	if (rv != 0) {
+		err = ipc__nng_err(rv);
+		goto err_out;
+	}
+	return sub;
+
+err_out:
+	ipc_sub__free(sub);
+	errno = -err;
+	return NULL;
+}
+
+int ipc_sub__set_recvbuf(struct ipc_sub *sub, int nmsgs)
+{
+	if (!sub || nmsgs < 1 || nmsgs > 8192)
+		return -EINVAL;
+	return ipc__nng_err(nng_socket_set_int(sub->sock, NNG_OPT_RECVBUF, nmsgs));
+}
+
+int ipc_sub__fd(const struct ipc_sub *sub)
+{
+	return sub ? sub->fd : -EINVAL;
+}
+
+int ipc_sub__recv(struct ipc_sub *sub, void **ret_msg, size_t *ret_len)
+{
+	nng_msg *m;
+	int rv;
+
+	if (!sub || !ret_msg || !ret_len)
+		return -EINVAL;
+	rv = nng_recvmsg(sub->sock, &m, NNG_FLAG_NONBLOCK);
+	if (rv == NNG_EAGAIN)
+		return 0;
+	if (rv != 0)
+		return ipc__nng_err(rv);
+	/* Hand out the body itself, not a copy, and keep the nng_msg pointer just in front of it so
+	 * ipc_msg__free can find it. NNG allocates received messages with headroom, so this insert
+	 * normally moves a pointer instead of copying. */
+	rv = nng_msg_insert(m, &m, sizeof(m));
+	if (rv != 0) {
+		nng_msg_free(m);
+		return ipc__nng_err(rv);
+	}
+	*ret_msg = (char *)nng_msg_body(m) + sizeof(m);
+	*ret_len = nng_msg_len(m) - sizeof(m);
+	return 1;
+}
+
+void ipc_msg__free(void *msg)
+{
+	nng_msg *m;
+
+	if (!msg)
+		return;
+	memcpy(&m, (char *)msg - sizeof(m), sizeof(m));
+	nng_msg_free(m);
+}
+
+void ipc_sub__free(struct ipc_sub *sub)
+{
+	if (!sub)
+		return;
+	if (sub->sock_open)
+		nng_close(sub->sock);
+	free(sub);
+}

@@ -1,0 +1,119 @@
+/* util.c - small helpers the ipc/ sources share: NNG error mapping, clock, stale socket cleanup. */
+#include <errno.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <sys/un.h>
+#include <time.h>
+#include <unistd.h>
+
+#include <nng/nng.h>
+
+#include "ipc_impl.h"
+
+int ipc__nng_err(int rv)
+{
+	if (rv == 0)
+		return 0;
+	if (rv & NNG_ESYSERR)
+		return -(rv & ~NNG_ESYSERR);
+	switch (rv) {
+	case NNG_EINTR:
+		return -EINTR;
+	case NNG_ENOMEM:
+		return -ENOMEM;
+	case NNG_EINVAL:
+	case NNG_EADDRINVAL:
+	case NNG_EBADTYPE:
+		return -EINVAL;
+	case NNG_EBUSY:
+		return -EBUSY;
+	case NNG_ETIMEDOUT:
+		return -ETIMEDOUT;
+	case NNG_ECONNREFUSED:
+		return -ECONNREFUSED;
+	case NNG_ECLOSED:
+		return -EBADF;
+	case NNG_EAGAIN:
+		return -EAGAIN;
+	case NNG_ENOTSUP:
+		return -ENOTSUP;
+	case NNG_EADDRINUSE:
+		return -EADDRINUSE;
+	case NNG_ESTATE:
+		return -EPROTO;
+	case NNG_ENOENT:
+		return -ENOENT;
+	case NNG_EPROTO:
+		return -EPROTO;
+	case NNG_EUNREACHABLE:
+		return -EHOSTUNREACH;
+	case NNG_EPERM:
+		return -EPERM;
+	case NNG_EMSGSIZE:
+		return -EMSGSIZE;
+	case NNG_ECONNABORTED:
+		return -ECONNABORTED;
+	case NNG_ECONNRESET:
+		return -ECONNRESET;
+	case NNG_ECANCELED:
+		return -ECANCELED;
+	case NNG_ENOFILES:
+		return -EMFILE;
+	case NNG_ENOSPC:
+		return -ENOSPC;
+	case NNG_EEXIST:
+		return -EEXIST;
+	case NNG_EREADONLY:
+		return -EROFS;
+	case NNG_EWRITEONLY:
+		return -EACCES;
+	default:
+		return -EIO;
+	}
+}
+
+uint64_t ipc__now_ms(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * 1000u + (uint64_t)ts.tv_nsec / 1000000u;
+}
+
+int ipc__unlink_stale(const char *url)
+{
+	static const char scheme[] = "ipc://";
+	struct sockaddr_un sa = { .sun_family = AF_UNIX };
+	const char *path;
+	struct stat st;
+	int fd, rc;
+
+	if (strncmp(url, scheme, sizeof(scheme) - 1) != 0)
+		return 0;
+	path = url + sizeof(scheme) - 1;
+	if (strlen(path) >= sizeof(sa.sun_path))
+		return -ENAMETOOLONG;
+	if (lstat(path, &st) < 0)
+		return errno == ENOENT ? 0 : -errno;
+	if (!S_ISSOCK(st.st_mode))
+		return 0;
+	/* Only a refused connection proves nobody listens; unlinking a live socket would silently take
+	 * the probes away from a running supervisor. */
+	strcpy(sa.sun_path, path);
+	fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+	if (fd < 0)
+		return -errno;
+	rc = connect(fd, (struct sockaddr *)&sa, sizeof(sa));
+	if (rc == 0) {
+		close(fd);
+		return -EADDRINUSE;
+	}
+	rc = errno;
+	close(fd);
+	if (rc != ECONNREFUSED)
+		return -rc;
+	if (unlink(path) < 0 && errno != ENOENT)
+		return -errno;
+	return 0;
+}
