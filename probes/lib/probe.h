@@ -38,18 +38,37 @@ struct probe_rec {
 	char buf[IPC_RECORD_MAX_LEN];
 };
 
+/*
+ * Errors (sticky: after the first one the appenders do nothing and finish returns it):
+ *   -EINVAL  value of the wrong kind for the field, more values than fields, empty key, bad histogram
+ *   -E2BIG   the record does not fit in IPC_RECORD_MAX_LEN - 1 bytes
+ *   -ERANGE  negative counter, NaN or infinity
+ * buf always holds a NUL-terminated prefix of the record; nothing is ever written past it.
+ */
 void probe_rec__begin(struct probe_rec *r, const struct probe_table *t);
-/* Key or label. '|' and control characters are replaced with '_'; invalid UTF-8 bytes with '?'.
- * An empty key is an error (-EINVAL). */
+/* Key or label. '|' and control characters (C0, DEL, C1) are replaced with '_', invalid UTF-8 bytes
+ * with '?'; the result is cut (at a character boundary) to META_LABEL_MAX bytes, the validator's
+ * limit. An empty key is an error (-EINVAL); an empty label is fine. NULL is taken as "". */
 void probe_rec__str(struct probe_rec *r, const char *s);
+/* Same with an explicit length (s need not be NUL-terminated; an embedded NUL becomes '_'). */
+void probe_rec__strn(struct probe_rec *r, const char *s, size_t len);
 void probe_rec__u64(struct probe_rec *r, uint64_t v); /* key, label, gauge or counter */
 void probe_rec__i64(struct probe_rec *r, int64_t v); /* key, label or gauge (counters are never negative) */
-void probe_rec__f64(struct probe_rec *r, double v); /* gauge or counter (non-negative), "%.6g" style */
-/* Histogram: n finite buckets with upper bounds le[] and per-bucket (non-cumulative) counts cnt[],
- * plus the observations above the last bound (overflow) and their sum. */
+/* Gauge or counter (non-negative). Integral values below 2^53 print as integers, others with 9
+ * significant digits, plain decimal where reasonable ("0.25", "1234.5678"), "1.5e-07" style
+ * otherwise; never "inf"/"nan" (-ERANGE instead). */
+void probe_rec__f64(struct probe_rec *r, double v);
+/* Histogram: n (1..META_HIST_BUCKETS_MAX) finite buckets with strictly increasing upper bounds le[]
+ * and per-bucket (non-cumulative) counts cnt[], plus the observations above the last bound
+ * (overflow) and their sum. Written as "n le_1 cum_1 ... le_n cum_n sum count" (schema/meta.h). */
 void probe_rec__hist(struct probe_rec *r, unsigned int n, const double *le, const uint64_t *cnt, uint64_t overflow,
 		     double sum);
-/* 0 when every field has been given with the right kind, else the first error. */
+/* Summary: n quantiles q[] (strictly increasing, in [0, 1]) with their values v[], the sum and count
+ * of the observations. Written as "n q_1 v_1 ... q_n v_n sum count". */
+void probe_rec__summary(struct probe_rec *r, unsigned int n, const double *q, const double *v, double sum,
+			uint64_t count);
+/* 0 when every field has been given with the right kind, else the first error (-EINVAL when fields
+ * are missing). The record is buf[0..len). */
 int probe_rec__finish(struct probe_rec *r);
 
 /* Log levels, as `-l debug|info|warn|error`. */
@@ -71,33 +90,52 @@ struct probe_rt_opts {
 };
 
 /*
- * Set up the runtime. Under the supervisor (environment GALA_GOPHER_DATA_URL set) records go over
- * IPC and updates arrive on GALA_GOPHER_CTRL_URL; otherwise records are printed on stdout, one line
- * each. Installs SIGTERM/SIGINT handlers that request a stop. NULL + errno on failure.
+ * Set up the runtime (one per process: the signal handlers are process-wide). Calls
+ * probe_log_setup(name, log_level).
+ * Under the supervisor (environment GALA_GOPHER_DATA_URL set) records go over IPC under the name
+ * GALA_GOPHER_PROBE_NAME (default opts->name), the process asks for SIGKILL when its parent dies, a
+ * heartbeat batch carrying the applied config version is sent at least every second while waiting,
+ * and configuration updates arrive on GALA_GOPHER_CTRL_URL (when set; also honoured standalone).
+ * Otherwise records are printed on stdout, one line each, fully buffered and flushed by
+ * probe_rt__flush. Installs SIGTERM/SIGINT handlers that request a stop. NULL + errno on failure.
  */
 struct probe_rt *probe_rt__new(const struct probe_rt_opts *opts);
-/* Emit a finished record. Returns probe_rec__finish's error (and counts it) or a transport error. */
+/* Emit a finished record. Returns probe_rec__finish's error (counted as invalid; the first few are
+ * logged with the table name) or a transport error. */
 int probe_rt__emit(struct probe_rt *rt, struct probe_rec *r);
-/* Emit a raw, already formatted line "|table|...|" (for tests and benchmarks). */
+/* Emit a raw, already formatted line "|table|...|" (for tests and benchmarks). Not validated, except
+ * that it must be non-empty, without '\n' and at most IPC_RECORD_MAX_LEN bytes (-EINVAL). */
 int probe_rt__emit_line(struct probe_rt *rt, const char *line, size_t len);
 /* Send what is batched now (end of a report period). */
 int probe_rt__flush(struct probe_rt *rt);
 /*
  * Wait up to ms milliseconds while serving the control channel and batch flushing. Returns early
  * (1) when a stop was requested, 0 when the time passed. A configuration callback may ask for an
- * early return with probe_rt__wake().
+ * early return with probe_rt__wake(). on_config runs inside this call, on the caller's thread; under
+ * the supervisor an applied version is reported at once with a heartbeat batch.
  */
 int probe_rt__wait(struct probe_rt *rt, unsigned int ms);
+/* Make the current or next probe_rt__wait return 0 early (async-signal-safe). */
 void probe_rt__wake(struct probe_rt *rt);
+/* Ask for a stop, as SIGTERM does. */
+void probe_rt__stop(struct probe_rt *rt);
 int probe_rt__stopping(const struct probe_rt *rt);
+/* The name records are published under (GALA_GOPHER_PROBE_NAME, else opts->name). */
+const char *probe_rt__name(const struct probe_rt *rt);
+/* 1 when records go to the supervisor over IPC, 0 when to stdout. */
+int probe_rt__supervised(const struct probe_rt *rt);
 uint64_t probe_rt__records_emitted(const struct probe_rt *rt);
 uint64_t probe_rt__records_invalid(const struct probe_rt *rt);
 /* Flush, close, free; accepts NULL. */
 void probe_rt__free(struct probe_rt *rt);
 
-/* Logging to stderr ("<time> <level> <probe>: message"), filtered by the level. */
+/* Logging to stderr ("<YYYY-mm-dd HH:MM:SS.mmm> <LEVEL> <probe>: message"), filtered by the level.
+ * Each message is one write(2) of at most 2 KiB; a trailing newline in fmt is not doubled. Before
+ * probe_log_setup the name is "probe" and the level info. */
 void probe_log_setup(const char *name, enum probe_log_level level);
+enum probe_log_level probe_log_get_level(void);
 void probe_log(enum probe_log_level level, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+void probe_vlog(enum probe_log_level level, const char *fmt, va_list ap) __attribute__((format(printf, 2, 0)));
 /* libbpf's messages through probe_log (debug ones only at debug level). */
 void probe_log_route_libbpf(void);
 
@@ -105,7 +143,23 @@ void probe_log_route_libbpf(void);
 uint64_t probe_now_mono_ms(void);
 uint64_t probe_now_wall_ms(void);
 
-/* Mount tracefs at /sys/kernel/tracing when it is absent (needed for tracepoint attachment). */
+/* Mount tracefs at /sys/kernel/tracing when its events/ directory is absent (needed for tracepoint
+ * attachment). 0 or negative errno. */
 int probe_ensure_tracefs(void);
+
+/* A growable buffer for reading /proc and /sys files; keep one per file and reuse it every period. */
+struct probe_buf {
+	char *data;
+	size_t len; /* bytes read, data[len] is '\0' */
+	size_t cap;
+};
+/*
+ * Read the whole file at path into b with open/read (no stdio), growing the buffer as needed but
+ * never beyond max bytes. 0 on success; negative errno on failure (-EFBIG when the file is larger
+ * than max; b->len is then 0).
+ */
+int probe_read_file(const char *path, struct probe_buf *b, size_t max);
+/* Free the buffer's memory; accepts NULL and zeroed buffers. */
+void probe_buf__free(struct probe_buf *b);
 
 #endif

@@ -1,0 +1,117 @@
+/* probe_util.c - clocks, tracefs mounting and whole-file reads of /proc and /sys for probes. */
+#include "probe.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mount.h>
+#include <time.h>
+#include <unistd.h>
+
+static uint64_t clock_ms(clockid_t id)
+{
+	struct timespec ts;
+
+	clock_gettime(id, &ts);
+	return (uint64_t)ts.tv_sec * 1000u + (uint64_t)ts.tv_nsec / 1000000u;
+}
+
+uint64_t probe_now_mono_ms(void)
+{
+	return clock_ms(CLOCK_MONOTONIC);
+}
+
+uint64_t probe_now_wall_ms(void)
+{
+	return clock_ms(CLOCK_REALTIME);
+}
+
+int probe_ensure_tracefs(void)
+{
+	if (access("/sys/kernel/tracing/events", F_OK) == 0)
+		return 0;
+	if (mount("tracefs", "/sys/kernel/tracing", "tracefs", 0, NULL) < 0)
+		return -errno;
+	return 0;
+}
+
+/* Grow b to hold want bytes, but never more than limit. */
+static int buf_grow(struct probe_buf *b, size_t want, size_t limit)
+{
+	size_t cap = b->cap ? b->cap : 4096;
+	char *p;
+
+	while (cap < want)
+		cap *= 2;
+	if (cap > limit)
+		cap = limit;
+	if (cap <= b->cap)
+		return 0;
+	p = realloc(b->data, cap);
+	if (!p)
+		return -ENOMEM;
+	b->data = p;
+	b->cap = cap;
+	return 0;
+}
+
+int probe_read_file(const char *path, struct probe_buf *b, size_t max)
+{
+	int fd, err;
+
+	b->len = 0;
+	err = buf_grow(b, 1, max + 1);
+	if (err)
+		return err;
+	b->data[0] = '\0';
+	fd = open(path, O_RDONLY | O_CLOEXEC);
+	if (fd < 0)
+		return -errno;
+	for (;;) {
+		size_t room;
+		ssize_t n;
+
+		if (b->len >= max) {
+			char c;
+
+			/* Full up to the limit: fine only when this was the end of the file. */
+			n = read(fd, &c, 1);
+			if (n < 0 && errno == EINTR)
+				continue;
+			err = n == 0 ? 0 : n < 0 ? -errno : -EFBIG;
+			break;
+		}
+		/* Keep one byte for the NUL; a full buffer means "maybe more": grow and go on. */
+		if (b->len + 1 >= b->cap) {
+			err = buf_grow(b, b->cap * 2, max + 1);
+			if (err)
+				break;
+		}
+		room = (b->cap - 1 < max ? b->cap - 1 : max) - b->len;
+		n = read(fd, b->data + b->len, room);
+		if (n < 0) {
+			if (errno == EINTR)
+				continue;
+			err = -errno;
+			break;
+		}
+		if (n == 0)
+			break;
+		b->len += (size_t)n;
+	}
+	close(fd);
+	if (err)
+		b->len = 0;
+	b->data[b->len] = '\0';
+	return err;
+}
+
+void probe_buf__free(struct probe_buf *b)
+{
+	if (!b)
+		return;
+	free(b->data);
+	b->data = NULL;
+	b->len = b->cap = 0;
+}

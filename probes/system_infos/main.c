@@ -1,0 +1,333 @@
+/* main.c - system_infos ("baseinfo"): host CPU and memory metrics from /proc, every report period. */
+#include <cjson/cJSON.h>
+#include <errno.h>
+#include <getopt.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "probe.h"
+#include "system_infos.h"
+
+#define PROBE_NAME "baseinfo"
+#define PROG "system_infos"
+#define PERIOD_MIN 1u
+#define PERIOD_MAX 600u
+#define PERIOD_DEFAULT 5u
+
+/* What the probe does; argv gives the baseline, a live configuration overrides it. */
+struct si_conf {
+	unsigned int period_s;
+	unsigned int subprobes; /* enum si_subprobe bits */
+};
+
+/* State shared by the main loop and the configuration callback. */
+struct si_ctx {
+	struct probe_rt *rt;
+	struct si_conf base; /* from the command line */
+	struct si_conf cur;
+	struct si_cpu cpu;
+	struct si_mem mem;
+};
+
+/* gala-gopher's baseinfo sub-probes; those not implemented yet are accepted and ignored. */
+static const struct {
+	const char *name;
+	unsigned int bit;
+} subprobe_names[] = {
+	{ "cpu", SI_CPU }, { "mem", SI_MEM }, { "nic", 0 },  { "disk", 0 },
+	{ "net", 0 },	   { "fs", 0 },	      { "proc", 0 }, { "host", 0 },
+};
+
+/* Bit of a sub-probe name (0 for a known but not implemented one); -EINVAL when unknown. */
+static int subprobe_bit(const char *s, size_t len)
+{
+	for (unsigned int i = 0; i < sizeof(subprobe_names) / sizeof(subprobe_names[0]); i++) {
+		if (strlen(subprobe_names[i].name) == len && !memcmp(subprobe_names[i].name, s, len)) {
+			if (!subprobe_names[i].bit)
+				probe_log(PLOG_WARN, "sub-probe '%.*s' is not implemented yet, ignored", (int)len, s);
+			return (int)subprobe_names[i].bit;
+		}
+	}
+	return -EINVAL;
+}
+
+static void subprobes_str(unsigned int bits, char *buf, size_t len)
+{
+	size_t n = 0;
+
+	buf[0] = '\0';
+	for (unsigned int i = 0; i < sizeof(subprobe_names) / sizeof(subprobe_names[0]); i++)
+		if (subprobe_names[i].bit & bits)
+			n += (size_t)snprintf(buf + n, len - n, "%s%s", n ? "," : "", subprobe_names[i].name);
+	if (!n)
+		snprintf(buf, len, "none");
+}
+
+static void usage(FILE *f)
+{
+	fprintf(f,
+		"Usage: " PROG " [OPTION]...\n"
+		"Report host CPU and memory metrics from /proc every period (gala-gopher probe \"" PROBE_NAME
+		"\").\n"
+		"Without the supervisor, records are printed on stdout, one |table|...| line each.\n"
+		"\n"
+		"  -t SEC       report period in seconds, %u..%u (default %u)\n"
+		"  -l LEVEL     log level: debug, info, warn or error (default info)\n"
+		"  -P LIST      sub-probes to run, comma separated: cpu,mem (default all)\n"
+		"  -h, --help   show this help and exit\n"
+		"      --version  show the version and exit\n"
+		"\n"
+		"Tables: system_cpu (one record per online CPU), system_cpu_util, system_meminfo.\n"
+		"Live configuration (from the supervisor): {\"params\": {\"report_period\": N}, \"probe\": [\"cpu\", "
+		"\"mem\"]}\n"
+		"(\"probe\" may also be given as \"cmd\": {\"probe\": [...]}; what is left out comes from the options).\n",
+		PERIOD_MIN, PERIOD_MAX, PERIOD_DEFAULT);
+}
+
+static int parse_period(const char *s, unsigned int *ret)
+{
+	char *end;
+	unsigned long v;
+
+	errno = 0;
+	v = strtoul(s, &end, 10);
+	if (errno || end == s || *end || s[0] == '-' || v < PERIOD_MIN || v > PERIOD_MAX)
+		return -ERANGE;
+	*ret = (unsigned int)v;
+	return 0;
+}
+
+static int parse_subprobe_list(const char *s, unsigned int *ret)
+{
+	unsigned int bits = 0;
+	const char *p = s;
+
+	for (;;) {
+		const char *comma = strchr(p, ',');
+		size_t len = comma ? (size_t)(comma - p) : strlen(p);
+		int bit = subprobe_bit(p, len);
+
+		if (bit < 0) {
+			fprintf(stderr, PROG ": unknown sub-probe '%.*s' in -P (expected cpu, mem)\n", (int)len, p);
+			return -EINVAL;
+		}
+		bits |= (unsigned int)bit;
+		if (!comma)
+			break;
+		p = comma + 1;
+	}
+	*ret = bits;
+	return 0;
+}
+
+/* Returns -1 to go on, or the exit status. */
+static int parse_args(int argc, char **argv, struct si_conf *conf, enum probe_log_level *level)
+{
+	static const struct option longopts[] = {
+		{ "help", no_argument, NULL, 'h' },
+		{ "version", no_argument, NULL, 'V' },
+		{ NULL, 0, NULL, 0 },
+	};
+	int c;
+
+	opterr = 0;
+	while ((c = getopt_long(argc, argv, ":t:l:P:h", longopts, NULL)) != -1) {
+		switch (c) {
+		case 't':
+			if (parse_period(optarg, &conf->period_s)) {
+				fprintf(stderr, PROG ": invalid report period '%s' for -t (expected %u..%u seconds)\n",
+					optarg, PERIOD_MIN, PERIOD_MAX);
+				return 2;
+			}
+			break;
+		case 'l':
+			if (probe_log_level__parse(optarg, level)) {
+				fprintf(stderr, PROG ": invalid log level '%s' for -l (expected debug, info, warn, error)\n",
+					optarg);
+				return 2;
+			}
+			break;
+		case 'P':
+			if (parse_subprobe_list(optarg, &conf->subprobes))
+				return 2;
+			break;
+		case 'h':
+			usage(stdout);
+			return 0;
+		case 'V':
+			printf(PROG " " GG_VERSION "\n");
+			return 0;
+		case ':':
+			fprintf(stderr, PROG ": option '%s' needs a value\n", argv[optind - 1]);
+			fprintf(stderr, "Try '" PROG " --help'.\n");
+			return 2;
+		default:
+			if (optopt)
+				fprintf(stderr, PROG ": unknown option '-%c'\n", optopt);
+			else
+				fprintf(stderr, PROG ": unknown option '%s'\n", argv[optind - 1]);
+			fprintf(stderr, "Try '" PROG " --help'.\n");
+			return 2;
+		}
+	}
+	if (optind < argc) {
+		fprintf(stderr, PROG ": unexpected argument '%s'\n", argv[optind]);
+		fprintf(stderr, "Try '" PROG " --help'.\n");
+		return 2;
+	}
+	return -1;
+}
+
+/*
+ * Parse a live configuration into *ret: 0 or -EINVAL (nothing applied). The REST interface is
+ * stateless (each PUT is the whole configuration), so what the JSON leaves out comes from the
+ * command line, not from the previous update.
+ */
+static int conf_from_json(const struct si_conf *base, const char *json, struct si_conf *ret)
+{
+	struct si_conf conf = *base;
+	cJSON *root = cJSON_Parse(json);
+	const cJSON *params, *period, *list, *item;
+	int err = -EINVAL;
+
+	if (!root || !cJSON_IsObject(root)) {
+		probe_log(PLOG_WARN, "configuration is not a JSON object");
+		goto out;
+	}
+	params = cJSON_GetObjectItemCaseSensitive(root, "params");
+	if (params && !cJSON_IsNull(params)) {
+		if (!cJSON_IsObject(params)) {
+			probe_log(PLOG_WARN, "configuration: \"params\" must be an object");
+			goto out;
+		}
+		period = cJSON_GetObjectItemCaseSensitive(params, "report_period");
+		if (period) {
+			double v = cJSON_GetNumberValue(period);
+
+			if (!cJSON_IsNumber(period) || v < PERIOD_MIN || v > PERIOD_MAX || v != (double)(unsigned int)v) {
+				probe_log(PLOG_WARN, "configuration: report_period must be an integer %u..%u", PERIOD_MIN,
+					  PERIOD_MAX);
+				goto out;
+			}
+			conf.period_s = (unsigned int)v;
+		}
+	}
+	/* The REST body carries sub-probes in cmd.probe; accept them at the top level too. */
+	list = cJSON_GetObjectItemCaseSensitive(root, "probe");
+	if (!list) {
+		const cJSON *cmd = cJSON_GetObjectItemCaseSensitive(root, "cmd");
+
+		if (cJSON_IsObject(cmd))
+			list = cJSON_GetObjectItemCaseSensitive(cmd, "probe");
+	}
+	if (list && !cJSON_IsNull(list)) {
+		if (!cJSON_IsArray(list)) {
+			probe_log(PLOG_WARN, "configuration: \"probe\" must be a list of sub-probe names");
+			goto out;
+		}
+		conf.subprobes = 0;
+		cJSON_ArrayForEach(item, list)
+		{
+			const char *s = cJSON_GetStringValue(item);
+			int bit = s ? subprobe_bit(s, strlen(s)) : -EINVAL;
+
+			if (bit < 0) {
+				probe_log(PLOG_WARN, "configuration: unknown sub-probe %s%s%s (expected cpu, mem)",
+					  s ? "'" : "", s ? s : "(not a string)", s ? "'" : "");
+				goto out;
+			}
+			conf.subprobes |= (unsigned int)bit;
+		}
+		/* An empty list means "the default set", as when it is left out (stopping is "state"'s job). */
+		if (cJSON_GetArraySize(list) == 0)
+			conf.subprobes = base->subprobes;
+	}
+	*ret = conf;
+	err = 0;
+out:
+	cJSON_Delete(root);
+	return err;
+}
+
+static int on_config(void *data, uint64_t version, const char *json)
+{
+	struct si_ctx *ctx = data;
+	struct si_conf conf;
+	char names[64];
+	int err = conf_from_json(&ctx->base, json, &conf);
+
+	if (err)
+		return err;
+	/* A sub-probe turned back on measures its first period from now, not from when it stopped. */
+	if ((conf.subprobes & SI_CPU) && !(ctx->cur.subprobes & SI_CPU))
+		(void)si_cpu__baseline(&ctx->cpu);
+	ctx->cur = conf;
+	subprobes_str(conf.subprobes, names, sizeof(names));
+	probe_log(PLOG_INFO, "configuration %llu: report period %u s, sub-probes %s", (unsigned long long)version,
+		  conf.period_s, names);
+	probe_rt__wake(ctx->rt); /* the main loop recomputes its next report time */
+	return 0;
+}
+
+static void report(struct si_ctx *ctx)
+{
+	if (ctx->cur.subprobes & SI_CPU)
+		(void)si_cpu__report(&ctx->cpu, ctx->rt);
+	if (ctx->cur.subprobes & SI_MEM)
+		(void)si_mem__report(&ctx->mem, ctx->rt);
+	(void)probe_rt__flush(ctx->rt);
+}
+
+int main(int argc, char **argv)
+{
+	static struct si_ctx ctx;
+	enum probe_log_level level = PLOG_INFO;
+	struct probe_rt_opts opts = { .name = PROBE_NAME, .on_config = on_config, .cb_ctx = &ctx };
+	uint64_t last;
+	char names[64];
+	int ret;
+
+	probe_log_setup(PROBE_NAME, PLOG_INFO);
+	ctx.base = (struct si_conf){ .period_s = PERIOD_DEFAULT, .subprobes = SI_ALL };
+	ret = parse_args(argc, argv, &ctx.base, &level);
+	if (ret >= 0)
+		return ret;
+	ctx.cur = ctx.base;
+
+	opts.log_level = level;
+	ctx.rt = probe_rt__new(&opts);
+	if (!ctx.rt) {
+		probe_log(PLOG_ERROR, "cannot set up the probe runtime: %s", strerror(errno));
+		return 1;
+	}
+	/* The first report is a rate over its whole period: sample the starting point now. */
+	ret = si_cpu__init(&ctx.cpu);
+	if (ret)
+		probe_log(PLOG_WARN, "initial CPU sample failed: %s", strerror(-ret));
+	subprobes_str(ctx.cur.subprobes, names, sizeof(names));
+	probe_log(PLOG_INFO, "started: report period %u s, sub-probes %s", ctx.cur.period_s, names);
+
+	last = probe_now_mono_ms();
+	while (!probe_rt__stopping(ctx.rt)) {
+		uint64_t now = probe_now_mono_ms();
+		uint64_t next = last + (uint64_t)ctx.cur.period_s * 1000u;
+
+		if (now < next) {
+			if (probe_rt__wait(ctx.rt, (unsigned int)(next - now)))
+				break;
+			continue;
+		}
+		report(&ctx);
+		/* Keep to the period's grid, but do not try to catch up after a stall. */
+		last = now - next < (uint64_t)ctx.cur.period_s * 1000u ? next : now;
+	}
+
+	probe_log(PLOG_INFO, "stopping: %llu records emitted, %llu invalid",
+		  (unsigned long long)probe_rt__records_emitted(ctx.rt),
+		  (unsigned long long)probe_rt__records_invalid(ctx.rt));
+	probe_rt__free(ctx.rt);
+	si_cpu__free(&ctx.cpu);
+	si_mem__free(&ctx.mem);
+	return 0;
+}

@@ -1,0 +1,172 @@
+/* bad_probe.c - a native probe that misbehaves on purpose, for the supervisor's integration tests. */
+#include <cjson/cJSON.h>
+#include <errno.h>
+#include <getopt.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "probe.h"
+
+#define PROG "bad_probe"
+
+/* Same table as tests/schema/test_bad.meta. */
+static const char *const test_bad_fields[] = { "k", "l", "g", "c" };
+static const unsigned char test_bad_kinds[] = { PF_KEY, PF_LABEL, PF_GAUGE, PF_COUNTER };
+static const struct probe_table TBL_test_bad = { "test_bad", 4, test_bad_fields, test_bad_kinds };
+
+/* One of each rejection reason the validator has for a plain table, in a fixed order. */
+static const char *const bad_lines[] = {
+	"|test_bad|k1|l|1|", /* field_count */
+	"|no_such_table|k1|l|1|2|", /* unknown_table */
+	"|test_bad|k1|l|abc|2|", /* not_numeric */
+	"|test_bad|k1|l|1|-5|", /* negative_counter */
+	"|test_bad||l|1|2|", /* empty_key */
+	"test_bad|k1|l|1|2", /* malformed (framing) */
+};
+
+enum mode { MODE_VALID, MODE_MALFORMED, MODE_EXIT, MODE_CRASH, MODE_FLOOD, MODE_IDLE };
+static const char *const mode_names[] = { "valid", "malformed", "exit", "crash", "flood", "idle" };
+
+static void usage(FILE *f)
+{
+	fprintf(f, "Usage: " PROG " [-m valid|malformed|exit|crash|flood|idle] [-n N] [-k K] [-l LEVEL]\n"
+		   "A test probe for table test_bad (tests/schema/test_bad.meta).\n"
+		   "  -m valid      one valid record per second (default): |test_bad|k1|lbl|1.5|7|\n"
+		   "  -m malformed  per second: one valid record and one each of: wrong field count, unknown\n"
+		   "                table, non-numeric gauge, negative counter, empty key, broken framing\n"
+		   "  -m exit       exit with status 3 at once\n"
+		   "  -m crash      raise SIGSEGV after 1 s\n"
+		   "  -m flood      emit N (-n, default 100000) valid records as fast as possible, then idle\n"
+		   "                (records |test_bad|f<i mod K>|lbl|<i>|<i>|)\n"
+		   "  -m idle       emit nothing, just run until stopped\n"
+		   "  -k K          distinct keys used by flood (default 100)\n"
+		   "  -l LEVEL      log level (default info)\n"
+		   "Live configuration: any JSON object is applied (and logged), except one with\n"
+		   "\"params\": {\"fail\": true}, which is refused.\n");
+}
+
+static int emit_valid(struct probe_rt *rt, const char *key, double g, uint64_t c)
+{
+	struct probe_rec rec;
+
+	probe_rec__begin(&rec, &TBL_test_bad);
+	probe_rec__str(&rec, key);
+	probe_rec__str(&rec, "lbl");
+	probe_rec__f64(&rec, g);
+	probe_rec__u64(&rec, c);
+	return probe_rt__emit(rt, &rec);
+}
+
+static int on_config(void *ctx, uint64_t version, const char *json)
+{
+	cJSON *root = cJSON_Parse(json);
+	const cJSON *params, *fail;
+	int err = 0;
+
+	(void)ctx;
+	if (!root || !cJSON_IsObject(root)) {
+		err = -EINVAL;
+	} else {
+		params = cJSON_GetObjectItemCaseSensitive(root, "params");
+		fail = params ? cJSON_GetObjectItemCaseSensitive(params, "fail") : NULL;
+		if (cJSON_IsTrue(fail))
+			err = -EINVAL;
+	}
+	probe_log(PLOG_INFO, "configuration %llu %s: %.200s", (unsigned long long)version, err ? "refused" : "applied",
+		  json);
+	cJSON_Delete(root);
+	return err;
+}
+
+int main(int argc, char **argv)
+{
+	enum mode mode = MODE_VALID;
+	enum probe_log_level level = PLOG_INFO;
+	unsigned long n = 100000, nkeys = 100;
+	struct probe_rt_opts opts = { .name = PROG, .on_config = on_config };
+	struct probe_rt *rt;
+	int c;
+
+	while ((c = getopt(argc, argv, "m:n:k:l:h")) != -1) {
+		switch (c) {
+		case 'm':
+			for (c = 0; c <= MODE_IDLE && strcmp(optarg, mode_names[c]); c++)
+				;
+			if (c > MODE_IDLE) {
+				fprintf(stderr, PROG ": unknown mode '%s'\n", optarg);
+				return 2;
+			}
+			mode = (enum mode)c;
+			break;
+		case 'n':
+			n = strtoul(optarg, NULL, 10);
+			break;
+		case 'k':
+			nkeys = strtoul(optarg, NULL, 10);
+			if (!nkeys)
+				nkeys = 1;
+			break;
+		case 'l':
+			if (probe_log_level__parse(optarg, &level)) {
+				fprintf(stderr, PROG ": invalid log level '%s'\n", optarg);
+				return 2;
+			}
+			break;
+		case 'h':
+			usage(stdout);
+			return 0;
+		default:
+			usage(stderr);
+			return 2;
+		}
+	}
+	if (optind < argc) {
+		usage(stderr);
+		return 2;
+	}
+	if (mode == MODE_EXIT)
+		return 3;
+
+	opts.log_level = level;
+	rt = probe_rt__new(&opts);
+	if (!rt) {
+		fprintf(stderr, PROG ": cannot set up the runtime: %s\n", strerror(errno));
+		return 1;
+	}
+	probe_log(PLOG_INFO, "started in mode %s", mode_names[mode]);
+
+	if (mode == MODE_CRASH) {
+		if (probe_rt__wait(rt, 1000) == 0) {
+			signal(SIGSEGV, SIG_DFL);
+			raise(SIGSEGV);
+		}
+	} else if (mode == MODE_FLOOD) {
+		char key[32];
+
+		for (unsigned long i = 0; i < n && !probe_rt__stopping(rt); i++) {
+			snprintf(key, sizeof(key), "f%lu", i % nkeys);
+			(void)emit_valid(rt, key, (double)i, i);
+		}
+		(void)probe_rt__flush(rt);
+		probe_log(PLOG_INFO, "flood done: %llu records", (unsigned long long)probe_rt__records_emitted(rt));
+		while (!probe_rt__wait(rt, 60000))
+			;
+	} else if (mode == MODE_IDLE) {
+		while (!probe_rt__wait(rt, 60000))
+			;
+	} else {
+		while (!probe_rt__stopping(rt)) {
+			(void)emit_valid(rt, "k1", 1.5, 7);
+			if (mode == MODE_MALFORMED)
+				for (unsigned int i = 0; i < sizeof(bad_lines) / sizeof(bad_lines[0]); i++)
+					(void)probe_rt__emit_line(rt, bad_lines[i], strlen(bad_lines[i]));
+			(void)probe_rt__flush(rt);
+			if (probe_rt__wait(rt, 1000))
+				break;
+		}
+	}
+	probe_rt__free(rt);
+	return 0;
+}
