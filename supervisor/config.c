@@ -1,0 +1,685 @@
+/* config.c - loads gala-gopher.conf: known keys are checked against their type and range, unknown
+ * keys are warned about, and every error names the key and its line. */
+#include "config.h"
+
+#include <ctype.h>
+#include <errno.h>
+#include <libconfig.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+#include <unistd.h>
+
+#include <cjson/cJSON.h>
+
+enum key_kind { K_STR, K_PATH, K_INT, K_ONOFF, K_CHANNEL, K_ENUM, K_BROKERS, K_IGNORED };
+
+/* How one key of a section is read and checked. */
+struct key_spec {
+	const char *name;
+	enum key_kind kind;
+	size_t off;
+	size_t size;
+	long min, max;
+	const char *const *choices;
+};
+
+static const char *const loglevels[] = { "debug", "info", "warn", "warning", "error", NULL };
+static const char *const languages[] = { "en_US", "zh_CN", NULL };
+static const char *const codecs[] = { "none", "gzip", "snappy", "lz4", "zstd", NULL };
+
+#define STR(f, n) { n, K_STR, offsetof(struct gg_config, f), sizeof(((struct gg_config *)0)->f), 0, 0, NULL }
+#define PATHK(f, n) { n, K_PATH, offsetof(struct gg_config, f), sizeof(((struct gg_config *)0)->f), 0, 0, NULL }
+#define INT(f, n, lo, hi) { n, K_INT, offsetof(struct gg_config, f), sizeof(int), lo, hi, NULL }
+#define ENUMK(f, n, c) { n, K_ENUM, offsetof(struct gg_config, f), sizeof(((struct gg_config *)0)->f), 0, 0, c }
+#define IGN(n) { n, K_IGNORED, 0, 0, 0, 0, NULL }
+
+static const struct key_spec global_keys[] = {
+	STR(global.log_file_name, "log_file_name"),
+	ENUMK(global.log_level, "log_level", loglevels),
+	PATHK(global.pin_path, "pin_path"),
+	PATHK(global.run_dir, "run_dir"),
+	PATHK(global.meta_path, "meta_path"),
+	PATHK(global.probes_dir, "probes_dir"),
+	INT(global.check_interval, "check_interval", 1, 3600),
+	INT(global.check_timeout, "check_timeout", 1, 300),
+	INT(global.stop_grace_ms, "stop_grace_ms", 100, 60000),
+	IGN("bpf_pin_path"),
+	{ NULL, 0, 0, 0, 0, 0, NULL },
+};
+
+#define CHANNEL_KEYS(sec)                                                                          \
+	{ "out_channel", K_CHANNEL, offsetof(struct gg_config, sec.out), sizeof(int), 0, 0, NULL },  \
+		STR(sec.kafka_topic, "kafka_topic")
+
+static const struct key_spec metric_keys[] = { CHANNEL_KEYS(metric), { NULL, 0, 0, 0, 0, 0, NULL } };
+static const struct key_spec meta_keys[] = { CHANNEL_KEYS(meta), { NULL, 0, 0, 0, 0, 0, NULL } };
+static const struct key_spec event_keys[] = {
+	CHANNEL_KEYS(event),
+	INT(event_timeout, "timeout", 1, 86400),
+	ENUMK(event_desc_language, "desc_language", languages),
+	{ NULL, 0, 0, 0, 0, 0, NULL },
+};
+static const struct key_spec ingress_keys[] = { IGN("interval"), { NULL, 0, 0, 0, 0, 0, NULL } };
+static const struct key_spec egress_keys[] = { IGN("interval"), IGN("time_range"), { NULL, 0, 0, 0, 0, 0, NULL } };
+static const struct key_spec imdb_keys[] = {
+	INT(imdb.max_tables_num, "max_tables_num", 1, 65536),
+	INT(imdb.max_records_num, "max_records_num", 1, 10000000),
+	INT(imdb.max_metrics_num, "max_metrics_num", 1, 65536),
+	INT(imdb.record_timeout, "record_timeout", 1, 86400 * 7),
+	{ NULL, 0, 0, 0, 0, 0, NULL },
+};
+
+#define HTTP_KEYS(sec)                                                                             \
+	STR(sec.bind_addr, "bind_addr"), INT(sec.port, "port", 1, 65535),                            \
+		{ "ssl_auth", K_ONOFF, offsetof(struct gg_config, sec.ssl_auth), sizeof(int), 0, 0, NULL }, \
+		PATHK(sec.private_key, "private_key"), PATHK(sec.cert_file, "cert_file"),           \
+		PATHK(sec.ca_file, "ca_file")
+
+static const struct key_spec web_keys[] = { HTTP_KEYS(web_server), { NULL, 0, 0, 0, 0, 0, NULL } };
+static const struct key_spec rest_keys[] = { HTTP_KEYS(rest_api_server), { NULL, 0, 0, 0, 0, 0, NULL } };
+static const struct key_spec kafka_keys[] = {
+	{ "kafka_broker", K_BROKERS, offsetof(struct gg_config, kafka.kafka_broker),
+	  sizeof(((struct gg_config *)0)->kafka.kafka_broker), 0, 0, NULL },
+	INT(kafka.batch_num_messages, "batch_num_messages", 1, 1000000),
+	ENUMK(kafka.compression_codec, "compression_codec", codecs),
+	INT(kafka.queue_buffering_max_messages, "queue_buffering_max_messages", 1, 10000000),
+	INT(kafka.queue_buffering_max_kbytes, "queue_buffering_max_kbytes", 1, 2097151),
+	INT(kafka.queue_buffering_max_ms, "queue_buffering_max_ms", 0, 900000),
+	{ NULL, 0, 0, 0, 0, 0, NULL },
+};
+static const struct key_spec logs_keys[] = {
+	PATHK(logs.metric_dir, "metric_dir"),
+	PATHK(logs.event_dir, "event_dir"),
+	PATHK(logs.meta_dir, "meta_dir"),
+	PATHK(logs.debug_dir, "debug_dir"),
+	INT(logs.metric_total_size, "metric_total_size", 1, 1048576),
+	INT(logs.debug_file_size, "debug_file_size", 1, 1024),
+	{ NULL, 0, 0, 0, 0, 0, NULL },
+};
+
+/* Sections of the file and their keys; `probes` and `extend_probes` are lists, read separately. */
+static const struct {
+	const char *name;
+	const struct key_spec *keys;
+} sections[] = {
+	{ "global", global_keys }, { "metric", metric_keys },	{ "event", event_keys },
+	{ "meta", meta_keys },	   { "ingress", ingress_keys }, { "egress", egress_keys },
+	{ "imdb", imdb_keys },	   { "web_server", web_keys },	{ "rest_api_server", rest_keys },
+	{ "kafka", kafka_keys },   { "logs", logs_keys },
+};
+
+struct load_ctx {
+	struct gg_config *cfg;
+	char *err;
+	size_t errlen;
+	gg_config_warn_fn warn;
+	const char *file;
+};
+
+static int fail(struct load_ctx *c, const config_setting_t *s, const char *fmt, ...)
+	__attribute__((format(printf, 3, 4)));
+
+static int fail(struct load_ctx *c, const config_setting_t *s, const char *fmt, ...)
+{
+	va_list ap;
+	int n = 0;
+
+	if (s && config_setting_source_line(s))
+		n = snprintf(c->err, c->errlen, "%s:%d: ", c->file, config_setting_source_line(s));
+	else
+		n = snprintf(c->err, c->errlen, "%s: ", c->file);
+	if (n < 0 || (size_t)n >= c->errlen)
+		n = 0;
+	va_start(ap, fmt);
+	vsnprintf(c->err + n, c->errlen - (size_t)n, fmt, ap);
+	va_end(ap);
+	return -EINVAL;
+}
+
+static void warnf(struct load_ctx *c, const config_setting_t *s, const char *fmt, ...)
+	__attribute__((format(printf, 3, 4)));
+
+static void warnf(struct load_ctx *c, const config_setting_t *s, const char *fmt, ...)
+{
+	char msg[512];
+	va_list ap;
+	int n;
+
+	if (!c->warn)
+		return;
+	n = snprintf(msg, sizeof(msg), "%s:%d: ", c->file, s ? config_setting_source_line(s) : 0);
+	if (n < 0 || (size_t)n >= sizeof(msg))
+		n = 0;
+	va_start(ap, fmt);
+	vsnprintf(msg + n, sizeof(msg) - (size_t)n, fmt, ap);
+	va_end(ap);
+	c->warn(msg);
+}
+
+static int copy_str(struct load_ctx *c, const config_setting_t *s, const char *key, const char *v, char *dst,
+		    size_t size)
+{
+	if (strlen(v) >= size)
+		return fail(c, s, "%s: value too long (at most %zu characters)", key, size - 1);
+	memcpy(dst, v, strlen(v) + 1);
+	return 0;
+}
+
+static int resolve_path(struct load_ctx *c, const config_setting_t *s, const char *key, const char *v, char *dst,
+			size_t size)
+{
+	int n;
+
+	if (!v[0] || v[0] == '/')
+		return copy_str(c, s, key, v, dst, size);
+	n = snprintf(dst, size, "%s/%s", c->cfg->dir, v);
+	if (n < 0 || (size_t)n >= size)
+		return fail(c, s, "%s: path too long", key);
+	return 0;
+}
+
+static const char *const channel_names[] = { "", "web_server", "logs", "kafka" };
+
+const char *gg_out_channel__str(enum gg_out_channel ch)
+{
+	return (unsigned int)ch < 4 ? channel_names[ch] : "?";
+}
+
+static int read_key(struct load_ctx *c, const char *sec, const struct key_spec *k, const config_setting_t *s)
+{
+	char *base = (char *)c->cfg;
+	char key[128];
+	const char *v;
+
+	snprintf(key, sizeof(key), "%s.%s", sec, k->name);
+	switch (k->kind) {
+	case K_IGNORED:
+		return 0;
+	case K_INT: {
+		long long x;
+
+		if (config_setting_type(s) == CONFIG_TYPE_INT || config_setting_type(s) == CONFIG_TYPE_INT64)
+			x = config_setting_get_int64(s);
+		else if (config_setting_type(s) == CONFIG_TYPE_STRING) {
+			char *end;
+
+			v = config_setting_get_string(s);
+			errno = 0;
+			x = strtoll(v, &end, 10);
+			if (!v[0] || *end || errno)
+				return fail(c, s, "%s: must be an integer in [%ld, %ld], got \"%s\"", key, k->min,
+					    k->max, v);
+		} else
+			return fail(c, s, "%s: must be an integer in [%ld, %ld]", key, k->min, k->max);
+		if (x < k->min || x > k->max)
+			return fail(c, s, "%s: %lld is out of range [%ld, %ld]", key, x, k->min, k->max);
+		*(int *)(base + k->off) = (int)x;
+		return 0;
+	}
+	default:
+		break;
+	}
+
+	if (k->kind == K_BROKERS && (config_setting_is_list(s) || config_setting_is_array(s))) {
+		char *dst = base + k->off;
+		size_t used = 0;
+
+		dst[0] = 0;
+		for (int i = 0; i < config_setting_length(s); i++) {
+			const char *b = config_setting_get_string_elem(s, i);
+			size_t bl;
+
+			if (!b || !b[0])
+				return fail(c, s, "%s: element %d must be a non-empty \"host:port\" string", key, i);
+			bl = strlen(b);
+			if (used + bl + 2 > k->size)
+				return fail(c, s, "%s: broker list too long (at most %zu characters)", key, k->size - 1);
+			if (used)
+				dst[used++] = ',';
+			memcpy(dst + used, b, bl + 1);
+			used += bl;
+		}
+		return 0;
+	}
+
+	if (config_setting_type(s) != CONFIG_TYPE_STRING)
+		return fail(c, s, "%s: must be a string", key);
+	v = config_setting_get_string(s);
+
+	switch (k->kind) {
+	case K_STR:
+	case K_BROKERS:
+		return copy_str(c, s, key, v, base + k->off, k->size);
+	case K_PATH:
+		return resolve_path(c, s, key, v, base + k->off, k->size);
+	case K_ONOFF:
+		if (!strcasecmp(v, "on"))
+			*(int *)(base + k->off) = 1;
+		else if (!strcasecmp(v, "off") || !v[0])
+			*(int *)(base + k->off) = 0;
+		else
+			return fail(c, s, "%s: must be \"on\" or \"off\", got \"%s\"", key, v);
+		return 0;
+	case K_CHANNEL:
+		for (int i = 0; i < 4; i++) {
+			if (!strcmp(v, channel_names[i])) {
+				*(int *)(base + k->off) = i;
+				return 0;
+			}
+		}
+		return fail(c, s, "%s: must be one of \"web_server\", \"logs\", \"kafka\" or \"\" (off), got \"%s\"",
+			    key, v);
+	case K_ENUM:
+		for (int i = 0; k->choices[i]; i++) {
+			if (!strcmp(v, k->choices[i]))
+				return copy_str(c, s, key, v, base + k->off, k->size);
+		}
+		{
+			char allowed[256] = "";
+
+			for (int i = 0; k->choices[i]; i++) {
+				strncat(allowed, i ? ", " : "", sizeof(allowed) - strlen(allowed) - 1);
+				strncat(allowed, k->choices[i], sizeof(allowed) - strlen(allowed) - 1);
+			}
+			return fail(c, s, "%s: must be one of %s, got \"%s\"", key, allowed, v);
+		}
+	default:
+		return fail(c, s, "%s: unsupported", key);
+	}
+}
+
+static int read_section(struct load_ctx *c, const char *sec, const struct key_spec *keys, const config_setting_t *g)
+{
+	if (!config_setting_is_group(g))
+		return fail(c, g, "%s: must be a group { ... }", sec);
+	for (int i = 0; i < config_setting_length(g); i++) {
+		const config_setting_t *s = config_setting_get_elem(g, (unsigned int)i);
+		const char *name = config_setting_name(s);
+		const struct key_spec *k = keys;
+		int err;
+
+		while (k->name && strcmp(k->name, name))
+			k++;
+		if (!k->name) {
+			warnf(c, s, "unknown key '%s.%s' ignored", sec, name);
+			continue;
+		}
+		err = read_key(c, sec, k, s);
+		if (err)
+			return err;
+	}
+	return 0;
+}
+
+static int valid_probe_name(const char *s)
+{
+	if (!s[0] || strlen(s) >= GG_NAME_MAX)
+		return 0;
+	for (; *s; s++) {
+		if (!isalnum((unsigned char)*s) && *s != '_' && *s != '-' && *s != '.')
+			return 0;
+	}
+	return 1;
+}
+
+/* `params = { report_period = 5; ... }` of a probe entry -> JSON text for the control plane. */
+static int params_to_json(struct load_ctx *c, const config_setting_t *g, const char *where, char **ret)
+{
+	cJSON *root = cJSON_CreateObject(), *params = cJSON_AddObjectToObject(root, "params");
+	char *txt;
+
+	if (!root || !params) {
+		cJSON_Delete(root);
+		return -ENOMEM;
+	}
+	for (int i = 0; i < config_setting_length(g); i++) {
+		const config_setting_t *s = config_setting_get_elem(g, (unsigned int)i);
+		const char *name = config_setting_name(s);
+
+		switch (config_setting_type(s)) {
+		case CONFIG_TYPE_INT:
+		case CONFIG_TYPE_INT64:
+			cJSON_AddNumberToObject(params, name, (double)config_setting_get_int64(s));
+			break;
+		case CONFIG_TYPE_FLOAT:
+			cJSON_AddNumberToObject(params, name, config_setting_get_float(s));
+			break;
+		case CONFIG_TYPE_STRING:
+			cJSON_AddStringToObject(params, name, config_setting_get_string(s));
+			break;
+		case CONFIG_TYPE_BOOL:
+			cJSON_AddNumberToObject(params, name, config_setting_get_bool(s));
+			break;
+		default:
+			cJSON_Delete(root);
+			return fail(c, s, "%s.params.%s: must be a number or a string", where, name);
+		}
+	}
+	txt = cJSON_PrintUnformatted(root);
+	cJSON_Delete(root);
+	if (!txt)
+		return -ENOMEM;
+	*ret = txt;
+	return 0;
+}
+
+static int read_probe(struct load_ctx *c, const config_setting_t *e, int native, unsigned int idx)
+{
+	struct gg_config *cfg = c->cfg;
+	struct gg_probe_conf *p;
+	const char *list = native ? "probes" : "extend_probes";
+	char where[96];
+	const char *name = NULL, *v;
+	char **argv = NULL;
+	int err = 0, nargs;
+
+	if (!config_setting_is_group(e))
+		return fail(c, e, "%s[%u]: must be a group { name = ...; }", list, idx);
+	if (cfg->nprobes >= GG_PROBES_MAX)
+		return fail(c, e, "%s: too many probes (at most %d in all)", list, GG_PROBES_MAX);
+	if (!config_setting_lookup_string(e, "name", &name) || !valid_probe_name(name))
+		return fail(c, e, "%s[%u].name: required, letters, digits, '_', '-' or '.', at most %d characters",
+			    list, idx, GG_NAME_MAX - 1);
+	for (unsigned int i = 0; i < cfg->nprobes; i++) {
+		if (!strcmp(cfg->probes[i].name, name))
+			return fail(c, e, "%s[%u].name: \"%s\" is defined twice", list, idx, name);
+	}
+	p = &cfg->probes[cfg->nprobes];
+	memset(p, 0, sizeof(*p));
+	p->native = native;
+	p->sw = GG_SWITCH_OFF;
+	snprintf(p->name, sizeof(p->name), "%s", name);
+	snprintf(where, sizeof(where), "%s.%s", list, name);
+
+	for (int i = 0; i < config_setting_length(e); i++) {
+		const config_setting_t *s = config_setting_get_elem(e, (unsigned int)i);
+		const char *k = config_setting_name(s);
+		char key[160];
+
+		snprintf(key, sizeof(key), "%s.%s", where, k);
+		if (!strcmp(k, "name"))
+			continue;
+		if (!strcmp(k, "params")) {
+			if (!config_setting_is_group(s))
+				return fail(c, s, "%s: must be a group { key = value; }", key);
+			if (p->params_json)
+				err = fail(c, s, "%s: given twice", key);
+			else
+				err = params_to_json(c, s, where, &p->params_json);
+			if (err)
+				goto err_free;
+			continue;
+		}
+		if (!strcmp(k, "check_type"))
+			continue; /* gala-gopher's "count": the only kind we run */
+		if (strcmp(k, "command") && strcmp(k, "param") && strcmp(k, "switch") && strcmp(k, "check_cmd") &&
+		    strcmp(k, "start_check")) {
+			warnf(c, s, "unknown key '%s' ignored", key);
+			continue;
+		}
+		if (config_setting_type(s) != CONFIG_TYPE_STRING)
+			return fail(c, s, "%s: must be a string", key);
+		v = config_setting_get_string(s);
+		if (!strcmp(k, "command"))
+			err = resolve_path(c, s, key, v, p->command, sizeof(p->command));
+		else if (!strcmp(k, "param"))
+			err = copy_str(c, s, key, v, p->param, sizeof(p->param));
+		else if (!strcmp(k, "check_cmd") || !strcmp(k, "start_check"))
+			err = copy_str(c, s, key, v, p->check_cmd, sizeof(p->check_cmd));
+		else if (!strcasecmp(v, "on"))
+			p->sw = GG_SWITCH_ON;
+		else if (!strcasecmp(v, "off"))
+			p->sw = GG_SWITCH_OFF;
+		else if (!strcasecmp(v, "auto"))
+			p->sw = GG_SWITCH_AUTO;
+		else
+			err = fail(c, s, "%s: must be \"on\", \"off\" or \"auto\", got \"%s\"", key, v);
+		if (err)
+			goto err_free;
+	}
+
+	if (!p->command[0]) {
+		size_t dl = strlen(cfg->global.probes_dir), nl = strlen(p->name);
+
+		if (!native) {
+			err = fail(c, e, "%s.command: required for an extend probe", where);
+			goto err_free;
+		}
+		if (dl + 1 + nl >= sizeof(p->command)) {
+			err = fail(c, e, "%s: binary path too long", where);
+			goto err_free;
+		}
+		memcpy(p->command, cfg->global.probes_dir, dl);
+		p->command[dl] = '/';
+		memcpy(p->command + dl + 1, p->name, nl + 1);
+	}
+	nargs = gg_split_args(p->param, &argv);
+	gg_free_args(argv);
+	if (nargs < 0) {
+		err = fail(c, e, "%s.param: unbalanced quote", where);
+		goto err_free;
+	}
+	if (p->sw != GG_SWITCH_OFF && access(p->command, X_OK) != 0) {
+		err = fail(c, e, "%s: \"%s\" is not an executable file", where, p->command);
+		goto err_free;
+	}
+	cfg->nprobes++;
+	return 0;
+
+err_free:
+	free(p->params_json);
+	p->params_json = NULL;
+	return err;
+}
+
+static void set_defaults(struct gg_config *cfg)
+{
+	snprintf(cfg->global.log_file_name, sizeof(cfg->global.log_file_name), "gala-gopher.log");
+	snprintf(cfg->global.log_level, sizeof(cfg->global.log_level), "info");
+	snprintf(cfg->global.pin_path, sizeof(cfg->global.pin_path), "/sys/fs/bpf/gala-gopher");
+	snprintf(cfg->global.run_dir, sizeof(cfg->global.run_dir), "/var/run/gala-gopher");
+	snprintf(cfg->global.meta_path, sizeof(cfg->global.meta_path), "/opt/gala-gopher/meta");
+	snprintf(cfg->global.probes_dir, sizeof(cfg->global.probes_dir), "/opt/gala-gopher/probes");
+	cfg->global.check_interval = 30;
+	cfg->global.check_timeout = 5;
+	cfg->global.stop_grace_ms = 2000;
+	cfg->metric.out = GG_OUT_LOGS;
+	snprintf(cfg->metric.kafka_topic, sizeof(cfg->metric.kafka_topic), "gala_gopher");
+	cfg->event.out = GG_OUT_LOGS;
+	snprintf(cfg->event.kafka_topic, sizeof(cfg->event.kafka_topic), "gala_gopher_event");
+	cfg->meta.out = GG_OUT_LOGS;
+	snprintf(cfg->meta.kafka_topic, sizeof(cfg->meta.kafka_topic), "gala_gopher_metadata");
+	cfg->event_timeout = 600;
+	snprintf(cfg->event_desc_language, sizeof(cfg->event_desc_language), "en_US");
+	cfg->imdb.max_tables_num = 1024;
+	cfg->imdb.max_records_num = 1024;
+	cfg->imdb.max_metrics_num = 1024;
+	cfg->imdb.record_timeout = 60;
+	snprintf(cfg->web_server.bind_addr, sizeof(cfg->web_server.bind_addr), "127.0.0.1");
+	cfg->web_server.port = 8888;
+	snprintf(cfg->rest_api_server.bind_addr, sizeof(cfg->rest_api_server.bind_addr), "127.0.0.1");
+	cfg->rest_api_server.port = 9999;
+	snprintf(cfg->kafka.kafka_broker, sizeof(cfg->kafka.kafka_broker), "localhost:9092");
+	cfg->kafka.batch_num_messages = 10000;
+	snprintf(cfg->kafka.compression_codec, sizeof(cfg->kafka.compression_codec), "none");
+	cfg->kafka.queue_buffering_max_messages = 100000;
+	cfg->kafka.queue_buffering_max_kbytes = 1048576;
+	cfg->kafka.queue_buffering_max_ms = 5;
+	snprintf(cfg->logs.metric_dir, sizeof(cfg->logs.metric_dir), "/var/log/gala-gopher/metrics");
+	snprintf(cfg->logs.event_dir, sizeof(cfg->logs.event_dir), "/var/log/gala-gopher/event");
+	snprintf(cfg->logs.meta_dir, sizeof(cfg->logs.meta_dir), "/var/log/gala-gopher/meta");
+	snprintf(cfg->logs.debug_dir, sizeof(cfg->logs.debug_dir), "/var/log/gala-gopher/debug");
+	cfg->logs.metric_total_size = 100;
+	cfg->logs.debug_file_size = 10;
+}
+
+static int load(struct load_ctx *c, config_t *lc)
+{
+	config_setting_t *root = config_root_setting(lc);
+	int err;
+
+	/* Sections first (global.probes_dir is needed to resolve native probes), then the lists. */
+	for (size_t i = 0; i < sizeof(sections) / sizeof(sections[0]); i++) {
+		config_setting_t *g = config_setting_get_member(root, sections[i].name);
+
+		if (g) {
+			err = read_section(c, sections[i].name, sections[i].keys, g);
+			if (err)
+				return err;
+		}
+	}
+	for (int i = 0; i < config_setting_length(root); i++) {
+		const config_setting_t *s = config_setting_get_elem(root, (unsigned int)i);
+		const char *name = config_setting_name(s);
+		int native = !strcmp(name, "probes");
+		int known = native || !strcmp(name, "extend_probes");
+
+		for (size_t j = 0; !known && j < sizeof(sections) / sizeof(sections[0]); j++)
+			known = !strcmp(sections[j].name, name);
+		if (!known) {
+			warnf(c, s, "unknown section '%s' ignored", name);
+			continue;
+		}
+		if (!native && strcmp(name, "extend_probes"))
+			continue;
+		if (!config_setting_is_list(s) && !config_setting_is_array(s))
+			return fail(c, s, "%s: must be a list ( { ... }, ... )", name);
+		for (int j = 0; j < config_setting_length(s); j++) {
+			err = read_probe(c, config_setting_get_elem(s, (unsigned int)j), native, (unsigned int)j);
+			if (err)
+				return err;
+		}
+	}
+	if (c->cfg->web_server.ssl_auth && (!c->cfg->web_server.private_key[0] || !c->cfg->web_server.cert_file[0]))
+		return fail(c, NULL, "web_server.ssl_auth is on: private_key and cert_file are required");
+	if (c->cfg->rest_api_server.ssl_auth &&
+	    (!c->cfg->rest_api_server.private_key[0] || !c->cfg->rest_api_server.cert_file[0]))
+		return fail(c, NULL, "rest_api_server.ssl_auth is on: private_key and cert_file are required");
+	return 0;
+}
+
+static int load_common(struct gg_config *cfg, const char *name, const char *text, char *err, size_t errlen,
+		       gg_config_warn_fn warn)
+{
+	struct load_ctx c = { .cfg = cfg, .err = err, .errlen = errlen, .warn = warn, .file = name };
+	config_t lc;
+	int ok, ret;
+	char *slash;
+
+	memset(cfg, 0, sizeof(*cfg));
+	snprintf(cfg->path, sizeof(cfg->path), "%s", name);
+	snprintf(cfg->dir, sizeof(cfg->dir), "%s", name);
+	slash = strrchr(cfg->dir, '/');
+	if (slash && slash != cfg->dir)
+		*slash = 0;
+	else if (slash)
+		cfg->dir[1] = 0;
+	else
+		snprintf(cfg->dir, sizeof(cfg->dir), ".");
+	set_defaults(cfg);
+
+	config_init(&lc);
+	ok = text ? config_read_string(&lc, text) : config_read_file(&lc, name);
+	if (ok != CONFIG_TRUE) {
+		if (config_error_type(&lc) == CONFIG_ERR_FILE_IO)
+			snprintf(err, errlen, "%s: cannot read: %s", name, strerror(errno));
+		else
+			snprintf(err, errlen, "%s:%d: syntax error: %s", name, config_error_line(&lc),
+				 config_error_text(&lc));
+		config_destroy(&lc);
+		return -EINVAL;
+	}
+	ret = load(&c, &lc);
+	config_destroy(&lc);
+	if (ret)
+		gg_config__fini(cfg);
+	return ret;
+}
+
+int gg_config__load(struct gg_config *cfg, const char *path, char *err, size_t errlen, gg_config_warn_fn warn)
+{
+	return load_common(cfg, path, NULL, err, errlen, warn);
+}
+
+int gg_config__load_buf(struct gg_config *cfg, const char *name, const char *text, char *err, size_t errlen,
+			gg_config_warn_fn warn)
+{
+	return load_common(cfg, name, text, err, errlen, warn);
+}
+
+void gg_config__fini(struct gg_config *cfg)
+{
+	for (unsigned int i = 0; i < cfg->nprobes; i++) {
+		free(cfg->probes[i].params_json);
+		cfg->probes[i].params_json = NULL;
+	}
+	cfg->nprobes = 0;
+}
+
+int gg_split_args(const char *s, char ***ret_argv)
+{
+	size_t cap = 8, n = 0, len = strlen(s);
+	char **argv = calloc(cap, sizeof(*argv));
+	char *word = malloc(len + 1);
+
+	if (!argv || !word)
+		goto err_nomem;
+	while (*s) {
+		size_t w = 0;
+		char quote = 0;
+
+		while (*s && isspace((unsigned char)*s))
+			s++;
+		if (!*s)
+			break;
+		while (*s && (quote || !isspace((unsigned char)*s))) {
+			if (!quote && (*s == '\'' || *s == '"'))
+				quote = *s;
+			else if (quote && *s == quote)
+				quote = 0;
+			else
+				word[w++] = *s;
+			s++;
+		}
+		if (quote) {
+			free(word);
+			gg_free_args(argv);
+			return -EINVAL;
+		}
+		word[w] = 0;
+		if (n + 2 > cap) {
+			char **nv = realloc(argv, cap * 2 * sizeof(*argv));
+
+			if (!nv)
+				goto err_nomem;
+			memset(nv + cap, 0, cap * sizeof(*argv));
+			argv = nv;
+			cap *= 2;
+		}
+		argv[n] = strdup(word);
+		if (!argv[n])
+			goto err_nomem;
+		n++;
+	}
+	free(word);
+	*ret_argv = argv;
+	return (int)n;
+
+err_nomem:
+	free(word);
+	gg_free_args(argv);
+	return -ENOMEM;
+}
+
+void gg_free_args(char **argv)
+{
+	if (!argv)
+		return;
+	for (char **p = argv; *p; p++)
+		free(*p);
+	free(argv);
+}

@@ -1,0 +1,105 @@
+/* config.h - gala-gopher.conf (libconfig syntax): the supervisor's configuration. */
+#ifndef GG_CONFIG_H
+#define GG_CONFIG_H
+
+#include <limits.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#define GG_NAME_MAX 64
+#define GG_STR_MAX 1024
+#define GG_PROBES_MAX 128
+
+enum gg_out_channel { GG_OUT_OFF = 0, GG_OUT_WEB_SERVER, GG_OUT_LOGS, GG_OUT_KAFKA };
+
+enum gg_switch { GG_SWITCH_OFF = 0, GG_SWITCH_ON, GG_SWITCH_AUTO };
+
+/* One entry of `probes` (native: our own binaries) or `extend_probes` (any command printing records). */
+struct gg_probe_conf {
+	char name[GG_NAME_MAX];
+	char command[PATH_MAX]; /* absolute path of the executable */
+	char param[GG_STR_MAX]; /* command-line flags, split on white space (quotes honoured), no shell */
+	char check_cmd[GG_STR_MAX]; /* start condition, run by /bin/sh; only ever from this file */
+	enum gg_switch sw;
+	int native;
+	char *params_json; /* optional `params` group as JSON: the first control-plane update */
+};
+
+struct gg_channel_conf {
+	enum gg_out_channel out;
+	char kafka_topic[256];
+};
+
+struct gg_http_conf {
+	char bind_addr[64];
+	int port;
+	int ssl_auth;
+	char private_key[PATH_MAX];
+	char cert_file[PATH_MAX];
+	char ca_file[PATH_MAX];
+};
+
+struct gg_config {
+	char path[PATH_MAX];
+	char dir[PATH_MAX]; /* relative paths in the file are relative to this directory */
+
+	struct {
+		char log_file_name[256];
+		char log_level[16];
+		char pin_path[PATH_MAX];
+		char run_dir[PATH_MAX]; /* IPC sockets and status.json */
+		char meta_path[PATH_MAX]; /* directory of .meta files */
+		char probes_dir[PATH_MAX]; /* where native probe binaries live */
+		int check_interval; /* seconds between check_cmd retries */
+		int check_timeout; /* seconds before a check_cmd is killed */
+		int stop_grace_ms; /* SIGTERM -> SIGKILL */
+	} global;
+
+	struct gg_channel_conf metric, event, meta;
+	int event_timeout;
+	char event_desc_language[16];
+
+	struct {
+		int max_tables_num, max_records_num, max_metrics_num, record_timeout;
+	} imdb;
+
+	struct gg_http_conf web_server, rest_api_server;
+
+	struct {
+		char kafka_broker[GG_STR_MAX];
+		int batch_num_messages;
+		char compression_codec[32];
+		int queue_buffering_max_messages;
+		int queue_buffering_max_kbytes;
+		int queue_buffering_max_ms;
+	} kafka;
+
+	struct {
+		char metric_dir[PATH_MAX], event_dir[PATH_MAX], meta_dir[PATH_MAX], debug_dir[PATH_MAX];
+		int metric_total_size; /* MiB over all metric files */
+		int debug_file_size; /* MiB per probe log before rotation */
+	} logs;
+
+	unsigned int nprobes;
+	struct gg_probe_conf probes[GG_PROBES_MAX];
+};
+
+typedef void (*gg_config_warn_fn)(const char *msg);
+
+/*
+ * Load and check a configuration file. On error returns a negative errno with a message naming
+ * the key (and line) in err. Unknown keys are passed to warn (may be NULL).
+ */
+int gg_config__load(struct gg_config *cfg, const char *path, char *err, size_t errlen, gg_config_warn_fn warn);
+int gg_config__load_buf(struct gg_config *cfg, const char *name, const char *text, char *err, size_t errlen,
+			gg_config_warn_fn warn);
+void gg_config__fini(struct gg_config *cfg);
+
+/* Split a param string into argv (white space separated, '...' and "..." quoting, no expansion).
+ * Returns the number of words or a negative errno; *ret_argv is malloc'd (NULL-terminated). */
+int gg_split_args(const char *s, char ***ret_argv);
+void gg_free_args(char **argv);
+
+const char *gg_out_channel__str(enum gg_out_channel c);
+
+#endif

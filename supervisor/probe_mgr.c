@@ -1,0 +1,670 @@
+/* probe_mgr.c - starts each probe as its own process group, restarts it with exponential backoff,
+ * runs check_cmd start conditions, and stops probes with SIGTERM then SIGKILL. */
+#include <errno.h>
+#include <fcntl.h>
+#include <signal.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "supervisor.h"
+
+extern char **environ;
+
+static void probe_start(struct gg_probe *p);
+static void check_start(struct gg_probe *p);
+
+static const char *const state_names[] = { "stopped", "checking", "check_wait", "running", "backoff", "stopping" };
+
+const char *gg_probe_state__str(enum gg_probe_state s)
+{
+	return (unsigned int)s < sizeof(state_names) / sizeof(state_names[0]) ? state_names[s] : "?";
+}
+
+void gg_probe__logf(struct gg_probe *p, const char *fmt, ...)
+{
+	char line[1024], ts[32];
+	va_list ap;
+	int n, m;
+
+	if (!p->log_open)
+		return;
+	gg_log_timestamp(ts, sizeof(ts));
+	n = snprintf(line, sizeof(line), "%s [gala-gopher] ", ts);
+	va_start(ap, fmt);
+	m = vsnprintf(line + n, sizeof(line) - (size_t)n - 1, fmt, ap);
+	va_end(ap);
+	if (m < 0)
+		m = 0;
+	n += m;
+	if ((size_t)n > sizeof(line) - 2)
+		n = (int)sizeof(line) - 2;
+	line[n++] = '\n';
+	(void)rot_file__write(&p->log, line, (size_t)n);
+}
+
+static void alloc_cb(uv_handle_t *h, size_t suggested, uv_buf_t *buf)
+{
+	/* One static buffer is enough: reads are handled to completion before the next one. */
+	static char slab[65536];
+
+	(void)h;
+	(void)suggested;
+	*buf = uv_buf_init(slab, sizeof(slab));
+}
+
+/* ---- children bookkeeping: <run_dir>/children lists "pid starttime" of live process groups ---- */
+
+static void children_write(struct gg_sup *sup)
+{
+	char path[4200], tmp[4210];
+	FILE *f;
+
+	snprintf(path, sizeof(path), "%s/children", sup->cfg.global.run_dir);
+	snprintf(tmp, sizeof(tmp), "%s.tmp", path);
+	f = fopen(tmp, "we");
+	if (!f)
+		return;
+	for (unsigned int i = 0; i < sup->nprobes; i++) {
+		struct gg_probe *p = &sup->probes[i];
+		unsigned long long st;
+
+		if (p->pid > 0 && gg_proc_starttime(p->pid, &st) == 0)
+			fprintf(f, "%d %llu\n", (int)p->pid, st);
+	}
+	if (fclose(f) == 0)
+		(void)rename(tmp, path);
+}
+
+void gg_probes__reap_leftovers(const struct gg_sup *sup)
+{
+	char path[4200];
+	int pid;
+	unsigned long long st, now_st;
+	FILE *f;
+
+	snprintf(path, sizeof(path), "%s/children", sup->cfg.global.run_dir);
+	f = fopen(path, "re");
+	if (!f)
+		return;
+	while (fscanf(f, "%d %llu", &pid, &st) == 2) {
+		/* Only when the start time matches: the pid may have been reused by an unrelated process. */
+		if (pid > 1 && gg_proc_starttime(pid, &now_st) == 0 && now_st == st) {
+			gg_warn("killing process group %d left behind by a previous supervisor", pid);
+			kill(-pid, SIGKILL);
+			kill(pid, SIGKILL);
+		}
+	}
+	fclose(f);
+	unlink(path);
+}
+
+/* ---- process exit, output pipes ------------------------------------------------------------------ */
+
+static void on_pipe_closed(uv_handle_t *h)
+{
+	int *open_flag = h->data;
+
+	*open_flag = 0;
+}
+
+static void close_pipe(uv_pipe_t *pipe, int *open_flag)
+{
+	if (*open_flag && !uv_is_closing((uv_handle_t *)pipe)) {
+		pipe->data = open_flag;
+		uv_close((uv_handle_t *)pipe, on_pipe_closed);
+	}
+}
+
+static void on_proc_closed(uv_handle_t *h)
+{
+	struct gg_probe *p = h->data;
+
+	p->proc_open = 0;
+}
+
+static void on_timer_restart(uv_timer_t *t)
+{
+	struct gg_probe *p = t->data;
+
+	if (p->state != GG_PS_BACKOFF)
+		return;
+	/* The previous child's handles must be closed before they are initialised again. */
+	if (p->proc_open || p->out_open || p->err_open) {
+		uv_timer_start(&p->timer, on_timer_restart, 20, 0);
+		return;
+	}
+	p->restarts++;
+	if (p->conf->check_cmd[0])
+		check_start(p);
+	else
+		probe_start(p);
+}
+
+static void on_probe_exit(uv_process_t *proc, int64_t status, int term_signal)
+{
+	struct gg_probe *p = proc->data;
+	struct gg_sup *sup = p->sup;
+	uint64_t now = gg_now_ms(), up = now - p->started_ms;
+
+	p->last_exit_status = status;
+	p->last_term_signal = term_signal;
+	p->last_exit_ms = now;
+	/* The group may hold children of the probe (extend scripts): take them down with it. */
+	if (p->pid > 0)
+		kill(-p->pid, SIGKILL);
+	p->pid = 0;
+	uv_close((uv_handle_t *)proc, on_proc_closed);
+	uv_timer_stop(&p->timer);
+	children_write(sup);
+
+	if (p->state == GG_PS_STOPPING || sup->stopping) {
+		gg_info("probe %s stopped (status %lld, signal %d)", p->conf->name, (long long)status, term_signal);
+		gg_probe__logf(p, "stopped (status %lld, signal %d)", (long long)status, term_signal);
+		p->state = GG_PS_STOPPED;
+		return;
+	}
+
+	if (up >= GG_STABLE_UPTIME_MS)
+		p->backoff_ms = GG_BACKOFF_MIN_MS;
+	gg_warn("probe %s exited unexpectedly (status %lld, signal %d) after %llu ms; restarting in %llu ms",
+		p->conf->name, (long long)status, term_signal, (unsigned long long)up,
+		(unsigned long long)p->backoff_ms);
+	gg_probe__logf(p, "exited (status %lld, signal %d) after %llu ms; restart in %llu ms", (long long)status,
+		       term_signal, (unsigned long long)up, (unsigned long long)p->backoff_ms);
+	p->state = GG_PS_BACKOFF;
+	uv_timer_start(&p->timer, on_timer_restart, p->backoff_ms, 0);
+	p->backoff_ms *= 2;
+	if (p->backoff_ms > GG_BACKOFF_MAX_MS)
+		p->backoff_ms = GG_BACKOFF_MAX_MS;
+}
+
+static void on_log_read(uv_stream_t *s, ssize_t nread, const uv_buf_t *buf)
+{
+	struct gg_probe *p = s->data;
+
+	if (nread > 0) {
+		if (p->log_open)
+			(void)rot_file__write(&p->log, buf->base, (size_t)nread);
+		return;
+	}
+	if (nread < 0)
+		close_pipe((uv_pipe_t *)s, s == (uv_stream_t *)&p->out ? &p->out_open : &p->err_open);
+}
+
+/* Extend probes: every stdout line is a record candidate. */
+static void on_records_read(uv_stream_t *s, ssize_t nread, const uv_buf_t *buf)
+{
+	struct gg_probe *p = s->data;
+	const char *c, *end;
+
+	if (nread < 0) {
+		close_pipe(&p->out, &p->out_open);
+		return;
+	}
+	c = buf->base;
+	end = c + nread;
+	while (c < end) {
+		const char *nl = memchr(c, '\n', (size_t)(end - c));
+		size_t n = (size_t)((nl ? nl : end) - c);
+
+		if (!p->line_overflow) {
+			if (p->line_len + n > IPC_RECORD_MAX_LEN) {
+				p->line_overflow = 1;
+			} else {
+				memcpy(p->line + p->line_len, c, n);
+				p->line_len += n;
+			}
+		}
+		if (!nl)
+			break;
+		if (p->line_overflow) {
+			p->st.records++;
+			p->st.stdout_overlong++;
+			p->st.rejected[META_REJ_MALFORMED]++;
+			p->sup->st.records++;
+		} else if (p->line_len) {
+			size_t len = p->line_len;
+
+			if (p->line[len - 1] == '\r')
+				len--;
+			gg_ingest__record(p->sup, p, p->line, len);
+		}
+		p->line_len = 0;
+		p->line_overflow = 0;
+		c = nl + 1;
+	}
+}
+
+/* ---- spawning --------------------------------------------------------------------------------------- */
+
+static char **build_env(struct gg_probe *p)
+{
+	size_t n = 0;
+	char **env;
+
+	while (environ[n])
+		n++;
+	env = calloc(n + 4, sizeof(*env));
+	if (!env)
+		return NULL;
+	n = 0;
+	for (char **e = environ; *e; e++) {
+		if (strncmp(*e, "GALA_GOPHER_", 12))
+			env[n++] = *e;
+	}
+	if (p->conf->native) {
+		static char data[4300], ctrl[4300], name[128];
+
+		snprintf(data, sizeof(data), "GALA_GOPHER_DATA_URL=%s", p->sup->data_url);
+		snprintf(ctrl, sizeof(ctrl), "GALA_GOPHER_CTRL_URL=%s", p->sup->ctrl_url);
+		snprintf(name, sizeof(name), "GALA_GOPHER_PROBE_NAME=%s", p->conf->name);
+		env[n++] = data;
+		env[n++] = ctrl;
+		env[n++] = name;
+	}
+	env[n] = NULL;
+	return env;
+}
+
+static void probe_start(struct gg_probe *p)
+{
+	struct gg_sup *sup = p->sup;
+	uv_process_options_t o;
+	uv_stdio_container_t stdio[3];
+	char **pargv = NULL, **argv = NULL, **env = NULL, ppid[32];
+	int nargs, err;
+
+	nargs = gg_split_args(p->conf->param, &pargv);
+	if (nargs < 0) {
+		err = nargs;
+		goto fail;
+	}
+	/* Our own binary in --exec-probe mode sets PR_SET_PDEATHSIG, then execs the probe with exactly
+	 * the flags of the configuration: no probe outlives the supervisor, even on SIGKILL. */
+	argv = calloc((size_t)nargs + 6, sizeof(*argv));
+	env = build_env(p);
+	if (!argv || !env) {
+		err = -ENOMEM;
+		goto fail;
+	}
+	snprintf(ppid, sizeof(ppid), "%d", (int)getpid());
+	argv[0] = sup->self_exe;
+	argv[1] = (char *)"--exec-probe";
+	argv[2] = ppid;
+	argv[3] = (char *)p->conf->command;
+	for (int i = 0; i < nargs; i++)
+		argv[4 + i] = pargv[i];
+
+	uv_pipe_init(sup->loop, &p->out, 0);
+	uv_pipe_init(sup->loop, &p->err, 0);
+	p->out_open = p->err_open = 1;
+	p->out.data = p->err.data = p;
+	memset(stdio, 0, sizeof(stdio));
+	stdio[0].flags = UV_IGNORE;
+	stdio[1].flags = UV_CREATE_PIPE | UV_WRITABLE_PIPE;
+	stdio[1].data.stream = (uv_stream_t *)&p->out;
+	stdio[2].flags = UV_CREATE_PIPE | UV_WRITABLE_PIPE;
+	stdio[2].data.stream = (uv_stream_t *)&p->err;
+
+	memset(&o, 0, sizeof(o));
+	o.file = sup->self_exe;
+	o.args = argv;
+	o.env = env;
+	o.exit_cb = on_probe_exit;
+	o.flags = UV_PROCESS_DETACHED; /* setsid: its own process group, signalled as a whole */
+	o.stdio_count = 3;
+	o.stdio = stdio;
+	p->proc.data = p;
+	err = uv_spawn(sup->loop, &p->proc, &o);
+	p->proc_open = 1; /* uv_spawn initialises the handle even on failure: it must be closed */
+	if (err) {
+		uv_close((uv_handle_t *)&p->proc, on_proc_closed);
+		close_pipe(&p->out, &p->out_open);
+		close_pipe(&p->err, &p->err_open);
+		goto fail;
+	}
+	p->pid = p->proc.pid;
+	p->started_ms = gg_now_ms();
+	p->starts++;
+	p->state = GG_PS_RUNNING;
+	p->line_len = 0;
+	p->line_overflow = 0;
+	uv_read_start((uv_stream_t *)&p->out, alloc_cb, p->conf->native ? on_log_read : on_records_read);
+	uv_read_start((uv_stream_t *)&p->err, alloc_cb, on_log_read);
+	children_write(sup);
+	if (p->cfg_json && p->cfg_version == 0)
+		p->cfg_version = 1;
+	p->cfg_applied = 0;
+	p->cfg_last_send_ms = 0;
+	gg_info("probe %s started, pid %d: %s %s", p->conf->name, (int)p->pid, p->conf->command, p->conf->param);
+	gg_probe__logf(p, "started, pid %d: %s %s", (int)p->pid, p->conf->command, p->conf->param);
+	gg_free_args(pargv);
+	free(argv);
+	free(env);
+	return;
+
+fail:
+	gg_error("probe %s: cannot start %s: %s", p->conf->name, p->conf->command, strerror(-err));
+	gg_probe__logf(p, "cannot start %s: %s", p->conf->command, strerror(-err));
+	gg_free_args(pargv);
+	free(argv);
+	free(env);
+	p->state = GG_PS_BACKOFF;
+	uv_timer_start(&p->timer, on_timer_restart, p->backoff_ms, 0);
+	p->backoff_ms = p->backoff_ms * 2 > GG_BACKOFF_MAX_MS ? GG_BACKOFF_MAX_MS : p->backoff_ms * 2;
+}
+
+/* ---- check_cmd: run by /bin/sh (it comes only from the root-owned configuration file) ------------- */
+
+static void check_finish(struct gg_probe *p);
+
+static void on_check_handle_closed(uv_handle_t *h)
+{
+	int *flag = h->data;
+
+	*flag = 0;
+}
+
+static void on_check_retry(uv_timer_t *t)
+{
+	struct gg_probe *p = t->data;
+
+	if (p->state == GG_PS_CHECK_WAIT)
+		check_start(p);
+}
+
+static void check_maybe_done(struct gg_probe *p)
+{
+	/* Decide once the process has exited and its output is drained. */
+	if (p->check_done || !p->check_exited || !p->check_eof)
+		return;
+	p->check_done = 1;
+	check_finish(p);
+}
+
+static void on_check_exit(uv_process_t *proc, int64_t status, int sig)
+{
+	struct gg_probe *p = proc->data;
+
+	p->check_status = sig ? -sig : status;
+	uv_timer_stop(&p->check_timer);
+	p->check_exited = 1;
+	check_maybe_done(p);
+}
+
+static void on_check_read(uv_stream_t *s, ssize_t nread, const uv_buf_t *buf)
+{
+	struct gg_probe *p = s->data;
+
+	if (nread > 0) {
+		size_t room = sizeof(p->check_buf) - 1 - p->check_len;
+		size_t n = (size_t)nread < room ? (size_t)nread : room;
+
+		memcpy(p->check_buf + p->check_len, buf->base, n);
+		p->check_len += n;
+		p->check_buf[p->check_len] = 0;
+		return;
+	}
+	if (nread < 0) {
+		p->check_out.data = &p->check_out_open;
+		uv_close((uv_handle_t *)&p->check_out, on_check_handle_closed);
+		p->check_eof = 1;
+		check_maybe_done(p);
+	}
+}
+
+static void on_check_timeout(uv_timer_t *t)
+{
+	struct gg_probe *p = t->data;
+
+	gg_warn("probe %s: check_cmd timed out after %d s, killing it", p->conf->name, p->sup->cfg.global.check_timeout);
+	if (p->check_proc.pid > 0)
+		kill(-p->check_proc.pid, SIGKILL);
+}
+
+static void check_finish(struct gg_probe *p)
+{
+	struct gg_sup *sup = p->sup;
+	char *end;
+	long long v;
+	const char *s = p->check_buf;
+
+	p->check_proc.data = &p->check_proc_open;
+	uv_close((uv_handle_t *)&p->check_proc, on_check_handle_closed);
+
+	while (*s == ' ' || *s == '\t' || *s == '\n')
+		s++;
+	errno = 0;
+	v = strtoll(s, &end, 10);
+	if (end == s || errno)
+		v = -1;
+	p->check_value = v;
+	p->checks++;
+	if (p->state != GG_PS_CHECKING || sup->stopping)
+		return;
+	if (p->check_status == 0 && v > 0) {
+		gg_info("probe %s: check_cmd printed %lld, starting", p->conf->name, v);
+		probe_start(p);
+		return;
+	}
+	gg_info("probe %s: start condition not met (check_cmd printed \"%.40s\", exit %lld); re-check in %d s",
+		p->conf->name, p->check_buf, (long long)p->check_status, sup->cfg.global.check_interval);
+	gg_probe__logf(p, "start condition not met (check_cmd output \"%.40s\", exit %lld)", p->check_buf,
+		       (long long)p->check_status);
+	p->state = GG_PS_CHECK_WAIT;
+	uv_timer_start(&p->timer, on_check_retry, (uint64_t)sup->cfg.global.check_interval * 1000, 0);
+}
+
+static void check_start(struct gg_probe *p)
+{
+	struct gg_sup *sup = p->sup;
+	uv_process_options_t o;
+	uv_stdio_container_t stdio[3];
+	char *argv[4];
+	int err;
+
+	if (p->check_proc_open || p->check_out_open) {
+		/* the previous check's handles are still closing */
+		p->state = GG_PS_CHECK_WAIT;
+		uv_timer_start(&p->timer, on_check_retry, 50, 0);
+		return;
+	}
+	p->state = GG_PS_CHECKING;
+	p->check_len = 0;
+	p->check_buf[0] = 0;
+	p->check_done = 0;
+	p->check_exited = 0;
+	p->check_eof = 0;
+	p->check_status = -1;
+	argv[0] = (char *)"/bin/sh";
+	argv[1] = (char *)"-c";
+	argv[2] = (char *)p->conf->check_cmd;
+	argv[3] = NULL;
+	uv_pipe_init(sup->loop, &p->check_out, 0);
+	p->check_out_open = 1;
+	p->check_out.data = p;
+	memset(stdio, 0, sizeof(stdio));
+	stdio[0].flags = UV_IGNORE;
+	stdio[1].flags = UV_CREATE_PIPE | UV_WRITABLE_PIPE;
+	stdio[1].data.stream = (uv_stream_t *)&p->check_out;
+	stdio[2].flags = UV_IGNORE;
+	memset(&o, 0, sizeof(o));
+	o.file = "/bin/sh";
+	o.args = argv;
+	o.exit_cb = on_check_exit;
+	o.flags = UV_PROCESS_DETACHED;
+	o.stdio_count = 3;
+	o.stdio = stdio;
+	p->check_proc.data = p;
+	err = uv_spawn(sup->loop, &p->check_proc, &o);
+	p->check_proc_open = 1;
+	if (err) {
+		gg_error("probe %s: cannot run check_cmd: %s", p->conf->name, uv_strerror(err));
+		p->check_proc.data = &p->check_proc_open;
+		uv_close((uv_handle_t *)&p->check_proc, on_check_handle_closed);
+		p->check_out.data = &p->check_out_open;
+		uv_close((uv_handle_t *)&p->check_out, on_check_handle_closed);
+		p->state = GG_PS_CHECK_WAIT;
+		uv_timer_start(&p->timer, on_check_retry, (uint64_t)sup->cfg.global.check_interval * 1000, 0);
+		return;
+	}
+	uv_read_start((uv_stream_t *)&p->check_out, alloc_cb, on_check_read);
+	uv_timer_start(&p->check_timer, on_check_timeout, (uint64_t)sup->cfg.global.check_timeout * 1000, 0);
+}
+
+/* ---- public ----------------------------------------------------------------------------------------- */
+
+int gg_probes__init(struct gg_sup *sup)
+{
+	char dir[4200];
+
+	sup->probes = calloc(sup->cfg.nprobes ? sup->cfg.nprobes : 1, sizeof(*sup->probes));
+	if (!sup->probes)
+		return -ENOMEM;
+	sup->nprobes = sup->cfg.nprobes;
+	snprintf(dir, sizeof(dir), "%s/probes", sup->cfg.logs.debug_dir);
+	if (gg_mkdir_p(dir, 0750))
+		gg_warn("cannot create %s: %s", dir, strerror(errno));
+	for (unsigned int i = 0; i < sup->nprobes; i++) {
+		struct gg_probe *p = &sup->probes[i];
+		char path[4400];
+
+		p->sup = sup;
+		p->conf = &sup->cfg.probes[i];
+		p->state = GG_PS_STOPPED;
+		p->backoff_ms = GG_BACKOFF_MIN_MS;
+		p->check_value = -1;
+		p->line = malloc(IPC_RECORD_MAX_LEN + 1);
+		if (!p->line)
+			return -ENOMEM;
+		if (p->conf->params_json) {
+			p->cfg_json = strdup(p->conf->params_json);
+			if (!p->cfg_json)
+				return -ENOMEM;
+		}
+		uv_timer_init(sup->loop, &p->timer);
+		p->timer.data = p;
+		uv_timer_init(sup->loop, &p->check_timer);
+		p->check_timer.data = p;
+		p->check_timer_open = 1;
+		snprintf(path, sizeof(path), "%s/%s.log", dir, p->conf->name);
+		if (rot_file__open(&p->log, path, (uint64_t)sup->cfg.logs.debug_file_size << 20, 2) == 0)
+			p->log_open = 1;
+		else
+			gg_warn("probe %s: cannot open its log %s: %s", p->conf->name, path, strerror(errno));
+	}
+	return 0;
+}
+
+void gg_probes__start_all(struct gg_sup *sup)
+{
+	for (unsigned int i = 0; i < sup->nprobes; i++) {
+		struct gg_probe *p = &sup->probes[i];
+
+		if (p->conf->sw == GG_SWITCH_OFF)
+			continue;
+		if (p->conf->check_cmd[0])
+			check_start(p);
+		else
+			probe_start(p);
+	}
+}
+
+static void on_stop_grace(uv_timer_t *t)
+{
+	struct gg_probe *p = t->data;
+
+	if (p->state == GG_PS_STOPPING && p->pid > 0) {
+		gg_warn("probe %s did not stop within %d ms, sending SIGKILL", p->conf->name,
+			p->sup->cfg.global.stop_grace_ms);
+		kill(-p->pid, SIGKILL);
+	}
+}
+
+void gg_probes__stop_all(struct gg_sup *sup)
+{
+	for (unsigned int i = 0; i < sup->nprobes; i++) {
+		struct gg_probe *p = &sup->probes[i];
+
+		uv_timer_stop(&p->timer);
+		if (p->state == GG_PS_CHECKING && p->check_proc.pid > 0)
+			kill(-p->check_proc.pid, SIGKILL);
+		if (p->state == GG_PS_RUNNING && p->pid > 0) {
+			p->state = GG_PS_STOPPING;
+			kill(-p->pid, SIGTERM);
+			uv_timer_start(&p->timer, on_stop_grace, (uint64_t)sup->cfg.global.stop_grace_ms, 0);
+		} else if (p->state != GG_PS_STOPPING && p->state != GG_PS_CHECKING) {
+			p->state = GG_PS_STOPPED;
+		}
+	}
+}
+
+int gg_probes__all_stopped(const struct gg_sup *sup)
+{
+	for (unsigned int i = 0; i < sup->nprobes; i++) {
+		const struct gg_probe *p = &sup->probes[i];
+
+		if (p->pid > 0 || p->proc_open || p->out_open || p->err_open || p->check_proc_open ||
+		    p->check_out_open)
+			return 0;
+	}
+	return 1;
+}
+
+void gg_probes__close(struct gg_sup *sup)
+{
+	for (unsigned int i = 0; i < sup->nprobes; i++) {
+		struct gg_probe *p = &sup->probes[i];
+
+		if (!uv_is_closing((uv_handle_t *)&p->timer))
+			uv_close((uv_handle_t *)&p->timer, NULL);
+		if (p->check_timer_open && !uv_is_closing((uv_handle_t *)&p->check_timer))
+			uv_close((uv_handle_t *)&p->check_timer, NULL);
+		p->check_timer_open = 0;
+	}
+}
+
+void gg_probes__free(struct gg_sup *sup)
+{
+	for (unsigned int i = 0; i < sup->nprobes; i++) {
+		struct gg_probe *p = &sup->probes[i];
+
+		if (p->log_open)
+			rot_file__close(&p->log);
+		free(p->line);
+		free(p->cfg_json);
+	}
+	free(sup->probes);
+	sup->probes = NULL;
+	sup->nprobes = 0;
+}
+
+struct gg_probe *gg_probes__find(struct gg_sup *sup, const char *name)
+{
+	for (unsigned int i = 0; i < sup->nprobes; i++) {
+		if (!strcmp(sup->probes[i].conf->name, name))
+			return &sup->probes[i];
+	}
+	return NULL;
+}
+
+void gg_probes__tick(struct gg_sup *sup)
+{
+	uint64_t now = gg_now_ms();
+
+	for (unsigned int i = 0; i < sup->nprobes; i++) {
+		struct gg_probe *p = &sup->probes[i];
+
+		/* Re-send the configuration until the probe confirms it; the first send waits for the probe's
+		 * first batch so that its control socket is connected. */
+		if (p->state != GG_PS_RUNNING || !p->conf->native || !p->cfg_json || p->cfg_applied >= p->cfg_version)
+			continue;
+		if (!p->last_batch_ms || p->last_batch_ms < p->started_ms || now - p->cfg_last_send_ms < 500)
+			continue;
+		if (ipc_ctrl_pub__send(sup->ctrl, p->conf->name, p->cfg_version, p->cfg_json, strlen(p->cfg_json)) == 0)
+			p->cfg_last_send_ms = now;
+	}
+}

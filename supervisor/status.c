@@ -1,0 +1,118 @@
+/* status.c - <run_dir>/status.json, rewritten atomically every second: the supervisor's and every
+ * probe's state and counters, for operators, tests and (later) the self-metrics exporter. */
+#include <errno.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/resource.h>
+#include <unistd.h>
+
+#include <cjson/cJSON.h>
+
+#include "supervisor.h"
+
+static void add_u64(cJSON *o, const char *k, uint64_t v)
+{
+	cJSON_AddNumberToObject(o, k, (double)v);
+}
+
+static cJSON *probe_json(const struct gg_probe *p)
+{
+	const struct gg_probe_stats *st = &p->st;
+	cJSON *o = cJSON_CreateObject(), *rej, *tabs;
+	uint64_t rejected = 0;
+
+	cJSON_AddStringToObject(o, "name", p->conf->name);
+	cJSON_AddStringToObject(o, "kind", p->conf->native ? "native" : "extend");
+	cJSON_AddStringToObject(o, "command", p->conf->command);
+	cJSON_AddStringToObject(o, "param", p->conf->param);
+	cJSON_AddStringToObject(o, "state", gg_probe_state__str(p->state));
+	cJSON_AddNumberToObject(o, "pid", p->pid);
+	add_u64(o, "starts", p->starts);
+	add_u64(o, "restarts", p->restarts);
+	add_u64(o, "backoff_ms", p->backoff_ms);
+	add_u64(o, "uptime_ms", p->pid > 0 ? gg_now_ms() - p->started_ms : 0);
+	cJSON_AddNumberToObject(o, "last_exit_status", (double)p->last_exit_status);
+	cJSON_AddNumberToObject(o, "last_exit_signal", p->last_term_signal);
+	add_u64(o, "checks", p->checks);
+	cJSON_AddNumberToObject(o, "check_value", (double)p->check_value);
+	add_u64(o, "batches", st->batches);
+	add_u64(o, "records", st->records);
+	add_u64(o, "accepted", st->accepted);
+	add_u64(o, "bad_batches", st->bad_batches);
+	add_u64(o, "ipc_lost_batches", p->seq.lost_batches);
+	add_u64(o, "ipc_lost_records", p->seq.lost_records);
+	add_u64(o, "config_version", p->cfg_version);
+	add_u64(o, "config_version_applied", p->cfg_applied);
+	rej = cJSON_AddObjectToObject(o, "rejected");
+	for (int r = 1; r < META_REJ__COUNT; r++) {
+		add_u64(rej, meta_reject__str((enum meta_reject)r), st->rejected[r]);
+		rejected += st->rejected[r];
+	}
+	add_u64(o, "rejected_total", rejected);
+	tabs = cJSON_AddArrayToObject(o, "rejected_by_table");
+	for (unsigned int i = 0; i < st->nrej; i++) {
+		cJSON *e = cJSON_CreateObject();
+
+		cJSON_AddStringToObject(e, "table", st->rej[i].table);
+		cJSON_AddStringToObject(e, "reason", meta_reject__str(st->rej[i].reason));
+		add_u64(e, "count", st->rej[i].count);
+		cJSON_AddItemToArray(tabs, e);
+	}
+	add_u64(o, "rejected_other_tables", st->rej_other);
+	return o;
+}
+
+int gg_status__write(struct gg_sup *sup)
+{
+	cJSON *root = cJSON_CreateObject(), *s, *probes;
+	char path[4200], tmp[4210];
+	struct rusage ru;
+	char *txt;
+	int fd, err = 0;
+	size_t len;
+
+	if (!root)
+		return -ENOMEM;
+	s = cJSON_AddObjectToObject(root, "supervisor");
+	cJSON_AddStringToObject(s, "version", GG_VERSION);
+	cJSON_AddNumberToObject(s, "pid", getpid());
+	add_u64(s, "uptime_ms", gg_now_ms() - sup->start_ms);
+	cJSON_AddStringToObject(s, "machine_id", sup->machine_id);
+	cJSON_AddStringToObject(s, "hostname", sup->hostname);
+	add_u64(s, "batches", sup->st.batches);
+	add_u64(s, "records", sup->st.records);
+	add_u64(s, "accepted", sup->st.accepted);
+	add_u64(s, "bad_batches", sup->st.bad_batches);
+	add_u64(s, "unknown_probe_batches", sup->st.unknown_probe_batches);
+	add_u64(s, "metric_write_errors", sup->st.metric_write_errors + sup->metric_out.write_errors);
+	if (getrusage(RUSAGE_SELF, &ru) == 0) {
+		add_u64(s, "max_rss_kb", (uint64_t)ru.ru_maxrss);
+		add_u64(s, "cpu_user_us", (uint64_t)ru.ru_utime.tv_sec * 1000000u + (uint64_t)ru.ru_utime.tv_usec);
+		add_u64(s, "cpu_sys_us", (uint64_t)ru.ru_stime.tv_sec * 1000000u + (uint64_t)ru.ru_stime.tv_usec);
+	}
+	probes = cJSON_AddArrayToObject(root, "probes");
+	for (unsigned int i = 0; i < sup->nprobes; i++)
+		cJSON_AddItemToArray(probes, probe_json(&sup->probes[i]));
+
+	txt = cJSON_Print(root);
+	cJSON_Delete(root);
+	if (!txt)
+		return -ENOMEM;
+	snprintf(path, sizeof(path), "%s/status.json", sup->cfg.global.run_dir);
+	snprintf(tmp, sizeof(tmp), "%s.tmp", path);
+	fd = open(tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+	if (fd < 0) {
+		free(txt);
+		return -errno;
+	}
+	len = strlen(txt);
+	if (write(fd, txt, len) != (ssize_t)len)
+		err = -EIO;
+	close(fd);
+	free(txt);
+	if (!err && rename(tmp, path))
+		err = -errno;
+	return err;
+}

@@ -1,0 +1,183 @@
+/* supervisor.h - the supervisor's state: one libuv loop owning the probes, the IPC sockets, the
+ * outputs and the periodic status. Every handle here is touched only from the loop thread. */
+#ifndef GG_SUPERVISOR_H
+#define GG_SUPERVISOR_H
+
+#include <stdint.h>
+#include <sys/types.h>
+#include <uv.h>
+
+#include "config.h"
+#include "ipc.h"
+#include "log.h"
+#include "meta.h"
+
+#define GG_BACKOFF_MIN_MS 500u
+#define GG_BACKOFF_MAX_MS 60000u
+#define GG_STABLE_UPTIME_MS 10000u /* up this long -> the next crash starts from the minimum backoff */
+#define GG_REJ_TABLES_MAX 64u /* (table, reason) pairs tracked per probe; the rest count as "(other)" */
+#define GG_CHECK_OUT_MAX 256u
+
+enum gg_probe_state {
+	GG_PS_STOPPED = 0, /* switched off, or stopped on request */
+	GG_PS_CHECKING, /* check_cmd running */
+	GG_PS_CHECK_WAIT, /* check_cmd said no; re-checked every global.check_interval */
+	GG_PS_RUNNING,
+	GG_PS_BACKOFF, /* exited unexpectedly; restart timer armed */
+	GG_PS_STOPPING, /* SIGTERM sent, SIGKILL after the grace period */
+};
+const char *gg_probe_state__str(enum gg_probe_state s);
+
+/* Records rejected for one (table, reason). */
+struct gg_rej_entry {
+	char table[META_NAME_MAX];
+	enum meta_reject reason;
+	uint64_t count;
+};
+
+/* What the supervisor has counted for one probe; nothing is dropped without landing here. */
+struct gg_probe_stats {
+	uint64_t batches;
+	uint64_t records; /* record lines received (IPC or extend stdout) */
+	uint64_t accepted;
+	uint64_t rejected[META_REJ__COUNT];
+	uint64_t bad_batches; /* messages that failed to decode (their records are unknown) */
+	uint64_t stdout_overlong; /* extend probe lines over IPC_RECORD_MAX_LEN (also counted malformed) */
+	struct gg_rej_entry rej[GG_REJ_TABLES_MAX];
+	unsigned int nrej;
+	uint64_t rej_other;
+};
+
+struct gg_sup;
+
+/* One configured probe and its child process. */
+struct gg_probe {
+	struct gg_sup *sup;
+	const struct gg_probe_conf *conf;
+	enum gg_probe_state state;
+
+	uv_process_t proc;
+	uv_pipe_t out, err;
+	uv_timer_t timer; /* backoff, check retry, stop grace */
+	int proc_open, out_open, err_open; /* handle initialised and not yet closed */
+	pid_t pid;
+	uint64_t started_ms;
+	uint64_t starts; /* successful spawns */
+	uint64_t restarts; /* spawns after an unexpected exit */
+	uint64_t backoff_ms; /* delay of the next restart */
+	int64_t last_exit_status;
+	int last_term_signal;
+	uint64_t last_exit_ms;
+
+	/* check_cmd */
+	uv_process_t check_proc;
+	uv_pipe_t check_out;
+	uv_timer_t check_timer;
+	int check_proc_open, check_out_open, check_timer_open, check_done, check_exited, check_eof;
+	char check_buf[GG_CHECK_OUT_MAX];
+	size_t check_len;
+	int64_t check_status;
+	long long check_value; /* last number printed, -1 when none */
+	uint64_t checks;
+
+	struct rot_file log;
+	int log_open;
+
+	/* extend probes: stdout split into lines */
+	char *line;
+	size_t line_len;
+	int line_overflow;
+
+	struct ipc_seq_tracker seq;
+	struct gg_probe_stats st;
+	uint64_t sample_last_ms; /* rate limit of rejected-record samples in the probe log */
+	uint64_t samples_suppressed;
+
+	/* control plane */
+	char *cfg_json;
+	uint64_t cfg_version; /* latest version handed to the probe */
+	uint64_t cfg_applied; /* version the probe reported in its last batch */
+	uint64_t cfg_last_send_ms;
+	uint64_t last_batch_ms;
+};
+
+/* Supervisor-wide counters. */
+struct gg_sup_stats {
+	uint64_t batches;
+	uint64_t records;
+	uint64_t accepted;
+	uint64_t unknown_probe_batches; /* batches whose header names no configured probe */
+	uint64_t bad_batches;
+	uint64_t metric_write_errors;
+};
+
+struct gg_sup {
+	uv_loop_t *loop;
+	struct gg_config cfg;
+	struct meta_registry *reg;
+	char self_exe[4096];
+	char data_url[4200];
+	char ctrl_url[4200];
+	char machine_id[64];
+	char hostname[256];
+
+	struct ipc_sub *sub;
+	uv_poll_t sub_poll;
+	struct ipc_ctrl_pub *ctrl;
+
+	uv_timer_t tick; /* 1 s: status, config resends, output flush */
+	uv_signal_t sig_term, sig_int, sig_hup;
+	uint64_t start_ms;
+	int stopping;
+	int exit_code;
+
+	unsigned int nprobes;
+	struct gg_probe *probes;
+
+	/* logs channel for metrics (until the exporters land this is where records go) */
+	struct rot_file metric_out;
+	int metric_out_open;
+	char *mbuf;
+	size_t mbuf_len;
+
+	struct gg_sup_stats st;
+};
+
+uint64_t gg_now_ms(void); /* monotonic */
+uint64_t gg_wall_ms(void); /* since the epoch */
+
+/* probe_mgr.c */
+int gg_probes__init(struct gg_sup *sup);
+void gg_probes__start_all(struct gg_sup *sup);
+/* Stop every probe; cb-free: the loop ends once every child has exited and handles are closed. */
+void gg_probes__stop_all(struct gg_sup *sup);
+int gg_probes__all_stopped(const struct gg_sup *sup);
+void gg_probes__close(struct gg_sup *sup);
+/* After the loop has closed every handle. */
+void gg_probes__free(struct gg_sup *sup);
+struct gg_probe *gg_probes__find(struct gg_sup *sup, const char *name);
+void gg_probes__tick(struct gg_sup *sup);
+/* Kill process groups left behind by a previous supervisor that was killed (pid + start time). */
+void gg_probes__reap_leftovers(const struct gg_sup *sup);
+void gg_probe__logf(struct gg_probe *p, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+
+/* ingest.c */
+int gg_ingest__init(struct gg_sup *sup);
+void gg_ingest__close(struct gg_sup *sup);
+/* Validate one record line (no newline) from probe p and pass it on. */
+void gg_ingest__record(struct gg_sup *sup, struct gg_probe *p, const char *line, size_t len);
+/* Handle one decoded IPC message. */
+void gg_ingest__message(struct gg_sup *sup, const void *msg, size_t len);
+void gg_ingest__flush(struct gg_sup *sup);
+void gg_ingest__free(struct gg_sup *sup);
+
+/* status.c */
+int gg_status__write(struct gg_sup *sup);
+
+/* util.c */
+int gg_mkdir_p(const char *path, mode_t mode);
+int gg_read_machine_id(char *buf, size_t len);
+int gg_ensure_tracefs(void);
+int gg_proc_starttime(pid_t pid, unsigned long long *ret);
+
+#endif

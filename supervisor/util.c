@@ -1,0 +1,126 @@
+/* util.c - small OS helpers of the supervisor: clocks, directories, machine id, tracefs, /proc. */
+#include <errno.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mount.h>
+#include <sys/stat.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "supervisor.h"
+
+uint64_t gg_now_ms(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * 1000u + (uint64_t)ts.tv_nsec / 1000000u;
+}
+
+uint64_t gg_wall_ms(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_REALTIME_COARSE, &ts);
+	return (uint64_t)ts.tv_sec * 1000u + (uint64_t)ts.tv_nsec / 1000000u;
+}
+
+int gg_mkdir_p(const char *path, mode_t mode)
+{
+	char buf[4096];
+	size_t n = strlen(path);
+
+	if (!n || n >= sizeof(buf)) {
+		errno = ENAMETOOLONG;
+		return -ENAMETOOLONG;
+	}
+	memcpy(buf, path, n + 1);
+	for (char *p = buf + 1; *p; p++) {
+		if (*p != '/')
+			continue;
+		*p = 0;
+		if (mkdir(buf, mode) && errno != EEXIST)
+			return -errno;
+		*p = '/';
+	}
+	if (mkdir(buf, mode) && errno != EEXIST)
+		return -errno;
+	return 0;
+}
+
+static int read_small(const char *path, char *buf, size_t len)
+{
+	int fd = open(path, O_RDONLY | O_CLOEXEC);
+	ssize_t n;
+
+	if (fd < 0)
+		return -errno;
+	n = read(fd, buf, len - 1);
+	close(fd);
+	if (n < 0)
+		return -EIO;
+	buf[n] = 0;
+	return (int)n;
+}
+
+int gg_read_machine_id(char *buf, size_t len)
+{
+	static const char *const paths[] = { "/etc/machine-id", "/var/lib/dbus/machine-id",
+					     "/sys/class/dmi/id/product_uuid" };
+	char tmp[128];
+
+	for (size_t i = 0; i < sizeof(paths) / sizeof(paths[0]); i++) {
+		size_t n = 0;
+
+		if (read_small(paths[i], tmp, sizeof(tmp)) <= 0)
+			continue;
+		for (const char *c = tmp; *c && n + 1 < len; c++) {
+			if ((*c >= '0' && *c <= '9') || (*c >= 'a' && *c <= 'f') || (*c >= 'A' && *c <= 'F') ||
+			    *c == '-')
+				buf[n++] = *c;
+		}
+		buf[n] = 0;
+		if (n)
+			return 0;
+	}
+	return -ENOENT;
+}
+
+int gg_ensure_tracefs(void)
+{
+	struct stat st;
+
+	if (stat("/sys/kernel/tracing/events", &st) == 0)
+		return 0;
+	if (mount("tracefs", "/sys/kernel/tracing", "tracefs", 0, NULL))
+		return -errno;
+	return 0;
+}
+
+int gg_proc_starttime(pid_t pid, unsigned long long *ret)
+{
+	char path[64], buf[1024];
+	const char *c;
+	int n;
+
+	snprintf(path, sizeof(path), "/proc/%d/stat", (int)pid);
+	n = read_small(path, buf, sizeof(buf));
+	if (n <= 0)
+		return n ? n : -EIO;
+	/* comm may contain spaces and parentheses: fields are counted after the last ')' */
+	c = strrchr(buf, ')');
+	if (!c)
+		return -EINVAL;
+	c++;
+	for (int field = 2; field < 22 && *c; c++) {
+		if (*c == ' ')
+			field++;
+		if (field == 22) {
+			*ret = strtoull(c + 1, NULL, 10);
+			return 0;
+		}
+	}
+	return -EINVAL;
+}
