@@ -35,7 +35,7 @@ LDFLAGS += -fsanitize=address,undefined
 endif
 
 LIBS_SUP := -luv -lnng -lconfig -lcjson -lpthread
-LIBS_PROBE := -lnng -lcjson -lbpf -lelf -lz -lpthread
+LIBS_PROBE := -lnng -lcjson -lbpf -lelf -lz -lm -lpthread
 
 # ---- sources ------------------------------------------------------------------------------------
 IPC_SRCS := $(filter-out %_test.c,$(wildcard ipc/*.c))
@@ -167,9 +167,12 @@ fuzz: $(FUZZ_BINS)
 run: deps all
 	$(SUPERVISOR) -c config/gala-gopher.conf
 
+# Everything: unit tests, short fuzz runs, the integration suite, and the integration suite again
+# with every binary built with ASan+UBSan (build/san).
 test: deps
 	$(Q)$(MAKE) --no-print-directory all fuzz
-	$(Q)tests/run.sh
+	$(Q)$(MAKE) --no-print-directory BUILD=build/san SAN=1 all
+	$(Q)GG_SAN_BUILD=build/san tests/run.sh all
 
 test-unit: all
 	$(Q)tests/run.sh unit
