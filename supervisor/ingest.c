@@ -219,8 +219,10 @@ void gg_ingest__message(struct gg_sup *sup, const void *msg, size_t len)
 		return;
 	}
 	ipc_seq_tracker__update(&p->seq, &hdr);
-	p->st.batches++;
 	p->last_batch_ms = gg_now_ms();
+	if (!p->st.batches)
+		p->first_batch_ms = p->last_batch_ms;
+	p->st.batches++;
 	if (hdr.pid == (uint32_t)p->pid || !p->pid)
 		p->cfg_applied = hdr.config_version;
 	c = payload;

@@ -38,6 +38,9 @@ static cJSON *probe_json(const struct gg_probe *p)
 	add_u64(o, "checks", p->checks);
 	cJSON_AddNumberToObject(o, "check_value", (double)p->check_value);
 	add_u64(o, "batches", st->batches);
+	/* ms since the supervisor started: when data first and last arrived (benchmarks use them) */
+	add_u64(o, "first_batch_ms", p->first_batch_ms ? p->first_batch_ms - p->sup->start_ms : 0);
+	add_u64(o, "last_batch_ms", p->last_batch_ms ? p->last_batch_ms - p->sup->start_ms : 0);
 	add_u64(o, "records", st->records);
 	add_u64(o, "accepted", st->accepted);
 	add_u64(o, "bad_batches", st->bad_batches);

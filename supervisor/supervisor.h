@@ -98,6 +98,7 @@ struct gg_probe {
 	uint64_t cfg_version; /* latest version handed to the probe */
 	uint64_t cfg_applied; /* version the probe reported in its last batch */
 	uint64_t cfg_last_send_ms;
+	uint64_t first_batch_ms;
 	uint64_t last_batch_ms;
 };
 

@@ -5,15 +5,6 @@
 
 #include "meta.h"
 
-/* libconfig 1.5 leaks the buffer of a string token that a syntax error follows (its grammar has no
- * %destructor; fixed upstream later). Not ours to fix: LeakSanitizer ignores blocks allocated inside
- * libconfig, and still reports ours. */
-const char *__lsan_default_suppressions(void);
-const char *__lsan_default_suppressions(void)
-{
-	return "leak:libconfig.so\n";
-}
-
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
 	struct meta_registry *reg = meta_registry__new();

@@ -245,8 +245,8 @@ static void test_trailing_comma_in_lists(void **state)
 					    "    fields = ( { name = \"k\"; type = \"key\"; }, # comment\n"
 					    "               { name = \"v\"; type = \"gauge\"; }, /* c */ ); },\n"
 					    "  { table_name = \"u\"; entity_name = \"e\";\n"
-					    "    fields = ( { name = \"k\"; type = \"key\"; description = \"a, ) b\"; }, ); },\n"
-					    "// last\n);\nunused = [1, 2, ];\n");
+					    "    fields = ( { name = \"k\"; type = \"key\"; description = \"a, \" \") b\"; }, ); },\n"
+					    "// last\n);\nunused = [1, 2, ];\nstrs = ( \"a\", \"b\" \"c\", [ \"d\", \"e\" ], );\n");
 
 	assert_int_equal(meta_registry__count(reg), 2);
 	assert_int_equal(meta_registry__find(reg, "t", 1)->nfields, 2);
@@ -362,6 +362,19 @@ static void test_load_errors(void **state)
 		{ "version = \"1\";\n@include \"/etc/passwd\"\n", NULL, -EINVAL,
 		  "schema/foo.meta:2: @include is not supported in .meta files" },
 		{ "version = \"1\";\n\n\nmeasurements = (\n", NULL, -EINVAL, "schema/foo.meta:5: syntax error" }, /* at the end */
+		/* strings where libconfig 1.5 would fail on them (and leak them): caught before it */
+		{ "\"x\"\n", NULL, -EINVAL, "schema/foo.meta:1: syntax error" },
+		{ "version = \"1\";\nmeasurements = (\n { table_name = \"t\", \"u\" } );\n", NULL, -EINVAL,
+		  "schema/foo.meta:3: syntax error" },
+		{ "version = \"1\" \n\"2\" x\n", NULL, -EINVAL, "schema/foo.meta:3: syntax error" },
+		{ "version = 1 \"x\";\n", NULL, -EINVAL, "schema/foo.meta:1: syntax error" },
+		{ "version = \"1\";\nx = [ 1 \"x\" ];\n", NULL, -EINVAL, "schema/foo.meta:2: syntax error" },
+		{ "version = \"1\";\nx = { \"x\" };\n", NULL, -EINVAL, "schema/foo.meta:2: syntax error" },
+		{ "version = \"1\";\nx \"x\";\n", NULL, -EINVAL, "schema/foo.meta:2: syntax error" },
+		{ "version = \"1\";\nx = \"abc\n\n", NULL, -EINVAL, "schema/foo.meta:2: unterminated string" },
+		{ "version = \"1\";\nx = \"abc\\\"", NULL, -EINVAL, "schema/foo.meta:2: unterminated string" },
+		{ "version = \"1\";\nx = ((((((((((((((((((((((((((((((((((((((((((((((((((((((((((((((((();\n", NULL,
+		  -EINVAL, "schema/foo.meta:2: nested deeper than 64" },
 	};
 
 	for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++)
