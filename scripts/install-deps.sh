@@ -7,7 +7,8 @@ PKGS=(
   libuv1-dev libnng-dev librdkafka-dev libconfig-dev libcjson-dev
   libmicrohttpd-dev libgnutls28-dev libcmocka-dev
   kcat prometheus linux-perf curl iproute2 nftables procps
-  libclang-rt-14-dev valgrind
+  libclang-rt-14-dev valgrind python3 openssl prometheus-node-exporter
+  nginx wrk libbpf-tools e2fsprogs util-linux
 )
 
 missing=()

@@ -364,6 +364,14 @@ void probe_rt__free(struct probe_rt *rt)
 	probe_log(PLOG_DEBUG, "runtime down: %llu records emitted, %llu invalid", (unsigned long long)rt->emitted,
 		  (unsigned long long)rt->invalid);
 	ipc_ctrl_sub__free(rt->ctrl);
+	if (rt->pub) {
+		/* The tail batch is the one loss the supervisor cannot see (no later seq reveals it): wait
+		 * for it to leave, bounded, and say so when it did not. */
+		int err = ipc_pub__drain(rt->pub, 2000);
+
+		if (err)
+			probe_log(PLOG_WARN, "last batches may not have reached the supervisor: %s", strerror(-err));
+	}
 	ipc_pub__free(rt->pub);
 	close(rt->wake_rd);
 	close(rt->wake_wr);

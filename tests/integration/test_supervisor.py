@@ -2,6 +2,7 @@
 with the real supervisor and real child processes."""
 import os
 import re
+import shutil
 import signal
 import subprocess
 import time
@@ -205,3 +206,34 @@ def test_cli():
     check(r.returncode == 0 and "-c, --config" in r.stdout, r.stdout)
     r = subprocess.run([GOPHER], capture_output=True, text=True)
     check(r.returncode == 2, "no config: usage error")
+
+
+def test_valgrind_clean():
+    """The supervisor under valgrind: probes that crash, misbehave and get checked, then SIGTERM."""
+    if "san" in os.path.basename(os.path.dirname(GOPHER)) or not shutil.which("valgrind"):
+        return  # ASan binaries cannot run under valgrind; the sanitizer run covers them
+    bad = os.path.join(TEST_BINS, "bad_probe")
+    s = Supervisor(probes=[probe_entry("system_infos", "-t 1", params={"report_period": 1}),
+                           '    { name = "bad"; command = "%s"; param = "-m malformed"; switch = "on"; }' % bad,
+                           '    { name = "crash"; command = "%s"; param = "-m crash"; switch = "on"; }' % bad],
+                   extend=[extend_entry("ext", EXT_SCRIPT, "2"),
+                           extend_entry("chk", "/bin/sleep", "100", check_cmd="echo 0")],
+                   extra_meta=[BAD_META, EXT_META])
+    try:
+        vg = os.path.join(s.dir, "valgrind.txt")
+        s.stderr = open(os.path.join(s.dir, "stderr.txt"), "w")
+        s.proc = subprocess.Popen(["valgrind", "--leak-check=full", "--errors-for-leak-kinds=definite,indirect",
+                                   "--error-exitcode=9", "--log-file=" + vg, GOPHER, "-c", s.conf],
+                                  stdout=s.stderr, stderr=s.stderr, start_new_session=True)
+        s.wait_probe("crash", lambda p: p["restarts"] >= 2, 30, "crash restarted twice")
+        s.wait_probe("ext", lambda p: p["accepted"] >= 4, 10, "extend records")
+        s.wait_probe("system_infos", lambda p: p["config_version_applied"] == 1, 10, "config applied")
+        rc = s.stop(signal.SIGTERM, timeout=30)
+        text = open(vg).read()
+        check(rc == 0, "valgrind reported errors (exit %r):\n%s" % (rc, text[-3000:]))
+        check("ERROR SUMMARY: 0 errors" in text, text[-2000:])
+    finally:
+        s.cleanup()
+
+
+test_valgrind_clean.timeout = 90
