@@ -141,6 +141,9 @@ static int setup(struct gg_sup *sup, const char *conf_path, int check_only)
 	ret = gg_ensure_tracefs();
 	if (ret)
 		gg_warn("cannot mount tracefs at /sys/kernel/tracing: %s (tracepoint probes will fail)", strerror(-ret));
+	ret = gg_ensure_bpffs();
+	if (ret)
+		gg_warn("cannot mount bpffs at /sys/fs/bpf: %s (probes cannot pin maps)", strerror(-ret));
 	if (gg_read_machine_id(sup->machine_id, sizeof(sup->machine_id)))
 		gg_warn("no machine id found (/etc/machine-id, DMI product uuid)");
 	if (gethostname(sup->hostname, sizeof(sup->hostname) - 1))

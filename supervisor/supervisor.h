@@ -179,6 +179,7 @@ int gg_status__write(struct gg_sup *sup);
 int gg_mkdir_p(const char *path, mode_t mode);
 int gg_read_machine_id(char *buf, size_t len);
 int gg_ensure_tracefs(void);
+int gg_ensure_bpffs(void); /* /sys/fs/bpf, where probes pin shared maps (global.pin_path) */
 int gg_proc_starttime(pid_t pid, unsigned long long *ret);
 
 #endif

@@ -6,6 +6,7 @@
 #include <string.h>
 #include <sys/mount.h>
 #include <sys/stat.h>
+#include <sys/statfs.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -95,6 +96,18 @@ int gg_ensure_tracefs(void)
 	if (stat("/sys/kernel/tracing/events", &st) == 0)
 		return 0;
 	if (mount("tracefs", "/sys/kernel/tracing", "tracefs", 0, NULL))
+		return -errno;
+	return 0;
+}
+
+int gg_ensure_bpffs(void)
+{
+	struct statfs sf;
+
+	/* BPF_FS_MAGIC: already a bpf filesystem there */
+	if (statfs("/sys/fs/bpf", &sf) == 0 && (unsigned long)sf.f_type == 0xcafe4a11UL)
+		return 0;
+	if (mount("bpf", "/sys/fs/bpf", "bpf", 0, NULL))
 		return -errno;
 	return 0;
 }
