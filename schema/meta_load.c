@@ -96,6 +96,8 @@ static struct meta_table *meta_table__new(void)
 {
 	struct meta_table_impl *ti = calloc(1, sizeof(*ti));
 
+	/* freed through meta_table__impl() in meta_table__free */
+	// cppcheck-suppress memleak
 	return ti ? &ti->pub : NULL;
 }
 
@@ -231,12 +233,14 @@ __attribute__((format(printf, 4, 5))) static int fail(const struct meta_loader *
 /* A user string made safe to quote in a message: at most 64 bytes, unprintable bytes as '?'. */
 static const char *quote(char buf[72], const char *s)
 {
-	size_t i;
+	size_t len = strlen(s), n = len < 64 ? len : 64, i;
 
-	for (i = 0; s[i] && i < 64; i++)
+	for (i = 0; i < n; i++)
 		buf[i] = (s[i] >= 0x20 && s[i] < 0x7f) ? s[i] : '?';
-	if (s[i])
-		buf[i++] = '.', buf[i++] = '.', buf[i++] = '.';
+	if (len > n) {
+		memcpy(buf + i, "...", 3);
+		i += 3;
+	}
 	buf[i] = '\0';
 	return buf;
 }

@@ -270,10 +270,13 @@ static int tok_count(struct tok *t, unsigned int *ret)
 
 int meta_hist__parse(const char *s, size_t len, struct meta_hist *ret)
 {
-	struct tok t = { .p = s, .end = s + len, .more = len > 0 };
+	struct tok t;
 	struct meta_hist h;
 
-	if (!s || tok_count(&t, &h.n) < 0)
+	if (!s)
+		return -EINVAL;
+	t = (struct tok){ .p = s, .end = s + len, .more = len > 0 };
+	if (tok_count(&t, &h.n) < 0)
 		return -EINVAL;
 	for (unsigned int i = 0; i < h.n; i++) {
 		if (tok_number(&t, &h.le[i]) < 0 || tok_u64(&t, &h.cum[i]) < 0)
@@ -292,10 +295,13 @@ int meta_hist__parse(const char *s, size_t len, struct meta_hist *ret)
 
 int meta_summary__parse(const char *s, size_t len, struct meta_summary *ret)
 {
-	struct tok t = { .p = s, .end = s + len, .more = len > 0 };
+	struct tok t;
 	struct meta_summary m;
 
-	if (!s || tok_count(&t, &m.n) < 0)
+	if (!s)
+		return -EINVAL;
+	t = (struct tok){ .p = s, .end = s + len, .more = len > 0 };
+	if (tok_count(&t, &m.n) < 0)
 		return -EINVAL;
 	for (unsigned int i = 0; i < m.n; i++) {
 		if (tok_number(&t, &m.q[i]) < 0 || tok_number(&t, &m.v[i]) < 0)
@@ -314,10 +320,12 @@ int meta_summary__parse(const char *s, size_t len, struct meta_summary *ret)
 
 int meta_utf8_valid(const char *s, size_t len)
 {
-	const unsigned char *p = (const unsigned char *)s, *end = p + len;
+	const unsigned char *p, *end;
 
 	if (!s)
 		return len == 0;
+	p = (const unsigned char *)s;
+	end = p + len;
 	while (p < end) {
 		unsigned int c = *p;
 		unsigned char lo = 0x80, hi = 0xbf;
