@@ -53,7 +53,9 @@ run_fuzz() {
 		[ -x "$f" ] || continue
 		dir=$(mktemp -d)
 		[ -d "tests/fuzz/corpus/$(basename "$f")" ] && cp -r "tests/fuzz/corpus/$(basename "$f")/." "$dir/"
-		timeout $((secs + 60)) "$f" -max_total_time="$secs" -rss_limit_mb=2048 -artifact_prefix="$dir/" "$dir" \
+		dict=()
+		[ -f "tests/fuzz/corpus/$(basename "$f").dict" ] && dict=(-dict="tests/fuzz/corpus/$(basename "$f").dict")
+		timeout $((secs + 60)) "$f" "${dict[@]}" -max_total_time="$secs" -rss_limit_mb=2048 -artifact_prefix="$dir/" "$dir" \
 			>"$dir.log" 2>&1
 		rc=$?
 		if [ $rc -eq 0 ]; then
