@@ -163,27 +163,38 @@ void gg_log_timestamp(char *buf, size_t len)
 		snprintf(buf + n, len - n, ".%03ld", (long)(tv.tv_usec / 1000));
 }
 
-void gg_log(enum gg_log_level level, const char *fmt, ...)
+size_t gg_log_vformat(char *line, size_t size, const char *tag, const char *fmt, va_list ap)
 {
-	char line[2048], ts[32];
-	va_list ap;
+	char ts[32];
 	int n, m;
 
-	if (level < g_log.level)
-		return;
 	gg_log_timestamp(ts, sizeof(ts));
-	n = snprintf(line, sizeof(line), "%s %s ", ts, level_names[level]);
-	va_start(ap, fmt);
-	m = vsnprintf(line + n, sizeof(line) - (size_t)n - 1, fmt, ap);
-	va_end(ap);
+	n = snprintf(line, size, "%s %s ", ts, tag);
+	if (n < 0 || (size_t)n >= size - 1)
+		n = 0;
+	m = vsnprintf(line + n, size - (size_t)n - 1, fmt, ap);
 	if (m < 0)
 		m = 0;
 	n += m;
-	if ((size_t)n > sizeof(line) - 2)
-		n = (int)sizeof(line) - 2;
+	if ((size_t)n > size - 2)
+		n = (int)size - 2;
 	line[n++] = '\n';
+	return (size_t)n;
+}
+
+void gg_log(enum gg_log_level level, const char *fmt, ...)
+{
+	char line[2048];
+	va_list ap;
+	size_t n;
+
+	if (level < g_log.level)
+		return;
+	va_start(ap, fmt);
+	n = gg_log_vformat(line, sizeof(line), level_names[level], fmt, ap);
+	va_end(ap);
 	if (g_log.open)
-		(void)rot_file__write(&g_log.file, line, (size_t)n);
+		(void)rot_file__write(&g_log.file, line, n);
 	if (g_log.to_stderr || !g_log.open)
-		(void)!write(STDERR_FILENO, line, (size_t)n);
+		(void)!write(STDERR_FILENO, line, n);
 }

@@ -2,6 +2,7 @@
 #ifndef GG_LOG_H
 #define GG_LOG_H
 
+#include <stdarg.h>
 #include <stddef.h>
 #include <stdint.h>
 
@@ -29,6 +30,9 @@ int gg_log_open(const char *path, uint64_t max_size, enum gg_log_level level);
 void gg_log_set_stderr(int on);
 void gg_log_close(void);
 void gg_log(enum gg_log_level level, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+
+/* "<timestamp> <tag> <message>\n" into line (size >= 64); returns its length. */
+size_t gg_log_vformat(char *line, size_t size, const char *tag, const char *fmt, va_list ap);
 
 /* "2026-11-22 01:02:03.456" for now, into buf (at least 24 bytes). */
 void gg_log_timestamp(char *buf, size_t len);

@@ -25,24 +25,16 @@ const char *gg_probe_state__str(enum gg_probe_state s)
 
 void gg_probe__logf(struct gg_probe *p, const char *fmt, ...)
 {
-	char line[1024], ts[32];
+	char line[1024];
 	va_list ap;
-	int n, m;
+	size_t n;
 
 	if (!p->log_open)
 		return;
-	gg_log_timestamp(ts, sizeof(ts));
-	n = snprintf(line, sizeof(line), "%s [gala-gopher] ", ts);
 	va_start(ap, fmt);
-	m = vsnprintf(line + n, sizeof(line) - (size_t)n - 1, fmt, ap);
+	n = gg_log_vformat(line, sizeof(line), "[gala-gopher]", fmt, ap);
 	va_end(ap);
-	if (m < 0)
-		m = 0;
-	n += m;
-	if ((size_t)n > sizeof(line) - 2)
-		n = (int)sizeof(line) - 2;
-	line[n++] = '\n';
-	(void)rot_file__write(&p->log, line, (size_t)n);
+	(void)rot_file__write(&p->log, line, n);
 }
 
 static void alloc_cb(uv_handle_t *h, size_t suggested, uv_buf_t *buf)
