@@ -27,14 +27,14 @@ VERSION := $(shell cat VERSION 2>/dev/null || echo 0.0.0)
 WARN := -Wall -Wextra -Werror -Wshadow -Wformat=2 -Wno-unused-parameter -Wstrict-prototypes
 CFLAGS ?= -O2 -g
 CFLAGS += $(WARN) -std=gnu11 -D_GNU_SOURCE -DGG_VERSION='"$(VERSION)"' -MMD -MP \
-	  -Iipc -Ischema -Iprobes/lib -I$(BUILD)/gen
+	  -Iipc -Ischema -Iprobes/lib -Ibpf -I$(BUILD)/gen
 LDFLAGS ?=
 ifeq ($(SAN),1)
 CFLAGS += -fsanitize=address,undefined -fno-omit-frame-pointer -fno-sanitize-recover=undefined
 LDFLAGS += -fsanitize=address,undefined
 endif
 
-LIBS_SUP := -luv -lnng -lconfig -lcjson -lpthread
+LIBS_SUP := -luv -lnng -lconfig -lcjson -lmicrohttpd -lgnutls -lrdkafka -lm -lpthread
 LIBS_PROBE := -lnng -lcjson -lbpf -lelf -lz -lm -lpthread
 
 # ---- sources ------------------------------------------------------------------------------------
@@ -57,6 +57,9 @@ META_HDRS := $(patsubst schema/%.meta,$(BUILD)/gen/%.meta.h,$(META_FILES))
 
 UNIT_TESTS := $(patsubst tests/unit/%.c,$(BUILD)/tests/%,$(wildcard tests/unit/test_*.c))
 TEST_HELPERS := $(patsubst tests/helpers/%.c,$(BUILD)/tests/%,$(wildcard tests/helpers/*.c))
+# cpu_split (flame graph ground truth) keeps every frame: frame pointers, no inlining, no tail calls;
+# cpu_split_stripped is the same binary without symbols.
+TEST_HELPERS += $(BUILD)/tests/cpu_split_stripped
 BENCH_BINS := $(patsubst bench/%.c,$(BUILD)/bench/%,$(wildcard bench/*.c))
 FUZZ_BINS := $(patsubst tests/fuzz/%.c,$(BUILD)/fuzz/%,$(wildcard tests/fuzz/fuzz_*.c))
 
@@ -148,18 +151,31 @@ $(BUILD)/tests/%: $(BUILD)/obj/tests/helpers/%.o $(LIBPROBE) $(LIBSCHEMA) $(LIBI
 	$(Q)mkdir -p $(@D)
 	$(Q)$(CC) $(LDFLAGS) $^ $(LIBS_PROBE) -lconfig -lrdkafka -o $@
 $(call obj,$(wildcard tests/helpers/*.c)): $(META_HDRS)
+$(BUILD)/obj/tests/helpers/cpu_split.o: private CFLAGS += -fno-omit-frame-pointer -fno-shrink-wrap -fno-inline -fno-optimize-sibling-calls
+$(BUILD)/tests/cpu_split_stripped: $(BUILD)/tests/cpu_split
+	$(say) STRIP $@
+	$(Q)strip -o $@ $<
 
 $(BUILD)/bench/%: $(BUILD)/obj/bench/%.o $(LIBPROBE) $(LIBSCHEMA) $(LIBIPC)
 	$(say) LINK $@
 	$(Q)mkdir -p $(@D)
 	$(Q)$(CC) $(LDFLAGS) $^ $(LIBS_PROBE) -lconfig -o $@
 
+# Benchmarks of supervisor code (metrics rendering, the Kafka producer) link the supervisor objects.
+SUP_BENCHES := $(filter $(BUILD)/bench/metrics_render $(BUILD)/bench/kafka_%,$(BENCH_BINS))
+$(SUP_BENCHES): $(BUILD)/bench/%: $(BUILD)/obj/bench/%.o $(LIBSUP) $(LIBSCHEMA) $(LIBIPC)
+	$(say) LINK $@
+	$(Q)mkdir -p $(@D)
+	$(Q)$(CC) $(LDFLAGS) $^ $(LIBS_SUP) -o $@
+
 # libFuzzer targets: clang, ASan+UBSan, sources compiled straight in.
 FUZZ_CFLAGS := -g -O1 -fsanitize=fuzzer,address,undefined -std=gnu11 -D_GNU_SOURCE -Iipc -Ischema
 $(BUILD)/fuzz/%: tests/fuzz/%.c $(SCHEMA_SRCS) $(IPC_SRCS)
 	$(say) FUZZ $@
 	$(Q)mkdir -p $(@D)
-	$(Q)$(CLANG) $(FUZZ_CFLAGS) $^ -lconfig -lnng -o $@
+	$(Q)$(CLANG) $(FUZZ_CFLAGS) $(filter %.c,$^) -lconfig -lnng -lcjson -o $@
+# the REST body parser and validator live in the supervisor
+$(BUILD)/fuzz/fuzz_rest_body: supervisor/probe_names.c supervisor/probe_names.h
 
 fuzz: $(FUZZ_BINS)
 

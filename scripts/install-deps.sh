@@ -8,6 +8,7 @@ PKGS=(
   libmicrohttpd-dev libgnutls28-dev libcmocka-dev
   kcat prometheus linux-perf curl iproute2 nftables procps
   libclang-rt-14-dev valgrind python3 openssl prometheus-node-exporter
+  protobuf-compiler
   nginx wrk libbpf-tools e2fsprogs util-linux
 )
 

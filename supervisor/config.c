@@ -15,7 +15,7 @@
 
 #include <cjson/cJSON.h>
 
-enum key_kind { K_STR, K_PATH, K_INT, K_ONOFF, K_CHANNEL, K_ENUM, K_BROKERS, K_IGNORED };
+enum key_kind { K_STR, K_PATH, K_INT, K_ONOFF, K_CHANNEL, K_ENUM, K_BROKERS, K_KVLIST, K_IGNORED };
 
 /* How one key of a section is read and checked. */
 struct key_spec {
@@ -30,6 +30,7 @@ struct key_spec {
 static const char *const loglevels[] = { "debug", "info", "warn", "warning", "error", NULL };
 static const char *const languages[] = { "en_US", "zh_CN", NULL };
 static const char *const codecs[] = { "none", "gzip", "snappy", "lz4", "zstd", NULL };
+static const char *const security_protocols[] = { "", "plaintext", "ssl", "sasl_plaintext", "sasl_ssl", NULL };
 
 #define STR(f, n) { n, K_STR, offsetof(struct gg_config, f), sizeof(((struct gg_config *)0)->f), 0, 0, NULL }
 #define PATHK(f, n) { n, K_PATH, offsetof(struct gg_config, f), sizeof(((struct gg_config *)0)->f), 0, 0, NULL }
@@ -56,7 +57,11 @@ static const struct key_spec global_keys[] = {
 		STR(sec.kafka_topic, "kafka_topic")
 
 static const struct key_spec metric_keys[] = { CHANNEL_KEYS(metric), { NULL, 0, 0, 0, 0, 0, NULL } };
-static const struct key_spec meta_keys[] = { CHANNEL_KEYS(meta), { NULL, 0, 0, 0, 0, 0, NULL } };
+static const struct key_spec meta_keys[] = {
+	CHANNEL_KEYS(meta),
+	INT(meta_report_interval, "report_interval", 1, 86400),
+	{ NULL, 0, 0, 0, 0, 0, NULL },
+};
 static const struct key_spec event_keys[] = {
 	CHANNEL_KEYS(event),
 	INT(event_timeout, "timeout", 1, 86400),
@@ -70,6 +75,7 @@ static const struct key_spec imdb_keys[] = {
 	INT(imdb.max_records_num, "max_records_num", 1, 10000000),
 	INT(imdb.max_metrics_num, "max_metrics_num", 1, 65536),
 	INT(imdb.record_timeout, "record_timeout", 1, 86400 * 7),
+	INT(imdb.max_memory_mb, "max_memory_mb", 1, 1048576),
 	{ NULL, 0, 0, 0, 0, 0, NULL },
 };
 
@@ -80,7 +86,19 @@ static const struct key_spec imdb_keys[] = {
 		PATHK(sec.ca_file, "ca_file")
 
 static const struct key_spec web_keys[] = { HTTP_KEYS(web_server), { NULL, 0, 0, 0, 0, 0, NULL } };
-static const struct key_spec rest_keys[] = { HTTP_KEYS(rest_api_server), { NULL, 0, 0, 0, 0, 0, NULL } };
+/* port 0: any free port (the one chosen is in status.json) */
+static const struct key_spec rest_keys[] = {
+	STR(rest_api_server.bind_addr, "bind_addr"),
+	INT(rest_api_server.port, "port", 0, 65535),
+	{ "ssl_auth", K_ONOFF, offsetof(struct gg_config, rest_api_server.ssl_auth), sizeof(int), 0, 0, NULL },
+	PATHK(rest_api_server.private_key, "private_key"),
+	PATHK(rest_api_server.cert_file, "cert_file"),
+	PATHK(rest_api_server.ca_file, "ca_file"),
+	PATHK(rest.state_dir, "state_dir"),
+	PATHK(rest.output_base_dir, "output_base_dir"),
+	STR(rest.elf_base_dirs, "elf_base_dirs"),
+	{ NULL, 0, 0, 0, 0, 0, NULL },
+};
 static const struct key_spec kafka_keys[] = {
 	{ "kafka_broker", K_BROKERS, offsetof(struct gg_config, kafka.kafka_broker),
 	  sizeof(((struct gg_config *)0)->kafka.kafka_broker), 0, 0, NULL },
@@ -89,6 +107,17 @@ static const struct key_spec kafka_keys[] = {
 	INT(kafka.queue_buffering_max_messages, "queue_buffering_max_messages", 1, 10000000),
 	INT(kafka.queue_buffering_max_kbytes, "queue_buffering_max_kbytes", 1, 2097151),
 	INT(kafka.queue_buffering_max_ms, "queue_buffering_max_ms", 0, 900000),
+	INT(kafka.message_timeout_ms, "message_timeout_ms", 0, 2147483647),
+	ENUMK(kafka.security_protocol, "security_protocol", security_protocols),
+	PATHK(kafka.ssl_ca_location, "ssl_ca_location"),
+	PATHK(kafka.ssl_certificate_location, "ssl_certificate_location"),
+	PATHK(kafka.ssl_key_location, "ssl_key_location"),
+	STR(kafka.ssl_key_password, "ssl_key_password"),
+	STR(kafka.sasl_mechanisms, "sasl_mechanisms"),
+	STR(kafka.sasl_username, "sasl_username"),
+	STR(kafka.sasl_password, "sasl_password"),
+	{ "properties", K_KVLIST, offsetof(struct gg_config, kafka.properties),
+	  sizeof(((struct gg_config *)0)->kafka.properties), 0, 0, NULL },
 	{ NULL, 0, 0, 0, 0, 0, NULL },
 };
 static const struct key_spec logs_keys[] = {
@@ -97,6 +126,8 @@ static const struct key_spec logs_keys[] = {
 	PATHK(logs.meta_dir, "meta_dir"),
 	PATHK(logs.debug_dir, "debug_dir"),
 	INT(logs.metric_total_size, "metric_total_size", 1, 1048576),
+	INT(logs.event_total_size, "event_total_size", 1, 1048576),
+	INT(logs.meta_total_size, "meta_total_size", 1, 1048576),
 	INT(logs.debug_file_size, "debug_file_size", 1, 1024),
 	{ NULL, 0, 0, 0, 0, 0, NULL },
 };
@@ -240,6 +271,30 @@ static int read_key(struct load_ctx *c, const char *sec, const struct key_spec *
 				return fail(c, s, "%s: broker list too long (at most %zu characters)", key, k->size - 1);
 			if (used)
 				dst[used++] = ',';
+			memcpy(dst + used, b, bl + 1);
+			used += bl;
+		}
+		return 0;
+	}
+
+	if (k->kind == K_KVLIST) {
+		char *dst = base + k->off;
+		size_t used = 0;
+
+		if (!config_setting_is_list(s) && !config_setting_is_array(s))
+			return fail(c, s, "%s: must be a list of \"name=value\" strings", key);
+		dst[0] = 0;
+		for (int i = 0; i < config_setting_length(s); i++) {
+			const char *b = config_setting_get_string_elem(s, i);
+			size_t bl;
+
+			if (!b || !strchr(b, '=') || b[0] == '=' || strchr(b, '\n'))
+				return fail(c, s, "%s: element %d must be a \"name=value\" string", key, i);
+			bl = strlen(b);
+			if (used + bl + 2 > k->size)
+				return fail(c, s, "%s: too long (at most %zu characters)", key, k->size - 1);
+			if (used)
+				dst[used++] = '\n';
 			memcpy(dst + used, b, bl + 1);
 			used += bl;
 		}
@@ -494,6 +549,8 @@ static void set_defaults(struct gg_config *cfg)
 	cfg->meta.out = GG_OUT_LOGS;
 	snprintf(cfg->meta.kafka_topic, sizeof(cfg->meta.kafka_topic), "gala_gopher_metadata");
 	cfg->event_timeout = 600;
+	cfg->meta_report_interval = 600;
+	cfg->imdb.max_memory_mb = 256;
 	snprintf(cfg->event_desc_language, sizeof(cfg->event_desc_language), "en_US");
 	cfg->imdb.max_tables_num = 1024;
 	cfg->imdb.max_records_num = 1024;
@@ -503,6 +560,9 @@ static void set_defaults(struct gg_config *cfg)
 	cfg->web_server.port = 8888;
 	snprintf(cfg->rest_api_server.bind_addr, sizeof(cfg->rest_api_server.bind_addr), "127.0.0.1");
 	cfg->rest_api_server.port = 9999;
+	snprintf(cfg->rest.state_dir, sizeof(cfg->rest.state_dir), "/var/lib/gala-gopher");
+	snprintf(cfg->rest.output_base_dir, sizeof(cfg->rest.output_base_dir), "/var/log/gala-gopher");
+	snprintf(cfg->rest.elf_base_dirs, sizeof(cfg->rest.elf_base_dirs), "/usr:/opt:/srv:/home:/var/lib:/bin:/sbin:/lib:/lib64");
 	snprintf(cfg->kafka.kafka_broker, sizeof(cfg->kafka.kafka_broker), "localhost:9092");
 	cfg->kafka.batch_num_messages = 10000;
 	snprintf(cfg->kafka.compression_codec, sizeof(cfg->kafka.compression_codec), "none");
@@ -514,6 +574,8 @@ static void set_defaults(struct gg_config *cfg)
 	snprintf(cfg->logs.meta_dir, sizeof(cfg->logs.meta_dir), "/var/log/gala-gopher/meta");
 	snprintf(cfg->logs.debug_dir, sizeof(cfg->logs.debug_dir), "/var/log/gala-gopher/debug");
 	cfg->logs.metric_total_size = 100;
+	cfg->logs.event_total_size = 100;
+	cfg->logs.meta_total_size = 10;
 	cfg->logs.debug_file_size = 10;
 }
 

@@ -58,12 +58,20 @@ struct gg_config {
 	struct gg_channel_conf metric, event, meta;
 	int event_timeout;
 	char event_desc_language[16];
+	int meta_report_interval; /* meta.report_interval: seconds between metadata reports */
 
 	struct {
 		int max_tables_num, max_records_num, max_metrics_num, record_timeout;
+		int max_memory_mb; /* all tables together */
 	} imdb;
 
 	struct gg_http_conf web_server, rest_api_server;
+	/* rest_api_server keys beyond the HTTP ones (REST issue) */
+	struct {
+		char state_dir[PATH_MAX]; /* REST-applied configuration is kept here across restarts */
+		char output_base_dir[PATH_MAX]; /* svg_dir, flame_dir from REST must resolve under it */
+		char elf_base_dirs[GG_STR_MAX]; /* ':' separated; elf_path from REST must resolve under one */
+	} rest;
 
 	struct {
 		char kafka_broker[GG_STR_MAX];
@@ -72,11 +80,19 @@ struct gg_config {
 		int queue_buffering_max_messages;
 		int queue_buffering_max_kbytes;
 		int queue_buffering_max_ms;
+		int message_timeout_ms; /* 0 = librdkafka's default */
+		/* TLS / SASL (empty = unset), passed to librdkafka as security.protocol, ssl.*, sasl.* */
+		char security_protocol[32];
+		char ssl_ca_location[PATH_MAX], ssl_certificate_location[PATH_MAX], ssl_key_location[PATH_MAX];
+		char ssl_key_password[256];
+		char sasl_mechanisms[64], sasl_username[256], sasl_password[256];
+		char properties[4 * GG_STR_MAX]; /* further librdkafka properties: "name=value" lines */
 	} kafka;
 
 	struct {
 		char metric_dir[PATH_MAX], event_dir[PATH_MAX], meta_dir[PATH_MAX], debug_dir[PATH_MAX];
 		int metric_total_size; /* MiB over all metric files */
+		int event_total_size, meta_total_size; /* MiB over the event files, the metadata files */
 		int debug_file_size; /* MiB per probe log before rotation */
 	} logs;
 

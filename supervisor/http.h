@@ -36,7 +36,7 @@ typedef void (*gg_http_handler)(void *ctx, const struct gg_http_request *req, st
 struct gg_http_opts {
 	const char *name; /* for messages: "web_server", "rest_api_server" */
 	const char *bind_addr; /* IPv4 or IPv6 literal */
-	int port;
+	int port; /* 0 = any free port (see gg_http_server__port) */
 	int tls; /* ssl_auth on */
 	const char *key_file, *cert_file; /* PEM, required with tls */
 	const char *ca_file; /* with tls: a client certificate signed by this CA is required (403 otherwise) */
@@ -51,10 +51,21 @@ struct gg_http_server;
 /* Start listening. NULL + errno on error (EADDRINUSE, ENOENT for a missing key/cert, EINVAL). */
 struct gg_http_server *gg_http_server__new(uv_loop_t *loop, const struct gg_http_opts *opts);
 /* Stop accepting, finish in-flight requests with 503, close the uv handles; memory is released once
- * the loop has closed them. Accepts NULL. */
+ * the loop has closed them. Accepts NULL. Call from the loop thread, not from inside a handler. */
 void gg_http_server__close(struct gg_http_server *srv);
-/* Requests served, refused for size, refused for TLS client verification. */
+/* Requests answered by the handler. */
 unsigned long long gg_http_server__requests(const struct gg_http_server *srv);
+
+/* What the server answered on its own (never reaching the handler). */
+struct gg_http_stats {
+	unsigned long long requests; /* answered by the handler */
+	unsigned long long too_large; /* 413: body over max_body */
+	unsigned long long tls_refused; /* 403: client certificate missing or not trusted */
+	unsigned long long unavailable; /* 503: arrived while the server was closing */
+};
+void gg_http_server__stats(const struct gg_http_server *srv, struct gg_http_stats *ret);
+/* The port actually listened on (useful with port 0). */
+int gg_http_server__port(const struct gg_http_server *srv);
 
 /* Look up a decoded query argument; NULL when absent. */
 const char *gg_http_request__arg(const struct gg_http_request *req, const char *name);

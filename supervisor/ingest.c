@@ -1,128 +1,18 @@
 /* ingest.c - the data path: IPC batches (and extend probes' stdout lines) -> sequence accounting ->
- * schema validation -> counted rejections -> the metric output. */
+ * schema validation -> counted rejections -> export (export.c: imdb, kafka, logs, events). */
 #include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
+#include "export.h"
 #include "supervisor.h"
 
-#define MBUF_SIZE (256u * 1024u)
 #define SAMPLE_INTERVAL_MS 1000u
-
-/* ---- metric output (logs channel): one JSON object per record ------------------------------------ */
-
-static void mbuf_flush(struct gg_sup *sup)
-{
-	if (!sup->mbuf_len)
-		return;
-	if (sup->metric_out_open && rot_file__write(&sup->metric_out, sup->mbuf, sup->mbuf_len))
-		sup->st.metric_write_errors++;
-	sup->mbuf_len = 0;
-}
-
-static int mbuf_reserve(struct gg_sup *sup, size_t n)
-{
-	if (sup->mbuf_len + n > MBUF_SIZE)
-		mbuf_flush(sup);
-	return n <= MBUF_SIZE ? 0 : -E2BIG;
-}
-
-static void mbuf_put(struct gg_sup *sup, const char *s, size_t n)
-{
-	memcpy(sup->mbuf + sup->mbuf_len, s, n);
-	sup->mbuf_len += n;
-}
-
-static void mbuf_puts(struct gg_sup *sup, const char *s)
-{
-	mbuf_put(sup, s, strlen(s));
-}
-
-/* JSON string body; the input is validated UTF-8 without control characters (keys, labels) or
- * validated numbers/encodings, so only '"' and '\\' need escaping. */
-static void mbuf_put_json_str(struct gg_sup *sup, const char *s, size_t n)
-{
-	sup->mbuf[sup->mbuf_len++] = '"';
-	for (size_t i = 0; i < n; i++) {
-		if (s[i] == '"' || s[i] == '\\')
-			sup->mbuf[sup->mbuf_len++] = '\\';
-		sup->mbuf[sup->mbuf_len++] = s[i];
-	}
-	sup->mbuf[sup->mbuf_len++] = '"';
-}
-
-/* A validated number is valid JSON unless it has a leading '+', leading zeros, or a bare '.'. */
-static int json_number_ok(const char *s, size_t n)
-{
-	size_t i = 0;
-
-	if (i < n && s[i] == '-')
-		i++;
-	if (i >= n || s[i] < '0' || s[i] > '9')
-		return 0;
-	if (s[i] == '0' && i + 1 < n && s[i + 1] >= '0' && s[i + 1] <= '9')
-		return 0;
-	while (i < n && s[i] >= '0' && s[i] <= '9')
-		i++;
-	if (i < n && s[i] == '.') {
-		i++;
-		if (i >= n || s[i] < '0' || s[i] > '9')
-			return 0;
-	}
-	return 1;
-}
-
-static void output_record(struct gg_sup *sup, const struct meta_record *rec, uint64_t now_wall)
-{
-	const struct meta_table *t = rec->table;
-	size_t need = 256 + strlen(sup->machine_id) + strlen(sup->hostname);
-	char num[64];
-	int n;
-
-	if (sup->cfg.metric.out == GG_OUT_OFF || !sup->metric_out_open)
-		return;
-	for (unsigned int i = 0; i < rec->nvalues; i++)
-		need += 2 * (size_t)rec->lens[i] + strlen(t->fields[i].name) + 8;
-	if (mbuf_reserve(sup, need))
-		return;
-	n = snprintf(num, sizeof(num), "{\"timestamp\":%llu,\"machine_id\":", (unsigned long long)now_wall);
-	mbuf_put(sup, num, (size_t)n);
-	mbuf_put_json_str(sup, sup->machine_id, strlen(sup->machine_id));
-	mbuf_puts(sup, ",\"hostname\":");
-	mbuf_put_json_str(sup, sup->hostname, strlen(sup->hostname));
-	mbuf_puts(sup, ",\"entity_name\":");
-	mbuf_put_json_str(sup, t->entity, strlen(t->entity));
-	mbuf_puts(sup, ",\"table_name\":");
-	mbuf_put_json_str(sup, t->name, strlen(t->name));
-	for (unsigned int i = 0; i < rec->nvalues; i++) {
-		const struct meta_field *f = &t->fields[i];
-		const char *v = rec->values[i];
-		size_t vl = rec->lens[i];
-
-		mbuf_put(sup, ",", 1);
-		mbuf_put_json_str(sup, f->name, strlen(f->name));
-		mbuf_put(sup, ":", 1);
-		if (f->type == META_GAUGE || f->type == META_COUNTER) {
-			if (json_number_ok(v, vl)) {
-				mbuf_put(sup, v, vl);
-			} else {
-				double d = 0;
-
-				(void)meta_parse_number(v, vl, &d);
-				n = snprintf(num, sizeof(num), "%.17g", d);
-				mbuf_put(sup, num, (size_t)n);
-			}
-		} else {
-			mbuf_put_json_str(sup, v, vl);
-		}
-	}
-	mbuf_put(sup, "}\n", 2);
-}
 
 void gg_ingest__flush(struct gg_sup *sup)
 {
-	mbuf_flush(sup);
+	gg_export__flush(sup);
 }
 
 /* ---- validation and accounting ------------------------------------------------------------------- */
@@ -197,7 +87,7 @@ void gg_ingest__record(struct gg_sup *sup, struct gg_probe *p, const char *line,
 	}
 	p->st.accepted++;
 	sup->st.accepted++;
-	output_record(sup, &rec, gg_wall_ms());
+	gg_export__record(sup, p, &rec);
 }
 
 void gg_ingest__message(struct gg_sup *sup, const void *msg, size_t len)
@@ -259,24 +149,7 @@ static void on_sub_readable(uv_poll_t *h, int status, int events)
 
 int gg_ingest__init(struct gg_sup *sup)
 {
-	char path[4200];
 	int err;
-
-	sup->mbuf = malloc(MBUF_SIZE);
-	if (!sup->mbuf)
-		return -ENOMEM;
-	if (sup->cfg.metric.out != GG_OUT_OFF) {
-		if (gg_mkdir_p(sup->cfg.logs.metric_dir, 0750))
-			gg_warn("cannot create %s: %s", sup->cfg.logs.metric_dir, strerror(errno));
-		snprintf(path, sizeof(path), "%s/metrics.log", sup->cfg.logs.metric_dir);
-		/* two files (current + .1) share metric_total_size */
-		err = rot_file__open(&sup->metric_out, path, ((uint64_t)sup->cfg.logs.metric_total_size << 20) / 2, 1);
-		if (err) {
-			gg_error("cannot open metric output %s: %s", path, strerror(-err));
-			return err;
-		}
-		sup->metric_out_open = 1;
-	}
 
 	sup->sub = ipc_sub__new(sup->data_url);
 	if (!sup->sub) {
@@ -318,14 +191,9 @@ void gg_ingest__free(struct gg_sup *sup)
 			ipc_msg__free(msg);
 		}
 	}
-	mbuf_flush(sup);
+	gg_export__flush(sup);
 	ipc_sub__free(sup->sub);
 	sup->sub = NULL;
 	ipc_ctrl_pub__free(sup->ctrl);
 	sup->ctrl = NULL;
-	if (sup->metric_out_open)
-		rot_file__close(&sup->metric_out);
-	sup->metric_out_open = 0;
-	free(sup->mbuf);
-	sup->mbuf = NULL;
 }

@@ -9,6 +9,9 @@
 #include <sys/prctl.h>
 #include <unistd.h>
 
+#include "events.h"
+#include "export.h"
+#include "rest.h"
 #include "supervisor.h"
 
 static struct gg_sup g_sup;
@@ -53,6 +56,8 @@ static void close_all(struct gg_sup *sup)
 {
 	gg_probes__close(sup);
 	gg_ingest__close(sup);
+	gg_export__close(sup);
+	gg_rest__close(sup);
 	uv_close((uv_handle_t *)&sup->tick, NULL);
 	uv_close((uv_handle_t *)&sup->sig_term, NULL);
 	uv_close((uv_handle_t *)&sup->sig_int, NULL);
@@ -87,6 +92,7 @@ static void on_signal(uv_signal_t *h, int signum)
 		return;
 	gg_info("signal %d: stopping probes", signum);
 	sup->stopping = 1;
+	gg_rest__close(sup); /* no more requests: nothing starts while we stop */
 	gg_probes__stop_all(sup);
 	/* Check every 100 ms for the children to be gone. */
 	uv_timer_start(&sup->tick, on_tick, 100, 100);
@@ -108,7 +114,9 @@ static int setup(struct gg_sup *sup, const char *conf_path, int check_only)
 	sup->reg = meta_registry__new();
 	if (!sup->reg)
 		return -ENOMEM;
-	ret = meta_registry__load_dir(sup->reg, sup->cfg.global.meta_path, err, sizeof(err));
+	ret = gg_events__register(sup->reg, err, sizeof(err));
+	if (!ret)
+		ret = meta_registry__load_dir(sup->reg, sup->cfg.global.meta_path, err, sizeof(err));
 	if (ret) {
 		fprintf(stderr, "gala-gopher: cannot load table schemas: %s\n", err);
 		return ret;
@@ -153,10 +161,17 @@ static int setup(struct gg_sup *sup, const char *conf_path, int check_only)
 	snprintf(sup->ctrl_url, sizeof(sup->ctrl_url), "ipc://%s/ctrl.ipc", sup->cfg.global.run_dir);
 	gg_probes__reap_leftovers(sup);
 
+	ret = gg_export__init(sup);
+	if (ret)
+		return ret;
 	ret = gg_ingest__init(sup);
 	if (ret)
 		return ret;
 	ret = gg_probes__init(sup);
+	if (ret)
+		return ret;
+	/* after the probes (it restores REST-applied configuration), before they start */
+	ret = gg_rest__init(sup);
 	if (ret)
 		return ret;
 	return 0;
@@ -210,9 +225,13 @@ int main(int argc, char **argv)
 		if (sup->nprobes)
 			gg_probes__close(sup);
 		gg_ingest__close(sup);
+		gg_export__close(sup);
+		gg_rest__close(sup);
 		uv_run(sup->loop, UV_RUN_DEFAULT);
+		gg_rest__free(sup);
 		gg_probes__free(sup);
 		gg_ingest__free(sup);
+		gg_export__free(sup);
 		meta_registry__free(sup->reg);
 		gg_config__fini(&sup->cfg);
 		gg_log_close();
@@ -237,6 +256,8 @@ int main(int argc, char **argv)
 	uv_run(sup->loop, UV_RUN_DEFAULT);
 
 	gg_ingest__free(sup);
+	gg_export__free(sup);
+	gg_rest__free(sup);
 	gg_info("gala-gopher stopped: %llu records received, %llu accepted", (unsigned long long)sup->st.records,
 		(unsigned long long)sup->st.accepted);
 	gg_probes__free(sup);

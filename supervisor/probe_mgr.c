@@ -15,6 +15,7 @@ extern char **environ;
 
 static void probe_start(struct gg_probe *p);
 static void check_start(struct gg_probe *p);
+static void fresh_start(struct gg_probe *p);
 
 static const char *const state_names[] = { "stopped", "checking", "check_wait", "running", "backoff", "stopping" };
 
@@ -156,6 +157,10 @@ static void on_probe_exit(uv_process_t *proc, int64_t status, int term_signal)
 		gg_info("probe %s stopped (status %lld, signal %d)", p->conf->name, (long long)status, term_signal);
 		gg_probe__logf(p, "stopped (status %lld, signal %d)", (long long)status, term_signal);
 		p->state = GG_PS_STOPPED;
+		if (p->start_after_stop && !sup->stopping) {
+			p->start_after_stop = 0;
+			fresh_start(p);
+		}
 		return;
 	}
 
@@ -266,8 +271,8 @@ static void probe_start(struct gg_probe *p)
 	struct gg_sup *sup = p->sup;
 	uv_process_options_t o;
 	uv_stdio_container_t stdio[3];
-	char **pargv = NULL, **argv = NULL, **env = NULL, ppid[32];
-	int nargs, err;
+	char **pargv = NULL, **argv = NULL, **env = NULL, ppid[32], extra[512] = "";
+	int nargs, nextra = 0, err;
 
 	nargs = gg_split_args(p->conf->param, &pargv);
 	if (nargs < 0) {
@@ -276,7 +281,9 @@ static void probe_start(struct gg_probe *p)
 	}
 	/* Our own binary in --exec-probe mode sets PR_SET_PDEATHSIG, then execs the probe with exactly
 	 * the flags of the configuration: no probe outlives the supervisor, even on SIGKILL. */
-	argv = calloc((size_t)nargs + 6, sizeof(*argv));
+	while (p->extra_argv && p->extra_argv[nextra])
+		nextra++;
+	argv = calloc((size_t)nargs + (size_t)nextra + 6, sizeof(*argv));
 	env = build_env(p);
 	if (!argv || !env) {
 		err = -ENOMEM;
@@ -289,6 +296,13 @@ static void probe_start(struct gg_probe *p)
 	argv[3] = (char *)p->conf->command;
 	for (int i = 0; i < nargs; i++)
 		argv[4 + i] = pargv[i];
+	/* Flags from the REST API come last: they override the configuration file's. */
+	for (int i = 0; i < nextra; i++) {
+		size_t l = strlen(extra);
+
+		argv[4 + nargs + i] = p->extra_argv[i];
+		snprintf(extra + l, sizeof(extra) - l, " %s", p->extra_argv[i]);
+	}
 
 	uv_pipe_init(sup->loop, &p->out, 0);
 	uv_pipe_init(sup->loop, &p->err, 0);
@@ -331,8 +345,9 @@ static void probe_start(struct gg_probe *p)
 		p->cfg_version = 1;
 	p->cfg_applied = 0;
 	p->cfg_last_send_ms = 0;
-	gg_info("probe %s started, pid %d: %s %s", p->conf->name, (int)p->pid, p->conf->command, p->conf->param);
-	gg_probe__logf(p, "started, pid %d: %s %s", (int)p->pid, p->conf->command, p->conf->param);
+	gg_info("probe %s started, pid %d: %s %s%s", p->conf->name, (int)p->pid, p->conf->command, p->conf->param,
+		extra);
+	gg_probe__logf(p, "started, pid %d: %s %s%s", (int)p->pid, p->conf->command, p->conf->param, extra);
 	gg_free_args(pargv);
 	free(argv);
 	free(env);
@@ -509,46 +524,77 @@ static void check_start(struct gg_probe *p)
 
 /* ---- public ----------------------------------------------------------------------------------------- */
 
+static int probe_init_one(struct gg_sup *sup, struct gg_probe *p, const struct gg_probe_conf *conf)
+{
+	char path[4400];
+
+	p->sup = sup;
+	p->conf = conf;
+	p->state = GG_PS_STOPPED;
+	p->backoff_ms = GG_BACKOFF_MIN_MS;
+	p->check_value = -1;
+	p->line = malloc(IPC_RECORD_MAX_LEN + 1);
+	if (!p->line)
+		return -ENOMEM;
+	if (p->conf->params_json) {
+		p->cfg_json = strdup(p->conf->params_json);
+		if (!p->cfg_json)
+			return -ENOMEM;
+	}
+	uv_timer_init(sup->loop, &p->timer);
+	p->timer.data = p;
+	uv_timer_init(sup->loop, &p->check_timer);
+	p->check_timer.data = p;
+	p->check_timer_open = 1;
+	snprintf(path, sizeof(path), "%s/probes/%s.log", sup->cfg.logs.debug_dir, p->conf->name);
+	if (rot_file__open(&p->log, path, (uint64_t)sup->cfg.logs.debug_file_size << 20, 2) == 0)
+		p->log_open = 1;
+	else
+		gg_warn("probe %s: cannot open its log %s: %s", p->conf->name, path, strerror(errno));
+	return 0;
+}
+
 int gg_probes__init(struct gg_sup *sup)
 {
 	char dir[4200];
 
-	sup->probes = calloc(sup->cfg.nprobes ? sup->cfg.nprobes : 1, sizeof(*sup->probes));
+	/* Room for every probe the configuration may hold: the REST API adds entries at run time, and
+	 * entries cannot move (the loop holds pointers to their handles). */
+	sup->probes = calloc(GG_PROBES_MAX, sizeof(*sup->probes));
 	if (!sup->probes)
 		return -ENOMEM;
-	sup->nprobes = sup->cfg.nprobes;
+	sup->nprobes = 0;
 	snprintf(dir, sizeof(dir), "%s/probes", sup->cfg.logs.debug_dir);
 	if (gg_mkdir_p(dir, 0750))
 		gg_warn("cannot create %s: %s", dir, strerror(errno));
-	for (unsigned int i = 0; i < sup->nprobes; i++) {
-		struct gg_probe *p = &sup->probes[i];
-		char path[4400];
+	for (unsigned int i = 0; i < sup->cfg.nprobes; i++) {
+		int err = probe_init_one(sup, &sup->probes[i], &sup->cfg.probes[i]);
 
-		p->sup = sup;
-		p->conf = &sup->cfg.probes[i];
-		p->state = GG_PS_STOPPED;
-		p->backoff_ms = GG_BACKOFF_MIN_MS;
-		p->check_value = -1;
-		p->line = malloc(IPC_RECORD_MAX_LEN + 1);
-		if (!p->line)
-			return -ENOMEM;
-		if (p->conf->params_json) {
-			p->cfg_json = strdup(p->conf->params_json);
-			if (!p->cfg_json)
-				return -ENOMEM;
-		}
-		uv_timer_init(sup->loop, &p->timer);
-		p->timer.data = p;
-		uv_timer_init(sup->loop, &p->check_timer);
-		p->check_timer.data = p;
-		p->check_timer_open = 1;
-		snprintf(path, sizeof(path), "%s/%s.log", dir, p->conf->name);
-		if (rot_file__open(&p->log, path, (uint64_t)sup->cfg.logs.debug_file_size << 20, 2) == 0)
-			p->log_open = 1;
-		else
-			gg_warn("probe %s: cannot open its log %s: %s", p->conf->name, path, strerror(errno));
+		sup->nprobes = i + 1; /* a half-initialized entry is closed and freed like the others */
+		if (err)
+			return err;
 	}
 	return 0;
+}
+
+struct gg_probe *gg_probes__add(struct gg_sup *sup, const struct gg_probe_conf *conf)
+{
+	struct gg_probe *p;
+	int err;
+
+	if (!sup->probes || sup->nprobes >= GG_PROBES_MAX) {
+		errno = ENOSPC;
+		return NULL;
+	}
+	p = &sup->probes[sup->nprobes];
+	memset(p, 0, sizeof(*p));
+	err = probe_init_one(sup, p, conf);
+	sup->nprobes++;
+	if (err) {
+		errno = -err;
+		return NULL;
+	}
+	return p;
 }
 
 void gg_probes__start_all(struct gg_sup *sup)
@@ -556,7 +602,9 @@ void gg_probes__start_all(struct gg_sup *sup)
 	for (unsigned int i = 0; i < sup->nprobes; i++) {
 		struct gg_probe *p = &sup->probes[i];
 
-		if (p->conf->sw == GG_SWITCH_OFF)
+		if (p->desired == GG_DESIRED_STOPPED || (p->conf->sw == GG_SWITCH_OFF && p->desired != GG_DESIRED_RUNNING))
+			continue;
+		if (p->state != GG_PS_STOPPED)
 			continue;
 		if (p->conf->check_cmd[0])
 			check_start(p);
@@ -628,6 +676,7 @@ void gg_probes__free(struct gg_sup *sup)
 			rot_file__close(&p->log);
 		free(p->line);
 		free(p->cfg_json);
+		gg_free_args(p->extra_argv);
 	}
 	free(sup->probes);
 	sup->probes = NULL;
@@ -643,9 +692,10 @@ struct gg_probe *gg_probes__find(struct gg_sup *sup, const char *name)
 	return NULL;
 }
 
-void gg_probes__tick(struct gg_sup *sup)
+unsigned int gg_probes__push_configs(struct gg_sup *sup)
 {
 	uint64_t now = gg_now_ms();
+	unsigned int waiting = 0;
 
 	for (unsigned int i = 0; i < sup->nprobes; i++) {
 		struct gg_probe *p = &sup->probes[i];
@@ -654,9 +704,119 @@ void gg_probes__tick(struct gg_sup *sup)
 		 * first batch so that its control socket is connected. */
 		if (p->state != GG_PS_RUNNING || !p->conf->native || !p->cfg_json || p->cfg_applied >= p->cfg_version)
 			continue;
+		waiting++;
 		if (!p->last_batch_ms || p->last_batch_ms < p->started_ms || now - p->cfg_last_send_ms < 500)
 			continue;
 		if (ipc_ctrl_pub__send(sup->ctrl, p->conf->name, p->cfg_version, p->cfg_json, strlen(p->cfg_json)) == 0)
 			p->cfg_last_send_ms = now;
 	}
+	return waiting;
+}
+
+void gg_probes__tick(struct gg_sup *sup)
+{
+	(void)gg_probes__push_configs(sup);
+}
+
+/* ---- run-time control (REST API) ------------------------------------------------------------------- */
+
+static void on_timer_fresh(uv_timer_t *t)
+{
+	struct gg_probe *p = t->data;
+
+	if (p->state == GG_PS_BACKOFF)
+		fresh_start(p);
+}
+
+/* A start asked for (not a restart after a crash): once the previous process's handles are closed. */
+static void fresh_start(struct gg_probe *p)
+{
+	uv_timer_stop(&p->timer);
+	if (p->proc_open || p->out_open || p->err_open) {
+		p->state = GG_PS_BACKOFF;
+		uv_timer_start(&p->timer, on_timer_fresh, 20, 0);
+		return;
+	}
+	if (p->conf->check_cmd[0])
+		check_start(p);
+	else
+		probe_start(p);
+}
+
+int gg_probe__active(const struct gg_probe *p)
+{
+	return p->state == GG_PS_RUNNING || p->state == GG_PS_CHECKING || p->state == GG_PS_CHECK_WAIT ||
+	       p->state == GG_PS_BACKOFF;
+}
+
+void gg_probe__start(struct gg_probe *p)
+{
+	if (p->sup->stopping)
+		return;
+	p->backoff_ms = GG_BACKOFF_MIN_MS;
+	switch (p->state) {
+	case GG_PS_STOPPING:
+		p->start_after_stop = 1;
+		break;
+	case GG_PS_STOPPED:
+	case GG_PS_BACKOFF:
+	case GG_PS_CHECK_WAIT:
+		gg_probe__logf(p, "start requested");
+		fresh_start(p);
+		break;
+	default:
+		break; /* running or checking already */
+	}
+}
+
+void gg_probe__stop(struct gg_probe *p)
+{
+	p->start_after_stop = 0;
+	switch (p->state) {
+	case GG_PS_RUNNING:
+		uv_timer_stop(&p->timer);
+		gg_probe__logf(p, "stop requested");
+		p->state = GG_PS_STOPPING;
+		if (p->pid > 0)
+			kill(-p->pid, SIGTERM);
+		uv_timer_start(&p->timer, on_stop_grace, (uint64_t)p->sup->cfg.global.stop_grace_ms, 0);
+		break;
+	case GG_PS_CHECKING:
+		if (p->check_proc.pid > 0)
+			kill(-p->check_proc.pid, SIGKILL);
+		/* fall through */
+	case GG_PS_CHECK_WAIT:
+	case GG_PS_BACKOFF:
+		uv_timer_stop(&p->timer);
+		p->state = GG_PS_STOPPED;
+		break;
+	default:
+		break;
+	}
+}
+
+void gg_probe__restart(struct gg_probe *p)
+{
+	if (p->state == GG_PS_RUNNING) {
+		gg_probe__stop(p);
+		p->start_after_stop = 1;
+	} else if (p->state == GG_PS_STOPPING) {
+		p->start_after_stop = 1;
+	}
+	/* otherwise the next start uses the new flags anyway */
+}
+
+void gg_probe__set_config(struct gg_probe *p, char *json)
+{
+	uint64_t now = gg_now_ms();
+
+	free(p->cfg_json);
+	p->cfg_json = json;
+	p->cfg_version++;
+	p->cfg_last_send_ms = 0;
+	/* Connected (it has sent since it started): send now rather than at the next tick. */
+	if (json && p->state == GG_PS_RUNNING && p->conf->native && p->last_batch_ms &&
+	    p->last_batch_ms >= p->started_ms &&
+	    ipc_ctrl_pub__send(p->sup->ctrl, p->conf->name, p->cfg_version, json, strlen(json)) == 0)
+		p->cfg_last_send_ms = now;
 }

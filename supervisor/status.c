@@ -10,6 +10,8 @@
 
 #include <cjson/cJSON.h>
 
+#include "export.h"
+#include "rest.h"
 #include "supervisor.h"
 
 static void add_u64(cJSON *o, const char *k, uint64_t v)
@@ -28,6 +30,9 @@ static cJSON *probe_json(const struct gg_probe *p)
 	cJSON_AddStringToObject(o, "command", p->conf->command);
 	cJSON_AddStringToObject(o, "param", p->conf->param);
 	cJSON_AddStringToObject(o, "state", gg_probe_state__str(p->state));
+	cJSON_AddStringToObject(o, "desired", p->desired == GG_DESIRED_RUNNING   ? "running"
+					      : p->desired == GG_DESIRED_STOPPED ? "stopped"
+										 : "switch");
 	cJSON_AddNumberToObject(o, "pid", p->pid);
 	add_u64(o, "starts", p->starts);
 	add_u64(o, "restarts", p->restarts);
@@ -89,12 +94,13 @@ int gg_status__write(struct gg_sup *sup)
 	add_u64(s, "accepted", sup->st.accepted);
 	add_u64(s, "bad_batches", sup->st.bad_batches);
 	add_u64(s, "unknown_probe_batches", sup->st.unknown_probe_batches);
-	add_u64(s, "metric_write_errors", sup->st.metric_write_errors + sup->metric_out.write_errors);
 	if (getrusage(RUSAGE_SELF, &ru) == 0) {
 		add_u64(s, "max_rss_kb", (uint64_t)ru.ru_maxrss);
 		add_u64(s, "cpu_user_us", (uint64_t)ru.ru_utime.tv_sec * 1000000u + (uint64_t)ru.ru_utime.tv_usec);
 		add_u64(s, "cpu_sys_us", (uint64_t)ru.ru_stime.tv_sec * 1000000u + (uint64_t)ru.ru_stime.tv_usec);
 	}
+	gg_export__status(sup, cJSON_AddObjectToObject(root, "export"));
+	gg_rest__status(sup, cJSON_AddObjectToObject(root, "rest_api_server"));
 	probes = cJSON_AddArrayToObject(root, "probes");
 	for (unsigned int i = 0; i < sup->nprobes; i++)
 		cJSON_AddItemToArray(probes, probe_json(&sup->probes[i]));

@@ -100,6 +100,18 @@ struct gg_probe {
 	uint64_t cfg_last_send_ms;
 	uint64_t first_batch_ms;
 	uint64_t last_batch_ms;
+
+	/* run-time control (REST API, rest.c) */
+	int desired; /* enum gg_desired: follow conf->sw, or started/stopped on request */
+	char **extra_argv; /* flags appended to conf->param at the next start (NULL-terminated), or NULL */
+	int start_after_stop; /* a stop in progress is a restart: start again once it has exited */
+};
+
+/* What the operator asked for at run time (REST "state"). */
+enum gg_desired {
+	GG_DESIRED_SWITCH = 0, /* the configuration file's switch */
+	GG_DESIRED_RUNNING,
+	GG_DESIRED_STOPPED,
 };
 
 /* Supervisor-wide counters. */
@@ -109,8 +121,10 @@ struct gg_sup_stats {
 	uint64_t accepted;
 	uint64_t unknown_probe_batches; /* batches whose header names no configured probe */
 	uint64_t bad_batches;
-	uint64_t metric_write_errors;
 };
+
+struct gg_export;
+struct gg_rest;
 
 struct gg_sup {
 	uv_loop_t *loop;
@@ -133,13 +147,10 @@ struct gg_sup {
 	int exit_code;
 
 	unsigned int nprobes;
-	struct gg_probe *probes;
+	struct gg_probe *probes; /* room for GG_PROBES_MAX: the REST API adds entries at run time */
 
-	/* logs channel for metrics (until the exporters land this is where records go) */
-	struct rot_file metric_out;
-	int metric_out_open;
-	char *mbuf;
-	size_t mbuf_len;
+	struct gg_export *exp; /* channels: imdb + web_server, kafka, logs; events; metadata (export.h) */
+	struct gg_rest *rest; /* REST API server, run-time probe configuration, snoopers (rest.h) */
 
 	struct gg_sup_stats st;
 };
@@ -158,9 +169,27 @@ void gg_probes__close(struct gg_sup *sup);
 void gg_probes__free(struct gg_sup *sup);
 struct gg_probe *gg_probes__find(struct gg_sup *sup, const char *name);
 void gg_probes__tick(struct gg_sup *sup);
+/* Send (re-send after 500 ms) configurations not yet confirmed to connected probes; returns how many
+ * running probes still wait for theirs (the REST API polls faster while some do). */
+unsigned int gg_probes__push_configs(struct gg_sup *sup);
 /* Kill process groups left behind by a previous supervisor that was killed (pid + start time). */
 void gg_probes__reap_leftovers(const struct gg_sup *sup);
 void gg_probe__logf(struct gg_probe *p, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+/* Add a probe at run time for conf (stored in sup->cfg.probes, outliving the probe). NULL + errno
+ * (ENOSPC when GG_PROBES_MAX are configured). The probe starts stopped. */
+struct gg_probe *gg_probes__add(struct gg_sup *sup, const struct gg_probe_conf *conf);
+/* Start now when not running or starting (check_cmd first when there is one); a probe being stopped
+ * starts again once it has exited. Resets the restart backoff. */
+void gg_probe__start(struct gg_probe *p);
+/* Stop: SIGTERM to its process group, SIGKILL after global.stop_grace_ms; no restart. */
+void gg_probe__stop(struct gg_probe *p);
+/* Stop and start a fresh process (e.g. with new extra_argv); a probe not running just starts. */
+void gg_probe__restart(struct gg_probe *p);
+/* 1 while a process is running or about to be (running, checking, check_wait, backoff). */
+int gg_probe__active(const struct gg_probe *p);
+/* Replace the live configuration (takes ownership of json): a new version, sent at once when the
+ * probe is connected and re-sent by gg_probes__tick until the probe confirms it. */
+void gg_probe__set_config(struct gg_probe *p, char *json);
 
 /* ingest.c */
 int gg_ingest__init(struct gg_sup *sup);

@@ -1,0 +1,1141 @@
+/* probe_names.c - the REST API's probe table (seed 000: names, binaries, sub-probes, runtime
+ * parameters, monitoring targets), the PUT body decoder and the all-or-nothing validator. */
+#include "probe_names.h"
+
+#include <ctype.h>
+#include <errno.h>
+#include <limits.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+#include <sys/stat.h>
+
+/* ---- the table ------------------------------------------------------------------------------------ */
+
+#define LIST(...)                 \
+	(const char *const[])     \
+	{                         \
+		__VA_ARGS__, NULL \
+	}
+
+static const struct gg_param_flag baseinfo_flags[] = {{"report_period", "-t"}, {NULL, NULL}};
+
+static const struct gg_probe_def defs[] = {
+	{"baseinfo", "system_infos", LIST("cpu", "mem", "nic", "disk", "net", "fs", "proc", "host"), GG_SNOOP_ALL, NULL,
+	 "-P", baseinfo_flags},
+	{"virt", "virtualized_infos", NULL, 0, NULL, NULL, NULL},
+	{"flamegraph", "stackprobe", LIST("oncpu", "offcpu", "mem"), GG_SNOOP_ALL, NULL, NULL, NULL},
+	{"l7", "l7probe", LIST("l7_bytes_metrics", "l7_rpc_metrics", "l7_rpc_trace"), GG_SNOOP_ALL, NULL, NULL, NULL},
+	{"tcp", "tcpprobe",
+	 LIST("tcp_abnormal", "tcp_rtt", "tcp_windows", "tcp_rate", "tcp_srtt", "tcp_sockbuf", "tcp_stats",
+	      "tcp_delay"),
+	 GG_SNOOP_ALL, NULL, NULL, NULL},
+	{"socket", "endpoint", LIST("tcp_socket", "udp_socket"), GG_SNOOP_ALL, NULL, NULL, NULL},
+	{"io", "ioprobe", LIST("io_trace", "io_err", "io_count", "page_cache"), 0, NULL, NULL, NULL},
+	{"proc", "taskprobe", LIST("base_metrics", "proc_syscall", "proc_fs", "proc_io", "proc_dns", "proc_pagecache"),
+	 GG_SNOOP_ALL, NULL, NULL, NULL},
+	{"jvm", "jvmprobe", NULL, GG_SNOOP_ALL, NULL, NULL, NULL},
+	{"ksli", "ksliprobe", NULL, GG_SNOOP_ALL, NULL, NULL, NULL},
+	{"postgre_sli", "pgsliprobe", NULL, GG_SNOOP_ALL, NULL, NULL, NULL},
+	{"opengauss_sli", "pg_stat_probe", NULL, GG_SNOOP_GAUSSDB, NULL, NULL, NULL},
+	{"nginx", "nginx_probe", NULL, GG_SNOOP_ALL, NULL, NULL, NULL},
+	{"haproxy", "trace_haproxy", NULL, GG_SNOOP_ALL, NULL, NULL, NULL},
+	{"lvs", "trace_lvs", NULL, 0, "lsmod | grep ip_vs | wc -l", NULL, NULL},
+	{"kafka", "kafkaprobe", NULL, 0, NULL, NULL, NULL},
+	{"dnsmasq", "trace_dnsmasq", NULL, GG_SNOOP_ALL, NULL, NULL, NULL},
+	{"tprofiling", "tprofiling", LIST("oncpu", "syscall_file", "syscall_net", "syscall_lock", "syscall_sched"),
+	 GG_SNOOP_PROC, NULL, NULL, NULL},
+	{"sli", "sliprobe", NULL, GG_SNOOP_CONTAINER_ID | GG_SNOOP_POD_ID, NULL, NULL, NULL},
+};
+
+static const char *const metrics_types[] = {"raw", "telemetry", NULL};
+static const char *const envs[] = {"node", "container", "kubenet", NULL};
+static const char *const l7_protocols[] = {"http",  "pgsql",	"mysql", "redis", "kafka",
+					   "mongo", "rocketmq", "dns",	 NULL};
+
+/* Per-probe variants come before the general entry of the same name. */
+static const struct gg_param_spec specs[] = {
+	/* system_infos takes -t 1..600 (default 5): the REST range follows the binary */
+	{"report_period", GG_PT_INT, "baseinfo", 5, 1, 600, 0, NULL, NULL, "s", 0},
+	{"report_period", GG_PT_INT, "*", 60, 5, 600, 0, NULL, NULL, "s", 0},
+	{"sample_period", GG_PT_INT, "io tcp", 5000, 100, 10000, 0, NULL, NULL, "ms", 0},
+	{"latency_thr", GG_PT_INT, "tcp io proc ksli", 0, 10, 100000, 1, NULL, NULL, "ms", 0},
+	{"offline_thr", GG_PT_INT, "proc", 0, 10, 100000, 1, NULL, NULL, "ms", 0},
+	{"drops_thr", GG_PT_INT, "tcp baseinfo", 0, 10, 100000, 1, NULL, NULL, "packets", 0},
+	{"res_lower_thr", GG_PT_INT, "*", 0, 0, 100, 0, NULL, NULL, "percent", 0},
+	{"res_upper_thr", GG_PT_INT, "*", 0, 0, 100, 0, NULL, NULL, "percent", 0},
+	{"report_event", GG_PT_BOOL, "*", 0, 0, 1, 0, NULL, NULL, NULL, 0},
+	{"metrics_type", GG_PT_ENUM_LIST, "*", 0, 0, 0, 0, "raw", metrics_types, NULL, 0},
+	{"env", GG_PT_ENUM, "*", 0, 0, 0, 0, "node", envs, NULL, 0},
+	{"report_source_port", GG_PT_BOOL, "tcp", 0, 0, 1, 0, NULL, NULL, NULL, 0},
+	{"l7_protocol", GG_PT_ENUM_LIST, "l7", 0, 0, 0, 0, "http", l7_protocols, NULL, 0},
+	{"support_ssl", GG_PT_BOOL, "l7", 0, 0, 1, 0, NULL, NULL, NULL, 0},
+	{"multi_instance", GG_PT_BOOL, "flamegraph", 0, 0, 1, 0, NULL, NULL, NULL, 0},
+	{"native_stack", GG_PT_BOOL, "flamegraph", 0, 0, 1, 0, NULL, NULL, NULL, 0},
+	{"cluster_ip_backend", GG_PT_BOOL, "tcp l7", 0, 0, 1, 0, NULL, NULL, NULL, 0},
+	{"pyroscope_server", GG_PT_HOSTPORT, "flamegraph", 0, 0, 0, 0, "localhost:4040", NULL, NULL, 0},
+	{"svg_period", GG_PT_INT, "flamegraph", 180, 30, 600, 0, NULL, NULL, "s", 0},
+	{"perf_sample_period", GG_PT_INT, "flamegraph", 10, 10, 1000, 0, NULL, NULL, "ms", 0},
+	{"svg_dir", GG_PT_OUT_DIR, "flamegraph", 0, 0, 0, 0, "/var/log/gala-gopher/stacktrace", NULL, NULL, 0},
+	{"flame_dir", GG_PT_OUT_DIR, "flamegraph", 0, 0, 0, 0, "/var/log/gala-gopher/flamegraph", NULL, NULL, 0},
+	/* what a probe attaches to: a change restarts it */
+	{"dev_name", GG_PT_NAME, "io kafka ksli postgre_sli baseinfo tcp", 0, 0, 0, 0, "", NULL, NULL, 1},
+	{"continuous_sampling", GG_PT_BOOL, "ksli", 0, 0, 1, 0, NULL, NULL, NULL, 0},
+	{"elf_path", GG_PT_ELF_PATH, "nginx haproxy dnsmasq", 0, 0, 0, 0, "", NULL, NULL, 1},
+	{"kafka_port", GG_PT_INT, "kafka", 9092, 1, 65535, 0, NULL, NULL, NULL, 0},
+	/* stackprobe's own, beyond the seed's table */
+	{"min_block_us", GG_PT_INT, "flamegraph", 1000, 1, 10000000, 0, NULL, NULL, "us", 0},
+	{"profile_retention", GG_PT_INT, "flamegraph", 3600, 60, 604800, 0, NULL, NULL, "s", 0},
+};
+
+#define NDEFS  (sizeof(defs) / sizeof(defs[0]))
+#define NSPECS (sizeof(specs) / sizeof(specs[0]))
+
+unsigned int gg_probe_defs__count(void)
+{
+	return NDEFS;
+}
+
+const struct gg_probe_def *gg_probe_defs__at(unsigned int i)
+{
+	return i < NDEFS ? &defs[i] : NULL;
+}
+
+const struct gg_probe_def *gg_probe_defs__find(const char *rest_name)
+{
+	for (unsigned int i = 0; i < NDEFS; i++) {
+		if (!strcmp(defs[i].rest_name, rest_name))
+			return &defs[i];
+	}
+	return NULL;
+}
+
+const struct gg_probe_def *gg_probe_defs__find_bin(const char *bin)
+{
+	for (unsigned int i = 0; i < NDEFS; i++) {
+		if (!strcmp(defs[i].bin, bin))
+			return &defs[i];
+	}
+	return NULL;
+}
+
+unsigned int gg_param_specs__count(void)
+{
+	return NSPECS;
+}
+
+const struct gg_param_spec *gg_param_specs__at(unsigned int i)
+{
+	return i < NSPECS ? &specs[i] : NULL;
+}
+
+int gg_param_spec__applies(const struct gg_param_spec *spec, const struct gg_probe_def *def)
+{
+	const char *p = spec->probes;
+	size_t n = strlen(def->rest_name);
+
+	if (!strcmp(p, "*"))
+		return 1;
+	while (*p) {
+		size_t w = strcspn(p, " ");
+
+		if (w == n && !strncmp(p, def->rest_name, n))
+			return 1;
+		p += w;
+		while (*p == ' ')
+			p++;
+	}
+	return 0;
+}
+
+const struct gg_param_spec *gg_param_spec__find(const struct gg_probe_def *def, const char *name)
+{
+	for (unsigned int i = 0; i < NSPECS; i++) {
+		if (!strcmp(specs[i].name, name) && gg_param_spec__applies(&specs[i], def))
+			return &specs[i];
+	}
+	return NULL;
+}
+
+/* ---- messages ------------------------------------------------------------------------------------- */
+
+static int errf(char *err, size_t errlen, int status, const char *fmt, ...) __attribute__((format(printf, 4, 5)));
+
+static int errf(char *err, size_t errlen, int status, const char *fmt, ...)
+{
+	va_list ap;
+
+	va_start(ap, fmt);
+	vsnprintf(err, errlen, fmt, ap);
+	va_end(ap);
+	return status;
+}
+
+/* User text quoted in a message: printable ASCII only, cut to max characters. */
+static const char *snip(const char *s, size_t max, char *buf, size_t buflen)
+{
+	size_t n = 0;
+
+	for (; *s && n + 4 < buflen && n < max; s++)
+		buf[n++] = (*s >= 0x20 && *s < 0x7f) ? *s : '?';
+	if (*s && n + 4 < buflen) {
+		memcpy(buf + n, "...", 3);
+		n += 3;
+	}
+	buf[n] = '\0';
+	return buf;
+}
+
+/* "a, b, c" from a NULL-terminated list ("none" when empty). */
+static const char *join(const char *const *list, char *buf, size_t len)
+{
+	size_t n = 0;
+
+	buf[0] = '\0';
+	for (; list && *list && n + 1 < len; list++) {
+		int w = snprintf(buf + n, len - n, "%s%s", n ? ", " : "", *list);
+
+		if (w < 0)
+			break;
+		n += (size_t)w;
+	}
+	if (!buf[0])
+		snprintf(buf, len, "none");
+	return buf;
+}
+
+static const char *snoop_kinds(unsigned int bits, char *buf, size_t len)
+{
+	const char *names[6];
+	unsigned int n = 0;
+
+	if (bits & GG_SNOOP_PROC_ID)
+		names[n++] = "proc_id";
+	if (bits & GG_SNOOP_PROC_NAME)
+		names[n++] = "proc_name";
+	if (bits & GG_SNOOP_POD_ID)
+		names[n++] = "pod_id";
+	if (bits & GG_SNOOP_CONTAINER_ID)
+		names[n++] = "container_id";
+	if (bits & GG_SNOOP_GAUSSDB)
+		names[n++] = "gaussdb";
+	names[n] = NULL;
+	return join(names, buf, len);
+}
+
+/* ---- body decoding -------------------------------------------------------------------------------- */
+
+static int hexval(char c)
+{
+	if (c >= '0' && c <= '9')
+		return c - '0';
+	c = (char)tolower((unsigned char)c);
+	if (c >= 'a' && c <= 'f')
+		return c - 'a' + 10;
+	return -1;
+}
+
+int gg_rest_body__decode(const char *body, size_t len, const char *content_type, char **ret_json, char *err,
+			 size_t errlen)
+{
+	const char *p = body, *end = body + len, *v = NULL, *vend = NULL;
+	int raw = 0;
+	size_t n = 0;
+	char *out;
+
+	if (!len)
+		return errf(err, errlen, 400, "empty request body: send json=<JSON> (curl -d json='{...}')");
+	if (memchr(body, '\0', len))
+		return errf(err, errlen, 400, "request body contains a NUL byte");
+	while (p < end && isspace((unsigned char)*p))
+		p++;
+	if ((content_type && !strncasecmp(content_type, "application/json", 16)) || (p < end && *p == '{')) {
+		v = p;
+		vend = end;
+		raw = 1;
+	} else {
+		/* Form fields: find json=... */
+		while (p < end) {
+			const char *amp = memchr(p, '&', (size_t)(end - p));
+			const char *fend = amp ? amp : end;
+
+			if (fend - p >= 5 && !memcmp(p, "json=", 5)) {
+				const char *q = p + 5;
+
+				while (q < end && isspace((unsigned char)*q))
+					q++;
+				v = p + 5;
+				if (q < end && *q == '{') {
+					/* curl -d json='{...}': the JSON as typed, '&', '+' and '%' included */
+					vend = end;
+					raw = 1;
+				} else {
+					vend = fend;
+				}
+				break;
+			}
+			p = amp ? amp + 1 : end;
+		}
+		if (!v)
+			return errf(err, errlen, 400, "no json=<JSON> field in the request body");
+	}
+
+	out = malloc((size_t)(vend - v) + 1);
+	if (!out)
+		return errf(err, errlen, 500, "out of memory");
+	if (raw) {
+		memcpy(out, v, (size_t)(vend - v));
+		n = (size_t)(vend - v);
+	} else {
+		for (const char *c = v; c < vend; c++) {
+			if (*c == '+') {
+				out[n++] = ' ';
+			} else if (*c == '%') {
+				int hi = c + 2 < vend ? hexval(c[1]) : -1, lo = c + 2 < vend ? hexval(c[2]) : -1;
+
+				if (hi < 0 || lo < 0) {
+					free(out);
+					return errf(err, errlen, 400, "bad URL encoding at character %zu of the body",
+						    (size_t)(c - body) + 1);
+				}
+				out[n] = (char)(hi << 4 | lo);
+				if (!out[n]) {
+					free(out);
+					return errf(err, errlen, 400, "the decoded configuration contains a NUL byte");
+				}
+				n++;
+				c += 2;
+			} else {
+				out[n++] = *c;
+			}
+		}
+	}
+	out[n] = '\0';
+	if (n > GG_REST_JSON_MAX) {
+		free(out);
+		return errf(err, errlen, 413, "configuration too long: %zu characters (at most %u)", n,
+			    GG_REST_JSON_MAX);
+	}
+	*ret_json = out;
+	return 0;
+}
+
+/* ---- validation ----------------------------------------------------------------------------------- */
+
+/* Remove // and block comments outside strings (the seed's examples carry them). */
+static int strip_comments(const char *in, char *out)
+{
+	int in_str = 0, esc = 0;
+
+	while (*in) {
+		if (in_str) {
+			if (esc)
+				esc = 0;
+			else if (*in == '\\')
+				esc = 1;
+			else if (*in == '"')
+				in_str = 0;
+			*out++ = *in++;
+		} else if (*in == '"') {
+			in_str = 1;
+			*out++ = *in++;
+		} else if (in[0] == '/' && in[1] == '/') {
+			while (*in && *in != '\n')
+				in++;
+		} else if (in[0] == '/' && in[1] == '*') {
+			const char *e = strstr(in + 2, "*/");
+
+			if (!e)
+				return -EINVAL;
+			in = e + 2;
+			*out++ = ' ';
+		} else {
+			*out++ = *in++;
+		}
+	}
+	*out = '\0';
+	return 0;
+}
+
+/* A checked object may not repeat a key (cJSON would silently keep the first). */
+static int dup_key(const cJSON *obj, char *err, size_t errlen, const char *where)
+{
+	char b[48];
+
+	for (const cJSON *a = obj->child; a; a = a->next) {
+		for (const cJSON *b2 = a->next; b2; b2 = b2->next) {
+			if (a->string && b2->string && !strcmp(a->string, b2->string))
+				return errf(err, errlen, 400, "%s\"%s\": given twice", where,
+					    snip(a->string, 32, b, sizeof(b)));
+		}
+	}
+	return 0;
+}
+
+static int in_list(const char *const *list, const char *s)
+{
+	for (; list && *list; list++) {
+		if (!strcmp(*list, s))
+			return 1;
+	}
+	return 0;
+}
+
+/* An integral JSON number in [lo, hi] into *ret; -ERANGE out of range, -EINVAL not an integer. */
+static int get_int(const cJSON *v, long long lo, long long hi, long long *ret)
+{
+	double d;
+
+	if (cJSON_IsBool(v)) {
+		*ret = cJSON_IsTrue(v);
+	} else {
+		if (!cJSON_IsNumber(v))
+			return -EINVAL;
+		d = v->valuedouble;
+		if (d != d || d < -9e15 || d > 9e15 || d != (double)(long long)d)
+			return -EINVAL;
+		*ret = (long long)d;
+	}
+	return *ret < lo || *ret > hi ? -ERANGE : 0;
+}
+
+static int valid_chars(const char *s, const char *extra)
+{
+	for (; *s; s++) {
+		if (!isalnum((unsigned char)*s) && !strchr(extra, *s))
+			return 0;
+	}
+	return 1;
+}
+
+/* Lexically canonical absolute path of the longest existing prefix, resolved with realpath, with the
+ * rest appended. -EINVAL for a relative path, "." or ".." components or overflow. */
+static int resolve_loose(const char *path, char *out, size_t outlen)
+{
+	char buf[PATH_MAX], *slash;
+	const char *c;
+	size_t len = strlen(path);
+
+	if (path[0] != '/' || len >= sizeof(buf))
+		return -EINVAL;
+	for (c = path; *c;) {
+		size_t w;
+
+		while (*c == '/')
+			c++;
+		w = strcspn(c, "/");
+		if ((w == 1 && c[0] == '.') || (w == 2 && c[0] == '.' && c[1] == '.'))
+			return -EINVAL;
+		c += w;
+	}
+	memcpy(buf, path, len + 1);
+	while (len > 1 && buf[len - 1] == '/')
+		buf[--len] = '\0';
+	for (;;) {
+		char real[PATH_MAX];
+
+		if (realpath(buf, real)) {
+			const char *rest = path + strlen(buf);
+			size_t rl = strlen(real);
+
+			if (rl == 1 && *rest == '/')
+				rl = 0; /* "/" + "/rest" */
+			if (rl + strlen(rest) + 1 > outlen)
+				return -EINVAL;
+			memcpy(out, real, rl);
+			memcpy(out + rl, rest, strlen(rest) + 1);
+			return 0;
+		}
+		if (errno != ENOENT && errno != ENOTDIR)
+			return -errno;
+		slash = strrchr(buf, '/');
+		if (!slash)
+			return -EINVAL;
+		if (slash == buf) {
+			buf[1] = '\0';
+		} else {
+			*slash = '\0';
+		}
+	}
+}
+
+int gg_path__confine(const char *path, const char *bases, int must_exist, int want_file)
+{
+	char real[PATH_MAX];
+	struct stat st;
+	const char *b = bases;
+	int err, any_base = 0;
+
+	err = resolve_loose(path, real, sizeof(real));
+	if (err)
+		return err;
+	if (must_exist || want_file) {
+		if (stat(real, &st) < 0)
+			return -ENOENT;
+		if (want_file && !S_ISREG(st.st_mode))
+			return -EINVAL;
+	} else if (stat(real, &st) == 0 && !S_ISDIR(st.st_mode)) {
+		return -ENOTDIR;
+	}
+	while (b && *b) {
+		size_t w = strcspn(b, ":");
+		char base[PATH_MAX], rbase[PATH_MAX];
+
+		if (w && w < sizeof(base)) {
+			memcpy(base, b, w);
+			base[w] = '\0';
+			if (resolve_loose(base, rbase, sizeof(rbase)) == 0) {
+				size_t bl = strlen(rbase);
+
+				any_base = 1;
+				if (!strcmp(rbase, "/") ||
+				    (!strncmp(real, rbase, bl) && (real[bl] == '\0' || real[bl] == '/')))
+					return 0;
+			}
+		}
+		b += w;
+		if (*b == ':')
+			b++;
+	}
+	return any_base ? -EACCES : -ENOENT;
+}
+
+struct check {
+	const struct gg_probe_def *def;
+	const struct gg_rest_check_ctx *ctx;
+	char *err;
+	size_t errlen;
+};
+
+static int check_cmd(struct check *c, const cJSON *cmd, cJSON *out)
+{
+	const cJSON *it;
+	char b1[64], b2[PATH_MAX + 8], all[512];
+	int err;
+
+	if (!cJSON_IsObject(cmd))
+		return errf(c->err, c->errlen, 400,
+			    "cmd: must be an object {\"bin\", \"check_cmd\", \"probe\": [...]}");
+	err = dup_key(cmd, c->err, c->errlen, "cmd.");
+	if (err)
+		return err;
+	cJSON_ArrayForEach(it, cmd)
+	{
+		if (strcmp(it->string, "bin") && strcmp(it->string, "check_cmd") && strcmp(it->string, "probe"))
+			return errf(c->err, c->errlen, 400, "cmd.%s: unknown field (expected bin, check_cmd, probe)",
+				    snip(it->string, 32, b1, sizeof(b1)));
+	}
+	it = cJSON_GetObjectItemCaseSensitive(cmd, "bin");
+	if (it && !cJSON_IsNull(it)) {
+		const char *bin = cJSON_GetStringValue(it);
+		const char *reg = c->ctx->registered_bin;
+		const char *base = strrchr(reg, '/') ? strrchr(reg, '/') + 1 : reg;
+		char stock[PATH_MAX];
+
+		if (!bin)
+			return errf(c->err, c->errlen, 400, "cmd.bin: must be a string");
+		/* Only ever the registered binary runs; these are the ways of naming it. */
+		snprintf(stock, sizeof(stock), "/opt/gala-gopher/extend_probes/%s", base);
+		if (bin[0] && strcmp(bin, reg) && strcmp(bin, base) && strcmp(bin, stock))
+			return errf(c->err, c->errlen, 403,
+				    "cmd.bin: \"%s\" is not the registered binary of probe %s (%s); only that binary "
+				    "can run",
+				    snip(bin, 64, b2, sizeof(b2)), c->def->rest_name, reg);
+	}
+	cJSON_AddStringToObject(out, "bin", c->ctx->registered_bin);
+	it = cJSON_GetObjectItemCaseSensitive(cmd, "check_cmd");
+	if (it && !cJSON_IsNull(it)) {
+		const char *cc = cJSON_GetStringValue(it);
+		const char *conf = c->ctx->check_cmd ? c->ctx->check_cmd : "";
+
+		if (!cc)
+			return errf(c->err, c->errlen, 400, "cmd.check_cmd: must be a string");
+		if (cc[0] && strcmp(cc, conf))
+			return errf(c->err, c->errlen, 403,
+				    "cmd.check_cmd: only \"\" or the check_cmd of the configuration file is accepted "
+				    "(the REST API never runs commands)");
+	}
+	cJSON_AddStringToObject(out, "check_cmd", c->ctx->check_cmd ? c->ctx->check_cmd : "");
+	it = cJSON_GetObjectItemCaseSensitive(cmd, "probe");
+	if (it && !cJSON_IsNull(it)) {
+		cJSON *list = cJSON_AddArrayToObject(out, "probe");
+		const cJSON *s;
+		unsigned int i = 0;
+
+		if (!cJSON_IsArray(it))
+			return errf(c->err, c->errlen, 400,
+				    "cmd.probe: must be a list of sub-probe names (allowed: %s)",
+				    join(c->def->subprobes, all, sizeof(all)));
+		if ((unsigned int)cJSON_GetArraySize(it) > GG_REST_SUBPROBES_MAX)
+			return errf(c->err, c->errlen, 400, "cmd.probe: at most %u sub-probes", GG_REST_SUBPROBES_MAX);
+		cJSON_ArrayForEach(s, it)
+		{
+			const char *name = cJSON_GetStringValue(s);
+			int dup = 0;
+			const cJSON *o;
+
+			if (!name)
+				return errf(c->err, c->errlen, 400, "cmd.probe[%u]: must be a string (allowed: %s)", i,
+					    join(c->def->subprobes, all, sizeof(all)));
+			if (!c->def->subprobes)
+				return errf(c->err, c->errlen, 400,
+					    "cmd.probe[%u]: probe %s has no sub-probes (send [] or leave it out)", i,
+					    c->def->rest_name);
+			if (!in_list(c->def->subprobes, name))
+				return errf(c->err, c->errlen, 400,
+					    "cmd.probe[%u]: unknown sub-probe \"%s\" of %s (allowed: %s)", i,
+					    snip(name, 32, b1, sizeof(b1)), c->def->rest_name,
+					    join(c->def->subprobes, all, sizeof(all)));
+			cJSON_ArrayForEach(o, list)
+			{
+				if (!strcmp(o->valuestring, name))
+					dup = 1;
+			}
+			if (!dup)
+				cJSON_AddItemToArray(list, cJSON_CreateString(name));
+			i++;
+		}
+	}
+	return 0;
+}
+
+/* A list of snooper entries: NULL list -> nothing; checks the kind is accepted when non-empty. */
+static int snoop_list(struct check *c, const cJSON *list, const char *kind, unsigned int bit, unsigned int max)
+{
+	char all[128];
+
+	if (!cJSON_IsArray(list))
+		return errf(c->err, c->errlen, 400, "snoopers.%s: must be a list", kind);
+	if (cJSON_GetArraySize(list) > 0 && !(c->def->snoopers & bit))
+		return errf(c->err, c->errlen, 400, "snoopers.%s: not a monitoring target of probe %s (accepted: %s)",
+			    kind, c->def->rest_name, snoop_kinds(c->def->snoopers, all, sizeof(all)));
+	if ((unsigned int)cJSON_GetArraySize(list) > max)
+		return errf(c->err, c->errlen, 400, "snoopers.%s: at most %u entries", kind, max);
+	return 0;
+}
+
+static int check_str_field(struct check *c, const cJSON *obj, const char *key, const char *where, unsigned int i,
+			   size_t max, int required, const char **ret)
+{
+	const cJSON *v = cJSON_GetObjectItemCaseSensitive(obj, key);
+	const char *s;
+
+	*ret = "";
+	if (!v || cJSON_IsNull(v)) {
+		if (required)
+			return errf(c->err, c->errlen, 400, "snoopers.%s[%u].%s: required", where, i, key);
+		return 0;
+	}
+	s = cJSON_GetStringValue(v);
+	if (!s)
+		return errf(c->err, c->errlen, 400, "snoopers.%s[%u].%s: must be a string", where, i, key);
+	if (strlen(s) > max || (required && !s[0]))
+		return errf(c->err, c->errlen, 400, "snoopers.%s[%u].%s: must be %s%zu characters", where, i, key,
+			    required ? "1 to " : "at most ", max);
+	for (const char *p = s; *p; p++) {
+		if ((unsigned char)*p < 0x20)
+			return errf(c->err, c->errlen, 400, "snoopers.%s[%u].%s: control characters are not allowed",
+				    where, i, key);
+	}
+	*ret = s;
+	return 0;
+}
+
+static int check_keys(struct check *c, const cJSON *obj, const char *const *allowed, const char *where, unsigned int i)
+{
+	const cJSON *k;
+	char b[48], all[128];
+	int err = dup_key(obj, c->err, c->errlen, "");
+
+	if (err)
+		return err;
+	cJSON_ArrayForEach(k, obj)
+	{
+		if (!in_list(allowed, k->string))
+			return errf(c->err, c->errlen, 400, "snoopers.%s[%u].%s: unknown field (expected %s)", where, i,
+				    snip(k->string, 32, b, sizeof(b)), join(allowed, all, sizeof(all)));
+	}
+	return 0;
+}
+
+static int check_snoopers(struct check *c, const cJSON *sn, cJSON *out)
+{
+	static const char *const pn_keys[] = {"comm", "cmdline", "debugging_dir", NULL};
+	static const char *const db_keys[] = {"dbip", "dbport", "dbname", "dbuser", "dbpass", NULL};
+	const cJSON *k, *list, *e;
+	char b[80];
+	int err;
+	unsigned int i;
+
+	if (!cJSON_IsObject(sn))
+		return errf(c->err, c->errlen, 400,
+			    "snoopers: must be an object {\"proc_id\", \"proc_name\", \"pod_id\", \"container_id\"}");
+	err = dup_key(sn, c->err, c->errlen, "snoopers.");
+	if (err)
+		return err;
+	cJSON_ArrayForEach(k, sn)
+	{
+		if (strcmp(k->string, "proc_id") && strcmp(k->string, "proc_name") && strcmp(k->string, "pod_id") &&
+		    strcmp(k->string, "container_id") && strcmp(k->string, "gaussdb"))
+			return errf(c->err, c->errlen, 400,
+				    "snoopers.%s: unknown field (expected proc_id, proc_name, pod_id, container_id, "
+				    "gaussdb)",
+				    snip(k->string, 32, b, sizeof(b)));
+	}
+	if (c->ctx->extend) {
+		cJSON_ArrayForEach(k, sn)
+		{
+			if (cJSON_GetArraySize(k) > 0)
+				return errf(
+					c->err, c->errlen, 400,
+					"snoopers.%s: probe %s runs as an extend probe (no control channel): it cannot "
+					"be given a monitoring scope",
+					k->string, c->def->rest_name);
+		}
+	}
+
+	list = cJSON_GetObjectItemCaseSensitive(sn, "proc_id");
+	if (list && !cJSON_IsNull(list)) {
+		cJSON *o = cJSON_AddArrayToObject(out, "proc_id");
+
+		err = snoop_list(c, list, "proc_id", GG_SNOOP_PROC_ID, GG_REST_PROC_IDS_MAX);
+		if (err)
+			return err;
+		i = 0;
+		cJSON_ArrayForEach(e, list)
+		{
+			long long pid;
+
+			if (get_int(e, 1, GG_REST_PID_MAX, &pid) || cJSON_IsBool(e))
+				return errf(c->err, c->errlen, 400,
+					    "snoopers.proc_id[%u]: must be a process id in [1, %d]", i,
+					    GG_REST_PID_MAX);
+			cJSON_AddItemToArray(o, cJSON_CreateNumber((double)pid));
+			i++;
+		}
+	}
+	list = cJSON_GetObjectItemCaseSensitive(sn, "proc_name");
+	if (list && !cJSON_IsNull(list)) {
+		cJSON *o = cJSON_AddArrayToObject(out, "proc_name");
+
+		err = snoop_list(c, list, "proc_name", GG_SNOOP_PROC_NAME, GG_REST_PROC_NAMES_MAX);
+		if (err)
+			return err;
+		i = 0;
+		cJSON_ArrayForEach(e, list)
+		{
+			const char *comm, *cmdline, *dbg;
+			cJSON *no;
+
+			if (!cJSON_IsObject(e))
+				return errf(c->err, c->errlen, 400,
+					    "snoopers.proc_name[%u]: must be an object {\"comm\", \"cmdline\", "
+					    "\"debugging_dir\"}",
+					    i);
+			err = check_keys(c, e, pn_keys, "proc_name", i);
+			if (!err)
+				err = check_str_field(c, e, "comm", "proc_name", i, GG_REST_COMM_MAX, 1, &comm);
+			if (!err)
+				err = check_str_field(c, e, "cmdline", "proc_name", i, GG_REST_CMDLINE_MAX, 0,
+						      &cmdline);
+			if (!err)
+				err = check_str_field(c, e, "debugging_dir", "proc_name", i, PATH_MAX - 1, 0, &dbg);
+			if (err)
+				return err;
+			if (dbg[0] && dbg[0] != '/')
+				return errf(c->err, c->errlen, 400,
+					    "snoopers.proc_name[%u].debugging_dir: must be an absolute path", i);
+			no = cJSON_CreateObject();
+			cJSON_AddStringToObject(no, "comm", comm);
+			cJSON_AddStringToObject(no, "cmdline", cmdline);
+			cJSON_AddStringToObject(no, "debugging_dir", dbg);
+			cJSON_AddItemToArray(o, no);
+			i++;
+		}
+	}
+	list = cJSON_GetObjectItemCaseSensitive(sn, "pod_id");
+	if (list && !cJSON_IsNull(list)) {
+		cJSON *o = cJSON_AddArrayToObject(out, "pod_id");
+
+		err = snoop_list(c, list, "pod_id", GG_SNOOP_POD_ID, GG_REST_PODS_MAX);
+		if (err)
+			return err;
+		i = 0;
+		cJSON_ArrayForEach(e, list)
+		{
+			const char *s = cJSON_GetStringValue(e);
+
+			if (!s || !s[0] || strlen(s) > 64 || !valid_chars(s, "-_"))
+				return errf(
+					c->err, c->errlen, 400,
+					"snoopers.pod_id[%u]: must be a pod UID (1 to 64 letters, digits, '-' or '_')",
+					i);
+			cJSON_AddItemToArray(o, cJSON_CreateString(s));
+			i++;
+		}
+	}
+	list = cJSON_GetObjectItemCaseSensitive(sn, "container_id");
+	if (list && !cJSON_IsNull(list)) {
+		cJSON *o = cJSON_AddArrayToObject(out, "container_id");
+
+		err = snoop_list(c, list, "container_id", GG_SNOOP_CONTAINER_ID, GG_REST_CONTAINERS_MAX);
+		if (err)
+			return err;
+		i = 0;
+		cJSON_ArrayForEach(e, list)
+		{
+			const char *s = cJSON_GetStringValue(e);
+
+			/* sliprobe's documentation writes entries as {"container_id": "..."} */
+			if (!s && cJSON_IsObject(e) && cJSON_GetArraySize(e) == 1)
+				s = cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(e, "container_id"));
+			if (!s || !s[0] || strlen(s) > 64 || !valid_chars(s, ""))
+				return errf(
+					c->err, c->errlen, 400,
+					"snoopers.container_id[%u]: must be a container id (1 to 64 letters or digits; "
+					"a prefix of at least 12 characters, or the full id)",
+					i);
+			cJSON_AddItemToArray(o, cJSON_CreateString(s));
+			i++;
+		}
+	}
+	list = cJSON_GetObjectItemCaseSensitive(sn, "gaussdb");
+	if (list && !cJSON_IsNull(list)) {
+		cJSON *o = cJSON_AddArrayToObject(out, "gaussdb");
+
+		err = snoop_list(c, list, "gaussdb", GG_SNOOP_GAUSSDB, GG_REST_GAUSSDB_MAX);
+		if (err)
+			return err;
+		i = 0;
+		cJSON_ArrayForEach(e, list)
+		{
+			const char *ip, *name, *user, *pass;
+			long long port;
+			cJSON *no;
+
+			if (!cJSON_IsObject(e))
+				return errf(
+					c->err, c->errlen, 400,
+					"snoopers.gaussdb[%u]: must be an object {\"dbip\", \"dbport\", \"dbname\", "
+					"\"dbuser\", \"dbpass\"}",
+					i);
+			err = check_keys(c, e, db_keys, "gaussdb", i);
+			if (!err)
+				err = check_str_field(c, e, "dbip", "gaussdb", i, 63, 1, &ip);
+			if (!err)
+				err = check_str_field(c, e, "dbname", "gaussdb", i, 63, 0, &name);
+			if (!err)
+				err = check_str_field(c, e, "dbuser", "gaussdb", i, 63, 0, &user);
+			if (!err)
+				err = check_str_field(c, e, "dbpass", "gaussdb", i, 127, 0, &pass);
+			if (err)
+				return err;
+			if (get_int(cJSON_GetObjectItemCaseSensitive(e, "dbport"), 1, 65535, &port))
+				return errf(c->err, c->errlen, 400,
+					    "snoopers.gaussdb[%u].dbport: must be an integer in [1, 65535]", i);
+			if (!valid_chars(ip, ".:-"))
+				return errf(c->err, c->errlen, 400,
+					    "snoopers.gaussdb[%u].dbip: must be an address or host name", i);
+			no = cJSON_CreateObject();
+			cJSON_AddStringToObject(no, "dbip", ip);
+			cJSON_AddNumberToObject(no, "dbport", (double)port);
+			cJSON_AddStringToObject(no, "dbname", name);
+			cJSON_AddStringToObject(no, "dbuser", user);
+			cJSON_AddStringToObject(no, "dbpass", pass);
+			cJSON_AddItemToArray(o, no);
+			i++;
+		}
+	}
+	return 0;
+}
+
+static int range_msg(struct check *c, const struct gg_param_spec *s, const char *what)
+{
+	char unit[32] = "";
+
+	if (s->unit)
+		snprintf(unit, sizeof(unit), " %s", s->unit);
+	if (s->zero_off)
+		return errf(c->err, c->errlen, 400,
+			    "params.%s: %s; must be 0 (off) or an integer in [%lld, %lld]%s (default %lld)", s->name,
+			    what, s->min, s->max, unit, s->def);
+	return errf(c->err, c->errlen, 400, "params.%s: %s; must be an integer in [%lld, %lld]%s (default %lld)",
+		    s->name, what, s->min, s->max, unit, s->def);
+}
+
+static int check_param(struct check *c, const struct gg_param_spec *s, const cJSON *v, cJSON *out)
+{
+	char all[256], b[80];
+	long long x;
+	int err;
+
+	switch (s->type) {
+	case GG_PT_INT:
+	case GG_PT_BOOL: {
+		const char *str = cJSON_GetStringValue(v);
+
+		/* "20%" for the percentage thresholds, as gala-gopher's examples write them */
+		if (str && s->unit && !strcmp(s->unit, "percent")) {
+			char *end;
+
+			errno = 0;
+			x = strtoll(str, &end, 10);
+			if (end == str || errno || (*end && strcmp(end, "%")))
+				return range_msg(c, s, "not a percentage");
+			err = x < s->min || x > s->max ? -ERANGE : 0;
+		} else if (s->type == GG_PT_BOOL) {
+			err = get_int(v, 0, 1, &x);
+			if (err)
+				return errf(c->err, c->errlen, 400, "params.%s: must be 0 or 1 (default %lld)", s->name,
+					    s->def);
+		} else {
+			err = cJSON_IsBool(v) ? -EINVAL : get_int(v, s->min, s->max, &x);
+			if (err == -ERANGE && s->zero_off && x == 0)
+				err = 0;
+		}
+		if (err == -EINVAL)
+			return range_msg(c, s, "not an integer");
+		if (err) {
+			snprintf(b, sizeof(b), "%lld is out of range", x);
+			return range_msg(c, s, b);
+		}
+		cJSON_AddNumberToObject(out, s->name, (double)x);
+		return 0;
+	}
+	case GG_PT_ENUM: {
+		const char *str = cJSON_GetStringValue(v);
+
+		if (!str || !in_list(s->choices, str))
+			return errf(c->err, c->errlen, 400, "params.%s: must be one of %s (default %s)", s->name,
+				    join(s->choices, all, sizeof(all)), s->def_str);
+		cJSON_AddStringToObject(out, s->name, str);
+		return 0;
+	}
+	case GG_PT_ENUM_LIST: {
+		cJSON *o;
+		const cJSON *e;
+		unsigned int n = 0;
+
+		if (cJSON_IsString(v)) {
+			if (!in_list(s->choices, v->valuestring))
+				return errf(c->err, c->errlen, 400, "params.%s: \"%s\" is not one of %s", s->name,
+					    snip(v->valuestring, 32, b, sizeof(b)), join(s->choices, all, sizeof(all)));
+			o = cJSON_AddArrayToObject(out, s->name);
+			cJSON_AddItemToArray(o, cJSON_CreateString(v->valuestring));
+			return 0;
+		}
+		if (!cJSON_IsArray(v))
+			return errf(c->err, c->errlen, 400, "params.%s: must be a list of %s (default [%s])", s->name,
+				    join(s->choices, all, sizeof(all)), s->def_str);
+		o = cJSON_AddArrayToObject(out, s->name);
+		cJSON_ArrayForEach(e, v)
+		{
+			const char *str = cJSON_GetStringValue(e);
+
+			if (!str || !in_list(s->choices, str))
+				return errf(c->err, c->errlen, 400, "params.%s[%u]: must be one of %s", s->name, n,
+					    join(s->choices, all, sizeof(all)));
+			if (++n > 16)
+				return errf(c->err, c->errlen, 400, "params.%s: too many entries", s->name);
+			cJSON_AddItemToArray(o, cJSON_CreateString(str));
+		}
+		return 0;
+	}
+	case GG_PT_HOSTPORT: {
+		const char *str = cJSON_GetStringValue(v), *colon;
+		char *end;
+		long port;
+
+		if (!str)
+			return errf(c->err, c->errlen, 400,
+				    "params.%s: must be a \"host:port\" string (default \"%s\")", s->name, s->def_str);
+		colon = strrchr(str, ':');
+		if (str[0]) {
+			if (!colon || colon == str || strlen(str) > 255)
+				return errf(c->err, c->errlen, 400, "params.%s: must be \"host:port\" (default \"%s\")",
+					    s->name, s->def_str);
+			errno = 0;
+			port = strtol(colon + 1, &end, 10);
+			if (errno || *end || end == colon + 1 || port < 1 || port > 65535)
+				return errf(c->err, c->errlen, 400, "params.%s: port must be in [1, 65535]", s->name);
+			for (const char *p = str; p < colon; p++) {
+				if (!isalnum((unsigned char)*p) && !strchr(".-_[]:", *p))
+					return errf(c->err, c->errlen, 400, "params.%s: bad host name", s->name);
+			}
+		}
+		cJSON_AddStringToObject(out, s->name, str);
+		return 0;
+	}
+	case GG_PT_NAME: {
+		const char *str = cJSON_GetStringValue(v);
+
+		if (!str || strlen(str) > 63 || !valid_chars(str, "_-.:"))
+			return errf(c->err, c->errlen, 400,
+				    "params.%s: must be a device name (at most 63 letters, digits, '_', '-', '.', ':'; "
+				    "default \"\")",
+				    s->name);
+		cJSON_AddStringToObject(out, s->name, str);
+		return 0;
+	}
+	case GG_PT_OUT_DIR:
+	case GG_PT_ELF_PATH: {
+		const char *str = cJSON_GetStringValue(v);
+		int elf = s->type == GG_PT_ELF_PATH;
+		const char *bases = elf ? c->ctx->elf_bases : c->ctx->out_base;
+
+		if (!str)
+			return errf(c->err, c->errlen, 400, "params.%s: must be a path string", s->name);
+		if (elf && !str[0]) {
+			cJSON_AddStringToObject(out, s->name, "");
+			return 0;
+		}
+		if (!bases || !bases[0])
+			return errf(c->err, c->errlen, 403, "params.%s: no base directory is configured for it",
+				    s->name);
+		err = gg_path__confine(str, bases, elf, elf);
+		if (err == -EACCES)
+			return errf(c->err, c->errlen, 403, "params.%s: \"%s\" is outside %s (symbolic links resolved)",
+				    s->name, snip(str, 64, all, sizeof(all)), bases);
+		if (err == -ENOENT && elf)
+			return errf(c->err, c->errlen, 400, "params.%s: \"%s\" does not exist", s->name,
+				    snip(str, 64, all, sizeof(all)));
+		if (err == -ENOENT)
+			return errf(c->err, c->errlen, 403, "params.%s: the base directory %s does not exist", s->name,
+				    bases);
+		if (err == -ENOTDIR)
+			return errf(c->err, c->errlen, 400, "params.%s: \"%s\" exists and is not a directory", s->name,
+				    snip(str, 64, all, sizeof(all)));
+		if (err)
+			return errf(c->err, c->errlen, 400,
+				    "params.%s: must be an absolute path without '.' or '..' components%s (under %s)",
+				    s->name, elf ? ", naming a regular file" : "", bases);
+		cJSON_AddStringToObject(out, s->name, str);
+		return 0;
+	}
+	}
+	return errf(c->err, c->errlen, 400, "params.%s: unsupported", s->name);
+}
+
+static int check_params(struct check *c, const cJSON *params, cJSON *out)
+{
+	const cJSON *k;
+	char b[48], all[768];
+	int err;
+
+	if (!cJSON_IsObject(params))
+		return errf(c->err, c->errlen, 400, "params: must be an object {\"report_period\": 60, ...}");
+	err = dup_key(params, c->err, c->errlen, "params.");
+	if (err)
+		return err;
+	cJSON_ArrayForEach(k, params)
+	{
+		const struct gg_param_spec *s = gg_param_spec__find(c->def, k->string);
+
+		if (!s) {
+			const char *names[40] = {NULL};
+			unsigned int n = 0;
+
+			for (unsigned int i = 0; i < NSPECS && n + 1 < sizeof(names) / sizeof(names[0]); i++) {
+				if (gg_param_spec__applies(&specs[i], c->def) && !in_list(names, specs[i].name)) {
+					names[n++] = specs[i].name;
+					names[n] = NULL;
+				}
+			}
+			names[n] = NULL;
+			return errf(c->err, c->errlen, 400, "params.%s: not a parameter of probe %s (allowed: %s)",
+				    snip(k->string, 32, b, sizeof(b)), c->def->rest_name,
+				    join(names, all, sizeof(all)));
+		}
+		if (cJSON_IsNull(k))
+			continue; /* null = the default */
+		err = check_param(c, s, k, out);
+		if (err)
+			return err;
+	}
+	return 0;
+}
+
+int gg_rest_conf__check(const struct gg_probe_def *def, const struct gg_rest_check_ctx *ctx, const char *json,
+			cJSON **ret, char *err, size_t errlen)
+{
+	struct check c = {.def = def, .ctx = ctx, .err = err, .errlen = errlen};
+	char *text, b[48];
+	const char *end = NULL;
+	cJSON *root = NULL, *out = NULL;
+	const cJSON *k, *v;
+	int status;
+
+	text = malloc(strlen(json) + 1);
+	if (!text)
+		return errf(err, errlen, 500, "out of memory");
+	if (strip_comments(json, text)) {
+		status = errf(err, errlen, 400, "invalid JSON: unterminated comment");
+		goto out;
+	}
+	root = cJSON_ParseWithOpts(text, &end, 1);
+	if (!root) {
+		status = errf(err, errlen, 400, "invalid JSON near \"%s\"",
+			      snip(end && *end ? end : "(end)", 24, b, sizeof(b)));
+		goto out;
+	}
+	if (!cJSON_IsObject(root)) {
+		status = errf(err, errlen, 400,
+			      "the configuration must be a JSON object {\"cmd\", \"snoopers\", \"params\", \"state\"}");
+		goto out;
+	}
+	status = dup_key(root, err, errlen, "");
+	if (status)
+		goto out;
+	cJSON_ArrayForEach(k, root)
+	{
+		if (strcmp(k->string, "cmd") && strcmp(k->string, "snoopers") && strcmp(k->string, "params") &&
+		    strcmp(k->string, "state")) {
+			status = errf(err, errlen, 400, "%s: unknown field (expected cmd, snoopers, params, state)",
+				      snip(k->string, 32, b, sizeof(b)));
+			goto out;
+		}
+	}
+	out = cJSON_CreateObject();
+	if (!out) {
+		status = errf(err, errlen, 500, "out of memory");
+		goto out;
+	}
+	v = cJSON_GetObjectItemCaseSensitive(root, "cmd");
+	if (v) {
+		status = check_cmd(&c, v, cJSON_AddObjectToObject(out, "cmd"));
+		if (status)
+			goto out;
+	}
+	v = cJSON_GetObjectItemCaseSensitive(root, "snoopers");
+	if (v) {
+		status = check_snoopers(&c, v, cJSON_AddObjectToObject(out, "snoopers"));
+		if (status)
+			goto out;
+	}
+	v = cJSON_GetObjectItemCaseSensitive(root, "params");
+	if (v) {
+		status = check_params(&c, v, cJSON_AddObjectToObject(out, "params"));
+		if (status)
+			goto out;
+	}
+	v = cJSON_GetObjectItemCaseSensitive(root, "state");
+	if (v) {
+		const char *s = cJSON_GetStringValue(v);
+
+		if (!s || (strcmp(s, "running") && strcmp(s, "stopped"))) {
+			status = errf(err, errlen, 400, "state: must be \"running\" or \"stopped\"");
+			goto out;
+		}
+		cJSON_AddStringToObject(out, "state", s);
+	}
+	*ret = out;
+	out = NULL;
+	status = 0;
+out:
+	cJSON_Delete(out);
+	cJSON_Delete(root);
+	free(text);
+	return status;
+}

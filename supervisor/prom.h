@@ -1,0 +1,67 @@
+/* prom.h - the exporters' output buffer (growable, out-of-memory sticky), JSON and Prometheus text
+ * escaping, and the Prometheus text exposition (format 0.0.4) of the imdb's tables. */
+#ifndef GG_PROM_H
+#define GG_PROM_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+/* A growable byte buffer. A failed allocation sets oom and turns every later write into a no-op, so
+ * a writer checks once at the end. data is NUL-terminated whenever cap > 0. */
+struct gg_buf {
+	char *data;
+	size_t len;
+	size_t cap;
+	size_t max; /* 0 = unbounded; growing past max is treated as out of memory */
+	int oom;
+};
+
+void gg_buf__init(struct gg_buf *b, size_t max);
+void gg_buf__fini(struct gg_buf *b);
+/* Make room for n more bytes (plus the NUL). 0 or -ENOMEM (and oom set). */
+int gg_buf__reserve(struct gg_buf *b, size_t n);
+void gg_buf__put(struct gg_buf *b, const void *s, size_t n);
+void gg_buf__puts(struct gg_buf *b, const char *s);
+void gg_buf__putc(struct gg_buf *b, char c);
+void gg_buf__printf(struct gg_buf *b, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+void gg_buf__put_u64(struct gg_buf *b, uint64_t v);
+/* A double the way Prometheus and JSON both read it ("%.17g" shortened; NaN/Inf as Prometheus). */
+void gg_buf__put_double(struct gg_buf *b, double v);
+/* Hand the bytes over (caller frees); the buffer is empty afterwards. NULL when oom. */
+char *gg_buf__steal(struct gg_buf *b, size_t *ret_len);
+
+/* "s" as a JSON string, quotes included: '"', '\\' and control characters escaped. */
+void gg_buf__put_json_str(struct gg_buf *b, const char *s, size_t n);
+/* A Prometheus label value body (no quotes): '\\', '"' and '\n' escaped. */
+void gg_buf__put_prom_label(struct gg_buf *b, const char *s, size_t n);
+/* A # HELP text: '\\' and '\n' escaped. */
+void gg_buf__put_prom_help(struct gg_buf *b, const char *s, size_t n);
+/* A validated record number as JSON: copied when it is already valid JSON, else reformatted. */
+void gg_buf__put_json_number(struct gg_buf *b, const char *s, size_t n);
+
+/* "# HELP name help\n# TYPE name type\n". */
+void prom_family_header(struct gg_buf *b, const char *name, const char *help, const char *type);
+
+struct imdb;
+
+/* The metric families derived from the imdb's table list, cached between scrapes (rebuilt when the
+ * imdb's generation changes). */
+struct prom_families;
+struct prom_families *prom_families__new(void);
+void prom_families__free(struct prom_families *f);
+
+/* Optional filter: family names for which it returns 1 are left out (names the agent reserves for its
+ * own metrics). */
+typedef int (*prom_reserved_fn)(const char *family);
+
+/*
+ * Render every table of the imdb: one family per metric field, named gala_gopher_<entity>_<field>;
+ * tables of the same entity share a family when they share a field name (a later table whose field
+ * type differs is left out of that family and counted in *ret_conflicts, may be NULL). Series carry the
+ * row's pre-rendered label set; histograms become _bucket{le}/_sum/_count, summaries {quantile}/_sum/
+ * _count. Returns the number of series (sample lines) written. Read-only for the imdb.
+ */
+uint64_t prom_render_imdb(struct gg_buf *b, const struct imdb *db, struct prom_families *cache,
+			  prom_reserved_fn reserved, uint64_t *ret_conflicts);
+
+#endif

@@ -1,0 +1,928 @@
+/* rest.c - the REST API: PUT /<probe> validates all or nothing, persists, then applies (start/stop,
+ * live configuration over the control channel, or a restart with new flags); GET /<probe> and
+ * GET /probes report configuration and run-time facts; a timer keeps every probe's scope current. */
+#include "rest.h"
+
+#include <errno.h>
+#include <limits.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "persist.h"
+#include "probe_names.h"
+#include "profile_query.h"
+#include "snoopers.h"
+#include "supervisor.h"
+
+#define PERSIST_MAX (64u * 1024u) /* a stored configuration is at most a few KiB */
+#define MSG_MAX	    1024
+
+/* The REST side of one probe of the table. */
+struct rest_probe {
+	const struct gg_probe_def *def;
+	struct gg_probe *p; /* NULL until configured or created */
+	cJSON *conf;	    /* stored configuration (normalized, merged), NULL when never PUT */
+	int has_snoopers;   /* conf has a "snoopers" part: the probe gets a "scope" */
+	struct gg_snoopers sn;
+	struct gg_scope scope;
+	uint64_t scope_changes;
+};
+
+struct gg_rest {
+	struct gg_sup *sup;
+	struct gg_http_server *srv;
+	int port;
+	char error[256];
+	char state_dir[PATH_MAX];
+	uv_timer_t scan;
+	uv_timer_t push; /* while a probe waits for its configuration: deliver it soon after it connects */
+	int scan_init, push_active, closed;
+	uint64_t push_until; /* keep polling at least until then (probes take up to a second to connect) */
+	unsigned int nprobes;
+	struct rest_probe *probes;
+	/* counters */
+	uint64_t puts_ok, puts_failed, gets, scans, persist_errors;
+	struct gg_scan_stats last_scan;
+	uint64_t last_scan_us;
+};
+
+static void arm_push(struct gg_rest *r);
+
+static struct rest_probe *find_rest_probe(struct gg_rest *r, const char *name)
+{
+	for (unsigned int i = 0; i < r->nprobes; i++) {
+		if (!strcmp(r->probes[i].def->rest_name, name))
+			return &r->probes[i];
+	}
+	return NULL;
+}
+
+/* The configured probe that a REST name manages: one named like it (gala-gopher's extend_probes
+ * use REST names), else a native one named after its binary, else one whose command is the binary. */
+static struct gg_probe *find_configured(struct gg_sup *sup, const struct gg_probe_def *def)
+{
+	for (unsigned int i = 0; i < sup->nprobes; i++) {
+		if (!strcmp(sup->probes[i].conf->name, def->rest_name))
+			return &sup->probes[i];
+	}
+	for (unsigned int i = 0; i < sup->nprobes; i++) {
+		if (sup->probes[i].conf->native && !strcmp(sup->probes[i].conf->name, def->bin))
+			return &sup->probes[i];
+	}
+	for (unsigned int i = 0; i < sup->nprobes; i++) {
+		const char *c = sup->probes[i].conf->command, *b = strrchr(c, '/');
+
+		if (!strcmp(b ? b + 1 : c, def->bin))
+			return &sup->probes[i];
+	}
+	return NULL;
+}
+
+static void registered_bin(struct gg_rest *r, const struct rest_probe *rp, char *buf, size_t len)
+{
+	int n;
+
+	if (rp->p)
+		n = snprintf(buf, len, "%s", rp->p->conf->command);
+	else
+		n = snprintf(buf, len, "%s/%s", r->sup->cfg.global.probes_dir, rp->def->bin);
+	if (n < 0 || (size_t)n >= len)
+		buf[0] = '\0'; /* too long: names nothing (and nothing is executable) */
+}
+
+static const char *configured_check(const struct rest_probe *rp)
+{
+	if (rp->p)
+		return rp->p->conf->check_cmd;
+	return rp->def->check_cmd ? rp->def->check_cmd : "";
+}
+
+/* Create the supervisor's entry for a probe that is not in the configuration file. */
+static int ensure_entry(struct gg_rest *r, struct rest_probe *rp)
+{
+	struct gg_sup *sup = r->sup;
+	struct gg_probe_conf *c;
+	struct gg_probe *p;
+
+	if (rp->p)
+		return 0;
+	if (sup->cfg.nprobes >= GG_PROBES_MAX)
+		return -ENOSPC;
+	c = &sup->cfg.probes[sup->cfg.nprobes];
+	memset(c, 0, sizeof(*c));
+	snprintf(c->name, sizeof(c->name), "%s", rp->def->bin);
+	if (snprintf(c->command, sizeof(c->command), "%s/%s", sup->cfg.global.probes_dir, rp->def->bin) >=
+	    (int)sizeof(c->command))
+		return -ENAMETOOLONG;
+	snprintf(c->check_cmd, sizeof(c->check_cmd), "%s", rp->def->check_cmd ? rp->def->check_cmd : "");
+	c->sw = GG_SWITCH_OFF;
+	c->native = 1;
+	p = gg_probes__add(sup, c);
+	sup->cfg.nprobes++; /* the entry holds c even when it failed half-way (it is freed with the rest) */
+	if (!p)
+		return -errno;
+	rp->p = p;
+	gg_info("rest: probe %s (%s) added at run time", rp->def->rest_name, c->command);
+	return 0;
+}
+
+/* ---- what a probe is sent --------------------------------------------------------------------------- */
+
+/* The "params" part in force: the REST one when given, else the configuration file's. */
+static cJSON *effective_params(const struct rest_probe *rp)
+{
+	const cJSON *rest = rp->conf ? cJSON_GetObjectItemCaseSensitive(rp->conf, "params") : NULL;
+	cJSON *file, *params;
+
+	if (rest)
+		return cJSON_Duplicate(rest, 1);
+	if (!rp->p || !rp->p->conf->params_json)
+		return NULL;
+	file = cJSON_Parse(rp->p->conf->params_json);
+	params = cJSON_DetachItemFromObjectCaseSensitive(file, "params");
+	cJSON_Delete(file);
+	return params;
+}
+
+static const cJSON *conf_subprobes(const struct rest_probe *rp)
+{
+	const cJSON *cmd = rp->conf ? cJSON_GetObjectItemCaseSensitive(rp->conf, "cmd") : NULL;
+
+	return cmd ? cJSON_GetObjectItemCaseSensitive(cmd, "probe") : NULL;
+}
+
+/* {"probe": [...], "params": {...}, "snoopers": {...}, "scope": {...}}: only what is set. */
+static char *build_ctrl_json(const struct rest_probe *rp)
+{
+	cJSON *o = cJSON_CreateObject(), *params = effective_params(rp);
+	const cJSON *sub = conf_subprobes(rp), *sn;
+	char *txt;
+
+	if (!o) {
+		cJSON_Delete(params);
+		return NULL;
+	}
+	if (sub && cJSON_GetArraySize(sub) > 0)
+		cJSON_AddItemToObject(o, "probe", cJSON_Duplicate(sub, 1));
+	if (params)
+		cJSON_AddItemToObject(o, "params", params);
+	sn = rp->conf ? cJSON_GetObjectItemCaseSensitive(rp->conf, "snoopers") : NULL;
+	if (sn) {
+		cJSON_AddItemToObject(o, "snoopers", cJSON_Duplicate(sn, 1));
+		cJSON_AddItemToObject(o, "scope", gg_scope__to_json(&rp->scope));
+	}
+	txt = cJSON_PrintUnformatted(o);
+	cJSON_Delete(o);
+	return txt;
+}
+
+static int push_arg(char ***v, unsigned int *n, const char *s)
+{
+	char **nv = realloc(*v, (*n + 2) * sizeof(**v));
+
+	if (!nv)
+		return -ENOMEM;
+	*v = nv;
+	nv[*n] = strdup(s);
+	if (!nv[*n])
+		return -ENOMEM;
+	nv[++*n] = NULL;
+	return 0;
+}
+
+static void join_values(const cJSON *v, char *buf, size_t len)
+{
+	const cJSON *e;
+	size_t n = 0;
+
+	buf[0] = '\0';
+	if (cJSON_IsNumber(v)) {
+		snprintf(buf, len, "%lld", (long long)v->valuedouble);
+	} else if (cJSON_IsString(v)) {
+		snprintf(buf, len, "%s", v->valuestring);
+	} else if (cJSON_IsArray(v)) {
+		cJSON_ArrayForEach(e, v)
+		{
+			if (cJSON_IsString(e) && n + 1 < len)
+				n += (size_t)snprintf(buf + n, len - n, "%s%s", n ? "," : "", e->valuestring);
+		}
+	}
+}
+
+/* The flags a restart of this probe gets on top of the configuration file's param (the probe's
+ * table entry maps parameters and sub-probes to flags). NULL when there are none. */
+static char **build_extra_argv(const struct rest_probe *rp)
+{
+	const struct gg_probe_def *def = rp->def;
+	cJSON *params = effective_params(rp);
+	const cJSON *sub = conf_subprobes(rp);
+	char **v = NULL, val[1024];
+	unsigned int n = 0;
+	int err = 0;
+
+	for (const struct gg_param_flag *f = def->flags; f && f->param && !err; f++) {
+		const cJSON *x = cJSON_GetObjectItemCaseSensitive(params, f->param);
+
+		if (!x)
+			continue;
+		join_values(x, val, sizeof(val));
+		err = push_arg(&v, &n, f->flag);
+		if (!err)
+			err = push_arg(&v, &n, val);
+	}
+	if (!err && def->subprobe_flag && sub && cJSON_GetArraySize(sub) > 0) {
+		join_values(sub, val, sizeof(val));
+		err = push_arg(&v, &n, def->subprobe_flag);
+		if (!err)
+			err = push_arg(&v, &n, val);
+	}
+	cJSON_Delete(params);
+	if (err) {
+		gg_free_args(v);
+		return NULL;
+	}
+	return v;
+}
+
+static int argv_equal(char **a, char **b)
+{
+	for (; a && b && *a && *b; a++, b++) {
+		if (strcmp(*a, *b))
+			return 0;
+	}
+	return (!a || !*a) && (!b || !*b);
+}
+
+/* A parameter that chooses what the probe attaches to changed. */
+static int restart_param_changed(const struct rest_probe *rp, const cJSON *old_params, const cJSON *new_params)
+{
+	for (unsigned int i = 0; i < gg_param_specs__count(); i++) {
+		const struct gg_param_spec *s = gg_param_specs__at(i);
+		const cJSON *a, *b;
+
+		if (!s->restart || !gg_param_spec__applies(s, rp->def))
+			continue;
+		a = cJSON_GetObjectItemCaseSensitive(old_params, s->name);
+		b = cJSON_GetObjectItemCaseSensitive(new_params, s->name);
+		if ((!a) != (!b) || (a && !cJSON_Compare(a, b, 1)))
+			return 1;
+	}
+	return 0;
+}
+
+static void resolve_one(struct gg_rest *r, struct rest_probe *rp)
+{
+	const struct gg_snoopers *set = &rp->sn;
+	struct gg_scan_stats st;
+
+	if (!rp->has_snoopers)
+		return;
+	if (gg_snoopers__resolve(&set, 1, &rp->scope, NULL, &st) == 0)
+		r->last_scan = st;
+}
+
+/* Send the probe what it should run with now (when it changed). */
+static void push_config(struct rest_probe *rp)
+{
+	char *json;
+
+	if (!rp->p)
+		return;
+	json = build_ctrl_json(rp);
+	if (!json)
+		return;
+	if (rp->p->cfg_json && !strcmp(rp->p->cfg_json, json) && rp->p->cfg_version) {
+		free(json);
+		return;
+	}
+	gg_probe__set_config(rp->p, json);
+}
+
+/*
+ * Make the probe match rp->conf (old_conf: what it was; initial: restoring at start-up, before the
+ * probes start). Native probes get params, sub-probes and scope live; a change of a parameter that
+ * chooses what is attached (spec->restart) restarts them; extend probes have no control channel and
+ * restart whenever their flags change.
+ */
+static void apply(struct gg_rest *r, struct rest_probe *rp, const cJSON *old_conf, int initial)
+{
+	struct gg_probe *p = rp->p;
+	const cJSON *state = cJSON_GetObjectItemCaseSensitive(rp->conf, "state");
+	cJSON *old_params, *new_params;
+	char **extra = build_extra_argv(rp);
+	int restart = 0, native = p->conf->native;
+
+	rp->has_snoopers = cJSON_GetObjectItemCaseSensitive(rp->conf, "snoopers") != NULL;
+	gg_snoopers__from_json(cJSON_GetObjectItemCaseSensitive(rp->conf, "snoopers"), &rp->sn);
+	if (rp->has_snoopers)
+		resolve_one(r, rp);
+	else
+		gg_scope__fini(&rp->scope);
+
+	/* the parameters in force before (old_conf, else the file's) and now */
+	{
+		cJSON *saved = rp->conf;
+
+		rp->conf = (cJSON *)old_conf;
+		old_params = effective_params(rp);
+		rp->conf = saved;
+		new_params = effective_params(rp);
+	}
+	if (native)
+		restart = restart_param_changed(rp, old_params, new_params);
+	else
+		restart = !argv_equal(extra, p->extra_argv);
+	cJSON_Delete(old_params);
+	cJSON_Delete(new_params);
+	gg_free_args(p->extra_argv);
+	p->extra_argv = extra;
+	if (native)
+		push_config(rp);
+
+	if (state && !strcmp(state->valuestring, "stopped")) {
+		p->desired = GG_DESIRED_STOPPED;
+		if (!initial)
+			gg_probe__stop(p);
+		return;
+	}
+	if (state && !strcmp(state->valuestring, "running")) {
+		p->desired = GG_DESIRED_RUNNING;
+		if (!initial && !gg_probe__active(p)) {
+			gg_probe__start(p);
+			return;
+		}
+	}
+	if (!initial && restart && p->state == GG_PS_RUNNING) {
+		gg_info("rest: probe %s restarts to apply its new configuration", p->conf->name);
+		gg_probe__logf(p, "restarting with new flags (REST configuration)");
+		gg_probe__restart(p);
+	}
+}
+
+/* ---- replies ---------------------------------------------------------------------------------------- */
+
+static void reply_json(struct gg_http_response *resp, unsigned int status, cJSON *o)
+{
+	resp->status = status;
+	resp->content_type = "application/json";
+	resp->body = o ? cJSON_PrintUnformatted(o) : NULL;
+	resp->body_len = resp->body ? strlen(resp->body) : 0;
+	cJSON_Delete(o);
+	if (!resp->body)
+		resp->status = 500;
+}
+
+static void reply(struct gg_http_response *resp, unsigned int status, const char *msg)
+{
+	cJSON *o = cJSON_CreateObject();
+
+	cJSON_AddStringToObject(o, "result", status == 200 ? "success" : "failed");
+	cJSON_AddStringToObject(o, "message", msg);
+	reply_json(resp, status, o);
+}
+
+static void add_u64(cJSON *o, const char *k, uint64_t v)
+{
+	cJSON_AddNumberToObject(o, k, (double)v);
+}
+
+static int available(struct gg_rest *r, const struct rest_probe *rp)
+{
+	char bin[PATH_MAX];
+
+	registered_bin(r, rp, bin, sizeof(bin));
+	return access(bin, X_OK) == 0;
+}
+
+static cJSON *runtime_json(struct gg_rest *r, const struct rest_probe *rp)
+{
+	const struct gg_probe *p = rp->p;
+	cJSON *o = cJSON_CreateObject();
+
+	cJSON_AddBoolToObject(o, "available", available(r, rp));
+	if (!p) {
+		cJSON_AddStringToObject(o, "state", "stopped");
+		return o;
+	}
+	cJSON_AddStringToObject(o, "state", gg_probe_state__str(p->state));
+	cJSON_AddStringToObject(o, "kind", p->conf->native ? "native" : "extend");
+	cJSON_AddStringToObject(o, "name", p->conf->name);
+	cJSON_AddNumberToObject(o, "pid", p->pid);
+	add_u64(o, "starts", p->starts);
+	add_u64(o, "restarts", p->restarts);
+	add_u64(o, "uptime_ms", p->pid > 0 ? gg_now_ms() - p->started_ms : 0);
+	cJSON_AddNumberToObject(o, "last_exit_status", (double)p->last_exit_status);
+	cJSON_AddNumberToObject(o, "last_exit_signal", p->last_term_signal);
+	add_u64(o, "config_version", p->cfg_version);
+	add_u64(o, "config_version_applied", p->cfg_applied);
+	cJSON_AddBoolToObject(o, "config_confirmed",
+			      p->conf->native && p->cfg_version && p->state == GG_PS_RUNNING &&
+				      p->cfg_applied >= p->cfg_version);
+	{
+		char line[2048];
+		size_t n = (size_t)snprintf(line, sizeof(line), "%s%s%s", p->conf->command,
+					    p->conf->param[0] ? " " : "", p->conf->param);
+
+		for (char **a = p->extra_argv; a && *a && n < sizeof(line); a++)
+			n += (size_t)snprintf(line + n, sizeof(line) - n, " %s", *a);
+		cJSON_AddStringToObject(o, "command_line", line);
+	}
+	if (rp->has_snoopers) {
+		cJSON_AddItemToObject(o, "scope", gg_scope__to_json(&rp->scope));
+		add_u64(o, "scope_changes", rp->scope_changes);
+	} else {
+		cJSON *sc = cJSON_AddObjectToObject(o, "scope");
+
+		cJSON_AddBoolToObject(sc, "all", 1);
+	}
+	return o;
+}
+
+/* The configuration as GET shows it (passwords masked). */
+static cJSON *conf_json(struct gg_rest *r, const struct rest_probe *rp)
+{
+	cJSON *o = cJSON_CreateObject(), *cmd, *sn, *params;
+	const cJSON *sub = conf_subprobes(rp), *x;
+	char bin[PATH_MAX];
+
+	registered_bin(r, rp, bin, sizeof(bin));
+	cmd = cJSON_AddObjectToObject(o, "cmd");
+	cJSON_AddStringToObject(cmd, "bin", bin);
+	cJSON_AddStringToObject(cmd, "check_cmd", configured_check(rp));
+	cJSON_AddItemToObject(cmd, "probe", sub ? cJSON_Duplicate(sub, 1) : cJSON_CreateArray());
+	x = rp->conf ? cJSON_GetObjectItemCaseSensitive(rp->conf, "snoopers") : NULL;
+	sn = x ? cJSON_Duplicate(x, 1) : cJSON_CreateObject();
+	cJSON_ArrayForEach(x, cJSON_GetObjectItemCaseSensitive(sn, "gaussdb"))
+	{
+		if (cJSON_GetObjectItemCaseSensitive(x, "dbpass"))
+			cJSON_ReplaceItemInObjectCaseSensitive((cJSON *)x, "dbpass", cJSON_CreateString("******"));
+	}
+	cJSON_AddItemToObject(o, "snoopers", sn);
+	params = effective_params(rp);
+	cJSON_AddItemToObject(o, "params", params ? params : cJSON_CreateObject());
+	cJSON_AddStringToObject(o, "state", rp->p && gg_probe__active(rp->p) ? "running" : "stopped");
+	return o;
+}
+
+static void handle_get_one(struct gg_rest *r, struct rest_probe *rp, struct gg_http_response *resp)
+{
+	cJSON *o = conf_json(r, rp);
+
+	cJSON_AddItemToObject(o, "runtime", runtime_json(r, rp));
+	reply_json(resp, 200, o);
+}
+
+static void handle_list(struct gg_rest *r, struct gg_http_response *resp)
+{
+	cJSON *o = cJSON_CreateObject(), *arr = cJSON_AddArrayToObject(o, "probes");
+
+	for (unsigned int i = 0; i < r->nprobes; i++) {
+		struct rest_probe *rp = &r->probes[i];
+		cJSON *e = runtime_json(r, rp);
+
+		cJSON_AddStringToObject(e, "rest_state", rp->p && gg_probe__active(rp->p) ? "running" : "stopped");
+		cJSON_AddStringToObject(e, "rest_name", rp->def->rest_name);
+		cJSON_AddStringToObject(e, "bin", rp->def->bin);
+		cJSON_AddItemToArray(arr, e);
+	}
+	reply_json(resp, 200, o);
+}
+
+/* The stored configuration after a PUT: each part present replaces that part. */
+static cJSON *merge(const cJSON *old, const cJSON *put)
+{
+	cJSON *m = old ? cJSON_Duplicate(old, 1) : cJSON_CreateObject();
+	const cJSON *part;
+
+	if (!m)
+		return NULL;
+	cJSON_ArrayForEach(part, put)
+	{
+		cJSON_DeleteItemFromObjectCaseSensitive(m, part->string);
+		cJSON_AddItemToObject(m, part->string, cJSON_Duplicate(part, 1));
+	}
+	return m;
+}
+
+static void handle_put(struct gg_rest *r, struct rest_probe *rp, const struct gg_http_request *req,
+		       struct gg_http_response *resp)
+{
+	struct gg_sup *sup = r->sup;
+	char msg[MSG_MAX], bin[PATH_MAX], *json = NULL, *text = NULL;
+	struct gg_rest_check_ctx ctx;
+	cJSON *put = NULL, *merged = NULL, *old;
+	int status, err;
+
+	status = gg_rest_body__decode(req->body, req->body_len, req->content_type, &json, msg, sizeof(msg));
+	if (status)
+		goto fail;
+	registered_bin(r, rp, bin, sizeof(bin));
+	ctx = (struct gg_rest_check_ctx){
+		.registered_bin = bin,
+		.check_cmd = configured_check(rp),
+		.out_base = sup->cfg.rest.output_base_dir,
+		.elf_bases = sup->cfg.rest.elf_base_dirs,
+		.extend = rp->p && !rp->p->conf->native,
+	};
+	status = gg_rest_conf__check(rp->def, &ctx, json, &put, msg, sizeof(msg));
+	if (status)
+		goto fail;
+	if (access(bin, X_OK) != 0) {
+		status = 404;
+		snprintf(msg, sizeof(msg), "probe %s is not installed: %.512s is not an executable file",
+			 rp->def->rest_name, bin);
+		goto fail;
+	}
+	err = ensure_entry(r, rp);
+	if (err) {
+		status = 503;
+		snprintf(msg, sizeof(msg), "cannot add probe %s: %s", rp->def->rest_name, strerror(-err));
+		goto fail;
+	}
+	merged = merge(rp->conf, put);
+	text = merged ? cJSON_Print(merged) : NULL;
+	if (!text) {
+		status = 500;
+		snprintf(msg, sizeof(msg), "out of memory");
+		goto fail;
+	}
+	/* Saved before it is applied: an acknowledged configuration survives a crash. */
+	err = gg_persist__save(r->state_dir, rp->def->rest_name, text);
+	if (err) {
+		r->persist_errors++;
+		status = 500;
+		snprintf(msg, sizeof(msg), "cannot save the configuration in %.512s: %s (nothing changed)",
+			 r->state_dir, strerror(-err));
+		goto fail;
+	}
+	old = rp->conf;
+	rp->conf = merged;
+	merged = NULL;
+	apply(r, rp, old, 0);
+	cJSON_Delete(old);
+	arm_push(r);
+	r->puts_ok++;
+	gg_info("rest: PUT /%s applied (configuration version %llu)", rp->def->rest_name,
+		(unsigned long long)rp->p->cfg_version);
+	reply(resp, 200, "New config takes effect");
+	goto out;
+
+fail:
+	r->puts_failed++;
+	gg_info("rest: PUT /%s refused (%d): %s", rp->def->rest_name, status, msg);
+	reply(resp, (unsigned int)status, msg);
+out:
+	free(text);
+	free(json);
+	cJSON_Delete(put);
+	cJSON_Delete(merged);
+}
+
+/* GET|POST /flamegraph/query (alias /v1/profile/ProfileTracing): the flame graph query API over
+ * stackprobe's profile store, <flame_dir>/store (flame_dir from the flamegraph REST params). */
+static void handle_profile_query(struct gg_rest *r, const struct gg_http_request *req, struct gg_http_response *resp)
+{
+	struct rest_probe *rp = find_rest_probe(r, "flamegraph");
+	const cJSON *params = rp && rp->conf ? cJSON_GetObjectItemCaseSensitive(rp->conf, "params") : NULL;
+	const char *dir = cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(params, "flame_dir"));
+	char store[PATH_MAX + 8];
+	unsigned int status = 500;
+	size_t len = 0;
+
+	snprintf(store, sizeof(store), "%s/store", dir && dir[0] ? dir : "/var/log/gala-gopher/flamegraph");
+	profile_query__handle(store, req->method, req->body, req->body_len, req->nargs, req->arg_names, req->arg_values,
+			      (int64_t)time(NULL), &status, &resp->body, &len);
+	resp->status = status;
+	resp->body_len = len;
+	resp->content_type = "application/json";
+}
+
+void gg_rest__handle(struct gg_sup *sup, const struct gg_http_request *req, struct gg_http_response *resp)
+{
+	struct gg_rest *r = sup->rest;
+	char name[GG_NAME_MAX + 2], msg[MSG_MAX];
+	const char *path = req->path;
+	size_t n;
+	int get = !strcmp(req->method, "GET") || !strcmp(req->method, "HEAD");
+	struct rest_probe *rp;
+
+	while (*path == '/')
+		path++;
+	n = strlen(path);
+	while (n && path[n - 1] == '/')
+		n--;
+	if ((n == 16 && !strncmp(path, "flamegraph/query", n)) ||
+	    (n == 25 && !strncmp(path, "v1/profile/ProfileTracing", n))) {
+		handle_profile_query(r, req, resp);
+		return;
+	}
+	if (n >= sizeof(name) - 1 || memchr(path, '/', n)) {
+		reply(resp, 404, "unknown path (use /<probe> or /probes)");
+		return;
+	}
+	memcpy(name, path, n);
+	name[n] = '\0';
+	if (get && (!n || !strcmp(name, "probes"))) {
+		r->gets++;
+		handle_list(r, resp);
+		return;
+	}
+	rp = find_rest_probe(r, name);
+	if (!rp) {
+		char known[512] = "";
+
+		for (unsigned int i = 0; i < r->nprobes; i++) {
+			size_t l = strlen(known);
+
+			snprintf(known + l, sizeof(known) - l, "%s%s", i ? ", " : "", r->probes[i].def->rest_name);
+		}
+		for (char *c = name; *c; c++) {
+			if ((unsigned char)*c < 0x20 || (unsigned char)*c >= 0x7f)
+				*c = '?';
+		}
+		snprintf(msg, sizeof(msg), "unknown probe \"%.64s\" (known: %s)", name, known);
+		reply(resp, 404, msg);
+		return;
+	}
+	if (get) {
+		r->gets++;
+		handle_get_one(r, rp, resp);
+		return;
+	}
+	if (!strcmp(req->method, "PUT")) {
+		handle_put(r, rp, req, resp);
+		return;
+	}
+	snprintf(msg, sizeof(msg), "method %.16s not allowed (GET, PUT)", req->method);
+	reply(resp, 405, msg);
+}
+
+static void on_request(void *ctx, const struct gg_http_request *req, struct gg_http_response *resp)
+{
+	gg_rest__handle(ctx, req, resp);
+}
+
+/* ---- configuration delivery ------------------------------------------------------------------------ */
+
+/* A (re)started probe can only be sent its configuration once it is connected (its first batch,
+ * within a second): poll every PUSH_MS while one waits, instead of the supervisor's 1 s tick. */
+#define PUSH_MS 20u
+
+static void on_push(uv_timer_t *t)
+{
+	struct gg_rest *r = t->data;
+
+	if (r->sup->stopping || (!gg_probes__push_configs(r->sup) && uv_now(r->sup->loop) >= r->push_until)) {
+		uv_timer_stop(t);
+		r->push_active = 0;
+	}
+}
+
+static void arm_push(struct gg_rest *r)
+{
+	if (r->closed || !r->scan_init)
+		return;
+	r->push_until = uv_now(r->sup->loop) + 3000;
+	if (r->push_active)
+		return;
+	r->push_active = 1;
+	uv_timer_start(&r->push, on_push, PUSH_MS, PUSH_MS);
+}
+
+/* ---- snooper scan ------------------------------------------------------------------------------------ */
+
+static void on_scan(uv_timer_t *t)
+{
+	struct gg_rest *r = t->data;
+	const struct gg_snoopers *sets[GG_SCAN_SETS_MAX];
+	struct rest_probe *who[GG_SCAN_SETS_MAX];
+	struct gg_scope *scopes;
+	struct gg_scan_stats st;
+	unsigned int n = 0;
+	uint64_t t0;
+
+	if (r->sup->stopping)
+		return;
+	/* probes restarted after a crash wait for their configuration too */
+	for (unsigned int i = 0; i < r->sup->nprobes; i++) {
+		const struct gg_probe *p = &r->sup->probes[i];
+
+		if (p->state == GG_PS_RUNNING && p->conf->native && p->cfg_json && p->cfg_applied < p->cfg_version)
+			arm_push(r);
+	}
+	for (unsigned int i = 0; i < r->nprobes && n < GG_SCAN_SETS_MAX; i++) {
+		struct rest_probe *rp = &r->probes[i];
+
+		/* only probes that run (or are about to) and have targets to resolve */
+		if (!rp->p || !rp->has_snoopers || gg_snoopers__empty(&rp->sn) || !gg_probe__active(rp->p))
+			continue;
+		sets[n] = &rp->sn;
+		who[n++] = rp;
+	}
+	if (!n)
+		return;
+	scopes = calloc(n, sizeof(*scopes));
+	if (!scopes)
+		return;
+	for (unsigned int i = 0; i < n; i++)
+		gg_scope__init(&scopes[i]);
+	t0 = uv_hrtime();
+	if (gg_snoopers__resolve(sets, n, scopes, NULL, &st) == 0) {
+		r->scans++;
+		r->last_scan = st;
+		r->last_scan_us = (uv_hrtime() - t0) / 1000;
+		for (unsigned int i = 0; i < n; i++) {
+			if (gg_scope__equal(&scopes[i], &who[i]->scope))
+				continue;
+			gg_scope__move(&who[i]->scope, &scopes[i]);
+			who[i]->scope_changes++;
+			if (who[i]->p->conf->native)
+				push_config(who[i]);
+		}
+	}
+	for (unsigned int i = 0; i < n; i++)
+		gg_scope__fini(&scopes[i]);
+	free(scopes);
+}
+
+/* ---- life cycle -------------------------------------------------------------------------------------- */
+
+static void restore(struct gg_rest *r, struct rest_probe *rp)
+{
+	struct gg_sup *sup = r->sup;
+	char *text = NULL, *json = NULL, msg[MSG_MAX], bin[PATH_MAX];
+	struct gg_rest_check_ctx ctx;
+	cJSON *saved, *cmd, *conf = NULL;
+	int err = gg_persist__load(r->state_dir, rp->def->rest_name, PERSIST_MAX, &text);
+
+	if (err == -ENOENT)
+		return;
+	if (err) {
+		gg_warn("rest: cannot read the saved configuration of %s in %s: %s", rp->def->rest_name, r->state_dir,
+			strerror(-err));
+		return;
+	}
+	/* cmd.bin and cmd.check_cmd always come from the configuration file: drop the saved copies and
+	 * check the rest as if it were a PUT (the file or the base directories may have changed). */
+	saved = cJSON_Parse(text);
+	cmd = cJSON_GetObjectItemCaseSensitive(saved, "cmd");
+	cJSON_DeleteItemFromObjectCaseSensitive(cmd, "bin");
+	cJSON_DeleteItemFromObjectCaseSensitive(cmd, "check_cmd");
+	json = saved ? cJSON_PrintUnformatted(saved) : NULL;
+	cJSON_Delete(saved);
+	registered_bin(r, rp, bin, sizeof(bin));
+	ctx = (struct gg_rest_check_ctx){
+		.registered_bin = bin,
+		.check_cmd = configured_check(rp),
+		.out_base = sup->cfg.rest.output_base_dir,
+		.elf_bases = sup->cfg.rest.elf_base_dirs,
+		.extend = rp->p && !rp->p->conf->native,
+	};
+	if (!json || gg_rest_conf__check(rp->def, &ctx, json, &conf, msg, sizeof(msg))) {
+		gg_warn("rest: ignoring the saved configuration of %s: %s", rp->def->rest_name,
+			json ? msg : "not valid JSON");
+		goto out;
+	}
+	if (access(bin, X_OK) != 0) {
+		gg_warn("rest: ignoring the saved configuration of %s: %s is not installed", rp->def->rest_name, bin);
+		goto out;
+	}
+	err = ensure_entry(r, rp);
+	if (err) {
+		gg_warn("rest: cannot add probe %s: %s", rp->def->rest_name, strerror(-err));
+		goto out;
+	}
+	rp->conf = conf;
+	conf = NULL;
+	apply(r, rp, NULL, 1);
+	gg_info("rest: restored the configuration of %s from %s", rp->def->rest_name, r->state_dir);
+out:
+	cJSON_Delete(conf);
+	free(json);
+	free(text);
+}
+
+int gg_rest__init(struct gg_sup *sup)
+{
+	const struct gg_http_conf *hc = &sup->cfg.rest_api_server;
+	struct gg_http_opts o;
+	struct gg_rest *r;
+
+	r = calloc(1, sizeof(*r));
+	if (!r)
+		return -ENOMEM;
+	r->sup = sup;
+	r->nprobes = gg_probe_defs__count();
+	r->probes = calloc(r->nprobes, sizeof(*r->probes));
+	if (!r->probes) {
+		free(r);
+		return -ENOMEM;
+	}
+	sup->rest = r;
+	if (snprintf(r->state_dir, sizeof(r->state_dir), "%s/rest", sup->cfg.rest.state_dir) >=
+	    (int)sizeof(r->state_dir))
+		gg_warn("rest_api_server.state_dir is too long: REST configuration will not be saved");
+	for (unsigned int i = 0; i < r->nprobes; i++) {
+		struct rest_probe *rp = &r->probes[i];
+
+		rp->def = gg_probe_defs__at(i);
+		rp->p = find_configured(sup, rp->def);
+		gg_scope__init(&rp->scope);
+	}
+	for (unsigned int i = 0; i < r->nprobes; i++)
+		restore(r, &r->probes[i]);
+
+	uv_timer_init(sup->loop, &r->scan);
+	uv_timer_init(sup->loop, &r->push);
+	r->scan.data = r->push.data = r;
+	r->scan_init = 1;
+	uv_timer_start(&r->scan, on_scan, GG_REST_SCAN_MS, GG_REST_SCAN_MS);
+	arm_push(r); /* the probes about to start get their configuration as soon as they connect */
+
+	o = (struct gg_http_opts){
+		.name = "rest_api_server",
+		.bind_addr = hc->bind_addr,
+		.port = hc->port,
+		.tls = hc->ssl_auth,
+		.key_file = hc->private_key,
+		.cert_file = hc->cert_file,
+		.ca_file = hc->ca_file[0] ? hc->ca_file : NULL,
+		.max_body = GG_REST_WIRE_MAX,
+		.max_connections = 64,
+		.handler = on_request,
+		.ctx = sup,
+	};
+	if (hc->ssl_auth && !hc->ca_file[0])
+		gg_warn("rest_api_server: ssl_auth is on without ca_file: any client can use the REST API");
+	r->srv = gg_http_server__new(sup->loop, &o);
+	if (!r->srv) {
+		snprintf(r->error, sizeof(r->error), "cannot listen on %s:%d%s: %s", hc->bind_addr, hc->port,
+			 hc->ssl_auth ? " (https)" : "", strerror(errno));
+		gg_error("rest_api_server: %s; the REST API is not available", r->error);
+		return 0;
+	}
+	r->port = gg_http_server__port(r->srv);
+	gg_info("rest_api_server: listening on %s:%d (%s%s)", hc->bind_addr, r->port, hc->ssl_auth ? "https" : "http",
+		hc->ssl_auth && hc->ca_file[0] ? ", client certificates required" : "");
+	return 0;
+}
+
+void gg_rest__close(struct gg_sup *sup)
+{
+	struct gg_rest *r = sup->rest;
+
+	if (!r || r->closed)
+		return;
+	r->closed = 1;
+	gg_http_server__close(r->srv);
+	r->srv = NULL;
+	if (r->scan_init) {
+		uv_timer_stop(&r->scan);
+		uv_close((uv_handle_t *)&r->scan, NULL);
+		uv_timer_stop(&r->push);
+		uv_close((uv_handle_t *)&r->push, NULL);
+	}
+}
+
+void gg_rest__free(struct gg_sup *sup)
+{
+	struct gg_rest *r = sup->rest;
+
+	if (!r)
+		return;
+	for (unsigned int i = 0; i < r->nprobes; i++) {
+		cJSON_Delete(r->probes[i].conf);
+		gg_scope__fini(&r->probes[i].scope);
+	}
+	free(r->probes);
+	free(r);
+	sup->rest = NULL;
+}
+
+void gg_rest__status(struct gg_sup *sup, cJSON *o)
+{
+	struct gg_rest *r = sup->rest;
+	struct gg_http_stats hs;
+
+	if (!r || !o)
+		return;
+	cJSON_AddBoolToObject(o, "listening", r->srv != NULL);
+	cJSON_AddNumberToObject(o, "port", r->port);
+	if (r->error[0])
+		cJSON_AddStringToObject(o, "error", r->error);
+	gg_http_server__stats(r->srv, &hs);
+	add_u64(o, "requests", hs.requests);
+	add_u64(o, "refused_too_large", hs.too_large);
+	add_u64(o, "refused_client_cert", hs.tls_refused);
+	add_u64(o, "refused_shutting_down", hs.unavailable);
+	add_u64(o, "puts_applied", r->puts_ok);
+	add_u64(o, "puts_refused", r->puts_failed);
+	add_u64(o, "persist_errors", r->persist_errors);
+	add_u64(o, "snooper_scans", r->scans);
+	add_u64(o, "snooper_scan_procs", r->last_scan.procs);
+	add_u64(o, "snooper_scan_files", r->last_scan.files);
+	add_u64(o, "snooper_scan_us", r->last_scan_us);
+}

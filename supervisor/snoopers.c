@@ -1,0 +1,578 @@
+/* snoopers.c - resolves REST monitoring targets to process ids and cgroup v2 ids: one bounded /proc
+ * scan (comm, cmdline and cgroup files read directly) serves every probe at once. */
+#include "snoopers.h"
+
+#include <ctype.h>
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <limits.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#define CGROUP_FILE_MAX	 8192
+#define CMDLINE_READ_MAX 4096
+
+static void lower_copy(char *dst, size_t len, const char *src)
+{
+	size_t i;
+
+	for (i = 0; src[i] && i + 1 < len; i++)
+		dst[i] = (char)tolower((unsigned char)src[i]);
+	dst[i] = '\0';
+}
+
+/* "pod" prefix dropped, '_' -> '-', lower case: the form gg_cgroup__pod_uid returns. */
+static void normalize_pod(char *dst, size_t len, const char *src)
+{
+	size_t i;
+
+	if (!strncasecmp(src, "pod", 3) && strlen(src) >= 3 + 8)
+		src += 3;
+	lower_copy(dst, len, src);
+	for (i = 0; dst[i]; i++) {
+		if (dst[i] == '_')
+			dst[i] = '-';
+	}
+}
+
+void gg_snoopers__from_json(const cJSON *sn, struct gg_snoopers *ret)
+{
+	const cJSON *e;
+
+	memset(ret, 0, sizeof(*ret));
+	if (!cJSON_IsObject(sn))
+		return;
+	cJSON_ArrayForEach(e, cJSON_GetObjectItemCaseSensitive(sn, "proc_id"))
+	{
+		if (ret->npids < GG_REST_PROC_IDS_MAX && cJSON_IsNumber(e) && e->valuedouble >= 1)
+			ret->pids[ret->npids++] = (uint32_t)e->valuedouble;
+	}
+	cJSON_ArrayForEach(e, cJSON_GetObjectItemCaseSensitive(sn, "proc_name"))
+	{
+		const char *comm = cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(e, "comm"));
+		const char *cl = cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(e, "cmdline"));
+
+		if (ret->nnames >= GG_REST_PROC_NAMES_MAX || !comm || !comm[0])
+			continue;
+		snprintf(ret->names[ret->nnames].comm, sizeof(ret->names[0].comm), "%s", comm);
+		snprintf(ret->names[ret->nnames].cmdline, sizeof(ret->names[0].cmdline), "%s", cl ? cl : "");
+		ret->nnames++;
+	}
+	cJSON_ArrayForEach(e, cJSON_GetObjectItemCaseSensitive(sn, "pod_id"))
+	{
+		const char *s = cJSON_GetStringValue(e);
+
+		if (ret->npods < GG_REST_PODS_MAX && s && s[0])
+			normalize_pod(ret->pods[ret->npods++], sizeof(ret->pods[0]), s);
+	}
+	cJSON_ArrayForEach(e, cJSON_GetObjectItemCaseSensitive(sn, "container_id"))
+	{
+		const char *s = cJSON_GetStringValue(e);
+
+		if (ret->nconts < GG_REST_CONTAINERS_MAX && s && s[0])
+			lower_copy(ret->conts[ret->nconts++], sizeof(ret->conts[0]), s);
+	}
+}
+
+int gg_snoopers__empty(const struct gg_snoopers *s)
+{
+	return !s->npids && !s->nnames && !s->npods && !s->nconts;
+}
+
+int gg_snoopers__needs_scan(const struct gg_snoopers *s)
+{
+	return !gg_snoopers__empty(s);
+}
+
+/* ---- cgroup paths --------------------------------------------------------------------------------- */
+
+int gg_cgroup__container_id(const char *path, char *ret, size_t len)
+{
+	const char *end = path + strlen(path);
+
+	if (len < 65)
+		return -EINVAL;
+	/* From the leaf up (podman nests the payload in libpod-<id>.scope/container): the first
+	 * component holding a word of exactly 64 hex digits (words are split at non-alphanumerics). */
+	while (end > path) {
+		const char *start = end, *c;
+
+		while (start > path && start[-1] != '/')
+			start--;
+		if (end > start && !memmem(start, (size_t)(end - start), "conmon", 6)) {
+			for (c = start; c < end;) {
+				const char *w = c;
+				int hex = 1;
+
+				while (c < end && isalnum((unsigned char)*c)) {
+					hex &= isxdigit((unsigned char)*c) != 0;
+					c++;
+				}
+				if (c - w == 64 && hex) {
+					for (int i = 0; i < 64; i++)
+						ret[i] = (char)tolower((unsigned char)w[i]);
+					ret[64] = '\0';
+					return 0;
+				}
+				while (c < end && !isalnum((unsigned char)*c))
+					c++;
+			}
+		}
+		end = start > path ? start - 1 : path;
+	}
+	return -ENOENT;
+}
+
+int gg_cgroup__pod_uid(const char *path, char *ret, size_t len)
+{
+	const char *c = path;
+
+	if (!strstr(path, "kubepods"))
+		return -ENOENT;
+	while (*c) {
+		const char *comp = c, *p;
+		size_t clen;
+
+		while (*c && *c != '/')
+			c++;
+		clen = (size_t)(c - comp);
+		for (p = comp; p + 3 <= comp + clen; p++) {
+			const char *u, *ue;
+			size_t n;
+
+			if (strncmp(p, "pod", 3) || (p != comp && p[-1] != '-'))
+				continue;
+			u = p + 3;
+			ue = u;
+			while (ue < comp + clen && (isxdigit((unsigned char)*ue) || *ue == '-' || *ue == '_'))
+				ue++;
+			n = (size_t)(ue - u);
+			if (n < 8 || n + 1 > len)
+				continue;
+			if (ue != comp + clen && strncmp(ue, ".slice", 6))
+				continue;
+			for (size_t i = 0; i < n; i++)
+				ret[i] = u[i] == '_' ? '-' : (char)tolower((unsigned char)u[i]);
+			ret[n] = '\0';
+			return 0;
+		}
+		if (*c == '/')
+			c++;
+	}
+	return -ENOENT;
+}
+
+/* ---- scopes --------------------------------------------------------------------------------------- */
+
+void gg_scope__init(struct gg_scope *s)
+{
+	memset(s, 0, sizeof(*s));
+	s->all = 1;
+}
+
+void gg_scope__fini(struct gg_scope *s)
+{
+	free(s->pids);
+	free(s->cgroup_ids);
+	gg_scope__init(s);
+}
+
+void gg_scope__move(struct gg_scope *dst, struct gg_scope *src)
+{
+	gg_scope__fini(dst);
+	*dst = *src;
+	gg_scope__init(src);
+}
+
+int gg_scope__equal(const struct gg_scope *a, const struct gg_scope *b)
+{
+	return a->all == b->all && a->npids == b->npids && a->ncgroups == b->ncgroups && a->truncated == b->truncated &&
+	       (!a->npids || !memcmp(a->pids, b->pids, a->npids * sizeof(*a->pids))) &&
+	       (!a->ncgroups || !memcmp(a->cgroup_ids, b->cgroup_ids, a->ncgroups * sizeof(*a->cgroup_ids)));
+}
+
+cJSON *gg_scope__to_json(const struct gg_scope *s)
+{
+	cJSON *o = cJSON_CreateObject(), *pids, *cgs;
+
+	if (!o)
+		return NULL;
+	cJSON_AddBoolToObject(o, "all", s->all);
+	pids = cJSON_AddArrayToObject(o, "pids");
+	cgs = cJSON_AddArrayToObject(o, "cgroup_ids");
+	for (unsigned int i = 0; i < s->npids; i++)
+		cJSON_AddItemToArray(pids, cJSON_CreateNumber(s->pids[i]));
+	for (unsigned int i = 0; i < s->ncgroups; i++)
+		cJSON_AddItemToArray(cgs, cJSON_CreateNumber((double)s->cgroup_ids[i]));
+	if (s->truncated)
+		cJSON_AddBoolToObject(o, "truncated", 1);
+	return o;
+}
+
+static int add_pid(struct gg_scope *s, uint32_t pid)
+{
+	if (s->npids && s->pids[s->npids - 1] == pid)
+		return 0;
+	if (s->npids >= GG_SCOPE_PIDS_MAX) {
+		s->truncated = 1;
+		return 0;
+	}
+	if (s->npids == s->pids_cap) {
+		unsigned int cap = s->pids_cap ? s->pids_cap * 2 : 16;
+		uint32_t *n = realloc(s->pids, cap * sizeof(*n));
+
+		if (!n)
+			return -ENOMEM;
+		s->pids = n;
+		s->pids_cap = cap;
+	}
+	s->pids[s->npids++] = pid;
+	return 0;
+}
+
+static int add_cgroup(struct gg_scope *s, uint64_t id)
+{
+	for (unsigned int i = 0; i < s->ncgroups; i++) {
+		if (s->cgroup_ids[i] == id)
+			return 0;
+	}
+	if (s->ncgroups >= GG_SCOPE_CGROUPS_MAX) {
+		s->truncated = 1;
+		return 0;
+	}
+	if (s->ncgroups == s->cgroups_cap) {
+		unsigned int cap = s->cgroups_cap ? s->cgroups_cap * 2 : 8;
+		uint64_t *n = realloc(s->cgroup_ids, cap * sizeof(*n));
+
+		if (!n)
+			return -ENOMEM;
+		s->cgroup_ids = n;
+		s->cgroups_cap = cap;
+	}
+	s->cgroup_ids[s->ncgroups++] = id;
+	return 0;
+}
+
+static int cmp_u32(const void *a, const void *b)
+{
+	uint32_t x = *(const uint32_t *)a, y = *(const uint32_t *)b;
+
+	return x < y ? -1 : x > y;
+}
+
+static int cmp_u64(const void *a, const void *b)
+{
+	uint64_t x = *(const uint64_t *)a, y = *(const uint64_t *)b;
+
+	return x < y ? -1 : x > y;
+}
+
+/* ---- the scan ------------------------------------------------------------------------------------- */
+
+static ssize_t read_small(const char *path, char *buf, size_t len)
+{
+	ssize_t n, got = 0;
+	int fd = open(path, O_RDONLY | O_CLOEXEC);
+
+	if (fd < 0)
+		return -errno;
+	while ((size_t)got + 1 < len) {
+		n = read(fd, buf + got, len - 1 - (size_t)got);
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n <= 0)
+			break;
+		got += n;
+	}
+	close(fd);
+	buf[got] = '\0';
+	return got;
+}
+
+/* The cgroup v2 path of a process ("0::/path" line), or the first path of a v1-only system. */
+static int cgroup_path(const char *text, char *ret, size_t len, int *v2)
+{
+	const char *line = text, *first = NULL;
+
+	*v2 = 0;
+	while (*line) {
+		const char *nl = strchr(line, '\n'), *c1 = strchr(line, ':'), *c2;
+		size_t n;
+
+		if (!nl)
+			nl = line + strlen(line);
+		c2 = c1 && c1 < nl ? memchr(c1 + 1, ':', (size_t)(nl - c1 - 1)) : NULL;
+		if (c2) {
+			if (!strncmp(line, "0::", 3)) {
+				n = (size_t)(nl - c2 - 1);
+				if (n + 1 > len)
+					return -ENAMETOOLONG;
+				memcpy(ret, c2 + 1, n);
+				ret[n] = '\0';
+				*v2 = 1;
+				return 0;
+			}
+			if (!first)
+				first = c2 + 1;
+		}
+		line = *nl ? nl + 1 : nl;
+	}
+	if (!first)
+		return -ENOENT;
+	{
+		const char *nl = strchrnul(first, '\n');
+		size_t n = (size_t)(nl - first);
+
+		if (n + 1 > len)
+			return -ENAMETOOLONG;
+		memcpy(ret, first, n);
+		ret[n] = '\0';
+	}
+	return 0;
+}
+
+/* What we learned about one process, read lazily; everything before dir is reset per process. */
+struct proc_info {
+	int comm_read, cmdline_read, cgroup_read;
+	int cg_ok, cg_v2;
+	int cgid_state; /* 0 unknown, 1 known, -1 none */
+	uint64_t cgid;
+	char dir[64];
+	char comm[32];
+	char cont[68], pod[68];
+	char cmdline[CMDLINE_READ_MAX];
+	char cgpath[PATH_MAX];
+};
+
+static const char *proc_comm(struct proc_info *pi, struct gg_scan_stats *st)
+{
+	if (!pi->comm_read) {
+		char path[96];
+		ssize_t n;
+
+		pi->comm_read = 1;
+		snprintf(path, sizeof(path), "%s/comm", pi->dir);
+		n = read_small(path, pi->comm, sizeof(pi->comm));
+		st->files++;
+		if (n < 0)
+			pi->comm[0] = '\0';
+		else if (n > 0 && pi->comm[n - 1] == '\n')
+			pi->comm[n - 1] = '\0';
+	}
+	return pi->comm;
+}
+
+static const char *proc_cmdline(struct proc_info *pi, struct gg_scan_stats *st)
+{
+	if (!pi->cmdline_read) {
+		char path[96];
+		ssize_t n;
+
+		pi->cmdline_read = 1;
+		snprintf(path, sizeof(path), "%s/cmdline", pi->dir);
+		n = read_small(path, pi->cmdline, sizeof(pi->cmdline));
+		st->files++;
+		if (n < 0)
+			n = 0;
+		/* arguments are NUL separated: join them with spaces */
+		for (ssize_t i = 0; i < n; i++) {
+			if (!pi->cmdline[i])
+				pi->cmdline[i] = ' ';
+		}
+		while (n > 0 && pi->cmdline[n - 1] == ' ')
+			n--;
+		pi->cmdline[n] = '\0';
+	}
+	return pi->cmdline;
+}
+
+static void proc_cgroup(struct proc_info *pi, struct gg_scan_stats *st)
+{
+	char path[96], text[CGROUP_FILE_MAX];
+
+	if (pi->cgroup_read)
+		return;
+	pi->cgroup_read = 1;
+	pi->cont[0] = pi->pod[0] = '\0';
+	snprintf(path, sizeof(path), "%s/cgroup", pi->dir);
+	st->files++;
+	if (read_small(path, text, sizeof(text)) <= 0)
+		return;
+	if (cgroup_path(text, pi->cgpath, sizeof(pi->cgpath), &pi->cg_v2))
+		return;
+	pi->cg_ok = 1;
+	if (gg_cgroup__container_id(pi->cgpath, pi->cont, sizeof(pi->cont)))
+		pi->cont[0] = '\0';
+	if (gg_cgroup__pod_uid(pi->cgpath, pi->pod, sizeof(pi->pod)))
+		pi->pod[0] = '\0';
+}
+
+static int proc_cgid(struct proc_info *pi, const char *cgroup_root, uint64_t *ret)
+{
+	if (!pi->cgid_state) {
+		char path[PATH_MAX + 64];
+		struct stat s;
+
+		pi->cgid_state = -1;
+		if (pi->cg_ok && pi->cg_v2) {
+			snprintf(path, sizeof(path), "%s%s", cgroup_root, pi->cgpath);
+			if (stat(path, &s) == 0 && S_ISDIR(s.st_mode)) {
+				pi->cgid = (uint64_t)s.st_ino;
+				pi->cgid_state = 1;
+			}
+		}
+	}
+	*ret = pi->cgid;
+	return pi->cgid_state == 1 ? 0 : -ENOENT;
+}
+
+/* 1 when the container id c (64 hex) is named by want: the full id or a prefix of at least 12. */
+static int cont_match(const char *want, const char *c)
+{
+	size_t n = strlen(want);
+
+	return c[0] && (!strcmp(want, c) || (n >= 12 && !strncmp(want, c, n)));
+}
+
+int gg_cgroup2_mount(char *ret, size_t len)
+{
+	FILE *f = fopen("/proc/self/mountinfo", "re");
+	char line[4096];
+	int err = -ENOENT;
+
+	if (!f)
+		return -errno;
+	/* "id parent maj:min root mountpoint options [optional...] - fstype source superoptions" */
+	while (fgets(line, sizeof(line), f)) {
+		char *sep = strstr(line, " - "), *mp;
+		size_t n;
+
+		if (!sep || strncmp(sep + 3, "cgroup2 ", 8))
+			continue;
+		mp = line;
+		for (int i = 0; i < 4 && mp; i++) {
+			mp = strchr(mp, ' ');
+			if (mp)
+				mp++;
+		}
+		if (!mp)
+			continue;
+		n = strcspn(mp, " ");
+		if (n + 1 > len || memchr(mp, '\\', n)) /* escaped characters: not a path we can use */
+			continue;
+		memcpy(ret, mp, n);
+		ret[n] = '\0';
+		err = 0;
+		break;
+	}
+	fclose(f);
+	return err;
+}
+
+int gg_snoopers__resolve(const struct gg_snoopers *const *sets, unsigned int n, struct gg_scope *scopes,
+			 const struct gg_scan_opts *opts, struct gg_scan_stats *ret_stats)
+{
+	static char cg2[PATH_MAX];
+	const char *proc_root = opts && opts->proc_root ? opts->proc_root : "/proc";
+	const char *cg_root = opts && opts->cgroup_root ? opts->cgroup_root : NULL;
+	struct gg_scope *tmp;
+	struct gg_scan_stats st = {0};
+	struct proc_info *pi = NULL;
+	int need_scan = 0, err = 0;
+	DIR *d = NULL;
+	struct dirent *de;
+
+	if (n > GG_SCAN_SETS_MAX)
+		return -E2BIG;
+	if (!cg_root) {
+		/* the unified hierarchy: /sys/fs/cgroup, or /sys/fs/cgroup/unified on hybrid systems */
+		if (!cg2[0] && gg_cgroup2_mount(cg2, sizeof(cg2)))
+			snprintf(cg2, sizeof(cg2), "/sys/fs/cgroup");
+		cg_root = cg2;
+	}
+	tmp = calloc(n ? n : 1, sizeof(*tmp));
+	pi = malloc(sizeof(*pi));
+	if (!tmp || !pi) {
+		free(tmp);
+		free(pi);
+		return -ENOMEM;
+	}
+	for (unsigned int i = 0; i < n; i++) {
+		gg_scope__init(&tmp[i]);
+		tmp[i].all = gg_snoopers__empty(sets[i]);
+		need_scan |= !tmp[i].all;
+	}
+	if (need_scan) {
+		d = opendir(proc_root);
+		if (!d) {
+			err = -errno;
+			goto out;
+		}
+	}
+	while (d && (de = readdir(d))) {
+		char *end;
+		unsigned long pid = strtoul(de->d_name, &end, 10);
+
+		if (!isdigit((unsigned char)de->d_name[0]) || *end || pid == 0 || pid > UINT32_MAX)
+			continue;
+		if (st.procs >= GG_SCAN_PROCS_MAX) {
+			st.truncated = 1;
+			break;
+		}
+		st.procs++;
+		memset(pi, 0, offsetof(struct proc_info, dir));
+		snprintf(pi->dir, sizeof(pi->dir), "%s/%lu", proc_root, pid);
+		for (unsigned int i = 0; i < n && !err; i++) {
+			const struct gg_snoopers *s = sets[i];
+			int hit = 0, by_cgroup = 0;
+
+			if (tmp[i].all)
+				continue;
+			for (unsigned int k = 0; k < s->npids && !hit; k++)
+				hit = s->pids[k] == pid;
+			for (unsigned int k = 0; k < s->nnames && !hit; k++) {
+				if (strcmp(proc_comm(pi, &st), s->names[k].comm))
+					continue;
+				hit = !s->names[k].cmdline[0] || strstr(proc_cmdline(pi, &st), s->names[k].cmdline);
+			}
+			if (s->nconts || s->npods) {
+				proc_cgroup(pi, &st);
+				for (unsigned int k = 0; k < s->nconts && !by_cgroup; k++)
+					by_cgroup = cont_match(s->conts[k], pi->cont);
+				for (unsigned int k = 0; k < s->npods && !by_cgroup; k++)
+					by_cgroup = pi->pod[0] && !strcmp(s->pods[k], pi->pod);
+			}
+			if (hit || by_cgroup)
+				err = add_pid(&tmp[i], (uint32_t)pid);
+			if (by_cgroup && !err) {
+				uint64_t id;
+
+				if (proc_cgid(pi, cg_root, &id) == 0)
+					err = add_cgroup(&tmp[i], id);
+			}
+		}
+		if (err)
+			goto out;
+	}
+	for (unsigned int i = 0; i < n; i++) {
+		if (tmp[i].npids)
+			qsort(tmp[i].pids, tmp[i].npids, sizeof(*tmp[i].pids), cmp_u32);
+		if (tmp[i].ncgroups)
+			qsort(tmp[i].cgroup_ids, tmp[i].ncgroups, sizeof(*tmp[i].cgroup_ids), cmp_u64);
+		gg_scope__move(&scopes[i], &tmp[i]);
+	}
+	if (ret_stats)
+		*ret_stats = st;
+out:
+	if (d)
+		closedir(d);
+	for (unsigned int i = 0; i < n; i++)
+		gg_scope__fini(&tmp[i]);
+	free(tmp);
+	free(pi);
+	return err;
+}

@@ -1,0 +1,86 @@
+/* snoopers.h - monitoring targets (process ids, process names, container ids, pod ids) resolved to
+ * the process ids and cgroup v2 ids a probe filters on, by one bounded scan of /proc. */
+#ifndef GG_SNOOPERS_H
+#define GG_SNOOPERS_H
+
+#include <stdint.h>
+
+#include <cjson/cJSON.h>
+
+#include "gg_common.h" /* the probes' scope map sizes */
+#include "probe_names.h"
+
+/* Resolved per probe, as many as the probes' BPF scope maps hold; more are dropped and flagged. */
+#define GG_SCOPE_PIDS_MAX    ((unsigned int)GG_SCOPE_TGID_MAX)
+#define GG_SCOPE_CGROUPS_MAX ((unsigned int)GG_SCOPE_CGRP_MAX)
+#define GG_SCAN_PROCS_MAX    65536u /* /proc entries looked at per scan */
+#define GG_SCAN_SETS_MAX     64u    /* snooper sets resolved by one scan */
+
+/* One probe's targets, from the normalized REST "snoopers" object. */
+struct gg_snoopers {
+	unsigned int npids;
+	uint32_t pids[GG_REST_PROC_IDS_MAX];
+	unsigned int nnames;
+	struct {
+		char comm[GG_REST_COMM_MAX + 1];
+		char cmdline[GG_REST_CMDLINE_MAX + 1]; /* substring of the command line; "" = any */
+	} names[GG_REST_PROC_NAMES_MAX];
+	unsigned int npods;
+	char pods[GG_REST_PODS_MAX][68]; /* lower case, '-' separated, without a "pod" prefix */
+	unsigned int nconts;
+	char conts[GG_REST_CONTAINERS_MAX][68]; /* lower case */
+};
+
+/* What a probe is told to monitor. */
+struct gg_scope {
+	int all; /* no targets given: no filter */
+	unsigned int npids;
+	uint32_t *pids; /* sorted */
+	unsigned int ncgroups;
+	uint64_t *cgroup_ids; /* sorted; cgroup v2 ids (inode numbers of the cgroup directories) */
+	int truncated;	      /* more matched than GG_SCOPE_*_MAX */
+	unsigned int pids_cap, cgroups_cap;
+};
+
+struct gg_scan_opts {
+	const char *proc_root;	 /* NULL: "/proc" */
+	const char *cgroup_root; /* NULL: where cgroup2 is mounted (gg_cgroup2_mount) */
+};
+
+/* The mount point of the cgroup v2 (unified) hierarchy: /sys/fs/cgroup, or /sys/fs/cgroup/unified on
+ * hybrid systems; cgroup ids are the inode numbers of its directories. 0 or negative errno. */
+int gg_cgroup2_mount(char *ret, size_t len);
+
+struct gg_scan_stats {
+	unsigned int procs; /* processes looked at */
+	unsigned int files; /* files read */
+	int truncated;	    /* stopped at GG_SCAN_PROCS_MAX */
+};
+
+/* From a normalized "snoopers" object (see gg_rest_conf__check); NULL gives no targets. */
+void gg_snoopers__from_json(const cJSON *snoopers, struct gg_snoopers *ret);
+int gg_snoopers__empty(const struct gg_snoopers *s);
+int gg_snoopers__needs_scan(const struct gg_snoopers *s);
+
+/* The container id (64 hex digits, lower case) a cgroup path names: docker (docker-<id>.scope,
+ * /docker/<id>), containerd (cri-containerd-<id>.scope, /kubepods/.../<id>), CRI-O (crio-<id>.scope),
+ * podman (libpod-<id>.scope[/container]); conmon cgroups name none. 0, or -ENOENT. */
+int gg_cgroup__container_id(const char *path, char *ret, size_t len);
+/* The pod UID a kubepods cgroup path names (pod<uid> or kubepods-<qos>-pod<uid_with_underscores>.slice),
+ * lower case with '-' separators. 0, or -ENOENT. */
+int gg_cgroup__pod_uid(const char *path, char *ret, size_t len);
+
+/* Resolve n (<= GG_SCAN_SETS_MAX) target sets in one scan: scopes[i] (initialized with
+ * gg_scope__init) receives sets[i]'s. 0 or negative errno (the scopes are then left as they were). */
+int gg_snoopers__resolve(const struct gg_snoopers *const *sets, unsigned int n, struct gg_scope *scopes,
+			 const struct gg_scan_opts *opts, struct gg_scan_stats *ret_stats);
+
+void gg_scope__init(struct gg_scope *s);
+void gg_scope__fini(struct gg_scope *s);
+int gg_scope__equal(const struct gg_scope *a, const struct gg_scope *b);
+/* Move src into dst (dst's old content is freed). */
+void gg_scope__move(struct gg_scope *dst, struct gg_scope *src);
+/* {"all": bool, "pids": [...], "cgroup_ids": [...], "truncated": bool} */
+cJSON *gg_scope__to_json(const struct gg_scope *s);
+
+#endif

@@ -1,0 +1,305 @@
+/* test_sup_profile_query.c - the flame graph query API over a hand-written profile store: tree shape,
+ * values, [p]/[t] layers, time and process filters, ids, truncation, request parsing. */
+#include <errno.h>
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <cjson/cJSON.h>
+#include <cmocka.h>
+
+#include "../../supervisor/profile_query.h"
+
+static char g_dir[256];
+
+static void write_file(const char *rel, const char *text)
+{
+	char path[512];
+	FILE *f;
+
+	snprintf(path, sizeof(path), "%s/%s", g_dir, rel);
+	f = fopen(path, "w");
+	assert_non_null(f);
+	fputs(text, f);
+	fclose(f);
+}
+
+/* Two on-cpu files (t = 1000..1010 s and 1010..1020 s), one off-cpu file. */
+static int setup(void **state)
+{
+	char path[512];
+
+	(void)state;
+	snprintf(g_dir, sizeof(g_dir), "/tmp/pq-test-XXXXXX");
+	assert_non_null(mkdtemp(g_dir));
+	snprintf(path, sizeof(path), "%s/on-cpu", g_dir);
+	assert_int_equal(mkdir(path, 0755), 0);
+	snprintf(path, sizeof(path), "%s/off-cpu", g_dir);
+	assert_int_equal(mkdir(path, 0755), 0);
+	write_file(
+		"on-cpu/0000001000000-0000001010000.prof",
+		"# gala-gopher-profile v1 event=on-cpu unit=samples period_us=10000 from_ms=1000000 until_ms=1010000\n"
+		"100\t100\tapp\tapp\t\tmain;[l] libc_fn;hot\t7\n"
+		"100\t101\tapp\tworker\t\tstart;cold\t3\n"
+		"200\t200\tother\tother\t\tmain;[k] do_syscall_64\t5\n"
+		"garbage line\n");
+	write_file(
+		"on-cpu/0000001010000-0000001020000.prof",
+		"# gala-gopher-profile v1 event=on-cpu unit=samples period_us=20000 from_ms=1010000 until_ms=1020000\n"
+		"100\t100\tapp\tapp\t\tmain;[l] libc_fn;hot\t1\n");
+	write_file("off-cpu/0000001000000-0000001010000.prof",
+		   "# gala-gopher-profile v1 event=off-cpu unit=us period_us=0 from_ms=1000000 until_ms=1010000\n"
+		   "100\t102\tapp\tsleeper\t\tsleeper_thread;[k] schedule\t4000000\n");
+	return 0;
+}
+
+static int teardown(void **state)
+{
+	char cmd[512];
+
+	(void)state;
+	snprintf(cmd, sizeof(cmd), "rm -rf %s", g_dir);
+	assert_int_equal(system(cmd), 0);
+	return 0;
+}
+
+static cJSON *query(const char *app, int event, int64_t from, int64_t until, unsigned int max_nodes)
+{
+	struct pq_request r = {.event = event, .time_start = from, .time_end = until, .max_nodes = max_nodes};
+	char *json = NULL;
+	size_t len = 0;
+	cJSON *o;
+
+	snprintf(r.app, sizeof(r.app), "%s", app);
+	assert_int_equal(profile_query__run(g_dir, &r, &json, &len), 0);
+	assert_int_equal(strlen(json), len);
+	o = cJSON_Parse(json);
+	free(json);
+	assert_non_null(o);
+	assert_string_equal(cJSON_GetStringValue(cJSON_GetObjectItem(o, "OPT_STATUS")), "SUCCESS");
+	return o;
+}
+
+/* The node named name whose parent has id parent_id (NULL: any). */
+static const cJSON *node(const cJSON *o, const char *name, const char *parent_id)
+{
+	const cJSON *it;
+
+	cJSON_ArrayForEach(it, cJSON_GetObjectItem(o, "result"))
+	{
+		if (!strcmp(cJSON_GetStringValue(cJSON_GetObjectItem(it, "profile_location_str")), name) &&
+		    (!parent_id || !strcmp(cJSON_GetStringValue(cJSON_GetObjectItem(it, "parent_node_id")), parent_id)))
+			return it;
+	}
+	return NULL;
+}
+
+static double num(const cJSON *n, const char *f)
+{
+	assert_non_null(n);
+	return cJSON_GetNumberValue(cJSON_GetObjectItem(n, f));
+}
+
+static const char *id(const cJSON *n)
+{
+	assert_non_null(n);
+	return cJSON_GetStringValue(cJSON_GetObjectItem(n, "node_id"));
+}
+
+/* Every node's parent exists, ids are unique, and total = self + sum of the children's totals. */
+static void check_tree(const cJSON *o)
+{
+	const cJSON *arr = cJSON_GetObjectItem(o, "result"), *a, *b;
+	int roots = 0;
+
+	cJSON_ArrayForEach(a, arr)
+	{
+		const char *pid = cJSON_GetStringValue(cJSON_GetObjectItem(a, "parent_node_id"));
+		double sum = num(a, "self_value");
+		int parent_found = !strcmp(pid, "-1");
+
+		roots += !strcmp(pid, "-1");
+		cJSON_ArrayForEach(b, arr)
+		{
+			if (a != b)
+				assert_string_not_equal(id(a), id(b));
+			if (!strcmp(id(b), pid) && a != b)
+				parent_found = 1;
+			if (a != b && !strcmp(cJSON_GetStringValue(cJSON_GetObjectItem(b, "parent_node_id")), id(a)))
+				sum += num(b, "total_value");
+		}
+		assert_true(parent_found);
+		assert_true(sum == num(a, "total_value"));
+	}
+	assert_int_equal(roots, 1);
+}
+
+static void test_process_tree(void **state)
+{
+	cJSON *o = query("app", 0, 1000, 1019, 0);
+	const cJSON *root, *t_app, *t_worker, *main_, *lib, *hot;
+
+	(void)state;
+	check_tree(o);
+	root = node(o, "app", "-1");
+	assert_string_equal(id(root), "");
+	/* 7 samples at 10 ms + 3 at 10 ms + 1 at 20 ms, in microseconds; "other" is not there */
+	assert_true(num(root, "total_value") == 7 * 10000 + 3 * 10000 + 1 * 20000);
+	assert_null(node(o, "[t] other", NULL));
+	t_app = node(o, "[t] app", "");
+	t_worker = node(o, "[t] worker", "");
+	assert_true(num(t_app, "total_value") == 90000);
+	assert_true(num(t_worker, "total_value") == 30000);
+	main_ = node(o, "main", id(t_app));
+	lib = node(o, "[l] libc_fn", id(main_));
+	hot = node(o, "hot", id(lib));
+	assert_true(num(hot, "self_value") == 90000);
+	assert_true(num(main_, "self_value") == 0);
+	cJSON_Delete(o);
+}
+
+static void test_total_layers(void **state)
+{
+	cJSON *o = query("Total", 0, 1000, 1009, 0);
+	const cJSON *root, *p_app, *p_other;
+
+	(void)state;
+	check_tree(o);
+	root = node(o, "Total", "-1");
+	assert_true(num(root, "total_value") == (7 + 3 + 5) * 10000); /* only the first file */
+	p_app = node(o, "[p] app", "");
+	p_other = node(o, "[p] other", "");
+	assert_true(num(p_app, "total_value") == 100000);
+	assert_true(num(p_other, "total_value") == 50000);
+	assert_true(num(node(o, "[t] worker", id(p_app)), "self_value") == 30000);
+	/* three layers only */
+	assert_null(node(o, "main", NULL));
+	cJSON_Delete(o);
+}
+
+static void test_pid_and_event(void **state)
+{
+	cJSON *o = query("200", 0, 0, 5000, 0);
+	cJSON *off;
+
+	(void)state;
+	check_tree(o);
+	assert_true(num(node(o, "200", "-1"), "total_value") == 50000);
+	assert_non_null(node(o, "[k] do_syscall_64", NULL));
+	cJSON_Delete(o);
+	off = query("app", 1, 0, 5000, 0);
+	check_tree(off);
+	assert_true(num(node(off, "app", "-1"), "total_value") == 4000000); /* microseconds as stored */
+	assert_true(num(node(off, "[k] schedule", NULL), "self_value") == 4000000);
+	cJSON_Delete(off);
+	/* nothing in range: just the root */
+	o = query("app", 2, 0, 5000, 0);
+	assert_int_equal(cJSON_GetArraySize(cJSON_GetObjectItem(o, "result")), 1);
+	cJSON_Delete(o);
+}
+
+static void test_ids_stable(void **state)
+{
+	cJSON *a = query("app", 0, 1000, 1019, 0), *b = query("app", 0, 1000, 1009, 0);
+
+	(void)state;
+	assert_string_equal(id(node(a, "hot", NULL)), id(node(b, "hot", NULL)));
+	assert_int_equal(strlen(id(node(a, "hot", NULL))), 36);
+	cJSON_Delete(a);
+	cJSON_Delete(b);
+}
+
+static void test_truncation(void **state)
+{
+	cJSON *o = query("app", 0, 1000, 1019, 3);
+	const cJSON *t_app;
+
+	(void)state;
+	check_tree(o);
+	assert_int_equal(cJSON_GetArraySize(cJSON_GetObjectItem(o, "result")), 3);
+	assert_non_null(strstr(cJSON_GetStringValue(cJSON_GetObjectItem(o, "DESCRIPTION")), "truncated"));
+	/* nothing is lost: the deeper frames count as their deepest kept ancestor's own value */
+	assert_true(num(node(o, "app", "-1"), "total_value") == 120000);
+	t_app = node(o, "[t] app", "");
+	assert_true(num(t_app, "total_value") == 90000);
+	cJSON_Delete(o);
+}
+
+static void test_parse_args(void **state)
+{
+	const char *n1[] = {"app", "event", "time_start", "time_end"}, *v1[] = {"Total", "off-cpu", "10", "20"};
+	const char *n2[] = {"app"}, *v2[] = {"x"};
+	const char *n3[] = {"app", "event"}, *v3[] = {"x", "gpu"};
+	const char *n4[] = {"app", "event", "time_start", "time_end"}, *v4[] = {"x", "mem", "30", "20"};
+	struct pq_request r;
+	char err[160];
+
+	(void)state;
+	assert_int_equal(profile_query__parse_args(4, n1, v1, 100, &r, err, sizeof(err)), 0);
+	assert_string_equal(r.app, "Total");
+	assert_int_equal(r.event, 1);
+	assert_int_equal(r.time_start, 10);
+	assert_int_equal(r.time_end, 20);
+	assert_int_equal(profile_query__parse_args(1, n2, v2, 100, &r, err, sizeof(err)), -EINVAL);
+	assert_non_null(strstr(err, "event"));
+	assert_int_equal(profile_query__parse_args(2, n3, v3, 100, &r, err, sizeof(err)), -EINVAL);
+	assert_int_equal(profile_query__parse_args(4, n4, v4, 100, &r, err, sizeof(err)), -EINVAL);
+}
+
+static void test_parse_json_and_handle(void **state)
+{
+	const char *body = "{\"app_service\": \"app\", \"profile_language_type\": \"eBPF\", \"profile_event_type\": "
+			   "\"on-cpu\", \"tag_filter\": \"\", \"time_start\": 1000, \"time_end\": 1019}";
+	struct pq_request r;
+	char err[160], *out = NULL;
+	unsigned int status = 0;
+	size_t len = 0;
+	cJSON *o;
+
+	(void)state;
+	assert_int_equal(profile_query__parse_json(body, strlen(body), 5000, &r, err, sizeof(err)), 0);
+	assert_string_equal(r.app, "app");
+	assert_int_equal(r.event, 0);
+	assert_int_equal(profile_query__parse_json("[1]", 3, 5000, &r, err, sizeof(err)), -EINVAL);
+	profile_query__handle(g_dir, "POST", body, strlen(body), 0, NULL, NULL, 5000, &status, &out, &len);
+	assert_int_equal(status, 200);
+	o = cJSON_Parse(out);
+	assert_true(num(node(o, "app", "-1"), "total_value") == 120000);
+	cJSON_Delete(o);
+	free(out);
+	profile_query__handle(g_dir, "DELETE", NULL, 0, 0, NULL, NULL, 5000, &status, &out, &len);
+	assert_int_equal(status, 405);
+	free(out);
+	profile_query__handle(g_dir, "POST", "{", 1, 0, NULL, NULL, 5000, &status, &out, &len);
+	assert_int_equal(status, 400);
+	o = cJSON_Parse(out);
+	assert_string_equal(cJSON_GetStringValue(cJSON_GetObjectItem(o, "OPT_STATUS")), "FAIL");
+	cJSON_Delete(o);
+	free(out);
+	/* a store that does not exist yet: an empty graph, not an error */
+	profile_query__handle("/nonexistent/store", "POST", body, strlen(body), 0, NULL, NULL, 5000, &status, &out,
+			      &len);
+	assert_int_equal(status, 200);
+	free(out);
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(test_process_tree),
+		cmocka_unit_test(test_total_layers),
+		cmocka_unit_test(test_pid_and_event),
+		cmocka_unit_test(test_ids_stable),
+		cmocka_unit_test(test_truncation),
+		cmocka_unit_test(test_parse_args),
+		cmocka_unit_test(test_parse_json_and_handle),
+	};
+
+	return cmocka_run_group_tests(tests, setup, teardown);
+}

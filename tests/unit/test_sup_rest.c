@@ -1,0 +1,725 @@
+/* test_sup_rest.c - unit tests of the REST API's pure parts: body decoding, validation of every
+ * field (all or nothing, messages naming the field and range), path confinement, cgroup path
+ * layouts, snooper resolution on a fake /proc tree, atomic persistence. */
+#include <errno.h>
+#include <fcntl.h>
+#include <limits.h>
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <cmocka.h>
+
+#include "../../supervisor/persist.h"
+#include "../../supervisor/probe_names.h"
+#include "../../supervisor/snoopers.h"
+
+static char tmpdir[64];
+
+static void write_file(const char *path, const char *text, size_t len)
+{
+	int fd = open(path, O_WRONLY | O_CREAT | O_TRUNC, 0644);
+
+	assert_true(fd >= 0);
+	assert_int_equal(write(fd, text, len), (ssize_t)len);
+	close(fd);
+}
+
+static void mkdirs(const char *path)
+{
+	char buf[PATH_MAX];
+
+	snprintf(buf, sizeof(buf), "%s", path);
+	for (char *p = buf + 1; *p; p++) {
+		if (*p == '/') {
+			*p = 0;
+			mkdir(buf, 0755);
+			*p = '/';
+		}
+	}
+	mkdir(buf, 0755);
+}
+
+/* ---- body decoding --------------------------------------------------------------------------------- */
+
+static int decode(const char *body, const char *ctype, char **json, char *err)
+{
+	return gg_rest_body__decode(body, strlen(body), ctype, json, err, 256);
+}
+
+static void test_body_forms(void **state)
+{
+	char err[256], *json = NULL;
+
+	(void)state;
+	/* curl --data-urlencode json='{...}' */
+	assert_int_equal(
+		decode("json=%7B%22state%22%3A%20%22running%22%7D", "application/x-www-form-urlencoded", &json, err),
+		0);
+	assert_string_equal(json, "{\"state\": \"running\"}");
+	free(json);
+	/* '+' is a space in the encoded form */
+	assert_int_equal(decode("json=%7B%22a%22:+1%7D", NULL, &json, err), 0);
+	assert_string_equal(json, "{\"a\": 1}");
+	free(json);
+	/* curl -d json='{...}': raw, with '&', '+' and '%' kept as typed */
+	assert_int_equal(decode("json={ \"cmd\": {\"probe\": [\"a&b+c%41\"] } }", "application/x-www-form-urlencoded",
+				&json, err),
+			 0);
+	assert_string_equal(json, "{ \"cmd\": {\"probe\": [\"a&b+c%41\"] } }");
+	free(json);
+	/* multi-line raw JSON after json= */
+	assert_int_equal(decode("json=\n{\n\"state\": \"stopped\"\n}", NULL, &json, err), 0);
+	assert_string_equal(json, "\n{\n\"state\": \"stopped\"\n}");
+	free(json);
+	/* a raw JSON body, with or without the content type */
+	assert_int_equal(decode("  {\"state\":\"running\"}", "application/json", &json, err), 0);
+	assert_string_equal(json, "{\"state\":\"running\"}");
+	free(json);
+	assert_int_equal(decode("{\"x\":1}", NULL, &json, err), 0);
+	free(json);
+	/* json= as a later field */
+	assert_int_equal(decode("a=1&json=%7B%7D", NULL, &json, err), 0);
+	assert_string_equal(json, "{}");
+	free(json);
+}
+
+static void test_body_errors(void **state)
+{
+	char err[256], *json = NULL, big[8000];
+
+	(void)state;
+	assert_int_equal(decode("", NULL, &json, err), 400);
+	assert_non_null(strstr(err, "empty"));
+	assert_int_equal(decode("state=running", NULL, &json, err), 400);
+	assert_non_null(strstr(err, "json="));
+	assert_int_equal(decode("json=%7", NULL, &json, err), 400);
+	assert_non_null(strstr(err, "URL encoding"));
+	assert_int_equal(decode("json=%zz", NULL, &json, err), 400);
+	assert_int_equal(decode("json=%00", NULL, &json, err), 400);
+	assert_int_equal(gg_rest_body__decode("json={\0}", 8, NULL, &json, err, sizeof(err)), 400);
+	/* 2048 characters of JSON pass, 2049 are refused with 413, in either encoding */
+	memset(big, ' ', sizeof(big));
+	memcpy(big, "json={", 6);
+	big[5 + 2047] = '}';
+	big[5 + 2048] = 0;
+	assert_int_equal(decode(big, NULL, &json, err), 0);
+	assert_int_equal(strlen(json), 2048);
+	free(json);
+	big[5 + 2048] = '}';
+	big[5 + 2049] = 0;
+	assert_int_equal(decode(big, NULL, &json, err), 413);
+	assert_non_null(strstr(err, "2049 characters (at most 2048)"));
+	{
+		/* URL-encoded: 700 x "%20" is 2100 bytes of body but only 700 characters of JSON */
+		char enc[3000];
+		size_t n = (size_t)sprintf(enc, "json=%%7B");
+
+		for (int i = 0; i < 700; i++)
+			n += (size_t)sprintf(enc + n, "%%20");
+		sprintf(enc + n, "%%7D");
+		assert_int_equal(decode(enc, NULL, &json, err), 0);
+		assert_int_equal(strlen(json), 702);
+		free(json);
+	}
+}
+
+/* ---- validation ------------------------------------------------------------------------------------ */
+
+static struct gg_rest_check_ctx ctx;
+static char out_base[128], elf_dir[128];
+
+static int check(const char *probe, const char *json, char *err, cJSON **ret)
+{
+	const struct gg_probe_def *def = gg_probe_defs__find(probe);
+	cJSON *out = NULL;
+	char bin[256];
+	int st;
+
+	assert_non_null(def);
+	/* the registered binary: the table's name under /opt/gg/probes */
+	snprintf(bin, sizeof(bin), "/opt/gg/probes/%s", def->bin);
+	ctx.registered_bin = bin;
+	st = gg_rest_conf__check(def, &ctx, json, &out, err, 512);
+	if (ret)
+		*ret = out;
+	else
+		cJSON_Delete(out);
+	if (st)
+		assert_null(out);
+	return st;
+}
+
+static void expect(const char *probe, const char *json, int status, const char *msg_part)
+{
+	char err[512] = "";
+	int st = check(probe, json, err, NULL);
+
+	if (st != status || (msg_part && !strstr(err, msg_part)))
+		fail_msg("%s %s: got %d \"%s\", want %d \"%s\"", probe, json, st, err, status,
+			 msg_part ? msg_part : "");
+}
+
+static void test_table(void **state)
+{
+	static const char *const names[][2] = {
+		{"baseinfo", "system_infos"},
+		{"tcp", "tcpprobe"},
+		{"socket", "endpoint"},
+		{"io", "ioprobe"},
+		{"proc", "taskprobe"},
+		{"flamegraph", "stackprobe"},
+		{"l7", "l7probe"},
+		{"tprofiling", "tprofiling"},
+		{"sli", "sliprobe"},
+	};
+	const char *more[] = {"jvm",	 "ksli", "postgre_sli", "opengauss_sli", "nginx",
+			      "haproxy", "lvs",	 "kafka",	"dnsmasq",	 "virt"};
+
+	(void)state;
+	for (size_t i = 0; i < sizeof(names) / sizeof(names[0]); i++) {
+		const struct gg_probe_def *d = gg_probe_defs__find(names[i][0]);
+
+		assert_non_null(d);
+		assert_string_equal(d->bin, names[i][1]);
+		assert_ptr_equal(gg_probe_defs__find_bin(names[i][1]), d);
+	}
+	for (size_t i = 0; i < sizeof(more) / sizeof(more[0]); i++)
+		assert_non_null(gg_probe_defs__find(more[i]));
+	assert_int_equal(gg_probe_defs__count(), 19);
+	assert_null(gg_probe_defs__find("nope"));
+	/* per-probe variants: baseinfo's period follows system_infos (-t 1..600, default 5) */
+	assert_int_equal(gg_param_spec__find(gg_probe_defs__find("baseinfo"), "report_period")->min, 1);
+	assert_int_equal(gg_param_spec__find(gg_probe_defs__find("tcp"), "report_period")->min, 5);
+	assert_int_equal(gg_param_spec__find(gg_probe_defs__find("tcp"), "report_period")->def, 60);
+	assert_null(gg_param_spec__find(gg_probe_defs__find("baseinfo"), "svg_dir"));
+}
+
+static void test_valid_seed_examples(void **state)
+{
+	char err[512];
+	cJSON *out = NULL;
+	char *txt;
+
+	(void)state;
+	/* seed 000: the flamegraph examples (cmd.bin names the stock install path) */
+	assert_int_equal(
+		check("flamegraph",
+		      "{\"cmd\":{\"bin\":\"/opt/gala-gopher/extend_probes/stackprobe\",\"check_cmd\":\"\","
+		      "\"probe\":[\"oncpu\",\"offcpu\"]},\"snoopers\":{\"proc_id\":[101,102],\"proc_name\":["
+		      "{\"comm\":\"app1\",\"cmdline\":\"\",\"debugging_dir\":\"\"},{\"comm\":\"app2\",\"cmdline\":\"\","
+		      "\"debugging_dir\":\"\"}],\"pod_id\":[\"pod1\",\"pod2\"],\"container_id\":[\"container1\","
+		      "\"container2\"]}}",
+		      err, &out),
+		0);
+	txt = cJSON_PrintUnformatted(out);
+	assert_non_null(strstr(txt, "\"bin\":\"/opt/gg/probes/stackprobe\""));
+	assert_non_null(strstr(txt, "\"probe\":[\"oncpu\",\"offcpu\"]"));
+	free(txt);
+	cJSON_Delete(out);
+	assert_int_equal(check("flamegraph",
+			       "{\n\"params\": {\n\"report_period\": 180,\n\"sample_period\": 180,\n\"metrics_type\": "
+			       "[\n\"raw\",\n\"telemetry\"\n]\n}\n}",
+			       err, NULL),
+			 400); /* sample_period is io/tcp only (seed's own table) */
+	assert_non_null(strstr(err, "params.sample_period: not a parameter of probe flamegraph"));
+	assert_int_equal(check("tcp",
+			       "{\n\"params\": {\n\"report_period\": 180,\n\"sample_period\": 180,\n\"metrics_type\": "
+			       "[\n\"raw\",\n\"telemetry\"\n]\n}\n}",
+			       err, NULL),
+			 0);
+	expect("tcp", "{\"params\": {\"sample_period\": 99}}", 400,
+	       "params.sample_period: 99 is out of range; must be an integer in [100, 10000] ms (default 5000)");
+	expect("flamegraph", "{\n\"state\": \"running\" // optional: running, stopped\n}", 0, NULL);
+	expect("flamegraph",
+	       "{ \"cmd\": { \"check_cmd\": \"\", \"probe\": [\"oncpu\", \"offcpu\", \"mem\"] }, \"snoopers\": { "
+	       "\"proc_name\": "
+	       "[{ \"comm\": \"cadvisor\", \"cmdline\": \"\", \"debugging_dir\": \"\" }, { \"comm\": \"java\", "
+	       "\"cmdline\": \"\", "
+	       "\"debugging_dir\": \"\" }] }, \"params\": { \"perf_sample_period\": 100, \"svg_period\": 300, "
+	       "\"svg_dir\": "
+	       "\"/var/log/gala-gopher/stacktrace\", \"flame_dir\": \"/var/log/gala-gopher/flamegraph\", "
+	       "\"pyroscope_server\": "
+	       "\"localhost:4040\", \"multi_instance\": 1, \"native_stack\": 0 }, \"state\": \"running\"}",
+	       403, "params.svg_dir: \"/var/log/gala-gopher/stacktrace\" is outside"); /* base is a temp dir here */
+	expect("tprofiling",
+	       "{\"cmd\": {\"probe\": [\"oncpu\", \"syscall_file\", \"syscall_net\", \"syscall_sched\", "
+	       "\"syscall_lock\"]}, "
+	       "\"snoopers\": {\"proc_name\": [{\"comm\": \"java\"}]}, \"state\": \"running\"}",
+	       0, NULL);
+	expect("tprofiling", "{\"state\": \"stopped\"}", 0, NULL);
+	/* the sli example in the seed is not valid JSON */
+	expect("sli",
+	       "{\"params\":{\"report_period\":15}, \"snoopers\":{\"container_id\":[{\"container_id\": "
+	       "\"abcd12345678\","
+	       "\"abcd87654321\"}]}, \"state\":\"running\"}",
+	       400, "invalid JSON");
+	/* its intended form is accepted, in either list style */
+	assert_int_equal(check("sli",
+			       "{\"params\":{\"report_period\":15}, \"snoopers\":{\"container_id\":[{\"container_id\": "
+			       "\"abcd12345678\"}, \"abcd87654321\"]}, \"state\":\"running\"}",
+			       err, &out),
+			 0);
+	txt = cJSON_PrintUnformatted(out);
+	assert_string_equal(txt, "{\"snoopers\":{\"container_id\":[\"abcd12345678\",\"abcd87654321\"]},\"params\":"
+				 "{\"report_period\":15},\"state\":\"running\"}");
+	free(txt);
+	cJSON_Delete(out);
+}
+
+static void test_errors_name_field_and_range(void **state)
+{
+	(void)state;
+	expect("baseinfo", "{\"params\":{\"report_period\":0}}", 400,
+	       "params.report_period: 0 is out of range; must be an integer in [1, 600] s (default 5)");
+	expect("tcp", "{\"params\":{\"report_period\":601}}", 400, "[5, 600]");
+	expect("tcp", "{\"params\":{\"report_period\":5.5}}", 400, "params.report_period: not an integer");
+	expect("tcp", "{\"params\":{\"report_period\":\"60\"}}", 400, "params.report_period: not an integer");
+	expect("tcp", "{\"params\":{\"latency_thr\":5}}", 400,
+	       "params.latency_thr: 5 is out of range; must be 0 (off) or an integer in [10, 100000] ms");
+	expect("tcp", "{\"params\":{\"latency_thr\":0}}", 0, NULL);
+	expect("tcp", "{\"params\":{\"report_source_port\":2}}", 400, "params.report_source_port: must be 0 or 1");
+	expect("tcp", "{\"params\":{\"report_source_port\":true}}", 0, NULL);
+	expect("tcp", "{\"params\":{\"res_lower_thr\":\"20%\",\"res_upper_thr\":101}}", 400,
+	       "params.res_upper_thr: 101 is out of range");
+	expect("tcp", "{\"params\":{\"res_lower_thr\":\"20%\"}}", 0, NULL);
+	expect("tcp", "{\"params\":{\"env\":\"cloud\"}}", 400, "params.env: must be one of node, container, kubenet");
+	expect("tcp", "{\"params\":{\"metrics_type\":[\"raw\",\"x\"]}}", 400,
+	       "params.metrics_type[1]: must be one of raw, telemetry");
+	expect("l7", "{\"params\":{\"l7_protocol\":[\"http\",\"pgsql\"],\"support_ssl\":1}}", 0, NULL);
+	expect("l7", "{\"params\":{\"l7_protocol\":[\"gopher\"]}}", 400,
+	       "http, pgsql, mysql, redis, kafka, mongo, rocketmq, dns");
+	expect("flamegraph", "{\"params\":{\"svg_period\":29}}", 400, "[30, 600] s (default 180)");
+	expect("flamegraph", "{\"params\":{\"perf_sample_period\":1001}}", 400, "[10, 1000] ms (default 10)");
+	expect("flamegraph", "{\"params\":{\"pyroscope_server\":\"localhost\"}}", 400,
+	       "params.pyroscope_server: must be \"host:port\"");
+	expect("flamegraph", "{\"params\":{\"pyroscope_server\":\"h:70000\"}}", 400, "port must be in [1, 65535]");
+	expect("kafka", "{\"params\":{\"kafka_port\":0}}", 400, "[1, 65535]");
+	expect("io", "{\"params\":{\"dev_name\":\"sda; rm -rf /\"}}", 400, "params.dev_name: must be a device name");
+	expect("io", "{\"params\":{\"dev_name\":\"nvme0n1\"}}", 0, NULL);
+	expect("baseinfo", "{\"params\":{\"svg_dir\":\"/tmp\"}}", 400,
+	       "params.svg_dir: not a parameter of probe baseinfo (allowed: report_period, drops_thr, res_lower_thr, "
+	       "res_upper_thr, report_event, metrics_type, env, dev_name)");
+	/* sub-probes */
+	expect("baseinfo", "{\"cmd\":{\"probe\":[\"cpu\",\"gpu\"]}}", 400,
+	       "cmd.probe[1]: unknown sub-probe \"gpu\" of baseinfo (allowed: cpu, mem, nic, disk, net, fs, proc, "
+	       "host)");
+	expect("jvm", "{\"cmd\":{\"probe\":[\"x\"]}}", 400, "cmd.probe[0]: probe jvm has no sub-probes");
+	expect("jvm", "{\"cmd\":{\"probe\":[]}}", 0, NULL);
+	expect("baseinfo", "{\"cmd\":{\"probe\":\"cpu\"}}", 400, "cmd.probe: must be a list");
+	expect("baseinfo", "{\"cmd\":{\"probe\":[1]}}", 400, "cmd.probe[0]: must be a string");
+	expect("baseinfo", "{\"cmd\":{\"args\":\"-x\"}}", 400, "cmd.args: unknown field");
+	/* snoopers */
+	expect("io", "{\"snoopers\":{\"proc_id\":[1]}}", 400,
+	       "snoopers.proc_id: not a monitoring target of probe io (accepted: none)");
+	expect("io", "{\"snoopers\":{\"proc_id\":[]}}", 0, NULL);
+	expect("tprofiling", "{\"snoopers\":{\"pod_id\":[\"abc\"]}}", 400, "(accepted: proc_id, proc_name)");
+	expect("tcp", "{\"snoopers\":{\"proc_id\":[0]}}", 400,
+	       "snoopers.proc_id[0]: must be a process id in [1, 4194304]");
+	expect("tcp", "{\"snoopers\":{\"proc_id\":[\"12\"]}}", 400, "snoopers.proc_id[0]");
+	expect("tcp", "{\"snoopers\":{\"proc_name\":[{\"cmdline\":\"x\"}]}}", 400,
+	       "snoopers.proc_name[0].comm: required");
+	expect("tcp", "{\"snoopers\":{\"proc_name\":[{\"comm\":\"0123456789abcdef\"}]}}", 400,
+	       "snoopers.proc_name[0].comm: must be 1 to 15 characters");
+	expect("tcp", "{\"snoopers\":{\"proc_name\":[{\"comm\":\"a\",\"exe\":\"b\"}]}}", 400,
+	       "snoopers.proc_name[0].exe: unknown field");
+	expect("tcp", "{\"snoopers\":{\"container_id\":[\"abc/../x\"]}}", 400,
+	       "snoopers.container_id[0]: must be a container id");
+	expect("tcp", "{\"snoopers\":{\"pod_id\":[\"pod 1\"]}}", 400, "snoopers.pod_id[0]");
+	expect("tcp", "{\"snoopers\":{\"comm\":[\"x\"]}}", 400, "snoopers.comm: unknown field");
+	expect("opengauss_sli",
+	       "{\"snoopers\":{\"gaussdb\":[{\"dbip\":\"127.0.0.1\",\"dbport\":5432,\"dbname\":\"postgres\","
+	       "\"dbuser\":\"u\",\"dbpass\":\"p\"}]}}",
+	       0, NULL);
+	expect("opengauss_sli", "{\"snoopers\":{\"gaussdb\":[{\"dbip\":\"127.0.0.1\",\"dbport\":0}]}}", 400,
+	       "snoopers.gaussdb[0].dbport");
+	/* top level, state, JSON */
+	expect("tcp", "{\"state\":\"paused\"}", 400, "state: must be \"running\" or \"stopped\"");
+	expect("tcp", "{\"stat\":\"running\"}", 400, "stat: unknown field (expected cmd, snoopers, params, state)");
+	expect("tcp", "[1]", 400, "must be a JSON object");
+	expect("tcp", "{\"state\":\"running\"", 400, "invalid JSON");
+	expect("tcp", "{\"state\":\"running\"} x", 400, "invalid JSON");
+	expect("tcp", "{\"state\":\"running\"} /* unterminated", 400, "unterminated comment");
+	expect("tcp", "{\"state\":\"running\",\"state\":\"stopped\"}", 400, "\"state\": given twice");
+	expect("tcp", "{\"params\":{\"report_period\":10,\"report_period\":20}}", 400,
+	       "params.\"report_period\": given twice");
+	/* security: 403 */
+	expect("tcp", "{\"cmd\":{\"bin\":\"/bin/sh\"}}", 403,
+	       "cmd.bin: \"/bin/sh\" is not the registered binary of probe tcp");
+	expect("tcp", "{\"cmd\":{\"bin\":\"/opt/gg/probes/../probes/tcpprobe\"}}", 403, "cmd.bin");
+	expect("tcp", "{\"cmd\":{\"bin\":\"tcpprobe\"}}", 0, NULL);
+	expect("tcp", "{\"cmd\":{\"bin\":\"/opt/gg/probes/tcpprobe\"}}", 0, NULL);
+	expect("tcp", "{\"cmd\":{\"check_cmd\":\"touch /tmp/pwned\"}}", 403,
+	       "cmd.check_cmd: only \"\" or the check_cmd of the configuration file");
+	expect("tcp", "{\"cmd\":{\"check_cmd\":\"\"}}", 0, NULL);
+	ctx.check_cmd = "lsmod | grep ip_vs | wc -l";
+	expect("tcp", "{\"cmd\":{\"check_cmd\":\"lsmod | grep ip_vs | wc -l\"}}", 0, NULL);
+	ctx.check_cmd = "";
+	/* messages with user text stay printable ASCII */
+	{
+		char err[512];
+
+		assert_int_equal(check("tcp", "{\"cmd\":{\"bin\":\"\\u0001\\n\xc3\xa9\"}}", err, NULL), 403);
+		for (const char *p = err; *p; p++)
+			assert_true(*p >= 0x20 && *p < 0x7f);
+	}
+}
+
+static void test_paths(void **state)
+{
+	char p[PATH_MAX + 64], json[PATH_MAX + 200], outside[PATH_MAX + 64];
+
+	(void)state;
+	/* written directories: under out_base, existing or not, symlinks resolved */
+	snprintf(json, sizeof(json), "{\"params\":{\"svg_dir\":\"%s/svg/new\",\"flame_dir\":\"%s\"}}", out_base,
+		 out_base);
+	expect("flamegraph", json, 0, NULL);
+	expect("flamegraph", "{\"params\":{\"svg_dir\":\"relative/dir\"}}", 400,
+	       "params.svg_dir: must be an absolute path");
+	snprintf(json, sizeof(json), "{\"params\":{\"svg_dir\":\"%s/../escape\"}}", out_base);
+	expect("flamegraph", json, 400, "without '.' or '..'");
+	expect("flamegraph", "{\"params\":{\"svg_dir\":\"/etc/cron.d\"}}", 403, "is outside");
+	/* a symlink inside the base pointing out of it */
+	snprintf(p, sizeof(p), "%s/link", out_base);
+	snprintf(outside, sizeof(outside), "%s/outside", tmpdir);
+	mkdirs(outside);
+	assert_int_equal(symlink(outside, p), 0);
+	snprintf(json, sizeof(json), "{\"params\":{\"flame_dir\":\"%s/link/x\"}}", out_base);
+	expect("flamegraph", json, 403, "(symbolic links resolved)");
+	/* a file where a directory is wanted */
+	snprintf(p, sizeof(p), "%s/afile", out_base);
+	write_file(p, "x", 1);
+	snprintf(json, sizeof(json), "{\"params\":{\"svg_dir\":\"%s\"}}", p);
+	expect("flamegraph", json, 400, "is not a directory");
+	/* elf_path: an existing regular file under an ELF base */
+	snprintf(p, sizeof(p), "%s/nginx", elf_dir);
+	write_file(p,
+		   "\x7f"
+		   "ELF",
+		   4);
+	snprintf(json, sizeof(json), "{\"params\":{\"elf_path\":\"%s\"}}", p);
+	expect("nginx", json, 0, NULL);
+	snprintf(json, sizeof(json), "{\"params\":{\"elf_path\":\"%s/missing\"}}", elf_dir);
+	expect("nginx", json, 400, "does not exist");
+	snprintf(json, sizeof(json), "{\"params\":{\"elf_path\":\"%s\"}}", elf_dir);
+	expect("nginx", json, 400, "naming a regular file");
+	snprintf(json, sizeof(json), "{\"params\":{\"elf_path\":\"%s/afile\"}}", out_base);
+	expect("nginx", json, 403, "is outside");
+	expect("nginx", "{\"params\":{\"elf_path\":\"\"}}", 0, NULL);
+	/* gg_path__confine directly */
+	assert_int_equal(gg_path__confine("/", "/", 0, 0), 0);
+	assert_int_equal(gg_path__confine("/a/./b", "/", 0, 0), -EINVAL);
+	assert_int_equal(gg_path__confine("/nonexistent-gg/x", "/nonexistent-gg", 0, 0), 0);
+	assert_int_equal(gg_path__confine("/nonexistent-gg2/x", "/nonexistent-gg", 0, 0), -EACCES);
+	assert_int_equal(gg_path__confine("/usr/bin", "/usr/bi", 0, 0), -EACCES); /* a prefix is not a parent */
+}
+
+/* ---- cgroup path layouts ---------------------------------------------------------------------------- */
+
+#define ID64 "0123456789abcdef0123456789abcdef0123456789abcdef0123456789abcdef"
+
+static void test_cgroup_layouts(void **state)
+{
+	static const char *const with_id[] = {
+		"/system.slice/docker-" ID64 ".scope",
+		"/docker/" ID64,
+		"/kubepods.slice/kubepods-burstable.slice/"
+		"kubepods-burstable-pod1a2b3c4d_0000_1111_2222_333344445555.slice/cri-containerd-" ID64 ".scope",
+		"/kubepods/besteffort/pod1a2b3c4d-0000-1111-2222-333344445555/" ID64,
+		"/kubepods.slice/kubepods-pod1a2b3c4d_0000_1111_2222_333344445555.slice/crio-" ID64 ".scope",
+		"/machine.slice/libpod-" ID64 ".scope/container",
+		"/user.slice/user-1000.slice/user@1000.service/user.slice/libpod-" ID64 ".scope",
+	};
+	static const char *const without[] = {
+		"/",
+		"/system.slice/sshd.service",
+		"/machine.slice/libpod-conmon-" ID64 ".scope",
+		"/kubepods.slice/kubepods-pod1a2b.slice/crio-conmon-" ID64 ".scope",
+		"/system.slice/docker-" ID64 "0.scope", /* 65 digits */
+		"/x/abc" ID64,
+	};
+	char id[80];
+
+	(void)state;
+	for (size_t i = 0; i < sizeof(with_id) / sizeof(with_id[0]); i++) {
+		if (gg_cgroup__container_id(with_id[i], id, sizeof(id)))
+			fail_msg("no container id in %s", with_id[i]);
+		assert_string_equal(id, ID64);
+	}
+	for (size_t i = 0; i < sizeof(without) / sizeof(without[0]); i++) {
+		if (gg_cgroup__container_id(without[i], id, sizeof(id)) == 0)
+			fail_msg("container id %s found in %s", id, without[i]);
+	}
+	/* upper-case ids are folded */
+	assert_int_equal(
+		gg_cgroup__container_id("/docker/0123456789ABCDEF0123456789abcdef0123456789abcdef0123456789abcdef", id,
+					sizeof(id)),
+		0);
+	assert_string_equal(id, ID64);
+
+	assert_int_equal(gg_cgroup__pod_uid(with_id[2], id, sizeof(id)), 0);
+	assert_string_equal(id, "1a2b3c4d-0000-1111-2222-333344445555");
+	assert_int_equal(gg_cgroup__pod_uid(with_id[3], id, sizeof(id)), 0);
+	assert_string_equal(id, "1a2b3c4d-0000-1111-2222-333344445555");
+	assert_int_equal(gg_cgroup__pod_uid(with_id[4], id, sizeof(id)), 0);
+	assert_string_equal(id, "1a2b3c4d-0000-1111-2222-333344445555");
+	assert_int_equal(gg_cgroup__pod_uid(with_id[0], id, sizeof(id)), -ENOENT);
+	assert_int_equal(gg_cgroup__pod_uid("/system.slice/pod1a2b3c4d-0000.slice", id, sizeof(id)), -ENOENT);
+}
+
+/* ---- snooper resolution on a fake /proc ----------------------------------------------------------------- */
+
+static void fake_proc(const char *root, int pid, const char *comm, const char *cmdline, size_t cmdlen, const char *cg)
+{
+	char d[PATH_MAX + 32], f[PATH_MAX + 64];
+
+	snprintf(d, sizeof(d), "%s/%d", root, pid);
+	mkdirs(d);
+	snprintf(f, sizeof(f), "%s/comm", d);
+	write_file(f, comm, strlen(comm));
+	snprintf(f, sizeof(f), "%s/cmdline", d);
+	write_file(f, cmdline, cmdlen);
+	snprintf(f, sizeof(f), "%s/cgroup", d);
+	write_file(f, cg, strlen(cg));
+}
+
+static uint64_t ino_of(const char *path)
+{
+	struct stat st;
+
+	assert_int_equal(stat(path, &st), 0);
+	return (uint64_t)st.st_ino;
+}
+
+static void test_resolve(void **state)
+{
+	char proc[PATH_MAX], cg[PATH_MAX], p[PATH_MAX + 200];
+	const char *docker = "/system.slice/docker-" ID64 ".scope";
+	const char *pod = "/kubepods.slice/kubepods-besteffort.slice/"
+			  "kubepods-besteffort-pod1a2b3c4d_0000_1111_2222_333344445555.slice/"
+			  "cri-containerd-fedcba9876543210fedcba9876543210fedcba9876543210fedcba9876543210.scope";
+	struct gg_snoopers a, b, c, d;
+	const struct gg_snoopers *sets[4] = {&a, &b, &c, &d};
+	struct gg_scope sc[4];
+	struct gg_scan_opts o;
+	struct gg_scan_stats st;
+	cJSON *j;
+	uint64_t docker_ino, pod_ino;
+
+	(void)state;
+	snprintf(proc, sizeof(proc), "%s/proc", tmpdir);
+	snprintf(cg, sizeof(cg), "%s/cgroup", tmpdir);
+	snprintf(p, sizeof(p), "%s%s", cg, docker);
+	mkdirs(p);
+	docker_ino = ino_of(p);
+	snprintf(p, sizeof(p), "%s%s", cg, pod);
+	mkdirs(p);
+	pod_ino = ino_of(p);
+	fake_proc(proc, 100, "nginx\n", "nginx\0-g\0daemon off;\0", 22, "0::/system.slice/nginx.service\n");
+	fake_proc(proc, 101, "nginx\n", "nginx: worker\0", 14, "0::/system.slice/nginx.service\n");
+	fake_proc(proc, 200, "java\n", "java\0-jar\0app.jar\0", 18, "0::/system.slice/docker-" ID64 ".scope\n");
+	fake_proc(proc, 300, "python3\n", "python3\0srv.py\0", 15,
+		  "12:pids:/x\n0::/kubepods.slice/kubepods-besteffort.slice/"
+		  "kubepods-besteffort-pod1a2b3c4d_0000_1111_2222_333344445555.slice/"
+		  "cri-containerd-fedcba9876543210fedcba9876543210fedcba9876543210fedcba9876543210.scope\n");
+	fake_proc(proc, 400, "bash\n", "bash\0", 5, "0::/user.slice\n");
+	snprintf(p, sizeof(p), "%s/self", proc);
+	mkdirs(p); /* not a pid: skipped */
+
+	j = cJSON_Parse("{\"proc_id\":[400,999],\"proc_name\":[{\"comm\":\"nginx\",\"cmdline\":\"daemon off\"}]}");
+	gg_snoopers__from_json(j, &a);
+	cJSON_Delete(j);
+	j = cJSON_Parse("{\"container_id\":[\"0123456789AB\"]}");
+	gg_snoopers__from_json(j, &b);
+	cJSON_Delete(j);
+	j = cJSON_Parse(
+		"{\"pod_id\":[\"pod1a2b3c4d_0000_1111_2222_333344445555\"],\"container_id\":[\"0123456789a\"]}");
+	gg_snoopers__from_json(j, &c);
+	cJSON_Delete(j);
+	gg_snoopers__from_json(NULL, &d);
+	for (int i = 0; i < 4; i++)
+		gg_scope__init(&sc[i]);
+	o.proc_root = proc;
+	o.cgroup_root = cg;
+	assert_int_equal(gg_snoopers__resolve(sets, 4, sc, &o, &st), 0);
+	assert_int_equal(st.procs, 5);
+	/* a: pid 400 (999 does not exist), nginx with "daemon off" in its command line (not the worker) */
+	assert_false(sc[0].all);
+	assert_int_equal(sc[0].npids, 2);
+	assert_int_equal(sc[0].pids[0], 100);
+	assert_int_equal(sc[0].pids[1], 400);
+	assert_int_equal(sc[0].ncgroups, 0);
+	/* b: docker container by a 12-character prefix (case folded): pid and its cgroup */
+	assert_int_equal(sc[1].npids, 1);
+	assert_int_equal(sc[1].pids[0], 200);
+	assert_int_equal(sc[1].ncgroups, 1);
+	assert_true(sc[1].cgroup_ids[0] == docker_ino);
+	/* c: the pod (the 11-character container prefix is too short to match) */
+	assert_int_equal(sc[2].npids, 1);
+	assert_int_equal(sc[2].pids[0], 300);
+	assert_int_equal(sc[2].ncgroups, 1);
+	assert_true(sc[2].cgroup_ids[0] == pod_ino);
+	/* d: no targets: everything */
+	assert_true(sc[3].all);
+	assert_int_equal(sc[3].npids, 0);
+	j = gg_scope__to_json(&sc[1]);
+	{
+		char *txt = cJSON_PrintUnformatted(j), want[200];
+
+		snprintf(want, sizeof(want), "{\"all\":false,\"pids\":[200],\"cgroup_ids\":[%llu]}",
+			 (unsigned long long)docker_ino);
+		assert_string_equal(txt, want);
+		free(txt);
+	}
+	cJSON_Delete(j);
+	/* the same scan again is equal; a process gone changes it */
+	{
+		struct gg_scope again[4];
+
+		for (int i = 0; i < 4; i++)
+			gg_scope__init(&again[i]);
+		assert_int_equal(gg_snoopers__resolve(sets, 4, again, &o, NULL), 0);
+		for (int i = 0; i < 4; i++)
+			assert_true(gg_scope__equal(&sc[i], &again[i]));
+		snprintf(p, sizeof(p), "rm -rf %s/100", proc); /* test-owned temp dir */
+		assert_int_equal(system(p), 0);
+		assert_int_equal(gg_snoopers__resolve(sets, 4, again, &o, NULL), 0);
+		assert_false(gg_scope__equal(&sc[0], &again[0]));
+		assert_int_equal(again[0].npids, 1);
+		for (int i = 0; i < 4; i++)
+			gg_scope__fini(&again[i]);
+	}
+	/* a missing /proc fails and leaves the scopes as they were */
+	o.proc_root = "/nonexistent-gg-proc";
+	assert_int_equal(gg_snoopers__resolve(sets, 4, sc, &o, NULL), -ENOENT);
+	assert_int_equal(sc[0].npids, 2);
+	for (int i = 0; i < 4; i++)
+		gg_scope__fini(&sc[i]);
+}
+
+/* The unified hierarchy is found wherever it is mounted (/sys/fs/cgroup, or .../unified on hybrid). */
+static void test_cgroup2_mount(void **state)
+{
+	char mp[PATH_MAX], f[PATH_MAX + 32];
+
+	(void)state;
+	assert_int_equal(gg_cgroup2_mount(mp, sizeof(mp)), 0);
+	snprintf(f, sizeof(f), "%s/cgroup.procs", mp);
+	assert_int_equal(access(f, R_OK), 0);
+	assert_int_equal(gg_cgroup2_mount(mp, 4), -ENOENT); /* does not fit */
+}
+
+/* The real /proc: this test process is found by pid and by its comm. */
+static void test_resolve_real_proc(void **state)
+{
+	struct gg_snoopers s;
+	const struct gg_snoopers *set = &s;
+	struct gg_scope sc;
+	char comm[32] = "";
+	FILE *f = fopen("/proc/self/comm", "r");
+	cJSON *j = cJSON_CreateObject(), *names = cJSON_AddArrayToObject(j, "proc_name"), *n = cJSON_CreateObject();
+
+	(void)state;
+	assert_non_null(f);
+	assert_non_null(fgets(comm, sizeof(comm), f));
+	fclose(f);
+	comm[strcspn(comm, "\n")] = 0;
+	cJSON_AddStringToObject(n, "comm", comm);
+	cJSON_AddItemToArray(names, n);
+	gg_snoopers__from_json(j, &s);
+	cJSON_Delete(j);
+	gg_scope__init(&sc);
+	assert_int_equal(gg_snoopers__resolve(&set, 1, &sc, NULL, NULL), 0);
+	assert_false(sc.all);
+	{
+		int found = 0;
+
+		for (unsigned int i = 0; i < sc.npids; i++)
+			found |= sc.pids[i] == (uint32_t)getpid();
+		assert_true(found);
+	}
+	gg_scope__fini(&sc);
+}
+
+/* ---- persistence -------------------------------------------------------------------------------------- */
+
+static void test_persist(void **state)
+{
+	char dir[PATH_MAX + 32], tmp[PATH_MAX + 64], *txt = NULL;
+	struct stat st;
+
+	(void)state;
+	snprintf(dir, sizeof(dir), "%s/state/rest", tmpdir);
+	assert_int_equal(gg_persist__load(dir, "tcp", 1024, &txt), -ENOENT);
+	assert_int_equal(gg_persist__save(dir, "tcp", "{\"state\":\"running\"}"), 0);
+	assert_int_equal(stat(dir, &st), 0);
+	assert_int_equal(st.st_mode & 0777, 0700);
+	assert_int_equal(gg_persist__load(dir, "tcp", 1024, &txt), 0);
+	assert_string_equal(txt, "{\"state\":\"running\"}");
+	free(txt);
+	assert_int_equal(gg_persist__save(dir, "tcp", "{\"state\":\"stopped\"}"), 0);
+	/* an interrupted save (temp file left behind) does not disturb the saved file, and is cleaned */
+	snprintf(tmp, sizeof(tmp), "%s/.tcp.json.tmp", dir);
+	write_file(tmp, "{\"sta", 5);
+	assert_int_equal(gg_persist__load(dir, "tcp", 1024, &txt), 0);
+	assert_string_equal(txt, "{\"state\":\"stopped\"}");
+	free(txt);
+	assert_int_not_equal(access(tmp, F_OK), 0);
+	assert_int_equal(gg_persist__load(dir, "tcp", 5, &txt), -EFBIG);
+	assert_int_equal(gg_persist__save(dir, "../evil", "{}"), -EINVAL);
+	assert_int_equal(gg_persist__save(dir, "", "{}"), -EINVAL);
+	assert_int_equal(gg_persist__remove(dir, "tcp"), 0);
+	assert_int_equal(gg_persist__remove(dir, "tcp"), 0);
+	assert_int_equal(gg_persist__load(dir, "tcp", 1024, &txt), -ENOENT);
+	assert_int_equal(gg_persist__save("/proc/gg-no", "tcp", "{}") < 0, 1);
+}
+
+static int setup(void **state)
+{
+	(void)state;
+	snprintf(tmpdir, sizeof(tmpdir), "/tmp/gg-rest-unit-XXXXXX");
+	assert_non_null(mkdtemp(tmpdir));
+	snprintf(out_base, sizeof(out_base), "%s/out", tmpdir);
+	snprintf(elf_dir, sizeof(elf_dir), "%s/elf", tmpdir);
+	mkdirs(out_base);
+	mkdirs(elf_dir);
+	ctx = (struct gg_rest_check_ctx){.registered_bin = "/opt/gg/probes/stackprobe",
+					 .check_cmd = "",
+					 .out_base = out_base,
+					 .elf_bases = elf_dir};
+	return 0;
+}
+
+static int teardown(void **state)
+{
+	char cmd[PATH_MAX + 32];
+
+	(void)state;
+	snprintf(cmd, sizeof(cmd), "rm -rf %s", tmpdir); /* our own mkdtemp directory */
+	return system(cmd) == 0 ? 0 : -1;
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(test_body_forms),
+		cmocka_unit_test(test_body_errors),
+		cmocka_unit_test(test_table),
+		cmocka_unit_test(test_valid_seed_examples),
+		cmocka_unit_test(test_errors_name_field_and_range),
+		cmocka_unit_test(test_paths),
+		cmocka_unit_test(test_cgroup_layouts),
+		cmocka_unit_test(test_resolve),
+		cmocka_unit_test(test_cgroup2_mount),
+		cmocka_unit_test(test_resolve_real_proc),
+		cmocka_unit_test(test_persist),
+	};
+
+	return cmocka_run_group_tests(tests, setup, teardown);
+}
