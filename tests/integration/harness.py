@@ -79,7 +79,8 @@ def extend_entry(name, command, param="", switch="on", check_cmd=None):
 class Supervisor:
     """A gala-gopher process with its own directories under a temporary root."""
 
-    def __init__(self, probes=(), extend=(), metric_out="logs", extra_meta=(), extra="", probes_dir=PROBES):
+    def __init__(self, probes=(), extend=(), metric_out="logs", extra_meta=(), extra="", probes_dir=PROBES,
+                 logs_extra=""):
         self.dir = tempfile.mkdtemp(prefix="gg-test-")
         self.run_dir = os.path.join(self.dir, "run")
         self.meta_dir = os.path.join(self.dir, "meta")
@@ -97,7 +98,7 @@ class Supervisor:
 global = { log_file_name = "gala-gopher.log"; log_level = "debug"; run_dir = "%s"; meta_path = "%s";
            probes_dir = "%s"; check_interval = 1; check_timeout = 2; stop_grace_ms = 1000; };
 metric = { out_channel = "%s"; kafka_topic = "gala_gopher"; };
-logs = { metric_dir = "%s/metrics"; event_dir = "%s/event"; meta_dir = "%s/meta"; debug_dir = "%s/debug"; };
+logs = { metric_dir = "%s/metrics"; event_dir = "%s/event"; meta_dir = "%s/meta"; debug_dir = "%s/debug"; %s };
 %s
 probes = (
 %s
@@ -107,7 +108,7 @@ extend_probes = (
 );
 """
                 % (self.run_dir, self.meta_dir, probes_dir, metric_out, self.log_dir, self.log_dir,
-                   self.log_dir, self.log_dir, extra, ",\n".join(probes), ",\n".join(extend))
+                   self.log_dir, self.log_dir, logs_extra, extra, ",\n".join(probes), ",\n".join(extend))
             )
         self.proc = None
 
@@ -232,3 +233,298 @@ extend_probes = (
             shutil.rmtree(self.dir, ignore_errors=True)
         if reports:
             raise TestFailure("sanitizer report:\n" + "\n".join(reports))
+
+
+# ---- exporters: HTTP, Prometheus text, Kafka mock broker ------------------------------------------------
+
+def free_port():
+    """A TCP port nobody listens on right now (on 127.0.0.1)."""
+    import socket
+    with socket.socket() as so:
+        so.bind(("127.0.0.1", 0))
+        return so.getsockname()[1]
+
+
+def http_get(url, timeout=5, context=None):
+    """(status, body text) of a GET; status 0 when the connection failed."""
+    import urllib.error
+    import urllib.request
+    try:
+        with urllib.request.urlopen(url, timeout=timeout, context=context) as r:
+            return r.status, r.read().decode("utf-8", "replace")
+    except urllib.error.HTTPError as e:
+        return e.code, e.read().decode("utf-8", "replace")
+    except (urllib.error.URLError, ConnectionError, OSError):
+        return 0, ""
+
+
+def parse_prom(text):
+    """Prometheus text exposition -> ({(name, ((label, value), ...)): float}, {family: type}). Label
+    values are unescaped; raises TestFailure on a line it cannot read."""
+    samples, types = {}, {}
+    for line in text.splitlines():
+        if not line:
+            continue
+        if line.startswith("# TYPE "):
+            _, _, fam, typ = line.split(" ", 3)
+            types[fam] = typ
+            continue
+        if line.startswith("#"):
+            continue
+        i = 0
+        while i < len(line) and line[i] not in "{ ":
+            i += 1
+        name, labels = line[:i], []
+        if i < len(line) and line[i] == "{":
+            i += 1
+            while line[i] != "}":
+                eq = line.index("=", i)
+                lname = line[i:eq]
+                check(line[eq + 1] == '"', "bad label in %r" % line)
+                j, val = eq + 2, []
+                while line[j] != '"':
+                    if line[j] == "\\":
+                        val.append({"n": "\n", "\\": "\\", '"': '"'}[line[j + 1]])
+                        j += 2
+                    else:
+                        val.append(line[j])
+                        j += 1
+                labels.append((lname, "".join(val)))
+                i = j + 1
+                if line[i] == ",":
+                    i += 1
+            i += 1
+        value = line[i:].strip().split(" ")[0]
+        key = (name, tuple(sorted(labels)))
+        check(key not in samples, "series twice in one exposition: %r" % (key,))
+        samples[key] = float(value.replace("Inf", "inf"))
+    return samples, types
+
+
+def prom_value(samples, name, **labels):
+    """The value of the one series of `name` whose labels include `labels`; None when there is none."""
+    found = [v for (n, ls), v in samples.items() if n == name and all((k, str(x)) in ls for k, x in labels.items())]
+    check(len(found) <= 1, "%d series of %s match %r" % (len(found), name, labels))
+    return found[0] if found else None
+
+
+class KafkaMock:
+    """tests/helpers/kafka_mock: librdkafka's mock cluster (a real Kafka-protocol broker) on loopback."""
+
+    def __init__(self, topics=("gala_gopher", "gala_gopher_event", "gala_gopher_metadata"), brokers=1):
+        args = [os.path.join(TEST_BINS, "kafka_mock"), "-b", str(brokers)]
+        for t in topics:
+            args += ["-t", t]
+        self.proc = subprocess.Popen(args, stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+                                     stderr=subprocess.DEVNULL, text=True, bufsize=1)
+        self.bootstrap = self.proc.stdout.readline().strip()
+        check(":" in self.bootstrap, "kafka_mock printed no bootstrap address")
+
+    def _cmd(self, line):
+        self.proc.stdin.write(line + "\n")
+        self.proc.stdin.flush()
+        reply = self.proc.stdout.readline().strip()
+        check(reply == "ok", "kafka_mock %r: %r" % (line, reply))
+
+    def down(self, broker="all"):
+        self._cmd("down %s" % broker)
+
+    def up(self, broker="all"):
+        self._cmd("up %s" % broker)
+
+    def consume(self, topic, timeout=30):
+        """Every message of topic from the beginning (kcat -C -e -J), as a list of payload strings."""
+        out = subprocess.run(["kcat", "-b", self.bootstrap, "-C", "-t", topic, "-o", "beginning", "-e", "-J",
+                              "-q"], capture_output=True, text=True, timeout=timeout)
+        msgs = []
+        for line in out.stdout.splitlines():
+            if line.strip():
+                msgs.append(json.loads(line)["payload"])
+        return msgs
+
+    def stop(self):
+        if self.proc.poll() is None:
+            try:
+                self.proc.stdin.write("quit\n")
+                self.proc.stdin.flush()
+                self.proc.wait(5)
+            except (BrokenPipeError, subprocess.TimeoutExpired):
+                self.proc.kill()
+                self.proc.wait()
+
+
+# ---- network namespaces and loop devices (net and io probe tests) --------------------------------------
+
+def _unique_tag():
+    return "%x%x" % (os.getpid() & 0xffff, int.from_bytes(os.urandom(2), "little"))
+
+
+def ns_pids(ns):
+    """Pids of the processes inside network namespace ns (empty when it is gone)."""
+    r = subprocess.run(["ip", "netns", "pids", ns], capture_output=True, text=True)
+    return [int(p) for p in r.stdout.split()] if r.returncode == 0 else []
+
+
+class NetnsPair:
+    """Two network namespaces with unique names joined by a veth pair: `a` has 10.77.0.1/24, `b`
+    10.77.0.2/24 (private to the namespaces). Everything, processes inside included, is removed on
+    exit, also when the test fails."""
+
+    ADDR_A = "10.77.0.1"
+    ADDR_B = "10.77.0.2"
+
+    def __init__(self):
+        tag = _unique_tag()
+        self.a = "gga" + tag
+        self.b = "ggb" + tag
+        self.veth_a = "gva" + tag
+        self.veth_b = "gvb" + tag
+
+    def __enter__(self):
+        try:
+            for ns in (self.a, self.b):
+                subprocess.run(["ip", "netns", "add", ns], check=True, capture_output=True)
+            subprocess.run(["ip", "link", "add", self.veth_a, "netns", self.a, "type", "veth", "peer", "name",
+                            self.veth_b, "netns", self.b], check=True, capture_output=True)
+            for ns, dev, addr in ((self.a, self.veth_a, self.ADDR_A), (self.b, self.veth_b, self.ADDR_B)):
+                for argv in (["ip", "link", "set", "lo", "up"], ["ip", "addr", "add", addr + "/24", "dev", dev],
+                             ["ip", "link", "set", dev, "up"]):
+                    subprocess.run(self.cmd(ns, argv), check=True, capture_output=True)
+        except subprocess.CalledProcessError as e:
+            self.__exit__(None, None, None)
+            raise TestFailure("netns setup failed: %s: %s" % (" ".join(e.cmd), e.stderr))
+        return self
+
+    def cmd(self, ns, argv):
+        return ["ip", "netns", "exec", ns] + list(argv)
+
+    def run(self, ns, argv, timeout=30, check_rc=True):
+        r = subprocess.run(self.cmd(ns, argv), capture_output=True, text=True, timeout=timeout)
+        if check_rc and r.returncode != 0:
+            raise TestFailure("%s failed (%d): %s" % (" ".join(argv), r.returncode, r.stderr.strip()))
+        return r.stdout
+
+    def popen(self, ns, argv, **kw):
+        """A process in ns; `ip netns exec` execs it, so its pid is the command's own pid."""
+        kw.setdefault("stdout", subprocess.PIPE)
+        kw.setdefault("stderr", subprocess.PIPE)
+        return subprocess.Popen(self.cmd(ns, argv), **kw)
+
+    def netstat(self, ns):
+        """/proc/net/snmp and /proc/net/netstat of ns as {"Tcp": {...}, "TcpExt": {...}, ...}."""
+        out = {}
+        for f in ("/proc/net/snmp", "/proc/net/netstat"):
+            lines = self.run(ns, ["cat", f]).splitlines()
+            for head, vals in zip(lines[0::2], lines[1::2]):
+                names, values = head.split(), vals.split()
+                out.setdefault(names[0].rstrip(":"), {}).update(
+                    {n: int(v) for n, v in zip(names[1:], values[1:])})
+        return out
+
+    def __exit__(self, *exc):
+        for ns in (self.a, self.b):
+            for pid in ns_pids(ns):
+                try:
+                    os.kill(pid, signal.SIGKILL)
+                except ProcessLookupError:
+                    pass
+        for ns in (self.a, self.b):
+            subprocess.run(["ip", "netns", "del", ns], capture_output=True)
+        return False
+
+
+class LoopFs:
+    """A file-backed loop device (unique backing file) with an ext4 file system mounted on a
+    temporary directory; unmounted and detached on exit, also when the test fails."""
+
+    def __init__(self, size_mb=64):
+        self.size_mb = size_mb
+        self.dir = tempfile.mkdtemp(prefix="gg-loop-")
+        self.image = os.path.join(self.dir, "image")
+        self.mnt = os.path.join(self.dir, "mnt")
+        self.dev = None
+        self.mounted = False
+
+    def __enter__(self):
+        try:
+            with open(self.image, "wb") as f:
+                f.truncate(self.size_mb << 20)
+            self.dev = subprocess.run(["losetup", "--find", "--show", self.image], check=True, capture_output=True,
+                                      text=True).stdout.strip()
+            # No lazy initialisation: it would write in the background during the test.
+            subprocess.run(["mkfs.ext4", "-q", "-F", "-E", "lazy_itable_init=0,lazy_journal_init=0", self.dev],
+                           check=True, capture_output=True)
+            os.makedirs(self.mnt)
+            subprocess.run(["mount", self.dev, self.mnt], check=True, capture_output=True)
+            self.mounted = True
+        except (subprocess.CalledProcessError, OSError) as e:
+            self.__exit__(None, None, None)
+            raise TestFailure("loop device setup failed: %s" % (getattr(e, "stderr", "") or e))
+        return self
+
+    def majmin(self):
+        st = os.stat(self.dev)
+        return os.major(st.st_rdev), os.minor(st.st_rdev)
+
+    def name(self):
+        return os.path.basename(self.dev)
+
+    def diskstats(self):
+        """This device's /proc/diskstats fields as a dict (sectors are 512 bytes)."""
+        names = ["reads", "reads_merged", "read_sectors", "read_ms", "writes", "writes_merged", "write_sectors",
+                 "write_ms", "in_flight", "io_ms", "weighted_ms", "discards", "discards_merged",
+                 "discard_sectors", "discard_ms", "flushes", "flush_ms"]
+        with open("/proc/diskstats") as f:
+            for line in f:
+                p = line.split()
+                if p[2] == self.name():
+                    return dict(zip(names, (int(x) for x in p[3:])))
+        raise TestFailure("%s not in /proc/diskstats" % self.dev)
+
+    def __exit__(self, *exc):
+        if self.mounted:
+            subprocess.run(["umount", self.mnt], capture_output=True)
+            self.mounted = False
+        if self.dev:
+            subprocess.run(["losetup", "-d", self.dev], capture_output=True)
+            self.dev = None
+        shutil.rmtree(self.dir, ignore_errors=True)
+        return False
+
+
+# ---- REST API -------------------------------------------------------------------------------------------
+
+def rest_section(state_dir, port=0, extra=""):
+    """A rest_api_server section: port 0 (any free port, read back with rest_port), its own state_dir."""
+    return 'rest_api_server = { bind_addr = "127.0.0.1"; port = %d; state_dir = "%s"; %s };' % (
+        port, state_dir, extra)
+
+
+def rest_port(sup, timeout=10):
+    """The port the supervisor's REST API listens on (from status.json)."""
+    def ok():
+        try:
+            r = sup.status().get("rest_api_server") or {}
+        except (ValueError, FileNotFoundError):
+            return None
+        return r.get("port") if r.get("listening") else None
+    return wait_for(ok, timeout, "REST API listening (status.json rest_api_server.port)")
+
+
+def rest_call(port, method, path, body=None, headers=None, timeout=10):
+    """(status, parsed JSON or None, raw text, response headers) of one REST request on a new connection."""
+    import http.client
+    conn = http.client.HTTPConnection("127.0.0.1", port, timeout=timeout)
+    try:
+        h = {"Content-Type": "application/x-www-form-urlencoded"} if body is not None else {}
+        h.update(headers or {})
+        conn.request(method, path, body=body, headers=h)
+        r = conn.getresponse()
+        raw = r.read().decode("utf-8", "replace")
+        try:
+            doc = json.loads(raw)
+        except ValueError:
+            doc = None
+        return r.status, doc, raw, dict(r.getheaders())
+    finally:
+        conn.close()
