@@ -59,7 +59,7 @@ UNIT_TESTS := $(patsubst tests/unit/%.c,$(BUILD)/tests/%,$(wildcard tests/unit/t
 TEST_HELPERS := $(patsubst tests/helpers/%.c,$(BUILD)/tests/%,$(wildcard tests/helpers/*.c))
 # cpu_split (flame graph ground truth) keeps every frame: frame pointers, no inlining, no tail calls;
 # cpu_split_stripped is the same binary without symbols.
-TEST_HELPERS += $(BUILD)/tests/cpu_split_stripped
+TEST_HELPERS += $(if $(wildcard tests/helpers/cpu_split.c),$(BUILD)/tests/cpu_split_stripped)
 BENCH_BINS := $(patsubst bench/%.c,$(BUILD)/bench/%,$(wildcard bench/*.c))
 FUZZ_BINS := $(patsubst tests/fuzz/%.c,$(BUILD)/fuzz/%,$(wildcard tests/fuzz/fuzz_*.c))
 
@@ -151,7 +151,8 @@ $(BUILD)/tests/%: $(BUILD)/obj/tests/helpers/%.o $(LIBPROBE) $(LIBSCHEMA) $(LIBI
 	$(Q)mkdir -p $(@D)
 	$(Q)$(CC) $(LDFLAGS) $^ $(LIBS_PROBE) -lconfig -lrdkafka -o $@
 $(call obj,$(wildcard tests/helpers/*.c)): $(META_HDRS)
-$(BUILD)/obj/tests/helpers/cpu_split.o: private CFLAGS += -fno-omit-frame-pointer -fno-shrink-wrap -fno-inline -fno-optimize-sibling-calls
+$(BUILD)/obj/tests/helpers/cpu_split.o: private CFLAGS += -fno-omit-frame-pointer -fno-shrink-wrap -fno-inline -fno-optimize-sibling-calls \
+	-fno-sanitize=all
 $(BUILD)/tests/cpu_split_stripped: $(BUILD)/tests/cpu_split
 	$(say) STRIP $@
 	$(Q)strip -o $@ $<
