@@ -115,6 +115,8 @@ void gg_ingest__message(struct gg_sup *sup, const void *msg, size_t len)
 	p->st.batches++;
 	if (hdr.pid == (uint32_t)p->pid || !p->pid)
 		p->cfg_applied = hdr.config_version;
+	/* A probe's first batch means it is connected: its configuration goes out now, not at the tick. */
+	gg_probe__offer_config(p, p->last_batch_ms);
 	c = payload;
 	end = payload + hdr.payload_len;
 	while (c < end) {

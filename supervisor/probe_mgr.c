@@ -700,17 +700,24 @@ unsigned int gg_probes__push_configs(struct gg_sup *sup)
 	for (unsigned int i = 0; i < sup->nprobes; i++) {
 		struct gg_probe *p = &sup->probes[i];
 
-		/* Re-send the configuration until the probe confirms it; the first send waits for the probe's
-		 * first batch so that its control socket is connected. */
 		if (p->state != GG_PS_RUNNING || !p->conf->native || !p->cfg_json || p->cfg_applied >= p->cfg_version)
 			continue;
 		waiting++;
-		if (!p->last_batch_ms || p->last_batch_ms < p->started_ms || now - p->cfg_last_send_ms < 500)
-			continue;
-		if (ipc_ctrl_pub__send(sup->ctrl, p->conf->name, p->cfg_version, p->cfg_json, strlen(p->cfg_json)) == 0)
-			p->cfg_last_send_ms = now;
+		gg_probe__offer_config(p, now);
 	}
 	return waiting;
+}
+
+void gg_probe__offer_config(struct gg_probe *p, uint64_t now)
+{
+	/* Control messages are lossy (pub/sub): re-send until the probe's batch headers confirm the
+	 * version. Only once this instance has sent a batch: then its control socket is connected. */
+	if (p->state != GG_PS_RUNNING || !p->conf->native || !p->cfg_json || p->cfg_applied >= p->cfg_version)
+		return;
+	if (!p->last_batch_ms || p->last_batch_ms < p->started_ms || now - p->cfg_last_send_ms < 200)
+		return;
+	if (ipc_ctrl_pub__send(p->sup->ctrl, p->conf->name, p->cfg_version, p->cfg_json, strlen(p->cfg_json)) == 0)
+		p->cfg_last_send_ms = now;
 }
 
 void gg_probes__tick(struct gg_sup *sup)

@@ -38,9 +38,7 @@ struct gg_rest {
 	char error[256];
 	char state_dir[PATH_MAX];
 	uv_timer_t scan;
-	uv_timer_t push; /* while a probe waits for its configuration: deliver it soon after it connects */
-	int scan_init, push_active, closed;
-	uint64_t push_until; /* keep polling at least until then (probes take up to a second to connect) */
+	int scan_init, closed;
 	unsigned int nprobes;
 	struct rest_probe *probes;
 	/* counters */
@@ -49,7 +47,6 @@ struct gg_rest {
 	uint64_t last_scan_us;
 };
 
-static void arm_push(struct gg_rest *r);
 
 static struct rest_probe *find_rest_probe(struct gg_rest *r, const char *name)
 {
@@ -563,7 +560,6 @@ static void handle_put(struct gg_rest *r, struct rest_probe *rp, const struct gg
 	merged = NULL;
 	apply(r, rp, old, 0);
 	cJSON_Delete(old);
-	arm_push(r);
 	r->puts_ok++;
 	gg_info("rest: PUT /%s applied (configuration version %llu)", rp->def->rest_name,
 		(unsigned long long)rp->p->cfg_version);
@@ -667,31 +663,6 @@ static void on_request(void *ctx, const struct gg_http_request *req, struct gg_h
 
 /* ---- configuration delivery ------------------------------------------------------------------------ */
 
-/* A (re)started probe can only be sent its configuration once it is connected (its first batch,
- * within a second): poll every PUSH_MS while one waits, instead of the supervisor's 1 s tick. */
-#define PUSH_MS 20u
-
-static void on_push(uv_timer_t *t)
-{
-	struct gg_rest *r = t->data;
-
-	if (r->sup->stopping || (!gg_probes__push_configs(r->sup) && uv_now(r->sup->loop) >= r->push_until)) {
-		uv_timer_stop(t);
-		r->push_active = 0;
-	}
-}
-
-static void arm_push(struct gg_rest *r)
-{
-	if (r->closed || !r->scan_init)
-		return;
-	r->push_until = uv_now(r->sup->loop) + 3000;
-	if (r->push_active)
-		return;
-	r->push_active = 1;
-	uv_timer_start(&r->push, on_push, PUSH_MS, PUSH_MS);
-}
-
 /* ---- snooper scan ------------------------------------------------------------------------------------ */
 
 static void on_scan(uv_timer_t *t)
@@ -706,13 +677,6 @@ static void on_scan(uv_timer_t *t)
 
 	if (r->sup->stopping)
 		return;
-	/* probes restarted after a crash wait for their configuration too */
-	for (unsigned int i = 0; i < r->sup->nprobes; i++) {
-		const struct gg_probe *p = &r->sup->probes[i];
-
-		if (p->state == GG_PS_RUNNING && p->conf->native && p->cfg_json && p->cfg_applied < p->cfg_version)
-			arm_push(r);
-	}
 	for (unsigned int i = 0; i < r->nprobes && n < GG_SCAN_SETS_MAX; i++) {
 		struct rest_probe *rp = &r->probes[i];
 
@@ -836,11 +800,9 @@ int gg_rest__init(struct gg_sup *sup)
 		restore(r, &r->probes[i]);
 
 	uv_timer_init(sup->loop, &r->scan);
-	uv_timer_init(sup->loop, &r->push);
-	r->scan.data = r->push.data = r;
+	r->scan.data = r;
 	r->scan_init = 1;
 	uv_timer_start(&r->scan, on_scan, GG_REST_SCAN_MS, GG_REST_SCAN_MS);
-	arm_push(r); /* the probes about to start get their configuration as soon as they connect */
 
 	o = (struct gg_http_opts){
 		.name = "rest_api_server",
@@ -882,8 +844,6 @@ void gg_rest__close(struct gg_sup *sup)
 	if (r->scan_init) {
 		uv_timer_stop(&r->scan);
 		uv_close((uv_handle_t *)&r->scan, NULL);
-		uv_timer_stop(&r->push);
-		uv_close((uv_handle_t *)&r->push, NULL);
 	}
 }
 

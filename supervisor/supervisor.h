@@ -169,6 +169,8 @@ void gg_probes__close(struct gg_sup *sup);
 void gg_probes__free(struct gg_sup *sup);
 struct gg_probe *gg_probes__find(struct gg_sup *sup, const char *name);
 void gg_probes__tick(struct gg_sup *sup);
+/* Send p its unconfirmed configuration when it is connected (called as its batches arrive). */
+void gg_probe__offer_config(struct gg_probe *p, uint64_t now);
 /* Send (re-send after 500 ms) configurations not yet confirmed to connected probes; returns how many
  * running probes still wait for theirs (the REST API polls faster while some do). */
 unsigned int gg_probes__push_configs(struct gg_sup *sup);
