@@ -1,0 +1,166 @@
+/* gg_common.bpf.h - BPF-side helpers every probe's kernel half may use: log2 histogram slots, the
+ * scope filter (tgid and cgroup v2 id sets filled by probes/lib/bpf_util.c), socket helpers.
+ * Include after vmlinux.h; user-side counterparts are in probes/lib/bpf_util.h. */
+#ifndef GG_COMMON_BPF_H
+#define GG_COMMON_BPF_H
+
+#include <bpf/bpf_core_read.h>
+#include <bpf/bpf_endian.h>
+#include <bpf/bpf_helpers.h>
+#include <bpf/bpf_tracing.h>
+
+#include "gg_common.h"
+
+#ifndef AF_INET
+#define AF_INET 2
+#endif
+#ifndef AF_INET6
+#define AF_INET6 10
+#endif
+
+/* ---- log2 histograms ---------------------------------------------------------------------------- */
+
+/* Slot of v in a GG_LOG2_SLOTS log2 histogram: floor(log2(v)) clamped to [0, GG_LOG2_SLOTS - 1]
+ * (0 and 1 both go to slot 0). Branch-light so that it costs a few instructions. */
+static __always_inline __u32 gg_log2_slot(__u64 v)
+{
+	__u32 r = 0, shift;
+
+	shift = (v > 0xFFFFFFFFULL) << 5;
+	v >>= shift;
+	r |= shift;
+	shift = (v > 0xFFFF) << 4;
+	v >>= shift;
+	r |= shift;
+	shift = (v > 0xFF) << 3;
+	v >>= shift;
+	r |= shift;
+	shift = (v > 0xF) << 2;
+	v >>= shift;
+	r |= shift;
+	shift = (v > 0x3) << 1;
+	v >>= shift;
+	r |= shift;
+	r |= (v >> 1);
+	return r < GG_LOG2_SLOTS ? r : GG_LOG2_SLOTS - 1;
+}
+
+/* Count v in slots[GG_LOG2_SLOTS] (a map value: racing updates from other CPUs are atomic). */
+static __always_inline void gg_hist_add(__u64 *slots, __u64 v)
+{
+	__u32 s = gg_log2_slot(v);
+
+	if (s < GG_LOG2_SLOTS)
+		__sync_fetch_and_add(&slots[s], 1);
+}
+
+/* ---- scope filter ----------------------------------------------------------------------------- */
+
+struct {
+	__uint(type, BPF_MAP_TYPE_ARRAY);
+	__uint(max_entries, 1);
+	__type(key, __u32);
+	__type(value, struct gg_scope_ctl);
+} gg_scope_ctl SEC(".maps");
+
+struct {
+	__uint(type, BPF_MAP_TYPE_HASH);
+	__uint(max_entries, GG_SCOPE_TGID_MAX);
+	__type(key, __u32);
+	__type(value, __u8);
+} gg_scope_tgid SEC(".maps");
+
+struct {
+	__uint(type, BPF_MAP_TYPE_HASH);
+	__uint(max_entries, GG_SCOPE_CGRP_MAX);
+	__type(key, __u64);
+	__type(value, __u8);
+} gg_scope_cgrp SEC(".maps");
+
+/* 1 when a filter is set (only the tgid and cgroup sets are in scope), 0 when everything is. */
+static __always_inline int gg_scope_filtering(void)
+{
+	__u32 zero = 0;
+	struct gg_scope_ctl *ctl = bpf_map_lookup_elem(&gg_scope_ctl, &zero);
+
+	return ctl && ctl->filter;
+}
+
+static __always_inline int gg_scope_has_tgid(__u32 tgid)
+{
+	return bpf_map_lookup_elem(&gg_scope_tgid, &tgid) != NULL;
+}
+
+static __always_inline int gg_scope_has_cgroup(__u64 cgid)
+{
+	return cgid && bpf_map_lookup_elem(&gg_scope_cgrp, &cgid) != NULL;
+}
+
+/* The current task is in scope: no filter, or its tgid, or its cgroup v2 (or one of its ancestors up
+ * to GG_CGROUP_MAX_DEPTH levels) is in the sets. For process context only. */
+static __always_inline int gg_scope_current(void)
+{
+	__u64 cgid;
+
+	if (!gg_scope_filtering())
+		return 1;
+	if (gg_scope_has_tgid((__u32)(bpf_get_current_pid_tgid() >> 32)))
+		return 1;
+	cgid = bpf_get_current_cgroup_id();
+	if (gg_scope_has_cgroup(cgid))
+		return 1;
+	for (int lvl = 1; lvl <= GG_CGROUP_MAX_DEPTH; lvl++) {
+		__u64 anc = bpf_get_current_ancestor_cgroup_id(lvl);
+
+		if (!anc || anc == cgid)
+			break;
+		if (gg_scope_has_cgroup(anc))
+			return 1;
+	}
+	return 0;
+}
+
+/* cgroup v2 id of the cgroup a socket was created in (0 when unknown). Usable in any context
+ * (softirq included), unlike bpf_get_current_cgroup_id. */
+static __always_inline __u64 gg_sk_cgroup_id(const struct sock *sk)
+{
+	return BPF_CORE_READ(sk, sk_cgrp_data.cgroup, kn, id);
+}
+
+/* A socket is in scope: no filter, or the tgid given (0 = unknown) is in the tgid set, or the
+ * socket's cgroup (or an ancestor) is in the cgroup set. */
+static __always_inline int gg_scope_sock(const struct sock *sk, __u32 tgid)
+{
+	struct cgroup *cg;
+	int level;
+
+	if (!gg_scope_filtering())
+		return 1;
+	if (tgid && gg_scope_has_tgid(tgid))
+		return 1;
+	cg = BPF_CORE_READ(sk, sk_cgrp_data.cgroup);
+	if (!cg)
+		return 0;
+	if (gg_scope_has_cgroup(BPF_CORE_READ(cg, kn, id)))
+		return 1;
+	level = BPF_CORE_READ(cg, level);
+	for (int i = 0; i < GG_CGROUP_MAX_DEPTH; i++) {
+		struct cgroup *anc = NULL;
+
+		if (--level < 1)
+			break;
+		bpf_core_read(&anc, sizeof(anc), &cg->ancestors[level]);
+		if (anc && gg_scope_has_cgroup(BPF_CORE_READ(anc, kn, id)))
+			return 1;
+	}
+	return 0;
+}
+
+/* ---- misc ------------------------------------------------------------------------------------- */
+
+static __always_inline __u32 gg_current_tgid(void)
+{
+	return (__u32)(bpf_get_current_pid_tgid() >> 32);
+}
+
+#endif

@@ -1,0 +1,209 @@
+// SPDX-License-Identifier: GPL-2.0
+/* stackprobe.bpf.c - stack sampling for flame graphs: on-CPU (perf CPU clock), off-CPU (sched_switch,
+ * weighted by blocked time) and page faults (exceptions:page_fault_user), filtered by scope. */
+#include "vmlinux.h"
+
+#include "gg_common.bpf.h"
+
+#include "stackprobe.h"
+
+char LICENSE[] SEC("license") = "GPL";
+
+#define EFAULT_ 14
+
+/* Live knobs, written by user space through the mmap'ed .bss. */
+volatile __u32 gen;		       /* bit 0 selects the maps samples go to; user space drains the other pair */
+volatile __u64 min_block_ns = 1000000; /* off-CPU blocks shorter than this are not sent */
+
+/* Two generations of stack and count maps: samples go to gen&1, user space drains the other. */
+struct {
+	__uint(type, BPF_MAP_TYPE_STACK_TRACE);
+	__uint(max_entries, SP_STACK_ENTRIES);
+	__uint(key_size, sizeof(__u32));
+	__uint(value_size, SP_MAX_DEPTH * sizeof(__u64));
+} stacks0 SEC(".maps"), stacks1 SEC(".maps");
+
+struct {
+	__uint(type, BPF_MAP_TYPE_HASH);
+	__uint(max_entries, SP_COUNT_ENTRIES);
+	__type(key, struct sp_key);
+	__type(value, struct sp_val);
+} counts0 SEC(".maps"), counts1 SEC(".maps");
+
+struct {
+	__uint(type, BPF_MAP_TYPE_TASK_STORAGE);
+	__uint(map_flags, BPF_F_NO_PREALLOC);
+	__type(key, int);
+	__type(value, struct sp_offcpu);
+} offcpu_store SEC(".maps");
+
+struct {
+	__uint(type, BPF_MAP_TYPE_RINGBUF);
+	__uint(max_entries, SP_OFFCPU_RB_BYTES);
+} offcpu_rb SEC(".maps");
+
+struct {
+	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
+	__uint(max_entries, SP_ST_NR);
+	__type(key, __u32);
+	__type(value, __u64);
+} stats SEC(".maps");
+
+static __always_inline void stat_inc(__u32 idx)
+{
+	__u64 *v = bpf_map_lookup_elem(&stats, &idx);
+
+	if (v)
+		*v += 1;
+}
+
+static __always_inline void fill_comms(struct sp_key *key)
+{
+	struct task_struct *task = (struct task_struct *)bpf_get_current_task();
+
+	bpf_get_current_comm(key->comm, sizeof(key->comm));
+	BPF_CORE_READ_STR_INTO(&key->pcomm, task, group_leader, comm);
+}
+
+/* A stack id of the current task; -EFAULT means "none", other errors are counted as lost. */
+static __always_inline __s32 stack_id(void *ctx, void *map, __u64 flags)
+{
+	long id = bpf_get_stackid(ctx, map, flags);
+
+	if (id < 0 && id != -EFAULT_)
+		stat_inc(SP_ST_STACK_LOST);
+	return (__s32)id;
+}
+
+static __always_inline void count_add(void *map, struct sp_key *key, __u64 n)
+{
+	struct sp_val *v = bpf_map_lookup_elem(map, key);
+	struct sp_val zero = {};
+
+	if (!v) {
+		if (bpf_map_update_elem(map, key, &zero, BPF_NOEXIST) && bpf_map_lookup_elem(map, key) == NULL) {
+			stat_inc(SP_ST_COUNT_LOST);
+			return;
+		}
+		v = bpf_map_lookup_elem(map, key);
+		if (!v) {
+			stat_inc(SP_ST_COUNT_LOST);
+			return;
+		}
+	}
+	__sync_fetch_and_add(&v->count, n);
+}
+
+/* One oncpu sample or mem fault of the current task, into the active generation. */
+static __always_inline void record_current(void *ctx, __u32 event, __u64 n)
+{
+	__u64 id = bpf_get_current_pid_tgid();
+	struct sp_key key = {};
+
+	key.pid = (__u32)id;
+	key.tgid = (__u32)(id >> 32);
+	if (key.pid == 0 || !gg_scope_current())
+		return; /* the idle task, or out of scope */
+	key.event = event;
+	fill_comms(&key);
+	if (gen & 1) {
+		key.kstack = stack_id(ctx, &stacks1, 0);
+		key.ustack = stack_id(ctx, &stacks1, BPF_F_USER_STACK);
+		count_add(&counts1, &key, n);
+	} else {
+		key.kstack = stack_id(ctx, &stacks0, 0);
+		key.ustack = stack_id(ctx, &stacks0, BPF_F_USER_STACK);
+		count_add(&counts0, &key, n);
+	}
+}
+
+SEC("perf_event")
+int sp_oncpu(struct bpf_perf_event_data *ctx)
+{
+	stat_inc(SP_ST_ONCPU_SAMPLES);
+	record_current(ctx, SP_EV_ONCPU, 1);
+	return 0;
+}
+
+SEC("tracepoint/exceptions/page_fault_user")
+int sp_mem(void *ctx)
+{
+	stat_inc(SP_ST_MEM_FAULTS);
+	record_current(ctx, SP_EV_MEM, 1);
+	return 0;
+}
+
+/* Switch-out of prev (still current here): remember when and where it left the CPU. */
+static __always_inline void offcpu_out(void *ctx, struct task_struct *prev, __u64 now)
+{
+	struct sp_offcpu *s;
+	__u32 pid = BPF_CORE_READ(prev, pid), tgid = BPF_CORE_READ(prev, tgid);
+	long n;
+
+	/* prev is still the current task here */
+	if (pid == 0 || !gg_scope_current())
+		return;
+	s = bpf_task_storage_get(&offcpu_store, prev, 0, BPF_LOCAL_STORAGE_GET_F_CREATE);
+	if (!s) {
+		stat_inc(SP_ST_STORAGE_LOST);
+		return;
+	}
+	s->pid = pid;
+	s->tgid = tgid;
+	bpf_get_current_comm(s->comm, sizeof(s->comm));
+	BPF_CORE_READ_STR_INTO(&s->pcomm, prev, group_leader, comm);
+	n = bpf_get_stack(ctx, s->ips, SP_MAX_DEPTH * sizeof(__u64), 0);
+	s->kn = n > 0 ? (__u32)(n / sizeof(__u64)) : 0;
+	if (s->kn > SP_MAX_DEPTH)
+		s->kn = SP_MAX_DEPTH;
+	s->un = 0;
+	if (BPF_CORE_READ(prev, mm)) {
+		__u32 kn = s->kn;
+
+		if (kn > SP_MAX_DEPTH)
+			kn = SP_MAX_DEPTH;
+		n = bpf_get_stack(ctx, &s->ips[kn], SP_MAX_DEPTH * sizeof(__u64), BPF_F_USER_STACK);
+		s->un = n > 0 ? (__u32)(n / sizeof(__u64)) : 0;
+		if (s->un > SP_MAX_DEPTH)
+			s->un = SP_MAX_DEPTH;
+	}
+	s->start_ns = now;
+	stat_inc(SP_ST_OFFCPU_SWITCHES);
+}
+
+/* Switch-in of next: send its blocked time with the stacks taken when it left. */
+static __always_inline void offcpu_in(struct task_struct *next, __u64 now)
+{
+	struct sp_offcpu *s = bpf_task_storage_get(&offcpu_store, next, 0, 0);
+	__u64 size;
+	__u32 n;
+
+	if (!s || !s->start_ns)
+		return;
+	s->delta_ns = now - s->start_ns;
+	s->start_ns = 0;
+	if (s->delta_ns < min_block_ns) {
+		stat_inc(SP_ST_OFFCPU_SHORT);
+		return;
+	}
+	n = s->kn + s->un;
+	if (n > 2 * SP_MAX_DEPTH)
+		n = 2 * SP_MAX_DEPTH;
+	size = __builtin_offsetof(struct sp_offcpu, ips) + (__u64)n * sizeof(__u64);
+	if (size > sizeof(*s))
+		size = sizeof(*s);
+	if (bpf_ringbuf_output(&offcpu_rb, s, size, 0))
+		stat_inc(SP_ST_RB_LOST);
+	else
+		stat_inc(SP_ST_OFFCPU_EVENTS);
+}
+
+SEC("tp_btf/sched_switch")
+int BPF_PROG(sp_offcpu, bool preempt, struct task_struct *prev, struct task_struct *next)
+{
+	__u64 now = bpf_ktime_get_ns();
+
+	offcpu_out(ctx, prev, now);
+	offcpu_in(next, now);
+	return 0;
+}

@@ -1,0 +1,74 @@
+/* stackprobe.h - types shared by stackprobe's kernel half (stackprobe.bpf.c) and its user half. */
+#ifndef GG_STACKPROBE_H
+#define GG_STACKPROBE_H
+
+/* Frames kept per stack (kernel and user each); the kernel's default perf_event_max_stack. */
+#define SP_MAX_DEPTH 127
+#define SP_COMM_LEN  16
+/* Stack-trace map entries per generation (oncpu and mem share it). */
+#define SP_STACK_ENTRIES 8192
+/* Distinct (thread, stacks, event) keys per generation. */
+#define SP_COUNT_ENTRIES   16384
+#define SP_OFFCPU_RB_BYTES (4u << 20)
+
+/* Flame graph kinds, in gala-gopher's order. */
+enum sp_event {
+	SP_EV_ONCPU = 0,
+	SP_EV_OFFCPU = 1,
+	SP_EV_MEM = 2,
+	SP_EV_NR = 3,
+};
+
+/*
+ * Aggregation key of the in-kernel counts maps (oncpu, mem): one thread, one pair of stacks. The
+ * stack ids point into the stack map of the same generation; a negative id is "no stack" (-EFAULT:
+ * a user-mode sample has no kernel stack, a kernel thread no user stack) or a lost one.
+ */
+struct sp_key {
+	__u32 tgid;
+	__u32 pid;
+	__s32 kstack;
+	__s32 ustack;
+	__u32 event; /* enum sp_event */
+	__u32 pad;
+	char comm[SP_COMM_LEN];	 /* thread */
+	char pcomm[SP_COMM_LEN]; /* process (group leader) */
+};
+
+/* value: samples (oncpu) or faults (mem), summed. */
+struct sp_val {
+	__u64 count;
+};
+
+/*
+ * Off-CPU: a thread's stacks taken when it is switched out, kept in task-local storage until it
+ * runs again; when it was away at least min_block_ns the whole record goes to the ring buffer
+ * (header + kn + un frames, kernel frames first, innermost first).
+ */
+struct sp_offcpu {
+	__u64 start_ns; /* switch-out time; 0 while running */
+	__u64 delta_ns; /* blocked time (set at switch-in) */
+	__u32 tgid;
+	__u32 pid;
+	__u32 kn; /* kernel frames */
+	__u32 un; /* user frames */
+	char comm[SP_COMM_LEN];
+	char pcomm[SP_COMM_LEN];
+	__u64 ips[2 * SP_MAX_DEPTH];
+};
+
+/* Per-CPU counters the probe reports about itself. */
+enum sp_stat {
+	SP_ST_ONCPU_SAMPLES = 0, /* perf samples taken in scope */
+	SP_ST_MEM_FAULTS,	 /* page faults in scope */
+	SP_ST_OFFCPU_SWITCHES,	 /* switch-outs recorded */
+	SP_ST_OFFCPU_EVENTS,	 /* blocks >= threshold sent */
+	SP_ST_OFFCPU_SHORT,	 /* blocks under the threshold (not sent) */
+	SP_ST_STACK_LOST,	 /* stack map full or hash collision (-EEXIST/-ENOMEM) */
+	SP_ST_COUNT_LOST,	 /* counts map full */
+	SP_ST_RB_LOST,		 /* ring buffer full */
+	SP_ST_STORAGE_LOST,	 /* task storage not available */
+	SP_ST_NR,
+};
+
+#endif

@@ -1,0 +1,852 @@
+/* bpf_util.c - user-side helpers shared by BPF probes: kernel feature checks, program variants,
+ * attach/detach, scope maps, batched map reads, log2 histograms, bpf_stats. Does not log. */
+#include "bpf_util.h"
+
+#include <bpf/btf.h>
+#include <ctype.h>
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <limits.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+static const char *const tracefs_roots[] = {"/sys/kernel/tracing", "/sys/kernel/debug/tracing"};
+
+int gg_bpf_init(void)
+{
+	probe_log_route_libbpf();
+	return probe_ensure_tracefs();
+}
+
+/* ---- kernel features ------------------------------------------------------------------------- */
+
+/* vmlinux BTF, loaded on first use and kept for the life of the process (NULL when absent). */
+static struct btf *vmlinux_btf(void)
+{
+	static struct btf *btf;
+	static int tried;
+
+	if (!tried) {
+		tried = 1;
+		btf = btf__load_vmlinux_btf();
+		if (libbpf_get_error(btf))
+			btf = NULL;
+	}
+	return btf;
+}
+
+int gg_bpf_has_tp_btf(const char *name)
+{
+	struct btf *btf = vmlinux_btf();
+	char tname[256];
+
+	if (!btf || snprintf(tname, sizeof(tname), "btf_trace_%s", name) >= (int)sizeof(tname))
+		return 0;
+	return btf__find_by_name_kind(btf, tname, BTF_KIND_TYPEDEF) > 0;
+}
+
+int gg_bpf_tp_btf_nargs(const char *name)
+{
+	struct btf *btf = vmlinux_btf();
+	const struct btf_type *t;
+	char tname[256];
+	int id;
+
+	if (!btf || snprintf(tname, sizeof(tname), "btf_trace_%s", name) >= (int)sizeof(tname))
+		return -ENOENT;
+	id = btf__find_by_name_kind(btf, tname, BTF_KIND_TYPEDEF);
+	if (id <= 0)
+		return -ENOENT;
+	t = btf__type_by_id(btf, id); /* typedef -> pointer -> func proto */
+	if (t)
+		t = btf__type_by_id(btf, t->type);
+	if (t && btf_is_ptr(t))
+		t = btf__type_by_id(btf, t->type);
+	if (!t || !btf_is_func_proto(t) || btf_vlen(t) < 1)
+		return -ENOENT;
+	return btf_vlen(t) - 1;
+}
+
+int gg_btf_enum_name(const char *enum_name, long long value, const char *strip_prefix, char *buf, size_t len)
+{
+	struct btf *btf = vmlinux_btf();
+	const struct btf_type *t;
+	int id;
+
+	id = btf ? btf__find_by_name_kind(btf, enum_name, BTF_KIND_ENUM) : -ENOENT;
+	t = id > 0 ? btf__type_by_id(btf, id) : NULL;
+	if (t && btf_is_enum(t)) {
+		const struct btf_enum *e = btf_enum(t);
+
+		for (unsigned int i = 0; i < btf_vlen(t); i++, e++) {
+			const char *name;
+			size_t plen;
+
+			if (e->val != value)
+				continue;
+			name = btf__name_by_offset(btf, e->name_off);
+			if (!name)
+				break;
+			plen = strip_prefix ? strlen(strip_prefix) : 0;
+			if (plen && !strncmp(name, strip_prefix, plen))
+				name += plen;
+			snprintf(buf, len, "%s", name);
+			return 0;
+		}
+	}
+	snprintf(buf, len, "%lld", value);
+	return -ENOENT;
+}
+
+static int tracefs_access(const char *rel)
+{
+	char path[PATH_MAX];
+
+	for (size_t i = 0; i < sizeof(tracefs_roots) / sizeof(tracefs_roots[0]); i++) {
+		if (snprintf(path, sizeof(path), "%s/%s", tracefs_roots[i], rel) >= (int)sizeof(path))
+			return 0;
+		if (access(path, F_OK) == 0)
+			return 1;
+	}
+	return 0;
+}
+
+int gg_bpf_has_tracepoint(const char *category, const char *name)
+{
+	char rel[512];
+
+	if (snprintf(rel, sizeof(rel), "events/%s/%s", category, name) >= (int)sizeof(rel))
+		return 0;
+	return tracefs_access(rel);
+}
+
+/* 1 when some tracefs events/<category>/<name> exists (raw tracepoints are named without category). */
+static int has_tracepoint_any_category(const char *name)
+{
+	char path[PATH_MAX];
+	struct dirent *de;
+	DIR *d = NULL;
+	int found = 0;
+
+	for (size_t i = 0; !d && i < sizeof(tracefs_roots) / sizeof(tracefs_roots[0]); i++) {
+		if (snprintf(path, sizeof(path), "%s/events", tracefs_roots[i]) < (int)sizeof(path))
+			d = opendir(path);
+	}
+	if (!d)
+		return 0;
+	while (!found && (de = readdir(d))) {
+		if (de->d_name[0] == '.')
+			continue;
+		found = gg_bpf_has_tracepoint(de->d_name, name);
+	}
+	closedir(d);
+	return found;
+}
+
+int gg_bpf_has_kprobe(const char *func)
+{
+	char path[PATH_MAX], line[512];
+	size_t flen = strlen(func);
+	int found = 0;
+	FILE *f = NULL;
+
+	if (!tracefs_access("kprobe_events"))
+		return 0;
+	for (size_t i = 0; !f && i < sizeof(tracefs_roots) / sizeof(tracefs_roots[0]); i++) {
+		if (snprintf(path, sizeof(path), "%s/available_filter_functions", tracefs_roots[i]) < (int)sizeof(path))
+			f = fopen(path, "re");
+	}
+	if (!f)
+		return 0;
+	/* Lines are "func" or "func [module]". */
+	while (!found && fgets(line, sizeof(line), f)) {
+		if (!strncmp(line, func, flen) && (line[flen] == '\n' || line[flen] == ' ' || line[flen] == '\0'))
+			found = 1;
+	}
+	fclose(f);
+	return found;
+}
+
+int gg_bpf_prog_hook_available(const struct bpf_program *prog)
+{
+	const char *sec = bpf_program__section_name(prog);
+	const char *slash, *p;
+	char cat[128], func[256];
+	size_t n;
+
+	if (!sec)
+		return 0;
+	if (!strncmp(sec, "tp_btf/", 7))
+		return gg_bpf_has_tp_btf(sec + 7);
+	if (!strncmp(sec, "raw_tp/", 7) || !strncmp(sec, "raw_tracepoint/", 15)) {
+		p = strchr(sec, '/') + 1;
+		return gg_bpf_has_tp_btf(p) || has_tracepoint_any_category(p);
+	}
+	if (!strncmp(sec, "tp/", 3) || !strncmp(sec, "tracepoint/", 11)) {
+		p = strchr(sec, '/') + 1;
+		slash = strchr(p, '/');
+		if (!slash || (size_t)(slash - p) >= sizeof(cat))
+			return 0;
+		memcpy(cat, p, (size_t)(slash - p));
+		cat[slash - p] = '\0';
+		return gg_bpf_has_tracepoint(cat, slash + 1);
+	}
+	if (!strncmp(sec, "kprobe/", 7) || !strncmp(sec, "kretprobe/", 10)) {
+		p = strchr(sec, '/') + 1;
+		n = strcspn(p, "+");
+		if (!n || n >= sizeof(func))
+			return 0;
+		memcpy(func, p, n);
+		func[n] = '\0';
+		return gg_bpf_has_kprobe(func);
+	}
+	/* fentry/fexit need a trampoline, which some kernels refuse at load time (EPERM) with no way
+	 * to tell beforehand: they are never chosen automatically. */
+	if (!strncmp(sec, "fentry/", 7) || !strncmp(sec, "fexit/", 6) || !strncmp(sec, "fmod_ret/", 9))
+		return 0;
+	return 1;
+}
+
+static void names_append(char *buf, size_t len, size_t *used, const char *name)
+{
+	int w;
+
+	if (!buf || !len || *used >= len)
+		return;
+	w = snprintf(buf + *used, len - *used, "%s%s", *used ? "," : "", name);
+	if (w > 0)
+		*used += (size_t)w < len - *used ? (size_t)w : len - *used;
+}
+
+int gg_bpf_autoload_available(struct bpf_object *obj, char *ret_off, size_t len)
+{
+	struct bpf_program *prog;
+	size_t used = 0;
+	int off = 0;
+
+	if (ret_off && len)
+		ret_off[0] = '\0';
+	bpf_object__for_each_program(prog, obj)
+	{
+		if (!bpf_program__autoload(prog) || gg_bpf_prog_hook_available(prog))
+			continue;
+		bpf_program__set_autoload(prog, false);
+		names_append(ret_off, len, &used, bpf_program__name(prog));
+		off++;
+	}
+	return off;
+}
+
+int gg_bpf_prefer(struct bpf_program *preferred, struct bpf_program *fallback)
+{
+	if (preferred && bpf_program__autoload(preferred)) {
+		if (fallback)
+			bpf_program__set_autoload(fallback, false);
+		return 1;
+	}
+	if (fallback && bpf_program__autoload(fallback))
+		return 0;
+	return -ENOENT;
+}
+
+/* ---- attach / detach --------------------------------------------------------------------------- */
+
+int gg_bpf_attach(struct bpf_program *prog, struct bpf_link **link)
+{
+	struct bpf_link *l;
+
+	if (*link)
+		return 0;
+	if (!bpf_program__autoload(prog) || bpf_program__fd(prog) < 0)
+		return -ENOENT;
+	l = bpf_program__attach(prog);
+	if (!l)
+		return errno ? -errno : -EINVAL;
+	*link = l;
+	return 0;
+}
+
+void gg_bpf_detach(struct bpf_link **link)
+{
+	if (*link) {
+		bpf_link__destroy(*link);
+		*link = NULL;
+	}
+}
+
+/* ---- maps ------------------------------------------------------------------------------------- */
+
+/* One at a time, for kernels without the batch commands (and map types that lack them). */
+static int map_dump_slow(int fd, struct gg_bpf_dump_cursor *cur, char *keys, char *vals, uint32_t key_size,
+			 uint32_t val_size, uint32_t max, uint32_t *ret_n, int del)
+{
+	uint32_t n = 0;
+
+	while (n < max) {
+		char *k = keys + (size_t)n * key_size;
+
+		/* Deleting: always restart from the first key (the previous one is gone). */
+		if (bpf_map_get_next_key(fd, (cur->started && !del) ? (void *)cur->token : NULL, k) < 0) {
+			if (errno == ENOENT) {
+				cur->done = 1;
+				break;
+			}
+			return -errno;
+		}
+		memcpy(cur->token, k, key_size);
+		cur->started = 1;
+		if (bpf_map_lookup_elem(fd, k, vals + (size_t)n * val_size) < 0) {
+			if (errno == ENOENT) /* deleted meanwhile */
+				continue;
+			return -errno;
+		}
+		if (del && bpf_map_delete_elem(fd, k) < 0 && errno != ENOENT)
+			return -errno;
+		n++;
+	}
+	*ret_n = n;
+	return 0;
+}
+
+int gg_bpf_map_dump(int fd, struct gg_bpf_dump_cursor *cur, void *keys, void *vals, uint32_t key_size,
+		    uint32_t val_size, uint32_t max, uint32_t *ret_n, int del)
+{
+	LIBBPF_OPTS(bpf_map_batch_opts, opts);
+	uint64_t out[8];
+	uint32_t n = 0;
+
+	*ret_n = 0;
+	if (key_size > sizeof(cur->token))
+		return -EINVAL;
+	if (cur->done || !max)
+		return 0;
+	if (cur->slow)
+		return map_dump_slow(fd, cur, keys, vals, key_size, val_size, max, ret_n, del);
+	while (n < max) {
+		uint32_t count = max - n;
+		char *k = (char *)keys + (size_t)n * key_size;
+		char *v = (char *)vals + (size_t)n * val_size;
+		void *in = cur->started ? cur->token : NULL;
+		int err;
+
+		if (del)
+			err = bpf_map_lookup_and_delete_batch(fd, in, out, k, v, &count, &opts);
+		else
+			err = bpf_map_lookup_batch(fd, in, out, k, v, &count, &opts);
+		err = err < 0 ? -errno : 0;
+		if (err == -ENOENT) {
+			n += count;
+			cur->done = 1;
+			break;
+		}
+		if (err) {
+			if (!cur->started && !n &&
+			    (err == -EINVAL || err == -ENOTSUP || err == -EOPNOTSUPP || err == -524 /* ENOTSUPP */)) {
+				cur->slow = 1;
+				return map_dump_slow(fd, cur, keys, vals, key_size, val_size, max, ret_n, del);
+			}
+			/* ENOSPC: the next bucket holds more entries than there is room left for. */
+			if (err == -ENOSPC && n)
+				break;
+			return err;
+		}
+		n += count;
+		memcpy(cur->token, out, sizeof(cur->token));
+		cur->started = 1;
+	}
+	*ret_n = n;
+	return 0;
+}
+
+int gg_bpf_map_delete_keys(int fd, const void *keys, uint32_t key_size, uint32_t n)
+{
+	for (uint32_t i = 0; i < n; i++) {
+		if (bpf_map_delete_elem(fd, (const char *)keys + (size_t)i * key_size) < 0 && errno != ENOENT)
+			return -errno;
+	}
+	return 0;
+}
+
+/* ---- histograms ------------------------------------------------------------------------------- */
+
+void gg_hist_rec(struct probe_rec *r, const __u64 *slots, unsigned int first, unsigned int n, double scale, double sum)
+{
+	double le[GG_LOG2_SLOTS] = {0};
+	uint64_t cnt[GG_LOG2_SLOTS] = {0}, overflow = 0;
+
+	if (!n || first + n > GG_LOG2_SLOTS) {
+		/* Let the record builder report the error: a 0-bucket histogram is invalid. */
+		probe_rec__hist(r, 0, le, cnt, 0, sum);
+		return;
+	}
+	cnt[0] = 0;
+	for (unsigned int s = 0; s <= first; s++)
+		cnt[0] += slots[s];
+	le[0] = ldexp(1.0, (int)first + 1) * scale;
+	for (unsigned int k = 1; k < n; k++) {
+		cnt[k] = slots[first + k];
+		le[k] = ldexp(1.0, (int)(first + k) + 1) * scale;
+	}
+	for (unsigned int s = first + n; s < GG_LOG2_SLOTS; s++)
+		overflow += slots[s];
+	probe_rec__hist(r, n, le, cnt, overflow, sum);
+}
+
+unsigned int gg_hist_slot(uint64_t v)
+{
+	unsigned int s = v > 1 ? 63u - (unsigned int)__builtin_clzll(v) : 0;
+
+	return s < GG_LOG2_SLOTS ? s : GG_LOG2_SLOTS - 1;
+}
+
+uint64_t gg_hist_count(const __u64 *slots)
+{
+	uint64_t c = 0;
+
+	for (unsigned int s = 0; s < GG_LOG2_SLOTS; s++)
+		c += slots[s];
+	return c;
+}
+
+uint64_t gg_hist_quantile(const __u64 *slots, double q)
+{
+	uint64_t total = gg_hist_count(slots), acc = 0;
+	double want;
+
+	if (!total)
+		return 0;
+	want = q * (double)total;
+	for (unsigned int s = 0; s < GG_LOG2_SLOTS; s++) {
+		acc += slots[s];
+		if ((double)acc >= want && acc)
+			return (uint64_t)1 << (s + 1);
+	}
+	return (uint64_t)1 << GG_LOG2_SLOTS;
+}
+
+/* ---- scope ------------------------------------------------------------------------------------ */
+
+void gg_scope__init_all(struct gg_scope *s)
+{
+	s->all = 1;
+	s->ntgid = 0;
+	s->ncgrp = 0;
+}
+
+static int scope_add_tgid(struct gg_scope *s, uint32_t tgid)
+{
+	for (uint32_t i = 0; i < s->ntgid; i++)
+		if (s->tgid[i] == tgid)
+			return 0;
+	if (s->ntgid >= GG_SCOPE_TGID_MAX)
+		return -E2BIG;
+	s->tgid[s->ntgid++] = tgid;
+	return 0;
+}
+
+static int scope_add_cgrp(struct gg_scope *s, uint64_t id)
+{
+	for (uint32_t i = 0; i < s->ncgrp; i++)
+		if (s->cgrp[i] == id)
+			return 0;
+	if (s->ncgrp >= GG_SCOPE_CGRP_MAX)
+		return -E2BIG;
+	s->cgrp[s->ncgrp++] = id;
+	return 0;
+}
+
+/* A positive integer from a JSON number or a decimal string. */
+static int json_id(const cJSON *it, uint64_t max, uint64_t *ret)
+{
+	if (cJSON_IsNumber(it)) {
+		double v = cJSON_GetNumberValue(it);
+
+		if (v < 1 || v > (double)max || v != floor(v) || v >= 9007199254740992.0)
+			return -EINVAL;
+		*ret = (uint64_t)v;
+		return 0;
+	}
+	if (cJSON_IsString(it)) {
+		const char *str = cJSON_GetStringValue(it);
+		char *end;
+		unsigned long long v;
+
+		if (!str || !isdigit((unsigned char)str[0]))
+			return -EINVAL;
+		errno = 0;
+		v = strtoull(str, &end, 10);
+		if (errno || *end || v < 1 || v > max)
+			return -EINVAL;
+		*ret = v;
+		return 0;
+	}
+	return -EINVAL;
+}
+
+int gg_scope__from_json(const cJSON *scope, struct gg_scope *ret)
+{
+	static struct gg_scope s; /* large: not on the stack; callers are single-threaded */
+	const cJSON *all, *pids, *cgs, *it;
+	uint64_t id;
+	int err;
+
+	if (!cJSON_IsObject(scope))
+		return -EINVAL;
+	s.all = 0;
+	s.ntgid = 0;
+	s.ncgrp = 0;
+	all = cJSON_GetObjectItemCaseSensitive(scope, "all");
+	if (all && !cJSON_IsBool(all))
+		return -EINVAL;
+	pids = cJSON_GetObjectItemCaseSensitive(scope, "pids");
+	cgs = cJSON_GetObjectItemCaseSensitive(scope, "cgroup_ids");
+	if ((pids && !cJSON_IsNull(pids) && !cJSON_IsArray(pids)) || (cgs && !cJSON_IsNull(cgs) && !cJSON_IsArray(cgs)))
+		return -EINVAL;
+	if (!cJSON_IsArray(pids))
+		pids = NULL;
+	cJSON_ArrayForEach(it, pids)
+	{
+		if (json_id(it, UINT32_MAX, &id))
+			return -EINVAL;
+		err = scope_add_tgid(&s, (uint32_t)id);
+		if (err)
+			return err;
+	}
+	if (!cJSON_IsArray(cgs))
+		cgs = NULL;
+	cJSON_ArrayForEach(it, cgs)
+	{
+		if (json_id(it, UINT64_MAX, &id))
+			return -EINVAL;
+		err = scope_add_cgrp(&s, id);
+		if (err)
+			return err;
+	}
+	/* No "all" member: everything unless sets were given. */
+	s.all = all ? cJSON_IsTrue(all) : (!s.ntgid && !s.ncgrp);
+	*ret = s;
+	return 0;
+}
+
+int gg_scope__add_pids(struct gg_scope *s, const char *list)
+{
+	const char *p = list;
+
+	s->all = 0;
+	while (*p) {
+		char *end;
+		unsigned long v;
+		int err;
+
+		if (!isdigit((unsigned char)*p))
+			return -EINVAL;
+		errno = 0;
+		v = strtoul(p, &end, 10);
+		if (errno || v < 1 || v > INT32_MAX || (*end && *end != ','))
+			return -EINVAL;
+		err = scope_add_tgid(s, (uint32_t)v);
+		if (err)
+			return err;
+		p = *end ? end + 1 : end;
+	}
+	return 0;
+}
+
+int gg_scope__add_comm(struct gg_scope *s, const char *comm)
+{
+	struct dirent *de;
+	DIR *d;
+	int added = 0, err = 0;
+	size_t clen = strnlen(comm, 15); /* TASK_COMM_LEN - 1 */
+
+	s->all = 0;
+	d = opendir("/proc");
+	if (!d)
+		return -errno;
+	while (!err && (de = readdir(d))) {
+		char path[300], buf[32];
+		ssize_t n;
+		int fd;
+
+		if (!isdigit((unsigned char)de->d_name[0]))
+			continue;
+		snprintf(path, sizeof(path), "/proc/%s/comm", de->d_name);
+		fd = open(path, O_RDONLY | O_CLOEXEC);
+		if (fd < 0)
+			continue;
+		n = read(fd, buf, sizeof(buf) - 1);
+		close(fd);
+		if (n <= 0)
+			continue;
+		buf[n] = '\0';
+		buf[strcspn(buf, "\n")] = '\0';
+		if (strlen(buf) == clen && !strncmp(buf, comm, clen)) {
+			err = scope_add_tgid(s, (uint32_t)strtoul(de->d_name, NULL, 10));
+			added++;
+		}
+	}
+	closedir(d);
+	return err ? err : added;
+}
+
+static int scope_in_tgids(const struct gg_scope *s, uint32_t v)
+{
+	for (uint32_t i = 0; i < s->ntgid; i++)
+		if (s->tgid[i] == v)
+			return 1;
+	return 0;
+}
+
+static int scope_in_cgrps(const struct gg_scope *s, uint64_t v)
+{
+	for (uint32_t i = 0; i < s->ncgrp; i++)
+		if (s->cgrp[i] == v)
+			return 1;
+	return 0;
+}
+
+int gg_scope__apply(const struct gg_scope *s, struct bpf_object *obj)
+{
+	struct bpf_map *ctl_map = bpf_object__find_map_by_name(obj, GG_SCOPE_CTL_MAP);
+	struct bpf_map *tg_map = bpf_object__find_map_by_name(obj, GG_SCOPE_TGID_MAP);
+	struct bpf_map *cg_map = bpf_object__find_map_by_name(obj, GG_SCOPE_CGRP_MAP);
+	struct gg_scope_ctl ctl = {.filter = s->all ? 0 : 1};
+	uint32_t zero = 0, tg;
+	uint64_t cg;
+	uint8_t one = 1;
+	int ctl_fd, tg_fd, cg_fd;
+
+	if (!ctl_map || !tg_map || !cg_map)
+		return -ENOENT;
+	ctl_fd = bpf_map__fd(ctl_map);
+	tg_fd = bpf_map__fd(tg_map);
+	cg_fd = bpf_map__fd(cg_map);
+	if (ctl_fd < 0 || tg_fd < 0 || cg_fd < 0)
+		return -EBADF;
+	if (!s->all) {
+		for (uint32_t i = 0; i < s->ntgid; i++)
+			if (bpf_map_update_elem(tg_fd, &s->tgid[i], &one, BPF_ANY) < 0)
+				return -errno;
+		for (uint32_t i = 0; i < s->ncgrp; i++)
+			if (bpf_map_update_elem(cg_fd, &s->cgrp[i], &one, BPF_ANY) < 0)
+				return -errno;
+	}
+	if (bpf_map_update_elem(ctl_fd, &zero, &ctl, BPF_ANY) < 0)
+		return -errno;
+	/* Remove what is no longer in scope: collect first, then delete (the maps are bounded). */
+	{
+		static uint32_t tg_del[GG_SCOPE_TGID_MAX];
+		static uint64_t cg_del[GG_SCOPE_CGRP_MAX];
+		uint32_t ntg = 0, ncg = 0;
+		int have, err;
+
+		for (have = bpf_map_get_next_key(tg_fd, NULL, &tg) == 0; have && ntg < GG_SCOPE_TGID_MAX;
+		     have = bpf_map_get_next_key(tg_fd, &tg, &tg) == 0)
+			if (s->all || !scope_in_tgids(s, tg))
+				tg_del[ntg++] = tg;
+		for (have = bpf_map_get_next_key(cg_fd, NULL, &cg) == 0; have && ncg < GG_SCOPE_CGRP_MAX;
+		     have = bpf_map_get_next_key(cg_fd, &cg, &cg) == 0)
+			if (s->all || !scope_in_cgrps(s, cg))
+				cg_del[ncg++] = cg;
+		err = gg_bpf_map_delete_keys(tg_fd, tg_del, sizeof(tg_del[0]), ntg);
+
+		if (!err)
+			err = gg_bpf_map_delete_keys(cg_fd, cg_del, sizeof(cg_del[0]), ncg);
+		if (err)
+			return err;
+	}
+	return 0;
+}
+
+/* ---- configuration helpers ------------------------------------------------------------------- */
+
+static int subprobe_lookup(const char *s, size_t len, const struct gg_subprobe *tab, size_t n, unsigned int *ret)
+{
+	for (size_t i = 0; i < n; i++) {
+		if (strlen(tab[i].name) == len && !memcmp(tab[i].name, s, len)) {
+			*ret = tab[i].bit;
+			return 0;
+		}
+	}
+	return -EINVAL;
+}
+
+static void copy_bad(char *bad, size_t badlen, const char *s, size_t len)
+{
+	if (!bad || !badlen)
+		return;
+	if (len >= badlen)
+		len = badlen - 1;
+	memcpy(bad, s, len);
+	bad[len] = '\0';
+}
+
+int gg_subprobes_parse(const char *csv, const struct gg_subprobe *tab, size_t n, unsigned int *ret, char *bad,
+		       size_t badlen)
+{
+	unsigned int bits = 0, bit;
+	const char *p = csv;
+
+	for (;;) {
+		const char *comma = strchr(p, ',');
+		size_t len = comma ? (size_t)(comma - p) : strlen(p);
+
+		if (subprobe_lookup(p, len, tab, n, &bit)) {
+			copy_bad(bad, badlen, p, len);
+			return -EINVAL;
+		}
+		bits |= bit;
+		if (!comma)
+			break;
+		p = comma + 1;
+	}
+	*ret = bits;
+	return 0;
+}
+
+int gg_subprobes_from_json(const cJSON *root, const struct gg_subprobe *tab, size_t n, unsigned int *ret, char *bad,
+			   size_t badlen)
+{
+	const cJSON *list = cJSON_GetObjectItemCaseSensitive(root, "probe"), *it;
+	unsigned int bits = 0, bit;
+
+	if (!list) {
+		const cJSON *cmd = cJSON_GetObjectItemCaseSensitive(root, "cmd");
+
+		if (cJSON_IsObject(cmd))
+			list = cJSON_GetObjectItemCaseSensitive(cmd, "probe");
+	}
+	if (!list || cJSON_IsNull(list))
+		return -ENOENT;
+	if (!cJSON_IsArray(list)) {
+		copy_bad(bad, badlen, "(not a list)", 12);
+		return -EINVAL;
+	}
+	if (cJSON_GetArraySize(list) == 0)
+		return -ENOENT;
+	cJSON_ArrayForEach(it, list)
+	{
+		const char *name = cJSON_GetStringValue(it);
+
+		if (!name || subprobe_lookup(name, strlen(name), tab, n, &bit)) {
+			if (name)
+				copy_bad(bad, badlen, name, strlen(name));
+			else
+				copy_bad(bad, badlen, "(not a string)", 14);
+			return -EINVAL;
+		}
+		bits |= bit;
+	}
+	*ret = bits;
+	return 0;
+}
+
+void gg_subprobes_str(unsigned int bits, const struct gg_subprobe *tab, size_t n, char *buf, size_t len)
+{
+	size_t used = 0;
+
+	if (!len)
+		return;
+	buf[0] = '\0';
+	for (size_t i = 0; i < n; i++)
+		if (tab[i].bit & bits)
+			names_append(buf, len, &used, tab[i].name);
+	if (!used)
+		snprintf(buf, len, "none");
+}
+
+int gg_conf_uint(const cJSON *params, const char *name, uint32_t min, uint32_t max, uint32_t *ret)
+{
+	const cJSON *it;
+	uint64_t v;
+
+	if (!params || cJSON_IsNull(params))
+		return -ENOENT;
+	if (!cJSON_IsObject(params))
+		return -EINVAL;
+	it = cJSON_GetObjectItemCaseSensitive(params, name);
+	if (!it || cJSON_IsNull(it))
+		return -ENOENT;
+	if (cJSON_IsNumber(it)) {
+		double d = cJSON_GetNumberValue(it);
+
+		if (d < 0 || d > UINT32_MAX || d != floor(d))
+			return -EINVAL;
+		v = (uint64_t)d;
+	} else if (cJSON_IsString(it)) {
+		const char *str = cJSON_GetStringValue(it);
+		char *end;
+
+		if (!str || !isdigit((unsigned char)str[0]))
+			return -EINVAL;
+		errno = 0;
+		v = strtoull(str, &end, 10);
+		if (errno || *end)
+			return -EINVAL;
+	} else {
+		return -EINVAL;
+	}
+	if (v < min || v > max)
+		return -EINVAL;
+	*ret = (uint32_t)v;
+	return 0;
+}
+
+/* ---- bpf_stats ---------------------------------------------------------------------------------- */
+
+int gg_bpf_stats_enable(void)
+{
+	int fd = bpf_enable_stats(BPF_STATS_RUN_TIME);
+
+	return fd < 0 ? (errno ? -errno : fd) : fd;
+}
+
+int gg_bpf_prog_stats(const struct bpf_program *prog, uint64_t *ret_run_ns, uint64_t *ret_run_cnt)
+{
+	struct bpf_prog_info info;
+	uint32_t len = sizeof(info);
+	int fd = bpf_program__fd(prog);
+
+	if (fd < 0)
+		return -ENOENT;
+	memset(&info, 0, sizeof(info));
+	if (bpf_obj_get_info_by_fd(fd, &info, &len) < 0)
+		return -errno;
+	*ret_run_ns = info.run_time_ns;
+	*ret_run_cnt = info.run_cnt;
+	return 0;
+}
+
+int gg_bpf_stats_fmt(struct bpf_object *obj, struct gg_bpf_stats_prev *prev, size_t nprev, char *buf, size_t len)
+{
+	struct bpf_program *prog;
+	size_t i = 0, used = 0;
+	int described = 0;
+
+	if (len)
+		buf[0] = '\0';
+	bpf_object__for_each_program(prog, obj)
+	{
+		uint64_t ns, cnt, dns, dcnt;
+		char item[128];
+
+		if (i >= nprev)
+			break;
+		if (gg_bpf_prog_stats(prog, &ns, &cnt) == 0) {
+			dns = ns - prev[i].run_ns;
+			dcnt = cnt - prev[i].run_cnt;
+			prev[i].run_ns = ns;
+			prev[i].run_cnt = cnt;
+			snprintf(item, sizeof(item), "%s=%llu/%lluns", bpf_program__name(prog),
+				 (unsigned long long)dcnt, (unsigned long long)(dcnt ? dns / dcnt : 0));
+			names_append(buf, len, &used, item);
+			described++;
+		}
+		i++;
+	}
+	return described;
+}

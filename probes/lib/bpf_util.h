@@ -1,0 +1,192 @@
+/* bpf_util.h - user-side helpers shared by every BPF probe: set-up (libbpf logging, tracefs), choosing
+ * program variants by what the running kernel offers, idempotent attach/detach, the scope filter
+ * maps, reading and deleting map entries in batches, log2 histograms into records, bpf_stats. */
+#ifndef GG_BPF_UTIL_H
+#define GG_BPF_UTIL_H
+
+#include <linux/types.h>
+#include <bpf/bpf.h>
+#include <bpf/libbpf.h>
+#include <cjson/cJSON.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "gg_common.h"
+#include "probe.h"
+
+/*
+ * Once per process, before opening a skeleton: libbpf's messages go to probe_log (debug ones only at
+ * debug level) and tracefs is mounted when absent. 0 or negative errno (tracefs could not be
+ * mounted: tracepoint programs will not attach).
+ */
+int gg_bpf_init(void);
+
+/* ---- what the running kernel offers (cached; no side effects) ---------------------------------- */
+
+/* 1 when vmlinux BTF has the raw tracepoint `name` (typedef btf_trace_<name>), usable by tp_btf and
+ * raw_tp programs; 0 when not (or no vmlinux BTF). */
+int gg_bpf_has_tp_btf(const char *name);
+/* Number of arguments of raw tracepoint `name` as tp_btf programs see them (the prototype's, less
+ * its leading void *), to choose between variants of a program when a tracepoint grew arguments;
+ * -ENOENT when unknown. */
+int gg_bpf_tp_btf_nargs(const char *name);
+/* Name of value in kernel enum enum_name (from vmlinux BTF), without strip_prefix when it starts
+ * with it (may be NULL), into buf (cut to len). 0, or -ENOENT when unknown (buf gets the number). */
+int gg_btf_enum_name(const char *enum_name, long long value, const char *strip_prefix, char *buf, size_t len);
+/* 1 when tracefs has events/<category>/<name>, 0 when not. */
+int gg_bpf_has_tracepoint(const char *category, const char *name);
+/* 1 when kprobes are usable (tracefs kprobe_events exists) and func is traceable (listed in
+ * available_filter_functions), 0 otherwise. */
+int gg_bpf_has_kprobe(const char *func);
+
+/* 1 when the kernel offers the hook of prog's section (tp_btf/, raw_tp/, tp/, tracepoint/, kprobe/,
+ * kretprobe/; other sections are assumed present), 0 when not. */
+int gg_bpf_prog_hook_available(const struct bpf_program *prog);
+
+/*
+ * After open, before load: turn autoload off for each program whose hook the running kernel lacks.
+ * Returns how many were turned off; their names, comma separated, go to ret_off (cut to len, may be
+ * NULL). Never fails.
+ */
+int gg_bpf_autoload_available(struct bpf_object *obj, char *ret_off, size_t len);
+
+/*
+ * Two variants of one handler (e.g. a kprobe and a tracepoint): keep `preferred` when it will load
+ * (autoload still on), else `fallback`; the other one is turned off. Either may be NULL. Returns 1
+ * when preferred is kept, 0 when fallback is, -ENOENT when neither will load.
+ */
+int gg_bpf_prefer(struct bpf_program *preferred, struct bpf_program *fallback);
+
+/* ---- attach / detach --------------------------------------------------------------------------- */
+
+/*
+ * Attach a loaded program into *link (a skeleton's skel->links.<prog>, destroyed with the skeleton)
+ * unless it is attached already or not loaded (autoload off: -ENOENT). 0 or negative errno.
+ */
+int gg_bpf_attach(struct bpf_program *prog, struct bpf_link **link);
+/* Detach (destroy *link and set it to NULL); accepts a NULL *link. */
+void gg_bpf_detach(struct bpf_link **link);
+
+/* ---- maps ------------------------------------------------------------------------------------- */
+
+/* Where a dump of a map stands between two gg_bpf_map_dump calls; zero it to start from the top. */
+struct gg_bpf_dump_cursor {
+	int started;
+	int done; /* set when the whole map has been read */
+	int slow; /* the kernel lacks the batch commands for this map */
+	uint32_t key_size;
+	uint64_t token[8]; /* batch token, or the last key read (slow path) */
+};
+
+/*
+ * Read up to max entries of map fd into keys[] and vals[] (key_size and val_size bytes each; for
+ * per-CPU maps val_size is round_up(value_size, 8) * libbpf_num_possible_cpus()), continuing where
+ * cur left off; cur->done is set once the end is reached. With del, the entries read are also
+ * deleted (BPF_MAP_LOOKUP_AND_DELETE_BATCH), so nothing counted between read and delete is lost.
+ * Uses the batch commands; falls back to get_next_key + lookup (+ delete) on kernels without them.
+ * *ret_n is the number of entries read. 0 or negative errno (-EINVAL: key_size > 64).
+ * Typical use: `struct gg_bpf_dump_cursor c = {0}; while (!c.done) { dump(..., &c, ...); use(n); }`
+ */
+int gg_bpf_map_dump(int fd, struct gg_bpf_dump_cursor *cur, void *keys, void *vals, uint32_t key_size,
+		    uint32_t val_size, uint32_t max, uint32_t *ret_n, int del);
+/* Delete n keys (key_size bytes each); keys already gone are not an error. 0 or negative errno. */
+int gg_bpf_map_delete_keys(int fd, const void *keys, uint32_t key_size, uint32_t n);
+
+/* ---- log2 histograms (gg_common.bpf.h gg_hist_add) ------------------------------------------- */
+
+/*
+ * Append a log2 histogram (slots[GG_LOG2_SLOTS], per-slot counts as gg_hist_add makes them) to a
+ * record as n finite buckets: bucket 0 holds slots 0..first (values below 2^(first+1)), bucket k
+ * holds slot first+k (values below 2^(first+k+1)); later slots are the overflow. Bounds are
+ * multiplied by scale (e.g. 1e-3 for ns counted, us reported). sum is already in the reported unit.
+ * n + first must be <= GG_LOG2_SLOTS and n >= 1 (else the record gets -EINVAL).
+ */
+void gg_hist_rec(struct probe_rec *r, const __u64 *slots, unsigned int first, unsigned int n, double scale, double sum);
+/* Slot of v in a log2 histogram, as gg_log2_slot in gg_common.bpf.h (for user-side histograms). */
+unsigned int gg_hist_slot(uint64_t v);
+/* Sum of the counts of a log2 histogram. */
+uint64_t gg_hist_count(const __u64 *slots);
+/* Approximate quantile q (0..1) of a log2 histogram: the upper bound (2^(slot+1)) of the slot where
+ * it falls, in the counted unit; 0 when empty. */
+uint64_t gg_hist_quantile(const __u64 *slots, double q);
+
+/* ---- scope (the supervisor's resolved snoopers, or --pid/--comm standalone) -------------------- */
+
+/* A monitoring scope: everything, or a set of tgids and cgroup v2 ids. */
+struct gg_scope {
+	int all; /* 1: no filter (the sets are ignored) */
+	uint32_t ntgid;
+	uint32_t ncgrp;
+	uint32_t tgid[GG_SCOPE_TGID_MAX];
+	uint64_t cgrp[GG_SCOPE_CGRP_MAX];
+};
+
+/* Everything in scope. */
+void gg_scope__init_all(struct gg_scope *s);
+/*
+ * From the "scope" member of a live configuration ({"all": bool, "pids": [..], "cgroup_ids": [..]}).
+ * 0 and *ret filled; -EINVAL when malformed (ret untouched); -E2BIG when a set is larger than its
+ * map (ret untouched).
+ */
+int gg_scope__from_json(const cJSON *scope, struct gg_scope *ret);
+/* Parse a "PID[,PID...]" list into s (clears all). 0, -EINVAL or -E2BIG. */
+int gg_scope__add_pids(struct gg_scope *s, const char *list);
+/* Add every process whose /proc/<pid>/comm equals comm (clears all). Returns how many were added
+ * (0 is fine: the process may start later; rescan), or -E2BIG. */
+int gg_scope__add_comm(struct gg_scope *s, const char *comm);
+/*
+ * Write s into obj's gg_scope_* maps (an object that includes gg_common.bpf.h), replacing what was
+ * there; entries are added before the filter goes on and removed after it goes off, so no in-scope
+ * event is dropped during the update. 0, -ENOENT (maps missing) or negative errno.
+ */
+int gg_scope__apply(const struct gg_scope *s, struct bpf_object *obj);
+
+/* ---- live configuration and command line helpers ---------------------------------------------- */
+
+/* A sub-probe name and its bit (0: accepted but not implemented). */
+struct gg_subprobe {
+	const char *name;
+	unsigned int bit;
+};
+
+/*
+ * A comma separated sub-probe list ("-P tcp_rtt,tcp_abnormal") into *ret. 0, or -EINVAL with the
+ * first unknown name copied to bad (cut to badlen, may be NULL). Names with bit 0 are accepted.
+ */
+int gg_subprobes_parse(const char *csv, const struct gg_subprobe *tab, size_t n, unsigned int *ret, char *bad,
+		       size_t badlen);
+/*
+ * The sub-probe list of a live configuration: "probe" at the top level, or "cmd": {"probe": [...]}.
+ * 0 and *ret set; -ENOENT when absent, null or empty (keep the command line's); -EINVAL when not a
+ * list of known names (the first bad one in bad).
+ */
+int gg_subprobes_from_json(const cJSON *root, const struct gg_subprobe *tab, size_t n, unsigned int *ret, char *bad,
+			   size_t badlen);
+/* "a,b,c" of the names whose bits are set ("none" when none). */
+void gg_subprobes_str(unsigned int bits, const struct gg_subprobe *tab, size_t n, char *buf, size_t len);
+/*
+ * params.<name> as an integer in [min, max] (a JSON number, or a decimal string): 0 and *ret set;
+ * -ENOENT when params or the member is absent or null; -EINVAL when not an integer in range.
+ */
+int gg_conf_uint(const cJSON *params, const char *name, uint32_t min, uint32_t max, uint32_t *ret);
+
+/* ---- bpf_stats ---------------------------------------------------------------------------------- */
+
+/* Turn on run-time statistics (BPF_ENABLE_STATS) for as long as the returned fd is open; negative
+ * errno when refused. Same effect as sysctl kernel.bpf_stats_enabled=1, without changing it. */
+int gg_bpf_stats_enable(void);
+/* Run time (ns) and run count of a loaded program (0 when stats are off). 0 or negative errno. */
+int gg_bpf_prog_stats(const struct bpf_program *prog, uint64_t *ret_run_ns, uint64_t *ret_run_cnt);
+/* Per-program state kept between two gg_bpf_stats_fmt calls (zero-initialised). */
+struct gg_bpf_stats_prev {
+	uint64_t run_ns;
+	uint64_t run_cnt;
+};
+/*
+ * Describe each loaded program's runs and ns per run since the previous call into buf as
+ * "name=runs/ns_per_run ..." (cut to len); prev holds nprev entries, one per program in object order.
+ * Returns the number of programs described.
+ */
+int gg_bpf_stats_fmt(struct bpf_object *obj, struct gg_bpf_stats_prev *prev, size_t nprev, char *buf, size_t len);
+
+#endif

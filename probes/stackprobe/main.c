@@ -1,0 +1,891 @@
+/* main.c - stackprobe ("flamegraph"): on-CPU, off-CPU and page-fault stacks of the processes in scope,
+ * written every svg_period as folded stacks, SVG flame graphs and pprof profiles, kept in a profile
+ * store for the query API, and uploaded to Pyroscope when a server is set. */
+#include <cjson/cJSON.h>
+#include <errno.h>
+#include <getopt.h>
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "probe.h"
+#include "stackprobe.h"
+#include "stackprobe.meta.h"
+
+#define PROBE_NAME	"flamegraph"
+#define PROG		"stackprobe"
+#define DRAIN_MS	1000u
+#define COMM_RESCAN_MS	2000u
+#define FILES_KEPT	720u /* per event directory and kind of file */
+#define STORE_MAX_BYTES (256ull << 20)
+#define PYRO_TIMEOUT_MS 3000u
+#define COMMS_MAX	16u
+/* Under the supervisor the first configuration carries the scope: sample nothing until it is there
+ * (or this long has passed: a probe from the configuration file may get none). */
+#define FIRST_CONFIG_WAIT_MS 3000u
+
+/* Ranges: the REST parameters as the seed documents them; the command line accepts shorter periods
+ * (tests, benchmarks). */
+#define PERF_MIN     10u
+#define PERF_MAX     1000u
+#define SVG_MIN_REST 30u
+#define SVG_MAX	     600u
+#define REPORT_MIN   1u
+#define REPORT_MAX   600u
+
+struct sp_ctx {
+	struct probe_rt *rt;
+	struct sp_conf base, cur;
+	struct sp_sampler *sampler;
+	struct sp_profile prof;
+	/* standalone scope by name: re-resolved periodically (processes come and go) */
+	char comms[COMMS_MAX][16];
+	unsigned int ncomms;
+	struct gg_scope scope;	    /* applied */
+	struct gg_scope base_scope; /* from the command line */
+	int scope_from_ctrl;
+	int apply_pending;
+	int config_seen;
+	uint64_t files_written, pyro_ok, pyro_err;
+};
+
+static const struct {
+	const char *name;
+	unsigned int bit;
+} subprobe_names[] = {
+	{"oncpu", 1u << SP_EV_ONCPU},
+	{"offcpu", 1u << SP_EV_OFFCPU},
+	{"mem", 1u << SP_EV_MEM},
+	{"io", 0}, /* gala-gopher's fourth kind: accepted, not implemented */
+};
+
+static int subprobe_bit(const char *s, size_t len)
+{
+	for (unsigned int i = 0; i < sizeof(subprobe_names) / sizeof(subprobe_names[0]); i++)
+		if (strlen(subprobe_names[i].name) == len && !memcmp(subprobe_names[i].name, s, len)) {
+			if (!subprobe_names[i].bit)
+				probe_log(PLOG_WARN, "sub-probe '%.*s' is not implemented, ignored", (int)len, s);
+			return (int)subprobe_names[i].bit;
+		}
+	return -EINVAL;
+}
+
+static void events_str(unsigned int bits, char *buf, size_t len)
+{
+	size_t n = 0;
+
+	buf[0] = '\0';
+	for (int i = 0; i < SP_EV_NR; i++)
+		if (bits & (1u << i))
+			n += (size_t)snprintf(buf + n, len - n, "%s%s", n ? "," : "", sp_event_names[i]);
+	if (!n)
+		snprintf(buf, len, "none");
+}
+
+static void usage(FILE *f)
+{
+	fprintf(f,
+		"Usage: " PROG " [OPTION]...\n"
+		"Sample stacks for flame graphs (gala-gopher probe \"" PROBE_NAME "\"): on-CPU (CPU clock),\n"
+		"off-CPU (sched_switch, weighted by blocked time) and page faults.\n"
+		"Every svg period: <flame_dir>/<event>/<time>_<event>.folded and .pb.gz (pprof),\n"
+		"<svg_dir>/<event>/<time>_<event>.svg; every store period: the profile store under\n"
+		"<flame_dir>/store/ (the REST query API reads it); records stackprobe_stats and\n"
+		"stackprobe_health every report period (on stdout without the supervisor).\n"
+		"\n"
+		"  -P LIST                  sub-probes: oncpu,offcpu,mem (default oncpu)\n"
+		"  -t SEC                   report period of the stats records, %u..%u (default 60)\n"
+		"  -l LEVEL                 log level: debug, info, warn or error (default info)\n"
+		"      --perf-sample-period MS  oncpu sampling period, %u..%u (default 10)\n"
+		"      --svg-period SEC     flame graph period, 1..%u (default 180; REST: %u..%u)\n"
+		"      --store-period SEC   profile store period, 1..600 (default 10)\n"
+		"      --pyroscope-period SEC  upload period, 1..600 (default 30)\n"
+		"      --svg-dir DIR        default /var/log/gala-gopher/stacktrace\n"
+		"      --flame-dir DIR      default /var/log/gala-gopher/flamegraph\n"
+		"      --pyroscope-server HOST:PORT  upload to Pyroscope (default off)\n"
+		"      --multi-instance 0|1 one graph per process (default 0)\n"
+		"      --native-stack 0|1   accepted for compatibility (Java), no effect\n"
+		"      --min-block-us US    off-CPU blocks shorter than this are ignored (default 1000)\n"
+		"      --retention SEC      profile store retention, 60..604800 (default 3600)\n"
+		"      --pid PID[,PID]      only these processes\n"
+		"      --comm NAME          only processes with this name (repeatable; re-resolved every 2 s)\n"
+		"  -h, --help               show this help and exit\n"
+		"      --version            show the version and exit\n"
+		"\n"
+		"Live configuration: {\"cmd\": {\"probe\": [\"oncpu\", \"offcpu\", \"mem\"]}, \"params\": {\n"
+		"\"perf_sample_period\", \"svg_period\", \"svg_dir\", \"flame_dir\", \"pyroscope_server\",\n"
+		"\"multi_instance\", \"native_stack\", \"report_period\", \"min_block_us\", \"profile_retention\"},\n"
+		"\"scope\": {\"all\": bool, \"pids\": [...], \"cgroup_ids\": [...]}}\n",
+		REPORT_MIN, REPORT_MAX, PERF_MIN, PERF_MAX, SVG_MAX, SVG_MIN_REST, SVG_MAX);
+}
+
+static int parse_uint(const char *s, unsigned int min, unsigned int max, unsigned int *ret)
+{
+	char *end;
+	unsigned long v;
+
+	errno = 0;
+	v = strtoul(s, &end, 10);
+	if (errno || end == s || *end || s[0] == '-' || v < min || v > max)
+		return -ERANGE;
+	*ret = (unsigned int)v;
+	return 0;
+}
+
+static int parse_events(const char *s, unsigned int *ret)
+{
+	unsigned int bits = 0;
+	const char *p = s;
+
+	for (;;) {
+		const char *comma = strchr(p, ',');
+		size_t len = comma ? (size_t)(comma - p) : strlen(p);
+		int bit = subprobe_bit(p, len);
+
+		if (bit < 0) {
+			fprintf(stderr, PROG ": unknown sub-probe '%.*s' in -P (expected oncpu, offcpu, mem)\n",
+				(int)len, p);
+			return -EINVAL;
+		}
+		bits |= (unsigned int)bit;
+		if (!comma)
+			break;
+		p = comma + 1;
+	}
+	*ret = bits;
+	return 0;
+}
+
+static int copy_str(char *dst, size_t len, const char *src)
+{
+	if (strlen(src) >= len)
+		return -ENAMETOOLONG;
+	memcpy(dst, src, strlen(src) + 1);
+	return 0;
+}
+
+enum {
+	OPT_PERF = 256,
+	OPT_SVG_PERIOD,
+	OPT_STORE_PERIOD,
+	OPT_PYRO_PERIOD,
+	OPT_SVG_DIR,
+	OPT_FLAME_DIR,
+	OPT_PYRO,
+	OPT_MULTI,
+	OPT_NATIVE,
+	OPT_MIN_BLOCK,
+	OPT_RETENTION,
+	OPT_PID,
+	OPT_COMM,
+	OPT_VERSION,
+};
+
+/* Returns -1 to go on, or the exit status. */
+static int parse_args(int argc, char **argv, struct sp_ctx *ctx, enum probe_log_level *level)
+{
+	static const struct option longopts[] = {
+		{"help", no_argument, NULL, 'h'},
+		{"version", no_argument, NULL, OPT_VERSION},
+		{"perf-sample-period", required_argument, NULL, OPT_PERF},
+		{"svg-period", required_argument, NULL, OPT_SVG_PERIOD},
+		{"store-period", required_argument, NULL, OPT_STORE_PERIOD},
+		{"pyroscope-period", required_argument, NULL, OPT_PYRO_PERIOD},
+		{"svg-dir", required_argument, NULL, OPT_SVG_DIR},
+		{"flame-dir", required_argument, NULL, OPT_FLAME_DIR},
+		{"pyroscope-server", required_argument, NULL, OPT_PYRO},
+		{"multi-instance", required_argument, NULL, OPT_MULTI},
+		{"native-stack", required_argument, NULL, OPT_NATIVE},
+		{"min-block-us", required_argument, NULL, OPT_MIN_BLOCK},
+		{"retention", required_argument, NULL, OPT_RETENTION},
+		{"pid", required_argument, NULL, OPT_PID},
+		{"comm", required_argument, NULL, OPT_COMM},
+		{NULL, 0, NULL, 0},
+	};
+	struct sp_conf *c = &ctx->base;
+	unsigned int v;
+	int opt, bad = 0;
+
+	opterr = 0;
+	while ((opt = getopt_long(argc, argv, ":t:l:P:h", longopts, NULL)) != -1) {
+		switch (opt) {
+		case 't':
+			bad = parse_uint(optarg, REPORT_MIN, REPORT_MAX, &c->report_period_s);
+			break;
+		case 'l':
+			bad = probe_log_level__parse(optarg, level);
+			break;
+		case 'P':
+			if (parse_events(optarg, &c->events))
+				return 2;
+			break;
+		case OPT_PERF:
+			bad = parse_uint(optarg, PERF_MIN, PERF_MAX, &c->perf_period_ms);
+			break;
+		case OPT_SVG_PERIOD:
+			bad = parse_uint(optarg, 1, SVG_MAX, &c->svg_period_s);
+			break;
+		case OPT_STORE_PERIOD:
+			bad = parse_uint(optarg, 1, 600, &c->store_period_s);
+			break;
+		case OPT_PYRO_PERIOD:
+			bad = parse_uint(optarg, 1, 600, &c->pyro_period_s);
+			break;
+		case OPT_SVG_DIR:
+			bad = copy_str(c->svg_dir, sizeof(c->svg_dir), optarg);
+			break;
+		case OPT_FLAME_DIR:
+			bad = copy_str(c->flame_dir, sizeof(c->flame_dir), optarg);
+			break;
+		case OPT_PYRO:
+			bad = copy_str(c->pyroscope, sizeof(c->pyroscope), optarg);
+			break;
+		case OPT_MULTI:
+			bad = parse_uint(optarg, 0, 1, &v);
+			c->multi_instance = (int)v;
+			break;
+		case OPT_NATIVE:
+			bad = parse_uint(optarg, 0, 1, &v);
+			c->native_stack = (int)v;
+			break;
+		case OPT_MIN_BLOCK:
+			bad = parse_uint(optarg, 1, 10000000, &c->min_block_us);
+			break;
+		case OPT_RETENTION:
+			bad = parse_uint(optarg, 60, 604800, &c->retention_s);
+			break;
+		case OPT_PID:
+			bad = gg_scope__add_pids(&ctx->base_scope, optarg);
+			break;
+		case OPT_COMM:
+			if (ctx->ncomms >= COMMS_MAX || strlen(optarg) > 15 || !optarg[0]) {
+				bad = -EINVAL;
+				break;
+			}
+			copy_str(ctx->comms[ctx->ncomms++], 16, optarg);
+			ctx->base_scope.all = 0;
+			break;
+		case 'h':
+			usage(stdout);
+			return 0;
+		case OPT_VERSION:
+			printf(PROG " " GG_VERSION "\n");
+			return 0;
+		case ':':
+			fprintf(stderr, PROG ": option '%s' needs a value\nTry '" PROG " --help'.\n", argv[optind - 1]);
+			return 2;
+		default:
+			if (optopt)
+				fprintf(stderr, PROG ": unknown option '-%c'\n", optopt);
+			else
+				fprintf(stderr, PROG ": unknown option '%s'\n", argv[optind - 1]);
+			fprintf(stderr, "Try '" PROG " --help'.\n");
+			return 2;
+		}
+		if (bad) {
+			fprintf(stderr, PROG ": invalid value '%s' for %s\nTry '" PROG " --help'.\n", optarg,
+				argv[optind - 1]);
+			return 2;
+		}
+	}
+	if (optind < argc) {
+		fprintf(stderr, PROG ": unexpected argument '%s'\nTry '" PROG " --help'.\n", argv[optind]);
+		return 2;
+	}
+	return -1;
+}
+
+/* ---- live configuration -------------------------------------------------------------------------- */
+
+static int json_uint(const cJSON *params, const char *name, unsigned int min, unsigned int max, unsigned int *ret)
+{
+	const cJSON *it = cJSON_GetObjectItemCaseSensitive(params, name);
+	double v;
+
+	if (!it)
+		return 0;
+	v = cJSON_GetNumberValue(it);
+	if (!cJSON_IsNumber(it) || v < min || v > max || v != (double)(unsigned int)v) {
+		probe_log(PLOG_WARN, "configuration: %s must be an integer %u..%u", name, min, max);
+		return -EINVAL;
+	}
+	*ret = (unsigned int)v;
+	return 0;
+}
+
+static int json_str(const cJSON *params, const char *name, char *dst, size_t len)
+{
+	const cJSON *it = cJSON_GetObjectItemCaseSensitive(params, name);
+	const char *s;
+
+	if (!it)
+		return 0;
+	s = cJSON_GetStringValue(it);
+	if (!s || strlen(s) >= len || strchr(s, '\n')) {
+		probe_log(PLOG_WARN, "configuration: %s must be a string shorter than %zu bytes", name, len);
+		return -EINVAL;
+	}
+	memcpy(dst, s, strlen(s) + 1);
+	return 0;
+}
+
+/* Parse a live configuration: the REST interface is stateless, so what it leaves out comes from the
+ * command line. 0 or -EINVAL (nothing applied). */
+static int conf_from_json(struct sp_ctx *ctx, const char *json, struct sp_conf *ret, struct gg_scope *ret_scope,
+			  int *ret_has_scope)
+{
+	struct sp_conf c = ctx->base;
+	cJSON *root = cJSON_Parse(json);
+	const cJSON *params, *list, *item, *scope;
+	unsigned int v;
+	int err = -EINVAL;
+
+	if (!cJSON_IsObject(root)) {
+		probe_log(PLOG_WARN, "configuration is not a JSON object");
+		goto out;
+	}
+	params = cJSON_GetObjectItemCaseSensitive(root, "params");
+	if (params && !cJSON_IsNull(params)) {
+		if (!cJSON_IsObject(params)) {
+			probe_log(PLOG_WARN, "configuration: \"params\" must be an object");
+			goto out;
+		}
+		v = (unsigned int)c.multi_instance;
+		if (json_uint(params, "report_period", REPORT_MIN, REPORT_MAX, &c.report_period_s) ||
+		    json_uint(params, "perf_sample_period", PERF_MIN, PERF_MAX, &c.perf_period_ms) ||
+		    json_uint(params, "svg_period", SVG_MIN_REST, SVG_MAX, &c.svg_period_s) ||
+		    json_uint(params, "min_block_us", 1, 10000000, &c.min_block_us) ||
+		    json_uint(params, "profile_retention", 60, 604800, &c.retention_s) ||
+		    json_uint(params, "multi_instance", 0, 1, &v))
+			goto out;
+		c.multi_instance = (int)v;
+		v = (unsigned int)c.native_stack;
+		if (json_uint(params, "native_stack", 0, 1, &v))
+			goto out;
+		c.native_stack = (int)v;
+		if (json_str(params, "svg_dir", c.svg_dir, sizeof(c.svg_dir)) ||
+		    json_str(params, "flame_dir", c.flame_dir, sizeof(c.flame_dir)) ||
+		    json_str(params, "pyroscope_server", c.pyroscope, sizeof(c.pyroscope)))
+			goto out;
+		if (!c.svg_dir[0] || !c.flame_dir[0]) {
+			probe_log(PLOG_WARN, "configuration: svg_dir and flame_dir must not be empty");
+			goto out;
+		}
+	}
+	list = cJSON_GetObjectItemCaseSensitive(root, "probe");
+	if (!list) {
+		const cJSON *cmd = cJSON_GetObjectItemCaseSensitive(root, "cmd");
+
+		if (cJSON_IsObject(cmd))
+			list = cJSON_GetObjectItemCaseSensitive(cmd, "probe");
+	}
+	if (list && !cJSON_IsNull(list)) {
+		if (!cJSON_IsArray(list)) {
+			probe_log(PLOG_WARN, "configuration: \"probe\" must be a list of sub-probe names");
+			goto out;
+		}
+		c.events = 0;
+		cJSON_ArrayForEach(item, list)
+		{
+			const char *s = cJSON_GetStringValue(item);
+			int bit = s ? subprobe_bit(s, strlen(s)) : -EINVAL;
+
+			if (bit < 0) {
+				probe_log(PLOG_WARN, "configuration: unknown sub-probe (expected oncpu, offcpu, mem)");
+				goto out;
+			}
+			c.events |= (unsigned int)bit;
+		}
+		if (cJSON_GetArraySize(list) == 0)
+			c.events = ctx->base.events;
+	}
+	*ret_has_scope = 0;
+	scope = cJSON_GetObjectItemCaseSensitive(root, "scope");
+	if (scope && !cJSON_IsNull(scope)) {
+		int e = gg_scope__from_json(scope, ret_scope);
+
+		if (e) {
+			probe_log(PLOG_WARN, "configuration: bad \"scope\": %s", strerror(-e));
+			goto out;
+		}
+		*ret_has_scope = 1;
+	}
+	*ret = c;
+	err = 0;
+out:
+	cJSON_Delete(root);
+	return err;
+}
+
+static int on_config(void *data, uint64_t version, const char *json)
+{
+	struct sp_ctx *ctx = data;
+	static struct gg_scope scope; /* large: off the stack */
+	struct sp_conf c;
+	int has_scope = 0, err = conf_from_json(ctx, json, &c, &scope, &has_scope);
+	char names[64];
+
+	if (err)
+		return err;
+	if (has_scope) {
+		err = sp_sampler__set_scope(ctx->sampler, &scope);
+		if (err) {
+			probe_log(PLOG_WARN, "configuration %llu: cannot apply the scope: %s",
+				  (unsigned long long)version, strerror(-err));
+			return err;
+		}
+		ctx->scope = scope;
+		ctx->scope_from_ctrl = 1;
+	}
+	ctx->cur = c;
+	ctx->apply_pending = 1;
+	ctx->config_seen = 1;
+	events_str(c.events, names, sizeof(names));
+	probe_log(PLOG_INFO,
+		  "configuration %llu: sub-probes %s, perf period %u ms, svg period %u s, flame_dir %s, svg_dir %s, "
+		  "pyroscope %s, multi_instance %d, scope %s",
+		  (unsigned long long)version, names, c.perf_period_ms, c.svg_period_s, c.flame_dir, c.svg_dir,
+		  c.pyroscope[0] ? c.pyroscope : "off", c.multi_instance, ctx->scope.all ? "all" : "filtered");
+	probe_rt__wake(ctx->rt);
+	return 0;
+}
+
+/* ---- outputs ----------------------------------------------------------------------------------- */
+
+static void time_stamp(uint64_t wall_ms, char *buf, size_t len)
+{
+	time_t t = (time_t)(wall_ms / 1000);
+	struct tm tm;
+
+	localtime_r(&t, &tm);
+	strftime(buf, len, "%Y%m%d%H%M%S", &tm);
+}
+
+static void write_graphs(struct sp_ctx *ctx, enum sp_event ev, const char *folded, size_t len, const char *stamp,
+			 const char *suffix, uint64_t from_ms, uint64_t until_ms)
+{
+	static const char *const units[SP_EV_NR] = {"samples", "us", "faults"};
+	const struct sp_conf *c = &ctx->cur;
+	char fdir[PATH_MAX + 16], sdir[PATH_MAX + 16], path[PATH_MAX + 160], title[128], sub[160];
+	struct sp_svg_opts so = {.title = title, .subtitle = sub, .unit = units[ev], .unit_scale = 1};
+	struct sp_pprof_opts po = {0};
+	char from_s[32], until_s[32];
+	int err;
+
+	snprintf(fdir, sizeof(fdir), "%s/%s", c->flame_dir, sp_event_names[ev]);
+	snprintf(sdir, sizeof(sdir), "%s/%s", c->svg_dir, sp_event_names[ev]);
+	if ((err = sp_mkdir_p(fdir)) || (err = sp_mkdir_p(sdir))) {
+		probe_log(PLOG_WARN, "cannot create %s or %s: %s", fdir, sdir, strerror(-err));
+		return;
+	}
+	snprintf(path, sizeof(path), "%s/%s_%s%s.folded", fdir, stamp, sp_event_names[ev], suffix);
+	if ((err = sp_write_file_atomic(path, folded, len)))
+		probe_log(PLOG_WARN, "cannot write %s: %s", path, strerror(-err));
+	else
+		ctx->files_written++;
+
+	time_stamp(from_ms, from_s, sizeof(from_s));
+	time_stamp(until_ms, until_s, sizeof(until_s));
+	snprintf(title, sizeof(title), "%s flame graph%s%s",
+		 ev == SP_EV_ONCPU    ? "On-CPU"
+		 : ev == SP_EV_OFFCPU ? "Off-CPU"
+				      : "Page fault",
+		 suffix[0] ? " of process " : "", suffix[0] ? suffix + 1 : "");
+	snprintf(sub, sizeof(sub), "%s - %s (gala-gopher stackprobe, values in %s)", from_s, until_s, units[ev]);
+	snprintf(path, sizeof(path), "%s/%s_%s%s.svg", sdir, stamp, sp_event_names[ev], suffix);
+	if ((err = sp_svg__write(path, folded, len, &so)))
+		probe_log(PLOG_WARN, "cannot write %s: %s", path, strerror(-err));
+	else
+		ctx->files_written++;
+
+	po.time_ns = (int64_t)from_ms * 1000000;
+	po.duration_ns = (int64_t)(until_ms - from_ms) * 1000000;
+	if (ev == SP_EV_ONCPU) {
+		po.sample_type = "samples";
+		po.sample_unit = "count";
+		po.value_scale = 1;
+		po.period_type = "cpu";
+		po.period_unit = "nanoseconds";
+		po.period = (int64_t)c->perf_period_ms * 1000000;
+		po.with_cpu_ns = 1;
+	} else if (ev == SP_EV_OFFCPU) {
+		po.sample_type = "offcpu";
+		po.sample_unit = "nanoseconds";
+		po.value_scale = 1000;
+		po.period_type = "offcpu";
+		po.period_unit = "nanoseconds";
+		po.period = 1;
+	} else {
+		po.sample_type = "page_faults";
+		po.sample_unit = "count";
+		po.value_scale = 1;
+		po.period_type = "page_faults";
+		po.period_unit = "count";
+		po.period = 1;
+	}
+	snprintf(path, sizeof(path), "%s/%s_%s%s.pb.gz", fdir, stamp, sp_event_names[ev], suffix);
+	if ((err = sp_pprof__write(path, folded, len, &po)))
+		probe_log(PLOG_WARN, "cannot write %s: %s", path, strerror(-err));
+	else
+		ctx->files_written++;
+}
+
+/* Distinct tgids of sorted-by-key entries (for multi_instance). */
+static uint32_t *entry_tgids(struct ftab_ent **ents, size_t n, size_t *ret_n)
+{
+	uint32_t *v = malloc((n ? n : 1) * sizeof(*v));
+	size_t m = 0;
+
+	if (!v)
+		return NULL;
+	for (size_t i = 0; i < n; i++) {
+		size_t j;
+
+		for (j = 0; j < m && v[j] != ents[i]->a; j++)
+			;
+		if (j == m)
+			v[m++] = ents[i]->a;
+	}
+	*ret_n = m;
+	return v;
+}
+
+static void flush_period(struct sp_ctx *ctx, enum sp_event ev, uint64_t now_ms)
+{
+	struct sp_acc *acc = &ctx->prof.acc[ev];
+	struct ftab_ent **ents;
+	char stamp[32], dir[PATH_MAX + 16];
+	size_t n = 0;
+
+	if (!acc->period.n)
+		goto done;
+	ents = ftab__list(&acc->period, 1, &n);
+	if (!ents)
+		goto done;
+	time_stamp(now_ms, stamp, sizeof(stamp));
+	if (ctx->cur.multi_instance) {
+		size_t nt = 0;
+		uint32_t *tg = entry_tgids(ents, n, &nt);
+
+		for (size_t i = 0; tg && i < nt; i++) {
+			char *folded = NULL, suffix[16];
+			size_t len = 0;
+
+			snprintf(suffix, sizeof(suffix), "_%u", tg[i]);
+			if (!sp_folded__build(ents, n, 1, tg[i], &folded, &len))
+				write_graphs(ctx, ev, folded, len, stamp, suffix, acc->period_from_ms, now_ms);
+			free(folded);
+		}
+		free(tg);
+	} else {
+		char *folded = NULL;
+		size_t len = 0;
+
+		if (!sp_folded__build(ents, n, 0, 0, &folded, &len))
+			write_graphs(ctx, ev, folded, len, stamp, "", acc->period_from_ms, now_ms);
+		free(folded);
+	}
+	free(ents);
+	snprintf(dir, sizeof(dir), "%s/%s", ctx->cur.flame_dir, sp_event_names[ev]);
+	sp_dir_trim(dir, ".folded", FILES_KEPT);
+	sp_dir_trim(dir, ".pb.gz", FILES_KEPT);
+	snprintf(dir, sizeof(dir), "%s/%s", ctx->cur.svg_dir, sp_event_names[ev]);
+	sp_dir_trim(dir, ".svg", FILES_KEPT);
+done:
+	ftab__clear(&acc->period);
+	acc->period_from_ms = now_ms;
+}
+
+static void flush_store(struct sp_ctx *ctx, enum sp_event ev, uint64_t now_ms)
+{
+	struct sp_acc *acc = &ctx->prof.acc[ev];
+	unsigned int period_us = ev == SP_EV_ONCPU ? ctx->cur.perf_period_ms * 1000u : 0;
+	int err = sp_store__write(ctx->cur.flame_dir, ev, acc->store_from_ms, now_ms, period_us, &acc->store);
+
+	if (err)
+		probe_log(PLOG_WARN, "profile store (%s/store): %s", ctx->cur.flame_dir, strerror(-err));
+	else if (acc->store.n)
+		ctx->files_written++;
+	ftab__clear(&acc->store);
+	acc->store_from_ms = now_ms;
+}
+
+static void upload_one(struct sp_ctx *ctx, enum sp_event ev, const char *name, const char *body, size_t len,
+		       uint64_t from_s, uint64_t until_s)
+{
+	const char *units = ev == SP_EV_MEM ? "objects" : "samples";
+	/* Pyroscope divides samples by sampleRate for seconds: oncpu samples are 1/rate s, offcpu
+	 * values are microseconds */
+	unsigned int rate = ev == SP_EV_ONCPU ? 1000u / ctx->cur.perf_period_ms : ev == SP_EV_OFFCPU ? 1000000u : 1u;
+	int status = 0, err;
+
+	err = sp_pyro__upload(ctx->cur.pyroscope, name, from_s, until_s, units, rate, body, len, PYRO_TIMEOUT_MS,
+			      &status);
+	if (err) {
+		if (ctx->pyro_err++ < 10 || !(ctx->pyro_err % 100))
+			probe_log(PLOG_WARN, "pyroscope upload to %s (%s): %s (HTTP %d)", ctx->cur.pyroscope, name,
+				  strerror(-err), status);
+	} else {
+		ctx->pyro_ok++;
+	}
+}
+
+static void flush_pyro(struct sp_ctx *ctx, enum sp_event ev, uint64_t now_ms)
+{
+	static const char *const app[SP_EV_NR] = {"gala-gopher-oncpu", "gala-gopher-offcpu", "gala-gopher-mem"};
+	struct sp_acc *acc = &ctx->prof.acc[ev];
+	uint64_t from_s = acc->pyro_from_ms / 1000, until_s = now_ms / 1000;
+	struct ftab_ent **ents;
+	size_t n = 0;
+
+	if (!ctx->cur.pyroscope[0] || !acc->pyro.n)
+		goto done;
+	ents = ftab__list(&acc->pyro, 1, &n);
+	if (!ents)
+		goto done;
+	if (ctx->cur.multi_instance) {
+		size_t nt = 0;
+		uint32_t *tg = entry_tgids(ents, n, &nt);
+
+		for (size_t i = 0; tg && i < nt; i++) {
+			char *folded = NULL, name[64];
+			size_t len = 0;
+
+			snprintf(name, sizeof(name), "%s.%u", app[ev], tg[i]);
+			if (!sp_folded__build(ents, n, 1, tg[i], &folded, &len))
+				upload_one(ctx, ev, name, folded, len, from_s, until_s);
+			free(folded);
+		}
+		free(tg);
+	} else {
+		char *folded = NULL;
+		size_t len = 0;
+
+		if (!sp_folded__build(ents, n, 0, 0, &folded, &len))
+			upload_one(ctx, ev, app[ev], folded, len, from_s, until_s);
+		free(folded);
+	}
+	free(ents);
+done:
+	ftab__clear(&acc->pyro);
+	acc->pyro_from_ms = now_ms;
+}
+
+static void report(struct sp_ctx *ctx)
+{
+	static const unsigned int samples_stat[SP_EV_NR] = {SP_ST_ONCPU_SAMPLES, SP_ST_OFFCPU_SWITCHES,
+							    SP_ST_MEM_FAULTS};
+	struct sp_sampler_stats ss;
+	struct symbolizer_stats ys;
+	struct probe_rec rec;
+
+	sp_sampler__stats(ctx->sampler, &ss);
+	symbolizer__stats(ctx->prof.sym, &ys);
+	for (int ev = 0; ev < SP_EV_NR; ev++) {
+		const struct sp_acc *acc = &ctx->prof.acc[ev];
+
+		if (!(ctx->cur.events & (1u << ev)) && !ss.drained[ev])
+			continue;
+		probe_rec__begin(&rec, &TBL_stackprobe_stats);
+		probe_rec__str(&rec, sp_event_names[ev]);
+		probe_rec__u64(&rec, ss.st[samples_stat[ev]]);
+		probe_rec__u64(&rec, acc->value_total);
+		probe_rec__u64(&rec, ss.drained[ev]);
+		probe_rec__u64(&rec, acc->frames);
+		probe_rec__u64(&rec, acc->unknown_frames);
+		probe_rec__u64(&rec, acc->store.dropped + acc->period.dropped);
+		(void)probe_rt__emit(ctx->rt, &rec);
+	}
+	probe_rec__begin(&rec, &TBL_stackprobe_health);
+	probe_rec__str(&rec, PROG);
+	probe_rec__u64(&rec, ss.st[SP_ST_STACK_LOST]);
+	probe_rec__u64(&rec, ss.st[SP_ST_COUNT_LOST]);
+	probe_rec__u64(&rec, ss.st[SP_ST_RB_LOST]);
+	probe_rec__u64(&rec, ss.st[SP_ST_STORAGE_LOST]);
+	probe_rec__u64(&rec, ss.st[SP_ST_OFFCPU_SHORT]);
+	probe_rec__u64(&rec, ys.procs);
+	probe_rec__u64(&rec, ys.modules);
+	probe_rec__u64(&rec, ys.mem_bytes);
+	probe_rec__u64(&rec, ys.lookups);
+	probe_rec__u64(&rec, ys.elf_loads);
+	probe_rec__u64(&rec, ctx->files_written);
+	probe_rec__u64(&rec, ctx->pyro_ok);
+	probe_rec__u64(&rec, ctx->pyro_err);
+	(void)probe_rt__emit(ctx->rt, &rec);
+	(void)probe_rt__flush(ctx->rt);
+}
+
+/* Standalone --comm: processes with those names now. */
+static void rescan_comms(struct sp_ctx *ctx)
+{
+	static struct gg_scope s; /* large: off the stack */
+	int err = 0;
+
+	if (!ctx->ncomms || ctx->scope_from_ctrl)
+		return;
+	s = ctx->base_scope;
+	for (unsigned int i = 0; i < ctx->ncomms && err >= 0; i++)
+		err = gg_scope__add_comm(&s, ctx->comms[i]);
+	if (err < 0) {
+		probe_log(PLOG_WARN, "scope by name: %s", strerror(-err));
+		return;
+	}
+	if (s.ntgid == ctx->scope.ntgid && !memcmp(s.tgid, ctx->scope.tgid, s.ntgid * sizeof(s.tgid[0])))
+		return;
+	err = sp_sampler__set_scope(ctx->sampler, &s);
+	if (err)
+		probe_log(PLOG_WARN, "cannot apply the scope: %s", strerror(-err));
+	else
+		ctx->scope = s;
+}
+
+static void apply(struct sp_ctx *ctx)
+{
+	int err;
+
+	ctx->apply_pending = 0;
+	err = sp_sampler__apply(ctx->sampler, ctx->cur.events, ctx->cur.perf_period_ms, ctx->cur.min_block_us);
+	if (err)
+		probe_log(PLOG_WARN, "some sub-probes could not be attached: %s", strerror(-err));
+}
+
+static uint64_t next_at(uint64_t last, unsigned int period_s, uint64_t now)
+{
+	uint64_t next = last + (uint64_t)period_s * 1000u;
+
+	return next > now + (uint64_t)period_s * 1000u ? now + (uint64_t)period_s * 1000u : next;
+}
+
+int main(int argc, char **argv)
+{
+	static struct sp_ctx ctx;
+	enum probe_log_level level = PLOG_INFO;
+	struct probe_rt_opts opts = {.name = PROBE_NAME, .on_config = on_config, .cb_ctx = &ctx};
+	uint64_t t_drain, t_report, t_comm, t_store, t_svg, t_pyro, wall;
+	char names[64];
+	int ret = 1, err;
+
+	probe_log_setup(PROBE_NAME, PLOG_INFO);
+	ctx.base = (struct sp_conf){
+		.events = 1u << SP_EV_ONCPU,
+		.report_period_s = 60,
+		.perf_period_ms = 10,
+		.svg_period_s = 180,
+		.store_period_s = 10,
+		.pyro_period_s = 30,
+		.retention_s = 3600,
+		.min_block_us = 1000,
+	};
+	snprintf(ctx.base.svg_dir, sizeof(ctx.base.svg_dir), "/var/log/gala-gopher/stacktrace");
+	snprintf(ctx.base.flame_dir, sizeof(ctx.base.flame_dir), "/var/log/gala-gopher/flamegraph");
+	gg_scope__init_all(&ctx.base_scope);
+	ret = parse_args(argc, argv, &ctx, &level);
+	if (ret >= 0)
+		return ret;
+	ret = 1;
+	ctx.cur = ctx.base;
+
+	opts.log_level = level;
+	ctx.rt = probe_rt__new(&opts);
+	if (!ctx.rt) {
+		probe_log(PLOG_ERROR, "cannot set up the probe runtime: %s", strerror(errno));
+		return 1;
+	}
+	err = sp_profile__init(&ctx.prof);
+	if (err) {
+		probe_log(PLOG_ERROR, "cannot set up the symbolizer: %s", strerror(-err));
+		goto out;
+	}
+	ctx.sampler = sp_sampler__new();
+	if (!ctx.sampler) {
+		probe_log(PLOG_ERROR, "cannot load the BPF programs: %s", strerror(errno));
+		goto out;
+	}
+	ctx.scope = ctx.base_scope;
+	err = sp_sampler__set_scope(ctx.sampler, &ctx.scope);
+	if (err)
+		probe_log(PLOG_WARN, "cannot apply the scope: %s", strerror(-err));
+	rescan_comms(&ctx);
+	if (probe_rt__supervised(ctx.rt)) {
+		uint64_t until = probe_now_mono_ms() + FIRST_CONFIG_WAIT_MS;
+
+		for (uint64_t now = probe_now_mono_ms(); !ctx.config_seen && now < until; now = probe_now_mono_ms())
+			if (probe_rt__wait(ctx.rt, (unsigned int)(until - now)))
+				break;
+	}
+	apply(&ctx);
+	events_str(ctx.cur.events, names, sizeof(names));
+	probe_log(PLOG_INFO, "started: sub-probes %s, perf period %u ms, svg period %u s, flame_dir %s, svg_dir %s%s%s",
+		  names, ctx.cur.perf_period_ms, ctx.cur.svg_period_s, ctx.cur.flame_dir, ctx.cur.svg_dir,
+		  ctx.cur.pyroscope[0] ? ", pyroscope " : "", ctx.cur.pyroscope);
+
+	t_drain = t_report = t_comm = t_store = t_svg = t_pyro = probe_now_mono_ms();
+	wall = probe_now_wall_ms();
+	for (int ev = 0; ev < SP_EV_NR; ev++)
+		ctx.prof.acc[ev].store_from_ms = ctx.prof.acc[ev].period_from_ms = ctx.prof.acc[ev].pyro_from_ms = wall;
+	while (!probe_rt__stopping(ctx.rt)) {
+		uint64_t now = probe_now_mono_ms();
+		uint64_t next = t_drain + DRAIN_MS;
+		int do_store, do_svg, do_pyro;
+
+		if (ctx.apply_pending)
+			apply(&ctx);
+		if (now < next) {
+			if (probe_rt__wait(ctx.rt, (unsigned int)(next - now)))
+				break;
+			continue;
+		}
+		t_drain = now;
+		if (ctx.ncomms && now - t_comm >= COMM_RESCAN_MS) {
+			rescan_comms(&ctx);
+			t_comm = now;
+		}
+		sp_profile__begin(&ctx.prof);
+		err = sp_sampler__drain(ctx.sampler, sp_profile__add, &ctx.prof);
+		if (err)
+			probe_log(PLOG_WARN, "drain: %s", strerror(-err));
+		wall = probe_now_wall_ms();
+		do_store = now - t_store >= (uint64_t)ctx.cur.store_period_s * 1000u;
+		do_svg = now - t_svg >= (uint64_t)ctx.cur.svg_period_s * 1000u;
+		do_pyro = now - t_pyro >= (uint64_t)ctx.cur.pyro_period_s * 1000u;
+		for (int ev = 0; ev < SP_EV_NR; ev++) {
+			if (do_store)
+				flush_store(&ctx, (enum sp_event)ev, wall);
+			if (do_svg)
+				flush_period(&ctx, (enum sp_event)ev, wall);
+			if (do_pyro)
+				flush_pyro(&ctx, (enum sp_event)ev, wall);
+		}
+		if (do_store) {
+			t_store = next_at(t_store, ctx.cur.store_period_s, now);
+			(void)sp_store__expire(ctx.cur.flame_dir, wall, ctx.cur.retention_s, STORE_MAX_BYTES);
+		}
+		if (do_svg)
+			t_svg = next_at(t_svg, ctx.cur.svg_period_s, now);
+		if (do_pyro)
+			t_pyro = next_at(t_pyro, ctx.cur.pyro_period_s, now);
+		if (now - t_report >= (uint64_t)ctx.cur.report_period_s * 1000u) {
+			report(&ctx);
+			t_report = next_at(t_report, ctx.cur.report_period_s, now);
+		}
+	}
+	/* what was collected since the last period is not thrown away */
+	sp_profile__begin(&ctx.prof);
+	(void)sp_sampler__drain(ctx.sampler, sp_profile__add, &ctx.prof);
+	wall = probe_now_wall_ms();
+	for (int ev = 0; ev < SP_EV_NR; ev++) {
+		flush_store(&ctx, (enum sp_event)ev, wall);
+		flush_period(&ctx, (enum sp_event)ev, wall);
+	}
+	report(&ctx);
+	ret = 0;
+	probe_log(PLOG_INFO, "stopping: %llu records emitted, %llu files written",
+		  (unsigned long long)probe_rt__records_emitted(ctx.rt), (unsigned long long)ctx.files_written);
+out:
+	sp_sampler__free(ctx.sampler);
+	sp_profile__free(&ctx.prof);
+	probe_rt__free(ctx.rt);
+	return ret;
+}

@@ -1,0 +1,480 @@
+/* profile.c - turns kernel stacks into named frames and sums them per thread (profile store) and per
+ * folded line (flame graphs, pprof, Pyroscope), with [Pod]/[Con]/[<pid>] comm bottom frames. */
+#include <errno.h>
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "probe.h"
+#include "stackprobe.h"
+
+#define FTAB_MAX_ENTRIES 200000u
+#define FTAB_MAX_BYTES	 (64u << 20)
+#define CONT_SLOTS	 4096u
+#define CONT_LEN	 160u
+
+const char *const sp_event_names[SP_EV_NR] = {"oncpu", "offcpu", "mem"};
+const char *const sp_event_query_names[SP_EV_NR] = {"on-cpu", "off-cpu", "mem"};
+
+/* ---- ftab ----------------------------------------------------------------------------------------- */
+
+static uint32_t fnv1a(uint32_t a, uint32_t b, const char *s, size_t len)
+{
+	uint32_t h = 2166136261u;
+
+	h = (h ^ a) * 16777619u;
+	h = (h ^ b) * 16777619u;
+	for (size_t i = 0; i < len; i++)
+		h = (h ^ (unsigned char)s[i]) * 16777619u;
+	return h ? h : 1;
+}
+
+void ftab__init(struct ftab *t, size_t max_n, size_t max_bytes)
+{
+	memset(t, 0, sizeof(*t));
+	t->max_n = max_n;
+	t->max_bytes = max_bytes;
+}
+
+static int ftab_grow(struct ftab *t)
+{
+	size_t cap = t->cap ? t->cap * 2 : 1024;
+	struct ftab_ent **slots = calloc(cap, sizeof(*slots));
+
+	if (!slots)
+		return -ENOMEM;
+	for (size_t i = 0; i < t->cap; i++) {
+		struct ftab_ent *e = t->slots[i];
+		size_t j;
+
+		if (!e)
+			continue;
+		for (j = e->hash & (cap - 1); slots[j]; j = (j + 1) & (cap - 1))
+			;
+		slots[j] = e;
+	}
+	free(t->slots);
+	t->slots = slots;
+	t->cap = cap;
+	return 0;
+}
+
+static struct ftab_ent **ftab_slot(struct ftab *t, uint32_t a, uint32_t b, const char *key, size_t len, uint32_t h)
+{
+	for (size_t j = h & (t->cap - 1);; j = (j + 1) & (t->cap - 1)) {
+		struct ftab_ent *e = t->slots[j];
+
+		if (!e || (e->hash == h && e->a == a && e->b == b && e->len == len && !memcmp(e->key, key, len)))
+			return &t->slots[j];
+	}
+}
+
+struct ftab_ent *ftab__find(struct ftab *t, uint32_t a, uint32_t b, const char *key, size_t len)
+{
+	if (!t->cap)
+		return NULL;
+	return *ftab_slot(t, a, b, key, len, fnv1a(a, b, key, len));
+}
+
+int ftab__add(struct ftab *t, uint32_t a, uint32_t b, const char *key, size_t len, uint64_t value)
+{
+	uint32_t h = fnv1a(a, b, key, len);
+	struct ftab_ent **slot, *e;
+
+	if ((t->n + 1) * 2 > t->cap && ftab_grow(t)) {
+		t->dropped += value;
+		return -ENOMEM;
+	}
+	slot = ftab_slot(t, a, b, key, len, h);
+	if (*slot) {
+		(*slot)->value += value;
+		return 0;
+	}
+	if (t->n >= t->max_n || t->bytes + len + sizeof(*e) > t->max_bytes || len > UINT32_MAX) {
+		t->dropped += value;
+		return -E2BIG;
+	}
+	e = malloc(sizeof(*e) + len + 1);
+	if (!e) {
+		t->dropped += value;
+		return -ENOMEM;
+	}
+	e->value = value;
+	e->a = a;
+	e->b = b;
+	e->hash = h;
+	e->len = (uint32_t)len;
+	memcpy(e->key, key, len);
+	e->key[len] = '\0';
+	*slot = e;
+	t->n++;
+	t->bytes += len + sizeof(*e);
+	return 0;
+}
+
+void ftab__clear(struct ftab *t)
+{
+	for (size_t i = 0; i < t->cap; i++) {
+		free(t->slots[i]);
+		t->slots[i] = NULL;
+	}
+	t->n = 0;
+	t->bytes = 0;
+}
+
+void ftab__free(struct ftab *t)
+{
+	ftab__clear(t);
+	free(t->slots);
+	t->slots = NULL;
+	t->cap = 0;
+}
+
+static int ent_cmp(const void *x, const void *y)
+{
+	const struct ftab_ent *a = *(struct ftab_ent *const *)x, *b = *(struct ftab_ent *const *)y;
+	int c = strcmp(a->key, b->key);
+
+	if (c)
+		return c;
+	if (a->a != b->a)
+		return a->a < b->a ? -1 : 1;
+	return a->b < b->b ? -1 : a->b > b->b;
+}
+
+struct ftab_ent **ftab__list(const struct ftab *t, int sorted, size_t *ret_n)
+{
+	struct ftab_ent **v = malloc((t->n ? t->n : 1) * sizeof(*v));
+	size_t n = 0;
+
+	if (!v)
+		return NULL;
+	for (size_t i = 0; i < t->cap; i++)
+		if (t->slots[i])
+			v[n++] = t->slots[i];
+	if (sorted && n > 1)
+		qsort(v, n, sizeof(*v), ent_cmp);
+	*ret_n = n;
+	return v;
+}
+
+/* ---- string building ------------------------------------------------------------------------------ */
+
+struct sbuf {
+	char *s;
+	size_t len, cap;
+	int err;
+};
+
+static void sb_reserve(struct sbuf *b, size_t more)
+{
+	size_t cap;
+	char *p;
+
+	if (b->err || b->len + more + 1 <= b->cap)
+		return;
+	cap = b->cap ? b->cap : 1024;
+	while (cap < b->len + more + 1)
+		cap *= 2;
+	p = realloc(b->s, cap);
+	if (!p) {
+		b->err = -ENOMEM;
+		return;
+	}
+	b->s = p;
+	b->cap = cap;
+}
+
+/* Append a frame name made safe for folded lines: ';' -> ':', control characters -> ' '. */
+static void sb_name(struct sbuf *b, const char *s)
+{
+	size_t n = strlen(s);
+
+	sb_reserve(b, n);
+	if (b->err)
+		return;
+	for (size_t i = 0; i < n; i++) {
+		unsigned char c = (unsigned char)s[i];
+
+		b->s[b->len++] = c == ';' ? ':' : (c < 0x20 || c == 0x7f) ? ' ' : (char)c;
+	}
+	b->s[b->len] = '\0';
+}
+
+static void sb_raw(struct sbuf *b, const char *s, size_t n)
+{
+	sb_reserve(b, n);
+	if (b->err)
+		return;
+	memcpy(b->s + b->len, s, n);
+	b->len += n;
+	b->s[b->len] = '\0';
+}
+
+static void sb_str(struct sbuf *b, const char *s)
+{
+	sb_raw(b, s, strlen(s));
+}
+
+/* ---- containers ----------------------------------------------------------------------------------- */
+
+/* Containers of processes seen in this drain: tgid -> "[Pod]<uid>;[Con]<id>" (or ""). */
+struct cont_ent {
+	uint32_t tgid;
+	uint32_t round;
+	char frames[CONT_LEN];
+};
+
+static struct cont_ent g_cont[CONT_SLOTS];
+static uint32_t g_cont_round = 1;
+static struct probe_buf g_cgroup_buf;
+
+static int is_hex(char c)
+{
+	return (c >= '0' && c <= '9') || (c >= 'a' && c <= 'f');
+}
+
+/* Container id (64 hex digits as a path component or in "docker-<id>.scope" style names) and pod
+ * uid ("pod<uid>" in kubepods paths) from /proc/<tgid>/cgroup. */
+static void container_frames(uint32_t tgid, char *out, size_t len)
+{
+	char path[64], con[13] = "", pod[40] = "";
+	const char *t;
+
+	out[0] = '\0';
+	snprintf(path, sizeof(path), "/proc/%u/cgroup", tgid);
+	if (probe_read_file(path, &g_cgroup_buf, 1u << 16))
+		return;
+	t = g_cgroup_buf.data;
+	for (const char *p = t; *p; p++) {
+		if (!con[0] && is_hex(*p) && (p == t || !is_hex(p[-1]))) {
+			size_t n = 0;
+
+			while (is_hex(p[n]))
+				n++;
+			if (n == 64 && (p == t || p[-1] == '/' || p[-1] == '-' || p[-1] == ':')) {
+				memcpy(con, p, 12);
+				con[12] = '\0';
+			}
+		}
+		if (!pod[0] && !strncmp(p, "pod", 3) && (p == t || p[-1] == '/' || p[-1] == '-')) {
+			size_t n = 0;
+
+			while (n < 36 && (is_hex(p[3 + n]) || p[3 + n] == '-' || p[3 + n] == '_'))
+				n++;
+			if (n == 36) {
+				for (size_t i = 0; i < n; i++)
+					pod[i] = p[3 + i] == '_' ? '-' : p[3 + i];
+				pod[n] = '\0';
+			}
+		}
+	}
+	if (pod[0] && con[0])
+		snprintf(out, len, "[Pod]%s;[Con]%s", pod, con);
+	else if (con[0])
+		snprintf(out, len, "[Con]%s", con);
+}
+
+static const char *container_of(uint32_t tgid)
+{
+	uint32_t i = (tgid * 2654435761u) % CONT_SLOTS;
+
+	for (unsigned int probes = 0; probes < 16; probes++, i = (i + 1) % CONT_SLOTS) {
+		struct cont_ent *e = &g_cont[i];
+
+		if (e->round == g_cont_round && e->tgid == tgid)
+			return e->frames;
+		if (e->round != g_cont_round) {
+			e->round = g_cont_round;
+			e->tgid = tgid;
+			container_frames(tgid, e->frames, sizeof(e->frames));
+			return e->frames;
+		}
+	}
+	return ""; /* table busy: a miss costs only the container frames */
+}
+
+/* ---- samples -------------------------------------------------------------------------------------- */
+
+int sp_profile__init(struct sp_profile *p)
+{
+	struct symbolizer_opts so = {0};
+
+	memset(p, 0, sizeof(*p));
+	p->sym = symbolizer__new(&so);
+	if (!p->sym)
+		return -errno;
+	for (int i = 0; i < SP_EV_NR; i++) {
+		ftab__init(&p->acc[i].store, FTAB_MAX_ENTRIES, FTAB_MAX_BYTES);
+		ftab__init(&p->acc[i].period, FTAB_MAX_ENTRIES, FTAB_MAX_BYTES);
+		ftab__init(&p->acc[i].pyro, FTAB_MAX_ENTRIES, FTAB_MAX_BYTES);
+	}
+	return 0;
+}
+
+void sp_profile__free(struct sp_profile *p)
+{
+	for (int i = 0; i < SP_EV_NR; i++) {
+		ftab__free(&p->acc[i].store);
+		ftab__free(&p->acc[i].period);
+		ftab__free(&p->acc[i].pyro);
+	}
+	symbolizer__free(p->sym);
+	free(p->line);
+	probe_buf__free(&g_cgroup_buf);
+	memset(p, 0, sizeof(*p));
+}
+
+void sp_profile__begin(struct sp_profile *p)
+{
+	symbolizer__begin_round(p->sym);
+	if (++g_cont_round == 0)
+		g_cont_round = 1;
+}
+
+/* One frame in both notations: store (DeepFlow: "[k] f", "[l] f", "f") and folded ("f_[k]", "f"). */
+static void add_frame(struct sp_acc *acc, struct sbuf *st, struct sbuf *fo, const struct sym_frame *f, uint64_t ip)
+{
+	char tmp[64];
+
+	acc->frames++;
+	if (st->len)
+		sb_raw(st, ";", 1);
+	if (fo->len)
+		sb_raw(fo, ";", 1);
+	if (f->name) {
+		if (f->kind == SYM_KERNEL)
+			sb_str(st, "[k] ");
+		else if (f->kind == SYM_LIB)
+			sb_str(st, "[l] ");
+		sb_name(st, f->name);
+		sb_name(fo, f->name);
+		if (f->kind == SYM_KERNEL)
+			sb_str(fo, "_[k]");
+		return;
+	}
+	if (f->module) {
+		/* stripped: the module's name, as perf and DeepFlow show it */
+		if (f->module[0] == '[') {
+			sb_name(st, f->module);
+			sb_name(fo, f->module);
+		} else {
+			sb_raw(st, "[", 1);
+			sb_name(st, f->module);
+			sb_raw(st, "]", 1);
+			sb_raw(fo, "[", 1);
+			sb_name(fo, f->module);
+			sb_raw(fo, "]", 1);
+		}
+		return;
+	}
+	acc->unknown_frames++;
+	snprintf(tmp, sizeof(tmp), "[unknown] 0x%016" PRIx64, ip);
+	sb_str(st, tmp);
+	sb_str(fo, tmp);
+	if (f->kind == SYM_KERNEL || ip >= 0xffff800000000000ull)
+		sb_str(fo, "_[k]");
+}
+
+int sp_profile__add(void *ctx, const struct sp_sample *smp)
+{
+	struct sp_profile *p = ctx;
+	struct sp_acc *acc = &p->acc[smp->event];
+	struct sbuf st = {.s = p->line, .cap = p->line_cap}, fo = {0}, key = {0};
+	const char *cont = container_of(smp->tgid);
+	char pidframe[48];
+	unsigned int kskip = 0;
+	int err;
+
+	if (st.s)
+		st.s[0] = '\0';
+	/* user frames, outermost first; return addresses point after the call: look up ip - 1 */
+	for (unsigned int i = smp->un; i-- > 0;) {
+		struct sym_frame f;
+		uint64_t ip = smp->uips[i];
+
+		(void)symbolizer__user(p->sym, smp->tgid, i ? ip - 1 : ip, &f);
+		if (f.kind == SYM_UNKNOWN)
+			f.module = NULL;
+		add_frame(acc, &st, &fo, &f, ip);
+	}
+	/* the innermost kernel frames of a tracepoint stack are the BPF program and its trampoline */
+	while (kskip < smp->kn) {
+		struct sym_frame f;
+
+		if (symbolizer__kernel(p->sym, kskip ? smp->kips[kskip] - 1 : smp->kips[kskip], &f) ||
+		    (strncmp(f.name, "bpf_prog_", 9) && strncmp(f.name, "bpf_trace_run", 13) &&
+		     strncmp(f.name, "__bpf_trace_", 12)))
+			break;
+		kskip++;
+	}
+	for (unsigned int i = smp->kn; i-- > kskip;) {
+		struct sym_frame f;
+		uint64_t ip = smp->kips[i];
+
+		(void)symbolizer__kernel(p->sym, i ? ip - 1 : ip, &f);
+		add_frame(acc, &st, &fo, &f, ip);
+	}
+	p->line = st.s;
+	p->line_cap = st.cap;
+
+	/* store: "pcomm\ttcomm\tcontainer\tframes" per thread */
+	sb_name(&key, smp->pcomm[0] ? smp->pcomm : "?");
+	sb_raw(&key, "\t", 1);
+	sb_name(&key, smp->comm[0] ? smp->comm : "?");
+	sb_raw(&key, "\t", 1);
+	sb_str(&key, cont);
+	sb_raw(&key, "\t", 1);
+	if (st.len)
+		sb_raw(&key, st.s, st.len);
+	err = key.err ? key.err : st.err;
+	if (!err)
+		(void)ftab__add(&acc->store, smp->tgid, smp->pid, key.s, key.len, smp->value);
+
+	/* folded: "[Pod]..;[Con]..;[<pid>] comm;frames" */
+	key.len = 0;
+	if (cont[0]) {
+		sb_str(&key, cont);
+		sb_raw(&key, ";", 1);
+	}
+	snprintf(pidframe, sizeof(pidframe), "[%u] ", smp->tgid);
+	sb_str(&key, pidframe);
+	sb_name(&key, smp->pcomm[0] ? smp->pcomm : "?");
+	if (fo.len) {
+		sb_raw(&key, ";", 1);
+		sb_raw(&key, fo.s, fo.len);
+	}
+	if (!err)
+		err = key.err ? key.err : fo.err;
+	if (!err) {
+		(void)ftab__add(&acc->period, smp->tgid, 0, key.s, key.len, smp->value);
+		(void)ftab__add(&acc->pyro, smp->tgid, 0, key.s, key.len, smp->value);
+		acc->value_total += smp->value;
+	}
+	free(key.s);
+	free(fo.s);
+	return 0;
+}
+
+int sp_folded__build(struct ftab_ent **ents, size_t n, int only_tgid, uint32_t tgid, char **ret, size_t *ret_len)
+{
+	struct sbuf b = {0};
+	char num[32];
+
+	sb_reserve(&b, 0);
+	for (size_t i = 0; i < n; i++) {
+		if (only_tgid && ents[i]->a != tgid)
+			continue;
+		sb_raw(&b, ents[i]->key, ents[i]->len);
+		snprintf(num, sizeof(num), " %" PRIu64 "\n", ents[i]->value);
+		sb_str(&b, num);
+	}
+	if (b.err) {
+		free(b.s);
+		return b.err;
+	}
+	*ret = b.s;
+	*ret_len = b.len;
+	return 0;
+}

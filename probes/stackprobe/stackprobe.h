@@ -1,0 +1,178 @@
+/* stackprobe.h - stackprobe's parts (user half): sampling control, profile aggregation and its writers
+ * (folded, SVG, pprof, profile store, Pyroscope). */
+#ifndef GG_STACKPROBE_INT_H
+#define GG_STACKPROBE_INT_H
+
+#include <limits.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <linux/types.h>
+
+#include "../../bpf/stackprobe.h"
+#include "bpf_util.h"
+#include "symbolizer.h"
+
+#define SP_SERVER_MAX 256u
+
+/* ---- configuration -------------------------------------------------------------------------------- */
+
+/* What the probe does; argv gives the baseline, a live configuration overrides it. */
+struct sp_conf {
+	unsigned int events;	      /* 1 << SP_EV_* */
+	unsigned int report_period_s; /* stackprobe_stats records */
+	unsigned int perf_period_ms;  /* oncpu sampling period */
+	unsigned int svg_period_s;    /* folded + SVG + pprof files */
+	unsigned int store_period_s;  /* profile store files (query API) */
+	unsigned int pyro_period_s;   /* Pyroscope upload */
+	unsigned int retention_s;     /* profile store retention */
+	unsigned int min_block_us;    /* off-CPU threshold */
+	int multi_instance;
+	int native_stack; /* accepted for compatibility (Java); no effect */
+	char svg_dir[PATH_MAX];
+	char flame_dir[PATH_MAX];
+	char pyroscope[SP_SERVER_MAX]; /* host:port, "" = off */
+};
+
+extern const char *const sp_event_names[SP_EV_NR];	 /* "oncpu", "offcpu", "mem" */
+extern const char *const sp_event_query_names[SP_EV_NR]; /* "on-cpu", "off-cpu", "mem" */
+
+/* ---- sampling (sampler.c) ------------------------------------------------------------------------- */
+
+/* One aggregated stack from the kernel: frames innermost first. */
+struct sp_sample {
+	enum sp_event event;
+	uint32_t tgid, pid;
+	const char *comm, *pcomm; /* thread and process names (NUL-terminated) */
+	const uint64_t *kips;
+	unsigned int kn;
+	const uint64_t *uips;
+	unsigned int un;
+	int kstack_id, ustack_id; /* ids valid for this drain only; -1 for off-CPU records */
+	uint64_t value;		  /* samples, blocked microseconds, faults */
+};
+
+typedef int (*sp_sample_cb)(void *ctx, const struct sp_sample *smp);
+
+struct sp_sampler_stats {
+	uint64_t st[SP_ST_NR];	    /* the kernel's counters (enum sp_stat), summed over CPUs */
+	uint64_t drained[SP_EV_NR]; /* aggregated stacks read */
+};
+
+struct sp_sampler;
+/* Load the BPF object (nothing attached yet). NULL + errno. */
+struct sp_sampler *sp_sampler__new(void);
+void sp_sampler__free(struct sp_sampler *s);
+/* Attach what events asks for, detach the rest; the perf events are re-opened when the period changes. */
+int sp_sampler__apply(struct sp_sampler *s, unsigned int events, unsigned int perf_period_ms,
+		      unsigned int min_block_us);
+int sp_sampler__set_scope(struct sp_sampler *s, const struct gg_scope *scope);
+/* Switch generations and hand every stack aggregated in the previous one to cb, plus the off-CPU
+ * records waiting in the ring buffer. */
+int sp_sampler__drain(struct sp_sampler *s, sp_sample_cb cb, void *ctx);
+void sp_sampler__stats(struct sp_sampler *s, struct sp_sampler_stats *ret);
+
+/* ---- aggregation (profile.c) ---------------------------------------------------------------------- */
+
+/* A table of (a, b, string) -> summed value, bounded in entries and bytes. */
+struct ftab_ent {
+	uint64_t value;
+	uint32_t a, b;
+	uint32_t hash;
+	uint32_t len;
+	char key[];
+};
+
+struct ftab {
+	struct ftab_ent **slots;
+	size_t cap, n, bytes;
+	size_t max_n, max_bytes;
+	uint64_t dropped; /* values that did not fit */
+};
+
+void ftab__init(struct ftab *t, size_t max_n, size_t max_bytes);
+int ftab__add(struct ftab *t, uint32_t a, uint32_t b, const char *key, size_t len, uint64_t value);
+/* Entry lookup (NULL when absent). */
+struct ftab_ent *ftab__find(struct ftab *t, uint32_t a, uint32_t b, const char *key, size_t len);
+void ftab__clear(struct ftab *t);
+void ftab__free(struct ftab *t);
+/* Entries in a new array (caller frees the array, not the entries), sorted by key when sorted != 0. */
+struct ftab_ent **ftab__list(const struct ftab *t, int sorted, size_t *ret_n);
+
+/* Accumulators of one event type: the profile store (per thread) and the folded outputs. */
+struct sp_acc {
+	struct ftab store;  /* a = tgid, b = tid, key = "pcomm\ttcomm\tcontainer\tframes" (frames with [k]/[l]) */
+	struct ftab period; /* a = tgid, key = folded line without value (for folded, SVG, pprof) */
+	struct ftab pyro;   /* same, for the Pyroscope upload */
+	uint64_t store_from_ms, period_from_ms, pyro_from_ms;
+	uint64_t frames, unknown_frames; /* totals since start */
+	uint64_t value_total;
+};
+
+struct sp_profile {
+	struct symbolizer *sym;
+	struct sp_acc acc[SP_EV_NR];
+	char *line; /* scratch for one stack */
+	size_t line_cap;
+};
+
+int sp_profile__init(struct sp_profile *p);
+void sp_profile__free(struct sp_profile *p);
+/* Start of a drain: new symbolizer round, caches reset. */
+void sp_profile__begin(struct sp_profile *p);
+/* An sp_sample_cb: symbolize and add to the accumulators. */
+int sp_profile__add(void *ctx, const struct sp_sample *smp);
+
+/* ---- writers -------------------------------------------------------------------------------------- */
+
+/* Folded-stack lines of one ftab (optionally only tgid) as "stack value\n" text. */
+int sp_folded__build(struct ftab_ent **ents, size_t n, int only_tgid, uint32_t tgid, char **ret, size_t *ret_len);
+
+/* One folded line: ';'-separated frames (root first) and its value. */
+struct sp_fline {
+	char *stack;
+	uint64_t value;
+};
+/* Parse "stack value\n" text in place (buf is modified; lines point into it). Lines without a
+ * positive value are skipped. The array is the caller's to free. */
+int sp_folded__parse(char *buf, size_t len, struct sp_fline **ret, size_t *ret_n);
+
+/* SVG flame graph of folded text (out_svg.c). */
+struct sp_svg_opts {
+	const char *title;
+	const char *subtitle;
+	const char *unit;  /* "samples", "us", "faults" */
+	double unit_scale; /* value -> shown number (1 when the unit is the value's) */
+};
+int sp_svg__write(const char *path, const char *folded, size_t len, const struct sp_svg_opts *opts);
+
+/* gzipped pprof profile.proto of folded text (out_pprof.c). */
+struct sp_pprof_opts {
+	const char *sample_type; /* "samples", "offcpu", "page_faults" */
+	const char *sample_unit; /* "count", "nanoseconds" */
+	int64_t value_scale;	 /* folded value -> pprof value (e.g. us -> ns: 1000) */
+	const char *period_type, *period_unit;
+	int64_t period;
+	int64_t time_ns, duration_ns;
+	/* oncpu: a second value "cpu"/"nanoseconds" = samples * period */
+	int with_cpu_ns;
+};
+int sp_pprof__encode(const char *folded, size_t len, const struct sp_pprof_opts *opts, unsigned char **ret,
+		     size_t *ret_len);
+int sp_pprof__write(const char *path, const char *folded, size_t len, const struct sp_pprof_opts *opts);
+
+/* Pyroscope /ingest upload (out_pyro.c). 0, or negative errno; *ret_status the HTTP status. */
+int sp_pyro__upload(const char *server, const char *name, uint64_t from_s, uint64_t until_s, const char *units,
+		    unsigned int sample_rate, const char *body, size_t len, unsigned int timeout_ms, int *ret_status);
+
+/* Profile store (store.c): one file per store period and event, removed after the retention. */
+int sp_store__write(const char *flame_dir, enum sp_event ev, uint64_t from_ms, uint64_t until_ms,
+		    unsigned int period_us, struct ftab *t);
+int sp_store__expire(const char *flame_dir, uint64_t now_ms, unsigned int retention_s, uint64_t max_bytes);
+
+/* Utilities (util.c). */
+int sp_mkdir_p(const char *path);
+/* Keep the newest max files (by name, which starts with a timestamp) whose names end in suffix. */
+void sp_dir_trim(const char *dir, const char *suffix, unsigned int max);
+int sp_write_file_atomic(const char *path, const void *data, size_t len);
+
+#endif

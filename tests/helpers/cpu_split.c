@@ -1,0 +1,168 @@
+/* cpu_split.c - a workload with known answers for the flame graph tests: the main thread spends ~70 %
+ * of its CPU in spin_hot() and ~30 % in spin_cold(); a second thread sleeps in short nanosleeps for the
+ * whole run (its blocked time is measured here); touch_pages() faults in N fresh pages. Built with frame
+ * pointers and symbols; a stripped copy (cpu_split_stripped) tests degradation to module names.
+ *
+ *   cpu_split [-d SECONDS] [-p PAGES] [-s] [-w]
+ *     -d  how long to burn CPU (default 5)     -p  pages to touch first (default 0)
+ *     -s  run the sleeper thread               -w  wait for a line on stdin before starting
+ * At the end it prints one line of measured facts: hot_ns=.. cold_ns=.. sleeper_blocked_us=..
+ * sleeper_sleeps=.. pages=.. elapsed_us=.. */
+#include <pthread.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <time.h>
+#include <unistd.h>
+
+#define UNIT_ITERS 200000u   /* one unit of work, ~0.1-0.5 ms */
+#define SLEEP_NS   20000000L /* 20 ms per nanosleep */
+
+static volatile int g_stop;
+static volatile uint64_t g_sink;
+static uint64_t g_sleeper_blocked_ns, g_sleeper_sleeps;
+
+static uint64_t now_ns(clockid_t c)
+{
+	struct timespec ts;
+
+	clock_gettime(c, &ts);
+	return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
+}
+
+/* Non-leaf on purpose: GCC sets up no frame in leaf functions even with -fno-omit-frame-pointer, and
+ * the caller of a frameless leaf is lost when unwinding by frame pointers. */
+__attribute__((noinline)) void sink(uint64_t x)
+{
+	g_sink = x;
+}
+
+/* The same work in two functions: time spent is proportional to the units each is given. */
+__attribute__((noinline)) void spin_hot(unsigned int units)
+{
+	uint64_t x = g_sink;
+
+	for (uint64_t i = 0; i < (uint64_t)units * UNIT_ITERS; i++)
+		x = x * 6364136223846793005ull + 1442695040888963407ull;
+	sink(x);
+}
+
+__attribute__((noinline)) void spin_cold(unsigned int units)
+{
+	uint64_t x = g_sink;
+
+	for (uint64_t i = 0; i < (uint64_t)units * UNIT_ITERS; i++)
+		x = x * 2862933555777941757ull + 3037000493ull;
+	sink(x);
+}
+
+/* 7 units hot, 3 units cold, until the deadline; CPU time of each is measured around the calls. */
+__attribute__((noinline)) void burn_loop(double seconds, uint64_t *hot_ns, uint64_t *cold_ns)
+{
+	uint64_t end = now_ns(CLOCK_MONOTONIC) + (uint64_t)(seconds * 1e9);
+
+	while (now_ns(CLOCK_MONOTONIC) < end) {
+		uint64_t t0 = now_ns(CLOCK_THREAD_CPUTIME_ID), t1, t2;
+
+		spin_hot(7);
+		t1 = now_ns(CLOCK_THREAD_CPUTIME_ID);
+		spin_cold(3);
+		t2 = now_ns(CLOCK_THREAD_CPUTIME_ID);
+		*hot_ns += t1 - t0;
+		*cold_ns += t2 - t1;
+	}
+}
+
+__attribute__((noinline)) void sleeper_loop(void)
+{
+	while (!g_stop) {
+		struct timespec ts = {0, SLEEP_NS};
+		uint64_t t0 = now_ns(CLOCK_MONOTONIC);
+
+		nanosleep(&ts, NULL);
+		g_sleeper_blocked_ns += now_ns(CLOCK_MONOTONIC) - t0;
+		g_sleeper_sleeps++;
+	}
+}
+
+__attribute__((noinline)) void *sleeper_thread(void *arg)
+{
+	(void)arg;
+	sleeper_loop();
+	return NULL;
+}
+
+/* One write per fresh page: one user page fault each (no huge pages). */
+__attribute__((noinline)) long touch_pages(long n)
+{
+	long page = sysconf(_SC_PAGESIZE);
+	char *p = mmap(NULL, (size_t)(n * page), PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+
+	if (p == MAP_FAILED)
+		return -1;
+	(void)madvise(p, (size_t)(n * page), MADV_NOHUGEPAGE);
+	for (long i = 0; i < n; i++)
+		((volatile char *)p)[i * page] = 1;
+	munmap(p, (size_t)(n * page));
+	return n;
+}
+
+int main(int argc, char **argv)
+{
+	double seconds = 5;
+	long pages = 0, touched = 0;
+	int sleeper = 0, wait_go = 0, c;
+	uint64_t hot = 0, cold = 0, t0;
+	pthread_t th;
+
+	while ((c = getopt(argc, argv, "d:p:sw")) != -1) {
+		switch (c) {
+		case 'd':
+			seconds = atof(optarg);
+			break;
+		case 'p':
+			pages = atol(optarg);
+			break;
+		case 's':
+			sleeper = 1;
+			break;
+		case 'w':
+			wait_go = 1;
+			break;
+		default:
+			fprintf(stderr, "usage: cpu_split [-d SECONDS] [-p PAGES] [-s] [-w]\n");
+			return 2;
+		}
+	}
+	printf("pid=%d\n", getpid());
+	fflush(stdout);
+	if (wait_go) {
+		char line[64];
+
+		if (!fgets(line, sizeof(line), stdin))
+			return 1;
+	}
+	t0 = now_ns(CLOCK_MONOTONIC);
+	if (sleeper && pthread_create(&th, NULL, sleeper_thread, NULL))
+		return 1;
+	if (pages > 0)
+		touched = touch_pages(pages);
+	burn_loop(seconds, &hot, &cold);
+	g_stop = 1;
+	if (sleeper)
+		pthread_join(th, NULL);
+	printf("hot_ns=%llu cold_ns=%llu sleeper_blocked_us=%llu sleeper_sleeps=%llu pages=%ld elapsed_us=%llu\n",
+	       (unsigned long long)hot, (unsigned long long)cold, (unsigned long long)(g_sleeper_blocked_ns / 1000),
+	       (unsigned long long)g_sleeper_sleeps, touched,
+	       (unsigned long long)((now_ns(CLOCK_MONOTONIC) - t0) / 1000));
+	fflush(stdout);
+	/* stay until told (EOF or a line), so the probe can still read /proc/<pid>/maps */
+	if (wait_go) {
+		char line[64];
+
+		(void)!fgets(line, sizeof(line), stdin);
+	}
+	return 0;
+}

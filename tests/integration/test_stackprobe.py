@@ -1,0 +1,438 @@
+"""test_stackprobe.py - stackprobe ("flamegraph") on the real kernel against a workload with known answers
+(tests/helpers/cpu_split.c): the 70/30 on-CPU split by function, side by side with `perf record`; a
+sleeping thread's blocked time in off-CPU; N fresh pages as N faults in mem; a stripped binary; SVG,
+pprof (decoded with protoc) and the profile store; under the supervisor: REST, in-kernel scope,
+Pyroscope upload to a receiver of ours and the query API."""
+import glob
+import gzip
+import json
+import os
+import re
+import shutil
+import signal
+import subprocess
+import sys
+import tempfile
+import time
+import urllib.parse
+import urllib.request
+import xml.etree.ElementTree as ET
+
+from harness import (PROBES, ROOT, TEST_BINS, Supervisor, check, free_port, http_get, probe_entry,
+                     wait_for)
+
+sys.path.insert(0, os.path.join(ROOT, "tests", "helpers"))
+from pyro_receiver import PyroReceiver  # noqa: E402
+
+STACKPROBE = os.path.join(PROBES, "stackprobe")
+CPU_SPLIT = os.path.join(TEST_BINS, "cpu_split")
+CPU_SPLIT_STRIPPED = os.path.join(TEST_BINS, "cpu_split_stripped")
+PROTO_DIR = os.path.join(ROOT, "tests", "helpers")
+SAN_MARKERS = ("ERROR: AddressSanitizer", "ERROR: LeakSanitizer", "runtime error:")
+
+
+class Workload:
+    """cpu_split started with -w: it prints its pid, waits for "go", works, prints its facts, and
+    stays until told to exit (so /proc/<pid>/maps is still there when the probe symbolizes)."""
+
+    def __init__(self, args, binary=CPU_SPLIT):
+        # nice -10: on a busy machine the workload still gets enough CPU for a few hundred samples
+        self.proc = subprocess.Popen(["nice", "-n", "-10", binary, "-w"] + args, stdin=subprocess.PIPE,
+                                     stdout=subprocess.PIPE, text=True)
+        line = self.proc.stdout.readline()
+        check(line.startswith("pid="), "cpu_split did not start: %r" % line)
+        self.pid = int(line.split("=")[1])
+
+    def go(self):
+        self.proc.stdin.write("go\n")
+        self.proc.stdin.flush()
+
+    def wait_done(self):
+        line = self.proc.stdout.readline()
+        check("hot_ns=" in line, "cpu_split facts: %r" % line)
+        return {k: int(v) for k, v in (kv.split("=") for kv in line.split())}
+
+    def finish(self):
+        try:
+            self.proc.stdin.close()
+        except BrokenPipeError:
+            pass
+        try:
+            self.proc.wait(5)
+        except subprocess.TimeoutExpired:
+            self.proc.kill()
+            self.proc.wait()
+
+
+class Standalone:
+    """stackprobe run by hand: records on stdout, log on stderr."""
+
+    def __init__(self, tmp, args):
+        self.out = open(os.path.join(tmp, "probe.out"), "w+")
+        self.err_path = os.path.join(tmp, "probe.err")
+        self.err = open(self.err_path, "w+")
+        self.proc = subprocess.Popen([STACKPROBE] + args, stdout=self.out, stderr=self.err)
+        wait_for(lambda: self.proc.poll() is not None or "started:" in self.stderr(), 20, "stackprobe start")
+        check(self.proc.poll() is None, "stackprobe exited at start: %s" % self.stderr())
+
+    def stderr(self):
+        with open(self.err_path, errors="replace") as f:
+            return f.read()
+
+    def stop(self):
+        self.proc.send_signal(signal.SIGTERM)
+        try:
+            rc = self.proc.wait(20)
+        except subprocess.TimeoutExpired:
+            self.proc.kill()
+            self.proc.wait()
+            raise
+        self.out.flush()
+        with open(self.out.name) as f:
+            out = f.read()
+        err = self.stderr()
+        for m in SAN_MARKERS:
+            check(m not in err, "sanitizer report in stackprobe's stderr:\n" + err[err.find(m) - 200:][:3000])
+        check(rc == 0, "stackprobe exit status %r: %s" % (rc, err[-2000:]))
+        return out
+
+
+def folded(flame_dir, event):
+    """stack -> value summed over every .folded file of an event type."""
+    out = {}
+    for path in glob.glob(os.path.join(flame_dir, event, "*.folded")):
+        with open(path) as f:
+            for line in f:
+                stack, _, v = line.rstrip("\n").rpartition(" ")
+                out[stack] = out.get(stack, 0) + int(v)
+    return out
+
+
+def share(stacks, prefix, leaf):
+    """Fraction of the value under prefix whose leaf frame is leaf."""
+    total = sum(v for s, v in stacks.items() if s.startswith(prefix))
+    part = sum(v for s, v in stacks.items() if s.startswith(prefix) and s.split(";")[-1] == leaf)
+    return (part / total if total else 0.0), total
+
+
+def records(text, table):
+    return [line.strip("|").split("|") for line in text.splitlines() if line.startswith("|%s|" % table)]
+
+
+# ---- one standalone run shared by the tests that look at its results -------------------------------
+
+_RUN = {}
+PAGES = 20000
+SECONDS = 8
+
+
+def standalone_run():
+    """cpu_split with its sleeper and page toucher, profiled by stackprobe (oncpu, offcpu, mem) and
+    `perf record -F 100 -g` at the same time."""
+    if _RUN:
+        return _RUN
+    tmp = tempfile.mkdtemp(prefix="gg-stack-")
+    w = Workload(["-d", str(SECONDS), "-s", "-p", str(PAGES)])
+    sp = perf = None
+    try:
+        sp = Standalone(tmp, ["--pid", str(w.pid), "-P", "oncpu,offcpu,mem", "--svg-period", "600",
+                              "--store-period", "2", "--flame-dir", os.path.join(tmp, "flame"),
+                              "--svg-dir", os.path.join(tmp, "svg"), "-t", "1"])
+        perf_log = open(os.path.join(tmp, "perf.log"), "w")
+        perf = subprocess.Popen(["perf", "record", "-F", "100", "-g", "-p", str(w.pid), "-o",
+                                 os.path.join(tmp, "perf.data")], stdout=perf_log, stderr=perf_log)
+        time.sleep(0.5)  # perf has no "ready" signal; it opens its events within this time
+        w.go()
+        facts = w.wait_done()
+        perf.send_signal(signal.SIGINT)
+        perf.wait(20)
+        out = sp.stop()
+        sp = None
+    finally:
+        if perf and perf.poll() is None:
+            perf.kill()
+        if sp:
+            sp.proc.kill()
+        w.finish()
+    _RUN.update(tmp=tmp, pid=w.pid, facts=facts, out=out, flame=os.path.join(tmp, "flame"),
+                svg=os.path.join(tmp, "svg"))
+    return _RUN
+
+
+def test_oncpu_split():
+    r = standalone_run()
+    st = folded(r["flame"], "oncpu")
+    prefix = "[%d] cpu_split;" % r["pid"]
+    hot, total = share(st, prefix, "spin_hot")
+    cold, _ = share(st, prefix, "spin_cold")
+    f = r["facts"]
+    print("oncpu: spin_hot %.1f%% spin_cold %.1f%% of %d samples (cpu_split measured %.1f%% / %.1f%%)" %
+          (100 * hot, 100 * cold, total, 100 * f["hot_ns"] / (f["hot_ns"] + f["cold_ns"]),
+           100 * f["cold_ns"] / (f["hot_ns"] + f["cold_ns"])))
+    check(total >= 300, "enough samples for a 5 %% tolerance: %d" % total)
+    check(0.65 <= hot <= 0.75, "spin_hot share %.3f not 0.70 +- 0.05" % hot)
+    check(0.25 <= cold <= 0.35, "spin_cold share %.3f not 0.30 +- 0.05" % cold)
+    # the full call path, with symbols, bottom frame "[pid] comm"
+    check(any(s.startswith(prefix) and s.endswith("main;burn_loop;spin_hot") for s in st),
+          "a stack ...main;burn_loop;spin_hot: %r" % sorted(st)[:5])
+    check(any(s.endswith("main;burn_loop;spin_cold") for s in st), "a stack ...main;burn_loop;spin_cold")
+    # samples agree with the CPU time the workload measured itself (10 ms period)
+    expected = (f["hot_ns"] + f["cold_ns"]) / 10e6
+    check(0.8 * expected <= total <= 1.2 * expected, "%d samples for %.0f expected" % (total, expected))
+
+
+def test_oncpu_side_by_side_with_perf():
+    r = standalone_run()
+    out = subprocess.run(["perf", "script", "-i", os.path.join(r["tmp"], "perf.data"), "-F", "comm,tid,ip,sym"],
+                         capture_output=True, text=True, timeout=60).stdout
+    leaves = []
+    for block in out.split("\n\n"):
+        lines = [l for l in block.splitlines() if l.strip()]
+        if len(lines) >= 2 and lines[0].startswith("cpu_split"):
+            parts = lines[1].split()
+            leaves.append(parts[1] if len(parts) > 1 else "?")
+    check(len(leaves) > 100, "perf recorded %d samples" % len(leaves))
+    perf_hot = leaves.count("spin_hot") / len(leaves)
+    ours, total = share(folded(r["flame"], "oncpu"), "[%d] cpu_split;" % r["pid"], "spin_hot")
+    print("spin_hot: stackprobe %.1f%% of %d samples, perf record -F 100 -g %.1f%% of %d samples" %
+          (100 * ours, total, 100 * perf_hot, len(leaves)))
+    # both are samples of the same split: allow 5 points or three standard deviations of the difference
+    sigma = (0.21 / total + 0.21 / len(leaves)) ** 0.5
+    check(abs(ours - perf_hot) <= max(0.05, 3 * sigma), "stackprobe %.3f vs perf %.3f" % (ours, perf_hot))
+    check(0.8 <= total / len(leaves) <= 1.25, "sample counts: stackprobe %d, perf %d" % (total, len(leaves)))
+
+
+def test_offcpu_blocked_thread():
+    r = standalone_run()
+    st = folded(r["flame"], "offcpu")
+    sleeper = {s: v for s, v in st.items() if ";sleeper_thread;" in s}
+    blocked = sum(sleeper.values())
+    truth = r["facts"]["sleeper_blocked_us"]
+    print("offcpu: sleeper_thread blocked %d us, measured by the thread itself %d us" % (blocked, truth))
+    check(sleeper, "no off-CPU stack through sleeper_thread: %r" % sorted(st)[:5])
+    # blocks started before the probe attached are not counted: at most one 20 ms sleep
+    check(0.9 * truth <= blocked <= 1.03 * truth, "blocked %d us vs %d us measured" % (blocked, truth))
+    check(all("schedule_[k]" in s for s in sleeper), "the kernel part ends in schedule")
+    check(not any("bpf_prog_" in s or "bpf_trace_run" in s for s in st), "BPF frames left in off-CPU stacks")
+
+
+def test_mem_page_faults():
+    r = standalone_run()
+    st = folded(r["flame"], "mem")
+    faults = sum(v for s, v in st.items() if ";touch_pages;" in s)
+    print("mem: %d faults in touch_pages for %d fresh pages" % (faults, r["facts"]["pages"]))
+    check(r["facts"]["pages"] == PAGES, "the workload touched its pages")
+    check(PAGES <= faults <= PAGES * 1.02 + 20, "%d faults at touch_pages for %d pages" % (faults, PAGES))
+
+
+def test_svg_pprof_store_outputs():
+    r = standalone_run()
+    svgs = glob.glob(os.path.join(r["svg"], "oncpu", "*_oncpu.svg"))
+    check(len(svgs) == 1, "one oncpu SVG for the run: %r" % svgs)
+    root = ET.parse(svgs[0]).getroot()
+    ns = "{http://www.w3.org/2000/svg}"
+    script = "".join(s.text or "" for s in root.iter(ns + "script"))
+    for fn in ("function zoom(", "function unzoom(", "function search("):
+        check(fn in script, "SVG script has %s" % fn)
+    titles = [t.text for t in root.iter(ns + "title")]
+    hot = [t for t in titles if t.startswith("spin_hot (")]
+    check(hot, "a spin_hot frame in the SVG")
+    pct = float(re.search(r", ([0-9.]+)%\)", hot[0]).group(1))
+    check(60 <= pct <= 80, "spin_hot frame width %.1f%%" % pct)
+
+    # pprof: protoc decodes it against profile.proto; its samples add up to the folded file
+    st = folded(r["flame"], "oncpu")
+    pbs = glob.glob(os.path.join(r["flame"], "oncpu", "*_oncpu.pb.gz"))
+    check(len(pbs) == 1, "one pprof file: %r" % pbs)
+    with gzip.open(pbs[0]) as f:
+        raw = f.read()
+    dec = subprocess.run(["protoc", "--decode=perftools.profiles.Profile", "-I", PROTO_DIR,
+                          os.path.join(PROTO_DIR, "profile.proto")], input=raw, capture_output=True, timeout=30)
+    check(dec.returncode == 0, "protoc: %s" % dec.stderr.decode()[:500])
+    text = dec.stdout.decode()
+    strings = re.findall(r'^string_table: "(.*)"$', text, re.M)
+    check("spin_hot" in strings and "samples" in strings, "string table: %r" % strings[:12])
+    values = [int(v) for v in re.findall(r"^  value: (\d+)$", text, re.M)]
+    check(sum(values[0::2]) == sum(st.values()), "pprof samples %d vs folded %d" % (sum(values[0::2]), sum(st.values())))
+    check(all(b == a * 10_000_000 for a, b in zip(values[0::2], values[1::2])), "cpu nanoseconds = samples x 10 ms")
+
+    # the profile store holds the same samples, per thread
+    store_total = 0
+    for path in glob.glob(os.path.join(r["flame"], "store", "on-cpu", "*.prof")):
+        with open(path) as f:
+            head = f.readline()
+            check(head.startswith("# gala-gopher-profile v1 event=on-cpu unit=samples period_us=10000"), head)
+            for line in f:
+                fields = line.rstrip("\n").split("\t")
+                check(len(fields) == 7, "store line: %r" % line)
+                store_total += int(fields[6])
+    check(store_total == sum(st.values()), "store %d vs folded %d" % (store_total, sum(st.values())))
+
+
+def test_stats_records():
+    r = standalone_run()
+    stats = {rec[1]: rec for rec in records(r["out"], "stackprobe_stats")}
+    check(set(stats) == {"oncpu", "offcpu", "mem"}, "stats rows: %r" % sorted(stats))
+    total = sum(folded(r["flame"], "oncpu").values())
+    last = records(r["out"], "stackprobe_stats")
+    last_oncpu = [rec for rec in last if rec[1] == "oncpu"][-1]
+    check(int(last_oncpu[3]) == total, "oncpu value %s == folded total %d" % (last_oncpu[3], total))
+    check(int(stats["mem"][3]) >= PAGES, "mem value counts the faults")
+    health = records(r["out"], "stackprobe_health")
+    check(health and int(health[-1][6]) >= 1 and int(health[-1][8]) > 0, "health: %r" % health[-1:])
+
+
+def cgroup2_root(tmp):
+    """A cgroup v2 hierarchy: the mounted one, or one mounted here."""
+    with open("/proc/mounts") as f:
+        for line in f:
+            dev, mnt, fstype = line.split()[:3]
+            if fstype == "cgroup2":
+                return mnt, None
+    mnt = os.path.join(tmp, "cg2")
+    os.makedirs(mnt)
+    subprocess.run(["mount", "-t", "cgroup2", "none", mnt], check=True)
+    return mnt, mnt
+
+
+POD_UID = "0123abcd-4567-89ab-cdef-0123456789ab"
+CON_ID = "feedc0de" * 8
+
+
+def test_stripped_binary_in_container_multi_instance():
+    """A stripped binary degrades to its module name; a process in a container-looking cgroup gets
+    [Pod]/[Con] bottom frames; multi_instance gives one set of files per process."""
+    tmp = tempfile.mkdtemp(prefix="gg-stack-")
+    root, mounted = cgroup2_root(tmp)
+    pod_dir = os.path.join(root, "kubepods-besteffort-pod%s.slice" % POD_UID.replace("-", "_"))
+    con_dir = os.path.join(pod_dir, "docker-%s.scope" % CON_ID)
+    os.makedirs(con_dir, exist_ok=True)
+    w = Workload(["-d", "3"], binary=CPU_SPLIT_STRIPPED)
+    try:
+        with open(os.path.join(con_dir, "cgroup.procs"), "w") as f:
+            f.write(str(w.pid))
+        sp = Standalone(tmp, ["--pid", str(w.pid), "-P", "oncpu", "--svg-period", "600", "--multi-instance", "1",
+                              "--flame-dir", os.path.join(tmp, "flame"), "--svg-dir", os.path.join(tmp, "svg")])
+        w.go()
+        w.wait_done()
+        sp.stop()
+    finally:
+        w.finish()
+        for d in (con_dir, pod_dir):
+            for _ in range(50):
+                try:
+                    os.rmdir(d)
+                    break
+                except OSError:
+                    time.sleep(0.1)  # the exited process leaves its cgroup a moment later
+        if mounted:
+            subprocess.run(["umount", mounted])
+    st = folded(os.path.join(tmp, "flame"), "oncpu")
+    module = "[%s]" % os.path.realpath(CPU_SPLIT_STRIPPED)
+    frames = [fr for s in st for fr in s.split(";")]
+    total = sum(st.values())
+    in_module = sum(v for s, v in st.items() if s.split(";")[-1] == module)
+    print("stripped: %.1f%% of %d samples end in %s" % (100 * in_module / max(total, 1), total, module))
+    check(total > 30, "samples: %d" % total)
+    check(in_module / total > 0.9, "the burning frames are named after the module")
+    check(not any(n in frames for n in ("spin_hot", "spin_cold", "burn_loop", "main")), "no symbol names invented")
+    check(not any(fr.startswith("[unknown]") for fr in frames), "no unknown frames: %r" % frames[:10])
+    check("__libc_start_call_main" in frames, "libc frames keep their names")
+    bottom = "[Pod]%s;[Con]%s;[%d] cpu_split_strip;" % (POD_UID, CON_ID[:12], w.pid)
+    check(all(s.startswith(bottom) for s in st), "container bottom frames %r: %r" % (bottom, sorted(st)[:2]))
+    names = [os.path.basename(p) for p in glob.glob(os.path.join(tmp, "flame", "oncpu", "*"))]
+    check(names and all(re.match(r"^\d{14}_oncpu_%d\.(folded|pb\.gz)$" % w.pid, n) for n in names),
+          "multi_instance file names: %r" % names)
+    check(glob.glob(os.path.join(tmp, "svg", "oncpu", "*_oncpu_%d.svg" % w.pid)), "per-process SVG")
+    shutil.rmtree(tmp, ignore_errors=True)
+
+
+def rest_put(port, name, body):
+    req = urllib.request.Request("http://127.0.0.1:%d/%s" % (port, name), data=json.dumps(body).encode(),
+                                 method="PUT")
+    try:
+        with urllib.request.urlopen(req, timeout=10) as resp:
+            return resp.status, resp.read().decode()
+    except urllib.error.HTTPError as e:
+        return e.code, e.read().decode()
+
+
+def test_supervisor_rest_scope_pyroscope_query():
+    tmp = tempfile.mkdtemp(prefix="gg-stack-")
+    flame, svg = os.path.join(tmp, "flame"), os.path.join(tmp, "svg")
+    os.makedirs(flame)
+    os.makedirs(svg)
+    rx = PyroReceiver().start()
+    rest_port = free_port()
+    s = Supervisor(probes=[probe_entry("stackprobe", "-t 1 --store-period 2 --pyroscope-period 3", switch="off")],
+                   extra='rest_api_server = { port = %d; state_dir = "%s/rest"; output_base_dir = "%s"; };'
+                   % (rest_port, tmp, tmp))
+    inside = Workload(["-d", "12"])
+    outside = Workload(["-d", "12"], binary=CPU_SPLIT_STRIPPED)  # comm "cpu_split_strip": not in scope
+    try:
+        s.start()
+        t0 = int(time.time())
+        status, body = rest_put(rest_port, "flamegraph", {
+            "cmd": {"probe": ["oncpu"]},
+            "snoopers": {"proc_name": [{"comm": "cpu_split", "cmdline": "", "debugging_dir": ""}]},
+            "params": {"flame_dir": flame, "svg_dir": svg, "pyroscope_server": "127.0.0.1:%d" % rx.port},
+            "state": "running"})
+        check(status == 200, "PUT /flamegraph: %d %s" % (status, body))
+        s.wait_probe("stackprobe", lambda p: p["state"] == "running" and p.get("config_version_applied", 0) >= 1,
+                     15, "running with its configuration")
+        time.sleep(1.0)  # the snooper scan puts cpu_split in scope within a second
+        inside.go()
+        outside.go()
+        ingest = wait_for(lambda: [q for q in rx.requests() if q["query"].get("name") == "gala-gopher-oncpu"
+                                   and "spin_hot" in q["body"]], 20, "a Pyroscope upload with cpu_split's stacks")
+        q = ingest[0]
+        check(q["method"] == "POST" and q["path"] == "/ingest", "request: %s %s" % (q["method"], q["path"]))
+        qs = q["query"]
+        check(qs["units"] == "samples" and qs["sampleRate"] == "100" and qs["format"] == "folded", "query: %r" % qs)
+        check(t0 - 5 <= int(qs["from"]) <= int(qs["until"]) <= time.time() + 1, "from/until: %r" % qs)
+        lines = [l for l in q["body"].splitlines() if l]
+        check(all(re.match(r"^\[\d+\] \S.* \d+$", l) for l in lines), "folded body: %r" % lines[:3])
+        check(all(l.startswith("[%d] cpu_split;" % inside.pid) for l in lines),
+              "only the process in scope is profiled: %r" % [l for l in lines if "cpu_split;" not in l][:3])
+
+        # the query API on the REST server, over the profile store
+        def query(app):
+            args = urllib.parse.urlencode({"app": app, "event": "on-cpu", "time_start": t0 - 5,
+                                           "time_end": int(time.time()) + 5})
+            st, text = http_get("http://127.0.0.1:%d/flamegraph/query?%s" % (rest_port, args))
+            check(st == 200, "query %s: %d %s" % (app, st, text[:300]))
+            return json.loads(text)
+
+        def hot_share():
+            res = query("cpu_split")["result"]
+            total = res[0]["total_value"]
+            hot = sum(n["total_value"] for n in res if n["profile_location_str"] == "spin_hot")
+            return (hot / total, res) if total >= 2000000 else None  # 200 samples at 10 ms, in us
+
+        frac, res = wait_for(hot_share, 25, "two seconds of cpu_split's CPU time in the profile store")
+        check(res[0]["profile_location_str"] == "cpu_split" and res[0]["parent_node_id"] == "-1", "root: %r" % res[0])
+        check(0.6 <= frac <= 0.8, "spin_hot share in the query %.2f" % frac)
+        ids = {n["node_id"] for n in res}
+        check(all(n["parent_node_id"] in ids or n["parent_node_id"] == "-1" for n in res), "parents exist")
+        check(any(n["profile_location_str"].startswith("[t] ") for n in res), "a [t] thread layer")
+        check(any(n["profile_location_str"].startswith("[l] ") for n in res), "[l] library frames (libc)")
+        total = query("Total")["result"]
+        procs = [n["profile_location_str"] for n in total if n["profile_location_str"].startswith("[p] ")]
+        check(procs == ["[p] cpu_split"], "Total has only the process in scope: %r" % procs)
+        check(any(n["profile_location_str"] == "[t] cpu_split" for n in total), "Total has the [t] layer")
+        st, text = http_get("http://127.0.0.1:%d/flamegraph/query?app=x&event=gpu" % rest_port)
+        check(st == 400 and json.loads(text)["OPT_STATUS"] == "FAIL", "bad event: %d %s" % (st, text))
+
+        # its records pass the supervisor's schema validation
+        wait_for(lambda: s.metric_records("stackprobe_stats"), 10, "stackprobe_stats records")
+        p = s.probe("stackprobe")
+        check(p["rejected"] == {} or not any(p["rejected"].values()), "rejected records: %r" % p["rejected"])
+    finally:
+        inside.finish()
+        outside.finish()
+        rx.stop()
+        s.cleanup()
+    shutil.rmtree(tmp, ignore_errors=True)
+
+
+test_supervisor_rest_scope_pyroscope_query.timeout = 90
