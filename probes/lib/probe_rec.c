@@ -52,7 +52,7 @@ static int field_begin(struct probe_rec *r, unsigned int allowed)
 		return -1;
 	}
 	kind = r->table->kinds[r->next];
-	if (kind > PF_SUMMARY || !(allowed & KIND_BIT(kind))) {
+	if (kind > PROBE_F_SUMMARY || !(allowed & KIND_BIT(kind))) {
 		rec_fail(r, -EINVAL);
 		return -1;
 	}
@@ -211,13 +211,13 @@ void probe_rec__strn(struct probe_rec *r, const char *s, size_t len)
 {
 	const unsigned char *p = (const unsigned char *)(s ? s : "");
 	size_t i = 0, out = 0;
-	int kind = field_begin(r, KIND_BIT(PF_KEY) | KIND_BIT(PF_LABEL));
+	int kind = field_begin(r, KIND_BIT(PROBE_F_KEY) | KIND_BIT(PROBE_F_LABEL));
 
 	if (kind < 0)
 		return;
 	if (!s)
 		len = 0;
-	if (kind == PF_KEY && len == 0) {
+	if (kind == PROBE_F_KEY && len == 0) {
 		rec_fail(r, -EINVAL);
 		return;
 	}
@@ -260,7 +260,7 @@ void probe_rec__u64(struct probe_rec *r, uint64_t v)
 	char num[NUM_MAX];
 	size_t n;
 
-	if (field_begin(r, KIND_BIT(PF_KEY) | KIND_BIT(PF_LABEL) | KIND_BIT(PF_GAUGE) | KIND_BIT(PF_COUNTER)) < 0)
+	if (field_begin(r, KIND_BIT(PROBE_F_KEY) | KIND_BIT(PROBE_F_LABEL) | KIND_BIT(PROBE_F_GAUGE) | KIND_BIT(PROBE_F_COUNTER)) < 0)
 		return;
 	n = fmt_u64(num, v);
 	put(r, num, n);
@@ -272,7 +272,7 @@ void probe_rec__i64(struct probe_rec *r, int64_t v)
 	char num[NUM_MAX];
 	size_t n;
 
-	if (field_begin(r, KIND_BIT(PF_KEY) | KIND_BIT(PF_LABEL) | KIND_BIT(PF_GAUGE)) < 0)
+	if (field_begin(r, KIND_BIT(PROBE_F_KEY) | KIND_BIT(PROBE_F_LABEL) | KIND_BIT(PROBE_F_GAUGE)) < 0)
 		return;
 	n = fmt_i64(num, v);
 	put(r, num, n);
@@ -283,11 +283,11 @@ void probe_rec__f64(struct probe_rec *r, double v)
 {
 	char num[NUM_MAX];
 	size_t n;
-	int kind = field_begin(r, KIND_BIT(PF_GAUGE) | KIND_BIT(PF_COUNTER));
+	int kind = field_begin(r, KIND_BIT(PROBE_F_GAUGE) | KIND_BIT(PROBE_F_COUNTER));
 
 	if (kind < 0)
 		return;
-	if (!isfinite(v) || (kind == PF_COUNTER && v < 0)) {
+	if (!isfinite(v) || (kind == PROBE_F_COUNTER && v < 0)) {
 		rec_fail(r, -ERANGE);
 		return;
 	}
@@ -335,7 +335,7 @@ void probe_rec__hist(struct probe_rec *r, unsigned int n, const double *le, cons
 	double prev = 0, shown;
 	unsigned int i;
 
-	if (field_begin(r, KIND_BIT(PF_HISTOGRAM)) < 0)
+	if (field_begin(r, KIND_BIT(PROBE_F_HISTOGRAM)) < 0)
 		return;
 	if (n == 0 || n > META_HIST_BUCKETS_MAX || !le || !cnt) {
 		rec_fail(r, -EINVAL);
@@ -383,7 +383,7 @@ void probe_rec__summary(struct probe_rec *r, unsigned int n, const double *q, co
 	double prev = 0, shown;
 	unsigned int i;
 
-	if (field_begin(r, KIND_BIT(PF_SUMMARY)) < 0)
+	if (field_begin(r, KIND_BIT(PROBE_F_SUMMARY)) < 0)
 		return;
 	if (n == 0 || n > META_HIST_BUCKETS_MAX || !q || !v) {
 		rec_fail(r, -EINVAL);

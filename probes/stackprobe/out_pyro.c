@@ -1,6 +1,5 @@
 /* out_pyro.c - uploads folded stacks to a Pyroscope server (POST /ingest, format=folded) over a plain
  * HTTP/1.1 connection, every step bounded by a timeout. */
-/* probe.h first: <sys/socket.h> defines PF_KEY, a name probe.h uses for a field kind */
 #include "probe.h"
 #include "stackprobe.h"
 

@@ -13,7 +13,7 @@
 
 /* Same table as tests/schema/test_bad.meta. */
 static const char *const test_bad_fields[] = { "k", "l", "g", "c" };
-static const unsigned char test_bad_kinds[] = { PF_KEY, PF_LABEL, PF_GAUGE, PF_COUNTER };
+static const unsigned char test_bad_kinds[] = { PROBE_F_KEY, PROBE_F_LABEL, PROBE_F_GAUGE, PROBE_F_COUNTER };
 static const struct probe_table TBL_test_bad = { "test_bad", 4, test_bad_fields, test_bad_kinds };
 
 /* One of each rejection reason the validator has for a plain table, in a fixed order. */

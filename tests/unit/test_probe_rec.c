@@ -16,18 +16,18 @@
 
 /* The same tables twice: as a probe sees them and as the supervisor loads them. */
 static const char *const basic_fields[] = { "k", "l", "g", "c" };
-static const unsigned char basic_kinds[] = { PF_KEY, PF_LABEL, PF_GAUGE, PF_COUNTER };
+static const unsigned char basic_kinds[] = { PROBE_F_KEY, PROBE_F_LABEL, PROBE_F_GAUGE, PROBE_F_COUNTER };
 static const struct probe_table TBL_basic = { "t_basic", 4, basic_fields, basic_kinds };
 
 static const char *const hist_fields[] = { "k", "h", "s" };
-static const unsigned char hist_kinds[] = { PF_KEY, PF_HISTOGRAM, PF_SUMMARY };
+static const unsigned char hist_kinds[] = { PROBE_F_KEY, PROBE_F_HISTOGRAM, PROBE_F_SUMMARY };
 static const struct probe_table TBL_hist = { "t_hist", 3, hist_fields, hist_kinds };
 
 #define NLABELS 12
 static const char *const wide_fields[NLABELS] = { "k", "l1", "l2", "l3", "l4", "l5",
 						  "l6", "l7", "l8", "l9", "l10", "l11" };
-static const unsigned char wide_kinds[NLABELS] = { PF_KEY,   PF_LABEL, PF_LABEL, PF_LABEL, PF_LABEL, PF_LABEL,
-						   PF_LABEL, PF_LABEL, PF_LABEL, PF_LABEL, PF_LABEL, PF_LABEL };
+static const unsigned char wide_kinds[NLABELS] = { PROBE_F_KEY,   PROBE_F_LABEL, PROBE_F_LABEL, PROBE_F_LABEL, PROBE_F_LABEL, PROBE_F_LABEL,
+						   PROBE_F_LABEL, PROBE_F_LABEL, PROBE_F_LABEL, PROBE_F_LABEL, PROBE_F_LABEL, PROBE_F_LABEL };
 static const struct probe_table TBL_wide = { "t_wide", NLABELS, wide_fields, wide_kinds };
 
 static const char schema_text[] =
