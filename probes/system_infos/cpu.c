@@ -73,7 +73,7 @@ static void warn_once(struct si_cpu *c, unsigned int bit, const char *path, int 
 /* "cpuN  user nice system idle iowait irq softirq steal guest guest_nice": the first 8 numbers. */
 static int parse_times(const char *p, const char *end, struct si_cpu_times *t)
 {
-	uint64_t v[8] = { 0 };
+	uint64_t v[8] = {0};
 	unsigned int i;
 
 	for (i = 0; i < 8; i++) {
@@ -84,7 +84,7 @@ static int parse_times(const char *p, const char *end, struct si_cpu_times *t)
 	}
 	if (i < 4) /* user nice system idle exist on every kernel we could run on */
 		return -EINVAL;
-	*t = (struct si_cpu_times){ v[0], v[1], v[2], v[3], v[4], v[5], v[6], v[7] };
+	*t = (struct si_cpu_times){v[0], v[1], v[2], v[3], v[4], v[5], v[6], v[7]};
 	return 0;
 }
 
@@ -234,7 +234,7 @@ static void read_softnet(struct si_cpu *c)
 	end = p + c->softnet.len;
 	for (; p < end; line++) {
 		const char *eol = si_line_end(p, end);
-		uint64_t col[13] = { 0 };
+		uint64_t col[13] = {0};
 		unsigned int n = 0;
 		struct si_cpu_row *row = NULL;
 		const char *q = p;
@@ -324,9 +324,9 @@ static uint64_t delta(uint64_t cur, uint64_t prev)
 static double busy_percent(const struct si_cpu_times *cur, const struct si_cpu_times *prev)
 {
 	uint64_t idle = delta(cur->idle, prev->idle) + delta(cur->iowait, prev->iowait);
-	uint64_t busy = delta(cur->user, prev->user) + delta(cur->nice, prev->nice) +
-			delta(cur->system, prev->system) + delta(cur->irq, prev->irq) +
-			delta(cur->softirq, prev->softirq) + delta(cur->steal, prev->steal);
+	uint64_t busy = delta(cur->user, prev->user) + delta(cur->nice, prev->nice) + delta(cur->system, prev->system) +
+			delta(cur->irq, prev->irq) + delta(cur->softirq, prev->softirq) +
+			delta(cur->steal, prev->steal);
 
 	if (busy + idle == 0)
 		return 0;

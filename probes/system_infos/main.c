@@ -1,4 +1,4 @@
-/* main.c - system_infos ("baseinfo"): host CPU and memory metrics from /proc, every report period. */
+/* main.c - system_infos ("baseinfo"): host metrics from /proc, /sys and statvfs, every report period. */
 #include <cjson/cJSON.h>
 #include <errno.h>
 #include <getopt.h>
@@ -9,16 +9,19 @@
 #include "probe.h"
 #include "system_infos.h"
 
-#define PROBE_NAME "baseinfo"
-#define PROG "system_infos"
-#define PERIOD_MIN 1u
-#define PERIOD_MAX 600u
-#define PERIOD_DEFAULT 5u
+#define PROBE_NAME	   "baseinfo"
+#define PROG		   "system_infos"
+#define PERIOD_MIN	   1u
+#define PERIOD_MAX	   600u
+#define PERIOD_DEFAULT	   5u
+#define PROC_SCOPE_WAIT_MS 3000u
 
 /* What the probe does; argv gives the baseline, a live configuration overrides it. */
 struct si_conf {
 	unsigned int period_s;
 	unsigned int subprobes; /* enum si_subprobe bits */
+	char dev_name[32];	/* params.dev_name: only this interface and disk ("" = all) */
+	struct gg_scope scope;	/* the processes system_proc reports */
 };
 
 /* State shared by the main loop and the configuration callback. */
@@ -26,17 +29,26 @@ struct si_ctx {
 	struct probe_rt *rt;
 	struct si_conf base; /* from the command line */
 	struct si_conf cur;
+	const char *comm; /* --comm: processes with this name are in scope too */
+	int configured;	  /* a live configuration was applied */
+	uint64_t start_ms;
 	struct si_cpu cpu;
 	struct si_mem mem;
+	struct si_nic nic;
+	struct si_net net;
+	struct si_disk disk;
+	struct si_fs fs;
+	struct si_host host;
+	struct si_proc proc;
 };
 
-/* gala-gopher's baseinfo sub-probes; those not implemented yet are accepted and ignored. */
+/* gala-gopher's baseinfo sub-probes. */
 static const struct {
 	const char *name;
 	unsigned int bit;
 } subprobe_names[] = {
-	{ "cpu", SI_CPU }, { "mem", SI_MEM }, { "nic", 0 },  { "disk", 0 },
-	{ "net", 0 },	   { "fs", 0 },	      { "proc", 0 }, { "host", 0 },
+	{"cpu", SI_CPU}, {"mem", SI_MEM}, {"nic", SI_NIC},   {"disk", SI_DISK},
+	{"net", SI_NET}, {"fs", SI_FS},	  {"proc", SI_PROC}, {"host", SI_HOST},
 };
 
 /* Bit of a sub-probe name (0 for a known but not implemented one); -EINVAL when unknown. */
@@ -68,20 +80,27 @@ static void usage(FILE *f)
 {
 	fprintf(f,
 		"Usage: " PROG " [OPTION]...\n"
-		"Report host CPU and memory metrics from /proc every period (gala-gopher probe \"" PROBE_NAME
+		"Report host metrics from /proc, /sys and statvfs every period (gala-gopher probe \"" PROBE_NAME
 		"\").\n"
 		"Without the supervisor, records are printed on stdout, one |table|...| line each.\n"
 		"\n"
 		"  -t SEC       report period in seconds, %u..%u (default %u)\n"
 		"  -l LEVEL     log level: debug, info, warn or error (default info)\n"
-		"  -P LIST      sub-probes to run, comma separated: cpu,mem (default all)\n"
+		"  -P LIST      sub-probes to run, comma separated: cpu,mem,nic,disk,net,fs,proc,host (default all)\n"
+		"  -d DEV       nic and disk: only this interface or disk (params.dev_name)\n"
+		"      --pid PID[,PID...]  proc: report these processes (default: every process)\n"
+		"      --comm NAME         proc: report processes named NAME (/proc/<pid>/comm), also later ones\n"
 		"  -h, --help   show this help and exit\n"
 		"      --version  show the version and exit\n"
 		"\n"
-		"Tables: system_cpu (one record per online CPU), system_cpu_util, system_meminfo.\n"
-		"Live configuration (from the supervisor): {\"params\": {\"report_period\": N}, \"probe\": [\"cpu\", "
-		"\"mem\"]}\n"
-		"(\"probe\" may also be given as \"cmd\": {\"probe\": [...]}; what is left out comes from the options).\n",
+		"Tables: cpu: system_cpu (per online CPU), system_cpu_util; mem: system_meminfo; nic: nic;\n"
+		"disk: system_iostat; net: system_tcp, system_udp; fs: system_df; host: system_os; proc: system_proc.\n"
+		"Live configuration (from the supervisor): {\"params\": {\"report_period\": N, \"dev_name\": "
+		"\"eth0\"},\n"
+		"\"probe\": [\"cpu\", \"mem\", ...], \"scope\": {\"all\": false, \"pids\": [..], \"cgroup_ids\": "
+		"[..]}}\n"
+		"(\"probe\" may also be given as \"cmd\": {\"probe\": [...]}; what is left out comes from the "
+		"options).\n",
 		PERIOD_MIN, PERIOD_MAX, PERIOD_DEFAULT);
 }
 
@@ -109,7 +128,10 @@ static int parse_subprobe_list(const char *s, unsigned int *ret)
 		int bit = subprobe_bit(p, len);
 
 		if (bit < 0) {
-			fprintf(stderr, PROG ": unknown sub-probe '%.*s' in -P (expected cpu, mem)\n", (int)len, p);
+			fprintf(stderr,
+				PROG ": unknown sub-probe '%.*s' in -P (expected cpu, mem, nic, disk, net, fs, proc, "
+				     "host)\n",
+				(int)len, p);
 			return -EINVAL;
 		}
 		bits |= (unsigned int)bit;
@@ -122,17 +144,19 @@ static int parse_subprobe_list(const char *s, unsigned int *ret)
 }
 
 /* Returns -1 to go on, or the exit status. */
-static int parse_args(int argc, char **argv, struct si_conf *conf, enum probe_log_level *level)
+static int parse_args(int argc, char **argv, struct si_conf *conf, const char **comm, enum probe_log_level *level)
 {
 	static const struct option longopts[] = {
-		{ "help", no_argument, NULL, 'h' },
-		{ "version", no_argument, NULL, 'V' },
-		{ NULL, 0, NULL, 0 },
+		{"help", no_argument, NULL, 'h'},
+		{"version", no_argument, NULL, 'V'},
+		{"pid", required_argument, NULL, 'p'},
+		{"comm", required_argument, NULL, 'c'},
+		{NULL, 0, NULL, 0},
 	};
 	int c;
 
 	opterr = 0;
-	while ((c = getopt_long(argc, argv, ":t:l:P:h", longopts, NULL)) != -1) {
+	while ((c = getopt_long(argc, argv, ":t:l:P:d:h", longopts, NULL)) != -1) {
 		switch (c) {
 		case 't':
 			if (parse_period(optarg, &conf->period_s)) {
@@ -143,7 +167,8 @@ static int parse_args(int argc, char **argv, struct si_conf *conf, enum probe_lo
 			break;
 		case 'l':
 			if (probe_log_level__parse(optarg, level)) {
-				fprintf(stderr, PROG ": invalid log level '%s' for -l (expected debug, info, warn, error)\n",
+				fprintf(stderr,
+					PROG ": invalid log level '%s' for -l (expected debug, info, warn, error)\n",
 					optarg);
 				return 2;
 			}
@@ -151,6 +176,29 @@ static int parse_args(int argc, char **argv, struct si_conf *conf, enum probe_lo
 		case 'P':
 			if (parse_subprobe_list(optarg, &conf->subprobes))
 				return 2;
+			break;
+		case 'd':
+			if (strlen(optarg) >= sizeof(conf->dev_name)) {
+				fprintf(stderr, PROG ": device name '%s' for -d is too long\n", optarg);
+				return 2;
+			}
+			snprintf(conf->dev_name, sizeof(conf->dev_name), "%s", optarg);
+			break;
+		case 'p':
+			if (gg_scope__add_pids(&conf->scope, optarg)) {
+				fprintf(stderr, PROG ": invalid process list '%s' for --pid (expected PID[,PID...])\n",
+					optarg);
+				return 2;
+			}
+			break;
+		case 'c':
+			if (!optarg[0] || strlen(optarg) > 15) {
+				fprintf(stderr, PROG ": invalid process name '%s' for --comm (1 to 15 characters)\n",
+					optarg);
+				return 2;
+			}
+			*comm = optarg;
+			conf->scope.all = 0;
 			break;
 		case 'h':
 			usage(stdout);
@@ -186,11 +234,12 @@ static int parse_args(int argc, char **argv, struct si_conf *conf, enum probe_lo
  */
 static int conf_from_json(const struct si_conf *base, const char *json, struct si_conf *ret)
 {
-	struct si_conf conf = *base;
+	static struct si_conf conf; /* large (the scope sets): not on the stack; one caller at a time */
 	cJSON *root = cJSON_Parse(json);
-	const cJSON *params, *period, *list, *item;
+	const cJSON *params, *period, *list, *item, *dev, *scope;
 	int err = -EINVAL;
 
+	conf = *base;
 	if (!root || !cJSON_IsObject(root)) {
 		probe_log(PLOG_WARN, "configuration is not a JSON object");
 		goto out;
@@ -205,12 +254,35 @@ static int conf_from_json(const struct si_conf *base, const char *json, struct s
 		if (period) {
 			double v = cJSON_GetNumberValue(period);
 
-			if (!cJSON_IsNumber(period) || v < PERIOD_MIN || v > PERIOD_MAX || v != (double)(unsigned int)v) {
-				probe_log(PLOG_WARN, "configuration: report_period must be an integer %u..%u", PERIOD_MIN,
-					  PERIOD_MAX);
+			if (!cJSON_IsNumber(period) || v < PERIOD_MIN || v > PERIOD_MAX ||
+			    v != (double)(unsigned int)v) {
+				probe_log(PLOG_WARN, "configuration: report_period must be an integer %u..%u",
+					  PERIOD_MIN, PERIOD_MAX);
 				goto out;
 			}
 			conf.period_s = (unsigned int)v;
+		}
+		dev = cJSON_GetObjectItemCaseSensitive(params, "dev_name");
+		if (dev && !cJSON_IsNull(dev)) {
+			const char *d = cJSON_GetStringValue(dev);
+
+			if (!d || strlen(d) >= sizeof(conf.dev_name)) {
+				probe_log(PLOG_WARN,
+					  "configuration: dev_name must be a device name of at most %zu bytes",
+					  sizeof(conf.dev_name) - 1);
+				goto out;
+			}
+			snprintf(conf.dev_name, sizeof(conf.dev_name), "%s", d);
+		}
+	}
+	/* The supervisor resolves snoopers into "scope"; without it the command line's scope stays. */
+	scope = cJSON_GetObjectItemCaseSensitive(root, "scope");
+	if (scope && !cJSON_IsNull(scope)) {
+		int e = gg_scope__from_json(scope, &conf.scope);
+
+		if (e) {
+			probe_log(PLOG_WARN, "configuration: invalid \"scope\": %s", strerror(-e));
+			goto out;
 		}
 	}
 	/* The REST body carries sub-probes in cmd.probe; accept them at the top level too. */
@@ -233,7 +305,9 @@ static int conf_from_json(const struct si_conf *base, const char *json, struct s
 			int bit = s ? subprobe_bit(s, strlen(s)) : -EINVAL;
 
 			if (bit < 0) {
-				probe_log(PLOG_WARN, "configuration: unknown sub-probe %s%s%s (expected cpu, mem)",
+				probe_log(PLOG_WARN,
+					  "configuration: unknown sub-probe %s%s%s (expected cpu, mem, nic, disk, net, "
+					  "fs, proc, host)",
 					  s ? "'" : "", s ? s : "(not a string)", s ? "'" : "");
 				goto out;
 			}
@@ -262,7 +336,12 @@ static int on_config(void *data, uint64_t version, const char *json)
 	/* A sub-probe turned back on measures its first period from now, not from when it stopped. */
 	if ((conf.subprobes & SI_CPU) && !(ctx->cur.subprobes & SI_CPU))
 		(void)si_cpu__baseline(&ctx->cpu);
+	if ((conf.subprobes & SI_NIC) && !(ctx->cur.subprobes & SI_NIC))
+		(void)si_nic__sample(&ctx->nic);
+	if ((conf.subprobes & SI_DISK) && !(ctx->cur.subprobes & SI_DISK))
+		(void)si_disk__sample(&ctx->disk);
 	ctx->cur = conf;
+	ctx->configured = 1;
 	subprobes_str(conf.subprobes, names, sizeof(names));
 	probe_log(PLOG_INFO, "configuration %llu: report period %u s, sub-probes %s", (unsigned long long)version,
 		  conf.period_s, names);
@@ -276,6 +355,22 @@ static void report(struct si_ctx *ctx)
 		(void)si_cpu__report(&ctx->cpu, ctx->rt);
 	if (ctx->cur.subprobes & SI_MEM)
 		(void)si_mem__report(&ctx->mem, ctx->rt);
+	if (ctx->cur.subprobes & SI_NIC)
+		(void)si_nic__report(&ctx->nic, ctx->rt, ctx->cur.dev_name);
+	if (ctx->cur.subprobes & SI_DISK)
+		(void)si_disk__report(&ctx->disk, ctx->rt, ctx->cur.dev_name);
+	if (ctx->cur.subprobes & SI_NET)
+		(void)si_net__report(&ctx->net, ctx->rt);
+	if (ctx->cur.subprobes & SI_FS)
+		(void)si_fs__report(&ctx->fs, ctx->rt);
+	if (ctx->cur.subprobes & SI_HOST)
+		(void)si_host__report(&ctx->host, ctx->rt);
+	/* Under the supervisor the scope comes with the first live configuration, a second or two after
+	 * the start: until it came (or PROC_SCOPE_WAIT_MS passed) the "every process" default would report
+	 * processes outside it. */
+	if ((ctx->cur.subprobes & SI_PROC) && (ctx->configured || !probe_rt__supervised(ctx->rt) ||
+					       probe_now_mono_ms() - ctx->start_ms >= PROC_SCOPE_WAIT_MS))
+		(void)si_proc__report(&ctx->proc, ctx->rt, &ctx->cur.scope, ctx->comm);
 	(void)probe_rt__flush(ctx->rt);
 }
 
@@ -283,14 +378,16 @@ int main(int argc, char **argv)
 {
 	static struct si_ctx ctx;
 	enum probe_log_level level = PLOG_INFO;
-	struct probe_rt_opts opts = { .name = PROBE_NAME, .on_config = on_config, .cb_ctx = &ctx };
+	struct probe_rt_opts opts = {.name = PROBE_NAME, .on_config = on_config, .cb_ctx = &ctx};
 	uint64_t last;
 	char names[64];
 	int ret;
 
 	probe_log_setup(PROBE_NAME, PLOG_INFO);
-	ctx.base = (struct si_conf){ .period_s = PERIOD_DEFAULT, .subprobes = SI_ALL };
-	ret = parse_args(argc, argv, &ctx.base, &level);
+	ctx.base.period_s = PERIOD_DEFAULT;
+	ctx.base.subprobes = SI_ALL;
+	gg_scope__init_all(&ctx.base.scope);
+	ret = parse_args(argc, argv, &ctx.base, &ctx.comm, &level);
 	if (ret >= 0)
 		return ret;
 	ctx.cur = ctx.base;
@@ -305,10 +402,14 @@ int main(int argc, char **argv)
 	ret = si_cpu__init(&ctx.cpu);
 	if (ret)
 		probe_log(PLOG_WARN, "initial CPU sample failed: %s", strerror(-ret));
+	(void)si_nic__sample(&ctx.nic);
+	(void)si_disk__sample(&ctx.disk);
+	(void)si_proc__init(&ctx.proc);
 	subprobes_str(ctx.cur.subprobes, names, sizeof(names));
 	probe_log(PLOG_INFO, "started: report period %u s, sub-probes %s", ctx.cur.period_s, names);
 
 	last = probe_now_mono_ms();
+	ctx.start_ms = last;
 	while (!probe_rt__stopping(ctx.rt)) {
 		uint64_t now = probe_now_mono_ms();
 		uint64_t next = last + (uint64_t)ctx.cur.period_s * 1000u;
@@ -329,5 +430,11 @@ int main(int argc, char **argv)
 	probe_rt__free(ctx.rt);
 	si_cpu__free(&ctx.cpu);
 	si_mem__free(&ctx.mem);
+	si_nic__free(&ctx.nic);
+	si_net__free(&ctx.net);
+	si_disk__free(&ctx.disk);
+	si_fs__free(&ctx.fs);
+	si_host__free(&ctx.host);
+	si_proc__free(&ctx.proc);
 	return 0;
 }

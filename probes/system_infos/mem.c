@@ -70,8 +70,8 @@ static double percent(uint64_t part, uint64_t whole)
 
 int si_mem__report(struct si_mem *m, struct probe_rt *rt)
 {
-	uint64_t v[MI__COUNT] = { 0 };
-	unsigned char have[MI__COUNT] = { 0 };
+	uint64_t v[MI__COUNT] = {0};
+	unsigned char have[MI__COUNT] = {0};
 	struct probe_rec rec;
 	const char *p, *end;
 	uint64_t avail, huge;

@@ -4,14 +4,21 @@
 
 #include <stdint.h>
 
+#include "bpf_util.h"
 #include "probe.h"
 
 /* Sub-probes, as named in `-P` and in the "probe" list of a live configuration. */
 enum si_subprobe {
 	SI_CPU = 1u << 0,
 	SI_MEM = 1u << 1,
+	SI_NIC = 1u << 2,
+	SI_DISK = 1u << 3,
+	SI_NET = 1u << 4,
+	SI_FS = 1u << 5,
+	SI_PROC = 1u << 6,
+	SI_HOST = 1u << 7,
 };
-#define SI_ALL (SI_CPU | SI_MEM)
+#define SI_ALL (SI_CPU | SI_MEM | SI_NIC | SI_DISK | SI_NET | SI_FS | SI_PROC | SI_HOST)
 
 /* The size a /proc file we read may reach before we give up on it. */
 #define SI_PROC_FILE_MAX (16u << 20)
@@ -24,11 +31,11 @@ struct si_cpu_times {
 /* One CPU as last sampled (indexed by CPU number). */
 struct si_cpu_row {
 	int online; /* seen on the last /proc/stat read */
-	int seen; /* prev holds a real earlier sample */
+	int seen;   /* prev holds a real earlier sample */
 	struct si_cpu_times cur, prev;
 	uint64_t rcu, timer, sched, net_rx; /* /proc/softirqs */
-	uint64_t backlog_drops, rps_count; /* /proc/net/softnet_stat */
-	double mhz; /* /proc/cpuinfo */
+	uint64_t backlog_drops, rps_count;  /* /proc/net/softnet_stat */
+	double mhz;			    /* /proc/cpuinfo */
 };
 
 /* The cpu sub-probe: counters per CPU and the previous sample the utilisation is computed from. */
@@ -59,6 +66,123 @@ struct si_mem {
 
 int si_mem__report(struct si_mem *m, struct probe_rt *rt);
 void si_mem__free(struct si_mem *m);
+
+/* Interfaces, disks, filesystems and processes tracked at most (the rest are counted and skipped). */
+#define SI_NIC_MAX  1024u
+#define SI_DISK_MAX 1024u
+#define SI_FS_MAX   512u
+#define SI_PROC_MAX 1024u
+
+/* One network interface as last sampled from /proc/net/dev. */
+struct si_nic_row {
+	char name[32];
+	int seen;		    /* present in the last read */
+	int have_prev;		    /* prev holds a real earlier sample */
+	uint64_t cur[16], prev[16]; /* the 16 /proc/net/dev columns */
+	uint64_t cur_ms, prev_ms;
+};
+
+/* The nic sub-probe: per-interface counters, rates between periods, link speed and state. */
+struct si_nic {
+	struct si_nic_row *rows;
+	unsigned int nrows, cap;
+	struct probe_buf dev;
+	unsigned int skipped; /* interfaces beyond SI_NIC_MAX in the last read */
+	int warned;
+};
+
+int si_nic__sample(struct si_nic *n);
+int si_nic__report(struct si_nic *n, struct probe_rt *rt, const char *dev_filter);
+void si_nic__free(struct si_nic *n);
+
+/* The net sub-probe: /proc/net/snmp Tcp and Udp counters (system_tcp, system_udp). */
+struct si_net {
+	struct probe_buf snmp;
+	uint64_t prev_out_segs, prev_retrans;
+	int have_prev;
+	int warned;
+};
+
+int si_net__report(struct si_net *n, struct probe_rt *rt);
+void si_net__free(struct si_net *n);
+
+/* One block device as last sampled from /proc/diskstats. */
+struct si_disk_row {
+	char name[32];
+	int seen, have_prev;
+	uint64_t cur[11], prev[11]; /* reads, rd_merged, rd_sectors, rd_ms, writes, wr_merged, wr_sectors,
+				       wr_ms, in_flight, io_ms, weighted_ms */
+	uint64_t cur_ms, prev_ms;
+};
+
+/* The disk sub-probe: /proc/diskstats of whole disks (as /sys/block lists them), iostat-style rates. */
+struct si_disk {
+	struct si_disk_row *rows;
+	unsigned int nrows, cap;
+	struct probe_buf stats;
+	unsigned int skipped;
+	int warned;
+};
+
+int si_disk__sample(struct si_disk *d);
+int si_disk__report(struct si_disk *d, struct probe_rt *rt, const char *dev_filter);
+void si_disk__free(struct si_disk *d);
+
+/* The fs sub-probe: statvfs of every mounted block-backed or tmpfs filesystem (system_df). */
+struct si_fs {
+	struct probe_buf mounts;
+	unsigned int skipped;
+	int warned;
+};
+
+int si_fs__report(struct si_fs *f, struct probe_rt *rt);
+void si_fs__free(struct si_fs *f);
+
+/* The host sub-probe: one system_os record (hostname, kernel, os-release, machine id, cpus, memory). */
+struct si_host {
+	struct probe_buf buf;
+	char host_type[4]; /* "vm" or "pm", found once */
+};
+
+int si_host__report(struct si_host *h, struct probe_rt *rt);
+void si_host__free(struct si_host *h);
+
+/* One snooped process as last sampled. */
+struct si_proc_row {
+	int pid;
+	int seen, have_prev;
+	uint64_t starttime;		    /* /proc/<pid>/stat field 22: tells a reused pid apart */
+	uint64_t cpu_ticks, prev_cpu_ticks; /* utime + stime */
+	uint64_t cur_ms, prev_ms;
+	uint64_t smaps[8]; /* smaps_rollup values, refreshed every SI_SMAPS_EVERY_MS (costly to read) */
+	uint64_t smaps_ms;
+};
+
+/* smaps_rollup walks the page tables of the whole process: read it at most this often per process. */
+#define SI_SMAPS_EVERY_MS 30000u
+
+/* The proc sub-probe: /proc/<pid>/{stat,status,io,smaps_rollup,fd} of the snooped processes. */
+struct si_proc {
+	struct si_proc_row *rows;
+	unsigned int nrows, cap;
+	struct probe_buf stat, status, io, smaps, cmdline, cgroup;
+	uint64_t mem_total_kB;
+	double clk_tck;
+	long page_size;
+	unsigned int skipped;
+};
+
+int si_proc__init(struct si_proc *p);
+/* Report the processes in scope: every process when sc->all, else the tgids of sc, those whose cgroup v2
+ * (or an ancestor) is in sc's cgroup set, and those named comm (when not NULL). */
+int si_proc__report(struct si_proc *p, struct probe_rt *rt, const struct gg_scope *sc, const char *comm);
+void si_proc__free(struct si_proc *p);
+
+/* Read a short /sys or /proc file (one value) into buf, without the trailing newline. 0 or -errno. */
+int si_read_line(const char *path, char *buf, size_t len);
+
+/* Percent part/whole rounded to two decimals, 0 when whole is 0. */
+double si_percent(double part, double whole);
 
 /* Small parsers for /proc text: they never read past end. */
 static inline const char *si_skip_blanks(const char *p, const char *end)

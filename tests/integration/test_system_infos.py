@@ -118,3 +118,273 @@ def test_standalone_prints_records():
     check(all(l.startswith("|") and l.endswith("|") for l in lines), "only records on stdout")
     r = subprocess.run([os.path.join(PROBES, "system_infos"), "-t", "0"], capture_output=True, text=True)
     check(r.returncode == 2 and "-t" in r.stderr, "out-of-range period refused: %r" % r.stderr)
+
+
+# ---- nic, net, disk, fs, host, proc: standalone runs checked against the kernel's own counters ----
+
+SI_META = os.path.join(os.path.dirname(__file__), "..", "..", "schema", "system_infos.meta")
+
+
+def si_fields():
+    import re
+    tables, cur = {}, None
+    with open(SI_META) as f:
+        for line in f:
+            m = re.search(r'table_name:\s*"([^"]+)"', line)
+            if m:
+                cur = tables.setdefault(m.group(1), [])
+            elif cur is not None:
+                m = re.search(r'name:\s*"([^"]+)"', line)
+                if m and "entity_name" not in line:
+                    cur.append(m.group(1))
+    return tables
+
+
+def run_standalone(args, seconds, during=None):
+    """Run system_infos by hand for `seconds`; records by table, as dicts in meta order."""
+    fields = si_fields()
+    env = {k: v for k, v in os.environ.items() if not k.startswith("GALA_GOPHER_")}
+    p = subprocess.Popen([os.path.join(PROBES, "system_infos")] + args, stdout=subprocess.PIPE,
+                         stderr=subprocess.PIPE, text=True, env=env)
+    try:
+        if during:
+            during()
+        time.sleep(seconds)
+    finally:
+        p.terminate()
+    out, err = p.communicate(timeout=10)
+    for marker in ("ERROR: AddressSanitizer", "ERROR: LeakSanitizer", "runtime error:"):
+        check(marker not in err, "sanitizer report from system_infos:\n" + err[err.find(marker) - 200:][:3000])
+    check(p.returncode == 0, "system_infos exits 0: %r %s" % (p.returncode, err[-1000:]))
+    recs = {}
+    for line in out.splitlines():
+        parts = line.split("|")
+        check(len(parts) >= 3 and parts[0] == "" and parts[-1] == "", "record line: %r" % line)
+        table, vals = parts[1], parts[2:-1]
+        check(table in fields and len(vals) == len(fields[table]), "record matches the meta: %r" % line)
+        recs.setdefault(table, []).append(dict(zip(fields[table], vals)))
+    check("invalid" not in err or " 0 invalid" in err, "no invalid record: %s" % err[-500:])
+    return recs
+
+
+def proc_net_dev():
+    out = {}
+    with open("/proc/net/dev") as f:
+        for line in f.readlines()[2:]:
+            name, rest = line.split(":", 1)
+            v = [int(x) for x in rest.split()]
+            out[name.strip()] = v
+    return out
+
+
+def snmp(proto):
+    with open("/proc/net/snmp") as f:
+        lines = [l.split() for l in f if l.startswith(proto + ":")]
+    return dict(zip(lines[0][1:], [int(x) for x in lines[1][1:]]))
+
+
+def diskstats():
+    out = {}
+    with open("/proc/diskstats") as f:
+        for line in f:
+            p = line.split()
+            if os.path.exists("/sys/block/" + p[2].replace("/", "!")):
+                out[p[2]] = [int(x) for x in p[3:14]]
+    return out
+
+
+def within(lo, v, hi, what):
+    check(lo <= v <= hi, "%s=%r not within the kernel's [%r, %r]" % (what, v, lo, hi))
+
+
+def loopback_traffic(nbytes):
+    import socket
+    srv = socket.socket()
+    srv.bind(("127.0.0.1", 0))
+    srv.listen(1)
+    c = socket.create_connection(srv.getsockname())
+    a, _ = srv.accept()
+    chunk = b"x" * 65536
+    sent = 0
+    while sent < nbytes:
+        c.sendall(chunk)
+        got = 0
+        while got < len(chunk):
+            got += len(a.recv(len(chunk) - got))
+        sent += len(chunk)
+    for s in (c, a, srv):
+        s.close()
+
+
+def test_nic_net_disk_agree_with_kernel_counters():
+    dev0, tcp0, udp0, disk0 = proc_net_dev(), snmp("Tcp"), snmp("Udp"), diskstats()
+
+    def traffic():
+        time.sleep(1.2)
+        loopback_traffic(8 << 20)
+    recs = run_standalone(["-t", "1", "-P", "nic,net,disk"], 3.5, during=traffic)
+    dev1, tcp1, udp1, disk1 = proc_net_dev(), snmp("Tcp"), snmp("Udp"), diskstats()
+    check(set(recs) == {"nic", "system_tcp", "system_udp", "system_iostat"}, "only the -P tables: %r" % set(recs))
+
+    nic = recs["nic"]
+    check({r["dev_name"] for r in nic} == set(dev0) & set(dev1), "one nic row per interface")
+    cols = {"rx_bytes": 0, "rx_packets": 1, "rx_errs": 2, "rx_dropped": 3, "tx_bytes": 8, "tx_packets": 9,
+            "tx_errs": 10, "tx_dropped": 11}
+    for r in nic:
+        for f, i in cols.items():
+            within(dev0[r["dev_name"]][i], int(r[f]), dev1[r["dev_name"]][i], "%s %s" % (r["dev_name"], f))
+    lo = [r for r in nic if r["dev_name"] == "lo"]
+    check(max(float(r["rxspeed_KB"]) for r in lo) >= 8 * 1024 / 3.0,
+          "the 8 MiB of loopback traffic shows in rxspeed_KB: %r" % [r["rxspeed_KB"] for r in lo])
+    for prev, cur in zip(lo, lo[1:]):
+        delta_kb = (int(cur["rx_bytes"]) - int(prev["rx_bytes"])) / 1024.0
+        if delta_kb > 1024:
+            within(delta_kb / 1.5, float(cur["rxspeed_KB"]), delta_kb / 0.67, "lo rxspeed_KB vs rx_bytes delta")
+
+    for r in recs["system_tcp"]:
+        for f, k in (("in_segs", "InSegs"), ("out_segs", "OutSegs"), ("retrans_segs", "RetransSegs"),
+                     ("active_opens", "ActiveOpens"), ("passive_opens", "PassiveOpens")):
+            within(tcp0[k], int(r[f]), tcp1[k], "system_tcp " + f)
+    check(int(recs["system_tcp"][-1]["active_opens"]) > tcp0["ActiveOpens"], "our connection was counted")
+    for r in recs["system_udp"]:
+        within(udp0["InDatagrams"], int(r["indata_grams"]), udp1["InDatagrams"], "indata_grams")
+
+    for r in recs["system_iostat"]:
+        name = r["disk_name"]
+        check(name in disk1, "iostat disk %s is a whole disk" % name)
+        b, a = disk0.get(name, [0] * 11), disk1[name]
+        within(b[0], int(r["reads_completed"]), a[0], name + " reads_completed")
+        within(b[2] * 512, int(r["read_bytes"]), a[2] * 512, name + " read_bytes")
+        within(b[4], int(r["writes_completed"]), a[4], name + " writes_completed")
+        within(b[6] * 512, int(r["written_bytes"]), a[6] * 512, name + " written_bytes")
+        check(0 <= float(r["util"]) <= 100, "util in range")
+    busy = [d for d, v in disk1.items() if v[0] + v[4] > 0]
+    check({r["disk_name"] for r in recs["system_iostat"]} == set(busy), "every disk with IO is reported")
+
+
+test_nic_net_disk_agree_with_kernel_counters.timeout = 60
+
+
+def test_df_host_agree_with_statvfs_and_uname():
+    recs = run_standalone(["-t", "1", "-P", "fs,host"], 1.6)
+    df = recs["system_df"]
+    mounts = {r["MountOn"] for r in df}
+    check("/" in mounts, "the root filesystem is reported: %r" % mounts)
+    for r in df:
+        st = os.statvfs(r["MountOn"])
+        check(int(float(r["Blocks"])) == st.f_blocks * st.f_frsize // 1024, "%s Blocks" % r["MountOn"])
+        check(int(r["Inodes"]) == st.f_files, "%s Inodes" % r["MountOn"])
+        avail = st.f_bavail * st.f_frsize / 1024.0
+        check(abs(float(r["Free"]) - avail) <= max(1024, avail * 0.01), "%s Free %r vs %r" % (r["MountOn"], r["Free"], avail))
+        check(0 <= float(r["UsePer"]) <= 100 and 0 <= float(r["IUsePer"]) <= 100, "percentages")
+    host = recs["system_os"][-1]
+    un = os.uname()
+    check(host["kversion"] == un.release and host["os_hostname"] == un.nodename, "uname: %r" % host)
+    with open("/etc/os-release") as f:
+        pretty = [l.split("=", 1)[1].strip().strip('"') for l in f if l.startswith("PRETTY_NAME=")]
+    check(host["os_version"] == pretty[0], "os-release: %r" % host["os_version"])
+    check(int(host["cpu_num"]) == os.sysconf("SC_NPROCESSORS_ONLN"), "cpu_num")
+    check(abs(int(host["memory_MB"]) - meminfo()["MemTotal"] // 1024) <= 1, "memory_MB")
+    with open("/etc/machine-id") as f:
+        check(host["os_machine_id"] == f.read().strip(), "machine id")
+    check(host["host_type"] in ("vm", "pm") and host["value"] == "1", "host_type/value")
+
+
+def test_proc_reports_the_process_in_scope():
+    import threading  # noqa: F401 - the child below uses threads
+    child = subprocess.Popen(
+        ["python3", "-c",
+         "import os, threading, time\n"
+         "fds = [os.open('/dev/null', os.O_RDONLY) for _ in range(7)]\n"
+         "for _ in range(3): threading.Thread(target=time.sleep, args=(60,), daemon=True).start()\n"
+         "t = time.time()\n"
+         "while time.time() - t < 30: pass\n"],
+    )
+    other = subprocess.Popen(["sleep", "30"])
+    try:
+        time.sleep(0.5)
+
+        def ticks():
+            with open("/proc/%d/stat" % child.pid) as f:
+                st = f.read().rsplit(")", 1)[1].split()
+            return int(st[11]) + int(st[12]), time.monotonic()
+        t0, w0 = ticks()
+        recs = run_standalone(["-t", "1", "-P", "proc", "--pid", str(child.pid)], 2.6)
+        t1, w1 = ticks()
+        busy = (t1 - t0) * 100.0 / HZ / (w1 - w0)
+        with open("/proc/%d/stat" % child.pid) as f:
+            stat = f.read().rsplit(")", 1)[1].split()
+        nfd = len(os.listdir("/proc/%d/fd" % child.pid))
+        rows = recs["system_proc"]
+        check({r["tgid"] for r in rows} == {str(child.pid)}, "only the pid in scope: %r" % {r["tgid"] for r in rows})
+        r = rows[-1]
+        check(r["comm"] == "python3" and r["cmdline"].startswith("python3 -c import os"), "comm/cmdline: %r" % r)
+        check(int(r["fd_count"]) == nfd and int(r["num_threads"]) == 4, "fds %r/%d threads %r" % (r["fd_count"], nfd, r["num_threads"]))
+        check(int(r["ppid"]) == os.getpid(), "ppid")
+        check(int(r["utime_jiffies"]) <= int(stat[11]), "utime_jiffies not ahead of the kernel")
+        # a busy loop: as busy as the kernel says it was over the run (the machine is shared: loose)
+        check(5 <= float(r["cpu_util_per"]) <= 110 and abs(float(r["cpu_util_per"]) - busy) <= 40,
+              "cpu_util_per %r vs %.1f%% measured from /proc" % (r["cpu_util_per"], busy))
+        check(int(r["pm_size"]) > 1 << 20 and int(r["vm_size"]) >= int(r["pm_size"]), "memory sizes: %r" % r)
+        check(int(r["rchar_bytes"]) > 0, "rchar from /proc/<pid>/io")
+        recs = run_standalone(["-t", "1", "-P", "proc", "--comm", "sleep"], 1.5)
+        check(str(other.pid) in {r["tgid"] for r in recs["system_proc"]}, "--comm finds the sleep process")
+        check(str(child.pid) not in {r["tgid"] for r in recs["system_proc"]}, "--comm leaves others out")
+    finally:
+        for p in (child, other):
+            p.kill()
+            p.wait()
+
+
+test_proc_reports_the_process_in_scope.timeout = 60
+
+
+def test_all_subprobes_validate_under_supervisor():
+    s = Supervisor(probes=[probe_entry("system_infos", "-t 1", params={"report_period": 1})]).start()
+    try:
+        want = {"system_cpu", "system_cpu_util", "system_meminfo", "nic", "system_tcp", "system_udp",
+                "system_iostat", "system_df", "system_os", "system_proc"}
+        wait_for(lambda: want <= {r["table_name"] for r in s.metric_records()}, 15, "every table")
+        p = s.probe("system_infos")
+        check(p["rejected_total"] == 0, "no record rejected: %r" % p.get("rejected_by_table"))
+    finally:
+        s.cleanup()
+
+
+def test_rest_baseinfo_snoopers_and_subprobes():
+    """PUT /baseinfo: sub-probes switch live and the snoopers are the processes system_proc reports."""
+    import json
+    import tempfile
+    import urllib.parse
+    from harness import rest_call, rest_port, rest_section
+    tmp = tempfile.mkdtemp(prefix="gg-si-rest-")
+    child = subprocess.Popen(["sleep", "60"])
+    s = Supervisor(extra=rest_section(os.path.join(tmp, "state"))).start()
+
+    def put(conf):
+        st, doc, raw, _ = rest_call(port, "PUT", "/baseinfo", urllib.parse.urlencode({"json": json.dumps(conf)}))
+        check(st == 200, "PUT /baseinfo: %d %s" % (st, raw[:300]))
+    try:
+        port = rest_port(s)
+        put({"cmd": {"probe": ["proc", "host"]}, "snoopers": {"proc_id": [child.pid]},
+             "params": {"report_period": 1}, "state": "running"})
+        wait_for(lambda: s.metric_records("system_proc") and s.metric_records("system_os"), 10, "proc and host")
+        time.sleep(1.2)
+        tg = {str(r["tgid"]) for r in s.metric_records("system_proc")}
+        check(tg == {str(child.pid)}, "only the snooped process: %r" % tg)
+        check(not s.metric_records("system_cpu") and not s.metric_records("nic"), "other sub-probes off")
+        put({"cmd": {"probe": ["nic"]}, "params": {"report_period": 1}})
+        wait_for(lambda: s.metric_records("nic"), 10, "nic after the live switch")
+        n = len(s.metric_records("system_proc"))
+        time.sleep(2.2)
+        check(len(s.metric_records("system_proc")) <= n + 1, "proc sub-probe off")
+        check(s.probe("system_infos")["rejected_total"] == 0, "nothing rejected")
+    finally:
+        child.kill()
+        child.wait()
+        s.cleanup()
+        import shutil
+        shutil.rmtree(tmp, ignore_errors=True)
+
+
+test_rest_baseinfo_snoopers_and_subprobes.timeout = 60

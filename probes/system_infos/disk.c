@@ -1,0 +1,188 @@
+/* disk.c - the disk sub-probe: /proc/diskstats of whole disks, iostat-style rates between periods. */
+#include "system_infos.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "system_infos.meta.h"
+
+enum {
+	DS_READS = 0,
+	DS_RD_MERGED,
+	DS_RD_SECTORS,
+	DS_RD_MS,
+	DS_WRITES,
+	DS_WR_MERGED,
+	DS_WR_SECTORS,
+	DS_WR_MS,
+	DS_IN_FLIGHT,
+	DS_IO_MS,
+	DS_WEIGHTED_MS,
+	DS__COUNT,
+};
+
+static struct si_disk_row *disk_row(struct si_disk *d, const char *name, size_t len)
+{
+	for (unsigned int i = 0; i < d->nrows; i++)
+		if (strlen(d->rows[i].name) == len && !memcmp(d->rows[i].name, name, len))
+			return &d->rows[i];
+	if (d->nrows >= SI_DISK_MAX || len >= sizeof(d->rows[0].name))
+		return NULL;
+	if (d->nrows == d->cap) {
+		unsigned int cap = d->cap ? d->cap * 2 : 16;
+		struct si_disk_row *rows = realloc(d->rows, cap * sizeof(*rows));
+
+		if (!rows)
+			return NULL;
+		d->rows = rows;
+		d->cap = cap;
+	}
+	memset(&d->rows[d->nrows], 0, sizeof(d->rows[0]));
+	memcpy(d->rows[d->nrows].name, name, len);
+	return &d->rows[d->nrows++];
+}
+
+/* Whole disks have a /sys/block entry ('/' in a name is '!' there); partitions do not. */
+static int is_whole_disk(const char *name, size_t len)
+{
+	char path[64];
+	size_t i, n = (size_t)snprintf(path, sizeof(path), "/sys/block/%.*s", (int)len, name);
+
+	if (n >= sizeof(path))
+		return 0;
+	for (i = sizeof("/sys/block/") - 1; i < n; i++)
+		if (path[i] == '/')
+			path[i] = '!';
+	return access(path, F_OK) == 0;
+}
+
+int si_disk__sample(struct si_disk *d)
+{
+	const char *p, *end;
+	uint64_t now = probe_now_mono_ms();
+	unsigned int i, skipped = 0;
+	int err = probe_read_file("/proc/diskstats", &d->stats, SI_PROC_FILE_MAX);
+
+	if (err) {
+		if (!d->warned)
+			probe_log(PLOG_WARN, "cannot read /proc/diskstats: %s", strerror(-err));
+		d->warned = 1;
+		return err;
+	}
+	for (i = 0; i < d->nrows; i++)
+		d->rows[i].seen = 0;
+	p = d->stats.data;
+	end = p + d->stats.len;
+	while (p < end) {
+		const char *eol = si_line_end(p, end);
+		const char *q = p, *name;
+		uint64_t majmin, v[DS__COUNT];
+		struct si_disk_row *row;
+		size_t nlen;
+		unsigned int k;
+
+		p = eol < end ? eol + 1 : end;
+		q = si_parse_u64(si_skip_blanks(q, eol), eol, 10, &majmin);
+		if (q)
+			q = si_parse_u64(si_skip_blanks(q, eol), eol, 10, &majmin);
+		if (!q)
+			continue;
+		name = si_skip_blanks(q, eol);
+		for (q = name; q < eol && *q != ' '; q++)
+			;
+		nlen = (size_t)(q - name);
+		for (k = 0; k < DS__COUNT; k++) {
+			q = si_parse_u64(si_skip_blanks(q, eol), eol, 10, &v[k]);
+			if (!q)
+				break;
+		}
+		if (k < DS__COUNT || !nlen)
+			continue;
+		/* Devices that never did IO (unused loop and ram devices) are noise. */
+		if (v[DS_READS] == 0 && v[DS_WRITES] == 0)
+			continue;
+		if (!is_whole_disk(name, nlen))
+			continue;
+		row = disk_row(d, name, nlen);
+		if (!row) {
+			skipped++;
+			continue;
+		}
+		row->have_prev = row->cur_ms != 0;
+		memcpy(row->prev, row->cur, sizeof(row->prev));
+		row->prev_ms = row->cur_ms;
+		memcpy(row->cur, v, sizeof(row->cur));
+		row->cur_ms = now;
+		row->seen = 1;
+	}
+	for (i = 0; i < d->nrows;) {
+		if (!d->rows[i].seen)
+			d->rows[i] = d->rows[--d->nrows];
+		else
+			i++;
+	}
+	if (skipped && skipped != d->skipped)
+		probe_log(PLOG_WARN, "disk: %u devices beyond the limit of %u are not reported", skipped, SI_DISK_MAX);
+	d->skipped = skipped;
+	return 0;
+}
+
+static uint64_t dlt(const struct si_disk_row *r, unsigned int col)
+{
+	return r->have_prev && r->cur[col] > r->prev[col] ? r->cur[col] - r->prev[col] : 0;
+}
+
+static double round2(double v)
+{
+	return v > 0 ? (double)(uint64_t)(v * 100.0 + 0.5) / 100.0 : 0;
+}
+
+int si_disk__report(struct si_disk *d, struct probe_rt *rt, const char *dev_filter)
+{
+	struct probe_rec rec;
+	int err = si_disk__sample(d);
+
+	if (err)
+		return err;
+	for (unsigned int i = 0; i < d->nrows; i++) {
+		const struct si_disk_row *r = &d->rows[i];
+		double ms = r->have_prev ? (double)(r->cur_ms - r->prev_ms) : 0;
+		double secs = ms / 1000.0;
+		uint64_t rd = dlt(r, DS_READS), wr = dlt(r, DS_WRITES);
+		double util;
+
+		if (dev_filter && dev_filter[0] && strcmp(dev_filter, r->name))
+			continue;
+		util = ms > 0 ? (double)dlt(r, DS_IO_MS) * 100.0 / ms : 0;
+		probe_rec__begin(&rec, &TBL_system_iostat);
+		probe_rec__str(&rec, r->name);
+		probe_rec__f64(&rec, secs > 0 ? round2((double)rd / secs) : 0);
+		probe_rec__f64(&rec, secs > 0 ? round2((double)dlt(r, DS_RD_SECTORS) / 2.0 / secs) : 0);
+		probe_rec__f64(&rec, rd ? round2((double)dlt(r, DS_RD_MS) / (double)rd) : 0);
+		probe_rec__f64(&rec, rd ? round2((double)dlt(r, DS_RD_SECTORS) / 2.0 / (double)rd) : 0);
+		probe_rec__f64(&rec, secs > 0 ? round2((double)wr / secs) : 0);
+		probe_rec__f64(&rec, secs > 0 ? round2((double)dlt(r, DS_WR_SECTORS) / 2.0 / secs) : 0);
+		probe_rec__f64(&rec, wr ? round2((double)dlt(r, DS_WR_MS) / (double)wr) : 0);
+		probe_rec__f64(&rec, wr ? round2((double)dlt(r, DS_WR_SECTORS) / 2.0 / (double)wr) : 0);
+		probe_rec__f64(&rec, ms > 0 ? round2((double)dlt(r, DS_WEIGHTED_MS) / ms) : 0);
+		probe_rec__f64(&rec, round2(util > 100 ? 100 : util));
+		probe_rec__u64(&rec, r->cur[DS_READS]);
+		probe_rec__u64(&rec, r->cur[DS_RD_SECTORS] * 512u);
+		probe_rec__u64(&rec, r->cur[DS_WRITES]);
+		probe_rec__u64(&rec, r->cur[DS_WR_SECTORS] * 512u);
+		probe_rec__f64(&rec, (double)r->cur[DS_IO_MS] / 1000.0);
+		(void)probe_rt__emit(rt, &rec);
+	}
+	return 0;
+}
+
+void si_disk__free(struct si_disk *d)
+{
+	if (!d)
+		return;
+	free(d->rows);
+	probe_buf__free(&d->stats);
+	memset(d, 0, sizeof(*d));
+}

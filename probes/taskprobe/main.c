@@ -1,0 +1,562 @@
+/* main.c - taskprobe ("proc"): per-process syscall, file-system, block IO, scheduler, page-cache and
+ * DNS metrics from eBPF tracepoints and a libc uprobe, for the processes in the monitoring scope. */
+#include <cjson/cJSON.h>
+#include <errno.h>
+#include <getopt.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "taskprobe.skel.h"
+#include "tp_user.h"
+
+#define PROBE_NAME     "proc"
+#define PROG	       "taskprobe"
+#define PERIOD_MIN     1u
+#define PERIOD_MAX     600u
+#define PERIOD_DEFAULT 5u
+#define THR_MAX	       100000u /* latency_thr and offline_thr, ms (0 = off) */
+/* Under the supervisor, the first live configuration (its scope) normally follows the start within a
+ * second or two; no report goes out before it or before this much time, so that processes outside
+ * the scope it brings are not reported meanwhile. */
+#define FIRST_CONFIG_WAIT_MS 3000u
+
+static const struct {
+	const char *name;
+	unsigned int bit;
+} sub_names[] = {
+	{"base_metrics", TP_SUB_BASE}, {"proc_syscall", TP_SUB_SYSCALL}, {"proc_fs", TP_SUB_FS},
+	{"proc_io", TP_SUB_IO},	       {"proc_dns", TP_SUB_DNS},	 {"proc_pagecache", TP_SUB_PAGECACHE},
+};
+#define NSUBS	 (sizeof(sub_names) / sizeof(sub_names[0]))
+#define SUB_LIST "base_metrics, proc_syscall, proc_fs, proc_io, proc_dns, proc_pagecache"
+
+static int sub_bit(const char *s, size_t len)
+{
+	for (unsigned int i = 0; i < NSUBS; i++)
+		if (strlen(sub_names[i].name) == len && !memcmp(sub_names[i].name, s, len))
+			return (int)sub_names[i].bit;
+	return -EINVAL;
+}
+
+static void subs_str(unsigned int bits, char *buf, size_t len)
+{
+	size_t n = 0;
+
+	buf[0] = '\0';
+	for (unsigned int i = 0; i < NSUBS && n < len; i++)
+		if (sub_names[i].bit & bits)
+			n += (size_t)snprintf(buf + n, len - n, "%s%s", n ? "," : "", sub_names[i].name);
+	if (!n)
+		snprintf(buf, len, "none");
+}
+
+static void usage(FILE *f)
+{
+	fprintf(f,
+		"Usage: " PROG " [OPTION]...\n"
+		"Per-process system calls, file-system latency, block IO, off-CPU time, page cache and DNS lookups\n"
+		"from eBPF tracepoints (gala-gopher probe \"" PROBE_NAME "\"), for the processes in scope only.\n"
+		"Without the supervisor, records are printed on stdout, one |table|...| line each.\n"
+		"\n"
+		"  -t SEC             report period in seconds, %u..%u (default %u)\n"
+		"  -l LEVEL           log level: debug, info, warn or error (default info)\n"
+		"  -P LIST            sub-probes, comma separated: " SUB_LIST " (default all)\n"
+		"      --pid PID[,PID...]  only these processes (default: every process)\n"
+		"      --comm NAME         only processes named NAME (/proc/<pid>/comm), rescanned every period\n"
+		"      --cgroup PATH       only processes in this cgroup v2 directory or below it\n"
+		"  -e                 report events (event_v2 records, entity proc): latency_thr, offline_thr\n"
+		"      --latency-thr MS    event when a syscall of a process takes MS ms or more (0 = off)\n"
+		"      --offline-thr MS    event MS ms after a process in scope went away (0 = off)\n"
+		"      --stats             log BPF run time per program every period (bpf_stats)\n"
+		"  -h, --help         show this help and exit\n"
+		"      --version      show the version and exit\n"
+		"\n"
+		"Tables: base_metrics: proc_cpu; proc_syscall: proc_syscall, proc_syscall_io, proc_syscall_net,\n"
+		"proc_syscall_sched, proc_syscall_fork; proc_fs: proc_fs, proc_ext4, proc_overlay, proc_tmpfs;\n"
+		"proc_io: proc_io; proc_pagecache: proc_page; proc_dns: proc_dns; events: event_v2.\n"
+		"Live configuration: {\"probe\": [...], \"params\": {\"report_period\": N, \"report_event\": 0|1,\n"
+		"\"latency_thr\": MS, \"offline_thr\": MS}, \"scope\": {\"all\": bool, \"pids\": [..], \"cgroup_ids\": "
+		"[..]}}\n",
+		PERIOD_MIN, PERIOD_MAX, PERIOD_DEFAULT);
+}
+
+static int parse_uint(const char *s, unsigned int lo, unsigned int hi, unsigned int *ret)
+{
+	char *end;
+	unsigned long v;
+
+	errno = 0;
+	v = strtoul(s, &end, 10);
+	if (errno || end == s || *end || s[0] == '-' || v < lo || v > hi)
+		return -ERANGE;
+	*ret = (unsigned int)v;
+	return 0;
+}
+
+/* The cgroup v2 id of a cgroup directory is its inode number (what bpf_get_current_cgroup_id gives). */
+static int scope_add_cgroup_path(struct gg_scope *s, const char *path)
+{
+	struct stat st;
+
+	if (stat(path, &st) < 0 || !S_ISDIR(st.st_mode))
+		return -EINVAL;
+	if (s->ncgrp >= GG_SCOPE_CGRP_MAX)
+		return -E2BIG;
+	s->cgrp[s->ncgrp++] = (uint64_t)st.st_ino;
+	s->all = 0;
+	return 0;
+}
+
+static int parse_sub_list(const char *s, unsigned int *ret)
+{
+	unsigned int bits = 0;
+	const char *p = s;
+
+	for (;;) {
+		const char *comma = strchr(p, ',');
+		size_t len = comma ? (size_t)(comma - p) : strlen(p);
+		int bit = sub_bit(p, len);
+
+		if (bit < 0) {
+			fprintf(stderr, PROG ": unknown sub-probe '%.*s' in -P (expected " SUB_LIST ")\n", (int)len, p);
+			return -EINVAL;
+		}
+		bits |= (unsigned int)bit;
+		if (!comma)
+			break;
+		p = comma + 1;
+	}
+	*ret = bits;
+	return 0;
+}
+
+enum { OPT_PID = 256, OPT_COMM, OPT_CGROUP, OPT_LAT, OPT_OFF, OPT_STATS, OPT_VERSION };
+
+/* Returns -1 to go on, or the exit status. */
+static int parse_args(int argc, char **argv, struct tp_ctx *ctx, enum probe_log_level *level, int *stats)
+{
+	static const struct option longopts[] = {
+		{"help", no_argument, NULL, 'h'},
+		{"version", no_argument, NULL, OPT_VERSION},
+		{"pid", required_argument, NULL, OPT_PID},
+		{"comm", required_argument, NULL, OPT_COMM},
+		{"cgroup", required_argument, NULL, OPT_CGROUP},
+		{"latency-thr", required_argument, NULL, OPT_LAT},
+		{"offline-thr", required_argument, NULL, OPT_OFF},
+		{"stats", no_argument, NULL, OPT_STATS},
+		{NULL, 0, NULL, 0},
+	};
+	struct tp_conf *conf = &ctx->base;
+	int c;
+
+	opterr = 0;
+	while ((c = getopt_long(argc, argv, ":t:l:P:eh", longopts, NULL)) != -1) {
+		switch (c) {
+		case 't':
+			if (parse_uint(optarg, PERIOD_MIN, PERIOD_MAX, &conf->period_s)) {
+				fprintf(stderr, PROG ": invalid report period '%s' for -t (expected %u..%u seconds)\n",
+					optarg, PERIOD_MIN, PERIOD_MAX);
+				return 2;
+			}
+			break;
+		case 'l':
+			if (probe_log_level__parse(optarg, level)) {
+				fprintf(stderr,
+					PROG ": invalid log level '%s' for -l (expected debug, info, warn, error)\n",
+					optarg);
+				return 2;
+			}
+			break;
+		case 'P':
+			if (parse_sub_list(optarg, &conf->subs))
+				return 2;
+			break;
+		case 'e':
+			conf->report_event = 1;
+			break;
+		case OPT_PID:
+			if (gg_scope__add_pids(&conf->scope, optarg)) {
+				fprintf(stderr,
+					PROG
+					": invalid process list '%s' for --pid (expected PID[,PID...], at most %d)\n",
+					optarg, GG_SCOPE_TGID_MAX);
+				return 2;
+			}
+			break;
+		case OPT_COMM:
+			if (!optarg[0] || strlen(optarg) > 15) {
+				fprintf(stderr, PROG ": invalid process name '%s' for --comm (1 to 15 characters)\n",
+					optarg);
+				return 2;
+			}
+			ctx->comm = optarg;
+			conf->scope.all = 0;
+			break;
+		case OPT_CGROUP:
+			if (scope_add_cgroup_path(&conf->scope, optarg)) {
+				fprintf(stderr,
+					PROG ": invalid cgroup '%s' for --cgroup (expected a cgroup v2 directory)\n",
+					optarg);
+				return 2;
+			}
+			break;
+		case OPT_LAT:
+		case OPT_OFF:
+			if (parse_uint(optarg, 0, THR_MAX,
+				       c == OPT_LAT ? &conf->latency_thr_ms : &conf->offline_thr_ms)) {
+				fprintf(stderr, PROG ": invalid threshold '%s' for %s (expected 0..%u ms)\n", optarg,
+					c == OPT_LAT ? "--latency-thr" : "--offline-thr", THR_MAX);
+				return 2;
+			}
+			break;
+		case OPT_STATS:
+			*stats = 1;
+			break;
+		case 'h':
+			usage(stdout);
+			return 0;
+		case OPT_VERSION:
+			printf(PROG " " GG_VERSION "\n");
+			return 0;
+		case ':':
+			fprintf(stderr, PROG ": option '%s' needs a value\n", argv[optind - 1]);
+			fprintf(stderr, "Try '" PROG " --help'.\n");
+			return 2;
+		default:
+			if (optopt)
+				fprintf(stderr, PROG ": unknown option '-%c'\n", optopt);
+			else
+				fprintf(stderr, PROG ": unknown option '%s'\n", argv[optind - 1]);
+			fprintf(stderr, "Try '" PROG " --help'.\n");
+			return 2;
+		}
+	}
+	if (optind < argc) {
+		fprintf(stderr, PROG ": unexpected argument '%s'\n", argv[optind]);
+		fprintf(stderr, "Try '" PROG " --help'.\n");
+		return 2;
+	}
+	return -1;
+}
+
+/* An integer parameter in lo..hi; 0 when absent (ret untouched), -EINVAL when invalid. */
+static int json_uint(const cJSON *params, const char *name, unsigned int lo, unsigned int hi, unsigned int *ret)
+{
+	const cJSON *it = cJSON_GetObjectItemCaseSensitive(params, name);
+	double v;
+
+	if (!it || cJSON_IsNull(it))
+		return 0;
+	v = cJSON_GetNumberValue(it);
+	if (!cJSON_IsNumber(it) || v < lo || v > hi || v != (double)(unsigned int)v) {
+		probe_log(PLOG_WARN, "configuration: %s must be an integer %u..%u", name, lo, hi);
+		return -EINVAL;
+	}
+	*ret = (unsigned int)v;
+	return 0;
+}
+
+/*
+ * A live configuration into *ret: 0 or -EINVAL (nothing applied). Stateless like the REST interface:
+ * what the JSON leaves out comes from the command line.
+ */
+static int conf_from_json(const struct tp_conf *base, const char *json, struct tp_conf *ret)
+{
+	static struct tp_conf conf; /* large (the scope sets): not on the stack; one caller at a time */
+	cJSON *root = cJSON_Parse(json);
+	const cJSON *params, *list, *item, *scope;
+	unsigned int ev;
+	int err = -EINVAL;
+
+	conf = *base;
+	if (!root || !cJSON_IsObject(root)) {
+		probe_log(PLOG_WARN, "configuration is not a JSON object");
+		goto out;
+	}
+	params = cJSON_GetObjectItemCaseSensitive(root, "params");
+	if (params && !cJSON_IsNull(params)) {
+		if (!cJSON_IsObject(params)) {
+			probe_log(PLOG_WARN, "configuration: \"params\" must be an object");
+			goto out;
+		}
+		ev = (unsigned int)conf.report_event;
+		item = cJSON_GetObjectItemCaseSensitive(params, "report_event");
+		if (cJSON_IsBool(item)) /* the REST API may pass it as a boolean */
+			ev = cJSON_IsTrue(item) ? 1 : 0;
+		else if (json_uint(params, "report_event", 0, 1, &ev))
+			goto out;
+		if (json_uint(params, "report_period", PERIOD_MIN, PERIOD_MAX, &conf.period_s) ||
+		    json_uint(params, "latency_thr", 0, THR_MAX, &conf.latency_thr_ms) ||
+		    json_uint(params, "offline_thr", 0, THR_MAX, &conf.offline_thr_ms))
+			goto out;
+		conf.report_event = (int)ev;
+	}
+	list = cJSON_GetObjectItemCaseSensitive(root, "probe");
+	if (!list) {
+		const cJSON *cmd = cJSON_GetObjectItemCaseSensitive(root, "cmd");
+
+		if (cJSON_IsObject(cmd))
+			list = cJSON_GetObjectItemCaseSensitive(cmd, "probe");
+	}
+	if (list && !cJSON_IsNull(list)) {
+		if (!cJSON_IsArray(list)) {
+			probe_log(PLOG_WARN, "configuration: \"probe\" must be a list of sub-probe names");
+			goto out;
+		}
+		conf.subs = 0;
+		cJSON_ArrayForEach(item, list)
+		{
+			const char *s = cJSON_GetStringValue(item);
+			int bit = s ? sub_bit(s, strlen(s)) : -EINVAL;
+
+			if (bit < 0) {
+				probe_log(PLOG_WARN, "configuration: unknown sub-probe %s (expected " SUB_LIST ")",
+					  s ? s : "(not a string)");
+				goto out;
+			}
+			conf.subs |= (unsigned int)bit;
+		}
+		if (cJSON_GetArraySize(list) == 0)
+			conf.subs = base->subs;
+	}
+	scope = cJSON_GetObjectItemCaseSensitive(root, "scope");
+	if (scope && !cJSON_IsNull(scope)) {
+		int e = gg_scope__from_json(scope, &conf.scope);
+
+		if (e) {
+			probe_log(PLOG_WARN, "configuration: invalid \"scope\": %s", strerror(-e));
+			goto out;
+		}
+	}
+	*ret = conf;
+	err = 0;
+out:
+	cJSON_Delete(root);
+	return err;
+}
+
+static int scope_equal(const struct gg_scope *a, const struct gg_scope *b)
+{
+	return a->all == b->all && a->ntgid == b->ntgid && a->ncgrp == b->ncgrp &&
+	       !memcmp(a->tgid, b->tgid, a->ntgid * sizeof(a->tgid[0])) &&
+	       !memcmp(a->cgrp, b->cgrp, a->ncgrp * sizeof(a->cgrp[0]));
+}
+
+static int on_config(void *data, uint64_t version, const char *json)
+{
+	struct tp_ctx *ctx = data;
+	static struct tp_conf conf;
+	char names[128];
+	int err = conf_from_json(&ctx->base, json, &conf);
+
+	if (err)
+		return err;
+	if (!scope_equal(&conf.scope, &ctx->cur.scope))
+		ctx->scope_dirty = 1;
+	ctx->cur = conf;
+	ctx->configured = 1;
+	subs_str(conf.subs, names, sizeof(names));
+	probe_log(PLOG_INFO,
+		  "configuration %llu: report period %u s, sub-probes %s, events %s (latency_thr %u ms, offline_thr %u "
+		  "ms), scope %s",
+		  (unsigned long long)version, conf.period_s, names, conf.report_event ? "on" : "off",
+		  conf.latency_thr_ms, conf.offline_thr_ms, conf.scope.all ? "all" : "filtered");
+	probe_rt__wake(ctx->rt);
+	return 0;
+}
+
+/* --comm: the processes named so now (with the --pid ones), re-applied when they changed. */
+static void rescan_comm(struct tp_ctx *ctx)
+{
+	static struct gg_scope s;
+	int n;
+
+	if (!ctx->comm)
+		return;
+	s = ctx->base.scope;
+	n = gg_scope__add_comm(&s, ctx->comm);
+	if (n < 0) {
+		probe_log(PLOG_WARN, "--comm %s: %s", ctx->comm, strerror(-n));
+		return;
+	}
+	if (!scope_equal(&s, &ctx->cur.scope)) {
+		ctx->cur.scope = s;
+		ctx->scope_dirty = 1;
+	}
+}
+
+struct link_prog {
+	unsigned int sub; /* attached when one of these sub-probes is on (0: always) */
+	struct bpf_program *prog;
+	struct bpf_link **link;
+};
+
+int tp_attach_subs(struct tp_ctx *ctx)
+{
+	struct taskprobe *s = ctx->skel;
+	const struct link_prog lp[] = {
+		{TP_SUB_SYSCALL | TP_SUB_FS, s->progs.tp_sys_enter, &s->links.tp_sys_enter},
+		{TP_SUB_SYSCALL | TP_SUB_FS, s->progs.tp_sys_exit, &s->links.tp_sys_exit},
+		{TP_SUB_BASE, s->progs.tp_sched_switch, &s->links.tp_sched_switch},
+		{TP_SUB_BASE, s->progs.tp_sched_fork, &s->links.tp_sched_fork},
+		{0, s->progs.tp_sched_exec, &s->links.tp_sched_exec},
+		{0, s->progs.tp_sched_exit, &s->links.tp_sched_exit},
+		{TP_SUB_IO, s->progs.tp_block_rq_insert, &s->links.tp_block_rq_insert},
+		{TP_SUB_IO, s->progs.tp_block_rq_issue, &s->links.tp_block_rq_issue},
+		{TP_SUB_IO, s->progs.tp_block_rq_complete, &s->links.tp_block_rq_complete},
+		{TP_SUB_PAGECACHE, s->progs.tp_pc_add, &s->links.tp_pc_add},
+		{TP_SUB_PAGECACHE, s->progs.tp_pc_dirty, &s->links.tp_pc_dirty},
+		{TP_SUB_PAGECACHE, s->progs.tp_pc_buffer_dirty, &s->links.tp_pc_buffer_dirty},
+		{TP_SUB_PAGECACHE, s->progs.tp_reclaim_begin, &s->links.tp_reclaim_begin},
+		{TP_SUB_PAGECACHE, s->progs.tp_reclaim_end, &s->links.tp_reclaim_end},
+	};
+	unsigned int subs = ctx->cur.subs;
+	int failed = 0;
+
+	s->bss->enabled = subs;
+	for (unsigned int i = 0; i < sizeof(lp) / sizeof(lp[0]); i++) {
+		if (!bpf_program__autoload(lp[i].prog))
+			continue; /* the kernel lacks its hook (logged at load) */
+		if (lp[i].sub == 0 || (lp[i].sub & subs)) {
+			int err = gg_bpf_attach(lp[i].prog, lp[i].link);
+
+			if (err) {
+				probe_log(PLOG_WARN, "cannot attach %s: %s", bpf_program__name(lp[i].prog),
+					  strerror(-err));
+				failed++;
+			}
+		} else {
+			gg_bpf_detach(lp[i].link);
+		}
+	}
+	if (subs & TP_SUB_DNS) {
+		if (tp_dns_attach(ctx) == 0)
+			probe_log(PLOG_WARN, "proc_dns: no libc found to probe getaddrinfo in");
+	} else {
+		tp_dns_detach(ctx);
+	}
+	return failed ? -EIO : 0;
+}
+
+static void log_stats(struct tp_ctx *ctx)
+{
+	char buf[2048];
+
+	if (ctx->stats_fd < 0)
+		return;
+	if (gg_bpf_stats_fmt(ctx->skel->obj, ctx->stats_prev, sizeof(ctx->stats_prev) / sizeof(ctx->stats_prev[0]), buf,
+			     sizeof(buf)) > 0)
+		probe_log(PLOG_INFO, "bpf_stats (runs/ns per run): %s", buf);
+}
+
+int main(int argc, char **argv)
+{
+	static struct tp_ctx ctx;
+	enum probe_log_level level = PLOG_INFO;
+	struct probe_rt_opts opts = {.name = PROBE_NAME, .on_config = on_config, .cb_ctx = &ctx};
+	unsigned int applied_subs;
+	char names[128], off[512];
+	int ret, stats = 0, status = 1;
+	uint64_t last, start_ms;
+
+	probe_log_setup(PROBE_NAME, PLOG_INFO);
+	ctx.stats_fd = -1;
+	ctx.base.period_s = PERIOD_DEFAULT;
+	ctx.base.subs = TP_SUB_ALL;
+	gg_scope__init_all(&ctx.base.scope);
+	ret = parse_args(argc, argv, &ctx, &level, &stats);
+	if (ret >= 0)
+		return ret;
+	ctx.cur = ctx.base;
+
+	opts.log_level = level;
+	ctx.rt = probe_rt__new(&opts);
+	if (!ctx.rt) {
+		probe_log(PLOG_ERROR, "cannot set up the probe runtime: %s", strerror(errno));
+		return 1;
+	}
+	ret = gg_bpf_init();
+	if (ret)
+		probe_log(PLOG_WARN, "tracefs is not available (%s): tracepoints may not attach", strerror(-ret));
+	ret = tp_report_init(&ctx);
+	if (ret) {
+		probe_log(PLOG_ERROR, "out of memory");
+		goto cleanup;
+	}
+	ctx.skel = taskprobe__open();
+	if (!ctx.skel) {
+		probe_log(PLOG_ERROR, "cannot open the BPF object: %s", strerror(errno));
+		goto cleanup;
+	}
+	if (gg_bpf_autoload_available(ctx.skel->obj, off, sizeof(off)) > 0)
+		probe_log(PLOG_WARN, "this kernel lacks the hooks of %s: their metrics stay 0", off);
+	ret = taskprobe__load(ctx.skel);
+	if (ret) {
+		probe_log(PLOG_ERROR, "cannot load the BPF programs: %s", strerror(-ret));
+		goto cleanup;
+	}
+	if (stats) {
+		ctx.stats_fd = gg_bpf_stats_enable();
+		if (ctx.stats_fd < 0)
+			probe_log(PLOG_WARN, "cannot enable bpf_stats: %s", strerror(-ctx.stats_fd));
+	}
+	rescan_comm(&ctx);
+	ret = tp_scope_apply(&ctx);
+	if (ret) {
+		probe_log(PLOG_ERROR, "cannot set the scope: %s", strerror(-ret));
+		goto cleanup;
+	}
+	(void)tp_attach_subs(&ctx);
+	applied_subs = ctx.cur.subs;
+	subs_str(ctx.cur.subs, names, sizeof(names));
+	probe_log(PLOG_INFO, "started: report period %u s, sub-probes %s, scope %s%s%s", ctx.cur.period_s, names,
+		  ctx.cur.scope.all ? "all" : "filtered", ctx.comm ? ", comm " : "", ctx.comm ? ctx.comm : "");
+
+	last = probe_now_mono_ms();
+	start_ms = last;
+	while (!probe_rt__stopping(ctx.rt)) {
+		uint64_t now = probe_now_mono_ms();
+		uint64_t next = last + (uint64_t)ctx.cur.period_s * 1000u;
+
+		if (ctx.scope_dirty) {
+			ret = tp_scope_apply(&ctx);
+			if (ret)
+				probe_log(PLOG_WARN, "cannot set the scope: %s", strerror(-ret));
+			else if (ctx.cur.subs & TP_SUB_DNS)
+				(void)tp_dns_attach(&ctx); /* libc of new processes in scope (containers) */
+		}
+		if (ctx.cur.subs != applied_subs) {
+			(void)tp_attach_subs(&ctx);
+			applied_subs = ctx.cur.subs;
+		}
+		if (probe_rt__supervised(ctx.rt) && !ctx.configured && now < start_ms + FIRST_CONFIG_WAIT_MS &&
+		    next < start_ms + FIRST_CONFIG_WAIT_MS)
+			next = start_ms + FIRST_CONFIG_WAIT_MS;
+		if (now < next) {
+			if (probe_rt__wait(ctx.rt, (unsigned int)(next - now)))
+				break;
+			continue;
+		}
+		(void)tp_report(&ctx);
+		(void)probe_rt__flush(ctx.rt);
+		log_stats(&ctx);
+		rescan_comm(&ctx);
+		last = now - next < (uint64_t)ctx.cur.period_s * 1000u ? next : now;
+	}
+	status = 0;
+cleanup:
+	probe_log(PLOG_INFO, "stopping: %llu records emitted, %llu invalid",
+		  (unsigned long long)probe_rt__records_emitted(ctx.rt),
+		  (unsigned long long)probe_rt__records_invalid(ctx.rt));
+	if (ctx.skel)
+		tp_dns_detach(&ctx);
+	taskprobe__destroy(ctx.skel);
+	if (ctx.stats_fd >= 0)
+		close(ctx.stats_fd);
+	tp_report_free(&ctx);
+	probe_rt__free(ctx.rt);
+	return status;
+}

@@ -1,0 +1,430 @@
+"""test_taskprobe.py - taskprobe (proc) on the real kernel against a workload of ours (task_load) that
+makes an exact number of file opens, writes, fsyncs, reads, getaddrinfo calls and forks: the counts
+must match exactly, latencies must be plausible, and processes outside the scope must not appear."""
+import os
+import re
+import select
+import shutil
+import subprocess
+import tempfile
+import threading
+import time
+
+from harness import PROBES, ROOT, TEST_BINS, Supervisor, check, probe_entry, wait_for
+
+TASKPROBE = os.path.join(PROBES, "taskprobe")
+TASK_LOAD = os.path.join(TEST_BINS, "task_load")
+SANITIZER_MARKERS = ("ERROR: AddressSanitizer", "ERROR: LeakSanitizer", "runtime error:")
+
+
+def meta_fields(path):
+    """table -> [field names] in meta order, read from a .meta file."""
+    tables = {}
+    cur = None
+    with open(path) as f:
+        for line in f:
+            m = re.search(r'table_name:\s*"([^"]+)"', line)
+            if m:
+                cur = tables.setdefault(m.group(1), [])
+                continue
+            m = re.search(r'name:\s*"([^"]+)"', line)
+            if m and cur is not None and "table_name" not in line and "entity_name" not in line:
+                cur.append(m.group(1))
+    return tables
+
+
+FIELDS = meta_fields(os.path.join(ROOT, "schema", "taskprobe.meta"))
+# the supervisor's built-in event table (supervisor/events.c)
+FIELDS["event_v2"] = ["entity_name", "entity_id", "metric", "severity", "body", "body_zh", "labels", "event_type"]
+
+
+class Probe:
+    """taskprobe run by hand: its stdout records parsed into dicts as they come."""
+
+    def __init__(self, args):
+        self.err_path = tempfile.mktemp(prefix="gg-taskprobe-", suffix=".log")
+        self.err = open(self.err_path, "w")
+        env = {k: v for k, v in os.environ.items() if not k.startswith("GALA_GOPHER_")}
+        self.proc = subprocess.Popen([TASKPROBE] + args, stdout=subprocess.PIPE, stderr=self.err, text=True,
+                                     env=env)
+        self.recs = []
+        self.bad = []
+        self.lock = threading.Lock()
+        self.reader = threading.Thread(target=self._read, daemon=True)
+        self.reader.start()
+
+    def _read(self):
+        for line in self.proc.stdout:
+            parts = line.rstrip("\n").split("|")
+            table = parts[1] if len(parts) > 2 else None
+            vals = parts[2:-1]
+            with self.lock:
+                if table not in FIELDS or len(vals) != len(FIELDS[table]) or parts[0] or parts[-1]:
+                    self.bad.append(line)
+                    continue
+                rec = dict(zip(FIELDS[table], vals))
+                rec["table"] = table
+                if table == "event_v2":
+                    rec["tgid"] = rec["entity_id"]
+                self.recs.append(rec)
+
+    def stderr(self):
+        with open(self.err_path, errors="replace") as f:
+            return f.read()
+
+    def wait_started(self):
+        wait_for(lambda: "started:" in self.stderr() or self.proc.poll() is not None, 15, "taskprobe start")
+        check(self.proc.poll() is None, "taskprobe exited at start: %s" % self.stderr()[-2000:])
+
+    def records(self, table=None):
+        with self.lock:
+            return [r for r in self.recs if table is None or r["table"] == table]
+
+    def latest(self, table, tgid):
+        for r in reversed(self.records(table)):
+            if r["tgid"] == str(tgid):
+                return r
+        return None
+
+    def wait_value(self, table, tgid, pred, timeout, what):
+        def ok():
+            r = self.latest(table, tgid)
+            return r if r and pred(r) else None
+        try:
+            return wait_for(ok, timeout, what)
+        except Exception:
+            raise AssertionError("%s; last %s record: %r; log: %s" % (what, table, self.latest(table, tgid),
+                                                                     self.stderr()[-1500:]))
+
+    def stop(self):
+        if self.proc.poll() is None:
+            self.proc.terminate()
+            try:
+                self.proc.wait(10)
+            except subprocess.TimeoutExpired:
+                self.proc.kill()
+                self.proc.wait()
+        self.reader.join(5)
+        self.err.close()
+        rc = self.proc.returncode
+        log = self.stderr()
+        os.unlink(self.err_path)
+        for marker in SANITIZER_MARKERS:
+            check(marker not in log, "sanitizer report from taskprobe:\n" + log[log.find(marker) - 200:][:3000])
+        return rc, log
+
+
+class Workload:
+    """task_load: commands on stdin, "ok <command>" on stdout when done."""
+
+    def __init__(self):
+        self.proc = subprocess.Popen([TASK_LOAD], stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True,
+                                     bufsize=1)
+        line = self._readline(5)
+        check(line.startswith("ready "), "task_load ready: %r" % line)
+        self.pid = self.proc.pid
+
+    def _readline(self, timeout):
+        r, _, _ = select.select([self.proc.stdout], [], [], timeout)
+        check(r, "task_load answered within %ss" % timeout)
+        return self.proc.stdout.readline()
+
+    def cmd(self, line, timeout=20):
+        self.proc.stdin.write(line + "\n")
+        self.proc.stdin.flush()
+        reply = self._readline(timeout)
+        check(reply.strip() == "ok " + line, "task_load %r -> %r" % (line, reply))
+
+    def close(self):
+        if self.proc.poll() is None:
+            try:
+                self.proc.stdin.write("exit\n")
+                self.proc.stdin.flush()
+                self.proc.wait(5)
+            except (BrokenPipeError, subprocess.TimeoutExpired):
+                self.proc.kill()
+                self.proc.wait()
+
+
+def block_backed_dir():
+    """A writable directory on a block device (so fsync'ed writes reach the block layer), or None."""
+    for d in ("/var/tmp", "/root", "/tmp"):
+        try:
+            st = os.stat(d)
+        except OSError:
+            continue
+        if os.major(st.st_dev) != 0 and os.access(d, os.W_OK):
+            return d
+    return None
+
+
+def n(rec, field):
+    return float(rec[field])
+
+
+def test_counts_match_workload_exactly():
+    io_dir = block_backed_dir() or tempfile.gettempdir()
+    w = Workload()
+    other = Workload()
+    p = Probe(["-t", "1", "--pid", str(w.pid)])
+    try:
+        p.wait_started()
+        N, SIZE = 25, 4096
+        w.cmd("io %d %d %s" % (N, SIZE, io_dir))
+        other.cmd("io %d %d %s" % (N, SIZE, io_dir))
+        fs = p.wait_value("proc_fs", w.pid, lambda r: int(r["fsync_count"]) >= N, 10, "proc_fs after io")
+        # one report later the counters must not have moved: nothing else touched a regular file
+        time.sleep(1.5)
+        fs = p.latest("proc_fs", w.pid)
+        check((fs["open_count"], fs["write_count"], fs["fsync_count"], fs["read_count"]) == ("1", str(N), str(N), str(N)),
+              "exactly 1 open, %d writes, %d fsyncs, %d reads: %r" % (N, N, N, fs))
+        check(100 <= n(fs, "read_ns") / N <= 100e6, "read latency plausible: %r ns" % (n(fs, "read_ns") / N))
+        check(100 <= n(fs, "write_ns") / N <= 1e9, "write latency plausible: %r ns" % (n(fs, "write_ns") / N))
+        check(1000 <= n(fs, "fsync_ns") / N <= 5e9, "fsync latency plausible: %r ns" % (n(fs, "fsync_ns") / N))
+        sc = p.latest("proc_syscall", w.pid)
+        # 3N file calls + open/close/unlink + the stdin reads and stdout writes of the protocol
+        check(int(sc["syscall_count"]) >= 3 * N + 3, "syscalls counted: %r" % sc)
+        if os.major(os.stat(io_dir).st_dev) != 0:
+            io = p.wait_value("proc_io", w.pid, lambda r: int(r["write_bytes"]) >= N * SIZE, 5,
+                              "fsync'ed data written by the process at the block layer")
+            check(0 < n(io, "bio_latency") or int(io["greater_4k_io_write"]) + int(io["less_4k_io_write"]) > 0,
+                  "block requests counted: %r" % io)
+
+        w.cmd("dns 7 3")
+        dns = p.wait_value("proc_dns", w.pid, lambda r: int(r["gethostname_count"]) >= 10, 10, "proc_dns")
+        time.sleep(1.2)
+        dns = p.latest("proc_dns", w.pid)
+        check(dns["gethostname_count"] == "10" and dns["gethostname_failed"] == "3",
+              "10 getaddrinfo calls, 3 failed: %r" % dns)
+        check(0 < n(dns, "gethostname_ns") / 10 <= 50e6, "getaddrinfo latency plausible: %r" % dns)
+
+        w.cmd("fork 5")
+        w.cmd("sleep 300")
+        cpu = p.wait_value("proc_cpu", w.pid, lambda r: int(r["fork_count"]) >= 5 and n(r, "offcpu_ns") >= 0.3e9,
+                           10, "forks and off-CPU time")
+        check(cpu["fork_count"] == "5", "exactly 5 forks: %r" % cpu)
+
+        tgids = {r["tgid"] for r in p.records()}
+        check(tgids == {str(w.pid)}, "only the process in scope appears: %r (other workload %d)" % (tgids, other.pid))
+        check(not p.bad, "every record matches schema/taskprobe.meta: %r" % p.bad[:3])
+    finally:
+        w.close()
+        other.close()
+        rc, log = p.stop()
+    check(rc == 0, "taskprobe exits 0 on SIGTERM: %r %s" % (rc, log[-1500:]))
+
+
+test_counts_match_workload_exactly.timeout = 90
+
+
+def test_events_latency_and_offline():
+    w = Workload()
+    p = Probe(["-t", "1", "--pid", str(w.pid), "-P", "proc_syscall,base_metrics", "-e", "--latency-thr", "50",
+               "--offline-thr", "100"])
+    try:
+        p.wait_started()
+        # the workload's blocking read of its next command is a slow syscall too: send the sleep at once
+        w.cmd("sleep 200")
+        ev = p.wait_value("event_v2", w.pid, lambda r: r["metric"] == "syscall_max_ns", 5, "syscall latency event")
+        m = re.search(r"syscall ([0-9]+) took ([0-9.]+) ms", ev["body"])
+        nr, took = int(m.group(1)), float(m.group(2))
+        check(190 <= took <= 2000 and "above latency_thr 50 ms" in ev["body"] and ev["entity_name"] == "proc"
+              and ev["severity"] == "WARN" and ev["body_zh"] and ev["event_type"] == "sys",
+              "latency event about the 200 ms sleep: %r" % ev)
+        if os.uname().machine == "x86_64":
+            check(nr in (35, 230), "the slow syscall is nanosleep or clock_nanosleep: %r" % ev["body"])
+        check(ev["labels"] == "comm=task_load&tgid=%d" % w.pid, "event labels: %r" % ev["labels"])
+        check(not p.records("proc_io") and not p.records("proc_dns"), "-P limits the tables")
+        pid = w.pid
+        w.close()
+        off = p.wait_value("event_v2", pid, lambda r: r["metric"] == "offline", 6, "offline event")
+        for e in p.records("event_v2"):
+            if e["metric"] == "syscall_max_ns":
+                took = float(re.search(r"took ([0-9.]+) ms", e["body"]).group(1))
+                check(took >= 50, "no latency event below latency_thr: %r" % e)
+        gone = int(re.search(r"offline for ([0-9]+) ms", off["body"]).group(1))
+        check(gone >= 100 and "task_load" in off["body"], "offline event after offline_thr: %r" % off)
+    finally:
+        w.close()
+        p.stop()
+
+
+test_events_latency_and_offline.timeout = 60
+
+
+def test_comm_scope_follows_new_processes():
+    p = Probe(["-t", "1", "--comm", "task_load", "-P", "proc_fs"])
+    io_dir = tempfile.mkdtemp(prefix="gg-tl-")
+    w = None
+    try:
+        p.wait_started()
+        w = Workload()  # started after the probe: found by the rescan
+        deadline = time.monotonic() + 10
+        while not p.latest("proc_fs", w.pid) and time.monotonic() < deadline:
+            w.cmd("io 1 512 %s" % io_dir)
+            time.sleep(0.5)
+        check(p.latest("proc_fs", w.pid), "new task_load in scope: %s" % p.stderr()[-1000:])
+        # once in scope, its calls are counted exactly: wait for a steady value, then 3 writes more
+        time.sleep(1.2)
+        base = p.latest("proc_fs", w.pid)
+        w.cmd("io 3 512 %s" % io_dir)
+        rec = p.wait_value("proc_fs", w.pid, lambda r: int(r["write_count"]) >= int(base["write_count"]) + 3, 5,
+                           "3 more writes")
+        time.sleep(1.2)
+        rec = p.latest("proc_fs", w.pid)
+        check(int(rec["write_count"]) - int(base["write_count"]) == 3 and
+              int(rec["open_count"]) - int(base["open_count"]) == 1, "exact counts: %r then %r" % (base, rec))
+        check({r["comm"] for r in p.records()} == {"task_load"}, "only task_load processes appear")
+    finally:
+        if w:
+            w.close()
+        p.stop()
+        shutil.rmtree(io_dir, ignore_errors=True)
+
+
+test_comm_scope_follows_new_processes.timeout = 60
+
+
+def cgroup2_root():
+    with open("/proc/self/mounts") as f:
+        for line in f:
+            parts = line.split()
+            if parts[2] == "cgroup2":
+                return parts[1]
+    return None
+
+
+def test_cgroup_scope_filters_in_kernel():
+    root = cgroup2_root()
+    check(root is not None, "cgroup2 is mounted")
+    cg = os.path.join(root, "gg-test-%d" % os.getpid())
+    os.mkdir(cg)
+    inside = outside = p = None
+    io_dir = tempfile.mkdtemp(prefix="gg-tl-")
+    try:
+        inside = Workload()
+        outside = Workload()
+        with open(os.path.join(cg, "cgroup.procs"), "w") as f:
+            f.write(str(inside.pid))
+        p = Probe(["-t", "1", "--cgroup", cg, "-P", "proc_fs,proc_syscall"])
+        p.wait_started()
+        inside.cmd("io 4 512 %s" % io_dir)
+        outside.cmd("io 4 512 %s" % io_dir)
+        rec = p.wait_value("proc_fs", inside.pid, lambda r: int(r["write_count"]) >= 4, 6, "process in the cgroup")
+        check(rec["write_count"] == "4" and rec["open_count"] == "1", "exact counts: %r" % rec)
+        time.sleep(1.2)
+        check({r["tgid"] for r in p.records()} == {str(inside.pid)},
+              "only the cgroup's process: %r" % {r["tgid"] for r in p.records()})
+    finally:
+        for w in (inside, outside):
+            if w:
+                w.close()
+        if p:
+            p.stop()
+        # the workloads have exited: the cgroup is empty
+        wait_for(lambda: not open(os.path.join(cg, "cgroup.procs")).read().strip(), 5, "empty cgroup")
+        os.rmdir(cg)
+        shutil.rmtree(io_dir, ignore_errors=True)
+
+
+test_cgroup_scope_filters_in_kernel.timeout = 60
+
+
+def test_under_supervisor_records_validate():
+    w = Workload()
+    io_dir = tempfile.mkdtemp(prefix="gg-tl-")
+    s = Supervisor(probes=[probe_entry("taskprobe", "-t 1 --pid %d" % w.pid, params={"report_period": 1})]).start()
+    try:
+        s.wait_probe("taskprobe", lambda p: p["config_version_applied"] == 1, 15, "config applied")
+        w.cmd("io 6 4096 %s" % io_dir)
+        w.cmd("dns 2 1")
+
+        def fs_rec():
+            recs = [r for r in s.metric_records("proc_fs") if str(r["tgid"]) == str(w.pid)]
+            return recs[-1] if recs and recs[-1]["fsync_count"] == 6 else None
+        rec = wait_for(fs_rec, 10, "proc_fs through the supervisor")
+        check(rec["read_count"] == 6 and rec["open_count"] == 1, "exact counts: %r" % rec)
+        wait_for(lambda: [r for r in s.metric_records("proc_dns") if r.get("gethostname_count") == 3], 10,
+                 "proc_dns through the supervisor")
+        p = s.probe("taskprobe")
+        check(p["rejected_total"] == 0, "no record rejected by the schema: %r" % p.get("rejected_by_table"))
+        check(p["ipc_lost_batches"] == 0, "nothing lost over IPC")
+        tables = {r["table_name"] for r in s.metric_records()}
+        for t in ("proc_cpu", "proc_syscall", "proc_syscall_io", "proc_fs", "proc_io", "proc_page", "proc_dns"):
+            check(t in tables, "table %s arrived: %r" % (t, sorted(tables)))
+    finally:
+        w.close()
+        s.cleanup()
+        shutil.rmtree(io_dir, ignore_errors=True)
+
+
+test_under_supervisor_records_validate.timeout = 60
+
+
+def test_bad_arguments_refused():
+    for args, word in ((["-t", "0"], "-t"), (["-P", "nope"], "nope"), (["--pid", "x"], "--pid"),
+                       (["--cgroup", "/nonexistent"], "--cgroup"), (["--latency-thr", "-1"], "--latency-thr")):
+        r = subprocess.run([TASKPROBE] + args, capture_output=True, text=True, timeout=10)
+        check(r.returncode == 2 and word in r.stderr, "%r refused: %r %r" % (args, r.returncode, r.stderr))
+    r = subprocess.run([TASKPROBE, "--help"], capture_output=True, text=True, timeout=10)
+    check(r.returncode == 0 and "proc_pagecache" in r.stdout, "--help")
+
+
+def test_rest_snoopers_scope_and_live_subprobes():
+    """PUT /proc through the supervisor's REST API: the snoopers become the probe's scope, sub-probes
+    switch live without a restart."""
+    import json
+    import urllib.parse
+    from harness import rest_call, rest_port, rest_section
+    w1, w2 = Workload(), Workload()
+    tmp = tempfile.mkdtemp(prefix="gg-tp-rest-")
+    # REST takes report_period >= 5 s for proc (the seed's range): the 1 s period comes from the flags
+    s = Supervisor(probes=[probe_entry("taskprobe", "-t 1", switch="off")],
+                   extra=rest_section(os.path.join(tmp, "state"))).start()
+
+    def put(conf):
+        st, doc, raw, _ = rest_call(port, "PUT", "/proc", urllib.parse.urlencode({"json": json.dumps(conf)}))
+        check(st == 200, "PUT /proc: %d %s" % (st, raw[:300]))
+
+    def tgids(table):
+        return {str(r["tgid"]) for r in s.metric_records(table)}
+    try:
+        port = rest_port(s)
+        put({"cmd": {"probe": ["proc_fs"]}, "snoopers": {"proc_id": [w1.pid]}, "state": "running"})
+        s.wait_probe("taskprobe", lambda p: p["config_version_applied"] >= 1 and p["pid"], 15, "running, configured")
+        pid = s.probe("taskprobe")["pid"]
+        w1.cmd("io 3 512 %s" % tmp)
+        w2.cmd("io 3 512 %s" % tmp)
+        wait_for(lambda: str(w1.pid) in tgids("proc_fs"), 10, "snooped process in proc_fs")
+        time.sleep(1.2)
+        check(tgids("proc_fs") == {str(w1.pid)}, "only the snooped pid: %r" % tgids("proc_fs"))
+        check(not s.metric_records("proc_dns"), "proc_dns is off")
+
+        # live: other sub-probe, snoopers by name (both workloads)
+        put({"cmd": {"probe": ["proc_dns"]}, "snoopers": {"proc_name": [{"comm": "task_load"}]}})
+        wait_for(lambda: s.probe("taskprobe")["config_version_applied"] >= 2, 10, "second configuration applied")
+        st, doc, raw, _ = rest_call(port, "GET", "/proc")
+        check(sorted(doc["runtime"]["scope"]["pids"]) == sorted([w1.pid, w2.pid]), "scope resolved: %s" % raw[:600])
+        check(s.probe("taskprobe")["pid"] == pid, "applied live, same process")
+        w1.cmd("dns 2 0")
+        w2.cmd("dns 4 1")
+
+        def dns():
+            got = {str(r["tgid"]): r for r in s.metric_records("proc_dns")}
+            ok = (got.get(str(w1.pid), {}).get("gethostname_count") == 2 and
+                  got.get(str(w2.pid), {}).get("gethostname_count") == 5)
+            return got if ok else None
+        got = wait_for(dns, 10, "both task_load processes in proc_dns")
+        check(got[str(w2.pid)]["gethostname_failed"] == 1, "failures: %r" % got[str(w2.pid)])
+        n = len(s.metric_records("proc_fs"))
+        time.sleep(2.2)
+        check(len(s.metric_records("proc_fs")) <= n + 2, "proc_fs stopped with its sub-probe")
+        check(s.probe("taskprobe")["rejected_total"] == 0, "nothing rejected")
+    finally:
+        w1.close()
+        w2.close()
+        s.cleanup()
+        shutil.rmtree(tmp, ignore_errors=True)
+
+
+test_rest_snoopers_scope_and_live_subprobes.timeout = 60
