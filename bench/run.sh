@@ -1,11 +1,27 @@
 #!/usr/bin/env bash
-# bench/run.sh - every benchmark, one after the other (figures go to bench/RESULTS.md by hand, with
-# the command that produced them).
+# bench/run.sh - every benchmark, one after the other. Figures go to bench/RESULTS.md by hand, with
+# the command that produced them; run on a quiet machine and compare ratios within one run.
 set -euo pipefail
 cd "$(dirname "$0")/.."
+export GG_BUILD=${GG_BUILD:-build}
 echo "== IPC: 8 publishers -> 1 sink (raw transport)"
-BUILD=build bench/ipc_bench.sh 8 2000000
+BUILD=$GG_BUILD bench/ipc_bench.sh 8 2000000
 echo "== IPC through the supervisor: 8 flood probes, every record validated"
 python3 bench/supervisor_ipc.py 8 2000000
 echo "== supervisor idle cost, system_infos every 5 s"
-bench/idle_cost.sh 60
+BUILD=$GG_BUILD bench/idle_cost.sh 60
+echo "== /metrics render, 100,000 series; and against node_exporter"
+"$GG_BUILD/bench/metrics_render" -s 100000 -r 20
+python3 bench/metrics_render.py 100000 20
+echo "== Kafka: producer alone, and end to end"
+bench/kafka_produce.sh 2000000
+python3 bench/kafka_e2e.py 2 1000000
+echo "== REST: PUT -> confirmed, GET/s"
+python3 bench/rest_bench.py 200 3
+echo "== taskprobe overhead; system_infos vs node_exporter"
+python3 bench/task_overhead.py 7 "$GG_BUILD"
+python3 bench/sysinfo_vs_node_exporter.py 20 "$GG_BUILD"
+echo "== stackprobe: overhead at 100 Hz, symbolization, unknown frames"
+python3 bench/stack_overhead.py 7 2000000000
+"$GG_BUILD/bench/stack_symbolize" 3
+python3 bench/stack_unknown.py 8
