@@ -1,5 +1,6 @@
 #!/usr/bin/env bash
-# idle_cost.sh - the supervisor's own cost at rest: system_infos every 5 s, measured over SECONDS
+# idle_cost.sh - the supervisor's own cost at rest (web_server, REST API, system_infos every 5 s and a
+# Prometheus-style scrape every 15 s), measured over SECONDS
 # (default 60): RSS at the end and CPU time used (utime+stime from /proc/<pid>/stat).
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -11,7 +12,9 @@ mkdir -p "$dir/meta"
 cp schema/*.meta "$dir/meta/"
 cat >"$dir/gg.conf" <<CONF
 global = { run_dir = "$dir/run"; meta_path = "$dir/meta"; probes_dir = "$PWD/$BUILD/probes"; };
-metric = { out_channel = "logs"; };
+metric = { out_channel = "web_server"; };
+web_server = { port = 18888; };
+rest_api_server = { port = 0; state_dir = "$dir/state"; };
 logs = { metric_dir = "$dir/m"; event_dir = "$dir/e"; meta_dir = "$dir/me"; debug_dir = "$dir/d"; };
 probes = ( { name = "system_infos"; param = "-t 5 -l warn"; switch = "on"; } );
 CONF
@@ -20,7 +23,11 @@ sup=$!
 sleep 2
 tck=$(getconf CLK_TCK)
 read -r u0 s0 < <(awk '{ split($0, a, ") "); split(a[2], f, " "); print f[12], f[13] }' /proc/$sup/stat)
-sleep "$SECS"
+end=$((SECONDS + SECS))
+while [ $SECONDS -lt $end ]; do
+	curl -s -o /dev/null http://127.0.0.1:18888/metrics || true
+	sleep 15
+done
 read -r u1 s1 < <(awk '{ split($0, a, ") "); split(a[2], f, " "); print f[12], f[13] }' /proc/$sup/stat)
 rss=$(awk '/VmRSS/ { print $2 }' /proc/$sup/status)
 hwm=$(awk '/VmHWM/ { print $2 }' /proc/$sup/status)
