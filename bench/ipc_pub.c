@@ -1,4 +1,5 @@
-/* ipc_pub.c - benchmark publisher: emits synthetic "|bench|<key>|<n>|<2n>|" records through ipc_pub as fast as allowed. */
+/* ipc_pub.c - benchmark publisher: emits synthetic "|bench|<key>|<n>|<2n>|" records through ipc_pub as fast as allowed.
+ */
 #include <errno.h>
 #include <getopt.h>
 #include <stdio.h>
@@ -33,18 +34,20 @@ static char *put_u64(char *p, uint64_t v)
 
 static void usage(FILE *f)
 {
-	fprintf(f, "usage: ipc_pub -u URL -n NAME -r RECORDS [-R RATE] [-b MAX_PAYLOAD] [-s SENDBUF] [-k KEYS] [-d DRAIN_MS]\n"
-		   "  -R records per second, 0 = as fast as possible (default)\n"
-		   "  -b batch payload bytes (default %u), -s NNG send buffer in messages (default %d)\n"
-		   "  -k distinct keys (default 1000)\n"
-		   "  -d wait up to DRAIN_MS at exit for queued batches to be written (default 5000; 0 = only\n"
-		   "     ipc_pub__free's %u ms)\n",
+	fprintf(f,
+		"usage: ipc_pub -u URL -n NAME -r RECORDS [-R RATE] [-b MAX_PAYLOAD] [-s SENDBUF] [-k KEYS] [-d "
+		"DRAIN_MS]\n"
+		"  -R records per second, 0 = as fast as possible (default)\n"
+		"  -b batch payload bytes (default %u), -s NNG send buffer in messages (default %d)\n"
+		"  -k distinct keys (default 1000)\n"
+		"  -d wait up to DRAIN_MS at exit for queued batches to be written (default 5000; 0 = only\n"
+		"     ipc_pub__free's %u ms)\n",
 		IPC_BATCH_DEFAULT_PAYLOAD, IPC_PUB_DEFAULT_SENDBUF, IPC_PUB_LINGER_MS);
 }
 
 int main(int argc, char **argv)
 {
-	struct ipc_pub_opts o = { 0 };
+	struct ipc_pub_opts o = {0};
 	unsigned long long records = 0, rate = 0, keys = 1000;
 	struct ipc_pub *pub;
 	uint64_t t0, t1, deadline, sent, disc;
@@ -98,7 +101,7 @@ int main(int argc, char **argv)
 	/* Measure the steady state, not the dial: give the sink up to 5 s to be there. */
 	deadline = now_ns() + 5000000000ull;
 	while (!ipc_pub__connected(pub) && now_ns() < deadline)
-		nanosleep(&(struct timespec){ .tv_nsec = 1000000 }, NULL);
+		nanosleep(&(struct timespec){.tv_nsec = 1000000}, NULL);
 
 	t0 = now_ns();
 	for (unsigned long long n = 0; n < records; n++) {
@@ -126,8 +129,8 @@ int main(int argc, char **argv)
 				uint64_t now = now_ns();
 
 				if (due > now)
-					nanosleep(&(struct timespec){ .tv_sec = (time_t)((due - now) / 1000000000u),
-								      .tv_nsec = (long)((due - now) % 1000000000u) },
+					nanosleep(&(struct timespec){.tv_sec = (time_t)((due - now) / 1000000000u),
+								     .tv_nsec = (long)((due - now) % 1000000000u)},
 						  NULL);
 			}
 		}
@@ -140,8 +143,7 @@ int main(int argc, char **argv)
 	disc = ipc_pub__batches_discarded(pub);
 	ipc_pub__free(pub);
 	printf("pub %s: %llu records in %.3f s (%.0f rec/s), batches sent %llu, discarded %llu, drain %s\n",
-	       o.probe_name, records, (double)(t1 - t0) / 1e9,
-	       (double)records * 1e9 / (double)(t1 - t0 ? t1 - t0 : 1), (unsigned long long)sent,
-	       (unsigned long long)disc, drain == 0 ? "ok" : strerror(-drain));
+	       o.probe_name, records, (double)(t1 - t0) / 1e9, (double)records * 1e9 / (double)(t1 - t0 ? t1 - t0 : 1),
+	       (unsigned long long)sent, (unsigned long long)disc, drain == 0 ? "ok" : strerror(-drain));
 	return 0;
 }

@@ -146,7 +146,7 @@ int main(int argc, char **argv)
 	fflush(stdout);
 
 	while (recs + lost_r < expected) {
-		struct pollfd pfd = { .fd = ipc_sub__fd(sub), .events = POLLIN };
+		struct pollfd pfd = {.fd = ipc_sub__fd(sub), .events = POLLIN};
 		int n = poll(&pfd, 1, first ? idle_ms : 60000);
 		int rc;
 
@@ -193,9 +193,8 @@ int main(int argc, char **argv)
 	}
 	getrusage(RUSAGE_SELF, &ru);
 	secs = (double)(last - first) / 1e9;
-	printf("sink: %llu records in %.3f s = %.0f rec/s, %llu msgs (%.1f MB), %u probes\n",
-	       (unsigned long long)recs, secs, secs > 0 ? (double)recs / secs : 0.0, (unsigned long long)msgs,
-	       (double)bytes / 1e6, nps);
+	printf("sink: %llu records in %.3f s = %.0f rec/s, %llu msgs (%.1f MB), %u probes\n", (unsigned long long)recs,
+	       secs, secs > 0 ? (double)recs / secs : 0.0, (unsigned long long)msgs, (double)bytes / 1e6, nps);
 	printf("sink: lost batches %llu, lost records %llu, unaccounted %lld, bad msgs %llu, bad records %llu\n",
 	       (unsigned long long)lost_b, (unsigned long long)lost_r, (long long)(expected - recs - lost_r),
 	       (unsigned long long)bad_msg, (unsigned long long)bad_rec);

@@ -11,7 +11,7 @@
 #include "ipc_impl.h"
 
 #define VERSION_DIGITS_MAX 20 /* UINT64_MAX has 20 decimal digits */
-#define CTRL_MSG_MAX (IPC_PROBE_NAME_MAX + 1 + VERSION_DIGITS_MAX + 1 + IPC_CTRL_MAX_PAYLOAD)
+#define CTRL_MSG_MAX	   (IPC_PROBE_NAME_MAX + 1 + VERSION_DIGITS_MAX + 1 + IPC_CTRL_MAX_PAYLOAD)
 
 /* Supervisor's listening PUB socket for updates. */
 struct ipc_ctrl_pub {
@@ -85,8 +85,7 @@ err_out:
 	return NULL;
 }
 
-int ipc_ctrl_pub__send(struct ipc_ctrl_pub *cp, const char *probe, uint64_t version, const char *payload,
-		       size_t len)
+int ipc_ctrl_pub__send(struct ipc_ctrl_pub *cp, const char *probe, uint64_t version, const char *payload, size_t len)
 {
 	char head[IPC_PROBE_NAME_MAX + VERSION_DIGITS_MAX + 2];
 	size_t nlen, hlen;

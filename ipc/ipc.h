@@ -24,18 +24,18 @@
  *
  * seq lets the receiver count lost batches, record offset lets it count lost records exactly.
  */
-#define IPC_BATCH_MAGIC 0x31424747u /* "GGB1" read as little-endian u32 */
-#define IPC_BATCH_HDR_LEN 80u
-#define IPC_PROBE_NAME_MAX 32u
-#define IPC_BATCH_MAX_PAYLOAD (1u << 20) /* hard upper bound a receiver accepts */
+#define IPC_BATCH_MAGIC		  0x31424747u /* "GGB1" read as little-endian u32 */
+#define IPC_BATCH_HDR_LEN	  80u
+#define IPC_PROBE_NAME_MAX	  32u
+#define IPC_BATCH_MAX_PAYLOAD	  (1u << 20)	/* hard upper bound a receiver accepts */
 #define IPC_BATCH_DEFAULT_PAYLOAD (64u * 1024u) /* publisher flushes when this is reached */
-#define IPC_FLUSH_INTERVAL_MS 100u
-#define IPC_RECORD_MAX_LEN 8192u /* longest single record line, '\n' not counted */
-#define IPC_PENDING_MAX_LIMIT 4096u /* upper bound for ipc_pub_opts.pending_max */
-#define IPC_PUB_DEFAULT_SENDBUF 1024 /* NNG_OPT_SENDBUF of the data PUB socket, in messages */
-#define IPC_SUB_DEFAULT_RECVBUF 8192 /* NNG_OPT_RECVBUF of the data SUB socket (NNG's maximum) */
-#define IPC_PUB_LINGER_MS 200u /* ipc_pub__free waits at most this long for queued batches to leave */
-#define IPC_CTRL_MAX_PAYLOAD (1u << 20) /* largest control payload (JSON) sent or accepted */
+#define IPC_FLUSH_INTERVAL_MS	  100u
+#define IPC_RECORD_MAX_LEN	  8192u	     /* longest single record line, '\n' not counted */
+#define IPC_PENDING_MAX_LIMIT	  4096u	     /* upper bound for ipc_pub_opts.pending_max */
+#define IPC_PUB_DEFAULT_SENDBUF	  1024	     /* NNG_OPT_SENDBUF of the data PUB socket, in messages */
+#define IPC_SUB_DEFAULT_RECVBUF	  8192	     /* NNG_OPT_RECVBUF of the data SUB socket (NNG's maximum) */
+#define IPC_PUB_LINGER_MS	  200u	     /* ipc_pub__free waits at most this long for queued batches to leave */
+#define IPC_CTRL_MAX_PAYLOAD	  (1u << 20) /* largest control payload (JSON) sent or accepted */
 
 /* Decoded batch header. */
 struct ipc_batch_hdr {
@@ -75,10 +75,10 @@ int ipc_batch__next_record(const char **cursor, const char *end, const char **re
 struct ipc_pub;
 
 struct ipc_pub_opts {
-	const char *url; /* e.g. "ipc:///run/gala-gopher/data" */
+	const char *url;	/* e.g. "ipc:///run/gala-gopher/data" */
 	const char *probe_name; /* copied into every header */
-	size_t max_payload; /* flush threshold; 0 = IPC_BATCH_DEFAULT_PAYLOAD */
-	unsigned int flush_ms; /* 0 = IPC_FLUSH_INTERVAL_MS */
+	size_t max_payload;	/* flush threshold; 0 = IPC_BATCH_DEFAULT_PAYLOAD */
+	unsigned int flush_ms;	/* 0 = IPC_FLUSH_INTERVAL_MS */
 	/* Batches kept while no subscriber is connected yet (sent once it connects); 0 = 64. When the
 	 * queue is full the oldest batch is discarded: its seq is never sent, so the receiver counts it. */
 	unsigned int pending_max;
@@ -178,8 +178,7 @@ struct ipc_ctrl_pub *ipc_ctrl_pub__new(const char *url);
  * it applied in every batch header (config_version), so resend while it lags behind.
  * -EINVAL: probe name empty, IPC_PROBE_NAME_MAX bytes or longer, or containing '\n'; payload
  * containing NUL. -E2BIG: len over IPC_CTRL_MAX_PAYLOAD. payload may be NULL when len is 0. */
-int ipc_ctrl_pub__send(struct ipc_ctrl_pub *cp, const char *probe, uint64_t version, const char *payload,
-		       size_t len);
+int ipc_ctrl_pub__send(struct ipc_ctrl_pub *cp, const char *probe, uint64_t version, const char *payload, size_t len);
 void ipc_ctrl_pub__free(struct ipc_ctrl_pub *cp);
 
 /* Dial url (non-blocking, redials) and subscribe to "<probe>\n". NULL + errno on error. */

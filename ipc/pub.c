@@ -13,7 +13,7 @@
 #include "ipc_impl.h"
 
 /* Subscribers we can tell apart; more than this many at once only means "connected" stays true. */
-#define PIPE_SLOTS 16
+#define PIPE_SLOTS	16
 #define DEFAULT_PENDING 64u
 /* While batches wait for a subscriber, look again this often (there is no fd for "connected"). */
 #define PENDING_RETRY_MS 50
@@ -433,7 +433,7 @@ static int linger(struct ipc_pub *pub, unsigned int timeout_ms)
 			return 0;
 		if (ipc__now_ms() >= deadline)
 			return -ETIMEDOUT;
-		nanosleep(&(struct timespec){ .tv_nsec = 2 * 1000 * 1000 }, NULL);
+		nanosleep(&(struct timespec){.tv_nsec = 2 * 1000 * 1000}, NULL);
 	}
 }
 

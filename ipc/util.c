@@ -84,7 +84,7 @@ uint64_t ipc__now_ms(void)
 int ipc__unlink_stale(const char *url)
 {
 	static const char scheme[] = "ipc://";
-	struct sockaddr_un sa = { .sun_family = AF_UNIX };
+	struct sockaddr_un sa = {.sun_family = AF_UNIX};
 	const char *path;
 	struct stat st;
 	int fd, rc;

@@ -5,15 +5,15 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#define META_NAME_MAX 64u /* table, entity and field names */
-#define META_DESC_MAX 512u
-#define META_FIELDS_MAX 256u /* fields per table */
-#define META_LABEL_MAX 1024u /* bytes of one key or label value in a record */
+#define META_NAME_MAX	      64u /* table, entity and field names */
+#define META_DESC_MAX	      512u
+#define META_FIELDS_MAX	      256u  /* fields per table */
+#define META_LABEL_MAX	      1024u /* bytes of one key or label value in a record */
 #define META_HIST_BUCKETS_MAX 64u
-#define META_RECORD_MAX_LEN 8192u /* must equal IPC_RECORD_MAX_LEN; kept here so schema/ needs no ipc.h */
-#define META_TABLES_MAX 4096u /* tables in one registry */
-#define META_FILE_MAX (4u << 20) /* bytes of one .meta file */
-#define META_NUMBER_MAX_LEN 400u /* longest number text accepted (printf("%f", DBL_MAX) is 316) */
+#define META_RECORD_MAX_LEN   8192u	 /* must equal IPC_RECORD_MAX_LEN; kept here so schema/ needs no ipc.h */
+#define META_TABLES_MAX	      4096u	 /* tables in one registry */
+#define META_FILE_MAX	      (4u << 20) /* bytes of one .meta file */
+#define META_NUMBER_MAX_LEN   400u	 /* longest number text accepted (printf("%f", DBL_MAX) is 316) */
 
 enum meta_field_type {
 	META_KEY = 0,

@@ -8,7 +8,8 @@
 #include "meta.h"
 
 /* Same order as enum meta_field_type and enum probe_field_kind (probes/lib/probe.h). */
-static const char *const kind_names[] = { "PROBE_F_KEY", "PROBE_F_LABEL", "PROBE_F_GAUGE", "PROBE_F_COUNTER", "PROBE_F_HISTOGRAM", "PROBE_F_SUMMARY" };
+static const char *const kind_names[] = {"PROBE_F_KEY",	    "PROBE_F_LABEL",	 "PROBE_F_GAUGE",
+					 "PROBE_F_COUNTER", "PROBE_F_HISTOGRAM", "PROBE_F_SUMMARY"};
 
 /* "schema/system_infos.meta" -> "SYSTEM_INFOS" */
 static void guard_name(const char *path, char *out, size_t outlen)

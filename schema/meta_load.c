@@ -161,7 +161,7 @@ static void slot_insert(struct meta_slot *slots, unsigned int nslots, uint32_t h
 
 	while (slots[i].idx1)
 		i = (i + 1) & mask;
-	slots[i] = (struct meta_slot){ .hash = h, .idx1 = (uint16_t)(idx + 1), .len = (uint16_t)len };
+	slots[i] = (struct meta_slot){.hash = h, .idx1 = (uint16_t)(idx + 1), .len = (uint16_t)len};
 }
 
 /* Make room for n more tables so that adding them cannot fail; nothing changes on error. */
@@ -212,8 +212,8 @@ static void registry_add(struct meta_registry *reg, struct meta_table *t)
 
 /* ---- error messages ---------------------------------------------------------------------------- */
 
-__attribute__((format(printf, 4, 5))) static int fail(const struct meta_loader *ld, int line, int ret,
-						     const char *fmt, ...)
+__attribute__((format(printf, 4, 5))) static int fail(const struct meta_loader *ld, int line, int ret, const char *fmt,
+						      ...)
 {
 	char msg[512];
 	va_list ap;
@@ -293,14 +293,13 @@ static int get_string(const struct meta_loader *ld, const config_setting_t *g, c
 	if (strlen(v) >= outlen)
 		return fail(ld, line, -EINVAL, "%s%s longer than %zu bytes", what, key, outlen - 1);
 	if (is_name && !name_valid(v))
-		return fail(ld, line, -EINVAL, "%s%s '%s' is not a valid name ([A-Za-z_][A-Za-z0-9_]*)", what,
-			    key, quote(q, v));
+		return fail(ld, line, -EINVAL, "%s%s '%s' is not a valid name ([A-Za-z_][A-Za-z0-9_]*)", what, key,
+			    quote(q, v));
 	strcpy(out, v);
 	return 0;
 }
 
-static int load_field(const struct meta_loader *ld, const config_setting_t *g, const char *what,
-		      struct meta_field *f)
+static int load_field(const struct meta_loader *ld, const config_setting_t *g, const char *what, struct meta_field *f)
 {
 	const config_setting_t *ts;
 	char type[32];
@@ -328,8 +327,8 @@ static int load_field(const struct meta_loader *ld, const config_setting_t *g, c
 	return 0;
 }
 
-static int load_table(const struct meta_loader *ld, const config_setting_t *g, unsigned int idx,
-		      const char *version, struct meta_table **ret)
+static int load_table(const struct meta_loader *ld, const config_setting_t *g, unsigned int idx, const char *version,
+		      struct meta_table **ret)
 {
 	const config_setting_t *fs;
 	struct meta_table *t;
@@ -501,8 +500,8 @@ static char *skip_blank(char *p, const char *end)
 /* What came before a token, as far as the pre-pass needs to know. */
 enum prev_tok {
 	PREV_OTHER, /* a name, a number, ';', a closing bracket, '{', start of text */
-	PREV_EQ, /* '=' or ':' */
-	PREV_OPEN, /* '(' or '[' */
+	PREV_EQ,    /* '=' or ':' */
+	PREV_OPEN,  /* '(' or '[' */
 	PREV_COMMA,
 	PREV_STRING,
 };
@@ -554,7 +553,8 @@ static int prepass(const struct meta_loader *ld, char *buf, size_t len)
 			if (p >= end)
 				return fail(ld, sline, -EINVAL, "unterminated string");
 			p++;
-			if (!(prev == PREV_EQ || prev == PREV_OPEN || prev == PREV_STRING || (prev == PREV_COMMA && in_seq)))
+			if (!(prev == PREV_EQ || prev == PREV_OPEN || prev == PREV_STRING ||
+			      (prev == PREV_COMMA && in_seq)))
 				return fail(ld, sline, -EINVAL, "syntax error");
 			prev = PREV_STRING;
 			break;
@@ -601,7 +601,7 @@ static int prepass(const struct meta_loader *ld, char *buf, size_t len)
 int meta_registry__load_buf(struct meta_registry *reg, const char *name, const char *buf, size_t len, char *err,
 			    size_t errlen)
 {
-	struct meta_loader ld = { .name = name ? name : "(buffer)", .err = err, .errlen = errlen };
+	struct meta_loader ld = {.name = name ? name : "(buffer)", .err = err, .errlen = errlen};
 	config_t cf;
 	char *text;
 	int r;
@@ -639,7 +639,7 @@ int meta_registry__load_buf(struct meta_registry *reg, const char *name, const c
 
 int meta_registry__load_file(struct meta_registry *reg, const char *path, char *err, size_t errlen)
 {
-	struct meta_loader ld = { .name = path ? path : "(null)", .err = err, .errlen = errlen };
+	struct meta_loader ld = {.name = path ? path : "(null)", .err = err, .errlen = errlen};
 	struct stat st;
 	char *buf = NULL;
 	size_t got = 0;
@@ -703,7 +703,7 @@ static int cmp_str(const void *a, const void *b)
 
 int meta_registry__load_dir(struct meta_registry *reg, const char *dir, char *err, size_t errlen)
 {
-	struct meta_loader ld = { .name = dir ? dir : "(null)", .err = err, .errlen = errlen };
+	struct meta_loader ld = {.name = dir ? dir : "(null)", .err = err, .errlen = errlen};
 	char **names = NULL;
 	size_t n = 0, cap = 0;
 	struct dirent *de;

@@ -35,8 +35,8 @@ const char *meta_reject__str(enum meta_reject r)
 
 /* ---- numbers ------------------------------------------------------------------------------------- */
 
-static const double pow10_exact[] = { 1e0,  1e1,  1e2,	1e3,  1e4,  1e5,  1e6,	1e7,  1e8,  1e9,  1e10, 1e11,
-				      1e12, 1e13, 1e14, 1e15, 1e16, 1e17, 1e18, 1e19, 1e20, 1e21, 1e22 };
+static const double pow10_exact[] = {1e0,  1e1,	 1e2,  1e3,  1e4,  1e5,	 1e6,  1e7,  1e8,  1e9,	 1e10, 1e11,
+				     1e12, 1e13, 1e14, 1e15, 1e16, 1e17, 1e18, 1e19, 1e20, 1e21, 1e22};
 
 static pthread_once_t c_locale_once = PTHREAD_ONCE_INIT;
 static locale_t c_locale;
@@ -93,7 +93,7 @@ static inline int number_scan(const char *s, size_t len, struct num *n)
 
 	if (len == 0 || len > META_NUMBER_MAX_LEN)
 		return -EINVAL;
-	*n = (struct num){ .exact = true };
+	*n = (struct num){.exact = true};
 	if (*p == '-') {
 		n->neg = true;
 		p++;
@@ -275,7 +275,7 @@ int meta_hist__parse(const char *s, size_t len, struct meta_hist *ret)
 
 	if (!s)
 		return -EINVAL;
-	t = (struct tok){ .p = s, .end = s + len, .more = len > 0 };
+	t = (struct tok){.p = s, .end = s + len, .more = len > 0};
 	if (tok_count(&t, &h.n) < 0)
 		return -EINVAL;
 	for (unsigned int i = 0; i < h.n; i++) {
@@ -300,7 +300,7 @@ int meta_summary__parse(const char *s, size_t len, struct meta_summary *ret)
 
 	if (!s)
 		return -EINVAL;
-	t = (struct tok){ .p = s, .end = s + len, .more = len > 0 };
+	t = (struct tok){.p = s, .end = s + len, .more = len > 0};
 	if (tok_count(&t, &m.n) < 0)
 		return -EINVAL;
 	for (unsigned int i = 0; i < m.n; i++) {

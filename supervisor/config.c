@@ -27,16 +27,31 @@ struct key_spec {
 	const char *const *choices;
 };
 
-static const char *const loglevels[] = { "debug", "info", "warn", "warning", "error", NULL };
-static const char *const languages[] = { "en_US", "zh_CN", NULL };
-static const char *const codecs[] = { "none", "gzip", "snappy", "lz4", "zstd", NULL };
-static const char *const security_protocols[] = { "", "plaintext", "ssl", "sasl_plaintext", "sasl_ssl", NULL };
+static const char *const loglevels[] = {"debug", "info", "warn", "warning", "error", NULL};
+static const char *const languages[] = {"en_US", "zh_CN", NULL};
+static const char *const codecs[] = {"none", "gzip", "snappy", "lz4", "zstd", NULL};
+static const char *const security_protocols[] = {"", "plaintext", "ssl", "sasl_plaintext", "sasl_ssl", NULL};
 
-#define STR(f, n) { n, K_STR, offsetof(struct gg_config, f), sizeof(((struct gg_config *)0)->f), 0, 0, NULL }
-#define PATHK(f, n) { n, K_PATH, offsetof(struct gg_config, f), sizeof(((struct gg_config *)0)->f), 0, 0, NULL }
-#define INT(f, n, lo, hi) { n, K_INT, offsetof(struct gg_config, f), sizeof(int), lo, hi, NULL }
-#define ENUMK(f, n, c) { n, K_ENUM, offsetof(struct gg_config, f), sizeof(((struct gg_config *)0)->f), 0, 0, c }
-#define IGN(n) { n, K_IGNORED, 0, 0, 0, 0, NULL }
+#define STR(f, n)                                                                                       \
+	{                                                                                               \
+		n, K_STR, offsetof(struct gg_config, f), sizeof(((struct gg_config *)0)->f), 0, 0, NULL \
+	}
+#define PATHK(f, n)                                                                                      \
+	{                                                                                                \
+		n, K_PATH, offsetof(struct gg_config, f), sizeof(((struct gg_config *)0)->f), 0, 0, NULL \
+	}
+#define INT(f, n, lo, hi)                                                          \
+	{                                                                          \
+		n, K_INT, offsetof(struct gg_config, f), sizeof(int), lo, hi, NULL \
+	}
+#define ENUMK(f, n, c)                                                                                \
+	{                                                                                             \
+		n, K_ENUM, offsetof(struct gg_config, f), sizeof(((struct gg_config *)0)->f), 0, 0, c \
+	}
+#define IGN(n)                                 \
+	{                                      \
+		n, K_IGNORED, 0, 0, 0, 0, NULL \
+	}
 
 static const struct key_spec global_keys[] = {
 	STR(global.log_file_name, "log_file_name"),
@@ -49,59 +64,59 @@ static const struct key_spec global_keys[] = {
 	INT(global.check_timeout, "check_timeout", 1, 300),
 	INT(global.stop_grace_ms, "stop_grace_ms", 100, 60000),
 	IGN("bpf_pin_path"),
-	{ NULL, 0, 0, 0, 0, 0, NULL },
+	{NULL, 0, 0, 0, 0, 0, NULL},
 };
 
-#define CHANNEL_KEYS(sec)                                                                          \
-	{ "out_channel", K_CHANNEL, offsetof(struct gg_config, sec.out), sizeof(int), 0, 0, NULL },  \
+#define CHANNEL_KEYS(sec)                                                                         \
+	{"out_channel", K_CHANNEL, offsetof(struct gg_config, sec.out), sizeof(int), 0, 0, NULL}, \
 		STR(sec.kafka_topic, "kafka_topic")
 
-static const struct key_spec metric_keys[] = { CHANNEL_KEYS(metric), { NULL, 0, 0, 0, 0, 0, NULL } };
+static const struct key_spec metric_keys[] = {CHANNEL_KEYS(metric), {NULL, 0, 0, 0, 0, 0, NULL}};
 static const struct key_spec meta_keys[] = {
 	CHANNEL_KEYS(meta),
 	INT(meta_report_interval, "report_interval", 1, 86400),
-	{ NULL, 0, 0, 0, 0, 0, NULL },
+	{NULL, 0, 0, 0, 0, 0, NULL},
 };
 static const struct key_spec event_keys[] = {
 	CHANNEL_KEYS(event),
 	INT(event_timeout, "timeout", 1, 86400),
 	ENUMK(event_desc_language, "desc_language", languages),
-	{ NULL, 0, 0, 0, 0, 0, NULL },
+	{NULL, 0, 0, 0, 0, 0, NULL},
 };
-static const struct key_spec ingress_keys[] = { IGN("interval"), { NULL, 0, 0, 0, 0, 0, NULL } };
-static const struct key_spec egress_keys[] = { IGN("interval"), IGN("time_range"), { NULL, 0, 0, 0, 0, 0, NULL } };
+static const struct key_spec ingress_keys[] = {IGN("interval"), {NULL, 0, 0, 0, 0, 0, NULL}};
+static const struct key_spec egress_keys[] = {IGN("interval"), IGN("time_range"), {NULL, 0, 0, 0, 0, 0, NULL}};
 static const struct key_spec imdb_keys[] = {
 	INT(imdb.max_tables_num, "max_tables_num", 1, 65536),
 	INT(imdb.max_records_num, "max_records_num", 1, 10000000),
 	INT(imdb.max_metrics_num, "max_metrics_num", 1, 65536),
 	INT(imdb.record_timeout, "record_timeout", 1, 86400 * 7),
 	INT(imdb.max_memory_mb, "max_memory_mb", 1, 1048576),
-	{ NULL, 0, 0, 0, 0, 0, NULL },
+	{NULL, 0, 0, 0, 0, 0, NULL},
 };
 
-#define HTTP_KEYS(sec)                                                                             \
-	STR(sec.bind_addr, "bind_addr"), INT(sec.port, "port", 1, 65535),                            \
-		{ "ssl_auth", K_ONOFF, offsetof(struct gg_config, sec.ssl_auth), sizeof(int), 0, 0, NULL }, \
-		PATHK(sec.private_key, "private_key"), PATHK(sec.cert_file, "cert_file"),           \
+#define HTTP_KEYS(sec)                                                                                    \
+	STR(sec.bind_addr, "bind_addr"), INT(sec.port, "port", 1, 65535),                                 \
+		{"ssl_auth", K_ONOFF, offsetof(struct gg_config, sec.ssl_auth), sizeof(int), 0, 0, NULL}, \
+		PATHK(sec.private_key, "private_key"), PATHK(sec.cert_file, "cert_file"),                 \
 		PATHK(sec.ca_file, "ca_file")
 
-static const struct key_spec web_keys[] = { HTTP_KEYS(web_server), { NULL, 0, 0, 0, 0, 0, NULL } };
+static const struct key_spec web_keys[] = {HTTP_KEYS(web_server), {NULL, 0, 0, 0, 0, 0, NULL}};
 /* port 0: any free port (the one chosen is in status.json) */
 static const struct key_spec rest_keys[] = {
 	STR(rest_api_server.bind_addr, "bind_addr"),
 	INT(rest_api_server.port, "port", 0, 65535),
-	{ "ssl_auth", K_ONOFF, offsetof(struct gg_config, rest_api_server.ssl_auth), sizeof(int), 0, 0, NULL },
+	{"ssl_auth", K_ONOFF, offsetof(struct gg_config, rest_api_server.ssl_auth), sizeof(int), 0, 0, NULL},
 	PATHK(rest_api_server.private_key, "private_key"),
 	PATHK(rest_api_server.cert_file, "cert_file"),
 	PATHK(rest_api_server.ca_file, "ca_file"),
 	PATHK(rest.state_dir, "state_dir"),
 	PATHK(rest.output_base_dir, "output_base_dir"),
 	STR(rest.elf_base_dirs, "elf_base_dirs"),
-	{ NULL, 0, 0, 0, 0, 0, NULL },
+	{NULL, 0, 0, 0, 0, 0, NULL},
 };
 static const struct key_spec kafka_keys[] = {
-	{ "kafka_broker", K_BROKERS, offsetof(struct gg_config, kafka.kafka_broker),
-	  sizeof(((struct gg_config *)0)->kafka.kafka_broker), 0, 0, NULL },
+	{"kafka_broker", K_BROKERS, offsetof(struct gg_config, kafka.kafka_broker),
+	 sizeof(((struct gg_config *)0)->kafka.kafka_broker), 0, 0, NULL},
 	INT(kafka.batch_num_messages, "batch_num_messages", 1, 1000000),
 	ENUMK(kafka.compression_codec, "compression_codec", codecs),
 	INT(kafka.queue_buffering_max_messages, "queue_buffering_max_messages", 1, 10000000),
@@ -116,9 +131,9 @@ static const struct key_spec kafka_keys[] = {
 	STR(kafka.sasl_mechanisms, "sasl_mechanisms"),
 	STR(kafka.sasl_username, "sasl_username"),
 	STR(kafka.sasl_password, "sasl_password"),
-	{ "properties", K_KVLIST, offsetof(struct gg_config, kafka.properties),
-	  sizeof(((struct gg_config *)0)->kafka.properties), 0, 0, NULL },
-	{ NULL, 0, 0, 0, 0, 0, NULL },
+	{"properties", K_KVLIST, offsetof(struct gg_config, kafka.properties),
+	 sizeof(((struct gg_config *)0)->kafka.properties), 0, 0, NULL},
+	{NULL, 0, 0, 0, 0, 0, NULL},
 };
 static const struct key_spec logs_keys[] = {
 	PATHK(logs.metric_dir, "metric_dir"),
@@ -129,7 +144,7 @@ static const struct key_spec logs_keys[] = {
 	INT(logs.event_total_size, "event_total_size", 1, 1048576),
 	INT(logs.meta_total_size, "meta_total_size", 1, 1048576),
 	INT(logs.debug_file_size, "debug_file_size", 1, 1024),
-	{ NULL, 0, 0, 0, 0, 0, NULL },
+	{NULL, 0, 0, 0, 0, 0, NULL},
 };
 
 /* Sections of the file and their keys; `probes` and `extend_probes` are lists, read separately. */
@@ -137,10 +152,9 @@ static const struct {
 	const char *name;
 	const struct key_spec *keys;
 } sections[] = {
-	{ "global", global_keys }, { "metric", metric_keys },	{ "event", event_keys },
-	{ "meta", meta_keys },	   { "ingress", ingress_keys }, { "egress", egress_keys },
-	{ "imdb", imdb_keys },	   { "web_server", web_keys },	{ "rest_api_server", rest_keys },
-	{ "kafka", kafka_keys },   { "logs", logs_keys },
+	{"global", global_keys},	{"metric", metric_keys}, {"event", event_keys}, {"meta", meta_keys},
+	{"ingress", ingress_keys},	{"egress", egress_keys}, {"imdb", imdb_keys},	{"web_server", web_keys},
+	{"rest_api_server", rest_keys}, {"kafka", kafka_keys},	 {"logs", logs_keys},
 };
 
 struct load_ctx {
@@ -213,7 +227,7 @@ static int resolve_path(struct load_ctx *c, const config_setting_t *s, const cha
 	return 0;
 }
 
-static const char *const channel_names[] = { "", "web_server", "logs", "kafka" };
+static const char *const channel_names[] = {"", "web_server", "logs", "kafka"};
 
 const char *gg_out_channel__str(enum gg_out_channel ch)
 {
@@ -268,7 +282,8 @@ static int read_key(struct load_ctx *c, const char *sec, const struct key_spec *
 				return fail(c, s, "%s: element %d must be a non-empty \"host:port\" string", key, i);
 			bl = strlen(b);
 			if (used + bl + 2 > k->size)
-				return fail(c, s, "%s: broker list too long (at most %zu characters)", key, k->size - 1);
+				return fail(c, s, "%s: broker list too long (at most %zu characters)", key,
+					    k->size - 1);
 			if (used)
 				dst[used++] = ',';
 			memcpy(dst + used, b, bl + 1);
@@ -562,7 +577,8 @@ static void set_defaults(struct gg_config *cfg)
 	cfg->rest_api_server.port = 9999;
 	snprintf(cfg->rest.state_dir, sizeof(cfg->rest.state_dir), "/var/lib/gala-gopher");
 	snprintf(cfg->rest.output_base_dir, sizeof(cfg->rest.output_base_dir), "/var/log/gala-gopher");
-	snprintf(cfg->rest.elf_base_dirs, sizeof(cfg->rest.elf_base_dirs), "/usr:/opt:/srv:/home:/var/lib:/bin:/sbin:/lib:/lib64");
+	snprintf(cfg->rest.elf_base_dirs, sizeof(cfg->rest.elf_base_dirs),
+		 "/usr:/opt:/srv:/home:/var/lib:/bin:/sbin:/lib:/lib64");
 	snprintf(cfg->kafka.kafka_broker, sizeof(cfg->kafka.kafka_broker), "localhost:9092");
 	cfg->kafka.batch_num_messages = 10000;
 	snprintf(cfg->kafka.compression_codec, sizeof(cfg->kafka.compression_codec), "none");
@@ -627,7 +643,7 @@ static int load(struct load_ctx *c, config_t *lc)
 static int load_common(struct gg_config *cfg, const char *name, const char *text, char *err, size_t errlen,
 		       gg_config_warn_fn warn)
 {
-	struct load_ctx c = { .cfg = cfg, .err = err, .errlen = errlen, .warn = warn, .file = name };
+	struct load_ctx c = {.cfg = cfg, .err = err, .errlen = errlen, .warn = warn, .file = name};
 	config_t lc;
 	int ok, ret;
 	char *slash;

@@ -6,8 +6,8 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#define GG_NAME_MAX 64
-#define GG_STR_MAX 1024
+#define GG_NAME_MAX   64
+#define GG_STR_MAX    1024
 #define GG_PROBES_MAX 128
 
 enum gg_out_channel { GG_OUT_OFF = 0, GG_OUT_WEB_SERVER, GG_OUT_LOGS, GG_OUT_KAFKA };
@@ -17,8 +17,8 @@ enum gg_switch { GG_SWITCH_OFF = 0, GG_SWITCH_ON, GG_SWITCH_AUTO };
 /* One entry of `probes` (native: our own binaries) or `extend_probes` (any command printing records). */
 struct gg_probe_conf {
 	char name[GG_NAME_MAX];
-	char command[PATH_MAX]; /* absolute path of the executable */
-	char param[GG_STR_MAX]; /* command-line flags, split on white space (quotes honoured), no shell */
+	char command[PATH_MAX];	    /* absolute path of the executable */
+	char param[GG_STR_MAX];	    /* command-line flags, split on white space (quotes honoured), no shell */
 	char check_cmd[GG_STR_MAX]; /* start condition, run by /bin/sh; only ever from this file */
 	enum gg_switch sw;
 	int native;
@@ -47,12 +47,12 @@ struct gg_config {
 		char log_file_name[256];
 		char log_level[16];
 		char pin_path[PATH_MAX];
-		char run_dir[PATH_MAX]; /* IPC sockets and status.json */
-		char meta_path[PATH_MAX]; /* directory of .meta files */
+		char run_dir[PATH_MAX];	   /* IPC sockets and status.json */
+		char meta_path[PATH_MAX];  /* directory of .meta files */
 		char probes_dir[PATH_MAX]; /* where native probe binaries live */
-		int check_interval; /* seconds between check_cmd retries */
-		int check_timeout; /* seconds before a check_cmd is killed */
-		int stop_grace_ms; /* SIGTERM -> SIGKILL */
+		int check_interval;	   /* seconds between check_cmd retries */
+		int check_timeout;	   /* seconds before a check_cmd is killed */
+		int stop_grace_ms;	   /* SIGTERM -> SIGKILL */
 	} global;
 
 	struct gg_channel_conf metric, event, meta;
@@ -68,7 +68,7 @@ struct gg_config {
 	struct gg_http_conf web_server, rest_api_server;
 	/* rest_api_server keys beyond the HTTP ones (REST issue) */
 	struct {
-		char state_dir[PATH_MAX]; /* REST-applied configuration is kept here across restarts */
+		char state_dir[PATH_MAX];	/* REST-applied configuration is kept here across restarts */
 		char output_base_dir[PATH_MAX]; /* svg_dir, flame_dir from REST must resolve under it */
 		char elf_base_dirs[GG_STR_MAX]; /* ':' separated; elf_path from REST must resolve under one */
 	} rest;
@@ -91,9 +91,9 @@ struct gg_config {
 
 	struct {
 		char metric_dir[PATH_MAX], event_dir[PATH_MAX], meta_dir[PATH_MAX], debug_dir[PATH_MAX];
-		int metric_total_size; /* MiB over all metric files */
+		int metric_total_size;		       /* MiB over all metric files */
 		int event_total_size, meta_total_size; /* MiB over the event files, the metadata files */
-		int debug_file_size; /* MiB per probe log before rotation */
+		int debug_file_size;		       /* MiB per probe log before rotation */
 	} logs;
 
 	unsigned int nprobes;

@@ -12,14 +12,14 @@
 /* A complete request, as the loop thread sees it. All strings are NUL-terminated copies. */
 struct gg_http_request {
 	const char *method; /* "GET", "PUT", ... */
-	const char *path; /* URL path without the query string, e.g. "/metrics" */
-	const char *body; /* request body (NUL-terminated; may contain NULs: use body_len) */
+	const char *path;   /* URL path without the query string, e.g. "/metrics" */
+	const char *body;   /* request body (NUL-terminated; may contain NULs: use body_len) */
 	size_t body_len;
 	unsigned int nargs; /* query-string arguments, decoded */
 	const char *arg_names[GG_HTTP_ARGS_MAX];
 	const char *arg_values[GG_HTTP_ARGS_MAX];
 	const char *content_type; /* request Content-Type or "" */
-	int tls; /* 1 when served over TLS */
+	int tls;		  /* 1 when served over TLS */
 	int client_cert_verified; /* TLS with a client certificate that verified against ca_file */
 };
 
@@ -34,13 +34,13 @@ struct gg_http_response {
 typedef void (*gg_http_handler)(void *ctx, const struct gg_http_request *req, struct gg_http_response *resp);
 
 struct gg_http_opts {
-	const char *name; /* for messages: "web_server", "rest_api_server" */
-	const char *bind_addr; /* IPv4 or IPv6 literal */
-	int port; /* 0 = any free port (see gg_http_server__port) */
-	int tls; /* ssl_auth on */
+	const char *name;		  /* for messages: "web_server", "rest_api_server" */
+	const char *bind_addr;		  /* IPv4 or IPv6 literal */
+	int port;			  /* 0 = any free port (see gg_http_server__port) */
+	int tls;			  /* ssl_auth on */
 	const char *key_file, *cert_file; /* PEM, required with tls */
-	const char *ca_file; /* with tls: a client certificate signed by this CA is required (403 otherwise) */
-	size_t max_body; /* larger bodies get 413 without reaching the handler */
+	const char *ca_file;	      /* with tls: a client certificate signed by this CA is required (403 otherwise) */
+	size_t max_body;	      /* larger bodies get 413 without reaching the handler */
 	unsigned int max_connections; /* 0 = 64 */
 	gg_http_handler handler;
 	void *ctx;
@@ -58,8 +58,8 @@ unsigned long long gg_http_server__requests(const struct gg_http_server *srv);
 
 /* What the server answered on its own (never reaching the handler). */
 struct gg_http_stats {
-	unsigned long long requests; /* answered by the handler */
-	unsigned long long too_large; /* 413: body over max_body */
+	unsigned long long requests;	/* answered by the handler */
+	unsigned long long too_large;	/* 413: body over max_body */
 	unsigned long long tls_refused; /* 403: client certificate missing or not trusted */
 	unsigned long long unavailable; /* 503: arrived while the server was closing */
 };

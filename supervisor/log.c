@@ -106,13 +106,13 @@ static struct {
 	int open;
 	int to_stderr;
 	enum gg_log_level level;
-} g_log = { .to_stderr = 1, .level = GG_LOG_INFO };
+} g_log = {.to_stderr = 1, .level = GG_LOG_INFO};
 
-static const char *const level_names[] = { "DEBUG", "INFO", "WARN", "ERROR" };
+static const char *const level_names[] = {"DEBUG", "INFO", "WARN", "ERROR"};
 
 int gg_log_level__parse(const char *s, enum gg_log_level *ret)
 {
-	static const char *const alt[] = { "debug", "info", "warn", "error" };
+	static const char *const alt[] = {"debug", "info", "warn", "error"};
 
 	for (int i = 0; i < 4; i++) {
 		if (!strcasecmp(s, alt[i])) {

@@ -38,8 +38,8 @@ size_t gg_log_vformat(char *line, size_t size, const char *tag, const char *fmt,
 void gg_log_timestamp(char *buf, size_t len);
 
 #define gg_debug(...) gg_log(GG_LOG_DEBUG, __VA_ARGS__)
-#define gg_info(...) gg_log(GG_LOG_INFO, __VA_ARGS__)
-#define gg_warn(...) gg_log(GG_LOG_WARN, __VA_ARGS__)
+#define gg_info(...)  gg_log(GG_LOG_INFO, __VA_ARGS__)
+#define gg_warn(...)  gg_log(GG_LOG_WARN, __VA_ARGS__)
 #define gg_error(...) gg_log(GG_LOG_ERROR, __VA_ARGS__)
 
 #endif

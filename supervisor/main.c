@@ -18,14 +18,13 @@ static struct gg_sup g_sup;
 
 static void usage(FILE *f)
 {
-	fprintf(f,
-		"Usage: gala-gopher -c FILE\n"
-		"eBPF observability agent: runs probes, validates their records against .meta schemas and\n"
-		"exports them.\n\n"
-		"  -c, --config FILE   configuration (libconfig syntax, gala-gopher.conf compatible)\n"
-		"  -n, --check         load and check the configuration and schemas, then exit\n"
-		"  -h, --help          this help\n"
-		"  -v, --version       print the version\n");
+	fprintf(f, "Usage: gala-gopher -c FILE\n"
+		   "eBPF observability agent: runs probes, validates their records against .meta schemas and\n"
+		   "exports them.\n\n"
+		   "  -c, --config FILE   configuration (libconfig syntax, gala-gopher.conf compatible)\n"
+		   "  -n, --check         load and check the configuration and schemas, then exit\n"
+		   "  -h, --help          this help\n"
+		   "  -v, --version       print the version\n");
 }
 
 /*
@@ -148,7 +147,8 @@ static int setup(struct gg_sup *sup, const char *conf_path, int check_only)
 	}
 	ret = gg_ensure_tracefs();
 	if (ret)
-		gg_warn("cannot mount tracefs at /sys/kernel/tracing: %s (tracepoint probes will fail)", strerror(-ret));
+		gg_warn("cannot mount tracefs at /sys/kernel/tracing: %s (tracepoint probes will fail)",
+			strerror(-ret));
 	ret = gg_ensure_bpffs();
 	if (ret)
 		gg_warn("cannot mount bpffs at /sys/fs/bpf: %s (probes cannot pin maps)", strerror(-ret));
@@ -180,9 +180,11 @@ static int setup(struct gg_sup *sup, const char *conf_path, int check_only)
 int main(int argc, char **argv)
 {
 	static const struct option opts[] = {
-		{ "config", required_argument, NULL, 'c' }, { "check", no_argument, NULL, 'n' },
-		{ "help", no_argument, NULL, 'h' },	    { "version", no_argument, NULL, 'v' },
-		{ NULL, 0, NULL, 0 },
+		{"config", required_argument, NULL, 'c'},
+		{"check", no_argument, NULL, 'n'},
+		{"help", no_argument, NULL, 'h'},
+		{"version", no_argument, NULL, 'v'},
+		{NULL, 0, NULL, 0},
 	};
 	struct gg_sup *sup = &g_sup;
 	const char *conf = NULL;

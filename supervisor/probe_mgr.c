@@ -17,7 +17,7 @@ static void probe_start(struct gg_probe *p);
 static void check_start(struct gg_probe *p);
 static void fresh_start(struct gg_probe *p);
 
-static const char *const state_names[] = { "stopped", "checking", "check_wait", "running", "backoff", "stopping" };
+static const char *const state_names[] = {"stopped", "checking", "check_wait", "running", "backoff", "stopping"};
 
 const char *gg_probe_state__str(enum gg_probe_state s)
 {
@@ -427,7 +427,8 @@ static void on_check_timeout(uv_timer_t *t)
 {
 	struct gg_probe *p = t->data;
 
-	gg_warn("probe %s: check_cmd timed out after %d s, killing it", p->conf->name, p->sup->cfg.global.check_timeout);
+	gg_warn("probe %s: check_cmd timed out after %d s, killing it", p->conf->name,
+		p->sup->cfg.global.check_timeout);
 	if (p->check_proc.pid > 0)
 		kill(-p->check_proc.pid, SIGKILL);
 }
@@ -602,7 +603,8 @@ void gg_probes__start_all(struct gg_sup *sup)
 	for (unsigned int i = 0; i < sup->nprobes; i++) {
 		struct gg_probe *p = &sup->probes[i];
 
-		if (p->desired == GG_DESIRED_STOPPED || (p->conf->sw == GG_SWITCH_OFF && p->desired != GG_DESIRED_RUNNING))
+		if (p->desired == GG_DESIRED_STOPPED ||
+		    (p->conf->sw == GG_SWITCH_OFF && p->desired != GG_DESIRED_RUNNING))
 			continue;
 		if (p->state != GG_PS_STOPPED)
 			continue;
@@ -647,8 +649,7 @@ int gg_probes__all_stopped(const struct gg_sup *sup)
 	for (unsigned int i = 0; i < sup->nprobes; i++) {
 		const struct gg_probe *p = &sup->probes[i];
 
-		if (p->pid > 0 || p->proc_open || p->out_open || p->err_open || p->check_proc_open ||
-		    p->check_out_open)
+		if (p->pid > 0 || p->proc_open || p->out_open || p->err_open || p->check_proc_open || p->check_out_open)
 			return 0;
 	}
 	return 1;

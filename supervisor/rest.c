@@ -47,7 +47,6 @@ struct gg_rest {
 	uint64_t last_scan_us;
 };
 
-
 static struct rest_probe *find_rest_probe(struct gg_rest *r, const char *name)
 {
 	for (unsigned int i = 0; i < r->nprobes; i++) {

@@ -30,9 +30,10 @@ static cJSON *probe_json(const struct gg_probe *p)
 	cJSON_AddStringToObject(o, "command", p->conf->command);
 	cJSON_AddStringToObject(o, "param", p->conf->param);
 	cJSON_AddStringToObject(o, "state", gg_probe_state__str(p->state));
-	cJSON_AddStringToObject(o, "desired", p->desired == GG_DESIRED_RUNNING   ? "running"
-					      : p->desired == GG_DESIRED_STOPPED ? "stopped"
-										 : "switch");
+	cJSON_AddStringToObject(o, "desired",
+				p->desired == GG_DESIRED_RUNNING   ? "running"
+				: p->desired == GG_DESIRED_STOPPED ? "stopped"
+								   : "switch");
 	cJSON_AddNumberToObject(o, "pid", p->pid);
 	add_u64(o, "starts", p->starts);
 	add_u64(o, "restarts", p->restarts);

@@ -12,18 +12,18 @@
 #include "log.h"
 #include "meta.h"
 
-#define GG_BACKOFF_MIN_MS 500u
-#define GG_BACKOFF_MAX_MS 60000u
+#define GG_BACKOFF_MIN_MS   500u
+#define GG_BACKOFF_MAX_MS   60000u
 #define GG_STABLE_UPTIME_MS 10000u /* up this long -> the next crash starts from the minimum backoff */
-#define GG_REJ_TABLES_MAX 64u /* (table, reason) pairs tracked per probe; the rest count as "(other)" */
-#define GG_CHECK_OUT_MAX 256u
+#define GG_REJ_TABLES_MAX   64u	   /* (table, reason) pairs tracked per probe; the rest count as "(other)" */
+#define GG_CHECK_OUT_MAX    256u
 
 enum gg_probe_state {
 	GG_PS_STOPPED = 0, /* switched off, or stopped on request */
-	GG_PS_CHECKING, /* check_cmd running */
-	GG_PS_CHECK_WAIT, /* check_cmd said no; re-checked every global.check_interval */
+	GG_PS_CHECKING,	   /* check_cmd running */
+	GG_PS_CHECK_WAIT,  /* check_cmd said no; re-checked every global.check_interval */
 	GG_PS_RUNNING,
-	GG_PS_BACKOFF, /* exited unexpectedly; restart timer armed */
+	GG_PS_BACKOFF,	/* exited unexpectedly; restart timer armed */
 	GG_PS_STOPPING, /* SIGTERM sent, SIGKILL after the grace period */
 };
 const char *gg_probe_state__str(enum gg_probe_state s);
@@ -41,7 +41,7 @@ struct gg_probe_stats {
 	uint64_t records; /* record lines received (IPC or extend stdout) */
 	uint64_t accepted;
 	uint64_t rejected[META_REJ__COUNT];
-	uint64_t bad_batches; /* messages that failed to decode (their records are unknown) */
+	uint64_t bad_batches;	  /* messages that failed to decode (their records are unknown) */
 	uint64_t stdout_overlong; /* extend probe lines over IPC_RECORD_MAX_LEN (also counted malformed) */
 	struct gg_rej_entry rej[GG_REJ_TABLES_MAX];
 	unsigned int nrej;
@@ -58,12 +58,12 @@ struct gg_probe {
 
 	uv_process_t proc;
 	uv_pipe_t out, err;
-	uv_timer_t timer; /* backoff, check retry, stop grace */
+	uv_timer_t timer;		   /* backoff, check retry, stop grace */
 	int proc_open, out_open, err_open; /* handle initialised and not yet closed */
 	pid_t pid;
 	uint64_t started_ms;
-	uint64_t starts; /* successful spawns */
-	uint64_t restarts; /* spawns after an unexpected exit */
+	uint64_t starts;     /* successful spawns */
+	uint64_t restarts;   /* spawns after an unexpected exit */
 	uint64_t backoff_ms; /* delay of the next restart */
 	int64_t last_exit_status;
 	int last_term_signal;
@@ -102,8 +102,8 @@ struct gg_probe {
 	uint64_t last_batch_ms;
 
 	/* run-time control (REST API, rest.c) */
-	int desired; /* enum gg_desired: follow conf->sw, or started/stopped on request */
-	char **extra_argv; /* flags appended to conf->param at the next start (NULL-terminated), or NULL */
+	int desired;	      /* enum gg_desired: follow conf->sw, or started/stopped on request */
+	char **extra_argv;    /* flags appended to conf->param at the next start (NULL-terminated), or NULL */
 	int start_after_stop; /* a stop in progress is a restart: start again once it has exited */
 };
 
@@ -150,12 +150,12 @@ struct gg_sup {
 	struct gg_probe *probes; /* room for GG_PROBES_MAX: the REST API adds entries at run time */
 
 	struct gg_export *exp; /* channels: imdb + web_server, kafka, logs; events; metadata (export.h) */
-	struct gg_rest *rest; /* REST API server, run-time probe configuration, snoopers (rest.h) */
+	struct gg_rest *rest;  /* REST API server, run-time probe configuration, snoopers (rest.h) */
 
 	struct gg_sup_stats st;
 };
 
-uint64_t gg_now_ms(void); /* monotonic */
+uint64_t gg_now_ms(void);  /* monotonic */
 uint64_t gg_wall_ms(void); /* since the epoch */
 
 /* probe_mgr.c */

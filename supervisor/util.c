@@ -68,8 +68,8 @@ static int read_small(const char *path, char *buf, size_t len)
 
 int gg_read_machine_id(char *buf, size_t len)
 {
-	static const char *const paths[] = { "/etc/machine-id", "/var/lib/dbus/machine-id",
-					     "/sys/class/dmi/id/product_uuid" };
+	static const char *const paths[] = {"/etc/machine-id", "/var/lib/dbus/machine-id",
+					    "/sys/class/dmi/id/product_uuid"};
 	char tmp[128];
 
 	for (size_t i = 0; i < sizeof(paths) / sizeof(paths[0]); i++) {

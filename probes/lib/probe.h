@@ -33,7 +33,7 @@ struct probe_table {
 struct probe_rec {
 	const struct probe_table *table;
 	unsigned int next; /* index of the next field */
-	int err; /* first error (negative errno), sticky */
+	int err;	   /* first error (negative errno), sticky */
 	size_t len;
 	char buf[IPC_RECORD_MAX_LEN];
 };
@@ -53,7 +53,7 @@ void probe_rec__str(struct probe_rec *r, const char *s);
 /* Same with an explicit length (s need not be NUL-terminated; an embedded NUL becomes '_'). */
 void probe_rec__strn(struct probe_rec *r, const char *s, size_t len);
 void probe_rec__u64(struct probe_rec *r, uint64_t v); /* key, label, gauge or counter */
-void probe_rec__i64(struct probe_rec *r, int64_t v); /* key, label or gauge (counters are never negative) */
+void probe_rec__i64(struct probe_rec *r, int64_t v);  /* key, label or gauge (counters are never negative) */
 /* Gauge or counter (non-negative). Integral values below 2^53 print as integers, others with 9
  * significant digits, plain decimal where reasonable ("0.25", "1234.5678"), "1.5e-07" style
  * otherwise; never "inf"/"nan" (-ERANGE instead). */

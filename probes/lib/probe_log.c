@@ -13,13 +13,13 @@
 static struct {
 	char name[64];
 	enum probe_log_level level;
-} g_plog = { .name = "probe", .level = PLOG_INFO };
+} g_plog = {.name = "probe", .level = PLOG_INFO};
 
-static const char *const level_names[] = { "DEBUG", "INFO", "WARN", "ERROR" };
+static const char *const level_names[] = {"DEBUG", "INFO", "WARN", "ERROR"};
 
 int probe_log_level__parse(const char *s, enum probe_log_level *ret)
 {
-	static const char *const names[] = { "debug", "info", "warn", "error" };
+	static const char *const names[] = {"debug", "info", "warn", "error"};
 
 	if (!s)
 		return -EINVAL;
@@ -89,7 +89,7 @@ void probe_log(enum probe_log_level level, const char *fmt, ...)
 }
 
 __attribute__((format(printf, 2, 0))) static int libbpf_print(enum libbpf_print_level level, const char *fmt,
-								va_list ap)
+							      va_list ap)
 {
 	enum probe_log_level l;
 

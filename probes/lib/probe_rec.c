@@ -134,8 +134,8 @@ static size_t fmt_f64(char *out, double v)
 		return fmt_i64(out, (int64_t)v);
 	if (a >= 1e-4 && a < 1e17) {
 		/* Decimal exponent by comparison (no libm: probes do not link it). */
-		static const double p10[] = { 1e-3, 1e-2, 1e-1, 1e0,  1e1,  1e2,  1e3,	1e4,  1e5, 1e6,
-					      1e7,  1e8,  1e9,	1e10, 1e11, 1e12, 1e13, 1e14, 1e15, 1e16 };
+		static const double p10[] = {1e-3, 1e-2, 1e-1, 1e0,  1e1,  1e2,	 1e3,  1e4,  1e5,  1e6,
+					     1e7,  1e8,	 1e9,  1e10, 1e11, 1e12, 1e13, 1e14, 1e15, 1e16};
 		int e10 = -4, decimals;
 
 		while (e10 < 16 && a >= p10[e10 + 4])
@@ -260,7 +260,8 @@ void probe_rec__u64(struct probe_rec *r, uint64_t v)
 	char num[NUM_MAX];
 	size_t n;
 
-	if (field_begin(r, KIND_BIT(PROBE_F_KEY) | KIND_BIT(PROBE_F_LABEL) | KIND_BIT(PROBE_F_GAUGE) | KIND_BIT(PROBE_F_COUNTER)) < 0)
+	if (field_begin(r, KIND_BIT(PROBE_F_KEY) | KIND_BIT(PROBE_F_LABEL) | KIND_BIT(PROBE_F_GAUGE) |
+				   KIND_BIT(PROBE_F_COUNTER)) < 0)
 		return;
 	n = fmt_u64(num, v);
 	put(r, num, n);

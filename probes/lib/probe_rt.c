@@ -11,21 +11,21 @@
 #include <sys/prctl.h>
 #include <unistd.h>
 
-#define HEARTBEAT_MS 900u /* "at least every second", with room for timer slack */
-#define TICK_MIN_MS 10
-#define LOG_INVALID_MAX 10u /* invalid records logged one by one; the rest are only counted */
-#define LOG_TRANSPORT_MAX 10u
+#define HEARTBEAT_MS	   900u /* "at least every second", with room for timer slack */
+#define TICK_MIN_MS	   10
+#define LOG_INVALID_MAX	   10u /* invalid records logged one by one; the rest are only counted */
+#define LOG_TRANSPORT_MAX  10u
 #define CTRL_MSGS_PER_WAKE 16u /* bound the work done per wake-up on a flood of updates */
-#define STDOUT_BUF_SIZE (256u * 1024u)
+#define STDOUT_BUF_SIZE	   (256u * 1024u)
 
 /* One per process: the state a probe's main loop runs on. */
 struct probe_rt {
 	char name[IPC_PROBE_NAME_MAX];
 	probe_config_cb on_config;
 	void *cb_ctx;
-	struct ipc_pub *pub; /* NULL when standalone (stdout) */
+	struct ipc_pub *pub;	   /* NULL when standalone (stdout) */
 	struct ipc_ctrl_sub *ctrl; /* NULL without GALA_GOPHER_CTRL_URL */
-	int wake_rd, wake_wr; /* self-pipe: signal handlers and probe_rt__wake */
+	int wake_rd, wake_wr;	   /* self-pipe: signal handlers and probe_rt__wake */
 	int stop;
 	uint64_t emitted;
 	uint64_t invalid;
@@ -108,7 +108,7 @@ struct probe_rt *probe_rt__new(const struct probe_rt_opts *opts)
 	rt->wake_wr = fds[1];
 
 	if (data_url) {
-		struct ipc_pub_opts po = { .url = data_url, .probe_name = rt->name };
+		struct ipc_pub_opts po = {.url = data_url, .probe_name = rt->name};
 
 		/* Second line of defence: the supervisor's spawn path asks for this too. */
 		if (prctl(PR_SET_PDEATHSIG, SIGKILL) < 0)
@@ -290,9 +290,9 @@ int probe_rt__wait(struct probe_rt *rt, unsigned int ms)
 		if (now >= deadline)
 			return 0;
 
-		pfd[0] = (struct pollfd){ .fd = rt->wake_rd, .events = POLLIN };
+		pfd[0] = (struct pollfd){.fd = rt->wake_rd, .events = POLLIN};
 		if (rt->ctrl) {
-			pfd[1] = (struct pollfd){ .fd = ipc_ctrl_sub__fd(rt->ctrl), .events = POLLIN };
+			pfd[1] = (struct pollfd){.fd = ipc_ctrl_sub__fd(rt->ctrl), .events = POLLIN};
 			n = 2;
 		}
 		ret = poll(pfd, n, next > now ? (int)(next - now) : 0);

@@ -257,7 +257,7 @@ static void emit_proc(struct tp_ctx *ctx, uint32_t tgid, const struct tp_proc *v
 /* The supervisor's built-in event table (supervisor/events.c): not in a .meta file, so described here. */
 static const char *const event_v2_fields[] = {"entity_name", "entity_id", "metric", "severity",
 					      "body",	     "body_zh",	  "labels", "event_type"};
-static const unsigned char event_v2_kinds[] = {PROBE_F_KEY,	 PROBE_F_KEY,   PROBE_F_KEY,   PROBE_F_LABEL,
+static const unsigned char event_v2_kinds[] = {PROBE_F_KEY,   PROBE_F_KEY,   PROBE_F_KEY,   PROBE_F_LABEL,
 					       PROBE_F_LABEL, PROBE_F_LABEL, PROBE_F_LABEL, PROBE_F_LABEL};
 static const struct probe_table TBL_event_v2 = {"event_v2", 8, event_v2_fields, event_v2_kinds};
 

@@ -19,8 +19,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 		for (unsigned int i = 0; i < meta_registry__count(reg); i++) {
 			const struct meta_table *t = meta_registry__at(reg, i);
 
-			if (meta_registry__find(reg, t->name, strlen(t->name)) != t || t->nkeys == 0 || t->nfields == 0 ||
-			    t->nfields > META_FIELDS_MAX)
+			if (meta_registry__find(reg, t->name, strlen(t->name)) != t || t->nkeys == 0 ||
+			    t->nfields == 0 || t->nfields > META_FIELDS_MAX)
 				abort();
 		}
 	} else if (memchr(err, '\0', sizeof(err)) == NULL || err[0] == '\0') {

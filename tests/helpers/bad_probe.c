@@ -12,22 +12,22 @@
 #define PROG "bad_probe"
 
 /* Same table as tests/schema/test_bad.meta. */
-static const char *const test_bad_fields[] = { "k", "l", "g", "c" };
-static const unsigned char test_bad_kinds[] = { PROBE_F_KEY, PROBE_F_LABEL, PROBE_F_GAUGE, PROBE_F_COUNTER };
-static const struct probe_table TBL_test_bad = { "test_bad", 4, test_bad_fields, test_bad_kinds };
+static const char *const test_bad_fields[] = {"k", "l", "g", "c"};
+static const unsigned char test_bad_kinds[] = {PROBE_F_KEY, PROBE_F_LABEL, PROBE_F_GAUGE, PROBE_F_COUNTER};
+static const struct probe_table TBL_test_bad = {"test_bad", 4, test_bad_fields, test_bad_kinds};
 
 /* One of each rejection reason the validator has for a plain table, in a fixed order. */
 static const char *const bad_lines[] = {
-	"|test_bad|k1|l|1|", /* field_count */
+	"|test_bad|k1|l|1|",	    /* field_count */
 	"|no_such_table|k1|l|1|2|", /* unknown_table */
-	"|test_bad|k1|l|abc|2|", /* not_numeric */
-	"|test_bad|k1|l|1|-5|", /* negative_counter */
-	"|test_bad||l|1|2|", /* empty_key */
-	"test_bad|k1|l|1|2", /* malformed (framing) */
+	"|test_bad|k1|l|abc|2|",    /* not_numeric */
+	"|test_bad|k1|l|1|-5|",	    /* negative_counter */
+	"|test_bad||l|1|2|",	    /* empty_key */
+	"test_bad|k1|l|1|2",	    /* malformed (framing) */
 };
 
 enum mode { MODE_VALID, MODE_MALFORMED, MODE_EXIT, MODE_CRASH, MODE_FLOOD, MODE_IDLE };
-static const char *const mode_names[] = { "valid", "malformed", "exit", "crash", "flood", "idle" };
+static const char *const mode_names[] = {"valid", "malformed", "exit", "crash", "flood", "idle"};
 
 static void usage(FILE *f)
 {
@@ -85,7 +85,7 @@ int main(int argc, char **argv)
 	enum mode mode = MODE_VALID;
 	enum probe_log_level level = PLOG_INFO;
 	unsigned long n = 100000, nkeys = 100;
-	struct probe_rt_opts opts = { .name = PROG, .on_config = on_config };
+	struct probe_rt_opts opts = {.name = PROG, .on_config = on_config};
 	struct probe_rt *rt;
 	int c;
 

@@ -170,7 +170,7 @@ static void test_decode_rejects(void **state)
 
 	len = make_batch(buf, "tcp", 1, 0, "|a|\n");
 	expect_reject(buf, IPC_BATCH_HDR_LEN - 1, -EBADMSG); /* short */
-	expect_reject(buf, len - 1, -EBADMSG); /* length mismatch: message shorter than payload_len */
+	expect_reject(buf, len - 1, -EBADMSG);		     /* length mismatch: message shorter than payload_len */
 	buf[len] = '\n';
 	expect_reject(buf, len + 1, -EBADMSG); /* longer */
 
@@ -309,7 +309,7 @@ static int wait_msg(struct ipc_sub *sub, struct ipc_pub *pub, int timeout_ms, vo
 	uint64_t deadline = now_ms() + (uint64_t)timeout_ms;
 
 	for (;;) {
-		struct pollfd pfd = { .fd = ipc_sub__fd(sub), .events = POLLIN };
+		struct pollfd pfd = {.fd = ipc_sub__fd(sub), .events = POLLIN};
 		uint64_t now;
 		int rc, t;
 
@@ -387,7 +387,7 @@ static void test_pubsub_roundtrip(void **state)
 	sub = ipc_sub__new(url);
 	assert_non_null(sub);
 	assert_true(ipc_sub__fd(sub) >= 0);
-	pub = ipc_pub__new(&(struct ipc_pub_opts){ .url = url, .probe_name = "tcp" });
+	pub = ipc_pub__new(&(struct ipc_pub_opts){.url = url, .probe_name = "tcp"});
 	assert_non_null(pub);
 
 	append_records(pub, 0, 100);
@@ -420,7 +420,7 @@ static void test_pub_before_sub(void **state)
 	(void)state;
 	memset(&t, 0, sizeof(t));
 	new_url(url, sizeof(url));
-	pub = ipc_pub__new(&(struct ipc_pub_opts){ .url = url, .probe_name = "tcp", .max_payload = 1024 });
+	pub = ipc_pub__new(&(struct ipc_pub_opts){.url = url, .probe_name = "tcp", .max_payload = 1024});
 	assert_non_null(pub);
 	append_records(pub, 0, 1000); /* ~11 batches of <= 1024 bytes */
 	assert_int_equal(ipc_pub__flush(pub, 0), 0);
@@ -453,7 +453,7 @@ static void test_pending_overflow(void **state)
 	(void)state;
 	memset(&t, 0, sizeof(t));
 	new_url(url, sizeof(url));
-	pub = ipc_pub__new(&(struct ipc_pub_opts){ .url = url, .probe_name = "tcp", .pending_max = 2 });
+	pub = ipc_pub__new(&(struct ipc_pub_opts){.url = url, .probe_name = "tcp", .pending_max = 2});
 	assert_non_null(pub);
 	for (int b = 0; b < 5; b++) {
 		append_records(pub, (uint64_t)b * 10, 10);
@@ -490,8 +490,8 @@ static void test_flush_on_size(void **state)
 	sub = ipc_sub__new(url);
 	assert_non_null(sub);
 	/* flush_ms large so only size can trigger a flush. "|t|N|" is 5 bytes + '\n' = 6. */
-	pub = ipc_pub__new(&(struct ipc_pub_opts){ .url = url, .probe_name = "tcp", .max_payload = 20,
-						   .flush_ms = 100000 });
+	pub = ipc_pub__new(
+		&(struct ipc_pub_opts){.url = url, .probe_name = "tcp", .max_payload = 20, .flush_ms = 100000});
 	assert_non_null(pub);
 	append_records(pub, 0, 4); /* 3 fit (18 bytes), the 4th overflows and flushes the 3 first */
 	recv_records(sub, pub, &t, 3, 0, 20);
@@ -531,7 +531,7 @@ static void test_flush_on_time(void **state)
 	new_url(url, sizeof(url));
 	sub = ipc_sub__new(url);
 	assert_non_null(sub);
-	pub = ipc_pub__new(&(struct ipc_pub_opts){ .url = url, .probe_name = "tcp", .flush_ms = 30 });
+	pub = ipc_pub__new(&(struct ipc_pub_opts){.url = url, .probe_name = "tcp", .flush_ms = 30});
 	assert_non_null(pub);
 	assert_int_equal(ipc_pub__timeout_ms(pub), -1);
 
@@ -562,7 +562,7 @@ static void test_heartbeat(void **state)
 	new_url(url, sizeof(url));
 	sub = ipc_sub__new(url);
 	assert_non_null(sub);
-	pub = ipc_pub__new(&(struct ipc_pub_opts){ .url = url, .probe_name = "hb" });
+	pub = ipc_pub__new(&(struct ipc_pub_opts){.url = url, .probe_name = "hb"});
 	assert_non_null(pub);
 
 	assert_int_equal(ipc_pub__flush(pub, 0), 0); /* nothing open: no-op */
@@ -608,7 +608,7 @@ static void test_free_flushes(void **state)
 	new_url(url, sizeof(url));
 	sub = ipc_sub__new(url);
 	assert_non_null(sub);
-	pub = ipc_pub__new(&(struct ipc_pub_opts){ .url = url, .probe_name = "tcp", .max_payload = 256 });
+	pub = ipc_pub__new(&(struct ipc_pub_opts){.url = url, .probe_name = "tcp", .max_payload = 256});
 	assert_non_null(pub);
 	/* No event tells us the dial completed; poll the flag with a deadline. */
 	deadline = now_ms() + DEADLINE_MS;
@@ -632,20 +632,20 @@ static void test_pub_invalid(void **state)
 	errno = 0;
 	assert_null(ipc_pub__new(NULL));
 	assert_int_equal(errno, EINVAL);
-	assert_null(ipc_pub__new(&(struct ipc_pub_opts){ .url = url, .probe_name = "" }));
+	assert_null(ipc_pub__new(&(struct ipc_pub_opts){.url = url, .probe_name = ""}));
 	assert_int_equal(errno, EINVAL);
 	memset(name, 'n', IPC_PROBE_NAME_MAX);
 	name[IPC_PROBE_NAME_MAX] = '\0';
-	assert_null(ipc_pub__new(&(struct ipc_pub_opts){ .url = url, .probe_name = name }));
-	assert_null(ipc_pub__new(&(struct ipc_pub_opts){ .url = url, .probe_name = "a",
-							 .max_payload = IPC_BATCH_MAX_PAYLOAD + 1 }));
-	assert_null(ipc_pub__new(&(struct ipc_pub_opts){ .url = url, .probe_name = "a",
-							 .pending_max = IPC_PENDING_MAX_LIMIT + 1 }));
-	assert_null(ipc_pub__new(&(struct ipc_pub_opts){ .url = "nope://x", .probe_name = "a" }));
+	assert_null(ipc_pub__new(&(struct ipc_pub_opts){.url = url, .probe_name = name}));
+	assert_null(ipc_pub__new(
+		&(struct ipc_pub_opts){.url = url, .probe_name = "a", .max_payload = IPC_BATCH_MAX_PAYLOAD + 1}));
+	assert_null(ipc_pub__new(
+		&(struct ipc_pub_opts){.url = url, .probe_name = "a", .pending_max = IPC_PENDING_MAX_LIMIT + 1}));
+	assert_null(ipc_pub__new(&(struct ipc_pub_opts){.url = "nope://x", .probe_name = "a"}));
 	assert_int_not_equal(errno, 0);
 
 	name[IPC_PROBE_NAME_MAX - 1] = '\0'; /* 31 bytes: fits */
-	pub = ipc_pub__new(&(struct ipc_pub_opts){ .url = url, .probe_name = name });
+	pub = ipc_pub__new(&(struct ipc_pub_opts){.url = url, .probe_name = name});
 	assert_non_null(pub);
 	assert_int_equal(ipc_pub__append(pub, "", 0), -EINVAL);
 	assert_int_equal(ipc_pub__append(pub, NULL, 3), -EINVAL);
@@ -668,7 +668,7 @@ static void test_pub_invalid(void **state)
 static void test_sub_stale_socket(void **state)
 {
 	char url[128];
-	struct sockaddr_un sa = { .sun_family = AF_UNIX };
+	struct sockaddr_un sa = {.sun_family = AF_UNIX};
 	struct ipc_sub *sub, *sub2;
 	int fd;
 
@@ -698,7 +698,7 @@ static int wait_ctrl(struct ipc_ctrl_sub *cs, struct ipc_ctrl_pub *cp, const cha
 	uint64_t deadline = now_ms() + DEADLINE_MS;
 
 	for (;;) {
-		struct pollfd pfd = { .fd = ipc_ctrl_sub__fd(cs), .events = POLLIN };
+		struct pollfd pfd = {.fd = ipc_ctrl_sub__fd(cs), .events = POLLIN};
 		int rc = ipc_ctrl_sub__recv(cs, ret_v, ret_p);
 
 		if (rc != 0)
@@ -779,15 +779,15 @@ static void test_ctrl_malformed(void **state)
 		const char *data;
 		size_t len;
 	} bad[] = {
-#define M(s) { s, sizeof(s) - 1 }
-		M("tcp\nabc\n{}"), /* version not a number */
-		M("tcp\n12"), /* no newline after the version */
-		M("tcp\n\n{}"), /* empty version */
-		M("tcp\n-1\n{}"), /* sign */
-		M("tcp\n"), /* nothing after the topic */
+#define M(s) {s, sizeof(s) - 1}
+		M("tcp\nabc\n{}"),		   /* version not a number */
+		M("tcp\n12"),			   /* no newline after the version */
+		M("tcp\n\n{}"),			   /* empty version */
+		M("tcp\n-1\n{}"),		   /* sign */
+		M("tcp\n"),			   /* nothing after the topic */
 		M("tcp\n123456789012345678901\n"), /* 21 digits */
-		M("tcp\n18446744073709551616\n"), /* UINT64_MAX + 1 */
-		M("tcp\n5\n{\0}"), /* NUL in the payload */
+		M("tcp\n18446744073709551616\n"),  /* UINT64_MAX + 1 */
+		M("tcp\n5\n{\0}"),		   /* NUL in the payload */
 #undef M
 	};
 	char url[128];
@@ -809,7 +809,7 @@ static void test_ctrl_malformed(void **state)
 	/* Synchronise: resend a valid message until the subscriber has one. */
 	deadline = now_ms() + DEADLINE_MS;
 	while ((rc = ipc_ctrl_sub__recv(cs, &v, &p)) == 0 && now_ms() < deadline) {
-		struct pollfd pfd = { .fd = ipc_ctrl_sub__fd(cs), .events = POLLIN };
+		struct pollfd pfd = {.fd = ipc_ctrl_sub__fd(cs), .events = POLLIN};
 
 		raw_send(raw, "tcp\n1\nsync", 10);
 		poll(&pfd, 1, 20);
@@ -824,7 +824,7 @@ static void test_ctrl_malformed(void **state)
 
 	deadline = now_ms() + DEADLINE_MS;
 	for (;;) {
-		struct pollfd pfd = { .fd = ipc_ctrl_sub__fd(cs), .events = POLLIN };
+		struct pollfd pfd = {.fd = ipc_ctrl_sub__fd(cs), .events = POLLIN};
 
 		p = NULL;
 		rc = ipc_ctrl_sub__recv(cs, &v, &p);
@@ -855,20 +855,13 @@ static void test_ctrl_malformed(void **state)
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
-		cmocka_unit_test(test_codec_roundtrip),
-		cmocka_unit_test(test_decode_rejects),
-		cmocka_unit_test(test_seq_tracker),
-		cmocka_unit_test(test_pubsub_roundtrip),
-		cmocka_unit_test(test_pub_before_sub),
-		cmocka_unit_test(test_pending_overflow),
-		cmocka_unit_test(test_flush_on_size),
-		cmocka_unit_test(test_flush_on_time),
-		cmocka_unit_test(test_heartbeat),
-		cmocka_unit_test(test_free_flushes),
-		cmocka_unit_test(test_pub_invalid),
-		cmocka_unit_test(test_sub_stale_socket),
-		cmocka_unit_test(test_ctrl_roundtrip),
-		cmocka_unit_test(test_ctrl_malformed),
+		cmocka_unit_test(test_codec_roundtrip), cmocka_unit_test(test_decode_rejects),
+		cmocka_unit_test(test_seq_tracker),	cmocka_unit_test(test_pubsub_roundtrip),
+		cmocka_unit_test(test_pub_before_sub),	cmocka_unit_test(test_pending_overflow),
+		cmocka_unit_test(test_flush_on_size),	cmocka_unit_test(test_flush_on_time),
+		cmocka_unit_test(test_heartbeat),	cmocka_unit_test(test_free_flushes),
+		cmocka_unit_test(test_pub_invalid),	cmocka_unit_test(test_sub_stale_socket),
+		cmocka_unit_test(test_ctrl_roundtrip),	cmocka_unit_test(test_ctrl_malformed),
 	};
 
 	return cmocka_run_group_tests(tests, group_setup, group_teardown);

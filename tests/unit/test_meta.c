@@ -40,7 +40,8 @@ static const char system_cpu_meta[] =
 	"            { description: \"cpu_system_total_second\", type: \"counter\", name: \"system_total_second\", },\n"
 	"            { description: \"cpu_iowait_total_second\", type: \"counter\", name: \"iowait_total_second\", },\n"
 	"            { description: \"cpu_irq_total_second\", type: \"counter\", name: \"irq_total_second\", },\n"
-	"            { description: \"cpu_softirq_total_second\", type: \"counter\", name: \"softirq_total_second\", },\n"
+	"            { description: \"cpu_softirq_total_second\", type: \"counter\", name: \"softirq_total_second\", "
+	"},\n"
 	"            { description: \"Host name\", type: \"label\", name: \"host\", },\n"
 	"            {\n"
 	"                description: \"Run queue latency\",\n"
@@ -83,8 +84,9 @@ static char *table_text(const char *fields)
 {
 	char *s;
 
-	assert_true(asprintf(&s, "version = \"1\"\nmeasurements = ({ table_name = \"t\"; entity_name = \"e\";\n"
-				 "fields = (%s); });\n",
+	assert_true(asprintf(&s,
+			     "version = \"1\"\nmeasurements = ({ table_name = \"t\"; entity_name = \"e\";\n"
+			     "fields = (%s); });\n",
 			     fields) > 0);
 	return s;
 }
@@ -227,7 +229,8 @@ static void test_many_tables(void **state)
 	len += (size_t)snprintf(text + len, cap - len, "version = \"1\"\nmeasurements = (");
 	for (unsigned int i = 0; i <= META_TABLES_MAX; i++)
 		len += (size_t)snprintf(text + len, cap - len,
-					"%s{ table_name = \"t%u\"; entity_name = \"e\"; fields = ({ name = \"k\"; type = \"key\"; }); }\n",
+					"%s{ table_name = \"t%u\"; entity_name = \"e\"; fields = ({ name = \"k\"; type "
+					"= \"key\"; }); }\n",
 					i ? "," : "", i);
 	len += (size_t)snprintf(text + len, cap - len, ");\n");
 	assert_int_equal(meta_registry__load_buf(reg, "big.meta", text, len, err, sizeof(err)), -ENOSPC);
@@ -240,13 +243,14 @@ static void test_many_tables(void **state)
 static void test_trailing_comma_in_lists(void **state)
 {
 	/* accepted by libconfig >= 1.7, so upstream files may have them; also behind comments */
-	struct meta_registry *reg = load_ok("version = \"1\"\nmeasurements = (\n"
-					    "  { table_name = \"t\"; entity_name = \"e\";\n"
-					    "    fields = ( { name = \"k\"; type = \"key\"; }, # comment\n"
-					    "               { name = \"v\"; type = \"gauge\"; }, /* c */ ); },\n"
-					    "  { table_name = \"u\"; entity_name = \"e\";\n"
-					    "    fields = ( { name = \"k\"; type = \"key\"; description = \"a, \" \") b\"; }, ); },\n"
-					    "// last\n);\nunused = [1, 2, ];\nstrs = ( \"a\", \"b\" \"c\", [ \"d\", \"e\" ], );\n");
+	struct meta_registry *reg =
+		load_ok("version = \"1\"\nmeasurements = (\n"
+			"  { table_name = \"t\"; entity_name = \"e\";\n"
+			"    fields = ( { name = \"k\"; type = \"key\"; }, # comment\n"
+			"               { name = \"v\"; type = \"gauge\"; }, /* c */ ); },\n"
+			"  { table_name = \"u\"; entity_name = \"e\";\n"
+			"    fields = ( { name = \"k\"; type = \"key\"; description = \"a, \" \") b\"; }, ); },\n"
+			"// last\n);\nunused = [1, 2, ];\nstrs = ( \"a\", \"b\" \"c\", [ \"d\", \"e\" ], );\n");
 
 	assert_int_equal(meta_registry__count(reg), 2);
 	assert_int_equal(meta_registry__find(reg, "t", 1)->nfields, 2);
@@ -309,72 +313,73 @@ static void test_load_errors(void **state)
 	char long_name[100], long_desc[600], fields[2000], *many;
 	size_t cap = (META_FIELDS_MAX + 1) * 48 + 64, len = 0;
 	const struct load_case cases[] = {
-		{ "version = \"1\"\nmeasurements = ( {\n oops }\n);\n", NULL, -EINVAL,
-		  "schema/foo.meta:3: syntax error" },
-		{ "measurements = ();\n", NULL, -EINVAL, "schema/foo.meta: missing version" },
-		{ "version = 1;\nmeasurements = ();\n", NULL, -EINVAL, "schema/foo.meta:1: version is not a string" },
-		{ "version = \"1\";\n", NULL, -EINVAL, "schema/foo.meta: missing measurements" },
-		{ "version = \"1\";\n\nmeasurements = { a = 1; };\n", NULL, -EINVAL,
-		  "schema/foo.meta:3: measurements is not a list ( ... )" },
-		{ "version = \"1\";\nmeasurements = ();\n", NULL, -EINVAL, "schema/foo.meta:2: measurements is empty" },
-		{ "version = \"1\";\nmeasurements = (\n 1 );\n", NULL, -EINVAL,
-		  "schema/foo.meta:3: measurement 1: not a group { ... }" },
-		{ "version = \"1\";\nmeasurements = (\n { entity_name = \"e\"; fields = (); } );\n", NULL, -EINVAL,
-		  "schema/foo.meta:3: measurement 1: missing table_name" },
-		{ "version = \"1\";\nmeasurements = (\n { table_name = \"1x\"; } );\n", NULL, -EINVAL,
-		  "schema/foo.meta:3: measurement 1: table_name '1x' is not a valid name ([A-Za-z_][A-Za-z0-9_]*)" },
-		{ "version = \"1\";\nmeasurements = (\n { table_name = \"a-b\"; } );\n", NULL, -EINVAL,
-		  "schema/foo.meta:3: measurement 1: table_name 'a-b' is not a valid name ([A-Za-z_][A-Za-z0-9_]*)" },
-		{ "version = \"1\";\nmeasurements = (\n { table_name = \"\"; } );\n", NULL, -EINVAL,
-		  "schema/foo.meta:3: measurement 1: table_name is empty" },
-		{ "version = \"1\";\nmeasurements = (\n { table_name = 3; } );\n", NULL, -EINVAL,
-		  "schema/foo.meta:3: measurement 1: table_name is not a string" },
-		{ "version = \"1\";\nmeasurements = (\n { table_name = \"t\"; fields = (); } );\n", NULL, -EINVAL,
-		  "schema/foo.meta:3: table 't': missing entity_name" },
-		{ "version = \"1\";\nmeasurements = (\n { table_name = \"t\"; entity_name = \"e\"; } );\n", NULL,
-		  -EINVAL, "schema/foo.meta:3: table 't': missing fields" },
-		{ "version = \"1\";\nmeasurements = (\n { table_name = \"t\"; entity_name = \"e\";\n fields = 1; } );\n",
-		  NULL, -EINVAL, "schema/foo.meta:4: table 't': fields is not a list ( ... )" },
-		{ NULL, "", -EINVAL, "schema/foo.meta:3: table 't': 0 fields, expected 1 to 256" },
-		{ NULL, "1", -EINVAL, "schema/foo.meta:3: table 't': field 1: not a group { ... }" },
-		{ NULL, "{ type = \"key\"; }", -EINVAL, "schema/foo.meta:3: table 't': field 1: missing name" },
-		{ NULL, "{ name = \"a.b\"; type = \"key\"; }", -EINVAL,
-		  "schema/foo.meta:3: table 't': field 1: name 'a.b' is not a valid name ([A-Za-z_][A-Za-z0-9_]*)" },
-		{ NULL, "{ name = \"k\"; }", -EINVAL, "schema/foo.meta:3: table 't': field 1: missing type" },
-		{ NULL, "{ name = \"k\"; type = 1; }", -EINVAL,
-		  "schema/foo.meta:3: table 't': field 1: type is not a string" },
-		{ "version = \"1\";\nmeasurements = ({ table_name = \"x\"; entity_name = \"e\"; fields = (\n"
-		  "  { name = \"k\"; type = \"key\"; },\n  { name = \"a\"; type = \"gauge\"; },\n"
-		  "  { name = \"b\";\n    type = \"gauge2\"; }\n); });\n",
-		  NULL, -EINVAL,
-		  "schema/foo.meta:6: table 'x': field 3: unknown type 'gauge2' (key, label, gauge, counter, "
-		  "histogram or summary)" },
-		{ NULL, "{ name = \"k\"; type = \"key\"; description = 7; }", -EINVAL,
-		  "schema/foo.meta:3: table 't': field 1: description is not a string" },
-		{ NULL, "{ name = \"k\"; type = \"key\"; }, { name = \"k\"; type = \"gauge\"; }", -EINVAL,
-		  "schema/foo.meta:3: table 't': field 2: duplicate field name 'k'" },
-		{ NULL, "{ name = \"g\"; type = \"gauge\"; }, { name = \"l\"; type = \"label\"; }", -EINVAL,
-		  "schema/foo.meta:2: table 't': no field of type key" },
-		{ "version = \"1\";\nmeasurements = (\n { table_name = \"t\"; entity_name = \"e\"; fields = ({ name = "
-		  "\"k\"; type = \"key\"; }); },\n { table_name = \"t\"; entity_name = \"e\"; fields = ({ name = "
-		  "\"k\"; type = \"key\"; }); });\n",
-		  NULL, -EEXIST, "schema/foo.meta:4: table 't' defined twice" },
-		{ "version = \"1\";\n@include \"/etc/passwd\"\n", NULL, -EINVAL,
-		  "schema/foo.meta:2: @include is not supported in .meta files" },
-		{ "version = \"1\";\n\n\nmeasurements = (\n", NULL, -EINVAL, "schema/foo.meta:5: syntax error" }, /* at the end */
+		{"version = \"1\"\nmeasurements = ( {\n oops }\n);\n", NULL, -EINVAL,
+		 "schema/foo.meta:3: syntax error"},
+		{"measurements = ();\n", NULL, -EINVAL, "schema/foo.meta: missing version"},
+		{"version = 1;\nmeasurements = ();\n", NULL, -EINVAL, "schema/foo.meta:1: version is not a string"},
+		{"version = \"1\";\n", NULL, -EINVAL, "schema/foo.meta: missing measurements"},
+		{"version = \"1\";\n\nmeasurements = { a = 1; };\n", NULL, -EINVAL,
+		 "schema/foo.meta:3: measurements is not a list ( ... )"},
+		{"version = \"1\";\nmeasurements = ();\n", NULL, -EINVAL, "schema/foo.meta:2: measurements is empty"},
+		{"version = \"1\";\nmeasurements = (\n 1 );\n", NULL, -EINVAL,
+		 "schema/foo.meta:3: measurement 1: not a group { ... }"},
+		{"version = \"1\";\nmeasurements = (\n { entity_name = \"e\"; fields = (); } );\n", NULL, -EINVAL,
+		 "schema/foo.meta:3: measurement 1: missing table_name"},
+		{"version = \"1\";\nmeasurements = (\n { table_name = \"1x\"; } );\n", NULL, -EINVAL,
+		 "schema/foo.meta:3: measurement 1: table_name '1x' is not a valid name ([A-Za-z_][A-Za-z0-9_]*)"},
+		{"version = \"1\";\nmeasurements = (\n { table_name = \"a-b\"; } );\n", NULL, -EINVAL,
+		 "schema/foo.meta:3: measurement 1: table_name 'a-b' is not a valid name ([A-Za-z_][A-Za-z0-9_]*)"},
+		{"version = \"1\";\nmeasurements = (\n { table_name = \"\"; } );\n", NULL, -EINVAL,
+		 "schema/foo.meta:3: measurement 1: table_name is empty"},
+		{"version = \"1\";\nmeasurements = (\n { table_name = 3; } );\n", NULL, -EINVAL,
+		 "schema/foo.meta:3: measurement 1: table_name is not a string"},
+		{"version = \"1\";\nmeasurements = (\n { table_name = \"t\"; fields = (); } );\n", NULL, -EINVAL,
+		 "schema/foo.meta:3: table 't': missing entity_name"},
+		{"version = \"1\";\nmeasurements = (\n { table_name = \"t\"; entity_name = \"e\"; } );\n", NULL,
+		 -EINVAL, "schema/foo.meta:3: table 't': missing fields"},
+		{"version = \"1\";\nmeasurements = (\n { table_name = \"t\"; entity_name = \"e\";\n fields = 1; } );\n",
+		 NULL, -EINVAL, "schema/foo.meta:4: table 't': fields is not a list ( ... )"},
+		{NULL, "", -EINVAL, "schema/foo.meta:3: table 't': 0 fields, expected 1 to 256"},
+		{NULL, "1", -EINVAL, "schema/foo.meta:3: table 't': field 1: not a group { ... }"},
+		{NULL, "{ type = \"key\"; }", -EINVAL, "schema/foo.meta:3: table 't': field 1: missing name"},
+		{NULL, "{ name = \"a.b\"; type = \"key\"; }", -EINVAL,
+		 "schema/foo.meta:3: table 't': field 1: name 'a.b' is not a valid name ([A-Za-z_][A-Za-z0-9_]*)"},
+		{NULL, "{ name = \"k\"; }", -EINVAL, "schema/foo.meta:3: table 't': field 1: missing type"},
+		{NULL, "{ name = \"k\"; type = 1; }", -EINVAL,
+		 "schema/foo.meta:3: table 't': field 1: type is not a string"},
+		{"version = \"1\";\nmeasurements = ({ table_name = \"x\"; entity_name = \"e\"; fields = (\n"
+		 "  { name = \"k\"; type = \"key\"; },\n  { name = \"a\"; type = \"gauge\"; },\n"
+		 "  { name = \"b\";\n    type = \"gauge2\"; }\n); });\n",
+		 NULL, -EINVAL,
+		 "schema/foo.meta:6: table 'x': field 3: unknown type 'gauge2' (key, label, gauge, counter, "
+		 "histogram or summary)"},
+		{NULL, "{ name = \"k\"; type = \"key\"; description = 7; }", -EINVAL,
+		 "schema/foo.meta:3: table 't': field 1: description is not a string"},
+		{NULL, "{ name = \"k\"; type = \"key\"; }, { name = \"k\"; type = \"gauge\"; }", -EINVAL,
+		 "schema/foo.meta:3: table 't': field 2: duplicate field name 'k'"},
+		{NULL, "{ name = \"g\"; type = \"gauge\"; }, { name = \"l\"; type = \"label\"; }", -EINVAL,
+		 "schema/foo.meta:2: table 't': no field of type key"},
+		{"version = \"1\";\nmeasurements = (\n { table_name = \"t\"; entity_name = \"e\"; fields = ({ name = "
+		 "\"k\"; type = \"key\"; }); },\n { table_name = \"t\"; entity_name = \"e\"; fields = ({ name = "
+		 "\"k\"; type = \"key\"; }); });\n",
+		 NULL, -EEXIST, "schema/foo.meta:4: table 't' defined twice"},
+		{"version = \"1\";\n@include \"/etc/passwd\"\n", NULL, -EINVAL,
+		 "schema/foo.meta:2: @include is not supported in .meta files"},
+		{"version = \"1\";\n\n\nmeasurements = (\n", NULL, -EINVAL,
+		 "schema/foo.meta:5: syntax error"}, /* at the end */
 		/* strings where libconfig 1.5 would fail on them (and leak them): caught before it */
-		{ "\"x\"\n", NULL, -EINVAL, "schema/foo.meta:1: syntax error" },
-		{ "version = \"1\";\nmeasurements = (\n { table_name = \"t\", \"u\" } );\n", NULL, -EINVAL,
-		  "schema/foo.meta:3: syntax error" },
-		{ "version = \"1\" \n\"2\" x\n", NULL, -EINVAL, "schema/foo.meta:3: syntax error" },
-		{ "version = 1 \"x\";\n", NULL, -EINVAL, "schema/foo.meta:1: syntax error" },
-		{ "version = \"1\";\nx = [ 1 \"x\" ];\n", NULL, -EINVAL, "schema/foo.meta:2: syntax error" },
-		{ "version = \"1\";\nx = { \"x\" };\n", NULL, -EINVAL, "schema/foo.meta:2: syntax error" },
-		{ "version = \"1\";\nx \"x\";\n", NULL, -EINVAL, "schema/foo.meta:2: syntax error" },
-		{ "version = \"1\";\nx = \"abc\n\n", NULL, -EINVAL, "schema/foo.meta:2: unterminated string" },
-		{ "version = \"1\";\nx = \"abc\\\"", NULL, -EINVAL, "schema/foo.meta:2: unterminated string" },
-		{ "version = \"1\";\nx = ((((((((((((((((((((((((((((((((((((((((((((((((((((((((((((((((();\n", NULL,
-		  -EINVAL, "schema/foo.meta:2: nested deeper than 64" },
+		{"\"x\"\n", NULL, -EINVAL, "schema/foo.meta:1: syntax error"},
+		{"version = \"1\";\nmeasurements = (\n { table_name = \"t\", \"u\" } );\n", NULL, -EINVAL,
+		 "schema/foo.meta:3: syntax error"},
+		{"version = \"1\" \n\"2\" x\n", NULL, -EINVAL, "schema/foo.meta:3: syntax error"},
+		{"version = 1 \"x\";\n", NULL, -EINVAL, "schema/foo.meta:1: syntax error"},
+		{"version = \"1\";\nx = [ 1 \"x\" ];\n", NULL, -EINVAL, "schema/foo.meta:2: syntax error"},
+		{"version = \"1\";\nx = { \"x\" };\n", NULL, -EINVAL, "schema/foo.meta:2: syntax error"},
+		{"version = \"1\";\nx \"x\";\n", NULL, -EINVAL, "schema/foo.meta:2: syntax error"},
+		{"version = \"1\";\nx = \"abc\n\n", NULL, -EINVAL, "schema/foo.meta:2: unterminated string"},
+		{"version = \"1\";\nx = \"abc\\\"", NULL, -EINVAL, "schema/foo.meta:2: unterminated string"},
+		{"version = \"1\";\nx = ((((((((((((((((((((((((((((((((((((((((((((((((((((((((((((((((();\n", NULL,
+		 -EINVAL, "schema/foo.meta:2: nested deeper than 64"},
 	};
 
 	for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++)
@@ -384,26 +389,26 @@ static void test_load_errors(void **state)
 	memset(long_name, 'a', 64);
 	long_name[64] = '\0';
 	snprintf(fields, sizeof(fields), "%s, { name = \"%s\"; type = \"gauge\"; }", K, long_name);
-	check_load_error(&(struct load_case){ NULL, fields, -EINVAL,
-					      "schema/foo.meta:3: table 't': field 2: name longer than 63 bytes" });
+	check_load_error(&(struct load_case){NULL, fields, -EINVAL,
+					     "schema/foo.meta:3: table 't': field 2: name longer than 63 bytes"});
 	memset(long_desc, 'd', 512);
 	long_desc[512] = '\0';
 	snprintf(fields, sizeof(fields), "{ name = \"k\"; type = \"key\"; description = \"%s\"; }", long_desc);
 	check_load_error(&(struct load_case){
-		NULL, fields, -EINVAL, "schema/foo.meta:3: table 't': field 1: description longer than 511 bytes" });
+		NULL, fields, -EINVAL, "schema/foo.meta:3: table 't': field 1: description longer than 511 bytes"});
 	snprintf(fields, sizeof(fields), "version = \"%s\";\nmeasurements = ();\n", long_name);
-	check_load_error(&(struct load_case){ fields, NULL, -EINVAL, "schema/foo.meta:1: version longer than 63 bytes" });
+	check_load_error(&(struct load_case){fields, NULL, -EINVAL, "schema/foo.meta:1: version longer than 63 bytes"});
 	snprintf(fields, sizeof(fields), "version = \"1\";\nmeasurements = ({ table_name = \"%s\"; });\n", long_name);
-	check_load_error(&(struct load_case){
-		fields, NULL, -EINVAL, "schema/foo.meta:2: measurement 1: table_name longer than 63 bytes" });
+	check_load_error(&(struct load_case){fields, NULL, -EINVAL,
+					     "schema/foo.meta:2: measurement 1: table_name longer than 63 bytes"});
 
 	many = malloc(cap);
 	assert_non_null(many);
 	len += (size_t)snprintf(many, cap, "%s", K);
 	for (unsigned int i = 1; i <= META_FIELDS_MAX; i++)
 		len += (size_t)snprintf(many + len, cap - len, ", { name = \"f%u\"; type = \"gauge\"; }", i);
-	check_load_error(&(struct load_case){ NULL, many, -EINVAL,
-					      "schema/foo.meta:3: table 't': 257 fields, expected 1 to 256" });
+	check_load_error(&(struct load_case){NULL, many, -EINVAL,
+					     "schema/foo.meta:3: table 't': 257 fields, expected 1 to 256"});
 	free(many);
 }
 
@@ -411,18 +416,19 @@ static void test_load_error_nothing_added(void **state)
 {
 	struct meta_registry *reg = meta_registry__new();
 	/* the first table is fine, the second is not: neither may be added */
-	const char text[] = "version = \"1\";\nmeasurements = (\n"
-			    " { table_name = \"good\"; entity_name = \"e\"; fields = ({ name = \"k\"; type = \"key\"; }); },\n"
-			    " { table_name = \"bad\"; entity_name = \"e\"; fields = ({ name = \"k\"; type = \"nope\"; }); });\n";
+	const char text[] =
+		"version = \"1\";\nmeasurements = (\n"
+		" { table_name = \"good\"; entity_name = \"e\"; fields = ({ name = \"k\"; type = \"key\"; }); },\n"
+		" { table_name = \"bad\"; entity_name = \"e\"; fields = ({ name = \"k\"; type = \"nope\"; }); });\n";
 	char err[256];
 
 	assert_int_equal(meta_registry__load_buf(reg, "x.meta", text, strlen(text), err, sizeof(err)), -EINVAL);
 	assert_int_equal(meta_registry__count(reg), 0);
 	assert_null(meta_registry__find(reg, "good", 4));
 	/* a cut file is a syntax error, and adds nothing either */
-	assert_int_equal(meta_registry__load_buf(reg, "x.meta", text, (size_t)(strstr(text, ",\n {") - text), err,
-						 sizeof(err)),
-			 -EINVAL);
+	assert_int_equal(
+		meta_registry__load_buf(reg, "x.meta", text, (size_t)(strstr(text, ",\n {") - text), err, sizeof(err)),
+		-EINVAL);
 	assert_int_equal(meta_registry__count(reg), 0);
 	meta_registry__free(reg);
 }
@@ -457,10 +463,11 @@ static void test_load_file_and_duplicates(void **state)
 	char path[512], path2[512], err[512], want[2048];
 
 	write_file(dir, "cpu.meta", system_cpu_meta);
-	write_file(dir, "dup.meta",
-		   "version = \"2\"\nmeasurements = (\n { table_name = \"other\"; entity_name = \"e\"; fields = ({ name = "
-		   "\"k\"; type = \"key\"; }); },\n { table_name = \"system_cpu_util\"; entity_name = \"e\"; fields = "
-		   "({ name = \"k\"; type = \"key\"; }); });\n");
+	write_file(
+		dir, "dup.meta",
+		"version = \"2\"\nmeasurements = (\n { table_name = \"other\"; entity_name = \"e\"; fields = ({ name = "
+		"\"k\"; type = \"key\"; }); },\n { table_name = \"system_cpu_util\"; entity_name = \"e\"; fields = "
+		"({ name = \"k\"; type = \"key\"; }); });\n");
 	snprintf(path, sizeof(path), "%s/cpu.meta", dir);
 	snprintf(path2, sizeof(path2), "%s/dup.meta", dir);
 
@@ -573,40 +580,40 @@ static void test_record_rejects(void **state)
 {
 	struct meta_registry *reg = *state;
 	static const struct rec_case cases[] = {
-		{ "", META_REJ_MALFORMED, -1 },
-		{ "|", META_REJ_MALFORMED, -1 },
-		{ "||", META_REJ_MALFORMED, -1 },
-		{ "|||", META_REJ_MALFORMED, -1 },
-		{ "system_cpu_util|1|2|1 0.5 1 1 1|", META_REJ_MALFORMED, -1 },
-		{ "|system_cpu_util|1|2|1 0.5 1 1 1", META_REJ_MALFORMED, -1 },
-		{ "|system_cpu_util|1|2|1 0.5 1 1 1|\r", META_REJ_MALFORMED, -1 },
-		{ "|system_cpu_util|1\n|2|1 0.5 1 1 1|", META_REJ_MALFORMED, -1 },
-		{ "|nope|1|", META_REJ_UNKNOWN_TABLE, -1 },
-		{ "|system_cp|1|", META_REJ_UNKNOWN_TABLE, -1 },
-		{ "|system_cpu_util|", META_REJ_FIELD_COUNT, -1 },
-		{ "|system_cpu_util|1|", META_REJ_FIELD_COUNT, -1 },
-		{ "|system_cpu_util|1|2|", META_REJ_FIELD_COUNT, -1 },
-		{ "|system_cpu_util|1|2|1 0.5 1 1 1||", META_REJ_FIELD_COUNT, -1 },
+		{"", META_REJ_MALFORMED, -1},
+		{"|", META_REJ_MALFORMED, -1},
+		{"||", META_REJ_MALFORMED, -1},
+		{"|||", META_REJ_MALFORMED, -1},
+		{"system_cpu_util|1|2|1 0.5 1 1 1|", META_REJ_MALFORMED, -1},
+		{"|system_cpu_util|1|2|1 0.5 1 1 1", META_REJ_MALFORMED, -1},
+		{"|system_cpu_util|1|2|1 0.5 1 1 1|\r", META_REJ_MALFORMED, -1},
+		{"|system_cpu_util|1\n|2|1 0.5 1 1 1|", META_REJ_MALFORMED, -1},
+		{"|nope|1|", META_REJ_UNKNOWN_TABLE, -1},
+		{"|system_cp|1|", META_REJ_UNKNOWN_TABLE, -1},
+		{"|system_cpu_util|", META_REJ_FIELD_COUNT, -1},
+		{"|system_cpu_util|1|", META_REJ_FIELD_COUNT, -1},
+		{"|system_cpu_util|1|2|", META_REJ_FIELD_COUNT, -1},
+		{"|system_cpu_util|1|2|1 0.5 1 1 1||", META_REJ_FIELD_COUNT, -1},
 		/* the count is checked before the values: a bad value does not hide a wrong count */
-		{ "|system_cpu_util||x|", META_REJ_FIELD_COUNT, -1 },
-		{ "|system_cpu_util||x|y|z|", META_REJ_FIELD_COUNT, -1 },
-		{ "|system_cpu_util||2|1 0.5 1 1 1|", META_REJ_EMPTY_KEY, 0 },
-		{ "|system_cpu_util|1||1 0.5 1 1 1|", META_REJ_NOT_NUMERIC, 1 },
-		{ "|system_cpu_util|1|x|1 0.5 1 1 1|", META_REJ_NOT_NUMERIC, 1 },
-		{ "|system_cpu_util|1| 2|1 0.5 1 1 1|", META_REJ_NOT_NUMERIC, 1 },
-		{ "|system_cpu_util|1|-2|1 0.5 1 1 1|", META_OK, -1 }, /* a gauge may be negative */
-		{ "|system_cpu_util|1|2|1 1.5 1 1 1|", META_REJ_BAD_SUMMARY, 2 },
-		{ "|system_cpu_util|1|2||", META_REJ_BAD_SUMMARY, 2 },
-		{ "|system_cpu_util|a\tb|2|1 0.5 1 1 1|", META_OK, -1 },
-		{ "|system_cpu_util|a\x01|2|1 0.5 1 1 1|", META_REJ_BAD_UTF8, 0 },
-		{ "|system_cpu_util|\xc3\x28|2|1 0.5 1 1 1|", META_REJ_BAD_UTF8, 0 },
+		{"|system_cpu_util||x|", META_REJ_FIELD_COUNT, -1},
+		{"|system_cpu_util||x|y|z|", META_REJ_FIELD_COUNT, -1},
+		{"|system_cpu_util||2|1 0.5 1 1 1|", META_REJ_EMPTY_KEY, 0},
+		{"|system_cpu_util|1||1 0.5 1 1 1|", META_REJ_NOT_NUMERIC, 1},
+		{"|system_cpu_util|1|x|1 0.5 1 1 1|", META_REJ_NOT_NUMERIC, 1},
+		{"|system_cpu_util|1| 2|1 0.5 1 1 1|", META_REJ_NOT_NUMERIC, 1},
+		{"|system_cpu_util|1|-2|1 0.5 1 1 1|", META_OK, -1}, /* a gauge may be negative */
+		{"|system_cpu_util|1|2|1 1.5 1 1 1|", META_REJ_BAD_SUMMARY, 2},
+		{"|system_cpu_util|1|2||", META_REJ_BAD_SUMMARY, 2},
+		{"|system_cpu_util|a\tb|2|1 0.5 1 1 1|", META_OK, -1},
+		{"|system_cpu_util|a\x01|2|1 0.5 1 1 1|", META_REJ_BAD_UTF8, 0},
+		{"|system_cpu_util|\xc3\x28|2|1 0.5 1 1 1|", META_REJ_BAD_UTF8, 0},
 		/* the first bad field is reported */
-		{ "|system_cpu_util|1|x|x|", META_REJ_NOT_NUMERIC, 1 },
-		{ "|system_cpu|1|0|0|0|0|-1|0|0|0|0|0|h|1 1 1 1 1|", META_REJ_NEGATIVE_COUNTER, 5 },
-		{ "|system_cpu|1|0|0|0|0|-0|0|0|0|0|0|h|1 1 1 1 1|", META_OK, -1 },
-		{ "|system_cpu|1|0|0|0|0|1|0|0|0|0|0|h|1 1 1 1|", META_REJ_BAD_HISTOGRAM, 12 },
-		{ "|system_cpu|1|0|0|0|0|1|0|0|0|0|0|\xff|1 1 1 1 1|", META_REJ_BAD_UTF8, 11 },
-		{ "|system_cpu|1|0|0|0|0|1|0|0|0|0|e|h|1 1 1 1 1|", META_REJ_NOT_NUMERIC, 10 },
+		{"|system_cpu_util|1|x|x|", META_REJ_NOT_NUMERIC, 1},
+		{"|system_cpu|1|0|0|0|0|-1|0|0|0|0|0|h|1 1 1 1 1|", META_REJ_NEGATIVE_COUNTER, 5},
+		{"|system_cpu|1|0|0|0|0|-0|0|0|0|0|0|h|1 1 1 1 1|", META_OK, -1},
+		{"|system_cpu|1|0|0|0|0|1|0|0|0|0|0|h|1 1 1 1|", META_REJ_BAD_HISTOGRAM, 12},
+		{"|system_cpu|1|0|0|0|0|1|0|0|0|0|0|\xff|1 1 1 1 1|", META_REJ_BAD_UTF8, 11},
+		{"|system_cpu|1|0|0|0|0|1|0|0|0|0|e|h|1 1 1 1 1|", META_REJ_NOT_NUMERIC, 10},
 	};
 	for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
 		int field = 99;
@@ -691,38 +698,38 @@ static void test_numbers(void **state)
 		const char *s;
 		double v;
 	} good[] = {
-		{ "0", 0 },
-		{ "12", 12 },
-		{ "-3", -3 },
-		{ "1.5", 1.5 },
-		{ "0.25", 0.25 },
-		{ "1e6", 1e6 },
-		{ "1E6", 1e6 },
-		{ "1e+6", 1e6 },
-		{ "2.5e-3", 2.5e-3 },
-		{ "007", 7 },
-		{ "-0.0", -0.0 },
-		{ "0.1", 0.1 },
-		{ "123.456", 123.456 },
-		{ "18446744073709551615", 18446744073709551615.0 },
-		{ "18446744073709551616", 18446744073709551616.0 },
-		{ "9007199254740993", 9007199254740993.0 },
-		{ "123456789012345678901234567890", 123456789012345678901234567890.0 },
-		{ "0.000000000000000000000000000001", 1e-30 },
-		{ "3.14159265358979323846264338327950288", 3.14159265358979323846264338327950288 },
-		{ "1e308", 1e308 },
-		{ "1.7976931348623157e308", 1.7976931348623157e308 },
-		{ "4.9e-324", 4.9e-324 },
-		{ "1e-400", 0 }, /* underflow is fine */
-		{ "0e999999999999", 0 },
-		{ "1e22", 1e22 },
-		{ "1e23", 1e23 },
-		{ "8.589973e9", 8.589973e9 },
+		{"0", 0},
+		{"12", 12},
+		{"-3", -3},
+		{"1.5", 1.5},
+		{"0.25", 0.25},
+		{"1e6", 1e6},
+		{"1E6", 1e6},
+		{"1e+6", 1e6},
+		{"2.5e-3", 2.5e-3},
+		{"007", 7},
+		{"-0.0", -0.0},
+		{"0.1", 0.1},
+		{"123.456", 123.456},
+		{"18446744073709551615", 18446744073709551615.0},
+		{"18446744073709551616", 18446744073709551616.0},
+		{"9007199254740993", 9007199254740993.0},
+		{"123456789012345678901234567890", 123456789012345678901234567890.0},
+		{"0.000000000000000000000000000001", 1e-30},
+		{"3.14159265358979323846264338327950288", 3.14159265358979323846264338327950288},
+		{"1e308", 1e308},
+		{"1.7976931348623157e308", 1.7976931348623157e308},
+		{"4.9e-324", 4.9e-324},
+		{"1e-400", 0}, /* underflow is fine */
+		{"0e999999999999", 0},
+		{"1e22", 1e22},
+		{"1e23", 1e23},
+		{"8.589973e9", 8.589973e9},
 	};
 	static const char *const bad[] = {
-		"",	"-",	"+1",	" 1",  "1 ",  "1.",   ".5",	"1e",	  "1e+",       "0x10",	"inf",
-		"-inf", "nan",	"NaN",	"1,5", "1.5.", "--1", "1e5.5", "1e309", "-1e309", "1_000", "\xd9\xa3",
-		"1..2", "e5",	"1-",	"１",
+		"",	 "-",	   "+1",    " 1",	"1 ",	"1.",  ".5",   "1e",  "1e+",
+		"0x10",	 "inf",	   "-inf",  "nan",	"NaN",	"1,5", "1.5.", "--1", "1e5.5",
+		"1e309", "-1e309", "1_000", "\xd9\xa3", "1..2", "e5",  "1-",   "１",
 	};
 	double v;
 
@@ -757,7 +764,7 @@ static void test_numbers(void **state)
 	assert_int_equal(meta_parse_number(big, META_NUMBER_MAX_LEN, &v), 0);
 	assert_int_equal(meta_parse_number(big, META_NUMBER_MAX_LEN + 1, &v), -EINVAL);
 	/* every double printed by printf %.17g reads back exactly */
-	static const double scale[] = { 1e-30, 1e-10, 1e-3, 1, 1e3, 1e10, 1e20, 1e100 };
+	static const double scale[] = {1e-30, 1e-10, 1e-3, 1, 1e3, 1e10, 1e20, 1e100};
 	for (int i = 0; i < 20000; i++) {
 		double x = (double)random() / RAND_MAX * scale[i % 8] * (i % 3 ? 1 : -1);
 		char s[64];
@@ -782,23 +789,23 @@ static void test_histogram(void **state)
 	};
 	static const char *const bad[] = {
 		"",
-		"0 0 0",		  /* N out of range */
-		"65 1 1 1 1",		  /* N out of range (and short) */
-		"-1 1 1 1 1",		  /* N not an integer */
-		"1.0 1 1 1 1",		  /* N not an integer */
-		"1 0.5 3 1.5",		  /* too few tokens */
-		"1 0.5 3 1.5 3 4",	  /* too many tokens */
-		"2 10 1 10 5 123.5 7",	  /* bounds not increasing */
-		"2 10 5 100 1 123.5 7",	  /* cumulative counts decreasing */
-		"2 10 1 100 5 123.5 4",	  /* count < cum_N */
-		"1 0.5 -3 1.5 3",	  /* negative count */
-		"1 0.5 3.0 1.5 3",	  /* count not an integer */
-		"1 0.5 3 x 3",		  /* sum not a number */
-		"1 inf 3 1.5 3",	  /* infinite bound */
-		"1  0.5 3 1.5 3",	  /* two spaces */
-		" 1 0.5 3 1.5 3",	  /* leading space */
-		"1 0.5 3 1.5 3 ",	  /* trailing space */
-		"1\t0.5 3 1.5 3",	  /* tab */
+		"0 0 0",					       /* N out of range */
+		"65 1 1 1 1",					       /* N out of range (and short) */
+		"-1 1 1 1 1",					       /* N not an integer */
+		"1.0 1 1 1 1",					       /* N not an integer */
+		"1 0.5 3 1.5",					       /* too few tokens */
+		"1 0.5 3 1.5 3 4",				       /* too many tokens */
+		"2 10 1 10 5 123.5 7",				       /* bounds not increasing */
+		"2 10 5 100 1 123.5 7",				       /* cumulative counts decreasing */
+		"2 10 1 100 5 123.5 4",				       /* count < cum_N */
+		"1 0.5 -3 1.5 3",				       /* negative count */
+		"1 0.5 3.0 1.5 3",				       /* count not an integer */
+		"1 0.5 3 x 3",					       /* sum not a number */
+		"1 inf 3 1.5 3",				       /* infinite bound */
+		"1  0.5 3 1.5 3",				       /* two spaces */
+		" 1 0.5 3 1.5 3",				       /* leading space */
+		"1 0.5 3 1.5 3 ",				       /* trailing space */
+		"1\t0.5 3 1.5 3",				       /* tab */
 		"1 0.5 18446744073709551616 1.5 18446744073709551616", /* count overflows u64 */
 	};
 
@@ -846,17 +853,17 @@ static void test_summary(void **state)
 	};
 	static const char *const bad[] = {
 		"",
-		"0 1 1",		 /* N out of range */
-		"1 1.5 3 1.5 3",	 /* quantile > 1 */
-		"1 -0.1 3 1.5 3",	 /* quantile < 0 */
-		"2 0.9 1 0.5 3 10 4",	 /* quantiles decreasing */
-		"2 0.5 1 0.5 3 10 4",	 /* quantiles equal */
-		"1 0.5 3 1.5",		 /* too few tokens */
-		"1 0.5 3 1.5 3 3",	 /* too many tokens */
-		"1 0.5 3 1.5 -3",	 /* negative count */
-		"1 0.5 3 1.5 3.5",	 /* count not an integer */
-		"1 0.5 nan 1.5 3",	 /* value not a number */
-		"1 0.5 3 1.5 3 ",	 /* trailing space */
+		"0 1 1",	      /* N out of range */
+		"1 1.5 3 1.5 3",      /* quantile > 1 */
+		"1 -0.1 3 1.5 3",     /* quantile < 0 */
+		"2 0.9 1 0.5 3 10 4", /* quantiles decreasing */
+		"2 0.5 1 0.5 3 10 4", /* quantiles equal */
+		"1 0.5 3 1.5",	      /* too few tokens */
+		"1 0.5 3 1.5 3 3",    /* too many tokens */
+		"1 0.5 3 1.5 -3",     /* negative count */
+		"1 0.5 3 1.5 3.5",    /* count not an integer */
+		"1 0.5 nan 1.5 3",    /* value not a number */
+		"1 0.5 3 1.5 3 ",     /* trailing space */
 	};
 
 	for (size_t i = 0; i < sizeof(good) / sizeof(good[0]); i++) {
@@ -882,25 +889,46 @@ static void test_utf8(void **state)
 		"",
 		"plain ascii ~!@#$%^&*()",
 		"tab\there",
-		"\xc2\x80",		/* U+0080 */
-		"\xc3\xa9t\xc3\xa9",	/* été */
-		"\xdf\xbf",		/* U+07FF */
-		"\xe0\xa0\x80",		/* U+0800 */
+		"\xc2\x80",		    /* U+0080 */
+		"\xc3\xa9t\xc3\xa9",	    /* été */
+		"\xdf\xbf",		    /* U+07FF */
+		"\xe0\xa0\x80",		    /* U+0800 */
 		"\xe4\xb8\xad\xe6\x96\x87", /* 中文 */
-		"\xed\x9f\xbf",		/* U+D7FF */
-		"\xee\x80\x80",		/* U+E000 */
-		"\xef\xbf\xbf",		/* U+FFFF */
-		"\xf0\x90\x80\x80",	/* U+10000 */
-		"\xf0\x9f\x98\x80",	/* emoji */
-		"\xf4\x8f\xbf\xbf",	/* U+10FFFF */
+		"\xed\x9f\xbf",		    /* U+D7FF */
+		"\xee\x80\x80",		    /* U+E000 */
+		"\xef\xbf\xbf",		    /* U+FFFF */
+		"\xf0\x90\x80\x80",	    /* U+10000 */
+		"\xf0\x9f\x98\x80",	    /* emoji */
+		"\xf4\x8f\xbf\xbf",	    /* U+10FFFF */
 	};
 	static const char *const bad[] = {
-		"\x01",		    "a\nb",	     "a\rb",		"\x1f",		    "\x7f",
-		"\x80",		    "\xbf",	     "\xc0\x80",	"\xc1\xbf",	    "\xc2",
-		"\xc2\x41",	    "\xe0\x80\x80", "\xe0\x9f\xbf",	"\xed\xa0\x80",	    "\xed\xbf\xbf",
-		"\xe4\xb8",	    "\xe4\x41\x80", "\xe4\xb8\x41",	"\xf0\x80\x80\x80", "\xf0\x8f\xbf\xbf",
-		"\xf4\x90\x80\x80", "\xf5\x80\x80\x80", "\xf8\x88\x80\x80\x80", "\xff", "\xfe",
-		"\xf0\x9f\x98",	    "ok\xc3",
+		"\x01",
+		"a\nb",
+		"a\rb",
+		"\x1f",
+		"\x7f",
+		"\x80",
+		"\xbf",
+		"\xc0\x80",
+		"\xc1\xbf",
+		"\xc2",
+		"\xc2\x41",
+		"\xe0\x80\x80",
+		"\xe0\x9f\xbf",
+		"\xed\xa0\x80",
+		"\xed\xbf\xbf",
+		"\xe4\xb8",
+		"\xe4\x41\x80",
+		"\xe4\xb8\x41",
+		"\xf0\x80\x80\x80",
+		"\xf0\x8f\xbf\xbf",
+		"\xf4\x90\x80\x80",
+		"\xf5\x80\x80\x80",
+		"\xf8\x88\x80\x80\x80",
+		"\xff",
+		"\xfe",
+		"\xf0\x9f\x98",
+		"ok\xc3",
 	};
 
 	for (size_t i = 0; i < sizeof(good) / sizeof(good[0]); i++) {
@@ -911,7 +939,7 @@ static void test_utf8(void **state)
 		if (meta_utf8_valid(bad[i], strlen(bad[i])) != 0)
 			fail_msg("bad %zu accepted", i);
 	}
-	assert_int_equal(meta_utf8_valid("a\0b", 3), 0); /* NUL is a control character */
+	assert_int_equal(meta_utf8_valid("a\0b", 3), 0);     /* NUL is a control character */
 	assert_int_equal(meta_utf8_valid("\xc3\xa9", 1), 0); /* cut by the length */
 }
 

@@ -15,35 +15,35 @@
 #include "probe.h"
 
 /* The same tables twice: as a probe sees them and as the supervisor loads them. */
-static const char *const basic_fields[] = { "k", "l", "g", "c" };
-static const unsigned char basic_kinds[] = { PROBE_F_KEY, PROBE_F_LABEL, PROBE_F_GAUGE, PROBE_F_COUNTER };
-static const struct probe_table TBL_basic = { "t_basic", 4, basic_fields, basic_kinds };
+static const char *const basic_fields[] = {"k", "l", "g", "c"};
+static const unsigned char basic_kinds[] = {PROBE_F_KEY, PROBE_F_LABEL, PROBE_F_GAUGE, PROBE_F_COUNTER};
+static const struct probe_table TBL_basic = {"t_basic", 4, basic_fields, basic_kinds};
 
-static const char *const hist_fields[] = { "k", "h", "s" };
-static const unsigned char hist_kinds[] = { PROBE_F_KEY, PROBE_F_HISTOGRAM, PROBE_F_SUMMARY };
-static const struct probe_table TBL_hist = { "t_hist", 3, hist_fields, hist_kinds };
+static const char *const hist_fields[] = {"k", "h", "s"};
+static const unsigned char hist_kinds[] = {PROBE_F_KEY, PROBE_F_HISTOGRAM, PROBE_F_SUMMARY};
+static const struct probe_table TBL_hist = {"t_hist", 3, hist_fields, hist_kinds};
 
 #define NLABELS 12
-static const char *const wide_fields[NLABELS] = { "k", "l1", "l2", "l3", "l4", "l5",
-						  "l6", "l7", "l8", "l9", "l10", "l11" };
-static const unsigned char wide_kinds[NLABELS] = { PROBE_F_KEY,   PROBE_F_LABEL, PROBE_F_LABEL, PROBE_F_LABEL, PROBE_F_LABEL, PROBE_F_LABEL,
-						   PROBE_F_LABEL, PROBE_F_LABEL, PROBE_F_LABEL, PROBE_F_LABEL, PROBE_F_LABEL, PROBE_F_LABEL };
-static const struct probe_table TBL_wide = { "t_wide", NLABELS, wide_fields, wide_kinds };
+static const char *const wide_fields[NLABELS] = {"k",  "l1", "l2", "l3", "l4",	"l5",
+						 "l6", "l7", "l8", "l9", "l10", "l11"};
+static const unsigned char wide_kinds[NLABELS] = {PROBE_F_KEY,	 PROBE_F_LABEL, PROBE_F_LABEL, PROBE_F_LABEL,
+						  PROBE_F_LABEL, PROBE_F_LABEL, PROBE_F_LABEL, PROBE_F_LABEL,
+						  PROBE_F_LABEL, PROBE_F_LABEL, PROBE_F_LABEL, PROBE_F_LABEL};
+static const struct probe_table TBL_wide = {"t_wide", NLABELS, wide_fields, wide_kinds};
 
-static const char schema_text[] =
-	"version = \"1.0.0\";\n"
-	"measurements:\n"
-	"(\n"
-	"  { table_name: \"t_basic\", entity_name: \"e\", fields: (\n"
-	"      { description: \"key\", type: \"key\", name: \"k\" },\n"
-	"      { description: \"label\", type: \"label\", name: \"l\" },\n"
-	"      { description: \"gauge\", type: \"gauge\", name: \"g\" },\n"
-	"      { description: \"counter\", type: \"counter\", name: \"c\" } ) },\n"
-	"  { table_name: \"t_hist\", entity_name: \"e\", fields: (\n"
-	"      { description: \"key\", type: \"key\", name: \"k\" },\n"
-	"      { description: \"histogram\", type: \"histogram\", name: \"h\" },\n"
-	"      { description: \"summary\", type: \"summary\", name: \"s\" } ) }\n"
-	");\n";
+static const char schema_text[] = "version = \"1.0.0\";\n"
+				  "measurements:\n"
+				  "(\n"
+				  "  { table_name: \"t_basic\", entity_name: \"e\", fields: (\n"
+				  "      { description: \"key\", type: \"key\", name: \"k\" },\n"
+				  "      { description: \"label\", type: \"label\", name: \"l\" },\n"
+				  "      { description: \"gauge\", type: \"gauge\", name: \"g\" },\n"
+				  "      { description: \"counter\", type: \"counter\", name: \"c\" } ) },\n"
+				  "  { table_name: \"t_hist\", entity_name: \"e\", fields: (\n"
+				  "      { description: \"key\", type: \"key\", name: \"k\" },\n"
+				  "      { description: \"histogram\", type: \"histogram\", name: \"h\" },\n"
+				  "      { description: \"summary\", type: \"summary\", name: \"s\" } ) }\n"
+				  ");\n";
 
 static struct meta_registry *load_registry(void)
 {
@@ -98,9 +98,9 @@ static void test_basic(void **state)
 static void test_wrong_kind(void **state)
 {
 	struct probe_rec r;
-	const double le[1] = { 1 };
-	const uint64_t cnt[1] = { 1 };
-	const double q[1] = { 0.5 }, v[1] = { 1 };
+	const double le[1] = {1};
+	const uint64_t cnt[1] = {1};
+	const double q[1] = {0.5}, v[1] = {1};
 
 	(void)state;
 	probe_rec__begin(&r, &TBL_basic);
@@ -320,18 +320,20 @@ static void test_sanitise(void **state)
 {
 	(void)state;
 	EXPECT_LABEL("a|b", "a_b");
-	EXPECT_LABEL("t\tab\nnl\rcr\x7f" "del", "t_ab_nl_cr_del");
+	EXPECT_LABEL("t\tab\nnl\rcr\x7f"
+		     "del",
+		     "t_ab_nl_cr_del");
 	EXPECT_LABEL("nul\0x", "nul_x");
 	EXPECT_LABEL("h\xc3\xa9llo \xe2\x9c\x93 \xf0\x9f\x98\x80", "h\xc3\xa9llo \xe2\x9c\x93 \xf0\x9f\x98\x80");
 	EXPECT_LABEL("\xff\xfe", "??");
 	EXPECT_LABEL("\xc3(", "?(");
-	EXPECT_LABEL("\xc0\xaf", "??"); /* overlong '/' */
-	EXPECT_LABEL("\xe0\x80\xaf", "???"); /* overlong */
-	EXPECT_LABEL("\xed\xa0\x80", "???"); /* surrogate */
+	EXPECT_LABEL("\xc0\xaf", "??");		  /* overlong '/' */
+	EXPECT_LABEL("\xe0\x80\xaf", "???");	  /* overlong */
+	EXPECT_LABEL("\xed\xa0\x80", "???");	  /* surrogate */
 	EXPECT_LABEL("\xf4\x90\x80\x80", "????"); /* above U+10FFFF */
-	EXPECT_LABEL("\xe2\x82", "??"); /* cut short */
-	EXPECT_LABEL("\xc2\x85next", "_next"); /* C1 control */
-	EXPECT_LABEL("\x80", "?"); /* stray continuation byte */
+	EXPECT_LABEL("\xe2\x82", "??");		  /* cut short */
+	EXPECT_LABEL("\xc2\x85next", "_next");	  /* C1 control */
+	EXPECT_LABEL("\x80", "?");		  /* stray continuation byte */
 
 	/* A key is sanitised the same way. */
 	{
@@ -429,17 +431,17 @@ static void test_f64_format(void **state)
 static void test_hist(void **state)
 {
 	struct probe_rec r;
-	const double le[3] = { 1, 2.5, 10 };
-	const uint64_t cnt[3] = { 3, 0, 2 };
-	const double q[3] = { 0.5, 0.9, 0.99 };
-	const double v[3] = { 1.25, 8, 9.5 };
-	const double le_bad[2] = { 2, 2 };
-	const double le_close[2] = { 1.0000000001, 1.0000000002 };
-	const double le_nan[2] = { 1, NAN };
-	const uint64_t cnt2[2] = { 1, 1 };
-	const uint64_t cnt_huge[2] = { UINT64_MAX, 1 };
+	const double le[3] = {1, 2.5, 10};
+	const uint64_t cnt[3] = {3, 0, 2};
+	const double q[3] = {0.5, 0.9, 0.99};
+	const double v[3] = {1.25, 8, 9.5};
+	const double le_bad[2] = {2, 2};
+	const double le_close[2] = {1.0000000001, 1.0000000002};
+	const double le_nan[2] = {1, NAN};
+	const uint64_t cnt2[2] = {1, 1};
+	const uint64_t cnt_huge[2] = {UINT64_MAX, 1};
 	double many[META_HIST_BUCKETS_MAX + 1];
-	uint64_t many_cnt[META_HIST_BUCKETS_MAX + 1] = { 0 };
+	uint64_t many_cnt[META_HIST_BUCKETS_MAX + 1] = {0};
 	struct meta_hist h;
 
 	(void)state;
@@ -470,15 +472,11 @@ static void test_hist(void **state)
 		double sum;
 		int err;
 	} bad[] = {
-		{ 0, le, cnt, 0, 0, -EINVAL },
-		{ META_HIST_BUCKETS_MAX + 1, many, many_cnt, 0, 0, -EINVAL },
-		{ 2, le_bad, cnt2, 0, 0, -EINVAL },
-		{ 2, le_close, cnt2, 0, 0, -EINVAL }, /* equal once printed */
-		{ 2, le_nan, cnt2, 0, 0, -ERANGE },
-		{ 2, le, cnt2, 0, INFINITY, -ERANGE },
-		{ 2, le, cnt_huge, 0, 0, -ERANGE },
-		{ 2, le, cnt2, UINT64_MAX, 0, -ERANGE },
-		{ 2, NULL, cnt2, 0, 0, -EINVAL },
+		{0, le, cnt, 0, 0, -EINVAL},	  {META_HIST_BUCKETS_MAX + 1, many, many_cnt, 0, 0, -EINVAL},
+		{2, le_bad, cnt2, 0, 0, -EINVAL}, {2, le_close, cnt2, 0, 0, -EINVAL}, /* equal once printed */
+		{2, le_nan, cnt2, 0, 0, -ERANGE}, {2, le, cnt2, 0, INFINITY, -ERANGE},
+		{2, le, cnt_huge, 0, 0, -ERANGE}, {2, le, cnt2, UINT64_MAX, 0, -ERANGE},
+		{2, NULL, cnt2, 0, 0, -EINVAL},
 	};
 	for (unsigned int i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
 		probe_rec__begin(&r, &TBL_hist);
@@ -489,7 +487,7 @@ static void test_hist(void **state)
 
 	/* summary: quantiles outside [0, 1] or not increasing */
 	{
-		const double q_out[2] = { 0.5, 1.5 }, q_dec[2] = { 0.9, 0.5 }, vv[2] = { 1, 2 };
+		const double q_out[2] = {0.5, 1.5}, q_dec[2] = {0.9, 0.5}, vv[2] = {1, 2};
 
 		probe_rec__begin(&r, &TBL_hist);
 		probe_rec__str(&r, "k");
@@ -516,7 +514,7 @@ static uint64_t rng(void)
 
 static double rng_double(void)
 {
-	static const double scale[] = { 1e-12, 1e-6, 1e-3, 1, 1e3, 1e9, 1e15, 1e18, 1e100 };
+	static const double scale[] = {1e-12, 1e-6, 1e-3, 1, 1e3, 1e9, 1e15, 1e18, 1e100};
 	double unit = (double)(rng() >> 11) / 9007199254740992.0;
 
 	return unit * scale[rng() % (sizeof(scale) / sizeof(scale[0]))];
@@ -524,9 +522,26 @@ static double rng_double(void)
 
 static void random_str(char *s, size_t *len, int nonempty)
 {
-	static const char *const pieces[] = { "a", "Z", "9", " ", "|", "\t", "\n", "\x01", "\x7f", "\xc3\xa9",
-					      "\xe2\x9c\x93", "\xf0\x9f\x98\x80", "\xff", "\xc0", "\xed\xa0\x80",
-					      "\xc2\x85", "\xe2\x82", "\0", "-", "." };
+	static const char *const pieces[] = {"a",
+					     "Z",
+					     "9",
+					     " ",
+					     "|",
+					     "\t",
+					     "\n",
+					     "\x01",
+					     "\x7f",
+					     "\xc3\xa9",
+					     "\xe2\x9c\x93",
+					     "\xf0\x9f\x98\x80",
+					     "\xff",
+					     "\xc0",
+					     "\xed\xa0\x80",
+					     "\xc2\x85",
+					     "\xe2\x82",
+					     "\0",
+					     "-",
+					     "."};
 	size_t n = 0, count = rng() % 40 + (nonempty ? 1 : 0);
 
 	for (size_t i = 0; i < count; i++) {
@@ -636,7 +651,7 @@ static void test_log_level(void **state)
 
 static void test_read_file(void **state)
 {
-	struct probe_buf b = { 0 };
+	struct probe_buf b = {0};
 
 	(void)state;
 	assert_int_equal(probe_read_file("/proc/self/status", &b, 1 << 20), 0);
@@ -657,11 +672,13 @@ static void test_read_file(void **state)
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
-		cmocka_unit_test(test_basic),	   cmocka_unit_test(test_wrong_kind), cmocka_unit_test(test_field_count),
-		cmocka_unit_test(test_sticky),	   cmocka_unit_test(test_empty_key),  cmocka_unit_test(test_range),
-		cmocka_unit_test(test_overflow),   cmocka_unit_test(test_sanitise),   cmocka_unit_test(test_label_cut),
-		cmocka_unit_test(test_f64_format), cmocka_unit_test(test_hist),	      cmocka_unit_test(test_round_trip),
-		cmocka_unit_test(test_log_level),  cmocka_unit_test(test_read_file),
+		cmocka_unit_test(test_basic),	    cmocka_unit_test(test_wrong_kind),
+		cmocka_unit_test(test_field_count), cmocka_unit_test(test_sticky),
+		cmocka_unit_test(test_empty_key),   cmocka_unit_test(test_range),
+		cmocka_unit_test(test_overflow),    cmocka_unit_test(test_sanitise),
+		cmocka_unit_test(test_label_cut),   cmocka_unit_test(test_f64_format),
+		cmocka_unit_test(test_hist),	    cmocka_unit_test(test_round_trip),
+		cmocka_unit_test(test_log_level),   cmocka_unit_test(test_read_file),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

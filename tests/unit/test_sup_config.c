@@ -31,22 +31,28 @@ static int load(const char *text, char *err, size_t errlen)
 static void test_defaults_and_compat(void **state)
 {
 	/* gala-gopher.conf as shipped (excerpt), including sections we accept without using them. */
-	const char *text = "global = { log_file_name = \"gopher.log\"; log_level = \"debug\"; pin_path = \"/sys/fs/bpf/x\"; };\n"
-			   "metric = { out_channel = \"web_server\"; kafka_topic = \"gala_gopher\"; };\n"
-			   "event = { out_channel = \"kafka\"; kafka_topic = \"gala_gopher_event\"; timeout = 600; desc_language = \"zh_CN\"; };\n"
-			   "meta = { out_channel = \"\"; kafka_topic = \"gala_gopher_metadata\"; };\n"
-			   "ingress = { interval = 5; };\negress = { interval = 5; time_range = 5; };\n"
-			   "imdb = { max_tables_num = 1024; max_records_num = 1024; max_metrics_num = 1024; record_timeout = 60; };\n"
-			   "web_server = { port = 8888; };\n"
-			   "rest_api_server = { port = 9999; ssl_auth = \"off\"; private_key = \"\"; cert_file = \"\"; ca_file = \"\"; };\n"
-			   "kafka = { kafka_broker = \"localhost:9092\"; batch_num_messages = 10000; compression_codec = \"none\";"
-			   " queue_buffering_max_messages = 100000; queue_buffering_max_kbytes = 1048576; queue_buffering_max_ms = 5; };\n"
-			   "logs = { metric_dir = \"/var/log/gala-gopher/metrics\"; event_dir = \"/var/log/gala-gopher/event\";"
-			   " meta_dir = \"/var/log/gala-gopher/meta\"; debug_dir = \"/var/log/gala-gopher/debug\"; };\n"
-			   "probes = ( { name = \"example\"; param = \"\"; switch = \"off\"; },\n"
-			   "  { name = \"system_infos\"; param = \"-t 5 -l warn\"; switch = \"off\"; } );\n"
-			   "extend_probes = ( { name = \"tcp\"; command = \"/opt/gala-gopher/extend_probes/tcpprobe\";"
-			   " param = \"-l warn -c 1 -P 7\"; switch = \"off\"; start_check = \"lsmod | grep ip_vs | wc -l\"; check_type = \"count\"; } );\n";
+	const char *text =
+		"global = { log_file_name = \"gopher.log\"; log_level = \"debug\"; pin_path = \"/sys/fs/bpf/x\"; };\n"
+		"metric = { out_channel = \"web_server\"; kafka_topic = \"gala_gopher\"; };\n"
+		"event = { out_channel = \"kafka\"; kafka_topic = \"gala_gopher_event\"; timeout = 600; desc_language "
+		"= \"zh_CN\"; };\n"
+		"meta = { out_channel = \"\"; kafka_topic = \"gala_gopher_metadata\"; };\n"
+		"ingress = { interval = 5; };\negress = { interval = 5; time_range = 5; };\n"
+		"imdb = { max_tables_num = 1024; max_records_num = 1024; max_metrics_num = 1024; record_timeout = 60; "
+		"};\n"
+		"web_server = { port = 8888; };\n"
+		"rest_api_server = { port = 9999; ssl_auth = \"off\"; private_key = \"\"; cert_file = \"\"; ca_file = "
+		"\"\"; };\n"
+		"kafka = { kafka_broker = \"localhost:9092\"; batch_num_messages = 10000; compression_codec = \"none\";"
+		" queue_buffering_max_messages = 100000; queue_buffering_max_kbytes = 1048576; queue_buffering_max_ms "
+		"= 5; };\n"
+		"logs = { metric_dir = \"/var/log/gala-gopher/metrics\"; event_dir = \"/var/log/gala-gopher/event\";"
+		" meta_dir = \"/var/log/gala-gopher/meta\"; debug_dir = \"/var/log/gala-gopher/debug\"; };\n"
+		"probes = ( { name = \"example\"; param = \"\"; switch = \"off\"; },\n"
+		"  { name = \"system_infos\"; param = \"-t 5 -l warn\"; switch = \"off\"; } );\n"
+		"extend_probes = ( { name = \"tcp\"; command = \"/opt/gala-gopher/extend_probes/tcpprobe\";"
+		" param = \"-l warn -c 1 -P 7\"; switch = \"off\"; start_check = \"lsmod | grep ip_vs | wc -l\"; "
+		"check_type = \"count\"; } );\n";
 	char err[512] = "";
 
 	(void)state;
@@ -74,7 +80,8 @@ static void test_relative_paths_and_brokers(void **state)
 	(void)state;
 	assert_int_equal(load("global = { run_dir = \"run\"; probes_dir = \"../bin\"; };\n"
 			      "kafka = { kafka_broker = ( \"k1:9092\", \"k2:9092\" ); };\n"
-			      "probes = ( { name = \"p\"; switch = \"off\"; params = { report_period = 7; dev = \"eth0\"; }; } );\n",
+			      "probes = ( { name = \"p\"; switch = \"off\"; params = { report_period = 7; dev = "
+			      "\"eth0\"; }; } );\n",
 			      err, sizeof(err)),
 			 0);
 	assert_string_equal(cfg.global.run_dir, "/etc/gg/run");
@@ -100,7 +107,8 @@ static void test_errors_name_the_key(void **state)
 	(void)state;
 	expect_error("web_server = { port = 0; };", "test.conf:1: web_server.port: 0 is out of range [1, 65535]");
 	expect_error("web_server = { port = \"80x\"; };", "web_server.port: must be an integer");
-	expect_error("rest_api_server = { ssl_auth = \"yes\"; };", "rest_api_server.ssl_auth: must be \"on\" or \"off\"");
+	expect_error("rest_api_server = { ssl_auth = \"yes\"; };",
+		     "rest_api_server.ssl_auth: must be \"on\" or \"off\"");
 	expect_error("rest_api_server = { ssl_auth = \"on\"; };", "private_key and cert_file are required");
 	expect_error("metric = { out_channel = \"prometheus\"; };", "metric.out_channel: must be one of");
 	expect_error("event = { desc_language = \"fr_FR\"; };", "event.desc_language: must be one of en_US, zh_CN");
@@ -110,7 +118,8 @@ static void test_errors_name_the_key(void **state)
 	expect_error("probes = ( { param = \"\"; } );", "probes[0].name: required");
 	expect_error("probes = ( { name = \"../x\"; } );", "probes[0].name");
 	expect_error("probes = ( { name = \"a\"; }, { name = \"a\"; } );", "\"a\" is defined twice");
-	expect_error("probes = ( { name = \"a\"; param = \"-x 'unterminated\"; } );", "probes.a.param: unbalanced quote");
+	expect_error("probes = ( { name = \"a\"; param = \"-x 'unterminated\"; } );",
+		     "probes.a.param: unbalanced quote");
 	expect_error("probes = ( { name = \"a\"; switch = \"on\"; command = \"/nonexistent/bin\"; } );",
 		     "is not an executable file");
 	expect_error("extend_probes = ( { name = \"e\"; } );", "extend_probes.e.command: required");
