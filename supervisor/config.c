@@ -658,6 +658,14 @@ static int load_common(struct gg_config *cfg, const char *name, const char *text
 		cfg->dir[1] = 0;
 	else
 		snprintf(cfg->dir, sizeof(cfg->dir), ".");
+	{
+		/* Paths relative to the file become absolute: probes are run, and paths compared, by them. */
+		char *abs = realpath(cfg->dir, NULL);
+
+		if (abs && strlen(abs) < sizeof(cfg->dir))
+			memcpy(cfg->dir, abs, strlen(abs) + 1);
+		free(abs);
+	}
 	set_defaults(cfg);
 
 	config_init(&lc);
