@@ -116,6 +116,10 @@ $(BUILD)/gen/%.skel.h: $(BUILD)/bpf/%.bpf.o
 	$(say) SKEL $@
 	$(Q)$(BPFTOOL) gen skeleton $< name $(subst -,_,$*) > $@
 
+# Keep the objects: make would delete them as intermediates, and the next make (their .d files now
+# naming them) would rebuild every skeleton and relink every BPF probe.
+.SECONDARY: $(patsubst bpf/%.bpf.c,$(BUILD)/bpf/%.bpf.o,$(wildcard bpf/*.bpf.c))
+
 # ---- probes: probes/<bin>/*.c (+ bpf/<bin>.bpf.c, + schema/<bin>.meta) -> build/probes/<bin> --------
 define PROBE_template
 $(1)_SRCS := $$(wildcard probes/$(1)/*.c)

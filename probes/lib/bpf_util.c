@@ -537,6 +537,8 @@ int gg_scope__add_pids(struct gg_scope *s, const char *list)
 	const char *p = list;
 
 	s->all = 0;
+	if (!*p)
+		return -EINVAL;
 	while (*p) {
 		char *end;
 		unsigned long v;
@@ -546,7 +548,7 @@ int gg_scope__add_pids(struct gg_scope *s, const char *list)
 			return -EINVAL;
 		errno = 0;
 		v = strtoul(p, &end, 10);
-		if (errno || v < 1 || v > INT32_MAX || (*end && *end != ','))
+		if (errno || v < 1 || v > INT32_MAX || (*end && *end != ',') || (*end == ',' && !end[1]))
 			return -EINVAL;
 		err = scope_add_tgid(s, (uint32_t)v);
 		if (err)
@@ -794,6 +796,69 @@ int gg_conf_uint(const cJSON *params, const char *name, uint32_t min, uint32_t m
 		return -EINVAL;
 	*ret = (uint32_t)v;
 	return 0;
+}
+
+/* ---- events ---------------------------------------------------------------------------------- */
+
+static const char *const event_v2_fields[] = {"entity_name", "entity_id", "metric", "severity",
+					      "body",	     "body_zh",	  "labels", "event_type"};
+static const unsigned char event_v2_kinds[] = {PROBE_F_KEY,   PROBE_F_KEY,   PROBE_F_KEY,   PROBE_F_LABEL,
+					       PROBE_F_LABEL, PROBE_F_LABEL, PROBE_F_LABEL, PROBE_F_LABEL};
+const struct probe_table gg_tbl_event_v2 = {"event_v2", 8, event_v2_fields, event_v2_kinds};
+
+void gg_event_label(char *buf, size_t len, size_t *used, const char *name, const char *value)
+{
+	static const char hex[] = "0123456789ABCDEF";
+	size_t n = *used, start = *used;
+
+	if (!len || n >= len)
+		return;
+	if (n && n + 1 < len)
+		buf[n++] = '&';
+	for (const char *p = name; *p && n + 1 < len; p++)
+		buf[n++] = *p;
+	if (n + 1 < len)
+		buf[n++] = '=';
+	for (const unsigned char *p = (const unsigned char *)value; *p; p++) {
+		int plain = (*p >= 'a' && *p <= 'z') || (*p >= 'A' && *p <= 'Z') || (*p >= '0' && *p <= '9') ||
+			    *p == '_' || *p == '-' || *p == '.' || *p == ':';
+
+		if (n + (plain ? 1 : 3) >= len) {
+			n = start; /* does not fit: leave the whole pair out */
+			break;
+		}
+		if (plain) {
+			buf[n++] = (char)*p;
+		} else {
+			buf[n++] = '%';
+			buf[n++] = hex[*p >> 4];
+			buf[n++] = hex[*p & 15];
+		}
+	}
+	buf[n] = '\0';
+	*used = n;
+}
+
+int gg_event_emit(struct probe_rt *rt, const char *entity, const char *entity_id, const char *metric,
+		  const char *severity, const char *body, const char *body_zh, const char *labels)
+{
+	struct probe_rec *r = malloc(sizeof(*r));
+	int err;
+
+	if (!r)
+		return -ENOMEM;
+	probe_rec__begin(r, &gg_tbl_event_v2);
+	probe_rec__str(r, entity);
+	probe_rec__str(r, entity_id);
+	probe_rec__str(r, metric);
+	probe_rec__str(r, severity);
+	probe_rec__str(r, body);
+	probe_rec__str(r, body_zh ? body_zh : "");
+	probe_rec__str(r, labels ? labels : "");
+	probe_rec__str(r, "sys");
+	err = probe_rt__emit(rt, r);
+	free(r);
+	return err;
 }
 
 /* ---- bpf_stats ---------------------------------------------------------------------------------- */

@@ -170,6 +170,19 @@ void gg_subprobes_str(unsigned int bits, const struct gg_subprobe *tab, size_t n
  */
 int gg_conf_uint(const cJSON *params, const char *name, uint32_t min, uint32_t max, uint32_t *ret);
 
+/* ---- events (README "Events": the supervisor's reserved event_v2 table) ------------------------- */
+
+/* event_v2's fields: entity_name, entity_id, metric (keys), severity, body, body_zh, labels,
+ * event_type. Not in any .meta file: the supervisor builds it in. */
+extern const struct probe_table gg_tbl_event_v2;
+/* Append "name=value" to an event_v2 labels string (joined by '&', value URL-escaped) in buf of len
+ * bytes, *used bytes used so far; what does not fit is left out. */
+void gg_event_label(char *buf, size_t len, size_t *used, const char *name, const char *value);
+/* Emit an event_v2 record (event_type "sys"); severity is INFO, WARN, ERROR or FATAL. body_zh and
+ * labels may be "" or NULL. 0 or probe_rt__emit's error. */
+int gg_event_emit(struct probe_rt *rt, const char *entity, const char *entity_id, const char *metric,
+		  const char *severity, const char *body, const char *body_zh, const char *labels);
+
 /* ---- bpf_stats ---------------------------------------------------------------------------------- */
 
 /* Turn on run-time statistics (BPF_ENABLE_STATS) for as long as the returned fd is open; negative

@@ -1,0 +1,621 @@
+// SPDX-License-Identifier: GPL-2.0
+/* tcpprobe.bpf.c - tcpprobe's kernel half: follows TCP links through tracepoints only (state changes,
+ * accept, tcp_probe, retransmits, resets, drops) and a snapshot walk that user space runs once per
+ * report period (BPF_PROG_TEST_RUN) to read every live socket's counters. */
+#include "vmlinux.h"
+
+#include "gg_common.bpf.h"
+#include "tcpprobe.h"
+
+char LICENSE[] SEC("license") = "GPL";
+
+/* Kernel constants not in vmlinux.h. */
+#define TCP_ESTABLISHED 1
+#define TCP_SYN_SENT	2
+#define TCP_SYN_RECV	3
+#define TCP_CLOSE	7
+#define TCP_LISTEN	10
+#define IPPROTO_TCP	6
+#define USEC_PER_SEC	1000000ULL
+
+extern unsigned int CONFIG_HZ __kconfig __weak;
+
+/* Closed links lost because tcp_closed was full; links not tracked because tcp_links was full. */
+__u64 tcp_closed_lost;
+__u64 tcp_links_lost;
+
+struct {
+	__uint(type, BPF_MAP_TYPE_HASH);
+	__uint(max_entries, TCP_LINKS_MAX);
+	__uint(map_flags, BPF_F_NO_PREALLOC);
+	__type(key, __u64); /* struct sock * */
+	__type(value, struct tcp_link);
+} tcp_links SEC(".maps");
+
+struct {
+	__uint(type, BPF_MAP_TYPE_HASH);
+	__uint(max_entries, TCP_CLOSED_MAX);
+	__uint(map_flags, BPF_F_NO_PREALLOC);
+	__type(key, struct tcp_closed_key);
+	__type(value, struct tcp_link);
+} tcp_closed SEC(".maps");
+
+/* Never written: the zeroes new links start from (too large for the BPF stack); also the buffer
+ * on_accept builds an entry in, per CPU. */
+struct {
+	__uint(type, BPF_MAP_TYPE_ARRAY);
+	__uint(max_entries, 1);
+	__type(key, __u32);
+	__type(value, struct tcp_link);
+} tcp_zero SEC(".maps");
+
+struct {
+	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
+	__uint(max_entries, 1);
+	__type(key, __u32);
+	__type(value, struct tcp_link);
+} tcp_scratch SEC(".maps");
+
+static __always_inline __u32 jiffies_to_us(__u32 j)
+{
+	unsigned int hz = CONFIG_HZ;
+
+	return hz ? (__u32)((__u64)j * USEC_PER_SEC / hz) : 0;
+}
+
+/* tp_btf callers: sk is a BTF pointer, read directly. */
+static __always_inline int sk_is_tcp(const struct sock *sk)
+{
+	return sk->sk_protocol == IPPROTO_TCP;
+}
+
+static __always_inline void link_fill_addrs(struct tcp_link *l, const struct sock *sk)
+{
+	l->family = (__u8)BPF_CORE_READ(sk, __sk_common.skc_family);
+	l->lport = BPF_CORE_READ(sk, __sk_common.skc_num);
+	l->rport = bpf_ntohs(BPF_CORE_READ(sk, __sk_common.skc_dport));
+	if (l->family == AF_INET6) {
+		bpf_core_read(l->laddr, 16, &sk->__sk_common.skc_v6_rcv_saddr);
+		bpf_core_read(l->raddr, 16, &sk->__sk_common.skc_v6_daddr);
+	} else {
+		bpf_core_read(l->laddr, 4, &sk->__sk_common.skc_rcv_saddr);
+		bpf_core_read(l->raddr, 4, &sk->__sk_common.skc_daddr);
+	}
+}
+
+/* The same with direct loads, for tp_btf programs (no helper call per field). */
+static __always_inline void link_fill_addrs_btf(struct tcp_link *l, const struct sock *sk)
+{
+	l->family = (__u8)sk->__sk_common.skc_family;
+	l->lport = sk->__sk_common.skc_num;
+	l->rport = bpf_ntohs(sk->__sk_common.skc_dport);
+	if (l->family == AF_INET6) {
+		__builtin_memcpy(l->laddr, sk->__sk_common.skc_v6_rcv_saddr.in6_u.u6_addr8, 16);
+		__builtin_memcpy(l->raddr, sk->__sk_common.skc_v6_daddr.in6_u.u6_addr8, 16);
+	} else {
+		__u32 la = sk->__sk_common.skc_rcv_saddr, ra = sk->__sk_common.skc_daddr;
+
+		__builtin_memcpy(l->laddr, &la, 4);
+		__builtin_memcpy(l->raddr, &ra, 4);
+	}
+}
+
+/* Read the socket's counters into s (probe reads: usable from any program type). */
+static __always_inline void snap_read(const struct sock *sk, struct tcp_snap *s)
+{
+	const struct tcp_sock *tp = (const struct tcp_sock *)sk;
+	const struct inet_connection_sock *icsk = (const struct inet_connection_sock *)sk;
+	__u32 write_seq, snd_nxt, snd_una;
+
+	s->bytes_acked = BPF_CORE_READ(tp, bytes_acked);
+	s->bytes_received = BPF_CORE_READ(tp, bytes_received);
+	if (bpf_core_field_exists(tp->bytes_sent))
+		s->bytes_sent = BPF_CORE_READ(tp, bytes_sent);
+	if (bpf_core_field_exists(tp->bytes_retrans))
+		s->bytes_retrans = BPF_CORE_READ(tp, bytes_retrans);
+	s->pacing_rate = BPF_CORE_READ(sk, sk_pacing_rate);
+	s->max_pacing_rate = BPF_CORE_READ(sk, sk_max_pacing_rate);
+	s->segs_in = BPF_CORE_READ(tp, segs_in);
+	s->segs_out = BPF_CORE_READ(tp, segs_out);
+	s->data_segs_in = BPF_CORE_READ(tp, data_segs_in);
+	s->data_segs_out = BPF_CORE_READ(tp, data_segs_out);
+	s->total_retrans = BPF_CORE_READ(tp, total_retrans);
+	s->lost_out = BPF_CORE_READ(tp, lost_out);
+	s->sacked_out = BPF_CORE_READ(tp, sacked_out);
+	s->retrans_out = BPF_CORE_READ(tp, retrans_out);
+	s->srtt_us = BPF_CORE_READ(tp, srtt_us) >> 3;
+	s->mdev_us = BPF_CORE_READ(tp, mdev_us) >> 2;
+	s->rcv_rtt_us = BPF_CORE_READ(tp, rcv_rtt_est.rtt_us) >> 3;
+	s->snd_cwnd = BPF_CORE_READ(tp, snd_cwnd);
+	s->snd_ssthresh = BPF_CORE_READ(tp, snd_ssthresh);
+	s->snd_wnd = BPF_CORE_READ(tp, snd_wnd);
+	s->rcv_wnd = BPF_CORE_READ(tp, rcv_wnd);
+	s->reordering = BPF_CORE_READ(tp, reordering);
+	s->rto_us = jiffies_to_us(BPF_CORE_READ(icsk, icsk_rto));
+	s->ato_us = jiffies_to_us((__u32)BPF_CORE_READ_BITFIELD_PROBED(&icsk->icsk_ack, ato));
+	s->rcv_ssthresh = BPF_CORE_READ(tp, rcv_ssthresh);
+	s->advmss = BPF_CORE_READ(tp, advmss);
+	s->mss_cache = BPF_CORE_READ(tp, mss_cache);
+	s->rcv_space = BPF_CORE_READ(tp, rcvq_space.space);
+	write_seq = BPF_CORE_READ(tp, write_seq);
+	snd_nxt = BPF_CORE_READ(tp, snd_nxt);
+	snd_una = BPF_CORE_READ(tp, snd_una);
+	s->notsent_bytes = (__s32)(write_seq - snd_nxt) > 0 ? write_seq - snd_nxt : 0;
+	s->notack_bytes = (__s32)(snd_nxt - snd_una) > 0 ? snd_nxt - snd_una : 0;
+	s->rate_delivered = BPF_CORE_READ(tp, rate_delivered);
+	s->rate_interval_us = BPF_CORE_READ(tp, rate_interval_us);
+	s->sk_err = BPF_CORE_READ(sk, sk_err);
+	s->sk_err_soft = BPF_CORE_READ(sk, sk_err_soft);
+	s->sk_drops = BPF_CORE_READ(sk, sk_drops.counter);
+	s->rmem_alloc = BPF_CORE_READ(sk, sk_backlog.rmem_alloc.counter);
+	s->wmem_alloc = BPF_CORE_READ(sk, sk_wmem_alloc.refs.counter);
+	s->wmem_queued = BPF_CORE_READ(sk, sk_wmem_queued);
+	s->omem_alloc = BPF_CORE_READ(sk, sk_omem_alloc.counter);
+	s->forward_alloc = BPF_CORE_READ(sk, sk_forward_alloc);
+	s->rcvbuf = BPF_CORE_READ(sk, sk_rcvbuf);
+	s->sndbuf = BPF_CORE_READ(sk, sk_sndbuf);
+	s->backlog_len = BPF_CORE_READ(sk, sk_backlog.len);
+	s->rcvq_len = BPF_CORE_READ(sk, sk_receive_queue.qlen);
+	s->wrq_len = BPF_CORE_READ(sk, sk_write_queue.qlen);
+	s->errq_len = BPF_CORE_READ(sk, sk_error_queue.qlen);
+	s->state = BPF_CORE_READ(sk, __sk_common.skc_state);
+	s->snap_ns = bpf_ktime_get_ns();
+}
+
+/* snap_read with direct loads, for tp_btf programs: the close of a link is on the connection's path. */
+static __always_inline void snap_btf(const struct sock *sk, struct tcp_snap *s)
+{
+	const struct tcp_sock *tp = bpf_skc_to_tcp_sock((void *)sk);
+	__u32 write_seq, snd_nxt, snd_una;
+
+	if (!tp) {
+		snap_read(sk, s);
+		return;
+	}
+	s->bytes_acked = tp->bytes_acked;
+	s->bytes_received = tp->bytes_received;
+	s->bytes_sent = tp->bytes_sent;
+	s->bytes_retrans = tp->bytes_retrans;
+	s->pacing_rate = tp->inet_conn.icsk_inet.sk.sk_pacing_rate;
+	s->max_pacing_rate = tp->inet_conn.icsk_inet.sk.sk_max_pacing_rate;
+	s->segs_in = tp->segs_in;
+	s->segs_out = tp->segs_out;
+	s->data_segs_in = tp->data_segs_in;
+	s->data_segs_out = tp->data_segs_out;
+	s->total_retrans = tp->total_retrans;
+	s->lost_out = tp->lost_out;
+	s->sacked_out = tp->sacked_out;
+	s->retrans_out = tp->retrans_out;
+	s->srtt_us = tp->srtt_us >> 3;
+	s->mdev_us = tp->mdev_us >> 2;
+	s->rcv_rtt_us = tp->rcv_rtt_est.rtt_us >> 3;
+	s->snd_cwnd = tp->snd_cwnd;
+	s->snd_ssthresh = tp->snd_ssthresh;
+	s->snd_wnd = tp->snd_wnd;
+	s->rcv_wnd = tp->rcv_wnd;
+	s->reordering = tp->reordering;
+	s->rto_us = jiffies_to_us(tp->inet_conn.icsk_rto);
+	s->ato_us = jiffies_to_us((__u32)BPF_CORE_READ_BITFIELD_PROBED(&tp->inet_conn.icsk_ack, ato));
+	s->rcv_ssthresh = tp->rcv_ssthresh;
+	s->advmss = tp->advmss;
+	s->mss_cache = tp->mss_cache;
+	s->rcv_space = tp->rcvq_space.space;
+	write_seq = tp->write_seq;
+	snd_nxt = tp->snd_nxt;
+	snd_una = tp->snd_una;
+	s->notsent_bytes = (__s32)(write_seq - snd_nxt) > 0 ? write_seq - snd_nxt : 0;
+	s->notack_bytes = (__s32)(snd_nxt - snd_una) > 0 ? snd_nxt - snd_una : 0;
+	s->rate_delivered = tp->rate_delivered;
+	s->rate_interval_us = tp->rate_interval_us;
+	s->sk_err = tp->inet_conn.icsk_inet.sk.sk_err;
+	s->sk_err_soft = tp->inet_conn.icsk_inet.sk.sk_err_soft;
+	s->sk_drops = tp->inet_conn.icsk_inet.sk.sk_drops.counter;
+	s->rmem_alloc = tp->inet_conn.icsk_inet.sk.sk_backlog.rmem_alloc.counter;
+	s->wmem_alloc = tp->inet_conn.icsk_inet.sk.sk_wmem_alloc.refs.counter;
+	s->wmem_queued = tp->inet_conn.icsk_inet.sk.sk_wmem_queued;
+	s->omem_alloc = tp->inet_conn.icsk_inet.sk.sk_omem_alloc.counter;
+	s->forward_alloc = tp->inet_conn.icsk_inet.sk.sk_forward_alloc;
+	s->rcvbuf = tp->inet_conn.icsk_inet.sk.sk_rcvbuf;
+	s->sndbuf = tp->inet_conn.icsk_inet.sk.sk_sndbuf;
+	s->backlog_len = tp->inet_conn.icsk_inet.sk.sk_backlog.len;
+	s->rcvq_len = tp->inet_conn.icsk_inet.sk.sk_receive_queue.qlen;
+	s->wrq_len = tp->inet_conn.icsk_inet.sk.sk_write_queue.qlen;
+	s->errq_len = tp->inet_conn.icsk_inet.sk.sk_error_queue.qlen;
+	s->state = tp->inet_conn.icsk_inet.sk.__sk_common.skc_state;
+	s->snap_ns = bpf_ktime_get_ns();
+}
+
+/* Per socket state of the per-segment hook, in socket local storage: a lookup there costs a few ns,
+ * a hash lookup several tens, and tcp_probe fires for every incoming segment. */
+struct tcp_sk_local {
+	__u64 next_sample_us; /* tcp_mstamp from which the next RTT sample is taken */
+	__u32 zero_snd;	      /* zero windows seen since the last sample */
+	__u32 zero_rcv;
+	__u32 untracked; /* out of scope, or the link table was full */
+	__u32 pad;
+};
+
+struct {
+	__uint(type, BPF_MAP_TYPE_SK_STORAGE);
+	__uint(map_flags, BPF_F_NO_PREALLOC);
+	__type(key, int);
+	__type(value, struct tcp_sk_local);
+} tcp_sk SEC(".maps");
+
+/* RTT samples are taken at most once per this many us (10 ms) of a link's packets. */
+volatile __u32 rtt_sample_us = 10000;
+
+/* Zero-window counts not yet moved to the link (it is closing). */
+static __always_inline void flush_local(const struct sock *sk, struct tcp_link *l)
+{
+	struct tcp_sk_local *loc = bpf_sk_storage_get(&tcp_sk, (struct sock *)sk, NULL, 0);
+
+	if (loc) {
+		l->zero_snd_wnd += loc->zero_snd;
+		l->zero_rcv_wnd += loc->zero_rcv;
+		loc->zero_snd = 0;
+		loc->zero_rcv = 0;
+	}
+}
+
+/* Start tracking sk (tp_btf programs); returns the new entry or NULL (map full: counted). */
+static __always_inline struct tcp_link *link_new(const struct sock *sk, __u8 role, __u32 tgid)
+{
+	__u64 key = (__u64)sk;
+	__u32 zero = 0;
+	struct tcp_link *l = bpf_map_lookup_elem(&tcp_zero, &zero);
+
+	if (!l)
+		return NULL;
+	/* Insert zeroes, then fill the entry in place: no copy of a large value through the stack. */
+	if (bpf_map_update_elem(&tcp_links, &key, l, BPF_NOEXIST)) {
+		__sync_fetch_and_add(&tcp_links_lost, 1);
+		return NULL;
+	}
+	l = bpf_map_lookup_elem(&tcp_links, &key);
+	if (!l)
+		return NULL;
+	l->sk = key;
+	l->cookie = bpf_get_socket_cookie((void *)sk);
+	l->cgroup_id = gg_sk_cgroup_id(sk);
+	l->open_ns = bpf_ktime_get_ns();
+	l->role = role;
+	l->tgid = tgid;
+	if (tgid)
+		bpf_get_current_comm(l->comm, sizeof(l->comm));
+	link_fill_addrs_btf(l, sk);
+	return l;
+}
+
+/* Final values, then move the link from tcp_links to tcp_closed for the next report. */
+static __always_inline void link_close(const struct sock *sk, struct tcp_link *l, int failed)
+{
+	__u64 key = (__u64)sk;
+	struct tcp_closed_key ck = {.sk = key};
+
+	flush_local(sk, l);
+	snap_btf(sk, &l->s);
+	if (!l->lport)
+		link_fill_addrs_btf(l, sk);
+	l->close_ns = l->s.snap_ns;
+	l->flags |= TCP_LF_CLOSED | (failed ? TCP_LF_CONNECT_FAILED : 0);
+	ck.close_ns = l->close_ns;
+	if (!(l->flags & TCP_LF_OUT_OF_SCOPE) && bpf_map_update_elem(&tcp_closed, &ck, l, BPF_NOEXIST))
+		__sync_fetch_and_add(&tcp_closed_lost, 1);
+	bpf_map_delete_elem(&tcp_links, &key);
+}
+
+SEC("tp_btf/inet_sock_set_state")
+int BPF_PROG(tcp_state, const struct sock *sk, const int oldstate, const int newstate)
+{
+	__u64 key = (__u64)sk;
+	struct tcp_link *l;
+
+	if (!sk_is_tcp(sk))
+		return 0;
+	switch (newstate) {
+	case TCP_SYN_SENT:
+		/* connect(): process context, the connecting task is current. */
+		if (gg_scope_current())
+			link_new(sk, TCP_ROLE_CLIENT, gg_current_tgid());
+		return 0;
+	case TCP_ESTABLISHED:
+		l = bpf_map_lookup_elem(&tcp_links, &key);
+		if (!l) {
+			/* A passive open (softirq: the owner is known at accept). */
+			if (oldstate != TCP_SYN_RECV || !gg_scope_sock(sk, 0))
+				return 0;
+			l = link_new(sk, TCP_ROLE_SERVER, 0);
+			if (!l)
+				return 0;
+		}
+		l->flags |= TCP_LF_ESTABLISHED;
+		l->established_ns = bpf_ktime_get_ns();
+		if (!l->lport)
+			link_fill_addrs_btf(l, sk);
+		{
+			const struct tcp_sock *tp = bpf_skc_to_tcp_sock((void *)sk);
+
+			l->syn_srtt_us = tp ? tp->srtt_us >> 3 : 0;
+		}
+		return 0;
+	case TCP_CLOSE:
+		l = bpf_map_lookup_elem(&tcp_links, &key);
+		if (l)
+			link_close(sk, l, oldstate == TCP_SYN_SENT);
+		return 0;
+	default:
+		return 0;
+	}
+}
+
+/* A link closed without TCP_CLOSE being traced (should not happen; keeps the map clean). */
+SEC("tp_btf/tcp_destroy_sock")
+int BPF_PROG(tcp_destroy, struct sock *sk)
+{
+	__u64 key = (__u64)sk;
+	struct tcp_link *l = bpf_map_lookup_elem(&tcp_links, &key);
+
+	if (l)
+		link_close(sk, l, 0);
+	return 0;
+}
+
+/* accept()/accept4() returned fd: attribute the link to the accepting process. */
+static __always_inline int on_accept(long fd)
+{
+	struct task_struct *task;
+	struct file **fds;
+	struct file *f = NULL;
+	struct socket *so;
+	struct sock *sk;
+	struct tcp_link *l;
+	__u64 key;
+
+	if (fd < 0)
+		return 0;
+	task = (struct task_struct *)bpf_get_current_task();
+	fds = BPF_CORE_READ(task, files, fdt, fd);
+	if (!fds || fd >= BPF_CORE_READ(task, files, fdt, max_fds))
+		return 0;
+	bpf_core_read(&f, sizeof(f), &fds[fd]);
+	if (!f)
+		return 0;
+	so = BPF_CORE_READ(f, private_data);
+	sk = BPF_CORE_READ(so, sk);
+	if (!sk || BPF_CORE_READ(sk, sk_protocol) != IPPROTO_TCP)
+		return 0;
+	key = (__u64)sk;
+	l = bpf_map_lookup_elem(&tcp_links, &key);
+	if (!gg_scope_current()) {
+		if (l)
+			bpf_map_delete_elem(&tcp_links, &key);
+		return 0;
+	}
+	if (!l) {
+		struct tcp_link *n;
+		__u32 zero = 0;
+
+		/* Established before we were attached or before a scope change: track it now. */
+		n = bpf_map_lookup_elem(&tcp_scratch, &zero);
+		if (!n)
+			return 0;
+		__builtin_memset(n, 0, sizeof(*n));
+		n->sk = key;
+		n->cookie = BPF_CORE_READ(sk, __sk_common.skc_cookie.counter);
+		n->cgroup_id = gg_sk_cgroup_id(sk);
+		n->open_ns = bpf_ktime_get_ns();
+		n->role = TCP_ROLE_SERVER;
+		n->flags = TCP_LF_ESTABLISHED;
+		link_fill_addrs(n, sk);
+		if (bpf_map_update_elem(&tcp_links, &key, n, BPF_NOEXIST))
+			return 0;
+		l = bpf_map_lookup_elem(&tcp_links, &key);
+		if (!l)
+			return 0;
+	}
+	if (!l->tgid) {
+		l->tgid = gg_current_tgid();
+		bpf_get_current_comm(l->comm, sizeof(l->comm));
+	}
+	return 0;
+}
+
+SEC("tp/syscalls/sys_exit_accept4")
+int tcp_accept4(struct trace_event_raw_sys_exit *ctx)
+{
+	return on_accept(ctx->ret);
+}
+
+SEC("tp/syscalls/sys_exit_accept")
+int tcp_accept(struct trace_event_raw_sys_exit *ctx)
+{
+	return on_accept(ctx->ret);
+}
+
+/* Every incoming segment of an established link (under the socket lock): zero windows; RTT
+ * histograms sampled at most every rtt_sample_us; links established before the probe started. */
+SEC("tp_btf/tcp_probe")
+int BPF_PROG(tcp_rcv, struct sock *sk, const struct sk_buff *skb)
+{
+	struct tcp_sock *tp = bpf_skc_to_tcp_sock(sk);
+	struct tcp_sk_local *loc;
+	__u64 key = (__u64)sk, now;
+	struct tcp_link *l;
+	__u32 srtt, rcv_rtt;
+
+	if (!tp)
+		return 0;
+	loc = bpf_sk_storage_get(&tcp_sk, sk, NULL, BPF_SK_STORAGE_GET_F_CREATE);
+	if (!loc || loc->untracked)
+		return 0;
+	if (!tp->snd_wnd)
+		loc->zero_snd++;
+	if (!tp->rcv_wnd)
+		loc->zero_rcv++;
+	now = tp->tcp_mstamp;
+	if (now < loc->next_sample_us)
+		return 0;
+	loc->next_sample_us = now + rtt_sample_us;
+
+	l = bpf_map_lookup_elem(&tcp_links, &key);
+	if (!l) {
+		if (!gg_scope_sock(sk, 0)) {
+			loc->untracked = 1;
+			return 0;
+		}
+		l = link_new(sk, TCP_ROLE_UNKNOWN, 0);
+		if (!l) {
+			loc->untracked = 1;
+			return 0;
+		}
+		l->flags |= TCP_LF_ESTABLISHED;
+	}
+	/* Per link updates are serialised by the socket lock: no atomics needed. */
+	srtt = tp->srtt_us >> 3;
+	l->srtt_hist[gg_log2_slot(srtt)]++;
+	l->srtt_sum_us += srtt;
+	l->samples++;
+	rcv_rtt = tp->rcv_rtt_est.rtt_us >> 3;
+	if (rcv_rtt) {
+		l->rcv_rtt_hist[gg_log2_slot(rcv_rtt)]++;
+		l->rcv_rtt_sum_us += rcv_rtt;
+		l->rcv_rtt_samples++;
+	}
+	l->zero_snd_wnd += loc->zero_snd;
+	l->zero_rcv_wnd += loc->zero_rcv;
+	loc->zero_snd = 0;
+	loc->zero_rcv = 0;
+	return 0;
+}
+
+static __always_inline struct tcp_link *link_of(const struct sock *sk)
+{
+	__u64 key = (__u64)sk;
+
+	return sk ? bpf_map_lookup_elem(&tcp_links, &key) : NULL;
+}
+
+SEC("tp_btf/tcp_retransmit_skb")
+int BPF_PROG(tcp_retrans, const struct sock *sk, const struct sk_buff *skb)
+{
+	struct tcp_link *l = link_of(sk);
+
+	if (l) {
+		/* The local port is bound after SYN_SENT: a connect that never succeeds learns it here. */
+		if (!l->lport)
+			link_fill_addrs_btf(l, sk);
+		__sync_fetch_and_add(&l->retrans_events, 1);
+		if (sk->__sk_common.skc_state == TCP_SYN_SENT)
+			__sync_fetch_and_add(&l->syn_retrans, 1);
+	}
+	return 0;
+}
+
+SEC("tp_btf/tcp_send_reset")
+int BPF_PROG(tcp_send_rst, const struct sock *sk, const struct sk_buff *skb)
+{
+	struct tcp_link *l = link_of(sk);
+
+	if (l)
+		__sync_fetch_and_add(&l->send_rsts, 1);
+	return 0;
+}
+
+SEC("tp_btf/tcp_receive_reset")
+int BPF_PROG(tcp_recv_rst, struct sock *sk)
+{
+	struct tcp_link *l = link_of(sk);
+
+	if (l) {
+		if (!l->lport)
+			link_fill_addrs_btf(l, sk);
+		__sync_fetch_and_add(&l->recv_rsts, 1);
+	}
+	return 0;
+}
+
+SEC("tp_btf/sock_rcvqueue_full")
+int BPF_PROG(tcp_rcvq_full, struct sock *sk, struct sk_buff *skb)
+{
+	struct tcp_link *l = link_of(sk);
+
+	if (l)
+		__sync_fetch_and_add(&l->rcvq_full, 1);
+	return 0;
+}
+
+SEC("tp_btf/sock_exceed_buf_limit")
+int BPF_PROG(tcp_buf_limit, struct sock *sk, struct proto *prot, long allocated, int kind)
+{
+	struct tcp_link *l = link_of(sk);
+
+	if (l)
+		__sync_fetch_and_add(&l->sndbuf_limit, 1);
+	return 0;
+}
+
+static __always_inline void count_drop(const struct sock *sk, __u32 reason)
+{
+	struct tcp_link *l = link_of(sk);
+
+	if (!l)
+		return;
+	__sync_fetch_and_add(&l->drops, 1);
+	l->last_drop_reason = reason;
+	if (reason == bpf_core_enum_value(enum skb_drop_reason, SKB_DROP_REASON_SOCKET_BACKLOG))
+		__sync_fetch_and_add(&l->drops_backlog, 1);
+	else if (reason == bpf_core_enum_value(enum skb_drop_reason, SKB_DROP_REASON_SOCKET_FILTER))
+		__sync_fetch_and_add(&l->drops_filter, 1);
+	else if (reason == bpf_core_enum_value(enum skb_drop_reason, SKB_DROP_REASON_SOCKET_RCVBUFF) ||
+		 reason == bpf_core_enum_value(enum skb_drop_reason, SKB_DROP_REASON_PROTO_MEM))
+		__sync_fetch_and_add(&l->drops_rmem, 1);
+}
+
+/* kfree_skb with the receiving socket as 4th argument (6.12+). */
+SEC("tp_btf/kfree_skb")
+int BPF_PROG(tcp_drop4, struct sk_buff *skb, void *location, enum skb_drop_reason reason, struct sock *rx_sk)
+{
+	const struct sock *sk = rx_sk ? rx_sk : skb->sk;
+
+	if (sk)
+		count_drop(sk, reason);
+	return 0;
+}
+
+/* kfree_skb without it (5.17 .. 6.11): only drops of skbs that still own their socket. */
+SEC("tp_btf/kfree_skb")
+int BPF_PROG(tcp_drop3, struct sk_buff *skb, void *location, enum skb_drop_reason reason)
+{
+	const struct sock *sk = skb->sk;
+
+	if (sk)
+		count_drop(sk, reason);
+	return 0;
+}
+
+/* ---- the snapshot walk, run by user space with BPF_PROG_TEST_RUN once per report ------------- */
+
+static long snap_one(struct bpf_map *map, __u64 *key, struct tcp_link *l, void *ctx)
+{
+	const struct sock *sk = (const struct sock *)*key;
+	__u64 cookie = BPF_CORE_READ(sk, __sk_common.skc_cookie.counter);
+	int refs = BPF_CORE_READ(sk, __sk_common.skc_refcnt.refs.counter);
+
+	/* Freed (no references) or reused for another socket: its close was missed. */
+	if (refs <= 0 || (l->cookie && cookie != l->cookie)) {
+		l->flags |= TCP_LF_STALE;
+		return 0;
+	}
+	snap_read(sk, &l->s);
+	if (!l->lport)
+		link_fill_addrs(l, sk);
+	return 0;
+}
+
+SEC("raw_tp")
+int tcp_snapshot(void *ctx)
+{
+	bpf_for_each_map_elem(&tcp_links, snap_one, NULL, 0);
+	return 0;
+}

@@ -1,0 +1,667 @@
+/* main.c - endpoint ("socket"): listening sockets, outgoing connects, UDP sockets and socket-less
+ * drops, from tracepoints and a per-period snapshot of the sockets' queues and drop counters. */
+#include <arpa/inet.h>
+#include <cjson/cJSON.h>
+#include <errno.h>
+#include <getopt.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include <linux/types.h>
+
+#include "bpf_util.h"
+#include "endpoint.h"
+#include "endpoint.meta.h"
+#include "endpoint.skel.h"
+#include "probe.h"
+
+#define PROBE_NAME     "socket"
+#define PROG	       "endpoint"
+#define PERIOD_MIN     1u
+#define PERIOD_MAX     600u
+#define PERIOD_DEFAULT 5u
+#define SP_TCP	       0x1u
+#define SP_UDP	       0x2u
+#define SP_ALL	       (SP_TCP | SP_UDP)
+#define HIST_FIRST     3u  /* <= 16 us */
+#define HIST_N	       21u /* .. 8.4 s */
+
+static const struct gg_subprobe subprobes[] = {{"tcp_socket", SP_TCP}, {"udp_socket", SP_UDP}};
+#define NSUB (sizeof(subprobes) / sizeof(subprobes[0]))
+
+struct ep_conf {
+	unsigned int period_s;
+	unsigned int subprobes;
+};
+
+struct ep_ctx {
+	struct probe_rt *rt;
+	struct endpoint *skel;
+	struct ep_conf base, cur;
+	struct gg_scope base_scope, scope;
+	const char *comm;
+	int live_scope;
+	int stats_fd;
+	struct gg_bpf_stats_prev stats_prev[16];
+	/* Dump buffers, sized by the maps. */
+	__u64 *lkeys;
+	struct ep_listen *lvals;
+	struct ep_connect_key *ckeys;
+	struct ep_connect *cvals;
+	__u64 *ukeys;
+	struct ep_udp *uvals;
+	struct ep_drop_key *dkeys;
+	__u64 *dvals;
+	__u64 *del;
+};
+
+static void usage(FILE *f)
+{
+	fprintf(f,
+		"Usage: " PROG " [OPTION]...\n"
+		"Report socket endpoint metrics from tracepoints every period (gala-gopher probe \"" PROBE_NAME "\").\n"
+		"Without the supervisor, records are printed on stdout, one |table|...| line each.\n"
+		"\n"
+		"  -t SEC         report period in seconds, %u..%u (default %u)\n"
+		"  -l LEVEL       log level: debug, info, warn or error (default info)\n"
+		"  -P LIST        sub-probes, comma separated: tcp_socket, udp_socket (default both)\n"
+		"      --pid LIST   only these processes (comma separated tgids)\n"
+		"      --comm NAME  only processes with this command name (rescanned every period)\n"
+		"      --bpf-stats  log each BPF program's runs and ns per run every period (info level)\n"
+		"  -h, --help     show this help and exit\n"
+		"      --version  show the version and exit\n"
+		"\n"
+		"Tables: listen and connect (tcp_socket), udp (udp_socket), skb_drop (host wide, both).\n"
+		"Live configuration: {\"probe\": [...], \"params\": {\"report_period\": N}, \"scope\": {...}}\n",
+		PERIOD_MIN, PERIOD_MAX, PERIOD_DEFAULT);
+}
+
+static int parse_uint(const char *s, unsigned int min, unsigned int max, unsigned int *ret)
+{
+	char *end;
+	unsigned long v;
+
+	errno = 0;
+	v = strtoul(s, &end, 10);
+	if (errno || end == s || *end || s[0] == '-' || v < min || v > max)
+		return -ERANGE;
+	*ret = (unsigned int)v;
+	return 0;
+}
+
+static int parse_args(int argc, char **argv, struct ep_ctx *ctx, enum probe_log_level *level, int *bpf_stats)
+{
+	enum { OPT_PID = 256, OPT_COMM, OPT_STATS, OPT_VERSION };
+	static const struct option longopts[] = {
+		{"help", no_argument, NULL, 'h'},
+		{"version", no_argument, NULL, OPT_VERSION},
+		{"pid", required_argument, NULL, OPT_PID},
+		{"comm", required_argument, NULL, OPT_COMM},
+		{"bpf-stats", no_argument, NULL, OPT_STATS},
+		{NULL, 0, NULL, 0},
+	};
+	char bad[64];
+	int c;
+
+	opterr = 0;
+	while ((c = getopt_long(argc, argv, ":t:l:P:h", longopts, NULL)) != -1) {
+		switch (c) {
+		case 't':
+			if (parse_uint(optarg, PERIOD_MIN, PERIOD_MAX, &ctx->base.period_s)) {
+				fprintf(stderr, PROG ": invalid report period '%s' for -t (expected %u..%u seconds)\n",
+					optarg, PERIOD_MIN, PERIOD_MAX);
+				return 2;
+			}
+			break;
+		case 'l':
+			if (probe_log_level__parse(optarg, level)) {
+				fprintf(stderr, PROG ": invalid log level '%s' for -l\n", optarg);
+				return 2;
+			}
+			break;
+		case 'P':
+			if (gg_subprobes_parse(optarg, subprobes, NSUB, &ctx->base.subprobes, bad, sizeof(bad))) {
+				fprintf(stderr,
+					PROG ": unknown sub-probe '%s' in -P (expected tcp_socket, udp_socket)\n", bad);
+				return 2;
+			}
+			break;
+		case OPT_PID:
+			if (gg_scope__add_pids(&ctx->base_scope, optarg)) {
+				fprintf(stderr, PROG ": invalid pid list '%s' for --pid\n", optarg);
+				return 2;
+			}
+			break;
+		case OPT_COMM:
+			ctx->comm = optarg;
+			ctx->base_scope.all = 0;
+			break;
+		case OPT_STATS:
+			*bpf_stats = 1;
+			break;
+		case 'h':
+			usage(stdout);
+			return 0;
+		case OPT_VERSION:
+			printf(PROG " " GG_VERSION "\n");
+			return 0;
+		case ':':
+			fprintf(stderr, PROG ": option '%s' needs a value\nTry '" PROG " --help'.\n", argv[optind - 1]);
+			return 2;
+		default:
+			fprintf(stderr, PROG ": unknown option '%s'\nTry '" PROG " --help'.\n", argv[optind - 1]);
+			return 2;
+		}
+	}
+	if (optind < argc) {
+		fprintf(stderr, PROG ": unexpected argument '%s'\nTry '" PROG " --help'.\n", argv[optind]);
+		return 2;
+	}
+	return -1;
+}
+
+static void apply_subprobes(struct ep_ctx *ctx)
+{
+	struct endpoint *s = ctx->skel;
+	unsigned int sp = ctx->cur.subprobes;
+	struct {
+		struct bpf_program *prog;
+		struct bpf_link **link;
+		unsigned int need;
+	} hooks[] = {
+		{s->progs.ep_state, &s->links.ep_state, SP_TCP},
+		{s->progs.ep_synack_retrans, &s->links.ep_synack_retrans, SP_TCP},
+		{s->progs.ep_retrans, &s->links.ep_retrans, SP_TCP},
+		{s->progs.ep_udp_send, &s->links.ep_udp_send, SP_UDP},
+		{s->progs.ep_udp_recv, &s->links.ep_udp_recv, SP_UDP},
+		{s->progs.ep_udp_fail, &s->links.ep_udp_fail, SP_UDP},
+		{s->progs.ep_drop4, &s->links.ep_drop4, SP_ALL},
+		{s->progs.ep_drop3, &s->links.ep_drop3, SP_ALL},
+	};
+
+	for (size_t i = 0; i < sizeof(hooks) / sizeof(hooks[0]); i++) {
+		if (!bpf_program__autoload(hooks[i].prog))
+			continue;
+		if (sp & hooks[i].need) {
+			int err = gg_bpf_attach(hooks[i].prog, hooks[i].link);
+
+			if (err)
+				probe_log(PLOG_WARN, "cannot attach %s: %s", bpf_program__name(hooks[i].prog),
+					  strerror(-err));
+		} else {
+			gg_bpf_detach(hooks[i].link);
+		}
+	}
+}
+
+static void apply_scope(struct ep_ctx *ctx, const struct gg_scope *s)
+{
+	int err;
+
+	ctx->scope = *s;
+	err = gg_scope__apply(&ctx->scope, ctx->skel->obj);
+	if (err)
+		probe_log(PLOG_WARN, "cannot apply the scope: %s", strerror(-err));
+}
+
+static void rescan_comm(struct ep_ctx *ctx)
+{
+	static struct gg_scope s;
+	int n;
+
+	if (!ctx->comm || ctx->live_scope)
+		return;
+	s = ctx->base_scope;
+	s.ntgid = 0;
+	n = gg_scope__add_comm(&s, ctx->comm);
+	if (n < 0) {
+		probe_log(PLOG_WARN, "--comm %s: %s", ctx->comm, strerror(-n));
+		return;
+	}
+	if (s.ntgid != ctx->scope.ntgid || memcmp(s.tgid, ctx->scope.tgid, s.ntgid * sizeof(s.tgid[0])))
+		apply_scope(ctx, &s);
+}
+
+static int on_config(void *data, uint64_t version, const char *json)
+{
+	static struct gg_scope scope;
+	struct ep_ctx *ctx = data;
+	struct ep_conf conf = ctx->base;
+	cJSON *root = cJSON_Parse(json);
+	const cJSON *params, *jscope;
+	char bad[64], names[64];
+	unsigned int v;
+	int err = -EINVAL, has_scope = 0;
+
+	if (!root || !cJSON_IsObject(root)) {
+		probe_log(PLOG_WARN, "configuration is not a JSON object");
+		goto out;
+	}
+	params = cJSON_GetObjectItemCaseSensitive(root, "params");
+	err = gg_conf_uint(params, "report_period", PERIOD_MIN, PERIOD_MAX, &v);
+	if (err == -EINVAL) {
+		probe_log(PLOG_WARN, "configuration: report_period must be an integer %u..%u", PERIOD_MIN, PERIOD_MAX);
+		goto out;
+	}
+	if (!err)
+		conf.period_s = v;
+	err = gg_subprobes_from_json(root, subprobes, NSUB, &v, bad, sizeof(bad));
+	if (err == -EINVAL) {
+		probe_log(PLOG_WARN, "configuration: unknown sub-probe '%s' (expected tcp_socket, udp_socket)", bad);
+		goto out;
+	}
+	if (!err)
+		conf.subprobes = v;
+	jscope = cJSON_GetObjectItemCaseSensitive(root, "scope");
+	if (jscope && !cJSON_IsNull(jscope)) {
+		err = gg_scope__from_json(jscope, &scope);
+		if (err) {
+			probe_log(PLOG_WARN, "configuration: bad \"scope\" (%s)", strerror(-err));
+			goto out;
+		}
+		has_scope = 1;
+	}
+	ctx->cur = conf;
+	apply_subprobes(ctx);
+	ctx->live_scope = has_scope;
+	apply_scope(ctx, has_scope ? &scope : &ctx->base_scope);
+	rescan_comm(ctx);
+	gg_subprobes_str(conf.subprobes, subprobes, NSUB, names, sizeof(names));
+	probe_log(PLOG_INFO, "configuration %llu: report period %u s, sub-probes %s, scope %s",
+		  (unsigned long long)version, conf.period_s, names, ctx->scope.all ? "all" : "filtered");
+	probe_rt__wake(ctx->rt);
+	err = 0;
+out:
+	cJSON_Delete(root);
+	return err;
+}
+
+static int in_scope(const struct ep_ctx *ctx, __u32 tgid, __u64 cgroup_id)
+{
+	const struct gg_scope *s = &ctx->scope;
+
+	if (s->all)
+		return 1;
+	for (uint32_t i = 0; i < s->ntgid; i++)
+		if (s->tgid[i] == tgid)
+			return 1;
+	for (uint32_t i = 0; i < s->ncgrp; i++)
+		if (s->cgrp[i] == cgroup_id)
+			return 1;
+	return 0;
+}
+
+static void addr_str(__u8 family, const __u8 *addr, char *buf, size_t len)
+{
+	static const __u8 mapped[12] = {0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0xff, 0xff};
+
+	if (family == AF_INET6 && !memcmp(addr, mapped, sizeof(mapped)))
+		inet_ntop(AF_INET, addr + 12, buf, (socklen_t)len);
+	else if (!inet_ntop(family == AF_INET6 ? AF_INET6 : AF_INET, addr, buf, (socklen_t)len))
+		snprintf(buf, len, "?");
+}
+
+static void rec_keys(struct probe_rec *r, const struct probe_table *t, __u32 tgid, __u8 family, const __u8 *addr,
+		     __u16 port, const char *type, const char *comm)
+{
+	char a[INET6_ADDRSTRLEN];
+
+	addr_str(family, addr, a, sizeof(a));
+	probe_rec__begin(r, t);
+	probe_rec__u64(r, tgid);
+	probe_rec__str(r, a);
+	probe_rec__u64(r, port);
+	probe_rec__str(r, type);
+	probe_rec__strn(r, comm, strnlen(comm, 16));
+}
+
+/* Dump a whole map (fd) into keys/vals (room for max entries); returns the count. */
+static uint32_t dump_all(int fd, void *keys, void *vals, uint32_t ksz, uint32_t vsz, uint32_t max, const char *what)
+{
+	struct gg_bpf_dump_cursor cur;
+	uint32_t total = 0, n;
+	int err;
+
+	memset(&cur, 0, sizeof(cur));
+	while (!cur.done && total < max) {
+		err = gg_bpf_map_dump(fd, &cur, (char *)keys + (size_t)total * ksz, (char *)vals + (size_t)total * vsz,
+				      ksz, vsz, max - total, &n, 0);
+		if (err) {
+			probe_log(PLOG_WARN, "reading %s: %s", what, strerror(-err));
+			break;
+		}
+		total += n;
+	}
+	return total;
+}
+
+/* Entries of one reported key are summed: sort so that they are next to each other. */
+static int listen_cmp(const void *a, const void *b)
+{
+	const struct ep_listen *x = a, *y = b;
+
+	if (x->tgid != y->tgid)
+		return x->tgid < y->tgid ? -1 : 1;
+	if (x->port != y->port)
+		return x->port < y->port ? -1 : 1;
+	if (x->family != y->family)
+		return x->family < y->family ? -1 : 1;
+	return memcmp(x->addr, y->addr, sizeof(x->addr));
+}
+
+static int udp_cmp(const void *a, const void *b)
+{
+	const struct ep_udp *x = a, *y = b;
+
+	if (x->tgid != y->tgid)
+		return x->tgid < y->tgid ? -1 : 1;
+	if (x->port != y->port)
+		return x->port < y->port ? -1 : 1;
+	if (x->family != y->family)
+		return x->family < y->family ? -1 : 1;
+	return memcmp(x->addr, y->addr, sizeof(x->addr));
+}
+
+static void report_listen(struct ep_ctx *ctx)
+{
+	static struct probe_rec r;
+	int fd = bpf_map__fd(ctx->skel->maps.ep_listen);
+	uint32_t n = dump_all(fd, ctx->lkeys, ctx->lvals, sizeof(__u64), sizeof(struct ep_listen), EP_LISTEN_MAX,
+			      "ep_listen");
+	uint32_t ndel = 0;
+
+	for (uint32_t i = 0; i < n; i++)
+		if (ctx->lvals[i].flags & EP_F_CLOSED)
+			ctx->del[ndel++] = ctx->lkeys[i];
+	qsort(ctx->lvals, n, sizeof(ctx->lvals[0]), listen_cmp);
+	for (uint32_t i = 0; i < n;) {
+		struct ep_listen sum = ctx->lvals[i];
+		uint32_t j = i + 1;
+
+		for (; j < n && !listen_cmp(&ctx->lvals[i], &ctx->lvals[j]); j++) {
+			const struct ep_listen *o = &ctx->lvals[j];
+
+			sum.passive_open += o->passive_open;
+			sum.passive_open_failed += o->passive_open_failed;
+			sum.retran_synacks += o->retran_synacks;
+			sum.listen_drops += o->listen_drops;
+			sum.accept_overflow += o->accept_overflow;
+			sum.syn_overflow += o->syn_overflow;
+			sum.acceptq_len += o->acceptq_len;
+			sum.acceptq_max += o->acceptq_max;
+			sum.synq_len += o->synq_len;
+			sum.hs_sum_us += o->hs_sum_us;
+			for (int s = 0; s < GG_LOG2_SLOTS; s++)
+				sum.hs_hist[s] += o->hs_hist[s];
+		}
+		i = j;
+		if (!in_scope(ctx, sum.tgid, sum.cgroup_id))
+			continue;
+		rec_keys(&r, &TBL_listen, sum.tgid, sum.family, sum.addr, sum.port, "listen", sum.comm);
+		probe_rec__u64(&r, sum.listen_drops);
+		probe_rec__u64(&r, sum.accept_overflow);
+		probe_rec__u64(&r, sum.syn_overflow);
+		probe_rec__u64(&r, sum.passive_open);
+		probe_rec__u64(&r, sum.passive_open_failed);
+		probe_rec__u64(&r, sum.retran_synacks);
+		probe_rec__u64(&r, sum.acceptq_len);
+		probe_rec__u64(&r, sum.acceptq_max);
+		probe_rec__u64(&r, sum.synq_len);
+		gg_hist_rec(&r, sum.hs_hist, HIST_FIRST, HIST_N, 1.0, (double)sum.hs_sum_us);
+		(void)probe_rt__emit(ctx->rt, &r);
+	}
+	(void)gg_bpf_map_delete_keys(fd, ctx->del, sizeof(__u64), ndel);
+}
+
+static int tgid_alive(__u32 tgid)
+{
+	char path[32];
+
+	snprintf(path, sizeof(path), "/proc/%u", tgid);
+	return access(path, F_OK) == 0;
+}
+
+static void report_connect(struct ep_ctx *ctx)
+{
+	static struct probe_rec r;
+	int fd = bpf_map__fd(ctx->skel->maps.ep_connect);
+	uint32_t n = dump_all(fd, ctx->ckeys, ctx->cvals, sizeof(struct ep_connect_key), sizeof(struct ep_connect),
+			      EP_CONNECT_MAX, "ep_connect");
+	uint32_t ndead = 0;
+
+	for (uint32_t i = 0; i < n; i++) {
+		const struct ep_connect_key *k = &ctx->ckeys[i];
+		const struct ep_connect *c = &ctx->cvals[i];
+
+		if (in_scope(ctx, k->tgid, c->cgroup_id)) {
+			rec_keys(&r, &TBL_connect, k->tgid, k->family, k->raddr, k->rport, "connect", c->comm);
+			probe_rec__u64(&r, c->active_open);
+			probe_rec__u64(&r, c->active_open_failed);
+			probe_rec__u64(&r, c->syn_retrans);
+			gg_hist_rec(&r, c->lat_hist, HIST_FIRST, HIST_N, 1.0, (double)c->lat_sum_us);
+			(void)probe_rt__emit(ctx->rt, &r);
+		}
+		/* Reported one last time: forget processes that are gone. */
+		if (!tgid_alive(k->tgid))
+			ctx->ckeys[ndead++] = *k;
+	}
+	(void)gg_bpf_map_delete_keys(fd, ctx->ckeys, sizeof(struct ep_connect_key), ndead);
+}
+
+static void report_udp(struct ep_ctx *ctx)
+{
+	static struct probe_rec r;
+	int fd = bpf_map__fd(ctx->skel->maps.ep_udp);
+	uint32_t n = dump_all(fd, ctx->ukeys, ctx->uvals, sizeof(__u64), sizeof(struct ep_udp), EP_UDP_MAX, "ep_udp");
+	uint32_t ndel = 0;
+
+	for (uint32_t i = 0; i < n; i++)
+		if (ctx->uvals[i].flags & EP_F_CLOSED)
+			ctx->del[ndel++] = ctx->ukeys[i];
+	qsort(ctx->uvals, n, sizeof(ctx->uvals[0]), udp_cmp);
+	for (uint32_t i = 0; i < n;) {
+		struct ep_udp sum = ctx->uvals[i];
+		uint32_t j = i + 1;
+
+		for (; j < n && !udp_cmp(&ctx->uvals[i], &ctx->uvals[j]); j++) {
+			const struct ep_udp *o = &ctx->uvals[j];
+
+			sum.tx_bytes += o->tx_bytes;
+			sum.rx_bytes += o->rx_bytes;
+			sum.tx_pkts += o->tx_pkts;
+			sum.rx_pkts += o->rx_pkts;
+			sum.rcv_drops += o->rcv_drops;
+			sum.sk_drops += o->sk_drops;
+			sum.rmem_alloc += o->rmem_alloc;
+			if (o->last_err)
+				sum.last_err = o->last_err;
+		}
+		i = j;
+		if (!in_scope(ctx, sum.tgid, sum.cgroup_id))
+			continue;
+		rec_keys(&r, &TBL_udp, sum.tgid, sum.family, sum.addr, sum.port, "udp", sum.comm);
+		probe_rec__u64(&r, sum.tx_pkts);
+		probe_rec__u64(&r, sum.rx_pkts);
+		probe_rec__u64(&r, sum.tx_bytes);
+		probe_rec__u64(&r, sum.rx_bytes);
+		probe_rec__u64(&r, sum.rcv_drops);
+		probe_rec__u64(&r, sum.sk_drops);
+		probe_rec__u64(&r, (uint64_t)(sum.last_err > 0 ? sum.last_err : 0));
+		probe_rec__u64(&r, sum.rmem_alloc);
+		(void)probe_rt__emit(ctx->rt, &r);
+	}
+	(void)gg_bpf_map_delete_keys(fd, ctx->del, sizeof(__u64), ndel);
+}
+
+static void report_drops(struct ep_ctx *ctx)
+{
+	static struct probe_rec r;
+	int fd = bpf_map__fd(ctx->skel->maps.ep_drops);
+	uint32_t n = dump_all(fd, ctx->dkeys, ctx->dvals, sizeof(struct ep_drop_key), sizeof(__u64), EP_DROP_MAX,
+			      "ep_drops");
+	char reason[64];
+
+	for (uint32_t i = 0; i < n; i++) {
+		const struct ep_drop_key *k = &ctx->dkeys[i];
+		int tcp = k->proto == 6;
+
+		if (!(ctx->cur.subprobes & (tcp ? SP_TCP : SP_UDP)))
+			continue;
+		gg_btf_enum_name("skb_drop_reason", k->reason, "SKB_DROP_REASON_", reason, sizeof(reason));
+		probe_rec__begin(&r, &TBL_skb_drop);
+		probe_rec__str(&r, tcp ? "tcp" : "udp");
+		probe_rec__str(&r, reason);
+		probe_rec__u64(&r, k->port);
+		probe_rec__u64(&r, ctx->dvals[i]);
+		(void)probe_rt__emit(ctx->rt, &r);
+	}
+}
+
+static void report(struct ep_ctx *ctx)
+{
+	LIBBPF_OPTS(bpf_test_run_opts, opts);
+
+	if (bpf_prog_test_run_opts(bpf_program__fd(ctx->skel->progs.ep_snapshot), &opts) < 0)
+		probe_log(PLOG_WARN, "snapshot walk failed: %s", strerror(errno));
+	if (ctx->cur.subprobes & SP_TCP) {
+		report_listen(ctx);
+		report_connect(ctx);
+	}
+	if (ctx->cur.subprobes & SP_UDP)
+		report_udp(ctx);
+	report_drops(ctx);
+	(void)probe_rt__flush(ctx->rt);
+	if (ctx->stats_fd >= 0) {
+		char buf[1024];
+
+		gg_bpf_stats_fmt(ctx->skel->obj, ctx->stats_prev, 16, buf, sizeof(buf));
+		probe_log(PLOG_INFO, "bpf stats (runs/ns per run): %s", buf);
+	}
+}
+
+static int alloc_buffers(struct ep_ctx *ctx)
+{
+	ctx->lkeys = calloc(EP_LISTEN_MAX, sizeof(*ctx->lkeys));
+	ctx->lvals = calloc(EP_LISTEN_MAX, sizeof(*ctx->lvals));
+	ctx->ckeys = calloc(EP_CONNECT_MAX, sizeof(*ctx->ckeys));
+	ctx->cvals = calloc(EP_CONNECT_MAX, sizeof(*ctx->cvals));
+	ctx->ukeys = calloc(EP_UDP_MAX, sizeof(*ctx->ukeys));
+	ctx->uvals = calloc(EP_UDP_MAX, sizeof(*ctx->uvals));
+	ctx->dkeys = calloc(EP_DROP_MAX, sizeof(*ctx->dkeys));
+	ctx->dvals = calloc(EP_DROP_MAX, sizeof(*ctx->dvals));
+	ctx->del = calloc(EP_UDP_MAX > EP_LISTEN_MAX ? EP_UDP_MAX : EP_LISTEN_MAX, sizeof(*ctx->del));
+	if (!ctx->lkeys || !ctx->lvals || !ctx->ckeys || !ctx->cvals || !ctx->ukeys || !ctx->uvals || !ctx->dkeys ||
+	    !ctx->dvals || !ctx->del)
+		return -ENOMEM;
+	return 0;
+}
+
+static void free_buffers(struct ep_ctx *ctx)
+{
+	free(ctx->lkeys);
+	free(ctx->lvals);
+	free(ctx->ckeys);
+	free(ctx->cvals);
+	free(ctx->ukeys);
+	free(ctx->uvals);
+	free(ctx->dkeys);
+	free(ctx->dvals);
+	free(ctx->del);
+}
+
+static int setup_bpf(struct ep_ctx *ctx)
+{
+	struct endpoint *s;
+	char off[512];
+	int err;
+
+	err = gg_bpf_init();
+	if (err)
+		probe_log(PLOG_WARN, "tracefs is not mounted and cannot be: %s", strerror(-err));
+	s = endpoint__open();
+	if (!s)
+		return -errno;
+	ctx->skel = s;
+	if (gg_bpf_autoload_available(s->obj, off, sizeof(off)))
+		probe_log(PLOG_WARN, "hooks missing in this kernel, not used: %s", off);
+	if (gg_bpf_tp_btf_nargs("kfree_skb") >= 4)
+		bpf_program__set_autoload(s->progs.ep_drop3, false);
+	else
+		bpf_program__set_autoload(s->progs.ep_drop4, false);
+	err = endpoint__load(s);
+	return err;
+}
+
+int main(int argc, char **argv)
+{
+	static struct ep_ctx ctx;
+	enum probe_log_level level = PLOG_INFO;
+	struct probe_rt_opts opts = {.name = PROBE_NAME, .on_config = on_config, .cb_ctx = &ctx};
+	int bpf_stats = 0, ret, status = 1;
+	uint64_t last;
+	char names[64];
+
+	probe_log_setup(PROBE_NAME, PLOG_INFO);
+	ctx.base = (struct ep_conf){.period_s = PERIOD_DEFAULT, .subprobes = SP_ALL};
+	gg_scope__init_all(&ctx.base_scope);
+	ctx.stats_fd = -1;
+	ret = parse_args(argc, argv, &ctx, &level, &bpf_stats);
+	if (ret >= 0)
+		return ret;
+	ctx.cur = ctx.base;
+	opts.log_level = level;
+	ctx.rt = probe_rt__new(&opts);
+	if (!ctx.rt) {
+		probe_log(PLOG_ERROR, "cannot set up the probe runtime: %s", strerror(errno));
+		return 1;
+	}
+	if (alloc_buffers(&ctx)) {
+		probe_log(PLOG_ERROR, "out of memory");
+		goto out;
+	}
+	ret = setup_bpf(&ctx);
+	if (ret) {
+		probe_log(PLOG_ERROR, "cannot load the BPF programs: %s", strerror(-ret));
+		goto out;
+	}
+	if (bpf_stats) {
+		ctx.stats_fd = gg_bpf_stats_enable();
+		if (ctx.stats_fd < 0)
+			probe_log(PLOG_WARN, "--bpf-stats: %s", strerror(-ctx.stats_fd));
+	}
+	apply_scope(&ctx, &ctx.base_scope);
+	rescan_comm(&ctx);
+	apply_subprobes(&ctx);
+	gg_subprobes_str(ctx.cur.subprobes, subprobes, NSUB, names, sizeof(names));
+	probe_log(PLOG_INFO, "started: report period %u s, sub-probes %s, scope %s", ctx.cur.period_s, names,
+		  ctx.scope.all ? "all" : "filtered");
+
+	last = probe_now_mono_ms();
+	while (!probe_rt__stopping(ctx.rt)) {
+		uint64_t now = probe_now_mono_ms();
+		uint64_t next = last + (uint64_t)ctx.cur.period_s * 1000u;
+
+		if (now < next) {
+			if (probe_rt__wait(ctx.rt, (unsigned int)(next - now)))
+				break;
+			continue;
+		}
+		rescan_comm(&ctx);
+		report(&ctx);
+		last = now - next < (uint64_t)ctx.cur.period_s * 1000u ? next : now;
+	}
+	status = 0;
+	probe_log(PLOG_INFO, "stopping: %llu records emitted, %llu invalid",
+		  (unsigned long long)probe_rt__records_emitted(ctx.rt),
+		  (unsigned long long)probe_rt__records_invalid(ctx.rt));
+out:
+	if (ctx.stats_fd >= 0)
+		close(ctx.stats_fd);
+	endpoint__destroy(ctx.skel);
+	free_buffers(&ctx);
+	probe_rt__free(ctx.rt);
+	return status;
+}

@@ -1,0 +1,622 @@
+/* main.c - ioprobe ("io"): per disk request counts, bytes, errors, queue and device latency
+ * histograms, issuing processes and page cache events, from block/filemap tracepoints. */
+#include <cjson/cJSON.h>
+#include <errno.h>
+#include <getopt.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include <linux/types.h>
+
+#include "bpf_util.h"
+#include "ioprobe.h"
+#include "ioprobe.meta.h"
+#include "ioprobe.skel.h"
+#include "probe.h"
+
+#define PROBE_NAME     "io"
+#define PROG	       "ioprobe"
+#define PERIOD_MIN     1u
+#define PERIOD_MAX     600u
+#define PERIOD_DEFAULT 5u
+#define THR_MAX	       100000u
+#define SP_TRACE       0x1u
+#define SP_ERR	       0x2u
+#define SP_COUNT       0x4u
+#define SP_PAGECACHE   0x8u
+#define SP_ALL	       0xfu
+#define SP_BLOCK       (SP_TRACE | SP_ERR | SP_COUNT)
+#define MINORBITS      20
+#define HIST_FIRST     0u  /* <= 2 us */
+#define HIST_N	       24u /* .. 16.7 s */
+
+static const struct gg_subprobe subprobes[] = {
+	{"io_trace", SP_TRACE},
+	{"io_err", SP_ERR},
+	{"io_count", SP_COUNT},
+	{"page_cache", SP_PAGECACHE},
+};
+#define NSUB (sizeof(subprobes) / sizeof(subprobes[0]))
+static const char *const dir_names[IO_DIRS] = {"read", "write", "discard"};
+
+struct io_conf {
+	unsigned int period_s;
+	unsigned int subprobes;
+	unsigned int latency_thr; /* ms, 0 = off */
+	char dev_name[32];	  /* only this disk when set */
+};
+
+/* Slow request count per disk and direction at the previous report, for latency events. */
+struct io_prev {
+	__u32 dev;
+	__u64 slow[IO_DIRS];
+};
+
+struct io_ctx {
+	struct probe_rt *rt;
+	struct ioprobe *skel;
+	struct io_conf base, cur;
+	int stats_fd;
+	struct gg_bpf_stats_prev stats_prev[16];
+	__u32 *dkeys;
+	struct io_dev_stats *dvals;
+	struct io_proc_key *pkeys;
+	struct io_proc *pvals;
+	__u32 *ckeys;
+	struct io_pagecache *cvals; /* IO_DEVS_MAX * ncpus */
+	int ncpus;
+	struct io_prev prev[IO_DEVS_MAX];
+	unsigned int nprev;
+};
+
+static void usage(FILE *f)
+{
+	fprintf(f,
+		"Usage: " PROG " [OPTION]...\n"
+		"Report block I/O and page cache metrics from tracepoints every period (gala-gopher probe \"" PROBE_NAME
+		"\").\n"
+		"Without the supervisor, records are printed on stdout, one |table|...| line each.\n"
+		"\n"
+		"  -t SEC         report period in seconds, %u..%u (default %u)\n"
+		"  -l LEVEL       log level: debug, info, warn or error (default info)\n"
+		"  -P LIST        sub-probes, comma separated: io_trace, io_err, io_count, page_cache (default all "
+		"but\n"
+		"                 page_cache, whose hooks fire on every page cache lookup of the host)\n"
+		"  -T MS          latency_thr: count requests taking MS milliseconds or more, and report an event\n"
+		"                 (0 = off, default)\n"
+		"  -d DISK        dev_name: only this disk (e.g. sda; default all)\n"
+		"      --bpf-stats  log each BPF program's runs and ns per run every period (info level)\n"
+		"  -h, --help     show this help and exit\n"
+		"      --version  show the version and exit\n"
+		"\n"
+		"Tables: io_latency (io_trace), io_err (io_err), io_count and io_issuer (io_count), io_pagecache\n"
+		"(page_cache); event_v2 records (entity block) for latency_thr.\n"
+		"Live configuration: {\"probe\": [...], \"params\": {\"report_period\": N, \"latency_thr\": MS,\n"
+		"\"dev_name\": \"sda\"}}\n",
+		PERIOD_MIN, PERIOD_MAX, PERIOD_DEFAULT);
+}
+
+static int parse_uint(const char *s, unsigned int min, unsigned int max, unsigned int *ret)
+{
+	char *end;
+	unsigned long v;
+
+	errno = 0;
+	v = strtoul(s, &end, 10);
+	if (errno || end == s || *end || s[0] == '-' || v < min || v > max)
+		return -ERANGE;
+	*ret = (unsigned int)v;
+	return 0;
+}
+
+static int set_dev_name(struct io_conf *c, const char *name)
+{
+	size_t n = strlen(name);
+
+	if (n >= sizeof(c->dev_name) || strchr(name, '/'))
+		return -EINVAL;
+	memcpy(c->dev_name, name, n + 1);
+	return 0;
+}
+
+static int parse_args(int argc, char **argv, struct io_ctx *ctx, enum probe_log_level *level, int *bpf_stats)
+{
+	enum { OPT_STATS = 256, OPT_VERSION };
+	static const struct option longopts[] = {
+		{"help", no_argument, NULL, 'h'},
+		{"version", no_argument, NULL, OPT_VERSION},
+		{"bpf-stats", no_argument, NULL, OPT_STATS},
+		{NULL, 0, NULL, 0},
+	};
+	char bad[64];
+	int c;
+
+	opterr = 0;
+	while ((c = getopt_long(argc, argv, ":t:l:P:T:d:h", longopts, NULL)) != -1) {
+		switch (c) {
+		case 't':
+			if (parse_uint(optarg, PERIOD_MIN, PERIOD_MAX, &ctx->base.period_s)) {
+				fprintf(stderr, PROG ": invalid report period '%s' for -t (expected %u..%u seconds)\n",
+					optarg, PERIOD_MIN, PERIOD_MAX);
+				return 2;
+			}
+			break;
+		case 'l':
+			if (probe_log_level__parse(optarg, level)) {
+				fprintf(stderr, PROG ": invalid log level '%s' for -l\n", optarg);
+				return 2;
+			}
+			break;
+		case 'P':
+			if (gg_subprobes_parse(optarg, subprobes, NSUB, &ctx->base.subprobes, bad, sizeof(bad))) {
+				fprintf(stderr, PROG ": unknown sub-probe '%s' in -P\n", bad);
+				return 2;
+			}
+			break;
+		case 'T':
+			if (parse_uint(optarg, 0, THR_MAX, &ctx->base.latency_thr)) {
+				fprintf(stderr, PROG ": invalid value '%s' for -T (expected 0..%u ms)\n", optarg,
+					THR_MAX);
+				return 2;
+			}
+			break;
+		case 'd':
+			if (set_dev_name(&ctx->base, optarg)) {
+				fprintf(stderr, PROG ": invalid disk name '%s' for -d\n", optarg);
+				return 2;
+			}
+			break;
+		case OPT_STATS:
+			*bpf_stats = 1;
+			break;
+		case 'h':
+			usage(stdout);
+			return 0;
+		case OPT_VERSION:
+			printf(PROG " " GG_VERSION "\n");
+			return 0;
+		case ':':
+			fprintf(stderr, PROG ": option '%s' needs a value\nTry '" PROG " --help'.\n", argv[optind - 1]);
+			return 2;
+		default:
+			fprintf(stderr, PROG ": unknown option '%s'\nTry '" PROG " --help'.\n", argv[optind - 1]);
+			return 2;
+		}
+	}
+	if (optind < argc) {
+		fprintf(stderr, PROG ": unexpected argument '%s'\nTry '" PROG " --help'.\n", argv[optind]);
+		return 2;
+	}
+	return -1;
+}
+
+static void apply_conf(struct io_ctx *ctx)
+{
+	struct ioprobe *s = ctx->skel;
+	unsigned int sp = ctx->cur.subprobes;
+	struct {
+		struct bpf_program *prog;
+		struct bpf_link **link;
+		unsigned int need;
+	} hooks[] = {
+		{s->progs.io_start, &s->links.io_start, SP_COUNT | SP_TRACE},
+		{s->progs.io_issue, &s->links.io_issue, SP_BLOCK},
+		{s->progs.io_merge, &s->links.io_merge, SP_BLOCK},
+		{s->progs.io_complete, &s->links.io_complete, SP_BLOCK},
+		{s->progs.io_pc_access, &s->links.io_pc_access, SP_PAGECACHE},
+		{s->progs.io_pc_add, &s->links.io_pc_add, SP_PAGECACHE},
+		{s->progs.io_pc_del, &s->links.io_pc_del, SP_PAGECACHE},
+		{s->progs.io_pc_dirty, &s->links.io_pc_dirty, SP_PAGECACHE},
+		{s->progs.io_pc_bh_dirty, &s->links.io_pc_bh_dirty, SP_PAGECACHE},
+	};
+
+	s->bss->latency_thr_ns = (__u64)ctx->cur.latency_thr * 1000000ull;
+	for (size_t i = 0; i < sizeof(hooks) / sizeof(hooks[0]); i++) {
+		if (!bpf_program__autoload(hooks[i].prog))
+			continue;
+		if (sp & hooks[i].need) {
+			int err = gg_bpf_attach(hooks[i].prog, hooks[i].link);
+
+			if (err)
+				probe_log(PLOG_WARN, "cannot attach %s: %s", bpf_program__name(hooks[i].prog),
+					  strerror(-err));
+		} else {
+			gg_bpf_detach(hooks[i].link);
+		}
+	}
+}
+
+static int on_config(void *data, uint64_t version, const char *json)
+{
+	struct io_ctx *ctx = data;
+	struct io_conf conf = ctx->base;
+	cJSON *root = cJSON_Parse(json);
+	const cJSON *params, *dev;
+	char bad[64], names[64];
+	unsigned int v;
+	int err = -EINVAL;
+
+	if (!root || !cJSON_IsObject(root)) {
+		probe_log(PLOG_WARN, "configuration is not a JSON object");
+		goto out;
+	}
+	params = cJSON_GetObjectItemCaseSensitive(root, "params");
+	err = gg_conf_uint(params, "report_period", PERIOD_MIN, PERIOD_MAX, &v);
+	if (err == -EINVAL) {
+		probe_log(PLOG_WARN, "configuration: report_period must be an integer %u..%u", PERIOD_MIN, PERIOD_MAX);
+		goto out;
+	}
+	if (!err)
+		conf.period_s = v;
+	err = gg_conf_uint(params, "latency_thr", 0, THR_MAX, &v);
+	if (err == -EINVAL) {
+		probe_log(PLOG_WARN, "configuration: latency_thr must be an integer 0..%u (ms)", THR_MAX);
+		goto out;
+	}
+	if (!err)
+		conf.latency_thr = v;
+	dev = cJSON_IsObject(params) ? cJSON_GetObjectItemCaseSensitive(params, "dev_name") : NULL;
+	if (dev && !cJSON_IsNull(dev)) {
+		if (!cJSON_IsString(dev) || set_dev_name(&conf, cJSON_GetStringValue(dev))) {
+			probe_log(PLOG_WARN, "configuration: dev_name must be a disk name");
+			err = -EINVAL;
+			goto out;
+		}
+	}
+	err = gg_subprobes_from_json(root, subprobes, NSUB, &v, bad, sizeof(bad));
+	if (err == -EINVAL) {
+		probe_log(PLOG_WARN, "configuration: unknown sub-probe '%s'", bad);
+		goto out;
+	}
+	if (!err)
+		conf.subprobes = v;
+	ctx->cur = conf;
+	apply_conf(ctx);
+	gg_subprobes_str(conf.subprobes, subprobes, NSUB, names, sizeof(names));
+	probe_log(PLOG_INFO, "configuration %llu: report period %u s, sub-probes %s, latency_thr %u ms, disk %s",
+		  (unsigned long long)version, conf.period_s, names, conf.latency_thr,
+		  conf.dev_name[0] ? conf.dev_name : "all");
+	probe_rt__wake(ctx->rt);
+	err = 0;
+out:
+	cJSON_Delete(root);
+	return err;
+}
+
+/* Name of a block device from sysfs (the BPF side knows disks' names, not file systems'). */
+static void dev_name_of(__u32 dev, const char *known, char *buf, size_t len)
+{
+	static struct probe_buf b;
+	char path[64];
+	const char *p;
+
+	if (known && known[0]) {
+		snprintf(buf, len, "%.*s", 32, known);
+		return;
+	}
+	snprintf(buf, len, "%u:%u", dev >> MINORBITS, dev & ((1u << MINORBITS) - 1));
+	snprintf(path, sizeof(path), "/sys/dev/block/%u:%u/uevent", dev >> MINORBITS, dev & ((1u << MINORBITS) - 1));
+	if (probe_read_file(path, &b, 8192) == 0 && (p = strstr(b.data, "DEVNAME="))) {
+		p += 8;
+		snprintf(buf, len, "%.*s", (int)strcspn(p, "\n"), p);
+	}
+}
+
+static uint32_t dump_all(int fd, void *keys, void *vals, uint32_t ksz, uint32_t vsz, uint32_t max, const char *what)
+{
+	struct gg_bpf_dump_cursor cur;
+	uint32_t total = 0, n;
+	int err;
+
+	memset(&cur, 0, sizeof(cur));
+	while (!cur.done && total < max) {
+		err = gg_bpf_map_dump(fd, &cur, (char *)keys + (size_t)total * ksz, (char *)vals + (size_t)total * vsz,
+				      ksz, vsz, max - total, &n, 0);
+		if (err) {
+			probe_log(PLOG_WARN, "reading %s: %s", what, strerror(-err));
+			break;
+		}
+		total += n;
+	}
+	return total;
+}
+
+static struct io_prev *prev_of(struct io_ctx *ctx, __u32 dev)
+{
+	for (unsigned int i = 0; i < ctx->nprev; i++)
+		if (ctx->prev[i].dev == dev)
+			return &ctx->prev[i];
+	if (ctx->nprev >= IO_DEVS_MAX)
+		return NULL;
+	memset(&ctx->prev[ctx->nprev], 0, sizeof(ctx->prev[0]));
+	ctx->prev[ctx->nprev].dev = dev;
+	return &ctx->prev[ctx->nprev++];
+}
+
+static void rec_dev(struct probe_rec *r, const struct probe_table *t, __u32 dev)
+{
+	probe_rec__begin(r, t);
+	probe_rec__u64(r, dev >> MINORBITS);
+	probe_rec__u64(r, dev & ((1u << MINORBITS) - 1));
+}
+
+/* Requests past latency_thr in the period: an event_v2 record (entity block, WARN). */
+static void latency_event(struct io_ctx *ctx, __u32 dev, const char *name, int dir, uint64_t slow, uint64_t max_us)
+{
+	char id[48], body[200], body_zh[240], labels[128];
+	size_t used = 0;
+
+	snprintf(id, sizeof(id), "%u_%u", dev >> MINORBITS, dev & ((1u << MINORBITS) - 1));
+	snprintf(body, sizeof(body),
+		 "%llu %s requests on %s took latency_thr %u ms or longer in the last period; the longest %.1f ms.",
+		 (unsigned long long)slow, dir_names[dir], name, ctx->cur.latency_thr, (double)max_us / 1000.0);
+	snprintf(body_zh, sizeof(body_zh), "%s 上一周期有 %llu 个%s请求耗时达到 %u 毫秒；最长 %.1f 毫秒。", name,
+		 (unsigned long long)slow, dir == IO_READ ? "读" : (dir == IO_WRITE ? "写" : "discard "),
+		 ctx->cur.latency_thr, (double)max_us / 1000.0);
+	gg_event_label(labels, sizeof(labels), &used, "disk_name", name);
+	gg_event_label(labels, sizeof(labels), &used, "rw", dir_names[dir]);
+	(void)gg_event_emit(ctx->rt, "block", id, "latency_req_max", "WARN", body, body_zh, labels);
+}
+
+static void report_devs(struct io_ctx *ctx, __u64 period)
+{
+	static struct probe_rec r;
+	unsigned int sp = ctx->cur.subprobes;
+	uint32_t n = dump_all(bpf_map__fd(ctx->skel->maps.io_devs), ctx->dkeys, ctx->dvals, sizeof(__u32),
+			      sizeof(struct io_dev_stats), IO_DEVS_MAX, "io_devs");
+	char name[64];
+
+	for (uint32_t i = 0; i < n; i++) {
+		const struct io_dev_stats *d = &ctx->dvals[i];
+		__u32 dev = ctx->dkeys[i];
+		struct io_prev *prev = prev_of(ctx, dev);
+
+		dev_name_of(dev, d->disk_name, name, sizeof(name));
+		if (ctx->cur.dev_name[0] && strcmp(ctx->cur.dev_name, name))
+			continue;
+		if (sp & SP_COUNT) {
+			rec_dev(&r, &TBL_io_count, dev);
+			probe_rec__str(&r, name);
+			for (int k = 0; k < IO_DIRS; k++)
+				probe_rec__u64(&r, d->dir[k].ios);
+			for (int k = 0; k < IO_DIRS; k++)
+				probe_rec__u64(&r, d->dir[k].bytes);
+			(void)probe_rt__emit(ctx->rt, &r);
+		}
+		for (int k = 0; k < IO_DIRS; k++) {
+			const struct io_dir_stats *s = &d->dir[k];
+			uint64_t cnt = gg_hist_count(s->dev_hist);
+			uint64_t max = s->max_period == period ? s->max_us : 0;
+
+			if (!s->ios && !s->errors && !cnt)
+				continue;
+			if (sp & SP_TRACE) {
+				rec_dev(&r, &TBL_io_latency, dev);
+				probe_rec__str(&r, dir_names[k]);
+				probe_rec__str(&r, name);
+				probe_rec__u64(&r, cnt);
+				probe_rec__u64(&r, s->total_sum_us);
+				probe_rec__u64(&r, max);
+				probe_rec__u64(&r, s->queue_sum_us);
+				probe_rec__u64(&r, s->dev_sum_us);
+				gg_hist_rec(&r, s->queue_hist, HIST_FIRST, HIST_N, 1.0, (double)s->queue_sum_us);
+				gg_hist_rec(&r, s->dev_hist, HIST_FIRST, HIST_N, 1.0, (double)s->dev_sum_us);
+				probe_rec__u64(&r, s->slow);
+				(void)probe_rt__emit(ctx->rt, &r);
+			}
+			if ((sp & SP_ERR) && s->errors) {
+				rec_dev(&r, &TBL_io_err, dev);
+				probe_rec__str(&r, dir_names[k]);
+				probe_rec__str(&r, name);
+				probe_rec__u64(&r, s->errors);
+				probe_rec__u64(&r, s->last_error);
+				(void)probe_rt__emit(ctx->rt, &r);
+			}
+			if (prev && ctx->cur.latency_thr && s->slow > prev->slow[k])
+				latency_event(ctx, dev, name, k, s->slow - prev->slow[k], max);
+			if (prev)
+				prev->slow[k] = s->slow;
+		}
+	}
+}
+
+static void report_procs(struct io_ctx *ctx)
+{
+	static struct probe_rec r;
+	int fd = bpf_map__fd(ctx->skel->maps.io_procs);
+	uint32_t n = dump_all(fd, ctx->pkeys, ctx->pvals, sizeof(struct io_proc_key), sizeof(struct io_proc),
+			      IO_PROCS_MAX, "io_procs");
+	uint32_t ndead = 0;
+	char name[64], path[32];
+
+	for (uint32_t i = 0; i < n; i++) {
+		const struct io_proc_key *k = &ctx->pkeys[i];
+		const struct io_proc *p = &ctx->pvals[i];
+
+		dev_name_of(k->dev, NULL, name, sizeof(name));
+		if (!ctx->cur.dev_name[0] || !strcmp(ctx->cur.dev_name, name)) {
+			rec_dev(&r, &TBL_io_issuer, k->dev);
+			probe_rec__u64(&r, k->tgid);
+			probe_rec__str(&r, name);
+			probe_rec__strn(&r, p->comm, strnlen(p->comm, sizeof(p->comm)));
+			probe_rec__u64(&r, p->ios[0]);
+			probe_rec__u64(&r, p->ios[1]);
+			probe_rec__u64(&r, p->bytes[0]);
+			probe_rec__u64(&r, p->bytes[1]);
+			(void)probe_rt__emit(ctx->rt, &r);
+		}
+		/* Reported one last time: forget processes that are gone. */
+		snprintf(path, sizeof(path), "/proc/%u", k->tgid);
+		if (access(path, F_OK))
+			ctx->pkeys[ndead++] = *k;
+	}
+	(void)gg_bpf_map_delete_keys(fd, ctx->pkeys, sizeof(struct io_proc_key), ndead);
+}
+
+static void report_pagecache(struct io_ctx *ctx)
+{
+	static struct probe_rec r;
+	/* Per CPU values: one struct io_pagecache per possible CPU, summed here. */
+	uint32_t ncpu = (uint32_t)ctx->ncpus;
+	uint32_t n = dump_all(bpf_map__fd(ctx->skel->maps.io_pc), ctx->ckeys, ctx->cvals, sizeof(__u32),
+			      sizeof(struct io_pagecache) * ncpu, IO_DEVS_MAX, "io_pc");
+	char name[64];
+
+	for (uint32_t i = 0; i < n; i++) {
+		struct io_pagecache sum = {0}, *p = &sum;
+
+		for (uint32_t c = 0; c < ncpu; c++) {
+			const struct io_pagecache *v = &ctx->cvals[(size_t)i * ncpu + c];
+
+			sum.access += v->access;
+			sum.add += v->add;
+			sum.remove += v->remove;
+			sum.dirty += v->dirty;
+			sum.buffer_dirty += v->buffer_dirty;
+		}
+
+		dev_name_of(ctx->ckeys[i], NULL, name, sizeof(name));
+		if (ctx->cur.dev_name[0] && strcmp(ctx->cur.dev_name, name))
+			continue;
+		rec_dev(&r, &TBL_io_pagecache, ctx->ckeys[i]);
+		probe_rec__str(&r, name);
+		probe_rec__u64(&r, p->access);
+		probe_rec__u64(&r, p->add);
+		probe_rec__u64(&r, p->remove);
+		probe_rec__u64(&r, p->dirty);
+		probe_rec__u64(&r, p->buffer_dirty);
+		(void)probe_rt__emit(ctx->rt, &r);
+	}
+}
+
+static void report(struct io_ctx *ctx)
+{
+	/* Maxima are per period: read this period's, then start the next one. */
+	__u64 period = ctx->skel->bss->io_period;
+
+	if (ctx->cur.subprobes & SP_BLOCK)
+		report_devs(ctx, period);
+	ctx->skel->bss->io_period = period + 1;
+	if (ctx->cur.subprobes & SP_COUNT)
+		report_procs(ctx);
+	if (ctx->cur.subprobes & SP_PAGECACHE)
+		report_pagecache(ctx);
+	(void)probe_rt__flush(ctx->rt);
+	if (ctx->stats_fd >= 0) {
+		char buf[1024];
+
+		gg_bpf_stats_fmt(ctx->skel->obj, ctx->stats_prev, 16, buf, sizeof(buf));
+		probe_log(PLOG_INFO, "bpf stats (runs/ns per run): %s", buf);
+	}
+}
+
+static int setup_bpf(struct io_ctx *ctx)
+{
+	struct ioprobe *s;
+	char off[512];
+	int err;
+
+	err = gg_bpf_init();
+	if (err)
+		probe_log(PLOG_WARN, "tracefs is not mounted and cannot be: %s", strerror(-err));
+	s = ioprobe__open();
+	if (!s)
+		return -errno;
+	ctx->skel = s;
+	if (gg_bpf_autoload_available(s->obj, off, sizeof(off)))
+		probe_log(PLOG_WARN, "hooks missing in this kernel, not used: %s", off);
+	return ioprobe__load(s);
+}
+
+int main(int argc, char **argv)
+{
+	static struct io_ctx ctx;
+	enum probe_log_level level = PLOG_INFO;
+	struct probe_rt_opts opts = {.name = PROBE_NAME, .on_config = on_config, .cb_ctx = &ctx};
+	int bpf_stats = 0, ret, status = 1;
+	uint64_t last;
+	char names[64];
+
+	probe_log_setup(PROBE_NAME, PLOG_INFO);
+	/* page_cache is opt-in: its hooks fire on every page cache lookup and dirtying of the host. */
+	ctx.base = (struct io_conf){.period_s = PERIOD_DEFAULT, .subprobes = SP_BLOCK};
+	ctx.stats_fd = -1;
+	ret = parse_args(argc, argv, &ctx, &level, &bpf_stats);
+	if (ret >= 0)
+		return ret;
+	ctx.cur = ctx.base;
+	opts.log_level = level;
+	ctx.rt = probe_rt__new(&opts);
+	if (!ctx.rt) {
+		probe_log(PLOG_ERROR, "cannot set up the probe runtime: %s", strerror(errno));
+		return 1;
+	}
+	ctx.dkeys = calloc(IO_DEVS_MAX, sizeof(*ctx.dkeys));
+	ctx.dvals = calloc(IO_DEVS_MAX, sizeof(*ctx.dvals));
+	ctx.pkeys = calloc(IO_PROCS_MAX, sizeof(*ctx.pkeys));
+	ctx.pvals = calloc(IO_PROCS_MAX, sizeof(*ctx.pvals));
+	ctx.ckeys = calloc(IO_DEVS_MAX, sizeof(*ctx.ckeys));
+	ctx.ncpus = libbpf_num_possible_cpus();
+	if (ctx.ncpus < 1) {
+		probe_log(PLOG_ERROR, "cannot count the possible CPUs: %s", strerror(-ctx.ncpus));
+		goto out;
+	}
+	ctx.cvals = calloc((size_t)IO_DEVS_MAX * (size_t)ctx.ncpus, sizeof(*ctx.cvals));
+	if (!ctx.dkeys || !ctx.dvals || !ctx.pkeys || !ctx.pvals || !ctx.ckeys || !ctx.cvals) {
+		probe_log(PLOG_ERROR, "out of memory");
+		goto out;
+	}
+	ret = setup_bpf(&ctx);
+	if (ret) {
+		probe_log(PLOG_ERROR, "cannot load the BPF programs: %s", strerror(-ret));
+		goto out;
+	}
+	if (bpf_stats) {
+		ctx.stats_fd = gg_bpf_stats_enable();
+		if (ctx.stats_fd < 0)
+			probe_log(PLOG_WARN, "--bpf-stats: %s", strerror(-ctx.stats_fd));
+	}
+	/* ioprobe has no snoopers: everything is in scope. */
+	{
+		static struct gg_scope all;
+
+		gg_scope__init_all(&all);
+		(void)gg_scope__apply(&all, ctx.skel->obj);
+	}
+	apply_conf(&ctx);
+	gg_subprobes_str(ctx.cur.subprobes, subprobes, NSUB, names, sizeof(names));
+	probe_log(PLOG_INFO, "started: report period %u s, sub-probes %s, latency_thr %u ms", ctx.cur.period_s, names,
+		  ctx.cur.latency_thr);
+
+	last = probe_now_mono_ms();
+	while (!probe_rt__stopping(ctx.rt)) {
+		uint64_t now = probe_now_mono_ms();
+		uint64_t next = last + (uint64_t)ctx.cur.period_s * 1000u;
+
+		if (now < next) {
+			if (probe_rt__wait(ctx.rt, (unsigned int)(next - now)))
+				break;
+			continue;
+		}
+		report(&ctx);
+		last = now - next < (uint64_t)ctx.cur.period_s * 1000u ? next : now;
+	}
+	status = 0;
+	probe_log(PLOG_INFO, "stopping: %llu records emitted, %llu invalid",
+		  (unsigned long long)probe_rt__records_emitted(ctx.rt),
+		  (unsigned long long)probe_rt__records_invalid(ctx.rt));
+out:
+	if (ctx.stats_fd >= 0)
+		close(ctx.stats_fd);
+	ioprobe__destroy(ctx.skel);
+	free(ctx.dkeys);
+	free(ctx.dvals);
+	free(ctx.pkeys);
+	free(ctx.pvals);
+	free(ctx.ckeys);
+	free(ctx.cvals);
+	probe_rt__free(ctx.rt);
+	return status;
+}

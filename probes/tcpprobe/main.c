@@ -1,0 +1,587 @@
+/* main.c - tcpprobe ("tcp"): per TCP link bytes, segments, RTT, windows, rates, socket buffers and
+ * abnormal events from tracepoints and a per-period snapshot of every live socket. */
+#include <cjson/cJSON.h>
+#include <errno.h>
+#include <getopt.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "tcp_user.h"
+#include "tcpprobe.skel.h"
+
+#define PROBE_NAME     "tcp"
+#define PROG	       "tcpprobe"
+#define PERIOD_MIN     1u
+#define PERIOD_MAX     600u
+#define PERIOD_DEFAULT 5u
+#define THR_MAX	       100000u
+#define DUMP_CHUNK     256u
+#define AGG_KEYS_MAX   65536u
+
+static const struct gg_subprobe subprobes[] = {
+	{"tcp_abnormal", TCP_SP_ABNORMAL}, {"tcp_rtt", TCP_SP_RTT},   {"tcp_windows", TCP_SP_WINDOWS},
+	{"tcp_rate", TCP_SP_RATE},	   {"tcp_srtt", TCP_SP_SRTT}, {"tcp_sockbuf", TCP_SP_SOCKBUF},
+	{"tcp_stats", TCP_SP_STATS},	   {"tcp_delay", 0},
+};
+#define NSUB	       (sizeof(subprobes) / sizeof(subprobes[0]))
+#define SP_IMPLEMENTED (TCP_SP_ALL & ~TCP_SP_DELAY)
+
+/* State shared by the main loop and the configuration callback. */
+struct tp_ctx {
+	struct probe_rt *rt;
+	struct tcpprobe *skel;
+	struct tp_aggs *aggs;
+	struct tp_conf base; /* from the command line */
+	struct tp_conf cur;
+	struct gg_scope base_scope; /* --pid / --comm, or everything */
+	struct gg_scope scope;	    /* in force */
+	const char *comm;	    /* --comm: rescanned every period while no live scope is set */
+	int live_scope;		    /* the supervisor sent a scope */
+	uint64_t scope_changed_ns;
+	int stats_fd;
+	struct gg_bpf_stats_prev stats_prev[32];
+	uint64_t closed_lost, links_lost;
+	uint64_t start_ns;
+};
+
+static uint64_t now_ns(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
+}
+
+static void usage(FILE *f)
+{
+	fprintf(f,
+		"Usage: " PROG " [OPTION]...\n"
+		"Report TCP link metrics from tracepoints every period (gala-gopher probe \"" PROBE_NAME "\").\n"
+		"Without the supervisor, records are printed on stdout, one |table|...| line each.\n"
+		"\n"
+		"  -t SEC         report period in seconds, %u..%u (default %u)\n"
+		"  -l LEVEL       log level: debug, info, warn or error (default info)\n"
+		"  -P LIST        sub-probes, comma separated (default all): tcp_abnormal, tcp_rtt, tcp_windows,\n"
+		"                 tcp_rate, tcp_srtt, tcp_sockbuf, tcp_stats (tcp_delay is accepted, not implemented)\n"
+		"  -c 0|1         report_source_port: 1 reports each client port as its own link (default 0:\n"
+		"                 links between one client address and one server port are summed)\n"
+		"  -D N           drops_thr: an event when a key retransmits or drops N packets in a period\n"
+		"                 (0 = off, default)\n"
+		"  -T MS          latency_thr: an event when a key's mean srtt reaches MS milliseconds (0 = off)\n"
+		"  -m N           most live links tracked (map size, default %u)\n"
+		"      --pid LIST   only these processes (comma separated tgids)\n"
+		"      --comm NAME  only processes with this command name (rescanned every period)\n"
+		"      --bpf-stats  log each BPF program's runs and ns per run every period (info level)\n"
+		"  -h, --help     show this help and exit\n"
+		"      --version  show the version and exit\n"
+		"\n"
+		"Tables: tcp_tx_rx (tcp_stats), tcp_rtt, tcp_windows, tcp_rate, tcp_srtt, tcp_sockbuf, tcp_abn\n"
+		"(tcp_abnormal); event_v2 records (entity tcp_link) for drops_thr and latency_thr.\n"
+		"Live configuration: {\"probe\": [...], \"params\": {\"report_period\": N, \"report_source_port\": "
+		"0|1,\n"
+		"\"drops_thr\": N, \"latency_thr\": MS}, \"scope\": {\"all\": false, \"pids\": [...], \"cgroup_ids\": "
+		"[...]}}\n",
+		PERIOD_MIN, PERIOD_MAX, PERIOD_DEFAULT, TCP_LINKS_MAX);
+}
+
+static int parse_uint(const char *s, unsigned int min, unsigned int max, unsigned int *ret)
+{
+	char *end;
+	unsigned long v;
+
+	errno = 0;
+	v = strtoul(s, &end, 10);
+	if (errno || end == s || *end || s[0] == '-' || v < min || v > max)
+		return -ERANGE;
+	*ret = (unsigned int)v;
+	return 0;
+}
+
+/* -P takes names, or gala-gopher's numeric bit mask (bits as TCP_SP_*). */
+static int parse_subprobes(const char *s, unsigned int *ret)
+{
+	char bad[64];
+
+	if (s[0] >= '0' && s[0] <= '9') {
+		if (parse_uint(s, 1, TCP_SP_ALL, ret) == 0)
+			return 0;
+		fprintf(stderr, PROG ": invalid sub-probe mask '%s' for -P (1..%u)\n", s, TCP_SP_ALL);
+		return -EINVAL;
+	}
+	if (gg_subprobes_parse(s, subprobes, NSUB, ret, bad, sizeof(bad)) == 0)
+		return 0;
+	fprintf(stderr, PROG ": unknown sub-probe '%s' in -P\n", bad);
+	return -EINVAL;
+}
+
+/* Returns -1 to go on, or the exit status. */
+static int parse_args(int argc, char **argv, struct tp_ctx *ctx, enum probe_log_level *level, unsigned int *max_links,
+		      int *bpf_stats)
+{
+	enum { OPT_PID = 256, OPT_COMM, OPT_STATS, OPT_VERSION };
+	static const struct option longopts[] = {
+		{"help", no_argument, NULL, 'h'},
+		{"version", no_argument, NULL, OPT_VERSION},
+		{"pid", required_argument, NULL, OPT_PID},
+		{"comm", required_argument, NULL, OPT_COMM},
+		{"bpf-stats", no_argument, NULL, OPT_STATS},
+		{NULL, 0, NULL, 0},
+	};
+	struct tp_conf *conf = &ctx->base;
+	int c, err;
+
+	opterr = 0;
+	while ((c = getopt_long(argc, argv, ":t:l:P:c:D:T:m:h", longopts, NULL)) != -1) {
+		switch (c) {
+		case 't':
+			if (parse_uint(optarg, PERIOD_MIN, PERIOD_MAX, &conf->period_s)) {
+				fprintf(stderr, PROG ": invalid report period '%s' for -t (expected %u..%u seconds)\n",
+					optarg, PERIOD_MIN, PERIOD_MAX);
+				return 2;
+			}
+			break;
+		case 'l':
+			if (probe_log_level__parse(optarg, level)) {
+				fprintf(stderr,
+					PROG ": invalid log level '%s' for -l (expected debug, info, warn, error)\n",
+					optarg);
+				return 2;
+			}
+			break;
+		case 'P':
+			if (parse_subprobes(optarg, &conf->subprobes))
+				return 2;
+			break;
+		case 'c':
+			if (parse_uint(optarg, 0, 1, &conf->report_source_port)) {
+				fprintf(stderr, PROG ": invalid value '%s' for -c (expected 0 or 1)\n", optarg);
+				return 2;
+			}
+			break;
+		case 'D':
+		case 'T':
+			if (parse_uint(optarg, 0, THR_MAX, c == 'D' ? &conf->drops_thr : &conf->latency_thr)) {
+				fprintf(stderr, PROG ": invalid value '%s' for -%c (expected 0..%u)\n", optarg, c,
+					THR_MAX);
+				return 2;
+			}
+			break;
+		case 'm':
+			if (parse_uint(optarg, 64, 1u << 20, max_links)) {
+				fprintf(stderr, PROG ": invalid value '%s' for -m (expected 64..1048576)\n", optarg);
+				return 2;
+			}
+			break;
+		case OPT_PID:
+			err = gg_scope__add_pids(&ctx->base_scope, optarg);
+			if (err) {
+				fprintf(stderr, PROG ": invalid pid list '%s' for --pid%s\n", optarg,
+					err == -E2BIG ? " (too many)" : "");
+				return 2;
+			}
+			break;
+		case OPT_COMM:
+			ctx->comm = optarg;
+			ctx->base_scope.all = 0;
+			break;
+		case OPT_STATS:
+			*bpf_stats = 1;
+			break;
+		case 'h':
+			usage(stdout);
+			return 0;
+		case OPT_VERSION:
+			printf(PROG " " GG_VERSION "\n");
+			return 0;
+		case ':':
+			fprintf(stderr, PROG ": option '%s' needs a value\nTry '" PROG " --help'.\n", argv[optind - 1]);
+			return 2;
+		default:
+			if (optopt)
+				fprintf(stderr, PROG ": unknown option '-%c'\n", optopt);
+			else
+				fprintf(stderr, PROG ": unknown option '%s'\n", argv[optind - 1]);
+			fprintf(stderr, "Try '" PROG " --help'.\n");
+			return 2;
+		}
+	}
+	if (optind < argc) {
+		fprintf(stderr, PROG ": unexpected argument '%s'\nTry '" PROG " --help'.\n", argv[optind]);
+		return 2;
+	}
+	return -1;
+}
+
+/* The hooks each sub-probe needs; the link life cycle hooks are always attached. */
+static void apply_subprobes(struct tp_ctx *ctx)
+{
+	struct tcpprobe *s = ctx->skel;
+	unsigned int sp = ctx->cur.subprobes;
+	struct {
+		struct bpf_program *prog;
+		struct bpf_link **link;
+		unsigned int need;
+	} hooks[] = {
+		/* Per incoming segment, the costliest hook: only for the RTT histograms and zero windows. */
+		{s->progs.tcp_rcv, &s->links.tcp_rcv, TCP_SP_RTT | TCP_SP_WINDOWS},
+		{s->progs.tcp_retrans, &s->links.tcp_retrans, TCP_SP_ABNORMAL},
+		{s->progs.tcp_send_rst, &s->links.tcp_send_rst, TCP_SP_ABNORMAL},
+		{s->progs.tcp_recv_rst, &s->links.tcp_recv_rst, TCP_SP_ABNORMAL},
+		{s->progs.tcp_drop4, &s->links.tcp_drop4, TCP_SP_ABNORMAL},
+		{s->progs.tcp_drop3, &s->links.tcp_drop3, TCP_SP_ABNORMAL},
+		{s->progs.tcp_rcvq_full, &s->links.tcp_rcvq_full, TCP_SP_SOCKBUF},
+		{s->progs.tcp_buf_limit, &s->links.tcp_buf_limit, TCP_SP_SOCKBUF},
+	};
+
+	for (size_t i = 0; i < sizeof(hooks) / sizeof(hooks[0]); i++) {
+		if (!bpf_program__autoload(hooks[i].prog))
+			continue;
+		if (sp & hooks[i].need) {
+			int err = gg_bpf_attach(hooks[i].prog, hooks[i].link);
+
+			if (err)
+				probe_log(PLOG_WARN, "cannot attach %s: %s", bpf_program__name(hooks[i].prog),
+					  strerror(-err));
+		} else {
+			gg_bpf_detach(hooks[i].link);
+		}
+	}
+}
+
+static void apply_scope(struct tp_ctx *ctx, const struct gg_scope *s)
+{
+	int err;
+
+	ctx->scope = *s;
+	ctx->scope_changed_ns = now_ns();
+	err = gg_scope__apply(&ctx->scope, ctx->skel->obj);
+	if (err)
+		probe_log(PLOG_WARN, "cannot apply the scope: %s", strerror(-err));
+}
+
+/* --comm: processes come and go; rescan while the supervisor has not sent a scope. */
+static void rescan_comm(struct tp_ctx *ctx)
+{
+	static struct gg_scope s;
+	int n;
+
+	if (!ctx->comm || ctx->live_scope)
+		return;
+	s = ctx->base_scope;
+	s.ntgid = 0;
+	n = gg_scope__add_comm(&s, ctx->comm);
+	if (n < 0) {
+		probe_log(PLOG_WARN, "--comm %s: %s", ctx->comm, strerror(-n));
+		return;
+	}
+	if (s.ntgid != ctx->scope.ntgid || memcmp(s.tgid, ctx->scope.tgid, s.ntgid * sizeof(s.tgid[0])))
+		apply_scope(ctx, &s);
+}
+
+static int conf_from_json(struct tp_ctx *ctx, const cJSON *root, struct tp_conf *ret)
+{
+	struct tp_conf conf = ctx->base;
+	const cJSON *params = cJSON_GetObjectItemCaseSensitive(root, "params");
+	char bad[64];
+	unsigned int v;
+	int err;
+	static const struct {
+		const char *name;
+		unsigned int min, max;
+		size_t off;
+	} uparams[] = {
+		{"report_period", PERIOD_MIN, PERIOD_MAX, offsetof(struct tp_conf, period_s)},
+		{"report_source_port", 0, 1, offsetof(struct tp_conf, report_source_port)},
+		{"drops_thr", 0, THR_MAX, offsetof(struct tp_conf, drops_thr)},
+		{"latency_thr", 0, THR_MAX, offsetof(struct tp_conf, latency_thr)},
+	};
+
+	if (params && !cJSON_IsNull(params) && !cJSON_IsObject(params)) {
+		probe_log(PLOG_WARN, "configuration: \"params\" must be an object");
+		return -EINVAL;
+	}
+	for (size_t i = 0; i < sizeof(uparams) / sizeof(uparams[0]); i++) {
+		err = gg_conf_uint(params, uparams[i].name, uparams[i].min, uparams[i].max, &v);
+		if (err == -EINVAL) {
+			probe_log(PLOG_WARN, "configuration: %s must be an integer %u..%u", uparams[i].name,
+				  uparams[i].min, uparams[i].max);
+			return err;
+		}
+		if (!err)
+			*(unsigned int *)((char *)&conf + uparams[i].off) = v;
+	}
+	err = gg_subprobes_from_json(root, subprobes, NSUB, &v, bad, sizeof(bad));
+	if (err == -EINVAL) {
+		probe_log(PLOG_WARN, "configuration: unknown sub-probe '%s'", bad);
+		return err;
+	}
+	if (!err)
+		conf.subprobes = v;
+	*ret = conf;
+	return 0;
+}
+
+static int on_config(void *data, uint64_t version, const char *json)
+{
+	static struct gg_scope scope;
+	struct tp_ctx *ctx = data;
+	struct tp_conf conf;
+	const cJSON *jscope;
+	cJSON *root = cJSON_Parse(json);
+	char names[160];
+	int err = -EINVAL, has_scope = 0;
+
+	if (!root || !cJSON_IsObject(root)) {
+		probe_log(PLOG_WARN, "configuration is not a JSON object");
+		goto out;
+	}
+	err = conf_from_json(ctx, root, &conf);
+	if (err)
+		goto out;
+	jscope = cJSON_GetObjectItemCaseSensitive(root, "scope");
+	if (jscope && !cJSON_IsNull(jscope)) {
+		err = gg_scope__from_json(jscope, &scope);
+		if (err) {
+			probe_log(PLOG_WARN, "configuration: bad \"scope\" (%s)", strerror(-err));
+			goto out;
+		}
+		has_scope = 1;
+	}
+	if (conf.subprobes & TCP_SP_DELAY)
+		probe_log(PLOG_WARN, "sub-probe tcp_delay is not implemented, ignored");
+	conf.subprobes &= SP_IMPLEMENTED;
+	ctx->cur = conf;
+	apply_subprobes(ctx);
+	ctx->live_scope = has_scope;
+	apply_scope(ctx, has_scope ? &scope : &ctx->base_scope);
+	rescan_comm(ctx);
+	gg_subprobes_str(conf.subprobes, subprobes, NSUB, names, sizeof(names));
+	probe_log(PLOG_INFO,
+		  "configuration %llu: report period %u s, sub-probes %s, report_source_port %u, drops_thr %u, "
+		  "latency_thr %u ms, scope %s",
+		  (unsigned long long)version, conf.period_s, names, conf.report_source_port, conf.drops_thr,
+		  conf.latency_thr, ctx->scope.all ? "all" : "filtered");
+	probe_rt__wake(ctx->rt);
+	err = 0;
+out:
+	cJSON_Delete(root);
+	return err;
+}
+
+/* The ephemeral port range, to tell clients from servers among links found established. */
+static void local_port_range(uint32_t *lo, uint32_t *hi)
+{
+	static struct probe_buf b;
+	unsigned int a, z;
+
+	*lo = 32768;
+	*hi = 60999;
+	if (probe_read_file("/proc/sys/net/ipv4/ip_local_port_range", &b, 256) == 0 &&
+	    sscanf(b.data, "%u %u", &a, &z) == 2 && a <= z && z <= 65535) {
+		*lo = a;
+		*hi = z;
+	}
+}
+
+static int run_snapshot(struct tp_ctx *ctx)
+{
+	LIBBPF_OPTS(bpf_test_run_opts, opts);
+
+	if (bpf_prog_test_run_opts(bpf_program__fd(ctx->skel->progs.tcp_snapshot), &opts) < 0)
+		return -errno;
+	return 0;
+}
+
+static void report(struct tp_ctx *ctx)
+{
+	static __u64 keys[DUMP_CHUNK];
+	static struct tcp_link vals[DUMP_CHUNK];
+	static struct tcp_closed_key ckeys[DUMP_CHUNK];
+	static __u64 stale[DUMP_CHUNK];
+	struct tp_report_ctx rc = {.rt = ctx->rt, .conf = &ctx->cur, .scope = &ctx->scope};
+	struct gg_bpf_dump_cursor cur;
+	int links_fd = bpf_map__fd(ctx->skel->maps.tcp_links);
+	int closed_fd = bpf_map__fd(ctx->skel->maps.tcp_closed);
+	uint32_t n, nstale = 0;
+	int err;
+
+	rc.scope_changed_ns = ctx->scope_changed_ns;
+	rc.start_ns = ctx->start_ns;
+	local_port_range(&rc.port_lo, &rc.port_hi);
+	err = run_snapshot(ctx);
+	if (err)
+		probe_log(PLOG_WARN, "snapshot walk failed: %s (values are from the last events)", strerror(-err));
+	rc.now_ns = now_ns();
+
+	memset(&cur, 0, sizeof(cur));
+	while (!cur.done) {
+		err = gg_bpf_map_dump(links_fd, &cur, keys, vals, sizeof(keys[0]), sizeof(vals[0]), DUMP_CHUNK, &n, 0);
+		if (err) {
+			probe_log(PLOG_WARN, "reading tcp_links: %s", strerror(-err));
+			break;
+		}
+		for (uint32_t i = 0; i < n; i++) {
+			if (vals[i].flags & TCP_LF_STALE) {
+				/* Its close was missed: report its last values as final. */
+				tp_aggs__add(ctx->aggs, &rc, &vals[i], 1);
+				if (nstale < DUMP_CHUNK)
+					stale[nstale++] = keys[i];
+				continue;
+			}
+			tp_aggs__add(ctx->aggs, &rc, &vals[i], 0);
+		}
+	}
+	if (nstale)
+		(void)gg_bpf_map_delete_keys(links_fd, stale, sizeof(stale[0]), nstale);
+
+	memset(&cur, 0, sizeof(cur));
+	while (!cur.done) {
+		err = gg_bpf_map_dump(closed_fd, &cur, ckeys, vals, sizeof(ckeys[0]), sizeof(vals[0]), DUMP_CHUNK, &n,
+				      1);
+		if (err) {
+			probe_log(PLOG_WARN, "reading tcp_closed: %s", strerror(-err));
+			break;
+		}
+		for (uint32_t i = 0; i < n; i++)
+			tp_aggs__add(ctx->aggs, &rc, &vals[i], 1);
+	}
+
+	(void)tp_aggs__report(ctx->aggs, &rc);
+	(void)probe_rt__flush(ctx->rt);
+
+	if (ctx->skel->bss->tcp_closed_lost != ctx->closed_lost || ctx->skel->bss->tcp_links_lost != ctx->links_lost) {
+		ctx->closed_lost = ctx->skel->bss->tcp_closed_lost;
+		ctx->links_lost = ctx->skel->bss->tcp_links_lost;
+		probe_log(PLOG_WARN, "maps full: %llu links not tracked, %llu closed links lost (raise -m)",
+			  (unsigned long long)ctx->links_lost, (unsigned long long)ctx->closed_lost);
+	}
+	if (ctx->stats_fd >= 0) {
+		char buf[1024];
+
+		gg_bpf_stats_fmt(ctx->skel->obj, ctx->stats_prev, 32, buf, sizeof(buf));
+		probe_log(PLOG_INFO, "bpf stats (runs/ns per run): %s", buf);
+	}
+}
+
+/* Open, choose program variants for this kernel, size maps, load, attach the life cycle hooks. */
+static int setup_bpf(struct tp_ctx *ctx, unsigned int max_links)
+{
+	struct tcpprobe *s;
+	char off[512];
+	int err, nargs;
+
+	err = gg_bpf_init();
+	if (err)
+		probe_log(PLOG_WARN, "tracefs is not mounted and cannot be: %s", strerror(-err));
+	s = tcpprobe__open();
+	if (!s)
+		return -errno;
+	ctx->skel = s;
+	bpf_map__set_max_entries(s->maps.tcp_links, max_links);
+	bpf_map__set_max_entries(s->maps.tcp_closed, max_links / 2 > 64 ? max_links / 2 : 64);
+	if (gg_bpf_autoload_available(s->obj, off, sizeof(off)))
+		probe_log(PLOG_WARN, "hooks missing in this kernel, not used: %s", off);
+	nargs = gg_bpf_tp_btf_nargs("kfree_skb");
+	if (nargs >= 4)
+		bpf_program__set_autoload(s->progs.tcp_drop3, false);
+	else
+		bpf_program__set_autoload(s->progs.tcp_drop4, false);
+	if (!bpf_program__autoload(s->progs.tcp_state) || !bpf_program__autoload(s->progs.tcp_snapshot)) {
+		probe_log(PLOG_ERROR, "this kernel lacks sock:inet_sock_set_state (tp_btf): cannot follow TCP links");
+		return -ENOTSUP;
+	}
+	err = tcpprobe__load(s);
+	if (err)
+		return err;
+	err = gg_bpf_attach(s->progs.tcp_state, &s->links.tcp_state);
+	if (!err)
+		err = gg_bpf_attach(s->progs.tcp_destroy, &s->links.tcp_destroy);
+	if (err)
+		return err;
+	/* Without accept tracepoints, server links stay unattributed (tgid 0). */
+	if (gg_bpf_attach(s->progs.tcp_accept4, &s->links.tcp_accept4) ||
+	    gg_bpf_attach(s->progs.tcp_accept, &s->links.tcp_accept))
+		probe_log(PLOG_WARN, "accept tracepoints unavailable: server links will have tgid 0");
+	return 0;
+}
+
+int main(int argc, char **argv)
+{
+	static struct tp_ctx ctx;
+	enum probe_log_level level = PLOG_INFO;
+	struct probe_rt_opts opts = {.name = PROBE_NAME, .on_config = on_config, .cb_ctx = &ctx};
+	unsigned int max_links = TCP_LINKS_MAX;
+	int bpf_stats = 0, ret, status = 1;
+	uint64_t last;
+	char names[160];
+
+	probe_log_setup(PROBE_NAME, PLOG_INFO);
+	ctx.base = (struct tp_conf){.period_s = PERIOD_DEFAULT, .subprobes = SP_IMPLEMENTED};
+	gg_scope__init_all(&ctx.base_scope);
+	ctx.stats_fd = -1;
+	ret = parse_args(argc, argv, &ctx, &level, &max_links, &bpf_stats);
+	if (ret >= 0)
+		return ret;
+	if (ctx.base.subprobes & TCP_SP_DELAY)
+		probe_log(PLOG_WARN, "sub-probe tcp_delay is not implemented, ignored");
+	ctx.base.subprobes &= SP_IMPLEMENTED;
+	ctx.cur = ctx.base;
+
+	opts.log_level = level;
+	ctx.rt = probe_rt__new(&opts);
+	if (!ctx.rt) {
+		probe_log(PLOG_ERROR, "cannot set up the probe runtime: %s", strerror(errno));
+		return 1;
+	}
+	ctx.aggs = tp_aggs__new(AGG_KEYS_MAX);
+	if (!ctx.aggs) {
+		probe_log(PLOG_ERROR, "out of memory");
+		goto out;
+	}
+	ret = setup_bpf(&ctx, max_links);
+	if (ret) {
+		probe_log(PLOG_ERROR, "cannot load the BPF programs: %s", strerror(-ret));
+		goto out;
+	}
+	if (bpf_stats) {
+		ctx.stats_fd = gg_bpf_stats_enable();
+		if (ctx.stats_fd < 0)
+			probe_log(PLOG_WARN, "--bpf-stats: %s", strerror(-ctx.stats_fd));
+	}
+	ctx.start_ns = now_ns();
+	apply_scope(&ctx, &ctx.base_scope);
+	rescan_comm(&ctx);
+	apply_subprobes(&ctx);
+	gg_subprobes_str(ctx.cur.subprobes, subprobes, NSUB, names, sizeof(names));
+	probe_log(PLOG_INFO, "started: report period %u s, sub-probes %s, scope %s", ctx.cur.period_s, names,
+		  ctx.scope.all ? "all" : "filtered");
+
+	last = probe_now_mono_ms();
+	while (!probe_rt__stopping(ctx.rt)) {
+		uint64_t now = probe_now_mono_ms();
+		uint64_t next = last + (uint64_t)ctx.cur.period_s * 1000u;
+
+		if (now < next) {
+			if (probe_rt__wait(ctx.rt, (unsigned int)(next - now)))
+				break;
+			continue;
+		}
+		rescan_comm(&ctx);
+		report(&ctx);
+		last = now - next < (uint64_t)ctx.cur.period_s * 1000u ? next : now;
+	}
+	status = 0;
+	probe_log(PLOG_INFO, "stopping: %llu records emitted, %llu invalid, %u keys",
+		  (unsigned long long)probe_rt__records_emitted(ctx.rt),
+		  (unsigned long long)probe_rt__records_invalid(ctx.rt), tp_aggs__count(ctx.aggs));
+out:
+	if (ctx.stats_fd >= 0)
+		close(ctx.stats_fd);
+	tcpprobe__destroy(ctx.skel);
+	tp_aggs__free(ctx.aggs);
+	probe_rt__free(ctx.rt);
+	return status;
+}

@@ -1,0 +1,267 @@
+"""test_net.py - tcpprobe and endpoint under the supervisor, against traffic the test makes itself
+between two network namespaces joined by a veth pair: bytes moved, retransmits caused by an
+nftables `numgen random` drop rule (checked against the namespace's own TCP MIB counters), resets,
+accept-queue overflow of a listener that never accepts, UDP to a closed port."""
+import json
+import os
+import subprocess
+import sys
+import time
+
+from harness import NetnsPair, Supervisor, check, probe_entry, wait_for
+
+PEER = [sys.executable, os.path.join(os.path.dirname(os.path.abspath(__file__)), "scripts", "net_peer.py")]
+
+
+def peer_json(p, timeout=60):
+    out, err = p.communicate(timeout=timeout)
+    check(p.returncode == 0, "net_peer failed (%s): %s" % (p.returncode, err.decode(errors="replace")))
+    return json.loads(out.decode().strip().splitlines()[-1])
+
+
+def wait_ready(p):
+    line = p.stdout.readline().decode()
+    check('"ready"' in line, "peer not ready: %r %s" % (line, p.stderr.read1().decode(errors="replace")
+                                                        if p.poll() is not None else ""))
+
+
+def last_record(s, table, **keys):
+    """The latest record of table whose fields equal keys (keys compared as strings)."""
+    found = None
+    for r in s.metric_records(table):
+        if all(str(r.get(k)) == str(v) for k, v in keys.items()):
+            found = r
+    return found
+
+
+def wait_record(s, table, timeout, pred=lambda r: True, **keys):
+    def ok():
+        r = last_record(s, table, **keys)
+        return r if r is not None and pred(r) else None
+    return wait_for(ok, timeout, "%s record %r" % (table, keys), interval=0.2)
+
+
+def events(s):
+    """Events the supervisor wrote to its events.log (logs channel)."""
+    out = []
+    try:
+        with open(os.path.join(s.log_dir, "event", "events.log")) as f:
+            for line in f:
+                if line.endswith("\n"):
+                    out.append(json.loads(line))
+    except FileNotFoundError:
+        pass
+    return out
+
+
+def nft_counter_packets(ns, pair):
+    out = pair.run(ns, ["nft", "-j", "list", "table", "inet", "ggtest"])
+    for item in json.loads(out)["nftables"]:
+        rule = item.get("rule")
+        if rule:
+            for e in rule["expr"]:
+                if "counter" in e:
+                    return e["counter"]["packets"]
+    raise AssertionError("no counter in the nft rule")
+
+
+def test_tcp_bytes_retransmits_resets():
+    a_to_b = 4 << 20
+    reply = 65536
+    with NetnsPair() as ns:
+        s = Supervisor(probes=[probe_entry("tcpprobe", "-t 1 -c 1 -D 1")]).start()
+        try:
+            s.wait_probe("tcpprobe", lambda p: p["state"] == "running" and p["batches"] > 0, 15, "running")
+            time.sleep(0.5)  # attached: the probe sends its first batch after loading
+
+            # 1. Known bytes each way over the veth pair.
+            srv = ns.popen(ns.b, PEER + ["serve", "5001", str(reply), "1"])
+            wait_ready(srv)
+            cli = ns.popen(ns.a, PEER + ["client", ns.ADDR_B, "5001", str(a_to_b), str(reply)])
+            c = peer_json(cli)
+            check(peer_json(srv)["received"] == [a_to_b], "server got every byte")
+            keys = dict(client_ip=ns.ADDR_A, server_ip=ns.ADDR_B, client_port=c["lport"], server_port=5001,
+                        protocol=2)
+            rc = wait_record(s, "tcp_tx_rx", 10, lambda r: r["links_closed"] >= 1, tgid=cli.pid, role=1, **keys)
+            rs = wait_record(s, "tcp_tx_rx", 10, lambda r: r["links_closed"] >= 1, tgid=srv.pid, role=0, **keys)
+            for name, got, want in (("client tx", rc["tx_bytes"], a_to_b), ("client rx", rc["rx_bytes"], reply),
+                                    ("server rx", rs["rx_bytes"], a_to_b), ("server tx", rs["tx_bytes"], reply)):
+                check(abs(got - want) <= want * 0.01, "%s: %d bytes reported, %d moved" % (name, got, want))
+            check(rc["comm"] == "python3" and rs["comm"] == "python3", "comm: %r %r" % (rc["comm"], rs["comm"]))
+            check(rc["segs_out"] > a_to_b // 65536 and rs["segs_in"] > a_to_b // 65536, "segments counted")
+            rtt = last_record(s, "tcp_rtt", tgid=cli.pid, role=1, **keys)
+            check(rtt is not None and rtt["srtt"] > 0, "srtt reported: %r" % rtt)
+
+            # 2. Drop ~5% of the packets towards the server: retransmits, as the client's TCP MIB says.
+            # One segment per packet (no GSO), so that dropped packets and retransmitted segments compare.
+            ns.run(ns.a, ["ip", "link", "set", "dev", ns.veth_a, "gso_max_segs", "1"])
+            ns.run(ns.b, ["nft", "add table inet ggtest; add chain inet ggtest in { type filter hook input "
+                          "priority 0; }; add rule inet ggtest in tcp dport 5002 numgen random mod 100 < 5 "
+                          "counter drop"])
+            before = ns.netstat(ns.a)["Tcp"]["RetransSegs"]
+            srv = ns.popen(ns.b, PEER + ["serve", "5002", "0", "1"])
+            wait_ready(srv)
+            cli = ns.popen(ns.a, PEER + ["client", ns.ADDR_B, "5002", str(2 << 20), "0"])
+            c2 = peer_json(cli, timeout=120)
+            peer_json(srv)
+            mib = ns.netstat(ns.a)["Tcp"]["RetransSegs"] - before
+            drops = nft_counter_packets(ns.b, ns)
+            ab = wait_record(s, "tcp_abn", 10, lambda r: r["retran_packets"] >= mib, tgid=cli.pid, role=1,
+                             client_ip=ns.ADDR_A, server_ip=ns.ADDR_B, client_port=c2["lport"], server_port=5002)
+            check(drops > 0 and mib > 0, "the rule dropped packets (%d) and TCP retransmitted (%d)" % (drops, mib))
+            check(ab["retran_packets"] == mib, "retran_packets %d == RetransSegs delta %d of the client netns"
+                  % (ab["retran_packets"], mib))
+            check(drops * 0.5 <= ab["retran_packets"] <= drops * 3 + 5,
+                  "retransmits %d consistent with %d dropped packets" % (ab["retran_packets"], drops))
+            # -D 1: the retransmitting link is reported as an abnormal event by the supervisor.
+            ev = wait_for(lambda: [e for e in events(s) if e["Resource"]["metric"] ==
+                                   "gala_gopher_tcp_link_retran_packets" and
+                                   e["Resource"]["labels"].get("client_port") == str(c2["lport"])], 10,
+                          "retran_packets event")
+            check(ev[0]["SeverityText"] == "WARN" and "retransmitted" in ev[0]["Body"], "event: %r" % ev[0])
+
+            # 3. Connect to a closed port: the client receives a reset, the connect fails.
+            cli = ns.popen(ns.a, PEER + ["connect_closed", ns.ADDR_B, "5003"])
+            c3 = peer_json(cli)
+            k3 = dict(tgid=cli.pid, role=1, client_ip=ns.ADDR_A, server_ip=ns.ADDR_B, client_port=c3["lport"],
+                      server_port=5003)
+            ab = wait_record(s, "tcp_abn", 10, lambda r: r["receive_rsts"] >= 1, **k3)
+            check(ab["receive_rsts"] == 1, "one reset received: %r" % ab["receive_rsts"])
+            tx = wait_record(s, "tcp_tx_rx", 10, **k3)
+            check(tx["connect_failed"] == 1 and tx["tx_bytes"] <= 1, "failed connect counted: %r" % tx)
+
+            p = s.probe("tcpprobe")
+            check(p["rejected_total"] == 0, "no record rejected: %r" % p.get("rejected"))
+        finally:
+            s.cleanup()
+
+
+test_tcp_bytes_retransmits_resets.timeout = 120
+
+
+def test_endpoint_overflow_udp_connect():
+    with NetnsPair() as ns:
+        # The report period comes from the live configuration (argv says 600 s): on_config is exercised.
+        s = Supervisor(probes=[probe_entry("endpoint", "-t 600", params={"report_period": 1})]).start()
+        try:
+            s.wait_probe("endpoint", lambda p: p["state"] == "running" and p["config_version_applied"] >= 1, 15,
+                         "running with its live configuration")
+            time.sleep(0.5)
+
+            # 1. A listener with backlog 1 that never accepts: 2 connections fit in its accept queue,
+            # the other SYNs are dropped; the namespace's own TcpExt counters are the ground truth.
+            before = ns.netstat(ns.b)["TcpExt"]
+            srv = ns.popen(ns.b, PEER + ["backlog", "6000"])
+            wait_ready(srv)
+            cli = ns.popen(ns.a, PEER + ["connect_many", ns.ADDR_B, "6000", "8", "3"])
+            peer_json(cli)
+            after = ns.netstat(ns.b)["TcpExt"]
+            drops = after["ListenDrops"] - before["ListenDrops"]
+            overflows = after["ListenOverflows"] - before["ListenOverflows"]
+            check(overflows > 0, "the kernel saw accept queue overflows (%d)" % overflows)
+            lk = dict(tgid=srv.pid, s_addr="0.0.0.0", s_port=6000, ep_type="listen")
+            rec = wait_record(s, "listen", 10, lambda r: r["listendrop"] >= drops, **lk)
+            check(rec["listendrop"] == drops, "listendrop %d == ListenDrops delta %d" % (rec["listendrop"], drops))
+            check(rec["accept_overflow"] == overflows, "accept_overflow %d == ListenOverflows delta %d"
+                  % (rec["accept_overflow"], overflows))
+            check(rec["passive_open"] == 2 and rec["accept_queue"] == 2 and rec["accept_queue_max"] == 1,
+                  "two connections queued with backlog 1: %r" % rec)
+            con = wait_record(s, "connect", 10, lambda r: r["active_open"] + r["active_open_failed"] == 8,
+                              tgid=cli.pid, s_addr=ns.ADDR_B, s_port=6000)
+            check(con["active_open"] == 2 and con["syn_retrans"] > 0, "2 connects established, SYNs retried: %r"
+                  % con)
+
+            # 2. UDP to a closed port: dropped for lack of a socket, as the namespace's NoPorts says.
+            udp_before = ns.netstat(ns.b)["Udp"]["NoPorts"]
+            c = peer_json(ns.popen(ns.a, PEER + ["udp_send", ns.ADDR_B, "6001", "20", "100"]))
+            noports = ns.netstat(ns.b)["Udp"]["NoPorts"] - udp_before
+            check(noports == 20, "NoPorts delta %d" % noports)
+            d = wait_record(s, "skb_drop", 10, lambda r: r["drops"] >= 20, protocol="udp", reason="NO_SOCKET",
+                            port=6001)
+            check(d["drops"] == noports, "no-socket drops %d == NoPorts %d" % (d["drops"], noports))
+            u = wait_record(s, "udp", 10, lambda r: r["udp_sends"] >= 20, s_port=c["lport"], ep_type="udp")
+            check(u["tx_bytes"] == 2000 and u["udp_sends"] == 20, "udp sender: %r" % u)
+
+            # 3. UDP both ways: bytes and datagrams on each socket.
+            echo = ns.popen(ns.b, PEER + ["udp_echo", "6002", "10"])
+            wait_ready(echo)
+            c = peer_json(ns.popen(ns.a, PEER + ["udp_ping", ns.ADDR_B, "6002", "10", "300"]))
+            peer_json(echo)
+            u = wait_record(s, "udp", 10, lambda r: r["udp_rcvs"] >= 10, s_port=c["lport"], ep_type="udp")
+            check((u["udp_sends"], u["udp_rcvs"], u["tx_bytes"], u["rx_bytes"]) == (10, 10, 3000, 3000),
+                  "udp client: %r" % u)
+            u = wait_record(s, "udp", 10, lambda r: r["udp_rcvs"] >= 10, tgid=echo.pid, s_port=6002)
+            check((u["udp_sends"], u["udp_rcvs"], u["tx_bytes"], u["rx_bytes"]) == (10, 10, 3000, 3000),
+                  "udp server: %r" % u)
+
+            # 4. A connect to a closed port fails.
+            cli = ns.popen(ns.a, PEER + ["connect_closed", ns.ADDR_B, "6003"])
+            peer_json(cli)
+            con = wait_record(s, "connect", 10, tgid=cli.pid, s_addr=ns.ADDR_B, s_port=6003)
+            check(con["active_open_failed"] == 1 and con["active_open"] == 0, "failed connect: %r" % con)
+            d = wait_record(s, "skb_drop", 10, protocol="tcp", reason="NO_SOCKET", port=6003)
+            check(d["drops"] >= 1, "the SYN to the closed port was dropped: %r" % d)
+            check(s.probe("endpoint")["rejected_total"] == 0, "no record rejected")
+        finally:
+            s.cleanup()
+
+
+test_endpoint_overflow_udp_connect.timeout = 90
+
+
+def records_by_table(text):
+    """Standalone probe stdout -> {table: [fields...]} (fields after the table name)."""
+    out = {}
+    for line in text.splitlines():
+        if line.startswith("|") and line.endswith("|"):
+            f = line[1:-1].split("|")
+            out.setdefault(f[0], []).append(f[1:])
+    return out
+
+
+def test_tcp_scope_aggregation_events_standalone():
+    """tcpprobe run by hand: --pid keeps other processes' links out (filtered in the kernel), client
+    ports are summed into one key by default (report_source_port 0), and retransmits past -D make a
+    event_v2 record (entity tcp_link)."""
+    from harness import PROBES
+    with NetnsPair() as ns:
+        srv = ns.popen(ns.b, PEER + ["serve", "5010", str(1 << 20), "2"])
+        wait_ready(srv)
+        other = ns.popen(ns.b, PEER + ["serve", "5011", "0", "1"])
+        wait_ready(other)
+        probe = subprocess.Popen([os.path.join(PROBES, "tcpprobe"), "-t", "1", "--pid", str(srv.pid), "-D", "1",
+                                  "-P", "tcp_stats,tcp_abnormal"], stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+        try:
+            time.sleep(1.5)  # loaded and attached (the first report comes after a period)
+            # Drop 5% of what the server sends (one segment per packet): its replies are retransmitted.
+            ns.run(ns.b, ["ip", "link", "set", "dev", ns.veth_b, "gso_max_segs", "1"])
+            ns.run(ns.a, ["nft", "add table inet ggtest; add chain inet ggtest in { type filter hook input "
+                          "priority 0; }; add rule inet ggtest in tcp sport 5010 numgen random mod 100 < 5 "
+                          "counter drop"])
+            for _ in range(2):
+                peer_json(ns.popen(ns.a, PEER + ["client", ns.ADDR_B, "5010", str(1 << 20), str(1 << 20)]))
+            peer_json(ns.popen(ns.a, PEER + ["client", ns.ADDR_B, "5011", "4096", "0"]))
+            peer_json(srv)
+            peer_json(other)
+            time.sleep(2.5)
+        finally:
+            probe.terminate()
+            out, err = probe.communicate(timeout=10)
+        check(probe.returncode == 0, "tcpprobe exit status %r: %s" % (probe.returncode, err.decode()[-2000:]))
+        recs = records_by_table(out.decode())
+        tx = recs.get("tcp_tx_rx", [])
+        check(tx, "tcp_tx_rx records: %s" % err.decode()[-2000:])
+        check({r[0] for r in tx} == {str(srv.pid)}, "only the --pid process: %r" % sorted({r[0] for r in tx}))
+        # tgid role client_ip server_ip client_port server_port protocol comm rx tx segs_in segs_out opened closed
+        last = [r for r in tx if r[5] == "5010"][-1]
+        check(last[1] == "0" and last[4] == "0", "server role, client port summed: %r" % last[:8])
+        rx, txb, opened, closed = int(last[8]), int(last[9]), int(last[12]), int(last[13])
+        check(abs(rx - (2 << 20)) <= (2 << 20) * 0.01 and abs(txb - (2 << 20)) <= (2 << 20) * 0.01,
+              "two links summed: rx %d tx %d" % (rx, txb))
+        check(opened == 2 and closed == 2, "two links opened and closed: %d %d" % (opened, closed))
+        abn = [r for r in recs.get("tcp_abn", []) if r[5] == "5010"]
+        check(abn and int(abn[-1][8]) > 0, "server retransmitted: %r" % (abn[-1] if abn else None))
+        # event_v2: entity_name, entity_id, metric, severity, body, body_zh, labels, event_type
+        ev = [r for r in recs.get("event_v2", []) if r[0] == "tcp_link" and r[2] == "retran_packets"]
+        check(ev and all(e[1].startswith("%d_0_" % srv.pid) and e[1].endswith("_0_5010_2") and e[3] == "WARN"
+                         and "tgid=%d" % srv.pid in e[6] for e in ev), "drops events past drops_thr 1: %r" % ev)

@@ -1,0 +1,248 @@
+/* test_bpf_util.c - the user-side helpers of BPF probes (probes/lib/bpf_util.c): log2 histograms into
+ * records, scope and sub-probe parsing, params, event labels, and the kernel feature checks. */
+#include <errno.h>
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include <cmocka.h>
+
+#include "bpf_util.h"
+
+static const char *const h_fields[] = {"k", "h"};
+static const unsigned char h_kinds[] = {PROBE_F_KEY, PROBE_F_HISTOGRAM};
+static const struct probe_table TBL_h = {"t_h", 2, h_fields, h_kinds};
+
+static void test_hist_slot(void **state)
+{
+	(void)state;
+	assert_int_equal(gg_hist_slot(0), 0);
+	assert_int_equal(gg_hist_slot(1), 0);
+	assert_int_equal(gg_hist_slot(2), 1);
+	assert_int_equal(gg_hist_slot(3), 1);
+	assert_int_equal(gg_hist_slot(4), 2);
+	assert_int_equal(gg_hist_slot(1023), 9);
+	assert_int_equal(gg_hist_slot(1024), 10);
+	assert_int_equal(gg_hist_slot(UINT64_MAX), GG_LOG2_SLOTS - 1);
+}
+
+static void test_hist_rec(void **state)
+{
+	static struct probe_rec r;
+	__u64 slots[GG_LOG2_SLOTS] = {0};
+
+	(void)state;
+	slots[0] = 1; /* 0..1 */
+	slots[2] = 2; /* 4..7 */
+	slots[3] = 3; /* 8..15 */
+	slots[5] = 4; /* 32..63: past 3 buckets from first=1 -> overflow */
+	probe_rec__begin(&r, &TBL_h);
+	probe_rec__str(&r, "x");
+	/* buckets: slots 0..1 (< 4), slot 2 (< 8), slot 3 (< 16); bounds in ms from us */
+	gg_hist_rec(&r, slots, 1, 3, 0.001, 123.0);
+	assert_int_equal(probe_rec__finish(&r), 0);
+	assert_string_equal(r.buf, "|t_h|x|3 0.004 1 0.008 3 0.016 6 123 10|");
+	assert_int_equal(gg_hist_count(slots), 10);
+	assert_int_equal(gg_hist_quantile(slots, 0.5), 16);
+	assert_int_equal(gg_hist_quantile(slots, 1.0), 64);
+
+	probe_rec__begin(&r, &TBL_h);
+	probe_rec__str(&r, "x");
+	gg_hist_rec(&r, slots, 30, 3, 1.0, 0); /* first + n past the slots: the record is invalid */
+	assert_int_equal(probe_rec__finish(&r), -EINVAL);
+}
+
+static void test_scope_json(void **state)
+{
+	static struct gg_scope s;
+	cJSON *j;
+
+	(void)state;
+	j = cJSON_Parse("{\"all\": false, \"pids\": [1, 22, 22, \"333\"], \"cgroup_ids\": [4294967297]}");
+	assert_int_equal(gg_scope__from_json(j, &s), 0);
+	assert_int_equal(s.all, 0);
+	assert_int_equal(s.ntgid, 3); /* duplicates folded */
+	assert_int_equal(s.tgid[2], 333);
+	assert_int_equal(s.ncgrp, 1);
+	assert_true(s.cgrp[0] == 4294967297ull);
+	cJSON_Delete(j);
+
+	j = cJSON_Parse("{\"all\": true, \"pids\": [5]}");
+	assert_int_equal(gg_scope__from_json(j, &s), 0);
+	assert_int_equal(s.all, 1);
+	cJSON_Delete(j);
+
+	j = cJSON_Parse("{}"); /* no sets and no "all": everything */
+	assert_int_equal(gg_scope__from_json(j, &s), 0);
+	assert_int_equal(s.all, 1);
+	cJSON_Delete(j);
+
+	s.ntgid = 99;
+	for (const char **bad = (const char *[]){"[]", "{\"all\": 1}", "{\"pids\": 5}", "{\"pids\": [0]}",
+						 "{\"pids\": [1.5]}", "{\"pids\": [-3]}", "{\"pids\": [\"x\"]}",
+						 "{\"cgroup_ids\": [{}]}", "{\"pids\": [4294967296]}", NULL};
+	     *bad; bad++) {
+		j = cJSON_Parse(*bad);
+		assert_non_null(j);
+		assert_int_equal(gg_scope__from_json(j, &s), -EINVAL);
+		cJSON_Delete(j);
+	}
+	assert_int_equal(s.ntgid, 99); /* untouched on failure */
+}
+
+static void test_scope_too_big(void **state)
+{
+	static struct gg_scope s;
+	cJSON *j = cJSON_CreateObject(), *pids = cJSON_AddArrayToObject(j, "pids");
+
+	(void)state;
+	for (int i = 1; i <= GG_SCOPE_TGID_MAX + 1; i++)
+		cJSON_AddItemToArray(pids, cJSON_CreateNumber(i));
+	assert_int_equal(gg_scope__from_json(j, &s), -E2BIG);
+	cJSON_Delete(j);
+}
+
+static void test_scope_pids(void **state)
+{
+	static struct gg_scope s;
+
+	(void)state;
+	gg_scope__init_all(&s);
+	assert_int_equal(gg_scope__add_pids(&s, "10,20,30"), 0);
+	assert_int_equal(s.all, 0);
+	assert_int_equal(s.ntgid, 3);
+	assert_int_equal(s.tgid[1], 20);
+	for (const char **bad = (const char *[]){"", "1,,2", "x", "0", "1,", "-1", "3000000000", NULL}; *bad; bad++) {
+		gg_scope__init_all(&s);
+		assert_int_equal(gg_scope__add_pids(&s, *bad), -EINVAL);
+	}
+}
+
+static void test_scope_comm(void **state)
+{
+	static struct gg_scope s;
+	char comm[32] = {0};
+	FILE *f = fopen("/proc/self/comm", "r");
+	int n;
+
+	(void)state;
+	assert_non_null(f);
+	assert_non_null(fgets(comm, sizeof(comm), f));
+	fclose(f);
+	comm[strcspn(comm, "\n")] = '\0';
+	gg_scope__init_all(&s);
+	n = gg_scope__add_comm(&s, comm);
+	assert_true(n >= 1);
+	for (uint32_t i = 0; i < s.ntgid; i++)
+		if (s.tgid[i] == (uint32_t)getpid())
+			return;
+	fail_msg("own pid not found by comm '%s'", comm);
+}
+
+static const struct gg_subprobe subs[] = {{"a", 1}, {"b", 2}, {"later", 0}};
+
+static void test_subprobes(void **state)
+{
+	unsigned int bits = 77;
+	char bad[8], buf[32];
+	cJSON *j;
+
+	(void)state;
+	assert_int_equal(gg_subprobes_parse("a,b,later", subs, 3, &bits, bad, sizeof(bad)), 0);
+	assert_int_equal(bits, 3);
+	assert_int_equal(gg_subprobes_parse("a,nosuchthing", subs, 3, &bits, bad, sizeof(bad)), -EINVAL);
+	assert_string_equal(bad, "nosucht"); /* cut to the buffer */
+	assert_int_equal(bits, 3);
+	assert_int_equal(gg_subprobes_parse("", subs, 3, &bits, bad, sizeof(bad)), -EINVAL);
+
+	j = cJSON_Parse("{\"cmd\": {\"probe\": [\"b\"]}}");
+	assert_int_equal(gg_subprobes_from_json(j, subs, 3, &bits, bad, sizeof(bad)), 0);
+	assert_int_equal(bits, 2);
+	cJSON_Delete(j);
+	j = cJSON_Parse("{\"probe\": []}");
+	assert_int_equal(gg_subprobes_from_json(j, subs, 3, &bits, bad, sizeof(bad)), -ENOENT);
+	cJSON_Delete(j);
+	j = cJSON_Parse("{\"probe\": [\"a\", 3]}");
+	assert_int_equal(gg_subprobes_from_json(j, subs, 3, &bits, bad, sizeof(bad)), -EINVAL);
+	cJSON_Delete(j);
+
+	gg_subprobes_str(3, subs, 3, buf, sizeof(buf));
+	assert_string_equal(buf, "a,b");
+	gg_subprobes_str(0, subs, 3, buf, sizeof(buf));
+	assert_string_equal(buf, "none");
+}
+
+static void test_conf_uint(void **state)
+{
+	cJSON *p = cJSON_Parse("{\"a\": 5, \"b\": \"7\", \"c\": 1.5, \"d\": -1, \"e\": null, \"f\": 0, \"g\": 601}");
+	uint32_t v = 99;
+
+	(void)state;
+	assert_int_equal(gg_conf_uint(p, "a", 1, 600, &v), 0);
+	assert_int_equal(v, 5);
+	assert_int_equal(gg_conf_uint(p, "b", 1, 600, &v), 0);
+	assert_int_equal(v, 7);
+	assert_int_equal(gg_conf_uint(p, "f", 0, 1, &v), 0);
+	assert_int_equal(v, 0);
+	v = 99;
+	assert_int_equal(gg_conf_uint(p, "c", 1, 600, &v), -EINVAL);
+	assert_int_equal(gg_conf_uint(p, "d", 0, 600, &v), -EINVAL);
+	assert_int_equal(gg_conf_uint(p, "g", 1, 600, &v), -EINVAL);
+	assert_int_equal(gg_conf_uint(p, "f", 1, 600, &v), -EINVAL);
+	assert_int_equal(gg_conf_uint(p, "e", 1, 600, &v), -ENOENT);
+	assert_int_equal(gg_conf_uint(p, "zz", 1, 600, &v), -ENOENT);
+	assert_int_equal(gg_conf_uint(NULL, "a", 1, 600, &v), -ENOENT);
+	assert_int_equal(v, 99);
+	cJSON_Delete(p);
+}
+
+static void test_event_label(void **state)
+{
+	char buf[40];
+	size_t used = 0;
+
+	(void)state;
+	gg_event_label(buf, sizeof(buf), &used, "comm", "a b&c");
+	gg_event_label(buf, sizeof(buf), &used, "ip", "10.0.0.1");
+	assert_string_equal(buf, "comm=a%20b%26c&ip=10.0.0.1");
+	gg_event_label(buf, sizeof(buf), &used, "long", "0123456789abcdef");
+	assert_string_equal(buf, "comm=a%20b%26c&ip=10.0.0.1"); /* did not fit: left out whole */
+	assert_int_equal(used, strlen(buf));
+}
+
+static void test_kernel_features(void **state)
+{
+	char name[64];
+
+	(void)state;
+	if (access("/sys/kernel/btf/vmlinux", R_OK)) {
+		skip();
+		return;
+	}
+	assert_int_equal(gg_bpf_has_tp_btf("inet_sock_set_state"), 1);
+	assert_int_equal(gg_bpf_has_tp_btf("no_such_tracepoint_gg"), 0);
+	assert_true(gg_bpf_tp_btf_nargs("inet_sock_set_state") == 3);
+	assert_int_equal(gg_bpf_tp_btf_nargs("no_such_tracepoint_gg"), -ENOENT);
+	assert_int_equal(gg_btf_enum_name("skb_drop_reason", 3, "SKB_DROP_REASON_", name, sizeof(name)), 0);
+	assert_string_equal(name, "NO_SOCKET");
+	assert_int_equal(gg_btf_enum_name("skb_drop_reason", 100000, NULL, name, sizeof(name)), -ENOENT);
+	assert_string_equal(name, "100000");
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(test_hist_slot),   cmocka_unit_test(test_hist_rec),
+		cmocka_unit_test(test_scope_json),  cmocka_unit_test(test_scope_too_big),
+		cmocka_unit_test(test_scope_pids),  cmocka_unit_test(test_scope_comm),
+		cmocka_unit_test(test_subprobes),   cmocka_unit_test(test_conf_uint),
+		cmocka_unit_test(test_event_label), cmocka_unit_test(test_kernel_features),
+	};
+
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}
