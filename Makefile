@@ -212,7 +212,7 @@ bench: all
 lint:
 	$(Q)clang-format --dry-run --Werror $(shell git ls-files '*.c' '*.h')
 	$(Q)cppcheck --quiet --error-exitcode=1 --enable=warning,performance,portability \
-		--inline-suppr --suppress=missingIncludeSystem -Iipc -Ischema -Iprobes/lib \
+		--inline-suppr --suppress=missingIncludeSystem -Iipc -Ischema -Iprobes/lib -Ibpf -I$(BUILD)/gen -j2 \
 		ipc schema supervisor probes
 
 clean:

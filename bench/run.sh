@@ -25,3 +25,7 @@ echo "== stackprobe: overhead at 100 Hz, symbolization, unknown frames"
 python3 bench/stack_overhead.py 7 2000000000
 "$GG_BUILD/bench/stack_symbolize" 3
 python3 bench/stack_unknown.py 8
+echo "== tcpprobe + endpoint + ioprobe: nginx/wrk A/B (default and lean sub-probes), loopback round trip"
+python3 bench/net_overhead.py 9 5 "$GG_BUILD"
+python3 bench/net_overhead.py --lean 9 5 "$GG_BUILD"
+taskset -c 0 "$GG_BUILD/bench/net_pingpong" tcp 30000 10
