@@ -167,11 +167,7 @@ static void apply_subprobes(struct ep_ctx *ctx)
 {
 	struct endpoint *s = ctx->skel;
 	unsigned int sp = ctx->cur.subprobes;
-	struct {
-		struct bpf_program *prog;
-		struct bpf_link **link;
-		unsigned int need;
-	} hooks[] = {
+	const struct gg_bpf_hook hooks[] = {
 		{s->progs.ep_state, &s->links.ep_state, SP_TCP},
 		{s->progs.ep_synack_retrans, &s->links.ep_synack_retrans, SP_TCP},
 		{s->progs.ep_retrans, &s->links.ep_retrans, SP_TCP},
@@ -182,19 +178,11 @@ static void apply_subprobes(struct ep_ctx *ctx)
 		{s->progs.ep_drop3, &s->links.ep_drop3, SP_ALL},
 	};
 
-	for (size_t i = 0; i < sizeof(hooks) / sizeof(hooks[0]); i++) {
-		if (!bpf_program__autoload(hooks[i].prog))
-			continue;
-		if (sp & hooks[i].need) {
-			int err = gg_bpf_attach(hooks[i].prog, hooks[i].link);
+	const struct gg_bpf_hook *bad = NULL;
+	int err = gg_bpf_apply_hooks(hooks, sizeof(hooks) / sizeof(hooks[0]), sp, &bad);
 
-			if (err)
-				probe_log(PLOG_WARN, "cannot attach %s: %s", bpf_program__name(hooks[i].prog),
-					  strerror(-err));
-		} else {
-			gg_bpf_detach(hooks[i].link);
-		}
-	}
+	if (err)
+		probe_log(PLOG_WARN, "cannot attach %s: %s", bpf_program__name(bad->prog), strerror(-err));
 }
 
 static void apply_scope(struct ep_ctx *ctx, const struct gg_scope *s)

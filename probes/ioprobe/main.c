@@ -196,11 +196,7 @@ static void apply_conf(struct io_ctx *ctx)
 {
 	struct ioprobe *s = ctx->skel;
 	unsigned int sp = ctx->cur.subprobes;
-	struct {
-		struct bpf_program *prog;
-		struct bpf_link **link;
-		unsigned int need;
-	} hooks[] = {
+	const struct gg_bpf_hook hooks[] = {
 		{s->progs.io_start, &s->links.io_start, SP_COUNT | SP_TRACE},
 		{s->progs.io_issue, &s->links.io_issue, SP_BLOCK},
 		{s->progs.io_merge, &s->links.io_merge, SP_BLOCK},
@@ -213,19 +209,11 @@ static void apply_conf(struct io_ctx *ctx)
 	};
 
 	s->bss->latency_thr_ns = (__u64)ctx->cur.latency_thr * 1000000ull;
-	for (size_t i = 0; i < sizeof(hooks) / sizeof(hooks[0]); i++) {
-		if (!bpf_program__autoload(hooks[i].prog))
-			continue;
-		if (sp & hooks[i].need) {
-			int err = gg_bpf_attach(hooks[i].prog, hooks[i].link);
+	const struct gg_bpf_hook *bad = NULL;
+	int err = gg_bpf_apply_hooks(hooks, sizeof(hooks) / sizeof(hooks[0]), sp, &bad);
 
-			if (err)
-				probe_log(PLOG_WARN, "cannot attach %s: %s", bpf_program__name(hooks[i].prog),
-					  strerror(-err));
-		} else {
-			gg_bpf_detach(hooks[i].link);
-		}
-	}
+	if (err)
+		probe_log(PLOG_WARN, "cannot attach %s: %s", bpf_program__name(bad->prog), strerror(-err));
 }
 
 static int on_config(void *data, uint64_t version, const char *json)

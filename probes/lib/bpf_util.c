@@ -915,3 +915,27 @@ int gg_bpf_stats_fmt(struct bpf_object *obj, struct gg_bpf_stats_prev *prev, siz
 	}
 	return described;
 }
+
+int gg_bpf_apply_hooks(const struct gg_bpf_hook *hooks, size_t n, unsigned int subprobes,
+		       const struct gg_bpf_hook **ret_failed)
+{
+	int first = 0;
+
+	for (size_t i = 0; i < n; i++) {
+		int err;
+
+		if (!bpf_program__autoload(hooks[i].prog))
+			continue;
+		if (!(subprobes & hooks[i].need)) {
+			gg_bpf_detach(hooks[i].link);
+			continue;
+		}
+		err = gg_bpf_attach(hooks[i].prog, hooks[i].link);
+		if (err && !first) {
+			first = err;
+			if (ret_failed)
+				*ret_failed = &hooks[i];
+		}
+	}
+	return first;
+}

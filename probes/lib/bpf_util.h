@@ -67,6 +67,18 @@ int gg_bpf_attach(struct bpf_program *prog, struct bpf_link **link);
 /* Detach (destroy *link and set it to NULL); accepts a NULL *link. */
 void gg_bpf_detach(struct bpf_link **link);
 
+/* A program that runs only while one of the sub-probes in `need` is on. */
+struct gg_bpf_hook {
+	struct bpf_program *prog;
+	struct bpf_link **link;
+	unsigned int need; /* sub-probe bits */
+};
+/* Attach the hooks the sub-probe set `subprobes` needs and detach the others (programs not loaded
+ * are skipped). Every hook is tried; returns 0, or the first attach error with *ret_failed (may be
+ * NULL) pointing at its hook. */
+int gg_bpf_apply_hooks(const struct gg_bpf_hook *hooks, size_t n, unsigned int subprobes,
+		       const struct gg_bpf_hook **ret_failed);
+
 /* ---- maps ------------------------------------------------------------------------------------- */
 
 /* Where a dump of a map stands between two gg_bpf_map_dump calls; zero it to start from the top. */

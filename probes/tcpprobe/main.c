@@ -220,11 +220,7 @@ static void apply_subprobes(struct tp_ctx *ctx)
 {
 	struct tcpprobe *s = ctx->skel;
 	unsigned int sp = ctx->cur.subprobes;
-	struct {
-		struct bpf_program *prog;
-		struct bpf_link **link;
-		unsigned int need;
-	} hooks[] = {
+	const struct gg_bpf_hook hooks[] = {
 		/* Per incoming segment, the costliest hook: only for the RTT histograms and zero windows. */
 		{s->progs.tcp_rcv, &s->links.tcp_rcv, TCP_SP_RTT | TCP_SP_WINDOWS},
 		{s->progs.tcp_retrans, &s->links.tcp_retrans, TCP_SP_ABNORMAL},
@@ -236,19 +232,11 @@ static void apply_subprobes(struct tp_ctx *ctx)
 		{s->progs.tcp_buf_limit, &s->links.tcp_buf_limit, TCP_SP_SOCKBUF},
 	};
 
-	for (size_t i = 0; i < sizeof(hooks) / sizeof(hooks[0]); i++) {
-		if (!bpf_program__autoload(hooks[i].prog))
-			continue;
-		if (sp & hooks[i].need) {
-			int err = gg_bpf_attach(hooks[i].prog, hooks[i].link);
+	const struct gg_bpf_hook *bad = NULL;
+	int err = gg_bpf_apply_hooks(hooks, sizeof(hooks) / sizeof(hooks[0]), sp, &bad);
 
-			if (err)
-				probe_log(PLOG_WARN, "cannot attach %s: %s", bpf_program__name(hooks[i].prog),
-					  strerror(-err));
-		} else {
-			gg_bpf_detach(hooks[i].link);
-		}
-	}
+	if (err)
+		probe_log(PLOG_WARN, "cannot attach %s: %s", bpf_program__name(bad->prog), strerror(-err));
 }
 
 static void apply_scope(struct tp_ctx *ctx, const struct gg_scope *s)
