@@ -13,7 +13,7 @@ import tempfile
 import time
 import urllib.parse
 
-from harness import (ROOT, TEST_BINS, KafkaMock, Supervisor, check, extend_entry, free_port, http_get,
+from harness import (ROOT, TEST_BINS, KafkaMock, Supervisor, check, extend_entry, free_port, http_get, probe_entry,
                      parse_prom, prom_value, wait_for)
 
 BAD = os.path.join(TEST_BINS, "bad_probe")
@@ -507,4 +507,66 @@ def test_channels_off_and_log_rotation():
         gs = [r["g"] for r in recs]
         check(gs == list(range(30000 - len(gs), 30000)), "the newest records, in order, none missing")
     finally:
+        s.cleanup()
+
+
+# ---- BPF run-time self-metrics --------------------------------------------------------------------------
+
+def prog_ids_of(pid):
+    """Ids of the BPF programs the process holds a file descriptor of (/proc/<pid>/fdinfo)."""
+    ids = set()
+    for fd in os.listdir("/proc/%d/fd" % pid):
+        try:
+            with open("/proc/%d/fdinfo/%s" % (pid, fd)) as f:
+                for line in f:
+                    if line.startswith("prog_id:"):
+                        ids.add(int(line.split()[1]))
+        except OSError:
+            pass
+    return ids
+
+
+def bpftool_progs_of(pid):
+    """(programs, run_cnt, run_time_ns) of the process's BPF programs; the counters as bpftool reads them
+    (BPF_OBJ_GET_INFO_BY_ID), Debian's bpftool has no pid column."""
+    ids = prog_ids_of(pid)
+    r = subprocess.run(["bpftool", "-j", "prog", "show"], capture_output=True, text=True, timeout=20)
+    check(r.returncode == 0, "bpftool prog show: %s" % r.stderr[-300:])
+    progs = [p for p in json.loads(r.stdout or "[]") if p.get("id") in ids]
+    return (len(progs), sum(p.get("run_cnt", 0) for p in progs), sum(p.get("run_time_ns", 0) for p in progs))
+
+
+def test_bpf_runtime_self_metrics_match_bpftool():
+    """gala_gopher_probe_bpf_* come from the probe's BPF program fds; with kernel.bpf_stats_enabled=1 they
+    must lie between two bpftool readings taken around the scrape."""
+    port = free_port()
+    stats = "/proc/sys/kernel/bpf_stats_enabled"
+    with open(stats) as f:
+        saved = f.read().strip()
+    s = Supervisor(probes=[probe_entry("taskprobe", "-t 1 -P base_metrics")], metric_out="web_server",
+                   extra="web_server = { port = %d; };" % port)
+    try:
+        with open(stats, "w") as f:
+            f.write("1")
+        s.start()
+        pid = s.wait_probe("taskprobe", lambda p: p["state"] == "running" and p["pid"], 15, "taskprobe running")["pid"]
+        wait_for(lambda: bpftool_progs_of(pid)[1] > 0, 10, "taskprobe's programs running")
+        for _ in range(200):  # context switches for sched_switch
+            time.sleep(0.001)
+        before = bpftool_progs_of(pid)
+        m, types = parse_prom(scrape(port))
+        after = bpftool_progs_of(pid)
+        n = prom_value(m, "gala_gopher_probe_bpf_programs", probe="taskprobe")
+        cnt = prom_value(m, "gala_gopher_probe_bpf_run_count_total", probe="taskprobe")
+        sec = prom_value(m, "gala_gopher_probe_bpf_run_time_seconds_total", probe="taskprobe")
+        check(n == before[0] == after[0] and n >= 1, "programs: metric %r, bpftool %r/%r" % (n, before[0], after[0]))
+        check(before[1] <= cnt <= after[1] and cnt > 0, "run count %r not within bpftool's %r..%r" %
+              (cnt, before[1], after[1]))
+        check(before[2] / 1e9 <= sec <= after[2] / 1e9 and sec > 0, "run time %r s not within %r..%r ns" %
+              (sec, before[2], after[2]))
+        check(types["gala_gopher_probe_bpf_run_count_total"] == "counter", "counter type")
+        check(prom_value(m, "gala_gopher_bpf_stats_enabled") == 1, "bpf_stats_enabled gauge")
+    finally:
+        with open(stats, "w") as f:
+            f.write(saved)
         s.cleanup()
