@@ -19,13 +19,15 @@ python3 bench/kafka_e2e.py 2 1000000
 echo "== REST: PUT -> confirmed, GET/s"
 python3 bench/rest_bench.py 200 3
 echo "== taskprobe overhead; system_infos vs node_exporter"
-python3 bench/task_overhead.py 7 "$GG_BUILD"
+python3 bench/task_overhead.py 5 "$GG_BUILD" 15
 python3 bench/sysinfo_vs_node_exporter.py 20 "$GG_BUILD"
 echo "== stackprobe: overhead at 100 Hz, symbolization, unknown frames"
-python3 bench/stack_overhead.py 7 2000000000
+python3 bench/stack_overhead.py 15 2
+python3 bench/stack_alloc.py 7 200000
 "$GG_BUILD/bench/stack_symbolize" 3
 python3 bench/stack_unknown.py 8
 echo "== tcpprobe + endpoint + ioprobe: nginx/wrk A/B (default and lean sub-probes), loopback round trip"
 python3 bench/net_overhead.py 9 5 "$GG_BUILD"
 python3 bench/net_overhead.py --lean 9 5 "$GG_BUILD"
+python3 bench/net_overhead.py --all 9 5 "$GG_BUILD"
 taskset -c 0 "$GG_BUILD/bench/net_pingpong" tcp 30000 10

@@ -1,11 +1,23 @@
 #!/usr/bin/env python3
-"""stack_overhead.py - on-CPU profiling overhead at 100 Hz on a CPU-bound workload (bench/stack_work on
-every CPU): wall time with no profiler, with stackprobe -P oncpu (every process, 10 ms period), and with
-`perf record -F 100 -g -a`, interleaved over ROUNDS rounds; prints min/median and slowdowns. On a busy
-machine wall times are noisy, so it also prints what each profiler costs directly: the profiler
-process's CPU time and, for stackprobe, the BPF program's own run time (kernel.bpf_stats_enabled),
-as a share of the CPU time available (elapsed x CPUs).
-    bench/stack_overhead.py [ROUNDS] [ITERATIONS]     (GG_BUILD selects the build, default build)"""
+"""stack_overhead.py - on-CPU profiling overhead at 100 Hz on a CPU-bound workload: bench/stack_work (one
+thread pinned to each CPU, fixed time, counts work units) with no profiler, with `stackprobe -P oncpu`
+(every process, 10 ms period) and with `perf record -F 100 -g -a`.
+
+Many short rounds in the order none, stackprobe, none, perf, none, stackprobe, ... so that every profiled
+run has a "none" run on each side; each profiled run is compared with the mean of its two neighbours,
+which cancels the slow drift of other load on a shared machine. Two rates per run:
+  - work units per wall second: everything the profiler takes away (its process competes for the CPUs,
+    its sampling interrupts run on them);
+  - work units per CPU second of the workload: the part paid inside the workload's own time (the
+    sampling interrupt and the BPF program run on the interrupted thread and are charged to it).
+Printed: the median (and quartiles) of the ratios as slowdowns, and the profiler's direct cost: its
+process's CPU time (all its threads, /proc/<pid>/task/*/schedstat) and, for stackprobe, the BPF program's run
+time (kernel.bpf_stats_enabled, turned on for the run), both as a share of the machine (window x CPUs).
+
+    bench/stack_overhead.py [PAIRS] [SECONDS]    (default 12 pairs of each profiler, 2 s windows;
+                                                  GG_BUILD selects the build, default build)
+Run it alone: flock /tmp/gg-bench.lock python3 bench/stack_overhead.py"""
+import json
 import os
 import signal
 import statistics
@@ -18,41 +30,48 @@ ROOT = os.path.abspath(os.path.join(os.path.dirname(__file__), ".."))
 BUILD = os.path.join(ROOT, os.environ.get("GG_BUILD", "build"))
 WORK = os.path.join(BUILD, "bench", "stack_work")
 STACKPROBE = os.path.join(BUILD, "probes", "stackprobe")
-
-
 NCPU = os.cpu_count()
 TICK = os.sysconf("SC_CLK_TCK")
-COST = {"stackprobe": [], "stackprobe_bpf": [], "perf": []}
+SP_WARMUP_S = 3.0  # the first drains read every process's ELF files (cold symbol cache)
+PERF_WARMUP_S = 1.0
 
 
-CPU = {"none": [], "stackprobe": [], "perf": []}
-BPF_NS_PER_RUN = []
+def work(seconds):
+    units, wall, cpu = subprocess.run([WORK, str(seconds)], capture_output=True, text=True,
+                                      check=True).stdout.split()
+    return {"units": int(units), "wall": float(wall), "cpu": float(cpu)}
 
 
-def run_work(iters, kind=None):
-    wall, cpu = (float(x) for x in subprocess.run([WORK, str(iters)], capture_output=True, text=True,
-                                                   check=True).stdout.split())
-    if kind:
-        CPU[kind].append(cpu)
-    return wall
-
-
-def cpu_s(pid):
+def proc_cpu_s(pid):
+    """CPU time of every thread of pid: /proc/<pid>/task/*/schedstat (nanoseconds; utime + stime in
+    /proc/<pid>/stat count whole clock ticks, too coarse for a 2 s window), else /proc/<pid>/stat."""
+    total, found = 0, False
+    try:
+        for tid in os.listdir("/proc/%d/task" % pid):
+            try:
+                with open("/proc/%d/task/%s/schedstat" % (pid, tid)) as f:
+                    total += int(f.read().split()[0])
+                    found = True
+            except OSError:
+                pass
+    except OSError:
+        pass
+    if found:
+        return total / 1e9
     with open("/proc/%d/stat" % pid) as f:
         fields = f.read().rsplit(")", 1)[1].split()
     return (int(fields[11]) + int(fields[12])) / TICK
 
 
-def bpf_prog_ns(name, what="run_time_ns"):
-    import json
+def bpf_prog(name):
     out = subprocess.run(["bpftool", "prog", "show", "-j"], capture_output=True, text=True).stdout
     for p in json.loads(out or "[]"):
         if p.get("name") == name:
-            return p.get(what, 0)
-    return 0
+            return p.get("run_time_ns", 0), p.get("run_cnt", 0)
+    return 0, 0
 
 
-def with_stackprobe(tmp, iters):
+def run_stackprobe(tmp, seconds):
     err = open(os.path.join(tmp, "sp.err"), "w")
     p = subprocess.Popen([STACKPROBE, "-P", "oncpu", "--perf-sample-period", "10", "--svg-period", "600",
                           "--flame-dir", os.path.join(tmp, "f"), "--svg-dir", os.path.join(tmp, "s"), "-t", "600"],
@@ -63,63 +82,99 @@ def with_stackprobe(tmp, iters):
             raise SystemExit("stackprobe did not start: " + open(err.name).read())
         time.sleep(0.05)
     try:
-        time.sleep(3)  # steady state: the first drains read every process's ELF files (cold cache)
-        c0, b0, n0, t0 = cpu_s(p.pid), bpf_prog_ns("sp_oncpu"), bpf_prog_ns("sp_oncpu", "run_cnt"), time.monotonic()
-        w = run_work(iters, "stackprobe")
-        el = time.monotonic() - t0
-        b1, n1 = bpf_prog_ns("sp_oncpu"), bpf_prog_ns("sp_oncpu", "run_cnt")
-        COST["stackprobe"].append((cpu_s(p.pid) - c0) / (el * NCPU))
-        COST["stackprobe_bpf"].append((b1 - b0) / 1e9 / (el * NCPU))
-        if n1 > n0:
-            BPF_NS_PER_RUN.append((b1 - b0) / (n1 - n0))
-        return w
+        time.sleep(SP_WARMUP_S)
+        c0, (b0, n0) = proc_cpu_s(p.pid), bpf_prog("sp_oncpu")
+        r = work(seconds)
+        c1, (b1, n1) = proc_cpu_s(p.pid), bpf_prog("sp_oncpu")
+        cap = r["wall"] * NCPU
+        r.update(own=(c1 - c0) / cap, bpf=(b1 - b0) / 1e9 / cap, runs=n1 - n0,
+                 ns_per_run=(b1 - b0) / (n1 - n0) if n1 > n0 else 0)
+        return r
     finally:
         p.send_signal(signal.SIGTERM)
         p.wait(30)
 
 
-def with_perf(tmp, iters):
+def run_perf(tmp, seconds):
     p = subprocess.Popen(["perf", "record", "-F", "100", "-g", "-a", "-o", os.path.join(tmp, "perf.data")],
                          stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-    time.sleep(1.0)
+    time.sleep(PERF_WARMUP_S)
     try:
-        c0, t0 = cpu_s(p.pid), time.monotonic()
-        w = run_work(iters, "perf")
-        COST["perf"].append((cpu_s(p.pid) - c0) / ((time.monotonic() - t0) * NCPU))
-        return w
+        c0 = proc_cpu_s(p.pid)
+        r = work(seconds)
+        r.update(own=(proc_cpu_s(p.pid) - c0) / (r["wall"] * NCPU))
+        return r
     finally:
         p.send_signal(signal.SIGINT)
-        p.wait(60)
+        p.wait(120)
+
+
+def quartiles(v):
+    if len(v) < 4:
+        return min(v), max(v)
+    q = statistics.quantiles(v, n=4)
+    return q[0], q[2]
 
 
 def main():
-    rounds = int(sys.argv[1]) if len(sys.argv) > 1 else 5
-    iters = int(sys.argv[2]) if len(sys.argv) > 2 else 400000000
-    res = {"none": [], "stackprobe": [], "perf": []}
+    pairs = int(sys.argv[1]) if len(sys.argv) > 1 else 12
+    seconds = float(sys.argv[2]) if len(sys.argv) > 2 else 2.0
+    if seconds > 60:  # the old interface passed an iteration count here
+        seconds = 2.0
     with open("/proc/sys/kernel/bpf_stats_enabled") as f:
         stats_was = f.read().strip()
     with open("/proc/sys/kernel/bpf_stats_enabled", "w") as f:
         f.write("1")
-    with tempfile.TemporaryDirectory() as tmp:
-        run_work(iters // 10)  # warm up
-        for _ in range(rounds):
-            res["none"].append(run_work(iters, "none"))
-            res["stackprobe"].append(with_stackprobe(tmp, iters))
-            res["perf"].append(with_perf(tmp, iters))
-    with open("/proc/sys/kernel/bpf_stats_enabled", "w") as f:
-        f.write(stats_was)
-    base, base_min = statistics.median(res["none"]), min(res["none"])
-    for k, v in res.items():
-        m = statistics.median(v)
-        print("%-10s min %.3f s (%+.2f %%)  median %.3f s (%+.2f %%)  runs: %s" % (
-            k, min(v), 100 * (min(v) / base_min - 1), m, 100 * (m / base - 1), " ".join("%.3f" % x for x in v)))
-    cbase = statistics.median(CPU["none"])
-    for k, v in CPU.items():
-        print("cpu time   %-10s median %.3f s (%+.2f %%)" % (k, statistics.median(v), 100 * (statistics.median(v) / cbase - 1)))
-    if BPF_NS_PER_RUN:
-        print("sp_oncpu BPF program: median %.0f ns per sample" % statistics.median(BPF_NS_PER_RUN))
-    for k, v in COST.items():
-        print("direct cost %-15s median %.3f %% of the CPUs" % (k, 100 * statistics.median(v)))
+    seq = []  # (kind, result)
+    load0 = os.getloadavg()
+    try:
+        with tempfile.TemporaryDirectory() as tmp:
+            work(0.5)  # warm up
+            seq.append(("none", work(seconds)))
+            for i in range(2 * pairs):
+                if i % 2 == 0:
+                    seq.append(("stackprobe", run_stackprobe(tmp, seconds)))
+                else:
+                    seq.append(("perf", run_perf(tmp, seconds)))
+                seq.append(("none", work(seconds)))
+    finally:
+        with open("/proc/sys/kernel/bpf_stats_enabled", "w") as f:
+            f.write(stats_was)
+    load1 = os.getloadavg()
+
+    print("%d pairs, %.1f s windows, %d CPUs, load average %.2f at the start, %.2f at the end" %
+          (pairs, seconds, NCPU, load0[0], load1[0]))
+    nones = [r for k, r in seq if k == "none"]
+    print("none: %.0f units/wall-s (median), %.0f units/CPU-s, CPU share of the window %.1f %%" % (
+        statistics.median(r["units"] / r["wall"] for r in nones),
+        statistics.median(r["units"] / r["cpu"] for r in nones),
+        100 * statistics.median(r["cpu"] / (r["wall"] * NCPU) for r in nones)))
+    print("%-11s %-32s %-32s %s" % ("", "slowdown per wall second", "slowdown per CPU second", "direct cost"))
+    for kind in ("stackprobe", "perf"):
+        wall_sd, cpu_sd, own, bpf, nsr, runs = [], [], [], [], [], []
+        for i, (k, r) in enumerate(seq):
+            if k != kind:
+                continue
+            a, b = seq[i - 1][1], seq[i + 1][1]
+            ref_w = (a["units"] / a["wall"] + b["units"] / b["wall"]) / 2
+            ref_c = (a["units"] / a["cpu"] + b["units"] / b["cpu"]) / 2
+            wall_sd.append(100 * (1 - (r["units"] / r["wall"]) / ref_w))
+            cpu_sd.append(100 * (1 - (r["units"] / r["cpu"]) / ref_c))
+            own.append(100 * r["own"])
+            if "bpf" in r:
+                bpf.append(100 * r["bpf"])
+                runs.append(r["runs"] / r["wall"])
+                if r["ns_per_run"]:
+                    nsr.append(r["ns_per_run"])
+        qw, qc = quartiles(wall_sd), quartiles(cpu_sd)
+        cost = "process %.3f %%" % statistics.median(own)
+        if bpf:
+            cost += " + BPF %.3f %% (%.0f runs/s, %.1f us/run)" % (
+                statistics.median(bpf), statistics.median(runs), statistics.median(nsr) / 1000)
+        print("%-11s %+6.2f %% [%+.2f, %+.2f]%-10s %+6.2f %% [%+.2f, %+.2f]%-10s %s" % (
+            kind, statistics.median(wall_sd), qw[0], qw[1], "", statistics.median(cpu_sd), qc[0], qc[1], "", cost))
+        print("%-11s wall: %s" % ("", " ".join("%+.1f" % x for x in wall_sd)))
+        print("%-11s cpu:  %s" % ("", " ".join("%+.1f" % x for x in cpu_sd)))
 
 
 if __name__ == "__main__":

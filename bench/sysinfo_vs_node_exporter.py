@@ -44,14 +44,15 @@ class SystemInfos:
     """system_infos -t 1 run by hand; a period's records arrive together (stdout is flushed once per
     period), so a period is complete once its lines stop coming."""
 
-    def __init__(self, subs):
+    def __init__(self, subs, extra=()):
         env = {k: v for k, v in os.environ.items() if not k.startswith("GALA_GOPHER_")}
-        self.p = subprocess.Popen([SI, "-t", "1", "-l", "warn", "-P", subs], stdout=subprocess.PIPE, text=True,
-                                  env=env)
+        self.p = subprocess.Popen([SI, "-t", "1", "-l", "warn", "-P", subs] + list(extra), stdout=subprocess.PIPE,
+                                  text=True, env=env)
         self.lock = threading.Lock()
         self.cur = {}  # table -> {key: latest record}
         self.last_line = 0.0
         self.periods = 0
+        self.records = 0
         threading.Thread(target=self.read, daemon=True).start()
 
     def read(self):
@@ -64,6 +65,7 @@ class SystemInfos:
                 if now - self.last_line > 0.3:
                     self.periods += 1
                 self.last_line = now
+                self.records += 1
                 self.cur.setdefault(t, {})[vals[0]] = rec
 
     def fresh_period(self):
@@ -208,17 +210,20 @@ def main():
               "p90 %.1f ms, RSS %d KiB" % (ne_cpu / max(len(lat), 1), len(lat), lat[len(lat) // 2] * 1000,
                                            lat[int(len(lat) * 0.9)] * 1000, rss_kb(ne_proc.pid)))
         si.stop()
-        # the proc sub-probe on every process (node_exporter has no per-process metrics)
-        nproc = len([d for d in os.listdir("/proc") if d.isdigit()])
-        sp = SystemInfos("proc")
-        time.sleep(1.5)
-        t0, p0 = cpu_ticks(sp.p.pid), sp.periods
-        time.sleep(max(5, DURATION // 2))
-        cpu = (cpu_ticks(sp.p.pid) - t0) * 1000.0 / HZ
-        n = max(sp.periods - p0, 1)
-        print("  system_infos proc on every process (%d processes): %.2f ms CPU per period (%.3f ms per process), "
-              "RSS %d KiB" % (nproc, cpu / n, cpu / n / nproc, rss_kb(sp.p.pid)))
-        sp.stop()
+        # the proc sub-probe without snoopers (node_exporter has no per-process metrics): every process,
+        # then the default top 50 by CPU + memory
+        for what, extra in (("every process", ["--proc-top", "0"]), ("top 50 (the default)", [])):
+            nproc = len([d for d in os.listdir("/proc") if d.isdigit()])
+            sp = SystemInfos("proc", extra)
+            time.sleep(1.5)
+            t0, p0, r0 = cpu_ticks(sp.p.pid), sp.periods, sp.records
+            time.sleep(max(5, DURATION // 2))
+            cpu = (cpu_ticks(sp.p.pid) - t0) * 1000.0 / HZ
+            n = max(sp.periods - p0, 1)
+            print("  system_infos proc, no snoopers, %s (%d processes, %.0f records per period): %.2f ms CPU per "
+                  "period (%.3f ms per process), RSS %d KiB" % (what, nproc, (sp.records - r0) / n, cpu / n,
+                                                                cpu / n / nproc, rss_kb(sp.p.pid)))
+            sp.stop()
     finally:
         si.stop()
         ne_proc.terminate()

@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: GPL-2.0
 /* stackprobe.bpf.c - stack sampling for flame graphs: on-CPU (perf CPU clock), off-CPU (sched_switch,
- * weighted by blocked time) and page faults (exceptions:page_fault_user), filtered by scope. */
+ * weighted by blocked time), page faults (exceptions:page_fault_user) and, opt-in, allocator calls
+ * (uprobes on malloc & co, weighted by bytes), filtered by scope. */
 #include "vmlinux.h"
 
 #include "gg_common.bpf.h"
@@ -14,6 +15,7 @@ char LICENSE[] SEC("license") = "GPL";
 /* Live knobs, written by user space through the mmap'ed .bss. */
 volatile __u32 gen;		       /* bit 0 selects the maps samples go to; user space drains the other pair */
 volatile __u64 min_block_ns = 1000000; /* off-CPU blocks shorter than this are not sent */
+volatile __u32 self_tgid;	       /* the probe itself: its own allocations are never recorded */
 
 /* Two generations of stack and count maps: samples go to gen&1, user space drains the other. */
 struct {
@@ -94,8 +96,9 @@ static __always_inline void count_add(void *map, struct sp_key *key, __u64 n)
 	__sync_fetch_and_add(&v->count, n);
 }
 
-/* One oncpu sample or mem fault of the current task, into the active generation. */
-static __always_inline void record_current(void *ctx, __u32 event, __u64 n)
+/* One oncpu sample, mem fault or allocation of the current task, into the active generation. A uprobe
+ * has no kernel stack worth keeping (the int3 path), so ret_ip != 0 (mem_alloc) skips it. */
+static __always_inline void record_current(void *ctx, __u32 event, __u64 n, __u64 ret_ip)
 {
 	__u64 id = bpf_get_current_pid_tgid();
 	struct sp_key key = {};
@@ -105,13 +108,14 @@ static __always_inline void record_current(void *ctx, __u32 event, __u64 n)
 	if (key.pid == 0 || !gg_scope_current())
 		return; /* the idle task, or out of scope */
 	key.event = event;
+	key.ret_ip = ret_ip;
 	fill_comms(&key);
 	if (gen & 1) {
-		key.kstack = stack_id(ctx, &stacks1, 0);
+		key.kstack = ret_ip ? -EFAULT_ : stack_id(ctx, &stacks1, 0);
 		key.ustack = stack_id(ctx, &stacks1, BPF_F_USER_STACK);
 		count_add(&counts1, &key, n);
 	} else {
-		key.kstack = stack_id(ctx, &stacks0, 0);
+		key.kstack = ret_ip ? -EFAULT_ : stack_id(ctx, &stacks0, 0);
 		key.ustack = stack_id(ctx, &stacks0, BPF_F_USER_STACK);
 		count_add(&counts0, &key, n);
 	}
@@ -121,7 +125,7 @@ SEC("perf_event")
 int sp_oncpu(struct bpf_perf_event_data *ctx)
 {
 	stat_inc(SP_ST_ONCPU_SAMPLES);
-	record_current(ctx, SP_EV_ONCPU, 1);
+	record_current(ctx, SP_EV_ONCPU, 1, 0);
 	return 0;
 }
 
@@ -129,7 +133,63 @@ SEC("tracepoint/exceptions/page_fault_user")
 int sp_mem(void *ctx)
 {
 	stat_inc(SP_ST_MEM_FAULTS);
-	record_current(ctx, SP_EV_MEM, 1);
+	record_current(ctx, SP_EV_MEM, 1, 0);
+	return 0;
+}
+
+/* An allocator call of size bytes, at the allocator's first instruction (uprobe). */
+static __always_inline void alloc_record(struct pt_regs *ctx, __u64 size)
+{
+	__u64 ret_ip = 0;
+
+	if (!size || (__u32)(bpf_get_current_pid_tgid() >> 32) == self_tgid)
+		return;
+	/* at the entry the return address is on top of the stack */
+	if (bpf_probe_read_user(&ret_ip, sizeof(ret_ip), (void *)PT_REGS_SP(ctx)) || !ret_ip)
+		ret_ip = 1; /* unreadable: still not a kernel stack */
+	stat_inc(SP_ST_ALLOC_CALLS);
+	record_current(ctx, SP_EV_MEM_ALLOC, size, ret_ip);
+}
+
+/* malloc(size), valloc(size), pvalloc(size) */
+SEC("uprobe")
+int BPF_KPROBE(sp_malloc, __u64 size)
+{
+	alloc_record(ctx, size);
+	return 0;
+}
+
+SEC("uprobe")
+int BPF_KPROBE(sp_calloc, __u64 nmemb, __u64 size)
+{
+	/* below 2^32 each, the product fits; a larger one only times 0 or 1 (else not counted) */
+	if (((nmemb >> 32) || (size >> 32)) && nmemb > 1 && size > 1)
+		return 0;
+	alloc_record(ctx, nmemb * size);
+	return 0;
+}
+
+/* realloc(NULL, n) is malloc(n): glibc jumps to malloc, which counts it */
+SEC("uprobe")
+int BPF_KPROBE(sp_realloc, void *ptr, __u64 size)
+{
+	if (ptr)
+		alloc_record(ctx, size);
+	return 0;
+}
+
+/* memalign(align, size), aligned_alloc(align, size) */
+SEC("uprobe")
+int BPF_KPROBE(sp_memalign, __u64 align, __u64 size)
+{
+	alloc_record(ctx, size);
+	return 0;
+}
+
+SEC("uprobe")
+int BPF_KPROBE(sp_posix_memalign, void *memptr, __u64 align, __u64 size)
+{
+	alloc_record(ctx, size);
 	return 0;
 }
 

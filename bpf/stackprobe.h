@@ -16,7 +16,8 @@ enum sp_event {
 	SP_EV_ONCPU = 0,
 	SP_EV_OFFCPU = 1,
 	SP_EV_MEM = 2,
-	SP_EV_NR = 3,
+	SP_EV_MEM_ALLOC = 3, /* libc allocations (uprobes), weighted by bytes requested */
+	SP_EV_NR = 4,
 };
 
 /*
@@ -31,11 +32,15 @@ struct sp_key {
 	__s32 ustack;
 	__u32 event; /* enum sp_event */
 	__u32 pad;
+	/* mem_alloc: the return address at the allocator's entry ([sp]). The allocator has not pushed a
+	 * frame yet, so a frame-pointer walk from there skips its immediate caller; user space inserts
+	 * this address as the second user frame. 0 otherwise. */
+	__u64 ret_ip;
 	char comm[SP_COMM_LEN];	 /* thread */
 	char pcomm[SP_COMM_LEN]; /* process (group leader) */
 };
 
-/* value: samples (oncpu) or faults (mem), summed. */
+/* value: samples (oncpu), faults (mem) or bytes (mem_alloc), summed. */
 struct sp_val {
 	__u64 count;
 };
@@ -68,6 +73,7 @@ enum sp_stat {
 	SP_ST_COUNT_LOST,	 /* counts map full */
 	SP_ST_RB_LOST,		 /* ring buffer full */
 	SP_ST_STORAGE_LOST,	 /* task storage not available */
+	SP_ST_ALLOC_CALLS,	 /* allocator calls in scope (mem_alloc) */
 	SP_ST_NR,
 };
 

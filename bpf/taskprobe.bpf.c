@@ -57,7 +57,8 @@ struct {
 	__type(value, struct tp_task);
 } tp_task_store SEC(".maps");
 
-/* When a blocked in-scope thread went off CPU (a hash: task storage is not for the scheduler path). */
+/* When a blocked in-scope thread went off CPU (0 while it runs), by thread id until it exits (a hash:
+ * task storage is not for the scheduler path). */
 struct tp_off {
 	__u64 ts;
 	__u32 iowait;
@@ -124,6 +125,22 @@ static __always_inline int in_scope(__u32 tgid)
 	in = gg_scope_current();
 	__sync_fetch_and_or(&verdict[w], (__u64)(in ? 1 : 2) << sh);
 	return in;
+}
+
+/* Is tgid's cached verdict "in scope" (or is there no filter)? Unknown counts as out: for another
+ * task than the current one, whose verdict cannot be computed here. */
+static __always_inline int verdict_cached_in(__u32 tgid)
+{
+	__u32 w;
+
+	if (!filter_on)
+		return 1;
+	if (tgid >= TP_VERDICT_PIDS)
+		return 1; /* not cached: let the caller look */
+	w = tgid >> 5;
+	barrier_var(w);
+	w &= TP_VERDICT_PIDS / 32 - 1;
+	return ((verdict[w] >> ((tgid & 31) * 2)) & 3) == 1;
 }
 
 /* ---- per-process entries -------------------------------------------------------------------- */
@@ -301,11 +318,17 @@ static __always_inline __u32 fd_fs_kind(long fd)
 SEC("tp_btf/sys_enter")
 int BPF_PROG(tp_sys_enter, struct pt_regs *regs, long id)
 {
+	__u32 en = enabled, cls = TP_SC_OTHER;
 	struct tp_task *ts;
-	__u32 cls;
 
-	if (!(enabled & (TP_SUB_SYSCALL | TP_SUB_FS)))
+	if (!(en & (TP_SUB_SYSCALL | TP_SUB_FS)))
 		return 0;
+	if (en & TP_SUB_FS) {
+		cls = sc_class((__u32)id);
+		/* proc_fs alone: other syscalls end here, before any helper call (bench/RESULTS_task.md) */
+		if (!(en & TP_SUB_SYSCALL) && fs_op_of(cls) < 0)
+			return 0;
+	}
 	if (!in_scope(gg_current_tgid()))
 		return 0;
 	ts = bpf_task_storage_get(&tp_task_store, bpf_get_current_task_btf(), 0, BPF_LOCAL_STORAGE_GET_F_CREATE);
@@ -313,11 +336,8 @@ int BPF_PROG(tp_sys_enter, struct pt_regs *regs, long id)
 		return 0;
 	ts->sc_nr = (__u32)id;
 	ts->sc_fsk = 0;
-	if (enabled & TP_SUB_FS) {
-		cls = sc_class((__u32)id);
-		if (cls == TP_SC_READ || cls == TP_SC_WRITE || cls == TP_SC_FSYNC)
-			ts->sc_fsk = fd_fs_kind((long)(int)PT_REGS_PARM1_CORE_SYSCALL(regs));
-	}
+	if (cls == TP_SC_READ || cls == TP_SC_WRITE || cls == TP_SC_FSYNC)
+		ts->sc_fsk = fd_fs_kind((long)(int)PT_REGS_PARM1_CORE_SYSCALL(regs));
 	ts->sc_ts = bpf_ktime_get_ns();
 	return 0;
 }
@@ -396,29 +416,53 @@ int BPF_PROG(tp_sched_switch, bool preempt, struct task_struct *prev, struct tas
 {
 	__u32 prev_pid, next_pid, tgid;
 	struct tp_off *off;
-	__u64 now;
+	__u64 now = 0;
 
+	/*
+	 * Every context switch of the host comes here: the common case (nothing in scope on either side)
+	 * must end after two loads from the verdict bitmap, without a clock read or a hash lookup.
+	 */
 	if (!(enabled & TP_SUB_BASE))
 		return 0;
-	now = bpf_ktime_get_ns();
 	prev_pid = prev->pid;
 	tgid = prev->tgid;
-	/* Only blocked threads are off CPU; a preempted one is still runnable. */
-	if (prev_pid && prev_state != TASK_RUNNING && in_scope(tgid)) {
-		struct tp_off v = {.ts = now};
+	/*
+	 * Only blocked threads are off CPU; a preempted one is still runnable. A thread's entry stays in
+	 * tp_offcpu until it exits (ts 0 while it runs): after the first sleep, going off and back on CPU
+	 * is a lookup and two stores, not a hash insert and delete under the bucket lock.
+	 */
+	/* proc_get: proc_cpu has a record for every process in scope that ran, not only for the ones that
+	 * made an event of another sub-probe */
+	if (prev_pid && in_scope(tgid) && proc_get(tgid) && prev_state != TASK_RUNNING) {
+		__u32 iow = BPF_CORE_READ_BITFIELD(prev, in_iowait); /* prev is a BTF pointer: a plain load */
 
-		v.iowait = BPF_CORE_READ_BITFIELD_PROBED(prev, in_iowait);
-		bpf_map_update_elem(&tp_offcpu, &prev_pid, &v, BPF_ANY);
+		now = bpf_ktime_get_ns();
+		off = bpf_map_lookup_elem(&tp_offcpu, &prev_pid);
+		if (off) {
+			off->iowait = iow;
+			off->ts = now;
+		} else {
+			struct tp_off v = {.ts = now, .iowait = iow};
+
+			bpf_map_update_elem(&tp_offcpu, &prev_pid, &v, BPF_ANY);
+		}
 	}
+	/* next has an entry only if it went off CPU in scope, which cached its verdict as "in" (the
+	 * verdict of next cannot be computed here: the current task is prev). */
+	if (!verdict_cached_in(next->tgid))
+		return 0;
 	next_pid = next->pid;
 	off = bpf_map_lookup_elem(&tp_offcpu, &next_pid);
-	if (off) {
-		__u64 d = now > off->ts ? now - off->ts : 0;
+	if (off && off->ts) {
+		__u64 d, ts = off->ts;
 		__u32 iow = off->iowait;
 		__u32 ntgid = next->tgid;
 		struct tp_proc *p;
 
-		bpf_map_delete_elem(&tp_offcpu, &next_pid);
+		off->ts = 0;
+		if (!now)
+			now = bpf_ktime_get_ns();
+		d = now > ts ? now - ts : 0;
 		p = bpf_map_lookup_elem(&tp_procs, &ntgid);
 		if (p) {
 			__sync_fetch_and_add(&p->offcpu_ns, d);

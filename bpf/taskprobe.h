@@ -44,6 +44,10 @@ enum tp_sub {
 	TP_SUB_PAGECACHE = 1u << 5, /* proc_pagecache */
 };
 #define TP_SUB_ALL 0x3fu
+/* Without -P (and when a live configuration names none): the sub-probes whose hooks cost the processes
+ * outside the scope nothing measurable. proc_syscall and proc_fs need the syscall tracepoints, which
+ * put every syscall of every process on the kernel's slow path (bench/RESULTS_task.md): opt-in. */
+#define TP_SUB_DEFAULT (TP_SUB_BASE | TP_SUB_IO | TP_SUB_DNS)
 
 struct tp_count_ns {
 	unsigned long long count;

@@ -13,6 +13,7 @@ char LICENSE[] SEC("license") = "GPL";
 #define TCP_ESTABLISHED 1
 #define TCP_SYN_SENT	2
 #define TCP_SYN_RECV	3
+#define TCP_CLOSE_WAIT	8
 #define TCP_CLOSE	7
 #define TCP_LISTEN	10
 #define IPPROTO_TCP	6
@@ -40,21 +41,13 @@ struct {
 	__type(value, struct tcp_link);
 } tcp_closed SEC(".maps");
 
-/* Never written: the zeroes new links start from (too large for the BPF stack); also the buffer
- * on_accept builds an entry in, per CPU. */
+/* Never written: the zeroes new links start from (too large for the BPF stack). */
 struct {
 	__uint(type, BPF_MAP_TYPE_ARRAY);
 	__uint(max_entries, 1);
 	__type(key, __u32);
 	__type(value, struct tcp_link);
 } tcp_zero SEC(".maps");
-
-struct {
-	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
-	__uint(max_entries, 1);
-	__type(key, __u32);
-	__type(value, struct tcp_link);
-} tcp_scratch SEC(".maps");
 
 static __always_inline __u32 jiffies_to_us(__u32 j)
 {
@@ -162,16 +155,12 @@ static __always_inline void snap_read(const struct sock *sk, struct tcp_snap *s)
 	s->snap_ns = bpf_ktime_get_ns();
 }
 
-/* snap_read with direct loads, for tp_btf programs: the close of a link is on the connection's path. */
-static __always_inline void snap_btf(const struct sock *sk, struct tcp_snap *s)
+/* The socket's fields by direct loads from tp: a BTF pointer (tp_btf programs) or a copy of the
+ * socket in a map (the snapshot walk). icsk_ack.ato, a bit field, is left to the caller. */
+static __always_inline void snap_fields(const struct tcp_sock *tp, struct tcp_snap *s)
 {
-	const struct tcp_sock *tp = bpf_skc_to_tcp_sock((void *)sk);
 	__u32 write_seq, snd_nxt, snd_una;
 
-	if (!tp) {
-		snap_read(sk, s);
-		return;
-	}
 	s->bytes_acked = tp->bytes_acked;
 	s->bytes_received = tp->bytes_received;
 	s->bytes_sent = tp->bytes_sent;
@@ -195,7 +184,6 @@ static __always_inline void snap_btf(const struct sock *sk, struct tcp_snap *s)
 	s->rcv_wnd = tp->rcv_wnd;
 	s->reordering = tp->reordering;
 	s->rto_us = jiffies_to_us(tp->inet_conn.icsk_rto);
-	s->ato_us = jiffies_to_us((__u32)BPF_CORE_READ_BITFIELD_PROBED(&tp->inet_conn.icsk_ack, ato));
 	s->rcv_ssthresh = tp->rcv_ssthresh;
 	s->advmss = tp->advmss;
 	s->mss_cache = tp->mss_cache;
@@ -225,6 +213,49 @@ static __always_inline void snap_btf(const struct sock *sk, struct tcp_snap *s)
 	s->snap_ns = bpf_ktime_get_ns();
 }
 
+/* For tp_btf programs: the close of a link is on the connection's path. */
+static __always_inline void snap_btf(const struct sock *sk, struct tcp_snap *s)
+{
+	const struct tcp_sock *tp = bpf_skc_to_tcp_sock((void *)sk);
+
+	if (!tp) {
+		snap_read(sk, s);
+		return;
+	}
+	snap_fields(tp, s);
+	s->ato_us = jiffies_to_us((__u32)BPF_CORE_READ_BITFIELD_PROBED(&tp->inet_conn.icsk_ack, ato));
+}
+
+/* A copy of a struct tcp_sock (2,304 bytes on 6.18), per CPU. */
+#define TCP_SOCK_COPY_MAX 4096
+struct tcp_sock_copy {
+	char data[TCP_SOCK_COPY_MAX];
+};
+
+struct {
+	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
+	__uint(max_entries, 1);
+	__type(key, __u32);
+	__type(value, struct tcp_sock_copy);
+} tcp_sock_copy SEC(".maps");
+
+/* For the snapshot walk, where sk is only an address: one read of the whole socket, then direct
+ * loads, instead of one probe read per field (~50 helper calls, ~10 us per link). */
+static __always_inline void snap_copy(const struct sock *sk, struct tcp_snap *s)
+{
+	__u32 zero = 0, size = bpf_core_type_size(struct tcp_sock);
+	struct tcp_sock_copy *c = bpf_map_lookup_elem(&tcp_sock_copy, &zero);
+	const struct tcp_sock *tp;
+
+	if (!c || size >= TCP_SOCK_COPY_MAX || bpf_probe_read_kernel(c->data, size & (TCP_SOCK_COPY_MAX - 1), sk)) {
+		snap_read(sk, s);
+		return;
+	}
+	tp = (const struct tcp_sock *)c->data;
+	snap_fields(tp, s);
+	s->ato_us = jiffies_to_us((__u32)BPF_CORE_READ_BITFIELD(&tp->inet_conn.icsk_ack, ato));
+}
+
 /* Per socket state of the per-segment hook, in socket local storage: a lookup there costs a few ns,
  * a hash lookup several tens, and tcp_probe fires for every incoming segment. */
 struct tcp_sk_local {
@@ -232,7 +263,14 @@ struct tcp_sk_local {
 	__u32 zero_snd;	      /* zero windows seen since the last sample */
 	__u32 zero_rcv;
 	__u32 untracked; /* out of scope, or the link table was full */
+	/* tcp_delay: one timed segment per direction at a time (a sample, not every segment). */
+	__u32 rx_end_seq; /* end of the timed incoming segment */
+	__u32 tx_end_seq; /* end of the timed send() */
+	__u32 rx_pending;
+	__u32 tx_pending;
 	__u32 pad;
+	__u64 rx_ns; /* when TCP processed it */
+	__u64 tx_ns; /* when send() returned */
 };
 
 struct {
@@ -244,6 +282,49 @@ struct {
 
 /* RTT samples are taken at most once per this many us (10 ms) of a link's packets. */
 volatile __u32 rtt_sample_us = 10000;
+
+/* What the per-segment hook does (user space sets it with the sub-probes): SEG_RTT per-segment RTT
+ * samples and zero windows (tcp_rtt or tcp_windows asked for explicitly), SEG_DELAY tcp_delay. */
+volatile __u32 seg_work;
+
+/* 1: the snapshot walk adds one RTT sample and the zero windows it sees per link (the per-segment
+ * hook is off). */
+volatile __u32 snap_samples = 1;
+
+/* Links found by the seeding iterator. */
+__u64 tcp_seeded;
+
+/* Passive opens whose process is a guess (the listener's) or unknown: user space runs the iterator
+ * (tcp_seed) when this moves, and it names the process that holds each of them. */
+__u64 tcp_unconfirmed;
+
+/* Who listens on a port: the process that called listen(), or the first holder the iterator found.
+ * Passive opens (in softirq, no process) take it as their owner until confirmed: accept() is not
+ * traced, since any syscall tracepoint slows every system call of the host. */
+struct listen_key {
+	__u32 netns;
+	__u16 port;
+	__u16 pad;
+};
+
+struct listen_owner {
+	__u32 tgid;
+	char comm[16];
+};
+
+struct {
+	__uint(type, BPF_MAP_TYPE_LRU_HASH);
+	__uint(max_entries, 4096);
+	__type(key, struct listen_key);
+	__type(value, struct listen_owner);
+} tcp_listeners SEC(".maps");
+
+static __always_inline struct listen_key listen_key_of(const struct sock *sk)
+{
+	struct listen_key k = {.netns = sk->__sk_common.skc_net.net->ns.inum, .port = sk->__sk_common.skc_num};
+
+	return k;
+}
 
 /* Zero-window counts not yet moved to the link (it is closing). */
 static __always_inline void flush_local(const struct sock *sk, struct tcp_link *l)
@@ -314,6 +395,15 @@ int BPF_PROG(tcp_state, const struct sock *sk, const int oldstate, const int new
 	if (!sk_is_tcp(sk))
 		return 0;
 	switch (newstate) {
+	case TCP_LISTEN: {
+		/* listen(): process context. */
+		struct listen_key lk = listen_key_of(sk);
+		struct listen_owner o = {.tgid = gg_current_tgid()};
+
+		bpf_get_current_comm(o.comm, sizeof(o.comm));
+		bpf_map_update_elem(&tcp_listeners, &lk, &o, BPF_ANY);
+		return 0;
+	}
 	case TCP_SYN_SENT:
 		/* connect(): process context, the connecting task is current. */
 		if (gg_scope_current())
@@ -322,12 +412,21 @@ int BPF_PROG(tcp_state, const struct sock *sk, const int oldstate, const int new
 	case TCP_ESTABLISHED:
 		l = bpf_map_lookup_elem(&tcp_links, &key);
 		if (!l) {
-			/* A passive open (softirq: the owner is known at accept). */
-			if (oldstate != TCP_SYN_RECV || !gg_scope_sock(sk, 0))
+			/* A passive open (softirq): owned by the listener's process until confirmed. */
+			struct listen_key lk = listen_key_of(sk);
+			struct listen_owner *o = bpf_map_lookup_elem(&tcp_listeners, &lk);
+
+			if (oldstate != TCP_SYN_RECV || !gg_scope_sock(sk, o ? o->tgid : 0))
 				return 0;
 			l = link_new(sk, TCP_ROLE_SERVER, 0);
 			if (!l)
 				return 0;
+			if (o) {
+				l->tgid = o->tgid;
+				__builtin_memcpy(l->comm, o->comm, sizeof(l->comm));
+			}
+			l->flags |= TCP_LF_TGID_GUESS;
+			__sync_fetch_and_add(&tcp_unconfirmed, 1);
 		}
 		l->flags |= TCP_LF_ESTABLISHED;
 		l->established_ns = bpf_ktime_get_ns();
@@ -393,30 +492,27 @@ static __always_inline int on_accept(long fd)
 		return 0;
 	}
 	if (!l) {
-		struct tcp_link *n;
 		__u32 zero = 0;
 
 		/* Established before we were attached or before a scope change: track it now. */
-		n = bpf_map_lookup_elem(&tcp_scratch, &zero);
-		if (!n)
-			return 0;
-		__builtin_memset(n, 0, sizeof(*n));
-		n->sk = key;
-		n->cookie = BPF_CORE_READ(sk, __sk_common.skc_cookie.counter);
-		n->cgroup_id = gg_sk_cgroup_id(sk);
-		n->open_ns = bpf_ktime_get_ns();
-		n->role = TCP_ROLE_SERVER;
-		n->flags = TCP_LF_ESTABLISHED;
-		link_fill_addrs(n, sk);
-		if (bpf_map_update_elem(&tcp_links, &key, n, BPF_NOEXIST))
+		l = bpf_map_lookup_elem(&tcp_zero, &zero);
+		if (!l || bpf_map_update_elem(&tcp_links, &key, l, BPF_NOEXIST))
 			return 0;
 		l = bpf_map_lookup_elem(&tcp_links, &key);
 		if (!l)
 			return 0;
+		l->sk = key;
+		l->cookie = BPF_CORE_READ(sk, __sk_common.skc_cookie.counter);
+		l->cgroup_id = gg_sk_cgroup_id(sk);
+		l->open_ns = bpf_ktime_get_ns();
+		l->role = TCP_ROLE_SERVER;
+		l->flags = TCP_LF_ESTABLISHED;
+		link_fill_addrs(l, sk);
 	}
-	if (!l->tgid) {
+	if (!l->tgid || (l->flags & TCP_LF_TGID_GUESS)) {
 		l->tgid = gg_current_tgid();
 		bpf_get_current_comm(l->comm, sizeof(l->comm));
+		l->flags &= ~TCP_LF_TGID_GUESS;
 	}
 	return 0;
 }
@@ -431,6 +527,93 @@ SEC("tp/syscalls/sys_exit_accept")
 int tcp_accept(struct trace_event_raw_sys_exit *ctx)
 {
 	return on_accept(ctx->ret);
+}
+
+static __always_inline struct tcp_link *link_of(const struct sock *sk)
+{
+	__u64 key = (__u64)sk;
+
+	return sk ? bpf_map_lookup_elem(&tcp_links, &key) : NULL;
+}
+
+static __always_inline void delay_sample(const struct sock *sk, __u64 us, int rx)
+{
+	struct tcp_link *l = link_of(sk);
+
+	if (!l)
+		return;
+	if (rx) {
+		__sync_fetch_and_add(&l->rx_delay_hist[gg_log2_slot(us) & (GG_LOG2_SLOTS - 1)], 1);
+		__sync_fetch_and_add(&l->rx_delay_sum_us, us);
+	} else {
+		__sync_fetch_and_add(&l->tx_delay_hist[gg_log2_slot(us) & (GG_LOG2_SLOTS - 1)], 1);
+		__sync_fetch_and_add(&l->tx_delay_sum_us, us);
+	}
+}
+
+/* tcp_delay on an incoming segment (tcp_probe runs before TCP processes it): its ACK may complete the
+ * timed send; new in-order data starts a timed receive if none is pending. */
+static __always_inline void delay_on_segment(const struct sock *sk, const struct tcp_sock *tp,
+					     const struct sk_buff *skb, struct tcp_sk_local *loc)
+{
+	/* TCP_SKB_CB(skb), read in place (direct loads: no helper call per field). */
+	const unsigned char *cb = (const unsigned char *)skb->cb;
+	__u32 seq = *(const __u32 *)(cb + bpf_core_field_offset(struct tcp_skb_cb, seq));
+	__u32 end_seq = *(const __u32 *)(cb + bpf_core_field_offset(struct tcp_skb_cb, end_seq));
+	__u32 ack_seq = *(const __u32 *)(cb + bpf_core_field_offset(struct tcp_skb_cb, ack_seq));
+	__u64 now = bpf_ktime_get_ns();
+
+	if (loc->tx_pending && (__s32)(ack_seq - loc->tx_end_seq) >= 0) {
+		loc->tx_pending = 0;
+		delay_sample(sk, (now - loc->tx_ns) / 1000, 0);
+	}
+	if (!loc->rx_pending && end_seq != seq && (__s32)(end_seq - tp->rcv_nxt) > 0) {
+		loc->rx_end_seq = end_seq;
+		loc->rx_ns = now;
+		loc->rx_pending = 1;
+	}
+}
+
+/* The application read: the timed segment is done once copied_seq passed its end. */
+SEC("tp_btf/sock_recv_length")
+int BPF_PROG(tcp_delay_recv, struct sock *sk, int ret, int flags)
+{
+	struct tcp_sk_local *loc;
+	struct tcp_sock *tp;
+
+	/* MSG_PEEK (2) and MSG_ERRQUEUE (0x2000) do not consume data. */
+	if (ret <= 0 || sk->sk_protocol != IPPROTO_TCP || (flags & 0x2002))
+		return 0;
+	loc = bpf_sk_storage_get(&tcp_sk, sk, NULL, 0);
+	if (!loc || !loc->rx_pending)
+		return 0;
+	tp = bpf_skc_to_tcp_sock(sk);
+	if (!tp || (__s32)(tp->copied_seq - loc->rx_end_seq) < 0)
+		return 0;
+	loc->rx_pending = 0;
+	delay_sample(sk, (bpf_ktime_get_ns() - loc->rx_ns) / 1000, 1);
+	return 0;
+}
+
+/* The application sent: time its last byte (write_seq) until the peer acknowledges it. */
+SEC("tp_btf/sock_send_length")
+int BPF_PROG(tcp_delay_send, struct sock *sk, int ret, int flags)
+{
+	struct tcp_sk_local *loc;
+	struct tcp_sock *tp;
+
+	if (ret <= 0 || sk->sk_protocol != IPPROTO_TCP)
+		return 0;
+	loc = bpf_sk_storage_get(&tcp_sk, sk, NULL, BPF_SK_STORAGE_GET_F_CREATE);
+	if (!loc || loc->tx_pending || loc->untracked)
+		return 0;
+	tp = bpf_skc_to_tcp_sock(sk);
+	if (!tp)
+		return 0;
+	loc->tx_end_seq = tp->write_seq;
+	loc->tx_ns = bpf_ktime_get_ns();
+	loc->tx_pending = 1;
+	return 0;
 }
 
 /* Every incoming segment of an established link (under the socket lock): zero windows; RTT
@@ -448,6 +631,10 @@ int BPF_PROG(tcp_rcv, struct sock *sk, const struct sk_buff *skb)
 		return 0;
 	loc = bpf_sk_storage_get(&tcp_sk, sk, NULL, BPF_SK_STORAGE_GET_F_CREATE);
 	if (!loc || loc->untracked)
+		return 0;
+	if (seg_work & SEG_DELAY)
+		delay_on_segment(sk, tp, skb, loc);
+	if (!(seg_work & SEG_RTT))
 		return 0;
 	if (!tp->snd_wnd)
 		loc->zero_snd++;
@@ -487,13 +674,6 @@ int BPF_PROG(tcp_rcv, struct sock *sk, const struct sk_buff *skb)
 	loc->zero_snd = 0;
 	loc->zero_rcv = 0;
 	return 0;
-}
-
-static __always_inline struct tcp_link *link_of(const struct sock *sk)
-{
-	__u64 key = (__u64)sk;
-
-	return sk ? bpf_map_lookup_elem(&tcp_links, &key) : NULL;
 }
 
 SEC("tp_btf/tcp_retransmit_skb")
@@ -607,9 +787,26 @@ static long snap_one(struct bpf_map *map, __u64 *key, struct tcp_link *l, void *
 		l->flags |= TCP_LF_STALE;
 		return 0;
 	}
-	snap_read(sk, &l->s);
+	snap_copy(sk, &l->s);
 	if (!l->lport)
 		link_fill_addrs(l, sk);
+	if (snap_samples && l->s.state == TCP_ESTABLISHED) {
+		/* Without the per-segment hook: one RTT sample per link and report, and zero windows seen now. */
+		if (l->s.srtt_us) {
+			l->srtt_hist[gg_log2_slot(l->s.srtt_us) & (GG_LOG2_SLOTS - 1)]++;
+			l->srtt_sum_us += l->s.srtt_us;
+			l->samples++;
+		}
+		if (l->s.rcv_rtt_us) {
+			l->rcv_rtt_hist[gg_log2_slot(l->s.rcv_rtt_us) & (GG_LOG2_SLOTS - 1)]++;
+			l->rcv_rtt_sum_us += l->s.rcv_rtt_us;
+			l->rcv_rtt_samples++;
+		}
+		if (!l->s.snd_wnd)
+			l->zero_snd_wnd++;
+		if (!l->s.rcv_wnd)
+			l->zero_rcv_wnd++;
+	}
 	return 0;
 }
 
@@ -617,5 +814,80 @@ SEC("raw_tp")
 int tcp_snapshot(void *ctx)
 {
 	bpf_for_each_map_elem(&tcp_links, snap_one, NULL, 0);
+	return 0;
+}
+
+/* ---- seeding: links established before the probe started (or before a scope change) ---------- */
+
+/* Run by user space (bpf_iter_create on an iter/task_file link) at start and after a scope change:
+ * every open file of every process; a TCP socket that is established and in scope becomes a link,
+ * attributed to the process holding it. iter/task_file rather than iter/tcp: it sees the sockets of
+ * every network namespace (iter/tcp only those of the probe's) and tells which process owns each. */
+SEC("iter/task_file")
+int tcp_seed(struct bpf_iter__task_file *ctx)
+{
+	struct task_struct *task = ctx->task;
+	struct file *file = ctx->file;
+	struct tcp_link *l;
+	struct socket *so;
+	struct sock *sk;
+	__u32 zero = 0, tgid;
+	__u64 key;
+	int state;
+
+	if (!task || !file)
+		return 0;
+	so = bpf_sock_from_file(file);
+	if (!so)
+		return 0;
+	sk = so->sk;
+	if (!sk || sk->sk_protocol != IPPROTO_TCP)
+		return 0;
+	if (sk->__sk_common.skc_family != AF_INET && sk->__sk_common.skc_family != AF_INET6)
+		return 0;
+	state = sk->__sk_common.skc_state;
+	tgid = task->tgid;
+	if (state == TCP_LISTEN) {
+		/* Listening before we started: the first holder found owns its passive opens. */
+		struct listen_key lk = listen_key_of(sk);
+		struct listen_owner o = {.tgid = tgid};
+
+		bpf_probe_read_kernel_str(o.comm, sizeof(o.comm), task->comm);
+		bpf_map_update_elem(&tcp_listeners, &lk, &o, BPF_NOEXIST);
+		return 0;
+	}
+	if (state != TCP_ESTABLISHED && state != TCP_CLOSE_WAIT)
+		return 0;
+	key = (__u64)sk;
+	l = bpf_map_lookup_elem(&tcp_links, &key);
+	if (l) {
+		/* The process holding a passive open (the first found, if several share it). */
+		if (!l->tgid || (l->flags & TCP_LF_TGID_GUESS)) {
+			l->tgid = tgid;
+			bpf_probe_read_kernel_str(l->comm, sizeof(l->comm), task->comm);
+			l->flags &= ~TCP_LF_TGID_GUESS;
+			if (!gg_scope_sock(sk, tgid))
+				l->flags |= TCP_LF_OUT_OF_SCOPE;
+		}
+		return 0;
+	}
+	if (!gg_scope_sock(sk, tgid))
+		return 0;
+	l = bpf_map_lookup_elem(&tcp_zero, &zero);
+	if (!l || bpf_map_update_elem(&tcp_links, &key, l, BPF_NOEXIST))
+		return 0;
+	l = bpf_map_lookup_elem(&tcp_links, &key);
+	if (!l)
+		return 0;
+	l->sk = key;
+	l->cookie = sk->__sk_common.skc_cookie.counter;
+	l->cgroup_id = gg_sk_cgroup_id(sk);
+	l->open_ns = bpf_ktime_get_ns();
+	l->role = TCP_ROLE_UNKNOWN;
+	l->tgid = tgid;
+	l->flags = TCP_LF_ESTABLISHED | TCP_LF_SEEDED;
+	bpf_probe_read_kernel_str(l->comm, sizeof(l->comm), task->comm);
+	link_fill_addrs_btf(l, sk);
+	__sync_fetch_and_add(&tcp_seeded, 1);
 	return 0;
 }

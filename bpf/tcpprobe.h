@@ -19,6 +19,8 @@
 #define TCP_LF_OUT_OF_SCOPE   0x04 /* attributed to a process out of scope: not reported */
 #define TCP_LF_ESTABLISHED    0x08 /* reached ESTABLISHED */
 #define TCP_LF_STALE	      0x10 /* the socket was found freed or reused by the snapshot walk */
+#define TCP_LF_SEEDED	      0x20 /* found established by the seeding iterator (opened before us) */
+#define TCP_LF_TGID_GUESS     0x40 /* passive open: tgid is the listener's, until the iterator finds the holder */
 
 /* Sub-probe bits (rodata/bss `tcp_subprobes`): which hooks do work. */
 #define TCP_SP_ABNORMAL 0x01 /* tcp_abnormal */
@@ -30,6 +32,13 @@
 #define TCP_SP_STATS	0x40 /* tcp_stats */
 #define TCP_SP_DELAY	0x80 /* tcp_delay */
 #define TCP_SP_ALL	0xffu
+/* Not a sub-probe: the per-segment hook bit user space adds when tcp_rtt or tcp_windows was asked for
+ * explicitly (by -P or the live configuration's "probe" list). */
+#define TCP_SP_SEGMENT 0x100u
+
+/* seg_work (.bss): what the per-segment hook does. */
+#define SEG_RTT	  0x1 /* per-segment RTT samples and zero windows */
+#define SEG_DELAY 0x2 /* tcp_delay */
 
 /* What the snapshot reads from the socket (struct tcp_sock and struct sock), cumulative or current. */
 struct tcp_snap {
@@ -126,6 +135,12 @@ struct tcp_link {
 	__u64 rcv_rtt_sum_us;
 	__u32 rcv_rtt_samples;
 	__u32 pad2;
+	/* tcp_delay: receive delay (segment processed by TCP -> its last byte read by the application) and
+	 * send delay (send() returned -> its last byte acknowledged by the peer), us. */
+	__u64 rx_delay_hist[GG_LOG2_SLOTS];
+	__u64 tx_delay_hist[GG_LOG2_SLOTS];
+	__u64 rx_delay_sum_us;
+	__u64 tx_delay_sum_us;
 };
 
 /* Key of tcp_closed: socket address and close time, so a reused address never collides. */

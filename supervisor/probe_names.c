@@ -88,6 +88,9 @@ static const struct gg_param_spec specs[] = {
 	/* stackprobe's own, beyond the seed's table */
 	{"min_block_us", GG_PT_INT, "flamegraph", 1000, 1, 10000000, 0, NULL, NULL, "us", 0},
 	{"profile_retention", GG_PT_INT, "flamegraph", 3600, 60, 604800, 0, NULL, NULL, "s", 0},
+	{"mem_alloc", GG_PT_BOOL, "flamegraph", 0, 0, 1, 0, NULL, NULL, NULL, 0},
+	/* system_infos' own: processes reported by the proc sub-probe without snoopers (0 = all) */
+	{"proc_top", GG_PT_INT, "baseinfo", 50, 0, 1024, 0, NULL, NULL, NULL, 0},
 };
 
 #define NDEFS  (sizeof(defs) / sizeof(defs[0]))

@@ -13,7 +13,7 @@
 #define LINE_MAX_BYTES (4u << 20) /* a store line longer than this is skipped */
 #define COMM_LEN       15u
 
-static const char *const event_dirs[3] = {"on-cpu", "off-cpu", "mem"};
+static const char *const event_dirs[4] = {"on-cpu", "off-cpu", "mem", "mem-alloc"};
 
 /* One node of the merged tree. */
 struct pq_node {
@@ -194,6 +194,8 @@ static int event_index(const char *s)
 		return 1;
 	if (!strcmp(s, "mem") || !strcmp(s, "page-fault"))
 		return 2;
+	if (!strcmp(s, "mem-alloc") || !strcmp(s, "mem_alloc"))
+		return 3;
 	return -1;
 }
 
@@ -217,7 +219,7 @@ static int finish_request(struct pq_request *r, int have_start, int have_end, in
 		return -EINVAL;
 	}
 	if (r->event < 0) {
-		snprintf(err, errlen, "event (profile_event_type) must be on-cpu, off-cpu or mem");
+		snprintf(err, errlen, "event (profile_event_type) must be on-cpu, off-cpu, mem or mem-alloc");
 		return -EINVAL;
 	}
 	if (!have_end)
@@ -255,7 +257,7 @@ int profile_query__parse_args(unsigned int nargs, const char *const *names, cons
 		} else if (!strcmp(n, "event") || !strcmp(n, "profile_event_type")) {
 			r.event = event_index(v);
 			if (r.event < 0) {
-				snprintf(err, errlen, "event must be on-cpu, off-cpu or mem");
+				snprintf(err, errlen, "event must be on-cpu, off-cpu, mem or mem-alloc");
 				return -EINVAL;
 			}
 		} else if (!strcmp(n, "time_start") || !strcmp(n, "from")) {
@@ -336,7 +338,7 @@ int profile_query__parse_json(const char *body, size_t len, int64_t now_s, struc
 
 		r.event = s ? event_index(s) : -1;
 		if (r.event < 0) {
-			snprintf(err, errlen, "profile_event_type must be on-cpu, off-cpu or mem");
+			snprintf(err, errlen, "profile_event_type must be on-cpu, off-cpu, mem or mem-alloc");
 			goto out;
 		}
 	}
@@ -511,7 +513,7 @@ int profile_query__run(const char *store_dir, const struct pq_request *req, char
 	DIR *d;
 	int err;
 
-	if (req->event < 0 || req->event > 2)
+	if (req->event < 0 || req->event > 3)
 		return -EINVAL;
 	err = tree_add_node(&t, UINT32_MAX, strcmp(req->app, "Total") ? req->app : "Total",
 			    strlen(strcmp(req->app, "Total") ? req->app : "Total"), &root);

@@ -16,15 +16,15 @@
 /* A query. */
 struct pq_request {
 	char app[PQ_APP_MAX];	      /* process name (comm), pid (digits) or "Total" */
-	int event;		      /* 0 on-cpu, 1 off-cpu, 2 mem (stackprobe's oncpu, offcpu, mem) */
+	int event;		      /* 0 on-cpu, 1 off-cpu, 2 mem, 3 mem-alloc (stackprobe's events) */
 	int64_t time_start, time_end; /* unix seconds, inclusive */
 	unsigned int max_nodes;	      /* more nodes are folded into their parent's self value */
 };
 
 /*
- * Parse a GET query: app (alias app_service), event (alias profile_event_type: on-cpu, off-cpu, mem;
- * also oncpu, offcpu), time_start / time_end (alias from / until; unix seconds; default the last hour
- * up to now_s), max_nodes. 0, or -EINVAL with a message in err.
+ * Parse a GET query: app (alias app_service), event (alias profile_event_type: on-cpu, off-cpu, mem,
+ * mem-alloc; also oncpu, offcpu, mem_alloc), time_start / time_end (alias from / until; unix seconds; default the last
+ * hour up to now_s), max_nodes. 0, or -EINVAL with a message in err.
  */
 int profile_query__parse_args(unsigned int nargs, const char *const *names, const char *const *values, int64_t now_s,
 			      struct pq_request *ret, char *err, size_t errlen);
@@ -40,7 +40,7 @@ int profile_query__parse_json(const char *body, size_t len, int64_t now_s, struc
  * (or "Total") with node_id "" and parent_node_id "-1"; for a process the second layer is its threads
  * ("[t] name"), then the stack from the outermost frame (kernel frames "[k] f", library frames
  * "[l] f"); for Total the layers are "[p] process" and "[t] thread". Values are microseconds (on-cpu:
- * samples x sampling period; off-cpu: blocked time) or page faults (mem). 0, -ENOMEM.
+ * samples x sampling period; off-cpu: blocked time), page faults (mem) or bytes (mem-alloc). 0, -ENOMEM.
  */
 int profile_query__run(const char *store_dir, const struct pq_request *req, char **ret_json, size_t *ret_len);
 

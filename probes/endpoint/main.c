@@ -67,7 +67,8 @@ static void usage(FILE *f)
 		"\n"
 		"  -t SEC         report period in seconds, %u..%u (default %u)\n"
 		"  -l LEVEL       log level: debug, info, warn or error (default info)\n"
-		"  -P LIST        sub-probes, comma separated: tcp_socket, udp_socket (default both)\n"
+		"  -P LIST        sub-probes, comma separated: tcp_socket, udp_socket (default tcp_socket:\n"
+		"                 udp_socket counts UDP bytes on every send()/recv() of the host, TCP included)\n"
 		"      --pid LIST   only these processes (comma separated tgids)\n"
 		"      --comm NAME  only processes with this command name (rescanned every period)\n"
 		"      --bpf-stats  log each BPF program's runs and ns per run every period (info level)\n"
@@ -593,7 +594,8 @@ int main(int argc, char **argv)
 	char names[64];
 
 	probe_log_setup(PROBE_NAME, PLOG_INFO);
-	ctx.base = (struct ep_conf){.period_s = PERIOD_DEFAULT, .subprobes = SP_ALL};
+	/* udp_socket hooks every socket send and receive of the host: asked for, never by default. */
+	ctx.base = (struct ep_conf){.period_s = PERIOD_DEFAULT, .subprobes = SP_TCP};
 	gg_scope__init_all(&ctx.base_scope);
 	ctx.stats_fd = -1;
 	ret = parse_args(argc, argv, &ctx, &level, &bpf_stats);

@@ -30,6 +30,7 @@ struct sym {
 	uint64_t addr;
 	uint64_t size;
 	uint32_t name; /* offset in the table's string pool */
+	uint32_t rank; /* among aliases at one address the lowest is shown (public names first) */
 };
 
 /* A sorted symbol table and the string pool its names live in. */
@@ -175,8 +176,10 @@ static int sym_cmp(const void *a, const void *b)
 
 	if (x->addr != y->addr)
 		return x->addr < y->addr ? -1 : 1;
-	/* same address: the one with a size first (it is kept) */
-	return (y->size > 0) - (x->size > 0);
+	/* same address: the one with a size first (it is kept), then the most public name */
+	if ((x->size > 0) != (y->size > 0))
+		return (y->size > 0) - (x->size > 0);
+	return (x->rank > y->rank) - (x->rank < y->rank);
 }
 
 /* Sort and drop duplicate addresses; shrink to fit. */
@@ -301,6 +304,17 @@ static int elf_read_debuglink(Elf *elf, char *name, size_t len, uint32_t *crc)
 	return -ENOENT;
 }
 
+/* Aliases (glibc: malloc, __libc_malloc, __GI___libc_malloc): fewer leading underscores first, then
+ * global before weak before local binding. */
+static uint32_t alias_rank(const char *name, int bind)
+{
+	uint32_t u = 0;
+
+	while (u < 3 && name[u] == '_')
+		u++;
+	return u * 4 + (bind == STB_GLOBAL ? 0 : bind == STB_WEAK ? 1 : 2);
+}
+
 /* Add the function symbols of every SHT_SYMTAB (or SHT_DYNSYM) section. Returns how many. */
 static long elf_add_symbols(Elf *elf, Elf64_Word type, struct symtab *t)
 {
@@ -333,6 +347,7 @@ static long elf_add_symbols(Elf *elf, Elf64_Word type, struct symtab *t)
 				continue;
 			if (symtab__add(t, sym.st_value, sym.st_size, name, strlen(name)))
 				return -ENOMEM;
+			t->syms[t->n - 1].rank = alias_rank(name, GELF_ST_BIND(sym.st_info));
 			added++;
 		}
 	}

@@ -108,6 +108,8 @@ static void usage(FILE *f)
 		"      --multi-instance 0|1 one graph per process (default 0)\n"
 		"      --native-stack 0|1   accepted for compatibility (Java), no effect\n"
 		"      --min-block-us US    off-CPU blocks shorter than this are ignored (default 1000)\n"
+		"      --mem-alloc 0|1      with mem: also uprobes on malloc & co of the processes in\n"
+		"                           scope, bytes per stack in the mem_alloc graphs (default 0)\n"
 		"      --retention SEC      profile store retention, 60..604800 (default 3600)\n"
 		"      --pid PID[,PID]      only these processes\n"
 		"      --comm NAME          only processes with this name (repeatable; re-resolved every 2 s)\n"
@@ -116,7 +118,8 @@ static void usage(FILE *f)
 		"\n"
 		"Live configuration: {\"cmd\": {\"probe\": [\"oncpu\", \"offcpu\", \"mem\"]}, \"params\": {\n"
 		"\"perf_sample_period\", \"svg_period\", \"svg_dir\", \"flame_dir\", \"pyroscope_server\",\n"
-		"\"multi_instance\", \"native_stack\", \"report_period\", \"min_block_us\", \"profile_retention\"},\n"
+		"\"multi_instance\", \"native_stack\", \"report_period\", \"min_block_us\", \"profile_retention\",\n"
+		"\"mem_alloc\"},\n"
 		"\"scope\": {\"all\": bool, \"pids\": [...], \"cgroup_ids\": [...]}}\n",
 		REPORT_MIN, REPORT_MAX, PERF_MIN, PERF_MAX, SVG_MAX, SVG_MIN_REST, SVG_MAX);
 }
@@ -178,6 +181,7 @@ enum {
 	OPT_NATIVE,
 	OPT_MIN_BLOCK,
 	OPT_RETENTION,
+	OPT_MEM_ALLOC,
 	OPT_PID,
 	OPT_COMM,
 	OPT_VERSION,
@@ -200,6 +204,7 @@ static int parse_args(int argc, char **argv, struct sp_ctx *ctx, enum probe_log_
 		{"native-stack", required_argument, NULL, OPT_NATIVE},
 		{"min-block-us", required_argument, NULL, OPT_MIN_BLOCK},
 		{"retention", required_argument, NULL, OPT_RETENTION},
+		{"mem-alloc", required_argument, NULL, OPT_MEM_ALLOC},
 		{"pid", required_argument, NULL, OPT_PID},
 		{"comm", required_argument, NULL, OPT_COMM},
 		{NULL, 0, NULL, 0},
@@ -255,6 +260,10 @@ static int parse_args(int argc, char **argv, struct sp_ctx *ctx, enum probe_log_
 			break;
 		case OPT_RETENTION:
 			bad = parse_uint(optarg, 60, 604800, &c->retention_s);
+			break;
+		case OPT_MEM_ALLOC:
+			bad = parse_uint(optarg, 0, 1, &v);
+			c->mem_alloc = (int)v;
 			break;
 		case OPT_PID:
 			bad = gg_scope__add_pids(&ctx->base_scope, optarg);
@@ -365,6 +374,10 @@ static int conf_from_json(struct sp_ctx *ctx, const char *json, struct sp_conf *
 		if (json_uint(params, "native_stack", 0, 1, &v))
 			goto out;
 		c.native_stack = (int)v;
+		v = (unsigned int)c.mem_alloc;
+		if (json_uint(params, "mem_alloc", 0, 1, &v))
+			goto out;
+		c.mem_alloc = (int)v;
 		if (json_str(params, "svg_dir", c.svg_dir, sizeof(c.svg_dir)) ||
 		    json_str(params, "flame_dir", c.flame_dir, sizeof(c.flame_dir)) ||
 		    json_str(params, "pyroscope_server", c.pyroscope, sizeof(c.pyroscope)))
@@ -466,7 +479,7 @@ static void time_stamp(uint64_t wall_ms, char *buf, size_t len)
 static void write_graphs(struct sp_ctx *ctx, enum sp_event ev, const char *folded, size_t len, const char *stamp,
 			 const char *suffix, uint64_t from_ms, uint64_t until_ms)
 {
-	static const char *const units[SP_EV_NR] = {"samples", "us", "faults"};
+	const char *const *units = sp_event_units;
 	const struct sp_conf *c = &ctx->cur;
 	char fdir[PATH_MAX + 16], sdir[PATH_MAX + 16], path[PATH_MAX + 160], title[128], sub[160];
 	struct sp_svg_opts so = {.title = title, .subtitle = sub, .unit = units[ev], .unit_scale = 1};
@@ -491,7 +504,8 @@ static void write_graphs(struct sp_ctx *ctx, enum sp_event ev, const char *folde
 	snprintf(title, sizeof(title), "%s flame graph%s%s",
 		 ev == SP_EV_ONCPU    ? "On-CPU"
 		 : ev == SP_EV_OFFCPU ? "Off-CPU"
-				      : "Page fault",
+		 : ev == SP_EV_MEM    ? "Page fault"
+				      : "Allocation (bytes)",
 		 suffix[0] ? " of process " : "", suffix[0] ? suffix + 1 : "");
 	snprintf(sub, sizeof(sub), "%s - %s (gala-gopher stackprobe, values in %s)", from_s, until_s, units[ev]);
 	snprintf(path, sizeof(path), "%s/%s_%s%s.svg", sdir, stamp, sp_event_names[ev], suffix);
@@ -516,6 +530,14 @@ static void write_graphs(struct sp_ctx *ctx, enum sp_event ev, const char *folde
 		po.value_scale = 1000;
 		po.period_type = "offcpu";
 		po.period_unit = "nanoseconds";
+		po.period = 1;
+	} else if (ev == SP_EV_MEM_ALLOC) {
+		/* as Go's heap profile names allocated bytes */
+		po.sample_type = "alloc_space";
+		po.sample_unit = "bytes";
+		po.value_scale = 1;
+		po.period_type = "space";
+		po.period_unit = "bytes";
 		po.period = 1;
 	} else {
 		po.sample_type = "page_faults";
@@ -615,7 +637,7 @@ static void flush_store(struct sp_ctx *ctx, enum sp_event ev, uint64_t now_ms)
 static void upload_one(struct sp_ctx *ctx, enum sp_event ev, const char *name, const char *body, size_t len,
 		       uint64_t from_s, uint64_t until_s)
 {
-	const char *units = ev == SP_EV_MEM ? "objects" : "samples";
+	const char *units = ev == SP_EV_MEM ? "objects" : ev == SP_EV_MEM_ALLOC ? "bytes" : "samples";
 	/* Pyroscope divides samples by sampleRate for seconds: oncpu samples are 1/rate s, offcpu
 	 * values are microseconds */
 	unsigned int rate = ev == SP_EV_ONCPU ? 1000u / ctx->cur.perf_period_ms : ev == SP_EV_OFFCPU ? 1000000u : 1u;
@@ -634,7 +656,8 @@ static void upload_one(struct sp_ctx *ctx, enum sp_event ev, const char *name, c
 
 static void flush_pyro(struct sp_ctx *ctx, enum sp_event ev, uint64_t now_ms)
 {
-	static const char *const app[SP_EV_NR] = {"gala-gopher-oncpu", "gala-gopher-offcpu", "gala-gopher-mem"};
+	static const char *const app[SP_EV_NR] = {"gala-gopher-oncpu", "gala-gopher-offcpu", "gala-gopher-mem",
+						  "gala-gopher-mem_alloc"};
 	struct sp_acc *acc = &ctx->prof.acc[ev];
 	uint64_t from_s = acc->pyro_from_ms / 1000, until_s = now_ms / 1000;
 	struct ftab_ent **ents;
@@ -676,7 +699,7 @@ done:
 static void report(struct sp_ctx *ctx)
 {
 	static const unsigned int samples_stat[SP_EV_NR] = {SP_ST_ONCPU_SAMPLES, SP_ST_OFFCPU_SWITCHES,
-							    SP_ST_MEM_FAULTS};
+							    SP_ST_MEM_FAULTS, SP_ST_ALLOC_CALLS};
 	struct sp_sampler_stats ss;
 	struct symbolizer_stats ys;
 	struct probe_rec rec;
@@ -713,6 +736,9 @@ static void report(struct sp_ctx *ctx)
 	probe_rec__u64(&rec, ctx->files_written);
 	probe_rec__u64(&rec, ctx->pyro_ok);
 	probe_rec__u64(&rec, ctx->pyro_err);
+	probe_rec__u64(&rec, ss.ua.links);
+	probe_rec__u64(&rec, ss.ua.procs);
+	probe_rec__u64(&rec, ss.ua.skipped);
 	(void)probe_rt__emit(ctx->rt, &rec);
 	(void)probe_rt__flush(ctx->rt);
 }
@@ -743,10 +769,13 @@ static void rescan_comms(struct sp_ctx *ctx)
 
 static void apply(struct sp_ctx *ctx)
 {
+	unsigned int events = ctx->cur.events;
 	int err;
 
 	ctx->apply_pending = 0;
-	err = sp_sampler__apply(ctx->sampler, ctx->cur.events, ctx->cur.perf_period_ms, ctx->cur.min_block_us);
+	if (ctx->cur.mem_alloc && (events & (1u << SP_EV_MEM)))
+		events |= 1u << SP_EV_MEM_ALLOC;
+	err = sp_sampler__apply(ctx->sampler, events, ctx->cur.perf_period_ms, ctx->cur.min_block_us);
 	if (err)
 		probe_log(PLOG_WARN, "some sub-probes could not be attached: %s", strerror(-err));
 }
@@ -842,6 +871,7 @@ int main(int argc, char **argv)
 			rescan_comms(&ctx);
 			t_comm = now;
 		}
+		sp_sampler__tick(ctx.sampler, now);
 		sp_profile__begin(&ctx.prof);
 		err = sp_sampler__drain(ctx.sampler, sp_profile__add, &ctx.prof);
 		if (err)

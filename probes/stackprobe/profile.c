@@ -14,8 +14,9 @@
 #define CONT_SLOTS	 4096u
 #define CONT_LEN	 160u
 
-const char *const sp_event_names[SP_EV_NR] = {"oncpu", "offcpu", "mem"};
-const char *const sp_event_query_names[SP_EV_NR] = {"on-cpu", "off-cpu", "mem"};
+const char *const sp_event_names[SP_EV_NR] = {"oncpu", "offcpu", "mem", "mem_alloc"};
+const char *const sp_event_query_names[SP_EV_NR] = {"on-cpu", "off-cpu", "mem", "mem-alloc"};
+const char *const sp_event_units[SP_EV_NR] = {"samples", "us", "faults", "bytes"};
 
 /* ---- ftab ----------------------------------------------------------------------------------------- */
 

@@ -18,6 +18,8 @@
 /* After switching generations, BPF programs that read the old value may still be running: they
  * finish within microseconds; wait this long before reading the old maps. */
 #define GEN_GRACE_NS 2000000L
+/* Allocator uprobes are re-checked this often (exec, exit; new processes of an unfiltered scope). */
+#define UALLOC_SYNC_MS 5000u
 
 struct sp_sampler {
 	struct stackprobe *skel;
@@ -27,6 +29,10 @@ struct sp_sampler {
 	unsigned int perf_period_ms; /* of the open perf events, 0 when none */
 	struct bpf_link *offcpu_link;
 	struct bpf_link *mem_link;
+	struct sp_ualloc *ualloc;
+	int alloc_on;
+	uint64_t alloc_synced_ms;
+	struct gg_scope scope; /* the applied scope (the allocator uprobes follow it) */
 	struct ring_buffer *rb;
 	/* drain state */
 	sp_sample_cb cb;
@@ -114,9 +120,17 @@ struct sp_sampler *sp_sampler__new(void)
 		err = -errno;
 		goto err_out;
 	}
+	s->skel->bss->self_tgid = (uint32_t)getpid();
 	err = stackprobe__load(s->skel);
 	if (err)
 		goto err_out;
+	s->ualloc = sp_ualloc__new(s->skel->progs.sp_malloc, s->skel->progs.sp_calloc, s->skel->progs.sp_realloc,
+				   s->skel->progs.sp_memalign, s->skel->progs.sp_posix_memalign);
+	if (!s->ualloc) {
+		err = -errno;
+		goto err_out;
+	}
+	gg_scope__init_all(&s->scope);
 	s->rb = ring_buffer__new(bpf_map__fd(s->skel->maps.offcpu_rb), on_offcpu, s, NULL);
 	if (!s->rb) {
 		err = -errno;
@@ -136,6 +150,7 @@ void sp_sampler__free(struct sp_sampler *s)
 	oncpu_detach(s);
 	bpf_link__destroy(s->offcpu_link);
 	bpf_link__destroy(s->mem_link);
+	sp_ualloc__free(s->ualloc);
 	ring_buffer__free(s->rb);
 	stackprobe__destroy(s->skel);
 	free(s->keys);
@@ -178,12 +193,35 @@ int sp_sampler__apply(struct sp_sampler *s, unsigned int events, unsigned int pe
 		bpf_link__destroy(s->mem_link);
 		s->mem_link = NULL;
 	}
+	if (!!(events & (1u << SP_EV_MEM_ALLOC)) != s->alloc_on) {
+		s->alloc_on = !!(events & (1u << SP_EV_MEM_ALLOC));
+		(void)sp_ualloc__sync(s->ualloc, &s->scope, s->alloc_on);
+		s->alloc_synced_ms = probe_now_mono_ms();
+	}
 	return err;
 }
 
 int sp_sampler__set_scope(struct sp_sampler *s, const struct gg_scope *scope)
 {
-	return gg_scope__apply(scope, s->skel->obj);
+	int err = gg_scope__apply(scope, s->skel->obj);
+
+	if (err)
+		return err;
+	if (scope != &s->scope)
+		s->scope = *scope;
+	if (s->alloc_on) {
+		(void)sp_ualloc__sync(s->ualloc, &s->scope, 1);
+		s->alloc_synced_ms = probe_now_mono_ms();
+	}
+	return 0;
+}
+
+void sp_sampler__tick(struct sp_sampler *s, uint64_t now_ms)
+{
+	if (!s->alloc_on || now_ms - s->alloc_synced_ms < UALLOC_SYNC_MS)
+		return;
+	(void)sp_ualloc__sync(s->ualloc, &s->scope, 1);
+	s->alloc_synced_ms = now_ms;
 }
 
 /* Read one stack from a stack map: frames innermost first, 0-terminated when shorter. */
@@ -201,7 +239,7 @@ static unsigned int read_stack(int fd, int id, uint64_t *ips)
 
 static int drain_counts(struct sp_sampler *s, int counts_fd, int stacks_fd)
 {
-	uint64_t kips[SP_MAX_DEPTH], uips[SP_MAX_DEPTH];
+	uint64_t kips[SP_MAX_DEPTH], uips[SP_MAX_DEPTH + 1];
 	struct sp_key key, *prev = NULL;
 	size_t n = 0;
 	int err = 0;
@@ -244,6 +282,13 @@ static int drain_counts(struct sp_sampler *s, int counts_fd, int stacks_fd)
 		smp.kn = read_stack(stacks_fd, k->kstack, kips);
 		smp.uips = uips;
 		smp.un = read_stack(stacks_fd, k->ustack, uips);
+		/* mem_alloc: the allocator's caller, which the frame-pointer walk from its entry misses
+		 * (the kernel adds it itself when the entry is push %rbp or endbr64) */
+		if (k->ret_ip > 1 && smp.un >= 1 && (smp.un == 1 || uips[1] != k->ret_ip)) {
+			memmove(&uips[2], &uips[1], (smp.un - 1) * sizeof(uips[0]));
+			uips[1] = k->ret_ip;
+			smp.un++;
+		}
 		smp.kstack_id = smp.kn ? k->kstack : -1;
 		smp.ustack_id = smp.un ? k->ustack : -1;
 		smp.value = val.count;
@@ -332,6 +377,7 @@ void sp_sampler__stats(struct sp_sampler *s, struct sp_sampler_stats *ret)
 
 	memset(ret, 0, sizeof(*ret));
 	memcpy(ret->drained, s->drained, sizeof(ret->drained));
+	sp_ualloc__stats(s->ualloc, &ret->ua);
 	if (!vals)
 		return;
 	for (uint32_t i = 0; i < SP_ST_NR; i++) {

@@ -28,13 +28,41 @@ struct sp_conf {
 	unsigned int min_block_us;    /* off-CPU threshold */
 	int multi_instance;
 	int native_stack; /* accepted for compatibility (Java); no effect */
+	int mem_alloc;	  /* with the mem sub-probe: allocator uprobes too (events gets SP_EV_MEM_ALLOC) */
 	char svg_dir[PATH_MAX];
 	char flame_dir[PATH_MAX];
 	char pyroscope[SP_SERVER_MAX]; /* host:port, "" = off */
 };
 
-extern const char *const sp_event_names[SP_EV_NR];	 /* "oncpu", "offcpu", "mem" */
-extern const char *const sp_event_query_names[SP_EV_NR]; /* "on-cpu", "off-cpu", "mem" */
+extern const char *const sp_event_names[SP_EV_NR];	 /* "oncpu", "offcpu", "mem", "mem_alloc" */
+extern const char *const sp_event_query_names[SP_EV_NR]; /* "on-cpu", "off-cpu", "mem", "mem-alloc" */
+extern const char *const sp_event_units[SP_EV_NR];	 /* "samples", "us", "faults", "bytes" */
+
+/* ---- allocator uprobes (ualloc.c) ---------------------------------------------------------------- */
+
+/* Processes with their own allocator uprobes at most (the rest of a larger scope is skipped). */
+#define SP_UALLOC_MAX_PROCS 256u
+
+struct sp_ualloc_stats {
+	uint64_t links;		/* uprobes attached now */
+	uint64_t procs;		/* processes (or allocator files, system-wide) attached now */
+	uint64_t skipped;	/* processes in scope beyond SP_UALLOC_MAX_PROCS at the last sync */
+	uint64_t attach_errors; /* since start */
+	uint64_t libs_resolved; /* allocator files read since start */
+};
+
+struct sp_ualloc;
+struct bpf_program;
+/* NULL + errno. The programs are the skeleton's sp_malloc, sp_calloc, sp_realloc, sp_memalign,
+ * sp_posix_memalign. */
+struct sp_ualloc *sp_ualloc__new(struct bpf_program *malloc_prog, struct bpf_program *calloc_prog,
+				 struct bpf_program *realloc_prog, struct bpf_program *memalign_prog,
+				 struct bpf_program *posix_memalign_prog);
+void sp_ualloc__free(struct sp_ualloc *u);
+/* Attach to what scope holds now (system-wide when scope->all), detach from processes that left or
+ * exited, re-attach after an exec into another allocator file; detach everything when !enabled. */
+int sp_ualloc__sync(struct sp_ualloc *u, const struct gg_scope *scope, int enabled);
+void sp_ualloc__stats(const struct sp_ualloc *u, struct sp_ualloc_stats *ret);
 
 /* ---- sampling (sampler.c) ------------------------------------------------------------------------- */
 
@@ -56,6 +84,7 @@ typedef int (*sp_sample_cb)(void *ctx, const struct sp_sample *smp);
 struct sp_sampler_stats {
 	uint64_t st[SP_ST_NR];	    /* the kernel's counters (enum sp_stat), summed over CPUs */
 	uint64_t drained[SP_EV_NR]; /* aggregated stacks read */
+	struct sp_ualloc_stats ua;
 };
 
 struct sp_sampler;
@@ -66,6 +95,8 @@ void sp_sampler__free(struct sp_sampler *s);
 int sp_sampler__apply(struct sp_sampler *s, unsigned int events, unsigned int perf_period_ms,
 		      unsigned int min_block_us);
 int sp_sampler__set_scope(struct sp_sampler *s, const struct gg_scope *scope);
+/* Periodic upkeep (allocator uprobes follow exec and exit of the processes in scope). */
+void sp_sampler__tick(struct sp_sampler *s, uint64_t now_ms);
 /* Switch generations and hand every stack aggregated in the previous one to cb, plus the off-CPU
  * records waiting in the ring buffer. */
 int sp_sampler__drain(struct sp_sampler *s, sp_sample_cb cb, void *ctx);
@@ -140,7 +171,7 @@ int sp_folded__parse(char *buf, size_t len, struct sp_fline **ret, size_t *ret_n
 struct sp_svg_opts {
 	const char *title;
 	const char *subtitle;
-	const char *unit;  /* "samples", "us", "faults" */
+	const char *unit;  /* "samples", "us", "faults", "bytes" */
 	double unit_scale; /* value -> shown number (1 when the unit is the value's) */
 };
 int sp_svg__write(const char *path, const char *folded, size_t len, const struct sp_svg_opts *opts);

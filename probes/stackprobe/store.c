@@ -13,8 +13,6 @@
 
 #include "stackprobe.h"
 
-static const char *const units[SP_EV_NR] = {"samples", "us", "faults"};
-
 int sp_store__write(const char *flame_dir, enum sp_event ev, uint64_t from_ms, uint64_t until_ms,
 		    unsigned int period_us, struct ftab *t)
 {
@@ -43,7 +41,7 @@ int sp_store__write(const char *flame_dir, enum sp_event ev, uint64_t from_ms, u
 		return err;
 	}
 	fprintf(f, "# gala-gopher-profile v1 event=%s unit=%s period_us=%u from_ms=%" PRIu64 " until_ms=%" PRIu64 "\n",
-		sp_event_query_names[ev], units[ev], period_us, from_ms, until_ms);
+		sp_event_query_names[ev], sp_event_units[ev], period_us, from_ms, until_ms);
 	for (size_t i = 0; i < n; i++)
 		fprintf(f, "%u\t%u\t%s\t%" PRIu64 "\n", ents[i]->a, ents[i]->b, ents[i]->key, ents[i]->value);
 	free(ents);

@@ -88,20 +88,13 @@ static int parse_times(const char *p, const char *end, struct si_cpu_times *t)
 	return 0;
 }
 
-/* /proc/stat: the "cpu" total line and one "cpuN" line per online CPU. */
-static int read_stat(struct si_cpu *c)
+/* /proc/stat text: the "cpu" total line and one "cpuN" line per online CPU. */
+static void parse_stat(struct si_cpu *c, const char *data, size_t len)
 {
-	const char *p, *end;
-	int err = probe_read_file("/proc/stat", &c->stat, SI_PROC_FILE_MAX);
+	const char *p = data, *end = data + len;
 
-	if (err) {
-		warn_once(c, WARN_STAT, "/proc/stat", err);
-		return err;
-	}
 	for (unsigned int i = 0; i < c->nrows; i++)
 		c->rows[i].online = 0;
-	p = c->stat.data;
-	end = p + c->stat.len;
 	while (p < end && end - p > 3 && !memcmp(p, "cpu", 3)) {
 		const char *eol = si_line_end(p, end);
 		const char *q = p + 3;
@@ -127,24 +120,28 @@ static int read_stat(struct si_cpu *c)
 		}
 		p = eol < end ? eol + 1 : end;
 	}
+}
+
+static int read_stat(struct si_cpu *c)
+{
+	int err = probe_read_file("/proc/stat", &c->stat, SI_PROC_FILE_MAX);
+
+	if (err) {
+		warn_once(c, WARN_STAT, "/proc/stat", err);
+		return err;
+	}
+	parse_stat(c, c->stat.data, c->stat.len);
 	return 0;
 }
 
-/* /proc/softirqs: a "CPU0 CPU1 ..." header, then "NAME: n0 n1 ..." rows. */
-static void read_softirqs(struct si_cpu *c)
+/* /proc/softirqs text: a "CPU0 CPU1 ..." header, then "NAME: n0 n1 ..." rows. */
+static void parse_softirqs(struct si_cpu *c, const char *data, size_t len)
 {
-	const char *p, *end, *eol;
+	const char *p = data, *end = data + len, *eol;
 	unsigned int ncols = 0;
-	int err = probe_read_file("/proc/softirqs", &c->softirqs, SI_PROC_FILE_MAX);
 
 	for (unsigned int i = 0; i < c->nrows; i++)
 		c->rows[i].rcu = c->rows[i].timer = c->rows[i].sched = c->rows[i].net_rx = 0;
-	if (err) {
-		warn_once(c, WARN_SOFTIRQS, "/proc/softirqs", err);
-		return;
-	}
-	p = c->softirqs.data;
-	end = p + c->softirqs.len;
 	eol = si_line_end(p, end);
 	while (p < eol) {
 		uint64_t id;
@@ -213,25 +210,31 @@ static void read_softirqs(struct si_cpu *c)
 	}
 }
 
+static void read_softirqs(struct si_cpu *c)
+{
+	int err = probe_read_file("/proc/softirqs", &c->softirqs, SI_PROC_FILE_MAX);
+
+	if (err) {
+		for (unsigned int i = 0; i < c->nrows; i++)
+			c->rows[i].rcu = c->rows[i].timer = c->rows[i].sched = c->rows[i].net_rx = 0;
+		warn_once(c, WARN_SOFTIRQS, "/proc/softirqs", err);
+		return;
+	}
+	parse_softirqs(c, c->softirqs.data, c->softirqs.len);
+}
+
 /*
- * /proc/net/softnet_stat: one line of hex columns per online CPU: processed, dropped, time_squeeze,
+ * /proc/net/softnet_stat text: one line of hex columns per online CPU: processed, dropped, time_squeeze,
  * 5 zeros, cpu_collision, received_rps, flow_limit_count, backlog length, CPU number. Kernels before
  * 5.10 lack the last columns: the n-th line is then the n-th online CPU.
  */
-static void read_softnet(struct si_cpu *c)
+static void parse_softnet(struct si_cpu *c, const char *data, size_t len)
 {
-	const char *p, *end;
+	const char *p = data, *end = data + len;
 	unsigned int line = 0, next_online = 0;
-	int err = probe_read_file("/proc/net/softnet_stat", &c->softnet, SI_PROC_FILE_MAX);
 
 	for (unsigned int i = 0; i < c->nrows; i++)
 		c->rows[i].backlog_drops = c->rows[i].rps_count = 0;
-	if (err) {
-		warn_once(c, WARN_SOFTNET, "/proc/net/softnet_stat", err);
-		return;
-	}
-	p = c->softnet.data;
-	end = p + c->softnet.len;
 	for (; p < end; line++) {
 		const char *eol = si_line_end(p, end);
 		uint64_t col[13] = {0};
@@ -261,21 +264,28 @@ static void read_softnet(struct si_cpu *c)
 	}
 }
 
-/* "cpu MHz" from /proc/cpuinfo, per "processor" block (absent on most non-x86 machines: 0). */
-static void read_cpuinfo(struct si_cpu *c)
+static void read_softnet(struct si_cpu *c)
 {
-	const char *p, *end;
+	int err = probe_read_file("/proc/net/softnet_stat", &c->softnet, SI_PROC_FILE_MAX);
+
+	if (err) {
+		for (unsigned int i = 0; i < c->nrows; i++)
+			c->rows[i].backlog_drops = c->rows[i].rps_count = 0;
+		warn_once(c, WARN_SOFTNET, "/proc/net/softnet_stat", err);
+		return;
+	}
+	parse_softnet(c, c->softnet.data, c->softnet.len);
+}
+
+/* "cpu MHz" from /proc/cpuinfo text, per "processor" block (absent on most non-x86 machines: 0). The
+ * text must be NUL-terminated (as probe_read_file leaves it): strtod reads the number. */
+static void parse_cpuinfo(struct si_cpu *c, const char *data, size_t len)
+{
+	const char *p = data, *end = data + len;
 	struct si_cpu_row *row = NULL;
-	int err = probe_read_file("/proc/cpuinfo", &c->cpuinfo, SI_PROC_FILE_MAX);
 
 	for (unsigned int i = 0; i < c->nrows; i++)
 		c->rows[i].mhz = 0;
-	if (err) {
-		warn_once(c, WARN_CPUINFO, "/proc/cpuinfo", err);
-		return;
-	}
-	p = c->cpuinfo.data;
-	end = p + c->cpuinfo.len;
 	while (p < end) {
 		const char *eol = si_line_end(p, end);
 		const char *colon;
@@ -299,6 +309,19 @@ static void read_cpuinfo(struct si_cpu *c)
 		}
 		p = eol < end ? eol + 1 : end;
 	}
+}
+
+static void read_cpuinfo(struct si_cpu *c)
+{
+	int err = probe_read_file("/proc/cpuinfo", &c->cpuinfo, SI_PROC_FILE_MAX);
+
+	if (err) {
+		for (unsigned int i = 0; i < c->nrows; i++)
+			c->rows[i].mhz = 0;
+		warn_once(c, WARN_CPUINFO, "/proc/cpuinfo", err);
+		return;
+	}
+	parse_cpuinfo(c, c->cpuinfo.data, c->cpuinfo.len);
 }
 
 int si_cpu__baseline(struct si_cpu *c)

@@ -45,36 +45,28 @@ static struct si_disk_row *disk_row(struct si_disk *d, const char *name, size_t 
 }
 
 /* Whole disks have a /sys/block entry ('/' in a name is '!' there); partitions do not. */
-static int is_whole_disk(const char *name, size_t len)
+static int is_whole_disk(const struct si_disk *d, const char *name, size_t len)
 {
-	char path[64];
-	size_t i, n = (size_t)snprintf(path, sizeof(path), "/sys/block/%.*s", (int)len, name);
+	char path[512];
+	const char *dir = d->sys_block ? d->sys_block : "/sys/block";
+	size_t i, start = strlen(dir) + 1, n = (size_t)snprintf(path, sizeof(path), "%s/%.*s", dir, (int)len, name);
 
 	if (n >= sizeof(path))
 		return 0;
-	for (i = sizeof("/sys/block/") - 1; i < n; i++)
+	for (i = start; i < n; i++)
 		if (path[i] == '/')
 			path[i] = '!';
 	return access(path, F_OK) == 0;
 }
 
-int si_disk__sample(struct si_disk *d)
+/* A /proc/diskstats text sampled at now (ms); returns how many disks were left out. */
+static unsigned int disk_parse(struct si_disk *d, const char *data, size_t len, uint64_t now)
 {
-	const char *p, *end;
-	uint64_t now = probe_now_mono_ms();
+	const char *p = data, *end = data + len;
 	unsigned int i, skipped = 0;
-	int err = probe_read_file("/proc/diskstats", &d->stats, SI_PROC_FILE_MAX);
 
-	if (err) {
-		if (!d->warned)
-			probe_log(PLOG_WARN, "cannot read /proc/diskstats: %s", strerror(-err));
-		d->warned = 1;
-		return err;
-	}
 	for (i = 0; i < d->nrows; i++)
 		d->rows[i].seen = 0;
-	p = d->stats.data;
-	end = p + d->stats.len;
 	while (p < end) {
 		const char *eol = si_line_end(p, end);
 		const char *q = p, *name;
@@ -103,7 +95,7 @@ int si_disk__sample(struct si_disk *d)
 		/* Devices that never did IO (unused loop and ram devices) are noise. */
 		if (v[DS_READS] == 0 && v[DS_WRITES] == 0)
 			continue;
-		if (!is_whole_disk(name, nlen))
+		if (!is_whole_disk(d, name, nlen))
 			continue;
 		row = disk_row(d, name, nlen);
 		if (!row) {
@@ -123,6 +115,21 @@ int si_disk__sample(struct si_disk *d)
 		else
 			i++;
 	}
+	return skipped;
+}
+
+int si_disk__sample(struct si_disk *d)
+{
+	unsigned int skipped;
+	int err = probe_read_file("/proc/diskstats", &d->stats, SI_PROC_FILE_MAX);
+
+	if (err) {
+		if (!d->warned)
+			probe_log(PLOG_WARN, "cannot read /proc/diskstats: %s", strerror(-err));
+		d->warned = 1;
+		return err;
+	}
+	skipped = disk_parse(d, d->stats.data, d->stats.len, probe_now_mono_ms());
 	if (skipped && skipped != d->skipped)
 		probe_log(PLOG_WARN, "disk: %u devices beyond the limit of %u are not reported", skipped, SI_DISK_MAX);
 	d->skipped = skipped;
@@ -139,6 +146,40 @@ static double round2(double v)
 	return v > 0 ? (double)(uint64_t)(v * 100.0 + 0.5) / 100.0 : 0;
 }
 
+/* iostat's columns of one disk over the last period, in the system_iostat field order. */
+enum {
+	DR_RPS,
+	DR_RKBPS,
+	DR_RAWAIT,
+	DR_RAREQSZ,
+	DR_WPS,
+	DR_WKBPS,
+	DR_WAWAIT,
+	DR_WAREQSZ,
+	DR_AQUSZ,
+	DR_UTIL,
+	DR__COUNT,
+};
+
+static void disk_rates(const struct si_disk_row *r, double out[DR__COUNT])
+{
+	double ms = r->have_prev && r->cur_ms > r->prev_ms ? (double)(r->cur_ms - r->prev_ms) : 0;
+	double secs = ms / 1000.0;
+	uint64_t rd = dlt(r, DS_READS), wr = dlt(r, DS_WRITES);
+	double util = ms > 0 ? (double)dlt(r, DS_IO_MS) * 100.0 / ms : 0;
+
+	out[DR_RPS] = secs > 0 ? round2((double)rd / secs) : 0;
+	out[DR_RKBPS] = secs > 0 ? round2((double)dlt(r, DS_RD_SECTORS) / 2.0 / secs) : 0;
+	out[DR_RAWAIT] = rd ? round2((double)dlt(r, DS_RD_MS) / (double)rd) : 0;
+	out[DR_RAREQSZ] = rd ? round2((double)dlt(r, DS_RD_SECTORS) / 2.0 / (double)rd) : 0;
+	out[DR_WPS] = secs > 0 ? round2((double)wr / secs) : 0;
+	out[DR_WKBPS] = secs > 0 ? round2((double)dlt(r, DS_WR_SECTORS) / 2.0 / secs) : 0;
+	out[DR_WAWAIT] = wr ? round2((double)dlt(r, DS_WR_MS) / (double)wr) : 0;
+	out[DR_WAREQSZ] = wr ? round2((double)dlt(r, DS_WR_SECTORS) / 2.0 / (double)wr) : 0;
+	out[DR_AQUSZ] = ms > 0 ? round2((double)dlt(r, DS_WEIGHTED_MS) / ms) : 0;
+	out[DR_UTIL] = round2(util > 100 ? 100 : util);
+}
+
 int si_disk__report(struct si_disk *d, struct probe_rt *rt, const char *dev_filter)
 {
 	struct probe_rec rec;
@@ -148,26 +189,15 @@ int si_disk__report(struct si_disk *d, struct probe_rt *rt, const char *dev_filt
 		return err;
 	for (unsigned int i = 0; i < d->nrows; i++) {
 		const struct si_disk_row *r = &d->rows[i];
-		double ms = r->have_prev ? (double)(r->cur_ms - r->prev_ms) : 0;
-		double secs = ms / 1000.0;
-		uint64_t rd = dlt(r, DS_READS), wr = dlt(r, DS_WRITES);
-		double util;
+		double rates[DR__COUNT];
 
 		if (dev_filter && dev_filter[0] && strcmp(dev_filter, r->name))
 			continue;
-		util = ms > 0 ? (double)dlt(r, DS_IO_MS) * 100.0 / ms : 0;
+		disk_rates(r, rates);
 		probe_rec__begin(&rec, &TBL_system_iostat);
 		probe_rec__str(&rec, r->name);
-		probe_rec__f64(&rec, secs > 0 ? round2((double)rd / secs) : 0);
-		probe_rec__f64(&rec, secs > 0 ? round2((double)dlt(r, DS_RD_SECTORS) / 2.0 / secs) : 0);
-		probe_rec__f64(&rec, rd ? round2((double)dlt(r, DS_RD_MS) / (double)rd) : 0);
-		probe_rec__f64(&rec, rd ? round2((double)dlt(r, DS_RD_SECTORS) / 2.0 / (double)rd) : 0);
-		probe_rec__f64(&rec, secs > 0 ? round2((double)wr / secs) : 0);
-		probe_rec__f64(&rec, secs > 0 ? round2((double)dlt(r, DS_WR_SECTORS) / 2.0 / secs) : 0);
-		probe_rec__f64(&rec, wr ? round2((double)dlt(r, DS_WR_MS) / (double)wr) : 0);
-		probe_rec__f64(&rec, wr ? round2((double)dlt(r, DS_WR_SECTORS) / 2.0 / (double)wr) : 0);
-		probe_rec__f64(&rec, ms > 0 ? round2((double)dlt(r, DS_WEIGHTED_MS) / ms) : 0);
-		probe_rec__f64(&rec, round2(util > 100 ? 100 : util));
+		for (unsigned int k = 0; k < DR__COUNT; k++)
+			probe_rec__f64(&rec, rates[k]);
 		probe_rec__u64(&rec, r->cur[DS_READS]);
 		probe_rec__u64(&rec, r->cur[DS_RD_SECTORS] * 512u);
 		probe_rec__u64(&rec, r->cur[DS_WRITES]);

@@ -15,35 +15,39 @@
 
 #define IP_LIST_MAX 1024u
 
-/* PRETTY_NAME="Debian GNU/Linux 12 (bookworm)" from os-release, quotes removed. */
+/* PRETTY_NAME="Debian GNU/Linux 12 (bookworm)" from an os-release text, quotes removed, into out; out
+ * is left alone when there is none (or it is empty). */
+static void pretty_name_parse(const char *data, size_t dlen, char *out, size_t len)
+{
+	const char *p = data, *end = data + dlen;
+
+	while (p < end) {
+		const char *eol = si_line_end(p, end);
+
+		if (eol - p > 12 && !memcmp(p, "PRETTY_NAME=", 12)) {
+			const char *v = p + 12, *ve = eol;
+
+			if (ve > v && (*v == '"' || *v == '\''))
+				v++;
+			if (ve > v && (ve[-1] == '"' || ve[-1] == '\''))
+				ve--;
+			if (ve > v)
+				snprintf(out, len, "%.*s", (int)(ve - v), v);
+			return;
+		}
+		p = eol < end ? eol + 1 : end;
+	}
+}
+
 static void os_pretty_name(struct si_host *h, char *out, size_t len)
 {
 	static const char *const paths[] = {"/etc/os-release", "/usr/lib/os-release"};
 
 	snprintf(out, len, "Linux");
 	for (unsigned int i = 0; i < 2; i++) {
-		const char *p, *end;
-
 		if (probe_read_file(paths[i], &h->buf, 64u << 10))
 			continue;
-		p = h->buf.data;
-		end = p + h->buf.len;
-		while (p < end) {
-			const char *eol = si_line_end(p, end);
-
-			if (eol - p > 12 && !memcmp(p, "PRETTY_NAME=", 12)) {
-				const char *v = p + 12, *ve = eol;
-
-				if (ve > v && (*v == '"' || *v == '\''))
-					v++;
-				if (ve > v && (ve[-1] == '"' || ve[-1] == '\''))
-					ve--;
-				if (ve > v)
-					snprintf(out, len, "%.*s", (int)(ve - v), v);
-				return;
-			}
-			p = eol < end ? eol + 1 : end;
-		}
+		pretty_name_parse(h->buf.data, h->buf.len, out, len);
 		return;
 	}
 }

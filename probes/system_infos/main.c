@@ -21,6 +21,7 @@ struct si_conf {
 	unsigned int period_s;
 	unsigned int subprobes; /* enum si_subprobe bits */
 	char dev_name[32];	/* params.dev_name: only this interface and disk ("" = all) */
+	unsigned int proc_top;	/* params.proc_top: without snoopers, report this many processes (0: all) */
 	struct gg_scope scope;	/* the processes system_proc reports */
 };
 
@@ -90,6 +91,9 @@ static void usage(FILE *f)
 		"  -d DEV       nic and disk: only this interface or disk (params.dev_name)\n"
 		"      --pid PID[,PID...]  proc: report these processes (default: every process)\n"
 		"      --comm NAME         proc: report processes named NAME (/proc/<pid>/comm), also later ones\n"
+		"      --proc-top N        proc without --pid/--comm/snoopers: report the N processes with the most\n"
+		"                          CPU time in the period + resident memory, 0..%u (default %u; 0 = all,\n"
+		"                          up to %u) (params.proc_top)\n"
 		"  -h, --help   show this help and exit\n"
 		"      --version  show the version and exit\n"
 		"\n"
@@ -101,7 +105,7 @@ static void usage(FILE *f)
 		"[..]}}\n"
 		"(\"probe\" may also be given as \"cmd\": {\"probe\": [...]}; what is left out comes from the "
 		"options).\n",
-		PERIOD_MIN, PERIOD_MAX, PERIOD_DEFAULT);
+		PERIOD_MIN, PERIOD_MAX, PERIOD_DEFAULT, SI_PROC_MAX, SI_PROC_TOP_DEFAULT, SI_PROC_MAX);
 }
 
 static int parse_period(const char *s, unsigned int *ret)
@@ -147,11 +151,9 @@ static int parse_subprobe_list(const char *s, unsigned int *ret)
 static int parse_args(int argc, char **argv, struct si_conf *conf, const char **comm, enum probe_log_level *level)
 {
 	static const struct option longopts[] = {
-		{"help", no_argument, NULL, 'h'},
-		{"version", no_argument, NULL, 'V'},
-		{"pid", required_argument, NULL, 'p'},
-		{"comm", required_argument, NULL, 'c'},
-		{NULL, 0, NULL, 0},
+		{"help", no_argument, NULL, 'h'},	    {"version", no_argument, NULL, 'V'},
+		{"pid", required_argument, NULL, 'p'},	    {"comm", required_argument, NULL, 'c'},
+		{"proc-top", required_argument, NULL, 'T'}, {NULL, 0, NULL, 0},
 	};
 	int c;
 
@@ -200,6 +202,20 @@ static int parse_args(int argc, char **argv, struct si_conf *conf, const char **
 			*comm = optarg;
 			conf->scope.all = 0;
 			break;
+		case 'T': {
+			char *end;
+			unsigned long v;
+
+			errno = 0;
+			v = strtoul(optarg, &end, 10);
+			if (errno || end == optarg || *end || optarg[0] == '-' || v > SI_PROC_MAX) {
+				fprintf(stderr, PROG ": invalid count '%s' for --proc-top (expected 0..%u)\n", optarg,
+					SI_PROC_MAX);
+				return 2;
+			}
+			conf->proc_top = (unsigned int)v;
+			break;
+		}
 		case 'h':
 			usage(stdout);
 			return 0;
@@ -261,6 +277,16 @@ static int conf_from_json(const struct si_conf *base, const char *json, struct s
 				goto out;
 			}
 			conf.period_s = (unsigned int)v;
+		}
+		item = cJSON_GetObjectItemCaseSensitive(params, "proc_top");
+		if (item && !cJSON_IsNull(item)) {
+			double v = cJSON_GetNumberValue(item);
+
+			if (!cJSON_IsNumber(item) || v < 0 || v > SI_PROC_MAX || v != (double)(unsigned int)v) {
+				probe_log(PLOG_WARN, "configuration: proc_top must be an integer 0..%u", SI_PROC_MAX);
+				goto out;
+			}
+			conf.proc_top = (unsigned int)v;
 		}
 		dev = cJSON_GetObjectItemCaseSensitive(params, "dev_name");
 		if (dev && !cJSON_IsNull(dev)) {
@@ -368,6 +394,7 @@ static void report(struct si_ctx *ctx)
 	/* Under the supervisor the scope comes with the first live configuration, a second or two after
 	 * the start: until it came (or PROC_SCOPE_WAIT_MS passed) the "every process" default would report
 	 * processes outside it. */
+	ctx->proc.top = ctx->cur.proc_top;
 	if ((ctx->cur.subprobes & SI_PROC) && (ctx->configured || !probe_rt__supervised(ctx->rt) ||
 					       probe_now_mono_ms() - ctx->start_ms >= PROC_SCOPE_WAIT_MS))
 		(void)si_proc__report(&ctx->proc, ctx->rt, &ctx->cur.scope, ctx->comm);
@@ -386,6 +413,7 @@ int main(int argc, char **argv)
 	probe_log_setup(PROBE_NAME, PLOG_INFO);
 	ctx.base.period_s = PERIOD_DEFAULT;
 	ctx.base.subprobes = SI_ALL;
+	ctx.base.proc_top = SI_PROC_TOP_DEFAULT;
 	gg_scope__init_all(&ctx.base.scope);
 	ret = parse_args(argc, argv, &ctx.base, &ctx.comm, &level);
 	if (ret >= 0)

@@ -68,23 +68,20 @@ static double percent(uint64_t part, uint64_t whole)
 	return (double)(uint64_t)((double)part * 10000.0 / (double)whole + 0.5) / 100.0;
 }
 
-int si_mem__report(struct si_mem *m, struct probe_rt *rt)
-{
-	uint64_t v[MI__COUNT] = {0};
-	unsigned char have[MI__COUNT] = {0};
-	struct probe_rec rec;
-	const char *p, *end;
+/* /proc/meminfo parsed: the values of enum mi (kB, 0 when absent), MemAvailable (estimated on kernels
+ * without it, never above MemTotal) and the huge pages' memory. */
+struct mem_vals {
+	uint64_t v[MI__COUNT];
 	uint64_t avail, huge;
-	int err = probe_read_file("/proc/meminfo", &m->meminfo, SI_PROC_FILE_MAX);
+};
 
-	if (err) {
-		if (!m->warned)
-			probe_log(PLOG_WARN, "cannot read /proc/meminfo: %s", strerror(-err));
-		m->warned = 1;
-		return err;
-	}
-	p = m->meminfo.data;
-	end = p + m->meminfo.len;
+static void meminfo_parse(const char *data, size_t len, struct mem_vals *ret)
+{
+	unsigned char have[MI__COUNT] = {0};
+	const char *p = data, *end = data + len;
+	uint64_t *v = ret->v;
+
+	memset(ret, 0, sizeof(*ret));
 	while (p < end) {
 		const char *eol = si_line_end(p, end);
 		const char *colon = memchr(p, ':', (size_t)(eol - p));
@@ -102,12 +99,30 @@ int si_mem__report(struct si_mem *m, struct probe_rt *rt)
 		}
 		p = eol < end ? eol + 1 : end;
 	}
-
 	/* Kernels before 3.14 have no MemAvailable: estimate it the way free(1) did then. */
-	avail = have[MI_AVAILABLE] ? v[MI_AVAILABLE] : v[MI_FREE] + v[MI_BUFFERS] + v[MI_CACHED];
-	if (avail > v[MI_TOTAL])
-		avail = v[MI_TOTAL];
-	huge = have[MI_HUGETLB] ? v[MI_HUGETLB] : v[MI_HUGEPAGES_TOTAL] * v[MI_HUGEPAGESIZE];
+	ret->avail = have[MI_AVAILABLE] ? v[MI_AVAILABLE] : v[MI_FREE] + v[MI_BUFFERS] + v[MI_CACHED];
+	if (ret->avail > v[MI_TOTAL])
+		ret->avail = v[MI_TOTAL];
+	ret->huge = have[MI_HUGETLB] ? v[MI_HUGETLB] : v[MI_HUGEPAGES_TOTAL] * v[MI_HUGEPAGESIZE];
+}
+
+int si_mem__report(struct si_mem *m, struct probe_rt *rt)
+{
+	struct mem_vals mv;
+	const uint64_t *v = mv.v;
+	struct probe_rec rec;
+	uint64_t avail, huge;
+	int err = probe_read_file("/proc/meminfo", &m->meminfo, SI_PROC_FILE_MAX);
+
+	if (err) {
+		if (!m->warned)
+			probe_log(PLOG_WARN, "cannot read /proc/meminfo: %s", strerror(-err));
+		m->warned = 1;
+		return err;
+	}
+	meminfo_parse(m->meminfo.data, m->meminfo.len, &mv);
+	avail = mv.avail;
+	huge = mv.huge;
 
 	probe_rec__begin(&rec, &TBL_system_meminfo);
 	probe_rec__str(&rec, "meminfo");

@@ -66,6 +66,20 @@ static void snmp_find(const char *data, size_t len, const char *proto, struct sn
 	}
 }
 
+/* RetransSegs over OutSegs in the period since the previous call, percent; 0 on the first call and when
+ * a counter went backwards (reset, or a new network namespace's counters). */
+static double retrans_percent(struct si_net *n, uint64_t out_segs, uint64_t retrans)
+{
+	double v = 0;
+
+	if (n->have_prev && out_segs > n->prev_out_segs && retrans >= n->prev_retrans)
+		v = si_percent((double)(retrans - n->prev_retrans), (double)(out_segs - n->prev_out_segs));
+	n->prev_out_segs = out_segs;
+	n->prev_retrans = retrans;
+	n->have_prev = 1;
+	return v;
+}
+
 int si_net__report(struct si_net *n, struct probe_rt *rt)
 {
 	struct snmp_want tcp[] = {
@@ -92,12 +106,7 @@ int si_net__report(struct si_net *n, struct probe_rt *rt)
 	snmp_find(n->snmp.data, n->snmp.len, "Udp", udp, sizeof(udp) / sizeof(udp[0]));
 
 	if (tcp[1].found) {
-		if (n->have_prev && tcp[2].value > n->prev_out_segs && tcp[3].value >= n->prev_retrans)
-			retrans_per = si_percent((double)(tcp[3].value - n->prev_retrans),
-						 (double)(tcp[2].value - n->prev_out_segs));
-		n->prev_out_segs = tcp[2].value;
-		n->prev_retrans = tcp[3].value;
-		n->have_prev = 1;
+		retrans_per = retrans_percent(n, tcp[2].value, tcp[3].value);
 		probe_rec__begin(&rec, &TBL_system_tcp);
 		probe_rec__str(&rec, SNMP_ORIGIN);
 		for (i = 0; i < sizeof(tcp) / sizeof(tcp[0]); i++)

@@ -41,23 +41,15 @@ static struct si_nic_row *nic_row(struct si_nic *n, const char *name, size_t len
 	return &n->rows[n->nrows++];
 }
 
-int si_nic__sample(struct si_nic *n)
+/* A /proc/net/dev text sampled at now (ms): rows move on, interfaces gone are forgotten. Returns how
+ * many interfaces were left out (beyond SI_NIC_MAX, or a name too long to keep). */
+static unsigned int nic_parse(struct si_nic *n, const char *data, size_t len, uint64_t now)
 {
-	const char *p, *end;
-	uint64_t now = probe_now_mono_ms();
+	const char *p = data, *end = data + len;
 	unsigned int i, skipped = 0;
-	int err = probe_read_file("/proc/net/dev", &n->dev, SI_PROC_FILE_MAX);
 
-	if (err) {
-		if (!n->warned)
-			probe_log(PLOG_WARN, "cannot read /proc/net/dev: %s", strerror(-err));
-		n->warned = 1;
-		return err;
-	}
 	for (i = 0; i < n->nrows; i++)
 		n->rows[i].seen = 0;
-	p = n->dev.data;
-	end = p + n->dev.len;
 	while (p < end) {
 		const char *eol = si_line_end(p, end);
 		const char *name = si_skip_blanks(p, eol);
@@ -98,6 +90,21 @@ int si_nic__sample(struct si_nic *n)
 		else
 			i++;
 	}
+	return skipped;
+}
+
+int si_nic__sample(struct si_nic *n)
+{
+	unsigned int skipped;
+	int err = probe_read_file("/proc/net/dev", &n->dev, SI_PROC_FILE_MAX);
+
+	if (err) {
+		if (!n->warned)
+			probe_log(PLOG_WARN, "cannot read /proc/net/dev: %s", strerror(-err));
+		n->warned = 1;
+		return err;
+	}
+	skipped = nic_parse(n, n->dev.data, n->dev.len, probe_now_mono_ms());
 	if (skipped && skipped != n->skipped)
 		probe_log(PLOG_WARN, "nic: %u interfaces beyond the limit of %u are not reported", skipped, SI_NIC_MAX);
 	n->skipped = skipped;

@@ -122,6 +122,7 @@ struct si_disk {
 	struct probe_buf stats;
 	unsigned int skipped;
 	int warned;
+	const char *sys_block; /* where whole disks are listed (NULL: /sys/block; tests use fixtures) */
 };
 
 int si_disk__sample(struct si_disk *d);
@@ -147,7 +148,7 @@ struct si_host {
 int si_host__report(struct si_host *h, struct probe_rt *rt);
 void si_host__free(struct si_host *h);
 
-/* One snooped process as last sampled. */
+/* One process as last sampled (rows are kept sorted by pid). */
 struct si_proc_row {
 	int pid;
 	int seen, have_prev;
@@ -160,8 +161,19 @@ struct si_proc_row {
 
 /* smaps_rollup walks the page tables of the whole process: read it at most this often per process. */
 #define SI_SMAPS_EVERY_MS 30000u
+/* Without snoopers (scope "all"): the processes reported per period, the top ones by CPU + memory. */
+#define SI_PROC_TOP_DEFAULT 50u
+/* Processes whose CPU time is followed between periods (to rank them) at most. */
+#define SI_PROC_TRACK_MAX 16384u
 
-/* The proc sub-probe: /proc/<pid>/{stat,status,io,smaps_rollup,fd} of the snooped processes. */
+/* /proc/<pid>/stat parsed: comm and the numeric fields by their number in proc(5) (1-based; 3, the
+ * state letter, is left 0; fields absent from a short line are 0). */
+struct si_proc_stat {
+	char comm[64];
+	int64_t f[53];
+};
+
+/* The proc sub-probe: /proc/<pid>/{stat,status,io,smaps_rollup,fd} of the processes in scope. */
 struct si_proc {
 	struct si_proc_row *rows;
 	unsigned int nrows, cap;
@@ -170,13 +182,28 @@ struct si_proc {
 	double clk_tck;
 	long page_size;
 	unsigned int skipped;
+	char root[256];	  /* where proc is mounted ("/proc"; tests point it at fixtures) */
+	unsigned int top; /* scope "all": report only this many processes (0: up to SI_PROC_MAX) */
+	/* scope "all" with a top: processes left out in the last period, and when that was last logged */
+	unsigned int left_out;
+	uint64_t left_out_logged_ms;
+	/* candidates of the current period (scope "all") */
+	struct si_proc_cand *cands;
+	unsigned int ncands, cands_cap;
 };
 
 int si_proc__init(struct si_proc *p);
-/* Report the processes in scope: every process when sc->all, else the tgids of sc, those whose cgroup v2
- * (or an ancestor) is in sc's cgroup set, and those named comm (when not NULL). */
+/* Report the processes in scope: the tgids of sc, those whose cgroup v2 (or an ancestor) is in sc's
+ * cgroup set, and those named comm (when not NULL); with sc->all (no snoopers), every process, or when
+ * p->top is set the p->top processes with the most CPU time in the period plus resident memory. */
 int si_proc__report(struct si_proc *p, struct probe_rt *rt, const struct gg_scope *sc, const char *comm);
 void si_proc__free(struct si_proc *p);
+/* Parse a /proc/<pid>/stat text (the comm may hold spaces and parentheses). 0, or -EINVAL when it has
+ * no "(comm)". */
+int si_proc_parse_stat(const char *data, size_t len, struct si_proc_stat *ret);
+/* Percent of one CPU a process used between two samples: 0 without an earlier one, or when the ticks
+ * went backwards (a reused pid) or the time did not advance. */
+double si_proc_cpu_percent(uint64_t ticks, uint64_t prev_ticks, uint64_t ms, uint64_t prev_ms, double clk_tck);
 
 /* Read a short /sys or /proc file (one value) into buf, without the trailing newline. 0 or -errno. */
 int si_read_line(const char *path, char *buf, size_t len);

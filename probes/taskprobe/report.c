@@ -85,8 +85,17 @@ int tp_scope_apply(struct tp_ctx *ctx)
 	memset(s->bss->verdict, 0, sizeof(s->bss->verdict));
 	(void)probe_rt__wait(ctx->rt, 5);
 	memset(s->bss->verdict, 0, sizeof(s->bss->verdict));
-	/* What was counted under the old scope may be out of it now. */
+	/* What was counted under the old scope may be out of it now; so may threads sleeping off CPU
+	 * (their wake-up is matched only when their verdict is "in": entries of the old scope would stay). */
 	tp_report_reset(ctx);
+	for (int i = 0; i < 8; i++) {
+		uint32_t n = 0;
+
+		if (dump_all(bpf_map__fd(s->maps.tp_offcpu), ctx->keys, ctx->vals, sizeof(uint32_t),
+			     bpf_map__value_size(s->maps.tp_offcpu), TP_PROCS_MAX, &n, 1) ||
+		    !n)
+			break;
+	}
 	ctx->scope_dirty = 0;
 	return 0;
 }
@@ -254,53 +263,19 @@ static void emit_proc(struct tp_ctx *ctx, uint32_t tgid, const struct tp_proc *v
 	}
 }
 
-/* The supervisor's built-in event table (supervisor/events.c): not in a .meta file, so described here. */
-static const char *const event_v2_fields[] = {"entity_name", "entity_id", "metric", "severity",
-					      "body",	     "body_zh",	  "labels", "event_type"};
-static const unsigned char event_v2_kinds[] = {PROBE_F_KEY,   PROBE_F_KEY,   PROBE_F_KEY,   PROBE_F_LABEL,
-					       PROBE_F_LABEL, PROBE_F_LABEL, PROBE_F_LABEL, PROBE_F_LABEL};
-static const struct probe_table TBL_event_v2 = {"event_v2", 8, event_v2_fields, event_v2_kinds};
-
-/* "comm=<comm>&tgid=<tgid>" with URL escapes, as event_v2 labels are. */
-static void event_labels(char *out, size_t len, const char *comm, size_t comm_len, uint32_t tgid)
-{
-	static const char hex[] = "0123456789ABCDEF";
-	size_t n = (size_t)snprintf(out, len, "comm=");
-
-	for (size_t i = 0; i < comm_len && comm[i] && n + 4 < len; i++) {
-		unsigned char c = (unsigned char)comm[i];
-
-		if ((c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') || c == '_' ||
-		    c == '-' || c == '.') {
-			out[n++] = (char)c;
-		} else {
-			out[n++] = '%';
-			out[n++] = hex[c >> 4];
-			out[n++] = hex[c & 15];
-		}
-	}
-	out[n] = '\0';
-	snprintf(out + n, len - n, "&tgid=%u", tgid);
-}
-
-/* An abnormal event about process tgid: an event_v2 record (WARN). */
+/* An abnormal event about process tgid: an event_v2 record (WARN) labelled comm=<comm>&tgid=<tgid>. */
 static void emit_event(struct tp_ctx *ctx, uint32_t tgid, const char *comm, size_t comm_len, const char *metric,
 		       const char *body, const char *body_zh)
 {
-	struct probe_rec r;
-	char labels[128];
+	char labels[128], id[16], name[17];
+	size_t used = 0;
 
-	event_labels(labels, sizeof(labels), comm, comm_len, tgid);
-	probe_rec__begin(&r, &TBL_event_v2);
-	probe_rec__str(&r, "proc");
-	probe_rec__u64(&r, tgid);
-	probe_rec__str(&r, metric);
-	probe_rec__str(&r, "WARN");
-	probe_rec__str(&r, body);
-	probe_rec__str(&r, body_zh);
-	probe_rec__str(&r, labels);
-	probe_rec__str(&r, "sys");
-	(void)probe_rt__emit(ctx->rt, &r);
+	snprintf(name, sizeof(name), "%.*s", (int)strnlen(comm, comm_len < 16 ? comm_len : 16), comm);
+	snprintf(id, sizeof(id), "%u", tgid);
+	labels[0] = '\0';
+	gg_event_label(labels, sizeof(labels), &used, "comm", name);
+	gg_event_label(labels, sizeof(labels), &used, "tgid", id);
+	(void)gg_event_emit(ctx->rt, "proc", id, metric, "WARN", body, body_zh, labels);
 }
 
 /* ---- the period ----------------------------------------------------------------------------------- */

@@ -17,10 +17,12 @@
 #define IDLE_PERIODS_MAX 3u /* periods a key with no link left is still reported */
 
 /* Histogram layouts (gg_hist_rec first/n): microseconds from <= 16 us to 8.4 s, ms to 35 min. */
-#define RTT_FIRST  3u
-#define RTT_N	   21u
-#define LIFE_FIRST 0u
-#define LIFE_N	   22u
+#define RTT_FIRST   3u
+#define RTT_N	    21u
+#define DELAY_FIRST 3u /* delays: <= 16 us to 33 s */
+#define DELAY_N	    23u
+#define LIFE_FIRST  0u
+#define LIFE_N	    22u
 
 struct tp_key {
 	uint32_t tgid;
@@ -39,6 +41,8 @@ struct tp_sums {
 	uint64_t send_rsts, recv_rsts, zero_snd, zero_rcv, rcvq_full, sndbuf_limit;
 	__u64 srtt_hist[GG_LOG2_SLOTS], rcv_rtt_hist[GG_LOG2_SLOTS], syn_hist[GG_LOG2_SLOTS];
 	uint64_t srtt_sum, rcv_rtt_sum, syn_sum; /* us */
+	__u64 rx_delay_hist[GG_LOG2_SLOTS], tx_delay_hist[GG_LOG2_SLOTS];
+	uint64_t rx_delay_sum, tx_delay_sum; /* us */
 	uint64_t links, failed;
 };
 
@@ -236,6 +240,10 @@ static void sums_add(struct tp_sums *d, const struct tcp_link *l)
 	hist_add(d->rcv_rtt_hist, l->rcv_rtt_hist);
 	d->srtt_sum += l->srtt_sum_us;
 	d->rcv_rtt_sum += l->rcv_rtt_sum_us;
+	hist_add(d->rx_delay_hist, l->rx_delay_hist);
+	hist_add(d->tx_delay_hist, l->tx_delay_hist);
+	d->rx_delay_sum += l->rx_delay_sum_us;
+	d->tx_delay_sum += l->tx_delay_sum_us;
 	if (l->flags & TCP_LF_ESTABLISHED && l->syn_srtt_us) {
 		d->syn_hist[gg_hist_slot(l->syn_srtt_us)]++;
 		d->syn_sum += l->syn_srtt_us;
@@ -300,8 +308,8 @@ void tp_aggs__add(struct tp_aggs *a, const struct tp_report_ctx *ctx, const stru
 
 	if (l->flags & TCP_LF_OUT_OF_SCOPE || !in_scope(ctx, l))
 		return;
-	/* A passive open not accepted yet: wait a period for accept() to name its process. */
-	if (!closed && !l->tgid && l->role == TCP_ROLE_SERVER &&
+	/* A passive open not accepted yet: wait a period for the iterator (or accept()) to name its process. */
+	if (!closed && (!l->tgid || (l->flags & TCP_LF_TGID_GUESS)) && l->role == TCP_ROLE_SERVER &&
 	    ctx->now_ns - l->open_ns < (uint64_t)ctx->conf->period_s * 1000 * NS_PER_MS)
 		return;
 	link_key(ctx, l, &k);
@@ -310,7 +318,8 @@ void tp_aggs__add(struct tp_aggs *a, const struct tp_report_ctx *ctx, const stru
 		return;
 	/* A key born with new links starts from zero: its first period's retransmits and drops count
 	 * for drops_thr. Links found established carry their past, which must not. */
-	if (!g->have_prev && !g->seen_period && l->open_ns > ctx->start_ns && !g->closed && !g->nlive)
+	if (!g->have_prev && !g->seen_period && l->open_ns > ctx->start_ns && !(l->flags & TCP_LF_SEEDED) &&
+	    !g->closed && !g->nlive)
 		g->have_prev = 1;
 	if (l->comm[0])
 		memcpy(g->comm, l->comm, sizeof(g->comm));
@@ -466,6 +475,12 @@ static unsigned int agg_report(const struct tp_report_ctx *ctx, struct tp_agg *g
 		probe_rec__f64(&r, m->sndbuf * k);
 		probe_rec__u64(&r, t.rcvq_full);
 		probe_rec__u64(&r, t.sndbuf_limit);
+		n += emit(ctx->rt, &r);
+	}
+	if (sp & TCP_SP_DELAY) {
+		rec_keys(&r, &TBL_tcp_delay, g, cip, sip);
+		gg_hist_rec(&r, t.rx_delay_hist, DELAY_FIRST, DELAY_N, 1.0, (double)t.rx_delay_sum);
+		gg_hist_rec(&r, t.tx_delay_hist, DELAY_FIRST, DELAY_N, 1.0, (double)t.tx_delay_sum);
 		n += emit(ctx->rt, &r);
 	}
 	if (sp & TCP_SP_ABNORMAL) {

@@ -22,12 +22,14 @@
 #define AGG_KEYS_MAX   65536u
 
 static const struct gg_subprobe subprobes[] = {
-	{"tcp_abnormal", TCP_SP_ABNORMAL}, {"tcp_rtt", TCP_SP_RTT},   {"tcp_windows", TCP_SP_WINDOWS},
-	{"tcp_rate", TCP_SP_RATE},	   {"tcp_srtt", TCP_SP_SRTT}, {"tcp_sockbuf", TCP_SP_SOCKBUF},
-	{"tcp_stats", TCP_SP_STATS},	   {"tcp_delay", 0},
+	{"tcp_abnormal", TCP_SP_ABNORMAL}, {"tcp_rtt", TCP_SP_RTT},	{"tcp_windows", TCP_SP_WINDOWS},
+	{"tcp_rate", TCP_SP_RATE},	   {"tcp_srtt", TCP_SP_SRTT},	{"tcp_sockbuf", TCP_SP_SOCKBUF},
+	{"tcp_stats", TCP_SP_STATS},	   {"tcp_delay", TCP_SP_DELAY},
 };
-#define NSUB	       (sizeof(subprobes) / sizeof(subprobes[0]))
-#define SP_IMPLEMENTED (TCP_SP_ALL & ~TCP_SP_DELAY)
+#define NSUB (sizeof(subprobes) / sizeof(subprobes[0]))
+/* Without -P or a live "probe" list: every table but tcp_delay, and no per-segment or per-send hook
+ * (RTT histograms and zero windows come from the per-report snapshot). */
+#define SP_DEFAULT (TCP_SP_ALL & ~TCP_SP_DELAY)
 
 /* State shared by the main loop and the configuration callback. */
 struct tp_ctx {
@@ -43,7 +45,9 @@ struct tp_ctx {
 	uint64_t scope_changed_ns;
 	int stats_fd;
 	struct gg_bpf_stats_prev stats_prev[32];
+	struct bpf_link *seed_link; /* iter/task_file: links established before start or a scope change */
 	uint64_t closed_lost, links_lost;
+	uint64_t unconfirmed_seen; /* tcp_unconfirmed at the last iterator run */
 	uint64_t start_ns;
 };
 
@@ -64,8 +68,10 @@ static void usage(FILE *f)
 		"\n"
 		"  -t SEC         report period in seconds, %u..%u (default %u)\n"
 		"  -l LEVEL       log level: debug, info, warn or error (default info)\n"
-		"  -P LIST        sub-probes, comma separated (default all): tcp_abnormal, tcp_rtt, tcp_windows,\n"
-		"                 tcp_rate, tcp_srtt, tcp_sockbuf, tcp_stats (tcp_delay is accepted, not implemented)\n"
+		"  -P LIST        sub-probes, comma separated: tcp_abnormal, tcp_rtt, tcp_windows, tcp_rate,\n"
+		"                 tcp_srtt, tcp_sockbuf, tcp_stats, tcp_delay (default: all but tcp_delay, with RTT\n"
+		"                 histograms and zero windows read once per period; naming tcp_rtt or tcp_windows\n"
+		"                 samples them per incoming segment, at a cost per segment)\n"
 		"  -c 0|1         report_source_port: 1 reports each client port as its own link (default 0:\n"
 		"                 links between one client address and one server port are summed)\n"
 		"  -D N           drops_thr: an event when a key retransmits or drops N packets in a period\n"
@@ -78,8 +84,9 @@ static void usage(FILE *f)
 		"  -h, --help     show this help and exit\n"
 		"      --version  show the version and exit\n"
 		"\n"
-		"Tables: tcp_tx_rx (tcp_stats), tcp_rtt, tcp_windows, tcp_rate, tcp_srtt, tcp_sockbuf, tcp_abn\n"
-		"(tcp_abnormal); event_v2 records (entity tcp_link) for drops_thr and latency_thr.\n"
+		"Tables: tcp_tx_rx (tcp_stats), tcp_rtt, tcp_windows, tcp_rate, tcp_srtt, tcp_sockbuf, tcp_delay,\n"
+		"tcp_abn (tcp_abnormal);"
+		" event_v2 records (entity tcp_link) for drops_thr and latency_thr.\n"
 		"Live configuration: {\"probe\": [...], \"params\": {\"report_period\": N, \"report_source_port\": "
 		"0|1,\n"
 		"\"drops_thr\": N, \"latency_thr\": MS}, \"scope\": {\"all\": false, \"pids\": [...], \"cgroup_ids\": "
@@ -154,6 +161,7 @@ static int parse_args(int argc, char **argv, struct tp_ctx *ctx, enum probe_log_
 		case 'P':
 			if (parse_subprobes(optarg, &conf->subprobes))
 				return 2;
+			conf->explicit_sp = 1;
 			break;
 		case 'c':
 			if (parse_uint(optarg, 0, 1, &conf->report_source_port)) {
@@ -221,8 +229,12 @@ static void apply_subprobes(struct tp_ctx *ctx)
 	struct tcpprobe *s = ctx->skel;
 	unsigned int sp = ctx->cur.subprobes;
 	const struct gg_bpf_hook hooks[] = {
-		/* Per incoming segment, the costliest hook: only for the RTT histograms and zero windows. */
-		{s->progs.tcp_rcv, &s->links.tcp_rcv, TCP_SP_RTT | TCP_SP_WINDOWS},
+		/* Per incoming segment, the costliest hook: per-segment RTT samples and zero windows (tcp_rtt or
+		 * tcp_windows asked for explicitly), tcp_delay. */
+		{s->progs.tcp_rcv, &s->links.tcp_rcv, TCP_SP_SEGMENT | TCP_SP_DELAY},
+		/* Every send()/recv() of the host (TCP or not): tcp_delay only. */
+		{s->progs.tcp_delay_recv, &s->links.tcp_delay_recv, TCP_SP_DELAY},
+		{s->progs.tcp_delay_send, &s->links.tcp_delay_send, TCP_SP_DELAY},
 		{s->progs.tcp_retrans, &s->links.tcp_retrans, TCP_SP_ABNORMAL},
 		{s->progs.tcp_send_rst, &s->links.tcp_send_rst, TCP_SP_ABNORMAL},
 		{s->progs.tcp_recv_rst, &s->links.tcp_recv_rst, TCP_SP_ABNORMAL},
@@ -233,14 +245,42 @@ static void apply_subprobes(struct tp_ctx *ctx)
 	};
 
 	const struct gg_bpf_hook *bad = NULL;
-	int err = gg_bpf_apply_hooks(hooks, sizeof(hooks) / sizeof(hooks[0]), sp, &bad);
+	int err;
+
+	if (ctx->cur.explicit_sp && (sp & (TCP_SP_RTT | TCP_SP_WINDOWS)))
+		sp |= TCP_SP_SEGMENT;
+	s->bss->seg_work = (sp & TCP_SP_SEGMENT ? SEG_RTT : 0) | (sp & TCP_SP_DELAY ? SEG_DELAY : 0);
+	s->data->snap_samples = !(sp & TCP_SP_SEGMENT);
+	err = gg_bpf_apply_hooks(hooks, sizeof(hooks) / sizeof(hooks[0]), sp, &bad);
 
 	if (err)
 		probe_log(PLOG_WARN, "cannot attach %s: %s", bpf_program__name(bad->prog), strerror(-err));
 }
 
+/* Track the established links of the processes in scope that the hooks have not seen (opened
+ * before the probe started, or out of the previous scope): run the iter/task_file program once. */
+static int seed_links(struct tp_ctx *ctx)
+{
+	char buf[256];
+	ssize_t n;
+	int fd;
+
+	if (!ctx->seed_link)
+		return -ENOTSUP;
+	fd = bpf_iter_create(bpf_link__fd(ctx->seed_link));
+	if (fd < 0)
+		return -errno;
+	do
+		n = read(fd, buf, sizeof(buf));
+	while (n > 0 || (n < 0 && errno == EINTR));
+	n = n < 0 ? -errno : 0;
+	close(fd);
+	return (int)n;
+}
+
 static void apply_scope(struct tp_ctx *ctx, const struct gg_scope *s)
 {
+	uint64_t before = ctx->skel->bss->tcp_seeded;
 	int err;
 
 	ctx->scope = *s;
@@ -248,6 +288,12 @@ static void apply_scope(struct tp_ctx *ctx, const struct gg_scope *s)
 	err = gg_scope__apply(&ctx->scope, ctx->skel->obj);
 	if (err)
 		probe_log(PLOG_WARN, "cannot apply the scope: %s", strerror(-err));
+	err = seed_links(ctx);
+	if (err)
+		probe_log(PLOG_WARN, "cannot look for links already established: %s", strerror(-err));
+	else
+		probe_log(PLOG_INFO, "%llu established links found",
+			  (unsigned long long)(ctx->skel->bss->tcp_seeded - before));
 }
 
 /* --comm: processes come and go; rescan while the supervisor has not sent a scope. */
@@ -306,8 +352,10 @@ static int conf_from_json(struct tp_ctx *ctx, const cJSON *root, struct tp_conf 
 		probe_log(PLOG_WARN, "configuration: unknown sub-probe '%s'", bad);
 		return err;
 	}
-	if (!err)
+	if (!err) {
 		conf.subprobes = v;
+		conf.explicit_sp = 1;
+	}
 	*ret = conf;
 	return 0;
 }
@@ -338,9 +386,6 @@ static int on_config(void *data, uint64_t version, const char *json)
 		}
 		has_scope = 1;
 	}
-	if (conf.subprobes & TCP_SP_DELAY)
-		probe_log(PLOG_WARN, "sub-probe tcp_delay is not implemented, ignored");
-	conf.subprobes &= SP_IMPLEMENTED;
 	ctx->cur = conf;
 	apply_subprobes(ctx);
 	ctx->live_scope = has_scope;
@@ -399,6 +444,13 @@ static void report(struct tp_ctx *ctx)
 	rc.scope_changed_ns = ctx->scope_changed_ns;
 	rc.start_ns = ctx->start_ns;
 	local_port_range(&rc.port_lo, &rc.port_hi);
+	/* New passive opens since the last walk: name the processes that hold them. */
+	if (ctx->skel->bss->tcp_unconfirmed != ctx->unconfirmed_seen) {
+		ctx->unconfirmed_seen = ctx->skel->bss->tcp_unconfirmed;
+		err = seed_links(ctx);
+		if (err && err != -ENOTSUP)
+			probe_log(PLOG_WARN, "cannot name the processes of new server links: %s", strerror(-err));
+	}
 	err = run_snapshot(ctx);
 	if (err)
 		probe_log(PLOG_WARN, "snapshot walk failed: %s (values are from the last events)", strerror(-err));
@@ -489,10 +541,21 @@ static int setup_bpf(struct tp_ctx *ctx, unsigned int max_links)
 		err = gg_bpf_attach(s->progs.tcp_destroy, &s->links.tcp_destroy);
 	if (err)
 		return err;
-	/* Without accept tracepoints, server links stay unattributed (tgid 0). */
+	if (bpf_program__autoload(s->progs.tcp_seed)) {
+		ctx->seed_link = bpf_program__attach_iter(s->progs.tcp_seed, NULL);
+		if (!ctx->seed_link)
+			probe_log(PLOG_WARN,
+				  "iter/task_file unavailable (%s): links established before the start are "
+				  "found at accept() only",
+				  strerror(errno));
+	}
+	if (ctx->seed_link)
+		return 0;
+	/* No iterator: accept() names the process of server links. A syscall tracepoint puts every system
+	 * call of the host on the slow path, hence only as the fallback. */
 	if (gg_bpf_attach(s->progs.tcp_accept4, &s->links.tcp_accept4) ||
 	    gg_bpf_attach(s->progs.tcp_accept, &s->links.tcp_accept))
-		probe_log(PLOG_WARN, "accept tracepoints unavailable: server links will have tgid 0");
+		probe_log(PLOG_WARN, "accept tracepoints unavailable: server links have the listener's tgid");
 	return 0;
 }
 
@@ -507,15 +570,12 @@ int main(int argc, char **argv)
 	char names[160];
 
 	probe_log_setup(PROBE_NAME, PLOG_INFO);
-	ctx.base = (struct tp_conf){.period_s = PERIOD_DEFAULT, .subprobes = SP_IMPLEMENTED};
+	ctx.base = (struct tp_conf){.period_s = PERIOD_DEFAULT, .subprobes = SP_DEFAULT};
 	gg_scope__init_all(&ctx.base_scope);
 	ctx.stats_fd = -1;
 	ret = parse_args(argc, argv, &ctx, &level, &max_links, &bpf_stats);
 	if (ret >= 0)
 		return ret;
-	if (ctx.base.subprobes & TCP_SP_DELAY)
-		probe_log(PLOG_WARN, "sub-probe tcp_delay is not implemented, ignored");
-	ctx.base.subprobes &= SP_IMPLEMENTED;
 	ctx.cur = ctx.base;
 
 	opts.log_level = level;
@@ -568,6 +628,7 @@ int main(int argc, char **argv)
 out:
 	if (ctx.stats_fd >= 0)
 		close(ctx.stats_fd);
+	bpf_link__destroy(ctx.seed_link);
 	tcpprobe__destroy(ctx.skel);
 	tp_aggs__free(ctx.aggs);
 	probe_rt__free(ctx.rt);

@@ -17,6 +17,7 @@ struct tp_conf {
 	unsigned int report_source_port; /* 0: client ports summed into one key, 1: one key per link */
 	unsigned int drops_thr;		 /* packets per period (retransmitted + dropped); 0 = off */
 	unsigned int latency_thr;	 /* ms of mean srtt; 0 = off */
+	unsigned int explicit_sp; /* the sub-probe list was given (-P, live "probe"): per-segment hooks allowed */
 };
 
 struct tp_aggs;

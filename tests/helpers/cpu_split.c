@@ -1,13 +1,18 @@
 /* cpu_split.c - a workload with known answers for the flame graph tests: the main thread spends ~70 %
- * of its CPU in spin_hot() and ~30 % in spin_cold(); a second thread sleeps in short nanosleeps for the
- * whole run (its blocked time is measured here); touch_pages() faults in N fresh pages. Built with frame
- * pointers and symbols; a stripped copy (cpu_split_stripped) tests degradation to module names.
+ * of its CPU in spin_hot() and ~30 % in spin_cold() (in a pseudo-random order); a second thread sleeps
+ * in short nanosleeps for the whole run (its blocked time is measured here); touch_pages() faults in N
+ * fresh pages; alloc_here() requests a known number of bytes from malloc, calloc and realloc. Built
+ * with frame pointers and symbols; a stripped copy (cpu_split_stripped) tests degradation to module
+ * names.
  *
- *   cpu_split [-d SECONDS] [-p PAGES] [-s] [-w]
+ *   cpu_split [-d SECONDS] [-p PAGES] [-m ROUNDS] [-s] [-w]
  *     -d  how long to burn CPU (default 5)     -p  pages to touch first (default 0)
- *     -s  run the sleeper thread               -w  wait for a line on stdin before starting
- * At the end it prints one line of measured facts: hot_ns=.. cold_ns=.. sleeper_blocked_us=..
- * sleeper_sleeps=.. pages=.. elapsed_us=.. */
+ *     -m  allocation rounds first (default 0)  -s  run the sleeper thread
+ *     -w  wait for a line on stdin before starting
+ * It first prints "pid=.. malloc_addr=.." (the malloc it calls, decimal). At the end it prints one line
+ * of measured facts: hot_ns=.. cold_ns=.. sleeper_blocked_us=.. sleeper_sleeps=.. pages=.. alloc_bytes=..
+ * malloc_addr=.. elapsed_us=.. */
+#include <dlfcn.h>
 #include <pthread.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -58,20 +63,35 @@ __attribute__((noinline)) void spin_cold(unsigned int units)
 	sink(x);
 }
 
-/* 7 units hot, 3 units cold, until the deadline; CPU time of each is measured around the calls. */
+/*
+ * Until the deadline, one unit at a time: spin_hot with probability 7/10, else spin_cold, in a
+ * pseudo-random order; the CPU time of each call is measured around it. A fixed pattern (7 hot, 3 cold)
+ * would repeat every ~2 ms, a divisor of the 10 ms sampling period: samples would land at the same
+ * phase of it every time (aliasing) and the split seen by any sampler, perf too, would drift with it.
+ */
 __attribute__((noinline)) void burn_loop(double seconds, uint64_t *hot_ns, uint64_t *cold_ns)
 {
 	uint64_t end = now_ns(CLOCK_MONOTONIC) + (uint64_t)(seconds * 1e9);
+	uint64_t rnd = 0x9e3779b97f4a7c15ull;
 
 	while (now_ns(CLOCK_MONOTONIC) < end) {
-		uint64_t t0 = now_ns(CLOCK_THREAD_CPUTIME_ID), t1, t2;
+		for (int k = 0; k < 10; k++) {
+			uint64_t t0, t1;
 
-		spin_hot(7);
-		t1 = now_ns(CLOCK_THREAD_CPUTIME_ID);
-		spin_cold(3);
-		t2 = now_ns(CLOCK_THREAD_CPUTIME_ID);
-		*hot_ns += t1 - t0;
-		*cold_ns += t2 - t1;
+			rnd ^= rnd << 13; /* xorshift64 */
+			rnd ^= rnd >> 7;
+			rnd ^= rnd << 17;
+			t0 = now_ns(CLOCK_THREAD_CPUTIME_ID);
+			if (rnd % 10 < 7) {
+				spin_hot(1);
+				t1 = now_ns(CLOCK_THREAD_CPUTIME_ID);
+				*hot_ns += t1 - t0;
+			} else {
+				spin_cold(1);
+				t1 = now_ns(CLOCK_THREAD_CPUTIME_ID);
+				*cold_ns += t1 - t0;
+			}
+		}
 	}
 }
 
@@ -94,6 +114,30 @@ __attribute__((noinline)) void *sleeper_thread(void *arg)
 	return NULL;
 }
 
+/* Per round: malloc 4096 + calloc 16 x 256 + realloc to 8192 = 16384 bytes requested. */
+#define ALLOC_ROUND_BYTES 16384u
+
+__attribute__((noinline)) uint64_t alloc_here(long rounds)
+{
+	uint64_t bytes = 0;
+
+	for (long i = 0; i < rounds; i++) {
+		char *p = malloc(4096), *q = calloc(16, 256), *r;
+
+		if (!p || !q)
+			abort();
+		p[0] = q[0] = 1;
+		r = realloc(p, 8192);
+		if (!r)
+			abort();
+		g_sink += (uint64_t)(unsigned char)r[0] + (uint64_t)(unsigned char)q[100];
+		free(r);
+		free(q);
+		bytes += ALLOC_ROUND_BYTES;
+	}
+	return bytes;
+}
+
 /* One write per fresh page: one user page fault each (no huge pages). */
 __attribute__((noinline)) long touch_pages(long n)
 {
@@ -112,18 +156,22 @@ __attribute__((noinline)) long touch_pages(long n)
 int main(int argc, char **argv)
 {
 	double seconds = 5;
-	long pages = 0, touched = 0;
+	long pages = 0, touched = 0, alloc_rounds = 0;
+	uint64_t alloc_bytes = 0;
 	int sleeper = 0, wait_go = 0, c;
 	uint64_t hot = 0, cold = 0, t0;
 	pthread_t th;
 
-	while ((c = getopt(argc, argv, "d:p:sw")) != -1) {
+	while ((c = getopt(argc, argv, "d:p:m:sw")) != -1) {
 		switch (c) {
 		case 'd':
 			seconds = atof(optarg);
 			break;
 		case 'p':
 			pages = atol(optarg);
+			break;
+		case 'm':
+			alloc_rounds = atol(optarg);
 			break;
 		case 's':
 			sleeper = 1;
@@ -132,11 +180,11 @@ int main(int argc, char **argv)
 			wait_go = 1;
 			break;
 		default:
-			fprintf(stderr, "usage: cpu_split [-d SECONDS] [-p PAGES] [-s] [-w]\n");
+			fprintf(stderr, "usage: cpu_split [-d SECONDS] [-p PAGES] [-m ROUNDS] [-s] [-w]\n");
 			return 2;
 		}
 	}
-	printf("pid=%d\n", getpid());
+	printf("pid=%d malloc_addr=%llu\n", getpid(), (unsigned long long)(uintptr_t)dlsym(RTLD_DEFAULT, "malloc"));
 	fflush(stdout);
 	if (wait_go) {
 		char line[64];
@@ -149,13 +197,18 @@ int main(int argc, char **argv)
 		return 1;
 	if (pages > 0)
 		touched = touch_pages(pages);
+	if (alloc_rounds > 0)
+		alloc_bytes = alloc_here(alloc_rounds);
 	burn_loop(seconds, &hot, &cold);
 	g_stop = 1;
 	if (sleeper)
 		pthread_join(th, NULL);
-	printf("hot_ns=%llu cold_ns=%llu sleeper_blocked_us=%llu sleeper_sleeps=%llu pages=%ld elapsed_us=%llu\n",
+	/* the malloc the process calls (libc's, or an interposer's): the tests look for a uprobe there */
+	printf("hot_ns=%llu cold_ns=%llu sleeper_blocked_us=%llu sleeper_sleeps=%llu pages=%ld alloc_bytes=%llu "
+	       "malloc_addr=%llu elapsed_us=%llu\n",
 	       (unsigned long long)hot, (unsigned long long)cold, (unsigned long long)(g_sleeper_blocked_ns / 1000),
-	       (unsigned long long)g_sleeper_sleeps, touched,
+	       (unsigned long long)g_sleeper_sleeps, touched, (unsigned long long)alloc_bytes,
+	       (unsigned long long)(uintptr_t)dlsym(RTLD_DEFAULT, "malloc"),
 	       (unsigned long long)((now_ns(CLOCK_MONOTONIC) - t0) / 1000));
 	fflush(stdout);
 	/* stay until told (EOF or a line), so the probe can still read /proc/<pid>/maps */

@@ -170,8 +170,19 @@ def test_io_latency_agrees_with_biolatency():
             overlap = sum(min(ours.get(k, 0), theirs.get(k, 0)) for k in set(ours) | set(theirs))
             print("  ioprobe %d requests, biolatency %d, same log2 bucket for %d (%.1f %%)"
                   % (n_ours, n_theirs, overlap, 100.0 * overlap / max(n_theirs, 1)))
-            check(overlap >= 0.85 * n_theirs, "histograms overlap %d of %d requests: ours %r biolatency %r"
-                  % (overlap, n_theirs, sorted(ours.items()), sorted(theirs.items())))
+            # A loop device's requests take a few us, near a log2 bucket boundary, and the two tools' stamps
+            # differ by up to a microsecond (their programs run one after the other on the same tracepoints):
+            # many requests may land one bucket apart. So: most in the same bucket, and the earth mover's
+            # distance between the histograms (sum of the CDF differences, in buckets) at most half a bucket;
+            # a real disagreement (another interval, a unit error) moves everything by a bucket or more.
+            emd, ca, cb = 0.0, 0, 0
+            for k in range(max(set(ours) | set(theirs)) + 1):
+                ca += ours.get(k, 0)
+                cb += theirs.get(k, 0)
+                emd += abs(ca / max(n_ours, 1) - cb / max(n_theirs, 1))
+            check(overlap >= 0.6 * n_theirs and emd <= 0.5,
+                  "histograms: same bucket for %d of %d requests, distance %.2f buckets: ours %r biolatency %r"
+                  % (overlap, n_theirs, emd, sorted(ours.items()), sorted(theirs.items())))
         finally:
             if bio and bio.poll() is None:
                 bio.kill()

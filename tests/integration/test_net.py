@@ -142,7 +142,8 @@ test_tcp_bytes_retransmits_resets.timeout = 120
 def test_endpoint_overflow_udp_connect():
     with NetnsPair() as ns:
         # The report period comes from the live configuration (argv says 600 s): on_config is exercised.
-        s = Supervisor(probes=[probe_entry("endpoint", "-t 600", params={"report_period": 1})]).start()
+        s = Supervisor(probes=[probe_entry("endpoint", "-t 600 -P tcp_socket,udp_socket",
+                                               params={"report_period": 1})]).start()
         try:
             s.wait_probe("endpoint", lambda p: p["state"] == "running" and p["config_version_applied"] >= 1, 15,
                          "running with its live configuration")
@@ -265,3 +266,170 @@ def test_tcp_scope_aggregation_events_standalone():
         ev = [r for r in recs.get("event_v2", []) if r[0] == "tcp_link" and r[2] == "retran_packets"]
         check(ev and all(e[1].startswith("%d_0_" % srv.pid) and e[1].endswith("_0_5010_2") and e[3] == "WARN"
                          and "tgid=%d" % srv.pid in e[6] for e in ev), "drops events past drops_thr 1: %r" % ev)
+
+
+HOLD = [sys.executable, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "helpers", "tcp_hold.py")]
+
+
+def run_probe(argv):
+    """tcpprobe standalone, returned once it has attached (its "started" log line)."""
+    import tempfile
+    from harness import PROBES
+    # Records go to a file: a pipe nobody reads during the test would fill up and block the probe.
+    out = tempfile.TemporaryFile()
+    p = subprocess.Popen([os.path.join(PROBES, "tcpprobe")] + argv, stdout=out, stderr=subprocess.PIPE)
+    p.out_file = out
+    p.early_err = ""
+    while True:
+        line = p.stderr.readline().decode()
+        p.early_err += line
+        if not line or " started: " in line:
+            break
+    check(" started: " in p.early_err, "tcpprobe did not start: %s" % p.early_err[-2000:])
+    return p
+
+
+def stop_probe(probe):
+    probe.terminate()
+    _, err = probe.communicate(timeout=10)
+    err = probe.early_err + err.decode()
+    check(probe.returncode == 0, "tcpprobe exit status %r: %s" % (probe.returncode, err[-2000:]))
+    probe.out_file.seek(0)
+    out = probe.out_file.read().decode()
+    probe.out_file.close()
+    return records_by_table(out), err
+
+
+def hist_mean_count(value):
+    """(sum / count, count) of a histogram value "N le1 cum1 ... leN cumN sum count"."""
+    p = value.split()
+    total = int(p[-1])
+    return (float(p[-2]) / total if total else 0.0), total
+
+
+def test_tcp_links_established_before_start():
+    """Links established before tcpprobe starts are found by its seeding iterator (iter/task_file),
+    attributed to their processes and filtered by --pid; their bytes are the socket's lifetime totals
+    (tcp_sock bytes_acked / bytes_received), the bytes moved before the start included."""
+    a, r1, b, r2 = 300000, 70000, 500000, 90000
+    with NetnsPair() as ns:
+        srv = ns.popen(ns.b, HOLD + ["serve", "5020", str(a), str(r1), str(b), str(r2)])
+        wait_ready(srv)
+        other_srv = ns.popen(ns.b, HOLD + ["serve", "5021", "1000", "1000", "1000", "1000"])
+        wait_ready(other_srv)
+        cli = ns.popen(ns.a, HOLD + ["hold", ns.ADDR_B, "5020", str(a), str(r1), str(b), str(r2)],
+                       stdin=subprocess.PIPE)
+        other = ns.popen(ns.a, HOLD + ["hold", ns.ADDR_B, "5021", "1000", "1000", "1000", "1000"],
+                         stdin=subprocess.PIPE)
+        lport = json.loads(cli.stdout.readline().decode())["lport"]
+        json.loads(other.stdout.readline().decode())
+        # Established and part of the bytes moved: now the probe starts (client and server in scope).
+        probe = run_probe(["-t", "1", "-c", "1", "-P", "tcp_stats,tcp_rtt", "--pid", "%d,%d" % (cli.pid, srv.pid)])
+        try:
+            for p in (cli, other):
+                p.stdin.write(b"go\n")
+                p.stdin.flush()
+            c = peer_json(cli)
+            peer_json(srv)
+            peer_json(other)
+            peer_json(other_srv)
+            time.sleep(2.5)
+        finally:
+            recs, err = stop_probe(probe)
+        found = [ln for ln in err.splitlines() if "established links found" in ln]
+        check(found and " 2 established links found" in found[0], "seeding found the two in-scope ends: %r" % found)
+        tx = recs.get("tcp_tx_rx", [])
+        check({r[0] for r in tx} == {str(cli.pid), str(srv.pid)}, "only the --pid processes: %r"
+              % sorted({r[0] for r in tx}))
+        # tgid role client_ip server_ip client_port server_port protocol comm rx tx segs_in segs_out opened closed
+        for pid, role, rx_want, tx_want in ((cli.pid, "1", r1 + r2, a + b), (srv.pid, "0", a + b, r1 + r2)):
+            last = [r for r in tx if r[0] == str(pid)][-1]
+            check(last[1:7] == [role, ns.ADDR_A, ns.ADDR_B, str(lport), "5020", "2"] and last[7] == "python3",
+                  "key and comm of the seeded link: %r" % last[:8])
+            rx, txb, opened, closed = int(last[8]), int(last[9]), int(last[12]), int(last[13])
+            check(abs(rx - rx_want) <= rx_want * 0.01 and abs(txb - tx_want) <= tx_want * 0.01,
+                  "role %s: rx %d (moved %d), tx %d (moved %d), before and after the start" % (role, rx, rx_want,
+                                                                                             txb, tx_want))
+            check(opened == 1 and closed == 1, "one link opened and closed: %d %d" % (opened, closed))
+        rtt = [r for r in recs.get("tcp_rtt", []) if r[0] == str(cli.pid)]
+        check(rtt and float(rtt[-1][8]) > 0, "srtt of the seeded link: %r" % (rtt[-1] if rtt else None))
+
+
+test_tcp_links_established_before_start.timeout = 60
+
+
+def test_tcp_delay_receiver_sleeps():
+    """tcp_delay: a receiver that waits DELAY ms after data arrives before reading it; its receive
+    delay histogram's mean is DELAY (slack for scheduling), the writer's send delay (send() to the
+    peer's ACK) stays well below it. Also: the default sub-probes fill the RTT histogram from the
+    snapshot, one sample per link and report, and naming tcp_rtt samples every incoming segment."""
+    n, size, delay_ms = 6, 1000, 200  # one segment per message: no Nagle or delayed-ACK interplay
+    with NetnsPair() as ns:
+        probe = run_probe(["-t", "1", "-c", "1", "-P", "tcp_delay,tcp_stats,tcp_rtt"])
+        dflt = run_probe(["-t", "1", "-c", "1"])
+        try:
+            srv = ns.popen(ns.b, HOLD + ["slow_reader", "5030", str(n), str(size), str(delay_ms)])
+            wait_ready(srv)
+            cli = ns.popen(ns.a, HOLD + ["writer", ns.ADDR_B, "5030", str(n), str(size)])
+            c = peer_json(cli)
+            s = peer_json(srv)
+            time.sleep(2.5)
+        finally:
+            recs, err = stop_probe(probe)
+            drecs, derr = stop_probe(dflt)
+        key = [ns.ADDR_A, ns.ADDR_B, str(c["lport"]), "5030", "2"]
+        # tgid role cip sip cport sport family comm net_recv_delay net_send_delay
+        d = [r for r in recs.get("tcp_delay", []) if r[2:7] == key]
+        check(d, "tcp_delay records for the link: %s" % err[-1500:])
+        srv_rec = [r for r in d if r[0] == str(srv.pid) and r[1] == "0"][-1]
+        cli_rec = [r for r in d if r[0] == str(cli.pid) and r[1] == "1"][-1]
+        mean, cnt = hist_mean_count(srv_rec[8])
+        waited = sum(s["waited_us"]) / len(s["waited_us"])
+        check(cnt >= n - 1, "receive delay samples %d of %d reads: %r" % (cnt, n, d))
+        check(waited - 5000 <= mean <= waited + 50000, "receive delay mean %.0f us, the reader waited %.0f us"
+              % (mean, waited))
+        # Send delay runs to the peer's ACK: here the reader's delayed ACK (interactive mode, up to 200 ms)
+        # rides on its answer, sent after its DELAY ms wait; never longer than that wait and a round trip.
+        smean, scnt = hist_mean_count(cli_rec[9])
+        check(scnt >= n - 1 and 0 < smean <= waited + 50000, "send delay: %d samples, mean %.0f us (reader waited %.0f)"
+              % (scnt, smean, waited))
+        # The client never reads slowly: its receive delays (the one-byte answers) are short.
+        cmean, ccnt = hist_mean_count(cli_rec[8])
+        check(ccnt >= n - 1 and cmean < delay_ms * 1000 / 2, "client receive delay %.0f us (%d)" % (cmean, ccnt))
+        # tcp_rtt named: srtt_hist samples incoming segments (here each of the n messages, > 10 ms apart).
+        rtt = [r for r in recs.get("tcp_rtt", []) if r[2:7] == key and r[0] == str(srv.pid)]
+        check(rtt and hist_mean_count(rtt[-1][10])[1] >= n, "per-segment srtt samples: %r" % (rtt[-1:],))
+        # Default sub-probes: no tcp_delay table; srtt_hist has snapshot samples of the link.
+        check("tcp_delay" not in drecs, "tcp_delay is not a default")
+        rtt = [r for r in drecs.get("tcp_rtt", []) if r[2:7] == key and r[0] == str(cli.pid)]
+        check(rtt, "default tcp_rtt records: %s" % derr[-1500:])
+        smean, scnt = hist_mean_count(rtt[-1][10])
+        check(1 <= scnt <= 4 and smean > 0, "srtt_hist from the snapshots: %d samples, mean %.0f" % (scnt, smean))
+
+
+test_tcp_delay_receiver_sleeps.timeout = 60
+
+
+def test_tcp_server_link_owner_prefork():
+    """A server that listens in one process and accepts in a forked child (nginx's model): the link is
+    reported under the child, which holds it (found by the iterator at the next report), not under the
+    listener's process."""
+    with NetnsPair() as ns:
+        probe = run_probe(["-t", "1", "-c", "1", "-P", "tcp_stats"])
+        try:
+            srv = ns.popen(ns.b, HOLD + ["prefork", "5040", "100000", "2500"])
+            wait_ready(srv)
+            c = peer_json(ns.popen(ns.a, HOLD + ["client_hold", ns.ADDR_B, "5040", "100000"]))
+            child = peer_json(srv)["child"]
+            time.sleep(1.5)
+        finally:
+            recs, err = stop_probe(probe)
+        tx = [r for r in recs.get("tcp_tx_rx", []) if r[1] == "0" and r[2:7] == [ns.ADDR_A, ns.ADDR_B, str(c["lport"]),
+                                                                               "5040", "2"]]
+        check(tx, "server link reported: %s" % err[-1500:])
+        check({r[0] for r in tx} == {str(child)}, "server link under the accepting child %d (listener %d): %r"
+              % (child, srv.pid, sorted({r[0] for r in tx})))
+        check(abs(int(tx[-1][8]) - 100000) <= 1 and int(tx[-1][13]) == 1, "rx bytes (FIN) and close: %r" % tx[-1][:14])
+
+
+test_tcp_server_link_owner_prefork.timeout = 60

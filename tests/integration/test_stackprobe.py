@@ -41,7 +41,9 @@ class Workload:
                                      stdout=subprocess.PIPE, text=True)
         line = self.proc.stdout.readline()
         check(line.startswith("pid="), "cpu_split did not start: %r" % line)
-        self.pid = int(line.split("=")[1])
+        first = dict(kv.split("=") for kv in line.split())
+        self.pid = int(first["pid"])
+        self.malloc_addr = int(first["malloc_addr"])  # the malloc it calls (libc's or an interposer's)
 
     def go(self):
         self.proc.stdin.write("go\n")
@@ -115,6 +117,14 @@ def share(stacks, prefix, leaf):
     return (part / total if total else 0.0), total
 
 
+def share_incl(stacks, prefix, frame):
+    """Fraction of the value under prefix whose stack passes through frame (at any depth: samples of an
+    interrupt taken while in frame count too, as they do in the thread's CPU time and in the SVG)."""
+    total = sum(v for s, v in stacks.items() if s.startswith(prefix))
+    part = sum(v for s, v in stacks.items() if s.startswith(prefix) and frame in s.split(";"))
+    return (part / total if total else 0.0), total
+
+
 def records(text, table):
     return [line.strip("|").split("|") for line in text.splitlines() if line.startswith("|%s|" % table)]
 
@@ -163,15 +173,21 @@ def test_oncpu_split():
     r = standalone_run()
     st = folded(r["flame"], "oncpu")
     prefix = "[%d] cpu_split;" % r["pid"]
-    hot, total = share(st, prefix, "spin_hot")
-    cold, _ = share(st, prefix, "spin_cold")
+    hot, total = share_incl(st, prefix, "spin_hot")
+    cold, _ = share_incl(st, prefix, "spin_cold")
     f = r["facts"]
     print("oncpu: spin_hot %.1f%% spin_cold %.1f%% of %d samples (cpu_split measured %.1f%% / %.1f%%)" %
           (100 * hot, 100 * cold, total, 100 * f["hot_ns"] / (f["hot_ns"] + f["cold_ns"]),
            100 * f["cold_ns"] / (f["hot_ns"] + f["cold_ns"])))
     check(total >= 300, "enough samples for a 5 %% tolerance: %d" % total)
-    check(0.65 <= hot <= 0.75, "spin_hot share %.3f not 0.70 +- 0.05" % hot)
-    check(0.25 <= cold <= 0.35, "spin_cold share %.3f not 0.30 +- 0.05" % cold)
+    # the rest are the run's page faults (touch_pages), the sleeper's switches and interrupts that hit the
+    # process on a busy machine: the split between the two functions is compared, with the workload's
+    # own CPU-time measurement as the truth
+    truth = f["hot_ns"] / (f["hot_ns"] + f["cold_ns"])
+    check(0.65 <= truth <= 0.75, "the workload split its CPU time 70/30: %.3f" % truth)
+    check(hot + cold >= 0.7, "spin_hot + spin_cold hold %.1f %% of the samples" % (100 * (hot + cold)))
+    rel = hot / (hot + cold)
+    check(abs(rel - truth) <= 0.05, "spin_hot %.3f of spin_hot + spin_cold, measured %.3f (+- 0.05)" % (rel, truth))
     # the full call path, with symbols, bottom frame "[pid] comm"
     check(any(s.startswith(prefix) and s.endswith("main;burn_loop;spin_hot") for s in st),
           "a stack ...main;burn_loop;spin_hot: %r" % sorted(st)[:5])
@@ -238,7 +254,9 @@ def test_svg_pprof_store_outputs():
     hot = [t for t in titles if t.startswith("spin_hot (")]
     check(hot, "a spin_hot frame in the SVG")
     pct = float(re.search(r", ([0-9.]+)%\)", hot[0]).group(1))
-    check(60 <= pct <= 80, "spin_hot frame width %.1f%%" % pct)
+    in_folded, _ = share_incl(folded(r["flame"], "oncpu"), "[%d] cpu_split;" % r["pid"], "spin_hot")
+    check(len(hot) == 1 and abs(pct - 100 * in_folded) <= 0.5,
+          "spin_hot frame width %.2f%% vs its share of the folded samples %.2f%%" % (pct, 100 * in_folded))
 
     # pprof: protoc decodes it against profile.proto; its samples add up to the folded file
     st = folded(r["flame"], "oncpu")
@@ -280,6 +298,100 @@ def test_stats_records():
     check(int(stats["mem"][3]) >= PAGES, "mem value counts the faults")
     health = records(r["out"], "stackprobe_health")
     check(health and int(health[-1][6]) >= 1 and int(health[-1][8]) > 0, "health: %r" % health[-1:])
+
+
+# ---- mem_alloc: allocator uprobes ------------------------------------------------------------------
+
+ALLOC_ROUNDS = 3000  # alloc_here: malloc 4096 + calloc 16 x 256 + realloc to 8192 per round
+
+
+def first_byte(pid, addr):
+    """The byte at addr in process pid as the process sees it: 0xcc where a uprobe is installed."""
+    with open("/proc/%d/mem" % pid, "rb") as f:
+        f.seek(addr)
+        return f.read(1)[0]
+
+
+def test_mem_alloc_uprobes():
+    """--mem-alloc 1: bytes requested from malloc, calloc and realloc by alloc_here() of the process in
+    scope, exactly as the workload counted them; a process outside the scope is not trapped (no int3 at
+    its malloc) and not in the graph; the uprobes are gone when the probe stops."""
+    tmp = tempfile.mkdtemp(prefix="gg-stack-")
+    flame = os.path.join(tmp, "flame")
+    inside = Workload(["-d", "0.2", "-m", str(ALLOC_ROUNDS)])
+    outside = Workload(["-d", "0.2", "-m", str(ALLOC_ROUNDS)], binary=CPU_SPLIT_STRIPPED)
+    sp = None
+    try:
+        sp = Standalone(tmp, ["--pid", str(inside.pid), "-P", "mem", "--mem-alloc", "1", "--svg-period", "600",
+                              "--store-period", "1", "--flame-dir", flame, "--svg-dir", os.path.join(tmp, "svg"),
+                              "-t", "1"])
+        inside.go()
+        outside.go()
+        fin, fout = inside.wait_done(), outside.wait_done()
+        trap_in = first_byte(inside.pid, fin["malloc_addr"])
+        trap_out = first_byte(outside.pid, fout["malloc_addr"])
+        time.sleep(1.2)  # one drain
+        out = sp.stop()
+        sp = None
+        after = first_byte(inside.pid, fin["malloc_addr"])
+    finally:
+        if sp:
+            sp.proc.kill()
+        inside.finish()
+        outside.finish()
+    print("malloc's first byte: in scope 0x%02x, outside 0x%02x, in scope after the probe stopped 0x%02x" %
+          (trap_in, trap_out, after))
+    check(trap_in == 0xCC, "the process in scope has a uprobe (int3) at malloc: 0x%02x" % trap_in)
+    check(trap_out != 0xCC, "the process outside the scope is not trapped: 0x%02x" % trap_out)
+    check(after != 0xCC, "the uprobe is removed when the probe stops: 0x%02x" % after)
+
+    st = folded(flame, "mem_alloc")
+    prefix = "[%d] cpu_split;" % inside.pid
+    mine = {s: v for s, v in st.items() if ";alloc_here;" in s}
+    total = sum(mine.values())
+    truth = fin["alloc_bytes"]
+    print("mem_alloc: %d bytes at alloc_here, the workload requested %d; leaves %r" %
+          (total, truth, sorted((s.split(";")[-1], v) for s, v in mine.items())))
+    check(truth == ALLOC_ROUNDS * 16384, "the workload's own count: %d" % truth)
+    check(total == truth, "bytes attributed to alloc_here: %d vs %d requested" % (total, truth))
+    check(all(s.startswith(prefix) and ";main;alloc_here;" in s for s in mine), "full path: %r" % sorted(mine))
+    # one leaf per allocator function, named as the program calls it (not an internal alias)
+    leaves = {s.split(";")[-1]: v for s, v in mine.items()}
+    check(leaves == {"malloc": ALLOC_ROUNDS * 4096, "calloc": ALLOC_ROUNDS * 4096, "realloc": ALLOC_ROUNDS * 8192},
+          "malloc / calloc / realloc bytes: %r" % leaves)
+    check(all(s.startswith(prefix) for s in st), "only the process in scope: %r" %
+          [s for s in st if not s.startswith(prefix)][:3])
+
+    # pprof says the unit; the store and the stats records agree with the folded file
+    pbs = glob.glob(os.path.join(flame, "mem_alloc", "*_mem_alloc.pb.gz"))
+    check(len(pbs) == 1, "one pprof file: %r" % pbs)
+    with gzip.open(pbs[0]) as f:
+        raw = f.read()
+    dec = subprocess.run(["protoc", "--decode=perftools.profiles.Profile", "-I", PROTO_DIR,
+                          os.path.join(PROTO_DIR, "profile.proto")], input=raw, capture_output=True, timeout=30)
+    check(dec.returncode == 0, "protoc: %s" % dec.stderr.decode()[:500])
+    text = dec.stdout.decode()
+    strings = re.findall(r'^string_table: "(.*)"$', text, re.M)
+    check("alloc_space" in strings and "bytes" in strings and "alloc_here" in strings, "strings: %r" % strings[:12])
+    values = [int(v) for v in re.findall(r"^  value: (\d+)$", text, re.M)]
+    check(sum(values) == sum(st.values()), "pprof bytes %d vs folded %d" % (sum(values), sum(st.values())))
+    store_total = 0
+    for path in glob.glob(os.path.join(flame, "store", "mem-alloc", "*.prof")):
+        with open(path) as f:
+            head = f.readline()
+            check(head.startswith("# gala-gopher-profile v1 event=mem-alloc unit=bytes "), head)
+            store_total += sum(int(line.rsplit("\t", 1)[1]) for line in f if line.strip())
+    check(store_total == sum(st.values()), "store %d vs folded %d" % (store_total, sum(st.values())))
+    stats = [rec for rec in records(out, "stackprobe_stats") if rec[1] == "mem_alloc"]
+    check(stats and int(stats[-1][3]) == sum(st.values()), "stats row: %r" % stats[-1:])
+    check(int(stats[-1][2]) >= 3 * ALLOC_ROUNDS, "allocator calls counted: %r" % stats[-1])
+    health = [h for h in records(out, "stackprobe_health")]
+    seen = max(int(h[16]) for h in health)
+    check(seen == 1, "one process had allocator uprobes: %r" % health[-1])
+    shutil.rmtree(tmp, ignore_errors=True)
+
+
+test_mem_alloc_uprobes.timeout = 60
 
 
 def cgroup2_root(tmp):
@@ -332,9 +444,12 @@ def test_stripped_binary_in_container_multi_instance():
     frames = [fr for s in st for fr in s.split(";")]
     total = sum(st.values())
     in_module = sum(v for s, v in st.items() if s.split(";")[-1] == module)
-    print("stripped: %.1f%% of %d samples end in %s" % (100 * in_module / max(total, 1), total, module))
-    check(total > 30, "samples: %d" % total)
-    check(in_module / total > 0.9, "the burning frames are named after the module")
+    # interrupts and softirqs that hit the workload on a busy machine end in kernel frames: left out
+    in_user = sum(v for s, v in st.items() if not s.endswith("_[k]"))
+    print("stripped: %.1f%% of %d user-mode samples (%d in all) end in %s" %
+          (100 * in_module / max(in_user, 1), in_user, total, module))
+    check(in_user > 30, "samples: %d" % in_user)
+    check(in_module / in_user > 0.9, "the burning frames are named after the module")
     check(not any(n in frames for n in ("spin_hot", "spin_cold", "burn_loop", "main")), "no symbol names invented")
     check(not any(fr.startswith("[unknown]") for fr in frames), "no unknown frames: %r" % frames[:10])
     check("__libc_start_call_main" in frames, "libc frames keep their names")
@@ -367,20 +482,23 @@ def test_supervisor_rest_scope_pyroscope_query():
     s = Supervisor(probes=[probe_entry("stackprobe", "-t 1 --store-period 2 --pyroscope-period 3", switch="off")],
                    extra='rest_api_server = { port = %d; state_dir = "%s/rest"; output_base_dir = "%s"; };'
                    % (rest_port, tmp, tmp))
-    inside = Workload(["-d", "12"])
-    outside = Workload(["-d", "12"], binary=CPU_SPLIT_STRIPPED)  # comm "cpu_split_strip": not in scope
+    inside = Workload(["-d", "12", "-m", "500"])
+    outside = Workload(["-d", "12", "-m", "500"], binary=CPU_SPLIT_STRIPPED)  # comm "cpu_split_strip": not in scope
     try:
         s.start()
         t0 = int(time.time())
         status, body = rest_put(rest_port, "flamegraph", {
-            "cmd": {"probe": ["oncpu"]},
+            "cmd": {"probe": ["oncpu", "mem"]},
             "snoopers": {"proc_name": [{"comm": "cpu_split", "cmdline": "", "debugging_dir": ""}]},
-            "params": {"flame_dir": flame, "svg_dir": svg, "pyroscope_server": "127.0.0.1:%d" % rx.port},
+            "params": {"flame_dir": flame, "svg_dir": svg, "pyroscope_server": "127.0.0.1:%d" % rx.port,
+                       "mem_alloc": 1},
             "state": "running"})
         check(status == 200, "PUT /flamegraph: %d %s" % (status, body))
         s.wait_probe("stackprobe", lambda p: p["state"] == "running" and p.get("config_version_applied", 0) >= 1,
                      15, "running with its configuration")
-        time.sleep(1.0)  # the snooper scan puts cpu_split in scope within a second
+        # the snooper scan puts cpu_split in scope within a second; its allocator uprobes follow
+        wait_for(lambda: first_byte(inside.pid, inside.malloc_addr) == 0xCC, 10, "a uprobe at cpu_split's malloc")
+        check(first_byte(outside.pid, outside.malloc_addr) != 0xCC, "no uprobe in the process outside the scope")
         inside.go()
         outside.go()
         ingest = wait_for(lambda: [q for q in rx.requests() if q["query"].get("name") == "gala-gopher-oncpu"
@@ -407,11 +525,13 @@ def test_supervisor_rest_scope_pyroscope_query():
             res = query("cpu_split")["result"]
             total = res[0]["total_value"]
             hot = sum(n["total_value"] for n in res if n["profile_location_str"] == "spin_hot")
-            return (hot / total, res) if total >= 2000000 else None  # 200 samples at 10 ms, in us
+            cold = sum(n["total_value"] for n in res if n["profile_location_str"] == "spin_cold")
+            # 200 samples at 10 ms, in us; the split between the two functions (as in test_oncpu_split)
+            return (hot / (hot + cold), res) if total >= 2000000 and hot + cold > 0.7 * total else None
 
         frac, res = wait_for(hot_share, 25, "two seconds of cpu_split's CPU time in the profile store")
         check(res[0]["profile_location_str"] == "cpu_split" and res[0]["parent_node_id"] == "-1", "root: %r" % res[0])
-        check(0.6 <= frac <= 0.8, "spin_hot share in the query %.2f" % frac)
+        check(0.62 <= frac <= 0.78, "spin_hot share of spin_hot + spin_cold in the query %.2f" % frac)
         ids = {n["node_id"] for n in res}
         check(all(n["parent_node_id"] in ids or n["parent_node_id"] == "-1" for n in res), "parents exist")
         check(any(n["profile_location_str"].startswith("[t] ") for n in res), "a [t] thread layer")
@@ -420,6 +540,19 @@ def test_supervisor_rest_scope_pyroscope_query():
         procs = [n["profile_location_str"] for n in total if n["profile_location_str"].startswith("[p] ")]
         check(procs == ["[p] cpu_split"], "Total has only the process in scope: %r" % procs)
         check(any(n["profile_location_str"] == "[t] cpu_split" for n in total), "Total has the [t] layer")
+        # mem_alloc (REST param mem_alloc) through the query API: bytes, as cpu_split requested them
+        def alloc_total():
+            args = urllib.parse.urlencode({"app": str(inside.pid), "event": "mem-alloc", "time_start": t0 - 5,
+                                           "time_end": int(time.time()) + 5})
+            st, text = http_get("http://127.0.0.1:%d/flamegraph/query?%s" % (rest_port, args))
+            check(st == 200, "mem-alloc query: %d %s" % (st, text[:300]))
+            return sum(n["total_value"] for n in json.loads(text)["result"]
+                       if n["profile_location_str"] == "alloc_here") or None
+
+        got = wait_for(alloc_total, 15, "cpu_split's allocations in the profile store")
+        check(got == 500 * 16384, "mem-alloc at alloc_here: %d bytes for %d requested" % (got, 500 * 16384))
+        status, body = rest_put(rest_port, "flamegraph", {"params": {"mem_alloc": 2}})
+        check(status == 400 and "mem_alloc" in body, "mem_alloc out of range: %d %s" % (status, body))
         st, text = http_get("http://127.0.0.1:%d/flamegraph/query?app=x&event=gpu" % rest_port)
         check(st == 400 and json.loads(text)["OPT_STATUS"] == "FAIL", "bad event: %d %s" % (st, text))
 

@@ -388,3 +388,49 @@ def test_rest_baseinfo_snoopers_and_subprobes():
 
 
 test_rest_baseinfo_snoopers_and_subprobes.timeout = 60
+
+
+def test_proc_without_snoopers_reports_the_top_processes():
+    """No snoopers: only the --proc-top processes with the most CPU time + resident memory are
+    reported; the rest are counted in the log. With --pid, every pid asked for is reported."""
+    burner = subprocess.Popen(["python3", "-c", "import time\nt = time.time()\nwhile time.time() - t < 30: pass\n"])
+    # 2 GiB touched: more resident memory than anything else on a test machine (its score, 2 GiB of the
+    # memory, beats any process with less than that share of one CPU)
+    hog = subprocess.Popen(["python3", "-c", "import time\nb = bytearray(2 << 30)\n"
+                            "for i in range(0, len(b), 4096): b[i] = 1\ntime.sleep(30)\n"],
+                           stdout=subprocess.PIPE)
+    idle = subprocess.Popen(["sleep", "30"])
+    try:
+        def rss_kb():
+            with open("/proc/%d/status" % hog.pid) as f:
+                return int([l for l in f if l.startswith("VmRSS:")][0].split()[1])
+        wait_for(lambda: rss_kb() > 1900 * 1024, 30, "memory hog resident")
+        nprocs = len([d for d in os.listdir("/proc") if d.isdigit()])
+        # top 10: other engineers' builds on a shared machine may outrank the test's processes, not 8 of them
+        recs = run_standalone(["-t", "1", "-P", "proc", "--proc-top", "10"], 2.6)
+        rows = recs["system_proc"]
+        periods = 2
+        check(10 <= len(rows) <= 10 * (periods + 1), "10 processes per period: %d records" % len(rows))
+        last = {r["tgid"] for r in rows[-10:]}
+        check(str(burner.pid) in last and str(hog.pid) in last,
+              "the busy process and the memory hog are in the last top 10: %r (burner %d, hog %d)" %
+              (last, burner.pid, hog.pid))
+        check(str(idle.pid) not in {r["tgid"] for r in rows}, "an idle small process is left out")
+        # 0: every process, as before
+        recs = run_standalone(["-t", "1", "-P", "proc", "--proc-top", "0"], 1.5)
+        check(len(recs["system_proc"]) >= nprocs * 0.8, "--proc-top 0 reports every process: %d of ~%d" %
+              (len(recs["system_proc"]), nprocs))
+        # snoopers (--pid) are reported whatever the top
+        recs = run_standalone(["-t", "1", "-P", "proc", "--proc-top", "1", "--pid", "%d,%d" % (idle.pid, burner.pid)],
+                              1.5)
+        check({r["tgid"] for r in recs["system_proc"]} == {str(idle.pid), str(burner.pid)},
+              "--pid: both pids reported: %r" % {r["tgid"] for r in recs["system_proc"]})
+        r = subprocess.run([os.path.join(PROBES, "system_infos"), "--proc-top", "5000"], capture_output=True, text=True)
+        check(r.returncode == 2 and "--proc-top" in r.stderr, "--proc-top beyond 1024 refused: %r" % r.stderr)
+    finally:
+        for p in (burner, hog, idle):
+            p.kill()
+            p.wait()
+
+
+test_proc_without_snoopers_reports_the_top_processes.timeout = 60

@@ -34,6 +34,7 @@ def meta_fields(path):
 
 
 FIELDS = meta_fields(os.path.join(ROOT, "schema", "taskprobe.meta"))
+ALL_SUBS = "base_metrics,proc_syscall,proc_fs,proc_io,proc_dns,proc_pagecache"
 # the supervisor's built-in event table (supervisor/events.c)
 FIELDS["event_v2"] = ["entity_name", "entity_id", "metric", "severity", "body", "body_zh", "labels", "event_type"]
 
@@ -166,7 +167,7 @@ def test_counts_match_workload_exactly():
     io_dir = block_backed_dir() or tempfile.gettempdir()
     w = Workload()
     other = Workload()
-    p = Probe(["-t", "1", "--pid", str(w.pid)])
+    p = Probe(["-t", "1", "--pid", str(w.pid), "-P", ALL_SUBS])
     try:
         p.wait_started()
         N, SIZE = 25, 4096
@@ -333,7 +334,8 @@ test_cgroup_scope_filters_in_kernel.timeout = 60
 def test_under_supervisor_records_validate():
     w = Workload()
     io_dir = tempfile.mkdtemp(prefix="gg-tl-")
-    s = Supervisor(probes=[probe_entry("taskprobe", "-t 1 --pid %d" % w.pid, params={"report_period": 1})]).start()
+    s = Supervisor(probes=[probe_entry("taskprobe", "-t 1 --pid %d -P %s" % (w.pid, ALL_SUBS),
+                                           params={"report_period": 1})]).start()
     try:
         s.wait_probe("taskprobe", lambda p: p["config_version_applied"] == 1, 15, "config applied")
         w.cmd("io 6 4096 %s" % io_dir)
@@ -428,3 +430,87 @@ def test_rest_snoopers_scope_and_live_subprobes():
 
 
 test_rest_snoopers_scope_and_live_subprobes.timeout = 60
+
+
+def attached_tracepoints(pid):
+    """Names of the raw tracepoints the BPF links held by process pid are attached to (from the links'
+    /proc/<pid>/fdinfo: link_type raw_tracepoint, tp_name), with their counts."""
+    names = {}
+    fd_dir = "/proc/%d/fdinfo" % pid
+    for fd in os.listdir(fd_dir):
+        try:
+            with open(os.path.join(fd_dir, fd)) as f:
+                info = dict(line.rstrip("\n").split(":\t", 1) for line in f if ":\t" in line)
+        except OSError:
+            continue
+        if info.get("link_type") == "raw_tracepoint":
+            names[info["tp_name"]] = names.get(info["tp_name"], 0) + 1
+    return names
+
+
+def test_default_subprobes_leave_syscall_tracepoints_alone():
+    """Without -P the syscall tracepoints (whose mere use slows every syscall of the host) are not
+    attached; proc_syscall turned on by a live configuration attaches them, turned off detaches them,
+    in the same probe process."""
+    import json
+    import urllib.parse
+    from harness import rest_call, rest_port, rest_section
+    syscall_tps = {"sys_enter", "sys_exit"}
+    p = Probe(["-t", "1", "--pid", "1"])
+    try:
+        p.wait_started()
+        tps = attached_tracepoints(p.proc.pid)
+        check("sched_switch" in tps and "block_rq_complete" in tps, "default hooks attached: %r" % tps)
+        check(not syscall_tps & set(tps), "no syscall tracepoint by default: %r" % tps)
+        check(not {"mm_filemap_add_to_page_cache", "block_dirty_buffer"} & set(tps), "page cache is opt-in: %r" % tps)
+        check("sub-probes base_metrics,proc_io,proc_dns," in p.stderr(), "logged default set: %s" % p.stderr())
+    finally:
+        p.stop()
+
+    w = Workload()
+    tmp = tempfile.mkdtemp(prefix="gg-tp-def-")
+    s = Supervisor(probes=[probe_entry("taskprobe", "-t 1", switch="off")],
+                   extra=rest_section(os.path.join(tmp, "state"))).start()
+
+    def put(conf):
+        st, doc, raw, _ = rest_call(port, "PUT", "/proc", urllib.parse.urlencode({"json": json.dumps(conf)}))
+        check(st == 200, "PUT /proc: %d %s" % (st, raw[:300]))
+
+    def applied(v):
+        return s.wait_probe("taskprobe", lambda pr: pr["config_version_applied"] >= v and pr["pid"], 15,
+                            "configuration %d applied" % v)["pid"]
+    try:
+        port = rest_port(s)
+        put({"snoopers": {"proc_id": [w.pid]}, "state": "running"})
+        pid = applied(1)
+        wait_for(lambda: "sched_switch" in attached_tracepoints(pid), 5, "default hooks attached")
+        tps = attached_tracepoints(pid)
+        check("sched_switch" in tps and not syscall_tps & set(tps), "no \"probe\": default set: %r" % tps)
+        w.cmd("sleep 50")
+        wait_for(lambda: [r for r in s.metric_records("proc_cpu") if str(r["tgid"]) == str(w.pid)], 10,
+                 "proc_cpu of the snooped process")
+        check(not s.metric_records("proc_syscall"), "no proc_syscall records by default")
+
+        put({"cmd": {"probe": ["proc_syscall", "base_metrics"]}, "snoopers": {"proc_id": [w.pid]}})
+        check(applied(2) == pid, "applied live, same process")
+        # the main loop attaches right after the configuration is accepted
+        wait_for(lambda: attached_tracepoints(pid).get("sys_enter") == 1, 5, "sys_enter attached")
+        tps = attached_tracepoints(pid)
+        check(tps.get("sys_enter") == 1 and tps.get("sys_exit") == 1, "proc_syscall attaches them once: %r" % tps)
+        w.cmd("io 2 512 %s" % tmp)
+        wait_for(lambda: [r for r in s.metric_records("proc_syscall") if str(r["tgid"]) == str(w.pid)
+                          and r["syscall_count"] > 0], 10, "proc_syscall records of the snooped process")
+
+        put({"cmd": {"probe": ["base_metrics"]}, "snoopers": {"proc_id": [w.pid]}})
+        check(applied(3) == pid, "applied live, same process")
+        wait_for(lambda: "sys_enter" not in attached_tracepoints(pid), 5, "sys_enter detached")
+        tps = attached_tracepoints(pid)
+        check(not syscall_tps & set(tps) and "sched_switch" in tps, "proc_syscall off detaches them: %r" % tps)
+        check(s.probe("taskprobe")["rejected_total"] == 0, "nothing rejected")
+    finally:
+        w.close()
+        s.cleanup()
+        shutil.rmtree(tmp, ignore_errors=True)
+
+
+test_default_subprobes_leave_syscall_tracepoints_alone.timeout = 60

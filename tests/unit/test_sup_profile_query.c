@@ -30,7 +30,7 @@ static void write_file(const char *rel, const char *text)
 	fclose(f);
 }
 
-/* Two on-cpu files (t = 1000..1010 s and 1010..1020 s), one off-cpu file. */
+/* Two on-cpu files (t = 1000..1010 s and 1010..1020 s), one off-cpu file, one mem-alloc file. */
 static int setup(void **state)
 {
 	char path[512];
@@ -41,6 +41,8 @@ static int setup(void **state)
 	snprintf(path, sizeof(path), "%s/on-cpu", g_dir);
 	assert_int_equal(mkdir(path, 0755), 0);
 	snprintf(path, sizeof(path), "%s/off-cpu", g_dir);
+	assert_int_equal(mkdir(path, 0755), 0);
+	snprintf(path, sizeof(path), "%s/mem-alloc", g_dir);
 	assert_int_equal(mkdir(path, 0755), 0);
 	write_file(
 		"on-cpu/0000001000000-0000001010000.prof",
@@ -56,6 +58,10 @@ static int setup(void **state)
 	write_file("off-cpu/0000001000000-0000001010000.prof",
 		   "# gala-gopher-profile v1 event=off-cpu unit=us period_us=0 from_ms=1000000 until_ms=1010000\n"
 		   "100\t102\tapp\tsleeper\t\tsleeper_thread;[k] schedule\t4000000\n");
+	write_file("mem-alloc/0000001000000-0000001010000.prof",
+		   "# gala-gopher-profile v1 event=mem-alloc unit=bytes period_us=0 from_ms=1000000 until_ms=1010000\n"
+		   "100\t100\tapp\tapp\t\tmain;alloc_here;[l] malloc\t4096000\n"
+		   "100\t100\tapp\tapp\t\tmain;alloc_here;[l] calloc\t1000\n");
 	return 0;
 }
 
@@ -202,6 +208,12 @@ static void test_pid_and_event(void **state)
 	o = query("app", 2, 0, 5000, 0);
 	assert_int_equal(cJSON_GetArraySize(cJSON_GetObjectItem(o, "result")), 1);
 	cJSON_Delete(o);
+	/* mem-alloc: bytes as stored, not scaled like on-cpu samples */
+	o = query("app", 3, 0, 5000, 0);
+	check_tree(o);
+	assert_true(num(node(o, "alloc_here", NULL), "total_value") == 4097000);
+	assert_true(num(node(o, "[l] malloc", NULL), "self_value") == 4096000);
+	cJSON_Delete(o);
 }
 
 static void test_ids_stable(void **state)
@@ -237,6 +249,7 @@ static void test_parse_args(void **state)
 	const char *n2[] = {"app"}, *v2[] = {"x"};
 	const char *n3[] = {"app", "event"}, *v3[] = {"x", "gpu"};
 	const char *n4[] = {"app", "event", "time_start", "time_end"}, *v4[] = {"x", "mem", "30", "20"};
+	const char *n5[] = {"app", "event"}, *v5[] = {"x", "mem-alloc"}, *v6[] = {"x", "mem_alloc"};
 	struct pq_request r;
 	char err[160];
 
@@ -250,6 +263,10 @@ static void test_parse_args(void **state)
 	assert_non_null(strstr(err, "event"));
 	assert_int_equal(profile_query__parse_args(2, n3, v3, 100, &r, err, sizeof(err)), -EINVAL);
 	assert_int_equal(profile_query__parse_args(4, n4, v4, 100, &r, err, sizeof(err)), -EINVAL);
+	assert_int_equal(profile_query__parse_args(2, n5, v5, 100, &r, err, sizeof(err)), 0);
+	assert_int_equal(r.event, 3);
+	assert_int_equal(profile_query__parse_args(2, n5, v6, 100, &r, err, sizeof(err)), 0);
+	assert_int_equal(r.event, 3);
 }
 
 static void test_parse_json_and_handle(void **state)

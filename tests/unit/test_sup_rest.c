@@ -305,7 +305,9 @@ static void test_errors_name_field_and_range(void **state)
 	expect("io", "{\"params\":{\"dev_name\":\"nvme0n1\"}}", 0, NULL);
 	expect("baseinfo", "{\"params\":{\"svg_dir\":\"/tmp\"}}", 400,
 	       "params.svg_dir: not a parameter of probe baseinfo (allowed: report_period, drops_thr, res_lower_thr, "
-	       "res_upper_thr, report_event, metrics_type, env, dev_name)");
+	       "res_upper_thr, report_event, metrics_type, env, dev_name, proc_top)");
+	expect("baseinfo", "{\"params\":{\"proc_top\":1025}}", 400, "params.proc_top");
+	expect("baseinfo", "{\"params\":{\"proc_top\":0}}", 0, NULL);
 	/* sub-probes */
 	expect("baseinfo", "{\"cmd\":{\"probe\":[\"cpu\",\"gpu\"]}}", 400,
 	       "cmd.probe[1]: unknown sub-probe \"gpu\" of baseinfo (allowed: cpu, mem, nic, disk, net, fs, proc, "

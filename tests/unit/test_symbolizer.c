@@ -1,5 +1,7 @@
-/* test_symbolizer.c - the symbolizer on this very process (its own functions, libc), the kernel
- * (kallsyms), a JIT perf map, unknown addresses, and exec/pid-reuse invalidation on a fake /proc. */
+/* test_symbolizer.c - the symbolizer on this very process (its own functions, libc, aliases), the kernel
+ * (kallsyms), a JIT perf map, unknown addresses, exec/pid-reuse invalidation on a fake /proc, and
+ * separate debug files (build-id, .gnu_debuglink with its CRC) for a stripped copy of this test. */
+#include <dlfcn.h>
 #include <errno.h>
 #include <limits.h>
 #include <setjmp.h>
@@ -11,9 +13,12 @@
 #include <string.h>
 #include <sys/mman.h>
 #include <sys/stat.h>
+#include <sys/sysmacros.h>
 #include <unistd.h>
 
 #include <cmocka.h>
+#include <gelf.h>
+#include <fcntl.h>
 
 #include "symbolizer.h"
 
@@ -44,6 +49,12 @@ static void test_own_function_and_libc(void **state)
 	assert_int_equal(f.kind, SYM_LIB);
 	assert_non_null(strstr(f.name, "getpid"));
 	assert_non_null(strstr(f.module, "libc"));
+
+	/* aliases at one address (glibc: malloc, __libc_malloc, __GI___libc_malloc; ASan: malloc,
+	 * __interceptor_malloc): the public name */
+	assert_int_equal(
+		symbolizer__user(s, (uint32_t)getpid(), (uint64_t)(uintptr_t)dlsym(RTLD_DEFAULT, "malloc"), &f), 0);
+	assert_string_equal(f.name, "malloc");
 
 	assert_int_equal(symbolizer__user(s, (uint32_t)getpid(), 0x10, &f), -ENOENT);
 	assert_int_equal(f.kind, SYM_UNKNOWN);
@@ -200,6 +211,155 @@ static void test_exec_invalidates(void **state)
 	rmdir(root);
 }
 
+/* This binary's GNU build-id as hex (the debug file's name under .build-id/xx/). */
+static void self_build_id(const char *exe, char *hex, size_t len)
+{
+	int fd = open(exe, O_RDONLY | O_CLOEXEC);
+	Elf *e;
+	Elf_Scn *scn = NULL;
+
+	hex[0] = '\0';
+	assert_true(fd >= 0);
+	assert_true(elf_version(EV_CURRENT) != EV_NONE);
+	e = elf_begin(fd, ELF_C_READ, NULL);
+	assert_non_null(e);
+	while ((scn = elf_nextscn(e, scn)) && !hex[0]) {
+		GElf_Shdr sh;
+		GElf_Nhdr nh;
+		Elf_Data *d;
+		size_t off = 0, noff, doff;
+
+		if (!gelf_getshdr(scn, &sh) || sh.sh_type != SHT_NOTE || !(d = elf_getdata(scn, NULL)))
+			continue;
+		while ((off = gelf_getnote(d, off, &nh, &noff, &doff)) > 0) {
+			if (nh.n_type != NT_GNU_BUILD_ID || nh.n_namesz != 4 ||
+			    memcmp((char *)d->d_buf + noff, "GNU", 4))
+				continue;
+			for (size_t i = 0; i < nh.n_descsz && 2 * i + 3 < len; i++)
+				snprintf(hex + 2 * i, 3, "%02x", ((unsigned char *)d->d_buf)[doff + i]);
+			break;
+		}
+	}
+	elf_end(e);
+	close(fd);
+}
+
+static void run(const char *fmt, ...)
+{
+	char cmd[3 * PATH_MAX];
+	va_list ap;
+
+	va_start(ap, fmt);
+	vsnprintf(cmd, sizeof(cmd), fmt, ap);
+	va_end(ap);
+	assert_int_equal(system(cmd), 0);
+}
+
+/*
+ * A fake /proc/4243 whose root holds /bin/app, a stripped copy of this binary mapped where this
+ * process maps itself: names come only from a separate debug file, found by build-id
+ * (<root>/usr/lib/debug/.build-id/xx/rest.debug) or by .gnu_debuglink (<root>/usr/lib/debug/bin/ and
+ * <root>/bin/.debug/), and a debuglink file whose CRC does not match is refused.
+ */
+static void check_debug_file(const char *case_name, int expect_name)
+{
+	char root[] = "/tmp/symdbg-XXXXXX", proc[PATH_MAX], exe[PATH_MAX], app[PATH_MAX + 16], path[PATH_MAX + 64];
+	char id[128], line[1024];
+	struct symbolizer_opts o = {0};
+	struct symbolizer *s;
+	struct sym_frame f;
+	struct stat sb;
+	ssize_t n = readlink("/proc/self/exe", exe, sizeof(exe) - 1);
+	FILE *in, *out;
+
+	assert_true(n > 0);
+	exe[n] = '\0';
+	self_build_id(exe, id, sizeof(id));
+	assert_true(strlen(id) >= 4);
+	assert_non_null(mkdtemp(root));
+	/* <root>/proc/4243/{root -> <root>/fs, maps, exe, stat} */
+	snprintf(proc, sizeof(proc), "%s/proc", root);
+	run("mkdir -p %s/4243 %s/fs/bin %s/fs/bin/.debug %s/fs/usr/lib/debug/bin %s/fs/usr/lib/debug/.build-id/%.2s",
+	    proc, root, root, root, root, id);
+	snprintf(app, sizeof(app), "%s/fs/bin/app", root);
+	if (!strcmp(case_name, "build-id")) {
+		run("strip --strip-debug --strip-unneeded -o %s %s", app, exe);
+		run("objcopy --only-keep-debug %s %s/fs/usr/lib/debug/.build-id/%.2s/%s.debug", exe, root, id, id + 2);
+	} else {
+		/* no build-id file: the link, with the CRC of the debug file it names */
+		run("objcopy --only-keep-debug %s %s/app.dbg", exe, root);
+		run("strip --strip-debug --strip-unneeded --remove-section=.note.gnu.build-id -o %s %s", app, exe);
+		run("cd %s && objcopy --add-gnu-debuglink=app.dbg %s", root, app);
+		if (!strcmp(case_name, "debuglink"))
+			run("cp %s/app.dbg %s/fs/usr/lib/debug/bin/app.dbg", root, root);
+		else /* bad-crc: same name, another file's contents */
+			run("cp /bin/true %s/fs/bin/.debug/app.dbg", root);
+	}
+	assert_int_equal(stat(app, &sb), 0);
+	/* this process's maps with its own image replaced by /bin/app (same addresses) */
+	in = fopen("/proc/self/maps", "r");
+	snprintf(path, sizeof(path), "%s/4243/maps", proc);
+	out = fopen(path, "w");
+	assert_non_null(in);
+	assert_non_null(out);
+	while (fgets(line, sizeof(line), in)) {
+		char *p = strstr(line, exe);
+		unsigned long long a, b, off;
+		char perms[8];
+
+		if (!p) {
+			fputs(line, out);
+			continue;
+		}
+		if (sscanf(line, "%llx-%llx %7s %llx", &a, &b, perms, &off) != 4)
+			continue;
+		fprintf(out, "%llx-%llx %s %08llx %02x:%02x %llu %s\n", a, b, perms, off, major(sb.st_dev),
+			minor(sb.st_dev), (unsigned long long)sb.st_ino, "/bin/app");
+	}
+	fclose(in);
+	fclose(out);
+	snprintf(path, sizeof(path), "%s/4243/root", proc);
+	snprintf(line, sizeof(line), "%s/fs", root);
+	assert_int_equal(symlink(line, path), 0);
+	snprintf(path, sizeof(path), "%s/4243/exe", proc);
+	assert_int_equal(symlink(app, path), 0);
+	snprintf(path, sizeof(path), "%s/4243/stat", proc);
+	out = fopen(path, "w");
+	assert_non_null(out);
+	fputs("4243 (app) S 1 1 1 0 -1 0 0 0 0 0 0 0 0 0 20 0 1 0 555 0 0\n", out);
+	fclose(out);
+
+	o.proc_root = proc;
+	s = symbolizer__new(&o);
+	assert_non_null(s);
+	symbolizer__begin_round(s);
+	if (expect_name) {
+		assert_int_equal(symbolizer__user(s, 4243, (uint64_t)(uintptr_t)sym_test_target + 1, &f), 0);
+		assert_string_equal(f.name, "sym_test_target");
+		assert_string_equal(f.module, "/bin/app");
+	} else {
+		/* the stripped file alone: the module, no invented name */
+		assert_int_equal(symbolizer__user(s, 4243, (uint64_t)(uintptr_t)sym_test_target + 1, &f), -ENOENT);
+		assert_null(f.name);
+		assert_string_equal(f.module, "/bin/app");
+	}
+	symbolizer__free(s);
+	run("rm -rf %s", root);
+}
+
+static void test_debug_build_id(void **state)
+{
+	(void)state;
+	check_debug_file("build-id", 1);
+}
+
+static void test_debug_debuglink(void **state)
+{
+	(void)state;
+	check_debug_file("debuglink", 1);
+	check_debug_file("bad-crc", 0);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -207,6 +367,8 @@ int main(void)
 		cmocka_unit_test(test_kernel),
 		cmocka_unit_test(test_perf_map),
 		cmocka_unit_test(test_exec_invalidates),
+		cmocka_unit_test(test_debug_build_id),
+		cmocka_unit_test(test_debug_debuglink),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

@@ -1,0 +1,95 @@
+#!/usr/bin/env python3
+"""stack_alloc.py - what mem_alloc (allocator uprobes) costs the profiled process: tests/helpers/cpu_split
+-m ROUNDS (each round: malloc + calloc + realloc + 2 x free) timed by itself, without stackprobe and with
+`stackprobe -P mem --mem-alloc 1 --pid <it>`, interleaved; prints the median time per allocator call
+with and without, their difference (the uprobe trap + BPF program per call), and the BPF program's own
+run time per call (bpf_stats).
+    bench/stack_alloc.py [PAIRS] [ROUNDS]   (default 7 pairs, 200000 rounds; GG_BUILD selects the build)
+Run it alone: flock /tmp/gg-bench.lock python3 bench/stack_alloc.py"""
+import json
+import os
+import signal
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+
+ROOT = os.path.abspath(os.path.join(os.path.dirname(__file__), ".."))
+BUILD = os.path.join(ROOT, os.environ.get("GG_BUILD", "build"))
+CPU_SPLIT = os.path.join(BUILD, "tests", "cpu_split")
+STACKPROBE = os.path.join(BUILD, "probes", "stackprobe")
+CALLS_PER_ROUND = 3  # malloc, calloc, realloc (free is not probed)
+
+
+def bpf_prog(name):
+    out = subprocess.run(["bpftool", "prog", "show", "-j"], capture_output=True, text=True).stdout
+    tot_ns = tot_n = 0
+    for p in json.loads(out or "[]"):
+        if p.get("name") == name:
+            tot_ns += p.get("run_time_ns", 0)
+            tot_n += p.get("run_cnt", 0)
+    return tot_ns, tot_n
+
+
+def one(rounds, tmp, probe):
+    w = subprocess.Popen([CPU_SPLIT, "-w", "-d", "0", "-m", str(rounds)], stdin=subprocess.PIPE,
+                         stdout=subprocess.PIPE, text=True)
+    pid = int(w.stdout.readline().split()[0].split("=")[1])
+    sp = None
+    try:
+        if probe:
+            err = open(os.path.join(tmp, "sp.err"), "w")
+            sp = subprocess.Popen([STACKPROBE, "-P", "mem", "--mem-alloc", "1", "--pid", str(pid),
+                                   "--svg-period", "600", "--flame-dir", os.path.join(tmp, "f"),
+                                   "--svg-dir", os.path.join(tmp, "s"), "-t", "600"],
+                                  stdout=subprocess.DEVNULL, stderr=err)
+            deadline = time.time() + 20
+            while "started:" not in open(err.name).read():
+                if sp.poll() is not None or time.time() > deadline:
+                    raise SystemExit("stackprobe did not start: " + open(err.name).read())
+                time.sleep(0.05)
+        b0 = bpf_prog("sp_malloc"), bpf_prog("sp_calloc"), bpf_prog("sp_realloc")
+        w.stdin.write("go\n")
+        w.stdin.flush()
+        facts = dict(kv.split("=") for kv in w.stdout.readline().split())
+        b1 = bpf_prog("sp_malloc"), bpf_prog("sp_calloc"), bpf_prog("sp_realloc")
+        bpf_ns = sum(b[0] for b in b1) - sum(b[0] for b in b0)
+        bpf_n = sum(b[1] for b in b1) - sum(b[1] for b in b0)
+        return int(facts["elapsed_us"]) * 1000 / (rounds * CALLS_PER_ROUND), (bpf_ns / bpf_n if bpf_n else 0)
+    finally:
+        w.stdin.close()
+        w.wait(10)
+        if sp:
+            sp.send_signal(signal.SIGTERM)
+            sp.wait(30)
+
+
+def main():
+    pairs = int(sys.argv[1]) if len(sys.argv) > 1 else 7
+    rounds = int(sys.argv[2]) if len(sys.argv) > 2 else 200000
+    with open("/proc/sys/kernel/bpf_stats_enabled") as f:
+        stats_was = f.read().strip()
+    with open("/proc/sys/kernel/bpf_stats_enabled", "w") as f:
+        f.write("1")
+    off, on, bpf = [], [], []
+    try:
+        with tempfile.TemporaryDirectory() as tmp:
+            for _ in range(pairs):
+                off.append(one(rounds, tmp, False)[0])
+                t, b = one(rounds, tmp, True)
+                on.append(t)
+                bpf.append(b)
+    finally:
+        with open("/proc/sys/kernel/bpf_stats_enabled", "w") as f:
+            f.write(stats_was)
+    m_off, m_on = statistics.median(off), statistics.median(on)
+    print("%d pairs, %d rounds (%d allocator calls each run)" % (pairs, rounds, rounds * CALLS_PER_ROUND))
+    print("per allocator call: without %.0f ns, with mem_alloc uprobes %.0f ns: +%.2f us per call "
+          "(BPF program %.2f us of it)" % (m_off, m_on, (m_on - m_off) / 1000, statistics.median(bpf) / 1000))
+    print("without: %s" % " ".join("%.0f" % x for x in off))
+    print("with:    %s" % " ".join("%.0f" % x for x in on))
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,68 @@
+/* test_sysinfo_host.c - system_infos' host sub-probe (probes/system_infos/host.c): the os-release
+ * PRETTY_NAME parser on fixture text, and the system_os record against uname and the real files. */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include <cmocka.h>
+
+#include "../../probes/system_infos/host.c"
+#include "../../probes/system_infos/util.c"
+#include "test_sysinfo_util.h"
+
+static void parse(const char *text, char *out, size_t len)
+{
+	snprintf(out, len, "Linux");
+	pretty_name_parse(text, strlen(text), out, len);
+}
+
+static void test_pretty_name(void **state)
+{
+	char out[64], tiny[8];
+
+	(void)state;
+	parse("NAME=\"Debian GNU/Linux\"\nPRETTY_NAME=\"Debian GNU/Linux 12 (bookworm)\"\nID=debian\n", out,
+	      sizeof(out));
+	assert_string_equal(out, "Debian GNU/Linux 12 (bookworm)");
+	parse("PRETTY_NAME='openEuler 22.03 (LTS-SP1)'\n", out, sizeof(out));
+	assert_string_equal(out, "openEuler 22.03 (LTS-SP1)");
+	parse("ID=alpine\nPRETTY_NAME=Alpine", out, sizeof(out)); /* unquoted, no newline at the end */
+	assert_string_equal(out, "Alpine");
+	parse("ID=x\nXPRETTY_NAME=\"no\"\n", out, sizeof(out)); /* only at the start of a line */
+	assert_string_equal(out, "Linux");
+	parse("PRETTY_NAME=\"\"\n", out, sizeof(out)); /* empty: the default stays */
+	assert_string_equal(out, "Linux");
+	parse("PRETTY_NAME=\"", out, sizeof(out)); /* cut after the quote */
+	assert_string_equal(out, "Linux");
+	parse("PRETTY_NAME=\"A very long distribution name\"\n", tiny, sizeof(tiny));
+	assert_string_equal(tiny, "A very ");
+}
+
+static void test_report_record(void **state)
+{
+	struct si_host h = {0};
+	struct utsname u;
+	const char *out;
+	uint64_t invalid = probe_rt__records_invalid(cap_rt);
+
+	(void)state;
+	assert_int_equal(uname(&u), 0);
+	cap_begin();
+	assert_int_equal(si_host__report(&h, cap_rt), 0);
+	out = cap_take();
+	assert_int_equal(rec_count(out, "system_os"), 1);
+	assert_non_null(strstr(out, u.release));
+	assert_int_equal(probe_rt__records_invalid(cap_rt), invalid);
+	si_host__free(&h);
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(test_pretty_name),
+		cmocka_unit_test(test_report_record),
+	};
+
+	return cmocka_run_group_tests(tests, cap_setup, cap_teardown);
+}

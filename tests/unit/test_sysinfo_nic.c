@@ -1,0 +1,156 @@
+/* test_sysinfo_nic.c - system_infos' nic sub-probe parser (probes/system_infos/nic.c) on fixture
+ * /proc/net/dev text: rates between samples, a counter reset, interfaces that come and go, long names,
+ * truncated lines. */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include <cmocka.h>
+
+#include "../../probes/system_infos/nic.c"
+#include "../../probes/system_infos/util.c"
+#include "test_sysinfo_util.h"
+
+#define HEAD                                                                                                       \
+	"Inter-|   Receive                                                |  Transmit\n"                           \
+	" face |bytes    packets errs drop fifo frame compressed multicast|bytes    packets errs drop fifo colls " \
+	"carrier compressed\n"
+
+static unsigned int parse(struct si_nic *n, const char *text, uint64_t now)
+{
+	return nic_parse(n, text, strlen(text), now);
+}
+
+static const struct si_nic_row *row(const struct si_nic *n, const char *name)
+{
+	for (unsigned int i = 0; i < n->nrows; i++)
+		if (!strcmp(n->rows[i].name, name))
+			return &n->rows[i];
+	return NULL;
+}
+
+static void test_rates(void **state)
+{
+	struct si_nic n = {0};
+	const struct si_nic_row *r;
+
+	(void)state;
+	assert_int_equal(parse(&n,
+			       HEAD "    lo: 1000 10 0 0 0 0 0 0 1000 10 0 0 0 0 0 0\n"
+				    "  eth0: 50000 100 1 2 0 0 0 0 20000 80 3 4 0 0 0 0\n",
+			       1000),
+			 0);
+	assert_int_equal(n.nrows, 2);
+	r = row(&n, "eth0");
+	assert_non_null(r);
+	assert_int_equal(r->cur[ND_RX_BYTES], 50000);
+	assert_int_equal(r->cur[ND_RX_ERRS], 1);
+	assert_int_equal(r->cur[ND_RX_DROP], 2);
+	assert_int_equal(r->cur[ND_TX_PACKETS], 80);
+	assert_int_equal(r->cur[ND_TX_DROP], 4);
+	assert_true(rate_kib(r, ND_RX_BYTES) == 0); /* one sample: no rate */
+	/* 2 s later: +20480 bytes in, +4096 out */
+	parse(&n,
+	      HEAD "  eth0: 70480 120 1 2 0 0 0 0 24096 90 3 4 0 0 0 0\n"
+		   "    lo: 1000 10 0 0 0 0 0 0 1000 10 0 0 0 0 0 0\n",
+	      3000);
+	r = row(&n, "eth0");
+	assert_true(rate_kib(r, ND_RX_BYTES) == 10.0);
+	assert_true(rate_kib(r, ND_TX_BYTES) == 2.0);
+	assert_true(rate_kib(row(&n, "lo"), ND_RX_BYTES) == 0);
+	si_nic__free(&n);
+}
+
+static void test_counter_reset(void **state)
+{
+	struct si_nic n = {0};
+	const struct si_nic_row *r;
+
+	(void)state;
+	parse(&n, HEAD "  eth0: 9000000000 100 0 0 0 0 0 0 5000 80 0 0 0 0 0 0\n", 1000);
+	/* the driver was reloaded: counters start over; the rate is 0, not 2^64 - 9e9 */
+	parse(&n, HEAD "  eth0: 1024 1 0 0 0 0 0 0 100 1 0 0 0 0 0 0\n", 2000);
+	r = row(&n, "eth0");
+	assert_true(rate_kib(r, ND_RX_BYTES) == 0);
+	assert_true(rate_kib(r, ND_TX_BYTES) == 0);
+	parse(&n, HEAD "  eth0: 3072 2 0 0 0 0 0 0 100 1 0 0 0 0 0 0\n", 3000);
+	assert_true(rate_kib(row(&n, "eth0"), ND_RX_BYTES) == 2.0);
+	/* no time elapsed: no rate (not a division by zero) */
+	parse(&n, HEAD "  eth0: 9999 3 0 0 0 0 0 0 100 1 0 0 0 0 0 0\n", 3000);
+	assert_true(rate_kib(row(&n, "eth0"), ND_RX_BYTES) == 0);
+	si_nic__free(&n);
+}
+
+static void test_come_and_go(void **state)
+{
+	struct si_nic n = {0};
+
+	(void)state;
+	parse(&n, HEAD "  veth1: 100 1 0 0 0 0 0 0 100 1 0 0 0 0 0 0\n  eth0: 1 1 0 0 0 0 0 0 1 1 0 0 0 0 0 0\n", 1000);
+	parse(&n, HEAD "  eth0: 1 1 0 0 0 0 0 0 1 1 0 0 0 0 0 0\n", 2000);
+	assert_null(row(&n, "veth1")); /* gone: forgotten */
+	assert_int_equal(n.nrows, 1);
+	/* back with new counters: a new interface, no rate from the old one's */
+	parse(&n, HEAD "  veth1: 50 1 0 0 0 0 0 0 100 1 0 0 0 0 0 0\n  eth0: 1 1 0 0 0 0 0 0 1 1 0 0 0 0 0 0\n", 3000);
+	assert_int_equal(row(&n, "veth1")->have_prev, 0);
+	assert_true(rate_kib(row(&n, "veth1"), ND_RX_BYTES) == 0);
+	si_nic__free(&n);
+}
+
+static void test_long_names_and_truncated(void **state)
+{
+	struct si_nic n = {0};
+	char name31[32];
+	char text[1024];
+
+	(void)state;
+	memset(name31, 'a', 31);
+	name31[31] = '\0';
+	snprintf(text, sizeof(text),
+		 HEAD "  %s: 1 1 0 0 0 0 0 0 1 1 0 0 0 0 0 0\n"
+		      "  a-very-long-interface-name-beyond-31-bytes: 1 1 0 0 0 0 0 0 1 1 0 0 0 0 0 0\n"
+		      "  eth1: 1 2 3\n"		/* truncated: left alone */
+		      "no colon on this line\n" /* neither an interface nor a header */
+		      "  eth2: 7 1 0 0 0 0 0 0 8 1 0 0 0 0 0 0",
+		 name31);
+	/* the too long name is skipped and counted, the short line ignored, the last line (no newline) kept */
+	assert_int_equal(parse(&n, text, 1000), 1);
+	assert_int_equal(n.nrows, 2);
+	assert_non_null(row(&n, name31));
+	assert_null(row(&n, "eth1"));
+	assert_int_equal(row(&n, "eth2")->cur[ND_TX_BYTES], 8);
+	/* a header only, then nothing */
+	assert_int_equal(parse(&n, HEAD, 2000), 0);
+	assert_int_equal(n.nrows, 0);
+	si_nic__free(&n);
+}
+
+static void test_report_records(void **state)
+{
+	struct si_nic n = {0};
+	const char *out;
+	char v[64], mtu[64];
+
+	(void)state;
+	assert_int_equal(si_read_line("/sys/class/net/lo/mtu", mtu, sizeof(mtu)), 0);
+	assert_int_equal(si_nic__sample(&n), 0); /* the real /proc/net/dev: lo exists */
+	cap_begin();
+	assert_int_equal(si_nic__report(&n, cap_rt, "lo"), 0);
+	out = cap_take();
+	assert_int_equal(rec_count(out, "nic"), 1);
+	assert_int_equal(rec_get(out, "nic", "lo", 13, v, sizeof(v)), 0); /* mtu */
+	assert_string_equal(v, mtu);
+	si_nic__free(&n);
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(test_rates),	       cmocka_unit_test(test_counter_reset),
+		cmocka_unit_test(test_come_and_go),    cmocka_unit_test(test_long_names_and_truncated),
+		cmocka_unit_test(test_report_records),
+	};
+
+	return cmocka_run_group_tests(tests, cap_setup, cap_teardown);
+}

@@ -1,0 +1,144 @@
+/* test_sysinfo_util.h - what the system_infos parser tests share: the records a sub-probe emits,
+ * captured from a standalone probe runtime (stdout briefly redirected into a temporary file), a lookup of
+ * one field of a record by table and first key. Include after <cmocka.h> and the sub-probe's .c. */
+#ifndef GG_TEST_SYSINFO_UTIL_H
+#define GG_TEST_SYSINFO_UTIL_H
+
+#include <fcntl.h>
+#include <ftw.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "probe.h"
+
+static struct probe_rt *cap_rt;
+static int cap_fd = -1, cap_saved = -1;
+static char cap_buf[1 << 20];
+
+/* Group setup: a temporary file to capture stdout into, a standalone runtime printing records on
+ * stdout (cap_begin .. cap_take send them to the file). */
+static int cap_setup(void **state)
+{
+	char path[] = "/tmp/gg-sysinfo-test.XXXXXX";
+	struct probe_rt_opts o = {.name = "baseinfo", .log_level = PLOG_ERROR};
+
+	(void)state;
+	unsetenv("GALA_GOPHER_DATA_URL");
+	unsetenv("GALA_GOPHER_CTRL_URL");
+	cap_fd = mkstemp(path);
+	if (cap_fd < 0)
+		return -1;
+	unlink(path);
+	cap_saved = dup(1);
+	if (cap_saved < 0)
+		return -1;
+	cap_rt = probe_rt__new(&o);
+	return cap_rt ? 0 : -1;
+}
+
+static int cap_teardown(void **state)
+{
+	(void)state;
+	probe_rt__free(cap_rt);
+	if (cap_saved >= 0)
+		close(cap_saved);
+	close(cap_fd);
+	return 0;
+}
+
+/* From now on, what is printed on stdout (the records cap_rt emits) is captured. */
+static __attribute__((unused)) void cap_begin(void)
+{
+	fflush(stdout);
+	assert_true(dup2(cap_fd, 1) == 1);
+}
+
+/* The record lines emitted since cap_begin; stdout goes back to where it was. */
+static __attribute__((unused)) const char *cap_take(void)
+{
+	ssize_t n;
+
+	(void)probe_rt__flush(cap_rt);
+	fflush(stdout);
+	assert_true(dup2(cap_saved, 1) == 1);
+	n = pread(cap_fd, cap_buf, sizeof(cap_buf) - 1, 0);
+	cap_buf[n > 0 ? n : 0] = '\0';
+	if (ftruncate(cap_fd, 0) == 0)
+		(void)lseek(cap_fd, 0, SEEK_SET);
+	return cap_buf;
+}
+
+/* Number of "|table|..." lines in out. */
+static __attribute__((unused)) unsigned int rec_count(const char *out, const char *table)
+{
+	char head[128];
+	unsigned int n = 0;
+	size_t hl = (size_t)snprintf(head, sizeof(head), "|%s|", table);
+
+	for (const char *l = out; *l; l = strchr(l, '\n') ? strchr(l, '\n') + 1 : l + strlen(l))
+		if (!strncmp(l, head, hl))
+			n++;
+	return n;
+}
+
+/* Value idx (0 = the first field, key0 itself) of the "|table|key0|..." record in out, into val.
+ * 0, or -ENOENT. */
+static __attribute__((unused)) int rec_get(const char *out, const char *table, const char *key0, unsigned int idx,
+					   char *val, size_t len)
+{
+	char head[256];
+	size_t hl = (size_t)snprintf(head, sizeof(head), "|%s|%s|", table, key0);
+
+	for (const char *l = out; *l; l = strchr(l, '\n') ? strchr(l, '\n') + 1 : l + strlen(l)) {
+		const char *p, *e;
+
+		if (strncmp(l, head, hl))
+			continue;
+		p = l + strlen(table) + 2;
+		for (unsigned int i = 0; i < idx && p; i++) {
+			p = strchr(p, '|');
+			p = p ? p + 1 : NULL;
+		}
+		if (!p || !(e = strchr(p, '|')))
+			return -ENOENT;
+		snprintf(val, len, "%.*s", (int)(e - p), p);
+		return 0;
+	}
+	return -ENOENT;
+}
+
+/* Write text to dir/name (made with its parent directories up to dir). */
+static __attribute__((unused)) void put_file(const char *dir, const char *name, const char *text)
+{
+	char path[512];
+	FILE *f;
+
+	snprintf(path, sizeof(path), "%s/%s", dir, name);
+	for (char *s = path + strlen(dir) + 1; (s = strchr(s, '/')); s++) {
+		*s = '\0';
+		(void)mkdir(path, 0755);
+		*s = '/';
+	}
+	f = fopen(path, "w");
+	assert_non_null(f);
+	fputs(text, f);
+	fclose(f);
+}
+
+static int rm_one(const char *path, const struct stat *st, int flag, struct FTW *ftw)
+{
+	(void)st;
+	(void)flag;
+	(void)ftw;
+	return remove(path);
+}
+
+/* Remove a fixture directory tree. */
+static __attribute__((unused)) void rm_tree(const char *dir)
+{
+	(void)nftw(dir, rm_one, 16, FTW_DEPTH | FTW_PHYS);
+}
+
+#endif
