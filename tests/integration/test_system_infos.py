@@ -400,6 +400,11 @@ def test_proc_without_snoopers_reports_the_top_processes():
                             "for i in range(0, len(b), 4096): b[i] = 1\ntime.sleep(30)\n"],
                            stdout=subprocess.PIPE)
     idle = subprocess.Popen(["sleep", "30"])
+    # ten processes with more resident memory than `sleep` (an interpreter each, ~10 MB) and no CPU:
+    # with them, at least 12 processes outrank the idle one even on a machine that runs nothing else
+    fillers = [subprocess.Popen(["python3", "-c", "import time\nb = bytearray(16 << 20)\n"
+                                 "for i in range(0, len(b), 4096): b[i] = 1\ntime.sleep(30)\n"])
+               for _ in range(10)]
     try:
         def rss_kb():
             with open("/proc/%d/status" % hog.pid) as f:
@@ -428,7 +433,7 @@ def test_proc_without_snoopers_reports_the_top_processes():
         r = subprocess.run([os.path.join(PROBES, "system_infos"), "--proc-top", "5000"], capture_output=True, text=True)
         check(r.returncode == 2 and "--proc-top" in r.stderr, "--proc-top beyond 1024 refused: %r" % r.stderr)
     finally:
-        for p in (burner, hog, idle):
+        for p in [burner, hog, idle] + fillers:
             p.kill()
             p.wait()
 
