@@ -107,14 +107,10 @@ static void render_metric_json(struct gg_export *exp, struct gg_buf *b, const st
 
 	gg_buf__puts(b, "{\"timestamp\":");
 	gg_buf__put_u64(b, now);
-	gg_buf__puts(b, ",\"machine_id\":");
-	gg_buf__put_json_str(b, sup->machine_id, strlen(sup->machine_id));
-	gg_buf__puts(b, ",\"hostname\":");
-	gg_buf__put_json_str(b, sup->hostname, strlen(sup->hostname));
-	gg_buf__puts(b, ",\"entity_name\":");
-	gg_buf__put_json_str(b, t->entity, strlen(t->entity));
-	gg_buf__puts(b, ",\"table_name\":");
-	gg_buf__put_json_str(b, t->name, strlen(t->name));
+	gg_buf__put_json_member(b, ",\"machine_id\":", sup->machine_id);
+	gg_buf__put_json_member(b, ",\"hostname\":", sup->hostname);
+	gg_buf__put_json_member(b, ",\"entity_name\":", t->entity);
+	gg_buf__put_json_member(b, ",\"table_name\":", t->name);
 	for (unsigned int i = 0; i < rec->nvalues; i++) {
 		const struct meta_field *f = &t->fields[i];
 

@@ -40,12 +40,9 @@ void gg_metadata__render(struct gg_buf *b, const struct meta_table *t, uint64_t 
 
 	gg_buf__puts(b, "{\"timestamp\":");
 	gg_buf__put_u64(b, now_ms);
-	gg_buf__puts(b, ",\"meta_name\":");
-	gg_buf__put_json_str(b, t->name, strlen(t->name));
-	gg_buf__puts(b, ",\"entity_name\":");
-	gg_buf__put_json_str(b, t->entity, strlen(t->entity));
-	gg_buf__puts(b, ",\"version\":");
-	gg_buf__put_json_str(b, t->version, strlen(t->version));
+	gg_buf__put_json_member(b, ",\"meta_name\":", t->name);
+	gg_buf__put_json_member(b, ",\"entity_name\":", t->entity);
+	gg_buf__put_json_member(b, ",\"version\":", t->version);
 	gg_buf__puts(b, ",\"keys\":");
 	put_names(b, t, "machine_id", is_key);
 	gg_buf__puts(b, ",\"labels\":");

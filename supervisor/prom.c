@@ -190,7 +190,14 @@ void gg_buf__put_json_str(struct gg_buf *b, const char *s, size_t n)
 	b->data[b->len] = 0;
 }
 
-void gg_buf__put_prom_label(struct gg_buf *b, const char *s, size_t n)
+void gg_buf__put_json_member(struct gg_buf *b, const char *key, const char *s)
+{
+	gg_buf__puts(b, key);
+	gg_buf__put_json_str(b, s, strlen(s));
+}
+
+/* The exposition format's escapes: backslash and newline, and in label values the double quote too. */
+static inline void put_prom_escaped(struct gg_buf *b, const char *s, size_t n, int quote)
 {
 	char *o;
 
@@ -200,7 +207,7 @@ void gg_buf__put_prom_label(struct gg_buf *b, const char *s, size_t n)
 	for (size_t i = 0; i < n; i++) {
 		char c = s[i];
 
-		if (c == '\\' || c == '"') {
+		if (c == '\\' || (quote && c == '"')) {
 			*o++ = '\\';
 			*o++ = c;
 		} else if (c == '\n') {
@@ -214,28 +221,14 @@ void gg_buf__put_prom_label(struct gg_buf *b, const char *s, size_t n)
 	b->data[b->len] = 0;
 }
 
+void gg_buf__put_prom_label(struct gg_buf *b, const char *s, size_t n)
+{
+	put_prom_escaped(b, s, n, 1);
+}
+
 void gg_buf__put_prom_help(struct gg_buf *b, const char *s, size_t n)
 {
-	char *o;
-
-	if (gg_buf__reserve(b, 2 * n))
-		return;
-	o = b->data + b->len;
-	for (size_t i = 0; i < n; i++) {
-		char c = s[i];
-
-		if (c == '\\') {
-			*o++ = '\\';
-			*o++ = '\\';
-		} else if (c == '\n') {
-			*o++ = '\\';
-			*o++ = 'n';
-		} else {
-			*o++ = c;
-		}
-	}
-	b->len = (size_t)(o - b->data);
-	b->data[b->len] = 0;
+	put_prom_escaped(b, s, n, 0);
 }
 
 /* A validated number is valid JSON unless it has leading zeros (the validator refuses '+', a bare '.',

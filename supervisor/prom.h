@@ -32,6 +32,8 @@ char *gg_buf__steal(struct gg_buf *b, size_t *ret_len);
 
 /* "s" as a JSON string, quotes included: '"', '\\' and control characters escaped. */
 void gg_buf__put_json_str(struct gg_buf *b, const char *s, size_t n);
+/* A JSON member with a string value: key is the text before the value, e.g. ",\"name\":". */
+void gg_buf__put_json_member(struct gg_buf *b, const char *key, const char *s);
 /* A Prometheus label value body (no quotes): '\\', '"' and '\n' escaped. */
 void gg_buf__put_prom_label(struct gg_buf *b, const char *s, size_t n);
 /* A # HELP text: '\\' and '\n' escaped. */

@@ -96,6 +96,19 @@ static const char *configured_check(const struct rest_probe *rp)
 	return rp->def->check_cmd ? rp->def->check_cmd : "";
 }
 
+/* What checking a configuration of rp needs beyond its body; bin receives the registered binary. */
+static struct gg_rest_check_ctx check_ctx(struct gg_rest *r, const struct rest_probe *rp, char *bin, size_t len)
+{
+	registered_bin(r, rp, bin, len);
+	return (struct gg_rest_check_ctx){
+		.registered_bin = bin,
+		.check_cmd = configured_check(rp),
+		.out_base = r->sup->cfg.rest.output_base_dir,
+		.elf_bases = r->sup->cfg.rest.elf_base_dirs,
+		.extend = rp->p && !rp->p->conf->native,
+	};
+}
+
 /* Create the supervisor's entry for a probe that is not in the configuration file. */
 static int ensure_entry(struct gg_rest *r, struct rest_probe *rp)
 {
@@ -506,7 +519,6 @@ static cJSON *merge(const cJSON *old, const cJSON *put)
 static void handle_put(struct gg_rest *r, struct rest_probe *rp, const struct gg_http_request *req,
 		       struct gg_http_response *resp)
 {
-	struct gg_sup *sup = r->sup;
 	char msg[MSG_MAX], bin[PATH_MAX], *json = NULL, *text = NULL;
 	struct gg_rest_check_ctx ctx;
 	cJSON *put = NULL, *merged = NULL, *old;
@@ -515,14 +527,7 @@ static void handle_put(struct gg_rest *r, struct rest_probe *rp, const struct gg
 	status = gg_rest_body__decode(req->body, req->body_len, req->content_type, &json, msg, sizeof(msg));
 	if (status)
 		goto fail;
-	registered_bin(r, rp, bin, sizeof(bin));
-	ctx = (struct gg_rest_check_ctx){
-		.registered_bin = bin,
-		.check_cmd = configured_check(rp),
-		.out_base = sup->cfg.rest.output_base_dir,
-		.elf_bases = sup->cfg.rest.elf_base_dirs,
-		.extend = rp->p && !rp->p->conf->native,
-	};
+	ctx = check_ctx(r, rp, bin, sizeof(bin));
 	status = gg_rest_conf__check(rp->def, &ctx, json, &put, msg, sizeof(msg));
 	if (status)
 		goto fail;
@@ -715,7 +720,6 @@ static void on_scan(uv_timer_t *t)
 
 static void restore(struct gg_rest *r, struct rest_probe *rp)
 {
-	struct gg_sup *sup = r->sup;
 	char *text = NULL, *json = NULL, msg[MSG_MAX], bin[PATH_MAX];
 	struct gg_rest_check_ctx ctx;
 	cJSON *saved, *cmd, *conf = NULL;
@@ -736,14 +740,7 @@ static void restore(struct gg_rest *r, struct rest_probe *rp)
 	cJSON_DeleteItemFromObjectCaseSensitive(cmd, "check_cmd");
 	json = saved ? cJSON_PrintUnformatted(saved) : NULL;
 	cJSON_Delete(saved);
-	registered_bin(r, rp, bin, sizeof(bin));
-	ctx = (struct gg_rest_check_ctx){
-		.registered_bin = bin,
-		.check_cmd = configured_check(rp),
-		.out_base = sup->cfg.rest.output_base_dir,
-		.elf_bases = sup->cfg.rest.elf_base_dirs,
-		.extend = rp->p && !rp->p->conf->native,
-	};
+	ctx = check_ctx(r, rp, bin, sizeof(bin));
 	if (!json || gg_rest_conf__check(rp->def, &ctx, json, &conf, msg, sizeof(msg))) {
 		gg_warn("rest: ignoring the saved configuration of %s: %s", rp->def->rest_name,
 			json ? msg : "not valid JSON");

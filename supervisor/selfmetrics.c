@@ -79,42 +79,44 @@ int gg_selfmetrics__reserved(const char *family)
 
 static const char *const stream_names[GG_STREAM__COUNT] = {"metric", "event", "meta"};
 
-/* name{l1="v1"[,l2="v2"]} value */
-static void sample(struct gg_buf *b, const char *name, const char *l1, const char *v1, const char *l2, const char *v2,
-		   uint64_t v)
+/* l="v" */
+static void label(struct gg_buf *b, const char *l, const char *v)
+{
+	gg_buf__puts(b, l);
+	gg_buf__put(b, "=\"", 2);
+	gg_buf__put_prom_label(b, v, strlen(v));
+	gg_buf__putc(b, '"');
+}
+
+/* name{l1="v1"[,l2="v2"]} and the space before the value */
+static void sample_head(struct gg_buf *b, const char *name, const char *l1, const char *v1, const char *l2,
+			const char *v2)
 {
 	gg_buf__puts(b, name);
 	if (l1) {
 		gg_buf__putc(b, '{');
-		gg_buf__puts(b, l1);
-		gg_buf__put(b, "=\"", 2);
-		gg_buf__put_prom_label(b, v1, strlen(v1));
-		gg_buf__putc(b, '"');
+		label(b, l1, v1);
 		if (l2) {
 			gg_buf__putc(b, ',');
-			gg_buf__puts(b, l2);
-			gg_buf__put(b, "=\"", 2);
-			gg_buf__put_prom_label(b, v2, strlen(v2));
-			gg_buf__putc(b, '"');
+			label(b, l2, v2);
 		}
 		gg_buf__putc(b, '}');
 	}
 	gg_buf__putc(b, ' ');
+}
+
+/* name{l1="v1"[,l2="v2"]} value */
+static void sample(struct gg_buf *b, const char *name, const char *l1, const char *v1, const char *l2, const char *v2,
+		   uint64_t v)
+{
+	sample_head(b, name, l1, v1, l2, v2);
 	gg_buf__put_u64(b, v);
 	gg_buf__putc(b, '\n');
 }
 
 static void sample_d(struct gg_buf *b, const char *name, const char *l1, const char *v1, double v)
 {
-	gg_buf__puts(b, name);
-	if (l1) {
-		gg_buf__putc(b, '{');
-		gg_buf__puts(b, l1);
-		gg_buf__put(b, "=\"", 2);
-		gg_buf__put_prom_label(b, v1, strlen(v1));
-		gg_buf__put(b, "\"}", 2);
-	}
-	gg_buf__putc(b, ' ');
+	sample_head(b, name, l1, v1, NULL, NULL);
 	gg_buf__put_double(b, v);
 	gg_buf__putc(b, '\n');
 }

@@ -332,6 +332,22 @@ static int wait_msg(struct ipc_sub *sub, struct ipc_pub *pub, int timeout_ms, vo
 	}
 }
 
+/* The header of the next message (which must come and decode); ret_len (if not NULL) gets its size. */
+static struct ipc_batch_hdr next_batch(struct ipc_sub *sub, struct ipc_pub *pub, size_t *ret_len)
+{
+	struct ipc_batch_hdr h;
+	const char *payload;
+	size_t len;
+	void *msg;
+
+	assert_int_equal(wait_msg(sub, pub, DEADLINE_MS, &msg, &len), 1);
+	assert_int_equal(ipc_batch__decode(msg, len, &h, &payload), 0);
+	ipc_msg__free(msg);
+	if (ret_len)
+		*ret_len = len;
+	return h;
+}
+
 /* Receive until want records arrived; checks every line is "|t|<i>|" in order. */
 static void recv_records(struct ipc_sub *sub, struct ipc_pub *pub, struct ipc_seq_tracker *t, uint64_t want,
 			 uint64_t first, size_t max_payload)
@@ -374,21 +390,63 @@ static void append_records(struct ipc_pub *pub, uint64_t from, uint64_t n)
 	}
 }
 
-static void test_pubsub_roundtrip(void **state)
-{
+/* One test's two ends on a fresh url: the supervisor's subscriber and a probe's publisher, each made by
+ * the test when it needs it; what is left is freed after the test, whether it passed or not. */
+struct ends {
 	char url[128];
-	struct ipc_seq_tracker t;
 	struct ipc_sub *sub;
 	struct ipc_pub *pub;
+};
 
-	(void)state;
-	memset(&t, 0, sizeof(t));
-	new_url(url, sizeof(url));
-	sub = ipc_sub__new(url);
-	assert_non_null(sub);
+static int ends_setup(void **state)
+{
+	struct ends *e = calloc(1, sizeof(*e));
+
+	if (!e)
+		return -1;
+	new_url(e->url, sizeof(e->url));
+	*state = e;
+	return 0;
+}
+
+static int ends_teardown(void **state)
+{
+	struct ends *e = *state;
+
+	ipc_pub__free(e->pub);
+	ipc_sub__free(e->sub);
+	free(e);
+	return 0;
+}
+
+/* A test run with struct ends in its state. */
+#define ENDS_TEST(f) cmocka_unit_test_setup_teardown(f, ends_setup, ends_teardown)
+
+static struct ipc_sub *ends_sub(struct ends *e)
+{
+	e->sub = ipc_sub__new(e->url);
+	assert_non_null(e->sub);
+	return e->sub;
+}
+
+/* A publisher with o (its url is the test's). */
+static struct ipc_pub *ends_pub(struct ends *e, struct ipc_pub_opts o)
+{
+	o.url = e->url;
+	e->pub = ipc_pub__new(&o);
+	assert_non_null(e->pub);
+	return e->pub;
+}
+
+static void test_pubsub_roundtrip(void **state)
+{
+	struct ends *e = *state;
+	struct ipc_seq_tracker t = {0};
+	struct ipc_sub *sub = ends_sub(e);
+	struct ipc_pub *pub;
+
 	assert_true(ipc_sub__fd(sub) >= 0);
-	pub = ipc_pub__new(&(struct ipc_pub_opts){.url = url, .probe_name = "tcp"});
-	assert_non_null(pub);
+	pub = ends_pub(e, (struct ipc_pub_opts){.probe_name = "tcp"});
 
 	append_records(pub, 0, 100);
 	assert_int_equal(ipc_pub__flush(pub, 0), 0);
@@ -404,32 +462,23 @@ static void test_pubsub_roundtrip(void **state)
 	assert_int_equal(t.lost_records, 0);
 	assert_int_equal(ipc_pub__batches_sent(pub), 2);
 	assert_int_equal(ipc_pub__batches_discarded(pub), 0);
-
-	ipc_pub__free(pub);
-	ipc_sub__free(sub);
 }
 
 /* The probe starts first: batches wait in the pending queue and arrive once the supervisor listens. */
 static void test_pub_before_sub(void **state)
 {
-	char url[128];
-	struct ipc_seq_tracker t;
+	struct ends *e = *state;
+	struct ipc_seq_tracker t = {0};
+	struct ipc_pub *pub = ends_pub(e, (struct ipc_pub_opts){.probe_name = "tcp", .max_payload = 1024});
 	struct ipc_sub *sub;
-	struct ipc_pub *pub;
 
-	(void)state;
-	memset(&t, 0, sizeof(t));
-	new_url(url, sizeof(url));
-	pub = ipc_pub__new(&(struct ipc_pub_opts){.url = url, .probe_name = "tcp", .max_payload = 1024});
-	assert_non_null(pub);
 	append_records(pub, 0, 1000); /* ~11 batches of <= 1024 bytes */
 	assert_int_equal(ipc_pub__flush(pub, 0), 0);
 	assert_int_equal(ipc_pub__batches_sent(pub), 0);
 	assert_int_equal(ipc_pub__connected(pub), 0);
 	assert_int_equal(ipc_pub__timeout_ms(pub), 50); /* retry while batches wait */
 
-	sub = ipc_sub__new(url);
-	assert_non_null(sub);
+	sub = ends_sub(e);
 	recv_records(sub, pub, &t, 1000, 0, 1024);
 	assert_int_equal(t.lost_batches, 0);
 	assert_int_equal(t.lost_records, 0);
@@ -437,24 +486,16 @@ static void test_pub_before_sub(void **state)
 	assert_int_equal(ipc_pub__batches_discarded(pub), 0);
 	assert_int_equal(ipc_pub__batches_sent(pub), t.batches);
 	assert_int_equal(ipc_pub__timeout_ms(pub), -1);
-
-	ipc_pub__free(pub);
-	ipc_sub__free(sub);
 }
 
 /* More batches than pending_max while disconnected: the oldest go, and the receiver counts them. */
 static void test_pending_overflow(void **state)
 {
-	char url[128];
-	struct ipc_seq_tracker t;
+	struct ends *e = *state;
+	struct ipc_seq_tracker t = {0};
+	struct ipc_pub *pub = ends_pub(e, (struct ipc_pub_opts){.probe_name = "tcp", .pending_max = 2});
 	struct ipc_sub *sub;
-	struct ipc_pub *pub;
 
-	(void)state;
-	memset(&t, 0, sizeof(t));
-	new_url(url, sizeof(url));
-	pub = ipc_pub__new(&(struct ipc_pub_opts){.url = url, .probe_name = "tcp", .pending_max = 2});
-	assert_non_null(pub);
 	for (int b = 0; b < 5; b++) {
 		append_records(pub, (uint64_t)b * 10, 10);
 		assert_int_equal(ipc_pub__flush(pub, 0), 0);
@@ -462,37 +503,24 @@ static void test_pending_overflow(void **state)
 	assert_int_equal(ipc_pub__batches_discarded(pub), 3);
 	assert_int_equal(ipc_pub__records_discarded(pub), 30);
 
-	sub = ipc_sub__new(url);
-	assert_non_null(sub);
+	sub = ends_sub(e);
 	recv_records(sub, pub, &t, 20, 30, 0);
 	assert_int_equal(t.batches, 2);
 	assert_int_equal(t.lost_batches, 3);
 	assert_int_equal(t.lost_records, 30);
-
-	ipc_pub__free(pub);
-	ipc_sub__free(sub);
 }
 
 static void test_flush_on_size(void **state)
 {
-	char url[128], big[IPC_RECORD_MAX_LEN];
-	struct ipc_seq_tracker t;
+	struct ends *e = *state;
+	char big[IPC_RECORD_MAX_LEN];
+	struct ipc_seq_tracker t = {0};
 	struct ipc_batch_hdr h;
-	const char *payload;
-	struct ipc_sub *sub;
+	struct ipc_sub *sub = ends_sub(e);
 	struct ipc_pub *pub;
-	size_t len;
-	void *msg;
 
-	(void)state;
-	memset(&t, 0, sizeof(t));
-	new_url(url, sizeof(url));
-	sub = ipc_sub__new(url);
-	assert_non_null(sub);
 	/* flush_ms large so only size can trigger a flush. "|t|N|" is 5 bytes + '\n' = 6. */
-	pub = ipc_pub__new(
-		&(struct ipc_pub_opts){.url = url, .probe_name = "tcp", .max_payload = 20, .flush_ms = 100000});
-	assert_non_null(pub);
+	pub = ends_pub(e, (struct ipc_pub_opts){.probe_name = "tcp", .max_payload = 20, .flush_ms = 100000});
 	append_records(pub, 0, 4); /* 3 fit (18 bytes), the 4th overflows and flushes the 3 first */
 	recv_records(sub, pub, &t, 3, 0, 20);
 	assert_int_equal(t.batches, 1);
@@ -505,34 +533,22 @@ static void test_flush_on_size(void **state)
 	big[sizeof(big) - 1] = '|';
 	assert_int_equal(ipc_pub__append(pub, big, sizeof(big)), 0);
 	recv_records(sub, pub, &t, 3, 3, 20);
-	assert_int_equal(wait_msg(sub, NULL, DEADLINE_MS, &msg, &len), 1);
-	assert_int_equal(ipc_batch__decode(msg, len, &h, &payload), 0);
+	h = next_batch(sub, NULL, NULL);
 	assert_int_equal(h.nrecords, 1);
 	assert_int_equal(h.payload_len, IPC_RECORD_MAX_LEN + 1);
 	assert_int_equal(h.seq, 2);
 	assert_int_equal(h.rec_offset, 6);
-	ipc_msg__free(msg);
-
-	ipc_pub__free(pub);
-	ipc_sub__free(sub);
 }
 
 static void test_flush_on_time(void **state)
 {
-	char url[128];
-	struct ipc_seq_tracker t;
-	struct ipc_sub *sub;
-	struct ipc_pub *pub;
+	struct ends *e = *state;
+	struct ipc_seq_tracker t = {0};
+	struct ipc_sub *sub = ends_sub(e);
+	struct ipc_pub *pub = ends_pub(e, (struct ipc_pub_opts){.probe_name = "tcp", .flush_ms = 30});
 	uint64_t t0;
 	int to;
 
-	(void)state;
-	memset(&t, 0, sizeof(t));
-	new_url(url, sizeof(url));
-	sub = ipc_sub__new(url);
-	assert_non_null(sub);
-	pub = ipc_pub__new(&(struct ipc_pub_opts){.url = url, .probe_name = "tcp", .flush_ms = 30});
-	assert_non_null(pub);
 	assert_int_equal(ipc_pub__timeout_ms(pub), -1);
 
 	t0 = now_ms();
@@ -543,73 +559,47 @@ static void test_flush_on_time(void **state)
 	recv_records(sub, pub, &t, 1, 0, 0);
 	assert_true(now_ms() - t0 >= 30);
 	assert_int_equal(ipc_pub__batches_sent(pub), 1);
-
-	ipc_pub__free(pub);
-	ipc_sub__free(sub);
 }
 
 static void test_heartbeat(void **state)
 {
-	char url[128];
+	struct ends *e = *state;
 	struct ipc_batch_hdr h;
-	const char *payload;
-	struct ipc_sub *sub;
-	struct ipc_pub *pub;
+	struct ipc_sub *sub = ends_sub(e);
+	struct ipc_pub *pub = ends_pub(e, (struct ipc_pub_opts){.probe_name = "hb"});
 	size_t len;
-	void *msg;
-
-	(void)state;
-	new_url(url, sizeof(url));
-	sub = ipc_sub__new(url);
-	assert_non_null(sub);
-	pub = ipc_pub__new(&(struct ipc_pub_opts){.url = url, .probe_name = "hb"});
-	assert_non_null(pub);
 
 	assert_int_equal(ipc_pub__flush(pub, 0), 0); /* nothing open: no-op */
 	assert_int_equal(ipc_pub__batches_sent(pub) + ipc_pub__batches_discarded(pub), 0);
 
 	ipc_pub__set_config_version(pub, 7);
 	assert_int_equal(ipc_pub__flush(pub, 1), 0);
-	assert_int_equal(wait_msg(sub, pub, DEADLINE_MS, &msg, &len), 1);
+	h = next_batch(sub, pub, &len);
 	assert_int_equal(len, IPC_BATCH_HDR_LEN);
-	assert_int_equal(ipc_batch__decode(msg, len, &h, &payload), 0);
 	assert_string_equal(h.probe, "hb");
 	assert_int_equal(h.nrecords, 0);
 	assert_int_equal(h.payload_len, 0);
 	assert_int_equal(h.config_version, 7);
 	assert_int_equal(h.seq, 0);
-	ipc_msg__free(msg);
 
 	/* A record batch after it carries the same version and the next seq. */
 	append_records(pub, 0, 1);
 	assert_int_equal(ipc_pub__flush(pub, 1), 0);
-	assert_int_equal(wait_msg(sub, pub, DEADLINE_MS, &msg, &len), 1);
-	assert_int_equal(ipc_batch__decode(msg, len, &h, &payload), 0);
+	h = next_batch(sub, pub, NULL);
 	assert_int_equal(h.nrecords, 1);
 	assert_int_equal(h.seq, 1);
 	assert_int_equal(h.config_version, 7);
-	ipc_msg__free(msg);
-
-	ipc_pub__free(pub);
-	ipc_sub__free(sub);
 }
 
 /* ipc_pub__free flushes the open batch and lingers until it is written, so nothing is lost at exit. */
 static void test_free_flushes(void **state)
 {
-	char url[128];
-	struct ipc_seq_tracker t;
-	struct ipc_sub *sub;
-	struct ipc_pub *pub;
+	struct ends *e = *state;
+	struct ipc_seq_tracker t = {0};
+	struct ipc_sub *sub = ends_sub(e);
+	struct ipc_pub *pub = ends_pub(e, (struct ipc_pub_opts){.probe_name = "tcp", .max_payload = 256});
 	uint64_t deadline;
 
-	(void)state;
-	memset(&t, 0, sizeof(t));
-	new_url(url, sizeof(url));
-	sub = ipc_sub__new(url);
-	assert_non_null(sub);
-	pub = ipc_pub__new(&(struct ipc_pub_opts){.url = url, .probe_name = "tcp", .max_payload = 256});
-	assert_non_null(pub);
 	/* No event tells us the dial completed; poll the flag with a deadline. */
 	deadline = now_ms() + DEADLINE_MS;
 	while (!ipc_pub__connected(pub) && now_ms() < deadline)
@@ -617,9 +607,9 @@ static void test_free_flushes(void **state)
 	assert_int_equal(ipc_pub__connected(pub), 1);
 	append_records(pub, 0, 500);
 	ipc_pub__free(pub);
+	e->pub = NULL;
 	recv_records(sub, NULL, &t, 500, 0, 256);
 	assert_int_equal(t.lost_batches, 0);
-	ipc_sub__free(sub);
 }
 
 static void test_pub_invalid(void **state)
@@ -855,13 +845,20 @@ static void test_ctrl_malformed(void **state)
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
-		cmocka_unit_test(test_codec_roundtrip), cmocka_unit_test(test_decode_rejects),
-		cmocka_unit_test(test_seq_tracker),	cmocka_unit_test(test_pubsub_roundtrip),
-		cmocka_unit_test(test_pub_before_sub),	cmocka_unit_test(test_pending_overflow),
-		cmocka_unit_test(test_flush_on_size),	cmocka_unit_test(test_flush_on_time),
-		cmocka_unit_test(test_heartbeat),	cmocka_unit_test(test_free_flushes),
-		cmocka_unit_test(test_pub_invalid),	cmocka_unit_test(test_sub_stale_socket),
-		cmocka_unit_test(test_ctrl_roundtrip),	cmocka_unit_test(test_ctrl_malformed),
+		cmocka_unit_test(test_codec_roundtrip),
+		cmocka_unit_test(test_decode_rejects),
+		cmocka_unit_test(test_seq_tracker),
+		ENDS_TEST(test_pubsub_roundtrip),
+		ENDS_TEST(test_pub_before_sub),
+		ENDS_TEST(test_pending_overflow),
+		ENDS_TEST(test_flush_on_size),
+		ENDS_TEST(test_flush_on_time),
+		ENDS_TEST(test_heartbeat),
+		ENDS_TEST(test_free_flushes),
+		cmocka_unit_test(test_pub_invalid),
+		cmocka_unit_test(test_sub_stale_socket),
+		cmocka_unit_test(test_ctrl_roundtrip),
+		cmocka_unit_test(test_ctrl_malformed),
 	};
 
 	return cmocka_run_group_tests(tests, group_setup, group_teardown);

@@ -14,24 +14,15 @@
 #include <cmocka.h>
 
 #include "../../supervisor/events.h"
-
-static struct meta_registry *reg;
+#include "test_sup_fixture.h"
 
 static int setup(void **state)
 {
 	char err[256];
 
 	(void)state;
-	reg = meta_registry__new();
-	assert_non_null(reg);
+	reg_setup(NULL);
 	assert_int_equal(gg_events__register(reg, err, sizeof(err)), 0);
-	return 0;
-}
-
-static int teardown(void **state)
-{
-	(void)state;
-	meta_registry__free(reg);
 	return 0;
 }
 
@@ -244,5 +235,5 @@ int main(void)
 		cmocka_unit_test(test_entity_id_bounded),  cmocka_unit_test(test_dedup_bound),
 	};
 
-	return cmocka_run_group_tests(tests, setup, teardown);
+	return cmocka_run_group_tests(tests, setup, reg_teardown);
 }

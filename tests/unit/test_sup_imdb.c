@@ -14,6 +14,7 @@
 
 #include "../../supervisor/imdb.h"
 #include "../../supervisor/prom.h"
+#include "test_sup_fixture.h"
 
 static const char *META = "version = \"1.0.0\";\n"
 			  "measurements: (\n"
@@ -36,24 +37,10 @@ static const char *META = "version = \"1.0.0\";\n"
 			  "   { description: \"v\", type: \"gauge\", name: \"v\" } ) }\n"
 			  ");\n";
 
-static struct meta_registry *reg;
-
 static int setup(void **state)
 {
-	char err[256];
-
 	(void)state;
-	reg = meta_registry__new();
-	assert_non_null(reg);
-	assert_int_equal(meta_registry__load_buf(reg, "t.meta", META, strlen(META), err, sizeof(err)), 0);
-	return 0;
-}
-
-static int teardown(void **state)
-{
-	(void)state;
-	meta_registry__free(reg);
-	return 0;
+	return reg_setup(META);
 }
 
 static const struct imdb_limits def_limits = {
@@ -267,5 +254,5 @@ int main(void)
 		cmocka_unit_test(test_value_growth_within_memory_bound),
 	};
 
-	return cmocka_run_group_tests(tests, setup, teardown);
+	return cmocka_run_group_tests(tests, setup, reg_teardown);
 }

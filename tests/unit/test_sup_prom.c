@@ -15,6 +15,7 @@
 #include "../../supervisor/imdb.h"
 #include "../../supervisor/metadata.h"
 #include "../../supervisor/prom.h"
+#include "test_sup_fixture.h"
 
 static const char *META = "version = \"2.1.0\";\n"
 			  "measurements: (\n"
@@ -34,24 +35,10 @@ static const char *META = "version = \"2.1.0\";\n"
 			  "   { description: \"reserved\", type: \"gauge\", name: \"up\" } ) }\n"
 			  ");\n";
 
-static struct meta_registry *reg;
-
 static int setup(void **state)
 {
-	char err[256];
-
 	(void)state;
-	reg = meta_registry__new();
-	assert_non_null(reg);
-	assert_int_equal(meta_registry__load_buf(reg, "t.meta", META, strlen(META), err, sizeof(err)), 0);
-	return 0;
-}
-
-static int teardown(void **state)
-{
-	(void)state;
-	meta_registry__free(reg);
-	return 0;
+	return reg_setup(META);
 }
 
 static const struct imdb_limits lim = {16, 100, 16, 64u << 20, 0};
@@ -205,5 +192,5 @@ int main(void)
 		cmocka_unit_test(test_metadata),
 	};
 
-	return cmocka_run_group_tests(tests, setup, teardown);
+	return cmocka_run_group_tests(tests, setup, reg_teardown);
 }

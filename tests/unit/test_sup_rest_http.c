@@ -168,18 +168,27 @@ static struct gg_http_server *start_server(uv_loop_t *loop, size_t max_body)
 	return srv;
 }
 
-/* Run the loop until the client thread is done, then close the server. */
-static void run_client(struct client *c, struct gg_http_server *srv, uv_loop_t *loop)
+/* A server (2048-byte body limit) on a loop of its own, run until the client thread is done; then
+ * ret_stats (if not NULL) gets the server's counters, the server is closed and the loop must close
+ * cleanly (nothing left open). */
+static void run_client(struct client *c, struct gg_http_stats *ret_stats)
 {
+	struct gg_http_server *srv;
+	uv_loop_t loop;
 	pthread_t t;
 
+	uv_loop_init(&loop);
+	srv = start_server(&loop, 2048);
 	c->port = gg_http_server__port(srv);
-	uv_async_init(loop, &c->done, on_client_done);
+	uv_async_init(&loop, &c->done, on_client_done);
 	assert_int_equal(pthread_create(&t, NULL, client_main, c), 0);
-	uv_run(loop, UV_RUN_DEFAULT); /* ends when the client is done... */
+	uv_run(&loop, UV_RUN_DEFAULT); /* ends when the client is done... */
 	pthread_join(t, NULL);
+	if (ret_stats)
+		gg_http_server__stats(srv, ret_stats);
 	gg_http_server__close(srv);
-	uv_run(loop, UV_RUN_DEFAULT); /* ...and the server's handles are closed here */
+	uv_run(&loop, UV_RUN_DEFAULT); /* ...and the server's handles are closed here */
+	assert_int_equal(uv_loop_close(&loop), 0);
 }
 
 static void keepalive_client(struct client *c)
@@ -202,14 +211,10 @@ static void keepalive_client(struct client *c)
 
 static void test_keepalive_args_body(void **state)
 {
-	uv_loop_t loop;
 	struct client c = {.fn = keepalive_client};
-	struct gg_http_server *srv;
 
 	(void)state;
-	uv_loop_init(&loop);
-	srv = start_server(&loop, 2048);
-	run_client(&c, srv, &loop);
+	run_client(&c, NULL);
 	assert_int_equal(c.result[0], 200);
 	assert_string_equal(c.body[0], "{\"path\":\"/metrics\",\"len\":0}");
 	assert_int_equal(c.result[1], 200);
@@ -220,7 +225,6 @@ static void test_keepalive_args_body(void **state)
 	/* the last request the handler saw is the GET; the PUT's body was checked through len */
 	assert_string_equal(g_seen.method, "GET");
 	assert_string_equal(g_seen.path, "/teapot");
-	assert_int_equal(uv_loop_close(&loop), 0);
 }
 
 static void args_client(struct client *c)
@@ -238,14 +242,10 @@ static void args_client(struct client *c)
 
 static void test_args_and_raw_body(void **state)
 {
-	uv_loop_t loop;
 	struct client c = {.fn = args_client};
-	struct gg_http_server *srv;
 
 	(void)state;
-	uv_loop_init(&loop);
-	srv = start_server(&loop, 2048);
-	run_client(&c, srv, &loop);
+	run_client(&c, NULL);
 	assert_int_equal(c.result[0], 200);
 	assert_string_equal(g_seen.method, "PUT");
 	assert_string_equal(g_seen.path, "/probe");
@@ -254,7 +254,6 @@ static void test_args_and_raw_body(void **state)
 	/* the body is passed as sent: not URL-decoded, not parsed as a form */
 	assert_int_equal(g_seen.body_len, 7);
 	assert_memory_equal(g_seen.body, "json=%7", 7);
-	assert_int_equal(uv_loop_close(&loop), 0);
 }
 
 static void limit_client(struct client *c)
@@ -290,26 +289,11 @@ static void limit_client(struct client *c)
 
 static void test_body_limit(void **state)
 {
-	uv_loop_t loop;
 	struct client c = {.fn = limit_client};
-	struct gg_http_server *srv;
 	struct gg_http_stats st;
 
 	(void)state;
-	uv_loop_init(&loop);
-	srv = start_server(&loop, 2048);
-	c.port = gg_http_server__port(srv);
-	{
-		pthread_t t;
-
-		uv_async_init(&loop, &c.done, on_client_done);
-		assert_int_equal(pthread_create(&t, NULL, client_main, &c), 0);
-		uv_run(&loop, UV_RUN_DEFAULT);
-		pthread_join(t, NULL);
-	}
-	gg_http_server__stats(srv, &st);
-	gg_http_server__close(srv);
-	uv_run(&loop, UV_RUN_DEFAULT);
+	run_client(&c, &st);
 	assert_int_equal(c.result[0], 413);
 	assert_string_equal(c.body[0], "{\"result\":\"failed\",\"message\":\"request body too large\"}");
 	assert_int_equal(c.result[1], 200);
@@ -318,7 +302,6 @@ static void test_body_limit(void **state)
 	assert_int_equal(g_seen.calls, 1); /* only the request within the limit reached the handler */
 	assert_int_equal(st.too_large, 2);
 	assert_int_equal(st.requests, 1);
-	assert_int_equal(uv_loop_close(&loop), 0);
 }
 
 /* Several clients at once, each with several keep-alive requests. */
@@ -360,19 +343,14 @@ static void many_clients(struct client *c)
 
 static void test_concurrent_clients(void **state)
 {
-	uv_loop_t loop;
 	struct client c = {.fn = many_clients};
-	struct gg_http_server *srv;
 
 	(void)state;
-	uv_loop_init(&loop);
-	srv = start_server(&loop, 2048);
-	run_client(&c, srv, &loop);
+	run_client(&c, NULL);
 	for (int i = 0; i < NCLIENTS; i++)
 		assert_int_equal(c.result[i], NREQS);
 	assert_int_equal(g_seen.calls, NCLIENTS * NREQS);
 	assert_false(g_seen.wrong_thread);
-	assert_int_equal(uv_loop_close(&loop), 0);
 }
 
 /* A request waiting for the loop when the server closes gets 503, and nothing leaks or hangs. */
