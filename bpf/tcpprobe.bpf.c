@@ -41,6 +41,16 @@ struct {
 	__type(value, struct tcp_link);
 } tcp_closed SEC(".maps");
 
+/* Where a close goes when tcp_closed has no element at hand: a map without preallocation takes its
+ * elements from a per-CPU cache refilled asynchronously, so an insert can fail for a moment in a burst
+ * of closes. This one is preallocated and fails only when full. */
+struct {
+	__uint(type, BPF_MAP_TYPE_HASH);
+	__uint(max_entries, TCP_CLOSED_SPARE);
+	__type(key, struct tcp_closed_key);
+	__type(value, struct tcp_link);
+} tcp_closed_spare SEC(".maps");
+
 /* Never written: the zeroes new links start from (too large for the BPF stack). */
 struct {
 	__uint(type, BPF_MAP_TYPE_ARRAY);
@@ -339,8 +349,10 @@ static __always_inline void flush_local(const struct sock *sk, struct tcp_link *
 	}
 }
 
-/* Start tracking sk (tp_btf programs); returns the new entry or NULL (map full: counted). */
-static __always_inline struct tcp_link *link_new(const struct sock *sk, __u8 role, __u32 tgid)
+/* A new entry for sk in tcp_links: zeroes inserted, then filled in place (no copy of a large value
+ * through the stack); the caller sets the cookie and the rest. NULL if sk has one already or the map is
+ * full (counted in tcp_links_lost when count_full). */
+static __always_inline struct tcp_link *link_insert(const struct sock *sk, int count_full)
 {
 	__u64 key = (__u64)sk;
 	__u32 zero = 0;
@@ -348,24 +360,45 @@ static __always_inline struct tcp_link *link_new(const struct sock *sk, __u8 rol
 
 	if (!l)
 		return NULL;
-	/* Insert zeroes, then fill the entry in place: no copy of a large value through the stack. */
 	if (bpf_map_update_elem(&tcp_links, &key, l, BPF_NOEXIST)) {
-		__sync_fetch_and_add(&tcp_links_lost, 1);
+		if (count_full)
+			__sync_fetch_and_add(&tcp_links_lost, 1);
 		return NULL;
 	}
 	l = bpf_map_lookup_elem(&tcp_links, &key);
 	if (!l)
 		return NULL;
 	l->sk = key;
-	l->cookie = bpf_get_socket_cookie((void *)sk);
 	l->cgroup_id = gg_sk_cgroup_id(sk);
 	l->open_ns = bpf_ktime_get_ns();
+	return l;
+}
+
+/* Start tracking sk (tp_btf programs); returns the new entry or NULL (map full: counted). */
+static __always_inline struct tcp_link *link_new(const struct sock *sk, __u8 role, __u32 tgid)
+{
+	struct tcp_link *l = link_insert(sk, 1);
+
+	if (!l)
+		return NULL;
+	l->cookie = bpf_get_socket_cookie((void *)sk);
 	l->role = role;
 	l->tgid = tgid;
 	if (tgid)
 		bpf_get_current_comm(l->comm, sizeof(l->comm));
 	link_fill_addrs_btf(l, sk);
 	return l;
+}
+
+/* The current process holds sk (process context): it owns the link from now on; out of scope if
+ * the listener's process was in scope but this one is not. */
+static __always_inline void link_name_current(const struct sock *sk, struct tcp_link *l)
+{
+	l->tgid = gg_current_tgid();
+	bpf_get_current_comm(l->comm, sizeof(l->comm));
+	l->flags &= ~TCP_LF_TGID_GUESS;
+	if (!gg_scope_sock(sk, l->tgid))
+		l->flags |= TCP_LF_OUT_OF_SCOPE;
 }
 
 /* Final values, then move the link from tcp_links to tcp_closed for the next report. */
@@ -381,7 +414,8 @@ static __always_inline void link_close(const struct sock *sk, struct tcp_link *l
 	l->close_ns = l->s.snap_ns;
 	l->flags |= TCP_LF_CLOSED | (failed ? TCP_LF_CONNECT_FAILED : 0);
 	ck.close_ns = l->close_ns;
-	if (!(l->flags & TCP_LF_OUT_OF_SCOPE) && bpf_map_update_elem(&tcp_closed, &ck, l, BPF_NOEXIST))
+	if (!(l->flags & TCP_LF_OUT_OF_SCOPE) && bpf_map_update_elem(&tcp_closed, &ck, l, BPF_NOEXIST) &&
+	    bpf_map_update_elem(&tcp_closed_spare, &ck, l, BPF_NOEXIST))
 		__sync_fetch_and_add(&tcp_closed_lost, 1);
 	bpf_map_delete_elem(&tcp_links, &key);
 }
@@ -438,6 +472,14 @@ int BPF_PROG(tcp_state, const struct sock *sk, const int oldstate, const int new
 			l->syn_srtt_us = tp ? tp->srtt_us >> 3 : 0;
 		}
 		return 0;
+	case TCP_FIN_WAIT1:
+	case TCP_LAST_ACK:
+		/* tcp_close() or shutdown(): the process holding the socket is current. A server link
+		 * not named yet (closed before the iterator ran) gets it instead of the listener's. */
+		l = bpf_map_lookup_elem(&tcp_links, &key);
+		if (l && (l->flags & TCP_LF_TGID_GUESS))
+			link_name_current(sk, l);
+		return 0;
 	case TCP_CLOSE:
 		l = bpf_map_lookup_elem(&tcp_links, &key);
 		if (l)
@@ -492,19 +534,11 @@ static __always_inline int on_accept(long fd)
 		return 0;
 	}
 	if (!l) {
-		__u32 zero = 0;
-
 		/* Established before we were attached or before a scope change: track it now. */
-		l = bpf_map_lookup_elem(&tcp_zero, &zero);
-		if (!l || bpf_map_update_elem(&tcp_links, &key, l, BPF_NOEXIST))
-			return 0;
-		l = bpf_map_lookup_elem(&tcp_links, &key);
+		l = link_insert(sk, 0);
 		if (!l)
 			return 0;
-		l->sk = key;
 		l->cookie = BPF_CORE_READ(sk, __sk_common.skc_cookie.counter);
-		l->cgroup_id = gg_sk_cgroup_id(sk);
-		l->open_ns = bpf_ktime_get_ns();
 		l->role = TCP_ROLE_SERVER;
 		l->flags = TCP_LF_ESTABLISHED;
 		link_fill_addrs(l, sk);
@@ -831,7 +865,7 @@ int tcp_seed(struct bpf_iter__task_file *ctx)
 	struct tcp_link *l;
 	struct socket *so;
 	struct sock *sk;
-	__u32 zero = 0, tgid;
+	__u32 tgid;
 	__u64 key;
 	int state;
 
@@ -873,16 +907,10 @@ int tcp_seed(struct bpf_iter__task_file *ctx)
 	}
 	if (!gg_scope_sock(sk, tgid))
 		return 0;
-	l = bpf_map_lookup_elem(&tcp_zero, &zero);
-	if (!l || bpf_map_update_elem(&tcp_links, &key, l, BPF_NOEXIST))
-		return 0;
-	l = bpf_map_lookup_elem(&tcp_links, &key);
+	l = link_insert(sk, 0);
 	if (!l)
 		return 0;
-	l->sk = key;
 	l->cookie = sk->__sk_common.skc_cookie.counter;
-	l->cgroup_id = gg_sk_cgroup_id(sk);
-	l->open_ns = bpf_ktime_get_ns();
 	l->role = TCP_ROLE_UNKNOWN;
 	l->tgid = tgid;
 	l->flags = TCP_LF_ESTABLISHED | TCP_LF_SEEDED;

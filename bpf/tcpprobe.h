@@ -5,8 +5,9 @@
 
 #include "gg_common.h"
 
-#define TCP_LINKS_MAX  16384u /* live links tracked (map size; -m changes it) */
-#define TCP_CLOSED_MAX 8192   /* closed links waiting for the next report */
+#define TCP_LINKS_MAX	 16384u /* live links tracked (map size; -m changes it) */
+#define TCP_CLOSED_MAX	 8192	/* closed links waiting for the next report */
+#define TCP_CLOSED_SPARE 256	/* preallocated room for closes when tcp_closed cannot allocate */
 
 /* Roles, as gala-gopher's `role` key. */
 #define TCP_ROLE_SERVER	 0

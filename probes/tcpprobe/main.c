@@ -94,133 +94,76 @@ static void usage(FILE *f)
 		PERIOD_MIN, PERIOD_MAX, PERIOD_DEFAULT, TCP_LINKS_MAX);
 }
 
-static int parse_uint(const char *s, unsigned int min, unsigned int max, unsigned int *ret)
-{
-	char *end;
-	unsigned long v;
-
-	errno = 0;
-	v = strtoul(s, &end, 10);
-	if (errno || end == s || *end || s[0] == '-' || v < min || v > max)
-		return -ERANGE;
-	*ret = (unsigned int)v;
-	return 0;
-}
-
 /* -P takes names, or gala-gopher's numeric bit mask (bits as TCP_SP_*). */
 static int parse_subprobes(const char *s, unsigned int *ret)
 {
-	char bad[64];
 
 	if (s[0] >= '0' && s[0] <= '9') {
-		if (parse_uint(s, 1, TCP_SP_ALL, ret) == 0)
+		if (probe_parse_uint(s, 1, TCP_SP_ALL, ret) == 0)
 			return 0;
 		fprintf(stderr, PROG ": invalid sub-probe mask '%s' for -P (1..%u)\n", s, TCP_SP_ALL);
 		return -EINVAL;
 	}
-	if (gg_subprobes_parse(s, subprobes, NSUB, ret, bad, sizeof(bad)) == 0)
-		return 0;
-	fprintf(stderr, PROG ": unknown sub-probe '%s' in -P\n", bad);
-	return -EINVAL;
+	return gg_subprobes_arg(PROG, s, subprobes, NSUB, ret);
 }
 
 /* Returns -1 to go on, or the exit status. */
 static int parse_args(int argc, char **argv, struct tp_ctx *ctx, enum probe_log_level *level, unsigned int *max_links,
 		      int *bpf_stats)
 {
-	enum { OPT_PID = 256, OPT_COMM, OPT_STATS, OPT_VERSION };
+	enum { OPT_VERSION = 256 };
 	static const struct option longopts[] = {
 		{"help", no_argument, NULL, 'h'},
 		{"version", no_argument, NULL, OPT_VERSION},
-		{"pid", required_argument, NULL, OPT_PID},
-		{"comm", required_argument, NULL, OPT_COMM},
-		{"bpf-stats", no_argument, NULL, OPT_STATS},
+		GG_LONGOPTS_COMMON,
 		{NULL, 0, NULL, 0},
 	};
 	struct tp_conf *conf = &ctx->base;
-	int c, err;
+	int c, ret;
+	const struct gg_opts opts = {.period_s = &conf->period_s,
+				     .period_min = PERIOD_MIN,
+				     .period_max = PERIOD_MAX,
+				     .level = level,
+				     .scope = &ctx->base_scope,
+				     .comm = &ctx->comm,
+				     .bpf_stats = bpf_stats};
 
 	opterr = 0;
 	while ((c = getopt_long(argc, argv, ":t:l:P:c:D:T:m:h", longopts, NULL)) != -1) {
 		switch (c) {
-		case 't':
-			if (parse_uint(optarg, PERIOD_MIN, PERIOD_MAX, &conf->period_s)) {
-				fprintf(stderr, PROG ": invalid report period '%s' for -t (expected %u..%u seconds)\n",
-					optarg, PERIOD_MIN, PERIOD_MAX);
-				return 2;
-			}
-			break;
-		case 'l':
-			if (probe_log_level__parse(optarg, level)) {
-				fprintf(stderr,
-					PROG ": invalid log level '%s' for -l (expected debug, info, warn, error)\n",
-					optarg);
-				return 2;
-			}
-			break;
 		case 'P':
 			if (parse_subprobes(optarg, &conf->subprobes))
 				return 2;
 			conf->explicit_sp = 1;
 			break;
 		case 'c':
-			if (parse_uint(optarg, 0, 1, &conf->report_source_port)) {
+			if (probe_parse_uint(optarg, 0, 1, &conf->report_source_port)) {
 				fprintf(stderr, PROG ": invalid value '%s' for -c (expected 0 or 1)\n", optarg);
 				return 2;
 			}
 			break;
 		case 'D':
 		case 'T':
-			if (parse_uint(optarg, 0, THR_MAX, c == 'D' ? &conf->drops_thr : &conf->latency_thr)) {
+			if (probe_parse_uint(optarg, 0, THR_MAX, c == 'D' ? &conf->drops_thr : &conf->latency_thr)) {
 				fprintf(stderr, PROG ": invalid value '%s' for -%c (expected 0..%u)\n", optarg, c,
 					THR_MAX);
 				return 2;
 			}
 			break;
 		case 'm':
-			if (parse_uint(optarg, 64, 1u << 20, max_links)) {
+			if (probe_parse_uint(optarg, 64, 1u << 20, max_links)) {
 				fprintf(stderr, PROG ": invalid value '%s' for -m (expected 64..1048576)\n", optarg);
 				return 2;
 			}
 			break;
-		case OPT_PID:
-			err = gg_scope__add_pids(&ctx->base_scope, optarg);
-			if (err) {
-				fprintf(stderr, PROG ": invalid pid list '%s' for --pid%s\n", optarg,
-					err == -E2BIG ? " (too many)" : "");
-				return 2;
-			}
-			break;
-		case OPT_COMM:
-			ctx->comm = optarg;
-			ctx->base_scope.all = 0;
-			break;
-		case OPT_STATS:
-			*bpf_stats = 1;
-			break;
-		case 'h':
-			usage(stdout);
-			return 0;
-		case OPT_VERSION:
-			printf(PROG " " GG_VERSION "\n");
-			return 0;
-		case ':':
-			fprintf(stderr, PROG ": option '%s' needs a value\nTry '" PROG " --help'.\n", argv[optind - 1]);
-			return 2;
 		default:
-			if (optopt)
-				fprintf(stderr, PROG ": unknown option '-%c'\n", optopt);
-			else
-				fprintf(stderr, PROG ": unknown option '%s'\n", argv[optind - 1]);
-			fprintf(stderr, "Try '" PROG " --help'.\n");
-			return 2;
+			ret = gg_opt_common(PROG, c, optarg, &opts);
+			if (ret == 1)
+				break;
+			return ret ? ret : probe_opt_other(PROG, c, OPT_VERSION, argv, usage);
 		}
 	}
-	if (optind < argc) {
-		fprintf(stderr, PROG ": unexpected argument '%s'\nTry '" PROG " --help'.\n", argv[optind]);
-		return 2;
-	}
-	return -1;
+	return probe_opt_rest(PROG, argc, argv);
 }
 
 /* The hooks each sub-probe needs; the link life cycle hooks are always attached. */
@@ -319,7 +262,6 @@ static int conf_from_json(struct tp_ctx *ctx, const cJSON *root, struct tp_conf 
 {
 	struct tp_conf conf = ctx->base;
 	const cJSON *params = cJSON_GetObjectItemCaseSensitive(root, "params");
-	char bad[64];
 	unsigned int v;
 	int err;
 	static const struct {
@@ -347,11 +289,9 @@ static int conf_from_json(struct tp_ctx *ctx, const cJSON *root, struct tp_conf 
 		if (!err)
 			*(unsigned int *)((char *)&conf + uparams[i].off) = v;
 	}
-	err = gg_subprobes_from_json(root, subprobes, NSUB, &v, bad, sizeof(bad));
-	if (err == -EINVAL) {
-		probe_log(PLOG_WARN, "configuration: unknown sub-probe '%s'", bad);
+	err = gg_subprobes_conf(root, subprobes, NSUB, &v);
+	if (err == -EINVAL)
 		return err;
-	}
 	if (!err) {
 		conf.subprobes = v;
 		conf.explicit_sp = 1;
@@ -428,8 +368,10 @@ static int run_snapshot(struct tp_ctx *ctx)
 	return 0;
 }
 
-static void report(struct tp_ctx *ctx)
+/* One report period (probe_rt__run_periodic). */
+static void report(void *arg)
 {
+	struct tp_ctx *ctx = arg;
 	static __u64 keys[DUMP_CHUNK];
 	static struct tcp_link vals[DUMP_CHUNK];
 	static struct tcp_closed_key ckeys[DUMP_CHUNK];
@@ -437,10 +379,11 @@ static void report(struct tp_ctx *ctx)
 	struct tp_report_ctx rc = {.rt = ctx->rt, .conf = &ctx->cur, .scope = &ctx->scope};
 	struct gg_bpf_dump_cursor cur;
 	int links_fd = bpf_map__fd(ctx->skel->maps.tcp_links);
-	int closed_fd = bpf_map__fd(ctx->skel->maps.tcp_closed);
+	int closed_fd[2] = {bpf_map__fd(ctx->skel->maps.tcp_closed), bpf_map__fd(ctx->skel->maps.tcp_closed_spare)};
 	uint32_t n, nstale = 0;
 	int err;
 
+	rescan_comm(ctx);
 	rc.scope_changed_ns = ctx->scope_changed_ns;
 	rc.start_ns = ctx->start_ns;
 	local_port_range(&rc.port_lo, &rc.port_hi);
@@ -477,16 +420,18 @@ static void report(struct tp_ctx *ctx)
 	if (nstale)
 		(void)gg_bpf_map_delete_keys(links_fd, stale, sizeof(stale[0]), nstale);
 
-	memset(&cur, 0, sizeof(cur));
-	while (!cur.done) {
-		err = gg_bpf_map_dump(closed_fd, &cur, ckeys, vals, sizeof(ckeys[0]), sizeof(vals[0]), DUMP_CHUNK, &n,
-				      1);
-		if (err) {
-			probe_log(PLOG_WARN, "reading tcp_closed: %s", strerror(-err));
-			break;
+	for (int m = 0; m < 2; m++) {
+		memset(&cur, 0, sizeof(cur));
+		while (!cur.done) {
+			err = gg_bpf_map_dump(closed_fd[m], &cur, ckeys, vals, sizeof(ckeys[0]), sizeof(vals[0]),
+					      DUMP_CHUNK, &n, 1);
+			if (err) {
+				probe_log(PLOG_WARN, "reading tcp_closed: %s", strerror(-err));
+				break;
+			}
+			for (uint32_t i = 0; i < n; i++)
+				tp_aggs__add(ctx->aggs, &rc, &vals[i], 1);
 		}
-		for (uint32_t i = 0; i < n; i++)
-			tp_aggs__add(ctx->aggs, &rc, &vals[i], 1);
 	}
 
 	(void)tp_aggs__report(ctx->aggs, &rc);
@@ -566,7 +511,6 @@ int main(int argc, char **argv)
 	struct probe_rt_opts opts = {.name = PROBE_NAME, .on_config = on_config, .cb_ctx = &ctx};
 	unsigned int max_links = TCP_LINKS_MAX;
 	int bpf_stats = 0, ret, status = 1;
-	uint64_t last;
 	char names[160];
 
 	probe_log_setup(PROBE_NAME, PLOG_INFO);
@@ -607,20 +551,7 @@ int main(int argc, char **argv)
 	probe_log(PLOG_INFO, "started: report period %u s, sub-probes %s, scope %s", ctx.cur.period_s, names,
 		  ctx.scope.all ? "all" : "filtered");
 
-	last = probe_now_mono_ms();
-	while (!probe_rt__stopping(ctx.rt)) {
-		uint64_t now = probe_now_mono_ms();
-		uint64_t next = last + (uint64_t)ctx.cur.period_s * 1000u;
-
-		if (now < next) {
-			if (probe_rt__wait(ctx.rt, (unsigned int)(next - now)))
-				break;
-			continue;
-		}
-		rescan_comm(&ctx);
-		report(&ctx);
-		last = now - next < (uint64_t)ctx.cur.period_s * 1000u ? next : now;
-	}
+	probe_rt__run_periodic(ctx.rt, &ctx.cur.period_s, report, &ctx);
 	status = 0;
 	probe_log(PLOG_INFO, "stopping: %llu records emitted, %llu invalid, %u keys",
 		  (unsigned long long)probe_rt__records_emitted(ctx.rt),
