@@ -80,88 +80,39 @@ static void usage(FILE *f)
 		PERIOD_MIN, PERIOD_MAX, PERIOD_DEFAULT);
 }
 
-static int parse_uint(const char *s, unsigned int min, unsigned int max, unsigned int *ret)
-{
-	char *end;
-	unsigned long v;
-
-	errno = 0;
-	v = strtoul(s, &end, 10);
-	if (errno || end == s || *end || s[0] == '-' || v < min || v > max)
-		return -ERANGE;
-	*ret = (unsigned int)v;
-	return 0;
-}
-
 static int parse_args(int argc, char **argv, struct ep_ctx *ctx, enum probe_log_level *level, int *bpf_stats)
 {
-	enum { OPT_PID = 256, OPT_COMM, OPT_STATS, OPT_VERSION };
+	enum { OPT_VERSION = 256 };
 	static const struct option longopts[] = {
 		{"help", no_argument, NULL, 'h'},
 		{"version", no_argument, NULL, OPT_VERSION},
-		{"pid", required_argument, NULL, OPT_PID},
-		{"comm", required_argument, NULL, OPT_COMM},
-		{"bpf-stats", no_argument, NULL, OPT_STATS},
+		GG_LONGOPTS_COMMON,
 		{NULL, 0, NULL, 0},
 	};
-	char bad[64];
-	int c;
+	int c, ret;
+	const struct gg_opts opts = {.period_s = &ctx->base.period_s,
+				     .period_min = PERIOD_MIN,
+				     .period_max = PERIOD_MAX,
+				     .level = level,
+				     .scope = &ctx->base_scope,
+				     .comm = &ctx->comm,
+				     .bpf_stats = bpf_stats};
 
 	opterr = 0;
 	while ((c = getopt_long(argc, argv, ":t:l:P:h", longopts, NULL)) != -1) {
 		switch (c) {
-		case 't':
-			if (parse_uint(optarg, PERIOD_MIN, PERIOD_MAX, &ctx->base.period_s)) {
-				fprintf(stderr, PROG ": invalid report period '%s' for -t (expected %u..%u seconds)\n",
-					optarg, PERIOD_MIN, PERIOD_MAX);
-				return 2;
-			}
-			break;
-		case 'l':
-			if (probe_log_level__parse(optarg, level)) {
-				fprintf(stderr, PROG ": invalid log level '%s' for -l\n", optarg);
-				return 2;
-			}
-			break;
 		case 'P':
-			if (gg_subprobes_parse(optarg, subprobes, NSUB, &ctx->base.subprobes, bad, sizeof(bad))) {
-				fprintf(stderr,
-					PROG ": unknown sub-probe '%s' in -P (expected tcp_socket, udp_socket)\n", bad);
+			if (gg_subprobes_arg(PROG, optarg, subprobes, NSUB, &ctx->base.subprobes))
 				return 2;
-			}
 			break;
-		case OPT_PID:
-			if (gg_scope__add_pids(&ctx->base_scope, optarg)) {
-				fprintf(stderr, PROG ": invalid pid list '%s' for --pid\n", optarg);
-				return 2;
-			}
-			break;
-		case OPT_COMM:
-			ctx->comm = optarg;
-			ctx->base_scope.all = 0;
-			break;
-		case OPT_STATS:
-			*bpf_stats = 1;
-			break;
-		case 'h':
-			usage(stdout);
-			return 0;
-		case OPT_VERSION:
-			printf(PROG " " GG_VERSION "\n");
-			return 0;
-		case ':':
-			fprintf(stderr, PROG ": option '%s' needs a value\nTry '" PROG " --help'.\n", argv[optind - 1]);
-			return 2;
 		default:
-			fprintf(stderr, PROG ": unknown option '%s'\nTry '" PROG " --help'.\n", argv[optind - 1]);
-			return 2;
+			ret = gg_opt_common(PROG, c, optarg, &opts);
+			if (ret == 1)
+				break;
+			return ret ? ret : probe_opt_other(PROG, c, OPT_VERSION, argv, usage);
 		}
 	}
-	if (optind < argc) {
-		fprintf(stderr, PROG ": unexpected argument '%s'\nTry '" PROG " --help'.\n", argv[optind]);
-		return 2;
-	}
-	return -1;
+	return probe_opt_rest(PROG, argc, argv);
 }
 
 static void apply_subprobes(struct ep_ctx *ctx)
@@ -221,7 +172,7 @@ static int on_config(void *data, uint64_t version, const char *json)
 	struct ep_conf conf = ctx->base;
 	cJSON *root = cJSON_Parse(json);
 	const cJSON *params, *jscope;
-	char bad[64], names[64];
+	char names[64];
 	unsigned int v;
 	int err = -EINVAL, has_scope = 0;
 
@@ -237,11 +188,9 @@ static int on_config(void *data, uint64_t version, const char *json)
 	}
 	if (!err)
 		conf.period_s = v;
-	err = gg_subprobes_from_json(root, subprobes, NSUB, &v, bad, sizeof(bad));
-	if (err == -EINVAL) {
-		probe_log(PLOG_WARN, "configuration: unknown sub-probe '%s' (expected tcp_socket, udp_socket)", bad);
+	err = gg_subprobes_conf(root, subprobes, NSUB, &v);
+	if (err == -EINVAL)
 		goto out;
-	}
 	if (!err)
 		conf.subprobes = v;
 	jscope = cJSON_GetObjectItemCaseSensitive(root, "scope");
@@ -509,10 +458,13 @@ static void report_drops(struct ep_ctx *ctx)
 	}
 }
 
-static void report(struct ep_ctx *ctx)
+/* One report period (probe_rt__run_periodic). */
+static void report(void *arg)
 {
+	struct ep_ctx *ctx = arg;
 	LIBBPF_OPTS(bpf_test_run_opts, opts);
 
+	rescan_comm(ctx);
 	if (bpf_prog_test_run_opts(bpf_program__fd(ctx->skel->progs.ep_snapshot), &opts) < 0)
 		probe_log(PLOG_WARN, "snapshot walk failed: %s", strerror(errno));
 	if (ctx->cur.subprobes & SP_TCP) {
@@ -590,7 +542,6 @@ int main(int argc, char **argv)
 	enum probe_log_level level = PLOG_INFO;
 	struct probe_rt_opts opts = {.name = PROBE_NAME, .on_config = on_config, .cb_ctx = &ctx};
 	int bpf_stats = 0, ret, status = 1;
-	uint64_t last;
 	char names[64];
 
 	probe_log_setup(PROBE_NAME, PLOG_INFO);
@@ -629,20 +580,7 @@ int main(int argc, char **argv)
 	probe_log(PLOG_INFO, "started: report period %u s, sub-probes %s, scope %s", ctx.cur.period_s, names,
 		  ctx.scope.all ? "all" : "filtered");
 
-	last = probe_now_mono_ms();
-	while (!probe_rt__stopping(ctx.rt)) {
-		uint64_t now = probe_now_mono_ms();
-		uint64_t next = last + (uint64_t)ctx.cur.period_s * 1000u;
-
-		if (now < next) {
-			if (probe_rt__wait(ctx.rt, (unsigned int)(next - now)))
-				break;
-			continue;
-		}
-		rescan_comm(&ctx);
-		report(&ctx);
-		last = now - next < (uint64_t)ctx.cur.period_s * 1000u ? next : now;
-	}
+	probe_rt__run_periodic(ctx.rt, &ctx.cur.period_s, report, &ctx);
 	status = 0;
 	probe_log(PLOG_INFO, "stopping: %llu records emitted, %llu invalid",
 		  (unsigned long long)probe_rt__records_emitted(ctx.rt),

@@ -174,6 +174,35 @@ int gg_subprobes_parse(const char *csv, const struct gg_subprobe *tab, size_t n,
  */
 int gg_subprobes_from_json(const cJSON *root, const struct gg_subprobe *tab, size_t n, unsigned int *ret, char *bad,
 			   size_t badlen);
+/* gg_subprobes_parse for a probe's -P: on an unknown name, "PROG: unknown sub-probe 'x' in -P
+ * (expected a, b, c)" on stderr and -EINVAL. */
+int gg_subprobes_arg(const char *prog, const char *csv, const struct gg_subprobe *tab, size_t n, unsigned int *ret);
+/* gg_subprobes_from_json for a live configuration: the same returns, an invalid list logged as a
+ * warning that names the bad entry and the names expected. */
+int gg_subprobes_conf(const cJSON *root, const struct gg_subprobe *tab, size_t n, unsigned int *ret);
+/*
+ * The command-line options most probes share. A probe lists GG_LONGOPTS_COMMON in its long options,
+ * "t:l:" in its short ones, and passes each option its own switch does not know to gg_opt_common;
+ * a NULL field means the probe does not take that option.
+ */
+enum { GG_OPT_PID = 0x1000, GG_OPT_COMM, GG_OPT_BPF_STATS };
+/* clang-format off */
+#define GG_LONGOPTS_COMMON \
+	{"pid", required_argument, NULL, GG_OPT_PID}, \
+	{"comm", required_argument, NULL, GG_OPT_COMM}, \
+	{"bpf-stats", no_argument, NULL, GG_OPT_BPF_STATS}
+/* clang-format on */
+struct gg_opts {
+	unsigned int *period_s; /* -t SEC, in [period_min, period_max] */
+	unsigned int period_min, period_max;
+	enum probe_log_level *level; /* -l LEVEL */
+	struct gg_scope *scope;	     /* --pid LIST adds to it; --comm makes it filtered */
+	const char **comm;	     /* --comm NAME, 1 to 15 characters */
+	int *bpf_stats;		     /* --bpf-stats */
+};
+/* 1: c was one of the shared options and is applied; 0: it is not one of them; 2: its value is
+ * invalid, or it is one this probe does not take (a message on stderr; the exit status). */
+int gg_opt_common(const char *prog, int c, const char *arg, const struct gg_opts *o);
 /* "a,b,c" of the names whose bits are set ("none" when none). */
 void gg_subprobes_str(unsigned int bits, const struct gg_subprobe *tab, size_t n, char *buf, size_t len);
 /*

@@ -4,6 +4,7 @@
 #define GG_PROBE_H
 
 #include <stdarg.h>
+#include <stdio.h>
 #include <stddef.h>
 #include <stdint.h>
 
@@ -115,6 +116,13 @@ int probe_rt__flush(struct probe_rt *rt);
  * the supervisor an applied version is reported at once with a heartbeat batch.
  */
 int probe_rt__wait(struct probe_rt *rt, unsigned int ms);
+/*
+ * The report loop of a periodic probe: calls report(arg) every *period_s seconds (read again each
+ * time, so a live configuration change takes effect at the next report) until a stop is requested,
+ * serving the control channel in between. Keeps to the period's grid but does not try to catch up
+ * after a stall.
+ */
+void probe_rt__run_periodic(struct probe_rt *rt, const unsigned int *period_s, void (*report)(void *arg), void *arg);
 /* Make the current or next probe_rt__wait return 0 early (async-signal-safe). */
 void probe_rt__wake(struct probe_rt *rt);
 /* Ask for a stop, as SIGTERM does. */
@@ -138,6 +146,19 @@ void probe_log(enum probe_log_level level, const char *fmt, ...) __attribute__((
 void probe_vlog(enum probe_log_level level, const char *fmt, va_list ap) __attribute__((format(printf, 2, 0)));
 /* libbpf's messages through probe_log (debug ones only at debug level). */
 void probe_log_route_libbpf(void);
+
+/*
+ * The options every probe handles alike, as the default case of its getopt_long loop (an optstring
+ * that starts with ':'): 'h' prints usage on stdout and version_opt the version (exit status 0), ':' is
+ * an option without its value and anything else an unknown option (a message on stderr, status 2).
+ * Returns the exit status.
+ */
+int probe_opt_other(const char *prog, int c, int version_opt, char **argv, void (*usage)(FILE *f));
+/* After the loop: 2 (and a message) when a non-option argument is left, else -1 (go on). */
+int probe_opt_rest(const char *prog, int argc, char **argv);
+
+/* s as a decimal unsigned integer in [min, max]: 0, or -ERANGE (also for a sign, junk or nothing). */
+int probe_parse_uint(const char *s, unsigned int min, unsigned int max, unsigned int *ret);
 
 /* Monotonic and wall clocks in ms. */
 uint64_t probe_now_mono_ms(void);

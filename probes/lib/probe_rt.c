@@ -311,6 +311,25 @@ int probe_rt__wait(struct probe_rt *rt, unsigned int ms)
 	}
 }
 
+void probe_rt__run_periodic(struct probe_rt *rt, const unsigned int *period_s, void (*report)(void *arg), void *arg)
+{
+	uint64_t last = probe_now_mono_ms();
+
+	while (!probe_rt__stopping(rt)) {
+		uint64_t now = probe_now_mono_ms();
+		uint64_t period_ms = (uint64_t)*period_s * 1000u;
+		uint64_t next = last + period_ms;
+
+		if (now < next) {
+			if (probe_rt__wait(rt, (unsigned int)(next - now)))
+				break;
+			continue;
+		}
+		report(arg);
+		last = now - next < period_ms ? next : now;
+	}
+}
+
 void probe_rt__wake(struct probe_rt *rt)
 {
 	int saved = errno;

@@ -3,6 +3,8 @@
 
 #include <errno.h>
 #include <fcntl.h>
+#include <getopt.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mount.h>
@@ -15,6 +17,47 @@ static uint64_t clock_ms(clockid_t id)
 
 	clock_gettime(id, &ts);
 	return (uint64_t)ts.tv_sec * 1000u + (uint64_t)ts.tv_nsec / 1000000u;
+}
+
+int probe_opt_other(const char *prog, int c, int version_opt, char **argv, void (*usage)(FILE *f))
+{
+	if (c == 'h') {
+		usage(stdout);
+		return 0;
+	}
+	if (c == version_opt) {
+		printf("%s %s\n", prog, GG_VERSION);
+		return 0;
+	}
+	if (c == ':')
+		fprintf(stderr, "%s: option '%s' needs a value\n", prog, argv[optind - 1]);
+	else if (optopt)
+		fprintf(stderr, "%s: unknown option '-%c'\n", prog, optopt);
+	else
+		fprintf(stderr, "%s: unknown option '%s'\n", prog, argv[optind - 1]);
+	fprintf(stderr, "Try '%s --help'.\n", prog);
+	return 2;
+}
+
+int probe_opt_rest(const char *prog, int argc, char **argv)
+{
+	if (optind >= argc)
+		return -1;
+	fprintf(stderr, "%s: unexpected argument '%s'\nTry '%s --help'.\n", prog, argv[optind], prog);
+	return 2;
+}
+
+int probe_parse_uint(const char *s, unsigned int min, unsigned int max, unsigned int *ret)
+{
+	char *end;
+	unsigned long v;
+
+	errno = 0;
+	v = strtoul(s, &end, 10);
+	if (errno || end == s || *end || s[0] == '-' || v < min || v > max)
+		return -ERANGE;
+	*ret = (unsigned int)v;
+	return 0;
 }
 
 uint64_t probe_now_mono_ms(void)

@@ -51,26 +51,13 @@ struct sp_ctx {
 	uint64_t files_written, pyro_ok, pyro_err;
 };
 
-static const struct {
-	const char *name;
-	unsigned int bit;
-} subprobe_names[] = {
+static const struct gg_subprobe subprobe_names[] = {
 	{"oncpu", 1u << SP_EV_ONCPU},
 	{"offcpu", 1u << SP_EV_OFFCPU},
 	{"mem", 1u << SP_EV_MEM},
 	{"io", 0}, /* gala-gopher's fourth kind: accepted, not implemented */
 };
-
-static int subprobe_bit(const char *s, size_t len)
-{
-	for (unsigned int i = 0; i < sizeof(subprobe_names) / sizeof(subprobe_names[0]); i++)
-		if (strlen(subprobe_names[i].name) == len && !memcmp(subprobe_names[i].name, s, len)) {
-			if (!subprobe_names[i].bit)
-				probe_log(PLOG_WARN, "sub-probe '%.*s' is not implemented, ignored", (int)len, s);
-			return (int)subprobe_names[i].bit;
-		}
-	return -EINVAL;
-}
+#define NSUBPROBES (sizeof(subprobe_names) / sizeof(subprobe_names[0]))
 
 static void events_str(unsigned int bits, char *buf, size_t len)
 {
@@ -122,43 +109,6 @@ static void usage(FILE *f)
 		"\"mem_alloc\"},\n"
 		"\"scope\": {\"all\": bool, \"pids\": [...], \"cgroup_ids\": [...]}}\n",
 		REPORT_MIN, REPORT_MAX, PERF_MIN, PERF_MAX, SVG_MAX, SVG_MIN_REST, SVG_MAX);
-}
-
-static int parse_uint(const char *s, unsigned int min, unsigned int max, unsigned int *ret)
-{
-	char *end;
-	unsigned long v;
-
-	errno = 0;
-	v = strtoul(s, &end, 10);
-	if (errno || end == s || *end || s[0] == '-' || v < min || v > max)
-		return -ERANGE;
-	*ret = (unsigned int)v;
-	return 0;
-}
-
-static int parse_events(const char *s, unsigned int *ret)
-{
-	unsigned int bits = 0;
-	const char *p = s;
-
-	for (;;) {
-		const char *comma = strchr(p, ',');
-		size_t len = comma ? (size_t)(comma - p) : strlen(p);
-		int bit = subprobe_bit(p, len);
-
-		if (bit < 0) {
-			fprintf(stderr, PROG ": unknown sub-probe '%.*s' in -P (expected oncpu, offcpu, mem)\n",
-				(int)len, p);
-			return -EINVAL;
-		}
-		bits |= (unsigned int)bit;
-		if (!comma)
-			break;
-		p = comma + 1;
-	}
-	*ret = bits;
-	return 0;
 }
 
 static int copy_str(char *dst, size_t len, const char *src)
@@ -217,26 +167,26 @@ static int parse_args(int argc, char **argv, struct sp_ctx *ctx, enum probe_log_
 	while ((opt = getopt_long(argc, argv, ":t:l:P:h", longopts, NULL)) != -1) {
 		switch (opt) {
 		case 't':
-			bad = parse_uint(optarg, REPORT_MIN, REPORT_MAX, &c->report_period_s);
+			bad = probe_parse_uint(optarg, REPORT_MIN, REPORT_MAX, &c->report_period_s);
 			break;
 		case 'l':
 			bad = probe_log_level__parse(optarg, level);
 			break;
 		case 'P':
-			if (parse_events(optarg, &c->events))
+			if (gg_subprobes_arg(PROG, optarg, subprobe_names, NSUBPROBES, &c->events))
 				return 2;
 			break;
 		case OPT_PERF:
-			bad = parse_uint(optarg, PERF_MIN, PERF_MAX, &c->perf_period_ms);
+			bad = probe_parse_uint(optarg, PERF_MIN, PERF_MAX, &c->perf_period_ms);
 			break;
 		case OPT_SVG_PERIOD:
-			bad = parse_uint(optarg, 1, SVG_MAX, &c->svg_period_s);
+			bad = probe_parse_uint(optarg, 1, SVG_MAX, &c->svg_period_s);
 			break;
 		case OPT_STORE_PERIOD:
-			bad = parse_uint(optarg, 1, 600, &c->store_period_s);
+			bad = probe_parse_uint(optarg, 1, 600, &c->store_period_s);
 			break;
 		case OPT_PYRO_PERIOD:
-			bad = parse_uint(optarg, 1, 600, &c->pyro_period_s);
+			bad = probe_parse_uint(optarg, 1, 600, &c->pyro_period_s);
 			break;
 		case OPT_SVG_DIR:
 			bad = copy_str(c->svg_dir, sizeof(c->svg_dir), optarg);
@@ -248,21 +198,21 @@ static int parse_args(int argc, char **argv, struct sp_ctx *ctx, enum probe_log_
 			bad = copy_str(c->pyroscope, sizeof(c->pyroscope), optarg);
 			break;
 		case OPT_MULTI:
-			bad = parse_uint(optarg, 0, 1, &v);
+			bad = probe_parse_uint(optarg, 0, 1, &v);
 			c->multi_instance = (int)v;
 			break;
 		case OPT_NATIVE:
-			bad = parse_uint(optarg, 0, 1, &v);
+			bad = probe_parse_uint(optarg, 0, 1, &v);
 			c->native_stack = (int)v;
 			break;
 		case OPT_MIN_BLOCK:
-			bad = parse_uint(optarg, 1, 10000000, &c->min_block_us);
+			bad = probe_parse_uint(optarg, 1, 10000000, &c->min_block_us);
 			break;
 		case OPT_RETENTION:
-			bad = parse_uint(optarg, 60, 604800, &c->retention_s);
+			bad = probe_parse_uint(optarg, 60, 604800, &c->retention_s);
 			break;
 		case OPT_MEM_ALLOC:
-			bad = parse_uint(optarg, 0, 1, &v);
+			bad = probe_parse_uint(optarg, 0, 1, &v);
 			c->mem_alloc = (int)v;
 			break;
 		case OPT_PID:
@@ -276,22 +226,8 @@ static int parse_args(int argc, char **argv, struct sp_ctx *ctx, enum probe_log_
 			copy_str(ctx->comms[ctx->ncomms++], 16, optarg);
 			ctx->base_scope.all = 0;
 			break;
-		case 'h':
-			usage(stdout);
-			return 0;
-		case OPT_VERSION:
-			printf(PROG " " GG_VERSION "\n");
-			return 0;
-		case ':':
-			fprintf(stderr, PROG ": option '%s' needs a value\nTry '" PROG " --help'.\n", argv[optind - 1]);
-			return 2;
 		default:
-			if (optopt)
-				fprintf(stderr, PROG ": unknown option '-%c'\n", optopt);
-			else
-				fprintf(stderr, PROG ": unknown option '%s'\n", argv[optind - 1]);
-			fprintf(stderr, "Try '" PROG " --help'.\n");
-			return 2;
+			return probe_opt_other(PROG, opt, OPT_VERSION, argv, usage);
 		}
 		if (bad) {
 			fprintf(stderr, PROG ": invalid value '%s' for %s\nTry '" PROG " --help'.\n", optarg,
@@ -299,11 +235,7 @@ static int parse_args(int argc, char **argv, struct sp_ctx *ctx, enum probe_log_
 			return 2;
 		}
 	}
-	if (optind < argc) {
-		fprintf(stderr, PROG ": unexpected argument '%s'\nTry '" PROG " --help'.\n", argv[optind]);
-		return 2;
-	}
-	return -1;
+	return probe_opt_rest(PROG, argc, argv);
 }
 
 /* ---- live configuration -------------------------------------------------------------------------- */
@@ -347,7 +279,7 @@ static int conf_from_json(struct sp_ctx *ctx, const char *json, struct sp_conf *
 {
 	struct sp_conf c = ctx->base;
 	cJSON *root = cJSON_Parse(json);
-	const cJSON *params, *list, *item, *scope;
+	const cJSON *params, *scope;
 	unsigned int v;
 	int err = -EINVAL;
 
@@ -387,33 +319,8 @@ static int conf_from_json(struct sp_ctx *ctx, const char *json, struct sp_conf *
 			goto out;
 		}
 	}
-	list = cJSON_GetObjectItemCaseSensitive(root, "probe");
-	if (!list) {
-		const cJSON *cmd = cJSON_GetObjectItemCaseSensitive(root, "cmd");
-
-		if (cJSON_IsObject(cmd))
-			list = cJSON_GetObjectItemCaseSensitive(cmd, "probe");
-	}
-	if (list && !cJSON_IsNull(list)) {
-		if (!cJSON_IsArray(list)) {
-			probe_log(PLOG_WARN, "configuration: \"probe\" must be a list of sub-probe names");
-			goto out;
-		}
-		c.events = 0;
-		cJSON_ArrayForEach(item, list)
-		{
-			const char *s = cJSON_GetStringValue(item);
-			int bit = s ? subprobe_bit(s, strlen(s)) : -EINVAL;
-
-			if (bit < 0) {
-				probe_log(PLOG_WARN, "configuration: unknown sub-probe (expected oncpu, offcpu, mem)");
-				goto out;
-			}
-			c.events |= (unsigned int)bit;
-		}
-		if (cJSON_GetArraySize(list) == 0)
-			c.events = ctx->base.events;
-	}
+	if (gg_subprobes_conf(root, subprobe_names, NSUBPROBES, &c.events) == -EINVAL)
+		goto out;
 	*ret_has_scope = 0;
 	scope = cJSON_GetObjectItemCaseSensitive(root, "scope");
 	if (scope && !cJSON_IsNull(scope)) {

@@ -204,6 +204,9 @@ int sp_store__expire(const char *flame_dir, uint64_t now_ms, unsigned int retent
 int sp_mkdir_p(const char *path);
 /* Keep the newest max files (by name, which starts with a timestamp) whose names end in suffix. */
 void sp_dir_trim(const char *dir, const char *suffix, unsigned int max);
+/* The end of a write to tmp that replaces path: tmp is renamed over path if err (the write's outcome)
+ * is 0, else, or if that fails, removed. Returns err or the rename's -errno. */
+int sp_tmp_commit(const char *tmp, const char *path, int err);
 int sp_write_file_atomic(const char *path, const void *data, size_t len);
 
 #endif

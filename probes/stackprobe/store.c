@@ -49,11 +49,7 @@ int sp_store__write(const char *flame_dir, enum sp_event ev, uint64_t from_ms, u
 		err = -EIO;
 	if (fclose(f) && !err)
 		err = -errno;
-	if (!err && rename(tmp, path))
-		err = -errno;
-	if (err)
-		unlink(tmp);
-	return err;
+	return sp_tmp_commit(tmp, path, err);
 }
 
 struct sfile {

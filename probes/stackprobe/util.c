@@ -32,6 +32,15 @@ int sp_mkdir_p(const char *path)
 	return 0;
 }
 
+int sp_tmp_commit(const char *tmp, const char *path, int err)
+{
+	if (!err && rename(tmp, path))
+		err = -errno;
+	if (err)
+		unlink(tmp);
+	return err;
+}
+
 int sp_write_file_atomic(const char *path, const void *data, size_t len)
 {
 	char tmp[PATH_MAX + 8];
@@ -57,11 +66,7 @@ int sp_write_file_atomic(const char *path, const void *data, size_t len)
 	}
 	if (close(fd) && !err)
 		err = -errno;
-	if (!err && rename(tmp, path))
-		err = -errno;
-	if (err)
-		unlink(tmp);
-	return err;
+	return sp_tmp_commit(tmp, path, err);
 }
 
 static int name_cmp(const void *a, const void *b)

@@ -23,27 +23,6 @@ enum {
 	DS__COUNT,
 };
 
-static struct si_disk_row *disk_row(struct si_disk *d, const char *name, size_t len)
-{
-	for (unsigned int i = 0; i < d->nrows; i++)
-		if (strlen(d->rows[i].name) == len && !memcmp(d->rows[i].name, name, len))
-			return &d->rows[i];
-	if (d->nrows >= SI_DISK_MAX || len >= sizeof(d->rows[0].name))
-		return NULL;
-	if (d->nrows == d->cap) {
-		unsigned int cap = d->cap ? d->cap * 2 : 16;
-		struct si_disk_row *rows = realloc(d->rows, cap * sizeof(*rows));
-
-		if (!rows)
-			return NULL;
-		d->rows = rows;
-		d->cap = cap;
-	}
-	memset(&d->rows[d->nrows], 0, sizeof(d->rows[0]));
-	memcpy(d->rows[d->nrows].name, name, len);
-	return &d->rows[d->nrows++];
-}
-
 /* Whole disks have a /sys/block entry ('/' in a name is '!' there); partitions do not. */
 static int is_whole_disk(const struct si_disk *d, const char *name, size_t len)
 {
@@ -63,15 +42,14 @@ static int is_whole_disk(const struct si_disk *d, const char *name, size_t len)
 static unsigned int disk_parse(struct si_disk *d, const char *data, size_t len, uint64_t now)
 {
 	const char *p = data, *end = data + len;
-	unsigned int i, skipped = 0;
+	unsigned int skipped = 0;
 
-	for (i = 0; i < d->nrows; i++)
-		d->rows[i].seen = 0;
+	si_counter_rows__begin(&d->tab);
 	while (p < end) {
 		const char *eol = si_line_end(p, end);
 		const char *q = p, *name;
 		uint64_t majmin, v[DS__COUNT];
-		struct si_disk_row *row;
+		struct si_counter_row *row;
 		size_t nlen;
 		unsigned int k;
 
@@ -97,46 +75,30 @@ static unsigned int disk_parse(struct si_disk *d, const char *data, size_t len, 
 			continue;
 		if (!is_whole_disk(d, name, nlen))
 			continue;
-		row = disk_row(d, name, nlen);
+		row = si_counter_rows__get(&d->tab, name, nlen, SI_DISK_MAX);
 		if (!row) {
 			skipped++;
 			continue;
 		}
-		row->have_prev = row->cur_ms != 0;
-		memcpy(row->prev, row->cur, sizeof(row->prev));
-		row->prev_ms = row->cur_ms;
-		memcpy(row->cur, v, sizeof(row->cur));
-		row->cur_ms = now;
-		row->seen = 1;
+		si_counter_row__set(row, v, DS__COUNT, now);
 	}
-	for (i = 0; i < d->nrows;) {
-		if (!d->rows[i].seen)
-			d->rows[i] = d->rows[--d->nrows];
-		else
-			i++;
-	}
+	si_counter_rows__end(&d->tab);
 	return skipped;
 }
 
 int si_disk__sample(struct si_disk *d)
 {
 	unsigned int skipped;
-	int err = probe_read_file("/proc/diskstats", &d->stats, SI_PROC_FILE_MAX);
+	int err = si_read_proc("/proc/diskstats", &d->stats, &d->warned);
 
-	if (err) {
-		if (!d->warned)
-			probe_log(PLOG_WARN, "cannot read /proc/diskstats: %s", strerror(-err));
-		d->warned = 1;
+	if (err)
 		return err;
-	}
 	skipped = disk_parse(d, d->stats.data, d->stats.len, probe_now_mono_ms());
-	if (skipped && skipped != d->skipped)
-		probe_log(PLOG_WARN, "disk: %u devices beyond the limit of %u are not reported", skipped, SI_DISK_MAX);
-	d->skipped = skipped;
+	si_note_skipped(&d->skipped, skipped, "disk", "devices", SI_DISK_MAX);
 	return 0;
 }
 
-static uint64_t dlt(const struct si_disk_row *r, unsigned int col)
+static uint64_t dlt(const struct si_counter_row *r, unsigned int col)
 {
 	return r->have_prev && r->cur[col] > r->prev[col] ? r->cur[col] - r->prev[col] : 0;
 }
@@ -161,7 +123,7 @@ enum {
 	DR__COUNT,
 };
 
-static void disk_rates(const struct si_disk_row *r, double out[DR__COUNT])
+static void disk_rates(const struct si_counter_row *r, double out[DR__COUNT])
 {
 	double ms = r->have_prev && r->cur_ms > r->prev_ms ? (double)(r->cur_ms - r->prev_ms) : 0;
 	double secs = ms / 1000.0;
@@ -187,8 +149,8 @@ int si_disk__report(struct si_disk *d, struct probe_rt *rt, const char *dev_filt
 
 	if (err)
 		return err;
-	for (unsigned int i = 0; i < d->nrows; i++) {
-		const struct si_disk_row *r = &d->rows[i];
+	for (unsigned int i = 0; i < d->tab.nrows; i++) {
+		const struct si_counter_row *r = &d->tab.rows[i];
 		double rates[DR__COUNT];
 
 		if (dev_filter && dev_filter[0] && strcmp(dev_filter, r->name))
@@ -212,7 +174,7 @@ void si_disk__free(struct si_disk *d)
 {
 	if (!d)
 		return;
-	free(d->rows);
+	si_counter_rows__free(&d->tab);
 	probe_buf__free(&d->stats);
 	memset(d, 0, sizeof(*d));
 }

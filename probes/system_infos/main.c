@@ -6,6 +6,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "bpf_util.h"
 #include "probe.h"
 #include "system_infos.h"
 
@@ -44,38 +45,11 @@ struct si_ctx {
 };
 
 /* gala-gopher's baseinfo sub-probes. */
-static const struct {
-	const char *name;
-	unsigned int bit;
-} subprobe_names[] = {
+static const struct gg_subprobe subprobe_names[] = {
 	{"cpu", SI_CPU}, {"mem", SI_MEM}, {"nic", SI_NIC},   {"disk", SI_DISK},
 	{"net", SI_NET}, {"fs", SI_FS},	  {"proc", SI_PROC}, {"host", SI_HOST},
 };
-
-/* Bit of a sub-probe name (0 for a known but not implemented one); -EINVAL when unknown. */
-static int subprobe_bit(const char *s, size_t len)
-{
-	for (unsigned int i = 0; i < sizeof(subprobe_names) / sizeof(subprobe_names[0]); i++) {
-		if (strlen(subprobe_names[i].name) == len && !memcmp(subprobe_names[i].name, s, len)) {
-			if (!subprobe_names[i].bit)
-				probe_log(PLOG_WARN, "sub-probe '%.*s' is not implemented yet, ignored", (int)len, s);
-			return (int)subprobe_names[i].bit;
-		}
-	}
-	return -EINVAL;
-}
-
-static void subprobes_str(unsigned int bits, char *buf, size_t len)
-{
-	size_t n = 0;
-
-	buf[0] = '\0';
-	for (unsigned int i = 0; i < sizeof(subprobe_names) / sizeof(subprobe_names[0]); i++)
-		if (subprobe_names[i].bit & bits)
-			n += (size_t)snprintf(buf + n, len - n, "%s%s", n ? "," : "", subprobe_names[i].name);
-	if (!n)
-		snprintf(buf, len, "none");
-}
+#define NSUBPROBES (sizeof(subprobe_names) / sizeof(subprobe_names[0]))
 
 static void usage(FILE *f)
 {
@@ -108,75 +82,29 @@ static void usage(FILE *f)
 		PERIOD_MIN, PERIOD_MAX, PERIOD_DEFAULT, SI_PROC_MAX, SI_PROC_TOP_DEFAULT, SI_PROC_MAX);
 }
 
-static int parse_period(const char *s, unsigned int *ret)
-{
-	char *end;
-	unsigned long v;
-
-	errno = 0;
-	v = strtoul(s, &end, 10);
-	if (errno || end == s || *end || s[0] == '-' || v < PERIOD_MIN || v > PERIOD_MAX)
-		return -ERANGE;
-	*ret = (unsigned int)v;
-	return 0;
-}
-
-static int parse_subprobe_list(const char *s, unsigned int *ret)
-{
-	unsigned int bits = 0;
-	const char *p = s;
-
-	for (;;) {
-		const char *comma = strchr(p, ',');
-		size_t len = comma ? (size_t)(comma - p) : strlen(p);
-		int bit = subprobe_bit(p, len);
-
-		if (bit < 0) {
-			fprintf(stderr,
-				PROG ": unknown sub-probe '%.*s' in -P (expected cpu, mem, nic, disk, net, fs, proc, "
-				     "host)\n",
-				(int)len, p);
-			return -EINVAL;
-		}
-		bits |= (unsigned int)bit;
-		if (!comma)
-			break;
-		p = comma + 1;
-	}
-	*ret = bits;
-	return 0;
-}
-
 /* Returns -1 to go on, or the exit status. */
 static int parse_args(int argc, char **argv, struct si_conf *conf, const char **comm, enum probe_log_level *level)
 {
 	static const struct option longopts[] = {
-		{"help", no_argument, NULL, 'h'},	    {"version", no_argument, NULL, 'V'},
-		{"pid", required_argument, NULL, 'p'},	    {"comm", required_argument, NULL, 'c'},
-		{"proc-top", required_argument, NULL, 'T'}, {NULL, 0, NULL, 0},
+		{"help", no_argument, NULL, 'h'},
+		{"version", no_argument, NULL, 'V'},
+		{"proc-top", required_argument, NULL, 'T'},
+		GG_LONGOPTS_COMMON,
+		{NULL, 0, NULL, 0},
 	};
-	int c;
+	const struct gg_opts opts = {.period_s = &conf->period_s,
+				     .period_min = PERIOD_MIN,
+				     .period_max = PERIOD_MAX,
+				     .level = level,
+				     .scope = &conf->scope,
+				     .comm = comm};
+	int c, ret;
 
 	opterr = 0;
 	while ((c = getopt_long(argc, argv, ":t:l:P:d:h", longopts, NULL)) != -1) {
 		switch (c) {
-		case 't':
-			if (parse_period(optarg, &conf->period_s)) {
-				fprintf(stderr, PROG ": invalid report period '%s' for -t (expected %u..%u seconds)\n",
-					optarg, PERIOD_MIN, PERIOD_MAX);
-				return 2;
-			}
-			break;
-		case 'l':
-			if (probe_log_level__parse(optarg, level)) {
-				fprintf(stderr,
-					PROG ": invalid log level '%s' for -l (expected debug, info, warn, error)\n",
-					optarg);
-				return 2;
-			}
-			break;
 		case 'P':
-			if (parse_subprobe_list(optarg, &conf->subprobes))
+			if (gg_subprobes_arg(PROG, optarg, subprobe_names, NSUBPROBES, &conf->subprobes))
 				return 2;
 			break;
 		case 'd':
@@ -186,61 +114,21 @@ static int parse_args(int argc, char **argv, struct si_conf *conf, const char **
 			}
 			snprintf(conf->dev_name, sizeof(conf->dev_name), "%s", optarg);
 			break;
-		case 'p':
-			if (gg_scope__add_pids(&conf->scope, optarg)) {
-				fprintf(stderr, PROG ": invalid process list '%s' for --pid (expected PID[,PID...])\n",
-					optarg);
-				return 2;
-			}
-			break;
-		case 'c':
-			if (!optarg[0] || strlen(optarg) > 15) {
-				fprintf(stderr, PROG ": invalid process name '%s' for --comm (1 to 15 characters)\n",
-					optarg);
-				return 2;
-			}
-			*comm = optarg;
-			conf->scope.all = 0;
-			break;
-		case 'T': {
-			char *end;
-			unsigned long v;
-
-			errno = 0;
-			v = strtoul(optarg, &end, 10);
-			if (errno || end == optarg || *end || optarg[0] == '-' || v > SI_PROC_MAX) {
+		case 'T':
+			if (probe_parse_uint(optarg, 0, SI_PROC_MAX, &conf->proc_top)) {
 				fprintf(stderr, PROG ": invalid count '%s' for --proc-top (expected 0..%u)\n", optarg,
 					SI_PROC_MAX);
 				return 2;
 			}
-			conf->proc_top = (unsigned int)v;
 			break;
-		}
-		case 'h':
-			usage(stdout);
-			return 0;
-		case 'V':
-			printf(PROG " " GG_VERSION "\n");
-			return 0;
-		case ':':
-			fprintf(stderr, PROG ": option '%s' needs a value\n", argv[optind - 1]);
-			fprintf(stderr, "Try '" PROG " --help'.\n");
-			return 2;
 		default:
-			if (optopt)
-				fprintf(stderr, PROG ": unknown option '-%c'\n", optopt);
-			else
-				fprintf(stderr, PROG ": unknown option '%s'\n", argv[optind - 1]);
-			fprintf(stderr, "Try '" PROG " --help'.\n");
-			return 2;
+			ret = gg_opt_common(PROG, c, optarg, &opts);
+			if (ret == 1)
+				break;
+			return ret ? ret : probe_opt_other(PROG, c, 'V', argv, usage);
 		}
 	}
-	if (optind < argc) {
-		fprintf(stderr, PROG ": unexpected argument '%s'\n", argv[optind]);
-		fprintf(stderr, "Try '" PROG " --help'.\n");
-		return 2;
-	}
-	return -1;
+	return probe_opt_rest(PROG, argc, argv);
 }
 
 /*
@@ -252,7 +140,7 @@ static int conf_from_json(const struct si_conf *base, const char *json, struct s
 {
 	static struct si_conf conf; /* large (the scope sets): not on the stack; one caller at a time */
 	cJSON *root = cJSON_Parse(json);
-	const cJSON *params, *period, *list, *item, *dev, *scope;
+	const cJSON *params, *period, *item, *dev, *scope;
 	int err = -EINVAL;
 
 	conf = *base;
@@ -312,37 +200,8 @@ static int conf_from_json(const struct si_conf *base, const char *json, struct s
 		}
 	}
 	/* The REST body carries sub-probes in cmd.probe; accept them at the top level too. */
-	list = cJSON_GetObjectItemCaseSensitive(root, "probe");
-	if (!list) {
-		const cJSON *cmd = cJSON_GetObjectItemCaseSensitive(root, "cmd");
-
-		if (cJSON_IsObject(cmd))
-			list = cJSON_GetObjectItemCaseSensitive(cmd, "probe");
-	}
-	if (list && !cJSON_IsNull(list)) {
-		if (!cJSON_IsArray(list)) {
-			probe_log(PLOG_WARN, "configuration: \"probe\" must be a list of sub-probe names");
-			goto out;
-		}
-		conf.subprobes = 0;
-		cJSON_ArrayForEach(item, list)
-		{
-			const char *s = cJSON_GetStringValue(item);
-			int bit = s ? subprobe_bit(s, strlen(s)) : -EINVAL;
-
-			if (bit < 0) {
-				probe_log(PLOG_WARN,
-					  "configuration: unknown sub-probe %s%s%s (expected cpu, mem, nic, disk, net, "
-					  "fs, proc, host)",
-					  s ? "'" : "", s ? s : "(not a string)", s ? "'" : "");
-				goto out;
-			}
-			conf.subprobes |= (unsigned int)bit;
-		}
-		/* An empty list means "the default set", as when it is left out (stopping is "state"'s job). */
-		if (cJSON_GetArraySize(list) == 0)
-			conf.subprobes = base->subprobes;
-	}
+	if (gg_subprobes_conf(root, subprobe_names, NSUBPROBES, &conf.subprobes) == -EINVAL)
+		goto out;
 	*ret = conf;
 	err = 0;
 out:
@@ -368,15 +227,17 @@ static int on_config(void *data, uint64_t version, const char *json)
 		(void)si_disk__sample(&ctx->disk);
 	ctx->cur = conf;
 	ctx->configured = 1;
-	subprobes_str(conf.subprobes, names, sizeof(names));
+	gg_subprobes_str(conf.subprobes, subprobe_names, NSUBPROBES, names, sizeof(names));
 	probe_log(PLOG_INFO, "configuration %llu: report period %u s, sub-probes %s", (unsigned long long)version,
 		  conf.period_s, names);
 	probe_rt__wake(ctx->rt); /* the main loop recomputes its next report time */
 	return 0;
 }
 
-static void report(struct si_ctx *ctx)
+/* One report period (probe_rt__run_periodic). */
+static void report(void *arg)
 {
+	struct si_ctx *ctx = arg;
 	if (ctx->cur.subprobes & SI_CPU)
 		(void)si_cpu__report(&ctx->cpu, ctx->rt);
 	if (ctx->cur.subprobes & SI_MEM)
@@ -406,7 +267,6 @@ int main(int argc, char **argv)
 	static struct si_ctx ctx;
 	enum probe_log_level level = PLOG_INFO;
 	struct probe_rt_opts opts = {.name = PROBE_NAME, .on_config = on_config, .cb_ctx = &ctx};
-	uint64_t last;
 	char names[64];
 	int ret;
 
@@ -433,24 +293,11 @@ int main(int argc, char **argv)
 	(void)si_nic__sample(&ctx.nic);
 	(void)si_disk__sample(&ctx.disk);
 	(void)si_proc__init(&ctx.proc);
-	subprobes_str(ctx.cur.subprobes, names, sizeof(names));
+	gg_subprobes_str(ctx.cur.subprobes, subprobe_names, NSUBPROBES, names, sizeof(names));
 	probe_log(PLOG_INFO, "started: report period %u s, sub-probes %s", ctx.cur.period_s, names);
 
-	last = probe_now_mono_ms();
-	ctx.start_ms = last;
-	while (!probe_rt__stopping(ctx.rt)) {
-		uint64_t now = probe_now_mono_ms();
-		uint64_t next = last + (uint64_t)ctx.cur.period_s * 1000u;
-
-		if (now < next) {
-			if (probe_rt__wait(ctx.rt, (unsigned int)(next - now)))
-				break;
-			continue;
-		}
-		report(&ctx);
-		/* Keep to the period's grid, but do not try to catch up after a stall. */
-		last = now - next < (uint64_t)ctx.cur.period_s * 1000u ? next : now;
-	}
+	ctx.start_ms = probe_now_mono_ms();
+	probe_rt__run_periodic(ctx.rt, &ctx.cur.period_s, report, &ctx);
 
 	probe_log(PLOG_INFO, "stopping: %llu records emitted, %llu invalid",
 		  (unsigned long long)probe_rt__records_emitted(ctx.rt),

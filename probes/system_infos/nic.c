@@ -20,41 +20,19 @@ enum {
 	ND_TX_DROP = 11,
 };
 
-static struct si_nic_row *nic_row(struct si_nic *n, const char *name, size_t len)
-{
-	for (unsigned int i = 0; i < n->nrows; i++)
-		if (strlen(n->rows[i].name) == len && !memcmp(n->rows[i].name, name, len))
-			return &n->rows[i];
-	if (n->nrows >= SI_NIC_MAX || len >= sizeof(n->rows[0].name))
-		return NULL;
-	if (n->nrows == n->cap) {
-		unsigned int cap = n->cap ? n->cap * 2 : 16;
-		struct si_nic_row *rows = realloc(n->rows, cap * sizeof(*rows));
-
-		if (!rows)
-			return NULL;
-		n->rows = rows;
-		n->cap = cap;
-	}
-	memset(&n->rows[n->nrows], 0, sizeof(n->rows[0]));
-	memcpy(n->rows[n->nrows].name, name, len);
-	return &n->rows[n->nrows++];
-}
-
 /* A /proc/net/dev text sampled at now (ms): rows move on, interfaces gone are forgotten. Returns how
  * many interfaces were left out (beyond SI_NIC_MAX, or a name too long to keep). */
 static unsigned int nic_parse(struct si_nic *n, const char *data, size_t len, uint64_t now)
 {
 	const char *p = data, *end = data + len;
-	unsigned int i, skipped = 0;
+	unsigned int skipped = 0;
 
-	for (i = 0; i < n->nrows; i++)
-		n->rows[i].seen = 0;
+	si_counter_rows__begin(&n->tab);
 	while (p < end) {
 		const char *eol = si_line_end(p, end);
 		const char *name = si_skip_blanks(p, eol);
 		const char *colon = memchr(name, ':', (size_t)(eol - name));
-		struct si_nic_row *row;
+		struct si_counter_row *row;
 		uint64_t v[16] = {0};
 		unsigned int k;
 		const char *q;
@@ -69,49 +47,33 @@ static unsigned int nic_parse(struct si_nic *n, const char *data, size_t len, ui
 		}
 		if (k < 16)
 			continue;
-		row = nic_row(n, name, (size_t)(colon - name));
+		row = si_counter_rows__get(&n->tab, name, (size_t)(colon - name), SI_NIC_MAX);
 		if (!row) {
 			skipped++;
 			continue;
 		}
 		if (row->seen) /* the same name twice cannot happen; keep the first */
 			continue;
-		row->have_prev = row->cur_ms != 0;
-		memcpy(row->prev, row->cur, sizeof(row->prev));
-		row->prev_ms = row->cur_ms;
-		memcpy(row->cur, v, sizeof(row->cur));
-		row->cur_ms = now;
-		row->seen = 1;
+		si_counter_row__set(row, v, 16, now);
 	}
 	/* Forget interfaces that went away, so a new one with the same name starts afresh. */
-	for (i = 0; i < n->nrows;) {
-		if (!n->rows[i].seen)
-			n->rows[i] = n->rows[--n->nrows];
-		else
-			i++;
-	}
+	si_counter_rows__end(&n->tab);
 	return skipped;
 }
 
 int si_nic__sample(struct si_nic *n)
 {
 	unsigned int skipped;
-	int err = probe_read_file("/proc/net/dev", &n->dev, SI_PROC_FILE_MAX);
+	int err = si_read_proc("/proc/net/dev", &n->dev, &n->warned);
 
-	if (err) {
-		if (!n->warned)
-			probe_log(PLOG_WARN, "cannot read /proc/net/dev: %s", strerror(-err));
-		n->warned = 1;
+	if (err)
 		return err;
-	}
 	skipped = nic_parse(n, n->dev.data, n->dev.len, probe_now_mono_ms());
-	if (skipped && skipped != n->skipped)
-		probe_log(PLOG_WARN, "nic: %u interfaces beyond the limit of %u are not reported", skipped, SI_NIC_MAX);
-	n->skipped = skipped;
+	si_note_skipped(&n->skipped, skipped, "nic", "interfaces", SI_NIC_MAX);
 	return 0;
 }
 
-static double rate_kib(const struct si_nic_row *r, unsigned int col)
+static double rate_kib(const struct si_counter_row *r, unsigned int col)
 {
 	double secs = (double)(r->cur_ms - r->prev_ms) / 1000.0;
 
@@ -127,8 +89,8 @@ int si_nic__report(struct si_nic *n, struct probe_rt *rt, const char *dev_filter
 
 	if (err)
 		return err;
-	for (unsigned int i = 0; i < n->nrows; i++) {
-		const struct si_nic_row *r = &n->rows[i];
+	for (unsigned int i = 0; i < n->tab.nrows; i++) {
+		const struct si_counter_row *r = &n->tab.rows[i];
 		char path[96], state[32], val[32];
 		uint64_t speed = 0, mtu = 0;
 		char *stop;
@@ -174,7 +136,7 @@ void si_nic__free(struct si_nic *n)
 {
 	if (!n)
 		return;
-	free(n->rows);
+	si_counter_rows__free(&n->tab);
 	probe_buf__free(&n->dev);
 	memset(n, 0, sizeof(*n));
 }

@@ -73,19 +73,37 @@ void si_mem__free(struct si_mem *m);
 #define SI_FS_MAX   512u
 #define SI_PROC_MAX 1024u
 
-/* One network interface as last sampled from /proc/net/dev. */
-struct si_nic_row {
+/* One named device (an interface, a disk) as last sampled: its cumulative counters, in the order of
+ * the /proc file's columns, and the sample before them. */
+#define SI_COUNTERS_MAX 16u
+struct si_counter_row {
 	char name[32];
-	int seen;		    /* present in the last read */
-	int have_prev;		    /* prev holds a real earlier sample */
-	uint64_t cur[16], prev[16]; /* the 16 /proc/net/dev columns */
+	int seen;      /* present in the last read */
+	int have_prev; /* prev holds a real earlier sample */
+	uint64_t cur[SI_COUNTERS_MAX], prev[SI_COUNTERS_MAX];
 	uint64_t cur_ms, prev_ms;
 };
 
-/* The nic sub-probe: per-interface counters, rates between periods, link speed and state. */
-struct si_nic {
-	struct si_nic_row *rows;
+/* Rows of counters by name, kept from one read of a /proc table to the next (util.c). */
+struct si_counter_rows {
+	struct si_counter_row *rows;
 	unsigned int nrows, cap;
+};
+
+/* The row named name[0..len), added (zeroed) if new; NULL when max rows are kept or the name is too long. */
+struct si_counter_row *si_counter_rows__get(struct si_counter_rows *t, const char *name, size_t len, unsigned int max);
+/* A read starts: every row is unseen until si_counter_row__set finds it again. */
+void si_counter_rows__begin(struct si_counter_rows *t);
+/* The row's counters are now v[0..n) (n <= SI_COUNTERS_MAX), sampled at now_ms; the last ones become prev. */
+void si_counter_row__set(struct si_counter_row *r, const uint64_t *v, unsigned int n, uint64_t now_ms);
+/* The read is over: forget the rows it did not see, so a new device with the same name starts afresh. */
+void si_counter_rows__end(struct si_counter_rows *t);
+void si_counter_rows__free(struct si_counter_rows *t);
+
+/* The nic sub-probe: per-interface counters (the 16 /proc/net/dev columns), rates between periods, link
+ * speed and state. */
+struct si_nic {
+	struct si_counter_rows tab;
 	struct probe_buf dev;
 	unsigned int skipped; /* interfaces beyond SI_NIC_MAX in the last read */
 	int warned;
@@ -106,19 +124,11 @@ struct si_net {
 int si_net__report(struct si_net *n, struct probe_rt *rt);
 void si_net__free(struct si_net *n);
 
-/* One block device as last sampled from /proc/diskstats. */
-struct si_disk_row {
-	char name[32];
-	int seen, have_prev;
-	uint64_t cur[11], prev[11]; /* reads, rd_merged, rd_sectors, rd_ms, writes, wr_merged, wr_sectors,
-				       wr_ms, in_flight, io_ms, weighted_ms */
-	uint64_t cur_ms, prev_ms;
-};
-
-/* The disk sub-probe: /proc/diskstats of whole disks (as /sys/block lists them), iostat-style rates. */
+/* The disk sub-probe: /proc/diskstats of whole disks (as /sys/block lists them), iostat-style rates.
+ * A row's counters: reads, rd_merged, rd_sectors, rd_ms, writes, wr_merged, wr_sectors, wr_ms,
+ * in_flight, io_ms, weighted_ms. */
 struct si_disk {
-	struct si_disk_row *rows;
-	unsigned int nrows, cap;
+	struct si_counter_rows tab;
 	struct probe_buf stats;
 	unsigned int skipped;
 	int warned;
@@ -207,6 +217,13 @@ double si_proc_cpu_percent(uint64_t ticks, uint64_t prev_ticks, uint64_t ms, uin
 
 /* Read a short /sys or /proc file (one value) into buf, without the trailing newline. 0 or -errno. */
 int si_read_line(const char *path, char *buf, size_t len);
+
+/* Read a /proc file into b; only the first failure is logged (*warned remembers it). 0 or -errno. */
+int si_read_proc(const char *path, struct probe_buf *b, int *warned);
+
+/* Log that skipped devices (what: "interfaces") of sub-probe sub are beyond max, when that count
+ * changes; *last keeps the count. */
+void si_note_skipped(unsigned int *last, unsigned int skipped, const char *sub, const char *what, unsigned int max);
 
 /* Percent part/whole rounded to two decimals, 0 when whole is 0. */
 double si_percent(double part, double whole);

@@ -23,41 +23,18 @@
  * the scope it brings are not reported meanwhile. */
 #define FIRST_CONFIG_WAIT_MS 3000u
 
-static const struct {
-	const char *name;
-	unsigned int bit;
-} sub_names[] = {
+static const struct gg_subprobe sub_names[] = {
 	{"base_metrics", TP_SUB_BASE}, {"proc_syscall", TP_SUB_SYSCALL}, {"proc_fs", TP_SUB_FS},
 	{"proc_io", TP_SUB_IO},	       {"proc_dns", TP_SUB_DNS},	 {"proc_pagecache", TP_SUB_PAGECACHE},
 };
 #define NSUBS	 (sizeof(sub_names) / sizeof(sub_names[0]))
 #define SUB_LIST "base_metrics, proc_syscall, proc_fs, proc_io, proc_dns, proc_pagecache"
 
-static int sub_bit(const char *s, size_t len)
-{
-	for (unsigned int i = 0; i < NSUBS; i++)
-		if (strlen(sub_names[i].name) == len && !memcmp(sub_names[i].name, s, len))
-			return (int)sub_names[i].bit;
-	return -EINVAL;
-}
-
-static void subs_str(unsigned int bits, char *buf, size_t len)
-{
-	size_t n = 0;
-
-	buf[0] = '\0';
-	for (unsigned int i = 0; i < NSUBS && n < len; i++)
-		if (sub_names[i].bit & bits)
-			n += (size_t)snprintf(buf + n, len - n, "%s%s", n ? "," : "", sub_names[i].name);
-	if (!n)
-		snprintf(buf, len, "none");
-}
-
 static void usage(FILE *f)
 {
 	char def[128];
 
-	subs_str(TP_SUB_DEFAULT, def, sizeof(def));
+	gg_subprobes_str(TP_SUB_DEFAULT, sub_names, NSUBS, def, sizeof(def));
 	fprintf(f,
 		"Usage: " PROG " [OPTION]...\n"
 		"Per-process system calls, file-system latency, block IO, off-CPU time, page cache and DNS lookups\n"
@@ -75,7 +52,7 @@ static void usage(FILE *f)
 		"  -e                 report events (event_v2 records, entity proc): latency_thr, offline_thr\n"
 		"      --latency-thr MS    event when a syscall of a process takes MS ms or more (0 = off)\n"
 		"      --offline-thr MS    event MS ms after a process in scope went away (0 = off)\n"
-		"      --stats             log BPF run time per program every period (bpf_stats)\n"
+		"      --bpf-stats         log BPF run time per program every period (bpf_stats; also --stats)\n"
 		"  -h, --help         show this help and exit\n"
 		"      --version      show the version and exit\n"
 		"\n"
@@ -86,19 +63,6 @@ static void usage(FILE *f)
 		"\"latency_thr\": MS, \"offline_thr\": MS}, \"scope\": {\"all\": bool, \"pids\": [..], \"cgroup_ids\": "
 		"[..]}}\n",
 		PERIOD_MIN, PERIOD_MAX, PERIOD_DEFAULT, def);
-}
-
-static int parse_uint(const char *s, unsigned int lo, unsigned int hi, unsigned int *ret)
-{
-	char *end;
-	unsigned long v;
-
-	errno = 0;
-	v = strtoul(s, &end, 10);
-	if (errno || end == s || *end || s[0] == '-' || v < lo || v > hi)
-		return -ERANGE;
-	*ret = (unsigned int)v;
-	return 0;
 }
 
 /* The cgroup v2 id of a cgroup directory is its inode number (what bpf_get_current_cgroup_id gives). */
@@ -115,30 +79,7 @@ static int scope_add_cgroup_path(struct gg_scope *s, const char *path)
 	return 0;
 }
 
-static int parse_sub_list(const char *s, unsigned int *ret)
-{
-	unsigned int bits = 0;
-	const char *p = s;
-
-	for (;;) {
-		const char *comma = strchr(p, ',');
-		size_t len = comma ? (size_t)(comma - p) : strlen(p);
-		int bit = sub_bit(p, len);
-
-		if (bit < 0) {
-			fprintf(stderr, PROG ": unknown sub-probe '%.*s' in -P (expected " SUB_LIST ")\n", (int)len, p);
-			return -EINVAL;
-		}
-		bits |= (unsigned int)bit;
-		if (!comma)
-			break;
-		p = comma + 1;
-	}
-	*ret = bits;
-	return 0;
-}
-
-enum { OPT_PID = 256, OPT_COMM, OPT_CGROUP, OPT_LAT, OPT_OFF, OPT_STATS, OPT_VERSION };
+enum { OPT_CGROUP = 256, OPT_LAT, OPT_OFF, OPT_VERSION };
 
 /* Returns -1 to go on, or the exit status. */
 static int parse_args(int argc, char **argv, struct tp_ctx *ctx, enum probe_log_level *level, int *stats)
@@ -146,59 +87,32 @@ static int parse_args(int argc, char **argv, struct tp_ctx *ctx, enum probe_log_
 	static const struct option longopts[] = {
 		{"help", no_argument, NULL, 'h'},
 		{"version", no_argument, NULL, OPT_VERSION},
-		{"pid", required_argument, NULL, OPT_PID},
-		{"comm", required_argument, NULL, OPT_COMM},
 		{"cgroup", required_argument, NULL, OPT_CGROUP},
 		{"latency-thr", required_argument, NULL, OPT_LAT},
 		{"offline-thr", required_argument, NULL, OPT_OFF},
-		{"stats", no_argument, NULL, OPT_STATS},
+		GG_LONGOPTS_COMMON,
+		{"stats", no_argument, NULL, GG_OPT_BPF_STATS}, /* the first name of --bpf-stats */
 		{NULL, 0, NULL, 0},
 	};
 	struct tp_conf *conf = &ctx->base;
-	int c;
+	int c, ret;
+	const struct gg_opts opts = {.period_s = &conf->period_s,
+				     .period_min = PERIOD_MIN,
+				     .period_max = PERIOD_MAX,
+				     .level = level,
+				     .scope = &conf->scope,
+				     .comm = &ctx->comm,
+				     .bpf_stats = stats};
 
 	opterr = 0;
 	while ((c = getopt_long(argc, argv, ":t:l:P:eh", longopts, NULL)) != -1) {
 		switch (c) {
-		case 't':
-			if (parse_uint(optarg, PERIOD_MIN, PERIOD_MAX, &conf->period_s)) {
-				fprintf(stderr, PROG ": invalid report period '%s' for -t (expected %u..%u seconds)\n",
-					optarg, PERIOD_MIN, PERIOD_MAX);
-				return 2;
-			}
-			break;
-		case 'l':
-			if (probe_log_level__parse(optarg, level)) {
-				fprintf(stderr,
-					PROG ": invalid log level '%s' for -l (expected debug, info, warn, error)\n",
-					optarg);
-				return 2;
-			}
-			break;
 		case 'P':
-			if (parse_sub_list(optarg, &conf->subs))
+			if (gg_subprobes_arg(PROG, optarg, sub_names, NSUBS, &conf->subs))
 				return 2;
 			break;
 		case 'e':
 			conf->report_event = 1;
-			break;
-		case OPT_PID:
-			if (gg_scope__add_pids(&conf->scope, optarg)) {
-				fprintf(stderr,
-					PROG
-					": invalid process list '%s' for --pid (expected PID[,PID...], at most %d)\n",
-					optarg, GG_SCOPE_TGID_MAX);
-				return 2;
-			}
-			break;
-		case OPT_COMM:
-			if (!optarg[0] || strlen(optarg) > 15) {
-				fprintf(stderr, PROG ": invalid process name '%s' for --comm (1 to 15 characters)\n",
-					optarg);
-				return 2;
-			}
-			ctx->comm = optarg;
-			conf->scope.all = 0;
 			break;
 		case OPT_CGROUP:
 			if (scope_add_cgroup_path(&conf->scope, optarg)) {
@@ -210,41 +124,21 @@ static int parse_args(int argc, char **argv, struct tp_ctx *ctx, enum probe_log_
 			break;
 		case OPT_LAT:
 		case OPT_OFF:
-			if (parse_uint(optarg, 0, THR_MAX,
-				       c == OPT_LAT ? &conf->latency_thr_ms : &conf->offline_thr_ms)) {
+			if (probe_parse_uint(optarg, 0, THR_MAX,
+					     c == OPT_LAT ? &conf->latency_thr_ms : &conf->offline_thr_ms)) {
 				fprintf(stderr, PROG ": invalid threshold '%s' for %s (expected 0..%u ms)\n", optarg,
 					c == OPT_LAT ? "--latency-thr" : "--offline-thr", THR_MAX);
 				return 2;
 			}
 			break;
-		case OPT_STATS:
-			*stats = 1;
-			break;
-		case 'h':
-			usage(stdout);
-			return 0;
-		case OPT_VERSION:
-			printf(PROG " " GG_VERSION "\n");
-			return 0;
-		case ':':
-			fprintf(stderr, PROG ": option '%s' needs a value\n", argv[optind - 1]);
-			fprintf(stderr, "Try '" PROG " --help'.\n");
-			return 2;
 		default:
-			if (optopt)
-				fprintf(stderr, PROG ": unknown option '-%c'\n", optopt);
-			else
-				fprintf(stderr, PROG ": unknown option '%s'\n", argv[optind - 1]);
-			fprintf(stderr, "Try '" PROG " --help'.\n");
-			return 2;
+			ret = gg_opt_common(PROG, c, optarg, &opts);
+			if (ret == 1)
+				break;
+			return ret ? ret : probe_opt_other(PROG, c, OPT_VERSION, argv, usage);
 		}
 	}
-	if (optind < argc) {
-		fprintf(stderr, PROG ": unexpected argument '%s'\n", argv[optind]);
-		fprintf(stderr, "Try '" PROG " --help'.\n");
-		return 2;
-	}
-	return -1;
+	return probe_opt_rest(PROG, argc, argv);
 }
 
 /* An integer parameter in lo..hi; 0 when absent (ret untouched), -EINVAL when invalid. */
@@ -272,7 +166,7 @@ static int conf_from_json(const struct tp_conf *base, const char *json, struct t
 {
 	static struct tp_conf conf; /* large (the scope sets): not on the stack; one caller at a time */
 	cJSON *root = cJSON_Parse(json);
-	const cJSON *params, *list, *item, *scope;
+	const cJSON *params, *item, *scope;
 	unsigned int ev;
 	int err = -EINVAL;
 
@@ -299,34 +193,8 @@ static int conf_from_json(const struct tp_conf *base, const char *json, struct t
 			goto out;
 		conf.report_event = (int)ev;
 	}
-	list = cJSON_GetObjectItemCaseSensitive(root, "probe");
-	if (!list) {
-		const cJSON *cmd = cJSON_GetObjectItemCaseSensitive(root, "cmd");
-
-		if (cJSON_IsObject(cmd))
-			list = cJSON_GetObjectItemCaseSensitive(cmd, "probe");
-	}
-	if (list && !cJSON_IsNull(list)) {
-		if (!cJSON_IsArray(list)) {
-			probe_log(PLOG_WARN, "configuration: \"probe\" must be a list of sub-probe names");
-			goto out;
-		}
-		conf.subs = 0;
-		cJSON_ArrayForEach(item, list)
-		{
-			const char *s = cJSON_GetStringValue(item);
-			int bit = s ? sub_bit(s, strlen(s)) : -EINVAL;
-
-			if (bit < 0) {
-				probe_log(PLOG_WARN, "configuration: unknown sub-probe %s (expected " SUB_LIST ")",
-					  s ? s : "(not a string)");
-				goto out;
-			}
-			conf.subs |= (unsigned int)bit;
-		}
-		if (cJSON_GetArraySize(list) == 0)
-			conf.subs = base->subs;
-	}
+	if (gg_subprobes_conf(root, sub_names, NSUBS, &conf.subs) == -EINVAL)
+		goto out;
 	scope = cJSON_GetObjectItemCaseSensitive(root, "scope");
 	if (scope && !cJSON_IsNull(scope)) {
 		int e = gg_scope__from_json(scope, &conf.scope);
@@ -363,7 +231,7 @@ static int on_config(void *data, uint64_t version, const char *json)
 		ctx->scope_dirty = 1;
 	ctx->cur = conf;
 	ctx->configured = 1;
-	subs_str(conf.subs, names, sizeof(names));
+	gg_subprobes_str(conf.subs, sub_names, NSUBS, names, sizeof(names));
 	probe_log(PLOG_INFO,
 		  "configuration %llu: report period %u s, sub-probes %s, events %s (latency_thr %u ms, offline_thr %u "
 		  "ms), scope %s",
@@ -393,57 +261,41 @@ static void rescan_comm(struct tp_ctx *ctx)
 	}
 }
 
-struct link_prog {
-	unsigned int sub; /* attached when one of these sub-probes is on (0: always) */
-	struct bpf_program *prog;
-	struct bpf_link **link;
-};
-
 int tp_attach_subs(struct tp_ctx *ctx)
 {
 	struct taskprobe *s = ctx->skel;
-	const struct link_prog lp[] = {
-		{TP_SUB_SYSCALL | TP_SUB_FS, s->progs.tp_sys_enter, &s->links.tp_sys_enter},
-		{TP_SUB_SYSCALL | TP_SUB_FS, s->progs.tp_sys_exit, &s->links.tp_sys_exit},
-		{TP_SUB_BASE, s->progs.tp_sched_switch, &s->links.tp_sched_switch},
-		{TP_SUB_BASE, s->progs.tp_sched_fork, &s->links.tp_sched_fork},
-		{0, s->progs.tp_sched_exec, &s->links.tp_sched_exec},
-		{0, s->progs.tp_sched_exit, &s->links.tp_sched_exit},
-		{TP_SUB_IO, s->progs.tp_block_rq_insert, &s->links.tp_block_rq_insert},
-		{TP_SUB_IO, s->progs.tp_block_rq_issue, &s->links.tp_block_rq_issue},
-		{TP_SUB_IO, s->progs.tp_block_rq_complete, &s->links.tp_block_rq_complete},
-		{TP_SUB_PAGECACHE, s->progs.tp_pc_add, &s->links.tp_pc_add},
-		{TP_SUB_PAGECACHE, s->progs.tp_pc_dirty, &s->links.tp_pc_dirty},
-		{TP_SUB_PAGECACHE, s->progs.tp_pc_buffer_dirty, &s->links.tp_pc_buffer_dirty},
-		{TP_SUB_PAGECACHE, s->progs.tp_reclaim_begin, &s->links.tp_reclaim_begin},
-		{TP_SUB_PAGECACHE, s->progs.tp_reclaim_end, &s->links.tp_reclaim_end},
+	/* Attached when one of the sub-probes named is on (~0u: always). */
+	const struct gg_bpf_hook hooks[] = {
+		{s->progs.tp_sys_enter, &s->links.tp_sys_enter, TP_SUB_SYSCALL | TP_SUB_FS},
+		{s->progs.tp_sys_exit, &s->links.tp_sys_exit, TP_SUB_SYSCALL | TP_SUB_FS},
+		{s->progs.tp_sched_switch, &s->links.tp_sched_switch, TP_SUB_BASE},
+		{s->progs.tp_sched_fork, &s->links.tp_sched_fork, TP_SUB_BASE},
+		{s->progs.tp_sched_exec, &s->links.tp_sched_exec, ~0u},
+		{s->progs.tp_sched_exit, &s->links.tp_sched_exit, ~0u},
+		{s->progs.tp_block_rq_insert, &s->links.tp_block_rq_insert, TP_SUB_IO},
+		{s->progs.tp_block_rq_issue, &s->links.tp_block_rq_issue, TP_SUB_IO},
+		{s->progs.tp_block_rq_complete, &s->links.tp_block_rq_complete, TP_SUB_IO},
+		{s->progs.tp_pc_add, &s->links.tp_pc_add, TP_SUB_PAGECACHE},
+		{s->progs.tp_pc_dirty, &s->links.tp_pc_dirty, TP_SUB_PAGECACHE},
+		{s->progs.tp_pc_buffer_dirty, &s->links.tp_pc_buffer_dirty, TP_SUB_PAGECACHE},
+		{s->progs.tp_reclaim_begin, &s->links.tp_reclaim_begin, TP_SUB_PAGECACHE},
+		{s->progs.tp_reclaim_end, &s->links.tp_reclaim_end, TP_SUB_PAGECACHE},
 	};
+	const struct gg_bpf_hook *bad = NULL;
 	unsigned int subs = ctx->cur.subs;
-	int failed = 0;
+	int err;
 
 	s->bss->enabled = subs;
-	for (unsigned int i = 0; i < sizeof(lp) / sizeof(lp[0]); i++) {
-		if (!bpf_program__autoload(lp[i].prog))
-			continue; /* the kernel lacks its hook (logged at load) */
-		if (lp[i].sub == 0 || (lp[i].sub & subs)) {
-			int err = gg_bpf_attach(lp[i].prog, lp[i].link);
-
-			if (err) {
-				probe_log(PLOG_WARN, "cannot attach %s: %s", bpf_program__name(lp[i].prog),
-					  strerror(-err));
-				failed++;
-			}
-		} else {
-			gg_bpf_detach(lp[i].link);
-		}
-	}
+	err = gg_bpf_apply_hooks(hooks, sizeof(hooks) / sizeof(hooks[0]), subs, &bad);
+	if (err)
+		probe_log(PLOG_WARN, "cannot attach %s: %s", bpf_program__name(bad->prog), strerror(-err));
 	if (subs & TP_SUB_DNS) {
 		if (tp_dns_attach(ctx) == 0)
 			probe_log(PLOG_WARN, "proc_dns: no libc found to probe getaddrinfo in");
 	} else {
 		tp_dns_detach(ctx);
 	}
-	return failed ? -EIO : 0;
+	return err;
 }
 
 static void log_stats(struct tp_ctx *ctx)
@@ -516,7 +368,7 @@ int main(int argc, char **argv)
 	}
 	(void)tp_attach_subs(&ctx);
 	applied_subs = ctx.cur.subs;
-	subs_str(ctx.cur.subs, names, sizeof(names));
+	gg_subprobes_str(ctx.cur.subs, sub_names, NSUBS, names, sizeof(names));
 	probe_log(PLOG_INFO, "started: report period %u s, sub-probes %s, scope %s%s%s", ctx.cur.period_s, names,
 		  ctx.cur.scope.all ? "all" : "filtered", ctx.comm ? ", comm " : "", ctx.comm ? ctx.comm : "");
 

@@ -234,6 +234,55 @@ static void test_kernel_features(void **state)
 	assert_string_equal(name, "100000");
 }
 
+/* gg_opt_common: the options most probes share, applied or refused; the others left to the probe. */
+static void test_opt_common(void **state)
+{
+	static struct gg_scope scope;
+	unsigned int period = 5;
+	enum probe_log_level level = PLOG_INFO;
+	const char *comm = NULL;
+	int stats = 0;
+	struct gg_opts o = {.period_s = &period,
+			    .period_min = 1,
+			    .period_max = 600,
+			    .level = &level,
+			    .scope = &scope,
+			    .comm = &comm,
+			    .bpf_stats = &stats};
+
+	(void)state;
+	gg_scope__init_all(&scope);
+	assert_int_equal(gg_opt_common("p", 't', "30", &o), 1);
+	assert_int_equal(period, 30);
+	assert_int_equal(gg_opt_common("p", 't', "601", &o), 2);
+	assert_int_equal(gg_opt_common("p", 't', "0", &o), 2);
+	assert_int_equal(gg_opt_common("p", 't', "3x", &o), 2);
+	assert_int_equal(period, 30);
+	assert_int_equal(gg_opt_common("p", 'l', "debug", &o), 1);
+	assert_int_equal(level, PLOG_DEBUG);
+	assert_int_equal(gg_opt_common("p", 'l', "loud", &o), 2);
+	assert_int_equal(gg_opt_common("p", GG_OPT_PID, "12,34", &o), 1);
+	assert_int_equal(scope.ntgid, 2);
+	assert_int_equal(scope.all, 0);
+	assert_int_equal(gg_opt_common("p", GG_OPT_PID, "12,x", &o), 2);
+	assert_int_equal(gg_opt_common("p", GG_OPT_COMM, "nginx", &o), 1);
+	assert_string_equal(comm, "nginx");
+	assert_int_equal(gg_opt_common("p", GG_OPT_COMM, "", &o), 2);
+	assert_int_equal(gg_opt_common("p", GG_OPT_COMM, "0123456789abcdef", &o), 2);
+	assert_string_equal(comm, "nginx");
+	assert_int_equal(gg_opt_common("p", GG_OPT_BPF_STATS, NULL, &o), 1);
+	assert_int_equal(stats, 1);
+	/* Not one of them: the probe's own. */
+	assert_int_equal(gg_opt_common("p", 'P', "x", &o), 0);
+	assert_int_equal(gg_opt_common("p", 'h', NULL, &o), 0);
+	/* One of them that this probe does not take: refused like an unknown option. */
+	o.scope = NULL;
+	o.bpf_stats = NULL;
+	assert_int_equal(gg_opt_common("p", GG_OPT_PID, "1", &o), 2);
+	assert_int_equal(gg_opt_common("p", GG_OPT_COMM, "a", &o), 2);
+	assert_int_equal(gg_opt_common("p", GG_OPT_BPF_STATS, NULL, &o), 2);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -242,6 +291,7 @@ int main(void)
 		cmocka_unit_test(test_scope_pids),  cmocka_unit_test(test_scope_comm),
 		cmocka_unit_test(test_subprobes),   cmocka_unit_test(test_conf_uint),
 		cmocka_unit_test(test_event_label), cmocka_unit_test(test_kernel_features),
+		cmocka_unit_test(test_opt_common),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

@@ -19,6 +19,14 @@ static const char *const basic_fields[] = {"k", "l", "g", "c"};
 static const unsigned char basic_kinds[] = {PROBE_F_KEY, PROBE_F_LABEL, PROBE_F_GAUGE, PROBE_F_COUNTER};
 static const struct probe_table TBL_basic = {"t_basic", 4, basic_fields, basic_kinds};
 
+/* A t_basic record with its key "k" and label "l" given: the gauge and the counter come next. */
+static void begin_basic_kl(struct probe_rec *r)
+{
+	probe_rec__begin(r, &TBL_basic);
+	probe_rec__str(r, "k");
+	probe_rec__str(r, "l");
+}
+
 static const char *const hist_fields[] = {"k", "h", "s"};
 static const unsigned char hist_kinds[] = {PROBE_F_KEY, PROBE_F_HISTOGRAM, PROBE_F_SUMMARY};
 static const struct probe_table TBL_hist = {"t_hist", 3, hist_fields, hist_kinds};
@@ -112,15 +120,11 @@ static void test_wrong_kind(void **state)
 	probe_rec__f64(&r, 2.0); /* f64 into the label */
 	assert_int_equal(probe_rec__finish(&r), -EINVAL);
 
-	probe_rec__begin(&r, &TBL_basic);
-	probe_rec__str(&r, "k");
-	probe_rec__str(&r, "l");
+	begin_basic_kl(&r);
 	probe_rec__str(&r, "3"); /* string into the gauge */
 	assert_int_equal(probe_rec__finish(&r), -EINVAL);
 
-	probe_rec__begin(&r, &TBL_basic);
-	probe_rec__str(&r, "k");
-	probe_rec__str(&r, "l");
+	begin_basic_kl(&r);
 	probe_rec__u64(&r, 3);
 	probe_rec__i64(&r, 4); /* i64 into the counter */
 	assert_int_equal(probe_rec__finish(&r), -EINVAL);
@@ -130,9 +134,7 @@ static void test_wrong_kind(void **state)
 	probe_rec__hist(&r, 1, le, cnt, 0, 1); /* histogram into the label */
 	assert_int_equal(probe_rec__finish(&r), -EINVAL);
 
-	probe_rec__begin(&r, &TBL_basic);
-	probe_rec__str(&r, "k");
-	probe_rec__str(&r, "l");
+	begin_basic_kl(&r);
 	probe_rec__summary(&r, 1, q, v, 1, 1); /* summary into the gauge */
 	assert_int_equal(probe_rec__finish(&r), -EINVAL);
 
@@ -158,15 +160,11 @@ static void test_field_count(void **state)
 	struct probe_rec r;
 
 	(void)state;
-	probe_rec__begin(&r, &TBL_basic);
-	probe_rec__str(&r, "k");
-	probe_rec__str(&r, "l");
+	begin_basic_kl(&r);
 	probe_rec__u64(&r, 1);
 	assert_int_equal(probe_rec__finish(&r), -EINVAL); /* one missing */
 
-	probe_rec__begin(&r, &TBL_basic);
-	probe_rec__str(&r, "k");
-	probe_rec__str(&r, "l");
+	begin_basic_kl(&r);
 	probe_rec__u64(&r, 1);
 	probe_rec__u64(&r, 2);
 	probe_rec__u64(&r, 3); /* one too many */
@@ -221,36 +219,26 @@ static void test_range(void **state)
 	struct probe_rec r;
 
 	(void)state;
-	probe_rec__begin(&r, &TBL_basic);
-	probe_rec__str(&r, "k");
-	probe_rec__str(&r, "l");
+	begin_basic_kl(&r);
 	probe_rec__u64(&r, 1);
 	probe_rec__f64(&r, -0.5); /* negative counter */
 	assert_int_equal(probe_rec__finish(&r), -ERANGE);
 
-	probe_rec__begin(&r, &TBL_basic);
-	probe_rec__str(&r, "k");
-	probe_rec__str(&r, "l");
+	begin_basic_kl(&r);
 	probe_rec__f64(&r, NAN);
 	assert_int_equal(probe_rec__finish(&r), -ERANGE);
 
-	probe_rec__begin(&r, &TBL_basic);
-	probe_rec__str(&r, "k");
-	probe_rec__str(&r, "l");
+	begin_basic_kl(&r);
 	probe_rec__f64(&r, -INFINITY);
 	assert_int_equal(probe_rec__finish(&r), -ERANGE);
 
-	probe_rec__begin(&r, &TBL_basic);
-	probe_rec__str(&r, "k");
-	probe_rec__str(&r, "l");
+	begin_basic_kl(&r);
 	probe_rec__f64(&r, 0);
 	probe_rec__f64(&r, INFINITY);
 	assert_int_equal(probe_rec__finish(&r), -ERANGE);
 
 	/* -0 is not negative, and is printed as 0 */
-	probe_rec__begin(&r, &TBL_basic);
-	probe_rec__str(&r, "k");
-	probe_rec__str(&r, "l");
+	begin_basic_kl(&r);
 	probe_rec__f64(&r, -0.0);
 	probe_rec__f64(&r, -0.0);
 	assert_int_equal(probe_rec__finish(&r), 0);
@@ -389,9 +377,7 @@ static void expect_f64(double v, const char *want)
 	const char *val;
 	size_t vlen;
 
-	probe_rec__begin(&r, &TBL_basic);
-	probe_rec__str(&r, "k");
-	probe_rec__str(&r, "l");
+	begin_basic_kl(&r);
 	probe_rec__f64(&r, v);
 	probe_rec__u64(&r, 0);
 	assert_int_equal(probe_rec__finish(&r), 0);
@@ -669,6 +655,31 @@ static void test_read_file(void **state)
 	probe_buf__free(NULL);
 }
 
+/* probe_parse_uint: the command-line numbers of every probe (-t, -c, thresholds, -m). */
+static void test_parse_uint(void **state)
+{
+	unsigned int v = 7;
+
+	(void)state;
+	assert_int_equal(probe_parse_uint("5", 1, 3600, &v), 0);
+	assert_int_equal(v, 5);
+	assert_int_equal(probe_parse_uint("3600", 1, 3600, &v), 0);
+	assert_int_equal(v, 3600);
+	assert_int_equal(probe_parse_uint("0", 0, 1, &v), 0);
+	assert_int_equal(v, 0);
+	v = 9;
+	/* Out of range, signs, junk, empty, overflow: refused, the value untouched. */
+	assert_int_equal(probe_parse_uint("3601", 1, 3600, &v), -ERANGE);
+	assert_int_equal(probe_parse_uint("0", 1, 3600, &v), -ERANGE);
+	assert_int_equal(probe_parse_uint("-1", 0, 3600, &v), -ERANGE);
+	assert_int_equal(probe_parse_uint(" -1", 0, 3600, &v), -ERANGE);
+	assert_int_equal(probe_parse_uint("5s", 0, 3600, &v), -ERANGE);
+	assert_int_equal(probe_parse_uint("", 0, 3600, &v), -ERANGE);
+	assert_int_equal(probe_parse_uint("99999999999999999999", 0, 0xffffffffu, &v), -ERANGE);
+	assert_int_equal(probe_parse_uint("4294967296", 0, 0xffffffffu, &v), -ERANGE);
+	assert_int_equal(v, 9);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -679,6 +690,7 @@ int main(void)
 		cmocka_unit_test(test_label_cut),   cmocka_unit_test(test_f64_format),
 		cmocka_unit_test(test_hist),	    cmocka_unit_test(test_round_trip),
 		cmocka_unit_test(test_log_level),   cmocka_unit_test(test_read_file),
+		cmocka_unit_test(test_parse_uint),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

@@ -37,11 +37,11 @@ static unsigned int parse(struct si_disk *d, const char *text, uint64_t now)
 	return disk_parse(d, text, strlen(text), now);
 }
 
-static const struct si_disk_row *row(const struct si_disk *d, const char *name)
+static const struct si_counter_row *row(const struct si_disk *d, const char *name)
 {
-	for (unsigned int i = 0; i < d->nrows; i++)
-		if (!strcmp(d->rows[i].name, name))
-			return &d->rows[i];
+	for (unsigned int i = 0; i < d->tab.nrows; i++)
+		if (!strcmp(d->tab.rows[i].name, name))
+			return &d->tab.rows[i];
 	return NULL;
 }
 
@@ -59,7 +59,7 @@ static void test_rates(void **state)
 	      "   7       0 loop0 0 0 0 0 0 0 0 0 0 0 0 0 0 0 0 0 0\n"
 	      " 252      16 vdb 5 0 40 1 0 0 0 0 0 2 1\n",
 	      10000);
-	assert_int_equal(d.nrows, 2); /* sda and vdb: the partition and the idle loop device are left out */
+	assert_int_equal(d.tab.nrows, 2); /* sda and vdb: the partition and the idle loop device are left out */
 	assert_non_null(row(&d, "sda"));
 	assert_non_null(row(&d, "vdb")); /* old kernels' 11 columns */
 	assert_null(row(&d, "sda1"));
@@ -123,7 +123,7 @@ static void test_names_and_truncated(void **state)
 	assert_null(row(&d, "sdb"));
 	assert_non_null(row(&d, "sda"));
 	assert_int_equal(row(&d, "sda")->cur[DS_READS], 1);
-	assert_int_equal(d.nrows, 2);
+	assert_int_equal(d.tab.nrows, 2);
 	si_disk__free(&d);
 }
 
@@ -138,7 +138,7 @@ static void test_report_records(void **state)
 	cap_begin();
 	assert_int_equal(si_disk__report(&d, cap_rt, NULL), 0);
 	out = cap_take();
-	assert_int_equal(rec_count(out, "system_iostat"), d.nrows);
+	assert_int_equal(rec_count(out, "system_iostat"), d.tab.nrows);
 	assert_int_equal(probe_rt__records_invalid(cap_rt), invalid);
 	si_disk__free(&d);
 }

@@ -22,18 +22,18 @@ static unsigned int parse(struct si_nic *n, const char *text, uint64_t now)
 	return nic_parse(n, text, strlen(text), now);
 }
 
-static const struct si_nic_row *row(const struct si_nic *n, const char *name)
+static const struct si_counter_row *row(const struct si_nic *n, const char *name)
 {
-	for (unsigned int i = 0; i < n->nrows; i++)
-		if (!strcmp(n->rows[i].name, name))
-			return &n->rows[i];
+	for (unsigned int i = 0; i < n->tab.nrows; i++)
+		if (!strcmp(n->tab.rows[i].name, name))
+			return &n->tab.rows[i];
 	return NULL;
 }
 
 static void test_rates(void **state)
 {
 	struct si_nic n = {0};
-	const struct si_nic_row *r;
+	const struct si_counter_row *r;
 
 	(void)state;
 	assert_int_equal(parse(&n,
@@ -41,7 +41,7 @@ static void test_rates(void **state)
 				    "  eth0: 50000 100 1 2 0 0 0 0 20000 80 3 4 0 0 0 0\n",
 			       1000),
 			 0);
-	assert_int_equal(n.nrows, 2);
+	assert_int_equal(n.tab.nrows, 2);
 	r = row(&n, "eth0");
 	assert_non_null(r);
 	assert_int_equal(r->cur[ND_RX_BYTES], 50000);
@@ -65,7 +65,7 @@ static void test_rates(void **state)
 static void test_counter_reset(void **state)
 {
 	struct si_nic n = {0};
-	const struct si_nic_row *r;
+	const struct si_counter_row *r;
 
 	(void)state;
 	parse(&n, HEAD "  eth0: 9000000000 100 0 0 0 0 0 0 5000 80 0 0 0 0 0 0\n", 1000);
@@ -90,7 +90,7 @@ static void test_come_and_go(void **state)
 	parse(&n, HEAD "  veth1: 100 1 0 0 0 0 0 0 100 1 0 0 0 0 0 0\n  eth0: 1 1 0 0 0 0 0 0 1 1 0 0 0 0 0 0\n", 1000);
 	parse(&n, HEAD "  eth0: 1 1 0 0 0 0 0 0 1 1 0 0 0 0 0 0\n", 2000);
 	assert_null(row(&n, "veth1")); /* gone: forgotten */
-	assert_int_equal(n.nrows, 1);
+	assert_int_equal(n.tab.nrows, 1);
 	/* back with new counters: a new interface, no rate from the old one's */
 	parse(&n, HEAD "  veth1: 50 1 0 0 0 0 0 0 100 1 0 0 0 0 0 0\n  eth0: 1 1 0 0 0 0 0 0 1 1 0 0 0 0 0 0\n", 3000);
 	assert_int_equal(row(&n, "veth1")->have_prev, 0);
@@ -116,13 +116,13 @@ static void test_long_names_and_truncated(void **state)
 		 name31);
 	/* the too long name is skipped and counted, the short line ignored, the last line (no newline) kept */
 	assert_int_equal(parse(&n, text, 1000), 1);
-	assert_int_equal(n.nrows, 2);
+	assert_int_equal(n.tab.nrows, 2);
 	assert_non_null(row(&n, name31));
 	assert_null(row(&n, "eth1"));
 	assert_int_equal(row(&n, "eth2")->cur[ND_TX_BYTES], 8);
 	/* a header only, then nothing */
 	assert_int_equal(parse(&n, HEAD, 2000), 0);
-	assert_int_equal(n.nrows, 0);
+	assert_int_equal(n.tab.nrows, 0);
 	si_nic__free(&n);
 }
 
