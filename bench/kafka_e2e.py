@@ -11,13 +11,7 @@ import sys
 import time
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "tests", "integration"))
-from harness import ROOT, TEST_BINS, KafkaMock, Supervisor, wait_for  # noqa: E402
-
-
-def clk(pid):
-    with open("/proc/%d/stat" % pid) as f:
-        parts = f.read().rsplit(")", 1)[1].split()
-    return (int(parts[11]) + int(parts[12])) / os.sysconf("SC_CLK_TCK")
+from harness import ROOT, TEST_BINS, KafkaMock, Supervisor, proc_cpu_seconds, wait_for  # noqa: E402
 
 
 def main():
@@ -33,7 +27,7 @@ def main():
     try:
         t_start = time.monotonic()
         s.start()
-        cpu0, kcpu0 = clk(s.proc.pid), clk(km.proc.pid)
+        cpu0, kcpu0 = proc_cpu_seconds(s.proc.pid), proc_cpu_seconds(km.proc.pid)
         total = n * each
 
         def done():
@@ -45,7 +39,7 @@ def main():
             return None
         st = wait_for(done, 600, "all records delivered", interval=0.02)
         t_end = time.monotonic()
-        cpu, kcpu = clk(s.proc.pid) - cpu0, clk(km.proc.pid) - kcpu0
+        cpu, kcpu = proc_cpu_seconds(s.proc.pid) - cpu0, proc_cpu_seconds(km.proc.pid) - kcpu0
         first = min(p["first_batch_ms"] for p in st["probes"]) / 1000.0
         # status.json is written every second: the end is when this script saw the last delivery
         start_wall = t_start + first

@@ -4,10 +4,12 @@ a small file on loopback, wrk (Debian) as the client; runs alternate between age
 (the real supervisor running the three probes), medians compared. Then one more run with
 kernel.bpf_stats_enabled=1 gives each BPF program's run time per event.
 
-usage: bench/net_overhead.py [--lean|--all] [RUNS [SECONDS [BUILD]]]   (defaults 5, 10, $GG_BUILD or build)
+usage: bench/net_overhead.py [--lean|--all] [--close] [RUNS [SECONDS [BUILD]]]   (defaults 5, 10, $GG_BUILD or build)
   (no flag)  the probes' default sub-probes (no -P)
   --lean     no RTT/window tables either: nothing but per-connection and rare hooks
   --all      every sub-probe named explicitly: per-segment RTT samples, tcp_delay, udp_socket, page_cache
+  --close    every request on a new connection (wrk -H "Connection: close"): the per-connection hooks'
+             worst case instead of keep-alive
 """
 import json
 import os
@@ -25,6 +27,7 @@ PROGS = ("tcpprobe", "endpoint", "ioprobe")
 # nginx (one worker) on CPU 0, wrk (one thread) on CPU 1: each has a core of its own.
 PIN_SERVER = ["taskset", "-c", "0"] if os.cpu_count() >= 2 else []
 PIN_CLIENT = ["taskset", "-c", "1"] if os.cpu_count() >= 2 else []
+WRK_ARGS = ["-t1", "-c32"]  # --close adds a header that makes every request a new connection
 
 
 def free_port():
@@ -91,7 +94,7 @@ class Run:
 
     def __init__(self, port, seconds, worker):
         c0 = cpu_seconds(worker)
-        p = subprocess.Popen(PIN_CLIENT + ["wrk", "-t1", "-c32", "-d%ds" % seconds,
+        p = subprocess.Popen(PIN_CLIENT + ["wrk"] + WRK_ARGS + ["-d%ds" % seconds,
                                            "http://127.0.0.1:%d/small.html" % port], stdout=subprocess.PIPE,
                              text=True)
         wrk_pid = p.pid
@@ -120,7 +123,7 @@ class Run:
 
 
 def wrk(port, seconds):
-    out = subprocess.run(PIN_CLIENT + ["wrk", "-t1", "-c32", "-d%ds" % seconds, "http://127.0.0.1:%d/small.html" % port],
+    out = subprocess.run(PIN_CLIENT + ["wrk"] + WRK_ARGS + ["-d%ds" % seconds, "http://127.0.0.1:%d/small.html" % port],
                          capture_output=True, text=True, check=True).stdout
     for line in out.splitlines():
         if line.startswith("Requests/sec:"):
@@ -201,7 +204,9 @@ def our_programs(since):
 
 
 def main():
-    args = [a for a in sys.argv[1:] if a not in ("--lean", "--all")]
+    args = [a for a in sys.argv[1:] if a not in ("--lean", "--all", "--close")]
+    if "--close" in sys.argv[1:]:
+        WRK_ARGS.extend(["-H", "Connection: close"])
     if "--lean" in sys.argv[1:]:
         PARAMS.update(LEAN)
     if "--all" in sys.argv[1:]:

@@ -11,13 +11,7 @@ import sys
 import time
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "tests", "integration"))
-from harness import ROOT, TEST_BINS, Supervisor, extend_entry, wait_for  # noqa: E402
-
-
-def clk(pid):
-    with open("/proc/%d/stat" % pid) as f:
-        parts = f.read().rsplit(")", 1)[1].split()
-    return (int(parts[11]) + int(parts[12])) / os.sysconf("SC_CLK_TCK")
+from harness import ROOT, TEST_BINS, Supervisor, extend_entry, proc_cpu_seconds, wait_for  # noqa: E402
 
 
 def main():
@@ -31,7 +25,7 @@ def main():
                    extra_meta=[os.path.join(ROOT, "tests", "schema", "test_bad.meta")])
     try:
         s.start()
-        cpu0 = clk(s.proc.pid)
+        cpu0 = proc_cpu_seconds(s.proc.pid)
         t0 = time.monotonic()
         total = n * each
 
@@ -40,7 +34,7 @@ def main():
             got = sum(p["records"] + p["ipc_lost_records"] for p in st["probes"])
             return st if got >= total else None
         st = wait_for(done, 600, "all records", interval=0.02)
-        cpu = clk(s.proc.pid) - cpu0
+        cpu = proc_cpu_seconds(s.proc.pid) - cpu0
         # the supervisor's own clock: first batch of any probe to the last batch of any probe
         first = min(p["first_batch_ms"] for p in st["probes"])
         last = max(p["last_batch_ms"] for p in st["probes"])

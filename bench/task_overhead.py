@@ -7,7 +7,7 @@ filters on an empty cgroup) and snooped (the workload runs in the cgroup the pro
 in scope from its first syscall). Workloads (bench/task_bench.c): getppid, pread of 4 KiB and 64 KiB
 from a cached file, and 4 KiB buffered appends (new page-cache pages, truncated every 16 MiB) on a
 block-backed file system, and pipe round trips with a child (context switches: base_metrics's
-sched_switch hook). Then runs with --stats give the BPF run time per event (bpf_stats), in
+sched_switch hook). Then runs with --bpf-stats give the BPF run time per event (bpf_stats), in
 scope and outside it.
 
 Last, PAIRS paired runs (off, then the default set with the work outside the scope, back to back)
@@ -138,7 +138,7 @@ def main():
         # BPF run time per event, every sub-probe on, the work snooped then outside the scope
         for what, cg in (("snooped", snooped), ("outside scope", outside)):
             p = start_probe(["-P", "base_metrics,proc_syscall,proc_fs,proc_io,proc_dns,proc_pagecache", "--cgroup",
-                             snooped, "--stats"])
+                             snooped, "--bpf-stats"])
             try:
                 time.sleep(1.2)
                 run_work(cg)

@@ -44,6 +44,13 @@ def pid_alive(pid):
         return False
 
 
+def proc_cpu_seconds(pid):
+    """User + system CPU time a process has used so far, in seconds (/proc/PID/stat)."""
+    with open("/proc/%d/stat" % pid) as f:
+        parts = f.read().rsplit(")", 1)[1].split()
+    return (int(parts[11]) + int(parts[12])) / os.sysconf("SC_CLK_TCK")
+
+
 def group_members(pgid):
     """Live (non-zombie) processes of process group pgid."""
     out = []
