@@ -80,24 +80,28 @@ struct {
 	__type(value, struct ep_listen);
 } ep_scratch SEC(".maps");
 
+/* sk is a BTF pointer in every caller of these (tp_btf programs): direct loads, no helper calls. */
 static __always_inline __u32 sk_netns(const struct sock *sk)
 {
-	return BPF_CORE_READ(sk, __sk_common.skc_net.net, ns.inum);
+	return sk->__sk_common.skc_net.net->ns.inum;
 }
 
 static __always_inline void local_addr(const struct sock *sk, __u8 *family, __u8 *addr, __u16 *port)
 {
-	*family = (__u8)BPF_CORE_READ(sk, __sk_common.skc_family);
-	*port = BPF_CORE_READ(sk, __sk_common.skc_num);
-	if (*family == AF_INET6)
-		bpf_core_read(addr, 16, &sk->__sk_common.skc_v6_rcv_saddr);
-	else
-		bpf_core_read(addr, 4, &sk->__sk_common.skc_rcv_saddr);
+	*family = (__u8)sk->__sk_common.skc_family;
+	*port = sk->__sk_common.skc_num;
+	if (*family == AF_INET6) {
+		__builtin_memcpy(addr, sk->__sk_common.skc_v6_rcv_saddr.in6_u.u6_addr8, 16);
+	} else {
+		__u32 a = sk->__sk_common.skc_rcv_saddr;
+
+		__builtin_memcpy(addr, &a, 4);
+	}
 }
 
 static __always_inline struct ep_listen *listener_of_child(const struct sock *child)
 {
-	struct listen_port_key pk = {.netns = sk_netns(child), .port = BPF_CORE_READ(child, __sk_common.skc_num)};
+	struct listen_port_key pk = {.netns = sk_netns(child), .port = child->__sk_common.skc_num};
 	__u64 *lsk = bpf_map_lookup_elem(&ep_listen_port, &pk);
 
 	return lsk ? bpf_map_lookup_elem(&ep_listen, lsk) : NULL;
@@ -105,7 +109,7 @@ static __always_inline struct ep_listen *listener_of_child(const struct sock *ch
 
 static __always_inline void on_listen(const struct sock *sk)
 {
-	struct listen_port_key pk = {.netns = sk_netns(sk), .port = BPF_CORE_READ(sk, __sk_common.skc_num)};
+	struct listen_port_key pk = {.netns = sk_netns(sk), .port = sk->__sk_common.skc_num};
 	__u64 key = (__u64)sk;
 	__u32 zero = 0;
 	struct ep_listen *l;
@@ -118,12 +122,12 @@ static __always_inline void on_listen(const struct sock *sk)
 	__builtin_memset(l, 0, sizeof(*l));
 	l->sk = key;
 	l->cookie = bpf_get_socket_cookie((void *)sk);
-	l->cgroup_id = gg_sk_cgroup_id(sk);
+	l->cgroup_id = gg_sk_cgroup_id_btf(sk);
 	l->tgid = gg_current_tgid();
 	l->netns = pk.netns;
 	bpf_get_current_comm(l->comm, sizeof(l->comm));
 	local_addr(sk, &l->family, l->addr, &l->port);
-	l->drops_seen = BPF_CORE_READ(sk, sk_drops.counter);
+	l->drops_seen = sk->sk_drops.counter;
 	bpf_map_update_elem(&ep_listen, &key, l, BPF_ANY);
 	bpf_map_update_elem(&ep_listen_port, &pk, &key, BPF_ANY);
 }
@@ -132,7 +136,7 @@ static __always_inline void on_unlisten(const struct sock *sk)
 {
 	__u64 key = (__u64)sk;
 	struct ep_listen *l = bpf_map_lookup_elem(&ep_listen, &key);
-	struct listen_port_key pk = {.netns = sk_netns(sk), .port = BPF_CORE_READ(sk, __sk_common.skc_num)};
+	struct listen_port_key pk = {.netns = sk_netns(sk), .port = sk->__sk_common.skc_num};
 	__u64 *owner;
 
 	if (!l)
@@ -157,14 +161,17 @@ static __always_inline void on_connect_start(const struct sock *sk)
 		return;
 	__builtin_memset(p, 0, sizeof(*p));
 	p->key.tgid = gg_current_tgid();
-	p->key.family = (__u8)BPF_CORE_READ(sk, __sk_common.skc_family);
-	p->key.rport = bpf_ntohs(BPF_CORE_READ(sk, __sk_common.skc_dport));
-	if (p->key.family == AF_INET6)
-		bpf_core_read(p->key.raddr, 16, &sk->__sk_common.skc_v6_daddr);
-	else
-		bpf_core_read(p->key.raddr, 4, &sk->__sk_common.skc_daddr);
+	p->key.family = (__u8)sk->__sk_common.skc_family;
+	p->key.rport = bpf_ntohs(sk->__sk_common.skc_dport);
+	if (p->key.family == AF_INET6) {
+		__builtin_memcpy(p->key.raddr, sk->__sk_common.skc_v6_daddr.in6_u.u6_addr8, 16);
+	} else {
+		__u32 a = sk->__sk_common.skc_daddr;
+
+		__builtin_memcpy(p->key.raddr, &a, 4);
+	}
 	bpf_get_current_comm(p->comm, sizeof(p->comm));
-	p->cgroup_id = gg_sk_cgroup_id(sk);
+	p->cgroup_id = gg_sk_cgroup_id_btf(sk);
 	p->start_ns = bpf_ktime_get_ns();
 	bpf_map_update_elem(&ep_pending, &key, p, BPF_ANY);
 }
@@ -211,7 +218,7 @@ int BPF_PROG(ep_state, const struct sock *sk, const int oldstate, const int news
 {
 	struct ep_listen *l;
 
-	if (BPF_CORE_READ(sk, sk_protocol) != IPPROTO_TCP)
+	if (sk->sk_protocol != IPPROTO_TCP)
 		return 0;
 	if (newstate == TCP_LISTEN) {
 		on_listen(sk);
@@ -227,7 +234,8 @@ int BPF_PROG(ep_state, const struct sock *sk, const int oldstate, const int news
 			return 0;
 		if (newstate == TCP_ESTABLISHED) {
 			const struct sock *lsk = (const struct sock *)l->sk;
-			__u32 us = BPF_CORE_READ((struct tcp_sock *)sk, srtt_us) >> 3;
+			const struct tcp_sock *tp = bpf_skc_to_tcp_sock((void *)sk);
+			__u32 us = tp ? tp->srtt_us >> 3 : 0;
 
 			__sync_fetch_and_add(&l->passive_open, 1);
 			__sync_fetch_and_add(&l->hs_sum_us, us);
@@ -285,7 +293,7 @@ static __always_inline struct ep_udp *udp_entry(const struct sock *sk)
 	__builtin_memset(u, 0, sizeof(*u));
 	u->sk = key;
 	u->cookie = bpf_get_socket_cookie((void *)sk);
-	u->cgroup_id = gg_sk_cgroup_id(sk);
+	u->cgroup_id = gg_sk_cgroup_id_btf(sk);
 	u->tgid = gg_current_tgid();
 	bpf_get_current_comm(u->comm, sizeof(u->comm));
 	local_addr(sk, &u->family, u->addr, &u->port);

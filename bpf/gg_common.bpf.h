@@ -127,6 +127,15 @@ static __always_inline __u64 gg_sk_cgroup_id(const struct sock *sk)
 	return BPF_CORE_READ(sk, sk_cgrp_data.cgroup, kn, id);
 }
 
+/* The same for programs where sk is a BTF pointer (tp_btf, iterators): direct loads, no helper call
+ * per pointer on the way. */
+static __always_inline __u64 gg_sk_cgroup_id_btf(const struct sock *sk)
+{
+	const struct cgroup *cg = sk->sk_cgrp_data.cgroup;
+
+	return cg ? cg->kn->id : 0;
+}
+
 /* A socket is in scope: no filter, or the tgid given (0 = unknown) is in the tgid set, or the
  * socket's cgroup (or an ancestor) is in the cgroup set. */
 static __always_inline int gg_scope_sock(const struct sock *sk, __u32 tgid)

@@ -36,7 +36,6 @@ struct {
 struct {
 	__uint(type, BPF_MAP_TYPE_HASH);
 	__uint(max_entries, TCP_CLOSED_MAX);
-	__uint(map_flags, BPF_F_NO_PREALLOC);
 	__type(key, struct tcp_closed_key);
 	__type(value, struct tcp_link);
 } tcp_closed SEC(".maps");
@@ -350,7 +349,7 @@ static __always_inline void flush_local(const struct sock *sk, struct tcp_link *
 }
 
 /* A new entry for sk in tcp_links: zeroes inserted, then filled in place (no copy of a large value
- * through the stack); the caller sets the cookie and the rest. NULL if sk has one already or the map is
+ * through the stack); the caller sets the cookie, the cgroup and the rest. NULL if sk has one already or the map is
  * full (counted in tcp_links_lost when count_full). */
 static __always_inline struct tcp_link *link_insert(const struct sock *sk, int count_full)
 {
@@ -369,7 +368,6 @@ static __always_inline struct tcp_link *link_insert(const struct sock *sk, int c
 	if (!l)
 		return NULL;
 	l->sk = key;
-	l->cgroup_id = gg_sk_cgroup_id(sk);
 	l->open_ns = bpf_ktime_get_ns();
 	return l;
 }
@@ -382,6 +380,7 @@ static __always_inline struct tcp_link *link_new(const struct sock *sk, __u8 rol
 	if (!l)
 		return NULL;
 	l->cookie = bpf_get_socket_cookie((void *)sk);
+	l->cgroup_id = gg_sk_cgroup_id_btf(sk);
 	l->role = role;
 	l->tgid = tgid;
 	if (tgid)
@@ -539,6 +538,7 @@ static __always_inline int on_accept(long fd)
 		if (!l)
 			return 0;
 		l->cookie = BPF_CORE_READ(sk, __sk_common.skc_cookie.counter);
+		l->cgroup_id = gg_sk_cgroup_id(sk);
 		l->role = TCP_ROLE_SERVER;
 		l->flags = TCP_LF_ESTABLISHED;
 		link_fill_addrs(l, sk);
@@ -911,6 +911,7 @@ int tcp_seed(struct bpf_iter__task_file *ctx)
 	if (!l)
 		return 0;
 	l->cookie = sk->__sk_common.skc_cookie.counter;
+	l->cgroup_id = gg_sk_cgroup_id_btf(sk);
 	l->role = TCP_ROLE_UNKNOWN;
 	l->tgid = tgid;
 	l->flags = TCP_LF_ESTABLISHED | TCP_LF_SEEDED;

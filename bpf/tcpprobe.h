@@ -6,7 +6,8 @@
 #include "gg_common.h"
 
 #define TCP_LINKS_MAX	 16384u /* live links tracked (map size; -m changes it) */
-#define TCP_CLOSED_MAX	 8192	/* closed links waiting for the next report */
+#define TCP_CLOSED_MAX	 8192	/* closed links waiting to be drained (most; half of -m) */
+#define TCP_CLOSED_MIN	 256	/* ... (least) */
 #define TCP_CLOSED_SPARE 256	/* preallocated room for closes when tcp_closed cannot allocate */
 
 /* Roles, as gala-gopher's `role` key. */

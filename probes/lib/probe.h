@@ -123,6 +123,13 @@ int probe_rt__wait(struct probe_rt *rt, unsigned int ms);
  * after a stall.
  */
 void probe_rt__run_periodic(struct probe_rt *rt, const unsigned int *period_s, void (*report)(void *arg), void *arg);
+/*
+ * The same, and tick(arg) in between: it runs first when the loop starts and returns how many
+ * milliseconds later it wants to run again, whatever the reports do. For work that must keep up with
+ * the kernel between reports, such as draining a map that fills faster than once a period.
+ */
+void probe_rt__run_ticking(struct probe_rt *rt, const unsigned int *period_s, void (*report)(void *arg),
+			   unsigned int (*tick)(void *arg), void *arg);
 /* Make the current or next probe_rt__wait return 0 early (async-signal-safe). */
 void probe_rt__wake(struct probe_rt *rt);
 /* Ask for a stop, as SIGTERM does. */

@@ -313,15 +313,27 @@ int probe_rt__wait(struct probe_rt *rt, unsigned int ms)
 
 void probe_rt__run_periodic(struct probe_rt *rt, const unsigned int *period_s, void (*report)(void *arg), void *arg)
 {
-	uint64_t last = probe_now_mono_ms();
+	probe_rt__run_ticking(rt, period_s, report, NULL, arg);
+}
+
+void probe_rt__run_ticking(struct probe_rt *rt, const unsigned int *period_s, void (*report)(void *arg),
+			   unsigned int (*tick)(void *arg), void *arg)
+{
+	uint64_t last = probe_now_mono_ms(), next_tick = tick ? last + tick(arg) : UINT64_MAX;
 
 	while (!probe_rt__stopping(rt)) {
 		uint64_t now = probe_now_mono_ms();
 		uint64_t period_ms = (uint64_t)*period_s * 1000u;
 		uint64_t next = last + period_ms;
 
+		if (now >= next_tick && now < next) {
+			next_tick = now + tick(arg);
+			continue;
+		}
 		if (now < next) {
-			if (probe_rt__wait(rt, (unsigned int)(next - now)))
+			uint64_t until = next_tick < next ? next_tick : next;
+
+			if (probe_rt__wait(rt, (unsigned int)(until - now)))
 				break;
 			continue;
 		}
