@@ -33,22 +33,12 @@ struct {
 	__type(value, struct tcp_link);
 } tcp_links SEC(".maps");
 
+/* Closed links, final values, in the order they closed: user space consumes them every 25-100 ms
+ * (no wakeup per record). Sized by user space (TCP_CLOSED_RING). */
 struct {
-	__uint(type, BPF_MAP_TYPE_HASH);
-	__uint(max_entries, TCP_CLOSED_MAX);
-	__type(key, struct tcp_closed_key);
-	__type(value, struct tcp_link);
+	__uint(type, BPF_MAP_TYPE_RINGBUF);
+	__uint(max_entries, TCP_CLOSED_RING);
 } tcp_closed SEC(".maps");
-
-/* Where a close goes when tcp_closed has no element at hand: a map without preallocation takes its
- * elements from a per-CPU cache refilled asynchronously, so an insert can fail for a moment in a burst
- * of closes. This one is preallocated and fails only when full. */
-struct {
-	__uint(type, BPF_MAP_TYPE_HASH);
-	__uint(max_entries, TCP_CLOSED_SPARE);
-	__type(key, struct tcp_closed_key);
-	__type(value, struct tcp_link);
-} tcp_closed_spare SEC(".maps");
 
 /* Never written: the zeroes new links start from (too large for the BPF stack). */
 struct {
@@ -400,11 +390,10 @@ static __always_inline void link_name_current(const struct sock *sk, struct tcp_
 		l->flags |= TCP_LF_OUT_OF_SCOPE;
 }
 
-/* Final values, then move the link from tcp_links to tcp_closed for the next report. */
+/* Final values, then move the link from tcp_links to the tcp_closed ring. */
 static __always_inline void link_close(const struct sock *sk, struct tcp_link *l, int failed)
 {
 	__u64 key = (__u64)sk;
-	struct tcp_closed_key ck = {.sk = key};
 
 	flush_local(sk, l);
 	snap_btf(sk, &l->s);
@@ -412,9 +401,7 @@ static __always_inline void link_close(const struct sock *sk, struct tcp_link *l
 		link_fill_addrs_btf(l, sk);
 	l->close_ns = l->s.snap_ns;
 	l->flags |= TCP_LF_CLOSED | (failed ? TCP_LF_CONNECT_FAILED : 0);
-	ck.close_ns = l->close_ns;
-	if (!(l->flags & TCP_LF_OUT_OF_SCOPE) && bpf_map_update_elem(&tcp_closed, &ck, l, BPF_NOEXIST) &&
-	    bpf_map_update_elem(&tcp_closed_spare, &ck, l, BPF_NOEXIST))
+	if (!(l->flags & TCP_LF_OUT_OF_SCOPE) && bpf_ringbuf_output(&tcp_closed, l, sizeof(*l), BPF_RB_NO_WAKEUP))
 		__sync_fetch_and_add(&tcp_closed_lost, 1);
 	bpf_map_delete_elem(&tcp_links, &key);
 }

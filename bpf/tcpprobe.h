@@ -6,9 +6,8 @@
 #include "gg_common.h"
 
 #define TCP_LINKS_MAX	 16384u /* live links tracked (map size; -m changes it) */
-#define TCP_CLOSED_MAX	 8192	/* closed links waiting to be drained (most; half of -m) */
-#define TCP_CLOSED_MIN	 256	/* ... (least) */
-#define TCP_CLOSED_SPARE 256	/* preallocated room for closes when tcp_closed cannot allocate */
+#define TCP_CLOSED_RING	 (8u << 20) /* bytes of the closed-link ring (~5,600 links; -m smaller than 16384 shrinks it) */
+#define TCP_CLOSED_RING_MIN (256u << 10)
 
 /* Roles, as gala-gopher's `role` key. */
 #define TCP_ROLE_SERVER	 0
@@ -145,10 +144,5 @@ struct tcp_link {
 	__u64 tx_delay_sum_us;
 };
 
-/* Key of tcp_closed: socket address and close time, so a reused address never collides. */
-struct tcp_closed_key {
-	__u64 sk;
-	__u64 close_ns;
-};
 
 #endif

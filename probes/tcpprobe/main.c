@@ -53,6 +53,9 @@ struct tp_ctx {
 	uint64_t closed_lost, links_lost;
 	uint64_t unconfirmed_seen; /* tcp_unconfirmed at the last iterator run */
 	uint64_t start_ns;
+	struct ring_buffer *closed_rb;	     /* tcp_closed */
+	const struct tp_report_ctx *drain_rc; /* during a drain */
+	uint32_t drained;
 	uint64_t drained_ns; /* the last drain of tcp_closed (drain_tick) */
 };
 
@@ -383,41 +386,40 @@ static void report_ctx(struct tp_ctx *ctx, struct tp_report_ctx *rc)
 	rc->now_ns = now_ns();
 }
 
-/* Move the closed links (final values) from the kernel's maps into the aggregates; returns how many. */
-static uint32_t drain_closed(struct tp_ctx *ctx, const struct tp_report_ctx *rc)
+/* One closed link from the tcp_closed ring (final values) into the aggregates. */
+static int on_closed(void *arg, void *data, size_t size)
 {
-	static struct tcp_closed_key ckeys[DUMP_CHUNK];
-	static struct tcp_link vals[DUMP_CHUNK];
-	int closed_fd[2] = {bpf_map__fd(ctx->skel->maps.tcp_closed), bpf_map__fd(ctx->skel->maps.tcp_closed_spare)};
-	struct gg_bpf_dump_cursor cur;
-	uint32_t n, total = 0;
-	int err;
+	struct tp_ctx *ctx = arg;
 
-	for (int m = 0; m < 2; m++) {
-		memset(&cur, 0, sizeof(cur));
-		while (!cur.done) {
-			err = gg_bpf_map_dump(closed_fd[m], &cur, ckeys, vals, sizeof(ckeys[0]), sizeof(vals[0]),
-					      DUMP_CHUNK, &n, 1);
-			if (err) {
-				probe_log(PLOG_WARN, "reading tcp_closed: %s", strerror(-err));
-				break;
-			}
-			for (uint32_t i = 0; i < n; i++)
-				tp_aggs__add(ctx->aggs, rc, &vals[i], 1);
-			total += n;
-		}
-	}
-	return total;
+	if (size >= sizeof(struct tcp_link))
+		tp_aggs__add(ctx->aggs, ctx->drain_rc, data, 1);
+	ctx->drained++;
+	return 0;
 }
 
-/* Between reports (probe_rt__run_ticking): closed links are drained as they come, so that
- * tcp_closed never fills up with connection-per-request traffic. The next drain is due when, at the
- * rate of closes just seen, the map would be a quarter full. */
+/* Move the closed links from the kernel's ring into the aggregates; returns how many. */
+static uint32_t drain_closed(struct tp_ctx *ctx, const struct tp_report_ctx *rc)
+{
+	int n;
+
+	ctx->drain_rc = rc;
+	ctx->drained = 0;
+	n = ring_buffer__consume(ctx->closed_rb);
+	if (n < 0)
+		probe_log(PLOG_WARN, "reading tcp_closed: %s", strerror(-n));
+	ctx->drain_rc = NULL;
+	return ctx->drained;
+}
+
+/* Between reports (probe_rt__run_ticking): closed links are drained as they come, so that the ring
+ * never fills up with connection-per-request traffic. The next drain is due when, at the rate of
+ * closes just seen, the ring would be a quarter full. */
 static unsigned int drain_tick(void *arg)
 {
 	struct tp_ctx *ctx = arg;
 	struct tp_report_ctx rc;
-	uint32_t n, cap = bpf_map__max_entries(ctx->skel->maps.tcp_closed);
+	/* a record is the link and an 8-byte header */
+	uint32_t n, cap = bpf_map__max_entries(ctx->skel->maps.tcp_closed) / (sizeof(struct tcp_link) + 8);
 	uint64_t ms, elapsed;
 
 	report_ctx(ctx, &rc);
@@ -508,11 +510,15 @@ static int setup_bpf(struct tp_ctx *ctx, unsigned int max_links)
 		return -errno;
 	ctx->skel = s;
 	bpf_map__set_max_entries(s->maps.tcp_links, max_links);
-	/* Preallocated (~1.5 KB an entry) and drained every 25-100 ms: 8,192 entries take 80,000 closes a
-	 * second arriving all at once. */
-	bpf_map__set_max_entries(s->maps.tcp_closed, max_links / 2 < TCP_CLOSED_MIN   ? TCP_CLOSED_MIN
-						     : max_links / 2 > TCP_CLOSED_MAX ? TCP_CLOSED_MAX
-										      : max_links / 2);
+	/* Drained every 25-100 ms: the default 8 MB (~5,600 links) takes 55,000 closes a second arriving
+	 * all at once; smaller -m, smaller ring (a power of two of at least 256 KB). */
+	{
+		uint32_t ring = TCP_CLOSED_RING;
+
+		while (ring > TCP_CLOSED_RING_MIN && (uint64_t)ring > (uint64_t)max_links * 512u)
+			ring >>= 1;
+		bpf_map__set_max_entries(s->maps.tcp_closed, ring);
+	}
 	if (gg_bpf_autoload_available(s->obj, off, sizeof(off)))
 		probe_log(PLOG_WARN, "hooks missing in this kernel, not used: %s", off);
 	nargs = gg_bpf_tp_btf_nargs("kfree_skb");
@@ -584,6 +590,11 @@ int main(int argc, char **argv)
 		probe_log(PLOG_ERROR, "cannot load the BPF programs: %s", strerror(-ret));
 		goto out;
 	}
+	ctx.closed_rb = ring_buffer__new(bpf_map__fd(ctx.skel->maps.tcp_closed), on_closed, &ctx, NULL);
+	if (!ctx.closed_rb) {
+		probe_log(PLOG_ERROR, "cannot map the tcp_closed ring: %s", strerror(errno));
+		goto out;
+	}
 	if (bpf_stats) {
 		ctx.stats_fd = gg_bpf_stats_enable();
 		if (ctx.stats_fd < 0)
@@ -606,6 +617,7 @@ out:
 	if (ctx.stats_fd >= 0)
 		close(ctx.stats_fd);
 	bpf_link__destroy(ctx.seed_link);
+	ring_buffer__free(ctx.closed_rb);
 	tcpprobe__destroy(ctx.skel);
 	tp_aggs__free(ctx.aggs);
 	probe_rt__free(ctx.rt);
