@@ -5,8 +5,9 @@
 
 #include "gg_common.h"
 
-#define TCP_LINKS_MAX	 16384u /* live links tracked (map size; -m changes it) */
-#define TCP_CLOSED_RING	 (8u << 20) /* bytes of the closed-link ring (~5,600 links; -m smaller than 16384 shrinks it) */
+#define TCP_LINKS_MAX	16384u	   /* live links tracked (map size; -m changes it) */
+#define TCP_CLOSED_RING (8u << 20) /* bytes of the closed-link ring (~5,600 links; -m smaller than 16384 shrinks it) \
+				    */
 #define TCP_CLOSED_RING_MIN (256u << 10)
 
 /* Roles, as gala-gopher's `role` key. */
@@ -143,6 +144,5 @@ struct tcp_link {
 	__u64 rx_delay_sum_us;
 	__u64 tx_delay_sum_us;
 };
-
 
 #endif

@@ -53,7 +53,7 @@ struct tp_ctx {
 	uint64_t closed_lost, links_lost;
 	uint64_t unconfirmed_seen; /* tcp_unconfirmed at the last iterator run */
 	uint64_t start_ns;
-	struct ring_buffer *closed_rb;	     /* tcp_closed */
+	struct ring_buffer *closed_rb;	      /* tcp_closed */
 	const struct tp_report_ctx *drain_rc; /* during a drain */
 	uint32_t drained;
 	uint64_t drained_ns; /* the last drain of tcp_closed (drain_tick) */
@@ -424,7 +424,8 @@ static unsigned int drain_tick(void *arg)
 
 	report_ctx(ctx, &rc);
 	n = drain_closed(ctx, &rc);
-	elapsed = ctx->drained_ns && rc.now_ns > ctx->drained_ns ? (rc.now_ns - ctx->drained_ns) / 1000000u : DRAIN_MAX_MS;
+	elapsed = ctx->drained_ns && rc.now_ns > ctx->drained_ns ? (rc.now_ns - ctx->drained_ns) / 1000000u
+								 : DRAIN_MAX_MS;
 	ctx->drained_ns = rc.now_ns;
 	ms = n ? (uint64_t)cap / 4 * (elapsed ? elapsed : 1) / n : DRAIN_MAX_MS;
 	return ms < DRAIN_MIN_MS ? DRAIN_MIN_MS : ms > DRAIN_MAX_MS ? DRAIN_MAX_MS : (unsigned int)ms;
