@@ -680,6 +680,50 @@ static void test_parse_uint(void **state)
 	assert_int_equal(v, 9);
 }
 
+/* probe_rt__run_ticking: ticks keep their own pace between reports, and a report still comes on
+ * time. One report at 1 s (it stops the loop); ticks asked every 50 ms in between. */
+struct tick_count {
+	struct probe_rt *rt;
+	unsigned int ticks, reports, ticks_at_report;
+	uint64_t start_ms, report_ms;
+};
+
+static unsigned int count_tick(void *arg)
+{
+	struct tick_count *t = arg;
+
+	t->ticks++;
+	return 50;
+}
+
+static void stop_report(void *arg)
+{
+	struct tick_count *t = arg;
+
+	t->reports++;
+	t->ticks_at_report = t->ticks;
+	t->report_ms = probe_now_mono_ms();
+	probe_rt__stop(t->rt);
+}
+
+static void test_run_ticking(void **state)
+{
+	const struct probe_rt_opts opts = {.name = "unit", .log_level = PLOG_ERROR};
+	struct tick_count t = {0};
+	unsigned int period_s = 1;
+
+	(void)state;
+	t.rt = probe_rt__new(&opts);
+	assert_non_null(t.rt);
+	t.start_ms = probe_now_mono_ms();
+	probe_rt__run_ticking(t.rt, &period_s, stop_report, count_tick, &t);
+	assert_int_equal(t.reports, 1);
+	/* ~1000 ms / 50 ms, plus the first tick at start; a slow machine may drop a few */
+	assert_in_range(t.ticks_at_report, 12, 22);
+	assert_in_range(t.report_ms - t.start_ms, 1000, 1500);
+	probe_rt__free(t.rt);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -690,7 +734,7 @@ int main(void)
 		cmocka_unit_test(test_label_cut),   cmocka_unit_test(test_f64_format),
 		cmocka_unit_test(test_hist),	    cmocka_unit_test(test_round_trip),
 		cmocka_unit_test(test_log_level),   cmocka_unit_test(test_read_file),
-		cmocka_unit_test(test_parse_uint),
+		cmocka_unit_test(test_parse_uint),  cmocka_unit_test(test_run_ticking),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);
