@@ -55,8 +55,9 @@ struct tp_ctx {
 	uint64_t start_ns;
 	struct ring_buffer *closed_rb;	      /* tcp_closed */
 	const struct tp_report_ctx *drain_rc; /* during a drain */
-	uint32_t drained;
-	uint64_t drained_ns; /* the last drain of tcp_closed (drain_tick) */
+	uint32_t drained;		      /* closed links drained since the last drain_tick */
+	uint64_t drained_ns;		      /* the last drain_tick */
+	uint32_t port_lo, port_hi;	      /* ip_local_port_range, read once per report */
 };
 
 static uint64_t now_ns(void)
@@ -382,7 +383,8 @@ static void report_ctx(struct tp_ctx *ctx, struct tp_report_ctx *rc)
 	*rc = (struct tp_report_ctx){.rt = ctx->rt, .conf = &ctx->cur, .scope = &ctx->scope};
 	rc->scope_changed_ns = ctx->scope_changed_ns;
 	rc->start_ns = ctx->start_ns;
-	local_port_range(&rc->port_lo, &rc->port_hi);
+	rc->port_lo = ctx->port_lo;
+	rc->port_hi = ctx->port_hi;
 	rc->now_ns = now_ns();
 }
 
@@ -397,18 +399,16 @@ static int on_closed(void *arg, void *data, size_t size)
 	return 0;
 }
 
-/* Move the closed links from the kernel's ring into the aggregates; returns how many. */
-static uint32_t drain_closed(struct tp_ctx *ctx, const struct tp_report_ctx *rc)
+/* Move the closed links from the kernel's ring into the aggregates (counted in ctx->drained). */
+static void drain_closed(struct tp_ctx *ctx, const struct tp_report_ctx *rc)
 {
 	int n;
 
 	ctx->drain_rc = rc;
-	ctx->drained = 0;
 	n = ring_buffer__consume(ctx->closed_rb);
 	if (n < 0)
 		probe_log(PLOG_WARN, "reading tcp_closed: %s", strerror(-n));
 	ctx->drain_rc = NULL;
-	return ctx->drained;
 }
 
 /* Between reports (probe_rt__run_ticking): closed links are drained as they come, so that the ring
@@ -423,7 +423,10 @@ static unsigned int drain_tick(void *arg)
 	uint64_t ms, elapsed;
 
 	report_ctx(ctx, &rc);
-	n = drain_closed(ctx, &rc);
+	drain_closed(ctx, &rc);
+	/* the report's drain, if one came in between, counts too */
+	n = ctx->drained;
+	ctx->drained = 0;
 	elapsed = ctx->drained_ns && rc.now_ns > ctx->drained_ns ? (rc.now_ns - ctx->drained_ns) / 1000000u
 								 : DRAIN_MAX_MS;
 	ctx->drained_ns = rc.now_ns;
@@ -455,6 +458,7 @@ static void report(void *arg)
 	err = run_snapshot(ctx);
 	if (err)
 		probe_log(PLOG_WARN, "snapshot walk failed: %s (values are from the last events)", strerror(-err));
+	local_port_range(&ctx->port_lo, &ctx->port_hi);
 	report_ctx(ctx, &rc);
 
 	memset(&cur, 0, sizeof(cur));
@@ -477,7 +481,7 @@ static void report(void *arg)
 	}
 	if (nstale)
 		(void)gg_bpf_map_delete_keys(links_fd, stale, sizeof(stale[0]), nstale);
-	(void)drain_closed(ctx, &rc);
+	drain_closed(ctx, &rc);
 
 	(void)tp_aggs__report(ctx->aggs, &rc);
 	(void)probe_rt__flush(ctx->rt);
@@ -602,6 +606,7 @@ int main(int argc, char **argv)
 			probe_log(PLOG_WARN, "--bpf-stats: %s", strerror(-ctx.stats_fd));
 	}
 	ctx.start_ns = now_ns();
+	local_port_range(&ctx.port_lo, &ctx.port_hi);
 	apply_scope(&ctx, &ctx.base_scope);
 	rescan_comm(&ctx);
 	apply_subprobes(&ctx);
