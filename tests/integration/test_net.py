@@ -410,26 +410,33 @@ def test_tcp_delay_receiver_sleeps():
 test_tcp_delay_receiver_sleeps.timeout = 60
 
 
+def prefork_link_owner(port, period, hold_ms, settle):
+    """A prefork server (listens in one process, accepts in a forked child that holds the link
+    hold_ms) and one client: the server link's records and the child's pid."""
+    with NetnsPair() as ns:
+        probe = run_probe(["-t", str(period), "-c", "1", "-P", "tcp_stats"])
+        try:
+            srv = ns.popen(ns.b, HOLD + ["prefork", str(port), "100000", str(hold_ms)])
+            wait_ready(srv)
+            c = peer_json(ns.popen(ns.a, HOLD + ["client_hold", ns.ADDR_B, str(port), "100000"]))
+            child = peer_json(srv)["child"]
+            time.sleep(settle)
+        finally:
+            recs, err = stop_probe(probe)
+        tx = [r for r in recs.get("tcp_tx_rx", []) if r[1] == "0" and r[2:7] == [ns.ADDR_A, ns.ADDR_B, str(c["lport"]),
+                                                                               str(port), "2"]]
+        check(tx, "server link reported: %s" % err[-1500:])
+        check({r[0] for r in tx} == {str(child)}, "server link under the accepting child %d (listener %d): %r"
+              % (child, srv.pid, [r[:14] for r in tx]))
+        check(abs(int(tx[-1][8]) - 100000) <= 1 and int(tx[-1][13]) == 1, "rx bytes (FIN) and close: %r\n%s"
+              % ([r[:14] for r in tx], err[-3000:]))
+
+
 def test_tcp_server_link_owner_prefork():
     """A server that listens in one process and accepts in a forked child (nginx's model): the link is
     reported under the child, which holds it (found by the iterator at the next report), not under the
     listener's process."""
-    with NetnsPair() as ns:
-        probe = run_probe(["-t", "1", "-c", "1", "-P", "tcp_stats"])
-        try:
-            srv = ns.popen(ns.b, HOLD + ["prefork", "5040", "100000", "2500"])
-            wait_ready(srv)
-            c = peer_json(ns.popen(ns.a, HOLD + ["client_hold", ns.ADDR_B, "5040", "100000"]))
-            child = peer_json(srv)["child"]
-            time.sleep(1.5)
-        finally:
-            recs, err = stop_probe(probe)
-        tx = [r for r in recs.get("tcp_tx_rx", []) if r[1] == "0" and r[2:7] == [ns.ADDR_A, ns.ADDR_B, str(c["lport"]),
-                                                                               "5040", "2"]]
-        check(tx, "server link reported: %s" % err[-1500:])
-        check({r[0] for r in tx} == {str(child)}, "server link under the accepting child %d (listener %d): %r"
-              % (child, srv.pid, sorted({r[0] for r in tx})))
-        check(abs(int(tx[-1][8]) - 100000) <= 1 and int(tx[-1][13]) == 1, "rx bytes (FIN) and close: %r\n%s" % ([r[:14] for r in tx], err[-3000:]))
+    prefork_link_owner(5040, 1, 2500, 1.5)
 
 
 test_tcp_server_link_owner_prefork.timeout = 60
@@ -438,23 +445,7 @@ test_tcp_server_link_owner_prefork.timeout = 60
 def test_tcp_server_link_owner_prefork_short():
     """The same, but the child closes the link at once, long before the first report (and the
     iterator) runs: it is named at its close (FIN_WAIT1, the closing process is current)."""
-    with NetnsPair() as ns:
-        probe = run_probe(["-t", "2", "-c", "1", "-P", "tcp_stats"])
-        try:
-            srv = ns.popen(ns.b, HOLD + ["prefork", "5041", "100000", "0"])
-            wait_ready(srv)
-            c = peer_json(ns.popen(ns.a, HOLD + ["client_hold", ns.ADDR_B, "5041", "100000"]))
-            child = peer_json(srv)["child"]
-            time.sleep(2.5)
-        finally:
-            recs, err = stop_probe(probe)
-        tx = [r for r in recs.get("tcp_tx_rx", []) if r[1] == "0" and r[2:7] == [ns.ADDR_A, ns.ADDR_B, str(c["lport"]),
-                                                                               "5041", "2"]]
-        check(tx, "server link reported: %s" % err[-1500:])
-        check({r[0] for r in tx} == {str(child)}, "short server link under the accepting child %d (listener %d): %r"
-              % (child, srv.pid, [r[:14] for r in tx]))
-        check(abs(int(tx[-1][8]) - 100000) <= 1 and int(tx[-1][13]) == 1, "rx bytes (FIN) and close: %r\n%s"
-              % ([r[:14] for r in tx], err[-3000:]))
+    prefork_link_owner(5041, 2, 0, 2.5)
 
 
 test_tcp_server_link_owner_prefork_short.timeout = 60
