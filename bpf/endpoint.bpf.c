@@ -90,13 +90,7 @@ static __always_inline void local_addr(const struct sock *sk, __u8 *family, __u8
 {
 	*family = (__u8)sk->__sk_common.skc_family;
 	*port = sk->__sk_common.skc_num;
-	if (*family == AF_INET6) {
-		__builtin_memcpy(addr, sk->__sk_common.skc_v6_rcv_saddr.in6_u.u6_addr8, 16);
-	} else {
-		__u32 a = sk->__sk_common.skc_rcv_saddr;
-
-		__builtin_memcpy(addr, &a, 4);
-	}
+	gg_sk_laddr_btf(sk, addr);
 }
 
 static __always_inline struct ep_listen *listener_of_child(const struct sock *child)
@@ -163,13 +157,7 @@ static __always_inline void on_connect_start(const struct sock *sk)
 	p->key.tgid = gg_current_tgid();
 	p->key.family = (__u8)sk->__sk_common.skc_family;
 	p->key.rport = bpf_ntohs(sk->__sk_common.skc_dport);
-	if (p->key.family == AF_INET6) {
-		__builtin_memcpy(p->key.raddr, sk->__sk_common.skc_v6_daddr.in6_u.u6_addr8, 16);
-	} else {
-		__u32 a = sk->__sk_common.skc_daddr;
-
-		__builtin_memcpy(p->key.raddr, &a, 4);
-	}
+	gg_sk_raddr_btf(sk, p->key.raddr);
 	bpf_get_current_comm(p->comm, sizeof(p->comm));
 	p->cgroup_id = gg_sk_cgroup_id_btf(sk);
 	p->start_ns = bpf_ktime_get_ns();

@@ -136,6 +136,30 @@ static __always_inline __u64 gg_sk_cgroup_id_btf(const struct sock *sk)
 	return cg ? cg->kn->id : 0;
 }
 
+/* The socket's local / remote address into dst (16 bytes; IPv4 in the first 4), by direct loads
+ * (sk a BTF pointer). */
+static __always_inline void gg_sk_laddr_btf(const struct sock *sk, __u8 *dst)
+{
+	if (sk->__sk_common.skc_family == AF_INET6) {
+		__builtin_memcpy(dst, sk->__sk_common.skc_v6_rcv_saddr.in6_u.u6_addr8, 16);
+	} else {
+		__u32 a = sk->__sk_common.skc_rcv_saddr;
+
+		__builtin_memcpy(dst, &a, 4);
+	}
+}
+
+static __always_inline void gg_sk_raddr_btf(const struct sock *sk, __u8 *dst)
+{
+	if (sk->__sk_common.skc_family == AF_INET6) {
+		__builtin_memcpy(dst, sk->__sk_common.skc_v6_daddr.in6_u.u6_addr8, 16);
+	} else {
+		__u32 a = sk->__sk_common.skc_daddr;
+
+		__builtin_memcpy(dst, &a, 4);
+	}
+}
+
 /* A socket is in scope: no filter, or the tgid given (0 = unknown) is in the tgid set, or the
  * socket's cgroup (or an ancestor) is in the cgroup set. */
 static __always_inline int gg_scope_sock(const struct sock *sk, __u32 tgid)

@@ -81,15 +81,8 @@ static __always_inline void link_fill_addrs_btf(struct tcp_link *l, const struct
 	l->family = (__u8)sk->__sk_common.skc_family;
 	l->lport = sk->__sk_common.skc_num;
 	l->rport = bpf_ntohs(sk->__sk_common.skc_dport);
-	if (l->family == AF_INET6) {
-		__builtin_memcpy(l->laddr, sk->__sk_common.skc_v6_rcv_saddr.in6_u.u6_addr8, 16);
-		__builtin_memcpy(l->raddr, sk->__sk_common.skc_v6_daddr.in6_u.u6_addr8, 16);
-	} else {
-		__u32 la = sk->__sk_common.skc_rcv_saddr, ra = sk->__sk_common.skc_daddr;
-
-		__builtin_memcpy(l->laddr, &la, 4);
-		__builtin_memcpy(l->raddr, &ra, 4);
-	}
+	gg_sk_laddr_btf(sk, l->laddr);
+	gg_sk_raddr_btf(sk, l->raddr);
 }
 
 /* Read the socket's counters into s (probe reads: usable from any program type). */
