@@ -1,0 +1,404 @@
+"""test_install.py - `make install DESTDIR=` lays out the expected tree and `make uninstall` takes it back;
+the Debian package (`make deb`) installed on this machine with dpkg -i: systemd-analyze verify on its
+unit, the installed agent run from its installed configuration (ports and directories moved to
+temporary ones) with only the unit's capabilities, /metrics from every probe, then dpkg -r and dpkg -P
+leave nothing behind."""
+import configparser
+import fcntl
+import filecmp
+import json
+import os
+import re
+import resource
+import shutil
+import signal
+import stat
+import subprocess
+import tempfile
+import time
+
+from harness import (BUILD, ROOT, TestFailure, check, free_port, group_members, http_get, parse_prom,
+                     prom_value, wait_for)
+
+PKG = "gala-gopher"
+PROBE_NAMES = sorted(d for d in os.listdir(os.path.join(ROOT, "probes"))
+                     if d != "lib" and os.path.isdir(os.path.join(ROOT, "probes", d)))
+META_FILES = sorted(f for f in os.listdir(os.path.join(ROOT, "schema")) if f.endswith(".meta"))
+# Paths the package owns or its scripts create; none may exist before the test, none after purge.
+SYSTEM_PATHS = ["/usr/bin/gala-gopher", "/opt/gala-gopher", "/etc/gala-gopher", "/lib/systemd/system/gala-gopher.service",
+                "/etc/systemd/system/gala-gopher.service",
+                "/etc/systemd/system/multi-user.target.wants/gala-gopher.service",
+                "/var/lib/systemd/deb-systemd-helper-enabled/gala-gopher.service.dsh-also",
+                "/var/lib/systemd/deb-systemd-helper-enabled/multi-user.target.wants/gala-gopher.service",
+                "/var/lib/systemd/deb-systemd-helper-masked/gala-gopher.service",
+                "/usr/share/gala-gopher"]
+# Removed by purge (the agent's state and logs): they may exist empty before the test (the suite's
+# supervisors create /var/lib/gala-gopher as their default state_dir); then they are made again after.
+PURGED_DIRS = ["/var/lib/gala-gopher", "/var/log/gala-gopher"]
+
+
+def make(*args, timeout=600):
+    """make in the checkout on the build under test (build/san is built with SAN=1)."""
+    rel = os.path.relpath(BUILD, ROOT)
+    argv = ["make", "-s", "--no-print-directory", "-j2", "BUILD=" + rel]
+    if os.path.basename(rel) == "san":
+        argv.append("SAN=1")
+    r = subprocess.run(argv + list(args), cwd=ROOT, capture_output=True, text=True, timeout=timeout)
+    check(r.returncode == 0, "make %s: %s" % (" ".join(args), (r.stdout + r.stderr)[-3000:]))
+    return r
+
+
+def version():
+    with open(os.path.join(ROOT, "VERSION")) as f:
+        return f.read().strip()
+
+
+def files_under(top):
+    out = set()
+    for d, _, names in os.walk(top):
+        for n in names:
+            out.add(os.path.relpath(os.path.join(d, n), top))
+    return out
+
+
+def read_unit(path):
+    """The unit's [Service] settings (a setting given twice keeps the last value)."""
+    cp = configparser.ConfigParser(strict=False, interpolation=None, delimiters=("=",))
+    cp.optionxform = str
+    cp.read(path)
+    return cp
+
+
+def verify_unit(path):
+    """systemd-analyze verify: exit 0 and nothing said about this unit (it runs without systemd as PID 1)."""
+    r = subprocess.run(["systemd-analyze", "verify", path], capture_output=True, text=True, timeout=60)
+    ours = [ln for ln in (r.stdout + r.stderr).splitlines() if "gala-gopher" in ln]
+    check(r.returncode == 0 and not ours, "systemd-analyze verify %s (%d): %s" % (path, r.returncode,
+                                                                                 (r.stdout + r.stderr)[-2000:]))
+
+
+def _listdir(rel):
+    d = os.path.join(ROOT, rel)
+    return os.listdir(d) if os.path.isdir(d) else []
+
+
+def test_make_install_tree():
+    tmp = tempfile.mkdtemp(prefix="gg-install-")
+    try:
+        dest = os.path.join(tmp, "root")
+        make("install", "DESTDIR=" + dest)
+        dashboards = sorted(f for f in _listdir("scripts/deploy/grafana") if f.endswith(".json"))
+        rules = sorted(f for f in _listdir("scripts/deploy/prometheus") if f.endswith(".rules.yml"))
+        expected = {"usr/bin/gala-gopher", "etc/gala-gopher/gala-gopher.conf", "lib/systemd/system/gala-gopher.service"}
+        expected |= {"opt/gala-gopher/probes/" + p for p in PROBE_NAMES}
+        expected |= {"opt/gala-gopher/meta/" + m for m in META_FILES}
+        expected |= {"usr/share/gala-gopher/grafana/" + d for d in dashboards}
+        expected |= {"usr/share/gala-gopher/prometheus/" + r for r in rules}
+        got = files_under(dest)
+        check(got == expected, "installed tree: missing %s, unexpected %s" % (sorted(expected - got), sorted(got - expected)))
+        for p in PROBE_NAMES:
+            f = os.path.join(dest, "opt/gala-gopher/probes", p)
+            check(filecmp.cmp(f, os.path.join(BUILD, "probes", p), shallow=False), "%s is not the built probe" % f)
+            check(stat.S_IMODE(os.stat(f).st_mode) == 0o755, "%s mode" % f)
+        check(filecmp.cmp(os.path.join(dest, "usr/bin/gala-gopher"), os.path.join(BUILD, "gala-gopher"), shallow=False),
+              "installed supervisor is not the built one")
+        conf = os.path.join(dest, "etc/gala-gopher/gala-gopher.conf")
+        check(stat.S_IMODE(os.stat(conf).st_mode) == 0o640, "configuration mode")
+        with open(conf) as f:
+            text = f.read()
+        check("../" not in text, "relative path left in the installed configuration")
+        for want in ('run_dir = "/run/gala-gopher"', 'meta_path = "/opt/gala-gopher/meta"',
+                     'probes_dir = "/opt/gala-gopher/probes"', 'debug_dir = "/var/log/gala-gopher/debug"'):
+            check(want in text, "installed configuration lacks %s" % want)
+
+        # The installed configuration is valid against the installed schemas (paths moved into DESTDIR).
+        moved = os.path.join(tmp, "moved.conf")
+        with open(moved, "w") as f:
+            f.write(text.replace('"/opt/gala-gopher/', '"%s/opt/gala-gopher/' % dest))
+        r = subprocess.run([os.path.join(dest, "usr/bin/gala-gopher"), "-c", moved, "--check"], capture_output=True,
+                           text=True, timeout=30)
+        m = re.search(r" (\d+) tables from ", r.stdout)
+        check(r.returncode == 0 and m and int(m.group(1)) > 0, "--check of the installed config: %s%s" % (
+            r.stdout, r.stderr))
+
+        # The unit names the installed binary and configuration; verified with those paths moved too.
+        unit = os.path.join(dest, "lib/systemd/system/gala-gopher.service")
+        svc = read_unit(unit)["Service"]
+        check(svc["ExecStart"] == "/usr/bin/gala-gopher -c /etc/gala-gopher/gala-gopher.conf", svc["ExecStart"])
+        check(svc["LimitMEMLOCK"] == "infinity" and svc["Restart"] == "on-failure" and svc["ProtectSystem"] == "strict",
+              "unit hardening settings")
+        with open(unit) as f:
+            utext = f.read()
+        moved_unit = os.path.join(tmp, "gala-gopher.service")
+        with open(moved_unit, "w") as f:
+            f.write(utext.replace("/usr/bin/gala-gopher", dest + "/usr/bin/gala-gopher"))
+        verify_unit(moved_unit)
+
+        # Installing again keeps a changed configuration and puts the new one next to it.
+        with open(conf, "a") as f:
+            f.write("# changed by the administrator\n")
+        make("install", "DESTDIR=" + dest)
+        with open(conf) as f:
+            check(f.read().endswith("# changed by the administrator\n"), "make install overwrote the configuration")
+        check(os.path.exists(conf + ".dist"), "no gala-gopher.conf.dist next to the kept configuration")
+
+        # Uninstall removes everything but the changed configuration; without it, nothing is left.
+        make("uninstall", "DESTDIR=" + dest)
+        check(files_under(dest) == {"etc/gala-gopher/gala-gopher.conf"}, "after uninstall: %s" % sorted(files_under(dest)))
+        os.unlink(conf)
+        make("uninstall", "DESTDIR=" + dest)
+        check(not os.path.exists(os.path.join(dest, "opt/gala-gopher")), "/opt/gala-gopher left after uninstall")
+        make("install", "DESTDIR=" + dest)
+        make("uninstall", "DESTDIR=" + dest)
+        check(not files_under(dest), "unchanged install + uninstall left %s" % sorted(files_under(dest)))
+
+        # PREFIX moves the supervisor and the unit follows it.
+        dest2 = os.path.join(tmp, "root2")
+        make("install", "DESTDIR=" + dest2, "PREFIX=/usr/local")
+        check(os.access(os.path.join(dest2, "usr/local/bin/gala-gopher"), os.X_OK), "PREFIX=/usr/local: no binary")
+        svc = read_unit(os.path.join(dest2, "lib/systemd/system/gala-gopher.service"))["Service"]
+        check(svc["ExecStart"].startswith("/usr/local/bin/gala-gopher -c "), "PREFIX=/usr/local: " + svc["ExecStart"])
+    finally:
+        shutil.rmtree(tmp, ignore_errors=True)
+
+
+test_make_install_tree.timeout = 600
+
+
+# ---- the Debian package on this machine -----------------------------------------------------------
+
+def dpkg_status():
+    r = subprocess.run(["dpkg-query", "-W", "-f=${Status}", PKG], capture_output=True, text=True)
+    return r.stdout.strip() if r.returncode == 0 else ""
+
+
+def dpkg(*args):
+    """dpkg, retried while another dpkg or apt run on this machine holds the lock."""
+    deadline = time.monotonic() + 240
+    while True:
+        r = subprocess.run(["dpkg"] + list(args), capture_output=True, text=True, timeout=240,
+                           env=dict(os.environ, DEBIAN_FRONTEND="noninteractive"))
+        if r.returncode == 0:
+            return r
+        if "lock" in r.stderr and time.monotonic() < deadline:
+            time.sleep(2)
+            continue
+        raise TestFailure("dpkg %s (%d): %s" % (" ".join(args), r.returncode, (r.stdout + r.stderr)[-2000:]))
+
+
+def lib_packages(binary):
+    """Debian packages of the shared libraries `binary` links directly (its DT_NEEDED entries, found
+    where ldd finds them; dpkg -S on /lib and /usr/lib alike)."""
+    dyn = subprocess.run(["readelf", "-d", binary], capture_output=True, text=True, check=True).stdout
+    needed = re.findall(r"\(NEEDED\)\s+Shared library: \[([^\]]+)\]", dyn)
+    check(needed, "%s has no DT_NEEDED entries" % binary)
+    where = dict(re.findall(r"^\s*(\S+) => (/\S+)", subprocess.run(["ldd", binary], capture_output=True, text=True,
+                                                                     check=True).stdout, re.M))
+    pkgs = set()
+    for lib in needed:
+        check(lib in where, "ldd does not resolve %s of %s" % (lib, binary))
+        path = where[lib]
+        cands = [path, os.path.realpath(path)]
+        cands += ["/usr" + c for c in cands if not c.startswith("/usr/")]
+        cands += [c[4:] for c in cands if c.startswith("/usr/")]
+        for c in cands:
+            q = subprocess.run(["dpkg", "-S", c], capture_output=True, text=True)
+            if q.returncode == 0:
+                pkgs.add(q.stdout.split(":", 1)[0].split(",")[0].strip())
+                break
+        else:
+            raise TestFailure("no package owns %s (linked by %s)" % (path, binary))
+    return pkgs
+
+
+def agent_config(installed_text, tmp, web_port, rest_port):
+    """The installed configuration with the ports and every directory moved under tmp, and every
+    installed native probe switched on (stackprobe writing its files under tmp)."""
+    t = installed_text
+    t = re.sub(r"(web_server\s*=\s*\{[^}]*?port\s*=\s*)\d+", r"\g<1>%d" % web_port, t)
+    t = re.sub(r"(rest_api_server\s*=\s*\{[^}]*?port\s*=\s*)\d+", r"\g<1>%d" % rest_port, t)
+    t = re.sub(r"(rest_api_server\s*=\s*\{)", r'\1 state_dir = "%s/state"; output_base_dir = "%s/log";' % (tmp, tmp), t)
+    t = t.replace('"/run/gala-gopher"', '"%s/run"' % tmp).replace('"/var/log/gala-gopher/', '"%s/log/' % tmp)
+    check("/run/gala-gopher" not in t and "/var/log/gala-gopher" not in t, "a system directory left in the test config")
+    check("port = %d" % web_port in t and "port = %d" % rest_port in t, "ports not replaced")
+    params = {"stackprobe": "-t 2 -P oncpu --svg-dir %s/log/svg --flame-dir %s/log/flame" % (tmp, tmp)}
+    entries = ",\n".join('    { name = "%s"; param = "%s"; switch = "on"; }' % (p, params.get(p, "-t 2"))
+                         for p in sorted(os.listdir("/opt/gala-gopher/probes")))
+    t, n = re.subn(r"\nprobes\s*=\s*\(.*?\n\);", "\nprobes =\n(\n%s\n);" % entries, t, flags=re.S)
+    check(n == 1, "no probes list in the installed configuration")
+    return t
+
+
+def cap_bounding_set(svc):
+    caps = svc["CapabilityBoundingSet"].split()
+    check(caps and all(c.startswith("CAP_") for c in caps), "CapabilityBoundingSet: %r" % caps)
+    return caps
+
+
+def test_deb_install_run_remove():
+    lockf = open("/run/lock/gala-gopher-test-install.lock", "w")
+    wait_for(lambda: _try_lock(lockf), 300, "the install test lock (another run of this test)", interval=1)
+    try:
+        status = dpkg_status()
+        present = [p for p in SYSTEM_PATHS if os.path.lexists(p)]
+        busy = [d for d in PURGED_DIRS if os.path.isdir(d) and os.listdir(d)]
+        if status or present or busy:
+            print("SKIP test_deb_install_run_remove: gala-gopher is already installed or its paths are in use "
+                  "on this machine (dpkg: %r, present: %s, non-empty: %s); not touching them" % (status, present, busy))
+            return
+        empty_before = [(d, stat.S_IMODE(os.stat(d).st_mode)) for d in PURGED_DIRS if os.path.isdir(d)]
+        try:
+            _deb_cycle()
+        finally:
+            if dpkg_status():
+                subprocess.run(["dpkg", "-P", PKG], capture_output=True)
+            for d, mode in empty_before:
+                os.makedirs(d, exist_ok=True)
+                os.chmod(d, mode)
+    finally:
+        fcntl.flock(lockf, fcntl.LOCK_UN)
+        lockf.close()
+
+
+test_deb_install_run_remove.timeout = 900
+
+
+def _try_lock(f):
+    try:
+        fcntl.flock(f, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        return True
+    except BlockingIOError:
+        return False
+
+
+def _deb_cycle():
+    make("deb")
+    deb = os.path.join(BUILD, "%s_%s_%s.deb" % (PKG, version(), subprocess.run(
+        ["dpkg", "--print-architecture"], capture_output=True, text=True, check=True).stdout.strip()))
+    check(os.path.exists(deb), "make deb made no %s" % deb)
+    fields = subprocess.run(["dpkg-deb", "-f", deb, "Package", "Version", "Depends"], capture_output=True, text=True,
+                            check=True).stdout
+    depends = {d.strip().split(" ")[0] for d in re.search(r"^Depends: (.*)$", fields, re.M).group(1).split(",")}
+    conffiles = subprocess.run(["dpkg-deb", "-I", deb, "conffiles"], capture_output=True, text=True).stdout.split()
+    check(conffiles == ["/etc/gala-gopher/gala-gopher.conf"], "conffiles: %r" % conffiles)
+
+    dpkg("-i", deb)
+    check(dpkg_status() == "install ok installed", "after dpkg -i: %r" % dpkg_status())
+    owned = set(subprocess.run(["dpkg", "-L", PKG], capture_output=True, text=True, check=True).stdout.split())
+    for p in ["/usr/bin/gala-gopher", "/etc/gala-gopher/gala-gopher.conf", "/lib/systemd/system/gala-gopher.service"] + \
+            ["/opt/gala-gopher/probes/" + p for p in PROBE_NAMES] + ["/opt/gala-gopher/meta/" + m for m in META_FILES]:
+        check(p in owned and os.path.exists(p), "%s not installed by the package" % p)
+    # Every library the installed binaries link comes from a package the control file depends on.
+    for b in ["/usr/bin/gala-gopher"] + ["/opt/gala-gopher/probes/" + p for p in PROBE_NAMES]:
+        missing = lib_packages(b) - depends
+        check(not missing, "%s links libraries of %s, not in Depends (%s)" % (b, sorted(missing), sorted(depends)))
+    # postinst enabled the service for the next boot (systemd is not PID 1 here, so nothing started).
+    check(os.path.islink("/etc/systemd/system/multi-user.target.wants/gala-gopher.service"), "service not enabled")
+
+    r = subprocess.run(["/usr/bin/gala-gopher", "--version"], capture_output=True, text=True)
+    check(r.stdout.strip() == "gala-gopher " + version(), "--version: %r" % r.stdout)
+    r = subprocess.run(["/usr/bin/gala-gopher", "--help"], capture_output=True, text=True)
+    for opt in ("--config", "--check", "--help", "--version"):
+        check(opt in r.stdout, "--help does not list %s" % opt)
+
+    verify_unit("/lib/systemd/system/gala-gopher.service")
+    svc = read_unit("/lib/systemd/system/gala-gopher.service")["Service"]
+    caps = cap_bounding_set(svc)
+
+    tmp = tempfile.mkdtemp(prefix="gg-deb-")
+    proc = None
+    try:
+        web, rest = free_port(), free_port()
+        with open("/etc/gala-gopher/gala-gopher.conf") as f:
+            conf_text = agent_config(f.read(), tmp, web, rest)
+        conf = os.path.join(tmp, "gala-gopher.conf")
+        with open(conf, "w") as f:
+            f.write(conf_text)
+        # The unit's ExecStartPre and ExecStart with this configuration, under the unit's capability
+        # bounding set, no_new_privs and LimitMEMLOCK (what systemd would apply).
+        setpriv = ["setpriv", "--no-new-privs", "--bounding-set",
+                   "-all," + ",".join("+" + c[4:].lower() for c in caps), "--inh-caps", "-all"]
+
+        def unit_cmd(key):
+            argv = svc[key].split()
+            check(argv[:3] == ["/usr/bin/gala-gopher", "-c", "/etc/gala-gopher/gala-gopher.conf"], "%s: %r" % (key, argv))
+            return setpriv + argv[:2] + [conf] + argv[3:]
+
+        def limits():
+            # LimitMEMLOCK=infinity; a container without CAP_SYS_RESOURCE (this CI) keeps its limit,
+            # which kernels >= 5.11 do not apply to BPF memory anyway.
+            try:
+                resource.setrlimit(resource.RLIMIT_MEMLOCK, (resource.RLIM_INFINITY, resource.RLIM_INFINITY))
+            except (ValueError, OSError):
+                pass
+
+        r = subprocess.run(unit_cmd("ExecStartPre"), capture_output=True, text=True, timeout=30, preexec_fn=limits)
+        check(r.returncode == 0, "ExecStartPre (--check): %s%s" % (r.stdout, r.stderr))
+        errf = open(os.path.join(tmp, "stderr.txt"), "w")
+        proc = subprocess.Popen(unit_cmd("ExecStart"), stdout=errf, stderr=errf, start_new_session=True,
+                                preexec_fn=limits)
+
+        def scrape():
+            code, body = http_get("http://127.0.0.1:%d/metrics" % web)
+            if code != 200:
+                return None
+            # The agent's own families only: a probe table's series are checked by their own tests.
+            samples, _ = parse_prom("\n".join(ln for ln in body.splitlines()
+                                              if ln.startswith(("gala_gopher_probe_", "gala_gopher_build_info"))))
+            fams = {ln.split("{")[0].split(" ")[0] for ln in body.splitlines() if ln and not ln.startswith("#")}
+            for p in PROBE_NAMES:
+                if prom_value(samples, "gala_gopher_probe_up", probe=p) != 1:
+                    return None
+                if not prom_value(samples, "gala_gopher_probe_records_accepted_total", probe=p):
+                    return None
+            return samples, fams
+
+        try:
+            samples, fams = wait_for(lambda: proc.poll() is None and scrape(), 60, "every installed probe up with records")
+        except TestFailure:
+            with open(os.path.join(tmp, "stderr.txt")) as f:
+                err = f.read()[-3000:]
+            logs = ""
+            pdir = os.path.join(tmp, "log/debug/probes")
+            for name in sorted(os.listdir(pdir)) if os.path.isdir(pdir) else []:
+                with open(os.path.join(pdir, name), errors="replace") as f:
+                    logs += "== %s\n%s\n" % (name, f.read()[-1500:])
+            raise TestFailure("installed agent under the unit's capabilities: %s\n%s" % (err, logs))
+        for p in PROBE_NAMES:
+            check(prom_value(samples, "gala_gopher_probe_restarts_total", probe=p) == 0, "%s restarted" % p)
+            check(not any(n == "gala_gopher_probe_records_rejected_total" and ("probe", p) in ls and v
+                          for (n, ls), v in samples.items()), "%s had records rejected" % p)
+        check(prom_value(samples, "gala_gopher_build_info", version=version()) == 1, "build_info")
+        for want in ("gala_gopher_cpu_", "gala_gopher_mem_", "gala_gopher_tcp_link_", "gala_gopher_block_",
+                     "gala_gopher_proc_", "gala_gopher_endpoint_"):
+            check(any(f.startswith(want) for f in fams), "no %s* series on /metrics" % want)
+
+        # Every file the agent wrote under its log directory is one it rotates itself (no logrotate).
+        rotated = re.compile(r"^(debug/gala-gopher\.log|debug/probes/[\w-]+\.log|metrics/metrics\.log|"
+                             r"event/events\.log|meta/metadata\.log)(\.\d+)?$")
+        stray = [f for f in files_under(os.path.join(tmp, "log"))
+                 if not rotated.match(f) and not f.startswith(("svg/", "flame/"))]
+        check(not stray, "files under the log directory the agent does not rotate: %s" % stray)
+
+        proc.send_signal(signal.SIGTERM)
+        check(proc.wait(20) == 0, "installed agent exit status on SIGTERM: %s" % proc.returncode)
+        with open(os.path.join(tmp, "run/status.json")) as f:
+            pgids = [p["pid"] for p in json.load(f)["probes"] if p.get("pid")]
+        check(not any(group_members(g) for g in pgids), "probes left running after SIGTERM")
+    finally:
+        if proc and proc.poll() is None:
+            os.killpg(proc.pid, signal.SIGKILL)
+            proc.wait()
+        shutil.rmtree(tmp, ignore_errors=True)
+
+    # remove: the programs go, the changed-or-not conffile stays (policy), the unit is masked.
+    dpkg("-r", PKG)
+    check(dpkg_status() == "deinstall ok config-files", "after dpkg -r: %r" % dpkg_status())
+    for p in ["/usr/bin/gala-gopher", "/opt/gala-gopher", "/lib/systemd/system/gala-gopher.service", "/usr/share/gala-gopher"]:
+        check(not os.path.lexists(p), "%s left after dpkg -r" % p)
+    check(os.path.exists("/etc/gala-gopher/gala-gopher.conf"), "dpkg -r removed the conffile")
+    # purge: nothing is left, systemd's enable and mask state included.
+    dpkg("-P", PKG)
+    check(dpkg_status() == "", "after dpkg -P: %r" % dpkg_status())
+    left = [p for p in SYSTEM_PATHS + PURGED_DIRS if os.path.lexists(p)]
+    check(not left, "left after dpkg -P: %s" % left)
