@@ -402,3 +402,137 @@ def _deb_cycle():
     check(dpkg_status() == "", "after dpkg -P: %r" % dpkg_status())
     left = [p for p in SYSTEM_PATHS + PURGED_DIRS if os.path.lexists(p)]
     check(not left, "left after dpkg -P: %s" % left)
+
+
+# ---- container image recipe and Kubernetes manifest -----------------------------------------------
+
+def _dockerfile_stages(path):
+    """[(FROM line, [apt packages installed], [instructions])] of a Dockerfile, continuation lines joined."""
+    with open(path) as f:
+        text = re.sub(r"\\\n", " ", f.read())
+    stages = []
+    for line in text.splitlines():
+        line = line.strip()
+        if not line or line.startswith("#"):
+            continue
+        if line.startswith("FROM "):
+            stages.append((line, [], []))
+            continue
+        check(stages, "instruction before FROM: %s" % line)
+        stages[-1][2].append(line)
+        m = re.search(r"apt-get install ([^&]*)", line)
+        if m:
+            stages[-1][1].extend(w for w in m.group(1).split() if not w.startswith("-"))
+    return stages
+
+
+def test_dockerfile_recipe():
+    stages = _dockerfile_stages(os.path.join(ROOT, "scripts/deploy/Dockerfile"))
+    check(len(stages) == 2, "two stages, got %d" % len(stages))
+    (build_from, build_pkgs, build_ins), (run_from, run_pkgs, run_ins) = stages
+    check(build_from == "FROM debian:12 AS build" and run_from == "FROM debian:12-slim", "%s / %s" % (build_from, run_from))
+    # The build stage has the build half of install-deps.sh: compilers, BPF tools, every -dev library.
+    with open(os.path.join(ROOT, "scripts/install-deps.sh")) as f:
+        deps = f.read()
+    wanted = {"make", "gcc", "clang", "llvm", "bpftool", "pkg-config"}
+    wanted |= {p for p in re.findall(r"\blib[\w.+-]+-dev\b", deps) if p not in ("libcmocka-dev", "libclang-rt-14-dev")}
+    check(wanted <= set(build_pkgs), "build stage lacks %s" % sorted(wanted - set(build_pkgs)))
+    for ins in build_ins:
+        if ins.startswith("COPY "):
+            for src in ins.split()[1:-1]:
+                check(os.path.exists(os.path.join(ROOT, src)), "COPY of a missing %s" % src)
+    check(any("make" in i and "install DESTDIR=/out" in i for i in build_ins), "build stage does not make install")
+    # The run stage has every library the binaries link, and no compiler or -dev package.
+    need = set()
+    for b in [os.path.join(BUILD, "gala-gopher")] + [os.path.join(BUILD, "probes", p) for p in PROBE_NAMES]:
+        need |= lib_packages(b)
+    need = {p for p in need if not p.startswith(("libasan", "libubsan"))}  # sanitizer builds
+    check(need <= set(run_pkgs), "run stage lacks %s" % sorted(need - set(run_pkgs)))
+    check(not [p for p in run_pkgs if p.endswith("-dev") or p in ("gcc", "clang", "make")], "build tools in the run stage")
+    copies = [i.split()[1:] for i in run_ins if i.startswith("COPY --from=build")]
+    check(sorted(c[1] for c in copies) == ["/out/etc/gala-gopher", "/out/opt/gala-gopher", "/out/usr/bin/gala-gopher"],
+          "run stage copies %r" % copies)
+    entry = [i for i in run_ins if i.startswith(("ENTRYPOINT", "CMD"))]
+    check(entry == ['ENTRYPOINT ["/usr/bin/gala-gopher"]', 'CMD ["-c", "/etc/gala-gopher/gala-gopher.conf"]'], "%r" % entry)
+
+
+def _under(path, mounts):
+    """The volumeMount whose mountPath holds path (the deepest)."""
+    best = None
+    for m in mounts:
+        mp = m["mountPath"].rstrip("/")
+        if (path == mp or path.startswith(mp + "/")) and (best is None or len(mp) > len(best["mountPath"])):
+            best = m
+    return best
+
+
+def test_kubernetes_manifest():
+    import yaml
+    with open(os.path.join(ROOT, "scripts/deploy/kubernetes/gala-gopher.yaml")) as f:
+        docs = [d for d in yaml.safe_load_all(f) if d]
+    by_kind = {d["kind"]: d for d in docs}
+    check(sorted(by_kind) == ["ConfigMap", "DaemonSet", "Namespace", "ServiceAccount"] and len(docs) == 4,
+          "kinds: %r" % [d["kind"] for d in docs])
+    api = {"Namespace": "v1", "ServiceAccount": "v1", "ConfigMap": "v1", "DaemonSet": "apps/v1"}
+    ns = by_kind["Namespace"]["metadata"]["name"]
+    for d in docs:
+        check(d["apiVersion"] == api[d["kind"]], "%s apiVersion %s" % (d["kind"], d["apiVersion"]))
+        check(d["metadata"].get("name"), "%s has no name" % d["kind"])
+        if d["kind"] != "Namespace":
+            check(d["metadata"].get("namespace") == ns, "%s not in namespace %s" % (d["kind"], ns))
+
+    ds = by_kind["DaemonSet"]
+    spec, tmpl = ds["spec"], ds["spec"]["template"]
+    check(spec["selector"]["matchLabels"].items() <= tmpl["metadata"]["labels"].items(), "selector does not match")
+    pod = tmpl["spec"]
+    check(pod["hostPID"] is True and pod["hostNetwork"] is True, "hostPID and hostNetwork")
+    check(pod["serviceAccountName"] == by_kind["ServiceAccount"]["metadata"]["name"], "service account")
+    check(pod["dnsPolicy"] == "ClusterFirstWithHostNet", "dnsPolicy with hostNetwork")
+    (ctr,) = pod["containers"]
+    check(ctr["image"].rsplit(":", 1)[1] == version(), "image tag %s is not VERSION %s" % (ctr["image"], version()))
+    sc = ctr["securityContext"]
+    check(sc.get("privileged") is True and sc.get("readOnlyRootFilesystem") is True, "securityContext %r" % sc)
+    vols = {v["name"]: v for v in pod["volumes"]}
+    mounts = ctr["volumeMounts"]
+    check(len(vols) == len(pod["volumes"]), "duplicate volume names")
+    for m in mounts:
+        check(m["name"] in vols, "volumeMount %s has no volume" % m["name"])
+    by_path = {m["mountPath"]: m for m in mounts}
+    host = {m["mountPath"]: vols[m["name"]].get("hostPath", {}).get("path") for m in mounts}
+    for path in ("/sys", "/sys/fs/bpf", "/sys/kernel/tracing", "/sys/kernel/debug", "/etc/machine-id",
+                 "/var/lib/gala-gopher", "/var/log/gala-gopher", "/run/containerd"):
+        check(host.get(path) == path, "%s is not the host's %s" % (path, host.get(path)))
+    for path in ("/etc/machine-id", "/run/containerd", "/run/crio", "/var/lib/docker/containers", "/etc/gala-gopher"):
+        check(by_path[path].get("readOnly") is True, "%s is not read-only" % path)
+
+    # The configuration: the ConfigMap's file is the one the container is told to read, it passes the
+    # supervisor's --check, and every directory the agent writes is a writable volume (read-only root).
+    cm = by_kind["ConfigMap"]
+    cfg_vol = [v for v in pod["volumes"] if v.get("configMap", {}).get("name") == cm["metadata"]["name"]]
+    check(len(cfg_vol) == 1, "no volume of the ConfigMap")
+    cfg_mount = [m for m in mounts if m["name"] == cfg_vol[0]["name"]][0]["mountPath"]
+    check(ctr["args"] == ["-c", cfg_mount + "/gala-gopher.conf"] and "gala-gopher.conf" in cm["data"], "args %r" % ctr["args"])
+    text = cm["data"]["gala-gopher.conf"]
+    tmp = tempfile.mkdtemp(prefix="gg-k8s-")
+    try:
+        conf = os.path.join(tmp, "gala-gopher.conf")
+        with open(conf, "w") as f:
+            f.write(text.replace('"/opt/gala-gopher/meta"', '"%s/schema"' % ROOT)
+                    .replace('"/opt/gala-gopher/probes"', '"%s/probes"' % BUILD))
+        r = subprocess.run([os.path.join(BUILD, "gala-gopher"), "-c", conf, "--check"], capture_output=True, text=True,
+                           timeout=30)
+        check(r.returncode == 0 and not r.stderr.strip(), "--check of the ConfigMap's configuration: %s%s" % (r.stdout, r.stderr))
+    finally:
+        shutil.rmtree(tmp, ignore_errors=True)
+    dirs = re.findall(r'\b(run_dir|metric_dir|event_dir|meta_dir|debug_dir|state_dir|output_base_dir)\s*=\s*"([^"]+)"', text)
+    check(len(dirs) == 7, "directories in the ConfigMap's configuration: %r" % dirs)
+    for key, d in dirs:
+        m = _under(d, mounts)
+        check(m and not m.get("readOnly") and not m["mountPath"] == "/", "%s %s is not on a writable volume" % (key, d))
+    for p in re.findall(r'name\s*=\s*"(\w+)"', text.split("probes =", 1)[1]):
+        check(p in PROBE_NAMES, "ConfigMap names probe %s, which is not built" % p)
+    port = int(re.search(r"web_server\s*=\s*\{[^}]*port\s*=\s*(\d+)", text).group(1))
+    check('bind_addr = "0.0.0.0"' in re.search(r"web_server\s*=\s*\{[^}]*\}", text).group(0), "metrics not on the node's addresses")
+    check(re.search(r'rest_api_server\s*=\s*\{[^}]*bind_addr = "127\.0\.0\.1"', text), "REST API must stay on loopback")
+    check(ctr["ports"][0]["containerPort"] == port and tmpl["metadata"]["annotations"]["prometheus.io/port"] == str(port)
+          and ctr["readinessProbe"]["httpGet"]["port"] == port, "metrics port differs between config, pod and probes")
