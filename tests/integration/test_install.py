@@ -6,6 +6,7 @@ leave nothing behind."""
 import configparser
 import fcntl
 import filecmp
+import glob
 import json
 import os
 import re
@@ -35,6 +36,9 @@ SYSTEM_PATHS = ["/usr/bin/gala-gopher", "/opt/gala-gopher", "/etc/gala-gopher", 
 # Removed by purge (the agent's state and logs): they may exist empty before the test (the suite's
 # supervisors create /var/lib/gala-gopher as their default state_dir); then they are made again after.
 PURGED_DIRS = ["/var/lib/gala-gopher", "/var/log/gala-gopher"]
+# Written (with the test's pid) while the test has the package installed: a run that was killed before
+# its clean-up is recognised by the next one, which purges what it left instead of skipping forever.
+OWNER = "/run/lock/gala-gopher-test-install.owner"
 
 
 def make(*args, timeout=600):
@@ -94,6 +98,7 @@ def test_make_install_tree():
         expected |= {"opt/gala-gopher/meta/" + m for m in META_FILES}
         expected |= {"usr/share/gala-gopher/grafana/" + d for d in dashboards}
         expected |= {"usr/share/gala-gopher/prometheus/" + r for r in rules}
+        check(dashboards and rules, "no dashboards or alerting rules to install")
         got = files_under(dest)
         check(got == expected, "installed tree: missing %s, unexpected %s" % (sorted(expected - got), sorted(got - expected)))
         for p in PROBE_NAMES:
@@ -239,6 +244,7 @@ def test_deb_install_run_remove():
     lockf = open("/run/lock/gala-gopher-test-install.lock", "w")
     wait_for(lambda: _try_lock(lockf), 300, "the install test lock (another run of this test)", interval=1)
     try:
+        _purge_leftover_of_killed_run()
         status = dpkg_status()
         present = [p for p in SYSTEM_PATHS if os.path.lexists(p)]
         busy = [d for d in PURGED_DIRS if os.path.isdir(d) and os.listdir(d)]
@@ -247,11 +253,15 @@ def test_deb_install_run_remove():
                   "on this machine (dpkg: %r, present: %s, non-empty: %s); not touching them" % (status, present, busy))
             return
         empty_before = [(d, stat.S_IMODE(os.stat(d).st_mode)) for d in PURGED_DIRS if os.path.isdir(d)]
+        with open(OWNER, "w") as f:
+            f.write("%d\n" % os.getpid())
         try:
             _deb_cycle()
         finally:
             if dpkg_status():
                 subprocess.run(["dpkg", "-P", PKG], capture_output=True)
+            if not dpkg_status():
+                os.unlink(OWNER)
             for d, mode in empty_before:
                 os.makedirs(d, exist_ok=True)
                 os.chmod(d, mode)
@@ -261,6 +271,20 @@ def test_deb_install_run_remove():
 
 
 test_deb_install_run_remove.timeout = 900
+
+
+def _purge_leftover_of_killed_run():
+    try:
+        with open(OWNER) as f:
+            pid = int(f.read().strip() or 0)
+    except (FileNotFoundError, ValueError):
+        return
+    if pid and os.path.exists("/proc/%d" % pid):
+        return  # still running (the lock should have kept us out)
+    print("test_install: purging the package a killed run (pid %d) left installed" % pid)
+    if dpkg_status():
+        dpkg("-P", PKG)
+    os.unlink(OWNER)
 
 
 def _try_lock(f):
@@ -385,6 +409,13 @@ def _deb_cycle():
         with open(os.path.join(tmp, "run/status.json")) as f:
             pgids = [p["pid"] for p in json.load(f)["probes"] if p.get("pid")]
         check(not any(group_members(g) for g in pgids), "probes left running after SIGTERM")
+        reports = []
+        for path in [os.path.join(tmp, "stderr.txt")] + sorted(glob.glob(os.path.join(tmp, "log/debug/probes/*.log"))):
+            with open(path, errors="replace") as f:
+                text = f.read()
+            reports += ["%s: %s" % (os.path.basename(path), text[text.find(m):][:1500])
+                        for m in ("ERROR: AddressSanitizer", "ERROR: LeakSanitizer", "runtime error:") if m in text]
+        check(not reports, "sanitizer reports from the installed agent:\n" + "\n".join(reports))
     finally:
         if proc and proc.poll() is None:
             os.killpg(proc.pid, signal.SIGKILL)
