@@ -86,6 +86,18 @@ def _listdir(rel):
     return os.listdir(d) if os.path.isdir(d) else []
 
 
+def exposure(path):
+    """systemd-analyze security --offline: the unit's overall exposure (0 best .. 10), without systemd
+    running. The unit's hardening may not regress past MEDIUM (it is 5.2 with the capabilities a root
+    eBPF agent needs)."""
+    r = subprocess.run(["systemd-analyze", "security", "--offline=true", path], capture_output=True, text=True,
+                       timeout=60)
+    m = re.search(r"Overall exposure level for [\w.-]+: ([\d.]+) (\w+)", r.stdout)
+    check(m, "systemd-analyze security: %s%s" % (r.stdout[-1500:], r.stderr[-1500:]))
+    check(float(m.group(1)) <= 5.5, "unit exposure %s %s (was 5.2): %s" % (m.group(1), m.group(2), r.stdout[-3000:]))
+    return float(m.group(1))
+
+
 def test_make_install_tree():
     tmp = tempfile.mkdtemp(prefix="gg-install-")
     try:
@@ -138,6 +150,7 @@ def test_make_install_tree():
         with open(moved_unit, "w") as f:
             f.write(utext.replace("/usr/bin/gala-gopher", dest + "/usr/bin/gala-gopher"))
         verify_unit(moved_unit)
+        print("unit exposure (systemd-analyze security): %.1f" % exposure(moved_unit))
 
         # Installing again keeps a changed configuration and puts the new one next to it.
         with open(conf, "a") as f:
@@ -326,6 +339,7 @@ def _deb_cycle():
         check(opt in r.stdout, "--help does not list %s" % opt)
 
     verify_unit("/lib/systemd/system/gala-gopher.service")
+    exposure("/lib/systemd/system/gala-gopher.service")
     svc = read_unit("/lib/systemd/system/gala-gopher.service")["Service"]
     caps = cap_bounding_set(svc)
 
