@@ -245,7 +245,7 @@ PKG_UNIT := $(BUILD)/pkg/gala-gopher.service
 DASHBOARDS := $(wildcard scripts/deploy/grafana/*.json)
 PROM_RULES := $(wildcard scripts/deploy/prometheus/*.rules.yml)
 DEB_ARCH = $(shell dpkg --print-architecture)
-DEB := $(BUILD)/gala-gopher_$(VERSION)_$(DEB_ARCH).deb
+DEB = $(BUILD)/gala-gopher_$(VERSION)_$(DEB_ARCH).deb
 
 .PHONY: install uninstall deb FORCE
 FORCE:

@@ -206,26 +206,32 @@ def dpkg(*args):
 
 def lib_packages(binary):
     """Debian packages of the shared libraries `binary` links directly (its DT_NEEDED entries, found
-    where ldd finds them; dpkg -S on /lib and /usr/lib alike)."""
+    where ldd finds them; dpkg -S on /lib and /usr/lib alike: Debian 12 is merged-/usr)."""
     dyn = subprocess.run(["readelf", "-d", binary], capture_output=True, text=True, check=True).stdout
     needed = re.findall(r"\(NEEDED\)\s+Shared library: \[([^\]]+)\]", dyn)
     check(needed, "%s has no DT_NEEDED entries" % binary)
     where = dict(re.findall(r"^\s*(\S+) => (/\S+)", subprocess.run(["ldd", binary], capture_output=True, text=True,
                                                                      check=True).stdout, re.M))
-    pkgs = set()
+    cands = {}
     for lib in needed:
         check(lib in where, "ldd does not resolve %s of %s" % (lib, binary))
         path = where[lib]
-        cands = [path, os.path.realpath(path)]
-        cands += ["/usr" + c for c in cands if not c.startswith("/usr/")]
-        cands += [c[4:] for c in cands if c.startswith("/usr/")]
-        for c in cands:
-            q = subprocess.run(["dpkg", "-S", c], capture_output=True, text=True)
-            if q.returncode == 0:
-                pkgs.add(q.stdout.split(":", 1)[0].split(",")[0].strip())
-                break
-        else:
-            raise TestFailure("no package owns %s (linked by %s)" % (path, binary))
+        c = [path, os.path.realpath(path)]
+        c += ["/usr" + x for x in c if not x.startswith("/usr/")]
+        c += [x[4:] for x in c if x.startswith("/usr/")]
+        cands[lib] = c
+    # one dpkg -S for all of them: it prints "package:arch: path" for the paths it knows
+    out = subprocess.run(["dpkg", "-S"] + sorted({x for c in cands.values() for x in c}), capture_output=True,
+                         text=True).stdout
+    owner = {}
+    for line in out.splitlines():
+        pkg, _, path = line.partition(": ")
+        owner[path.strip()] = pkg.split(":")[0].split(",")[0].strip()
+    pkgs = set()
+    for lib, c in cands.items():
+        found = [owner[x] for x in c if x in owner]
+        check(found, "no package owns %s (linked by %s)" % (where[lib], binary))
+        pkgs.add(found[0])
     return pkgs
 
 
@@ -497,6 +503,12 @@ def test_dockerfile_recipe():
     copies = [i.split()[1:] for i in run_ins if i.startswith("COPY --from=build")]
     check(sorted(c[1] for c in copies) == ["/out/etc/gala-gopher", "/out/opt/gala-gopher", "/out/usr/bin/gala-gopher"],
           "run stage copies %r" % copies)
+    # Every package name is one Debian 12 has (this machine's apt lists are Debian 12's).
+    known = set(re.findall(r"^Package: (\S+)$", subprocess.run(
+        ["apt-cache", "show", "--no-all-versions"] + sorted(set(build_pkgs + run_pkgs)), capture_output=True,
+        text=True).stdout, re.M))
+    unknown = sorted(set(build_pkgs + run_pkgs) - known)
+    check(not unknown, "packages apt does not know: %s" % unknown)
     entry = [i for i in run_ins if i.startswith(("ENTRYPOINT", "CMD"))]
     check(entry == ['ENTRYPOINT ["/usr/bin/gala-gopher"]', 'CMD ["-c", "/etc/gala-gopher/gala-gopher.conf"]'], "%r" % entry)
 
