@@ -253,10 +253,11 @@ def test_dashboards_and_rules_on_a_live_agent():
     import tempfile
     import urllib.parse
 
-    from harness import Supervisor, free_port, http_get, probe_entry, wait_for
+    from harness import Supervisor, free_port, http_get, probe_entry, rest_section, wait_for
 
     port, pport = free_port(), free_port()
-    s = Supervisor(metric_out="web_server", extra="web_server = { port = %d; };" % port)
+    state = tempfile.mkdtemp(prefix="gg-rules-state-")
+    s = Supervisor(metric_out="web_server", extra="web_server = { port = %d; };\n%s" % (port, rest_section(state)))
     params = {"stackprobe": "-t 2 -P oncpu --svg-dir %s/svg --flame-dir %s/flame" % (s.dir, s.dir),
               "endpoint": "-t 1 -P tcp_socket,udp_socket"}
     # the Supervisor wrote its configuration with no probes: add them
@@ -340,6 +341,7 @@ def test_dashboards_and_rules_on_a_live_agent():
                 prom.kill()
                 prom.wait()
         shutil.rmtree(pdir, ignore_errors=True)
+        shutil.rmtree(state, ignore_errors=True)
         s.cleanup()
 
 
