@@ -263,12 +263,14 @@ $(PKG_CONF): config/gala-gopher.conf FORCE
 
 $(PKG_UNIT): scripts/packaging/gala-gopher.service.in FORCE
 	$(Q)mkdir -p $(@D)
-	$(Q)sed -e 's|@BINDIR@|$(BINDIR)|g' -e 's|@CONFDIR@|$(GG_CONFDIR)|g' $< > $@
+	$(Q)sed -e 's|@BINDIR@|$(BINDIR)|g' -e 's|@CONFDIR@|$(GG_CONFDIR)|g' -e 's|@DOCDIR@|$(DATADIR)/doc/gala-gopher|g' $< > $@
 
 install: $(SUPERVISOR) $(PROBE_BINS) $(PKG_CONF) $(PKG_UNIT)
 	$(say) INSTALL $(DESTDIR)
 	$(Q)$(INSTALL) -d $(DESTDIR)$(BINDIR) $(DESTDIR)$(GG_PROBESDIR) $(DESTDIR)$(GG_METADIR) \
-		$(DESTDIR)$(GG_CONFDIR) $(DESTDIR)$(UNITDIR) $(DESTDIR)$(GG_SHAREDIR)/grafana $(DESTDIR)$(GG_SHAREDIR)/prometheus
+		$(DESTDIR)$(GG_CONFDIR) $(DESTDIR)$(UNITDIR) $(DESTDIR)$(GG_SHAREDIR)/grafana $(DESTDIR)$(GG_SHAREDIR)/prometheus \
+		$(DESTDIR)$(DATADIR)/doc/gala-gopher
+	$(Q)$(INSTALL) -m 0644 README.md $(DESTDIR)$(DATADIR)/doc/gala-gopher/README.md
 	$(Q)$(INSTALL) -m 0755 $(SUPERVISOR) $(DESTDIR)$(BINDIR)/gala-gopher
 	$(Q)$(INSTALL) -m 0755 $(PROBE_BINS) $(DESTDIR)$(GG_PROBESDIR)/
 	$(Q)$(INSTALL) -m 0644 $(META_FILES) $(DESTDIR)$(GG_METADIR)/
@@ -287,12 +289,12 @@ uninstall: $(PKG_CONF)
 		$(addprefix $(DESTDIR)$(GG_METADIR)/,$(notdir $(META_FILES))) $(DESTDIR)$(UNITDIR)/gala-gopher.service \
 		$(addprefix $(DESTDIR)$(GG_SHAREDIR)/grafana/,$(notdir $(DASHBOARDS))) \
 		$(addprefix $(DESTDIR)$(GG_SHAREDIR)/prometheus/,$(notdir $(PROM_RULES))) \
-		$(DESTDIR)$(GG_CONFDIR)/gala-gopher.conf.dist
+		$(DESTDIR)$(GG_CONFDIR)/gala-gopher.conf.dist $(DESTDIR)$(DATADIR)/doc/gala-gopher/README.md
 	$(Q)if cmp -s $(PKG_CONF) $(DESTDIR)$(GG_CONFDIR)/gala-gopher.conf; then rm -f $(DESTDIR)$(GG_CONFDIR)/gala-gopher.conf; \
 	elif [ -e $(DESTDIR)$(GG_CONFDIR)/gala-gopher.conf ]; then \
 		echo "uninstall: keeping the changed $(DESTDIR)$(GG_CONFDIR)/gala-gopher.conf" >&2; fi
 	$(Q)for d in $(GG_PROBESDIR) $(GG_METADIR) $(GG_HOME) $(GG_CONFDIR) $(GG_SHAREDIR)/grafana \
-		$(GG_SHAREDIR)/prometheus $(GG_SHAREDIR); do rmdir $(DESTDIR)$$d 2>/dev/null || true; done
+		$(GG_SHAREDIR)/prometheus $(GG_SHAREDIR) $(DATADIR)/doc/gala-gopher; do rmdir $(DESTDIR)$$d 2>/dev/null || true; done
 
 # The package is always the default layout, whatever PREFIX this make was given.
 deb: $(SUPERVISOR) $(PROBE_BINS)

@@ -26,7 +26,7 @@ PROBE_NAMES = sorted(d for d in os.listdir(os.path.join(ROOT, "probes"))
                      if d != "lib" and os.path.isdir(os.path.join(ROOT, "probes", d)))
 META_FILES = sorted(f for f in os.listdir(os.path.join(ROOT, "schema")) if f.endswith(".meta"))
 # Paths the package owns or its scripts create; none may exist before the test, none after purge.
-SYSTEM_PATHS = ["/usr/bin/gala-gopher", "/opt/gala-gopher", "/etc/gala-gopher", "/lib/systemd/system/gala-gopher.service",
+SYSTEM_PATHS = ["/usr/bin/gala-gopher", "/opt/gala-gopher", "/usr/share/doc/gala-gopher", "/etc/gala-gopher", "/lib/systemd/system/gala-gopher.service",
                 "/etc/systemd/system/gala-gopher.service",
                 "/etc/systemd/system/multi-user.target.wants/gala-gopher.service",
                 "/var/lib/systemd/deb-systemd-helper-enabled/gala-gopher.service.dsh-also",
@@ -105,7 +105,8 @@ def test_make_install_tree():
         make("install", "DESTDIR=" + dest)
         dashboards = sorted(f for f in _listdir("scripts/deploy/grafana") if f.endswith(".json"))
         rules = sorted(f for f in _listdir("scripts/deploy/prometheus") if f.endswith(".rules.yml"))
-        expected = {"usr/bin/gala-gopher", "etc/gala-gopher/gala-gopher.conf", "lib/systemd/system/gala-gopher.service"}
+        expected = {"usr/bin/gala-gopher", "etc/gala-gopher/gala-gopher.conf", "lib/systemd/system/gala-gopher.service",
+                    "usr/share/doc/gala-gopher/README.md"}
         expected |= {"opt/gala-gopher/probes/" + p for p in PROBE_NAMES}
         expected |= {"opt/gala-gopher/meta/" + m for m in META_FILES}
         expected |= {"usr/share/gala-gopher/grafana/" + d for d in dashboards}
