@@ -260,6 +260,66 @@ def cap_bounding_set(svc):
     return caps
 
 
+def run_agent(argv, tmp, web, probes, preexec_fn=None, what="agent"):
+    """Runs a supervisor (argv; its configuration writes under tmp and serves /metrics on web) until
+    every probe in `probes` is up with accepted records, checks none restarted or had records rejected,
+    stops it with SIGTERM (exit 0, no probe left) and fails on sanitizer reports. Returns the metric
+    families it exported."""
+    errf = open(os.path.join(tmp, "stderr.txt"), "w")
+    proc = subprocess.Popen(argv, stdout=errf, stderr=errf, start_new_session=True, preexec_fn=preexec_fn)
+
+    def scrape():
+        code, body = http_get("http://127.0.0.1:%d/metrics" % web)
+        if code != 200:
+            return None
+        # The agent's own families only: a probe table's series are checked by their own tests.
+        samples, _ = parse_prom("\n".join(ln for ln in body.splitlines()
+                                          if ln.startswith(("gala_gopher_probe_", "gala_gopher_build_info"))))
+        fams = {ln.split("{")[0].split(" ")[0] for ln in body.splitlines() if ln and not ln.startswith("#")}
+        for p in probes:
+            if prom_value(samples, "gala_gopher_probe_up", probe=p) != 1:
+                return None
+            if not prom_value(samples, "gala_gopher_probe_records_accepted_total", probe=p):
+                return None
+        return samples, fams
+
+    try:
+        try:
+            samples, fams = wait_for(lambda: proc.poll() is None and scrape(), 60, "every probe up with records")
+        except TestFailure:
+            with open(os.path.join(tmp, "stderr.txt")) as f:
+                err = f.read()[-3000:]
+            logs = ""
+            for path in sorted(glob.glob(os.path.join(tmp, "log/debug/probes/*.log"))):
+                with open(path, errors="replace") as f:
+                    logs += "== %s\n%s\n" % (os.path.basename(path), f.read()[-1500:])
+            raise TestFailure("%s: %s\n%s" % (what, err, logs))
+        for p in probes:
+            check(prom_value(samples, "gala_gopher_probe_restarts_total", probe=p) == 0, "%s: %s restarted" % (what, p))
+            check(not any(n == "gala_gopher_probe_records_rejected_total" and ("probe", p) in ls and v
+                          for (n, ls), v in samples.items()), "%s: %s had records rejected" % (what, p))
+        check(prom_value(samples, "gala_gopher_build_info", version=version()) == 1, "%s: build_info" % what)
+
+        proc.send_signal(signal.SIGTERM)
+        check(proc.wait(20) == 0, "%s: exit status on SIGTERM: %s" % (what, proc.returncode))
+        with open(os.path.join(tmp, "run/status.json")) as f:
+            pgids = [p["pid"] for p in json.load(f)["probes"] if p.get("pid")]
+        check(not any(group_members(g) for g in pgids), "%s: probes left running after SIGTERM" % what)
+        reports = []
+        for path in [os.path.join(tmp, "stderr.txt")] + sorted(glob.glob(os.path.join(tmp, "log/debug/probes/*.log"))):
+            with open(path, errors="replace") as f:
+                text = f.read()
+            reports += ["%s: %s" % (os.path.basename(path), text[text.find(m):][:1500])
+                        for m in ("ERROR: AddressSanitizer", "ERROR: LeakSanitizer", "runtime error:") if m in text]
+        check(not reports, "%s: sanitizer reports:\n%s" % (what, "\n".join(reports)))
+        return fams
+    finally:
+        errf.close()
+        if proc.poll() is None:
+            os.killpg(proc.pid, signal.SIGKILL)
+            proc.wait()
+
+
 def test_deb_install_run_remove():
     lockf = open("/run/lock/gala-gopher-test-install.lock", "w")
     wait_for(lambda: _try_lock(lockf), 300, "the install test lock (another run of this test)", interval=1)
@@ -351,7 +411,6 @@ def _deb_cycle():
     caps = cap_bounding_set(svc)
 
     tmp = tempfile.mkdtemp(prefix="gg-deb-")
-    proc = None
     try:
         web, rest = free_port(), free_port()
         with open("/etc/gala-gopher/gala-gopher.conf") as f:
@@ -379,41 +438,8 @@ def _deb_cycle():
 
         r = subprocess.run(unit_cmd("ExecStartPre"), capture_output=True, text=True, timeout=30, preexec_fn=limits)
         check(r.returncode == 0, "ExecStartPre (--check): %s%s" % (r.stdout, r.stderr))
-        errf = open(os.path.join(tmp, "stderr.txt"), "w")
-        proc = subprocess.Popen(unit_cmd("ExecStart"), stdout=errf, stderr=errf, start_new_session=True,
-                                preexec_fn=limits)
-
-        def scrape():
-            code, body = http_get("http://127.0.0.1:%d/metrics" % web)
-            if code != 200:
-                return None
-            # The agent's own families only: a probe table's series are checked by their own tests.
-            samples, _ = parse_prom("\n".join(ln for ln in body.splitlines()
-                                              if ln.startswith(("gala_gopher_probe_", "gala_gopher_build_info"))))
-            fams = {ln.split("{")[0].split(" ")[0] for ln in body.splitlines() if ln and not ln.startswith("#")}
-            for p in PROBE_NAMES:
-                if prom_value(samples, "gala_gopher_probe_up", probe=p) != 1:
-                    return None
-                if not prom_value(samples, "gala_gopher_probe_records_accepted_total", probe=p):
-                    return None
-            return samples, fams
-
-        try:
-            samples, fams = wait_for(lambda: proc.poll() is None and scrape(), 60, "every installed probe up with records")
-        except TestFailure:
-            with open(os.path.join(tmp, "stderr.txt")) as f:
-                err = f.read()[-3000:]
-            logs = ""
-            pdir = os.path.join(tmp, "log/debug/probes")
-            for name in sorted(os.listdir(pdir)) if os.path.isdir(pdir) else []:
-                with open(os.path.join(pdir, name), errors="replace") as f:
-                    logs += "== %s\n%s\n" % (name, f.read()[-1500:])
-            raise TestFailure("installed agent under the unit's capabilities: %s\n%s" % (err, logs))
-        for p in PROBE_NAMES:
-            check(prom_value(samples, "gala_gopher_probe_restarts_total", probe=p) == 0, "%s restarted" % p)
-            check(not any(n == "gala_gopher_probe_records_rejected_total" and ("probe", p) in ls and v
-                          for (n, ls), v in samples.items()), "%s had records rejected" % p)
-        check(prom_value(samples, "gala_gopher_build_info", version=version()) == 1, "build_info")
+        fams = run_agent(unit_cmd("ExecStart"), tmp, web, PROBE_NAMES, preexec_fn=limits,
+                         what="installed agent under the unit's capabilities")
         for want in ("gala_gopher_cpu_", "gala_gopher_mem_", "gala_gopher_tcp_link_", "gala_gopher_block_",
                      "gala_gopher_proc_", "gala_gopher_endpoint_"):
             check(any(f.startswith(want) for f in fams), "no %s* series on /metrics" % want)
@@ -424,23 +450,7 @@ def _deb_cycle():
         stray = [f for f in files_under(os.path.join(tmp, "log"))
                  if not rotated.match(f) and not f.startswith(("svg/", "flame/"))]
         check(not stray, "files under the log directory the agent does not rotate: %s" % stray)
-
-        proc.send_signal(signal.SIGTERM)
-        check(proc.wait(20) == 0, "installed agent exit status on SIGTERM: %s" % proc.returncode)
-        with open(os.path.join(tmp, "run/status.json")) as f:
-            pgids = [p["pid"] for p in json.load(f)["probes"] if p.get("pid")]
-        check(not any(group_members(g) for g in pgids), "probes left running after SIGTERM")
-        reports = []
-        for path in [os.path.join(tmp, "stderr.txt")] + sorted(glob.glob(os.path.join(tmp, "log/debug/probes/*.log"))):
-            with open(path, errors="replace") as f:
-                text = f.read()
-            reports += ["%s: %s" % (os.path.basename(path), text[text.find(m):][:1500])
-                        for m in ("ERROR: AddressSanitizer", "ERROR: LeakSanitizer", "runtime error:") if m in text]
-        check(not reports, "sanitizer reports from the installed agent:\n" + "\n".join(reports))
     finally:
-        if proc and proc.poll() is None:
-            os.killpg(proc.pid, signal.SIGKILL)
-            proc.wait()
         shutil.rmtree(tmp, ignore_errors=True)
 
     # remove: the programs go, the changed-or-not conffile stays (policy), the unit is masked.
@@ -580,6 +590,20 @@ def test_kubernetes_manifest():
         r = subprocess.run([os.path.join(BUILD, "gala-gopher"), "-c", conf, "--check"], capture_output=True, text=True,
                            timeout=30)
         check(r.returncode == 0 and not r.stderr.strip(), "--check of the ConfigMap's configuration: %s%s" % (r.stdout, r.stderr))
+        # and it runs: every probe it switches on starts with its flags and sends records (ports and
+        # directories moved under tmp, the web server on loopback: this test must not listen outside).
+        web, rest = free_port(), free_port()
+        run = text.replace('"/opt/gala-gopher/meta"', '"%s/schema"' % ROOT).replace(
+            '"/opt/gala-gopher/probes"', '"%s/probes"' % BUILD).replace('"/run/gala-gopher"', '"%s/run"' % tmp).replace(
+            '"/var/log/gala-gopher', '"%s/log' % tmp).replace('"/var/lib/gala-gopher"', '"%s/state"' % tmp)
+        run = re.sub(r'(web_server\s*=\s*\{)[^}]*\}', r'\1 bind_addr = "127.0.0.1"; port = %d; }' % web, run)
+        run = re.sub(r"(rest_api_server\s*=\s*\{[^}]*?port\s*=\s*)\d+", r"\g<1>%d" % rest, run)
+        check("/var/" not in run and '"/run' not in run, "a system path left in the test copy")
+        with open(conf, "w") as f:
+            f.write(run)
+        on = re.findall(r'name\s*=\s*"(\w+)";[^}]*switch\s*=\s*"on"', text.split("probes =", 1)[1])
+        check(len(on) >= 5, "probes switched on in the ConfigMap: %r" % on)
+        run_agent([os.path.join(BUILD, "gala-gopher"), "-c", conf], tmp, web, on, what="the ConfigMap's configuration")
     finally:
         shutil.rmtree(tmp, ignore_errors=True)
     dirs = re.findall(r'\b(run_dir|metric_dir|event_dir|meta_dir|debug_dir|state_dir|output_base_dir)\s*=\s*"([^"]+)"', text)
