@@ -27,7 +27,7 @@ PROBE_NAMES = sorted(d for d in os.listdir(os.path.join(ROOT, "probes"))
 META_FILES = sorted(f for f in os.listdir(os.path.join(ROOT, "schema")) if f.endswith(".meta"))
 # Paths the package owns or its scripts create; none may exist before the test, none after purge.
 SYSTEM_PATHS = ["/usr/bin/gala-gopher", "/opt/gala-gopher", "/usr/share/doc/gala-gopher", "/etc/gala-gopher", "/lib/systemd/system/gala-gopher.service",
-                "/etc/systemd/system/gala-gopher.service",
+                "/etc/systemd/system/gala-gopher.service", "/run/gala-gopher",
                 "/etc/systemd/system/multi-user.target.wants/gala-gopher.service",
                 "/var/lib/systemd/deb-systemd-helper-enabled/gala-gopher.service.dsh-also",
                 "/var/lib/systemd/deb-systemd-helper-enabled/multi-user.target.wants/gala-gopher.service",
@@ -236,22 +236,36 @@ def lib_packages(binary):
     return pkgs
 
 
-def agent_config(installed_text, tmp, web_port, rest_port):
-    """The installed configuration with the ports and every directory moved under tmp, and every
-    installed native probe switched on (stackprobe writing its files under tmp)."""
+def agent_config(installed_text, web_port, rest_port):
+    """The installed configuration with free ports and every installed native probe switched on; its
+    directories stay the installed ones (the test maps them to temporary ones with bind mounts)."""
     t = installed_text
     t = re.sub(r"(web_server\s*=\s*\{[^}]*?port\s*=\s*)\d+", r"\g<1>%d" % web_port, t)
     t = re.sub(r"(rest_api_server\s*=\s*\{[^}]*?port\s*=\s*)\d+", r"\g<1>%d" % rest_port, t)
-    t = re.sub(r"(rest_api_server\s*=\s*\{)", r'\1 state_dir = "%s/state"; output_base_dir = "%s/log";' % (tmp, tmp), t)
-    t = t.replace('"/run/gala-gopher"', '"%s/run"' % tmp).replace('"/var/log/gala-gopher/', '"%s/log/' % tmp)
-    check("/run/gala-gopher" not in t and "/var/log/gala-gopher" not in t, "a system directory left in the test config")
     check("port = %d" % web_port in t and "port = %d" % rest_port in t, "ports not replaced")
-    params = {"stackprobe": "-t 2 -P oncpu --svg-dir %s/log/svg --flame-dir %s/log/flame" % (tmp, tmp)}
+    params = {"stackprobe": "-t 2 -P oncpu"}
     entries = ",\n".join('    { name = "%s"; param = "%s"; switch = "on"; }' % (p, params.get(p, "-t 2"))
                          for p in sorted(os.listdir("/opt/gala-gopher/probes")))
     t, n = re.subn(r"\nprobes\s*=\s*\(.*?\n\);", "\nprobes =\n(\n%s\n);" % entries, t, flags=re.S)
     check(n == 1, "no probes list in the installed configuration")
     return t
+
+
+# The unit's file system sandbox, as far as it can be had without systemd: a private mount namespace
+# in which the directories systemd would create (RuntimeDirectory, StateDirectory, LogsDirectory) are
+# bind mounts of temporary ones, /tmp is private (PrivateTmp) and everything else is read-only
+# (ProtectSystem=strict, ProtectHome=read-only; /sys, /proc and /dev are separate mounts and stay as
+# they are). $1 is the temporary directory (not under /tmp, which gets hidden), the rest the command.
+SANDBOX = """set -e
+mount --bind "$1/run" /run/gala-gopher
+mount --bind "$1/state" /var/lib/gala-gopher
+mount --bind "$1/log" /var/log/gala-gopher
+mount -t tmpfs -o mode=1777,size=64m gg-private-tmp /tmp
+mount -o remount,bind,ro /
+shift
+exec "$@"
+"""
+UNIT_DIRS = ["/run/gala-gopher", "/var/lib/gala-gopher", "/var/log/gala-gopher"]
 
 
 def cap_bounding_set(svc):
@@ -410,23 +424,31 @@ def _deb_cycle():
     svc = read_unit("/lib/systemd/system/gala-gopher.service")["Service"]
     caps = cap_bounding_set(svc)
 
-    tmp = tempfile.mkdtemp(prefix="gg-deb-")
+    tmp = tempfile.mkdtemp(prefix="gg-deb-", dir="/var/tmp")
+    made = []
     try:
+        for d in ("run", "state", "log"):
+            os.mkdir(os.path.join(tmp, d), 0o750)
+        for d in UNIT_DIRS:
+            if not os.path.isdir(d):
+                os.makedirs(d, 0o750)
+                made.append(d)
         web, rest = free_port(), free_port()
         with open("/etc/gala-gopher/gala-gopher.conf") as f:
-            conf_text = agent_config(f.read(), tmp, web, rest)
+            conf_text = agent_config(f.read(), web, rest)
         conf = os.path.join(tmp, "gala-gopher.conf")
         with open(conf, "w") as f:
             f.write(conf_text)
-        # The unit's ExecStartPre and ExecStart with this configuration, under the unit's capability
-        # bounding set, no_new_privs and LimitMEMLOCK (what systemd would apply).
+        # The unit's ExecStartPre and ExecStart with this configuration, in the sandbox above, under the
+        # unit's capability bounding set, no_new_privs and LimitMEMLOCK (what systemd would apply).
         setpriv = ["setpriv", "--no-new-privs", "--bounding-set",
                    "-all," + ",".join("+" + c[4:].lower() for c in caps), "--inh-caps", "-all"]
 
         def unit_cmd(key):
             argv = svc[key].split()
             check(argv[:3] == ["/usr/bin/gala-gopher", "-c", "/etc/gala-gopher/gala-gopher.conf"], "%s: %r" % (key, argv))
-            return setpriv + argv[:2] + [conf] + argv[3:]
+            return ["unshare", "--mount", "--propagation", "private", "sh", "-c", SANDBOX, "sandbox", tmp] + \
+                setpriv + argv[:2] + [conf] + argv[3:]
 
         def limits():
             # LimitMEMLOCK=infinity; a container without CAP_SYS_RESOURCE (this CI) keeps its limit,
@@ -439,19 +461,28 @@ def _deb_cycle():
         r = subprocess.run(unit_cmd("ExecStartPre"), capture_output=True, text=True, timeout=30, preexec_fn=limits)
         check(r.returncode == 0, "ExecStartPre (--check): %s%s" % (r.stdout, r.stderr))
         fams = run_agent(unit_cmd("ExecStart"), tmp, web, PROBE_NAMES, preexec_fn=limits,
-                         what="installed agent under the unit's capabilities")
+                         what="installed agent in the unit's sandbox")
         for want in ("gala_gopher_cpu_", "gala_gopher_mem_", "gala_gopher_tcp_link_", "gala_gopher_block_",
                      "gala_gopher_proc_", "gala_gopher_endpoint_"):
             check(any(f.startswith(want) for f in fams), "no %s* series on /metrics" % want)
+        for d in UNIT_DIRS:
+            check(not os.listdir(d), "the sandboxed agent wrote into the real %s" % d)
 
-        # Every file the agent wrote under its log directory is one it rotates itself (no logrotate).
+        # Every file the agent wrote under its log directory is one it rotates itself (no logrotate);
+        # stackprobe's outputs are bounded by the probe (720 files per directory, store retention).
         rotated = re.compile(r"^(debug/gala-gopher\.log|debug/probes/[\w-]+\.log|metrics/metrics\.log|"
                              r"event/events\.log|meta/metadata\.log)(\.\d+)?$")
         stray = [f for f in files_under(os.path.join(tmp, "log"))
-                 if not rotated.match(f) and not f.startswith(("svg/", "flame/"))]
+                 if not rotated.match(f) and not f.startswith(("stacktrace/", "flamegraph/"))]
         check(not stray, "files under the log directory the agent does not rotate: %s" % stray)
+        check(os.path.exists(os.path.join(tmp, "log/debug/gala-gopher.log")), "no supervisor log in LogsDirectory")
     finally:
         shutil.rmtree(tmp, ignore_errors=True)
+        for d in made:
+            try:
+                os.rmdir(d)
+            except OSError:
+                pass
 
     # remove: the programs go, the changed-or-not conffile stays (policy), the unit is masked.
     dpkg("-r", PKG)
