@@ -265,7 +265,7 @@ $(PKG_UNIT): scripts/packaging/gala-gopher.service.in FORCE
 	$(Q)mkdir -p $(@D)
 	$(Q)sed -e 's|@BINDIR@|$(BINDIR)|g' -e 's|@CONFDIR@|$(GG_CONFDIR)|g' -e 's|@DOCDIR@|$(DATADIR)/doc/gala-gopher|g' $< > $@
 
-install: $(SUPERVISOR) $(PROBE_BINS) $(PKG_CONF) $(PKG_UNIT)
+install: $(SUPERVISOR) $(PROBE_BINS) $(PKG_CONF) $(PKG_UNIT) README.md $(META_FILES) $(DASHBOARDS) $(PROM_RULES)
 	$(say) INSTALL $(DESTDIR)
 	$(Q)$(INSTALL) -d $(DESTDIR)$(BINDIR) $(DESTDIR)$(GG_PROBESDIR) $(DESTDIR)$(GG_METADIR) \
 		$(DESTDIR)$(GG_CONFDIR) $(DESTDIR)$(UNITDIR) $(DESTDIR)$(GG_SHAREDIR)/grafana $(DESTDIR)$(GG_SHAREDIR)/prometheus \
