@@ -260,6 +260,14 @@ def test_dashboards_use_exported_metrics():
                 check(m.group(2) in names[metric][1], "%s: %s has no label %s" % (where, metric, m.group(2)))
         ids = [p["id"] for p in board["panels"]]
         check(len(ids) == len(set(ids)), "%s: duplicate panel ids" % where)
+        cells = {}
+        for p in board["panels"]:
+            g = p["gridPos"]
+            check(g["x"] >= 0 and g["w"] > 0 and g["x"] + g["w"] <= 24, "%s: panel %r outside the grid" % (where, p["title"]))
+            for x in range(g["x"], g["x"] + g["w"]):
+                for y in range(g["y"], g["y"] + g["h"]):
+                    check((x, y) not in cells, "%s: panels %r and %r overlap" % (where, cells.get((x, y)), p["title"]))
+                    cells[(x, y)] = p["title"]
         targets = 0
         for p in board["panels"]:
             for t in p.get("targets", []):
