@@ -64,6 +64,9 @@ def self_metric_families():
                 name = "_".join(parts[:len(parts) - (len(name.split("_")) - 1)]) + name
             prev = name
             fams[name] = {"type": "counter" if name.endswith("_total") else "gauge", "labels": labels | extra}
+        # families named in the meaning column (`gala_gopher_bpf_stats_enabled`): no labels
+        for name in re.findall(r"`(gala_gopher_\w+)`", cells[2]):
+            fams.setdefault(name, {"type": "counter" if name.endswith("_total") else "gauge", "labels": set()})
     check(len(fams) > 30, "only %d self-metrics parsed from README" % len(fams))
     return fams
 
@@ -72,6 +75,10 @@ def self_metric_families():
 # one of them): ioprobe.meta's counters latency_queue_sum / latency_device_sum and the _sum of its
 # histograms latency_queue / latency_device. Known and reported; a new collision fails the test.
 KNOWN_COLLISIONS = {"gala_gopher_block_latency_queue_sum", "gala_gopher_block_latency_device_sum"}
+
+
+# Self-metrics supervisor/selfmetrics.c exports that README's table does not list yet (reported).
+KNOWN_UNDOCUMENTED = {"gala_gopher_web_server_requests_total", "gala_gopher_web_server_refused_total"}
 
 
 def sample_names(fams):
@@ -295,6 +302,8 @@ def test_dashboards_and_rules_on_a_live_agent():
 
     from harness import Supervisor, free_port, http_get, probe_entry, rest_section, wait_for
 
+    names = exported()
+
     port, pport = free_port(), free_port()
     state = tempfile.mkdtemp(prefix="gg-rules-state-")
     s = Supervisor(metric_out="web_server", extra="web_server = { port = %d; };\n%s" % (port, rest_section(state)))
@@ -342,6 +351,10 @@ def test_dashboards_and_rules_on_a_live_agent():
         wait_for(busy, 90, "Prometheus to have rates of tcp and block series", interval=1)
 
         present = {r["metric"]["__name__"] for r in query('{job="gala-gopher"}')}
+        # what the agent really exports is what this test derives from the .meta files and README
+        undocumented = sorted(n for n in present if n.startswith("gala_gopher_") and n not in names and
+                              n not in KNOWN_UNDOCUMENTED)
+        check(not undocumented, "exported but neither in a .meta file nor in README's self-metrics: %s" % undocumented)
         empty, total = [], 0
         for path in sorted(glob.glob(os.path.join(GRAFANA_DIR, "*.json"))):
             with open(path) as f:
