@@ -632,6 +632,7 @@ def test_kubernetes_manifest():
     check(ctr["args"] == ["-c", cfg_mount + "/gala-gopher.conf"] and "gala-gopher.conf" in cm["data"], "args %r" % ctr["args"])
     text = cm["data"]["gala-gopher.conf"]
     tmp = tempfile.mkdtemp(prefix="gg-k8s-")
+    pins = []
     try:
         conf = os.path.join(tmp, "gala-gopher.conf")
         with open(conf, "w") as f:
@@ -648,7 +649,12 @@ def test_kubernetes_manifest():
             '"/var/log/gala-gopher', '"%s/log' % tmp).replace('"/var/lib/gala-gopher"', '"%s/state"' % tmp)
         run = re.sub(r'(web_server\s*=\s*\{)[^}]*\}', r'\1 bind_addr = "127.0.0.1"; port = %d; }' % web, run)
         run = re.sub(r"(rest_api_server\s*=\s*\{[^}]*?port\s*=\s*)\d+", r"\g<1>%d" % rest, run)
-        check("/var/" not in run and '"/run' not in run, "a system path left in the test copy")
+        # a pin directory of its own, on bpffs when there is one (probes may pin shared maps there)
+        pin = tempfile.mkdtemp(prefix="gg-k8s-", dir="/sys/fs/bpf" if os.path.ismount("/sys/fs/bpf") else tmp)
+        pins.append(pin)
+        run = run.replace('"/sys/fs/bpf/gala-gopher"', '"%s"' % pin)
+        check("/var/" not in run and '"/run' not in run and "/sys/fs/bpf/gala-gopher" not in run,
+              "a system path left in the test copy")
         with open(conf, "w") as f:
             f.write(run)
         on = re.findall(r'name\s*=\s*"(\w+)";[^}]*switch\s*=\s*"on"', text.split("probes =", 1)[1])
@@ -656,6 +662,8 @@ def test_kubernetes_manifest():
         run_agent([os.path.join(BUILD, "gala-gopher"), "-c", conf], tmp, web, on, what="the ConfigMap's configuration")
     finally:
         shutil.rmtree(tmp, ignore_errors=True)
+        for pin in pins:
+            shutil.rmtree(pin, ignore_errors=True)
     dirs = re.findall(r'\b(run_dir|metric_dir|event_dir|meta_dir|debug_dir|state_dir|output_base_dir)\s*=\s*"([^"]+)"', text)
     check(len(dirs) == 7, "directories in the ConfigMap's configuration: %r" % dirs)
     for key, d in dirs:
