@@ -1,8 +1,9 @@
 """test_install.py - `make install DESTDIR=` lays out the expected tree and `make uninstall` takes it back;
-the Debian package (`make deb`) installed on this machine with dpkg -i: systemd-analyze verify on its
-unit, the installed agent run from its installed configuration (ports and directories moved to
-temporary ones) with only the unit's capabilities, /metrics from every probe, then dpkg -r and dpkg -P
-leave nothing behind."""
+the Debian package (`make deb`) installed on this machine with dpkg -i: systemd-analyze verify and
+security on its unit, the installed agent run from its installed configuration (free ports, every probe
+on) in an emulation of the unit's sandbox (capability bounding set, no_new_privs, read-only /, private
+/tmp, its three directories bind-mounted from temporary ones), /metrics from every probe, then dpkg -r
+and dpkg -P leave nothing behind. Also the Dockerfile and the Kubernetes manifest."""
 import configparser
 import fcntl
 import filecmp
@@ -26,15 +27,16 @@ PROBE_NAMES = sorted(d for d in os.listdir(os.path.join(ROOT, "probes"))
                      if d != "lib" and os.path.isdir(os.path.join(ROOT, "probes", d)))
 META_FILES = sorted(f for f in os.listdir(os.path.join(ROOT, "schema")) if f.endswith(".meta"))
 # Paths the package owns or its scripts create; none may exist before the test, none after purge.
-SYSTEM_PATHS = ["/usr/bin/gala-gopher", "/opt/gala-gopher", "/usr/share/doc/gala-gopher", "/etc/gala-gopher", "/lib/systemd/system/gala-gopher.service",
-                "/etc/systemd/system/gala-gopher.service", "/run/gala-gopher",
+SYSTEM_PATHS = ["/usr/bin/gala-gopher", "/opt/gala-gopher", "/usr/share/doc/gala-gopher", "/etc/gala-gopher",
+                "/lib/systemd/system/gala-gopher.service", "/etc/systemd/system/gala-gopher.service", "/run/gala-gopher",
                 "/etc/systemd/system/multi-user.target.wants/gala-gopher.service",
                 "/var/lib/systemd/deb-systemd-helper-enabled/gala-gopher.service.dsh-also",
                 "/var/lib/systemd/deb-systemd-helper-enabled/multi-user.target.wants/gala-gopher.service",
                 "/var/lib/systemd/deb-systemd-helper-masked/gala-gopher.service",
                 "/usr/share/gala-gopher"]
-# Removed by purge (the agent's state and logs): they may exist empty before the test (the suite's
-# supervisors create /var/lib/gala-gopher as their default state_dir); then they are made again after.
+# Removed by purge (the agent's state and logs). Empty before the test (supervisors of other tests may
+# have made /var/lib/gala-gopher as their default state_dir): made again after. Holding files of others:
+# shielded from the purge (see purge()).
 PURGED_DIRS = ["/var/lib/gala-gopher", "/var/log/gala-gopher"]
 # Written (with the test's pid) while the test has the package installed: a run that was killed before
 # its clean-up is recognised by the next one, which purges what it left instead of skipping forever.
