@@ -28,7 +28,8 @@ PROBE_NAMES = sorted(d for d in os.listdir(os.path.join(ROOT, "probes"))
 META_FILES = sorted(f for f in os.listdir(os.path.join(ROOT, "schema")) if f.endswith(".meta"))
 # Paths the package owns or its scripts create; none may exist before the test, none after purge.
 SYSTEM_PATHS = ["/usr/bin/gala-gopher", "/opt/gala-gopher", "/usr/share/doc/gala-gopher", "/etc/gala-gopher",
-                "/lib/systemd/system/gala-gopher.service", "/etc/systemd/system/gala-gopher.service", "/run/gala-gopher",
+                "/lib/systemd/system/gala-gopher.service", "/etc/systemd/system/gala-gopher.service",
+                "/run/gala-gopher",
                 "/etc/systemd/system/multi-user.target.wants/gala-gopher.service",
                 "/var/lib/systemd/deb-systemd-helper-enabled/gala-gopher.service.dsh-also",
                 "/var/lib/systemd/deb-systemd-helper-enabled/multi-user.target.wants/gala-gopher.service",
@@ -115,7 +116,8 @@ def test_make_install_tree():
         expected |= {"usr/share/gala-gopher/prometheus/" + r for r in rules}
         check(dashboards and rules, "no dashboards or alerting rules to install")
         got = files_under(dest)
-        check(got == expected, "installed tree: missing %s, unexpected %s" % (sorted(expected - got), sorted(got - expected)))
+        check(got == expected, "installed tree: missing %s, unexpected %s" % (sorted(expected - got),
+                                                                              sorted(got - expected)))
         for p in PROBE_NAMES:
             f = os.path.join(dest, "opt/gala-gopher/probes", p)
             check(filecmp.cmp(f, os.path.join(BUILD, "probes", p), shallow=False), "%s is not the built probe" % f)
@@ -165,7 +167,8 @@ def test_make_install_tree():
 
         # Uninstall removes everything but the changed configuration; without it, nothing is left.
         make("uninstall", "DESTDIR=" + dest)
-        check(files_under(dest) == {"etc/gala-gopher/gala-gopher.conf"}, "after uninstall: %s" % sorted(files_under(dest)))
+        check(files_under(dest) == {"etc/gala-gopher/gala-gopher.conf"},
+              "after uninstall: %s" % sorted(files_under(dest)))
         os.unlink(conf)
         make("uninstall", "DESTDIR=" + dest)
         check(not os.path.exists(os.path.join(dest, "opt/gala-gopher")), "/opt/gala-gopher left after uninstall")
@@ -350,7 +353,8 @@ def test_deb_install_run_remove():
         foreign = foreign_files()
         if foreign:
             print("test_install: shielding files of others in %s from the purge" % sorted(foreign))
-        empty_before = [(d, stat.S_IMODE(os.stat(d).st_mode)) for d in PURGED_DIRS if os.path.isdir(d) and d not in foreign]
+        empty_before = [(d, stat.S_IMODE(os.stat(d).st_mode)) for d in PURGED_DIRS
+                        if os.path.isdir(d) and d not in foreign]
         with open(OWNER, "w") as f:
             f.write("%d\n" % os.getpid())
         try:
@@ -436,7 +440,8 @@ def _deb_cycle(foreign):
     dpkg("-i", deb)
     check(dpkg_status() == "install ok installed", "after dpkg -i: %r" % dpkg_status())
     owned = set(subprocess.run(["dpkg", "-L", PKG], capture_output=True, text=True, check=True).stdout.split())
-    for p in ["/usr/bin/gala-gopher", "/etc/gala-gopher/gala-gopher.conf", "/lib/systemd/system/gala-gopher.service"] + \
+    for p in ["/usr/bin/gala-gopher", "/etc/gala-gopher/gala-gopher.conf",
+              "/lib/systemd/system/gala-gopher.service"] + \
             ["/opt/gala-gopher/probes/" + p for p in PROBE_NAMES] + ["/opt/gala-gopher/meta/" + m for m in META_FILES]:
         check(p in owned and os.path.exists(p), "%s not installed by the package" % p)
     # Every library the installed binaries link comes from a package the control file depends on.
@@ -479,7 +484,8 @@ def _deb_cycle(foreign):
 
         def unit_cmd(key):
             argv = svc[key].split()
-            check(argv[:3] == ["/usr/bin/gala-gopher", "-c", "/etc/gala-gopher/gala-gopher.conf"], "%s: %r" % (key, argv))
+            check(argv[:3] == ["/usr/bin/gala-gopher", "-c", "/etc/gala-gopher/gala-gopher.conf"],
+                  "%s: %r" % (key, argv))
             return ["unshare", "--mount", "--propagation", "private", "sh", "-c", SANDBOX, "sandbox", tmp] + \
                 setpriv + argv[:2] + [conf] + argv[3:]
 
@@ -522,7 +528,8 @@ def _deb_cycle(foreign):
     # remove: the programs go, the changed-or-not conffile stays (policy), the unit is masked.
     dpkg("-r", PKG)
     check(dpkg_status() == "deinstall ok config-files", "after dpkg -r: %r" % dpkg_status())
-    for p in ["/usr/bin/gala-gopher", "/opt/gala-gopher", "/lib/systemd/system/gala-gopher.service", "/usr/share/gala-gopher"]:
+    for p in ["/usr/bin/gala-gopher", "/opt/gala-gopher", "/lib/systemd/system/gala-gopher.service",
+              "/usr/share/gala-gopher"]:
         check(not os.path.lexists(p), "%s left after dpkg -r" % p)
     check(os.path.exists("/etc/gala-gopher/gala-gopher.conf"), "dpkg -r removed the conffile")
     # purge: nothing is left, systemd's enable and mask state included.
@@ -558,7 +565,8 @@ def test_dockerfile_recipe():
     stages = _dockerfile_stages(os.path.join(ROOT, "scripts/deploy/Dockerfile"))
     check(len(stages) == 2, "two stages, got %d" % len(stages))
     (build_from, build_pkgs, build_ins), (run_from, run_pkgs, run_ins) = stages
-    check(build_from == "FROM debian:12 AS build" and run_from == "FROM debian:12-slim", "%s / %s" % (build_from, run_from))
+    check(build_from == "FROM debian:12 AS build" and run_from == "FROM debian:12-slim",
+          "%s / %s" % (build_from, run_from))
     # The build stage has the build half of install-deps.sh: compilers, BPF tools, every -dev library.
     with open(os.path.join(ROOT, "scripts/install-deps.sh")) as f:
         deps = f.read()
@@ -586,7 +594,8 @@ def test_dockerfile_recipe():
         argv = make_ins[0].split()[1:]
         argv = ["make", "-n"] + [a for a in argv if a != "make" and not a.startswith("-j")]
         r = subprocess.run(argv, cwd=tmp, capture_output=True, text=True, timeout=120)
-        check(r.returncode == 0, "the Dockerfile's %s in a tree of what it copies: %s" % (" ".join(argv), r.stderr[-2000:]))
+        check(r.returncode == 0, "the Dockerfile's %s in a tree of what it copies: %s"
+              % (" ".join(argv), r.stderr[-2000:]))
     finally:
         shutil.rmtree(tmp, ignore_errors=True)
     # The run stage has every library the binaries link, and no compiler or -dev package.
@@ -595,7 +604,8 @@ def test_dockerfile_recipe():
         need |= lib_packages(b)
     need = {p for p in need if not p.startswith(("libasan", "libubsan"))}  # sanitizer builds
     check(need <= set(run_pkgs), "run stage lacks %s" % sorted(need - set(run_pkgs)))
-    check(not [p for p in run_pkgs if p.endswith("-dev") or p in ("gcc", "clang", "make")], "build tools in the run stage")
+    check(not [p for p in run_pkgs if p.endswith("-dev") or p in ("gcc", "clang", "make")],
+          "build tools in the run stage")
     copies = [i.split()[1:] for i in run_ins if i.startswith("COPY --from=build")]
     check(sorted(c[1] for c in copies) == ["/out/etc/gala-gopher", "/out/opt/gala-gopher", "/out/usr/bin/gala-gopher"],
           "run stage copies %r" % copies)
@@ -606,7 +616,8 @@ def test_dockerfile_recipe():
     unknown = sorted(set(build_pkgs + run_pkgs) - known)
     check(not unknown, "packages apt does not know: %s" % unknown)
     entry = [i for i in run_ins if i.startswith(("ENTRYPOINT", "CMD"))]
-    check(entry == ['ENTRYPOINT ["/usr/bin/gala-gopher"]', 'CMD ["-c", "/etc/gala-gopher/gala-gopher.conf"]'], "%r" % entry)
+    check(entry == ['ENTRYPOINT ["/usr/bin/gala-gopher"]', 'CMD ["-c", "/etc/gala-gopher/gala-gopher.conf"]'],
+          "%r" % entry)
 
 
 def _under(path, mounts):
@@ -664,7 +675,8 @@ def test_kubernetes_manifest():
     cfg_vol = [v for v in pod["volumes"] if v.get("configMap", {}).get("name") == cm["metadata"]["name"]]
     check(len(cfg_vol) == 1, "no volume of the ConfigMap")
     cfg_mount = [m for m in mounts if m["name"] == cfg_vol[0]["name"]][0]["mountPath"]
-    check(ctr["args"] == ["-c", cfg_mount + "/gala-gopher.conf"] and "gala-gopher.conf" in cm["data"], "args %r" % ctr["args"])
+    check(ctr["args"] == ["-c", cfg_mount + "/gala-gopher.conf"] and "gala-gopher.conf" in cm["data"],
+          "args %r" % ctr["args"])
     text = cm["data"]["gala-gopher.conf"]
     tmp = tempfile.mkdtemp(prefix="gg-k8s-")
     pins = []
@@ -675,7 +687,8 @@ def test_kubernetes_manifest():
                     .replace('"/opt/gala-gopher/probes"', '"%s/probes"' % BUILD))
         r = subprocess.run([os.path.join(BUILD, "gala-gopher"), "-c", conf, "--check"], capture_output=True, text=True,
                            timeout=30)
-        check(r.returncode == 0 and not r.stderr.strip(), "--check of the ConfigMap's configuration: %s%s" % (r.stdout, r.stderr))
+        check(r.returncode == 0 and not r.stderr.strip(),
+              "--check of the ConfigMap's configuration: %s%s" % (r.stdout, r.stderr))
         # and it runs: every probe it switches on starts with its flags and sends records (ports and
         # directories moved under tmp, the web server on loopback: this test must not listen outside).
         web, rest = free_port(), free_port()
@@ -699,7 +712,8 @@ def test_kubernetes_manifest():
         shutil.rmtree(tmp, ignore_errors=True)
         for pin in pins:
             shutil.rmtree(pin, ignore_errors=True)
-    dirs = re.findall(r'\b(run_dir|metric_dir|event_dir|meta_dir|debug_dir|state_dir|output_base_dir)\s*=\s*"([^"]+)"', text)
+    dirs = re.findall(r'\b(run_dir|metric_dir|event_dir|meta_dir|debug_dir|state_dir|output_base_dir)'
+                      r'\s*=\s*"([^"]+)"', text)
     check(len(dirs) == 7, "directories in the ConfigMap's configuration: %r" % dirs)
     for key, d in dirs:
         m = _under(d, mounts)
@@ -707,7 +721,9 @@ def test_kubernetes_manifest():
     for p in re.findall(r'name\s*=\s*"(\w+)"', text.split("probes =", 1)[1]):
         check(p in PROBE_NAMES, "ConfigMap names probe %s, which is not built" % p)
     port = int(re.search(r"web_server\s*=\s*\{[^}]*port\s*=\s*(\d+)", text).group(1))
-    check('bind_addr = "0.0.0.0"' in re.search(r"web_server\s*=\s*\{[^}]*\}", text).group(0), "metrics not on the node's addresses")
+    check('bind_addr = "0.0.0.0"' in re.search(r"web_server\s*=\s*\{[^}]*\}", text).group(0),
+          "metrics not on the node's addresses")
     check(re.search(r'rest_api_server\s*=\s*\{[^}]*bind_addr = "127\.0\.0\.1"', text), "REST API must stay on loopback")
-    check(ctr["ports"][0]["containerPort"] == port and tmpl["metadata"]["annotations"]["prometheus.io/port"] == str(port)
-          and ctr["readinessProbe"]["httpGet"]["port"] == port, "metrics port differs between config, pod and probes")
+    check(ctr["ports"][0]["containerPort"] == port and
+          tmpl["metadata"]["annotations"]["prometheus.io/port"] == str(port) and
+          ctr["readinessProbe"]["httpGet"]["port"] == port, "metrics port differs between config, pod and probes")

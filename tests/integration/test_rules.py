@@ -27,7 +27,8 @@ def meta_families():
     for path in sorted(glob.glob(os.path.join(ROOT, "schema", "*.meta"))):
         with open(path) as f:
             text = f.read()
-        for m in re.finditer(r'table_name:\s*"(\w+)",\s*entity_name:\s*"(\w+)",\s*fields:\s*\((.*?)\n\s*\)\s*\n', text, re.S):
+        for m in re.finditer(r'table_name:\s*"(\w+)",\s*entity_name:\s*"(\w+)",\s*fields:\s*\((.*?)\n\s*\)\s*\n',
+                             text, re.S):
             _, entity, body = m.groups()
             fields = re.findall(r'type:\s*"(\w+)",\s*name:\s*"(\w+)"', body)
             check(fields, "%s: no fields parsed for entity %s" % (path, entity))
@@ -259,7 +260,8 @@ def test_dashboards_use_exported_metrics():
         check(board["uid"] not in uids and len(board["uid"]) <= 40, "%s: uid %r" % (where, board["uid"]))
         uids.add(board["uid"])
         variables = {v["name"]: v for v in board["templating"]["list"]}
-        check(variables.get("datasource", {}).get("query") == "prometheus", "%s: no Prometheus data source variable" % where)
+        check(variables.get("datasource", {}).get("query") == "prometheus",
+              "%s: no Prometheus data source variable" % where)
         for v in variables.values():
             if v["type"] == "query":
                 q = v["query"]["query"] if isinstance(v["query"], dict) else v["query"]
@@ -273,7 +275,8 @@ def test_dashboards_use_exported_metrics():
         cells = {}
         for p in board["panels"]:
             g = p["gridPos"]
-            check(g["x"] >= 0 and g["w"] > 0 and g["x"] + g["w"] <= 24, "%s: panel %r outside the grid" % (where, p["title"]))
+            check(g["x"] >= 0 and g["w"] > 0 and g["x"] + g["w"] <= 24,
+                  "%s: panel %r outside the grid" % (where, p["title"]))
             for x in range(g["x"], g["x"] + g["w"]):
                 for y in range(g["y"], g["y"] + g["h"]):
                     check((x, y) not in cells, "%s: panels %r and %r overlap" % (where, cells.get((x, y)), p["title"]))
@@ -334,7 +337,8 @@ def test_dashboards_and_rules_on_a_live_agent():
                                 stdout=subprocess.DEVNULL, stderr=open(os.path.join(pdir, "log"), "w"))
 
         def api(path, **q):
-            st, body = http_get("http://127.0.0.1:%d/api/v1/%s?%s" % (pport, path, urllib.parse.urlencode(q)), timeout=20)
+            st, body = http_get("http://127.0.0.1:%d/api/v1/%s?%s" % (pport, path, urllib.parse.urlencode(q)),
+                                timeout=20)
             return json.loads(body) if st == 200 else None
 
         def query(q, strict=True):
@@ -374,7 +378,8 @@ def test_dashboards_and_rules_on_a_live_agent():
                     empty.append("%s/%s" % (board["uid"], p["title"]))
         print("dashboard queries: %d, %d with no data here (series absent: sub-probe off, Kafka off, no loss): %s"
               % (total, len(empty), sorted(set(empty))))
-        check(total - len(empty) >= total * 0.6, "only %d of %d dashboard queries have data" % (total - len(empty), total))
+        check(total - len(empty) >= total * 0.6,
+              "only %d of %d dashboard queries have data" % (total - len(empty), total))
 
         def rules_evaluated():
             r = api("rules")
