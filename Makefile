@@ -219,3 +219,87 @@ clean:
 	rm -rf $(BUILD)
 
 -include $(shell find $(BUILD) -name '*.d' 2>/dev/null)
+
+# ---- install, uninstall, Debian package (issue 21) ------------------------------------------------
+# `make install [PREFIX=/usr] [DESTDIR=]` lays out gala-gopher's installed tree: the supervisor in
+# $(BINDIR), every probe in /opt/gala-gopher/probes, the .meta files in /opt/gala-gopher/meta (the
+# configuration defaults name these), /etc/gala-gopher/gala-gopher.conf (kept when present; the new
+# one goes next to it as gala-gopher.conf.dist), the systemd unit, Grafana dashboards and Prometheus
+# rules in $(DATADIR)/gala-gopher. `make deb` packages the same tree. The run, state and log
+# directories are the systemd unit's RuntimeDirectory, StateDirectory and LogsDirectory.
+PREFIX ?= /usr
+BINDIR ?= $(PREFIX)/bin
+DATADIR ?= $(PREFIX)/share
+GG_HOME ?= /opt/gala-gopher
+SYSCONFDIR ?= /etc
+UNITDIR ?= /lib/systemd/system
+INSTALL ?= install
+GG_PROBESDIR := $(GG_HOME)/probes
+GG_METADIR := $(GG_HOME)/meta
+GG_CONFDIR := $(SYSCONFDIR)/gala-gopher
+GG_SHAREDIR := $(DATADIR)/gala-gopher
+GG_RUNDIR := /run/gala-gopher
+GG_LOGDIR := /var/log/gala-gopher
+PKG_CONF := $(BUILD)/pkg/gala-gopher.conf
+PKG_UNIT := $(BUILD)/pkg/gala-gopher.service
+DASHBOARDS := $(wildcard scripts/deploy/grafana/*.json)
+PROM_RULES := $(wildcard scripts/deploy/prometheus/*.rules.yml)
+DEB_ARCH = $(shell dpkg --print-architecture)
+DEB = $(BUILD)/gala-gopher_$(VERSION)_$(DEB_ARCH).deb
+
+.PHONY: install uninstall deb FORCE
+FORCE:
+
+# The installed configuration is config/gala-gopher.conf with its checkout-relative paths replaced by
+# the installed ones; a relative path left over means config/gala-gopher.conf gained a path this
+# does not know, so it fails rather than install a configuration that points nowhere.
+$(PKG_CONF): config/gala-gopher.conf FORCE
+	$(Q)mkdir -p $(@D)
+	$(Q)sed -e '1s|.*|# gala-gopher.conf - the installed agent'"'"'s configuration (from config/gala-gopher.conf by make install).|' \
+		-e 's|"\.\./build/run"|"$(GG_RUNDIR)"|' -e 's|"\.\./schema"|"$(GG_METADIR)"|' \
+		-e 's|"\.\./build/probes"|"$(GG_PROBESDIR)"|' -e 's|"\.\./build/log/|"$(GG_LOGDIR)/|' $< > $@.tmp
+	$(Q)if grep -n '"\.\./' $@.tmp; then echo "$<: a relative path make install does not map" >&2; rm -f $@.tmp; exit 1; fi
+	$(Q)mv $@.tmp $@
+
+$(PKG_UNIT): scripts/packaging/gala-gopher.service.in FORCE
+	$(Q)mkdir -p $(@D)
+	$(Q)sed -e 's|@BINDIR@|$(BINDIR)|g' -e 's|@CONFDIR@|$(GG_CONFDIR)|g' -e 's|@DOCDIR@|$(DATADIR)/doc/gala-gopher|g' $< > $@
+
+install: $(SUPERVISOR) $(PROBE_BINS) $(PKG_CONF) $(PKG_UNIT) README.md $(META_FILES) $(DASHBOARDS) $(PROM_RULES)
+	$(say) INSTALL $(DESTDIR)
+	$(Q)$(INSTALL) -d $(DESTDIR)$(BINDIR) $(DESTDIR)$(GG_PROBESDIR) $(DESTDIR)$(GG_METADIR) \
+		$(DESTDIR)$(GG_CONFDIR) $(DESTDIR)$(UNITDIR) $(DESTDIR)$(GG_SHAREDIR)/grafana $(DESTDIR)$(GG_SHAREDIR)/prometheus \
+		$(DESTDIR)$(DATADIR)/doc/gala-gopher
+	$(Q)$(INSTALL) -m 0644 README.md $(DESTDIR)$(DATADIR)/doc/gala-gopher/README.md
+	$(Q)$(INSTALL) -m 0755 $(SUPERVISOR) $(DESTDIR)$(BINDIR)/gala-gopher
+	$(Q)$(INSTALL) -m 0755 $(PROBE_BINS) $(DESTDIR)$(GG_PROBESDIR)/
+	$(Q)$(INSTALL) -m 0644 $(META_FILES) $(DESTDIR)$(GG_METADIR)/
+	$(Q)$(INSTALL) -m 0644 $(PKG_UNIT) $(DESTDIR)$(UNITDIR)/gala-gopher.service
+	$(Q)$(if $(DASHBOARDS),$(INSTALL) -m 0644 $(DASHBOARDS) $(DESTDIR)$(GG_SHAREDIR)/grafana/)
+	$(Q)$(if $(PROM_RULES),$(INSTALL) -m 0644 $(PROM_RULES) $(DESTDIR)$(GG_SHAREDIR)/prometheus/)
+	$(Q)if [ -e $(DESTDIR)$(GG_CONFDIR)/gala-gopher.conf ]; then \
+		echo "install: keeping $(DESTDIR)$(GG_CONFDIR)/gala-gopher.conf; the new one is gala-gopher.conf.dist" >&2; \
+		$(INSTALL) -m 0640 $(PKG_CONF) $(DESTDIR)$(GG_CONFDIR)/gala-gopher.conf.dist; \
+	else $(INSTALL) -m 0640 $(PKG_CONF) $(DESTDIR)$(GG_CONFDIR)/gala-gopher.conf; fi
+
+# Removes what install put there; a configuration that differs from the shipped one is kept.
+uninstall: $(PKG_CONF)
+	$(say) UNINSTALL $(DESTDIR)
+	$(Q)rm -f $(DESTDIR)$(BINDIR)/gala-gopher $(addprefix $(DESTDIR)$(GG_PROBESDIR)/,$(PROBES)) \
+		$(addprefix $(DESTDIR)$(GG_METADIR)/,$(notdir $(META_FILES))) $(DESTDIR)$(UNITDIR)/gala-gopher.service \
+		$(addprefix $(DESTDIR)$(GG_SHAREDIR)/grafana/,$(notdir $(DASHBOARDS))) \
+		$(addprefix $(DESTDIR)$(GG_SHAREDIR)/prometheus/,$(notdir $(PROM_RULES))) \
+		$(DESTDIR)$(GG_CONFDIR)/gala-gopher.conf.dist $(DESTDIR)$(DATADIR)/doc/gala-gopher/README.md
+	$(Q)if cmp -s $(PKG_CONF) $(DESTDIR)$(GG_CONFDIR)/gala-gopher.conf; then rm -f $(DESTDIR)$(GG_CONFDIR)/gala-gopher.conf; \
+	elif [ -e $(DESTDIR)$(GG_CONFDIR)/gala-gopher.conf ]; then \
+		echo "uninstall: keeping the changed $(DESTDIR)$(GG_CONFDIR)/gala-gopher.conf" >&2; fi
+	$(Q)for d in $(GG_PROBESDIR) $(GG_METADIR) $(GG_HOME) $(GG_CONFDIR) $(GG_SHAREDIR)/grafana \
+		$(GG_SHAREDIR)/prometheus $(GG_SHAREDIR) $(DATADIR)/doc/gala-gopher; do rmdir $(DESTDIR)$$d 2>/dev/null || true; done
+
+# The package is always the default layout, whatever PREFIX this make was given.
+deb: $(SUPERVISOR) $(PROBE_BINS)
+	$(say) DEB $(DEB)
+	$(Q)rm -rf $(BUILD)/deb && mkdir -p $(BUILD)/deb/debian/gala-gopher
+	$(Q)$(MAKE) --no-print-directory install DESTDIR=$(abspath $(BUILD)/deb/debian/gala-gopher) PREFIX=/usr \
+		BINDIR=/usr/bin DATADIR=/usr/share GG_HOME=/opt/gala-gopher SYSCONFDIR=/etc UNITDIR=/lib/systemd/system
+	$(Q)scripts/packaging/mkdeb.sh $(BUILD)/deb $(VERSION) $(DEB) >/dev/null
