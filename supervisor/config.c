@@ -147,6 +147,20 @@ static const struct key_spec logs_keys[] = {
 	{NULL, 0, 0, 0, 0, 0, NULL},
 };
 
+static const struct key_spec identity_keys[] = {
+	{"enabled", K_ONOFF, offsetof(struct gg_config, identity.enabled), sizeof(int), 0, 0, NULL},
+	PATHK(identity.proc_root, "proc_root"),
+	PATHK(identity.containerd_dir, "containerd_dir"),
+	PATHK(identity.crio_dir, "crio_dir"),
+	PATHK(identity.storage_dir, "storage_dir"),
+	PATHK(identity.docker_dir, "docker_dir"),
+	INT(identity.max_procs, "max_procs", 16, 1048576),
+	INT(identity.max_containers, "max_containers", 16, 1048576),
+	INT(identity.proc_refresh_ms, "proc_refresh_ms", 100, 3600000),
+	INT(identity.names_refresh_s, "names_refresh_s", 1, 86400),
+	{NULL, 0, 0, 0, 0, 0, NULL},
+};
+
 /* Sections of the file and their keys; `probes` and `extend_probes` are lists, read separately. */
 static const struct {
 	const char *name;
@@ -154,7 +168,7 @@ static const struct {
 } sections[] = {
 	{"global", global_keys},	{"metric", metric_keys}, {"event", event_keys}, {"meta", meta_keys},
 	{"ingress", ingress_keys},	{"egress", egress_keys}, {"imdb", imdb_keys},	{"web_server", web_keys},
-	{"rest_api_server", rest_keys}, {"kafka", kafka_keys},	 {"logs", logs_keys},
+	{"rest_api_server", rest_keys}, {"kafka", kafka_keys},	 {"logs", logs_keys},	{"identity", identity_keys},
 };
 
 struct load_ctx {
@@ -593,6 +607,17 @@ static void set_defaults(struct gg_config *cfg)
 	cfg->logs.event_total_size = 100;
 	cfg->logs.meta_total_size = 10;
 	cfg->logs.debug_file_size = 10;
+	cfg->identity.enabled = 1;
+	snprintf(cfg->identity.proc_root, sizeof(cfg->identity.proc_root), "/proc");
+	snprintf(cfg->identity.containerd_dir, sizeof(cfg->identity.containerd_dir),
+		 "/run/containerd/io.containerd.runtime.v2.task");
+	snprintf(cfg->identity.crio_dir, sizeof(cfg->identity.crio_dir), "/run/containers/storage");
+	snprintf(cfg->identity.storage_dir, sizeof(cfg->identity.storage_dir), "/var/lib/containers/storage");
+	snprintf(cfg->identity.docker_dir, sizeof(cfg->identity.docker_dir), "/var/lib/docker");
+	cfg->identity.max_procs = 16384;
+	cfg->identity.max_containers = 4096;
+	cfg->identity.proc_refresh_ms = 5000;
+	cfg->identity.names_refresh_s = 60;
 }
 
 static int load(struct load_ctx *c, config_t *lc)

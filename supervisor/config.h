@@ -96,6 +96,16 @@ struct gg_config {
 		int debug_file_size;		       /* MiB per probe log before rotation */
 	} logs;
 
+	/* container and pod labels (identity.h): where the container runtimes keep their state */
+	struct {
+		int enabled;
+		char proc_root[PATH_MAX];
+		char containerd_dir[PATH_MAX], crio_dir[PATH_MAX], storage_dir[PATH_MAX], docker_dir[PATH_MAX];
+		int max_procs, max_containers; /* cache bounds */
+		int proc_refresh_ms;	       /* a process's cgroup is read again after this long */
+		int names_refresh_s;	       /* a container's names are read again after this long */
+	} identity;
+
 	unsigned int nprobes;
 	struct gg_probe_conf probes[GG_PROBES_MAX];
 };
