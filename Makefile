@@ -181,6 +181,8 @@ $(BUILD)/fuzz/%: tests/fuzz/%.c $(SCHEMA_SRCS) $(IPC_SRCS)
 	$(Q)$(CLANG) $(FUZZ_CFLAGS) $(filter %.c,$^) -lconfig -lnng -lcjson -o $@
 # the REST body parser and validator live in the supervisor
 $(BUILD)/fuzz/fuzz_rest_body: supervisor/probe_names.c supervisor/probe_names.h
+# the container identity parsers too
+$(BUILD)/fuzz/fuzz_identity: supervisor/identity.c supervisor/identity.h
 
 fuzz: $(FUZZ_BINS)
 
