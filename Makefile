@@ -167,7 +167,7 @@ $(BUILD)/bench/%: $(BUILD)/obj/bench/%.o $(LIBPROBE) $(LIBSCHEMA) $(LIBIPC)
 	$(Q)$(CC) $(LDFLAGS) $^ $(LIBS_PROBE) -lconfig -o $@
 
 # Benchmarks of supervisor code (metrics rendering, the Kafka producer) link the supervisor objects.
-SUP_BENCHES := $(filter $(BUILD)/bench/metrics_render $(BUILD)/bench/kafka_%,$(BENCH_BINS))
+SUP_BENCHES := $(filter $(BUILD)/bench/metrics_render $(BUILD)/bench/identity_lookup $(BUILD)/bench/kafka_%,$(BENCH_BINS))
 $(SUP_BENCHES): $(BUILD)/bench/%: $(BUILD)/obj/bench/%.o $(LIBSUP) $(LIBSCHEMA) $(LIBIPC)
 	$(say) LINK $@
 	$(Q)mkdir -p $(@D)
