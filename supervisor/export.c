@@ -13,6 +13,7 @@
 #include "http.h"
 #include "ident_export.h"
 #include "metadata.h"
+#include "metric_json.h"
 #include "selfmetrics.h"
 #include "supervisor.h"
 
@@ -141,7 +142,11 @@ static void metric_record(struct gg_export *exp, const struct meta_record *rec)
 	case GG_SINK_LOGS:
 	case GG_SINK_KAFKA:
 		exp->msg.len = 0;
-		render_metric_json(exp, &exp->msg, rec, gg_wall_ms());
+		if (exp->metric_nested)
+			gg_metric_json__render_nested(&exp->msg, rec, gg_wall_ms(), exp->sup->machine_id,
+						      exp->sup->hostname);
+		else
+			render_metric_json(exp, &exp->msg, rec, gg_wall_ms());
 		emit(exp, GG_STREAM_METRIC);
 		break;
 	default:
@@ -314,6 +319,11 @@ static enum gg_stream_out sink_of(enum gg_stream s, enum gg_out_channel ch)
 		return GG_SINK_OFF;
 	case GG_OUT_LOGS:
 		return GG_SINK_LOGS;
+	case GG_OUT_JSON: /* gala-gopher's: the log files, metric lines in the nested form */
+		if (s != GG_STREAM_METRIC)
+			gg_warn("%s.out_channel: json is a metric channel; %s goes to the log files", stream_names[s],
+				stream_names[s]);
+		return GG_SINK_LOGS;
 	case GG_OUT_KAFKA:
 		return GG_SINK_KAFKA;
 	default:
@@ -463,6 +473,7 @@ int gg_export__init(struct gg_sup *sup)
 	gg_buf__init(&exp->msg, 0);
 	for (int s = 0; s < GG_STREAM__COUNT; s++) {
 		exp->sink[s] = sink_of((enum gg_stream)s, chans[s]);
+		exp->metric_nested |= s == GG_STREAM_METRIC && chans[s] == GG_OUT_JSON;
 		exp->topic[s] = -1;
 		kafka |= exp->sink[s] == GG_SINK_KAFKA;
 		if (exp->sink[s] == GG_SINK_LOGS) {

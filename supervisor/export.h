@@ -60,6 +60,7 @@ struct gg_export {
 	uint64_t kafka_log_suppressed;
 
 	struct gg_logs_out logs[GG_STREAM__COUNT];
+	int metric_nested; /* metric.out_channel = "json": gala-gopher's nested metric lines */
 
 	struct gg_events *events;
 	struct gg_ident_export *ident; /* container and pod labels (ident_export.h); NULL when disabled */

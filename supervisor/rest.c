@@ -800,6 +800,12 @@ int gg_rest__init(struct gg_sup *sup)
 	r->scan_init = 1;
 	uv_timer_start(&r->scan, on_scan, GG_REST_SCAN_MS, GG_REST_SCAN_MS);
 
+	if (!sup->cfg.global.rest_api_on) {
+		/* gala-gopher's switch: no listener at all (configuration saved by REST earlier still applies) */
+		snprintf(r->error, sizeof(r->error), "off (global.rest_api_on = false)");
+		gg_info("rest_api_server: off (global.rest_api_on = false): no REST listener");
+		return 0;
+	}
 	o = (struct gg_http_opts){
 		.name = "rest_api_server",
 		.bind_addr = hc->bind_addr,
