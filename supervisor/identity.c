@@ -362,16 +362,14 @@ cleanup:
 	return err;
 }
 
-int gg_ident__parse_storage_containers(const char *json, size_t len, const char *id, struct gg_ident_names *ret)
+/* The entry of container id in a parsed containers.json: 0, -EINVAL (not a list), -ENOENT. */
+static int storage_find(const cJSON *root, const char *id, struct gg_ident_names *ret)
 {
-	cJSON *root = cJSON_ParseWithLength(json, len), *md = NULL;
 	const cJSON *e;
-	int err = -ENOENT;
+	cJSON *md;
 
-	if (!cJSON_IsArray(root)) {
-		err = -EINVAL;
-		goto cleanup;
-	}
+	if (!cJSON_IsArray(root))
+		return -EINVAL;
 	cJSON_ArrayForEach(e, root)
 	{
 		const char *eid = cJSON_GetStringValue(member(e, "id"));
@@ -387,11 +385,17 @@ int gg_ident__parse_storage_containers(const char *json, size_t len, const char 
 		take(ret->name, cJSON_GetArrayItem(member(e, "names"), 0));
 		take(ret->image, member(md, "image-name"));
 		take(ret->pod, member(md, "pod-name"));
-		err = names_any(ret) ? 0 : -ENOENT;
-		break;
+		cJSON_Delete(md);
+		return names_any(ret) ? 0 : -ENOENT;
 	}
-cleanup:
-	cJSON_Delete(md);
+	return -ENOENT;
+}
+
+int gg_ident__parse_storage_containers(const char *json, size_t len, const char *id, struct gg_ident_names *ret)
+{
+	cJSON *root = cJSON_ParseWithLength(json, len);
+	int err = storage_find(root, id, ret);
+
 	cJSON_Delete(root);
 	return err;
 }
@@ -487,6 +491,15 @@ struct gg_identity {
 	struct lru procs, cgroups;
 	struct gg_identity_stats st;
 	struct gg_ident_names scratch;
+	/* containers.json and volatile-containers.json, parsed once per version of the file: every
+	 * podman container would otherwise parse the whole list again */
+	struct storage_list {
+		dev_t dev;
+		ino_t ino;
+		off_t size;
+		struct timespec mtime;
+		cJSON *root;
+	} lists[2];
 };
 
 static const struct gg_ident empty_ident = {{"", "", "", "", "", ""}, {0}};
@@ -619,6 +632,8 @@ void gg_identity__free(struct gg_identity *id)
 	}
 	free(id->pbuckets);
 	free(id->cbuckets);
+	for (int i = 0; i < 2; i++)
+		cJSON_Delete(id->lists[i].root);
 	for (int i = 0; i < 5; i++)
 		free(id->strs[i]);
 	free(id);
@@ -768,33 +783,60 @@ static int from_docker(struct gg_identity *id, const struct gg_cgroup_info *ci, 
 	return err;
 }
 
+/* The parsed list at path, read again only when the file changed (NULL when absent or bad). */
+static const cJSON *storage_list(struct gg_identity *id, struct storage_list *l, const char *path)
+{
+	struct stat st;
+	char *buf;
+	size_t len;
+
+	if (stat(path, &st)) {
+		cJSON_Delete(l->root);
+		l->root = NULL;
+		return NULL;
+	}
+	if (l->root && l->dev == st.st_dev && l->ino == st.st_ino && l->size == st.st_size &&
+	    l->mtime.tv_sec == st.st_mtim.tv_sec && l->mtime.tv_nsec == st.st_mtim.tv_nsec)
+		return l->root;
+	cJSON_Delete(l->root);
+	l->root = NULL;
+	if (read_json(id, path, STORAGE_LIST_MAX, &buf, &len))
+		return NULL;
+	l->root = cJSON_ParseWithLength(buf, len);
+	free(buf);
+	if (!cJSON_IsArray(l->root)) {
+		id->st.state_errors++;
+		cJSON_Delete(l->root);
+		l->root = NULL;
+		return NULL;
+	}
+	/* a list rewritten within one mtime tick keeps its old parse until the next change: podman
+	 * rewrites it with a new inode (rename), which is seen */
+	l->dev = st.st_dev;
+	l->ino = st.st_ino;
+	l->size = st.st_size;
+	l->mtime = st.st_mtim;
+	return l->root;
+}
+
 static int from_podman(struct gg_identity *id, const struct gg_cgroup_info *ci, struct gg_ident_names *nm)
 {
 	static const char *const lists[] = {"containers.json", "volatile-containers.json"};
-	char path[PATH_MAX], *buf;
-	size_t len;
-	int err = -ENOENT;
+	char path[PATH_MAX];
 
 	/* the bundle's annotations (a pod of `podman kube play` carries the Kubernetes names) */
 	snprintf(path, sizeof(path), "%s/overlay-containers/%s/userdata/config.json", id->o.storage_dir,
 		 ci->container_id);
 	(void)try_oci(id, path, nm);
 	for (size_t i = 0; i < sizeof(lists) / sizeof(lists[0]); i++) {
-		int e;
+		const cJSON *root;
 
 		snprintf(path, sizeof(path), "%s/overlay-containers/%s", id->o.storage_dir, lists[i]);
-		if (read_json(id, path, STORAGE_LIST_MAX, &buf, &len))
-			continue;
-		e = gg_ident__parse_storage_containers(buf, len, ci->container_id, nm);
-		free(buf);
-		if (e == -EINVAL)
-			id->st.state_errors++;
-		if (!e) {
-			err = 0;
-			break;
-		}
+		root = storage_list(id, &id->lists[i], path);
+		if (root && !storage_find(root, ci->container_id, nm))
+			return 0;
 	}
-	return err ? (names_any(nm) ? 0 : err) : 0;
+	return names_any(nm) ? 0 : -ENOENT;
 }
 
 /* Read the names of a container; 0 when its state was found. */
@@ -838,6 +880,14 @@ static int cg_resolve(struct gg_identity *id, struct cg_entry *c, uint64_t now_m
 
 	gg_cgroup__parse(c->path, &ci);
 	found = ci.container_id[0] ? resolve_names(id, &ci, nm) == 0 : (memset(nm, 0, sizeof(*nm)), 1);
+	if (!found && c->buf &&
+	    (c->ident.len[GG_IDENT_CONTAINER_NAME] || c->ident.len[GG_IDENT_CONTAINER_IMAGE] ||
+	     c->ident.len[GG_IDENT_POD])) {
+		/* known before, not readable now (being rewritten, or the container is gone while its
+		 * processes still report): the names stay, the next try is soon */
+		c->expires_ms = now_ms + id->o.retry_ms;
+		return 0;
+	}
 	uid[0] = '\0';
 	if (!ci.pod_uid[0] && nm->pod_uid[0] && strlen(nm->pod_uid) < sizeof(uid)) {
 		/* the pod's uid from the annotations when the path has none (cgroupfs layouts of some hosts) */
@@ -905,16 +955,6 @@ static struct cg_entry *cg_get(struct gg_identity *id, const char *path, uint64_
 static const struct gg_ident *ident_of(const struct cg_entry *c)
 {
 	return c ? &c->ident : &empty_ident;
-}
-
-const struct gg_ident *gg_identity__lookup_path(struct gg_identity *id, const char *path, uint64_t now_ms)
-{
-	struct gg_cgroup_info ci;
-
-	gg_cgroup__parse(path, &ci);
-	if (ci.rt == GG_RT_NONE && !ci.pod_uid[0])
-		return &empty_ident;
-	return ident_of(cg_get(id, path, now_ms));
 }
 
 static struct proc_entry *proc_find(struct gg_identity *id, uint32_t tgid)

@@ -117,8 +117,6 @@ void gg_identity__free(struct gg_identity *id);
 /* The identity of process tgid (every value "" outside containers, for tgid 0, or for a process that is
  * gone). Never NULL; valid until the next call. */
 const struct gg_ident *gg_identity__lookup(struct gg_identity *id, uint32_t tgid, uint64_t now_ms);
-/* The identity of a cgroup path (as /proc/<pid>/cgroup shows it); same lifetime. */
-const struct gg_ident *gg_identity__lookup_path(struct gg_identity *id, const char *path, uint64_t now_ms);
 const struct gg_identity_stats *gg_identity__stats(const struct gg_identity *id);
 
 #endif

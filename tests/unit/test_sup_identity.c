@@ -24,6 +24,7 @@
 #define ID_A "0123456789abcdef0123456789abcdef0123456789abcdef0123456789abcdef"
 #define ID_B "fedcba9876543210fedcba9876543210fedcba9876543210fedcba9876543210"
 #define ID_C "c0c0c0c0c0c0c0c0c0c0c0c0c0c0c0c0c0c0c0c0c0c0c0c0c0c0c0c0c0c0c0c0"
+#define ID_D "d0d0d0d0d0d0d0d0d0d0d0d0d0d0d0d0d0d0d0d0d0d0d0d0d0d0d0d0d0d0d0d0"
 #define UID  "1a2b3c4d-0000-1111-2222-333344445555"
 #define UID_ "1a2b3c4d_0000_1111_2222_333344445555"
 
@@ -382,6 +383,14 @@ static void test_resolver_cache(void **state)
 	put_proc(102, "/system.slice/docker-" ID_B ".scope");
 	assert_string_equal(gg_identity__lookup(id, 102, 2500)->v[GG_IDENT_CONTAINER_ID], "");
 	assert_string_equal(gg_identity__lookup(id, 102, 3200)->v[GG_IDENT_CONTAINER_NAME], "web");
+	/* a state file that disappears (or is being rewritten) at a refresh: the names stay */
+	{
+		char p[300];
+
+		snprintf(p, sizeof(p), "%s/docker/containers/" ID_B "/config.v2.json", tmp);
+		assert_int_equal(unlink(p), 0);
+	}
+	assert_string_equal(gg_identity__lookup(id, 101, 20000)->v[GG_IDENT_CONTAINER_NAME], "web");
 	/* a process that is gone keeps its identity for its last records */
 	{
 		char p[300];
@@ -476,6 +485,45 @@ static void test_podman_and_crio_state(void **state)
 	assert_string_equal(i->v[GG_IDENT_POD], "p");
 	assert_string_equal(i->v[GG_IDENT_POD_NAMESPACE], "n");
 	assert_string_equal(i->v[GG_IDENT_POD_ID], UID);
+	gg_identity__free(id);
+}
+
+/* Many podman containers: containers.json is parsed once per version of the file, not per container. */
+static void test_podman_list_parsed_once(void **state)
+{
+	struct gg_identity *id = new_resolver(0, 0);
+	char list[8192], cg[128], want[16];
+	size_t used = 0;
+	uint64_t reads;
+
+	(void)state;
+	used += (size_t)snprintf(list + used, sizeof(list) - used, "[");
+	for (unsigned int k = 0; k < 20; k++) {
+		used += (size_t)snprintf(list + used, sizeof(list) - used, "%s{\"id\":\"%064x\",\"names\":[\"p%u\"]}",
+					 k ? "," : "", 0x500 + k, k);
+		snprintf(cg, sizeof(cg), "/machine.slice/libpod-%064x.scope", 0x500 + k);
+		put_proc(600 + k, cg);
+	}
+	snprintf(list + used, sizeof(list) - used, "]");
+	put_file("storage/overlay-containers/containers.json", list);
+	for (unsigned int k = 0; k < 20; k++) {
+		snprintf(want, sizeof(want), "p%u", k);
+		assert_string_equal(gg_identity__lookup(id, 600 + k, 1)->v[GG_IDENT_CONTAINER_NAME], want);
+	}
+	reads = gg_identity__stats(id)->state_reads;
+	assert_int_equal(reads, 1);
+	/* a new version of the list (podman renames a new file into place) is read again */
+	put_file("storage/overlay-containers/containers.json.tmp", "[{\"id\":\"" ID_D "\",\"names\":[\"late\"]}]");
+	{
+		char a[300], b[300];
+
+		snprintf(a, sizeof(a), "%s/storage/overlay-containers/containers.json.tmp", tmp);
+		snprintf(b, sizeof(b), "%s/storage/overlay-containers/containers.json", tmp);
+		assert_int_equal(rename(a, b), 0);
+	}
+	put_proc(700, "/machine.slice/libpod-" ID_D ".scope");
+	assert_string_equal(gg_identity__lookup(id, 700, 1)->v[GG_IDENT_CONTAINER_NAME], "late");
+	assert_int_equal(gg_identity__stats(id)->state_reads, 2);
 	gg_identity__free(id);
 }
 
@@ -629,6 +677,7 @@ int main(void)
 		cmocka_unit_test(test_resolver_cache),
 		cmocka_unit_test(test_resolver_bounds_and_bad_state),
 		cmocka_unit_test(test_podman_and_crio_state),
+		cmocka_unit_test(test_podman_list_parsed_once),
 		cmocka_unit_test(test_export_tables_and_records),
 		cmocka_unit_test(test_event_labels),
 	};
