@@ -306,3 +306,50 @@ def test_identity_off():
 
 
 test_identity_off.timeout = 40
+
+
+def test_cgroup_v1_docker_cgroupfs():
+    """Hybrid host, docker with the cgroupfs driver on cgroup v1: the unified line says "/", a v1
+    controller's line names /docker/<id>; the labels come from that line."""
+    v1 = "/sys/fs/cgroup/pids"
+    with open("/proc/self/mountinfo") as f:
+        if not any(" %s " % v1 in l and " - cgroup " in l for l in f):
+            return  # no v1 pids hierarchy here: nothing to test
+    lay = Layouts()
+    parent = os.path.join(v1, lay.tag)
+    cid, name, image = hexid(), "v1-web", "httpd:2.4"
+    cg = os.path.join(parent, "docker", cid)
+    p = subprocess.Popen(["sleep", "120"])
+    s = None
+    try:
+        os.makedirs(cg)
+        with open(os.path.join(cg, "cgroup.procs"), "w") as f:
+            f.write(str(p.pid))
+        with open("/proc/%d/cgroup" % p.pid) as f:
+            text = f.read()
+        check(":pids:/%s/docker/%s\n" % (lay.tag, cid) in text, "moved into the v1 cgroup: %r" % text)
+        lay.docker_state(cid, name, image)
+        port = free_port()
+        s = Supervisor(probes=[probe_entry("system_infos", "-t 1 -P proc --pid %d" % p.pid)],
+                       metric_out="web_server", extra="web_server = { port = %d; }; %s" % (port, lay.conf())).start()
+        url = "http://127.0.0.1:%d/metrics" % port
+        text = wait_for(lambda: (lambda b: b if proc_series(b, p.pid) else None)(http_get(url)[1]), 20,
+                        "the proc series")
+        got = {k: proc_series(text, p.pid)[0].get(k) for k in IDENT}
+        check(got == {"container_id": cid, "container_name": name, "container_image": image, "pod_id": "",
+                      "pod": "", "pod_namespace": ""}, "labels from the v1 line: %r" % got)
+    finally:
+        if s:
+            s.cleanup()
+        p.kill()
+        p.wait()
+        for d in (cg, os.path.dirname(cg), parent):
+            try:
+                os.rmdir(d)
+            except OSError:
+                pass
+        check(not os.path.exists(parent), "v1 cgroups removed")
+        lay.cleanup()
+
+
+test_cgroup_v1_docker_cgroupfs.timeout = 40
