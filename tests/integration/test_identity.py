@@ -71,12 +71,12 @@ class Layouts:
                 '};' % (self.dirs["containerd"], self.dirs["crio"], self.dirs["storage"],
                                                self.dirs["docker"]))
 
-    def spawn(self, rel, want):
+    def spawn(self, rel, want, argv=("sleep", "120")):
         """A process in cgroup <parent>/<rel> (made here), expected to carry the labels want."""
         cg = os.path.join(self.parent, rel) if rel else None
         if cg:
             os.makedirs(cg)
-        p = subprocess.Popen(["sleep", "120"])
+        p = subprocess.Popen(list(argv))
         self.procs.append(p)
         if cg:
             with open(os.path.join(cg, "cgroup.procs"), "w") as f:
@@ -121,7 +121,7 @@ class Layouts:
         return self.spawn(rel, {"container_id": cid, "container_name": name, "container_image": image,
                                 "pod_id": uid, "pod": pod, "pod_namespace": ns})
 
-    def crio(self):
+    def crio(self, argv=("sleep", "120")):
         cid, uid, sandbox = hexid(), str(uuid.uuid4()), hexid()
         pod, ns, name, image = "api-%s" % cid[:5], "prod", "api", "quay.io/example/api:v2"
         u_ = uid.replace("-", "_")
@@ -144,7 +144,7 @@ class Layouts:
         cfg = oci_config(ann, "kubepods-burstable-pod%s.slice:crio:%s" % (u_, cid))
         write_json(os.path.join(self.dirs["crio"], "overlay-containers", cid, "userdata", "config.json"), cfg)
         return self.spawn(rel, {"container_id": cid, "container_name": name, "container_image": image,
-                                "pod_id": uid, "pod": pod, "pod_namespace": ns})
+                                "pod_id": uid, "pod": pod, "pod_namespace": ns}, argv)
 
     def docker_state(self, cid, name, image):
         write_json(os.path.join(self.dirs["docker"], "containers", cid, "config.v2.json"), {
@@ -353,3 +353,47 @@ def test_cgroup_v1_docker_cgroupfs():
 
 
 test_cgroup_v1_docker_cgroupfs.timeout = 40
+
+
+def events_of(s):
+    out = []
+    try:
+        with open(os.path.join(s.log_dir, "event", "events.log")) as f:
+            for line in f:
+                if line.endswith("\n"):
+                    out.append(json.loads(line))
+    except FileNotFoundError:
+        pass
+    return out
+
+
+def test_labels_on_taskprobe_events():
+    """taskprobe's offline event (labelled tgid=<n>) about a process of a CRI-O container: the container
+    and pod labels are in Resource.labels, though the process is gone when the event is reported."""
+    lay = Layouts()
+    s = None
+    try:
+        # a process that makes system calls and context switches, so that taskprobe reports it
+        pid = lay.crio(("python3", "-c", "import time\nwhile True: time.sleep(0.01)"))
+        s = Supervisor(probes=[probe_entry("taskprobe", "-t 1 --pid %d -P base_metrics -e --offline-thr 100" % pid)],
+                       metric_out="logs", extra='event = { out_channel = "logs"; }; %s' % lay.conf()).start()
+        recs = wait_for(lambda: [r for r in s.metric_records() if r.get("tgid") == str(pid)], 20,
+                        "taskprobe records of the process")
+        check(all({k: r.get(k) for k in IDENT} == lay.want[pid] for r in recs),
+              "taskprobe's %s records carry the labels: %r" % ({r["table_name"] for r in recs}, recs[0]))
+        for p in lay.procs:
+            if p.pid == pid:
+                p.kill()
+                p.wait()
+        ev = wait_for(lambda: [e for e in events_of(s) if e["Resource"]["labels"].get("tgid") == str(pid)], 15,
+                      "the offline event")[0]
+        got = {k: ev["Resource"]["labels"].get(k) for k in IDENT}
+        check(got == lay.want[pid], "event labels:\n got  %r\n want %r" % (got, lay.want[pid]))
+        check(ev["Resource"]["labels"]["entity_name"] == "proc", "event %r" % ev)
+    finally:
+        if s:
+            s.cleanup()
+        lay.cleanup()
+
+
+test_labels_on_taskprobe_events.timeout = 40
