@@ -7,7 +7,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "ident_export.h"
+#include "identity.h"
 
 #define ENTITY_ID_MAX 254u /* gala-gopher's bound for entity_id and event_id */
 #define LABELS_MAX    64u

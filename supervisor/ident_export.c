@@ -43,15 +43,6 @@ static uint64_t ptr_hash(const void *p)
 	return x;
 }
 
-int gg_ident__is_label(const char *name, size_t len)
-{
-	for (int i = 0; i < GG_IDENT__COUNT; i++) {
-		if (strlen(gg_ident_names[i]) == len && !memcmp(gg_ident_names[i], name, len))
-			return 1;
-	}
-	return 0;
-}
-
 struct gg_ident_export *gg_ident_export__new(struct gg_identity *id)
 {
 	struct gg_ident_export *x = calloc(1, sizeof(*x));

@@ -28,7 +28,4 @@ const struct meta_record *gg_ident_export__record(struct gg_ident_export *x, con
 /* ,"container_id":"..." ... for every identity label of process tgid (JSON members, for events). */
 void gg_ident_export__json_members(struct gg_ident_export *x, uint32_t tgid, uint64_t now_ms, struct gg_buf *out);
 
-/* 1 when name is one of the identity labels. */
-int gg_ident__is_label(const char *name, size_t len);
-
 #endif

@@ -7,6 +7,7 @@
 
 #include <stddef.h>
 #include <stdint.h>
+#include <string.h>
 
 /* The labels, in this order everywhere (gala-gopher's names). */
 enum gg_ident_field {
@@ -19,6 +20,20 @@ enum gg_ident_field {
 	GG_IDENT__COUNT,
 };
 extern const char *const gg_ident_names[GG_IDENT__COUNT];
+
+/* 1 when [name, name+len) is one of the identity labels (inline: the event renderer is also built
+ * alone, into the export fuzzer). */
+static inline int gg_ident__is_label(const char *name, size_t len)
+{
+	static const char *const names[GG_IDENT__COUNT] = {
+		"container_id", "container_name", "container_image", "pod_id", "pod", "pod_namespace"};
+
+	for (int i = 0; i < GG_IDENT__COUNT; i++) {
+		if (strlen(names[i]) == len && !memcmp(names[i], name, len))
+			return 1;
+	}
+	return 0;
+}
 
 #define GG_IDENT_VALUE_MAX 1024u /* a label value longer than this is left empty (the imdb's label limit) */
 
