@@ -4,6 +4,7 @@ metric.out_channel = "json" (gala-gopher's nested metric lines in the log files,
 and global.machine_id = "dmi-ip" (DMI product uuid + host IPv4, gala-gopher's machine id)."""
 import json
 import os
+import shutil
 import socket
 import tempfile
 import time
@@ -62,6 +63,7 @@ def test_rest_api_off_and_channel_off():
         wait_for(lambda: listening(rport), 10, "REST API listening with rest_api_on = true")
     finally:
         s.cleanup()
+        shutil.rmtree(state, ignore_errors=True)
 
 
 test_rest_api_off_and_channel_off.timeout = 40
