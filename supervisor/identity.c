@@ -469,6 +469,7 @@ struct cg_entry {
 	uint64_t hash;
 	uint64_t expires_ms;
 	unsigned int refs;
+	uint64_t retry_ms; /* the next wait while its state cannot be read: doubles, up to cgroup_ttl_ms */
 	char *path;
 	char *buf; /* the six values, NUL-terminated one after another */
 	struct gg_ident ident;
@@ -867,6 +868,17 @@ static int resolve_names(struct gg_identity *id, const struct gg_cgroup_info *ci
 	}
 }
 
+/* How long until the next try to read a container's state that could not be read: retry_ms at first
+ * (a container just starting), doubling up to cgroup_ttl_ms (a path that looks like a container but
+ * that no runtime knows costs a few failed opens per minute, not every 2 s). */
+static uint64_t next_retry(const struct gg_identity *id, struct cg_entry *c)
+{
+	c->retry_ms = c->retry_ms ? c->retry_ms * 2 : id->o.retry_ms;
+	if (c->retry_ms > id->o.cgroup_ttl_ms)
+		c->retry_ms = id->o.cgroup_ttl_ms;
+	return c->retry_ms;
+}
+
 /* (Re)compute the identity of cgroup entry c. */
 static int cg_resolve(struct gg_identity *id, struct cg_entry *c, uint64_t now_ms)
 {
@@ -885,7 +897,7 @@ static int cg_resolve(struct gg_identity *id, struct cg_entry *c, uint64_t now_m
 	     c->ident.len[GG_IDENT_POD])) {
 		/* known before, not readable now (being rewritten, or the container is gone while its
 		 * processes still report): the names stay, the next try is soon */
-		c->expires_ms = now_ms + id->o.retry_ms;
+		c->expires_ms = now_ms + next_retry(id, c);
 		return 0;
 	}
 	uid[0] = '\0';
@@ -916,7 +928,9 @@ static int cg_resolve(struct gg_identity *id, struct cg_entry *c, uint64_t now_m
 	}
 	free(c->buf);
 	c->buf = buf;
-	c->expires_ms = now_ms + (found ? id->o.cgroup_ttl_ms : id->o.retry_ms);
+	if (found)
+		c->retry_ms = 0;
+	c->expires_ms = now_ms + (found ? id->o.cgroup_ttl_ms : next_retry(id, c));
 	return 0;
 }
 

@@ -112,7 +112,7 @@ struct gg_identity_opts {
 	unsigned int max_cgroups;   /* container cgroups cached */
 	uint64_t proc_ttl_ms;	    /* a process's cgroup is read again after this long */
 	uint64_t cgroup_ttl_ms;	    /* a container's names are read again after this long */
-	uint64_t retry_ms;	    /* ... or after this long while its state files are not (yet) there */
+	uint64_t retry_ms;	    /* ... or after this long while its state files are not (yet) there, doubling */
 };
 
 struct gg_identity_stats {

@@ -25,6 +25,7 @@
 #define ID_B "fedcba9876543210fedcba9876543210fedcba9876543210fedcba9876543210"
 #define ID_C "c0c0c0c0c0c0c0c0c0c0c0c0c0c0c0c0c0c0c0c0c0c0c0c0c0c0c0c0c0c0c0c0"
 #define ID_D "d0d0d0d0d0d0d0d0d0d0d0d0d0d0d0d0d0d0d0d0d0d0d0d0d0d0d0d0d0d0d0d0"
+#define ID_E "e0e0e0e0e0e0e0e0e0e0e0e0e0e0e0e0e0e0e0e0e0e0e0e0e0e0e0e0e0e0e0e0"
 #define UID  "1a2b3c4d-0000-1111-2222-333344445555"
 #define UID_ "1a2b3c4d_0000_1111_2222_333344445555"
 
@@ -488,6 +489,21 @@ static void test_podman_and_crio_state(void **state)
 	gg_identity__free(id);
 }
 
+/* A container whose state is missing is tried again after retry_ms, then after twice as long, ... */
+static void test_retry_backoff(void **state)
+{
+	struct gg_identity *id = new_resolver(0, 0); /* retry 500 ms, names refreshed every 10 s */
+
+	(void)state;
+	put_proc(800, "/system.slice/docker-" ID_E ".scope");
+	assert_string_equal(gg_identity__lookup(id, 800, 0)->v[GG_IDENT_CONTAINER_NAME], "");	/* next at 500 */
+	assert_string_equal(gg_identity__lookup(id, 800, 500)->v[GG_IDENT_CONTAINER_NAME], ""); /* next at 1500 */
+	put_file("docker/containers/" ID_E "/config.v2.json", "{\"Name\":\"/slow\",\"Config\":{\"Image\":\"i\"}}");
+	assert_string_equal(gg_identity__lookup(id, 800, 1400)->v[GG_IDENT_CONTAINER_NAME], "");
+	assert_string_equal(gg_identity__lookup(id, 800, 1500)->v[GG_IDENT_CONTAINER_NAME], "slow");
+	gg_identity__free(id);
+}
+
 /* Many podman containers: containers.json is parsed once per version of the file, not per container. */
 static void test_podman_list_parsed_once(void **state)
 {
@@ -678,6 +694,7 @@ int main(void)
 		cmocka_unit_test(test_resolver_bounds_and_bad_state),
 		cmocka_unit_test(test_podman_and_crio_state),
 		cmocka_unit_test(test_podman_list_parsed_once),
+		cmocka_unit_test(test_retry_backoff),
 		cmocka_unit_test(test_export_tables_and_records),
 		cmocka_unit_test(test_event_labels),
 	};
