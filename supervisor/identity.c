@@ -21,6 +21,7 @@
 #define CGROUP_FILE_MAX	      8192u
 #define OCI_CONFIG_MAX	      (4u << 20)  /* an OCI config.json is tens of KiB */
 #define STORAGE_LIST_MAX      (16u << 20) /* containers.json: about 1 KiB per container */
+#define OCI_LABELS_MAX	      (64u << 10) /* CRI-O's labels JSON string */
 #define CONTAINERD_NS_MAX     64u	  /* namespaces looked at for a container of unknown namespace */
 #define CACHE_BUCKETS_MIN     64u
 #define DEFAULT_MAX_PROCS     16384u
@@ -328,6 +329,14 @@ int gg_ident__parse_oci_config(const char *json, size_t len, struct gg_ident_nam
 	/* CRI-O (the kubelet's label keys, and its own image annotation) */
 	take_kube_labels(ret, a);
 	take(ret->image, member(a, "io.kubernetes.cri-o.ImageName"));
+	if (!ret->name[0] || !ret->pod[0] || !ret->pod_ns[0]) {
+		/* CRI-O also keeps the container's labels as one JSON string */
+		const char *lj = cJSON_GetStringValue(member(a, "io.kubernetes.cri-o.Labels"));
+		cJSON *labels = lj && strlen(lj) <= OCI_LABELS_MAX ? cJSON_Parse(lj) : NULL;
+
+		take_kube_labels(ret, labels);
+		cJSON_Delete(labels);
+	}
 	/* nerdctl's containers (containerd without Kubernetes) */
 	take(ret->name, member(a, "nerdctl/name"));
 	if (!names_any(ret))

@@ -165,6 +165,19 @@ static void test_oci_config(void **state)
 	assert_string_equal(n.image, "quay.io/x/api:v2");
 	assert_string_equal(n.pod, "p");
 	assert_string_equal(n.pod_ns, "ns");
+	/* CRI-O's labels as one JSON string only */
+	assert_int_equal(
+		parse_oci("{\"annotations\":{\"io.kubernetes.cri-o.Labels\":\"{\\\"io.kubernetes.container.name\\\":"
+			  "\\\"c\\\",\\\"io.kubernetes.pod.name\\\":\\\"p\\\",\\\"io.kubernetes.pod.namespace\\\":"
+			  "\\\"n\\\"}\",\"io.kubernetes.cri-o.ImageName\":\"i\"}}",
+			  &n),
+		0);
+	assert_string_equal(n.name, "c");
+	assert_string_equal(n.pod, "p");
+	assert_string_equal(n.pod_ns, "n");
+	assert_string_equal(n.image, "i");
+	assert_int_equal(parse_oci("{\"annotations\":{\"io.kubernetes.cri-o.Labels\":\"{not json\"}}", &n), -ENOENT);
+	assert_int_equal(parse_oci("{\"annotations\":{\"io.kubernetes.cri-o.Labels\":[1]}}", &n), -ENOENT);
 	/* bad input */
 	assert_int_equal(parse_oci("{\"annotations\":{\"io.kubernetes.cri.container-name\":\"ngi", &n), -EINVAL);
 	assert_int_equal(parse_oci("", &n), -EINVAL);
