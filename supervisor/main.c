@@ -11,8 +11,8 @@
 
 #include "events.h"
 #include "export.h"
-#include "rest.h"
 #include "machine_id.h"
+#include "rest.h"
 #include "supervisor.h"
 
 static struct gg_sup g_sup;
