@@ -8,6 +8,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "supervisor.h" /* gg_now_ms */
+
 static const char *const descriptions[GG_IDENT__COUNT] = {
 	"container id (from the cgroup path; empty outside containers)",
 	"container name (from the container runtime's state)",
@@ -31,6 +33,7 @@ struct gg_ident_export {
 	struct tmap_entry *slots; /* open addressing by table pointer */
 	size_t nslots, used;
 	struct meta_record rec;
+	char short_id[13]; /* a container id cut to docker's 12 digits, for a flame graph layer */
 };
 
 static uint64_t ptr_hash(const void *p)
@@ -224,5 +227,24 @@ void gg_ident_export__json_members(struct gg_ident_export *x, uint32_t tgid, uin
 		gg_buf__put_json_str(out, gg_ident_names[i], strlen(gg_ident_names[i]));
 		gg_buf__putc(out, ':');
 		gg_buf__put_json_str(out, id->v[i], id->len[i]);
+	}
+}
+
+void gg_ident_export__names(void *ctx, uint32_t tgid, const char **ret_pod, const char **ret_container)
+{
+	struct gg_ident_export *x = ctx;
+	const struct gg_ident *id;
+
+	*ret_pod = *ret_container = NULL;
+	if (!x)
+		return;
+	id = gg_identity__lookup(x->id, tgid, gg_now_ms());
+	*ret_pod = id->len[GG_IDENT_POD] ? id->v[GG_IDENT_POD] : id->v[GG_IDENT_POD_ID];
+	if (id->len[GG_IDENT_CONTAINER_NAME]) {
+		*ret_container = id->v[GG_IDENT_CONTAINER_NAME];
+	} else if (id->len[GG_IDENT_CONTAINER_ID]) {
+		memcpy(x->short_id, id->v[GG_IDENT_CONTAINER_ID], 12);
+		x->short_id[12] = '\0';
+		*ret_container = x->short_id;
 	}
 }

@@ -28,4 +28,8 @@ const struct meta_record *gg_ident_export__record(struct gg_ident_export *x, con
 /* ,"container_id":"..." ... for every identity label of process tgid (JSON members, for events). */
 void gg_ident_export__json_members(struct gg_ident_export *x, uint32_t tgid, uint64_t now_ms, struct gg_buf *out);
 
+/* For the flame graph query's Total view (pq_ident_fn): the pod (name, else UID) and the container
+ * (name, else the first 12 digits of its id) of process tgid; NULL or "" when none. ctx is x. */
+void gg_ident_export__names(void *ctx, uint32_t tgid, const char **ret_pod, const char **ret_container);
+
 #endif

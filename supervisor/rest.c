@@ -11,6 +11,8 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "export.h"
+#include "ident_export.h"
 #include "persist.h"
 #include "probe_names.h"
 #include "profile_query.h"
@@ -593,8 +595,11 @@ static void handle_profile_query(struct gg_rest *r, const struct gg_http_request
 	size_t len = 0;
 
 	snprintf(store, sizeof(store), "%s/store", dir && dir[0] ? dir : "/var/log/gala-gopher/flamegraph");
-	profile_query__handle(store, req->method, req->body, req->body_len, req->nargs, req->arg_names, req->arg_values,
-			      (int64_t)time(NULL), &status, &resp->body, &len);
+	/* Total's processes in containers go under [Pod] and [Con] layers (the container labels' resolver) */
+	profile_query__handle_ident(store, req->method, req->body, req->body_len, req->nargs, req->arg_names,
+				    req->arg_values, (int64_t)time(NULL),
+				    r->sup->exp && r->sup->exp->ident ? gg_ident_export__names : NULL,
+				    r->sup->exp ? r->sup->exp->ident : NULL, &status, &resp->body, &len);
 	resp->status = status;
 	resp->body_len = len;
 	resp->content_type = "application/json";

@@ -397,3 +397,63 @@ def test_labels_on_taskprobe_events():
 
 
 test_labels_on_taskprobe_events.timeout = 40
+
+
+def test_flamegraph_query_total_container_layers():
+    """stackprobe profiles a busy process of a containerd (Kubernetes) container; the query API's Total
+    view puts it under "[Pod] <pod>" and "[Con] <container>" layers, a host process not."""
+    import urllib.parse
+    from harness import rest_call
+    lay = Layouts()
+    tmp = tempfile.mkdtemp(prefix="gg-ident-flame-")
+    flame = os.path.join(tmp, "flame")
+    os.makedirs(flame)
+    busy = ("python3", "-c", "while True: pass")
+    s = None
+    try:
+        pid = lay.containerd_k8s()
+        # the busy loop replaces the sleeping process of containerd_k8s in the same cgroup
+        cg = [d for d, _, _ in os.walk(lay.parent) if "cri-containerd-" in d][0]
+        inside = subprocess.Popen(list(busy))
+        lay.procs.append(inside)
+        with open(os.path.join(cg, "cgroup.procs"), "w") as f:
+            f.write(str(inside.pid))
+        host = lay.spawn(None, {k: "" for k in IDENT}, busy)
+        want = lay.want[pid]
+        rport = free_port()
+        s = Supervisor(probes=[probe_entry("stackprobe", "-t 1 --store-period 2", switch="off")],
+                       extra='rest_api_server = { port = %d; state_dir = "%s/rest"; output_base_dir = "%s"; }; %s'
+                       % (rport, tmp, tmp, lay.conf())).start()
+        t0 = int(time.time())
+        st, _, text, _ = rest_call(rport, "PUT", "/flamegraph", json.dumps({
+            "cmd": {"probe": ["oncpu"]}, "snoopers": {"proc_id": [inside.pid, host]},
+            "params": {"flame_dir": flame}, "state": "running"}), {"Content-Type": "application/json"})
+        check(st == 200, "PUT /flamegraph: %d %s" % (st, text))
+
+        def total():
+            args = urllib.parse.urlencode({"app": "Total", "event": "on-cpu", "time_start": t0 - 5,
+                                           "time_end": int(time.time()) + 5})
+            st, text = http_get("http://127.0.0.1:%d/flamegraph/query?%s" % (rport, args))
+            check(st == 200, "query: %d %s" % (st, text[:300]))
+            res = json.loads(text)["result"]
+            names = {n["profile_location_str"] for n in res}
+            return res if "[p] python3" in names and any(n.startswith("[Con]") for n in names) and \
+                sum(1 for n in res if n["profile_location_str"] == "[p] python3") == 2 else None
+        res = wait_for(total, 30, "both busy processes in the Total view, one under a container")
+        by_id = {n["node_id"]: n for n in res}
+        pod = [n for n in res if n["profile_location_str"] == "[Pod] %s" % want["pod"]]
+        con = [n for n in res if n["profile_location_str"] == "[Con] %s" % want["container_name"]]
+        check(len(pod) == 1 and pod[0]["parent_node_id"] == "", "[Pod] under the root: %r" % pod)
+        check(len(con) == 1 and con[0]["parent_node_id"] == pod[0]["node_id"], "[Con] under [Pod]: %r" % con)
+        parents = sorted(by_id.get(n["parent_node_id"], {"profile_location_str": "root"})["profile_location_str"]
+                         for n in res if n["profile_location_str"] == "[p] python3")
+        check(sorted(parents) == sorted(["[Con] %s" % want["container_name"], "Total"]),
+              "one python3 under the container, the host one under the root: %r" % parents)
+    finally:
+        if s:
+            s.cleanup()
+        lay.cleanup()
+        shutil.rmtree(tmp, ignore_errors=True)
+
+
+test_flamegraph_query_total_container_layers.timeout = 60
