@@ -173,7 +173,9 @@ void gg_export__record(struct gg_sup *sup, struct gg_probe *p, const struct meta
 		return;
 	if (gg_events__is_event_table(rec->table))
 		event_record(exp, rec);
-	else /* labels added here, once, so that every channel has the same series */
+	else if (exp->sink[GG_STREAM_METRIC] == GG_SINK_OFF)
+		metric_record(exp, rec); /* counted only: no lookup */
+	else				 /* labels added here, once, so that every channel has the same series */
 		metric_record(exp, gg_ident_export__record(exp->ident, rec, gg_now_ms()));
 }
 
