@@ -453,14 +453,28 @@ static int add_file(struct pq_tree *t, const char *path, const struct pq_request
 			if (req->ident)
 				req->ident(req->ident_ctx, (uint32_t)tgid, &pod, &con);
 			if (pod && pod[0]) {
-				snprintf(podbuf, sizeof(podbuf), "[Pod] %s", pod);
+				snprintf(podbuf, sizeof(podbuf), "[Pod]%s", pod);
 				pp->name[pp->n] = podbuf;
 				pp->len[pp->n++] = strlen(podbuf);
 			}
 			if (con && con[0]) {
-				snprintf(conbuf, sizeof(conbuf), "[Con] %s", con);
+				snprintf(conbuf, sizeof(conbuf), "[Con]%s", con);
 				pp->name[pp->n] = conbuf;
 				pp->len[pp->n++] = strlen(conbuf);
+			}
+			/* else the container stackprobe saw when it sampled ("[Pod]<uid>;[Con]<id>"): the
+			 * process may be gone by now */
+			for (char *c = pp->n ? "" : fld[4]; *c;) {
+				char *semi = strchr(c, ';');
+				size_t l = semi ? (size_t)(semi - c) : strlen(c);
+
+				if (l > 5 && (!strncmp(c, "[Pod]", 5) || !strncmp(c, "[Con]", 5)) && pp->n < 2) {
+					pp->name[pp->n] = c;
+					pp->len[pp->n++] = l;
+				}
+				if (!semi || pp->n == 2)
+					break;
+				c = semi + 1;
 			}
 			snprintf(pbuf, sizeof(pbuf), "[p] %s", fld[2]);
 			snprintf(tbuf, sizeof(tbuf), "[t] %s", fld[3]);

@@ -401,7 +401,8 @@ test_labels_on_taskprobe_events.timeout = 40
 
 def test_flamegraph_query_total_container_layers():
     """stackprobe profiles a busy process of a containerd (Kubernetes) container; the query API's Total
-    view puts it under "[Pod] <pod>" and "[Con] <container>" layers, a host process not."""
+    view puts it under "[Pod]<pod>" and "[Con]<container>" layers (gala-gopher's frame text), a host
+    process not."""
     import urllib.parse
     from harness import rest_call
     lay = Layouts()
@@ -441,13 +442,13 @@ def test_flamegraph_query_total_container_layers():
                 sum(1 for n in res if n["profile_location_str"] == "[p] python3") == 2 else None
         res = wait_for(total, 30, "both busy processes in the Total view, one under a container")
         by_id = {n["node_id"]: n for n in res}
-        pod = [n for n in res if n["profile_location_str"] == "[Pod] %s" % want["pod"]]
-        con = [n for n in res if n["profile_location_str"] == "[Con] %s" % want["container_name"]]
+        pod = [n for n in res if n["profile_location_str"] == "[Pod]%s" % want["pod"]]
+        con = [n for n in res if n["profile_location_str"] == "[Con]%s" % want["container_name"]]
         check(len(pod) == 1 and pod[0]["parent_node_id"] == "", "[Pod] under the root: %r" % pod)
         check(len(con) == 1 and con[0]["parent_node_id"] == pod[0]["node_id"], "[Con] under [Pod]: %r" % con)
         parents = sorted(by_id.get(n["parent_node_id"], {"profile_location_str": "root"})["profile_location_str"]
                          for n in res if n["profile_location_str"] == "[p] python3")
-        check(sorted(parents) == sorted(["[Con] %s" % want["container_name"], "Total"]),
+        check(sorted(parents) == sorted(["[Con]%s" % want["container_name"], "Total"]),
               "one python3 under the container, the host one under the root: %r" % parents)
     finally:
         if s:
