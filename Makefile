@@ -132,6 +132,9 @@ $(BUILD)/probes/$(1): $$(call obj,$$($(1)_SRCS)) $(LIBPROBE) $(LIBSCHEMA) $(LIBI
 	$$(Q)$$(CC) $$(LDFLAGS) $$^ $$(LIBS_PROBE) -lconfig -o $$@
 endef
 $(foreach p,$(PROBES),$(eval $(call PROBE_template,$(p))))
+# stackprobe's [Pod]/[Con] frames use the supervisor's cgroup layout parser (one parser)
+$(BUILD)/probes/stackprobe: $(BUILD)/obj/supervisor/identity.o
+$(BUILD)/probes/stackprobe: LIBS_PROBE += $(LIBSCHEMA)
 $(call obj,$(PLIB_SRCS)): $(META_HDRS)
 
 # ---- tests, helpers, benchmarks -------------------------------------------------------------------
@@ -167,7 +170,7 @@ $(BUILD)/bench/%: $(BUILD)/obj/bench/%.o $(LIBPROBE) $(LIBSCHEMA) $(LIBIPC)
 	$(Q)$(CC) $(LDFLAGS) $^ $(LIBS_PROBE) -lconfig -o $@
 
 # Benchmarks of supervisor code (metrics rendering, the Kafka producer) link the supervisor objects.
-SUP_BENCHES := $(filter $(BUILD)/bench/metrics_render $(BUILD)/bench/kafka_%,$(BENCH_BINS))
+SUP_BENCHES := $(filter $(BUILD)/bench/metrics_render $(BUILD)/bench/identity_lookup $(BUILD)/bench/kafka_%,$(BENCH_BINS))
 $(SUP_BENCHES): $(BUILD)/bench/%: $(BUILD)/obj/bench/%.o $(LIBSUP) $(LIBSCHEMA) $(LIBIPC)
 	$(say) LINK $@
 	$(Q)mkdir -p $(@D)
@@ -181,6 +184,8 @@ $(BUILD)/fuzz/%: tests/fuzz/%.c $(SCHEMA_SRCS) $(IPC_SRCS)
 	$(Q)$(CLANG) $(FUZZ_CFLAGS) $(filter %.c,$^) -lconfig -lnng -lcjson -o $@
 # the REST body parser and validator live in the supervisor
 $(BUILD)/fuzz/fuzz_rest_body: supervisor/probe_names.c supervisor/probe_names.h
+# the container identity parsers too
+$(BUILD)/fuzz/fuzz_identity: supervisor/identity.c supervisor/identity.h
 
 fuzz: $(FUZZ_BINS)
 

@@ -30,6 +30,7 @@ struct key_spec {
 static const char *const loglevels[] = {"debug", "info", "warn", "warning", "error", NULL};
 static const char *const languages[] = {"en_US", "zh_CN", NULL};
 static const char *const codecs[] = {"none", "gzip", "snappy", "lz4", "zstd", NULL};
+static const char *const machine_id_sources[] = {"machine-id", "dmi-ip", NULL};
 static const char *const security_protocols[] = {"", "plaintext", "ssl", "sasl_plaintext", "sasl_ssl", NULL};
 
 #define STR(f, n)                                                                                       \
@@ -63,6 +64,9 @@ static const struct key_spec global_keys[] = {
 	INT(global.check_interval, "check_interval", 1, 3600),
 	INT(global.check_timeout, "check_timeout", 1, 300),
 	INT(global.stop_grace_ms, "stop_grace_ms", 100, 60000),
+	{"rest_api_on", K_ONOFF, offsetof(struct gg_config, global.rest_api_on), sizeof(int), 0, 0, NULL},
+	ENUMK(global.machine_id, "machine_id", machine_id_sources),
+	PATHK(global.product_uuid_file, "product_uuid_file"),
 	IGN("bpf_pin_path"),
 	{NULL, 0, 0, 0, 0, 0, NULL},
 };
@@ -147,6 +151,20 @@ static const struct key_spec logs_keys[] = {
 	{NULL, 0, 0, 0, 0, 0, NULL},
 };
 
+static const struct key_spec identity_keys[] = {
+	{"enabled", K_ONOFF, offsetof(struct gg_config, identity.enabled), sizeof(int), 0, 0, NULL},
+	PATHK(identity.proc_root, "proc_root"),
+	PATHK(identity.containerd_dir, "containerd_dir"),
+	PATHK(identity.crio_dir, "crio_dir"),
+	PATHK(identity.storage_dir, "storage_dir"),
+	PATHK(identity.docker_dir, "docker_dir"),
+	INT(identity.max_procs, "max_procs", 16, 1048576),
+	INT(identity.max_containers, "max_containers", 16, 1048576),
+	INT(identity.proc_refresh_ms, "proc_refresh_ms", 100, 3600000),
+	INT(identity.names_refresh_s, "names_refresh_s", 1, 86400),
+	{NULL, 0, 0, 0, 0, 0, NULL},
+};
+
 /* Sections of the file and their keys; `probes` and `extend_probes` are lists, read separately. */
 static const struct {
 	const char *name;
@@ -154,7 +172,7 @@ static const struct {
 } sections[] = {
 	{"global", global_keys},	{"metric", metric_keys}, {"event", event_keys}, {"meta", meta_keys},
 	{"ingress", ingress_keys},	{"egress", egress_keys}, {"imdb", imdb_keys},	{"web_server", web_keys},
-	{"rest_api_server", rest_keys}, {"kafka", kafka_keys},	 {"logs", logs_keys},
+	{"rest_api_server", rest_keys}, {"kafka", kafka_keys},	 {"logs", logs_keys},	{"identity", identity_keys},
 };
 
 struct load_ctx {
@@ -227,11 +245,11 @@ static int resolve_path(struct load_ctx *c, const config_setting_t *s, const cha
 	return 0;
 }
 
-static const char *const channel_names[] = {"", "web_server", "logs", "kafka"};
+static const char *const channel_names[] = {"", "web_server", "logs", "kafka", "json"};
 
 const char *gg_out_channel__str(enum gg_out_channel ch)
 {
-	return (unsigned int)ch < 4 ? channel_names[ch] : "?";
+	return (unsigned int)ch < sizeof(channel_names) / sizeof(channel_names[0]) ? channel_names[ch] : "?";
 }
 
 static int read_key(struct load_ctx *c, const char *sec, const struct key_spec *k, const config_setting_t *s)
@@ -316,6 +334,11 @@ static int read_key(struct load_ctx *c, const char *sec, const struct key_spec *
 		return 0;
 	}
 
+	if (k->kind == K_ONOFF && config_setting_type(s) == CONFIG_TYPE_BOOL) {
+		/* gala-gopher writes switches as booleans (rest_api_on = true;) */
+		*(int *)(base + k->off) = config_setting_get_bool(s);
+		return 0;
+	}
 	if (config_setting_type(s) != CONFIG_TYPE_STRING)
 		return fail(c, s, "%s: must be a string", key);
 	v = config_setting_get_string(s);
@@ -327,22 +350,28 @@ static int read_key(struct load_ctx *c, const char *sec, const struct key_spec *
 	case K_PATH:
 		return resolve_path(c, s, key, v, base + k->off, k->size);
 	case K_ONOFF:
-		if (!strcasecmp(v, "on"))
+		if (!strcasecmp(v, "on") || !strcasecmp(v, "true"))
 			*(int *)(base + k->off) = 1;
-		else if (!strcasecmp(v, "off") || !v[0])
+		else if (!strcasecmp(v, "off") || !strcasecmp(v, "false") || !v[0])
 			*(int *)(base + k->off) = 0;
 		else
-			return fail(c, s, "%s: must be \"on\" or \"off\", got \"%s\"", key, v);
+			return fail(c, s, "%s: must be \"on\" or \"off\" (or true, false), got \"%s\"", key, v);
 		return 0;
 	case K_CHANNEL:
-		for (int i = 0; i < 4; i++) {
+		for (int i = 0; i < (int)(sizeof(channel_names) / sizeof(channel_names[0])); i++) {
 			if (!strcmp(v, channel_names[i])) {
 				*(int *)(base + k->off) = i;
 				return 0;
 			}
 		}
-		return fail(c, s, "%s: must be one of \"web_server\", \"logs\", \"kafka\" or \"\" (off), got \"%s\"",
-			    key, v);
+		if (!strcmp(v, "off")) {
+			*(int *)(base + k->off) = GG_OUT_OFF;
+			return 0;
+		}
+		return fail(
+			c, s,
+			"%s: must be one of \"web_server\", \"logs\", \"kafka\", \"json\" or \"\" (off), got \"%s\"",
+			key, v);
 	case K_ENUM:
 		for (int i = 0; k->choices[i]; i++) {
 			if (!strcmp(v, k->choices[i]))
@@ -557,6 +586,10 @@ static void set_defaults(struct gg_config *cfg)
 	cfg->global.check_interval = 30;
 	cfg->global.check_timeout = 5;
 	cfg->global.stop_grace_ms = 2000;
+	cfg->global.rest_api_on = 1;
+	snprintf(cfg->global.machine_id, sizeof(cfg->global.machine_id), "machine-id");
+	snprintf(cfg->global.product_uuid_file, sizeof(cfg->global.product_uuid_file),
+		 "/sys/class/dmi/id/product_uuid");
 	cfg->metric.out = GG_OUT_LOGS;
 	snprintf(cfg->metric.kafka_topic, sizeof(cfg->metric.kafka_topic), "gala_gopher");
 	cfg->event.out = GG_OUT_LOGS;
@@ -593,6 +626,17 @@ static void set_defaults(struct gg_config *cfg)
 	cfg->logs.event_total_size = 100;
 	cfg->logs.meta_total_size = 10;
 	cfg->logs.debug_file_size = 10;
+	cfg->identity.enabled = 1;
+	snprintf(cfg->identity.proc_root, sizeof(cfg->identity.proc_root), "/proc");
+	snprintf(cfg->identity.containerd_dir, sizeof(cfg->identity.containerd_dir),
+		 "/run/containerd/io.containerd.runtime.v2.task");
+	snprintf(cfg->identity.crio_dir, sizeof(cfg->identity.crio_dir), "/run/containers/storage");
+	snprintf(cfg->identity.storage_dir, sizeof(cfg->identity.storage_dir), "/var/lib/containers/storage");
+	snprintf(cfg->identity.docker_dir, sizeof(cfg->identity.docker_dir), "/var/lib/docker");
+	cfg->identity.max_procs = 16384;
+	cfg->identity.max_containers = 4096;
+	cfg->identity.proc_refresh_ms = 5000;
+	cfg->identity.names_refresh_s = 60;
 }
 
 static int load(struct load_ctx *c, config_t *lc)

@@ -10,7 +10,8 @@
 #define GG_STR_MAX    1024
 #define GG_PROBES_MAX 128
 
-enum gg_out_channel { GG_OUT_OFF = 0, GG_OUT_WEB_SERVER, GG_OUT_LOGS, GG_OUT_KAFKA };
+/* GG_OUT_JSON: gala-gopher's "json" metric channel, the log files with nested JSON lines */
+enum gg_out_channel { GG_OUT_OFF = 0, GG_OUT_WEB_SERVER, GG_OUT_LOGS, GG_OUT_KAFKA, GG_OUT_JSON };
 
 enum gg_switch { GG_SWITCH_OFF = 0, GG_SWITCH_ON, GG_SWITCH_AUTO };
 
@@ -47,12 +48,15 @@ struct gg_config {
 		char log_file_name[256];
 		char log_level[16];
 		char pin_path[PATH_MAX];
-		char run_dir[PATH_MAX];	   /* IPC sockets and status.json */
-		char meta_path[PATH_MAX];  /* directory of .meta files */
-		char probes_dir[PATH_MAX]; /* where native probe binaries live */
-		int check_interval;	   /* seconds between check_cmd retries */
-		int check_timeout;	   /* seconds before a check_cmd is killed */
-		int stop_grace_ms;	   /* SIGTERM -> SIGKILL */
+		char run_dir[PATH_MAX];		  /* IPC sockets and status.json */
+		char meta_path[PATH_MAX];	  /* directory of .meta files */
+		char probes_dir[PATH_MAX];	  /* where native probe binaries live */
+		int check_interval;		  /* seconds between check_cmd retries */
+		int check_timeout;		  /* seconds before a check_cmd is killed */
+		int stop_grace_ms;		  /* SIGTERM -> SIGKILL */
+		int rest_api_on;		  /* gala-gopher's switch: 0 = no REST listener at all */
+		char machine_id[16];		  /* "machine-id" (/etc/machine-id) or "dmi-ip" (gala-gopher's) */
+		char product_uuid_file[PATH_MAX]; /* the DMI product uuid of "dmi-ip" */
 	} global;
 
 	struct gg_channel_conf metric, event, meta;
@@ -95,6 +99,16 @@ struct gg_config {
 		int event_total_size, meta_total_size; /* MiB over the event files, the metadata files */
 		int debug_file_size;		       /* MiB per probe log before rotation */
 	} logs;
+
+	/* container and pod labels (identity.h): where the container runtimes keep their state */
+	struct {
+		int enabled;
+		char proc_root[PATH_MAX];
+		char containerd_dir[PATH_MAX], crio_dir[PATH_MAX], storage_dir[PATH_MAX], docker_dir[PATH_MAX];
+		int max_procs, max_containers; /* cache bounds */
+		int proc_refresh_ms;	       /* a process's cgroup is read again after this long */
+		int names_refresh_s;	       /* a container's names are read again after this long */
+	} identity;
 
 	unsigned int nprobes;
 	struct gg_probe_conf probes[GG_PROBES_MAX];

@@ -7,6 +7,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "identity.h"
+
 #define ENTITY_ID_MAX 254u /* gala-gopher's bound for entity_id and event_id */
 #define LABELS_MAX    64u
 
@@ -286,8 +288,40 @@ static int label_name_ok(const char *s, size_t n)
 	return 1;
 }
 
-/* ,"name":"value" for every pair of "a=1&b=2"; machine_id and hostname are ours and not repeated. */
-static int put_labels(struct gg_buf *b, const char *s, size_t n)
+/* The process a label set names (tgid=<n>), 0 when none. */
+static uint32_t labels_tgid(const char *s, size_t n)
+{
+	char name[META_LABEL_MAX], val[META_LABEL_MAX];
+	const char *p = s, *end = s + n;
+
+	while (p < end) {
+		const char *amp = memchr(p, '&', (size_t)(end - p)), *eq;
+		int nl, vl;
+
+		if (!amp)
+			amp = end;
+		eq = memchr(p, '=', (size_t)(amp - p));
+		if (eq && (nl = url_decode(p, (size_t)(eq - p), name)) == 4 && !memcmp(name, "tgid", 4)) {
+			unsigned long v = 0;
+
+			vl = url_decode(eq + 1, (size_t)(amp - eq - 1), val);
+			if (vl <= 0 || vl > 10)
+				return 0;
+			for (int i = 0; i < vl; i++) {
+				if (val[i] < '0' || val[i] > '9')
+					return 0;
+				v = v * 10 + (unsigned long)(val[i] - '0');
+			}
+			return v > UINT32_MAX ? 0 : (uint32_t)v;
+		}
+		p = amp + 1;
+	}
+	return 0;
+}
+
+/* ,"name":"value" for every pair of "a=1&b=2"; machine_id and hostname are ours and not repeated, nor
+ * the identity labels when skip_ident (the resolver's are added instead). */
+static int put_labels(struct gg_buf *b, const char *s, size_t n, int skip_ident)
 {
 	char name[META_LABEL_MAX], val[META_LABEL_MAX];
 	const char *p = s, *end = s + n;
@@ -307,7 +341,8 @@ static int put_labels(struct gg_buf *b, const char *s, size_t n)
 		if (nl < 0 || vl < 0 || !label_name_ok(name, (size_t)nl) || !meta_utf8_valid(val, (size_t)vl) ||
 		    ++count > LABELS_MAX)
 			return -EINVAL;
-		if (!((nl == 10 && !memcmp(name, "machine_id", 10)) || (nl == 8 && !memcmp(name, "hostname", 8)))) {
+		if (!((nl == 10 && !memcmp(name, "machine_id", 10)) || (nl == 8 && !memcmp(name, "hostname", 8)) ||
+		      (skip_ident && gg_ident__is_label(name, (size_t)nl)))) {
 			gg_buf__putc(b, ',');
 			gg_buf__put_json_str(b, name, (size_t)nl);
 			gg_buf__putc(b, ':');
@@ -327,6 +362,7 @@ int gg_events__process(struct gg_events *ev, const struct meta_record *rec, uint
 	const char *body, *type = "sys";
 	size_t bodyl, typel = 3, mark, budget, klen;
 	int sev, err;
+	uint32_t tgid;
 	char ts[24];
 	struct gg_buf idb;
 
@@ -409,10 +445,13 @@ int gg_events__process(struct gg_events *ev, const struct meta_record *rec, uint
 	gg_buf__puts(out, ",\"entity_id\":");
 	gg_buf__put_json_str(out, id, idl);
 	gg_buf__fini(&idb);
-	if (v2 && rec->lens[V2_LABELS] && put_labels(out, rec->values[V2_LABELS], rec->lens[V2_LABELS])) {
+	tgid = v2 && ev->o.ident ? labels_tgid(rec->values[V2_LABELS], rec->lens[V2_LABELS]) : 0;
+	if (v2 && rec->lens[V2_LABELS] && put_labels(out, rec->values[V2_LABELS], rec->lens[V2_LABELS], tgid != 0)) {
 		out->len = mark;
 		goto invalid;
 	}
+	if (tgid)
+		ev->o.ident(ev->o.ident_ctx, tgid, out);
 	gg_buf__puts(out, "}},\"SeverityText\":\"");
 	gg_buf__puts(out, severity_text(sev));
 	gg_buf__puts(out, "\",\"SeverityNumber\":");

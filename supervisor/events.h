@@ -33,6 +33,10 @@ struct gg_events_opts {
 	const char *machine_id;
 	const char *hostname;
 	unsigned int dedup_max; /* 0 = GG_EVENTS_DEDUP_MAX */
+	/* Appends the container and pod labels of process tgid (JSON members) to an event_v2 labelled
+	 * tgid=<n>; those names from the probe are then left out. May be NULL. */
+	void (*ident)(void *ctx, uint32_t tgid, struct gg_buf *out);
+	void *ident_ctx;
 };
 
 struct gg_events_stats {

@@ -11,7 +11,9 @@
 #include <cjson/cJSON.h>
 
 #include "http.h"
+#include "ident_export.h"
 #include "metadata.h"
+#include "metric_json.h"
 #include "selfmetrics.h"
 #include "supervisor.h"
 
@@ -140,7 +142,11 @@ static void metric_record(struct gg_export *exp, const struct meta_record *rec)
 	case GG_SINK_LOGS:
 	case GG_SINK_KAFKA:
 		exp->msg.len = 0;
-		render_metric_json(exp, &exp->msg, rec, gg_wall_ms());
+		if (exp->metric_nested)
+			gg_metric_json__render_nested(&exp->msg, rec, gg_wall_ms(), exp->sup->machine_id,
+						      exp->sup->hostname);
+		else
+			render_metric_json(exp, &exp->msg, rec, gg_wall_ms());
 		emit(exp, GG_STREAM_METRIC);
 		break;
 	default:
@@ -167,8 +173,10 @@ void gg_export__record(struct gg_sup *sup, struct gg_probe *p, const struct meta
 		return;
 	if (gg_events__is_event_table(rec->table))
 		event_record(exp, rec);
-	else
-		metric_record(exp, rec);
+	else if (exp->sink[GG_STREAM_METRIC] == GG_SINK_OFF)
+		metric_record(exp, rec); /* counted only: no lookup */
+	else				 /* labels added here, once, so that every channel has the same series */
+		metric_record(exp, gg_ident_export__record(exp->ident, rec, gg_now_ms()));
 }
 
 /* ---- metadata -------------------------------------------------------------------------------------- */
@@ -185,7 +193,7 @@ static void meta_report(struct gg_export *exp, unsigned int from)
 		if (gg_events__is_event_table(t))
 			continue;
 		exp->msg.len = 0;
-		gg_metadata__render(&exp->msg, t, now);
+		gg_metadata__render(&exp->msg, gg_ident_export__table(exp->ident, t), now);
 		exp->st.records[GG_STREAM_META]++;
 		emit(exp, GG_STREAM_META);
 	}
@@ -313,6 +321,11 @@ static enum gg_stream_out sink_of(enum gg_stream s, enum gg_out_channel ch)
 		return GG_SINK_OFF;
 	case GG_OUT_LOGS:
 		return GG_SINK_LOGS;
+	case GG_OUT_JSON: /* gala-gopher's: the log files, metric lines in the nested form */
+		if (s != GG_STREAM_METRIC)
+			gg_warn("%s.out_channel: json is a metric channel; %s goes to the log files", stream_names[s],
+				stream_names[s]);
+		return GG_SINK_LOGS;
 	case GG_OUT_KAFKA:
 		return GG_SINK_KAFKA;
 	default:
@@ -413,6 +426,38 @@ static int init_kafka(struct gg_sup *sup, struct gg_export *exp)
 	return 0;
 }
 
+static void event_ident(void *ctx, uint32_t tgid, struct gg_buf *out)
+{
+	gg_ident_export__json_members(ctx, tgid, gg_now_ms(), out);
+}
+
+static int init_identity(struct gg_sup *sup, struct gg_export *exp)
+{
+	const struct gg_config *c = &sup->cfg;
+	struct gg_identity_opts o = {
+		.proc_root = c->identity.proc_root,
+		.containerd_dir = c->identity.containerd_dir,
+		.crio_dir = c->identity.crio_dir,
+		.storage_dir = c->identity.storage_dir,
+		.docker_dir = c->identity.docker_dir,
+		.max_procs = (unsigned int)c->identity.max_procs,
+		.max_cgroups = (unsigned int)c->identity.max_containers,
+		.proc_ttl_ms = (uint64_t)c->identity.proc_refresh_ms,
+		.cgroup_ttl_ms = (uint64_t)c->identity.names_refresh_s * 1000u,
+	};
+	struct gg_identity *id;
+
+	if (!c->identity.enabled)
+		return 0;
+	id = gg_identity__new(&o);
+	exp->ident = id ? gg_ident_export__new(id) : NULL;
+	if (!exp->ident) {
+		gg_error("identity: out of memory");
+		return -ENOMEM;
+	}
+	return 0;
+}
+
 int gg_export__init(struct gg_sup *sup)
 {
 	const struct gg_config *c = &sup->cfg;
@@ -430,6 +475,7 @@ int gg_export__init(struct gg_sup *sup)
 	gg_buf__init(&exp->msg, 0);
 	for (int s = 0; s < GG_STREAM__COUNT; s++) {
 		exp->sink[s] = sink_of((enum gg_stream)s, chans[s]);
+		exp->metric_nested |= s == GG_STREAM_METRIC && chans[s] == GG_OUT_JSON;
 		exp->topic[s] = -1;
 		kafka |= exp->sink[s] == GG_SINK_KAFKA;
 		if (exp->sink[s] == GG_SINK_LOGS) {
@@ -448,12 +494,17 @@ int gg_export__init(struct gg_sup *sup)
 		if (err)
 			return err;
 	}
+	err = init_identity(sup, exp);
+	if (err)
+		return err;
 	if (exp->sink[GG_STREAM_EVENT] != GG_SINK_OFF) {
 		struct gg_events_opts eo = {
 			.timeout_s = (unsigned int)c->event_timeout,
 			.zh_cn = !strcmp(c->event_desc_language, "zh_CN"),
 			.machine_id = sup->machine_id,
 			.hostname = sup->hostname,
+			.ident = exp->ident ? event_ident : NULL,
+			.ident_ctx = exp->ident,
 		};
 
 		exp->events = gg_events__new(&eo);
@@ -522,6 +573,7 @@ void gg_export__free(struct gg_sup *sup)
 	imdb__free(exp->db);
 	prom_families__free(exp->fams);
 	gg_events__free(exp->events);
+	gg_ident_export__free(exp->ident);
 	gg_buf__fini(&exp->msg);
 	free(exp);
 	sup->exp = NULL;
@@ -578,6 +630,18 @@ void gg_export__status(struct gg_sup *sup, struct cJSON *obj)
 		add_u64(o, "dedup_full", es->dedup_full);
 	}
 	add_u64(obj, "meta_reports", exp->st.meta_reports);
+	if (exp->ident) {
+		const struct gg_identity_stats *is = gg_identity__stats(gg_ident_export__identity(exp->ident));
+
+		o = cJSON_AddObjectToObject(obj, "identity");
+		add_u64(o, "lookups", is->lookups);
+		add_u64(o, "proc_reads", is->proc_reads);
+		add_u64(o, "state_reads", is->state_reads);
+		add_u64(o, "state_errors", is->state_errors);
+		add_u64(o, "evictions", is->evictions);
+		add_u64(o, "procs", is->procs);
+		add_u64(o, "containers", is->cgroups);
+	}
 	if (exp->db) {
 		o = cJSON_AddObjectToObject(obj, "imdb");
 		add_u64(o, "rows", imdb__rows(exp->db));

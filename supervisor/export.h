@@ -17,6 +17,7 @@
 struct gg_sup;
 struct gg_probe;
 struct gg_http_server;
+struct gg_ident_export;
 
 enum gg_stream { GG_STREAM_METRIC = 0, GG_STREAM_EVENT, GG_STREAM_META, GG_STREAM__COUNT };
 
@@ -59,8 +60,10 @@ struct gg_export {
 	uint64_t kafka_log_suppressed;
 
 	struct gg_logs_out logs[GG_STREAM__COUNT];
+	int metric_nested; /* metric.out_channel = "json": gala-gopher's nested metric lines */
 
 	struct gg_events *events;
+	struct gg_ident_export *ident; /* container and pod labels (ident_export.h); NULL when disabled */
 
 	unsigned int meta_reported; /* tables of the registry already announced */
 	uint64_t meta_last_ms;

@@ -11,6 +11,7 @@
 
 #include "events.h"
 #include "export.h"
+#include "machine_id.h"
 #include "rest.h"
 #include "supervisor.h"
 
@@ -152,7 +153,16 @@ static int setup(struct gg_sup *sup, const char *conf_path, int check_only)
 	ret = gg_ensure_bpffs();
 	if (ret)
 		gg_warn("cannot mount bpffs at /sys/fs/bpf: %s (probes cannot pin maps)", strerror(-ret));
-	if (gg_read_machine_id(sup->machine_id, sizeof(sup->machine_id)))
+	ret = -ENOENT;
+	if (!strcmp(sup->cfg.global.machine_id, "dmi-ip")) {
+		ret = gg_machine_id__dmi_ip(sup->cfg.global.product_uuid_file, sup->machine_id,
+					    sizeof(sup->machine_id));
+		if (ret)
+			gg_warn("global.machine_id = \"dmi-ip\": no DMI uuid (%s) or no IPv4 address: %s; using "
+				"/etc/machine-id",
+				sup->cfg.global.product_uuid_file, strerror(-ret));
+	}
+	if (ret && gg_read_machine_id(sup->machine_id, sizeof(sup->machine_id)))
 		gg_warn("no machine id found (/etc/machine-id, DMI product uuid)");
 	if (gethostname(sup->hostname, sizeof(sup->hostname) - 1))
 		snprintf(sup->hostname, sizeof(sup->hostname), "unknown");

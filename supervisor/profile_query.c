@@ -10,8 +10,9 @@
 #include <stdlib.h>
 #include <string.h>
 
-#define LINE_MAX_BYTES (4u << 20) /* a store line longer than this is skipped */
-#define COMM_LEN       15u
+#define GG_PQ_IDENT_MAX 1040u	   /* "[Pod] " + a label value */
+#define LINE_MAX_BYTES	(4u << 20) /* a store line longer than this is skipped */
+#define COMM_LEN	15u
 
 static const char *const event_dirs[4] = {"on-cpu", "off-cpu", "mem", "mem-alloc"};
 
@@ -410,7 +411,7 @@ static int app_matches(const struct pq_request *req, uint32_t tgid, const char *
 static int add_file(struct pq_tree *t, const char *path, const struct pq_request *req, struct pq_path *pp)
 {
 	FILE *f = fopen(path, "re");
-	char *line = NULL, pbuf[64], tbuf[64];
+	char *line = NULL, pbuf[64], tbuf[64], podbuf[GG_PQ_IDENT_MAX], conbuf[GG_PQ_IDENT_MAX];
 	size_t cap = 0;
 	ssize_t n;
 	uint64_t period_us = 0;
@@ -447,13 +448,40 @@ static int add_file(struct pq_tree *t, const char *path, const struct pq_request
 			value *= period_us ? period_us : 10000u; /* on-cpu samples -> microseconds */
 		pp->n = 0;
 		if (!strcmp(req->app, "Total")) {
+			const char *pod = NULL, *con = NULL;
+
+			if (req->ident)
+				req->ident(req->ident_ctx, (uint32_t)tgid, &pod, &con);
+			if (pod && pod[0]) {
+				snprintf(podbuf, sizeof(podbuf), "[Pod]%s", pod);
+				pp->name[pp->n] = podbuf;
+				pp->len[pp->n++] = strlen(podbuf);
+			}
+			if (con && con[0]) {
+				snprintf(conbuf, sizeof(conbuf), "[Con]%s", con);
+				pp->name[pp->n] = conbuf;
+				pp->len[pp->n++] = strlen(conbuf);
+			}
+			/* else the container stackprobe saw when it sampled ("[Pod]<uid>;[Con]<id>"): the
+			 * process may be gone by now */
+			for (char *c = pp->n ? "" : fld[4]; *c;) {
+				char *semi = strchr(c, ';');
+				size_t l = semi ? (size_t)(semi - c) : strlen(c);
+
+				if (l > 5 && (!strncmp(c, "[Pod]", 5) || !strncmp(c, "[Con]", 5)) && pp->n < 2) {
+					pp->name[pp->n] = c;
+					pp->len[pp->n++] = l;
+				}
+				if (!semi || pp->n == 2)
+					break;
+				c = semi + 1;
+			}
 			snprintf(pbuf, sizeof(pbuf), "[p] %s", fld[2]);
 			snprintf(tbuf, sizeof(tbuf), "[t] %s", fld[3]);
-			pp->name[0] = pbuf;
-			pp->len[0] = strlen(pbuf);
-			pp->name[1] = tbuf;
-			pp->len[1] = strlen(tbuf);
-			pp->n = 2;
+			pp->name[pp->n] = pbuf;
+			pp->len[pp->n++] = strlen(pbuf);
+			pp->name[pp->n] = tbuf;
+			pp->len[pp->n++] = strlen(tbuf);
 		} else {
 			snprintf(tbuf, sizeof(tbuf), "[t] %s", fld[3]);
 			pp->name[0] = tbuf;
@@ -583,6 +611,15 @@ void profile_query__handle(const char *store_dir, const char *method, const char
 			   unsigned int nargs, const char *const *names, const char *const *values, int64_t now_s,
 			   unsigned int *ret_status, char **ret_body, size_t *ret_len)
 {
+	profile_query__handle_ident(store_dir, method, body, body_len, nargs, names, values, now_s, NULL, NULL,
+				    ret_status, ret_body, ret_len);
+}
+
+void profile_query__handle_ident(const char *store_dir, const char *method, const char *body, size_t body_len,
+				 unsigned int nargs, const char *const *names, const char *const *values, int64_t now_s,
+				 pq_ident_fn ident, void *ident_ctx, unsigned int *ret_status, char **ret_body,
+				 size_t *ret_len)
+{
 	struct pq_request req;
 	char msg[160] = "";
 	int err;
@@ -603,6 +640,8 @@ void profile_query__handle(const char *store_dir, const char *method, const char
 		*ret_body = profile_query__error_json(msg);
 		goto out;
 	}
+	req.ident = ident;
+	req.ident_ctx = ident_ctx;
 	err = profile_query__run(store_dir, &req, ret_body, ret_len);
 	if (err) {
 		*ret_status = 500;

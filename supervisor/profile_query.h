@@ -13,12 +13,18 @@
 #define PQ_MAX_NODES_LIMIT   200000u
 #define PQ_DEFAULT_RANGE_S   3600 /* without time_start: the last hour */
 
+/* The pod and container names of process tgid (NULL or "" when none), for the Total view. */
+typedef void (*pq_ident_fn)(void *ctx, uint32_t tgid, const char **ret_pod, const char **ret_container);
+
 /* A query. */
 struct pq_request {
 	char app[PQ_APP_MAX];	      /* process name (comm), pid (digits) or "Total" */
 	int event;		      /* 0 on-cpu, 1 off-cpu, 2 mem, 3 mem-alloc (stackprobe's events) */
 	int64_t time_start, time_end; /* unix seconds, inclusive */
 	unsigned int max_nodes;	      /* more nodes are folded into their parent's self value */
+	/* optional: Total's processes in a container go under "[Pod] <pod>" and "[Con] <container>" */
+	pq_ident_fn ident;
+	void *ident_ctx;
 };
 
 /*
@@ -39,7 +45,8 @@ int profile_query__parse_json(const char *body, size_t len, int64_t now_s, struc
  * "parent_node_id", "self_value", "total_value"}...], "debug": null}. The root is the process name
  * (or "Total") with node_id "" and parent_node_id "-1"; for a process the second layer is its threads
  * ("[t] name"), then the stack from the outermost frame (kernel frames "[k] f", library frames
- * "[l] f"); for Total the layers are "[p] process" and "[t] thread". Values are microseconds (on-cpu:
+ * "[l] f"); for Total the layers are "[p] process" and "[t] thread", under "[Pod] pod" and
+ * "[Con] container" for a process in a container (with req->ident). Values are microseconds (on-cpu:
  * samples x sampling period; off-cpu: blocked time), page faults (mem) or bytes (mem-alloc). 0, -ENOMEM.
  */
 int profile_query__run(const char *store_dir, const struct pq_request *req, char **ret_json, size_t *ret_len);
@@ -55,5 +62,10 @@ char *profile_query__error_json(const char *msg);
 void profile_query__handle(const char *store_dir, const char *method, const char *body, size_t body_len,
 			   unsigned int nargs, const char *const *names, const char *const *values, int64_t now_s,
 			   unsigned int *ret_status, char **ret_body, size_t *ret_len);
+/* The same with the container layers of Total (see pq_request.ident). */
+void profile_query__handle_ident(const char *store_dir, const char *method, const char *body, size_t body_len,
+				 unsigned int nargs, const char *const *names, const char *const *values, int64_t now_s,
+				 pq_ident_fn ident, void *ident_ctx, unsigned int *ret_status, char **ret_body,
+				 size_t *ret_len);
 
 #endif

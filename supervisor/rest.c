@@ -11,6 +11,8 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "export.h"
+#include "ident_export.h"
 #include "persist.h"
 #include "probe_names.h"
 #include "profile_query.h"
@@ -593,8 +595,11 @@ static void handle_profile_query(struct gg_rest *r, const struct gg_http_request
 	size_t len = 0;
 
 	snprintf(store, sizeof(store), "%s/store", dir && dir[0] ? dir : "/var/log/gala-gopher/flamegraph");
-	profile_query__handle(store, req->method, req->body, req->body_len, req->nargs, req->arg_names, req->arg_values,
-			      (int64_t)time(NULL), &status, &resp->body, &len);
+	/* Total's processes in containers go under [Pod] and [Con] layers (the container labels' resolver) */
+	profile_query__handle_ident(store, req->method, req->body, req->body_len, req->nargs, req->arg_names,
+				    req->arg_values, (int64_t)time(NULL),
+				    r->sup->exp && r->sup->exp->ident ? gg_ident_export__names : NULL,
+				    r->sup->exp ? r->sup->exp->ident : NULL, &status, &resp->body, &len);
 	resp->status = status;
 	resp->body_len = len;
 	resp->content_type = "application/json";
@@ -800,6 +805,12 @@ int gg_rest__init(struct gg_sup *sup)
 	r->scan_init = 1;
 	uv_timer_start(&r->scan, on_scan, GG_REST_SCAN_MS, GG_REST_SCAN_MS);
 
+	if (!sup->cfg.global.rest_api_on) {
+		/* gala-gopher's switch: no listener at all (configuration saved by REST earlier still applies) */
+		snprintf(r->error, sizeof(r->error), "off (global.rest_api_on = false)");
+		gg_info("rest_api_server: off (global.rest_api_on = false): no REST listener");
+		return 0;
+	}
 	o = (struct gg_http_opts){
 		.name = "rest_api_server",
 		.bind_addr = hc->bind_addr,

@@ -88,84 +88,6 @@ int gg_snoopers__needs_scan(const struct gg_snoopers *s)
 	return !gg_snoopers__empty(s);
 }
 
-/* ---- cgroup paths --------------------------------------------------------------------------------- */
-
-int gg_cgroup__container_id(const char *path, char *ret, size_t len)
-{
-	const char *end = path + strlen(path);
-
-	if (len < 65)
-		return -EINVAL;
-	/* From the leaf up (podman nests the payload in libpod-<id>.scope/container): the first
-	 * component holding a word of exactly 64 hex digits (words are split at non-alphanumerics). */
-	while (end > path) {
-		const char *start = end, *c;
-
-		while (start > path && start[-1] != '/')
-			start--;
-		if (end > start && !memmem(start, (size_t)(end - start), "conmon", 6)) {
-			for (c = start; c < end;) {
-				const char *w = c;
-				int hex = 1;
-
-				while (c < end && isalnum((unsigned char)*c)) {
-					hex &= isxdigit((unsigned char)*c) != 0;
-					c++;
-				}
-				if (c - w == 64 && hex) {
-					for (int i = 0; i < 64; i++)
-						ret[i] = (char)tolower((unsigned char)w[i]);
-					ret[64] = '\0';
-					return 0;
-				}
-				while (c < end && !isalnum((unsigned char)*c))
-					c++;
-			}
-		}
-		end = start > path ? start - 1 : path;
-	}
-	return -ENOENT;
-}
-
-int gg_cgroup__pod_uid(const char *path, char *ret, size_t len)
-{
-	const char *c = path;
-
-	if (!strstr(path, "kubepods"))
-		return -ENOENT;
-	while (*c) {
-		const char *comp = c, *p;
-		size_t clen;
-
-		while (*c && *c != '/')
-			c++;
-		clen = (size_t)(c - comp);
-		for (p = comp; p + 3 <= comp + clen; p++) {
-			const char *u, *ue;
-			size_t n;
-
-			if (strncmp(p, "pod", 3) || (p != comp && p[-1] != '-'))
-				continue;
-			u = p + 3;
-			ue = u;
-			while (ue < comp + clen && (isxdigit((unsigned char)*ue) || *ue == '-' || *ue == '_'))
-				ue++;
-			n = (size_t)(ue - u);
-			if (n < 8 || n + 1 > len)
-				continue;
-			if (ue != comp + clen && strncmp(ue, ".slice", 6))
-				continue;
-			for (size_t i = 0; i < n; i++)
-				ret[i] = u[i] == '_' ? '-' : (char)tolower((unsigned char)u[i]);
-			ret[n] = '\0';
-			return 0;
-		}
-		if (*c == '/')
-			c++;
-	}
-	return -ENOENT;
-}
-
 /* ---- scopes --------------------------------------------------------------------------------------- */
 
 void gg_scope__init(struct gg_scope *s)
@@ -293,48 +215,6 @@ static ssize_t read_small(const char *path, char *buf, size_t len)
 	return got;
 }
 
-/* The cgroup v2 path of a process ("0::/path" line), or the first path of a v1-only system. */
-static int cgroup_path(const char *text, char *ret, size_t len, int *v2)
-{
-	const char *line = text, *first = NULL;
-
-	*v2 = 0;
-	while (*line) {
-		const char *nl = strchr(line, '\n'), *c1 = strchr(line, ':'), *c2;
-		size_t n;
-
-		if (!nl)
-			nl = line + strlen(line);
-		c2 = c1 && c1 < nl ? memchr(c1 + 1, ':', (size_t)(nl - c1 - 1)) : NULL;
-		if (c2) {
-			if (!strncmp(line, "0::", 3)) {
-				n = (size_t)(nl - c2 - 1);
-				if (n + 1 > len)
-					return -ENAMETOOLONG;
-				memcpy(ret, c2 + 1, n);
-				ret[n] = '\0';
-				*v2 = 1;
-				return 0;
-			}
-			if (!first)
-				first = c2 + 1;
-		}
-		line = *nl ? nl + 1 : nl;
-	}
-	if (!first)
-		return -ENOENT;
-	{
-		const char *nl = strchrnul(first, '\n');
-		size_t n = (size_t)(nl - first);
-
-		if (n + 1 > len)
-			return -ENAMETOOLONG;
-		memcpy(ret, first, n);
-		ret[n] = '\0';
-	}
-	return 0;
-}
-
 /* What we learned about one process, read lazily; everything before dir is reset per process. */
 struct proc_info {
 	int comm_read, cmdline_read, cgroup_read;
@@ -402,7 +282,7 @@ static void proc_cgroup(struct proc_info *pi, struct gg_scan_stats *st)
 	st->files++;
 	if (read_small(path, text, sizeof(text)) <= 0)
 		return;
-	if (cgroup_path(text, pi->cgpath, sizeof(pi->cgpath), &pi->cg_v2))
+	if (gg_proc_cgroup__path(text, pi->cgpath, sizeof(pi->cgpath), &pi->cg_v2))
 		return;
 	pi->cg_ok = 1;
 	if (gg_cgroup__container_id(pi->cgpath, pi->cont, sizeof(pi->cont)))

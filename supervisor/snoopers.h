@@ -8,6 +8,7 @@
 #include <cjson/cJSON.h>
 
 #include "gg_common.h" /* the probes' scope map sizes */
+#include "identity.h"  /* cgroup path layouts */
 #include "probe_names.h"
 
 /* Resolved per probe, as many as the probes' BPF scope maps hold; more are dropped and flagged. */
@@ -61,14 +62,6 @@ struct gg_scan_stats {
 void gg_snoopers__from_json(const cJSON *snoopers, struct gg_snoopers *ret);
 int gg_snoopers__empty(const struct gg_snoopers *s);
 int gg_snoopers__needs_scan(const struct gg_snoopers *s);
-
-/* The container id (64 hex digits, lower case) a cgroup path names: docker (docker-<id>.scope,
- * /docker/<id>), containerd (cri-containerd-<id>.scope, /kubepods/.../<id>), CRI-O (crio-<id>.scope),
- * podman (libpod-<id>.scope[/container]); conmon cgroups name none. 0, or -ENOENT. */
-int gg_cgroup__container_id(const char *path, char *ret, size_t len);
-/* The pod UID a kubepods cgroup path names (pod<uid> or kubepods-<qos>-pod<uid_with_underscores>.slice),
- * lower case with '-' separators. 0, or -ENOENT. */
-int gg_cgroup__pod_uid(const char *path, char *ret, size_t len);
 
 /* Resolve n (<= GG_SCAN_SETS_MAX) target sets in one scan: scopes[i] (initialized with
  * gg_scope__init) receives sets[i]'s. 0 or negative errno (the scopes are then left as they were). */

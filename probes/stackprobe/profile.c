@@ -6,6 +6,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "../../supervisor/identity.h"
 #include "probe.h"
 #include "stackprobe.h"
 
@@ -231,50 +232,23 @@ static struct cont_ent g_cont[CONT_SLOTS];
 static uint32_t g_cont_round = 1;
 static struct probe_buf g_cgroup_buf;
 
-static int is_hex(char c)
-{
-	return (c >= '0' && c <= '9') || (c >= 'a' && c <= 'f');
-}
-
-/* Container id (64 hex digits as a path component or in "docker-<id>.scope" style names) and pod
- * uid ("pod<uid>" in kubepods paths) from /proc/<tgid>/cgroup. */
+/* "[Pod]<uid>;[Con]<first 12 digits of the id>" of a process, from /proc/<tgid>/cgroup read by the
+ * supervisor's cgroup layout parser (supervisor/identity.c: one parser for every runtime's layout). */
 static void container_frames(uint32_t tgid, char *out, size_t len)
 {
-	char path[64], con[13] = "", pod[40] = "";
-	const char *t;
+	char path[64], cgpath[4096];
+	struct gg_cgroup_info ci;
 
 	out[0] = '\0';
 	snprintf(path, sizeof(path), "/proc/%u/cgroup", tgid);
-	if (probe_read_file(path, &g_cgroup_buf, 1u << 16))
+	if (probe_read_file(path, &g_cgroup_buf, 1u << 16) ||
+	    gg_proc_cgroup__path(g_cgroup_buf.data, cgpath, sizeof(cgpath), NULL) || gg_cgroup__parse(cgpath, &ci) ||
+	    !ci.container_id[0])
 		return;
-	t = g_cgroup_buf.data;
-	for (const char *p = t; *p; p++) {
-		if (!con[0] && is_hex(*p) && (p == t || !is_hex(p[-1]))) {
-			size_t n = 0;
-
-			while (is_hex(p[n]))
-				n++;
-			if (n == 64 && (p == t || p[-1] == '/' || p[-1] == '-' || p[-1] == ':')) {
-				memcpy(con, p, 12);
-				con[12] = '\0';
-			}
-		}
-		if (!pod[0] && !strncmp(p, "pod", 3) && (p == t || p[-1] == '/' || p[-1] == '-')) {
-			size_t n = 0;
-
-			while (n < 36 && (is_hex(p[3 + n]) || p[3 + n] == '-' || p[3 + n] == '_'))
-				n++;
-			if (n == 36) {
-				for (size_t i = 0; i < n; i++)
-					pod[i] = p[3 + i] == '_' ? '-' : p[3 + i];
-				pod[n] = '\0';
-			}
-		}
-	}
-	if (pod[0] && con[0])
-		snprintf(out, len, "[Pod]%s;[Con]%s", pod, con);
-	else if (con[0])
-		snprintf(out, len, "[Con]%s", con);
+	if (ci.pod_uid[0])
+		snprintf(out, len, "[Pod]%s;[Con]%.12s", ci.pod_uid, ci.container_id);
+	else
+		snprintf(out, len, "[Con]%.12s", ci.container_id);
 }
 
 static const char *container_of(uint32_t tgid)

@@ -142,6 +142,48 @@ static void test_unknown_keys_warn(void **state)
 	gg_config__fini(&cfg);
 }
 
+/* gala-gopher's settings: rest_api_on as a boolean or a string, the "json" and "off" channels, the
+ * machine id source, the identity section with its defaults. */
+static void test_gala_gopher_settings(void **state)
+{
+	char err[512] = "";
+
+	(void)state;
+	assert_int_equal(load("", err, sizeof(err)), 0);
+	assert_int_equal(cfg.global.rest_api_on, 1);
+	assert_string_equal(cfg.global.machine_id, "machine-id");
+	assert_string_equal(cfg.global.product_uuid_file, "/sys/class/dmi/id/product_uuid");
+	assert_int_equal(cfg.identity.enabled, 1);
+	assert_string_equal(cfg.identity.containerd_dir, "/run/containerd/io.containerd.runtime.v2.task");
+	assert_string_equal(cfg.identity.crio_dir, "/run/containers/storage");
+	assert_string_equal(cfg.identity.storage_dir, "/var/lib/containers/storage");
+	assert_string_equal(cfg.identity.docker_dir, "/var/lib/docker");
+	gg_config__fini(&cfg);
+	assert_int_equal(load("global = { rest_api_on = false; machine_id = \"dmi-ip\"; product_uuid_file = \"u\"; };\n"
+			      "metric = { out_channel = \"json\"; };\nevent = { out_channel = \"off\"; };\n"
+			      "identity = { enabled = \"off\"; docker_dir = \"d\"; max_procs = 100; };\n",
+			      err, sizeof(err)),
+			 0);
+	assert_string_equal(warnings, "");
+	assert_int_equal(cfg.global.rest_api_on, 0);
+	assert_string_equal(cfg.global.machine_id, "dmi-ip");
+	assert_string_equal(cfg.global.product_uuid_file, "/etc/gg/u");
+	assert_int_equal(cfg.metric.out, GG_OUT_JSON);
+	assert_string_equal(gg_out_channel__str(cfg.metric.out), "json");
+	assert_int_equal(cfg.event.out, GG_OUT_OFF);
+	assert_int_equal(cfg.identity.enabled, 0);
+	assert_string_equal(cfg.identity.docker_dir, "/etc/gg/d");
+	assert_int_equal(cfg.identity.max_procs, 100);
+	gg_config__fini(&cfg);
+	assert_int_equal(load("global = { rest_api_on = \"true\"; };", err, sizeof(err)), 0);
+	assert_int_equal(cfg.global.rest_api_on, 1);
+	gg_config__fini(&cfg);
+	expect_error("global = { rest_api_on = 3; };", "global.rest_api_on: must be a string");
+	expect_error("global = { rest_api_on = \"maybe\"; };", "global.rest_api_on: must be \"on\" or \"off\"");
+	expect_error("global = { machine_id = \"uuid\"; };", "global.machine_id: must be one of machine-id, dmi-ip");
+	expect_error("identity = { max_procs = 1; };", "identity.max_procs: 1 is out of range");
+}
+
 static void test_split_args(void **state)
 {
 	char **argv = NULL;
@@ -171,7 +213,7 @@ int main(void)
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_defaults_and_compat), cmocka_unit_test(test_relative_paths_and_brokers),
 		cmocka_unit_test(test_errors_name_the_key), cmocka_unit_test(test_unknown_keys_warn),
-		cmocka_unit_test(test_split_args),
+		cmocka_unit_test(test_split_args),	    cmocka_unit_test(test_gala_gopher_settings),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

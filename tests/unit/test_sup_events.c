@@ -28,7 +28,7 @@ static int setup(void **state)
 
 static struct gg_events *new_events(unsigned int timeout_s, int zh, unsigned int dedup_max)
 {
-	struct gg_events_opts o = {timeout_s, zh, "mid1", "host1", dedup_max};
+	struct gg_events_opts o = {timeout_s, zh, "mid1", "host1", dedup_max, NULL, NULL};
 	struct gg_events *ev = gg_events__new(&o);
 
 	assert_non_null(ev);

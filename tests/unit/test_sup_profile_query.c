@@ -189,6 +189,60 @@ static void test_total_layers(void **state)
 	cJSON_Delete(o);
 }
 
+static void fake_ident(void *ctx, uint32_t tgid, const char **ret_pod, const char **ret_container)
+{
+	(void)ctx;
+	*ret_pod = tgid == 100 ? "web-0" : NULL;
+	*ret_container = tgid == 100 ? "nginx" : "";
+}
+
+/* Total with the container resolver: app (tgid 100) under [Pod]web-0 / [Con]nginx; other (tgid 200, gone
+ * for the resolver) under the container stackprobe wrote into the store. */
+static void test_total_container_layers(void **state)
+{
+	struct pq_request r = {.app = "Total", .event = 0, .time_start = 1000, .time_end = 1009, .ident = fake_ident};
+	const cJSON *root, *pod, *con, *p_app;
+	char *json = NULL;
+	size_t len = 0;
+	cJSON *o;
+
+	(void)state;
+	assert_int_equal(profile_query__run(g_dir, &r, &json, &len), 0);
+	o = cJSON_Parse(json);
+	free(json);
+	assert_non_null(o);
+	check_tree(o);
+	root = node(o, "Total", "-1");
+	pod = node(o, "[Pod]web-0", id(root));
+	con = node(o, "[Con]nginx", id(pod));
+	p_app = node(o, "[p] app", id(con));
+	assert_true(num(pod, "total_value") == 100000 && num(con, "total_value") == 100000);
+	assert_true(num(p_app, "total_value") == 100000);
+	assert_non_null(node(o, "[p] other", id(root)));
+	assert_null(node(o, "[p] app", id(root)));
+	cJSON_Delete(o);
+
+	/* a process the resolver does not know (gone): the container stackprobe stored at sampling time */
+	write_file(
+		"on-cpu/0000009000000-0000009010000.prof",
+		"# gala-gopher-profile v1 event=on-cpu unit=samples period_us=10000 from_ms=9000000 until_ms=9010000\n"
+		"300\t300\tgone\tgone\t[Pod]0123abcd-4567-89ab-cdef-0123456789ab;[Con]feedc0defeed\tmain\t2\n"
+		"301\t301\tbad\tbad\t[Nope]x;;[Con]\tmain\t1\n");
+	r.time_start = 9000;
+	r.time_end = 9009;
+	assert_int_equal(profile_query__run(g_dir, &r, &json, &len), 0);
+	o = cJSON_Parse(json);
+	free(json);
+	assert_non_null(o);
+	check_tree(o);
+	root = node(o, "Total", "-1");
+	pod = node(o, "[Pod]0123abcd-4567-89ab-cdef-0123456789ab", id(root));
+	con = node(o, "[Con]feedc0defeed", id(pod));
+	assert_non_null(node(o, "[p] gone", id(con)));
+	assert_non_null(node(o, "[p] bad", id(root))); /* nothing usable in its container column */
+	cJSON_Delete(o);
+}
+
 static void test_pid_and_event(void **state)
 {
 	cJSON *o = query("200", 0, 0, 5000, 0);
@@ -311,6 +365,7 @@ int main(void)
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_process_tree),
 		cmocka_unit_test(test_total_layers),
+		cmocka_unit_test(test_total_container_layers),
 		cmocka_unit_test(test_pid_and_event),
 		cmocka_unit_test(test_ids_stable),
 		cmocka_unit_test(test_truncation),

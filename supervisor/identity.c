@@ -1,0 +1,1060 @@
+/* identity.c - container and pod identity of processes: cgroup path layouts of docker, containerd,
+ * CRI-O, podman and kubepods; names from the runtimes' state files; a bounded two-level cache
+ * (process -> cgroup -> identity) so that a record costs a hash lookup, not a file read. */
+#include "identity.h"
+
+#include <ctype.h>
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <limits.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <cjson/cJSON.h>
+
+#include "meta.h"
+
+#define CGROUP_FILE_MAX	      8192u
+#define OCI_CONFIG_MAX	      (4u << 20)  /* an OCI config.json is tens of KiB */
+#define STORAGE_LIST_MAX      (16u << 20) /* containers.json: about 1 KiB per container */
+#define OCI_LABELS_MAX	      (64u << 10) /* CRI-O's labels JSON string */
+#define CONTAINERD_NS_MAX     64u	  /* namespaces looked at for a container of unknown namespace */
+#define CACHE_BUCKETS_MIN     64u
+#define DEFAULT_MAX_PROCS     16384u
+#define DEFAULT_MAX_CGROUPS   4096u
+#define DEFAULT_PROC_TTL_MS   5000u
+#define DEFAULT_CGROUP_TTL_MS 60000u
+#define DEFAULT_RETRY_MS      2000u
+
+const char *const gg_ident_names[GG_IDENT__COUNT] = {"container_id", "container_name", "container_image", "pod_id",
+						     "pod",	     "pod_namespace"};
+
+static const char *const runtime_names[] = {"none", "docker", "containerd", "crio", "podman", "unknown"};
+
+const char *gg_runtime__str(enum gg_runtime rt)
+{
+	return (unsigned int)rt < sizeof(runtime_names) / sizeof(runtime_names[0]) ? runtime_names[rt] : "?";
+}
+
+/* ---- cgroup paths ------------------------------------------------------------------------------------ */
+
+/* The container id of path and the path component [*ret_cs, *ret_ce) holding it. */
+static int find_container_id(const char *path, char *ret, const char **ret_cs, const char **ret_ce)
+{
+	const char *end = path + strlen(path);
+
+	/* From the leaf up (podman nests the payload in libpod-<id>.scope/container): the first
+	 * component holding a word of exactly 64 hex digits (words are split at non-alphanumerics). */
+	while (end > path) {
+		const char *start = end, *c;
+
+		while (start > path && start[-1] != '/')
+			start--;
+		if (end > start && !memmem(start, (size_t)(end - start), "conmon", 6)) {
+			for (c = start; c < end;) {
+				const char *w = c;
+				int hex = 1;
+
+				while (c < end && isalnum((unsigned char)*c)) {
+					hex &= isxdigit((unsigned char)*c) != 0;
+					c++;
+				}
+				if (c - w == 64 && hex) {
+					for (int i = 0; i < 64; i++)
+						ret[i] = (char)tolower((unsigned char)w[i]);
+					ret[64] = '\0';
+					*ret_cs = start;
+					*ret_ce = end;
+					return 0;
+				}
+				while (c < end && !isalnum((unsigned char)*c))
+					c++;
+			}
+		}
+		end = start > path ? start - 1 : path;
+	}
+	return -ENOENT;
+}
+
+int gg_cgroup__container_id(const char *path, char *ret, size_t len)
+{
+	const char *cs, *ce;
+
+	if (len < 65)
+		return -EINVAL;
+	return find_container_id(path, ret, &cs, &ce);
+}
+
+int gg_cgroup__pod_uid(const char *path, char *ret, size_t len)
+{
+	const char *c = path;
+
+	if (!strstr(path, "kubepods"))
+		return -ENOENT;
+	while (*c) {
+		const char *comp = c, *p;
+		size_t clen;
+
+		while (*c && *c != '/')
+			c++;
+		clen = (size_t)(c - comp);
+		for (p = comp; p + 3 <= comp + clen; p++) {
+			const char *u, *ue;
+			size_t n;
+
+			if (strncmp(p, "pod", 3) || (p != comp && p[-1] != '-'))
+				continue;
+			u = p + 3;
+			ue = u;
+			while (ue < comp + clen && (isxdigit((unsigned char)*ue) || *ue == '-' || *ue == '_'))
+				ue++;
+			n = (size_t)(ue - u);
+			if (n < 8 || n + 1 > len)
+				continue;
+			if (ue != comp + clen && strncmp(ue, ".slice", 6))
+				continue;
+			for (size_t i = 0; i < n; i++)
+				ret[i] = u[i] == '_' ? '-' : (char)tolower((unsigned char)u[i]);
+			ret[n] = '\0';
+			return 0;
+		}
+		if (*c == '/')
+			c++;
+	}
+	return -ENOENT;
+}
+
+static int has_prefix(const char *s, size_t n, const char *prefix)
+{
+	size_t pl = strlen(prefix);
+
+	return n >= pl && !memcmp(s, prefix, pl);
+}
+
+/* A containerd namespace name as the parent of /<namespace>/<id> ([A-Za-z0-9._-], not a systemd unit). */
+static int ns_name_ok(const char *s, size_t n)
+{
+	if (!n || n > 63 || s[0] == '.' || (n > 6 && !memcmp(s + n - 6, ".slice", 6)))
+		return 0;
+	for (size_t i = 0; i < n; i++) {
+		if (!isalnum((unsigned char)s[i]) && s[i] != '.' && s[i] != '_' && s[i] != '-')
+			return 0;
+	}
+	return 1;
+}
+
+int gg_cgroup__parse(const char *path, struct gg_cgroup_info *ret)
+{
+	const char *cs, *ce;
+	size_t n;
+
+	memset(ret, 0, sizeof(*ret));
+	if (gg_cgroup__pod_uid(path, ret->pod_uid, sizeof(ret->pod_uid)))
+		ret->pod_uid[0] = '\0';
+	if (find_container_id(path, ret->container_id, &cs, &ce)) {
+		ret->container_id[0] = '\0';
+		return 0;
+	}
+	n = (size_t)(ce - cs);
+	if (has_prefix(cs, n, "docker-")) {
+		ret->rt = GG_RT_DOCKER;
+	} else if (has_prefix(cs, n, "cri-containerd-") || has_prefix(cs, n, "nerdctl-")) {
+		ret->rt = GG_RT_CONTAINERD;
+	} else if (has_prefix(cs, n, "crio-")) {
+		ret->rt = GG_RT_CRIO;
+	} else if (has_prefix(cs, n, "libpod-")) {
+		ret->rt = GG_RT_PODMAN;
+	} else if (n == 64) {
+		/* a bare id: the parent names the runtime (cgroupfs driver) */
+		const char *pe = cs > path ? cs - 1 : cs, *ps = pe;
+
+		while (ps > path && ps[-1] != '/')
+			ps--;
+		n = (size_t)(pe - ps);
+		if (n == 6 && !memcmp(ps, "docker", 6))
+			ret->rt = GG_RT_DOCKER;
+		else if (strstr(path, "kubepods"))
+			ret->rt = GG_RT_UNKNOWN;
+		else if (n == 13 && !memcmp(ps, "libpod_parent", 13))
+			ret->rt = GG_RT_PODMAN;
+		else if (ns_name_ok(ps, n) && ps == path + 1) {
+			ret->rt = GG_RT_CONTAINERD; /* ctr / containerd: /<namespace>/<id> */
+			memcpy(ret->ns, ps, n);
+			ret->ns[n] = '\0';
+		} else {
+			ret->rt = GG_RT_UNKNOWN;
+		}
+	} else {
+		ret->rt = GG_RT_UNKNOWN;
+	}
+	return 0;
+}
+
+/* 1 when a path names a container or a pod. */
+static int path_interesting(const char *p, size_t n)
+{
+	char tmp[PATH_MAX], id[65];
+
+	if (n + 1 > sizeof(tmp))
+		return 0;
+	memcpy(tmp, p, n);
+	tmp[n] = '\0';
+	return !gg_cgroup__container_id(tmp, id, sizeof(id)) || !gg_cgroup__pod_uid(tmp, id, sizeof(id));
+}
+
+static int copy_path(const char *p, size_t n, char *ret, size_t len)
+{
+	if (n + 1 > len)
+		return -ENAMETOOLONG;
+	memcpy(ret, p, n);
+	ret[n] = '\0';
+	return 0;
+}
+
+int gg_proc_cgroup__path(const char *text, char *ret, size_t len, int *ret_v2)
+{
+	const char *line = text, *v2 = NULL, *first = NULL;
+	size_t v2n = 0, firstn = 0;
+
+	if (ret_v2)
+		*ret_v2 = 0;
+	/* pass 1: the v2 line; pass 2 (below): the v1 lines */
+	while (*line) {
+		const char *nl = strchrnul(line, '\n'), *c1 = memchr(line, ':', (size_t)(nl - line)), *c2;
+
+		c2 = c1 ? memchr(c1 + 1, ':', (size_t)(nl - c1 - 1)) : NULL;
+		if (c2 && c2 + 1 < nl && c2[1] == '/') {
+			const char *p = c2 + 1;
+			size_t n = (size_t)(nl - p);
+
+			if (c1 - line == 1 && line[0] == '0' && c2 == c1 + 1) {
+				v2 = p;
+				v2n = n;
+			} else if (!first) {
+				first = p;
+				firstn = n;
+			}
+		}
+		line = *nl ? nl + 1 : nl;
+	}
+	if (v2 && path_interesting(v2, v2n)) {
+		if (ret_v2)
+			*ret_v2 = 1;
+		return copy_path(v2, v2n, ret, len);
+	}
+	for (line = text; *line;) {
+		const char *nl = strchrnul(line, '\n'), *c1 = memchr(line, ':', (size_t)(nl - line)), *c2;
+
+		c2 = c1 ? memchr(c1 + 1, ':', (size_t)(nl - c1 - 1)) : NULL;
+		if (c2 && c2 + 1 < nl && c2[1] == '/' && !(line[0] == '0' && c2 == c1 + 1) &&
+		    path_interesting(c2 + 1, (size_t)(nl - c2 - 1)))
+			return copy_path(c2 + 1, (size_t)(nl - c2 - 1), ret, len);
+		line = *nl ? nl + 1 : nl;
+	}
+	if (v2) {
+		if (ret_v2)
+			*ret_v2 = 1;
+		return copy_path(v2, v2n, ret, len);
+	}
+	if (first)
+		return copy_path(first, firstn, ret, len);
+	return -ENOENT;
+}
+
+/* ---- runtime state files ----------------------------------------------------------------------------- */
+
+/* dst = the string value of j when it is a usable label value (valid UTF-8, no control characters, at
+ * most GG_IDENT_VALUE_MAX bytes); dst is kept when already set or when j is not usable. */
+static void take(char *dst, const cJSON *j)
+{
+	const char *s = cJSON_GetStringValue(j);
+	size_t n;
+
+	if (dst[0] || !s)
+		return;
+	n = strlen(s);
+	if (!n || n > GG_IDENT_VALUE_MAX || !meta_utf8_valid(s, n))
+		return;
+	for (size_t i = 0; i < n; i++) {
+		if ((unsigned char)s[i] < 0x20 || s[i] == 0x7f)
+			return;
+	}
+	memcpy(dst, s, n + 1);
+}
+
+static const cJSON *member(const cJSON *o, const char *name)
+{
+	return cJSON_IsObject(o) ? cJSON_GetObjectItemCaseSensitive(o, name) : NULL;
+}
+
+static int names_any(const struct gg_ident_names *n)
+{
+	return n->name[0] || n->image[0] || n->pod[0] || n->pod_ns[0] || n->pod_uid[0];
+}
+
+/* Kubernetes labels (dockershim's container labels; CRI-O's annotations carry the same keys). */
+static void take_kube_labels(struct gg_ident_names *ret, const cJSON *m)
+{
+	take(ret->name, member(m, "io.kubernetes.container.name"));
+	take(ret->pod, member(m, "io.kubernetes.pod.name"));
+	take(ret->pod_ns, member(m, "io.kubernetes.pod.namespace"));
+	take(ret->pod_uid, member(m, "io.kubernetes.pod.uid"));
+}
+
+int gg_ident__parse_oci_config(const char *json, size_t len, struct gg_ident_names *ret)
+{
+	cJSON *root = cJSON_ParseWithLength(json, len);
+	const cJSON *a;
+	int err = 0;
+
+	if (!cJSON_IsObject(root)) {
+		err = -EINVAL;
+		goto cleanup;
+	}
+	a = member(root, "annotations");
+	if (!cJSON_IsObject(a)) {
+		err = -ENOENT;
+		goto cleanup;
+	}
+	/* containerd's CRI plugin (pkg/cri/annotations) */
+	take(ret->name, member(a, "io.kubernetes.cri.container-name"));
+	take(ret->image, member(a, "io.kubernetes.cri.image-name"));
+	take(ret->pod, member(a, "io.kubernetes.cri.sandbox-name"));
+	take(ret->pod_ns, member(a, "io.kubernetes.cri.sandbox-namespace"));
+	take(ret->pod_uid, member(a, "io.kubernetes.cri.sandbox-uid"));
+	/* CRI-O (the kubelet's label keys, and its own image annotation) */
+	take_kube_labels(ret, a);
+	take(ret->image, member(a, "io.kubernetes.cri-o.ImageName"));
+	if (!ret->name[0] || !ret->pod[0] || !ret->pod_ns[0]) {
+		/* CRI-O also keeps the container's labels as one JSON string */
+		const char *lj = cJSON_GetStringValue(member(a, "io.kubernetes.cri-o.Labels"));
+		cJSON *labels = lj && strlen(lj) <= OCI_LABELS_MAX ? cJSON_Parse(lj) : NULL;
+
+		take_kube_labels(ret, labels);
+		cJSON_Delete(labels);
+	}
+	/* nerdctl's containers (containerd without Kubernetes) */
+	take(ret->name, member(a, "nerdctl/name"));
+	if (!names_any(ret))
+		err = -ENOENT;
+cleanup:
+	cJSON_Delete(root);
+	return err;
+}
+
+int gg_ident__parse_docker_config(const char *json, size_t len, struct gg_ident_names *ret)
+{
+	cJSON *root = cJSON_ParseWithLength(json, len);
+	const cJSON *cfg;
+	char name[GG_IDENT_VALUE_MAX + 1] = "";
+	int err = 0;
+
+	if (!cJSON_IsObject(root)) {
+		err = -EINVAL;
+		goto cleanup;
+	}
+	cfg = member(root, "Config");
+	/* a dockershim container: the Kubernetes names are labels; Name is k8s_<container>_<pod>_... */
+	take_kube_labels(ret, member(cfg, "Labels"));
+	take(ret->image, member(cfg, "Image"));
+	take(name, member(root, "Name"));
+	if (!ret->name[0] && name[0])
+		memmove(ret->name, name + (name[0] == '/'), strlen(name + (name[0] == '/')) + 1);
+	if (!names_any(ret))
+		err = -ENOENT;
+cleanup:
+	cJSON_Delete(root);
+	return err;
+}
+
+/* The entry of container id in a parsed containers.json: 0, -EINVAL (not a list), -ENOENT. */
+static int storage_find(const cJSON *root, const char *id, struct gg_ident_names *ret)
+{
+	const cJSON *e;
+	cJSON *md;
+
+	if (!cJSON_IsArray(root))
+		return -EINVAL;
+	cJSON_ArrayForEach(e, root)
+	{
+		const char *eid = cJSON_GetStringValue(member(e, "id"));
+		const char *mds;
+
+		if (!eid || strcmp(eid, id))
+			continue;
+		/* "metadata" is itself JSON, as a string: podman's {"image-name", "name", ...}; CRI-O's
+		 * also "pod-name" */
+		mds = cJSON_GetStringValue(member(e, "metadata"));
+		md = mds ? cJSON_Parse(mds) : NULL;
+		take(ret->name, member(md, "name"));
+		take(ret->name, cJSON_GetArrayItem(member(e, "names"), 0));
+		take(ret->image, member(md, "image-name"));
+		take(ret->pod, member(md, "pod-name"));
+		cJSON_Delete(md);
+		return names_any(ret) ? 0 : -ENOENT;
+	}
+	return -ENOENT;
+}
+
+int gg_ident__parse_storage_containers(const char *json, size_t len, const char *id, struct gg_ident_names *ret)
+{
+	cJSON *root = cJSON_ParseWithLength(json, len);
+	int err = storage_find(root, id, ret);
+
+	cJSON_Delete(root);
+	return err;
+}
+
+/* The whole of a regular file of at most max bytes, NUL-terminated; free() it. */
+static int read_file(const char *path, size_t max, char **ret, size_t *ret_len)
+{
+	struct stat st;
+	char *buf = NULL;
+	size_t got = 0;
+	int fd = open(path, O_RDONLY | O_CLOEXEC | O_NOCTTY), err = 0;
+
+	if (fd < 0)
+		return -errno;
+	if (fstat(fd, &st)) {
+		err = -errno;
+		goto cleanup;
+	}
+	if (!S_ISREG(st.st_mode)) {
+		err = -EINVAL;
+		goto cleanup;
+	}
+	if ((uint64_t)st.st_size > max) {
+		err = -EFBIG;
+		goto cleanup;
+	}
+	buf = malloc((size_t)st.st_size + 1);
+	if (!buf) {
+		err = -ENOMEM;
+		goto cleanup;
+	}
+	/* the size may change under us (a runtime rewriting it): read what is there, up to the bound */
+	while (got < (size_t)st.st_size) {
+		ssize_t n = read(fd, buf + got, (size_t)st.st_size - got);
+
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n < 0) {
+			err = -errno;
+			goto cleanup;
+		}
+		if (n == 0)
+			break;
+		got += (size_t)n;
+	}
+	buf[got] = '\0';
+	*ret = buf;
+	*ret_len = got;
+	buf = NULL;
+cleanup:
+	free(buf);
+	close(fd);
+	return err;
+}
+
+/* ---- the cache ---------------------------------------------------------------------------------------- */
+
+struct link {
+	struct link *older, *newer;
+};
+
+struct lru {
+	struct link *oldest, *newest;
+	unsigned int n;
+};
+
+/* One container (or pod) cgroup: its identity. Freed only when no process entry refers to it. */
+struct cg_entry {
+	struct link lru; /* first member: the list links */
+	struct cg_entry *hnext;
+	uint64_t hash;
+	uint64_t expires_ms;
+	unsigned int refs;
+	uint64_t retry_ms; /* the next wait while its state cannot be read: doubles, up to cgroup_ttl_ms */
+	char *path;
+	char *buf; /* the six values, NUL-terminated one after another */
+	struct gg_ident ident;
+};
+
+struct proc_entry {
+	struct link lru;
+	struct proc_entry *hnext;
+	uint32_t tgid;
+	uint64_t expires_ms;
+	struct cg_entry *cg; /* NULL: not in a container */
+};
+
+struct gg_identity {
+	struct gg_identity_opts o;
+	char *strs[5];
+	struct proc_entry **pbuckets;
+	struct cg_entry **cbuckets;
+	size_t npb, ncb; /* powers of two */
+	struct lru procs, cgroups;
+	struct gg_identity_stats st;
+	struct gg_ident_names scratch;
+	/* containers.json and volatile-containers.json, parsed once per version of the file: every
+	 * podman container would otherwise parse the whole list again */
+	struct storage_list {
+		dev_t dev;
+		ino_t ino;
+		off_t size;
+		struct timespec mtime;
+		cJSON *root;
+	} lists[2];
+};
+
+static const struct gg_ident empty_ident = {{"", "", "", "", "", ""}, {0}};
+
+static void lru_unlink(struct lru *l, struct link *e)
+{
+	if (e->older)
+		e->older->newer = e->newer;
+	else
+		l->oldest = e->newer;
+	if (e->newer)
+		e->newer->older = e->older;
+	else
+		l->newest = e->older;
+	e->older = e->newer = NULL;
+	l->n--;
+}
+
+static void lru_push(struct lru *l, struct link *e)
+{
+	e->newer = NULL;
+	e->older = l->newest;
+	if (l->newest)
+		l->newest->newer = e;
+	else
+		l->oldest = e;
+	l->newest = e;
+	l->n++;
+}
+
+static void lru_touch(struct lru *l, struct link *e)
+{
+	if (l->newest == e)
+		return;
+	lru_unlink(l, e);
+	lru_push(l, e);
+}
+
+static uint64_t hash_str(const char *s)
+{
+	uint64_t h = 0xcbf29ce484222325ULL;
+
+	for (; *s; s++) {
+		h ^= (unsigned char)*s;
+		h *= 0x100000001b3ULL;
+	}
+	return h ^ (h >> 29);
+}
+
+static size_t tgid_bucket(const struct gg_identity *id, uint32_t tgid)
+{
+	uint64_t x = tgid * 0x9e3779b97f4a7c15ULL;
+
+	return (size_t)(x >> 32) & (id->npb - 1);
+}
+
+static size_t pow2_at_least(size_t n)
+{
+	size_t p = CACHE_BUCKETS_MIN;
+
+	while (p < n)
+		p <<= 1;
+	return p;
+}
+
+struct gg_identity *gg_identity__new(const struct gg_identity_opts *o)
+{
+	struct gg_identity *id = calloc(1, sizeof(*id));
+	const char *defaults[5] = {"/proc", "/run/containerd/io.containerd.runtime.v2.task", "/run/containers/storage",
+				   "/var/lib/containers/storage", "/var/lib/docker"};
+	const char *given[5] = {o->proc_root, o->containerd_dir, o->crio_dir, o->storage_dir, o->docker_dir};
+
+	if (!id)
+		return NULL;
+	id->o = *o;
+	for (int i = 0; i < 5; i++) {
+		id->strs[i] = strdup(given[i] && given[i][0] ? given[i] : defaults[i]);
+		if (!id->strs[i])
+			goto err_out;
+	}
+	id->o.proc_root = id->strs[0];
+	id->o.containerd_dir = id->strs[1];
+	id->o.crio_dir = id->strs[2];
+	id->o.storage_dir = id->strs[3];
+	id->o.docker_dir = id->strs[4];
+	if (!id->o.max_procs)
+		id->o.max_procs = DEFAULT_MAX_PROCS;
+	if (!id->o.max_cgroups)
+		id->o.max_cgroups = DEFAULT_MAX_CGROUPS;
+	if (!id->o.proc_ttl_ms)
+		id->o.proc_ttl_ms = DEFAULT_PROC_TTL_MS;
+	if (!id->o.cgroup_ttl_ms)
+		id->o.cgroup_ttl_ms = DEFAULT_CGROUP_TTL_MS;
+	if (!id->o.retry_ms)
+		id->o.retry_ms = DEFAULT_RETRY_MS;
+	id->npb = pow2_at_least(id->o.max_procs);
+	id->ncb = pow2_at_least(id->o.max_cgroups);
+	id->pbuckets = calloc(id->npb, sizeof(*id->pbuckets));
+	id->cbuckets = calloc(id->ncb, sizeof(*id->cbuckets));
+	if (!id->pbuckets || !id->cbuckets)
+		goto err_out;
+	return id;
+
+err_out:
+	gg_identity__free(id);
+	errno = ENOMEM;
+	return NULL;
+}
+
+static void cg_free(struct cg_entry *c)
+{
+	free(c->path);
+	free(c->buf);
+	free(c);
+}
+
+void gg_identity__free(struct gg_identity *id)
+{
+	struct link *l, *next;
+
+	if (!id)
+		return;
+	for (l = id->procs.oldest; l; l = next) {
+		next = l->newer;
+		free(l);
+	}
+	for (l = id->cgroups.oldest; l; l = next) {
+		next = l->newer;
+		cg_free((struct cg_entry *)l);
+	}
+	free(id->pbuckets);
+	free(id->cbuckets);
+	for (int i = 0; i < 2; i++)
+		cJSON_Delete(id->lists[i].root);
+	for (int i = 0; i < 5; i++)
+		free(id->strs[i]);
+	free(id);
+}
+
+const struct gg_identity_stats *gg_identity__stats(const struct gg_identity *id)
+{
+	struct gg_identity_stats *st = (struct gg_identity_stats *)&id->st;
+
+	st->procs = id->procs.n;
+	st->cgroups = id->cgroups.n;
+	return st;
+}
+
+static void proc_remove(struct gg_identity *id, struct proc_entry *p)
+{
+	struct proc_entry **pp = &id->pbuckets[tgid_bucket(id, p->tgid)];
+
+	while (*pp != p)
+		pp = &(*pp)->hnext;
+	*pp = p->hnext;
+	lru_unlink(&id->procs, &p->lru);
+	if (p->cg)
+		p->cg->refs--;
+	free(p);
+	id->st.evictions++;
+}
+
+static void cg_remove(struct gg_identity *id, struct cg_entry *c)
+{
+	struct cg_entry **pp = &id->cbuckets[c->hash & (id->ncb - 1)];
+
+	while (*pp != c)
+		pp = &(*pp)->hnext;
+	*pp = c->hnext;
+	lru_unlink(&id->cgroups, &c->lru);
+	cg_free(c);
+	id->st.evictions++;
+}
+
+/* Make room for one more cgroup: the least recently used one no process refers to goes; when every
+ * one is referred to, the least recently used processes go first. */
+static void cg_make_room(struct gg_identity *id)
+{
+	while (id->cgroups.n >= id->o.max_cgroups) {
+		struct link *l;
+
+		for (l = id->cgroups.oldest; l && ((struct cg_entry *)l)->refs; l = l->newer)
+			;
+		if (l) {
+			cg_remove(id, (struct cg_entry *)l);
+			continue;
+		}
+		if (!id->procs.oldest)
+			return; /* cannot happen: a referenced cgroup has a process */
+		proc_remove(id, (struct proc_entry *)id->procs.oldest);
+	}
+}
+
+/* ---- resolution ---------------------------------------------------------------------------------------- */
+
+static int read_json(struct gg_identity *id, const char *path, size_t max, char **ret, size_t *ret_len)
+{
+	int err = read_file(path, max, ret, ret_len);
+
+	if (err != -ENOENT)
+		id->st.state_reads++;
+	if (err && err != -ENOENT && err != -ENOTDIR)
+		id->st.state_errors++;
+	return err;
+}
+
+static int try_oci(struct gg_identity *id, const char *path, struct gg_ident_names *nm)
+{
+	char *buf;
+	size_t len;
+	int err = read_json(id, path, OCI_CONFIG_MAX, &buf, &len);
+
+	if (err)
+		return err;
+	err = gg_ident__parse_oci_config(buf, len, nm);
+	if (err == -EINVAL)
+		id->st.state_errors++;
+	free(buf);
+	return err;
+}
+
+static int from_containerd(struct gg_identity *id, const struct gg_cgroup_info *ci, struct gg_ident_names *nm)
+{
+	char path[PATH_MAX];
+	struct dirent *de;
+	unsigned int seen = 0;
+	DIR *d;
+	int err = -ENOENT;
+
+	if (ci->ns[0]) {
+		snprintf(path, sizeof(path), "%s/%s/%s/config.json", id->o.containerd_dir, ci->ns, ci->container_id);
+		return try_oci(id, path, nm);
+	}
+	/* Kubernetes' namespace first, then any other */
+	snprintf(path, sizeof(path), "%s/k8s.io/%s/config.json", id->o.containerd_dir, ci->container_id);
+	if (!try_oci(id, path, nm))
+		return 0;
+	d = opendir(id->o.containerd_dir);
+	if (!d)
+		return -ENOENT;
+	while ((de = readdir(d)) && seen++ < CONTAINERD_NS_MAX) {
+		if (de->d_name[0] == '.' || !strcmp(de->d_name, "k8s.io"))
+			continue;
+		snprintf(path, sizeof(path), "%s/%s/%s/config.json", id->o.containerd_dir, de->d_name,
+			 ci->container_id);
+		err = try_oci(id, path, nm);
+		if (!err)
+			break;
+	}
+	closedir(d);
+	return err;
+}
+
+static int from_crio(struct gg_identity *id, const struct gg_cgroup_info *ci, struct gg_ident_names *nm)
+{
+	char path[PATH_MAX];
+
+	/* CRI-O saves the spec in the run directory (the bundle) and in the persistent one */
+	snprintf(path, sizeof(path), "%s/overlay-containers/%s/userdata/config.json", id->o.crio_dir, ci->container_id);
+	if (!try_oci(id, path, nm))
+		return 0;
+	snprintf(path, sizeof(path), "%s/overlay-containers/%s/userdata/config.json", id->o.storage_dir,
+		 ci->container_id);
+	return try_oci(id, path, nm);
+}
+
+static int from_docker(struct gg_identity *id, const struct gg_cgroup_info *ci, struct gg_ident_names *nm)
+{
+	char path[PATH_MAX], *buf;
+	size_t len;
+	int err;
+
+	snprintf(path, sizeof(path), "%s/containers/%s/config.v2.json", id->o.docker_dir, ci->container_id);
+	err = read_json(id, path, OCI_CONFIG_MAX, &buf, &len);
+	if (err)
+		return err;
+	err = gg_ident__parse_docker_config(buf, len, nm);
+	if (err == -EINVAL)
+		id->st.state_errors++;
+	free(buf);
+	return err;
+}
+
+/* The parsed list at path, read again only when the file changed (NULL when absent or bad). */
+static const cJSON *storage_list(struct gg_identity *id, struct storage_list *l, const char *path)
+{
+	struct stat st;
+	char *buf;
+	size_t len;
+
+	if (stat(path, &st)) {
+		cJSON_Delete(l->root);
+		l->root = NULL;
+		return NULL;
+	}
+	if (l->root && l->dev == st.st_dev && l->ino == st.st_ino && l->size == st.st_size &&
+	    l->mtime.tv_sec == st.st_mtim.tv_sec && l->mtime.tv_nsec == st.st_mtim.tv_nsec)
+		return l->root;
+	cJSON_Delete(l->root);
+	l->root = NULL;
+	if (read_json(id, path, STORAGE_LIST_MAX, &buf, &len))
+		return NULL;
+	l->root = cJSON_ParseWithLength(buf, len);
+	free(buf);
+	if (!cJSON_IsArray(l->root)) {
+		id->st.state_errors++;
+		cJSON_Delete(l->root);
+		l->root = NULL;
+		return NULL;
+	}
+	/* a list rewritten within one mtime tick keeps its old parse until the next change: podman
+	 * rewrites it with a new inode (rename), which is seen */
+	l->dev = st.st_dev;
+	l->ino = st.st_ino;
+	l->size = st.st_size;
+	l->mtime = st.st_mtim;
+	return l->root;
+}
+
+static int from_podman(struct gg_identity *id, const struct gg_cgroup_info *ci, struct gg_ident_names *nm)
+{
+	static const char *const lists[] = {"containers.json", "volatile-containers.json"};
+	char path[PATH_MAX];
+
+	/* the bundle's annotations (a pod of `podman kube play` carries the Kubernetes names) */
+	snprintf(path, sizeof(path), "%s/overlay-containers/%s/userdata/config.json", id->o.storage_dir,
+		 ci->container_id);
+	(void)try_oci(id, path, nm);
+	for (size_t i = 0; i < sizeof(lists) / sizeof(lists[0]); i++) {
+		const cJSON *root;
+
+		snprintf(path, sizeof(path), "%s/overlay-containers/%s", id->o.storage_dir, lists[i]);
+		root = storage_list(id, &id->lists[i], path);
+		if (root && !storage_find(root, ci->container_id, nm))
+			return 0;
+	}
+	return names_any(nm) ? 0 : -ENOENT;
+}
+
+/* Read the names of a container; 0 when its state was found. */
+static int resolve_names(struct gg_identity *id, const struct gg_cgroup_info *ci, struct gg_ident_names *nm)
+{
+	static int (*const order[])(struct gg_identity *, const struct gg_cgroup_info *,
+				    struct gg_ident_names *) = {from_containerd, from_crio, from_docker, from_podman};
+
+	memset(nm, 0, sizeof(*nm));
+	switch (ci->rt) {
+	case GG_RT_DOCKER:
+		return from_docker(id, ci, nm);
+	case GG_RT_CONTAINERD:
+		return from_containerd(id, ci, nm);
+	case GG_RT_CRIO:
+		return from_crio(id, ci, nm);
+	case GG_RT_PODMAN:
+		return from_podman(id, ci, nm);
+	case GG_RT_UNKNOWN:
+		for (size_t i = 0; i < sizeof(order) / sizeof(order[0]); i++) {
+			if (!order[i](id, ci, nm))
+				return 0;
+			memset(nm, 0, sizeof(*nm));
+		}
+		return -ENOENT;
+	default:
+		return -ENOENT;
+	}
+}
+
+/* How long until the next try to read a container's state that could not be read: retry_ms at first
+ * (a container just starting), doubling up to cgroup_ttl_ms (a path that looks like a container but
+ * that no runtime knows costs a few failed opens per minute, not every 2 s). */
+static uint64_t next_retry(const struct gg_identity *id, struct cg_entry *c)
+{
+	c->retry_ms = c->retry_ms ? c->retry_ms * 2 : id->o.retry_ms;
+	if (c->retry_ms > id->o.cgroup_ttl_ms)
+		c->retry_ms = id->o.cgroup_ttl_ms;
+	return c->retry_ms;
+}
+
+/* (Re)compute the identity of cgroup entry c. */
+static int cg_resolve(struct gg_identity *id, struct cg_entry *c, uint64_t now_ms)
+{
+	struct gg_cgroup_info ci;
+	struct gg_ident_names *nm = &id->scratch;
+	char uid[65];
+	const char *vals[GG_IDENT__COUNT];
+	size_t lens[GG_IDENT__COUNT], total = 0, off = 0;
+	char *buf;
+	int found;
+
+	gg_cgroup__parse(c->path, &ci);
+	found = ci.container_id[0] ? resolve_names(id, &ci, nm) == 0 : (memset(nm, 0, sizeof(*nm)), 1);
+	if (!found && c->buf &&
+	    (c->ident.len[GG_IDENT_CONTAINER_NAME] || c->ident.len[GG_IDENT_CONTAINER_IMAGE] ||
+	     c->ident.len[GG_IDENT_POD])) {
+		/* known before, not readable now (being rewritten, or the container is gone while its
+		 * processes still report): the names stay, the next try is soon */
+		c->expires_ms = now_ms + next_retry(id, c);
+		return 0;
+	}
+	uid[0] = '\0';
+	if (!ci.pod_uid[0] && nm->pod_uid[0] && strlen(nm->pod_uid) < sizeof(uid)) {
+		/* the pod's uid from the annotations when the path has none (cgroupfs layouts of some hosts) */
+		for (size_t i = 0; nm->pod_uid[i]; i++)
+			uid[i] = (char)tolower((unsigned char)nm->pod_uid[i]);
+		uid[strlen(nm->pod_uid)] = '\0';
+	}
+	vals[GG_IDENT_CONTAINER_ID] = ci.container_id;
+	vals[GG_IDENT_CONTAINER_NAME] = nm->name;
+	vals[GG_IDENT_CONTAINER_IMAGE] = nm->image;
+	vals[GG_IDENT_POD_ID] = ci.pod_uid[0] ? ci.pod_uid : uid;
+	vals[GG_IDENT_POD] = nm->pod;
+	vals[GG_IDENT_POD_NAMESPACE] = nm->pod_ns;
+	for (int i = 0; i < GG_IDENT__COUNT; i++) {
+		lens[i] = strlen(vals[i]);
+		total += lens[i] + 1;
+	}
+	buf = malloc(total);
+	if (!buf)
+		return -ENOMEM;
+	for (int i = 0; i < GG_IDENT__COUNT; i++) {
+		memcpy(buf + off, vals[i], lens[i] + 1);
+		c->ident.v[i] = buf + off;
+		c->ident.len[i] = (uint16_t)lens[i];
+		off += lens[i] + 1;
+	}
+	free(c->buf);
+	c->buf = buf;
+	if (found)
+		c->retry_ms = 0;
+	c->expires_ms = now_ms + (found ? id->o.cgroup_ttl_ms : next_retry(id, c));
+	return 0;
+}
+
+/* The entry of a container cgroup path, found or made (NULL when out of memory). */
+static struct cg_entry *cg_get(struct gg_identity *id, const char *path, uint64_t now_ms)
+{
+	uint64_t h = hash_str(path);
+	struct cg_entry *c;
+
+	for (c = id->cbuckets[h & (id->ncb - 1)]; c; c = c->hnext) {
+		if (c->hash == h && !strcmp(c->path, path))
+			break;
+	}
+	if (c) {
+		if (now_ms >= c->expires_ms)
+			(void)cg_resolve(id, c, now_ms); /* out of memory: the old values stay */
+		lru_touch(&id->cgroups, &c->lru);
+		return c;
+	}
+	cg_make_room(id);
+	c = calloc(1, sizeof(*c));
+	if (!c)
+		return NULL;
+	c->path = strdup(path);
+	if (!c->path || cg_resolve(id, c, now_ms)) {
+		cg_free(c);
+		return NULL;
+	}
+	c->hash = h;
+	c->hnext = id->cbuckets[h & (id->ncb - 1)];
+	id->cbuckets[h & (id->ncb - 1)] = c;
+	lru_push(&id->cgroups, &c->lru);
+	return c;
+}
+
+static const struct gg_ident *ident_of(const struct cg_entry *c)
+{
+	return c ? &c->ident : &empty_ident;
+}
+
+static struct proc_entry *proc_find(struct gg_identity *id, uint32_t tgid)
+{
+	struct proc_entry *p;
+
+	for (p = id->pbuckets[tgid_bucket(id, tgid)]; p; p = p->hnext) {
+		if (p->tgid == tgid)
+			return p;
+	}
+	return NULL;
+}
+
+const struct gg_ident *gg_identity__lookup(struct gg_identity *id, uint32_t tgid, uint64_t now_ms)
+{
+	char path[96], text[CGROUP_FILE_MAX], cgpath[PATH_MAX];
+	struct gg_cgroup_info ci;
+	struct cg_entry *cg = NULL;
+	struct proc_entry *p;
+	ssize_t n = -1;
+	int fd;
+
+	id->st.lookups++;
+	if (!tgid)
+		return &empty_ident;
+	p = proc_find(id, tgid);
+	if (p && now_ms < p->expires_ms) {
+		lru_touch(&id->procs, &p->lru);
+		if (p->cg && now_ms >= p->cg->expires_ms)
+			(void)cg_resolve(id, p->cg, now_ms);
+		return ident_of(p->cg);
+	}
+	snprintf(path, sizeof(path), "%s/%u/cgroup", id->o.proc_root, tgid);
+	id->st.proc_reads++;
+	fd = open(path, O_RDONLY | O_CLOEXEC);
+	if (fd >= 0) {
+		do
+			n = read(fd, text, sizeof(text) - 1);
+		while (n < 0 && errno == EINTR);
+		close(fd);
+	}
+	if (n <= 0) {
+		/* gone: a process keeps the identity it had for its last records */
+		if (p) {
+			p->expires_ms = now_ms + id->o.proc_ttl_ms;
+			lru_touch(&id->procs, &p->lru);
+			return ident_of(p->cg);
+		}
+	} else {
+		text[n] = '\0';
+		if (!gg_proc_cgroup__path(text, cgpath, sizeof(cgpath), NULL)) {
+			gg_cgroup__parse(cgpath, &ci);
+			if (ci.rt != GG_RT_NONE || ci.pod_uid[0])
+				cg = cg_get(id, cgpath, now_ms);
+		}
+		p = proc_find(id, tgid); /* making room for the cgroup may have removed it */
+	}
+	if (!p) {
+		if (id->procs.n >= id->o.max_procs)
+			proc_remove(id, (struct proc_entry *)id->procs.oldest);
+		p = calloc(1, sizeof(*p));
+		if (!p)
+			return ident_of(cg);
+		p->tgid = tgid;
+		p->hnext = id->pbuckets[tgid_bucket(id, tgid)];
+		id->pbuckets[tgid_bucket(id, tgid)] = p;
+		lru_push(&id->procs, &p->lru);
+	} else {
+		lru_touch(&id->procs, &p->lru);
+	}
+	if (p->cg != cg) {
+		if (p->cg)
+			p->cg->refs--;
+		if (cg)
+			cg->refs++;
+		p->cg = cg;
+	}
+	p->expires_ms = now_ms + id->o.proc_ttl_ms;
+	return ident_of(cg);
+}

@@ -1,0 +1,460 @@
+"""test_identity.py - container and pod labels on tgid tables with the real supervisor and system_infos:
+cgroups laid out as containerd (Kubernetes, systemd and cgroupfs drivers), CRI-O, docker and podman
+create them, state files written as each runtime writes them (into a temporary directory configured as
+the runtime's root), a test process moved into each cgroup; the labels are checked on the process's
+series in /metrics, in Kafka JSON records and in the metadata message. Containers cannot run here, so
+the layouts are made by hand; every cgroup is under a parent named after this test run and removed."""
+import json
+import os
+import random
+import shutil
+import subprocess
+import tempfile
+import time
+import uuid
+
+from harness import (KafkaMock, Supervisor, check, free_port, http_get, parse_prom, probe_entry, wait_for)
+
+IDENT = ("container_id", "container_name", "container_image", "pod_id", "pod", "pod_namespace")
+
+
+def cgroup2_root():
+    with open("/proc/self/mountinfo") as f:
+        for line in f:
+            pre, _, post = line.partition(" - ")
+            if post.startswith("cgroup2 "):
+                return pre.split()[4]
+    raise RuntimeError("no cgroup2 mount")
+
+
+def hexid():
+    return "%064x" % random.getrandbits(256)
+
+
+def oci_config(annotations, cgroups_path):
+    """An OCI runtime spec as runc/crun read it from the bundle (the parts that matter here)."""
+    return {
+        "ociVersion": "1.1.0",
+        "process": {"user": {"uid": 0, "gid": 0}, "args": ["/bin/sleep", "3600"], "cwd": "/",
+                    "env": ["PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"]},
+        "root": {"path": "rootfs"},
+        "hostname": "x",
+        "mounts": [{"destination": "/proc", "type": "proc", "source": "proc"}],
+        "annotations": annotations,
+        "linux": {"cgroupsPath": cgroups_path, "namespaces": [{"type": "pid"}, {"type": "mount"}]},
+    }
+
+
+def write_json(path, obj):
+    os.makedirs(os.path.dirname(path), exist_ok=True)
+    with open(path, "w") as f:
+        json.dump(obj, f, indent="\t")
+
+
+class Layouts:
+    """Cgroups and runtime state of several containers, one sleeping process in each."""
+
+    def __init__(self):
+        self.root = cgroup2_root()
+        self.tag = "gg-ident-%d-%04x" % (os.getpid(), random.getrandbits(16))
+        self.parent = os.path.join(self.root, self.tag + ".slice")
+        self.state = tempfile.mkdtemp(prefix="gg-ident-state-")
+        self.dirs = {k: os.path.join(self.state, k) for k in ("containerd", "crio", "storage", "docker")}
+        for d in self.dirs.values():
+            os.makedirs(d)
+        self.procs = []
+        self.want = {}  # pid -> expected labels
+        os.mkdir(self.parent)
+
+    def conf(self):
+        return ('identity = { containerd_dir = "%s"; crio_dir = "%s"; storage_dir = "%s"; docker_dir = "%s"; '
+                '};' % (self.dirs["containerd"], self.dirs["crio"], self.dirs["storage"],
+                                               self.dirs["docker"]))
+
+    def spawn(self, rel, want, argv=("sleep", "120")):
+        """A process in cgroup <parent>/<rel> (made here), expected to carry the labels want."""
+        cg = os.path.join(self.parent, rel) if rel else None
+        if cg:
+            os.makedirs(cg)
+        p = subprocess.Popen(list(argv))
+        self.procs.append(p)
+        if cg:
+            with open(os.path.join(cg, "cgroup.procs"), "w") as f:
+                f.write(str(p.pid))
+            with open("/proc/%d/cgroup" % p.pid) as f:
+                check(("0::/%s.slice/%s\n" % (self.tag, rel)) in f.read(), "process %d moved into %s" % (p.pid, rel))
+        self.want[p.pid] = dict(want)
+        return p.pid
+
+    def containerd_k8s(self, qos="besteffort", driver="systemd"):
+        cid, uid = hexid(), str(uuid.uuid4())
+        sandbox = hexid()
+        pod, ns, name, image = "web-%s" % cid[:5], "team-a", "nginx", "docker.io/library/nginx:1.25.3"
+        u_ = uid.replace("-", "_")
+        if driver == "systemd":
+            pod_slice = ("kubepods-pod%s.slice" % u_ if qos == "guaranteed" else
+                         "kubepods-%s.slice/kubepods-%s-pod%s.slice" % (qos, qos, u_))
+            rel = "kubepods.slice/%s/cri-containerd-%s.scope" % (pod_slice, cid)
+            cgpath = "kubepods-%s-pod%s.slice:cri-containerd:%s" % (qos, u_, cid)
+        else:
+            rel = ("kubepods/pod%s/%s" % (uid, cid) if qos == "guaranteed" else
+                   "kubepods/%s/pod%s/%s" % (qos, uid, cid))
+            cgpath = "/" + rel
+        # containerd's CRI plugin (pkg/cri/annotations): written into the bundle's config.json
+        ann = {
+            "io.kubernetes.cri.container-type": "container",
+            "io.kubernetes.cri.sandbox-id": sandbox,
+            "io.kubernetes.cri.sandbox-namespace": ns,
+            "io.kubernetes.cri.sandbox-uid": uid,
+            "io.kubernetes.cri.sandbox-name": pod,
+            "io.kubernetes.cri.container-name": name,
+            "io.kubernetes.cri.image-name": image,
+        }
+        write_json(os.path.join(self.dirs["containerd"], "k8s.io", cid, "config.json"), oci_config(ann, cgpath))
+        # the pause container of the pod has its own bundle (no container or image name)
+        write_json(os.path.join(self.dirs["containerd"], "k8s.io", sandbox, "config.json"),
+                   oci_config({"io.kubernetes.cri.container-type": "sandbox", "io.kubernetes.cri.sandbox-id": sandbox,
+                               "io.kubernetes.cri.sandbox-name": pod, "io.kubernetes.cri.sandbox-namespace": ns,
+                               "io.kubernetes.cri.sandbox-uid": uid,
+                               "io.kubernetes.cri.sandbox-log-directory": "/var/log/pods/%s_%s_%s" % (ns, pod, uid)},
+                              cgpath))
+        return self.spawn(rel, {"container_id": cid, "container_name": name, "container_image": image,
+                                "pod_id": uid, "pod": pod, "pod_namespace": ns})
+
+    def crio(self, argv=("sleep", "120")):
+        cid, uid, sandbox = hexid(), str(uuid.uuid4()), hexid()
+        pod, ns, name, image = "api-%s" % cid[:5], "prod", "api", "quay.io/example/api:v2"
+        u_ = uid.replace("-", "_")
+        rel = "kubepods.slice/kubepods-burstable.slice/kubepods-burstable-pod%s.slice/crio-%s.scope" % (u_, cid)
+        labels = {"io.kubernetes.container.name": name, "io.kubernetes.pod.name": pod,
+                  "io.kubernetes.pod.namespace": ns, "io.kubernetes.pod.uid": uid}
+        ann = dict(labels)
+        ann.update({
+            "io.container.manager": "cri-o",
+            "io.kubernetes.cri-o.ContainerID": cid,
+            "io.kubernetes.cri-o.ContainerName": "k8s_%s_%s_%s_%s_0" % (name, pod, ns, uid),
+            "io.kubernetes.cri-o.ContainerType": "container",
+            "io.kubernetes.cri-o.ImageName": image,
+            "io.kubernetes.cri-o.ImageRef": "sha256:" + hexid(),
+            "io.kubernetes.cri-o.Labels": json.dumps(labels),
+            "io.kubernetes.cri-o.SandboxID": sandbox,
+            "io.kubernetes.cri-o.SandboxName": "k8s_POD_%s_%s_%s_0" % (pod, ns, uid),
+        })
+        # CRI-O saves the spec in the run root (the bundle) and in the graph root
+        cfg = oci_config(ann, "kubepods-burstable-pod%s.slice:crio:%s" % (u_, cid))
+        write_json(os.path.join(self.dirs["crio"], "overlay-containers", cid, "userdata", "config.json"), cfg)
+        return self.spawn(rel, {"container_id": cid, "container_name": name, "container_image": image,
+                                "pod_id": uid, "pod": pod, "pod_namespace": ns}, argv)
+
+    def docker_state(self, cid, name, image):
+        write_json(os.path.join(self.dirs["docker"], "containers", cid, "config.v2.json"), {
+            "StreamConfig": {}, "State": {"Running": True, "Pid": 1234, "Status": "running"},
+            "ID": cid, "Created": "2024-01-01T00:00:00.000000000Z", "Path": "sleep", "Args": ["3600"],
+            "Config": {"Hostname": cid[:12], "Env": ["PATH=/usr/bin"], "Cmd": ["sleep", "3600"], "Image": image,
+                       "Labels": {"maintainer": "someone"}},
+            "Image": "sha256:" + hexid(), "Name": "/" + name, "Driver": "overlay2", "RestartCount": 0,
+        })
+
+    def docker(self, state=True):
+        cid, name, image = hexid(), "web-%d" % random.randint(1, 999), "nginx:1.25"
+        if state:
+            self.docker_state(cid, name, image)
+        pid = self.spawn("system.slice/docker-%s.scope" % cid,
+                         {"container_id": cid, "container_name": name, "container_image": image,
+                          "pod_id": "", "pod": "", "pod_namespace": ""})
+        return pid, cid, name, image
+
+    def podman(self):
+        cid, name, image = hexid(), "pm-db-%d" % random.randint(1, 999), "docker.io/library/postgres:16"
+        entry = {
+            "id": cid, "names": [name], "image": hexid(), "layer": hexid(),
+            "metadata": json.dumps({"image-name": image, "image-id": hexid(), "name": name,
+                                    "created-at": 1700000000, "mountlabel": ""}),
+            "created": "2024-01-01T00:00:00Z", "flags": {"MountLabel": "", "ProcessLabel": ""},
+        }
+        other = dict(entry, id=hexid(), names=["other"])
+        write_json(os.path.join(self.dirs["storage"], "overlay-containers", "containers.json"), [other, entry])
+        write_json(os.path.join(self.dirs["storage"], "overlay-containers", cid, "userdata", "config.json"),
+                   oci_config({"io.container.manager": "libpod", "org.opencontainers.image.stopSignal": "15"},
+                              "machine.slice:libpod:%s" % cid))
+        # podman (cgroup v2, systemd) runs the payload in a "container" child of libpod-<id>.scope
+        return self.spawn("machine.slice/libpod-%s.scope/container" % cid,
+                          {"container_id": cid, "container_name": name, "container_image": image,
+                           "pod_id": "", "pod": "", "pod_namespace": ""})
+
+    def host(self):
+        return self.spawn(None, {k: "" for k in IDENT})
+
+    def cleanup(self):
+        for p in self.procs:
+            p.kill()
+            p.wait()
+        for d, _, _ in sorted(os.walk(self.parent), key=lambda x: -len(x[0])):
+            try:
+                os.rmdir(d)
+            except OSError:
+                pass
+        shutil.rmtree(self.state, ignore_errors=True)
+        check(not os.path.exists(self.parent), "cgroups removed")
+
+
+def proc_series(text, pid):
+    samples, _ = parse_prom(text)
+    return [dict(ls) for (n, ls), _ in samples.items() if n == "gala_gopher_proc_fd_count" and
+            ("tgid", str(pid)) in ls]
+
+
+def test_labels_from_each_runtime_on_metrics():
+    lay = Layouts()
+    s = None
+    try:
+        pids = [lay.containerd_k8s("besteffort", "systemd"), lay.containerd_k8s("guaranteed", "systemd"),
+                lay.containerd_k8s("burstable", "cgroupfs"), lay.crio(), lay.docker()[0], lay.podman(), lay.host()]
+        late_pid, late_cid, late_name, late_image = lay.docker(state=False)
+        port = free_port()
+        s = Supervisor(probes=[probe_entry("system_infos", "-t 1 -P proc --pid %s" %
+                                           ",".join(str(p) for p in pids + [late_pid]))],
+                       metric_out="web_server", extra="web_server = { port = %d; }; %s" % (port, lay.conf())).start()
+        url = "http://127.0.0.1:%d/metrics" % port
+
+        def scraped():
+            st, body = http_get(url)
+            return body if st == 200 and all(proc_series(body, p) for p in pids + [late_pid]) else None
+        text = wait_for(scraped, 20, "a proc series for every process")
+        for pid in pids:
+            ser = proc_series(text, pid)
+            check(len(ser) == 1, "one series for %d: %r" % (pid, ser))
+            got = {k: ser[0].get(k) for k in IDENT}
+            check(got == lay.want[pid], "labels of %d:\n got  %r\n want %r" % (pid, got, lay.want[pid]))
+        # a container seen before its runtime wrote its state: the id at once, the names once they exist
+        got = {k: proc_series(text, late_pid)[0].get(k) for k in IDENT}
+        check(got == dict(lay.want[late_pid], container_name="", container_image=""), "before the state: %r" % got)
+        lay.docker_state(late_cid, late_name, late_image)
+
+        def named():
+            ser = proc_series(http_get(url)[1], late_pid)
+            return ser and ser[0]["container_name"] == late_name and ser[0]["container_image"] == late_image
+        t0 = time.monotonic()
+        wait_for(named, 10, "the late container's names")
+        check(time.monotonic() - t0 < 6, "names within the retry interval (2 s) plus a report period")
+        st = s.status()["export"]["identity"]
+        check(st["lookups"] > 0 and st["containers"] == 7 and st["state_errors"] == 0, "identity status %r" % st)
+        # a process's cgroup is read once per proc_refresh_ms (5 s), not per record
+        check(st["proc_reads"] < st["lookups"], "cached: %r" % st)
+    finally:
+        if s:
+            s.cleanup()
+        lay.cleanup()
+
+
+test_labels_from_each_runtime_on_metrics.timeout = 60
+
+
+def test_labels_on_kafka_json_and_metadata():
+    km = KafkaMock()
+    lay = Layouts()
+    s = None
+    try:
+        pids = [lay.containerd_k8s(), lay.crio(), lay.docker()[0], lay.podman(), lay.host()]
+        extra = ('meta = { out_channel = "kafka"; }; kafka = { kafka_broker = "%s"; }; %s' %
+                 (km.bootstrap, lay.conf()))
+        s = Supervisor(probes=[probe_entry("system_infos", "-t 1 -P proc,host --pid %s" %
+                                           ",".join(str(p) for p in pids))],
+                       metric_out="kafka", extra=extra).start()
+
+        def records():
+            recs = [json.loads(m) for m in km.consume("gala_gopher")]
+            got = {int(r["tgid"]): r for r in recs if r["table_name"] == "system_proc"}
+            return (recs, got) if set(pids) <= set(got) else None
+        recs, got = wait_for(records, 20, "system_proc records of every process on Kafka", interval=0.5)
+        for pid in pids:
+            r = got[pid]
+            check({k: r.get(k) for k in IDENT} == lay.want[pid], "Kafka record of %d: %r" % (pid, r))
+        other = [r for r in recs if r["table_name"] == "system_os"]
+        check(other and not any(k in other[0] for k in IDENT), "a table without tgid has no identity: %r" % other[:1])
+        meta = [json.loads(x) for x in km.consume("gala_gopher_metadata")]
+        mp = [m for m in meta if m["meta_name"] == "system_proc"]
+        check(mp and mp[0]["labels"][-6:] == list(IDENT), "metadata lists the labels: %r" % mp[:1])
+        mo = [m for m in meta if m["meta_name"] == "system_os"]
+        check(mo and not set(IDENT) & set(mo[0]["labels"]), "no identity labels for system_os: %r" % mo[:1])
+    finally:
+        if s:
+            s.cleanup()
+        lay.cleanup()
+        km.stop()
+
+
+test_labels_on_kafka_json_and_metadata.timeout = 60
+
+
+def test_identity_off():
+    lay = Layouts()
+    s = None
+    try:
+        pid = lay.docker()[0]
+        port = free_port()
+        s = Supervisor(probes=[probe_entry("system_infos", "-t 1 -P proc --pid %d" % pid)], metric_out="web_server",
+                       extra="web_server = { port = %d; }; identity = { enabled = \"off\"; };" % port).start()
+        url = "http://127.0.0.1:%d/metrics" % port
+        text = wait_for(lambda: (lambda b: b if proc_series(b, pid) else None)(http_get(url)[1]), 20,
+                        "the proc series")
+        check(not any(k in proc_series(text, pid)[0] for k in IDENT), "identity.enabled = off: no labels")
+    finally:
+        if s:
+            s.cleanup()
+        lay.cleanup()
+
+
+test_identity_off.timeout = 40
+
+
+def test_cgroup_v1_docker_cgroupfs():
+    """Hybrid host, docker with the cgroupfs driver on cgroup v1: the unified line says "/", a v1
+    controller's line names /docker/<id>; the labels come from that line."""
+    v1 = "/sys/fs/cgroup/pids"
+    with open("/proc/self/mountinfo") as f:
+        if not any(" %s " % v1 in l and " - cgroup " in l for l in f):
+            return  # no v1 pids hierarchy here: nothing to test
+    lay = Layouts()
+    parent = os.path.join(v1, lay.tag)
+    cid, name, image = hexid(), "v1-web", "httpd:2.4"
+    cg = os.path.join(parent, "docker", cid)
+    p = subprocess.Popen(["sleep", "120"])
+    s = None
+    try:
+        os.makedirs(cg)
+        with open(os.path.join(cg, "cgroup.procs"), "w") as f:
+            f.write(str(p.pid))
+        with open("/proc/%d/cgroup" % p.pid) as f:
+            text = f.read()
+        check(":pids:/%s/docker/%s\n" % (lay.tag, cid) in text, "moved into the v1 cgroup: %r" % text)
+        lay.docker_state(cid, name, image)
+        port = free_port()
+        s = Supervisor(probes=[probe_entry("system_infos", "-t 1 -P proc --pid %d" % p.pid)],
+                       metric_out="web_server", extra="web_server = { port = %d; }; %s" % (port, lay.conf())).start()
+        url = "http://127.0.0.1:%d/metrics" % port
+        text = wait_for(lambda: (lambda b: b if proc_series(b, p.pid) else None)(http_get(url)[1]), 20,
+                        "the proc series")
+        got = {k: proc_series(text, p.pid)[0].get(k) for k in IDENT}
+        check(got == {"container_id": cid, "container_name": name, "container_image": image, "pod_id": "",
+                      "pod": "", "pod_namespace": ""}, "labels from the v1 line: %r" % got)
+    finally:
+        if s:
+            s.cleanup()
+        p.kill()
+        p.wait()
+        for d in (cg, os.path.dirname(cg), parent):
+            try:
+                os.rmdir(d)
+            except OSError:
+                pass
+        check(not os.path.exists(parent), "v1 cgroups removed")
+        lay.cleanup()
+
+
+test_cgroup_v1_docker_cgroupfs.timeout = 40
+
+
+def events_of(s):
+    out = []
+    try:
+        with open(os.path.join(s.log_dir, "event", "events.log")) as f:
+            for line in f:
+                if line.endswith("\n"):
+                    out.append(json.loads(line))
+    except FileNotFoundError:
+        pass
+    return out
+
+
+def test_labels_on_taskprobe_events():
+    """taskprobe's offline event (labelled tgid=<n>) about a process of a CRI-O container: the container
+    and pod labels are in Resource.labels, though the process is gone when the event is reported."""
+    lay = Layouts()
+    s = None
+    try:
+        # a process that makes system calls and context switches, so that taskprobe reports it
+        pid = lay.crio(("python3", "-c", "import time\nwhile True: time.sleep(0.01)"))
+        s = Supervisor(probes=[probe_entry("taskprobe", "-t 1 --pid %d -P base_metrics -e --offline-thr 100" % pid)],
+                       metric_out="logs", extra='event = { out_channel = "logs"; }; %s' % lay.conf()).start()
+        recs = wait_for(lambda: [r for r in s.metric_records() if r.get("tgid") == str(pid)], 20,
+                        "taskprobe records of the process")
+        check(all({k: r.get(k) for k in IDENT} == lay.want[pid] for r in recs),
+              "taskprobe's %s records carry the labels: %r" % ({r["table_name"] for r in recs}, recs[0]))
+        for p in lay.procs:
+            if p.pid == pid:
+                p.kill()
+                p.wait()
+        ev = wait_for(lambda: [e for e in events_of(s) if e["Resource"]["labels"].get("tgid") == str(pid)], 15,
+                      "the offline event")[0]
+        got = {k: ev["Resource"]["labels"].get(k) for k in IDENT}
+        check(got == lay.want[pid], "event labels:\n got  %r\n want %r" % (got, lay.want[pid]))
+        check(ev["Resource"]["labels"]["entity_name"] == "proc", "event %r" % ev)
+    finally:
+        if s:
+            s.cleanup()
+        lay.cleanup()
+
+
+test_labels_on_taskprobe_events.timeout = 40
+
+
+def test_flamegraph_query_total_container_layers():
+    """stackprobe profiles a busy process of a containerd (Kubernetes) container; the query API's Total
+    view puts it under "[Pod]<pod>" and "[Con]<container>" layers (gala-gopher's frame text), a host
+    process not."""
+    import urllib.parse
+    from harness import rest_call
+    lay = Layouts()
+    tmp = tempfile.mkdtemp(prefix="gg-ident-flame-")
+    flame = os.path.join(tmp, "flame")
+    os.makedirs(flame)
+    busy = ("python3", "-c", "while True: pass")
+    s = None
+    try:
+        pid = lay.containerd_k8s()
+        # the busy loop replaces the sleeping process of containerd_k8s in the same cgroup
+        cg = [d for d, _, _ in os.walk(lay.parent) if "cri-containerd-" in d][0]
+        inside = subprocess.Popen(list(busy))
+        lay.procs.append(inside)
+        with open(os.path.join(cg, "cgroup.procs"), "w") as f:
+            f.write(str(inside.pid))
+        host = lay.spawn(None, {k: "" for k in IDENT}, busy)
+        want = lay.want[pid]
+        rport = free_port()
+        s = Supervisor(probes=[probe_entry("stackprobe", "-t 1 --store-period 2", switch="off")],
+                       extra='rest_api_server = { port = %d; state_dir = "%s/rest"; output_base_dir = "%s"; }; %s'
+                       % (rport, tmp, tmp, lay.conf())).start()
+        t0 = int(time.time())
+        st, _, text, _ = rest_call(rport, "PUT", "/flamegraph", json.dumps({
+            "cmd": {"probe": ["oncpu"]}, "snoopers": {"proc_id": [inside.pid, host]},
+            "params": {"flame_dir": flame}, "state": "running"}), {"Content-Type": "application/json"})
+        check(st == 200, "PUT /flamegraph: %d %s" % (st, text))
+
+        def total():
+            args = urllib.parse.urlencode({"app": "Total", "event": "on-cpu", "time_start": t0 - 5,
+                                           "time_end": int(time.time()) + 5})
+            st, text = http_get("http://127.0.0.1:%d/flamegraph/query?%s" % (rport, args))
+            check(st == 200, "query: %d %s" % (st, text[:300]))
+            res = json.loads(text)["result"]
+            names = {n["profile_location_str"] for n in res}
+            return res if "[p] python3" in names and any(n.startswith("[Con]") for n in names) and \
+                sum(1 for n in res if n["profile_location_str"] == "[p] python3") == 2 else None
+        res = wait_for(total, 30, "both busy processes in the Total view, one under a container")
+        by_id = {n["node_id"]: n for n in res}
+        pod = [n for n in res if n["profile_location_str"] == "[Pod]%s" % want["pod"]]
+        con = [n for n in res if n["profile_location_str"] == "[Con]%s" % want["container_name"]]
+        check(len(pod) == 1 and pod[0]["parent_node_id"] == "", "[Pod] under the root: %r" % pod)
+        check(len(con) == 1 and con[0]["parent_node_id"] == pod[0]["node_id"], "[Con] under [Pod]: %r" % con)
+        parents = sorted(by_id.get(n["parent_node_id"], {"profile_location_str": "root"})["profile_location_str"]
+                         for n in res if n["profile_location_str"] == "[p] python3")
+        check(sorted(parents) == sorted(["[Con]%s" % want["container_name"], "Total"]),
+              "one python3 under the container, the host one under the root: %r" % parents)
+    finally:
+        if s:
+            s.cleanup()
+        lay.cleanup()
+        shutil.rmtree(tmp, ignore_errors=True)
+
+
+test_flamegraph_query_total_container_layers.timeout = 60
