@@ -10,6 +10,7 @@ Run alone (flock /tmp/gg-bench.lock ...): about (PAIRS x 2 x (SECONDS + 4) + 60)
 import glob
 import os
 import shutil
+import signal
 import sys
 import tempfile
 import time
@@ -59,6 +60,9 @@ def idle_cost(build, tmp, probes, seconds=10.0):
 
 
 def main():
+    # stopped by a signal (a background job ignores SIGINT): the finally blocks stop nginx and the agent
+    for sig in (signal.SIGTERM, signal.SIGINT, signal.SIGHUP):
+        signal.signal(sig, lambda *_: sys.exit(1))
     args = sys.argv[1:]
     pairs = int(args[0]) if len(args) > 0 else 20
     seconds = int(args[1]) if len(args) > 1 else 3
@@ -85,6 +89,12 @@ def main():
             cmed, clo, chi = no.median_ci(cost)
             rows.append((name + " throughput loss", med, lo, hi, goal))
             rows.append((name + " CPU per request", cmed, clo, chi, goal))
+        print("== TCP round trip on loopback, two threads on one CPU (best of 10 rounds), agent off / on",
+              flush=True)
+        pp = no.pingpong_series(build, tmp, params, probes, max(6, pairs // 2))
+        print(no.fmt_ci("paired round trip increase", pp))
+        med, lo, hi = no.median_ci(pp)
+        rows.append(("round trip (hooks on the path)", med, lo, hi, GOAL_KEEPALIVE))
         print("== BPF run time per event (BPF statistics on, 8 s per workload)", flush=True)
         no.bpf_costs(port, worker, build, tmp, params, probes, 8)
     finally:

@@ -18,10 +18,13 @@ usage: bench/net_overhead.py [options] [PAIRS [SECONDS [BUILD]]]   (defaults 20 
   --warmup S     seconds between the probes' first batch and an "on" window (default 2)
   --bpf-stats S  afterwards, S seconds of BPF statistics per workload (keep-alive, connection per
                  request, 4 KiB direct IO); 0 = skip (the default)
+  --quiet CPUS   before each window wait until the rest of the machine uses less than CPUS (default 0.5)
+  --quiet-wait S ... for at most S seconds (default 5), then measure anyway
 
 Method (the machine is shared, so every choice is about noise):
 - nginx (one worker) is pinned to CPU 0, wrk (one thread, 32 connections) to CPU 1; the agent is not
   pinned: on a 2-core host whatever CPU it uses is taken from one of the two, as in production.
+- Each window waits (bounded) for a calm moment of the rest of the machine and for any other wrk to end.
 - Windows go off, on, off, on, ..., off; each "on" window is compared with the mean of the two "off"
   windows beside it, which cancels slow drifts of the other load. The agent is started before each "on"
   window and stopped after it (the hooks must be detached to measure "off"), and measured only after a
@@ -152,11 +155,44 @@ def machine_busy_ns():
     return (sum(v[:8]) - v[3] - v[4]) * 1e9 / CLK_TCK
 
 
+QUIET = {"max_other": 0.5, "max_wait": 5.0}  # --quiet CPUS, --quiet-wait S
+
+
+def wait_for_quiet():
+    """Wait (bounded) until the rest of the machine uses less than QUIET["max_other"] CPUs over a second:
+    windows then start in the calmer moments of a shared machine instead of anywhere."""
+    t0 = time.monotonic()
+    while time.monotonic() - t0 < QUIET["max_wait"]:
+        b0 = machine_busy_ns()
+        time.sleep(1)
+        if (machine_busy_ns() - b0) / 1e9 < QUIET["max_other"]:
+            return
+    print("  (the machine stayed busy for %.0f s: measuring anyway)" % QUIET["max_wait"], flush=True)
+
+
+def wait_for_other_benchmarks(limit_s=120.0):
+    """Another engineer's wrk on this shared machine would be measured with ours: wait for it to end
+    (bounded) before a window starts."""
+    t0 = time.monotonic()
+    while time.monotonic() - t0 < limit_s:
+        busy = False
+        for path in glob.glob("/proc/[0-9]*/comm"):
+            try:
+                with open(path) as f:
+                    busy = busy or f.read().strip() == "wrk"
+            except OSError:
+                pass
+        if not busy:
+            return
+        time.sleep(0.5)
+
+
 class Window:
     """One wrk run: requests/s, CPU per request of nginx's worker + wrk, the agent's CPU, other load."""
 
     def __init__(self, port, seconds, worker, agent_pids=(), close=False):
         agent_pids = list(agent_pids)
+        wait_for_other_benchmarks()
         a0 = sum(task_ns(p) for p in agent_pids)
         n0 = task_ns(worker)
         b0 = machine_busy_ns()
@@ -281,6 +317,7 @@ def agent_window(port, worker, build, d, params, probes, seconds, warmup, close,
     the supervisor alone, so that both sides follow a start and a stop the same way (without it, the
     windows right after a stop measured 2-5 % slower than those after a start, with the supervisor
     alone on both sides)."""
+    wait_for_quiet()
     agent = start_agent(d, build, params, probes)
     try:
         time.sleep(warmup)
@@ -288,13 +325,20 @@ def agent_window(port, worker, build, d, params, probes, seconds, warmup, close,
         if stopped and probes:
             signal_tree(pids, signal.SIGSTOP)
         try:
-            return Window(port, seconds, worker, pids, close=close)
+            w = Window(port, seconds, worker, pids, close=close)
         finally:
             if stopped and probes:
                 signal_tree(pids, signal.SIGCONT)
     finally:
         stop(agent)
         time.sleep(1)
+    # A probe that lost events did less than its job: its window would flatter it.
+    for log in glob.glob(os.path.join(d, "debug", "probes", "*.log")):
+        with open(log, errors="replace") as f:
+            for line in f:
+                if " lost" in line:
+                    print("  warning: %s: %s" % (os.path.basename(log), line.strip()), flush=True)
+    return w
 
 
 def ab_series(port, worker, build, tmp, params, probes, pairs, seconds, warmup, close, stopped, label=""):
@@ -330,6 +374,40 @@ def summarize(off, on, loss, cost, seconds):
           % (statistics.median(r.agent_pct for r in on), max(r.agent_pct for r in on),
              statistics.median(r.agent_ns / r.requests for r in on), statistics.median(r.agent_pct for r in off),
              statistics.median(r.agent_ns / r.requests for r in off)))
+
+
+def pingpong(build, trips=20000, rounds=10):
+    """Best-of-rounds ns per TCP round trip of two threads on one CPU (bench/net_pingpong): other load
+    only slows rounds down, so the best round shows what the path itself costs."""
+    out = subprocess.run(PIN_SERVER + [os.path.join(build, "bench", "net_pingpong"), "tcp", str(trips), str(rounds)],
+                         capture_output=True, text=True, check=True).stdout
+    return float(out.split()[1])
+
+
+def pingpong_series(build, tmp, params, probes, pairs):
+    """Agent off / on around each pingpong (symmetric: the supervisor runs on both sides); returns the
+    per-pair relative differences of the best round trip."""
+    diffs = []
+    prev = None
+    for i in range(pairs + 1):
+        for kind in (("off", "on") if i < pairs else ("off",)):
+            wait_for_quiet()
+            agent = start_agent(os.path.join(tmp, "pp%s%d" % (kind, i)), build, params, probes if kind == "on" else [])
+            try:
+                time.sleep(1)
+                ns = pingpong(build)
+            finally:
+                stop(agent)
+                time.sleep(0.5)
+            if kind == "on":
+                on_ns = ns
+            else:
+                if prev is not None:
+                    diffs.append(on_ns / ((prev + ns) / 2) - 1)
+                    print("pingpong %2d: off %.0f, on %.0f, off %.0f ns per round trip" % (len(diffs), prev, on_ns, ns),
+                          flush=True)
+                prev = ns
+    return diffs
 
 
 # ---- BPF statistics -----------------------------------------------------------------------------------
@@ -444,6 +522,9 @@ def bpf_costs(port, worker, build, tmp, params, probes, seconds):
 
 
 def main():
+    # stopped by a signal (a background job ignores SIGINT): the finally blocks stop nginx and the agent
+    for sig in (signal.SIGTERM, signal.SIGINT, signal.SIGHUP):
+        signal.signal(sig, lambda *_: sys.exit(1))
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--lean", action="store_true")
     ap.add_argument("--all", action="store_true")
@@ -453,6 +534,8 @@ def main():
     ap.add_argument("--param", action="append", default=[])
     ap.add_argument("--warmup", type=float, default=2.0)
     ap.add_argument("--bpf-stats", type=int, default=0)
+    ap.add_argument("--quiet", type=float, default=QUIET["max_other"])
+    ap.add_argument("--quiet-wait", type=float, default=QUIET["max_wait"])
     ap.add_argument("pairs", nargs="?", type=int, default=20)
     ap.add_argument("seconds", nargs="?", type=int, default=3)
     ap.add_argument("build", nargs="?", default=os.environ.get("GG_BUILD", "build"))
@@ -461,6 +544,7 @@ def main():
     for p in a.param:
         name, _, val = p.partition("=")
         params[name] = val
+    QUIET.update(max_other=a.quiet, max_wait=a.quiet_wait)
     probes = [p for p in a.probes.split(",") if p]  # none: the supervisor alone (an A/A check of the method)
     build = os.path.join(ROOT, a.build)
     print("agent: %s%s; workload: %s; %d pairs of %d s windows, warm-up %.1f s" % (
