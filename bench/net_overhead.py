@@ -187,12 +187,29 @@ def wait_for_other_benchmarks(limit_s=120.0):
         time.sleep(0.5)
 
 
+HOOK_TYPES = ("tracing", "raw_tracepoint", "tracepoint", "kprobe", "perf_event")
+
+
+def foreign_progs(own_pids=()):
+    """Names of the tracing BPF programs loaded on the host that are not our agent's: other engineers'
+    probes (a taskprobe on every system call, a profiler on every context switch) change what a request
+    costs while they are attached, so each window records them."""
+    own = set(prog_counters(own_pids)) if own_pids else set()
+    try:
+        progs = json.loads(subprocess.run(["bpftool", "-j", "prog", "show"], capture_output=True, text=True,
+                                          timeout=10).stdout or "[]")
+    except (OSError, ValueError, subprocess.TimeoutExpired):
+        return set()
+    return {p.get("name", "?") for p in progs if p.get("type") in HOOK_TYPES and p["id"] not in own}
+
+
 class Window:
     """One wrk run: requests/s, CPU per request of nginx's worker + wrk, the agent's CPU, other load."""
 
     def __init__(self, port, seconds, worker, agent_pids=(), close=False):
         agent_pids = list(agent_pids)
         wait_for_other_benchmarks()
+        self.foreign = foreign_progs(agent_pids)
         a0 = sum(task_ns(p) for p in agent_pids)
         n0 = task_ns(worker)
         b0 = machine_busy_ns()
@@ -206,6 +223,7 @@ class Window:
         p.returncode = os.waitstatus_to_exitcode(status)
         wall = time.monotonic() - t0
         b1 = machine_busy_ns()
+        self.foreign |= foreign_progs(agent_pids)
         self.nginx_ns = task_ns(worker) - n0
         self.agent_ns = sum(task_ns(p) for p in agent_pids) - a0
         self.wrk_ns = (ru.ru_utime + ru.ru_stime) * 1e9
@@ -358,6 +376,10 @@ def ab_series(port, worker, build, tmp, params, probes, pairs, seconds, warmup, 
               "of a CPU   other load %.2f | %.2f | %.2f CPUs" % (
                   i + 1, a.rps, b.rps, c.rps, a.us_per_req, b.us_per_req, c.us_per_req, a.agent_pct, b.agent_pct,
                   c.agent_pct, a.other, b.other, c.other), flush=True)
+        if a.foreign or b.foreign or c.foreign:
+            print("         other BPF programs on the host: %s%s" % (
+                ", ".join(sorted(a.foreign | b.foreign | c.foreign)),
+                "" if a.foreign == b.foreign == c.foreign else " (changed within the pair)"), flush=True)
     loss = [1 - on[i].rps / ((off[i].rps + off[i + 1].rps) / 2) for i in range(pairs)]
     cost = [on[i].us_per_req / ((off[i].us_per_req + off[i + 1].us_per_req) / 2) - 1 for i in range(pairs)]
     return off, on, loss, cost
@@ -369,6 +391,11 @@ def summarize(off, on, loss, cost, seconds):
              statistics.median(r.rps for r in on), statistics.median(r.us_per_req for r in on), len(on), seconds))
     print(fmt_ci("paired throughput loss", loss))
     print(fmt_ci("paired CPU per request (nginx worker + wrk)", cost))
+    same = [i for i in range(len(on)) if off[i].foreign == on[i].foreign == off[i + 1].foreign]
+    if len(same) < len(on):
+        print("pairs in which other engineers' BPF programs stayed the same (%d of %d):" % (len(same), len(on)))
+        print("  " + fmt_ci("throughput loss", [loss[i] for i in same]))
+        print("  " + fmt_ci("CPU per request", [cost[i] for i in same]))
     print("agent CPU (supervisor + probes, every thread): median %.3f %% of one CPU (max %.3f), %.0f ns per request;"
           " the supervisor alone (off windows): %.3f %%, %.0f ns per request"
           % (statistics.median(r.agent_pct for r in on), max(r.agent_pct for r in on),

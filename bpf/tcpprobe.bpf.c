@@ -479,17 +479,9 @@ int BPF_PROG(tcp_state, const struct sock *sk, const int oldstate, const int new
 	}
 }
 
-/* A link closed without TCP_CLOSE being traced (should not happen; keeps the map clean). */
-SEC("tp_btf/tcp_destroy_sock")
-int BPF_PROG(tcp_destroy, struct sock *sk)
-{
-	__u64 key = (__u64)sk;
-	struct tcp_link *l = bpf_map_lookup_elem(&tcp_links, &key);
-
-	if (l)
-		link_close(sk, l, 0);
-	return 0;
-}
+/* No tcp_destroy_sock hook: every TCP socket that reaches a link passes TCP_CLOSE (tcp_set_state,
+ * tcp_done) before it is destroyed, and a close missed anyway is found by the snapshot walk (freed
+ * or reused socket: TCP_LF_STALE). It ran twice per connection for nothing. */
 
 /* accept()/accept4() returned fd: attribute the link to the accepting process. */
 static __always_inline int on_accept(long fd)

@@ -575,8 +575,6 @@ static int setup_bpf(struct tp_ctx *ctx, unsigned int max_links)
 	if (err)
 		return err;
 	err = gg_bpf_attach(s->progs.tcp_state, &s->links.tcp_state);
-	if (!err)
-		err = gg_bpf_attach(s->progs.tcp_destroy, &s->links.tcp_destroy);
 	if (err)
 		return err;
 	if (bpf_program__autoload(s->progs.tcp_seed)) {
