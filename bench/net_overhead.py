@@ -19,7 +19,7 @@ usage: bench/net_overhead.py [options] [PAIRS [SECONDS [BUILD]]]   (defaults 20 
   --bpf-stats S  afterwards, S seconds of BPF statistics per workload (keep-alive, connection per
                  request, 4 KiB direct IO); 0 = skip (the default)
   --quiet CPUS   before each window wait until the rest of the machine uses less than CPUS (default 0.5)
-  --quiet-wait S ... for at most S seconds (default 5), then measure anyway
+  --quiet-wait S ... for at most S seconds (default 2), then measure anyway
 
 Method (the machine is shared, so every choice is about noise):
 - nginx (one worker) is pinned to CPU 0, wrk (one thread, 32 connections) to CPU 1; the agent is not
@@ -155,7 +155,7 @@ def machine_busy_ns():
     return (sum(v[:8]) - v[3] - v[4]) * 1e9 / CLK_TCK
 
 
-QUIET = {"max_other": 0.5, "max_wait": 5.0}  # --quiet CPUS, --quiet-wait S
+QUIET = {"max_other": 0.5, "max_wait": 2.0}  # --quiet CPUS, --quiet-wait S
 
 
 def wait_for_quiet():
@@ -187,20 +187,43 @@ def wait_for_other_benchmarks(limit_s=120.0):
         time.sleep(0.5)
 
 
-HOOK_TYPES = ("tracing", "raw_tracepoint", "tracepoint", "kprobe", "perf_event")
+# Tracepoints a keep-alive request of nginx + wrk crosses (system calls, context switches, segments,
+# sends and receives, skb frees): another engineer's program attached to one of them changes what every
+# request costs while it is attached.
+HOT_TRACEPOINTS = {"sys_enter", "sys_exit", "sched_switch", "sched_wakeup", "sched_waking", "tcp_probe",
+                   "sock_send_length", "sock_recv_length", "kfree_skb", "consume_skb", "net_dev_queue",
+                   "net_dev_xmit", "netif_receive_skb", "napi_gro_receive_entry", "tcp_rcv_space_adjust",
+                   "tcp_cwnd_reduction_tp", "softirq_entry", "softirq_exit", "irq_handler_entry",
+                   "sys_enter_read", "sys_enter_write", "sys_enter_sendfile64", "sys_enter_epoll_wait",
+                   "mm_filemap_add_to_page_cache", "block_dirty_buffer", "writeback_dirty_folio"}
 
 
-def foreign_progs(own_pids=()):
-    """Names of the tracing BPF programs loaded on the host that are not our agent's: other engineers'
-    probes (a taskprobe on every system call, a profiler on every context switch) change what a request
-    costs while they are attached, so each window records them."""
-    own = set(prog_counters(own_pids)) if own_pids else set()
-    try:
-        progs = json.loads(subprocess.run(["bpftool", "-j", "prog", "show"], capture_output=True, text=True,
-                                          timeout=10).stdout or "[]")
-    except (OSError, ValueError, subprocess.TimeoutExpired):
-        return set()
-    return {p.get("name", "?") for p in progs if p.get("type") in HOOK_TYPES and p["id"] not in own}
+def foreign_hooks(own_pids=()):
+    """Tracepoints on this workload's path to which processes other than our agent have a BPF program
+    attached (from /proc/<pid>/fdinfo of their BPF links), as 'tracepoint (comm)'."""
+    own = set(own_pids)
+    out = set()
+    for fdinfo in glob.glob("/proc/[0-9]*/fdinfo"):
+        pid = int(fdinfo.split("/")[2])
+        if pid in own:
+            continue
+        try:
+            fds = os.listdir(fdinfo)
+        except OSError:
+            continue
+        for fd in fds:
+            try:
+                if os.readlink("/proc/%d/fd/%s" % (pid, fd)) != "anon_inode:bpf_link":
+                    continue
+                with open("%s/%s" % (fdinfo, fd)) as f:
+                    tp = [x.split(":", 1)[1].strip() for x in f if x.startswith("tp_name:")]
+                with open("/proc/%d/comm" % pid) as f:
+                    comm = f.read().strip()
+            except OSError:
+                continue
+            if tp and tp[0] in HOT_TRACEPOINTS:
+                out.add("%s (%s)" % (tp[0], comm))
+    return out
 
 
 class Window:
@@ -209,7 +232,7 @@ class Window:
     def __init__(self, port, seconds, worker, agent_pids=(), close=False):
         agent_pids = list(agent_pids)
         wait_for_other_benchmarks()
-        self.foreign = foreign_progs(agent_pids)
+        self.foreign = foreign_hooks(agent_pids)
         a0 = sum(task_ns(p) for p in agent_pids)
         n0 = task_ns(worker)
         b0 = machine_busy_ns()
@@ -223,7 +246,7 @@ class Window:
         p.returncode = os.waitstatus_to_exitcode(status)
         wall = time.monotonic() - t0
         b1 = machine_busy_ns()
-        self.foreign |= foreign_progs(agent_pids)
+        self.foreign |= foreign_hooks(agent_pids)
         self.nginx_ns = task_ns(worker) - n0
         self.agent_ns = sum(task_ns(p) for p in agent_pids) - a0
         self.wrk_ns = (ru.ru_utime + ru.ru_stime) * 1e9
@@ -377,7 +400,7 @@ def ab_series(port, worker, build, tmp, params, probes, pairs, seconds, warmup, 
                   i + 1, a.rps, b.rps, c.rps, a.us_per_req, b.us_per_req, c.us_per_req, a.agent_pct, b.agent_pct,
                   c.agent_pct, a.other, b.other, c.other), flush=True)
         if a.foreign or b.foreign or c.foreign:
-            print("         other BPF programs on the host: %s%s" % (
+            print("         other engineers' BPF programs on this path: %s%s" % (
                 ", ".join(sorted(a.foreign | b.foreign | c.foreign)),
                 "" if a.foreign == b.foreign == c.foreign else " (changed within the pair)"), flush=True)
     loss = [1 - on[i].rps / ((off[i].rps + off[i + 1].rps) / 2) for i in range(pairs)]
@@ -393,7 +416,8 @@ def summarize(off, on, loss, cost, seconds):
     print(fmt_ci("paired CPU per request (nginx worker + wrk)", cost))
     same = [i for i in range(len(on)) if off[i].foreign == on[i].foreign == off[i + 1].foreign]
     if len(same) < len(on):
-        print("pairs in which other engineers' BPF programs stayed the same (%d of %d):" % (len(same), len(on)))
+        print("pairs in which other engineers' BPF programs on this path stayed the same (%d of %d):"
+              % (len(same), len(on)))
         print("  " + fmt_ci("throughput loss", [loss[i] for i in same]))
         print("  " + fmt_ci("CPU per request", [cost[i] for i in same]))
     print("agent CPU (supervisor + probes, every thread): median %.3f %% of one CPU (max %.3f), %.0f ns per request;"
