@@ -102,6 +102,8 @@ def main():
         shutil.rmtree(tmp, ignore_errors=True)
     print("== summary (median [95 % interval] of the paired differences; goal)")
     for name, med, lo, hi, goal in rows:
+        if med is None:
+            continue
         verdict = "met" if hi is not None and 100 * hi <= goal else \
             "not met" if lo is not None and 100 * lo > goal else "not resolved by this run"
         print("  %-45s %+6.2f %% [%s]  goal <= %.0f %%: %s" % (

@@ -334,9 +334,11 @@ def binom_cdf(k, n):
 
 def median_ci(xs, conf=0.95):
     """Median and a distribution-free confidence interval for it (sign test order statistics);
-    (median, lo, hi), lo/hi None when there are too few values for that confidence."""
+    (median, lo, hi), lo/hi None when there are too few values for that confidence (all None: none)."""
     xs = sorted(xs)
     n = len(xs)
+    if not n:
+        return None, None, None
     k = 0  # the interval is [x_(k+1), x_(n-k)] (1-based) with P(B <= k) <= (1 - conf) / 2
     while k + 1 < n and binom_cdf(k, n) <= (1 - conf) / 2:
         k += 1
@@ -347,6 +349,8 @@ def median_ci(xs, conf=0.95):
 
 def fmt_ci(label, xs, unit="%", scale=100.0):
     med, lo, hi = median_ci(xs)
+    if med is None:
+        return "%s: no pairs" % label
     pos = sum(1 for x in xs if x > 0)
     ci = "[95 %% CI %+.2f .. %+.2f]" % (scale * lo, scale * hi) if lo is not None else "[too few pairs for a 95 % CI]"
     return "%s %+.2f %s %s, positive in %d of %d pairs" % (label, scale * med, unit, ci, pos, len(xs))
@@ -415,7 +419,7 @@ def summarize(off, on, loss, cost, seconds):
     print(fmt_ci("paired throughput loss", loss))
     print(fmt_ci("paired CPU per request (nginx worker + wrk)", cost))
     same = [i for i in range(len(on)) if off[i].foreign == on[i].foreign == off[i + 1].foreign]
-    if len(same) < len(on):
+    if 0 < len(same) < len(on):
         print("pairs in which other engineers' BPF programs on this path stayed the same (%d of %d):"
               % (len(same), len(on)))
         print("  " + fmt_ci("throughput loss", [loss[i] for i in same]))
