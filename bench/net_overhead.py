@@ -1,17 +1,48 @@
 #!/usr/bin/env python3
-"""net_overhead.py - what tcpprobe + endpoint + ioprobe cost a busy web server: nginx (Debian) serving
-a small file on loopback, wrk (Debian) as the client; runs alternate between agent off and agent on
-(the real supervisor running the three probes), medians compared. Then one more run with
-kernel.bpf_stats_enabled=1 gives each BPF program's run time per event.
+"""net_overhead.py - what tcpprobe + endpoint + ioprobe cost a busy web server: nginx (Debian) serving a
+small file on loopback, wrk (Debian) as the client, short windows alternating between agent off and agent
+on (the real supervisor running the probes); the result is the median of the paired differences with a
+95 % confidence interval. Optionally one more phase with BPF statistics on gives each BPF program's run
+time per event.
 
-usage: bench/net_overhead.py [--lean|--all] [--close] [RUNS [SECONDS [BUILD]]]   (defaults 5, 10, $GG_BUILD or build)
-  (no flag)  the probes' default sub-probes (no -P)
-  --lean     no RTT/window tables either: nothing but per-connection and rare hooks
-  --all      every sub-probe named explicitly: per-segment RTT samples, tcp_delay, udp_socket, page_cache
-  --close    every request on a new connection (wrk -H "Connection: close"): the per-connection hooks'
-             worst case instead of keep-alive
+usage: bench/net_overhead.py [options] [PAIRS [SECONDS [BUILD]]]   (defaults 20 pairs of 3 s, $GG_BUILD or build)
+  (no flag)      the probes' default sub-probes (no -P)
+  --lean         no RTT/window tables either: nothing but per-connection and rare hooks
+  --all          every sub-probe named explicitly: per-segment RTT samples, tcp_delay, udp_socket, page_cache
+  --close        every request on a new connection (wrk -H "Connection: close"): the per-connection hooks'
+                 worst case instead of keep-alive
+  --probes LIST  run only these probes (comma separated; default tcpprobe,endpoint,ioprobe): bisection
+  --param P=ARGS replace probe P's parameters (e.g. --param 'tcpprobe=-t 5 -P tcp_stats'); repeatable
+  --stopped      agent started and warmed up, then every agent process SIGSTOPped for the window: the BPF
+                 hooks stay attached, no user-space work runs (what the hooks alone cost)
+  --warmup S     seconds between the probes' first batch and an "on" window (default 2)
+  --bpf-stats S  afterwards, S seconds of BPF statistics per workload (keep-alive, connection per
+                 request, 4 KiB direct IO); 0 = skip (the default)
+  --quiet CPUS   before each window wait until the rest of the machine uses less than CPUS (default 0.5)
+  --quiet-wait S ... for at most S seconds (default 2), then measure anyway
+
+Method (the machine is shared, so every choice is about noise):
+- nginx (one worker) is pinned to CPU 0, wrk (one thread, 32 connections) to CPU 1; the agent is not
+  pinned: on a 2-core host whatever CPU it uses is taken from one of the two, as in production.
+- Each window waits (bounded) for a calm moment of the rest of the machine and for any other wrk to end.
+- Windows go off, on, off, on, ..., off; each "on" window is compared with the mean of the two "off"
+  windows beside it, which cancels slow drifts of the other load. The agent is started before each "on"
+  window and stopped after it (the hooks must be detached to measure "off"), and measured only after a
+  warm-up; after a stop the kernel gets a second to tear the programs down before the next "off" window.
+- Figures per window: requests/s (wrk), CPU time per request of nginx's worker and wrk (scheduler
+  nanoseconds, /proc/<pid>/task/*/schedstat, and wait4's rusage), the agent's CPU time (every thread
+  of the supervisor and its probes), and the rest of the machine's busy time (/proc/stat: other load).
+- Result: median of the paired ratios with a distribution-free 95 % interval (order statistics of
+  the binomial sign test: the true median lies between them with >= 95 % probability whatever the
+  distribution of the noise), and how many pairs were positive. CPU per request is the least noisy
+  figure (other load takes CPU away from the workload but does not make its requests cost more);
+  throughput also loses what other processes take.
 """
+import argparse
+import ctypes
+import glob
 import json
+import math
 import os
 import shutil
 import signal
@@ -20,6 +51,7 @@ import statistics
 import subprocess
 import sys
 import tempfile
+import threading
 import time
 
 ROOT = os.path.abspath(os.path.join(os.path.dirname(__file__), ".."))
@@ -27,7 +59,18 @@ PROGS = ("tcpprobe", "endpoint", "ioprobe")
 # nginx (one worker) on CPU 0, wrk (one thread) on CPU 1: each has a core of its own.
 PIN_SERVER = ["taskset", "-c", "0"] if os.cpu_count() >= 2 else []
 PIN_CLIENT = ["taskset", "-c", "1"] if os.cpu_count() >= 2 else []
-WRK_ARGS = ["-t1", "-c32"]  # --close adds a header that makes every request a new connection
+WRK_ARGS = ["-t1", "-c32"]
+CLOSE_ARGS = ["-H", "Connection: close"]
+CLK_TCK = os.sysconf("SC_CLK_TCK")
+
+# Probe parameters of the agent: the defaults (no -P), --lean (tcpprobe without tcp_rtt and tcp_windows,
+# endpoint tcp_socket, ioprobe without page_cache), or --all (every sub-probe named: per-segment and
+# per-send/receive hooks, page cache hooks).
+DEFAULTS = {"tcpprobe": "-t 5", "endpoint": "-t 5", "ioprobe": "-t 5"}
+LEAN = {"tcpprobe": "-t 5 -P tcp_stats,tcp_abnormal,tcp_rate,tcp_srtt,tcp_sockbuf", "endpoint": "-t 5 -P tcp_socket",
+        "ioprobe": "-t 5 -P io_trace,io_err,io_count"}
+ALL = {"tcpprobe": "-t 5 -P tcp_abnormal,tcp_rtt,tcp_windows,tcp_rate,tcp_srtt,tcp_sockbuf,tcp_stats,tcp_delay",
+       "endpoint": "-t 5 -P tcp_socket,udp_socket", "ioprobe": "-t 5 -P io_trace,io_err,io_count,page_cache"}
 
 
 def free_port():
@@ -61,8 +104,8 @@ http {
     server { listen 127.0.0.1:%(port)d; root %(root)s; }
 }
 """ % {"tmp": tmp, "port": port, "root": root})
-    p = subprocess.Popen(PIN_SERVER + ["nginx", "-c", conf, "-p", tmp], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
-                         start_new_session=True)
+    p = subprocess.Popen(PIN_SERVER + ["nginx", "-c", conf, "-p", tmp], stdout=subprocess.DEVNULL,
+                         stderr=subprocess.DEVNULL, start_new_session=True)
     for _ in range(100):
         try:
             socket.create_connection(("127.0.0.1", port), timeout=0.2).close()
@@ -70,13 +113,6 @@ http {
         except OSError:
             time.sleep(0.05)
     raise SystemExit("nginx did not start: " + open(os.path.join(tmp, "error.log")).read())
-
-
-def cpu_seconds(pid):
-    """utime + stime of a process (children not included)."""
-    with open("/proc/%d/stat" % pid) as f:
-        fields = f.read().rsplit(")", 1)[1].split()
-    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
 
 
 def nginx_worker(master):
@@ -87,29 +123,133 @@ def nginx_worker(master):
     return kids[0]
 
 
-class Run:
-    """One wrk run: requests per second, and the CPU time nginx's worker and wrk used per request
-    (softirq work on loopback is charged to them too). The CPU cost does not depend on what else
-    the machine runs the way throughput does."""
+def task_ns(pid):
+    """CPU nanoseconds of every thread of a process (scheduler accounting, not clock ticks)."""
+    total = 0
+    for path in glob.glob("/proc/%d/task/*/schedstat" % pid):
+        try:
+            with open(path) as f:
+                total += int(f.read().split()[0])
+        except (OSError, ValueError, IndexError):
+            pass  # a thread that just exited
+    return total
 
-    def __init__(self, port, seconds, worker):
-        c0 = cpu_seconds(worker)
-        p = subprocess.Popen(PIN_CLIENT + ["wrk"] + WRK_ARGS + ["-d%ds" % seconds,
-                                           "http://127.0.0.1:%d/small.html" % port], stdout=subprocess.PIPE,
-                             text=True)
-        wrk_pid = p.pid
-        out = ""
-        wrk_cpu = 0.0
-        # wrk's own CPU time, read just before it exits (taskset execs wrk in the same process)
-        while p.poll() is None:
+
+def process_tree(pid):
+    out = [pid]
+    for path in glob.glob("/proc/%d/task/*/children" % pid):
+        try:
+            with open(path) as f:
+                kids = [int(x) for x in f.read().split()]
+        except OSError:
+            continue
+        for k in kids:
+            out += process_tree(k)
+    return out
+
+
+def machine_busy_ns():
+    """Busy CPU time of the whole machine (every CPU, everything but idle and iowait)."""
+    with open("/proc/stat") as f:
+        v = [int(x) for x in f.readline().split()[1:]]
+    return (sum(v[:8]) - v[3] - v[4]) * 1e9 / CLK_TCK
+
+
+QUIET = {"max_other": 0.5, "max_wait": 2.0}  # --quiet CPUS, --quiet-wait S
+
+
+def wait_for_quiet():
+    """Wait (bounded) until the rest of the machine uses less than QUIET["max_other"] CPUs over a second:
+    windows then start in the calmer moments of a shared machine instead of anywhere."""
+    t0 = time.monotonic()
+    while time.monotonic() - t0 < QUIET["max_wait"]:
+        b0 = machine_busy_ns()
+        time.sleep(1)
+        if (machine_busy_ns() - b0) / 1e9 < QUIET["max_other"]:
+            return
+    print("  (the machine stayed busy for %.0f s: measuring anyway)" % QUIET["max_wait"], flush=True)
+
+
+def wait_for_other_benchmarks(limit_s=120.0):
+    """Another engineer's wrk on this shared machine would be measured with ours: wait for it to end
+    (bounded) before a window starts."""
+    t0 = time.monotonic()
+    while time.monotonic() - t0 < limit_s:
+        busy = False
+        for path in glob.glob("/proc/[0-9]*/comm"):
             try:
-                wrk_cpu = cpu_seconds(wrk_pid)
-            except (FileNotFoundError, ProcessLookupError, IndexError):
+                with open(path) as f:
+                    busy = busy or f.read().strip() == "wrk"
+            except OSError:
                 pass
-            time.sleep(0.05)
+        if not busy:
+            return
+        time.sleep(0.5)
+
+
+# Tracepoints a keep-alive request of nginx + wrk crosses (system calls, context switches, segments,
+# sends and receives, skb frees): another engineer's program attached to one of them changes what every
+# request costs while it is attached.
+HOT_TRACEPOINTS = {"sys_enter", "sys_exit", "sched_switch", "sched_wakeup", "sched_waking", "tcp_probe",
+                   "sock_send_length", "sock_recv_length", "kfree_skb", "consume_skb", "net_dev_queue",
+                   "net_dev_xmit", "netif_receive_skb", "napi_gro_receive_entry", "tcp_rcv_space_adjust",
+                   "tcp_cwnd_reduction_tp", "softirq_entry", "softirq_exit", "irq_handler_entry",
+                   "sys_enter_read", "sys_enter_write", "sys_enter_sendfile64", "sys_enter_epoll_wait",
+                   "mm_filemap_add_to_page_cache", "block_dirty_buffer", "writeback_dirty_folio"}
+
+
+def foreign_hooks(own_pids=()):
+    """Tracepoints on this workload's path to which processes other than our agent have a BPF program
+    attached (from /proc/<pid>/fdinfo of their BPF links), as 'tracepoint (comm)'."""
+    own = set(own_pids)
+    out = set()
+    for fdinfo in glob.glob("/proc/[0-9]*/fdinfo"):
+        pid = int(fdinfo.split("/")[2])
+        if pid in own:
+            continue
+        try:
+            fds = os.listdir(fdinfo)
+        except OSError:
+            continue
+        for fd in fds:
+            try:
+                if os.readlink("/proc/%d/fd/%s" % (pid, fd)) != "anon_inode:bpf_link":
+                    continue
+                with open("%s/%s" % (fdinfo, fd)) as f:
+                    tp = [x.split(":", 1)[1].strip() for x in f if x.startswith("tp_name:")]
+                with open("/proc/%d/comm" % pid) as f:
+                    comm = f.read().strip()
+            except OSError:
+                continue
+            if tp and tp[0] in HOT_TRACEPOINTS:
+                out.add("%s (%s)" % (tp[0], comm))
+    return out
+
+
+class Window:
+    """One wrk run: requests/s, CPU per request of nginx's worker + wrk, the agent's CPU, other load."""
+
+    def __init__(self, port, seconds, worker, agent_pids=(), close=False):
+        agent_pids = list(agent_pids)
+        wait_for_other_benchmarks()
+        self.foreign = foreign_hooks(agent_pids)
+        a0 = sum(task_ns(p) for p in agent_pids)
+        n0 = task_ns(worker)
+        b0 = machine_busy_ns()
+        t0 = time.monotonic()
+        args = PIN_CLIENT + ["wrk"] + WRK_ARGS + (CLOSE_ARGS if close else []) + \
+            ["-d%ds" % seconds, "http://127.0.0.1:%d/small.html" % port]
+        p = subprocess.Popen(args, stdout=subprocess.PIPE, text=True)
         out = p.stdout.read()
-        self.nginx_cpu = cpu_seconds(worker) - c0
-        self.wrk_cpu = wrk_cpu
+        # wait4: wrk's exact CPU time, all threads (taskset execs wrk in the same process)
+        _, status, ru = os.wait4(p.pid, 0)
+        p.returncode = os.waitstatus_to_exitcode(status)
+        wall = time.monotonic() - t0
+        b1 = machine_busy_ns()
+        self.foreign |= foreign_hooks(agent_pids)
+        self.nginx_ns = task_ns(worker) - n0
+        self.agent_ns = sum(task_ns(p) for p in agent_pids) - a0
+        self.wrk_ns = (ru.ru_utime + ru.ru_stime) * 1e9
         self.rps = None
         self.requests = None
         for line in out.splitlines():
@@ -117,65 +257,57 @@ class Run:
                 self.rps = float(line.split()[1])
             if "requests in" in line:
                 self.requests = int(line.split()[0])
-        if self.rps is None or not self.requests:
+        if p.returncode != 0 or self.rps is None or not self.requests:
             raise SystemExit("no result in wrk output:\n" + out)
-        self.us_per_req = (self.nginx_cpu + self.wrk_cpu) * 1e6 / self.requests
+        self.us_per_req = (self.nginx_ns + self.wrk_ns) / 1e3 / self.requests
+        # other load, in CPUs (0..2): everything busy but the workload and the agent
+        self.other = max(0.0, (b1 - b0 - self.nginx_ns - self.wrk_ns - self.agent_ns) / 1e9 / wall)
+        self.agent_pct = 100.0 * self.agent_ns / 1e9 / wall  # % of one CPU
 
 
-def wrk(port, seconds):
-    out = subprocess.run(PIN_CLIENT + ["wrk"] + WRK_ARGS + ["-d%ds" % seconds, "http://127.0.0.1:%d/small.html" % port],
-                         capture_output=True, text=True, check=True).stdout
-    for line in out.splitlines():
-        if line.startswith("Requests/sec:"):
-            return float(line.split()[1])
-    raise SystemExit("no Requests/sec in wrk output:\n" + out)
-
-
-# Probe parameters of the agent: the defaults (no -P), --lean (tcpprobe without tcp_rtt and tcp_windows,
-# endpoint tcp_socket, ioprobe without page_cache), or --all (every sub-probe named: per-segment and
-# per-send/receive hooks, page cache hooks).
-PARAMS = {"tcpprobe": "-t 5", "endpoint": "-t 5", "ioprobe": "-t 5"}
-LEAN = {"tcpprobe": "-t 5 -P tcp_stats,tcp_abnormal,tcp_rate,tcp_srtt,tcp_sockbuf", "endpoint": "-t 5 -P tcp_socket",
-        "ioprobe": "-t 5 -P io_trace,io_err,io_count"}
-ALL = {"tcpprobe": "-t 5 -P tcp_abnormal,tcp_rtt,tcp_windows,tcp_rate,tcp_srtt,tcp_sockbuf,tcp_stats,tcp_delay",
-       "endpoint": "-t 5 -P tcp_socket,udp_socket", "ioprobe": "-t 5 -P io_trace,io_err,io_count,page_cache"}
-
-
-def start_agent(tmp, build):
-    d = os.path.join(tmp, "agent")
+def write_agent_conf(d, build, params, probes):
     meta = os.path.join(d, "meta")
     os.makedirs(meta)
     for f in os.listdir(os.path.join(ROOT, "schema")):
         if f.endswith(".meta"):
             shutil.copy(os.path.join(ROOT, "schema", f), meta)
     conf = os.path.join(d, "gala-gopher.conf")
+    entries = ",\n".join('    { name = "%s"; param = "%s"; switch = "on"; }' % (n, params[n]) for n in probes)
     with open(conf, "w") as f:
         f.write("""
 global = { log_level = "info"; run_dir = "%(d)s/run"; meta_path = "%(meta)s"; probes_dir = "%(probes)s"; };
 metric = { out_channel = "logs"; };
+rest_api_server = { port = 0; state_dir = "%(d)s/state"; };
 logs = { metric_dir = "%(d)s/metrics"; event_dir = "%(d)s/event"; meta_dir = "%(d)s/meta"; debug_dir = "%(d)s/debug"; };
 probes = (
-    { name = "tcpprobe"; param = "%(tcpprobe)s"; switch = "on"; },
-    { name = "endpoint"; param = "%(endpoint)s"; switch = "on"; },
-    { name = "ioprobe"; param = "%(ioprobe)s"; switch = "on"; }
+%(entries)s
 );
-""" % dict(PARAMS, d=d, meta=meta, probes=os.path.join(build, "probes")))
+""" % dict(d=d, meta=meta, probes=os.path.join(build, "probes"), entries=entries))
+    return conf
+
+
+def start_agent(d, build, params, probes):
+    """The real supervisor running `probes`; returns once every probe has attached (sent a batch)."""
+    os.makedirs(d)
+    conf = write_agent_conf(d, build, params, probes)
     p = subprocess.Popen([os.path.join(build, "gala-gopher"), "-c", conf], stdout=subprocess.DEVNULL,
                          stderr=subprocess.DEVNULL, start_new_session=True)
-    # Running once every probe has attached (each has sent a batch).
     status = os.path.join(d, "run", "status.json")
     for _ in range(300):
         try:
             with open(status) as f:
                 st = json.load(f)
-            if all(any(q["name"] == n and q["state"] == "running" and q["batches"] > 0 for q in st["probes"])
-                   for n in PROGS):
+            running = {q["name"]: q["pid"] for q in st["probes"] if q["state"] == "running" and q["batches"] > 0}
+            if all(n in running for n in probes) and st.get("supervisor") is not None:
+                p.probe_pids = {n: running[n] for n in probes}
                 return p
         except (OSError, ValueError, KeyError):
             pass
+        if p.poll() is not None:
+            break
         time.sleep(0.1)
-    p.kill()
-    raise SystemExit("the agent did not start its probes")
+    stop(p)
+    raise SystemExit("the agent did not start its probes (see %s/debug)" % d)
 
 
 def stop(p):
@@ -188,93 +320,303 @@ def stop(p):
             p.wait()
 
 
-PREFIXES = ("tcp_", "ep_", "io_")  # program names of tcpprobe, endpoint and ioprobe
+def signal_tree(pids, sig):
+    for pid in pids:
+        try:
+            os.kill(pid, sig)
+        except ProcessLookupError:
+            pass
 
 
-def our_programs(since):
-    """{prog name: (run_time_ns, run_cnt)} of our probes' BPF programs loaded at or after `since`."""
+def binom_cdf(k, n):
+    return sum(math.comb(n, i) for i in range(k + 1)) / 2.0 ** n
+
+
+def median_ci(xs, conf=0.95):
+    """Median and a distribution-free confidence interval for it (sign test order statistics);
+    (median, lo, hi), lo/hi None when there are too few values for that confidence (all None: none)."""
+    xs = sorted(xs)
+    n = len(xs)
+    if not n:
+        return None, None, None
+    k = 0  # the interval is [x_(k+1), x_(n-k)] (1-based) with P(B <= k) <= (1 - conf) / 2
+    while k + 1 < n and binom_cdf(k, n) <= (1 - conf) / 2:
+        k += 1
+    if k == 0:
+        return statistics.median(xs), None, None
+    return statistics.median(xs), xs[k - 1], xs[n - k]
+
+
+def fmt_ci(label, xs, unit="%", scale=100.0):
+    med, lo, hi = median_ci(xs)
+    if med is None:
+        return "%s: no pairs" % label
+    pos = sum(1 for x in xs if x > 0)
+    ci = "[95 %% CI %+.2f .. %+.2f]" % (scale * lo, scale * hi) if lo is not None else "[too few pairs for a 95 % CI]"
+    return "%s %+.2f %s %s, positive in %d of %d pairs" % (label, scale * med, unit, ci, pos, len(xs))
+
+
+def agent_window(port, worker, build, d, params, probes, seconds, warmup, close, stopped):
+    """Start the agent (the supervisor with `probes`, possibly none), let it warm up, measure one window,
+    stop it and let the kernel tear its programs and maps down. "Off" windows run the same sequence with
+    the supervisor alone, so that both sides follow a start and a stop the same way (without it, the
+    windows right after a stop measured 2-5 % slower than those after a start, with the supervisor
+    alone on both sides)."""
+    wait_for_quiet()
+    agent = start_agent(d, build, params, probes)
+    try:
+        time.sleep(warmup)
+        pids = process_tree(agent.pid)
+        if stopped and probes:
+            signal_tree(pids, signal.SIGSTOP)
+        try:
+            w = Window(port, seconds, worker, pids, close=close)
+        finally:
+            if stopped and probes:
+                signal_tree(pids, signal.SIGCONT)
+    finally:
+        stop(agent)
+        time.sleep(1)
+    # A probe that lost events did less than its job: its window would flatter it.
+    for log in glob.glob(os.path.join(d, "debug", "probes", "*.log")):
+        with open(log, errors="replace") as f:
+            for line in f:
+                if " lost" in line:
+                    print("  warning: %s: %s" % (os.path.basename(log), line.strip()), flush=True)
+    return w
+
+
+def ab_series(port, worker, build, tmp, params, probes, pairs, seconds, warmup, close, stopped, label=""):
+    """off, on, off, ..., off; returns (off windows, on windows, per-pair loss, per-pair CPU increase)."""
+    off, on = [], []
+
+    def run(kind, i):
+        return agent_window(port, worker, build, os.path.join(tmp, "%s%s%d" % (label, kind, i)), params,
+                            probes if kind == "on" else [], seconds, warmup, close, stopped)
+
+    off.append(run("off", 0))
+    for i in range(pairs):
+        on.append(run("on", i))
+        off.append(run("off", i + 1))
+        a, b, c = off[-2], on[-1], off[-1]
+        print("pair %2d: req/s %6.0f | %6.0f | %6.0f   CPU/req %5.2f | %5.2f | %5.2f us   agent %.3f | %.3f | %.3f %% "
+              "of a CPU   other load %.2f | %.2f | %.2f CPUs" % (
+                  i + 1, a.rps, b.rps, c.rps, a.us_per_req, b.us_per_req, c.us_per_req, a.agent_pct, b.agent_pct,
+                  c.agent_pct, a.other, b.other, c.other), flush=True)
+        if a.foreign or b.foreign or c.foreign:
+            print("         other engineers' BPF programs on this path: %s%s" % (
+                ", ".join(sorted(a.foreign | b.foreign | c.foreign)),
+                "" if a.foreign == b.foreign == c.foreign else " (changed within the pair)"), flush=True)
+    loss = [1 - on[i].rps / ((off[i].rps + off[i + 1].rps) / 2) for i in range(pairs)]
+    cost = [on[i].us_per_req / ((off[i].us_per_req + off[i + 1].us_per_req) / 2) - 1 for i in range(pairs)]
+    return off, on, loss, cost
+
+
+def summarize(off, on, loss, cost, seconds):
+    print("median: off %.0f req/s, %.2f us CPU/request; on %.0f req/s, %.2f us CPU/request (%d pairs of %d s)"
+          % (statistics.median(r.rps for r in off), statistics.median(r.us_per_req for r in off),
+             statistics.median(r.rps for r in on), statistics.median(r.us_per_req for r in on), len(on), seconds))
+    print(fmt_ci("paired throughput loss", loss))
+    print(fmt_ci("paired CPU per request (nginx worker + wrk)", cost))
+    same = [i for i in range(len(on)) if off[i].foreign == on[i].foreign == off[i + 1].foreign]
+    if 0 < len(same) < len(on):
+        print("pairs in which other engineers' BPF programs on this path stayed the same (%d of %d):"
+              % (len(same), len(on)))
+        print("  " + fmt_ci("throughput loss", [loss[i] for i in same]))
+        print("  " + fmt_ci("CPU per request", [cost[i] for i in same]))
+    print("agent CPU (supervisor + probes, every thread): median %.3f %% of one CPU (max %.3f), %.0f ns per request;"
+          " the supervisor alone (off windows): %.3f %%, %.0f ns per request"
+          % (statistics.median(r.agent_pct for r in on), max(r.agent_pct for r in on),
+             statistics.median(r.agent_ns / r.requests for r in on), statistics.median(r.agent_pct for r in off),
+             statistics.median(r.agent_ns / r.requests for r in off)))
+
+
+def pingpong(build, trips=20000, rounds=10):
+    """Best-of-rounds ns per TCP round trip of two threads on one CPU (bench/net_pingpong): other load
+    only slows rounds down, so the best round shows what the path itself costs."""
+    out = subprocess.run(PIN_SERVER + [os.path.join(build, "bench", "net_pingpong"), "tcp", str(trips), str(rounds)],
+                         capture_output=True, text=True, check=True).stdout
+    return float(out.split()[1])
+
+
+def pingpong_series(build, tmp, params, probes, pairs):
+    """Agent off / on around each pingpong (symmetric: the supervisor runs on both sides); returns the
+    per-pair relative differences of the best round trip."""
+    diffs = []
+    prev = None
+    for i in range(pairs + 1):
+        for kind in (("off", "on") if i < pairs else ("off",)):
+            wait_for_quiet()
+            agent = start_agent(os.path.join(tmp, "pp%s%d" % (kind, i)), build, params, probes if kind == "on" else [])
+            try:
+                time.sleep(1)
+                ns = pingpong(build)
+            finally:
+                stop(agent)
+                time.sleep(0.5)
+            if kind == "on":
+                on_ns = ns
+            else:
+                if prev is not None:
+                    diffs.append(on_ns / ((prev + ns) / 2) - 1)
+                    print("pingpong %2d: off %.0f, on %.0f, off %.0f ns per round trip" % (len(diffs), prev, on_ns, ns),
+                          flush=True)
+                prev = ns
+    return diffs
+
+
+# ---- BPF statistics -----------------------------------------------------------------------------------
+
+BPF_ENABLE_STATS = 32
+BPF_STATS_RUN_TIME = 0
+
+
+def enable_bpf_stats():
+    """An fd that keeps run-time statistics on while open (bpf(BPF_ENABLE_STATS)): nothing global is
+    left changed if this script dies, and it does not fight kernel.bpf_stats_enabled set by others."""
+    libc = ctypes.CDLL(None, use_errno=True)
+    attr = (ctypes.c_uint32 * 4)(BPF_STATS_RUN_TIME, 0, 0, 0)
+    fd = libc.syscall(321 if os.uname().machine == "x86_64" else 280, BPF_ENABLE_STATS, ctypes.byref(attr),
+                      ctypes.sizeof(attr))
+    if fd < 0:
+        raise OSError(ctypes.get_errno(), "BPF_ENABLE_STATS")
+    return fd
+
+
+def prog_counters(pids):
+    """{prog id: (run_time_ns, run_cnt)} of the BPF programs the processes hold (fdinfo)."""
     out = {}
-    progs = json.loads(subprocess.run(["bpftool", "-j", "prog", "show"], capture_output=True, text=True,
-                                      check=True).stdout)
-    for prog in progs:
-        name = prog.get("name", "")
-        if name.startswith(PREFIXES) and prog.get("loaded_at", 0) >= since:
-            out[name] = (prog.get("run_time_ns", 0), prog.get("run_cnt", 0))
+    for pid in pids:
+        for path in glob.glob("/proc/%d/fdinfo/*" % pid):
+            try:
+                with open(path) as f:
+                    kv = dict(line.split(":", 1) for line in f.read().splitlines() if ":" in line)
+            except OSError:
+                continue
+            if "prog_id" in kv and "run_cnt" in kv:
+                out[int(kv["prog_id"])] = (int(kv["run_time_ns"]), int(kv["run_cnt"]))
     return out
 
 
+def prog_names(ids):
+    names = {}
+    for prog in json.loads(subprocess.run(["bpftool", "-j", "prog", "show"], capture_output=True, text=True,
+                                          check=True).stdout):
+        if prog["id"] in ids:
+            names[prog["id"]] = prog.get("name", "?")
+    return names
+
+
+def dd_io(seconds):
+    """4 KiB direct writes then reads for about `seconds`: block requests for ioprobe."""
+    path = "/var/tmp/gg-bench-io.%d" % os.getpid()
+    try:
+        subprocess.run(["timeout", str(max(1, seconds // 2)), "dd", "if=/dev/zero", "of=" + path, "bs=4k",
+                        "count=200000", "oflag=direct"], capture_output=True)
+        subprocess.run(["timeout", str(max(1, seconds - seconds // 2)), "dd", "if=" + path, "of=/dev/null",
+                        "bs=4k", "iflag=direct"], capture_output=True)
+    finally:
+        try:
+            os.unlink(path)
+        except OSError:
+            pass
+
+
+def bpf_costs(port, worker, build, tmp, params, probes, seconds):
+    """Per workload and program: runs, runs per request, ns per run (total, and the median and range of
+    1-second slices: a slice where the program was preempted or interrupted shows as an outlier
+    instead of moving the figure)."""
+    agent = start_agent(os.path.join(tmp, "stats"), build, params, probes)
+    fd = enable_bpf_stats()
+    try:
+        time.sleep(2)
+        pids = list(agent.probe_pids.values())
+        names = prog_names(set(prog_counters(pids)))
+        for workload in ("keep-alive", "connection per request", "4 KiB direct IO"):
+            samples = [prog_counters(pids)]
+            t0 = time.monotonic()
+            if workload == "4 KiB direct IO":
+                th = threading.Thread(target=dd_io, args=(seconds,))
+                th.start()
+                while th.is_alive():
+                    time.sleep(1)
+                    samples.append(prog_counters(pids))
+                requests = None
+            else:
+                res = {}
+                th = threading.Thread(target=lambda: res.setdefault(
+                    "w", Window(port, seconds, worker, close=(workload != "keep-alive"))))
+                th.start()
+                while th.is_alive():
+                    time.sleep(1)
+                    samples.append(prog_counters(pids))
+                th.join()
+                requests = res["w"].requests if "w" in res else None
+            samples.append(prog_counters(pids))
+            print("bpf_stats, %s (%.0f s%s): program, runs, runs per request, ns per run (all; median of 1 s slices"
+                  " [min..max])" % (workload, time.monotonic() - t0,
+                                    ", %d requests" % requests if requests else ""))
+            first, last = samples[0], samples[-1]
+            for pid_ in sorted(last, key=lambda i: names.get(i, "?")):
+                runs = last[pid_][1] - first.get(pid_, (0, 0))[1]
+                if runs <= 0:
+                    continue
+                ns = last[pid_][0] - first.get(pid_, (0, 0))[0]
+                sl = []
+                for a, b in zip(samples, samples[1:]):
+                    if pid_ in a and pid_ in b and b[pid_][1] - a[pid_][1] >= 100:
+                        sl.append((b[pid_][0] - a[pid_][0]) / (b[pid_][1] - a[pid_][1]))
+                slices = " (%.0f [%.0f..%.0f] in %d slices)" % (statistics.median(sl), min(sl), max(sl), len(sl)) \
+                    if sl else ""
+                print("  %-18s %10d %8s %8.0f%s" % (names.get(pid_, str(pid_)), runs,
+                                                    "%.3f" % (runs / requests) if requests else "-", ns / runs,
+                                                    slices), flush=True)
+    finally:
+        os.close(fd)
+        stop(agent)
+
+
 def main():
-    args = [a for a in sys.argv[1:] if a not in ("--lean", "--all", "--close")]
-    if "--close" in sys.argv[1:]:
-        WRK_ARGS.extend(["-H", "Connection: close"])
-    if "--lean" in sys.argv[1:]:
-        PARAMS.update(LEAN)
-    if "--all" in sys.argv[1:]:
-        PARAMS.update(ALL)
-    runs = int(args[0]) if len(args) > 0 else 5
-    seconds = int(args[1]) if len(args) > 1 else 10
-    build = os.path.join(ROOT, args[2] if len(args) > 2 else os.environ.get("GG_BUILD", "build"))
-    print("agent: " + "; ".join("%s %s" % kv for kv in sorted(PARAMS.items())), flush=True)
+    # stopped by a signal (a background job ignores SIGINT): the finally blocks stop nginx and the agent
+    for sig in (signal.SIGTERM, signal.SIGINT, signal.SIGHUP):
+        signal.signal(sig, lambda *_: sys.exit(1))
+    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    ap.add_argument("--lean", action="store_true")
+    ap.add_argument("--all", action="store_true")
+    ap.add_argument("--close", action="store_true")
+    ap.add_argument("--stopped", action="store_true")
+    ap.add_argument("--probes", default=",".join(PROGS))
+    ap.add_argument("--param", action="append", default=[])
+    ap.add_argument("--warmup", type=float, default=2.0)
+    ap.add_argument("--bpf-stats", type=int, default=0)
+    ap.add_argument("--quiet", type=float, default=QUIET["max_other"])
+    ap.add_argument("--quiet-wait", type=float, default=QUIET["max_wait"])
+    ap.add_argument("pairs", nargs="?", type=int, default=20)
+    ap.add_argument("seconds", nargs="?", type=int, default=3)
+    ap.add_argument("build", nargs="?", default=os.environ.get("GG_BUILD", "build"))
+    a = ap.parse_args()
+    params = dict(ALL if a.all else LEAN if a.lean else DEFAULTS)
+    for p in a.param:
+        name, _, val = p.partition("=")
+        params[name] = val
+    QUIET.update(max_other=a.quiet, max_wait=a.quiet_wait)
+    probes = [p for p in a.probes.split(",") if p]  # none: the supervisor alone (an A/A check of the method)
+    build = os.path.join(ROOT, a.build)
+    print("agent: %s%s; workload: %s; %d pairs of %d s windows, warm-up %.1f s" % (
+        "; ".join("%s %s" % (n, params[n]) for n in probes), " (SIGSTOPped during the windows)" if a.stopped else "",
+        "connection per request" if a.close else "keep-alive", a.pairs, a.seconds, a.warmup), flush=True)
     tmp = tempfile.mkdtemp(prefix="gg-bench-net-")
     port = free_port()
     nginx = start_nginx(tmp, port)
-    off, on = [], []
     try:
         worker = nginx_worker(nginx)
-        wrk(port, 2)  # warm up
-        # off, on, off, on, ..., off: each "on" run is compared with the mean of its two neighbours,
-        # which cancels the slow drift of a shared machine; the medians of those ratios are the result.
-        off.append(Run(port, seconds, worker))
-        for i in range(runs):
-            agent = start_agent(os.path.join(tmp, "on%d" % i), build)
-            try:
-                time.sleep(1)
-                on.append(Run(port, seconds, worker))
-            finally:
-                stop(agent)
-            off.append(Run(port, seconds, worker))
-            print("run %d: off %.0f, on %.0f, off %.0f req/s; CPU per request %.2f, %.2f, %.2f us"
-                  % (i + 1, off[-2].rps, on[-1].rps, off[-1].rps, off[-2].us_per_req, on[-1].us_per_req,
-                     off[-1].us_per_req), flush=True)
-        loss = [1 - on[i].rps / ((off[i].rps + off[i + 1].rps) / 2) for i in range(runs)]
-        cost = [on[i].us_per_req / ((off[i].us_per_req + off[i + 1].us_per_req) / 2) - 1 for i in range(runs)]
-        print("median: off %.0f req/s, on %.0f req/s; paired throughput loss %.2f %% (per run: %s)"
-              % (statistics.median(r.rps for r in off), statistics.median(r.rps for r in on),
-                 100.0 * statistics.median(loss), ", ".join("%.1f" % (100.0 * x) for x in loss)))
-        print("median CPU per request (nginx worker + wrk): off %.2f us, on %.2f us; paired increase %.2f %% "
-              "(per run: %s)" % (statistics.median(r.us_per_req for r in off),
-                                 statistics.median(r.us_per_req for r in on), 100.0 * statistics.median(cost),
-                                 ", ".join("%.1f" % (100.0 * x) for x in cost)))
-        # Other load on a shared machine only ever slows a run down: the best runs of each side are the
-        # least disturbed estimate of what the agent itself costs.
-        best_off, best_on = max(r.rps for r in off), max(r.rps for r in on)
-        low_off, low_on = min(r.us_per_req for r in off), min(r.us_per_req for r in on)
-        print("best runs: off %.0f req/s, on %.0f req/s (loss %.2f %%); lowest CPU per request off %.2f us, on %.2f us "
-              "(increase %.2f %%)" % (best_off, best_on, 100.0 * (1 - best_on / best_off), low_off, low_on,
-                                      100.0 * (low_on / low_off - 1)))
-
-        # BPF cost per event, measured in a separate run (the statistics cost time themselves).
-        with open("/proc/sys/kernel/bpf_stats_enabled") as f:
-            old = f.read().strip()
-        with open("/proc/sys/kernel/bpf_stats_enabled", "w") as f:
-            f.write("1")
-        since = int(time.time()) - 1
-        agent = start_agent(os.path.join(tmp, "stats"), build)
-        try:
-            time.sleep(1)
-            before = our_programs(since)
-            rps = wrk(port, seconds)
-            after = our_programs(since)
-        finally:
-            stop(agent)
-            with open("/proc/sys/kernel/bpf_stats_enabled", "w") as f:
-                f.write(old)
-        print("bpf_stats run: %.0f req/s; per program: runs, runs per request, ns per run" % rps)
-        for name in sorted(after):
-            ns = after[name][0] - before.get(name, (0, 0))[0]
-            cnt = after[name][1] - before.get(name, (0, 0))[1]
-            if cnt:
-                print("  %-28s %10d %8.2f %8.0f" % (name, cnt, cnt / (rps * seconds), ns / cnt))
+        Window(port, 2, worker, close=a.close)  # warm up nginx, wrk, the page cache
+        if a.pairs:
+            off, on, loss, cost = ab_series(port, worker, build, tmp, params, probes, a.pairs, a.seconds,
+                                            a.warmup, a.close, a.stopped)
+            summarize(off, on, loss, cost, a.seconds)
+        if a.bpf_stats:
+            bpf_costs(port, worker, build, tmp, params, probes, a.bpf_stats)
     finally:
         stop(nginx)
         shutil.rmtree(tmp, ignore_errors=True)

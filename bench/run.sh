@@ -26,8 +26,8 @@ python3 bench/stack_overhead.py 15 2
 python3 bench/stack_alloc.py 7 200000
 "$GG_BUILD/bench/stack_symbolize" 3
 python3 bench/stack_unknown.py 8
-echo "== tcpprobe + endpoint + ioprobe: nginx/wrk A/B (default and lean sub-probes), loopback round trip"
-python3 bench/net_overhead.py 9 5 "$GG_BUILD"
-python3 bench/net_overhead.py --lean 9 5 "$GG_BUILD"
-python3 bench/net_overhead.py --all 9 5 "$GG_BUILD"
+echo "== tcpprobe + endpoint + ioprobe: issue 17's cost table (keep-alive and connection-per-request A/B with"
+echo "   95 % intervals, agent idle, round trip, BPF per event), then the --all sub-probes, loopback round trip"
+python3 bench/net_cost_table.py 20 3 "$GG_BUILD"
+python3 bench/net_overhead.py --all 12 3 "$GG_BUILD"
 taskset -c 0 "$GG_BUILD/bench/net_pingpong" tcp 30000 10

@@ -24,6 +24,7 @@ extern unsigned int CONFIG_HZ __kconfig __weak;
 /* Closed links lost because tcp_closed was full; links not tracked because tcp_links was full. */
 __u64 tcp_closed_lost;
 __u64 tcp_links_lost;
+__u64 tcp_closed_wake_at = TCP_CLOSED_RING / 4;
 
 struct {
 	__uint(type, BPF_MAP_TYPE_HASH);
@@ -33,8 +34,10 @@ struct {
 	__type(value, struct tcp_link);
 } tcp_links SEC(".maps");
 
-/* Closed links, final values, in the order they closed: user space consumes them every 25-100 ms
- * (no wakeup per record). Sized by user space (TCP_CLOSED_RING). */
+/* Closed links, final values, in the order they closed. No wakeup per record: user space is woken
+ * once the ring holds tcp_closed_wake_at bytes (a quarter; set by user space with the size,
+ * TCP_CLOSED_RING) and drains it then and at every report, so an idle or keep-alive host costs no
+ * wakeup at all between reports. */
 struct {
 	__uint(type, BPF_MAP_TYPE_RINGBUF);
 	__uint(max_entries, TCP_CLOSED_RING);
@@ -394,8 +397,15 @@ static __always_inline void link_close(const struct sock *sk, struct tcp_link *l
 		link_fill_addrs_btf(l, sk);
 	l->close_ns = l->s.snap_ns;
 	l->flags |= TCP_LF_CLOSED | (failed ? TCP_LF_CONNECT_FAILED : 0);
-	if (!(l->flags & TCP_LF_OUT_OF_SCOPE) && bpf_ringbuf_output(&tcp_closed, l, sizeof(*l), BPF_RB_NO_WAKEUP))
-		__sync_fetch_and_add(&tcp_closed_lost, 1);
+	if (!(l->flags & TCP_LF_OUT_OF_SCOPE)) {
+		/* Past the fill level every record wakes the reader (one pending irq_work at most). */
+		__u64 wake = bpf_ringbuf_query(&tcp_closed, BPF_RB_AVAIL_DATA) >= tcp_closed_wake_at
+				     ? BPF_RB_FORCE_WAKEUP
+				     : BPF_RB_NO_WAKEUP;
+
+		if (bpf_ringbuf_output(&tcp_closed, l, sizeof(*l), wake))
+			__sync_fetch_and_add(&tcp_closed_lost, 1);
+	}
 	bpf_map_delete_elem(&tcp_links, &key);
 }
 
@@ -469,17 +479,9 @@ int BPF_PROG(tcp_state, const struct sock *sk, const int oldstate, const int new
 	}
 }
 
-/* A link closed without TCP_CLOSE being traced (should not happen; keeps the map clean). */
-SEC("tp_btf/tcp_destroy_sock")
-int BPF_PROG(tcp_destroy, struct sock *sk)
-{
-	__u64 key = (__u64)sk;
-	struct tcp_link *l = bpf_map_lookup_elem(&tcp_links, &key);
-
-	if (l)
-		link_close(sk, l, 0);
-	return 0;
-}
+/* No tcp_destroy_sock hook: every TCP socket that reaches a link passes TCP_CLOSE (tcp_set_state,
+ * tcp_done) before it is destroyed, and a close missed anyway is found by the snapshot walk (freed
+ * or reused socket: TCP_LF_STALE). It ran twice per connection for nothing. */
 
 /* accept()/accept4() returned fd: attribute the link to the accepting process. */
 static __always_inline int on_accept(long fd)

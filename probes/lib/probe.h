@@ -130,6 +130,13 @@ void probe_rt__run_periodic(struct probe_rt *rt, const unsigned int *period_s, v
  */
 void probe_rt__run_ticking(struct probe_rt *rt, const unsigned int *period_s, void (*report)(void *arg),
 			   unsigned int (*tick)(void *arg), void *arg);
+/*
+ * Poll fd too (-1: none): when it is readable, probe_rt__wait returns 0 and probe_rt__run_ticking runs
+ * the tick at once instead of at its time. For a kernel that says when work is due (a ring buffer
+ * past a fill level) instead of a timer that wakes the probe for nothing. The tick must make the fd
+ * unreadable again (consume the event), or the loop spins.
+ */
+void probe_rt__watch_fd(struct probe_rt *rt, int fd);
 /* Make the current or next probe_rt__wait return 0 early (async-signal-safe). */
 void probe_rt__wake(struct probe_rt *rt);
 /* Ask for a stop, as SIGTERM does. */

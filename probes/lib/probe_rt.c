@@ -26,6 +26,8 @@ struct probe_rt {
 	struct ipc_pub *pub;	   /* NULL when standalone (stdout) */
 	struct ipc_ctrl_sub *ctrl; /* NULL without GALA_GOPHER_CTRL_URL */
 	int wake_rd, wake_wr;	   /* self-pipe: signal handlers and probe_rt__wake */
+	int watch_fd;		   /* probe_rt__watch_fd, or -1 */
+	int watch_ready;	   /* watch_fd was readable: run_ticking ticks at once */
 	int stop;
 	uint64_t emitted;
 	uint64_t invalid;
@@ -95,6 +97,7 @@ struct probe_rt *probe_rt__new(const struct probe_rt_opts *opts)
 	if (!rt)
 		return NULL;
 	rt->wake_rd = rt->wake_wr = -1;
+	rt->watch_fd = -1;
 	snprintf(rt->name, sizeof(rt->name), "%s", name);
 	rt->on_config = opts->on_config;
 	rt->cb_ctx = opts->cb_ctx;
@@ -265,9 +268,9 @@ int probe_rt__wait(struct probe_rt *rt, unsigned int ms)
 	uint64_t deadline = now + ms;
 
 	for (;;) {
-		struct pollfd pfd[2];
+		struct pollfd pfd[3];
 		uint64_t next = deadline;
-		nfds_t n = 1;
+		nfds_t n = 1, ctrl_i = 0, watch_i = 0;
 		int ret;
 
 		if (probe_rt__stopping(rt))
@@ -292,20 +295,28 @@ int probe_rt__wait(struct probe_rt *rt, unsigned int ms)
 
 		pfd[0] = (struct pollfd){.fd = rt->wake_rd, .events = POLLIN};
 		if (rt->ctrl) {
-			pfd[1] = (struct pollfd){.fd = ipc_ctrl_sub__fd(rt->ctrl), .events = POLLIN};
-			n = 2;
+			pfd[n] = (struct pollfd){.fd = ipc_ctrl_sub__fd(rt->ctrl), .events = POLLIN};
+			ctrl_i = n++;
+		}
+		if (rt->watch_fd >= 0) {
+			pfd[n] = (struct pollfd){.fd = rt->watch_fd, .events = POLLIN};
+			watch_i = n++;
 		}
 		ret = poll(pfd, n, next > now ? (int)(next - now) : 0);
 		if (ret < 0 && errno != EINTR) {
 			probe_log(PLOG_ERROR, "poll: %s", strerror(errno));
 			return probe_rt__stopping(rt);
 		}
-		if (ret > 0 && n == 2 && (pfd[1].revents & (POLLIN | POLLERR | POLLHUP)))
+		if (ret > 0 && ctrl_i && (pfd[ctrl_i].revents & (POLLIN | POLLERR | POLLHUP)))
 			serve_ctrl(rt);
 		if (ret > 0 && (pfd[0].revents & POLLIN)) {
 			drain_wake(rt);
 			if (!probe_rt__stopping(rt))
 				return 0; /* woken on purpose: let the caller look at its state again */
+		}
+		if (ret > 0 && watch_i && (pfd[watch_i].revents & (POLLIN | POLLERR | POLLHUP))) {
+			rt->watch_ready = 1;
+			return probe_rt__stopping(rt);
 		}
 		now = probe_now_mono_ms();
 	}
@@ -326,7 +337,8 @@ void probe_rt__run_ticking(struct probe_rt *rt, const unsigned int *period_s, vo
 		uint64_t period_ms = (uint64_t)*period_s * 1000u;
 		uint64_t next = last + period_ms;
 
-		if (now >= next_tick && now < next) {
+		if (tick && (rt->watch_ready || now >= next_tick) && now < next) {
+			rt->watch_ready = 0;
 			next_tick = now + tick(arg);
 			continue;
 		}
@@ -340,6 +352,14 @@ void probe_rt__run_ticking(struct probe_rt *rt, const unsigned int *period_s, vo
 		report(arg);
 		last = now - next < period_ms ? next : now;
 	}
+}
+
+void probe_rt__watch_fd(struct probe_rt *rt, int fd)
+{
+	if (!rt)
+		return;
+	rt->watch_fd = fd;
+	rt->watch_ready = 0;
 }
 
 void probe_rt__wake(struct probe_rt *rt)

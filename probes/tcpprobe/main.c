@@ -6,6 +6,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/epoll.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -31,9 +32,11 @@ static const struct gg_subprobe subprobes[] = {
  * (RTT histograms and zero windows come from the per-report snapshot). */
 #define SP_DEFAULT (TCP_SP_ALL & ~TCP_SP_DELAY)
 
-/* Closed links are drained from the kernel every DRAIN_MIN_MS..DRAIN_MAX_MS (drain_tick). */
-#define DRAIN_MIN_MS 25u
-#define DRAIN_MAX_MS 100u
+/* Closed links are drained when the kernel says the ring is a quarter full, and at every report;
+ * without epoll on the ring, every DRAIN_MIN_MS..DRAIN_MAX_MS instead (drain_tick). */
+#define DRAIN_MIN_MS  25u
+#define DRAIN_MAX_MS  100u
+#define DRAIN_IDLE_MS 3600000u /* no timer: the ring's fill level wakes the drain */
 
 /* State shared by the main loop and the configuration callback. */
 struct tp_ctx {
@@ -54,6 +57,7 @@ struct tp_ctx {
 	uint64_t unconfirmed_seen; /* tcp_unconfirmed at the last iterator run */
 	uint64_t start_ns;
 	struct ring_buffer *closed_rb;	      /* tcp_closed */
+	int closed_efd;			      /* edge-triggered epoll on tcp_closed: its fill-level wakeups */
 	const struct tp_report_ctx *drain_rc; /* during a drain */
 	uint32_t drained;		      /* closed links drained since the last drain_tick */
 	uint64_t drained_ns;		      /* the last drain_tick */
@@ -412,8 +416,10 @@ static void drain_closed(struct tp_ctx *ctx, const struct tp_report_ctx *rc)
 }
 
 /* Between reports (probe_rt__run_ticking): closed links are drained as they come, so that the ring
- * never fills up with connection-per-request traffic. The next drain is due when, at the rate of
- * closes just seen, the ring would be a quarter full. */
+ * never fills up with connection-per-request traffic. The kernel wakes closed_efd once the ring is a
+ * quarter full (tcp_closed_wake_at), so a host that closes few connections costs no wakeup between
+ * reports. Without that epoll, the next drain is due when, at the rate of closes just seen, the ring
+ * would be a quarter full. */
 static unsigned int drain_tick(void *arg)
 {
 	struct tp_ctx *ctx = arg;
@@ -422,8 +428,18 @@ static unsigned int drain_tick(void *arg)
 	uint32_t n, cap = bpf_map__max_entries(ctx->skel->maps.tcp_closed) / (sizeof(struct tcp_link) + 8);
 	uint64_t ms, elapsed;
 
+	if (ctx->closed_efd >= 0) {
+		struct epoll_event ev;
+
+		/* consume the edge, or the loop's poll sees it again */
+		(void)epoll_wait(ctx->closed_efd, &ev, 1, 0);
+	}
 	report_ctx(ctx, &rc);
 	drain_closed(ctx, &rc);
+	if (ctx->closed_efd >= 0) {
+		ctx->drained = 0;
+		return DRAIN_IDLE_MS;
+	}
 	/* the report's drain, if one came in between, counts too */
 	n = ctx->drained;
 	ctx->drained = 0;
@@ -432,6 +448,25 @@ static unsigned int drain_tick(void *arg)
 	ctx->drained_ns = rc.now_ns;
 	ms = n ? (uint64_t)cap / 4 * (elapsed ? elapsed : 1) / n : DRAIN_MAX_MS;
 	return ms < DRAIN_MIN_MS ? DRAIN_MIN_MS : ms > DRAIN_MAX_MS ? DRAIN_MAX_MS : (unsigned int)ms;
+}
+
+/* The kernel's fill-level wakeups of tcp_closed as an edge-triggered epoll fd the run loop polls;
+ * -errno when unavailable (the drain then runs on a timer). */
+static int watch_closed(struct tp_ctx *ctx)
+{
+	struct epoll_event ev = {.events = EPOLLIN | EPOLLET};
+	int efd = epoll_create1(EPOLL_CLOEXEC), err;
+
+	if (efd < 0)
+		return -errno;
+	if (epoll_ctl(efd, EPOLL_CTL_ADD, bpf_map__fd(ctx->skel->maps.tcp_closed), &ev) < 0) {
+		err = -errno;
+		close(efd);
+		return err;
+	}
+	ctx->closed_efd = efd;
+	probe_rt__watch_fd(ctx->rt, efd);
+	return 0;
 }
 
 /* One report period (probe_rt__run_ticking). */
@@ -523,6 +558,7 @@ static int setup_bpf(struct tp_ctx *ctx, unsigned int max_links)
 		while (ring > TCP_CLOSED_RING_MIN && (uint64_t)ring > (uint64_t)max_links * 512u)
 			ring >>= 1;
 		bpf_map__set_max_entries(s->maps.tcp_closed, ring);
+		s->data->tcp_closed_wake_at = ring / 4;
 	}
 	if (gg_bpf_autoload_available(s->obj, off, sizeof(off)))
 		probe_log(PLOG_WARN, "hooks missing in this kernel, not used: %s", off);
@@ -539,8 +575,6 @@ static int setup_bpf(struct tp_ctx *ctx, unsigned int max_links)
 	if (err)
 		return err;
 	err = gg_bpf_attach(s->progs.tcp_state, &s->links.tcp_state);
-	if (!err)
-		err = gg_bpf_attach(s->progs.tcp_destroy, &s->links.tcp_destroy);
 	if (err)
 		return err;
 	if (bpf_program__autoload(s->progs.tcp_seed)) {
@@ -574,6 +608,7 @@ int main(int argc, char **argv)
 	ctx.base = (struct tp_conf){.period_s = PERIOD_DEFAULT, .subprobes = SP_DEFAULT};
 	gg_scope__init_all(&ctx.base_scope);
 	ctx.stats_fd = -1;
+	ctx.closed_efd = -1;
 	ret = parse_args(argc, argv, &ctx, &level, &max_links, &bpf_stats);
 	if (ret >= 0)
 		return ret;
@@ -600,6 +635,10 @@ int main(int argc, char **argv)
 		probe_log(PLOG_ERROR, "cannot map the tcp_closed ring: %s", strerror(errno));
 		goto out;
 	}
+	ret = watch_closed(&ctx);
+	if (ret)
+		probe_log(PLOG_WARN, "no wakeups from tcp_closed (%s): drained every %u-%u ms", strerror(-ret),
+			  DRAIN_MIN_MS, DRAIN_MAX_MS);
 	if (bpf_stats) {
 		ctx.stats_fd = gg_bpf_stats_enable();
 		if (ctx.stats_fd < 0)
@@ -623,6 +662,9 @@ out:
 	if (ctx.stats_fd >= 0)
 		close(ctx.stats_fd);
 	bpf_link__destroy(ctx.seed_link);
+	probe_rt__watch_fd(ctx.rt, -1);
+	if (ctx.closed_efd >= 0)
+		close(ctx.closed_efd);
 	ring_buffer__free(ctx.closed_rb);
 	tcpprobe__destroy(ctx.skel);
 	tp_aggs__free(ctx.aggs);

@@ -451,6 +451,24 @@ def test_tcp_server_link_owner_prefork_short():
 test_tcp_server_link_owner_prefork_short.timeout = 60
 
 
+def test_tcpprobe_idle_between_reports():
+    """Between reports tcpprobe sleeps until the kernel says the closed-link ring is a quarter full: an
+    idle probe (standalone: no heartbeat) does not wake up on a timer (the drain used to run every
+    25-100 ms, 10-40 wakeups a second, on any host)."""
+    probe = run_probe(["-t", "60", "--pid", str(os.getpid()), "-P", "tcp_stats"])
+    try:
+        def sleeps():
+            with open("/proc/%d/status" % probe.pid) as f:  # the main thread's
+                return int([x for x in f if x.startswith("voluntary_ctxt_switches")][0].split()[1])
+        time.sleep(1)
+        before = sleeps()
+        time.sleep(4)
+        woke = sleeps() - before
+    finally:
+        stop_probe(probe)
+    check(woke <= 2, "tcpprobe woke %d times in 4 s without anything to do" % woke)
+
+
 def test_tcp_connection_burst_nothing_lost():
     """Thousands of short connections within one report period, more closes than tcp_closed and its
     spare hold (8,192 + 256 entries): drained between reports, every link is counted, none lost."""

@@ -1,5 +1,6 @@
 /* test_probe_rec.c - record building (probes/lib/probe_rec.c) and its agreement with the validator. */
 #include <errno.h>
+#include <fcntl.h>
 #include <math.h>
 #include <setjmp.h>
 #include <stdarg.h>
@@ -8,6 +9,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include <cmocka.h>
 
@@ -724,17 +726,77 @@ static void test_run_ticking(void **state)
 	probe_rt__free(t.rt);
 }
 
+/* probe_rt__watch_fd: a readable fd runs the tick at once (no timer asked: the tick wants an hour);
+ * the tick consumes the byte and writes another four times: five ticks right after the start, then
+ * none until the report. */
+struct watch_count {
+	struct probe_rt *rt;
+	int fds[2];
+	unsigned int ticks, ticks_at_report;
+	uint64_t start_ms, last_tick_ms;
+};
+
+static unsigned int watch_tick(void *arg)
+{
+	struct watch_count *w = arg;
+	char c;
+
+	if (read(w->fds[0], &c, 1) == 1 && ++w->ticks < 5)
+		assert_int_equal(write(w->fds[1], "x", 1), 1);
+	w->last_tick_ms = probe_now_mono_ms();
+	return 3600000u;
+}
+
+static void watch_report(void *arg)
+{
+	struct watch_count *w = arg;
+
+	w->ticks_at_report = w->ticks;
+	probe_rt__stop(w->rt);
+}
+
+static void test_run_ticking_watch_fd(void **state)
+{
+	const struct probe_rt_opts opts = {.name = "unit", .log_level = PLOG_ERROR};
+	struct watch_count w = {0};
+	unsigned int period_s = 1;
+
+	(void)state;
+	w.rt = probe_rt__new(&opts);
+	assert_non_null(w.rt);
+	assert_int_equal(pipe2(w.fds, O_NONBLOCK | O_CLOEXEC), 0);
+	assert_int_equal(write(w.fds[1], "x", 1), 1);
+	probe_rt__watch_fd(w.rt, w.fds[0]);
+	w.start_ms = probe_now_mono_ms();
+	probe_rt__run_ticking(w.rt, &period_s, watch_report, watch_tick, &w);
+	assert_int_equal(w.ticks_at_report, 5);
+	assert_true(w.last_tick_ms - w.start_ms < 500);
+	probe_rt__watch_fd(w.rt, -1);
+	probe_rt__free(w.rt);
+	close(w.fds[0]);
+	close(w.fds[1]);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
-		cmocka_unit_test(test_basic),	    cmocka_unit_test(test_wrong_kind),
-		cmocka_unit_test(test_field_count), cmocka_unit_test(test_sticky),
-		cmocka_unit_test(test_empty_key),   cmocka_unit_test(test_range),
-		cmocka_unit_test(test_overflow),    cmocka_unit_test(test_sanitise),
-		cmocka_unit_test(test_label_cut),   cmocka_unit_test(test_f64_format),
-		cmocka_unit_test(test_hist),	    cmocka_unit_test(test_round_trip),
-		cmocka_unit_test(test_log_level),   cmocka_unit_test(test_read_file),
-		cmocka_unit_test(test_parse_uint),  cmocka_unit_test(test_run_ticking),
+		cmocka_unit_test(test_basic),
+		cmocka_unit_test(test_wrong_kind),
+		cmocka_unit_test(test_field_count),
+		cmocka_unit_test(test_sticky),
+		cmocka_unit_test(test_empty_key),
+		cmocka_unit_test(test_range),
+		cmocka_unit_test(test_overflow),
+		cmocka_unit_test(test_sanitise),
+		cmocka_unit_test(test_label_cut),
+		cmocka_unit_test(test_f64_format),
+		cmocka_unit_test(test_hist),
+		cmocka_unit_test(test_round_trip),
+		cmocka_unit_test(test_log_level),
+		cmocka_unit_test(test_read_file),
+		cmocka_unit_test(test_parse_uint),
+		cmocka_unit_test(test_run_ticking),
+		cmocka_unit_test(test_run_ticking_watch_fd),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);
