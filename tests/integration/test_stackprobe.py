@@ -250,16 +250,33 @@ def test_svg_pprof_store_outputs():
     script = "".join(s.text or "" for s in root.iter(ns + "script"))
     for fn in ("function zoom(", "function unzoom(", "function search("):
         check(fn in script, "SVG script has %s" % fn)
-    titles = [t.text for t in root.iter(ns + "title")]
-    hot = [t for t in titles if t.startswith("spin_hot (")]
-    check(hot, "a spin_hot frame in the SVG")
-    pct = float(re.search(r", ([0-9.]+)%\)", hot[0]).group(1))
-    in_folded, _ = share_incl(folded(r["flame"], "oncpu"), "[%d] cpu_split;" % r["pid"], "spin_hot")
-    check(len(hot) == 1 and abs(pct - 100 * in_folded) <= 0.5,
-          "spin_hot frame width %.2f%% vs its share of the folded samples %.2f%%" % (pct, 100 * in_folded))
+    # every frame against the folded file of the same period, exactly: a frame is the run of stacks that
+    # share its path, its value their samples, its width value / total of the drawing width. spin_hot
+    # can be drawn more than once (a sample on its first instruction, before it set up its frame,
+    # unwinds without burn_loop): all of its frames together hold every sample through it. The
+    # printed figures are rounded to 0.01 (percent and pixels), nothing else.
+    st = folded(r["flame"], "oncpu")
+    geo = re.search(r"var W=(\d+),XPAD=(\d+)", script)
+    draw_w = int(geo.group(1)) - 2 * int(geo.group(2))
+    frames = []
+    for g in root.iter(ns + "g"):
+        t, rect = g.find(ns + "title"), g.find(ns + "rect")
+        m = re.match(r"^(.*) \(([0-9.e+]+) samples, ([0-9.]+)%\)$", (t.text or "") if t is not None else "")
+        if m and rect is not None:
+            frames.append((m.group(1), float(m.group(2)), float(m.group(3)), float(rect.get("width"))))
+    total = [v for n, v, _, _ in frames if n == "all"]
+    check(total == [sum(st.values())], "SVG total %r vs folded %d" % (total, sum(st.values())))
+    total = total[0]
+    for n, v, pct, w in frames:
+        check(abs(pct - 100 * v / total) <= 0.0051 and abs(w - draw_w * v / total) <= 0.0051,
+              "frame %s: %g samples drawn %.2f px, %.2f%% (total %d, %d px)" % (n, v, w, pct, total, draw_w))
+    hot = [v for n, v, _, _ in frames if n == "spin_hot"]
+    through = sum(v for s, v in st.items() if "spin_hot" in s.split(";"))
+    # frames under 0.1 px are not drawn: none is at this many samples (one is 1180 / total px)
+    check(total < 11800, "few enough samples to draw every frame: %d" % total)
+    check(hot and sum(hot) == through, "spin_hot frames %r hold %d samples of the folded file" % (hot, through))
 
     # pprof: protoc decodes it against profile.proto; its samples add up to the folded file
-    st = folded(r["flame"], "oncpu")
     pbs = glob.glob(os.path.join(r["flame"], "oncpu", "*_oncpu.pb.gz"))
     check(len(pbs) == 1, "one pprof file: %r" % pbs)
     with gzip.open(pbs[0]) as f:
