@@ -63,12 +63,16 @@ def proc_cpu_s(pid):
     return (int(fields[11]) + int(fields[12])) / TICK
 
 
-def bpf_prog(name):
+def bpf_prog(prefix):
+    """(run time ns, runs) summed over the BPF programs whose name starts with prefix (stackprobe's
+    on-CPU programs are sp_oncpu0 and sp_oncpu1, one per shot parity)."""
     out = subprocess.run(["bpftool", "prog", "show", "-j"], capture_output=True, text=True).stdout
+    t = n = 0
     for p in json.loads(out or "[]"):
-        if p.get("name") == name:
-            return p.get("run_time_ns", 0), p.get("run_cnt", 0)
-    return 0, 0
+        if p.get("name", "").startswith(prefix):
+            t += p.get("run_time_ns", 0)
+            n += p.get("run_cnt", 0)
+    return t, n
 
 
 def run_stackprobe(tmp, seconds):

@@ -7,11 +7,12 @@
  * tick): every period of the monotonic clock, periodic_hot() until 70 % of it, periodic_cold() until its
  * end, with absolute deadlines, so that the work stays phase-locked to the clock.
  *
- *   cpu_split [-d SECONDS] [-p PAGES] [-m ROUNDS] [-s] [-w] [-T PERIOD_US [-c CPU_SECONDS]]
- *     -d  how long to burn CPU (default 5)     -p  pages to touch first (default 0)
- *     -m  allocation rounds first (default 0)  -s  run the sleeper thread
- *     -w  wait for a line on stdin before starting
- *     -T  periodic burn with this period      -c  with -T: stop after this much CPU time (default: -d)
+ *   cpu_split [-d SECONDS | -c CPU_SECONDS] [-p PAGES] [-m ROUNDS] [-s] [-w] [-T PERIOD_US]
+ *     -d  how long to burn CPU (default 5)     -c  burn until this much CPU time was used instead
+ *     -p  pages to touch first (default 0)     -m  allocation rounds first (default 0)
+ *     -s  run the sleeper thread               -w  wait for a line on stdin before starting
+ *     -T  periodic burn with this period (with -T, -d is CPU time too)
+ * Tests use -c: on a busy machine a wall-clock duration gives too few samples.
  * It first prints "pid=.. malloc_addr=.." (the malloc it calls, decimal). At the end it prints one line
  * of measured facts: hot_ns=.. cold_ns=.. sleeper_blocked_us=.. sleeper_sleeps=.. pages=.. alloc_bytes=..
  * malloc_addr=.. elapsed_us=.. */
@@ -74,17 +75,17 @@ __attribute__((noinline)) void spin_cold(unsigned int units)
 }
 
 /*
- * Until the deadline, one unit at a time: spin_hot with probability 7/10, else spin_cold, in a
- * pseudo-random order; the CPU time of each call is measured around it. A fixed pattern (7 hot, 3 cold)
+ * Until the deadline (or until cpu_s of CPU time was used), one unit at a time: spin_hot with probability 7/10, else
+ * spin_cold, in a pseudo-random order; the CPU time of each call is measured around it. A fixed pattern (7 hot, 3 cold)
  * would repeat every ~2 ms, a divisor of the 10 ms sampling period: samples would land at the same
  * phase of it every time (aliasing) and the split seen by any sampler, perf too, would drift with it.
  */
-__attribute__((noinline)) void burn_loop(double seconds, uint64_t *hot_ns, uint64_t *cold_ns)
+__attribute__((noinline)) void burn_loop(double seconds, double cpu_s, uint64_t *hot_ns, uint64_t *cold_ns)
 {
-	uint64_t end = now_ns(CLOCK_MONOTONIC) + (uint64_t)(seconds * 1e9);
+	uint64_t end = now_ns(CLOCK_MONOTONIC) + (uint64_t)(seconds * 1e9), want = (uint64_t)(cpu_s * 1e9);
 	uint64_t rnd = 0x9e3779b97f4a7c15ull;
 
-	while (now_ns(CLOCK_MONOTONIC) < end) {
+	while (cpu_s > 0 ? *hot_ns + *cold_ns < want : now_ns(CLOCK_MONOTONIC) < end) {
 		for (int k = 0; k < 10; k++) {
 			uint64_t t0, t1;
 
@@ -246,8 +247,9 @@ int main(int argc, char **argv)
 			cpu_s = atof(optarg);
 			break;
 		default:
-			fprintf(stderr, "usage: cpu_split [-d SECONDS] [-p PAGES] [-m ROUNDS] [-s] [-w] "
-					"[-T PERIOD_US [-c CPU_SECONDS]]\n");
+			fprintf(stderr,
+				"usage: cpu_split [-d SECONDS | -c CPU_SECONDS] [-p PAGES] [-m ROUNDS] [-s] [-w] "
+				"[-T PERIOD_US]\n");
 			return 2;
 		}
 	}
@@ -269,7 +271,7 @@ int main(int argc, char **argv)
 	if (period_us > 0)
 		periodic_loop((uint64_t)period_us * 1000u, cpu_s > 0 ? cpu_s : seconds, &hot, &cold);
 	else
-		burn_loop(seconds, &hot, &cold);
+		burn_loop(seconds, cpu_s, &hot, &cold);
 	g_stop = 1;
 	if (sleeper)
 		pthread_join(th, NULL);

@@ -8,6 +8,7 @@ import gzip
 import json
 import os
 import re
+import select
 import shutil
 import signal
 import subprocess
@@ -133,7 +134,31 @@ def records(text, table):
 
 _RUN = {}
 PAGES = 20000
-SECONDS = 8
+CPU_SECONDS = 5  # of spin_hot + spin_cold: 500 samples at 10 ms, however busy the machine is
+
+
+def perf_enable(perf, ctl, ack, timeout=30):
+    """Tell a `perf record -D -1 --control fifo:ctl,ack` to enable its events; return once it says so."""
+    deadline = time.monotonic() + timeout
+    fd = None
+    while fd is None:
+        try:
+            fd = os.open(ctl, os.O_WRONLY | os.O_NONBLOCK)  # ENXIO until perf opened its end
+        except OSError:
+            check(perf.poll() is None and time.monotonic() < deadline, "perf did not open its control fifo")
+            time.sleep(0.05)
+    afd = os.open(ack, os.O_RDONLY | os.O_NONBLOCK)
+    try:
+        os.write(fd, b"enable\n")
+        got = b""
+        while b"ack" not in got:
+            check(perf.poll() is None and time.monotonic() < deadline, "perf did not acknowledge enable: %r" % got)
+            r, _, _ = select.select([afd], [], [], 0.1)
+            if r:
+                got += os.read(afd, 64)
+    finally:
+        os.close(fd)
+        os.close(afd)
 
 
 def standalone_run():
@@ -142,16 +167,23 @@ def standalone_run():
     if _RUN:
         return _RUN
     tmp = tempfile.mkdtemp(prefix="gg-stack-")
-    w = Workload(["-d", str(SECONDS), "-s", "-p", str(PAGES)])
+    w = Workload(["-c", str(CPU_SECONDS), "-s", "-p", str(PAGES)])
     sp = perf = None
     try:
         sp = Standalone(tmp, ["--pid", str(w.pid), "-P", "oncpu,offcpu,mem", "--svg-period", "600",
                               "--store-period", "2", "--flame-dir", os.path.join(tmp, "flame"),
                               "--svg-dir", os.path.join(tmp, "svg"), "-t", "1"])
         perf_log = open(os.path.join(tmp, "perf.log"), "w")
-        perf = subprocess.Popen(["perf", "record", "-F", "100", "-g", "-p", str(w.pid), "-o",
-                                 os.path.join(tmp, "perf.data")], stdout=perf_log, stderr=perf_log)
-        time.sleep(0.5)  # perf has no "ready" signal; it opens its events within this time
+        # perf starts with its events disabled and enables them when told, then acknowledges: the
+        # workload starts once perf samples (a fixed sleep was too short on a busy machine, and perf
+        # missed the first second of the workload)
+        ctl, ack = os.path.join(tmp, "perf.ctl"), os.path.join(tmp, "perf.ack")
+        os.mkfifo(ctl)
+        os.mkfifo(ack)
+        perf = subprocess.Popen(["perf", "record", "-F", "100", "-g", "-D", "-1", "--control",
+                                 "fifo:%s,%s" % (ctl, ack), "-p", str(w.pid), "-o", os.path.join(tmp, "perf.data")],
+                                stdout=perf_log, stderr=perf_log)
+        perf_enable(perf, ctl, ack)
         w.go()
         facts = w.wait_done()
         perf.send_signal(signal.SIGINT)
@@ -436,7 +468,7 @@ def test_stripped_binary_in_container_multi_instance():
     pod_dir = os.path.join(root, "kubepods-besteffort-pod%s.slice" % POD_UID.replace("-", "_"))
     con_dir = os.path.join(pod_dir, "docker-%s.scope" % CON_ID)
     os.makedirs(con_dir, exist_ok=True)
-    w = Workload(["-d", "3"], binary=CPU_SPLIT_STRIPPED)
+    w = Workload(["-c", "2"], binary=CPU_SPLIT_STRIPPED)
     try:
         with open(os.path.join(con_dir, "cgroup.procs"), "w") as f:
             f.write(str(w.pid))
