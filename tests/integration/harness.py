@@ -106,19 +106,20 @@ class Supervisor:
 
     def __init__(self, probes=(), extend=(), metric_out="logs", extra_meta=(), extra="", probes_dir=PROBES,
                  logs_extra=""):
-        self.dir = tempfile.mkdtemp(prefix="gg-test-")
-        self.run_dir = os.path.join(self.dir, "run")
-        self.state_dir = os.path.join(self.dir, "state")
-        if _section_given(extra, "web_server"):
+        web, rest = _section_given(extra, "web_server"), _section_given(extra, "rest_api_server")
+        if web:
             check(re.search(r"\bport\s*=", extra.split("web_server", 1)[1].split("}", 1)[0]),
                   "a test's web_server section must set a free port")
-        else:
-            extra += "\nweb_server = { port = %d; };" % free_port()
-        if _section_given(extra, "rest_api_server"):
+        if rest:
             sect = extra.split("rest_api_server", 1)[1].split("}", 1)[0]
             check(re.search(r"\bport\s*=", sect) and "state_dir" in sect,
                   "a test's rest_api_server section must set port and state_dir")
-        else:
+        self.dir = tempfile.mkdtemp(prefix="gg-test-")
+        self.run_dir = os.path.join(self.dir, "run")
+        self.state_dir = os.path.join(self.dir, "state")
+        if not web:
+            extra += "\nweb_server = { port = %d; };" % free_port()
+        if not rest:
             extra += "\n" + rest_section(self.state_dir, 0, 'output_base_dir = "%s";' % os.path.join(self.dir, "out"))
         # the pin directory must be on bpffs for a probe to pin there: one of our own under /sys/fs/bpf
         self.pin_dir = (tempfile.mkdtemp(prefix="gg-test-", dir="/sys/fs/bpf") if _bpffs_mounted()
