@@ -131,6 +131,7 @@ static __always_inline void record_current(void *ctx, __u32 event, __u64 n, __u6
  */
 volatile __u64 pace_armed[2 * SP_MAX_CPUS];
 __u64 pace_used[2 * SP_MAX_CPUS];
+__u64 pace_unarmed; /* fires with nothing armed (user space logs it) */
 
 /* Returns 1: on kernels >= 6.10 a perf_event program returning 0 also skips the event's refresh limit,
  * which makes the shot one-shot (PERF_EVENT_IOC_REFRESH 1). */
@@ -142,8 +143,10 @@ static __always_inline int oncpu_shot(struct bpf_perf_event_data *ctx, __u32 par
 	if (i >= 2 * SP_MAX_CPUS)
 		return 1;
 	w = pace_armed[i] - pace_used[i];
-	if (!w)
-		return 1; /* a fire nobody armed (a refresh left over from a restarted shot) */
+	if (!w) {
+		__sync_fetch_and_add(&pace_unarmed, 1); /* a refresh left over from a restarted shot */
+		return 1;
+	}
 	pace_used[i] += w;
 	stat_inc(SP_ST_ONCPU_SAMPLES);
 	record_current(ctx, SP_EV_ONCPU, w, 0);

@@ -205,8 +205,9 @@ static void pacer_stop(struct sp_sampler *s)
 			used += s->skel->bss->pace_used[i];
 		}
 		/* at most the two pending shots per CPU are not taken */
-		probe_log(PLOG_DEBUG, "oncpu: %llu strata per CPU, %llu armed in all, %llu taken",
-			  (unsigned long long)p->strata, (unsigned long long)armed, (unsigned long long)used);
+		probe_log(PLOG_DEBUG, "oncpu: %llu strata per CPU, %llu armed in all, %llu taken, %llu unarmed fires",
+			  (unsigned long long)p->strata, (unsigned long long)armed, (unsigned long long)used,
+			  (unsigned long long)s->skel->bss->pace_unarmed);
 	}
 	if (p->skipped || p->arm_errors)
 		probe_log(PLOG_WARN, "oncpu: %llu of %llu strata skipped (the pacer ran late), %llu arming errors",
