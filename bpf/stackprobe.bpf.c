@@ -144,7 +144,8 @@ static __always_inline int oncpu_shot(struct bpf_perf_event_data *ctx, __u32 par
 		return 1;
 	w = pace_armed[i] - pace_used[i];
 	if (!w) {
-		__sync_fetch_and_add(&pace_unarmed, 1); /* a refresh left over from a restarted shot */
+		/* a second fire of a shot (seen on idle CPUs, not on busy ones): it stands for nothing */
+		__sync_fetch_and_add(&pace_unarmed, 1);
 		return 1;
 	}
 	pace_used[i] += w;

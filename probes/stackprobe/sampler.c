@@ -42,7 +42,8 @@
  * after the given delay, PERF_EVENT_IOC_REFRESH 1 lets it fire once, then the kernel disables it. This
  * thread arms stratum k+1 while stratum k runs, on the other of two events per CPU (shot parity), so
  * it only has to run once per stratum, anywhere in it. When it runs late and skips strata, the next
- * shot stands for them too (pace_armed in stackprobe.bpf.c): the total stays exact.
+ * shot stands for them too (pace_armed in stackprobe.bpf.c): the total stays exact. A fire with nothing
+ * armed (a shot firing twice: seen on idle CPUs, about one shot in eight there) counts for nothing.
  */
 struct sp_pacer {
 	pthread_t thread;
