@@ -674,7 +674,8 @@ def test_oncpu_periodic_workloads_not_in_lockstep():
         if abs(rel - truth) > 0.05:
             bad.append("%d ms: %.3f vs %.3f" % (ms, rel, truth))
         # one sample per 10 ms of the CPU time the workload used
-        check(0.85 * expected <= total <= 1.15 * expected, "%d ms: %d samples for %.0f expected" % (ms, total, expected))
+        check(0.85 * expected <= total <= 1.15 * expected,
+              "%d ms: %d samples for %.0f expected" % (ms, total, expected))
     check(not bad, "split off by more than 5 points: " + ", ".join(bad))
     shutil.rmtree(tmp, ignore_errors=True)
 
