@@ -39,19 +39,24 @@
  * standing for P of CPU time, so the configured rate and every output's unit stay what they were.
  *
  * A sample is a one-shot CPU-clock event: PERF_EVENT_IOC_PERIOD restarts the event's timer to fire
- * after the given delay, PERF_EVENT_IOC_REFRESH 1 lets it fire once, then the kernel disables it. This
- * thread arms stratum k+1 while stratum k runs, on the other of two events per CPU (shot parity), so
- * it only has to run once per stratum, anywhere in it. When it runs late and skips strata, the next
- * shot stands for them too (pace_armed in stackprobe.bpf.c): the total stays exact. A fire with nothing
- * armed (a shot firing twice: seen on idle CPUs, about one shot in eight there) counts for nothing.
+ * after the given delay, PERF_EVENT_IOC_REFRESH 1 lets it fire once, then the kernel disables it. A
+ * pacer thread arms stratum k+1 while stratum k runs, on the other of two events per CPU (shot parity),
+ * so it only has to run once per stratum, anywhere in it. There is one pacer per CPU, pinned to it: an
+ * ioctl on another CPU's event is an IPI to that CPU and a wait for it (~17 us each in the test VM),
+ * the same ioctl on the CPU itself a function call. CPUs a thread cannot be pinned to (outside the
+ * process's cpuset) are armed from one unpinned pacer. When a pacer runs late and skips strata, the
+ * next shot stands for them too (pace_armed in stackprobe.bpf.c): the total stays exact. A fire with
+ * nothing armed (a shot firing twice: seen on idle CPUs, about one shot in eight there) counts for
+ * nothing.
  */
 struct sp_pacer {
+	struct sp_sampler *s;
 	pthread_t thread;
 	pthread_mutex_t mu;
 	pthread_cond_t cv; /* CLOCK_MONOTONIC */
-	int running, stop;
-	uint64_t period_ns;
-	uint64_t rng;
+	int stop;
+	int cpu; /* the CPU it is pinned to and arms; -1: the unpinned one, arming the CPUs in s->remote */
+	uint64_t t0, period_ns, rng;
 	/* counters, read by the main thread after the join */
 	uint64_t strata, skipped, arm_errors;
 };
@@ -62,7 +67,9 @@ struct sp_sampler {
 	int perf_fds[2][MAX_CPUS]; /* per shot parity and CPU */
 	int ncpus;
 	unsigned int perf_period_ms; /* of the open perf events, 0 when none */
-	struct sp_pacer pacer;
+	struct sp_pacer *pacers;     /* running pacer threads */
+	int npacers;
+	unsigned char remote[MAX_CPUS]; /* armed by the unpinned pacer */
 	struct bpf_link *offcpu_link;
 	struct bpf_link *mem_link;
 	struct sp_ualloc *ualloc;
@@ -97,48 +104,46 @@ static uint64_t pacer_rand(struct sp_pacer *p)
 	return p->rng * 2685821657736338717ull;
 }
 
-/* Arm the shot of stratum k on every CPU: at a uniformly random point of [t0 + k P, t0 + (k+1) P),
- * weighing `strata` strata. */
-static void pacer_arm(struct sp_sampler *s, uint64_t t0, uint64_t k, uint64_t strata)
+/* Arm the shot of stratum k on cpu: at a uniformly random point of [t0 + k P, t0 + (k+1) P), weighing
+ * `strata` strata. */
+static void pacer_arm_cpu(struct sp_pacer *p, int cpu, uint64_t k, uint64_t strata)
 {
-	struct sp_pacer *p = &s->pacer;
 	unsigned int par = (unsigned int)(k & 1);
+	int fd = p->s->perf_fds[par][cpu];
+	volatile __u64 *armed = &p->s->skel->bss->pace_armed[cpu * 2 + par];
+	uint64_t at, now, delay;
 
-	for (int cpu = 0; cpu < s->ncpus; cpu++) {
-		int fd = s->perf_fds[par][cpu];
-		uint64_t at, now, delay;
-		volatile __u64 *armed = &s->skel->bss->pace_armed[cpu * 2 + par];
-
-		if (fd < 0)
-			continue;
-		at = t0 + k * p->period_ns + pacer_rand(p) % p->period_ns;
-		/* the weight first: the shot may fire as soon as the timer is set */
-		__atomic_store_n(armed, *armed + strata, __ATOMIC_RELEASE);
-		now = mono_ns();
-		delay = at > now ? at - now : 1;
-		if (ioctl(fd, PERF_EVENT_IOC_PERIOD, &delay) < 0 || ioctl(fd, PERF_EVENT_IOC_REFRESH, 1) < 0)
-			p->arm_errors++; /* its strata stay armed: the next shot of this parity takes them */
-	}
+	if (fd < 0)
+		return;
+	at = p->t0 + k * p->period_ns + pacer_rand(p) % p->period_ns;
+	/* the weight first: the shot may fire as soon as the timer is set */
+	__atomic_store_n(armed, *armed + strata, __ATOMIC_RELEASE);
+	now = mono_ns();
+	delay = at > now ? at - now : 1;
+	if (ioctl(fd, PERF_EVENT_IOC_PERIOD, &delay) < 0 || ioctl(fd, PERF_EVENT_IOC_REFRESH, 1) < 0)
+		p->arm_errors++; /* its strata stay armed: the next shot of this parity takes them */
 }
 
 static void *pacer_main(void *arg)
 {
-	struct sp_sampler *s = arg;
-	struct sp_pacer *p = &s->pacer;
-	uint64_t t0 = mono_ns(), armed = 0; /* strata 1..armed are armed; stratum 0 is not sampled */
+	struct sp_pacer *p = arg;
+	uint64_t armed = 0; /* strata 1..armed are armed; stratum 0 is not sampled */
 
 	pthread_mutex_lock(&p->mu);
 	while (!p->stop) {
-		uint64_t now = mono_ns(), k = (now - t0) / p->period_ns + 1,
-			 wake = t0 + k * p->period_ns + p->period_ns / 2;
+		uint64_t now = mono_ns(), k = (now - p->t0) / p->period_ns + 1,
+			 wake = p->t0 + k * p->period_ns + p->period_ns / 2;
 		struct timespec ts = {(time_t)(wake / 1000000000ull), (long)(wake % 1000000000ull)};
 
 		/* stratum k-1 runs now; k's events are free (their last shot was in stratum k-2, or earlier) */
 		if (k > armed) {
-			if (armed && k > armed + 1)
-				p->skipped += k - armed - 1;
-			pacer_arm(s, t0, k, armed ? k - armed : 1);
-			p->strata += armed ? k - armed : 1;
+			uint64_t strata = armed ? k - armed : 1;
+
+			p->skipped += strata - 1;
+			p->strata += strata;
+			for (int cpu = 0; cpu < p->s->ncpus; cpu++)
+				if (p->cpu == cpu || (p->cpu < 0 && p->s->remote[cpu]))
+					pacer_arm_cpu(p, cpu, k, strata);
 			armed = k;
 		}
 		/* the middle of stratum k: arm k+1 from there */
@@ -149,71 +154,130 @@ static void *pacer_main(void *arg)
 	return NULL;
 }
 
-static int pacer_start(struct sp_sampler *s, unsigned int period_ms)
+/* A pacer thread for cpu (-1: unpinned). Real-time priority (the lowest) when allowed: a pacer runs
+ * for microseconds per stratum, but a late one skips strata (their time then rides on the next shot
+ * instead of being sampled). Returns 0, or a positive error of pthread_create (EINVAL: cpu is not one
+ * this process may run on). */
+static int pacer_spawn(struct sp_sampler *s, struct sp_pacer *p, int cpu, uint64_t t0, uint64_t period_ns)
 {
-	struct sp_pacer *p = &s->pacer;
-	sigset_t all, old;
+	struct sched_param sp = {.sched_priority = 1};
+	pthread_condattr_t ca;
+	pthread_attr_t attr;
+	cpu_set_t set;
 	int err;
 
-	p->period_ns = (uint64_t)period_ms * 1000000ull;
-	p->stop = 0;
+	memset(p, 0, sizeof(*p));
+	p->s = s;
+	p->cpu = cpu;
+	p->t0 = t0;
+	p->period_ns = period_ns;
 	if (getrandom(&p->rng, sizeof(p->rng), GRND_NONBLOCK) != (ssize_t)sizeof(p->rng))
-		p->rng = mono_ns() ^ ((uint64_t)getpid() << 32);
+		p->rng = mono_ns() ^ ((uint64_t)getpid() << 32) ^ (uint64_t)(cpu + 1) << 48;
 	p->rng |= 1; /* xorshift never leaves 0 */
-	/* signals are the main thread's business (probe_rt's SIGTERM handler) */
-	sigfillset(&all);
-	pthread_sigmask(SIG_SETMASK, &all, &old);
-	/* Real-time priority (the lowest): the pacer runs for microseconds per stratum, but a late pacer
-	 * skips strata (their time is then put on the next shot, not sampled). Without the privilege, or
-	 * in a cgroup without real-time runtime, an ordinary thread. */
-	{
-		pthread_attr_t attr;
-		struct sched_param sp = {.sched_priority = 1};
-
-		pthread_attr_init(&attr);
-		pthread_attr_setinheritsched(&attr, PTHREAD_EXPLICIT_SCHED);
-		pthread_attr_setschedpolicy(&attr, SCHED_FIFO);
-		pthread_attr_setschedparam(&attr, &sp);
-		err = pthread_create(&p->thread, &attr, pacer_main, s);
-		pthread_attr_destroy(&attr);
+	pthread_attr_init(&attr);
+	pthread_attr_setstacksize(&attr, 64 << 10);
+	if (cpu >= 0) {
+		CPU_ZERO(&set);
+		CPU_SET(cpu, &set);
+		pthread_attr_setaffinity_np(&attr, sizeof(set), &set);
 	}
-	if (err == EPERM)
-		err = pthread_create(&p->thread, NULL, pacer_main, s);
-	pthread_sigmask(SIG_SETMASK, &old, NULL);
-	if (err)
-		return -err;
-	p->running = 1;
-	return 0;
+	pthread_attr_setinheritsched(&attr, PTHREAD_EXPLICIT_SCHED);
+	pthread_attr_setschedpolicy(&attr, SCHED_FIFO);
+	pthread_attr_setschedparam(&attr, &sp);
+	pthread_mutex_init(&p->mu, NULL);
+	pthread_condattr_init(&ca);
+	pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
+	pthread_cond_init(&p->cv, &ca);
+	pthread_condattr_destroy(&ca);
+	err = pthread_create(&p->thread, &attr, pacer_main, p);
+	if (err == EPERM) { /* no real-time priority here (privilege, or a cgroup without RT runtime) */
+		pthread_attr_setinheritsched(&attr, PTHREAD_INHERIT_SCHED);
+		err = pthread_create(&p->thread, &attr, pacer_main, p);
+	}
+	pthread_attr_destroy(&attr);
+	if (err) {
+		pthread_cond_destroy(&p->cv);
+		pthread_mutex_destroy(&p->mu);
+	}
+	return err;
 }
 
 static void pacer_stop(struct sp_sampler *s)
 {
-	struct sp_pacer *p = &s->pacer;
+	uint64_t strata = 0, skipped = 0, errors = 0, armed = 0, used = 0;
 
-	if (!p->running)
+	if (!s->pacers)
 		return;
-	pthread_mutex_lock(&p->mu);
-	p->stop = 1;
-	pthread_cond_signal(&p->cv);
-	pthread_mutex_unlock(&p->mu);
-	pthread_join(p->thread, NULL);
-	p->running = 0;
-	{
-		uint64_t armed = 0, used = 0;
+	for (int i = 0; i < s->npacers; i++) {
+		struct sp_pacer *p = &s->pacers[i];
 
-		for (int i = 0; i < 2 * s->ncpus; i++) {
-			armed += s->skel->bss->pace_armed[i];
-			used += s->skel->bss->pace_used[i];
-		}
-		/* at most the two pending shots per CPU are not taken */
-		probe_log(PLOG_DEBUG, "oncpu: %llu strata per CPU, %llu armed in all, %llu taken, %llu unarmed fires",
-			  (unsigned long long)p->strata, (unsigned long long)armed, (unsigned long long)used,
-			  (unsigned long long)s->skel->bss->pace_unarmed);
+		pthread_mutex_lock(&p->mu);
+		p->stop = 1;
+		pthread_cond_signal(&p->cv);
+		pthread_mutex_unlock(&p->mu);
+		pthread_join(p->thread, NULL);
+		pthread_cond_destroy(&p->cv);
+		pthread_mutex_destroy(&p->mu);
+		strata = p->strata > strata ? p->strata : strata;
+		skipped += p->skipped;
+		errors += p->arm_errors;
 	}
-	if (p->skipped || p->arm_errors)
-		probe_log(PLOG_WARN, "oncpu: %llu of %llu strata skipped (the pacer ran late), %llu arming errors",
-			  (unsigned long long)p->skipped, (unsigned long long)p->strata,
-			  (unsigned long long)p->arm_errors);
+	free(s->pacers);
+	s->pacers = NULL;
+	s->npacers = 0;
+	for (int i = 0; i < 2 * s->ncpus; i++) {
+		armed += s->skel->bss->pace_armed[i];
+		used += s->skel->bss->pace_used[i];
+	}
+	/* at most the two pending shots per CPU are not taken */
+	probe_log(PLOG_DEBUG, "oncpu: %llu strata per CPU, %llu armed in all, %llu taken, %llu unarmed fires",
+		  (unsigned long long)strata, (unsigned long long)armed, (unsigned long long)used,
+		  (unsigned long long)s->skel->bss->pace_unarmed);
+	if (skipped || errors)
+		probe_log(PLOG_WARN, "oncpu: %llu strata skipped (a pacer ran late), %llu arming errors",
+			  (unsigned long long)skipped, (unsigned long long)errors);
+}
+
+static int pacer_start(struct sp_sampler *s, unsigned int period_ms)
+{
+	uint64_t t0 = mono_ns(), period_ns = (uint64_t)period_ms * 1000000ull;
+	sigset_t all, old;
+	int err = 0, nremote = 0;
+
+	s->pacers = calloc((size_t)s->ncpus + 1, sizeof(*s->pacers));
+	if (!s->pacers)
+		return -ENOMEM;
+	s->npacers = 0;
+	/* signals are the main thread's business (probe_rt's SIGTERM handler) */
+	sigfillset(&all);
+	pthread_sigmask(SIG_SETMASK, &all, &old);
+	for (int cpu = 0; cpu < s->ncpus && !err; cpu++) {
+		s->remote[cpu] = 0;
+		if (s->perf_fds[0][cpu] < 0)
+			continue;
+		err = pacer_spawn(s, &s->pacers[s->npacers], cpu, t0, period_ns);
+		if (!err) {
+			s->npacers++;
+		} else if (err == EINVAL) {
+			s->remote[cpu] = 1;
+			nremote++;
+			err = 0;
+		}
+	}
+	if (!err && nremote) {
+		err = pacer_spawn(s, &s->pacers[s->npacers], -1, t0, period_ns);
+		if (!err)
+			s->npacers++;
+	}
+	pthread_sigmask(SIG_SETMASK, &old, NULL);
+	if (err) {
+		pacer_stop(s);
+		return -err;
+	}
+	if (nremote)
+		probe_log(PLOG_INFO, "oncpu: %d CPUs outside this process's cpuset are armed from another CPU",
+			  nremote);
+	return 0;
 }
 
 static int perf_open_clock(int cpu)
@@ -289,15 +353,6 @@ struct sp_sampler *sp_sampler__new(void)
 		return NULL;
 	for (int i = 0; i < MAX_CPUS; i++)
 		s->perf_fds[0][i] = s->perf_fds[1][i] = -1;
-	pthread_mutex_init(&s->pacer.mu, NULL);
-	{
-		pthread_condattr_t ca;
-
-		pthread_condattr_init(&ca);
-		pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
-		pthread_cond_init(&s->pacer.cv, &ca);
-		pthread_condattr_destroy(&ca);
-	}
 	s->ncpus = libbpf_num_possible_cpus();
 	if (s->ncpus <= 0 || s->ncpus > MAX_CPUS) {
 		err = s->ncpus < 0 ? s->ncpus : -E2BIG;
@@ -345,8 +400,6 @@ void sp_sampler__free(struct sp_sampler *s)
 	sp_ualloc__free(s->ualloc);
 	ring_buffer__free(s->rb);
 	stackprobe__destroy(s->skel);
-	pthread_cond_destroy(&s->pacer.cv);
-	pthread_mutex_destroy(&s->pacer.mu);
 	free(s->keys);
 	free(s);
 }

@@ -665,9 +665,9 @@ def test_oncpu_periodic_workloads_not_in_lockstep():
         expected = (f["hot_ns"] + f["cold_ns"]) / 10e6
         print("period %2d ms: periodic_hot %.1f%% of periodic_hot + periodic_cold in %d samples (%.0f expected), "
               "the workload measured %.1f%%" % (ms, 100 * rel, total, expected, 100 * truth))
-        # 70/30 by the clock; preempted on a busy machine, a period's parts shrink unevenly: the truth is
-        # what the workload measured, this only checks that it is a split worth testing
-        check(0.6 <= truth <= 0.8, "the %d ms workload split its CPU time about 70/30: %.3f" % (ms, truth))
+        # 70/30 by the clock; preempted on a busy machine, a period's parts shrink unevenly (65-78 % seen
+        # here): the truth is what the workload measured, this only checks it is a split worth testing
+        check(0.55 <= truth <= 0.85, "the %d ms workload split its CPU time about 70/30: %.3f" % (ms, truth))
         # ~1000 samples (one per 10 ms of CPU time) of a 70/30 split: a stratified sample of a periodic
         # workload is binomial, standard deviation 1.45 points, so 5 points is 3.4 of them (a sampler in
         # lockstep is off by 10 to 30 points)
