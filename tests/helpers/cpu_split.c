@@ -7,11 +7,12 @@
  * tick): every period of the monotonic clock, periodic_hot() until 70 % of it, periodic_cold() until its
  * end, with absolute deadlines, so that the work stays phase-locked to the clock.
  *
- *   cpu_split [-d SECONDS | -c CPU_SECONDS] [-p PAGES] [-m ROUNDS] [-s] [-w] [-T PERIOD_US]
+ *   cpu_split [-d SECONDS | -c CPU_SECONDS] [-p PAGES] [-m ROUNDS] [-s] [-w] [-T PERIOD_US] [-n NAME]
  *     -d  how long to burn CPU (default 5)     -c  burn until this much CPU time was used instead
  *     -p  pages to touch first (default 0)     -m  allocation rounds first (default 0)
  *     -s  run the sleeper thread               -w  wait for a line on stdin before starting
  *     -T  periodic burn with this period (with -T, -d is CPU time too)
+ *     -n  process name (comm) to take, so that a test can select it by name alone
  * Tests use -c: on a busy machine a wall-clock duration gives too few samples.
  * It first prints "pid=.. malloc_addr=.." (the malloc it calls, decimal). At the end it prints one line
  * of measured facts: hot_ns=.. cold_ns=.. sleeper_blocked_us=.. sleeper_sleeps=.. pages=.. alloc_bytes=..
@@ -23,6 +24,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
+#include <sys/prctl.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -223,7 +225,7 @@ int main(int argc, char **argv)
 	uint64_t hot = 0, cold = 0, t0;
 	pthread_t th;
 
-	while ((c = getopt(argc, argv, "d:p:m:swT:c:")) != -1) {
+	while ((c = getopt(argc, argv, "d:p:m:swT:c:n:")) != -1) {
 		switch (c) {
 		case 'd':
 			seconds = atof(optarg);
@@ -245,6 +247,11 @@ int main(int argc, char **argv)
 			break;
 		case 'c':
 			cpu_s = atof(optarg);
+			break;
+		case 'n':
+			/* other tests run cpu_split at the same time: a name of this test's own */
+			if (prctl(PR_SET_NAME, optarg, 0, 0, 0))
+				return 1;
 			break;
 		default:
 			fprintf(stderr,

@@ -531,14 +531,16 @@ def test_supervisor_rest_scope_pyroscope_query():
     s = Supervisor(probes=[probe_entry("stackprobe", "-t 1 --store-period 2 --pyroscope-period 3", switch="off")],
                    extra='rest_api_server = { port = %d; state_dir = "%s/rest"; output_base_dir = "%s"; };'
                    % (rest_port, tmp, tmp))
-    inside = Workload(["-d", "12", "-m", "500"])
+    # a comm of this test's own: the scope is by name, and other tests run cpu_split at the same time
+    comm = "gcs%d" % os.getpid()
+    inside = Workload(["-d", "12", "-m", "500", "-n", comm])
     outside = Workload(["-d", "12", "-m", "500"], binary=CPU_SPLIT_STRIPPED)  # comm "cpu_split_strip": not in scope
     try:
         s.start()
         t0 = int(time.time())
         status, body = rest_put(rest_port, "flamegraph", {
             "cmd": {"probe": ["oncpu", "mem"]},
-            "snoopers": {"proc_name": [{"comm": "cpu_split", "cmdline": "", "debugging_dir": ""}]},
+            "snoopers": {"proc_name": [{"comm": comm, "cmdline": "", "debugging_dir": ""}]},
             "params": {"flame_dir": flame, "svg_dir": svg, "pyroscope_server": "127.0.0.1:%d" % rx.port,
                        "mem_alloc": 1},
             "state": "running"})
@@ -559,8 +561,8 @@ def test_supervisor_rest_scope_pyroscope_query():
         check(t0 - 5 <= int(qs["from"]) <= int(qs["until"]) <= time.time() + 1, "from/until: %r" % qs)
         lines = [l for l in q["body"].splitlines() if l]
         check(all(re.match(r"^\[\d+\] \S.* \d+$", l) for l in lines), "folded body: %r" % lines[:3])
-        check(all(l.startswith("[%d] cpu_split;" % inside.pid) for l in lines),
-              "only the process in scope is profiled: %r" % [l for l in lines if "cpu_split;" not in l][:3])
+        check(all(l.startswith("[%d] %s;" % (inside.pid, comm)) for l in lines),
+              "only the process in scope is profiled: %r" % [l for l in lines if "] %s;" % comm not in l][:3])
 
         # the query API on the REST server, over the profile store
         def query(app):
@@ -571,7 +573,7 @@ def test_supervisor_rest_scope_pyroscope_query():
             return json.loads(text)
 
         def hot_share():
-            res = query("cpu_split")["result"]
+            res = query(comm)["result"]
             total = res[0]["total_value"]
             hot = sum(n["total_value"] for n in res if n["profile_location_str"] == "spin_hot")
             cold = sum(n["total_value"] for n in res if n["profile_location_str"] == "spin_cold")
@@ -579,7 +581,7 @@ def test_supervisor_rest_scope_pyroscope_query():
             return (hot / (hot + cold), res) if total >= 2000000 and hot + cold > 0.7 * total else None
 
         frac, res = wait_for(hot_share, 25, "two seconds of cpu_split's CPU time in the profile store")
-        check(res[0]["profile_location_str"] == "cpu_split" and res[0]["parent_node_id"] == "-1", "root: %r" % res[0])
+        check(res[0]["profile_location_str"] == comm and res[0]["parent_node_id"] == "-1", "root: %r" % res[0])
         check(0.62 <= frac <= 0.78, "spin_hot share of spin_hot + spin_cold in the query %.2f" % frac)
         ids = {n["node_id"] for n in res}
         check(all(n["parent_node_id"] in ids or n["parent_node_id"] == "-1" for n in res), "parents exist")
@@ -587,8 +589,8 @@ def test_supervisor_rest_scope_pyroscope_query():
         check(any(n["profile_location_str"].startswith("[l] ") for n in res), "[l] library frames (libc)")
         total = query("Total")["result"]
         procs = [n["profile_location_str"] for n in total if n["profile_location_str"].startswith("[p] ")]
-        check(procs == ["[p] cpu_split"], "Total has only the process in scope: %r" % procs)
-        check(any(n["profile_location_str"] == "[t] cpu_split" for n in total), "Total has the [t] layer")
+        check(procs == ["[p] %s" % comm], "Total has only the process in scope: %r" % procs)
+        check(any(n["profile_location_str"] == "[t] %s" % comm for n in total), "Total has the [t] layer")
         # mem_alloc (REST param mem_alloc) through the query API: bytes, as cpu_split requested them
         def alloc_total():
             args = urllib.parse.urlencode({"app": str(inside.pid), "event": "mem-alloc", "time_start": t0 - 5,
