@@ -63,12 +63,25 @@ def proc_cpu_s(pid):
     return (int(fields[11]) + int(fields[12])) / TICK
 
 
-def bpf_prog(name):
+def bpf_prog(prefix, pid):
+    """(run time ns, runs) summed over the BPF programs of process pid whose name starts with prefix
+    (stackprobe's on-CPU programs are sp_oncpu0 and sp_oncpu1, one per shot parity; other stackprobes
+    running on a shared machine are not counted)."""
+    ids = set()
+    fdinfo = "/proc/%d/fdinfo" % pid
+    for fd in os.listdir(fdinfo):
+        try:
+            with open(os.path.join(fdinfo, fd)) as f:
+                ids.update(int(line.split()[1]) for line in f if line.startswith("prog_id:"))
+        except (OSError, ValueError, IndexError):
+            pass
     out = subprocess.run(["bpftool", "prog", "show", "-j"], capture_output=True, text=True).stdout
+    t = n = 0
     for p in json.loads(out or "[]"):
-        if p.get("name") == name:
-            return p.get("run_time_ns", 0), p.get("run_cnt", 0)
-    return 0, 0
+        if p.get("name", "").startswith(prefix) and p.get("id") in ids:
+            t += p.get("run_time_ns", 0)
+            n += p.get("run_cnt", 0)
+    return t, n
 
 
 def run_stackprobe(tmp, seconds):
@@ -83,9 +96,9 @@ def run_stackprobe(tmp, seconds):
         time.sleep(0.05)
     try:
         time.sleep(SP_WARMUP_S)
-        c0, (b0, n0) = proc_cpu_s(p.pid), bpf_prog("sp_oncpu")
+        c0, (b0, n0) = proc_cpu_s(p.pid), bpf_prog("sp_oncpu", p.pid)
         r = work(seconds)
-        c1, (b1, n1) = proc_cpu_s(p.pid), bpf_prog("sp_oncpu")
+        c1, (b1, n1) = proc_cpu_s(p.pid), bpf_prog("sp_oncpu", p.pid)
         cap = r["wall"] * NCPU
         r.update(own=(c1 - c0) / cap, bpf=(b1 - b0) / 1e9 / cap, runs=n1 - n0,
                  ns_per_run=(b1 - b0) / (n1 - n0) if n1 > n0 else 0)

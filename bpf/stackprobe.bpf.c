@@ -121,12 +121,49 @@ static __always_inline void record_current(void *ctx, __u32 event, __u64 n, __u6
 	}
 }
 
-SEC("perf_event")
-int sp_oncpu(struct bpf_perf_event_data *ctx)
+/*
+ * On-CPU sampling is stratified (sampler.c's pacer): time on each CPU is cut into strata of one
+ * sampling period, and each stratum gets one sample at a uniformly random point of it, fired by a
+ * one-shot CPU-clock event armed by user space. Two events per CPU take turns (shot parity), so the
+ * next stratum can be armed while the current one's shot is pending. pace_armed counts the strata
+ * user space armed per (CPU, parity), pace_used those already taken: a shot weighs the strata armed
+ * since the last one (1, or more when user space skipped strata), so every stratum is counted once.
+ */
+volatile __u64 pace_armed[2 * SP_MAX_CPUS];
+__u64 pace_used[2 * SP_MAX_CPUS];
+__u64 pace_unarmed; /* fires with nothing armed (user space logs it) */
+
+/* Returns 1: on kernels >= 6.10 a perf_event program returning 0 also skips the event's refresh limit,
+ * which makes the shot one-shot (PERF_EVENT_IOC_REFRESH 1). */
+static __always_inline int oncpu_shot(struct bpf_perf_event_data *ctx, __u32 parity)
 {
+	__u32 i = bpf_get_smp_processor_id() * 2 + parity;
+	__u64 w;
+
+	if (i >= 2 * SP_MAX_CPUS)
+		return 1;
+	w = pace_armed[i] - pace_used[i];
+	if (!w) {
+		/* a second fire of a shot (seen on idle CPUs, not on busy ones): it stands for nothing */
+		__sync_fetch_and_add(&pace_unarmed, 1);
+		return 1;
+	}
+	pace_used[i] += w;
 	stat_inc(SP_ST_ONCPU_SAMPLES);
-	record_current(ctx, SP_EV_ONCPU, 1, 0);
-	return 0;
+	record_current(ctx, SP_EV_ONCPU, w, 0);
+	return 1;
+}
+
+SEC("perf_event")
+int sp_oncpu0(struct bpf_perf_event_data *ctx)
+{
+	return oncpu_shot(ctx, 0);
+}
+
+SEC("perf_event")
+int sp_oncpu1(struct bpf_perf_event_data *ctx)
+{
+	return oncpu_shot(ctx, 1);
 }
 
 SEC("tracepoint/exceptions/page_fault_user")

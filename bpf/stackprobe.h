@@ -10,6 +10,8 @@
 /* Distinct (thread, stacks, event) keys per generation. */
 #define SP_COUNT_ENTRIES   16384
 #define SP_OFFCPU_RB_BYTES (4u << 20)
+/* CPUs the on-CPU sampler handles (possible CPUs beyond are not sampled). */
+#define SP_MAX_CPUS 1024
 
 /* Flame graph kinds, in gala-gopher's order. */
 enum sp_event {
@@ -64,7 +66,7 @@ struct sp_offcpu {
 
 /* Per-CPU counters the probe reports about itself. */
 enum sp_stat {
-	SP_ST_ONCPU_SAMPLES = 0, /* perf samples taken in scope */
+	SP_ST_ONCPU_SAMPLES = 0, /* on-CPU shots taken (one per stratum and CPU) */
 	SP_ST_MEM_FAULTS,	 /* page faults in scope */
 	SP_ST_OFFCPU_SWITCHES,	 /* switch-outs recorded */
 	SP_ST_OFFCPU_EVENTS,	 /* blocks >= threshold sent */

@@ -1,11 +1,17 @@
-/* sampler.c - stackprobe's BPF side from user space: load, attach per sub-probe, scope maps, and the
- * generation switch + drain of the aggregated stacks and the off-CPU ring buffer. */
+/* sampler.c - stackprobe's BPF side from user space: load, attach per sub-probe, scope maps, the
+ * on-CPU pacer (stratified sampling), and the generation switch + drain of the aggregated stacks and the
+ * off-CPU ring buffer. */
 #include <bpf/bpf.h>
 #include <bpf/libbpf.h>
 #include <errno.h>
 #include <linux/perf_event.h>
+#include <pthread.h>
+#include <sched.h>
+#include <signal.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/ioctl.h>
+#include <sys/random.h>
 #include <sys/syscall.h>
 #include <time.h>
 #include <unistd.h>
@@ -14,19 +20,56 @@
 #include "stackprobe.h"
 #include "stackprobe.skel.h"
 
-#define MAX_CPUS 1024
+#define MAX_CPUS SP_MAX_CPUS
 /* After switching generations, BPF programs that read the old value may still be running: they
  * finish within microseconds; wait this long before reading the old maps. */
 #define GEN_GRACE_NS 2000000L
 /* Allocator uprobes are re-checked this often (exec, exit; new processes of an unfiltered scope). */
 #define UALLOC_SYNC_MS 5000u
+/* The period the CPU-clock events are opened with: they fire only when the pacer arms them. */
+#define IDLE_PERIOD_NS 1000000000000ull
+
+/*
+ * The on-CPU pacer. A CPU-clock event firing every period P runs in lockstep with any program whose
+ * own period divides or is a multiple of P (10 ms ticks, 1 ms timers, 60 Hz frames): every sample lands
+ * at the same phase of its cycle, and a 70 % function comes out anywhere from 0 to 100 %. Instead, time
+ * on each CPU is cut into strata of exactly P (on the monotonic clock) and each stratum gets one
+ * sample at a uniformly random point of it (stratified sampling): unbiased for any workload, periodic or
+ * not, no more variance than independent samples, and still exactly one sample per P per CPU, each
+ * standing for P of CPU time, so the configured rate and every output's unit stay what they were.
+ *
+ * A sample is a one-shot CPU-clock event: PERF_EVENT_IOC_PERIOD restarts the event's timer to fire
+ * after the given delay, PERF_EVENT_IOC_REFRESH 1 lets it fire once, then the kernel disables it. A
+ * pacer thread arms stratum k+1 while stratum k runs, on the other of two events per CPU (shot parity),
+ * so it only has to run once per stratum, anywhere in it. There is one pacer per CPU, pinned to it: an
+ * ioctl on another CPU's event is an IPI to that CPU and a wait for it (~17 us each in the test VM),
+ * the same ioctl on the CPU itself a function call. CPUs a thread cannot be pinned to (outside the
+ * process's cpuset) are armed from one unpinned pacer. When a pacer runs late and skips strata, the
+ * next shot stands for them too (pace_armed in stackprobe.bpf.c): the total stays exact. A fire with
+ * nothing armed (a shot firing twice: seen on idle CPUs, about one shot in eight there) counts for
+ * nothing.
+ */
+struct sp_pacer {
+	struct sp_sampler *s;
+	pthread_t thread;
+	pthread_mutex_t mu;
+	pthread_cond_t cv; /* CLOCK_MONOTONIC */
+	int stop;
+	int cpu; /* the CPU it is pinned to and arms; -1: the unpinned one, arming the CPUs in s->remote */
+	uint64_t t0, period_ns, rng;
+	/* counters, read by the main thread after the join */
+	uint64_t strata, skipped, arm_errors;
+};
 
 struct sp_sampler {
 	struct stackprobe *skel;
-	struct bpf_link *oncpu_links[MAX_CPUS];
-	int perf_fds[MAX_CPUS];
+	struct bpf_link *oncpu_links[2][MAX_CPUS];
+	int perf_fds[2][MAX_CPUS]; /* per shot parity and CPU */
 	int ncpus;
 	unsigned int perf_period_ms; /* of the open perf events, 0 when none */
+	struct sp_pacer *pacers;     /* running pacer threads */
+	int npacers;
+	unsigned char remote[MAX_CPUS]; /* armed by the unpinned pacer */
 	struct bpf_link *offcpu_link;
 	struct bpf_link *mem_link;
 	struct sp_ualloc *ualloc;
@@ -44,7 +87,200 @@ struct sp_sampler {
 
 static int on_offcpu(void *ctx, void *data, size_t size);
 
-static int perf_open_clock(int cpu, unsigned int period_ms)
+static uint64_t mono_ns(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
+}
+
+static uint64_t pacer_rand(struct sp_pacer *p)
+{
+	/* xorshift64*: uniform enough for sample placement, no lock, no system call */
+	p->rng ^= p->rng >> 12;
+	p->rng ^= p->rng << 25;
+	p->rng ^= p->rng >> 27;
+	return p->rng * 2685821657736338717ull;
+}
+
+/* Arm the shot of stratum k on cpu: at a uniformly random point of [t0 + k P, t0 + (k+1) P), weighing
+ * `strata` strata. */
+static void pacer_arm_cpu(struct sp_pacer *p, int cpu, uint64_t k, uint64_t strata)
+{
+	unsigned int par = (unsigned int)(k & 1);
+	int fd = p->s->perf_fds[par][cpu];
+	volatile __u64 *armed = &p->s->skel->bss->pace_armed[cpu * 2 + par];
+	uint64_t at, now, delay;
+
+	if (fd < 0)
+		return;
+	at = p->t0 + k * p->period_ns + pacer_rand(p) % p->period_ns;
+	/* the weight first: the shot may fire as soon as the timer is set */
+	__atomic_store_n(armed, *armed + strata, __ATOMIC_RELEASE);
+	now = mono_ns();
+	delay = at > now ? at - now : 1;
+	if (ioctl(fd, PERF_EVENT_IOC_PERIOD, &delay) < 0 || ioctl(fd, PERF_EVENT_IOC_REFRESH, 1) < 0)
+		p->arm_errors++; /* its strata stay armed: the next shot of this parity takes them */
+}
+
+static void *pacer_main(void *arg)
+{
+	struct sp_pacer *p = arg;
+	uint64_t armed = 0; /* strata 1..armed are armed; stratum 0 is not sampled */
+
+	pthread_mutex_lock(&p->mu);
+	while (!p->stop) {
+		uint64_t now = mono_ns(), k = (now - p->t0) / p->period_ns + 1,
+			 wake = p->t0 + k * p->period_ns + p->period_ns / 2;
+		struct timespec ts = {(time_t)(wake / 1000000000ull), (long)(wake % 1000000000ull)};
+
+		/* stratum k-1 runs now; k's events are free (their last shot was in stratum k-2, or earlier) */
+		if (k > armed) {
+			uint64_t strata = armed ? k - armed : 1;
+
+			p->skipped += strata - 1;
+			p->strata += strata;
+			for (int cpu = 0; cpu < p->s->ncpus; cpu++)
+				if (p->cpu == cpu || (p->cpu < 0 && p->s->remote[cpu]))
+					pacer_arm_cpu(p, cpu, k, strata);
+			armed = k;
+		}
+		/* the middle of stratum k: arm k+1 from there */
+		while (!p->stop && pthread_cond_timedwait(&p->cv, &p->mu, &ts) == 0)
+			;
+	}
+	pthread_mutex_unlock(&p->mu);
+	return NULL;
+}
+
+/* A pacer thread for cpu (-1: unpinned). Real-time priority (the lowest) when allowed: a pacer runs
+ * for microseconds per stratum, but a late one skips strata (their time then rides on the next shot
+ * instead of being sampled). Returns 0, or a positive error of pthread_create (EINVAL: cpu is not one
+ * this process may run on). */
+static int pacer_spawn(struct sp_sampler *s, struct sp_pacer *p, int cpu, uint64_t t0, uint64_t period_ns)
+{
+	struct sched_param sp = {.sched_priority = 1};
+	pthread_condattr_t ca;
+	pthread_attr_t attr;
+	cpu_set_t set;
+	int err;
+
+	memset(p, 0, sizeof(*p));
+	p->s = s;
+	p->cpu = cpu;
+	p->t0 = t0;
+	p->period_ns = period_ns;
+	if (getrandom(&p->rng, sizeof(p->rng), GRND_NONBLOCK) != (ssize_t)sizeof(p->rng))
+		p->rng = mono_ns() ^ ((uint64_t)getpid() << 32) ^ (uint64_t)(cpu + 1) << 48;
+	p->rng |= 1; /* xorshift never leaves 0 */
+	pthread_attr_init(&attr);
+	pthread_attr_setstacksize(&attr, 64 << 10);
+	if (cpu >= 0) {
+		CPU_ZERO(&set);
+		CPU_SET(cpu, &set);
+		pthread_attr_setaffinity_np(&attr, sizeof(set), &set);
+	}
+	pthread_attr_setinheritsched(&attr, PTHREAD_EXPLICIT_SCHED);
+	pthread_attr_setschedpolicy(&attr, SCHED_FIFO);
+	pthread_attr_setschedparam(&attr, &sp);
+	pthread_mutex_init(&p->mu, NULL);
+	pthread_condattr_init(&ca);
+	pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
+	pthread_cond_init(&p->cv, &ca);
+	pthread_condattr_destroy(&ca);
+	err = pthread_create(&p->thread, &attr, pacer_main, p);
+	if (err == EPERM) { /* no real-time priority here (privilege, or a cgroup without RT runtime) */
+		pthread_attr_setinheritsched(&attr, PTHREAD_INHERIT_SCHED);
+		err = pthread_create(&p->thread, &attr, pacer_main, p);
+	}
+	pthread_attr_destroy(&attr);
+	if (err) {
+		pthread_cond_destroy(&p->cv);
+		pthread_mutex_destroy(&p->mu);
+	}
+	return err;
+}
+
+static void pacer_stop(struct sp_sampler *s)
+{
+	uint64_t strata = 0, skipped = 0, errors = 0, armed = 0, used = 0;
+
+	if (!s->pacers)
+		return;
+	for (int i = 0; i < s->npacers; i++) {
+		struct sp_pacer *p = &s->pacers[i];
+
+		pthread_mutex_lock(&p->mu);
+		p->stop = 1;
+		pthread_cond_signal(&p->cv);
+		pthread_mutex_unlock(&p->mu);
+		pthread_join(p->thread, NULL);
+		pthread_cond_destroy(&p->cv);
+		pthread_mutex_destroy(&p->mu);
+		strata = p->strata > strata ? p->strata : strata;
+		skipped += p->skipped;
+		errors += p->arm_errors;
+	}
+	free(s->pacers);
+	s->pacers = NULL;
+	s->npacers = 0;
+	for (int i = 0; i < 2 * s->ncpus; i++) {
+		armed += s->skel->bss->pace_armed[i];
+		used += s->skel->bss->pace_used[i];
+	}
+	/* at most the two pending shots per CPU are not taken */
+	probe_log(PLOG_DEBUG, "oncpu: %llu strata per CPU, %llu armed in all, %llu taken, %llu unarmed fires",
+		  (unsigned long long)strata, (unsigned long long)armed, (unsigned long long)used,
+		  (unsigned long long)s->skel->bss->pace_unarmed);
+	if (skipped || errors)
+		probe_log(PLOG_WARN, "oncpu: %llu strata skipped (a pacer ran late), %llu arming errors",
+			  (unsigned long long)skipped, (unsigned long long)errors);
+}
+
+static int pacer_start(struct sp_sampler *s, unsigned int period_ms)
+{
+	uint64_t t0 = mono_ns(), period_ns = (uint64_t)period_ms * 1000000ull;
+	sigset_t all, old;
+	int err = 0, nremote = 0;
+
+	s->pacers = calloc((size_t)s->ncpus + 1, sizeof(*s->pacers));
+	if (!s->pacers)
+		return -ENOMEM;
+	s->npacers = 0;
+	/* signals are the main thread's business (probe_rt's SIGTERM handler) */
+	sigfillset(&all);
+	pthread_sigmask(SIG_SETMASK, &all, &old);
+	for (int cpu = 0; cpu < s->ncpus && !err; cpu++) {
+		s->remote[cpu] = 0;
+		if (s->perf_fds[0][cpu] < 0)
+			continue;
+		err = pacer_spawn(s, &s->pacers[s->npacers], cpu, t0, period_ns);
+		if (!err) {
+			s->npacers++;
+		} else if (err == EINVAL) {
+			s->remote[cpu] = 1;
+			nremote++;
+			err = 0;
+		}
+	}
+	if (!err && nremote) {
+		err = pacer_spawn(s, &s->pacers[s->npacers], -1, t0, period_ns);
+		if (!err)
+			s->npacers++;
+	}
+	pthread_sigmask(SIG_SETMASK, &old, NULL);
+	if (err) {
+		pacer_stop(s);
+		return -err;
+	}
+	if (nremote)
+		probe_log(PLOG_INFO, "oncpu: %d CPUs outside this process's cpuset are armed from another CPU",
+			  nremote);
+	return 0;
+}
+
+static int perf_open_clock(int cpu)
 {
 	struct perf_event_attr attr;
 
@@ -52,44 +288,54 @@ static int perf_open_clock(int cpu, unsigned int period_ms)
 	attr.type = PERF_TYPE_SOFTWARE;
 	attr.size = sizeof(attr);
 	attr.config = PERF_COUNT_SW_CPU_CLOCK;
-	attr.sample_period = (uint64_t)period_ms * 1000000ull; /* CPU clock counts nanoseconds */
+	attr.sample_period = IDLE_PERIOD_NS; /* CPU clock counts nanoseconds; the pacer sets each shot's */
 	attr.freq = 0;
 	return (int)syscall(__NR_perf_event_open, &attr, -1, cpu, -1, PERF_FLAG_FD_CLOEXEC);
 }
 
 static void oncpu_detach(struct sp_sampler *s)
 {
-	for (int i = 0; i < s->ncpus; i++) {
-		bpf_link__destroy(s->oncpu_links[i]);
-		s->oncpu_links[i] = NULL;
-		if (s->perf_fds[i] >= 0)
-			close(s->perf_fds[i]);
-		s->perf_fds[i] = -1;
+	pacer_stop(s);
+	for (int par = 0; par < 2; par++) {
+		for (int i = 0; i < s->ncpus; i++) {
+			bpf_link__destroy(s->oncpu_links[par][i]);
+			s->oncpu_links[par][i] = NULL;
+			if (s->perf_fds[par][i] >= 0)
+				close(s->perf_fds[par][i]);
+			s->perf_fds[par][i] = -1;
+		}
 	}
 	s->perf_period_ms = 0;
 }
 
 static int oncpu_attach(struct sp_sampler *s, unsigned int period_ms)
 {
+	struct bpf_program *progs[2] = {s->skel->progs.sp_oncpu0, s->skel->progs.sp_oncpu1};
 	int attached = 0, err = 0;
 
-	for (int cpu = 0; cpu < s->ncpus; cpu++) {
-		int fd = perf_open_clock(cpu, period_ms);
+	for (int cpu = 0; cpu < s->ncpus && !err; cpu++) {
+		for (int par = 0; par < 2; par++) {
+			int fd = perf_open_clock(cpu);
 
-		if (fd < 0) {
-			if (errno == ENODEV)
-				continue; /* offline CPU */
-			err = -errno;
-			break;
+			if (fd < 0) {
+				if (errno != ENODEV) /* ENODEV: an offline CPU */
+					err = -errno;
+				break;
+			}
+			s->perf_fds[par][cpu] = fd;
+			s->oncpu_links[par][cpu] = bpf_program__attach_perf_event(progs[par], fd);
+			if (!s->oncpu_links[par][cpu]) {
+				err = -errno;
+				break;
+			}
+			attached++;
 		}
-		s->perf_fds[cpu] = fd;
-		s->oncpu_links[cpu] = bpf_program__attach_perf_event(s->skel->progs.sp_oncpu, fd);
-		if (!s->oncpu_links[cpu]) {
-			err = -errno;
-			break;
-		}
-		attached++;
 	}
+	/* strata left armed by a previous pacer (its pending shots) were of its period: drop them */
+	for (int i = 0; i < 2 * s->ncpus; i++)
+		s->skel->bss->pace_used[i] = s->skel->bss->pace_armed[i];
+	if (!err && attached)
+		err = pacer_start(s, period_ms);
 	if (err || !attached) {
 		oncpu_detach(s);
 		return err ? err : -ENODEV;
@@ -106,10 +352,11 @@ struct sp_sampler *sp_sampler__new(void)
 	if (!s)
 		return NULL;
 	for (int i = 0; i < MAX_CPUS; i++)
-		s->perf_fds[i] = -1;
+		s->perf_fds[0][i] = s->perf_fds[1][i] = -1;
 	s->ncpus = libbpf_num_possible_cpus();
 	if (s->ncpus <= 0 || s->ncpus > MAX_CPUS) {
 		err = s->ncpus < 0 ? s->ncpus : -E2BIG;
+		s->ncpus = 0; /* nothing opened: free() must not walk the per-CPU arrays past their end */
 		goto err_out;
 	}
 	err = gg_bpf_init();

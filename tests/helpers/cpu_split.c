@@ -3,12 +3,17 @@
  * in short nanosleeps for the whole run (its blocked time is measured here); touch_pages() faults in N
  * fresh pages; alloc_here() requests a known number of bytes from malloc, calloc and realloc. Built
  * with frame pointers and symbols; a stripped copy (cpu_split_stripped) tests degradation to module
- * names.
+ * names. With -T, the burn is periodic instead, as a timer-driven program's (a frame loop, a 10 ms
+ * tick): every period of the monotonic clock, periodic_hot() until 70 % of it, periodic_cold() until its
+ * end, with absolute deadlines, so that the work stays phase-locked to the clock.
  *
- *   cpu_split [-d SECONDS] [-p PAGES] [-m ROUNDS] [-s] [-w]
- *     -d  how long to burn CPU (default 5)     -p  pages to touch first (default 0)
- *     -m  allocation rounds first (default 0)  -s  run the sleeper thread
- *     -w  wait for a line on stdin before starting
+ *   cpu_split [-d SECONDS | -c CPU_SECONDS] [-p PAGES] [-m ROUNDS] [-s] [-w] [-T PERIOD_US] [-n NAME]
+ *     -d  how long to burn CPU (default 5)     -c  burn until this much CPU time was used instead
+ *     -p  pages to touch first (default 0)     -m  allocation rounds first (default 0)
+ *     -s  run the sleeper thread               -w  wait for a line on stdin before starting
+ *     -T  periodic burn with this period (with -T, -d is CPU time too)
+ *     -n  process name (comm) to take, so that a test can select it by name alone
+ * Tests use -c: on a busy machine a wall-clock duration gives too few samples.
  * It first prints "pid=.. malloc_addr=.." (the malloc it calls, decimal). At the end it prints one line
  * of measured facts: hot_ns=.. cold_ns=.. sleeper_blocked_us=.. sleeper_sleeps=.. pages=.. alloc_bytes=..
  * malloc_addr=.. elapsed_us=.. */
@@ -19,6 +24,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
+#include <sys/prctl.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -35,6 +41,13 @@ static uint64_t now_ns(clockid_t c)
 
 	clock_gettime(c, &ts);
 	return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
+}
+
+/* A function of its own (with a frame): a sample taken inside clock_gettime, which has no frame
+ * pointer, still unwinds to the periodic_* function that called this. */
+__attribute__((noinline)) uint64_t mono_ns(void)
+{
+	return now_ns(CLOCK_MONOTONIC);
 }
 
 /* Non-leaf on purpose: GCC sets up no frame in leaf functions even with -fno-omit-frame-pointer, and
@@ -64,17 +77,17 @@ __attribute__((noinline)) void spin_cold(unsigned int units)
 }
 
 /*
- * Until the deadline, one unit at a time: spin_hot with probability 7/10, else spin_cold, in a
- * pseudo-random order; the CPU time of each call is measured around it. A fixed pattern (7 hot, 3 cold)
+ * Until the deadline (or until cpu_s of CPU time was used), one unit at a time: spin_hot with probability 7/10, else
+ * spin_cold, in a pseudo-random order; the CPU time of each call is measured around it. A fixed pattern (7 hot, 3 cold)
  * would repeat every ~2 ms, a divisor of the 10 ms sampling period: samples would land at the same
  * phase of it every time (aliasing) and the split seen by any sampler, perf too, would drift with it.
  */
-__attribute__((noinline)) void burn_loop(double seconds, uint64_t *hot_ns, uint64_t *cold_ns)
+__attribute__((noinline)) void burn_loop(double seconds, double cpu_s, uint64_t *hot_ns, uint64_t *cold_ns)
 {
-	uint64_t end = now_ns(CLOCK_MONOTONIC) + (uint64_t)(seconds * 1e9);
+	uint64_t end = now_ns(CLOCK_MONOTONIC) + (uint64_t)(seconds * 1e9), want = (uint64_t)(cpu_s * 1e9);
 	uint64_t rnd = 0x9e3779b97f4a7c15ull;
 
-	while (now_ns(CLOCK_MONOTONIC) < end) {
+	while (cpu_s > 0 ? *hot_ns + *cold_ns < want : now_ns(CLOCK_MONOTONIC) < end) {
 		for (int k = 0; k < 10; k++) {
 			uint64_t t0, t1;
 
@@ -92,6 +105,55 @@ __attribute__((noinline)) void burn_loop(double seconds, uint64_t *hot_ns, uint6
 				*cold_ns += t1 - t0;
 			}
 		}
+	}
+}
+
+/* Periodic mode: spin until the monotonic clock reaches `until`, looking at it every ~2-5 us (the
+ * clock read is ~1 % of the time). */
+__attribute__((noinline)) void periodic_hot(uint64_t until)
+{
+	uint64_t x = g_sink;
+
+	do {
+		for (int i = 0; i < 2048; i++)
+			x = x * 6364136223846793005ull + 1442695040888963407ull;
+	} while (mono_ns() < until);
+	sink(x);
+}
+
+__attribute__((noinline)) void periodic_cold(uint64_t until)
+{
+	uint64_t x = g_sink;
+
+	do {
+		for (int i = 0; i < 2048; i++)
+			x = x * 2862933555777941757ull + 3037000493ull;
+	} while (mono_ns() < until);
+	sink(x);
+}
+
+/* Every period (aligned to multiples of it on the monotonic clock, as timers are): periodic_hot for the
+ * first 70 %, periodic_cold for the rest, until the two together used cpu_s of CPU time. The CPU time
+ * of each is measured around its calls. A period missed (the thread was preempted) is skipped, as a
+ * timer-driven loop skips late frames. */
+__attribute__((noinline)) void periodic_loop(uint64_t period_ns, double cpu_s, uint64_t *hot_ns, uint64_t *cold_ns)
+{
+	uint64_t want = (uint64_t)(cpu_s * 1e9), p0 = (mono_ns() / period_ns + 1) * period_ns;
+
+	while (*hot_ns + *cold_ns < want) {
+		uint64_t t0, t1, t2, now;
+
+		t0 = now_ns(CLOCK_THREAD_CPUTIME_ID);
+		periodic_hot(p0 + period_ns * 7 / 10);
+		t1 = now_ns(CLOCK_THREAD_CPUTIME_ID);
+		periodic_cold(p0 + period_ns);
+		t2 = now_ns(CLOCK_THREAD_CPUTIME_ID);
+		*hot_ns += t1 - t0;
+		*cold_ns += t2 - t1;
+		now = mono_ns();
+		p0 += period_ns;
+		if (now >= p0 + period_ns)
+			p0 = now / period_ns * period_ns;
 	}
 }
 
@@ -156,13 +218,14 @@ __attribute__((noinline)) long touch_pages(long n)
 int main(int argc, char **argv)
 {
 	double seconds = 5;
-	long pages = 0, touched = 0, alloc_rounds = 0;
+	double cpu_s = 0;
+	long pages = 0, touched = 0, alloc_rounds = 0, period_us = 0;
 	uint64_t alloc_bytes = 0;
 	int sleeper = 0, wait_go = 0, c;
 	uint64_t hot = 0, cold = 0, t0;
 	pthread_t th;
 
-	while ((c = getopt(argc, argv, "d:p:m:sw")) != -1) {
+	while ((c = getopt(argc, argv, "d:p:m:swT:c:n:")) != -1) {
 		switch (c) {
 		case 'd':
 			seconds = atof(optarg);
@@ -179,8 +242,21 @@ int main(int argc, char **argv)
 		case 'w':
 			wait_go = 1;
 			break;
+		case 'T':
+			period_us = atol(optarg);
+			break;
+		case 'c':
+			cpu_s = atof(optarg);
+			break;
+		case 'n':
+			/* other tests run cpu_split at the same time: a name of this test's own */
+			if (prctl(PR_SET_NAME, optarg, 0, 0, 0))
+				return 1;
+			break;
 		default:
-			fprintf(stderr, "usage: cpu_split [-d SECONDS] [-p PAGES] [-m ROUNDS] [-s] [-w]\n");
+			fprintf(stderr,
+				"usage: cpu_split [-d SECONDS | -c CPU_SECONDS] [-p PAGES] [-m ROUNDS] [-s] [-w] "
+				"[-T PERIOD_US]\n");
 			return 2;
 		}
 	}
@@ -199,7 +275,10 @@ int main(int argc, char **argv)
 		touched = touch_pages(pages);
 	if (alloc_rounds > 0)
 		alloc_bytes = alloc_here(alloc_rounds);
-	burn_loop(seconds, &hot, &cold);
+	if (period_us > 0)
+		periodic_loop((uint64_t)period_us * 1000u, cpu_s > 0 ? cpu_s : seconds, &hot, &cold);
+	else
+		burn_loop(seconds, cpu_s, &hot, &cold);
 	g_stop = 1;
 	if (sleeper)
 		pthread_join(th, NULL);

@@ -1,6 +1,7 @@
 """harness.py - starts the real supervisor on a temporary configuration and reads what it reports."""
 import json
 import os
+import re
 import shutil
 import signal
 import subprocess
@@ -83,13 +84,46 @@ def extend_entry(name, command, param="", switch="on", check_cmd=None):
     return e + " }"
 
 
+def _bpffs_mounted():
+    try:
+        with open("/proc/mounts") as f:
+            return any(line.split()[1:3] == ["/sys/fs/bpf", "bpf"] for line in f)
+    except OSError:
+        return False
+
+
+def _section_given(extra, name):
+    return re.search(r"(^|[\s;}])%s\s*[=:]" % name, extra) is not None
+
+
 class Supervisor:
-    """A gala-gopher process with its own directories under a temporary root."""
+    """A gala-gopher process with its own directories under a temporary root. Nothing it uses is
+    shared with another supervisor or with an agent installed on the machine: run, log, REST state and
+    output directories are under its temporary root, the BPF pin directory is its own directory on
+    bpffs, and the web server and REST API listen on free ports (the defaults, 8888 and 9999 and
+    /var/lib/gala-gopher, may belong to an agent that ran here before). A test that writes its own
+    web_server or rest_api_server section must give the port and (REST) state_dir itself."""
 
     def __init__(self, probes=(), extend=(), metric_out="logs", extra_meta=(), extra="", probes_dir=PROBES,
                  logs_extra=""):
+        web, rest = _section_given(extra, "web_server"), _section_given(extra, "rest_api_server")
+        if web:
+            check(re.search(r"\bport\s*=", extra.split("web_server", 1)[1].split("}", 1)[0]),
+                  "a test's web_server section must set a free port")
+        if rest:
+            sect = extra.split("rest_api_server", 1)[1].split("}", 1)[0]
+            check(re.search(r"\bport\s*=", sect) and "state_dir" in sect,
+                  "a test's rest_api_server section must set port and state_dir")
         self.dir = tempfile.mkdtemp(prefix="gg-test-")
         self.run_dir = os.path.join(self.dir, "run")
+        self.state_dir = os.path.join(self.dir, "state")
+        if not web:
+            extra += "\nweb_server = { port = %d; };" % free_port()
+        if not rest:
+            extra += "\n" + rest_section(self.state_dir, 0, 'output_base_dir = "%s";' % os.path.join(self.dir, "out"))
+        # the pin directory must be on bpffs for a probe to pin there: one of our own under /sys/fs/bpf
+        self.pin_dir = (tempfile.mkdtemp(prefix="gg-test-", dir="/sys/fs/bpf") if _bpffs_mounted()
+                        else os.path.join(self.dir, "pin"))
         self.meta_dir = os.path.join(self.dir, "meta")
         self.log_dir = os.path.join(self.dir, "log")
         os.makedirs(self.meta_dir)
@@ -103,7 +137,7 @@ class Supervisor:
             f.write(
                 """
 global = { log_file_name = "gala-gopher.log"; log_level = "debug"; run_dir = "%s"; meta_path = "%s";
-           probes_dir = "%s"; check_interval = 1; check_timeout = 2; stop_grace_ms = 1000; };
+           probes_dir = "%s"; pin_path = "%s"; check_interval = 1; check_timeout = 2; stop_grace_ms = 1000; };
 metric = { out_channel = "%s"; kafka_topic = "gala_gopher"; };
 logs = { metric_dir = "%s/metrics"; event_dir = "%s/event"; meta_dir = "%s/meta"; debug_dir = "%s/debug"; %s };
 %s
@@ -114,7 +148,7 @@ extend_probes = (
 %s
 );
 """
-                % (self.run_dir, self.meta_dir, probes_dir, metric_out, self.log_dir, self.log_dir,
+                % (self.run_dir, self.meta_dir, probes_dir, self.pin_dir, metric_out, self.log_dir, self.log_dir,
                    self.log_dir, self.log_dir, logs_extra, extra, ",\n".join(probes), ",\n".join(extend))
             )
         self.proc = None
@@ -238,6 +272,7 @@ extend_probes = (
             print("kept", self.dir)
         else:
             shutil.rmtree(self.dir, ignore_errors=True)
+        shutil.rmtree(self.pin_dir, ignore_errors=True)
         if reports:
             raise TestFailure("sanitizer report:\n" + "\n".join(reports))
 

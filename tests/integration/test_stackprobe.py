@@ -8,6 +8,7 @@ import gzip
 import json
 import os
 import re
+import select
 import shutil
 import signal
 import subprocess
@@ -133,7 +134,31 @@ def records(text, table):
 
 _RUN = {}
 PAGES = 20000
-SECONDS = 8
+CPU_SECONDS = 5  # of spin_hot + spin_cold: 500 samples at 10 ms, however busy the machine is
+
+
+def perf_enable(perf, ctl, ack, timeout=30):
+    """Tell a `perf record -D -1 --control fifo:ctl,ack` to enable its events; return once it says so."""
+    deadline = time.monotonic() + timeout
+    fd = None
+    while fd is None:
+        try:
+            fd = os.open(ctl, os.O_WRONLY | os.O_NONBLOCK)  # ENXIO until perf opened its end
+        except OSError:
+            check(perf.poll() is None and time.monotonic() < deadline, "perf did not open its control fifo")
+            time.sleep(0.05)
+    afd = os.open(ack, os.O_RDONLY | os.O_NONBLOCK)
+    try:
+        os.write(fd, b"enable\n")
+        got = b""
+        while b"ack" not in got:
+            check(perf.poll() is None and time.monotonic() < deadline, "perf did not acknowledge enable: %r" % got)
+            r, _, _ = select.select([afd], [], [], 0.1)
+            if r:
+                got += os.read(afd, 64)
+    finally:
+        os.close(fd)
+        os.close(afd)
 
 
 def standalone_run():
@@ -142,16 +167,23 @@ def standalone_run():
     if _RUN:
         return _RUN
     tmp = tempfile.mkdtemp(prefix="gg-stack-")
-    w = Workload(["-d", str(SECONDS), "-s", "-p", str(PAGES)])
+    w = Workload(["-c", str(CPU_SECONDS), "-s", "-p", str(PAGES)])
     sp = perf = None
     try:
         sp = Standalone(tmp, ["--pid", str(w.pid), "-P", "oncpu,offcpu,mem", "--svg-period", "600",
                               "--store-period", "2", "--flame-dir", os.path.join(tmp, "flame"),
                               "--svg-dir", os.path.join(tmp, "svg"), "-t", "1"])
         perf_log = open(os.path.join(tmp, "perf.log"), "w")
-        perf = subprocess.Popen(["perf", "record", "-F", "100", "-g", "-p", str(w.pid), "-o",
-                                 os.path.join(tmp, "perf.data")], stdout=perf_log, stderr=perf_log)
-        time.sleep(0.5)  # perf has no "ready" signal; it opens its events within this time
+        # perf starts with its events disabled and enables them when told, then acknowledges: the
+        # workload starts once perf samples (a fixed sleep was too short on a busy machine, and perf
+        # missed the first second of the workload)
+        ctl, ack = os.path.join(tmp, "perf.ctl"), os.path.join(tmp, "perf.ack")
+        os.mkfifo(ctl)
+        os.mkfifo(ack)
+        perf = subprocess.Popen(["perf", "record", "-F", "100", "-g", "-D", "-1", "--control",
+                                 "fifo:%s,%s" % (ctl, ack), "-p", str(w.pid), "-o", os.path.join(tmp, "perf.data")],
+                                stdout=perf_log, stderr=perf_log)
+        perf_enable(perf, ctl, ack)
         w.go()
         facts = w.wait_done()
         perf.send_signal(signal.SIGINT)
@@ -250,16 +282,33 @@ def test_svg_pprof_store_outputs():
     script = "".join(s.text or "" for s in root.iter(ns + "script"))
     for fn in ("function zoom(", "function unzoom(", "function search("):
         check(fn in script, "SVG script has %s" % fn)
-    titles = [t.text for t in root.iter(ns + "title")]
-    hot = [t for t in titles if t.startswith("spin_hot (")]
-    check(hot, "a spin_hot frame in the SVG")
-    pct = float(re.search(r", ([0-9.]+)%\)", hot[0]).group(1))
-    in_folded, _ = share_incl(folded(r["flame"], "oncpu"), "[%d] cpu_split;" % r["pid"], "spin_hot")
-    check(len(hot) == 1 and abs(pct - 100 * in_folded) <= 0.5,
-          "spin_hot frame width %.2f%% vs its share of the folded samples %.2f%%" % (pct, 100 * in_folded))
+    # every frame against the folded file of the same period, exactly: a frame is the run of stacks that
+    # share its path, its value their samples, its width value / total of the drawing width. spin_hot
+    # can be drawn more than once (a sample on its first instruction, before it set up its frame,
+    # unwinds without burn_loop): all of its frames together hold every sample through it. The
+    # printed figures are rounded to 0.01 (percent and pixels), nothing else.
+    st = folded(r["flame"], "oncpu")
+    geo = re.search(r"var W=(\d+),XPAD=(\d+)", script)
+    draw_w = int(geo.group(1)) - 2 * int(geo.group(2))
+    frames = []
+    for g in root.iter(ns + "g"):
+        t, rect = g.find(ns + "title"), g.find(ns + "rect")
+        m = re.match(r"^(.*) \(([0-9.e+]+) samples, ([0-9.]+)%\)$", (t.text or "") if t is not None else "")
+        if m and rect is not None:
+            frames.append((m.group(1), float(m.group(2)), float(m.group(3)), float(rect.get("width"))))
+    total = [v for n, v, _, _ in frames if n == "all"]
+    check(total == [sum(st.values())], "SVG total %r vs folded %d" % (total, sum(st.values())))
+    total = total[0]
+    for n, v, pct, w in frames:
+        check(abs(pct - 100 * v / total) <= 0.0051 and abs(w - draw_w * v / total) <= 0.0051,
+              "frame %s: %g samples drawn %.2f px, %.2f%% (total %d, %d px)" % (n, v, w, pct, total, draw_w))
+    hot = [v for n, v, _, _ in frames if n == "spin_hot"]
+    through = sum(v for s, v in st.items() if "spin_hot" in s.split(";"))
+    # frames under 0.1 px are not drawn: none is at this many samples (one is 1180 / total px)
+    check(total < 11800, "few enough samples to draw every frame: %d" % total)
+    check(hot and sum(hot) == through, "spin_hot frames %r hold %d samples of the folded file" % (hot, through))
 
     # pprof: protoc decodes it against profile.proto; its samples add up to the folded file
-    st = folded(r["flame"], "oncpu")
     pbs = glob.glob(os.path.join(r["flame"], "oncpu", "*_oncpu.pb.gz"))
     check(len(pbs) == 1, "one pprof file: %r" % pbs)
     with gzip.open(pbs[0]) as f:
@@ -419,7 +468,7 @@ def test_stripped_binary_in_container_multi_instance():
     pod_dir = os.path.join(root, "kubepods-besteffort-pod%s.slice" % POD_UID.replace("-", "_"))
     con_dir = os.path.join(pod_dir, "docker-%s.scope" % CON_ID)
     os.makedirs(con_dir, exist_ok=True)
-    w = Workload(["-d", "3"], binary=CPU_SPLIT_STRIPPED)
+    w = Workload(["-c", "2"], binary=CPU_SPLIT_STRIPPED)
     try:
         with open(os.path.join(con_dir, "cgroup.procs"), "w") as f:
             f.write(str(w.pid))
@@ -482,14 +531,16 @@ def test_supervisor_rest_scope_pyroscope_query():
     s = Supervisor(probes=[probe_entry("stackprobe", "-t 1 --store-period 2 --pyroscope-period 3", switch="off")],
                    extra='rest_api_server = { port = %d; state_dir = "%s/rest"; output_base_dir = "%s"; };'
                    % (rest_port, tmp, tmp))
-    inside = Workload(["-d", "12", "-m", "500"])
+    # a comm of this test's own: the scope is by name, and other tests run cpu_split at the same time
+    comm = "gcs%d" % os.getpid()
+    inside = Workload(["-d", "12", "-m", "500", "-n", comm])
     outside = Workload(["-d", "12", "-m", "500"], binary=CPU_SPLIT_STRIPPED)  # comm "cpu_split_strip": not in scope
     try:
         s.start()
         t0 = int(time.time())
         status, body = rest_put(rest_port, "flamegraph", {
             "cmd": {"probe": ["oncpu", "mem"]},
-            "snoopers": {"proc_name": [{"comm": "cpu_split", "cmdline": "", "debugging_dir": ""}]},
+            "snoopers": {"proc_name": [{"comm": comm, "cmdline": "", "debugging_dir": ""}]},
             "params": {"flame_dir": flame, "svg_dir": svg, "pyroscope_server": "127.0.0.1:%d" % rx.port,
                        "mem_alloc": 1},
             "state": "running"})
@@ -510,8 +561,8 @@ def test_supervisor_rest_scope_pyroscope_query():
         check(t0 - 5 <= int(qs["from"]) <= int(qs["until"]) <= time.time() + 1, "from/until: %r" % qs)
         lines = [l for l in q["body"].splitlines() if l]
         check(all(re.match(r"^\[\d+\] \S.* \d+$", l) for l in lines), "folded body: %r" % lines[:3])
-        check(all(l.startswith("[%d] cpu_split;" % inside.pid) for l in lines),
-              "only the process in scope is profiled: %r" % [l for l in lines if "cpu_split;" not in l][:3])
+        check(all(l.startswith("[%d] %s;" % (inside.pid, comm)) for l in lines),
+              "only the process in scope is profiled: %r" % [l for l in lines if "] %s;" % comm not in l][:3])
 
         # the query API on the REST server, over the profile store
         def query(app):
@@ -522,7 +573,7 @@ def test_supervisor_rest_scope_pyroscope_query():
             return json.loads(text)
 
         def hot_share():
-            res = query("cpu_split")["result"]
+            res = query(comm)["result"]
             total = res[0]["total_value"]
             hot = sum(n["total_value"] for n in res if n["profile_location_str"] == "spin_hot")
             cold = sum(n["total_value"] for n in res if n["profile_location_str"] == "spin_cold")
@@ -530,7 +581,7 @@ def test_supervisor_rest_scope_pyroscope_query():
             return (hot / (hot + cold), res) if total >= 2000000 and hot + cold > 0.7 * total else None
 
         frac, res = wait_for(hot_share, 25, "two seconds of cpu_split's CPU time in the profile store")
-        check(res[0]["profile_location_str"] == "cpu_split" and res[0]["parent_node_id"] == "-1", "root: %r" % res[0])
+        check(res[0]["profile_location_str"] == comm and res[0]["parent_node_id"] == "-1", "root: %r" % res[0])
         check(0.62 <= frac <= 0.78, "spin_hot share of spin_hot + spin_cold in the query %.2f" % frac)
         ids = {n["node_id"] for n in res}
         check(all(n["parent_node_id"] in ids or n["parent_node_id"] == "-1" for n in res), "parents exist")
@@ -538,8 +589,8 @@ def test_supervisor_rest_scope_pyroscope_query():
         check(any(n["profile_location_str"].startswith("[l] ") for n in res), "[l] library frames (libc)")
         total = query("Total")["result"]
         procs = [n["profile_location_str"] for n in total if n["profile_location_str"].startswith("[p] ")]
-        check(procs == ["[p] cpu_split"], "Total has only the process in scope: %r" % procs)
-        check(any(n["profile_location_str"] == "[t] cpu_split" for n in total), "Total has the [t] layer")
+        check(procs == ["[p] %s" % comm], "Total has only the process in scope: %r" % procs)
+        check(any(n["profile_location_str"] == "[t] %s" % comm for n in total), "Total has the [t] layer")
         # mem_alloc (REST param mem_alloc) through the query API: bytes, as cpu_split requested them
         def alloc_total():
             args = urllib.parse.urlencode({"app": str(inside.pid), "event": "mem-alloc", "time_start": t0 - 5,
@@ -569,3 +620,67 @@ def test_supervisor_rest_scope_pyroscope_query():
 
 
 test_supervisor_rest_scope_pyroscope_query.timeout = 90
+
+
+# ---- periodic workloads: the CPU-clock sampler must not run in lockstep with them --------------------
+
+PERIODS_MS = (1, 4, 10, 20)
+PERIODIC_CPU_S = 15  # 1500 samples per workload; two workloads at a time: ~32 s on an idle machine
+
+
+def test_oncpu_periodic_workloads_not_in_lockstep():
+    """Workloads that burn 70 % of every period in periodic_hot and 30 % in periodic_cold, phase-locked
+    to the monotonic clock (tests/helpers/cpu_split.c -T), at periods of 1, 4, 10 and 20 ms: stackprobe
+    at its default 10 ms sampling period sees each split within 5 points of what the workload measured
+    with its thread CPU clock. A sampler firing every 10 ms exactly lands at the same phase of such a
+    workload every time (the issue: 52-63 % for a 70 % function)."""
+    tmp = tempfile.mkdtemp(prefix="gg-stack-")
+    flame = os.path.join(tmp, "flame")
+    loads = [Workload(["-T", str(ms * 1000), "-c", str(PERIODIC_CPU_S)]) for ms in PERIODS_MS]
+    sp = None
+    facts = {}
+    try:
+        sp = Standalone(tmp, ["--pid", ",".join(str(w.pid) for w in loads), "-P", "oncpu", "--svg-period", "600",
+                              "--flame-dir", flame, "--svg-dir", os.path.join(tmp, "svg")])
+        # two at a time on this two-CPU machine: each keeps a CPU to itself and its period
+        for pair in (loads[0:2], loads[2:4]):
+            for w in pair:
+                w.go()
+            for w in pair:
+                facts[w.pid] = w.wait_done()
+        sp.stop()
+        sp = None
+    finally:
+        if sp:
+            sp.proc.kill()
+        for w in loads:
+            w.finish()
+    st = folded(flame, "oncpu")
+    bad = []
+    for ms, w in zip(PERIODS_MS, loads):
+        f = facts[w.pid]
+        prefix = "[%d] cpu_split;" % w.pid
+        hot, total = share_incl(st, prefix, "periodic_hot")
+        cold, _ = share_incl(st, prefix, "periodic_cold")
+        truth = f["hot_ns"] / (f["hot_ns"] + f["cold_ns"])
+        rel = hot / (hot + cold) if hot + cold else 0.0
+        expected = (f["hot_ns"] + f["cold_ns"]) / 10e6
+        print("period %2d ms: periodic_hot %.1f%% of periodic_hot + periodic_cold in %d samples (%.0f expected), "
+              "the workload measured %.1f%%" % (ms, 100 * rel, total, expected, 100 * truth))
+        # 70/30 by the clock; preempted on a busy machine, a period's parts shrink unevenly (65-78 % seen
+        # here): the truth is what the workload measured, this only checks it is a split worth testing
+        check(0.55 <= truth <= 0.85, "the %d ms workload split its CPU time about 70/30: %.3f" % (ms, truth))
+        # 1500 samples (one per 10 ms of CPU time) of a 70/30 split: a stratified sample of a periodic
+        # workload is binomial, standard deviation 1.18 points (1.52 measured over 20 workloads of 1000
+        # samples: 1.24 at 1500), so 5 points is 4 of them: a false failure in a few 1e-4 of the runs of
+        # four workloads. A sampler in lockstep is off by 15 to 45 points.
+        if abs(rel - truth) > 0.05:
+            bad.append("%d ms: %.3f vs %.3f" % (ms, rel, truth))
+        # one sample per 10 ms of the CPU time the workload used
+        check(0.85 * expected <= total <= 1.15 * expected,
+              "%d ms: %d samples for %.0f expected" % (ms, total, expected))
+    check(not bad, "split off by more than 5 points: " + ", ".join(bad))
+    shutil.rmtree(tmp, ignore_errors=True)
+
+
+test_oncpu_periodic_workloads_not_in_lockstep.timeout = 240

@@ -7,8 +7,8 @@ import signal
 import subprocess
 import time
 
-from harness import (GOPHER, ROOT, TEST_BINS, Supervisor, check, extend_entry, group_members, pid_alive,
-                     probe_entry, wait_for)
+from harness import (GOPHER, ROOT, TEST_BINS, Supervisor, TestFailure, check, extend_entry, group_members, pid_alive,
+                     probe_entry, rest_port, wait_for)
 
 BAD_META = os.path.join(ROOT, "tests", "schema", "test_bad.meta")
 EXT_META = os.path.join(ROOT, "tests", "schema", "test_ext.meta")
@@ -237,3 +237,27 @@ def test_valgrind_clean():
 
 
 test_valgrind_clean.timeout = 90
+
+
+def test_harness_supervisor_shares_nothing_with_the_machine():
+    """What every test's supervisor relies on (tests/integration/harness.py): the REST API on a port of
+    its own (not 9999, where an agent may listen), its REST state under its temporary root (a state file
+    left in /var/lib/gala-gopher/rest by an earlier agent is not restored), its own pin directory on
+    bpffs, removed afterwards, and a test's own REST section refused without a port and state_dir."""
+    s = Supervisor(probes=[probe_entry("system_infos", "-t 1")]).start()
+    try:
+        conf = open(s.conf).read()
+        check('state_dir = "%s"' % s.state_dir in conf and s.state_dir.startswith(s.dir), "state_dir: %s" % conf)
+        check('pin_path = "%s"' % s.pin_dir in conf, "pin_path: %s" % conf)
+        check(s.pin_dir.startswith("/sys/fs/bpf/gg-test-") and os.path.isdir(s.pin_dir), "pin dir %s" % s.pin_dir)
+        port = rest_port(s)
+        check(port not in (8888, 9999), "REST port %r" % port)
+        check("/var/lib/gala-gopher" not in s.sup_log(), "the default state dir is not read: %s" % s.sup_log()[-2000:])
+    finally:
+        s.cleanup()
+    check(not os.path.exists(s.pin_dir), "pin dir %s removed" % s.pin_dir)
+    try:
+        Supervisor(extra='rest_api_server = { port = 9999; };')
+        raise AssertionError("a REST section without state_dir was accepted")
+    except TestFailure:
+        pass

@@ -116,10 +116,18 @@ class Probe:
 
 
 class Workload:
-    """task_load: commands on stdin, "ok <command>" on stdout when done."""
+    """task_load: commands on stdin, "ok <command>" on stdout when done. With comm, it runs under that
+    name (exec'ed through a symbolic link so named): tests that select processes by name use a name of
+    their own, as other test runs start task_load processes at the same time."""
 
-    def __init__(self):
-        self.proc = subprocess.Popen([TASK_LOAD], stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True,
+    def __init__(self, comm=None):
+        self.link_dir = None
+        binary = TASK_LOAD
+        if comm:
+            self.link_dir = tempfile.mkdtemp(prefix="gg-tl-")
+            binary = os.path.join(self.link_dir, comm)
+            os.symlink(TASK_LOAD, binary)
+        self.proc = subprocess.Popen([binary], stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True,
                                      bufsize=1)
         line = self._readline(5)
         check(line.startswith("ready "), "task_load ready: %r" % line)
@@ -145,6 +153,12 @@ class Workload:
             except (BrokenPipeError, subprocess.TimeoutExpired):
                 self.proc.kill()
                 self.proc.wait()
+        if self.link_dir:
+            shutil.rmtree(self.link_dir, ignore_errors=True)
+
+
+def unique_comm():
+    return "tl%d" % os.getpid()
 
 
 def block_backed_dir():
@@ -254,12 +268,13 @@ test_events_latency_and_offline.timeout = 60
 
 
 def test_comm_scope_follows_new_processes():
-    p = Probe(["-t", "1", "--comm", "task_load", "-P", "proc_fs"])
+    comm = unique_comm()
+    p = Probe(["-t", "1", "--comm", comm, "-P", "proc_fs"])
     io_dir = tempfile.mkdtemp(prefix="gg-tl-")
     w = None
     try:
         p.wait_started()
-        w = Workload()  # started after the probe: found by the rescan
+        w = Workload(comm)  # started after the probe: found by the rescan
         deadline = time.monotonic() + 10
         while not p.latest("proc_fs", w.pid) and time.monotonic() < deadline:
             w.cmd("io 1 512 %s" % io_dir)
@@ -275,7 +290,7 @@ def test_comm_scope_follows_new_processes():
         rec = p.latest("proc_fs", w.pid)
         check(int(rec["write_count"]) - int(base["write_count"]) == 3 and
               int(rec["open_count"]) - int(base["open_count"]) == 1, "exact counts: %r then %r" % (base, rec))
-        check({r["comm"] for r in p.records()} == {"task_load"}, "only task_load processes appear")
+        check({r["comm"] for r in p.records()} == {comm}, "only the processes named %s appear" % comm)
     finally:
         if w:
             w.close()
@@ -378,7 +393,8 @@ def test_rest_snoopers_scope_and_live_subprobes():
     import json
     import urllib.parse
     from harness import rest_call, rest_port, rest_section
-    w1, w2 = Workload(), Workload()
+    comm = unique_comm()
+    w1, w2 = Workload(comm), Workload(comm)
     tmp = tempfile.mkdtemp(prefix="gg-tp-rest-")
     # REST takes report_period >= 5 s for proc (the seed's range): the 1 s period comes from the flags
     s = Supervisor(probes=[probe_entry("taskprobe", "-t 1", switch="off")],
@@ -403,7 +419,7 @@ def test_rest_snoopers_scope_and_live_subprobes():
         check(not s.metric_records("proc_dns"), "proc_dns is off")
 
         # live: other sub-probe, snoopers by name (both workloads)
-        put({"cmd": {"probe": ["proc_dns"]}, "snoopers": {"proc_name": [{"comm": "task_load"}]}})
+        put({"cmd": {"probe": ["proc_dns"]}, "snoopers": {"proc_name": [{"comm": comm}]}})
         wait_for(lambda: s.probe("taskprobe")["config_version_applied"] >= 2, 10, "second configuration applied")
         st, doc, raw, _ = rest_call(port, "GET", "/proc")
         check(sorted(doc["runtime"]["scope"]["pids"]) == sorted([w1.pid, w2.pid]), "scope resolved: %s" % raw[:600])
