@@ -163,28 +163,30 @@ static const cJSON *conf_subprobes(const struct rest_probe *rp)
 	return cmd ? cJSON_GetObjectItemCaseSensitive(cmd, "probe") : NULL;
 }
 
-/* {"probe": [...], "params": {...}, "snoopers": {...}, "scope": {...}}: only what is set. */
+/* The control message (ipc/ctrl_msg.h) in force for rp, encoded: only the parts that are set. */
 static char *build_ctrl_json(const struct rest_probe *rp)
 {
-	cJSON *o = cJSON_CreateObject(), *params = effective_params(rp);
-	const cJSON *sub = conf_subprobes(rp), *sn;
-	char *txt;
+	static struct gg_ctrl_msg m; /* large (the scope sets): not on the stack; the loop thread only */
+	const cJSON *sub = conf_subprobes(rp), *it;
+	char *txt = NULL;
 
-	if (!o) {
-		cJSON_Delete(params);
-		return NULL;
+	gg_ctrl_msg__init(&m);
+	cJSON_ArrayForEach(it, sub)
+	{
+		const char *name = cJSON_GetStringValue(it);
+
+		/* validated names (GG_REST_SUBPROBES_MAX <= GG_CTRL_SUBPROBES_MAX): the checks never drop one */
+		if (name && strlen(name) < GG_CTRL_SUBPROBE_LEN && m.nsubprobes < GG_CTRL_SUBPROBES_MAX)
+			snprintf(m.subprobes[m.nsubprobes++], GG_CTRL_SUBPROBE_LEN, "%s", name);
 	}
-	if (sub && cJSON_GetArraySize(sub) > 0)
-		cJSON_AddItemToObject(o, "probe", cJSON_Duplicate(sub, 1));
-	if (params)
-		cJSON_AddItemToObject(o, "params", params);
-	sn = rp->conf ? cJSON_GetObjectItemCaseSensitive(rp->conf, "snoopers") : NULL;
-	if (sn) {
-		cJSON_AddItemToObject(o, "snoopers", cJSON_Duplicate(sn, 1));
-		cJSON_AddItemToObject(o, "scope", gg_scope__to_json(&rp->scope));
+	m.params = effective_params(rp);
+	if (rp->conf && cJSON_GetObjectItemCaseSensitive(rp->conf, "snoopers")) {
+		m.snoopers = cJSON_Duplicate(cJSON_GetObjectItemCaseSensitive(rp->conf, "snoopers"), 1);
+		m.has_scope = 1;
+		m.scope = rp->scope;
 	}
-	txt = cJSON_PrintUnformatted(o);
-	cJSON_Delete(o);
+	(void)gg_ctrl_msg__encode(&m, &txt);
+	gg_ctrl_msg__fini(&m);
 	return txt;
 }
 
@@ -232,13 +234,14 @@ static char **build_extra_argv(const struct rest_probe *rp)
 	unsigned int n = 0;
 	int err = 0;
 
-	for (const struct gg_param_flag *f = def->flags; f && f->param && !err; f++) {
-		const cJSON *x = cJSON_GetObjectItemCaseSensitive(params, f->param);
+	for (const char *const *pn = def->contract->extend_params; pn && *pn && !err; pn++) {
+		const struct gg_param_spec *s = gg_param_spec__find(def, *pn);
+		const cJSON *x = cJSON_GetObjectItemCaseSensitive(params, *pn);
 
-		if (!x)
+		if (!x || !s || !s->flag)
 			continue;
 		join_values(x, val, sizeof(val));
-		err = push_arg(&v, &n, f->flag);
+		err = push_arg(&v, &n, s->flag);
 		if (!err)
 			err = push_arg(&v, &n, val);
 	}
@@ -268,11 +271,11 @@ static int argv_equal(char **a, char **b)
 /* A parameter that chooses what the probe attaches to changed. */
 static int restart_param_changed(const struct rest_probe *rp, const cJSON *old_params, const cJSON *new_params)
 {
-	for (unsigned int i = 0; i < gg_param_specs__count(); i++) {
-		const struct gg_param_spec *s = gg_param_specs__at(i);
+	for (unsigned int i = 0; i < rp->def->contract->nparams; i++) {
+		const struct gg_param_spec *s = &rp->def->contract->params[i];
 		const cJSON *a, *b;
 
-		if (!s->restart || !gg_param_spec__applies(s, rp->def))
+		if (!s->restart)
 			continue;
 		a = cJSON_GetObjectItemCaseSensitive(old_params, s->name);
 		b = cJSON_GetObjectItemCaseSensitive(new_params, s->name);
@@ -329,7 +332,7 @@ static void apply(struct gg_rest *r, struct rest_probe *rp, const cJSON *old_con
 	if (rp->has_snoopers)
 		resolve_one(r, rp);
 	else
-		gg_scope__fini(&rp->scope);
+		gg_scope__init(&rp->scope);
 
 	/* the parameters in force before (old_conf, else the file's) and now */
 	{
@@ -705,14 +708,12 @@ static void on_scan(uv_timer_t *t)
 		for (unsigned int i = 0; i < n; i++) {
 			if (gg_scope__equal(&scopes[i], &who[i]->scope))
 				continue;
-			gg_scope__move(&who[i]->scope, &scopes[i]);
+			who[i]->scope = scopes[i];
 			who[i]->scope_changes++;
 			if (who[i]->p->conf->native)
 				push_config(who[i]);
 		}
 	}
-	for (unsigned int i = 0; i < n; i++)
-		gg_scope__fini(&scopes[i]);
 	free(scopes);
 }
 
@@ -851,7 +852,6 @@ void gg_rest__free(struct gg_sup *sup)
 		return;
 	for (unsigned int i = 0; i < r->nprobes; i++) {
 		cJSON_Delete(r->probes[i].conf);
-		gg_scope__fini(&r->probes[i].scope);
 	}
 	free(r->probes);
 	free(r);

@@ -166,94 +166,31 @@ int gg_cgroup__pod_uid(const char *path, char *ret, size_t len)
 	return -ENOENT;
 }
 
-/* ---- scopes --------------------------------------------------------------------------------------- */
-
-void gg_scope__init(struct gg_scope *s)
-{
-	memset(s, 0, sizeof(*s));
-	s->all = 1;
-}
-
-void gg_scope__fini(struct gg_scope *s)
-{
-	free(s->pids);
-	free(s->cgroup_ids);
-	gg_scope__init(s);
-}
-
-void gg_scope__move(struct gg_scope *dst, struct gg_scope *src)
-{
-	gg_scope__fini(dst);
-	*dst = *src;
-	gg_scope__init(src);
-}
-
-int gg_scope__equal(const struct gg_scope *a, const struct gg_scope *b)
-{
-	return a->all == b->all && a->npids == b->npids && a->ncgroups == b->ncgroups && a->truncated == b->truncated &&
-	       (!a->npids || !memcmp(a->pids, b->pids, a->npids * sizeof(*a->pids))) &&
-	       (!a->ncgroups || !memcmp(a->cgroup_ids, b->cgroup_ids, a->ncgroups * sizeof(*a->cgroup_ids)));
-}
-
-cJSON *gg_scope__to_json(const struct gg_scope *s)
-{
-	cJSON *o = cJSON_CreateObject(), *pids, *cgs;
-
-	if (!o)
-		return NULL;
-	cJSON_AddBoolToObject(o, "all", s->all);
-	pids = cJSON_AddArrayToObject(o, "pids");
-	cgs = cJSON_AddArrayToObject(o, "cgroup_ids");
-	for (unsigned int i = 0; i < s->npids; i++)
-		cJSON_AddItemToArray(pids, cJSON_CreateNumber(s->pids[i]));
-	for (unsigned int i = 0; i < s->ncgroups; i++)
-		cJSON_AddItemToArray(cgs, cJSON_CreateNumber((double)s->cgroup_ids[i]));
-	if (s->truncated)
-		cJSON_AddBoolToObject(o, "truncated", 1);
-	return o;
-}
+/* ---- scopes (struct gg_scope: ipc/ctrl_msg.h) ----------------------------------------------------- */
 
 static int add_pid(struct gg_scope *s, uint32_t pid)
 {
-	if (s->npids && s->pids[s->npids - 1] == pid)
+	if (s->ntgid && s->tgid[s->ntgid - 1] == pid)
 		return 0;
-	if (s->npids >= GG_SCOPE_PIDS_MAX) {
+	if (s->ntgid >= GG_SCOPE_PIDS_MAX) {
 		s->truncated = 1;
 		return 0;
 	}
-	if (s->npids == s->pids_cap) {
-		unsigned int cap = s->pids_cap ? s->pids_cap * 2 : 16;
-		uint32_t *n = realloc(s->pids, cap * sizeof(*n));
-
-		if (!n)
-			return -ENOMEM;
-		s->pids = n;
-		s->pids_cap = cap;
-	}
-	s->pids[s->npids++] = pid;
+	s->tgid[s->ntgid++] = pid;
 	return 0;
 }
 
 static int add_cgroup(struct gg_scope *s, uint64_t id)
 {
-	for (unsigned int i = 0; i < s->ncgroups; i++) {
-		if (s->cgroup_ids[i] == id)
+	for (unsigned int i = 0; i < s->ncgrp; i++) {
+		if (s->cgrp[i] == id)
 			return 0;
 	}
-	if (s->ncgroups >= GG_SCOPE_CGROUPS_MAX) {
+	if (s->ncgrp >= GG_SCOPE_CGROUPS_MAX) {
 		s->truncated = 1;
 		return 0;
 	}
-	if (s->ncgroups == s->cgroups_cap) {
-		unsigned int cap = s->cgroups_cap ? s->cgroups_cap * 2 : 8;
-		uint64_t *n = realloc(s->cgroup_ids, cap * sizeof(*n));
-
-		if (!n)
-			return -ENOMEM;
-		s->cgroup_ids = n;
-		s->cgroups_cap = cap;
-	}
-	s->cgroup_ids[s->ncgroups++] = id;
+	s->cgrp[s->ncgrp++] = id;
 	return 0;
 }
 
@@ -559,19 +496,17 @@ int gg_snoopers__resolve(const struct gg_snoopers *const *sets, unsigned int n, 
 			goto out;
 	}
 	for (unsigned int i = 0; i < n; i++) {
-		if (tmp[i].npids)
-			qsort(tmp[i].pids, tmp[i].npids, sizeof(*tmp[i].pids), cmp_u32);
-		if (tmp[i].ncgroups)
-			qsort(tmp[i].cgroup_ids, tmp[i].ncgroups, sizeof(*tmp[i].cgroup_ids), cmp_u64);
-		gg_scope__move(&scopes[i], &tmp[i]);
+		if (tmp[i].ntgid)
+			qsort(tmp[i].tgid, tmp[i].ntgid, sizeof(tmp[i].tgid[0]), cmp_u32);
+		if (tmp[i].ncgrp)
+			qsort(tmp[i].cgrp, tmp[i].ncgrp, sizeof(tmp[i].cgrp[0]), cmp_u64);
+		scopes[i] = tmp[i];
 	}
 	if (ret_stats)
 		*ret_stats = st;
 out:
 	if (d)
 		closedir(d);
-	for (unsigned int i = 0; i < n; i++)
-		gg_scope__fini(&tmp[i]);
 	free(tmp);
 	free(pi);
 	return err;

@@ -7,7 +7,7 @@
 
 #include <cjson/cJSON.h>
 
-#include "gg_common.h" /* the probes' scope map sizes */
+#include "ctrl_msg.h" /* struct gg_scope: what a probe is told to monitor */
 #include "probe_names.h"
 
 /* Resolved per probe, as many as the probes' BPF scope maps hold; more are dropped and flagged. */
@@ -29,17 +29,6 @@ struct gg_snoopers {
 	char pods[GG_REST_PODS_MAX][68]; /* lower case, '-' separated, without a "pod" prefix */
 	unsigned int nconts;
 	char conts[GG_REST_CONTAINERS_MAX][68]; /* lower case */
-};
-
-/* What a probe is told to monitor. */
-struct gg_scope {
-	int all; /* no targets given: no filter */
-	unsigned int npids;
-	uint32_t *pids; /* sorted */
-	unsigned int ncgroups;
-	uint64_t *cgroup_ids; /* sorted; cgroup v2 ids (inode numbers of the cgroup directories) */
-	int truncated;	      /* more matched than GG_SCOPE_*_MAX */
-	unsigned int pids_cap, cgroups_cap;
 };
 
 struct gg_scan_opts {
@@ -70,17 +59,9 @@ int gg_cgroup__container_id(const char *path, char *ret, size_t len);
  * lower case with '-' separators. 0, or -ENOENT. */
 int gg_cgroup__pod_uid(const char *path, char *ret, size_t len);
 
-/* Resolve n (<= GG_SCAN_SETS_MAX) target sets in one scan: scopes[i] (initialized with
- * gg_scope__init) receives sets[i]'s. 0 or negative errno (the scopes are then left as they were). */
+/* Resolve n (<= GG_SCAN_SETS_MAX) target sets in one scan: scopes[i] receives sets[i]'s (sorted). 0 or negative errno
+ * (the scopes are then left as they were). */
 int gg_snoopers__resolve(const struct gg_snoopers *const *sets, unsigned int n, struct gg_scope *scopes,
 			 const struct gg_scan_opts *opts, struct gg_scan_stats *ret_stats);
-
-void gg_scope__init(struct gg_scope *s);
-void gg_scope__fini(struct gg_scope *s);
-int gg_scope__equal(const struct gg_scope *a, const struct gg_scope *b);
-/* Move src into dst (dst's old content is freed). */
-void gg_scope__move(struct gg_scope *dst, struct gg_scope *src);
-/* {"all": bool, "pids": [...], "cgroup_ids": [...], "truncated": bool} */
-cJSON *gg_scope__to_json(const struct gg_scope *s);
 
 #endif

@@ -16,6 +16,7 @@
 #include "endpoint.h"
 #include "endpoint.meta.h"
 #include "endpoint.skel.h"
+#include "ep_conf.h"
 #include "probe.h"
 
 #define PROBE_NAME     "socket"
@@ -23,19 +24,13 @@
 #define PERIOD_MIN     1u
 #define PERIOD_MAX     600u
 #define PERIOD_DEFAULT 5u
-#define SP_TCP	       0x1u
-#define SP_UDP	       0x2u
-#define SP_ALL	       (SP_TCP | SP_UDP)
 #define HIST_FIRST     3u  /* <= 16 us */
 #define HIST_N	       21u /* .. 8.4 s */
 
-static const struct gg_subprobe subprobes[] = {{"tcp_socket", SP_TCP}, {"udp_socket", SP_UDP}};
-#define NSUB (sizeof(subprobes) / sizeof(subprobes[0]))
-
-struct ep_conf {
-	unsigned int period_s;
-	unsigned int subprobes;
-};
+extern const struct gg_contract gg_contract_endpoint;
+#define CONTRACT  (&gg_contract_endpoint)
+#define SUBPROBES (CONTRACT->subprobes)
+#define NSUB	  (CONTRACT->nsubprobes)
 
 struct ep_ctx {
 	struct probe_rt *rt;
@@ -78,6 +73,7 @@ static void usage(FILE *f)
 		"Tables: listen and connect (tcp_socket), udp (udp_socket), skb_drop (host wide, both).\n"
 		"Live configuration: {\"probe\": [...], \"params\": {\"report_period\": N}, \"scope\": {...}}\n",
 		PERIOD_MIN, PERIOD_MAX, PERIOD_DEFAULT);
+	probe_conf__usage_params(f, CONTRACT);
 }
 
 static int parse_args(int argc, char **argv, struct ep_ctx *ctx, enum probe_log_level *level, int *bpf_stats)
@@ -102,7 +98,7 @@ static int parse_args(int argc, char **argv, struct ep_ctx *ctx, enum probe_log_
 	while ((c = getopt_long(argc, argv, ":t:l:P:h", longopts, NULL)) != -1) {
 		switch (c) {
 		case 'P':
-			if (gg_subprobes_arg(PROG, optarg, subprobes, NSUB, &ctx->base.subprobes))
+			if (gg_subprobes_arg(PROG, optarg, SUBPROBES, NSUB, &ctx->base.subprobes))
 				return 2;
 			break;
 		default:
@@ -165,56 +161,25 @@ static void rescan_comm(struct ep_ctx *ctx)
 		apply_scope(ctx, &s);
 }
 
-static int on_config(void *data, uint64_t version, const char *json)
+static int on_config(void *data, uint64_t version, const struct gg_ctrl_msg *msg)
 {
-	static struct gg_scope scope;
 	struct ep_ctx *ctx = data;
 	struct ep_conf conf = ctx->base;
-	cJSON *root = cJSON_Parse(json);
-	const cJSON *params, *jscope;
 	char names[64];
-	unsigned int v;
-	int err = -EINVAL, has_scope = 0;
+	int err = probe_conf__apply(CONTRACT, msg, &conf, &conf.subprobes);
 
-	if (!root || !cJSON_IsObject(root)) {
-		probe_log(PLOG_WARN, "configuration is not a JSON object");
-		goto out;
-	}
-	params = cJSON_GetObjectItemCaseSensitive(root, "params");
-	err = gg_conf_uint(params, "report_period", PERIOD_MIN, PERIOD_MAX, &v);
-	if (err == -EINVAL) {
-		probe_log(PLOG_WARN, "configuration: report_period must be an integer %u..%u", PERIOD_MIN, PERIOD_MAX);
-		goto out;
-	}
-	if (!err)
-		conf.period_s = v;
-	err = gg_subprobes_conf(root, subprobes, NSUB, &v);
-	if (err == -EINVAL)
-		goto out;
-	if (!err)
-		conf.subprobes = v;
-	jscope = cJSON_GetObjectItemCaseSensitive(root, "scope");
-	if (jscope && !cJSON_IsNull(jscope)) {
-		err = gg_scope__from_json(jscope, &scope);
-		if (err) {
-			probe_log(PLOG_WARN, "configuration: bad \"scope\" (%s)", strerror(-err));
-			goto out;
-		}
-		has_scope = 1;
-	}
+	if (err < 0)
+		return err;
 	ctx->cur = conf;
 	apply_subprobes(ctx);
-	ctx->live_scope = has_scope;
-	apply_scope(ctx, has_scope ? &scope : &ctx->base_scope);
+	ctx->live_scope = msg->has_scope;
+	apply_scope(ctx, msg->has_scope ? &msg->scope : &ctx->base_scope);
 	rescan_comm(ctx);
-	gg_subprobes_str(conf.subprobes, subprobes, NSUB, names, sizeof(names));
+	gg_subprobes_str(conf.subprobes, SUBPROBES, NSUB, names, sizeof(names));
 	probe_log(PLOG_INFO, "configuration %llu: report period %u s, sub-probes %s, scope %s",
 		  (unsigned long long)version, conf.period_s, names, ctx->scope.all ? "all" : "filtered");
 	probe_rt__wake(ctx->rt);
-	err = 0;
-out:
-	cJSON_Delete(root);
-	return err;
+	return 0;
 }
 
 static int in_scope(const struct ep_ctx *ctx, __u32 tgid, __u64 cgroup_id)
@@ -545,9 +510,8 @@ int main(int argc, char **argv)
 	char names[64];
 
 	probe_log_setup(PROBE_NAME, PLOG_INFO);
-	/* udp_socket hooks every socket send and receive of the host: asked for, never by default. */
-	ctx.base = (struct ep_conf){.period_s = PERIOD_DEFAULT, .subprobes = SP_TCP};
-	gg_scope__init_all(&ctx.base_scope);
+	ctx.base = (struct ep_conf){.period_s = PERIOD_DEFAULT, .subprobes = gg_contract__default_subprobes(CONTRACT)};
+	gg_scope__init(&ctx.base_scope);
 	ctx.stats_fd = -1;
 	ret = parse_args(argc, argv, &ctx, &level, &bpf_stats);
 	if (ret >= 0)
@@ -576,7 +540,7 @@ int main(int argc, char **argv)
 	apply_scope(&ctx, &ctx.base_scope);
 	rescan_comm(&ctx);
 	apply_subprobes(&ctx);
-	gg_subprobes_str(ctx.cur.subprobes, subprobes, NSUB, names, sizeof(names));
+	gg_subprobes_str(ctx.cur.subprobes, SUBPROBES, NSUB, names, sizeof(names));
 	probe_log(PLOG_INFO, "started: report period %u s, sub-probes %s, scope %s", ctx.cur.period_s, names,
 		  ctx.scope.all ? "all" : "filtered");
 

@@ -13,6 +13,7 @@
 #include "bpf_util.h"
 #include "ioprobe.h"
 #include "ioprobe.meta.h"
+#include "io_conf.h"
 #include "ioprobe.skel.h"
 #include "probe.h"
 
@@ -22,31 +23,15 @@
 #define PERIOD_MAX     600u
 #define PERIOD_DEFAULT 5u
 #define THR_MAX	       100000u
-#define SP_TRACE       0x1u
-#define SP_ERR	       0x2u
-#define SP_COUNT       0x4u
-#define SP_PAGECACHE   0x8u
-#define SP_ALL	       0xfu
-#define SP_BLOCK       (SP_TRACE | SP_ERR | SP_COUNT)
 #define MINORBITS      20
 #define HIST_FIRST     0u  /* <= 2 us */
 #define HIST_N	       24u /* .. 16.7 s */
 
-static const struct gg_subprobe subprobes[] = {
-	{"io_trace", SP_TRACE},
-	{"io_err", SP_ERR},
-	{"io_count", SP_COUNT},
-	{"page_cache", SP_PAGECACHE},
-};
-#define NSUB (sizeof(subprobes) / sizeof(subprobes[0]))
+extern const struct gg_contract gg_contract_ioprobe;
+#define CONTRACT  (&gg_contract_ioprobe)
+#define SUBPROBES (CONTRACT->subprobes)
+#define NSUB	  (CONTRACT->nsubprobes)
 static const char *const dir_names[IO_DIRS] = {"read", "write", "discard"};
-
-struct io_conf {
-	unsigned int period_s;
-	unsigned int subprobes;
-	unsigned int latency_thr; /* ms, 0 = off */
-	char dev_name[32];	  /* only this disk when set */
-};
 
 /* Slow request count per disk and direction at the previous report, for latency events. */
 struct io_prev {
@@ -96,6 +81,7 @@ static void usage(FILE *f)
 		"Live configuration: {\"probe\": [...], \"params\": {\"report_period\": N, \"latency_thr\": MS,\n"
 		"\"dev_name\": \"sda\"}}\n",
 		PERIOD_MIN, PERIOD_MAX, PERIOD_DEFAULT);
+	probe_conf__usage_params(f, CONTRACT);
 }
 
 static int set_dev_name(struct io_conf *c, const char *name)
@@ -128,7 +114,7 @@ static int parse_args(int argc, char **argv, struct io_ctx *ctx, enum probe_log_
 	while ((c = getopt_long(argc, argv, ":t:l:P:T:d:h", longopts, NULL)) != -1) {
 		switch (c) {
 		case 'P':
-			if (gg_subprobes_arg(PROG, optarg, subprobes, NSUB, &ctx->base.subprobes))
+			if (gg_subprobes_arg(PROG, optarg, SUBPROBES, NSUB, &ctx->base.subprobes))
 				return 2;
 			break;
 		case 'T':
@@ -178,59 +164,27 @@ static void apply_conf(struct io_ctx *ctx)
 		probe_log(PLOG_WARN, "cannot attach %s: %s", bpf_program__name(bad->prog), strerror(-err));
 }
 
-static int on_config(void *data, uint64_t version, const char *json)
+static int on_config(void *data, uint64_t version, const struct gg_ctrl_msg *msg)
 {
 	struct io_ctx *ctx = data;
 	struct io_conf conf = ctx->base;
-	cJSON *root = cJSON_Parse(json);
-	const cJSON *params, *dev;
 	char names[64];
-	unsigned int v;
-	int err = -EINVAL;
+	int err = probe_conf__apply(CONTRACT, msg, &conf, &conf.subprobes);
 
-	if (!root || !cJSON_IsObject(root)) {
-		probe_log(PLOG_WARN, "configuration is not a JSON object");
-		goto out;
+	if (err < 0)
+		return err;
+	if (strchr(conf.dev_name, '/')) { /* as set_dev_name (-d) */
+		probe_log(PLOG_WARN, "configuration: dev_name must be a disk name");
+		return -EINVAL;
 	}
-	params = cJSON_GetObjectItemCaseSensitive(root, "params");
-	err = gg_conf_uint(params, "report_period", PERIOD_MIN, PERIOD_MAX, &v);
-	if (err == -EINVAL) {
-		probe_log(PLOG_WARN, "configuration: report_period must be an integer %u..%u", PERIOD_MIN, PERIOD_MAX);
-		goto out;
-	}
-	if (!err)
-		conf.period_s = v;
-	err = gg_conf_uint(params, "latency_thr", 0, THR_MAX, &v);
-	if (err == -EINVAL) {
-		probe_log(PLOG_WARN, "configuration: latency_thr must be an integer 0..%u (ms)", THR_MAX);
-		goto out;
-	}
-	if (!err)
-		conf.latency_thr = v;
-	dev = cJSON_IsObject(params) ? cJSON_GetObjectItemCaseSensitive(params, "dev_name") : NULL;
-	if (dev && !cJSON_IsNull(dev)) {
-		if (!cJSON_IsString(dev) || set_dev_name(&conf, cJSON_GetStringValue(dev))) {
-			probe_log(PLOG_WARN, "configuration: dev_name must be a disk name");
-			err = -EINVAL;
-			goto out;
-		}
-	}
-	err = gg_subprobes_conf(root, subprobes, NSUB, &v);
-	if (err == -EINVAL)
-		goto out;
-	if (!err)
-		conf.subprobes = v;
 	ctx->cur = conf;
 	apply_conf(ctx);
-	gg_subprobes_str(conf.subprobes, subprobes, NSUB, names, sizeof(names));
+	gg_subprobes_str(conf.subprobes, SUBPROBES, NSUB, names, sizeof(names));
 	probe_log(PLOG_INFO, "configuration %llu: report period %u s, sub-probes %s, latency_thr %u ms, disk %s",
 		  (unsigned long long)version, conf.period_s, names, conf.latency_thr,
 		  conf.dev_name[0] ? conf.dev_name : "all");
 	probe_rt__wake(ctx->rt);
-	err = 0;
-out:
-	cJSON_Delete(root);
-	return err;
+	return 0;
 }
 
 /* Name of a block device from sysfs (the BPF side knows disks' names, not file systems'). */
@@ -489,8 +443,7 @@ int main(int argc, char **argv)
 	char names[64];
 
 	probe_log_setup(PROBE_NAME, PLOG_INFO);
-	/* page_cache is opt-in: its hooks fire on every page cache lookup and dirtying of the host. */
-	ctx.base = (struct io_conf){.period_s = PERIOD_DEFAULT, .subprobes = SP_BLOCK};
+	ctx.base = (struct io_conf){.period_s = PERIOD_DEFAULT, .subprobes = gg_contract__default_subprobes(CONTRACT)};
 	ctx.stats_fd = -1;
 	ret = parse_args(argc, argv, &ctx, &level, &bpf_stats);
 	if (ret >= 0)
@@ -531,11 +484,11 @@ int main(int argc, char **argv)
 	{
 		static struct gg_scope all;
 
-		gg_scope__init_all(&all);
+		gg_scope__init(&all);
 		(void)gg_scope__apply(&all, ctx.skel->obj);
 	}
 	apply_conf(&ctx);
-	gg_subprobes_str(ctx.cur.subprobes, subprobes, NSUB, names, sizeof(names));
+	gg_subprobes_str(ctx.cur.subprobes, SUBPROBES, NSUB, names, sizeof(names));
 	probe_log(PLOG_INFO, "started: report period %u s, sub-probes %s, latency_thr %u ms", ctx.cur.period_s, names,
 		  ctx.cur.latency_thr);
 

@@ -51,13 +51,10 @@ struct sp_ctx {
 	uint64_t files_written, pyro_ok, pyro_err;
 };
 
-static const struct gg_subprobe subprobe_names[] = {
-	{"oncpu", 1u << SP_EV_ONCPU},
-	{"offcpu", 1u << SP_EV_OFFCPU},
-	{"mem", 1u << SP_EV_MEM},
-	{"io", 0}, /* gala-gopher's fourth kind: accepted, not implemented */
-};
-#define NSUBPROBES (sizeof(subprobe_names) / sizeof(subprobe_names[0]))
+extern const struct gg_contract gg_contract_stackprobe;
+#define CONTRACT       (&gg_contract_stackprobe)
+#define subprobe_names (CONTRACT->subprobes)
+#define NSUBPROBES     (CONTRACT->nsubprobes)
 
 static void events_str(unsigned int bits, char *buf, size_t len)
 {
@@ -109,6 +106,7 @@ static void usage(FILE *f)
 		"\"mem_alloc\"},\n"
 		"\"scope\": {\"all\": bool, \"pids\": [...], \"cgroup_ids\": [...]}}\n",
 		REPORT_MIN, REPORT_MAX, PERF_MIN, PERF_MAX, SVG_MAX, SVG_MIN_REST, SVG_MAX);
+	probe_conf__usage_params(f, CONTRACT);
 }
 
 static int copy_str(char *dst, size_t len, const char *src)
@@ -240,123 +238,27 @@ static int parse_args(int argc, char **argv, struct sp_ctx *ctx, enum probe_log_
 
 /* ---- live configuration -------------------------------------------------------------------------- */
 
-static int json_uint(const cJSON *params, const char *name, unsigned int min, unsigned int max, unsigned int *ret)
-{
-	const cJSON *it = cJSON_GetObjectItemCaseSensitive(params, name);
-	double v;
-
-	if (!it)
-		return 0;
-	v = cJSON_GetNumberValue(it);
-	if (!cJSON_IsNumber(it) || v < min || v > max || v != (double)(unsigned int)v) {
-		probe_log(PLOG_WARN, "configuration: %s must be an integer %u..%u", name, min, max);
-		return -EINVAL;
-	}
-	*ret = (unsigned int)v;
-	return 0;
-}
-
-static int json_str(const cJSON *params, const char *name, char *dst, size_t len)
-{
-	const cJSON *it = cJSON_GetObjectItemCaseSensitive(params, name);
-	const char *s;
-
-	if (!it)
-		return 0;
-	s = cJSON_GetStringValue(it);
-	if (!s || strlen(s) >= len || strchr(s, '\n')) {
-		probe_log(PLOG_WARN, "configuration: %s must be a string shorter than %zu bytes", name, len);
-		return -EINVAL;
-	}
-	memcpy(dst, s, strlen(s) + 1);
-	return 0;
-}
-
-/* Parse a live configuration: the REST interface is stateless, so what it leaves out comes from the
- * command line. 0 or -EINVAL (nothing applied). */
-static int conf_from_json(struct sp_ctx *ctx, const char *json, struct sp_conf *ret, struct gg_scope *ret_scope,
-			  int *ret_has_scope)
-{
-	struct sp_conf c = ctx->base;
-	cJSON *root = cJSON_Parse(json);
-	const cJSON *params, *scope;
-	unsigned int v;
-	int err = -EINVAL;
-
-	if (!cJSON_IsObject(root)) {
-		probe_log(PLOG_WARN, "configuration is not a JSON object");
-		goto out;
-	}
-	params = cJSON_GetObjectItemCaseSensitive(root, "params");
-	if (params && !cJSON_IsNull(params)) {
-		if (!cJSON_IsObject(params)) {
-			probe_log(PLOG_WARN, "configuration: \"params\" must be an object");
-			goto out;
-		}
-		v = (unsigned int)c.multi_instance;
-		if (json_uint(params, "report_period", REPORT_MIN, REPORT_MAX, &c.report_period_s) ||
-		    json_uint(params, "perf_sample_period", PERF_MIN, PERF_MAX, &c.perf_period_ms) ||
-		    json_uint(params, "svg_period", SVG_MIN_REST, SVG_MAX, &c.svg_period_s) ||
-		    json_uint(params, "min_block_us", 1, 10000000, &c.min_block_us) ||
-		    json_uint(params, "profile_retention", 60, 604800, &c.retention_s) ||
-		    json_uint(params, "multi_instance", 0, 1, &v))
-			goto out;
-		c.multi_instance = (int)v;
-		v = (unsigned int)c.native_stack;
-		if (json_uint(params, "native_stack", 0, 1, &v))
-			goto out;
-		c.native_stack = (int)v;
-		v = (unsigned int)c.mem_alloc;
-		if (json_uint(params, "mem_alloc", 0, 1, &v))
-			goto out;
-		c.mem_alloc = (int)v;
-		if (json_str(params, "svg_dir", c.svg_dir, sizeof(c.svg_dir)) ||
-		    json_str(params, "flame_dir", c.flame_dir, sizeof(c.flame_dir)) ||
-		    json_str(params, "pyroscope_server", c.pyroscope, sizeof(c.pyroscope)))
-			goto out;
-		if (!c.svg_dir[0] || !c.flame_dir[0]) {
-			probe_log(PLOG_WARN, "configuration: svg_dir and flame_dir must not be empty");
-			goto out;
-		}
-	}
-	if (gg_subprobes_conf(root, subprobe_names, NSUBPROBES, &c.events) == -EINVAL)
-		goto out;
-	*ret_has_scope = 0;
-	scope = cJSON_GetObjectItemCaseSensitive(root, "scope");
-	if (scope && !cJSON_IsNull(scope)) {
-		int e = gg_scope__from_json(scope, ret_scope);
-
-		if (e) {
-			probe_log(PLOG_WARN, "configuration: bad \"scope\": %s", strerror(-e));
-			goto out;
-		}
-		*ret_has_scope = 1;
-	}
-	*ret = c;
-	err = 0;
-out:
-	cJSON_Delete(root);
-	return err;
-}
-
-static int on_config(void *data, uint64_t version, const char *json)
+static int on_config(void *data, uint64_t version, const struct gg_ctrl_msg *msg)
 {
 	struct sp_ctx *ctx = data;
-	static struct gg_scope scope; /* large: off the stack */
-	struct sp_conf c;
-	int has_scope = 0, err = conf_from_json(ctx, json, &c, &scope, &has_scope);
+	struct sp_conf c = ctx->base; /* stateless like REST: what the message leaves out, the command line's */
 	char names[64];
+	int err = probe_conf__apply(CONTRACT, msg, &c, &c.events);
 
-	if (err)
+	if (err < 0)
 		return err;
-	if (has_scope) {
-		err = sp_sampler__set_scope(ctx->sampler, &scope);
+	if (!c.svg_dir[0] || !c.flame_dir[0]) {
+		probe_log(PLOG_WARN, "configuration: svg_dir and flame_dir must not be empty");
+		return -EINVAL;
+	}
+	if (msg->has_scope) {
+		err = sp_sampler__set_scope(ctx->sampler, &msg->scope);
 		if (err) {
 			probe_log(PLOG_WARN, "configuration %llu: cannot apply the scope: %s",
 				  (unsigned long long)version, strerror(-err));
 			return err;
 		}
-		ctx->scope = scope;
+		ctx->scope = msg->scope;
 		ctx->scope_from_ctrl = 1;
 	}
 	ctx->cur = c;
@@ -716,7 +618,7 @@ int main(int argc, char **argv)
 	};
 	snprintf(ctx.base.svg_dir, sizeof(ctx.base.svg_dir), "/var/log/gala-gopher/stacktrace");
 	snprintf(ctx.base.flame_dir, sizeof(ctx.base.flame_dir), "/var/log/gala-gopher/flamegraph");
-	gg_scope__init_all(&ctx.base_scope);
+	gg_scope__init(&ctx.base_scope);
 	ret = parse_args(argc, argv, &ctx, &level);
 	if (ret >= 0)
 		return ret;

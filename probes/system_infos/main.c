@@ -17,15 +17,6 @@
 #define PERIOD_DEFAULT	   5u
 #define PROC_SCOPE_WAIT_MS 3000u
 
-/* What the probe does; argv gives the baseline, a live configuration overrides it. */
-struct si_conf {
-	unsigned int period_s;
-	unsigned int subprobes; /* enum si_subprobe bits */
-	char dev_name[32];	/* params.dev_name: only this interface and disk ("" = all) */
-	unsigned int proc_top;	/* params.proc_top: without snoopers, report this many processes (0: all) */
-	struct gg_scope scope;	/* the processes system_proc reports */
-};
-
 /* State shared by the main loop and the configuration callback. */
 struct si_ctx {
 	struct probe_rt *rt;
@@ -44,12 +35,10 @@ struct si_ctx {
 	struct si_proc proc;
 };
 
-/* gala-gopher's baseinfo sub-probes. */
-static const struct gg_subprobe subprobe_names[] = {
-	{"cpu", SI_CPU}, {"mem", SI_MEM}, {"nic", SI_NIC},   {"disk", SI_DISK},
-	{"net", SI_NET}, {"fs", SI_FS},	  {"proc", SI_PROC}, {"host", SI_HOST},
-};
-#define NSUBPROBES (sizeof(subprobe_names) / sizeof(subprobe_names[0]))
+extern const struct gg_contract gg_contract_system_infos;
+#define CONTRACT       (&gg_contract_system_infos)
+#define subprobe_names (CONTRACT->subprobes)
+#define NSUBPROBES     (CONTRACT->nsubprobes)
 
 static void usage(FILE *f)
 {
@@ -80,6 +69,7 @@ static void usage(FILE *f)
 		"(\"probe\" may also be given as \"cmd\": {\"probe\": [...]}; what is left out comes from the "
 		"options).\n",
 		PERIOD_MIN, PERIOD_MAX, PERIOD_DEFAULT, SI_PROC_MAX, SI_PROC_TOP_DEFAULT, SI_PROC_MAX);
+	probe_conf__usage_params(f, CONTRACT);
 }
 
 /* Returns -1 to go on, or the exit status. */
@@ -131,93 +121,21 @@ static int parse_args(int argc, char **argv, struct si_conf *conf, const char **
 	return probe_opt_rest(PROG, argc, argv);
 }
 
-/*
- * Parse a live configuration into *ret: 0 or -EINVAL (nothing applied). The REST interface is
- * stateless (each PUT is the whole configuration), so what the JSON leaves out comes from the
- * command line, not from the previous update.
- */
-static int conf_from_json(const struct si_conf *base, const char *json, struct si_conf *ret)
+static int on_config(void *data, uint64_t version, const struct gg_ctrl_msg *msg)
 {
 	static struct si_conf conf; /* large (the scope sets): not on the stack; one caller at a time */
-	cJSON *root = cJSON_Parse(json);
-	const cJSON *params, *period, *item, *dev, *scope;
-	int err = -EINVAL;
-
-	conf = *base;
-	if (!root || !cJSON_IsObject(root)) {
-		probe_log(PLOG_WARN, "configuration is not a JSON object");
-		goto out;
-	}
-	params = cJSON_GetObjectItemCaseSensitive(root, "params");
-	if (params && !cJSON_IsNull(params)) {
-		if (!cJSON_IsObject(params)) {
-			probe_log(PLOG_WARN, "configuration: \"params\" must be an object");
-			goto out;
-		}
-		period = cJSON_GetObjectItemCaseSensitive(params, "report_period");
-		if (period) {
-			double v = cJSON_GetNumberValue(period);
-
-			if (!cJSON_IsNumber(period) || v < PERIOD_MIN || v > PERIOD_MAX ||
-			    v != (double)(unsigned int)v) {
-				probe_log(PLOG_WARN, "configuration: report_period must be an integer %u..%u",
-					  PERIOD_MIN, PERIOD_MAX);
-				goto out;
-			}
-			conf.period_s = (unsigned int)v;
-		}
-		item = cJSON_GetObjectItemCaseSensitive(params, "proc_top");
-		if (item && !cJSON_IsNull(item)) {
-			double v = cJSON_GetNumberValue(item);
-
-			if (!cJSON_IsNumber(item) || v < 0 || v > SI_PROC_MAX || v != (double)(unsigned int)v) {
-				probe_log(PLOG_WARN, "configuration: proc_top must be an integer 0..%u", SI_PROC_MAX);
-				goto out;
-			}
-			conf.proc_top = (unsigned int)v;
-		}
-		dev = cJSON_GetObjectItemCaseSensitive(params, "dev_name");
-		if (dev && !cJSON_IsNull(dev)) {
-			const char *d = cJSON_GetStringValue(dev);
-
-			if (!d || strlen(d) >= sizeof(conf.dev_name)) {
-				probe_log(PLOG_WARN,
-					  "configuration: dev_name must be a device name of at most %zu bytes",
-					  sizeof(conf.dev_name) - 1);
-				goto out;
-			}
-			snprintf(conf.dev_name, sizeof(conf.dev_name), "%s", d);
-		}
-	}
-	/* The supervisor resolves snoopers into "scope"; without it the command line's scope stays. */
-	scope = cJSON_GetObjectItemCaseSensitive(root, "scope");
-	if (scope && !cJSON_IsNull(scope)) {
-		int e = gg_scope__from_json(scope, &conf.scope);
-
-		if (e) {
-			probe_log(PLOG_WARN, "configuration: invalid \"scope\": %s", strerror(-e));
-			goto out;
-		}
-	}
-	/* The REST body carries sub-probes in cmd.probe; accept them at the top level too. */
-	if (gg_subprobes_conf(root, subprobe_names, NSUBPROBES, &conf.subprobes) == -EINVAL)
-		goto out;
-	*ret = conf;
-	err = 0;
-out:
-	cJSON_Delete(root);
-	return err;
-}
-
-static int on_config(void *data, uint64_t version, const char *json)
-{
 	struct si_ctx *ctx = data;
-	struct si_conf conf;
 	char names[64];
-	int err = conf_from_json(&ctx->base, json, &conf);
+	int err;
 
-	if (err)
+	/* Stateless like the REST interface: what the message leaves out comes from the command line. */
+	conf = ctx->base;
+	err = probe_conf__apply(CONTRACT, msg, &conf, &conf.subprobes);
+	if (err < 0)
 		return err;
+	/* The supervisor resolves snoopers into "scope"; without it the command line's scope stays. */
+	if (msg->has_scope)
+		conf.scope = msg->scope;
 	/* A sub-probe turned back on measures its first period from now, not from when it stopped. */
 	if ((conf.subprobes & SI_CPU) && !(ctx->cur.subprobes & SI_CPU))
 		(void)si_cpu__baseline(&ctx->cpu);
@@ -271,10 +189,9 @@ int main(int argc, char **argv)
 	int ret;
 
 	probe_log_setup(PROBE_NAME, PLOG_INFO);
-	ctx.base.period_s = PERIOD_DEFAULT;
-	ctx.base.subprobes = SI_ALL;
-	ctx.base.proc_top = SI_PROC_TOP_DEFAULT;
-	gg_scope__init_all(&ctx.base.scope);
+	gg_params__defaults(CONTRACT->params, CONTRACT->nparams, &ctx.base);
+	ctx.base.subprobes = gg_contract__default_subprobes(CONTRACT);
+	gg_scope__init(&ctx.base.scope);
 	ret = parse_args(argc, argv, &ctx.base, &ctx.comm, &level);
 	if (ret >= 0)
 		return ret;

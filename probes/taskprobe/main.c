@@ -23,12 +23,11 @@
  * the scope it brings are not reported meanwhile. */
 #define FIRST_CONFIG_WAIT_MS 3000u
 
-static const struct gg_subprobe sub_names[] = {
-	{"base_metrics", TP_SUB_BASE}, {"proc_syscall", TP_SUB_SYSCALL}, {"proc_fs", TP_SUB_FS},
-	{"proc_io", TP_SUB_IO},	       {"proc_dns", TP_SUB_DNS},	 {"proc_pagecache", TP_SUB_PAGECACHE},
-};
-#define NSUBS	 (sizeof(sub_names) / sizeof(sub_names[0]))
-#define SUB_LIST "base_metrics, proc_syscall, proc_fs, proc_io, proc_dns, proc_pagecache"
+extern const struct gg_contract gg_contract_taskprobe;
+#define CONTRACT  (&gg_contract_taskprobe)
+#define sub_names (CONTRACT->subprobes)
+#define NSUBS	  (CONTRACT->nsubprobes)
+#define SUB_LIST  "base_metrics, proc_syscall, proc_fs, proc_io, proc_dns, proc_pagecache"
 
 static void usage(FILE *f)
 {
@@ -63,6 +62,7 @@ static void usage(FILE *f)
 		"\"latency_thr\": MS, \"offline_thr\": MS}, \"scope\": {\"all\": bool, \"pids\": [..], \"cgroup_ids\": "
 		"[..]}}\n",
 		PERIOD_MIN, PERIOD_MAX, PERIOD_DEFAULT, def);
+	probe_conf__usage_params(f, CONTRACT);
 }
 
 /* The cgroup v2 id of a cgroup directory is its inode number (what bpf_get_current_cgroup_id gives). */
@@ -141,93 +141,21 @@ static int parse_args(int argc, char **argv, struct tp_ctx *ctx, enum probe_log_
 	return probe_opt_rest(PROG, argc, argv);
 }
 
-/* An integer parameter in lo..hi; 0 when absent (ret untouched), -EINVAL when invalid. */
-static int json_uint(const cJSON *params, const char *name, unsigned int lo, unsigned int hi, unsigned int *ret)
-{
-	const cJSON *it = cJSON_GetObjectItemCaseSensitive(params, name);
-	double v;
-
-	if (!it || cJSON_IsNull(it))
-		return 0;
-	v = cJSON_GetNumberValue(it);
-	if (!cJSON_IsNumber(it) || v < lo || v > hi || v != (double)(unsigned int)v) {
-		probe_log(PLOG_WARN, "configuration: %s must be an integer %u..%u", name, lo, hi);
-		return -EINVAL;
-	}
-	*ret = (unsigned int)v;
-	return 0;
-}
-
-/*
- * A live configuration into *ret: 0 or -EINVAL (nothing applied). Stateless like the REST interface:
- * what the JSON leaves out comes from the command line.
- */
-static int conf_from_json(const struct tp_conf *base, const char *json, struct tp_conf *ret)
+static int on_config(void *data, uint64_t version, const struct gg_ctrl_msg *msg)
 {
 	static struct tp_conf conf; /* large (the scope sets): not on the stack; one caller at a time */
-	cJSON *root = cJSON_Parse(json);
-	const cJSON *params, *item, *scope;
-	unsigned int ev;
-	int err = -EINVAL;
-
-	conf = *base;
-	if (!root || !cJSON_IsObject(root)) {
-		probe_log(PLOG_WARN, "configuration is not a JSON object");
-		goto out;
-	}
-	params = cJSON_GetObjectItemCaseSensitive(root, "params");
-	if (params && !cJSON_IsNull(params)) {
-		if (!cJSON_IsObject(params)) {
-			probe_log(PLOG_WARN, "configuration: \"params\" must be an object");
-			goto out;
-		}
-		ev = (unsigned int)conf.report_event;
-		item = cJSON_GetObjectItemCaseSensitive(params, "report_event");
-		if (cJSON_IsBool(item)) /* the REST API may pass it as a boolean */
-			ev = cJSON_IsTrue(item) ? 1 : 0;
-		else if (json_uint(params, "report_event", 0, 1, &ev))
-			goto out;
-		if (json_uint(params, "report_period", PERIOD_MIN, PERIOD_MAX, &conf.period_s) ||
-		    json_uint(params, "latency_thr", 0, THR_MAX, &conf.latency_thr_ms) ||
-		    json_uint(params, "offline_thr", 0, THR_MAX, &conf.offline_thr_ms))
-			goto out;
-		conf.report_event = (int)ev;
-	}
-	if (gg_subprobes_conf(root, sub_names, NSUBS, &conf.subs) == -EINVAL)
-		goto out;
-	scope = cJSON_GetObjectItemCaseSensitive(root, "scope");
-	if (scope && !cJSON_IsNull(scope)) {
-		int e = gg_scope__from_json(scope, &conf.scope);
-
-		if (e) {
-			probe_log(PLOG_WARN, "configuration: invalid \"scope\": %s", strerror(-e));
-			goto out;
-		}
-	}
-	*ret = conf;
-	err = 0;
-out:
-	cJSON_Delete(root);
-	return err;
-}
-
-static int scope_equal(const struct gg_scope *a, const struct gg_scope *b)
-{
-	return a->all == b->all && a->ntgid == b->ntgid && a->ncgrp == b->ncgrp &&
-	       !memcmp(a->tgid, b->tgid, a->ntgid * sizeof(a->tgid[0])) &&
-	       !memcmp(a->cgrp, b->cgrp, a->ncgrp * sizeof(a->cgrp[0]));
-}
-
-static int on_config(void *data, uint64_t version, const char *json)
-{
 	struct tp_ctx *ctx = data;
-	static struct tp_conf conf;
 	char names[128];
-	int err = conf_from_json(&ctx->base, json, &conf);
+	int err;
 
-	if (err)
+	/* Stateless like the REST interface: what the message leaves out comes from the command line. */
+	conf = ctx->base;
+	err = probe_conf__apply(CONTRACT, msg, &conf, &conf.subs);
+	if (err < 0)
 		return err;
-	if (!scope_equal(&conf.scope, &ctx->cur.scope))
+	if (msg->has_scope)
+		conf.scope = msg->scope;
+	if (!gg_scope__equal(&conf.scope, &ctx->cur.scope))
 		ctx->scope_dirty = 1;
 	ctx->cur = conf;
 	ctx->configured = 1;
@@ -255,7 +183,7 @@ static void rescan_comm(struct tp_ctx *ctx)
 		probe_log(PLOG_WARN, "--comm %s: %s", ctx->comm, strerror(-n));
 		return;
 	}
-	if (!scope_equal(&s, &ctx->cur.scope)) {
+	if (!gg_scope__equal(&s, &ctx->cur.scope)) {
 		ctx->cur.scope = s;
 		ctx->scope_dirty = 1;
 	}
@@ -323,7 +251,7 @@ int main(int argc, char **argv)
 	ctx.stats_fd = -1;
 	ctx.base.period_s = PERIOD_DEFAULT;
 	ctx.base.subs = TP_SUB_DEFAULT;
-	gg_scope__init_all(&ctx.base.scope);
+	gg_scope__init(&ctx.base.scope);
 	ret = parse_args(argc, argv, &ctx, &level, &stats);
 	if (ret >= 0)
 		return ret;

@@ -21,15 +21,13 @@
 #define DUMP_CHUNK     256u
 #define AGG_KEYS_MAX   65536u
 
-static const struct gg_subprobe subprobes[] = {
-	{"tcp_abnormal", TCP_SP_ABNORMAL}, {"tcp_rtt", TCP_SP_RTT},	{"tcp_windows", TCP_SP_WINDOWS},
-	{"tcp_rate", TCP_SP_RATE},	   {"tcp_srtt", TCP_SP_SRTT},	{"tcp_sockbuf", TCP_SP_SOCKBUF},
-	{"tcp_stats", TCP_SP_STATS},	   {"tcp_delay", TCP_SP_DELAY},
-};
-#define NSUB (sizeof(subprobes) / sizeof(subprobes[0]))
+extern const struct gg_contract gg_contract_tcpprobe;
+#define CONTRACT  (&gg_contract_tcpprobe)
+#define SUBPROBES (CONTRACT->subprobes)
+#define NSUB	  (CONTRACT->nsubprobes)
 /* Without -P or a live "probe" list: every table but tcp_delay, and no per-segment or per-send hook
  * (RTT histograms and zero windows come from the per-report snapshot). */
-#define SP_DEFAULT (TCP_SP_ALL & ~TCP_SP_DELAY)
+#define SP_DEFAULT gg_contract__default_subprobes(CONTRACT)
 
 /* Closed links are drained from the kernel every DRAIN_MIN_MS..DRAIN_MAX_MS (drain_tick). */
 #define DRAIN_MIN_MS 25u
@@ -101,6 +99,7 @@ static void usage(FILE *f)
 		"\"drops_thr\": N, \"latency_thr\": MS}, \"scope\": {\"all\": false, \"pids\": [...], \"cgroup_ids\": "
 		"[...]}}\n",
 		PERIOD_MIN, PERIOD_MAX, PERIOD_DEFAULT, TCP_LINKS_MAX);
+	probe_conf__usage_params(f, CONTRACT);
 }
 
 /* -P takes names, or gala-gopher's numeric bit mask (bits as TCP_SP_*). */
@@ -113,7 +112,7 @@ static int parse_subprobes(const char *s, unsigned int *ret)
 		fprintf(stderr, PROG ": invalid sub-probe mask '%s' for -P (1..%u)\n", s, TCP_SP_ALL);
 		return -EINVAL;
 	}
-	return gg_subprobes_arg(PROG, s, subprobes, NSUB, ret);
+	return gg_subprobes_arg(PROG, s, SUBPROBES, NSUB, ret);
 }
 
 /* Returns -1 to go on, or the exit status. */
@@ -267,90 +266,31 @@ static void rescan_comm(struct tp_ctx *ctx)
 		apply_scope(ctx, &s);
 }
 
-static int conf_from_json(struct tp_ctx *ctx, const cJSON *root, struct tp_conf *ret)
+static int on_config(void *data, uint64_t version, const struct gg_ctrl_msg *msg)
 {
-	struct tp_conf conf = ctx->base;
-	const cJSON *params = cJSON_GetObjectItemCaseSensitive(root, "params");
-	unsigned int v;
-	int err;
-	static const struct {
-		const char *name;
-		unsigned int min, max;
-		size_t off;
-	} uparams[] = {
-		{"report_period", PERIOD_MIN, PERIOD_MAX, offsetof(struct tp_conf, period_s)},
-		{"report_source_port", 0, 1, offsetof(struct tp_conf, report_source_port)},
-		{"drops_thr", 0, THR_MAX, offsetof(struct tp_conf, drops_thr)},
-		{"latency_thr", 0, THR_MAX, offsetof(struct tp_conf, latency_thr)},
-	};
-
-	if (params && !cJSON_IsNull(params) && !cJSON_IsObject(params)) {
-		probe_log(PLOG_WARN, "configuration: \"params\" must be an object");
-		return -EINVAL;
-	}
-	for (size_t i = 0; i < sizeof(uparams) / sizeof(uparams[0]); i++) {
-		err = gg_conf_uint(params, uparams[i].name, uparams[i].min, uparams[i].max, &v);
-		if (err == -EINVAL) {
-			probe_log(PLOG_WARN, "configuration: %s must be an integer %u..%u", uparams[i].name,
-				  uparams[i].min, uparams[i].max);
-			return err;
-		}
-		if (!err)
-			*(unsigned int *)((char *)&conf + uparams[i].off) = v;
-	}
-	err = gg_subprobes_conf(root, subprobes, NSUB, &v);
-	if (err == -EINVAL)
-		return err;
-	if (!err) {
-		conf.subprobes = v;
-		conf.explicit_sp = 1;
-	}
-	*ret = conf;
-	return 0;
-}
-
-static int on_config(void *data, uint64_t version, const char *json)
-{
-	static struct gg_scope scope;
 	struct tp_ctx *ctx = data;
-	struct tp_conf conf;
-	const cJSON *jscope;
-	cJSON *root = cJSON_Parse(json);
+	struct tp_conf conf = ctx->base;
 	char names[160];
-	int err = -EINVAL, has_scope = 0;
+	int err;
 
-	if (!root || !cJSON_IsObject(root)) {
-		probe_log(PLOG_WARN, "configuration is not a JSON object");
-		goto out;
-	}
-	err = conf_from_json(ctx, root, &conf);
-	if (err)
-		goto out;
-	jscope = cJSON_GetObjectItemCaseSensitive(root, "scope");
-	if (jscope && !cJSON_IsNull(jscope)) {
-		err = gg_scope__from_json(jscope, &scope);
-		if (err) {
-			probe_log(PLOG_WARN, "configuration: bad \"scope\" (%s)", strerror(-err));
-			goto out;
-		}
-		has_scope = 1;
-	}
+	err = probe_conf__apply(CONTRACT, msg, &conf, &conf.subprobes);
+	if (err < 0)
+		return err;
+	if (err > 0)
+		conf.explicit_sp = 1;
 	ctx->cur = conf;
 	apply_subprobes(ctx);
-	ctx->live_scope = has_scope;
-	apply_scope(ctx, has_scope ? &scope : &ctx->base_scope);
+	ctx->live_scope = msg->has_scope;
+	apply_scope(ctx, msg->has_scope ? &msg->scope : &ctx->base_scope);
 	rescan_comm(ctx);
-	gg_subprobes_str(conf.subprobes, subprobes, NSUB, names, sizeof(names));
+	gg_subprobes_str(conf.subprobes, SUBPROBES, NSUB, names, sizeof(names));
 	probe_log(PLOG_INFO,
 		  "configuration %llu: report period %u s, sub-probes %s, report_source_port %u, drops_thr %u, "
 		  "latency_thr %u ms, scope %s",
 		  (unsigned long long)version, conf.period_s, names, conf.report_source_port, conf.drops_thr,
 		  conf.latency_thr, ctx->scope.all ? "all" : "filtered");
 	probe_rt__wake(ctx->rt);
-	err = 0;
-out:
-	cJSON_Delete(root);
-	return err;
+	return 0;
 }
 
 /* The ephemeral port range, to tell clients from servers among links found established. */
@@ -572,7 +512,7 @@ int main(int argc, char **argv)
 
 	probe_log_setup(PROBE_NAME, PLOG_INFO);
 	ctx.base = (struct tp_conf){.period_s = PERIOD_DEFAULT, .subprobes = SP_DEFAULT};
-	gg_scope__init_all(&ctx.base_scope);
+	gg_scope__init(&ctx.base_scope);
 	ctx.stats_fd = -1;
 	ret = parse_args(argc, argv, &ctx, &level, &max_links, &bpf_stats);
 	if (ret >= 0)
@@ -610,7 +550,7 @@ int main(int argc, char **argv)
 	apply_scope(&ctx, &ctx.base_scope);
 	rescan_comm(&ctx);
 	apply_subprobes(&ctx);
-	gg_subprobes_str(ctx.cur.subprobes, subprobes, NSUB, names, sizeof(names));
+	gg_subprobes_str(ctx.cur.subprobes, SUBPROBES, NSUB, names, sizeof(names));
 	probe_log(PLOG_INFO, "started: report period %u s, sub-probes %s, scope %s", ctx.cur.period_s, names,
 		  ctx.scope.all ? "all" : "filtered");
 

@@ -1,0 +1,194 @@
+/* probe_conf.c - a probe's configuration from its contract: sub-probe lists (-P, the live "probe"
+ * list), the command-line options every probe shares, and applying a control message. */
+#include "probe_conf.h"
+
+#include <errno.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "probe_scope.h"
+
+static int subprobe_lookup(const char *s, size_t len, const struct gg_subprobe *tab, size_t n, unsigned int *ret)
+{
+	for (size_t i = 0; i < n; i++) {
+		if (strlen(tab[i].name) == len && !memcmp(tab[i].name, s, len)) {
+			if (!tab[i].bit)
+				probe_log(PLOG_WARN, "sub-probe '%.*s' is not implemented, ignored", (int)len, s);
+			*ret = tab[i].bit;
+			return 0;
+		}
+	}
+	return -EINVAL;
+}
+
+static void copy_bad(char *bad, size_t badlen, const char *s, size_t len)
+{
+	if (!bad || !badlen)
+		return;
+	if (len >= badlen)
+		len = badlen - 1;
+	memcpy(bad, s, len);
+	bad[len] = '\0';
+}
+
+int gg_subprobes_parse(const char *csv, const struct gg_subprobe *tab, size_t n, unsigned int *ret, char *bad,
+		       size_t badlen)
+{
+	unsigned int bits = 0, bit;
+	const char *p = csv;
+
+	for (;;) {
+		const char *comma = strchr(p, ',');
+		size_t len = comma ? (size_t)(comma - p) : strlen(p);
+
+		if (subprobe_lookup(p, len, tab, n, &bit)) {
+			copy_bad(bad, badlen, p, len);
+			return -EINVAL;
+		}
+		bits |= bit;
+		if (!comma)
+			break;
+		p = comma + 1;
+	}
+	*ret = bits;
+	return 0;
+}
+
+/* "a, b, c": every name of the table. */
+static void subprobes_expected(const struct gg_subprobe *tab, size_t n, char *buf, size_t len)
+{
+	size_t used = 0;
+
+	buf[0] = '\0';
+	for (size_t i = 0; i < n && used < len; i++)
+		used += (size_t)snprintf(buf + used, len - used, "%s%s", used ? ", " : "", tab[i].name);
+}
+
+int gg_subprobes_arg(const char *prog, const char *csv, const struct gg_subprobe *tab, size_t n, unsigned int *ret)
+{
+	char bad[64], names[256];
+
+	if (!gg_subprobes_parse(csv, tab, n, ret, bad, sizeof(bad)))
+		return 0;
+	subprobes_expected(tab, n, names, sizeof(names));
+	fprintf(stderr, "%s: unknown sub-probe '%s' in -P (expected %s)\n", prog, bad, names);
+	return -EINVAL;
+}
+
+/* One of GG_LONGOPTS_COMMON that this probe does not take: as an unknown option (status 2). */
+static int not_taken(const char *prog, const char *name)
+{
+	fprintf(stderr, "%s: unknown option '%s'\nTry '%s --help'.\n", prog, name, prog);
+	return 2;
+}
+
+int gg_opt_common(const char *prog, int c, const char *arg, const struct gg_opts *o)
+{
+	switch (c) {
+	case 't':
+		if (!o->period_s)
+			return 0;
+		if (probe_parse_uint(arg, o->period_min, o->period_max, o->period_s)) {
+			fprintf(stderr, "%s: invalid report period '%s' for -t (expected %u..%u seconds)\n", prog, arg,
+				o->period_min, o->period_max);
+			return 2;
+		}
+		return 1;
+	case 'l':
+		if (!o->level)
+			return 0;
+		if (probe_log_level__parse(arg, o->level)) {
+			fprintf(stderr, "%s: invalid log level '%s' for -l (expected debug, info, warn, error)\n", prog,
+				arg);
+			return 2;
+		}
+		return 1;
+	case GG_OPT_PID:
+		if (!o->scope)
+			return not_taken(prog, "--pid");
+		if (gg_scope__add_pids(o->scope, arg)) {
+			fprintf(stderr, "%s: invalid process list '%s' for --pid (expected PID[,PID...], at most %d)\n",
+				prog, arg, GG_SCOPE_TGID_MAX);
+			return 2;
+		}
+		return 1;
+	case GG_OPT_COMM:
+		if (!o->comm || !o->scope)
+			return not_taken(prog, "--comm");
+		if (!arg[0] || strlen(arg) > 15) {
+			fprintf(stderr, "%s: invalid process name '%s' for --comm (1 to 15 characters)\n", prog, arg);
+			return 2;
+		}
+		*o->comm = arg;
+		o->scope->all = 0;
+		return 1;
+	case GG_OPT_BPF_STATS:
+		if (!o->bpf_stats)
+			return not_taken(prog, "--bpf-stats");
+		*o->bpf_stats = 1;
+		return 1;
+	default:
+		return 0;
+	}
+}
+
+void gg_subprobes_str(unsigned int bits, const struct gg_subprobe *tab, size_t n, char *buf, size_t len)
+{
+	size_t used = 0;
+
+	if (!len)
+		return;
+	buf[0] = '\0';
+	for (size_t i = 0; i < n; i++) {
+		int w;
+
+		if (!(tab[i].bit & bits) || used >= len)
+			continue;
+		w = snprintf(buf + used, len - used, "%s%s", used ? "," : "", tab[i].name);
+		if (w > 0)
+			used += (size_t)w < len - used ? (size_t)w : len - used;
+	}
+	if (!used)
+		snprintf(buf, len, "none");
+}
+
+int probe_conf__apply(const struct gg_contract *c, const struct gg_ctrl_msg *m, void *conf, unsigned int *ret_subprobes)
+{
+	char err[160], names[256];
+	unsigned int bits = 0, bit;
+
+	for (unsigned int i = 0; i < m->nsubprobes; i++) {
+		const char *name = m->subprobes[i];
+
+		if (subprobe_lookup(name, strlen(name), c->subprobes, c->nsubprobes, &bit)) {
+			subprobes_expected(c->subprobes, c->nsubprobes, names, sizeof(names));
+			probe_log(PLOG_WARN, "configuration: unknown sub-probe '%s' (expected %s)", name, names);
+			return -EINVAL;
+		}
+		bits |= bit;
+	}
+	if (gg_params__parse(c->params, c->nparams, m->params, conf, err, sizeof(err))) {
+		probe_log(PLOG_WARN, "configuration: %s", err);
+		return -EINVAL;
+	}
+	if (!m->nsubprobes)
+		return 0;
+	*ret_subprobes = bits;
+	return 1;
+}
+
+void probe_conf__usage_params(FILE *f, const struct gg_contract *c)
+{
+	char desc[160];
+
+	fprintf(f, "\nLive parameters (\"params\" of a live configuration; PUT /%s over REST):\n", c->rest_name);
+	for (unsigned int i = 0; i < c->nparams; i++) {
+		const struct gg_param_spec *s = &c->params[i];
+
+		if (!s->size)
+			continue;
+		gg_param__describe(s, 1, desc, sizeof(desc));
+		fprintf(f, "  %-20s %s%s%s%s\n", s->name, desc, s->flag ? " (" : "", s->flag ? s->flag : "",
+			s->flag ? ")" : "");
+	}
+}

@@ -1,0 +1,61 @@
+/* probe_conf.h - a probe's configuration from its contract (ipc/contract.h): sub-probe lists (-P and
+ * the live "probe" list), the command-line options every probe shares, and applying a control message
+ * (ipc/ctrl_msg.h) with the one parameter parser. */
+#ifndef GG_PROBE_CONF_H
+#define GG_PROBE_CONF_H
+
+#include <stddef.h>
+#include <stdio.h>
+
+#include "contract.h"
+#include "ctrl_msg.h"
+#include "probe.h"
+
+/*
+ * A comma separated sub-probe list ("-P tcp_rtt,tcp_abnormal") into *ret. 0, or -EINVAL with the
+ * first unknown name copied to bad (cut to badlen, may be NULL). Names with bit 0 are accepted.
+ */
+int gg_subprobes_parse(const char *csv, const struct gg_subprobe *tab, size_t n, unsigned int *ret, char *bad,
+		       size_t badlen);
+/* gg_subprobes_parse for a probe's -P: on an unknown name, "PROG: unknown sub-probe 'x' in -P
+ * (expected a, b, c)" on stderr and -EINVAL. */
+int gg_subprobes_arg(const char *prog, const char *csv, const struct gg_subprobe *tab, size_t n, unsigned int *ret);
+/*
+ * The command-line options most probes share. A probe lists GG_LONGOPTS_COMMON in its long options,
+ * "t:l:" in its short ones, and passes each option its own switch does not know to gg_opt_common;
+ * a NULL field means the probe does not take that option.
+ */
+enum { GG_OPT_PID = 0x1000, GG_OPT_COMM, GG_OPT_BPF_STATS };
+/* clang-format off */
+#define GG_LONGOPTS_COMMON \
+	{"pid", required_argument, NULL, GG_OPT_PID}, \
+	{"comm", required_argument, NULL, GG_OPT_COMM}, \
+	{"bpf-stats", no_argument, NULL, GG_OPT_BPF_STATS}
+/* clang-format on */
+struct gg_opts {
+	unsigned int *period_s; /* -t SEC, in [period_min, period_max] */
+	unsigned int period_min, period_max;
+	enum probe_log_level *level; /* -l LEVEL */
+	struct gg_scope *scope;	     /* --pid LIST adds to it; --comm makes it filtered */
+	const char **comm;	     /* --comm NAME, 1 to 15 characters */
+	int *bpf_stats;		     /* --bpf-stats */
+};
+/* 1: c was one of the shared options and is applied; 0: it is not one of them; 2: its value is
+ * invalid, or it is one this probe does not take (a message on stderr; the exit status). */
+int gg_opt_common(const char *prog, int c, const char *arg, const struct gg_opts *o);
+/* "a,b,c" of the names whose bits are set ("none" when none). */
+void gg_subprobes_str(unsigned int bits, const struct gg_subprobe *tab, size_t n, char *buf, size_t len);
+
+/*
+ * A control message into a probe's configuration by its contract: conf (the caller's copy of its
+ * command-line configuration) takes the message's params (gg_params__parse, c->params); *ret_subprobes
+ * the bits of the sub-probes it names. 1 when it names sub-probes, 0 when not (keep the command
+ * line's), -EINVAL (a warning logged, naming the bad value; conf and *ret_subprobes untouched) when a
+ * parameter or a sub-probe name is invalid.
+ */
+int probe_conf__apply(const struct gg_contract *c, const struct gg_ctrl_msg *m, void *conf,
+		      unsigned int *ret_subprobes);
+/* The contract's parameters the probe takes, one line each (range, default, flag), for --help. */
+void probe_conf__usage_params(FILE *f, const struct gg_contract *c);
+
+#endif
