@@ -113,6 +113,20 @@ extern const char *const gg_envs[];
 #define GG_PARAM_REPORT_PERIOD(store) \
 	{.name = "report_period", .type = GG_PT_INT, .def = 60, .min = 5, .max = 600, .unit = "s", .flag = "-t", \
 	 .help = "report period", .cli_def = 5, .cli_min = 1, .cli_max = 600, store}
+/* A threshold: REST 10..100000 or 0 (off), default 0 (seed 000); the binary takes 0..100000. */
+#define GG_PARAM_THR(n, u, fl, hl, store) \
+	{.name = n, .type = GG_PT_INT, .def = 0, .min = 10, .max = 100000, .zero_off = 1, .unit = u, .flag = fl, \
+	 .help = hl, .cli_def = 0, .cli_min = 0, .cli_max = 100000, store}
+#define GG_PARAM_BOOL(n, fl, hl, store) \
+	{.name = n, .type = GG_PT_BOOL, .def = 0, .min = 0, .max = 1, .flag = fl, .help = hl, store}
+/* A contract.c's definition: `GG_CONTRACT(bin, "rest name", snoopers, "summary", more fields...);` with
+ * the arrays `subprobes` and `params` defined before it. */
+#define GG_CONTRACT(b, rest, sn, sum, ...) \
+	const struct gg_contract gg_contract_##b = {.rest_name = rest, .bin = #b, .summary = sum, .snoopers = sn, \
+						    GG_CONTRACT_TABLES(subprobes, params), __VA_ARGS__}
+/* The tables of a contract: .subprobes/.nsubprobes and .params/.nparams from two arrays. */
+#define GG_CONTRACT_TABLES(sp, p) \
+	.subprobes = sp, .nsubprobes = sizeof(sp) / sizeof((sp)[0]), .params = p, .nparams = sizeof(p) / sizeof((p)[0])
 /* clang-format on */
 
 /* The range and default the binary takes (REST's unless cli_max is set). */

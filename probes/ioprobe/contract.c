@@ -5,46 +5,22 @@
 #include "io_conf.h"
 #endif
 
+/* clang-format off */
 /* page_cache is opt-in: its hooks fire on every page cache lookup and dirtying of the host. */
 static const struct gg_subprobe subprobes[] = {
-	{"io_trace", GG_BIT(SP_TRACE), 1, 0},
-	{"io_err", GG_BIT(SP_ERR), 1, 0},
-	{"io_count", GG_BIT(SP_COUNT), 1, 0},
-	{"page_cache", GG_BIT(SP_PAGECACHE), 0, 0},
+	{"io_trace", GG_BIT(SP_TRACE), 1, 0}, {"io_err", GG_BIT(SP_ERR), 1, 0},
+	{"io_count", GG_BIT(SP_COUNT), 1, 0}, {"page_cache", GG_BIT(SP_PAGECACHE), 0, 0},
 };
 
 static const struct gg_param_spec params[] = {
 	GG_PARAM_REPORT_PERIOD(GG_STORE(struct io_conf, period_s)),
 	{.name = "sample_period", .type = GG_PT_INT, .def = 5000, .min = 100, .max = 10000, .unit = "ms"},
-	{.name = "latency_thr",
-	 .type = GG_PT_INT,
-	 .def = 0,
-	 .min = 10,
-	 .max = 100000,
-	 .zero_off = 1,
-	 .unit = "ms",
-	 .flag = "-T",
-	 .help = "an event when a request takes this long",
-	 .cli_def = 0,
-	 .cli_min = 0,
-	 .cli_max = 100000,
-	 GG_STORE(struct io_conf, latency_thr)},
+	GG_PARAM_THR("latency_thr", "ms", "-T", "an event when a request takes this long",
+		     GG_STORE(struct io_conf, latency_thr)),
 	GG_PARAMS_SEED_COMMON(GG_NOSTORE),
-	{.name = "dev_name",
-	 .type = GG_PT_NAME,
-	 .def_str = "",
-	 .restart = 1,
-	 .flag = "-d",
-	 .help = "only this disk",
+	{.name = "dev_name", .type = GG_PT_NAME, .def_str = "", .restart = 1, .flag = "-d", .help = "only this disk",
 	 GG_STORE(struct io_conf, dev_name)},
 };
+/* clang-format on */
 
-const struct gg_contract gg_contract_ioprobe = {
-	.rest_name = "io",
-	.bin = "ioprobe",
-	.summary = "per disk latency, errors, counts, issuers and page cache activity",
-	.subprobes = subprobes,
-	.nsubprobes = sizeof(subprobes) / sizeof(subprobes[0]),
-	.params = params,
-	.nparams = sizeof(params) / sizeof(params[0]),
-};
+GG_CONTRACT(ioprobe, "io", 0, "per disk latency, errors, counts, issuers and page cache activity");

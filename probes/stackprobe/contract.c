@@ -18,10 +18,8 @@ static const struct gg_param_spec params[] = {
 	 .help = "report period of the stats records", .cli_def = 60, .cli_min = 1, .cli_max = 600,
 	 GG_STORE(struct sp_conf, report_period_s)},
 	GG_PARAMS_SEED_COMMON(GG_NOSTORE),
-	{.name = "multi_instance", .type = GG_PT_BOOL, .def = 0, .min = 0, .max = 1, .flag = "--multi-instance",
-	 .help = "one graph per process", GG_STORE(struct sp_conf, multi_instance)},
-	{.name = "native_stack", .type = GG_PT_BOOL, .def = 0, .min = 0, .max = 1, .flag = "--native-stack",
-	 .help = "accepted for compatibility (Java), no effect", GG_STORE(struct sp_conf, native_stack)},
+	GG_PARAM_BOOL("multi_instance", "--multi-instance", "one graph per process", GG_STORE(struct sp_conf, multi_instance)),
+	GG_PARAM_BOOL("native_stack", "--native-stack", "accepted for compatibility (Java), no effect", GG_STORE(struct sp_conf, native_stack)),
 	{.name = "pyroscope_server", .type = GG_PT_HOSTPORT, .def_str = "localhost:4040", .cli_def_str = "",
 	 .flag = "--pyroscope-server",
 	 .help = "upload to this Pyroscope server (\"\": off)", GG_STORE(struct sp_conf, pyroscope)},
@@ -38,18 +36,9 @@ static const struct gg_param_spec params[] = {
 	 GG_STORE(struct sp_conf, min_block_us)},
 	{.name = "profile_retention", .type = GG_PT_INT, .def = 3600, .min = 60, .max = 604800, .unit = "s",
 	 .flag = "--retention", .help = "profile store retention", GG_STORE(struct sp_conf, retention_s)},
-	{.name = "mem_alloc", .type = GG_PT_BOOL, .def = 0, .min = 0, .max = 1, .flag = "--mem-alloc",
-	 .help = "with mem: uprobes on malloc & co, bytes per stack", GG_STORE(struct sp_conf, mem_alloc)},
+	GG_PARAM_BOOL("mem_alloc", "--mem-alloc", "with mem: uprobes on malloc & co, bytes per stack", GG_STORE(struct sp_conf, mem_alloc)),
 };
 /* clang-format on */
 
-const struct gg_contract gg_contract_stackprobe = {
-	.rest_name = "flamegraph",
-	.bin = "stackprobe",
-	.summary = "on-CPU, off-CPU, page fault and allocation stacks: flame graphs, pprof, profile store",
-	.subprobes = subprobes,
-	.nsubprobes = sizeof(subprobes) / sizeof(subprobes[0]),
-	.params = params,
-	.nparams = sizeof(params) / sizeof(params[0]),
-	.snoopers = GG_SNOOP_ALL,
-};
+GG_CONTRACT(stackprobe, "flamegraph", GG_SNOOP_ALL,
+	    "on-CPU, off-CPU, page fault and allocation stacks: flame graphs, pprof, profile store");
