@@ -27,7 +27,7 @@ VERSION := $(shell cat VERSION 2>/dev/null || echo 0.0.0)
 WARN := -Wall -Wextra -Werror -Wshadow -Wformat=2 -Wno-unused-parameter -Wstrict-prototypes
 CFLAGS ?= -O2 -g
 CFLAGS += $(WARN) -std=gnu11 -D_GNU_SOURCE -DGG_VERSION='"$(VERSION)"' -MMD -MP \
-	  -Iipc -Ischema -Iprobes/lib -Ibpf -I$(BUILD)/gen
+	  -Iipc -Ischema -Iprobes/lib -Ibpf -I$(BUILD)/gen -Isupervisor -Isupervisor/rest -Isupervisor/export
 LDFLAGS ?=
 ifeq ($(SAN),1)
 CFLAGS += -fsanitize=address,undefined -fno-omit-frame-pointer -fno-sanitize-recover=undefined
@@ -41,7 +41,10 @@ LIBS_PROBE := -lnng -lcjson -lbpf -lelf -lz -lm -lpthread
 IPC_SRCS := $(filter-out %_test.c,$(wildcard ipc/*.c))
 SCHEMA_SRCS := $(filter-out %_test.c schema/meta2h.c,$(wildcard schema/*.c))
 PLIB_SRCS := $(filter-out %_test.c,$(wildcard probes/lib/*.c))
-SUP_SRCS := $(filter-out %_test.c,$(wildcard supervisor/*.c))
+# supervisor/: core lifecycle (main, config, probe manager, ingest, status); rest/: the REST API (HTTP
+# server, body decoding and validation, persistence, snoopers, profile queries); export/: imdb,
+# Prometheus text, Kafka, logs, events, metadata, self-metrics, the output buffer.
+SUP_SRCS := $(filter-out %_test.c,$(wildcard supervisor/*.c supervisor/rest/*.c supervisor/export/*.c))
 PROBES := $(filter-out lib,$(notdir $(patsubst %/,%,$(wildcard probes/*/))))
 # Each probe's contract (probes/<bin>/contract.c) is also compiled into the supervisor, with
 # -DGG_CONTRACT_ONLY (names, ranges, defaults: not the probe's headers); build/gen/contracts.c lists them.
@@ -209,13 +212,14 @@ $(SUP_BENCHES): $(BUILD)/bench/%: $(BUILD)/obj/bench/%.o $(LIBSUP) $(LIBSCHEMA) 
 	$(Q)$(CC) $(LDFLAGS) $^ $(LIBS_SUP) -o $@
 
 # libFuzzer targets: clang, ASan+UBSan, sources compiled straight in.
-FUZZ_CFLAGS := -g -O1 -fsanitize=fuzzer,address,undefined -std=gnu11 -D_GNU_SOURCE -Iipc -Ischema -Ibpf
+FUZZ_CFLAGS := -g -O1 -fsanitize=fuzzer,address,undefined -std=gnu11 -D_GNU_SOURCE -Iipc -Ischema -Ibpf \
+	       -Isupervisor/export
 $(BUILD)/fuzz/%: tests/fuzz/%.c $(SCHEMA_SRCS) $(IPC_SRCS)
 	$(say) FUZZ $@
 	$(Q)mkdir -p $(@D)
 	$(Q)$(CLANG) $(FUZZ_CFLAGS) $(filter %.c,$^) -lconfig -lnng -lcjson -o $@
 # the REST body parser and validator live in the supervisor; the probe table comes from the contracts
-$(BUILD)/fuzz/fuzz_rest_body: supervisor/probe_names.c supervisor/probe_names.h supervisor/probe_table.c \
+$(BUILD)/fuzz/fuzz_rest_body: supervisor/rest/validate.c supervisor/rest/validate.h supervisor/rest/probe_table.c \
 	$(wildcard probes/*/contract.c) $(BUILD)/gen/contracts.c
 $(BUILD)/fuzz/fuzz_rest_body: FUZZ_CFLAGS += -DGG_CONTRACT_ONLY
 
@@ -249,7 +253,8 @@ bench: all
 lint:
 	$(Q)clang-format --dry-run --Werror $(shell git ls-files '*.c' '*.h')
 	$(Q)cppcheck --quiet --error-exitcode=1 --enable=warning,performance,portability \
-		--inline-suppr --suppress=missingIncludeSystem -Iipc -Ischema -Iprobes/lib -Ibpf -I$(BUILD)/gen -j2 \
+		--inline-suppr --suppress=missingIncludeSystem -Iipc -Ischema -Iprobes/lib -Ibpf -I$(BUILD)/gen \
+		-Isupervisor -Isupervisor/rest -Isupervisor/export -j2 \
 		ipc schema supervisor probes tools
 
 clean:

@@ -78,37 +78,17 @@ static void usage(FILE *f)
 
 static int parse_args(int argc, char **argv, struct ep_ctx *ctx, enum probe_log_level *level, int *bpf_stats)
 {
-	enum { OPT_VERSION = 256 };
-	static const struct option longopts[] = {
-		{"help", no_argument, NULL, 'h'},
-		{"version", no_argument, NULL, OPT_VERSION},
-		GG_LONGOPTS_COMMON,
-		{NULL, 0, NULL, 0},
-	};
-	int c, ret;
-	const struct gg_opts opts = {.period_s = &ctx->base.period_s,
-				     .period_min = PERIOD_MIN,
-				     .period_max = PERIOD_MAX,
+	const struct probe_args a = {.prog = PROG,
+				     .contract = CONTRACT,
+				     .conf = &ctx->base,
+				     .subprobes = &ctx->base.subprobes,
 				     .level = level,
 				     .scope = &ctx->base_scope,
 				     .comm = &ctx->comm,
-				     .bpf_stats = bpf_stats};
+				     .bpf_stats = bpf_stats,
+				     .usage = usage};
 
-	opterr = 0;
-	while ((c = getopt_long(argc, argv, ":t:l:P:h", longopts, NULL)) != -1) {
-		switch (c) {
-		case 'P':
-			if (gg_subprobes_arg(PROG, optarg, SUBPROBES, NSUB, &ctx->base.subprobes))
-				return 2;
-			break;
-		default:
-			ret = gg_opt_common(PROG, c, optarg, &opts);
-			if (ret == 1)
-				break;
-			return ret ? ret : probe_opt_other(PROG, c, OPT_VERSION, argv, usage);
-		}
-	}
-	return probe_opt_rest(PROG, argc, argv);
+	return probe_conf__parse_args(&a, argc, argv);
 }
 
 static void apply_subprobes(struct ep_ctx *ctx)
@@ -146,18 +126,8 @@ static void apply_scope(struct ep_ctx *ctx, const struct gg_scope *s)
 static void rescan_comm(struct ep_ctx *ctx)
 {
 	static struct gg_scope s;
-	int n;
 
-	if (!ctx->comm || ctx->live_scope)
-		return;
-	s = ctx->base_scope;
-	s.ntgid = 0;
-	n = gg_scope__add_comm(&s, ctx->comm);
-	if (n < 0) {
-		probe_log(PLOG_WARN, "--comm %s: %s", ctx->comm, strerror(-n));
-		return;
-	}
-	if (s.ntgid != ctx->scope.ntgid || memcmp(s.tgid, ctx->scope.tgid, s.ntgid * sizeof(s.tgid[0])))
+	if (ctx->comm && !ctx->live_scope && gg_scope__rescan_comm(&ctx->base_scope, 0, ctx->comm, &ctx->scope, &s) > 0)
 		apply_scope(ctx, &s);
 }
 
@@ -221,24 +191,15 @@ static void rec_keys(struct probe_rec *r, const struct probe_table *t, __u32 tgi
 	probe_rec__strn(r, comm, strnlen(comm, 16));
 }
 
-/* Dump a whole map (fd) into keys/vals (room for max entries); returns the count. */
+/* A whole map into keys/vals (room for max entries); returns the count (a read error is logged). */
 static uint32_t dump_all(int fd, void *keys, void *vals, uint32_t ksz, uint32_t vsz, uint32_t max, const char *what)
 {
-	struct gg_bpf_dump_cursor cur;
-	uint32_t total = 0, n;
-	int err;
+	uint32_t n = 0;
+	int err = gg_bpf_map_dump_all(fd, keys, vals, ksz, vsz, max, &n, 0);
 
-	memset(&cur, 0, sizeof(cur));
-	while (!cur.done && total < max) {
-		err = gg_bpf_map_dump(fd, &cur, (char *)keys + (size_t)total * ksz, (char *)vals + (size_t)total * vsz,
-				      ksz, vsz, max - total, &n, 0);
-		if (err) {
-			probe_log(PLOG_WARN, "reading %s: %s", what, strerror(-err));
-			break;
-		}
-		total += n;
-	}
-	return total;
+	if (err)
+		probe_log(PLOG_WARN, "reading %s: %s", what, strerror(-err));
+	return n;
 }
 
 /* Entries of one reported key are summed: sort so that they are next to each other. */

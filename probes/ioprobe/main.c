@@ -84,60 +84,22 @@ static void usage(FILE *f)
 	probe_conf__usage_params(f, CONTRACT);
 }
 
-static int set_dev_name(struct io_conf *c, const char *name)
-{
-	size_t n = strlen(name);
-
-	if (n >= sizeof(c->dev_name) || strchr(name, '/'))
-		return -EINVAL;
-	memcpy(c->dev_name, name, n + 1);
-	return 0;
-}
-
 static int parse_args(int argc, char **argv, struct io_ctx *ctx, enum probe_log_level *level, int *bpf_stats)
 {
-	enum { OPT_VERSION = 256 };
-	static const struct option longopts[] = {
-		{"help", no_argument, NULL, 'h'},
-		{"version", no_argument, NULL, OPT_VERSION},
-		GG_LONGOPTS_COMMON,
-		{NULL, 0, NULL, 0},
-	};
-	int c, ret;
-	const struct gg_opts opts = {.period_s = &ctx->base.period_s,
-				     .period_min = PERIOD_MIN,
-				     .period_max = PERIOD_MAX,
+	const struct probe_args a = {.prog = PROG,
+				     .contract = CONTRACT,
+				     .conf = &ctx->base,
+				     .subprobes = &ctx->base.subprobes,
 				     .level = level,
-				     .bpf_stats = bpf_stats};
+				     .bpf_stats = bpf_stats,
+				     .usage = usage};
+	int ret = probe_conf__parse_args(&a, argc, argv);
 
-	opterr = 0;
-	while ((c = getopt_long(argc, argv, ":t:l:P:T:d:h", longopts, NULL)) != -1) {
-		switch (c) {
-		case 'P':
-			if (gg_subprobes_arg(PROG, optarg, SUBPROBES, NSUB, &ctx->base.subprobes))
-				return 2;
-			break;
-		case 'T':
-			if (probe_parse_uint(optarg, 0, THR_MAX, &ctx->base.latency_thr)) {
-				fprintf(stderr, PROG ": invalid value '%s' for -T (expected 0..%u ms)\n", optarg,
-					THR_MAX);
-				return 2;
-			}
-			break;
-		case 'd':
-			if (set_dev_name(&ctx->base, optarg)) {
-				fprintf(stderr, PROG ": invalid disk name '%s' for -d\n", optarg);
-				return 2;
-			}
-			break;
-		default:
-			ret = gg_opt_common(PROG, c, optarg, &opts);
-			if (ret == 1)
-				break;
-			return ret ? ret : probe_opt_other(PROG, c, OPT_VERSION, argv, usage);
-		}
+	if (ret < 0 && strchr(ctx->base.dev_name, '/')) {
+		fprintf(stderr, PROG ": invalid disk name '%s' for -d\n", ctx->base.dev_name);
+		return 2;
 	}
-	return probe_opt_rest(PROG, argc, argv);
+	return ret;
 }
 
 static void apply_conf(struct io_ctx *ctx)
@@ -173,7 +135,7 @@ static int on_config(void *data, uint64_t version, const struct gg_ctrl_msg *msg
 
 	if (err < 0)
 		return err;
-	if (strchr(conf.dev_name, '/')) { /* as set_dev_name (-d) */
+	if (strchr(conf.dev_name, '/')) { /* a disk name, as -d */
 		probe_log(PLOG_WARN, "configuration: dev_name must be a disk name");
 		return -EINVAL;
 	}
@@ -206,23 +168,15 @@ static void dev_name_of(__u32 dev, const char *known, char *buf, size_t len)
 	}
 }
 
+/* A whole map into keys/vals (room for max entries); returns the count (a read error is logged). */
 static uint32_t dump_all(int fd, void *keys, void *vals, uint32_t ksz, uint32_t vsz, uint32_t max, const char *what)
 {
-	struct gg_bpf_dump_cursor cur;
-	uint32_t total = 0, n;
-	int err;
+	uint32_t n = 0;
+	int err = gg_bpf_map_dump_all(fd, keys, vals, ksz, vsz, max, &n, 0);
 
-	memset(&cur, 0, sizeof(cur));
-	while (!cur.done && total < max) {
-		err = gg_bpf_map_dump(fd, &cur, (char *)keys + (size_t)total * ksz, (char *)vals + (size_t)total * vsz,
-				      ksz, vsz, max - total, &n, 0);
-		if (err) {
-			probe_log(PLOG_WARN, "reading %s: %s", what, strerror(-err));
-			break;
-		}
-		total += n;
-	}
-	return total;
+	if (err)
+		probe_log(PLOG_WARN, "reading %s: %s", what, strerror(-err));
+	return n;
 }
 
 static struct io_prev *prev_of(struct io_ctx *ctx, __u32 dev)

@@ -362,6 +362,27 @@ int gg_bpf_map_dump(int fd, struct gg_bpf_dump_cursor *cur, void *keys, void *va
 	return 0;
 }
 
+int gg_bpf_map_dump_all(int fd, void *keys, void *vals, uint32_t key_size, uint32_t val_size, uint32_t max,
+			uint32_t *ret_n, int del)
+{
+	struct gg_bpf_dump_cursor cur = {0};
+	uint32_t total = 0;
+	int err = 0;
+
+	while (!cur.done && total < max) {
+		uint32_t n = 0;
+
+		err = gg_bpf_map_dump(fd, &cur, (char *)keys + (size_t)total * key_size,
+				      (char *)vals + (size_t)total * val_size, key_size, val_size, max - total, &n,
+				      del);
+		if (err || !n)
+			break;
+		total += n;
+	}
+	*ret_n = total;
+	return err;
+}
+
 int gg_bpf_map_delete_keys(int fd, const void *keys, uint32_t key_size, uint32_t n)
 {
 	for (uint32_t i = 0; i < n; i++) {

@@ -104,6 +104,10 @@ struct gg_bpf_dump_cursor {
  */
 int gg_bpf_map_dump(int fd, struct gg_bpf_dump_cursor *cur, void *keys, void *vals, uint32_t key_size,
 		    uint32_t val_size, uint32_t max, uint32_t *ret_n, int del);
+/* A whole map (at most max entries) into keys[] and vals[] by gg_bpf_map_dump; with del, what was read is
+ * deleted. *ret_n: entries read (also on error). 0 or the first error. */
+int gg_bpf_map_dump_all(int fd, void *keys, void *vals, uint32_t key_size, uint32_t val_size, uint32_t max,
+			uint32_t *ret_n, int del);
 /* Delete n keys (key_size bytes each); keys already gone are not an error. 0 or negative errno. */
 int gg_bpf_map_delete_keys(int fd, const void *keys, uint32_t key_size, uint32_t n);
 

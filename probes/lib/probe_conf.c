@@ -192,3 +192,139 @@ void probe_conf__usage_params(FILE *f, const struct gg_contract *c)
 			s->flag ? ")" : "");
 	}
 }
+
+/* ---- the command line from the contract ----------------------------------------------------------- */
+
+enum { ID_VERSION = 0x1100, ID_PARAM = 0x2000, ID_OWN = 0x3000, OPTS_MAX = 64 };
+
+/* One contract parameter's flag and value into the probe's configuration: 0, or 2 (message printed). */
+static int param_arg(const struct probe_args *a, const struct gg_param_spec *s, const char *arg)
+{
+	char *out = (char *)a->conf + s->off, desc[160];
+	unsigned int v;
+	size_t n = strlen(arg);
+	int ok;
+
+	switch (s->type) {
+	case GG_PT_INT:
+		ok = !probe_parse_uint(arg, 0, (unsigned int)gg_param__max(s), &v) &&
+		     (v >= gg_param__min(s) || (v == 0 && gg_param__zero_ok(s)));
+		break;
+	case GG_PT_BOOL:
+		ok = !probe_parse_uint(arg, 0, 1, &v);
+		break;
+	default:
+		ok = n < s->size && (s->type != GG_PT_ENUM || !s->choices);
+		for (const char *const *c = s->choices; !ok && c && *c && n < s->size; c++)
+			ok = !strcmp(*c, arg);
+		for (size_t i = 0; ok && i < n; i++)
+			ok = (unsigned char)arg[i] >= 0x20 && arg[i] != 0x7f;
+		if (ok)
+			memcpy(out, arg, n + 1);
+		break;
+	}
+	if (ok && (s->type == GG_PT_INT || s->type == GG_PT_BOOL))
+		memcpy(out, &v, sizeof(v));
+	if (ok)
+		return 0;
+	gg_param__describe(s, 1, desc, sizeof(desc));
+	fprintf(stderr, "%s: invalid value '%s' for %s (expected %s)\nTry '%s --help'.\n", a->prog, arg, s->flag, desc,
+		a->prog);
+	return 2;
+}
+
+static void add_short(char *so, size_t len, int c, int has_arg)
+{
+	size_t n = strlen(so);
+
+	if (n + 3 > len)
+		return;
+	so[n++] = (char)c;
+	if (has_arg)
+		so[n++] = ':';
+	so[n] = '\0';
+}
+
+static void add_long(struct option *lo, unsigned int *n, const char *name, int has_arg, int id)
+{
+	if (*n + 1 < OPTS_MAX)
+		lo[(*n)++] = (struct option){name, has_arg, NULL, id};
+}
+
+int probe_conf__parse_args(const struct probe_args *a, int argc, char **argv)
+{
+	const struct gg_contract *c = a->contract;
+	const struct gg_opts common = {
+		.level = a->level, .scope = a->scope, .comm = a->comm, .bpf_stats = a->bpf_stats};
+	struct option lo[OPTS_MAX];
+	unsigned char pshort[256] = {0}, oshort[256] = {0};
+	char so[128] = ":h";
+	unsigned int nlo = 0;
+	int opt, rc;
+
+	add_long(lo, &nlo, "help", no_argument, 'h');
+	add_long(lo, &nlo, "version", no_argument, ID_VERSION);
+	/* the probe's own options first: they may take a letter the generic ones would (tcpprobe's -P) */
+	for (unsigned int i = 0; i < a->nown && i < 255; i++) {
+		if (a->own[i].short_opt) {
+			add_short(so, sizeof(so), a->own[i].short_opt, a->own[i].has_arg);
+			oshort[(unsigned char)a->own[i].short_opt] = (unsigned char)(i + 1);
+		}
+		if (a->own[i].name)
+			add_long(lo, &nlo, a->own[i].name, a->own[i].has_arg, ID_OWN + (int)i);
+	}
+	for (unsigned int i = 0; i < c->nparams && i < 255; i++) {
+		const char *f = c->params[i].flag;
+
+		if (!f || !c->params[i].size)
+			continue;
+		if (f[1] != '-') {
+			add_short(so, sizeof(so), f[1], 1);
+			pshort[(unsigned char)f[1]] = (unsigned char)(i + 1);
+		} else {
+			add_long(lo, &nlo, f + 2, required_argument, ID_PARAM + (int)i);
+		}
+	}
+	if (a->level)
+		add_short(so, sizeof(so), 'l', 1);
+	if (a->subprobes)
+		add_short(so, sizeof(so), 'P', 1);
+	if (a->scope)
+		add_long(lo, &nlo, "pid", required_argument, GG_OPT_PID);
+	if (a->scope && a->comm)
+		add_long(lo, &nlo, "comm", required_argument, GG_OPT_COMM);
+	if (a->bpf_stats)
+		add_long(lo, &nlo, "bpf-stats", no_argument, GG_OPT_BPF_STATS);
+	lo[nlo] = (struct option){NULL, 0, NULL, 0};
+
+	opterr = 0;
+	while ((opt = getopt_long(argc, argv, so, lo, NULL)) != -1) {
+		int own = -1, param = -1;
+
+		if (opt >= ID_OWN && opt < ID_OWN + 256)
+			own = opt - ID_OWN;
+		else if (opt >= ID_PARAM && opt < ID_PARAM + 256)
+			param = opt - ID_PARAM;
+		else if (opt > 0 && opt < 256 && oshort[opt])
+			own = oshort[opt] - 1;
+		else if (opt > 0 && opt < 256 && pshort[opt])
+			param = pshort[opt] - 1;
+		if (own >= 0) {
+			rc = a->own_cb(a->ctx, a->own[own].id, optarg);
+			if (rc)
+				return rc;
+		} else if (param >= 0) {
+			if (param_arg(a, &c->params[param], optarg))
+				return 2;
+		} else if (opt == 'P' && a->subprobes) {
+			if (gg_subprobes_arg(a->prog, optarg, c->subprobes, c->nsubprobes, a->subprobes))
+				return 2;
+		} else {
+			rc = gg_opt_common(a->prog, opt, optarg, &common);
+			if (rc == 1)
+				continue;
+			return rc ? rc : probe_opt_other(a->prog, opt, ID_VERSION, argv, a->usage);
+		}
+	}
+	return probe_opt_rest(a->prog, argc, argv);
+}

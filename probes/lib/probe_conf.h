@@ -4,6 +4,7 @@
 #ifndef GG_PROBE_CONF_H
 #define GG_PROBE_CONF_H
 
+#include <getopt.h>
 #include <stddef.h>
 #include <stdio.h>
 
@@ -57,5 +58,38 @@ int probe_conf__apply(const struct gg_contract *c, const struct gg_ctrl_msg *m, 
 		      unsigned int *ret_subprobes);
 /* The contract's parameters the probe takes, one line each (range, default, flag), for --help. */
 void probe_conf__usage_params(FILE *f, const struct gg_contract *c);
+
+/* An option of the probe's own, beyond its contract's parameters and the shared ones. */
+struct probe_opt {
+	const char *name; /* long name without "--", or NULL */
+	int short_opt;	  /* its letter, or 0 */
+	int has_arg;	  /* no_argument or required_argument */
+	int id;		  /* given to own_cb */
+};
+
+/* What probe_conf__parse_args needs; a NULL pointer means the probe does not take that option. */
+struct probe_args {
+	const char *prog;
+	const struct gg_contract *contract; /* every parameter with a flag: its value into conf (GG_STORE) */
+	void *conf;
+	unsigned int *subprobes;     /* -P LIST of the contract's sub-probe names */
+	enum probe_log_level *level; /* -l LEVEL */
+	struct gg_scope *scope;	     /* --pid LIST */
+	const char **comm;	     /* --comm NAME (with scope) */
+	int *bpf_stats;		     /* --bpf-stats */
+	const struct probe_opt *own; /* checked first: a letter here wins over a shared one */
+	unsigned int nown;
+	int (*own_cb)(void *ctx, int id, const char *arg); /* 0, or the exit status (message printed) */
+	void *ctx;
+	void (*usage)(FILE *f); /* -h, --help */
+};
+
+/*
+ * The probe's command line: its contract's parameter flags (range and type from the contract: "PROG:
+ * invalid value 'x' for -t (expected 1..600 s, default 5)"), -P, -l, --pid, --comm, --bpf-stats, its
+ * own options, -h/--help and --version. -1 to go on, or the exit status (0 after --help/--version, 2
+ * on a bad option or value, with a message on stderr).
+ */
+int probe_conf__parse_args(const struct probe_args *a, int argc, char **argv);
 
 #endif

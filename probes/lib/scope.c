@@ -155,3 +155,19 @@ int gg_scope__apply(const struct gg_scope *s, struct bpf_object *obj)
 	}
 	return 0;
 }
+
+int gg_scope__rescan_comm(const struct gg_scope *base, int keep_pids, const char *comm, const struct gg_scope *cur,
+			  struct gg_scope *ret)
+{
+	int n;
+
+	*ret = *base;
+	if (!keep_pids)
+		ret->ntgid = 0;
+	n = gg_scope__add_comm(ret, comm);
+	if (n < 0) {
+		probe_log(PLOG_WARN, "--comm %s: %s", comm, strerror(-n));
+		return n;
+	}
+	return !gg_scope__equal(ret, cur);
+}

@@ -23,8 +23,9 @@ static const struct gg_param_spec params[] = {
 	{.name = "pyroscope_server", .type = GG_PT_HOSTPORT, .def_str = "localhost:4040", .cli_def_str = "",
 	 .flag = "--pyroscope-server",
 	 .help = "upload to this Pyroscope server (\"\": off)", GG_STORE(struct sp_conf, pyroscope)},
+	/* the binary takes short periods (tests); REST the seed's 30..600 */
 	{.name = "svg_period", .type = GG_PT_INT, .def = 180, .min = 30, .max = 600, .unit = "s", .flag = "--svg-period",
-	 .help = "flame graph period", GG_STORE(struct sp_conf, svg_period_s)},
+	 .help = "flame graph period", .cli_def = 180, .cli_min = 1, .cli_max = 600, GG_STORE(struct sp_conf, svg_period_s)},
 	{.name = "perf_sample_period", .type = GG_PT_INT, .def = 10, .min = 10, .max = 1000, .unit = "ms",
 	 .flag = "--perf-sample-period", .help = "oncpu sampling period", GG_STORE(struct sp_conf, perf_period_ms)},
 	{.name = "svg_dir", .type = GG_PT_OUT_DIR, .def_str = "/var/log/gala-gopher/stacktrace", .flag = "--svg-dir",

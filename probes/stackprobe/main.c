@@ -117,123 +117,50 @@ static int copy_str(char *dst, size_t len, const char *src)
 	return 0;
 }
 
-enum {
-	OPT_PERF = 256,
-	OPT_SVG_PERIOD,
-	OPT_STORE_PERIOD,
-	OPT_PYRO_PERIOD,
-	OPT_SVG_DIR,
-	OPT_FLAME_DIR,
-	OPT_PYRO,
-	OPT_MULTI,
-	OPT_NATIVE,
-	OPT_MIN_BLOCK,
-	OPT_RETENTION,
-	OPT_MEM_ALLOC,
-	OPT_PID,
-	OPT_COMM,
-	OPT_VERSION,
-};
+/* stackprobe's own options: --store-period, --pyroscope-period, --comm (repeatable). */
+static int own_option(void *data, int id, const char *arg)
+{
+	struct sp_ctx *ctx = data;
+	unsigned int *period = id == 's' ? &ctx->base.store_period_s : &ctx->base.pyro_period_s;
+
+	if (id == 'c') {
+		if (ctx->ncomms >= COMMS_MAX || copy_str(ctx->comms[ctx->ncomms], 16, arg) || !arg[0])
+			goto bad;
+		ctx->ncomms++;
+		ctx->base_scope.all = 0;
+		return 0;
+	}
+	if (!probe_parse_uint(arg, 1, 600, period))
+		return 0;
+bad:
+	fprintf(stderr, PROG ": invalid value '%s' for %s\nTry '" PROG " --help'.\n", arg,
+		id == 'c'   ? "--comm"
+		: id == 's' ? "--store-period"
+			    : "--pyroscope-period");
+	return 2;
+}
 
 /* Returns -1 to go on, or the exit status. */
 static int parse_args(int argc, char **argv, struct sp_ctx *ctx, enum probe_log_level *level)
 {
-	static const struct option longopts[] = {
-		{"help", no_argument, NULL, 'h'},
-		{"version", no_argument, NULL, OPT_VERSION},
-		{"perf-sample-period", required_argument, NULL, OPT_PERF},
-		{"svg-period", required_argument, NULL, OPT_SVG_PERIOD},
-		{"store-period", required_argument, NULL, OPT_STORE_PERIOD},
-		{"pyroscope-period", required_argument, NULL, OPT_PYRO_PERIOD},
-		{"svg-dir", required_argument, NULL, OPT_SVG_DIR},
-		{"flame-dir", required_argument, NULL, OPT_FLAME_DIR},
-		{"pyroscope-server", required_argument, NULL, OPT_PYRO},
-		{"multi-instance", required_argument, NULL, OPT_MULTI},
-		{"native-stack", required_argument, NULL, OPT_NATIVE},
-		{"min-block-us", required_argument, NULL, OPT_MIN_BLOCK},
-		{"retention", required_argument, NULL, OPT_RETENTION},
-		{"mem-alloc", required_argument, NULL, OPT_MEM_ALLOC},
-		{"pid", required_argument, NULL, OPT_PID},
-		{"comm", required_argument, NULL, OPT_COMM},
-		{NULL, 0, NULL, 0},
+	static const struct probe_opt own[] = {
+		{"store-period", 0, required_argument, 's'},
+		{"pyroscope-period", 0, required_argument, 'p'},
+		{"comm", 0, required_argument, 'c'},
 	};
-	struct sp_conf *c = &ctx->base;
-	unsigned int v;
-	int opt, bad = 0;
+	const struct probe_args a = {.prog = PROG,
+				     .contract = CONTRACT,
+				     .conf = &ctx->base,
+				     .subprobes = &ctx->base.events,
+				     .level = level,
+				     .scope = &ctx->base_scope,
+				     .own = own,
+				     .nown = 3,
+				     .own_cb = own_option,
+				     .ctx = ctx,
+				     .usage = usage};
 
-	opterr = 0;
-	while ((opt = getopt_long(argc, argv, ":t:l:P:h", longopts, NULL)) != -1) {
-		switch (opt) {
-		case 't':
-			bad = probe_parse_uint(optarg, REPORT_MIN, REPORT_MAX, &c->report_period_s);
-			break;
-		case 'l':
-			bad = probe_log_level__parse(optarg, level);
-			break;
-		case 'P':
-			if (gg_subprobes_arg(PROG, optarg, subprobe_names, NSUBPROBES, &c->events))
-				return 2;
-			break;
-		case OPT_PERF:
-			bad = probe_parse_uint(optarg, PERF_MIN, PERF_MAX, &c->perf_period_ms);
-			break;
-		case OPT_SVG_PERIOD:
-			bad = probe_parse_uint(optarg, 1, SVG_MAX, &c->svg_period_s);
-			break;
-		case OPT_STORE_PERIOD:
-			bad = probe_parse_uint(optarg, 1, 600, &c->store_period_s);
-			break;
-		case OPT_PYRO_PERIOD:
-			bad = probe_parse_uint(optarg, 1, 600, &c->pyro_period_s);
-			break;
-		case OPT_SVG_DIR:
-			bad = copy_str(c->svg_dir, sizeof(c->svg_dir), optarg);
-			break;
-		case OPT_FLAME_DIR:
-			bad = copy_str(c->flame_dir, sizeof(c->flame_dir), optarg);
-			break;
-		case OPT_PYRO:
-			bad = copy_str(c->pyroscope, sizeof(c->pyroscope), optarg);
-			break;
-		case OPT_MULTI:
-			bad = probe_parse_uint(optarg, 0, 1, &v);
-			c->multi_instance = (int)v;
-			break;
-		case OPT_NATIVE:
-			bad = probe_parse_uint(optarg, 0, 1, &v);
-			c->native_stack = (int)v;
-			break;
-		case OPT_MIN_BLOCK:
-			bad = probe_parse_uint(optarg, 1, 10000000, &c->min_block_us);
-			break;
-		case OPT_RETENTION:
-			bad = probe_parse_uint(optarg, 60, 604800, &c->retention_s);
-			break;
-		case OPT_MEM_ALLOC:
-			bad = probe_parse_uint(optarg, 0, 1, &v);
-			c->mem_alloc = (int)v;
-			break;
-		case OPT_PID:
-			bad = gg_scope__add_pids(&ctx->base_scope, optarg);
-			break;
-		case OPT_COMM:
-			if (ctx->ncomms >= COMMS_MAX || strlen(optarg) > 15 || !optarg[0]) {
-				bad = -EINVAL;
-				break;
-			}
-			copy_str(ctx->comms[ctx->ncomms++], 16, optarg);
-			ctx->base_scope.all = 0;
-			break;
-		default:
-			return probe_opt_other(PROG, opt, OPT_VERSION, argv, usage);
-		}
-		if (bad) {
-			fprintf(stderr, PROG ": invalid value '%s' for %s\nTry '" PROG " --help'.\n", optarg,
-				argv[optind - 1]);
-			return 2;
-		}
-	}
-	return probe_opt_rest(PROG, argc, argv);
+	return probe_conf__parse_args(&a, argc, argv);
 }
 
 /* ---- live configuration -------------------------------------------------------------------------- */
@@ -298,7 +225,7 @@ static void write_graphs(struct sp_ctx *ctx, enum sp_event ev, const char *folde
 
 	snprintf(fdir, sizeof(fdir), "%s/%s", c->flame_dir, sp_event_names[ev]);
 	snprintf(sdir, sizeof(sdir), "%s/%s", c->svg_dir, sp_event_names[ev]);
-	if ((err = sp_mkdir_p(fdir)) || (err = sp_mkdir_p(sdir))) {
+	if ((err = gg_mkdir_p(fdir, 0755)) || (err = gg_mkdir_p(sdir, 0755))) {
 		probe_log(PLOG_WARN, "cannot create %s or %s: %s", fdir, sdir, strerror(-err));
 		return;
 	}

@@ -75,50 +75,16 @@ static void usage(FILE *f)
 /* Returns -1 to go on, or the exit status. */
 static int parse_args(int argc, char **argv, struct si_conf *conf, const char **comm, enum probe_log_level *level)
 {
-	static const struct option longopts[] = {
-		{"help", no_argument, NULL, 'h'},
-		{"version", no_argument, NULL, 'V'},
-		{"proc-top", required_argument, NULL, 'T'},
-		GG_LONGOPTS_COMMON,
-		{NULL, 0, NULL, 0},
-	};
-	const struct gg_opts opts = {.period_s = &conf->period_s,
-				     .period_min = PERIOD_MIN,
-				     .period_max = PERIOD_MAX,
+	const struct probe_args a = {.prog = PROG,
+				     .contract = CONTRACT,
+				     .conf = conf,
+				     .subprobes = &conf->subprobes,
 				     .level = level,
 				     .scope = &conf->scope,
-				     .comm = comm};
-	int c, ret;
+				     .comm = comm,
+				     .usage = usage};
 
-	opterr = 0;
-	while ((c = getopt_long(argc, argv, ":t:l:P:d:h", longopts, NULL)) != -1) {
-		switch (c) {
-		case 'P':
-			if (gg_subprobes_arg(PROG, optarg, subprobe_names, NSUBPROBES, &conf->subprobes))
-				return 2;
-			break;
-		case 'd':
-			if (strlen(optarg) >= sizeof(conf->dev_name)) {
-				fprintf(stderr, PROG ": device name '%s' for -d is too long\n", optarg);
-				return 2;
-			}
-			snprintf(conf->dev_name, sizeof(conf->dev_name), "%s", optarg);
-			break;
-		case 'T':
-			if (probe_parse_uint(optarg, 0, SI_PROC_MAX, &conf->proc_top)) {
-				fprintf(stderr, PROG ": invalid count '%s' for --proc-top (expected 0..%u)\n", optarg,
-					SI_PROC_MAX);
-				return 2;
-			}
-			break;
-		default:
-			ret = gg_opt_common(PROG, c, optarg, &opts);
-			if (ret == 1)
-				break;
-			return ret ? ret : probe_opt_other(PROG, c, 'V', argv, usage);
-		}
-	}
-	return probe_opt_rest(PROG, argc, argv);
+	return probe_conf__parse_args(&a, argc, argv);
 }
 
 static int on_config(void *data, uint64_t version, const struct gg_ctrl_msg *msg)

@@ -79,66 +79,57 @@ static int scope_add_cgroup_path(struct gg_scope *s, const char *path)
 	return 0;
 }
 
-enum { OPT_CGROUP = 256, OPT_LAT, OPT_OFF, OPT_VERSION };
+/* taskprobe's own options: -e, --cgroup PATH, --stats (the first name of --bpf-stats). */
+struct own_args {
+	struct tp_ctx *ctx;
+	int *stats;
+};
+
+static int own_option(void *data, int id, const char *arg)
+{
+	struct own_args *o = data;
+
+	switch (id) {
+	case 'e':
+		o->ctx->base.report_event = 1;
+		return 0;
+	case 's':
+		*o->stats = 1;
+		return 0;
+	default:
+		if (scope_add_cgroup_path(&o->ctx->base.scope, arg)) {
+			fprintf(stderr, PROG ": invalid cgroup '%s' for --cgroup (expected a cgroup v2 directory)\n",
+				arg);
+			return 2;
+		}
+		return 0;
+	}
+}
 
 /* Returns -1 to go on, or the exit status. */
 static int parse_args(int argc, char **argv, struct tp_ctx *ctx, enum probe_log_level *level, int *stats)
 {
-	static const struct option longopts[] = {
-		{"help", no_argument, NULL, 'h'},
-		{"version", no_argument, NULL, OPT_VERSION},
-		{"cgroup", required_argument, NULL, OPT_CGROUP},
-		{"latency-thr", required_argument, NULL, OPT_LAT},
-		{"offline-thr", required_argument, NULL, OPT_OFF},
-		GG_LONGOPTS_COMMON,
-		{"stats", no_argument, NULL, GG_OPT_BPF_STATS}, /* the first name of --bpf-stats */
-		{NULL, 0, NULL, 0},
+	static const struct probe_opt own[] = {
+		{NULL, 'e', no_argument, 'e'},
+		{"cgroup", 0, required_argument, 'c'},
+		{"stats", 0, no_argument, 's'},
 	};
-	struct tp_conf *conf = &ctx->base;
-	int c, ret;
-	const struct gg_opts opts = {.period_s = &conf->period_s,
-				     .period_min = PERIOD_MIN,
-				     .period_max = PERIOD_MAX,
+	struct own_args o = {ctx, stats};
+	const struct probe_args a = {.prog = PROG,
+				     .contract = CONTRACT,
+				     .conf = &ctx->base,
+				     .subprobes = &ctx->base.subs,
 				     .level = level,
-				     .scope = &conf->scope,
+				     .scope = &ctx->base.scope,
 				     .comm = &ctx->comm,
-				     .bpf_stats = stats};
+				     .bpf_stats = stats,
+				     .own = own,
+				     .nown = 3,
+				     .own_cb = own_option,
+				     .ctx = &o,
+				     .usage = usage};
 
-	opterr = 0;
-	while ((c = getopt_long(argc, argv, ":t:l:P:eh", longopts, NULL)) != -1) {
-		switch (c) {
-		case 'P':
-			if (gg_subprobes_arg(PROG, optarg, sub_names, NSUBS, &conf->subs))
-				return 2;
-			break;
-		case 'e':
-			conf->report_event = 1;
-			break;
-		case OPT_CGROUP:
-			if (scope_add_cgroup_path(&conf->scope, optarg)) {
-				fprintf(stderr,
-					PROG ": invalid cgroup '%s' for --cgroup (expected a cgroup v2 directory)\n",
-					optarg);
-				return 2;
-			}
-			break;
-		case OPT_LAT:
-		case OPT_OFF:
-			if (probe_parse_uint(optarg, 0, THR_MAX,
-					     c == OPT_LAT ? &conf->latency_thr_ms : &conf->offline_thr_ms)) {
-				fprintf(stderr, PROG ": invalid threshold '%s' for %s (expected 0..%u ms)\n", optarg,
-					c == OPT_LAT ? "--latency-thr" : "--offline-thr", THR_MAX);
-				return 2;
-			}
-			break;
-		default:
-			ret = gg_opt_common(PROG, c, optarg, &opts);
-			if (ret == 1)
-				break;
-			return ret ? ret : probe_opt_other(PROG, c, OPT_VERSION, argv, usage);
-		}
-	}
-	return probe_opt_rest(PROG, argc, argv);
+	return probe_conf__parse_args(&a, argc, argv);
 }
 
 static int on_config(void *data, uint64_t version, const struct gg_ctrl_msg *msg)
@@ -173,17 +164,8 @@ static int on_config(void *data, uint64_t version, const struct gg_ctrl_msg *msg
 static void rescan_comm(struct tp_ctx *ctx)
 {
 	static struct gg_scope s;
-	int n;
 
-	if (!ctx->comm)
-		return;
-	s = ctx->base.scope;
-	n = gg_scope__add_comm(&s, ctx->comm);
-	if (n < 0) {
-		probe_log(PLOG_WARN, "--comm %s: %s", ctx->comm, strerror(-n));
-		return;
-	}
-	if (!gg_scope__equal(&s, &ctx->cur.scope)) {
+	if (ctx->comm && gg_scope__rescan_comm(&ctx->base.scope, 1, ctx->comm, &ctx->cur.scope, &s) > 0) {
 		ctx->cur.scope = s;
 		ctx->scope_dirty = 1;
 	}

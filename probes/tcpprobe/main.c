@@ -115,63 +115,50 @@ static int parse_subprobes(const char *s, unsigned int *ret)
 	return gg_subprobes_arg(PROG, s, SUBPROBES, NSUB, ret);
 }
 
+/* tcpprobe's own options: -P (names or a mask), -m. */
+struct own_args {
+	struct tp_ctx *ctx;
+	unsigned int *max_links;
+};
+
+static int own_option(void *data, int id, const char *arg)
+{
+	struct own_args *o = data;
+
+	if (id == 'P') {
+		if (parse_subprobes(arg, &o->ctx->base.subprobes))
+			return 2;
+		o->ctx->base.explicit_sp = 1;
+		return 0;
+	}
+	if (probe_parse_uint(arg, 64, 1u << 20, o->max_links)) {
+		fprintf(stderr, PROG ": invalid value '%s' for -m (expected 64..1048576)\n", arg);
+		return 2;
+	}
+	return 0;
+}
+
 /* Returns -1 to go on, or the exit status. */
 static int parse_args(int argc, char **argv, struct tp_ctx *ctx, enum probe_log_level *level, unsigned int *max_links,
 		      int *bpf_stats)
 {
-	enum { OPT_VERSION = 256 };
-	static const struct option longopts[] = {
-		{"help", no_argument, NULL, 'h'},
-		{"version", no_argument, NULL, OPT_VERSION},
-		GG_LONGOPTS_COMMON,
-		{NULL, 0, NULL, 0},
-	};
-	struct tp_conf *conf = &ctx->base;
-	int c, ret;
-	const struct gg_opts opts = {.period_s = &conf->period_s,
-				     .period_min = PERIOD_MIN,
-				     .period_max = PERIOD_MAX,
+	static const struct probe_opt own[] = {{NULL, 'P', required_argument, 'P'},
+					       {NULL, 'm', required_argument, 'm'}};
+	struct own_args o = {ctx, max_links};
+	const struct probe_args a = {.prog = PROG,
+				     .contract = CONTRACT,
+				     .conf = &ctx->base,
 				     .level = level,
 				     .scope = &ctx->base_scope,
 				     .comm = &ctx->comm,
-				     .bpf_stats = bpf_stats};
+				     .bpf_stats = bpf_stats,
+				     .own = own,
+				     .nown = 2,
+				     .own_cb = own_option,
+				     .ctx = &o,
+				     .usage = usage};
 
-	opterr = 0;
-	while ((c = getopt_long(argc, argv, ":t:l:P:c:D:T:m:h", longopts, NULL)) != -1) {
-		switch (c) {
-		case 'P':
-			if (parse_subprobes(optarg, &conf->subprobes))
-				return 2;
-			conf->explicit_sp = 1;
-			break;
-		case 'c':
-			if (probe_parse_uint(optarg, 0, 1, &conf->report_source_port)) {
-				fprintf(stderr, PROG ": invalid value '%s' for -c (expected 0 or 1)\n", optarg);
-				return 2;
-			}
-			break;
-		case 'D':
-		case 'T':
-			if (probe_parse_uint(optarg, 0, THR_MAX, c == 'D' ? &conf->drops_thr : &conf->latency_thr)) {
-				fprintf(stderr, PROG ": invalid value '%s' for -%c (expected 0..%u)\n", optarg, c,
-					THR_MAX);
-				return 2;
-			}
-			break;
-		case 'm':
-			if (probe_parse_uint(optarg, 64, 1u << 20, max_links)) {
-				fprintf(stderr, PROG ": invalid value '%s' for -m (expected 64..1048576)\n", optarg);
-				return 2;
-			}
-			break;
-		default:
-			ret = gg_opt_common(PROG, c, optarg, &opts);
-			if (ret == 1)
-				break;
-			return ret ? ret : probe_opt_other(PROG, c, OPT_VERSION, argv, usage);
-		}
-	}
-	return probe_opt_rest(PROG, argc, argv);
+	return probe_conf__parse_args(&a, argc, argv);
 }
 
 /* The hooks each sub-probe needs; the link life cycle hooks are always attached. */
@@ -251,18 +238,8 @@ static void apply_scope(struct tp_ctx *ctx, const struct gg_scope *s)
 static void rescan_comm(struct tp_ctx *ctx)
 {
 	static struct gg_scope s;
-	int n;
 
-	if (!ctx->comm || ctx->live_scope)
-		return;
-	s = ctx->base_scope;
-	s.ntgid = 0;
-	n = gg_scope__add_comm(&s, ctx->comm);
-	if (n < 0) {
-		probe_log(PLOG_WARN, "--comm %s: %s", ctx->comm, strerror(-n));
-		return;
-	}
-	if (s.ntgid != ctx->scope.ntgid || memcmp(s.tgid, ctx->scope.tgid, s.ntgid * sizeof(s.tgid[0])))
+	if (ctx->comm && !ctx->live_scope && gg_scope__rescan_comm(&ctx->base_scope, 0, ctx->comm, &ctx->scope, &s) > 0)
 		apply_scope(ctx, &s);
 }
 

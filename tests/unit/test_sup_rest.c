@@ -16,9 +16,9 @@
 
 #include <cmocka.h>
 
-#include "../../supervisor/persist.h"
-#include "../../supervisor/probe_names.h"
-#include "../../supervisor/snoopers.h"
+#include "../../supervisor/rest/persist.h"
+#include "../../supervisor/rest/validate.h"
+#include "../../supervisor/rest/snoopers.h"
 
 static char tmpdir[64];
 

@@ -1,8 +1,8 @@
-/* probe_names.h - what the REST API knows about each probe (probe_table.c: the probes' contracts) and
+/* validate.h - what the REST API knows about each probe (probe_table.c: the probes' contracts) and
  * the request-body decoder and the validator that turns a PUT body into a normalized configuration
  * (pure code: no supervisor state). */
-#ifndef GG_PROBE_NAMES_H
-#define GG_PROBE_NAMES_H
+#ifndef GG_REST_VALIDATE_H
+#define GG_REST_VALIDATE_H
 
 #include <stddef.h>
 

@@ -8,7 +8,7 @@
 #include <cjson/cJSON.h>
 
 #include "ctrl_msg.h" /* struct gg_scope: what a probe is told to monitor */
-#include "probe_names.h"
+#include "validate.h"
 
 /* Resolved per probe, as many as the probes' BPF scope maps hold; more are dropped and flagged. */
 #define GG_SCOPE_PIDS_MAX    ((unsigned int)GG_SCOPE_TGID_MAX)

@@ -12,7 +12,7 @@
 #include <unistd.h>
 
 #include "persist.h"
-#include "probe_names.h"
+#include "validate.h"
 #include "profile_query.h"
 #include "snoopers.h"
 #include "supervisor.h"
@@ -396,11 +396,6 @@ static void reply(struct gg_http_response *resp, unsigned int status, const char
 	reply_json(resp, status, o);
 }
 
-static void add_u64(cJSON *o, const char *k, uint64_t v)
-{
-	cJSON_AddNumberToObject(o, k, (double)v);
-}
-
 static int available(struct gg_rest *r, const struct rest_probe *rp)
 {
 	char bin[PATH_MAX];
@@ -423,13 +418,13 @@ static cJSON *runtime_json(struct gg_rest *r, const struct rest_probe *rp)
 	cJSON_AddStringToObject(o, "kind", p->conf->native ? "native" : "extend");
 	cJSON_AddStringToObject(o, "name", p->conf->name);
 	cJSON_AddNumberToObject(o, "pid", p->pid);
-	add_u64(o, "starts", p->starts);
-	add_u64(o, "restarts", p->restarts);
-	add_u64(o, "uptime_ms", p->pid > 0 ? gg_now_ms() - p->started_ms : 0);
+	gg_json_add_u64(o, "starts", p->starts);
+	gg_json_add_u64(o, "restarts", p->restarts);
+	gg_json_add_u64(o, "uptime_ms", p->pid > 0 ? gg_now_ms() - p->started_ms : 0);
 	cJSON_AddNumberToObject(o, "last_exit_status", (double)p->last_exit_status);
 	cJSON_AddNumberToObject(o, "last_exit_signal", p->last_term_signal);
-	add_u64(o, "config_version", p->cfg_version);
-	add_u64(o, "config_version_applied", p->cfg_applied);
+	gg_json_add_u64(o, "config_version", p->cfg_version);
+	gg_json_add_u64(o, "config_version_applied", p->cfg_applied);
 	cJSON_AddBoolToObject(o, "config_confirmed",
 			      p->conf->native && p->cfg_version && p->state == GG_PS_RUNNING &&
 				      p->cfg_applied >= p->cfg_version);
@@ -444,7 +439,7 @@ static cJSON *runtime_json(struct gg_rest *r, const struct rest_probe *rp)
 	}
 	if (rp->has_snoopers) {
 		cJSON_AddItemToObject(o, "scope", gg_scope__to_json(&rp->scope));
-		add_u64(o, "scope_changes", rp->scope_changes);
+		gg_json_add_u64(o, "scope_changes", rp->scope_changes);
 	} else {
 		cJSON *sc = cJSON_AddObjectToObject(o, "scope");
 
@@ -870,15 +865,15 @@ void gg_rest__status(struct gg_sup *sup, cJSON *o)
 	if (r->error[0])
 		cJSON_AddStringToObject(o, "error", r->error);
 	gg_http_server__stats(r->srv, &hs);
-	add_u64(o, "requests", hs.requests);
-	add_u64(o, "refused_too_large", hs.too_large);
-	add_u64(o, "refused_client_cert", hs.tls_refused);
-	add_u64(o, "refused_shutting_down", hs.unavailable);
-	add_u64(o, "puts_applied", r->puts_ok);
-	add_u64(o, "puts_refused", r->puts_failed);
-	add_u64(o, "persist_errors", r->persist_errors);
-	add_u64(o, "snooper_scans", r->scans);
-	add_u64(o, "snooper_scan_procs", r->last_scan.procs);
-	add_u64(o, "snooper_scan_files", r->last_scan.files);
-	add_u64(o, "snooper_scan_us", r->last_scan_us);
+	gg_json_add_u64(o, "requests", hs.requests);
+	gg_json_add_u64(o, "refused_too_large", hs.too_large);
+	gg_json_add_u64(o, "refused_client_cert", hs.tls_refused);
+	gg_json_add_u64(o, "refused_shutting_down", hs.unavailable);
+	gg_json_add_u64(o, "puts_applied", r->puts_ok);
+	gg_json_add_u64(o, "puts_refused", r->puts_failed);
+	gg_json_add_u64(o, "persist_errors", r->persist_errors);
+	gg_json_add_u64(o, "snooper_scans", r->scans);
+	gg_json_add_u64(o, "snooper_scan_procs", r->last_scan.procs);
+	gg_json_add_u64(o, "snooper_scan_files", r->last_scan.files);
+	gg_json_add_u64(o, "snooper_scan_us", r->last_scan_us);
 }

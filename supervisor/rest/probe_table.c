@@ -2,7 +2,7 @@
  * (probes/<bin>/contract.c, compiled into the supervisor; build/gen/contracts.c lists them), plus
  * the probes gala-gopher has that are not built here yet (known to REST: 404 "not installed", not
  * "unknown probe"). */
-#include "probe_names.h"
+#include "validate.h"
 
 #include <string.h>
 

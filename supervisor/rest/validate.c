@@ -1,6 +1,6 @@
-/* probe_names.c - the REST API's PUT body decoder and the all-or-nothing validator of a configuration
+/* validate.c - the REST API's PUT body decoder and the all-or-nothing validator of a configuration
  * against a probe's contract (probe_table.c). */
-#include "probe_names.h"
+#include "validate.h"
 
 #include <ctype.h>
 #include <errno.h>

@@ -13,6 +13,8 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "fsutil.h"
+
 #define CGROUP_FILE_MAX	 8192
 #define CMDLINE_READ_MAX 4096
 
@@ -210,26 +212,6 @@ static int cmp_u64(const void *a, const void *b)
 
 /* ---- the scan ------------------------------------------------------------------------------------- */
 
-static ssize_t read_small(const char *path, char *buf, size_t len)
-{
-	ssize_t n, got = 0;
-	int fd = open(path, O_RDONLY | O_CLOEXEC);
-
-	if (fd < 0)
-		return -errno;
-	while ((size_t)got + 1 < len) {
-		n = read(fd, buf + got, len - 1 - (size_t)got);
-		if (n < 0 && errno == EINTR)
-			continue;
-		if (n <= 0)
-			break;
-		got += n;
-	}
-	close(fd);
-	buf[got] = '\0';
-	return got;
-}
-
 /* The cgroup v2 path of a process ("0::/path" line), or the first path of a v1-only system. */
 static int cgroup_path(const char *text, char *ret, size_t len, int *v2)
 {
@@ -293,7 +275,7 @@ static const char *proc_comm(struct proc_info *pi, struct gg_scan_stats *st)
 
 		pi->comm_read = 1;
 		snprintf(path, sizeof(path), "%s/comm", pi->dir);
-		n = read_small(path, pi->comm, sizeof(pi->comm));
+		n = gg_read_small(path, pi->comm, sizeof(pi->comm));
 		st->files++;
 		if (n < 0)
 			pi->comm[0] = '\0';
@@ -311,7 +293,7 @@ static const char *proc_cmdline(struct proc_info *pi, struct gg_scan_stats *st)
 
 		pi->cmdline_read = 1;
 		snprintf(path, sizeof(path), "%s/cmdline", pi->dir);
-		n = read_small(path, pi->cmdline, sizeof(pi->cmdline));
+		n = gg_read_small(path, pi->cmdline, sizeof(pi->cmdline));
 		st->files++;
 		if (n < 0)
 			n = 0;
@@ -337,7 +319,7 @@ static void proc_cgroup(struct proc_info *pi, struct gg_scan_stats *st)
 	pi->cont[0] = pi->pod[0] = '\0';
 	snprintf(path, sizeof(path), "%s/cgroup", pi->dir);
 	st->files++;
-	if (read_small(path, text, sizeof(text)) <= 0)
+	if (gg_read_small(path, text, sizeof(text)) <= 0)
 		return;
 	if (cgroup_path(text, pi->cgpath, sizeof(pi->cgpath), &pi->cg_v2))
 		return;
