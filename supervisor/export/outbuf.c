@@ -54,28 +54,6 @@ int gg_buf__reserve(struct gg_buf *b, size_t n)
 	return 0;
 }
 
-void gg_buf__put(struct gg_buf *b, const void *s, size_t n)
-{
-	if (gg_buf__reserve(b, n))
-		return;
-	memcpy(b->data + b->len, s, n);
-	b->len += n;
-	b->data[b->len] = 0;
-}
-
-void gg_buf__puts(struct gg_buf *b, const char *s)
-{
-	gg_buf__put(b, s, strlen(s));
-}
-
-void gg_buf__putc(struct gg_buf *b, char c)
-{
-	if (gg_buf__reserve(b, 1))
-		return;
-	b->data[b->len++] = c;
-	b->data[b->len] = 0;
-}
-
 void gg_buf__printf(struct gg_buf *b, const char *fmt, ...)
 {
 	va_list ap;

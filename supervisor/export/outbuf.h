@@ -5,6 +5,7 @@
 
 #include <stddef.h>
 #include <stdint.h>
+#include <string.h>
 
 /* A growable byte buffer. A failed allocation sets oom and turns every later write into a no-op, so
  * a writer checks once at the end. data is NUL-terminated whenever cap > 0. */
@@ -20,9 +21,30 @@ void gg_buf__init(struct gg_buf *b, size_t max);
 void gg_buf__fini(struct gg_buf *b);
 /* Make room for n more bytes (plus the NUL). 0 or -ENOMEM (and oom set). */
 int gg_buf__reserve(struct gg_buf *b, size_t n);
-void gg_buf__put(struct gg_buf *b, const void *s, size_t n);
-void gg_buf__puts(struct gg_buf *b, const char *s);
-void gg_buf__putc(struct gg_buf *b, char c);
+/* The writers every renderer calls per value: inline, so that they cost what they did in the
+ * renderer's own file (a call only when the buffer must grow). */
+static inline void gg_buf__put(struct gg_buf *b, const void *s, size_t n)
+{
+	if ((b->oom || n >= b->cap - b->len) && gg_buf__reserve(b, n)) /* cap > len once allocated */
+		return;
+	memcpy(b->data + b->len, s, n);
+	b->len += n;
+	b->data[b->len] = 0;
+}
+
+static inline void gg_buf__puts(struct gg_buf *b, const char *s)
+{
+	gg_buf__put(b, s, strlen(s));
+}
+
+static inline void gg_buf__putc(struct gg_buf *b, char c)
+{
+	if ((b->oom || b->cap - b->len < 2) && gg_buf__reserve(b, 1))
+		return;
+	b->data[b->len++] = c;
+	b->data[b->len] = 0;
+}
+
 void gg_buf__printf(struct gg_buf *b, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 void gg_buf__put_u64(struct gg_buf *b, uint64_t v);
 /* A double the way Prometheus and JSON both read it ("%.17g" shortened; NaN/Inf as Prometheus). */
