@@ -86,10 +86,10 @@ static int json_int(const cJSON *it, long long *ret)
 	return 0;
 }
 
-static int in_choices(const char *const *choices, const char *s)
+int gg_in_list(const char *const *list, const char *s)
 {
-	for (; choices && *choices; choices++) {
-		if (!strcmp(*choices, s))
+	for (; list && *list; list++) {
+		if (!strcmp(*list, s))
 			return 1;
 	}
 	return 0;
@@ -138,7 +138,7 @@ static int take(const struct gg_param_spec *s, const cJSON *it, void *out, char 
 				const char *str = cJSON_GetStringValue(e);
 				size_t n = str ? strlen(str) : 0;
 
-				if (!str || !in_choices(s->choices, str) || used + n + 1 > s->size)
+				if (!str || !gg_in_list(s->choices, str) || used + n + 1 > s->size)
 					return fail(err, errlen, "%s must be a list of known names, %zu bytes at most",
 						    s->name, s->size ? s->size - 1 : 0);
 				if (out) {
@@ -159,7 +159,7 @@ static int take(const struct gg_param_spec *s, const cJSON *it, void *out, char 
 		size_t n = str ? strlen(str) : 0;
 
 		if (!str || !clean_string(str) || (s->size && n >= s->size) ||
-		    ((s->type == GG_PT_ENUM || s->type == GG_PT_ENUM_LIST) && !in_choices(s->choices, str)))
+		    ((s->type == GG_PT_ENUM || s->type == GG_PT_ENUM_LIST) && !gg_in_list(s->choices, str)))
 			return fail(err, errlen,
 				    "%s must be a string%s of at most %zu bytes without control characters", s->name,
 				    s->choices ? " of its choices" : "", s->size ? s->size - 1 : 0);

@@ -140,6 +140,9 @@ int gg_param__zero_ok(const struct gg_param_spec *s);
  * default the binary takes (binary), else the REST API's. For --help and the README. */
 void gg_param__describe(const struct gg_param_spec *s, int binary, char *buf, size_t len);
 
+/* 1 when s is one of the NULL-terminated list (NULL: an empty list). */
+int gg_in_list(const char *const *list, const char *s);
+
 const struct gg_param_spec *gg_contract__param(const struct gg_contract *c, const char *name);
 /* The sub-probes on by default (their bits). */
 unsigned int gg_contract__default_subprobes(const struct gg_contract *c);

@@ -61,21 +61,20 @@ void gg_buf__printf(struct gg_buf *b, const char *fmt, ...)
 
 	if (gg_buf__reserve(b, 64))
 		return;
-	va_start(ap, fmt);
-	n = vsnprintf(b->data + b->len, b->cap - b->len, fmt, ap);
-	va_end(ap);
-	if (n < 0)
-		return;
-	if ((size_t)n >= b->cap - b->len) {
-		if (gg_buf__reserve(b, (size_t)n))
-			return;
+	/* at most twice: once into what is there, once more after growing to the length it said */
+	for (int pass = 0; pass < 2; pass++) {
 		va_start(ap, fmt);
 		n = vsnprintf(b->data + b->len, b->cap - b->len, fmt, ap);
 		va_end(ap);
 		if (n < 0)
 			return;
+		if ((size_t)n < b->cap - b->len) {
+			b->len += (size_t)n;
+			return;
+		}
+		if (pass || gg_buf__reserve(b, (size_t)n))
+			return;
 	}
-	b->len += (size_t)n;
 }
 
 void gg_buf__put_u64(struct gg_buf *b, uint64_t v)

@@ -163,24 +163,25 @@ const struct gg_probe_def *gg_probe_defs__at(unsigned int i)
 	return i < ndefs ? &defs[i] : NULL;
 }
 
-const struct gg_probe_def *gg_probe_defs__find(const char *rest_name)
+/* The entry whose REST name (or binary, by_bin) is name. */
+static const struct gg_probe_def *find_def(const char *name, int by_bin)
 {
 	build();
 	for (unsigned int i = 0; i < ndefs; i++) {
-		if (!strcmp(defs[i].rest_name, rest_name))
+		if (!strcmp(by_bin ? defs[i].bin : defs[i].rest_name, name))
 			return &defs[i];
 	}
 	return NULL;
 }
 
+const struct gg_probe_def *gg_probe_defs__find(const char *rest_name)
+{
+	return find_def(rest_name, 0);
+}
+
 const struct gg_probe_def *gg_probe_defs__find_bin(const char *bin)
 {
-	build();
-	for (unsigned int i = 0; i < ndefs; i++) {
-		if (!strcmp(defs[i].bin, bin))
-			return &defs[i];
-	}
-	return NULL;
+	return find_def(bin, 1);
 }
 
 const struct gg_param_spec *gg_param_spec__find(const struct gg_probe_def *def, const char *name)

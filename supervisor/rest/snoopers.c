@@ -267,19 +267,28 @@ struct proc_info {
 	char cgpath[PATH_MAX];
 };
 
+/* /proc/<pid>/<name> into buf (counted as a file read): the bytes read, 0 when it cannot be read. */
+static ssize_t read_proc_file(const struct proc_info *pi, struct gg_scan_stats *st, const char *name, char *buf,
+			      size_t len)
+{
+	char path[96];
+	ssize_t n;
+
+	snprintf(path, sizeof(path), "%s/%s", pi->dir, name);
+	n = gg_read_small(path, buf, len);
+	st->files++;
+	if (n < 0)
+		buf[0] = '\0';
+	return n < 0 ? 0 : n;
+}
+
 static const char *proc_comm(struct proc_info *pi, struct gg_scan_stats *st)
 {
 	if (!pi->comm_read) {
-		char path[96];
-		ssize_t n;
+		ssize_t n = read_proc_file(pi, st, "comm", pi->comm, sizeof(pi->comm));
 
 		pi->comm_read = 1;
-		snprintf(path, sizeof(path), "%s/comm", pi->dir);
-		n = gg_read_small(path, pi->comm, sizeof(pi->comm));
-		st->files++;
-		if (n < 0)
-			pi->comm[0] = '\0';
-		else if (n > 0 && pi->comm[n - 1] == '\n')
+		if (n > 0 && pi->comm[n - 1] == '\n')
 			pi->comm[n - 1] = '\0';
 	}
 	return pi->comm;
@@ -288,15 +297,9 @@ static const char *proc_comm(struct proc_info *pi, struct gg_scan_stats *st)
 static const char *proc_cmdline(struct proc_info *pi, struct gg_scan_stats *st)
 {
 	if (!pi->cmdline_read) {
-		char path[96];
-		ssize_t n;
+		ssize_t n = read_proc_file(pi, st, "cmdline", pi->cmdline, sizeof(pi->cmdline));
 
 		pi->cmdline_read = 1;
-		snprintf(path, sizeof(path), "%s/cmdline", pi->dir);
-		n = gg_read_small(path, pi->cmdline, sizeof(pi->cmdline));
-		st->files++;
-		if (n < 0)
-			n = 0;
 		/* arguments are NUL separated: join them with spaces */
 		for (ssize_t i = 0; i < n; i++) {
 			if (!pi->cmdline[i])

@@ -227,15 +227,6 @@ static int dup_key(const cJSON *obj, char *err, size_t errlen, const char *where
 	return 0;
 }
 
-static int in_list(const char *const *list, const char *s)
-{
-	for (; list && *list; list++) {
-		if (!strcmp(*list, s))
-			return 1;
-	}
-	return 0;
-}
-
 /* An integral JSON number in [lo, hi] into *ret; -ERANGE out of range, -EINVAL not an integer. */
 static int get_int(const cJSON *v, long long lo, long long hi, long long *ret)
 {
@@ -436,7 +427,7 @@ static int check_cmd(struct check *c, const cJSON *cmd, cJSON *out)
 				return errf(c->err, c->errlen, 400,
 					    "cmd.probe[%u]: probe %s has no sub-probes (send [] or leave it out)", i,
 					    c->def->rest_name);
-			if (!in_list(c->def->subprobes, name))
+			if (!gg_in_list(c->def->subprobes, name))
 				return errf(c->err, c->errlen, 400,
 					    "cmd.probe[%u]: unknown sub-probe \"%s\" of %s (allowed: %s)", i,
 					    snip(name, 32, b1, sizeof(b1)), c->def->rest_name,
@@ -506,7 +497,7 @@ static int check_keys(struct check *c, const cJSON *obj, const char *const *allo
 		return err;
 	cJSON_ArrayForEach(k, obj)
 	{
-		if (!in_list(allowed, k->string))
+		if (!gg_in_list(allowed, k->string))
 			return errf(c->err, c->errlen, 400, "snoopers.%s[%u].%s: unknown field (expected %s)", where, i,
 				    snip(k->string, 32, b, sizeof(b)), join(allowed, all, sizeof(all)));
 	}
@@ -760,7 +751,7 @@ static int check_param(struct check *c, const struct gg_param_spec *s, const cJS
 	case GG_PT_ENUM: {
 		const char *str = cJSON_GetStringValue(v);
 
-		if (!str || !in_list(s->choices, str))
+		if (!str || !gg_in_list(s->choices, str))
 			return errf(c->err, c->errlen, 400, "params.%s: must be one of %s (default %s)", s->name,
 				    join(s->choices, all, sizeof(all)), s->def_str);
 		cJSON_AddStringToObject(out, s->name, str);
@@ -772,7 +763,7 @@ static int check_param(struct check *c, const struct gg_param_spec *s, const cJS
 		unsigned int n = 0;
 
 		if (cJSON_IsString(v)) {
-			if (!in_list(s->choices, v->valuestring))
+			if (!gg_in_list(s->choices, v->valuestring))
 				return errf(c->err, c->errlen, 400, "params.%s: \"%s\" is not one of %s", s->name,
 					    snip(v->valuestring, 32, b, sizeof(b)), join(s->choices, all, sizeof(all)));
 			o = cJSON_AddArrayToObject(out, s->name);
@@ -787,7 +778,7 @@ static int check_param(struct check *c, const struct gg_param_spec *s, const cJS
 		{
 			const char *str = cJSON_GetStringValue(e);
 
-			if (!str || !in_list(s->choices, str))
+			if (!str || !gg_in_list(s->choices, str))
 				return errf(c->err, c->errlen, 400, "params.%s[%u]: must be one of %s", s->name, n,
 					    join(s->choices, all, sizeof(all)));
 			if (++n > 16)
@@ -892,7 +883,7 @@ static int check_params(struct check *c, const cJSON *params, cJSON *out)
 
 			for (unsigned int i = 0;
 			     i < c->def->contract->nparams && n + 1 < sizeof(names) / sizeof(names[0]); i++) {
-				if (!in_list(names, c->def->contract->params[i].name)) {
+				if (!gg_in_list(names, c->def->contract->params[i].name)) {
 					names[n++] = c->def->contract->params[i].name;
 					names[n] = NULL;
 				}
