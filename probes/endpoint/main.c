@@ -478,12 +478,9 @@ int main(int argc, char **argv)
 	if (ret >= 0)
 		return ret;
 	ctx.cur = ctx.base;
-	opts.log_level = level;
-	ctx.rt = probe_rt__new(&opts);
-	if (!ctx.rt) {
-		probe_log(PLOG_ERROR, "cannot set up the probe runtime: %s", strerror(errno));
+	ctx.rt = probe_rt__start(&opts, level);
+	if (!ctx.rt)
 		return 1;
-	}
 	if (alloc_buffers(&ctx)) {
 		probe_log(PLOG_ERROR, "out of memory");
 		goto out;
@@ -493,11 +490,7 @@ int main(int argc, char **argv)
 		probe_log(PLOG_ERROR, "cannot load the BPF programs: %s", strerror(-ret));
 		goto out;
 	}
-	if (bpf_stats) {
-		ctx.stats_fd = gg_bpf_stats_enable();
-		if (ctx.stats_fd < 0)
-			probe_log(PLOG_WARN, "--bpf-stats: %s", strerror(-ctx.stats_fd));
-	}
+	ctx.stats_fd = gg_bpf_stats_start(bpf_stats);
 	apply_scope(&ctx, &ctx.base_scope);
 	rescan_comm(&ctx);
 	apply_subprobes(&ctx);

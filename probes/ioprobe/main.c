@@ -403,12 +403,9 @@ int main(int argc, char **argv)
 	if (ret >= 0)
 		return ret;
 	ctx.cur = ctx.base;
-	opts.log_level = level;
-	ctx.rt = probe_rt__new(&opts);
-	if (!ctx.rt) {
-		probe_log(PLOG_ERROR, "cannot set up the probe runtime: %s", strerror(errno));
+	ctx.rt = probe_rt__start(&opts, level);
+	if (!ctx.rt)
 		return 1;
-	}
 	ctx.dkeys = calloc(IO_DEVS_MAX, sizeof(*ctx.dkeys));
 	ctx.dvals = calloc(IO_DEVS_MAX, sizeof(*ctx.dvals));
 	ctx.pkeys = calloc(IO_PROCS_MAX, sizeof(*ctx.pkeys));
@@ -429,11 +426,7 @@ int main(int argc, char **argv)
 		probe_log(PLOG_ERROR, "cannot load the BPF programs: %s", strerror(-ret));
 		goto out;
 	}
-	if (bpf_stats) {
-		ctx.stats_fd = gg_bpf_stats_enable();
-		if (ctx.stats_fd < 0)
-			probe_log(PLOG_WARN, "--bpf-stats: %s", strerror(-ctx.stats_fd));
-	}
+	ctx.stats_fd = gg_bpf_stats_start(bpf_stats);
 	/* ioprobe has no snoopers: everything is in scope. */
 	{
 		static struct gg_scope all;

@@ -521,6 +521,15 @@ int gg_bpf_stats_enable(void)
 	return fd < 0 ? (errno ? -errno : fd) : fd;
 }
 
+int gg_bpf_stats_start(int on)
+{
+	int fd = on ? gg_bpf_stats_enable() : -1;
+
+	if (on && fd < 0)
+		probe_log(PLOG_WARN, "--bpf-stats: %s", strerror(-fd));
+	return fd < 0 ? -1 : fd;
+}
+
 int gg_bpf_prog_stats(const struct bpf_program *prog, uint64_t *ret_run_ns, uint64_t *ret_run_cnt)
 {
 	struct bpf_prog_info info;

@@ -102,6 +102,8 @@ struct probe_rt_opts {
  * probe_rt__flush. Installs SIGTERM/SIGINT handlers that request a stop. NULL + errno on failure.
  */
 struct probe_rt *probe_rt__new(const struct probe_rt_opts *opts);
+/* probe_rt__new with opts->log_level = level; a failure is logged ("cannot set up the probe runtime"). */
+struct probe_rt *probe_rt__start(struct probe_rt_opts *opts, enum probe_log_level level);
 /* Emit a finished record. Returns probe_rec__finish's error (counted as invalid; the first few are
  * logged with the table name) or a transport error. */
 int probe_rt__emit(struct probe_rt *rt, struct probe_rec *r);

@@ -402,6 +402,17 @@ uint64_t probe_rt__records_invalid(const struct probe_rt *rt)
 	return rt->invalid;
 }
 
+struct probe_rt *probe_rt__start(struct probe_rt_opts *opts, enum probe_log_level level)
+{
+	struct probe_rt *rt;
+
+	opts->log_level = level;
+	rt = probe_rt__new(opts);
+	if (!rt)
+		probe_log(PLOG_ERROR, "cannot set up the probe runtime: %s", strerror(errno));
+	return rt;
+}
+
 void probe_rt__free(struct probe_rt *rt)
 {
 	if (!rt)

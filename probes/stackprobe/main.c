@@ -552,12 +552,9 @@ int main(int argc, char **argv)
 	ret = 1;
 	ctx.cur = ctx.base;
 
-	opts.log_level = level;
-	ctx.rt = probe_rt__new(&opts);
-	if (!ctx.rt) {
-		probe_log(PLOG_ERROR, "cannot set up the probe runtime: %s", strerror(errno));
+	ctx.rt = probe_rt__start(&opts, level);
+	if (!ctx.rt)
 		return 1;
-	}
 	err = sp_profile__init(&ctx.prof);
 	if (err) {
 		probe_log(PLOG_ERROR, "cannot set up the symbolizer: %s", strerror(-err));

@@ -163,12 +163,9 @@ int main(int argc, char **argv)
 		return ret;
 	ctx.cur = ctx.base;
 
-	opts.log_level = level;
-	ctx.rt = probe_rt__new(&opts);
-	if (!ctx.rt) {
-		probe_log(PLOG_ERROR, "cannot set up the probe runtime: %s", strerror(errno));
+	ctx.rt = probe_rt__start(&opts, level);
+	if (!ctx.rt)
 		return 1;
-	}
 	/* The first report is a rate over its whole period: sample the starting point now. */
 	ret = si_cpu__init(&ctx.cpu);
 	if (ret)

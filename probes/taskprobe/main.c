@@ -239,12 +239,9 @@ int main(int argc, char **argv)
 		return ret;
 	ctx.cur = ctx.base;
 
-	opts.log_level = level;
-	ctx.rt = probe_rt__new(&opts);
-	if (!ctx.rt) {
-		probe_log(PLOG_ERROR, "cannot set up the probe runtime: %s", strerror(errno));
+	ctx.rt = probe_rt__start(&opts, level);
+	if (!ctx.rt)
 		return 1;
-	}
 	ret = gg_bpf_init();
 	if (ret)
 		probe_log(PLOG_WARN, "tracefs is not available (%s): tracepoints may not attach", strerror(-ret));
@@ -265,11 +262,7 @@ int main(int argc, char **argv)
 		probe_log(PLOG_ERROR, "cannot load the BPF programs: %s", strerror(-ret));
 		goto cleanup;
 	}
-	if (stats) {
-		ctx.stats_fd = gg_bpf_stats_enable();
-		if (ctx.stats_fd < 0)
-			probe_log(PLOG_WARN, "cannot enable bpf_stats: %s", strerror(-ctx.stats_fd));
-	}
+	ctx.stats_fd = gg_bpf_stats_start(stats);
 	rescan_comm(&ctx);
 	ret = tp_scope_apply(&ctx);
 	if (ret) {

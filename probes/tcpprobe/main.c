@@ -496,12 +496,9 @@ int main(int argc, char **argv)
 		return ret;
 	ctx.cur = ctx.base;
 
-	opts.log_level = level;
-	ctx.rt = probe_rt__new(&opts);
-	if (!ctx.rt) {
-		probe_log(PLOG_ERROR, "cannot set up the probe runtime: %s", strerror(errno));
+	ctx.rt = probe_rt__start(&opts, level);
+	if (!ctx.rt)
 		return 1;
-	}
 	ctx.aggs = tp_aggs__new(AGG_KEYS_MAX);
 	if (!ctx.aggs) {
 		probe_log(PLOG_ERROR, "out of memory");
@@ -517,11 +514,7 @@ int main(int argc, char **argv)
 		probe_log(PLOG_ERROR, "cannot map the tcp_closed ring: %s", strerror(errno));
 		goto out;
 	}
-	if (bpf_stats) {
-		ctx.stats_fd = gg_bpf_stats_enable();
-		if (ctx.stats_fd < 0)
-			probe_log(PLOG_WARN, "--bpf-stats: %s", strerror(-ctx.stats_fd));
-	}
+	ctx.stats_fd = gg_bpf_stats_start(bpf_stats);
 	ctx.start_ns = now_ns();
 	local_port_range(&ctx.port_lo, &ctx.port_hi);
 	apply_scope(&ctx, &ctx.base_scope);

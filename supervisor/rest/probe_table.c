@@ -117,7 +117,7 @@ static void add_def(const struct gg_contract *c)
 
 static const struct gg_contract *find_contract(const char *rest_name, int *used)
 {
-	for (unsigned int i = 0; gg_contracts[i]; i++) {
+	for (unsigned int i = 0; i < DEFS_MAX && gg_contracts[i]; i++) {
 		if (!strcmp(gg_contracts[i]->rest_name, rest_name)) {
 			used[i] = 1;
 			return gg_contracts[i];
@@ -145,7 +145,7 @@ static void build(void)
 		if (c)
 			add_def(c);
 	}
-	for (unsigned int i = 0; gg_contracts[i] && i < DEFS_MAX; i++) {
+	for (unsigned int i = 0; i < DEFS_MAX && gg_contracts[i]; i++) {
 		if (!used[i])
 			add_def(gg_contracts[i]);
 	}
