@@ -19,13 +19,10 @@
 #include "ep_conf.h"
 #include "probe.h"
 
-#define PROBE_NAME     "socket"
-#define PROG	       "endpoint"
-#define PERIOD_MIN     1u
-#define PERIOD_MAX     600u
-#define PERIOD_DEFAULT 5u
-#define HIST_FIRST     3u  /* <= 16 us */
-#define HIST_N	       21u /* .. 8.4 s */
+#define PROBE_NAME "socket"
+#define PROG	   "endpoint"
+#define HIST_FIRST 3u  /* <= 16 us */
+#define HIST_N	   21u /* .. 8.4 s */
 
 extern const struct gg_contract gg_contract_endpoint;
 #define CONTRACT  (&gg_contract_endpoint)
@@ -53,28 +50,12 @@ struct ep_ctx {
 	__u64 *del;
 };
 
-static void usage(FILE *f)
-{
-	fprintf(f,
-		"Usage: " PROG " [OPTION]...\n"
-		"Report socket endpoint metrics from tracepoints every period (gala-gopher probe \"" PROBE_NAME "\").\n"
-		"Without the supervisor, records are printed on stdout, one |table|...| line each.\n"
-		"\n"
-		"  -t SEC         report period in seconds, %u..%u (default %u)\n"
-		"  -l LEVEL       log level: debug, info, warn or error (default info)\n"
-		"  -P LIST        sub-probes, comma separated: tcp_socket, udp_socket (default tcp_socket:\n"
-		"                 udp_socket counts UDP bytes on every send()/recv() of the host, TCP included)\n"
-		"      --pid LIST   only these processes (comma separated tgids)\n"
-		"      --comm NAME  only processes with this command name (rescanned every period)\n"
-		"      --bpf-stats  log each BPF program's runs and ns per run every period (info level)\n"
-		"  -h, --help     show this help and exit\n"
-		"      --version  show the version and exit\n"
-		"\n"
-		"Tables: listen and connect (tcp_socket), udp (udp_socket), skb_drop (host wide, both).\n"
-		"Live configuration: {\"probe\": [...], \"params\": {\"report_period\": N}, \"scope\": {...}}\n",
-		PERIOD_MIN, PERIOD_MAX, PERIOD_DEFAULT);
-	probe_conf__usage_params(f, CONTRACT);
-}
+/* --help after the options (generated from the contract). */
+static const char notes[] =
+	"udp_socket counts UDP bytes on every send()/recv() of the host, TCP included: asked for, never on\n"
+	"by default.\n"
+	"Tables: listen and connect (tcp_socket), udp (udp_socket), skb_drop (host wide, both).\n"
+	"Live configuration: {\"probe\": [...], \"params\": {\"report_period\": N}, \"scope\": {...}}\n";
 
 static int parse_args(int argc, char **argv, struct ep_ctx *ctx, enum probe_log_level *level, int *bpf_stats)
 {
@@ -86,7 +67,7 @@ static int parse_args(int argc, char **argv, struct ep_ctx *ctx, enum probe_log_
 				     .scope = &ctx->base_scope,
 				     .comm = &ctx->comm,
 				     .bpf_stats = bpf_stats,
-				     .usage = usage};
+				     .notes = notes};
 
 	return probe_conf__parse_args(&a, argc, argv);
 }
@@ -471,7 +452,8 @@ int main(int argc, char **argv)
 	char names[64];
 
 	probe_log_setup(PROBE_NAME, PLOG_INFO);
-	ctx.base = (struct ep_conf){.period_s = PERIOD_DEFAULT, .subprobes = gg_contract__default_subprobes(CONTRACT)};
+	gg_params__defaults(CONTRACT->params, CONTRACT->nparams, &ctx.base);
+	ctx.base.subprobes = gg_contract__default_subprobes(CONTRACT);
 	gg_scope__init(&ctx.base_scope);
 	ctx.stats_fd = -1;
 	ret = parse_args(argc, argv, &ctx, &level, &bpf_stats);

@@ -17,15 +17,11 @@
 #include "ioprobe.skel.h"
 #include "probe.h"
 
-#define PROBE_NAME     "io"
-#define PROG	       "ioprobe"
-#define PERIOD_MIN     1u
-#define PERIOD_MAX     600u
-#define PERIOD_DEFAULT 5u
-#define THR_MAX	       100000u
-#define MINORBITS      20
-#define HIST_FIRST     0u  /* <= 2 us */
-#define HIST_N	       24u /* .. 16.7 s */
+#define PROBE_NAME "io"
+#define PROG	   "ioprobe"
+#define MINORBITS  20
+#define HIST_FIRST 0u  /* <= 2 us */
+#define HIST_N	   24u /* .. 16.7 s */
 
 extern const struct gg_contract gg_contract_ioprobe;
 #define CONTRACT  (&gg_contract_ioprobe)
@@ -56,33 +52,14 @@ struct io_ctx {
 	unsigned int nprev;
 };
 
-static void usage(FILE *f)
-{
-	fprintf(f,
-		"Usage: " PROG " [OPTION]...\n"
-		"Report block I/O and page cache metrics from tracepoints every period (gala-gopher probe \"" PROBE_NAME
-		"\").\n"
-		"Without the supervisor, records are printed on stdout, one |table|...| line each.\n"
-		"\n"
-		"  -t SEC         report period in seconds, %u..%u (default %u)\n"
-		"  -l LEVEL       log level: debug, info, warn or error (default info)\n"
-		"  -P LIST        sub-probes, comma separated: io_trace, io_err, io_count, page_cache (default all "
-		"but\n"
-		"                 page_cache, whose hooks fire on every page cache lookup of the host)\n"
-		"  -T MS          latency_thr: count requests taking MS milliseconds or more, and report an event\n"
-		"                 (0 = off, default)\n"
-		"  -d DISK        dev_name: only this disk (e.g. sda; default all)\n"
-		"      --bpf-stats  log each BPF program's runs and ns per run every period (info level)\n"
-		"  -h, --help     show this help and exit\n"
-		"      --version  show the version and exit\n"
-		"\n"
-		"Tables: io_latency (io_trace), io_err (io_err), io_count and io_issuer (io_count), io_pagecache\n"
-		"(page_cache); event_v2 records (entity block) for latency_thr.\n"
-		"Live configuration: {\"probe\": [...], \"params\": {\"report_period\": N, \"latency_thr\": MS,\n"
-		"\"dev_name\": \"sda\"}}\n",
-		PERIOD_MIN, PERIOD_MAX, PERIOD_DEFAULT);
-	probe_conf__usage_params(f, CONTRACT);
-}
+/* --help after the options (generated from the contract). */
+static const char notes[] =
+	"page_cache's hooks fire on every page cache lookup and dirtying of the host: asked for, never on by\n"
+	"default. latency_thr also counts the requests taking that long.\n"
+	"Tables: io_latency (io_trace), io_err (io_err), io_count and io_issuer (io_count), io_pagecache\n"
+	"(page_cache); event_v2 records (entity block) for latency_thr.\n"
+	"Live configuration: {\"probe\": [...], \"params\": {\"report_period\": N, \"latency_thr\": MS,\n"
+	"\"dev_name\": \"sda\"}}\n";
 
 static int parse_args(int argc, char **argv, struct io_ctx *ctx, enum probe_log_level *level, int *bpf_stats)
 {
@@ -92,7 +69,7 @@ static int parse_args(int argc, char **argv, struct io_ctx *ctx, enum probe_log_
 				     .subprobes = &ctx->base.subprobes,
 				     .level = level,
 				     .bpf_stats = bpf_stats,
-				     .usage = usage};
+				     .notes = notes};
 	int ret = probe_conf__parse_args(&a, argc, argv);
 
 	if (ret < 0 && strchr(ctx->base.dev_name, '/')) {
@@ -397,7 +374,8 @@ int main(int argc, char **argv)
 	char names[64];
 
 	probe_log_setup(PROBE_NAME, PLOG_INFO);
-	ctx.base = (struct io_conf){.period_s = PERIOD_DEFAULT, .subprobes = gg_contract__default_subprobes(CONTRACT)};
+	gg_params__defaults(CONTRACT->params, CONTRACT->nparams, &ctx.base);
+	ctx.base.subprobes = gg_contract__default_subprobes(CONTRACT);
 	ctx.stats_fd = -1;
 	ret = parse_args(argc, argv, &ctx, &level, &bpf_stats);
 	if (ret >= 0)

@@ -177,20 +177,96 @@ int probe_conf__apply(const struct gg_contract *c, const struct gg_ctrl_msg *m, 
 	return 1;
 }
 
-void probe_conf__usage_params(FILE *f, const struct gg_contract *c)
+static const char *value_name(const struct gg_param_spec *s)
 {
-	char desc[160];
+	switch (s->type) {
+	case GG_PT_INT:
+		return "N";
+	case GG_PT_BOOL:
+		return "0|1";
+	case GG_PT_HOSTPORT:
+		return "HOST:PORT";
+	case GG_PT_OUT_DIR:
+		return "DIR";
+	case GG_PT_ELF_PATH:
+		return "PATH";
+	case GG_PT_ENUM_LIST:
+		return "LIST";
+	default:
+		return "NAME";
+	}
+}
 
-	fprintf(f, "\nLive parameters (\"params\" of a live configuration; PUT /%s over REST):\n", c->rest_name);
+static void usage_line(FILE *f, const char *opt, const char *help)
+{
+	fprintf(f, "  %-26s %s\n", opt, help);
+}
+
+void probe_conf__usage(FILE *f, const struct probe_args *a)
+{
+	const struct gg_contract *c = a->contract;
+	char opt[64], line[512], desc[160];
+	size_t n = 0;
+	int live_only = 0;
+
+	fprintf(f, "Usage: %s [OPTION]...\n%s (gala-gopher probe \"%s\": PUT /%s).\n", a->prog, c->summary,
+		c->rest_name, c->rest_name);
+	fprintf(f, "Without the supervisor, records are printed on stdout, one |table|...| line each.\n\n");
 	for (unsigned int i = 0; i < c->nparams; i++) {
 		const struct gg_param_spec *s = &c->params[i];
 
 		if (!s->size)
 			continue;
+		if (!s->flag) {
+			live_only = 1;
+			continue;
+		}
 		gg_param__describe(s, 1, desc, sizeof(desc));
-		fprintf(f, "  %-20s %s%s%s%s\n", s->name, desc, s->flag ? " (" : "", s->flag ? s->flag : "",
-			s->flag ? ")" : "");
+		snprintf(opt, sizeof(opt), "%s%s %s", s->flag[1] == '-' ? "    " : "", s->flag, value_name(s));
+		snprintf(line, sizeof(line), "%s: %s (%s)", s->name, s->help ? s->help : "", desc);
+		usage_line(f, opt, line);
 	}
+	if (a->subprobes) {
+		line[0] = '\0';
+		for (unsigned int i = 0; i < c->nsubprobes && n < sizeof(line); i++)
+			n += (size_t)snprintf(line + n, sizeof(line) - n, "%s%s%s", i ? ", " : "", c->subprobes[i].name,
+					      c->subprobes[i].def_on ? "*" : "");
+		fprintf(f, "  %-26s sub-probes, comma separated (* = on by default): %s\n", "-P LIST", line);
+	}
+	if (a->level)
+		usage_line(f, "-l LEVEL", "log level: debug, info, warn or error (default info)");
+	if (a->scope)
+		usage_line(f, "    --pid PID[,PID...]", "only these processes (default: every process)");
+	if (a->scope && a->comm)
+		usage_line(f, "    --comm NAME", "only processes with this command name (rescanned as they come)");
+	if (a->bpf_stats)
+		usage_line(f, "    --bpf-stats", "log each BPF program's runs and ns per run every period");
+	for (unsigned int i = 0; i < a->nown; i++) {
+		const struct probe_opt *o = &a->own[i];
+
+		if (!o->help)
+			continue;
+		if (o->short_opt)
+			snprintf(opt, sizeof(opt), "-%c%s%s", o->short_opt, o->arg ? " " : "", o->arg ? o->arg : "");
+		else
+			snprintf(opt, sizeof(opt), "    --%s%s%s", o->name, o->arg ? " " : "", o->arg ? o->arg : "");
+		usage_line(f, opt, o->help);
+	}
+	usage_line(f, "-h, --help", "show this help and exit");
+	usage_line(f, "    --version", "show the version and exit");
+	if (live_only) {
+		fprintf(f, "\nLive only (\"params\" of a live configuration):\n");
+		for (unsigned int i = 0; i < c->nparams; i++) {
+			const struct gg_param_spec *s = &c->params[i];
+
+			if (!s->size || s->flag)
+				continue;
+			gg_param__describe(s, 1, desc, sizeof(desc));
+			usage_line(f, s->name, desc);
+		}
+	}
+	if (a->notes)
+		fprintf(f, "\n%s", a->notes);
 }
 
 /* ---- the command line from the contract ----------------------------------------------------------- */
@@ -319,11 +395,14 @@ int probe_conf__parse_args(const struct probe_args *a, int argc, char **argv)
 		} else if (opt == 'P' && a->subprobes) {
 			if (gg_subprobes_arg(a->prog, optarg, c->subprobes, c->nsubprobes, a->subprobes))
 				return 2;
+		} else if (opt == 'h') {
+			probe_conf__usage(stdout, a);
+			return 0;
 		} else {
 			rc = gg_opt_common(a->prog, opt, optarg, &common);
 			if (rc == 1)
 				continue;
-			return rc ? rc : probe_opt_other(a->prog, opt, ID_VERSION, argv, a->usage);
+			return rc ? rc : probe_opt_other(a->prog, opt, ID_VERSION, argv, NULL);
 		}
 	}
 	return probe_opt_rest(a->prog, argc, argv);

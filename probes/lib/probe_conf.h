@@ -56,8 +56,6 @@ void gg_subprobes_str(unsigned int bits, const struct gg_subprobe *tab, size_t n
  */
 int probe_conf__apply(const struct gg_contract *c, const struct gg_ctrl_msg *m, void *conf,
 		      unsigned int *ret_subprobes);
-/* The contract's parameters the probe takes, one line each (range, default, flag), for --help. */
-void probe_conf__usage_params(FILE *f, const struct gg_contract *c);
 
 /* An option of the probe's own, beyond its contract's parameters and the shared ones. */
 struct probe_opt {
@@ -65,6 +63,8 @@ struct probe_opt {
 	int short_opt;	  /* its letter, or 0 */
 	int has_arg;	  /* no_argument or required_argument */
 	int id;		  /* given to own_cb */
+	const char *arg;  /* its value's name in --help ("N", "PATH"), NULL without one */
+	const char *help; /* one line for --help */
 };
 
 /* What probe_conf__parse_args needs; a NULL pointer means the probe does not take that option. */
@@ -81,8 +81,12 @@ struct probe_args {
 	unsigned int nown;
 	int (*own_cb)(void *ctx, int id, const char *arg); /* 0, or the exit status (message printed) */
 	void *ctx;
-	void (*usage)(FILE *f); /* -h, --help */
+	const char *notes; /* after the options in --help: tables, costs, the live configuration */
 };
+
+/* --help, from the contract and a: what the probe is, every option with its range and default (the
+ * contract's parameters with a flag; those without one are listed as live only), then a->notes. */
+void probe_conf__usage(FILE *f, const struct probe_args *a);
 
 /*
  * The probe's command line: its contract's parameter flags (range and type from the contract: "PROG:

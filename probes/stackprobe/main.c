@@ -26,15 +26,6 @@
  * (or this long has passed: a probe from the configuration file may get none). */
 #define FIRST_CONFIG_WAIT_MS 3000u
 
-/* Ranges: the REST parameters as the seed documents them; the command line accepts shorter periods
- * (tests, benchmarks). */
-#define PERF_MIN     10u
-#define PERF_MAX     1000u
-#define SVG_MIN_REST 30u
-#define SVG_MAX	     600u
-#define REPORT_MIN   1u
-#define REPORT_MAX   600u
-
 struct sp_ctx {
 	struct probe_rt *rt;
 	struct sp_conf base, cur;
@@ -68,46 +59,15 @@ static void events_str(unsigned int bits, char *buf, size_t len)
 		snprintf(buf, len, "none");
 }
 
-static void usage(FILE *f)
-{
-	fprintf(f,
-		"Usage: " PROG " [OPTION]...\n"
-		"Sample stacks for flame graphs (gala-gopher probe \"" PROBE_NAME "\"): on-CPU (CPU clock),\n"
-		"off-CPU (sched_switch, weighted by blocked time) and page faults.\n"
-		"Every svg period: <flame_dir>/<event>/<time>_<event>.folded and .pb.gz (pprof),\n"
-		"<svg_dir>/<event>/<time>_<event>.svg; every store period: the profile store under\n"
-		"<flame_dir>/store/ (the REST query API reads it); records stackprobe_stats and\n"
-		"stackprobe_health every report period (on stdout without the supervisor).\n"
-		"\n"
-		"  -P LIST                  sub-probes: oncpu,offcpu,mem (default oncpu)\n"
-		"  -t SEC                   report period of the stats records, %u..%u (default 60)\n"
-		"  -l LEVEL                 log level: debug, info, warn or error (default info)\n"
-		"      --perf-sample-period MS  oncpu sampling period, %u..%u (default 10)\n"
-		"      --svg-period SEC     flame graph period, 1..%u (default 180; REST: %u..%u)\n"
-		"      --store-period SEC   profile store period, 1..600 (default 10)\n"
-		"      --pyroscope-period SEC  upload period, 1..600 (default 30)\n"
-		"      --svg-dir DIR        default /var/log/gala-gopher/stacktrace\n"
-		"      --flame-dir DIR      default /var/log/gala-gopher/flamegraph\n"
-		"      --pyroscope-server HOST:PORT  upload to Pyroscope (default off)\n"
-		"      --multi-instance 0|1 one graph per process (default 0)\n"
-		"      --native-stack 0|1   accepted for compatibility (Java), no effect\n"
-		"      --min-block-us US    off-CPU blocks shorter than this are ignored (default 1000)\n"
-		"      --mem-alloc 0|1      with mem: also uprobes on malloc & co of the processes in\n"
-		"                           scope, bytes per stack in the mem_alloc graphs (default 0)\n"
-		"      --retention SEC      profile store retention, 60..604800 (default 3600)\n"
-		"      --pid PID[,PID]      only these processes\n"
-		"      --comm NAME          only processes with this name (repeatable; re-resolved every 2 s)\n"
-		"  -h, --help               show this help and exit\n"
-		"      --version            show the version and exit\n"
-		"\n"
-		"Live configuration: {\"cmd\": {\"probe\": [\"oncpu\", \"offcpu\", \"mem\"]}, \"params\": {\n"
-		"\"perf_sample_period\", \"svg_period\", \"svg_dir\", \"flame_dir\", \"pyroscope_server\",\n"
-		"\"multi_instance\", \"native_stack\", \"report_period\", \"min_block_us\", \"profile_retention\",\n"
-		"\"mem_alloc\"},\n"
-		"\"scope\": {\"all\": bool, \"pids\": [...], \"cgroup_ids\": [...]}}\n",
-		REPORT_MIN, REPORT_MAX, PERF_MIN, PERF_MAX, SVG_MAX, SVG_MIN_REST, SVG_MAX);
-	probe_conf__usage_params(f, CONTRACT);
-}
+/* --help after the options (generated from the contract). */
+static const char notes[] =
+	"On-CPU (CPU clock), off-CPU (sched_switch, weighted by blocked time) and page fault stacks.\n"
+	"Every svg period: <flame_dir>/<event>/<time>_<event>.folded and .pb.gz (pprof),\n"
+	"<svg_dir>/<event>/<time>_<event>.svg; every store period: the profile store under\n"
+	"<flame_dir>/store/ (the REST query API reads it); records stackprobe_stats and\n"
+	"stackprobe_health every report period (on stdout without the supervisor).\n"
+	"Live configuration: {\"cmd\": {\"probe\": [\"oncpu\", \"offcpu\", \"mem\"]}, \"params\": {...},\n"
+	"\"scope\": {\"all\": bool, \"pids\": [...], \"cgroup_ids\": [...]}}\n";
 
 static int copy_str(char *dst, size_t len, const char *src)
 {
@@ -144,9 +104,9 @@ bad:
 static int parse_args(int argc, char **argv, struct sp_ctx *ctx, enum probe_log_level *level)
 {
 	static const struct probe_opt own[] = {
-		{"store-period", 0, required_argument, 's'},
-		{"pyroscope-period", 0, required_argument, 'p'},
-		{"comm", 0, required_argument, 'c'},
+		{"store-period", 0, required_argument, 's', "SEC", "profile store period, 1..600 (default 10)"},
+		{"pyroscope-period", 0, required_argument, 'p', "SEC", "Pyroscope upload period, 1..600 (default 30)"},
+		{"comm", 0, required_argument, 'c', "NAME", "only processes with this name (repeatable; every 2 s)"},
 	};
 	const struct probe_args a = {.prog = PROG,
 				     .contract = CONTRACT,
@@ -158,7 +118,7 @@ static int parse_args(int argc, char **argv, struct sp_ctx *ctx, enum probe_log_
 				     .nown = 3,
 				     .own_cb = own_option,
 				     .ctx = ctx,
-				     .usage = usage};
+				     .notes = notes};
 
 	return probe_conf__parse_args(&a, argc, argv);
 }
@@ -533,18 +493,10 @@ int main(int argc, char **argv)
 	int ret = 1, err;
 
 	probe_log_setup(PROBE_NAME, PLOG_INFO);
-	ctx.base = (struct sp_conf){
-		.events = 1u << SP_EV_ONCPU,
-		.report_period_s = 60,
-		.perf_period_ms = 10,
-		.svg_period_s = 180,
-		.store_period_s = 10,
-		.pyro_period_s = 30,
-		.retention_s = 3600,
-		.min_block_us = 1000,
-	};
-	snprintf(ctx.base.svg_dir, sizeof(ctx.base.svg_dir), "/var/log/gala-gopher/stacktrace");
-	snprintf(ctx.base.flame_dir, sizeof(ctx.base.flame_dir), "/var/log/gala-gopher/flamegraph");
+	gg_params__defaults(CONTRACT->params, CONTRACT->nparams, &ctx.base);
+	ctx.base.events = gg_contract__default_subprobes(CONTRACT);
+	ctx.base.store_period_s = 10; /* the probe's own options (not parameters) */
+	ctx.base.pyro_period_s = 30;
 	gg_scope__init(&ctx.base_scope);
 	ret = parse_args(argc, argv, &ctx, &level);
 	if (ret >= 0)

@@ -12,9 +12,6 @@
 
 #define PROBE_NAME	   "baseinfo"
 #define PROG		   "system_infos"
-#define PERIOD_MIN	   1u
-#define PERIOD_MAX	   600u
-#define PERIOD_DEFAULT	   5u
 #define PROC_SCOPE_WAIT_MS 3000u
 
 /* State shared by the main loop and the configuration callback. */
@@ -40,37 +37,16 @@ extern const struct gg_contract gg_contract_system_infos;
 #define subprobe_names (CONTRACT->subprobes)
 #define NSUBPROBES     (CONTRACT->nsubprobes)
 
-static void usage(FILE *f)
-{
-	fprintf(f,
-		"Usage: " PROG " [OPTION]...\n"
-		"Report host metrics from /proc, /sys and statvfs every period (gala-gopher probe \"" PROBE_NAME
-		"\").\n"
-		"Without the supervisor, records are printed on stdout, one |table|...| line each.\n"
-		"\n"
-		"  -t SEC       report period in seconds, %u..%u (default %u)\n"
-		"  -l LEVEL     log level: debug, info, warn or error (default info)\n"
-		"  -P LIST      sub-probes to run, comma separated: cpu,mem,nic,disk,net,fs,proc,host (default all)\n"
-		"  -d DEV       nic and disk: only this interface or disk (params.dev_name)\n"
-		"      --pid PID[,PID...]  proc: report these processes (default: every process)\n"
-		"      --comm NAME         proc: report processes named NAME (/proc/<pid>/comm), also later ones\n"
-		"      --proc-top N        proc without --pid/--comm/snoopers: report the N processes with the most\n"
-		"                          CPU time in the period + resident memory, 0..%u (default %u; 0 = all,\n"
-		"                          up to %u) (params.proc_top)\n"
-		"  -h, --help   show this help and exit\n"
-		"      --version  show the version and exit\n"
-		"\n"
-		"Tables: cpu: system_cpu (per online CPU), system_cpu_util; mem: system_meminfo; nic: nic;\n"
-		"disk: system_iostat; net: system_tcp, system_udp; fs: system_df; host: system_os; proc: system_proc.\n"
-		"Live configuration (from the supervisor): {\"params\": {\"report_period\": N, \"dev_name\": "
-		"\"eth0\"},\n"
-		"\"probe\": [\"cpu\", \"mem\", ...], \"scope\": {\"all\": false, \"pids\": [..], \"cgroup_ids\": "
-		"[..]}}\n"
-		"(\"probe\" may also be given as \"cmd\": {\"probe\": [...]}; what is left out comes from the "
-		"options).\n",
-		PERIOD_MIN, PERIOD_MAX, PERIOD_DEFAULT, SI_PROC_MAX, SI_PROC_TOP_DEFAULT, SI_PROC_MAX);
-	probe_conf__usage_params(f, CONTRACT);
-}
+/* --help after the options (generated from the contract). */
+static const char notes[] =
+	"--pid and --comm choose the processes of the proc sub-probe (--comm also later ones); without them\n"
+	"(nor snoopers) proc reports the proc_top processes with the most CPU time in the period + resident\n"
+	"memory (0 = all, up to 1024).\n"
+	"Tables: cpu: system_cpu (per online CPU), system_cpu_util; mem: system_meminfo; nic: nic;\n"
+	"disk: system_iostat; net: system_tcp, system_udp; fs: system_df; host: system_os; proc: system_proc.\n"
+	"Live configuration (from the supervisor): {\"params\": {\"report_period\": N, \"dev_name\": \"eth0\"},\n"
+	"\"probe\": [\"cpu\", \"mem\", ...], \"scope\": {\"all\": false, \"pids\": [..], \"cgroup_ids\": [..]}}\n"
+	"(\"probe\" may also be given as \"cmd\": {\"probe\": [...]}; what is left out comes from the options).\n";
 
 /* Returns -1 to go on, or the exit status. */
 static int parse_args(int argc, char **argv, struct si_conf *conf, const char **comm, enum probe_log_level *level)
@@ -82,7 +58,7 @@ static int parse_args(int argc, char **argv, struct si_conf *conf, const char **
 				     .level = level,
 				     .scope = &conf->scope,
 				     .comm = comm,
-				     .usage = usage};
+				     .notes = notes};
 
 	return probe_conf__parse_args(&a, argc, argv);
 }

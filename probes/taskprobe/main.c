@@ -12,12 +12,8 @@
 #include "taskprobe.skel.h"
 #include "tp_user.h"
 
-#define PROBE_NAME     "proc"
-#define PROG	       "taskprobe"
-#define PERIOD_MIN     1u
-#define PERIOD_MAX     600u
-#define PERIOD_DEFAULT 5u
-#define THR_MAX	       100000u /* latency_thr and offline_thr, ms (0 = off) */
+#define PROBE_NAME "proc"
+#define PROG	   "taskprobe"
 /* Under the supervisor, the first live configuration (its scope) normally follows the start within a
  * second or two; no report goes out before it or before this much time, so that processes outside
  * the scope it brings are not reported meanwhile. */
@@ -29,41 +25,16 @@ extern const struct gg_contract gg_contract_taskprobe;
 #define NSUBS	  (CONTRACT->nsubprobes)
 #define SUB_LIST  "base_metrics, proc_syscall, proc_fs, proc_io, proc_dns, proc_pagecache"
 
-static void usage(FILE *f)
-{
-	char def[128];
-
-	gg_subprobes_str(TP_SUB_DEFAULT, sub_names, NSUBS, def, sizeof(def));
-	fprintf(f,
-		"Usage: " PROG " [OPTION]...\n"
-		"Per-process system calls, file-system latency, block IO, off-CPU time, page cache and DNS lookups\n"
-		"from eBPF tracepoints (gala-gopher probe \"" PROBE_NAME "\"), for the processes in scope only.\n"
-		"Without the supervisor, records are printed on stdout, one |table|...| line each.\n"
-		"\n"
-		"  -t SEC             report period in seconds, %u..%u (default %u)\n"
-		"  -l LEVEL           log level: debug, info, warn or error (default info)\n"
-		"  -P LIST            sub-probes, comma separated: " SUB_LIST "\n"
-		"                     (default %s; proc_syscall and proc_fs attach to the\n"
-		"                     syscall tracepoints: every syscall of every process then costs ~0.15 us)\n"
-		"      --pid PID[,PID...]  only these processes (default: every process)\n"
-		"      --comm NAME         only processes named NAME (/proc/<pid>/comm), rescanned every period\n"
-		"      --cgroup PATH       only processes in this cgroup v2 directory or below it\n"
-		"  -e                 report events (event_v2 records, entity proc): latency_thr, offline_thr\n"
-		"      --latency-thr MS    event when a syscall of a process takes MS ms or more (0 = off)\n"
-		"      --offline-thr MS    event MS ms after a process in scope went away (0 = off)\n"
-		"      --bpf-stats         log BPF run time per program every period (bpf_stats; also --stats)\n"
-		"  -h, --help         show this help and exit\n"
-		"      --version      show the version and exit\n"
-		"\n"
-		"Tables: base_metrics: proc_cpu; proc_syscall: proc_syscall, proc_syscall_io, proc_syscall_net,\n"
-		"proc_syscall_sched, proc_syscall_fork; proc_fs: proc_fs, proc_ext4, proc_overlay, proc_tmpfs;\n"
-		"proc_io: proc_io; proc_pagecache: proc_page; proc_dns: proc_dns; events: event_v2.\n"
-		"Live configuration: {\"probe\": [...], \"params\": {\"report_period\": N, \"report_event\": 0|1,\n"
-		"\"latency_thr\": MS, \"offline_thr\": MS}, \"scope\": {\"all\": bool, \"pids\": [..], \"cgroup_ids\": "
-		"[..]}}\n",
-		PERIOD_MIN, PERIOD_MAX, PERIOD_DEFAULT, def);
-	probe_conf__usage_params(f, CONTRACT);
-}
+/* --help after the options (generated from the contract). */
+static const char notes[] =
+	"proc_syscall and proc_fs attach to the syscall tracepoints: every syscall of every process then\n"
+	"costs ~0.15 us.\n"
+	"Tables: base_metrics: proc_cpu; proc_syscall: proc_syscall, proc_syscall_io, proc_syscall_net,\n"
+	"proc_syscall_sched, proc_syscall_fork; proc_fs: proc_fs, proc_ext4, proc_overlay, proc_tmpfs;\n"
+	"proc_io: proc_io; proc_pagecache: proc_page; proc_dns: proc_dns; events: event_v2.\n"
+	"Live configuration: {\"probe\": [...], \"params\": {\"report_period\": N, \"report_event\": 0|1,\n"
+	"\"latency_thr\": MS, \"offline_thr\": MS}, \"scope\": {\"all\": bool, \"pids\": [..], \"cgroup_ids\": "
+	"[..]}}\n";
 
 /* The cgroup v2 id of a cgroup directory is its inode number (what bpf_get_current_cgroup_id gives). */
 static int scope_add_cgroup_path(struct gg_scope *s, const char *path)
@@ -110,9 +81,9 @@ static int own_option(void *data, int id, const char *arg)
 static int parse_args(int argc, char **argv, struct tp_ctx *ctx, enum probe_log_level *level, int *stats)
 {
 	static const struct probe_opt own[] = {
-		{NULL, 'e', no_argument, 'e'},
-		{"cgroup", 0, required_argument, 'c'},
-		{"stats", 0, no_argument, 's'},
+		{NULL, 'e', no_argument, 'e', NULL, "report events (event_v2, entity proc): latency_thr, offline_thr"},
+		{"cgroup", 0, required_argument, 'c', "PATH", "only processes in this cgroup v2 directory or below it"},
+		{"stats", 0, no_argument, 's', NULL, NULL}, /* the first name of --bpf-stats */
 	};
 	struct own_args o = {ctx, stats};
 	const struct probe_args a = {.prog = PROG,
@@ -127,7 +98,7 @@ static int parse_args(int argc, char **argv, struct tp_ctx *ctx, enum probe_log_
 				     .nown = 3,
 				     .own_cb = own_option,
 				     .ctx = &o,
-				     .usage = usage};
+				     .notes = notes};
 
 	return probe_conf__parse_args(&a, argc, argv);
 }
@@ -231,8 +202,8 @@ int main(int argc, char **argv)
 
 	probe_log_setup(PROBE_NAME, PLOG_INFO);
 	ctx.stats_fd = -1;
-	ctx.base.period_s = PERIOD_DEFAULT;
-	ctx.base.subs = TP_SUB_DEFAULT;
+	gg_params__defaults(CONTRACT->params, CONTRACT->nparams, &ctx.base);
+	ctx.base.subs = gg_contract__default_subprobes(CONTRACT);
 	gg_scope__init(&ctx.base.scope);
 	ret = parse_args(argc, argv, &ctx, &level, &stats);
 	if (ret >= 0)

@@ -12,14 +12,10 @@
 #include "tcp_user.h"
 #include "tcpprobe.skel.h"
 
-#define PROBE_NAME     "tcp"
-#define PROG	       "tcpprobe"
-#define PERIOD_MIN     1u
-#define PERIOD_MAX     600u
-#define PERIOD_DEFAULT 5u
-#define THR_MAX	       100000u
-#define DUMP_CHUNK     256u
-#define AGG_KEYS_MAX   65536u
+#define PROBE_NAME   "tcp"
+#define PROG	     "tcpprobe"
+#define DUMP_CHUNK   256u
+#define AGG_KEYS_MAX 65536u
 
 extern const struct gg_contract gg_contract_tcpprobe;
 #define CONTRACT  (&gg_contract_tcpprobe)
@@ -66,41 +62,16 @@ static uint64_t now_ns(void)
 	return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
 }
 
-static void usage(FILE *f)
-{
-	fprintf(f,
-		"Usage: " PROG " [OPTION]...\n"
-		"Report TCP link metrics from tracepoints every period (gala-gopher probe \"" PROBE_NAME "\").\n"
-		"Without the supervisor, records are printed on stdout, one |table|...| line each.\n"
-		"\n"
-		"  -t SEC         report period in seconds, %u..%u (default %u)\n"
-		"  -l LEVEL       log level: debug, info, warn or error (default info)\n"
-		"  -P LIST        sub-probes, comma separated: tcp_abnormal, tcp_rtt, tcp_windows, tcp_rate,\n"
-		"                 tcp_srtt, tcp_sockbuf, tcp_stats, tcp_delay (default: all but tcp_delay, with RTT\n"
-		"                 histograms and zero windows read once per period; naming tcp_rtt or tcp_windows\n"
-		"                 samples them per incoming segment, at a cost per segment)\n"
-		"  -c 0|1         report_source_port: 1 reports each client port as its own link (default 0:\n"
-		"                 links between one client address and one server port are summed)\n"
-		"  -D N           drops_thr: an event when a key retransmits or drops N packets in a period\n"
-		"                 (0 = off, default)\n"
-		"  -T MS          latency_thr: an event when a key's mean srtt reaches MS milliseconds (0 = off)\n"
-		"  -m N           most live links tracked (map size, default %u)\n"
-		"      --pid LIST   only these processes (comma separated tgids)\n"
-		"      --comm NAME  only processes with this command name (rescanned every period)\n"
-		"      --bpf-stats  log each BPF program's runs and ns per run every period (info level)\n"
-		"  -h, --help     show this help and exit\n"
-		"      --version  show the version and exit\n"
-		"\n"
-		"Tables: tcp_tx_rx (tcp_stats), tcp_rtt, tcp_windows, tcp_rate, tcp_srtt, tcp_sockbuf, tcp_delay,\n"
-		"tcp_abn (tcp_abnormal);"
-		" event_v2 records (entity tcp_link) for drops_thr and latency_thr.\n"
-		"Live configuration: {\"probe\": [...], \"params\": {\"report_period\": N, \"report_source_port\": "
-		"0|1,\n"
-		"\"drops_thr\": N, \"latency_thr\": MS}, \"scope\": {\"all\": false, \"pids\": [...], \"cgroup_ids\": "
-		"[...]}}\n",
-		PERIOD_MIN, PERIOD_MAX, PERIOD_DEFAULT, TCP_LINKS_MAX);
-	probe_conf__usage_params(f, CONTRACT);
-}
+/* --help after the options (generated from the contract). */
+static const char notes[] =
+	"Without -P: every table but tcp_delay, with RTT histograms and zero windows read once per period;\n"
+	"naming tcp_rtt or tcp_windows samples them per incoming segment, at a cost per segment. -P also\n"
+	"takes gala-gopher's bit mask (1 tcp_abnormal .. 128 tcp_delay).\n"
+	"Tables: tcp_tx_rx (tcp_stats), tcp_rtt, tcp_windows, tcp_rate, tcp_srtt, tcp_sockbuf, tcp_delay,\n"
+	"tcp_abn (tcp_abnormal); event_v2 records (entity tcp_link) for drops_thr and latency_thr.\n"
+	"Live configuration: {\"probe\": [...], \"params\": {\"report_period\": N, \"report_source_port\": 0|1,\n"
+	"\"drops_thr\": N, \"latency_thr\": MS}, \"scope\": {\"all\": false, \"pids\": [...], \"cgroup_ids\": "
+	"[...]}}\n";
 
 /* -P takes names, or gala-gopher's numeric bit mask (bits as TCP_SP_*). */
 static int parse_subprobes(const char *s, unsigned int *ret)
@@ -142,8 +113,13 @@ static int own_option(void *data, int id, const char *arg)
 static int parse_args(int argc, char **argv, struct tp_ctx *ctx, enum probe_log_level *level, unsigned int *max_links,
 		      int *bpf_stats)
 {
-	static const struct probe_opt own[] = {{NULL, 'P', required_argument, 'P'},
-					       {NULL, 'm', required_argument, 'm'}};
+	static const struct probe_opt own[] = {
+		{NULL, 'P', required_argument, 'P', "LIST",
+		 "sub-probes, comma separated, or a bit mask: tcp_abnormal*, tcp_rtt*, tcp_windows*, tcp_rate*, "
+		 "tcp_srtt*, tcp_sockbuf*, tcp_stats*, tcp_delay (* = default)"},
+		{NULL, 'm', required_argument, 'm', "N",
+		 "most live links tracked (map size), 64..1048576 (default 16384)"},
+	};
 	struct own_args o = {ctx, max_links};
 	const struct probe_args a = {.prog = PROG,
 				     .contract = CONTRACT,
@@ -156,7 +132,7 @@ static int parse_args(int argc, char **argv, struct tp_ctx *ctx, enum probe_log_
 				     .nown = 2,
 				     .own_cb = own_option,
 				     .ctx = &o,
-				     .usage = usage};
+				     .notes = notes};
 
 	return probe_conf__parse_args(&a, argc, argv);
 }
@@ -488,7 +464,8 @@ int main(int argc, char **argv)
 	char names[160];
 
 	probe_log_setup(PROBE_NAME, PLOG_INFO);
-	ctx.base = (struct tp_conf){.period_s = PERIOD_DEFAULT, .subprobes = SP_DEFAULT};
+	gg_params__defaults(CONTRACT->params, CONTRACT->nparams, &ctx.base);
+	ctx.base.subprobes = SP_DEFAULT;
 	gg_scope__init(&ctx.base_scope);
 	ctx.stats_fd = -1;
 	ret = parse_args(argc, argv, &ctx, &level, &max_links, &bpf_stats);
