@@ -382,12 +382,8 @@ static void report(void *arg)
 		report_udp(ctx);
 	report_drops(ctx);
 	(void)probe_rt__flush(ctx->rt);
-	if (ctx->stats_fd >= 0) {
-		char buf[1024];
-
-		gg_bpf_stats_fmt(ctx->skel->obj, ctx->stats_prev, 16, buf, sizeof(buf));
-		probe_log(PLOG_INFO, "bpf stats (runs/ns per run): %s", buf);
-	}
+	if (ctx->stats_fd >= 0)
+		gg_bpf_stats_log(ctx->skel->obj, ctx->stats_prev, 16);
 }
 
 static int alloc_buffers(struct ep_ctx *ctx)
@@ -423,18 +419,14 @@ static void free_buffers(struct ep_ctx *ctx)
 static int setup_bpf(struct ep_ctx *ctx)
 {
 	struct endpoint *s;
-	char off[512];
 	int err;
 
-	err = gg_bpf_init();
-	if (err)
-		probe_log(PLOG_WARN, "tracefs is not mounted and cannot be: %s", strerror(-err));
+	gg_bpf_begin();
 	s = endpoint__open();
 	if (!s)
 		return -errno;
 	ctx->skel = s;
-	if (gg_bpf_autoload_available(s->obj, off, sizeof(off)))
-		probe_log(PLOG_WARN, "hooks missing in this kernel, not used: %s", off);
+	gg_bpf_autoload(s->obj);
 	if (gg_bpf_tp_btf_nargs("kfree_skb") >= 4)
 		bpf_program__set_autoload(s->progs.ep_drop3, false);
 	else

@@ -339,29 +339,20 @@ static void report(void *arg)
 	if (ctx->cur.subprobes & SP_PAGECACHE)
 		report_pagecache(ctx);
 	(void)probe_rt__flush(ctx->rt);
-	if (ctx->stats_fd >= 0) {
-		char buf[1024];
-
-		gg_bpf_stats_fmt(ctx->skel->obj, ctx->stats_prev, 16, buf, sizeof(buf));
-		probe_log(PLOG_INFO, "bpf stats (runs/ns per run): %s", buf);
-	}
+	if (ctx->stats_fd >= 0)
+		gg_bpf_stats_log(ctx->skel->obj, ctx->stats_prev, 16);
 }
 
 static int setup_bpf(struct io_ctx *ctx)
 {
 	struct ioprobe *s;
-	char off[512];
-	int err;
 
-	err = gg_bpf_init();
-	if (err)
-		probe_log(PLOG_WARN, "tracefs is not mounted and cannot be: %s", strerror(-err));
+	gg_bpf_begin();
 	s = ioprobe__open();
 	if (!s)
 		return -errno;
 	ctx->skel = s;
-	if (gg_bpf_autoload_available(s->obj, off, sizeof(off)))
-		probe_log(PLOG_WARN, "hooks missing in this kernel, not used: %s", off);
+	gg_bpf_autoload(s->obj);
 	return ioprobe__load(s);
 }
 

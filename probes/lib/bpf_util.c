@@ -241,6 +241,24 @@ int gg_bpf_autoload_available(struct bpf_object *obj, char *ret_off, size_t len)
 	return off;
 }
 
+void gg_bpf_begin(void)
+{
+	int err = gg_bpf_init();
+
+	if (err)
+		probe_log(PLOG_WARN, "tracefs is not mounted and cannot be: %s", strerror(-err));
+}
+
+int gg_bpf_autoload(struct bpf_object *obj)
+{
+	char off[512];
+	int n = gg_bpf_autoload_available(obj, off, sizeof(off));
+
+	if (n > 0)
+		probe_log(PLOG_WARN, "hooks missing in this kernel, not used: %s", off);
+	return n;
+}
+
 int gg_bpf_prefer(struct bpf_program *preferred, struct bpf_program *fallback)
 {
 	if (preferred && bpf_program__autoload(preferred)) {
@@ -598,4 +616,12 @@ int gg_bpf_apply_hooks(const struct gg_bpf_hook *hooks, size_t n, unsigned int s
 		}
 	}
 	return first;
+}
+
+void gg_bpf_stats_log(struct bpf_object *obj, struct gg_bpf_stats_prev *prev, size_t nprev)
+{
+	char buf[2048];
+
+	if (gg_bpf_stats_fmt(obj, prev, nprev, buf, sizeof(buf)) > 0)
+		probe_log(PLOG_INFO, "bpf stats (runs/ns per run): %s", buf);
 }

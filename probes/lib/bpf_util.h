@@ -23,6 +23,10 @@
  * mounted: tracepoint programs will not attach).
  */
 int gg_bpf_init(void);
+/* gg_bpf_init with its failure logged as a warning (tracepoints will not attach). */
+void gg_bpf_begin(void);
+/* gg_bpf_autoload_available with the hooks turned off logged as a warning; how many. */
+int gg_bpf_autoload(struct bpf_object *obj);
 
 /* ---- what the running kernel offers (cached; no side effects) ---------------------------------- */
 
@@ -162,5 +166,7 @@ struct gg_bpf_stats_prev {
  * Returns the number of programs described.
  */
 int gg_bpf_stats_fmt(struct bpf_object *obj, struct gg_bpf_stats_prev *prev, size_t nprev, char *buf, size_t len);
+/* --bpf-stats every period: gg_bpf_stats_fmt at info level ("bpf stats (runs/ns per run): ..."). */
+void gg_bpf_stats_log(struct bpf_object *obj, struct gg_bpf_stats_prev *prev, size_t nprev);
 
 #endif

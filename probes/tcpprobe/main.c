@@ -385,24 +385,17 @@ static void report(void *arg)
 		probe_log(PLOG_WARN, "maps full: %llu links not tracked, %llu closed links lost (raise -m)",
 			  (unsigned long long)ctx->links_lost, (unsigned long long)ctx->closed_lost);
 	}
-	if (ctx->stats_fd >= 0) {
-		char buf[1024];
-
-		gg_bpf_stats_fmt(ctx->skel->obj, ctx->stats_prev, 32, buf, sizeof(buf));
-		probe_log(PLOG_INFO, "bpf stats (runs/ns per run): %s", buf);
-	}
+	if (ctx->stats_fd >= 0)
+		gg_bpf_stats_log(ctx->skel->obj, ctx->stats_prev, 32);
 }
 
 /* Open, choose program variants for this kernel, size maps, load, attach the life cycle hooks. */
 static int setup_bpf(struct tp_ctx *ctx, unsigned int max_links)
 {
 	struct tcpprobe *s;
-	char off[512];
 	int err, nargs;
 
-	err = gg_bpf_init();
-	if (err)
-		probe_log(PLOG_WARN, "tracefs is not mounted and cannot be: %s", strerror(-err));
+	gg_bpf_begin();
 	s = tcpprobe__open();
 	if (!s)
 		return -errno;
@@ -417,8 +410,7 @@ static int setup_bpf(struct tp_ctx *ctx, unsigned int max_links)
 			ring >>= 1;
 		bpf_map__set_max_entries(s->maps.tcp_closed, ring);
 	}
-	if (gg_bpf_autoload_available(s->obj, off, sizeof(off)))
-		probe_log(PLOG_WARN, "hooks missing in this kernel, not used: %s", off);
+	gg_bpf_autoload(s->obj);
 	nargs = gg_bpf_tp_btf_nargs("kfree_skb");
 	if (nargs >= 4)
 		bpf_program__set_autoload(s->progs.tcp_drop3, false);
