@@ -35,7 +35,7 @@ def meta_fields(path):
 
 FIELDS = meta_fields(os.path.join(ROOT, "schema", "taskprobe.meta"))
 ALL_SUBS = "base_metrics,proc_syscall,proc_fs,proc_io,proc_dns,proc_pagecache"
-# the supervisor's built-in event table (supervisor/events.c)
+# the supervisor's built-in event table (supervisor/export/events.c)
 FIELDS["event_v2"] = ["entity_name", "entity_id", "metric", "severity", "body", "body_zh", "labels", "event_type"]
 
 

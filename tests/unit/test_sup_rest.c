@@ -16,9 +16,9 @@
 
 #include <cmocka.h>
 
-#include "../../supervisor/persist.h"
-#include "../../supervisor/probe_names.h"
-#include "../../supervisor/snoopers.h"
+#include "../../supervisor/rest/persist.h"
+#include "../../supervisor/rest/validate.h"
+#include "../../supervisor/rest/snoopers.h"
 
 static char tmpdir[64];
 
@@ -508,7 +508,7 @@ static void test_resolve(void **state)
 			  "cri-containerd-fedcba9876543210fedcba9876543210fedcba9876543210fedcba9876543210.scope";
 	struct gg_snoopers a, b, c, d;
 	const struct gg_snoopers *sets[4] = {&a, &b, &c, &d};
-	struct gg_scope sc[4];
+	static struct gg_scope sc[4];
 	struct gg_scan_opts o;
 	struct gg_scan_stats st;
 	cJSON *j;
@@ -553,23 +553,23 @@ static void test_resolve(void **state)
 	assert_int_equal(st.procs, 5);
 	/* a: pid 400 (999 does not exist), nginx with "daemon off" in its command line (not the worker) */
 	assert_false(sc[0].all);
-	assert_int_equal(sc[0].npids, 2);
-	assert_int_equal(sc[0].pids[0], 100);
-	assert_int_equal(sc[0].pids[1], 400);
-	assert_int_equal(sc[0].ncgroups, 0);
+	assert_int_equal(sc[0].ntgid, 2);
+	assert_int_equal(sc[0].tgid[0], 100);
+	assert_int_equal(sc[0].tgid[1], 400);
+	assert_int_equal(sc[0].ncgrp, 0);
 	/* b: docker container by a 12-character prefix (case folded): pid and its cgroup */
-	assert_int_equal(sc[1].npids, 1);
-	assert_int_equal(sc[1].pids[0], 200);
-	assert_int_equal(sc[1].ncgroups, 1);
-	assert_true(sc[1].cgroup_ids[0] == docker_ino);
+	assert_int_equal(sc[1].ntgid, 1);
+	assert_int_equal(sc[1].tgid[0], 200);
+	assert_int_equal(sc[1].ncgrp, 1);
+	assert_true(sc[1].cgrp[0] == docker_ino);
 	/* c: the pod (the 11-character container prefix is too short to match) */
-	assert_int_equal(sc[2].npids, 1);
-	assert_int_equal(sc[2].pids[0], 300);
-	assert_int_equal(sc[2].ncgroups, 1);
-	assert_true(sc[2].cgroup_ids[0] == pod_ino);
+	assert_int_equal(sc[2].ntgid, 1);
+	assert_int_equal(sc[2].tgid[0], 300);
+	assert_int_equal(sc[2].ncgrp, 1);
+	assert_true(sc[2].cgrp[0] == pod_ino);
 	/* d: no targets: everything */
 	assert_true(sc[3].all);
-	assert_int_equal(sc[3].npids, 0);
+	assert_int_equal(sc[3].ntgid, 0);
 	j = gg_scope__to_json(&sc[1]);
 	{
 		char *txt = cJSON_PrintUnformatted(j), want[200];
@@ -582,7 +582,7 @@ static void test_resolve(void **state)
 	cJSON_Delete(j);
 	/* the same scan again is equal; a process gone changes it */
 	{
-		struct gg_scope again[4];
+		static struct gg_scope again[4];
 
 		for (int i = 0; i < 4; i++)
 			gg_scope__init(&again[i]);
@@ -593,16 +593,12 @@ static void test_resolve(void **state)
 		assert_int_equal(system(p), 0);
 		assert_int_equal(gg_snoopers__resolve(sets, 4, again, &o, NULL), 0);
 		assert_false(gg_scope__equal(&sc[0], &again[0]));
-		assert_int_equal(again[0].npids, 1);
-		for (int i = 0; i < 4; i++)
-			gg_scope__fini(&again[i]);
+		assert_int_equal(again[0].ntgid, 1);
 	}
 	/* a missing /proc fails and leaves the scopes as they were */
 	o.proc_root = "/nonexistent-gg-proc";
 	assert_int_equal(gg_snoopers__resolve(sets, 4, sc, &o, NULL), -ENOENT);
-	assert_int_equal(sc[0].npids, 2);
-	for (int i = 0; i < 4; i++)
-		gg_scope__fini(&sc[i]);
+	assert_int_equal(sc[0].ntgid, 2);
 }
 
 /* The unified hierarchy is found wherever it is mounted (/sys/fs/cgroup, or .../unified on hybrid). */
@@ -622,7 +618,7 @@ static void test_resolve_real_proc(void **state)
 {
 	struct gg_snoopers s;
 	const struct gg_snoopers *set = &s;
-	struct gg_scope sc;
+	static struct gg_scope sc;
 	char comm[32] = "";
 	FILE *f = fopen("/proc/self/comm", "r");
 	cJSON *j = cJSON_CreateObject(), *names = cJSON_AddArrayToObject(j, "proc_name"), *n = cJSON_CreateObject();
@@ -642,11 +638,10 @@ static void test_resolve_real_proc(void **state)
 	{
 		int found = 0;
 
-		for (unsigned int i = 0; i < sc.npids; i++)
-			found |= sc.pids[i] == (uint32_t)getpid();
+		for (unsigned int i = 0; i < sc.ntgid; i++)
+			found |= sc.tgid[i] == (uint32_t)getpid();
 		assert_true(found);
 	}
-	gg_scope__fini(&sc);
 }
 
 /* ---- persistence -------------------------------------------------------------------------------------- */

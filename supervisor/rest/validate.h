@@ -1,12 +1,15 @@
-/* probe_names.h - what the REST API knows about each probe: REST name <-> binary, sub-probes,
- * parameters (type, default, range), accepted snooper kinds; and the request-body decoder and the
- * validator that turns a PUT body into a normalized configuration (pure code: no supervisor state). */
-#ifndef GG_PROBE_NAMES_H
-#define GG_PROBE_NAMES_H
+/* validate.h - what the REST API knows about each probe (probe_table.c: the probes' contracts) and
+ * the request-body decoder and the validator that turns a PUT body into a normalized configuration
+ * (pure code: no supervisor state). */
+#ifndef GG_REST_VALIDATE_H
+#define GG_REST_VALIDATE_H
 
 #include <stddef.h>
 
 #include <cjson/cJSON.h>
+
+#include "contract.h"
+#include "ctrl_msg.h"
 
 #define GG_REST_JSON_MAX 2048u /* characters of configuration JSON per request (seed: 2048) */
 /* Bytes of request body: the URL-encoded form of a maximal JSON (every character as %XX) + "json=". */
@@ -23,69 +26,23 @@
 #define GG_REST_COMM_MAX       15u     /* TASK_COMM_LEN - 1 */
 #define GG_REST_PID_MAX	       4194304 /* PID_MAX_LIMIT */
 
-/* Snooper kinds a probe accepts. */
-enum gg_snoop_kind {
-	GG_SNOOP_PROC_ID = 1u << 0,
-	GG_SNOOP_PROC_NAME = 1u << 1,
-	GG_SNOOP_POD_ID = 1u << 2,
-	GG_SNOOP_CONTAINER_ID = 1u << 3,
-	GG_SNOOP_GAUSSDB = 1u << 4, /* openGauss instances: {dbip, dbport, dbname, dbuser, dbpass} */
-};
-#define GG_SNOOP_ALL  (GG_SNOOP_PROC_ID | GG_SNOOP_PROC_NAME | GG_SNOOP_POD_ID | GG_SNOOP_CONTAINER_ID)
-#define GG_SNOOP_PROC (GG_SNOOP_PROC_ID | GG_SNOOP_PROC_NAME)
-
-enum gg_param_type {
-	GG_PT_INT,	 /* integer in [min, max] (or 0 when zero_off) */
-	GG_PT_BOOL,	 /* 0 or 1 (true/false accepted) */
-	GG_PT_ENUM,	 /* one string of choices */
-	GG_PT_ENUM_LIST, /* a list of strings of choices (a single string is taken as a list of one) */
-	GG_PT_HOSTPORT,	 /* "host:port" or "" (off) */
-	GG_PT_NAME,	 /* a device name: letters, digits, '_', '-', '.', ':'; at most 63 characters; may be "" */
-	GG_PT_OUT_DIR,	 /* a directory the probe writes to: confined under the configured output base */
-	GG_PT_ELF_PATH,	 /* an executable the probe reads: confined under the configured ELF base directories */
-};
-
-/* One runtime parameter (seed 000, "Configuring Probe Runtime Parameters"). */
-struct gg_param_spec {
-	const char *name;
-	enum gg_param_type type;
-	const char *probes;	    /* REST names separated by spaces, or "*" for all */
-	long long def, min, max;    /* GG_PT_INT, GG_PT_BOOL */
-	int zero_off;		    /* 0 is accepted besides [min, max] ("0 = off") */
-	const char *def_str;	    /* default of string types (lists: comma separated) */
-	const char *const *choices; /* GG_PT_ENUM, GG_PT_ENUM_LIST */
-	const char *unit;
-	int restart; /* a change needs a fresh probe process (it chooses what is attached) */
-};
-
-/* A command-line flag a parameter maps to when a probe is restarted with new flags. */
-struct gg_param_flag {
-	const char *param;
-	const char *flag;
-};
-
-/* One probe the REST API manages. */
+/* One probe the REST API manages: its contract (ipc/contract.h) as the validator reads it. */
 struct gg_probe_def {
 	const char *rest_name;
-	const char *bin;		   /* binary name in global.probes_dir */
-	const char *const *subprobes;	   /* NULL-terminated, NULL when the probe has none */
-	unsigned int snoopers;		   /* enum gg_snoop_kind bits */
-	const char *check_cmd;		   /* built-in start condition, or NULL */
-	const char *subprobe_flag;	   /* flag taking the comma-joined sub-probe list on a restart, or NULL */
-	const struct gg_param_flag *flags; /* param -> flag on a restart; NULL-terminated, or NULL */
+	const char *bin;		    /* binary name in global.probes_dir */
+	const char *const *subprobes;	    /* the names REST offers, NULL-terminated; NULL when the probe has none */
+	unsigned int snoopers;		    /* enum gg_snoop_kind bits */
+	const char *check_cmd;		    /* built-in start condition, or NULL */
+	const char *subprobe_flag;	    /* flag taking the comma-joined sub-probe list on a restart, or NULL */
+	const struct gg_contract *contract; /* parameters (in the order "allowed" lists them), extend_params */
 };
 
 unsigned int gg_probe_defs__count(void);
 const struct gg_probe_def *gg_probe_defs__at(unsigned int i);
 const struct gg_probe_def *gg_probe_defs__find(const char *rest_name);
 const struct gg_probe_def *gg_probe_defs__find_bin(const char *bin);
-/* The parameter spec `name` as it applies to probe def (per-probe variants first); NULL if the probe
- * does not take it. */
+/* The parameter `name` of probe def; NULL if the probe does not take it. */
 const struct gg_param_spec *gg_param_spec__find(const struct gg_probe_def *def, const char *name);
-unsigned int gg_param_specs__count(void);
-const struct gg_param_spec *gg_param_specs__at(unsigned int i);
-/* Whether spec applies to probe def. */
-int gg_param_spec__applies(const struct gg_param_spec *spec, const struct gg_probe_def *def);
 
 /*
  * Decode a PUT body into configuration JSON text (malloc'd, NUL-terminated, in *ret_json).

@@ -13,6 +13,8 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "fsutil.h"
+
 #define CGROUP_FILE_MAX	 8192
 #define CMDLINE_READ_MAX 4096
 
@@ -88,94 +90,31 @@ int gg_snoopers__needs_scan(const struct gg_snoopers *s)
 	return !gg_snoopers__empty(s);
 }
 
-/* ---- scopes --------------------------------------------------------------------------------------- */
-
-void gg_scope__init(struct gg_scope *s)
-{
-	memset(s, 0, sizeof(*s));
-	s->all = 1;
-}
-
-void gg_scope__fini(struct gg_scope *s)
-{
-	free(s->pids);
-	free(s->cgroup_ids);
-	gg_scope__init(s);
-}
-
-void gg_scope__move(struct gg_scope *dst, struct gg_scope *src)
-{
-	gg_scope__fini(dst);
-	*dst = *src;
-	gg_scope__init(src);
-}
-
-int gg_scope__equal(const struct gg_scope *a, const struct gg_scope *b)
-{
-	return a->all == b->all && a->npids == b->npids && a->ncgroups == b->ncgroups && a->truncated == b->truncated &&
-	       (!a->npids || !memcmp(a->pids, b->pids, a->npids * sizeof(*a->pids))) &&
-	       (!a->ncgroups || !memcmp(a->cgroup_ids, b->cgroup_ids, a->ncgroups * sizeof(*a->cgroup_ids)));
-}
-
-cJSON *gg_scope__to_json(const struct gg_scope *s)
-{
-	cJSON *o = cJSON_CreateObject(), *pids, *cgs;
-
-	if (!o)
-		return NULL;
-	cJSON_AddBoolToObject(o, "all", s->all);
-	pids = cJSON_AddArrayToObject(o, "pids");
-	cgs = cJSON_AddArrayToObject(o, "cgroup_ids");
-	for (unsigned int i = 0; i < s->npids; i++)
-		cJSON_AddItemToArray(pids, cJSON_CreateNumber(s->pids[i]));
-	for (unsigned int i = 0; i < s->ncgroups; i++)
-		cJSON_AddItemToArray(cgs, cJSON_CreateNumber((double)s->cgroup_ids[i]));
-	if (s->truncated)
-		cJSON_AddBoolToObject(o, "truncated", 1);
-	return o;
-}
+/* ---- scopes (struct gg_scope: ipc/ctrl_msg.h) ----------------------------------------------------- */
 
 static int add_pid(struct gg_scope *s, uint32_t pid)
 {
-	if (s->npids && s->pids[s->npids - 1] == pid)
+	if (s->ntgid && s->tgid[s->ntgid - 1] == pid)
 		return 0;
-	if (s->npids >= GG_SCOPE_PIDS_MAX) {
+	if (s->ntgid >= GG_SCOPE_PIDS_MAX) {
 		s->truncated = 1;
 		return 0;
 	}
-	if (s->npids == s->pids_cap) {
-		unsigned int cap = s->pids_cap ? s->pids_cap * 2 : 16;
-		uint32_t *n = realloc(s->pids, cap * sizeof(*n));
-
-		if (!n)
-			return -ENOMEM;
-		s->pids = n;
-		s->pids_cap = cap;
-	}
-	s->pids[s->npids++] = pid;
+	s->tgid[s->ntgid++] = pid;
 	return 0;
 }
 
 static int add_cgroup(struct gg_scope *s, uint64_t id)
 {
-	for (unsigned int i = 0; i < s->ncgroups; i++) {
-		if (s->cgroup_ids[i] == id)
+	for (unsigned int i = 0; i < s->ncgrp; i++) {
+		if (s->cgrp[i] == id)
 			return 0;
 	}
-	if (s->ncgroups >= GG_SCOPE_CGROUPS_MAX) {
+	if (s->ncgrp >= GG_SCOPE_CGROUPS_MAX) {
 		s->truncated = 1;
 		return 0;
 	}
-	if (s->ncgroups == s->cgroups_cap) {
-		unsigned int cap = s->cgroups_cap ? s->cgroups_cap * 2 : 8;
-		uint64_t *n = realloc(s->cgroup_ids, cap * sizeof(*n));
-
-		if (!n)
-			return -ENOMEM;
-		s->cgroup_ids = n;
-		s->cgroups_cap = cap;
-	}
-	s->cgroup_ids[s->ncgroups++] = id;
+	s->cgrp[s->ncgrp++] = id;
 	return 0;
 }
 
@@ -195,26 +134,6 @@ static int cmp_u64(const void *a, const void *b)
 
 /* ---- the scan ------------------------------------------------------------------------------------- */
 
-static ssize_t read_small(const char *path, char *buf, size_t len)
-{
-	ssize_t n, got = 0;
-	int fd = open(path, O_RDONLY | O_CLOEXEC);
-
-	if (fd < 0)
-		return -errno;
-	while ((size_t)got + 1 < len) {
-		n = read(fd, buf + got, len - 1 - (size_t)got);
-		if (n < 0 && errno == EINTR)
-			continue;
-		if (n <= 0)
-			break;
-		got += n;
-	}
-	close(fd);
-	buf[got] = '\0';
-	return got;
-}
-
 /* What we learned about one process, read lazily; everything before dir is reset per process. */
 struct proc_info {
 	int comm_read, cmdline_read, cgroup_read;
@@ -228,19 +147,28 @@ struct proc_info {
 	char cgpath[PATH_MAX];
 };
 
+/* /proc/<pid>/<name> into buf (counted as a file read): the bytes read, 0 when it cannot be read. */
+static ssize_t read_proc_file(const struct proc_info *pi, struct gg_scan_stats *st, const char *name, char *buf,
+			      size_t len)
+{
+	char path[96];
+	ssize_t n;
+
+	snprintf(path, sizeof(path), "%s/%s", pi->dir, name);
+	n = gg_read_small(path, buf, len);
+	st->files++;
+	if (n < 0)
+		buf[0] = '\0';
+	return n < 0 ? 0 : n;
+}
+
 static const char *proc_comm(struct proc_info *pi, struct gg_scan_stats *st)
 {
 	if (!pi->comm_read) {
-		char path[96];
-		ssize_t n;
+		ssize_t n = read_proc_file(pi, st, "comm", pi->comm, sizeof(pi->comm));
 
 		pi->comm_read = 1;
-		snprintf(path, sizeof(path), "%s/comm", pi->dir);
-		n = read_small(path, pi->comm, sizeof(pi->comm));
-		st->files++;
-		if (n < 0)
-			pi->comm[0] = '\0';
-		else if (n > 0 && pi->comm[n - 1] == '\n')
+		if (n > 0 && pi->comm[n - 1] == '\n')
 			pi->comm[n - 1] = '\0';
 	}
 	return pi->comm;
@@ -249,15 +177,9 @@ static const char *proc_comm(struct proc_info *pi, struct gg_scan_stats *st)
 static const char *proc_cmdline(struct proc_info *pi, struct gg_scan_stats *st)
 {
 	if (!pi->cmdline_read) {
-		char path[96];
-		ssize_t n;
+		ssize_t n = read_proc_file(pi, st, "cmdline", pi->cmdline, sizeof(pi->cmdline));
 
 		pi->cmdline_read = 1;
-		snprintf(path, sizeof(path), "%s/cmdline", pi->dir);
-		n = read_small(path, pi->cmdline, sizeof(pi->cmdline));
-		st->files++;
-		if (n < 0)
-			n = 0;
 		/* arguments are NUL separated: join them with spaces */
 		for (ssize_t i = 0; i < n; i++) {
 			if (!pi->cmdline[i])
@@ -280,7 +202,7 @@ static void proc_cgroup(struct proc_info *pi, struct gg_scan_stats *st)
 	pi->cont[0] = pi->pod[0] = '\0';
 	snprintf(path, sizeof(path), "%s/cgroup", pi->dir);
 	st->files++;
-	if (read_small(path, text, sizeof(text)) <= 0)
+	if (gg_read_small(path, text, sizeof(text)) <= 0)
 		return;
 	if (gg_proc_cgroup__path(text, pi->cgpath, sizeof(pi->cgpath), &pi->cg_v2))
 		return;
@@ -439,19 +361,17 @@ int gg_snoopers__resolve(const struct gg_snoopers *const *sets, unsigned int n, 
 			goto out;
 	}
 	for (unsigned int i = 0; i < n; i++) {
-		if (tmp[i].npids)
-			qsort(tmp[i].pids, tmp[i].npids, sizeof(*tmp[i].pids), cmp_u32);
-		if (tmp[i].ncgroups)
-			qsort(tmp[i].cgroup_ids, tmp[i].ncgroups, sizeof(*tmp[i].cgroup_ids), cmp_u64);
-		gg_scope__move(&scopes[i], &tmp[i]);
+		if (tmp[i].ntgid)
+			qsort(tmp[i].tgid, tmp[i].ntgid, sizeof(tmp[i].tgid[0]), cmp_u32);
+		if (tmp[i].ncgrp)
+			qsort(tmp[i].cgrp, tmp[i].ncgrp, sizeof(tmp[i].cgrp[0]), cmp_u64);
+		scopes[i] = tmp[i];
 	}
 	if (ret_stats)
 		*ret_stats = st;
 out:
 	if (d)
 		closedir(d);
-	for (unsigned int i = 0; i < n; i++)
-		gg_scope__fini(&tmp[i]);
 	free(tmp);
 	free(pi);
 	return err;

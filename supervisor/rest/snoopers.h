@@ -7,9 +7,9 @@
 
 #include <cjson/cJSON.h>
 
-#include "gg_common.h" /* the probes' scope map sizes */
-#include "identity.h"  /* cgroup path layouts */
-#include "probe_names.h"
+#include "ctrl_msg.h" /* struct gg_scope: what a probe is told to monitor */
+#include "identity.h" /* cgroup path layouts */
+#include "validate.h"
 
 /* Resolved per probe, as many as the probes' BPF scope maps hold; more are dropped and flagged. */
 #define GG_SCOPE_PIDS_MAX    ((unsigned int)GG_SCOPE_TGID_MAX)
@@ -32,17 +32,6 @@ struct gg_snoopers {
 	char conts[GG_REST_CONTAINERS_MAX][68]; /* lower case */
 };
 
-/* What a probe is told to monitor. */
-struct gg_scope {
-	int all; /* no targets given: no filter */
-	unsigned int npids;
-	uint32_t *pids; /* sorted */
-	unsigned int ncgroups;
-	uint64_t *cgroup_ids; /* sorted; cgroup v2 ids (inode numbers of the cgroup directories) */
-	int truncated;	      /* more matched than GG_SCOPE_*_MAX */
-	unsigned int pids_cap, cgroups_cap;
-};
-
 struct gg_scan_opts {
 	const char *proc_root;	 /* NULL: "/proc" */
 	const char *cgroup_root; /* NULL: where cgroup2 is mounted (gg_cgroup2_mount) */
@@ -63,17 +52,9 @@ void gg_snoopers__from_json(const cJSON *snoopers, struct gg_snoopers *ret);
 int gg_snoopers__empty(const struct gg_snoopers *s);
 int gg_snoopers__needs_scan(const struct gg_snoopers *s);
 
-/* Resolve n (<= GG_SCAN_SETS_MAX) target sets in one scan: scopes[i] (initialized with
- * gg_scope__init) receives sets[i]'s. 0 or negative errno (the scopes are then left as they were). */
+/* Resolve n (<= GG_SCAN_SETS_MAX) target sets in one scan: scopes[i] receives sets[i]'s (sorted). 0 or negative errno
+ * (the scopes are then left as they were). */
 int gg_snoopers__resolve(const struct gg_snoopers *const *sets, unsigned int n, struct gg_scope *scopes,
 			 const struct gg_scan_opts *opts, struct gg_scan_stats *ret_stats);
-
-void gg_scope__init(struct gg_scope *s);
-void gg_scope__fini(struct gg_scope *s);
-int gg_scope__equal(const struct gg_scope *a, const struct gg_scope *b);
-/* Move src into dst (dst's old content is freed). */
-void gg_scope__move(struct gg_scope *dst, struct gg_scope *src);
-/* {"all": bool, "pids": [...], "cgroup_ids": [...], "truncated": bool} */
-cJSON *gg_scope__to_json(const struct gg_scope *s);
 
 #endif

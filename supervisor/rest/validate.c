@@ -1,6 +1,6 @@
-/* probe_names.c - the REST API's probe table (seed 000: names, binaries, sub-probes, runtime
- * parameters, monitoring targets), the PUT body decoder and the all-or-nothing validator. */
-#include "probe_names.h"
+/* validate.c - the REST API's PUT body decoder and the all-or-nothing validator of a configuration
+ * against a probe's contract (probe_table.c). */
+#include "validate.h"
 
 #include <ctype.h>
 #include <errno.h>
@@ -11,156 +11,6 @@
 #include <string.h>
 #include <strings.h>
 #include <sys/stat.h>
-
-/* ---- the table ------------------------------------------------------------------------------------ */
-
-#define LIST(...)                 \
-	(const char *const[])     \
-	{                         \
-		__VA_ARGS__, NULL \
-	}
-
-static const struct gg_param_flag baseinfo_flags[] = {{"report_period", "-t"}, {NULL, NULL}};
-
-static const struct gg_probe_def defs[] = {
-	{"baseinfo", "system_infos", LIST("cpu", "mem", "nic", "disk", "net", "fs", "proc", "host"), GG_SNOOP_ALL, NULL,
-	 "-P", baseinfo_flags},
-	{"virt", "virtualized_infos", NULL, 0, NULL, NULL, NULL},
-	{"flamegraph", "stackprobe", LIST("oncpu", "offcpu", "mem"), GG_SNOOP_ALL, NULL, NULL, NULL},
-	{"l7", "l7probe", LIST("l7_bytes_metrics", "l7_rpc_metrics", "l7_rpc_trace"), GG_SNOOP_ALL, NULL, NULL, NULL},
-	{"tcp", "tcpprobe",
-	 LIST("tcp_abnormal", "tcp_rtt", "tcp_windows", "tcp_rate", "tcp_srtt", "tcp_sockbuf", "tcp_stats",
-	      "tcp_delay"),
-	 GG_SNOOP_ALL, NULL, NULL, NULL},
-	{"socket", "endpoint", LIST("tcp_socket", "udp_socket"), GG_SNOOP_ALL, NULL, NULL, NULL},
-	{"io", "ioprobe", LIST("io_trace", "io_err", "io_count", "page_cache"), 0, NULL, NULL, NULL},
-	{"proc", "taskprobe", LIST("base_metrics", "proc_syscall", "proc_fs", "proc_io", "proc_dns", "proc_pagecache"),
-	 GG_SNOOP_ALL, NULL, NULL, NULL},
-	{"jvm", "jvmprobe", NULL, GG_SNOOP_ALL, NULL, NULL, NULL},
-	{"ksli", "ksliprobe", NULL, GG_SNOOP_ALL, NULL, NULL, NULL},
-	{"postgre_sli", "pgsliprobe", NULL, GG_SNOOP_ALL, NULL, NULL, NULL},
-	{"opengauss_sli", "pg_stat_probe", NULL, GG_SNOOP_GAUSSDB, NULL, NULL, NULL},
-	{"nginx", "nginx_probe", NULL, GG_SNOOP_ALL, NULL, NULL, NULL},
-	{"haproxy", "trace_haproxy", NULL, GG_SNOOP_ALL, NULL, NULL, NULL},
-	{"lvs", "trace_lvs", NULL, 0, "lsmod | grep ip_vs | wc -l", NULL, NULL},
-	{"kafka", "kafkaprobe", NULL, 0, NULL, NULL, NULL},
-	{"dnsmasq", "trace_dnsmasq", NULL, GG_SNOOP_ALL, NULL, NULL, NULL},
-	{"tprofiling", "tprofiling", LIST("oncpu", "syscall_file", "syscall_net", "syscall_lock", "syscall_sched"),
-	 GG_SNOOP_PROC, NULL, NULL, NULL},
-	{"sli", "sliprobe", NULL, GG_SNOOP_CONTAINER_ID | GG_SNOOP_POD_ID, NULL, NULL, NULL},
-};
-
-static const char *const metrics_types[] = {"raw", "telemetry", NULL};
-static const char *const envs[] = {"node", "container", "kubenet", NULL};
-static const char *const l7_protocols[] = {"http",  "pgsql",	"mysql", "redis", "kafka",
-					   "mongo", "rocketmq", "dns",	 NULL};
-
-/* Per-probe variants come before the general entry of the same name. */
-static const struct gg_param_spec specs[] = {
-	/* system_infos takes -t 1..600 (default 5): the REST range follows the binary */
-	{"report_period", GG_PT_INT, "baseinfo", 5, 1, 600, 0, NULL, NULL, "s", 0},
-	{"report_period", GG_PT_INT, "*", 60, 5, 600, 0, NULL, NULL, "s", 0},
-	{"sample_period", GG_PT_INT, "io tcp", 5000, 100, 10000, 0, NULL, NULL, "ms", 0},
-	{"latency_thr", GG_PT_INT, "tcp io proc ksli", 0, 10, 100000, 1, NULL, NULL, "ms", 0},
-	{"offline_thr", GG_PT_INT, "proc", 0, 10, 100000, 1, NULL, NULL, "ms", 0},
-	{"drops_thr", GG_PT_INT, "tcp baseinfo", 0, 10, 100000, 1, NULL, NULL, "packets", 0},
-	{"res_lower_thr", GG_PT_INT, "*", 0, 0, 100, 0, NULL, NULL, "percent", 0},
-	{"res_upper_thr", GG_PT_INT, "*", 0, 0, 100, 0, NULL, NULL, "percent", 0},
-	{"report_event", GG_PT_BOOL, "*", 0, 0, 1, 0, NULL, NULL, NULL, 0},
-	{"metrics_type", GG_PT_ENUM_LIST, "*", 0, 0, 0, 0, "raw", metrics_types, NULL, 0},
-	{"env", GG_PT_ENUM, "*", 0, 0, 0, 0, "node", envs, NULL, 0},
-	{"report_source_port", GG_PT_BOOL, "tcp", 0, 0, 1, 0, NULL, NULL, NULL, 0},
-	{"l7_protocol", GG_PT_ENUM_LIST, "l7", 0, 0, 0, 0, "http", l7_protocols, NULL, 0},
-	{"support_ssl", GG_PT_BOOL, "l7", 0, 0, 1, 0, NULL, NULL, NULL, 0},
-	{"multi_instance", GG_PT_BOOL, "flamegraph", 0, 0, 1, 0, NULL, NULL, NULL, 0},
-	{"native_stack", GG_PT_BOOL, "flamegraph", 0, 0, 1, 0, NULL, NULL, NULL, 0},
-	{"cluster_ip_backend", GG_PT_BOOL, "tcp l7", 0, 0, 1, 0, NULL, NULL, NULL, 0},
-	{"pyroscope_server", GG_PT_HOSTPORT, "flamegraph", 0, 0, 0, 0, "localhost:4040", NULL, NULL, 0},
-	{"svg_period", GG_PT_INT, "flamegraph", 180, 30, 600, 0, NULL, NULL, "s", 0},
-	{"perf_sample_period", GG_PT_INT, "flamegraph", 10, 10, 1000, 0, NULL, NULL, "ms", 0},
-	{"svg_dir", GG_PT_OUT_DIR, "flamegraph", 0, 0, 0, 0, "/var/log/gala-gopher/stacktrace", NULL, NULL, 0},
-	{"flame_dir", GG_PT_OUT_DIR, "flamegraph", 0, 0, 0, 0, "/var/log/gala-gopher/flamegraph", NULL, NULL, 0},
-	/* what a probe attaches to: a change restarts it */
-	{"dev_name", GG_PT_NAME, "io kafka ksli postgre_sli baseinfo tcp", 0, 0, 0, 0, "", NULL, NULL, 1},
-	{"continuous_sampling", GG_PT_BOOL, "ksli", 0, 0, 1, 0, NULL, NULL, NULL, 0},
-	{"elf_path", GG_PT_ELF_PATH, "nginx haproxy dnsmasq", 0, 0, 0, 0, "", NULL, NULL, 1},
-	{"kafka_port", GG_PT_INT, "kafka", 9092, 1, 65535, 0, NULL, NULL, NULL, 0},
-	/* stackprobe's own, beyond the seed's table */
-	{"min_block_us", GG_PT_INT, "flamegraph", 1000, 1, 10000000, 0, NULL, NULL, "us", 0},
-	{"profile_retention", GG_PT_INT, "flamegraph", 3600, 60, 604800, 0, NULL, NULL, "s", 0},
-	{"mem_alloc", GG_PT_BOOL, "flamegraph", 0, 0, 1, 0, NULL, NULL, NULL, 0},
-	/* system_infos' own: processes reported by the proc sub-probe without snoopers (0 = all) */
-	{"proc_top", GG_PT_INT, "baseinfo", 50, 0, 1024, 0, NULL, NULL, NULL, 0},
-};
-
-#define NDEFS  (sizeof(defs) / sizeof(defs[0]))
-#define NSPECS (sizeof(specs) / sizeof(specs[0]))
-
-unsigned int gg_probe_defs__count(void)
-{
-	return NDEFS;
-}
-
-const struct gg_probe_def *gg_probe_defs__at(unsigned int i)
-{
-	return i < NDEFS ? &defs[i] : NULL;
-}
-
-const struct gg_probe_def *gg_probe_defs__find(const char *rest_name)
-{
-	for (unsigned int i = 0; i < NDEFS; i++) {
-		if (!strcmp(defs[i].rest_name, rest_name))
-			return &defs[i];
-	}
-	return NULL;
-}
-
-const struct gg_probe_def *gg_probe_defs__find_bin(const char *bin)
-{
-	for (unsigned int i = 0; i < NDEFS; i++) {
-		if (!strcmp(defs[i].bin, bin))
-			return &defs[i];
-	}
-	return NULL;
-}
-
-unsigned int gg_param_specs__count(void)
-{
-	return NSPECS;
-}
-
-const struct gg_param_spec *gg_param_specs__at(unsigned int i)
-{
-	return i < NSPECS ? &specs[i] : NULL;
-}
-
-int gg_param_spec__applies(const struct gg_param_spec *spec, const struct gg_probe_def *def)
-{
-	const char *p = spec->probes;
-	size_t n = strlen(def->rest_name);
-
-	if (!strcmp(p, "*"))
-		return 1;
-	while (*p) {
-		size_t w = strcspn(p, " ");
-
-		if (w == n && !strncmp(p, def->rest_name, n))
-			return 1;
-		p += w;
-		while (*p == ' ')
-			p++;
-	}
-	return 0;
-}
-
-const struct gg_param_spec *gg_param_spec__find(const struct gg_probe_def *def, const char *name)
-{
-	for (unsigned int i = 0; i < NSPECS; i++) {
-		if (!strcmp(specs[i].name, name) && gg_param_spec__applies(&specs[i], def))
-			return &specs[i];
-	}
-	return NULL;
-}
 
 /* ---- messages ------------------------------------------------------------------------------------- */
 
@@ -377,15 +227,6 @@ static int dup_key(const cJSON *obj, char *err, size_t errlen, const char *where
 	return 0;
 }
 
-static int in_list(const char *const *list, const char *s)
-{
-	for (; list && *list; list++) {
-		if (!strcmp(*list, s))
-			return 1;
-	}
-	return 0;
-}
-
 /* An integral JSON number in [lo, hi] into *ret; -ERANGE out of range, -EINVAL not an integer. */
 static int get_int(const cJSON *v, long long lo, long long hi, long long *ret)
 {
@@ -586,7 +427,7 @@ static int check_cmd(struct check *c, const cJSON *cmd, cJSON *out)
 				return errf(c->err, c->errlen, 400,
 					    "cmd.probe[%u]: probe %s has no sub-probes (send [] or leave it out)", i,
 					    c->def->rest_name);
-			if (!in_list(c->def->subprobes, name))
+			if (!gg_in_list(c->def->subprobes, name))
 				return errf(c->err, c->errlen, 400,
 					    "cmd.probe[%u]: unknown sub-probe \"%s\" of %s (allowed: %s)", i,
 					    snip(name, 32, b1, sizeof(b1)), c->def->rest_name,
@@ -656,7 +497,7 @@ static int check_keys(struct check *c, const cJSON *obj, const char *const *allo
 		return err;
 	cJSON_ArrayForEach(k, obj)
 	{
-		if (!in_list(allowed, k->string))
+		if (!gg_in_list(allowed, k->string))
 			return errf(c->err, c->errlen, 400, "snoopers.%s[%u].%s: unknown field (expected %s)", where, i,
 				    snip(k->string, 32, b, sizeof(b)), join(allowed, all, sizeof(all)));
 	}
@@ -910,7 +751,7 @@ static int check_param(struct check *c, const struct gg_param_spec *s, const cJS
 	case GG_PT_ENUM: {
 		const char *str = cJSON_GetStringValue(v);
 
-		if (!str || !in_list(s->choices, str))
+		if (!str || !gg_in_list(s->choices, str))
 			return errf(c->err, c->errlen, 400, "params.%s: must be one of %s (default %s)", s->name,
 				    join(s->choices, all, sizeof(all)), s->def_str);
 		cJSON_AddStringToObject(out, s->name, str);
@@ -922,7 +763,7 @@ static int check_param(struct check *c, const struct gg_param_spec *s, const cJS
 		unsigned int n = 0;
 
 		if (cJSON_IsString(v)) {
-			if (!in_list(s->choices, v->valuestring))
+			if (!gg_in_list(s->choices, v->valuestring))
 				return errf(c->err, c->errlen, 400, "params.%s: \"%s\" is not one of %s", s->name,
 					    snip(v->valuestring, 32, b, sizeof(b)), join(s->choices, all, sizeof(all)));
 			o = cJSON_AddArrayToObject(out, s->name);
@@ -937,7 +778,7 @@ static int check_param(struct check *c, const struct gg_param_spec *s, const cJS
 		{
 			const char *str = cJSON_GetStringValue(e);
 
-			if (!str || !in_list(s->choices, str))
+			if (!str || !gg_in_list(s->choices, str))
 				return errf(c->err, c->errlen, 400, "params.%s[%u]: must be one of %s", s->name, n,
 					    join(s->choices, all, sizeof(all)));
 			if (++n > 16)
@@ -1040,9 +881,10 @@ static int check_params(struct check *c, const cJSON *params, cJSON *out)
 			const char *names[40] = {NULL};
 			unsigned int n = 0;
 
-			for (unsigned int i = 0; i < NSPECS && n + 1 < sizeof(names) / sizeof(names[0]); i++) {
-				if (gg_param_spec__applies(&specs[i], c->def) && !in_list(names, specs[i].name)) {
-					names[n++] = specs[i].name;
+			for (unsigned int i = 0;
+			     i < c->def->contract->nparams && n + 1 < sizeof(names) / sizeof(names[0]); i++) {
+				if (!gg_in_list(names, c->def->contract->params[i].name)) {
+					names[n++] = c->def->contract->params[i].name;
 					names[n] = NULL;
 				}
 			}

@@ -14,7 +14,7 @@
 #include "export.h"
 #include "ident_export.h"
 #include "persist.h"
-#include "probe_names.h"
+#include "validate.h"
 #include "profile_query.h"
 #include "snoopers.h"
 #include "supervisor.h"
@@ -165,28 +165,30 @@ static const cJSON *conf_subprobes(const struct rest_probe *rp)
 	return cmd ? cJSON_GetObjectItemCaseSensitive(cmd, "probe") : NULL;
 }
 
-/* {"probe": [...], "params": {...}, "snoopers": {...}, "scope": {...}}: only what is set. */
+/* The control message (ipc/ctrl_msg.h) in force for rp, encoded: only the parts that are set. */
 static char *build_ctrl_json(const struct rest_probe *rp)
 {
-	cJSON *o = cJSON_CreateObject(), *params = effective_params(rp);
-	const cJSON *sub = conf_subprobes(rp), *sn;
-	char *txt;
+	static struct gg_ctrl_msg m; /* large (the scope sets): not on the stack; the loop thread only */
+	const cJSON *sub = conf_subprobes(rp), *it;
+	char *txt = NULL;
 
-	if (!o) {
-		cJSON_Delete(params);
-		return NULL;
+	gg_ctrl_msg__init(&m);
+	cJSON_ArrayForEach(it, sub)
+	{
+		const char *name = cJSON_GetStringValue(it);
+
+		/* validated names (GG_REST_SUBPROBES_MAX <= GG_CTRL_SUBPROBES_MAX): the checks never drop one */
+		if (name && strlen(name) < GG_CTRL_SUBPROBE_LEN && m.nsubprobes < GG_CTRL_SUBPROBES_MAX)
+			snprintf(m.subprobes[m.nsubprobes++], GG_CTRL_SUBPROBE_LEN, "%s", name);
 	}
-	if (sub && cJSON_GetArraySize(sub) > 0)
-		cJSON_AddItemToObject(o, "probe", cJSON_Duplicate(sub, 1));
-	if (params)
-		cJSON_AddItemToObject(o, "params", params);
-	sn = rp->conf ? cJSON_GetObjectItemCaseSensitive(rp->conf, "snoopers") : NULL;
-	if (sn) {
-		cJSON_AddItemToObject(o, "snoopers", cJSON_Duplicate(sn, 1));
-		cJSON_AddItemToObject(o, "scope", gg_scope__to_json(&rp->scope));
+	m.params = effective_params(rp);
+	if (rp->conf && cJSON_GetObjectItemCaseSensitive(rp->conf, "snoopers")) {
+		m.snoopers = cJSON_Duplicate(cJSON_GetObjectItemCaseSensitive(rp->conf, "snoopers"), 1);
+		m.has_scope = 1;
+		m.scope = rp->scope;
 	}
-	txt = cJSON_PrintUnformatted(o);
-	cJSON_Delete(o);
+	(void)gg_ctrl_msg__encode(&m, &txt);
+	gg_ctrl_msg__fini(&m);
 	return txt;
 }
 
@@ -234,13 +236,14 @@ static char **build_extra_argv(const struct rest_probe *rp)
 	unsigned int n = 0;
 	int err = 0;
 
-	for (const struct gg_param_flag *f = def->flags; f && f->param && !err; f++) {
-		const cJSON *x = cJSON_GetObjectItemCaseSensitive(params, f->param);
+	for (const char *const *pn = def->contract->extend_params; pn && *pn && !err; pn++) {
+		const struct gg_param_spec *s = gg_param_spec__find(def, *pn);
+		const cJSON *x = cJSON_GetObjectItemCaseSensitive(params, *pn);
 
-		if (!x)
+		if (!x || !s || !s->flag)
 			continue;
 		join_values(x, val, sizeof(val));
-		err = push_arg(&v, &n, f->flag);
+		err = push_arg(&v, &n, s->flag);
 		if (!err)
 			err = push_arg(&v, &n, val);
 	}
@@ -270,11 +273,11 @@ static int argv_equal(char **a, char **b)
 /* A parameter that chooses what the probe attaches to changed. */
 static int restart_param_changed(const struct rest_probe *rp, const cJSON *old_params, const cJSON *new_params)
 {
-	for (unsigned int i = 0; i < gg_param_specs__count(); i++) {
-		const struct gg_param_spec *s = gg_param_specs__at(i);
+	for (unsigned int i = 0; i < rp->def->contract->nparams; i++) {
+		const struct gg_param_spec *s = &rp->def->contract->params[i];
 		const cJSON *a, *b;
 
-		if (!s->restart || !gg_param_spec__applies(s, rp->def))
+		if (!s->restart)
 			continue;
 		a = cJSON_GetObjectItemCaseSensitive(old_params, s->name);
 		b = cJSON_GetObjectItemCaseSensitive(new_params, s->name);
@@ -331,7 +334,7 @@ static void apply(struct gg_rest *r, struct rest_probe *rp, const cJSON *old_con
 	if (rp->has_snoopers)
 		resolve_one(r, rp);
 	else
-		gg_scope__fini(&rp->scope);
+		gg_scope__init(&rp->scope);
 
 	/* the parameters in force before (old_conf, else the file's) and now */
 	{
@@ -395,11 +398,6 @@ static void reply(struct gg_http_response *resp, unsigned int status, const char
 	reply_json(resp, status, o);
 }
 
-static void add_u64(cJSON *o, const char *k, uint64_t v)
-{
-	cJSON_AddNumberToObject(o, k, (double)v);
-}
-
 static int available(struct gg_rest *r, const struct rest_probe *rp)
 {
 	char bin[PATH_MAX];
@@ -422,13 +420,13 @@ static cJSON *runtime_json(struct gg_rest *r, const struct rest_probe *rp)
 	cJSON_AddStringToObject(o, "kind", p->conf->native ? "native" : "extend");
 	cJSON_AddStringToObject(o, "name", p->conf->name);
 	cJSON_AddNumberToObject(o, "pid", p->pid);
-	add_u64(o, "starts", p->starts);
-	add_u64(o, "restarts", p->restarts);
-	add_u64(o, "uptime_ms", p->pid > 0 ? gg_now_ms() - p->started_ms : 0);
+	gg_json_add_u64(o, "starts", p->starts);
+	gg_json_add_u64(o, "restarts", p->restarts);
+	gg_json_add_u64(o, "uptime_ms", p->pid > 0 ? gg_now_ms() - p->started_ms : 0);
 	cJSON_AddNumberToObject(o, "last_exit_status", (double)p->last_exit_status);
 	cJSON_AddNumberToObject(o, "last_exit_signal", p->last_term_signal);
-	add_u64(o, "config_version", p->cfg_version);
-	add_u64(o, "config_version_applied", p->cfg_applied);
+	gg_json_add_u64(o, "config_version", p->cfg_version);
+	gg_json_add_u64(o, "config_version_applied", p->cfg_applied);
 	cJSON_AddBoolToObject(o, "config_confirmed",
 			      p->conf->native && p->cfg_version && p->state == GG_PS_RUNNING &&
 				      p->cfg_applied >= p->cfg_version);
@@ -443,7 +441,7 @@ static cJSON *runtime_json(struct gg_rest *r, const struct rest_probe *rp)
 	}
 	if (rp->has_snoopers) {
 		cJSON_AddItemToObject(o, "scope", gg_scope__to_json(&rp->scope));
-		add_u64(o, "scope_changes", rp->scope_changes);
+		gg_json_add_u64(o, "scope_changes", rp->scope_changes);
 	} else {
 		cJSON *sc = cJSON_AddObjectToObject(o, "scope");
 
@@ -710,14 +708,12 @@ static void on_scan(uv_timer_t *t)
 		for (unsigned int i = 0; i < n; i++) {
 			if (gg_scope__equal(&scopes[i], &who[i]->scope))
 				continue;
-			gg_scope__move(&who[i]->scope, &scopes[i]);
+			who[i]->scope = scopes[i];
 			who[i]->scope_changes++;
 			if (who[i]->p->conf->native)
 				push_config(who[i]);
 		}
 	}
-	for (unsigned int i = 0; i < n; i++)
-		gg_scope__fini(&scopes[i]);
 	free(scopes);
 }
 
@@ -862,7 +858,6 @@ void gg_rest__free(struct gg_sup *sup)
 		return;
 	for (unsigned int i = 0; i < r->nprobes; i++) {
 		cJSON_Delete(r->probes[i].conf);
-		gg_scope__fini(&r->probes[i].scope);
 	}
 	free(r->probes);
 	free(r);
@@ -881,15 +876,15 @@ void gg_rest__status(struct gg_sup *sup, cJSON *o)
 	if (r->error[0])
 		cJSON_AddStringToObject(o, "error", r->error);
 	gg_http_server__stats(r->srv, &hs);
-	add_u64(o, "requests", hs.requests);
-	add_u64(o, "refused_too_large", hs.too_large);
-	add_u64(o, "refused_client_cert", hs.tls_refused);
-	add_u64(o, "refused_shutting_down", hs.unavailable);
-	add_u64(o, "puts_applied", r->puts_ok);
-	add_u64(o, "puts_refused", r->puts_failed);
-	add_u64(o, "persist_errors", r->persist_errors);
-	add_u64(o, "snooper_scans", r->scans);
-	add_u64(o, "snooper_scan_procs", r->last_scan.procs);
-	add_u64(o, "snooper_scan_files", r->last_scan.files);
-	add_u64(o, "snooper_scan_us", r->last_scan_us);
+	gg_json_add_u64(o, "requests", hs.requests);
+	gg_json_add_u64(o, "refused_too_large", hs.too_large);
+	gg_json_add_u64(o, "refused_client_cert", hs.tls_refused);
+	gg_json_add_u64(o, "refused_shutting_down", hs.unavailable);
+	gg_json_add_u64(o, "puts_applied", r->puts_ok);
+	gg_json_add_u64(o, "puts_refused", r->puts_failed);
+	gg_json_add_u64(o, "persist_errors", r->persist_errors);
+	gg_json_add_u64(o, "snooper_scans", r->scans);
+	gg_json_add_u64(o, "snooper_scan_procs", r->last_scan.procs);
+	gg_json_add_u64(o, "snooper_scan_files", r->last_scan.files);
+	gg_json_add_u64(o, "snooper_scan_us", r->last_scan_us);
 }
