@@ -186,7 +186,7 @@ def test_counts_match_workload_exactly():
         # 3N file calls + open/close/unlink + the stdin reads and stdout writes of the protocol
         check(int(sc["syscall_count"]) >= 3 * N + 3, "syscalls counted: %r" % sc)
         if os.major(os.stat(io_dir).st_dev) != 0:
-            io = p.wait_value("proc_io", w.pid, lambda r: int(r["write_bytes"]) >= N * SIZE, 5,
+            io = p.wait_value("proc_io", w.pid, lambda r: int(r["bio_write_bytes"]) >= N * SIZE, 5,
                               "fsync'ed data written by the process at the block layer")
             check(0 < n(io, "bio_latency") or int(io["greater_4k_io_write"]) + int(io["less_4k_io_write"]) > 0,
                   "block requests counted: %r" % io)
