@@ -124,6 +124,7 @@ $(CONTRACT_DOC): $(call obj,tools/contract_doc.c) $(CONTRACT_OBJS) $(LIBIPC)
 readme: $(CONTRACT_DOC)
 	$(Q)$(CONTRACT_DOC) > $(BUILD)/gen/contracts.md
 	$(Q)python3 scripts/readme_tables.py README.md $(BUILD)/gen/contracts.md
+	$(Q)python3 scripts/metric_table.py README.md
 
 # meta2h turns a .meta file into the C table descriptors a probe emits records with.
 $(META2H): $(call obj,schema/meta2h.c) $(LIBSCHEMA)
