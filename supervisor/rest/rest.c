@@ -848,6 +848,7 @@ void gg_rest__close(struct gg_sup *sup)
 		uv_timer_stop(&r->scan);
 		uv_close((uv_handle_t *)&r->scan, NULL);
 	}
+	gg_comm__cache_clear();
 }
 
 void gg_rest__free(struct gg_sup *sup)

@@ -7,6 +7,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <limits.h>
+#include <regex.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -88,6 +89,68 @@ int gg_snoopers__empty(const struct gg_snoopers *s)
 int gg_snoopers__needs_scan(const struct gg_snoopers *s)
 {
 	return !gg_snoopers__empty(s);
+}
+
+/* ---- proc_name.comm patterns ---------------------------------------------------------------------- */
+
+/* Compiled once per pattern: the scan runs every GG_REST_SCAN_MS over every process, so compiling per
+ * match would cost more than the match. Only the supervisor's loop thread scans: no lock. */
+#define COMM_RE_CACHE 128u
+
+static struct comm_re {
+	char pat[GG_REST_COMM_RE_MAX + 1];
+	regex_t re;
+	int ok;	       /* compiled */
+	uint64_t used; /* tick of the last use: the least recently used is replaced */
+} comm_cache[COMM_RE_CACHE];
+static unsigned int comm_cached;
+static uint64_t comm_tick;
+
+static const struct comm_re *comm_regex(const char *pat)
+{
+	struct comm_re *e = NULL;
+	char why[160];
+
+	for (unsigned int i = 0; i < comm_cached; i++) {
+		if (!strcmp(comm_cache[i].pat, pat)) {
+			comm_cache[i].used = ++comm_tick;
+			return &comm_cache[i];
+		}
+	}
+	if (comm_cached < COMM_RE_CACHE) {
+		e = &comm_cache[comm_cached++];
+	} else {
+		e = &comm_cache[0];
+		for (unsigned int i = 1; i < COMM_RE_CACHE; i++) {
+			if (comm_cache[i].used < e->used)
+				e = &comm_cache[i];
+		}
+		if (e->ok)
+			regfree(&e->re);
+	}
+	snprintf(e->pat, sizeof(e->pat), "%s", pat);
+	/* the same bounds as the REST validator: a pattern restored from an older state file is held to them too */
+	e->ok = strlen(pat) <= GG_REST_COMM_RE_MAX && !gg_comm_pattern__check(pat, why, sizeof(why)) &&
+		!regcomp(&e->re, pat, REG_EXTENDED | REG_NOSUB);
+	e->used = ++comm_tick;
+	return e;
+}
+
+int gg_comm__match(const char *pattern, const char *comm)
+{
+	const struct comm_re *e = comm_regex(pattern);
+
+	return e->ok && regexec(&e->re, comm, 0, NULL, 0) == 0;
+}
+
+void gg_comm__cache_clear(void)
+{
+	for (unsigned int i = 0; i < comm_cached; i++) {
+		if (comm_cache[i].ok)
+			regfree(&comm_cache[i].re);
+	}
+	memset(comm_cache, 0, sizeof(comm_cache));
+	comm_cached = 0;
 }
 
 /* ---- scopes (struct gg_scope: ipc/ctrl_msg.h) ----------------------------------------------------- */
@@ -337,7 +400,7 @@ int gg_snoopers__resolve(const struct gg_snoopers *const *sets, unsigned int n, 
 			for (unsigned int k = 0; k < s->npids && !hit; k++)
 				hit = s->pids[k] == pid;
 			for (unsigned int k = 0; k < s->nnames && !hit; k++) {
-				if (strcmp(proc_comm(pi, &st), s->names[k].comm))
+				if (!gg_comm__match(s->names[k].comm, proc_comm(pi, &st)))
 					continue;
 				hit = !s->names[k].cmdline[0] || strstr(proc_cmdline(pi, &st), s->names[k].cmdline);
 			}

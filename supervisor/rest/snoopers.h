@@ -23,7 +23,7 @@ struct gg_snoopers {
 	uint32_t pids[GG_REST_PROC_IDS_MAX];
 	unsigned int nnames;
 	struct {
-		char comm[GG_REST_COMM_MAX + 1];
+		char comm[GG_REST_COMM_RE_MAX + 1];    /* POSIX ERE, unanchored (gg_comm_pattern__check) */
 		char cmdline[GG_REST_CMDLINE_MAX + 1]; /* substring of the command line; "" = any */
 	} names[GG_REST_PROC_NAMES_MAX];
 	unsigned int npods;
@@ -56,5 +56,11 @@ int gg_snoopers__needs_scan(const struct gg_snoopers *s);
  * (the scopes are then left as they were). */
 int gg_snoopers__resolve(const struct gg_snoopers *const *sets, unsigned int n, struct gg_scope *scopes,
 			 const struct gg_scan_opts *opts, struct gg_scan_stats *ret_stats);
+
+/* 1 when comm matches pattern (a POSIX ERE anywhere in comm, compiled once and kept in a small cache;
+ * a pattern that does not compile matches nothing). */
+int gg_comm__match(const char *pattern, const char *comm);
+/* Frees the compiled patterns (at exit; the cache refills on use). */
+void gg_comm__cache_clear(void);
 
 #endif

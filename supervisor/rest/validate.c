@@ -5,6 +5,7 @@
 #include <ctype.h>
 #include <errno.h>
 #include <limits.h>
+#include <regex.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -76,6 +77,76 @@ static const char *snoop_kinds(unsigned int bits, char *buf, size_t len)
 		names[n++] = "gaussdb";
 	names[n] = NULL;
 	return join(names, buf, len);
+}
+
+/* ---- proc_name.comm patterns ---------------------------------------------------------------------- */
+
+int gg_comm_pattern__check(const char *pat, char *why, size_t whylen)
+{
+	unsigned int braces = 0;
+	regex_t re;
+	int r;
+
+	if (!pat[0] || strlen(pat) > GG_REST_COMM_RE_MAX) {
+		snprintf(why, whylen, "must be 1 to %u characters", GG_REST_COMM_RE_MAX);
+		return -EINVAL;
+	}
+	for (const char *p = pat; *p; p++) {
+		if (*p == '\\' && p[1]) {
+			if (p[1] >= '1' && p[1] <= '9') {
+				snprintf(why, whylen, "back-references (\\%c) are not allowed", p[1]);
+				return -EINVAL;
+			}
+			p++;
+			continue;
+		}
+		if (*p == '[') { /* a bracket expression: no operators inside ("[]{]" included) */
+			const char *q = p + 1;
+
+			if (*q == '^')
+				q++;
+			if (*q == ']')
+				q++;
+			while (*q && *q != ']') {
+				if (*q == '[' && (q[1] == ':' || q[1] == '.' || q[1] == '=')) {
+					const char *e = strchr(q + 2, q[1]);
+
+					q = e && e[1] == ']' ? e + 2 : q + 1;
+					continue;
+				}
+				q++;
+			}
+			if (!*q)
+				break; /* regcomp reports it */
+			p = q;
+			continue;
+		}
+		if (*p == '{') {
+			char *end;
+			unsigned long a = strtoul(p + 1, &end, 10), b = a;
+
+			if (end == p + 1)
+				continue; /* not an interval: regcomp says what is wrong */
+			if (*end == ',')
+				b = strtoul(end + 1, &end, 10);
+			if (++braces > GG_REST_COMM_RE_BRACES || a > GG_REST_COMM_RE_BOUND ||
+			    b > GG_REST_COMM_RE_BOUND) {
+				snprintf(why, whylen, "at most %u intervals {n,m} with counts up to %u",
+					 GG_REST_COMM_RE_BRACES, GG_REST_COMM_RE_BOUND);
+				return -EINVAL;
+			}
+		}
+	}
+	r = regcomp(&re, pat, REG_EXTENDED | REG_NOSUB);
+	if (r) {
+		char msg[96];
+
+		regerror(r, &re, msg, sizeof(msg));
+		snprintf(why, whylen, "not a POSIX extended regular expression: %s", msg);
+		return -EINVAL;
+	}
+	regfree(&re);
+	return 0;
 }
 
 /* ---- body decoding -------------------------------------------------------------------------------- */
@@ -580,7 +651,13 @@ static int check_snoopers(struct check *c, const cJSON *sn, cJSON *out)
 					    i);
 			err = check_keys(c, e, pn_keys, "proc_name", i);
 			if (!err)
-				err = check_str_field(c, e, "comm", "proc_name", i, GG_REST_COMM_MAX, 1, &comm);
+				err = check_str_field(c, e, "comm", "proc_name", i, GG_REST_COMM_RE_MAX, 1, &comm);
+			if (!err) {
+				char why[160];
+
+				if (gg_comm_pattern__check(comm, why, sizeof(why)))
+					return errf(c->err, c->errlen, 400, "snoopers.proc_name[%u].comm: %s", i, why);
+			}
 			if (!err)
 				err = check_str_field(c, e, "cmdline", "proc_name", i, GG_REST_CMDLINE_MAX, 0,
 						      &cmdline);

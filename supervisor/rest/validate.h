@@ -24,6 +24,9 @@
 #define GG_REST_GAUSSDB_MAX    8u
 #define GG_REST_CMDLINE_MAX    256u
 #define GG_REST_COMM_MAX       15u     /* TASK_COMM_LEN - 1 */
+#define GG_REST_COMM_RE_MAX    64u     /* characters of a proc_name.comm pattern */
+#define GG_REST_COMM_RE_BOUND  16u     /* largest count of an interval ({n,m}) in a comm pattern */
+#define GG_REST_COMM_RE_BRACES 2u      /* intervals in a comm pattern */
 #define GG_REST_PID_MAX	       4194304 /* PID_MAX_LIMIT */
 
 /* One probe the REST API manages: its contract (ipc/contract.h) as the validator reads it. */
@@ -52,6 +55,13 @@ const struct gg_param_spec *gg_param_spec__find(const struct gg_probe_def *def, 
  */
 int gg_rest_body__decode(const char *body, size_t len, const char *content_type, char **ret_json, char *err,
 			 size_t errlen);
+
+/* proc_name.comm is a POSIX extended regular expression matched anywhere in the 15-character comm, as
+ * gala-gopher matches it. Bounded so that no pattern can stall the supervisor's scan: at most
+ * GG_REST_COMM_RE_MAX characters, no back-references (the only construct glibc's matcher backtracks
+ * on), at most GG_REST_COMM_RE_BRACES intervals of counts up to GG_REST_COMM_RE_BOUND (glibc copies
+ * the repeated expression count times), and it must compile. 0, or -EINVAL with the reason in why. */
+int gg_comm_pattern__check(const char *pat, char *why, size_t whylen);
 
 /* What the validator needs to know beyond the table. */
 struct gg_rest_check_ctx {

@@ -604,6 +604,17 @@ def test_snoopers_real_processes():
         # cmdline substring narrows comm
         expect(env.put("baseinfo", {"snoopers": {"proc_name": [{"comm": comm, "cmdline": "301"}]}}), 200)
         check(env.wait_confirmed("baseinfo")["scope"]["pids"] == [b.pid], "cmdline filter: %r" % scope_of(env))
+        # comm is a POSIX extended regular expression found anywhere in the comm, as in gala-gopher
+        expect(env.put("baseinfo", {"snoopers": {"proc_name": [{"comm": "^gg(snp|oth)%s$" % tag}]}}), 200)
+        sc = env.wait_confirmed("baseinfo")["scope"]
+        check(sc["pids"] == sorted([b.pid, c.pid, other.pid]), "comm alternation: %r" % sc)
+        expect(env.put("baseinfo", {"snoopers": {"proc_name": [{"comm": "snp" + tag}]}}), 200)
+        sc = env.wait_confirmed("baseinfo")["scope"]
+        check(sc["pids"] == sorted([b.pid, c.pid]), "comm unanchored: %r" % sc)
+        # patterns that could not be bounded are refused, and say why
+        for pat, why in (("(a)\\1", "back-references"), ("a{99}", "intervals"), ("(java", "regular expression"),
+                         ("x" * 65, "1 to 64 characters")):
+            expect(env.put("baseinfo", {"snoopers": {"proc_name": [{"comm": pat}]}}), 400, why)
 
         # containers: docker's systemd layout, matched by a 12-character prefix
         dock = procs.cgroup("system.slice/docker-%s.scope" % cid)

@@ -12,6 +12,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <time.h>
 #include <unistd.h>
 
 #include <cmocka.h>
@@ -45,6 +46,8 @@ static void mkdirs(const char *path)
 	}
 	mkdir(buf, 0755);
 }
+
+#define ID64 "0123456789abcdef0123456789abcdef0123456789abcdef0123456789abcdef"
 
 /* ---- body decoding --------------------------------------------------------------------------------- */
 
@@ -327,8 +330,14 @@ static void test_errors_name_field_and_range(void **state)
 	expect("tcp", "{\"snoopers\":{\"proc_id\":[\"12\"]}}", 400, "snoopers.proc_id[0]");
 	expect("tcp", "{\"snoopers\":{\"proc_name\":[{\"cmdline\":\"x\"}]}}", 400,
 	       "snoopers.proc_name[0].comm: required");
-	expect("tcp", "{\"snoopers\":{\"proc_name\":[{\"comm\":\"0123456789abcdef\"}]}}", 400,
-	       "snoopers.proc_name[0].comm: must be 1 to 15 characters");
+	expect("tcp", "{\"snoopers\":{\"proc_name\":[{\"comm\":\"" ID64 "x\"}]}}", 400,
+	       "snoopers.proc_name[0].comm: must be 1 to 64 characters");
+	expect("tcp", "{\"snoopers\":{\"proc_name\":[{\"comm\":\"(a)\\\\1\"}]}}", 400,
+	       "snoopers.proc_name[0].comm: back-references (\\1) are not allowed");
+	expect("tcp", "{\"snoopers\":{\"proc_name\":[{\"comm\":\"a{99}\"}]}}", 400,
+	       "snoopers.proc_name[0].comm: at most 2 intervals {n,m} with counts up to 16");
+	expect("tcp", "{\"snoopers\":{\"proc_name\":[{\"comm\":\"(java\"}]}}", 400,
+	       "snoopers.proc_name[0].comm: not a POSIX extended regular expression: Unmatched ( or \\(");
 	expect("tcp", "{\"snoopers\":{\"proc_name\":[{\"comm\":\"a\",\"exe\":\"b\"}]}}", 400,
 	       "snoopers.proc_name[0].exe: unknown field");
 	expect("tcp", "{\"snoopers\":{\"container_id\":[\"abc/../x\"]}}", 400,
@@ -424,7 +433,6 @@ static void test_paths(void **state)
 
 /* ---- cgroup path layouts ---------------------------------------------------------------------------- */
 
-#define ID64 "0123456789abcdef0123456789abcdef0123456789abcdef0123456789abcdef"
 
 static void test_cgroup_layouts(void **state)
 {
@@ -601,6 +609,72 @@ static void test_resolve(void **state)
 	assert_int_equal(sc[0].ntgid, 2);
 }
 
+/* proc_name.comm: a POSIX ERE anywhere in the comm (gala-gopher's regex_pattern_matched), bounded. */
+static void test_comm_patterns(void **state)
+{
+	static const char *const bad[] = {
+		"",	    "0123456789012345678901234567890123456789012345678901234567890123x", /* 65 characters */
+		"(a)\\1",									 /* back-reference */
+		"(a+)\\1b", "a{17}",								 /* interval count */
+		"a{1,17}",  "a{2}b{2}c{2}",							 /* three intervals */
+		"(",	    "[z-a]",
+		"a**{",
+	};
+	static const char *const good[] = {"a{16}", "[{]x{2}", "\\{3", "[[:digit:]]{1,16}", "^nginx$"};
+	/* Patterns that make a backtracking matcher take exponential time on "aaaa...": glibc's matcher
+	 * does not backtrack without back-references, and a comm has at most 15 characters. */
+	static const char *const slow[] = {"(a|a)*(a|a)*(a|a)*b", "(a*)*b",	"((a+)+)+b",
+					   "(a|aa)+$x",		  "(.*a){16}b", "(a?){16}a{16}"};
+	char why[160];
+	struct timespec t0, t1;
+	double ms;
+
+	(void)state;
+	assert_true(gg_comm__match("nginx", "nginx"));
+	assert_true(gg_comm__match("gin", "nginx")); /* unanchored */
+	assert_false(gg_comm__match("^gin", "nginx"));
+	assert_true(gg_comm__match("^(java|nginx)$", "nginx"));
+	assert_false(gg_comm__match("^(java|nginx)$", "nginx2"));
+	assert_true(gg_comm__match("py.*[[:digit:]]$", "python3"));
+	assert_false(gg_comm__match("NGINX", "nginx")); /* case matters, as in gala-gopher */
+	assert_false(gg_comm__match("(", "("));		/* does not compile: matches nothing */
+	assert_false(gg_comm__match("(a)\\1", "aa"));	/* refused by the bounds: matches nothing */
+	for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+		if (gg_comm_pattern__check(bad[i], why, sizeof(why)) != -EINVAL)
+			fail_msg("pattern %s accepted", bad[i]);
+	}
+	assert_int_equal(gg_comm_pattern__check("(a)\\1", why, sizeof(why)), -EINVAL);
+	assert_string_equal(why, "back-references (\\1) are not allowed");
+	for (size_t i = 0; i < sizeof(good) / sizeof(good[0]); i++) {
+		if (gg_comm_pattern__check(good[i], why, sizeof(why)))
+			fail_msg("pattern %s refused: %s", good[i], why);
+	}
+	clock_gettime(CLOCK_MONOTONIC, &t0);
+	for (size_t i = 0; i < sizeof(slow) / sizeof(slow[0]); i++) {
+		if (gg_comm_pattern__check(slow[i], why, sizeof(why)))
+			fail_msg("pattern %s refused: %s", slow[i], why);
+		for (int k = 0; k < 2000; k++)
+			assert_false(gg_comm__match(slow[i], "aaaaaaaaaaaaaaa"));
+	}
+	clock_gettime(CLOCK_MONOTONIC, &t1);
+	ms = (double)(t1.tv_sec - t0.tv_sec) * 1e3 + (double)(t1.tv_nsec - t0.tv_nsec) / 1e6;
+	/* 12,000 matches of the worst patterns on the longest comm: well under a scan period (500 ms) */
+	if (ms > 400)
+		fail_msg("pathological patterns took %.1f ms", ms);
+	print_message("12000 pathological comm matches: %.1f ms\n", ms);
+	/* more patterns than the cache holds: still right, recompiled as needed */
+	for (int k = 0; k < 300; k++) {
+		char pat[16];
+
+		snprintf(pat, sizeof(pat), "^x%d$", k);
+		assert_false(gg_comm__match(pat, "nginx"));
+	}
+	assert_true(gg_comm__match("gin", "nginx"));
+	gg_comm__cache_clear();
+	assert_true(gg_comm__match("gin", "nginx"));
+	gg_comm__cache_clear();
+}
+
 /* The unified hierarchy is found wherever it is mounted (/sys/fs/cgroup, or .../unified on hybrid). */
 static void test_cgroup2_mount(void **state)
 {
@@ -713,6 +787,7 @@ int main(void)
 		cmocka_unit_test(test_paths),
 		cmocka_unit_test(test_cgroup_layouts),
 		cmocka_unit_test(test_resolve),
+		cmocka_unit_test(test_comm_patterns),
 		cmocka_unit_test(test_cgroup2_mount),
 		cmocka_unit_test(test_resolve_real_proc),
 		cmocka_unit_test(test_persist),
