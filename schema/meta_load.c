@@ -498,27 +498,6 @@ static int check_pair(const struct meta_loader *ld, const struct meta_table *a, 
 	return 0;
 }
 
-/* Every new table against itself, the others of its file and the tables loaded before. */
-static int check_families(const struct meta_registry *reg, const struct meta_loader *ld,
-			  struct meta_table *const *tables, unsigned int n)
-{
-	int r;
-
-	for (unsigned int i = 0; i < n; i++) {
-		for (unsigned int j = 0; j <= i; j++) {
-			r = check_pair(ld, tables[i], tables[j]);
-			if (r < 0)
-				return r;
-		}
-		for (unsigned int j = 0; j < meta_registry__count(reg); j++) {
-			r = check_pair(ld, tables[i], meta_registry__at(reg, j));
-			if (r < 0)
-				return r;
-		}
-	}
-	return 0;
-}
-
 static int load_config(struct meta_registry *reg, const struct meta_loader *ld, const config_t *cf)
 {
 	const config_setting_t *root = config_root_setting(cf);
@@ -570,9 +549,6 @@ static int load_config(struct meta_registry *reg, const struct meta_loader *ld, 
 			}
 		}
 	}
-	r = check_families(reg, ld, tables, n);
-	if (r < 0)
-		goto out;
 	r = registry_reserve(reg, n);
 	if (r < 0) {
 		fail(ld, 0, r, "out of memory");
@@ -712,6 +688,25 @@ static int prepass(const struct meta_loader *ld, char *buf, size_t len)
 }
 
 /* ---- entry points -------------------------------------------------------------------------------- */
+
+int meta_registry__check_families(const struct meta_registry *reg, char *err, size_t errlen)
+{
+	if (err && errlen)
+		err[0] = '\0';
+	for (unsigned int i = 0; reg && i < meta_registry__count(reg); i++) {
+		const struct meta_table *a = meta_registry__at(reg, i);
+		/* messages start with the file of the table loaded last of the two */
+		struct meta_loader ld = {.name = a->source, .err = err, .errlen = errlen};
+
+		for (unsigned int j = 0; j <= i; j++) {
+			int r = check_pair(&ld, a, meta_registry__at(reg, j));
+
+			if (r < 0)
+				return r;
+		}
+	}
+	return 0;
+}
 
 int meta_registry__load_buf(struct meta_registry *reg, const char *name, const char *buf, size_t len, char *err,
 			    size_t errlen)
@@ -880,6 +875,7 @@ int meta_registry__load_dir(struct meta_registry *reg, const char *dir, char *er
 		if (r < 0)
 			goto out;
 	}
+	r = meta_registry__check_families(reg, err, errlen);
 out:
 	for (size_t i = 0; i < n; i++)
 		free(names[i]);

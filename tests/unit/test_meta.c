@@ -546,11 +546,11 @@ static void test_family_collisions(void **state)
 
 		assert_true(asprintf(&text, two, cases[i].ent_a, cases[i].fa, cases[i].ta, cases[i].ent_b,
 				     cases[i].extra_b, cases[i].fb, cases[i].tb) > 0);
-		r = meta_registry__load_buf(reg, "c.meta", text, strlen(text), err, sizeof(err));
+		assert_int_equal(meta_registry__load_buf(reg, "c.meta", text, strlen(text), err, sizeof(err)), 0);
+		r = meta_registry__check_families(reg, err, sizeof(err));
 		if (cases[i].err) {
 			assert_int_equal(r, -EEXIST);
 			assert_string_equal(err, cases[i].err);
-			assert_int_equal(meta_registry__count(reg), 0);
 		} else if (r) {
 			fail_msg("case %zu: %s", i, err);
 		}
@@ -564,7 +564,8 @@ static void test_family_collisions(void **state)
 		char *text = table_text("{ name = \"k\"; type = \"key\"; }, { name = \"lat\"; type = \"histogram\"; }, "
 					"{ name = \"lat_sum\"; type = \"counter\"; }");
 
-		assert_int_equal(meta_registry__load_buf(reg, "t.meta", text, strlen(text), err, sizeof(err)), -EEXIST);
+		assert_int_equal(meta_registry__load_buf(reg, "t.meta", text, strlen(text), err, sizeof(err)), 0);
+		assert_int_equal(meta_registry__check_families(reg, err, sizeof(err)), -EEXIST);
 		assert_string_equal(err,
 				    "t.meta: counter gala_gopher_e_lat_sum of table 't' is also the _sum series of "
 				    "histogram gala_gopher_e_lat of table 't' (t.meta): rename one of the fields");
@@ -572,7 +573,7 @@ static void test_family_collisions(void **state)
 		meta_registry__free(reg);
 	}
 
-	/* across files: the second file is refused and names the first */
+	/* across files: the message starts with the later file and names the earlier one */
 	{
 		struct meta_registry *reg = meta_registry__new();
 		const char *f1 =
@@ -585,11 +586,36 @@ static void test_family_collisions(void **state)
 			"{ name = \"read_bytes\"; type = \"counter\"; }); });\n";
 
 		assert_int_equal(meta_registry__load_buf(reg, "one.meta", f1, strlen(f1), err, sizeof(err)), 0);
-		assert_int_equal(meta_registry__load_buf(reg, "two.meta", f2, strlen(f2), err, sizeof(err)), -EEXIST);
+		assert_int_equal(meta_registry__check_families(reg, err, sizeof(err)), 0);
+		assert_int_equal(meta_registry__load_buf(reg, "two.meta", f2, strlen(f2), err, sizeof(err)), 0);
+		assert_int_equal(meta_registry__check_families(reg, err, sizeof(err)), -EEXIST);
 		assert_string_equal(err, "two.meta: metric gala_gopher_block_read_bytes is in table 'io_issuer' and in "
 					 "table 'io_count' (one.meta) with other labels: rename one of the fields");
-		assert_int_equal(meta_registry__count(reg), 1);
 		meta_registry__free(reg);
+	}
+
+	/* load_dir checks after its last file */
+	{
+		char *dir = make_tmpdir();
+		struct meta_registry *reg = meta_registry__new();
+		char want[1024];
+
+		write_file(dir, "a.meta",
+			   "version = \"1\"\nmeasurements = ({ table_name = \"x\"; entity_name = \"e\"; "
+			   "fields = ({ name = \"k\"; type = \"key\"; }, { name = \"n\"; type = "
+			   "\"histogram\"; }); });\n");
+		write_file(dir, "b.meta",
+			   "version = \"1\"\nmeasurements = ({ table_name = \"y\"; entity_name = \"e\"; "
+			   "fields = ({ name = \"k\"; type = \"key\"; }, { name = \"n_count\"; type = "
+			   "\"gauge\"; }); });\n");
+		assert_int_equal(meta_registry__load_dir(reg, dir, err, sizeof(err)), -EEXIST);
+		snprintf(want, sizeof(want),
+			 "%s/b.meta: gauge gala_gopher_e_n_count of table 'y' is also the _count series of histogram "
+			 "gala_gopher_e_n of table 'x' (%s/a.meta): rename one of the fields",
+			 dir, dir);
+		assert_string_equal(err, want);
+		meta_registry__free(reg);
+		rm_tmpdir(dir);
 	}
 }
 

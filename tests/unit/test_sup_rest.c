@@ -433,7 +433,6 @@ static void test_paths(void **state)
 
 /* ---- cgroup path layouts ---------------------------------------------------------------------------- */
 
-
 static void test_cgroup_layouts(void **state)
 {
 	static const char *const with_id[] = {
