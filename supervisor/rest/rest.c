@@ -287,14 +287,35 @@ static int restart_param_changed(const struct rest_probe *rp, const cJSON *old_p
 	return 0;
 }
 
+/* container_name snoopers: the identity resolver's name of the container of pid (scan_opts). */
+static const char *scan_container_name(void *ctx, uint32_t pid)
+{
+	struct gg_sup *sup = ctx;
+	const struct gg_ident *id;
+
+	if (!sup->exp || !sup->exp->ident)
+		return NULL;
+	id = gg_identity__lookup(gg_ident_export__identity(sup->exp->ident), pid, gg_now_ms());
+	return id->v[GG_IDENT_CONTAINER_NAME];
+}
+
+static const struct gg_scan_opts *scan_opts(struct gg_rest *r, struct gg_scan_opts *o)
+{
+	memset(o, 0, sizeof(*o));
+	o->container_name = scan_container_name;
+	o->ctx = r->sup;
+	return o;
+}
+
 static void resolve_one(struct gg_rest *r, struct rest_probe *rp)
 {
 	const struct gg_snoopers *set = &rp->sn;
 	struct gg_scan_stats st;
+	struct gg_scan_opts o;
 
 	if (!rp->has_snoopers)
 		return;
-	if (gg_snoopers__resolve(&set, 1, &rp->scope, NULL, &st) == 0)
+	if (gg_snoopers__resolve(&set, 1, &rp->scope, scan_opts(r, &o), &st) == 0)
 		r->last_scan = st;
 }
 
@@ -679,6 +700,7 @@ static void on_scan(uv_timer_t *t)
 	struct rest_probe *who[GG_SCAN_SETS_MAX];
 	struct gg_scope *scopes;
 	struct gg_scan_stats st;
+	struct gg_scan_opts o;
 	unsigned int n = 0;
 	uint64_t t0;
 
@@ -701,7 +723,7 @@ static void on_scan(uv_timer_t *t)
 	for (unsigned int i = 0; i < n; i++)
 		gg_scope__init(&scopes[i]);
 	t0 = uv_hrtime();
-	if (gg_snoopers__resolve(sets, n, scopes, NULL, &st) == 0) {
+	if (gg_snoopers__resolve(sets, n, scopes, scan_opts(r, &o), &st) == 0) {
 		r->scans++;
 		r->last_scan = st;
 		r->last_scan_us = (uv_hrtime() - t0) / 1000;

@@ -79,11 +79,18 @@ void gg_snoopers__from_json(const cJSON *sn, struct gg_snoopers *ret)
 		if (ret->nconts < GG_REST_CONTAINERS_MAX && s && s[0])
 			lower_copy(ret->conts[ret->nconts++], sizeof(ret->conts[0]), s);
 	}
+	cJSON_ArrayForEach(e, cJSON_GetObjectItemCaseSensitive(sn, "container_name"))
+	{
+		const char *s = cJSON_GetStringValue(e);
+
+		if (ret->ncnames < GG_REST_CONTAINERS_MAX && s && s[0])
+			snprintf(ret->cnames[ret->ncnames++], sizeof(ret->cnames[0]), "%s", s);
+	}
 }
 
 int gg_snoopers__empty(const struct gg_snoopers *s)
 {
-	return !s->npids && !s->nnames && !s->npods && !s->nconts;
+	return !s->npids && !s->nnames && !s->npods && !s->nconts && !s->ncnames;
 }
 
 int gg_snoopers__needs_scan(const struct gg_snoopers *s)
@@ -203,12 +210,26 @@ struct proc_info {
 	int cg_ok, cg_v2;
 	int cgid_state; /* 0 unknown, 1 known, -1 none */
 	uint64_t cgid;
+	int cname_read;
 	char dir[64];
+	char cname[GG_IDENT_VALUE_MAX + 1];
 	char comm[32];
 	char cont[68], pod[68];
 	char cmdline[CMDLINE_READ_MAX];
 	char cgpath[PATH_MAX];
 };
+
+/* The name of the container process pid is in (pi->cont set), asked once per process and scan. */
+static const char *proc_cname(struct proc_info *pi, unsigned long pid, const struct gg_scan_opts *opts)
+{
+	if (!pi->cname_read) {
+		const char *n = opts && opts->container_name ? opts->container_name(opts->ctx, (uint32_t)pid) : NULL;
+
+		pi->cname_read = 1;
+		snprintf(pi->cname, sizeof(pi->cname), "%s", n ? n : "");
+	}
+	return pi->cname;
+}
 
 /* /proc/<pid>/<name> into buf (counted as a file read): the bytes read, 0 when it cannot be read. */
 static ssize_t read_proc_file(const struct proc_info *pi, struct gg_scan_stats *st, const char *name, char *buf,
@@ -404,12 +425,18 @@ int gg_snoopers__resolve(const struct gg_snoopers *const *sets, unsigned int n, 
 					continue;
 				hit = !s->names[k].cmdline[0] || strstr(proc_cmdline(pi, &st), s->names[k].cmdline);
 			}
-			if (s->nconts || s->npods) {
+			if (s->nconts || s->npods || s->ncnames) {
 				proc_cgroup(pi, &st);
 				for (unsigned int k = 0; k < s->nconts && !by_cgroup; k++)
 					by_cgroup = cont_match(s->conts[k], pi->cont);
 				for (unsigned int k = 0; k < s->npods && !by_cgroup; k++)
 					by_cgroup = pi->pod[0] && !strcmp(s->pods[k], pi->pod);
+				if (s->ncnames && !by_cgroup && pi->cont[0]) {
+					const char *name = proc_cname(pi, pid, opts);
+
+					for (unsigned int k = 0; k < s->ncnames && !by_cgroup; k++)
+						by_cgroup = name[0] && strstr(name, s->cnames[k]) != NULL;
+				}
 			}
 			if (hit || by_cgroup)
 				err = add_pid(&tmp[i], (uint32_t)pid);

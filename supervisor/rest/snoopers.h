@@ -30,11 +30,17 @@ struct gg_snoopers {
 	char pods[GG_REST_PODS_MAX][68]; /* lower case, '-' separated, without a "pod" prefix */
 	unsigned int nconts;
 	char conts[GG_REST_CONTAINERS_MAX][68]; /* lower case */
+	unsigned int ncnames;
+	char cnames[GG_REST_CONTAINERS_MAX][GG_REST_CONTAINER_NAME_MAX + 1]; /* substrings of container names */
 };
 
 struct gg_scan_opts {
 	const char *proc_root;	 /* NULL: "/proc" */
 	const char *cgroup_root; /* NULL: where cgroup2 is mounted (gg_cgroup2_mount) */
+	/* The name of the container of process pid ("" or NULL when unknown): the identity resolver's
+	 * (container_name snoopers match nothing without it). */
+	const char *(*container_name)(void *ctx, uint32_t pid);
+	void *ctx;
 };
 
 /* The mount point of the cgroup v2 (unified) hierarchy: /sys/fs/cgroup, or /sys/fs/cgroup/unified on

@@ -593,10 +593,11 @@ static int check_snoopers(struct check *c, const cJSON *sn, cJSON *out)
 	cJSON_ArrayForEach(k, sn)
 	{
 		if (strcmp(k->string, "proc_id") && strcmp(k->string, "proc_name") && strcmp(k->string, "pod_id") &&
-		    strcmp(k->string, "container_id") && strcmp(k->string, "gaussdb"))
+		    strcmp(k->string, "container_id") && strcmp(k->string, "container_name") &&
+		    strcmp(k->string, "gaussdb"))
 			return errf(c->err, c->errlen, 400,
 				    "snoopers.%s: unknown field (expected proc_id, proc_name, pod_id, container_id, "
-				    "gaussdb)",
+				    "container_name, gaussdb)",
 				    snip(k->string, 32, b, sizeof(b)));
 	}
 	if (c->ctx->extend) {
@@ -718,6 +719,35 @@ static int check_snoopers(struct check *c, const cJSON *sn, cJSON *out)
 					"snoopers.container_id[%u]: must be a container id (1 to 64 letters or digits; "
 					"a prefix of at least 12 characters, or the full id)",
 					i);
+			cJSON_AddItemToArray(o, cJSON_CreateString(s));
+			i++;
+		}
+	}
+	/* container_name: a substring of the container's name, as `docker ps --filter name=` (gala-gopher);
+	 * taken wherever container_id is */
+	list = cJSON_GetObjectItemCaseSensitive(sn, "container_name");
+	if (list && !cJSON_IsNull(list)) {
+		cJSON *o = cJSON_AddArrayToObject(out, "container_name");
+
+		err = snoop_list(c, list, "container_name", GG_SNOOP_CONTAINER_ID, GG_REST_CONTAINERS_MAX);
+		if (err)
+			return err;
+		i = 0;
+		cJSON_ArrayForEach(e, list)
+		{
+			const char *s = cJSON_GetStringValue(e);
+			size_t n = s ? strlen(s) : 0;
+
+			if (!s || !n || n > GG_REST_CONTAINER_NAME_MAX)
+				return errf(c->err, c->errlen, 400,
+					    "snoopers.container_name[%u]: must be a string of 1 to %u characters", i,
+					    GG_REST_CONTAINER_NAME_MAX);
+			for (const char *p = s; *p; p++) {
+				if ((unsigned char)*p < 0x20)
+					return errf(c->err, c->errlen, 400,
+						    "snoopers.container_name[%u]: control characters are not allowed",
+						    i);
+			}
 			cJSON_AddItemToArray(o, cJSON_CreateString(s));
 			i++;
 		}

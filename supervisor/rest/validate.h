@@ -16,18 +16,19 @@
 #define GG_REST_WIRE_MAX (3u * GG_REST_JSON_MAX + 16u)
 
 /* Bounds of what one PUT may ask for. */
-#define GG_REST_SUBPROBES_MAX  16u
-#define GG_REST_PROC_IDS_MAX   64u
-#define GG_REST_PROC_NAMES_MAX 32u
-#define GG_REST_PODS_MAX       32u
-#define GG_REST_CONTAINERS_MAX 32u
-#define GG_REST_GAUSSDB_MAX    8u
-#define GG_REST_CMDLINE_MAX    256u
-#define GG_REST_COMM_MAX       15u     /* TASK_COMM_LEN - 1 */
-#define GG_REST_COMM_RE_MAX    64u     /* characters of a proc_name.comm pattern */
-#define GG_REST_COMM_RE_BOUND  16u     /* largest count of an interval ({n,m}) in a comm pattern */
-#define GG_REST_COMM_RE_BRACES 2u      /* intervals in a comm pattern */
-#define GG_REST_PID_MAX	       4194304 /* PID_MAX_LIMIT */
+#define GG_REST_SUBPROBES_MAX	   16u
+#define GG_REST_PROC_IDS_MAX	   64u
+#define GG_REST_PROC_NAMES_MAX	   32u
+#define GG_REST_PODS_MAX	   32u
+#define GG_REST_CONTAINERS_MAX	   32u
+#define GG_REST_CONTAINER_NAME_MAX 128u /* characters of a container_name entry */
+#define GG_REST_GAUSSDB_MAX	   8u
+#define GG_REST_CMDLINE_MAX	   256u
+#define GG_REST_COMM_MAX	   15u	   /* TASK_COMM_LEN - 1 */
+#define GG_REST_COMM_RE_MAX	   64u	   /* characters of a proc_name.comm pattern */
+#define GG_REST_COMM_RE_BOUND	   16u	   /* largest count of an interval ({n,m}) in a comm pattern */
+#define GG_REST_COMM_RE_BRACES	   2u	   /* intervals in a comm pattern */
+#define GG_REST_PID_MAX		   4194304 /* PID_MAX_LIMIT */
 
 /* One probe the REST API manages: its contract (ipc/contract.h) as the validator reads it. */
 struct gg_probe_def {

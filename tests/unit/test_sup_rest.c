@@ -506,6 +506,14 @@ static uint64_t ino_of(const char *path)
 	return (uint64_t)st.st_ino;
 }
 
+static int fake_cname_calls;
+
+static const char *fake_cname(void *calls, uint32_t pid)
+{
+	(*(int *)calls)++;
+	return pid == 200 ? "my-web-1" : pid == 300 ? "api" : "";
+}
+
 static void test_resolve(void **state)
 {
 	char proc[PATH_MAX], cg[PATH_MAX], p[PATH_MAX + 200];
@@ -601,6 +609,34 @@ static void test_resolve(void **state)
 		assert_int_equal(gg_snoopers__resolve(sets, 4, again, &o, NULL), 0);
 		assert_false(gg_scope__equal(&sc[0], &again[0]));
 		assert_int_equal(again[0].ntgid, 1);
+	}
+	/* container_name: a substring of the resolver's name of the process's container; processes outside
+	 * containers are never asked about; no resolver, no match */
+	{
+		struct gg_snoopers e;
+		const struct gg_snoopers *one = &e;
+		static struct gg_scope se;
+		struct gg_scan_opts eo = o;
+
+		j = cJSON_Parse("{\"container_name\":[\"web\"]}");
+		gg_snoopers__from_json(j, &e);
+		cJSON_Delete(j);
+		assert_false(gg_snoopers__empty(&e));
+		eo.container_name = fake_cname;
+		eo.ctx = &fake_cname_calls;
+		fake_cname_calls = 0;
+		gg_scope__init(&se);
+		assert_int_equal(gg_snoopers__resolve(&one, 1, &se, &eo, NULL), 0);
+		assert_int_equal(se.ntgid, 1);
+		assert_int_equal(se.tgid[0], 200);
+		assert_int_equal(se.ncgrp, 1);
+		assert_true(se.cgrp[0] == docker_ino);
+		assert_int_equal(fake_cname_calls, 2); /* 200 and 300, the two in containers */
+		eo.container_name = NULL;
+		gg_scope__init(&se);
+		assert_int_equal(gg_snoopers__resolve(&one, 1, &se, &eo, NULL), 0);
+		assert_false(se.all);
+		assert_int_equal(se.ntgid, 0);
 	}
 	/* a missing /proc fails and leaves the scopes as they were */
 	o.proc_root = "/nonexistent-gg-proc";
