@@ -27,8 +27,9 @@ struct rest_probe {
 	const struct gg_probe_def *def;
 	struct gg_probe *p; /* NULL until configured or created */
 	cJSON *conf;	    /* stored configuration (normalized, merged), NULL when never PUT */
-	int has_snoopers;   /* conf has a "snoopers" part: the probe gets a "scope" */
+	int has_snoopers;   /* conf has a "snoopers" or a "blacklist" part: the probe gets a "scope" */
 	struct gg_snoopers sn;
+	struct gg_snoopers bl; /* the blacklist */
 	struct gg_scope scope;
 	uint64_t scope_changes;
 };
@@ -182,8 +183,10 @@ static char *build_ctrl_json(const struct rest_probe *rp)
 			snprintf(m.subprobes[m.nsubprobes++], GG_CTRL_SUBPROBE_LEN, "%s", name);
 	}
 	m.params = effective_params(rp);
-	if (rp->conf && cJSON_GetObjectItemCaseSensitive(rp->conf, "snoopers")) {
-		m.snoopers = cJSON_Duplicate(cJSON_GetObjectItemCaseSensitive(rp->conf, "snoopers"), 1);
+	if (rp->conf && rp->has_snoopers) {
+		const cJSON *sn = cJSON_GetObjectItemCaseSensitive(rp->conf, "snoopers");
+
+		m.snoopers = sn ? cJSON_Duplicate(sn, 1) : cJSON_CreateObject();
 		m.has_scope = 1;
 		m.scope = rp->scope;
 	}
@@ -309,13 +312,15 @@ static const struct gg_scan_opts *scan_opts(struct gg_rest *r, struct gg_scan_op
 
 static void resolve_one(struct gg_rest *r, struct rest_probe *rp)
 {
-	const struct gg_snoopers *set = &rp->sn;
+	const struct gg_snoopers *set = &rp->sn, *bl = &rp->bl;
 	struct gg_scan_stats st;
 	struct gg_scan_opts o;
 
 	if (!rp->has_snoopers)
 		return;
-	if (gg_snoopers__resolve(&set, 1, &rp->scope, scan_opts(r, &o), &st) == 0)
+	scan_opts(r, &o);
+	o.exclude = &bl;
+	if (gg_snoopers__resolve(&set, 1, &rp->scope, &o, &st) == 0)
 		r->last_scan = st;
 }
 
@@ -350,8 +355,10 @@ static void apply(struct gg_rest *r, struct rest_probe *rp, const cJSON *old_con
 	char **extra = build_extra_argv(rp);
 	int restart = 0, native = p->conf->native;
 
-	rp->has_snoopers = cJSON_GetObjectItemCaseSensitive(rp->conf, "snoopers") != NULL;
+	rp->has_snoopers = cJSON_GetObjectItemCaseSensitive(rp->conf, "snoopers") != NULL ||
+			   cJSON_GetObjectItemCaseSensitive(rp->conf, "blacklist") != NULL;
 	gg_snoopers__from_json(cJSON_GetObjectItemCaseSensitive(rp->conf, "snoopers"), &rp->sn);
+	gg_snoopers__from_json(cJSON_GetObjectItemCaseSensitive(rp->conf, "blacklist"), &rp->bl);
 	if (rp->has_snoopers)
 		resolve_one(r, rp);
 	else
@@ -491,6 +498,9 @@ static cJSON *conf_json(struct gg_rest *r, const struct rest_probe *rp)
 			cJSON_ReplaceItemInObjectCaseSensitive((cJSON *)x, "dbpass", cJSON_CreateString("******"));
 	}
 	cJSON_AddItemToObject(o, "snoopers", sn);
+	x = rp->conf ? cJSON_GetObjectItemCaseSensitive(rp->conf, "blacklist") : NULL;
+	if (x)
+		cJSON_AddItemToObject(o, "blacklist", cJSON_Duplicate(x, 1));
 	params = effective_params(rp);
 	cJSON_AddItemToObject(o, "params", params ? params : cJSON_CreateObject());
 	cJSON_AddStringToObject(o, "state", rp->p && gg_probe__active(rp->p) ? "running" : "stopped");
@@ -696,7 +706,7 @@ static void on_request(void *ctx, const struct gg_http_request *req, struct gg_h
 static void on_scan(uv_timer_t *t)
 {
 	struct gg_rest *r = t->data;
-	const struct gg_snoopers *sets[GG_SCAN_SETS_MAX];
+	const struct gg_snoopers *sets[GG_SCAN_SETS_MAX], *bls[GG_SCAN_SETS_MAX];
 	struct rest_probe *who[GG_SCAN_SETS_MAX];
 	struct gg_scope *scopes;
 	struct gg_scan_stats st;
@@ -710,8 +720,10 @@ static void on_scan(uv_timer_t *t)
 		struct rest_probe *rp = &r->probes[i];
 
 		/* only probes that run (or are about to) and have targets to resolve */
-		if (!rp->p || !rp->has_snoopers || gg_snoopers__empty(&rp->sn) || !gg_probe__active(rp->p))
+		if (!rp->p || !rp->has_snoopers || (gg_snoopers__empty(&rp->sn) && gg_snoopers__empty(&rp->bl)) ||
+		    !gg_probe__active(rp->p))
 			continue;
+		bls[n] = &rp->bl;
 		sets[n] = &rp->sn;
 		who[n++] = rp;
 	}
@@ -723,7 +735,9 @@ static void on_scan(uv_timer_t *t)
 	for (unsigned int i = 0; i < n; i++)
 		gg_scope__init(&scopes[i]);
 	t0 = uv_hrtime();
-	if (gg_snoopers__resolve(sets, n, scopes, scan_opts(r, &o), &st) == 0) {
+	scan_opts(r, &o);
+	o.exclude = bls;
+	if (gg_snoopers__resolve(sets, n, scopes, &o, &st) == 0) {
 		r->scans++;
 		r->last_scan = st;
 		r->last_scan_us = (uv_hrtime() - t0) / 1000;

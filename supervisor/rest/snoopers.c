@@ -359,6 +359,62 @@ int gg_cgroup2_mount(char *ret, size_t len)
 	return err;
 }
 
+/* Whether process pid matches s: by itself (*ret_hit: proc_id, proc_name) or by its cgroup
+ * (*ret_by_cgroup: container_id, pod_id, container_name). */
+static void proc_match(const struct gg_snoopers *s, struct proc_info *pi, unsigned long pid,
+		       const struct gg_scan_opts *opts, struct gg_scan_stats *st, int *ret_hit, int *ret_by_cgroup)
+{
+	int hit = 0, by_cgroup = 0;
+
+	for (unsigned int k = 0; k < s->npids && !hit; k++)
+		hit = s->pids[k] == pid;
+	for (unsigned int k = 0; k < s->nnames && !hit; k++) {
+		if (!gg_comm__match(s->names[k].comm, proc_comm(pi, st)))
+			continue;
+		hit = !s->names[k].cmdline[0] || strstr(proc_cmdline(pi, st), s->names[k].cmdline);
+	}
+	if (s->nconts || s->npods || s->ncnames) {
+		proc_cgroup(pi, st);
+		for (unsigned int k = 0; k < s->nconts && !by_cgroup; k++)
+			by_cgroup = cont_match(s->conts[k], pi->cont);
+		for (unsigned int k = 0; k < s->npods && !by_cgroup; k++)
+			by_cgroup = pi->pod[0] && !strcmp(s->pods[k], pi->pod);
+		if (s->ncnames && !by_cgroup && pi->cont[0]) {
+			const char *name = proc_cname(pi, pid, opts);
+
+			for (unsigned int k = 0; k < s->ncnames && !by_cgroup; k++)
+				by_cgroup = name[0] && strstr(name, s->cnames[k]) != NULL;
+		}
+	}
+	*ret_hit = hit;
+	*ret_by_cgroup = by_cgroup;
+}
+
+/* Cgroup ids of blacklisted processes, per set. */
+struct id_set {
+	unsigned int n, cap;
+	uint64_t *ids;
+};
+
+static int add_id(struct id_set *s, uint64_t id)
+{
+	for (unsigned int i = 0; i < s->n; i++) {
+		if (s->ids[i] == id)
+			return 0;
+	}
+	if (s->n == s->cap) {
+		unsigned int cap = s->cap ? s->cap * 2 : 8;
+		uint64_t *ids = realloc(s->ids, cap * sizeof(*ids));
+
+		if (!ids)
+			return -ENOMEM;
+		s->ids = ids;
+		s->cap = cap;
+	}
+	s->ids[s->n++] = id;
+	return 0;
+}
+
 int gg_snoopers__resolve(const struct gg_snoopers *const *sets, unsigned int n, struct gg_scope *scopes,
 			 const struct gg_scan_opts *opts, struct gg_scan_stats *ret_stats)
 {
@@ -366,6 +422,7 @@ int gg_snoopers__resolve(const struct gg_snoopers *const *sets, unsigned int n, 
 	const char *proc_root = opts && opts->proc_root ? opts->proc_root : "/proc";
 	const char *cg_root = opts && opts->cgroup_root ? opts->cgroup_root : NULL;
 	struct gg_scope *tmp;
+	struct id_set *excl;
 	struct gg_scan_stats st = {0};
 	struct proc_info *pi = NULL;
 	int need_scan = 0, err = 0;
@@ -381,15 +438,19 @@ int gg_snoopers__resolve(const struct gg_snoopers *const *sets, unsigned int n, 
 		cg_root = cg2;
 	}
 	tmp = calloc(n ? n : 1, sizeof(*tmp));
+	excl = calloc(n ? n : 1, sizeof(*excl));
 	pi = malloc(sizeof(*pi));
-	if (!tmp || !pi) {
+	if (!tmp || !excl || !pi) {
 		free(tmp);
+		free(excl);
 		free(pi);
 		return -ENOMEM;
 	}
 	for (unsigned int i = 0; i < n; i++) {
+		const struct gg_snoopers *bl = opts && opts->exclude ? opts->exclude[i] : NULL;
+
 		gg_scope__init(&tmp[i]);
-		tmp[i].all = gg_snoopers__empty(sets[i]);
+		tmp[i].all = gg_snoopers__empty(sets[i]) && (!bl || gg_snoopers__empty(bl));
 		need_scan |= !tmp[i].all;
 	}
 	if (need_scan) {
@@ -413,31 +474,30 @@ int gg_snoopers__resolve(const struct gg_snoopers *const *sets, unsigned int n, 
 		memset(pi, 0, offsetof(struct proc_info, dir));
 		snprintf(pi->dir, sizeof(pi->dir), "%s/%lu", proc_root, pid);
 		for (unsigned int i = 0; i < n && !err; i++) {
-			const struct gg_snoopers *s = sets[i];
+			const struct gg_snoopers *bl = opts && opts->exclude ? opts->exclude[i] : NULL;
 			int hit = 0, by_cgroup = 0;
 
 			if (tmp[i].all)
 				continue;
-			for (unsigned int k = 0; k < s->npids && !hit; k++)
-				hit = s->pids[k] == pid;
-			for (unsigned int k = 0; k < s->nnames && !hit; k++) {
-				if (!gg_comm__match(s->names[k].comm, proc_comm(pi, &st)))
-					continue;
-				hit = !s->names[k].cmdline[0] || strstr(proc_cmdline(pi, &st), s->names[k].cmdline);
-			}
-			if (s->nconts || s->npods || s->ncnames) {
-				proc_cgroup(pi, &st);
-				for (unsigned int k = 0; k < s->nconts && !by_cgroup; k++)
-					by_cgroup = cont_match(s->conts[k], pi->cont);
-				for (unsigned int k = 0; k < s->npods && !by_cgroup; k++)
-					by_cgroup = pi->pod[0] && !strcmp(s->pods[k], pi->pod);
-				if (s->ncnames && !by_cgroup && pi->cont[0]) {
-					const char *name = proc_cname(pi, pid, opts);
+			if (bl && !gg_snoopers__empty(bl)) {
+				int bhit = 0, bcg = 0;
 
-					for (unsigned int k = 0; k < s->ncnames && !by_cgroup; k++)
-						by_cgroup = name[0] && strstr(name, s->cnames[k]) != NULL;
+				proc_match(bl, pi, pid, opts, &st, &bhit, &bcg);
+				if (bhit || bcg) {
+					uint64_t id;
+
+					/* its cgroup may not be watched as a whole: remember it, drop it at the end */
+					proc_cgroup(pi, &st);
+					if (proc_cgid(pi, cg_root, &id) == 0)
+						err = add_id(&excl[i], id);
+					continue;
+				}
+				if (gg_snoopers__empty(sets[i])) {
+					err = add_pid(&tmp[i], (uint32_t)pid);
+					continue;
 				}
 			}
+			proc_match(sets[i], pi, pid, opts, &st, &hit, &by_cgroup);
 			if (hit || by_cgroup)
 				err = add_pid(&tmp[i], (uint32_t)pid);
 			if (by_cgroup && !err) {
@@ -451,6 +511,18 @@ int gg_snoopers__resolve(const struct gg_snoopers *const *sets, unsigned int n, 
 			goto out;
 	}
 	for (unsigned int i = 0; i < n; i++) {
+		unsigned int kept = 0;
+
+		/* a cgroup with a blacklisted process is not watched as a whole (its others are listed by pid) */
+		for (unsigned int k = 0; k < tmp[i].ncgrp; k++) {
+			int drop = 0;
+
+			for (unsigned int x = 0; x < excl[i].n && !drop; x++)
+				drop = excl[i].ids[x] == tmp[i].cgrp[k];
+			if (!drop)
+				tmp[i].cgrp[kept++] = tmp[i].cgrp[k];
+		}
+		tmp[i].ncgrp = kept;
 		if (tmp[i].ntgid)
 			qsort(tmp[i].tgid, tmp[i].ntgid, sizeof(tmp[i].tgid[0]), cmp_u32);
 		if (tmp[i].ncgrp)
@@ -462,6 +534,9 @@ int gg_snoopers__resolve(const struct gg_snoopers *const *sets, unsigned int n, 
 out:
 	if (d)
 		closedir(d);
+	for (unsigned int i = 0; i < n; i++)
+		free(excl[i].ids);
+	free(excl);
 	free(tmp);
 	free(pi);
 	return err;

@@ -41,6 +41,10 @@ struct gg_scan_opts {
 	 * (container_name snoopers match nothing without it). */
 	const char *(*container_name)(void *ctx, uint32_t pid);
 	void *ctx;
+	/* exclude[i] (NULL, or NULL entries: none): a blacklist for sets[i]. What it matches is left out:
+	 * its processes, and the cgroup ids of the cgroups they are in (the other processes of such a
+	 * cgroup are listed by pid). With an empty sets[i], every other process is listed by pid. */
+	const struct gg_snoopers *const *exclude;
 };
 
 /* The mount point of the cgroup v2 (unified) hierarchy: /sys/fs/cgroup, or /sys/fs/cgroup/unified on

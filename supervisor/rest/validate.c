@@ -1042,9 +1042,10 @@ int gg_rest_conf__check(const struct gg_probe_def *def, const struct gg_rest_che
 		goto out;
 	cJSON_ArrayForEach(k, root)
 	{
-		if (strcmp(k->string, "cmd") && strcmp(k->string, "snoopers") && strcmp(k->string, "params") &&
-		    strcmp(k->string, "state")) {
-			status = errf(err, errlen, 400, "%s: unknown field (expected cmd, snoopers, params, state)",
+		if (strcmp(k->string, "cmd") && strcmp(k->string, "snoopers") && strcmp(k->string, "blacklist") &&
+		    strcmp(k->string, "params") && strcmp(k->string, "state")) {
+			status = errf(err, errlen, 400,
+				      "%s: unknown field (expected cmd, snoopers, blacklist, params, state)",
 				      snip(k->string, 32, b, sizeof(b)));
 			goto out;
 		}
@@ -1065,6 +1066,21 @@ int gg_rest_conf__check(const struct gg_probe_def *def, const struct gg_rest_che
 		status = check_snoopers(&c, v, cJSON_AddObjectToObject(out, "snoopers"));
 		if (status)
 			goto out;
+	}
+	/* blacklist (gala-gopher's): the shape of snoopers; what it matches is left out of the scope */
+	v = cJSON_GetObjectItemCaseSensitive(root, "blacklist");
+	if (v) {
+		status = check_snoopers(&c, v, cJSON_AddObjectToObject(out, "blacklist"));
+		if (status) {
+			/* the same rules, reported under the part's own name */
+			if (err && !strncmp(err, "snoopers", 8)) {
+				char tmp[512];
+
+				snprintf(tmp, sizeof(tmp), "blacklist%s", err + 8);
+				snprintf(err, errlen, "%s", tmp);
+			}
+			goto out;
+		}
 	}
 	v = cJSON_GetObjectItemCaseSensitive(root, "params");
 	if (v) {

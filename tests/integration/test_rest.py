@@ -656,6 +656,60 @@ def test_snoopers_real_processes():
 test_snoopers_real_processes.timeout = 60
 
 
+def test_blacklist_real_processes():
+    """The top-level blacklist (gala-gopher's, the shape of snoopers) leaves what it matches out of the
+    scope: a process of a matched name, a process inside a matched container (whose cgroup is then not
+    watched as a whole), and, without snoopers, every process but the blacklisted ones; GET shows it;
+    a blacklisted process started later never enters the scope."""
+    tag = "%05d" % random.randrange(100000)
+    comm = "ggbl" + tag
+    cid = "%064x" % random.getrandbits(256)
+    procs = Procs()
+    env = RestEnv().start()
+    try:
+        a = procs.start(comm, "300")
+        b = procs.start(comm, "301")
+        expect(env.put("baseinfo", {"snoopers": {"proc_name": [{"comm": "^" + comm}]},
+                                    "blacklist": {"proc_name": [{"comm": comm, "cmdline": "301"}]},
+                                    "state": "running"}), 200)
+        rt = env.wait_confirmed("baseinfo")
+        check(rt["scope"]["pids"] == [a.pid], "blacklisted by cmdline: %r" % rt["scope"])
+        doc = env.get("baseinfo")
+        check(doc["blacklist"] == {"proc_name": [{"comm": comm, "cmdline": "301", "debugging_dir": ""}]},
+              "GET shows the blacklist: %r" % doc.get("blacklist"))
+        c = procs.start(comm, "301")  # blacklisted, started later
+        d = procs.start(comm, "302")
+        wait_for(lambda: scope_of(env)["pids"] == sorted([a.pid, d.pid]), 3, "the later one, not the blacklisted")
+        # a container watched by its cgroup, one of its processes blacklisted: the others by pid only
+        dock = procs.cgroup("system.slice/docker-%s.scope" % cid)
+        x = procs.start("ggbx" + tag)
+        y = procs.start("ggby" + tag)
+        procs.move(x, dock)
+        procs.move(y, dock)
+        expect(env.put("baseinfo", {"snoopers": {"container_id": [cid[:12]]},
+                                    "blacklist": {"proc_id": [y.pid]}}), 200)
+        sc = env.wait_confirmed("baseinfo")["scope"]
+        check(sc["pids"] == [x.pid] and sc["cgroup_ids"] == [], "container without its blacklisted process: %r" % sc)
+        expect(env.put("baseinfo", {"blacklist": {}}), 200)
+        sc = env.wait_confirmed("baseinfo")["scope"]
+        check(sc["pids"] == sorted([x.pid, y.pid]) and sc["cgroup_ids"] == [os.stat(dock).st_ino],
+              "empty blacklist: the whole container again: %r" % sc)
+        # no snoopers: every process but the blacklisted, by pid
+        expect(env.put("baseinfo", {"snoopers": {}, "blacklist": {"proc_name": [{"comm": "^ggb[lxy]" + tag}]}}), 200)
+        sc = env.wait_confirmed("baseinfo")["scope"]
+        mine = {a.pid, b.pid, c.pid, d.pid, x.pid, y.pid}
+        check(sc["all"] is False and not mine & set(sc["pids"]), "all but the blacklisted: %d pids" % len(sc["pids"]))
+        if not sc.get("truncated"):  # more processes than the probes' scope maps hold: a prefix of them
+            check(os.getpid() in sc["pids"] and env.sup.proc.pid in sc["pids"], "others listed: %r" % sc["pids"][:20])
+        expect(env.put("baseinfo", {"blacklist": {"proc_id": [0]}}), 400, "blacklist.proc_id[0]")
+    finally:
+        env.cleanup()
+        procs.cleanup()
+
+
+test_blacklist_real_processes.timeout = 60
+
+
 # ---- keep-alive, concurrency -------------------------------------------------------------------------
 
 def test_keepalive_and_concurrent_clients():

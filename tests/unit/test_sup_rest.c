@@ -352,7 +352,15 @@ static void test_errors_name_field_and_range(void **state)
 	       "snoopers.gaussdb[0].dbport");
 	/* top level, state, JSON */
 	expect("tcp", "{\"state\":\"paused\"}", 400, "state: must be \"running\" or \"stopped\"");
-	expect("tcp", "{\"stat\":\"running\"}", 400, "stat: unknown field (expected cmd, snoopers, params, state)");
+	expect("tcp", "{\"stat\":\"running\"}", 400,
+	       "stat: unknown field (expected cmd, snoopers, blacklist, params, state)");
+	expect("tcp", "{\"blacklist\":{\"proc_id\":[0]}}", 400,
+	       "blacklist.proc_id[0]: must be a process id in [1, 4194304]");
+	expect("tcp", "{\"blacklist\":{\"nope\":[]}}", 400,
+	       "blacklist.nope: unknown field (expected proc_id, proc_name, pod_id, container_id, container_name, "
+	       "gaussdb)");
+	expect("tcp", "{\"blacklist\":{\"container_name\":[\"\"]}}", 400,
+	       "blacklist.container_name[0]: must be a string of 1 to 128 characters");
 	expect("tcp", "[1]", 400, "must be a JSON object");
 	expect("tcp", "{\"state\":\"running\"", 400, "invalid JSON");
 	expect("tcp", "{\"state\":\"running\"} x", 400, "invalid JSON");
@@ -637,6 +645,50 @@ static void test_resolve(void **state)
 		assert_int_equal(gg_snoopers__resolve(&one, 1, &se, &eo, NULL), 0);
 		assert_false(se.all);
 		assert_int_equal(se.ntgid, 0);
+	}
+	/* blacklist: left out of the scope; a cgroup holding a blacklisted process is not watched whole;
+	 * with no snoopers, every other process by pid */
+	{
+		struct gg_snoopers w1, b1, w2, b2, w3, b3;
+		const struct gg_snoopers *ws[3] = {&w1, &w2, &w3}, *bs[3] = {&b1, &b2, &b3};
+		static struct gg_scope sb[3];
+		struct gg_scan_opts bo = o;
+
+		j = cJSON_Parse("{\"proc_name\":[{\"comm\":\"^ngi\"}],\"proc_id\":[400]}");
+		gg_snoopers__from_json(j, &w1);
+		cJSON_Delete(j);
+		j = cJSON_Parse("{\"proc_id\":[101,400]}");
+		gg_snoopers__from_json(j, &b1);
+		cJSON_Delete(j);
+		j = cJSON_Parse(
+			"{\"container_id\":[\"0123456789ab\"],\"pod_id\":[\"1a2b3c4d-0000-1111-2222-333344445555\"]}");
+		gg_snoopers__from_json(j, &w2);
+		cJSON_Delete(j);
+		j = cJSON_Parse("{\"proc_name\":[{\"comm\":\"^java$\"}]}");
+		gg_snoopers__from_json(j, &b2);
+		cJSON_Delete(j);
+		gg_snoopers__from_json(NULL, &w3);
+		j = cJSON_Parse("{\"proc_name\":[{\"comm\":\"^(nginx|bash)$\"}]}");
+		gg_snoopers__from_json(j, &b3);
+		cJSON_Delete(j);
+		bo.exclude = bs;
+		for (int i = 0; i < 3; i++)
+			gg_scope__init(&sb[i]);
+		assert_int_equal(gg_snoopers__resolve(ws, 3, sb, &bo, NULL), 0);
+		/* nginx (pid 101: pid 100 was removed above) and 400, both blacklisted */
+		assert_false(sb[0].all);
+		assert_int_equal(sb[0].ntgid, 0);
+		/* java left out of its container: neither its pid nor the docker cgroup; the pod stays */
+		assert_int_equal(sb[1].ntgid, 1);
+		assert_int_equal(sb[1].tgid[0], 300);
+		assert_int_equal(sb[1].ncgrp, 1);
+		assert_true(sb[1].cgrp[0] == pod_ino);
+		/* everything but nginx and bash: java and python3, by pid */
+		assert_false(sb[2].all);
+		assert_int_equal(sb[2].ntgid, 2);
+		assert_int_equal(sb[2].tgid[0], 200);
+		assert_int_equal(sb[2].tgid[1], 300);
+		assert_int_equal(sb[2].ncgrp, 0);
 	}
 	/* a missing /proc fails and leaves the scopes as they were */
 	o.proc_root = "/nonexistent-gg-proc";
