@@ -489,7 +489,10 @@ def test_supervisor_rest_scope_pyroscope_query():
         t0 = int(time.time())
         status, body = rest_put(rest_port, "flamegraph", {
             "cmd": {"probe": ["oncpu", "mem"]},
-            "snoopers": {"proc_name": [{"comm": "cpu_split", "cmdline": "", "debugging_dir": ""}]},
+            # comm is a regular expression found anywhere (gala-gopher): anchored, so that
+            # cpu_split_strip (the process outside the scope) does not match; cmdline (a substring) is
+            # this build's binary, so that other checkouts' cpu_split on the machine are not in scope
+            "snoopers": {"proc_name": [{"comm": "^cpu_split$", "cmdline": CPU_SPLIT, "debugging_dir": ""}]},
             "params": {"flame_dir": flame, "svg_dir": svg, "pyroscope_server": "127.0.0.1:%d" % rx.port,
                        "mem_alloc": 1},
             "state": "running"})
@@ -511,7 +514,7 @@ def test_supervisor_rest_scope_pyroscope_query():
         lines = [l for l in q["body"].splitlines() if l]
         check(all(re.match(r"^\[\d+\] \S.* \d+$", l) for l in lines), "folded body: %r" % lines[:3])
         check(all(l.startswith("[%d] cpu_split;" % inside.pid) for l in lines),
-              "only the process in scope is profiled: %r" % [l for l in lines if "cpu_split;" not in l][:3])
+              "only the process in scope is profiled: %r" % [l for l in lines if not l.startswith("[%d] cpu_split;" % inside.pid)][:3])
 
         # the query API on the REST server, over the profile store
         def query(app):

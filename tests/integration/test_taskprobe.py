@@ -403,7 +403,9 @@ def test_rest_snoopers_scope_and_live_subprobes():
         check(not s.metric_records("proc_dns"), "proc_dns is off")
 
         # live: other sub-probe, snoopers by name (both workloads)
-        put({"cmd": {"probe": ["proc_dns"]}, "snoopers": {"proc_name": [{"comm": "task_load"}]}})
+        # comm: a regular expression (gala-gopher); cmdline: this build's binary, so that task_load
+        # processes of other checkouts running on the machine are not in scope
+        put({"cmd": {"probe": ["proc_dns"]}, "snoopers": {"proc_name": [{"comm": "^task_load$", "cmdline": TASK_LOAD}]}})
         wait_for(lambda: s.probe("taskprobe")["config_version_applied"] >= 2, 10, "second configuration applied")
         st, doc, raw, _ = rest_call(port, "GET", "/proc")
         check(sorted(doc["runtime"]["scope"]["pids"]) == sorted([w1.pid, w2.pid]), "scope resolved: %s" % raw[:600])
