@@ -12,8 +12,8 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "../supervisor/ident_export.h"
-#include "../supervisor/imdb.h"
+#include "../supervisor/export/ident_export.h"
+#include "../supervisor/export/imdb.h"
 
 static const char META[] = "version = \"1.0.0\";\n"
 			   "measurements: ( { table_name: \"proc_bench\", entity_name: \"proc\", fields: (\n"

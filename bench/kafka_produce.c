@@ -1,4 +1,4 @@
-/* kafka_produce.c - benchmark of the Kafka channel (supervisor/kafka.c): N metric-record JSON messages
+/* kafka_produce.c - benchmark of the Kafka channel (supervisor/export/kafka.c): N metric-record JSON messages
  * (rendered per message like the supervisor does) produced from a libuv loop to a broker, until every
  * delivery report is in. Prints records/s delivered and the CPU this process used.
  *   build/bench/kafka_produce -b BOOTSTRAP [-n N] [-t TOPIC] [-q QUEUE_MESSAGES]
@@ -11,7 +11,7 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "../supervisor/kafka.h"
+#include "../supervisor/export/kafka.h"
 
 struct bench {
 	struct gg_kafka *k;

@@ -9,8 +9,8 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "../supervisor/imdb.h"
-#include "../supervisor/prom.h"
+#include "../supervisor/export/imdb.h"
+#include "../supervisor/export/prom.h"
 
 #define METRICS_PER_ROW 10
 

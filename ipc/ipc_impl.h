@@ -14,6 +14,9 @@ uint64_t ipc__now_ms(void);
  * fails). Other schemes: no-op, 0.
  */
 int ipc__unlink_stale(const char *url);
+/* s as a decimal integer: 1 to 19 digits, nothing else (no sign, no space). 0, or -EINVAL (also for
+ * NULL). */
+int ipc__decimal(const char *s, unsigned long long *ret);
 
 /* Dialers retry quickly at first (the supervisor usually comes up within milliseconds) but back off
  * to 1 s so a probe without a supervisor does not spin. */

@@ -117,3 +117,21 @@ int ipc__unlink_stale(const char *url)
 		return -errno;
 	return 0;
 }
+
+int ipc__decimal(const char *s, unsigned long long *ret)
+{
+	unsigned long long v = 0;
+	size_t n = 0;
+
+	if (!s)
+		return -EINVAL;
+	for (; s[n]; n++) {
+		if (s[n] < '0' || s[n] > '9' || n >= 19)
+			return -EINVAL;
+		v = v * 10 + (unsigned long long)(s[n] - '0');
+	}
+	if (!n)
+		return -EINVAL;
+	*ret = v;
+	return 0;
+}

@@ -63,6 +63,13 @@ int meta_registry__load_buf(struct meta_registry *reg, const char *name, const c
 /* Load every *.meta file of a directory (sorted by name, dot files skipped). Stops at the first bad
  * file; the files before it stay loaded. */
 int meta_registry__load_dir(struct meta_registry *reg, const char *dir, char *err, size_t errlen);
+/* One name, one meaning: Prometheus names a field gala_gopher_<entity>_<field>, so two tables of one
+ * entity with a metric field of one name and different key/label sets, or a gauge/counter named like a
+ * histogram's or summary's _sum/_count/_bucket series, would mix two meanings in one family. -EEXIST
+ * with a message naming both tables, or 0. meta_registry__load_dir runs it after the last file (the
+ * schema directory of the supervisor and --check); a registry built with load_buf/load_file is not
+ * checked unless its owner calls this. */
+int meta_registry__check_families(const struct meta_registry *reg, char *err, size_t errlen);
 
 /* Table named [name, name+len) (not NUL-terminated), or NULL. Hash lookup, no allocation. */
 const struct meta_table *meta_registry__find(const struct meta_registry *reg, const char *name, size_t len);

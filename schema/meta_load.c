@@ -407,6 +407,97 @@ err_out:
 	return r;
 }
 
+/* ---- one name, one meaning ------------------------------------------------------------------------ */
+
+static int is_metric(enum meta_field_type t)
+{
+	return t >= META_GAUGE;
+}
+
+/* Same key and label names (in any order): then two tables' fields of one name are one family. */
+static int same_label_set(const struct meta_table *a, const struct meta_table *b)
+{
+	unsigned int na = 0, nb = 0;
+
+	for (unsigned int i = 0; i < a->nfields; i++) {
+		const struct meta_field *f = &a->fields[i];
+		int found = 0;
+
+		if (is_metric(f->type))
+			continue;
+		na++;
+		for (unsigned int j = 0; j < b->nfields && !found; j++)
+			found = !is_metric(b->fields[j].type) && !strcmp(b->fields[j].name, f->name);
+		if (!found)
+			return 0;
+	}
+	for (unsigned int j = 0; j < b->nfields; j++)
+		nb += !is_metric(b->fields[j].type);
+	return na == nb;
+}
+
+/* The suffix of a histogram's or summary's series that plain field name n would take (n = h + suffix):
+ * "_sum", "_count" (both), "_bucket" (histograms). NULL when n is not one of h's series. */
+static const char *series_of(const char *n, const struct meta_field *h)
+{
+	static const char *const sfx[] = {"_sum", "_count", "_bucket"};
+	size_t hl = strlen(h->name);
+
+	if (h->type != META_HISTOGRAM && h->type != META_SUMMARY)
+		return NULL;
+	if (strncmp(n, h->name, hl))
+		return NULL;
+	for (unsigned int i = 0; i < 3; i++) {
+		if (i == 2 && h->type != META_HISTOGRAM)
+			break;
+		if (!strcmp(n + hl, sfx[i]))
+			return sfx[i];
+	}
+	return NULL;
+}
+
+/* Prometheus names a field gala_gopher_<entity>_<field>: two fields of one entity that give one name
+ * (or one series name) would mix two meanings in one family. Table a is new; b is a or loaded before. */
+static int check_pair(const struct meta_loader *ld, const struct meta_table *a, const struct meta_table *b)
+{
+	char qa[72], qb[72];
+
+	if (strcmp(a->entity, b->entity))
+		return 0;
+	for (unsigned int i = 0; i < a->nfields; i++) {
+		const struct meta_field *fa = &a->fields[i];
+
+		if (!is_metric(fa->type))
+			continue;
+		for (unsigned int j = 0; j < b->nfields; j++) {
+			const struct meta_field *fb = &b->fields[j];
+			const char *sfx;
+
+			if (!is_metric(fb->type))
+				continue;
+			if (a != b && !strcmp(fa->name, fb->name) && !same_label_set(a, b))
+				return fail(
+					ld, 0, -EEXIST,
+					"metric gala_gopher_%s_%s is in table '%s' and in table '%s' (%s) with other "
+					"labels: rename one of the fields",
+					a->entity, fa->name, quote(qa, a->name), quote(qb, b->name), b->source);
+			if ((sfx = series_of(fa->name, fb)) || (sfx = series_of(fb->name, fa))) {
+				const struct meta_field *plain = series_of(fa->name, fb) ? fa : fb;
+				const struct meta_field *agg = plain == fa ? fb : fa;
+				const struct meta_table *tp = plain == fa ? a : b, *tg = plain == fa ? b : a;
+
+				return fail(ld, 0, -EEXIST,
+					    "%s gala_gopher_%s_%s of table '%s' is also the %s series of %s "
+					    "gala_gopher_%s_%s of table '%s' (%s): rename one of the fields",
+					    meta_field_type__str(plain->type), a->entity, plain->name,
+					    quote(qa, tp->name), sfx, meta_field_type__str(agg->type), a->entity,
+					    agg->name, quote(qb, tg->name), b->source);
+			}
+		}
+	}
+	return 0;
+}
+
 static int load_config(struct meta_registry *reg, const struct meta_loader *ld, const config_t *cf)
 {
 	const config_setting_t *root = config_root_setting(cf);
@@ -598,6 +689,25 @@ static int prepass(const struct meta_loader *ld, char *buf, size_t len)
 
 /* ---- entry points -------------------------------------------------------------------------------- */
 
+int meta_registry__check_families(const struct meta_registry *reg, char *err, size_t errlen)
+{
+	if (err && errlen)
+		err[0] = '\0';
+	for (unsigned int i = 0; reg && i < meta_registry__count(reg); i++) {
+		const struct meta_table *a = meta_registry__at(reg, i);
+		/* messages start with the file of the table loaded last of the two */
+		struct meta_loader ld = {.name = a->source, .err = err, .errlen = errlen};
+
+		for (unsigned int j = 0; j <= i; j++) {
+			int r = check_pair(&ld, a, meta_registry__at(reg, j));
+
+			if (r < 0)
+				return r;
+		}
+	}
+	return 0;
+}
+
 int meta_registry__load_buf(struct meta_registry *reg, const char *name, const char *buf, size_t len, char *err,
 			    size_t errlen)
 {
@@ -765,6 +875,7 @@ int meta_registry__load_dir(struct meta_registry *reg, const char *dir, char *er
 		if (r < 0)
 			goto out;
 	}
+	r = meta_registry__check_families(reg, err, errlen);
 out:
 	for (size_t i = 0; i < n; i++)
 		free(names[i]);

@@ -64,9 +64,9 @@ static void sample_reject(struct gg_probe *p, const char *line, size_t len, enum
 	for (size_t i = 0; i < n; i++)
 		shown[i] = (line[i] >= 0x20 && line[i] < 0x7f) ? line[i] : '?';
 	shown[n] = 0;
-	gg_probe__logf(p, "rejected record (%s%s%d; %llu similar messages suppressed): %s%s", meta_reject__str(why),
-		       field >= 0 ? ", field " : "", field >= 0 ? field + 1 : 0,
-		       (unsigned long long)p->samples_suppressed, shown, len > n ? "..." : "");
+	p->sup->ingest_ops.logf(p, "rejected record (%s%s%d; %llu similar messages suppressed): %s%s",
+				meta_reject__str(why), field >= 0 ? ", field " : "", field >= 0 ? field + 1 : 0,
+				(unsigned long long)p->samples_suppressed, shown, len > n ? "..." : "");
 	p->sample_last_ms = now;
 	p->samples_suppressed = 0;
 }
@@ -103,7 +103,7 @@ void gg_ingest__message(struct gg_sup *sup, const void *msg, size_t len)
 		sup->st.bad_batches++;
 		return;
 	}
-	p = gg_probes__find(sup, hdr.probe);
+	p = sup->ingest_ops.find(sup, hdr.probe);
 	if (!p || !p->conf->native) {
 		sup->st.unknown_probe_batches++;
 		return;
@@ -116,7 +116,7 @@ void gg_ingest__message(struct gg_sup *sup, const void *msg, size_t len)
 	if (hdr.pid == (uint32_t)p->pid || !p->pid)
 		p->cfg_applied = hdr.config_version;
 	/* A probe's first batch means it is connected: its configuration goes out now, not at the tick. */
-	gg_probe__offer_config(p, p->last_batch_ms);
+	sup->ingest_ops.connected(p, p->last_batch_ms);
 	c = payload;
 	end = payload + hdr.payload_len;
 	while (c < end) {

@@ -565,6 +565,11 @@ int gg_probes__init(struct gg_sup *sup)
 	if (!sup->probes)
 		return -ENOMEM;
 	sup->nprobes = 0;
+	sup->ingest_ops = (struct gg_ingest_ops){
+		.find = gg_probes__find,
+		.connected = gg_probe__offer_config,
+		.logf = gg_probe__logf,
+	};
 	snprintf(dir, sizeof(dir), "%s/probes", sup->cfg.logs.debug_dir);
 	if (gg_mkdir_p(dir, 0750))
 		gg_warn("cannot create %s: %s", dir, strerror(errno));

@@ -14,11 +14,6 @@
 #include "rest.h"
 #include "supervisor.h"
 
-static void add_u64(cJSON *o, const char *k, uint64_t v)
-{
-	cJSON_AddNumberToObject(o, k, (double)v);
-}
-
 static cJSON *probe_json(const struct gg_probe *p)
 {
 	const struct gg_probe_stats *st = &p->st;
@@ -35,41 +30,41 @@ static cJSON *probe_json(const struct gg_probe *p)
 				: p->desired == GG_DESIRED_STOPPED ? "stopped"
 								   : "switch");
 	cJSON_AddNumberToObject(o, "pid", p->pid);
-	add_u64(o, "starts", p->starts);
-	add_u64(o, "restarts", p->restarts);
-	add_u64(o, "backoff_ms", p->backoff_ms);
-	add_u64(o, "uptime_ms", p->pid > 0 ? gg_now_ms() - p->started_ms : 0);
+	gg_json_add_u64(o, "starts", p->starts);
+	gg_json_add_u64(o, "restarts", p->restarts);
+	gg_json_add_u64(o, "backoff_ms", p->backoff_ms);
+	gg_json_add_u64(o, "uptime_ms", p->pid > 0 ? gg_now_ms() - p->started_ms : 0);
 	cJSON_AddNumberToObject(o, "last_exit_status", (double)p->last_exit_status);
 	cJSON_AddNumberToObject(o, "last_exit_signal", p->last_term_signal);
-	add_u64(o, "checks", p->checks);
+	gg_json_add_u64(o, "checks", p->checks);
 	cJSON_AddNumberToObject(o, "check_value", (double)p->check_value);
-	add_u64(o, "batches", st->batches);
+	gg_json_add_u64(o, "batches", st->batches);
 	/* ms since the supervisor started: when data first and last arrived (benchmarks use them) */
-	add_u64(o, "first_batch_ms", p->first_batch_ms ? p->first_batch_ms - p->sup->start_ms : 0);
-	add_u64(o, "last_batch_ms", p->last_batch_ms ? p->last_batch_ms - p->sup->start_ms : 0);
-	add_u64(o, "records", st->records);
-	add_u64(o, "accepted", st->accepted);
-	add_u64(o, "bad_batches", st->bad_batches);
-	add_u64(o, "ipc_lost_batches", p->seq.lost_batches);
-	add_u64(o, "ipc_lost_records", p->seq.lost_records);
-	add_u64(o, "config_version", p->cfg_version);
-	add_u64(o, "config_version_applied", p->cfg_applied);
+	gg_json_add_u64(o, "first_batch_ms", p->first_batch_ms ? p->first_batch_ms - p->sup->start_ms : 0);
+	gg_json_add_u64(o, "last_batch_ms", p->last_batch_ms ? p->last_batch_ms - p->sup->start_ms : 0);
+	gg_json_add_u64(o, "records", st->records);
+	gg_json_add_u64(o, "accepted", st->accepted);
+	gg_json_add_u64(o, "bad_batches", st->bad_batches);
+	gg_json_add_u64(o, "ipc_lost_batches", p->seq.lost_batches);
+	gg_json_add_u64(o, "ipc_lost_records", p->seq.lost_records);
+	gg_json_add_u64(o, "config_version", p->cfg_version);
+	gg_json_add_u64(o, "config_version_applied", p->cfg_applied);
 	rej = cJSON_AddObjectToObject(o, "rejected");
 	for (int r = 1; r < META_REJ__COUNT; r++) {
-		add_u64(rej, meta_reject__str((enum meta_reject)r), st->rejected[r]);
+		gg_json_add_u64(rej, meta_reject__str((enum meta_reject)r), st->rejected[r]);
 		rejected += st->rejected[r];
 	}
-	add_u64(o, "rejected_total", rejected);
+	gg_json_add_u64(o, "rejected_total", rejected);
 	tabs = cJSON_AddArrayToObject(o, "rejected_by_table");
 	for (unsigned int i = 0; i < st->nrej; i++) {
 		cJSON *e = cJSON_CreateObject();
 
 		cJSON_AddStringToObject(e, "table", st->rej[i].table);
 		cJSON_AddStringToObject(e, "reason", meta_reject__str(st->rej[i].reason));
-		add_u64(e, "count", st->rej[i].count);
+		gg_json_add_u64(e, "count", st->rej[i].count);
 		cJSON_AddItemToArray(tabs, e);
 	}
-	add_u64(o, "rejected_other_tables", st->rej_other);
+	gg_json_add_u64(o, "rejected_other_tables", st->rej_other);
 	return o;
 }
 
@@ -87,18 +82,20 @@ int gg_status__write(struct gg_sup *sup)
 	s = cJSON_AddObjectToObject(root, "supervisor");
 	cJSON_AddStringToObject(s, "version", GG_VERSION);
 	cJSON_AddNumberToObject(s, "pid", getpid());
-	add_u64(s, "uptime_ms", gg_now_ms() - sup->start_ms);
+	gg_json_add_u64(s, "uptime_ms", gg_now_ms() - sup->start_ms);
 	cJSON_AddStringToObject(s, "machine_id", sup->machine_id);
 	cJSON_AddStringToObject(s, "hostname", sup->hostname);
-	add_u64(s, "batches", sup->st.batches);
-	add_u64(s, "records", sup->st.records);
-	add_u64(s, "accepted", sup->st.accepted);
-	add_u64(s, "bad_batches", sup->st.bad_batches);
-	add_u64(s, "unknown_probe_batches", sup->st.unknown_probe_batches);
+	gg_json_add_u64(s, "batches", sup->st.batches);
+	gg_json_add_u64(s, "records", sup->st.records);
+	gg_json_add_u64(s, "accepted", sup->st.accepted);
+	gg_json_add_u64(s, "bad_batches", sup->st.bad_batches);
+	gg_json_add_u64(s, "unknown_probe_batches", sup->st.unknown_probe_batches);
 	if (getrusage(RUSAGE_SELF, &ru) == 0) {
-		add_u64(s, "max_rss_kb", (uint64_t)ru.ru_maxrss);
-		add_u64(s, "cpu_user_us", (uint64_t)ru.ru_utime.tv_sec * 1000000u + (uint64_t)ru.ru_utime.tv_usec);
-		add_u64(s, "cpu_sys_us", (uint64_t)ru.ru_stime.tv_sec * 1000000u + (uint64_t)ru.ru_stime.tv_usec);
+		gg_json_add_u64(s, "max_rss_kb", (uint64_t)ru.ru_maxrss);
+		gg_json_add_u64(s, "cpu_user_us",
+				(uint64_t)ru.ru_utime.tv_sec * 1000000u + (uint64_t)ru.ru_utime.tv_usec);
+		gg_json_add_u64(s, "cpu_sys_us",
+				(uint64_t)ru.ru_stime.tv_sec * 1000000u + (uint64_t)ru.ru_stime.tv_usec);
 	}
 	gg_export__status(sup, cJSON_AddObjectToObject(root, "export"));
 	gg_rest__status(sup, cJSON_AddObjectToObject(root, "rest_api_server"));

@@ -7,7 +7,10 @@
 #include <sys/types.h>
 #include <uv.h>
 
+#include <cjson/cJSON.h>
+
 #include "config.h"
+#include "fsutil.h"
 #include "ipc.h"
 #include "log.h"
 #include "meta.h"
@@ -126,6 +129,17 @@ struct gg_sup_stats {
 struct gg_export;
 struct gg_rest;
 
+struct gg_sup;
+
+/* What the data path (ingest.c) needs of the probe manager: set by gg_probes__init, called through
+ * here, so that ingest.c and probe_mgr.c do not depend on each other. */
+struct gg_ingest_ops {
+	struct gg_probe *(*find)(struct gg_sup *sup, const char *name);
+	/* a batch came from p (its control socket is connected): it may get its configuration now */
+	void (*connected)(struct gg_probe *p, uint64_t now_ms);
+	void (*logf)(struct gg_probe *p, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+};
+
 struct gg_sup {
 	uv_loop_t *loop;
 	struct gg_config cfg;
@@ -153,7 +167,14 @@ struct gg_sup {
 	struct gg_rest *rest;  /* REST API server, run-time probe configuration, snoopers (rest.h) */
 
 	struct gg_sup_stats st;
+	struct gg_ingest_ops ingest_ops;
 };
+
+/* A counter into a JSON object (status.json, REST replies): cJSON holds numbers as doubles. */
+static inline void gg_json_add_u64(cJSON *o, const char *k, uint64_t v)
+{
+	cJSON_AddNumberToObject(o, k, (double)v);
+}
 
 uint64_t gg_now_ms(void);  /* monotonic */
 uint64_t gg_wall_ms(void); /* since the epoch */
@@ -207,7 +228,6 @@ void gg_ingest__free(struct gg_sup *sup);
 int gg_status__write(struct gg_sup *sup);
 
 /* util.c */
-int gg_mkdir_p(const char *path, mode_t mode);
 int gg_read_machine_id(char *buf, size_t len);
 int gg_ensure_tracefs(void);
 int gg_ensure_bpffs(void); /* /sys/fs/bpf, where probes pin shared maps (global.pin_path) */

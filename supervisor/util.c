@@ -28,44 +28,6 @@ uint64_t gg_wall_ms(void)
 	return (uint64_t)ts.tv_sec * 1000u + (uint64_t)ts.tv_nsec / 1000000u;
 }
 
-int gg_mkdir_p(const char *path, mode_t mode)
-{
-	char buf[4096];
-	size_t n = strlen(path);
-
-	if (!n || n >= sizeof(buf)) {
-		errno = ENAMETOOLONG;
-		return -ENAMETOOLONG;
-	}
-	memcpy(buf, path, n + 1);
-	for (char *p = buf + 1; *p; p++) {
-		if (*p != '/')
-			continue;
-		*p = 0;
-		if (mkdir(buf, mode) && errno != EEXIST)
-			return -errno;
-		*p = '/';
-	}
-	if (mkdir(buf, mode) && errno != EEXIST)
-		return -errno;
-	return 0;
-}
-
-static int read_small(const char *path, char *buf, size_t len)
-{
-	int fd = open(path, O_RDONLY | O_CLOEXEC);
-	ssize_t n;
-
-	if (fd < 0)
-		return -errno;
-	n = read(fd, buf, len - 1);
-	close(fd);
-	if (n < 0)
-		return -EIO;
-	buf[n] = 0;
-	return (int)n;
-}
-
 int gg_read_machine_id(char *buf, size_t len)
 {
 	static const char *const paths[] = {"/etc/machine-id", "/var/lib/dbus/machine-id",
@@ -75,7 +37,7 @@ int gg_read_machine_id(char *buf, size_t len)
 	for (size_t i = 0; i < sizeof(paths) / sizeof(paths[0]); i++) {
 		size_t n = 0;
 
-		if (read_small(paths[i], tmp, sizeof(tmp)) <= 0)
+		if (gg_read_small(paths[i], tmp, sizeof(tmp)) <= 0)
 			continue;
 		for (const char *c = tmp; *c && n + 1 < len; c++) {
 			if ((*c >= '0' && *c <= '9') || (*c >= 'a' && *c <= 'f') || (*c >= 'A' && *c <= 'F') ||
@@ -119,7 +81,7 @@ int gg_proc_starttime(pid_t pid, unsigned long long *ret)
 	int n;
 
 	snprintf(path, sizeof(path), "/proc/%d/stat", (int)pid);
-	n = read_small(path, buf, sizeof(buf));
+	n = gg_read_small(path, buf, sizeof(buf));
 	if (n <= 0)
 		return n ? n : -EIO;
 	/* comm may contain spaces and parentheses: fields are counted after the last ')' */

@@ -16,26 +16,18 @@
 #include "endpoint.h"
 #include "endpoint.meta.h"
 #include "endpoint.skel.h"
+#include "ep_conf.h"
 #include "probe.h"
 
-#define PROBE_NAME     "socket"
-#define PROG	       "endpoint"
-#define PERIOD_MIN     1u
-#define PERIOD_MAX     600u
-#define PERIOD_DEFAULT 5u
-#define SP_TCP	       0x1u
-#define SP_UDP	       0x2u
-#define SP_ALL	       (SP_TCP | SP_UDP)
-#define HIST_FIRST     3u  /* <= 16 us */
-#define HIST_N	       21u /* .. 8.4 s */
+#define PROBE_NAME "socket"
+#define PROG	   "endpoint"
+#define HIST_FIRST 3u  /* <= 16 us */
+#define HIST_N	   21u /* .. 8.4 s */
 
-static const struct gg_subprobe subprobes[] = {{"tcp_socket", SP_TCP}, {"udp_socket", SP_UDP}};
-#define NSUB (sizeof(subprobes) / sizeof(subprobes[0]))
-
-struct ep_conf {
-	unsigned int period_s;
-	unsigned int subprobes;
-};
+extern const struct gg_contract gg_contract_endpoint;
+#define CONTRACT  (&gg_contract_endpoint)
+#define SUBPROBES (CONTRACT->subprobes)
+#define NSUB	  (CONTRACT->nsubprobes)
 
 struct ep_ctx {
 	struct probe_rt *rt;
@@ -58,61 +50,26 @@ struct ep_ctx {
 	__u64 *del;
 };
 
-static void usage(FILE *f)
-{
-	fprintf(f,
-		"Usage: " PROG " [OPTION]...\n"
-		"Report socket endpoint metrics from tracepoints every period (gala-gopher probe \"" PROBE_NAME "\").\n"
-		"Without the supervisor, records are printed on stdout, one |table|...| line each.\n"
-		"\n"
-		"  -t SEC         report period in seconds, %u..%u (default %u)\n"
-		"  -l LEVEL       log level: debug, info, warn or error (default info)\n"
-		"  -P LIST        sub-probes, comma separated: tcp_socket, udp_socket (default tcp_socket:\n"
-		"                 udp_socket counts UDP bytes on every send()/recv() of the host, TCP included)\n"
-		"      --pid LIST   only these processes (comma separated tgids)\n"
-		"      --comm NAME  only processes with this command name (rescanned every period)\n"
-		"      --bpf-stats  log each BPF program's runs and ns per run every period (info level)\n"
-		"  -h, --help     show this help and exit\n"
-		"      --version  show the version and exit\n"
-		"\n"
-		"Tables: listen and connect (tcp_socket), udp (udp_socket), skb_drop (host wide, both).\n"
-		"Live configuration: {\"probe\": [...], \"params\": {\"report_period\": N}, \"scope\": {...}}\n",
-		PERIOD_MIN, PERIOD_MAX, PERIOD_DEFAULT);
-}
+/* --help after the options (generated from the contract). */
+static const char notes[] =
+	"udp_socket counts UDP bytes on every send()/recv() of the host, TCP included: asked for, never on\n"
+	"by default.\n"
+	"Tables: listen and connect (tcp_socket), udp (udp_socket), skb_drop (host wide, both).\n"
+	"Live configuration: {\"probe\": [...], \"params\": {\"report_period\": N}, \"scope\": {...}}\n";
 
 static int parse_args(int argc, char **argv, struct ep_ctx *ctx, enum probe_log_level *level, int *bpf_stats)
 {
-	enum { OPT_VERSION = 256 };
-	static const struct option longopts[] = {
-		{"help", no_argument, NULL, 'h'},
-		{"version", no_argument, NULL, OPT_VERSION},
-		GG_LONGOPTS_COMMON,
-		{NULL, 0, NULL, 0},
-	};
-	int c, ret;
-	const struct gg_opts opts = {.period_s = &ctx->base.period_s,
-				     .period_min = PERIOD_MIN,
-				     .period_max = PERIOD_MAX,
+	const struct probe_args a = {.prog = PROG,
+				     .contract = CONTRACT,
+				     .conf = &ctx->base,
+				     .subprobes = &ctx->base.subprobes,
 				     .level = level,
 				     .scope = &ctx->base_scope,
 				     .comm = &ctx->comm,
-				     .bpf_stats = bpf_stats};
+				     .bpf_stats = bpf_stats,
+				     .notes = notes};
 
-	opterr = 0;
-	while ((c = getopt_long(argc, argv, ":t:l:P:h", longopts, NULL)) != -1) {
-		switch (c) {
-		case 'P':
-			if (gg_subprobes_arg(PROG, optarg, subprobes, NSUB, &ctx->base.subprobes))
-				return 2;
-			break;
-		default:
-			ret = gg_opt_common(PROG, c, optarg, &opts);
-			if (ret == 1)
-				break;
-			return ret ? ret : probe_opt_other(PROG, c, OPT_VERSION, argv, usage);
-		}
-	}
-	return probe_opt_rest(PROG, argc, argv);
+	return probe_conf__parse_args(&a, argc, argv);
 }
 
 static void apply_subprobes(struct ep_ctx *ctx)
@@ -150,71 +107,30 @@ static void apply_scope(struct ep_ctx *ctx, const struct gg_scope *s)
 static void rescan_comm(struct ep_ctx *ctx)
 {
 	static struct gg_scope s;
-	int n;
 
-	if (!ctx->comm || ctx->live_scope)
-		return;
-	s = ctx->base_scope;
-	s.ntgid = 0;
-	n = gg_scope__add_comm(&s, ctx->comm);
-	if (n < 0) {
-		probe_log(PLOG_WARN, "--comm %s: %s", ctx->comm, strerror(-n));
-		return;
-	}
-	if (s.ntgid != ctx->scope.ntgid || memcmp(s.tgid, ctx->scope.tgid, s.ntgid * sizeof(s.tgid[0])))
+	if (ctx->comm && !ctx->live_scope && gg_scope__rescan_comm(&ctx->base_scope, 0, ctx->comm, &ctx->scope, &s) > 0)
 		apply_scope(ctx, &s);
 }
 
-static int on_config(void *data, uint64_t version, const char *json)
+static int on_config(void *data, uint64_t version, const struct gg_ctrl_msg *msg)
 {
-	static struct gg_scope scope;
 	struct ep_ctx *ctx = data;
 	struct ep_conf conf = ctx->base;
-	cJSON *root = cJSON_Parse(json);
-	const cJSON *params, *jscope;
 	char names[64];
-	unsigned int v;
-	int err = -EINVAL, has_scope = 0;
+	int err = probe_conf__apply(CONTRACT, msg, &conf, &conf.subprobes);
 
-	if (!root || !cJSON_IsObject(root)) {
-		probe_log(PLOG_WARN, "configuration is not a JSON object");
-		goto out;
-	}
-	params = cJSON_GetObjectItemCaseSensitive(root, "params");
-	err = gg_conf_uint(params, "report_period", PERIOD_MIN, PERIOD_MAX, &v);
-	if (err == -EINVAL) {
-		probe_log(PLOG_WARN, "configuration: report_period must be an integer %u..%u", PERIOD_MIN, PERIOD_MAX);
-		goto out;
-	}
-	if (!err)
-		conf.period_s = v;
-	err = gg_subprobes_conf(root, subprobes, NSUB, &v);
-	if (err == -EINVAL)
-		goto out;
-	if (!err)
-		conf.subprobes = v;
-	jscope = cJSON_GetObjectItemCaseSensitive(root, "scope");
-	if (jscope && !cJSON_IsNull(jscope)) {
-		err = gg_scope__from_json(jscope, &scope);
-		if (err) {
-			probe_log(PLOG_WARN, "configuration: bad \"scope\" (%s)", strerror(-err));
-			goto out;
-		}
-		has_scope = 1;
-	}
+	if (err < 0)
+		return err;
 	ctx->cur = conf;
 	apply_subprobes(ctx);
-	ctx->live_scope = has_scope;
-	apply_scope(ctx, has_scope ? &scope : &ctx->base_scope);
+	ctx->live_scope = msg->has_scope;
+	apply_scope(ctx, msg->has_scope ? &msg->scope : &ctx->base_scope);
 	rescan_comm(ctx);
-	gg_subprobes_str(conf.subprobes, subprobes, NSUB, names, sizeof(names));
+	gg_subprobes_str(conf.subprobes, SUBPROBES, NSUB, names, sizeof(names));
 	probe_log(PLOG_INFO, "configuration %llu: report period %u s, sub-probes %s, scope %s",
 		  (unsigned long long)version, conf.period_s, names, ctx->scope.all ? "all" : "filtered");
 	probe_rt__wake(ctx->rt);
-	err = 0;
-out:
-	cJSON_Delete(root);
-	return err;
+	return 0;
 }
 
 static int in_scope(const struct ep_ctx *ctx, __u32 tgid, __u64 cgroup_id)
@@ -256,24 +172,15 @@ static void rec_keys(struct probe_rec *r, const struct probe_table *t, __u32 tgi
 	probe_rec__strn(r, comm, strnlen(comm, 16));
 }
 
-/* Dump a whole map (fd) into keys/vals (room for max entries); returns the count. */
+/* A whole map into keys/vals (room for max entries); returns the count (a read error is logged). */
 static uint32_t dump_all(int fd, void *keys, void *vals, uint32_t ksz, uint32_t vsz, uint32_t max, const char *what)
 {
-	struct gg_bpf_dump_cursor cur;
-	uint32_t total = 0, n;
-	int err;
+	uint32_t n = 0;
+	int err = gg_bpf_map_dump_all(fd, keys, vals, ksz, vsz, max, &n, 0);
 
-	memset(&cur, 0, sizeof(cur));
-	while (!cur.done && total < max) {
-		err = gg_bpf_map_dump(fd, &cur, (char *)keys + (size_t)total * ksz, (char *)vals + (size_t)total * vsz,
-				      ksz, vsz, max - total, &n, 0);
-		if (err) {
-			probe_log(PLOG_WARN, "reading %s: %s", what, strerror(-err));
-			break;
-		}
-		total += n;
-	}
-	return total;
+	if (err)
+		probe_log(PLOG_WARN, "reading %s: %s", what, strerror(-err));
+	return n;
 }
 
 /* Entries of one reported key are summed: sort so that they are next to each other. */
@@ -475,12 +382,8 @@ static void report(void *arg)
 		report_udp(ctx);
 	report_drops(ctx);
 	(void)probe_rt__flush(ctx->rt);
-	if (ctx->stats_fd >= 0) {
-		char buf[1024];
-
-		gg_bpf_stats_fmt(ctx->skel->obj, ctx->stats_prev, 16, buf, sizeof(buf));
-		probe_log(PLOG_INFO, "bpf stats (runs/ns per run): %s", buf);
-	}
+	if (ctx->stats_fd >= 0)
+		gg_bpf_stats_log(ctx->skel->obj, ctx->stats_prev, 16);
 }
 
 static int alloc_buffers(struct ep_ctx *ctx)
@@ -516,18 +419,14 @@ static void free_buffers(struct ep_ctx *ctx)
 static int setup_bpf(struct ep_ctx *ctx)
 {
 	struct endpoint *s;
-	char off[512];
 	int err;
 
-	err = gg_bpf_init();
-	if (err)
-		probe_log(PLOG_WARN, "tracefs is not mounted and cannot be: %s", strerror(-err));
+	gg_bpf_begin();
 	s = endpoint__open();
 	if (!s)
 		return -errno;
 	ctx->skel = s;
-	if (gg_bpf_autoload_available(s->obj, off, sizeof(off)))
-		probe_log(PLOG_WARN, "hooks missing in this kernel, not used: %s", off);
+	gg_bpf_autoload(s->obj);
 	if (gg_bpf_tp_btf_nargs("kfree_skb") >= 4)
 		bpf_program__set_autoload(s->progs.ep_drop3, false);
 	else
@@ -545,20 +444,16 @@ int main(int argc, char **argv)
 	char names[64];
 
 	probe_log_setup(PROBE_NAME, PLOG_INFO);
-	/* udp_socket hooks every socket send and receive of the host: asked for, never by default. */
-	ctx.base = (struct ep_conf){.period_s = PERIOD_DEFAULT, .subprobes = SP_TCP};
-	gg_scope__init_all(&ctx.base_scope);
+	probe_conf__defaults(CONTRACT, &ctx.base, &ctx.base.subprobes);
+	gg_scope__init(&ctx.base_scope);
 	ctx.stats_fd = -1;
 	ret = parse_args(argc, argv, &ctx, &level, &bpf_stats);
 	if (ret >= 0)
 		return ret;
 	ctx.cur = ctx.base;
-	opts.log_level = level;
-	ctx.rt = probe_rt__new(&opts);
-	if (!ctx.rt) {
-		probe_log(PLOG_ERROR, "cannot set up the probe runtime: %s", strerror(errno));
+	ctx.rt = probe_rt__start(&opts, level);
+	if (!ctx.rt)
 		return 1;
-	}
 	if (alloc_buffers(&ctx)) {
 		probe_log(PLOG_ERROR, "out of memory");
 		goto out;
@@ -568,15 +463,11 @@ int main(int argc, char **argv)
 		probe_log(PLOG_ERROR, "cannot load the BPF programs: %s", strerror(-ret));
 		goto out;
 	}
-	if (bpf_stats) {
-		ctx.stats_fd = gg_bpf_stats_enable();
-		if (ctx.stats_fd < 0)
-			probe_log(PLOG_WARN, "--bpf-stats: %s", strerror(-ctx.stats_fd));
-	}
+	ctx.stats_fd = gg_bpf_stats_start(bpf_stats);
 	apply_scope(&ctx, &ctx.base_scope);
 	rescan_comm(&ctx);
 	apply_subprobes(&ctx);
-	gg_subprobes_str(ctx.cur.subprobes, subprobes, NSUB, names, sizeof(names));
+	gg_subprobes_str(ctx.cur.subprobes, SUBPROBES, NSUB, names, sizeof(names));
 	probe_log(PLOG_INFO, "started: report period %u s, sub-probes %s, scope %s", ctx.cur.period_s, names,
 		  ctx.scope.all ? "all" : "filtered");
 

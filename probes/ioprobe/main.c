@@ -13,40 +13,21 @@
 #include "bpf_util.h"
 #include "ioprobe.h"
 #include "ioprobe.meta.h"
+#include "io_conf.h"
 #include "ioprobe.skel.h"
 #include "probe.h"
 
-#define PROBE_NAME     "io"
-#define PROG	       "ioprobe"
-#define PERIOD_MIN     1u
-#define PERIOD_MAX     600u
-#define PERIOD_DEFAULT 5u
-#define THR_MAX	       100000u
-#define SP_TRACE       0x1u
-#define SP_ERR	       0x2u
-#define SP_COUNT       0x4u
-#define SP_PAGECACHE   0x8u
-#define SP_ALL	       0xfu
-#define SP_BLOCK       (SP_TRACE | SP_ERR | SP_COUNT)
-#define MINORBITS      20
-#define HIST_FIRST     0u  /* <= 2 us */
-#define HIST_N	       24u /* .. 16.7 s */
+#define PROBE_NAME "io"
+#define PROG	   "ioprobe"
+#define MINORBITS  20
+#define HIST_FIRST 0u  /* <= 2 us */
+#define HIST_N	   24u /* .. 16.7 s */
 
-static const struct gg_subprobe subprobes[] = {
-	{"io_trace", SP_TRACE},
-	{"io_err", SP_ERR},
-	{"io_count", SP_COUNT},
-	{"page_cache", SP_PAGECACHE},
-};
-#define NSUB (sizeof(subprobes) / sizeof(subprobes[0]))
+extern const struct gg_contract gg_contract_ioprobe;
+#define CONTRACT  (&gg_contract_ioprobe)
+#define SUBPROBES (CONTRACT->subprobes)
+#define NSUB	  (CONTRACT->nsubprobes)
 static const char *const dir_names[IO_DIRS] = {"read", "write", "discard"};
-
-struct io_conf {
-	unsigned int period_s;
-	unsigned int subprobes;
-	unsigned int latency_thr; /* ms, 0 = off */
-	char dev_name[32];	  /* only this disk when set */
-};
 
 /* Slow request count per disk and direction at the previous report, for latency events. */
 struct io_prev {
@@ -71,87 +52,31 @@ struct io_ctx {
 	unsigned int nprev;
 };
 
-static void usage(FILE *f)
-{
-	fprintf(f,
-		"Usage: " PROG " [OPTION]...\n"
-		"Report block I/O and page cache metrics from tracepoints every period (gala-gopher probe \"" PROBE_NAME
-		"\").\n"
-		"Without the supervisor, records are printed on stdout, one |table|...| line each.\n"
-		"\n"
-		"  -t SEC         report period in seconds, %u..%u (default %u)\n"
-		"  -l LEVEL       log level: debug, info, warn or error (default info)\n"
-		"  -P LIST        sub-probes, comma separated: io_trace, io_err, io_count, page_cache (default all "
-		"but\n"
-		"                 page_cache, whose hooks fire on every page cache lookup of the host)\n"
-		"  -T MS          latency_thr: count requests taking MS milliseconds or more, and report an event\n"
-		"                 (0 = off, default)\n"
-		"  -d DISK        dev_name: only this disk (e.g. sda; default all)\n"
-		"      --bpf-stats  log each BPF program's runs and ns per run every period (info level)\n"
-		"  -h, --help     show this help and exit\n"
-		"      --version  show the version and exit\n"
-		"\n"
-		"Tables: io_latency (io_trace), io_err (io_err), io_count and io_issuer (io_count), io_pagecache\n"
-		"(page_cache); event_v2 records (entity block) for latency_thr.\n"
-		"Live configuration: {\"probe\": [...], \"params\": {\"report_period\": N, \"latency_thr\": MS,\n"
-		"\"dev_name\": \"sda\"}}\n",
-		PERIOD_MIN, PERIOD_MAX, PERIOD_DEFAULT);
-}
-
-static int set_dev_name(struct io_conf *c, const char *name)
-{
-	size_t n = strlen(name);
-
-	if (n >= sizeof(c->dev_name) || strchr(name, '/'))
-		return -EINVAL;
-	memcpy(c->dev_name, name, n + 1);
-	return 0;
-}
+/* --help after the options (generated from the contract). */
+static const char notes[] =
+	"page_cache's hooks fire on every page cache lookup and dirtying of the host: asked for, never on by\n"
+	"default. latency_thr also counts the requests taking that long.\n"
+	"Tables: io_latency (io_trace), io_err (io_err), io_count and io_issuer (io_count), io_pagecache\n"
+	"(page_cache); event_v2 records (entity block) for latency_thr.\n"
+	"Live configuration: {\"probe\": [...], \"params\": {\"report_period\": N, \"latency_thr\": MS,\n"
+	"\"dev_name\": \"sda\"}}\n";
 
 static int parse_args(int argc, char **argv, struct io_ctx *ctx, enum probe_log_level *level, int *bpf_stats)
 {
-	enum { OPT_VERSION = 256 };
-	static const struct option longopts[] = {
-		{"help", no_argument, NULL, 'h'},
-		{"version", no_argument, NULL, OPT_VERSION},
-		GG_LONGOPTS_COMMON,
-		{NULL, 0, NULL, 0},
-	};
-	int c, ret;
-	const struct gg_opts opts = {.period_s = &ctx->base.period_s,
-				     .period_min = PERIOD_MIN,
-				     .period_max = PERIOD_MAX,
+	const struct probe_args a = {.prog = PROG,
+				     .contract = CONTRACT,
+				     .conf = &ctx->base,
+				     .subprobes = &ctx->base.subprobes,
 				     .level = level,
-				     .bpf_stats = bpf_stats};
+				     .bpf_stats = bpf_stats,
+				     .notes = notes};
+	int ret = probe_conf__parse_args(&a, argc, argv);
 
-	opterr = 0;
-	while ((c = getopt_long(argc, argv, ":t:l:P:T:d:h", longopts, NULL)) != -1) {
-		switch (c) {
-		case 'P':
-			if (gg_subprobes_arg(PROG, optarg, subprobes, NSUB, &ctx->base.subprobes))
-				return 2;
-			break;
-		case 'T':
-			if (probe_parse_uint(optarg, 0, THR_MAX, &ctx->base.latency_thr)) {
-				fprintf(stderr, PROG ": invalid value '%s' for -T (expected 0..%u ms)\n", optarg,
-					THR_MAX);
-				return 2;
-			}
-			break;
-		case 'd':
-			if (set_dev_name(&ctx->base, optarg)) {
-				fprintf(stderr, PROG ": invalid disk name '%s' for -d\n", optarg);
-				return 2;
-			}
-			break;
-		default:
-			ret = gg_opt_common(PROG, c, optarg, &opts);
-			if (ret == 1)
-				break;
-			return ret ? ret : probe_opt_other(PROG, c, OPT_VERSION, argv, usage);
-		}
+	if (ret < 0 && strchr(ctx->base.dev_name, '/')) {
+		fprintf(stderr, PROG ": invalid disk name '%s' for -d\n", ctx->base.dev_name);
+		return 2;
 	}
-	return probe_opt_rest(PROG, argc, argv);
+	return ret;
 }
 
 static void apply_conf(struct io_ctx *ctx)
@@ -178,59 +103,27 @@ static void apply_conf(struct io_ctx *ctx)
 		probe_log(PLOG_WARN, "cannot attach %s: %s", bpf_program__name(bad->prog), strerror(-err));
 }
 
-static int on_config(void *data, uint64_t version, const char *json)
+static int on_config(void *data, uint64_t version, const struct gg_ctrl_msg *msg)
 {
 	struct io_ctx *ctx = data;
 	struct io_conf conf = ctx->base;
-	cJSON *root = cJSON_Parse(json);
-	const cJSON *params, *dev;
 	char names[64];
-	unsigned int v;
-	int err = -EINVAL;
+	int err = probe_conf__apply(CONTRACT, msg, &conf, &conf.subprobes);
 
-	if (!root || !cJSON_IsObject(root)) {
-		probe_log(PLOG_WARN, "configuration is not a JSON object");
-		goto out;
+	if (err < 0)
+		return err;
+	if (strchr(conf.dev_name, '/')) { /* a disk name, as -d */
+		probe_log(PLOG_WARN, "configuration: dev_name must be a disk name");
+		return -EINVAL;
 	}
-	params = cJSON_GetObjectItemCaseSensitive(root, "params");
-	err = gg_conf_uint(params, "report_period", PERIOD_MIN, PERIOD_MAX, &v);
-	if (err == -EINVAL) {
-		probe_log(PLOG_WARN, "configuration: report_period must be an integer %u..%u", PERIOD_MIN, PERIOD_MAX);
-		goto out;
-	}
-	if (!err)
-		conf.period_s = v;
-	err = gg_conf_uint(params, "latency_thr", 0, THR_MAX, &v);
-	if (err == -EINVAL) {
-		probe_log(PLOG_WARN, "configuration: latency_thr must be an integer 0..%u (ms)", THR_MAX);
-		goto out;
-	}
-	if (!err)
-		conf.latency_thr = v;
-	dev = cJSON_IsObject(params) ? cJSON_GetObjectItemCaseSensitive(params, "dev_name") : NULL;
-	if (dev && !cJSON_IsNull(dev)) {
-		if (!cJSON_IsString(dev) || set_dev_name(&conf, cJSON_GetStringValue(dev))) {
-			probe_log(PLOG_WARN, "configuration: dev_name must be a disk name");
-			err = -EINVAL;
-			goto out;
-		}
-	}
-	err = gg_subprobes_conf(root, subprobes, NSUB, &v);
-	if (err == -EINVAL)
-		goto out;
-	if (!err)
-		conf.subprobes = v;
 	ctx->cur = conf;
 	apply_conf(ctx);
-	gg_subprobes_str(conf.subprobes, subprobes, NSUB, names, sizeof(names));
+	gg_subprobes_str(conf.subprobes, SUBPROBES, NSUB, names, sizeof(names));
 	probe_log(PLOG_INFO, "configuration %llu: report period %u s, sub-probes %s, latency_thr %u ms, disk %s",
 		  (unsigned long long)version, conf.period_s, names, conf.latency_thr,
 		  conf.dev_name[0] ? conf.dev_name : "all");
 	probe_rt__wake(ctx->rt);
-	err = 0;
-out:
-	cJSON_Delete(root);
-	return err;
+	return 0;
 }
 
 /* Name of a block device from sysfs (the BPF side knows disks' names, not file systems'). */
@@ -252,23 +145,15 @@ static void dev_name_of(__u32 dev, const char *known, char *buf, size_t len)
 	}
 }
 
+/* A whole map into keys/vals (room for max entries); returns the count (a read error is logged). */
 static uint32_t dump_all(int fd, void *keys, void *vals, uint32_t ksz, uint32_t vsz, uint32_t max, const char *what)
 {
-	struct gg_bpf_dump_cursor cur;
-	uint32_t total = 0, n;
-	int err;
+	uint32_t n = 0;
+	int err = gg_bpf_map_dump_all(fd, keys, vals, ksz, vsz, max, &n, 0);
 
-	memset(&cur, 0, sizeof(cur));
-	while (!cur.done && total < max) {
-		err = gg_bpf_map_dump(fd, &cur, (char *)keys + (size_t)total * ksz, (char *)vals + (size_t)total * vsz,
-				      ksz, vsz, max - total, &n, 0);
-		if (err) {
-			probe_log(PLOG_WARN, "reading %s: %s", what, strerror(-err));
-			break;
-		}
-		total += n;
-	}
-	return total;
+	if (err)
+		probe_log(PLOG_WARN, "reading %s: %s", what, strerror(-err));
+	return n;
 }
 
 static struct io_prev *prev_of(struct io_ctx *ctx, __u32 dev)
@@ -454,29 +339,20 @@ static void report(void *arg)
 	if (ctx->cur.subprobes & SP_PAGECACHE)
 		report_pagecache(ctx);
 	(void)probe_rt__flush(ctx->rt);
-	if (ctx->stats_fd >= 0) {
-		char buf[1024];
-
-		gg_bpf_stats_fmt(ctx->skel->obj, ctx->stats_prev, 16, buf, sizeof(buf));
-		probe_log(PLOG_INFO, "bpf stats (runs/ns per run): %s", buf);
-	}
+	if (ctx->stats_fd >= 0)
+		gg_bpf_stats_log(ctx->skel->obj, ctx->stats_prev, 16);
 }
 
 static int setup_bpf(struct io_ctx *ctx)
 {
 	struct ioprobe *s;
-	char off[512];
-	int err;
 
-	err = gg_bpf_init();
-	if (err)
-		probe_log(PLOG_WARN, "tracefs is not mounted and cannot be: %s", strerror(-err));
+	gg_bpf_begin();
 	s = ioprobe__open();
 	if (!s)
 		return -errno;
 	ctx->skel = s;
-	if (gg_bpf_autoload_available(s->obj, off, sizeof(off)))
-		probe_log(PLOG_WARN, "hooks missing in this kernel, not used: %s", off);
+	gg_bpf_autoload(s->obj);
 	return ioprobe__load(s);
 }
 
@@ -489,19 +365,15 @@ int main(int argc, char **argv)
 	char names[64];
 
 	probe_log_setup(PROBE_NAME, PLOG_INFO);
-	/* page_cache is opt-in: its hooks fire on every page cache lookup and dirtying of the host. */
-	ctx.base = (struct io_conf){.period_s = PERIOD_DEFAULT, .subprobes = SP_BLOCK};
+	probe_conf__defaults(CONTRACT, &ctx.base, &ctx.base.subprobes);
 	ctx.stats_fd = -1;
 	ret = parse_args(argc, argv, &ctx, &level, &bpf_stats);
 	if (ret >= 0)
 		return ret;
 	ctx.cur = ctx.base;
-	opts.log_level = level;
-	ctx.rt = probe_rt__new(&opts);
-	if (!ctx.rt) {
-		probe_log(PLOG_ERROR, "cannot set up the probe runtime: %s", strerror(errno));
+	ctx.rt = probe_rt__start(&opts, level);
+	if (!ctx.rt)
 		return 1;
-	}
 	ctx.dkeys = calloc(IO_DEVS_MAX, sizeof(*ctx.dkeys));
 	ctx.dvals = calloc(IO_DEVS_MAX, sizeof(*ctx.dvals));
 	ctx.pkeys = calloc(IO_PROCS_MAX, sizeof(*ctx.pkeys));
@@ -522,20 +394,16 @@ int main(int argc, char **argv)
 		probe_log(PLOG_ERROR, "cannot load the BPF programs: %s", strerror(-ret));
 		goto out;
 	}
-	if (bpf_stats) {
-		ctx.stats_fd = gg_bpf_stats_enable();
-		if (ctx.stats_fd < 0)
-			probe_log(PLOG_WARN, "--bpf-stats: %s", strerror(-ctx.stats_fd));
-	}
+	ctx.stats_fd = gg_bpf_stats_start(bpf_stats);
 	/* ioprobe has no snoopers: everything is in scope. */
 	{
 		static struct gg_scope all;
 
-		gg_scope__init_all(&all);
+		gg_scope__init(&all);
 		(void)gg_scope__apply(&all, ctx.skel->obj);
 	}
 	apply_conf(&ctx);
-	gg_subprobes_str(ctx.cur.subprobes, subprobes, NSUB, names, sizeof(names));
+	gg_subprobes_str(ctx.cur.subprobes, SUBPROBES, NSUB, names, sizeof(names));
 	probe_log(PLOG_INFO, "started: report period %u s, sub-probes %s, latency_thr %u ms", ctx.cur.period_s, names,
 		  ctx.cur.latency_thr);
 

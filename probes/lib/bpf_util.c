@@ -241,6 +241,24 @@ int gg_bpf_autoload_available(struct bpf_object *obj, char *ret_off, size_t len)
 	return off;
 }
 
+void gg_bpf_begin(void)
+{
+	int err = gg_bpf_init();
+
+	if (err)
+		probe_log(PLOG_WARN, "tracefs is not mounted and cannot be: %s", strerror(-err));
+}
+
+int gg_bpf_autoload(struct bpf_object *obj)
+{
+	char off[512];
+	int n = gg_bpf_autoload_available(obj, off, sizeof(off));
+
+	if (n > 0)
+		probe_log(PLOG_WARN, "hooks missing in this kernel, not used: %s", off);
+	return n;
+}
+
 int gg_bpf_prefer(struct bpf_program *preferred, struct bpf_program *fallback)
 {
 	if (preferred && bpf_program__autoload(preferred)) {
@@ -362,6 +380,27 @@ int gg_bpf_map_dump(int fd, struct gg_bpf_dump_cursor *cur, void *keys, void *va
 	return 0;
 }
 
+int gg_bpf_map_dump_all(int fd, void *keys, void *vals, uint32_t key_size, uint32_t val_size, uint32_t max,
+			uint32_t *ret_n, int del)
+{
+	struct gg_bpf_dump_cursor cur = {0};
+	uint32_t total = 0;
+	int err = 0;
+
+	while (!cur.done && total < max) {
+		uint32_t n = 0;
+
+		err = gg_bpf_map_dump(fd, &cur, (char *)keys + (size_t)total * key_size,
+				      (char *)vals + (size_t)total * val_size, key_size, val_size, max - total, &n,
+				      del);
+		if (err || !n)
+			break;
+		total += n;
+	}
+	*ret_n = total;
+	return err;
+}
+
 int gg_bpf_map_delete_keys(int fd, const void *keys, uint32_t key_size, uint32_t n)
 {
 	for (uint32_t i = 0; i < n; i++) {
@@ -426,468 +465,6 @@ uint64_t gg_hist_quantile(const __u64 *slots, double q)
 			return (uint64_t)1 << (s + 1);
 	}
 	return (uint64_t)1 << GG_LOG2_SLOTS;
-}
-
-/* ---- scope ------------------------------------------------------------------------------------ */
-
-void gg_scope__init_all(struct gg_scope *s)
-{
-	s->all = 1;
-	s->ntgid = 0;
-	s->ncgrp = 0;
-}
-
-static int scope_add_tgid(struct gg_scope *s, uint32_t tgid)
-{
-	for (uint32_t i = 0; i < s->ntgid; i++)
-		if (s->tgid[i] == tgid)
-			return 0;
-	if (s->ntgid >= GG_SCOPE_TGID_MAX)
-		return -E2BIG;
-	s->tgid[s->ntgid++] = tgid;
-	return 0;
-}
-
-static int scope_add_cgrp(struct gg_scope *s, uint64_t id)
-{
-	for (uint32_t i = 0; i < s->ncgrp; i++)
-		if (s->cgrp[i] == id)
-			return 0;
-	if (s->ncgrp >= GG_SCOPE_CGRP_MAX)
-		return -E2BIG;
-	s->cgrp[s->ncgrp++] = id;
-	return 0;
-}
-
-/* A positive integer from a JSON number or a decimal string. */
-static int json_id(const cJSON *it, uint64_t max, uint64_t *ret)
-{
-	if (cJSON_IsNumber(it)) {
-		double v = cJSON_GetNumberValue(it);
-
-		if (v < 1 || v > (double)max || v != floor(v) || v >= 9007199254740992.0)
-			return -EINVAL;
-		*ret = (uint64_t)v;
-		return 0;
-	}
-	if (cJSON_IsString(it)) {
-		const char *str = cJSON_GetStringValue(it);
-		char *end;
-		unsigned long long v;
-
-		if (!str || !isdigit((unsigned char)str[0]))
-			return -EINVAL;
-		errno = 0;
-		v = strtoull(str, &end, 10);
-		if (errno || *end || v < 1 || v > max)
-			return -EINVAL;
-		*ret = v;
-		return 0;
-	}
-	return -EINVAL;
-}
-
-int gg_scope__from_json(const cJSON *scope, struct gg_scope *ret)
-{
-	static struct gg_scope s; /* large: not on the stack; callers are single-threaded */
-	const cJSON *all, *pids, *cgs, *it;
-	uint64_t id;
-	int err;
-
-	if (!cJSON_IsObject(scope))
-		return -EINVAL;
-	s.all = 0;
-	s.ntgid = 0;
-	s.ncgrp = 0;
-	all = cJSON_GetObjectItemCaseSensitive(scope, "all");
-	if (all && !cJSON_IsBool(all))
-		return -EINVAL;
-	pids = cJSON_GetObjectItemCaseSensitive(scope, "pids");
-	cgs = cJSON_GetObjectItemCaseSensitive(scope, "cgroup_ids");
-	if ((pids && !cJSON_IsNull(pids) && !cJSON_IsArray(pids)) || (cgs && !cJSON_IsNull(cgs) && !cJSON_IsArray(cgs)))
-		return -EINVAL;
-	if (!cJSON_IsArray(pids))
-		pids = NULL;
-	cJSON_ArrayForEach(it, pids)
-	{
-		if (json_id(it, UINT32_MAX, &id))
-			return -EINVAL;
-		err = scope_add_tgid(&s, (uint32_t)id);
-		if (err)
-			return err;
-	}
-	if (!cJSON_IsArray(cgs))
-		cgs = NULL;
-	cJSON_ArrayForEach(it, cgs)
-	{
-		if (json_id(it, UINT64_MAX, &id))
-			return -EINVAL;
-		err = scope_add_cgrp(&s, id);
-		if (err)
-			return err;
-	}
-	/* No "all" member: everything unless sets were given. */
-	s.all = all ? cJSON_IsTrue(all) : (!s.ntgid && !s.ncgrp);
-	*ret = s;
-	return 0;
-}
-
-int gg_scope__add_pids(struct gg_scope *s, const char *list)
-{
-	const char *p = list;
-
-	s->all = 0;
-	if (!*p)
-		return -EINVAL;
-	while (*p) {
-		char *end;
-		unsigned long v;
-		int err;
-
-		if (!isdigit((unsigned char)*p))
-			return -EINVAL;
-		errno = 0;
-		v = strtoul(p, &end, 10);
-		if (errno || v < 1 || v > INT32_MAX || (*end && *end != ',') || (*end == ',' && !end[1]))
-			return -EINVAL;
-		err = scope_add_tgid(s, (uint32_t)v);
-		if (err)
-			return err;
-		p = *end ? end + 1 : end;
-	}
-	return 0;
-}
-
-int gg_scope__add_comm(struct gg_scope *s, const char *comm)
-{
-	struct dirent *de;
-	DIR *d;
-	int added = 0, err = 0;
-	size_t clen = strnlen(comm, 15); /* TASK_COMM_LEN - 1 */
-
-	s->all = 0;
-	d = opendir("/proc");
-	if (!d)
-		return -errno;
-	while (!err && (de = readdir(d))) {
-		char path[300], buf[32];
-		ssize_t n;
-		int fd;
-
-		if (!isdigit((unsigned char)de->d_name[0]))
-			continue;
-		snprintf(path, sizeof(path), "/proc/%s/comm", de->d_name);
-		fd = open(path, O_RDONLY | O_CLOEXEC);
-		if (fd < 0)
-			continue;
-		n = read(fd, buf, sizeof(buf) - 1);
-		close(fd);
-		if (n <= 0)
-			continue;
-		buf[n] = '\0';
-		buf[strcspn(buf, "\n")] = '\0';
-		if (strlen(buf) == clen && !strncmp(buf, comm, clen)) {
-			err = scope_add_tgid(s, (uint32_t)strtoul(de->d_name, NULL, 10));
-			added++;
-		}
-	}
-	closedir(d);
-	return err ? err : added;
-}
-
-static int scope_in_tgids(const struct gg_scope *s, uint32_t v)
-{
-	for (uint32_t i = 0; i < s->ntgid; i++)
-		if (s->tgid[i] == v)
-			return 1;
-	return 0;
-}
-
-static int scope_in_cgrps(const struct gg_scope *s, uint64_t v)
-{
-	for (uint32_t i = 0; i < s->ncgrp; i++)
-		if (s->cgrp[i] == v)
-			return 1;
-	return 0;
-}
-
-int gg_scope__apply(const struct gg_scope *s, struct bpf_object *obj)
-{
-	struct bpf_map *ctl_map = bpf_object__find_map_by_name(obj, GG_SCOPE_CTL_MAP);
-	struct bpf_map *tg_map = bpf_object__find_map_by_name(obj, GG_SCOPE_TGID_MAP);
-	struct bpf_map *cg_map = bpf_object__find_map_by_name(obj, GG_SCOPE_CGRP_MAP);
-	struct gg_scope_ctl ctl = {.filter = s->all ? 0 : 1};
-	uint32_t zero = 0, tg;
-	uint64_t cg;
-	uint8_t one = 1;
-	int ctl_fd, tg_fd, cg_fd;
-
-	if (!ctl_map || !tg_map || !cg_map)
-		return -ENOENT;
-	ctl_fd = bpf_map__fd(ctl_map);
-	tg_fd = bpf_map__fd(tg_map);
-	cg_fd = bpf_map__fd(cg_map);
-	if (ctl_fd < 0 || tg_fd < 0 || cg_fd < 0)
-		return -EBADF;
-	if (!s->all) {
-		for (uint32_t i = 0; i < s->ntgid; i++)
-			if (bpf_map_update_elem(tg_fd, &s->tgid[i], &one, BPF_ANY) < 0)
-				return -errno;
-		for (uint32_t i = 0; i < s->ncgrp; i++)
-			if (bpf_map_update_elem(cg_fd, &s->cgrp[i], &one, BPF_ANY) < 0)
-				return -errno;
-	}
-	if (bpf_map_update_elem(ctl_fd, &zero, &ctl, BPF_ANY) < 0)
-		return -errno;
-	/* Remove what is no longer in scope: collect first, then delete (the maps are bounded). */
-	{
-		static uint32_t tg_del[GG_SCOPE_TGID_MAX];
-		static uint64_t cg_del[GG_SCOPE_CGRP_MAX];
-		uint32_t ntg = 0, ncg = 0;
-		int have, err;
-
-		for (have = bpf_map_get_next_key(tg_fd, NULL, &tg) == 0; have && ntg < GG_SCOPE_TGID_MAX;
-		     have = bpf_map_get_next_key(tg_fd, &tg, &tg) == 0)
-			if (s->all || !scope_in_tgids(s, tg))
-				tg_del[ntg++] = tg;
-		for (have = bpf_map_get_next_key(cg_fd, NULL, &cg) == 0; have && ncg < GG_SCOPE_CGRP_MAX;
-		     have = bpf_map_get_next_key(cg_fd, &cg, &cg) == 0)
-			if (s->all || !scope_in_cgrps(s, cg))
-				cg_del[ncg++] = cg;
-		err = gg_bpf_map_delete_keys(tg_fd, tg_del, sizeof(tg_del[0]), ntg);
-
-		if (!err)
-			err = gg_bpf_map_delete_keys(cg_fd, cg_del, sizeof(cg_del[0]), ncg);
-		if (err)
-			return err;
-	}
-	return 0;
-}
-
-/* ---- configuration helpers ------------------------------------------------------------------- */
-
-static int subprobe_lookup(const char *s, size_t len, const struct gg_subprobe *tab, size_t n, unsigned int *ret)
-{
-	for (size_t i = 0; i < n; i++) {
-		if (strlen(tab[i].name) == len && !memcmp(tab[i].name, s, len)) {
-			if (!tab[i].bit)
-				probe_log(PLOG_WARN, "sub-probe '%.*s' is not implemented, ignored", (int)len, s);
-			*ret = tab[i].bit;
-			return 0;
-		}
-	}
-	return -EINVAL;
-}
-
-static void copy_bad(char *bad, size_t badlen, const char *s, size_t len)
-{
-	if (!bad || !badlen)
-		return;
-	if (len >= badlen)
-		len = badlen - 1;
-	memcpy(bad, s, len);
-	bad[len] = '\0';
-}
-
-int gg_subprobes_parse(const char *csv, const struct gg_subprobe *tab, size_t n, unsigned int *ret, char *bad,
-		       size_t badlen)
-{
-	unsigned int bits = 0, bit;
-	const char *p = csv;
-
-	for (;;) {
-		const char *comma = strchr(p, ',');
-		size_t len = comma ? (size_t)(comma - p) : strlen(p);
-
-		if (subprobe_lookup(p, len, tab, n, &bit)) {
-			copy_bad(bad, badlen, p, len);
-			return -EINVAL;
-		}
-		bits |= bit;
-		if (!comma)
-			break;
-		p = comma + 1;
-	}
-	*ret = bits;
-	return 0;
-}
-
-int gg_subprobes_from_json(const cJSON *root, const struct gg_subprobe *tab, size_t n, unsigned int *ret, char *bad,
-			   size_t badlen)
-{
-	const cJSON *list = cJSON_GetObjectItemCaseSensitive(root, "probe"), *it;
-	unsigned int bits = 0, bit;
-
-	if (!list) {
-		const cJSON *cmd = cJSON_GetObjectItemCaseSensitive(root, "cmd");
-
-		if (cJSON_IsObject(cmd))
-			list = cJSON_GetObjectItemCaseSensitive(cmd, "probe");
-	}
-	if (!list || cJSON_IsNull(list))
-		return -ENOENT;
-	if (!cJSON_IsArray(list)) {
-		copy_bad(bad, badlen, "(not a list)", 12);
-		return -EINVAL;
-	}
-	if (cJSON_GetArraySize(list) == 0)
-		return -ENOENT;
-	cJSON_ArrayForEach(it, list)
-	{
-		const char *name = cJSON_GetStringValue(it);
-
-		if (!name || subprobe_lookup(name, strlen(name), tab, n, &bit)) {
-			if (name)
-				copy_bad(bad, badlen, name, strlen(name));
-			else
-				copy_bad(bad, badlen, "(not a string)", 14);
-			return -EINVAL;
-		}
-		bits |= bit;
-	}
-	*ret = bits;
-	return 0;
-}
-
-/* "a, b, c": every name of the table. */
-static void subprobes_expected(const struct gg_subprobe *tab, size_t n, char *buf, size_t len)
-{
-	size_t used = 0;
-
-	buf[0] = '\0';
-	for (size_t i = 0; i < n && used < len; i++)
-		used += (size_t)snprintf(buf + used, len - used, "%s%s", used ? ", " : "", tab[i].name);
-}
-
-int gg_subprobes_arg(const char *prog, const char *csv, const struct gg_subprobe *tab, size_t n, unsigned int *ret)
-{
-	char bad[64], names[256];
-
-	if (!gg_subprobes_parse(csv, tab, n, ret, bad, sizeof(bad)))
-		return 0;
-	subprobes_expected(tab, n, names, sizeof(names));
-	fprintf(stderr, "%s: unknown sub-probe '%s' in -P (expected %s)\n", prog, bad, names);
-	return -EINVAL;
-}
-
-int gg_subprobes_conf(const cJSON *root, const struct gg_subprobe *tab, size_t n, unsigned int *ret)
-{
-	char bad[64], names[256];
-	int err = gg_subprobes_from_json(root, tab, n, ret, bad, sizeof(bad));
-
-	if (err == -EINVAL) {
-		subprobes_expected(tab, n, names, sizeof(names));
-		probe_log(PLOG_WARN, "configuration: unknown sub-probe '%s' (expected %s)", bad, names);
-	}
-	return err;
-}
-
-/* One of GG_LONGOPTS_COMMON that this probe does not take: as an unknown option (status 2). */
-static int not_taken(const char *prog, const char *name)
-{
-	fprintf(stderr, "%s: unknown option '%s'\nTry '%s --help'.\n", prog, name, prog);
-	return 2;
-}
-
-int gg_opt_common(const char *prog, int c, const char *arg, const struct gg_opts *o)
-{
-	switch (c) {
-	case 't':
-		if (!o->period_s)
-			return 0;
-		if (probe_parse_uint(arg, o->period_min, o->period_max, o->period_s)) {
-			fprintf(stderr, "%s: invalid report period '%s' for -t (expected %u..%u seconds)\n", prog, arg,
-				o->period_min, o->period_max);
-			return 2;
-		}
-		return 1;
-	case 'l':
-		if (!o->level)
-			return 0;
-		if (probe_log_level__parse(arg, o->level)) {
-			fprintf(stderr, "%s: invalid log level '%s' for -l (expected debug, info, warn, error)\n", prog,
-				arg);
-			return 2;
-		}
-		return 1;
-	case GG_OPT_PID:
-		if (!o->scope)
-			return not_taken(prog, "--pid");
-		if (gg_scope__add_pids(o->scope, arg)) {
-			fprintf(stderr, "%s: invalid process list '%s' for --pid (expected PID[,PID...], at most %d)\n",
-				prog, arg, GG_SCOPE_TGID_MAX);
-			return 2;
-		}
-		return 1;
-	case GG_OPT_COMM:
-		if (!o->comm || !o->scope)
-			return not_taken(prog, "--comm");
-		if (!arg[0] || strlen(arg) > 15) {
-			fprintf(stderr, "%s: invalid process name '%s' for --comm (1 to 15 characters)\n", prog, arg);
-			return 2;
-		}
-		*o->comm = arg;
-		o->scope->all = 0;
-		return 1;
-	case GG_OPT_BPF_STATS:
-		if (!o->bpf_stats)
-			return not_taken(prog, "--bpf-stats");
-		*o->bpf_stats = 1;
-		return 1;
-	default:
-		return 0;
-	}
-}
-
-void gg_subprobes_str(unsigned int bits, const struct gg_subprobe *tab, size_t n, char *buf, size_t len)
-{
-	size_t used = 0;
-
-	if (!len)
-		return;
-	buf[0] = '\0';
-	for (size_t i = 0; i < n; i++)
-		if (tab[i].bit & bits)
-			names_append(buf, len, &used, tab[i].name);
-	if (!used)
-		snprintf(buf, len, "none");
-}
-
-int gg_conf_uint(const cJSON *params, const char *name, uint32_t min, uint32_t max, uint32_t *ret)
-{
-	const cJSON *it;
-	uint64_t v;
-
-	if (!params || cJSON_IsNull(params))
-		return -ENOENT;
-	if (!cJSON_IsObject(params))
-		return -EINVAL;
-	it = cJSON_GetObjectItemCaseSensitive(params, name);
-	if (!it || cJSON_IsNull(it))
-		return -ENOENT;
-	if (cJSON_IsNumber(it)) {
-		double d = cJSON_GetNumberValue(it);
-
-		if (d < 0 || d > UINT32_MAX || d != floor(d))
-			return -EINVAL;
-		v = (uint64_t)d;
-	} else if (cJSON_IsString(it)) {
-		const char *str = cJSON_GetStringValue(it);
-		char *end;
-
-		if (!str || !isdigit((unsigned char)str[0]))
-			return -EINVAL;
-		errno = 0;
-		v = strtoull(str, &end, 10);
-		if (errno || *end)
-			return -EINVAL;
-	} else {
-		return -EINVAL;
-	}
-	if (v < min || v > max)
-		return -EINVAL;
-	*ret = (uint32_t)v;
-	return 0;
 }
 
 /* ---- events ---------------------------------------------------------------------------------- */
@@ -962,6 +539,15 @@ int gg_bpf_stats_enable(void)
 	return fd < 0 ? (errno ? -errno : fd) : fd;
 }
 
+int gg_bpf_stats_start(int on)
+{
+	int fd = on ? gg_bpf_stats_enable() : -1;
+
+	if (on && fd < 0)
+		probe_log(PLOG_WARN, "--bpf-stats: %s", strerror(-fd));
+	return fd < 0 ? -1 : fd;
+}
+
 int gg_bpf_prog_stats(const struct bpf_program *prog, uint64_t *ret_run_ns, uint64_t *ret_run_cnt)
 {
 	struct bpf_prog_info info;
@@ -1030,4 +616,12 @@ int gg_bpf_apply_hooks(const struct gg_bpf_hook *hooks, size_t n, unsigned int s
 		}
 	}
 	return first;
+}
+
+void gg_bpf_stats_log(struct bpf_object *obj, struct gg_bpf_stats_prev *prev, size_t nprev)
+{
+	char buf[2048];
+
+	if (gg_bpf_stats_fmt(obj, prev, nprev, buf, sizeof(buf)) > 0)
+		probe_log(PLOG_INFO, "bpf stats (runs/ns per run): %s", buf);
 }

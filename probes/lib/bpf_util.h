@@ -1,6 +1,7 @@
 /* bpf_util.h - user-side helpers shared by every BPF probe: set-up (libbpf logging, tracefs), choosing
- * program variants by what the running kernel offers, idempotent attach/detach, the scope filter
- * maps, reading and deleting map entries in batches, log2 histograms into records, bpf_stats. */
+ * program variants by what the running kernel offers, idempotent attach/detach, reading and deleting
+ * map entries in batches, log2 histograms into records, bpf_stats. Includes probe_conf.h (options,
+ * sub-probes, live configuration) and probe_scope.h (--pid/--comm, the scope filter maps). */
 #ifndef GG_BPF_UTIL_H
 #define GG_BPF_UTIL_H
 
@@ -13,6 +14,8 @@
 
 #include "gg_common.h"
 #include "probe.h"
+#include "probe_conf.h"
+#include "probe_scope.h"
 
 /*
  * Once per process, before opening a skeleton: libbpf's messages go to probe_log (debug ones only at
@@ -20,6 +23,10 @@
  * mounted: tracepoint programs will not attach).
  */
 int gg_bpf_init(void);
+/* gg_bpf_init with its failure logged as a warning (tracepoints will not attach). */
+void gg_bpf_begin(void);
+/* gg_bpf_autoload_available with the hooks turned off logged as a warning; how many. */
+int gg_bpf_autoload(struct bpf_object *obj);
 
 /* ---- what the running kernel offers (cached; no side effects) ---------------------------------- */
 
@@ -101,6 +108,10 @@ struct gg_bpf_dump_cursor {
  */
 int gg_bpf_map_dump(int fd, struct gg_bpf_dump_cursor *cur, void *keys, void *vals, uint32_t key_size,
 		    uint32_t val_size, uint32_t max, uint32_t *ret_n, int del);
+/* A whole map (at most max entries) into keys[] and vals[] by gg_bpf_map_dump; with del, what was read is
+ * deleted. *ret_n: entries read (also on error). 0 or the first error. */
+int gg_bpf_map_dump_all(int fd, void *keys, void *vals, uint32_t key_size, uint32_t val_size, uint32_t max,
+			uint32_t *ret_n, int del);
 /* Delete n keys (key_size bytes each); keys already gone are not an error. 0 or negative errno. */
 int gg_bpf_map_delete_keys(int fd, const void *keys, uint32_t key_size, uint32_t n);
 
@@ -122,95 +133,6 @@ uint64_t gg_hist_count(const __u64 *slots);
  * it falls, in the counted unit; 0 when empty. */
 uint64_t gg_hist_quantile(const __u64 *slots, double q);
 
-/* ---- scope (the supervisor's resolved snoopers, or --pid/--comm standalone) -------------------- */
-
-/* A monitoring scope: everything, or a set of tgids and cgroup v2 ids. */
-struct gg_scope {
-	int all; /* 1: no filter (the sets are ignored) */
-	uint32_t ntgid;
-	uint32_t ncgrp;
-	uint32_t tgid[GG_SCOPE_TGID_MAX];
-	uint64_t cgrp[GG_SCOPE_CGRP_MAX];
-};
-
-/* Everything in scope. */
-void gg_scope__init_all(struct gg_scope *s);
-/*
- * From the "scope" member of a live configuration ({"all": bool, "pids": [..], "cgroup_ids": [..]}).
- * 0 and *ret filled; -EINVAL when malformed (ret untouched); -E2BIG when a set is larger than its
- * map (ret untouched).
- */
-int gg_scope__from_json(const cJSON *scope, struct gg_scope *ret);
-/* Parse a "PID[,PID...]" list into s (clears all). 0, -EINVAL or -E2BIG. */
-int gg_scope__add_pids(struct gg_scope *s, const char *list);
-/* Add every process whose /proc/<pid>/comm equals comm (clears all). Returns how many were added
- * (0 is fine: the process may start later; rescan), or -E2BIG. */
-int gg_scope__add_comm(struct gg_scope *s, const char *comm);
-/*
- * Write s into obj's gg_scope_* maps (an object that includes gg_common.bpf.h), replacing what was
- * there; entries are added before the filter goes on and removed after it goes off, so no in-scope
- * event is dropped during the update. 0, -ENOENT (maps missing) or negative errno.
- */
-int gg_scope__apply(const struct gg_scope *s, struct bpf_object *obj);
-
-/* ---- live configuration and command line helpers ---------------------------------------------- */
-
-/* A sub-probe name and its bit (0: accepted but not implemented). */
-struct gg_subprobe {
-	const char *name;
-	unsigned int bit;
-};
-
-/*
- * A comma separated sub-probe list ("-P tcp_rtt,tcp_abnormal") into *ret. 0, or -EINVAL with the
- * first unknown name copied to bad (cut to badlen, may be NULL). Names with bit 0 are accepted.
- */
-int gg_subprobes_parse(const char *csv, const struct gg_subprobe *tab, size_t n, unsigned int *ret, char *bad,
-		       size_t badlen);
-/*
- * The sub-probe list of a live configuration: "probe" at the top level, or "cmd": {"probe": [...]}.
- * 0 and *ret set; -ENOENT when absent, null or empty (keep the command line's); -EINVAL when not a
- * list of known names (the first bad one in bad).
- */
-int gg_subprobes_from_json(const cJSON *root, const struct gg_subprobe *tab, size_t n, unsigned int *ret, char *bad,
-			   size_t badlen);
-/* gg_subprobes_parse for a probe's -P: on an unknown name, "PROG: unknown sub-probe 'x' in -P
- * (expected a, b, c)" on stderr and -EINVAL. */
-int gg_subprobes_arg(const char *prog, const char *csv, const struct gg_subprobe *tab, size_t n, unsigned int *ret);
-/* gg_subprobes_from_json for a live configuration: the same returns, an invalid list logged as a
- * warning that names the bad entry and the names expected. */
-int gg_subprobes_conf(const cJSON *root, const struct gg_subprobe *tab, size_t n, unsigned int *ret);
-/*
- * The command-line options most probes share. A probe lists GG_LONGOPTS_COMMON in its long options,
- * "t:l:" in its short ones, and passes each option its own switch does not know to gg_opt_common;
- * a NULL field means the probe does not take that option.
- */
-enum { GG_OPT_PID = 0x1000, GG_OPT_COMM, GG_OPT_BPF_STATS };
-/* clang-format off */
-#define GG_LONGOPTS_COMMON \
-	{"pid", required_argument, NULL, GG_OPT_PID}, \
-	{"comm", required_argument, NULL, GG_OPT_COMM}, \
-	{"bpf-stats", no_argument, NULL, GG_OPT_BPF_STATS}
-/* clang-format on */
-struct gg_opts {
-	unsigned int *period_s; /* -t SEC, in [period_min, period_max] */
-	unsigned int period_min, period_max;
-	enum probe_log_level *level; /* -l LEVEL */
-	struct gg_scope *scope;	     /* --pid LIST adds to it; --comm makes it filtered */
-	const char **comm;	     /* --comm NAME, 1 to 15 characters */
-	int *bpf_stats;		     /* --bpf-stats */
-};
-/* 1: c was one of the shared options and is applied; 0: it is not one of them; 2: its value is
- * invalid, or it is one this probe does not take (a message on stderr; the exit status). */
-int gg_opt_common(const char *prog, int c, const char *arg, const struct gg_opts *o);
-/* "a,b,c" of the names whose bits are set ("none" when none). */
-void gg_subprobes_str(unsigned int bits, const struct gg_subprobe *tab, size_t n, char *buf, size_t len);
-/*
- * params.<name> as an integer in [min, max] (a JSON number, or a decimal string): 0 and *ret set;
- * -ENOENT when params or the member is absent or null; -EINVAL when not an integer in range.
- */
-int gg_conf_uint(const cJSON *params, const char *name, uint32_t min, uint32_t max, uint32_t *ret);
-
 /* ---- events (README "Events": the supervisor's reserved event_v2 table) ------------------------- */
 
 /* event_v2's fields: entity_name, entity_id, metric (keys), severity, body, body_zh, labels,
@@ -229,6 +151,8 @@ int gg_event_emit(struct probe_rt *rt, const char *entity, const char *entity_id
 /* Turn on run-time statistics (BPF_ENABLE_STATS) for as long as the returned fd is open; negative
  * errno when refused. Same effect as sysctl kernel.bpf_stats_enabled=1, without changing it. */
 int gg_bpf_stats_enable(void);
+/* --bpf-stats: gg_bpf_stats_enable when on (a refusal logged as a warning); the fd, or -1. */
+int gg_bpf_stats_start(int on);
 /* Run time (ns) and run count of a loaded program (0 when stats are off). 0 or negative errno. */
 int gg_bpf_prog_stats(const struct bpf_program *prog, uint64_t *ret_run_ns, uint64_t *ret_run_cnt);
 /* Per-program state kept between two gg_bpf_stats_fmt calls (zero-initialised). */
@@ -242,5 +166,7 @@ struct gg_bpf_stats_prev {
  * Returns the number of programs described.
  */
 int gg_bpf_stats_fmt(struct bpf_object *obj, struct gg_bpf_stats_prev *prev, size_t nprev, char *buf, size_t len);
+/* --bpf-stats every period: gg_bpf_stats_fmt at info level ("bpf stats (runs/ns per run): ..."). */
+void gg_bpf_stats_log(struct bpf_object *obj, struct gg_bpf_stats_prev *prev, size_t nprev);
 
 #endif

@@ -8,6 +8,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "ctrl_msg.h"
 #include "ipc.h"
 
 /* Field kinds of a table descriptor (same order as enum meta_field_type). */
@@ -79,9 +80,9 @@ int probe_log_level__parse(const char *s, enum probe_log_level *ret);
 /* The probe's runtime: where records go, the control channel, stop requests. */
 struct probe_rt;
 
-/* Called with a configuration update (JSON text); return 0 when applied, negative errno when not
- * (the version is then not reported as applied). */
-typedef int (*probe_config_cb)(void *ctx, uint64_t version, const char *json);
+/* Called with a configuration update (decoded from the control channel's JSON once, in probe_rt);
+ * return 0 when applied, negative errno when not (the version is then not reported as applied). */
+typedef int (*probe_config_cb)(void *ctx, uint64_t version, const struct gg_ctrl_msg *msg);
 
 struct probe_rt_opts {
 	const char *name; /* probe name used on IPC (supervisor's name for it) */
@@ -101,6 +102,8 @@ struct probe_rt_opts {
  * probe_rt__flush. Installs SIGTERM/SIGINT handlers that request a stop. NULL + errno on failure.
  */
 struct probe_rt *probe_rt__new(const struct probe_rt_opts *opts);
+/* probe_rt__new with opts->log_level = level; a failure is logged ("cannot set up the probe runtime"). */
+struct probe_rt *probe_rt__start(struct probe_rt_opts *opts, enum probe_log_level level);
 /* Emit a finished record. Returns probe_rec__finish's error (counted as invalid; the first few are
  * logged with the table name) or a transport error. */
 int probe_rt__emit(struct probe_rt *rt, struct probe_rec *r);

@@ -225,6 +225,24 @@ static void heartbeat(struct probe_rt *rt, uint64_t now)
 		probe_log(PLOG_WARN, "cannot send heartbeat: %s", strerror(-err));
 }
 
+/* One control message: JSON text -> struct gg_ctrl_msg (once, here) -> the probe's callback. */
+static int decode_and_apply(struct probe_rt *rt, uint64_t version, const char *json)
+{
+	static struct gg_ctrl_msg msg; /* large (the scope sets): not on the stack; one caller at a time */
+	char err[160];
+	int ret;
+
+	if (!rt->on_config)
+		return -EOPNOTSUPP;
+	ret = gg_ctrl_msg__decode(json, &msg, err, sizeof(err));
+	if (ret)
+		probe_log(PLOG_WARN, "configuration version %llu: %s", (unsigned long long)version, err);
+	else
+		ret = rt->on_config(rt->cb_ctx, version, &msg);
+	gg_ctrl_msg__fini(&msg);
+	return ret;
+}
+
 static void serve_ctrl(struct probe_rt *rt)
 {
 	for (unsigned int i = 0; i < CTRL_MSGS_PER_WAKE; i++) {
@@ -238,7 +256,7 @@ static void serve_ctrl(struct probe_rt *rt)
 			probe_log(PLOG_WARN, "bad control message: %s", strerror(-ret));
 			return;
 		}
-		ret = rt->on_config ? rt->on_config(rt->cb_ctx, version, json) : -EOPNOTSUPP;
+		ret = decode_and_apply(rt, version, json);
 		if (ret == 0) {
 			rt->config_version = version;
 			probe_log(PLOG_INFO, "applied configuration version %llu", (unsigned long long)version);
@@ -402,6 +420,17 @@ uint64_t probe_rt__records_emitted(const struct probe_rt *rt)
 uint64_t probe_rt__records_invalid(const struct probe_rt *rt)
 {
 	return rt->invalid;
+}
+
+struct probe_rt *probe_rt__start(struct probe_rt_opts *opts, enum probe_log_level level)
+{
+	struct probe_rt *rt;
+
+	opts->log_level = level;
+	rt = probe_rt__new(opts);
+	if (!rt)
+		probe_log(PLOG_ERROR, "cannot set up the probe runtime: %s", strerror(errno));
+	return rt;
 }
 
 void probe_rt__free(struct probe_rt *rt)

@@ -26,15 +26,6 @@
  * (or this long has passed: a probe from the configuration file may get none). */
 #define FIRST_CONFIG_WAIT_MS 3000u
 
-/* Ranges: the REST parameters as the seed documents them; the command line accepts shorter periods
- * (tests, benchmarks). */
-#define PERF_MIN     10u
-#define PERF_MAX     1000u
-#define SVG_MIN_REST 30u
-#define SVG_MAX	     600u
-#define REPORT_MIN   1u
-#define REPORT_MAX   600u
-
 struct sp_ctx {
 	struct probe_rt *rt;
 	struct sp_conf base, cur;
@@ -51,13 +42,10 @@ struct sp_ctx {
 	uint64_t files_written, pyro_ok, pyro_err;
 };
 
-static const struct gg_subprobe subprobe_names[] = {
-	{"oncpu", 1u << SP_EV_ONCPU},
-	{"offcpu", 1u << SP_EV_OFFCPU},
-	{"mem", 1u << SP_EV_MEM},
-	{"io", 0}, /* gala-gopher's fourth kind: accepted, not implemented */
-};
-#define NSUBPROBES (sizeof(subprobe_names) / sizeof(subprobe_names[0]))
+extern const struct gg_contract gg_contract_stackprobe;
+#define CONTRACT       (&gg_contract_stackprobe)
+#define subprobe_names (CONTRACT->subprobes)
+#define NSUBPROBES     (CONTRACT->nsubprobes)
 
 static void events_str(unsigned int bits, char *buf, size_t len)
 {
@@ -71,45 +59,15 @@ static void events_str(unsigned int bits, char *buf, size_t len)
 		snprintf(buf, len, "none");
 }
 
-static void usage(FILE *f)
-{
-	fprintf(f,
-		"Usage: " PROG " [OPTION]...\n"
-		"Sample stacks for flame graphs (gala-gopher probe \"" PROBE_NAME "\"): on-CPU (CPU clock),\n"
-		"off-CPU (sched_switch, weighted by blocked time) and page faults.\n"
-		"Every svg period: <flame_dir>/<event>/<time>_<event>.folded and .pb.gz (pprof),\n"
-		"<svg_dir>/<event>/<time>_<event>.svg; every store period: the profile store under\n"
-		"<flame_dir>/store/ (the REST query API reads it); records stackprobe_stats and\n"
-		"stackprobe_health every report period (on stdout without the supervisor).\n"
-		"\n"
-		"  -P LIST                  sub-probes: oncpu,offcpu,mem (default oncpu)\n"
-		"  -t SEC                   report period of the stats records, %u..%u (default 60)\n"
-		"  -l LEVEL                 log level: debug, info, warn or error (default info)\n"
-		"      --perf-sample-period MS  oncpu sampling period, %u..%u (default 10)\n"
-		"      --svg-period SEC     flame graph period, 1..%u (default 180; REST: %u..%u)\n"
-		"      --store-period SEC   profile store period, 1..600 (default 10)\n"
-		"      --pyroscope-period SEC  upload period, 1..600 (default 30)\n"
-		"      --svg-dir DIR        default /var/log/gala-gopher/stacktrace\n"
-		"      --flame-dir DIR      default /var/log/gala-gopher/flamegraph\n"
-		"      --pyroscope-server HOST:PORT  upload to Pyroscope (default off)\n"
-		"      --multi-instance 0|1 one graph per process (default 0)\n"
-		"      --native-stack 0|1   accepted for compatibility (Java), no effect\n"
-		"      --min-block-us US    off-CPU blocks shorter than this are ignored (default 1000)\n"
-		"      --mem-alloc 0|1      with mem: also uprobes on malloc & co of the processes in\n"
-		"                           scope, bytes per stack in the mem_alloc graphs (default 0)\n"
-		"      --retention SEC      profile store retention, 60..604800 (default 3600)\n"
-		"      --pid PID[,PID]      only these processes\n"
-		"      --comm NAME          only processes with this name (repeatable; re-resolved every 2 s)\n"
-		"  -h, --help               show this help and exit\n"
-		"      --version            show the version and exit\n"
-		"\n"
-		"Live configuration: {\"cmd\": {\"probe\": [\"oncpu\", \"offcpu\", \"mem\"]}, \"params\": {\n"
-		"\"perf_sample_period\", \"svg_period\", \"svg_dir\", \"flame_dir\", \"pyroscope_server\",\n"
-		"\"multi_instance\", \"native_stack\", \"report_period\", \"min_block_us\", \"profile_retention\",\n"
-		"\"mem_alloc\"},\n"
-		"\"scope\": {\"all\": bool, \"pids\": [...], \"cgroup_ids\": [...]}}\n",
-		REPORT_MIN, REPORT_MAX, PERF_MIN, PERF_MAX, SVG_MAX, SVG_MIN_REST, SVG_MAX);
-}
+/* --help after the options (generated from the contract). */
+static const char notes[] =
+	"On-CPU (CPU clock), off-CPU (sched_switch, weighted by blocked time) and page fault stacks.\n"
+	"Every svg period: <flame_dir>/<event>/<time>_<event>.folded and .pb.gz (pprof),\n"
+	"<svg_dir>/<event>/<time>_<event>.svg; every store period: the profile store under\n"
+	"<flame_dir>/store/ (the REST query API reads it); records stackprobe_stats and\n"
+	"stackprobe_health every report period (on stdout without the supervisor).\n"
+	"Live configuration: {\"cmd\": {\"probe\": [\"oncpu\", \"offcpu\", \"mem\"]}, \"params\": {...},\n"
+	"\"scope\": {\"all\": bool, \"pids\": [...], \"cgroup_ids\": [...]}}\n";
 
 static int copy_str(char *dst, size_t len, const char *src)
 {
@@ -119,244 +77,75 @@ static int copy_str(char *dst, size_t len, const char *src)
 	return 0;
 }
 
-enum {
-	OPT_PERF = 256,
-	OPT_SVG_PERIOD,
-	OPT_STORE_PERIOD,
-	OPT_PYRO_PERIOD,
-	OPT_SVG_DIR,
-	OPT_FLAME_DIR,
-	OPT_PYRO,
-	OPT_MULTI,
-	OPT_NATIVE,
-	OPT_MIN_BLOCK,
-	OPT_RETENTION,
-	OPT_MEM_ALLOC,
-	OPT_PID,
-	OPT_COMM,
-	OPT_VERSION,
-};
+/* stackprobe's own options: --store-period, --pyroscope-period, --comm (repeatable). */
+static int own_option(void *data, int id, const char *arg)
+{
+	struct sp_ctx *ctx = data;
+	unsigned int *period = id == 's' ? &ctx->base.store_period_s : &ctx->base.pyro_period_s;
+
+	if (id == 'c') {
+		if (ctx->ncomms >= COMMS_MAX || copy_str(ctx->comms[ctx->ncomms], 16, arg) || !arg[0])
+			goto bad;
+		ctx->ncomms++;
+		ctx->base_scope.all = 0;
+		return 0;
+	}
+	if (!probe_parse_uint(arg, 1, 600, period))
+		return 0;
+bad:
+	fprintf(stderr, PROG ": invalid value '%s' for %s\nTry '" PROG " --help'.\n", arg,
+		id == 'c'   ? "--comm"
+		: id == 's' ? "--store-period"
+			    : "--pyroscope-period");
+	return 2;
+}
 
 /* Returns -1 to go on, or the exit status. */
 static int parse_args(int argc, char **argv, struct sp_ctx *ctx, enum probe_log_level *level)
 {
-	static const struct option longopts[] = {
-		{"help", no_argument, NULL, 'h'},
-		{"version", no_argument, NULL, OPT_VERSION},
-		{"perf-sample-period", required_argument, NULL, OPT_PERF},
-		{"svg-period", required_argument, NULL, OPT_SVG_PERIOD},
-		{"store-period", required_argument, NULL, OPT_STORE_PERIOD},
-		{"pyroscope-period", required_argument, NULL, OPT_PYRO_PERIOD},
-		{"svg-dir", required_argument, NULL, OPT_SVG_DIR},
-		{"flame-dir", required_argument, NULL, OPT_FLAME_DIR},
-		{"pyroscope-server", required_argument, NULL, OPT_PYRO},
-		{"multi-instance", required_argument, NULL, OPT_MULTI},
-		{"native-stack", required_argument, NULL, OPT_NATIVE},
-		{"min-block-us", required_argument, NULL, OPT_MIN_BLOCK},
-		{"retention", required_argument, NULL, OPT_RETENTION},
-		{"mem-alloc", required_argument, NULL, OPT_MEM_ALLOC},
-		{"pid", required_argument, NULL, OPT_PID},
-		{"comm", required_argument, NULL, OPT_COMM},
-		{NULL, 0, NULL, 0},
+	static const struct probe_opt own[] = {
+		{"store-period", 0, required_argument, 's', "SEC", "profile store period, 1..600 (default 10)"},
+		{"pyroscope-period", 0, required_argument, 'p', "SEC", "Pyroscope upload period, 1..600 (default 30)"},
+		{"comm", 0, required_argument, 'c', "NAME", "only processes with this name (repeatable; every 2 s)"},
 	};
-	struct sp_conf *c = &ctx->base;
-	unsigned int v;
-	int opt, bad = 0;
+	const struct probe_args a = {.prog = PROG,
+				     .contract = CONTRACT,
+				     .conf = &ctx->base,
+				     .subprobes = &ctx->base.events,
+				     .level = level,
+				     .scope = &ctx->base_scope,
+				     .own = own,
+				     .nown = 3,
+				     .own_cb = own_option,
+				     .ctx = ctx,
+				     .notes = notes};
 
-	opterr = 0;
-	while ((opt = getopt_long(argc, argv, ":t:l:P:h", longopts, NULL)) != -1) {
-		switch (opt) {
-		case 't':
-			bad = probe_parse_uint(optarg, REPORT_MIN, REPORT_MAX, &c->report_period_s);
-			break;
-		case 'l':
-			bad = probe_log_level__parse(optarg, level);
-			break;
-		case 'P':
-			if (gg_subprobes_arg(PROG, optarg, subprobe_names, NSUBPROBES, &c->events))
-				return 2;
-			break;
-		case OPT_PERF:
-			bad = probe_parse_uint(optarg, PERF_MIN, PERF_MAX, &c->perf_period_ms);
-			break;
-		case OPT_SVG_PERIOD:
-			bad = probe_parse_uint(optarg, 1, SVG_MAX, &c->svg_period_s);
-			break;
-		case OPT_STORE_PERIOD:
-			bad = probe_parse_uint(optarg, 1, 600, &c->store_period_s);
-			break;
-		case OPT_PYRO_PERIOD:
-			bad = probe_parse_uint(optarg, 1, 600, &c->pyro_period_s);
-			break;
-		case OPT_SVG_DIR:
-			bad = copy_str(c->svg_dir, sizeof(c->svg_dir), optarg);
-			break;
-		case OPT_FLAME_DIR:
-			bad = copy_str(c->flame_dir, sizeof(c->flame_dir), optarg);
-			break;
-		case OPT_PYRO:
-			bad = copy_str(c->pyroscope, sizeof(c->pyroscope), optarg);
-			break;
-		case OPT_MULTI:
-			bad = probe_parse_uint(optarg, 0, 1, &v);
-			c->multi_instance = (int)v;
-			break;
-		case OPT_NATIVE:
-			bad = probe_parse_uint(optarg, 0, 1, &v);
-			c->native_stack = (int)v;
-			break;
-		case OPT_MIN_BLOCK:
-			bad = probe_parse_uint(optarg, 1, 10000000, &c->min_block_us);
-			break;
-		case OPT_RETENTION:
-			bad = probe_parse_uint(optarg, 60, 604800, &c->retention_s);
-			break;
-		case OPT_MEM_ALLOC:
-			bad = probe_parse_uint(optarg, 0, 1, &v);
-			c->mem_alloc = (int)v;
-			break;
-		case OPT_PID:
-			bad = gg_scope__add_pids(&ctx->base_scope, optarg);
-			break;
-		case OPT_COMM:
-			if (ctx->ncomms >= COMMS_MAX || strlen(optarg) > 15 || !optarg[0]) {
-				bad = -EINVAL;
-				break;
-			}
-			copy_str(ctx->comms[ctx->ncomms++], 16, optarg);
-			ctx->base_scope.all = 0;
-			break;
-		default:
-			return probe_opt_other(PROG, opt, OPT_VERSION, argv, usage);
-		}
-		if (bad) {
-			fprintf(stderr, PROG ": invalid value '%s' for %s\nTry '" PROG " --help'.\n", optarg,
-				argv[optind - 1]);
-			return 2;
-		}
-	}
-	return probe_opt_rest(PROG, argc, argv);
+	return probe_conf__parse_args(&a, argc, argv);
 }
 
 /* ---- live configuration -------------------------------------------------------------------------- */
 
-static int json_uint(const cJSON *params, const char *name, unsigned int min, unsigned int max, unsigned int *ret)
-{
-	const cJSON *it = cJSON_GetObjectItemCaseSensitive(params, name);
-	double v;
-
-	if (!it)
-		return 0;
-	v = cJSON_GetNumberValue(it);
-	if (!cJSON_IsNumber(it) || v < min || v > max || v != (double)(unsigned int)v) {
-		probe_log(PLOG_WARN, "configuration: %s must be an integer %u..%u", name, min, max);
-		return -EINVAL;
-	}
-	*ret = (unsigned int)v;
-	return 0;
-}
-
-static int json_str(const cJSON *params, const char *name, char *dst, size_t len)
-{
-	const cJSON *it = cJSON_GetObjectItemCaseSensitive(params, name);
-	const char *s;
-
-	if (!it)
-		return 0;
-	s = cJSON_GetStringValue(it);
-	if (!s || strlen(s) >= len || strchr(s, '\n')) {
-		probe_log(PLOG_WARN, "configuration: %s must be a string shorter than %zu bytes", name, len);
-		return -EINVAL;
-	}
-	memcpy(dst, s, strlen(s) + 1);
-	return 0;
-}
-
-/* Parse a live configuration: the REST interface is stateless, so what it leaves out comes from the
- * command line. 0 or -EINVAL (nothing applied). */
-static int conf_from_json(struct sp_ctx *ctx, const char *json, struct sp_conf *ret, struct gg_scope *ret_scope,
-			  int *ret_has_scope)
-{
-	struct sp_conf c = ctx->base;
-	cJSON *root = cJSON_Parse(json);
-	const cJSON *params, *scope;
-	unsigned int v;
-	int err = -EINVAL;
-
-	if (!cJSON_IsObject(root)) {
-		probe_log(PLOG_WARN, "configuration is not a JSON object");
-		goto out;
-	}
-	params = cJSON_GetObjectItemCaseSensitive(root, "params");
-	if (params && !cJSON_IsNull(params)) {
-		if (!cJSON_IsObject(params)) {
-			probe_log(PLOG_WARN, "configuration: \"params\" must be an object");
-			goto out;
-		}
-		v = (unsigned int)c.multi_instance;
-		if (json_uint(params, "report_period", REPORT_MIN, REPORT_MAX, &c.report_period_s) ||
-		    json_uint(params, "perf_sample_period", PERF_MIN, PERF_MAX, &c.perf_period_ms) ||
-		    json_uint(params, "svg_period", SVG_MIN_REST, SVG_MAX, &c.svg_period_s) ||
-		    json_uint(params, "min_block_us", 1, 10000000, &c.min_block_us) ||
-		    json_uint(params, "profile_retention", 60, 604800, &c.retention_s) ||
-		    json_uint(params, "multi_instance", 0, 1, &v))
-			goto out;
-		c.multi_instance = (int)v;
-		v = (unsigned int)c.native_stack;
-		if (json_uint(params, "native_stack", 0, 1, &v))
-			goto out;
-		c.native_stack = (int)v;
-		v = (unsigned int)c.mem_alloc;
-		if (json_uint(params, "mem_alloc", 0, 1, &v))
-			goto out;
-		c.mem_alloc = (int)v;
-		if (json_str(params, "svg_dir", c.svg_dir, sizeof(c.svg_dir)) ||
-		    json_str(params, "flame_dir", c.flame_dir, sizeof(c.flame_dir)) ||
-		    json_str(params, "pyroscope_server", c.pyroscope, sizeof(c.pyroscope)))
-			goto out;
-		if (!c.svg_dir[0] || !c.flame_dir[0]) {
-			probe_log(PLOG_WARN, "configuration: svg_dir and flame_dir must not be empty");
-			goto out;
-		}
-	}
-	if (gg_subprobes_conf(root, subprobe_names, NSUBPROBES, &c.events) == -EINVAL)
-		goto out;
-	*ret_has_scope = 0;
-	scope = cJSON_GetObjectItemCaseSensitive(root, "scope");
-	if (scope && !cJSON_IsNull(scope)) {
-		int e = gg_scope__from_json(scope, ret_scope);
-
-		if (e) {
-			probe_log(PLOG_WARN, "configuration: bad \"scope\": %s", strerror(-e));
-			goto out;
-		}
-		*ret_has_scope = 1;
-	}
-	*ret = c;
-	err = 0;
-out:
-	cJSON_Delete(root);
-	return err;
-}
-
-static int on_config(void *data, uint64_t version, const char *json)
+static int on_config(void *data, uint64_t version, const struct gg_ctrl_msg *msg)
 {
 	struct sp_ctx *ctx = data;
-	static struct gg_scope scope; /* large: off the stack */
-	struct sp_conf c;
-	int has_scope = 0, err = conf_from_json(ctx, json, &c, &scope, &has_scope);
+	struct sp_conf c = ctx->base; /* stateless like REST: what the message leaves out, the command line's */
 	char names[64];
+	int err = probe_conf__apply(CONTRACT, msg, &c, &c.events);
 
-	if (err)
+	if (err < 0)
 		return err;
-	if (has_scope) {
-		err = sp_sampler__set_scope(ctx->sampler, &scope);
+	if (!c.svg_dir[0] || !c.flame_dir[0]) {
+		probe_log(PLOG_WARN, "configuration: svg_dir and flame_dir must not be empty");
+		return -EINVAL;
+	}
+	if (msg->has_scope) {
+		err = sp_sampler__set_scope(ctx->sampler, &msg->scope);
 		if (err) {
 			probe_log(PLOG_WARN, "configuration %llu: cannot apply the scope: %s",
 				  (unsigned long long)version, strerror(-err));
 			return err;
 		}
-		ctx->scope = scope;
+		ctx->scope = msg->scope;
 		ctx->scope_from_ctrl = 1;
 	}
 	ctx->cur = c;
@@ -396,7 +185,7 @@ static void write_graphs(struct sp_ctx *ctx, enum sp_event ev, const char *folde
 
 	snprintf(fdir, sizeof(fdir), "%s/%s", c->flame_dir, sp_event_names[ev]);
 	snprintf(sdir, sizeof(sdir), "%s/%s", c->svg_dir, sp_event_names[ev]);
-	if ((err = sp_mkdir_p(fdir)) || (err = sp_mkdir_p(sdir))) {
+	if ((err = gg_mkdir_p(fdir, 0755)) || (err = gg_mkdir_p(sdir, 0755))) {
 		probe_log(PLOG_WARN, "cannot create %s or %s: %s", fdir, sdir, strerror(-err));
 		return;
 	}
@@ -704,31 +493,19 @@ int main(int argc, char **argv)
 	int ret = 1, err;
 
 	probe_log_setup(PROBE_NAME, PLOG_INFO);
-	ctx.base = (struct sp_conf){
-		.events = 1u << SP_EV_ONCPU,
-		.report_period_s = 60,
-		.perf_period_ms = 10,
-		.svg_period_s = 180,
-		.store_period_s = 10,
-		.pyro_period_s = 30,
-		.retention_s = 3600,
-		.min_block_us = 1000,
-	};
-	snprintf(ctx.base.svg_dir, sizeof(ctx.base.svg_dir), "/var/log/gala-gopher/stacktrace");
-	snprintf(ctx.base.flame_dir, sizeof(ctx.base.flame_dir), "/var/log/gala-gopher/flamegraph");
-	gg_scope__init_all(&ctx.base_scope);
+	probe_conf__defaults(CONTRACT, &ctx.base, &ctx.base.events);
+	ctx.base.store_period_s = 10; /* the probe's own options (not parameters) */
+	ctx.base.pyro_period_s = 30;
+	gg_scope__init(&ctx.base_scope);
 	ret = parse_args(argc, argv, &ctx, &level);
 	if (ret >= 0)
 		return ret;
 	ret = 1;
 	ctx.cur = ctx.base;
 
-	opts.log_level = level;
-	ctx.rt = probe_rt__new(&opts);
-	if (!ctx.rt) {
-		probe_log(PLOG_ERROR, "cannot set up the probe runtime: %s", strerror(errno));
+	ctx.rt = probe_rt__start(&opts, level);
+	if (!ctx.rt)
 		return 1;
-	}
 	err = sp_profile__init(&ctx.prof);
 	if (err) {
 		probe_log(PLOG_ERROR, "cannot set up the symbolizer: %s", strerror(-err));

@@ -377,7 +377,7 @@ struct sp_sampler *sp_sampler__new(void)
 		err = -errno;
 		goto err_out;
 	}
-	gg_scope__init_all(&s->scope);
+	gg_scope__init(&s->scope);
 	s->rb = ring_buffer__new(bpf_map__fd(s->skel->maps.offcpu_rb), on_offcpu, s, NULL);
 	if (!s->rb) {
 		err = -errno;

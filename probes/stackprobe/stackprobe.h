@@ -10,6 +10,7 @@
 
 #include "../../bpf/stackprobe.h"
 #include "bpf_util.h"
+#include "fsutil.h"
 #include "symbolizer.h"
 
 #define SP_SERVER_MAX 256u
@@ -200,8 +201,6 @@ int sp_store__write(const char *flame_dir, enum sp_event ev, uint64_t from_ms, u
 		    unsigned int period_us, struct ftab *t);
 int sp_store__expire(const char *flame_dir, uint64_t now_ms, unsigned int retention_s, uint64_t max_bytes);
 
-/* Utilities (util.c). */
-int sp_mkdir_p(const char *path);
 /* Keep the newest max files (by name, which starts with a timestamp) whose names end in suffix. */
 void sp_dir_trim(const char *dir, const char *suffix, unsigned int max);
 /* The end of a write to tmp that replaces path: tmp is renamed over path if err (the write's outcome)

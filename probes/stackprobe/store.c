@@ -1,6 +1,6 @@
 /* store.c - the profile store behind the query API: per store period and event type, one text file of
  * per-thread stacks (<flame_dir>/store/<event>/<from_ms>-<until_ms>.prof), expired after the
- * retention and bounded in total size. The format is read by supervisor/profile_query.c. */
+ * retention and bounded in total size. The format is read by supervisor/rest/profile_query.c. */
 #include <dirent.h>
 #include <errno.h>
 #include <inttypes.h>
@@ -26,7 +26,7 @@ int sp_store__write(const char *flame_dir, enum sp_event ev, uint64_t from_ms, u
 		return 0;
 	if (snprintf(dir, sizeof(dir), "%s/store/%s", flame_dir, sp_event_query_names[ev]) >= (int)sizeof(dir))
 		return -ENAMETOOLONG;
-	err = sp_mkdir_p(dir);
+	err = gg_mkdir_p(dir, 0755);
 	if (err)
 		return err;
 	snprintf(path, sizeof(path), "%s/%013" PRIu64 "-%013" PRIu64 ".prof", dir, from_ms, until_ms);

@@ -11,27 +11,6 @@
 
 #include "stackprobe.h"
 
-int sp_mkdir_p(const char *path)
-{
-	char buf[PATH_MAX];
-	size_t len = strlen(path);
-
-	if (!len || len >= sizeof(buf))
-		return -EINVAL;
-	memcpy(buf, path, len + 1);
-	for (char *p = buf + 1; *p; p++) {
-		if (*p != '/')
-			continue;
-		*p = '\0';
-		if (mkdir(buf, 0755) && errno != EEXIST)
-			return -errno;
-		*p = '/';
-	}
-	if (mkdir(buf, 0755) && errno != EEXIST)
-		return -errno;
-	return 0;
-}
-
 int sp_tmp_commit(const char *tmp, const char *path, int err)
 {
 	if (!err && rename(tmp, path))

@@ -12,19 +12,7 @@
 
 #define PROBE_NAME	   "baseinfo"
 #define PROG		   "system_infos"
-#define PERIOD_MIN	   1u
-#define PERIOD_MAX	   600u
-#define PERIOD_DEFAULT	   5u
 #define PROC_SCOPE_WAIT_MS 3000u
-
-/* What the probe does; argv gives the baseline, a live configuration overrides it. */
-struct si_conf {
-	unsigned int period_s;
-	unsigned int subprobes; /* enum si_subprobe bits */
-	char dev_name[32];	/* params.dev_name: only this interface and disk ("" = all) */
-	unsigned int proc_top;	/* params.proc_top: without snoopers, report this many processes (0: all) */
-	struct gg_scope scope;	/* the processes system_proc reports */
-};
 
 /* State shared by the main loop and the configuration callback. */
 struct si_ctx {
@@ -44,180 +32,52 @@ struct si_ctx {
 	struct si_proc proc;
 };
 
-/* gala-gopher's baseinfo sub-probes. */
-static const struct gg_subprobe subprobe_names[] = {
-	{"cpu", SI_CPU}, {"mem", SI_MEM}, {"nic", SI_NIC},   {"disk", SI_DISK},
-	{"net", SI_NET}, {"fs", SI_FS},	  {"proc", SI_PROC}, {"host", SI_HOST},
-};
-#define NSUBPROBES (sizeof(subprobe_names) / sizeof(subprobe_names[0]))
+extern const struct gg_contract gg_contract_system_infos;
+#define CONTRACT       (&gg_contract_system_infos)
+#define subprobe_names (CONTRACT->subprobes)
+#define NSUBPROBES     (CONTRACT->nsubprobes)
 
-static void usage(FILE *f)
-{
-	fprintf(f,
-		"Usage: " PROG " [OPTION]...\n"
-		"Report host metrics from /proc, /sys and statvfs every period (gala-gopher probe \"" PROBE_NAME
-		"\").\n"
-		"Without the supervisor, records are printed on stdout, one |table|...| line each.\n"
-		"\n"
-		"  -t SEC       report period in seconds, %u..%u (default %u)\n"
-		"  -l LEVEL     log level: debug, info, warn or error (default info)\n"
-		"  -P LIST      sub-probes to run, comma separated: cpu,mem,nic,disk,net,fs,proc,host (default all)\n"
-		"  -d DEV       nic and disk: only this interface or disk (params.dev_name)\n"
-		"      --pid PID[,PID...]  proc: report these processes (default: every process)\n"
-		"      --comm NAME         proc: report processes named NAME (/proc/<pid>/comm), also later ones\n"
-		"      --proc-top N        proc without --pid/--comm/snoopers: report the N processes with the most\n"
-		"                          CPU time in the period + resident memory, 0..%u (default %u; 0 = all,\n"
-		"                          up to %u) (params.proc_top)\n"
-		"  -h, --help   show this help and exit\n"
-		"      --version  show the version and exit\n"
-		"\n"
-		"Tables: cpu: system_cpu (per online CPU), system_cpu_util; mem: system_meminfo; nic: nic;\n"
-		"disk: system_iostat; net: system_tcp, system_udp; fs: system_df; host: system_os; proc: system_proc.\n"
-		"Live configuration (from the supervisor): {\"params\": {\"report_period\": N, \"dev_name\": "
-		"\"eth0\"},\n"
-		"\"probe\": [\"cpu\", \"mem\", ...], \"scope\": {\"all\": false, \"pids\": [..], \"cgroup_ids\": "
-		"[..]}}\n"
-		"(\"probe\" may also be given as \"cmd\": {\"probe\": [...]}; what is left out comes from the "
-		"options).\n",
-		PERIOD_MIN, PERIOD_MAX, PERIOD_DEFAULT, SI_PROC_MAX, SI_PROC_TOP_DEFAULT, SI_PROC_MAX);
-}
+/* --help after the options (generated from the contract). */
+static const char notes[] =
+	"--pid and --comm choose the processes of the proc sub-probe (--comm also later ones); without them\n"
+	"(nor snoopers) proc reports the proc_top processes with the most CPU time in the period + resident\n"
+	"memory (0 = all, up to 1024).\n"
+	"Tables: cpu: system_cpu (per online CPU), system_cpu_util; mem: system_meminfo; nic: nic;\n"
+	"disk: system_iostat; net: system_tcp, system_udp; fs: system_df; host: system_os; proc: system_proc.\n"
+	"Live configuration (from the supervisor): {\"params\": {\"report_period\": N, \"dev_name\": \"eth0\"},\n"
+	"\"probe\": [\"cpu\", \"mem\", ...], \"scope\": {\"all\": false, \"pids\": [..], \"cgroup_ids\": [..]}}\n"
+	"(\"probe\" may also be given as \"cmd\": {\"probe\": [...]}; what is left out comes from the options).\n";
 
 /* Returns -1 to go on, or the exit status. */
 static int parse_args(int argc, char **argv, struct si_conf *conf, const char **comm, enum probe_log_level *level)
 {
-	static const struct option longopts[] = {
-		{"help", no_argument, NULL, 'h'},
-		{"version", no_argument, NULL, 'V'},
-		{"proc-top", required_argument, NULL, 'T'},
-		GG_LONGOPTS_COMMON,
-		{NULL, 0, NULL, 0},
-	};
-	const struct gg_opts opts = {.period_s = &conf->period_s,
-				     .period_min = PERIOD_MIN,
-				     .period_max = PERIOD_MAX,
+	const struct probe_args a = {.prog = PROG,
+				     .contract = CONTRACT,
+				     .conf = conf,
+				     .subprobes = &conf->subprobes,
 				     .level = level,
 				     .scope = &conf->scope,
-				     .comm = comm};
-	int c, ret;
+				     .comm = comm,
+				     .notes = notes};
 
-	opterr = 0;
-	while ((c = getopt_long(argc, argv, ":t:l:P:d:h", longopts, NULL)) != -1) {
-		switch (c) {
-		case 'P':
-			if (gg_subprobes_arg(PROG, optarg, subprobe_names, NSUBPROBES, &conf->subprobes))
-				return 2;
-			break;
-		case 'd':
-			if (strlen(optarg) >= sizeof(conf->dev_name)) {
-				fprintf(stderr, PROG ": device name '%s' for -d is too long\n", optarg);
-				return 2;
-			}
-			snprintf(conf->dev_name, sizeof(conf->dev_name), "%s", optarg);
-			break;
-		case 'T':
-			if (probe_parse_uint(optarg, 0, SI_PROC_MAX, &conf->proc_top)) {
-				fprintf(stderr, PROG ": invalid count '%s' for --proc-top (expected 0..%u)\n", optarg,
-					SI_PROC_MAX);
-				return 2;
-			}
-			break;
-		default:
-			ret = gg_opt_common(PROG, c, optarg, &opts);
-			if (ret == 1)
-				break;
-			return ret ? ret : probe_opt_other(PROG, c, 'V', argv, usage);
-		}
-	}
-	return probe_opt_rest(PROG, argc, argv);
+	return probe_conf__parse_args(&a, argc, argv);
 }
 
-/*
- * Parse a live configuration into *ret: 0 or -EINVAL (nothing applied). The REST interface is
- * stateless (each PUT is the whole configuration), so what the JSON leaves out comes from the
- * command line, not from the previous update.
- */
-static int conf_from_json(const struct si_conf *base, const char *json, struct si_conf *ret)
+static int on_config(void *data, uint64_t version, const struct gg_ctrl_msg *msg)
 {
 	static struct si_conf conf; /* large (the scope sets): not on the stack; one caller at a time */
-	cJSON *root = cJSON_Parse(json);
-	const cJSON *params, *period, *item, *dev, *scope;
-	int err = -EINVAL;
-
-	conf = *base;
-	if (!root || !cJSON_IsObject(root)) {
-		probe_log(PLOG_WARN, "configuration is not a JSON object");
-		goto out;
-	}
-	params = cJSON_GetObjectItemCaseSensitive(root, "params");
-	if (params && !cJSON_IsNull(params)) {
-		if (!cJSON_IsObject(params)) {
-			probe_log(PLOG_WARN, "configuration: \"params\" must be an object");
-			goto out;
-		}
-		period = cJSON_GetObjectItemCaseSensitive(params, "report_period");
-		if (period) {
-			double v = cJSON_GetNumberValue(period);
-
-			if (!cJSON_IsNumber(period) || v < PERIOD_MIN || v > PERIOD_MAX ||
-			    v != (double)(unsigned int)v) {
-				probe_log(PLOG_WARN, "configuration: report_period must be an integer %u..%u",
-					  PERIOD_MIN, PERIOD_MAX);
-				goto out;
-			}
-			conf.period_s = (unsigned int)v;
-		}
-		item = cJSON_GetObjectItemCaseSensitive(params, "proc_top");
-		if (item && !cJSON_IsNull(item)) {
-			double v = cJSON_GetNumberValue(item);
-
-			if (!cJSON_IsNumber(item) || v < 0 || v > SI_PROC_MAX || v != (double)(unsigned int)v) {
-				probe_log(PLOG_WARN, "configuration: proc_top must be an integer 0..%u", SI_PROC_MAX);
-				goto out;
-			}
-			conf.proc_top = (unsigned int)v;
-		}
-		dev = cJSON_GetObjectItemCaseSensitive(params, "dev_name");
-		if (dev && !cJSON_IsNull(dev)) {
-			const char *d = cJSON_GetStringValue(dev);
-
-			if (!d || strlen(d) >= sizeof(conf.dev_name)) {
-				probe_log(PLOG_WARN,
-					  "configuration: dev_name must be a device name of at most %zu bytes",
-					  sizeof(conf.dev_name) - 1);
-				goto out;
-			}
-			snprintf(conf.dev_name, sizeof(conf.dev_name), "%s", d);
-		}
-	}
-	/* The supervisor resolves snoopers into "scope"; without it the command line's scope stays. */
-	scope = cJSON_GetObjectItemCaseSensitive(root, "scope");
-	if (scope && !cJSON_IsNull(scope)) {
-		int e = gg_scope__from_json(scope, &conf.scope);
-
-		if (e) {
-			probe_log(PLOG_WARN, "configuration: invalid \"scope\": %s", strerror(-e));
-			goto out;
-		}
-	}
-	/* The REST body carries sub-probes in cmd.probe; accept them at the top level too. */
-	if (gg_subprobes_conf(root, subprobe_names, NSUBPROBES, &conf.subprobes) == -EINVAL)
-		goto out;
-	*ret = conf;
-	err = 0;
-out:
-	cJSON_Delete(root);
-	return err;
-}
-
-static int on_config(void *data, uint64_t version, const char *json)
-{
 	struct si_ctx *ctx = data;
-	struct si_conf conf;
 	char names[64];
-	int err = conf_from_json(&ctx->base, json, &conf);
+	int err;
 
-	if (err)
+	/* Stateless like the REST interface: what the message leaves out comes from the command line. */
+	conf = ctx->base;
+	err = probe_conf__apply(CONTRACT, msg, &conf, &conf.subprobes);
+	if (err < 0)
 		return err;
+	/* The supervisor resolves snoopers into "scope"; without it the command line's scope stays. */
+	if (msg->has_scope)
+		conf.scope = msg->scope;
 	/* A sub-probe turned back on measures its first period from now, not from when it stopped. */
 	if ((conf.subprobes & SI_CPU) && !(ctx->cur.subprobes & SI_CPU))
 		(void)si_cpu__baseline(&ctx->cpu);
@@ -271,21 +131,16 @@ int main(int argc, char **argv)
 	int ret;
 
 	probe_log_setup(PROBE_NAME, PLOG_INFO);
-	ctx.base.period_s = PERIOD_DEFAULT;
-	ctx.base.subprobes = SI_ALL;
-	ctx.base.proc_top = SI_PROC_TOP_DEFAULT;
-	gg_scope__init_all(&ctx.base.scope);
+	probe_conf__defaults(CONTRACT, &ctx.base, &ctx.base.subprobes);
+	gg_scope__init(&ctx.base.scope);
 	ret = parse_args(argc, argv, &ctx.base, &ctx.comm, &level);
 	if (ret >= 0)
 		return ret;
 	ctx.cur = ctx.base;
 
-	opts.log_level = level;
-	ctx.rt = probe_rt__new(&opts);
-	if (!ctx.rt) {
-		probe_log(PLOG_ERROR, "cannot set up the probe runtime: %s", strerror(errno));
+	ctx.rt = probe_rt__start(&opts, level);
+	if (!ctx.rt)
 		return 1;
-	}
 	/* The first report is a rate over its whole period: sample the starting point now. */
 	ret = si_cpu__init(&ctx.cpu);
 	if (ret)

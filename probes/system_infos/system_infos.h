@@ -269,4 +269,13 @@ static inline const char *si_line_end(const char *p, const char *end)
 	return p;
 }
 
+/* What the probe does; argv gives the baseline, a live configuration overrides it. */
+struct si_conf {
+	unsigned int period_s;
+	unsigned int subprobes; /* enum si_subprobe bits */
+	char dev_name[32];	/* params.dev_name: only this interface and disk ("" = all) */
+	unsigned int proc_top;	/* params.proc_top: without snoopers, report this many processes (0: all) */
+	struct gg_scope scope;	/* the processes system_proc reports */
+};
+
 #endif

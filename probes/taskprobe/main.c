@@ -12,58 +12,29 @@
 #include "taskprobe.skel.h"
 #include "tp_user.h"
 
-#define PROBE_NAME     "proc"
-#define PROG	       "taskprobe"
-#define PERIOD_MIN     1u
-#define PERIOD_MAX     600u
-#define PERIOD_DEFAULT 5u
-#define THR_MAX	       100000u /* latency_thr and offline_thr, ms (0 = off) */
+#define PROBE_NAME "proc"
+#define PROG	   "taskprobe"
 /* Under the supervisor, the first live configuration (its scope) normally follows the start within a
  * second or two; no report goes out before it or before this much time, so that processes outside
  * the scope it brings are not reported meanwhile. */
 #define FIRST_CONFIG_WAIT_MS 3000u
 
-static const struct gg_subprobe sub_names[] = {
-	{"base_metrics", TP_SUB_BASE}, {"proc_syscall", TP_SUB_SYSCALL}, {"proc_fs", TP_SUB_FS},
-	{"proc_io", TP_SUB_IO},	       {"proc_dns", TP_SUB_DNS},	 {"proc_pagecache", TP_SUB_PAGECACHE},
-};
-#define NSUBS	 (sizeof(sub_names) / sizeof(sub_names[0]))
-#define SUB_LIST "base_metrics, proc_syscall, proc_fs, proc_io, proc_dns, proc_pagecache"
+extern const struct gg_contract gg_contract_taskprobe;
+#define CONTRACT  (&gg_contract_taskprobe)
+#define sub_names (CONTRACT->subprobes)
+#define NSUBS	  (CONTRACT->nsubprobes)
+#define SUB_LIST  "base_metrics, proc_syscall, proc_fs, proc_io, proc_dns, proc_pagecache"
 
-static void usage(FILE *f)
-{
-	char def[128];
-
-	gg_subprobes_str(TP_SUB_DEFAULT, sub_names, NSUBS, def, sizeof(def));
-	fprintf(f,
-		"Usage: " PROG " [OPTION]...\n"
-		"Per-process system calls, file-system latency, block IO, off-CPU time, page cache and DNS lookups\n"
-		"from eBPF tracepoints (gala-gopher probe \"" PROBE_NAME "\"), for the processes in scope only.\n"
-		"Without the supervisor, records are printed on stdout, one |table|...| line each.\n"
-		"\n"
-		"  -t SEC             report period in seconds, %u..%u (default %u)\n"
-		"  -l LEVEL           log level: debug, info, warn or error (default info)\n"
-		"  -P LIST            sub-probes, comma separated: " SUB_LIST "\n"
-		"                     (default %s; proc_syscall and proc_fs attach to the\n"
-		"                     syscall tracepoints: every syscall of every process then costs ~0.15 us)\n"
-		"      --pid PID[,PID...]  only these processes (default: every process)\n"
-		"      --comm NAME         only processes named NAME (/proc/<pid>/comm), rescanned every period\n"
-		"      --cgroup PATH       only processes in this cgroup v2 directory or below it\n"
-		"  -e                 report events (event_v2 records, entity proc): latency_thr, offline_thr\n"
-		"      --latency-thr MS    event when a syscall of a process takes MS ms or more (0 = off)\n"
-		"      --offline-thr MS    event MS ms after a process in scope went away (0 = off)\n"
-		"      --bpf-stats         log BPF run time per program every period (bpf_stats; also --stats)\n"
-		"  -h, --help         show this help and exit\n"
-		"      --version      show the version and exit\n"
-		"\n"
-		"Tables: base_metrics: proc_cpu; proc_syscall: proc_syscall, proc_syscall_io, proc_syscall_net,\n"
-		"proc_syscall_sched, proc_syscall_fork; proc_fs: proc_fs, proc_ext4, proc_overlay, proc_tmpfs;\n"
-		"proc_io: proc_io; proc_pagecache: proc_page; proc_dns: proc_dns; events: event_v2.\n"
-		"Live configuration: {\"probe\": [...], \"params\": {\"report_period\": N, \"report_event\": 0|1,\n"
-		"\"latency_thr\": MS, \"offline_thr\": MS}, \"scope\": {\"all\": bool, \"pids\": [..], \"cgroup_ids\": "
-		"[..]}}\n",
-		PERIOD_MIN, PERIOD_MAX, PERIOD_DEFAULT, def);
-}
+/* --help after the options (generated from the contract). */
+static const char notes[] =
+	"proc_syscall and proc_fs attach to the syscall tracepoints: every syscall of every process then\n"
+	"costs ~0.15 us.\n"
+	"Tables: base_metrics: proc_cpu; proc_syscall: proc_syscall, proc_syscall_io, proc_syscall_net,\n"
+	"proc_syscall_sched, proc_syscall_fork; proc_fs: proc_fs, proc_ext4, proc_overlay, proc_tmpfs;\n"
+	"proc_io: proc_io; proc_pagecache: proc_page; proc_dns: proc_dns; events: event_v2.\n"
+	"Live configuration: {\"probe\": [...], \"params\": {\"report_period\": N, \"report_event\": 0|1,\n"
+	"\"latency_thr\": MS, \"offline_thr\": MS}, \"scope\": {\"all\": bool, \"pids\": [..], \"cgroup_ids\": "
+	"[..]}}\n";
 
 /* The cgroup v2 id of a cgroup directory is its inode number (what bpf_get_current_cgroup_id gives). */
 static int scope_add_cgroup_path(struct gg_scope *s, const char *path)
@@ -79,155 +50,74 @@ static int scope_add_cgroup_path(struct gg_scope *s, const char *path)
 	return 0;
 }
 
-enum { OPT_CGROUP = 256, OPT_LAT, OPT_OFF, OPT_VERSION };
+/* taskprobe's own options: -e, --cgroup PATH, --stats (the first name of --bpf-stats). */
+struct own_args {
+	struct tp_ctx *ctx;
+	int *stats;
+};
+
+static int own_option(void *data, int id, const char *arg)
+{
+	struct own_args *o = data;
+
+	switch (id) {
+	case 'e':
+		o->ctx->base.report_event = 1;
+		return 0;
+	case 's':
+		*o->stats = 1;
+		return 0;
+	default:
+		if (scope_add_cgroup_path(&o->ctx->base.scope, arg)) {
+			fprintf(stderr, PROG ": invalid cgroup '%s' for --cgroup (expected a cgroup v2 directory)\n",
+				arg);
+			return 2;
+		}
+		return 0;
+	}
+}
 
 /* Returns -1 to go on, or the exit status. */
 static int parse_args(int argc, char **argv, struct tp_ctx *ctx, enum probe_log_level *level, int *stats)
 {
-	static const struct option longopts[] = {
-		{"help", no_argument, NULL, 'h'},
-		{"version", no_argument, NULL, OPT_VERSION},
-		{"cgroup", required_argument, NULL, OPT_CGROUP},
-		{"latency-thr", required_argument, NULL, OPT_LAT},
-		{"offline-thr", required_argument, NULL, OPT_OFF},
-		GG_LONGOPTS_COMMON,
-		{"stats", no_argument, NULL, GG_OPT_BPF_STATS}, /* the first name of --bpf-stats */
-		{NULL, 0, NULL, 0},
+	static const struct probe_opt own[] = {
+		{NULL, 'e', no_argument, 'e', NULL, "report events (event_v2, entity proc): latency_thr, offline_thr"},
+		{"cgroup", 0, required_argument, 'c', "PATH", "only processes in this cgroup v2 directory or below it"},
+		{"stats", 0, no_argument, 's', NULL, NULL}, /* the first name of --bpf-stats */
 	};
-	struct tp_conf *conf = &ctx->base;
-	int c, ret;
-	const struct gg_opts opts = {.period_s = &conf->period_s,
-				     .period_min = PERIOD_MIN,
-				     .period_max = PERIOD_MAX,
+	struct own_args o = {ctx, stats};
+	const struct probe_args a = {.prog = PROG,
+				     .contract = CONTRACT,
+				     .conf = &ctx->base,
+				     .subprobes = &ctx->base.subs,
 				     .level = level,
-				     .scope = &conf->scope,
+				     .scope = &ctx->base.scope,
 				     .comm = &ctx->comm,
-				     .bpf_stats = stats};
+				     .bpf_stats = stats,
+				     .own = own,
+				     .nown = 3,
+				     .own_cb = own_option,
+				     .ctx = &o,
+				     .notes = notes};
 
-	opterr = 0;
-	while ((c = getopt_long(argc, argv, ":t:l:P:eh", longopts, NULL)) != -1) {
-		switch (c) {
-		case 'P':
-			if (gg_subprobes_arg(PROG, optarg, sub_names, NSUBS, &conf->subs))
-				return 2;
-			break;
-		case 'e':
-			conf->report_event = 1;
-			break;
-		case OPT_CGROUP:
-			if (scope_add_cgroup_path(&conf->scope, optarg)) {
-				fprintf(stderr,
-					PROG ": invalid cgroup '%s' for --cgroup (expected a cgroup v2 directory)\n",
-					optarg);
-				return 2;
-			}
-			break;
-		case OPT_LAT:
-		case OPT_OFF:
-			if (probe_parse_uint(optarg, 0, THR_MAX,
-					     c == OPT_LAT ? &conf->latency_thr_ms : &conf->offline_thr_ms)) {
-				fprintf(stderr, PROG ": invalid threshold '%s' for %s (expected 0..%u ms)\n", optarg,
-					c == OPT_LAT ? "--latency-thr" : "--offline-thr", THR_MAX);
-				return 2;
-			}
-			break;
-		default:
-			ret = gg_opt_common(PROG, c, optarg, &opts);
-			if (ret == 1)
-				break;
-			return ret ? ret : probe_opt_other(PROG, c, OPT_VERSION, argv, usage);
-		}
-	}
-	return probe_opt_rest(PROG, argc, argv);
+	return probe_conf__parse_args(&a, argc, argv);
 }
 
-/* An integer parameter in lo..hi; 0 when absent (ret untouched), -EINVAL when invalid. */
-static int json_uint(const cJSON *params, const char *name, unsigned int lo, unsigned int hi, unsigned int *ret)
-{
-	const cJSON *it = cJSON_GetObjectItemCaseSensitive(params, name);
-	double v;
-
-	if (!it || cJSON_IsNull(it))
-		return 0;
-	v = cJSON_GetNumberValue(it);
-	if (!cJSON_IsNumber(it) || v < lo || v > hi || v != (double)(unsigned int)v) {
-		probe_log(PLOG_WARN, "configuration: %s must be an integer %u..%u", name, lo, hi);
-		return -EINVAL;
-	}
-	*ret = (unsigned int)v;
-	return 0;
-}
-
-/*
- * A live configuration into *ret: 0 or -EINVAL (nothing applied). Stateless like the REST interface:
- * what the JSON leaves out comes from the command line.
- */
-static int conf_from_json(const struct tp_conf *base, const char *json, struct tp_conf *ret)
+static int on_config(void *data, uint64_t version, const struct gg_ctrl_msg *msg)
 {
 	static struct tp_conf conf; /* large (the scope sets): not on the stack; one caller at a time */
-	cJSON *root = cJSON_Parse(json);
-	const cJSON *params, *item, *scope;
-	unsigned int ev;
-	int err = -EINVAL;
-
-	conf = *base;
-	if (!root || !cJSON_IsObject(root)) {
-		probe_log(PLOG_WARN, "configuration is not a JSON object");
-		goto out;
-	}
-	params = cJSON_GetObjectItemCaseSensitive(root, "params");
-	if (params && !cJSON_IsNull(params)) {
-		if (!cJSON_IsObject(params)) {
-			probe_log(PLOG_WARN, "configuration: \"params\" must be an object");
-			goto out;
-		}
-		ev = (unsigned int)conf.report_event;
-		item = cJSON_GetObjectItemCaseSensitive(params, "report_event");
-		if (cJSON_IsBool(item)) /* the REST API may pass it as a boolean */
-			ev = cJSON_IsTrue(item) ? 1 : 0;
-		else if (json_uint(params, "report_event", 0, 1, &ev))
-			goto out;
-		if (json_uint(params, "report_period", PERIOD_MIN, PERIOD_MAX, &conf.period_s) ||
-		    json_uint(params, "latency_thr", 0, THR_MAX, &conf.latency_thr_ms) ||
-		    json_uint(params, "offline_thr", 0, THR_MAX, &conf.offline_thr_ms))
-			goto out;
-		conf.report_event = (int)ev;
-	}
-	if (gg_subprobes_conf(root, sub_names, NSUBS, &conf.subs) == -EINVAL)
-		goto out;
-	scope = cJSON_GetObjectItemCaseSensitive(root, "scope");
-	if (scope && !cJSON_IsNull(scope)) {
-		int e = gg_scope__from_json(scope, &conf.scope);
-
-		if (e) {
-			probe_log(PLOG_WARN, "configuration: invalid \"scope\": %s", strerror(-e));
-			goto out;
-		}
-	}
-	*ret = conf;
-	err = 0;
-out:
-	cJSON_Delete(root);
-	return err;
-}
-
-static int scope_equal(const struct gg_scope *a, const struct gg_scope *b)
-{
-	return a->all == b->all && a->ntgid == b->ntgid && a->ncgrp == b->ncgrp &&
-	       !memcmp(a->tgid, b->tgid, a->ntgid * sizeof(a->tgid[0])) &&
-	       !memcmp(a->cgrp, b->cgrp, a->ncgrp * sizeof(a->cgrp[0]));
-}
-
-static int on_config(void *data, uint64_t version, const char *json)
-{
 	struct tp_ctx *ctx = data;
-	static struct tp_conf conf;
 	char names[128];
-	int err = conf_from_json(&ctx->base, json, &conf);
+	int err;
 
-	if (err)
+	/* Stateless like the REST interface: what the message leaves out comes from the command line. */
+	conf = ctx->base;
+	err = probe_conf__apply(CONTRACT, msg, &conf, &conf.subs);
+	if (err < 0)
 		return err;
-	if (!scope_equal(&conf.scope, &ctx->cur.scope))
+	if (msg->has_scope)
+		conf.scope = msg->scope;
+	if (!gg_scope__equal(&conf.scope, &ctx->cur.scope))
 		ctx->scope_dirty = 1;
 	ctx->cur = conf;
 	ctx->configured = 1;
@@ -245,17 +135,8 @@ static int on_config(void *data, uint64_t version, const char *json)
 static void rescan_comm(struct tp_ctx *ctx)
 {
 	static struct gg_scope s;
-	int n;
 
-	if (!ctx->comm)
-		return;
-	s = ctx->base.scope;
-	n = gg_scope__add_comm(&s, ctx->comm);
-	if (n < 0) {
-		probe_log(PLOG_WARN, "--comm %s: %s", ctx->comm, strerror(-n));
-		return;
-	}
-	if (!scope_equal(&s, &ctx->cur.scope)) {
+	if (ctx->comm && gg_scope__rescan_comm(&ctx->base.scope, 1, ctx->comm, &ctx->cur.scope, &s) > 0) {
 		ctx->cur.scope = s;
 		ctx->scope_dirty = 1;
 	}
@@ -321,20 +202,16 @@ int main(int argc, char **argv)
 
 	probe_log_setup(PROBE_NAME, PLOG_INFO);
 	ctx.stats_fd = -1;
-	ctx.base.period_s = PERIOD_DEFAULT;
-	ctx.base.subs = TP_SUB_DEFAULT;
-	gg_scope__init_all(&ctx.base.scope);
+	probe_conf__defaults(CONTRACT, &ctx.base, &ctx.base.subs);
+	gg_scope__init(&ctx.base.scope);
 	ret = parse_args(argc, argv, &ctx, &level, &stats);
 	if (ret >= 0)
 		return ret;
 	ctx.cur = ctx.base;
 
-	opts.log_level = level;
-	ctx.rt = probe_rt__new(&opts);
-	if (!ctx.rt) {
-		probe_log(PLOG_ERROR, "cannot set up the probe runtime: %s", strerror(errno));
+	ctx.rt = probe_rt__start(&opts, level);
+	if (!ctx.rt)
 		return 1;
-	}
 	ret = gg_bpf_init();
 	if (ret)
 		probe_log(PLOG_WARN, "tracefs is not available (%s): tracepoints may not attach", strerror(-ret));
@@ -355,11 +232,7 @@ int main(int argc, char **argv)
 		probe_log(PLOG_ERROR, "cannot load the BPF programs: %s", strerror(-ret));
 		goto cleanup;
 	}
-	if (stats) {
-		ctx.stats_fd = gg_bpf_stats_enable();
-		if (ctx.stats_fd < 0)
-			probe_log(PLOG_WARN, "cannot enable bpf_stats: %s", strerror(-ctx.stats_fd));
-	}
+	ctx.stats_fd = gg_bpf_stats_start(stats);
 	rescan_comm(&ctx);
 	ret = tp_scope_apply(&ctx);
 	if (ret) {

@@ -32,34 +32,11 @@ void tp_report_free(struct tp_ctx *ctx)
 	ctx->prev = NULL;
 }
 
-/* Read a whole map (at most max entries) into keys[] and vals[]; with del, delete what was read. */
-static int dump_all(int fd, void *keys, void *vals, uint32_t key_size, uint32_t val_size, uint32_t max, uint32_t *ret_n,
-		    int del)
-{
-	struct gg_bpf_dump_cursor cur = {0};
-	uint32_t total = 0;
-
-	while (!cur.done && total < max) {
-		uint32_t n = 0;
-		int err = gg_bpf_map_dump(fd, &cur, (char *)keys + (size_t)total * key_size,
-					  (char *)vals + (size_t)total * val_size, key_size, val_size, max - total, &n,
-					  del);
-
-		if (err)
-			return err;
-		total += n;
-		if (!n)
-			break;
-	}
-	*ret_n = total;
-	return 0;
-}
-
 static void clear_map(struct bpf_map *map, uint32_t key_size, uint32_t val_size, void *keys, void *vals)
 {
 	uint32_t n;
 
-	(void)dump_all(bpf_map__fd(map), keys, vals, key_size, val_size, TP_PROCS_MAX, &n, 1);
+	(void)gg_bpf_map_dump_all(bpf_map__fd(map), keys, vals, key_size, val_size, TP_PROCS_MAX, &n, 1);
 }
 
 void tp_report_reset(struct tp_ctx *ctx)
@@ -91,8 +68,8 @@ int tp_scope_apply(struct tp_ctx *ctx)
 	for (int i = 0; i < 8; i++) {
 		uint32_t n = 0;
 
-		if (dump_all(bpf_map__fd(s->maps.tp_offcpu), ctx->keys, ctx->vals, sizeof(uint32_t),
-			     bpf_map__value_size(s->maps.tp_offcpu), TP_PROCS_MAX, &n, 1) ||
+		if (gg_bpf_map_dump_all(bpf_map__fd(s->maps.tp_offcpu), ctx->keys, ctx->vals, sizeof(uint32_t),
+					bpf_map__value_size(s->maps.tp_offcpu), TP_PROCS_MAX, &n, 1) ||
 		    !n)
 			break;
 	}
@@ -330,8 +307,8 @@ int tp_report(struct tp_ctx *ctx)
 	uint64_t dropped;
 	int err;
 
-	err = dump_all(bpf_map__fd(ctx->skel->maps.tp_procs), ctx->keys, ctx->vals, sizeof(uint32_t),
-		       sizeof(struct tp_proc), TP_PROCS_MAX, &n, 0);
+	err = gg_bpf_map_dump_all(bpf_map__fd(ctx->skel->maps.tp_procs), ctx->keys, ctx->vals, sizeof(uint32_t),
+				  sizeof(struct tp_proc), TP_PROCS_MAX, &n, 0);
 	if (err)
 		return err;
 	/* Syscalls ending from now on count towards the next period's maximum. */

@@ -13,24 +13,15 @@
 #include "tcp_user.h"
 #include "tcpprobe.skel.h"
 
-#define PROBE_NAME     "tcp"
-#define PROG	       "tcpprobe"
-#define PERIOD_MIN     1u
-#define PERIOD_MAX     600u
-#define PERIOD_DEFAULT 5u
-#define THR_MAX	       100000u
-#define DUMP_CHUNK     256u
-#define AGG_KEYS_MAX   65536u
+#define PROBE_NAME   "tcp"
+#define PROG	     "tcpprobe"
+#define DUMP_CHUNK   256u
+#define AGG_KEYS_MAX 65536u
 
-static const struct gg_subprobe subprobes[] = {
-	{"tcp_abnormal", TCP_SP_ABNORMAL}, {"tcp_rtt", TCP_SP_RTT},	{"tcp_windows", TCP_SP_WINDOWS},
-	{"tcp_rate", TCP_SP_RATE},	   {"tcp_srtt", TCP_SP_SRTT},	{"tcp_sockbuf", TCP_SP_SOCKBUF},
-	{"tcp_stats", TCP_SP_STATS},	   {"tcp_delay", TCP_SP_DELAY},
-};
-#define NSUB (sizeof(subprobes) / sizeof(subprobes[0]))
-/* Without -P or a live "probe" list: every table but tcp_delay, and no per-segment or per-send hook
- * (RTT histograms and zero windows come from the per-report snapshot). */
-#define SP_DEFAULT (TCP_SP_ALL & ~TCP_SP_DELAY)
+extern const struct gg_contract gg_contract_tcpprobe;
+#define CONTRACT  (&gg_contract_tcpprobe)
+#define SUBPROBES (CONTRACT->subprobes)
+#define NSUB	  (CONTRACT->nsubprobes)
 
 /* Closed links are drained when the kernel says the ring is a quarter full, and at every report;
  * without epoll on the ring, every DRAIN_MIN_MS..DRAIN_MAX_MS instead (drain_tick). */
@@ -72,40 +63,16 @@ static uint64_t now_ns(void)
 	return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
 }
 
-static void usage(FILE *f)
-{
-	fprintf(f,
-		"Usage: " PROG " [OPTION]...\n"
-		"Report TCP link metrics from tracepoints every period (gala-gopher probe \"" PROBE_NAME "\").\n"
-		"Without the supervisor, records are printed on stdout, one |table|...| line each.\n"
-		"\n"
-		"  -t SEC         report period in seconds, %u..%u (default %u)\n"
-		"  -l LEVEL       log level: debug, info, warn or error (default info)\n"
-		"  -P LIST        sub-probes, comma separated: tcp_abnormal, tcp_rtt, tcp_windows, tcp_rate,\n"
-		"                 tcp_srtt, tcp_sockbuf, tcp_stats, tcp_delay (default: all but tcp_delay, with RTT\n"
-		"                 histograms and zero windows read once per period; naming tcp_rtt or tcp_windows\n"
-		"                 samples them per incoming segment, at a cost per segment)\n"
-		"  -c 0|1         report_source_port: 1 reports each client port as its own link (default 0:\n"
-		"                 links between one client address and one server port are summed)\n"
-		"  -D N           drops_thr: an event when a key retransmits or drops N packets in a period\n"
-		"                 (0 = off, default)\n"
-		"  -T MS          latency_thr: an event when a key's mean srtt reaches MS milliseconds (0 = off)\n"
-		"  -m N           most live links tracked (map size, default %u)\n"
-		"      --pid LIST   only these processes (comma separated tgids)\n"
-		"      --comm NAME  only processes with this command name (rescanned every period)\n"
-		"      --bpf-stats  log each BPF program's runs and ns per run every period (info level)\n"
-		"  -h, --help     show this help and exit\n"
-		"      --version  show the version and exit\n"
-		"\n"
-		"Tables: tcp_tx_rx (tcp_stats), tcp_rtt, tcp_windows, tcp_rate, tcp_srtt, tcp_sockbuf, tcp_delay,\n"
-		"tcp_abn (tcp_abnormal);"
-		" event_v2 records (entity tcp_link) for drops_thr and latency_thr.\n"
-		"Live configuration: {\"probe\": [...], \"params\": {\"report_period\": N, \"report_source_port\": "
-		"0|1,\n"
-		"\"drops_thr\": N, \"latency_thr\": MS}, \"scope\": {\"all\": false, \"pids\": [...], \"cgroup_ids\": "
-		"[...]}}\n",
-		PERIOD_MIN, PERIOD_MAX, PERIOD_DEFAULT, TCP_LINKS_MAX);
-}
+/* --help after the options (generated from the contract). */
+static const char notes[] =
+	"Without -P: every table but tcp_delay, with RTT histograms and zero windows read once per period;\n"
+	"naming tcp_rtt or tcp_windows samples them per incoming segment, at a cost per segment. -P also\n"
+	"takes gala-gopher's bit mask (1 tcp_abnormal .. 128 tcp_delay).\n"
+	"Tables: tcp_tx_rx (tcp_stats), tcp_rtt, tcp_windows, tcp_rate, tcp_srtt, tcp_sockbuf, tcp_delay,\n"
+	"tcp_abn (tcp_abnormal); event_v2 records (entity tcp_link) for drops_thr and latency_thr.\n"
+	"Live configuration: {\"probe\": [...], \"params\": {\"report_period\": N, \"report_source_port\": 0|1,\n"
+	"\"drops_thr\": N, \"latency_thr\": MS}, \"scope\": {\"all\": false, \"pids\": [...], \"cgroup_ids\": "
+	"[...]}}\n";
 
 /* -P takes names, or gala-gopher's numeric bit mask (bits as TCP_SP_*). */
 static int parse_subprobes(const char *s, unsigned int *ret)
@@ -117,66 +84,58 @@ static int parse_subprobes(const char *s, unsigned int *ret)
 		fprintf(stderr, PROG ": invalid sub-probe mask '%s' for -P (1..%u)\n", s, TCP_SP_ALL);
 		return -EINVAL;
 	}
-	return gg_subprobes_arg(PROG, s, subprobes, NSUB, ret);
+	return gg_subprobes_arg(PROG, s, SUBPROBES, NSUB, ret);
+}
+
+/* tcpprobe's own options: -P (names or a mask), -m. */
+struct own_args {
+	struct tp_ctx *ctx;
+	unsigned int *max_links;
+};
+
+static int own_option(void *data, int id, const char *arg)
+{
+	struct own_args *o = data;
+
+	if (id == 'P') {
+		if (parse_subprobes(arg, &o->ctx->base.subprobes))
+			return 2;
+		o->ctx->base.explicit_sp = 1;
+		return 0;
+	}
+	if (probe_parse_uint(arg, 64, 1u << 20, o->max_links)) {
+		fprintf(stderr, PROG ": invalid value '%s' for -m (expected 64..1048576)\n", arg);
+		return 2;
+	}
+	return 0;
 }
 
 /* Returns -1 to go on, or the exit status. */
 static int parse_args(int argc, char **argv, struct tp_ctx *ctx, enum probe_log_level *level, unsigned int *max_links,
 		      int *bpf_stats)
 {
-	enum { OPT_VERSION = 256 };
-	static const struct option longopts[] = {
-		{"help", no_argument, NULL, 'h'},
-		{"version", no_argument, NULL, OPT_VERSION},
-		GG_LONGOPTS_COMMON,
-		{NULL, 0, NULL, 0},
+	static const struct probe_opt own[] = {
+		{NULL, 'P', required_argument, 'P', "LIST",
+		 "sub-probes, comma separated, or a bit mask: tcp_abnormal*, tcp_rtt*, tcp_windows*, tcp_rate*, "
+		 "tcp_srtt*, tcp_sockbuf*, tcp_stats*, tcp_delay (* = default)"},
+		{NULL, 'm', required_argument, 'm', "N",
+		 "most live links tracked (map size), 64..1048576 (default 16384)"},
 	};
-	struct tp_conf *conf = &ctx->base;
-	int c, ret;
-	const struct gg_opts opts = {.period_s = &conf->period_s,
-				     .period_min = PERIOD_MIN,
-				     .period_max = PERIOD_MAX,
+	struct own_args o = {ctx, max_links};
+	const struct probe_args a = {.prog = PROG,
+				     .contract = CONTRACT,
+				     .conf = &ctx->base,
 				     .level = level,
 				     .scope = &ctx->base_scope,
 				     .comm = &ctx->comm,
-				     .bpf_stats = bpf_stats};
+				     .bpf_stats = bpf_stats,
+				     .own = own,
+				     .nown = 2,
+				     .own_cb = own_option,
+				     .ctx = &o,
+				     .notes = notes};
 
-	opterr = 0;
-	while ((c = getopt_long(argc, argv, ":t:l:P:c:D:T:m:h", longopts, NULL)) != -1) {
-		switch (c) {
-		case 'P':
-			if (parse_subprobes(optarg, &conf->subprobes))
-				return 2;
-			conf->explicit_sp = 1;
-			break;
-		case 'c':
-			if (probe_parse_uint(optarg, 0, 1, &conf->report_source_port)) {
-				fprintf(stderr, PROG ": invalid value '%s' for -c (expected 0 or 1)\n", optarg);
-				return 2;
-			}
-			break;
-		case 'D':
-		case 'T':
-			if (probe_parse_uint(optarg, 0, THR_MAX, c == 'D' ? &conf->drops_thr : &conf->latency_thr)) {
-				fprintf(stderr, PROG ": invalid value '%s' for -%c (expected 0..%u)\n", optarg, c,
-					THR_MAX);
-				return 2;
-			}
-			break;
-		case 'm':
-			if (probe_parse_uint(optarg, 64, 1u << 20, max_links)) {
-				fprintf(stderr, PROG ": invalid value '%s' for -m (expected 64..1048576)\n", optarg);
-				return 2;
-			}
-			break;
-		default:
-			ret = gg_opt_common(PROG, c, optarg, &opts);
-			if (ret == 1)
-				break;
-			return ret ? ret : probe_opt_other(PROG, c, OPT_VERSION, argv, usage);
-		}
-	}
-	return probe_opt_rest(PROG, argc, argv);
+	return probe_conf__parse_args(&a, argc, argv);
 }
 
 /* The hooks each sub-probe needs; the link life cycle hooks are always attached. */
@@ -256,105 +215,36 @@ static void apply_scope(struct tp_ctx *ctx, const struct gg_scope *s)
 static void rescan_comm(struct tp_ctx *ctx)
 {
 	static struct gg_scope s;
-	int n;
 
-	if (!ctx->comm || ctx->live_scope)
-		return;
-	s = ctx->base_scope;
-	s.ntgid = 0;
-	n = gg_scope__add_comm(&s, ctx->comm);
-	if (n < 0) {
-		probe_log(PLOG_WARN, "--comm %s: %s", ctx->comm, strerror(-n));
-		return;
-	}
-	if (s.ntgid != ctx->scope.ntgid || memcmp(s.tgid, ctx->scope.tgid, s.ntgid * sizeof(s.tgid[0])))
+	if (ctx->comm && !ctx->live_scope && gg_scope__rescan_comm(&ctx->base_scope, 0, ctx->comm, &ctx->scope, &s) > 0)
 		apply_scope(ctx, &s);
 }
 
-static int conf_from_json(struct tp_ctx *ctx, const cJSON *root, struct tp_conf *ret)
+static int on_config(void *data, uint64_t version, const struct gg_ctrl_msg *msg)
 {
-	struct tp_conf conf = ctx->base;
-	const cJSON *params = cJSON_GetObjectItemCaseSensitive(root, "params");
-	unsigned int v;
-	int err;
-	static const struct {
-		const char *name;
-		unsigned int min, max;
-		size_t off;
-	} uparams[] = {
-		{"report_period", PERIOD_MIN, PERIOD_MAX, offsetof(struct tp_conf, period_s)},
-		{"report_source_port", 0, 1, offsetof(struct tp_conf, report_source_port)},
-		{"drops_thr", 0, THR_MAX, offsetof(struct tp_conf, drops_thr)},
-		{"latency_thr", 0, THR_MAX, offsetof(struct tp_conf, latency_thr)},
-	};
-
-	if (params && !cJSON_IsNull(params) && !cJSON_IsObject(params)) {
-		probe_log(PLOG_WARN, "configuration: \"params\" must be an object");
-		return -EINVAL;
-	}
-	for (size_t i = 0; i < sizeof(uparams) / sizeof(uparams[0]); i++) {
-		err = gg_conf_uint(params, uparams[i].name, uparams[i].min, uparams[i].max, &v);
-		if (err == -EINVAL) {
-			probe_log(PLOG_WARN, "configuration: %s must be an integer %u..%u", uparams[i].name,
-				  uparams[i].min, uparams[i].max);
-			return err;
-		}
-		if (!err)
-			*(unsigned int *)((char *)&conf + uparams[i].off) = v;
-	}
-	err = gg_subprobes_conf(root, subprobes, NSUB, &v);
-	if (err == -EINVAL)
-		return err;
-	if (!err) {
-		conf.subprobes = v;
-		conf.explicit_sp = 1;
-	}
-	*ret = conf;
-	return 0;
-}
-
-static int on_config(void *data, uint64_t version, const char *json)
-{
-	static struct gg_scope scope;
 	struct tp_ctx *ctx = data;
-	struct tp_conf conf;
-	const cJSON *jscope;
-	cJSON *root = cJSON_Parse(json);
+	struct tp_conf conf = ctx->base;
 	char names[160];
-	int err = -EINVAL, has_scope = 0;
+	int err;
 
-	if (!root || !cJSON_IsObject(root)) {
-		probe_log(PLOG_WARN, "configuration is not a JSON object");
-		goto out;
-	}
-	err = conf_from_json(ctx, root, &conf);
-	if (err)
-		goto out;
-	jscope = cJSON_GetObjectItemCaseSensitive(root, "scope");
-	if (jscope && !cJSON_IsNull(jscope)) {
-		err = gg_scope__from_json(jscope, &scope);
-		if (err) {
-			probe_log(PLOG_WARN, "configuration: bad \"scope\" (%s)", strerror(-err));
-			goto out;
-		}
-		has_scope = 1;
-	}
+	err = probe_conf__apply(CONTRACT, msg, &conf, &conf.subprobes);
+	if (err < 0)
+		return err;
+	if (err > 0)
+		conf.explicit_sp = 1;
 	ctx->cur = conf;
 	apply_subprobes(ctx);
-	ctx->live_scope = has_scope;
-	apply_scope(ctx, has_scope ? &scope : &ctx->base_scope);
+	ctx->live_scope = msg->has_scope;
+	apply_scope(ctx, msg->has_scope ? &msg->scope : &ctx->base_scope);
 	rescan_comm(ctx);
-	gg_subprobes_str(conf.subprobes, subprobes, NSUB, names, sizeof(names));
+	gg_subprobes_str(conf.subprobes, SUBPROBES, NSUB, names, sizeof(names));
 	probe_log(PLOG_INFO,
 		  "configuration %llu: report period %u s, sub-probes %s, report_source_port %u, drops_thr %u, "
 		  "latency_thr %u ms, scope %s",
 		  (unsigned long long)version, conf.period_s, names, conf.report_source_port, conf.drops_thr,
 		  conf.latency_thr, ctx->scope.all ? "all" : "filtered");
 	probe_rt__wake(ctx->rt);
-	err = 0;
-out:
-	cJSON_Delete(root);
-	return err;
+	return 0;
 }
 
 /* The ephemeral port range, to tell clients from servers among links found established. */
@@ -527,24 +417,17 @@ static void report(void *arg)
 		probe_log(PLOG_WARN, "maps full: %llu links not tracked, %llu closed links lost (raise -m)",
 			  (unsigned long long)ctx->links_lost, (unsigned long long)ctx->closed_lost);
 	}
-	if (ctx->stats_fd >= 0) {
-		char buf[1024];
-
-		gg_bpf_stats_fmt(ctx->skel->obj, ctx->stats_prev, 32, buf, sizeof(buf));
-		probe_log(PLOG_INFO, "bpf stats (runs/ns per run): %s", buf);
-	}
+	if (ctx->stats_fd >= 0)
+		gg_bpf_stats_log(ctx->skel->obj, ctx->stats_prev, 32);
 }
 
 /* Open, choose program variants for this kernel, size maps, load, attach the life cycle hooks. */
 static int setup_bpf(struct tp_ctx *ctx, unsigned int max_links)
 {
 	struct tcpprobe *s;
-	char off[512];
 	int err, nargs;
 
-	err = gg_bpf_init();
-	if (err)
-		probe_log(PLOG_WARN, "tracefs is not mounted and cannot be: %s", strerror(-err));
+	gg_bpf_begin();
 	s = tcpprobe__open();
 	if (!s)
 		return -errno;
@@ -560,8 +443,7 @@ static int setup_bpf(struct tp_ctx *ctx, unsigned int max_links)
 		bpf_map__set_max_entries(s->maps.tcp_closed, ring);
 		s->data->tcp_closed_wake_at = ring / 4;
 	}
-	if (gg_bpf_autoload_available(s->obj, off, sizeof(off)))
-		probe_log(PLOG_WARN, "hooks missing in this kernel, not used: %s", off);
+	gg_bpf_autoload(s->obj);
 	nargs = gg_bpf_tp_btf_nargs("kfree_skb");
 	if (nargs >= 4)
 		bpf_program__set_autoload(s->progs.tcp_drop3, false);
@@ -605,8 +487,8 @@ int main(int argc, char **argv)
 	char names[160];
 
 	probe_log_setup(PROBE_NAME, PLOG_INFO);
-	ctx.base = (struct tp_conf){.period_s = PERIOD_DEFAULT, .subprobes = SP_DEFAULT};
-	gg_scope__init_all(&ctx.base_scope);
+	probe_conf__defaults(CONTRACT, &ctx.base, &ctx.base.subprobes);
+	gg_scope__init(&ctx.base_scope);
 	ctx.stats_fd = -1;
 	ctx.closed_efd = -1;
 	ret = parse_args(argc, argv, &ctx, &level, &max_links, &bpf_stats);
@@ -614,12 +496,9 @@ int main(int argc, char **argv)
 		return ret;
 	ctx.cur = ctx.base;
 
-	opts.log_level = level;
-	ctx.rt = probe_rt__new(&opts);
-	if (!ctx.rt) {
-		probe_log(PLOG_ERROR, "cannot set up the probe runtime: %s", strerror(errno));
+	ctx.rt = probe_rt__start(&opts, level);
+	if (!ctx.rt)
 		return 1;
-	}
 	ctx.aggs = tp_aggs__new(AGG_KEYS_MAX);
 	if (!ctx.aggs) {
 		probe_log(PLOG_ERROR, "out of memory");
@@ -639,17 +518,13 @@ int main(int argc, char **argv)
 	if (ret)
 		probe_log(PLOG_WARN, "no wakeups from tcp_closed (%s): drained every %u-%u ms", strerror(-ret),
 			  DRAIN_MIN_MS, DRAIN_MAX_MS);
-	if (bpf_stats) {
-		ctx.stats_fd = gg_bpf_stats_enable();
-		if (ctx.stats_fd < 0)
-			probe_log(PLOG_WARN, "--bpf-stats: %s", strerror(-ctx.stats_fd));
-	}
+	ctx.stats_fd = gg_bpf_stats_start(bpf_stats);
 	ctx.start_ns = now_ns();
 	local_port_range(&ctx.port_lo, &ctx.port_hi);
 	apply_scope(&ctx, &ctx.base_scope);
 	rescan_comm(&ctx);
 	apply_subprobes(&ctx);
-	gg_subprobes_str(ctx.cur.subprobes, subprobes, NSUB, names, sizeof(names));
+	gg_subprobes_str(ctx.cur.subprobes, SUBPROBES, NSUB, names, sizeof(names));
 	probe_log(PLOG_INFO, "started: report period %u s, sub-probes %s, scope %s", ctx.cur.period_s, names,
 		  ctx.scope.all ? "all" : "filtered");
 

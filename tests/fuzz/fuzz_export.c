@@ -7,10 +7,11 @@
 #include <string.h>
 
 /* The exporters' sources, compiled straight in (the fuzz build links only schema/ and ipc/). */
-#include "../../supervisor/events.c"
-#include "../../supervisor/imdb.c"
-#include "../../supervisor/metadata.c"
-#include "../../supervisor/prom.c"
+#include "../../supervisor/export/events.c"
+#include "../../supervisor/export/imdb.c"
+#include "../../supervisor/export/metadata.c"
+#include "../../supervisor/export/outbuf.c"
+#include "../../supervisor/export/prom.c"
 
 static const char fuzz_meta[] =
 	"version = \"1.0.0\"\n"

@@ -1,11 +1,11 @@
 /* fuzz_rest_body.c - libFuzzer target: the REST API's PUT body decoder and configuration validator
- * (supervisor/probe_names.c) on any body, for probes with every kind of parameter and snooper. */
+ * (supervisor/rest/validate.c) on any body, for probes with every kind of parameter and snooper. */
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
-#include "../../supervisor/probe_names.h"
+#include "../../supervisor/rest/validate.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {

@@ -59,24 +59,17 @@ static int emit_valid(struct probe_rt *rt, const char *key, double g, uint64_t c
 	return probe_rt__emit(rt, &rec);
 }
 
-static int on_config(void *ctx, uint64_t version, const char *json)
+static int on_config(void *ctx, uint64_t version, const struct gg_ctrl_msg *msg)
 {
-	cJSON *root = cJSON_Parse(json);
-	const cJSON *params, *fail;
-	int err = 0;
+	const cJSON *fail = msg->params ? cJSON_GetObjectItemCaseSensitive(msg->params, "fail") : NULL;
+	int err = cJSON_IsTrue(fail) ? -EINVAL : 0;
+	char *json = NULL;
 
 	(void)ctx;
-	if (!root || !cJSON_IsObject(root)) {
-		err = -EINVAL;
-	} else {
-		params = cJSON_GetObjectItemCaseSensitive(root, "params");
-		fail = params ? cJSON_GetObjectItemCaseSensitive(params, "fail") : NULL;
-		if (cJSON_IsTrue(fail))
-			err = -EINVAL;
-	}
+	(void)gg_ctrl_msg__encode(msg, &json);
 	probe_log(PLOG_INFO, "configuration %llu %s: %.200s", (unsigned long long)version, err ? "refused" : "applied",
-		  json);
-	cJSON_Delete(root);
+		  json ? json : "?");
+	free(json);
 	return err;
 }
 

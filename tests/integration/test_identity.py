@@ -458,3 +458,64 @@ def test_flamegraph_query_total_container_layers():
 
 
 test_flamegraph_query_total_container_layers.timeout = 60
+
+
+def test_container_name_snooper():
+    """snoopers.container_name (gala-gopher's): a substring of the container's name, from the runtimes'
+    state files through the identity resolver; a matching container that appears later is in the scope
+    within about a second; processes outside containers and other containers are not."""
+    from harness import rest_call, rest_port, rest_section
+    import urllib.parse
+    lay = Layouts()
+    s = None
+    tag = "%05d" % random.randrange(100000)
+    try:
+        def docker_named(name):
+            cid = hexid()
+            lay.docker_state(cid, name, "nginx:1.25")
+            return lay.spawn("system.slice/docker-%s.scope" % cid, {}), cid
+        a, a_cid = docker_named("shop-%s-web" % tag)
+        other, _ = docker_named("shop-%s-db" % tag)
+        crio = lay.crio()  # named "api"
+        host = lay.host()
+        s = Supervisor(extra="%s %s" % (rest_section(os.path.join(lay.state, "rest")), lay.conf())).start()
+        port = rest_port(s)
+
+        def put(conf):
+            body = urllib.parse.urlencode({"json": json.dumps(conf)})
+            st, doc, raw, _ = rest_call(port, "PUT", "/baseinfo", body)
+            return st, raw
+
+        def scope():
+            st, doc, raw, _ = rest_call(port, "GET", "/baseinfo")
+            check(st == 200, "GET /baseinfo: %d %s" % (st, raw[:300]))
+            return doc["runtime"].get("scope") or {}
+
+        st, raw = put({"snoopers": {"container_name": ["%s-web" % tag]}, "state": "running"})
+        check(st == 200, "PUT: %d %s" % (st, raw))
+        sc = wait_for(lambda: scope() if scope().get("pids") == [a] else None, 10, "the web container's process")
+        cg = os.path.join(lay.parent, "system.slice/docker-%s.scope" % a_cid)
+        check(sc["cgroup_ids"] == [os.stat(cg).st_ino], "its cgroup: %r" % sc)
+        check(host not in sc["pids"] and crio not in sc["pids"] and other not in sc["pids"], "only it: %r" % sc)
+        # a second container whose name matches, started later: in the scope within about 1 s
+        t0 = time.monotonic()
+        b, _ = docker_named("shop-%s-web-2" % tag)
+        wait_for(lambda: sorted(scope().get("pids", [])) == sorted([a, b]), 5, "the later container")
+        seen = time.monotonic() - t0
+        check(seen <= 1.5, "later container seen after %.2f s" % seen)
+        # both names by their common part; CRI-O's container name from its config.json annotations
+        st, raw = put({"snoopers": {"container_name": ["shop-%s" % tag, "api"]}})
+        check(st == 200, "PUT: %d %s" % (st, raw))
+        want = sorted([a, b, other, crio])
+        wait_for(lambda: sorted(scope().get("pids", [])) == want, 10, "every shop container and the CRI-O one")
+        # refused: not a list of strings, empty, too long
+        for bad in ([1], [""], ["x" * 129], "web"):
+            st, raw = put({"snoopers": {"container_name": bad}})
+            check(st == 400 and "container_name" in raw, "%r refused: %d %s" % (bad, st, raw))
+    finally:
+        if s:
+            s.cleanup()
+        lay.cleanup()
+
+
+test_container_name_snooper.timeout = 60

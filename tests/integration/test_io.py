@@ -96,9 +96,9 @@ def test_io_counts_match_diskstats():
             major, minor = lf.majmin()
             iss = {int(r["tgid"]): r for r in s.metric_records("io_issuer")
                    if r["major"] == str(major) and r["first_minor"] == str(minor)}
-            check(dd.pid in iss and iss[dd.pid]["write_bytes"] == count * BS and iss[dd.pid]["comm"] == "dd",
+            check(dd.pid in iss and iss[dd.pid]["issued_write_bytes"] == count * BS and iss[dd.pid]["comm"] == "dd",
                   "the dd writer issued exactly its bytes: %r" % iss.get(dd.pid))
-            check(rd.pid in iss and iss[rd.pid]["read_bytes"] == count * BS,
+            check(rd.pid in iss and iss[rd.pid]["issued_read_bytes"] == count * BS,
                   "the dd reader issued exactly its bytes: %r" % iss.get(rd.pid))
             lat = [r for r in s.metric_records("io_latency") if r["major"] == str(major) and r["rw"] == "write"]
             check(lat and lat[-1]["count_latency_req"] >= count and lat[-1]["latency_device_sum"] > 0,
@@ -158,8 +158,8 @@ def test_io_latency_agrees_with_biolatency():
 
             ours = {}
             for rw in ("read", "write"):
-                a = hist_slots(r1[rw]["latency_device"])
-                b = hist_slots(r0[rw]["latency_device"]) if rw in r0 else [0] * len(a)
+                a = hist_slots(r1[rw]["latency_device_us"])
+                b = hist_slots(r0[rw]["latency_device_us"]) if rw in r0 else [0] * len(a)
                 for k, (x, y) in enumerate(zip(a, b)):
                     if x - y:
                         ours[k] = ours.get(k, 0) + x - y

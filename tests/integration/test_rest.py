@@ -605,6 +605,17 @@ def test_snoopers_real_processes():
         # cmdline substring narrows comm
         expect(env.put("baseinfo", {"snoopers": {"proc_name": [{"comm": comm, "cmdline": "301"}]}}), 200)
         check(env.wait_confirmed("baseinfo")["scope"]["pids"] == [b.pid], "cmdline filter: %r" % scope_of(env))
+        # comm is a POSIX extended regular expression found anywhere in the comm, as in gala-gopher
+        expect(env.put("baseinfo", {"snoopers": {"proc_name": [{"comm": "^gg(snp|oth)%s$" % tag}]}}), 200)
+        sc = env.wait_confirmed("baseinfo")["scope"]
+        check(sc["pids"] == sorted([b.pid, c.pid, other.pid]), "comm alternation: %r" % sc)
+        expect(env.put("baseinfo", {"snoopers": {"proc_name": [{"comm": "snp" + tag}]}}), 200)
+        sc = env.wait_confirmed("baseinfo")["scope"]
+        check(sc["pids"] == sorted([b.pid, c.pid]), "comm unanchored: %r" % sc)
+        # patterns that could not be bounded are refused, and say why
+        for pat, why in (("(a)\\1", "back-references"), ("a{99}", "intervals"), ("(java", "regular expression"),
+                         ("x" * 65, "1 to 64 characters")):
+            expect(env.put("baseinfo", {"snoopers": {"proc_name": [{"comm": pat}]}}), 400, why)
 
         # containers: docker's systemd layout, matched by a 12-character prefix
         dock = procs.cgroup("system.slice/docker-%s.scope" % cid)
@@ -644,6 +655,60 @@ def test_snoopers_real_processes():
         env.cleanup()
         procs.cleanup()
 test_snoopers_real_processes.timeout = 60
+
+
+def test_blacklist_real_processes():
+    """The top-level blacklist (gala-gopher's, the shape of snoopers) leaves what it matches out of the
+    scope: a process of a matched name, a process inside a matched container (whose cgroup is then not
+    watched as a whole), and, without snoopers, every process but the blacklisted ones; GET shows it;
+    a blacklisted process started later never enters the scope."""
+    tag = "%05d" % random.randrange(100000)
+    comm = "ggbl" + tag
+    cid = "%064x" % random.getrandbits(256)
+    procs = Procs()
+    env = RestEnv().start()
+    try:
+        a = procs.start(comm, "300")
+        b = procs.start(comm, "301")
+        expect(env.put("baseinfo", {"snoopers": {"proc_name": [{"comm": "^" + comm}]},
+                                    "blacklist": {"proc_name": [{"comm": comm, "cmdline": "301"}]},
+                                    "state": "running"}), 200)
+        rt = env.wait_confirmed("baseinfo")
+        check(rt["scope"]["pids"] == [a.pid], "blacklisted by cmdline: %r" % rt["scope"])
+        doc = env.get("baseinfo")
+        check(doc["blacklist"] == {"proc_name": [{"comm": comm, "cmdline": "301", "debugging_dir": ""}]},
+              "GET shows the blacklist: %r" % doc.get("blacklist"))
+        c = procs.start(comm, "301")  # blacklisted, started later
+        d = procs.start(comm, "302")
+        wait_for(lambda: scope_of(env)["pids"] == sorted([a.pid, d.pid]), 3, "the later one, not the blacklisted")
+        # a container watched by its cgroup, one of its processes blacklisted: the others by pid only
+        dock = procs.cgroup("system.slice/docker-%s.scope" % cid)
+        x = procs.start("ggbx" + tag)
+        y = procs.start("ggby" + tag)
+        procs.move(x, dock)
+        procs.move(y, dock)
+        expect(env.put("baseinfo", {"snoopers": {"container_id": [cid[:12]]},
+                                    "blacklist": {"proc_id": [y.pid]}}), 200)
+        sc = env.wait_confirmed("baseinfo")["scope"]
+        check(sc["pids"] == [x.pid] and sc["cgroup_ids"] == [], "container without its blacklisted process: %r" % sc)
+        expect(env.put("baseinfo", {"blacklist": {}}), 200)
+        sc = env.wait_confirmed("baseinfo")["scope"]
+        check(sc["pids"] == sorted([x.pid, y.pid]) and sc["cgroup_ids"] == [os.stat(dock).st_ino],
+              "empty blacklist: the whole container again: %r" % sc)
+        # no snoopers: every process but the blacklisted, by pid
+        expect(env.put("baseinfo", {"snoopers": {}, "blacklist": {"proc_name": [{"comm": "^ggb[lxy]" + tag}]}}), 200)
+        sc = env.wait_confirmed("baseinfo")["scope"]
+        mine = {a.pid, b.pid, c.pid, d.pid, x.pid, y.pid}
+        check(sc["all"] is False and not mine & set(sc["pids"]), "all but the blacklisted: %d pids" % len(sc["pids"]))
+        if not sc.get("truncated"):  # more processes than the probes' scope maps hold: a prefix of them
+            check(os.getpid() in sc["pids"] and env.sup.proc.pid in sc["pids"], "others listed: %r" % sc["pids"][:20])
+        expect(env.put("baseinfo", {"blacklist": {"proc_id": [0]}}), 400, "blacklist.proc_id[0]")
+    finally:
+        env.cleanup()
+        procs.cleanup()
+
+
+test_blacklist_real_processes.timeout = 60
 
 
 # ---- keep-alive, concurrency -------------------------------------------------------------------------

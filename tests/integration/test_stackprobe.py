@@ -540,7 +540,8 @@ def test_supervisor_rest_scope_pyroscope_query():
         t0 = int(time.time())
         status, body = rest_put(rest_port, "flamegraph", {
             "cmd": {"probe": ["oncpu", "mem"]},
-            "snoopers": {"proc_name": [{"comm": comm, "cmdline": "", "debugging_dir": ""}]},
+            # comm is a regular expression (gala-gopher): anchored on this run's unique name
+            "snoopers": {"proc_name": [{"comm": "^%s$" % comm, "cmdline": "", "debugging_dir": ""}]},
             "params": {"flame_dir": flame, "svg_dir": svg, "pyroscope_server": "127.0.0.1:%d" % rx.port,
                        "mem_alloc": 1},
             "state": "running"})

@@ -199,6 +199,41 @@ def test_bad_meta_stops_startup():
         s.cleanup()
 
 
+def test_family_collision_stops_startup():
+    """One name, one meaning: two tables of one entity exporting one field name with other labels, or a
+    counter named like a histogram's _sum series, are refused by --check and at start-up, naming both."""
+    s = Supervisor()
+    try:
+        ent = "clash%d" % os.getpid()
+        with open(os.path.join(s.meta_dir, "zz_a.meta"), "w") as f:
+            f.write('version = "1.0.0"\nmeasurements:\n(\n  { table_name: "%s_disk", entity_name: "%s",\n'
+                    '    fields: ( { description: "d", type: "key", name: "disk" },\n'
+                    '              { description: "d", type: "counter", name: "read_bytes" },\n'
+                    '              { description: "d", type: "histogram", name: "lat" } ) }\n)\n' % (ent, ent))
+        with open(os.path.join(s.meta_dir, "zz_b.meta"), "w") as f:
+            f.write('version = "1.0.0"\nmeasurements:\n(\n  { table_name: "%s_proc", entity_name: "%s",\n'
+                    '    fields: ( { description: "d", type: "key", name: "disk" },\n'
+                    '              { description: "d", type: "key", name: "tgid" },\n'
+                    '              { description: "d", type: "counter", name: "read_bytes" } ) }\n)\n' % (ent, ent))
+        for args in ([GOPHER, "-c", s.conf, "--check"], [GOPHER, "-c", s.conf]):
+            r = subprocess.run(args, capture_output=True, text=True, timeout=10)
+            check(r.returncode != 0, "%s: refused" % args)
+            check("gala_gopher_%s_read_bytes" % ent in r.stderr and "'%s_disk'" % ent in r.stderr and
+                  "'%s_proc'" % ent in r.stderr, "names the family and both tables: %r" % r.stderr)
+        with open(os.path.join(s.meta_dir, "zz_b.meta"), "w") as f:
+            f.write('version = "1.0.0"\nmeasurements:\n(\n  { table_name: "%s_sum", entity_name: "%s",\n'
+                    '    fields: ( { description: "d", type: "key", name: "disk" },\n'
+                    '              { description: "d", type: "counter", name: "lat_sum" } ) }\n)\n' % (ent, ent))
+        r = subprocess.run([GOPHER, "-c", s.conf, "--check"], capture_output=True, text=True, timeout=10)
+        check(r.returncode != 0 and "_sum series of histogram gala_gopher_%s_lat" % ent in r.stderr and
+              "'%s_disk'" % ent in r.stderr and "'%s_sum'" % ent in r.stderr, "histogram series: %r" % r.stderr)
+        os.unlink(os.path.join(s.meta_dir, "zz_b.meta"))
+        r = subprocess.run([GOPHER, "-c", s.conf, "--check"], capture_output=True, text=True, timeout=10)
+        check(r.returncode == 0, "without the clash the schemas load: %r" % r.stderr)
+    finally:
+        s.cleanup()
+
+
 def test_cli():
     r = subprocess.run([GOPHER, "--version"], capture_output=True, text=True)
     check(r.returncode == 0 and r.stdout.startswith("gala-gopher "), r.stdout)

@@ -35,7 +35,7 @@ def meta_fields(path):
 
 FIELDS = meta_fields(os.path.join(ROOT, "schema", "taskprobe.meta"))
 ALL_SUBS = "base_metrics,proc_syscall,proc_fs,proc_io,proc_dns,proc_pagecache"
-# the supervisor's built-in event table (supervisor/events.c)
+# the supervisor's built-in event table (supervisor/export/events.c)
 FIELDS["event_v2"] = ["entity_name", "entity_id", "metric", "severity", "body", "body_zh", "labels", "event_type"]
 
 
@@ -200,7 +200,7 @@ def test_counts_match_workload_exactly():
         # 3N file calls + open/close/unlink + the stdin reads and stdout writes of the protocol
         check(int(sc["syscall_count"]) >= 3 * N + 3, "syscalls counted: %r" % sc)
         if os.major(os.stat(io_dir).st_dev) != 0:
-            io = p.wait_value("proc_io", w.pid, lambda r: int(r["write_bytes"]) >= N * SIZE, 5,
+            io = p.wait_value("proc_io", w.pid, lambda r: int(r["bio_write_bytes"]) >= N * SIZE, 5,
                               "fsync'ed data written by the process at the block layer")
             check(0 < n(io, "bio_latency") or int(io["greater_4k_io_write"]) + int(io["less_4k_io_write"]) > 0,
                   "block requests counted: %r" % io)
@@ -419,7 +419,8 @@ def test_rest_snoopers_scope_and_live_subprobes():
         check(not s.metric_records("proc_dns"), "proc_dns is off")
 
         # live: other sub-probe, snoopers by name (both workloads)
-        put({"cmd": {"probe": ["proc_dns"]}, "snoopers": {"proc_name": [{"comm": comm}]}})
+        # comm is a regular expression (gala-gopher): anchored on this run's unique name
+        put({"cmd": {"probe": ["proc_dns"]}, "snoopers": {"proc_name": [{"comm": "^%s$" % comm}]}})
         wait_for(lambda: s.probe("taskprobe")["config_version_applied"] >= 2, 10, "second configuration applied")
         st, doc, raw, _ = rest_call(port, "GET", "/proc")
         check(sorted(doc["runtime"]["scope"]["pids"]) == sorted([w1.pid, w2.pid]), "scope resolved: %s" % raw[:600])

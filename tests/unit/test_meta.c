@@ -497,6 +497,128 @@ static void test_load_file_and_duplicates(void **state)
 	rm_tmpdir(dir);
 }
 
+/* One name, one meaning: a field name of one entity in two tables with other labels, or a plain
+ * metric named like a histogram's or summary's series, is refused with both tables named; the
+ * same label set (one family fed by two tables) and other entities are fine. */
+static void test_family_collisions(void **state)
+{
+	static const char *const two =
+		"version = \"1\"\nmeasurements = (\n"
+		" { table_name = \"a\"; entity_name = \"%s\"; fields = ({ name = \"disk\"; type = "
+		"\"key\"; }, { name = \"%s\"; type = \"%s\"; }); },\n"
+		" { table_name = \"b\"; entity_name = \"%s\"; fields = ({ name = \"disk\"; type = "
+		"\"key\"; }, %s{ name = \"%s\"; type = \"%s\"; }); });\n";
+	static const struct {
+		const char *ent_a, *fa, *ta, *ent_b, *extra_b, *fb, *tb, *err;
+	} cases[] = {
+		{"block", "read_bytes", "counter", "block", "{ name = \"tgid\"; type = \"key\"; }, ", "read_bytes",
+		 "counter",
+		 "c.meta: metric gala_gopher_block_read_bytes is in table 'b' and in table 'a' (c.meta) with other "
+		 "labels: rename one of the fields"},
+		{"block", "read_bytes", "counter", "block", "{ name = \"comm\"; type = \"label\"; }, ", "read_bytes",
+		 "gauge",
+		 "c.meta: metric gala_gopher_block_read_bytes is in table 'b' and in table 'a' (c.meta) with "
+		 "other labels: rename one of the fields"},
+		{"block", "lat", "histogram", "block", "", "lat_sum", "counter",
+		 "c.meta: counter gala_gopher_block_lat_sum of table 'b' is also the _sum series of histogram "
+		 "gala_gopher_block_lat of table 'a' (c.meta): rename one of the fields"},
+		{"block", "lat_bucket", "gauge", "block", "", "lat", "histogram",
+		 "c.meta: gauge gala_gopher_block_lat_bucket of table 'a' is also the _bucket series of histogram "
+		 "gala_gopher_block_lat of table 'b' (c.meta): rename one of the fields"},
+		{"block", "q", "summary", "block", "", "q_count", "counter",
+		 "c.meta: counter gala_gopher_block_q_count of table 'b' is also the _count series of summary "
+		 "gala_gopher_block_q of table 'a' (c.meta): rename one of the fields"},
+		/* a summary has no _bucket series; other entities, other families */
+		{"block", "q", "summary", "block", "", "q_bucket", "counter", NULL},
+		{"block", "read_bytes", "counter", "proc", "{ name = \"tgid\"; type = \"key\"; }, ", "read_bytes",
+		 "counter", NULL},
+		{"block", "lat", "histogram", "disk", "", "lat_sum", "counter", NULL},
+		/* same labels: one family, two tables (allowed) */
+		{"block", "read_bytes", "counter", "block", "", "read_bytes", "counter", NULL},
+	};
+	char err[512];
+
+	(void)state;
+	for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+		struct meta_registry *reg = meta_registry__new();
+		char *text;
+		int r;
+
+		assert_true(asprintf(&text, two, cases[i].ent_a, cases[i].fa, cases[i].ta, cases[i].ent_b,
+				     cases[i].extra_b, cases[i].fb, cases[i].tb) > 0);
+		assert_int_equal(meta_registry__load_buf(reg, "c.meta", text, strlen(text), err, sizeof(err)), 0);
+		r = meta_registry__check_families(reg, err, sizeof(err));
+		if (cases[i].err) {
+			assert_int_equal(r, -EEXIST);
+			assert_string_equal(err, cases[i].err);
+		} else if (r) {
+			fail_msg("case %zu: %s", i, err);
+		}
+		free(text);
+		meta_registry__free(reg);
+	}
+
+	/* one table: a counter beside the histogram whose _sum it would be */
+	{
+		struct meta_registry *reg = meta_registry__new();
+		char *text = table_text("{ name = \"k\"; type = \"key\"; }, { name = \"lat\"; type = \"histogram\"; }, "
+					"{ name = \"lat_sum\"; type = \"counter\"; }");
+
+		assert_int_equal(meta_registry__load_buf(reg, "t.meta", text, strlen(text), err, sizeof(err)), 0);
+		assert_int_equal(meta_registry__check_families(reg, err, sizeof(err)), -EEXIST);
+		assert_string_equal(err,
+				    "t.meta: counter gala_gopher_e_lat_sum of table 't' is also the _sum series of "
+				    "histogram gala_gopher_e_lat of table 't' (t.meta): rename one of the fields");
+		free(text);
+		meta_registry__free(reg);
+	}
+
+	/* across files: the message starts with the later file and names the earlier one */
+	{
+		struct meta_registry *reg = meta_registry__new();
+		const char *f1 =
+			"version = \"1\"\nmeasurements = ({ table_name = \"io_count\"; entity_name = \"block\"; "
+			"fields = ({ name = \"disk\"; type = \"key\"; }, { name = \"read_bytes\"; type = "
+			"\"counter\"; }); });\n";
+		const char *f2 =
+			"version = \"1\"\nmeasurements = ({ table_name = \"io_issuer\"; entity_name = \"block\"; "
+			"fields = ({ name = \"disk\"; type = \"key\"; }, { name = \"tgid\"; type = \"key\"; }, "
+			"{ name = \"read_bytes\"; type = \"counter\"; }); });\n";
+
+		assert_int_equal(meta_registry__load_buf(reg, "one.meta", f1, strlen(f1), err, sizeof(err)), 0);
+		assert_int_equal(meta_registry__check_families(reg, err, sizeof(err)), 0);
+		assert_int_equal(meta_registry__load_buf(reg, "two.meta", f2, strlen(f2), err, sizeof(err)), 0);
+		assert_int_equal(meta_registry__check_families(reg, err, sizeof(err)), -EEXIST);
+		assert_string_equal(err, "two.meta: metric gala_gopher_block_read_bytes is in table 'io_issuer' and in "
+					 "table 'io_count' (one.meta) with other labels: rename one of the fields");
+		meta_registry__free(reg);
+	}
+
+	/* load_dir checks after its last file */
+	{
+		char *dir = make_tmpdir();
+		struct meta_registry *reg = meta_registry__new();
+		char want[1024];
+
+		write_file(dir, "a.meta",
+			   "version = \"1\"\nmeasurements = ({ table_name = \"x\"; entity_name = \"e\"; "
+			   "fields = ({ name = \"k\"; type = \"key\"; }, { name = \"n\"; type = "
+			   "\"histogram\"; }); });\n");
+		write_file(dir, "b.meta",
+			   "version = \"1\"\nmeasurements = ({ table_name = \"y\"; entity_name = \"e\"; "
+			   "fields = ({ name = \"k\"; type = \"key\"; }, { name = \"n_count\"; type = "
+			   "\"gauge\"; }); });\n");
+		assert_int_equal(meta_registry__load_dir(reg, dir, err, sizeof(err)), -EEXIST);
+		snprintf(want, sizeof(want),
+			 "%s/b.meta: gauge gala_gopher_e_n_count of table 'y' is also the _count series of histogram "
+			 "gala_gopher_e_n of table 'x' (%s/a.meta): rename one of the fields",
+			 dir, dir);
+		assert_string_equal(err, want);
+		meta_registry__free(reg);
+		rm_tmpdir(dir);
+	}
+}
+
 static void test_load_dir(void **state)
 {
 	char *dir = make_tmpdir();
@@ -956,6 +1078,7 @@ int main(void)
 		cmocka_unit_test(test_load_buf_edge),
 		cmocka_unit_test(test_load_file_and_duplicates),
 		cmocka_unit_test(test_load_dir),
+		cmocka_unit_test(test_family_collisions),
 		cmocka_unit_test_setup_teardown(test_record_ok, setup_cpu, teardown_reg),
 		cmocka_unit_test_setup_teardown(test_record_rejects, setup_cpu, teardown_reg),
 		cmocka_unit_test_setup_teardown(test_record_label_length, setup_cpu, teardown_reg),

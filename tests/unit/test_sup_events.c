@@ -13,7 +13,7 @@
 #include <cjson/cJSON.h>
 #include <cmocka.h>
 
-#include "../../supervisor/events.h"
+#include "../../supervisor/export/events.h"
 #include "test_sup_fixture.h"
 
 static int setup(void **state)

@@ -16,8 +16,8 @@
 #include <cjson/cJSON.h>
 #include <cmocka.h>
 
-#include "../../supervisor/events.h"
-#include "../../supervisor/ident_export.h"
+#include "../../supervisor/export/events.h"
+#include "../../supervisor/export/ident_export.h"
 #include "../../supervisor/identity.h"
 #include "test_sup_fixture.h"
 

@@ -12,8 +12,8 @@
 
 #include <cmocka.h>
 
-#include "../../supervisor/imdb.h"
-#include "../../supervisor/prom.h"
+#include "../../supervisor/export/imdb.h"
+#include "../../supervisor/export/prom.h"
 #include "test_sup_fixture.h"
 
 static const char *META = "version = \"1.0.0\";\n"

@@ -15,7 +15,7 @@
 #include <librdkafka/rdkafka_mock.h>
 
 #include "../../supervisor/config.h"
-#include "../../supervisor/kafka.h"
+#include "../../supervisor/export/kafka.h"
 
 static struct gg_config cfg;
 

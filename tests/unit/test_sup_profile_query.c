@@ -14,7 +14,7 @@
 #include <cjson/cJSON.h>
 #include <cmocka.h>
 
-#include "../../supervisor/profile_query.h"
+#include "../../supervisor/rest/profile_query.h"
 
 static char g_dir[256];
 

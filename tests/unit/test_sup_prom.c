@@ -12,9 +12,9 @@
 
 #include <cmocka.h>
 
-#include "../../supervisor/imdb.h"
-#include "../../supervisor/metadata.h"
-#include "../../supervisor/prom.h"
+#include "../../supervisor/export/imdb.h"
+#include "../../supervisor/export/metadata.h"
+#include "../../supervisor/export/prom.h"
 #include "test_sup_fixture.h"
 
 static const char *META = "version = \"2.1.0\";\n"

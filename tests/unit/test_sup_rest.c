@@ -12,13 +12,14 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <time.h>
 #include <unistd.h>
 
 #include <cmocka.h>
 
-#include "../../supervisor/persist.h"
-#include "../../supervisor/probe_names.h"
-#include "../../supervisor/snoopers.h"
+#include "../../supervisor/rest/persist.h"
+#include "../../supervisor/rest/validate.h"
+#include "../../supervisor/rest/snoopers.h"
 
 static char tmpdir[64];
 
@@ -45,6 +46,8 @@ static void mkdirs(const char *path)
 	}
 	mkdir(buf, 0755);
 }
+
+#define ID64 "0123456789abcdef0123456789abcdef0123456789abcdef0123456789abcdef"
 
 /* ---- body decoding --------------------------------------------------------------------------------- */
 
@@ -327,8 +330,14 @@ static void test_errors_name_field_and_range(void **state)
 	expect("tcp", "{\"snoopers\":{\"proc_id\":[\"12\"]}}", 400, "snoopers.proc_id[0]");
 	expect("tcp", "{\"snoopers\":{\"proc_name\":[{\"cmdline\":\"x\"}]}}", 400,
 	       "snoopers.proc_name[0].comm: required");
-	expect("tcp", "{\"snoopers\":{\"proc_name\":[{\"comm\":\"0123456789abcdef\"}]}}", 400,
-	       "snoopers.proc_name[0].comm: must be 1 to 15 characters");
+	expect("tcp", "{\"snoopers\":{\"proc_name\":[{\"comm\":\"" ID64 "x\"}]}}", 400,
+	       "snoopers.proc_name[0].comm: must be 1 to 64 characters");
+	expect("tcp", "{\"snoopers\":{\"proc_name\":[{\"comm\":\"(a)\\\\1\"}]}}", 400,
+	       "snoopers.proc_name[0].comm: back-references (\\1) are not allowed");
+	expect("tcp", "{\"snoopers\":{\"proc_name\":[{\"comm\":\"a{99}\"}]}}", 400,
+	       "snoopers.proc_name[0].comm: at most 2 intervals {n,m} with counts up to 16");
+	expect("tcp", "{\"snoopers\":{\"proc_name\":[{\"comm\":\"(java\"}]}}", 400,
+	       "snoopers.proc_name[0].comm: not a POSIX extended regular expression: Unmatched ( or \\(");
 	expect("tcp", "{\"snoopers\":{\"proc_name\":[{\"comm\":\"a\",\"exe\":\"b\"}]}}", 400,
 	       "snoopers.proc_name[0].exe: unknown field");
 	expect("tcp", "{\"snoopers\":{\"container_id\":[\"abc/../x\"]}}", 400,
@@ -343,7 +352,15 @@ static void test_errors_name_field_and_range(void **state)
 	       "snoopers.gaussdb[0].dbport");
 	/* top level, state, JSON */
 	expect("tcp", "{\"state\":\"paused\"}", 400, "state: must be \"running\" or \"stopped\"");
-	expect("tcp", "{\"stat\":\"running\"}", 400, "stat: unknown field (expected cmd, snoopers, params, state)");
+	expect("tcp", "{\"stat\":\"running\"}", 400,
+	       "stat: unknown field (expected cmd, snoopers, blacklist, params, state)");
+	expect("tcp", "{\"blacklist\":{\"proc_id\":[0]}}", 400,
+	       "blacklist.proc_id[0]: must be a process id in [1, 4194304]");
+	expect("tcp", "{\"blacklist\":{\"nope\":[]}}", 400,
+	       "blacklist.nope: unknown field (expected proc_id, proc_name, pod_id, container_id, container_name, "
+	       "gaussdb)");
+	expect("tcp", "{\"blacklist\":{\"container_name\":[\"\"]}}", 400,
+	       "blacklist.container_name[0]: must be a string of 1 to 128 characters");
 	expect("tcp", "[1]", 400, "must be a JSON object");
 	expect("tcp", "{\"state\":\"running\"", 400, "invalid JSON");
 	expect("tcp", "{\"state\":\"running\"} x", 400, "invalid JSON");
@@ -424,8 +441,6 @@ static void test_paths(void **state)
 
 /* ---- cgroup path layouts ---------------------------------------------------------------------------- */
 
-#define ID64 "0123456789abcdef0123456789abcdef0123456789abcdef0123456789abcdef"
-
 static void test_cgroup_layouts(void **state)
 {
 	static const char *const with_id[] = {
@@ -499,6 +514,14 @@ static uint64_t ino_of(const char *path)
 	return (uint64_t)st.st_ino;
 }
 
+static int fake_cname_calls;
+
+static const char *fake_cname(void *calls, uint32_t pid)
+{
+	(*(int *)calls)++;
+	return pid == 200 ? "my-web-1" : pid == 300 ? "api" : "";
+}
+
 static void test_resolve(void **state)
 {
 	char proc[PATH_MAX], cg[PATH_MAX], p[PATH_MAX + 200];
@@ -508,7 +531,7 @@ static void test_resolve(void **state)
 			  "cri-containerd-fedcba9876543210fedcba9876543210fedcba9876543210fedcba9876543210.scope";
 	struct gg_snoopers a, b, c, d;
 	const struct gg_snoopers *sets[4] = {&a, &b, &c, &d};
-	struct gg_scope sc[4];
+	static struct gg_scope sc[4];
 	struct gg_scan_opts o;
 	struct gg_scan_stats st;
 	cJSON *j;
@@ -553,23 +576,23 @@ static void test_resolve(void **state)
 	assert_int_equal(st.procs, 5);
 	/* a: pid 400 (999 does not exist), nginx with "daemon off" in its command line (not the worker) */
 	assert_false(sc[0].all);
-	assert_int_equal(sc[0].npids, 2);
-	assert_int_equal(sc[0].pids[0], 100);
-	assert_int_equal(sc[0].pids[1], 400);
-	assert_int_equal(sc[0].ncgroups, 0);
+	assert_int_equal(sc[0].ntgid, 2);
+	assert_int_equal(sc[0].tgid[0], 100);
+	assert_int_equal(sc[0].tgid[1], 400);
+	assert_int_equal(sc[0].ncgrp, 0);
 	/* b: docker container by a 12-character prefix (case folded): pid and its cgroup */
-	assert_int_equal(sc[1].npids, 1);
-	assert_int_equal(sc[1].pids[0], 200);
-	assert_int_equal(sc[1].ncgroups, 1);
-	assert_true(sc[1].cgroup_ids[0] == docker_ino);
+	assert_int_equal(sc[1].ntgid, 1);
+	assert_int_equal(sc[1].tgid[0], 200);
+	assert_int_equal(sc[1].ncgrp, 1);
+	assert_true(sc[1].cgrp[0] == docker_ino);
 	/* c: the pod (the 11-character container prefix is too short to match) */
-	assert_int_equal(sc[2].npids, 1);
-	assert_int_equal(sc[2].pids[0], 300);
-	assert_int_equal(sc[2].ncgroups, 1);
-	assert_true(sc[2].cgroup_ids[0] == pod_ino);
+	assert_int_equal(sc[2].ntgid, 1);
+	assert_int_equal(sc[2].tgid[0], 300);
+	assert_int_equal(sc[2].ncgrp, 1);
+	assert_true(sc[2].cgrp[0] == pod_ino);
 	/* d: no targets: everything */
 	assert_true(sc[3].all);
-	assert_int_equal(sc[3].npids, 0);
+	assert_int_equal(sc[3].ntgid, 0);
 	j = gg_scope__to_json(&sc[1]);
 	{
 		char *txt = cJSON_PrintUnformatted(j), want[200];
@@ -582,7 +605,7 @@ static void test_resolve(void **state)
 	cJSON_Delete(j);
 	/* the same scan again is equal; a process gone changes it */
 	{
-		struct gg_scope again[4];
+		static struct gg_scope again[4];
 
 		for (int i = 0; i < 4; i++)
 			gg_scope__init(&again[i]);
@@ -593,16 +616,150 @@ static void test_resolve(void **state)
 		assert_int_equal(system(p), 0);
 		assert_int_equal(gg_snoopers__resolve(sets, 4, again, &o, NULL), 0);
 		assert_false(gg_scope__equal(&sc[0], &again[0]));
-		assert_int_equal(again[0].npids, 1);
-		for (int i = 0; i < 4; i++)
-			gg_scope__fini(&again[i]);
+		assert_int_equal(again[0].ntgid, 1);
+	}
+	/* container_name: a substring of the resolver's name of the process's container; processes outside
+	 * containers are never asked about; no resolver, no match */
+	{
+		struct gg_snoopers e;
+		const struct gg_snoopers *one = &e;
+		static struct gg_scope se;
+		struct gg_scan_opts eo = o;
+
+		j = cJSON_Parse("{\"container_name\":[\"web\"]}");
+		gg_snoopers__from_json(j, &e);
+		cJSON_Delete(j);
+		assert_false(gg_snoopers__empty(&e));
+		eo.container_name = fake_cname;
+		eo.ctx = &fake_cname_calls;
+		fake_cname_calls = 0;
+		gg_scope__init(&se);
+		assert_int_equal(gg_snoopers__resolve(&one, 1, &se, &eo, NULL), 0);
+		assert_int_equal(se.ntgid, 1);
+		assert_int_equal(se.tgid[0], 200);
+		assert_int_equal(se.ncgrp, 1);
+		assert_true(se.cgrp[0] == docker_ino);
+		assert_int_equal(fake_cname_calls, 2); /* 200 and 300, the two in containers */
+		eo.container_name = NULL;
+		gg_scope__init(&se);
+		assert_int_equal(gg_snoopers__resolve(&one, 1, &se, &eo, NULL), 0);
+		assert_false(se.all);
+		assert_int_equal(se.ntgid, 0);
+	}
+	/* blacklist: left out of the scope; a cgroup holding a blacklisted process is not watched whole;
+	 * with no snoopers, every other process by pid */
+	{
+		struct gg_snoopers w1, b1, w2, b2, w3, b3;
+		const struct gg_snoopers *ws[3] = {&w1, &w2, &w3}, *bs[3] = {&b1, &b2, &b3};
+		static struct gg_scope sb[3];
+		struct gg_scan_opts bo = o;
+
+		j = cJSON_Parse("{\"proc_name\":[{\"comm\":\"^ngi\"}],\"proc_id\":[400]}");
+		gg_snoopers__from_json(j, &w1);
+		cJSON_Delete(j);
+		j = cJSON_Parse("{\"proc_id\":[101,400]}");
+		gg_snoopers__from_json(j, &b1);
+		cJSON_Delete(j);
+		j = cJSON_Parse(
+			"{\"container_id\":[\"0123456789ab\"],\"pod_id\":[\"1a2b3c4d-0000-1111-2222-333344445555\"]}");
+		gg_snoopers__from_json(j, &w2);
+		cJSON_Delete(j);
+		j = cJSON_Parse("{\"proc_name\":[{\"comm\":\"^java$\"}]}");
+		gg_snoopers__from_json(j, &b2);
+		cJSON_Delete(j);
+		gg_snoopers__from_json(NULL, &w3);
+		j = cJSON_Parse("{\"proc_name\":[{\"comm\":\"^(nginx|bash)$\"}]}");
+		gg_snoopers__from_json(j, &b3);
+		cJSON_Delete(j);
+		bo.exclude = bs;
+		for (int i = 0; i < 3; i++)
+			gg_scope__init(&sb[i]);
+		assert_int_equal(gg_snoopers__resolve(ws, 3, sb, &bo, NULL), 0);
+		/* nginx (pid 101: pid 100 was removed above) and 400, both blacklisted */
+		assert_false(sb[0].all);
+		assert_int_equal(sb[0].ntgid, 0);
+		/* java left out of its container: neither its pid nor the docker cgroup; the pod stays */
+		assert_int_equal(sb[1].ntgid, 1);
+		assert_int_equal(sb[1].tgid[0], 300);
+		assert_int_equal(sb[1].ncgrp, 1);
+		assert_true(sb[1].cgrp[0] == pod_ino);
+		/* everything but nginx and bash: java and python3, by pid */
+		assert_false(sb[2].all);
+		assert_int_equal(sb[2].ntgid, 2);
+		assert_int_equal(sb[2].tgid[0], 200);
+		assert_int_equal(sb[2].tgid[1], 300);
+		assert_int_equal(sb[2].ncgrp, 0);
 	}
 	/* a missing /proc fails and leaves the scopes as they were */
 	o.proc_root = "/nonexistent-gg-proc";
 	assert_int_equal(gg_snoopers__resolve(sets, 4, sc, &o, NULL), -ENOENT);
-	assert_int_equal(sc[0].npids, 2);
-	for (int i = 0; i < 4; i++)
-		gg_scope__fini(&sc[i]);
+	assert_int_equal(sc[0].ntgid, 2);
+}
+
+/* proc_name.comm: a POSIX ERE anywhere in the comm (gala-gopher's regex_pattern_matched), bounded. */
+static void test_comm_patterns(void **state)
+{
+	static const char *const bad[] = {
+		"",	    "0123456789012345678901234567890123456789012345678901234567890123x", /* 65 characters */
+		"(a)\\1",									 /* back-reference */
+		"(a+)\\1b", "a{17}",								 /* interval count */
+		"a{1,17}",  "a{2}b{2}c{2}",							 /* three intervals */
+		"(",	    "[z-a]",
+		"a**{",
+	};
+	static const char *const good[] = {"a{16}", "[{]x{2}", "\\{3", "[[:digit:]]{1,16}", "^nginx$"};
+	/* Patterns that make a backtracking matcher take exponential time on "aaaa...": glibc's matcher
+	 * does not backtrack without back-references, and a comm has at most 15 characters. */
+	static const char *const slow[] = {"(a|a)*(a|a)*(a|a)*b", "(a*)*b",	"((a+)+)+b",
+					   "(a|aa)+$x",		  "(.*a){16}b", "(a?){16}a{16}"};
+	char why[160];
+	struct timespec t0, t1;
+	double ms;
+
+	(void)state;
+	assert_true(gg_comm__match("nginx", "nginx"));
+	assert_true(gg_comm__match("gin", "nginx")); /* unanchored */
+	assert_false(gg_comm__match("^gin", "nginx"));
+	assert_true(gg_comm__match("^(java|nginx)$", "nginx"));
+	assert_false(gg_comm__match("^(java|nginx)$", "nginx2"));
+	assert_true(gg_comm__match("py.*[[:digit:]]$", "python3"));
+	assert_false(gg_comm__match("NGINX", "nginx")); /* case matters, as in gala-gopher */
+	assert_false(gg_comm__match("(", "("));		/* does not compile: matches nothing */
+	assert_false(gg_comm__match("(a)\\1", "aa"));	/* refused by the bounds: matches nothing */
+	for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+		if (gg_comm_pattern__check(bad[i], why, sizeof(why)) != -EINVAL)
+			fail_msg("pattern %s accepted", bad[i]);
+	}
+	assert_int_equal(gg_comm_pattern__check("(a)\\1", why, sizeof(why)), -EINVAL);
+	assert_string_equal(why, "back-references (\\1) are not allowed");
+	for (size_t i = 0; i < sizeof(good) / sizeof(good[0]); i++) {
+		if (gg_comm_pattern__check(good[i], why, sizeof(why)))
+			fail_msg("pattern %s refused: %s", good[i], why);
+	}
+	clock_gettime(CLOCK_MONOTONIC, &t0);
+	for (size_t i = 0; i < sizeof(slow) / sizeof(slow[0]); i++) {
+		if (gg_comm_pattern__check(slow[i], why, sizeof(why)))
+			fail_msg("pattern %s refused: %s", slow[i], why);
+		for (int k = 0; k < 2000; k++)
+			assert_false(gg_comm__match(slow[i], "aaaaaaaaaaaaaaa"));
+	}
+	clock_gettime(CLOCK_MONOTONIC, &t1);
+	ms = (double)(t1.tv_sec - t0.tv_sec) * 1e3 + (double)(t1.tv_nsec - t0.tv_nsec) / 1e6;
+	/* 12,000 matches of the worst patterns on the longest comm: well under a scan period (500 ms) */
+	if (ms > 400)
+		fail_msg("pathological patterns took %.1f ms", ms);
+	print_message("12000 pathological comm matches: %.1f ms\n", ms);
+	/* more patterns than the cache holds: still right, recompiled as needed */
+	for (int k = 0; k < 300; k++) {
+		char pat[16];
+
+		snprintf(pat, sizeof(pat), "^x%d$", k);
+		assert_false(gg_comm__match(pat, "nginx"));
+	}
+	assert_true(gg_comm__match("gin", "nginx"));
+	gg_comm__cache_clear();
+	assert_true(gg_comm__match("gin", "nginx"));
+	gg_comm__cache_clear();
 }
 
 /* The unified hierarchy is found wherever it is mounted (/sys/fs/cgroup, or .../unified on hybrid). */
@@ -622,7 +779,7 @@ static void test_resolve_real_proc(void **state)
 {
 	struct gg_snoopers s;
 	const struct gg_snoopers *set = &s;
-	struct gg_scope sc;
+	static struct gg_scope sc;
 	char comm[32] = "";
 	FILE *f = fopen("/proc/self/comm", "r");
 	cJSON *j = cJSON_CreateObject(), *names = cJSON_AddArrayToObject(j, "proc_name"), *n = cJSON_CreateObject();
@@ -642,11 +799,10 @@ static void test_resolve_real_proc(void **state)
 	{
 		int found = 0;
 
-		for (unsigned int i = 0; i < sc.npids; i++)
-			found |= sc.pids[i] == (uint32_t)getpid();
+		for (unsigned int i = 0; i < sc.ntgid; i++)
+			found |= sc.tgid[i] == (uint32_t)getpid();
 		assert_true(found);
 	}
-	gg_scope__fini(&sc);
 }
 
 /* ---- persistence -------------------------------------------------------------------------------------- */
@@ -718,6 +874,7 @@ int main(void)
 		cmocka_unit_test(test_paths),
 		cmocka_unit_test(test_cgroup_layouts),
 		cmocka_unit_test(test_resolve),
+		cmocka_unit_test(test_comm_patterns),
 		cmocka_unit_test(test_cgroup2_mount),
 		cmocka_unit_test(test_resolve_real_proc),
 		cmocka_unit_test(test_persist),

@@ -1,4 +1,4 @@
-/* test_sup_rest_http.c - unit tests of the HTTP server glue (supervisor/http.c): requests reach the
+/* test_sup_rest_http.c - unit tests of the HTTP server glue (supervisor/rest/http.c): requests reach the
  * handler on the loop thread, keep-alive, body limits (413), several clients, shutdown (503). */
 #include <arpa/inet.h>
 #include <errno.h>
@@ -17,7 +17,7 @@
 
 #include <cmocka.h>
 
-#include "../../supervisor/http.h"
+#include "../../supervisor/rest/http.h"
 
 /* What the handler saw (loop thread only). */
 struct seen {

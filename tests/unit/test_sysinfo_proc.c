@@ -102,7 +102,7 @@ static void test_top_without_snoopers(void **state)
 	char v[64];
 
 	(void)state;
-	gg_scope__init_all(&all);
+	gg_scope__init(&all);
 	put_file(root, "meminfo", "MemTotal: 1048576 kB\n");
 	put_stat(90000001, "busy one", 100, 0, 11, 10);	   /* will use CPU */
 	put_stat(90000002, "big (one)", 0, 0, 12, 131072); /* 512 MiB of 1 GiB resident */
@@ -166,7 +166,7 @@ static void test_snooped_pids_ignore_top(void **state)
 	const char *out;
 
 	(void)state;
-	gg_scope__init_all(&sc);
+	gg_scope__init(&sc);
 	assert_int_equal(gg_scope__add_pids(&sc, "90000003,90000004,90000099"), 0); /* 90000099: absent */
 	assert_int_equal(si_proc__init(&p), 0);
 	snprintf(p.root, sizeof(p.root), "%s", root);

@@ -5,8 +5,8 @@ it (`python3 scripts/deploy/grafana/mkdashboards.py`), or edit a dashboard in Gr
 
 Every dashboard takes a Prometheus data source and a host (the `hostname` label every probe series
 carries; the agent's own series are chosen by `instance`). Tables that share a field name share a
-family (README, "imdb and the Prometheus endpoint"): such panels select their table by its labels,
-e.g. `gala_gopher_proc_read_bytes{pgid!=""}` is system_proc's, `{pgid=""}` proc_io's."""
+family only when their label sets are the same (the schema loader refuses anything else), so every
+family here is one table's meaning."""
 import json
 import os
 
@@ -695,7 +695,7 @@ def io():
         [
             (
                 "histogram_quantile(%s, sum by (le, hostname, disk_name, rw)"
-                " (rate(gala_gopher_block_latency_device_bucket{%s}[5m])))" % (q, d),
+                " (rate(gala_gopher_block_latency_device_us_bucket{%s}[5m])))" % (q, d),
                 "{{hostname}} {{disk_name}} {{rw}} p%s" % int(float(q) * 100),
             )
             for q in ("0.5", "0.99")
@@ -707,7 +707,7 @@ def io():
         [
             (
                 "histogram_quantile(0.99, sum by (le, hostname, disk_name, rw)"
-                " (rate(gala_gopher_block_latency_queue_bucket{%s}[5m])))" % d,
+                " (rate(gala_gopher_block_latency_queue_us_bucket{%s}[5m])))" % d,
                 "{{hostname}} {{disk_name}} {{rw}}",
             )
         ],
@@ -718,14 +718,14 @@ def io():
         "Bytes /s",
         [
             (
-                "rate(gala_gopher_block_%s_bytes{%s%s}[5m])" % (rw, 'tgid="", ' if rw != "discard" else "", d),
+                "rate(gala_gopher_block_%s_bytes{%s}[5m])" % (rw, d),
                 "{{hostname}} {{disk_name}} %s" % rw,
             )
             for rw in ("read", "write", "discard")
         ],
         unit="Bps",
         w=8,
-        description="io_count (io_issuer's series of the same family have a tgid)",
+        description="io_count",
     )
     b.panel("Errors", [("increase(gala_gopher_block_err_count{%s}[5m])" % d, "{{hostname}} {{disk_name}} {{rw}}")], w=8)
     b.panel(
@@ -739,8 +739,8 @@ def io():
         "Top processes by IO bytes /s",
         [
             (
-                'topk(10, sum by (hostname, comm, tgid) (rate(gala_gopher_block_read_bytes{tgid!="", %s}[5m]) + '
-                'rate(gala_gopher_block_write_bytes{tgid!="", %s}[5m])))' % (d, d),
+                'topk(10, sum by (hostname, comm, tgid) (rate(gala_gopher_block_issued_read_bytes{%s}[5m]) + '
+                'rate(gala_gopher_block_issued_write_bytes{%s}[5m])))' % (d, d),
                 "{{hostname}} {{comm}} ({{tgid}})",
             )
         ],
@@ -784,8 +784,8 @@ def proc():
         "Disk bytes /s by process",
         [
             (
-                'topk(10, rate(gala_gopher_proc_read_bytes{pgid!="", %s}[5m]) +'
-                ' rate(gala_gopher_proc_write_bytes{pgid!="", %s}[5m]))' % (s, s),
+                'topk(10, rate(gala_gopher_proc_read_bytes{%s}[5m]) +'
+                ' rate(gala_gopher_proc_write_bytes{%s}[5m]))' % (s, s),
                 "{{hostname}} {{comm}} ({{tgid}})",
             )
         ],
@@ -820,11 +820,11 @@ def proc():
         "Block IO by process",
         [
             (
-                'topk(10, rate(gala_gopher_proc_read_bytes{pgid="", %s}[5m]))' % s,
+                'topk(10, rate(gala_gopher_proc_bio_read_bytes{%s}[5m]))' % s,
                 "{{hostname}} {{comm}} ({{tgid}}) read",
             ),
             (
-                'topk(10, rate(gala_gopher_proc_write_bytes{pgid="", %s}[5m]))' % s,
+                'topk(10, rate(gala_gopher_proc_bio_write_bytes{%s}[5m]))' % s,
                 "{{hostname}} {{comm}} ({{tgid}}) write",
             ),
             ("gala_gopher_proc_bio_latency{%s}" % s, "{{hostname}} {{comm}} ({{tgid}}) latency (us)"),

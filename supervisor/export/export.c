@@ -581,11 +581,6 @@ void gg_export__free(struct gg_sup *sup)
 
 /* ---- status.json ----------------------------------------------------------------------------------- */
 
-static void add_u64(cJSON *o, const char *k, uint64_t v)
-{
-	cJSON_AddNumberToObject(o, k, (double)v);
-}
-
 void gg_export__status(struct gg_sup *sup, struct cJSON *obj)
 {
 	static const char *const sink_names[] = {"off", "web_server", "logs", "kafka"};
@@ -597,71 +592,72 @@ void gg_export__status(struct gg_sup *sup, struct cJSON *obj)
 	for (int s = 0; s < GG_STREAM__COUNT; s++) {
 		o = cJSON_AddObjectToObject(obj, stream_names[s]);
 		cJSON_AddStringToObject(o, "channel", sink_names[exp->sink[s]]);
-		add_u64(o, "records", exp->st.records[s]);
-		add_u64(o, "kafka_refused", exp->st.kafka_refused[s]);
+		gg_json_add_u64(o, "records", exp->st.records[s]);
+		gg_json_add_u64(o, "kafka_refused", exp->st.kafka_refused[s]);
 		if (exp->logs[s].open) {
-			add_u64(o, "log_lines", exp->logs[s].lines);
-			add_u64(o, "log_write_errors", exp->logs[s].write_errors + exp->logs[s].file.write_errors);
+			gg_json_add_u64(o, "log_lines", exp->logs[s].lines);
+			gg_json_add_u64(o, "log_write_errors",
+					exp->logs[s].write_errors + exp->logs[s].file.write_errors);
 		}
 		if (exp->kafka && exp->topic[s] >= 0) {
 			const struct gg_kafka_topic_stats *ks = gg_kafka__stats(exp->kafka, exp->topic[s]);
 
 			cJSON_AddStringToObject(o, "kafka_topic", gg_kafka__topic_name(exp->kafka, exp->topic[s]));
-			add_u64(o, "kafka_produced", ks->produced);
-			add_u64(o, "kafka_delivered", ks->delivered);
-			add_u64(o, "kafka_failed", ks->failed);
-			add_u64(o, "kafka_dropped_queue_full", ks->dropped_queue_full);
-			add_u64(o, "kafka_dropped_other", ks->dropped_other);
+			gg_json_add_u64(o, "kafka_produced", ks->produced);
+			gg_json_add_u64(o, "kafka_delivered", ks->delivered);
+			gg_json_add_u64(o, "kafka_failed", ks->failed);
+			gg_json_add_u64(o, "kafka_dropped_queue_full", ks->dropped_queue_full);
+			gg_json_add_u64(o, "kafka_dropped_other", ks->dropped_other);
 		}
 	}
-	add_u64(obj, "render_errors", exp->st.render_errors);
+	gg_json_add_u64(obj, "render_errors", exp->st.render_errors);
 	if (exp->kafka) {
-		add_u64(obj, "kafka_queue", gg_kafka__queue_len(exp->kafka));
-		add_u64(obj, "kafka_errors", gg_kafka__errors(exp->kafka));
+		gg_json_add_u64(obj, "kafka_queue", gg_kafka__queue_len(exp->kafka));
+		gg_json_add_u64(obj, "kafka_errors", gg_kafka__errors(exp->kafka));
 	}
 	if (exp->events) {
 		const struct gg_events_stats *es = gg_events__stats(exp->events);
 
 		o = cJSON_AddObjectToObject(obj, "events");
-		add_u64(o, "received", es->received);
-		add_u64(o, "reported", es->reported);
-		add_u64(o, "deduplicated", es->deduplicated);
-		add_u64(o, "invalid", es->invalid);
-		add_u64(o, "dedup_full", es->dedup_full);
+		gg_json_add_u64(o, "received", es->received);
+		gg_json_add_u64(o, "reported", es->reported);
+		gg_json_add_u64(o, "deduplicated", es->deduplicated);
+		gg_json_add_u64(o, "invalid", es->invalid);
+		gg_json_add_u64(o, "dedup_full", es->dedup_full);
 	}
-	add_u64(obj, "meta_reports", exp->st.meta_reports);
+	gg_json_add_u64(obj, "meta_reports", exp->st.meta_reports);
 	if (exp->ident) {
 		const struct gg_identity_stats *is = gg_identity__stats(gg_ident_export__identity(exp->ident));
 
 		o = cJSON_AddObjectToObject(obj, "identity");
-		add_u64(o, "lookups", is->lookups);
-		add_u64(o, "proc_reads", is->proc_reads);
-		add_u64(o, "state_reads", is->state_reads);
-		add_u64(o, "state_errors", is->state_errors);
-		add_u64(o, "evictions", is->evictions);
-		add_u64(o, "procs", is->procs);
-		add_u64(o, "containers", is->cgroups);
+		gg_json_add_u64(o, "lookups", is->lookups);
+		gg_json_add_u64(o, "proc_reads", is->proc_reads);
+		gg_json_add_u64(o, "state_reads", is->state_reads);
+		gg_json_add_u64(o, "state_errors", is->state_errors);
+		gg_json_add_u64(o, "evictions", is->evictions);
+		gg_json_add_u64(o, "procs", is->procs);
+		gg_json_add_u64(o, "containers", is->cgroups);
 	}
 	if (exp->db) {
 		o = cJSON_AddObjectToObject(obj, "imdb");
-		add_u64(o, "rows", imdb__rows(exp->db));
-		add_u64(o, "bytes", imdb__bytes(exp->db));
-		add_u64(o, "stored", exp->st.imdb_stored);
-		add_u64(o, "dropped", exp->st.imdb_dropped);
-		add_u64(o, "expired", exp->st.imdb_expired);
-		add_u64(o, "scrapes", exp->st.scrapes);
-		add_u64(o, "last_scrape_us", exp->st.last_scrape_ns / 1000u);
+		gg_json_add_u64(o, "rows", imdb__rows(exp->db));
+		gg_json_add_u64(o, "bytes", imdb__bytes(exp->db));
+		gg_json_add_u64(o, "stored", exp->st.imdb_stored);
+		gg_json_add_u64(o, "dropped", exp->st.imdb_dropped);
+		gg_json_add_u64(o, "expired", exp->st.imdb_expired);
+		gg_json_add_u64(o, "scrapes", exp->st.scrapes);
+		gg_json_add_u64(o, "last_scrape_us", exp->st.last_scrape_ns / 1000u);
 		a = cJSON_AddArrayToObject(o, "tables");
 		for (unsigned int i = 0; i < imdb__ntables(exp->db); i++) {
 			const struct imdb_table *t = imdb__table(exp->db, i);
 			cJSON *e = cJSON_CreateObject(), *d;
 
 			cJSON_AddStringToObject(e, "table", t->meta->name);
-			add_u64(e, "rows", t->nrows);
-			add_u64(e, "expired", t->expired);
+			gg_json_add_u64(e, "rows", t->nrows);
+			gg_json_add_u64(e, "expired", t->expired);
 			d = cJSON_AddObjectToObject(e, "dropped");
 			for (int r = 0; r < IMDB_DROP__COUNT; r++)
-				add_u64(d, imdb_drop__str((enum imdb_drop)r), t->dropped[r]);
+				gg_json_add_u64(d, imdb_drop__str((enum imdb_drop)r), t->dropped[r]);
 			cJSON_AddItemToArray(a, e);
 		}
 	}

@@ -7,9 +7,9 @@
 
 #include <cjson/cJSON.h>
 
-#include "gg_common.h" /* the probes' scope map sizes */
-#include "identity.h"  /* cgroup path layouts */
-#include "probe_names.h"
+#include "ctrl_msg.h" /* struct gg_scope: what a probe is told to monitor */
+#include "identity.h" /* cgroup path layouts */
+#include "validate.h"
 
 /* Resolved per probe, as many as the probes' BPF scope maps hold; more are dropped and flagged. */
 #define GG_SCOPE_PIDS_MAX    ((unsigned int)GG_SCOPE_TGID_MAX)
@@ -23,29 +23,28 @@ struct gg_snoopers {
 	uint32_t pids[GG_REST_PROC_IDS_MAX];
 	unsigned int nnames;
 	struct {
-		char comm[GG_REST_COMM_MAX + 1];
+		char comm[GG_REST_COMM_RE_MAX + 1];    /* POSIX ERE, unanchored (gg_comm_pattern__check) */
 		char cmdline[GG_REST_CMDLINE_MAX + 1]; /* substring of the command line; "" = any */
 	} names[GG_REST_PROC_NAMES_MAX];
 	unsigned int npods;
 	char pods[GG_REST_PODS_MAX][68]; /* lower case, '-' separated, without a "pod" prefix */
 	unsigned int nconts;
 	char conts[GG_REST_CONTAINERS_MAX][68]; /* lower case */
-};
-
-/* What a probe is told to monitor. */
-struct gg_scope {
-	int all; /* no targets given: no filter */
-	unsigned int npids;
-	uint32_t *pids; /* sorted */
-	unsigned int ncgroups;
-	uint64_t *cgroup_ids; /* sorted; cgroup v2 ids (inode numbers of the cgroup directories) */
-	int truncated;	      /* more matched than GG_SCOPE_*_MAX */
-	unsigned int pids_cap, cgroups_cap;
+	unsigned int ncnames;
+	char cnames[GG_REST_CONTAINERS_MAX][GG_REST_CONTAINER_NAME_MAX + 1]; /* substrings of container names */
 };
 
 struct gg_scan_opts {
 	const char *proc_root;	 /* NULL: "/proc" */
 	const char *cgroup_root; /* NULL: where cgroup2 is mounted (gg_cgroup2_mount) */
+	/* The name of the container of process pid ("" or NULL when unknown): the identity resolver's
+	 * (container_name snoopers match nothing without it). */
+	const char *(*container_name)(void *ctx, uint32_t pid);
+	void *ctx;
+	/* exclude[i] (NULL, or NULL entries: none): a blacklist for sets[i]. What it matches is left out:
+	 * its processes, and the cgroup ids of the cgroups they are in (the other processes of such a
+	 * cgroup are listed by pid). With an empty sets[i], every other process is listed by pid. */
+	const struct gg_snoopers *const *exclude;
 };
 
 /* The mount point of the cgroup v2 (unified) hierarchy: /sys/fs/cgroup, or /sys/fs/cgroup/unified on
@@ -63,17 +62,15 @@ void gg_snoopers__from_json(const cJSON *snoopers, struct gg_snoopers *ret);
 int gg_snoopers__empty(const struct gg_snoopers *s);
 int gg_snoopers__needs_scan(const struct gg_snoopers *s);
 
-/* Resolve n (<= GG_SCAN_SETS_MAX) target sets in one scan: scopes[i] (initialized with
- * gg_scope__init) receives sets[i]'s. 0 or negative errno (the scopes are then left as they were). */
+/* Resolve n (<= GG_SCAN_SETS_MAX) target sets in one scan: scopes[i] receives sets[i]'s (sorted). 0 or negative errno
+ * (the scopes are then left as they were). */
 int gg_snoopers__resolve(const struct gg_snoopers *const *sets, unsigned int n, struct gg_scope *scopes,
 			 const struct gg_scan_opts *opts, struct gg_scan_stats *ret_stats);
 
-void gg_scope__init(struct gg_scope *s);
-void gg_scope__fini(struct gg_scope *s);
-int gg_scope__equal(const struct gg_scope *a, const struct gg_scope *b);
-/* Move src into dst (dst's old content is freed). */
-void gg_scope__move(struct gg_scope *dst, struct gg_scope *src);
-/* {"all": bool, "pids": [...], "cgroup_ids": [...], "truncated": bool} */
-cJSON *gg_scope__to_json(const struct gg_scope *s);
+/* 1 when comm matches pattern (a POSIX ERE anywhere in comm, compiled once and kept in a small cache;
+ * a pattern that does not compile matches nothing). */
+int gg_comm__match(const char *pattern, const char *comm);
+/* Frees the compiled patterns (at exit; the cache refills on use). */
+void gg_comm__cache_clear(void);
 
 #endif

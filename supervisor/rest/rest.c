@@ -14,7 +14,7 @@
 #include "export.h"
 #include "ident_export.h"
 #include "persist.h"
-#include "probe_names.h"
+#include "validate.h"
 #include "profile_query.h"
 #include "snoopers.h"
 #include "supervisor.h"
@@ -27,8 +27,9 @@ struct rest_probe {
 	const struct gg_probe_def *def;
 	struct gg_probe *p; /* NULL until configured or created */
 	cJSON *conf;	    /* stored configuration (normalized, merged), NULL when never PUT */
-	int has_snoopers;   /* conf has a "snoopers" part: the probe gets a "scope" */
+	int has_snoopers;   /* conf has a "snoopers" or a "blacklist" part: the probe gets a "scope" */
 	struct gg_snoopers sn;
+	struct gg_snoopers bl; /* the blacklist */
 	struct gg_scope scope;
 	uint64_t scope_changes;
 };
@@ -165,28 +166,32 @@ static const cJSON *conf_subprobes(const struct rest_probe *rp)
 	return cmd ? cJSON_GetObjectItemCaseSensitive(cmd, "probe") : NULL;
 }
 
-/* {"probe": [...], "params": {...}, "snoopers": {...}, "scope": {...}}: only what is set. */
+/* The control message (ipc/ctrl_msg.h) in force for rp, encoded: only the parts that are set. */
 static char *build_ctrl_json(const struct rest_probe *rp)
 {
-	cJSON *o = cJSON_CreateObject(), *params = effective_params(rp);
-	const cJSON *sub = conf_subprobes(rp), *sn;
-	char *txt;
+	static struct gg_ctrl_msg m; /* large (the scope sets): not on the stack; the loop thread only */
+	const cJSON *sub = conf_subprobes(rp), *it;
+	char *txt = NULL;
 
-	if (!o) {
-		cJSON_Delete(params);
-		return NULL;
+	gg_ctrl_msg__init(&m);
+	cJSON_ArrayForEach(it, sub)
+	{
+		const char *name = cJSON_GetStringValue(it);
+
+		/* validated names (GG_REST_SUBPROBES_MAX <= GG_CTRL_SUBPROBES_MAX): the checks never drop one */
+		if (name && strlen(name) < GG_CTRL_SUBPROBE_LEN && m.nsubprobes < GG_CTRL_SUBPROBES_MAX)
+			snprintf(m.subprobes[m.nsubprobes++], GG_CTRL_SUBPROBE_LEN, "%s", name);
 	}
-	if (sub && cJSON_GetArraySize(sub) > 0)
-		cJSON_AddItemToObject(o, "probe", cJSON_Duplicate(sub, 1));
-	if (params)
-		cJSON_AddItemToObject(o, "params", params);
-	sn = rp->conf ? cJSON_GetObjectItemCaseSensitive(rp->conf, "snoopers") : NULL;
-	if (sn) {
-		cJSON_AddItemToObject(o, "snoopers", cJSON_Duplicate(sn, 1));
-		cJSON_AddItemToObject(o, "scope", gg_scope__to_json(&rp->scope));
+	m.params = effective_params(rp);
+	if (rp->conf && rp->has_snoopers) {
+		const cJSON *sn = cJSON_GetObjectItemCaseSensitive(rp->conf, "snoopers");
+
+		m.snoopers = sn ? cJSON_Duplicate(sn, 1) : cJSON_CreateObject();
+		m.has_scope = 1;
+		m.scope = rp->scope;
 	}
-	txt = cJSON_PrintUnformatted(o);
-	cJSON_Delete(o);
+	(void)gg_ctrl_msg__encode(&m, &txt);
+	gg_ctrl_msg__fini(&m);
 	return txt;
 }
 
@@ -234,13 +239,14 @@ static char **build_extra_argv(const struct rest_probe *rp)
 	unsigned int n = 0;
 	int err = 0;
 
-	for (const struct gg_param_flag *f = def->flags; f && f->param && !err; f++) {
-		const cJSON *x = cJSON_GetObjectItemCaseSensitive(params, f->param);
+	for (const char *const *pn = def->contract->extend_params; pn && *pn && !err; pn++) {
+		const struct gg_param_spec *s = gg_param_spec__find(def, *pn);
+		const cJSON *x = cJSON_GetObjectItemCaseSensitive(params, *pn);
 
-		if (!x)
+		if (!x || !s || !s->flag)
 			continue;
 		join_values(x, val, sizeof(val));
-		err = push_arg(&v, &n, f->flag);
+		err = push_arg(&v, &n, s->flag);
 		if (!err)
 			err = push_arg(&v, &n, val);
 	}
@@ -270,11 +276,11 @@ static int argv_equal(char **a, char **b)
 /* A parameter that chooses what the probe attaches to changed. */
 static int restart_param_changed(const struct rest_probe *rp, const cJSON *old_params, const cJSON *new_params)
 {
-	for (unsigned int i = 0; i < gg_param_specs__count(); i++) {
-		const struct gg_param_spec *s = gg_param_specs__at(i);
+	for (unsigned int i = 0; i < rp->def->contract->nparams; i++) {
+		const struct gg_param_spec *s = &rp->def->contract->params[i];
 		const cJSON *a, *b;
 
-		if (!s->restart || !gg_param_spec__applies(s, rp->def))
+		if (!s->restart)
 			continue;
 		a = cJSON_GetObjectItemCaseSensitive(old_params, s->name);
 		b = cJSON_GetObjectItemCaseSensitive(new_params, s->name);
@@ -284,14 +290,37 @@ static int restart_param_changed(const struct rest_probe *rp, const cJSON *old_p
 	return 0;
 }
 
+/* container_name snoopers: the identity resolver's name of the container of pid (scan_opts). */
+static const char *scan_container_name(void *ctx, uint32_t pid)
+{
+	struct gg_sup *sup = ctx;
+	const struct gg_ident *id;
+
+	if (!sup->exp || !sup->exp->ident)
+		return NULL;
+	id = gg_identity__lookup(gg_ident_export__identity(sup->exp->ident), pid, gg_now_ms());
+	return id->v[GG_IDENT_CONTAINER_NAME];
+}
+
+static const struct gg_scan_opts *scan_opts(struct gg_rest *r, struct gg_scan_opts *o)
+{
+	memset(o, 0, sizeof(*o));
+	o->container_name = scan_container_name;
+	o->ctx = r->sup;
+	return o;
+}
+
 static void resolve_one(struct gg_rest *r, struct rest_probe *rp)
 {
-	const struct gg_snoopers *set = &rp->sn;
+	const struct gg_snoopers *set = &rp->sn, *bl = &rp->bl;
 	struct gg_scan_stats st;
+	struct gg_scan_opts o;
 
 	if (!rp->has_snoopers)
 		return;
-	if (gg_snoopers__resolve(&set, 1, &rp->scope, NULL, &st) == 0)
+	scan_opts(r, &o);
+	o.exclude = &bl;
+	if (gg_snoopers__resolve(&set, 1, &rp->scope, &o, &st) == 0)
 		r->last_scan = st;
 }
 
@@ -326,12 +355,14 @@ static void apply(struct gg_rest *r, struct rest_probe *rp, const cJSON *old_con
 	char **extra = build_extra_argv(rp);
 	int restart = 0, native = p->conf->native;
 
-	rp->has_snoopers = cJSON_GetObjectItemCaseSensitive(rp->conf, "snoopers") != NULL;
+	rp->has_snoopers = cJSON_GetObjectItemCaseSensitive(rp->conf, "snoopers") != NULL ||
+			   cJSON_GetObjectItemCaseSensitive(rp->conf, "blacklist") != NULL;
 	gg_snoopers__from_json(cJSON_GetObjectItemCaseSensitive(rp->conf, "snoopers"), &rp->sn);
+	gg_snoopers__from_json(cJSON_GetObjectItemCaseSensitive(rp->conf, "blacklist"), &rp->bl);
 	if (rp->has_snoopers)
 		resolve_one(r, rp);
 	else
-		gg_scope__fini(&rp->scope);
+		gg_scope__init(&rp->scope);
 
 	/* the parameters in force before (old_conf, else the file's) and now */
 	{
@@ -395,11 +426,6 @@ static void reply(struct gg_http_response *resp, unsigned int status, const char
 	reply_json(resp, status, o);
 }
 
-static void add_u64(cJSON *o, const char *k, uint64_t v)
-{
-	cJSON_AddNumberToObject(o, k, (double)v);
-}
-
 static int available(struct gg_rest *r, const struct rest_probe *rp)
 {
 	char bin[PATH_MAX];
@@ -422,13 +448,13 @@ static cJSON *runtime_json(struct gg_rest *r, const struct rest_probe *rp)
 	cJSON_AddStringToObject(o, "kind", p->conf->native ? "native" : "extend");
 	cJSON_AddStringToObject(o, "name", p->conf->name);
 	cJSON_AddNumberToObject(o, "pid", p->pid);
-	add_u64(o, "starts", p->starts);
-	add_u64(o, "restarts", p->restarts);
-	add_u64(o, "uptime_ms", p->pid > 0 ? gg_now_ms() - p->started_ms : 0);
+	gg_json_add_u64(o, "starts", p->starts);
+	gg_json_add_u64(o, "restarts", p->restarts);
+	gg_json_add_u64(o, "uptime_ms", p->pid > 0 ? gg_now_ms() - p->started_ms : 0);
 	cJSON_AddNumberToObject(o, "last_exit_status", (double)p->last_exit_status);
 	cJSON_AddNumberToObject(o, "last_exit_signal", p->last_term_signal);
-	add_u64(o, "config_version", p->cfg_version);
-	add_u64(o, "config_version_applied", p->cfg_applied);
+	gg_json_add_u64(o, "config_version", p->cfg_version);
+	gg_json_add_u64(o, "config_version_applied", p->cfg_applied);
 	cJSON_AddBoolToObject(o, "config_confirmed",
 			      p->conf->native && p->cfg_version && p->state == GG_PS_RUNNING &&
 				      p->cfg_applied >= p->cfg_version);
@@ -443,7 +469,7 @@ static cJSON *runtime_json(struct gg_rest *r, const struct rest_probe *rp)
 	}
 	if (rp->has_snoopers) {
 		cJSON_AddItemToObject(o, "scope", gg_scope__to_json(&rp->scope));
-		add_u64(o, "scope_changes", rp->scope_changes);
+		gg_json_add_u64(o, "scope_changes", rp->scope_changes);
 	} else {
 		cJSON *sc = cJSON_AddObjectToObject(o, "scope");
 
@@ -472,6 +498,9 @@ static cJSON *conf_json(struct gg_rest *r, const struct rest_probe *rp)
 			cJSON_ReplaceItemInObjectCaseSensitive((cJSON *)x, "dbpass", cJSON_CreateString("******"));
 	}
 	cJSON_AddItemToObject(o, "snoopers", sn);
+	x = rp->conf ? cJSON_GetObjectItemCaseSensitive(rp->conf, "blacklist") : NULL;
+	if (x)
+		cJSON_AddItemToObject(o, "blacklist", cJSON_Duplicate(x, 1));
 	params = effective_params(rp);
 	cJSON_AddItemToObject(o, "params", params ? params : cJSON_CreateObject());
 	cJSON_AddStringToObject(o, "state", rp->p && gg_probe__active(rp->p) ? "running" : "stopped");
@@ -677,10 +706,11 @@ static void on_request(void *ctx, const struct gg_http_request *req, struct gg_h
 static void on_scan(uv_timer_t *t)
 {
 	struct gg_rest *r = t->data;
-	const struct gg_snoopers *sets[GG_SCAN_SETS_MAX];
+	const struct gg_snoopers *sets[GG_SCAN_SETS_MAX], *bls[GG_SCAN_SETS_MAX];
 	struct rest_probe *who[GG_SCAN_SETS_MAX];
 	struct gg_scope *scopes;
 	struct gg_scan_stats st;
+	struct gg_scan_opts o;
 	unsigned int n = 0;
 	uint64_t t0;
 
@@ -690,8 +720,10 @@ static void on_scan(uv_timer_t *t)
 		struct rest_probe *rp = &r->probes[i];
 
 		/* only probes that run (or are about to) and have targets to resolve */
-		if (!rp->p || !rp->has_snoopers || gg_snoopers__empty(&rp->sn) || !gg_probe__active(rp->p))
+		if (!rp->p || !rp->has_snoopers || (gg_snoopers__empty(&rp->sn) && gg_snoopers__empty(&rp->bl)) ||
+		    !gg_probe__active(rp->p))
 			continue;
+		bls[n] = &rp->bl;
 		sets[n] = &rp->sn;
 		who[n++] = rp;
 	}
@@ -703,21 +735,21 @@ static void on_scan(uv_timer_t *t)
 	for (unsigned int i = 0; i < n; i++)
 		gg_scope__init(&scopes[i]);
 	t0 = uv_hrtime();
-	if (gg_snoopers__resolve(sets, n, scopes, NULL, &st) == 0) {
+	scan_opts(r, &o);
+	o.exclude = bls;
+	if (gg_snoopers__resolve(sets, n, scopes, &o, &st) == 0) {
 		r->scans++;
 		r->last_scan = st;
 		r->last_scan_us = (uv_hrtime() - t0) / 1000;
 		for (unsigned int i = 0; i < n; i++) {
 			if (gg_scope__equal(&scopes[i], &who[i]->scope))
 				continue;
-			gg_scope__move(&who[i]->scope, &scopes[i]);
+			who[i]->scope = scopes[i];
 			who[i]->scope_changes++;
 			if (who[i]->p->conf->native)
 				push_config(who[i]);
 		}
 	}
-	for (unsigned int i = 0; i < n; i++)
-		gg_scope__fini(&scopes[i]);
 	free(scopes);
 }
 
@@ -852,6 +884,7 @@ void gg_rest__close(struct gg_sup *sup)
 		uv_timer_stop(&r->scan);
 		uv_close((uv_handle_t *)&r->scan, NULL);
 	}
+	gg_comm__cache_clear();
 }
 
 void gg_rest__free(struct gg_sup *sup)
@@ -862,7 +895,6 @@ void gg_rest__free(struct gg_sup *sup)
 		return;
 	for (unsigned int i = 0; i < r->nprobes; i++) {
 		cJSON_Delete(r->probes[i].conf);
-		gg_scope__fini(&r->probes[i].scope);
 	}
 	free(r->probes);
 	free(r);
@@ -881,15 +913,15 @@ void gg_rest__status(struct gg_sup *sup, cJSON *o)
 	if (r->error[0])
 		cJSON_AddStringToObject(o, "error", r->error);
 	gg_http_server__stats(r->srv, &hs);
-	add_u64(o, "requests", hs.requests);
-	add_u64(o, "refused_too_large", hs.too_large);
-	add_u64(o, "refused_client_cert", hs.tls_refused);
-	add_u64(o, "refused_shutting_down", hs.unavailable);
-	add_u64(o, "puts_applied", r->puts_ok);
-	add_u64(o, "puts_refused", r->puts_failed);
-	add_u64(o, "persist_errors", r->persist_errors);
-	add_u64(o, "snooper_scans", r->scans);
-	add_u64(o, "snooper_scan_procs", r->last_scan.procs);
-	add_u64(o, "snooper_scan_files", r->last_scan.files);
-	add_u64(o, "snooper_scan_us", r->last_scan_us);
+	gg_json_add_u64(o, "requests", hs.requests);
+	gg_json_add_u64(o, "refused_too_large", hs.too_large);
+	gg_json_add_u64(o, "refused_client_cert", hs.tls_refused);
+	gg_json_add_u64(o, "refused_shutting_down", hs.unavailable);
+	gg_json_add_u64(o, "puts_applied", r->puts_ok);
+	gg_json_add_u64(o, "puts_refused", r->puts_failed);
+	gg_json_add_u64(o, "persist_errors", r->persist_errors);
+	gg_json_add_u64(o, "snooper_scans", r->scans);
+	gg_json_add_u64(o, "snooper_scan_procs", r->last_scan.procs);
+	gg_json_add_u64(o, "snooper_scan_files", r->last_scan.files);
+	gg_json_add_u64(o, "snooper_scan_us", r->last_scan_us);
 }

@@ -1,10 +1,11 @@
-/* prom.h - the exporters' output buffer (growable, out-of-memory sticky), JSON and Prometheus text
- * escaping, and the Prometheus text exposition (format 0.0.4) of the imdb's tables. */
-#ifndef GG_PROM_H
-#define GG_PROM_H
+/* outbuf.h - the exporters' output buffer (growable, out-of-memory sticky) with JSON and Prometheus
+ * text escaping. Its own file, so that the imdb and the Prometheus renderer do not depend on each other. */
+#ifndef GG_OUTBUF_H
+#define GG_OUTBUF_H
 
 #include <stddef.h>
 #include <stdint.h>
+#include <string.h>
 
 /* A growable byte buffer. A failed allocation sets oom and turns every later write into a no-op, so
  * a writer checks once at the end. data is NUL-terminated whenever cap > 0. */
@@ -20,9 +21,30 @@ void gg_buf__init(struct gg_buf *b, size_t max);
 void gg_buf__fini(struct gg_buf *b);
 /* Make room for n more bytes (plus the NUL). 0 or -ENOMEM (and oom set). */
 int gg_buf__reserve(struct gg_buf *b, size_t n);
-void gg_buf__put(struct gg_buf *b, const void *s, size_t n);
-void gg_buf__puts(struct gg_buf *b, const char *s);
-void gg_buf__putc(struct gg_buf *b, char c);
+/* The writers every renderer calls per value: inline, so that they cost what they did in the
+ * renderer's own file (a call only when the buffer must grow). */
+static inline void gg_buf__put(struct gg_buf *b, const void *s, size_t n)
+{
+	if ((b->oom || n >= b->cap - b->len) && gg_buf__reserve(b, n)) /* cap > len once allocated */
+		return;
+	memcpy(b->data + b->len, s, n);
+	b->len += n;
+	b->data[b->len] = 0;
+}
+
+static inline void gg_buf__puts(struct gg_buf *b, const char *s)
+{
+	gg_buf__put(b, s, strlen(s));
+}
+
+static inline void gg_buf__putc(struct gg_buf *b, char c)
+{
+	if ((b->oom || b->cap - b->len < 2) && gg_buf__reserve(b, 1))
+		return;
+	b->data[b->len++] = c;
+	b->data[b->len] = 0;
+}
+
 void gg_buf__printf(struct gg_buf *b, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 void gg_buf__put_u64(struct gg_buf *b, uint64_t v);
 /* A double the way Prometheus and JSON both read it ("%.17g" shortened; NaN/Inf as Prometheus). */
@@ -40,30 +62,5 @@ void gg_buf__put_prom_label(struct gg_buf *b, const char *s, size_t n);
 void gg_buf__put_prom_help(struct gg_buf *b, const char *s, size_t n);
 /* A validated record number as JSON: copied when it is already valid JSON, else reformatted. */
 void gg_buf__put_json_number(struct gg_buf *b, const char *s, size_t n);
-
-/* "# HELP name help\n# TYPE name type\n". */
-void prom_family_header(struct gg_buf *b, const char *name, const char *help, const char *type);
-
-struct imdb;
-
-/* The metric families derived from the imdb's table list, cached between scrapes (rebuilt when the
- * imdb's generation changes). */
-struct prom_families;
-struct prom_families *prom_families__new(void);
-void prom_families__free(struct prom_families *f);
-
-/* Optional filter: family names for which it returns 1 are left out (names the agent reserves for its
- * own metrics). */
-typedef int (*prom_reserved_fn)(const char *family);
-
-/*
- * Render every table of the imdb: one family per metric field, named gala_gopher_<entity>_<field>;
- * tables of the same entity share a family when they share a field name (a later table whose field
- * type differs is left out of that family and counted in *ret_conflicts, may be NULL). Series carry the
- * row's pre-rendered label set; histograms become _bucket{le}/_sum/_count, summaries {quantile}/_sum/
- * _count. Returns the number of series (sample lines) written. Read-only for the imdb.
- */
-uint64_t prom_render_imdb(struct gg_buf *b, const struct imdb *db, struct prom_families *cache,
-			  prom_reserved_fn reserved, uint64_t *ret_conflicts);
 
 #endif

@@ -1,166 +1,17 @@
-/* probe_names.c - the REST API's probe table (seed 000: names, binaries, sub-probes, runtime
- * parameters, monitoring targets), the PUT body decoder and the all-or-nothing validator. */
-#include "probe_names.h"
+/* validate.c - the REST API's PUT body decoder and the all-or-nothing validator of a configuration
+ * against a probe's contract (probe_table.c). */
+#include "validate.h"
 
 #include <ctype.h>
 #include <errno.h>
 #include <limits.h>
+#include <regex.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
 #include <sys/stat.h>
-
-/* ---- the table ------------------------------------------------------------------------------------ */
-
-#define LIST(...)                 \
-	(const char *const[])     \
-	{                         \
-		__VA_ARGS__, NULL \
-	}
-
-static const struct gg_param_flag baseinfo_flags[] = {{"report_period", "-t"}, {NULL, NULL}};
-
-static const struct gg_probe_def defs[] = {
-	{"baseinfo", "system_infos", LIST("cpu", "mem", "nic", "disk", "net", "fs", "proc", "host"), GG_SNOOP_ALL, NULL,
-	 "-P", baseinfo_flags},
-	{"virt", "virtualized_infos", NULL, 0, NULL, NULL, NULL},
-	{"flamegraph", "stackprobe", LIST("oncpu", "offcpu", "mem"), GG_SNOOP_ALL, NULL, NULL, NULL},
-	{"l7", "l7probe", LIST("l7_bytes_metrics", "l7_rpc_metrics", "l7_rpc_trace"), GG_SNOOP_ALL, NULL, NULL, NULL},
-	{"tcp", "tcpprobe",
-	 LIST("tcp_abnormal", "tcp_rtt", "tcp_windows", "tcp_rate", "tcp_srtt", "tcp_sockbuf", "tcp_stats",
-	      "tcp_delay"),
-	 GG_SNOOP_ALL, NULL, NULL, NULL},
-	{"socket", "endpoint", LIST("tcp_socket", "udp_socket"), GG_SNOOP_ALL, NULL, NULL, NULL},
-	{"io", "ioprobe", LIST("io_trace", "io_err", "io_count", "page_cache"), 0, NULL, NULL, NULL},
-	{"proc", "taskprobe", LIST("base_metrics", "proc_syscall", "proc_fs", "proc_io", "proc_dns", "proc_pagecache"),
-	 GG_SNOOP_ALL, NULL, NULL, NULL},
-	{"jvm", "jvmprobe", NULL, GG_SNOOP_ALL, NULL, NULL, NULL},
-	{"ksli", "ksliprobe", NULL, GG_SNOOP_ALL, NULL, NULL, NULL},
-	{"postgre_sli", "pgsliprobe", NULL, GG_SNOOP_ALL, NULL, NULL, NULL},
-	{"opengauss_sli", "pg_stat_probe", NULL, GG_SNOOP_GAUSSDB, NULL, NULL, NULL},
-	{"nginx", "nginx_probe", NULL, GG_SNOOP_ALL, NULL, NULL, NULL},
-	{"haproxy", "trace_haproxy", NULL, GG_SNOOP_ALL, NULL, NULL, NULL},
-	{"lvs", "trace_lvs", NULL, 0, "lsmod | grep ip_vs | wc -l", NULL, NULL},
-	{"kafka", "kafkaprobe", NULL, 0, NULL, NULL, NULL},
-	{"dnsmasq", "trace_dnsmasq", NULL, GG_SNOOP_ALL, NULL, NULL, NULL},
-	{"tprofiling", "tprofiling", LIST("oncpu", "syscall_file", "syscall_net", "syscall_lock", "syscall_sched"),
-	 GG_SNOOP_PROC, NULL, NULL, NULL},
-	{"sli", "sliprobe", NULL, GG_SNOOP_CONTAINER_ID | GG_SNOOP_POD_ID, NULL, NULL, NULL},
-};
-
-static const char *const metrics_types[] = {"raw", "telemetry", NULL};
-static const char *const envs[] = {"node", "container", "kubenet", NULL};
-static const char *const l7_protocols[] = {"http",  "pgsql",	"mysql", "redis", "kafka",
-					   "mongo", "rocketmq", "dns",	 NULL};
-
-/* Per-probe variants come before the general entry of the same name. */
-static const struct gg_param_spec specs[] = {
-	/* system_infos takes -t 1..600 (default 5): the REST range follows the binary */
-	{"report_period", GG_PT_INT, "baseinfo", 5, 1, 600, 0, NULL, NULL, "s", 0},
-	{"report_period", GG_PT_INT, "*", 60, 5, 600, 0, NULL, NULL, "s", 0},
-	{"sample_period", GG_PT_INT, "io tcp", 5000, 100, 10000, 0, NULL, NULL, "ms", 0},
-	{"latency_thr", GG_PT_INT, "tcp io proc ksli", 0, 10, 100000, 1, NULL, NULL, "ms", 0},
-	{"offline_thr", GG_PT_INT, "proc", 0, 10, 100000, 1, NULL, NULL, "ms", 0},
-	{"drops_thr", GG_PT_INT, "tcp baseinfo", 0, 10, 100000, 1, NULL, NULL, "packets", 0},
-	{"res_lower_thr", GG_PT_INT, "*", 0, 0, 100, 0, NULL, NULL, "percent", 0},
-	{"res_upper_thr", GG_PT_INT, "*", 0, 0, 100, 0, NULL, NULL, "percent", 0},
-	{"report_event", GG_PT_BOOL, "*", 0, 0, 1, 0, NULL, NULL, NULL, 0},
-	{"metrics_type", GG_PT_ENUM_LIST, "*", 0, 0, 0, 0, "raw", metrics_types, NULL, 0},
-	{"env", GG_PT_ENUM, "*", 0, 0, 0, 0, "node", envs, NULL, 0},
-	{"report_source_port", GG_PT_BOOL, "tcp", 0, 0, 1, 0, NULL, NULL, NULL, 0},
-	{"l7_protocol", GG_PT_ENUM_LIST, "l7", 0, 0, 0, 0, "http", l7_protocols, NULL, 0},
-	{"support_ssl", GG_PT_BOOL, "l7", 0, 0, 1, 0, NULL, NULL, NULL, 0},
-	{"multi_instance", GG_PT_BOOL, "flamegraph", 0, 0, 1, 0, NULL, NULL, NULL, 0},
-	{"native_stack", GG_PT_BOOL, "flamegraph", 0, 0, 1, 0, NULL, NULL, NULL, 0},
-	{"cluster_ip_backend", GG_PT_BOOL, "tcp l7", 0, 0, 1, 0, NULL, NULL, NULL, 0},
-	{"pyroscope_server", GG_PT_HOSTPORT, "flamegraph", 0, 0, 0, 0, "localhost:4040", NULL, NULL, 0},
-	{"svg_period", GG_PT_INT, "flamegraph", 180, 30, 600, 0, NULL, NULL, "s", 0},
-	{"perf_sample_period", GG_PT_INT, "flamegraph", 10, 10, 1000, 0, NULL, NULL, "ms", 0},
-	{"svg_dir", GG_PT_OUT_DIR, "flamegraph", 0, 0, 0, 0, "/var/log/gala-gopher/stacktrace", NULL, NULL, 0},
-	{"flame_dir", GG_PT_OUT_DIR, "flamegraph", 0, 0, 0, 0, "/var/log/gala-gopher/flamegraph", NULL, NULL, 0},
-	/* what a probe attaches to: a change restarts it */
-	{"dev_name", GG_PT_NAME, "io kafka ksli postgre_sli baseinfo tcp", 0, 0, 0, 0, "", NULL, NULL, 1},
-	{"continuous_sampling", GG_PT_BOOL, "ksli", 0, 0, 1, 0, NULL, NULL, NULL, 0},
-	{"elf_path", GG_PT_ELF_PATH, "nginx haproxy dnsmasq", 0, 0, 0, 0, "", NULL, NULL, 1},
-	{"kafka_port", GG_PT_INT, "kafka", 9092, 1, 65535, 0, NULL, NULL, NULL, 0},
-	/* stackprobe's own, beyond the seed's table */
-	{"min_block_us", GG_PT_INT, "flamegraph", 1000, 1, 10000000, 0, NULL, NULL, "us", 0},
-	{"profile_retention", GG_PT_INT, "flamegraph", 3600, 60, 604800, 0, NULL, NULL, "s", 0},
-	{"mem_alloc", GG_PT_BOOL, "flamegraph", 0, 0, 1, 0, NULL, NULL, NULL, 0},
-	/* system_infos' own: processes reported by the proc sub-probe without snoopers (0 = all) */
-	{"proc_top", GG_PT_INT, "baseinfo", 50, 0, 1024, 0, NULL, NULL, NULL, 0},
-};
-
-#define NDEFS  (sizeof(defs) / sizeof(defs[0]))
-#define NSPECS (sizeof(specs) / sizeof(specs[0]))
-
-unsigned int gg_probe_defs__count(void)
-{
-	return NDEFS;
-}
-
-const struct gg_probe_def *gg_probe_defs__at(unsigned int i)
-{
-	return i < NDEFS ? &defs[i] : NULL;
-}
-
-const struct gg_probe_def *gg_probe_defs__find(const char *rest_name)
-{
-	for (unsigned int i = 0; i < NDEFS; i++) {
-		if (!strcmp(defs[i].rest_name, rest_name))
-			return &defs[i];
-	}
-	return NULL;
-}
-
-const struct gg_probe_def *gg_probe_defs__find_bin(const char *bin)
-{
-	for (unsigned int i = 0; i < NDEFS; i++) {
-		if (!strcmp(defs[i].bin, bin))
-			return &defs[i];
-	}
-	return NULL;
-}
-
-unsigned int gg_param_specs__count(void)
-{
-	return NSPECS;
-}
-
-const struct gg_param_spec *gg_param_specs__at(unsigned int i)
-{
-	return i < NSPECS ? &specs[i] : NULL;
-}
-
-int gg_param_spec__applies(const struct gg_param_spec *spec, const struct gg_probe_def *def)
-{
-	const char *p = spec->probes;
-	size_t n = strlen(def->rest_name);
-
-	if (!strcmp(p, "*"))
-		return 1;
-	while (*p) {
-		size_t w = strcspn(p, " ");
-
-		if (w == n && !strncmp(p, def->rest_name, n))
-			return 1;
-		p += w;
-		while (*p == ' ')
-			p++;
-	}
-	return 0;
-}
-
-const struct gg_param_spec *gg_param_spec__find(const struct gg_probe_def *def, const char *name)
-{
-	for (unsigned int i = 0; i < NSPECS; i++) {
-		if (!strcmp(specs[i].name, name) && gg_param_spec__applies(&specs[i], def))
-			return &specs[i];
-	}
-	return NULL;
-}
 
 /* ---- messages ------------------------------------------------------------------------------------- */
 
@@ -226,6 +77,76 @@ static const char *snoop_kinds(unsigned int bits, char *buf, size_t len)
 		names[n++] = "gaussdb";
 	names[n] = NULL;
 	return join(names, buf, len);
+}
+
+/* ---- proc_name.comm patterns ---------------------------------------------------------------------- */
+
+int gg_comm_pattern__check(const char *pat, char *why, size_t whylen)
+{
+	unsigned int braces = 0;
+	regex_t re;
+	int r;
+
+	if (!pat[0] || strlen(pat) > GG_REST_COMM_RE_MAX) {
+		snprintf(why, whylen, "must be 1 to %u characters", GG_REST_COMM_RE_MAX);
+		return -EINVAL;
+	}
+	for (const char *p = pat; *p; p++) {
+		if (*p == '\\' && p[1]) {
+			if (p[1] >= '1' && p[1] <= '9') {
+				snprintf(why, whylen, "back-references (\\%c) are not allowed", p[1]);
+				return -EINVAL;
+			}
+			p++;
+			continue;
+		}
+		if (*p == '[') { /* a bracket expression: no operators inside ("[]{]" included) */
+			const char *q = p + 1;
+
+			if (*q == '^')
+				q++;
+			if (*q == ']')
+				q++;
+			while (*q && *q != ']') {
+				if (*q == '[' && (q[1] == ':' || q[1] == '.' || q[1] == '=')) {
+					const char *e = strchr(q + 2, q[1]);
+
+					q = e && e[1] == ']' ? e + 2 : q + 1;
+					continue;
+				}
+				q++;
+			}
+			if (!*q)
+				break; /* regcomp reports it */
+			p = q;
+			continue;
+		}
+		if (*p == '{') {
+			char *end;
+			unsigned long a = strtoul(p + 1, &end, 10), b = a;
+
+			if (end == p + 1)
+				continue; /* not an interval: regcomp says what is wrong */
+			if (*end == ',')
+				b = strtoul(end + 1, &end, 10);
+			if (++braces > GG_REST_COMM_RE_BRACES || a > GG_REST_COMM_RE_BOUND ||
+			    b > GG_REST_COMM_RE_BOUND) {
+				snprintf(why, whylen, "at most %u intervals {n,m} with counts up to %u",
+					 GG_REST_COMM_RE_BRACES, GG_REST_COMM_RE_BOUND);
+				return -EINVAL;
+			}
+		}
+	}
+	r = regcomp(&re, pat, REG_EXTENDED | REG_NOSUB);
+	if (r) {
+		char msg[96];
+
+		regerror(r, &re, msg, sizeof(msg));
+		snprintf(why, whylen, "not a POSIX extended regular expression: %s", msg);
+		return -EINVAL;
+	}
+	regfree(&re);
+	return 0;
 }
 
 /* ---- body decoding -------------------------------------------------------------------------------- */
@@ -373,15 +294,6 @@ static int dup_key(const cJSON *obj, char *err, size_t errlen, const char *where
 				return errf(err, errlen, 400, "%s\"%s\": given twice", where,
 					    snip(a->string, 32, b, sizeof(b)));
 		}
-	}
-	return 0;
-}
-
-static int in_list(const char *const *list, const char *s)
-{
-	for (; list && *list; list++) {
-		if (!strcmp(*list, s))
-			return 1;
 	}
 	return 0;
 }
@@ -586,7 +498,7 @@ static int check_cmd(struct check *c, const cJSON *cmd, cJSON *out)
 				return errf(c->err, c->errlen, 400,
 					    "cmd.probe[%u]: probe %s has no sub-probes (send [] or leave it out)", i,
 					    c->def->rest_name);
-			if (!in_list(c->def->subprobes, name))
+			if (!gg_in_list(c->def->subprobes, name))
 				return errf(c->err, c->errlen, 400,
 					    "cmd.probe[%u]: unknown sub-probe \"%s\" of %s (allowed: %s)", i,
 					    snip(name, 32, b1, sizeof(b1)), c->def->rest_name,
@@ -656,7 +568,7 @@ static int check_keys(struct check *c, const cJSON *obj, const char *const *allo
 		return err;
 	cJSON_ArrayForEach(k, obj)
 	{
-		if (!in_list(allowed, k->string))
+		if (!gg_in_list(allowed, k->string))
 			return errf(c->err, c->errlen, 400, "snoopers.%s[%u].%s: unknown field (expected %s)", where, i,
 				    snip(k->string, 32, b, sizeof(b)), join(allowed, all, sizeof(all)));
 	}
@@ -681,10 +593,11 @@ static int check_snoopers(struct check *c, const cJSON *sn, cJSON *out)
 	cJSON_ArrayForEach(k, sn)
 	{
 		if (strcmp(k->string, "proc_id") && strcmp(k->string, "proc_name") && strcmp(k->string, "pod_id") &&
-		    strcmp(k->string, "container_id") && strcmp(k->string, "gaussdb"))
+		    strcmp(k->string, "container_id") && strcmp(k->string, "container_name") &&
+		    strcmp(k->string, "gaussdb"))
 			return errf(c->err, c->errlen, 400,
 				    "snoopers.%s: unknown field (expected proc_id, proc_name, pod_id, container_id, "
-				    "gaussdb)",
+				    "container_name, gaussdb)",
 				    snip(k->string, 32, b, sizeof(b)));
 	}
 	if (c->ctx->extend) {
@@ -739,7 +652,13 @@ static int check_snoopers(struct check *c, const cJSON *sn, cJSON *out)
 					    i);
 			err = check_keys(c, e, pn_keys, "proc_name", i);
 			if (!err)
-				err = check_str_field(c, e, "comm", "proc_name", i, GG_REST_COMM_MAX, 1, &comm);
+				err = check_str_field(c, e, "comm", "proc_name", i, GG_REST_COMM_RE_MAX, 1, &comm);
+			if (!err) {
+				char why[160];
+
+				if (gg_comm_pattern__check(comm, why, sizeof(why)))
+					return errf(c->err, c->errlen, 400, "snoopers.proc_name[%u].comm: %s", i, why);
+			}
 			if (!err)
 				err = check_str_field(c, e, "cmdline", "proc_name", i, GG_REST_CMDLINE_MAX, 0,
 						      &cmdline);
@@ -800,6 +719,35 @@ static int check_snoopers(struct check *c, const cJSON *sn, cJSON *out)
 					"snoopers.container_id[%u]: must be a container id (1 to 64 letters or digits; "
 					"a prefix of at least 12 characters, or the full id)",
 					i);
+			cJSON_AddItemToArray(o, cJSON_CreateString(s));
+			i++;
+		}
+	}
+	/* container_name: a substring of the container's name, as `docker ps --filter name=` (gala-gopher);
+	 * taken wherever container_id is */
+	list = cJSON_GetObjectItemCaseSensitive(sn, "container_name");
+	if (list && !cJSON_IsNull(list)) {
+		cJSON *o = cJSON_AddArrayToObject(out, "container_name");
+
+		err = snoop_list(c, list, "container_name", GG_SNOOP_CONTAINER_ID, GG_REST_CONTAINERS_MAX);
+		if (err)
+			return err;
+		i = 0;
+		cJSON_ArrayForEach(e, list)
+		{
+			const char *s = cJSON_GetStringValue(e);
+			size_t n = s ? strlen(s) : 0;
+
+			if (!s || !n || n > GG_REST_CONTAINER_NAME_MAX)
+				return errf(c->err, c->errlen, 400,
+					    "snoopers.container_name[%u]: must be a string of 1 to %u characters", i,
+					    GG_REST_CONTAINER_NAME_MAX);
+			for (const char *p = s; *p; p++) {
+				if ((unsigned char)*p < 0x20)
+					return errf(c->err, c->errlen, 400,
+						    "snoopers.container_name[%u]: control characters are not allowed",
+						    i);
+			}
 			cJSON_AddItemToArray(o, cJSON_CreateString(s));
 			i++;
 		}
@@ -910,7 +858,7 @@ static int check_param(struct check *c, const struct gg_param_spec *s, const cJS
 	case GG_PT_ENUM: {
 		const char *str = cJSON_GetStringValue(v);
 
-		if (!str || !in_list(s->choices, str))
+		if (!str || !gg_in_list(s->choices, str))
 			return errf(c->err, c->errlen, 400, "params.%s: must be one of %s (default %s)", s->name,
 				    join(s->choices, all, sizeof(all)), s->def_str);
 		cJSON_AddStringToObject(out, s->name, str);
@@ -922,7 +870,7 @@ static int check_param(struct check *c, const struct gg_param_spec *s, const cJS
 		unsigned int n = 0;
 
 		if (cJSON_IsString(v)) {
-			if (!in_list(s->choices, v->valuestring))
+			if (!gg_in_list(s->choices, v->valuestring))
 				return errf(c->err, c->errlen, 400, "params.%s: \"%s\" is not one of %s", s->name,
 					    snip(v->valuestring, 32, b, sizeof(b)), join(s->choices, all, sizeof(all)));
 			o = cJSON_AddArrayToObject(out, s->name);
@@ -937,7 +885,7 @@ static int check_param(struct check *c, const struct gg_param_spec *s, const cJS
 		{
 			const char *str = cJSON_GetStringValue(e);
 
-			if (!str || !in_list(s->choices, str))
+			if (!str || !gg_in_list(s->choices, str))
 				return errf(c->err, c->errlen, 400, "params.%s[%u]: must be one of %s", s->name, n,
 					    join(s->choices, all, sizeof(all)));
 			if (++n > 16)
@@ -1040,9 +988,10 @@ static int check_params(struct check *c, const cJSON *params, cJSON *out)
 			const char *names[40] = {NULL};
 			unsigned int n = 0;
 
-			for (unsigned int i = 0; i < NSPECS && n + 1 < sizeof(names) / sizeof(names[0]); i++) {
-				if (gg_param_spec__applies(&specs[i], c->def) && !in_list(names, specs[i].name)) {
-					names[n++] = specs[i].name;
+			for (unsigned int i = 0;
+			     i < c->def->contract->nparams && n + 1 < sizeof(names) / sizeof(names[0]); i++) {
+				if (!gg_in_list(names, c->def->contract->params[i].name)) {
+					names[n++] = c->def->contract->params[i].name;
 					names[n] = NULL;
 				}
 			}
@@ -1093,9 +1042,10 @@ int gg_rest_conf__check(const struct gg_probe_def *def, const struct gg_rest_che
 		goto out;
 	cJSON_ArrayForEach(k, root)
 	{
-		if (strcmp(k->string, "cmd") && strcmp(k->string, "snoopers") && strcmp(k->string, "params") &&
-		    strcmp(k->string, "state")) {
-			status = errf(err, errlen, 400, "%s: unknown field (expected cmd, snoopers, params, state)",
+		if (strcmp(k->string, "cmd") && strcmp(k->string, "snoopers") && strcmp(k->string, "blacklist") &&
+		    strcmp(k->string, "params") && strcmp(k->string, "state")) {
+			status = errf(err, errlen, 400,
+				      "%s: unknown field (expected cmd, snoopers, blacklist, params, state)",
 				      snip(k->string, 32, b, sizeof(b)));
 			goto out;
 		}
@@ -1116,6 +1066,21 @@ int gg_rest_conf__check(const struct gg_probe_def *def, const struct gg_rest_che
 		status = check_snoopers(&c, v, cJSON_AddObjectToObject(out, "snoopers"));
 		if (status)
 			goto out;
+	}
+	/* blacklist (gala-gopher's): the shape of snoopers; what it matches is left out of the scope */
+	v = cJSON_GetObjectItemCaseSensitive(root, "blacklist");
+	if (v) {
+		status = check_snoopers(&c, v, cJSON_AddObjectToObject(out, "blacklist"));
+		if (status) {
+			/* the same rules, reported under the part's own name */
+			if (err && !strncmp(err, "snoopers", 8)) {
+				char tmp[512];
+
+				snprintf(tmp, sizeof(tmp), "blacklist%s", err + 8);
+				snprintf(err, errlen, "%s", tmp);
+			}
+			goto out;
+		}
 	}
 	v = cJSON_GetObjectItemCaseSensitive(root, "params");
 	if (v) {

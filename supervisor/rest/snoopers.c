@@ -7,11 +7,14 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <limits.h>
+#include <regex.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
 #include <unistd.h>
+
+#include "fsutil.h"
 
 #define CGROUP_FILE_MAX	 8192
 #define CMDLINE_READ_MAX 4096
@@ -76,11 +79,18 @@ void gg_snoopers__from_json(const cJSON *sn, struct gg_snoopers *ret)
 		if (ret->nconts < GG_REST_CONTAINERS_MAX && s && s[0])
 			lower_copy(ret->conts[ret->nconts++], sizeof(ret->conts[0]), s);
 	}
+	cJSON_ArrayForEach(e, cJSON_GetObjectItemCaseSensitive(sn, "container_name"))
+	{
+		const char *s = cJSON_GetStringValue(e);
+
+		if (ret->ncnames < GG_REST_CONTAINERS_MAX && s && s[0])
+			snprintf(ret->cnames[ret->ncnames++], sizeof(ret->cnames[0]), "%s", s);
+	}
 }
 
 int gg_snoopers__empty(const struct gg_snoopers *s)
 {
-	return !s->npids && !s->nnames && !s->npods && !s->nconts;
+	return !s->npids && !s->nnames && !s->npods && !s->nconts && !s->ncnames;
 }
 
 int gg_snoopers__needs_scan(const struct gg_snoopers *s)
@@ -88,94 +98,93 @@ int gg_snoopers__needs_scan(const struct gg_snoopers *s)
 	return !gg_snoopers__empty(s);
 }
 
-/* ---- scopes --------------------------------------------------------------------------------------- */
+/* ---- proc_name.comm patterns ---------------------------------------------------------------------- */
 
-void gg_scope__init(struct gg_scope *s)
+/* Compiled once per pattern: the scan runs every GG_REST_SCAN_MS over every process, so compiling per
+ * match would cost more than the match. Only the supervisor's loop thread scans: no lock. */
+#define COMM_RE_CACHE 128u
+
+static struct comm_re {
+	char pat[GG_REST_COMM_RE_MAX + 1];
+	regex_t re;
+	int ok;	       /* compiled */
+	uint64_t used; /* tick of the last use: the least recently used is replaced */
+} comm_cache[COMM_RE_CACHE];
+static unsigned int comm_cached;
+static uint64_t comm_tick;
+
+static const struct comm_re *comm_regex(const char *pat)
 {
-	memset(s, 0, sizeof(*s));
-	s->all = 1;
+	struct comm_re *e = NULL;
+	char why[160];
+
+	for (unsigned int i = 0; i < comm_cached; i++) {
+		if (!strcmp(comm_cache[i].pat, pat)) {
+			comm_cache[i].used = ++comm_tick;
+			return &comm_cache[i];
+		}
+	}
+	if (comm_cached < COMM_RE_CACHE) {
+		e = &comm_cache[comm_cached++];
+	} else {
+		e = &comm_cache[0];
+		for (unsigned int i = 1; i < COMM_RE_CACHE; i++) {
+			if (comm_cache[i].used < e->used)
+				e = &comm_cache[i];
+		}
+		if (e->ok)
+			regfree(&e->re);
+	}
+	snprintf(e->pat, sizeof(e->pat), "%s", pat);
+	/* the same bounds as the REST validator: a pattern restored from an older state file is held to them too */
+	e->ok = strlen(pat) <= GG_REST_COMM_RE_MAX && !gg_comm_pattern__check(pat, why, sizeof(why)) &&
+		!regcomp(&e->re, pat, REG_EXTENDED | REG_NOSUB);
+	e->used = ++comm_tick;
+	return e;
 }
 
-void gg_scope__fini(struct gg_scope *s)
+int gg_comm__match(const char *pattern, const char *comm)
 {
-	free(s->pids);
-	free(s->cgroup_ids);
-	gg_scope__init(s);
+	const struct comm_re *e = comm_regex(pattern);
+
+	return e->ok && regexec(&e->re, comm, 0, NULL, 0) == 0;
 }
 
-void gg_scope__move(struct gg_scope *dst, struct gg_scope *src)
+void gg_comm__cache_clear(void)
 {
-	gg_scope__fini(dst);
-	*dst = *src;
-	gg_scope__init(src);
+	for (unsigned int i = 0; i < comm_cached; i++) {
+		if (comm_cache[i].ok)
+			regfree(&comm_cache[i].re);
+	}
+	memset(comm_cache, 0, sizeof(comm_cache));
+	comm_cached = 0;
 }
 
-int gg_scope__equal(const struct gg_scope *a, const struct gg_scope *b)
-{
-	return a->all == b->all && a->npids == b->npids && a->ncgroups == b->ncgroups && a->truncated == b->truncated &&
-	       (!a->npids || !memcmp(a->pids, b->pids, a->npids * sizeof(*a->pids))) &&
-	       (!a->ncgroups || !memcmp(a->cgroup_ids, b->cgroup_ids, a->ncgroups * sizeof(*a->cgroup_ids)));
-}
-
-cJSON *gg_scope__to_json(const struct gg_scope *s)
-{
-	cJSON *o = cJSON_CreateObject(), *pids, *cgs;
-
-	if (!o)
-		return NULL;
-	cJSON_AddBoolToObject(o, "all", s->all);
-	pids = cJSON_AddArrayToObject(o, "pids");
-	cgs = cJSON_AddArrayToObject(o, "cgroup_ids");
-	for (unsigned int i = 0; i < s->npids; i++)
-		cJSON_AddItemToArray(pids, cJSON_CreateNumber(s->pids[i]));
-	for (unsigned int i = 0; i < s->ncgroups; i++)
-		cJSON_AddItemToArray(cgs, cJSON_CreateNumber((double)s->cgroup_ids[i]));
-	if (s->truncated)
-		cJSON_AddBoolToObject(o, "truncated", 1);
-	return o;
-}
+/* ---- scopes (struct gg_scope: ipc/ctrl_msg.h) ----------------------------------------------------- */
 
 static int add_pid(struct gg_scope *s, uint32_t pid)
 {
-	if (s->npids && s->pids[s->npids - 1] == pid)
+	if (s->ntgid && s->tgid[s->ntgid - 1] == pid)
 		return 0;
-	if (s->npids >= GG_SCOPE_PIDS_MAX) {
+	if (s->ntgid >= GG_SCOPE_PIDS_MAX) {
 		s->truncated = 1;
 		return 0;
 	}
-	if (s->npids == s->pids_cap) {
-		unsigned int cap = s->pids_cap ? s->pids_cap * 2 : 16;
-		uint32_t *n = realloc(s->pids, cap * sizeof(*n));
-
-		if (!n)
-			return -ENOMEM;
-		s->pids = n;
-		s->pids_cap = cap;
-	}
-	s->pids[s->npids++] = pid;
+	s->tgid[s->ntgid++] = pid;
 	return 0;
 }
 
 static int add_cgroup(struct gg_scope *s, uint64_t id)
 {
-	for (unsigned int i = 0; i < s->ncgroups; i++) {
-		if (s->cgroup_ids[i] == id)
+	for (unsigned int i = 0; i < s->ncgrp; i++) {
+		if (s->cgrp[i] == id)
 			return 0;
 	}
-	if (s->ncgroups >= GG_SCOPE_CGROUPS_MAX) {
+	if (s->ncgrp >= GG_SCOPE_CGROUPS_MAX) {
 		s->truncated = 1;
 		return 0;
 	}
-	if (s->ncgroups == s->cgroups_cap) {
-		unsigned int cap = s->cgroups_cap ? s->cgroups_cap * 2 : 8;
-		uint64_t *n = realloc(s->cgroup_ids, cap * sizeof(*n));
-
-		if (!n)
-			return -ENOMEM;
-		s->cgroup_ids = n;
-		s->cgroups_cap = cap;
-	}
-	s->cgroup_ids[s->ncgroups++] = id;
+	s->cgrp[s->ncgrp++] = id;
 	return 0;
 }
 
@@ -195,52 +204,55 @@ static int cmp_u64(const void *a, const void *b)
 
 /* ---- the scan ------------------------------------------------------------------------------------- */
 
-static ssize_t read_small(const char *path, char *buf, size_t len)
-{
-	ssize_t n, got = 0;
-	int fd = open(path, O_RDONLY | O_CLOEXEC);
-
-	if (fd < 0)
-		return -errno;
-	while ((size_t)got + 1 < len) {
-		n = read(fd, buf + got, len - 1 - (size_t)got);
-		if (n < 0 && errno == EINTR)
-			continue;
-		if (n <= 0)
-			break;
-		got += n;
-	}
-	close(fd);
-	buf[got] = '\0';
-	return got;
-}
-
 /* What we learned about one process, read lazily; everything before dir is reset per process. */
 struct proc_info {
 	int comm_read, cmdline_read, cgroup_read;
 	int cg_ok, cg_v2;
 	int cgid_state; /* 0 unknown, 1 known, -1 none */
 	uint64_t cgid;
+	int cname_read;
 	char dir[64];
+	char cname[GG_IDENT_VALUE_MAX + 1];
 	char comm[32];
 	char cont[68], pod[68];
 	char cmdline[CMDLINE_READ_MAX];
 	char cgpath[PATH_MAX];
 };
 
+/* The name of the container process pid is in (pi->cont set), asked once per process and scan. */
+static const char *proc_cname(struct proc_info *pi, unsigned long pid, const struct gg_scan_opts *opts)
+{
+	if (!pi->cname_read) {
+		const char *n = opts && opts->container_name ? opts->container_name(opts->ctx, (uint32_t)pid) : NULL;
+
+		pi->cname_read = 1;
+		snprintf(pi->cname, sizeof(pi->cname), "%s", n ? n : "");
+	}
+	return pi->cname;
+}
+
+/* /proc/<pid>/<name> into buf (counted as a file read): the bytes read, 0 when it cannot be read. */
+static ssize_t read_proc_file(const struct proc_info *pi, struct gg_scan_stats *st, const char *name, char *buf,
+			      size_t len)
+{
+	char path[96];
+	ssize_t n;
+
+	snprintf(path, sizeof(path), "%s/%s", pi->dir, name);
+	n = gg_read_small(path, buf, len);
+	st->files++;
+	if (n < 0)
+		buf[0] = '\0';
+	return n < 0 ? 0 : n;
+}
+
 static const char *proc_comm(struct proc_info *pi, struct gg_scan_stats *st)
 {
 	if (!pi->comm_read) {
-		char path[96];
-		ssize_t n;
+		ssize_t n = read_proc_file(pi, st, "comm", pi->comm, sizeof(pi->comm));
 
 		pi->comm_read = 1;
-		snprintf(path, sizeof(path), "%s/comm", pi->dir);
-		n = read_small(path, pi->comm, sizeof(pi->comm));
-		st->files++;
-		if (n < 0)
-			pi->comm[0] = '\0';
-		else if (n > 0 && pi->comm[n - 1] == '\n')
+		if (n > 0 && pi->comm[n - 1] == '\n')
 			pi->comm[n - 1] = '\0';
 	}
 	return pi->comm;
@@ -249,15 +261,9 @@ static const char *proc_comm(struct proc_info *pi, struct gg_scan_stats *st)
 static const char *proc_cmdline(struct proc_info *pi, struct gg_scan_stats *st)
 {
 	if (!pi->cmdline_read) {
-		char path[96];
-		ssize_t n;
+		ssize_t n = read_proc_file(pi, st, "cmdline", pi->cmdline, sizeof(pi->cmdline));
 
 		pi->cmdline_read = 1;
-		snprintf(path, sizeof(path), "%s/cmdline", pi->dir);
-		n = read_small(path, pi->cmdline, sizeof(pi->cmdline));
-		st->files++;
-		if (n < 0)
-			n = 0;
 		/* arguments are NUL separated: join them with spaces */
 		for (ssize_t i = 0; i < n; i++) {
 			if (!pi->cmdline[i])
@@ -280,7 +286,7 @@ static void proc_cgroup(struct proc_info *pi, struct gg_scan_stats *st)
 	pi->cont[0] = pi->pod[0] = '\0';
 	snprintf(path, sizeof(path), "%s/cgroup", pi->dir);
 	st->files++;
-	if (read_small(path, text, sizeof(text)) <= 0)
+	if (gg_read_small(path, text, sizeof(text)) <= 0)
 		return;
 	if (gg_proc_cgroup__path(text, pi->cgpath, sizeof(pi->cgpath), &pi->cg_v2))
 		return;
@@ -353,6 +359,62 @@ int gg_cgroup2_mount(char *ret, size_t len)
 	return err;
 }
 
+/* Whether process pid matches s: by itself (*ret_hit: proc_id, proc_name) or by its cgroup
+ * (*ret_by_cgroup: container_id, pod_id, container_name). */
+static void proc_match(const struct gg_snoopers *s, struct proc_info *pi, unsigned long pid,
+		       const struct gg_scan_opts *opts, struct gg_scan_stats *st, int *ret_hit, int *ret_by_cgroup)
+{
+	int hit = 0, by_cgroup = 0;
+
+	for (unsigned int k = 0; k < s->npids && !hit; k++)
+		hit = s->pids[k] == pid;
+	for (unsigned int k = 0; k < s->nnames && !hit; k++) {
+		if (!gg_comm__match(s->names[k].comm, proc_comm(pi, st)))
+			continue;
+		hit = !s->names[k].cmdline[0] || strstr(proc_cmdline(pi, st), s->names[k].cmdline);
+	}
+	if (s->nconts || s->npods || s->ncnames) {
+		proc_cgroup(pi, st);
+		for (unsigned int k = 0; k < s->nconts && !by_cgroup; k++)
+			by_cgroup = cont_match(s->conts[k], pi->cont);
+		for (unsigned int k = 0; k < s->npods && !by_cgroup; k++)
+			by_cgroup = pi->pod[0] && !strcmp(s->pods[k], pi->pod);
+		if (s->ncnames && !by_cgroup && pi->cont[0]) {
+			const char *name = proc_cname(pi, pid, opts);
+
+			for (unsigned int k = 0; k < s->ncnames && !by_cgroup; k++)
+				by_cgroup = name[0] && strstr(name, s->cnames[k]) != NULL;
+		}
+	}
+	*ret_hit = hit;
+	*ret_by_cgroup = by_cgroup;
+}
+
+/* Cgroup ids of blacklisted processes, per set. */
+struct id_set {
+	unsigned int n, cap;
+	uint64_t *ids;
+};
+
+static int add_id(struct id_set *s, uint64_t id)
+{
+	for (unsigned int i = 0; i < s->n; i++) {
+		if (s->ids[i] == id)
+			return 0;
+	}
+	if (s->n == s->cap) {
+		unsigned int cap = s->cap ? s->cap * 2 : 8;
+		uint64_t *ids = realloc(s->ids, cap * sizeof(*ids));
+
+		if (!ids)
+			return -ENOMEM;
+		s->ids = ids;
+		s->cap = cap;
+	}
+	s->ids[s->n++] = id;
+	return 0;
+}
+
 int gg_snoopers__resolve(const struct gg_snoopers *const *sets, unsigned int n, struct gg_scope *scopes,
 			 const struct gg_scan_opts *opts, struct gg_scan_stats *ret_stats)
 {
@@ -360,6 +422,7 @@ int gg_snoopers__resolve(const struct gg_snoopers *const *sets, unsigned int n, 
 	const char *proc_root = opts && opts->proc_root ? opts->proc_root : "/proc";
 	const char *cg_root = opts && opts->cgroup_root ? opts->cgroup_root : NULL;
 	struct gg_scope *tmp;
+	struct id_set *excl;
 	struct gg_scan_stats st = {0};
 	struct proc_info *pi = NULL;
 	int need_scan = 0, err = 0;
@@ -375,15 +438,19 @@ int gg_snoopers__resolve(const struct gg_snoopers *const *sets, unsigned int n, 
 		cg_root = cg2;
 	}
 	tmp = calloc(n ? n : 1, sizeof(*tmp));
+	excl = calloc(n ? n : 1, sizeof(*excl));
 	pi = malloc(sizeof(*pi));
-	if (!tmp || !pi) {
+	if (!tmp || !excl || !pi) {
 		free(tmp);
+		free(excl);
 		free(pi);
 		return -ENOMEM;
 	}
 	for (unsigned int i = 0; i < n; i++) {
+		const struct gg_snoopers *bl = opts && opts->exclude ? opts->exclude[i] : NULL;
+
 		gg_scope__init(&tmp[i]);
-		tmp[i].all = gg_snoopers__empty(sets[i]);
+		tmp[i].all = gg_snoopers__empty(sets[i]) && (!bl || gg_snoopers__empty(bl));
 		need_scan |= !tmp[i].all;
 	}
 	if (need_scan) {
@@ -407,25 +474,30 @@ int gg_snoopers__resolve(const struct gg_snoopers *const *sets, unsigned int n, 
 		memset(pi, 0, offsetof(struct proc_info, dir));
 		snprintf(pi->dir, sizeof(pi->dir), "%s/%lu", proc_root, pid);
 		for (unsigned int i = 0; i < n && !err; i++) {
-			const struct gg_snoopers *s = sets[i];
+			const struct gg_snoopers *bl = opts && opts->exclude ? opts->exclude[i] : NULL;
 			int hit = 0, by_cgroup = 0;
 
 			if (tmp[i].all)
 				continue;
-			for (unsigned int k = 0; k < s->npids && !hit; k++)
-				hit = s->pids[k] == pid;
-			for (unsigned int k = 0; k < s->nnames && !hit; k++) {
-				if (strcmp(proc_comm(pi, &st), s->names[k].comm))
+			if (bl && !gg_snoopers__empty(bl)) {
+				int bhit = 0, bcg = 0;
+
+				proc_match(bl, pi, pid, opts, &st, &bhit, &bcg);
+				if (bhit || bcg) {
+					uint64_t id;
+
+					/* its cgroup may not be watched as a whole: remember it, drop it at the end */
+					proc_cgroup(pi, &st);
+					if (proc_cgid(pi, cg_root, &id) == 0)
+						err = add_id(&excl[i], id);
 					continue;
-				hit = !s->names[k].cmdline[0] || strstr(proc_cmdline(pi, &st), s->names[k].cmdline);
+				}
+				if (gg_snoopers__empty(sets[i])) {
+					err = add_pid(&tmp[i], (uint32_t)pid);
+					continue;
+				}
 			}
-			if (s->nconts || s->npods) {
-				proc_cgroup(pi, &st);
-				for (unsigned int k = 0; k < s->nconts && !by_cgroup; k++)
-					by_cgroup = cont_match(s->conts[k], pi->cont);
-				for (unsigned int k = 0; k < s->npods && !by_cgroup; k++)
-					by_cgroup = pi->pod[0] && !strcmp(s->pods[k], pi->pod);
-			}
+			proc_match(sets[i], pi, pid, opts, &st, &hit, &by_cgroup);
 			if (hit || by_cgroup)
 				err = add_pid(&tmp[i], (uint32_t)pid);
 			if (by_cgroup && !err) {
@@ -439,11 +511,23 @@ int gg_snoopers__resolve(const struct gg_snoopers *const *sets, unsigned int n, 
 			goto out;
 	}
 	for (unsigned int i = 0; i < n; i++) {
-		if (tmp[i].npids)
-			qsort(tmp[i].pids, tmp[i].npids, sizeof(*tmp[i].pids), cmp_u32);
-		if (tmp[i].ncgroups)
-			qsort(tmp[i].cgroup_ids, tmp[i].ncgroups, sizeof(*tmp[i].cgroup_ids), cmp_u64);
-		gg_scope__move(&scopes[i], &tmp[i]);
+		unsigned int kept = 0;
+
+		/* a cgroup with a blacklisted process is not watched as a whole (its others are listed by pid) */
+		for (unsigned int k = 0; k < tmp[i].ncgrp; k++) {
+			int drop = 0;
+
+			for (unsigned int x = 0; x < excl[i].n && !drop; x++)
+				drop = excl[i].ids[x] == tmp[i].cgrp[k];
+			if (!drop)
+				tmp[i].cgrp[kept++] = tmp[i].cgrp[k];
+		}
+		tmp[i].ncgrp = kept;
+		if (tmp[i].ntgid)
+			qsort(tmp[i].tgid, tmp[i].ntgid, sizeof(tmp[i].tgid[0]), cmp_u32);
+		if (tmp[i].ncgrp)
+			qsort(tmp[i].cgrp, tmp[i].ncgrp, sizeof(tmp[i].cgrp[0]), cmp_u64);
+		scopes[i] = tmp[i];
 	}
 	if (ret_stats)
 		*ret_stats = st;
@@ -451,7 +535,8 @@ out:
 	if (d)
 		closedir(d);
 	for (unsigned int i = 0; i < n; i++)
-		gg_scope__fini(&tmp[i]);
+		free(excl[i].ids);
+	free(excl);
 	free(tmp);
 	free(pi);
 	return err;

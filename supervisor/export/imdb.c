@@ -6,7 +6,7 @@
 #include <string.h>
 #include <time.h>
 
-#include "prom.h"
+#include "outbuf.h"
 
 #define TABLE_SLOTS_MIN 64u
 #define ROW_BUCKETS_MIN 16u

@@ -11,6 +11,8 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "fsutil.h"
+
 static int valid_name(const char *s)
 {
 	if (!s || !s[0] || strlen(s) > 64)
@@ -20,27 +22,6 @@ static int valid_name(const char *s)
 			return 0;
 	}
 	return 1;
-}
-
-static int mkdir_p(const char *dir, mode_t mode)
-{
-	char buf[PATH_MAX];
-	size_t len = strlen(dir);
-
-	if (!len || len >= sizeof(buf))
-		return -EINVAL;
-	memcpy(buf, dir, len + 1);
-	for (char *p = buf + 1; *p; p++) {
-		if (*p != '/')
-			continue;
-		*p = '\0';
-		if (mkdir(buf, mode) < 0 && errno != EEXIST)
-			return -errno;
-		*p = '/';
-	}
-	if (mkdir(buf, mode) < 0 && errno != EEXIST)
-		return -errno;
-	return 0;
 }
 
 static int write_all(int fd, const char *buf, size_t len)
@@ -68,7 +49,7 @@ int gg_persist__save(const char *dir, const char *name, const char *text)
 	if (snprintf(path, sizeof(path), "%s/%s.json", dir, name) >= (int)sizeof(path) ||
 	    snprintf(tmp, sizeof(tmp), "%s/.%s.json.tmp", dir, name) >= (int)sizeof(tmp))
 		return -ENAMETOOLONG;
-	err = mkdir_p(dir, 0700);
+	err = gg_mkdir_p(dir, 0700);
 	if (err)
 		return err;
 	fd = open(tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC | O_NOFOLLOW, 0600);

@@ -191,21 +191,6 @@ static void bpf_of_pid(int pid, struct bpf_sum *s)
 	closedir(d);
 }
 
-static int read_small(const char *path, char *buf, size_t len)
-{
-	int fd = open(path, O_RDONLY | O_CLOEXEC);
-	ssize_t n;
-
-	if (fd < 0)
-		return -1;
-	n = read(fd, buf, len - 1);
-	close(fd);
-	if (n < 0)
-		return -1;
-	buf[n] = 0;
-	return 0;
-}
-
 /* ---- families -------------------------------------------------------------------------------------- */
 
 static uint64_t p_up(const struct gg_probe *p)
@@ -308,7 +293,7 @@ static void render_probes(struct gg_buf *b, struct gg_sup *sup)
 				 (double)bpf[i].run_time_ns / 1e9);
 		free(bpf);
 	}
-	if (read_small("/proc/sys/kernel/bpf_stats_enabled", tmp, sizeof(tmp)) == 0) {
+	if (gg_read_small("/proc/sys/kernel/bpf_stats_enabled", tmp, sizeof(tmp)) >= 0) {
 		prom_family_header(b, "gala_gopher_bpf_stats_enabled", "kernel.bpf_stats_enabled", "gauge");
 		sample(b, "gala_gopher_bpf_stats_enabled", NULL, NULL, NULL, NULL, (uint64_t)atoi(tmp));
 	}
@@ -333,7 +318,7 @@ static void render_supervisor(struct gg_buf *b, struct gg_sup *sup)
 		sample_d(b, "gala_gopher_sup_cpu_seconds_total", "mode", "system",
 			 (double)ru.ru_stime.tv_sec + (double)ru.ru_stime.tv_usec / 1e6);
 	}
-	if (read_small("/proc/self/statm", statm, sizeof(statm)) == 0 &&
+	if (gg_read_small("/proc/self/statm", statm, sizeof(statm)) >= 0 &&
 	    sscanf(statm, "%llu %llu", &pages, &rss) == 2) {
 		prom_family_header(b, "gala_gopher_sup_resident_memory_bytes", "resident memory of the supervisor",
 				   "gauge");

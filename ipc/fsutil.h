@@ -1,0 +1,15 @@
+/* fsutil.h - two small file-system helpers the supervisor and the probes share (one copy each). */
+#ifndef GG_FSUTIL_H
+#define GG_FSUTIL_H
+
+#include <stddef.h>
+#include <sys/types.h>
+
+/* mkdir -p with mode for every directory created. 0, or negative errno (errno set too): -ENAMETOOLONG
+ * for an empty path or one of 4096 bytes or more. */
+int gg_mkdir_p(const char *path, mode_t mode);
+/* Read a small file (/proc, /sys) into buf, NUL-terminated, at most len - 1 bytes (len >= 1): the number
+ * of bytes read, or negative errno when it cannot be opened or read. Retries on EINTR. */
+ssize_t gg_read_small(const char *path, char *buf, size_t len);
+
+#endif
