@@ -46,11 +46,12 @@ struct {
 	__type(value, struct sli_task);
 } sli_task_store SEC(".maps");
 
-/* Per cgroup v2 id; LRU so that the map never refuses a new cgroup (dead ones age out). */
+/* Per cgroup v2, in the cgroup itself (freed with it): found through the cgroup's own storage cache,
+ * cheaper than a hash lookup on every switch. Shared by the CPUs: updated with atomic adds. */
 struct {
-	__uint(type, BPF_MAP_TYPE_LRU_PERCPU_HASH);
-	__uint(max_entries, SLI_CGROUPS_MAX);
-	__type(key, __u64);
+	__uint(type, BPF_MAP_TYPE_CGRP_STORAGE);
+	__uint(map_flags, BPF_F_NO_PREALLOC);
+	__type(key, int);
 	__type(value, struct sli_stats);
 } sli_cgrp SEC(".maps");
 
@@ -61,13 +62,15 @@ struct {
 	__type(value, struct sli_stats);
 } sli_node SEC(".maps");
 
-/* Never written: the zero value a new cgroup starts from (too large for the BPF stack). */
+/* Block latency per issuing cgroup v2 id: completions run in interrupt context, where the issuer's
+ * cgroup storage cannot be reached; a per-CPU LRU hash keyed by the id instead (user space sums the
+ * CPUs). */
 struct {
-	__uint(type, BPF_MAP_TYPE_ARRAY);
-	__uint(max_entries, 1);
-	__type(key, __u32);
-	__type(value, struct sli_stats);
-} sli_zero SEC(".maps");
+	__uint(type, BPF_MAP_TYPE_LRU_PERCPU_HASH);
+	__uint(max_entries, SLI_CGROUPS_MAX);
+	__type(key, __u64);
+	__type(value, struct sli_lat);
+} sli_io_cgrp SEC(".maps");
 
 /* Block requests in flight: when they started and the issuing cgroup. */
 struct sli_req {
@@ -82,25 +85,10 @@ struct {
 	__type(value, struct sli_req);
 } sli_inflight SEC(".maps");
 
-/* cgroup v2 id of a task (BTF pointer: direct loads). */
-static __always_inline __u64 task_cgid(const struct task_struct *t)
+/* A task's cgroup v2 stats (created on first use). */
+static __always_inline struct sli_stats *task_cg_stats(struct task_struct *t)
 {
-	return t->cgroups->dfl_cgrp->kn->id;
-}
-
-static __always_inline struct sli_stats *cgrp_stats(__u64 cgid)
-{
-	struct sli_stats *s = bpf_map_lookup_elem(&sli_cgrp, &cgid);
-	__u32 zero = 0;
-
-	if (s)
-		return s;
-	s = bpf_map_lookup_elem(&sli_zero, &zero);
-	if (!s)
-		return NULL;
-	/* A per-CPU update from BPF sets this CPU's copy and zeroes the others. */
-	bpf_map_update_elem(&sli_cgrp, &cgid, s, BPF_NOEXIST);
-	return bpf_map_lookup_elem(&sli_cgrp, &cgid);
+	return bpf_cgrp_storage_get(&sli_cgrp, t->cgroups->dfl_cgrp, 0, BPF_LOCAL_STORAGE_GET_F_CREATE);
 }
 
 static __always_inline struct sli_stats *node_stats(void)
@@ -110,37 +98,53 @@ static __always_inline struct sli_stats *node_stats(void)
 	return bpf_map_lookup_elem(&sli_node, &zero);
 }
 
-/* Per-CPU values: plain adds, no atomics (the program cannot be preempted on its CPU). */
-static __always_inline void lat_add(struct sli_lat *l, __u64 d)
+/* Per-CPU values (the node's): plain adds, no atomics (the program cannot be preempted on its CPU). */
+static __always_inline void lat_add(struct sli_lat *l, __u64 d, __u32 slot)
 {
 	l->ns += d;
-	l->slots[gg_log2_slot(d)]++;
+	if (slot < GG_LOG2_SLOTS)
+		l->slots[slot]++;
 }
 
-static __always_inline void cpu_add(__u64 cgid, int kind, __u64 d)
+/* Shared values (a cgroup's). */
+static __always_inline void lat_add_atomic(struct sli_lat *l, __u64 d, __u32 slot)
+{
+	__sync_fetch_and_add(&l->ns, d);
+	if (slot < GG_LOG2_SLOTS)
+		__sync_fetch_and_add(&l->slots[slot], 1);
+}
+
+/* One latency into the node's and the cgroup's stats (also into cpu_wait when also_wait). */
+static __always_inline void cpu_add(struct sli_stats *cg, int kind, __u64 d, int also_wait)
 {
 	struct sli_stats *s = node_stats();
+	__u32 slot = gg_log2_slot(d);
 
 	if (kind < 0 || kind >= SLI_CPU_N)
 		return;
-	if (s)
-		lat_add(&s->cpu[kind], d);
-	s = cgrp_stats(cgid);
-	if (s)
-		lat_add(&s->cpu[kind], d);
+	if (s) {
+		lat_add(&s->cpu[kind], d, slot);
+		if (also_wait)
+			lat_add(&s->cpu[SLI_CPU_WAIT], d, slot);
+	}
+	if (cg) {
+		lat_add_atomic(&cg->cpu[kind], d, slot);
+		if (also_wait)
+			lat_add_atomic(&cg->cpu[SLI_CPU_WAIT], d, slot);
+	}
 }
 
-static __always_inline void mem_add(__u64 cgid, int kind, __u64 d)
+static __always_inline void mem_add(struct sli_stats *cg, int kind, __u64 d)
 {
 	struct sli_stats *s = node_stats();
+	__u32 slot = gg_log2_slot(d);
 
 	if (kind < 0 || kind >= SLI_MEM_N)
 		return;
 	if (s)
-		lat_add(&s->mem[kind], d);
-	s = cgrp_stats(cgid);
-	if (s)
-		lat_add(&s->mem[kind], d);
+		lat_add(&s->mem[kind], d, slot);
+	if (cg)
+		lat_add_atomic(&cg->mem[kind], d, slot);
 }
 
 /* ---- CPU ------------------------------------------------------------------------------------------ */
@@ -151,23 +155,14 @@ int BPF_PROG(sli_switch, bool preempt, struct task_struct *prev, struct task_str
 	__u64 now = bpf_ktime_get_ns(), epoch = sli_epoch_ns;
 	struct sli_task *t;
 
+	/* prev: when and how it left the CPU; a long slice without user time is long system time. */
 	if (prev->pid) {
 		t = bpf_task_storage_get(&sli_task_store, prev, 0, BPF_LOCAL_STORAGE_GET_F_CREATE);
 		if (t) {
-			__u64 cgid = task_cgid(prev);
+			__u64 on = t->on_ts;
 
-			if (t->on_ts >= epoch && t->on_ts && now > t->on_ts) {
-				__u64 slice = now - t->on_ts;
-				struct sli_stats *s = cgrp_stats(cgid);
-
-				if (s)
-					s->oncpu_ns += slice;
-				s = node_stats();
-				if (s)
-					s->oncpu_ns += slice;
-				if (slice >= SLI_LONGSYS_NS && prev->utime == t->utime)
-					cpu_add(cgid, SLI_CPU_LONGSYS, slice);
-			}
+			if (on >= epoch && on && now - on >= SLI_LONGSYS_NS && prev->utime == t->utime)
+				cpu_add(task_cg_stats(prev), SLI_CPU_LONGSYS, now - on, 0);
 			t->ts = now;
 			t->on_ts = 0;
 			/* Preempted (or yielding): still on its run queue. TASK_IDLE (D + NOLOAD) is an idle
@@ -182,18 +177,14 @@ int BPF_PROG(sli_switch, bool preempt, struct task_struct *prev, struct task_str
 				t->state = ST_NONE;
 		}
 	}
+	/* next: the end of its run-queue delay. */
 	if (!next->pid)
 		return 0;
 	t = bpf_task_storage_get(&sli_task_store, next, 0, 0);
 	if (!t)
 		return 0;
-	if ((t->state == ST_PREEMPTED || t->state == ST_WOKEN) && t->ts >= epoch && now > t->ts) {
-		__u64 d = now - t->ts, cgid = task_cgid(next);
-
-		cpu_add(cgid, SLI_CPU_RUNDELAY, d);
-		if (t->state == ST_PREEMPTED)
-			cpu_add(cgid, SLI_CPU_WAIT, d);
-	}
+	if ((t->state == ST_PREEMPTED || t->state == ST_WOKEN) && t->ts >= epoch && now > t->ts)
+		cpu_add(task_cg_stats(next), SLI_CPU_RUNDELAY, now - t->ts, t->state == ST_PREEMPTED);
 	t->state = ST_NONE;
 	t->on_ts = now;
 	t->utime = next->utime;
@@ -223,7 +214,7 @@ static __always_inline void woken(struct task_struct *p, __u64 flags)
 	else
 		return; /* running or already runnable (a wakeup of a task still on its run queue) */
 	if (t->ts >= sli_epoch_ns && now > t->ts)
-		cpu_add(task_cgid(p), kind, now - t->ts);
+		cpu_add(task_cg_stats(p), kind, now - t->ts, 0);
 	t->state = ST_WOKEN;
 	t->ts = now;
 }
@@ -262,7 +253,7 @@ static __always_inline void reclaim_end(void)
 	if (!t || !t->reclaim_ts)
 		return;
 	if (t->reclaim_ts >= sli_epoch_ns && now > t->reclaim_ts)
-		mem_add(bpf_get_current_cgroup_id(), SLI_MEM_RECLAIM, now - t->reclaim_ts);
+		mem_add(task_cg_stats(cur), SLI_MEM_RECLAIM, now - t->reclaim_ts);
 	t->reclaim_ts = 0;
 }
 
@@ -320,7 +311,7 @@ int BPF_PROG(sli_compact_end)
 	if (!t || !t->compact_ts)
 		return 0;
 	if (t->compact_ts >= sli_epoch_ns && now > t->compact_ts)
-		mem_add(bpf_get_current_cgroup_id(), SLI_MEM_COMPACT, now - t->compact_ts);
+		mem_add(task_cg_stats(cur), SLI_MEM_COMPACT, now - t->compact_ts);
 	t->compact_ts = 0;
 	return 0;
 }
@@ -341,20 +332,29 @@ int BPF_PROG(sli_io_start, struct request *rq)
 SEC("tp_btf/block_io_done")
 int BPF_PROG(sli_io_done, struct request *rq)
 {
-	__u64 key = (__u64)rq, now = bpf_ktime_get_ns(), d;
+	__u64 key = (__u64)rq, now = bpf_ktime_get_ns();
 	struct sli_req *r = bpf_map_lookup_elem(&sli_inflight, &key);
 	struct sli_stats *s;
 
 	if (!r)
 		return 0;
 	if (r->ts >= sli_epoch_ns && now > r->ts) {
-		d = now - r->ts;
+		__u64 d = now - r->ts, cgid = r->cgid;
+		__u32 slot = gg_log2_slot(d);
+		struct sli_lat *l;
+
 		s = node_stats();
 		if (s)
-			lat_add(&s->io, d);
-		s = cgrp_stats(r->cgid);
-		if (s)
-			lat_add(&s->io, d);
+			lat_add(&s->io, d, slot);
+		l = bpf_map_lookup_elem(&sli_io_cgrp, &cgid);
+		if (!l) {
+			struct sli_lat zero = {};
+
+			bpf_map_update_elem(&sli_io_cgrp, &cgid, &zero, BPF_NOEXIST);
+			l = bpf_map_lookup_elem(&sli_io_cgrp, &cgid);
+		}
+		if (l)
+			lat_add(l, d, slot);
 	}
 	bpf_map_delete_elem(&sli_inflight, &key);
 	return 0;

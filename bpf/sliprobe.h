@@ -37,7 +37,6 @@ struct sli_lat {
 
 /* Per CPU (a per-CPU map value): user space sums the CPUs. */
 struct sli_stats {
-	__u64 oncpu_ns; /* CPU time of the cgroup's tasks (for cpu_busy) */
 	struct sli_lat cpu[SLI_CPU_N];
 	struct sli_lat mem[SLI_MEM_N];
 	struct sli_lat io;

@@ -3,11 +3,13 @@
  * latency, from scheduler, vmscan, compaction and block tracepoints (no schedstats, no kprobes). */
 #include <errno.h>
 #include <fcntl.h>
+#include <ftw.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
 #include <unistd.h>
+#include <sys/stat.h>
 
 #include <linux/types.h>
 
@@ -19,14 +21,12 @@
 #include "sliprobe.skel.h"
 #include "probe.h"
 
-#define PROBE_NAME    "sli"
-#define PROG	      "sliprobe"
-#define NODE_KEY      "sli_node_key"
-#define HIST_FIRST    9u  /* bucket 0: below 1024 ns */
-#define HIST_N	      22u /* last bucket: below 2^31 ns (2.1 s); longer ones are the overflow */
-#define DUMP_BATCH    64u
-#define CACHE_SLOTS   8192u /* twice SLI_CGROUPS_MAX: open addressing stays short */
-#define FILEID_KERNFS 0xfe
+#define PROBE_NAME  "sli"
+#define PROG	    "sliprobe"
+#define NODE_KEY    "sli_node_key"
+#define HIST_FIRST  9u	  /* bucket 0: below 1024 ns */
+#define HIST_N	    22u	  /* last bucket: below 2^31 ns (2.1 s); longer ones are the overflow */
+#define CACHE_SLOTS 8192u /* twice SLI_CGROUPS_MAX: open addressing stays short */
 
 extern const struct gg_contract gg_contract_sliprobe;
 #define CONTRACT  (&gg_contract_sliprobe)
@@ -37,9 +37,8 @@ extern const struct gg_contract gg_contract_sliprobe;
 struct cg_info {
 	__u64 cgid; /* 0: free slot */
 	char path[256];
-	char cid[13];	     /* 12 hex digits, "" when the path names no container */
-	int resolved;	     /* path looked up (it may have failed: path "") */
-	__u64 prev_oncpu_ns; /* at the previous report */
+	char cid[13];		/* 12 hex digits, "" when the path names no container */
+	uint64_t prev_usage_us; /* cpu.stat usage_usec at the previous report */
 	uint64_t prev_ms;
 };
 
@@ -51,9 +50,9 @@ struct sli_ctx {
 	int stats_fd;
 	struct gg_bpf_stats_prev stats_prev[16];
 	int ncpus;
-	__u64 *keys;
-	struct sli_stats *vals; /* DUMP_BATCH * ncpus */
+	struct sli_stats *vals; /* ncpus (the node's per-CPU values) */
 	struct sli_stats sum;
+	struct sli_lat *io_vals; /* ncpus */
 	struct gg_scope scope;
 	struct cg_info *cache; /* CACHE_SLOTS */
 	unsigned int ncache;
@@ -195,37 +194,6 @@ static void container_of_path(const char *path, char *cid, size_t len)
 	}
 }
 
-/* Path of cgroup cgid below the cgroup2 mount: open_by_handle_at with a kernfs file handle (the id),
- * then the fd's link. 0 or negative errno. */
-static int cgroup_path(struct sli_ctx *ctx, __u64 cgid, char *buf, size_t len)
-{
-	struct {
-		struct file_handle fh;
-		__u64 id;
-	} h = {.fh = {.handle_bytes = sizeof(__u64), .handle_type = FILEID_KERNFS}};
-	char link[64], target[512];
-	size_t mlen = strlen(ctx->cg_mnt);
-	ssize_t n;
-	int fd;
-
-	if (ctx->cg_mnt_fd < 0)
-		return -ENOENT;
-	memcpy(h.fh.f_handle, &cgid, sizeof(cgid));
-	fd = open_by_handle_at(ctx->cg_mnt_fd, &h.fh, O_RDONLY);
-	if (fd < 0)
-		return -errno;
-	snprintf(link, sizeof(link), "/proc/self/fd/%d", fd);
-	n = readlink(link, target, sizeof(target) - 1);
-	close(fd);
-	if (n < 0)
-		return -errno;
-	target[n] = 0;
-	if (strncmp(target, ctx->cg_mnt, mlen))
-		return -ENOENT;
-	snprintf(buf, len, "%s", target[mlen] ? target + mlen : "/");
-	return 0;
-}
-
 static struct cg_info *cache_get(struct sli_ctx *ctx, __u64 cgid)
 {
 	unsigned int i = (unsigned int)((cgid * 0x9E3779B97F4A7C15ull) >> 51) % CACHE_SLOTS;
@@ -249,16 +217,6 @@ static struct cg_info *cache_get(struct sli_ctx *ctx, __u64 cgid)
 	return NULL;
 }
 
-static void resolve(struct sli_ctx *ctx, struct cg_info *c)
-{
-	if (c->resolved)
-		return;
-	c->resolved = 1;
-	if (cgroup_path(ctx, c->cgid, c->path, sizeof(c->path)))
-		c->path[0] = 0;
-	container_of_path(c->path, c->cid, sizeof(c->cid));
-}
-
 static int in_scope(const struct sli_ctx *ctx, __u64 cgid)
 {
 	for (uint32_t i = 0; i < ctx->scope.ncgrp; i++)
@@ -278,6 +236,19 @@ static double cgroup_cores(const struct sli_ctx *ctx, const struct cg_info *c)
 	if (probe_read_file(path, &b, 256) == 0 && sscanf(b.data, "%llu %llu", &quota, &period) == 2 && period)
 		return (double)quota / (double)period;
 	return (double)ctx->node_cores;
+}
+
+/* CPU time of a cgroup's tasks (cgroup v2 cpu.stat usage_usec: there without the cpu controller too). */
+static uint64_t cgroup_usage_us(const struct sli_ctx *ctx, const struct cg_info *c)
+{
+	static struct probe_buf b;
+	char path[600];
+	unsigned long long us = 0;
+
+	snprintf(path, sizeof(path), "%s%s/cpu.stat", ctx->cg_mnt, c->path);
+	if (probe_read_file(path, &b, 4096) == 0)
+		(void)sscanf(b.data, "usage_usec %llu", &us);
+	return us;
 }
 
 /* ---- records ---------------------------------------------------------------------------------- */
@@ -380,43 +351,69 @@ static void report_node(struct sli_ctx *ctx)
 		emit_all(ctx, NULL, &ctx->sum, busy, (double)ctx->node_cores);
 }
 
+/* nftw has no argument for its callback: the report in progress. */
+static struct sli_ctx *walk_ctx;
+
+/* One cgroup directory of the walk: its tables when it is a container or in scope. */
+static int walk_one(const char *fpath, const struct stat *sb, int type, struct FTW *ftw)
+{
+	struct sli_ctx *ctx = walk_ctx;
+	const char *rel = fpath + strlen(ctx->cg_mnt);
+	char cid[13];
+	struct cg_info *c;
+	double busy = 0, cores;
+	uint64_t usage, now = probe_now_mono_ms();
+	__u64 cgid = sb->st_ino;
+	int fd, scoped;
+
+	(void)ftw;
+	if (type != FTW_D)
+		return 0;
+	scoped = !ctx->scope.all && in_scope(ctx, cgid);
+	container_of_path(rel, cid, sizeof(cid));
+	if (!(scoped || (cid[0] && ctx->scope.all)))
+		return 0;
+	c = cache_get(ctx, cgid);
+	if (!c)
+		return 0;
+	if (strcmp(c->path, rel[0] ? rel : "/")) {
+		snprintf(c->path, sizeof(c->path), "%s", rel[0] ? rel : "/");
+		memcpy(c->cid, cid, sizeof(cid));
+		c->prev_ms = 0;
+	}
+	/* The cgroup storage map is keyed by a cgroup directory's fd; no storage yet: no event yet. */
+	fd = open(fpath, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	if (fd < 0)
+		return 0;
+	if (bpf_map_lookup_elem(bpf_map__fd(ctx->skel->maps.sli_cgrp), &fd, &ctx->sum))
+		memset(&ctx->sum, 0, sizeof(ctx->sum));
+	close(fd);
+	memset(&ctx->sum.io, 0, sizeof(ctx->sum.io));
+	if (bpf_map_lookup_elem(bpf_map__fd(ctx->skel->maps.sli_io_cgrp), &cgid, ctx->io_vals) == 0)
+		for (int i = 0; i < ctx->ncpus; i++) {
+			ctx->sum.io.ns += ctx->io_vals[i].ns;
+			for (int k = 0; k < GG_LOG2_SLOTS; k++)
+				ctx->sum.io.slots[k] += ctx->io_vals[i].slots[k];
+		}
+	cores = cgroup_cores(ctx, c);
+	usage = cgroup_usage_us(ctx, c);
+	if (c->prev_ms && now > c->prev_ms && cores > 0 && usage >= c->prev_usage_us)
+		busy = 100.0 * (double)(usage - c->prev_usage_us) / ((double)(now - c->prev_ms) * 1e3 * cores);
+	c->prev_usage_us = usage;
+	c->prev_ms = now;
+	emit_all(ctx, c, &ctx->sum, busy, cores);
+	return 0;
+}
+
+/* Container rows: a walk of the cgroup2 tree (the storage map cannot be iterated from user space). */
 static void report_cgroups(struct sli_ctx *ctx)
 {
-	struct gg_bpf_dump_cursor cur = {0};
-	int fd = bpf_map__fd(ctx->skel->maps.sli_cgrp);
-	uint32_t vsz = (uint32_t)(sizeof(struct sli_stats) * (size_t)ctx->ncpus);
-	uint64_t now = probe_now_mono_ms();
-
-	while (!cur.done) {
-		uint32_t n = 0;
-		int err = gg_bpf_map_dump(fd, &cur, ctx->keys, ctx->vals, sizeof(__u64), vsz, DUMP_BATCH, &n, 0);
-
-		if (err) {
-			probe_log(PLOG_WARN, "reading sli_cgrp: %s", strerror(-err));
-			return;
-		}
-		for (uint32_t i = 0; i < n; i++) {
-			struct cg_info *c = cache_get(ctx, ctx->keys[i]);
-			int scoped = !ctx->scope.all && in_scope(ctx, ctx->keys[i]);
-			double busy = 0, cores;
-
-			if (!c)
-				continue;
-			resolve(ctx, c);
-			/* Containers, or what the scope names; never a cgroup whose path is unknown. */
-			if (!c->path[0] || !(scoped || (c->cid[0] && ctx->scope.all)))
-				continue;
-			sum_cpus((const struct sli_stats *)((const char *)ctx->vals + (size_t)i * vsz), ctx->ncpus,
-				 &ctx->sum);
-			cores = cgroup_cores(ctx, c);
-			if (c->prev_ms && now > c->prev_ms && cores > 0 && ctx->sum.oncpu_ns >= c->prev_oncpu_ns)
-				busy = 100.0 * (double)(ctx->sum.oncpu_ns - c->prev_oncpu_ns) /
-				       ((double)(now - c->prev_ms) * 1e6 * cores);
-			c->prev_oncpu_ns = ctx->sum.oncpu_ns;
-			c->prev_ms = now;
-			emit_all(ctx, c, &ctx->sum, busy, cores);
-		}
-	}
+	if (ctx->cg_mnt_fd < 0)
+		return;
+	walk_ctx = ctx;
+	if (nftw(ctx->cg_mnt, walk_one, 16, FTW_PHYS | FTW_MOUNT))
+		probe_log(PLOG_WARN, "walking %s: %s", ctx->cg_mnt, strerror(errno));
+	walk_ctx = NULL;
 }
 
 /* One report period (probe_rt__run_periodic). */
@@ -472,10 +469,10 @@ int main(int argc, char **argv)
 		probe_log(PLOG_ERROR, "cannot count the CPUs");
 		goto out;
 	}
-	ctx.keys = calloc(DUMP_BATCH, sizeof(*ctx.keys));
-	ctx.vals = calloc((size_t)DUMP_BATCH * (size_t)ctx.ncpus, sizeof(*ctx.vals));
+	ctx.vals = calloc((size_t)ctx.ncpus, sizeof(*ctx.vals));
+	ctx.io_vals = calloc((size_t)ctx.ncpus, sizeof(*ctx.io_vals));
 	ctx.cache = calloc(CACHE_SLOTS, sizeof(*ctx.cache));
-	if (!ctx.keys || !ctx.vals || !ctx.cache) {
+	if (!ctx.vals || !ctx.io_vals || !ctx.cache) {
 		probe_log(PLOG_ERROR, "out of memory");
 		goto out;
 	}
@@ -505,8 +502,8 @@ out:
 	if (ctx.cg_mnt_fd >= 0)
 		close(ctx.cg_mnt_fd);
 	sliprobe__destroy(ctx.skel);
-	free(ctx.keys);
 	free(ctx.vals);
+	free(ctx.io_vals);
 	free(ctx.cache);
 	probe_rt__free(ctx.rt);
 	return status;
