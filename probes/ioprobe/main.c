@@ -365,8 +365,7 @@ int main(int argc, char **argv)
 	char names[64];
 
 	probe_log_setup(PROBE_NAME, PLOG_INFO);
-	gg_params__defaults(CONTRACT->params, CONTRACT->nparams, &ctx.base);
-	ctx.base.subprobes = gg_contract__default_subprobes(CONTRACT);
+	probe_conf__defaults(CONTRACT, &ctx.base, &ctx.base.subprobes);
 	ctx.stats_fd = -1;
 	ret = parse_args(argc, argv, &ctx, &level, &bpf_stats);
 	if (ret >= 0)

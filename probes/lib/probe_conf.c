@@ -152,6 +152,12 @@ void gg_subprobes_str(unsigned int bits, const struct gg_subprobe *tab, size_t n
 		snprintf(buf, len, "none");
 }
 
+void probe_conf__defaults(const struct gg_contract *c, void *conf, unsigned int *subprobes)
+{
+	gg_params__defaults(c->params, c->nparams, conf);
+	*subprobes = gg_contract__default_subprobes(c);
+}
+
 int probe_conf__apply(const struct gg_contract *c, const struct gg_ctrl_msg *m, void *conf, unsigned int *ret_subprobes)
 {
 	char err[160], names[256];

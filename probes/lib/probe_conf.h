@@ -47,6 +47,10 @@ int gg_opt_common(const char *prog, int c, const char *arg, const struct gg_opts
 /* "a,b,c" of the names whose bits are set ("none" when none). */
 void gg_subprobes_str(unsigned int bits, const struct gg_subprobe *tab, size_t n, char *buf, size_t len);
 
+/* The contract's defaults: every stored parameter's binary default into conf, the default sub-probes
+ * into *subprobes. */
+void probe_conf__defaults(const struct gg_contract *c, void *conf, unsigned int *subprobes);
+
 /*
  * A control message into a probe's configuration by its contract: conf (the caller's copy of its
  * command-line configuration) takes the message's params (gg_params__parse, c->params); *ret_subprobes

@@ -493,8 +493,7 @@ int main(int argc, char **argv)
 	int ret = 1, err;
 
 	probe_log_setup(PROBE_NAME, PLOG_INFO);
-	gg_params__defaults(CONTRACT->params, CONTRACT->nparams, &ctx.base);
-	ctx.base.events = gg_contract__default_subprobes(CONTRACT);
+	probe_conf__defaults(CONTRACT, &ctx.base, &ctx.base.events);
 	ctx.base.store_period_s = 10; /* the probe's own options (not parameters) */
 	ctx.base.pyro_period_s = 30;
 	gg_scope__init(&ctx.base_scope);

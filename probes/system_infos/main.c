@@ -131,8 +131,7 @@ int main(int argc, char **argv)
 	int ret;
 
 	probe_log_setup(PROBE_NAME, PLOG_INFO);
-	gg_params__defaults(CONTRACT->params, CONTRACT->nparams, &ctx.base);
-	ctx.base.subprobes = gg_contract__default_subprobes(CONTRACT);
+	probe_conf__defaults(CONTRACT, &ctx.base, &ctx.base.subprobes);
 	gg_scope__init(&ctx.base.scope);
 	ret = parse_args(argc, argv, &ctx.base, &ctx.comm, &level);
 	if (ret >= 0)

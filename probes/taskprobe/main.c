@@ -202,8 +202,7 @@ int main(int argc, char **argv)
 
 	probe_log_setup(PROBE_NAME, PLOG_INFO);
 	ctx.stats_fd = -1;
-	gg_params__defaults(CONTRACT->params, CONTRACT->nparams, &ctx.base);
-	ctx.base.subs = gg_contract__default_subprobes(CONTRACT);
+	probe_conf__defaults(CONTRACT, &ctx.base, &ctx.base.subs);
 	gg_scope__init(&ctx.base.scope);
 	ret = parse_args(argc, argv, &ctx, &level, &stats);
 	if (ret >= 0)

@@ -21,9 +21,6 @@ extern const struct gg_contract gg_contract_tcpprobe;
 #define CONTRACT  (&gg_contract_tcpprobe)
 #define SUBPROBES (CONTRACT->subprobes)
 #define NSUB	  (CONTRACT->nsubprobes)
-/* Without -P or a live "probe" list: every table but tcp_delay, and no per-segment or per-send hook
- * (RTT histograms and zero windows come from the per-report snapshot). */
-#define SP_DEFAULT gg_contract__default_subprobes(CONTRACT)
 
 /* Closed links are drained from the kernel every DRAIN_MIN_MS..DRAIN_MAX_MS (drain_tick). */
 #define DRAIN_MIN_MS 25u
@@ -456,8 +453,7 @@ int main(int argc, char **argv)
 	char names[160];
 
 	probe_log_setup(PROBE_NAME, PLOG_INFO);
-	gg_params__defaults(CONTRACT->params, CONTRACT->nparams, &ctx.base);
-	ctx.base.subprobes = SP_DEFAULT;
+	probe_conf__defaults(CONTRACT, &ctx.base, &ctx.base.subprobes);
 	gg_scope__init(&ctx.base_scope);
 	ctx.stats_fd = -1;
 	ret = parse_args(argc, argv, &ctx, &level, &max_links, &bpf_stats);
