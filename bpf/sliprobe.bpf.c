@@ -85,10 +85,15 @@ struct {
 	__type(value, struct sli_req);
 } sli_inflight SEC(".maps");
 
-/* A task's cgroup v2 stats (created on first use). */
+/* A task's cgroup v2 stats (created on first use); NULL for the root cgroup. */
 static __always_inline struct sli_stats *task_cg_stats(struct task_struct *t)
 {
-	return bpf_cgrp_storage_get(&sli_cgrp, t->cgroups->dfl_cgrp, 0, BPF_LOCAL_STORAGE_GET_F_CREATE);
+	struct cgroup *cg = t->cgroups->dfl_cgrp;
+
+	/* The root cgroup is the node minus the containers: the node's stats say it; no lookup. */
+	if (!cg || !cg->level)
+		return NULL;
+	return bpf_cgrp_storage_get(&sli_cgrp, cg, 0, BPF_LOCAL_STORAGE_GET_F_CREATE);
 }
 
 static __always_inline struct sli_stats *node_stats(void)
