@@ -349,3 +349,23 @@ def test_sli_bio_latency_agrees_with_ioprobe():
 
 
 test_sli_bio_latency_agrees_with_ioprobe.timeout = 120
+
+
+def test_sli_container_id_snooper_scopes_rows():
+    """snoopers.container_id (gala-gopher's example form {"container_id": "..."}): only that container's
+    cgroup gets rows; another container beside it, busy as well, gets none."""
+    with Container() as a, Container() as b:
+        conf = {"snoopers": {"container_id": [{"container_id": a.cid()}]}, "params": {"report_period": 5},
+                "state": "running"}
+        with Sli(conf) as s:
+            t0 = time.time() * 1000
+            for c in (a, b):
+                c.spawn([sys.executable, "-c", BUSY % 1.0], stdin=subprocess.PIPE, stdout=subprocess.DEVNULL)
+            g = s.wait_row("sli_cpu_container_gauge", t0, "the snooped container's row", container_id=a.cid())
+            check(float(g["cpu_rundelay"]) >= 0 and g["cgroup_path"] == a.rel, "row of a: %r" % g)
+            s.wait_row("sli_cpu_container_gauge", g["timestamp"], "a second report", container_id=a.cid())
+            others = {r["container_id"] for r in s.rows("sli_cpu_container_gauge")}
+            check(others == {a.cid()}, "only the snooped container: %r" % others)
+
+
+test_sli_container_id_snooper_scopes_rows.timeout = 60
