@@ -19,23 +19,23 @@ char LICENSE[] SEC("license") = "GPL";
  * attaches): their deltas span a time the probe was not watching and are dropped. */
 volatile __u64 sli_epoch_ns;
 
-/* What a task is doing since ts (task storage). */
+/* How a task left the CPU last time (task storage). */
 enum sli_task_state {
 	ST_NONE = 0,
-	ST_PREEMPTED, /* runnable, switched out while running */
-	ST_WOKEN,     /* runnable, woken */
+	ST_PREEMPTED, /* still runnable: preempted or yielding */
 	ST_SLEEP,
 	ST_IOWAIT,
 	ST_BLOCK,
 };
 
 struct sli_task {
-	__u64 ts;	  /* when the state began */
-	__u64 on_ts;	  /* when the task last went on a CPU */
+	__u64 out_ts;	  /* when it last left a CPU (bpf_ktime_get_ns) */
+	__u64 run_delay;  /* its sched_info.run_delay then */
 	__u64 utime;	  /* its utime then */
+	__u64 epoch;	  /* sli_epoch_ns when these were taken (0: never) */
 	__u64 reclaim_ts; /* in reclaim since (0: not) */
 	__u64 compact_ts; /* in compaction since (0: not) */
-	__u32 state;
+	__u32 state;	  /* enum sli_task_state */
 	__u32 pad;
 };
 
@@ -119,23 +119,44 @@ static __always_inline void lat_add_atomic(struct sli_lat *l, __u64 d, __u32 slo
 		__sync_fetch_and_add(&l->slots[slot], 1);
 }
 
-/* One latency into the node's and the cgroup's stats (also into cpu_wait when also_wait). */
-static __always_inline void cpu_add(struct sli_stats *cg, int kind, __u64 d, int also_wait)
-{
-	struct sli_stats *s = node_stats();
-	__u32 slot = gg_log2_slot(d);
+/* What one switch-out found for a task, added to the node's and its cgroup's stats at once. */
+struct cpu_delta {
+	__u64 rundelay; /* run-queue delay since its last switch-out */
+	__u64 off;	/* the sleep or block before that delay (0: none) */
+	__u64 longsys;	/* the slice that just ended, when it was long system time (0: not) */
+	int off_kind;	/* SLI_CPU_SLEEP, _IOWAIT or _BLOCK */
+	int preempted;	/* the run-queue delay followed a preemption (cpu_wait too) */
+};
 
-	if (kind < 0 || kind >= SLI_CPU_N)
-		return;
-	if (s) {
-		lat_add(&s->cpu[kind], d, slot);
-		if (also_wait)
-			lat_add(&s->cpu[SLI_CPU_WAIT], d, slot);
+static __always_inline void cpu_stats_add(struct sli_stats *s, const struct cpu_delta *d, int atomic)
+{
+	int k = d->off_kind;
+
+	if (d->rundelay) {
+		__u32 slot = gg_log2_slot(d->rundelay);
+
+		if (atomic)
+			lat_add_atomic(&s->cpu[SLI_CPU_RUNDELAY], d->rundelay, slot);
+		else
+			lat_add(&s->cpu[SLI_CPU_RUNDELAY], d->rundelay, slot);
+		if (d->preempted) {
+			if (atomic)
+				lat_add_atomic(&s->cpu[SLI_CPU_WAIT], d->rundelay, slot);
+			else
+				lat_add(&s->cpu[SLI_CPU_WAIT], d->rundelay, slot);
+		}
 	}
-	if (cg) {
-		lat_add_atomic(&cg->cpu[kind], d, slot);
-		if (also_wait)
-			lat_add_atomic(&cg->cpu[SLI_CPU_WAIT], d, slot);
+	if (d->off && k >= SLI_CPU_SLEEP && k <= SLI_CPU_BLOCK) {
+		if (atomic)
+			lat_add_atomic(&s->cpu[k], d->off, gg_log2_slot(d->off));
+		else
+			lat_add(&s->cpu[k], d->off, gg_log2_slot(d->off));
+	}
+	if (d->longsys) {
+		if (atomic)
+			lat_add_atomic(&s->cpu[SLI_CPU_LONGSYS], d->longsys, gg_log2_slot(d->longsys));
+		else
+			lat_add(&s->cpu[SLI_CPU_LONGSYS], d->longsys, gg_log2_slot(d->longsys));
 	}
 }
 
@@ -154,87 +175,74 @@ static __always_inline void mem_add(struct sli_stats *cg, int kind, __u64 d)
 
 /* ---- CPU ------------------------------------------------------------------------------------------ */
 
+#define SCHED_NORMAL 0
+#define SCHED_BATCH  3
+#define SCHED_IDLE   5
+
+/*
+ * Everything at the switch-out of prev, nothing at switch-in or wakeup: since its last switch-out the
+ * task was off the CPU (asleep or blocked, as it left then), waited on a run queue and ran one slice.
+ * The kernel keeps the run-queue delay itself (sched_info.run_delay: what /proc/<pid>/schedstat shows,
+ * maintained without kernel.sched_schedstats) and the slice's length (se.sum_exec_runtime -
+ * se.prev_sum_exec_runtime, fair class); the off-CPU time is the time since the last switch-out less
+ * both. One program run and one task storage lookup per context switch.
+ */
 SEC("tp_btf/sched_switch")
 int BPF_PROG(sli_switch, bool preempt, struct task_struct *prev, struct task_struct *next, unsigned int prev_state)
 {
-	__u64 now = bpf_ktime_get_ns(), epoch = sli_epoch_ns;
+	__u64 now, epoch = sli_epoch_ns, rd, ut, slice = 0;
+	struct cpu_delta d = {};
 	struct sli_task *t;
+	unsigned int pol;
 
-	/* prev: when and how it left the CPU; a long slice without user time is long system time. */
-	if (prev->pid) {
-		t = bpf_task_storage_get(&sli_task_store, prev, 0, BPF_LOCAL_STORAGE_GET_F_CREATE);
-		if (t) {
-			__u64 on = t->on_ts;
-
-			if (on >= epoch && on && now - on >= SLI_LONGSYS_NS && prev->utime == t->utime)
-				cpu_add(task_cg_stats(prev), SLI_CPU_LONGSYS, now - on, 0);
-			t->ts = now;
-			t->on_ts = 0;
-			/* Preempted (or yielding): still on its run queue. TASK_IDLE (D + NOLOAD) is an idle
-			 * kernel thread's sleep, not a block. Stopped, traced, dead: not tracked. */
-			if (preempt || !prev_state)
-				t->state = ST_PREEMPTED;
-			else if ((prev_state & TASK_UNINTERRUPTIBLE) && !(prev_state & TASK_NOLOAD))
-				t->state = BPF_CORE_READ_BITFIELD(prev, in_iowait) ? ST_IOWAIT : ST_BLOCK;
-			else if (prev_state & (TASK_INTERRUPTIBLE | TASK_UNINTERRUPTIBLE))
-				t->state = ST_SLEEP;
-			else
-				t->state = ST_NONE;
+	if (!prev->pid)
+		return 0;
+	t = bpf_task_storage_get(&sli_task_store, prev, 0, BPF_LOCAL_STORAGE_GET_F_CREATE);
+	if (!t)
+		return 0;
+	now = bpf_ktime_get_ns();
+	rd = prev->sched_info.run_delay;
+	ut = prev->utime;
+	pol = prev->policy;
+	if (pol == SCHED_NORMAL || pol == SCHED_BATCH || pol == SCHED_IDLE)
+		slice = prev->se.sum_exec_runtime - prev->se.prev_sum_exec_runtime;
+	if (t->epoch == epoch) {
+		d.rundelay = rd - t->run_delay;
+		d.preempted = t->state == ST_PREEMPTED;
+		if (t->state >= ST_SLEEP && now > t->out_ts + slice + d.rundelay) {
+			d.off = now - t->out_ts - slice - d.rundelay;
+			d.off_kind = t->state == ST_SLEEP ? SLI_CPU_SLEEP
+							  : (t->state == ST_IOWAIT ? SLI_CPU_IOWAIT : SLI_CPU_BLOCK);
 		}
+		if (slice >= SLI_LONGSYS_NS && ut == t->utime)
+			d.longsys = slice;
+	} else if (epoch && prev->start_time >= epoch) {
+		/* born while watched: every wait of its life is ours (its first one included) */
+		d.rundelay = rd;
 	}
-	/* next: the end of its run-queue delay. */
-	if (!next->pid)
-		return 0;
-	t = bpf_task_storage_get(&sli_task_store, next, 0, 0);
-	if (!t)
-		return 0;
-	if ((t->state == ST_PREEMPTED || t->state == ST_WOKEN) && t->ts >= epoch && now > t->ts)
-		cpu_add(task_cg_stats(next), SLI_CPU_RUNDELAY, now - t->ts, t->state == ST_PREEMPTED);
-	t->state = ST_NONE;
-	t->on_ts = now;
-	t->utime = next->utime;
-	return 0;
-}
+	if (d.rundelay || d.off || d.longsys) {
+		struct sli_stats *s = node_stats();
 
-/* A sleeping task becomes runnable: its sleep ends and its run-queue delay begins. */
-static __always_inline void woken(struct task_struct *p, __u64 flags)
-{
-	__u64 now = bpf_ktime_get_ns();
-	struct sli_task *t = bpf_task_storage_get(&sli_task_store, p, 0, flags);
-	int kind;
-
-	if (!t)
-		return;
-	if (flags) { /* a new task: runnable from now */
-		t->state = ST_WOKEN;
-		t->ts = now;
-		return;
+		if (s)
+			cpu_stats_add(s, &d, 0);
+		s = task_cg_stats(prev);
+		if (s)
+			cpu_stats_add(s, &d, 1);
 	}
-	if (t->state == ST_SLEEP)
-		kind = SLI_CPU_SLEEP;
-	else if (t->state == ST_IOWAIT)
-		kind = SLI_CPU_IOWAIT;
-	else if (t->state == ST_BLOCK)
-		kind = SLI_CPU_BLOCK;
+	t->out_ts = now;
+	t->run_delay = rd;
+	t->utime = ut;
+	t->epoch = epoch;
+	/* TASK_IDLE (D + NOLOAD) is an idle kernel thread's sleep, not a block. Stopped, traced, dead:
+	 * not tracked. */
+	if (preempt || !prev_state)
+		t->state = ST_PREEMPTED;
+	else if ((prev_state & TASK_UNINTERRUPTIBLE) && !(prev_state & TASK_NOLOAD))
+		t->state = BPF_CORE_READ_BITFIELD(prev, in_iowait) ? ST_IOWAIT : ST_BLOCK;
+	else if (prev_state & (TASK_INTERRUPTIBLE | TASK_UNINTERRUPTIBLE))
+		t->state = ST_SLEEP;
 	else
-		return; /* running or already runnable (a wakeup of a task still on its run queue) */
-	if (t->ts >= sli_epoch_ns && now > t->ts)
-		cpu_add(task_cg_stats(p), kind, now - t->ts, 0);
-	t->state = ST_WOKEN;
-	t->ts = now;
-}
-
-SEC("tp_btf/sched_wakeup")
-int BPF_PROG(sli_wakeup, struct task_struct *p)
-{
-	woken(p, 0);
-	return 0;
-}
-
-SEC("tp_btf/sched_wakeup_new")
-int BPF_PROG(sli_wakeup_new, struct task_struct *p)
-{
-	woken(p, BPF_LOCAL_STORAGE_GET_F_CREATE);
+		t->state = ST_NONE;
 	return 0;
 }
 
@@ -334,15 +342,24 @@ int BPF_PROG(sli_io_start, struct request *rq)
 	return 0;
 }
 
-SEC("tp_btf/block_io_done")
-int BPF_PROG(sli_io_done, struct request *rq)
+/* The request's final completion (a partial one leaves bytes to go): latency from its allocation
+ * (start_time_ns, the block layer's own stamp, as ioprobe measures it; else our accounting stamp). */
+SEC("tp_btf/block_rq_complete")
+int BPF_PROG(sli_io_done, struct request *rq, blk_status_t error, unsigned int nr_bytes)
 {
-	__u64 key = (__u64)rq, now = bpf_ktime_get_ns();
-	struct sli_req *r = bpf_map_lookup_elem(&sli_inflight, &key);
+	__u64 key = (__u64)rq, now = bpf_ktime_get_ns(), start;
+	struct sli_req *r;
 	struct sli_stats *s;
 
+	if (nr_bytes < rq->__data_len)
+		return 0;
+	r = bpf_map_lookup_elem(&sli_inflight, &key);
 	if (!r)
 		return 0;
+	start = rq->start_time_ns;
+	if (!start || start > now)
+		start = r->ts;
+	r->ts = start;
 	if (r->ts >= sli_epoch_ns && now > r->ts) {
 		__u64 d = now - r->ts, cgid = r->cgid;
 		__u32 slot = gg_log2_slot(d);

@@ -97,8 +97,6 @@ static void apply_conf(struct sli_ctx *ctx)
 	unsigned int sp = ctx->cur.subprobes & SLI_SP_HOOKS;
 	const struct gg_bpf_hook hooks[] = {
 		{s->progs.sli_switch, &s->links.sli_switch, SLI_SP_CPU},
-		{s->progs.sli_wakeup, &s->links.sli_wakeup, SLI_SP_CPU},
-		{s->progs.sli_wakeup_new, &s->links.sli_wakeup_new, SLI_SP_CPU},
 		{s->progs.sli_dreclaim_begin, &s->links.sli_dreclaim_begin, SLI_SP_MEM},
 		{s->progs.sli_dreclaim_end, &s->links.sli_dreclaim_end, SLI_SP_MEM},
 		{s->progs.sli_mreclaim_begin, &s->links.sli_mreclaim_begin, SLI_SP_MEM},

@@ -298,10 +298,9 @@ class RawLoop:
 
 def test_sli_bio_latency_agrees_with_ioprobe():
     """Direct IO on a raw loop device from the container: sliprobe's bio latency of the container
-    (block_io_start to block_io_done) against ioprobe's total request time on that device
-    (request allocation to completion) over the same requests: the same count (2 %), and the same
-    total time within 10 % (the two stamps are a few hundred nanoseconds apart on requests of tens of
-    microseconds or more)."""
+    against ioprobe's total request time on that device over the same requests. Both measure from the
+    request's allocation (start_time_ns) to its final block_rq_complete, so: the same count (2 %), and the
+    same total time within 10 % plus 1 us per request (ioprobe sums whole microseconds per request)."""
     conf = {"cmd": {"probe": ["io", "container", "histogram"]}, "params": {"report_period": 5},
             "state": "running"}
     with RawLoop() as lo, Container() as c:
@@ -345,7 +344,8 @@ def test_sli_bio_latency_agrees_with_ioprobe():
                   % (d1 - d0, ours_n, ours_ns / 1e6, io_n, io_ns / 1e6))
             check(io_n >= 4000, "ioprobe saw the workload: %d" % io_n)
             check(abs(ours_n - io_n) <= 0.02 * io_n + 2, "request count %d vs ioprobe %d" % (ours_n, io_n))
-            check(abs(ours_ns - io_ns) <= 0.10 * io_ns, "total latency %.0f ns vs ioprobe %.0f ns" % (ours_ns, io_ns))
+            check(abs(ours_ns - io_ns) <= 0.10 * io_ns + 1000 * io_n,
+                  "total latency %.0f ns vs ioprobe %.0f ns" % (ours_ns, io_ns))
 
 
 test_sli_bio_latency_agrees_with_ioprobe.timeout = 120
