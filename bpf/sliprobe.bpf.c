@@ -29,7 +29,7 @@ enum sli_task_state {
 };
 
 struct sli_task {
-	__u64 out_ts;	  /* when it last left a CPU (bpf_ktime_get_ns) */
+	__u64 out_ts;	  /* when it last left a CPU, on the rq clock (0: unknown, not a fair-class task) */
 	__u64 run_delay;  /* its sched_info.run_delay then */
 	__u64 utime;	  /* its utime then */
 	__u64 epoch;	  /* sli_epoch_ns when these were taken (0: never) */
@@ -183,14 +183,15 @@ static __always_inline void mem_add(struct sli_stats *cg, int kind, __u64 d)
  * Everything at the switch-out of prev, nothing at switch-in or wakeup: since its last switch-out the
  * task was off the CPU (asleep or blocked, as it left then), waited on a run queue and ran one slice.
  * The kernel keeps the run-queue delay itself (sched_info.run_delay: what /proc/<pid>/schedstat shows,
- * maintained without kernel.sched_schedstats) and the slice's length (se.sum_exec_runtime -
- * se.prev_sum_exec_runtime, fair class); the off-CPU time is the time since the last switch-out less
- * both. One program run and one task storage lookup per context switch.
+ * maintained without kernel.sched_schedstats), when the slice began (sched_info.last_arrival, on the
+ * rq clock) and its length (se.sum_exec_runtime - se.prev_sum_exec_runtime, fair class): the off-CPU
+ * time is from the last switch-out to that arrival, less the run-queue delay. One program run, one task
+ * storage lookup and no clock read per context switch.
  */
 SEC("tp_btf/sched_switch")
 int BPF_PROG(sli_switch, bool preempt, struct task_struct *prev, struct task_struct *next, unsigned int prev_state)
 {
-	__u64 now, epoch = sli_epoch_ns, rd, ut, slice = 0;
+	__u64 epoch = sli_epoch_ns, rd, ut, slice = 0, arrival, out = 0;
 	struct cpu_delta d = {};
 	struct sli_task *t;
 	unsigned int pol;
@@ -200,17 +201,19 @@ int BPF_PROG(sli_switch, bool preempt, struct task_struct *prev, struct task_str
 	t = bpf_task_storage_get(&sli_task_store, prev, 0, BPF_LOCAL_STORAGE_GET_F_CREATE);
 	if (!t)
 		return 0;
-	now = bpf_ktime_get_ns();
 	rd = prev->sched_info.run_delay;
+	arrival = prev->sched_info.last_arrival; /* rq clock: comparable between CPUs */
 	ut = prev->utime;
 	pol = prev->policy;
-	if (pol == SCHED_NORMAL || pol == SCHED_BATCH || pol == SCHED_IDLE)
+	if (pol == SCHED_NORMAL || pol == SCHED_BATCH || pol == SCHED_IDLE) {
 		slice = prev->se.sum_exec_runtime - prev->se.prev_sum_exec_runtime;
+		out = arrival + slice; /* now, on the rq clock, without reading a clock */
+	}
 	if (t->epoch == epoch) {
 		d.rundelay = rd - t->run_delay;
 		d.preempted = t->state == ST_PREEMPTED;
-		if (t->state >= ST_SLEEP && now > t->out_ts + slice + d.rundelay) {
-			d.off = now - t->out_ts - slice - d.rundelay;
+		if (t->state >= ST_SLEEP && t->out_ts && out && arrival > t->out_ts + d.rundelay) {
+			d.off = arrival - t->out_ts - d.rundelay;
 			d.off_kind = t->state == ST_SLEEP ? SLI_CPU_SLEEP
 							  : (t->state == ST_IOWAIT ? SLI_CPU_IOWAIT : SLI_CPU_BLOCK);
 		}
@@ -229,7 +232,7 @@ int BPF_PROG(sli_switch, bool preempt, struct task_struct *prev, struct task_str
 		if (s)
 			cpu_stats_add(s, &d, 1);
 	}
-	t->out_ts = now;
+	t->out_ts = out;
 	t->run_delay = rd;
 	t->utime = ut;
 	t->epoch = epoch;

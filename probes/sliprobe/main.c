@@ -76,7 +76,6 @@ static int parse_args(int argc, char **argv, struct sli_ctx *ctx, enum probe_log
 				     .conf = &ctx->base,
 				     .subprobes = &ctx->base.subprobes,
 				     .level = level,
-				     .scope = &ctx->scope,
 				     .bpf_stats = bpf_stats,
 				     .notes = notes};
 

@@ -369,3 +369,34 @@ def test_sli_container_id_snooper_scopes_rows():
 
 
 test_sli_container_id_snooper_scopes_rows.timeout = 60
+
+
+SLEEPER = "import sys, time\nfor _ in range(%d): time.sleep(%f)\nsys.stdout.write('done\\n')\nsys.stdout.flush()\n" \
+          "sys.stdin.read()\n"
+
+
+def test_sli_cpu_sleep_matches_requested_sleeps():
+    """Processes that sleep N times T seconds (S state, nanosleep) and then block in read(2): the
+    container's cpu_sleep is at least their requested sleep and at most 10 % more (timer slack and
+    wakeup latency make each sleep a little longer; the final read is not over, so not counted)."""
+    nproc, times, t = 2, 20, 0.05
+    conf = {"cmd": {"probe": ["cpu", "container", "histogram"]}, "params": {"report_period": 5},
+            "state": "running"}
+    with Container() as c, Sli(conf) as s:
+        workers = [c.spawn([sys.executable, "-c", SLEEPER % (times, t)], stdin=subprocess.PIPE,
+                           stdout=subprocess.PIPE, text=True) for _ in range(nproc)]
+        for w in workers:
+            check(w.stdout.readline() == "done\n", "sleeper done")
+        time.sleep(0.2)
+        t1 = time.time() * 1000
+        g = s.wait_row("sli_cpu_container_gauge", t1, "a report after the sleeps", container_id=c.cid())
+        h = s.wait_row("sli_cpu_container_histogram", t1, "histogram", container_id=c.cid())
+        want = nproc * times * t * 1e9
+        got = float(g["cpu_sleep"])
+        print("  %d x %d sleeps of %.0f ms: cpu_sleep %.3f s (requested %.3f s), %d sleeps counted"
+              % (nproc, times, t * 1000, got / 1e9, want / 1e9, hist_count(h["cpu_sleep_histo"])))
+        check(want <= got <= 1.10 * want, "cpu_sleep %.0f ns vs requested %.0f ns" % (got, want))
+        check(hist_count(h["cpu_sleep_histo"]) >= nproc * times, "every sleep counted")
+
+
+test_sli_cpu_sleep_matches_requested_sleeps.timeout = 60
