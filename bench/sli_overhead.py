@@ -67,7 +67,7 @@ def pingpong(cg):
 
 
 def spread(v):
-    return "median %.1f, min %.1f, max %.1f" % (statistics.median(v), min(v), max(v))
+    return "median %.3f, min %.3f, max %.3f" % (statistics.median(v), min(v), max(v))
 
 
 def pairs(cg, where):
