@@ -56,6 +56,12 @@ class Container:
 
     def __enter__(self):
         os.mkdir(self.parent)
+        if self.mem_max:  # cgroup v2: the memory controller for the child (a no-op on a hybrid host)
+            try:
+                with open(os.path.join(self.parent, "cgroup.subtree_control"), "w") as f:
+                    f.write("+memory")
+            except OSError:
+                pass
         os.mkdir(self.path)
         if self.mem_max:
             if os.path.exists(os.path.join(self.path, "memory.max")):
