@@ -71,7 +71,6 @@ static const struct gg_contract not_built[] = {
 	NOT_BUILT("kafka", "kafkaprobe", NULL, 0, p_kafka, 0, NULL),
 	NOT_BUILT("dnsmasq", "trace_dnsmasq", NULL, 0, p_elf, GG_SNOOP_ALL, NULL),
 	NOT_BUILT("tprofiling", "tprofiling", sp_tprofiling, COUNT(sp_tprofiling), p_plain, GG_SNOOP_PROC, NULL),
-	NOT_BUILT("sli", "sliprobe", NULL, 0, p_plain, GG_SNOOP_CONTAINER_ID | GG_SNOOP_POD_ID, NULL),
 };
 
 /* gala-gopher's order of its probes (GET /probes, the "known probes" of a 404); probes built here that
