@@ -7,6 +7,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include "supervisor.h"
@@ -54,12 +55,19 @@ static void children_write(struct gg_sup *sup)
 {
 	char path[4200], tmp[4210];
 	FILE *f;
+	int fd;
 
 	snprintf(path, sizeof(path), "%s/children", sup->cfg.global.run_dir);
 	snprintf(tmp, sizeof(tmp), "%s.tmp", path);
-	f = fopen(tmp, "we");
-	if (!f)
+	(void)unlink(tmp);
+	/* 0600 whatever the umask: the next supervisor kills what this file lists. */
+	fd = open(tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC | O_NOFOLLOW, 0600);
+	if (fd < 0)
 		return;
+	if (fchmod(fd, 0600) || !(f = fdopen(fd, "w"))) {
+		close(fd);
+		return;
+	}
 	for (unsigned int i = 0; i < sup->nprobes; i++) {
 		struct gg_probe *p = &sup->probes[i];
 		unsigned long long st;

@@ -6,6 +6,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/resource.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <cjson/cJSON.h>
@@ -109,11 +110,12 @@ int gg_status__write(struct gg_sup *sup)
 		return -ENOMEM;
 	snprintf(path, sizeof(path), "%s/status.json", sup->cfg.global.run_dir);
 	snprintf(tmp, sizeof(tmp), "%s.tmp", path);
-	fd = open(tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+	fd = open(tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0640);
 	if (fd < 0) {
 		free(txt);
 		return -errno;
 	}
+	(void)fchmod(fd, 0640); /* a file left by an older version may have been 0644 */
 	len = strlen(txt);
 	if (write(fd, txt, len) != (ssize_t)len)
 		err = -EIO;

@@ -1,0 +1,58 @@
+"""test_chaos.py - the attacks of issue #22, each as the test performs it, against the real supervisor."""
+import os
+import stat
+import subprocess
+
+from harness import GOPHER, Supervisor, check, probe_entry, wait_for
+
+
+def running(p):
+    return p["state"] == "running" and p["pid"] > 0
+
+
+def mode(path):
+    return stat.S_IMODE(os.lstat(path).st_mode)
+
+
+def test_umask_000_does_not_open_files():
+    """Started with umask 000 and an existing 0755 run_dir: nothing it creates is open to others."""
+    s = Supervisor(probes=[probe_entry("system_infos", "-t 1")])
+    os.makedirs(s.run_dir)
+    os.chmod(s.run_dir, 0o755)
+    old = os.umask(0)
+    try:
+        s.start()
+    finally:
+        os.umask(old)
+    try:
+        s.wait_probe("system_infos", running, 5, "running")
+        children = os.path.join(s.run_dir, "children")
+        wait_for(lambda: os.path.exists(children), 5, "children file")
+        for name in ("data.ipc", "ctrl.ipc"):
+            m = mode(os.path.join(s.run_dir, name))
+            check(m == 0o600, "%s mode %04o, want 0600" % (name, m))
+        check(mode(children) == 0o600, "children mode %04o, want 0600" % mode(children))
+        m = mode(s.status_path())
+        check(m & 0o077 in (0, 0o040), "status.json mode %04o, want 0600 or 0640" % m)
+    finally:
+        s.cleanup()
+
+
+def test_open_run_dir_refused():
+    """A run_dir or state_dir writable by group/others is refused at start, naming the key and why."""
+    for key, group in (("run_dir", 0o775), ("run_dir", 0o757), ("state_dir", 0o777)):
+        s = Supervisor()
+        try:
+            target = s.run_dir
+            if key == "state_dir":
+                target = os.path.join(s.dir, "state")
+                with open(s.conf, "a") as f:
+                    f.write('rest_api_server = { port = 0; state_dir = "%s"; };\n' % target)
+            os.makedirs(target)
+            os.chmod(target, group)
+            r = subprocess.run([GOPHER, "-c", s.conf], capture_output=True, text=True, timeout=10)
+            check(r.returncode != 0, "%s mode %04o accepted" % (key, group))
+            check(key in r.stderr and "writable" in r.stderr, "error names key and reason: %r" % r.stderr)
+            check(not os.path.exists(os.path.join(s.run_dir, "data.ipc")), "no socket made")
+        finally:
+            s.cleanup()
