@@ -5,6 +5,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <unistd.h>
 
 #include "export.h"
 #include "supervisor.h"
@@ -158,6 +159,12 @@ int gg_ingest__init(struct gg_sup *sup)
 	if (!sup->sub) {
 		err = -errno;
 		gg_error("cannot listen on %s: %s", sup->data_url, strerror(errno));
+		return err;
+	}
+	/* Only processes we spawned (and their process groups) running as us may publish records. */
+	err = ipc_sub__restrict_peers(sup->sub, geteuid(), getpid());
+	if (err) {
+		gg_error("cannot restrict publishers on %s: %s", sup->data_url, strerror(-err));
 		return err;
 	}
 	sup->ctrl = ipc_ctrl_pub__new(sup->ctrl_url);

@@ -90,6 +90,7 @@ int gg_status__write(struct gg_sup *sup)
 	gg_json_add_u64(s, "records", sup->st.records);
 	gg_json_add_u64(s, "accepted", sup->st.accepted);
 	gg_json_add_u64(s, "bad_batches", sup->st.bad_batches);
+	gg_json_add_u64(s, "ipc_refused_peers", ipc_sub__refused(sup->sub));
 	gg_json_add_u64(s, "unknown_probe_batches", sup->st.unknown_probe_batches);
 	if (getrusage(RUSAGE_SELF, &ru) == 0) {
 		gg_json_add_u64(s, "max_rss_kb", (uint64_t)ru.ru_maxrss);

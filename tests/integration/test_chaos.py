@@ -3,7 +3,7 @@ import os
 import stat
 import subprocess
 
-from harness import GOPHER, Supervisor, check, probe_entry, wait_for
+from harness import BUILD, GOPHER, Supervisor, check, probe_entry, wait_for
 
 
 def running(p):
@@ -56,3 +56,40 @@ def test_open_run_dir_refused():
             check(not os.path.exists(os.path.join(s.run_dir, "data.ipc")), "no socket made")
         finally:
             s.cleanup()
+
+
+def _inject(s, user):
+    """Publish 2,000 records as system_infos from a process the supervisor did not spawn."""
+    pub = os.path.join(BUILD, "bench", "ipc_pub")
+    pre = None
+    if user:
+        def pre():
+            os.setgid(65534)
+            os.setuid(65534)
+    return subprocess.run([pub, "-u", "ipc://%s/data.ipc" % s.run_dir, "-n", "system_infos", "-r", "2000",
+                           "-d", "1000"], capture_output=True, text=True, timeout=20, preexec_fn=pre)
+
+
+def test_record_injection_refused():
+    """Root and an unprivileged user (socket opened up, as under the old umask) both try to publish
+    records as system_infos: nothing is taken in, and the refusals are counted."""
+    s = Supervisor(probes=[probe_entry("system_infos", "-t 1")]).start()
+    try:
+        s.wait_probe("system_infos", lambda p: p["batches"] > 0, 10, "first real batch")
+        os.chmod(os.path.join(s.run_dir, "data.ipc"), 0o777)
+        os.chmod(s.run_dir, 0o755)
+        for user in (False, True):
+            _inject(s, user)
+        # status.json is rewritten every second: wait for a rewrite after the injections
+        t0 = s.status()["supervisor"]["uptime_ms"]
+        wait_for(lambda: s.status()["supervisor"]["uptime_ms"] > t0 + 1000, 5, "status rewrite")
+        st = s.status()
+        p = [x for x in st["probes"] if x["name"] == "system_infos"][0]
+        check(p["ipc_lost_batches"] == 0, "phantom lost batches: %d" % p["ipc_lost_batches"])
+        check(p["rejected_total"] == 0 and p["bad_batches"] == 0, "injected records reached validation: %r" %
+              p["rejected"])
+        check(st["supervisor"]["ipc_refused_peers"] >= 2, "refusals counted: %r" % st["supervisor"])
+        s.wait_probe("system_infos", lambda q: q["batches"] > p["batches"], 5, "real probe still delivers")
+    finally:
+        s.cleanup()
+
