@@ -93,3 +93,39 @@ def test_record_injection_refused():
     finally:
         s.cleanup()
 
+
+
+def _starttime(pid):
+    with open("/proc/%d/stat" % pid) as f:
+        return int(f.read().rsplit(")", 1)[1].split()[19])
+
+
+def test_children_file_cannot_name_victims():
+    """Another root process appended to `children` (as the file it is, and in a copy made 0644) is not
+    killed by the restarted supervisor; the real left-behind probe still is."""
+    s = Supervisor(probes=[probe_entry("system_infos", "-t 1")]).start()
+    victim = subprocess.Popen(["sleep", "60"], start_new_session=True)
+    try:
+        s.wait_probe("system_infos", running, 5, "running")
+        children = os.path.join(s.run_dir, "children")
+        wait_for(lambda: os.path.exists(children) and os.path.getsize(children) > 0, 5, "children file")
+        # A supervisor killed hard leaves its children file behind; the attacker appends a victim.
+        s.proc.kill()
+        s.proc.wait()
+        with open(children, "a") as f:
+            f.write("%d %d\n" % (victim.pid, _starttime(victim.pid)))
+        s.start()
+        wait_for(lambda: "not killing process %d" % victim.pid in s.sup_log(), 5, "victim refused, logged")
+        check(victim.poll() is None, "victim was killed")
+        s.stop()
+        # The same file, but not mode 0600: nothing listed in it is trusted.
+        with open(children, "w") as f:
+            f.write("%d %d\n" % (victim.pid, _starttime(victim.pid)))
+        os.chmod(children, 0o644)
+        s.start()
+        wait_for(lambda: "not reaping left-behind probes" in s.sup_log(), 5, "open children file refused")
+        check(victim.poll() is None, "victim was killed")
+    finally:
+        victim.kill()
+        victim.wait()
+        s.cleanup()
