@@ -11,6 +11,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <cjson/cJSON.h>
@@ -437,12 +438,64 @@ static int params_to_json(struct load_ctx *c, const config_setting_t *g, const c
 	return 0;
 }
 
+/* Root must not execute what someone else could have written: the real file (symlinks resolved)
+ * must be a regular executable file owned by root and writable by nobody else, and so must be every
+ * directory above it (a root-owned sticky directory such as /tmp counts as safe: others cannot
+ * rename or replace what root put there). */
+int gg_exec_trusted(const char *path, char *why, size_t whylen)
+{
+	char real[PATH_MAX], dir[PATH_MAX], *slash;
+	struct stat st;
+
+	if (!realpath(path, real)) {
+		snprintf(why, whylen, "\"%s\": %s", path, strerror(errno));
+		return -errno;
+	}
+	if (stat(real, &st) || !S_ISREG(st.st_mode) || access(real, X_OK)) {
+		snprintf(why, whylen, "\"%s\" is not an executable file", real);
+		return -EACCES;
+	}
+	if (st.st_uid != 0 && st.st_uid != geteuid()) {
+		snprintf(why, whylen, "\"%s\" is owned by uid %u, not by root", real, (unsigned)st.st_uid);
+		return -EACCES;
+	}
+	if (st.st_mode & (S_IWGRP | S_IWOTH)) {
+		snprintf(why, whylen, "\"%s\" is writable by %s (mode %04o)", real,
+			 (st.st_mode & S_IWOTH) ? "others" : "its group", (unsigned)(st.st_mode & 07777));
+		return -EACCES;
+	}
+	snprintf(dir, sizeof(dir), "%s", real);
+	while ((slash = strrchr(dir, '/')) != NULL) {
+		if (slash == dir)
+			slash[1] = 0;
+		else
+			*slash = 0;
+		if (stat(dir, &st)) {
+			snprintf(why, whylen, "directory \"%s\": %s", dir, strerror(errno));
+			return -errno;
+		}
+		if (st.st_uid != 0 && st.st_uid != geteuid()) {
+			snprintf(why, whylen, "\"%s\" is in directory \"%s\" owned by uid %u, not by root", real, dir,
+				 (unsigned)st.st_uid);
+			return -EACCES;
+		}
+		if ((st.st_mode & (S_IWGRP | S_IWOTH)) && !(st.st_mode & S_ISVTX)) {
+			snprintf(why, whylen, "\"%s\" is in directory \"%s\" writable by %s (mode %04o)", real, dir,
+				 (st.st_mode & S_IWOTH) ? "others" : "its group", (unsigned)(st.st_mode & 07777));
+			return -EACCES;
+		}
+		if (!strcmp(dir, "/"))
+			break;
+	}
+	return 0;
+}
+
 static int read_probe(struct load_ctx *c, const config_setting_t *e, int native, unsigned int idx)
 {
 	struct gg_config *cfg = c->cfg;
 	struct gg_probe_conf *p;
 	const char *list = native ? "probes" : "extend_probes";
-	char where[96];
+	char where[96], why[1024];
 	const char *name = NULL, *v;
 	char **argv = NULL;
 	int err = 0, nargs;
@@ -535,6 +588,10 @@ static int read_probe(struct load_ctx *c, const config_setting_t *e, int native,
 	}
 	if (p->sw != GG_SWITCH_OFF && access(p->command, X_OK) != 0) {
 		err = fail(c, e, "%s: \"%s\" is not an executable file", where, p->command);
+		goto err_free;
+	}
+	if (p->sw != GG_SWITCH_OFF && gg_exec_trusted(p->command, why, sizeof(why))) {
+		err = fail(c, e, "%s: refusing to run it as root: %s", where, why);
 		goto err_free;
 	}
 	cfg->nprobes++;

@@ -390,9 +390,15 @@ static void probe_start(struct gg_probe *p)
 	struct gg_sup *sup = p->sup;
 	uv_process_options_t o;
 	uv_stdio_container_t stdio[3];
-	char **pargv = NULL, **argv = NULL, **env = NULL, ppid[32], extra[512] = "";
+	char **pargv = NULL, **argv = NULL, **env = NULL, ppid[32], extra[512] = "", why[1024];
 	int nargs, nextra = 0, err;
 
+	/* Checked again here: the file or a directory above it may have changed since it was accepted. */
+	err = gg_exec_trusted(p->conf->command, why, sizeof(why));
+	if (err) {
+		gg_error("probe %s: refusing to run it as root: %s", p->conf->name, why);
+		goto fail;
+	}
 	nargs = gg_split_args(p->conf->param, &pargv);
 	if (nargs < 0) {
 		err = nargs;

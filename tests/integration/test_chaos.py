@@ -1,7 +1,11 @@
 """test_chaos.py - the attacks of issue #22, each as the test performs it, against the real supervisor."""
 import os
+import shutil
+import signal
 import stat
 import subprocess
+import tempfile
+import time
 
 from harness import BUILD, GOPHER, Supervisor, check, probe_entry, wait_for
 
@@ -129,3 +133,79 @@ def test_children_file_cannot_name_victims():
         victim.kill()
         victim.wait()
         s.cleanup()
+
+
+SYSINFO = os.path.join(BUILD, "probes", "system_infos")
+
+
+def _probe_copy(d, name="system_infos"):
+    os.makedirs(d, exist_ok=True)
+    path = os.path.join(d, name)
+    shutil.copy(SYSINFO, path)
+    os.chmod(path, 0o755)
+    return path
+
+
+def test_untrusted_probe_binaries_refused():
+    """At configuration load: a world-writable binary, one owned by another user, one in a 0777
+    folder, a symlink to a world-writable file; at spawn: a binary made writable after it was accepted;
+    at REST PUT: the registered binary made writable. Each refused, naming the reason."""
+    cases = []
+    s = Supervisor()
+    try:
+        d = os.path.join(s.dir, "p1")
+        os.chmod(_probe_copy(d), 0o777)
+        cases.append((d, "writable by others"))
+        d = os.path.join(s.dir, "p2")
+        os.chown(_probe_copy(d), 65534, 65534)
+        cases.append((d, "owned by uid 65534"))
+        d = os.path.join(s.dir, "p3", "open")
+        _probe_copy(d)
+        os.chmod(d, 0o777)
+        cases.append((d, "writable by others"))
+        d = os.path.join(s.dir, "p4")
+        os.makedirs(d)
+        target = _probe_copy(os.path.join(s.dir, "p4real"), "real")
+        os.chmod(target, 0o757)
+        os.symlink(target, os.path.join(d, "system_infos"))
+        cases.append((d, "p4real/real\" is writable by others"))
+        for d, why in cases:
+            t = Supervisor(probes=[probe_entry("system_infos", "-t 1")], probes_dir=d)
+            try:
+                r = subprocess.run([GOPHER, "--check", "-c", t.conf], capture_output=True, text=True, timeout=10)
+                check(r.returncode != 0, "%s accepted: %s" % (d, r.stdout))
+                check("refusing to run it as root" in r.stderr and why in r.stderr,
+                      "reason %r named: %r" % (why, r.stderr))
+            finally:
+                t.cleanup()
+    finally:
+        s.cleanup()
+
+    # at spawn: accepted, then the file is opened up and the probe dies
+    d = tempfile.mkdtemp(prefix="gg-chaos-")
+    try:
+        path = _probe_copy(d)
+        s = Supervisor(probes=[probe_entry("system_infos", "-t 1")], probes_dir=d).start()
+        try:
+            pid = s.wait_probe("system_infos", running, 5, "running")["pid"]
+            os.chmod(path, 0o777)
+            os.kill(pid, signal.SIGKILL)
+            wait_for(lambda: "refusing to run it as root" in s.sup_log(), 5, "refused at spawn")
+            time.sleep(1.5)
+            p = s.probe("system_infos")
+            check(not (p["state"] == "running" and p["pid"] > 0 and p["pid"] != pid), "restarted anyway: %r" % p)
+        finally:
+            s.cleanup()
+    finally:
+        shutil.rmtree(d, ignore_errors=True)
+
+    # REST PUT: the registered binary is replaced by a writable one
+    from test_rest import RestEnv, expect
+    env = RestEnv().start()
+    try:
+        link = os.path.join(env.probes_dir, "system_infos")
+        os.unlink(link)
+        os.chmod(_probe_copy(env.probes_dir), 0o777)
+        expect(env.put("baseinfo", {"state": "running"}), 400, "writable by others")
+    finally:
+        env.cleanup()
