@@ -697,6 +697,68 @@ static int load(struct load_ctx *c, config_t *lc)
 	return 0;
 }
 
+/* libconfig 1.5 silently truncates an integer literal beyond 32 bits without the L suffix
+ * (port = 4294985184 became 17888): find such a literal in the text first. 1 and its line when found. */
+#define CONFIG_TEXT_MAX (4u << 20) /* scanned for truncated integers; larger files are not expected */
+
+static int int_literal_overflows(const char *t, int *ret_line, char *lit, size_t litlen)
+{
+	int line = 1;
+
+	for (const char *p = t; *p; p++) {
+		if (*p == '\n') {
+			line++;
+		} else if (*p == '#' || (p[0] == '/' && p[1] == '/')) {
+			while (p[1] && p[1] != '\n')
+				p++;
+		} else if (p[0] == '/' && p[1] == '*') {
+			for (p += 2; *p && !(p[0] == '*' && p[1] == '/'); p++)
+				line += *p == '\n';
+			if (!*p)
+				break;
+			p++;
+		} else if (*p == '"') {
+			for (p++; *p && *p != '"'; p++) {
+				if (*p == '\\' && p[1])
+					p++;
+				line += *p == '\n';
+			}
+			if (!*p)
+				break;
+		} else if (isalpha((unsigned char)*p) || *p == '_') {
+			while (isalnum((unsigned char)p[1]) || p[1] == '_' || p[1] == '-' || p[1] == '*')
+				p++;
+		} else if (isdigit((unsigned char)*p)) {
+			const char *b = p;
+			int neg = b > t && b[-1] == '-';
+			unsigned long long v;
+
+			if (p[0] == '0' && (p[1] == 'x' || p[1] == 'X')) {
+				for (p += 2; isxdigit((unsigned char)p[1]); p++)
+					;
+				continue;
+			}
+			while (isdigit((unsigned char)p[1]))
+				p++;
+			if (p[1] == '.' || p[1] == 'e' || p[1] == 'E') { /* a float: libconfig reads it as such */
+				while (p[1] && (isdigit((unsigned char)p[1]) || strchr(".eE+-", p[1])))
+					p++;
+				continue;
+			}
+			if (p[1] == 'L')
+				continue;
+			errno = 0;
+			v = strtoull(b, NULL, 10);
+			if (errno || v > (neg ? 2147483648ull : 2147483647ull)) {
+				snprintf(lit, litlen, "%s%.*s", neg ? "-" : "", (int)(p - b + 1), b);
+				*ret_line = line;
+				return 1;
+			}
+		}
+	}
+	return 0;
+}
+
 static int load_common(struct gg_config *cfg, const char *name, const char *text, char *err, size_t errlen,
 		       gg_config_warn_fn warn)
 {
@@ -735,6 +797,30 @@ static int load_common(struct gg_config *cfg, const char *name, const char *text
 				 config_error_text(&lc));
 		config_destroy(&lc);
 		return -EINVAL;
+	}
+	{
+		char *buf = NULL, lit[64];
+		const char *t = text;
+		int line;
+
+		if (!t) {
+			FILE *f = fopen(name, "re");
+
+			buf = calloc(1, CONFIG_TEXT_MAX + 1);
+			if (f && buf)
+				(void)fread(buf, 1, CONFIG_TEXT_MAX, f);
+			if (f)
+				fclose(f);
+			t = buf;
+		}
+		if (t && int_literal_overflows(t, &line, lit, sizeof(lit))) {
+			snprintf(err, errlen, "%s:%d: integer %s does not fit in 32 bits (it would be truncated)", name,
+				 line, lit);
+			free(buf);
+			config_destroy(&lc);
+			return -EINVAL;
+		}
+		free(buf);
 	}
 	ret = load(&c, &lc);
 	config_destroy(&lc);

@@ -209,3 +209,22 @@ def test_untrusted_probe_binaries_refused():
         expect(env.put("baseinfo", {"state": "running"}), 400, "writable by others")
     finally:
         env.cleanup()
+
+
+def test_truncated_integers_refused():
+    """web_server.port = 4294985184 used to pass --check and bind 17888 (libconfig truncates to 32 bits)."""
+    for extra, want in (('web_server = { port = 4294985184; };', "4294985184 does not fit"),
+                        ('web_server = { port = 65536; };', "out of range"),
+                        ('kafka = { batch_num_messages = -4294967297; };', "-4294967297 does not fit")):
+        s = Supervisor(extra=extra)
+        try:
+            r = subprocess.run([GOPHER, "--check", "-c", s.conf], capture_output=True, text=True, timeout=10)
+            check(r.returncode != 0 and want in r.stderr, "%s: %r %r" % (extra, r.stdout, r.stderr))
+        finally:
+            s.cleanup()
+    s = Supervisor(extra='# 99999999999 in a comment\nweb_server = { port = 17888; bind_addr = "99999999999"; };')
+    try:
+        r = subprocess.run([GOPHER, "--check", "-c", s.conf], capture_output=True, text=True, timeout=10)
+        check(r.returncode == 0, "comments and strings are not numbers: %r" % r.stderr)
+    finally:
+        s.cleanup()
