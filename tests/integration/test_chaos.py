@@ -228,3 +228,20 @@ def test_truncated_integers_refused():
         check(r.returncode == 0, "comments and strings are not numbers: %r" % r.stderr)
     finally:
         s.cleanup()
+
+
+def test_invalid_utf8_snooper_refused():
+    """A snooper with invalid UTF-8 used to be stored and returned, so strict JSON clients rejected GET."""
+    import urllib.parse
+    from test_rest import RestEnv, expect
+    env = RestEnv().start()
+    try:
+        q = urllib.parse.quote
+        body = "json=" + q('{"snoopers": {"proc_name": [{"comm": "a') + "%FF%FE" + q('"}]}}')
+        expect(env.call("PUT", "/baseinfo", body), 400, "not valid UTF-8")
+        body = "json=" + q('{"snoopers": {"proc_name": [{"comm": "caf\u00e9"}]}}')
+        expect(env.call("PUT", "/baseinfo", body), 200)
+        st, doc, raw, _ = env.call("GET", "/baseinfo")
+        check(st == 200 and doc is not None, "GET is strict JSON: %r" % raw[:200])
+    finally:
+        env.cleanup()
