@@ -85,7 +85,7 @@ static void on_signal(uv_signal_t *h, int signum)
 	struct gg_sup *sup = h->data;
 
 	if (signum == SIGHUP) {
-		gg_info("SIGHUP: reopening nothing yet (configuration reload comes with the REST API)");
+		gg_info("SIGHUP ignored: the configuration file is read at start; change probes at run time through the REST API");
 		return;
 	}
 	if (sup->stopping)

@@ -245,3 +245,15 @@ def test_invalid_utf8_snooper_refused():
         check(st == 200 and doc is not None, "GET is strict JSON: %r" % raw[:200])
     finally:
         env.cleanup()
+
+
+def test_sighup_says_what_it_does():
+    s = Supervisor().start()
+    try:
+        s.proc.send_signal(signal.SIGHUP)
+        wait_for(lambda: "SIGHUP ignored" in s.sup_log(), 5, "SIGHUP logged")
+        check("nothing yet" not in s.sup_log(), "unfinished-looking message")
+        time.sleep(0.3)
+        check(s.proc.poll() is None, "supervisor survives SIGHUP")
+    finally:
+        s.cleanup()
