@@ -4,6 +4,7 @@
 
 #include <stddef.h>
 #include <stdint.h>
+#include <sys/types.h>
 
 /*
  * Wire format of one data-plane message (a "batch"), all integers little-endian:
@@ -130,6 +131,12 @@ struct ipc_sub;
 /* Listen on url (removes a stale ipc:// socket file first; EADDRINUSE when a live process still
  * listens on it). Receive buffer IPC_SUB_DEFAULT_RECVBUF messages. NULL + errno on error. */
 struct ipc_sub *ipc_sub__new(const char *url);
+/* From now on accept only publishers running as uid whose process group leader is a child of
+ * parent (spawned by it); others are disconnected before they can send and counted. Call before any
+ * publisher may connect (right after ipc_sub__new). */
+int ipc_sub__restrict_peers(struct ipc_sub *sub, uid_t uid, pid_t parent);
+/* Connections refused by ipc_sub__restrict_peers. */
+uint64_t ipc_sub__refused(const struct ipc_sub *sub);
 /* Change NNG_OPT_RECVBUF (1..8192 messages). */
 int ipc_sub__set_recvbuf(struct ipc_sub *sub, int nmsgs);
 /* File descriptor that becomes readable when a message may be waiting (NNG_OPT_RECVFD). */

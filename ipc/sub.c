@@ -1,7 +1,11 @@
 /* sub.c - supervisor side of the data plane: one NNG SUB socket every probe publishes to. */
 #include <errno.h>
+#include <fcntl.h>
+#include <stdatomic.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include <nng/nng.h>
 #include <nng/protocol/pubsub0/sub.h>
@@ -14,7 +18,58 @@ struct ipc_sub {
 	nng_socket sock;
 	int sock_open;
 	int fd;
+	/* ipc_sub__restrict_peers: read from NNG's pipe callback thread, set before peers can connect */
+	int restricted;
+	uid_t peer_uid;
+	pid_t peer_parent;
+	atomic_uint_fast64_t refused;
 };
+
+/* ppid (ret_ppid) and process group (ret_pgid) of pid from /proc/<pid>/stat; 0 or negative errno. */
+static int proc_ids(pid_t pid, pid_t *ret_ppid, pid_t *ret_pgid)
+{
+	char path[64], buf[512];
+	const char *p;
+	ssize_t n;
+	int fd, ppid, pgid;
+
+	snprintf(path, sizeof(path), "/proc/%d/stat", (int)pid);
+	fd = open(path, O_RDONLY | O_CLOEXEC);
+	if (fd < 0)
+		return -errno;
+	n = read(fd, buf, sizeof(buf) - 1);
+	close(fd);
+	if (n <= 0)
+		return -EIO;
+	buf[n] = 0;
+	/* comm may hold spaces and parentheses: the fields start after the last ')' */
+	p = strrchr(buf, ')');
+	if (!p || sscanf(p + 1, " %*c %d %d", &ppid, &pgid) != 2)
+		return -EIO;
+	*ret_ppid = ppid;
+	*ret_pgid = pgid;
+	return 0;
+}
+
+/* A publisher is let in only when it runs as the expected uid and belongs to a process group whose
+ * leader the expected parent (the supervisor) started: a spawned probe or one of its children. */
+static void on_pipe_add(nng_pipe pipe, nng_pipe_ev ev, void *arg)
+{
+	struct ipc_sub *sub = arg;
+	uint64_t uid = UINT64_MAX, pid = 0;
+	pid_t ppid, pgid, lppid, lpgid;
+
+	(void)ev;
+	if (!sub->restricted)
+		return;
+	if (nng_pipe_get_uint64(pipe, NNG_OPT_IPC_PEER_UID, &uid) == 0 &&
+	    nng_pipe_get_uint64(pipe, NNG_OPT_IPC_PEER_PID, &pid) == 0 && uid == (uint64_t)sub->peer_uid && pid > 1 &&
+	    proc_ids((pid_t)pid, &ppid, &pgid) == 0 && pgid > 1 && proc_ids(pgid, &lppid, &lpgid) == 0 &&
+	    lpgid == pgid && lppid == sub->peer_parent)
+		return;
+	atomic_fetch_add(&sub->refused, 1);
+	nng_pipe_close(pipe);
+}
 
 struct ipc_sub *ipc_sub__new(const char *url)
 {
@@ -45,6 +100,11 @@ struct ipc_sub *ipc_sub__new(const char *url)
 		err = ipc__nng_err(rv);
 		goto err_out;
 	}
+	rv = nng_pipe_notify(sub->sock, NNG_PIPE_EV_ADD_PRE, on_pipe_add, sub);
+	if (rv != 0) {
+		err = ipc__nng_err(rv);
+		goto err_out;
+	}
 	err = ipc__unlink_stale(url);
 	if (err < 0)
 		goto err_out;
@@ -64,6 +124,21 @@ err_out:
 	ipc_sub__free(sub);
 	errno = -err;
 	return NULL;
+}
+
+int ipc_sub__restrict_peers(struct ipc_sub *sub, uid_t uid, pid_t parent)
+{
+	if (!sub || parent <= 0)
+		return -EINVAL;
+	sub->peer_uid = uid;
+	sub->peer_parent = parent;
+	sub->restricted = 1;
+	return 0;
+}
+
+uint64_t ipc_sub__refused(const struct ipc_sub *sub)
+{
+	return sub ? atomic_load(&((struct ipc_sub *)sub)->refused) : 0;
 }
 
 int ipc_sub__set_recvbuf(struct ipc_sub *sub, int nmsgs)

@@ -11,6 +11,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <cjson/cJSON.h>
@@ -466,12 +467,64 @@ static int params_to_json(struct load_ctx *c, const config_setting_t *g, const c
 	return 0;
 }
 
+/* Root must not execute what someone else could have written: the real file (symlinks resolved)
+ * must be a regular executable file owned by root and writable by nobody else, and so must be every
+ * directory above it (a root-owned sticky directory such as /tmp counts as safe: others cannot
+ * rename or replace what root put there). */
+int gg_exec_trusted(const char *path, char *why, size_t whylen)
+{
+	char real[PATH_MAX], dir[PATH_MAX], *slash;
+	struct stat st;
+
+	if (!realpath(path, real)) {
+		snprintf(why, whylen, "\"%s\": %s", path, strerror(errno));
+		return -errno;
+	}
+	if (stat(real, &st) || !S_ISREG(st.st_mode) || access(real, X_OK)) {
+		snprintf(why, whylen, "\"%s\" is not an executable file", real);
+		return -EACCES;
+	}
+	if (st.st_uid != 0 && st.st_uid != geteuid()) {
+		snprintf(why, whylen, "\"%s\" is owned by uid %u, not by root", real, (unsigned)st.st_uid);
+		return -EACCES;
+	}
+	if (st.st_mode & (S_IWGRP | S_IWOTH)) {
+		snprintf(why, whylen, "\"%s\" is writable by %s (mode %04o)", real,
+			 (st.st_mode & S_IWOTH) ? "others" : "its group", (unsigned)(st.st_mode & 07777));
+		return -EACCES;
+	}
+	snprintf(dir, sizeof(dir), "%s", real);
+	while ((slash = strrchr(dir, '/')) != NULL) {
+		if (slash == dir)
+			slash[1] = 0;
+		else
+			*slash = 0;
+		if (stat(dir, &st)) {
+			snprintf(why, whylen, "directory \"%s\": %s", dir, strerror(errno));
+			return -errno;
+		}
+		if (st.st_uid != 0 && st.st_uid != geteuid()) {
+			snprintf(why, whylen, "\"%s\" is in directory \"%s\" owned by uid %u, not by root", real, dir,
+				 (unsigned)st.st_uid);
+			return -EACCES;
+		}
+		if ((st.st_mode & (S_IWGRP | S_IWOTH)) && !(st.st_mode & S_ISVTX)) {
+			snprintf(why, whylen, "\"%s\" is in directory \"%s\" writable by %s (mode %04o)", real, dir,
+				 (st.st_mode & S_IWOTH) ? "others" : "its group", (unsigned)(st.st_mode & 07777));
+			return -EACCES;
+		}
+		if (!strcmp(dir, "/"))
+			break;
+	}
+	return 0;
+}
+
 static int read_probe(struct load_ctx *c, const config_setting_t *e, int native, unsigned int idx)
 {
 	struct gg_config *cfg = c->cfg;
 	struct gg_probe_conf *p;
 	const char *list = native ? "probes" : "extend_probes";
-	char where[96];
+	char where[96], why[1024];
 	const char *name = NULL, *v;
 	char **argv = NULL;
 	int err = 0, nargs;
@@ -564,6 +617,10 @@ static int read_probe(struct load_ctx *c, const config_setting_t *e, int native,
 	}
 	if (p->sw != GG_SWITCH_OFF && access(p->command, X_OK) != 0) {
 		err = fail(c, e, "%s: \"%s\" is not an executable file", where, p->command);
+		goto err_free;
+	}
+	if (p->sw != GG_SWITCH_OFF && gg_exec_trusted(p->command, why, sizeof(why))) {
+		err = fail(c, e, "%s: refusing to run it as root: %s", where, why);
 		goto err_free;
 	}
 	cfg->nprobes++;
@@ -684,6 +741,68 @@ static int load(struct load_ctx *c, config_t *lc)
 	return 0;
 }
 
+/* libconfig 1.5 silently truncates an integer literal beyond 32 bits without the L suffix
+ * (port = 4294985184 became 17888): find such a literal in the text first. 1 and its line when found. */
+#define CONFIG_TEXT_MAX (4u << 20) /* scanned for truncated integers; larger files are not expected */
+
+static int int_literal_overflows(const char *t, int *ret_line, char *lit, size_t litlen)
+{
+	int line = 1;
+
+	for (const char *p = t; *p; p++) {
+		if (*p == '\n') {
+			line++;
+		} else if (*p == '#' || (p[0] == '/' && p[1] == '/')) {
+			while (p[1] && p[1] != '\n')
+				p++;
+		} else if (p[0] == '/' && p[1] == '*') {
+			for (p += 2; *p && !(p[0] == '*' && p[1] == '/'); p++)
+				line += *p == '\n';
+			if (!*p)
+				break;
+			p++;
+		} else if (*p == '"') {
+			for (p++; *p && *p != '"'; p++) {
+				if (*p == '\\' && p[1])
+					p++;
+				line += *p == '\n';
+			}
+			if (!*p)
+				break;
+		} else if (isalpha((unsigned char)*p) || *p == '_') {
+			while (isalnum((unsigned char)p[1]) || p[1] == '_' || p[1] == '-' || p[1] == '*')
+				p++;
+		} else if (isdigit((unsigned char)*p)) {
+			const char *b = p;
+			int neg = b > t && b[-1] == '-';
+			unsigned long long v;
+
+			if (p[0] == '0' && (p[1] == 'x' || p[1] == 'X')) {
+				for (p += 2; isxdigit((unsigned char)p[1]); p++)
+					;
+				continue;
+			}
+			while (isdigit((unsigned char)p[1]))
+				p++;
+			if (p[1] == '.' || p[1] == 'e' || p[1] == 'E') { /* a float: libconfig reads it as such */
+				while (p[1] && (isdigit((unsigned char)p[1]) || strchr(".eE+-", p[1])))
+					p++;
+				continue;
+			}
+			if (p[1] == 'L')
+				continue;
+			errno = 0;
+			v = strtoull(b, NULL, 10);
+			if (errno || v > (neg ? 2147483648ull : 2147483647ull)) {
+				snprintf(lit, litlen, "%s%.*s", neg ? "-" : "", (int)(p - b + 1), b);
+				*ret_line = line;
+				return 1;
+			}
+		}
+	}
+	return 0;
+}
+
 static int load_common(struct gg_config *cfg, const char *name, const char *text, char *err, size_t errlen,
 		       gg_config_warn_fn warn)
 {
@@ -722,6 +841,30 @@ static int load_common(struct gg_config *cfg, const char *name, const char *text
 				 config_error_text(&lc));
 		config_destroy(&lc);
 		return -EINVAL;
+	}
+	{
+		char *buf = NULL, lit[64];
+		const char *t = text;
+		int line;
+
+		if (!t) {
+			FILE *f = fopen(name, "re");
+
+			buf = calloc(1, CONFIG_TEXT_MAX + 1);
+			if (f && buf)
+				(void)fread(buf, 1, CONFIG_TEXT_MAX, f);
+			if (f)
+				fclose(f);
+			t = buf;
+		}
+		if (t && int_literal_overflows(t, &line, lit, sizeof(lit))) {
+			snprintf(err, errlen, "%s:%d: integer %s does not fit in 32 bits (it would be truncated)", name,
+				 line, lit);
+			free(buf);
+			config_destroy(&lc);
+			return -EINVAL;
+		}
+		free(buf);
 	}
 	ret = load(&c, &lc);
 	config_destroy(&lc);

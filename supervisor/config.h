@@ -132,4 +132,8 @@ void gg_free_args(char **argv);
 
 const char *gg_out_channel__str(enum gg_out_channel c);
 
+/* 0 when root may execute path: the real file and every directory above it owned by root and
+ * writable by nobody else (see config.c); else negative errno and the reason in why. */
+int gg_exec_trusted(const char *path, char *why, size_t whylen);
+
 #endif

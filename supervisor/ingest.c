@@ -4,6 +4,8 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
 
 #include "export.h"
 #include "supervisor.h"
@@ -159,10 +161,22 @@ int gg_ingest__init(struct gg_sup *sup)
 		gg_error("cannot listen on %s: %s", sup->data_url, strerror(errno));
 		return err;
 	}
+	/* Only processes we spawned (and their process groups) running as us may publish records. */
+	err = ipc_sub__restrict_peers(sup->sub, geteuid(), getpid());
+	if (err) {
+		gg_error("cannot restrict publishers on %s: %s", sup->data_url, strerror(-err));
+		return err;
+	}
 	sup->ctrl = ipc_ctrl_pub__new(sup->ctrl_url);
 	if (!sup->ctrl) {
 		err = -errno;
 		gg_error("cannot listen on %s: %s", sup->ctrl_url, strerror(errno));
+		return err;
+	}
+	/* Only root may connect: the mode must not depend on the umask (who connects is checked too). */
+	if (chmod(sup->data_url + strlen("ipc://"), 0600) || chmod(sup->ctrl_url + strlen("ipc://"), 0600)) {
+		err = -errno;
+		gg_error("cannot chmod the IPC sockets in %s: %s", sup->cfg.global.run_dir, strerror(errno));
 		return err;
 	}
 	err = uv_poll_init(sup->loop, &sup->sub_poll, ipc_sub__fd(sup->sub));

@@ -7,6 +7,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/prctl.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include "events.h"
@@ -85,7 +86,7 @@ static void on_signal(uv_signal_t *h, int signum)
 	struct gg_sup *sup = h->data;
 
 	if (signum == SIGHUP) {
-		gg_info("SIGHUP: reopening nothing yet (configuration reload comes with the REST API)");
+		gg_info("SIGHUP ignored: the configuration file is read at start; change probes at run time through the REST API");
 		return;
 	}
 	if (sup->stopping)
@@ -96,6 +97,33 @@ static void on_signal(uv_signal_t *h, int signum)
 	gg_probes__stop_all(sup);
 	/* Check every 100 ms for the children to be gone. */
 	uv_timer_start(&sup->tick, on_tick, 100, 100);
+}
+
+/* A directory root keeps sockets, bookkeeping and saved configuration in must be root's alone: anyone
+ * else able to write there could replace the sockets or the children list. */
+static int check_private_dir(const char *key, const char *path)
+{
+	struct stat st;
+
+	if (stat(path, &st)) {
+		fprintf(stderr, "gala-gopher: %s %s: %s\n", key, path, strerror(errno));
+		return -errno;
+	}
+	if (!S_ISDIR(st.st_mode)) {
+		fprintf(stderr, "gala-gopher: %s %s is not a directory\n", key, path);
+		return -ENOTDIR;
+	}
+	if (st.st_uid != geteuid()) {
+		fprintf(stderr, "gala-gopher: %s %s is owned by uid %u, not by root (uid %u): refusing it\n", key, path,
+			(unsigned)st.st_uid, (unsigned)geteuid());
+		return -EPERM;
+	}
+	if (st.st_mode & (S_IWGRP | S_IWOTH)) {
+		fprintf(stderr, "gala-gopher: %s %s is writable by %s (mode %04o): refusing it\n", key, path,
+			(st.st_mode & S_IWOTH) ? "others" : "its group", (unsigned)(st.st_mode & 07777));
+		return -EPERM;
+	}
+	return 0;
 }
 
 static int setup(struct gg_sup *sup, const char *conf_path, int check_only)
@@ -131,6 +159,15 @@ static int setup(struct gg_sup *sup, const char *conf_path, int check_only)
 		fprintf(stderr, "gala-gopher: cannot create %s or %s: %s\n", sup->cfg.global.run_dir,
 			sup->cfg.logs.debug_dir, strerror(errno));
 		return -errno;
+	}
+	ret = check_private_dir("global.run_dir", sup->cfg.global.run_dir);
+	if (ret)
+		return ret;
+	/* state_dir is made when the first configuration is saved; one that exists already must be private. */
+	if (access(sup->cfg.rest.state_dir, F_OK) == 0) {
+		ret = check_private_dir("rest_api_server.state_dir", sup->cfg.rest.state_dir);
+		if (ret)
+			return ret;
 	}
 	snprintf(path, sizeof(path), "%s/%s", sup->cfg.logs.debug_dir, sup->cfg.global.log_file_name);
 	ret = gg_log_open(path, (uint64_t)sup->cfg.logs.debug_file_size << 20, lvl);
@@ -228,6 +265,9 @@ int main(int argc, char **argv)
 	}
 
 	signal(SIGPIPE, SIG_IGN);
+	/* Nothing we create may follow the umask we were started with (000 made the sockets 0777):
+	 * group may read, nobody else anything. Probes inherit it. */
+	umask(027);
 	sup->loop = uv_default_loop();
 	sup->start_ms = gg_now_ms();
 	ret = setup(sup, conf, check_only);

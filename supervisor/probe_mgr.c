@@ -2,11 +2,13 @@
  * runs check_cmd start conditions, and stops probes with SIGTERM then SIGKILL. */
 #include <errno.h>
 #include <fcntl.h>
+#include <limits.h>
 #include <signal.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include "supervisor.h"
@@ -54,12 +56,19 @@ static void children_write(struct gg_sup *sup)
 {
 	char path[4200], tmp[4210];
 	FILE *f;
+	int fd;
 
 	snprintf(path, sizeof(path), "%s/children", sup->cfg.global.run_dir);
 	snprintf(tmp, sizeof(tmp), "%s.tmp", path);
-	f = fopen(tmp, "we");
-	if (!f)
+	(void)unlink(tmp);
+	/* 0600 whatever the umask: the next supervisor kills what this file lists. */
+	fd = open(tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC | O_NOFOLLOW, 0600);
+	if (fd < 0)
 		return;
+	if (fchmod(fd, 0600) || !(f = fdopen(fd, "w"))) {
+		close(fd);
+		return;
+	}
 	for (unsigned int i = 0; i < sup->nprobes; i++) {
 		struct gg_probe *p = &sup->probes[i];
 		unsigned long long st;
@@ -71,24 +80,134 @@ static void children_write(struct gg_sup *sup)
 		(void)rename(tmp, path);
 }
 
+/* state, process group, session and comm of pid (from /proc/<pid>/stat); 0 or negative errno */
+static int proc_group_session(pid_t pid, char *ret_state, int *ret_pgid, int *ret_sid, char ret_comm[16])
+{
+	char path[64], buf[1024];
+	const char *c, *open_paren;
+	size_t cl;
+	int n;
+
+	snprintf(path, sizeof(path), "/proc/%d/stat", (int)pid);
+	n = gg_read_small(path, buf, sizeof(buf));
+	if (n <= 0)
+		return n ? n : -EIO;
+	open_paren = strchr(buf, '(');
+	c = strrchr(buf, ')');
+	if (!open_paren || !c || c < open_paren || sscanf(c + 1, " %c %*d %d %d", ret_state, ret_pgid, ret_sid) != 3)
+		return -EINVAL;
+	cl = (size_t)(c - open_paren - 1);
+	if (cl > 15)
+		cl = 15;
+	memcpy(ret_comm, open_paren + 1, cl);
+	ret_comm[cl] = 0;
+	return 0;
+}
+
+/* A zombie leader (its parent died with the supervisor and nobody reaped it) has no exe left: its
+ * name must then be that of our binary or a configured probe's (the kernel keeps 15 bytes). */
+static int comm_is_ours(const struct gg_sup *sup, const char *comm)
+{
+	const char *b = strrchr(sup->self_exe, '/');
+
+	if (!strncmp(b ? b + 1 : sup->self_exe, comm, 15))
+		return 1;
+	for (unsigned int i = 0; i < sup->cfg.nprobes; i++) {
+		const char *cmd = sup->cfg.probes[i].command;
+
+		b = strrchr(cmd, '/');
+		if (cmd[0] && !strncmp(b ? b + 1 : cmd, comm, 15))
+			return 1;
+	}
+	return 0;
+}
+
+/* Is pid running something we start: our own binary (the --exec-probe wrapper), a configured
+ * probe's executable, or an interpreter running a configured probe's script (argv[1])? */
+static int proc_is_ours(const struct gg_sup *sup, pid_t pid)
+{
+	char path[64], exe[PATH_MAX], real[PATH_MAX], cmdline[PATH_MAX + 256];
+	const char *arg1 = NULL;
+	ssize_t n;
+	int fd;
+
+	snprintf(path, sizeof(path), "/proc/%d/exe", (int)pid);
+	n = readlink(path, exe, sizeof(exe) - 1);
+	if (n <= 0)
+		return 0;
+	exe[n] = 0;
+	if (!strcmp(exe, sup->self_exe))
+		return 1;
+	snprintf(path, sizeof(path), "/proc/%d/cmdline", (int)pid);
+	fd = open(path, O_RDONLY | O_CLOEXEC);
+	if (fd >= 0) {
+		n = read(fd, cmdline, sizeof(cmdline) - 1);
+		close(fd);
+		if (n > 0) {
+			cmdline[n] = 0;
+			if (strlen(cmdline) + 1 < (size_t)n)
+				arg1 = cmdline + strlen(cmdline) + 1;
+		}
+	}
+	for (unsigned int i = 0; i < sup->cfg.nprobes; i++) {
+		const char *cmd = sup->cfg.probes[i].command;
+
+		if (!cmd[0])
+			continue;
+		if (realpath(cmd, real) && !strcmp(real, exe))
+			return 1;
+		if (arg1 && !strcmp(arg1, cmd))
+			return 1;
+	}
+	return 0;
+}
+
 void gg_probes__reap_leftovers(const struct gg_sup *sup)
 {
 	char path[4200];
-	int pid;
+	int pid, fd, pgid, sid;
+	char state, comm[16];
 	unsigned long long st, now_st;
+	struct stat sb;
 	FILE *f;
 
 	snprintf(path, sizeof(path), "%s/children", sup->cfg.global.run_dir);
-	f = fopen(path, "re");
-	if (!f)
+	fd = open(path, O_RDONLY | O_CLOEXEC | O_NOFOLLOW);
+	if (fd < 0) {
+		if (errno != ENOENT)
+			gg_warn("not reaping left-behind probes: cannot open %s: %s", path, strerror(errno));
 		return;
+	}
+	/* The next supervisor kills what this file lists: trust only a file we wrote ourselves. */
+	if (fstat(fd, &sb) || !S_ISREG(sb.st_mode) || sb.st_uid != geteuid() || (sb.st_mode & 07777) != 0600) {
+		gg_warn("not reaping left-behind probes: %s is not a regular file of uid %u with mode 0600 "
+			"(uid %u, mode %04o): ignored",
+			path, (unsigned)geteuid(), (unsigned)sb.st_uid, (unsigned)(sb.st_mode & 07777));
+		close(fd);
+		unlink(path);
+		return;
+	}
+	f = fdopen(fd, "r");
+	if (!f) {
+		close(fd);
+		return;
+	}
 	while (fscanf(f, "%d %llu", &pid, &st) == 2) {
 		/* Only when the start time matches: the pid may have been reused by an unrelated process. */
-		if (pid > 1 && gg_proc_starttime(pid, &now_st) == 0 && now_st == st) {
-			gg_warn("killing process group %d left behind by a previous supervisor", pid);
-			kill(-pid, SIGKILL);
-			kill(pid, SIGKILL);
+		if (pid <= 1 || gg_proc_starttime(pid, &now_st) || now_st != st)
+			continue;
+		/* Every probe was started in its own session as the leader of its own process group, running
+		 * our wrapper, a configured probe's binary or a configured script. */
+		if (proc_group_session(pid, &state, &pgid, &sid, comm) || pgid != pid || sid != pid ||
+		    !(state == 'Z' ? comm_is_ours(sup, comm) : proc_is_ours(sup, pid))) {
+			gg_warn("not killing process %d listed in %s: not a probe process group this supervisor "
+				"starts",
+				pid, path);
+			continue;
 		}
+		gg_warn("killing process group %d left behind by a previous supervisor", pid);
+		kill(-pid, SIGKILL);
+		kill(pid, SIGKILL);
 	}
 	fclose(f);
 	unlink(path);
@@ -271,9 +390,15 @@ static void probe_start(struct gg_probe *p)
 	struct gg_sup *sup = p->sup;
 	uv_process_options_t o;
 	uv_stdio_container_t stdio[3];
-	char **pargv = NULL, **argv = NULL, **env = NULL, ppid[32], extra[512] = "";
+	char **pargv = NULL, **argv = NULL, **env = NULL, ppid[32], extra[512] = "", why[1024];
 	int nargs, nextra = 0, err;
 
+	/* Checked again here: the file or a directory above it may have changed since it was accepted. */
+	err = gg_exec_trusted(p->conf->command, why, sizeof(why));
+	if (err) {
+		gg_error("probe %s: refusing to run it as root: %s", p->conf->name, why);
+		goto fail;
+	}
 	nargs = gg_split_args(p->conf->param, &pargv);
 	if (nargs < 0) {
 		err = nargs;

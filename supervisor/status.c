@@ -6,6 +6,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/resource.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <cjson/cJSON.h>
@@ -89,6 +90,7 @@ int gg_status__write(struct gg_sup *sup)
 	gg_json_add_u64(s, "records", sup->st.records);
 	gg_json_add_u64(s, "accepted", sup->st.accepted);
 	gg_json_add_u64(s, "bad_batches", sup->st.bad_batches);
+	gg_json_add_u64(s, "ipc_refused_peers", ipc_sub__refused(sup->sub));
 	gg_json_add_u64(s, "unknown_probe_batches", sup->st.unknown_probe_batches);
 	if (getrusage(RUSAGE_SELF, &ru) == 0) {
 		gg_json_add_u64(s, "max_rss_kb", (uint64_t)ru.ru_maxrss);
@@ -109,11 +111,12 @@ int gg_status__write(struct gg_sup *sup)
 		return -ENOMEM;
 	snprintf(path, sizeof(path), "%s/status.json", sup->cfg.global.run_dir);
 	snprintf(tmp, sizeof(tmp), "%s.tmp", path);
-	fd = open(tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+	fd = open(tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0640);
 	if (fd < 0) {
 		free(txt);
 		return -errno;
 	}
+	(void)fchmod(fd, 0640); /* a file left by an older version may have been 0644 */
 	len = strlen(txt);
 	if (write(fd, txt, len) != (ssize_t)len)
 		err = -EIO;

@@ -43,6 +43,7 @@ static const char *const reserved[] = {
 	"gala_gopher_web_server_refused_total",
 	"gala_gopher_sup_records_received_total",
 	"gala_gopher_sup_bad_batches_total",
+	"gala_gopher_sup_ipc_refused_peers_total",
 	"gala_gopher_sup_unknown_probe_batches_total",
 	"gala_gopher_export_records_total",
 	"gala_gopher_export_render_errors_total",
@@ -329,6 +330,9 @@ static void render_supervisor(struct gg_buf *b, struct gg_sup *sup)
 	sample(b, "gala_gopher_sup_records_received_total", NULL, NULL, NULL, NULL, sup->st.records);
 	prom_family_header(b, "gala_gopher_sup_bad_batches_total", "IPC messages that failed to decode", "counter");
 	sample(b, "gala_gopher_sup_bad_batches_total", NULL, NULL, NULL, NULL, sup->st.bad_batches);
+	prom_family_header(b, "gala_gopher_sup_ipc_refused_peers_total",
+			   "connections to the data socket refused: not a process the supervisor spawned", "counter");
+	sample(b, "gala_gopher_sup_ipc_refused_peers_total", NULL, NULL, NULL, NULL, ipc_sub__refused(sup->sub));
 	prom_family_header(b, "gala_gopher_sup_unknown_probe_batches_total", "IPC batches naming no configured probe",
 			   "counter");
 	sample(b, "gala_gopher_sup_unknown_probe_batches_total", NULL, NULL, NULL, NULL, sup->st.unknown_probe_batches);

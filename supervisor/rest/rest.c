@@ -550,7 +550,7 @@ static cJSON *merge(const cJSON *old, const cJSON *put)
 static void handle_put(struct gg_rest *r, struct rest_probe *rp, const struct gg_http_request *req,
 		       struct gg_http_response *resp)
 {
-	char msg[MSG_MAX], bin[PATH_MAX], *json = NULL, *text = NULL;
+	char msg[MSG_MAX], bin[PATH_MAX], why[1024], *json = NULL, *text = NULL;
 	struct gg_rest_check_ctx ctx;
 	cJSON *put = NULL, *merged = NULL, *old;
 	int status, err;
@@ -566,6 +566,12 @@ static void handle_put(struct gg_rest *r, struct rest_probe *rp, const struct gg
 		status = 404;
 		snprintf(msg, sizeof(msg), "probe %s is not installed: %.512s is not an executable file",
 			 rp->def->rest_name, bin);
+		goto fail;
+	}
+	if (gg_exec_trusted(bin, why, sizeof(why))) {
+		status = 400;
+		snprintf(msg, sizeof(msg), "cmd.bin of probe %s: refusing to run it as root: %.700s",
+			 rp->def->rest_name, why);
 		goto fail;
 	}
 	err = ensure_entry(r, rp);

@@ -161,6 +161,39 @@ static int hexval(char c)
 	return -1;
 }
 
+/* 1 when [p, p+n) is well-formed UTF-8 (shortest forms, no surrogates, at most U+10FFFF). */
+static int utf8_valid(const unsigned char *p, size_t n)
+{
+	const unsigned char *end = p + n;
+
+	while (p < end) {
+		unsigned char c = *p++, lo = 0x80, hi = 0xbf;
+		size_t need;
+
+		if (c < 0x80)
+			continue;
+		if (c >= 0xc2 && c <= 0xdf)
+			need = 1;
+		else if (c >= 0xe0 && c <= 0xef) {
+			need = 2;
+			lo = c == 0xe0 ? 0xa0 : 0x80;
+			hi = c == 0xed ? 0x9f : 0xbf;
+		} else if (c >= 0xf0 && c <= 0xf4) {
+			need = 3;
+			lo = c == 0xf0 ? 0x90 : 0x80;
+			hi = c == 0xf4 ? 0x8f : 0xbf;
+		} else
+			return 0;
+		if ((size_t)(end - p) < need || p[0] < lo || p[0] > hi)
+			return 0;
+		for (size_t i = 1; i < need; i++)
+			if (p[i] < 0x80 || p[i] > 0xbf)
+				return 0;
+		p += need;
+	}
+	return 1;
+}
+
 int gg_rest_body__decode(const char *body, size_t len, const char *content_type, char **ret_json, char *err,
 			 size_t errlen)
 {
@@ -241,6 +274,11 @@ int gg_rest_body__decode(const char *body, size_t len, const char *content_type,
 		free(out);
 		return errf(err, errlen, 413, "configuration too long: %zu characters (at most %u)", n,
 			    GG_REST_JSON_MAX);
+	}
+	/* JSON is UTF-8 (RFC 8259): what is stored is returned by GET, and strict clients reject it. */
+	if (!utf8_valid((const unsigned char *)out, n)) {
+		free(out);
+		return errf(err, errlen, 400, "the configuration is not valid UTF-8");
 	}
 	*ret_json = out;
 	return 0;

@@ -1,0 +1,259 @@
+"""test_chaos.py - the attacks of issue #22, each as the test performs it, against the real supervisor."""
+import os
+import shutil
+import signal
+import stat
+import subprocess
+import tempfile
+import time
+
+from harness import BUILD, GOPHER, Supervisor, check, probe_entry, wait_for
+
+
+def running(p):
+    return p["state"] == "running" and p["pid"] > 0
+
+
+def mode(path):
+    return stat.S_IMODE(os.lstat(path).st_mode)
+
+
+def test_umask_000_does_not_open_files():
+    """Started with umask 000 and an existing 0755 run_dir: nothing it creates is open to others."""
+    s = Supervisor(probes=[probe_entry("system_infos", "-t 1")])
+    os.makedirs(s.run_dir)
+    os.chmod(s.run_dir, 0o755)
+    old = os.umask(0)
+    try:
+        s.start()
+    finally:
+        os.umask(old)
+    try:
+        s.wait_probe("system_infos", running, 5, "running")
+        children = os.path.join(s.run_dir, "children")
+        wait_for(lambda: os.path.exists(children), 5, "children file")
+        for name in ("data.ipc", "ctrl.ipc"):
+            m = mode(os.path.join(s.run_dir, name))
+            check(m == 0o600, "%s mode %04o, want 0600" % (name, m))
+        check(mode(children) == 0o600, "children mode %04o, want 0600" % mode(children))
+        m = mode(s.status_path())
+        check(m & 0o077 in (0, 0o040), "status.json mode %04o, want 0600 or 0640" % m)
+    finally:
+        s.cleanup()
+
+
+def test_open_run_dir_refused():
+    """A run_dir or state_dir writable by group/others is refused at start, naming the key and why."""
+    for key, group in (("run_dir", 0o775), ("run_dir", 0o757), ("state_dir", 0o777)):
+        s = Supervisor()
+        try:
+            target = s.run_dir
+            if key == "state_dir":
+                target = os.path.join(s.dir, "state")
+                with open(s.conf, "a") as f:
+                    f.write('rest_api_server = { port = 0; state_dir = "%s"; };\n' % target)
+            os.makedirs(target)
+            os.chmod(target, group)
+            r = subprocess.run([GOPHER, "-c", s.conf], capture_output=True, text=True, timeout=10)
+            check(r.returncode != 0, "%s mode %04o accepted" % (key, group))
+            check(key in r.stderr and "writable" in r.stderr, "error names key and reason: %r" % r.stderr)
+            check(not os.path.exists(os.path.join(s.run_dir, "data.ipc")), "no socket made")
+        finally:
+            s.cleanup()
+
+
+def _inject(s, user):
+    """Publish 2,000 records as system_infos from a process the supervisor did not spawn."""
+    pub = os.path.join(BUILD, "bench", "ipc_pub")
+    pre = None
+    if user:
+        def pre():
+            os.setgid(65534)
+            os.setuid(65534)
+    return subprocess.run([pub, "-u", "ipc://%s/data.ipc" % s.run_dir, "-n", "system_infos", "-r", "2000",
+                           "-d", "1000"], capture_output=True, text=True, timeout=20, preexec_fn=pre)
+
+
+def test_record_injection_refused():
+    """Root and an unprivileged user (socket opened up, as under the old umask) both try to publish
+    records as system_infos: nothing is taken in, and the refusals are counted."""
+    s = Supervisor(probes=[probe_entry("system_infos", "-t 1")]).start()
+    try:
+        s.wait_probe("system_infos", lambda p: p["batches"] > 0, 10, "first real batch")
+        os.chmod(os.path.join(s.run_dir, "data.ipc"), 0o777)
+        os.chmod(s.run_dir, 0o755)
+        for user in (False, True):
+            _inject(s, user)
+        # status.json is rewritten every second: wait for a rewrite after the injections
+        t0 = s.status()["supervisor"]["uptime_ms"]
+        wait_for(lambda: s.status()["supervisor"]["uptime_ms"] > t0 + 1000, 5, "status rewrite")
+        st = s.status()
+        p = [x for x in st["probes"] if x["name"] == "system_infos"][0]
+        check(p["ipc_lost_batches"] == 0, "phantom lost batches: %d" % p["ipc_lost_batches"])
+        check(p["rejected_total"] == 0 and p["bad_batches"] == 0, "injected records reached validation: %r" %
+              p["rejected"])
+        check(st["supervisor"]["ipc_refused_peers"] >= 2, "refusals counted: %r" % st["supervisor"])
+        s.wait_probe("system_infos", lambda q: q["batches"] > p["batches"], 5, "real probe still delivers")
+    finally:
+        s.cleanup()
+
+
+
+def _starttime(pid):
+    with open("/proc/%d/stat" % pid) as f:
+        return int(f.read().rsplit(")", 1)[1].split()[19])
+
+
+def test_children_file_cannot_name_victims():
+    """Another root process appended to `children` (as the file it is, and in a copy made 0644) is not
+    killed by the restarted supervisor; the real left-behind probe still is."""
+    s = Supervisor(probes=[probe_entry("system_infos", "-t 1")]).start()
+    victim = subprocess.Popen(["sleep", "60"], start_new_session=True)
+    try:
+        s.wait_probe("system_infos", running, 5, "running")
+        children = os.path.join(s.run_dir, "children")
+        wait_for(lambda: os.path.exists(children) and os.path.getsize(children) > 0, 5, "children file")
+        # A supervisor killed hard leaves its children file behind; the attacker appends a victim.
+        s.proc.kill()
+        s.proc.wait()
+        with open(children, "a") as f:
+            f.write("%d %d\n" % (victim.pid, _starttime(victim.pid)))
+        s.start()
+        wait_for(lambda: "not killing process %d" % victim.pid in s.sup_log(), 5, "victim refused, logged")
+        check(victim.poll() is None, "victim was killed")
+        s.stop()
+        # The same file, but not mode 0600: nothing listed in it is trusted.
+        with open(children, "w") as f:
+            f.write("%d %d\n" % (victim.pid, _starttime(victim.pid)))
+        os.chmod(children, 0o644)
+        s.start()
+        wait_for(lambda: "not reaping left-behind probes" in s.sup_log(), 5, "open children file refused")
+        check(victim.poll() is None, "victim was killed")
+    finally:
+        victim.kill()
+        victim.wait()
+        s.cleanup()
+
+
+SYSINFO = os.path.join(BUILD, "probes", "system_infos")
+
+
+def _probe_copy(d, name="system_infos"):
+    os.makedirs(d, exist_ok=True)
+    path = os.path.join(d, name)
+    shutil.copy(SYSINFO, path)
+    os.chmod(path, 0o755)
+    return path
+
+
+def test_untrusted_probe_binaries_refused():
+    """At configuration load: a world-writable binary, one owned by another user, one in a 0777
+    folder, a symlink to a world-writable file; at spawn: a binary made writable after it was accepted;
+    at REST PUT: the registered binary made writable. Each refused, naming the reason."""
+    cases = []
+    s = Supervisor()
+    try:
+        d = os.path.join(s.dir, "p1")
+        os.chmod(_probe_copy(d), 0o777)
+        cases.append((d, "writable by others"))
+        d = os.path.join(s.dir, "p2")
+        os.chown(_probe_copy(d), 65534, 65534)
+        cases.append((d, "owned by uid 65534"))
+        d = os.path.join(s.dir, "p3", "open")
+        _probe_copy(d)
+        os.chmod(d, 0o777)
+        cases.append((d, "writable by others"))
+        d = os.path.join(s.dir, "p4")
+        os.makedirs(d)
+        target = _probe_copy(os.path.join(s.dir, "p4real"), "real")
+        os.chmod(target, 0o757)
+        os.symlink(target, os.path.join(d, "system_infos"))
+        cases.append((d, "p4real/real\" is writable by others"))
+        for d, why in cases:
+            t = Supervisor(probes=[probe_entry("system_infos", "-t 1")], probes_dir=d)
+            try:
+                r = subprocess.run([GOPHER, "--check", "-c", t.conf], capture_output=True, text=True, timeout=10)
+                check(r.returncode != 0, "%s accepted: %s" % (d, r.stdout))
+                check("refusing to run it as root" in r.stderr and why in r.stderr,
+                      "reason %r named: %r" % (why, r.stderr))
+            finally:
+                t.cleanup()
+    finally:
+        s.cleanup()
+
+    # at spawn: accepted, then the file is opened up and the probe dies
+    d = tempfile.mkdtemp(prefix="gg-chaos-")
+    try:
+        path = _probe_copy(d)
+        s = Supervisor(probes=[probe_entry("system_infos", "-t 1")], probes_dir=d).start()
+        try:
+            pid = s.wait_probe("system_infos", running, 5, "running")["pid"]
+            os.chmod(path, 0o777)
+            os.kill(pid, signal.SIGKILL)
+            wait_for(lambda: "refusing to run it as root" in s.sup_log(), 5, "refused at spawn")
+            time.sleep(1.5)
+            p = s.probe("system_infos")
+            check(not (p["state"] == "running" and p["pid"] > 0 and p["pid"] != pid), "restarted anyway: %r" % p)
+        finally:
+            s.cleanup()
+    finally:
+        shutil.rmtree(d, ignore_errors=True)
+
+    # REST PUT: the registered binary is replaced by a writable one
+    from test_rest import RestEnv, expect
+    env = RestEnv().start()
+    try:
+        link = os.path.join(env.probes_dir, "system_infos")
+        os.unlink(link)
+        os.chmod(_probe_copy(env.probes_dir), 0o777)
+        expect(env.put("baseinfo", {"state": "running"}), 400, "writable by others")
+    finally:
+        env.cleanup()
+
+
+def test_truncated_integers_refused():
+    """web_server.port = 4294985184 used to pass --check and bind 17888 (libconfig truncates to 32 bits)."""
+    for extra, want in (('web_server = { port = 4294985184; };', "4294985184 does not fit"),
+                        ('web_server = { port = 65536; };', "out of range"),
+                        ('kafka = { batch_num_messages = -4294967297; };', "-4294967297 does not fit")):
+        s = Supervisor(extra=extra)
+        try:
+            r = subprocess.run([GOPHER, "--check", "-c", s.conf], capture_output=True, text=True, timeout=10)
+            check(r.returncode != 0 and want in r.stderr, "%s: %r %r" % (extra, r.stdout, r.stderr))
+        finally:
+            s.cleanup()
+    s = Supervisor(extra='# 99999999999 in a comment\nweb_server = { port = 17888; bind_addr = "99999999999"; };')
+    try:
+        r = subprocess.run([GOPHER, "--check", "-c", s.conf], capture_output=True, text=True, timeout=10)
+        check(r.returncode == 0, "comments and strings are not numbers: %r" % r.stderr)
+    finally:
+        s.cleanup()
+
+
+def test_invalid_utf8_snooper_refused():
+    """A snooper with invalid UTF-8 used to be stored and returned, so strict JSON clients rejected GET."""
+    import urllib.parse
+    from test_rest import RestEnv, expect
+    env = RestEnv().start()
+    try:
+        q = urllib.parse.quote
+        body = "json=" + q('{"snoopers": {"proc_name": [{"comm": "a') + "%FF%FE" + q('"}]}}')
+        expect(env.call("PUT", "/baseinfo", body), 400, "not valid UTF-8")
+        body = "json=" + q('{"snoopers": {"proc_name": [{"comm": "caf\u00e9"}]}}')
+        expect(env.call("PUT", "/baseinfo", body), 200)
+        st, doc, raw, _ = env.call("GET", "/baseinfo")
+        check(st == 200 and doc is not None, "GET is strict JSON: %r" % raw[:200])
+    finally:
+        env.cleanup()
+
+
+def test_sighup_says_what_it_does():
+    s = Supervisor().start()
+    try:
+        s.proc.send_signal(signal.SIGHUP)
+        wait_for(lambda: "SIGHUP ignored" in s.sup_log(), 5, "SIGHUP logged")
+        check("nothing yet" not in s.sup_log(), "unfinished-looking message")
+        time.sleep(0.3)
+        check(s.proc.poll() is None, "supervisor survives SIGHUP")
+    finally:
+        s.cleanup()
