@@ -7,7 +7,7 @@ import subprocess
 import tempfile
 import time
 
-from harness import BUILD, GOPHER, Supervisor, check, probe_entry, wait_for
+from harness import BUILD, GOPHER, Supervisor, check, probe_entry, rest_section, wait_for
 
 
 def running(p):
@@ -45,13 +45,13 @@ def test_umask_000_does_not_open_files():
 def test_open_run_dir_refused():
     """A run_dir or state_dir writable by group/others is refused at start, naming the key and why."""
     for key, group in (("run_dir", 0o775), ("run_dir", 0o757), ("state_dir", 0o777)):
-        s = Supervisor()
+        # the state dir is named before the supervisor's directory exists: a sibling made for the test
+        state = tempfile.mkdtemp(prefix="gg-chaos-state-") if key == "state_dir" else None
+        s = Supervisor(extra=rest_section(os.path.join(state, "state")) if state else "")
         try:
             target = s.run_dir
-            if key == "state_dir":
-                target = os.path.join(s.dir, "state")
-                with open(s.conf, "a") as f:
-                    f.write('rest_api_server = { port = 0; state_dir = "%s"; };\n' % target)
+            if state:
+                target = os.path.join(state, "state")
             os.makedirs(target)
             os.chmod(target, group)
             r = subprocess.run([GOPHER, "-c", s.conf], capture_output=True, text=True, timeout=10)
@@ -60,6 +60,8 @@ def test_open_run_dir_refused():
             check(not os.path.exists(os.path.join(s.run_dir, "data.ipc")), "no socket made")
         finally:
             s.cleanup()
+            if state:
+                shutil.rmtree(state, ignore_errors=True)
 
 
 def _inject(s, user):
