@@ -1,0 +1,150 @@
+"""l7_client.py - a client for test_l7.py that sends a known number of requests over one keep-alive
+connection, some of them errors, some pipelined, and prints what it did as one JSON line: requests,
+errors, and the sum of the latencies it measured (from just before the send of a request to just
+after the receive that completed its response, in ns).
+
+Usage: l7_client.py MODE PORT [N]   (MODE: http, https, redis). Prints {"ready": pid} first and waits
+for a line on stdin before it starts, so that the test can put it in the probe's scope."""
+import json
+import socket
+import ssl
+import sys
+import time
+
+
+def now_ns():
+    return time.clock_gettime_ns(time.CLOCK_MONOTONIC)
+
+
+class Conn:
+    def __init__(self, sock):
+        self.sock = sock
+        self.buf = b""
+        self.sent = 0
+
+    def fill(self):
+        d = self.sock.recv(65536)
+        if not d:
+            raise SystemExit("server closed the connection")
+        self.buf += d
+
+    def take(self, n):
+        while len(self.buf) < n:
+            self.fill()
+        out, self.buf = self.buf[:n], self.buf[n:]
+        return out
+
+    def line(self):
+        while b"\r\n" not in self.buf:
+            self.fill()
+        out, self.buf = self.buf.split(b"\r\n", 1)
+        return out
+
+    def has_complete(self, parse):
+        """Whether buf holds a whole response (parse returns its length or None)."""
+        return parse(self.buf) is not None
+
+
+def http_len(buf):
+    """Length of the complete HTTP response at the start of buf, or None."""
+    end = buf.find(b"\r\n\r\n")
+    if end < 0:
+        return None
+    head = buf[:end].decode("latin-1").split("\r\n")
+    clen = 0
+    for h in head[1:]:
+        k, _, v = h.partition(":")
+        if k.strip().lower() == "content-length":
+            clen = int(v.strip())
+    total = end + 4 + clen
+    return total if len(buf) >= total else None
+
+
+def http_status(buf):
+    return int(buf.split(b" ", 2)[1])
+
+
+def redis_len(buf):
+    """Length of the complete RESP2 reply (simple, error, integer or bulk) at the start of buf."""
+    eol = buf.find(b"\r\n")
+    if eol < 0:
+        return None
+    if buf[:1] == b"$":
+        n = int(buf[1:eol])
+        total = eol + 2 + (n + 2 if n >= 0 else 0)
+        return total if len(buf) >= total else None
+    return eol + 2
+
+
+def exchange(c, reqs, parse, is_error):
+    """Send reqs in one write (pipelined when more than one), read as many responses; returns
+    (errors, latency ns summed over the requests)."""
+    t0 = now_ns()
+    c.sock.sendall(b"".join(reqs))
+    c.sent += sum(len(r) for r in reqs)
+    errors = 0
+    lat = 0
+    for _ in reqs:
+        while True:
+            n = parse(c.buf)
+            if n is not None:
+                break
+            c.fill()
+        t1 = now_ns()  # the receive that completed this response has returned
+        resp, c.buf = c.buf[:n], c.buf[n:]
+        errors += 1 if is_error(resp) else 0
+        lat += t1 - t0
+    return errors, lat
+
+
+def main():
+    mode, port = sys.argv[1], int(sys.argv[2])
+    n = int(sys.argv[3]) if len(sys.argv) > 3 else 40
+    sock = socket.create_connection(("127.0.0.1", port))
+    sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+    if mode == "https":
+        ctx = ssl.create_default_context()
+        ctx.check_hostname = False
+        ctx.verify_mode = ssl.CERT_NONE
+        sock = ctx.wrap_socket(sock)
+    c = Conn(sock)
+    print(json.dumps({"ready": __import__("os").getpid()}), flush=True)
+    sys.stdin.readline()
+    done = {"requests": 0, "errors": 0, "latency_ns": 0, "pipelined": 0}
+
+    def run(reqs, parse, is_error):
+        e, lat = exchange(c, reqs, parse, is_error)
+        done["requests"] += len(reqs)
+        done["errors"] += e
+        done["latency_ns"] += lat
+
+    if mode in ("http", "https"):
+        ok = b"GET /small.html HTTP/1.1\r\nHost: t\r\n\r\n"
+        bad = b"GET /missing.html HTTP/1.1\r\nHost: t\r\n\r\n"
+        for i in range(n):
+            run([bad if i % 5 == 4 else ok], http_len, lambda r: http_status(r) >= 400)
+        # pipelined: 10 requests in one write, 2 of them 404
+        run([ok, ok, bad, ok, ok, ok, ok, bad, ok, ok], http_len, lambda r: http_status(r) >= 400)
+        done["pipelined"] = 10
+    elif mode == "redis":
+        for i in range(n):
+            if i % 5 == 4:
+                run([b"*1\r\n$7\r\nNOSUCHX\r\n"], redis_len, lambda r: r[:1] == b"-")
+            elif i % 2:
+                run([b"*3\r\n$3\r\nSET\r\n$3\r\nkey\r\n$5\r\nvalue\r\n"], redis_len, lambda r: r[:1] == b"-")
+            else:
+                run([b"*2\r\n$3\r\nGET\r\n$3\r\nkey\r\n"], redis_len, lambda r: r[:1] == b"-")
+        pipe = [b"*2\r\n$4\r\nINCR\r\n$3\r\ncnt\r\n"] * 8 + [b"*1\r\n$7\r\nNOSUCHX\r\n"] * 2
+        run(pipe, redis_len, lambda r: r[:1] == b"-")
+        done["pipelined"] = len(pipe)
+    else:
+        raise SystemExit("unknown mode " + mode)
+    done["bytes_sent"] = c.sent
+    print(json.dumps(done), flush=True)
+    # stay connected until told to go: the probe reports the connection while it is open
+    sys.stdin.readline()
+    sock.close()
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,367 @@
+"""test_l7.py - l7probe on the real kernel against real servers from Debian (nginx plain and HTTPS,
+redis-server) on loopback, each driven by a client of ours (scripts/l7_client.py) that sends a known
+number of requests over a keep-alive connection, some of them errors, ten of them pipelined: both
+sides' request and error counts must equal what the client sent, the client side's latency sum must
+be within 10 % of what the client measured, and a client outside the scope leaves no row."""
+import json
+import os
+import re
+import shutil
+import signal
+import socket
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+
+from harness import PROBES, ROOT, check, free_port, wait_for
+
+L7PROBE = os.path.join(PROBES, "l7probe")
+CLIENT = [sys.executable, os.path.join(os.path.dirname(os.path.abspath(__file__)), "scripts", "l7_client.py")]
+SANITIZER_MARKERS = ("ERROR: AddressSanitizer", "ERROR: LeakSanitizer", "runtime error:")
+
+
+def meta_fields(path):
+    """table -> [field names] in meta order, read from a .meta file."""
+    tables = {}
+    cur = None
+    with open(path) as f:
+        for line in f:
+            m = re.search(r'table_name:\s*"([^"]+)"', line)
+            if m:
+                cur = tables.setdefault(m.group(1), [])
+                continue
+            m = re.search(r'name:\s*"([^"]+)"', line)
+            if m and cur is not None and "entity_name" not in line:
+                cur.append(m.group(1))
+    return tables
+
+
+FIELDS = meta_fields(os.path.join(ROOT, "schema", "l7probe.meta"))
+
+
+class Probe:
+    """l7probe run by hand: its stdout records parsed into dicts as they come."""
+
+    def __init__(self, args):
+        self.err_path = tempfile.mktemp(prefix="gg-l7probe-", suffix=".log")
+        self.err = open(self.err_path, "w")
+        env = {k: v for k, v in os.environ.items() if not k.startswith("GALA_GOPHER_")}
+        self.proc = subprocess.Popen([L7PROBE] + args, stdout=subprocess.PIPE, stderr=self.err, text=True, env=env)
+        self.recs = []
+        self.bad = []
+        self.lock = threading.Lock()
+        self.reader = threading.Thread(target=self._read, daemon=True)
+        self.reader.start()
+
+    def _read(self):
+        for line in self.proc.stdout:
+            parts = line.rstrip("\n").split("|")
+            table = parts[1] if len(parts) > 2 else None
+            vals = parts[2:-1]
+            with self.lock:
+                if table not in FIELDS or len(vals) != len(FIELDS[table]) or parts[0] or parts[-1]:
+                    self.bad.append(line)
+                    continue
+                rec = dict(zip(FIELDS[table], vals))
+                rec["table"] = table
+                self.recs.append(rec)
+
+    def stderr(self):
+        with open(self.err_path, errors="replace") as f:
+            return f.read()
+
+    def wait_started(self):
+        wait_for(lambda: "started:" in self.stderr() or self.proc.poll() is not None, 20, "l7probe start")
+        check(self.proc.poll() is None, "l7probe exited at start: %s" % self.stderr()[-3000:])
+
+    def latest(self, table, **keys):
+        with self.lock:
+            found = None
+            for r in self.recs:
+                if r["table"] == table and all(r.get(k) == str(v) for k, v in keys.items()):
+                    found = r
+            return found
+
+    def rows(self, table, **keys):
+        with self.lock:
+            return [r for r in self.recs if r["table"] == table and all(r.get(k) == str(v) for k, v in keys.items())]
+
+    def stop(self):
+        if self.proc.poll() is None:
+            self.proc.send_signal(signal.SIGTERM)
+            try:
+                self.proc.wait(timeout=10)
+            except subprocess.TimeoutExpired:
+                self.proc.kill()
+                self.proc.wait()
+        self.reader.join(timeout=5)
+        text = self.stderr()
+        self.err.close()
+        os.unlink(self.err_path)
+        for m in SANITIZER_MARKERS:
+            check(m not in text, "l7probe: sanitizer report: %s" % text[-3000:])
+        check(self.proc.returncode == 0, "l7probe exit status %s: %s" % (self.proc.returncode, text[-2000:]))
+        check(not self.bad, "records that do not match the schema: %r" % self.bad[:3])
+
+
+class Client:
+    """scripts/l7_client.py: connected and waiting for go."""
+
+    def __init__(self, mode, port, n=40):
+        self.proc = subprocess.Popen(CLIENT + [mode, str(port), str(n)], stdin=subprocess.PIPE,
+                                     stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+        line = self.proc.stdout.readline()
+        check(line.startswith('{"ready"'), "client not ready: %r %s" % (line, self.proc.stderr.read()
+                                                                       if self.proc.poll() is not None else ""))
+        self.pid = json.loads(line)["ready"]
+
+    def go(self):
+        self.proc.stdin.write("go\n")
+        self.proc.stdin.flush()
+        line = self.proc.stdout.readline()
+        check(line.startswith("{"), "client failed: %r %s" % (line, self.proc.stderr.read()
+                                                              if self.proc.poll() is not None else ""))
+        return json.loads(line)
+
+    def close(self):
+        if self.proc.poll() is None:
+            try:
+                self.proc.stdin.write("bye\n")
+                self.proc.stdin.flush()
+            except BrokenPipeError:
+                pass
+            try:
+                self.proc.wait(timeout=5)
+            except subprocess.TimeoutExpired:
+                self.proc.kill()
+                self.proc.wait()
+
+
+def wait_port(port, proc, what, timeout=20):
+    def ok():
+        check(proc.poll() is None, "%s exited at start" % what)
+        try:
+            socket.create_connection(("127.0.0.1", port), timeout=0.2).close()
+            return True
+        except OSError:
+            return False
+    wait_for(ok, timeout, "%s on port %d" % (what, port))
+
+
+def make_cert(tmp):
+    key, crt = os.path.join(tmp, "key.pem"), os.path.join(tmp, "cert.pem")
+    subprocess.run(["openssl", "req", "-x509", "-newkey", "rsa:2048", "-nodes", "-keyout", key, "-out", crt,
+                    "-days", "1", "-subj", "/CN=localhost"], check=True, capture_output=True)
+    return key, crt
+
+
+class Nginx:
+    """nginx with one worker serving a small file (sendfile on) and 404s, plain and optionally HTTPS."""
+
+    def __init__(self, tmp, port, ssl_port=None):
+        root = os.path.join(tmp, "www")
+        os.makedirs(root)
+        os.chmod(tmp, 0o755)  # the worker runs as www-data
+        with open(os.path.join(root, "small.html"), "w") as f:
+            f.write("<html><body>" + "x" * 600 + "</body></html>\n")
+        ssl_server = ""
+        if ssl_port:
+            key, crt = make_cert(tmp)
+            ssl_server = "server { listen 127.0.0.1:%d ssl; ssl_certificate %s; ssl_certificate_key %s; root %s; }" % (
+                ssl_port, crt, key, root)
+        conf = os.path.join(tmp, "nginx.conf")
+        with open(conf, "w") as f:
+            f.write("""
+worker_processes 1;
+daemon off;
+pid %(tmp)s/nginx.pid;
+error_log %(tmp)s/error.log;
+events { worker_connections 1024; }
+http {
+    access_log off;
+    sendfile on;
+    keepalive_requests 100000;
+    client_body_temp_path %(tmp)s/body;
+    proxy_temp_path %(tmp)s/proxy;
+    fastcgi_temp_path %(tmp)s/fcgi;
+    uwsgi_temp_path %(tmp)s/uwsgi;
+    scgi_temp_path %(tmp)s/scgi;
+    server { listen 127.0.0.1:%(port)d; root %(root)s; }
+    %(ssl)s
+}
+""" % {"tmp": tmp, "port": port, "root": root, "ssl": ssl_server})
+        self.proc = subprocess.Popen(["nginx", "-c", conf, "-p", tmp], stdout=subprocess.DEVNULL,
+                                     stderr=subprocess.DEVNULL, start_new_session=True)
+        wait_port(port, self.proc, "nginx")
+        with open("/proc/%d/task/%d/children" % (self.proc.pid, self.proc.pid)) as f:
+            kids = [int(x) for x in f.read().split()]
+        check(len(kids) == 1, "expected one nginx worker, found %r" % kids)
+        self.worker = kids[0]
+        self.pids = [self.proc.pid, self.worker]
+
+    def stop(self):
+        if self.proc.poll() is None:
+            os.killpg(self.proc.pid, signal.SIGTERM)
+            try:
+                self.proc.wait(timeout=10)
+            except subprocess.TimeoutExpired:
+                os.killpg(self.proc.pid, signal.SIGKILL)
+                self.proc.wait()
+
+
+def hist_count(h):
+    """Observations of a histogram value "n le1 c1 ... len cn sum count"."""
+    return int(h.split()[-1])
+
+
+def check_rows(probe, mode, port, server_tgid, client, done, ssl="0", latency=True):
+    """Both sides' l7_rpc and l7_link rows against what the client did."""
+    n, e = done["requests"], done["errors"]
+    keys_c = dict(tgid=client.pid, server_port=port, l7_role="client", l4_role="tcp_client", ssl=ssl)
+    keys_s = dict(tgid=server_tgid, server_port=port, l7_role="server", l4_role="tcp_server", ssl=ssl)
+
+    def complete(keys):
+        r = probe.latest("l7_rpc", **keys)
+        return r if r and int(r["req_count"]) >= n else None
+
+    try:
+        wait_for(lambda: complete(keys_c), 15, "client-side l7_rpc with %d requests" % n)
+        wait_for(lambda: complete(keys_s), 15, "server-side l7_rpc with %d requests" % n)
+    except Exception:
+        for t in ("l7_rpc", "l7_link", "l7_stats"):
+            for r in probe.rows(t)[-6:]:
+                print("  last %s: %r" % (t, r))
+        raise
+    time.sleep(1.5)  # one more report: nothing more may come
+    c = probe.latest("l7_rpc", **keys_c)
+    s = probe.latest("l7_rpc", **keys_s)
+    proto = "redis" if mode == "redis" else "http"
+    for side, r in (("client", c), ("server", s)):
+        check(r["protocol"] == proto, "%s side protocol %s" % (side, r["protocol"]))
+        check(r["client_ip"] == "127.0.0.1" and r["server_ip"] == "127.0.0.1", "%s side addresses %r" % (side, r))
+        check(int(r["req_count"]) == n and int(r["resp_count"]) == n,
+              "%s side: %s requests, %s responses, the client sent %d" % (side, r["req_count"], r["resp_count"], n))
+        check(int(r["err_count"]) == e, "%s side: %s errors, the client had %d" % (side, r["err_count"], e))
+        check(hist_count(r["latency"]) == n, "%s side latency histogram counts %s" % (side, r["latency"]))
+    lat_c, lat_s = int(c["latency_sum"]), int(s["latency_sum"])
+    if latency:
+        check(abs(lat_c - done["latency_ns"]) <= 0.10 * done["latency_ns"],
+              "client latency sum %d ns, the client measured %d ns (more than 10 %% apart)" % (lat_c, done["latency_ns"]))
+    check(0 < lat_s <= lat_c, "server latency sum %d ns should be positive and below the client's %d ns" % (lat_s, lat_c))
+    link = probe.latest("l7_link", **keys_c)
+    check(link is not None, "no client-side l7_link row")
+    if ssl == "0":
+        check(int(link["bytes_sent"]) == done["bytes_sent"],
+              "client bytes_sent %s, the client sent %d" % (link["bytes_sent"], done["bytes_sent"]))
+    else:
+        check(int(link["bytes_sent"]) > done["bytes_sent"],
+              "client bytes_sent %s over TLS should exceed the plaintext %d" % (link["bytes_sent"], done["bytes_sent"]))
+    check(int(link["segs_recv"]) >= 1, "client segs_recv %s" % link["segs_recv"])
+
+
+def test_l7_http():
+    tmp = tempfile.mkdtemp(prefix="gg-l7-http-")
+    port = free_port()
+    nginx = Nginx(tmp, port)
+    try:
+        inside = Client("http", port)
+        probe = Probe(["-t", "1", "-c", "8192", "-p", "http", "--pid", ",".join(str(p) for p in nginx.pids + [inside.pid])])
+        try:
+            probe.wait_started()
+            time.sleep(0.5)
+            done = inside.go()
+            check(done["errors"] == 10 and done["requests"] == 50, "client did %r" % done)
+            check_rows(probe, "http", port, nginx.worker, inside, done)
+        finally:
+            inside.close()
+            probe.stop()
+    finally:
+        nginx.stop()
+        shutil.rmtree(tmp, ignore_errors=True)
+
+
+test_l7_http.timeout = 90
+
+
+def test_l7_https():
+    tmp = tempfile.mkdtemp(prefix="gg-l7-https-")
+    port, sport = free_port(), free_port()
+    nginx = Nginx(tmp, port, ssl_port=sport)
+    try:
+        inside = Client("https", sport)
+        probe = Probe(["-t", "1", "-p", "http", "-s", "1",
+                       "--pid", ",".join(str(p) for p in nginx.pids + [inside.pid])])
+        try:
+            probe.wait_started()
+            wait_for(lambda: probe.stderr().count("uprobes on") >= 1, 10, "libssl uprobes")
+            time.sleep(0.5)
+            done = inside.go()
+            check(done["errors"] == 10 and done["requests"] == 50, "client did %r" % done)
+            check_rows(probe, "https", sport, nginx.worker, inside, done, ssl="1")
+            stats = probe.latest("l7_stats")
+            check(int(stats["ssl_nofd"]) == 0, "SSL calls without a socket: %r" % stats)
+        finally:
+            inside.close()
+            probe.stop()
+    finally:
+        nginx.stop()
+        shutil.rmtree(tmp, ignore_errors=True)
+
+
+test_l7_https.timeout = 90
+
+
+class Redis:
+    def __init__(self, tmp, port):
+        self.proc = subprocess.Popen(["redis-server", "--port", str(port), "--bind", "127.0.0.1", "--save", "",
+                                      "--appendonly", "no", "--dir", tmp, "--io-threads", "1"],
+                                     stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, start_new_session=True)
+        wait_port(port, self.proc, "redis-server")
+        self.pids = [self.proc.pid]
+
+    def stop(self):
+        if self.proc.poll() is None:
+            self.proc.terminate()
+            try:
+                self.proc.wait(timeout=10)
+            except subprocess.TimeoutExpired:
+                self.proc.kill()
+                self.proc.wait()
+
+
+def test_l7_redis():
+    tmp = tempfile.mkdtemp(prefix="gg-l7-redis-")
+    port = free_port()
+    redis = Redis(tmp, port)
+    try:
+        inside = Client("redis", port)
+        outside = Client("redis", port)
+        probe = Probe(["-t", "1", "-p", "http,redis", "--pid", ",".join(str(p) for p in redis.pids + [inside.pid])])
+        try:
+            probe.wait_started()
+            time.sleep(0.5)
+            done = inside.go()
+            check(done["errors"] == 10 and done["requests"] == 50, "client did %r" % done)
+            # the out-of-scope client talks after the in-scope one's rows are checked: the server
+            # (in scope) would count its requests too
+            check_rows(probe, "redis", port, redis.proc.pid, inside, done)
+            outside.go()
+            time.sleep(2.5)
+            check(not [r for r in probe.recs if r.get("tgid") == str(outside.pid)],
+                  "the client outside the scope (%d) has rows" % outside.pid)
+            s = probe.latest("l7_rpc", tgid=redis.proc.pid, l7_role="server", server_port=port)
+            check(int(s["req_count"]) == 2 * done["requests"],
+                  "server side counts %s requests after both clients, expected %d" % (s["req_count"],
+                                                                                     2 * done["requests"]))
+        finally:
+            inside.close()
+            outside.close()
+            probe.stop()
+    finally:
+        redis.stop()
+        shutil.rmtree(tmp, ignore_errors=True)
+
+
+test_l7_redis.timeout = 90
