@@ -55,7 +55,7 @@ struct l7_redis_dir {
 	uint16_t attr;	    /* bit per level: an attribute map (not an element of its parent) */
 	int64_t rem[L7_REDIS_DEPTH];
 	uint32_t nargs; /* request: elements of the top-level array */
-	char first[16]; /* first bulk string of the top-level array, upper-cased */
+	char first[32]; /* first bulk string of the top-level array, upper-cased */
 };
 
 struct l7_pgsql_dir {
