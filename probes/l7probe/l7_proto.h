@@ -52,6 +52,7 @@ struct l7_session_stats {
 	uint64_t resp_unmatched; /* responses with no pending request (capture started mid-request, lost data) */
 	uint64_t req_overflow;	 /* requests dropped because too many were pending (L7_PENDING_MAX) */
 	uint64_t gap_bytes;	 /* bytes the session was told about but never given (truncated capture) */
+	uint64_t req_lost;	 /* requests dropped unanswered: their response was unparsable (or, DNS, never came) */
 };
 
 /* Most requests a session keeps waiting for their responses (pipelining); more are counted and dropped. */
@@ -95,5 +96,15 @@ int l7_session__feed(struct l7_session *s, enum l7_flow flow, const uint8_t *dat
 
 /* The session's counters. */
 void l7_session__stats(const struct l7_session *s, struct l7_session_stats *ret);
+
+/*
+ * The connection closed at ts_ns: a response whose end is the close (HTTP without Content-Length or
+ * chunked) completes now and is reported through cb. Optional: without it such a response is never
+ * reported. The session stays usable (and keeps counting) until freed. -EINVAL for bad arguments.
+ */
+int l7_session__close(struct l7_session *s, uint64_t ts_ns, l7_rpc_cb cb, void *ctx);
+
+/* Bytes of heap the session holds now (itself, reassembly buffers, the pending queue): bounded. */
+size_t l7_session__mem(const struct l7_session *s);
 
 #endif
