@@ -10,6 +10,7 @@ PKGS=(
   libclang-rt-14-dev valgrind python3 openssl prometheus-node-exporter
   protobuf-compiler
   nginx wrk libbpf-tools e2fsprogs util-linux
+  redis-server postgresql mariadb-server dnsmasq-base
 )
 
 missing=()

@@ -450,9 +450,17 @@ int l7_tracker__event(void *ctx, void *data, size_t size)
 		break;
 	case L7_EV_CLOSE: {
 		struct conn **pp = conn_slot(t, h->tgid, h->fd);
+		struct conn *c = *pp;
 
-		if (*pp)
-			conn_drop(t, pp);
+		if (!c)
+			break;
+		if (c->state == CS_TRACK && c->sk == h->sk) {
+			/* A response that ends with the connection (HTTP without a length) completes now. */
+			t->cur_agg = conn_agg(t, c, NULL);
+			(void)l7_session__close(c->sess, h->ts_ns, on_rpc, t);
+			t->cur_agg = NULL;
+		}
+		conn_drop(t, pp);
 		break;
 	}
 	case L7_EV_EXIT:

@@ -21,9 +21,11 @@ class Conn:
         self.sock = sock
         self.buf = b""
         self.sent = 0
+        self.recv_ns = 0
 
     def fill(self):
         d = self.sock.recv(65536)
+        self.recv_ns = now_ns()  # right after the receive, as close as we can get to its exit
         if not d:
             raise SystemExit("server closed the connection")
         self.buf += d
@@ -90,7 +92,7 @@ def exchange(c, reqs, parse, is_error):
             if n is not None:
                 break
             c.fill()
-        t1 = now_ns()  # the receive that completed this response has returned
+        t1 = c.recv_ns  # the receive that completed this response
         resp, c.buf = c.buf[:n], c.buf[n:]
         errors += 1 if is_error(resp) else 0
         lat += t1 - t0
