@@ -219,8 +219,9 @@ def hist_count(h):
 def check_rows(probe, mode, port, server_tgid, client, done, ssl="0", latency=True):
     """Both sides' l7_rpc and l7_link rows against what the client did."""
     n, e = done["requests"], done["errors"]
-    keys_c = dict(tgid=client.pid, server_port=port, l7_role="client", l4_role="tcp_client", ssl=ssl)
-    keys_s = dict(tgid=server_tgid, server_port=port, l7_role="server", l4_role="tcp_server", ssl=ssl)
+    udp = mode == "dns"
+    keys_c = dict(tgid=client.pid, server_port=port, l7_role="client", l4_role="udp" if udp else "tcp_client", ssl=ssl)
+    keys_s = dict(tgid=server_tgid, server_port=port, l7_role="server", l4_role="udp" if udp else "tcp_server", ssl=ssl)
 
     def complete(keys):
         r = probe.latest("l7_rpc", **keys)
@@ -237,7 +238,7 @@ def check_rows(probe, mode, port, server_tgid, client, done, ssl="0", latency=Tr
     time.sleep(1.5)  # one more report: nothing more may come
     c = probe.latest("l7_rpc", **keys_c)
     s = probe.latest("l7_rpc", **keys_s)
-    proto = "redis" if mode == "redis" else "http"
+    proto = {"redis": "redis", "dns": "dns"}.get(mode, "http")
     for side, r in (("client", c), ("server", s)):
         check(r["protocol"] == proto, "%s side protocol %s" % (side, r["protocol"]))
         check(r["client_ip"] == "127.0.0.1" and r["server_ip"] == "127.0.0.1", "%s side addresses %r" % (side, r))
@@ -246,6 +247,9 @@ def check_rows(probe, mode, port, server_tgid, client, done, ssl="0", latency=Tr
         check(int(r["err_count"]) == e, "%s side: %s errors, the client had %d" % (side, r["err_count"], e))
         check(hist_count(r["latency"]) == n, "%s side latency histogram counts %s" % (side, r["latency"]))
     lat_c, lat_s = int(c["latency_sum"]), int(s["latency_sum"])
+    print("  %s: %d requests, %d errors; latency sum client-measured %d ns, probe client side %d ns (%+.1f %%), "
+          "server side %d ns" % (mode, n, e, done["latency_ns"], lat_c, 100.0 * (lat_c - done["latency_ns"]) /
+                                 max(done["latency_ns"], 1), lat_s))
     if latency:
         check(abs(lat_c - done["latency_ns"]) <= 0.10 * done["latency_ns"],
               "client latency sum %d ns, the client measured %d ns (more than 10 %% apart)" % (lat_c, done["latency_ns"]))
@@ -365,3 +369,51 @@ def test_l7_redis():
 
 
 test_l7_redis.timeout = 90
+
+
+class Dnsmasq:
+    """dnsmasq answering ok.example.test and NXDOMAIN for every other name under example.test."""
+
+    def __init__(self, tmp, port):
+        self.proc = subprocess.Popen(["dnsmasq", "--keep-in-foreground", "--port=%d" % port,
+                                      "--listen-address=127.0.0.1", "--bind-interfaces", "--no-resolv", "--no-hosts",
+                                      "--address=/ok.example.test/192.0.2.7", "--local=/example.test/",
+                                      "--pid-file=%s/dnsmasq.pid" % tmp, "--log-facility=%s/dnsmasq.log" % tmp],
+                                     stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, start_new_session=True)
+        time.sleep(0.3)
+        check(self.proc.poll() is None, "dnsmasq exited at start")
+        self.pids = [self.proc.pid]
+
+    def stop(self):
+        if self.proc.poll() is None:
+            self.proc.terminate()
+            try:
+                self.proc.wait(timeout=10)
+            except subprocess.TimeoutExpired:
+                self.proc.kill()
+                self.proc.wait()
+
+
+def test_l7_dns():
+    tmp = tempfile.mkdtemp(prefix="gg-l7-dns-")
+    os.chmod(tmp, 0o755)  # dnsmasq runs as nobody
+    port = free_port()
+    dns = Dnsmasq(tmp, port)
+    try:
+        inside = Client("dns", port)
+        probe = Probe(["-t", "1", "-p", "dns", "--pid", ",".join(str(p) for p in dns.pids + [inside.pid])])
+        try:
+            probe.wait_started()
+            time.sleep(0.5)
+            done = inside.go()
+            check(done["errors"] == 9 and done["requests"] == 45, "client did %r" % done)
+            check_rows(probe, "dns", port, dns.proc.pid, inside, done)
+        finally:
+            inside.close()
+            probe.stop()
+    finally:
+        dns.stop()
+        shutil.rmtree(tmp, ignore_errors=True)
+
+
+test_l7_dns.timeout = 60
