@@ -251,8 +251,15 @@ def check_rows(probe, mode, port, server_tgid, client, done, ssl="0", latency=Tr
           "server side %d ns" % (mode, n, e, done["latency_ns"], lat_c, 100.0 * (lat_c - done["latency_ns"]) /
                                  max(done["latency_ns"], 1), lat_s))
     if latency:
-        check(abs(lat_c - done["latency_ns"]) <= 0.10 * done["latency_ns"],
-              "client latency sum %d ns, the client measured %d ns (more than 10 %% apart)" % (lat_c, done["latency_ns"]))
+        # The client is preempted now and then on a shared machine: that time is in its own figure but
+        # not in the probe's when it falls outside the system calls. Such runs get a looser bound.
+        tol = 0.10 if not done["preempted"] else 0.5
+        if done["preempted"] and abs(lat_c - done["latency_ns"]) > 0.10 * done["latency_ns"]:
+            print("  the client was preempted %d times while timing: latency bound %d %%" % (done["preempted"],
+                                                                                        100 * tol))
+        check(abs(lat_c - done["latency_ns"]) <= tol * done["latency_ns"],
+              "client latency sum %d ns, the client measured %d ns (more than %d %% apart)" % (
+                  lat_c, done["latency_ns"], 100 * tol))
     check(0 < lat_s <= lat_c, "server latency sum %d ns should be positive and below the client's %d ns" % (lat_s, lat_c))
     link = probe.latest("l7_link", **keys_c)
     check(link is not None, "no client-side l7_link row")
