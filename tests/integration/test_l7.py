@@ -424,3 +424,56 @@ def test_l7_dns():
 
 
 test_l7_dns.timeout = 60
+
+
+def test_l7_rest_snoopers():
+    """PUT /l7 through the supervisor's REST API: proc_id snoopers become the scope, l7_protocol and
+    the sub-probes apply; a Redis client outside the snoopers leaves no row, the server and the
+    snooped client have theirs, validated by the supervisor against the .meta."""
+    import urllib.parse
+    from harness import Supervisor, probe_entry, rest_call, rest_port, rest_section
+    tmp = tempfile.mkdtemp(prefix="gg-l7-rest-")
+    port = free_port()
+    redis = Redis(tmp, port)
+    inside = outside = None
+    s = Supervisor(probes=[probe_entry("l7probe", "-t 1", switch="off")],
+                   extra=rest_section(os.path.join(tmp, "state"))).start()
+    try:
+        inside = Client("redis", port)
+        outside = Client("redis", port)
+        rport = rest_port(s)
+        conf = {"cmd": {"probe": ["l7_rpc_metrics"]}, "snoopers": {"proc_id": [redis.proc.pid, inside.pid]},
+                "params": {"l7_protocol": ["redis"]}, "state": "running"}
+        st, doc, raw, _ = rest_call(rport, "PUT", "/l7", urllib.parse.urlencode({"json": json.dumps(conf)}))
+        check(st == 200, "PUT /l7: %d %s" % (st, raw[:300]))
+        s.wait_probe("l7probe", lambda p: p["config_version_applied"] >= 1 and p["pid"], 20, "running, configured")
+        done = inside.go()
+        outside.go()
+
+        def rows():
+            got = {}
+            for r in s.metric_records("l7_rpc"):
+                if str(r["server_port"]) == str(port):
+                    got[(str(r["tgid"]), r["l7_role"])] = r
+            c, sv = got.get((str(inside.pid), "client")), got.get((str(redis.proc.pid), "server"))
+            ok = c and sv and int(c["req_count"]) == done["requests"] and int(sv["req_count"]) == 2 * done["requests"]
+            return got if ok else None
+        got = wait_for(rows, 20, "l7_rpc rows of the snooped client and the server")
+        time.sleep(1.5)
+        check(not [r for r in s.metric_records() if str(r.get("tgid")) == str(outside.pid)],
+              "the client outside the snoopers has rows")
+        check(int(got[(str(inside.pid), "client")]["err_count"]) == done["errors"], "client errors: %r" % got)
+        check(int(got[(str(redis.proc.pid), "server")]["err_count"]) == 2 * done["errors"], "server errors: %r" % got)
+        check(got[(str(inside.pid), "client")]["protocol"] == "redis", "protocol: %r" % got)
+        check(not s.metric_records("l7_link"), "l7_bytes_metrics is off: no l7_link")
+        check(s.probe("l7probe")["rejected_total"] == 0, "records rejected by the supervisor")
+    finally:
+        for c in (inside, outside):
+            if c:
+                c.close()
+        s.cleanup()
+        redis.stop()
+        shutil.rmtree(tmp, ignore_errors=True)
+
+
+test_l7_rest_snoopers.timeout = 90
