@@ -477,3 +477,56 @@ def test_l7_rest_snoopers():
 
 
 test_l7_rest_snoopers.timeout = 90
+
+
+def vm_rss_kb(pid):
+    with open("/proc/%d/status" % pid) as f:
+        for line in f:
+            if line.startswith("VmRSS:"):
+                return int(line.split()[1])
+    return 0
+
+
+def test_l7_short_connections_bounded():
+    """100k short HTTP connections (the server closes each) and 100 that send garbage: every request
+    is counted on the server side, connections are forgotten at close (the tracked count falls
+    back), the probe's memory stays flat, nothing crashes."""
+    n = int(os.environ.get("GG_L7_CHURN", "100000"))
+    tmp = tempfile.mkdtemp(prefix="gg-l7-churn-")
+    port = free_port()
+    nginx = Nginx(tmp, port)
+    try:
+        client = Client("churn", port, n)
+        probe = Probe(["-t", "1", "-p", "http", "--pid", ",".join(str(p) for p in nginx.pids + [client.pid])])
+        try:
+            probe.wait_started()
+            time.sleep(0.5)
+            rss0 = vm_rss_kb(probe.proc.pid)
+            done = client.go()
+            check(done["ok"] == n, "client: %r" % done)
+            keys = dict(tgid=nginx.worker, server_port=port, l7_role="server")
+            wait_for(lambda: (probe.latest("l7_rpc", **keys) or {}).get("req_count") == str(n), 30,
+                     "server-side l7_rpc with %d requests" % n)
+            time.sleep(1.5)
+            rss1 = vm_rss_kb(probe.proc.pid)
+            st = probe.latest("l7_stats")
+            r = probe.latest("l7_rpc", **keys)
+            print("  %d connections: probe RSS %d -> %d kB; stats %r" % (n, rss0, rss1, st))
+            check(int(r["req_count"]) == n and int(r["err_count"]) == 0, "server side: %r" % r)
+            c = probe.latest("l7_rpc", tgid=client.pid, server_port=port, l7_role="client")
+            check(c is not None and int(c["req_count"]) == n, "client side: %r" % c)
+            check(int(st["ringbuf_full"]) == 0 and int(st["conn_overflow"]) == 0, "losses: %r" % st)
+            check(int(st["conns"]) < 100, "connections still tracked after they closed: %s" % st["conns"])
+            check(rss1 - rss0 < 16 * 1024, "probe RSS grew by %d kB over %d connections" % (rss1 - rss0, n))
+            # the garbage connections: no request counted; nginx answers 400, a response without its request
+            check(int(st["untracked"]) + int(st["unparsable"]) + int(st["resp_unmatched"]) >= 100,
+                  "garbage not counted: %r" % st)
+        finally:
+            client.close()
+            probe.stop()
+    finally:
+        nginx.stop()
+        shutil.rmtree(tmp, ignore_errors=True)
+
+
+test_l7_short_connections_bounded.timeout = 240

@@ -177,11 +177,39 @@ def dns(port, n):
     s.close()
 
 
+def churn(port, n):
+    """n short connections, one HTTP/1.0 request each (the server closes), then 100 that send
+    garbage and close; prints how many answered 200."""
+    print(json.dumps({"ready": os.getpid()}), flush=True)
+    sys.stdin.readline()
+    ok = 0
+    req = b"GET /small.html HTTP/1.0\r\n\r\n"
+    for _ in range(n):
+        s = socket.create_connection(("127.0.0.1", port))
+        os.write(s.fileno(), req)
+        resp = b""
+        while True:
+            d = os.read(s.fileno(), 65536)
+            if not d:
+                break
+            resp += d
+        ok += resp.startswith(b"HTTP/1.1 200")
+        s.close()
+    for i in range(100):
+        s = socket.create_connection(("127.0.0.1", port))
+        os.write(s.fileno(), bytes((i * 37 + k) & 0xff for k in range(64)))
+        s.close()
+    print(json.dumps({"requests": n, "ok": ok}), flush=True)
+    sys.stdin.readline()
+
+
 def main():
     mode, port = sys.argv[1], int(sys.argv[2])
     n = int(sys.argv[3]) if len(sys.argv) > 3 else 40
     if mode == "dns":
         return dns(port, n)
+    if mode == "churn":
+        return churn(port, n)
     sock = socket.create_connection(("127.0.0.1", port))
     sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
     if mode == "https":
