@@ -535,10 +535,19 @@ void l7_tracker__report(struct l7_tracker *t, struct probe_rt *rt, unsigned int 
 	for (uint32_t i = 0; i <= t->key_mask; i++)
 		for (struct agg *a = t->keys[i]; a; a = a->next)
 			report_agg(rt, a, subs, period_s);
+	unsigned int shown = 0;
+
 	for (uint32_t i = 0; i <= t->conn_mask && t->nconns; i++) {
 		struct conn **pp = &t->conns[i];
 
 		while (*pp) {
+			if (shown < 8 && probe_log_get_level() == PLOG_DEBUG) {
+				shown++;
+				probe_log(PLOG_DEBUG,
+					  "conn tgid %u fd %d state %u role %u proto %u ports %u/%u idle %llu ms",
+					  (*pp)->tgid, (*pp)->fd, (*pp)->state, (*pp)->role, (*pp)->proto, (*pp)->lport,
+					  (*pp)->rport, (unsigned long long)((now_ns - (*pp)->last_ns) / 1000000u));
+			}
 			if ((*pp)->last_ns + L7_CONN_IDLE_NS < now_ns)
 				conn_drop(t, pp);
 			else

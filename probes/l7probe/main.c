@@ -193,15 +193,20 @@ static int parse_args(int argc, char **argv, struct l7_ctx *ctx, enum probe_log_
 	return probe_opt_rest(PROG, argc, argv);
 }
 
-/* Scope maps, then a fresh verdict cache (bits set after the clear come from the new maps). */
+/* Scope maps, then a fresh verdict cache. A program that read the old maps just before the update
+ * may set its verdict bit just after the clear: clear again once such programs are over (they run
+ * for microseconds), so that no stale verdict outlives the change. */
 static void apply_scope(struct l7_ctx *ctx, const struct gg_scope *s)
 {
+	const struct timespec pause = {.tv_nsec = 2000000};
 	int err;
 
 	ctx->scope = *s;
 	err = gg_scope__apply(&ctx->scope, ctx->skel->obj);
 	if (err)
 		probe_log(PLOG_WARN, "cannot apply the scope: %s", strerror(-err));
+	memset(ctx->skel->bss->verdict, 0, sizeof(ctx->skel->bss->verdict));
+	nanosleep(&pause, NULL);
 	memset(ctx->skel->bss->verdict, 0, sizeof(ctx->skel->bss->verdict));
 }
 
