@@ -332,7 +332,7 @@ static int buf_reserve(struct l7_dir *d, size_t need)
 }
 
 /* Parse data[0..len) in direction flow. Returns false when the direction lost sync (rest dropped). */
-static bool feed_stream(struct l7_session *s, enum l7_flow flow, const uint8_t *data, size_t len, uint64_t ts)
+static bool feed_stream(struct l7_session *s, enum l7_flow flow, const uint8_t *data, size_t len, uint64_t ts, bool gap)
 {
 	struct l7_dir *d = &s->dir[flow];
 	size_t pos = 0;
@@ -366,6 +366,7 @@ static bool feed_stream(struct l7_session *s, enum l7_flow flow, const uint8_t *
 				return false;
 			}
 			memcpy(d->buf + old, data + pos, add);
+			s->gap_follows = gap && pos + add == len;
 			r = s->ops->parse(s, flow, d->buf, old + add, d->buf_ts);
 			if (r < 0 || (r == 0 && old + add >= L7_BUF_MAX)) {
 				desync(s, flow);
@@ -387,6 +388,7 @@ static bool feed_stream(struct l7_session *s, enum l7_flow flow, const uint8_t *
 			maybe_finish(s, flow);
 			continue;
 		}
+		s->gap_follows = gap;
 		r = s->ops->parse(s, flow, data + pos, len - pos, ts);
 		if (r < 0 || (r == 0 && len - pos >= L7_BUF_MAX)) {
 			desync(s, flow);
@@ -449,9 +451,10 @@ int l7_session__feed(struct l7_session *s, enum l7_flow flow, const uint8_t *dat
 			s->ops->datagram(s, flow, data, len, total, ts_ns);
 		goto out;
 	}
-	if (feed_stream(s, flow, data, len, ts_ns) && total > len)
+	if (feed_stream(s, flow, data, len, ts_ns, total > len) && total > len)
 		feed_gap(s, flow, total - len);
 out:
+	s->gap_follows = false;
 	s->cb = NULL;
 	s->ctx = NULL;
 	return 0;

@@ -117,6 +117,7 @@ struct l7_session {
 	uint64_t pend_seq;
 	struct l7_session_stats st;
 	/* during one feed */
+	bool gap_follows; /* bytes not captured follow the end of what parse() is given: take a prefix */
 	l7_rpc_cb cb;
 	void *ctx;
 	uint64_t ts_ns;
