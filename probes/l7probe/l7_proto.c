@@ -311,6 +311,40 @@ static void desync(struct l7_session *s, enum l7_flow flow)
 	memset(&d->p, 0, sizeof(d->p));
 }
 
+/* A gap took a response's framing (a result set bigger than the capture, say). When its request is
+ * the only one waiting, the client sends nothing before the response is complete: the response is
+ * taken to end at its last chunk before the next request, everything until then belonging to it. */
+static bool gap_hold(struct l7_session *s, enum l7_flow flow)
+{
+	struct l7_dir *d = &s->dir[flow];
+
+	if (flow != L7_FLOW_RESP || s->ops->match_by_id || !d->msg.started || d->msg.ignore || d->msg.until_close ||
+	    s->pend_cnt != 1 || l7__pend_front(s)->ignore)
+		return false;
+	d->buf_len = 0;
+	d->msg.end = true;
+	d->msg.until_req = true;
+	d->skip = UINT64_MAX;
+	memset(&d->p, 0, sizeof(d->p));
+	return true;
+}
+
+/* The next request started (or the connection closed): a response held by gap_hold ends. */
+static void gap_release(struct l7_session *s)
+{
+	struct l7_dir *d = &s->dir[L7_FLOW_RESP];
+	uint64_t ts = s->ts_ns;
+
+	if (!d->msg.until_req)
+		return;
+	s->ts_ns = d->last_ts;
+	d->skip = 0;
+	s->st.resp_end_guessed++;
+	l7__msg_finish(s, L7_FLOW_RESP);
+	memset(&d->p, 0, sizeof(d->p));
+	s->ts_ns = ts;
+}
+
 /* Make room for need bytes in d->buf (need <= L7_BUF_MAX). */
 static int buf_reserve(struct l7_dir *d, size_t need)
 {
@@ -332,7 +366,7 @@ static int buf_reserve(struct l7_dir *d, size_t need)
 }
 
 /* Parse data[0..len) in direction flow. Returns false when the direction lost sync (rest dropped). */
-static bool feed_stream(struct l7_session *s, enum l7_flow flow, const uint8_t *data, size_t len, uint64_t ts)
+static bool feed_stream(struct l7_session *s, enum l7_flow flow, const uint8_t *data, size_t len, uint64_t ts, bool gap)
 {
 	struct l7_dir *d = &s->dir[flow];
 	size_t pos = 0;
@@ -366,6 +400,7 @@ static bool feed_stream(struct l7_session *s, enum l7_flow flow, const uint8_t *
 				return false;
 			}
 			memcpy(d->buf + old, data + pos, add);
+			s->gap_follows = gap && pos + add == len;
 			r = s->ops->parse(s, flow, d->buf, old + add, d->buf_ts);
 			if (r < 0 || (r == 0 && old + add >= L7_BUF_MAX)) {
 				desync(s, flow);
@@ -387,6 +422,7 @@ static bool feed_stream(struct l7_session *s, enum l7_flow flow, const uint8_t *
 			maybe_finish(s, flow);
 			continue;
 		}
+		s->gap_follows = gap;
 		r = s->ops->parse(s, flow, data + pos, len - pos, ts);
 		if (r < 0 || (r == 0 && len - pos >= L7_BUF_MAX)) {
 			desync(s, flow);
@@ -421,7 +457,12 @@ static void feed_gap(struct l7_session *s, enum l7_flow flow, uint64_t gap)
 	uint64_t n;
 
 	if (d->buf_len) {
-		desync(s, flow);
+		uint64_t held = d->buf_len;
+
+		if (gap_hold(s, flow))
+			account(s, flow, held + gap);
+		else
+			desync(s, flow);
 		return;
 	}
 	n = d->skip < gap ? d->skip : gap;
@@ -429,7 +470,11 @@ static void feed_gap(struct l7_session *s, enum l7_flow flow, uint64_t gap)
 	gap -= n;
 	account(s, flow, n);
 	maybe_finish(s, flow);
-	if (gap)
+	if (!gap)
+		return;
+	if (gap_hold(s, flow))
+		account(s, flow, gap);
+	else
 		desync(s, flow);
 }
 
@@ -444,14 +489,18 @@ int l7_session__feed(struct l7_session *s, enum l7_flow flow, const uint8_t *dat
 	s->st.gap_bytes += total - len;
 	if (s->opaque)
 		goto out;
+	if (flow == L7_FLOW_REQ)
+		gap_release(s);
 	if (s->transport == L7_TRANSPORT_UDP) {
 		if (total)
 			s->ops->datagram(s, flow, data, len, total, ts_ns);
 		goto out;
 	}
-	if (feed_stream(s, flow, data, len, ts_ns) && total > len)
+	if (feed_stream(s, flow, data, len, ts_ns, total > len) && total > len)
 		feed_gap(s, flow, total - len);
 out:
+	s->dir[flow].last_ts = ts_ns;
+	s->gap_follows = false;
 	s->cb = NULL;
 	s->ctx = NULL;
 	return 0;
@@ -464,7 +513,13 @@ int l7_session__close(struct l7_session *s, uint64_t ts_ns, l7_rpc_cb cb, void *
 	if (!s)
 		return -EINVAL;
 	d = &s->dir[L7_FLOW_RESP];
-	if (d->msg.started && d->msg.until_close && !d->buf_len) {
+	if (d->msg.until_req) {
+		s->cb = cb;
+		s->ctx = ctx;
+		gap_release(s);
+		s->cb = NULL;
+		s->ctx = NULL;
+	} else if (d->msg.started && d->msg.until_close && !d->buf_len) {
 		s->cb = cb;
 		s->ctx = ctx;
 		s->ts_ns = ts_ns;

@@ -53,6 +53,8 @@ struct l7_session_stats {
 	uint64_t req_overflow;	 /* requests dropped because too many were pending (L7_PENDING_MAX) */
 	uint64_t gap_bytes;	 /* bytes the session was told about but never given (truncated capture) */
 	uint64_t req_lost;	 /* requests dropped unanswered: their response was unparsable (or, DNS, never came) */
+	uint64_t resp_end_guessed; /* responses whose end fell in a gap, taken to end at their last chunk before
+				    * the next request (reported; only when that request was the one waiting) */
 };
 
 /* Most requests a session keeps waiting for their responses (pipelining); more are counted and dropped. */

@@ -36,6 +36,7 @@ struct l7_msg {
 	bool ignore;	  /* request: expects no response; response: not one (push, 1xx) */
 	bool hs;	  /* request: a handshake step (queued with ignore) */
 	bool until_close; /* response: its body ends with the connection */
+	bool until_req;	  /* response: its end fell in a gap; taken to end before the next request */
 	int error;
 	int status;
 	uint32_t aux;
@@ -64,19 +65,21 @@ struct l7_pgsql_dir {
 
 struct l7_mysql_dir {
 	uint8_t state;
-	bool cont; /* the previous packet was 16 MiB - 1: this one continues it */
-	uint8_t cmd;
-	uint8_t last_seq;
-	uint64_t left; /* column definitions or parameters still due */
-	uint32_t cols; /* prepare: columns after the parameters */
+	bool cont;	  /* the previous packet was 16 MiB - 1: this one continues it */
+	bool fresh;	  /* prepare: no definition read yet in this block (an EOF may end the previous one) */
+	uint8_t phase;	  /* prepare: 0 reading parameter definitions, 1 column definitions */
+	uint8_t last_seq; /* sequence id of the last response packet */
+	uint64_t left;	  /* column definitions or parameters still due */
+	uint32_t cols;	  /* prepare: columns after the parameters */
 };
 
 /* One direction of a session. */
 struct l7_dir {
 	uint8_t *buf; /* reassembly of a unit that spans chunks; allocated on first need */
 	uint32_t buf_len, buf_cap;
-	uint64_t buf_ts; /* timestamp of buf[0] */
-	uint64_t skip;	 /* bytes to pass over by count (bodies), captured or not */
+	uint64_t buf_ts;  /* timestamp of buf[0] */
+	uint64_t skip;	  /* bytes to pass over by count (bodies), captured or not */
+	uint64_t last_ts; /* timestamp of the last chunk fed */
 	struct l7_msg msg;
 	union {
 		struct l7_http_dir http;
@@ -117,6 +120,7 @@ struct l7_session {
 	uint64_t pend_seq;
 	struct l7_session_stats st;
 	/* during one feed */
+	bool gap_follows; /* bytes not captured follow the end of what parse() is given: take a prefix */
 	l7_rpc_cb cb;
 	void *ctx;
 	uint64_t ts_ns;

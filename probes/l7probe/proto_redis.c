@@ -200,6 +200,8 @@ static long redis_parse(struct l7_session *s, enum l7_flow flow, const uint8_t *
 		if (v >= 0 && r->first_pending) {
 			/* the command name (or the reply's kind): wait until its first bytes are here */
 			k = (size_t)v < sizeof(r->first) - 1 ? (size_t)v : sizeof(r->first) - 1;
+			if (n < len + k && s->gap_follows)
+				k = n - len; /* the rest was not captured */
 			if (n < len + k)
 				return 0;
 		}

@@ -87,6 +87,15 @@ static inline void l7t_run(enum l7_proto proto, enum l7_transport tr, const stru
 			assert_int_equal(l7_session__feed(s, steps[i].flow, d, steps[i].len, total, ts, l7t_cb, out),
 					 0);
 		}
+		if (getenv("L7T_DEBUG") && split_step == SIZE_MAX && !bytewise) {
+			struct l7_session_stats st;
+
+			l7_session__stats(s, &st);
+			fprintf(stderr, "step %zu %s: rpcs %llu unparsable %llu unmatched %llu lost %llu\n", i,
+				steps[i].flow == L7_FLOW_REQ ? "req" : "resp", (unsigned long long)st.rpcs,
+				(unsigned long long)st.unparsable, (unsigned long long)st.resp_unmatched,
+				(unsigned long long)st.req_lost);
+		}
 	}
 	l7_session__stats(s, &out->st);
 	l7_session__free(s);
