@@ -62,6 +62,12 @@ struct conn {
 	uint8_t laddr[16], raddr[16];
 	struct l7_session *sess;
 	struct agg *agg; /* TCP: set once the protocol is known */
+	/* first chunks of one direction joined for l7_infer (CS_INFER only) */
+	uint8_t *ibuf;
+	uint16_t ilen;
+	uint8_t idir;
+	uint64_t igap; /* bytes not captured after the joined ones (nothing more is joined then) */
+	uint64_t its;  /* timestamp of the first joined chunk */
 	/* bytes moved before the protocol was known, added to the aggregate then */
 	uint64_t pre_sent, pre_recv, pre_segs_sent, pre_segs_recv;
 };
@@ -119,6 +125,7 @@ static void conn_free(struct l7_tracker *t, struct conn *c)
 		t->gone_unmatched += ss.resp_unmatched;
 		l7_session__free(c->sess);
 	}
+	free(c->ibuf);
 	free(c);
 }
 
@@ -306,27 +313,83 @@ static struct conn *conn_new(struct l7_tracker *t, struct conn **pp, const struc
 	return c;
 }
 
-/* The protocol of c from this chunk; sets its session and role. */
-static void conn_infer(struct l7_tracker *t, struct conn *c, const struct l7_ev *h, const uint8_t *data)
+/* Feed a chunk to c's session, its rpcs to the aggregate of this chunk. */
+static void conn_feed(struct l7_tracker *t, struct conn *c, const struct l7_ev *h, const uint8_t *data, size_t len,
+		      uint64_t total, uint64_t ts)
+{
+	enum l7_flow flow = (h->dir == L7_DIR_SEND) == (c->role == L7_ROLE_CLIENT) ? L7_FLOW_REQ : L7_FLOW_RESP;
+
+	t->cur_agg = conn_agg(t, c, h);
+	(void)l7_session__feed(c->sess, flow, data, len, total, ts, on_rpc, t);
+	t->cur_agg = NULL;
+}
+
+static void infer_done(struct conn *c)
+{
+	free(c->ibuf);
+	c->ibuf = NULL;
+	c->ilen = 0;
+}
+
+/*
+ * The protocol of c from its first bytes in one direction: chunks that go the same way are joined
+ * (up to L7_INFER_BUF bytes) until l7_infer recognises them, since a server may read a message in
+ * pieces (mariadb reads a packet's 4-byte header, then its body). On a match the session is set up
+ * and fed what was joined; returns 1 then (the chunk is consumed), 0 otherwise.
+ */
+static int conn_infer(struct l7_tracker *t, struct conn *c, const struct l7_ev *h, const uint8_t *data)
 {
 	enum l7_transport tr = c->udp ? L7_TRANSPORT_UDP : L7_TRANSPORT_TCP;
 	enum l7_flow flow = L7_FLOW_REQ;
 	uint16_t port = c->role == L7_ROLE_SERVER ? c->lport : c->role == L7_ROLE_CLIENT ? c->rport : 0;
+	const uint8_t *buf = data;
+	size_t len = h->len;
+	uint64_t gap = h->total - h->len, ts = h->ts_ns;
 	enum l7_proto p;
 
 	if (!h->len)
-		return;
+		return 0;
 	/* A TLS record (handshake, alert or data) on a connection not seen through SSL calls yet: wait
 	 * for the plaintext, without spending the tries. */
-	if (!c->ssl && h->len >= 3 && (data[0] >= 0x14 && data[0] <= 0x17) && data[1] == 0x03 && data[2] <= 0x04)
-		return;
-	p = l7_infer(data, h->len, tr, port, t->proto_mask, &flow);
+	if (!c->ssl && !c->ilen && h->len >= 3 && data[0] >= 0x14 && data[0] <= 0x17 && data[1] == 0x03 &&
+	    data[2] <= 0x04)
+		return 0;
+	if (c->ilen && c->idir == h->dir && !c->igap && !c->udp) {
+		size_t n = h->len < L7_INFER_BUF - c->ilen ? h->len : L7_INFER_BUF - c->ilen;
+
+		memcpy(c->ibuf + c->ilen, data, n);
+		c->ilen += (uint16_t)n;
+		c->igap = (h->len - n) + gap;
+		buf = c->ibuf;
+		len = c->ilen;
+		gap = c->igap;
+		ts = c->its;
+	} else {
+		c->ilen = 0;
+	}
+	p = l7_infer(buf, len, tr, port, t->proto_mask, &flow);
 	if (p == L7_PROTO_UNKNOWN) {
 		if (++c->tries >= L7_INFER_TRIES) {
 			c->state = CS_IGNORE;
 			t->st.untracked++;
+			infer_done(c);
+			return 0;
 		}
-		return;
+		if (buf == data) {
+			/* keep this chunk to join the next ones to */
+			if (!c->ibuf)
+				c->ibuf = malloc(L7_INFER_BUF);
+			if (c->ibuf) {
+				size_t n = len < L7_INFER_BUF ? len : L7_INFER_BUF;
+
+				memcpy(c->ibuf, data, n);
+				c->ilen = (uint16_t)n;
+				c->igap = (len - n) + gap;
+				c->idir = h->dir;
+				c->its = h->ts_ns;
+			}
+		}
+		return 0;
 	}
 	if (c->role == L7_ROLE_UNKNOWN)
 		c->role = (flow == L7_FLOW_REQ) == (h->dir == L7_DIR_SEND) ? L7_ROLE_CLIENT : L7_ROLE_SERVER;
@@ -334,10 +397,15 @@ static void conn_infer(struct l7_tracker *t, struct conn *c, const struct l7_ev 
 	if (!c->sess) {
 		c->state = CS_IGNORE;
 		t->st.untracked++;
-		return;
+		infer_done(c);
+		return 0;
 	}
 	c->proto = (uint8_t)p;
 	c->state = CS_TRACK;
+	/* joined chunks: a request starts at the first one, a response ends at the last */
+	conn_feed(t, c, h, buf, len, len + gap, buf == data || flow == L7_FLOW_RESP ? h->ts_ns : ts);
+	infer_done(c);
+	return 1;
 }
 
 static void add_bytes(struct agg *a, struct conn *c, const struct l7_ev *h)
@@ -365,7 +433,6 @@ static void on_data(struct l7_tracker *t, const struct l7_ev *h, const uint8_t *
 {
 	struct conn **pp = conn_slot(t, h->tgid, h->fd);
 	struct conn *c = *pp;
-	enum l7_flow flow;
 	struct agg *a;
 
 	if (c && c->sk != h->sk) {
@@ -383,6 +450,7 @@ static void on_data(struct l7_tracker *t, const struct l7_ev *h, const uint8_t *
 		/* First plaintext: what was inferred from ciphertext (nothing, normally) starts over. */
 		l7_session__free(c->sess);
 		c->sess = NULL;
+		infer_done(c);
 		c->ssl = 1;
 		c->state = CS_INFER;
 		c->tries = 0;
@@ -394,25 +462,21 @@ static void on_data(struct l7_tracker *t, const struct l7_ev *h, const uint8_t *
 	if (c->ssl != !!(h->flags & L7_EF_SSL) || (h->flags & L7_EF_ENCRYPTED))
 		return;
 	if (c->state == CS_INFER) {
-		conn_infer(t, c, h, data);
-		if (c->state != CS_TRACK)
+		if (!conn_infer(t, c, h, data))
 			return;
+		/* the bytes counted before the protocol was known (this chunk's included, when not plaintext) */
 		a = conn_agg(t, c, h);
 		if (a) {
 			a->bytes_sent += c->pre_sent;
 			a->bytes_recv += c->pre_recv;
 			a->segs_sent += c->pre_segs_sent;
 			a->segs_recv += c->pre_segs_recv;
-			/* this chunk's own bytes were counted in pre_* already, unless it is plaintext */
 		}
 		c->pre_sent = c->pre_recv = c->pre_segs_sent = c->pre_segs_recv = 0;
-	}
-	if (c->state != CS_TRACK)
 		return;
-	t->cur_agg = conn_agg(t, c, h);
-	flow = (h->dir == L7_DIR_SEND) == (c->role == L7_ROLE_CLIENT) ? L7_FLOW_REQ : L7_FLOW_RESP;
-	(void)l7_session__feed(c->sess, flow, data, h->len, h->total, h->ts_ns, on_rpc, t);
-	t->cur_agg = NULL;
+	}
+	if (c->state == CS_TRACK)
+		conn_feed(t, c, h, data, h->len, h->total, h->ts_ns);
 }
 
 static void on_exit_tgid(struct l7_tracker *t, uint32_t tgid)

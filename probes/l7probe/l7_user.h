@@ -16,8 +16,10 @@
 #define L7_SP_RPC     0x2u /* l7_rpc_metrics -> l7_rpc */
 #define L7_SP_DEFAULT (L7_SP_BYTES | L7_SP_RPC)
 
-/* Chunks of a connection l7_infer may look at before the connection is given up as unknown. */
-#define L7_INFER_TRIES 4
+/* Chunks of a connection l7_infer may look at before the connection is given up as unknown, and
+ * the bytes of consecutive chunks in one direction it is given joined. */
+#define L7_INFER_TRIES 8
+#define L7_INFER_BUF   256u
 /* Connections tracked at once (default of -m) and reported keys. */
 #define L7_CONNS_DEFAULT 65536u
 #define L7_KEYS_MAX	 16384u

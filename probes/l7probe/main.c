@@ -218,7 +218,6 @@ static void rescan_comm(struct l7_ctx *ctx)
 	if (!ctx->comm || ctx->live_scope || !ctx->configured)
 		return;
 	s = ctx->base_scope;
-	s.ntgid = 0;
 	n = gg_scope__add_comm(&s, ctx->comm);
 	if (n < 0) {
 		probe_log(PLOG_WARN, "--comm %s: %s", ctx->comm, strerror(-n));

@@ -115,7 +115,8 @@ class Client:
         line = self.proc.stdout.readline()
         check(line.startswith('{"ready"'), "client not ready: %r %s" % (line, self.proc.stderr.read()
                                                                        if self.proc.poll() is not None else ""))
-        self.pid = json.loads(line)["ready"]
+        self.ready = json.loads(line)
+        self.pid = self.ready["ready"]
 
     def go(self):
         self.proc.stdin.write("go\n")
@@ -238,7 +239,7 @@ def check_rows(probe, mode, port, server_tgid, client, done, ssl="0", latency=Tr
     time.sleep(1.5)  # one more report: nothing more may come
     c = probe.latest("l7_rpc", **keys_c)
     s = probe.latest("l7_rpc", **keys_s)
-    proto = {"redis": "redis", "dns": "dns"}.get(mode, "http")
+    proto = {"redis": "redis", "dns": "dns", "pgsql": "pgsql", "mysql": "mysql"}.get(mode, "http")
     for side, r in (("client", c), ("server", s)):
         check(r["protocol"] == proto, "%s side protocol %s" % (side, r["protocol"]))
         check(r["client_ip"] == "127.0.0.1" and r["server_ip"] == "127.0.0.1", "%s side addresses %r" % (side, r))
@@ -530,3 +531,111 @@ def test_l7_short_connections_bounded():
 
 
 test_l7_short_connections_bounded.timeout = 240
+
+
+PG_BIN = "/usr/lib/postgresql/15/bin"
+
+
+class Postgres:
+    """A throw-away cluster (initdb, trust authentication) run as the postgres user on loopback."""
+
+    def __init__(self, tmp, port):
+        data = os.path.join(tmp, "data")
+        shutil.chown(tmp, "postgres", "postgres")
+        subprocess.run([os.path.join(PG_BIN, "initdb"), "-D", data, "-A", "trust", "-U", "postgres", "--no-sync"],
+                       check=True, capture_output=True, user="postgres", group="postgres", cwd=tmp)
+        self.log = open(os.path.join(tmp, "pg.log"), "w")
+        self.proc = subprocess.Popen([os.path.join(PG_BIN, "postgres"), "-D", data, "-p", str(port), "-k", tmp,
+                                      "-c", "listen_addresses=127.0.0.1", "-c", "fsync=off"],
+                                     stdout=self.log, stderr=self.log, user="postgres", group="postgres", cwd=tmp,
+                                     start_new_session=True)
+        wait_port(port, self.proc, "postgres", timeout=30)
+
+    def stop(self):
+        if self.proc.poll() is None:
+            self.proc.send_signal(signal.SIGINT)  # fast shutdown
+            try:
+                self.proc.wait(timeout=15)
+            except subprocess.TimeoutExpired:
+                os.killpg(self.proc.pid, signal.SIGKILL)
+                self.proc.wait()
+        self.log.close()
+
+
+def test_l7_pgsql():
+    tmp = tempfile.mkdtemp(prefix="gg-l7-pg-")
+    port = free_port()
+    pg = Postgres(tmp, port)
+    try:
+        inside = Client("pgsql", port)
+        backend = inside.ready["backend"]
+        probe = Probe(["-t", "1", "-p", "pgsql", "--pid", "%d,%d,%d" % (pg.proc.pid, backend, inside.pid)])
+        try:
+            probe.wait_started()
+            time.sleep(0.5)
+            done = inside.go()
+            check(done["errors"] == 9 and done["requests"] == 50, "client did %r" % done)
+            check_rows(probe, "pgsql", port, backend, inside, done)
+        finally:
+            inside.close()
+            probe.stop()
+    finally:
+        pg.stop()
+        shutil.rmtree(tmp, ignore_errors=True)
+
+
+test_l7_pgsql.timeout = 120
+
+
+class Mariadb:
+    """A throw-away mariadb (mysql_install_db into a temporary directory) run as the mysql user on
+    loopback, without grant tables (any user, no password)."""
+
+    def __init__(self, tmp, port):
+        data = os.path.join(tmp, "data")
+        shutil.chown(tmp, "mysql", "mysql")
+        r = subprocess.run(["mysql_install_db", "--no-defaults", "--datadir=" + data, "--user=mysql",
+                            "--skip-test-db", "--auth-root-authentication-method=normal"],
+                           capture_output=True, text=True, cwd=tmp)
+        check(r.returncode == 0, "mysql_install_db: %s" % (r.stdout + r.stderr)[-2000:])
+        self.log = os.path.join(tmp, "mariadb.log")
+        self.proc = subprocess.Popen(["mariadbd", "--no-defaults", "--datadir=" + data, "--user=mysql",
+                                      "--port=%d" % port, "--bind-address=127.0.0.1",
+                                      "--socket=" + os.path.join(tmp, "sock"), "--pid-file=" + os.path.join(tmp, "pid"),
+                                      "--skip-grant-tables", "--skip-log-bin", "--innodb-buffer-pool-size=16M",
+                                      "--log-error=" + self.log],
+                                     stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, start_new_session=True)
+        wait_port(port, self.proc, "mariadbd", timeout=60)
+
+    def stop(self):
+        if self.proc.poll() is None:
+            self.proc.terminate()
+            try:
+                self.proc.wait(timeout=20)
+            except subprocess.TimeoutExpired:
+                os.killpg(self.proc.pid, signal.SIGKILL)
+                self.proc.wait()
+
+
+def test_l7_mysql():
+    tmp = tempfile.mkdtemp(prefix="gg-l7-my-")
+    port = free_port()
+    db = Mariadb(tmp, port)
+    try:
+        inside = Client("mysql", port)
+        probe = Probe(["-t", "1", "-p", "mysql", "--pid", "%d,%d" % (db.proc.pid, inside.pid)])
+        try:
+            probe.wait_started()
+            time.sleep(0.5)
+            done = inside.go()
+            check(done["errors"] == 8 and done["requests"] == 40, "client did %r" % done)
+            check_rows(probe, "mysql", port, db.proc.pid, inside, done)
+        finally:
+            inside.close()
+            probe.stop()
+    finally:
+        db.stop()
+        shutil.rmtree(tmp, ignore_errors=True)
+
+
+test_l7_mysql.timeout = 150

@@ -3,7 +3,7 @@ connection, some of them errors, some pipelined, and prints what it did as one J
 errors, and the sum of the latencies it measured (from just before the send of a request to just
 after the receive that completed its response, in ns).
 
-Usage: l7_client.py MODE PORT [N]   (MODE: http, https, redis, dns). Prints {"ready": pid} first and waits
+Usage: l7_client.py MODE PORT [N]   (MODE: http, https, redis, dns, pgsql, mysql, churn). Prints {"ready": pid} first and waits
 for a line on stdin before it starts, so that the test can put it in the probe's scope."""
 import json
 import os
@@ -98,6 +98,124 @@ def nonvoluntary():
             if line.startswith("nonvoluntary_ctxt_switches:"):
                 return int(line.split()[1])
     return 0
+
+
+def pg_len(buf):
+    """Length of the complete PostgreSQL response (messages up to ReadyForQuery) at the start of buf."""
+    off = 0
+    while off + 5 <= len(buf):
+        t = buf[off:off + 1]
+        ln = struct.unpack(">I", buf[off + 1:off + 5])[0]
+        if off + 1 + ln > len(buf):
+            return None
+        off += 1 + ln
+        if t == b"Z":
+            return off
+    return None
+
+
+def pg_is_error(resp):
+    off = 0
+    while off < len(resp):
+        if resp[off:off + 1] == b"E":
+            return True
+        off += 1 + struct.unpack(">I", resp[off + 1:off + 5])[0]
+    return False
+
+
+def pg_msg(t, body):
+    return t + struct.pack(">I", len(body) + 4) + body
+
+
+def pg_query(sql):
+    return pg_msg(b"Q", sql.encode() + b"\0")
+
+
+def pg_extended(sql):
+    """Parse, Bind, Execute, Sync of an unnamed statement without parameters: one request."""
+    return (pg_msg(b"P", b"\0" + sql.encode() + b"\0" + b"\0\0") +
+            pg_msg(b"B", b"\0\0" + b"\0\0" + b"\0\0" + b"\0\0") +
+            pg_msg(b"E", b"\0" + b"\0\0\0\0") + pg_msg(b"S", b""))
+
+
+def pg_connect(c):
+    """Startup (trust authentication) up to the first ReadyForQuery; returns the backend's pid."""
+    body = struct.pack(">I", 196608) + b"user\0postgres\0database\0postgres\0\0"
+    c.send(struct.pack(">I", len(body) + 4) + body)
+    while pg_len(c.buf) is None:
+        c.fill()
+    n = pg_len(c.buf)
+    resp, c.buf = c.buf[:n], c.buf[n:]
+    off, pid = 0, 0
+    while off < len(resp):
+        t = resp[off:off + 1]
+        ln = struct.unpack(">I", resp[off + 1:off + 5])[0]
+        if t == b"K":
+            pid = struct.unpack(">I", resp[off + 5:off + 9])[0]
+        if t == b"E":
+            raise SystemExit("postgres refused the connection: %r" % resp)
+        off += 1 + ln
+    return pid
+
+
+def my_packets(buf):
+    """[(seq, payload)] of the whole MySQL packets at the start of buf, and the bytes they span."""
+    out, off = [], 0
+    while off + 4 <= len(buf):
+        ln = buf[off] | buf[off + 1] << 8 | buf[off + 2] << 16
+        if off + 4 + ln > len(buf):
+            break
+        out.append((buf[off + 3], buf[off + 4:off + 4 + ln]))
+        off += 4 + ln
+    return out, off
+
+
+def my_len(buf):
+    """Length of the complete response to a COM_QUERY (OK, ERR, or a result set ended by EOF packets;
+    the client does not set CLIENT_DEPRECATE_EOF)."""
+    pkts, _ = my_packets(buf)
+    if not pkts:
+        return None
+    first = pkts[0][1]
+    if first[:1] in (b"\x00", b"\xff"):
+        return 4 + len(first)
+    eofs, off = 0, 0
+    for _, p in pkts:
+        off += 4 + len(p)
+        if p[:1] == b"\xfe" and len(p) < 9:
+            eofs += 1
+            if eofs == 2:
+                return off
+        elif p[:1] == b"\xff" and eofs == 1:
+            return off
+    return None
+
+
+def my_packet(seq, payload):
+    return struct.pack("<I", len(payload))[:3] + bytes([seq]) + payload
+
+
+def my_connect(c):
+    """Handshake as root without a password (the server runs --skip-grant-tables)."""
+    while not my_packets(c.buf)[0]:
+        c.fill()
+    pkts, n = my_packets(c.buf)
+    c.buf = c.buf[n:]
+    caps = 0x00000200 | 0x00008000 | 0x00080000  # PROTOCOL_41, SECURE_CONNECTION, PLUGIN_AUTH
+    resp = struct.pack("<IIB", caps, 1 << 24, 33) + b"\0" * 23 + b"root\0" + b"\0" + b"mysql_native_password\0"
+    c.send(my_packet(pkts[0][0] + 1, resp))
+    while True:
+        while not my_packets(c.buf)[0]:
+            c.fill()
+        pkts, n = my_packets(c.buf)
+        c.buf = c.buf[n:]
+        seq, p = pkts[0]
+        if p[:1] == b"\x00":
+            return
+        if p[:1] == b"\xfe":  # AuthSwitchRequest: an empty password
+            c.send(my_packet(seq + 1, b""))
+            continue
+        raise SystemExit("mariadb refused the connection: %r" % p)
 
 
 def exchange(c, reqs, parse, is_error):
@@ -218,7 +336,12 @@ def main():
         ctx.verify_mode = ssl.CERT_NONE
         sock = ctx.wrap_socket(sock)
     c = Conn(sock)
-    print(json.dumps({"ready": os.getpid()}), flush=True)
+    ready = {"ready": os.getpid()}
+    if mode == "pgsql":
+        ready["backend"] = pg_connect(c)
+    elif mode == "mysql":
+        my_connect(c)
+    print(json.dumps(ready), flush=True)
     sys.stdin.readline()
     done = {"requests": 0, "errors": 0, "latency_ns": 0, "pipelined": 0, "preempted": 0}
 
@@ -249,6 +372,26 @@ def main():
         pipe = [b"*2\r\n$4\r\nINCR\r\n$3\r\ncnt\r\n"] * 8 + [b"*1\r\n$7\r\nNOSUCHX\r\n"] * 2
         run(pipe, redis_len, lambda r: r[:1] == b"-")
         done["pipelined"] = len(pipe)
+    elif mode == "pgsql":
+        for i in range(n):
+            if i % 5 == 4:
+                run([pg_query("SELEC 1")], pg_len, pg_is_error)
+            elif i % 2:
+                run([pg_extended("SELECT generate_series(1, 20)")], pg_len, pg_is_error)
+            else:
+                run([pg_query("SELECT %d, repeat('x', 100)" % i)], pg_len, pg_is_error)
+        pipe = [pg_query("SELECT 1")] * 4 + [pg_query("SELECT * FROM no_such_table")] + [pg_extended("SELECT 2")] * 5
+        run(pipe, pg_len, pg_is_error)
+        done["pipelined"] = len(pipe)
+    elif mode == "mysql":
+        for i in range(n):
+            if i % 5 == 4:
+                sql = b"SELEC 1"
+            elif i % 2:
+                sql = b"SELECT 1, 'two', 3.0"
+            else:
+                sql = b"SELECT seq FROM mysql.seq_1_to_20"
+            run([my_packet(0, b"\x03" + sql)], my_len, lambda r: r[4:5] == b"\xff")
     else:
         raise SystemExit("unknown mode " + mode)
     done["bytes_sent"] = c.sent
