@@ -254,12 +254,15 @@ def check_rows(probe, mode, port, server_tgid, client, done, ssl="0", latency=Tr
     if latency:
         # The client is preempted now and then on a shared machine: that time is in its own figure but
         # not in the probe's when it falls outside the system calls. Such runs get a looser bound.
+        # The client's own figure also holds the interpreter's time between its clock reads and its
+        # system calls (a few us a request), which the probe does not see: 10 % plus 4 us a request.
         tol = 0.10 if not done["preempted"] else 0.5
-        if done["preempted"] and abs(lat_c - done["latency_ns"]) > 0.10 * done["latency_ns"]:
+        slack = 4000 * n
+        if done["preempted"] and abs(lat_c - done["latency_ns"]) > 0.10 * done["latency_ns"] + slack:
             print("  the client was preempted %d times while timing: latency bound %d %%" % (done["preempted"],
                                                                                         100 * tol))
-        check(abs(lat_c - done["latency_ns"]) <= tol * done["latency_ns"],
-              "client latency sum %d ns, the client measured %d ns (more than %d %% apart)" % (
+        check(abs(lat_c - done["latency_ns"]) <= tol * done["latency_ns"] + slack,
+              "client latency sum %d ns, the client measured %d ns (more than %d %% + 4 us a request apart)" % (
                   lat_c, done["latency_ns"], 100 * tol))
     check(0 < lat_s <= lat_c, "server latency sum %d ns should be positive and below the client's %d ns" % (lat_s, lat_c))
     link = probe.latest("l7_link", **keys_c)
@@ -518,7 +521,8 @@ def test_l7_short_connections_bounded():
             check(c is not None and int(c["req_count"]) == n, "client side: %r" % c)
             check(int(st["ringbuf_full"]) == 0 and int(st["conn_overflow"]) == 0, "losses: %r" % st)
             check(int(st["conns"]) <= 10, "connections still tracked after they closed: %s" % st["conns"])
-            check(rss1 - rss0 < 16 * 1024, "probe RSS grew by %d kB over %d connections" % (rss1 - rss0, n))
+            if "san" not in os.environ.get("GG_BUILD", ""):  # ASan keeps freed memory in quarantine
+                check(rss1 - rss0 < 16 * 1024, "probe RSS grew by %d kB over %d connections" % (rss1 - rss0, n))
             # the garbage connections: no request counted; nginx answers 400, a response without its request
             check(int(st["untracked"]) + int(st["unparsable"]) + int(st["resp_unmatched"]) >= 100,
                   "garbage not counted: %r" % st)
