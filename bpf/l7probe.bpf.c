@@ -59,6 +59,8 @@ struct l7_call {
 	__u64 ts;
 	__u64 buf;  /* buffer, or iovec array */
 	__u64 addr; /* user sockaddr (sendto/recvfrom, msg_name), 0 when none */
+	__s64 nr;   /* syscall number (the low 32 bits of the tracepoint field are __syscall_nr): an exit only takes the
+		       entry of its own call */
 	__u32 iovcnt;
 	__s32 fd;
 	__u8 kind;
@@ -166,6 +168,20 @@ static __always_inline int in_scope(__u32 tgid)
 	in = gg_scope_current();
 	__sync_fetch_and_or(&verdict[w], (__u64)(in ? 1 : 2) << sh);
 	return in;
+}
+
+/* The cached verdict of tgid is "in scope" (or it is beyond the bitmap): for exits, whose entry
+ * computed the verdict, so that a process out of scope pays one load there too, not a hash lookup. */
+static __always_inline int verdict_in(__u32 tgid)
+{
+	__u32 w;
+
+	if (tgid >= L7_VERDICT_PIDS)
+		return 1;
+	w = tgid >> 5;
+	barrier_var(w);
+	w &= L7_VERDICT_PIDS / 32 - 1;
+	return ((verdict[w] >> ((tgid & 31) * 2)) & 3) == 1;
 }
 
 /* ---- sockets ------------------------------------------------------------------------------------- */
@@ -352,7 +368,7 @@ static __always_inline void ev_submit(struct l7_buf *e)
 
 /* ---- socket system calls ------------------------------------------------------------------------- */
 
-static __always_inline int data_enter(int fd, __u64 buf, __u32 iovcnt, __u64 addr, __u8 kind, __u8 dir)
+static __always_inline int data_enter(long nr, int fd, __u64 buf, __u32 iovcnt, __u64 addr, __u8 kind, __u8 dir)
 {
 	__u64 id = bpf_get_current_pid_tgid();
 	__u32 tgid = id >> 32;
@@ -364,6 +380,7 @@ static __always_inline int data_enter(int fd, __u64 buf, __u32 iovcnt, __u64 add
 	if (!sock_get(tgid, fd))
 		return 0;
 	c.ts = bpf_ktime_get_ns();
+	c.nr = (int)nr;
 	c.buf = buf;
 	c.addr = addr;
 	c.iovcnt = iovcnt;
@@ -383,22 +400,25 @@ static __always_inline int data_enter(int fd, __u64 buf, __u32 iovcnt, __u64 add
 	return 0;
 }
 
-static __always_inline int data_exit(long ret)
+static __always_inline int data_exit(long nr, long ret)
 {
 	__u64 id = bpf_get_current_pid_tgid();
 	__u32 tgid = id >> 32;
-	struct l7_call *cp = bpf_map_lookup_elem(&l7_inflight, &id);
+	struct l7_call *cp;
 	struct l7_call c;
 	struct l7_sock *s;
 	struct l7_buf *e;
 	__u64 key;
 	__u32 want;
 
+	if (!verdict_in(tgid))
+		return 0;
+	cp = bpf_map_lookup_elem(&l7_inflight, &id);
 	if (!cp)
 		return 0;
 	c = *cp;
 	bpf_map_delete_elem(&l7_inflight, &id);
-	if (ret <= 0)
+	if (ret <= 0 || c.nr != (int)nr)
 		return 0;
 	key = sock_key(tgid, c.fd);
 	s = bpf_map_lookup_elem(&l7_socks, &key);
@@ -429,122 +449,122 @@ static __always_inline int data_exit(long ret)
 }
 
 /* sendmsg/recvmsg: the iovecs and the peer address from the user's msghdr. */
-static __always_inline int msg_enter(int fd, __u64 umsg, __u8 dir)
+static __always_inline int msg_enter(long nr, int fd, __u64 umsg, __u8 dir)
 {
 	struct user_msghdr mh;
 
 	if (bpf_probe_read_user(&mh, sizeof(mh), (void *)umsg))
 		return 0;
-	return data_enter(fd, (__u64)mh.msg_iov, (__u32)mh.msg_iovlen, (__u64)mh.msg_name, CK_IOV, dir);
+	return data_enter(nr, fd, (__u64)mh.msg_iov, (__u32)mh.msg_iovlen, (__u64)mh.msg_name, CK_IOV, dir);
 }
 
 SEC("tracepoint/syscalls/sys_enter_read")
 int l7_enter_read(struct trace_event_raw_sys_enter *ctx)
 {
-	return data_enter((int)ctx->args[0], ctx->args[1], 0, 0, CK_BUF, L7_DIR_RECV);
+	return data_enter(ctx->id, (int)ctx->args[0], ctx->args[1], 0, 0, CK_BUF, L7_DIR_RECV);
 }
 
 SEC("tracepoint/syscalls/sys_exit_read")
 int l7_exit_read(struct trace_event_raw_sys_exit *ctx)
 {
-	return data_exit(ctx->ret);
+	return data_exit(ctx->id, ctx->ret);
 }
 
 SEC("tracepoint/syscalls/sys_enter_write")
 int l7_enter_write(struct trace_event_raw_sys_enter *ctx)
 {
-	return data_enter((int)ctx->args[0], ctx->args[1], 0, 0, CK_BUF, L7_DIR_SEND);
+	return data_enter(ctx->id, (int)ctx->args[0], ctx->args[1], 0, 0, CK_BUF, L7_DIR_SEND);
 }
 
 SEC("tracepoint/syscalls/sys_exit_write")
 int l7_exit_write(struct trace_event_raw_sys_exit *ctx)
 {
-	return data_exit(ctx->ret);
+	return data_exit(ctx->id, ctx->ret);
 }
 
 SEC("tracepoint/syscalls/sys_enter_readv")
 int l7_enter_readv(struct trace_event_raw_sys_enter *ctx)
 {
-	return data_enter((int)ctx->args[0], ctx->args[1], (__u32)ctx->args[2], 0, CK_IOV, L7_DIR_RECV);
+	return data_enter(ctx->id, (int)ctx->args[0], ctx->args[1], (__u32)ctx->args[2], 0, CK_IOV, L7_DIR_RECV);
 }
 
 SEC("tracepoint/syscalls/sys_exit_readv")
 int l7_exit_readv(struct trace_event_raw_sys_exit *ctx)
 {
-	return data_exit(ctx->ret);
+	return data_exit(ctx->id, ctx->ret);
 }
 
 SEC("tracepoint/syscalls/sys_enter_writev")
 int l7_enter_writev(struct trace_event_raw_sys_enter *ctx)
 {
-	return data_enter((int)ctx->args[0], ctx->args[1], (__u32)ctx->args[2], 0, CK_IOV, L7_DIR_SEND);
+	return data_enter(ctx->id, (int)ctx->args[0], ctx->args[1], (__u32)ctx->args[2], 0, CK_IOV, L7_DIR_SEND);
 }
 
 SEC("tracepoint/syscalls/sys_exit_writev")
 int l7_exit_writev(struct trace_event_raw_sys_exit *ctx)
 {
-	return data_exit(ctx->ret);
+	return data_exit(ctx->id, ctx->ret);
 }
 
 SEC("tracepoint/syscalls/sys_enter_sendto")
 int l7_enter_sendto(struct trace_event_raw_sys_enter *ctx)
 {
-	return data_enter((int)ctx->args[0], ctx->args[1], 0, ctx->args[4], CK_BUF, L7_DIR_SEND);
+	return data_enter(ctx->id, (int)ctx->args[0], ctx->args[1], 0, ctx->args[4], CK_BUF, L7_DIR_SEND);
 }
 
 SEC("tracepoint/syscalls/sys_exit_sendto")
 int l7_exit_sendto(struct trace_event_raw_sys_exit *ctx)
 {
-	return data_exit(ctx->ret);
+	return data_exit(ctx->id, ctx->ret);
 }
 
 SEC("tracepoint/syscalls/sys_enter_recvfrom")
 int l7_enter_recvfrom(struct trace_event_raw_sys_enter *ctx)
 {
-	return data_enter((int)ctx->args[0], ctx->args[1], 0, ctx->args[4], CK_BUF, L7_DIR_RECV);
+	return data_enter(ctx->id, (int)ctx->args[0], ctx->args[1], 0, ctx->args[4], CK_BUF, L7_DIR_RECV);
 }
 
 SEC("tracepoint/syscalls/sys_exit_recvfrom")
 int l7_exit_recvfrom(struct trace_event_raw_sys_exit *ctx)
 {
-	return data_exit(ctx->ret);
+	return data_exit(ctx->id, ctx->ret);
 }
 
 SEC("tracepoint/syscalls/sys_enter_sendmsg")
 int l7_enter_sendmsg(struct trace_event_raw_sys_enter *ctx)
 {
-	return msg_enter((int)ctx->args[0], ctx->args[1], L7_DIR_SEND);
+	return msg_enter(ctx->id, (int)ctx->args[0], ctx->args[1], L7_DIR_SEND);
 }
 
 SEC("tracepoint/syscalls/sys_exit_sendmsg")
 int l7_exit_sendmsg(struct trace_event_raw_sys_exit *ctx)
 {
-	return data_exit(ctx->ret);
+	return data_exit(ctx->id, ctx->ret);
 }
 
 SEC("tracepoint/syscalls/sys_enter_recvmsg")
 int l7_enter_recvmsg(struct trace_event_raw_sys_enter *ctx)
 {
-	return msg_enter((int)ctx->args[0], ctx->args[1], L7_DIR_RECV);
+	return msg_enter(ctx->id, (int)ctx->args[0], ctx->args[1], L7_DIR_RECV);
 }
 
 SEC("tracepoint/syscalls/sys_exit_recvmsg")
 int l7_exit_recvmsg(struct trace_event_raw_sys_exit *ctx)
 {
-	return data_exit(ctx->ret);
+	return data_exit(ctx->id, ctx->ret);
 }
 
 /* sendfile(out_fd, in_fd, ...): a body the parsers skip by count (nginx serves files so). */
 SEC("tracepoint/syscalls/sys_enter_sendfile64")
 int l7_enter_sendfile(struct trace_event_raw_sys_enter *ctx)
 {
-	return data_enter((int)ctx->args[0], 0, 0, 0, CK_SENDFILE, L7_DIR_SEND);
+	return data_enter(ctx->id, (int)ctx->args[0], 0, 0, 0, CK_SENDFILE, L7_DIR_SEND);
 }
 
 SEC("tracepoint/syscalls/sys_exit_sendfile64")
 int l7_exit_sendfile(struct trace_event_raw_sys_exit *ctx)
 {
-	return data_exit(ctx->ret);
+	return data_exit(ctx->id, ctx->ret);
 }
 
 SEC("tracepoint/syscalls/sys_enter_connect")
@@ -564,15 +584,20 @@ SEC("tracepoint/syscalls/sys_exit_connect")
 int l7_exit_connect(struct trace_event_raw_sys_exit *ctx)
 {
 	__u64 id = bpf_get_current_pid_tgid();
-	struct l7_call *cp = bpf_map_lookup_elem(&l7_inflight, &id);
+	struct l7_call *cp;
 	int fd;
 
+	if (!verdict_in(id >> 32))
+		return 0;
+	cp = bpf_map_lookup_elem(&l7_inflight, &id);
 	if (!cp)
 		return 0;
 	fd = cp->fd;
+	if (cp->kind != CK_CONNECT) /* a stale entry of another call */
+		fd = -1;
 	bpf_map_delete_elem(&l7_inflight, &id);
 	/* A non-blocking connect has its addresses set already when it returns EINPROGRESS. */
-	if (ctx->ret == 0 || ctx->ret == -EINPROGRESS)
+	if (fd >= 0 && (ctx->ret == 0 || ctx->ret == -EINPROGRESS))
 		sock_new(id >> 32, fd, L7_ROLE_CLIENT);
 	return 0;
 }

@@ -1,7 +1,10 @@
 /* tls.c - OpenSSL uprobes: every libssl mapped by a process of the scope (found in
- * /proc/<pid>/maps, opened through /proc/<pid>/root for containers) is probed once per distinct
- * file (a uprobe on a file applies to every process that maps it; BPF filters by scope), and
- * unprobed when no process scanned maps it any more. */
+ * /proc/<pid>/maps, opened through /proc/<pid>/root for containers) is probed, and unprobed when no
+ * process scanned maps it any more. When the scope is a short list of processes, the uprobes are
+ * attached for those processes only: a uprobe costs its trap (microseconds) in every process it is
+ * installed in, whether BPF then filters it out or not, and the other processes mapping the same
+ * libssl (a load generator, say) would pay it. Otherwise (scope all, or cgroups) once per distinct
+ * file, for every process, and BPF filters by scope. */
 #include <ctype.h>
 #include <dirent.h>
 #include <errno.h>
@@ -14,12 +17,14 @@
 #include "l7_user.h"
 #include "l7probe.skel.h"
 
-#define TLS_LIBS_MAX 64
-#define TLS_HOOKS    8
+#define TLS_LIBS_MAX	128
+#define TLS_HOOKS	8
+#define TLS_PER_PID_MAX 64 /* scopes of at most this many processes get per-process uprobes */
 
-/* One probed libssl file. */
+/* One probed libssl file, for one process or (pid -1) all. */
 struct tls_lib {
 	uint64_t dev, ino;
+	int pid;
 	int seen; /* mapped by a process at the last scan */
 	struct bpf_link *links[TLS_HOOKS];
 };
@@ -58,7 +63,7 @@ void l7_tls__free(struct l7_tls *tls)
 	free(tls);
 }
 
-static int lib_attach(struct l7_tls *tls, const char *path, const struct stat *st)
+static int lib_attach(struct l7_tls *tls, const char *path, const struct stat *st, int pid)
 {
 	struct l7probe *s = tls->skel;
 	const struct {
@@ -82,7 +87,7 @@ static int lib_attach(struct l7_tls *tls, const char *path, const struct stat *s
 	for (int i = 0; i < TLS_HOOKS; i++) {
 		LIBBPF_OPTS(bpf_uprobe_opts, opts, .func_name = hooks[i].func, .retprobe = hooks[i].ret);
 
-		l->links[i] = bpf_program__attach_uprobe_opts(hooks[i].prog, -1, path, 0, &opts);
+		l->links[i] = bpf_program__attach_uprobe_opts(hooks[i].prog, pid, path, 0, &opts);
 		if (!l->links[i] && !hooks[i].optional) {
 			err = errno ? -errno : -EINVAL;
 			lib_detach(l);
@@ -91,14 +96,18 @@ static int lib_attach(struct l7_tls *tls, const char *path, const struct stat *s
 	}
 	l->dev = (uint64_t)st->st_dev;
 	l->ino = (uint64_t)st->st_ino;
+	l->pid = pid;
 	l->seen = 1;
 	tls->nlibs++;
-	probe_log(PLOG_INFO, "SSL_read/SSL_write uprobes on %s", path);
+	if (pid >= 0)
+		probe_log(PLOG_INFO, "SSL_read/SSL_write uprobes on %s for process %d", path, pid);
+	else
+		probe_log(PLOG_INFO, "SSL_read/SSL_write uprobes on %s", path);
 	return 0;
 }
 
-/* Probe the libssl files pid maps (marking those probed already as seen). */
-static void scan_pid(struct l7_tls *tls, int pid)
+/* Probe the libssl files pid maps, for pid only when per_pid (marking those probed already as seen). */
+static void scan_pid(struct l7_tls *tls, int pid, int per_pid)
 {
 	char path[64], lib[PATH_MAX + 64];
 	const char *p, *end;
@@ -130,13 +139,14 @@ static void scan_pid(struct l7_tls *tls, int pid)
 		if (stat(lib, &st) < 0)
 			continue;
 		for (i = 0; i < tls->nlibs; i++) {
-			if (tls->libs[i].dev == (uint64_t)st.st_dev && tls->libs[i].ino == (uint64_t)st.st_ino) {
+			if (tls->libs[i].dev == (uint64_t)st.st_dev && tls->libs[i].ino == (uint64_t)st.st_ino &&
+			    tls->libs[i].pid == (per_pid ? pid : -1)) {
 				tls->libs[i].seen = 1;
 				break;
 			}
 		}
 		if (i == tls->nlibs) {
-			int err = lib_attach(tls, lib, &st);
+			int err = lib_attach(tls, lib, &st, per_pid ? pid : -1);
 
 			if (err)
 				probe_log(PLOG_WARN, "cannot probe SSL_read/SSL_write in %s: %s", lib, strerror(-err));
@@ -150,19 +160,19 @@ int l7_tls__scan(struct l7_tls *tls, const struct gg_scope *scope)
 
 	for (i = 0; i < tls->nlibs; i++)
 		tls->libs[i].seen = 0;
-	if (scope->all || scope->ncgrp) {
+	if (scope->all || scope->ncgrp || scope->ntgid > TLS_PER_PID_MAX) {
 		DIR *d = opendir("/proc");
 		struct dirent *de;
 
 		while (d && (de = readdir(d))) {
 			if (isdigit((unsigned char)de->d_name[0]))
-				scan_pid(tls, atoi(de->d_name));
+				scan_pid(tls, atoi(de->d_name), 0);
 		}
 		if (d)
 			closedir(d);
 	} else {
 		for (i = 0; i < scope->ntgid; i++)
-			scan_pid(tls, (int)scope->tgid[i]);
+			scan_pid(tls, (int)scope->tgid[i], 1);
 	}
 	for (i = 0, j = 0; i < tls->nlibs; i++) {
 		if (!tls->libs[i].seen) {
