@@ -42,6 +42,8 @@ struct agg {
 	uint64_t rpcs, errs, lat_sum;
 	__u64 hist[GG_LOG2_SLOTS];
 	uint64_t prev_rpcs, prev_errs, prev_lat_sum; /* at the previous report */
+	uint64_t last_ns;			     /* last traffic */
+	uint32_t refs;				     /* connections holding it (conn.agg) */
 };
 
 /* One tracked connection. */
@@ -80,9 +82,10 @@ struct l7_tracker {
 	struct agg **keys;
 	unsigned int proto_mask;
 	struct agg *cur_agg; /* the aggregate rpcs of the chunk being fed go to */
+	uint64_t now_ns;     /* timestamp of the event being handled */
 	struct l7_tracker_stats st;
 	/* session counters of connections already freed */
-	uint64_t gone_unparsable, gone_unmatched;
+	uint64_t gone_unparsable, gone_unmatched, gone_lost;
 };
 
 static uint32_t pow2_at_least(uint32_t n)
@@ -123,8 +126,11 @@ static void conn_free(struct l7_tracker *t, struct conn *c)
 		l7_session__stats(c->sess, &ss);
 		t->gone_unparsable += ss.unparsable;
 		t->gone_unmatched += ss.resp_unmatched;
+		t->gone_lost += ss.req_lost;
 		l7_session__free(c->sess);
 	}
+	if (c->agg)
+		c->agg->refs--;
 	free(c->ibuf);
 	free(c);
 }
@@ -235,8 +241,10 @@ static struct agg *conn_agg(struct l7_tracker *t, struct conn *c, const struct l
 	const uint8_t *raddr = c->raddr;
 	uint16_t rport = c->rport;
 
-	if (!c->udp && c->agg)
+	if (!c->udp && c->agg) {
+		c->agg->last_ns = t->now_ns;
 		return c->agg;
+	}
 	if (c->udp && h && h->rport) {
 		raddr = h->raddr;
 		rport = h->rport;
@@ -263,8 +271,12 @@ static struct agg *conn_agg(struct l7_tracker *t, struct conn *c, const struct l
 	}
 	struct agg *a = agg_get(t, &k);
 
-	if (!c->udp)
+	if (a)
+		a->last_ns = t->now_ns;
+	if (!c->udp && a) {
 		c->agg = a;
+		a->refs++;
+	}
 	return a;
 }
 
@@ -454,6 +466,8 @@ static void on_data(struct l7_tracker *t, const struct l7_ev *h, const uint8_t *
 		c->ssl = 1;
 		c->state = CS_INFER;
 		c->tries = 0;
+		if (c->agg)
+			c->agg->refs--;
 		c->agg = NULL;
 	}
 	/* On a TLS connection the socket calls count the bytes, the SSL calls feed the parser. */
@@ -504,6 +518,7 @@ int l7_tracker__event(void *ctx, void *data, size_t size)
 		t->st.bad_events++;
 		return 0;
 	}
+	t->now_ns = h->ts_ns;
 	switch (h->type) {
 	case L7_EV_DATA:
 		if (h->len > size - sizeof(*h) || h->len > h->total) {
@@ -596,9 +611,24 @@ static void report_agg(struct probe_rt *rt, struct agg *a, unsigned int subs, do
 
 void l7_tracker__report(struct l7_tracker *t, struct probe_rt *rt, unsigned int subs, double period_s, uint64_t now_ns)
 {
-	for (uint32_t i = 0; i <= t->key_mask; i++)
-		for (struct agg *a = t->keys[i]; a; a = a->next)
+	for (uint32_t i = 0; i <= t->key_mask; i++) {
+		struct agg **pp = &t->keys[i];
+
+		while (*pp) {
+			struct agg *a = *pp;
+
 			report_agg(rt, a, subs, period_s);
+			/* A key of processes gone or quiet for long goes (its counters start over if it comes back,
+			 * a reset Prometheus' rate() handles), so that short-lived clients do not fill the table. */
+			if (!a->refs && a->last_ns + L7_KEY_IDLE_NS < now_ns) {
+				*pp = a->next;
+				free(a);
+				t->nkeys--;
+				continue;
+			}
+			pp = &a->next;
+		}
+	}
 	unsigned int shown = 0;
 
 	for (uint32_t i = 0; i <= t->conn_mask && t->nconns; i++) {
@@ -627,6 +657,7 @@ void l7_tracker__stats(const struct l7_tracker *t, struct l7_tracker_stats *ret)
 	*ret = t->st;
 	ret->unparsable = t->gone_unparsable;
 	ret->resp_unmatched = t->gone_unmatched;
+	ret->req_lost = t->gone_lost;
 	for (uint32_t i = 0; i <= t->conn_mask; i++) {
 		for (const struct conn *c = t->conns[i]; c; c = c->next) {
 			if (!c->sess)
@@ -634,6 +665,7 @@ void l7_tracker__stats(const struct l7_tracker *t, struct l7_tracker_stats *ret)
 			l7_session__stats(c->sess, &ss);
 			ret->unparsable += ss.unparsable;
 			ret->resp_unmatched += ss.resp_unmatched;
+			ret->req_lost += ss.req_lost;
 		}
 	}
 	ret->conns = t->nconns;

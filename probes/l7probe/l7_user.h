@@ -25,6 +25,8 @@
 #define L7_KEYS_MAX	 16384u
 /* A connection with no traffic for this long is forgotten (its close was missed). */
 #define L7_CONN_IDLE_NS (600ull * 1000000000ull)
+/* A key without connections and without traffic for this long is no longer reported. */
+#define L7_KEY_IDLE_NS (300ull * 1000000000ull)
 
 /* Latency histogram: log2 slots of ns; bucket 0 holds everything below 2^(FIRST+1) ns (1 us), the last 2^32 ns (4.3 s).
  */
@@ -35,6 +37,7 @@
 struct l7_tracker_stats {
 	uint64_t unparsable;
 	uint64_t resp_unmatched;
+	uint64_t req_lost;
 	uint64_t untracked;
 	uint64_t conn_overflow;
 	uint64_t key_overflow;
@@ -65,6 +68,8 @@ struct l7_tls *l7_tls__new(struct l7probe *skel);
 /* Attach to every libssl mapped by the processes of scope (all processes when the scope is all or
  * has cgroups), detach from those no longer mapped. Returns the number of libraries probed. */
 int l7_tls__scan(struct l7_tls *tls, const struct gg_scope *scope);
+/* Detach every uprobe (support_ssl turned off). */
+void l7_tls__clear(struct l7_tls *tls);
 /* Detach everything; accepts NULL. */
 void l7_tls__free(struct l7_tls *tls);
 

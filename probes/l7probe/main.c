@@ -234,6 +234,8 @@ static void apply_conf(struct l7_ctx *ctx)
 	l7_tracker__set_protocols(ctx->tracker, ctx->cur.protos);
 	if (ctx->cur.ssl)
 		(void)l7_tls__scan(ctx->tls, &ctx->scope);
+	else
+		l7_tls__clear(ctx->tls);
 }
 
 static int conf_protos(const cJSON *params, unsigned int *ret)
@@ -393,6 +395,7 @@ static void report_stats(struct l7_ctx *ctx)
 	probe_rec__u64(&r, bpf_stat(ctx, L7_ST_SSL_NOFD));
 	probe_rec__u64(&r, ts.unparsable);
 	probe_rec__u64(&r, ts.resp_unmatched);
+	probe_rec__u64(&r, ts.req_lost);
 	probe_rec__u64(&r, ts.untracked);
 	probe_rec__u64(&r, ts.conn_overflow);
 	probe_rec__u64(&r, ts.key_overflow);

@@ -53,12 +53,18 @@ static void lib_detach(struct tls_lib *l)
 	}
 }
 
+void l7_tls__clear(struct l7_tls *tls)
+{
+	for (unsigned int i = 0; i < tls->nlibs; i++)
+		lib_detach(&tls->libs[i]);
+	tls->nlibs = 0;
+}
+
 void l7_tls__free(struct l7_tls *tls)
 {
 	if (!tls)
 		return;
-	for (unsigned int i = 0; i < tls->nlibs; i++)
-		lib_detach(&tls->libs[i]);
+	l7_tls__clear(tls);
 	probe_buf__free(&tls->maps);
 	free(tls);
 }
