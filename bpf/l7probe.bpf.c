@@ -28,9 +28,10 @@ struct {
 	__uint(max_entries, L7_RING_BYTES);
 } l7_events SEC(".maps");
 
-/* What a (tgid, fd) is: a TCP or UDP socket with its addresses, or not one (is_sock 0, so that the
- * fd table is walked once per fd, not once per call). Dropped at close(2); LRU, so a miss only costs
- * a new walk. */
+/* The TCP or UDP socket a (tgid, fd) is, with its addresses. A plain hash, not an LRU one (which
+ * evicts before it is full): a socket's entry must stay until its close(2), which is what tells user
+ * space the connection ended. Entries of processes that exit without closing are swept by user
+ * space. */
 struct l7_sock {
 	__u64 sk;
 	__u8 is_sock;
@@ -46,11 +47,20 @@ struct l7_sock {
 };
 
 struct {
-	__uint(type, BPF_MAP_TYPE_LRU_HASH);
+	__uint(type, BPF_MAP_TYPE_HASH);
 	__uint(max_entries, L7_SOCKS_MAX);
 	__type(key, __u64); /* tgid << 32 | fd */
 	__type(value, struct l7_sock);
 } l7_socks SEC(".maps");
+
+/* (tgid, fd)s found not to be TCP/UDP sockets, so that the fd table is walked once per fd, not once
+ * per call; dropped at close(2), LRU: a miss only costs a new walk. */
+struct {
+	__uint(type, BPF_MAP_TYPE_LRU_HASH);
+	__uint(max_entries, L7_SOCKS_MAX);
+	__type(key, __u64);
+	__type(value, __u8);
+} l7_nonsock SEC(".maps");
 
 enum call_kind { CK_BUF = 0, CK_IOV, CK_SENDFILE, CK_CONNECT };
 
@@ -236,9 +246,16 @@ static __always_inline struct l7_sock *sock_walk(__u32 tgid, int fd, __u8 role)
 			}
 		}
 	}
-	bpf_map_update_elem(&l7_socks, &key, &v, BPF_ANY);
-	if (!v.is_sock)
+	if (!v.is_sock) {
+		__u8 one = 1;
+
+		bpf_map_update_elem(&l7_nonsock, &key, &one, BPF_ANY);
 		return NULL;
+	}
+	if (bpf_map_update_elem(&l7_socks, &key, &v, BPF_ANY)) {
+		stat_inc(L7_ST_SOCKS_FULL);
+		return NULL;
+	}
 	return bpf_map_lookup_elem(&l7_socks, &key);
 }
 
@@ -249,7 +266,9 @@ static __always_inline struct l7_sock *sock_get(__u32 tgid, int fd)
 	struct l7_sock *s = bpf_map_lookup_elem(&l7_socks, &key);
 
 	if (s)
-		return s->is_sock ? s : NULL;
+		return s;
+	if (bpf_map_lookup_elem(&l7_nonsock, &key))
+		return NULL;
 	return sock_walk(tgid, fd, L7_ROLE_UNKNOWN);
 }
 
@@ -259,6 +278,7 @@ static __always_inline void sock_new(__u32 tgid, int fd, __u8 role)
 	__u64 key = sock_key(tgid, fd);
 
 	bpf_map_delete_elem(&l7_socks, &key);
+	bpf_map_delete_elem(&l7_nonsock, &key);
 	sock_walk(tgid, fd, role);
 }
 
@@ -637,18 +657,18 @@ int l7_enter_close(struct trace_event_raw_sys_enter *ctx)
 	if (!in_scope(tgid))
 		return 0;
 	s = bpf_map_lookup_elem(&l7_socks, &key);
-	if (!s)
+	if (!s) {
+		bpf_map_delete_elem(&l7_nonsock, &key);
 		return 0;
-	if (s->is_sock) {
-		ev.type = L7_EV_CLOSE;
-		ev.tgid = tgid;
-		ev.pid = (__u32)id;
-		ev.fd = fd;
-		ev.sk = s->sk;
-		ev.ts_ns = bpf_ktime_get_ns();
-		if (bpf_ringbuf_output(&l7_events, &ev, sizeof(ev), BPF_RB_NO_WAKEUP))
-			stat_inc(L7_ST_RB_FULL);
 	}
+	ev.type = L7_EV_CLOSE;
+	ev.tgid = tgid;
+	ev.pid = (__u32)id;
+	ev.fd = fd;
+	ev.sk = s->sk;
+	ev.ts_ns = bpf_ktime_get_ns();
+	if (bpf_ringbuf_output(&l7_events, &ev, sizeof(ev), BPF_RB_NO_WAKEUP))
+		stat_inc(L7_ST_RB_FULL);
 	bpf_map_delete_elem(&l7_socks, &key);
 	return 0;
 }

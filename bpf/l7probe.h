@@ -11,7 +11,7 @@
 #define L7_IOV_MAX 4
 /* Ring buffer of events (bytes, a power of two). */
 #define L7_RING_BYTES (16u << 20)
-/* Per-(tgid, fd) socket cache (LRU: a miss only costs a walk of the fd table). */
+/* Sockets followed at once (and the size of the cache of fds that are not sockets). */
 #define L7_SOCKS_MAX 65536u
 /* Threads inside a traced syscall or SSL call at once. */
 #define L7_INFLIGHT_MAX 16384u
@@ -73,6 +73,7 @@ enum l7_stat {
 	L7_ST_INFLIGHT_FULL, /* calls not followed: too many threads inside calls at once */
 	L7_ST_SSL_NOFD,	     /* SSL calls whose socket could not be found */
 	L7_ST_IOV_TRUNC,     /* vectored calls with more iovecs than copied */
+	L7_ST_SOCKS_FULL,    /* sockets not followed: the socket table (L7_SOCKS_MAX) was full */
 	L7_ST__COUNT,
 };
 

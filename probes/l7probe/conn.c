@@ -543,6 +543,7 @@ int l7_tracker__event(void *ctx, void *data, size_t size)
 		break;
 	}
 	case L7_EV_EXIT:
+		t->st.exits++;
 		on_exit_tgid(t, h->tgid);
 		break;
 	default:

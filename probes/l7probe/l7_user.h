@@ -43,6 +43,7 @@ struct l7_tracker_stats {
 	uint64_t key_overflow;
 	uint64_t conns; /* tracked now */
 	uint64_t bad_events;
+	uint64_t exits; /* processes in scope that exited */
 };
 
 struct l7_tracker;

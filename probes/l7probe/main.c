@@ -3,6 +3,7 @@
  * and l7_rpc rows per process, peer and protocol. */
 #include <cjson/cJSON.h>
 #include <errno.h>
+#include <signal.h>
 #include <getopt.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -57,6 +58,7 @@ struct l7_ctx {
 	uint64_t last_report_ns;
 	int stats_fd;
 	struct gg_bpf_stats_prev stats_prev[40];
+	uint64_t exits_swept; /* tracker's exit count at the last sweep of l7_socks */
 };
 
 static uint64_t now_ns(void)
@@ -393,6 +395,7 @@ static void report_stats(struct l7_ctx *ctx)
 	probe_rec__u64(&r, bpf_stat(ctx, L7_ST_TRUNCATED));
 	probe_rec__u64(&r, bpf_stat(ctx, L7_ST_INFLIGHT_FULL));
 	probe_rec__u64(&r, bpf_stat(ctx, L7_ST_SSL_NOFD));
+	probe_rec__u64(&r, bpf_stat(ctx, L7_ST_SOCKS_FULL));
 	probe_rec__u64(&r, ts.unparsable);
 	probe_rec__u64(&r, ts.resp_unmatched);
 	probe_rec__u64(&r, ts.req_lost);
@@ -401,6 +404,34 @@ static void report_stats(struct l7_ctx *ctx)
 	probe_rec__u64(&r, ts.key_overflow);
 	probe_rec__u64(&r, ts.conns);
 	(void)probe_rt__emit(ctx->rt, &r);
+}
+
+/* Drop the socket entries of processes that exited without closing them (the kernel half keeps a
+ * socket until its close). Run when processes in scope exited since the last sweep. */
+static void sweep_socks(struct l7_ctx *ctx)
+{
+	static __u64 dead[4096];
+	int fd = bpf_map__fd(ctx->skel->maps.l7_socks);
+	uint32_t n = 0, last = 0;
+	int alive = 1, err;
+	__u64 key, next;
+
+	err = bpf_map_get_next_key(fd, NULL, &next);
+	while (!err && n < sizeof(dead) / sizeof(dead[0])) {
+		uint32_t tgid;
+
+		key = next;
+		tgid = (uint32_t)(key >> 32);
+		if (tgid != last) {
+			last = tgid;
+			alive = !(kill((pid_t)tgid, 0) < 0 && errno == ESRCH);
+		}
+		if (!alive)
+			dead[n++] = key;
+		err = bpf_map_get_next_key(fd, &key, &next);
+	}
+	if (n)
+		(void)gg_bpf_map_delete_keys(fd, dead, sizeof(dead[0]), n);
 }
 
 /* Between reports: drain the ring, sooner when it is busy. */
@@ -440,6 +471,15 @@ static void report(void *arg)
 		(void)l7_tls__scan(ctx->tls, &ctx->scope);
 	l7_tracker__report(ctx->tracker, ctx->rt, ctx->cur.subs, period, now);
 	report_stats(ctx);
+	{
+		struct l7_tracker_stats ts;
+
+		l7_tracker__stats(ctx->tracker, &ts);
+		if (ts.exits != ctx->exits_swept) {
+			ctx->exits_swept = ts.exits;
+			sweep_socks(ctx);
+		}
+	}
 	(void)probe_rt__flush(ctx->rt);
 	if (ctx->stats_fd >= 0) {
 		char buf[2048];
