@@ -194,6 +194,13 @@ $(BUILD)/tests/test_l7_%: $(BUILD)/obj/tests/unit/test_l7_%.o $(LIBL7)
 	$(say) LINK $@
 	$(Q)mkdir -p $(@D)
 	$(Q)$(CC) $(LDFLAGS) $^ -lcmocka -o $@
+# the connection tracker (conn.c) with the protocol layer, fed synthetic events
+$(BUILD)/tests/test_l7conn: $(BUILD)/obj/tests/unit/test_l7conn.o $(BUILD)/obj/probes/l7probe/conn.o $(LIBL7) \
+			    $(LIBPROBE) $(LIBSCHEMA) $(LIBIPC)
+	$(say) LINK $@
+	$(Q)mkdir -p $(@D)
+	$(Q)$(CC) $(LDFLAGS) $^ -lcmocka $(LIBS_PROBE) -lconfig -o $@
+$(BUILD)/obj/tests/unit/test_l7conn.o: $(BUILD)/gen/l7probe.skel.h
 $(BUILD)/fuzz/fuzz_l7_%: tests/fuzz/fuzz_l7_%.c tests/fuzz/fuzz_l7.h $(L7_PROTO_SRCS) $(wildcard probes/l7probe/*.h)
 	$(say) FUZZ $@
 	$(Q)mkdir -p $(@D)

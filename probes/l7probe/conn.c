@@ -582,6 +582,8 @@ static void report_agg(struct probe_rt *rt, struct agg *a, unsigned int subs, do
 	uint64_t drpc = a->rpcs - a->prev_rpcs, derr = a->errs - a->prev_errs;
 	uint64_t dlat = a->lat_sum - a->prev_lat_sum;
 
+	if (!rt)
+		subs = 0;
 	if (subs & L7_SP_BYTES) {
 		probe_rec__begin(&r, &TBL_l7_link);
 		rec_keys(&r, a);
@@ -670,4 +672,28 @@ void l7_tracker__stats(const struct l7_tracker *t, struct l7_tracker_stats *ret)
 		}
 	}
 	ret->conns = t->nconns;
+}
+
+int l7_tracker__lookup(const struct l7_tracker *t, uint32_t tgid, int l7_role, uint16_t server_port,
+		       struct l7_key_values *ret)
+{
+	for (uint32_t i = 0; i <= t->key_mask; i++) {
+		for (const struct agg *a = t->keys[i]; a; a = a->next) {
+			if (a->k.tgid != tgid || a->k.l7_role != l7_role || a->k.server_port != server_port)
+				continue;
+			*ret = (struct l7_key_values){.rpcs = a->rpcs,
+						      .errs = a->errs,
+						      .lat_sum = a->lat_sum,
+						      .bytes_sent = a->bytes_sent,
+						      .bytes_recv = a->bytes_recv,
+						      .segs_sent = a->segs_sent,
+						      .segs_recv = a->segs_recv,
+						      .proto = a->k.proto,
+						      .l4_role = a->k.l4_role,
+						      .ssl = a->k.ssl};
+			memcpy(ret->client_ip, a->k.client_ip, 16);
+			return 0;
+		}
+	}
+	return -ENOENT;
 }

@@ -57,10 +57,22 @@ void l7_tracker__free(struct l7_tracker *t);
 void l7_tracker__set_protocols(struct l7_tracker *t, unsigned int mask);
 /* One event of the l7_events ring (a ring_buffer_sample_fn: always returns 0). */
 int l7_tracker__event(void *t, void *data, size_t size);
-/* Emit l7_link (L7_SP_BYTES) and l7_rpc (L7_SP_RPC) rows, one per key, then forget connections idle
- * since before now_ns - L7_CONN_IDLE_NS. period_s is the time since the previous report. */
+/* Emit l7_link (L7_SP_BYTES) and l7_rpc (L7_SP_RPC) rows, one per key (none when rt is NULL), then
+ * forget connections idle since before now_ns - L7_CONN_IDLE_NS and keys without connections idle
+ * since before now_ns - L7_KEY_IDLE_NS. period_s is the time since the previous report. */
 void l7_tracker__report(struct l7_tracker *t, struct probe_rt *rt, unsigned int subs, double period_s, uint64_t now_ns);
 void l7_tracker__stats(const struct l7_tracker *t, struct l7_tracker_stats *ret);
+
+/* One key's values (for tests and debugging). */
+struct l7_key_values {
+	uint64_t rpcs, errs, lat_sum;
+	uint64_t bytes_sent, bytes_recv, segs_sent, segs_recv;
+	uint8_t client_ip[16];
+	int proto, l4_role, ssl; /* l4_role: 0 udp, 1 tcp_client, 2 tcp_server */
+};
+/* The first key of tgid with that l7 role (1 client, 2 server) and server port: 0, or -ENOENT. */
+int l7_tracker__lookup(const struct l7_tracker *t, uint32_t tgid, int l7_role, uint16_t server_port,
+		       struct l7_key_values *ret);
 
 /* OpenSSL uprobes (tls.c). */
 struct l7probe;
