@@ -197,7 +197,7 @@ bool l7__pgsql_infer(const uint8_t *p, size_t n, enum l7_flow *ret_flow)
 		return true;
 	}
 	/* the server's answer to a startup: AuthenticationXXX with a known code */
-	if (p[0] == 'R' && len >= 8 && len <= 2048) {
+	if (p[0] == 'R' && n >= 9 && len >= 8 && len <= 2048) {
 		code = l7__be32(p + 5);
 		if (code == 0 || code == 2 || code == 3 || code == 5 || (code >= 7 && code <= 12)) {
 			*ret_flow = L7_FLOW_RESP;
