@@ -161,6 +161,49 @@ static void test_gaps(void **state)
 	l7t_expect(&o, 1, "SELECT", 0, 0, 0, 27 + 1 + 0x100000 + 20);
 }
 
+/* A result of many small rows written in big chunks of which only a prefix is captured: the message
+ * headers in the gaps are lost, the response is taken to end at its last chunk before the next query
+ * (or at the close). */
+static void test_big_result_gaps(void **state)
+{
+	static const char rows[] = "T\x00\x00\x00\x1a\x00\x01x\x00\x00\x00\x00\x00\x00\x00\x00\x00\x00\x17\x00\x04\xff"
+				   "\xff\xff\xff\x00\x00"
+				   "D\x00\x00\x00\x0b\x00\x01\x00\x00\x00\x01"
+				   "1D\x00\x00";
+	struct l7t_step steps[] = {
+		REQ(Q_SELECT),
+		{L7_FLOW_RESP, rows, sizeof(rows) - 1, 16384},
+		{L7_FLOW_RESP, "\x00\x0b\x00\x01\x00", 5, 16384},
+		RESP("\x00\x00\x01"
+		     "9C\x00\x00\x00\x0dSELECT 3\x00Z\x00\x00\x00\x05I"),
+		REQ(Q_BAD),
+		RESP(R_BAD),
+		REQ(Q_SELECT),
+		{L7_FLOW_RESP, rows, sizeof(rows) - 1, 16384},
+	};
+	struct l7t_out o;
+	struct l7_session *s = l7_session__new(L7_PROTO_PGSQL, L7_TRANSPORT_TCP);
+
+	(void)state;
+	l7t_run(L7_PROTO_PGSQL, L7_TRANSPORT_TCP, steps, NSTEPS(steps) - 2, SIZE_MAX, 0, 0, &o);
+	l7t_expect_stats(&o, 2, 0, 0, 0);
+	assert_int_equal(o.st.resp_end_guessed, 1);
+	l7t_expect(&o, 0, "SELECT", 0, 0, 0, 2 * 16384 + 24);
+	assert_int_equal(o.rpc[0].resp_ts_ns, 4000);
+	l7t_expect(&o, 1, "SELEC", 0, 1, 0, 0);
+
+	/* the same cut short by the close */
+	memset(&o, 0, sizeof(o));
+	for (size_t i = 6; i < NSTEPS(steps); i++)
+		l7_session__feed(s, steps[i].flow, steps[i].data, steps[i].len,
+				 steps[i].total ? steps[i].total : steps[i].len, i, l7t_cb, &o);
+	assert_int_equal(o.n, 0);
+	l7_session__close(s, 99, l7t_cb, &o);
+	assert_int_equal(o.n, 1);
+	assert_int_equal(o.rpc[0].resp_ts_ns, 7);
+	l7_session__free(s);
+}
+
 static void test_garbage(void **state)
 {
 	static const struct l7t_step steps[] = {
@@ -216,9 +259,13 @@ static void test_infer(void **state)
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
-		cmocka_unit_test(test_psql_session),	  cmocka_unit_test(test_extended),
-		cmocka_unit_test(test_flush_notice_copy), cmocka_unit_test(test_gaps),
-		cmocka_unit_test(test_garbage),		  cmocka_unit_test(test_infer),
+		cmocka_unit_test(test_psql_session),
+		cmocka_unit_test(test_extended),
+		cmocka_unit_test(test_flush_notice_copy),
+		cmocka_unit_test(test_gaps),
+		cmocka_unit_test(test_big_result_gaps),
+		cmocka_unit_test(test_garbage),
+		cmocka_unit_test(test_infer),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

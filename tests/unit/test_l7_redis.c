@@ -139,6 +139,22 @@ static void test_big_values_gap(void **state)
 	l7t_expect(&o, 2, "DEL", 0, 0, 0, 4);
 }
 
+/* A command whose name is cut by the capture limit: what was captured names it. */
+static void test_name_cut_by_gap(void **state)
+{
+	static const char cmd[] = "*1\r\n$16\r\nCLIENT";
+	struct l7t_step steps[] = {
+		{L7_FLOW_REQ, cmd, sizeof(cmd) - 1, sizeof(cmd) - 1 + 10 + 2},
+		RESP("+OK\r\n"),
+	};
+	struct l7t_out o;
+
+	(void)state;
+	l7t_run_all_splits(L7_PROTO_REDIS, steps, NSTEPS(steps), &o);
+	l7t_expect_stats(&o, 1, 0, 0, 0);
+	l7t_expect(&o, 0, "CLIENT", 0, 0, sizeof(cmd) - 1 + 12, 5);
+}
+
 static void test_garbage_and_depth(void **state)
 {
 	static char deep[256];
@@ -196,9 +212,13 @@ static void test_infer(void **state)
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
-		cmocka_unit_test(test_redis_cli),      cmocka_unit_test(test_pipeline),
-		cmocka_unit_test(test_resp3),	       cmocka_unit_test(test_pubsub),
-		cmocka_unit_test(test_big_values_gap), cmocka_unit_test(test_garbage_and_depth),
+		cmocka_unit_test(test_redis_cli),
+		cmocka_unit_test(test_pipeline),
+		cmocka_unit_test(test_resp3),
+		cmocka_unit_test(test_pubsub),
+		cmocka_unit_test(test_big_values_gap),
+		cmocka_unit_test(test_name_cut_by_gap),
+		cmocka_unit_test(test_garbage_and_depth),
 		cmocka_unit_test(test_infer),
 	};
 
