@@ -329,13 +329,15 @@ static bool gap_hold(struct l7_session *s, enum l7_flow flow)
 	return true;
 }
 
-/* The next request started (or the connection closed): a response held by gap_hold ends. */
+/* The next request started (or the connection closed): a response held by gap_hold ends, and so does a
+ * body read up to the close. */
 static void gap_release(struct l7_session *s)
 {
 	struct l7_dir *d = &s->dir[L7_FLOW_RESP];
 	uint64_t ts = s->ts_ns;
 
-	if (!d->msg.until_req)
+	/* a body up to the close, yet the client asks again on this connection: the body ended */
+	if (!d->msg.until_req && !(d->msg.until_close && s->pend_cnt == 1 && !l7__pend_front(s)->ignore && !d->buf_len))
 		return;
 	s->ts_ns = d->last_ts;
 	d->skip = 0;

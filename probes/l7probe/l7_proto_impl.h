@@ -45,7 +45,8 @@ struct l7_msg {
 
 struct l7_http_dir {
 	uint8_t state;
-	bool chunked, has_len, upgrade;
+	bool chunked, has_len;
+	bool long_line; /* passing over the rest of a line too long to hold */
 	uint64_t content_len;
 };
 

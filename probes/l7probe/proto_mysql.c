@@ -27,6 +27,7 @@ enum {
 	COM_STMT_PREPARE = 0x16,
 	COM_STMT_SEND_LONG_DATA = 0x18,
 	COM_STMT_CLOSE = 0x19,
+	COM_STMT_FETCH = 0x1c,
 	COM_BINLOG_DUMP_GTID = 0x1e,
 	COM_STMT_BULK_EXECUTE = 0xfa,
 };
@@ -254,6 +255,8 @@ static long my_parse_resp(struct l7_session *s, const uint8_t *p, size_t n, uint
 	y->last_seq = seq;
 	y->cont = plen == MY_PKT_MAX;
 	d->skip = plen;
+	if (y->state == M_FIRST && m->aux == COM_STMT_FETCH && b0 != 0xff)
+		y->state = M_ROWS; /* binary rows (0x00 header, like an OK) up to EOF */
 	switch (y->state) {
 	case M_FIRST:
 		if (b0 == 0xff) {
