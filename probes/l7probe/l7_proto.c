@@ -379,7 +379,7 @@ static bool feed_stream(struct l7_session *s, enum l7_flow flow, const uint8_t *
 			uint64_t n;
 
 			if (d->buf_len) {
-				/* only after a parser consumed less than it had asked to be held */
+				/* after a parser consumed less than it held: pass over the held bytes first */
 				n = d->skip < d->buf_len ? d->skip : d->buf_len;
 				memmove(d->buf, d->buf + n, d->buf_len - n);
 				d->buf_len -= (uint32_t)n;
@@ -413,15 +413,20 @@ static bool feed_stream(struct l7_session *s, enum l7_flow flow, const uint8_t *
 				pos += add;
 				continue;
 			}
+			if ((size_t)r > old + add)
+				r = (long)(old + add);
 			account(s, flow, (uint64_t)r);
 			if ((size_t)r >= old) {
 				pos += (size_t)r - old;
 				d->buf_len = 0;
 			} else {
+				/* a parser that peeks consumed less than it held: the rest stays first in line */
 				memmove(d->buf, d->buf + r, old - (size_t)r);
 				d->buf_len = (uint32_t)(old - (size_t)r);
 			}
 			maybe_finish(s, flow);
+			if (s->opaque)
+				return false;
 			continue;
 		}
 		s->gap_follows = gap;
@@ -491,7 +496,8 @@ int l7_session__feed(struct l7_session *s, enum l7_flow flow, const uint8_t *dat
 	s->st.gap_bytes += total - len;
 	if (s->opaque)
 		goto out;
-	if (flow == L7_FLOW_REQ)
+	/* a new request (not more of the one under way, like a body after 100 Continue) */
+	if (flow == L7_FLOW_REQ && !s->dir[flow].msg.started && !s->dir[flow].skip && !s->dir[flow].buf_len)
 		gap_release(s);
 	if (s->transport == L7_TRANSPORT_UDP) {
 		if (total)
