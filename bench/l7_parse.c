@@ -1,6 +1,6 @@
 /* l7_parse.c - l7probe parser throughput: request/response pairs per second on one core, per protocol,
  * fed to one long-lived session as whole chunks and as chunks split in two (a header spanning them).
- *   build/bench/l7_parse [-n pairs] [-r repeats]
+ *   build/bench/l7_parse [-n pairs] [-r repeats] [-c case-substring]
  * Prints, per case, the median rate of the repeats and their min-max, and bytes/s at the median. */
 #include <stdint.h>
 #include <stdio.h>
@@ -140,15 +140,18 @@ int main(int argc, char **argv)
 {
 	long n = 1000000;
 	int reps = 5, opt;
+	const char *only = NULL;
 	double r[64];
 
-	while ((opt = getopt(argc, argv, "n:r:")) != -1) {
-		if (opt == 'n')
+	while ((opt = getopt(argc, argv, "n:r:c:")) != -1) {
+		if (opt == 'c')
+			only = optarg;
+		else if (opt == 'n')
 			n = strtol(optarg, NULL, 10);
 		else if (opt == 'r')
 			reps = atoi(optarg);
 		else {
-			fprintf(stderr, "usage: %s [-n pairs] [-r repeats]\n", argv[0]);
+			fprintf(stderr, "usage: %s [-n pairs] [-r repeats] [-c case-substring]\n", argv[0]);
 			return 2;
 		}
 	}
@@ -158,6 +161,8 @@ int main(int argc, char **argv)
 	for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
 		const struct bench_case *c = &cases[i];
 
+		if (only && !strstr(c->name, only))
+			continue;
 		for (int split = 0; split <= (c->tr == L7_TRANSPORT_TCP); split++) {
 			double med;
 
