@@ -12,6 +12,7 @@ enum { M_FIRST = 0, M_COLDEFS, M_COLDEF_EOF, M_ROWS, M_INFILE, M_PREP_DEFS };
 #define MY_SQL_PEEK  96 /* payload bytes of a query read for its keyword */
 #define MY_KNOWN     1u /* session flags: whether EOF packets are deprecated is known */
 #define MY_NOEOF     2u /* ... and they are (CLIENT_DEPRECATE_EOF) */
+#define MY_AUTH	     4u /* the server asked the client for more than a command (auth, LOCAL INFILE) */
 #define MY_CAP_41    0x200u
 #define MY_CAP_NOEOF (1u << 24)
 #define MY_MORE	     0x0008u /* SERVER_MORE_RESULTS_EXISTS */
@@ -66,6 +67,27 @@ static const char *cmd_name(uint8_t c)
 	if (c == COM_STMT_BULK_EXECUTE)
 		return "COM_STMT_BULK_EXECUTE";
 	return c < 0x20 ? my_cmds[c] : NULL;
+}
+
+/* Length of a command packet that has a fixed one, 0 for the others. */
+static uint32_t cmd_len(uint8_t c)
+{
+	switch (c) {
+	case COM_QUIT:
+	case COM_STATISTICS:
+	case 0x0a: /* COM_PROCESS_INFO */
+	case 0x0d: /* COM_DEBUG */
+	case 0x0e: /* COM_PING */
+	case 0x1f: /* COM_RESET_CONNECTION */
+		return 1;
+	case COM_STMT_CLOSE:
+	case 0x1a: /* COM_STMT_RESET */
+		return 5;
+	case COM_STMT_FETCH:
+		return 9;
+	default:
+		return 0;
+	}
 }
 
 static uint32_t le24(const uint8_t *p)
@@ -135,10 +157,28 @@ static long my_parse_req(struct l7_session *s, const uint8_t *p, size_t n, uint6
 	if (n < 4)
 		return 0;
 	plen = le24(p);
-	if (y->cont || p[3] != 0) {
-		/* the rest of a 16 MiB packet, the handshake response, auth data, LOCAL INFILE contents */
-		if (!y->cont && p[3] == 1 && plen >= 32 && n >= 8 && (le16(p + 4) & MY_CAP_41))
+	if (y->cont) {
+		y->cont = plen == MY_PKT_MAX; /* the rest of a 16 MiB packet */
+		d->skip = plen;
+		return 4;
+	}
+	if (p[3] != 0) {
+		/* the handshake response (sequence 1), then authentication data or LOCAL INFILE contents,
+		 * only while the server asked for them */
+		if (p[3] == 1 && plen >= 32) {
+			if (n < 4 + 32)
+				return s->gap_follows ? -1 : 0;
+			/* capabilities with protocol 4.1, 19 reserved zero bytes (MariaDB's own after) */
+			if (!(le16(p + 4) & MY_CAP_41))
+				return -1;
+			for (size_t i = 13; i < 32; i++)
+				if (p[i])
+					return -1;
 			learn_eof(s, (p[4] | p[5] << 8 | p[6] << 16 | (uint32_t)p[7] << 24) & MY_CAP_NOEOF);
+			s->flags |= MY_AUTH;
+		} else if (!(s->flags & MY_AUTH)) {
+			return -1;
+		}
 		y->cont = plen == MY_PKT_MAX;
 		d->skip = plen;
 		return 4;
@@ -152,7 +192,7 @@ static long my_parse_req(struct l7_session *s, const uint8_t *p, size_t n, uint6
 		return 0;
 	cmd = p[4];
 	name = cmd_name(cmd);
-	if (!name)
+	if (!name || (plen != cmd_len(cmd) && cmd_len(cmd)))
 		return -1;
 	avail = need - 5;
 	l7__msg_start(s, L7_FLOW_REQ, ts);
@@ -163,6 +203,9 @@ static long my_parse_req(struct l7_session *s, const uint8_t *p, size_t n, uint6
 			m->api[k] = '\0';
 	}
 	m->aux = cmd;
+	s->flags &= ~MY_AUTH;
+	if (cmd == COM_CHANGE_USER)
+		s->flags |= MY_AUTH;
 	/* never answered; a binlog dump is a stream, not a reply */
 	m->ignore = cmd == COM_QUIT || cmd == COM_STMT_CLOSE || cmd == COM_STMT_SEND_LONG_DATA ||
 		    cmd == COM_BINLOG_DUMP || cmd == COM_BINLOG_DUMP_GTID;
@@ -239,8 +282,12 @@ static long my_parse_resp(struct l7_session *s, const uint8_t *p, size_t n, uint
 		const struct l7_pend *front = l7__pend_front(s);
 
 		if (seq != 1) {
-			/* the server's greeting (seq 0), the end of authentication, or the EOF of a prepare
-			 * whose end was guessed: no request's first packet */
+			/* the server's greeting (seq 0), authentication (switch, more data, OK or ERR), or
+			 * the EOF of a prepare whose end was guessed: no request's first packet */
+			if (seq == 0 ? b0 != 0x0a && b0 != 0xff : b0 != 0x00 && b0 != 0xff && b0 != 0xfe && b0 != 0x01)
+				return -1;
+			if ((seq == 0 && b0 == 0x0a) || (seq > 1 && (b0 == 0xfe || b0 == 0x01)))
+				s->flags |= MY_AUTH;
 			if (seq > 1 && b0 == 0xfe && plen == 5 && y->last_seq && seq == (uint8_t)(y->last_seq + 1))
 				learn_eof(s, false);
 			d->skip = plen;
@@ -281,6 +328,7 @@ static long my_parse_resp(struct l7_session *s, const uint8_t *p, size_t n, uint
 				l7__msg_end(s, L7_FLOW_RESP);
 		} else if (b0 == 0xfb) {
 			y->state = M_INFILE;
+			s->flags |= MY_AUTH; /* the file's contents come with sequence ids 2 and up */
 		} else if (m->aux == COM_FIELD_LIST) {
 			y->state = M_ROWS; /* column definitions up to EOF, like rows */
 		} else {

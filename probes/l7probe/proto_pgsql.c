@@ -24,6 +24,53 @@ static bool backend_type(uint8_t t)
 	return t && strchr("RKSZTDCENIGHWdcA12356nstvV", t);
 }
 
+/* Shortest length (self included) a message of type t can have: what keeps garbage that happens to
+ * start with a type letter from being taken for a message and skipped by a random length. */
+static uint32_t min_len(enum l7_flow flow, uint8_t t)
+{
+	if (flow == L7_FLOW_REQ) {
+		switch (t) {
+		case 'Q':
+			return 5; /* the text's NUL */
+		case 'P':
+			return 8; /* two NULs, a parameter count */
+		case 'B':
+			return 12;
+		case 'E':
+			return 9;
+		case 'D':
+		case 'C':
+			return 6;
+		default:
+			return 4;
+		}
+	}
+	switch (t) {
+	case 'Z':
+		return 5;
+	case 'R':
+	case 'E':
+	case 'N':
+		return 8;
+	case 'K':
+		return 12;
+	case 'S':
+	case 'C':
+	case 'T':
+	case 't':
+	case 'D':
+		return 6;
+	default:
+		return 4;
+	}
+}
+
+/* Types whose length is fixed at 4 (no body). */
+static bool bodiless(enum l7_flow flow, uint8_t t)
+{
+	return strchr(flow == L7_FLOW_REQ ? "SHXc" : "123nsI", t) != NULL;
+}
+
 /* Untyped first message: startup, SSL or GSS encryption request, cancel. */
 static long parse_startup(struct l7_session *s, const uint8_t *p, size_t n, uint64_t ts)
 {
@@ -66,7 +113,7 @@ static long pg_parse_req(struct l7_session *s, const uint8_t *p, size_t n, uint6
 	if (n < 5)
 		return 0;
 	len = l7__be32(p + 1);
-	if (len < 4 || len > PG_MSG_MAX)
+	if (len < min_len(L7_FLOW_REQ, t) || len > PG_MSG_MAX || (bodiless(L7_FLOW_REQ, t) && len != 4))
 		return -1;
 	body = len - 4;
 	if (t == 'Q' || (t == 'P' && !m->api[0])) {
@@ -142,7 +189,8 @@ static long pg_parse_resp(struct l7_session *s, const uint8_t *p, size_t n, uint
 	if (n < 5)
 		return 0;
 	len = l7__be32(p + 1);
-	if (len < 4 || len > PG_MSG_MAX || (t == 'Z' && len != 5))
+	if (len < min_len(L7_FLOW_RESP, t) || len > PG_MSG_MAX || (t == 'Z' && len != 5) ||
+	    (bodiless(L7_FLOW_RESP, t) && len != 4))
 		return -1;
 	if (!m->started) {
 		if (!front && (t == 'N' || t == 'S' || t == 'A')) {
