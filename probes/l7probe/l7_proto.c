@@ -311,17 +311,21 @@ static void desync(struct l7_session *s, enum l7_flow flow)
 	memset(&d->p, 0, sizeof(d->p));
 }
 
-/* A gap took a response's framing (a result set bigger than the capture, say). When its request is
- * the only one waiting, the client sends nothing before the response is complete: the response is
- * taken to end at its last chunk before the next request, everything until then belonging to it. */
+/* A gap took a response's framing (a result set bigger than the capture, replies of a pipeline cut
+ * short). A client sends its next request once it has read the answers it waits for (a pipelining
+ * client, once it has read its batch's): the responses in flight are taken to end at their last chunk
+ * before the next request, everything until then belonging to them. */
 static bool gap_hold(struct l7_session *s, enum l7_flow flow)
 {
 	struct l7_dir *d = &s->dir[flow];
 
-	if (flow != L7_FLOW_RESP || s->ops->match_by_id || !d->msg.started || d->msg.ignore || d->msg.until_close ||
-	    s->pend_cnt != 1 || l7__pend_front(s)->ignore)
+	if (flow != L7_FLOW_RESP || s->ops->match_by_id || d->msg.until_close || !s->pend_cnt ||
+	    l7__pend_front(s)->ignore)
 		return false;
+	if (!d->msg.started)
+		l7__msg_start(s, flow, s->ts_ns); /* the gap starts with the response */
 	d->buf_len = 0;
+	d->msg.ignore = false;
 	d->msg.end = true;
 	d->msg.until_req = true;
 	d->skip = UINT64_MAX;
@@ -329,21 +333,32 @@ static bool gap_hold(struct l7_session *s, enum l7_flow flow)
 	return true;
 }
 
-/* The next request started (or the connection closed): a response held by gap_hold ends, and so does a
- * body read up to the close. */
+/* The next request started (or the connection closed): the responses held by gap_hold end at the
+ * last response chunk, and so does a body read up to the close. */
 static void gap_release(struct l7_session *s)
 {
 	struct l7_dir *d = &s->dir[L7_FLOW_RESP];
 	uint64_t ts = s->ts_ns;
+	bool held = d->msg.until_req;
 
 	/* a body up to the close, yet the client asks again on this connection: the body ended */
-	if (!d->msg.until_req && !(d->msg.until_close && s->pend_cnt == 1 && !l7__pend_front(s)->ignore && !d->buf_len))
+	if (!held && !(d->msg.until_close && s->pend_cnt == 1 && !l7__pend_front(s)->ignore && !d->buf_len))
 		return;
 	s->ts_ns = d->last_ts;
 	d->skip = 0;
 	s->st.resp_end_guessed++;
 	l7__msg_finish(s, L7_FLOW_RESP);
 	memset(&d->p, 0, sizeof(d->p));
+	/* the rest of a pipeline's answers were in the gap too */
+	while (held && s->pend_cnt) {
+		struct l7_msg none = {0};
+
+		if (!l7__pend_front(s)->ignore) {
+			resp_report(s, l7__pend_front(s), &none);
+			s->st.resp_end_guessed++;
+		}
+		pend_pop(s);
+	}
 	s->ts_ns = ts;
 }
 
