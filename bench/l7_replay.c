@@ -160,7 +160,7 @@ int main(int argc, char **argv)
 	       nconns, (unsigned long long)tot.unparsable, (unsigned long long)tot.resp_unmatched,
 	       (unsigned long long)tot.req_overflow, (unsigned long long)tot.req_lost,
 	       (unsigned long long)tot.gap_bytes, (unsigned long long)tot.resp_end_guessed);
-	for (size_t i = 0; i < APIS && apis[i].api[0]; i++)
+	for (size_t i = 0; i < 12 && apis[i].api[0]; i++)
 		printf("  %-40s %lu (%lu errors)\n", apis[i].api, apis[i].n, apis[i].err);
 	fclose(f);
 	free(line);

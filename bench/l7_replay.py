@@ -16,6 +16,8 @@ CALL = re.compile(r'^(\d+)\s+([\d.]+)\s+(\w+)\((\d+),\s*(.*)$')
 SOCKET = re.compile(r'^(\d+)\s+([\d.]+)\s+socket\((.*)\)\s+=\s+(\d+)')
 RESUMED = re.compile(r'^(\d+)\s+([\d.]+)\s+<\.\.\. (\w+) resumed>(.*)$')
 STR = re.compile(r'"((?:\\x[0-9a-f]{2})*)"(\.\.\.)?')
+IOV = re.compile(r'iov_base="((?:\\x[0-9a-f]{2})*)"(\.\.\.)?')
+VECTORED = {'readv', 'writev', 'sendmsg', 'recvmsg', 'sendmmsg'}
 RET = re.compile(r'\)\s+=\s+(-?\d+)')
 SEND = {'write', 'writev', 'sendto', 'sendmsg', 'sendmmsg'}
 RECV = {'read', 'readv', 'recvfrom', 'recvmsg'}
@@ -76,7 +78,9 @@ def convert(tr, out):
             if socks[fd][0] == 0:
                 socks[fd][0] = next_id
                 next_id += 1
-            data = b''.join(bytes.fromhex(s.replace('\\x', '')) for s, _ in STR.findall(rest))
+            # the data only: iovecs' bases, or the first string (not an address after it)
+            strs = IOV.findall(rest) if call in VECTORED else STR.findall(rest)[:1]
+            data = b''.join(bytes.fromhex(s.replace('\\x', '')) for s, _ in strs)
             if call == 'sendmmsg':
                 ret = len(data)  # the count of messages is returned; each is whole here
             data = data[:ret]
