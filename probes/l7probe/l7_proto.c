@@ -555,6 +555,48 @@ int l7_session__close(struct l7_session *s, uint64_t ts_ns, l7_rpc_cb cb, void *
 	return 0;
 }
 
+/* ---- prepared statements ------------------------------------------------------------------------ */
+
+uint32_t l7__hash(const uint8_t *p, size_t n)
+{
+	uint32_t h = 2166136261u;
+
+	for (size_t i = 0; i < n; i++)
+		h = (h ^ p[i]) * 16777619u;
+	return h ? h : 1;
+}
+
+void l7__stmt_put(struct l7_session *s, uint32_t key, const char *kw)
+{
+	size_t i;
+
+	if (!key || !kw[0])
+		return;
+	for (i = 0; i < L7_STMTS && s->stmt[i].key != key; i++)
+		;
+	if (i == L7_STMTS) {
+		i = s->stmt_next;
+		s->stmt_next = (uint8_t)((s->stmt_next + 1) % L7_STMTS);
+	}
+	s->stmt[i].key = key;
+	l7__api_put(s->stmt[i].kw, sizeof(s->stmt[i].kw), kw, sizeof(s->stmt[i].kw));
+}
+
+const char *l7__stmt_get(const struct l7_session *s, uint32_t key)
+{
+	for (size_t i = 0; key && i < L7_STMTS; i++)
+		if (s->stmt[i].key == key)
+			return s->stmt[i].kw;
+	return NULL;
+}
+
+void l7__stmt_del(struct l7_session *s, uint32_t key)
+{
+	for (size_t i = 0; key && i < L7_STMTS; i++)
+		if (s->stmt[i].key == key)
+			s->stmt[i].key = 0;
+}
+
 /* ---- text helpers -------------------------------------------------------------------------------- */
 
 size_t l7__api_put(char *dst, size_t max, const char *src, size_t n)

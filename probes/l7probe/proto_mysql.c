@@ -1,6 +1,7 @@
 /* proto_mysql.c - MySQL/MariaDB client/server protocol for l7probe: packets (3-byte length, sequence
  * id), handshake skipped, commands (COM_QUERY, COM_STMT_*, COM_PING...) answered by OK, ERR, EOF or a
  * result set counted packet by packet to its end; ERR = error with its code; api = command + keyword. */
+#include <stdio.h>
 #include <string.h>
 
 #include "l7_proto_impl.h"
@@ -26,6 +27,7 @@ enum {
 	COM_CHANGE_USER = 0x11,
 	COM_BINLOG_DUMP = 0x12,
 	COM_STMT_PREPARE = 0x16,
+	COM_STMT_EXECUTE = 0x17,
 	COM_STMT_SEND_LONG_DATA = 0x18,
 	COM_STMT_CLOSE = 0x19,
 	COM_STMT_FETCH = 0x1c,
@@ -201,6 +203,15 @@ static long my_parse_req(struct l7_session *s, const uint8_t *p, size_t n, uint6
 		m->api[k] = ' ';
 		if (!l7__sql_keyword(m->api + k + 1, sizeof(m->api) - k - 1, p + 5, avail))
 			m->api[k] = '\0';
+	} else if ((cmd == COM_STMT_EXECUTE || cmd == COM_STMT_CLOSE) && avail >= 4) {
+		/* the statement id: named by the keyword its prepare had */
+		uint32_t id = le16(p + 5) | (uint32_t)le16(p + 7) << 16;
+		const char *kw = l7__stmt_get(s, id + 1);
+
+		if (cmd == COM_STMT_CLOSE)
+			l7__stmt_del(s, id + 1);
+		else if (kw && k + 2 < sizeof(m->api))
+			snprintf(m->api + k, sizeof(m->api) - k, " %s", kw);
 	}
 	m->aux = cmd;
 	s->flags &= ~MY_AUTH;
@@ -316,6 +327,12 @@ static long my_parse_resp(struct l7_session *s, const uint8_t *p, size_t n, uint
 			/* authentication switch or more data: the OK or ERR comes later */
 		} else if (b0 == 0x00 && m->aux == COM_STMT_PREPARE && plen >= 12 && avail >= 12) {
 			uint16_t cols = le16(pay + 5), params = le16(pay + 7);
+			const struct l7_pend *front = l7__pend_front(s);
+			const char *kw = front ? strchr(front->api, ' ') : NULL;
+
+			/* statement ids key the keywords (+ 1: 0 marks a free slot) */
+			if (kw)
+				l7__stmt_put(s, (le16(pay + 1) | (uint32_t)le16(pay + 3) << 16) + 1, kw + 1);
 
 			y->state = M_PREP_DEFS;
 			y->cols = cols;

@@ -116,8 +116,8 @@ static long pg_parse_req(struct l7_session *s, const uint8_t *p, size_t n, uint6
 	if (len < min_len(L7_FLOW_REQ, t) || len > PG_MSG_MAX || (bodiless(L7_FLOW_REQ, t) && len != 4))
 		return -1;
 	body = len - 4;
-	if (t == 'Q' || (t == 'P' && !m->api[0])) {
-		/* read the start of the SQL text for its keyword */
+	if (t == 'Q' || t == 'P' || t == 'B') {
+		/* read the start of the SQL text for its keyword, of a Bind for its statement's name */
 		take = body < PG_SQL_PREFIX ? body : PG_SQL_PREFIX;
 		if (n < 5 + take && s->gap_follows)
 			take = n - 5; /* the rest was not captured: the keyword from what was */
@@ -153,9 +153,22 @@ static long pg_parse_req(struct l7_session *s, const uint8_t *p, size_t n, uint6
 			l7__msg_start(s, L7_FLOW_REQ, ts);
 		if (t == 'P' && take) {
 			const uint8_t *q = memchr(p + 5, '\0', take); /* statement name, then the query */
+			char kw[L7_API_MAX];
 
-			if (q)
-				l7__sql_keyword(m->api, sizeof(m->api), q + 1, (size_t)(p + 5 + take - q - 1));
+			if (q) {
+				l7__sql_keyword(kw, sizeof(kw), q + 1, (size_t)(p + 5 + take - q - 1));
+				if (!m->api[0])
+					l7__api_put(m->api, sizeof(m->api), kw, sizeof(kw));
+				l7__stmt_put(s, l7__hash(p + 5, (size_t)(q - p - 5)), kw);
+			}
+		} else if (t == 'B' && take && !m->api[0]) {
+			/* portal name, then the prepared statement's: named by its Parse, maybe long before */
+			const uint8_t *a = memchr(p + 5, '\0', take);
+			const uint8_t *b = a ? memchr(a + 1, '\0', (size_t)(p + 5 + take - a - 1)) : NULL;
+			const char *kw = b ? l7__stmt_get(s, l7__hash(a + 1, (size_t)(b - a - 1))) : NULL;
+
+			if (kw)
+				l7__api_put(m->api, sizeof(m->api), kw, strlen(kw));
 		}
 		if (t == 'S') {
 			if (!m->api[0])

@@ -147,8 +147,8 @@ static void test_prepared_classic(void **state)
 	l7t_run_all_splits(L7_PROTO_MYSQL, steps, NSTEPS(steps), &o);
 	l7t_expect_stats(&o, 6, 0, 0, 0);
 	l7t_expect(&o, 0, "COM_STMT_PREPARE SELECT", 0, 0, sizeof(PREP) - 1, sizeof(PREP_OK_CLASSIC) - 1);
-	l7t_expect(&o, 1, "COM_STMT_EXECUTE", 0, 0, sizeof(EXEC) - 1, sizeof(EXEC_R_CLASSIC) - 1);
-	l7t_expect(&o, 2, "COM_STMT_EXECUTE", 1062, 1, 0, 0);
+	l7t_expect(&o, 1, "COM_STMT_EXECUTE SELECT", 0, 0, sizeof(EXEC) - 1, sizeof(EXEC_R_CLASSIC) - 1);
+	l7t_expect(&o, 2, "COM_STMT_EXECUTE SELECT", 1062, 1, 0, 0);
 	l7t_expect(&o, 3, "COM_PING", 0, 0, 0, 0);
 	assert_int_equal(o.rpc[3].req_ts_ns, 11000); /* the CLOSE before it expects no answer */
 	l7t_expect(&o, 4, "COM_QUERY CALL", 0, 0, 0, sizeof(CALL_R) - 1);
@@ -178,7 +178,7 @@ static void test_prepared_deprecate_eof(void **state)
 	l7t_expect_stats(&o, 4, 0, 0, 0);
 	l7t_expect(&o, 0, "COM_STMT_PREPARE SELECT", 0, 0, 0, sizeof(PREP_OK_NOEOF) - 1);
 	assert_int_equal(o.rpc[0].resp_ts_ns, 5000);
-	l7t_expect(&o, 1, "COM_STMT_EXECUTE", 0, 0, 0, sizeof(EXEC_R_NOEOF) - 1);
+	l7t_expect(&o, 1, "COM_STMT_EXECUTE SELECT", 0, 0, 0, sizeof(EXEC_R_NOEOF) - 1);
 	l7t_expect(&o, 2, "COM_QUERY SELECT", 0, 0, 0, sizeof(EMPTY_NOEOF) - 1);
 	l7t_expect(&o, 3, "COM_PING", 0, 0, 0, 0);
 }
@@ -199,7 +199,7 @@ static void test_prepared_unknown_mode(void **state)
 	l7t_expect(&o, 0, "COM_STMT_PREPARE SELECT", 0, 0, 0, 0);
 	l7t_expect(&o, 1, "COM_PING", 0, 0, 0, 0);
 	l7t_expect(&o, 2, "COM_STMT_PREPARE SELECT", 0, 0, 0, sizeof(PREP_OK_CLASSIC) - 1);
-	l7t_expect(&o, 3, "COM_STMT_EXECUTE", 0, 0, 0, sizeof(EXEC_R_CLASSIC) - 1);
+	l7t_expect(&o, 3, "COM_STMT_EXECUTE SELECT", 0, 0, 0, sizeof(EXEC_R_CLASSIC) - 1);
 }
 
 /* A big result set mostly not captured: the rows in the gap cannot be counted; the response is taken

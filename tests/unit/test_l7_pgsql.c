@@ -204,6 +204,41 @@ static void test_big_result_gaps(void **state)
 	l7_session__free(s);
 }
 
+/* crafted like pgbench -M prepared: a named statement parsed once, then bound and executed */
+#define PREP_NAMED \
+	"P\x00\x00\x00@P0_1\x00SELECT abalance FROM pgbench_accounts WHERE aid = $1\x00\x00\x00S\x00\x00\x00\x04"
+#define PREP_NAMED_R "1\x00\x00\x00\x04Z\x00\x00\x00\x05I"
+#define BIND_NAMED                                                      \
+	"B\x00\x00\x00\x15\x00P0_1\x00\x00\x00\x00\x01\x00\x00\x00\x01" \
+	"5\x00\x00"                                                     \
+	"E\x00\x00\x00\x09\x00\x00\x00\x00\x00S\x00\x00\x00\x04"
+#define BIND_NAMED_R                                \
+	"2\x00\x00\x00\x04"                         \
+	"D\x00\x00\x00\x0b\x00\x01\x00\x00\x00\x01" \
+	"0C\x00\x00\x00\x0dSELECT 1\x00Z\x00\x00\x00\x05I"
+#define BIND_UNKNOWN                                            \
+	"B\x00\x00\x00\x10\x00P9_9\x00\x00\x00\x00\x00\x00\x00" \
+	"E\x00\x00\x00\x09\x00\x00\x00\x00\x00S\x00\x00\x00\x04"
+
+/* A statement prepared once is named by its keyword each time it is executed; one never seen is
+ * EXECUTE. */
+static void test_named_statements(void **state)
+{
+	static const struct l7t_step steps[] = {
+		REQ(PREP_NAMED), RESP(PREP_NAMED_R), REQ(BIND_NAMED),	RESP(BIND_NAMED_R),
+		REQ(BIND_NAMED), RESP(BIND_NAMED_R), REQ(BIND_UNKNOWN), RESP(BIND_NAMED_R),
+	};
+	struct l7t_out o;
+
+	(void)state;
+	l7t_run_all_splits(L7_PROTO_PGSQL, steps, NSTEPS(steps), &o);
+	l7t_expect_stats(&o, 4, 0, 0, 0);
+	l7t_expect(&o, 0, "SELECT", 0, 0, sizeof(PREP_NAMED) - 1, 0);
+	l7t_expect(&o, 1, "SELECT", 0, 0, sizeof(BIND_NAMED) - 1, sizeof(BIND_NAMED_R) - 1);
+	l7t_expect(&o, 2, "SELECT", 0, 0, 0, 0);
+	l7t_expect(&o, 3, "EXECUTE", 0, 0, 0, 0);
+}
+
 static void test_garbage(void **state)
 {
 	static const struct l7t_step steps[] = {
@@ -259,13 +294,10 @@ static void test_infer(void **state)
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
-		cmocka_unit_test(test_psql_session),
-		cmocka_unit_test(test_extended),
-		cmocka_unit_test(test_flush_notice_copy),
-		cmocka_unit_test(test_gaps),
-		cmocka_unit_test(test_big_result_gaps),
-		cmocka_unit_test(test_garbage),
-		cmocka_unit_test(test_infer),
+		cmocka_unit_test(test_psql_session),	  cmocka_unit_test(test_extended),
+		cmocka_unit_test(test_flush_notice_copy), cmocka_unit_test(test_gaps),
+		cmocka_unit_test(test_big_result_gaps),	  cmocka_unit_test(test_named_statements),
+		cmocka_unit_test(test_garbage),		  cmocka_unit_test(test_infer),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);
