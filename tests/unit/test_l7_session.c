@@ -113,13 +113,14 @@ static void test_endless_units(void **state)
 	static const struct {
 		enum l7_proto proto;
 		const char *start;
+		size_t len;
 	} starts[] = {
-		{L7_PROTO_HTTP, "HTTP/1.1 200 OK\r\nX-Long: "}, /* a header line: passed over, not held */
-		{L7_PROTO_HTTP, "GET /"},			/* a request line: read from its start */
-		{L7_PROTO_REDIS, "+OK"},			/* a simple string that never ends */
-		{L7_PROTO_REDIS, "*1\r\n$5\r\nhel"},		/* the command name, cut */
-		{L7_PROTO_PGSQL, "Q\x00\x01\x00\x00SEL"},	/* a query whose keyword never comes */
-		{L7_PROTO_MYSQL, "\x00\x01\x00\x00\x03SEL"},
+		{L7_PROTO_HTTP, "HTTP/1.1 200 OK\r\nX-Long: ", 25}, /* a header line: passed over, not held */
+		{L7_PROTO_HTTP, "GET /", 5},			    /* a request line: read from its start */
+		{L7_PROTO_REDIS, "+OK", 3},			    /* a simple string that never ends */
+		{L7_PROTO_REDIS, "*1\r\n$5\r\nhel", 11},	    /* the command name, cut */
+		{L7_PROTO_PGSQL, "Q\x00\x01\x00\x00SEL", 8},	    /* a query whose keyword never comes */
+		{L7_PROTO_MYSQL, "\x00\x01\x00\x00\x03SEL", 8},
 	};
 	static uint8_t filler[1024];
 
@@ -129,13 +130,7 @@ static void test_endless_units(void **state)
 		struct l7_session *s = l7_session__new(starts[c].proto, L7_TRANSPORT_TCP);
 		enum l7_flow f = starts[c].start[0] == 'H' || starts[c].start[0] == '+' ? L7_FLOW_RESP : L7_FLOW_REQ;
 
-		size_t n = 0;
-
-		/* the strings hold NUL bytes: their length is up to the last letter */
-		for (size_t k = 0; k < 16; k++)
-			if (starts[c].start[k] >= 'A')
-				n = k + 1;
-		l7_session__feed(s, f, (const uint8_t *)starts[c].start, n, n, 1, NULL, NULL);
+		l7_session__feed(s, f, (const uint8_t *)starts[c].start, starts[c].len, starts[c].len, 1, NULL, NULL);
 		for (int i = 0; i < 1000; i++) {
 			l7_session__feed(s, f, filler, 1, 1, 2, NULL, NULL);
 			assert_true(l7_session__mem(s) <= MEM_MAX);
