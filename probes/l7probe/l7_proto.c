@@ -346,11 +346,17 @@ static void gap_release(struct l7_session *s)
 		return;
 	s->ts_ns = d->last_ts;
 	d->skip = 0;
-	s->st.resp_end_guessed++;
-	l7__msg_finish(s, L7_FLOW_RESP);
+	if (s->pend_cnt && l7__pend_front(s)->ts_ns > d->last_ts) {
+		/* sent after the last response byte: not what was answered */
+		s->st.resp_unmatched++;
+		memset(&d->msg, 0, sizeof(d->msg));
+	} else {
+		s->st.resp_end_guessed++;
+		l7__msg_finish(s, L7_FLOW_RESP);
+	}
 	memset(&d->p, 0, sizeof(d->p));
-	/* the rest of a pipeline's answers were in the gap too */
-	while (held && s->pend_cnt) {
+	/* the rest of a pipeline's answers were in the gap too (those sent before the last response byte) */
+	while (held && s->pend_cnt && l7__pend_front(s)->ts_ns <= d->last_ts) {
 		struct l7_msg none = {0};
 
 		if (!l7__pend_front(s)->ignore) {
