@@ -205,7 +205,7 @@ $(BUILD)/fuzz/fuzz_l7_%: tests/fuzz/fuzz_l7_%.c tests/fuzz/fuzz_l7.h $(L7_PROTO_
 	$(say) FUZZ $@
 	$(Q)mkdir -p $(@D)
 	$(Q)$(CLANG) $(FUZZ_CFLAGS) -Iprobes/l7probe $(filter %.c,$^) -o $@
-$(BUILD)/bench/l7_parse: $(BUILD)/obj/bench/l7_parse.o $(LIBL7)
+$(BUILD)/bench/l7_%: $(BUILD)/obj/bench/l7_%.o $(LIBL7)
 	$(say) LINK $@
 	$(Q)mkdir -p $(@D)
 	$(Q)$(CC) $(LDFLAGS) $^ -o $@

@@ -311,17 +311,21 @@ static void desync(struct l7_session *s, enum l7_flow flow)
 	memset(&d->p, 0, sizeof(d->p));
 }
 
-/* A gap took a response's framing (a result set bigger than the capture, say). When its request is
- * the only one waiting, the client sends nothing before the response is complete: the response is
- * taken to end at its last chunk before the next request, everything until then belonging to it. */
+/* A gap took a response's framing (a result set bigger than the capture, replies of a pipeline cut
+ * short). A client sends its next request once it has read the answers it waits for (a pipelining
+ * client, once it has read its batch's): the responses in flight are taken to end at their last chunk
+ * before the next request, everything until then belonging to them. */
 static bool gap_hold(struct l7_session *s, enum l7_flow flow)
 {
 	struct l7_dir *d = &s->dir[flow];
 
-	if (flow != L7_FLOW_RESP || s->ops->match_by_id || !d->msg.started || d->msg.ignore || d->msg.until_close ||
-	    s->pend_cnt != 1 || l7__pend_front(s)->ignore)
+	if (flow != L7_FLOW_RESP || s->ops->match_by_id || d->msg.until_close || !s->pend_cnt ||
+	    l7__pend_front(s)->ignore)
 		return false;
+	if (!d->msg.started)
+		l7__msg_start(s, flow, s->ts_ns); /* the gap starts with the response */
 	d->buf_len = 0;
+	d->msg.ignore = false;
 	d->msg.end = true;
 	d->msg.until_req = true;
 	d->skip = UINT64_MAX;
@@ -329,19 +333,38 @@ static bool gap_hold(struct l7_session *s, enum l7_flow flow)
 	return true;
 }
 
-/* The next request started (or the connection closed): a response held by gap_hold ends. */
+/* The next request started (or the connection closed): the responses held by gap_hold end at the
+ * last response chunk, and so does a body read up to the close. */
 static void gap_release(struct l7_session *s)
 {
 	struct l7_dir *d = &s->dir[L7_FLOW_RESP];
 	uint64_t ts = s->ts_ns;
+	bool held = d->msg.until_req;
 
-	if (!d->msg.until_req)
+	/* a body up to the close, yet the client asks again on this connection: the body ended */
+	if (!held && !(d->msg.until_close && s->pend_cnt == 1 && !l7__pend_front(s)->ignore && !d->buf_len))
 		return;
 	s->ts_ns = d->last_ts;
 	d->skip = 0;
-	s->st.resp_end_guessed++;
-	l7__msg_finish(s, L7_FLOW_RESP);
+	if (s->pend_cnt && l7__pend_front(s)->ts_ns > d->last_ts) {
+		/* sent after the last response byte: not what was answered */
+		s->st.resp_unmatched++;
+		memset(&d->msg, 0, sizeof(d->msg));
+	} else {
+		s->st.resp_end_guessed++;
+		l7__msg_finish(s, L7_FLOW_RESP);
+	}
 	memset(&d->p, 0, sizeof(d->p));
+	/* the rest of a pipeline's answers were in the gap too (those sent before the last response byte) */
+	while (held && s->pend_cnt && l7__pend_front(s)->ts_ns <= d->last_ts) {
+		struct l7_msg none = {0};
+
+		if (!l7__pend_front(s)->ignore) {
+			resp_report(s, l7__pend_front(s), &none);
+			s->st.resp_end_guessed++;
+		}
+		pend_pop(s);
+	}
 	s->ts_ns = ts;
 }
 
@@ -377,7 +400,7 @@ static bool feed_stream(struct l7_session *s, enum l7_flow flow, const uint8_t *
 			uint64_t n;
 
 			if (d->buf_len) {
-				/* only after a parser consumed less than it had asked to be held */
+				/* after a parser consumed less than it held: pass over the held bytes first */
 				n = d->skip < d->buf_len ? d->skip : d->buf_len;
 				memmove(d->buf, d->buf + n, d->buf_len - n);
 				d->buf_len -= (uint32_t)n;
@@ -411,15 +434,20 @@ static bool feed_stream(struct l7_session *s, enum l7_flow flow, const uint8_t *
 				pos += add;
 				continue;
 			}
+			if ((size_t)r > old + add)
+				r = (long)(old + add);
 			account(s, flow, (uint64_t)r);
 			if ((size_t)r >= old) {
 				pos += (size_t)r - old;
 				d->buf_len = 0;
 			} else {
+				/* a parser that peeks consumed less than it held: the rest stays first in line */
 				memmove(d->buf, d->buf + r, old - (size_t)r);
 				d->buf_len = (uint32_t)(old - (size_t)r);
 			}
 			maybe_finish(s, flow);
+			if (s->opaque)
+				return false;
 			continue;
 		}
 		s->gap_follows = gap;
@@ -489,7 +517,8 @@ int l7_session__feed(struct l7_session *s, enum l7_flow flow, const uint8_t *dat
 	s->st.gap_bytes += total - len;
 	if (s->opaque)
 		goto out;
-	if (flow == L7_FLOW_REQ)
+	/* a new request (not more of the one under way, like a body after 100 Continue) */
+	if (flow == L7_FLOW_REQ && !s->dir[flow].msg.started && !s->dir[flow].skip && !s->dir[flow].buf_len)
 		gap_release(s);
 	if (s->transport == L7_TRANSPORT_UDP) {
 		if (total)
@@ -530,6 +559,48 @@ int l7_session__close(struct l7_session *s, uint64_t ts_ns, l7_rpc_cb cb, void *
 		s->ctx = NULL;
 	}
 	return 0;
+}
+
+/* ---- prepared statements ------------------------------------------------------------------------ */
+
+uint32_t l7__hash(const uint8_t *p, size_t n)
+{
+	uint32_t h = 2166136261u;
+
+	for (size_t i = 0; i < n; i++)
+		h = (h ^ p[i]) * 16777619u;
+	return h ? h : 1;
+}
+
+void l7__stmt_put(struct l7_session *s, uint32_t key, const char *kw)
+{
+	size_t i;
+
+	if (!key || !kw[0])
+		return;
+	for (i = 0; i < L7_STMTS && s->stmt[i].key != key; i++)
+		;
+	if (i == L7_STMTS) {
+		i = s->stmt_next;
+		s->stmt_next = (uint8_t)((s->stmt_next + 1) % L7_STMTS);
+	}
+	s->stmt[i].key = key;
+	l7__api_put(s->stmt[i].kw, sizeof(s->stmt[i].kw), kw, sizeof(s->stmt[i].kw));
+}
+
+const char *l7__stmt_get(const struct l7_session *s, uint32_t key)
+{
+	for (size_t i = 0; key && i < L7_STMTS; i++)
+		if (s->stmt[i].key == key)
+			return s->stmt[i].kw;
+	return NULL;
+}
+
+void l7__stmt_del(struct l7_session *s, uint32_t key)
+{
+	for (size_t i = 0; key && i < L7_STMTS; i++)
+		if (s->stmt[i].key == key)
+			s->stmt[i].key = 0;
 }
 
 /* ---- text helpers -------------------------------------------------------------------------------- */

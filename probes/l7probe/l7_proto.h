@@ -88,8 +88,11 @@ void l7_session__free(struct l7_session *s);
  * Feed one chunk that flowed in direction flow at ts_ns. data[0..len) are the bytes captured; total
  * (>= len) is how many bytes the syscall really moved: the last total - len bytes are a gap (not
  * captured) that the parser skips by count (a body) or, when the gap falls where it needed to read
- * (a header), counts as unparsable and resynchronises. Calls cb(ctx, rpc) for each request whose
- * response completed in this chunk, in request order (DNS: by id). Memory held per session is
+ * (a header), counts as unparsable and resynchronises (except a response whose request is the only
+ * one waiting: it is then taken to end at its last chunk before the next request, see
+ * resp_end_guessed). Calls cb(ctx, rpc) for each request whose response completed in this chunk (or,
+ * for such a response, when the next request's chunk is fed), in request order (DNS: as answered).
+ * The rpc passed to cb is valid only during the call. Memory held per session is
  * bounded (at most L7_PENDING_MAX pending requests, bounded reassembly buffers) whatever is fed.
  * Returns 0, or -EINVAL for bad arguments; bad protocol data is never an error, only counted.
  */
@@ -101,8 +104,9 @@ void l7_session__stats(const struct l7_session *s, struct l7_session_stats *ret)
 
 /*
  * The connection closed at ts_ns: a response whose end is the close (HTTP without Content-Length or
- * chunked) completes now and is reported through cb. Optional: without it such a response is never
- * reported. The session stays usable (and keeps counting) until freed. -EINVAL for bad arguments.
+ * chunked) completes now, and one whose end fell in a gap completes at its last chunk; both are
+ * reported through cb. Optional: without it such a response is never reported. The session stays usable (and keeps
+ * counting) until freed. -EINVAL for bad arguments.
  */
 int l7_session__close(struct l7_session *s, uint64_t ts_ns, l7_rpc_cb cb, void *ctx);
 

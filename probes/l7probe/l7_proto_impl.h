@@ -9,6 +9,9 @@
 
 #include "l7_proto.h"
 
+/* Prepared statements remembered per session (name or id -> first SQL keyword), oldest replaced. */
+#define L7_STMTS 8
+
 /* Most bytes of one unit (an HTTP line, a message header with the prefix a parser reads) held across
  * chunks; a longer unit is unparsable. Only a unit that spans chunks is copied. */
 #define L7_BUF_MAX 8192
@@ -45,7 +48,8 @@ struct l7_msg {
 
 struct l7_http_dir {
 	uint8_t state;
-	bool chunked, has_len, upgrade;
+	bool chunked, has_len;
+	bool long_line; /* passing over the rest of a line too long to hold */
 	uint64_t content_len;
 };
 
@@ -115,6 +119,11 @@ struct l7_session {
 	bool opaque;	/* no longer this protocol (HTTP upgrade, tunnel): bytes only counted */
 	uint32_t flags; /* the protocol's own, session-wide (MySQL: EOF packets deprecated or not) */
 	struct l7_dir dir[2];
+	struct {
+		uint32_t key; /* statement name hash (PostgreSQL), statement id (MySQL) */
+		char kw[12];
+	} stmt[L7_STMTS];
+	uint8_t stmt_next;
 	struct l7_pend *pend; /* ring: pend_cap grows by doubling up to L7_PENDING_MAX */
 	uint32_t pend_cap, pend_head, pend_cnt;
 	uint64_t pend_seq;
@@ -138,6 +147,13 @@ void l7__req_commit(struct l7_session *s);
 struct l7_pend *l7__pend_front(struct l7_session *s);
 /* The message finished: queue it (request) or match and report it (response). */
 void l7__msg_finish(struct l7_session *s, enum l7_flow flow);
+
+/* Prepared statements: remember the keyword of statement key, find it (NULL when unknown), forget it. */
+void l7__stmt_put(struct l7_session *s, uint32_t key, const char *kw);
+const char *l7__stmt_get(const struct l7_session *s, uint32_t key);
+void l7__stmt_del(struct l7_session *s, uint32_t key);
+/* FNV-1a of p[0..n), never 0 (0 marks a free slot). */
+uint32_t l7__hash(const uint8_t *p, size_t n);
 
 /* Copy text into an api string: at most max - 1 bytes of src, stops at NUL. Returns bytes written. */
 size_t l7__api_put(char *dst, size_t max, const char *src, size_t n);

@@ -11,6 +11,8 @@ enum { H_START = 0, H_HEADERS, H_CHUNK_SIZE, H_TRAILERS };
 #define HTTP_AUX_CONNECT 2u
 #define HTTP_METHOD_MAX	 16
 #define HTTP_LEN_MAX	 (1ull << 50)
+/* a line longer than this is not held whole: its start is read, the rest passed over */
+#define HTTP_LINE_LONG 2048
 
 static const char *const http_methods[] = {
 	"GET ", "POST ", "PUT ", "DELETE ", "HEAD ", "OPTIONS ", "PATCH ", "CONNECT ", "TRACE ",
@@ -52,8 +54,9 @@ static bool version_ok(const uint8_t *v, size_t n)
 	return n == 8 && memcmp(v, "HTTP/1.", 7) == 0 && is_digit(v[7]);
 }
 
-/* "METHOD SP target SP HTTP/1.x" in line[0..n) (no line end). */
-static int parse_request_line(struct l7_session *s, const uint8_t *line, size_t n, uint64_t ts)
+/* "METHOD SP target SP HTTP/1.x" in line[0..n) (no line end); when !whole, the start of a line too
+ * long to hold: the method and the start of the target. */
+static int parse_request_line(struct l7_session *s, const uint8_t *line, size_t n, uint64_t ts, bool whole)
 {
 	struct l7_msg *m = &s->dir[L7_FLOW_REQ].msg;
 	size_t sp1 = 0, sp2, tlen, k;
@@ -63,9 +66,11 @@ static int parse_request_line(struct l7_session *s, const uint8_t *line, size_t 
 	if (sp1 == 0 || sp1 > HTTP_METHOD_MAX || sp1 >= n || line[sp1] != ' ')
 		return -1;
 	sp2 = n;
-	while (sp2 > sp1 && line[sp2 - 1] != ' ')
+	while (whole && sp2 > sp1 && line[sp2 - 1] != ' ')
 		sp2--;
-	if (sp2 <= sp1 + 1 || !version_ok(line + sp2, n - sp2))
+	if (!whole)
+		sp2 = n + 1;
+	else if (sp2 <= sp1 + 1 || !version_ok(line + sp2, n - sp2))
 		return -1;
 	l7__msg_start(s, L7_FLOW_REQ, ts);
 	if (sp1 == 4 && memcmp(line, "HEAD", 4) == 0)
@@ -208,10 +213,34 @@ static long http_parse(struct l7_session *s, enum l7_flow flow, const uint8_t *p
 	const uint8_t *nl = memchr(p, '\n', n);
 	size_t len, e;
 
+	if (h->long_line) {
+		if (!nl)
+			return (long)n;
+		h->long_line = false;
+		return (long)(nl - p) + 1;
+	}
 	if (!nl) {
 		if (h->state == H_START && !start_plausible(p, n, flow))
 			return -1;
-		return 0;
+		if (n < HTTP_LINE_LONG)
+			return 0;
+		/* a huge URL or cookie: what matters is at the start of its line */
+		if (h->state == H_START) {
+			if (flow != L7_FLOW_REQ || parse_request_line(s, p, n, start_ts, false))
+				return -1;
+			memset(h, 0, sizeof(*h));
+			h->state = H_HEADERS;
+		} else if (h->state == H_HEADERS || h->state == H_TRAILERS) {
+			const uint8_t *colon = memchr(p, ':', 64);
+
+			if (!colon || name_is(p, (size_t)(colon - p), "content-length") ||
+			    name_is(p, (size_t)(colon - p), "transfer-encoding"))
+				return -1;
+		} else {
+			return -1;
+		}
+		h->long_line = true;
+		return (long)n;
 	}
 	len = (size_t)(nl - p) + 1;
 	e = len - 1;
@@ -221,7 +250,8 @@ static long http_parse(struct l7_session *s, enum l7_flow flow, const uint8_t *p
 	case H_START:
 		if (e == 0)
 			return (long)len; /* blank lines between messages are tolerated */
-		if (flow == L7_FLOW_REQ ? parse_request_line(s, p, e, start_ts) : parse_status_line(s, p, e, start_ts))
+		if (flow == L7_FLOW_REQ ? parse_request_line(s, p, e, start_ts, true)
+					: parse_status_line(s, p, e, start_ts))
 			return -1;
 		memset(h, 0, sizeof(*h));
 		h->state = H_HEADERS;

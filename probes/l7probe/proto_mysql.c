@@ -1,6 +1,7 @@
 /* proto_mysql.c - MySQL/MariaDB client/server protocol for l7probe: packets (3-byte length, sequence
  * id), handshake skipped, commands (COM_QUERY, COM_STMT_*, COM_PING...) answered by OK, ERR, EOF or a
  * result set counted packet by packet to its end; ERR = error with its code; api = command + keyword. */
+#include <stdio.h>
 #include <string.h>
 
 #include "l7_proto_impl.h"
@@ -12,6 +13,7 @@ enum { M_FIRST = 0, M_COLDEFS, M_COLDEF_EOF, M_ROWS, M_INFILE, M_PREP_DEFS };
 #define MY_SQL_PEEK  96 /* payload bytes of a query read for its keyword */
 #define MY_KNOWN     1u /* session flags: whether EOF packets are deprecated is known */
 #define MY_NOEOF     2u /* ... and they are (CLIENT_DEPRECATE_EOF) */
+#define MY_AUTH	     4u /* the server asked the client for more than a command (auth, LOCAL INFILE) */
 #define MY_CAP_41    0x200u
 #define MY_CAP_NOEOF (1u << 24)
 #define MY_MORE	     0x0008u /* SERVER_MORE_RESULTS_EXISTS */
@@ -25,8 +27,10 @@ enum {
 	COM_CHANGE_USER = 0x11,
 	COM_BINLOG_DUMP = 0x12,
 	COM_STMT_PREPARE = 0x16,
+	COM_STMT_EXECUTE = 0x17,
 	COM_STMT_SEND_LONG_DATA = 0x18,
 	COM_STMT_CLOSE = 0x19,
+	COM_STMT_FETCH = 0x1c,
 	COM_BINLOG_DUMP_GTID = 0x1e,
 	COM_STMT_BULK_EXECUTE = 0xfa,
 };
@@ -65,6 +69,27 @@ static const char *cmd_name(uint8_t c)
 	if (c == COM_STMT_BULK_EXECUTE)
 		return "COM_STMT_BULK_EXECUTE";
 	return c < 0x20 ? my_cmds[c] : NULL;
+}
+
+/* Length of a command packet that has a fixed one, 0 for the others. */
+static uint32_t cmd_len(uint8_t c)
+{
+	switch (c) {
+	case COM_QUIT:
+	case COM_STATISTICS:
+	case 0x0a: /* COM_PROCESS_INFO */
+	case 0x0d: /* COM_DEBUG */
+	case 0x0e: /* COM_PING */
+	case 0x1f: /* COM_RESET_CONNECTION */
+		return 1;
+	case COM_STMT_CLOSE:
+	case 0x1a: /* COM_STMT_RESET */
+		return 5;
+	case COM_STMT_FETCH:
+		return 9;
+	default:
+		return 0;
+	}
 }
 
 static uint32_t le24(const uint8_t *p)
@@ -134,10 +159,28 @@ static long my_parse_req(struct l7_session *s, const uint8_t *p, size_t n, uint6
 	if (n < 4)
 		return 0;
 	plen = le24(p);
-	if (y->cont || p[3] != 0) {
-		/* the rest of a 16 MiB packet, the handshake response, auth data, LOCAL INFILE contents */
-		if (!y->cont && p[3] == 1 && plen >= 32 && n >= 8 && (le16(p + 4) & MY_CAP_41))
+	if (y->cont) {
+		y->cont = plen == MY_PKT_MAX; /* the rest of a 16 MiB packet */
+		d->skip = plen;
+		return 4;
+	}
+	if (p[3] != 0) {
+		/* the handshake response (sequence 1), then authentication data or LOCAL INFILE contents,
+		 * only while the server asked for them */
+		if (p[3] == 1 && plen >= 32) {
+			if (n < 4 + 32)
+				return s->gap_follows ? -1 : 0;
+			/* capabilities with protocol 4.1, 19 reserved zero bytes (MariaDB's own after) */
+			if (!(le16(p + 4) & MY_CAP_41))
+				return -1;
+			for (size_t i = 13; i < 32; i++)
+				if (p[i])
+					return -1;
 			learn_eof(s, (p[4] | p[5] << 8 | p[6] << 16 | (uint32_t)p[7] << 24) & MY_CAP_NOEOF);
+			s->flags |= MY_AUTH;
+		} else if (!(s->flags & MY_AUTH)) {
+			return -1;
+		}
 		y->cont = plen == MY_PKT_MAX;
 		d->skip = plen;
 		return 4;
@@ -151,7 +194,7 @@ static long my_parse_req(struct l7_session *s, const uint8_t *p, size_t n, uint6
 		return 0;
 	cmd = p[4];
 	name = cmd_name(cmd);
-	if (!name)
+	if (!name || (plen != cmd_len(cmd) && cmd_len(cmd)))
 		return -1;
 	avail = need - 5;
 	l7__msg_start(s, L7_FLOW_REQ, ts);
@@ -160,8 +203,20 @@ static long my_parse_req(struct l7_session *s, const uint8_t *p, size_t n, uint6
 		m->api[k] = ' ';
 		if (!l7__sql_keyword(m->api + k + 1, sizeof(m->api) - k - 1, p + 5, avail))
 			m->api[k] = '\0';
+	} else if ((cmd == COM_STMT_EXECUTE || cmd == COM_STMT_CLOSE) && avail >= 4) {
+		/* the statement id: named by the keyword its prepare had */
+		uint32_t id = le16(p + 5) | (uint32_t)le16(p + 7) << 16;
+		const char *kw = l7__stmt_get(s, id + 1);
+
+		if (cmd == COM_STMT_CLOSE)
+			l7__stmt_del(s, id + 1);
+		else if (kw && k + 2 < sizeof(m->api))
+			snprintf(m->api + k, sizeof(m->api) - k, " %s", kw);
 	}
 	m->aux = cmd;
+	s->flags &= ~MY_AUTH;
+	if (cmd == COM_CHANGE_USER)
+		s->flags |= MY_AUTH;
 	/* never answered; a binlog dump is a stream, not a reply */
 	m->ignore = cmd == COM_QUIT || cmd == COM_STMT_CLOSE || cmd == COM_STMT_SEND_LONG_DATA ||
 		    cmd == COM_BINLOG_DUMP || cmd == COM_BINLOG_DUMP_GTID;
@@ -238,8 +293,12 @@ static long my_parse_resp(struct l7_session *s, const uint8_t *p, size_t n, uint
 		const struct l7_pend *front = l7__pend_front(s);
 
 		if (seq != 1) {
-			/* the server's greeting (seq 0), the end of authentication, or the EOF of a prepare
-			 * whose end was guessed: no request's first packet */
+			/* the server's greeting (seq 0), authentication (switch, more data, OK or ERR), or
+			 * the EOF of a prepare whose end was guessed: no request's first packet */
+			if (seq == 0 ? b0 != 0x0a && b0 != 0xff : b0 != 0x00 && b0 != 0xff && b0 != 0xfe && b0 != 0x01)
+				return -1;
+			if ((seq == 0 && b0 == 0x0a) || (seq > 1 && (b0 == 0xfe || b0 == 0x01)))
+				s->flags |= MY_AUTH;
 			if (seq > 1 && b0 == 0xfe && plen == 5 && y->last_seq && seq == (uint8_t)(y->last_seq + 1))
 				learn_eof(s, false);
 			d->skip = plen;
@@ -254,6 +313,8 @@ static long my_parse_resp(struct l7_session *s, const uint8_t *p, size_t n, uint
 	y->last_seq = seq;
 	y->cont = plen == MY_PKT_MAX;
 	d->skip = plen;
+	if (y->state == M_FIRST && m->aux == COM_STMT_FETCH && b0 != 0xff)
+		y->state = M_ROWS; /* binary rows (0x00 header, like an OK) up to EOF */
 	switch (y->state) {
 	case M_FIRST:
 		if (b0 == 0xff) {
@@ -266,6 +327,12 @@ static long my_parse_resp(struct l7_session *s, const uint8_t *p, size_t n, uint
 			/* authentication switch or more data: the OK or ERR comes later */
 		} else if (b0 == 0x00 && m->aux == COM_STMT_PREPARE && plen >= 12 && avail >= 12) {
 			uint16_t cols = le16(pay + 5), params = le16(pay + 7);
+			const struct l7_pend *front = l7__pend_front(s);
+			const char *kw = front ? strchr(front->api, ' ') : NULL;
+
+			/* statement ids key the keywords (+ 1: 0 marks a free slot) */
+			if (kw)
+				l7__stmt_put(s, (le16(pay + 1) | (uint32_t)le16(pay + 3) << 16) + 1, kw + 1);
 
 			y->state = M_PREP_DEFS;
 			y->cols = cols;
@@ -278,6 +345,7 @@ static long my_parse_resp(struct l7_session *s, const uint8_t *p, size_t n, uint
 				l7__msg_end(s, L7_FLOW_RESP);
 		} else if (b0 == 0xfb) {
 			y->state = M_INFILE;
+			s->flags |= MY_AUTH; /* the file's contents come with sequence ids 2 and up */
 		} else if (m->aux == COM_FIELD_LIST) {
 			y->state = M_ROWS; /* column definitions up to EOF, like rows */
 		} else {

@@ -24,6 +24,53 @@ static bool backend_type(uint8_t t)
 	return t && strchr("RKSZTDCENIGHWdcA12356nstvV", t);
 }
 
+/* Shortest length (self included) a message of type t can have: what keeps garbage that happens to
+ * start with a type letter from being taken for a message and skipped by a random length. */
+static uint32_t min_len(enum l7_flow flow, uint8_t t)
+{
+	if (flow == L7_FLOW_REQ) {
+		switch (t) {
+		case 'Q':
+			return 5; /* the text's NUL */
+		case 'P':
+			return 8; /* two NULs, a parameter count */
+		case 'B':
+			return 12;
+		case 'E':
+			return 9;
+		case 'D':
+		case 'C':
+			return 6;
+		default:
+			return 4;
+		}
+	}
+	switch (t) {
+	case 'Z':
+		return 5;
+	case 'R':
+	case 'E':
+	case 'N':
+		return 8;
+	case 'K':
+		return 12;
+	case 'S':
+	case 'C':
+	case 'T':
+	case 't':
+	case 'D':
+		return 6;
+	default:
+		return 4;
+	}
+}
+
+/* Types whose length is fixed at 4 (no body). */
+static bool bodiless(enum l7_flow flow, uint8_t t)
+{
+	return strchr(flow == L7_FLOW_REQ ? "SHXc" : "123nsI", t) != NULL;
+}
+
 /* Untyped first message: startup, SSL or GSS encryption request, cancel. */
 static long parse_startup(struct l7_session *s, const uint8_t *p, size_t n, uint64_t ts)
 {
@@ -66,11 +113,11 @@ static long pg_parse_req(struct l7_session *s, const uint8_t *p, size_t n, uint6
 	if (n < 5)
 		return 0;
 	len = l7__be32(p + 1);
-	if (len < 4 || len > PG_MSG_MAX)
+	if (len < min_len(L7_FLOW_REQ, t) || len > PG_MSG_MAX || (bodiless(L7_FLOW_REQ, t) && len != 4))
 		return -1;
 	body = len - 4;
-	if (t == 'Q' || (t == 'P' && !m->api[0])) {
-		/* read the start of the SQL text for its keyword */
+	if (t == 'Q' || t == 'P' || t == 'B') {
+		/* read the start of the SQL text for its keyword, of a Bind for its statement's name */
 		take = body < PG_SQL_PREFIX ? body : PG_SQL_PREFIX;
 		if (n < 5 + take && s->gap_follows)
 			take = n - 5; /* the rest was not captured: the keyword from what was */
@@ -106,9 +153,22 @@ static long pg_parse_req(struct l7_session *s, const uint8_t *p, size_t n, uint6
 			l7__msg_start(s, L7_FLOW_REQ, ts);
 		if (t == 'P' && take) {
 			const uint8_t *q = memchr(p + 5, '\0', take); /* statement name, then the query */
+			char kw[L7_API_MAX];
 
-			if (q)
-				l7__sql_keyword(m->api, sizeof(m->api), q + 1, (size_t)(p + 5 + take - q - 1));
+			if (q) {
+				l7__sql_keyword(kw, sizeof(kw), q + 1, (size_t)(p + 5 + take - q - 1));
+				if (!m->api[0])
+					l7__api_put(m->api, sizeof(m->api), kw, sizeof(kw));
+				l7__stmt_put(s, l7__hash(p + 5, (size_t)(q - p - 5)), kw);
+			}
+		} else if (t == 'B' && take && !m->api[0]) {
+			/* portal name, then the prepared statement's: named by its Parse, maybe long before */
+			const uint8_t *a = memchr(p + 5, '\0', take);
+			const uint8_t *b = a ? memchr(a + 1, '\0', (size_t)(p + 5 + take - a - 1)) : NULL;
+			const char *kw = b ? l7__stmt_get(s, l7__hash(a + 1, (size_t)(b - a - 1))) : NULL;
+
+			if (kw)
+				l7__api_put(m->api, sizeof(m->api), kw, strlen(kw));
 		}
 		if (t == 'S') {
 			if (!m->api[0])
@@ -142,7 +202,8 @@ static long pg_parse_resp(struct l7_session *s, const uint8_t *p, size_t n, uint
 	if (n < 5)
 		return 0;
 	len = l7__be32(p + 1);
-	if (len < 4 || len > PG_MSG_MAX || (t == 'Z' && len != 5))
+	if (len < min_len(L7_FLOW_RESP, t) || len > PG_MSG_MAX || (t == 'Z' && len != 5) ||
+	    (bodiless(L7_FLOW_RESP, t) && len != 4))
 		return -1;
 	if (!m->started) {
 		if (!front && (t == 'N' || t == 'S' || t == 'A')) {
@@ -197,7 +258,7 @@ bool l7__pgsql_infer(const uint8_t *p, size_t n, enum l7_flow *ret_flow)
 		return true;
 	}
 	/* the server's answer to a startup: AuthenticationXXX with a known code */
-	if (p[0] == 'R' && len >= 8 && len <= 2048) {
+	if (p[0] == 'R' && n >= 9 && len >= 8 && len <= 2048) {
 		code = l7__be32(p + 5);
 		if (code == 0 || code == 2 || code == 3 || code == 5 || (code >= 7 && code <= 12)) {
 			*ret_flow = L7_FLOW_RESP;

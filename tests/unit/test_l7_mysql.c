@@ -105,6 +105,11 @@
 	"d1\x01t\x01t\x01"                         \
 	"a\x01"                                    \
 	"a\x0c\x3f\x00\x0b\x00\x00\x00\x03\x00\x00\x00\x00\x00\x07\x00\x00\x03\xfe\x00\x00\x02\x00\x00\x00"
+#define FETCH "\x09\x00\x00\x00\x1c\x07\x00\x00\x00\x02\x00\x00\x00"
+#define FETCH_R                                                                                                        \
+	"\x07\x00\x00\x01\x00\x00\x05\x00\x00\x00\x00\x07\x00\x00\x02\x00\x00\x06\x00\x00\x00\x00\x05\x00\x00\x03\xfe" \
+	"\x00\x00"                                                                                                     \
+	"B\x00"
 
 static void test_mariadb_session(void **state)
 {
@@ -133,19 +138,22 @@ static void test_prepared_classic(void **state)
 	static const struct l7t_step steps[] = {
 		RESP(GREETING), REQ(HS_RESP),	      RESP(AUTH_OK), REQ(PREP),	     RESP(PREP_OK_CLASSIC),
 		REQ(EXEC),	RESP(EXEC_R_CLASSIC), REQ(EXEC),     RESP(EXEC_ERR), REQ(CLOSE),
-		REQ(PING),	RESP(PING_OK),	      REQ(CALL),     RESP(CALL_R),
+		REQ(PING),	RESP(PING_OK),	      REQ(CALL),     RESP(CALL_R),   REQ(FETCH),
+		RESP(FETCH_R),
 	};
 	struct l7t_out o;
 
 	(void)state;
 	l7t_run_all_splits(L7_PROTO_MYSQL, steps, NSTEPS(steps), &o);
-	l7t_expect_stats(&o, 5, 0, 0, 0);
+	l7t_expect_stats(&o, 6, 0, 0, 0);
 	l7t_expect(&o, 0, "COM_STMT_PREPARE SELECT", 0, 0, sizeof(PREP) - 1, sizeof(PREP_OK_CLASSIC) - 1);
-	l7t_expect(&o, 1, "COM_STMT_EXECUTE", 0, 0, sizeof(EXEC) - 1, sizeof(EXEC_R_CLASSIC) - 1);
-	l7t_expect(&o, 2, "COM_STMT_EXECUTE", 1062, 1, 0, 0);
+	l7t_expect(&o, 1, "COM_STMT_EXECUTE SELECT", 0, 0, sizeof(EXEC) - 1, sizeof(EXEC_R_CLASSIC) - 1);
+	l7t_expect(&o, 2, "COM_STMT_EXECUTE SELECT", 1062, 1, 0, 0);
 	l7t_expect(&o, 3, "COM_PING", 0, 0, 0, 0);
 	assert_int_equal(o.rpc[3].req_ts_ns, 11000); /* the CLOSE before it expects no answer */
 	l7t_expect(&o, 4, "COM_QUERY CALL", 0, 0, 0, sizeof(CALL_R) - 1);
+	/* rows of a cursor: binary rows look like OK packets */
+	l7t_expect(&o, 5, "COM_STMT_FETCH", 0, 0, 0, sizeof(FETCH_R) - 1);
 }
 
 /* The same without EOF packets (CLIENT_DEPRECATE_EOF in the handshake response): result sets end with
@@ -170,7 +178,7 @@ static void test_prepared_deprecate_eof(void **state)
 	l7t_expect_stats(&o, 4, 0, 0, 0);
 	l7t_expect(&o, 0, "COM_STMT_PREPARE SELECT", 0, 0, 0, sizeof(PREP_OK_NOEOF) - 1);
 	assert_int_equal(o.rpc[0].resp_ts_ns, 5000);
-	l7t_expect(&o, 1, "COM_STMT_EXECUTE", 0, 0, 0, sizeof(EXEC_R_NOEOF) - 1);
+	l7t_expect(&o, 1, "COM_STMT_EXECUTE SELECT", 0, 0, 0, sizeof(EXEC_R_NOEOF) - 1);
 	l7t_expect(&o, 2, "COM_QUERY SELECT", 0, 0, 0, sizeof(EMPTY_NOEOF) - 1);
 	l7t_expect(&o, 3, "COM_PING", 0, 0, 0, 0);
 }
@@ -191,7 +199,7 @@ static void test_prepared_unknown_mode(void **state)
 	l7t_expect(&o, 0, "COM_STMT_PREPARE SELECT", 0, 0, 0, 0);
 	l7t_expect(&o, 1, "COM_PING", 0, 0, 0, 0);
 	l7t_expect(&o, 2, "COM_STMT_PREPARE SELECT", 0, 0, 0, sizeof(PREP_OK_CLASSIC) - 1);
-	l7t_expect(&o, 3, "COM_STMT_EXECUTE", 0, 0, 0, sizeof(EXEC_R_CLASSIC) - 1);
+	l7t_expect(&o, 3, "COM_STMT_EXECUTE SELECT", 0, 0, 0, sizeof(EXEC_R_CLASSIC) - 1);
 }
 
 /* A big result set mostly not captured: the rows in the gap cannot be counted; the response is taken

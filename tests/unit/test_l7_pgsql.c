@@ -161,6 +161,84 @@ static void test_gaps(void **state)
 	l7t_expect(&o, 1, "SELECT", 0, 0, 0, 27 + 1 + 0x100000 + 20);
 }
 
+/* A result of many small rows written in big chunks of which only a prefix is captured: the message
+ * headers in the gaps are lost, the response is taken to end at its last chunk before the next query
+ * (or at the close). */
+static void test_big_result_gaps(void **state)
+{
+	static const char rows[] = "T\x00\x00\x00\x1a\x00\x01x\x00\x00\x00\x00\x00\x00\x00\x00\x00\x00\x17\x00\x04\xff"
+				   "\xff\xff\xff\x00\x00"
+				   "D\x00\x00\x00\x0b\x00\x01\x00\x00\x00\x01"
+				   "1D\x00\x00";
+	struct l7t_step steps[] = {
+		REQ(Q_SELECT),
+		{L7_FLOW_RESP, rows, sizeof(rows) - 1, 16384},
+		{L7_FLOW_RESP, "\x00\x0b\x00\x01\x00", 5, 16384},
+		RESP("\x00\x00\x01"
+		     "9C\x00\x00\x00\x0dSELECT 3\x00Z\x00\x00\x00\x05I"),
+		REQ(Q_BAD),
+		RESP(R_BAD),
+		REQ(Q_SELECT),
+		{L7_FLOW_RESP, rows, sizeof(rows) - 1, 16384},
+	};
+	struct l7t_out o;
+	struct l7_session *s = l7_session__new(L7_PROTO_PGSQL, L7_TRANSPORT_TCP);
+
+	(void)state;
+	l7t_run(L7_PROTO_PGSQL, L7_TRANSPORT_TCP, steps, NSTEPS(steps) - 2, SIZE_MAX, 0, 0, &o);
+	l7t_expect_stats(&o, 2, 0, 0, 0);
+	assert_int_equal(o.st.resp_end_guessed, 1);
+	l7t_expect(&o, 0, "SELECT", 0, 0, 0, 2 * 16384 + 24);
+	assert_int_equal(o.rpc[0].resp_ts_ns, 4000);
+	l7t_expect(&o, 1, "SELEC", 0, 1, 0, 0);
+
+	/* the same cut short by the close */
+	memset(&o, 0, sizeof(o));
+	for (size_t i = 6; i < NSTEPS(steps); i++)
+		l7_session__feed(s, steps[i].flow, steps[i].data, steps[i].len,
+				 steps[i].total ? steps[i].total : steps[i].len, i, l7t_cb, &o);
+	assert_int_equal(o.n, 0);
+	l7_session__close(s, 99, l7t_cb, &o);
+	assert_int_equal(o.n, 1);
+	assert_int_equal(o.rpc[0].resp_ts_ns, 7);
+	l7_session__free(s);
+}
+
+/* crafted like pgbench -M prepared: a named statement parsed once, then bound and executed */
+#define PREP_NAMED \
+	"P\x00\x00\x00@P0_1\x00SELECT abalance FROM pgbench_accounts WHERE aid = $1\x00\x00\x00S\x00\x00\x00\x04"
+#define PREP_NAMED_R "1\x00\x00\x00\x04Z\x00\x00\x00\x05I"
+#define BIND_NAMED                                                      \
+	"B\x00\x00\x00\x15\x00P0_1\x00\x00\x00\x00\x01\x00\x00\x00\x01" \
+	"5\x00\x00"                                                     \
+	"E\x00\x00\x00\x09\x00\x00\x00\x00\x00S\x00\x00\x00\x04"
+#define BIND_NAMED_R                                \
+	"2\x00\x00\x00\x04"                         \
+	"D\x00\x00\x00\x0b\x00\x01\x00\x00\x00\x01" \
+	"0C\x00\x00\x00\x0dSELECT 1\x00Z\x00\x00\x00\x05I"
+#define BIND_UNKNOWN                                            \
+	"B\x00\x00\x00\x10\x00P9_9\x00\x00\x00\x00\x00\x00\x00" \
+	"E\x00\x00\x00\x09\x00\x00\x00\x00\x00S\x00\x00\x00\x04"
+
+/* A statement prepared once is named by its keyword each time it is executed; one never seen is
+ * EXECUTE. */
+static void test_named_statements(void **state)
+{
+	static const struct l7t_step steps[] = {
+		REQ(PREP_NAMED), RESP(PREP_NAMED_R), REQ(BIND_NAMED),	RESP(BIND_NAMED_R),
+		REQ(BIND_NAMED), RESP(BIND_NAMED_R), REQ(BIND_UNKNOWN), RESP(BIND_NAMED_R),
+	};
+	struct l7t_out o;
+
+	(void)state;
+	l7t_run_all_splits(L7_PROTO_PGSQL, steps, NSTEPS(steps), &o);
+	l7t_expect_stats(&o, 4, 0, 0, 0);
+	l7t_expect(&o, 0, "SELECT", 0, 0, sizeof(PREP_NAMED) - 1, 0);
+	l7t_expect(&o, 1, "SELECT", 0, 0, sizeof(BIND_NAMED) - 1, sizeof(BIND_NAMED_R) - 1);
+	l7t_expect(&o, 2, "SELECT", 0, 0, 0, 0);
+	l7t_expect(&o, 3, "EXECUTE", 0, 0, 0, 0);
+}
+
 static void test_garbage(void **state)
 {
 	static const struct l7t_step steps[] = {
@@ -218,6 +296,7 @@ int main(void)
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_psql_session),	  cmocka_unit_test(test_extended),
 		cmocka_unit_test(test_flush_notice_copy), cmocka_unit_test(test_gaps),
+		cmocka_unit_test(test_big_result_gaps),	  cmocka_unit_test(test_named_statements),
 		cmocka_unit_test(test_garbage),		  cmocka_unit_test(test_infer),
 	};
 

@@ -139,6 +139,49 @@ static void test_big_values_gap(void **state)
 	l7t_expect(&o, 2, "DEL", 0, 0, 0, 4);
 }
 
+/* redis-benchmark -P 16 LRANGE: a batch of replies longer than the capture. Those read whole pair as
+ * usual; the rest of the batch is taken to end at the last reply chunk before the next batch. */
+static void test_pipeline_cut_by_gap(void **state)
+{
+	static const char replies[] = "*2\r\n$3\r\nabc\r\n$3\r\ndef\r\n*2\r\n$3\r\nab";
+	struct l7t_step steps[] = {
+		REQ("*2\r\n$3\r\nGET\r\n$1\r\na\r\n*2\r\n$3\r\nGET\r\n$1\r\nb\r\n*2\r\n$3\r\nGET\r\n$1\r\nc\r\n"),
+		{L7_FLOW_RESP, replies, sizeof(replies) - 1, sizeof(replies) - 1 + 500},
+		RESP("more replies"),
+		REQ("*1\r\n$4\r\nPING\r\n"),
+		RESP("+PONG\r\n"),
+	};
+	struct l7t_out o;
+
+	(void)state;
+	l7t_run_all_splits(L7_PROTO_REDIS, steps, NSTEPS(steps), &o);
+	l7t_expect_stats(&o, 4, 0, 0, 0);
+	assert_int_equal(o.st.resp_end_guessed, 2);
+	l7t_expect(&o, 0, "GET", 0, 0, 0, 22);
+	assert_int_equal(o.rpc[0].resp_ts_ns, 2000);
+	l7t_expect(&o, 1, "GET", 0, 0, 0, sizeof(replies) - 1 - 22 + 500 + 12);
+	assert_int_equal(o.rpc[1].resp_ts_ns, 3000);
+	l7t_expect(&o, 2, "GET", 0, 0, 0, 0);
+	assert_int_equal(o.rpc[2].resp_ts_ns, 3000);
+	l7t_expect(&o, 3, "PING", 0, 0, 0, 7);
+}
+
+/* A command whose name is cut by the capture limit: what was captured names it. */
+static void test_name_cut_by_gap(void **state)
+{
+	static const char cmd[] = "*1\r\n$16\r\nCLIENT";
+	struct l7t_step steps[] = {
+		{L7_FLOW_REQ, cmd, sizeof(cmd) - 1, sizeof(cmd) - 1 + 10 + 2},
+		RESP("+OK\r\n"),
+	};
+	struct l7t_out o;
+
+	(void)state;
+	l7t_run_all_splits(L7_PROTO_REDIS, steps, NSTEPS(steps), &o);
+	l7t_expect_stats(&o, 1, 0, 0, 0);
+	l7t_expect(&o, 0, "CLIENT", 0, 0, sizeof(cmd) - 1 + 12, 5);
+}
+
 static void test_garbage_and_depth(void **state)
 {
 	static char deep[256];
@@ -196,9 +239,14 @@ static void test_infer(void **state)
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
-		cmocka_unit_test(test_redis_cli),      cmocka_unit_test(test_pipeline),
-		cmocka_unit_test(test_resp3),	       cmocka_unit_test(test_pubsub),
-		cmocka_unit_test(test_big_values_gap), cmocka_unit_test(test_garbage_and_depth),
+		cmocka_unit_test(test_redis_cli),
+		cmocka_unit_test(test_pipeline),
+		cmocka_unit_test(test_resp3),
+		cmocka_unit_test(test_pubsub),
+		cmocka_unit_test(test_big_values_gap),
+		cmocka_unit_test(test_name_cut_by_gap),
+		cmocka_unit_test(test_pipeline_cut_by_gap),
+		cmocka_unit_test(test_garbage_and_depth),
 		cmocka_unit_test(test_infer),
 	};
 
