@@ -83,7 +83,7 @@ static void usage(FILE *f)
 		"                     is accepted and does nothing yet)\n"
 		"  -p LIST            protocols (l7_protocol): http, pgsql, mysql, redis, dns (default http)\n"
 		"  -s 0|1             support_ssl: follow SSL_read/SSL_write of OpenSSL (default 0)\n"
-		"  -c BYTES           payload prefix captured per call, 0..%u (default %u)\n"
+		"  -c BYTES           payload prefix captured per call, 64..%u (default %u)\n"
 		"  -m N               most connections tracked at once (default %u)\n"
 		"      --pid LIST     only these processes (comma separated tgids)\n"
 		"      --comm NAME    only processes with this command name (rescanned every period)\n"
@@ -173,8 +173,8 @@ static int parse_args(int argc, char **argv, struct l7_ctx *ctx, enum probe_log_
 			}
 			break;
 		case 'c':
-			if (probe_parse_uint(optarg, 0, L7_DATA_MAX, cap)) {
-				fprintf(stderr, PROG ": invalid value '%s' for -c (expected 0..%u)\n", optarg,
+			if (probe_parse_uint(optarg, 64, L7_DATA_MAX, cap)) {
+				fprintf(stderr, PROG ": invalid value '%s' for -c (expected 64..%u)\n", optarg,
 					L7_DATA_MAX);
 				return 2;
 			}
