@@ -91,7 +91,12 @@ static int lib_attach(struct l7_tls *tls, const char *path, const struct stat *s
 	l = &tls->libs[tls->nlibs];
 	memset(l, 0, sizeof(*l));
 	for (int i = 0; i < TLS_HOOKS; i++) {
-		LIBBPF_OPTS(bpf_uprobe_opts, opts, .func_name = hooks[i].func, .retprobe = hooks[i].ret);
+		struct bpf_uprobe_opts opts;
+
+		memset(&opts, 0, sizeof(opts));
+		opts.sz = sizeof(opts);
+		opts.func_name = hooks[i].func;
+		opts.retprobe = hooks[i].ret;
 
 		l->links[i] = bpf_program__attach_uprobe_opts(hooks[i].prog, pid, path, 0, &opts);
 		if (!l->links[i] && !hooks[i].optional) {
