@@ -206,7 +206,7 @@ static long mongo_parse(struct l7_session *s, enum l7_flow flow, const uint8_t *
 		take = n;
 	if (n < take)
 		return 0;
-	if (op == OP_MSG) {
+	if (op == OP_MSG && take >= 20) { /* (a prefix cut by the capture may end sooner) */
 		flags = l7__le32(p + 16);
 		if (flags & ~(MSG_CHECKSUM | MSG_MORE_TO_COME | MSG_EXHAUST))
 			return -1;
@@ -243,7 +243,7 @@ static long mongo_parse(struct l7_session *s, enum l7_flow flow, const uint8_t *
 		if (take > 21 && p[20] == 0)
 			m->error = bson_failed(p + 21, take - 21, &m->status);
 	} else if (op == OP_REPLY) {
-		m->error = (l7__le32(p + 16) & REPLY_QUERY_FAIL) != 0;
+		m->error = take >= 20 && (l7__le32(p + 16) & REPLY_QUERY_FAIL) != 0;
 		if (take > 36)
 			m->error |= bson_failed(p + 36, take - 36, &m->status);
 	}

@@ -3,6 +3,8 @@
  * bytes and other well-known protocols are (almost) never taken for one. */
 #include "test_l7_util.h"
 
+#include "data/l7_mongo_msgs.h"
+
 struct sample {
 	const char *what;
 	const char *data;
@@ -74,6 +76,11 @@ static const struct sample samples[] = {
 	TCP("kcat Metadata v2",
 	    "\x00\x00\x00\x19\x00\x03\x00\x02\x00\x00\x00\x03\x00\x07rdkafka\x00\x00\x00\x01\x00\x02t1", L7_PROTO_KAFKA,
 	    L7_FLOW_REQ),
+	TCP("pymongo isMaster (OP_QUERY)", HELLO_Q, L7_PROTO_MONGO, L7_FLOW_REQ),
+	TCP("pymongo find (OP_MSG)", FIND, L7_PROTO_MONGO, L7_FLOW_REQ),
+	TCP("mongo insert (kind 1 section)", INSERT, L7_PROTO_MONGO, L7_FLOW_REQ),
+	TCP("mongo find reply (OP_MSG)", FIND_R, L7_PROTO_MONGO, L7_FLOW_RESP),
+	TCP("mongo error reply", DROP_R, L7_PROTO_MONGO, L7_FLOW_RESP),
 	/* none of ours */
 	TCP("TLS ClientHello", "\x16\x03\x01\x02\x00\x01\x00\x01\xfc\x03\x03\x8a\x1b", L7_PROTO_UNKNOWN, L7_FLOW_REQ),
 	TCP("SSH banner", "SSH-2.0-OpenSSH_9.2p1 Debian-2+deb12u3\r\n", L7_PROTO_UNKNOWN, L7_FLOW_REQ),

@@ -22,9 +22,8 @@ static void dump(const struct l7t_out *o)
 static void test_session(void **state)
 {
 	static const struct l7t_step steps[] = {
-		REQ(HELLO_Q),	RESP(HELLO_R),	REQ(FIND),	RESP(FIND_R),	 REQ(INSERT),
-		RESP(INSERT_R), REQ(INSERT_W0), REQ(DROP),	RESP(DROP_R),	 REQ(LISTDB),
-		RESP(LISTDB_R), REQ(PING_Z),	RESP(PING_Z_R),
+		REQ(HELLO_Q), RESP(HELLO_R), REQ(FIND),	  RESP(FIND_R),	  REQ(INSERT), RESP(INSERT_R), REQ(INSERT_W0),
+		REQ(DROP),    RESP(DROP_R),  REQ(LISTDB), RESP(LISTDB_R), REQ(PING_Z), RESP(PING_Z_R),
 	};
 	struct l7t_out o;
 
@@ -84,7 +83,7 @@ static void test_big_reply_gap(void **state)
 static void test_garbage(void **state)
 {
 	static const struct l7t_step steps[] = {
-		RESP(FIND_R),				/* its request was before the capture */
+		RESP(FIND_R), /* its request was before the capture */
 		REQ("\x16\x03\x01\x02\x00\x01\x00\x01\xfc\x03\x03\x8a\x1b\x00\x00\x00\x00\x00"), /* TLS */
 		REQ(DROP),
 		RESP_GAP("\x69\x00\x00\x00", 105), /* the reply's header in a gap: lost */
@@ -114,7 +113,8 @@ static void test_bounded(void **state)
 	assert_non_null(s);
 	for (uint32_t i = 0; i < 10000; i++) {
 		memcpy(req + 4, &i, 4); /* requestID, little-endian on x86 and arm64 */
-		assert_int_equal(l7_session__feed(s, L7_FLOW_REQ, req, sizeof(req) - 1, sizeof(req) - 1, i, NULL, NULL), 0);
+		assert_int_equal(l7_session__feed(s, L7_FLOW_REQ, req, sizeof(req) - 1, sizeof(req) - 1, i, NULL, NULL),
+				 0);
 		assert_true(l7_session__mem(s) < 48 * 1024);
 	}
 	l7_session__stats(s, &st);
@@ -146,8 +146,9 @@ static void test_infer(void **state)
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
-		cmocka_unit_test(test_session), cmocka_unit_test(test_by_response_to), cmocka_unit_test(test_big_reply_gap),
-		cmocka_unit_test(test_garbage), cmocka_unit_test(test_bounded),	       cmocka_unit_test(test_infer),
+		cmocka_unit_test(test_session),	      cmocka_unit_test(test_by_response_to),
+		cmocka_unit_test(test_big_reply_gap), cmocka_unit_test(test_garbage),
+		cmocka_unit_test(test_bounded),	      cmocka_unit_test(test_infer),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);
