@@ -150,6 +150,15 @@ static void pend_pop(struct l7_session *s)
 	s->pend_cnt--;
 }
 
+void l7__pend_drop(struct l7_session *s, uint32_t n)
+{
+	while (n-- && s->pend_cnt) {
+		if (!l7__pend_front(s)->ignore)
+			s->st.req_lost++;
+		pend_pop(s);
+	}
+}
+
 /* Remove entry i (0 = front), keeping the order of the others. */
 static void pend_remove(struct l7_session *s, uint32_t i)
 {

@@ -140,8 +140,10 @@ struct l7_session {
 extern const struct l7_proto_ops l7_http_ops, l7_pgsql_ops, l7_mysql_ops, l7_redis_ops, l7_dns_ops, l7_kafka_ops,
 	l7_mongo_ops;
 
-/* The i-th request waiting (0 = oldest); i < pend_cnt. */
+/* The i-th request waiting (0 = oldest); NULL when i >= pend_cnt. */
 struct l7_pend *l7__pend_at(struct l7_session *s, uint32_t i);
+/* Drop the n oldest waiting requests as never answered (req_lost, handshake steps not counted). */
+void l7__pend_drop(struct l7_session *s, uint32_t n);
 
 /* Start a new message in direction flow; its first byte was seen at ts. */
 void l7__msg_start(struct l7_session *s, enum l7_flow flow, uint64_t ts);

@@ -333,11 +333,15 @@ static long kafka_parse_req(struct l7_session *s, const uint8_t *p, size_t n, ui
 	return (long)(4 + take);
 }
 
-static const struct l7_pend *pend_by_corr(struct l7_session *s, uint32_t corr)
+/* The waiting request with correlation id corr (its place in the queue at *ret_idx), NULL when none. */
+static const struct l7_pend *pend_by_corr(struct l7_session *s, uint32_t corr, uint32_t *ret_idx)
 {
-	for (uint32_t i = 0; i < s->pend_cnt; i++)
-		if (l7__pend_at(s, i)->aux == corr)
+	for (uint32_t i = 0; i < s->pend_cnt; i++) {
+		if (l7__pend_at(s, i)->aux == corr) {
+			*ret_idx = i;
 			return l7__pend_at(s, i);
+		}
+	}
 	return NULL;
 }
 
@@ -347,7 +351,7 @@ static long kafka_parse_resp(struct l7_session *s, const uint8_t *p, size_t n, u
 	struct l7_msg *m = &d->msg;
 	const struct l7_pend *q;
 	struct kcur c = {0};
-	uint32_t size, corr;
+	uint32_t size, corr, idx = 0;
 	uint16_t key, ver;
 	size_t take;
 	int err;
@@ -360,7 +364,7 @@ static long kafka_parse_resp(struct l7_session *s, const uint8_t *p, size_t n, u
 	corr = l7__be32(p + 4);
 	if (size < 4 || size > KAFKA_MSG_MAX)
 		return -1;
-	q = pend_by_corr(s, corr);
+	q = pend_by_corr(s, corr, &idx);
 	/* with requests waiting, a response must answer one of them: what else is garbage (or lost) */
 	if (!q && s->pend_cnt)
 		return -1;
@@ -374,6 +378,9 @@ static long kafka_parse_resp(struct l7_session *s, const uint8_t *p, size_t n, u
 	if (q) {
 		key = (uint16_t)(q->aux2 >> 16);
 		ver = (uint16_t)q->aux2;
+		/* a broker answers a connection's requests in order: those sent before this one whose
+		 * answers were not seen (lost in a gap, unparsable) will never be */
+		l7__pend_drop(s, idx);
 		c.p = p + 4;
 		c.n = take;
 		c.i = 4;

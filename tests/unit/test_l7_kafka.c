@@ -187,6 +187,27 @@ static void test_garbage_and_unmatched(void **state)
 	l7t_expect(&o, 0, "Metadata", 3, 1, 29, 103);
 }
 
+/* Responses come in request order: an answer to a later request means the earlier ones' were lost
+ * (here: the Metadata answer's header fell in a gap). */
+static void test_lost_in_order(void **state)
+{
+	static const char acks1[] = PRODUCE_V7_HEAD "\x00\x01\x00\x00\x75\x30\x00\x00\x00\x01\x00\x02t1\x00\x00\x00\x01"
+						    "\x00\x00\x00\x00\x00\x00\x00\x00";
+	static const struct l7t_step steps[] = {
+		REQ(METADATA_T1),
+		REQ(acks1),
+		RESP_GAP("\x00\x00", 103),
+		RESP(PRODUCE_V7_ERR),
+	};
+	struct l7t_out o;
+
+	(void)state;
+	l7t_run_all_splits(L7_PROTO_KAFKA, steps, NSTEPS(steps), &o);
+	dump(&o);
+	l7t_expect_stats(&o, 1, 1, 0, 1);
+	l7t_expect(&o, 0, "Produce t1", 17, 1, 0, 54);
+}
+
 /* Requests never answered: the pending queue stays bounded, the oldest are dropped and counted. */
 static void test_bounded(void **state)
 {
@@ -221,6 +242,7 @@ int main(void)
 		cmocka_unit_test(test_capture_cut),
 		cmocka_unit_test(test_crafted_errors),
 		cmocka_unit_test(test_garbage_and_unmatched),
+		cmocka_unit_test(test_lost_in_order),
 		cmocka_unit_test(test_bounded),
 	};
 
