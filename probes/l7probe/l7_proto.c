@@ -10,11 +10,13 @@
 static const char *const l7_names[L7_PROTO__COUNT] = {
 	[L7_PROTO_UNKNOWN] = "unknown", [L7_PROTO_HTTP] = "http",   [L7_PROTO_PGSQL] = "pgsql",
 	[L7_PROTO_MYSQL] = "mysql",	[L7_PROTO_REDIS] = "redis", [L7_PROTO_DNS] = "dns",
+	[L7_PROTO_KAFKA] = "kafka",	[L7_PROTO_MONGO] = "mongo",
 };
 
 static const struct l7_proto_ops *const l7_ops[L7_PROTO__COUNT] = {
 	[L7_PROTO_HTTP] = &l7_http_ops,	  [L7_PROTO_PGSQL] = &l7_pgsql_ops, [L7_PROTO_MYSQL] = &l7_mysql_ops,
-	[L7_PROTO_REDIS] = &l7_redis_ops, [L7_PROTO_DNS] = &l7_dns_ops,
+	[L7_PROTO_REDIS] = &l7_redis_ops, [L7_PROTO_DNS] = &l7_dns_ops,	    [L7_PROTO_KAFKA] = &l7_kafka_ops,
+	[L7_PROTO_MONGO] = &l7_mongo_ops,
 };
 
 const char *l7_proto__name(enum l7_proto proto)
@@ -62,6 +64,15 @@ enum l7_proto l7_infer(const uint8_t *buf, size_t len, enum l7_transport transpo
 	if ((enabled_mask & (1u << L7_PROTO_MYSQL)) && l7__mysql_infer(buf, len, &flow)) {
 		*ret_flow = flow;
 		return L7_PROTO_MYSQL;
+	}
+	/* binary length-prefixed headers, checked strictly (known api keys/opcodes, sane lengths) */
+	if ((enabled_mask & (1u << L7_PROTO_MONGO)) && l7__mongo_infer(buf, len, &flow)) {
+		*ret_flow = flow;
+		return L7_PROTO_MONGO;
+	}
+	if ((enabled_mask & (1u << L7_PROTO_KAFKA)) && l7__kafka_infer(buf, len, &flow)) {
+		*ret_flow = flow;
+		return L7_PROTO_KAFKA;
 	}
 	if ((enabled_mask & (1u << L7_PROTO_DNS)) && l7__dns_infer(buf, len, transport, port, &flow))
 		goto found_dns;
@@ -128,10 +139,24 @@ static struct l7_pend *pend_at(struct l7_session *s, uint32_t i)
 	return &s->pend[(s->pend_head + i) & (s->pend_cap - 1)];
 }
 
+struct l7_pend *l7__pend_at(struct l7_session *s, uint32_t i)
+{
+	return i < s->pend_cnt ? pend_at(s, i) : NULL;
+}
+
 static void pend_pop(struct l7_session *s)
 {
 	s->pend_head = (s->pend_head + 1) & (s->pend_cap - 1);
 	s->pend_cnt--;
+}
+
+void l7__pend_drop(struct l7_session *s, uint32_t n)
+{
+	while (n-- && s->pend_cnt) {
+		if (!l7__pend_front(s)->ignore)
+			s->st.req_lost++;
+		pend_pop(s);
+	}
 }
 
 /* Remove entry i (0 = front), keeping the order of the others. */
@@ -214,6 +239,7 @@ void l7__req_commit(struct l7_session *s)
 	p->bytes = m->bytes;
 	p->seq = ++s->pend_seq;
 	p->aux = m->aux;
+	p->aux2 = m->aux2;
 	p->ignore = m->hs;
 	memcpy(p->api, m->api, sizeof(p->api));
 	m->pend_seq = p->seq;

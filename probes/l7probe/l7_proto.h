@@ -7,7 +7,7 @@
 #include <stdint.h>
 
 /* Protocols, also the bit positions of a mask of enabled ones (1u << proto). Names as in the REST
- * parameter l7_protocol: "http", "pgsql", "mysql", "redis", "dns". */
+ * parameter l7_protocol: "http", "pgsql", "mysql", "redis", "dns", "kafka", "mongo". */
 enum l7_proto {
 	L7_PROTO_UNKNOWN = 0,
 	L7_PROTO_HTTP,
@@ -15,6 +15,8 @@ enum l7_proto {
 	L7_PROTO_MYSQL,
 	L7_PROTO_REDIS,
 	L7_PROTO_DNS,
+	L7_PROTO_KAFKA,
+	L7_PROTO_MONGO,
 	L7_PROTO__COUNT,
 };
 
@@ -39,7 +41,7 @@ struct l7_rpc {
 	uint64_t req_bytes;   /* wire size of the request (including bytes not captured) */
 	uint64_t resp_bytes;  /* wire size of the response */
 	int error;	      /* 1 when the response says the request failed (see each parser) */
-	int status;	      /* HTTP status, DNS rcode, MySQL error code, 0 when the protocol has none */
+	int status;	      /* HTTP status, DNS rcode, MySQL/Kafka/MongoDB error code, 0 when none */
 	char api[L7_API_MAX]; /* "GET /path" (query string cut), "SELECT", "SET", "A example.org", ... */
 };
 

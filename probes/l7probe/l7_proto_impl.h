@@ -22,9 +22,10 @@
 struct l7_pend {
 	uint64_t ts_ns;
 	uint64_t bytes;
-	uint64_t seq; /* identifies it while its body still flows (bytes grow) */
-	uint32_t aux; /* the protocol's own: HTTP HEAD/CONNECT, MySQL command, DNS id, Redis replies due */
-	bool ignore;  /* a handshake step: its response is consumed silently */
+	uint64_t seq;  /* identifies it while its body still flows (bytes grow) */
+	uint32_t aux;  /* the protocol's own: HTTP HEAD/CONNECT, MySQL command, DNS id, Redis replies due */
+	uint32_t aux2; /* Kafka: api_key << 16 | api_version (how to read the response) */
+	bool ignore;   /* a handshake step: its response is consumed silently */
 	char api[L7_API_MAX];
 };
 
@@ -43,6 +44,7 @@ struct l7_msg {
 	int error;
 	int status;
 	uint32_t aux;
+	uint32_t aux2;
 	char api[L7_API_MAX];
 };
 
@@ -135,7 +137,13 @@ struct l7_session {
 	uint64_t ts_ns;
 };
 
-extern const struct l7_proto_ops l7_http_ops, l7_pgsql_ops, l7_mysql_ops, l7_redis_ops, l7_dns_ops;
+extern const struct l7_proto_ops l7_http_ops, l7_pgsql_ops, l7_mysql_ops, l7_redis_ops, l7_dns_ops, l7_kafka_ops,
+	l7_mongo_ops;
+
+/* The i-th request waiting (0 = oldest); NULL when i >= pend_cnt. */
+struct l7_pend *l7__pend_at(struct l7_session *s, uint32_t i);
+/* Drop the n oldest waiting requests as never answered (req_lost, handshake steps not counted). */
+void l7__pend_drop(struct l7_session *s, uint32_t n);
 
 /* Start a new message in direction flow; its first byte was seen at ts. */
 void l7__msg_start(struct l7_session *s, enum l7_flow flow, uint64_t ts);
@@ -165,11 +173,18 @@ bool l7__http_infer(const uint8_t *p, size_t n, enum l7_flow *ret_flow);
 bool l7__redis_infer(const uint8_t *p, size_t n, enum l7_flow *ret_flow);
 bool l7__pgsql_infer(const uint8_t *p, size_t n, enum l7_flow *ret_flow);
 bool l7__mysql_infer(const uint8_t *p, size_t n, enum l7_flow *ret_flow);
+bool l7__kafka_infer(const uint8_t *p, size_t n, enum l7_flow *ret_flow);
+bool l7__mongo_infer(const uint8_t *p, size_t n, enum l7_flow *ret_flow);
 bool l7__dns_infer(const uint8_t *p, size_t n, enum l7_transport transport, uint16_t port, enum l7_flow *ret_flow);
 
 static inline uint16_t l7__be16(const uint8_t *p)
 {
 	return (uint16_t)(p[0] << 8 | p[1]);
+}
+
+static inline uint32_t l7__le32(const uint8_t *p)
+{
+	return (uint32_t)p[3] << 24 | (uint32_t)p[2] << 16 | (uint32_t)p[1] << 8 | p[0];
 }
 
 static inline uint32_t l7__be32(const uint8_t *p)

@@ -3,6 +3,8 @@
  * bytes and other well-known protocols are (almost) never taken for one. */
 #include "test_l7_util.h"
 
+#include "data/l7_mongo_msgs.h"
+
 struct sample {
 	const char *what;
 	const char *data;
@@ -66,6 +68,19 @@ static const struct sample samples[] = {
 	    "\x00\x1d\x00\x01\x01\x00\x00\x01\x00\x00\x00\x00\x00\x00\x07"
 	    "example\x03org\x00\x00\x0f\x00\x01",
 	    L7_PROTO_DNS, L7_FLOW_REQ),
+	TCP("kcat ApiVersions v3 (flexible header)",
+	    "\x00\x00\x00\x24\x00\x12\x00\x03\x00\x00\x00\x01\x00\x07\x72\x64\x6b\x61\x66\x6b\x61\x00\x0b\x6c\x69\x62"
+	    "\x72"
+	    "\x64\x6b\x61\x66\x6b\x61\x06\x32\x2e\x30\x2e\x32\x00",
+	    L7_PROTO_KAFKA, L7_FLOW_REQ),
+	TCP("kcat Metadata v2",
+	    "\x00\x00\x00\x19\x00\x03\x00\x02\x00\x00\x00\x03\x00\x07rdkafka\x00\x00\x00\x01\x00\x02t1", L7_PROTO_KAFKA,
+	    L7_FLOW_REQ),
+	TCP("pymongo isMaster (OP_QUERY)", HELLO_Q, L7_PROTO_MONGO, L7_FLOW_REQ),
+	TCP("pymongo find (OP_MSG)", FIND, L7_PROTO_MONGO, L7_FLOW_REQ),
+	TCP("mongo insert (kind 1 section)", INSERT, L7_PROTO_MONGO, L7_FLOW_REQ),
+	TCP("mongo find reply (OP_MSG)", FIND_R, L7_PROTO_MONGO, L7_FLOW_RESP),
+	TCP("mongo error reply", DROP_R, L7_PROTO_MONGO, L7_FLOW_RESP),
 	/* none of ours */
 	TCP("TLS ClientHello", "\x16\x03\x01\x02\x00\x01\x00\x01\xfc\x03\x03\x8a\x1b", L7_PROTO_UNKNOWN, L7_FLOW_REQ),
 	TCP("SSH banner", "SSH-2.0-OpenSSH_9.2p1 Debian-2+deb12u3\r\n", L7_PROTO_UNKNOWN, L7_FLOW_REQ),
