@@ -233,7 +233,7 @@ fuzz: $(FUZZ_BINS)
 
 # ---- l7 protocol layer: l7probe's parsers (probes/l7probe/l7_proto.c, proto_*.c) also linked alone
 # into their unit tests, fuzzers and benchmark; the capture half (main.c, conn*.c, tls*.c) is not.
-L7_PROTO_SRCS := $(filter-out probes/l7probe/main.c probes/l7probe/conn% probes/l7probe/tls%,\
+L7_PROTO_SRCS := $(filter-out probes/l7probe/main.c probes/l7probe/contract.c probes/l7probe/conn% probes/l7probe/tls%,\
 	$(wildcard probes/l7probe/*.c))
 LIBL7 := $(BUILD)/lib/libggl7.a
 $(LIBL7): $(call obj,$(L7_PROTO_SRCS))

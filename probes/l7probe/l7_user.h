@@ -7,14 +7,11 @@
 #include <stdint.h>
 
 #include "bpf_util.h"
+#include "l7_conf.h"
 #include "l7_proto.h"
 #include "l7probe.h"
 #include "probe.h"
 
-/* Sub-probe bits. */
-#define L7_SP_BYTES   0x1u /* l7_bytes_metrics -> l7_link */
-#define L7_SP_RPC     0x2u /* l7_rpc_metrics -> l7_rpc */
-#define L7_SP_DEFAULT (L7_SP_BYTES | L7_SP_RPC)
 
 /* Chunks of a connection l7_infer may look at before the connection is given up as unknown, and
  * the bytes of consecutive chunks in one direction it is given joined. */

@@ -1,10 +1,9 @@
 /* main.c - l7probe ("l7"): application requests on the wire (HTTP/1.x, PostgreSQL, MySQL, Redis,
  * DNS, and TLS through OpenSSL) from socket system call and SSL_read/SSL_write payloads, as l7_link
  * and l7_rpc rows per process, peer and protocol. */
-#include <cjson/cJSON.h>
 #include <errno.h>
-#include <signal.h>
 #include <getopt.h>
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -12,14 +11,13 @@
 #include <unistd.h>
 
 #include "l7_user.h"
+#include "probe_conf.h"
 #include "l7probe.meta.h"
 #include "l7probe.skel.h"
 
-#define PROBE_NAME     "l7"
-#define PROG	       "l7probe"
-#define PERIOD_MIN     1u
-#define PERIOD_MAX     600u
-#define PERIOD_DEFAULT 5u
+#define PROBE_NAME "l7"
+#define PROG	   "l7probe"
+#define CONTRACT   (&gg_contract_l7probe)
 /* Under the supervisor the first configuration (its scope) follows the start; nothing is captured
  * before it or before this much time, so that processes outside the scope it brings leave no row. */
 #define FIRST_CONFIG_WAIT_MS 3000u
@@ -27,20 +25,9 @@
 #define DRAIN_MIN_MS 5u
 #define DRAIN_MAX_MS 50u
 
-static const struct gg_subprobe sub_names[] = {
-	{"l7_bytes_metrics", L7_SP_BYTES},
-	{"l7_rpc_metrics", L7_SP_RPC},
-	{"l7_rpc_trace", 0}, /* accepted, not implemented */
-};
-#define NSUBS (sizeof(sub_names) / sizeof(sub_names[0]))
-
-/* What the command line or a live configuration sets. */
-struct l7_conf {
-	unsigned int period_s;
-	unsigned int subs;
-	unsigned int protos; /* 1u << enum l7_proto */
-	unsigned int ssl;
-};
+extern const struct gg_contract gg_contract_l7probe;
+#define SUBPROBES (gg_contract_l7probe.subprobes)
+#define NSUBS	  (gg_contract_l7probe.nsubprobes)
 
 struct l7_ctx {
 	struct probe_rt *rt;
@@ -69,35 +56,15 @@ static uint64_t now_ns(void)
 	return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
 }
 
-static void usage(FILE *f)
-{
-	fprintf(f,
-		"Usage: " PROG " [OPTION]...\n"
-		"Application requests (HTTP/1.x, PostgreSQL, MySQL, Redis, DNS; TLS through OpenSSL) of the\n"
-		"processes in scope, from socket system call payloads (gala-gopher probe \"" PROBE_NAME "\").\n"
-		"Without the supervisor, records are printed on stdout, one |table|...| line each.\n"
-		"\n"
-		"  -t SEC             report period in seconds, %u..%u (default %u)\n"
-		"  -l LEVEL           log level: debug, info, warn or error (default info)\n"
-		"  -P LIST            sub-probes: l7_bytes_metrics, l7_rpc_metrics (default both; l7_rpc_trace\n"
-		"                     is accepted and does nothing yet)\n"
-		"  -p LIST            protocols (l7_protocol): http, pgsql, mysql, redis, dns (default http)\n"
-		"  -s 0|1             support_ssl: follow SSL_read/SSL_write of OpenSSL (default 0)\n"
-		"  -c BYTES           payload prefix captured per call, 64..%u (default %u)\n"
-		"  -m N               most connections tracked at once (default %u)\n"
-		"      --pid LIST     only these processes (comma separated tgids)\n"
-		"      --comm NAME    only processes with this command name (rescanned every period)\n"
-		"      --bpf-stats    log each BPF program's runs and ns per run every period\n"
-		"  -h, --help         show this help and exit\n"
-		"      --version      show the version and exit\n"
-		"\n"
-		"Tables: l7_link (l7_bytes_metrics), l7_rpc (l7_rpc_metrics), l7_stats (always).\n"
-		"Live configuration: {\"probe\": [...], \"params\": {\"report_period\": N, \"l7_protocol\": [...],\n"
-		"\"support_ssl\": 0|1}, \"scope\": {\"all\": false, \"pids\": [...], \"cgroup_ids\": [...]}}\n",
-		PERIOD_MIN, PERIOD_MAX, PERIOD_DEFAULT, L7_DATA_MAX, L7_CAP_DEFAULT, L7_CONNS_DEFAULT);
-}
+static const char notes[] =
+	"Sub-probe l7_rpc_trace (per-request records) is accepted and does nothing yet. l7_protocol takes\n"
+	"http, pgsql, mysql, redis, kafka, mongo, dns; rocketmq is accepted and ignored (no parser).\n"
+	"Tables: l7_link (l7_bytes_metrics), l7_rpc (l7_rpc_metrics), l7_stats (always).\n"
+	"Live configuration: {\"probe\": [...], \"params\": {\"report_period\": N, \"l7_protocol\": [...],\n"
+	"\"support_ssl\": 0|1}, \"scope\": {\"all\": false, \"pids\": [...], \"cgroup_ids\": [...]}}\n";
 
-/* "http,redis" into a protocol mask. 0, or -EINVAL with the bad name in bad. */
+/* "http,redis" into a protocol mask; names of the contract without a parser (rocketmq) are accepted and
+ * ignored. 0, or -EINVAL with the bad name in bad. */
 static int parse_protos(const char *csv, unsigned int *ret, char *bad, size_t badlen)
 {
 	unsigned int mask = 0;
@@ -113,11 +80,14 @@ static int parse_protos(const char *csv, unsigned int *ret, char *bad, size_t ba
 			memcpy(name, p, n);
 			name[n] = '\0';
 			pr = l7_proto__by_name(name);
-			if (pr == L7_PROTO_UNKNOWN) {
+			if (pr != L7_PROTO_UNKNOWN) {
+				mask |= 1u << pr;
+			} else if (!strcmp(name, "rocketmq")) {
+				probe_log(PLOG_DEBUG, "l7_protocol: rocketmq has no parser here, ignored");
+			} else {
 				snprintf(bad, badlen, "%s", name);
 				return -EINVAL;
 			}
-			mask |= 1u << pr;
 		} else if (n) {
 			snprintf(bad, badlen, "%.*s", (int)(n > 31 ? 31 : n), p);
 			return -EINVAL;
@@ -128,71 +98,68 @@ static int parse_protos(const char *csv, unsigned int *ret, char *bad, size_t ba
 	return 0;
 }
 
+/* l7probe's own options: -c, -m. */
+struct own_args {
+	unsigned int *cap;
+	unsigned int *max_conns;
+};
+
+static int own_option(void *data, int id, const char *arg)
+{
+	struct own_args *o = data;
+
+	if (id == 'c') {
+		if (probe_parse_uint(arg, 64, L7_DATA_MAX, o->cap)) {
+			fprintf(stderr, PROG ": invalid value '%s' for -c (expected 64..%u)\n", arg, L7_DATA_MAX);
+			return 2;
+		}
+		return 0;
+	}
+	if (probe_parse_uint(arg, 16, 1u << 22, o->max_conns)) {
+		fprintf(stderr, PROG ": invalid value '%s' for -m (expected 16..4194304)\n", arg);
+		return 2;
+	}
+	return 0;
+}
+
 /* Returns -1 to go on, or the exit status. */
 static int parse_args(int argc, char **argv, struct l7_ctx *ctx, enum probe_log_level *level, unsigned int *cap,
 		      unsigned int *max_conns, int *bpf_stats)
 {
-	enum { OPT_VERSION = 256 };
-	static const struct option longopts[] = {
-		{"help", no_argument, NULL, 'h'},
-		{"version", no_argument, NULL, OPT_VERSION},
-		GG_LONGOPTS_COMMON,
-		{NULL, 0, NULL, 0},
+	static const struct probe_opt own[] = {
+		{NULL, 'c', required_argument, 'c', "BYTES",
+		 "payload prefix captured per call, 64..8192 (default 4096)"},
+		{NULL, 'm', required_argument, 'm', "N",
+		 "most connections tracked at once, 16..4194304 (default 65536)"},
 	};
-	struct l7_conf *conf = &ctx->base;
-	char bad[32];
-	int c, ret;
-	const struct gg_opts opts = {.period_s = &conf->period_s,
-				     .period_min = PERIOD_MIN,
-				     .period_max = PERIOD_MAX,
+	struct own_args o = {cap, max_conns};
+	const struct probe_args a = {.prog = PROG,
+				     .contract = CONTRACT,
+				     .conf = &ctx->base,
+				     .subprobes = &ctx->base.subs,
 				     .level = level,
 				     .scope = &ctx->base_scope,
 				     .comm = &ctx->comm,
-				     .bpf_stats = bpf_stats};
+				     .bpf_stats = bpf_stats,
+				     .own = own,
+				     .nown = 2,
+				     .own_cb = own_option,
+				     .ctx = &o,
+				     .notes = notes};
+	char bad[32];
+	int ret;
 
-	opterr = 0;
-	while ((c = getopt_long(argc, argv, ":t:l:P:p:s:c:m:h", longopts, NULL)) != -1) {
-		switch (c) {
-		case 'P':
-			if (gg_subprobes_arg(PROG, optarg, sub_names, NSUBS, &conf->subs))
-				return 2;
-			break;
-		case 'p':
-			if (parse_protos(optarg, &conf->protos, bad, sizeof(bad))) {
-				fprintf(stderr,
-					PROG
-					": unknown protocol '%s' in -p (expected http, pgsql, mysql, redis, dns)\n",
-					bad);
-				return 2;
-			}
-			break;
-		case 's':
-			if (probe_parse_uint(optarg, 0, 1, &conf->ssl)) {
-				fprintf(stderr, PROG ": invalid value '%s' for -s (expected 0 or 1)\n", optarg);
-				return 2;
-			}
-			break;
-		case 'c':
-			if (probe_parse_uint(optarg, 64, L7_DATA_MAX, cap)) {
-				fprintf(stderr, PROG ": invalid value '%s' for -c (expected 64..%u)\n", optarg,
-					L7_DATA_MAX);
-				return 2;
-			}
-			break;
-		case 'm':
-			if (probe_parse_uint(optarg, 16, 1u << 22, max_conns)) {
-				fprintf(stderr, PROG ": invalid value '%s' for -m (expected 16..4194304)\n", optarg);
-				return 2;
-			}
-			break;
-		default:
-			ret = gg_opt_common(PROG, c, optarg, &opts);
-			if (ret == 1)
-				break;
-			return ret ? ret : probe_opt_other(PROG, c, OPT_VERSION, argv, usage);
-		}
+	ret = probe_conf__parse_args(&a, argc, argv);
+	if (ret >= 0)
+		return ret;
+	if (parse_protos(ctx->base.protos_str, &ctx->base.protos, bad, sizeof(bad))) {
+		fprintf(stderr,
+			PROG ": unknown protocol '%s' in -p (expected http, pgsql, mysql, redis, kafka, mongo, "
+			     "rocketmq, dns)\n",
+			bad);
+		return 2;
 	}
-	return probe_opt_rest(PROG, argc, argv);
+	return -1;
 }
 
 /* Scope maps, then a fresh verdict cache. A program that read the old maps just before the update
@@ -240,131 +207,32 @@ static void apply_conf(struct l7_ctx *ctx)
 		l7_tls__clear(ctx->tls);
 }
 
-static int conf_protos(const cJSON *params, unsigned int *ret)
+static int on_config(void *data, uint64_t version, const struct gg_ctrl_msg *msg)
 {
-	const cJSON *v = cJSON_GetObjectItemCaseSensitive(params, "l7_protocol");
-	const cJSON *e;
-	unsigned int mask = 0;
-	char bad[32];
-
-	if (!v || cJSON_IsNull(v))
-		return -ENOENT;
-	if (cJSON_IsString(v)) {
-		if (parse_protos(v->valuestring, &mask, bad, sizeof(bad)))
-			goto unknown;
-		*ret = mask;
-		return 0;
-	}
-	if (!cJSON_IsArray(v))
-		return -EINVAL;
-	cJSON_ArrayForEach(e, v)
-	{
-		enum l7_proto p;
-
-		if (!cJSON_IsString(e))
-			return -EINVAL;
-		p = l7_proto__by_name(e->valuestring);
-		/* kafka, mongo, rocketmq: accepted by the REST API, not parsed here (yet) */
-		if (p != L7_PROTO_UNKNOWN)
-			mask |= 1u << p;
-		else
-			probe_log(PLOG_INFO, "l7_protocol: %s is not supported, ignored", e->valuestring);
-	}
-	*ret = mask;
-	return 0;
-unknown:
-	probe_log(PLOG_WARN, "configuration: unknown protocol '%s' in l7_protocol", bad);
-	return -EINVAL;
-}
-
-static int conf_from_json(struct l7_ctx *ctx, const cJSON *root, struct l7_conf *ret)
-{
+	struct l7_ctx *ctx = data;
 	struct l7_conf conf = ctx->base;
-	const cJSON *params = cJSON_GetObjectItemCaseSensitive(root, "params");
-	const cJSON *ssl;
-	unsigned int v;
+	char names[128], bad[32];
 	int err;
 
-	if (params && !cJSON_IsNull(params) && !cJSON_IsObject(params)) {
-		probe_log(PLOG_WARN, "configuration: \"params\" must be an object");
+	err = probe_conf__apply(CONTRACT, msg, &conf, &conf.subs);
+	if (err < 0)
+		return err;
+	if (parse_protos(conf.protos_str, &conf.protos, bad, sizeof(bad))) {
+		probe_log(PLOG_WARN, "configuration: unknown protocol '%s' in l7_protocol", bad);
 		return -EINVAL;
-	}
-	err = gg_conf_uint(params, "report_period", PERIOD_MIN, PERIOD_MAX, &v);
-	if (err == -EINVAL) {
-		probe_log(PLOG_WARN, "configuration: report_period must be an integer %u..%u", PERIOD_MIN, PERIOD_MAX);
-		return err;
-	}
-	if (!err)
-		conf.period_s = v;
-	ssl = params ? cJSON_GetObjectItemCaseSensitive(params, "support_ssl") : NULL;
-	if (cJSON_IsBool(ssl)) {
-		conf.ssl = cJSON_IsTrue(ssl) ? 1 : 0;
-	} else {
-		err = gg_conf_uint(params, "support_ssl", 0, 1, &v);
-		if (err == -EINVAL) {
-			probe_log(PLOG_WARN, "configuration: support_ssl must be 0 or 1");
-			return err;
-		}
-		if (!err)
-			conf.ssl = v;
-	}
-	if (params) {
-		err = conf_protos(params, &v);
-		if (err == -EINVAL)
-			return err;
-		if (!err)
-			conf.protos = v;
-	}
-	err = gg_subprobes_conf(root, sub_names, NSUBS, &v);
-	if (err == -EINVAL)
-		return err;
-	if (!err)
-		conf.subs = v;
-	*ret = conf;
-	return 0;
-}
-
-static int on_config(void *data, uint64_t version, const char *json)
-{
-	static struct gg_scope scope;
-	struct l7_ctx *ctx = data;
-	struct l7_conf conf;
-	const cJSON *jscope;
-	cJSON *root = cJSON_Parse(json);
-	char names[128];
-	int err = -EINVAL, has_scope = 0;
-
-	if (!root || !cJSON_IsObject(root)) {
-		probe_log(PLOG_WARN, "configuration is not a JSON object");
-		goto out;
-	}
-	err = conf_from_json(ctx, root, &conf);
-	if (err)
-		goto out;
-	jscope = cJSON_GetObjectItemCaseSensitive(root, "scope");
-	if (jscope && !cJSON_IsNull(jscope)) {
-		err = gg_scope__from_json(jscope, &scope);
-		if (err) {
-			probe_log(PLOG_WARN, "configuration: bad \"scope\" (%s)", strerror(-err));
-			goto out;
-		}
-		has_scope = 1;
 	}
 	ctx->cur = conf;
 	ctx->configured = 1;
-	ctx->live_scope = has_scope;
-	apply_scope(ctx, has_scope ? &scope : &ctx->base_scope);
+	ctx->live_scope = msg->has_scope;
+	apply_scope(ctx, msg->has_scope ? &msg->scope : &ctx->base_scope);
 	rescan_comm(ctx);
 	apply_conf(ctx);
-	gg_subprobes_str(conf.subs, sub_names, NSUBS, names, sizeof(names));
-	probe_log(PLOG_INFO, "configuration %llu: report period %u s, sub-probes %s, protocols 0x%x, ssl %u, scope %s",
-		  (unsigned long long)version, conf.period_s, names, conf.protos, conf.ssl,
+	gg_subprobes_str(conf.subs, SUBPROBES, NSUBS, names, sizeof(names));
+	probe_log(PLOG_INFO, "configuration %llu: report period %u s, sub-probes %s, protocols %s, ssl %d, scope %s",
+		  (unsigned long long)version, conf.period_s, names, conf.protos_str, conf.ssl,
 		  ctx->scope.all ? "all" : "filtered");
 	probe_rt__wake(ctx->rt);
-	err = 0;
-out:
-	cJSON_Delete(root);
-	return err;
+	return 0;
 }
 
 /* Sum of a per-CPU counter of l7_stats. */
@@ -496,14 +364,13 @@ static int setup_bpf(struct l7_ctx *ctx, unsigned int cap)
 	const struct gg_bpf_hook *bad = NULL;
 	int err;
 
-	err = gg_bpf_init();
-	if (err)
-		probe_log(PLOG_WARN, "tracefs is not mounted and cannot be: %s", strerror(-err));
+	gg_bpf_begin();
 	s = l7probe__open();
 	if (!s)
 		return -errno;
 	ctx->skel = s;
 	s->data->cap_bytes = cap;
+	gg_bpf_autoload(s->obj);
 	err = l7probe__load(s);
 	if (err)
 		return err;
@@ -554,20 +421,17 @@ int main(int argc, char **argv)
 	char names[128];
 
 	probe_log_setup(PROBE_NAME, PLOG_INFO);
-	ctx.base = (struct l7_conf){.period_s = PERIOD_DEFAULT, .subs = L7_SP_DEFAULT, .protos = 1u << L7_PROTO_HTTP};
-	gg_scope__init_all(&ctx.base_scope);
+	probe_conf__defaults(CONTRACT, &ctx.base, &ctx.base.subs);
+	gg_scope__init(&ctx.base_scope);
 	ctx.stats_fd = -1;
 	ret = parse_args(argc, argv, &ctx, &level, &cap, &max_conns, &bpf_stats);
 	if (ret >= 0)
 		return ret;
 	ctx.cur = ctx.base;
 
-	opts.log_level = level;
-	ctx.rt = probe_rt__new(&opts);
-	if (!ctx.rt) {
-		probe_log(PLOG_ERROR, "cannot set up the probe runtime: %s", strerror(errno));
+	ctx.rt = probe_rt__start(&opts, level);
+	if (!ctx.rt)
 		return 1;
-	}
 	ctx.tracker = l7_tracker__new(max_conns, L7_KEYS_MAX);
 	if (!ctx.tracker) {
 		probe_log(PLOG_ERROR, "out of memory");
@@ -584,11 +448,7 @@ int main(int argc, char **argv)
 		probe_log(PLOG_ERROR, "cannot map the event ring: %s", strerror(errno));
 		goto out;
 	}
-	if (bpf_stats) {
-		ctx.stats_fd = gg_bpf_stats_enable();
-		if (ctx.stats_fd < 0)
-			probe_log(PLOG_WARN, "--bpf-stats: %s", strerror(-ctx.stats_fd));
-	}
+	ctx.stats_fd = gg_bpf_stats_start(bpf_stats);
 	ctx.start_ms = probe_now_mono_ms();
 	ctx.last_report_ns = now_ns();
 	if (probe_rt__supervised(ctx.rt)) {
@@ -601,9 +461,9 @@ int main(int argc, char **argv)
 		rescan_comm(&ctx);
 		apply_conf(&ctx);
 	}
-	gg_subprobes_str(ctx.cur.subs, sub_names, NSUBS, names, sizeof(names));
-	probe_log(PLOG_INFO, "started: report period %u s, sub-probes %s, protocols 0x%x, ssl %u, capture %u bytes",
-		  ctx.cur.period_s, names, ctx.cur.protos, ctx.cur.ssl, cap);
+	gg_subprobes_str(ctx.cur.subs, SUBPROBES, NSUBS, names, sizeof(names));
+	probe_log(PLOG_INFO, "started: report period %u s, sub-probes %s, protocols %s, ssl %d, capture %u bytes",
+		  ctx.cur.period_s, names, ctx.cur.protos_str, ctx.cur.ssl, cap);
 
 	probe_rt__run_ticking(ctx.rt, &ctx.cur.period_s, report, drain_tick, &ctx);
 	status = 0;
