@@ -602,7 +602,6 @@ static void report_agg(struct probe_rt *rt, struct agg *a, unsigned int subs, do
 		probe_rec__u64(&r, a->rpcs);
 		probe_rec__f64(&r, drpc ? (double)dlat / (double)drpc : 0);
 		gg_hist_rec(&r, a->hist, L7_HIST_FIRST, L7_HIST_N, 1.0, (double)a->lat_sum);
-		probe_rec__u64(&r, a->lat_sum);
 		probe_rec__f64(&r, drpc ? 100.0 * (double)derr / (double)drpc : 0);
 		probe_rec__u64(&r, a->errs);
 		(void)probe_rt__emit(rt, &r);

@@ -217,6 +217,11 @@ def hist_count(h):
     return int(h.split()[-1])
 
 
+def hist_sum(h):
+    """Sum of the observations of a histogram value (the histogram's _sum series, ns)."""
+    return int(float(h.split()[-2]))
+
+
 def check_rows(probe, mode, port, server_tgid, client, done, ssl="0", latency=True):
     """Both sides' l7_rpc and l7_link rows against what the client did."""
     n, e = done["requests"], done["errors"]
@@ -247,7 +252,7 @@ def check_rows(probe, mode, port, server_tgid, client, done, ssl="0", latency=Tr
               "%s side: %s requests, %s responses, the client sent %d" % (side, r["req_count"], r["resp_count"], n))
         check(int(r["err_count"]) == e, "%s side: %s errors, the client had %d" % (side, r["err_count"], e))
         check(hist_count(r["latency"]) == n, "%s side latency histogram counts %s" % (side, r["latency"]))
-    lat_c, lat_s = int(c["latency_sum"]), int(s["latency_sum"])
+    lat_c, lat_s = hist_sum(c["latency"]), hist_sum(s["latency"])
     print("  %s: %d requests, %d errors; latency sum client-measured %d ns, probe client side %d ns (%+.1f %%), "
           "server side %d ns" % (mode, n, e, done["latency_ns"], lat_c, 100.0 * (lat_c - done["latency_ns"]) /
                                  max(done["latency_ns"], 1), lat_s))
