@@ -228,8 +228,9 @@ static int on_config(void *data, uint64_t version, const struct gg_ctrl_msg *msg
 	rescan_comm(ctx);
 	apply_conf(ctx);
 	gg_subprobes_str(conf.subs, SUBPROBES, NSUBS, names, sizeof(names));
-	probe_log(PLOG_INFO, "configuration %llu: report period %u s, sub-probes %s, protocols %s, ssl %d, scope %s",
-		  (unsigned long long)version, conf.period_s, names, conf.protos_str, conf.ssl,
+	probe_log(PLOG_INFO,
+		  "configuration %llu: report period %u s, sub-probes %s, protocols %s (mask 0x%x), ssl %d, scope %s",
+		  (unsigned long long)version, conf.period_s, names, conf.protos_str, conf.protos, conf.ssl,
 		  ctx->scope.all ? "all" : "filtered");
 	probe_rt__wake(ctx->rt);
 	return 0;
@@ -462,8 +463,9 @@ int main(int argc, char **argv)
 		apply_conf(&ctx);
 	}
 	gg_subprobes_str(ctx.cur.subs, SUBPROBES, NSUBS, names, sizeof(names));
-	probe_log(PLOG_INFO, "started: report period %u s, sub-probes %s, protocols %s, ssl %d, capture %u bytes",
-		  ctx.cur.period_s, names, ctx.cur.protos_str, ctx.cur.ssl, cap);
+	probe_log(PLOG_INFO,
+		  "started: report period %u s, sub-probes %s, protocols %s (mask 0x%x), ssl %d, capture %u bytes",
+		  ctx.cur.period_s, names, ctx.cur.protos_str, ctx.cur.protos, ctx.cur.ssl, cap);
 
 	probe_rt__run_ticking(ctx.rt, &ctx.cur.period_s, report, drain_tick, &ctx);
 	status = 0;

@@ -452,10 +452,13 @@ def test_l7_rest_snoopers():
         outside = Client("redis", port)
         rport = rest_port(s)
         conf = {"cmd": {"probe": ["l7_rpc_metrics"]}, "snoopers": {"proc_id": [redis.proc.pid, inside.pid]},
-                "params": {"l7_protocol": ["redis"]}, "state": "running"}
+                "params": {"l7_protocol": ["redis", "kafka", "mongo", "rocketmq"]}, "state": "running"}
         st, doc, raw, _ = rest_call(rport, "PUT", "/l7", urllib.parse.urlencode({"json": json.dumps(conf)}))
         check(st == 200, "PUT /l7: %d %s" % (st, raw[:300]))
         s.wait_probe("l7probe", lambda p: p["config_version_applied"] >= 1 and p["pid"], 20, "running, configured")
+        # kafka and mongo map to their parsers (1 << 6, 1 << 7, with redis 1 << 4); rocketmq is ignored
+        wait_for(lambda: "protocols redis,kafka,mongo,rocketmq (mask 0xd0)" in s.probe_log("l7probe"), 10,
+                 "the probe's log of l7_protocol")
         done = inside.go()
         outside.go()
 
