@@ -231,6 +231,32 @@ $(BUILD)/fuzz/fuzz_identity: supervisor/identity.c supervisor/identity.h
 
 fuzz: $(FUZZ_BINS)
 
+# ---- l7 protocol layer: l7probe's parsers (probes/l7probe/l7_proto.c, proto_*.c) also linked alone
+# into their unit tests, fuzzers and benchmark; the capture half (main.c, conn*.c, tls*.c) is not.
+L7_PROTO_SRCS := $(filter-out probes/l7probe/main.c probes/l7probe/contract.c probes/l7probe/conn% probes/l7probe/tls%,\
+	$(wildcard probes/l7probe/*.c))
+LIBL7 := $(BUILD)/lib/libggl7.a
+$(LIBL7): $(call obj,$(L7_PROTO_SRCS))
+$(BUILD)/tests/test_l7_%: $(BUILD)/obj/tests/unit/test_l7_%.o $(LIBL7)
+	$(say) LINK $@
+	$(Q)mkdir -p $(@D)
+	$(Q)$(CC) $(LDFLAGS) $^ -lcmocka -o $@
+# the connection tracker (conn.c) with the protocol layer, fed synthetic events
+$(BUILD)/tests/test_l7conn: $(BUILD)/obj/tests/unit/test_l7conn.o $(BUILD)/obj/probes/l7probe/conn.o $(LIBL7) \
+			    $(LIBPROBE) $(LIBSCHEMA) $(LIBIPC)
+	$(say) LINK $@
+	$(Q)mkdir -p $(@D)
+	$(Q)$(CC) $(LDFLAGS) $^ -lcmocka $(LIBS_PROBE) -lconfig -o $@
+$(BUILD)/obj/tests/unit/test_l7conn.o: $(BUILD)/gen/l7probe.skel.h
+$(BUILD)/fuzz/fuzz_l7_%: tests/fuzz/fuzz_l7_%.c tests/fuzz/fuzz_l7.h $(L7_PROTO_SRCS) $(wildcard probes/l7probe/*.h)
+	$(say) FUZZ $@
+	$(Q)mkdir -p $(@D)
+	$(Q)$(CLANG) $(FUZZ_CFLAGS) -Iprobes/l7probe $(filter %.c,$^) -o $@
+$(BUILD)/bench/l7_%: $(BUILD)/obj/bench/l7_%.o $(LIBL7)
+	$(say) LINK $@
+	$(Q)mkdir -p $(@D)
+	$(Q)$(CC) $(LDFLAGS) $^ -o $@
+
 # ---- running and testing --------------------------------------------------------------------------
 run: deps all
 	$(SUPERVISOR) -c config/gala-gopher.conf

@@ -11,6 +11,7 @@ PKGS=(
   protobuf-compiler
   nginx wrk libbpf-tools e2fsprogs util-linux
   dpkg-dev systemd python3-yaml binutils
+  redis-server postgresql mariadb-server dnsmasq-base
 )
 
 missing=()

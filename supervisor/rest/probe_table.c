@@ -13,9 +13,6 @@ extern const struct gg_contract *const gg_contracts[];
 
 /* ---- probes gala-gopher has and we do not build (yet): their REST contract only ------------------ */
 
-static const char *const l7_protocols[] = {"http",  "pgsql",	"mysql", "redis", "kafka",
-					   "mongo", "rocketmq", "dns",	 NULL};
-
 /* clang-format off */
 #define REPORT_PERIOD {.name = "report_period", .type = GG_PT_INT, .def = 60, .min = 5, .max = 600, .unit = "s"}
 #define LATENCY_THR {.name = "latency_thr", .type = GG_PT_INT, .def = 0, .min = 10, .max = 100000, .zero_off = 1, \
@@ -26,13 +23,6 @@ static const char *const l7_protocols[] = {"http",  "pgsql",	"mysql", "redis", "
 /* clang-format on */
 
 static const struct gg_param_spec p_plain[] = {REPORT_PERIOD, GG_PARAMS_SEED_COMMON(GG_NOSTORE)};
-static const struct gg_param_spec p_l7[] = {
-	REPORT_PERIOD,
-	GG_PARAMS_SEED_COMMON(GG_NOSTORE),
-	{.name = "l7_protocol", .type = GG_PT_ENUM_LIST, .def_str = "http", .choices = l7_protocols},
-	BOOL("support_ssl"),
-	BOOL("cluster_ip_backend"),
-};
 static const struct gg_param_spec p_ksli[] = {
 	REPORT_PERIOD, LATENCY_THR, GG_PARAMS_SEED_COMMON(GG_NOSTORE), DEV_NAME, BOOL("continuous_sampling"),
 };
@@ -45,8 +35,6 @@ static const struct gg_param_spec p_kafka[] = {
 	{.name = "kafka_port", .type = GG_PT_INT, .def = 9092, .min = 1, .max = 65535},
 };
 
-static const struct gg_subprobe sp_l7[] = {
-	{.name = "l7_bytes_metrics"}, {.name = "l7_rpc_metrics"}, {.name = "l7_rpc_trace"}};
 static const struct gg_subprobe sp_tprofiling[] = {
 	{.name = "oncpu"},	  {.name = "syscall_file"},  {.name = "syscall_net"},
 	{.name = "syscall_lock"}, {.name = "syscall_sched"},
@@ -60,7 +48,6 @@ static const struct gg_subprobe sp_tprofiling[] = {
 
 static const struct gg_contract not_built[] = {
 	NOT_BUILT("virt", "virtualized_infos", NULL, 0, p_plain, 0, NULL),
-	NOT_BUILT("l7", "l7probe", sp_l7, COUNT(sp_l7), p_l7, GG_SNOOP_ALL, NULL),
 	NOT_BUILT("jvm", "jvmprobe", NULL, 0, p_plain, GG_SNOOP_ALL, NULL),
 	NOT_BUILT("ksli", "ksliprobe", NULL, 0, p_ksli, GG_SNOOP_ALL, NULL),
 	NOT_BUILT("postgre_sli", "pgsliprobe", NULL, 0, p_dev, GG_SNOOP_ALL, NULL),

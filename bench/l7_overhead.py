@@ -1,0 +1,235 @@
+#!/usr/bin/env python3
+"""l7_overhead.py - what l7probe costs: nginx (Debian, one worker on CPU 0) serving a small file to wrk
+(one thread, 32 keep-alive connections, CPU 1) over plain HTTP and HTTPS, with l7probe off and on
+(nginx in scope, -p http, -s 1 for HTTPS), runs alternating off/on/off...; each on run is compared with
+the mean of its two neighbours and the medians (and spread) of those ratios are reported: throughput
+loss, CPU per request of nginx + wrk, and the probe's own CPU per request. Then the cost per system
+call for a process out of scope (dd bs=1, a read and a write per byte) and the BPF ns per event of
+each program (the probe's --bpf-stats, BPF_ENABLE_STATS: no global sysctl changed).
+
+Usage: bench/l7_overhead.py [RUNS [SECONDS]]   (defaults 5 and 8; run as root)"""
+import os
+import re
+import shutil
+import signal
+import socket
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+
+ROOT = os.path.abspath(os.path.join(os.path.dirname(__file__), ".."))
+BUILD = os.path.join(ROOT, os.environ.get("GG_BUILD", "build"))
+L7PROBE = os.path.join(BUILD, "probes", "l7probe")
+PIN_SERVER = ["taskset", "-c", "0"] if os.cpu_count() >= 2 else []
+PIN_CLIENT = ["taskset", "-c", "1"] if os.cpu_count() >= 2 else []
+
+
+def free_port():
+    s = socket.socket()
+    s.bind(("127.0.0.1", 0))
+    port = s.getsockname()[1]
+    s.close()
+    return port
+
+
+def cpu_seconds(pid):
+    with open("/proc/%d/stat" % pid) as f:
+        fields = f.read().rsplit(")", 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
+def start_nginx(tmp, port, sport):
+    root = os.path.join(tmp, "www")
+    os.makedirs(root)
+    os.chmod(tmp, 0o755)
+    with open(os.path.join(root, "small.html"), "w") as f:
+        f.write("<html><body>" + "x" * 600 + "</body></html>\n")
+    key, crt = os.path.join(tmp, "key.pem"), os.path.join(tmp, "cert.pem")
+    subprocess.run(["openssl", "req", "-x509", "-newkey", "rsa:2048", "-nodes", "-keyout", key, "-out", crt, "-days",
+                    "1", "-subj", "/CN=localhost"], check=True, capture_output=True)
+    conf = os.path.join(tmp, "nginx.conf")
+    with open(conf, "w") as f:
+        f.write("""
+worker_processes 1;
+daemon off;
+pid %(tmp)s/nginx.pid;
+error_log %(tmp)s/error.log;
+events { worker_connections 1024; }
+http {
+    access_log off;
+    sendfile on;
+    keepalive_requests 1000000;
+    client_body_temp_path %(tmp)s/body;
+    proxy_temp_path %(tmp)s/proxy;
+    fastcgi_temp_path %(tmp)s/fcgi;
+    uwsgi_temp_path %(tmp)s/uwsgi;
+    scgi_temp_path %(tmp)s/scgi;
+    server { listen 127.0.0.1:%(port)d; root %(root)s; }
+    server { listen 127.0.0.1:%(sport)d ssl; ssl_certificate %(crt)s; ssl_certificate_key %(key)s; root %(root)s; }
+}
+""" % {"tmp": tmp, "port": port, "sport": sport, "root": root, "crt": crt, "key": key})
+    p = subprocess.Popen(PIN_SERVER + ["nginx", "-c", conf, "-p", tmp], stdout=subprocess.DEVNULL,
+                         stderr=subprocess.DEVNULL, start_new_session=True)
+    for _ in range(100):
+        try:
+            socket.create_connection(("127.0.0.1", port), timeout=0.2).close()
+            with open("/proc/%d/task/%d/children" % (p.pid, p.pid)) as f:
+                return p, int(f.read().split()[0])
+        except OSError:
+            time.sleep(0.05)
+    raise SystemExit("nginx did not start")
+
+
+def stop(p):
+    if p.poll() is None:
+        p.send_signal(signal.SIGTERM)
+        try:
+            p.wait(10)
+        except subprocess.TimeoutExpired:
+            p.kill()
+            p.wait()
+
+
+class Probe:
+    def __init__(self, args, log):
+        self.log = log
+        self.err = open(log, "w")
+        env = {k: v for k, v in os.environ.items() if not k.startswith("GALA_GOPHER_")}
+        self.proc = subprocess.Popen([L7PROBE] + args, stdout=subprocess.DEVNULL, stderr=self.err, env=env)
+        for _ in range(200):
+            with open(log) as f:
+                text = f.read()
+            if "started:" in text:
+                break
+            if self.proc.poll() is not None:
+                raise SystemExit("l7probe exited: " + text[-2000:])
+            time.sleep(0.05)
+        if "-s" in args:
+            time.sleep(1.5)  # the libssl scan
+
+    def cpu(self):
+        return cpu_seconds(self.proc.pid)
+
+    def stop(self):
+        stop(self.proc)
+        self.err.close()
+        with open(self.log) as f:
+            return f.read()
+
+
+class Run:
+    """One wrk run: requests/s, CPU of nginx's worker + wrk per request, the probe's CPU per request."""
+
+    def __init__(self, url, seconds, worker, probe=None):
+        c0 = cpu_seconds(worker)
+        p0 = probe.cpu() if probe else 0.0
+        p = subprocess.Popen(PIN_CLIENT + ["wrk", "-t1", "-c32", "-d%ds" % seconds, url], stdout=subprocess.PIPE,
+                             text=True)
+        wrk_cpu = 0.0
+        while p.poll() is None:
+            try:
+                wrk_cpu = cpu_seconds(p.pid)
+            except (FileNotFoundError, ProcessLookupError, IndexError):
+                pass
+            time.sleep(0.05)
+        out = p.stdout.read()
+        self.probe_cpu = (probe.cpu() - p0) if probe else 0.0
+        nginx_cpu = cpu_seconds(worker) - c0
+        m = re.search(r"Requests/sec:\s+([0-9.]+)", out)
+        n = re.search(r"(\d+) requests in", out)
+        if not m or not n:
+            raise SystemExit("no result in wrk output:\n" + out)
+        self.rps = float(m.group(1))
+        self.requests = int(n.group(1))
+        self.us_per_req = (nginx_cpu + wrk_cpu) * 1e6 / self.requests
+        self.probe_us_per_req = self.probe_cpu * 1e6 / self.requests
+
+
+def spread(xs):
+    return "median %.2f, min %.2f, max %.2f" % (statistics.median(xs), min(xs), max(xs))
+
+
+def compare(name, url, runs, seconds, worker, probe_args, tmp):
+    off, on = [Run(url, seconds, worker)], []
+    for i in range(runs):
+        probe = Probe(probe_args, os.path.join(tmp, "probe-%s-%d.log" % (name, i)))
+        try:
+            time.sleep(0.5)
+            on.append(Run(url, seconds, worker, probe))
+        finally:
+            probe.stop()
+        off.append(Run(url, seconds, worker))
+        print("  %s run %d: off %.0f, on %.0f, off %.0f req/s; CPU/request %.2f, %.2f (+probe %.2f), %.2f us"
+              % (name, i + 1, off[-2].rps, on[-1].rps, off[-1].rps, off[-2].us_per_req, on[-1].us_per_req,
+                 on[-1].probe_us_per_req, off[-1].us_per_req), flush=True)
+    loss = [100 * (1 - on[i].rps / ((off[i].rps + off[i + 1].rps) / 2)) for i in range(runs)]
+    added = [on[i].us_per_req - (off[i].us_per_req + off[i + 1].us_per_req) / 2 for i in range(runs)]
+    probe_us = [r.probe_us_per_req for r in on]
+    print("%s: off %.0f req/s, on %.0f req/s (medians)" % (name, statistics.median(r.rps for r in off),
+                                                          statistics.median(r.rps for r in on)))
+    print("  throughput loss %%: %s" % spread(loss))
+    print("  CPU per request added to nginx + wrk, us: %s" % spread(added))
+    print("  l7probe's own CPU per request, us: %s" % spread(probe_us), flush=True)
+
+
+def dd_seconds(count):
+    t0 = time.monotonic()
+    subprocess.run(["dd", "if=/dev/zero", "of=/dev/null", "bs=1", "count=%d" % count], check=True,
+                   capture_output=True)
+    return time.monotonic() - t0
+
+
+def main():
+    args = sys.argv[1:]
+    runs = int(args[0]) if args else 5
+    seconds = int(args[1]) if len(args) > 1 else 8
+    tmp = tempfile.mkdtemp(prefix="gg-bench-l7-")
+    port, sport = free_port(), free_port()
+    nginx, worker = start_nginx(tmp, port, sport)
+    scope = "%d,%d" % (nginx.pid, worker)
+    try:
+        subprocess.run(PIN_CLIENT + ["wrk", "-t1", "-c32", "-d2s", "http://127.0.0.1:%d/small.html" % port],
+                       capture_output=True)
+        compare("http", "http://127.0.0.1:%d/small.html" % port, runs, seconds, worker,
+                ["-t", "5", "-p", "http", "--pid", scope], tmp)
+        compare("https", "https://127.0.0.1:%d/small.html" % sport, runs, seconds, worker,
+                ["-t", "5", "-p", "http", "-s", "1", "--pid", scope], tmp)
+
+        # out of scope: dd makes a read and a write per byte; the probe follows nginx only
+        count = 2000000
+        offs, ons = [dd_seconds(count)], []
+        for i in range(runs):
+            probe = Probe(["-t", "5", "-p", "http", "--pid", scope], os.path.join(tmp, "probe-dd-%d.log" % i))
+            try:
+                ons.append(dd_seconds(count))
+            finally:
+                probe.stop()
+            offs.append(dd_seconds(count))
+        per_call = [(ons[i] - (offs[i] + offs[i + 1]) / 2) * 1e9 / (2 * count) for i in range(runs)]
+        rel = [100 * (ons[i] / ((offs[i] + offs[i + 1]) / 2) - 1) for i in range(runs)]
+        print("out of scope (dd bs=1, %d reads + %d writes): off %.0f ns, on %.0f ns per call (medians)"
+              % (count, count, statistics.median(offs) * 1e9 / (2 * count), statistics.median(ons) * 1e9 / (2 * count)))
+        print("  added ns per system call: %s" % spread(per_call))
+        print("  added %%: %s" % spread(rel), flush=True)
+
+        # BPF time per event (BPF_ENABLE_STATS for as long as the probe runs)
+        for name, url, extra in (("http", "http://127.0.0.1:%d/small.html" % port, []),
+                                 ("https", "https://127.0.0.1:%d/small.html" % sport, ["-s", "1"])):
+            probe = Probe(["-t", "%d" % seconds, "-p", "http", "--bpf-stats", "--pid", scope] + extra,
+                          os.path.join(tmp, "probe-stats-%s.log" % name))
+            try:
+                time.sleep(seconds - 1.0)  # the first report: its figures start from the load
+                r = Run(url, seconds + 2, worker, probe)
+            finally:
+                log = probe.stop()
+            lines = [l for l in log.splitlines() if "bpf stats" in l]
+            print("%s bpf_stats (%.0f req/s): %s" % (name, r.rps, lines[-1].split(": ", 2)[-1] if lines else "none"))
+    finally:
+        stop(nginx)
+        shutil.rmtree(tmp, ignore_errors=True)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,698 @@
+/* conn.c - l7probe's connection tracker: kernel events into connections (per tgid and fd), each
+ * with its role, addresses, protocol (inferred from its first chunks) and protocol session, whose
+ * matched requests add up in bounded per-key aggregates that become l7_link and l7_rpc rows.
+ *
+ * Ordering: every event goes through one ring buffer, whose records are in the order they were
+ * reserved, i.e. the order the system calls returned (BPF writes at the exit). One thread's calls
+ * are therefore in program order, and a response written by one thread after another thread read
+ * the request is behind it: causality is kept without sorting by timestamp. Timestamps are only
+ * used for latency (a send's entry, a receive's exit). */
+#include <arpa/inet.h>
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "l7_user.h"
+#include "l7probe.meta.h"
+
+enum conn_state {
+	CS_INFER = 0, /* protocol not known yet */
+	CS_TRACK,     /* session set up */
+	CS_IGNORE,    /* not a protocol of ours: bytes are not looked at */
+};
+
+/* What rows are keyed by. */
+struct agg_key {
+	uint32_t tgid;
+	uint16_t family;
+	uint16_t server_port;
+	uint8_t client_ip[16];
+	uint8_t server_ip[16];
+	uint8_t l4_role; /* 0 udp, 1 tcp_client, 2 tcp_server (gala-gopher's l4_role_name order) */
+	uint8_t l7_role; /* 1 client, 2 server */
+	uint8_t proto;	 /* enum l7_proto */
+	uint8_t ssl;
+};
+
+/* One row's cumulative values. */
+struct agg {
+	struct agg *next;
+	struct agg_key k;
+	uint64_t bytes_sent, bytes_recv, segs_sent, segs_recv;
+	uint64_t rpcs, errs, lat_sum;
+	__u64 hist[GG_LOG2_SLOTS];
+	uint64_t prev_rpcs, prev_errs, prev_lat_sum; /* at the previous report */
+	uint64_t last_ns;			     /* last traffic */
+	uint32_t refs;				     /* connections holding it (conn.agg) */
+};
+
+/* One tracked connection. */
+struct conn {
+	struct conn *next;
+	uint32_t tgid;
+	int32_t fd;
+	uint64_t sk;
+	uint64_t last_ns;
+	uint8_t role; /* enum l7_sock_role */
+	uint8_t udp;
+	uint8_t ssl; /* plaintext seen from SSL calls: raw bytes are not parsed */
+	uint8_t state;
+	uint8_t tries;
+	uint8_t proto;
+	uint16_t family;
+	uint16_t lport, rport;
+	uint8_t laddr[16], raddr[16];
+	struct l7_session *sess;
+	struct agg *agg; /* TCP: set once the protocol is known */
+	/* first chunks of one direction joined for l7_infer (CS_INFER only) */
+	uint8_t *ibuf;
+	uint16_t ilen;
+	uint8_t idir;
+	uint64_t igap; /* bytes not captured after the joined ones (nothing more is joined then) */
+	uint64_t its;  /* timestamp of the first joined chunk */
+	/* bytes moved before the protocol was known, added to the aggregate then */
+	uint64_t pre_sent, pre_recv, pre_segs_sent, pre_segs_recv;
+};
+
+struct l7_tracker {
+	uint32_t max_conns, max_keys;
+	uint32_t nconns, nkeys;
+	uint32_t conn_mask, key_mask;
+	struct conn **conns;
+	struct agg **keys;
+	unsigned int proto_mask;
+	struct agg *cur_agg; /* the aggregate rpcs of the chunk being fed go to */
+	uint64_t now_ns;     /* timestamp of the event being handled */
+	struct l7_tracker_stats st;
+	/* session counters of connections already freed */
+	uint64_t gone_unparsable, gone_unmatched, gone_lost;
+};
+
+static uint32_t pow2_at_least(uint32_t n)
+{
+	uint32_t p = 1;
+
+	while (p < n && p < (1u << 30))
+		p <<= 1;
+	return p;
+}
+
+struct l7_tracker *l7_tracker__new(uint32_t max_conns, uint32_t max_keys)
+{
+	struct l7_tracker *t = calloc(1, sizeof(*t));
+
+	if (!t)
+		return NULL;
+	t->max_conns = max_conns;
+	t->max_keys = max_keys;
+	t->conn_mask = pow2_at_least(max_conns) - 1;
+	t->key_mask = pow2_at_least(max_keys) - 1;
+	t->conns = calloc((size_t)t->conn_mask + 1, sizeof(*t->conns));
+	t->keys = calloc((size_t)t->key_mask + 1, sizeof(*t->keys));
+	t->proto_mask = 1u << L7_PROTO_HTTP;
+	if (!t->conns || !t->keys) {
+		l7_tracker__free(t);
+		errno = ENOMEM;
+		return NULL;
+	}
+	return t;
+}
+
+static void conn_free(struct l7_tracker *t, struct conn *c)
+{
+	struct l7_session_stats ss;
+
+	if (c->sess) {
+		l7_session__stats(c->sess, &ss);
+		t->gone_unparsable += ss.unparsable;
+		t->gone_unmatched += ss.resp_unmatched;
+		t->gone_lost += ss.req_lost;
+		l7_session__free(c->sess);
+	}
+	if (c->agg)
+		c->agg->refs--;
+	free(c->ibuf);
+	free(c);
+}
+
+void l7_tracker__free(struct l7_tracker *t)
+{
+	if (!t)
+		return;
+	for (uint32_t i = 0; t->conns && i <= t->conn_mask; i++) {
+		while (t->conns[i]) {
+			struct conn *c = t->conns[i];
+
+			t->conns[i] = c->next;
+			conn_free(t, c);
+		}
+	}
+	for (uint32_t i = 0; t->keys && i <= t->key_mask; i++) {
+		while (t->keys[i]) {
+			struct agg *a = t->keys[i];
+
+			t->keys[i] = a->next;
+			free(a);
+		}
+	}
+	free(t->conns);
+	free(t->keys);
+	free(t);
+}
+
+void l7_tracker__set_protocols(struct l7_tracker *t, unsigned int mask)
+{
+	t->proto_mask = mask;
+}
+
+static uint32_t hash_u64(uint64_t v)
+{
+	v ^= v >> 33;
+	v *= 0xff51afd7ed558ccdull;
+	v ^= v >> 33;
+	v *= 0xc4ceb9fe1a85ec53ull;
+	v ^= v >> 33;
+	return (uint32_t)v;
+}
+
+static uint32_t conn_hash(uint32_t tgid, int32_t fd)
+{
+	return hash_u64(((uint64_t)tgid << 32) | (uint32_t)fd);
+}
+
+static struct conn **conn_slot(struct l7_tracker *t, uint32_t tgid, int32_t fd)
+{
+	struct conn **pp = &t->conns[conn_hash(tgid, fd) & t->conn_mask];
+
+	while (*pp && ((*pp)->tgid != tgid || (*pp)->fd != fd))
+		pp = &(*pp)->next;
+	return pp;
+}
+
+static void conn_drop(struct l7_tracker *t, struct conn **pp)
+{
+	struct conn *c = *pp;
+
+	*pp = c->next;
+	conn_free(t, c);
+	t->nconns--;
+}
+
+/* ---- aggregates -------------------------------------------------------------------------------- */
+
+static uint32_t key_hash(const struct agg_key *k)
+{
+	uint64_t h = 0xcbf29ce484222325ull;
+	const unsigned char *p = (const unsigned char *)k;
+
+	for (size_t i = 0; i < sizeof(*k); i++)
+		h = (h ^ p[i]) * 0x100000001b3ull;
+	return (uint32_t)(h ^ (h >> 32));
+}
+
+static struct agg *agg_get(struct l7_tracker *t, const struct agg_key *k)
+{
+	struct agg **pp = &t->keys[key_hash(k) & t->key_mask];
+
+	for (struct agg *a = *pp; a; a = a->next)
+		if (!memcmp(&a->k, k, sizeof(*k)))
+			return a;
+	if (t->nkeys >= t->max_keys) {
+		t->st.key_overflow++;
+		return NULL;
+	}
+	struct agg *a = calloc(1, sizeof(*a));
+
+	if (!a) {
+		t->st.key_overflow++;
+		return NULL;
+	}
+	a->k = *k;
+	a->next = *pp;
+	*pp = a;
+	t->nkeys++;
+	return a;
+}
+
+/* The aggregate a connection's traffic goes to, with the peer of this chunk (UDP: per datagram). */
+static struct agg *conn_agg(struct l7_tracker *t, struct conn *c, const struct l7_ev *h)
+{
+	struct agg_key k;
+	const uint8_t *raddr = c->raddr;
+	uint16_t rport = c->rport;
+
+	if (!c->udp && c->agg) {
+		c->agg->last_ns = t->now_ns;
+		return c->agg;
+	}
+	if (c->udp && h && h->rport) {
+		raddr = h->raddr;
+		rport = h->rport;
+	}
+	memset(&k, 0, sizeof(k));
+	k.tgid = c->tgid;
+	k.family = c->family;
+	k.proto = c->proto;
+	k.ssl = c->ssl;
+	k.l7_role = c->role == L7_ROLE_CLIENT ? 1 : 2;
+	k.l4_role = c->udp ? 0 : c->role == L7_ROLE_CLIENT ? 1 : 2;
+	if (c->role == L7_ROLE_CLIENT) {
+		memcpy(k.client_ip, c->laddr, 16);
+		memcpy(k.server_ip, raddr, 16);
+		k.server_port = rport;
+	} else {
+		memcpy(k.client_ip, raddr, 16);
+		memcpy(k.server_ip, c->laddr, 16);
+		k.server_port = c->lport;
+	}
+	if (c->family != AF_INET6) {
+		memset(k.client_ip + 4, 0, 12);
+		memset(k.server_ip + 4, 0, 12);
+	}
+	struct agg *a = agg_get(t, &k);
+
+	if (a)
+		a->last_ns = t->now_ns;
+	if (!c->udp && a) {
+		c->agg = a;
+		a->refs++;
+	}
+	return a;
+}
+
+/* ---- events ------------------------------------------------------------------------------------ */
+
+static void on_rpc(void *ctx, const struct l7_rpc *rpc)
+{
+	struct l7_tracker *t = ctx;
+	struct agg *a = t->cur_agg;
+	uint64_t lat;
+
+	if (!a)
+		return;
+	lat = rpc->resp_ts_ns > rpc->req_ts_ns ? rpc->resp_ts_ns - rpc->req_ts_ns : 0;
+	a->rpcs++;
+	a->errs += rpc->error ? 1 : 0;
+	a->lat_sum += lat;
+	a->hist[gg_hist_slot(lat)]++;
+}
+
+static struct conn *conn_new(struct l7_tracker *t, struct conn **pp, const struct l7_ev *h)
+{
+	struct conn *c;
+
+	if (t->nconns >= t->max_conns) {
+		t->st.conn_overflow++;
+		return NULL;
+	}
+	c = calloc(1, sizeof(*c));
+	if (!c) {
+		t->st.conn_overflow++;
+		return NULL;
+	}
+	c->tgid = h->tgid;
+	c->fd = h->fd;
+	c->sk = h->sk;
+	c->role = h->role;
+	c->udp = !!(h->flags & L7_EF_UDP);
+	c->family = h->family;
+	c->lport = h->lport;
+	c->rport = h->rport;
+	memcpy(c->laddr, h->laddr, 16);
+	memcpy(c->raddr, h->raddr, 16);
+	*pp = c;
+	t->nconns++;
+	return c;
+}
+
+/* Feed a chunk to c's session, its rpcs to the aggregate of this chunk. */
+static void conn_feed(struct l7_tracker *t, struct conn *c, const struct l7_ev *h, const uint8_t *data, size_t len,
+		      uint64_t total, uint64_t ts)
+{
+	enum l7_flow flow = (h->dir == L7_DIR_SEND) == (c->role == L7_ROLE_CLIENT) ? L7_FLOW_REQ : L7_FLOW_RESP;
+
+	t->cur_agg = conn_agg(t, c, h);
+	(void)l7_session__feed(c->sess, flow, data, len, total, ts, on_rpc, t);
+	t->cur_agg = NULL;
+}
+
+static void infer_done(struct conn *c)
+{
+	free(c->ibuf);
+	c->ibuf = NULL;
+	c->ilen = 0;
+}
+
+/*
+ * The protocol of c from its first bytes in one direction: chunks that go the same way are joined
+ * (up to L7_INFER_BUF bytes) until l7_infer recognises them, since a server may read a message in
+ * pieces (mariadb reads a packet's 4-byte header, then its body). On a match the session is set up
+ * and fed what was joined; returns 1 then (the chunk is consumed), 0 otherwise.
+ */
+static int conn_infer(struct l7_tracker *t, struct conn *c, const struct l7_ev *h, const uint8_t *data)
+{
+	enum l7_transport tr = c->udp ? L7_TRANSPORT_UDP : L7_TRANSPORT_TCP;
+	enum l7_flow flow = L7_FLOW_REQ;
+	uint16_t port = c->role == L7_ROLE_SERVER ? c->lport : c->role == L7_ROLE_CLIENT ? c->rport : 0;
+	const uint8_t *buf = data;
+	size_t len = h->len;
+	uint64_t gap = h->total - h->len, ts = h->ts_ns;
+	enum l7_proto p;
+
+	if (!h->len)
+		return 0;
+	/* A TLS record (handshake, alert or data) on a connection not seen through SSL calls yet: wait
+	 * for the plaintext, without spending the tries. */
+	if (!c->ssl && !c->ilen && h->len >= 3 && data[0] >= 0x14 && data[0] <= 0x17 && data[1] == 0x03 &&
+	    data[2] <= 0x04)
+		return 0;
+	if (c->ilen && c->idir == h->dir && !c->igap && !c->udp) {
+		size_t n = h->len < L7_INFER_BUF - c->ilen ? h->len : L7_INFER_BUF - c->ilen;
+
+		memcpy(c->ibuf + c->ilen, data, n);
+		c->ilen += (uint16_t)n;
+		c->igap = (h->len - n) + gap;
+		buf = c->ibuf;
+		len = c->ilen;
+		gap = c->igap;
+		ts = c->its;
+	} else {
+		c->ilen = 0;
+	}
+	p = l7_infer(buf, len, tr, port, t->proto_mask, &flow);
+	if (p == L7_PROTO_UNKNOWN) {
+		if (++c->tries >= L7_INFER_TRIES) {
+			c->state = CS_IGNORE;
+			t->st.untracked++;
+			infer_done(c);
+			return 0;
+		}
+		if (buf == data) {
+			/* keep this chunk to join the next ones to */
+			if (!c->ibuf)
+				c->ibuf = malloc(L7_INFER_BUF);
+			if (c->ibuf) {
+				size_t n = len < L7_INFER_BUF ? len : L7_INFER_BUF;
+
+				memcpy(c->ibuf, data, n);
+				c->ilen = (uint16_t)n;
+				c->igap = (len - n) + gap;
+				c->idir = h->dir;
+				c->its = h->ts_ns;
+			}
+		}
+		return 0;
+	}
+	if (c->role == L7_ROLE_UNKNOWN)
+		c->role = (flow == L7_FLOW_REQ) == (h->dir == L7_DIR_SEND) ? L7_ROLE_CLIENT : L7_ROLE_SERVER;
+	c->sess = l7_session__new(p, tr);
+	if (!c->sess) {
+		c->state = CS_IGNORE;
+		t->st.untracked++;
+		infer_done(c);
+		return 0;
+	}
+	c->proto = (uint8_t)p;
+	c->state = CS_TRACK;
+	/* joined chunks: a request starts at the first one, a response ends at the last */
+	conn_feed(t, c, h, buf, len, len + gap, buf == data || flow == L7_FLOW_RESP ? h->ts_ns : ts);
+	infer_done(c);
+	return 1;
+}
+
+static void add_bytes(struct agg *a, struct conn *c, const struct l7_ev *h)
+{
+	if (!a) {
+		if (h->dir == L7_DIR_SEND) {
+			c->pre_sent += h->total;
+			c->pre_segs_sent++;
+		} else {
+			c->pre_recv += h->total;
+			c->pre_segs_recv++;
+		}
+		return;
+	}
+	if (h->dir == L7_DIR_SEND) {
+		a->bytes_sent += h->total;
+		a->segs_sent++;
+	} else {
+		a->bytes_recv += h->total;
+		a->segs_recv++;
+	}
+}
+
+static void on_data(struct l7_tracker *t, const struct l7_ev *h, const uint8_t *data)
+{
+	struct conn **pp = conn_slot(t, h->tgid, h->fd);
+	struct conn *c = *pp;
+	struct agg *a;
+
+	if (c && c->sk != h->sk) {
+		/* The fd was closed and reused without us seeing the close. */
+		conn_drop(t, pp);
+		c = NULL;
+	}
+	if (!c) {
+		c = conn_new(t, pp, h);
+		if (!c)
+			return;
+	}
+	c->last_ns = h->ts_ns;
+	if ((h->flags & L7_EF_SSL) && !c->ssl) {
+		/* First plaintext: what was inferred from ciphertext (nothing, normally) starts over. */
+		l7_session__free(c->sess);
+		c->sess = NULL;
+		infer_done(c);
+		c->ssl = 1;
+		c->state = CS_INFER;
+		c->tries = 0;
+		if (c->agg)
+			c->agg->refs--;
+		c->agg = NULL;
+	}
+	/* On a TLS connection the socket calls count the bytes, the SSL calls feed the parser. */
+	if (!(h->flags & L7_EF_SSL))
+		add_bytes(c->state == CS_TRACK ? conn_agg(t, c, h) : NULL, c, h);
+	if (c->ssl != !!(h->flags & L7_EF_SSL) || (h->flags & L7_EF_ENCRYPTED))
+		return;
+	if (c->state == CS_INFER) {
+		if (!conn_infer(t, c, h, data))
+			return;
+		/* the bytes counted before the protocol was known (this chunk's included, when not plaintext) */
+		a = conn_agg(t, c, h);
+		if (a) {
+			a->bytes_sent += c->pre_sent;
+			a->bytes_recv += c->pre_recv;
+			a->segs_sent += c->pre_segs_sent;
+			a->segs_recv += c->pre_segs_recv;
+		}
+		c->pre_sent = c->pre_recv = c->pre_segs_sent = c->pre_segs_recv = 0;
+		return;
+	}
+	if (c->state == CS_TRACK)
+		conn_feed(t, c, h, data, h->len, h->total, h->ts_ns);
+}
+
+static void on_exit_tgid(struct l7_tracker *t, uint32_t tgid)
+{
+	if (!t->nconns)
+		return;
+	for (uint32_t i = 0; i <= t->conn_mask; i++) {
+		struct conn **pp = &t->conns[i];
+
+		while (*pp) {
+			if ((*pp)->tgid == tgid)
+				conn_drop(t, pp);
+			else
+				pp = &(*pp)->next;
+		}
+	}
+}
+
+int l7_tracker__event(void *ctx, void *data, size_t size)
+{
+	struct l7_tracker *t = ctx;
+	const struct l7_ev *h = data;
+
+	if (size < sizeof(*h)) {
+		t->st.bad_events++;
+		return 0;
+	}
+	t->now_ns = h->ts_ns;
+	switch (h->type) {
+	case L7_EV_DATA:
+		if (h->len > size - sizeof(*h) || h->len > h->total) {
+			t->st.bad_events++;
+			return 0;
+		}
+		on_data(t, h, (const uint8_t *)data + sizeof(*h));
+		break;
+	case L7_EV_CLOSE: {
+		struct conn **pp = conn_slot(t, h->tgid, h->fd);
+		struct conn *c = *pp;
+
+		if (!c)
+			break;
+		if (c->state == CS_TRACK && c->sk == h->sk) {
+			/* A response that ends with the connection (HTTP without a length) completes now. */
+			t->cur_agg = conn_agg(t, c, NULL);
+			(void)l7_session__close(c->sess, h->ts_ns, on_rpc, t);
+			t->cur_agg = NULL;
+		}
+		conn_drop(t, pp);
+		break;
+	}
+	case L7_EV_EXIT:
+		t->st.exits++;
+		on_exit_tgid(t, h->tgid);
+		break;
+	default:
+		t->st.bad_events++;
+	}
+	return 0;
+}
+
+/* ---- reports ----------------------------------------------------------------------------------- */
+
+static const char *const l4_role_name[] = {"udp", "tcp_client", "tcp_server"};
+static const char *const l7_role_name[] = {"unknown", "client", "server"};
+
+static void rec_keys(struct probe_rec *r, const struct agg *a)
+{
+	char cip[INET6_ADDRSTRLEN], sip[INET6_ADDRSTRLEN];
+	int af = a->k.family == AF_INET6 ? AF_INET6 : AF_INET;
+
+	if (!inet_ntop(af, a->k.client_ip, cip, sizeof(cip)))
+		strcpy(cip, "?");
+	if (!inet_ntop(af, a->k.server_ip, sip, sizeof(sip)))
+		strcpy(sip, "?");
+	probe_rec__u64(r, a->k.tgid);
+	probe_rec__str(r, cip);
+	probe_rec__str(r, sip);
+	probe_rec__u64(r, a->k.server_port);
+	probe_rec__str(r, l4_role_name[a->k.l4_role % 3]);
+	probe_rec__str(r, l7_role_name[a->k.l7_role % 3]);
+	probe_rec__str(r, l7_proto__name((enum l7_proto)a->k.proto));
+	probe_rec__u64(r, a->k.ssl);
+}
+
+static void report_agg(struct probe_rt *rt, struct agg *a, unsigned int subs, double period_s)
+{
+	static struct probe_rec r;
+	uint64_t drpc = a->rpcs - a->prev_rpcs, derr = a->errs - a->prev_errs;
+	uint64_t dlat = a->lat_sum - a->prev_lat_sum;
+
+	if (!rt)
+		subs = 0;
+	if (subs & L7_SP_BYTES) {
+		probe_rec__begin(&r, &TBL_l7_link);
+		rec_keys(&r, a);
+		probe_rec__u64(&r, a->bytes_sent);
+		probe_rec__u64(&r, a->bytes_recv);
+		probe_rec__u64(&r, a->segs_sent);
+		probe_rec__u64(&r, a->segs_recv);
+		(void)probe_rt__emit(rt, &r);
+	}
+	if (subs & L7_SP_RPC) {
+		probe_rec__begin(&r, &TBL_l7_rpc);
+		rec_keys(&r, a);
+		probe_rec__f64(&r, period_s > 0 ? (double)drpc / period_s : 0);
+		probe_rec__f64(&r, period_s > 0 ? (double)drpc / period_s : 0);
+		probe_rec__u64(&r, a->rpcs);
+		probe_rec__u64(&r, a->rpcs);
+		probe_rec__f64(&r, drpc ? (double)dlat / (double)drpc : 0);
+		gg_hist_rec(&r, a->hist, L7_HIST_FIRST, L7_HIST_N, 1.0, (double)a->lat_sum);
+		probe_rec__f64(&r, drpc ? 100.0 * (double)derr / (double)drpc : 0);
+		probe_rec__u64(&r, a->errs);
+		(void)probe_rt__emit(rt, &r);
+	}
+	a->prev_rpcs = a->rpcs;
+	a->prev_errs = a->errs;
+	a->prev_lat_sum = a->lat_sum;
+}
+
+void l7_tracker__report(struct l7_tracker *t, struct probe_rt *rt, unsigned int subs, double period_s, uint64_t now_ns)
+{
+	for (uint32_t i = 0; i <= t->key_mask; i++) {
+		struct agg **pp = &t->keys[i];
+
+		while (*pp) {
+			struct agg *a = *pp;
+
+			report_agg(rt, a, subs, period_s);
+			/* A key of processes gone or quiet for long goes (its counters start over if it comes back,
+			 * a reset Prometheus' rate() handles), so that short-lived clients do not fill the table. */
+			if (!a->refs && a->last_ns + L7_KEY_IDLE_NS < now_ns) {
+				*pp = a->next;
+				free(a);
+				t->nkeys--;
+				continue;
+			}
+			pp = &a->next;
+		}
+	}
+	unsigned int shown = 0;
+
+	for (uint32_t i = 0; i <= t->conn_mask && t->nconns; i++) {
+		struct conn **pp = &t->conns[i];
+
+		while (*pp) {
+			if (shown < 8 && probe_log_get_level() == PLOG_DEBUG) {
+				shown++;
+				probe_log(PLOG_DEBUG,
+					  "conn tgid %u fd %d state %u role %u proto %u ports %u/%u idle %llu ms",
+					  (*pp)->tgid, (*pp)->fd, (*pp)->state, (*pp)->role, (*pp)->proto, (*pp)->lport,
+					  (*pp)->rport, (unsigned long long)((now_ns - (*pp)->last_ns) / 1000000u));
+			}
+			if ((*pp)->last_ns + L7_CONN_IDLE_NS < now_ns)
+				conn_drop(t, pp);
+			else
+				pp = &(*pp)->next;
+		}
+	}
+}
+
+void l7_tracker__stats(const struct l7_tracker *t, struct l7_tracker_stats *ret)
+{
+	struct l7_session_stats ss;
+
+	*ret = t->st;
+	ret->unparsable = t->gone_unparsable;
+	ret->resp_unmatched = t->gone_unmatched;
+	ret->req_lost = t->gone_lost;
+	for (uint32_t i = 0; i <= t->conn_mask; i++) {
+		for (const struct conn *c = t->conns[i]; c; c = c->next) {
+			if (!c->sess)
+				continue;
+			l7_session__stats(c->sess, &ss);
+			ret->unparsable += ss.unparsable;
+			ret->resp_unmatched += ss.resp_unmatched;
+			ret->req_lost += ss.req_lost;
+		}
+	}
+	ret->conns = t->nconns;
+}
+
+int l7_tracker__lookup(const struct l7_tracker *t, uint32_t tgid, int l7_role, uint16_t server_port,
+		       struct l7_key_values *ret)
+{
+	for (uint32_t i = 0; i <= t->key_mask; i++) {
+		for (const struct agg *a = t->keys[i]; a; a = a->next) {
+			if (a->k.tgid != tgid || a->k.l7_role != l7_role || a->k.server_port != server_port)
+				continue;
+			*ret = (struct l7_key_values){.rpcs = a->rpcs,
+						      .errs = a->errs,
+						      .lat_sum = a->lat_sum,
+						      .bytes_sent = a->bytes_sent,
+						      .bytes_recv = a->bytes_recv,
+						      .segs_sent = a->segs_sent,
+						      .segs_recv = a->segs_recv,
+						      .proto = a->k.proto,
+						      .l4_role = a->k.l4_role,
+						      .ssl = a->k.ssl};
+			memcpy(ret->client_ip, a->k.client_ip, 16);
+			return 0;
+		}
+	}
+	return -ENOENT;
+}

@@ -1,0 +1,86 @@
+/* l7_user.h - l7probe's user half: the connection tracker (conn.c: events from the kernel into
+ * connections, protocol sessions and reported aggregates) and the OpenSSL uprobes (tls.c). */
+#ifndef GG_L7PROBE_USER_H
+#define GG_L7PROBE_USER_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "bpf_util.h"
+#include "l7_conf.h"
+#include "l7_proto.h"
+#include "l7probe.h"
+#include "probe.h"
+
+
+/* Chunks of a connection l7_infer may look at before the connection is given up as unknown, and
+ * the bytes of consecutive chunks in one direction it is given joined. */
+#define L7_INFER_TRIES 8
+#define L7_INFER_BUF   256u
+/* Connections tracked at once (default of -m) and reported keys. */
+#define L7_CONNS_DEFAULT 65536u
+#define L7_KEYS_MAX	 16384u
+/* A connection with no traffic for this long is forgotten (its close was missed). */
+#define L7_CONN_IDLE_NS (600ull * 1000000000ull)
+/* A key without connections and without traffic for this long is no longer reported. */
+#define L7_KEY_IDLE_NS (300ull * 1000000000ull)
+
+/* Latency histogram: log2 slots of ns; bucket 0 holds everything below 2^(FIRST+1) ns (1 us), the last 2^32 ns (4.3 s).
+ */
+#define L7_HIST_FIRST 9u
+#define L7_HIST_N     23u
+
+/* Counters of the tracker (cumulative). */
+struct l7_tracker_stats {
+	uint64_t unparsable;
+	uint64_t resp_unmatched;
+	uint64_t req_lost;
+	uint64_t untracked;
+	uint64_t conn_overflow;
+	uint64_t key_overflow;
+	uint64_t conns; /* tracked now */
+	uint64_t bad_events;
+	uint64_t exits; /* processes in scope that exited */
+};
+
+struct l7_tracker;
+
+/* NULL + errno (ENOMEM). */
+struct l7_tracker *l7_tracker__new(uint32_t max_conns, uint32_t max_keys);
+/* Accepts NULL. */
+void l7_tracker__free(struct l7_tracker *t);
+/* Protocols l7_infer may choose from (1u << enum l7_proto); connections already identified keep
+ * theirs. */
+void l7_tracker__set_protocols(struct l7_tracker *t, unsigned int mask);
+/* One event of the l7_events ring (a ring_buffer_sample_fn: always returns 0). */
+int l7_tracker__event(void *t, void *data, size_t size);
+/* Emit l7_link (L7_SP_BYTES) and l7_rpc (L7_SP_RPC) rows, one per key (none when rt is NULL), then
+ * forget connections idle since before now_ns - L7_CONN_IDLE_NS and keys without connections idle
+ * since before now_ns - L7_KEY_IDLE_NS. period_s is the time since the previous report. */
+void l7_tracker__report(struct l7_tracker *t, struct probe_rt *rt, unsigned int subs, double period_s, uint64_t now_ns);
+void l7_tracker__stats(const struct l7_tracker *t, struct l7_tracker_stats *ret);
+
+/* One key's values (for tests and debugging). */
+struct l7_key_values {
+	uint64_t rpcs, errs, lat_sum;
+	uint64_t bytes_sent, bytes_recv, segs_sent, segs_recv;
+	uint8_t client_ip[16];
+	int proto, l4_role, ssl; /* l4_role: 0 udp, 1 tcp_client, 2 tcp_server */
+};
+/* The first key of tgid with that l7 role (1 client, 2 server) and server port: 0, or -ENOENT. */
+int l7_tracker__lookup(const struct l7_tracker *t, uint32_t tgid, int l7_role, uint16_t server_port,
+		       struct l7_key_values *ret);
+
+/* OpenSSL uprobes (tls.c). */
+struct l7probe;
+struct l7_tls;
+struct l7_tls *l7_tls__new(struct l7probe *skel);
+/* Attach to every libssl mapped by the processes of scope (all processes when the scope is all or
+ * has cgroups), detach from those no longer mapped. Returns the number of libraries probed. */
+int l7_tls__scan(struct l7_tls *tls, const struct gg_scope *scope);
+/* Detach every uprobe (support_ssl turned off). */
+void l7_tls__clear(struct l7_tls *tls);
+/* Detach everything; accepts NULL. */
+void l7_tls__free(struct l7_tls *tls);
+
+#endif

@@ -1,0 +1,484 @@
+/* main.c - l7probe ("l7"): application requests on the wire (HTTP/1.x, PostgreSQL, MySQL, Redis,
+ * DNS, and TLS through OpenSSL) from socket system call and SSL_read/SSL_write payloads, as l7_link
+ * and l7_rpc rows per process, peer and protocol. */
+#include <errno.h>
+#include <getopt.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "l7_user.h"
+#include "probe_conf.h"
+#include "l7probe.meta.h"
+#include "l7probe.skel.h"
+
+#define PROBE_NAME "l7"
+#define PROG	   "l7probe"
+#define CONTRACT   (&gg_contract_l7probe)
+/* Under the supervisor the first configuration (its scope) follows the start; nothing is captured
+ * before it or before this much time, so that processes outside the scope it brings leave no row. */
+#define FIRST_CONFIG_WAIT_MS 3000u
+/* The ring is drained every DRAIN_MIN_MS..DRAIN_MAX_MS, sooner when busy. */
+#define DRAIN_MIN_MS 5u
+#define DRAIN_MAX_MS 50u
+
+extern const struct gg_contract gg_contract_l7probe;
+#define SUBPROBES (gg_contract_l7probe.subprobes)
+#define NSUBS	  (gg_contract_l7probe.nsubprobes)
+
+struct l7_ctx {
+	struct probe_rt *rt;
+	struct l7probe *skel;
+	struct l7_tracker *tracker;
+	struct l7_tls *tls;
+	struct ring_buffer *rb;
+	struct l7_conf base, cur;
+	struct gg_scope base_scope; /* --pid / --comm, or everything */
+	struct gg_scope scope;	    /* in force */
+	const char *comm;
+	int live_scope; /* the supervisor sent a scope */
+	int configured; /* a live configuration arrived (or none is expected) */
+	uint64_t start_ms;
+	uint64_t last_report_ns;
+	int stats_fd;
+	struct gg_bpf_stats_prev stats_prev[40];
+	uint64_t exits_swept; /* tracker's exit count at the last sweep of l7_socks */
+};
+
+static uint64_t now_ns(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
+}
+
+static const char notes[] =
+	"Sub-probe l7_rpc_trace (per-request records) is accepted and does nothing yet. l7_protocol takes\n"
+	"http, pgsql, mysql, redis, kafka, mongo, dns; rocketmq is accepted and ignored (no parser).\n"
+	"Tables: l7_link (l7_bytes_metrics), l7_rpc (l7_rpc_metrics), l7_stats (always).\n"
+	"Live configuration: {\"probe\": [...], \"params\": {\"report_period\": N, \"l7_protocol\": [...],\n"
+	"\"support_ssl\": 0|1}, \"scope\": {\"all\": false, \"pids\": [...], \"cgroup_ids\": [...]}}\n";
+
+/* "http,redis" into a protocol mask; names of the contract without a parser (rocketmq) are accepted and
+ * ignored. 0, or -EINVAL with the bad name in bad. */
+static int parse_protos(const char *csv, unsigned int *ret, char *bad, size_t badlen)
+{
+	unsigned int mask = 0;
+	const char *p = csv;
+
+	while (*p) {
+		const char *e = strchr(p, ',');
+		size_t n = e ? (size_t)(e - p) : strlen(p);
+		char name[32];
+		enum l7_proto pr;
+
+		if (n && n < sizeof(name)) {
+			memcpy(name, p, n);
+			name[n] = '\0';
+			pr = l7_proto__by_name(name);
+			if (pr != L7_PROTO_UNKNOWN) {
+				mask |= 1u << pr;
+			} else if (!strcmp(name, "rocketmq")) {
+				probe_log(PLOG_DEBUG, "l7_protocol: rocketmq has no parser here, ignored");
+			} else {
+				snprintf(bad, badlen, "%s", name);
+				return -EINVAL;
+			}
+		} else if (n) {
+			snprintf(bad, badlen, "%.*s", (int)(n > 31 ? 31 : n), p);
+			return -EINVAL;
+		}
+		p = e ? e + 1 : p + n;
+	}
+	*ret = mask;
+	return 0;
+}
+
+/* l7probe's own options: -c, -m. */
+struct own_args {
+	unsigned int *cap;
+	unsigned int *max_conns;
+};
+
+static int own_option(void *data, int id, const char *arg)
+{
+	struct own_args *o = data;
+
+	if (id == 'c') {
+		if (probe_parse_uint(arg, 64, L7_DATA_MAX, o->cap)) {
+			fprintf(stderr, PROG ": invalid value '%s' for -c (expected 64..%u)\n", arg, L7_DATA_MAX);
+			return 2;
+		}
+		return 0;
+	}
+	if (probe_parse_uint(arg, 16, 1u << 22, o->max_conns)) {
+		fprintf(stderr, PROG ": invalid value '%s' for -m (expected 16..4194304)\n", arg);
+		return 2;
+	}
+	return 0;
+}
+
+/* Returns -1 to go on, or the exit status. */
+static int parse_args(int argc, char **argv, struct l7_ctx *ctx, enum probe_log_level *level, unsigned int *cap,
+		      unsigned int *max_conns, int *bpf_stats)
+{
+	static const struct probe_opt own[] = {
+		{NULL, 'c', required_argument, 'c', "BYTES",
+		 "payload prefix captured per call, 64..8192 (default 4096)"},
+		{NULL, 'm', required_argument, 'm', "N",
+		 "most connections tracked at once, 16..4194304 (default 65536)"},
+	};
+	struct own_args o = {cap, max_conns};
+	const struct probe_args a = {.prog = PROG,
+				     .contract = CONTRACT,
+				     .conf = &ctx->base,
+				     .subprobes = &ctx->base.subs,
+				     .level = level,
+				     .scope = &ctx->base_scope,
+				     .comm = &ctx->comm,
+				     .bpf_stats = bpf_stats,
+				     .own = own,
+				     .nown = 2,
+				     .own_cb = own_option,
+				     .ctx = &o,
+				     .notes = notes};
+	char bad[32];
+	int ret;
+
+	ret = probe_conf__parse_args(&a, argc, argv);
+	if (ret >= 0)
+		return ret;
+	if (parse_protos(ctx->base.protos_str, &ctx->base.protos, bad, sizeof(bad))) {
+		fprintf(stderr,
+			PROG ": unknown protocol '%s' in -p (expected http, pgsql, mysql, redis, kafka, mongo, "
+			     "rocketmq, dns)\n",
+			bad);
+		return 2;
+	}
+	return -1;
+}
+
+/* Scope maps, then a fresh verdict cache. A program that read the old maps just before the update
+ * may set its verdict bit just after the clear: clear again once such programs are over (they run
+ * for microseconds), so that no stale verdict outlives the change. */
+static void apply_scope(struct l7_ctx *ctx, const struct gg_scope *s)
+{
+	const struct timespec pause = {.tv_nsec = 2000000};
+	int err;
+
+	ctx->scope = *s;
+	err = gg_scope__apply(&ctx->scope, ctx->skel->obj);
+	if (err)
+		probe_log(PLOG_WARN, "cannot apply the scope: %s", strerror(-err));
+	memset(ctx->skel->bss->verdict, 0, sizeof(ctx->skel->bss->verdict));
+	nanosleep(&pause, NULL);
+	memset(ctx->skel->bss->verdict, 0, sizeof(ctx->skel->bss->verdict));
+}
+
+static void rescan_comm(struct l7_ctx *ctx)
+{
+	static struct gg_scope s;
+	int n;
+
+	if (!ctx->comm || ctx->live_scope || !ctx->configured)
+		return;
+	s = ctx->base_scope;
+	n = gg_scope__add_comm(&s, ctx->comm);
+	if (n < 0) {
+		probe_log(PLOG_WARN, "--comm %s: %s", ctx->comm, strerror(-n));
+		return;
+	}
+	if (s.ntgid != ctx->scope.ntgid || memcmp(s.tgid, ctx->scope.tgid, s.ntgid * sizeof(s.tgid[0])))
+		apply_scope(ctx, &s);
+}
+
+/* What the kernel half does for the configuration in force. */
+static void apply_conf(struct l7_ctx *ctx)
+{
+	ctx->skel->bss->ssl_on = ctx->cur.ssl;
+	l7_tracker__set_protocols(ctx->tracker, ctx->cur.protos);
+	if (ctx->cur.ssl)
+		(void)l7_tls__scan(ctx->tls, &ctx->scope);
+	else
+		l7_tls__clear(ctx->tls);
+}
+
+static int on_config(void *data, uint64_t version, const struct gg_ctrl_msg *msg)
+{
+	struct l7_ctx *ctx = data;
+	struct l7_conf conf = ctx->base;
+	char names[128], bad[32];
+	int err;
+
+	err = probe_conf__apply(CONTRACT, msg, &conf, &conf.subs);
+	if (err < 0)
+		return err;
+	if (parse_protos(conf.protos_str, &conf.protos, bad, sizeof(bad))) {
+		probe_log(PLOG_WARN, "configuration: unknown protocol '%s' in l7_protocol", bad);
+		return -EINVAL;
+	}
+	ctx->cur = conf;
+	ctx->configured = 1;
+	ctx->live_scope = msg->has_scope;
+	apply_scope(ctx, msg->has_scope ? &msg->scope : &ctx->base_scope);
+	rescan_comm(ctx);
+	apply_conf(ctx);
+	gg_subprobes_str(conf.subs, SUBPROBES, NSUBS, names, sizeof(names));
+	probe_log(PLOG_INFO,
+		  "configuration %llu: report period %u s, sub-probes %s, protocols %s (mask 0x%x), ssl %d, scope %s",
+		  (unsigned long long)version, conf.period_s, names, conf.protos_str, conf.protos, conf.ssl,
+		  ctx->scope.all ? "all" : "filtered");
+	probe_rt__wake(ctx->rt);
+	return 0;
+}
+
+/* Sum of a per-CPU counter of l7_stats. */
+static uint64_t bpf_stat(struct l7_ctx *ctx, uint32_t i)
+{
+	static uint64_t vals[1024];
+	int ncpu = libbpf_num_possible_cpus();
+	uint64_t sum = 0;
+
+	if (ncpu <= 0 || ncpu > 1024 ||
+	    bpf_map__lookup_elem(ctx->skel->maps.l7_stats, &i, sizeof(i), vals, sizeof(vals[0]) * (size_t)ncpu, 0))
+		return 0;
+	for (int c = 0; c < ncpu; c++)
+		sum += vals[c];
+	return sum;
+}
+
+static void report_stats(struct l7_ctx *ctx)
+{
+	static struct probe_rec r;
+	struct l7_tracker_stats ts;
+
+	l7_tracker__stats(ctx->tracker, &ts);
+	probe_rec__begin(&r, &TBL_l7_stats);
+	probe_rec__str(&r, PROG);
+	probe_rec__u64(&r, bpf_stat(ctx, L7_ST_EVENTS));
+	probe_rec__u64(&r, bpf_stat(ctx, L7_ST_RB_FULL));
+	probe_rec__u64(&r, bpf_stat(ctx, L7_ST_TRUNCATED));
+	probe_rec__u64(&r, bpf_stat(ctx, L7_ST_INFLIGHT_FULL));
+	probe_rec__u64(&r, bpf_stat(ctx, L7_ST_SSL_NOFD));
+	probe_rec__u64(&r, bpf_stat(ctx, L7_ST_SOCKS_FULL));
+	probe_rec__u64(&r, ts.unparsable);
+	probe_rec__u64(&r, ts.resp_unmatched);
+	probe_rec__u64(&r, ts.req_lost);
+	probe_rec__u64(&r, ts.untracked);
+	probe_rec__u64(&r, ts.conn_overflow);
+	probe_rec__u64(&r, ts.key_overflow);
+	probe_rec__u64(&r, ts.conns);
+	(void)probe_rt__emit(ctx->rt, &r);
+}
+
+/* Drop the socket entries of processes that exited without closing them (the kernel half keeps a
+ * socket until its close). Run when processes in scope exited since the last sweep. */
+static void sweep_socks(struct l7_ctx *ctx)
+{
+	static __u64 dead[4096];
+	int fd = bpf_map__fd(ctx->skel->maps.l7_socks);
+	uint32_t n = 0, last = 0;
+	int alive = 1, err;
+	__u64 key, next;
+
+	err = bpf_map_get_next_key(fd, NULL, &next);
+	while (!err && n < sizeof(dead) / sizeof(dead[0])) {
+		uint32_t tgid;
+
+		key = next;
+		tgid = (uint32_t)(key >> 32);
+		if (tgid != last) {
+			last = tgid;
+			alive = !(kill((pid_t)tgid, 0) < 0 && errno == ESRCH);
+		}
+		if (!alive)
+			dead[n++] = key;
+		err = bpf_map_get_next_key(fd, &key, &next);
+	}
+	if (n)
+		(void)gg_bpf_map_delete_keys(fd, dead, sizeof(dead[0]), n);
+}
+
+/* Between reports: drain the ring, sooner when it is busy. */
+static unsigned int drain_tick(void *arg)
+{
+	struct l7_ctx *ctx = arg;
+	int n;
+
+	if (!ctx->configured && probe_now_mono_ms() >= ctx->start_ms + FIRST_CONFIG_WAIT_MS) {
+		probe_log(PLOG_WARN, "no configuration from the supervisor after %u ms: using the command line's",
+			  FIRST_CONFIG_WAIT_MS);
+		ctx->configured = 1;
+		apply_scope(ctx, &ctx->base_scope);
+		rescan_comm(ctx);
+		apply_conf(ctx);
+	}
+	n = ring_buffer__consume(ctx->rb);
+	if (n < 0) {
+		probe_log(PLOG_WARN, "reading the event ring: %s", strerror(-n));
+		return DRAIN_MAX_MS;
+	}
+	return n > 2000 ? DRAIN_MIN_MS : n > 200 ? 20u : DRAIN_MAX_MS;
+}
+
+static void report(void *arg)
+{
+	struct l7_ctx *ctx = arg;
+	uint64_t now = now_ns();
+	double period = (double)(now - ctx->last_report_ns) / 1e9;
+
+	(void)ring_buffer__consume(ctx->rb);
+	ctx->last_report_ns = now;
+	if (!ctx->configured)
+		return;
+	rescan_comm(ctx);
+	if (ctx->cur.ssl)
+		(void)l7_tls__scan(ctx->tls, &ctx->scope);
+	l7_tracker__report(ctx->tracker, ctx->rt, ctx->cur.subs, period, now);
+	report_stats(ctx);
+	{
+		struct l7_tracker_stats ts;
+
+		l7_tracker__stats(ctx->tracker, &ts);
+		if (ts.exits != ctx->exits_swept) {
+			ctx->exits_swept = ts.exits;
+			sweep_socks(ctx);
+		}
+	}
+	(void)probe_rt__flush(ctx->rt);
+	if (ctx->stats_fd >= 0) {
+		char buf[2048];
+
+		gg_bpf_stats_fmt(ctx->skel->obj, ctx->stats_prev, sizeof(ctx->stats_prev) / sizeof(ctx->stats_prev[0]),
+				 buf, sizeof(buf));
+		probe_log(PLOG_INFO, "bpf stats (runs/ns per run): %s", buf);
+	}
+}
+
+static int setup_bpf(struct l7_ctx *ctx, unsigned int cap)
+{
+	struct l7probe *s;
+	const struct gg_bpf_hook *bad = NULL;
+	int err;
+
+	gg_bpf_begin();
+	s = l7probe__open();
+	if (!s)
+		return -errno;
+	ctx->skel = s;
+	s->data->cap_bytes = cap;
+	gg_bpf_autoload(s->obj);
+	err = l7probe__load(s);
+	if (err)
+		return err;
+	{
+		/* Every hook but the uprobes (tls.c attaches those per libssl file). */
+		const struct gg_bpf_hook hooks[] = {
+			{s->progs.l7_enter_read, &s->links.l7_enter_read, ~0u},
+			{s->progs.l7_exit_read, &s->links.l7_exit_read, ~0u},
+			{s->progs.l7_enter_write, &s->links.l7_enter_write, ~0u},
+			{s->progs.l7_exit_write, &s->links.l7_exit_write, ~0u},
+			{s->progs.l7_enter_readv, &s->links.l7_enter_readv, ~0u},
+			{s->progs.l7_exit_readv, &s->links.l7_exit_readv, ~0u},
+			{s->progs.l7_enter_writev, &s->links.l7_enter_writev, ~0u},
+			{s->progs.l7_exit_writev, &s->links.l7_exit_writev, ~0u},
+			{s->progs.l7_enter_sendto, &s->links.l7_enter_sendto, ~0u},
+			{s->progs.l7_exit_sendto, &s->links.l7_exit_sendto, ~0u},
+			{s->progs.l7_enter_recvfrom, &s->links.l7_enter_recvfrom, ~0u},
+			{s->progs.l7_exit_recvfrom, &s->links.l7_exit_recvfrom, ~0u},
+			{s->progs.l7_enter_sendmsg, &s->links.l7_enter_sendmsg, ~0u},
+			{s->progs.l7_exit_sendmsg, &s->links.l7_exit_sendmsg, ~0u},
+			{s->progs.l7_enter_recvmsg, &s->links.l7_enter_recvmsg, ~0u},
+			{s->progs.l7_exit_recvmsg, &s->links.l7_exit_recvmsg, ~0u},
+			{s->progs.l7_enter_sendfile, &s->links.l7_enter_sendfile, ~0u},
+			{s->progs.l7_exit_sendfile, &s->links.l7_exit_sendfile, ~0u},
+			{s->progs.l7_enter_connect, &s->links.l7_enter_connect, ~0u},
+			{s->progs.l7_exit_connect, &s->links.l7_exit_connect, ~0u},
+			{s->progs.l7_exit_accept, &s->links.l7_exit_accept, ~0u},
+			{s->progs.l7_exit_accept4, &s->links.l7_exit_accept4, ~0u},
+			{s->progs.l7_enter_close, &s->links.l7_enter_close, ~0u},
+			{s->progs.l7_exit, &s->links.l7_exit, ~0u},
+		};
+
+		err = gg_bpf_apply_hooks(hooks, sizeof(hooks) / sizeof(hooks[0]), ~0u, &bad);
+		if (err)
+			probe_log(PLOG_ERROR, "cannot attach %s: %s", bpf_program__name(bad->prog), strerror(-err));
+	}
+	return err;
+}
+
+int main(int argc, char **argv)
+{
+	static struct l7_ctx ctx;
+	static struct gg_scope nothing;
+	enum probe_log_level level = PLOG_INFO;
+	struct probe_rt_opts opts = {.name = PROBE_NAME, .on_config = on_config, .cb_ctx = &ctx};
+	unsigned int cap = L7_CAP_DEFAULT, max_conns = L7_CONNS_DEFAULT;
+	int bpf_stats = 0, ret, status = 1;
+	char names[128];
+
+	probe_log_setup(PROBE_NAME, PLOG_INFO);
+	probe_conf__defaults(CONTRACT, &ctx.base, &ctx.base.subs);
+	gg_scope__init(&ctx.base_scope);
+	ctx.stats_fd = -1;
+	ret = parse_args(argc, argv, &ctx, &level, &cap, &max_conns, &bpf_stats);
+	if (ret >= 0)
+		return ret;
+	ctx.cur = ctx.base;
+
+	ctx.rt = probe_rt__start(&opts, level);
+	if (!ctx.rt)
+		return 1;
+	ctx.tracker = l7_tracker__new(max_conns, L7_KEYS_MAX);
+	if (!ctx.tracker) {
+		probe_log(PLOG_ERROR, "out of memory");
+		goto out;
+	}
+	ret = setup_bpf(&ctx, cap);
+	if (ret) {
+		probe_log(PLOG_ERROR, "cannot load the BPF programs: %s", strerror(-ret));
+		goto out;
+	}
+	ctx.tls = l7_tls__new(ctx.skel);
+	ctx.rb = ring_buffer__new(bpf_map__fd(ctx.skel->maps.l7_events), l7_tracker__event, ctx.tracker, NULL);
+	if (!ctx.rb || !ctx.tls) {
+		probe_log(PLOG_ERROR, "cannot map the event ring: %s", strerror(errno));
+		goto out;
+	}
+	ctx.stats_fd = gg_bpf_stats_start(bpf_stats);
+	ctx.start_ms = probe_now_mono_ms();
+	ctx.last_report_ns = now_ns();
+	if (probe_rt__supervised(ctx.rt)) {
+		/* Nothing in scope until the supervisor says what is (or FIRST_CONFIG_WAIT_MS passed). */
+		nothing.all = 0;
+		apply_scope(&ctx, &nothing);
+	} else {
+		ctx.configured = 1;
+		apply_scope(&ctx, &ctx.base_scope);
+		rescan_comm(&ctx);
+		apply_conf(&ctx);
+	}
+	gg_subprobes_str(ctx.cur.subs, SUBPROBES, NSUBS, names, sizeof(names));
+	probe_log(PLOG_INFO,
+		  "started: report period %u s, sub-probes %s, protocols %s (mask 0x%x), ssl %d, capture %u bytes",
+		  ctx.cur.period_s, names, ctx.cur.protos_str, ctx.cur.protos, ctx.cur.ssl, cap);
+
+	probe_rt__run_ticking(ctx.rt, &ctx.cur.period_s, report, drain_tick, &ctx);
+	status = 0;
+	probe_log(PLOG_INFO, "stopping: %llu records emitted, %llu invalid",
+		  (unsigned long long)probe_rt__records_emitted(ctx.rt),
+		  (unsigned long long)probe_rt__records_invalid(ctx.rt));
+out:
+	if (ctx.stats_fd >= 0)
+		close(ctx.stats_fd);
+	ring_buffer__free(ctx.rb);
+	l7_tls__free(ctx.tls);
+	l7probe__destroy(ctx.skel);
+	l7_tracker__free(ctx.tracker);
+	probe_rt__free(ctx.rt);
+	return status;
+}

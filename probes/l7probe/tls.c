@@ -1,0 +1,199 @@
+/* tls.c - OpenSSL uprobes: every libssl mapped by a process of the scope (found in
+ * /proc/<pid>/maps, opened through /proc/<pid>/root for containers) is probed, and unprobed when no
+ * process scanned maps it any more. When the scope is a short list of processes, the uprobes are
+ * attached for those processes only: a uprobe costs its trap (microseconds) in every process it is
+ * installed in, whether BPF then filters it out or not, and the other processes mapping the same
+ * libssl (a load generator, say) would pay it. Otherwise (scope all, or cgroups) once per distinct
+ * file, for every process, and BPF filters by scope. */
+#include <ctype.h>
+#include <dirent.h>
+#include <errno.h>
+#include <limits.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+
+#include "l7_user.h"
+#include "l7probe.skel.h"
+
+#define TLS_LIBS_MAX	128
+#define TLS_HOOKS	8
+#define TLS_PER_PID_MAX 64 /* scopes of at most this many processes get per-process uprobes */
+
+/* One probed libssl file, for one process or (pid -1) all. */
+struct tls_lib {
+	uint64_t dev, ino;
+	int pid;
+	int seen; /* mapped by a process at the last scan */
+	struct bpf_link *links[TLS_HOOKS];
+};
+
+struct l7_tls {
+	struct l7probe *skel;
+	unsigned int nlibs;
+	struct tls_lib libs[TLS_LIBS_MAX];
+	struct probe_buf maps;
+};
+
+struct l7_tls *l7_tls__new(struct l7probe *skel)
+{
+	struct l7_tls *tls = calloc(1, sizeof(*tls));
+
+	if (tls)
+		tls->skel = skel;
+	return tls;
+}
+
+static void lib_detach(struct tls_lib *l)
+{
+	for (int i = 0; i < TLS_HOOKS; i++) {
+		bpf_link__destroy(l->links[i]);
+		l->links[i] = NULL;
+	}
+}
+
+void l7_tls__clear(struct l7_tls *tls)
+{
+	for (unsigned int i = 0; i < tls->nlibs; i++)
+		lib_detach(&tls->libs[i]);
+	tls->nlibs = 0;
+}
+
+void l7_tls__free(struct l7_tls *tls)
+{
+	if (!tls)
+		return;
+	l7_tls__clear(tls);
+	probe_buf__free(&tls->maps);
+	free(tls);
+}
+
+static int lib_attach(struct l7_tls *tls, const char *path, const struct stat *st, int pid)
+{
+	struct l7probe *s = tls->skel;
+	const struct {
+		struct bpf_program *prog;
+		const char *func;
+		int ret;
+		int optional;
+	} hooks[TLS_HOOKS] = {
+		{s->progs.l7_ssl_read, "SSL_read", 0, 0},	  {s->progs.l7_ssl_read_ret, "SSL_read", 1, 0},
+		{s->progs.l7_ssl_write, "SSL_write", 0, 0},	  {s->progs.l7_ssl_write_ret, "SSL_write", 1, 0},
+		{s->progs.l7_ssl_read_ex, "SSL_read_ex", 0, 1},	  {s->progs.l7_ssl_read_ex_ret, "SSL_read_ex", 1, 1},
+		{s->progs.l7_ssl_write_ex, "SSL_write_ex", 0, 1}, {s->progs.l7_ssl_write_ex_ret, "SSL_write_ex", 1, 1},
+	};
+	struct tls_lib *l;
+	int err;
+
+	if (tls->nlibs >= TLS_LIBS_MAX)
+		return -E2BIG;
+	l = &tls->libs[tls->nlibs];
+	memset(l, 0, sizeof(*l));
+	for (int i = 0; i < TLS_HOOKS; i++) {
+		struct bpf_uprobe_opts opts;
+
+		memset(&opts, 0, sizeof(opts));
+		opts.sz = sizeof(opts);
+		opts.func_name = hooks[i].func;
+		opts.retprobe = hooks[i].ret;
+
+		l->links[i] = bpf_program__attach_uprobe_opts(hooks[i].prog, pid, path, 0, &opts);
+		if (!l->links[i] && !hooks[i].optional) {
+			err = errno ? -errno : -EINVAL;
+			lib_detach(l);
+			return err;
+		}
+	}
+	l->dev = (uint64_t)st->st_dev;
+	l->ino = (uint64_t)st->st_ino;
+	l->pid = pid;
+	l->seen = 1;
+	tls->nlibs++;
+	if (pid >= 0)
+		probe_log(PLOG_INFO, "SSL_read/SSL_write uprobes on %s for process %d", path, pid);
+	else
+		probe_log(PLOG_INFO, "SSL_read/SSL_write uprobes on %s", path);
+	return 0;
+}
+
+/* Probe the libssl files pid maps, for pid only when per_pid (marking those probed already as seen). */
+static void scan_pid(struct l7_tls *tls, int pid, int per_pid)
+{
+	char path[64], lib[PATH_MAX + 64];
+	const char *p, *end;
+	struct stat st;
+
+	snprintf(path, sizeof(path), "/proc/%d/maps", pid);
+	if (probe_read_file(path, &tls->maps, 64u << 20))
+		return;
+	p = tls->maps.data;
+	end = p + tls->maps.len;
+	while (p < end) {
+		const char *eol = memchr(p, '\n', (size_t)(end - p));
+		const char *file, *base;
+		unsigned int i;
+
+		if (!eol)
+			eol = end;
+		file = memchr(p, '/', (size_t)(eol - p));
+		p = eol < end ? eol + 1 : end;
+		if (!file)
+			continue;
+		base = file;
+		for (const char *q = file; q < eol; q++)
+			if (*q == '/')
+				base = q + 1;
+		if (eol - base < 9 || memcmp(base, "libssl.so", 9))
+			continue;
+		snprintf(lib, sizeof(lib), "/proc/%d/root%.*s", pid, (int)(eol - file), file);
+		if (stat(lib, &st) < 0)
+			continue;
+		for (i = 0; i < tls->nlibs; i++) {
+			if (tls->libs[i].dev == (uint64_t)st.st_dev && tls->libs[i].ino == (uint64_t)st.st_ino &&
+			    tls->libs[i].pid == (per_pid ? pid : -1)) {
+				tls->libs[i].seen = 1;
+				break;
+			}
+		}
+		if (i == tls->nlibs) {
+			int err = lib_attach(tls, lib, &st, per_pid ? pid : -1);
+
+			if (err)
+				probe_log(PLOG_WARN, "cannot probe SSL_read/SSL_write in %s: %s", lib, strerror(-err));
+		}
+	}
+}
+
+int l7_tls__scan(struct l7_tls *tls, const struct gg_scope *scope)
+{
+	unsigned int i, j;
+
+	for (i = 0; i < tls->nlibs; i++)
+		tls->libs[i].seen = 0;
+	if (scope->all || scope->ncgrp || scope->ntgid > TLS_PER_PID_MAX) {
+		DIR *d = opendir("/proc");
+		struct dirent *de;
+
+		while (d && (de = readdir(d))) {
+			if (isdigit((unsigned char)de->d_name[0]))
+				scan_pid(tls, atoi(de->d_name), 0);
+		}
+		if (d)
+			closedir(d);
+	} else {
+		for (i = 0; i < scope->ntgid; i++)
+			scan_pid(tls, (int)scope->tgid[i], 1);
+	}
+	for (i = 0, j = 0; i < tls->nlibs; i++) {
+		if (!tls->libs[i].seen) {
+			lib_detach(&tls->libs[i]);
+			continue;
+		}
+		if (i != j)
+			tls->libs[j] = tls->libs[i];
+		j++;
+	}
+	tls->nlibs = j;
+	return (int)j;
+}

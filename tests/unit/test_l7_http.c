@@ -1,0 +1,355 @@
+/* test_l7_http.c - l7probe's HTTP/1.x parser on bytes recorded from curl and nginx 1.22 (strace of a
+ * real exchange) and crafted ones: keep-alive, chunked, pipelining, 1xx, HEAD/204/304, gaps, garbage. */
+#include "test_l7_util.h"
+
+/* curl 7.88 -> nginx 1.22, recorded with strace -xx */
+#define CURL_GET_INDEX                                                                                        \
+	"GET /index.html?x=1 HTTP/1.1\r\nHost: 127.0.0.1:18931\r\nUser-Agent: curl/7.88.1\r\nAccept: */*\r\n" \
+	"Accept-Encoding: gzip\r\n\r\n"
+#define NGINX_200_INDEX                                                                                    \
+	"HTTP/1.1 200 OK\r\nServer: nginx/1.22.1\r\nDate: Tue, 24 Nov 2026 06:59:02 GMT\r\nContent-Type: " \
+	"text/html\r\nContent-Length: 6\r\nLast-Modified: Tue, 24 Nov 2026 06:59:02 GMT\r\nConnection: "   \
+	"keep-alive\r\nETag: \"6b0535b6-6\"\r\nAccept-Ranges: bytes\r\n\r\nhello\n"
+#define CURL_GET_MISSING                                                                               \
+	"GET /missing HTTP/1.1\r\nHost: 127.0.0.1:18931\r\nUser-Agent: curl/7.88.1\r\nAccept: */*\r\n" \
+	"Accept-Encoding: gzip\r\n\r\n"
+#define NGINX_404_GZIP                                                                                            \
+	"HTTP/1.1 404 Not Found\r\nServer: nginx/1.22.1\r\nDate: Tue, 24 Nov 2026 06:59:02 GMT\r\nContent-Type: " \
+	"text/html\r\nTransfer-Encoding: chunked\r\nConnection: keep-alive\r\nContent-Encoding: gzip\r\n\r\n"     \
+	"72\r\n\x1f\x8b\x08\x00\x00\x00\x00\x00\x04\x03\xb3\xc9(\xc9\xcd\xb1\xe3\xe5\xb2\xc9HML\xb1\xb3)\xc9,"    \
+	"\xc9I\xb5"                                                                                               \
+	"310Q\xf0\xcb/Qp\xcb/\xcdK\xb1\xd1\x87\x08\xda\xe8\x83\x95\x00\x95&\xe5\xa7T\x82\xb4$\xa7\xe6\x95"        \
+	"\xa4\x16\xd9\xd9"                                                                                        \
+	"d\x18\xa2\xeb\x00\x8a\xd8\xe8"                                                                           \
+	"C\xa5"                                                                                                   \
+	"Af\x03\x15"                                                                                              \
+	"Ayy\xe9\x99y\x15\xfa\x86zFFz\x86\xc8J"                                                                   \
+	"\xf4"                                                                                                    \
+	"a\x86\xea"                                                                                               \
+	"C\x1d\x04\x00\x97\x8d\x7f\xbd\x99\x00\x00\x00\r\n0\r\n\r\n"
+#define NGINX_BIG_HEAD                                                                                             \
+	"HTTP/1.1 200 OK\r\nServer: nginx/1.22.1\r\nDate: Tue, 24 Nov 2026 06:59:02 GMT\r\nContent-Type: "         \
+	"text/plain\r\nLast-Modified: Tue, 24 Nov 2026 06:59:02 GMT\r\nTransfer-Encoding: chunked\r\nConnection: " \
+	"keep-alive\r\nETag: W/\"6b0535b6-1a64\"\r\nContent-Encoding: gzip\r\n\r\n1446\r\n\x1f\x8b\x08"
+
+static void test_curl_nginx_keepalive(void **state)
+{
+	static const struct l7t_step steps[] = {
+		REQ(CURL_GET_INDEX),  RESP(NGINX_200_INDEX), REQ(CURL_GET_MISSING),
+		RESP(NGINX_404_GZIP), REQ(CURL_GET_INDEX),   RESP(NGINX_200_INDEX),
+	};
+	struct l7t_out *o = malloc(sizeof(*o));
+
+	(void)state;
+	l7t_run_all_splits(L7_PROTO_HTTP, steps, NSTEPS(steps), o);
+	l7t_expect_stats(o, 3, 0, 0, 0);
+	l7t_expect(o, 0, "GET /index.html", 200, 0, sizeof(CURL_GET_INDEX) - 1, sizeof(NGINX_200_INDEX) - 1);
+	l7t_expect(o, 1, "GET /missing", 404, 1, sizeof(CURL_GET_MISSING) - 1, sizeof(NGINX_404_GZIP) - 1);
+	l7t_expect(o, 2, "GET /index.html", 200, 0, 0, 0);
+	assert_int_equal(o->rpc[0].req_ts_ns, 1000);
+	assert_int_equal(o->rpc[0].resp_ts_ns, 2000);
+	assert_int_equal(o->rpc[1].req_ts_ns, 3000);
+	assert_int_equal(o->rpc[1].resp_ts_ns, 4000);
+	free(o);
+}
+
+/* nginx's 5190-byte chunk with only the first 250 bytes captured, then the rest of the body: the chunk
+ * is skipped by count through the gap and the next exchange is read normally. */
+static void test_chunk_body_through_gap(void **state)
+{
+	static const char tail[] = "\r\n0\r\n\r\n";
+	const uint64_t head_len = sizeof(NGINX_BIG_HEAD) - 1;
+	const uint64_t chunk_total = 0x1446 + 2; /* data and CRLF after the size line */
+	const uint64_t resp_total = head_len - 3 + chunk_total + 5;
+	struct l7t_step steps[] = {
+		REQ(CURL_GET_INDEX),
+		/* head + 3 data bytes captured, the rest of the data and its CRLF not */
+		{L7_FLOW_RESP, NGINX_BIG_HEAD, head_len, head_len - 3 + chunk_total},
+		{L7_FLOW_RESP, tail + 2, 5, 5}, /* "0\r\n\r\n" */
+		REQ(CURL_GET_MISSING),
+		RESP(NGINX_404_GZIP),
+	};
+	struct l7t_out *o = malloc(sizeof(*o));
+
+	(void)state;
+	(void)tail;
+	l7t_run_all_splits(L7_PROTO_HTTP, steps, NSTEPS(steps), o);
+	l7t_expect_stats(o, 2, 0, 0, 0);
+	l7t_expect(o, 0, "GET /index.html", 200, 0, 0, resp_total);
+	assert_int_equal(o->rpc[0].resp_ts_ns, 3000);
+	assert_int_equal(o->st.gap_bytes, chunk_total - 3);
+	l7t_expect(o, 1, "GET /missing", 404, 1, 0, 0);
+	free(o);
+}
+
+/* A Content-Length body mostly not captured ends in the gap: the response completes in that chunk. */
+static void test_length_body_gap(void **state)
+{
+	static const char resp[] = "HTTP/1.1 200 OK\r\nContent-Length: 100000\r\n\r\nabc";
+	struct l7t_step steps[] = {
+		REQ("GET /big HTTP/1.1\r\nHost: x\r\n\r\n"),
+		{L7_FLOW_RESP, resp, sizeof(resp) - 1, sizeof(resp) - 1 - 3 + 100000},
+		REQ("GET /small HTTP/1.1\r\nHost: x\r\n\r\n"),
+		RESP("HTTP/1.1 500 Internal Server Error\r\nContent-Length: 0\r\n\r\n"),
+	};
+	struct l7t_out o;
+
+	(void)state;
+	l7t_run_all_splits(L7_PROTO_HTTP, steps, NSTEPS(steps), &o);
+	l7t_expect_stats(&o, 2, 0, 0, 0);
+	l7t_expect(&o, 0, "GET /big", 200, 0, 0, sizeof(resp) - 1 - 3 + 100000);
+	assert_int_equal(o.rpc[0].resp_ts_ns, 2000);
+	l7t_expect(&o, 1, "GET /small", 500, 1, 0, 0);
+}
+
+/* Three requests in one write, their responses in one write and then split oddly: order kept. */
+static void test_pipelining(void **state)
+{
+	static const struct l7t_step steps[] = {
+		REQ("GET /a HTTP/1.1\r\nHost: x\r\n\r\nPOST /b?q=1 HTTP/1.1\r\nHost: x\r\nContent-Length: 5\r\n\r\n"
+		    "hello"
+		    "DELETE /c HTTP/1.1\r\nHost: x\r\n\r\n"),
+		RESP("HTTP/1.1 200 OK\r\nContent-Length: 2\r\n\r\nokHTTP/1.1 201 Created\r\nContent-Length: 0\r\n\r\n"
+		     "HTTP/1.1 403 Forbidden\r\nTransfer-Encoding: chunked\r\n\r\n3\r\nno!\r\n0\r\n\r\n"),
+	};
+	struct l7t_out o;
+
+	(void)state;
+	l7t_run_all_splits(L7_PROTO_HTTP, steps, NSTEPS(steps), &o);
+	l7t_expect_stats(&o, 3, 0, 0, 0);
+	l7t_expect(&o, 0, "GET /a", 200, 0, 28, 40);
+	l7t_expect(&o, 1, "POST /b", 201, 0, 57, 0);
+	l7t_expect(&o, 2, "DELETE /c", 403, 1, 0, 0);
+}
+
+/* Chunked request body with trailers; 100 Continue before the final response; HEAD, 204 and 304
+ * carry no body even when they announce one. */
+static void test_interim_and_bodiless(void **state)
+{
+	static const struct l7t_step steps[] = {
+		REQ("PUT /up HTTP/1.1\r\nHost: x\r\nExpect: 100-continue\r\nTransfer-Encoding: chunked\r\n\r\n"),
+		RESP("HTTP/1.1 100 Continue\r\n\r\n"),
+		REQ("4;ext=1\r\nwiki\r\n5\r\npedia\r\n0\r\nX-Trailer: 1\r\n\r\n"),
+		RESP("HTTP/1.1 102 Processing\r\n\r\nHTTP/1.1 200 OK\r\nContent-Length: 3\r\n\r\nyes"),
+		REQ("HEAD /h HTTP/1.1\r\nHost: x\r\n\r\n"),
+		RESP("HTTP/1.1 200 OK\r\nContent-Length: 12345\r\n\r\n"),
+		REQ("GET /e HTTP/1.1\r\n\r\nGET /n HTTP/1.0\r\n\r\n"),
+		RESP("HTTP/1.1 204 No Content\r\nContent-Length: 10\r\n\r\nHTTP/1.1 304 Not Modified\r\n\r\n"),
+		REQ("GET /last HTTP/1.1\r\n\r\n"),
+		RESP("HTTP/1.1 404 Not Found\r\nContent-Length: 1\r\n\r\nx"),
+	};
+	struct l7t_out o;
+
+	(void)state;
+	l7t_run_all_splits(L7_PROTO_HTTP, steps, NSTEPS(steps), &o);
+	l7t_expect_stats(&o, 5, 0, 0, 0);
+	l7t_expect(&o, 0, "PUT /up", 200, 0, 79 + 44, 0);
+	assert_int_equal(o.rpc[0].req_ts_ns, 1000);
+	assert_int_equal(o.rpc[0].resp_ts_ns, 4000);
+	l7t_expect(&o, 1, "HEAD /h", 200, 0, 0, 0);
+	l7t_expect(&o, 2, "GET /e", 204, 0, 0, 0);
+	l7t_expect(&o, 3, "GET /n", 304, 0, 0, 0);
+	l7t_expect(&o, 4, "GET /last", 404, 1, 0, 0);
+}
+
+/* Garbage (a TLS hello on port 80, binary noise) is counted and the next real request is read. */
+static void test_garbage_resync(void **state)
+{
+	static const struct l7t_step steps[] = {
+		REQ("\x16\x03\x01\x02\x00\x01\x00\x01\xfc\x03\x03"),
+		RESP("HTTP/1.1 400 Bad Request\r\nContent-Length: 0\r\nConnection: close\r\n\r\n"),
+		REQ("get / http/1.1\r\n\r\n"),
+		REQ("GET / HTTP/1.1\r\nBad header line\r\n\r\n"),
+		REQ("GET /ok HTTP/1.1\r\nHost: y\r\n\r\n"),
+		RESP("HTTP/1.1 200 OK\r\nContent-Length: 0\r\n\r\n"),
+		RESP("\x00\x01garbage"),
+		REQ("GET /ok2 HTTP/1.1\r\n\r\n"),
+		RESP("HTTP/1.1 200 OK\r\nContent-Length: abc\r\n\r\n"),
+		REQ("GET /ok3 HTTP/1.1\r\n\r\n"),
+		RESP("HTTP/1.1 200 OK\r\nContent-Length: 0\r\n\r\n"),
+	};
+	struct l7t_out o;
+
+	(void)state;
+	l7t_run(L7_PROTO_HTTP, L7_TRANSPORT_TCP, steps, NSTEPS(steps), SIZE_MAX, 0, 0, &o);
+	/* unparsable: TLS hello, lower-case request, bad header, stray bytes, bad length; the 400 has no
+	 * request; the request whose response had a bad length is lost */
+	l7t_expect_stats(&o, 2, 5, 1, 1);
+	l7t_expect(&o, 0, "GET /ok", 200, 0, 0, 0);
+	l7t_expect(&o, 1, "GET /ok3", 200, 0, 0, 0);
+}
+
+/* A response whose headers are cut by a gap, its request the only one waiting: it is taken to end at
+ * its last chunk before the next request. With two requests waiting (pipelined), both answers are
+ * taken to end there (the second one's was in the gap: no status). */
+static void test_header_gap(void **state)
+{
+	static const char partial[] = "HTTP/1.1 200 OK\r\nContent-Le";
+	struct l7t_step steps[] = {
+		REQ("GET /1 HTTP/1.1\r\n\r\n"),
+		{L7_FLOW_RESP, partial, sizeof(partial) - 1, 200},
+		RESP("more of the body"),
+		REQ("GET /2 HTTP/1.1\r\n\r\n"),
+		RESP("HTTP/1.1 201 Created\r\nContent-Length: 0\r\n\r\n"),
+		REQ("GET /3 HTTP/1.1\r\n\r\nGET /4 HTTP/1.1\r\n\r\n"),
+		{L7_FLOW_RESP, partial, sizeof(partial) - 1, 200},
+		REQ("GET /5 HTTP/1.1\r\n\r\n"),
+		RESP("HTTP/1.1 204 No Content\r\n\r\n"),
+	};
+	struct l7t_out o;
+
+	(void)state;
+	l7t_run(L7_PROTO_HTTP, L7_TRANSPORT_TCP, steps, NSTEPS(steps), SIZE_MAX, 0, 0, &o);
+	l7t_expect_stats(&o, 5, 0, 0, 0);
+	assert_int_equal(o.st.resp_end_guessed, 3);
+	l7t_expect(&o, 0, "GET /1", 200, 0, 0, 200 + 16);
+	assert_int_equal(o.rpc[0].resp_ts_ns, 3000);
+	l7t_expect(&o, 1, "GET /2", 201, 0, 0, 0);
+	l7t_expect(&o, 2, "GET /3", 200, 0, 0, 200);
+	l7t_expect(&o, 3, "GET /4", 0, 0, 0, 0);
+	assert_int_equal(o.rpc[3].resp_ts_ns, 7000);
+	l7t_expect(&o, 4, "GET /5", 204, 0, 0, 0);
+	assert_int_equal(o.st.gap_bytes, 2 * (200 - (sizeof(partial) - 1)));
+}
+
+static void collect(void *ctx, const struct l7_rpc *r)
+{
+	l7t_cb(ctx, r);
+}
+
+/* A response delimited by the close completes when the connection closes; an upgrade ends parsing. */
+static void test_close_delimited_and_upgrade(void **state)
+{
+	static const char req[] = "GET /old HTTP/1.0\r\n\r\n";
+	static const char resp[] = "HTTP/1.0 200 OK\r\nContent-Type: text/plain\r\n\r\nbody until close";
+	static const char ws[] = "GET /chat HTTP/1.1\r\nUpgrade: websocket\r\nConnection: Upgrade\r\n\r\n";
+	static const char sw[] = "HTTP/1.1 101 Switching Protocols\r\nUpgrade: websocket\r\n\r\n\x81\x05hello";
+	struct l7t_out o;
+	struct l7_session *s = l7_session__new(L7_PROTO_HTTP, L7_TRANSPORT_TCP);
+
+	(void)state;
+	memset(&o, 0, sizeof(o));
+	assert_int_equal(l7_session__feed(s, L7_FLOW_REQ, (const uint8_t *)req, sizeof(req) - 1, sizeof(req) - 1, 1,
+					  collect, &o),
+			 0);
+	assert_int_equal(
+		l7_session__feed(s, L7_FLOW_RESP, (const uint8_t *)resp, sizeof(resp) - 1, 5000, 2, collect, &o), 0);
+	assert_int_equal(o.n, 0);
+	assert_int_equal(l7_session__close(s, 3, collect, &o), 0);
+	assert_int_equal(o.n, 1);
+	l7t_expect(&o, 0, "GET /old", 200, 0, sizeof(req) - 1, 5000);
+	assert_int_equal(o.rpc[0].resp_ts_ns, 3);
+	l7_session__free(s);
+
+	/* a body up to the close, yet the client asks again on the connection: the body had ended */
+	s = l7_session__new(L7_PROTO_HTTP, L7_TRANSPORT_TCP);
+	memset(&o, 0, sizeof(o));
+	l7_session__feed(s, L7_FLOW_REQ, (const uint8_t *)req, sizeof(req) - 1, sizeof(req) - 1, 1, collect, &o);
+	l7_session__feed(s, L7_FLOW_RESP, (const uint8_t *)resp, sizeof(resp) - 1, sizeof(resp) - 1, 2, collect, &o);
+	l7_session__feed(s, L7_FLOW_RESP, (const uint8_t *)"more", 4, 4, 3, collect, &o);
+	l7_session__feed(s, L7_FLOW_REQ, (const uint8_t *)req, sizeof(req) - 1, sizeof(req) - 1, 4, collect, &o);
+	assert_int_equal(o.n, 1);
+	assert_int_equal(o.rpc[0].resp_ts_ns, 3);
+	assert_int_equal(o.rpc[0].resp_bytes, sizeof(resp) - 1 + 4);
+	l7_session__free(s);
+
+	s = l7_session__new(L7_PROTO_HTTP, L7_TRANSPORT_TCP);
+	memset(&o, 0, sizeof(o));
+	l7_session__feed(s, L7_FLOW_REQ, (const uint8_t *)ws, sizeof(ws) - 1, sizeof(ws) - 1, 1, collect, &o);
+	l7_session__feed(s, L7_FLOW_RESP, (const uint8_t *)sw, sizeof(sw) - 1, sizeof(sw) - 1, 2, collect, &o);
+	l7_session__feed(s, L7_FLOW_REQ, (const uint8_t *)"\x81\x85garbage", 9, 9, 3, collect, &o);
+	l7_session__stats(s, &o.st);
+	l7t_expect_stats(&o, 1, 0, 0, 0);
+	l7t_expect(&o, 0, "GET /chat", 101, 0, 0, 0);
+	l7_session__free(s);
+}
+
+/* Whatever is fed, the session's memory stays bounded: a 400 KB URL and a 400 KB cookie are read from
+ * their start and passed over (the request still counts), an endless line of garbage is unparsable,
+ * 10k requests never answered keep at most L7_PENDING_MAX (the rest counted). */
+static void test_bounded_memory(void **state)
+{
+	struct l7_session *s = l7_session__new(L7_PROTO_HTTP, L7_TRANSPORT_TCP);
+	struct l7_session_stats st;
+	struct l7t_out o;
+	static uint8_t junk[4096];
+	static const char req[] = "GET /x HTTP/1.1\r\n\r\n";
+	const size_t mem_max = 1024 + 2 * 8192;
+
+	(void)state;
+	memset(&o, 0, sizeof(o));
+	memset(junk, 'a', sizeof(junk));
+	l7_session__feed(s, L7_FLOW_REQ, (const uint8_t *)"GET /", 5, 5, 1, l7t_cb, &o);
+	for (int i = 0; i < 100; i++)
+		l7_session__feed(s, L7_FLOW_REQ, junk, sizeof(junk), sizeof(junk), 2, l7t_cb, &o);
+	l7_session__feed(s, L7_FLOW_REQ, (const uint8_t *)" HTTP/1.1\r\nCookie: ", 20, 20, 3, l7t_cb, &o);
+	for (int i = 0; i < 100; i++)
+		l7_session__feed(s, L7_FLOW_REQ, junk, sizeof(junk), sizeof(junk), 4, l7t_cb, &o);
+	assert_true(l7_session__mem(s) <= mem_max);
+	l7_session__feed(s, L7_FLOW_REQ, (const uint8_t *)"\r\n\r\n", 4, 4, 5, l7t_cb, &o);
+	l7_session__feed(s, L7_FLOW_RESP, (const uint8_t *)"HTTP/1.1 414 URI Too Long\r\nContent-Length: 0\r\n\r\n", 48,
+			 48, 6, l7t_cb, &o);
+	l7_session__stats(s, &o.st);
+	l7t_expect_stats(&o, 1, 0, 0, 0);
+	assert_int_equal(strlen(o.rpc[0].api), L7_API_MAX - 1);
+	assert_int_equal(memcmp(o.rpc[0].api, "GET /aaaa", 9), 0);
+	assert_int_equal(o.rpc[0].req_bytes, 5 + 200 * 4096 + 20 + 4);
+	assert_int_equal(o.rpc[0].status, 414);
+
+	memset(junk, 0x01, sizeof(junk));
+	for (int i = 0; i < 100; i++)
+		l7_session__feed(s, L7_FLOW_REQ, junk, sizeof(junk), sizeof(junk), 7, NULL, NULL);
+	l7_session__stats(s, &st);
+	assert_int_equal(st.unparsable, 100);
+	for (int i = 0; i < 10000; i++)
+		l7_session__feed(s, L7_FLOW_REQ, (const uint8_t *)req, sizeof(req) - 1, sizeof(req) - 1, 8, NULL, NULL);
+	l7_session__stats(s, &st);
+	assert_int_equal(st.req_overflow, 10000 - L7_PENDING_MAX);
+	assert_true(l7_session__mem(s) <= mem_max + L7_PENDING_MAX * 128);
+	l7_session__free(s);
+	l7_session__free(NULL);
+}
+
+static void test_infer(void **state)
+{
+	enum l7_flow f = L7_FLOW_RESP;
+	const unsigned int all = ~0u;
+
+	(void)state;
+	assert_int_equal(l7_infer((const uint8_t *)CURL_GET_INDEX, 40, L7_TRANSPORT_TCP, 0, all, &f), L7_PROTO_HTTP);
+	assert_int_equal(f, L7_FLOW_REQ);
+	assert_int_equal(l7_infer((const uint8_t *)NGINX_200_INDEX, 40, L7_TRANSPORT_TCP, 0, all, &f), L7_PROTO_HTTP);
+	assert_int_equal(f, L7_FLOW_RESP);
+	/* not enabled, not HTTP, too short, over UDP */
+	assert_int_equal(
+		l7_infer((const uint8_t *)CURL_GET_INDEX, 40, L7_TRANSPORT_TCP, 0, all & ~(1u << L7_PROTO_HTTP), &f),
+		L7_PROTO_UNKNOWN);
+	assert_int_equal(l7_infer((const uint8_t *)"GETX / HTTP/1.1\r\n", 17, L7_TRANSPORT_TCP, 80, all, &f),
+			 L7_PROTO_UNKNOWN);
+	assert_int_equal(l7_infer((const uint8_t *)"GET ", 4, L7_TRANSPORT_TCP, 80, all, &f), L7_PROTO_UNKNOWN);
+	assert_int_equal(l7_infer((const uint8_t *)"HTTP/2.0 200 ", 13, L7_TRANSPORT_TCP, 80, all, &f),
+			 L7_PROTO_UNKNOWN);
+	assert_int_equal(l7_infer((const uint8_t *)CURL_GET_INDEX, 40, L7_TRANSPORT_UDP, 80, all, &f),
+			 L7_PROTO_UNKNOWN);
+	assert_string_equal(l7_proto__name(L7_PROTO_HTTP), "http");
+	assert_string_equal(l7_proto__name((enum l7_proto)99), "unknown");
+	assert_int_equal(l7_proto__by_name("dns"), L7_PROTO_DNS);
+	assert_int_equal(l7_proto__by_name("kafka"), L7_PROTO_KAFKA);
+	assert_int_equal(l7_proto__by_name("rocketmq"), L7_PROTO_UNKNOWN);
+	assert_null(l7_session__new(L7_PROTO_UNKNOWN, L7_TRANSPORT_TCP));
+	assert_null(l7_session__new(L7_PROTO_HTTP, L7_TRANSPORT_UDP));
+	assert_int_equal(l7_session__feed(NULL, L7_FLOW_REQ, NULL, 0, 0, 0, NULL, NULL), -EINVAL);
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(test_curl_nginx_keepalive), cmocka_unit_test(test_chunk_body_through_gap),
+		cmocka_unit_test(test_length_body_gap),	     cmocka_unit_test(test_pipelining),
+		cmocka_unit_test(test_interim_and_bodiless), cmocka_unit_test(test_garbage_resync),
+		cmocka_unit_test(test_header_gap),	     cmocka_unit_test(test_close_delimited_and_upgrade),
+		cmocka_unit_test(test_bounded_memory),	     cmocka_unit_test(test_infer),
+	};
+
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}

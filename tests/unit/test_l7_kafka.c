@@ -1,0 +1,250 @@
+/* test_l7_kafka.c - l7probe's Kafka parser on bytes recorded from kcat and librdkafka's mock cluster
+ * (strace): ApiVersions (flexible request header, error 35 then the v0 retry), Metadata, Produce, Fetch
+ * (an out-of-range offset: error 1), ListOffsets; split at every byte, gaps, garbage, bounded memory. */
+#include "test_l7_util.h"
+
+#include "data/l7_kafka_kcat.h"
+
+static void dump(const struct l7t_out *o)
+{
+	if (!getenv("L7T_DEBUG"))
+		return;
+	for (size_t i = 0; i < o->n; i++)
+		fprintf(stderr, "%zu: %s status %d error %d req %llu resp %llu\n", i, o->rpc[i].api, o->rpc[i].status,
+			o->rpc[i].error, (unsigned long long)o->rpc[i].req_bytes,
+			(unsigned long long)o->rpc[i].resp_bytes);
+	fprintf(stderr, "rpcs %llu unparsable %llu unmatched %llu lost %llu\n", (unsigned long long)o->st.rpcs,
+		(unsigned long long)o->st.unparsable, (unsigned long long)o->st.resp_unmatched,
+		(unsigned long long)o->st.req_lost);
+}
+
+/* kcat -P -t t1 -p 0: two messages in one batch */
+static void test_produce(void **state)
+{
+	static const struct l7t_step steps[] = {KCAT_PRODUCE_0};
+	struct l7t_out o;
+
+	(void)state;
+	l7t_run_all_splits(L7_PROTO_KAFKA, steps, NSTEPS(steps), &o);
+	dump(&o);
+	l7t_expect_stats(&o, 4, 0, 0, 0);
+	/* librdkafka asks ApiVersions v3 first; the mock only has v0-2 and says UNSUPPORTED_VERSION (35) */
+	l7t_expect(&o, 0, "ApiVersions", 35, 1, 40, 8 + 13);
+	l7t_expect(&o, 1, "ApiVersions", 0, 0, 21, 8 + 108);
+	l7t_expect(&o, 2, "Metadata", 0, 0, 29, 8 + 95);
+	l7t_expect(&o, 3, "Produce t1", 0, 0, 129, 8 + 46);
+	assert_int_equal(o.rpc[3].req_ts_ns, 10000);
+	assert_int_equal(o.rpc[3].resp_ts_ns, 12000);
+}
+
+/* kcat -C -t t1 -p 0 -o 0 -e */
+static void test_consume(void **state)
+{
+	static const struct l7t_step steps[] = {KCAT_CONSUME_0};
+	struct l7t_out o;
+
+	(void)state;
+	l7t_run_all_splits(L7_PROTO_KAFKA, steps, NSTEPS(steps), &o);
+	dump(&o);
+	/* two Metadata in flight (corr 3, 4), three fetches: the last one unanswered when kcat exits */
+	l7t_expect_stats(&o, 6, 0, 0, 0);
+	l7t_expect(&o, 2, "Metadata", 0, 0, 29, 103);
+	l7t_expect(&o, 3, "Metadata", 0, 0, 29, 103);
+	l7t_expect(&o, 4, "Fetch t1", 0, 0, 92, 152);
+	l7t_expect(&o, 5, "Fetch t1", 0, 0, 92, 72);
+}
+
+/* kcat -C -o 100: the fetch answers OFFSET_OUT_OF_RANGE, ListOffsets, then fetches from the end */
+static void test_fetch_out_of_range(void **state)
+{
+	static const struct l7t_step steps[] = {KCAT_FETCH_OOR_0};
+	struct l7t_out o;
+
+	(void)state;
+	l7t_run_all_splits(L7_PROTO_KAFKA, steps, NSTEPS(steps), &o);
+	dump(&o);
+	l7t_expect_stats(&o, 7, 0, 0, 0);
+	l7t_expect(&o, 4, "Fetch t1", 1, 1, 92, 72); /* OFFSET_OUT_OF_RANGE in its partition */
+	l7t_expect(&o, 5, "ListOffsets", 0, 0, 50, 46);
+	l7t_expect(&o, 6, "Fetch t1", 0, 0, 92, 72);
+}
+
+/* kcat -P -t 'bad name!': the mock cluster creates the topic anyway (a real broker says
+ * INVALID_TOPIC_EXCEPTION, 17: see test_crafted_errors) */
+static void test_bad_topic(void **state)
+{
+	static const struct l7t_step steps[] = {KCAT_BAD_TOPIC_0};
+	struct l7t_out o;
+
+	(void)state;
+	l7t_run_all_splits(L7_PROTO_KAFKA, steps, NSTEPS(steps), &o);
+	dump(&o);
+	l7t_expect_stats(&o, 4, 0, 0, 0);
+	l7t_expect(&o, 2, "Metadata", 0, 0, 36, 188);
+	l7t_expect(&o, 3, "Produce bad name!", 0, 0, 136, 61);
+}
+
+/* The recorded conversations with every chunk cut to 24 bytes (the rest a gap): bodies are skipped by
+ * count, so the same calls pair with the same sizes; errors read past byte 24 are not seen. */
+static void test_capture_cut(void **state)
+{
+	static const struct l7t_step fetch[] = {KCAT_FETCH_OOR_0}, produce[] = {KCAT_PRODUCE_0};
+	const struct {
+		const struct l7t_step *steps;
+		size_t n, rpcs;
+	} conv[] = {{fetch, NSTEPS(fetch), 7}, {produce, NSTEPS(produce), 4}};
+	struct l7t_step cut[64];
+	struct l7t_out o, whole;
+
+	(void)state;
+	for (size_t c = 0; c < 2; c++) {
+		for (size_t i = 0; i < conv[c].n; i++) {
+			cut[i] = conv[c].steps[i];
+			cut[i].total = cut[i].len;
+			if (cut[i].len > 24)
+				cut[i].len = 24;
+		}
+		l7t_run(L7_PROTO_KAFKA, L7_TRANSPORT_TCP, conv[c].steps, conv[c].n, SIZE_MAX, 0, 0, &whole);
+		l7t_run_all_splits(L7_PROTO_KAFKA, cut, conv[c].n, &o);
+		dump(&o);
+		l7t_expect_stats(&o, conv[c].rpcs, 0, 0, 0);
+		for (size_t i = 0; i < o.n; i++) {
+			/* the topic is past the first 24 bytes */
+			assert_memory_equal(o.rpc[i].api, whole.rpc[i].api, strlen(o.rpc[i].api));
+			assert_int_equal(o.rpc[i].req_bytes, whole.rpc[i].req_bytes);
+			assert_int_equal(o.rpc[i].resp_bytes, whole.rpc[i].resp_bytes);
+		}
+		/* ApiVersions' error is the response body's first field: still read */
+		assert_int_equal(o.rpc[0].status, 35);
+	}
+}
+
+#define METADATA_T1 "\x00\x00\x00\x19\x00\x03\x00\x02\x00\x00\x00\x03\x00\x07rdkafka\x00\x00\x00\x01\x00\x02t1"
+/* the mock's Metadata v2 answer with the topic's error set to UNKNOWN_TOPIC_OR_PARTITION (3) */
+#define METADATA_T1_ERR                                                                                    \
+	"\x00\x00\x00\x63\x00\x00\x00\x03\x00\x00\x00\x01\x00\x00\x00\x01\x00\x09\x31\x32\x37\x2e\x30\x2e" \
+	"\x30\x2e\x31\x00\x00\xab\x13\xff\xff\x00\x17\x6d\x6f\x63\x6b\x43\x6c\x75\x73\x74\x65\x72\x31\x35" \
+	"\x36\x36\x31\x36\x30\x63\x37\x30\x61\x38\x00\x00\x00\x00\x00\x00\x00\x01\x00\x03\x00\x02\x74\x31" \
+	"\x00\x00\x00\x00\x01\x00\x00\x00\x00\x00\x00\x00\x00\x00\x01\x00\x00\x00\x01\x00\x00\x00\x01\x00" \
+	"\x00\x00\x01\x00\x00\x00\x01"
+/* Produce v7 answered INVALID_TOPIC_EXCEPTION (17) as a broker does for 'bad name!' */
+#define PRODUCE_V7_ERR                                                                                               \
+	"\x00\x00\x00\x32\x00\x00\x00\x04\x00\x00\x00\x01\x00\x02t1\x00\x00\x00\x01\x00\x00\x00\x00\x00\x11\xff\xff" \
+	"\xff\xff"                                                                                                   \
+	"\xff\xff\xff\xff\xff\xff\xff\xff\xff\xff\xff\xff\xff\xff\xff\xff\xff\xff\xff\xff\x00\x00\x00\x00"
+#define PRODUCE_V7_HEAD "\x00\x00\x00\x2d\x00\x00\x00\x07\x00\x00\x00\x04\x00\x07rdkafka\xff\xff"
+/* Produce v9 (flexible: header v2 with tagged fields, compact strings and arrays), CORRUPT_MESSAGE (2) */
+#define PRODUCE_V9                                                                                                     \
+	"\x00\x00\x00\x26\x00\x00\x00\x09\x00\x00\x00\x09\x00\x07\x72\x64\x6b\x61\x66\x6b\x61\x00\x00\xff\xff\x00\x00" \
+	"\x75\x30\x02"                                                                                                 \
+	"\x03\x74\x31\x02\x00\x00\x00\x00\x01\x00\x00\x00"
+#define PRODUCE_V9_R                                                                                                   \
+	"\x00\x00\x00\x31\x00\x00\x00\x09\x00\x02\x03\x74\x31\x02\x00\x00\x00\x00\x00\x02\xff\xff\xff\xff\xff\xff\xff" \
+	"\xff\xff\xff\xff"                                                                                             \
+	"\xff\xff\xff\xff\xff\xff\xff\xff\xff\xff\xff\xff\xff\x01\x00\x00\x00\x00\x00\x00\x00\x00"
+
+static void test_crafted_errors(void **state)
+{
+	/* acks=0 (v7: after the null transactional id): the broker never answers it */
+	static const char acks0[] = PRODUCE_V7_HEAD "\x00\x00\x00\x00\x75\x30\x00\x00\x00\x01\x00\x02t1\x00\x00\x00\x01"
+						    "\x00\x00\x00\x00\x00\x00\x00\x00";
+	static const char acks1[] = PRODUCE_V7_HEAD "\x00\x01\x00\x00\x75\x30\x00\x00\x00\x01\x00\x02t1\x00\x00\x00\x01"
+						    "\x00\x00\x00\x00\x00\x00\x00\x00";
+	static const struct l7t_step steps[] = {
+		REQ(METADATA_T1),     RESP(METADATA_T1_ERR), REQ(acks0),	 REQ(acks1),
+		RESP(PRODUCE_V7_ERR), REQ(PRODUCE_V9),	     RESP(PRODUCE_V9_R),
+	};
+	struct l7t_out o;
+
+	(void)state;
+	l7t_run_all_splits(L7_PROTO_KAFKA, steps, NSTEPS(steps), &o);
+	dump(&o);
+	l7t_expect_stats(&o, 3, 0, 0, 0);
+	l7t_expect(&o, 0, "Metadata", 3, 1, 29, 103);
+	l7t_expect(&o, 1, "Produce t1", 17, 1, sizeof(acks1) - 1, 54);
+	assert_int_equal(o.rpc[1].req_ts_ns, 4000);
+	l7t_expect(&o, 2, "Produce t1", 2, 1, sizeof(PRODUCE_V9) - 1, sizeof(PRODUCE_V9_R) - 1);
+}
+
+/* A capture that starts with a response, garbage in both directions, a response to nothing waiting. */
+static void test_garbage_and_unmatched(void **state)
+{
+	static const struct l7t_step steps[] = {
+		RESP(PRODUCE_V7_ERR),			      /* its request was before the capture */
+		REQ("GET / HTTP/1.1\r\n\r\n"),		      /* not Kafka */
+		REQ(METADATA_T1),			      /* corr 3 */
+		RESP("\x00\x00\x00\x08\x00\x00\x00\x63zzzz"), /* corr 0x63: answers nothing waiting */
+		RESP(METADATA_T1_ERR),
+		RESP(METADATA_T1_ERR), /* again: nothing waits */
+	};
+	struct l7t_out o;
+
+	(void)state;
+	/* not split: a split chunk of garbage is two chunks of garbage */
+	l7t_run(L7_PROTO_KAFKA, L7_TRANSPORT_TCP, steps, NSTEPS(steps), SIZE_MAX, 0, 0, &o);
+	dump(&o);
+	l7t_expect_stats(&o, 1, 2, 2, 0);
+	l7t_expect(&o, 0, "Metadata", 3, 1, 29, 103);
+}
+
+/* Responses come in request order: an answer to a later request means the earlier ones' were lost
+ * (here: the Metadata answer's header fell in a gap). */
+static void test_lost_in_order(void **state)
+{
+	static const char acks1[] = PRODUCE_V7_HEAD "\x00\x01\x00\x00\x75\x30\x00\x00\x00\x01\x00\x02t1\x00\x00\x00\x01"
+						    "\x00\x00\x00\x00\x00\x00\x00\x00";
+	static const struct l7t_step steps[] = {
+		REQ(METADATA_T1),
+		REQ(acks1),
+		RESP_GAP("\x00\x00", 103),
+		RESP(PRODUCE_V7_ERR),
+	};
+	struct l7t_out o;
+
+	(void)state;
+	l7t_run_all_splits(L7_PROTO_KAFKA, steps, NSTEPS(steps), &o);
+	dump(&o);
+	l7t_expect_stats(&o, 1, 1, 0, 1);
+	l7t_expect(&o, 0, "Produce t1", 17, 1, 0, 54);
+}
+
+/* Requests never answered: the pending queue stays bounded, the oldest are dropped and counted. */
+static void test_bounded(void **state)
+{
+	struct l7_session *s = l7_session__new(L7_PROTO_KAFKA, L7_TRANSPORT_TCP);
+	struct l7_session_stats st;
+	uint8_t req[] = METADATA_T1;
+
+	(void)state;
+	assert_non_null(s);
+	for (uint32_t i = 0; i < 10000; i++) {
+		req[8] = (uint8_t)(i >> 24);
+		req[9] = (uint8_t)(i >> 16);
+		req[10] = (uint8_t)(i >> 8);
+		req[11] = (uint8_t)i;
+		assert_int_equal(l7_session__feed(s, L7_FLOW_REQ, req, sizeof(req) - 1, sizeof(req) - 1, i, NULL, NULL),
+				 0);
+		assert_true(l7_session__mem(s) < 48 * 1024);
+	}
+	l7_session__stats(s, &st);
+	assert_int_equal(st.req_lost, 10000 - L7_PENDING_MAX);
+	assert_int_equal(st.unparsable, 0);
+	l7_session__free(s);
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(test_produce),
+		cmocka_unit_test(test_consume),
+		cmocka_unit_test(test_fetch_out_of_range),
+		cmocka_unit_test(test_bad_topic),
+		cmocka_unit_test(test_capture_cut),
+		cmocka_unit_test(test_crafted_errors),
+		cmocka_unit_test(test_garbage_and_unmatched),
+		cmocka_unit_test(test_lost_in_order),
+		cmocka_unit_test(test_bounded),
+	};
+
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}

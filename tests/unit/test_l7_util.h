@@ -1,0 +1,158 @@
+/* test_l7_util.h - helpers for the l7probe protocol tests: feed a script of chunks to a session whole,
+ * split at every byte boundary and byte by byte, and check that every way gives the same records. */
+#ifndef GG_TEST_L7_UTIL_H
+#define GG_TEST_L7_UTIL_H
+
+#include <errno.h>
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <cmocka.h>
+
+#include "../../probes/l7probe/l7_proto.h"
+
+#define L7T_MAX 1024
+
+/* One chunk of a script: len bytes captured of total moved (total 0: total = len). */
+struct l7t_step {
+	enum l7_flow flow;
+	const void *data;
+	size_t len;
+	uint64_t total;
+};
+
+struct l7t_out {
+	struct l7_rpc rpc[L7T_MAX];
+	size_t n;
+	struct l7_session_stats st;
+};
+
+#define REQ(s)                                     \
+	{                                          \
+		L7_FLOW_REQ, (s), sizeof(s) - 1, 0 \
+	}
+#define RESP(s)                                     \
+	{                                           \
+		L7_FLOW_RESP, (s), sizeof(s) - 1, 0 \
+	}
+#define REQ_GAP(s, t)                                \
+	{                                            \
+		L7_FLOW_REQ, (s), sizeof(s) - 1, (t) \
+	}
+#define RESP_GAP(s, t)                                \
+	{                                             \
+		L7_FLOW_RESP, (s), sizeof(s) - 1, (t) \
+	}
+#define NSTEPS(a) (sizeof(a) / sizeof((a)[0]))
+
+static inline void l7t_cb(void *ctx, const struct l7_rpc *r)
+{
+	struct l7t_out *o = ctx;
+
+	if (o->n < L7T_MAX)
+		o->rpc[o->n++] = *r;
+}
+
+/* Chunk i is fed at ts 1000 * (i + 1). split_step/split_at: that chunk is fed in two pieces (the gap
+ * after the second); bytewise: every chunk is fed one captured byte at a time. */
+static inline void l7t_run(enum l7_proto proto, enum l7_transport tr, const struct l7t_step *steps, size_t n,
+			   size_t split_step, size_t split_at, int bytewise, struct l7t_out *out)
+{
+	struct l7_session *s = l7_session__new(proto, tr);
+
+	assert_non_null(s);
+	memset(out, 0, sizeof(*out));
+	for (size_t i = 0; i < n; i++) {
+		const uint8_t *d = steps[i].data;
+		uint64_t total = steps[i].total ? steps[i].total : steps[i].len;
+		uint64_t ts = 1000 * (i + 1);
+
+		if (bytewise && steps[i].len > 1) {
+			for (size_t k = 0; k < steps[i].len; k++)
+				assert_int_equal(l7_session__feed(s, steps[i].flow, d + k, 1,
+								  k + 1 == steps[i].len ? 1 + total - steps[i].len : 1,
+								  ts, l7t_cb, out),
+						 0);
+		} else if (i == split_step && split_at > 0 && split_at < steps[i].len) {
+			assert_int_equal(l7_session__feed(s, steps[i].flow, d, split_at, split_at, ts, l7t_cb, out), 0);
+			assert_int_equal(l7_session__feed(s, steps[i].flow, d + split_at, steps[i].len - split_at,
+							  total - split_at, ts, l7t_cb, out),
+					 0);
+		} else {
+			assert_int_equal(l7_session__feed(s, steps[i].flow, d, steps[i].len, total, ts, l7t_cb, out),
+					 0);
+		}
+		if (getenv("L7T_DEBUG") && split_step == SIZE_MAX && !bytewise) {
+			struct l7_session_stats st;
+
+			l7_session__stats(s, &st);
+			fprintf(stderr, "step %zu %s: rpcs %llu unparsable %llu unmatched %llu lost %llu\n", i,
+				steps[i].flow == L7_FLOW_REQ ? "req" : "resp", (unsigned long long)st.rpcs,
+				(unsigned long long)st.unparsable, (unsigned long long)st.resp_unmatched,
+				(unsigned long long)st.req_lost);
+		}
+	}
+	l7_session__stats(s, &out->st);
+	l7_session__free(s);
+}
+
+static inline int l7t_same(const struct l7t_out *a, const struct l7t_out *b)
+{
+	return a->n == b->n && memcmp(a->rpc, b->rpc, a->n * sizeof(a->rpc[0])) == 0 &&
+	       memcmp(&a->st, &b->st, sizeof(a->st)) == 0;
+}
+
+/* Run the script whole into out, then split every chunk at every byte and byte by byte: each must
+ * give exactly the same records and counters (TCP; a datagram is never split). */
+static inline void l7t_run_all_splits(enum l7_proto proto, const struct l7t_step *steps, size_t n, struct l7t_out *out)
+{
+	struct l7t_out *o2 = malloc(sizeof(*o2));
+
+	assert_non_null(o2);
+	l7t_run(proto, L7_TRANSPORT_TCP, steps, n, SIZE_MAX, 0, 0, out);
+	for (size_t i = 0; i < n; i++) {
+		for (size_t k = 1; k < steps[i].len; k++) {
+			l7t_run(proto, L7_TRANSPORT_TCP, steps, n, i, k, 0, o2);
+			if (!l7t_same(out, o2))
+				fail_msg("chunk %zu split at %zu: %zu records (whole: %zu), unparsable %llu (whole: "
+					 "%llu)",
+					 i, k, o2->n, out->n, (unsigned long long)o2->st.unparsable,
+					 (unsigned long long)out->st.unparsable);
+		}
+	}
+	l7t_run(proto, L7_TRANSPORT_TCP, steps, n, SIZE_MAX, 0, 1, o2);
+	if (!l7t_same(out, o2))
+		fail_msg("byte by byte: %zu records (whole: %zu), unparsable %llu (whole: %llu)", o2->n, out->n,
+			 (unsigned long long)o2->st.unparsable, (unsigned long long)out->st.unparsable);
+	free(o2);
+}
+
+static inline void l7t_expect(const struct l7t_out *o, size_t i, const char *api, int status, int error,
+			      uint64_t req_bytes, uint64_t resp_bytes)
+{
+	assert_true(i < o->n);
+	assert_string_equal(o->rpc[i].api, api);
+	assert_int_equal(o->rpc[i].status, status);
+	assert_int_equal(o->rpc[i].error, error);
+	if (req_bytes)
+		assert_int_equal(o->rpc[i].req_bytes, req_bytes);
+	if (resp_bytes)
+		assert_int_equal(o->rpc[i].resp_bytes, resp_bytes);
+}
+
+static inline void l7t_expect_stats(const struct l7t_out *o, uint64_t rpcs, uint64_t unparsable,
+				    uint64_t resp_unmatched, uint64_t req_lost)
+{
+	assert_int_equal(o->n, rpcs);
+	assert_int_equal(o->st.rpcs, rpcs);
+	assert_int_equal(o->st.unparsable, unparsable);
+	assert_int_equal(o->st.resp_unmatched, resp_unmatched);
+	assert_int_equal(o->st.req_lost, req_lost);
+}
+
+#endif

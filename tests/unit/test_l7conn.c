@@ -1,0 +1,257 @@
+/* test_l7conn.c - l7probe's connection tracker (probes/l7probe/conn.c) fed synthetic kernel events:
+ * roles from connect/accept or inferred, inference over split chunks, fd reuse, close, exit, TLS,
+ * bounded connections and keys. */
+#include <arpa/inet.h>
+#include <errno.h>
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <cmocka.h>
+
+#include "../../probes/l7probe/l7_user.h"
+
+#define TGID  4242
+#define SPORT 8080
+#define CPORT 50000
+
+struct evbuf {
+	struct l7_ev h;
+	uint8_t data[4096];
+};
+
+/* A data event of process TGID on fd: dir, role from the syscall, sk, payload s at ts. */
+static void data_ev(struct l7_tracker *t, uint32_t tgid, int fd, uint64_t sk, int dir, int role, uint8_t flags,
+		    const char *s, uint64_t ts)
+{
+	static struct evbuf e;
+	size_t len = strlen(s);
+	uint32_t lo = htonl(0x7f000001), peer = htonl(0x7f000002);
+
+	memset(&e, 0, sizeof(e));
+	e.h.type = L7_EV_DATA;
+	e.h.dir = (uint8_t)dir;
+	e.h.flags = flags;
+	e.h.role = (uint8_t)role;
+	e.h.tgid = tgid;
+	e.h.pid = tgid;
+	e.h.fd = fd;
+	e.h.ts_ns = ts;
+	e.h.sk = sk;
+	e.h.total = (uint32_t)len;
+	e.h.len = (uint32_t)len;
+	e.h.family = AF_INET;
+	/* the local end is the server when role says so or, unknown, when it receives a request */
+	if (role == L7_ROLE_CLIENT) {
+		e.h.lport = CPORT;
+		e.h.rport = SPORT;
+		memcpy(e.h.laddr, &peer, 4);
+		memcpy(e.h.raddr, &lo, 4);
+	} else {
+		e.h.lport = SPORT;
+		e.h.rport = CPORT;
+		memcpy(e.h.laddr, &lo, 4);
+		memcpy(e.h.raddr, &peer, 4);
+	}
+	memcpy(e.data, s, len);
+	assert_int_equal(l7_tracker__event(t, &e, sizeof(e.h) + len), 0);
+}
+
+static void close_ev(struct l7_tracker *t, uint32_t tgid, int fd, uint64_t sk, uint64_t ts)
+{
+	struct l7_ev h = {.type = L7_EV_CLOSE, .tgid = tgid, .fd = fd, .sk = sk, .ts_ns = ts};
+
+	assert_int_equal(l7_tracker__event(t, &h, sizeof(h)), 0);
+}
+
+static const char REQ[] = "GET /a HTTP/1.1\r\nHost: x\r\n\r\n";
+static const char OK[] = "HTTP/1.1 200 OK\r\nContent-Length: 2\r\n\r\nhi";
+static const char NOTFOUND[] = "HTTP/1.1 404 Not Found\r\nContent-Length: 0\r\n\r\n";
+
+static uint64_t nconns(struct l7_tracker *t)
+{
+	struct l7_tracker_stats st;
+
+	l7_tracker__stats(t, &st);
+	return st.conns;
+}
+
+/* connect() made the client: two requests, one 404; latency from the send to the receive. */
+static void test_client_from_connect(void **state)
+{
+	struct l7_tracker *t = l7_tracker__new(16, 16);
+	struct l7_key_values v;
+
+	(void)state;
+	data_ev(t, TGID, 5, 1, L7_DIR_SEND, L7_ROLE_CLIENT, 0, REQ, 1000);
+	data_ev(t, TGID, 5, 1, L7_DIR_RECV, L7_ROLE_CLIENT, 0, OK, 1600);
+	data_ev(t, TGID, 5, 1, L7_DIR_SEND, L7_ROLE_CLIENT, 0, REQ, 2000);
+	data_ev(t, TGID, 5, 1, L7_DIR_RECV, L7_ROLE_CLIENT, 0, NOTFOUND, 2400);
+	assert_int_equal(l7_tracker__lookup(t, TGID, 1, SPORT, &v), 0);
+	assert_int_equal(v.rpcs, 2);
+	assert_int_equal(v.errs, 1);
+	assert_int_equal(v.lat_sum, 600 + 400);
+	assert_int_equal(v.proto, L7_PROTO_HTTP);
+	assert_int_equal(v.l4_role, 1);
+	assert_int_equal(v.bytes_sent, 2 * strlen(REQ));
+	assert_int_equal(v.bytes_recv, strlen(OK) + strlen(NOTFOUND));
+	assert_int_equal(v.segs_sent, 2);
+	assert_int_equal(v.segs_recv, 2);
+	assert_int_equal(v.client_ip[3], 2); /* the local address of a client */
+	l7_tracker__free(t);
+}
+
+/* A connection older than the probe: no role from the syscalls; whoever receives the request is
+ * the server. Its request split in two reads ("GE", "T /a ...") is recognised once joined. */
+static void test_role_inferred_split(void **state)
+{
+	struct l7_tracker *t = l7_tracker__new(16, 16);
+	struct l7_key_values v;
+
+	(void)state;
+	data_ev(t, TGID, 7, 2, L7_DIR_RECV, L7_ROLE_UNKNOWN, 0, "GE", 1000);
+	data_ev(t, TGID, 7, 2, L7_DIR_RECV, L7_ROLE_UNKNOWN, 0, REQ + 2, 1100);
+	data_ev(t, TGID, 7, 2, L7_DIR_SEND, L7_ROLE_UNKNOWN, 0, OK, 1500);
+	assert_int_equal(l7_tracker__lookup(t, TGID, 2, SPORT, &v), 0);
+	assert_int_equal(v.rpcs, 1);
+	assert_int_equal(v.lat_sum, 500); /* from the first piece of the request */
+	assert_int_equal(v.l4_role, 2);
+	assert_int_equal(v.bytes_recv, strlen(REQ));
+	assert_int_equal(v.segs_recv, 2);
+	assert_int_equal(l7_tracker__lookup(t, TGID, 1, SPORT, &v), -ENOENT);
+	l7_tracker__free(t);
+}
+
+/* close() ends a connection; a new socket on the same fd (another sk) replaces the old one even
+ * when the close was not seen; a process exit drops its connections. */
+static void test_close_reuse_exit(void **state)
+{
+	struct l7_tracker *t = l7_tracker__new(16, 16);
+	struct l7_ev ex = {.type = L7_EV_EXIT, .tgid = TGID};
+	struct l7_key_values v;
+
+	(void)state;
+	data_ev(t, TGID, 5, 1, L7_DIR_SEND, L7_ROLE_CLIENT, 0, REQ, 1000);
+	assert_int_equal(nconns(t), 1);
+	close_ev(t, TGID, 5, 1, 1100);
+	assert_int_equal(nconns(t), 0);
+	/* reuse: the request of sk 2 is not answered by what sk 3 receives */
+	data_ev(t, TGID, 5, 2, L7_DIR_SEND, L7_ROLE_CLIENT, 0, REQ, 2000);
+	data_ev(t, TGID, 5, 3, L7_DIR_SEND, L7_ROLE_CLIENT, 0, REQ, 2100);
+	assert_int_equal(nconns(t), 1);
+	data_ev(t, TGID, 5, 3, L7_DIR_RECV, L7_ROLE_CLIENT, 0, OK, 2300);
+	assert_int_equal(l7_tracker__lookup(t, TGID, 1, SPORT, &v), 0);
+	assert_int_equal(v.rpcs, 1);
+	assert_int_equal(v.lat_sum, 200);
+	data_ev(t, TGID, 6, 4, L7_DIR_SEND, L7_ROLE_CLIENT, 0, REQ, 3000);
+	data_ev(t, TGID + 1, 6, 5, L7_DIR_SEND, L7_ROLE_CLIENT, 0, REQ, 3000);
+	assert_int_equal(nconns(t), 3);
+	assert_int_equal(l7_tracker__event(t, &ex, sizeof(ex)), 0);
+	assert_int_equal(nconns(t), 1);
+	l7_tracker__free(t);
+}
+
+/* Bytes that are no protocol of ours: given up after L7_INFER_TRIES chunks, counted once; TLS
+ * records do not spend the tries and the SSL plaintext is what gets parsed (key with ssl 1, bytes
+ * from the socket calls). */
+static void test_garbage_and_tls(void **state)
+{
+	struct l7_tracker *t = l7_tracker__new(16, 16);
+	struct l7_tracker_stats st;
+	struct l7_key_values v;
+
+	(void)state;
+	for (int i = 0; i < L7_INFER_TRIES + 2; i++)
+		data_ev(t, TGID, 9, 1, i % 2 ? L7_DIR_SEND : L7_DIR_RECV, L7_ROLE_SERVER, 0, "\x01\x02garbage",
+			100 + i);
+	l7_tracker__stats(t, &st);
+	assert_int_equal(st.untracked, 1);
+	assert_int_equal(l7_tracker__lookup(t, TGID, 2, SPORT, &v), -ENOENT);
+
+	for (int i = 0; i < L7_INFER_TRIES + 2; i++)
+		data_ev(t, TGID, 10, 2, L7_DIR_RECV, L7_ROLE_SERVER, 0, "\x16\x03\x01\x02\x00hello", 100 + i);
+	data_ev(t, TGID, 10, 2, L7_DIR_RECV, L7_ROLE_SERVER, L7_EF_ENCRYPTED, "", 1000);
+	data_ev(t, TGID, 10, 2, L7_DIR_RECV, L7_ROLE_SERVER, L7_EF_SSL, REQ, 1001);
+	data_ev(t, TGID, 10, 2, L7_DIR_SEND, L7_ROLE_SERVER, L7_EF_SSL, OK, 1301);
+	data_ev(t, TGID, 10, 2, L7_DIR_SEND, L7_ROLE_SERVER, L7_EF_ENCRYPTED, "", 1302);
+	assert_int_equal(l7_tracker__lookup(t, TGID, 2, SPORT, &v), 0);
+	assert_int_equal(v.ssl, 1);
+	assert_int_equal(v.rpcs, 1);
+	assert_int_equal(v.lat_sum, 300);
+	assert_int_equal(v.segs_recv, L7_INFER_TRIES + 2 + 1); /* the socket calls, not the SSL ones */
+	assert_int_equal(v.segs_sent, 1);
+	l7_tracker__stats(t, &st);
+	assert_int_equal(st.untracked, 1);
+	l7_tracker__free(t);
+}
+
+/* At most max_conns connections and max_keys keys; the rest is counted. Keys without connections
+ * go after L7_KEY_IDLE_NS. */
+static void test_bounds_and_key_aging(void **state)
+{
+	struct l7_tracker *t = l7_tracker__new(2, 1);
+	struct l7_tracker_stats st;
+	struct l7_key_values v;
+
+	(void)state;
+	data_ev(t, TGID, 5, 1, L7_DIR_SEND, L7_ROLE_CLIENT, 0, REQ, 1000);
+	data_ev(t, TGID, 6, 2, L7_DIR_SEND, L7_ROLE_CLIENT, 0, REQ, 1000);
+	data_ev(t, TGID, 7, 3, L7_DIR_SEND, L7_ROLE_CLIENT, 0, REQ, 1000);
+	data_ev(t, TGID + 1, 8, 4, L7_DIR_SEND, L7_ROLE_CLIENT, 0, REQ, 1000);
+	l7_tracker__stats(t, &st);
+	assert_int_equal(st.conns, 2);
+	assert_int_equal(st.conn_overflow, 2);
+	close_ev(t, TGID, 6, 2, 1100);
+	data_ev(t, TGID + 1, 8, 4, L7_DIR_SEND, L7_ROLE_CLIENT, 0, REQ, 1200);
+	data_ev(t, TGID + 1, 8, 4, L7_DIR_RECV, L7_ROLE_CLIENT, 0, OK, 1300);
+	l7_tracker__stats(t, &st);
+	assert_true(st.key_overflow >= 1); /* one key only: TGID's */
+	assert_int_equal(l7_tracker__lookup(t, TGID + 1, 1, SPORT, &v), -ENOENT);
+
+	/* TGID's last connection closes; the key stays while recent, goes once idle long enough */
+	close_ev(t, TGID, 5, 1, 1400);
+	l7_tracker__report(t, NULL, L7_SP_DEFAULT, 1.0, 2000);
+	assert_int_equal(l7_tracker__lookup(t, TGID, 1, SPORT, &v), 0);
+	l7_tracker__report(t, NULL, L7_SP_DEFAULT, 1.0, 2000 + L7_KEY_IDLE_NS);
+	assert_int_equal(l7_tracker__lookup(t, TGID, 1, SPORT, &v), -ENOENT);
+	/* a new process can have a key now */
+	data_ev(t, TGID + 1, 8, 4, L7_DIR_SEND, L7_ROLE_CLIENT, 0, REQ, 3000 + L7_KEY_IDLE_NS);
+	data_ev(t, TGID + 1, 8, 4, L7_DIR_RECV, L7_ROLE_CLIENT, 0, OK, 3100 + L7_KEY_IDLE_NS);
+	assert_int_equal(l7_tracker__lookup(t, TGID + 1, 1, SPORT, &v), 0);
+	assert_int_equal(v.rpcs, 1);
+	l7_tracker__free(t);
+}
+
+/* Truncated or malformed events are counted, never read past. */
+static void test_bad_events(void **state)
+{
+	struct l7_tracker *t = l7_tracker__new(4, 4);
+	struct l7_tracker_stats st;
+	struct l7_ev h = {.type = L7_EV_DATA, .tgid = TGID, .fd = 3, .len = 100, .total = 100};
+	uint8_t small[4] = {0};
+
+	(void)state;
+	assert_int_equal(l7_tracker__event(t, small, sizeof(small)), 0);
+	assert_int_equal(l7_tracker__event(t, &h, sizeof(h)), 0); /* len beyond the record */
+	h.type = 99;
+	assert_int_equal(l7_tracker__event(t, &h, sizeof(h)), 0);
+	l7_tracker__stats(t, &st);
+	assert_int_equal(st.bad_events, 3);
+	assert_int_equal(st.conns, 0);
+	l7_tracker__free(t);
+	l7_tracker__free(NULL);
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(test_client_from_connect),  cmocka_unit_test(test_role_inferred_split),
+		cmocka_unit_test(test_close_reuse_exit),     cmocka_unit_test(test_garbage_and_tls),
+		cmocka_unit_test(test_bounds_and_key_aging), cmocka_unit_test(test_bad_events),
+	};
+
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}
