@@ -630,6 +630,12 @@ static int check_snoopers(struct check *c, const cJSON *sn, cJSON *out)
 		return err;
 	cJSON_ArrayForEach(k, sn)
 	{
+		if (!strcmp(k->string, "custom_labels") || !strcmp(k->string, "pod_labels"))
+			return errf(
+				c->err, c->errlen, 400,
+				"snoopers.%s: not supported (the container and pod labels are added to every series "
+				"of a tgid table)",
+				k->string);
 		if (strcmp(k->string, "proc_id") && strcmp(k->string, "proc_name") && strcmp(k->string, "pod_id") &&
 		    strcmp(k->string, "container_id") && strcmp(k->string, "container_name") &&
 		    strcmp(k->string, "gaussdb"))

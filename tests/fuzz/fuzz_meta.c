@@ -1,4 +1,5 @@
-/* fuzz_meta.c - libFuzzer target: loading a .meta file (libconfig text) from any buffer. */
+/* fuzz_meta.c - libFuzzer target: loading a .meta file (libconfig text) from any buffer, then the family check. */
+#include <errno.h>
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
@@ -23,6 +24,10 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 			    t->nfields == 0 || t->nfields > META_FIELDS_MAX)
 				abort();
 		}
+		/* the family check (run by load_dir) on whatever loaded: 0, or -EEXIST with a message */
+		r = meta_registry__check_families(reg, err, sizeof(err));
+		if (r && (r != -EEXIST || memchr(err, '\0', sizeof(err)) == NULL || err[0] == '\0'))
+			abort();
 	} else if (memchr(err, '\0', sizeof(err)) == NULL || err[0] == '\0') {
 		abort(); /* an error always comes with a message */
 	}

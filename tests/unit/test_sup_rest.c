@@ -354,6 +354,9 @@ static void test_errors_name_field_and_range(void **state)
 	expect("tcp", "{\"state\":\"paused\"}", 400, "state: must be \"running\" or \"stopped\"");
 	expect("tcp", "{\"stat\":\"running\"}", 400,
 	       "stat: unknown field (expected cmd, snoopers, blacklist, params, state)");
+	expect("tcp", "{\"snoopers\":{\"custom_labels\":{\"a\":\"b\"}}}", 400,
+	       "snoopers.custom_labels: not supported (the container and pod labels are added to every series of a "
+	       "tgid table)");
 	expect("tcp", "{\"blacklist\":{\"proc_id\":[0]}}", 400,
 	       "blacklist.proc_id[0]: must be a process id in [1, 4194304]");
 	expect("tcp", "{\"blacklist\":{\"nope\":[]}}", 400,
