@@ -122,13 +122,20 @@ int gg_comm_pattern__check(const char *pat, char *why, size_t whylen)
 			continue;
 		}
 		if (*p == '{') {
+			/* Every brace counts, whatever follows: glibc takes "{,m}" as "{0,m}", so an interval
+			 * without its lower count would otherwise escape the limit, and nested ones multiply
+			 * the compiled size (a few "(...{,16})" grew the fuzzer past 2 GB). */
+			const char *q = p + 1;
+			unsigned long a = 0, b;
 			char *end;
-			unsigned long a = strtoul(p + 1, &end, 10), b = a;
 
-			if (end == p + 1)
-				continue; /* not an interval: regcomp says what is wrong */
-			if (*end == ',')
-				b = strtoul(end + 1, &end, 10);
+			if (*q >= '0' && *q <= '9') {
+				a = strtoul(q, &end, 10);
+				q = end;
+			}
+			b = a;
+			if (*q == ',' && q[1] >= '0' && q[1] <= '9')
+				b = strtoul(q + 1, &end, 10);
 			if (++braces > GG_REST_COMM_RE_BRACES || a > GG_REST_COMM_RE_BOUND ||
 			    b > GG_REST_COMM_RE_BOUND) {
 				snprintf(why, whylen, "at most %u intervals {n,m} with counts up to %u",

@@ -703,12 +703,18 @@ static void test_resolve(void **state)
 static void test_comm_patterns(void **state)
 {
 	static const char *const bad[] = {
-		"",	    "0123456789012345678901234567890123456789012345678901234567890123x", /* 65 characters */
-		"(a)\\1",									 /* back-reference */
-		"(a+)\\1b", "a{17}",								 /* interval count */
-		"a{1,17}",  "a{2}b{2}c{2}",							 /* three intervals */
-		"(",	    "[z-a]",
+		"",
+		"0123456789012345678901234567890123456789012345678901234567890123x", /* 65 characters */
+		"(a)\\1",							     /* back-reference */
+		"(a+)\\1b",
+		"a{17}", /* interval count */
+		"a{1,17}",
+		"a{2}b{2}c{2}", /* three intervals */
+		"(",
+		"[z-a]",
 		"a**{",
+		"a{,17}",		/* "{,m}" is an interval */
+		"((a{,16}){,16}){,16}", /* nested: 4096 copies once compiled, the fuzzer's way to 2 GB */
 	};
 	static const char *const good[] = {"a{16}", "[{]x{2}", "\\{3", "[[:digit:]]{1,16}", "^nginx$"};
 	/* Patterns that make a backtracking matcher take exponential time on "aaaa...": glibc's matcher
