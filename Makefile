@@ -229,6 +229,12 @@ $(BUILD)/fuzz/fuzz_rest_body: FUZZ_CFLAGS += -DGG_CONTRACT_ONLY
 # the container identity parsers too
 $(BUILD)/fuzz/fuzz_identity: supervisor/identity.c supervisor/identity.h
 
+# jvmprobe's hsperfdata parser (probes/jvmprobe/perfdata.c) alone: its fuzzer and unit test
+$(BUILD)/fuzz/fuzz_perfdata: probes/jvmprobe/perfdata.c probes/jvmprobe/perfdata.h
+$(BUILD)/fuzz/fuzz_perfdata: FUZZ_CFLAGS += -Iprobes/jvmprobe
+$(BUILD)/tests/test_jvm_perfdata: $(BUILD)/obj/probes/jvmprobe/perfdata.o
+$(BUILD)/obj/tests/unit/test_jvm_perfdata.o: CFLAGS += -Iprobes/jvmprobe
+
 fuzz: $(FUZZ_BINS)
 
 # ---- l7 protocol layer: l7probe's parsers (probes/l7probe/l7_proto.c, proto_*.c) also linked alone

@@ -12,6 +12,7 @@ PKGS=(
   nginx wrk libbpf-tools e2fsprogs util-linux
   dpkg-dev systemd python3-yaml binutils
   redis-server postgresql mariadb-server dnsmasq-base
+  openjdk-17-jdk-headless qemu-system-x86
 )
 
 missing=()

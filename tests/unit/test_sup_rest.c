@@ -181,9 +181,10 @@ static void test_table(void **state)
 		{"l7", "l7probe"},
 		{"tprofiling", "tprofiling"},
 		{"sli", "sliprobe"},
+		{"jvm", "jvmprobe"},
 	};
-	const char *more[] = {"jvm",	 "ksli", "postgre_sli", "opengauss_sli", "nginx",
-			      "haproxy", "lvs",	 "kafka",	"dnsmasq",	 "virt"};
+	const char *more[] = {"ksli", "postgre_sli", "opengauss_sli", "nginx", "haproxy",
+			      "lvs",  "kafka",	     "dnsmasq",	      "virt"};
 
 	(void)state;
 	for (size_t i = 0; i < sizeof(names) / sizeof(names[0]); i++) {

@@ -1,0 +1,13 @@
+/* jvm_conf.h - jvmprobe's configuration (command line, then live). */
+#ifndef GG_JVM_CONF_H
+#define GG_JVM_CONF_H
+
+#include "ctrl_msg.h"
+
+struct jvm_conf {
+	unsigned int period_s;
+	unsigned int subprobes; /* none: jvmprobe has no sub-probes (seed 000: "NA") */
+	struct gg_scope scope;
+};
+
+#endif

@@ -1,0 +1,642 @@
+/* main.c - jvmprobe ("jvm"): classes, threads, heap and non-heap pools, GC, safepoints and JIT of every
+ * HotSpot JVM in scope, read from the VM's own performance counters (/tmp/hsperfdata_<user>/<pid>,
+ * reached through /proc/<pid>/root so that containers work). No attach, no agent, nothing injected. */
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <limits.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+#include <sys/stat.h>
+#include <sys/syscall.h>
+
+#include <linux/openat2.h>
+
+#include "jvm_conf.h"
+#include "jvmprobe.meta.h"
+#include "perfdata.h"
+#include "probe.h"
+#include "probe_conf.h"
+#include "probe_scope.h"
+
+#define PROBE_NAME	   "jvm"
+#define PROG		   "jvmprobe"
+#define PROC_SCOPE_WAIT_MS 3000u
+#define MNTNS_MAX	   256u	  /* mount namespaces looked into per report */
+#define DIRS_MAX	   8u	  /* hsperfdata_<user> directories per mount namespace */
+#define FILES_MAX	   256u	  /* perf data files per mount namespace */
+#define TMP_SCAN_MAX	   20000u /* entries of a /tmp read before giving up on it */
+#define JVMS_MAX	   1024u  /* JVMs reported per period */
+
+extern const struct gg_contract gg_contract_jvmprobe;
+#define CONTRACT (&gg_contract_jvmprobe)
+
+/* The perf data files one mount namespace's /tmp holds now (listed once per report). */
+struct mntns {
+	uint64_t ino;
+	unsigned int ndirs, nfiles;
+	char dirs[DIRS_MAX][64];
+	struct {
+		uint32_t nspid;
+		uint8_t dir;
+	} files[FILES_MAX];
+};
+
+struct jvm_ctx {
+	struct probe_rt *rt;
+	struct jvm_conf base, cur;
+	const char *comm;
+	int configured;
+	uint64_t start_ms;
+	uint64_t self_pidns;
+	char cg_root[256];
+	struct mntns *mns; /* MNTNS_MAX */
+	unsigned int nmns;
+	unsigned char *file; /* PD_FILE_MAX */
+	struct pd_jvm jvm;
+	struct probe_buf status, stat, cgroup;
+	unsigned int reported, warned_tmp;
+};
+
+static const char notes[] =
+	"Every HotSpot JVM in scope (all without --pid/--comm or snoopers) that keeps its perf data file\n"
+	"(the default; not with -XX:-UsePerfData or -XX:+PerfDisableSharedMem). Read-only: nothing attaches.\n"
+	"Tables: jvm_info, jvm_proc, jvm_class, jvm_thread, jvm_mem, jvm_mem_pool, jvm_gc, jvm_runtime.\n"
+	"Live configuration: {\"params\": {\"report_period\": N}, \"scope\": {...}}\n";
+
+static int sys_openat2(int dirfd, const char *path, int flags, uint64_t resolve)
+{
+	struct open_how how = {.flags = (uint64_t)(flags | O_CLOEXEC), .resolve = resolve};
+
+	return (int)syscall(SYS_openat2, dirfd, path, &how, sizeof(how));
+}
+
+/* Inside a process's root: symlinks resolve as they would for the process (a container's absolute
+ * links stay in the container), and /proc magic links are refused. */
+#define IN_ROOT (RESOLVE_IN_ROOT | RESOLVE_NO_MAGICLINKS)
+
+static uint64_t ns_ino(int pid, const char *ns)
+{
+	char path[64];
+	struct stat st;
+
+	snprintf(path, sizeof(path), "/proc/%d/ns/%s", pid, ns);
+	return stat(path, &st) ? 0 : (uint64_t)st.st_ino;
+}
+
+/* ---- scope -------------------------------------------------------------------------------------- */
+
+static void find_cg_root(struct jvm_ctx *ctx)
+{
+	struct probe_buf b = {0};
+	char *line, *save = NULL;
+
+	snprintf(ctx->cg_root, sizeof(ctx->cg_root), "/sys/fs/cgroup");
+	if (probe_read_file("/proc/self/mounts", &b, 1u << 20) == 0)
+		for (line = strtok_r(b.data, "\n", &save); line; line = strtok_r(NULL, "\n", &save)) {
+			char dev[64], mnt[256], type[32];
+
+			if (sscanf(line, "%63s %255s %31s", dev, mnt, type) == 3 && !strcmp(type, "cgroup2")) {
+				snprintf(ctx->cg_root, sizeof(ctx->cg_root), "%s", mnt);
+				break;
+			}
+		}
+	probe_buf__free(&b);
+}
+
+/* pid's cgroup v2 or one of its ancestors is in the scope's cgroup set. */
+static int cgroup_in_scope(struct jvm_ctx *ctx, const struct gg_scope *sc, int pid)
+{
+	char path[PATH_MAX];
+	const char *s, *e;
+	size_t rootlen = strlen(ctx->cg_root);
+	int n;
+
+	snprintf(path, sizeof(path), "/proc/%d/cgroup", pid);
+	if (probe_read_file(path, &ctx->cgroup, 64u << 10))
+		return 0;
+	s = strstr(ctx->cgroup.data, "0::");
+	if (!s || (s != ctx->cgroup.data && s[-1] != '\n'))
+		return 0;
+	s += 3;
+	e = strchr(s, '\n');
+	if (!e)
+		e = s + strlen(s);
+	n = snprintf(path, sizeof(path), "%s%.*s", ctx->cg_root, (int)(e - s), s);
+	if (n < 0 || (size_t)n >= sizeof(path))
+		return 0;
+	for (int depth = 0; depth <= GG_CGROUP_MAX_DEPTH + 1; depth++) {
+		struct stat st;
+		char *slash;
+
+		if (stat(path, &st) == 0)
+			for (uint32_t i = 0; i < sc->ncgrp; i++)
+				if (sc->cgrp[i] == (uint64_t)st.st_ino)
+					return 1;
+		slash = strrchr(path, '/');
+		if (!slash || (size_t)(slash - path) < rootlen)
+			break;
+		*slash = '\0';
+	}
+	return 0;
+}
+
+static int in_scope(struct jvm_ctx *ctx, int pid)
+{
+	const struct gg_scope *sc = &ctx->cur.scope;
+	char path[64], c[32];
+
+	if (sc->all)
+		return 1;
+	for (uint32_t i = 0; i < sc->ntgid; i++)
+		if (sc->tgid[i] == (uint32_t)pid)
+			return 1;
+	if (ctx->comm) {
+		int fd;
+		ssize_t n;
+
+		snprintf(path, sizeof(path), "/proc/%d/comm", pid);
+		fd = open(path, O_RDONLY | O_CLOEXEC);
+		if (fd >= 0) {
+			n = read(fd, c, sizeof(c) - 1);
+			close(fd);
+			if (n > 0) {
+				c[n] = 0;
+				c[strcspn(c, "\n")] = 0;
+				if (!strcmp(c, ctx->comm))
+					return 1;
+			}
+		}
+	}
+	return sc->ncgrp && cgroup_in_scope(ctx, sc, pid);
+}
+
+/* ---- finding perf data files -------------------------------------------------------------------- */
+
+static int all_digits(const char *s, uint32_t *ret)
+{
+	unsigned long v = 0;
+
+	if (!*s)
+		return 0;
+	for (; *s; s++) {
+		if (*s < '0' || *s > '9')
+			return 0;
+		v = v * 10 + (unsigned long)(*s - '0');
+		if (v > 0xffffffffu)
+			return 0;
+	}
+	*ret = (uint32_t)v;
+	return 1;
+}
+
+/* List <root>/tmp/hsperfdata_* of one mount namespace into m. */
+static void list_mntns(struct jvm_ctx *ctx, int rootfd, struct mntns *m)
+{
+	int tmpfd = sys_openat2(rootfd, "tmp", O_RDONLY | O_DIRECTORY, IN_ROOT);
+	unsigned int seen = 0;
+	struct dirent *d;
+	DIR *tmp;
+
+	if (tmpfd < 0)
+		return;
+	tmp = fdopendir(tmpfd);
+	if (!tmp) {
+		close(tmpfd);
+		return;
+	}
+	while ((d = readdir(tmp)) && m->ndirs < DIRS_MAX) {
+		struct dirent *f;
+		DIR *hs;
+		int dfd;
+
+		if (++seen > TMP_SCAN_MAX) {
+			if (!ctx->warned_tmp++)
+				probe_log(PLOG_WARN, "a /tmp with more than %u entries: the rest not looked at",
+					  TMP_SCAN_MAX);
+			break;
+		}
+		if (strncmp(d->d_name, "hsperfdata_", 11) || strlen(d->d_name) >= sizeof(m->dirs[0]))
+			continue;
+		/* the directory itself, not a link somewhere else */
+		dfd = sys_openat2(dirfd(tmp), d->d_name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW,
+				  RESOLVE_BENEATH | RESOLVE_NO_SYMLINKS);
+		if (dfd < 0)
+			continue;
+		hs = fdopendir(dfd);
+		if (!hs) {
+			close(dfd);
+			continue;
+		}
+		snprintf(m->dirs[m->ndirs], sizeof(m->dirs[0]), "%s", d->d_name);
+		while ((f = readdir(hs)) && m->nfiles < FILES_MAX) {
+			uint32_t nspid;
+
+			if (all_digits(f->d_name, &nspid)) {
+				m->files[m->nfiles].nspid = nspid;
+				m->files[m->nfiles].dir = (uint8_t)m->ndirs;
+				m->nfiles++;
+			}
+		}
+		closedir(hs);
+		m->ndirs++;
+	}
+	closedir(tmp);
+}
+
+/* The mount namespace entry of pid (listed on first sight this report); NULL when the table is full. */
+static struct mntns *mntns_of(struct jvm_ctx *ctx, int pid, uint64_t ino, int rootfd)
+{
+	struct mntns *m;
+
+	for (unsigned int i = 0; i < ctx->nmns; i++)
+		if (ctx->mns[i].ino == ino)
+			return &ctx->mns[i];
+	if (ctx->nmns >= MNTNS_MAX)
+		return NULL;
+	m = &ctx->mns[ctx->nmns++];
+	memset(m, 0, sizeof(*m));
+	m->ino = ino;
+	list_mntns(ctx, rootfd, m);
+	(void)pid;
+	return m;
+}
+
+/* pid as its own pid namespace numbers it (the last NSpid field), which names its perf data file. */
+static int nspid_of(struct jvm_ctx *ctx, int pid, uint32_t *ret)
+{
+	char path[64];
+	const char *s;
+	uint32_t last = 0;
+	int n = 0;
+
+	if (ns_ino(pid, "pid") == ctx->self_pidns) {
+		*ret = (uint32_t)pid;
+		return 0;
+	}
+	snprintf(path, sizeof(path), "/proc/%d/status", pid);
+	if (probe_read_file(path, &ctx->status, 64u << 10))
+		return -ENOENT;
+	s = strstr(ctx->status.data, "\nNSpid:");
+	if (!s)
+		return -ENOENT;
+	s += 7;
+	while (*s && *s != '\n') {
+		char *end;
+		unsigned long v;
+
+		while (*s == ' ' || *s == '\t')
+			s++;
+		v = strtoul(s, &end, 10);
+		if (end == s)
+			break;
+		last = (uint32_t)v;
+		n++;
+		s = end;
+	}
+	if (!n)
+		return -ENOENT;
+	*ret = last;
+	return 0;
+}
+
+/* Read pid's perf data file into ctx->file: 0 and its length, or negative errno. The file must be a
+ * regular file owned by the process's user (what HotSpot itself checks before trusting one), and
+ * small. */
+static int read_perfdata(struct jvm_ctx *ctx, int pid, int rootfd, const char *dir, uint32_t nspid, size_t *ret_len)
+{
+	char path[128], ppath[32];
+	struct stat st, pst;
+	ssize_t n;
+	size_t got = 0;
+	int fd, err = 0;
+
+	snprintf(ppath, sizeof(ppath), "/proc/%d", pid);
+	if (stat(ppath, &pst))
+		return -errno;
+	snprintf(path, sizeof(path), "tmp/%s/%u", dir, nspid);
+	fd = sys_openat2(rootfd, path, O_RDONLY | O_NOFOLLOW | O_NONBLOCK, IN_ROOT | RESOLVE_NO_SYMLINKS);
+	if (fd < 0)
+		return -errno;
+	if (fstat(fd, &st)) {
+		err = -errno;
+		goto cleanup;
+	}
+	if (!S_ISREG(st.st_mode) || st.st_uid != pst.st_uid) {
+		err = -EPERM;
+		goto cleanup;
+	}
+	if (st.st_size < (off_t)PD_PROLOGUE_LEN || st.st_size > (off_t)PD_FILE_MAX) {
+		err = -EFBIG;
+		goto cleanup;
+	}
+	while (got < (size_t)st.st_size) {
+		n = pread(fd, ctx->file + got, (size_t)st.st_size - got, (off_t)got);
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n <= 0)
+			break;
+		got += (size_t)n;
+	}
+	*ret_len = got;
+cleanup:
+	close(fd);
+	return err;
+}
+
+/* ---- records ------------------------------------------------------------------------------------ */
+
+static double secs(const struct pd_jvm *j, int64_t ticks)
+{
+	return j->hrt_frequency > 0 && ticks > 0 ? (double)ticks / (double)j->hrt_frequency : 0;
+}
+
+static uint64_t pos(int64_t v)
+{
+	return v > 0 ? (uint64_t)v : 0;
+}
+
+/* CPU seconds of pid (utime + stime of /proc/<pid>/stat). */
+static double proc_cpu_secs(struct jvm_ctx *ctx, int pid)
+{
+	char path[64];
+	const char *s;
+	unsigned long long ut = 0, st = 0;
+	long tck = sysconf(_SC_CLK_TCK);
+
+	snprintf(path, sizeof(path), "/proc/%d/stat", pid);
+	if (probe_read_file(path, &ctx->stat, 4096) || !(s = strrchr(ctx->stat.data, ')')))
+		return 0;
+	/* after "pid (comm)": state is field 3, utime 14, stime 15 */
+	if (sscanf(s + 2, "%*c %*d %*d %*d %*d %*d %*u %*u %*u %*u %*u %llu %llu", &ut, &st) != 2 || tck <= 0)
+		return 0;
+	return (double)(ut + st) / (double)tck;
+}
+
+static void begin(struct probe_rec *r, const struct probe_table *t, int pid, const char *name)
+{
+	probe_rec__begin(r, t);
+	probe_rec__u64(r, (uint64_t)pid);
+	probe_rec__str(r, name);
+}
+
+static void emit_mem(struct jvm_ctx *ctx, int pid, const char *name, const char *area, int64_t used, int64_t commit,
+		     int64_t max, int64_t init)
+{
+	static struct probe_rec r;
+
+	begin(&r, &TBL_jvm_mem, pid, name);
+	probe_rec__str(&r, area);
+	probe_rec__u64(&r, pos(used));
+	probe_rec__u64(&r, pos(commit));
+	probe_rec__u64(&r, pos(max));
+	probe_rec__u64(&r, pos(init));
+	(void)probe_rt__emit(ctx->rt, &r);
+}
+
+static void emit_pool(struct jvm_ctx *ctx, int pid, const char *name, const char *pool, const struct pd_pool *p)
+{
+	static struct probe_rec r;
+
+	begin(&r, &TBL_jvm_mem_pool, pid, name);
+	probe_rec__str(&r, pool);
+	probe_rec__u64(&r, pos(p->used));
+	probe_rec__u64(&r, pos(p->capacity));
+	probe_rec__u64(&r, pos(p->max));
+	(void)probe_rt__emit(ctx->rt, &r);
+}
+
+/* Heap: every generation. G1 gives each generation the whole heap as its maximum, so its heap maximum
+ * is the largest one, not their sum. Initial size: the spaces' initial capacities. */
+static void emit_heap(struct jvm_ctx *ctx, int pid, const char *name, const struct pd_jvm *j)
+{
+	int64_t used = 0, commit = 0, max = 0, init = 0;
+	int shared_max = !strncmp(j->gc_policy, "GarbageFirst", 12);
+	char pool[2 * PD_STR_MAX + 2];
+
+	for (unsigned int g = 0; g < j->ngens && g < PD_GENS_MAX; g++) {
+		if (!j->gens[g].present)
+			continue;
+		commit += j->gens[g].capacity;
+		if (shared_max)
+			max = j->gens[g].max > max ? j->gens[g].max : max;
+		else
+			max += j->gens[g].max;
+		for (unsigned int s = 0; s < j->gens[g].nspaces && s < PD_SPACES_MAX; s++) {
+			const struct pd_pool *p = &j->gens[g].spaces[s];
+
+			if (!p->present)
+				continue;
+			used += p->used;
+			init += p->init;
+			snprintf(pool, sizeof(pool), "%s.%s", j->gens[g].name[0] ? j->gens[g].name : "gen",
+				 p->name[0] ? p->name : "space");
+			emit_pool(ctx, pid, name, pool, p);
+		}
+	}
+	emit_mem(ctx, pid, name, "heap", used, commit, max, init);
+}
+
+static void emit_jvm(struct jvm_ctx *ctx, int pid, const struct pd_jvm *j)
+{
+	static struct probe_rec r;
+	char name[PD_STR_MAX];
+
+	snprintf(name, sizeof(name), "%.*s", (int)strcspn(j->command, " "), j->command);
+	if (!name[0])
+		snprintf(name, sizeof(name), "Unknown");
+
+	begin(&r, &TBL_jvm_info, pid, name);
+	probe_rec__str(&r, j->vm_name);
+	probe_rec__str(&r, j->vm_vendor);
+	probe_rec__str(&r, j->vm_version);
+	probe_rec__u64(&r, 1);
+	(void)probe_rt__emit(ctx->rt, &r);
+
+	begin(&r, &TBL_jvm_proc, pid, name);
+	probe_rec__f64(&r, (double)pos(j->vm_begin_ms) / 1000.0);
+	probe_rec__f64(&r, proc_cpu_secs(ctx, pid));
+	(void)probe_rt__emit(ctx->rt, &r);
+
+	begin(&r, &TBL_jvm_class, pid, name);
+	probe_rec__u64(&r, pos(j->cls_loaded + j->cls_shared_loaded - j->cls_unloaded - j->cls_shared_unloaded));
+	probe_rec__u64(&r, pos(j->cls_loaded + j->cls_shared_loaded));
+	probe_rec__u64(&r, pos(j->cls_unloaded + j->cls_shared_unloaded));
+	(void)probe_rt__emit(ctx->rt, &r);
+
+	begin(&r, &TBL_jvm_thread, pid, name);
+	probe_rec__u64(&r, pos(j->threads_live));
+	probe_rec__u64(&r, pos(j->threads_daemon));
+	probe_rec__u64(&r, pos(j->threads_peak));
+	probe_rec__u64(&r, pos(j->threads_started));
+	(void)probe_rt__emit(ctx->rt, &r);
+
+	emit_heap(ctx, pid, name, j);
+	if (j->metaspace.present) {
+		emit_mem(ctx, pid, name, "nonheap", j->metaspace.used, j->metaspace.capacity, j->metaspace.max,
+			 j->metaspace.init);
+		emit_pool(ctx, pid, name, j->metaspace.name, &j->metaspace);
+	}
+	if (j->class_space.present)
+		emit_pool(ctx, pid, name, j->class_space.name, &j->class_space);
+
+	for (unsigned int i = 0; i < j->ncollectors && i < PD_COLLECTORS_MAX; i++) {
+		if (!j->collectors[i].present || !j->collectors[i].name[0])
+			continue;
+		begin(&r, &TBL_jvm_gc, pid, name);
+		probe_rec__str(&r, j->collectors[i].name);
+		probe_rec__u64(&r, pos(j->collectors[i].invocations));
+		probe_rec__f64(&r, secs(j, j->collectors[i].ticks));
+		(void)probe_rt__emit(ctx->rt, &r);
+	}
+
+	begin(&r, &TBL_jvm_runtime, pid, name);
+	probe_rec__u64(&r, pos(j->safepoints));
+	probe_rec__f64(&r, secs(j, j->safepoint_ticks));
+	probe_rec__f64(&r, secs(j, j->safepoint_sync_ticks));
+	probe_rec__u64(&r, pos(j->jit_compiles));
+	probe_rec__f64(&r, secs(j, j->jit_ticks));
+	(void)probe_rt__emit(ctx->rt, &r);
+}
+
+/* One process: its perf data file, if its mount namespace has one under its namespaced pid. */
+static void visit(struct jvm_ctx *ctx, int pid)
+{
+	char path[64];
+	uint64_t mnt = ns_ino(pid, "mnt");
+	struct mntns *m;
+	uint32_t nspid;
+	size_t len = 0;
+	int rootfd, err;
+
+	if (!mnt)
+		return;
+	snprintf(path, sizeof(path), "/proc/%d/root", pid);
+	rootfd = open(path, O_PATH | O_DIRECTORY | O_CLOEXEC);
+	if (rootfd < 0)
+		return;
+	m = mntns_of(ctx, pid, mnt, rootfd);
+	if (!m || !m->nfiles || nspid_of(ctx, pid, &nspid))
+		goto cleanup;
+	for (unsigned int i = 0; i < m->nfiles; i++) {
+		if (m->files[i].nspid != nspid)
+			continue;
+		err = read_perfdata(ctx, pid, rootfd, m->dirs[m->files[i].dir], nspid, &len);
+		if (err) {
+			probe_log(PLOG_DEBUG, "pid %d: %s/%u: %s", pid, m->dirs[m->files[i].dir], nspid,
+				  strerror(-err));
+			continue;
+		}
+		err = pd_jvm__parse(ctx->file, len, &ctx->jvm);
+		if (err) {
+			probe_log(PLOG_DEBUG, "pid %d: not a usable perf data file: %s", pid, strerror(-err));
+			continue;
+		}
+		emit_jvm(ctx, pid, &ctx->jvm);
+		ctx->reported++;
+		break;
+	}
+cleanup:
+	close(rootfd);
+}
+
+/* One report period (probe_rt__run_periodic). */
+static void report(void *arg)
+{
+	struct jvm_ctx *ctx = arg;
+	struct dirent *d;
+	DIR *proc;
+
+	/* Under the supervisor the scope comes with the first live configuration: until then (or
+	 * PROC_SCOPE_WAIT_MS), "every JVM" would report processes outside it. */
+	if (!ctx->configured && probe_rt__supervised(ctx->rt) &&
+	    probe_now_mono_ms() - ctx->start_ms < PROC_SCOPE_WAIT_MS)
+		return;
+	ctx->nmns = 0;
+	ctx->reported = 0;
+	proc = opendir("/proc");
+	if (!proc) {
+		probe_log(PLOG_WARN, "/proc: %s", strerror(errno));
+		return;
+	}
+	while ((d = readdir(proc)) && ctx->reported < JVMS_MAX) {
+		uint32_t pid;
+
+		if (!all_digits(d->d_name, &pid) || !pid || pid > INT_MAX || !in_scope(ctx, (int)pid))
+			continue;
+		visit(ctx, (int)pid);
+	}
+	closedir(proc);
+	(void)probe_rt__flush(ctx->rt);
+}
+
+static int on_config(void *data, uint64_t version, const struct gg_ctrl_msg *msg)
+{
+	static struct jvm_conf conf; /* large (the scope sets): not on the stack */
+	struct jvm_ctx *ctx = data;
+	int err;
+
+	conf = ctx->base;
+	err = probe_conf__apply(CONTRACT, msg, &conf, &conf.subprobes);
+	if (err < 0)
+		return err;
+	if (msg->has_scope)
+		conf.scope = msg->scope;
+	ctx->cur = conf;
+	ctx->configured = 1;
+	probe_log(PLOG_INFO, "configuration %llu: report period %u s, scope %s", (unsigned long long)version,
+		  conf.period_s, conf.scope.all ? "all" : "filtered");
+	probe_rt__wake(ctx->rt);
+	return 0;
+}
+
+int main(int argc, char **argv)
+{
+	static struct jvm_ctx ctx;
+	enum probe_log_level level = PLOG_INFO;
+	struct probe_rt_opts opts = {.name = PROBE_NAME, .on_config = on_config, .cb_ctx = &ctx};
+	const struct probe_args a = {.prog = PROG,
+				     .contract = CONTRACT,
+				     .conf = &ctx.base,
+				     .level = &level,
+				     .scope = &ctx.base.scope,
+				     .comm = &ctx.comm,
+				     .notes = notes};
+	int ret, status = 1;
+
+	probe_log_setup(PROBE_NAME, PLOG_INFO);
+	probe_conf__defaults(CONTRACT, &ctx.base, &ctx.base.subprobes);
+	gg_scope__init(&ctx.base.scope);
+	ret = probe_conf__parse_args(&a, argc, argv);
+	if (ret >= 0)
+		return ret;
+	ctx.cur = ctx.base;
+	ctx.rt = probe_rt__start(&opts, level);
+	if (!ctx.rt)
+		return 1;
+	ctx.mns = calloc(MNTNS_MAX, sizeof(*ctx.mns));
+	ctx.file = malloc(PD_FILE_MAX);
+	if (!ctx.mns || !ctx.file) {
+		probe_log(PLOG_ERROR, "out of memory");
+		goto cleanup;
+	}
+	ctx.self_pidns = ns_ino(getpid(), "pid");
+	find_cg_root(&ctx);
+	probe_log(PLOG_INFO, "started: report period %u s", ctx.cur.period_s);
+	ctx.start_ms = probe_now_mono_ms();
+	probe_rt__run_periodic(ctx.rt, &ctx.cur.period_s, report, &ctx);
+	status = 0;
+	probe_log(PLOG_INFO, "stopping: %llu records emitted, %llu invalid",
+		  (unsigned long long)probe_rt__records_emitted(ctx.rt),
+		  (unsigned long long)probe_rt__records_invalid(ctx.rt));
+cleanup:
+	probe_rt__free(ctx.rt);
+	free(ctx.mns);
+	free(ctx.file);
+	probe_buf__free(&ctx.status);
+	probe_buf__free(&ctx.stat);
+	probe_buf__free(&ctx.cgroup);
+	return status;
+}
