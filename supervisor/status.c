@@ -25,7 +25,7 @@ static cJSON *probe_json(const struct gg_probe *p)
 	cJSON_AddStringToObject(o, "kind", p->conf->native ? "native" : "extend");
 	cJSON_AddStringToObject(o, "command", p->conf->command);
 	cJSON_AddStringToObject(o, "param", p->conf->param);
-	cJSON_AddStringToObject(o, "state", gg_probe_state__str(p->state));
+	cJSON_AddStringToObject(o, "state", gg_probe__state_name(p));
 	cJSON_AddStringToObject(o, "desired",
 				p->desired == GG_DESIRED_RUNNING   ? "running"
 				: p->desired == GG_DESIRED_STOPPED ? "stopped"

@@ -30,6 +30,9 @@ enum gg_probe_state {
 	GG_PS_STOPPING, /* SIGTERM sent, SIGKILL after the grace period */
 };
 const char *gg_probe_state__str(enum gg_probe_state s);
+struct gg_probe;
+/* The state as operators see it: "hung" for a running probe the watchdog found silent. */
+const char *gg_probe__state_name(const struct gg_probe *p);
 
 /* Records rejected for one (table, reason). */
 struct gg_rej_entry {
@@ -104,6 +107,11 @@ struct gg_probe {
 	uint64_t first_batch_ms;
 	uint64_t last_batch_ms;
 
+	/* hung-probe watchdog: a native probe heartbeats every second, so a long silence is a hang */
+	uint64_t hung_since_ms; /* 0: not hung */
+	uint64_t hangs;		/* times found hung */
+	int hung_kill_sent;
+
 	/* run-time control (REST API, rest.c) */
 	int desired;	      /* enum gg_desired: follow conf->sw, or started/stopped on request */
 	char **extra_argv;    /* flags appended to conf->param at the next start (NULL-terminated), or NULL */
@@ -154,7 +162,9 @@ struct gg_sup {
 	uv_poll_t sub_poll;
 	struct ipc_ctrl_pub *ctrl;
 
-	uv_timer_t tick; /* 1 s: status, config resends, output flush */
+	uv_timer_t tick;	/* 1 s: status, config resends, output flush */
+	uint64_t tick_last_ms;	/* the watchdog's previous look */
+	uint64_t watch_from_ms; /* silences before this do not count: the supervisor itself was stalled */
 	uv_signal_t sig_term, sig_int, sig_hup;
 	uint64_t start_ms;
 	int stopping;

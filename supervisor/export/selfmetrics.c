@@ -196,7 +196,11 @@ static void bpf_of_pid(int pid, struct bpf_sum *s)
 
 static uint64_t p_up(const struct gg_probe *p)
 {
-	return p->state == GG_PS_RUNNING && p->pid > 0;
+	return p->state == GG_PS_RUNNING && p->pid > 0 && !p->hung_since_ms;
+}
+static uint64_t p_hangs(const struct gg_probe *p)
+{
+	return p->hangs;
 }
 static uint64_t p_starts(const struct gg_probe *p)
 {
@@ -249,7 +253,9 @@ static void render_probes(struct gg_buf *b, struct gg_sup *sup)
 	struct bpf_sum *bpf = calloc(sup->nprobes ? sup->nprobes : 1, sizeof(*bpf));
 	char tmp[16];
 
-	probe_family(b, sup, "gala_gopher_probe_up", "1 when the probe process is running", "gauge", p_up);
+	probe_family(b, sup, "gala_gopher_probe_up", "1 when the probe process is running and not hung", "gauge", p_up);
+	probe_family(b, sup, "gala_gopher_probe_hangs_total",
+		     "times the watchdog found the probe silent for global.hung_timeout", "counter", p_hangs);
 	probe_family(b, sup, "gala_gopher_probe_starts_total", "probe processes started", "counter", p_starts);
 	probe_family(b, sup, "gala_gopher_probe_restarts_total", "restarts after an unexpected exit", "counter",
 		     p_restarts);

@@ -7,7 +7,8 @@ import subprocess
 import tempfile
 import time
 
-from harness import BUILD, GOPHER, Supervisor, check, probe_entry, rest_section, wait_for
+from harness import (BUILD, GOPHER, Supervisor, check, free_port, http_get, parse_prom, probe_entry, prom_value,
+                     rest_section, wait_for)
 
 
 def running(p):
@@ -258,4 +259,99 @@ def test_sighup_says_what_it_does():
         time.sleep(0.3)
         check(s.proc.poll() is None, "supervisor survives SIGHUP")
     finally:
+        s.cleanup()
+
+
+def _read_events(path):
+    import json
+    try:
+        with open(path, encoding="utf-8") as f:
+            return [json.loads(l) for l in f if l.endswith("\n")]
+    except FileNotFoundError:
+        return []
+
+
+def test_hung_probe_watchdog():
+    """Item 7: a probe stopped with SIGSTOP sends no batch and no heartbeat. After global.hung_timeout it is
+    `hung` (status and REST), probe_up is 0, the hang is counted and an event_v2 names it; one that
+    resumes within global.hung_grace recovers with the same pid; one that does not is killed and
+    restarted."""
+    port = free_port()
+    s = Supervisor(probes=[probe_entry("system_infos", "-t 1")], metric_out="web_server",
+                   extra="web_server = { port = %d; };\nevent = { out_channel = \"logs\"; timeout = 1; };" % port)
+    with open(s.conf) as f:
+        conf = f.read()
+    with open(s.conf, "w") as f:
+        f.write(conf.replace("stop_grace_ms = 1000;", "stop_grace_ms = 1000; hung_timeout = 2; hung_grace = 4;", 1))
+    events = os.path.join(s.log_dir, "event", "events.log")
+
+    def metric(name):
+        _, text = http_get("http://127.0.0.1:%d/metrics" % port)
+        return prom_value(parse_prom(text)[0], name, probe="system_infos")
+
+    try:
+        s.start()
+        p = s.wait_probe("system_infos", lambda p: running(p) and p["batches"] > 0, 15, "running with batches")
+        pid = p["pid"]
+        time.sleep(3)  # longer than hung_timeout: a healthy probe's heartbeats keep it running
+        check(s.probe("system_infos")["state"] == "running", "a healthy probe is not hung")
+        check(metric("gala_gopher_probe_up") == 1 and metric("gala_gopher_probe_hangs_total") == 0, "up, no hang")
+
+        os.kill(pid, signal.SIGSTOP)
+        t0 = time.monotonic()
+        s.wait_probe("system_infos", lambda p: p["state"] == "hung", 6, "state hung")
+        check(time.monotonic() - t0 >= 1.5, "hung only after hung_timeout")
+        check(metric("gala_gopher_probe_up") == 0 and metric("gala_gopher_probe_hangs_total") == 1,
+              "probe_up 0 and one hang counted while hung")
+        ev = wait_for(lambda: [e for e in _read_events(events) if e["Resource"]["metric"].endswith("probe_hung")],
+                      5, "a probe_hung event")
+        check(ev[0]["Resource"]["labels"].get("probe") == "system_infos" and ev[0]["SeverityText"] == "ERROR",
+              "event names the probe: %r" % ev[0])
+        # resumed within the grace: recovered, the same process
+        os.kill(pid, signal.SIGCONT)
+        p = s.wait_probe("system_infos", lambda p: p["state"] == "running", 5, "recovered")
+        check(p["pid"] == pid and p["restarts"] == 0, "recovery keeps the process: %r" % p)
+        check("recovered after" in s.sup_log(), "recovery logged")
+
+        # stopped again and left stopped: killed after the grace, restarted
+        os.kill(pid, signal.SIGSTOP)
+        s.wait_probe("system_infos", lambda p: p["state"] == "hung", 6, "hung again")
+        p = s.wait_probe("system_infos", lambda p: running(p) and p["pid"] != pid and p["batches"] > 0, 15,
+                         "killed after hung_grace and restarted")
+        check(p["restarts"] == 1 and p["last_exit_signal"] == signal.SIGKILL, "a restart after SIGKILL: %r" % p)
+        check(not os.path.exists("/proc/%d" % pid) or open("/proc/%d/stat" % pid).read().split()[2] == "Z",
+              "the hung process is gone")
+        check(metric("gala_gopher_probe_hangs_total") == 2 and metric("gala_gopher_probe_up") == 1,
+              "two hangs counted, up again")
+    finally:
+        try:
+            os.kill(pid, signal.SIGCONT)
+        except (ProcessLookupError, UnboundLocalError):
+            pass
+        s.cleanup()
+
+
+test_hung_probe_watchdog.timeout = 60
+
+
+def test_supervisor_stall_is_not_a_probe_hang():
+    """A stopped supervisor leaves batches unread; once it resumes, that silence is its own, not the
+    probes': no probe is declared hung."""
+    s = Supervisor(probes=[probe_entry("system_infos", "-t 1")])
+    with open(s.conf) as f:
+        conf = f.read()
+    with open(s.conf, "w") as f:
+        f.write(conf.replace("stop_grace_ms = 1000;", "stop_grace_ms = 1000; hung_timeout = 2; hung_grace = 2;", 1))
+    try:
+        s.start()
+        s.wait_probe("system_infos", lambda p: running(p) and p["batches"] > 0, 15, "running with batches")
+        s.proc.send_signal(signal.SIGSTOP)
+        time.sleep(7)
+        s.proc.send_signal(signal.SIGCONT)
+        time.sleep(3)
+        p = s.probe("system_infos")
+        check(p["state"] == "running" and p["restarts"] == 0, "no hang after the supervisor's own stall: %r" % p)
+        check("hung" not in s.sup_log(), "no hang logged")
+    finally:
+        s.proc.send_signal(signal.SIGCONT)
         s.cleanup()
