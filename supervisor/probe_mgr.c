@@ -59,21 +59,20 @@ static void alloc_cb(uv_handle_t *h, size_t suggested, uv_buf_t *buf)
 
 /* ---- children bookkeeping: <run_dir>/children lists "pid starttime" of live process groups ---- */
 
-static void children_write(struct gg_sup *sup)
+void gg_probes__write_children(struct gg_sup *sup)
 {
-	char path[4200], tmp[4210];
+	int dfd = gg_run_dir_fd(sup), fd;
 	FILE *f;
-	int fd;
 
-	snprintf(path, sizeof(path), "%s/children", sup->cfg.global.run_dir);
-	snprintf(tmp, sizeof(tmp), "%s.tmp", path);
-	(void)unlink(tmp);
+	if (dfd < 0)
+		return; /* run_dir lost: written again once it is repaired (ingest.c) */
+	(void)unlinkat(dfd, "children.tmp", 0);
 	/* 0600 whatever the umask: the next supervisor kills what this file lists. */
-	fd = open(tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC | O_NOFOLLOW, 0600);
-	if (fd < 0)
-		return;
-	if (fchmod(fd, 0600) || !(f = fdopen(fd, "w"))) {
-		close(fd);
+	fd = openat(dfd, "children.tmp", O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC | O_NOFOLLOW, 0600);
+	if (fd < 0 || fchmod(fd, 0600) || !(f = fdopen(fd, "w"))) {
+		if (fd >= 0)
+			close(fd);
+		close(dfd);
 		return;
 	}
 	for (unsigned int i = 0; i < sup->nprobes; i++) {
@@ -84,7 +83,8 @@ static void children_write(struct gg_sup *sup)
 			fprintf(f, "%d %llu\n", (int)p->pid, st);
 	}
 	if (fclose(f) == 0)
-		(void)rename(tmp, path);
+		(void)renameat(dfd, "children.tmp", dfd, "children");
+	close(dfd);
 }
 
 /* state, process group, session and comm of pid (from /proc/<pid>/stat); 0 or negative errno */
@@ -277,7 +277,7 @@ static void on_probe_exit(uv_process_t *proc, int64_t status, int term_signal)
 	p->pid = 0;
 	uv_close((uv_handle_t *)proc, on_proc_closed);
 	uv_timer_stop(&p->timer);
-	children_write(sup);
+	gg_probes__write_children(sup);
 
 	if (p->state == GG_PS_STOPPING || sup->stopping) {
 		gg_info("probe %s stopped (status %lld, signal %d)", p->conf->name, (long long)status, term_signal);
@@ -474,7 +474,7 @@ static void probe_start(struct gg_probe *p)
 	p->line_overflow = 0;
 	uv_read_start((uv_stream_t *)&p->out, alloc_cb, p->conf->native ? on_log_read : on_records_read);
 	uv_read_start((uv_stream_t *)&p->err, alloc_cb, on_log_read);
-	children_write(sup);
+	gg_probes__write_children(sup);
 	if (p->cfg_json && p->cfg_version == 0)
 		p->cfg_version = 1;
 	p->cfg_applied = 0;

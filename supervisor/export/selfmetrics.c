@@ -21,6 +21,7 @@ static const char *const reserved[] = {
 	"gala_gopher_probe_up",
 	"gala_gopher_probe_starts_total",
 	"gala_gopher_probe_restarts_total",
+	"gala_gopher_probe_hangs_total",
 	"gala_gopher_probe_batches_received_total",
 	"gala_gopher_probe_records_received_total",
 	"gala_gopher_probe_records_accepted_total",
@@ -44,6 +45,7 @@ static const char *const reserved[] = {
 	"gala_gopher_sup_records_received_total",
 	"gala_gopher_sup_bad_batches_total",
 	"gala_gopher_sup_ipc_refused_peers_total",
+	"gala_gopher_sup_run_dir_repairs_total",
 	"gala_gopher_sup_unknown_probe_batches_total",
 	"gala_gopher_export_records_total",
 	"gala_gopher_export_render_errors_total",
@@ -339,6 +341,12 @@ static void render_supervisor(struct gg_buf *b, struct gg_sup *sup)
 	prom_family_header(b, "gala_gopher_sup_ipc_refused_peers_total",
 			   "connections to the data socket refused: not a process the supervisor spawned", "counter");
 	sample(b, "gala_gopher_sup_ipc_refused_peers_total", NULL, NULL, NULL, NULL, ipc_sub__refused(sup->sub));
+	prom_family_header(
+		b, "gala_gopher_sup_run_dir_repairs_total",
+		"run_dir or an IPC socket found deleted, by outcome of making it again (retried every second)",
+		"counter");
+	sample(b, "gala_gopher_sup_run_dir_repairs_total", "result", "repaired", NULL, NULL, sup->st.run_dir_repairs);
+	sample(b, "gala_gopher_sup_run_dir_repairs_total", "result", "failed", NULL, NULL, sup->st.run_dir_failures);
 	prom_family_header(b, "gala_gopher_sup_unknown_probe_batches_total", "IPC batches naming no configured probe",
 			   "counter");
 	sample(b, "gala_gopher_sup_unknown_probe_batches_total", NULL, NULL, NULL, NULL, sup->st.unknown_probe_batches);

@@ -355,3 +355,62 @@ def test_supervisor_stall_is_not_a_probe_hang():
     finally:
         s.proc.send_signal(signal.SIGCONT)
         s.cleanup()
+
+
+def test_deleted_run_dir_is_recreated():
+    """Item 6: `rm -rf run_dir` under a running agent. Before: nothing logged, status.json gone, a
+    restarted probe delivered nothing while probe_up stayed 1. Now the supervisor notices within a tick,
+    logs it, makes run_dir again (private), listens again, counts it, and probes deliver again, a
+    probe restarted after the deletion included. A run_dir replaced by a symlink is refused, counted and
+    retried."""
+    port = free_port()
+    s = Supervisor(probes=[probe_entry("system_infos", "-t 1")], metric_out="web_server",
+                   extra="web_server = { port = %d; };" % port)
+
+    def batches():
+        return s.probe("system_infos")["batches"]
+
+    def repairs(result):
+        _, text = http_get("http://127.0.0.1:%d/metrics" % port)
+        return prom_value(parse_prom(text)[0], "gala_gopher_sup_run_dir_repairs_total", result=result)
+
+    try:
+        s.start()
+        s.wait_probe("system_infos", lambda p: running(p) and p["batches"] > 0, 15, "running with batches")
+        shutil.rmtree(s.run_dir)
+        wait_for(lambda: os.path.exists(s.status_path()), 5, "status.json back")
+        check(stat.S_IMODE(os.lstat(s.run_dir).st_mode) & 0o022 == 0, "run_dir made again private")
+        check(mode(os.path.join(s.run_dir, "data.ipc")) == 0o600 and mode(os.path.join(s.run_dir, "ctrl.ipc")) == 0o600,
+              "sockets 0600")
+        check("was deleted or replaced" in s.sup_log(), "the loss is logged")
+        b0 = batches()
+        wait_for(lambda: batches() >= b0 + 3, 10, "the running probe delivers again")
+        check(repairs("repaired") == 1 and repairs("failed") == 0, "one repair counted")
+        check(s.status()["supervisor"]["run_dir_repairs"] == 1, "status.json counts it")
+
+        # a probe started after the deletion (its first connection is to the new socket)
+        pid = s.probe("system_infos")["pid"]
+        os.kill(pid, signal.SIGKILL)
+        p = s.wait_probe("system_infos", lambda p: running(p) and p["pid"] != pid, 10, "restarted")
+        b1 = p["batches"]
+        wait_for(lambda: batches() >= b1 + 3, 10, "the restarted probe delivers")
+        with open(os.path.join(s.run_dir, "children")) as f:
+            check(str(p["pid"]) in f.read(), "children rewritten in the new run_dir")
+
+        # replaced by a symlink to a directory that is not ours to trust: refused, counted, retried
+        elsewhere = tempfile.mkdtemp(prefix="gg-chaos-elsewhere-")
+        shutil.rmtree(s.run_dir)
+        os.symlink(elsewhere, s.run_dir)
+        wait_for(lambda: (repairs("failed") or 0) >= 2, 6, "failed repairs counted every tick")
+        check(not os.listdir(elsewhere), "nothing written through the symlink: %r" % os.listdir(elsewhere))
+        check(s.sup_log().count("probes cannot deliver until it is fixed") == 1, "logged once per episode")
+        os.unlink(s.run_dir)
+        wait_for(lambda: repairs("repaired") == 2, 5, "repaired once the symlink is gone")
+        b2 = batches()
+        wait_for(lambda: batches() >= b2 + 2, 10, "delivering again")
+        shutil.rmtree(elsewhere, ignore_errors=True)
+    finally:
+        s.cleanup()
+
+
+test_deleted_run_dir_is_recreated.timeout = 60
