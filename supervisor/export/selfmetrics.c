@@ -64,6 +64,7 @@ static const char *const reserved[] = {
 	"gala_gopher_kafka_client_errors_total",
 	"gala_gopher_logs_lines_total",
 	"gala_gopher_logs_write_errors_total",
+	"gala_gopher_logs_lost_lines_total",
 	"gala_gopher_events_total",
 	"gala_gopher_metadata_messages_total",
 	NULL,
@@ -467,12 +468,20 @@ static void render_streams(struct gg_buf *b, struct gg_export *exp)
 				sample(b, "gala_gopher_logs_lines_total", "stream", stream_names[s], NULL, NULL,
 				       exp->logs[s].lines);
 		}
-		prom_family_header(b, "gala_gopher_logs_write_errors_total", "failed writes to the log files",
+		prom_family_header(b, "gala_gopher_logs_lost_lines_total",
+				   "JSON lines that could not be written to the log files (full disk, I/O error)",
+				   "counter");
+		for (int s = 0; s < GG_STREAM__COUNT; s++) {
+			if (exp->logs[s].open)
+				sample(b, "gala_gopher_logs_lost_lines_total", "stream", stream_names[s], NULL, NULL,
+				       exp->logs[s].lost_lines);
+		}
+		prom_family_header(b, "gala_gopher_logs_write_errors_total", "failed writes (flushes) to the log files",
 				   "counter");
 		for (int s = 0; s < GG_STREAM__COUNT; s++) {
 			if (exp->logs[s].open)
 				sample(b, "gala_gopher_logs_write_errors_total", "stream", stream_names[s], NULL, NULL,
-				       exp->logs[s].write_errors + exp->logs[s].file.write_errors);
+				       exp->logs[s].write_errors);
 		}
 	}
 	if (exp->events) {

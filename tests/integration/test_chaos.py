@@ -7,8 +7,8 @@ import subprocess
 import tempfile
 import time
 
-from harness import (BUILD, GOPHER, Supervisor, check, free_port, http_get, parse_prom, probe_entry, prom_value,
-                     rest_section, wait_for)
+from harness import (BUILD, GOPHER, Supervisor, check, extend_entry, free_port, http_get, parse_prom, probe_entry,
+                     prom_value, rest_section, wait_for)
 
 
 def running(p):
@@ -414,3 +414,93 @@ def test_deleted_run_dir_is_recreated():
 
 
 test_deleted_run_dir_is_recreated.timeout = 60
+
+
+FLOOD_META = """version = "1.0.0";
+measurements: (
+  { table_name: "chaos_flood", entity_name: "chaos", fields: (
+      { description: "series", type: "key", name: "k" },
+      { description: "value", type: "gauge", name: "v" } ) }
+);
+"""
+
+FLOOD = r"""
+import sys, time
+n = int(sys.argv[1])
+for i in range(n):
+    sys.stdout.write("|chaos_flood|k%d|%d|\n" % (i, i))
+    if i % 500 == 499:
+        sys.stdout.flush()
+        time.sleep(0.05)
+sys.stdout.flush()
+go = sys.argv[2]
+while True:  # a second burst of 100 once the test has made room
+    try:
+        open(go).close()
+        break
+    except OSError:
+        time.sleep(0.1)
+for i in range(100):
+    sys.stdout.write("|chaos_flood|again%d|%d|\n" % (i, i))
+sys.stdout.flush()
+time.sleep(3600)
+"""
+
+
+def test_full_disk_log_accounting():
+    """Item 8: metric logs on a 1 MiB tmpfs. Before: status said 3 million lines where the file held
+    5,693, every write was an error, nothing said so, the last line was cut mid-JSON. Now: the files hold
+    only whole JSON lines, log_lines is what the files hold, the rest is counted lost, the condition is
+    logged once (and on stderr), and its end too."""
+    import json
+    tmp = tempfile.mkdtemp(prefix="gg-chaos-flood-")
+    meta = os.path.join(tmp, "chaos_flood.meta")
+    script = os.path.join(tmp, "flood.py")
+    with open(meta, "w") as f:
+        f.write(FLOOD_META)
+    with open(script, "w") as f:
+        f.write(FLOOD)
+    total = 20000
+    s = Supervisor(extend=[extend_entry("flood", "/usr/bin/python3", "%s %d %s" % (script, total, os.path.join(tmp, "go")))],
+                   extra_meta=[meta])
+    mdir = os.path.join(s.log_dir, "metrics")
+    os.makedirs(mdir)
+    subprocess.run(["mount", "-t", "tmpfs", "-o", "size=1m,mode=0750", "tmpfs", mdir], check=True)
+    try:
+        s.start()
+
+        def logs():
+            return s.status()["export"]["metric"]
+
+        wait_for(lambda: logs()["log_lines"] + logs()["log_lost_lines"] >= total, 60, "every flood line accounted")
+        st = logs()
+        lines = []
+        for name in sorted(os.listdir(mdir)):
+            with open(os.path.join(mdir, name), encoding="utf-8") as f:
+                text = f.read()
+            check(not text or text.endswith("\n"), "%s ends with a whole line" % name)
+            lines += [json.loads(l) for l in text.splitlines()]  # a cut line would not parse
+        flood = [l for l in lines if "chaos_flood" in json.dumps(l)]
+        check(st["log_lines"] == len(lines), "log_lines %d, the files hold %d" % (st["log_lines"], len(lines)))
+        check(st["log_lost_lines"] > 0 and st["log_lines"] + st["log_lost_lines"] == total,
+              "written %d + lost %d = %d flood lines" % (st["log_lines"], st["log_lost_lines"], total))
+        check(len(flood) == len(lines), "only flood lines in the files")
+        check(s.sup_log().count("lines are dropped (and counted)") == 1, "the full disk logged once")
+        check("lines are dropped (and counted)" in s.stderr_text(), "and on stderr")
+        # room again: the episode ends, and says how many lines it lost
+        os.truncate(os.path.join(mdir, "metrics.log"), 0)
+        with open(os.path.join(tmp, "go"), "w"):
+            pass
+        wait_for(lambda: logs()["log_lines"] == st["log_lines"] + 100, 10, "the second burst written")
+        check(logs()["log_lost_lines"] == st["log_lost_lines"], "nothing more lost")
+        check("is written again; %d lines were lost meanwhile" % st["log_lost_lines"] in s.sup_log(),
+              "the end of the episode logged with its loss")
+        with open(os.path.join(mdir, "metrics.log"), encoding="utf-8") as f:
+            check(len([json.loads(l) for l in f]) == 100, "the second burst in the file")
+    finally:
+        s.cleanup()
+        subprocess.run(["umount", "-l", mdir], check=False)
+        shutil.rmtree(tmp, ignore_errors=True)
+
+
+test_full_disk_log_accounting.timeout = 90
