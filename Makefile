@@ -235,6 +235,12 @@ $(BUILD)/fuzz/fuzz_perfdata: FUZZ_CFLAGS += -Iprobes/jvmprobe
 $(BUILD)/tests/test_jvm_perfdata: $(BUILD)/obj/probes/jvmprobe/perfdata.o
 $(BUILD)/obj/tests/unit/test_jvm_perfdata.o: CFLAGS += -Iprobes/jvmprobe
 
+# hwprobe's tracefs format parser and record decoder (probes/hwprobe/hw_decode.c) alone
+$(BUILD)/fuzz/fuzz_hw_decode: probes/hwprobe/hw_decode.c probes/hwprobe/hw_decode.h
+$(BUILD)/fuzz/fuzz_hw_decode: FUZZ_CFLAGS += -Iprobes/hwprobe
+$(BUILD)/tests/test_hw_decode: $(BUILD)/obj/probes/hwprobe/hw_decode.o
+$(BUILD)/obj/tests/unit/test_hw_decode.o: CFLAGS += -Iprobes/hwprobe
+
 fuzz: $(FUZZ_BINS)
 
 # ---- l7 protocol layer: l7probe's parsers (probes/l7probe/l7_proto.c, proto_*.c) also linked alone

@@ -1,6 +1,6 @@
 """runtime_probe_cost.py - CPU per report period and memory of jvmprobe, hwprobe and virtualized_infos,
-run standalone with -t 1 (one report a second) for a while, several runs: CPU time (user + system, from
-/proc/<pid>/stat) per report and peak resident memory (VmHWM).
+run standalone with -t 1 (one report a second) for a while, several runs: CPU time (on-CPU ns of every
+thread, /proc/<pid>/task/*/schedstat) per report and peak resident memory (VmHWM).
 
     python3 bench/runtime_probe_cost.py jvm [--jvms N] [--runs R] [--secs S]
     python3 bench/runtime_probe_cost.py hw|virt [--runs R] [--secs S]
@@ -21,10 +21,16 @@ BUILD = os.environ.get("GG_BUILD", os.path.join(ROOT, "build"))
 BINS = {"jvm": "jvmprobe", "hw": "hwprobe", "virt": "virtualized_infos"}
 
 
-def cpu_ticks(pid):
-    with open("/proc/%d/stat" % pid) as f:
-        p = f.read().rsplit(")", 1)[1].split()
-    return int(p[11]) + int(p[12])
+def cpu_ns(pid):
+    """On-CPU ns of every thread (schedstat: exact, where /proc/<pid>/stat counts 10 ms ticks)."""
+    tot = 0
+    for t in os.listdir("/proc/%d/task" % pid):
+        try:
+            with open("/proc/%d/task/%s/schedstat" % (pid, t)) as f:
+                tot += int(f.read().split()[0])
+        except FileNotFoundError:
+            pass
+    return tot
 
 
 def hwm_kb(pid):
@@ -39,15 +45,14 @@ def one_run(binary, secs):
     p = subprocess.Popen([binary, "-t", "1"], stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True)
     lines = 0
     time.sleep(1.5)  # start-up (and the first report) left out
-    c0, t0 = cpu_ticks(p.pid), time.time()
+    c0, t0 = cpu_ns(p.pid), time.time()
     time.sleep(secs)
-    c1, t1 = cpu_ticks(p.pid), time.time()
+    c1, t1 = cpu_ns(p.pid), time.time()
     hwm = hwm_kb(p.pid)
     p.terminate()
     out, _ = p.communicate(timeout=10)
     lines = len(out.splitlines())
-    tck = os.sysconf("SC_CLK_TCK")
-    return (c1 - c0) / tck / (t1 - t0) * 1000.0, hwm, lines
+    return (c1 - c0) / 1e6 / (t1 - t0), hwm, lines
 
 
 def start_jvms(n):

@@ -19,7 +19,7 @@
 #include "perfdata.h"
 #include "probe.h"
 #include "probe_conf.h"
-#include "probe_scope.h"
+#include "probe_runner.h"
 
 #define PROBE_NAME	   "jvm"
 #define PROG		   "jvmprobe"
@@ -48,8 +48,6 @@ struct jvm_ctx {
 	struct probe_rt *rt;
 	struct jvm_conf base, cur;
 	const char *comm;
-	int configured;
-	uint64_t start_ms;
 	uint64_t self_pidns;
 	char cg_root[256];
 	struct mntns *mns; /* MNTNS_MAX */
@@ -192,6 +190,17 @@ static int all_digits(const char *s, uint32_t *ret)
 	return 1;
 }
 
+static int open_root(int pid, int *rootfd)
+{
+	char path[64];
+
+	if (*rootfd >= 0)
+		return 0;
+	snprintf(path, sizeof(path), "/proc/%d/root", pid);
+	*rootfd = open(path, O_PATH | O_DIRECTORY | O_CLOEXEC);
+	return *rootfd < 0 ? -errno : 0;
+}
+
 /* List <root>/tmp/hsperfdata_* of one mount namespace into m. */
 static void list_mntns(struct jvm_ctx *ctx, int rootfd, struct mntns *m)
 {
@@ -246,21 +255,21 @@ static void list_mntns(struct jvm_ctx *ctx, int rootfd, struct mntns *m)
 	closedir(tmp);
 }
 
-/* The mount namespace entry of pid (listed on first sight this report); NULL when the table is full. */
-static struct mntns *mntns_of(struct jvm_ctx *ctx, int pid, uint64_t ino, int rootfd)
+/* The mount namespace's entry, listed on first sight this report (through pid's root, opened into
+ * *rootfd when it was not yet); NULL when the table is full or the root cannot be opened. */
+static struct mntns *mntns_of(struct jvm_ctx *ctx, int pid, uint64_t ino, int *rootfd)
 {
 	struct mntns *m;
 
 	for (unsigned int i = 0; i < ctx->nmns; i++)
 		if (ctx->mns[i].ino == ino)
 			return &ctx->mns[i];
-	if (ctx->nmns >= MNTNS_MAX)
+	if (ctx->nmns >= MNTNS_MAX || open_root(pid, rootfd))
 		return NULL;
 	m = &ctx->mns[ctx->nmns++];
 	memset(m, 0, sizeof(*m));
 	m->ino = ino;
-	list_mntns(ctx, rootfd, m);
-	(void)pid;
+	list_mntns(ctx, *rootfd, m);
 	return m;
 }
 
@@ -501,28 +510,26 @@ static void emit_jvm(struct jvm_ctx *ctx, int pid, const struct pd_jvm *j)
 	(void)probe_rt__emit(ctx->rt, &r);
 }
 
-/* One process: its perf data file, if its mount namespace has one under its namespaced pid. */
+/* One process: its perf data file, if its mount namespace has one under its namespaced pid. The
+ * process's root is opened only when its namespace is new this report or holds perf data files. */
 static void visit(struct jvm_ctx *ctx, int pid)
 {
-	char path[64];
 	uint64_t mnt = ns_ino(pid, "mnt");
 	struct mntns *m;
 	uint32_t nspid;
 	size_t len = 0;
-	int rootfd, err;
+	int rootfd = -1, err;
 
 	if (!mnt)
 		return;
-	snprintf(path, sizeof(path), "/proc/%d/root", pid);
-	rootfd = open(path, O_PATH | O_DIRECTORY | O_CLOEXEC);
-	if (rootfd < 0)
-		return;
-	m = mntns_of(ctx, pid, mnt, rootfd);
+	m = mntns_of(ctx, pid, mnt, &rootfd);
 	if (!m || !m->nfiles || nspid_of(ctx, pid, &nspid))
 		goto cleanup;
 	for (unsigned int i = 0; i < m->nfiles; i++) {
 		if (m->files[i].nspid != nspid)
 			continue;
+		if (open_root(pid, &rootfd))
+			break;
 		err = read_perfdata(ctx, pid, rootfd, m->dirs[m->files[i].dir], nspid, &len);
 		if (err) {
 			probe_log(PLOG_DEBUG, "pid %d: %s/%u: %s", pid, m->dirs[m->files[i].dir], nspid,
@@ -539,7 +546,8 @@ static void visit(struct jvm_ctx *ctx, int pid)
 		break;
 	}
 cleanup:
-	close(rootfd);
+	if (rootfd >= 0)
+		close(rootfd);
 }
 
 /* One report period (probe_rt__run_periodic). */
@@ -549,11 +557,6 @@ static void report(void *arg)
 	struct dirent *d;
 	DIR *proc;
 
-	/* Under the supervisor the scope comes with the first live configuration: until then (or
-	 * PROC_SCOPE_WAIT_MS), "every JVM" would report processes outside it. */
-	if (!ctx->configured && probe_rt__supervised(ctx->rt) &&
-	    probe_now_mono_ms() - ctx->start_ms < PROC_SCOPE_WAIT_MS)
-		return;
 	ctx->nmns = 0;
 	ctx->reported = 0;
 	proc = opendir("/proc");
@@ -585,58 +588,57 @@ static int on_config(void *data, uint64_t version, const struct gg_ctrl_msg *msg
 	if (msg->has_scope)
 		conf.scope = msg->scope;
 	ctx->cur = conf;
-	ctx->configured = 1;
 	probe_log(PLOG_INFO, "configuration %llu: report period %u s, scope %s", (unsigned long long)version,
 		  conf.period_s, conf.scope.all ? "all" : "filtered");
 	probe_rt__wake(ctx->rt);
 	return 0;
 }
 
+static int setup(void *arg, struct probe_rt *rt)
+{
+	struct jvm_ctx *ctx = arg;
+
+	ctx->rt = rt;
+	ctx->cur = ctx->base;
+	ctx->mns = calloc(MNTNS_MAX, sizeof(*ctx->mns));
+	ctx->file = malloc(PD_FILE_MAX);
+	if (!ctx->mns || !ctx->file) {
+		probe_log(PLOG_ERROR, "out of memory");
+		return -ENOMEM;
+	}
+	ctx->self_pidns = ns_ino(getpid(), "pid");
+	find_cg_root(ctx);
+	probe_log(PLOG_INFO, "started: report period %u s", ctx->cur.period_s);
+	return 0;
+}
+
+static void teardown(void *arg)
+{
+	struct jvm_ctx *ctx = arg;
+
+	free(ctx->mns);
+	free(ctx->file);
+	probe_buf__free(&ctx->status);
+	probe_buf__free(&ctx->stat);
+	probe_buf__free(&ctx->cgroup);
+}
+
 int main(int argc, char **argv)
 {
 	static struct jvm_ctx ctx;
-	enum probe_log_level level = PLOG_INFO;
-	struct probe_rt_opts opts = {.name = PROBE_NAME, .on_config = on_config, .cb_ctx = &ctx};
-	const struct probe_args a = {.prog = PROG,
-				     .contract = CONTRACT,
-				     .conf = &ctx.base,
-				     .level = &level,
-				     .scope = &ctx.base.scope,
-				     .comm = &ctx.comm,
-				     .notes = notes};
-	int ret, status = 1;
+	const struct probe_runner r = {
+		.contract = CONTRACT,
+		.ctx = &ctx,
+		.args = {.conf = &ctx.base, .scope = &ctx.base.scope, .comm = &ctx.comm, .notes = notes},
+		.setup = setup,
+		.on_config = on_config,
+		.period_s = &ctx.cur.period_s,
+		.report = report,
+		/* under the supervisor the scope comes with the first live configuration: until then,
+		 * "every JVM" would report processes outside it */
+		.first_config_wait_ms = PROC_SCOPE_WAIT_MS,
+		.teardown = teardown,
+	};
 
-	probe_log_setup(PROBE_NAME, PLOG_INFO);
-	probe_conf__defaults(CONTRACT, &ctx.base, &ctx.base.subprobes);
-	gg_scope__init(&ctx.base.scope);
-	ret = probe_conf__parse_args(&a, argc, argv);
-	if (ret >= 0)
-		return ret;
-	ctx.cur = ctx.base;
-	ctx.rt = probe_rt__start(&opts, level);
-	if (!ctx.rt)
-		return 1;
-	ctx.mns = calloc(MNTNS_MAX, sizeof(*ctx.mns));
-	ctx.file = malloc(PD_FILE_MAX);
-	if (!ctx.mns || !ctx.file) {
-		probe_log(PLOG_ERROR, "out of memory");
-		goto cleanup;
-	}
-	ctx.self_pidns = ns_ino(getpid(), "pid");
-	find_cg_root(&ctx);
-	probe_log(PLOG_INFO, "started: report period %u s", ctx.cur.period_s);
-	ctx.start_ms = probe_now_mono_ms();
-	probe_rt__run_periodic(ctx.rt, &ctx.cur.period_s, report, &ctx);
-	status = 0;
-	probe_log(PLOG_INFO, "stopping: %llu records emitted, %llu invalid",
-		  (unsigned long long)probe_rt__records_emitted(ctx.rt),
-		  (unsigned long long)probe_rt__records_invalid(ctx.rt));
-cleanup:
-	probe_rt__free(ctx.rt);
-	free(ctx.mns);
-	free(ctx.file);
-	probe_buf__free(&ctx.status);
-	probe_buf__free(&ctx.stat);
-	probe_buf__free(&ctx.cgroup);
-	return status;
+	return probe_runner__main(&r, argc, argv);
 }
