@@ -241,6 +241,12 @@ $(BUILD)/fuzz/fuzz_hw_decode: FUZZ_CFLAGS += -Iprobes/hwprobe
 $(BUILD)/tests/test_hw_decode: $(BUILD)/obj/probes/hwprobe/hw_decode.o
 $(BUILD)/obj/tests/unit/test_hw_decode.o: CFLAGS += -Iprobes/hwprobe
 
+# virtualized_infos' command line and libvirt XML parsers (probes/virtualized_infos/virt_parse.c) alone
+$(BUILD)/fuzz/fuzz_virt_parse: probes/virtualized_infos/virt_parse.c probes/virtualized_infos/virt_parse.h
+$(BUILD)/fuzz/fuzz_virt_parse: FUZZ_CFLAGS += -Iprobes/virtualized_infos
+$(BUILD)/tests/test_virt_parse: $(BUILD)/obj/probes/virtualized_infos/virt_parse.o
+$(BUILD)/obj/tests/unit/test_virt_parse.o: CFLAGS += -Iprobes/virtualized_infos
+
 fuzz: $(FUZZ_BINS)
 
 # ---- l7 protocol layer: l7probe's parsers (probes/l7probe/l7_proto.c, proto_*.c) also linked alone

@@ -47,7 +47,6 @@ static const struct gg_subprobe sp_tprofiling[] = {
 	}
 
 static const struct gg_contract not_built[] = {
-	NOT_BUILT("virt", "virtualized_infos", NULL, 0, p_plain, 0, NULL),
 	NOT_BUILT("ksli", "ksliprobe", NULL, 0, p_ksli, GG_SNOOP_ALL, NULL),
 	NOT_BUILT("postgre_sli", "pgsliprobe", NULL, 0, p_dev, GG_SNOOP_ALL, NULL),
 	NOT_BUILT("opengauss_sli", "pg_stat_probe", NULL, 0, p_plain, GG_SNOOP_GAUSSDB, NULL),

@@ -183,9 +183,9 @@ static void test_table(void **state)
 		{"sli", "sliprobe"},
 		{"jvm", "jvmprobe"},
 		{"hw", "hwprobe"},
+		{"virt", "virtualized_infos"},
 	};
-	const char *more[] = {"ksli", "postgre_sli", "opengauss_sli", "nginx", "haproxy",
-			      "lvs",  "kafka",	     "dnsmasq",	      "virt"};
+	const char *more[] = {"ksli", "postgre_sli", "opengauss_sli", "nginx", "haproxy", "lvs", "kafka", "dnsmasq"};
 
 	(void)state;
 	for (size_t i = 0; i < sizeof(names) / sizeof(names[0]); i++) {

@@ -1,0 +1,24 @@
+/* contract.c - virtualized_infos' contract: REST name "virt", no sub-probes, no snoopers (seed 000). */
+#include "contract.h"
+
+#ifndef GG_CONTRACT_ONLY
+#include "virt_conf.h"
+#endif
+
+/* clang-format off */
+static const struct gg_param_spec params[] = {
+	GG_PARAM_REPORT_PERIOD(GG_STORE(struct virt_conf, period_s)),
+	GG_PARAMS_SEED_COMMON(GG_NOSTORE),
+};
+/* clang-format on */
+
+/* Seed 000 gives virt no sub-probes and no monitoring targets ("NA"): no GG_CONTRACT (its sizeof needs a
+ * non-empty sub-probe list). */
+const struct gg_contract gg_contract_virtualized_infos = {
+	.rest_name = "virt",
+	.bin = "virtualized_infos",
+	.summary = "qemu processes of the host and their guests' names and uuids (command line, libvirt's run "
+		   "directory)",
+	.params = params,
+	.nparams = sizeof(params) / sizeof(params[0]),
+};
