@@ -179,6 +179,9 @@ def check_jvm(j, prog, private):
     check(int(gc["gc_coll_secs_count"]) == 1 + GCS, "full collections == 1 + %d System.gc(): %s" % (GCS, gc))
     check(float(gc["gc_coll_secs_sum"]) > 0, "full GC time > 0: %s" % gc)
     check(int(rt["safepoints_total"]) >= GCS, "a safepoint per full GC at least: %s" % rt)
+    # scoped by proc_id: no other JVM of the machine (other tests may run some) is reported
+    strays = {r["tgid"] for r in j.sup.metric_records("jvm_thread")} - {str(pid)}
+    check(not strays, "only the JVM in scope is reported, not %s" % strays)
     # G1's counters pad each size by a word or so (a capacity is never 0): within 64 bytes
     check(0 <= int(heap["mem_bytes_max"]) - (256 << 20) < 64, "heap max == -Xmx256m: %s" % heap)
     # absolute values against jstat (reads the same file; the program is idle now)
