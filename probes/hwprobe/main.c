@@ -42,6 +42,7 @@ struct hw_ctx {
 	struct ring_buffer *rb;
 	int nl_fd, ep_fd, eth_fd;
 	int bpf_stats;
+	struct gg_bpf_stats_prev stats_prev[4];
 	struct hw_agg agg;
 	struct probe_buf b;
 	uint64_t dropped_seen;
@@ -318,6 +319,8 @@ static void report(void *arg)
 			  (unsigned long long)ctx->agg.overflow);
 	ctx->dropped_seen = dropped;
 	(void)probe_rt__flush(ctx->rt);
+	if (ctx->bpf_stats && ctx->skel)
+		gg_bpf_stats_log(ctx->skel->obj, ctx->stats_prev, 4);
 }
 
 /* ---- configuration and setup --------------------------------------------------------------------- */
