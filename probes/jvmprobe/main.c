@@ -55,6 +55,8 @@ struct jvm_ctx {
 	unsigned char *file; /* PD_FILE_MAX */
 	struct pd_jvm jvm;
 	struct probe_buf status, stat, cgroup;
+	long clk_tck;
+	unsigned long long btime_s; /* boot time, /proc/stat btime */
 	unsigned int reported, warned_tmp;
 };
 
@@ -367,21 +369,48 @@ static uint64_t pos(int64_t v)
 	return v > 0 ? (uint64_t)v : 0;
 }
 
-/* CPU seconds of pid (utime + stime of /proc/<pid>/stat). */
-static double proc_cpu_secs(struct jvm_ctx *ctx, int pid)
+/* pid's CPU ticks (utime + stime) and start (clock ticks after boot) from /proc/<pid>/stat. */
+static int proc_stat(struct jvm_ctx *ctx, int pid, unsigned long long *ret_cpu, unsigned long long *ret_start)
 {
 	char path[64];
 	const char *s;
-	unsigned long long ut = 0, st = 0;
-	long tck = sysconf(_SC_CLK_TCK);
+	unsigned long long ut, st, start;
 
 	snprintf(path, sizeof(path), "/proc/%d/stat", pid);
 	if (probe_read_file(path, &ctx->stat, 4096) || !(s = strrchr(ctx->stat.data, ')')))
+		return -ENOENT;
+	/* after "pid (comm)": state is field 3, utime 14, stime 15, starttime 22 */
+	if (sscanf(s + 2, "%*c %*d %*d %*d %*d %*d %*u %*u %*u %*u %*u %llu %llu %*d %*d %*d %*d %*d %*d %llu", &ut,
+		   &st, &start) != 3)
+		return -EINVAL;
+	*ret_cpu = ut + st;
+	*ret_start = start;
+	return 0;
+}
+
+static double proc_cpu_secs(struct jvm_ctx *ctx, int pid)
+{
+	unsigned long long cpu, start;
+
+	if (proc_stat(ctx, pid, &cpu, &start) || ctx->clk_tck <= 0)
 		return 0;
-	/* after "pid (comm)": state is field 3, utime 14, stime 15 */
-	if (sscanf(s + 2, "%*c %*d %*d %*d %*d %*d %*u %*u %*u %*u %*u %llu %llu", &ut, &st) != 2 || tck <= 0)
-		return 0;
-	return (double)(ut + st) / (double)tck;
+	return (double)cpu / (double)ctx->clk_tck;
+}
+
+/*
+ * The file is this process's: its VM was created after the process started. A JVM that died leaves its
+ * file behind (kill -9, a crash); a new process given the same pid must not be reported with the dead
+ * VM's counters. Wall clocks both, the boot time in whole seconds: 2 s of slack.
+ */
+static int vm_is_process(struct jvm_ctx *ctx, int pid, const struct pd_jvm *j)
+{
+	unsigned long long cpu, start;
+	int64_t start_ms;
+
+	if (!ctx->btime_s || ctx->clk_tck <= 0 || proc_stat(ctx, pid, &cpu, &start))
+		return 1; /* cannot tell */
+	start_ms = (int64_t)ctx->btime_s * 1000 + (int64_t)(start * 1000ull / (unsigned long long)ctx->clk_tck);
+	return j->vm_begin_ms + 2000 >= start_ms;
 }
 
 static void begin(struct probe_rec *r, const struct probe_table *t, int pid, const char *name)
@@ -541,6 +570,11 @@ static void visit(struct jvm_ctx *ctx, int pid)
 			probe_log(PLOG_DEBUG, "pid %d: not a usable perf data file: %s", pid, strerror(-err));
 			continue;
 		}
+		if (!vm_is_process(ctx, pid, &ctx->jvm)) {
+			probe_log(PLOG_DEBUG, "pid %d: %s/%u is older than the process (a dead JVM's)", pid,
+				  m->dirs[m->files[i].dir], nspid);
+			continue;
+		}
 		emit_jvm(ctx, pid, &ctx->jvm);
 		ctx->reported++;
 		break;
@@ -607,6 +641,13 @@ static int setup(void *arg, struct probe_rt *rt)
 		return -ENOMEM;
 	}
 	ctx->self_pidns = ns_ino(getpid(), "pid");
+	ctx->clk_tck = sysconf(_SC_CLK_TCK);
+	if (probe_read_file("/proc/stat", &ctx->stat, 1u << 20) == 0) {
+		const char *b = strstr(ctx->stat.data, "\nbtime ");
+
+		if (b)
+			ctx->btime_s = strtoull(b + 7, NULL, 10);
+	}
 	find_cg_root(ctx);
 	probe_log(PLOG_INFO, "started: report period %u s", ctx->cur.period_s);
 	return 0;

@@ -206,3 +206,32 @@ def test_jvm_in_private_pid_and_mount_namespace():
         check(not os.path.exists("/tmp/hsperfdata_root/%d" % prog.nspid()) or prog.nspid() == prog.pid,
               "its perf data file is not in the host's /tmp")
         check_jvm(j, prog, True)
+
+
+def test_jvm_stale_file_of_a_dead_jvm_not_reported():
+    """A JVM killed with -9 leaves its perf data file; a new process given its pid must not be reported
+    with the dead VM's counters. Here: a copy of a live JVM's file under the pid of a `sleep` started
+    after it (same user), in the same hsperfdata directory."""
+    sleeper = None
+    stale = None
+    with JavaProg() as prog:
+        src = "/tmp/hsperfdata_root/%d" % prog.pid
+        check(os.path.exists(src), "the JVM's perf data file %s" % src)
+        time.sleep(3.5)  # the sleeper starts clearly after the VM (the probe allows 2 s of clock slack)
+        sleeper = subprocess.Popen(["sleep", "300"])
+        try:
+            stale = "/tmp/hsperfdata_root/%d" % sleeper.pid
+            check(not os.path.exists(stale), "no file for the new pid yet")
+            shutil.copyfile(src, stale)
+            os.chmod(stale, 0o600)
+            with Jvm([prog.pid, sleeper.pid]) as j:
+                t0 = time.time() * 1000
+                j.row("jvm_thread", t0, "the live JVM", tgid=prog.pid)
+                j.row("jvm_thread", time.time() * 1000, "a second report", tgid=prog.pid)
+                check(not j.rows("jvm_thread", 0, tgid=sleeper.pid), "the stale file was reported for pid %d" %
+                      sleeper.pid)
+        finally:
+            if stale and os.path.exists(stale):
+                os.unlink(stale)
+            sleeper.kill()
+            sleeper.wait()
