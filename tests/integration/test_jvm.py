@@ -22,8 +22,9 @@ class JavaProg:
     """JvmLoad compiled in a temporary directory and run (optionally in new pid + mount namespaces with
     a tmpfs on /tmp); killed and removed on exit."""
 
-    def __init__(self, private_tmp=False):
+    def __init__(self, private_tmp=False, preexec_fn=None):
         self.private_tmp = private_tmp
+        self.preexec_fn = preexec_fn
         self.dir = None
         self.proc = None
 
@@ -49,7 +50,7 @@ class JavaProg:
         else:
             argv = java
         self.proc = subprocess.Popen(argv, cwd=self.dir, stdin=subprocess.PIPE, stdout=subprocess.PIPE,
-                                     stderr=subprocess.PIPE, text=True)
+                                     stderr=subprocess.PIPE, text=True, preexec_fn=self.preexec_fn)
         line = self.proc.stdout.readline()
         check(line.strip() == "ready", "JvmLoad ready (got %r, stderr %s)" % (line, self.proc.stderr.read()
                                                                                if not line else ""))
@@ -116,8 +117,9 @@ def jstat(pid, opt):
 class Jvm:
     """The supervisor with the REST API and jvmprobe scoped to some pids."""
 
-    def __init__(self, pids):
+    def __init__(self, pids, snoopers=None):
         self.pids = pids
+        self.snoopers = snoopers or {"proc_id": pids}
         self.sup = None
         self.state = None
 
@@ -125,7 +127,7 @@ class Jvm:
         self.state = tempfile.mkdtemp(prefix="gg-jvm-state-")
         self.sup = Supervisor(extra=rest_section(self.state)).start()
         port = rest_port(self.sup)
-        conf = {"params": {"report_period": 5}, "snoopers": {"proc_id": self.pids}, "state": "running"}
+        conf = {"params": {"report_period": 5}, "snoopers": self.snoopers, "state": "running"}
         st, doc, raw, _ = rest_call(port, "PUT", "/jvm", urllib.parse.urlencode({"json": json.dumps(conf)}))
         check(st == 200, "PUT /jvm: %d %s" % (st, raw[:400]))
         def confirmed():
@@ -235,3 +237,16 @@ def test_jvm_stale_file_of_a_dead_jvm_not_reported():
                 os.unlink(stale)
             sleeper.kill()
             sleeper.wait()
+
+
+def test_jvm_container_id_snooper():
+    """snoopers.container_id: the JVM in a docker-like cgroup is reported, one outside it is not."""
+    from test_sli import Container
+    with Container() as c, JavaProg(preexec_fn=c._join) as inside, JavaProg() as outside:
+        with Jvm([], snoopers={"container_id": [c.cid()]}) as j:
+            t0 = time.time() * 1000
+            j.row("jvm_thread", t0, "the JVM in the container", tgid=inside.pid)
+            j.row("jvm_thread", time.time() * 1000, "a second report", tgid=inside.pid)
+            tgids = {r["tgid"] for r in j.sup.metric_records("jvm_thread")}
+            check(tgids == {str(inside.pid)}, "only the container's JVM (%d, not %d): %s" %
+                  (inside.pid, outside.pid, tgids))
