@@ -108,6 +108,19 @@ def test_hw_carrier_counts_and_events():
             check(len(evs) == TOGGLES and downs == TOGGLES,
                   "one event per carrier loss: %s" % [e["Body"] for e in evs])
             check(all(e["SeverityText"] == "WARN" for e in evs), "events are warnings: %s" % evs)
+            # live: hw_mem only; the device's rows and carrier events stop
+            conf["cmd"]["probe"] = ["hw_mem"]
+            st, _, raw, _ = rest_call(port, "PUT", "/hw", urllib.parse.urlencode({"json": json.dumps(conf)}))
+            check(st == 200, "PUT /hw hw_mem: %d %s" % (st, raw[:300]))
+            wait_for(lambda: "sub-probes hw_mem\n" in sup.probe_log("hwprobe") or
+                     "sub-probes hw_mem " in sup.probe_log("hwprobe"), 20, "hwprobe applies hw_mem only")
+            t = time.time() * 1000
+            v.ip("link", "set", v.peer, "down", ns=v.ns)
+            time.sleep(0.3)
+            v.ip("link", "set", v.peer, "up", ns=v.ns)
+            time.sleep(11)  # two report periods
+            check(not rows(t), "no nic_failure rows with hw_nic off: %s" % rows(t)[-1:])
+            check(len(mine()) == TOGGLES, "no carrier event with hw_nic off: %s" % [e["Body"] for e in mine()])
             log = sup.probe_log("hwprobe")
             check("cannot attach" not in log, "tracepoints attached: %s" % log[-2000:])
     except Exception:
