@@ -45,9 +45,10 @@ struct virt_ctx {
 };
 
 static const char notes[] =
-	"Table virt_proc: one row per qemu process (comm or executable qemu*/kvm*, or the pid of a running\n"
-	"libvirt domain), labels uuid and vm_name: libvirt's domain name and uuid when its run directory\n"
-	"has the process, else the command line's -name guest=... and -uuid.\n"
+	"Table virt_proc: one row per qemu process (comm qemu*, executable qemu-system-* or qemu-kvm, not\n"
+	"a kernel thread; or the pid of a running libvirt domain), labels uuid and vm_name: libvirt's domain\n"
+	"name and uuid when its run directory has the process, else the command line's -name guest=... and\n"
+	"-uuid.\n"
 	"Live configuration: {\"params\": {\"report_period\": N}}\n";
 
 static const struct probe_opt own_opts[] = {
@@ -136,7 +137,7 @@ static const struct domain *domain_of(const struct virt_ctx *ctx, int pid)
 	return NULL;
 }
 
-/* A qemu process by its name: comm "qemu-system-*", "qemu-kvm", "kvm", or such an executable. */
+/* A qemu process by its name: comm "qemu-system-*", "qemu-kvm", or such an executable. */
 static int looks_like_qemu(int pid)
 {
 	char path[64], buf[PATH_MAX], *base;
@@ -152,7 +153,8 @@ static int looks_like_qemu(int pid)
 	if (n <= 0)
 		return 0;
 	buf[n] = 0;
-	if (!strncmp(buf, "qemu", 4) || !strncmp(buf, "kvm", 3))
+	/* not "kvm*": kvm-pit/<pid> and the like are kernel threads */
+	if (!strncmp(buf, "qemu", 4))
 		return 1;
 	/* -name ...,process=NAME renames the process: its executable still says what it is */
 	snprintf(path, sizeof(path), "/proc/%d/exe", pid);
@@ -182,6 +184,7 @@ static void report(void *arg)
 		char path[64];
 		char *end;
 		long pid = strtol(e->d_name, &end, 10);
+		int have;
 
 		if (*end || pid <= 0 || pid > INT_MAX)
 			continue;
@@ -190,10 +193,12 @@ static void report(void *arg)
 			continue;
 		memset(&g, 0, sizeof(g));
 		snprintf(path, sizeof(path), "/proc/%ld/cmdline", pid);
-		if (probe_read_file(path, &ctx->b, CMDLINE_MAX) == 0)
-			(void)virt_parse_cmdline(ctx->b.data, ctx->b.len, &g);
-		else if (!dom)
+		/* a kernel thread (no command line) is no VM, whatever its name */
+		have = probe_read_file(path, &ctx->b, CMDLINE_MAX) == 0 && ctx->b.len;
+		if (!have && !dom)
 			continue;
+		if (have)
+			(void)virt_parse_cmdline(ctx->b.data, ctx->b.len, &g);
 		/* libvirt's names win: the command line is the process's to choose */
 		if (dom) {
 			memcpy(g.name, dom->g.name, sizeof(g.name));

@@ -19,15 +19,18 @@ QEMU = "qemu-system-x86_64"
 class Qemu:
     """A paused qemu with its own name and uuid, killed on exit."""
 
-    def __init__(self, name):
+    def __init__(self, name, process=None):
         self.name = name
+        self.process = process  # -name ...,process=X: the process renames itself (its comm)
         self.uuid = str(uuid.uuid4())
         self.proc = None
 
     def __enter__(self):
         check(shutil.which(QEMU), "%s installed (scripts/install-deps.sh: qemu-system-x86)" % QEMU)
         self.proc = subprocess.Popen(
-            [QEMU, "-S", "-name", "guest=%s,debug-threads=on" % self.name.replace(",", ",,"), "-uuid",
+            [QEMU, "-S", "-name", "guest=%s,debug-threads=on%s" % (self.name.replace(",", ",,"),
+                                                                 ",process=" + self.process if self.process else ""),
+             "-uuid",
              self.uuid.upper(), "-nographic", "-display", "none", "-machine", "none", "-monitor", "none",
              "-serial", "none", "-nodefaults"], stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
             stderr=subprocess.PIPE)
@@ -35,7 +38,7 @@ class Qemu:
             if self.proc.poll() is not None:
                 raise AssertionError("qemu exited: %s" % self.proc.stderr.read().decode(errors="replace"))
             with open("/proc/%d/comm" % self.proc.pid) as f:
-                return f.read().startswith("qemu")
+                return f.read().startswith(self.process[:15] if self.process else "qemu")
         wait_for(up, 10, "qemu running")
         self.pid = self.proc.pid
         return self
@@ -52,7 +55,7 @@ def test_virt_rest_qemu_name_and_uuid():
     state = tempfile.mkdtemp(prefix="gg-virt-state-")
     sup = None
     try:
-        with Qemu("gg-virt-%d,x" % os.getpid()) as q:
+        with Qemu("gg-virt-%d,x" % os.getpid()) as q, Qemu("gg-virt-r-%d" % os.getpid(), "ggvm%d" % os.getpid()) as r:
             sup = Supervisor(extra=rest_section(state)).start()
             port = rest_port(sup)
             body = urllib.parse.urlencode({"json": json.dumps({"params": {"report_period": 5}, "state": "running"})})
@@ -63,6 +66,9 @@ def test_virt_rest_qemu_name_and_uuid():
             check(row["vm_name"] == q.name and row["uuid"] == q.uuid and row["value"] == 1,
                   "name %r uuid %s: %s" % (q.name, q.uuid, row))
             check(row["entity_name"] == "proc", "gala-gopher's entity: %s" % row)
+            row = wait_for(lambda: ([x for x in sup.metric_records("virt_proc") if x["tgid"] == str(r.pid)]
+                                    or [None])[-1], 20, "a virt_proc row of the renamed qemu", interval=0.2)
+            check(row["vm_name"] == r.name and row["uuid"] == r.uuid, "renamed qemu (comm %s): %s" % (r.process, row))
             others = [r for r in sup.metric_records("virt_proc") if r["tgid"] in (str(os.getpid()), str(sup.proc.pid))]
             check(not others, "no row for processes that are not qemu: %s" % others)
             st, doc, raw, _ = rest_call(port, "PUT", "/virt", urllib.parse.urlencode(
