@@ -35,7 +35,8 @@ extern const struct gg_contract gg_contract_jvmprobe;
 
 /* The perf data files one mount namespace's /tmp holds now (listed once per report). */
 struct mntns {
-	uint64_t ino;
+	uint64_t ino;		     /* mount namespace */
+	uint64_t root_dev, root_ino; /* and root directory (a chroot in the namespace sees another /tmp) */
 	unsigned int ndirs, nfiles;
 	char dirs[DIRS_MAX][64];
 	struct {
@@ -257,20 +258,28 @@ static void list_mntns(struct jvm_ctx *ctx, int rootfd, struct mntns *m)
 	closedir(tmp);
 }
 
-/* The mount namespace's entry, listed on first sight this report (through pid's root, opened into
- * *rootfd when it was not yet); NULL when the table is full or the root cannot be opened. */
+/* The entry of pid's mount namespace and root, listed on first sight this report (through pid's root,
+ * opened into *rootfd when it was not yet); NULL when the table is full or the root cannot be seen. */
 static struct mntns *mntns_of(struct jvm_ctx *ctx, int pid, uint64_t ino, int *rootfd)
 {
+	char path[64];
+	struct stat st;
 	struct mntns *m;
 
+	snprintf(path, sizeof(path), "/proc/%d/root", pid);
+	if (stat(path, &st))
+		return NULL;
 	for (unsigned int i = 0; i < ctx->nmns; i++)
-		if (ctx->mns[i].ino == ino)
+		if (ctx->mns[i].ino == ino && ctx->mns[i].root_dev == (uint64_t)st.st_dev &&
+		    ctx->mns[i].root_ino == (uint64_t)st.st_ino)
 			return &ctx->mns[i];
 	if (ctx->nmns >= MNTNS_MAX || open_root(pid, rootfd))
 		return NULL;
 	m = &ctx->mns[ctx->nmns++];
 	memset(m, 0, sizeof(*m));
 	m->ino = ino;
+	m->root_dev = (uint64_t)st.st_dev;
+	m->root_ino = (uint64_t)st.st_ino;
 	list_mntns(ctx, *rootfd, m);
 	return m;
 }
