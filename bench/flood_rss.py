@@ -51,7 +51,7 @@ def main():
             while not stop.is_set():
                 t = time.monotonic()
                 try:
-                    with urllib.request.urlopen("http://127.0.0.1:%d/flood0" % rport, timeout=120) as r:
+                    with urllib.request.urlopen("http://127.0.0.1:%d/tcp" % rport, timeout=120) as r:
                         r.read()
                 except Exception:  # noqa: BLE001 - a failed GET is a data point too
                     pass
