@@ -33,6 +33,30 @@ const char *gg_probe__state_name(const struct gg_probe *p)
 	return p->state == GG_PS_RUNNING && p->hung_since_ms ? "hung" : gg_probe_state__str(p->state);
 }
 
+size_t gg_cmdline__format(char *buf, size_t len, char *const *argv)
+{
+	size_t n = 0;
+
+	if (len)
+		buf[0] = '\0';
+	for (char *const *a = argv; a && *a && n + 1 < len; a++) {
+		/* quoted as the configuration's param is split (gg_split_args): what is shown runs as shown */
+		int quote = !**a || strpbrk(*a, " \t\n'\"") != NULL;
+
+		if (n && n + 1 < len)
+			buf[n++] = ' ';
+		if (quote && !strchr(*a, '\''))
+			n += (size_t)snprintf(buf + n, len - n, "'%s'", *a);
+		else if (quote)
+			n += (size_t)snprintf(buf + n, len - n, "\"%s\"", *a);
+		else
+			n += (size_t)snprintf(buf + n, len - n, "%s", *a);
+		if (n >= len)
+			n = len - 1;
+	}
+	return n;
+}
+
 void gg_probe__logf(struct gg_probe *p, const char *fmt, ...)
 {
 	char line[1024];
@@ -275,6 +299,7 @@ static void on_probe_exit(uv_process_t *proc, int64_t status, int term_signal)
 	if (p->pid > 0)
 		kill(-p->pid, SIGKILL);
 	p->pid = 0;
+	p->cmdline[0] = '\0';
 	uv_close((uv_handle_t *)proc, on_proc_closed);
 	uv_timer_stop(&p->timer);
 	gg_probes__write_children(sup);
@@ -471,6 +496,7 @@ static void probe_start(struct gg_probe *p)
 		goto fail;
 	}
 	p->pid = p->proc.pid;
+	(void)gg_cmdline__format(p->cmdline, sizeof(p->cmdline), argv + 3); /* without the spawn wrapper */
 	p->started_ms = gg_now_ms();
 	p->starts++;
 	p->state = GG_PS_RUNNING;

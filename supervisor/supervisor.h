@@ -33,6 +33,8 @@ const char *gg_probe_state__str(enum gg_probe_state s);
 struct gg_probe;
 /* The state as operators see it: "hung" for a running probe the watchdog found silent. */
 const char *gg_probe__state_name(const struct gg_probe *p);
+/* argv joined with spaces, arguments with blanks or quotes quoted as param splitting reads them back. */
+size_t gg_cmdline__format(char *buf, size_t len, char *const *argv);
 
 /* Records rejected for one (table, reason). */
 struct gg_rej_entry {
@@ -115,6 +117,7 @@ struct gg_probe {
 	/* run-time control (REST API, rest.c) */
 	int desired;	      /* enum gg_desired: follow conf->sw, or started/stopped on request */
 	char **extra_argv;    /* flags appended to conf->param at the next start (NULL-terminated), or NULL */
+	char cmdline[2048];   /* the command the running process was started with ("" when none) */
 	int start_after_stop; /* a stop in progress is a restart: start again once it has exited */
 };
 

@@ -250,6 +250,31 @@ def test_invalid_utf8_snooper_refused():
         env.cleanup()
 
 
+def test_loose_json_numbers_refused_and_null_means_default():
+    """Item 10: leading zeros, '+' and bare '.' were read as numbers (cJSON); null had no documented meaning.
+    Now such numbers are 400 naming the spot, and null in params means the parameter's default."""
+    import urllib.parse
+    from test_rest import RestEnv, expect
+    env = RestEnv().start()
+    try:
+        q = urllib.parse.quote
+        for bad in ("010", "+10", "10.", ".5", "-07", "1e", "1.2.3"):
+            st, doc, raw, _ = env.call("PUT", "/baseinfo", "json=" + q('{"params": {"report_period": %s}}' % bad))
+            check(st == 400 and "numbers are written as JSON has them" in raw, "%s: %d %s" % (bad, st, raw[:200]))
+        for good in ("10", "1e1", "10.0", "0"):
+            st, doc, raw, _ = env.call("PUT", "/baseinfo", "json=" + q('{"params": {"report_period": %s}}' % good))
+            check(st != 400 or "numbers are written" not in raw, "%s refused: %s" % (good, raw[:200]))
+        # a number inside a string is text, not a number
+        expect(env.call("PUT", "/baseinfo", "json=" + q('{"snoopers": {"proc_name": [{"comm": "^a010$"}]}}')), 200)
+        expect(env.call("PUT", "/baseinfo", "json=" + q('{"params": {"report_period": 30}}')), 200)
+        expect(env.call("PUT", "/baseinfo", "json=" + q('{"params": {"report_period": null}}')), 200)
+        st, doc, raw, _ = env.call("GET", "/baseinfo")
+        check(st == 200 and "report_period" not in (doc.get("params") or {}),
+              "null: back to the default (not stored): %r" % doc.get("params"))
+    finally:
+        env.cleanup()
+
+
 def test_sighup_says_what_it_does():
     s = Supervisor().start()
     try:
