@@ -132,6 +132,7 @@ static int ensure_entry(struct gg_rest *r, struct rest_probe *rp)
 	snprintf(c->check_cmd, sizeof(c->check_cmd), "%s", rp->def->check_cmd ? rp->def->check_cmd : "");
 	c->sw = GG_SWITCH_OFF;
 	c->native = 1;
+	c->limits = (struct gg_limits){-1, -1, -1}; /* global.probe_* */
 	p = gg_probes__add(sup, c);
 	sup->cfg.nprobes++; /* the entry holds c even when it failed half-way (it is freed with the rest) */
 	if (!p)
