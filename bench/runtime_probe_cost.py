@@ -112,9 +112,14 @@ def main():
               (BINS[a.probe], a.runs, a.secs, nproc, len(procs), "JVMs" if a.probe == "jvm" else "qemus",
                statistics.median(ms), min(ms), max(ms), statistics.median(hwms), statistics.median(lines)))
     finally:
+        for p in procs:  # SIGTERM: a JVM removes its perf data file as it exits
+            p.terminate()
         for p in procs:
-            p.kill()
-            p.wait()
+            try:
+                p.wait(20)
+            except subprocess.TimeoutExpired:
+                p.kill()
+                p.wait()
         if d:
             shutil.rmtree(d, ignore_errors=True)
 

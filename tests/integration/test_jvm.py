@@ -6,6 +6,7 @@ private /tmp: only reachable through /proc/<pid>/root under its namespaced pid."
 import json
 import os
 import shutil
+import signal
 import subprocess
 import sys
 import tempfile
@@ -92,16 +93,33 @@ class JavaProg:
 
     def __exit__(self, *exc):
         if self.proc:
-            if self.proc.poll() is None:
-                self.proc.kill()
-            self.proc.wait()
-            # unshare --fork: the JVM (pid 1 of its namespace) outlives unshare
-            if self.private_tmp:
+            # SIGTERM: the JVM removes its perf data file as it exits (SIGKILL would leave it in /tmp)
+            for p in {self.pid, self.proc.pid} if getattr(self, "pid", None) else {self.proc.pid}:
                 try:
-                    os.kill(self.pid, 9)
+                    os.kill(p, signal.SIGTERM)
                 except ProcessLookupError:
                     pass
-                wait_for(lambda: not os.path.exists("/proc/%d" % self.pid), 10, "the JVM gone", interval=0.1)
+            try:
+                self.proc.wait(20)
+            except subprocess.TimeoutExpired:
+                self.proc.kill()
+                self.proc.wait()
+            if getattr(self, "pid", None):
+                def gone():
+                    if os.path.exists("/proc/%d" % self.pid):
+                        try:
+                            os.kill(self.pid, signal.SIGKILL if time.time() > self.deadline else 0)
+                        except ProcessLookupError:
+                            pass
+                        return False
+                    return True
+                self.deadline = time.time() + 10
+                wait_for(gone, 20, "the JVM gone", interval=0.1)
+                if not self.private_tmp:  # left only by a JVM that had to be killed
+                    try:
+                        os.unlink("/tmp/hsperfdata_root/%d" % self.pid)
+                    except FileNotFoundError:
+                        pass
         shutil.rmtree(self.dir, ignore_errors=True)
         return False
 
