@@ -111,7 +111,26 @@ $(BUILD)/obj/contracts/contracts.o: $(BUILD)/gen/contracts.c
 	$(Q)mkdir -p $(@D)
 	$(Q)$(CC) $(CFLAGS) -include stddef.h -c $< -o $@
 
-$(SUPERVISOR): $(call obj,$(SUP_SRCS)) $(CONTRACT_OBJS) $(LIBSCHEMA) $(LIBIPC)
+# The web page's files (supervisor/rest/webui/) compiled in as arrays: nothing is read from disk at run time.
+WEBUI_FILES := $(sort $(wildcard supervisor/rest/webui/*))
+EMBED := $(BUILD)/tools/embed
+WEBUI_OBJ := $(BUILD)/obj/gen/webui_assets.o
+$(EMBED): tools/embed.c
+	$(say) CC $@
+	$(Q)mkdir -p $(@D)
+	$(Q)$(CC) $(CFLAGS) $(LDFLAGS) $< -o $@
+
+$(BUILD)/gen/webui_assets.c: $(WEBUI_FILES) $(EMBED)
+	$(say) GEN $@
+	$(Q)mkdir -p $(@D)
+	$(Q)$(EMBED) $@ $(WEBUI_FILES)
+
+$(WEBUI_OBJ): $(BUILD)/gen/webui_assets.c
+	$(say) CC $<
+	$(Q)mkdir -p $(@D)
+	$(Q)$(CC) $(CFLAGS) -c $< -o $@
+
+$(SUPERVISOR): $(call obj,$(SUP_SRCS)) $(WEBUI_OBJ) $(CONTRACT_OBJS) $(LIBSCHEMA) $(LIBIPC)
 	$(say) LINK $@
 	$(Q)$(CC) $(LDFLAGS) $^ $(LIBS_SUP) -o $@
 
@@ -178,7 +197,7 @@ $(call obj,$(PLIB_SRCS)): $(META_HDRS)
 
 # ---- tests, helpers, benchmarks -------------------------------------------------------------------
 LIBSUP := $(BUILD)/lib/libggsup.a
-$(LIBSUP): $(filter-out $(BUILD)/obj/supervisor/main.o,$(call obj,$(SUP_SRCS))) $(CONTRACT_OBJS)
+$(LIBSUP): $(filter-out $(BUILD)/obj/supervisor/main.o,$(call obj,$(SUP_SRCS))) $(WEBUI_OBJ) $(CONTRACT_OBJS)
 
 # test_sup_* exercise supervisor code; the others only the libraries.
 $(BUILD)/tests/test_sup_%: $(BUILD)/obj/tests/unit/test_sup_%.o $(LIBSUP) $(LIBSCHEMA) $(LIBIPC)

@@ -200,6 +200,8 @@ static enum MHD_Result queue_done(struct req_ctx *r)
 		return MHD_NO;
 	(void)MHD_add_response_header(mr, MHD_HTTP_HEADER_CONTENT_TYPE,
 				      resp->content_type ? resp->content_type : "application/json");
+	for (const char *const *h = resp->headers; h && h[0] && h[1]; h += 2)
+		(void)MHD_add_response_header(mr, h[0], h[1]);
 	ret = MHD_queue_response(r->conn, resp->status ? resp->status : 500, mr);
 	MHD_destroy_response(mr);
 	return ret;

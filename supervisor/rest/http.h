@@ -29,6 +29,8 @@ struct gg_http_response {
 	const char *content_type; /* static string; default "application/json" */
 	char *body;
 	size_t body_len;
+	/* extra headers: name, value, name, value, ..., NULL (static strings), or NULL */
+	const char *const *headers;
 };
 
 typedef void (*gg_http_handler)(void *ctx, const struct gg_http_request *req, struct gg_http_response *resp);

@@ -18,6 +18,7 @@
 #include "profile_query.h"
 #include "snoopers.h"
 #include "supervisor.h"
+#include "webui.h"
 
 #define PERSIST_MAX (64u * 1024u) /* a stored configuration is at most a few KiB */
 #define MSG_MAX	    1024
@@ -649,6 +650,10 @@ void gg_rest__handle(struct gg_sup *sup, const struct gg_http_request *req, stru
 	int get = !strcmp(req->method, "GET") || !strcmp(req->method, "HEAD");
 	struct rest_probe *rp;
 
+	if (gg_webui__match(path)) {
+		gg_webui__handle(sup, req, resp); /* the built-in web page (webui.c) */
+		return;
+	}
 	while (*path == '/')
 		path++;
 	n = strlen(path);
@@ -703,6 +708,8 @@ void gg_rest__handle(struct gg_sup *sup, const struct gg_http_request *req, stru
 static void on_request(void *ctx, const struct gg_http_request *req, struct gg_http_response *resp)
 {
 	gg_rest__handle(ctx, req, resp);
+	if (!resp->headers)
+		resp->headers = gg_webui_api_headers; /* nosniff, no framing, no caching */
 }
 
 /* ---- configuration delivery ------------------------------------------------------------------------ */
