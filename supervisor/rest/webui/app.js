@@ -394,7 +394,8 @@
     const root = roots[0] || { name: app, total: 0, self: 0, kids: [] };
     S.flame = { root, zoom: root, unit: ev === 'mem' ? 'faults' : ev === 'mem-alloc' ? 'bytes' : 'µs', rects: [] };
     $('flame-info').textContent = nodes.size > 1
-      ? ev + ' of ' + app + ', last ' + $('flame-window').selectedOptions[0].textContent + ': ' + num(root.total) + ' ' + S.flame.unit + ', ' + nodes.size + ' frames' + (j.DESCRIPTION ? ' (' + j.DESCRIPTION + ')' : '') + '. Click a frame to zoom.'
+      ? ev + ' of ' + app + ', last ' + $('flame-window').selectedOptions[0].textContent + ': ' + num(root.total) + ' ' + S.flame.unit + ', ' + nodes.size + ' frames' + (j.DESCRIPTION ? ' (' + j.DESCRIPTION + ')' : '') +
+        (app === 'Total' ? '. Click a process ([p]) for its stacks.' : '. Click a frame to zoom.')
       : 'No ' + ev + ' samples of ' + app + ' in that window (is the flamegraph probe running?).';
     drawFlame();
   }
@@ -496,7 +497,15 @@
     $('flame-reset').addEventListener('click', () => { if (S.flame) { S.flame.zoom = S.flame.root; drawFlame(); } });
     $('flame').addEventListener('click', (ev) => {
       const hit = flameHit(ev);
-      if (hit) { S.flame.zoom = hit.n === S.flame.zoom ? S.flame.root : hit.n; drawFlame(); }
+      if (!hit) return;
+      // Total stops at processes and threads: a process opens its own view with whole stacks
+      if (S.flame.root.name === 'Total' && hit.n.name.startsWith('[p] ')) {
+        $('flame-app').value = hit.n.name.slice(4);
+        loadFlame().catch((e) => notice(String(e.message)));
+        return;
+      }
+      S.flame.zoom = hit.n === S.flame.zoom ? S.flame.root : hit.n;
+      drawFlame();
     });
     $('flame').addEventListener('mousemove', (ev) => {
       const hit = flameHit(ev), f = S.flame;
