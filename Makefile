@@ -335,6 +335,8 @@ GG_RUNDIR := /run/gala-gopher
 GG_LOGDIR := /var/log/gala-gopher
 PKG_CONF := $(BUILD)/pkg/gala-gopher.conf
 PKG_UNIT := $(BUILD)/pkg/gala-gopher.service
+PKG_MAN := $(BUILD)/pkg/gala-gopher.8.gz
+MANDIR ?= $(DATADIR)/man
 DASHBOARDS := $(wildcard scripts/deploy/grafana/*.json)
 PROM_RULES := $(wildcard scripts/deploy/prometheus/*.rules.yml)
 DEB_ARCH = $(shell dpkg --print-architecture)
@@ -354,16 +356,23 @@ $(PKG_CONF): config/gala-gopher.conf FORCE
 	$(Q)if grep -n '"\.\./' $@.tmp; then echo "$<: a relative path make install does not map" >&2; rm -f $@.tmp; exit 1; fi
 	$(Q)mv $@.tmp $@
 
+# The manual page: its CONFIGURATION keys come from README.md's configuration table (scripts/mkman.py).
+$(PKG_MAN): scripts/packaging/gala-gopher.8.in scripts/mkman.py README.md VERSION
+	$(Q)mkdir -p $(@D)
+	$(Q)python3 scripts/mkman.py $< README.md $(VERSION) $(BUILD)/pkg/gala-gopher.8
+	$(Q)gzip -9n < $(BUILD)/pkg/gala-gopher.8 > $@
+
 $(PKG_UNIT): scripts/packaging/gala-gopher.service.in FORCE
 	$(Q)mkdir -p $(@D)
 	$(Q)sed -e 's|@BINDIR@|$(BINDIR)|g' -e 's|@CONFDIR@|$(GG_CONFDIR)|g' -e 's|@DOCDIR@|$(DATADIR)/doc/gala-gopher|g' $< > $@
 
-install: $(SUPERVISOR) $(PROBE_BINS) $(PKG_CONF) $(PKG_UNIT) README.md $(META_FILES) $(DASHBOARDS) $(PROM_RULES)
+install: $(SUPERVISOR) $(PROBE_BINS) $(PKG_CONF) $(PKG_UNIT) $(PKG_MAN) README.md $(META_FILES) $(DASHBOARDS) $(PROM_RULES)
 	$(say) INSTALL $(DESTDIR)
 	$(Q)$(INSTALL) -d $(DESTDIR)$(BINDIR) $(DESTDIR)$(GG_PROBESDIR) $(DESTDIR)$(GG_METADIR) \
 		$(DESTDIR)$(GG_CONFDIR) $(DESTDIR)$(UNITDIR) $(DESTDIR)$(GG_SHAREDIR)/grafana $(DESTDIR)$(GG_SHAREDIR)/prometheus \
-		$(DESTDIR)$(DATADIR)/doc/gala-gopher
+		$(DESTDIR)$(DATADIR)/doc/gala-gopher $(DESTDIR)$(MANDIR)/man8
 	$(Q)$(INSTALL) -m 0644 README.md $(DESTDIR)$(DATADIR)/doc/gala-gopher/README.md
+	$(Q)$(INSTALL) -m 0644 $(PKG_MAN) $(DESTDIR)$(MANDIR)/man8/gala-gopher.8.gz
 	$(Q)$(INSTALL) -m 0755 $(SUPERVISOR) $(DESTDIR)$(BINDIR)/gala-gopher
 	$(Q)$(INSTALL) -m 0755 $(PROBE_BINS) $(DESTDIR)$(GG_PROBESDIR)/
 	$(Q)$(INSTALL) -m 0644 $(META_FILES) $(DESTDIR)$(GG_METADIR)/
@@ -382,12 +391,14 @@ uninstall: $(PKG_CONF)
 		$(addprefix $(DESTDIR)$(GG_METADIR)/,$(notdir $(META_FILES))) $(DESTDIR)$(UNITDIR)/gala-gopher.service \
 		$(addprefix $(DESTDIR)$(GG_SHAREDIR)/grafana/,$(notdir $(DASHBOARDS))) \
 		$(addprefix $(DESTDIR)$(GG_SHAREDIR)/prometheus/,$(notdir $(PROM_RULES))) \
-		$(DESTDIR)$(GG_CONFDIR)/gala-gopher.conf.dist $(DESTDIR)$(DATADIR)/doc/gala-gopher/README.md
+		$(DESTDIR)$(GG_CONFDIR)/gala-gopher.conf.dist $(DESTDIR)$(DATADIR)/doc/gala-gopher/README.md \
+		$(DESTDIR)$(MANDIR)/man8/gala-gopher.8.gz
 	$(Q)if cmp -s $(PKG_CONF) $(DESTDIR)$(GG_CONFDIR)/gala-gopher.conf; then rm -f $(DESTDIR)$(GG_CONFDIR)/gala-gopher.conf; \
 	elif [ -e $(DESTDIR)$(GG_CONFDIR)/gala-gopher.conf ]; then \
 		echo "uninstall: keeping the changed $(DESTDIR)$(GG_CONFDIR)/gala-gopher.conf" >&2; fi
 	$(Q)for d in $(GG_PROBESDIR) $(GG_METADIR) $(GG_HOME) $(GG_CONFDIR) $(GG_SHAREDIR)/grafana \
-		$(GG_SHAREDIR)/prometheus $(GG_SHAREDIR) $(DATADIR)/doc/gala-gopher; do rmdir $(DESTDIR)$$d 2>/dev/null || true; done
+		$(GG_SHAREDIR)/prometheus $(GG_SHAREDIR) $(DATADIR)/doc/gala-gopher $(MANDIR)/man8 $(MANDIR); do \
+		rmdir $(DESTDIR)$$d 2>/dev/null || true; done
 
 # The package is always the default layout, whatever PREFIX this make was given.
 deb: $(SUPERVISOR) $(PROBE_BINS)

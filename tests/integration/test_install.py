@@ -34,7 +34,7 @@ SYSTEM_PATHS = ["/usr/bin/gala-gopher", "/opt/gala-gopher", "/usr/share/doc/gala
                 "/var/lib/systemd/deb-systemd-helper-enabled/gala-gopher.service.dsh-also",
                 "/var/lib/systemd/deb-systemd-helper-enabled/multi-user.target.wants/gala-gopher.service",
                 "/var/lib/systemd/deb-systemd-helper-masked/gala-gopher.service",
-                "/usr/share/gala-gopher"]
+                "/usr/share/gala-gopher", "/usr/share/man/man8/gala-gopher.8.gz"]
 # Removed by purge (the agent's state and logs). Empty before the test (supervisors of other tests may
 # have made /var/lib/gala-gopher as their default state_dir): made again after. Holding files of others:
 # shielded from the purge (see purge()).
@@ -109,7 +109,7 @@ def test_make_install_tree():
         dashboards = sorted(f for f in _listdir("scripts/deploy/grafana") if f.endswith(".json"))
         rules = sorted(f for f in _listdir("scripts/deploy/prometheus") if f.endswith(".rules.yml"))
         expected = {"usr/bin/gala-gopher", "etc/gala-gopher/gala-gopher.conf", "lib/systemd/system/gala-gopher.service",
-                    "usr/share/doc/gala-gopher/README.md"}
+                    "usr/share/doc/gala-gopher/README.md", "usr/share/man/man8/gala-gopher.8.gz"}
         expected |= {"opt/gala-gopher/probes/" + p for p in PROBE_NAMES}
         expected |= {"opt/gala-gopher/meta/" + m for m in META_FILES}
         expected |= {"usr/share/gala-gopher/grafana/" + d for d in dashboards}
