@@ -42,7 +42,7 @@ struct req_ctx {
 	struct MHD_Connection *conn;
 	enum req_state state;
 	int too_large;
-	char *method, *path, *content_type;
+	char *method, *path, *content_type, *host, *origin;
 	char *body;
 	size_t body_len, body_cap;
 	char *arg_names[GG_HTTP_ARGS_MAX], *arg_values[GG_HTTP_ARGS_MAX];
@@ -287,6 +287,10 @@ static void fill_request(struct req_ctx *r)
 	MHD_get_connection_values(r->conn, MHD_GET_ARGUMENT_KIND, collect_arg, r);
 	ct = MHD_lookup_connection_value(r->conn, MHD_HEADER_KIND, MHD_HTTP_HEADER_CONTENT_TYPE);
 	r->content_type = strdup(ct ? ct : "");
+	ct = MHD_lookup_connection_value(r->conn, MHD_HEADER_KIND, MHD_HTTP_HEADER_HOST);
+	r->host = strdup(ct ? ct : "");
+	ct = MHD_lookup_connection_value(r->conn, MHD_HEADER_KIND, "Origin");
+	r->origin = strdup(ct ? ct : "");
 	r->req.method = r->method;
 	r->req.path = r->path;
 	r->req.body = r->body ? r->body : "";
@@ -297,6 +301,8 @@ static void fill_request(struct req_ctx *r)
 		r->req.arg_values[i] = r->arg_values[i];
 	}
 	r->req.content_type = r->content_type ? r->content_type : "";
+	r->req.host = r->host ? r->host : "";
+	r->req.origin = r->origin ? r->origin : "";
 	ci = MHD_get_connection_info(r->conn, MHD_CONNECTION_INFO_GNUTLS_SESSION);
 	r->req.tls = r->srv->tls && ci && ci->tls_session;
 	r->req.client_cert_verified = r->req.tls && r->srv->need_client_cert; /* checked on the first call */
@@ -383,6 +389,8 @@ static void free_req(struct req_ctx *r)
 	free(r->method);
 	free(r->path);
 	free(r->content_type);
+	free(r->host);
+	free(r->origin);
 	free(r->body);
 	free(r->resp.body);
 	free(r);

@@ -650,6 +650,8 @@ void gg_rest__handle(struct gg_sup *sup, const struct gg_http_request *req, stru
 	int get = !strcmp(req->method, "GET") || !strcmp(req->method, "HEAD");
 	struct rest_probe *rp;
 
+	if (gg_webui__refused(sup, req, resp))
+		return; /* a browser on another site's name or origin (webui.c) */
 	if (gg_webui__match(path)) {
 		gg_webui__handle(sup, req, resp); /* the built-in web page (webui.c) */
 		return;

@@ -3,10 +3,12 @@
  * recent events). Every value goes out as JSON (cJSON escapes it); the page puts it in the DOM as text. */
 #include "webui.h"
 
+#include <arpa/inet.h>
 #include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 
 #include <cjson/cJSON.h>
 
@@ -297,6 +299,55 @@ static cJSON *events_json(struct gg_sup *sup, const char *after_s)
 		cJSON_AddItemToArray(arr, e);
 	}
 	return o;
+}
+
+/* ---- who may ask: DNS rebinding and other sites ---------------------------------------------------- */
+
+/* The host part of "host[:port]" or "[v6]:port" is an address, localhost, or this machine's name (short,
+ * or followed by its domain). A site whose name an attacker points at 127.0.0.1 (DNS rebinding) has
+ * its own name there, so a browser on this machine cannot be used to read or change the agent. */
+static int host_ok(const struct gg_sup *sup, const char *h, size_t n)
+{
+	char name[256], addr[16];
+	size_t hl = strlen(sup->hostname);
+	const char *colon;
+
+	if (n && h[0] == '[')
+		return memchr(h, ']', n) != NULL; /* an IPv6 literal */
+	colon = memchr(h, ':', n);
+	if (colon)
+		n = (size_t)(colon - h);
+	if (!n || n >= sizeof(name))
+		return 0;
+	memcpy(name, h, n);
+	name[n] = '\0';
+	if (inet_pton(AF_INET, name, addr) == 1 || !strcasecmp(name, "localhost"))
+		return 1;
+	if (n > 10 && !strcasecmp(name + n - 10, ".localhost"))
+		return 1;
+	return hl && !strncasecmp(name, sup->hostname, hl) && (name[hl] == '\0' || name[hl] == '.');
+}
+
+int gg_webui__refused(struct gg_sup *sup, const struct gg_http_request *req, struct gg_http_response *resp)
+{
+	const char *host = req->host ? req->host : "", *origin = req->origin ? req->origin : "", *auth;
+
+	/* curl and scripts send no Origin: only the page's paths and browsers' requests are checked */
+	if (!gg_webui__match(req->path) && !origin[0])
+		return 0;
+	if (!host_ok(sup, host, strlen(host))) {
+		reply_text(resp, 403, "Host is not an address, localhost or this machine's name (DNS rebinding?)");
+		return 1;
+	}
+	if (!origin[0])
+		return 0;
+	/* a browser says where the page that asks comes from: it must be this server (same host:port) */
+	auth = strstr(origin, "://");
+	if (!auth || strcasecmp(auth + 3, host)) {
+		reply_text(resp, 403, "a request from another site (Origin differs from Host) is refused");
+		return 1;
+	}
+	return 0;
 }
 
 /* ---- dispatch ---------------------------------------------------------------------------------------- */

@@ -315,6 +315,22 @@ def test_webui_headers_and_assets():
             st, doc, raw, h = rest_call(env.port, method, path, body="" if method != "GET" else None)
             if want:
                 check(st == want and doc and doc["result"] == "failed", "%s %s: %d %s" % (method, path, st, raw[:200]))
+        # DNS rebinding and other sites: the page under another name, a browser's PUT from elsewhere
+        hp = "127.0.0.1:%d" % env.port
+        st, doc, _, _ = rest_call(env.port, "GET", "/ui/api/status", headers={"Host": "evil.example:%d" % env.port})
+        check(st == 403 and "rebinding" in doc["message"], "the page's data under another host name: %d" % st)
+        st, _, _, _ = rest_call(env.port, "GET", "/ui/", headers={"Host": "localhost:%d" % env.port})
+        check(st == 200, "the page as localhost: %d" % st)
+        body = json.dumps({"params": {"report_period": 7}})
+        st, doc, _, _ = rest_call(env.port, "PUT", "/baseinfo", body, {"Content-Type": "application/json",
+                                                                        "Origin": "http://evil.example"})
+        check(st == 403 and "another site" in doc["message"], "a PUT from another site: %d %r" % (st, doc))
+        st, doc, _, _ = rest_call(env.port, "PUT", "/baseinfo", body, {"Content-Type": "application/json",
+                                                                        "Origin": "http://%s" % hp})
+        check(st == 200, "a PUT from the page's own origin: %d %r" % (st, doc))
+        st, doc, _, _ = rest_call(env.port, "PUT", "/baseinfo", json.dumps({"params": {"report_period": 8}}),
+                                  {"Content-Type": "application/json", "Host": "any.name.example"})
+        check(st == 200, "curl (no Origin) under any Host name, as before: %d %r" % (st, doc))
         # HEAD gives the headers without a body
         st, _, raw, h = rest_call(env.port, "HEAD", "/ui/")
         check(st == 200 and raw == "" and "Content-Security-Policy" in h, "HEAD /ui/: %d %r" % (st, raw[:50]))

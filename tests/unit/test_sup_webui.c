@@ -309,12 +309,60 @@ static void test_recent_events(void **state)
 	fixture_free(f);
 }
 
+static int refused(struct fixture *f, const char *method, const char *path, const char *host, const char *origin)
+{
+	struct gg_http_request req = {
+		.method = method, .path = path, .body = "", .content_type = "", .host = host, .origin = origin};
+	struct gg_http_response r = {0};
+	int ret = gg_webui__refused(&f->sup, &req, &r);
+
+	if (ret) {
+		assert_int_equal(r.status, 403);
+		assert_non_null(r.body);
+	}
+	free(r.body);
+	return ret;
+}
+
+static void test_rebinding_and_other_sites(void **state)
+{
+	struct fixture *f = fixture_new();
+
+	(void)state;
+	snprintf(f->sup.hostname, sizeof(f->sup.hostname), "node7");
+	/* the page by address, localhost or this host's name */
+	assert_false(refused(f, "GET", "/ui/", "127.0.0.1:9999", ""));
+	assert_false(refused(f, "GET", "/ui/", "[::1]:9999", ""));
+	assert_false(refused(f, "GET", "/ui/api/status", "localhost:9999", ""));
+	assert_false(refused(f, "GET", "/ui/", "app.localhost:9999", ""));
+	assert_false(refused(f, "GET", "/ui/", "node7:9999", ""));
+	assert_false(refused(f, "GET", "/ui/", "NODE7.example.com:9999", ""));
+	assert_false(refused(f, "GET", "/ui/", "10.1.2.3", ""));
+	/* another name: DNS rebinding */
+	assert_true(refused(f, "GET", "/ui/", "evil.example:9999", ""));
+	assert_true(refused(f, "GET", "/ui/api/status", "node7x.example:9999", ""));
+	assert_true(refused(f, "GET", "/ui/", "", ""));
+	assert_true(refused(f, "GET", "/ui/", NULL, NULL));
+	/* curl and scripts (no Origin) on the REST API's paths: as before, whatever Host says */
+	assert_false(refused(f, "PUT", "/baseinfo", "evil.example:9999", ""));
+	assert_false(refused(f, "GET", "/probes", NULL, NULL));
+	/* a browser's PUT: from the page itself only */
+	assert_false(refused(f, "PUT", "/baseinfo", "127.0.0.1:9999", "http://127.0.0.1:9999"));
+	assert_false(refused(f, "PUT", "/baseinfo", "node7:9999", "https://node7:9999"));
+	assert_true(refused(f, "PUT", "/baseinfo", "127.0.0.1:9999", "http://evil.example"));
+	assert_true(refused(f, "PUT", "/baseinfo", "127.0.0.1:9999", "http://127.0.0.1:8080"));
+	assert_true(refused(f, "PUT", "/baseinfo", "127.0.0.1:9999", "null"));
+	assert_true(refused(f, "PUT", "/baseinfo", "evil.example:9999", "http://evil.example:9999"));
+	fixture_free(f);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_assets_and_methods),
 		cmocka_unit_test(test_imdb_rows),
 		cmocka_unit_test(test_recent_events),
+		cmocka_unit_test(test_rebinding_and_other_sites),
 	};
 
 	return cmocka_run_group_tests(tests, setup, reg_teardown);

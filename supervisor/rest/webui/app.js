@@ -300,8 +300,11 @@
     const t = clear($('imdb-rows'));
     const head = el('tr', {});
     for (const c of cols) head.append(el('th', {}, c));
-    for (const m of j.metrics) head.append(el('th', { title: m.type + ': ' + m.description }, m.name));
-    head.append(el('th', {}, 'age'));
+    for (const m of j.metrics) {
+      const scalar = m.type === 'gauge' || m.type === 'counter';
+      head.append(el('th', { title: m.type + ': ' + m.description, class: scalar ? 'num' : '' }, m.name));
+    }
+    head.append(el('th', { class: 'num' }, 'age'));
     t.append(el('thead', {}, head));
     const tb = el('tbody', {});
     for (const r of j.rows) {
