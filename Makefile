@@ -317,8 +317,8 @@ clean:
 # `make install [PREFIX=/usr] [DESTDIR=]` lays out gala-gopher's installed tree: the supervisor in
 # $(BINDIR), every probe in /opt/gala-gopher/probes, the .meta files in /opt/gala-gopher/meta (the
 # configuration defaults name these), /etc/gala-gopher/gala-gopher.conf (kept when present; the new
-# one goes next to it as gala-gopher.conf.dist), the systemd unit, Grafana dashboards and Prometheus
-# rules in $(DATADIR)/gala-gopher. `make deb` packages the same tree. The run, state and log
+# one goes next to it as gala-gopher.conf.dist), the systemd unit, the manual page gala-gopher(8), Grafana
+# dashboards and Prometheus rules in $(DATADIR)/gala-gopher. `make deb` packages the same tree. The run, state and log
 # directories are the systemd unit's RuntimeDirectory, StateDirectory and LogsDirectory.
 PREFIX ?= /usr
 BINDIR ?= $(PREFIX)/bin
