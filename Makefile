@@ -138,7 +138,7 @@ $(SUPERVISOR): $(call obj,$(SUP_SRCS)) $(WEBUI_OBJ) $(CONTRACT_OBJS) $(LIBSCHEMA
 $(CONTRACT_DOC): $(call obj,tools/contract_doc.c) $(CONTRACT_OBJS) $(LIBIPC)
 	$(say) LINK $@
 	$(Q)mkdir -p $(@D)
-	$(Q)$(CC) $(LDFLAGS) $^ -lcjson -lm -o $@
+	$(Q)$(CC) $(LDFLAGS) $^ -lcjson -lnng -lm -o $@
 
 readme: $(CONTRACT_DOC)
 	$(Q)$(CONTRACT_DOC) > $(BUILD)/gen/contracts.md
