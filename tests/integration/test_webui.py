@@ -94,7 +94,8 @@ def test_webui_in_chromium():
         # stackprobe through REST, as an operator starts it: on-cpu samples of the busy process
         st, _, text, _ = rest_call(env.port, "PUT", "/flamegraph", json.dumps({
             "cmd": {"probe": ["oncpu"]}, "snoopers": {"proc_id": [env.busy.pid]},
-            "params": {"flame_dir": env.flame}, "state": "running"}), {"Content-Type": "application/json"})
+            "params": {"flame_dir": env.flame, "svg_dir": os.path.join(env.tmp, "svg")}, "state": "running"}),
+            {"Content-Type": "application/json"})
         check(st == 200, "PUT /flamegraph: %d %s" % (st, text))
         sysinfo = env.sup.wait_probe("system_infos", lambda p: p["state"] == "running" and p["records"] > 0, 15,
                                      "system_infos sends records")
