@@ -6,7 +6,7 @@
 (function () {
   const REFRESH_MS = 2000;
   const EVENTS_KEEP = 500;
-  const ACTIVE = new Set(['running', 'checking', 'check_wait', 'backoff']);
+  const ACTIVE = new Set(['running', 'hung', 'checking', 'check_wait', 'backoff']);
 
   const S = {
     contracts: new Map(), status: null, prev: null, rest: null, tab: 'probes',
