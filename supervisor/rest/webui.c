@@ -339,7 +339,8 @@ int gg_webui__refused(struct gg_sup *sup, const struct gg_http_request *req, str
 		reply_text(resp, 403, "Host is not an address, localhost or this machine's name (DNS rebinding?)");
 		return 1;
 	}
-	if (!origin[0])
+	/* a GET changes nothing, and without CORS headers another site cannot read the answer */
+	if (!origin[0] || !strcmp(req->method, "GET") || !strcmp(req->method, "HEAD"))
 		return 0;
 	/* a browser says where the page that asks comes from: it must be this server (same host:port) */
 	auth = strstr(origin, "://");

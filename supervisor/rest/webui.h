@@ -27,8 +27,9 @@ extern const char *const gg_webui_api_headers[];
 /* 1 when path (as the server gives it, with its leading '/') is the page's: "/ui" or under "/ui/". */
 int gg_webui__match(const char *path);
 /* Browsers' requests (any with an Origin header) and the page's own must name this host by an address,
- * localhost or its host name in Host, and come from this server's origin (Origin = Host): otherwise 403
- * in resp and 1 (DNS rebinding, other sites). Requests without Origin to other paths (curl): 0. */
+ * localhost or its host name in Host, and a browser's PUT or POST must come from this server's origin
+ * (Origin = Host): otherwise 403 in resp and 1 (DNS rebinding, other sites). Requests without Origin to
+ * other paths (curl, scripts): 0. */
 int gg_webui__refused(struct gg_sup *sup, const struct gg_http_request *req, struct gg_http_response *resp);
 /* Answer a request for the page, an asset or /ui/api/... (GET and HEAD only). */
 void gg_webui__handle(struct gg_sup *sup, const struct gg_http_request *req, struct gg_http_response *resp);

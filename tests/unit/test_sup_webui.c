@@ -353,6 +353,10 @@ static void test_rebinding_and_other_sites(void **state)
 	assert_true(refused(f, "PUT", "/baseinfo", "127.0.0.1:9999", "http://127.0.0.1:8080"));
 	assert_true(refused(f, "PUT", "/baseinfo", "127.0.0.1:9999", "null"));
 	assert_true(refused(f, "PUT", "/baseinfo", "evil.example:9999", "http://evil.example:9999"));
+	assert_true(refused(f, "POST", "/v1/profile/ProfileTracing", "127.0.0.1:9999", "http://evil.example"));
+	/* a GET from another site's page changes nothing and cannot be read without CORS: served */
+	assert_false(refused(f, "GET", "/probes", "127.0.0.1:9999", "http://grafana.example:3000"));
+	assert_true(refused(f, "GET", "/probes", "evil.example:9999", "http://evil.example:9999"));
 	fixture_free(f);
 }
 
