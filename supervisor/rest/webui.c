@@ -303,9 +303,10 @@ static cJSON *events_json(struct gg_sup *sup, const char *after_s)
 
 /* ---- who may ask: DNS rebinding and other sites ---------------------------------------------------- */
 
-/* The host part of "host[:port]" or "[v6]:port" is an address, localhost, or this machine's name (short,
- * or followed by its domain). A site whose name an attacker points at 127.0.0.1 (DNS rebinding) has
- * its own name there, so a browser on this machine cannot be used to read or change the agent. */
+/* The host part of "host[:port]" or "[v6]:port" is an address, localhost, or this machine's host name
+ * as gethostname() gives it. A site whose name an attacker points at 127.0.0.1 (DNS rebinding) has its
+ * own name there, so a browser on this machine cannot be used to read or change the agent. A longer
+ * name (the host name followed by a domain) is refused too: "node7.attacker.example" would pass. */
 static int host_ok(const struct gg_sup *sup, const char *h, size_t n)
 {
 	char name[256], addr[16];
@@ -325,7 +326,7 @@ static int host_ok(const struct gg_sup *sup, const char *h, size_t n)
 		return 1;
 	if (n > 10 && !strcasecmp(name + n - 10, ".localhost"))
 		return 1;
-	return hl && !strncasecmp(name, sup->hostname, hl) && (name[hl] == '\0' || name[hl] == '.');
+	return hl && !strcasecmp(name, sup->hostname);
 }
 
 int gg_webui__refused(struct gg_sup *sup, const struct gg_http_request *req, struct gg_http_response *resp)
@@ -336,7 +337,9 @@ int gg_webui__refused(struct gg_sup *sup, const struct gg_http_request *req, str
 	if (!gg_webui__match(req->path) && !origin[0])
 		return 0;
 	if (!host_ok(sup, host, strlen(host))) {
-		reply_text(resp, 403, "Host is not an address, localhost or this machine's name (DNS rebinding?)");
+		reply_text(resp, 403,
+			   "refused: the Host header must be an IP address, localhost or this machine's host name "
+			   "(DNS rebinding protection); open the page by address or through an SSH tunnel");
 		return 1;
 	}
 	/* a GET changes nothing, and without CORS headers another site cannot read the answer */

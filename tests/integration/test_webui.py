@@ -319,7 +319,7 @@ def test_webui_headers_and_assets():
         # DNS rebinding and other sites: the page under another name, a browser's PUT from elsewhere
         hp = "127.0.0.1:%d" % env.port
         st, doc, _, _ = rest_call(env.port, "GET", "/ui/api/status", headers={"Host": "evil.example:%d" % env.port})
-        check(st == 403 and "rebinding" in doc["message"], "the page's data under another host name: %d" % st)
+        check(st == 403 and "DNS rebinding" in doc["message"], "the page's data under another host name: %d" % st)
         st, _, _, _ = rest_call(env.port, "GET", "/ui/", headers={"Host": "localhost:%d" % env.port})
         check(st == 200, "the page as localhost: %d" % st)
         body = json.dumps({"params": {"report_period": 7}})

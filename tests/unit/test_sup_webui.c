@@ -336,7 +336,8 @@ static void test_rebinding_and_other_sites(void **state)
 	assert_false(refused(f, "GET", "/ui/api/status", "localhost:9999", ""));
 	assert_false(refused(f, "GET", "/ui/", "app.localhost:9999", ""));
 	assert_false(refused(f, "GET", "/ui/", "node7:9999", ""));
-	assert_false(refused(f, "GET", "/ui/", "NODE7.example.com:9999", ""));
+	assert_false(refused(f, "GET", "/ui/", "NODE7:9999", ""));
+	assert_true(refused(f, "GET", "/ui/", "node7.attacker.example:9999", ""));
 	assert_false(refused(f, "GET", "/ui/", "10.1.2.3", ""));
 	/* another name: DNS rebinding */
 	assert_true(refused(f, "GET", "/ui/", "evil.example:9999", ""));
