@@ -317,8 +317,9 @@ clean:
 # `make install [PREFIX=/usr] [DESTDIR=]` lays out gala-gopher's installed tree: the supervisor in
 # $(BINDIR), every probe in /opt/gala-gopher/probes, the .meta files in /opt/gala-gopher/meta (the
 # configuration defaults name these), /etc/gala-gopher/gala-gopher.conf (kept when present; the new
-# one goes next to it as gala-gopher.conf.dist), the systemd unit, the manual page gala-gopher(8), Grafana
-# dashboards and Prometheus rules in $(DATADIR)/gala-gopher. `make deb` packages the same tree. The run, state and log
+# one goes next to it as gala-gopher.conf.dist), the systemd unit, the manual pages gala-gopher(8) and
+# gala-gopher.conf(5), Grafana dashboards and Prometheus rules in $(DATADIR)/gala-gopher. `make deb`
+# packages the same tree. The run, state and log
 # directories are the systemd unit's RuntimeDirectory, StateDirectory and LogsDirectory.
 PREFIX ?= /usr
 BINDIR ?= $(PREFIX)/bin
@@ -336,6 +337,7 @@ GG_LOGDIR := /var/log/gala-gopher
 PKG_CONF := $(BUILD)/pkg/gala-gopher.conf
 PKG_UNIT := $(BUILD)/pkg/gala-gopher.service
 PKG_MAN := $(BUILD)/pkg/gala-gopher.8.gz
+PKG_MAN5 := $(BUILD)/pkg/gala-gopher.conf.5.gz
 MANDIR ?= $(DATADIR)/man
 DASHBOARDS := $(wildcard scripts/deploy/grafana/*.json)
 PROM_RULES := $(wildcard scripts/deploy/prometheus/*.rules.yml)
@@ -362,17 +364,23 @@ $(PKG_MAN): scripts/packaging/gala-gopher.8.in scripts/mkman.py README.md VERSIO
 	$(Q)python3 scripts/mkman.py $< README.md $(VERSION) $(BUILD)/pkg/gala-gopher.8
 	$(Q)gzip -9n < $(BUILD)/pkg/gala-gopher.8 > $@
 
+$(PKG_MAN5): scripts/packaging/gala-gopher.conf.5.in scripts/mkman.py README.md VERSION
+	$(Q)mkdir -p $(@D)
+	$(Q)python3 scripts/mkman.py $< README.md $(VERSION) $(BUILD)/pkg/gala-gopher.conf.5
+	$(Q)gzip -9n < $(BUILD)/pkg/gala-gopher.conf.5 > $@
+
 $(PKG_UNIT): scripts/packaging/gala-gopher.service.in FORCE
 	$(Q)mkdir -p $(@D)
 	$(Q)sed -e 's|@BINDIR@|$(BINDIR)|g' -e 's|@CONFDIR@|$(GG_CONFDIR)|g' -e 's|@DOCDIR@|$(DATADIR)/doc/gala-gopher|g' $< > $@
 
-install: $(SUPERVISOR) $(PROBE_BINS) $(PKG_CONF) $(PKG_UNIT) $(PKG_MAN) README.md $(META_FILES) $(DASHBOARDS) $(PROM_RULES)
+install: $(SUPERVISOR) $(PROBE_BINS) $(PKG_CONF) $(PKG_UNIT) $(PKG_MAN) $(PKG_MAN5) README.md $(META_FILES) $(DASHBOARDS) $(PROM_RULES)
 	$(say) INSTALL $(DESTDIR)
 	$(Q)$(INSTALL) -d $(DESTDIR)$(BINDIR) $(DESTDIR)$(GG_PROBESDIR) $(DESTDIR)$(GG_METADIR) \
 		$(DESTDIR)$(GG_CONFDIR) $(DESTDIR)$(UNITDIR) $(DESTDIR)$(GG_SHAREDIR)/grafana $(DESTDIR)$(GG_SHAREDIR)/prometheus \
-		$(DESTDIR)$(DATADIR)/doc/gala-gopher $(DESTDIR)$(MANDIR)/man8
+		$(DESTDIR)$(DATADIR)/doc/gala-gopher $(DESTDIR)$(MANDIR)/man8 $(DESTDIR)$(MANDIR)/man5
 	$(Q)$(INSTALL) -m 0644 README.md $(DESTDIR)$(DATADIR)/doc/gala-gopher/README.md
 	$(Q)$(INSTALL) -m 0644 $(PKG_MAN) $(DESTDIR)$(MANDIR)/man8/gala-gopher.8.gz
+	$(Q)$(INSTALL) -m 0644 $(PKG_MAN5) $(DESTDIR)$(MANDIR)/man5/gala-gopher.conf.5.gz
 	$(Q)$(INSTALL) -m 0755 $(SUPERVISOR) $(DESTDIR)$(BINDIR)/gala-gopher
 	$(Q)$(INSTALL) -m 0755 $(PROBE_BINS) $(DESTDIR)$(GG_PROBESDIR)/
 	$(Q)$(INSTALL) -m 0644 $(META_FILES) $(DESTDIR)$(GG_METADIR)/
@@ -392,12 +400,12 @@ uninstall: $(PKG_CONF)
 		$(addprefix $(DESTDIR)$(GG_SHAREDIR)/grafana/,$(notdir $(DASHBOARDS))) \
 		$(addprefix $(DESTDIR)$(GG_SHAREDIR)/prometheus/,$(notdir $(PROM_RULES))) \
 		$(DESTDIR)$(GG_CONFDIR)/gala-gopher.conf.dist $(DESTDIR)$(DATADIR)/doc/gala-gopher/README.md \
-		$(DESTDIR)$(MANDIR)/man8/gala-gopher.8.gz
+		$(DESTDIR)$(MANDIR)/man8/gala-gopher.8.gz $(DESTDIR)$(MANDIR)/man5/gala-gopher.conf.5.gz
 	$(Q)if cmp -s $(PKG_CONF) $(DESTDIR)$(GG_CONFDIR)/gala-gopher.conf; then rm -f $(DESTDIR)$(GG_CONFDIR)/gala-gopher.conf; \
 	elif [ -e $(DESTDIR)$(GG_CONFDIR)/gala-gopher.conf ]; then \
 		echo "uninstall: keeping the changed $(DESTDIR)$(GG_CONFDIR)/gala-gopher.conf" >&2; fi
 	$(Q)for d in $(GG_PROBESDIR) $(GG_METADIR) $(GG_HOME) $(GG_CONFDIR) $(GG_SHAREDIR)/grafana \
-		$(GG_SHAREDIR)/prometheus $(GG_SHAREDIR) $(DATADIR)/doc/gala-gopher $(MANDIR)/man8 $(MANDIR); do \
+		$(GG_SHAREDIR)/prometheus $(GG_SHAREDIR) $(DATADIR)/doc/gala-gopher $(MANDIR)/man8 $(MANDIR)/man5 $(MANDIR); do \
 		rmdir $(DESTDIR)$$d 2>/dev/null || true; done
 
 # The package is always the default layout, whatever PREFIX this make was given.

@@ -34,7 +34,8 @@ SYSTEM_PATHS = ["/usr/bin/gala-gopher", "/opt/gala-gopher", "/usr/share/doc/gala
                 "/var/lib/systemd/deb-systemd-helper-enabled/gala-gopher.service.dsh-also",
                 "/var/lib/systemd/deb-systemd-helper-enabled/multi-user.target.wants/gala-gopher.service",
                 "/var/lib/systemd/deb-systemd-helper-masked/gala-gopher.service",
-                "/usr/share/gala-gopher", "/usr/share/man/man8/gala-gopher.8.gz"]
+                "/usr/share/gala-gopher", "/usr/share/man/man8/gala-gopher.8.gz",
+                "/usr/share/man/man5/gala-gopher.conf.5.gz"]
 # Removed by purge (the agent's state and logs). Empty before the test (supervisors of other tests may
 # have made /var/lib/gala-gopher as their default state_dir): made again after. Holding files of others:
 # shielded from the purge (see purge()).
@@ -109,7 +110,8 @@ def test_make_install_tree():
         dashboards = sorted(f for f in _listdir("scripts/deploy/grafana") if f.endswith(".json"))
         rules = sorted(f for f in _listdir("scripts/deploy/prometheus") if f.endswith(".rules.yml"))
         expected = {"usr/bin/gala-gopher", "etc/gala-gopher/gala-gopher.conf", "lib/systemd/system/gala-gopher.service",
-                    "usr/share/doc/gala-gopher/README.md", "usr/share/man/man8/gala-gopher.8.gz"}
+                    "usr/share/doc/gala-gopher/README.md", "usr/share/man/man8/gala-gopher.8.gz",
+                    "usr/share/man/man5/gala-gopher.conf.5.gz"}
         expected |= {"opt/gala-gopher/probes/" + p for p in PROBE_NAMES}
         expected |= {"opt/gala-gopher/meta/" + m for m in META_FILES}
         expected |= {"usr/share/gala-gopher/grafana/" + d for d in dashboards}
@@ -456,7 +458,8 @@ def _deb_cycle(foreign):
     check(dpkg_status() == "install ok installed", "after dpkg -i: %r" % dpkg_status())
     owned = set(subprocess.run(["dpkg", "-L", PKG], capture_output=True, text=True, check=True).stdout.split())
     for p in ["/usr/bin/gala-gopher", "/etc/gala-gopher/gala-gopher.conf",
-              "/lib/systemd/system/gala-gopher.service", "/usr/share/man/man8/gala-gopher.8.gz"] + \
+              "/lib/systemd/system/gala-gopher.service", "/usr/share/man/man8/gala-gopher.8.gz",
+              "/usr/share/man/man5/gala-gopher.conf.5.gz"] + \
             ["/opt/gala-gopher/probes/" + p for p in PROBE_NAMES] + ["/opt/gala-gopher/meta/" + m for m in META_FILES]:
         check(p in owned and os.path.exists(p), "%s not installed by the package" % p)
     # Every library the installed binaries link comes from a package the control file depends on.
