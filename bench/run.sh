@@ -18,6 +18,7 @@ bench/kafka_produce.sh 2000000
 python3 bench/kafka_e2e.py 2 1000000
 echo "== web page: weight, supervisor CPU while it refreshes"
 python3 bench/webui_bench.py 8 20
+python3 bench/webui_bench.py 6 20 tables
 echo "== REST: PUT -> confirmed, GET/s"
 python3 bench/rest_bench.py 200 3
 echo "== taskprobe overhead; system_infos vs node_exporter"

@@ -5,7 +5,7 @@ supervisor's added CPU while the page stays open and refreshes, against the same
 open. A/B alternated in pairs (page off, page on) of SECONDS each; the supervisor's CPU time from
 /proc/<pid>/task/*/schedstat; the browser's own CPU is not counted (it is not the agent's).
 
-usage: bench/webui_bench.py [PAIRS=6] [SECONDS=20] [TAB=probes]      (GG_BUILD selects the build)
+usage: bench/webui_bench.py [PAIRS=6] [SECONDS=20] [TAB=probes|tables|events|agent]      (GG_BUILD selects the build)
 """
 import os
 import statistics
@@ -40,6 +40,19 @@ def transferred(b, since):
     return total, n
 
 
+def open_tab(b, tab):
+    """The tab to leave open; on Tables, the biggest table (system_proc's 50 rows here) is shown."""
+    if tab == "probes":
+        return
+    b.click('#tabs button[data-tab="%s"]' % tab)
+    if tab == "tables":
+        b.wait_js("document.querySelectorAll('#imdb-tables li').length > 0", 20, "imdb tables")
+        b.eval("(() => { let best = null, n = -1; document.querySelectorAll('#imdb-tables li').forEach(li => {"
+               " const c = Number(li.lastChild.textContent.replace(/,/g, '')); if (c > n) { n = c; best = li; } });"
+               " best.click(); })()")
+        b.wait_js("document.querySelectorAll('#imdb-rows tbody tr').length > 0", 20, "rows shown")
+
+
 def main():
     pairs = int(sys.argv[1]) if len(sys.argv) > 1 else 6
     secs = float(sys.argv[2]) if len(sys.argv) > 2 else 20
@@ -58,8 +71,7 @@ def main():
         b.wait_js("document.body && document.body.getAttribute('data-loaded') === '1'", 20, "page loaded")
         b.drain(1)
         first, nfirst = transferred(b, 0)
-        if tab != "probes":
-            b.click('#tabs button[data-tab="%s"]' % tab)
+        open_tab(b, tab)
         mark = len(b.events)
         time.sleep(10.5)
         b.drain(0.1)
@@ -77,8 +89,7 @@ def main():
             b = Chromium()
             b.navigate(url)
             b.wait_js("document.body && document.body.getAttribute('data-loaded') === '1'", 20, "page loaded")
-            if tab != "probes":
-                b.click('#tabs button[data-tab="%s"]' % tab)
+            open_tab(b, tab)
             c0 = cpu_seconds(pid)
             t0 = time.monotonic()
             while time.monotonic() - t0 < secs:  # keep the DevTools socket read so the page is not stalled
