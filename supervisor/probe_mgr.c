@@ -370,7 +370,7 @@ static char **build_env(struct gg_probe *p)
 
 	while (environ[n])
 		n++;
-	env = calloc(n + 4, sizeof(*env));
+	env = calloc(n + 5, sizeof(*env));
 	if (!env)
 		return NULL;
 	n = 0;
@@ -379,7 +379,7 @@ static char **build_env(struct gg_probe *p)
 			env[n++] = *e;
 	}
 	if (p->conf->native) {
-		static char data[4300], ctrl[4300], name[128];
+		static char data[4300], ctrl[4300], name[128], bases[PATH_MAX + 64];
 
 		snprintf(data, sizeof(data), "GALA_GOPHER_DATA_URL=%s", p->sup->data_url);
 		snprintf(ctrl, sizeof(ctrl), "GALA_GOPHER_CTRL_URL=%s", p->sup->ctrl_url);
@@ -387,6 +387,12 @@ static char **build_env(struct gg_probe *p)
 		env[n++] = data;
 		env[n++] = ctrl;
 		env[n++] = name;
+		/* where REST-named output directories lie: the probe confines its writes below it
+		 * (probes/lib/probe_outdir.h) */
+		if (p->sup->cfg.rest.output_base_dir[0]) {
+			snprintf(bases, sizeof(bases), "GALA_GOPHER_OUTPUT_BASES=%s", p->sup->cfg.rest.output_base_dir);
+			env[n++] = bases;
+		}
 	}
 	env[n] = NULL;
 	return env;

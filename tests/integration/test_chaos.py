@@ -7,8 +7,8 @@ import subprocess
 import tempfile
 import time
 
-from harness import (BUILD, GOPHER, Supervisor, check, extend_entry, free_port, http_get, parse_prom, probe_entry,
-                     prom_value, rest_section, wait_for)
+from harness import (BUILD, GOPHER, ROOT, Supervisor, check, extend_entry, free_port, http_get, parse_prom, probe_entry,
+                     prom_value, rest_port, rest_section, wait_for)
 
 
 def running(p):
@@ -504,3 +504,116 @@ def test_full_disk_log_accounting():
 
 
 test_full_disk_log_accounting.timeout = 90
+
+
+def _rest_put(port, name, body):
+    import json
+    import urllib.error
+    import urllib.request
+    req = urllib.request.Request("http://127.0.0.1:%d/%s" % (port, name), data=json.dumps(body).encode(),
+                                 method="PUT")
+    try:
+        with urllib.request.urlopen(req, timeout=10) as resp:
+            return resp.status, resp.read().decode()
+    except urllib.error.HTTPError as e:
+        return e.code, e.read().decode()
+
+
+def test_output_dir_symlink_swap_confined():
+    """Item 1: flame_dir/svg_dir accepted by REST below output_base_dir while they did not exist, then
+    made symbolic links to a folder outside. Before: stackprobe (root) wrote its folded, SVG, pprof and
+    store files there. Now every write goes through directory fds opened component by component below the
+    base with O_NOFOLLOW: nothing lands outside, the failures are counted (stackprobe_health.files_failed)
+    and logged; once the links are gone the probe writes below the base again. A path that reaches the
+    base only through a symbolic link is refused at PUT."""
+    tmp = tempfile.mkdtemp(prefix="gg-chaos-swap-")
+    base = os.path.join(tmp, "out")
+    outside = os.path.join(tmp, "outside")
+    os.makedirs(base)
+    os.makedirs(outside)
+    rest_port_ = free_port()
+    s = Supervisor(probes=[probe_entry("stackprobe", "-t 1 --svg-period 2 --store-period 2", switch="off")],
+                   extra=rest_section(os.path.join(tmp, "state"), rest_port_, 'output_base_dir = "%s";' % base))
+    try:
+        s.start()
+        os.symlink(base, os.path.join(tmp, "via"))
+        st, body = _rest_put(rest_port_, "flamegraph", {"params": {"flame_dir": os.path.join(tmp, "via", "f")}})
+        check(st == 403 and "spelled below" in body, "a path through a symlink to the base: %d %s" % (st, body))
+
+        flame, svg = os.path.join(base, "f"), os.path.join(base, "s")
+        st, body = _rest_put(rest_port_, "flamegraph", {"cmd": {"probe": ["oncpu"]},
+                                                        "params": {"flame_dir": flame, "svg_dir": svg},
+                                                        "state": "running"})
+        check(st == 200, "PUT accepted below the base: %d %s" % (st, body))
+        # the attack: the accepted directories become links to somewhere else
+        os.symlink(outside, flame)
+        os.symlink(outside, svg)
+        s.wait_probe("stackprobe", lambda p: running(p) and p.get("config_version_applied", 0) >= 1, 15,
+                     "stackprobe running with the REST configuration")
+
+        def failed():
+            recs = s.metric_records("stackprobe_health")
+            return recs and int(recs[-1]["files_failed"]) >= 2 and recs[-1]
+        wait_for(failed, 20, "failed writes counted in stackprobe_health.files_failed")
+        check(os.listdir(outside) == [], "nothing written outside the base: %r" % os.listdir(outside))
+        check("cannot open" in s.probe_log("stackprobe") or "profile store" in s.probe_log("stackprobe"),
+              "the refusal is logged")
+        # the links removed: the probe makes real directories below the base and writes there
+        os.unlink(flame)
+        os.unlink(svg)
+        wait_for(lambda: os.path.isdir(os.path.join(flame, "oncpu")) and
+                 [n for n in os.listdir(os.path.join(flame, "oncpu")) if n.endswith(".folded")], 20,
+                 "folded files below the base")
+        check(not os.path.islink(flame) and os.listdir(outside) == [], "still nothing outside")
+    finally:
+        s.cleanup()
+        shutil.rmtree(tmp, ignore_errors=True)
+
+
+test_output_dir_symlink_swap_confined.timeout = 90
+
+
+def test_flood_keeps_memory_bounded_and_rest_responsive():
+    """Item 11: flood probes sending a new key in every record as fast as they can. Before: the supervisor's
+    RSS rose by 300-500 MB (NNG's queue of 8,192 batches) and REST GETs took seconds. Now the queue is
+    global.ipc_queue batches, the excess counted as IPC loss, and the loop serves REST between 4 ms
+    slices of draining."""
+    import statistics
+    import urllib.request
+    sanitized = "san" in os.path.basename(os.path.normpath(BUILD))  # ASan's quarantine holds freed memory
+    bad = os.path.join(BUILD, "tests", "bad_probe")
+    probes = ['    { name = "flood%d"; command = "%s"; param = "-m flood -n 2000000000 -k 100000000 -l warn"; '
+              'switch = "on"; }' % (i, bad) for i in range(2)]
+    port = free_port()
+    s = Supervisor(probes=probes, metric_out="web_server", extra="web_server = { port = %d; };" % port,
+                   extra_meta=[os.path.join(ROOT, "tests", "schema", "test_bad.meta")])
+
+    def rss_mb():
+        with open("/proc/%d/status" % s.proc.pid) as f:
+            return [int(l.split()[1]) for l in f if l.startswith("VmRSS:")][0] / 1024
+
+    try:
+        s.start()
+        wait_for(lambda: sum(p["records"] for p in s.status()["probes"]) > 100000, 20, "the flood under way")
+        base = rss_mb()
+        rport = rest_port(s)
+        lat, peak, t_end = [], base, time.monotonic() + 12
+        while time.monotonic() < t_end:
+            t = time.monotonic()
+            with urllib.request.urlopen("http://127.0.0.1:%d/tcp" % rport, timeout=60) as r:
+                r.read()
+            lat.append(time.monotonic() - t)
+            peak = max(peak, rss_mb())
+            time.sleep(0.1)
+        st = s.status()
+        lost = sum(p["ipc_lost_records"] for p in st["probes"])
+        print("flood: RSS %.0f -> peak %.0f MB, %d REST GETs, median %.3f s, max %.3f s, %d records lost (counted)"
+              % (base, peak, len(lat), statistics.median(lat), max(lat), lost))
+        check(statistics.median(lat) < 1.0, "REST GET median %.3f s under the flood" % statistics.median(lat))
+        if not sanitized:
+            check(peak - base < 150, "RSS grew %.0f MB under the flood (queue bound 64 MiB)" % (peak - base))
+    finally:
+        s.cleanup()
+
+
+test_flood_keeps_memory_bounded_and_rest_responsive.timeout = 90
