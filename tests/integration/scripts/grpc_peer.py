@@ -4,9 +4,12 @@ generic handlers and raw bytes (no protobuf stubs).
 
   grpc_peer.py server PORT [DELAY_MS]   serves /l7.Echo/Say (echoes; "fail" -> NOT_FOUND, "bad" ->
                                          INVALID_ARGUMENT) and /l7.Echo/Slow; prints {"ready": pid}
-  grpc_peer.py client PORT N [FAILS]    one channel; prints {"ready": pid}, waits for "go" on stdin,
+  grpc_peer.py client PORT N [FAILS [late|early]]
+                                         one channel; prints {"ready": pid}, waits for "go" on stdin,
                                          makes N unary calls (FAILS of them fail), prints
-                                         {"requests", "errors", "latency_ns", ...}, waits for "bye"
+                                         {"requests", "errors", "latency_ns"}, waits for "bye"; the
+                                         channel connects after "go" (late) or before "ready" with a
+                                         first call (early)
 """
 import json
 import os
@@ -41,14 +44,20 @@ def serve(port, delay_ms):
     server.wait_for_termination()
 
 
-def client(port, n, fails):
-    ch = grpc.insecure_channel("127.0.0.1:%d" % port)
-    grpc.channel_ready_future(ch).result(timeout=10)
-    say = ch.unary_unary("/l7.Echo/Say", request_serializer=ident, response_deserializer=ident)
-    say(b"warm")  # the connection and its first exchange, before the probe counts
+def client(port, n, fails, when):
+    def connect():
+        ch = grpc.insecure_channel("127.0.0.1:%d" % port)
+        grpc.channel_ready_future(ch).result(timeout=10)
+        return ch, ch.unary_unary("/l7.Echo/Say", request_serializer=ident, response_deserializer=ident)
+
+    if when == "early":
+        ch, say = connect()
+        say(b"warm")  # the connection and a first exchange before the probe starts
     print(json.dumps({"ready": os.getpid()}), flush=True)
     if sys.stdin.readline().strip() != "go":
         return
+    if when != "early":
+        ch, say = connect()  # the connection (preface, SETTINGS) only: no call yet
     errors = 0
     lat = 0
     # failures spread over the run: every k-th call
@@ -70,4 +79,5 @@ if __name__ == "__main__":
     if sys.argv[1] == "server":
         serve(int(sys.argv[2]), float(sys.argv[3]) if len(sys.argv) > 3 else 0)
     else:
-        client(int(sys.argv[2]), int(sys.argv[3]), int(sys.argv[4]) if len(sys.argv) > 4 else 0)
+        client(int(sys.argv[2]), int(sys.argv[3]), int(sys.argv[4]) if len(sys.argv) > 4 else 0,
+               sys.argv[5] if len(sys.argv) > 5 else "late")
