@@ -6,6 +6,9 @@ alternating off/on/off...; each on run is compared with the mean of its two neig
 (and min, max) of those ratios are reported: throughput loss, CPU per request of nginx + h2load, and
 the probe's own CPU per request.
 
+First, accuracy under load: 100,000 requests (h2c, then TLS) with the probe on nginx's side, its
+req_count against h2load's count (H2_ACCURACY=0 skips it; RUNS 0 runs only it).
+
 Usage: bench/l7_h2_overhead.py [RUNS [SECONDS [CONNS [STREAMS]]]]   (defaults 7 6 8 10; run as root)"""
 import os
 import re
@@ -118,6 +121,52 @@ def compare(name, url, runs, seconds, worker, conns, streams, probe_args, tmp):
     del lines
 
 
+def meta_fields(table):
+    """Field names of a table of schema/l7probe.meta, in record order."""
+    out, cur = [], None
+    with open(os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "schema", "l7probe.meta")) as f:
+        for line in f:
+            m = re.search(r'table_name:\s*"([^"]+)"', line)
+            if m:
+                cur = m.group(1)
+                continue
+            m = re.search(r'name:\s*"([^"]+)"', line)
+            if m and cur == table and "entity_name" not in line:
+                out.append(m.group(1))
+    return out
+
+
+def accuracy(name, url, worker, scope, conns, streams, n, extra, tmp):
+    """A fixed number of requests under load: what the probe counted on nginx's side against h2load."""
+    rpc, stats = meta_fields("l7_rpc"), meta_fields("l7_stats")
+    out_path = os.path.join(tmp, "acc-%s.out" % name.split()[0])
+    with open(out_path, "w") as out:
+        p = subprocess.Popen([os.path.join(os.path.dirname(Probe.__init__.__code__.co_filename), "..",
+                                           os.environ.get("GG_BUILD", "build"), "probes", "l7probe"),
+                              "-t", "1", "-p", "http", "--pid", scope] + extra, stdout=out,
+                             stderr=subprocess.DEVNULL)
+        time.sleep(2.5 if extra else 1.0)
+        r = subprocess.run(PIN_CLIENT + ["h2load", "-t1", "-c%d" % conns, "-m%d" % streams, "-n%d" % n, url],
+                           capture_output=True, text=True)
+        time.sleep(2.5)
+        stop(p)
+    m = re.search(r"status codes: (\d+) 2xx", r.stdout)
+    last_rpc, last_stats = None, None
+    with open(out_path) as f:
+        for line in f:
+            parts = line.rstrip("\n").split("|")
+            if len(parts) > 2 and parts[1] == "l7_rpc":
+                rec = dict(zip(rpc, parts[2:-1]))
+                if rec.get("tgid") == str(worker) and rec.get("l7_role") == "server":
+                    last_rpc = rec
+            elif len(parts) > 2 and parts[1] == "l7_stats":
+                last_stats = dict(zip(stats, parts[2:-1]))
+    print("%s accuracy: h2load %s requests with 2xx; probe, nginx side: req_count %s, err_count %s; l7_stats %s"
+          % (name, m.group(1) if m else "?", last_rpc and last_rpc["req_count"], last_rpc and last_rpc["err_count"],
+             {k: v for k, v in (last_stats or {}).items() if k in ("truncated", "unparsable", "resp_unmatched",
+                                                                 "req_lost", "hpack_unresolved")}), flush=True)
+
+
 def main():
     args = sys.argv[1:]
     runs = int(args[0]) if args else 7
@@ -131,6 +180,12 @@ def main():
     try:
         subprocess.run(PIN_CLIENT + ["h2load", "-t1", "-c8", "-m10", "-D2", "http://127.0.0.1:%d/small.html" % port],
                        capture_output=True)
+        if os.environ.get("H2_ACCURACY", "1") == "1":
+            accuracy("h2c", "http://127.0.0.1:%d/small.html" % port, worker, scope, conns, streams, 100000, [], tmp)
+            accuracy("h2 (TLS)", "https://127.0.0.1:%d/small.html" % sport, worker, scope, conns, streams, 100000,
+                     ["-s", "1"], tmp)
+        if runs == 0:
+            return
         compare("h2c", "http://127.0.0.1:%d/small.html" % port, runs, seconds, worker, conns, streams,
                 ["-t", "5", "-p", "http", "--pid", scope], tmp)
         if os.environ.get("H2_TLS", "1") == "1":
