@@ -1,4 +1,5 @@
-# Generates probes/l7probe/hpack_huff.h from the HPACK Huffman code (RFC 7541 Appendix B).
+# Generates probes/l7probe/hpack_huff.h from the HPACK Huffman code (RFC 7541 Appendix B), as listed in
+# Go's golang.org/x/net/http2/hpack/tables.go (Debian golang-1.19); run clang-format -i on the output.
 import re, sys
 src = open('/usr/share/go-1.19/src/vendor/golang.org/x/net/http2/hpack/tables.go').read()
 codes = [int(x, 16) for x in re.findall(r'0x[0-9a-f]+', src[src.index('{', src.index('var huffmanCodes')):src.index('var huffmanCodeLen')])]
@@ -33,7 +34,8 @@ out = ['/* hpack_huff.h - the HPACK Huffman code (RFC 7541 Appendix B) as decodi
        '#define HPACK_HUFF_FAST %d' % FAST, '',
        '/* symbols by (length, value); 256 is EOS */',
        'static const uint16_t hpack_huff_sym[257] = {']
-out.append('\t' + ', '.join(str(s) for s in order) + ',')
+for i in range(0, len(order), 16):
+    out.append('\t' + ', '.join(str(s) for s in order[i:i+16]) + ',')
 out.append('};')
 for name, d in (('first', first), ('off', offset), ('count', count)):
     typ = 'uint32_t' if name == 'first' else 'uint16_t'
