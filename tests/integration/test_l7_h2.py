@@ -2,13 +2,14 @@
 cleartext (h2c, prior knowledge) and over TLS (ALPN h2, through the OpenSSL uprobes) driven by a raw
 HTTP/2 client of ours (scripts/h2_client.py: known requests in batches of concurrent streams, every
 fifth a 404), and a gRPC server and client on Debian's python3-grpcio (scripts/grpc_peer.py: unary
-calls, some NOT_FOUND / INVALID_ARGUMENT). Both sides' request and error counts must equal what the
+calls, some NOT_FOUND / INVALID_ARGUMENT), and h2load (8 streams at once on each of 2 connections,
+half of the requests 404). Both sides' request and error counts must equal what the
 client did, the client side's latency sum must be within 10 % of what the client measured; a gRPC
 connection opened before the probe started is still counted right (HPACK entries it never saw are
 counted in l7_stats.hpack_unresolved)."""
 import json
-import re
 import os
+import re
 import shutil
 import signal
 import subprocess
