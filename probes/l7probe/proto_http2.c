@@ -44,7 +44,7 @@ struct h2_stream {
 	uint32_t sid;
 	int status;	 /* :status of the final response header block; 0 until then or unresolved */
 	int grpc_status; /* -1 until seen */
-	bool grpc;	 /* request content-type application/grpc... */
+	bool grpc;	 /* gRPC: content-type application/grpc in the request, or a grpc-status in the response */
 	bool resp_headers;
 	uint64_t req_ts, req_bytes, resp_bytes;
 	char api[L7_API_MAX];
