@@ -149,6 +149,31 @@ static void test_gaps(void **state)
 	assert_int_equal(o.st.hpack_unresolved, 1);
 }
 
+/* Server push: the PUSH_PROMISE's block is decoded for the table (the response refers to what it
+ * inserted), the pushed stream's response is not an answer to a request. */
+static void test_push_promise(void **state)
+{
+	static const struct l7t_step steps[] = {
+		REQ(PREFACE GET_X),
+		RESP(SETTINGS
+		     /* PUSH_PROMISE on 1, promised 2, END_HEADERS: 82 (GET) 40 03 "x-a" 01 "1" (inserted) */
+		     "\x00\x00\x0c\x05\x04\x00\x00\x00\x01\x00\x00\x00\x02\x82\x40\x03x-a\x01\x31"
+		     /* stream 1: 88 be (:status 200, x-a: 1 from the table) */
+		     "\x00\x00\x02\x01\x04\x00\x00\x00\x01\x88\xbe"
+		     /* pushed stream 2: a whole response */
+		     "\x00\x00\x01\x01\x05\x00\x00\x00\x02\x88"
+		     /* stream 1 ends */
+		     "\x00\x00\x00\x00\x01\x00\x00\x00\x01"),
+	};
+	struct l7t_out o;
+
+	(void)state;
+	l7t_run_all_splits(L7_PROTO_HTTP2, steps, NSTEPS(steps), &o);
+	l7t_expect_stats(&o, 1, 0, 0, 0);
+	l7t_expect(&o, 0, "GET /x", 200, 0, 0, 9 + 12 + 9 + 2 + 9);
+	assert_int_equal(o.st.hpack_unresolved, 0);
+}
+
 /* A response for a stream whose request was never seen; streams open at the close. */
 static void test_unmatched_close(void **state)
 {
@@ -209,6 +234,7 @@ int main(void)
 		cmocka_unit_test(test_grpc_mid_connection),  cmocka_unit_test(test_rst_goaway),
 		cmocka_unit_test(test_continuation_padding), cmocka_unit_test(test_gaps),
 		cmocka_unit_test(test_unmatched_close),	     cmocka_unit_test(test_many_streams),
+		cmocka_unit_test(test_push_promise),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);
