@@ -715,6 +715,19 @@ bool l7__http2_infer_mid(const uint8_t *p, size_t n, enum l7_flow *ret_flow)
 	uint32_t len, sid, at = H2_HDR, idx;
 	uint8_t fl, b;
 
+	/* control frames that often come first on a busy connection (WINDOW_UPDATE, PING, a SETTINGS ACK,
+	 * RST_STREAM, PRIORITY) say nothing of the direction: passed over, whole and well-formed, up to a
+	 * HEADERS frame in the same chunk */
+	for (int k = 0; k < 8 && n >= H2_HDR && p[3] != F_HEADERS; k++) {
+		len = (uint32_t)p[0] << 16 | (uint32_t)p[1] << 8 | p[2];
+		if (p[3] == F_DATA || p[3] == F_HEADERS || p[3] == F_PUSH_PROMISE || p[3] == F_CONTINUATION ||
+		    p[3] == F_GOAWAY || !frame_ok(len, p[3], l7__be32(p + 5), true) ||
+		    (p[3] == F_SETTINGS && p[4] != FL_ACK) || (p[3] != F_SETTINGS && p[3] != F_PING && p[4] != 0) ||
+		    n < H2_HDR + len)
+			return false;
+		p += H2_HDR + len;
+		n -= H2_HDR + len;
+	}
 	if (n < H2_HDR + 2 || p[3] != F_HEADERS)
 		return false;
 	len = (uint32_t)p[0] << 16 | (uint32_t)p[1] << 8 | p[2];
