@@ -19,7 +19,7 @@ for i, s in enumerate(order):
     if l not in first:
         first[l] = code; offset[l] = i; count[l] = 0
     count[l] += 1
-FAST = 9
+FAST = 11
 fast = [0] * (1 << FAST)  # (len << 9 | sym), 0 = longer than FAST
 for s in range(256):
     l = lens[s]
