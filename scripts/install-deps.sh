@@ -13,6 +13,7 @@ PKGS=(
   dpkg-dev systemd python3-yaml binutils
   redis-server postgresql mariadb-server dnsmasq-base
   chromium chromium-driver groff-base man-db
+  python3-grpcio nghttp2-client
 )
 
 missing=()
