@@ -163,6 +163,8 @@ static const struct key_spec identity_keys[] = {
 	INT(identity.max_containers, "max_containers", 16, 1048576),
 	INT(identity.proc_refresh_ms, "proc_refresh_ms", 100, 3600000),
 	INT(identity.names_refresh_s, "names_refresh_s", 1, 86400),
+	{"watch_cgroups", K_ONOFF, offsetof(struct gg_config, identity.watch_cgroups), sizeof(int), 0, 0, NULL},
+	INT(identity.max_watches, "max_watches", 16, 1048576),
 	{NULL, 0, 0, 0, 0, 0, NULL},
 };
 
@@ -694,6 +696,8 @@ static void set_defaults(struct gg_config *cfg)
 	cfg->identity.max_containers = 4096;
 	cfg->identity.proc_refresh_ms = 5000;
 	cfg->identity.names_refresh_s = 60;
+	cfg->identity.watch_cgroups = 1;
+	cfg->identity.max_watches = 8192;
 }
 
 static int load(struct load_ctx *c, config_t *lc)

@@ -108,6 +108,8 @@ struct gg_config {
 		int max_procs, max_containers; /* cache bounds */
 		int proc_refresh_ms;	       /* a process's cgroup is read again after this long */
 		int names_refresh_s;	       /* a container's names are read again after this long */
+		int watch_cgroups;	       /* inotify on the cgroup hierarchies (mkdir/rmdir, moves) */
+		int max_watches;	       /* cgroup directories watched at most */
 	} identity;
 
 	unsigned int nprobes;

@@ -519,3 +519,72 @@ def test_container_name_snooper():
 
 
 test_container_name_snooper.timeout = 60
+
+
+def move(pid, cg):
+    with open(os.path.join(cg, "cgroup.procs"), "w") as f:
+        f.write(str(pid))
+
+
+def test_cgroup_events_without_ttl():
+    """identity.watch_cgroups (inotify on the cgroup hierarchies): with refresh intervals of an hour, a
+    process moved into a docker container's cgroup made after the start carries the container's labels
+    within about a second, and loses them when it is moved out and the cgroup removed. With the watch
+    off (the same intervals), the labels do not follow: the events, not the TTL, did it."""
+    lay = Layouts()
+    s = None
+    try:
+        pid = lay.host()
+        for watch in ("on", "off"):
+            port = free_port()
+            conf = lay.conf().replace("};", 'proc_refresh_ms = 3600000; names_refresh_s = 86400; '
+                                      'watch_cgroups = "%s"; };' % watch)
+            s = Supervisor(probes=[probe_entry("system_infos", "-t 1 -P proc --pid %d" % pid)],
+                           metric_out="web_server", extra="web_server = { port = %d; }; %s" % (port, conf)).start()
+            url = "http://127.0.0.1:%d/metrics" % port
+
+            def labels():
+                ser = proc_series(http_get(url)[1], pid)
+                return {k: ser[0].get(k) for k in IDENT} if ser else None
+            got = wait_for(labels, 20, "the proc series")
+            check(got == {k: "" for k in IDENT}, "a host process: %r" % got)
+            cid, name, image = hexid(), "ev-%s" % watch, "nginx:1.25"
+            lay.docker_state(cid, name, image)
+            cg = os.path.join(lay.parent, "system.slice", "docker-%s.scope" % cid)
+            os.makedirs(cg)
+            want = {"container_id": cid, "container_name": name, "container_image": image, "pod_id": "", "pod": "",
+                    "pod_namespace": ""}
+            t0 = time.monotonic()
+            move(pid, cg)
+            if watch == "off":
+                time.sleep(4)
+                got = labels()
+                check(got["container_id"] == "", "watch off, hour-long TTL: still the host's labels: %r" % got)
+                move(pid, lay.parent)
+                os.rmdir(cg)
+                st = s.status()["export"]["identity"]
+                check(st["lookups"] > 2 and st["watches"] == 0 and st["cgroup_events"] == 0, "not watching: %r" % st)
+                break
+            wait_for(lambda: labels() == want, 5, "the container's labels after the move")
+            seen = time.monotonic() - t0
+            check(seen < 2.5, "labels %.2f s after the move (report period 1 s)" % seen)
+            # status.json is written every second
+            wait_for(lambda: (lambda x: x["watches"] > 0 and x["cgroup_events"] > 0 and x["containers"] == 1)(
+                s.status()["export"]["identity"]), 5, "watches and events in status.json")
+            # out of the container, which is then removed: the host's labels again, the cache entry gone
+            t0 = time.monotonic()
+            move(pid, lay.parent)
+            os.rmdir(cg)
+            wait_for(lambda: labels() == {k: "" for k in IDENT}, 5, "the host's labels after the removal")
+            check(time.monotonic() - t0 < 2.5, "labels dropped %.2f s after the removal" % (time.monotonic() - t0))
+            st = wait_for(lambda: (lambda x: x if x["containers"] == 0 else None)(s.status()["export"]["identity"]),
+                          5, "the removed container dropped from the cache")
+            s.cleanup()
+            s = None
+    finally:
+        if s:
+            s.cleanup()
+        lay.cleanup()
+
+
+test_cgroup_events_without_ttl.timeout = 90
