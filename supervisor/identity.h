@@ -5,6 +5,7 @@
 #ifndef GG_IDENTITY_H
 #define GG_IDENTITY_H
 
+#include <errno.h>
 #include <stddef.h>
 #include <stdint.h>
 #include <string.h>
@@ -32,6 +33,32 @@ static inline int gg_ident__is_label(const char *name, size_t len)
 		if (strlen(names[i]) == len && !memcmp(names[i], name, len))
 			return 1;
 	}
+	return 0;
+}
+
+/* The label name a pod label key is exported as: itself when it is a Prometheus label name, else with
+ * every character outside [A-Za-z0-9_] made '_' (app.kubernetes.io/name -> app_kubernetes_io_name, as
+ * Prometheus' own Kubernetes discovery names them), '_' first when it starts with a digit. 0, or
+ * -ENAMETOOLONG when it does not fit len (inline: the REST validator is built alone into a fuzzer). */
+static inline int gg_pod_label__name(const char *key, char *ret, size_t len)
+{
+	size_t n = 0;
+
+	if (key[0] >= '0' && key[0] <= '9') {
+		if (len < 2)
+			return -ENAMETOOLONG;
+		ret[n++] = '_';
+	}
+	for (; *key; key++) {
+		char c = *key;
+
+		if (n + 1 >= len)
+			return -ENAMETOOLONG;
+		ret[n++] = ((c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9')) ? c : '_';
+	}
+	if (!len)
+		return -ENAMETOOLONG;
+	ret[n] = '\0';
 	return 0;
 }
 

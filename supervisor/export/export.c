@@ -175,8 +175,23 @@ void gg_export__record(struct gg_sup *sup, struct gg_probe *p, const struct meta
 		event_record(exp, rec);
 	else if (exp->sink[GG_STREAM_METRIC] == GG_SINK_OFF)
 		metric_record(exp, rec); /* counted only: no lookup */
-	else				 /* labels added here, once, so that every channel has the same series */
-		metric_record(exp, gg_ident_export__record(exp->ident, rec, gg_now_ms()));
+	else {				 /* labels added here, once, so that every channel has the same series */
+		const struct meta_table *stale = NULL;
+		const struct meta_record *out = gg_ident_export__probe_record(exp->ident, p, rec, gg_now_ms(), &stale);
+
+		if (stale) {
+			/* the probe's labels changed: rows of the old label set go at once (one family, one
+			 * label set), and the table's metadata is sent again */
+			imdb__clear(exp->db, stale);
+			if (exp->sink[GG_STREAM_META] != GG_SINK_OFF) {
+				exp->msg.len = 0;
+				gg_metadata__render(&exp->msg, out->table, gg_wall_ms());
+				exp->st.records[GG_STREAM_META]++;
+				emit(exp, GG_STREAM_META);
+			}
+		}
+		metric_record(exp, out);
+	}
 }
 
 /* ---- metadata -------------------------------------------------------------------------------------- */
