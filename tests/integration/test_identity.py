@@ -4,6 +4,7 @@ create them, state files written as each runtime writes them (into a temporary d
 the runtime's root), a test process moved into each cgroup; the labels are checked on the process's
 series in /metrics, in Kafka JSON records and in the metadata message. Containers cannot run here, so
 the layouts are made by hand; every cgroup is under a parent named after this test run and removed."""
+import glob
 import json
 import os
 import random
@@ -500,6 +501,25 @@ def test_flamegraph_query_total_container_layers():
                          for n in res if n["profile_location_str"] == "[p] python3")
         check(sorted(parents) == sorted(["[Con]%s" % want["container_name"], "Total"]),
               "one python3 under the container, the host one under the root: %r" % parents)
+        # stackprobe's own folded files (and the SVGs drawn from them) name the pod and the container
+        # too: the supervisor passes its identity section to the probe
+        st, _, text, _ = rest_call(rport, "PUT", "/flamegraph", json.dumps({"state": "stopped"}),
+                                   {"Content-Type": "application/json"})
+        check(st == 200, "PUT stopped: %d %s" % (st, text))
+
+        def stacks():
+            out = {}
+            for path in glob.glob(os.path.join(flame, "oncpu", "*.folded")):
+                with open(path) as f:
+                    for line in f:
+                        out[line.rpartition(" ")[0]] = 1
+            return out if any("] python3;" in k for k in out) else None
+        st = wait_for(stacks, 15, "folded files written when stackprobe stops")
+        mine = [k for k in st if k.split(";")[:3] == ["[Pod]%s" % want["pod"], "[Con]%s" % want["container_name"],
+                                                      "[%d] python3" % inside.pid]]
+        check(mine, "folded stacks of the container's process under [Pod]<pod>;[Con]<name>: %r" % sorted(st)[:3])
+        check(all(k.startswith("[%d] python3;" % host) for k in st if "[%d] python3" % host in k),
+              "the host process has no container frames")
     finally:
         if s:
             s.cleanup()
