@@ -17,6 +17,7 @@
 
 #include <cjson/cJSON.h>
 
+#include "bolt.h"
 #include "meta.h"
 
 #define CGROUP_FILE_MAX	      8192u
@@ -336,6 +337,33 @@ static int label_text_ok(const char *s, size_t n)
 /* A Kubernetes label key is at most 253 (prefix) + 1 + 63 (name) characters. */
 #define POD_LABEL_KEY_MAX 317u
 
+/* One label into ret when it is usable and fits (else left out). Always 0: a walk goes on. */
+static int pod_label_add(void *ctx, const char *k, size_t kn, const char *v, size_t vn)
+{
+	struct gg_pod_labels *ret = ctx;
+
+	if (ret->nwant) {
+		unsigned int i = 0;
+
+		while (i < ret->nwant && (strlen(ret->want[i]) != kn || memcmp(ret->want[i], k, kn)))
+			i++;
+		if (i == ret->nwant)
+			return 0;
+	}
+	if (ret->n >= GG_POD_LABELS_MAX || !kn || kn > POD_LABEL_KEY_MAX || vn > GG_IDENT_VALUE_MAX ||
+	    memchr(k, '\0', kn) || memchr(v, '\0', vn) || !label_text_ok(k, kn) || !label_text_ok(v, vn) ||
+	    ret->len + kn + vn + 2 > sizeof(ret->buf))
+		return 0;
+	memcpy(ret->buf + ret->len, k, kn);
+	ret->len += (uint32_t)kn;
+	ret->buf[ret->len++] = '\0';
+	memcpy(ret->buf + ret->len, v, vn);
+	ret->len += (uint32_t)vn;
+	ret->buf[ret->len++] = '\0';
+	ret->n++;
+	return 0;
+}
+
 static int pod_labels_from(const cJSON *obj, struct gg_pod_labels *ret)
 {
 	const cJSON *e;
@@ -345,21 +373,25 @@ static int pod_labels_from(const cJSON *obj, struct gg_pod_labels *ret)
 	cJSON_ArrayForEach(e, obj)
 	{
 		const char *k = e->string, *v = cJSON_GetStringValue(e);
-		size_t kn, vn;
 
-		if (!k || !v || ret->n >= GG_POD_LABELS_MAX)
-			continue;
-		kn = strlen(k);
-		vn = strlen(v);
-		if (!kn || kn > POD_LABEL_KEY_MAX || vn > GG_IDENT_VALUE_MAX || !label_text_ok(k, kn) ||
-		    !label_text_ok(v, vn) || ret->len + kn + vn + 2 > sizeof(ret->buf))
-			continue;
-		memcpy(ret->buf + ret->len, k, kn + 1);
-		ret->len += (uint32_t)kn + 1;
-		memcpy(ret->buf + ret->len, v, vn + 1);
-		ret->len += (uint32_t)vn + 1;
-		ret->n++;
+		if (k && v)
+			pod_label_add(ret, k, strlen(k), v, strlen(v));
 	}
+	return ret->n ? 0 : -ENOENT;
+}
+
+int gg_ident__containerd_pod_labels(const char *db, const char *ns, const char *sandbox, struct gg_pod_labels *ret)
+{
+	/* containerd's metadata (metadata/buckets.go): v1/<namespace>/containers/<id>/labels; the CRI
+	 * plugin gives the sandbox (pause) container the pod's labels */
+	const char *const path[] = {"v1", ns, "containers", sandbox, "labels"};
+	int err;
+
+	ret->len = 0;
+	ret->n = 0;
+	err = gg_bolt__file_bucket_pairs(db, path, 5, GG_POD_LABELS_MAX * 4, pod_label_add, ret);
+	if (err)
+		return err;
 	return ret->n ? 0 : -ENOENT;
 }
 
@@ -617,7 +649,7 @@ struct cg_root {
 
 struct gg_identity {
 	struct gg_identity_opts o;
-	char *strs[5];
+	char *strs[6];
 	struct proc_entry **pbuckets;
 	struct cg_entry **cbuckets;
 	size_t npb, ncb; /* powers of two */
@@ -625,7 +657,8 @@ struct gg_identity {
 	struct gg_identity_stats st;
 	struct gg_ident_names scratch;
 	struct gg_pod_labels plscratch;
-	int want_pod_labels;
+	char *want_keys[GG_POD_LABELS_MAX];
+	unsigned int nwant_keys;
 	/* cgroup events (inotify) */
 	int ifd;
 	uint64_t epoch; /* bumped by every event that may have moved a process */
@@ -709,19 +742,25 @@ static size_t pow2_at_least(size_t n)
 
 static void watch_start(struct gg_identity *id);
 static void watch_stop(struct gg_identity *id);
+static void want_keys_clear(struct gg_identity *id);
 
 struct gg_identity *gg_identity__new(const struct gg_identity_opts *o)
 {
 	struct gg_identity *id = calloc(1, sizeof(*id));
-	const char *defaults[5] = {"/proc", "/run/containerd/io.containerd.runtime.v2.task", "/run/containers/storage",
-				   "/var/lib/containers/storage", "/var/lib/docker"};
-	const char *given[5] = {o->proc_root, o->containerd_dir, o->crio_dir, o->storage_dir, o->docker_dir};
+	const char *defaults[6] = {"/proc",
+				   "/run/containerd/io.containerd.runtime.v2.task",
+				   "/run/containers/storage",
+				   "/var/lib/containers/storage",
+				   "/var/lib/docker",
+				   "/var/lib/containerd"};
+	const char *given[6] = {o->proc_root,	o->containerd_dir, o->crio_dir,
+				o->storage_dir, o->docker_dir,	   o->containerd_root};
 
 	if (!id)
 		return NULL;
 	id->o = *o;
 	id->ifd = -1;
-	for (int i = 0; i < 5; i++) {
+	for (int i = 0; i < 6; i++) {
 		id->strs[i] = strdup(given[i] && given[i][0] ? given[i] : defaults[i]);
 		if (!id->strs[i])
 			goto err_out;
@@ -731,6 +770,7 @@ struct gg_identity *gg_identity__new(const struct gg_identity_opts *o)
 	id->o.crio_dir = id->strs[2];
 	id->o.storage_dir = id->strs[3];
 	id->o.docker_dir = id->strs[4];
+	id->o.containerd_root = id->strs[5];
 	if (!id->o.max_procs)
 		id->o.max_procs = DEFAULT_MAX_PROCS;
 	if (!id->o.max_cgroups)
@@ -781,9 +821,10 @@ void gg_identity__free(struct gg_identity *id)
 	free(id->pbuckets);
 	free(id->cbuckets);
 	watch_stop(id);
+	want_keys_clear(id);
 	for (int i = 0; i < 2; i++)
 		cJSON_Delete(id->lists[i].root);
-	for (int i = 0; i < 5; i++)
+	for (int i = 0; i < 6; i++)
 		free(id->strs[i]);
 	free(id);
 }
@@ -1033,9 +1074,9 @@ static int resolve_names(struct gg_identity *id, const struct gg_cgroup_info *ci
 	}
 }
 
-/* The labels of the pod whose sandbox is nm->sandbox, into id->plscratch: CRI-O's sandbox spec (in its
- * run root, else its graph root) or docker's sandbox container (dockershim, cri-dockerd). containerd
- * keeps them in its metadata database only (no file of the node has them): none. 0 or -ENOENT. */
+/* The labels of the pod whose sandbox is nm->sandbox, into id->plscratch: the sandbox container's labels
+ * in containerd's metadata database (no other file of the node has them), CRI-O's sandbox spec (in its
+ * run root, else its graph root) or docker's sandbox container (dockershim, cri-dockerd). 0 or -ENOENT. */
 static int resolve_pod_labels(struct gg_identity *id, const struct gg_cgroup_info *ci, const struct gg_ident_names *nm)
 {
 	char path[PATH_MAX], *buf;
@@ -1054,6 +1095,19 @@ static int resolve_pod_labels(struct gg_identity *id, const struct gg_cgroup_inf
 	}
 	if (ci->rt == GG_RT_DOCKER || ci->rt == GG_RT_UNKNOWN)
 		paths[n++] = id->o.docker_dir;
+	if (ci->rt == GG_RT_CONTAINERD || ci->rt == GG_RT_UNKNOWN) {
+		snprintf(path, sizeof(path), "%s/io.containerd.metadata.v1.bolt/meta.db", id->o.containerd_root);
+		err = gg_ident__containerd_pod_labels(path, ci->ns[0] ? ci->ns : "k8s.io", nm->sandbox, &id->plscratch);
+		if (err != -ENOENT)
+			id->st.pod_label_reads++;
+		if (err && err != -ENOENT)
+			id->st.state_errors++;
+		if (!err)
+			return 0;
+		id->plscratch.len = 0;
+		id->plscratch.n = 0;
+		err = -ENOENT;
+	}
 	for (unsigned int i = 0; i < n && err; i++) {
 		if (paths[i] == id->o.docker_dir)
 			snprintf(path, sizeof(path), "%s/containers/%s/config.v2.json", paths[i], nm->sandbox);
@@ -1116,7 +1170,9 @@ static int cg_resolve(struct gg_identity *id, struct cg_entry *c, uint64_t now_m
 	vals[GG_IDENT_POD_ID] = ci.pod_uid[0] ? ci.pod_uid : uid;
 	vals[GG_IDENT_POD] = nm->pod;
 	vals[GG_IDENT_POD_NAMESPACE] = nm->pod_ns;
-	if (!(found && id->want_pod_labels && !resolve_pod_labels(id, &ci, nm))) {
+	id->plscratch.want = (const char *const *)id->want_keys;
+	id->plscratch.nwant = id->nwant_keys;
+	if (!(found && id->nwant_keys && !resolve_pod_labels(id, &ci, nm))) {
 		id->plscratch.len = 0;
 		id->plscratch.n = 0;
 	}
@@ -1262,15 +1318,30 @@ const struct gg_ident *gg_identity__lookup(struct gg_identity *id, uint32_t tgid
 	return ident_of(cg);
 }
 
-void gg_identity__want_pod_labels(struct gg_identity *id, int on)
+static void want_keys_clear(struct gg_identity *id)
 {
-	on = !!on;
-	if (on && !id->want_pod_labels) {
-		/* the labels of the containers known already are read at their next lookup */
-		for (struct link *l = id->cgroups.oldest; l; l = l->newer)
-			((struct cg_entry *)l)->expires_ms = 0;
+	for (unsigned int i = 0; i < id->nwant_keys; i++)
+		free(id->want_keys[i]);
+	id->nwant_keys = 0;
+}
+
+void gg_identity__want_pod_labels(struct gg_identity *id, const char *const *keys, unsigned int n)
+{
+	unsigned int same = n == id->nwant_keys;
+
+	for (unsigned int i = 0; same && i < n; i++)
+		same = !strcmp(keys[i], id->want_keys[i]);
+	if (same)
+		return;
+	want_keys_clear(id);
+	for (unsigned int i = 0; i < n && id->nwant_keys < GG_POD_LABELS_MAX; i++) {
+		id->want_keys[id->nwant_keys] = strdup(keys[i]);
+		if (id->want_keys[id->nwant_keys])
+			id->nwant_keys++;
 	}
-	id->want_pod_labels = on;
+	/* the labels of the containers known already are read again at their next lookup */
+	for (struct link *l = id->cgroups.oldest; l; l = l->newer)
+		((struct cg_entry *)l)->expires_ms = 0;
 }
 
 /* ---- cgroup events ------------------------------------------------------------------------------------ */

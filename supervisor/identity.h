@@ -133,6 +133,9 @@ struct gg_pod_labels {
 	char buf[GG_POD_LABELS_BYTES];
 	uint32_t len;
 	unsigned int n;
+	/* set by the caller: only these keys are kept (nwant 0: every key, up to the bounds) */
+	const char *const *want;
+	unsigned int nwant;
 };
 
 /* An OCI bundle config.json: the annotations containerd's CRI plugin (io.kubernetes.cri.*) and CRI-O
@@ -148,6 +151,10 @@ int gg_ident__parse_docker_config(const char *json, size_t len, struct gg_ident_
  * not a usable label value, and those past GG_POD_LABELS_MAX or GG_POD_LABELS_BYTES, are left out.
  * 0, -EINVAL (not a JSON object), -ENOENT (no labels). */
 int gg_ident__parse_pod_labels(const char *json, size_t len, struct gg_pod_labels *ret);
+/* The pod labels containerd keeps (for the CRI plugin's pods): the labels of the sandbox container in
+ * its metadata database db (bbolt), v1/<ns>/containers/<sandbox>/labels. 0, -ENOENT, or an error of the
+ * database's reading (bolt.h). */
+int gg_ident__containerd_pod_labels(const char *db, const char *ns, const char *sandbox, struct gg_pod_labels *ret);
 /* containers/storage's overlay-containers/containers.json (podman, CRI-O): the entry of container id
  * (names[0], metadata's "image-name", "name", "pod-name"). 0, -EINVAL, -ENOENT (not listed). */
 int gg_ident__parse_storage_containers(const char *json, size_t len, const char *id, struct gg_ident_names *ret);
@@ -155,19 +162,20 @@ int gg_ident__parse_storage_containers(const char *json, size_t len, const char 
 /* ---- the resolver ------------------------------------------------------------------------------------ */
 
 struct gg_identity_opts {
-	const char *proc_root;	    /* "/proc" */
-	const char *containerd_dir; /* "/run/containerd/io.containerd.runtime.v2.task": <ns>/<id>/config.json */
-	const char *crio_dir;	    /* "/run/containers/storage": overlay-containers/<id>/userdata/config.json */
-	const char *storage_dir;    /* "/var/lib/containers/storage": podman's (and CRI-O's) container storage */
-	const char *docker_dir;	    /* "/var/lib/docker": containers/<id>/config.v2.json */
-	unsigned int max_procs;	    /* processes cached; the least recently used go first */
-	unsigned int max_cgroups;   /* container cgroups cached */
-	uint64_t proc_ttl_ms;	    /* a process's cgroup is read again after this long */
-	uint64_t cgroup_ttl_ms;	    /* a container's names are read again after this long */
-	uint64_t retry_ms;	    /* ... or after this long while its state files are not (yet) there, doubling */
-	int watch;		    /* follow cgroup creation and removal with inotify (gg_identity__watch_fd) */
-	unsigned int max_watches;   /* cgroup directories watched at most; past it the TTLs alone */
-	const char *mountinfo;	    /* "/proc/self/mountinfo": where the cgroup hierarchies are mounted */
+	const char *proc_root;	     /* "/proc" */
+	const char *containerd_dir;  /* "/run/containerd/io.containerd.runtime.v2.task": <ns>/<id>/config.json */
+	const char *crio_dir;	     /* "/run/containers/storage": overlay-containers/<id>/userdata/config.json */
+	const char *storage_dir;     /* "/var/lib/containers/storage": podman's (and CRI-O's) container storage */
+	const char *docker_dir;	     /* "/var/lib/docker": containers/<id>/config.v2.json */
+	const char *containerd_root; /* "/var/lib/containerd": io.containerd.metadata.v1.bolt/meta.db */
+	unsigned int max_procs;	     /* processes cached; the least recently used go first */
+	unsigned int max_cgroups;    /* container cgroups cached */
+	uint64_t proc_ttl_ms;	     /* a process's cgroup is read again after this long */
+	uint64_t cgroup_ttl_ms;	     /* a container's names are read again after this long */
+	uint64_t retry_ms;	     /* ... or after this long while its state files are not (yet) there, doubling */
+	int watch;		     /* follow cgroup creation and removal with inotify (gg_identity__watch_fd) */
+	unsigned int max_watches;    /* cgroup directories watched at most; past it the TTLs alone */
+	const char *mountinfo;	     /* "/proc/self/mountinfo": where the cgroup hierarchies are mounted */
 };
 
 struct gg_identity_stats {
@@ -192,8 +200,9 @@ void gg_identity__free(struct gg_identity *id);
  * gone). Never NULL; valid until the next call. */
 const struct gg_ident *gg_identity__lookup(struct gg_identity *id, uint32_t tgid, uint64_t now_ms);
 const struct gg_identity_stats *gg_identity__stats(const struct gg_identity *id);
-/* Read the pods' labels from now on (off by default: it costs one more state file per pod). */
-void gg_identity__want_pod_labels(struct gg_identity *id, int on);
+/* Read these labels of the pods from now on (n 0: none, the default; reading them costs one more state
+ * file per pod). At most GG_POD_LABELS_MAX keys (more are left out); the keys are copied. */
+void gg_identity__want_pod_labels(struct gg_identity *id, const char *const *keys, unsigned int n);
 
 /* The inotify descriptor to poll when opts.watch was set (readable: gg_identity__process_events), or
  * -1. Every cgroup hierarchy of mountinfo is watched, directory by directory, up to max_watches. */

@@ -464,6 +464,7 @@ static int init_identity(struct gg_sup *sup, struct gg_export *exp)
 		.crio_dir = c->identity.crio_dir,
 		.storage_dir = c->identity.storage_dir,
 		.docker_dir = c->identity.docker_dir,
+		.containerd_root = c->identity.containerd_root,
 		.max_procs = (unsigned int)c->identity.max_procs,
 		.max_cgroups = (unsigned int)c->identity.max_containers,
 		.proc_ttl_ms = (uint64_t)c->identity.proc_refresh_ms,

@@ -245,7 +245,8 @@ int gg_ident_export__set_labels(struct gg_ident_export *x, const void *owner, co
 {
 	static const struct gg_ext_labels none;
 	struct owner_labels *o;
-	int pods = 0;
+	const char *keys[GG_POD_LABELS_MAX];
+	unsigned int nkeys = 0;
 
 	if (!x || !owner)
 		return 0;
@@ -271,9 +272,18 @@ int gg_ident_export__set_labels(struct gg_ident_export *x, const void *owner, co
 		return 0; /* the same labels: the stored rows stay */
 	o->l = *l;
 	o->gen = ++x->next_gen;
-	for (unsigned int i = 0; i < x->nowners; i++)
-		pods |= x->owners[i]->l.npod > 0;
-	gg_identity__want_pod_labels(x->id, pods);
+	/* the resolver keeps the keys some probe asks for (the union; a pod may have many labels) */
+	for (unsigned int i = 0; i < x->nowners; i++) {
+		for (unsigned int j = 0; j < x->owners[i]->l.npod && nkeys < GG_POD_LABELS_MAX; j++) {
+			unsigned int k = 0;
+
+			while (k < nkeys && strcmp(keys[k], x->owners[i]->l.pod_key[j]))
+				k++;
+			if (k == nkeys)
+				keys[nkeys++] = x->owners[i]->l.pod_key[j];
+		}
+	}
+	gg_identity__want_pod_labels(x->id, keys, nkeys);
 	return 0;
 }
 

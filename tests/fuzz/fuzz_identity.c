@@ -40,7 +40,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 		(void)gg_ident__parse_docker_config(s, size - 1, n);
 		break;
 	case 5: {
-		struct gg_pod_labels *pl = malloc(sizeof(*pl));
+		struct gg_pod_labels *pl = calloc(1, sizeof(*pl));
 		struct gg_ident id = {0};
 		unsigned int n = 0;
 

@@ -16,6 +16,8 @@ import uuid
 
 from harness import (KafkaMock, Supervisor, check, free_port, http_get, parse_prom, probe_entry, wait_for)
 
+FIXTURES = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "fixtures")
+CONTAINERD_SANDBOX = "5ab0c0de" * 8  # its labels in fixtures/containerd/meta.db.gz: app=checkout, ...
 IDENT = ("container_id", "container_name", "container_image", "pod_id", "pod", "pod_namespace")
 
 
@@ -60,7 +62,8 @@ class Layouts:
         self.tag = "gg-ident-%d-%04x" % (os.getpid(), random.getrandbits(16))
         self.parent = os.path.join(self.root, self.tag + ".slice")
         self.state = tempfile.mkdtemp(prefix="gg-ident-state-")
-        self.dirs = {k: os.path.join(self.state, k) for k in ("containerd", "crio", "storage", "docker")}
+        self.dirs = {k: os.path.join(self.state, k) for k in ("containerd", "crio", "storage", "docker",
+                                                              "containerd_root")}
         for d in self.dirs.values():
             os.makedirs(d)
         self.procs = []
@@ -69,8 +72,18 @@ class Layouts:
 
     def conf(self):
         return ('identity = { containerd_dir = "%s"; crio_dir = "%s"; storage_dir = "%s"; docker_dir = "%s"; '
-                '};' % (self.dirs["containerd"], self.dirs["crio"], self.dirs["storage"],
-                                               self.dirs["docker"]))
+                'containerd_root = "%s"; };' % (self.dirs["containerd"], self.dirs["crio"], self.dirs["storage"],
+                                                self.dirs["docker"], self.dirs["containerd_root"]))
+
+    def containerd_metadata(self):
+        """containerd's metadata database (bbolt), as containerd writes it, with the pod sandbox
+        CONTAINERD_SANDBOX (tests/fixtures/containerd: made by go.etcd.io/bbolt)."""
+        import gzip
+        d = os.path.join(self.dirs["containerd_root"], "io.containerd.metadata.v1.bolt")
+        os.makedirs(d, exist_ok=True)
+        with gzip.open(os.path.join(FIXTURES, "containerd", "meta.db.gz")) as src, \
+                open(os.path.join(d, "meta.db"), "wb") as dst:
+            shutil.copyfileobj(src, dst)
 
     def spawn(self, rel, want, argv=("sleep", "120")):
         """A process in cgroup <parent>/<rel> (made here), expected to carry the labels want."""
@@ -87,9 +100,9 @@ class Layouts:
         self.want[p.pid] = dict(want)
         return p.pid
 
-    def containerd_k8s(self, qos="besteffort", driver="systemd"):
+    def containerd_k8s(self, qos="besteffort", driver="systemd", sandbox=None):
         cid, uid = hexid(), str(uuid.uuid4())
-        sandbox = hexid()
+        sandbox = sandbox or hexid()
         pod, ns, name, image = "web-%s" % cid[:5], "team-a", "nginx", "docker.io/library/nginx:1.25.3"
         u_ = uid.replace("-", "_")
         if driver == "systemd":
@@ -678,9 +691,11 @@ def test_custom_and_pod_labels():
     try:
         crio = lay.crio(pod_labels={"app": "api", "app.kubernetes.io/name": "api-server", "tier": "backend"})
         shim = lay.docker_k8s({"app": "legacy-web", "pod-template-hash": "5d4f8"})
-        ctd = lay.containerd_k8s()  # containerd keeps pod labels in its database only: ""
+        lay.containerd_metadata()  # containerd keeps pod labels in its database (bbolt) only
+        ctd = lay.containerd_k8s(sandbox=CONTAINERD_SANDBOX)
+        ctd2 = lay.containerd_k8s()  # a sandbox the database does not have: ""
         host = lay.host()
-        pids = [crio, shim, ctd, host]
+        pids = [crio, shim, ctd, ctd2, host]
         port = free_port()
         s = Supervisor(metric_out="web_server", extra="web_server = { port = %d; }; %s %s" % (
             port, rest_section(os.path.join(lay.state, "rest")), lay.conf())).start()
@@ -704,7 +719,8 @@ def test_custom_and_pod_labels():
         text, got = wait_for(all_series, 20, "proc series of every process and the host series")
         want_pod = {crio: {"app": "api", "app_kubernetes_io_name": "api-server", "tier": "backend"},
                     shim: {"app": "legacy-web", "app_kubernetes_io_name": "", "tier": ""},
-                    ctd: {"app": "", "app_kubernetes_io_name": "", "tier": ""},
+                    ctd: {"app": "checkout", "app_kubernetes_io_name": "checkout-api", "tier": ""},
+                    ctd2: {"app": "", "app_kubernetes_io_name": "", "tier": ""},
                     host: {"app": "", "app_kubernetes_io_name": "", "tier": ""}}
         for p in pids:
             ser = got[p]

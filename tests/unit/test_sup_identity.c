@@ -18,6 +18,7 @@
 
 #include "../../supervisor/export/events.h"
 #include "../../supervisor/export/ident_export.h"
+#include "../../supervisor/bolt.h"
 #include "../../supervisor/identity.h"
 #include "test_sup_fixture.h"
 
@@ -695,7 +696,7 @@ static int group_setup(void **state)
 
 static void test_pod_labels_parse(void **state)
 {
-	struct gg_pod_labels *pl = malloc(sizeof(*pl));
+	struct gg_pod_labels *pl = calloc(1, sizeof(*pl));
 	char big[2100], name[64];
 	size_t n;
 
@@ -768,7 +769,11 @@ static void test_pod_labels_resolved(void **state)
 	assert_null(i->pod_labels);
 	assert_int_equal(gg_identity__stats(id)->pod_label_reads, 0);
 	/* asked for: the known containers read them at their next lookup */
-	gg_identity__want_pod_labels(id, 1);
+	{
+		static const char *const keys[] = {"app", "zone"};
+
+		gg_identity__want_pod_labels(id, keys, 2);
+	}
 	i = gg_identity__lookup(id, 500, 2);
 	assert_string_equal(gg_ident__pod_label(i, "app", NULL), "x");
 	assert_int_equal(gg_identity__stats(id)->pod_label_reads, 1);
@@ -914,6 +919,67 @@ static void test_cgroup_events(void **state)
 	gg_identity__free(id);
 }
 
+/* containerd's metadata database, as go.etcd.io/bbolt writes it (tests/fixtures/containerd: the
+ * generator and its output), read with the pod labels of its sandbox container */
+#define CTD_SANDBOX "5ab0c0de5ab0c0de5ab0c0de5ab0c0de5ab0c0de5ab0c0de5ab0c0de5ab0c0de"
+
+static int count_pair(void *ctx, const char *k, size_t kn, const char *v, size_t vn)
+{
+	(void)k;
+	(void)kn;
+	(void)v;
+	(void)vn;
+	++*(unsigned int *)ctx;
+	return 0;
+}
+
+static void test_containerd_bolt(void **state)
+{
+	char db[400], cmd[900];
+	struct gg_pod_labels *pl = calloc(1, sizeof(*pl));
+	struct gg_ident id = {0};
+	static const char *const containers[] = {"v1", "k8s.io", "containers"};
+	unsigned int n = 0;
+
+	(void)state;
+	assert_non_null(pl);
+	snprintf(db, sizeof(db), "%s/meta.db", tmp);
+	snprintf(cmd, sizeof(cmd), "gzip -dc tests/fixtures/containerd/meta.db.gz > '%s'", db);
+	assert_int_equal(system(cmd), 0);
+	assert_int_equal(gg_ident__containerd_pod_labels(db, "k8s.io", CTD_SANDBOX, pl), 0);
+	id.pod_labels = pl->buf;
+	id.pod_labels_len = pl->len;
+	assert_string_equal(gg_ident__pod_label(&id, "app", NULL), "checkout");
+	assert_string_equal(gg_ident__pod_label(&id, "app.kubernetes.io/name", NULL), "checkout-api");
+	assert_string_equal(gg_ident__pod_label(&id, "io.cri-containerd.kind", NULL), "sandbox");
+	assert_string_equal(gg_ident__pod_label(&id, "example.com/filler-59", NULL),
+			    "value-59-5ab0c0de5ab0c0de5ab0c0de5ab0c0de5ab0c0de");
+	assert_int_equal(pl->n, GG_POD_LABELS_MAX); /* 67 labels: bounded */
+	/* only the keys asked for: the last one in key order is found too */
+	{
+		static const char *const want[] = {"pod-template-hash", "app"};
+
+		pl->want = want;
+		pl->nwant = 2;
+		assert_int_equal(gg_ident__containerd_pod_labels(db, "k8s.io", CTD_SANDBOX, pl), 0);
+		assert_int_equal(pl->n, 2);
+		assert_string_equal(gg_ident__pod_label(&id, "pod-template-hash", NULL), "7d9c6b");
+		pl->nwant = 0;
+	}
+	/* another namespace, another container, no such bucket */
+	assert_int_equal(gg_ident__containerd_pod_labels(db, "default", CTD_SANDBOX, pl), -ENOENT);
+	assert_int_equal(gg_ident__containerd_pod_labels(db, "k8s.io", ID_A, pl), -ENOENT);
+	assert_int_equal(gg_ident__containerd_pod_labels("/nonexistent/meta.db", "k8s.io", CTD_SANDBOX, pl), -ENOENT);
+	/* the containers bucket: 401 nested buckets (skipped), spread over leaf pages under a branch */
+	assert_int_equal(gg_bolt__file_bucket_pairs(db, containers, 3, 1000, count_pair, &n), 0);
+	assert_int_equal(n, 0);
+	/* not a database */
+	assert_int_equal(
+		gg_ident__containerd_pod_labels("tests/fixtures/containerd/gen_meta_db.go", "k8s.io", CTD_SANDBOX, pl),
+		-EINVAL);
+	free(pl);
+}
+
 static int group_teardown(void **state)
 {
 	reg_teardown(state);
@@ -939,6 +1005,7 @@ int main(void)
 		cmocka_unit_test(test_pod_labels_resolved),
 		cmocka_unit_test(test_export_custom_and_pod_labels),
 		cmocka_unit_test(test_cgroup_events),
+		cmocka_unit_test(test_containerd_bolt),
 	};
 
 	return cmocka_run_group_tests(tests, group_setup, group_teardown);
