@@ -31,6 +31,7 @@
 #define DEFAULT_PROC_TTL_MS   5000u
 #define DEFAULT_CGROUP_TTL_MS 60000u
 #define DEFAULT_RETRY_MS      2000u
+#define EPOCH_MIN_MS	      100u /* cgroup events take effect at most this often */
 
 const char *const gg_ident_names[GG_IDENT__COUNT] = {"container_id", "container_name", "container_image", "pod_id",
 						     "pod",	     "pod_namespace"};
@@ -661,7 +662,9 @@ struct gg_identity {
 	unsigned int nwant_keys;
 	/* cgroup events (inotify) */
 	int ifd;
-	uint64_t epoch; /* bumped by every event that may have moved a process */
+	uint64_t epoch;	       /* bumped by the events that may have moved a process */
+	int epoch_pending;     /* such an event came after the last bump */
+	uint64_t epoch_bumped; /* when the last bump was (ms, the lookups' clock) */
 	struct cg_root *roots;
 	unsigned int nroots;
 	struct watch **wbuckets; /* by wd */
@@ -1261,6 +1264,13 @@ const struct gg_ident *gg_identity__lookup(struct gg_identity *id, uint32_t tgid
 	id->st.lookups++;
 	if (!tgid)
 		return &empty_ident;
+	/* a burst of cgroup events (systemd starting units) costs each process one read of its cgroup per
+	 * EPOCH_MIN_MS at most, not one per event */
+	if (id->epoch_pending && now_ms - id->epoch_bumped >= EPOCH_MIN_MS) {
+		id->epoch++;
+		id->epoch_bumped = now_ms;
+		id->epoch_pending = 0;
+	}
 	p = proc_find(id, tgid);
 	if (p && now_ms < p->expires_ms && p->epoch == id->epoch) {
 		lru_touch(&id->procs, &p->lru);
@@ -1649,6 +1659,6 @@ int gg_identity__process_events(struct gg_identity *id)
 		}
 	}
 	if (bump)
-		id->epoch++;
+		id->epoch_pending = 1;
 	return err;
 }

@@ -209,7 +209,8 @@ void gg_identity__want_pod_labels(struct gg_identity *id, const char *const *key
 int gg_identity__watch_fd(const struct gg_identity *id);
 /* Take the pending cgroup events: new directories are watched, a removed cgroup's cached identity is
  * dropped, and after any creation, removal or write to a cgroup.procs (or a v2 cgroup.events change)
- * every cached process reads its cgroup again at its next lookup. 0 or a negative errno. */
+ * every cached process reads its cgroup again at its next lookup (events closer than 100 ms apart
+ * count as one: a process reads its cgroup at most every 100 ms). 0 or a negative errno. */
 int gg_identity__process_events(struct gg_identity *id);
 
 #endif

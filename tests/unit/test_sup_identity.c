@@ -882,7 +882,7 @@ static void test_cgroup_events(void **state)
 	assert_true(gg_identity__watch_fd(id) >= 0);
 	assert_int_equal(gg_identity__stats(id)->watches, 1);
 	put_proc(600, "/");
-	i = gg_identity__lookup(id, 600, 1);
+	i = gg_identity__lookup(id, 600, 1000);
 	assert_int_equal(i->len[GG_IDENT_CONTAINER_ID], 0);
 	/* the container's cgroup is made, the process moved into it (its cgroup file rewritten) */
 	snprintf(dir, sizeof(dir), "%s/system.slice", root);
@@ -892,19 +892,19 @@ static void test_cgroup_events(void **state)
 	put_proc(600, "/system.slice/docker-" ID_F ".scope");
 	put_file("docker/containers/" ID_F "/config.v2.json", "{\"Name\":\"/w\",\"Config\":{\"Image\":\"i\"}}");
 	/* before the events are taken: the cached identity (hour-long TTL) */
-	assert_int_equal(gg_identity__lookup(id, 600, 2)->len[GG_IDENT_CONTAINER_ID], 0);
+	assert_int_equal(gg_identity__lookup(id, 600, 2000)->len[GG_IDENT_CONTAINER_ID], 0);
 	assert_int_equal(gg_identity__process_events(id), 0);
 	assert_int_equal(gg_identity__stats(id)->watches, 3);
 	/* the scope was made before system.slice was watched: found by the walk of the new directory */
 	assert_true(gg_identity__stats(id)->cgroup_events >= 1);
-	i = gg_identity__lookup(id, 600, 3);
+	i = gg_identity__lookup(id, 600, 3000);
 	assert_string_equal(i->v[GG_IDENT_CONTAINER_NAME], "w");
 	assert_int_equal(gg_identity__stats(id)->cgroups, 1);
 	/* moved out, the cgroup removed: the host's identity, the container dropped from the cache */
 	put_proc(600, "/system.slice");
 	assert_int_equal(rmdir(dir), 0);
 	assert_int_equal(gg_identity__process_events(id), 0);
-	i = gg_identity__lookup(id, 600, 4);
+	i = gg_identity__lookup(id, 600, 4000);
 	assert_int_equal(i->len[GG_IDENT_CONTAINER_ID], 0);
 	assert_int_equal(gg_identity__stats(id)->cgroups, 0);
 	assert_int_equal(gg_identity__stats(id)->watches, 2);
@@ -915,7 +915,9 @@ static void test_cgroup_events(void **state)
 	fputs("600\n", f);
 	fclose(f);
 	assert_int_equal(gg_identity__process_events(id), 0);
-	assert_string_equal(gg_identity__lookup(id, 600, 5)->v[GG_IDENT_CONTAINER_NAME], "w");
+	/* an event within 100 ms of the last one that took effect waits for the 100 ms to pass */
+	assert_int_equal(gg_identity__lookup(id, 600, 4050)->len[GG_IDENT_CONTAINER_ID], 0);
+	assert_string_equal(gg_identity__lookup(id, 600, 5000)->v[GG_IDENT_CONTAINER_NAME], "w");
 	gg_identity__free(id);
 }
 
