@@ -202,11 +202,9 @@ static struct tmap_entry *entry_of(struct gg_ident_export *x, const struct meta_
 	}
 	if (t->nfields + e->nadd > META_FIELDS_MAX)
 		e->nadd = 0; /* no room: exported as it is */
-	e->tgid_idx = tgid;
+	e->tgid_idx = tgid;  /* kept without a copy too: pod labels may come later */
 	if (e->nadd && !make_aug(e))
 		e->nadd = 0;
-	if (!e->aug)
-		e->tgid_idx = -1;
 	return e;
 }
 
