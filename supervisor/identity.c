@@ -1477,15 +1477,19 @@ static void roots_load(struct gg_identity *id, const char *mountinfo)
 	if (read_proc_file(mountinfo, 1u << 20, &text, &len))
 		return;
 	for (line = strtok_r(text, "\n", &save); line; line = strtok_r(NULL, "\n", &save)) {
-		char *sep = strstr(line, " - "), *f[6], *save2 = NULL;
+		char *sep = strstr(line, " - "), *f[5], *save2 = NULL;
 		struct cg_root *nr;
 		int i;
 
 		if (!sep || (strncmp(sep + 3, "cgroup2 ", 8) && strncmp(sep + 3, "cgroup ", 7)))
 			continue;
 		*sep = '\0';
-		for (i = 0, f[0] = strtok_r(line, " ", &save2); f[i] && i < 5; f[++i] = strtok_r(NULL, " ", &save2))
-			;
+		/* fields: id, parent, major:minor, root, mount point */
+		for (i = 0; i < 5; i++) {
+			f[i] = strtok_r(i ? NULL : line, " ", &save2);
+			if (!f[i])
+				break;
+		}
 		if (i < 5 || strchr(f[4], '\\')) /* octal escapes: not a path we can name */
 			continue;
 		nr = realloc(id->roots, (id->nroots + 1) * sizeof(*nr));
