@@ -330,8 +330,14 @@ static void apply_labels(struct gg_rest *r, struct rest_probe *rp)
 	const cJSON *sn = rp->conf ? cJSON_GetObjectItemCaseSensitive(rp->conf, "snoopers") : NULL, *e;
 	struct gg_ext_labels *l;
 
-	if (!r->sup->exp || !r->sup->exp->ident)
+	if (!r->sup->exp || !r->sup->exp->ident) {
+		if (cJSON_GetArraySize(cJSON_GetObjectItemCaseSensitive(sn, "custom_labels")) > 0 ||
+		    cJSON_GetArraySize(cJSON_GetObjectItemCaseSensitive(sn, "pod_labels")) > 0)
+			gg_warn("rest: probe %s: custom_labels and pod_labels are not added with identity.enabled = "
+				"off",
+				rp->def->rest_name);
 		return;
+	}
 	l = calloc(1, sizeof(*l));
 	if (!l) {
 		gg_error("rest: probe %s: out of memory for its labels", rp->def->rest_name);
