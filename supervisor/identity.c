@@ -1598,9 +1598,46 @@ static int moves_processes(const char *name)
 	       !strcmp(name, "cgroup.events");
 }
 
+#define MOVED_DIRS_MAX	 64u	      /* directories with moves taken per batch; more: every process */
+#define CGROUP_PROCS_MAX (256u << 10) /* bytes of a cgroup.procs read; longer: every process */
+
+/* Processes were moved into w's directory: the cached ones listed in its cgroup.procs read their cgroup
+ * again at their next lookup (a process moved elsewhere shows in its new cgroup's cgroup.procs). 0, or
+ * -E2BIG when the list could not be read whole (the caller invalidates every process). */
+static int moved_into(struct gg_identity *id, const struct watch *w)
+{
+	char path[PATH_MAX], *text = NULL, *c;
+	size_t len;
+	int err;
+
+	if ((size_t)snprintf(path, sizeof(path), "%s%s/cgroup.procs", id->roots[w->root].mnt, w->rel) >= sizeof(path))
+		return -E2BIG;
+	err = read_proc_file(path, CGROUP_PROCS_MAX, &text, &len);
+	if (err)
+		return err == -ENOENT ? 0 : -E2BIG; /* removed since: nobody is in it */
+	for (c = text; *c;) {
+		char *end;
+		unsigned long pid = strtoul(c, &end, 10);
+		struct proc_entry *p;
+
+		if (end == c) {
+			c++;
+			continue;
+		}
+		p = pid && pid <= UINT32_MAX ? proc_find(id, (uint32_t)pid) : NULL;
+		if (p)
+			p->expires_ms = 0;
+		c = end;
+	}
+	free(text);
+	return 0;
+}
+
 int gg_identity__process_events(struct gg_identity *id)
 {
 	char buf[16384] __attribute__((aligned(__alignof__(struct inotify_event))));
+	const struct watch *moved[MOVED_DIRS_MAX];
+	unsigned int nmoved = 0;
 	int bump = 0, err = 0;
 
 	if (!id || id->ifd < 0)
@@ -1637,6 +1674,10 @@ int gg_identity__process_events(struct gg_identity *id)
 			if (!w)
 				continue;
 			if (ev->mask & IN_IGNORED) { /* the directory is gone (or its watch was removed) */
+				for (unsigned int i = 0; i < nmoved; i++) {
+					if (moved[i] == w)
+						moved[i--] = moved[--nmoved];
+				}
 				*pp = w->hnext;
 				free(w->rel);
 				free(w);
@@ -1645,6 +1686,8 @@ int gg_identity__process_events(struct gg_identity *id)
 			}
 			if (!ev->len)
 				continue;
+			/* a cgroup made holds no process yet, one removed none any more: the moves in and
+			 * out are writes to cgroup.procs files, seen below */
 			if (ev->mask & IN_ISDIR) {
 				if (ev->mask & (IN_CREATE | IN_MOVED_TO)) {
 					char sub[PATH_MAX];
@@ -1655,12 +1698,23 @@ int gg_identity__process_events(struct gg_identity *id)
 					cgroup_removed(id, w, ev->name);
 				}
 				id->st.cgroup_events++;
-				bump = 1;
 			} else if ((ev->mask & IN_MODIFY) && moves_processes(ev->name)) {
+				unsigned int i = 0;
+
 				id->st.cgroup_events++;
-				bump = 1;
+				while (i < nmoved && moved[i] != w)
+					i++;
+				if (i == nmoved && nmoved < MOVED_DIRS_MAX)
+					moved[nmoved++] = w;
+				else if (i == nmoved)
+					bump = 1;
 			}
 		}
+	}
+	/* after the batch, once per directory (a directory gone since was taken out of the list) */
+	for (unsigned int i = 0; i < nmoved && !bump; i++) {
+		if (moved_into(id, moved[i]))
+			bump = 1;
 	}
 	if (bump)
 		id->epoch_pending = 1;

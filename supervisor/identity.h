@@ -208,9 +208,10 @@ void gg_identity__want_pod_labels(struct gg_identity *id, const char *const *key
  * -1. Every cgroup hierarchy of mountinfo is watched, directory by directory, up to max_watches. */
 int gg_identity__watch_fd(const struct gg_identity *id);
 /* Take the pending cgroup events: new directories are watched, a removed cgroup's cached identity is
- * dropped, and after any creation, removal or write to a cgroup.procs (or a v2 cgroup.events change)
- * every cached process reads its cgroup again at its next lookup (events closer than 100 ms apart
- * count as one: a process reads its cgroup at most every 100 ms). 0 or a negative errno. */
+ * dropped, and after a write to a cgroup's cgroup.procs (tasks, cgroup.threads; or a v2 cgroup.events
+ * change) the cached processes its cgroup.procs lists read their cgroup again at their next lookup.
+ * When that cannot be known (an inotify overflow, more than 64 such cgroups in one batch, a list over
+ * 256 KiB) every cached process does, at most once per 100 ms. 0 or a negative errno. */
 int gg_identity__process_events(struct gg_identity *id);
 
 #endif
