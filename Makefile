@@ -191,7 +191,7 @@ $(BUILD)/probes/$(1): $$(call obj,$$($(1)_SRCS)) $(LIBPROBE) $(LIBSCHEMA) $(LIBI
 endef
 $(foreach p,$(PROBES),$(eval $(call PROBE_template,$(p))))
 # stackprobe's [Pod]/[Con] frames use the supervisor's cgroup layout parser (one parser)
-$(BUILD)/probes/stackprobe: $(BUILD)/obj/supervisor/identity.o
+$(BUILD)/probes/stackprobe: $(BUILD)/obj/supervisor/identity.o $(BUILD)/obj/supervisor/bolt.o
 $(BUILD)/probes/stackprobe: LIBS_PROBE += $(LIBSCHEMA)
 $(call obj,$(PLIB_SRCS)): $(META_HDRS)
 
@@ -246,7 +246,9 @@ $(BUILD)/fuzz/fuzz_rest_body: supervisor/rest/validate.c supervisor/rest/validat
 	$(wildcard probes/*/contract.c) $(BUILD)/gen/contracts.c
 $(BUILD)/fuzz/fuzz_rest_body: FUZZ_CFLAGS += -DGG_CONTRACT_ONLY
 # the container identity parsers too
-$(BUILD)/fuzz/fuzz_identity: supervisor/identity.c supervisor/identity.h
+$(BUILD)/fuzz/fuzz_identity: supervisor/identity.c supervisor/identity.h supervisor/bolt.c supervisor/bolt.h
+# containerd's metadata database reader (bbolt pages)
+$(BUILD)/fuzz/fuzz_bolt: supervisor/bolt.c supervisor/bolt.h
 
 fuzz: $(FUZZ_BINS)
 

@@ -70,6 +70,8 @@ struct gg_export {
 	struct gg_events *events;
 	struct gg_recent *recent;      /* the last events reported, for the web page (recent.h) */
 	struct gg_ident_export *ident; /* container and pod labels (ident_export.h); NULL when disabled */
+	uv_poll_t ident_poll;	       /* its cgroup events (inotify) */
+	int ident_poll_open;
 
 	unsigned int meta_reported; /* tables of the registry already announced */
 	uint64_t meta_last_ms;
