@@ -10,14 +10,18 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "l7_main.h"
+#include "l7_trace.h"
 #include "l7_user.h"
 #include "probe_conf.h"
 #include "l7probe.meta.h"
 #include "l7probe.skel.h"
 
-#define PROBE_NAME "l7"
-#define PROG	   "l7probe"
-#define CONTRACT   (&gg_contract_l7probe)
+/* What this binary is: l7probe, or ksliprobe / pgsliprobe (l7_main.h). */
+static const struct l7_mode *M;
+#define PROBE_NAME (M->contract->rest_name)
+#define PROG	   (M->contract->bin)
+#define CONTRACT   (M->contract)
 /* Under the supervisor the first configuration (its scope) follows the start; nothing is captured
  * before it or before this much time, so that processes outside the scope it brings leave no row. */
 #define FIRST_CONFIG_WAIT_MS 3000u
@@ -25,15 +29,16 @@
 #define DRAIN_MIN_MS 5u
 #define DRAIN_MAX_MS 50u
 
-extern const struct gg_contract gg_contract_l7probe;
-#define SUBPROBES (gg_contract_l7probe.subprobes)
-#define NSUBS	  (gg_contract_l7probe.nsubprobes)
+#define SUBPROBES (CONTRACT->subprobes)
+#define NSUBS	  (CONTRACT->nsubprobes)
 
 struct l7_ctx {
 	struct probe_rt *rt;
 	struct l7probe *skel;
 	struct l7_tracker *tracker;
 	struct l7_tls *tls;
+	struct l7_trace *trace;
+	struct l7_sli *sli;
 	struct ring_buffer *rb;
 	struct l7_conf base, cur;
 	struct gg_scope base_scope; /* --pid / --comm, or everything */
@@ -57,9 +62,9 @@ static uint64_t now_ns(void)
 }
 
 static const char notes[] =
-	"Sub-probe l7_rpc_trace (per-request records) is accepted and does nothing yet. l7_protocol takes\n"
-	"http, pgsql, mysql, redis, kafka, mongo, dns; rocketmq is accepted and ignored (no parser).\n"
-	"Tables: l7_link (l7_bytes_metrics), l7_rpc (l7_rpc_metrics), l7_stats (always).\n"
+	"l7_protocol takes http, pgsql, mysql, redis, kafka, mongo, dns; rocketmq is accepted and ignored\n"
+	"(no parser). Tables: l7_link (l7_bytes_metrics), l7_rpc and l7_rpc_api (l7_rpc_metrics), l7_stats\n"
+	"(always); l7_rpc_trace sends trace_span records (OpenTelemetry spans on the event channel).\n"
 	"Live configuration: {\"probe\": [...], \"params\": {\"report_period\": N, \"l7_protocol\": [...],\n"
 	"\"support_ssl\": 0|1}, \"scope\": {\"all\": false, \"pids\": [...], \"cgroup_ids\": [...]}}\n";
 
@@ -110,13 +115,13 @@ static int own_option(void *data, int id, const char *arg)
 
 	if (id == 'c') {
 		if (probe_parse_uint(arg, 64, L7_DATA_MAX, o->cap)) {
-			fprintf(stderr, PROG ": invalid value '%s' for -c (expected 64..%u)\n", arg, L7_DATA_MAX);
+			fprintf(stderr, "%s: invalid value '%s' for -c (expected 64..%u)\n", PROG, arg, L7_DATA_MAX);
 			return 2;
 		}
 		return 0;
 	}
 	if (probe_parse_uint(arg, 16, 1u << 22, o->max_conns)) {
-		fprintf(stderr, PROG ": invalid value '%s' for -m (expected 16..4194304)\n", arg);
+		fprintf(stderr, "%s: invalid value '%s' for -m (expected 16..4194304)\n", PROG, arg);
 		return 2;
 	}
 	return 0;
@@ -136,7 +141,7 @@ static int parse_args(int argc, char **argv, struct l7_ctx *ctx, enum probe_log_
 	const struct probe_args a = {.prog = PROG,
 				     .contract = CONTRACT,
 				     .conf = &ctx->base,
-				     .subprobes = &ctx->base.subs,
+				     .subprobes = NSUBS ? &ctx->base.subs : NULL,
 				     .level = level,
 				     .scope = &ctx->base_scope,
 				     .comm = &ctx->comm,
@@ -145,7 +150,7 @@ static int parse_args(int argc, char **argv, struct l7_ctx *ctx, enum probe_log_
 				     .nown = 2,
 				     .own_cb = own_option,
 				     .ctx = &o,
-				     .notes = notes};
+				     .notes = M->notes ? M->notes : notes};
 	char bad[32];
 	int ret;
 
@@ -154,11 +159,13 @@ static int parse_args(int argc, char **argv, struct l7_ctx *ctx, enum probe_log_
 		return ret;
 	if (parse_protos(ctx->base.protos_str, &ctx->base.protos, bad, sizeof(bad))) {
 		fprintf(stderr,
-			PROG ": unknown protocol '%s' in -p (expected http, pgsql, mysql, redis, kafka, mongo, "
-			     "rocketmq, dns)\n",
-			bad);
+			"%s: unknown protocol '%s' in -p (expected http, pgsql, mysql, redis, kafka, mongo, "
+			"rocketmq, dns)\n",
+			PROG, bad);
 		return 2;
 	}
+	if (M->protos)
+		ctx->base.protos = M->protos;
 	return -1;
 }
 
@@ -196,11 +203,29 @@ static void rescan_comm(struct l7_ctx *ctx)
 		apply_scope(ctx, &s);
 }
 
+/* Every request matched: to the traces and the SLI tables when they are on. */
+static void on_span(void *data, const struct l7_span *sp)
+{
+	struct l7_ctx *ctx = data;
+
+	if (ctx->cur.subs & L7_SP_TRACE)
+		l7_trace__span(ctx->trace, sp);
+	if (ctx->sli)
+		l7_sli__span(ctx->sli, sp);
+}
+
 /* What the kernel half does for the configuration in force. */
 static void apply_conf(struct l7_ctx *ctx)
 {
+	const struct l7_trace_conf tc = {.permille = ctx->cur.trace_permille,
+					 .slow_ms = ctx->cur.trace_slow_ms,
+					 .max_per_s = ctx->cur.trace_max_per_s ? ctx->cur.trace_max_per_s : 1};
+
 	ctx->skel->bss->ssl_on = ctx->cur.ssl;
 	l7_tracker__set_protocols(ctx->tracker, ctx->cur.protos);
+	l7_tracker__set_api_limit(ctx->tracker, (ctx->cur.subs & L7_SP_RPC) ? ctx->cur.api_limit : 0);
+	l7_trace__set_conf(ctx->trace, &tc);
+	l7_tracker__set_span_cb(ctx->tracker, (ctx->cur.subs & L7_SP_TRACE) || ctx->sli ? on_span : NULL, ctx);
 	if (ctx->cur.ssl)
 		(void)l7_tls__scan(ctx->tls, &ctx->scope);
 	else
@@ -221,6 +246,8 @@ static int on_config(void *data, uint64_t version, const struct gg_ctrl_msg *msg
 		probe_log(PLOG_WARN, "configuration: unknown protocol '%s' in l7_protocol", bad);
 		return -EINVAL;
 	}
+	if (M->protos)
+		conf.protos = M->protos;
 	ctx->cur = conf;
 	ctx->configured = 1;
 	ctx->live_scope = msg->has_scope;
@@ -255,8 +282,10 @@ static void report_stats(struct l7_ctx *ctx)
 {
 	static struct probe_rec r;
 	struct l7_tracker_stats ts;
+	struct l7_trace_stats tr;
 
 	l7_tracker__stats(ctx->tracker, &ts);
+	l7_trace__stats(ctx->trace, &tr);
 	probe_rec__begin(&r, &TBL_l7_stats);
 	probe_rec__str(&r, PROG);
 	probe_rec__u64(&r, bpf_stat(ctx, L7_ST_EVENTS));
@@ -272,6 +301,11 @@ static void report_stats(struct l7_ctx *ctx)
 	probe_rec__u64(&r, ts.conn_overflow);
 	probe_rec__u64(&r, ts.key_overflow);
 	probe_rec__u64(&r, ts.conns);
+	probe_rec__u64(&r, ts.api_overflow);
+	probe_rec__u64(&r, ts.apis);
+	probe_rec__u64(&r, tr.spans);
+	probe_rec__u64(&r, tr.sampled_out);
+	probe_rec__u64(&r, tr.dropped);
 	(void)probe_rt__emit(ctx->rt, &r);
 }
 
@@ -338,7 +372,10 @@ static void report(void *arg)
 	rescan_comm(ctx);
 	if (ctx->cur.ssl)
 		(void)l7_tls__scan(ctx->tls, &ctx->scope);
+	l7_trace__clock(ctx->trace);
 	l7_tracker__report(ctx->tracker, ctx->rt, ctx->cur.subs, period, now);
+	if (ctx->sli)
+		l7_sli__report(ctx->sli, ctx->rt, (uint64_t)ctx->cur.latency_thr_ms * 1000000ull);
 	report_stats(ctx);
 	{
 		struct l7_tracker_stats ts;
@@ -411,16 +448,17 @@ static int setup_bpf(struct l7_ctx *ctx, unsigned int cap)
 	return err;
 }
 
-int main(int argc, char **argv)
+int l7_main(int argc, char **argv, const struct l7_mode *mode)
 {
 	static struct l7_ctx ctx;
 	static struct gg_scope nothing;
 	enum probe_log_level level = PLOG_INFO;
-	struct probe_rt_opts opts = {.name = PROBE_NAME, .on_config = on_config, .cb_ctx = &ctx};
+	struct probe_rt_opts opts = {.name = mode->contract->rest_name, .on_config = on_config, .cb_ctx = &ctx};
 	unsigned int cap = L7_CAP_DEFAULT, max_conns = L7_CONNS_DEFAULT;
 	int bpf_stats = 0, ret, status = 1;
 	char names[128];
 
+	M = mode;
 	probe_log_setup(PROBE_NAME, PLOG_INFO);
 	probe_conf__defaults(CONTRACT, &ctx.base, &ctx.base.subs);
 	gg_scope__init(&ctx.base_scope);
@@ -434,7 +472,10 @@ int main(int argc, char **argv)
 	if (!ctx.rt)
 		return 1;
 	ctx.tracker = l7_tracker__new(max_conns, L7_KEYS_MAX);
-	if (!ctx.tracker) {
+	ctx.trace = l7_trace__new(ctx.rt);
+	if (M->sli)
+		ctx.sli = l7_sli__new(M->sli);
+	if (!ctx.tracker || !ctx.trace || (M->sli && !ctx.sli)) {
 		probe_log(PLOG_ERROR, "out of memory");
 		goto out;
 	}
@@ -479,6 +520,8 @@ out:
 	l7_tls__free(ctx.tls);
 	l7probe__destroy(ctx.skel);
 	l7_tracker__free(ctx.tracker);
+	l7_trace__free(ctx.trace);
+	l7_sli__free(ctx.sli);
 	probe_rt__free(ctx.rt);
 	return status;
 }
