@@ -12,6 +12,7 @@
 
 #include "events.h"
 #include "export.h"
+#include "traces.h"
 #include "machine_id.h"
 #include "rest.h"
 #include "supervisor.h"
@@ -86,7 +87,8 @@ static void on_signal(uv_signal_t *h, int signum)
 	struct gg_sup *sup = h->data;
 
 	if (signum == SIGHUP) {
-		gg_info("SIGHUP ignored: the configuration file is read at start; change probes at run time through the REST API");
+		gg_info("SIGHUP ignored: the configuration file is read at start; change probes at run time through "
+			"the REST API");
 		return;
 	}
 	if (sup->stopping)
@@ -143,6 +145,8 @@ static int setup(struct gg_sup *sup, const char *conf_path, int check_only)
 	if (!sup->reg)
 		return -ENOMEM;
 	ret = gg_events__register(sup->reg, err, sizeof(err));
+	if (!ret)
+		ret = gg_traces__register(sup->reg, err, sizeof(err));
 	if (!ret)
 		ret = meta_registry__load_dir(sup->reg, sup->cfg.global.meta_path, err, sizeof(err));
 	if (ret) {
