@@ -435,3 +435,82 @@ def test_l7api_pgsql_api_and_pgsli():
 
 
 test_l7api_pgsql_api_and_pgsli.timeout = 150
+
+
+class Waiting:
+    """A command started once the test says go: a python process prints its pid, waits for a line,
+    then execs the command (same pid), so that the probe has it in scope before it sends anything."""
+
+    def __init__(self, argv):
+        code = ("import os, sys; print(os.getpid(), flush=True); sys.stdin.readline(); "
+                "os.execvp(sys.argv[1], sys.argv[1:])")
+        self.proc = subprocess.Popen([sys.executable, "-c", code] + argv, stdin=subprocess.PIPE,
+                                     stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+        self.pid = int(self.proc.stdout.readline())
+
+    def go(self, timeout=60):
+        out, err = self.proc.communicate("go\n", timeout=timeout)
+        check(self.proc.returncode == 0, "%r exited %s: %s" % (self.proc.args, self.proc.returncode, err[-1000:]))
+        return out
+
+    def kill(self):
+        if self.proc.poll() is None:
+            self.proc.kill()
+            self.proc.wait()
+
+
+def test_l7api_kafka():
+    """librdkafka's mock cluster with kcat: N messages produced one per request (batch.num.messages=1)
+    are N "Produce <topic>" requests on the broker's side and on the producer's; the consumer reads
+    the N messages back with Fetch requests, none of them errors."""
+    from harness import KafkaMock
+    n, topic = 25, "l7api_%d" % os.getpid()
+    tmp = tempfile.mkdtemp(prefix="gg-l7api-kafka-")
+    msgs = os.path.join(tmp, "msgs.txt")
+    with open(msgs, "w") as f:
+        f.write("".join("message-%d\n" % i for i in range(n)))
+    broker = KafkaMock(topics=(topic,))
+    port = int(broker.bootstrap.rsplit(":", 1)[1])
+    prod = cons = probe = None
+    try:
+        prod = Waiting(["kcat", "-P", "-b", broker.bootstrap, "-t", topic, "-X", "linger.ms=0", "-X",
+                        "batch.num.messages=1", "-l", msgs])
+        cons = Waiting(["kcat", "-C", "-b", broker.bootstrap, "-t", topic, "-o", "beginning", "-e", "-q"])
+        probe = l7.Probe(["-t", "1", "-p", "kafka", "--pid", "%d,%d,%d" % (broker.proc.pid, prod.pid, cons.pid)])
+        probe.wait_started()
+        time.sleep(0.5)
+        prod.go()
+        got = cons.go().splitlines()
+        check(got == ["message-%d" % i for i in range(n)], "consumer read %r" % got[:5])
+        api = "Produce " + topic
+        for tgid, role in ((broker.proc.pid, "server"), (prod.pid, "client")):
+            r = wait_for(lambda: (probe.latest("l7_rpc_api", tgid=tgid, l7_role=role, server_port=port, api=api)
+                                  or {}).get("req_count") == str(n) and
+                         probe.latest("l7_rpc_api", tgid=tgid, l7_role=role, server_port=port, api=api),
+                         15, "%s side %d %r requests" % (role, n, api))
+            check(r["err_count"] == "0" and r["protocol"] == "kafka", "%s side %r" % (role, r))
+        time.sleep(1.2)
+        for tgid, role in ((broker.proc.pid, "server"), (prod.pid, "client")):
+            r = probe.latest("l7_rpc_api", tgid=tgid, l7_role=role, server_port=port, api=api)
+            check(r["req_count"] == str(n), "%s side: %s Produce requests after all, expected %d" % (
+                role, r["req_count"], n))
+        fetch = [probe.latest("l7_rpc_api", tgid=t, l7_role=role, server_port=port, api="Fetch " + topic)
+                 for t, role in ((broker.proc.pid, "server"), (cons.pid, "client"))]
+        check(all(f and int(f["req_count"]) >= 1 and f["err_count"] == "0" for f in fetch), "Fetch rows %r" % fetch)
+        check(fetch[0]["req_count"] == fetch[1]["req_count"], "Fetch: broker %s, consumer %s" % (
+            fetch[0]["req_count"], fetch[1]["req_count"]))
+        apis = {r["api"] for r in probe.rows("l7_rpc_api", tgid=broker.proc.pid)}
+        check({"ApiVersions", "Metadata"} <= apis, "broker apis %r" % apis)
+        print("  %d messages: %d Produce requests a side, %s Fetch; broker apis %s" % (
+            n, n, fetch[0]["req_count"], sorted(apis)))
+    finally:
+        for w in (prod, cons):
+            if w:
+                w.kill()
+        if probe:
+            probe.stop()
+        broker.stop()
+        shutil.rmtree(tmp, ignore_errors=True)
+
+
+test_l7api_kafka.timeout = 120
