@@ -514,3 +514,47 @@ def test_l7api_kafka():
 
 
 test_l7api_kafka.timeout = 120
+
+
+MONGO = [sys.executable, os.path.join(os.path.dirname(os.path.abspath(__file__)), "scripts", "mongo_wire.py")]
+
+
+def test_l7api_mongo():
+    """MongoDB (no Debian package: a wire-exact server and client of ours, scripts/mongo_wire.py):
+    a known mix of hello, find, insert and finds of a missing collection (ok: 0, code 26) counted
+    exactly per command and collection on both sides, the missing ones as errors."""
+    port = free_port()
+    server = subprocess.Popen(MONGO + ["server", str(port)], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    client = probe = None
+    try:
+        check(server.stdout.readline().startswith('{"ready"'), "mongo_wire server did not start")
+        client = subprocess.Popen(MONGO + ["client", str(port)], stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+                                  stderr=subprocess.PIPE, text=True)
+        cpid = json.loads(client.stdout.readline())["ready"]
+        probe = l7.Probe(["-t", "1", "-p", "mongo", "--pid", "%d,%d" % (server.pid, cpid)])
+        probe.wait_started()
+        time.sleep(0.5)
+        reqs = [["hello", ""]] + [["find", "coll"]] * 12 + [["insert", "coll"]] * 7 + [["find", "missing"]] * 3
+        client.stdin.write(json.dumps(reqs) + "\n")
+        client.stdin.flush()
+        oks = json.loads(client.stdout.readline())["ok"]
+        check(oks.count(0) == 3, "the server answered %r" % oks)
+        want = {"hello": {"n": 1, "err": 0, "cerr": 0}, "find coll": {"n": 12, "err": 0, "cerr": 0},
+                "insert coll": {"n": 7, "err": 0, "cerr": 0}, "find missing": {"n": 3, "err": 3, "cerr": 0}}
+        for tgid, role in ((server.pid, "server"), (cpid, "client")):
+            rows = wait_api_total(probe, tgid, port, role, len(reqs), "%s-side mongo api rows" % role)
+            check_api_rows(rows, want, role)
+        r = probe.latest("l7_rpc", tgid=server.pid, l7_role="server")
+        check(r["protocol"] == "mongo" and r["req_count"] == str(len(reqs)) and r["err_count"] == "3", "l7_rpc %r" % r)
+        print("  mongo: %d requests, exact per command on both sides: %s" % (len(reqs), sorted(want)))
+    finally:
+        if client and client.poll() is None:
+            client.stdin.close()
+            client.wait(5)
+        if probe:
+            probe.stop()
+        server.kill()
+        server.wait()
+
+
+test_l7api_mongo.timeout = 60
