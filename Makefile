@@ -258,6 +258,14 @@ $(BUILD)/fuzz/fuzz_l7_%: tests/fuzz/fuzz_l7_%.c tests/fuzz/fuzz_l7.h $(L7_PROTO_
 	$(say) FUZZ $@
 	$(Q)mkdir -p $(@D)
 	$(Q)$(CLANG) $(FUZZ_CFLAGS) -Iprobes/l7probe $(filter %.c,$^) -o $@
+# the tracker with its api rows and trace sampling (conn*.c), fed synthetic events
+$(BUILD)/bench/l7_tracker: $(BUILD)/obj/bench/l7_tracker.o $(BUILD)/obj/probes/l7probe/conn.o \
+			   $(BUILD)/obj/probes/l7probe/conn_trace.o $(BUILD)/obj/probes/l7probe/conn_sli.o $(LIBL7) \
+			   $(LIBPROBE) $(LIBSCHEMA) $(LIBIPC)
+	$(say) LINK $@
+	$(Q)mkdir -p $(@D)
+	$(Q)$(CC) $(LDFLAGS) $^ $(LIBS_PROBE) -lconfig -o $@
+$(BUILD)/obj/bench/l7_tracker.o: $(BUILD)/gen/l7probe.skel.h
 $(BUILD)/bench/l7_%: $(BUILD)/obj/bench/l7_%.o $(LIBL7)
 	$(say) LINK $@
 	$(Q)mkdir -p $(@D)
