@@ -1,7 +1,8 @@
 /* conn_trace.c - l7probe's traces (sub-probe l7_rpc_trace): one span per request kept by the sampling
  * rules (every error, every request slower than trace_slow_ms, a trace_sample_permille share of the
  * rest, at most trace_max_per_s a second), as a record of the supervisor's reserved trace_span table,
- * which the supervisor turns into OpenTelemetry JSON on the event channel. */
+ * which the supervisor turns into OpenTelemetry JSON on the event channel. A request that carried a
+ * W3C traceparent (HTTP) joins its trace: its trace id, and its parent id as the span's parent. */
 #include <arpa/inet.h>
 #include <errno.h>
 #include <stdlib.h>
@@ -14,14 +15,14 @@
 
 /* The supervisor's reserved table (supervisor/export/traces.c has the same fields in this order). */
 static const char *const span_fields[] = {
-	"trace_id",    "span_id", "kind",    "start_unix_ns", "end_unix_ns", "tgid",	    "protocol",
-	"api",	       "raw_api", "status",  "error",	      "client_ip",   "client_port", "server_ip",
-	"server_port", "l4_role", "l7_role", "ssl",	      "req_bytes",   "resp_bytes",
+	"trace_id",  "span_id",	    "parent_span_id", "kind",	 "start_unix_ns", "end_unix_ns", "tgid",
+	"protocol",  "api",	    "raw_api",	      "status",	 "error",	  "client_ip",	 "client_port",
+	"server_ip", "server_port", "l4_role",	      "l7_role", "ssl",		  "req_bytes",	 "resp_bytes",
 };
 static const unsigned char span_kinds[] = {
-	PROBE_F_KEY,   PROBE_F_KEY,   PROBE_F_LABEL, PROBE_F_COUNTER, PROBE_F_COUNTER, PROBE_F_LABEL,	PROBE_F_LABEL,
-	PROBE_F_LABEL, PROBE_F_LABEL, PROBE_F_GAUGE, PROBE_F_GAUGE,   PROBE_F_LABEL,   PROBE_F_LABEL,	PROBE_F_LABEL,
-	PROBE_F_LABEL, PROBE_F_LABEL, PROBE_F_LABEL, PROBE_F_LABEL,   PROBE_F_COUNTER, PROBE_F_COUNTER,
+	PROBE_F_KEY,   PROBE_F_KEY,   PROBE_F_LABEL, PROBE_F_LABEL, PROBE_F_COUNTER, PROBE_F_COUNTER, PROBE_F_LABEL,
+	PROBE_F_LABEL, PROBE_F_LABEL, PROBE_F_LABEL, PROBE_F_GAUGE, PROBE_F_GAUGE,   PROBE_F_LABEL,   PROBE_F_LABEL,
+	PROBE_F_LABEL, PROBE_F_LABEL, PROBE_F_LABEL, PROBE_F_LABEL, PROBE_F_LABEL,   PROBE_F_COUNTER, PROBE_F_COUNTER,
 };
 const struct probe_table gg_tbl_trace_span = {"trace_span", sizeof(span_fields) / sizeof(span_fields[0]), span_fields,
 					      span_kinds};
@@ -141,16 +142,30 @@ void l7_trace__span(struct l7_trace *tr, const struct l7_span *sp)
 	static const char *const l7[] = {"unknown", "client", "server"};
 	const struct l7_rpc *rpc = sp->rpc;
 	struct probe_rec *r = &tr->rec;
-	char tid[33], sid[17];
+	char tid[33], sid[17], pid[17] = "";
+	uint64_t hi = 0, lo = 0, parent = 0;
 
 	if (!l7_trace__want(tr, sp))
 		return;
-	hex(tid, rnd(tr), 16);
-	hex(tid + 16, rnd(tr), 16);
+	for (int i = 0; i < 8; i++) {
+		hi = hi << 8 | rpc->trace[i];
+		lo = lo << 8 | rpc->trace[8 + i];
+		parent = parent << 8 | rpc->trace[16 + i];
+	}
+	if (!(hi | lo)) {
+		/* no trace context in the request: a trace of its own */
+		hi = rnd(tr);
+		lo = rnd(tr);
+	} else {
+		hex(pid, parent, 16);
+	}
+	hex(tid, hi, 16);
+	hex(tid + 16, lo, 16);
 	hex(sid, rnd(tr) | 1, 16);
 	probe_rec__begin(r, &gg_tbl_trace_span);
 	probe_rec__str(r, tid);
 	probe_rec__str(r, sid);
+	probe_rec__str(r, pid);
 	probe_rec__str(r, sp->l7_role == 1 ? "client" : "server");
 	probe_rec__u64(r, (uint64_t)((int64_t)rpc->req_ts_ns + tr->wall_off));
 	probe_rec__u64(r, (uint64_t)((int64_t)(rpc->resp_ts_ns > rpc->req_ts_ns ? rpc->resp_ts_ns : rpc->req_ts_ns) +

@@ -149,6 +149,9 @@ static int check_args(void *arg)
 /* Scope maps, then a fresh verdict cache. A program that read the old maps just before the update
  * may set its verdict bit just after the clear: clear again once such programs are over (they run
  * for microseconds), so that no stale verdict outlives the change. */
+/* The scope under the supervisor until its first configuration: no process. */
+static const struct gg_scope nothing = {.all = 0};
+
 static void apply_scope(struct l7_ctx *ctx, const struct gg_scope *s)
 {
 	const struct timespec pause = {.tv_nsec = 2000000};
@@ -389,6 +392,9 @@ static int setup_bpf(struct l7_ctx *ctx, unsigned int cap)
 	err = l7probe__load(s);
 	if (err)
 		return err;
+	/* The scope before the hooks: until its maps are written every process is in scope, and what
+	 * other processes did while the programs were being attached would become rows. */
+	apply_scope(ctx, probe_rt__supervised(ctx->rt) ? &nothing : &ctx->base_scope);
 	{
 		/* Every hook but the uprobes (tls.c attaches those per libssl file). */
 		const struct gg_bpf_hook hooks[] = {
@@ -428,7 +434,6 @@ static int setup_bpf(struct l7_ctx *ctx, unsigned int cap)
 /* After the command line: the connection tracker, the BPF programs, the event ring, the scope. */
 static int setup(void *arg, struct probe_rt *rt)
 {
-	static struct gg_scope nothing;
 	struct l7_ctx *ctx = arg;
 	char names[128];
 	int ret;
@@ -459,7 +464,6 @@ static int setup(void *arg, struct probe_rt *rt)
 	ctx->last_report_ns = now_ns();
 	if (probe_rt__supervised(ctx->rt)) {
 		/* Nothing in scope until the supervisor says what is (or FIRST_CONFIG_WAIT_MS passed). */
-		nothing.all = 0;
 		apply_scope(ctx, &nothing);
 	} else {
 		ctx->configured = 1;

@@ -10,11 +10,11 @@
 enum { M_FIRST = 0, M_COLDEFS, M_COLDEF_EOF, M_ROWS, M_INFILE, M_PREP_DEFS };
 
 #define MY_PKT_MAX   0xffffffu
-#define MY_PEEK	     32 /* payload bytes looked at in a response packet */
+#define MY_PEEK	     32	 /* payload bytes looked at in a response packet */
 #define MY_SQL_PEEK  256 /* payload bytes of a query read for its statement type and table */
-#define MY_KNOWN     1u /* session flags: whether EOF packets are deprecated is known */
-#define MY_NOEOF     2u /* ... and they are (CLIENT_DEPRECATE_EOF) */
-#define MY_AUTH	     4u /* the server asked the client for more than a command (auth, LOCAL INFILE) */
+#define MY_KNOWN     1u	 /* session flags: whether EOF packets are deprecated is known */
+#define MY_NOEOF     2u	 /* ... and they are (CLIENT_DEPRECATE_EOF) */
+#define MY_AUTH	     4u	 /* the server asked the client for more than a command (auth, LOCAL INFILE) */
 #define MY_CAP_41    0x200u
 #define MY_CAP_NOEOF (1u << 24)
 #define MY_MORE	     0x0008u /* SERVER_MORE_RESULTS_EXISTS */

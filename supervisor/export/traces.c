@@ -13,6 +13,8 @@ static const char TRACE_META[] =
 	"  { table_name: \"trace_span\", entity_name: \"trace\", fields: (\n"
 	"      { description: \"trace id, 32 hex digits\", type: \"key\", name: \"trace_id\" },\n"
 	"      { description: \"span id, 16 hex digits\", type: \"key\", name: \"span_id\" },\n"
+	"      { description: \"parent span id, 16 hex digits, or empty\", type: \"label\", name: \"parent_span_id\" "
+	"},\n"
 	"      { description: \"client or server\", type: \"label\", name: \"kind\" },\n"
 	"      { description: \"start, ns since the epoch\", type: \"counter\", name: \"start_unix_ns\" },\n"
 	"      { description: \"end, ns since the epoch\", type: \"counter\", name: \"end_unix_ns\" },\n"
@@ -36,6 +38,7 @@ static const char TRACE_META[] =
 enum {
 	F_TRACE = 0,
 	F_SPAN,
+	F_PARENT,
 	F_KIND,
 	F_START,
 	F_END,
@@ -211,7 +214,7 @@ static void proto_attrs(struct gg_buf *b, const struct meta_record *rec)
 int gg_traces__render(const struct gg_traces_opts *o, const struct meta_record *rec, struct gg_buf *out)
 {
 	static const char hexd[] = "0123456789abcdef";
-	struct val tid, sid, start, end, tgid, proto;
+	struct val tid, sid, parent, start, end, tgid, proto;
 	int server, err;
 	const char *cid = NULL;
 	char tg[16];
@@ -220,12 +223,14 @@ int gg_traces__render(const struct gg_traces_opts *o, const struct meta_record *
 		return -EINVAL;
 	tid = field(rec, F_TRACE);
 	sid = field(rec, F_SPAN);
+	parent = field(rec, F_PARENT);
 	start = field(rec, F_START);
 	end = field(rec, F_END);
 	tgid = field(rec, F_TGID);
 	proto = field(rec, F_PROTO);
-	if (!all_of(tid, hexd, 32, 32) || !all_of(sid, hexd, 16, 16) || !all_of(start, "0123456789", 1, 20) ||
-	    !all_of(end, "0123456789", 1, 20) || !all_of(tgid, "0123456789", 1, 10))
+	if (!all_of(tid, hexd, 32, 32) || !all_of(sid, hexd, 16, 16) || (parent.n && !all_of(parent, hexd, 16, 16)) ||
+	    !all_of(start, "0123456789", 1, 20) || !all_of(end, "0123456789", 1, 20) ||
+	    !all_of(tgid, "0123456789", 1, 10))
 		return -EINVAL;
 	server = is(field(rec, F_KIND), "server");
 	err = is(field(rec, F_ERROR), "1");
@@ -248,6 +253,10 @@ int gg_traces__render(const struct gg_traces_opts *o, const struct meta_record *
 	gg_buf__put(out, tid.s, tid.n);
 	gg_buf__puts(out, "\",\"spanId\":\"");
 	gg_buf__put(out, sid.s, sid.n);
+	if (parent.n) {
+		gg_buf__puts(out, "\",\"parentSpanId\":\"");
+		gg_buf__put(out, parent.s, parent.n);
+	}
 	gg_buf__puts(out, "\",\"name\":");
 	gg_buf__put_json_str(out, rec->values[F_API], rec->lens[F_API]);
 	gg_buf__puts(out, server ? ",\"kind\":2" : ",\"kind\":3");

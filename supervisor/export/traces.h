@@ -2,7 +2,8 @@
  * its translation into OpenTelemetry JSON (one ExportTraceServiceRequest with one span per line),
  * sent on the event channel (events.log or the event Kafka topic), never de-duplicated.
  *
- *   |trace_span|<trace_id 32 hex>|<span_id 16 hex>|<client|server>|<start unix ns>|<end unix ns>|
+ *   |trace_span|<trace_id 32 hex>|<span_id 16 hex>|<parent_span_id 16 hex or empty>|<client|server>|
+ *              <start unix ns>|<end unix ns>|
  *              <tgid>|<protocol>|<api>|<raw api>|<status>|<error 0|1>|<client_ip>|<client_port>|
  *              <server_ip>|<server_port>|<l4_role>|<l7_role>|<ssl 0|1>|<req_bytes>|<resp_bytes>|
  */

@@ -18,7 +18,7 @@ from harness import PROBES, check, free_port, wait_for
 
 API_CLIENT = [sys.executable, os.path.join(os.path.dirname(os.path.abspath(__file__)), "scripts", "l7api_client.py")]
 # the supervisor's reserved trace table, as l7probe prints it standalone (supervisor/export/traces.h)
-l7.FIELDS["trace_span"] = ["trace_id", "span_id", "kind", "start_unix_ns", "end_unix_ns", "tgid", "protocol", "api",
+l7.FIELDS["trace_span"] = ["trace_id", "span_id", "parent_span_id", "kind", "start_unix_ns", "end_unix_ns", "tgid", "protocol", "api",
                            "raw_api", "status", "error", "client_ip", "client_port", "server_ip", "server_port",
                            "l4_role", "l7_role", "ssl", "req_bytes", "resp_bytes"]
 # ksliprobe's latency_thr events, printed standalone
@@ -137,7 +137,7 @@ def test_l7api_http_counts_and_cap():
         reqs, want = http_mix()
         done = client.send(reqs)
         statuses = {}
-        for (m, p), st in zip(reqs, done["status"]):
+        for (m, p, *_), st in zip(reqs, done["status"]):
             statuses.setdefault((m, p.split("/")[1].split("?")[0]), set()).add(st)
         check(all(len(v) == 1 for v in statuses.values()), "nginx answered unexpectedly: %r" % statuses)
         total = len(reqs)
@@ -169,7 +169,18 @@ def test_l7api_http_counts_and_cap():
         st = probe.latest("l7_stats")
         check(int(st["api_overflow"]) == 2 * other, "l7_stats api_overflow %s, expected %d" % (st["api_overflow"],
                                                                                                 2 * other))
-        check(int(st["apis"]) == 2 * 21, "l7_stats apis %s, expected 42" % st["apis"])
+        keys = {(r["tgid"], r["client_ip"], r["server_ip"], r["server_port"], r["l4_role"], r["l7_role"], r["api"])
+                for r in probe.rows("l7_rpc_api")}
+        keys = {}
+        for r in probe.rows("l7_rpc_api"):
+            keys.setdefault(r["api"], set()).add((r["tgid"], r["client_ip"], r["server_ip"], r["server_port"],
+                                                 r["l4_role"], r["l7_role"], r["ssl"]))
+        split = {a: sorted(k) for a, k in keys.items() if len(k) > 2}
+        # every row the probe counts is reported, and no api is split over more keys than its two sides
+        check(int(st["apis"]) == sum(len(k) for k in keys.values()), "l7_stats apis %s, %d rows reported" % (
+            st["apis"], sum(len(k) for k in keys.values())))
+        check(not split and int(st["apis"]) == 2 * 21, "l7_stats apis %s, expected 42; apis on more keys: %r" % (
+            st["apis"], split))
         print("  scan of 300 URLs: 20 apis a side, __other__ %d a side, api_overflow %s" % (other,
                                                                                            st["api_overflow"]))
     finally:
@@ -558,3 +569,88 @@ def test_l7api_mongo():
 
 
 test_l7api_mongo.timeout = 60
+
+
+def test_l7api_traceparent():
+    """HTTP requests carrying a W3C traceparent: their spans (both sides) take its trace id and its
+    parent id; requests without one get a trace of their own."""
+    tmp = tempfile.mkdtemp(prefix="gg-l7api-tp-")
+    port = free_port()
+    nginx = l7.Nginx(tmp, port)
+    client = probe = None
+    try:
+        client = ApiClient("http", port)
+        probe = l7.Probe(["-t", "1", "-p", "http", "-P", "l7_rpc_metrics,l7_rpc_trace", "--trace-sample", "1000",
+                          "--pid", ",".join(str(p) for p in nginx.pids + [client.pid])])
+        probe.wait_started()
+        time.sleep(0.5)
+        ctx = [("%032x" % random.getrandbits(128), "%016x" % random.getrandbits(64)) for _ in range(3)]
+        reqs = [["GET", "/small.html", {"traceparent": "00-%s-%s-01" % c}] for c in ctx]
+        reqs += [["GET", "/small.html"], ["GET", "/missing"]]
+        client.send(reqs)
+        for tgid in (nginx.worker, client.pid):
+            wait_for(lambda: len(spans_of(probe, tgid)) >= len(reqs), 15, "spans of %d" % tgid)
+        time.sleep(1.2)
+        for tgid in (nginx.worker, client.pid):
+            spans = spans_of(probe, tgid)
+            check(len(spans) == len(reqs), "%d spans of %d, expected %d" % (len(spans), tgid, len(reqs)))
+            got = sorted((s["trace_id"], s["parent_span_id"]) for s in spans if s["parent_span_id"])
+            check(got == sorted(ctx), "spans of %d joined %r, expected %r" % (tgid, got, ctx))
+            own = [s for s in spans if not s["parent_span_id"]]
+            check(len(own) == 2 and all(s["trace_id"] not in dict(ctx) for s in own), "own traces %r" % own)
+        print("  3 requests with traceparent joined their traces on both sides, 2 without started their own")
+    finally:
+        if client:
+            client.close()
+        if probe:
+            probe.stop()
+        nginx.stop()
+        shutil.rmtree(tmp, ignore_errors=True)
+
+
+test_l7api_traceparent.timeout = 60
+
+
+def test_l7api_scope_from_the_start():
+    """Processes outside --pid that are busy while the probe attaches its programs leave no row: the
+    scope is written before the hooks (until then every process was in scope)."""
+    tmp = tempfile.mkdtemp(prefix="gg-l7api-scope-")
+    port, fport = free_port(), free_port()
+    os.makedirs(os.path.join(tmp, "a"))
+    os.makedirs(os.path.join(tmp, "b"))
+    nginx, foreign = l7.Nginx(os.path.join(tmp, "a"), port), l7.Nginx(os.path.join(tmp, "b"), fport)
+    code = ("import socket, sys\n"
+            "s = socket.create_connection(('127.0.0.1', int(sys.argv[1])))\n"
+            "while True:\n"
+            "    s.sendall(b'GET /small.html HTTP/1.1\\r\\nHost: x\\r\\n\\r\\n')\n"
+            "    d = b''\n"
+            "    while b'</html>' not in d:\n"
+            "        d += s.recv(65536)\n")
+    hammer = subprocess.Popen([sys.executable, "-c", code, str(fport)])
+    client = probe = None
+    try:
+        client = ApiClient("http", port)
+        time.sleep(0.3)
+        probe = l7.Probe(["-t", "1", "-p", "http", "--pid", ",".join(str(p) for p in nginx.pids + [client.pid])])
+        probe.wait_started()
+        client.send([["GET", "/small.html"]] * 5)
+        wait_api_total(probe, nginx.worker, port, "server", 5, "in-scope rows")
+        time.sleep(1.2)
+        check(hammer.poll() is None, "the foreign client stopped")
+        outside = {str(p) for p in foreign.pids + [hammer.pid]}
+        leaked = [r for r in probe.recs if r.get("tgid") in outside]
+        check(not leaked, "%d rows of processes outside the scope, e.g. %r" % (len(leaked), leaked[:1]))
+        print("  a foreign nginx under load while the probe started: no row of it")
+    finally:
+        hammer.kill()
+        hammer.wait()
+        if client:
+            client.close()
+        if probe:
+            probe.stop()
+        nginx.stop()
+        foreign.stop()
+        shutil.rmtree(tmp, ignore_errors=True)
+
+
+test_l7api_scope_from_the_start.timeout = 60

@@ -90,7 +90,7 @@ static void test_http_server(void **state)
 {
 	const cJSON *res, *sp, *at;
 	int err;
-	cJSON *j = render("|trace_span|0123456789abcdef0123456789abcdef|0123456789abcdef|server|1795312419025000000|"
+	cJSON *j = render("|trace_span|0123456789abcdef0123456789abcdef|0123456789abcdef||server|1795312419025000000|"
 			  "1795312419026000000|42|http|GET /a/{id}|GET /a/1?x|404|1|127.0.0.1|5000|127.0.0.2|80|"
 			  "tcp_server|server|0|10|20|",
 			  &err);
@@ -126,7 +126,7 @@ static void test_db_and_others(void **state)
 	const cJSON *res, *sp, *at;
 	int err;
 	cJSON *j =
-		render("|trace_span|0123456789abcdef0123456789abcdef|0123456789abcdef|client|1|2|7|mysql|"
+		render("|trace_span|0123456789abcdef0123456789abcdef|0123456789abcdef||client|1|2|7|mysql|"
 		       "COM_QUERY SELECT users|COM_QUERY SELECT users|0|0|::1|5000|::1|3306|tcp_client|client|1|1|2|",
 		       &err);
 
@@ -142,7 +142,7 @@ static void test_db_and_others(void **state)
 	assert_string_equal(attr(at, "gala_gopher.ssl"), "true");
 	assert_null(attr(at, "http.request.method"));
 	cJSON_Delete(j);
-	j = render("|trace_span|0123456789abcdef0123456789abcdef|0123456789abcdef|client|1|2|7|kafka|Produce t1|"
+	j = render("|trace_span|0123456789abcdef0123456789abcdef|0123456789abcdef||client|1|2|7|kafka|Produce t1|"
 		   "Produce t1|3|1|1.2.3.4|1|1.2.3.4|9092|tcp_client|client|0|1|2|",
 		   &err);
 	at = cJSON_GetObjectItem(span_of(j, &res), "attributes");
@@ -150,7 +150,7 @@ static void test_db_and_others(void **state)
 	assert_string_equal(attr(at, "messaging.destination.name"), "t1");
 	assert_string_equal(attr(at, "messaging.kafka.error_code"), "3");
 	cJSON_Delete(j);
-	j = render("|trace_span|0123456789abcdef0123456789abcdef|0123456789abcdef|server|1|2|7|grpc|"
+	j = render("|trace_span|0123456789abcdef0123456789abcdef|0123456789abcdef||server|1|2|7|grpc|"
 		   "POST /helloworld.Greeter/SayHello|POST /helloworld.Greeter/SayHello|0|0|1.2.3.4|1|1.2.3.4|50051|"
 		   "tcp_server|server|0|1|2|",
 		   &err);
@@ -161,19 +161,44 @@ static void test_db_and_others(void **state)
 	cJSON_Delete(j);
 }
 
+/* A span that joined the request's trace: parentSpanId. */
+static void test_parent(void **state)
+{
+	const cJSON *res, *sp;
+	int err;
+	cJSON *j = render("|trace_span|4bf92f3577b34da6a3ce929d0e0e4736|0123456789abcdef|00f067aa0ba902b7|server|1|2|7|"
+			  "http|GET /|GET /|200|0|1.2.3.4|1|1.2.3.4|80|tcp_server|server|0|1|2|",
+			  &err);
+
+	(void)state;
+	sp = span_of(j, &res);
+	assert_string_equal(cJSON_GetObjectItem(sp, "traceId")->valuestring, "4bf92f3577b34da6a3ce929d0e0e4736");
+	assert_string_equal(cJSON_GetObjectItem(sp, "parentSpanId")->valuestring, "00f067aa0ba902b7");
+	cJSON_Delete(j);
+	j = render("|trace_span|4bf92f3577b34da6a3ce929d0e0e4736|0123456789abcdef||server|1|2|7|http|GET /|GET /|200|0|"
+		   "1.2.3.4|1|1.2.3.4|80|tcp_server|server|0|1|2|",
+		   &err);
+	assert_null(cJSON_GetObjectItem(span_of(j, &res), "parentSpanId"));
+	cJSON_Delete(j);
+	assert_null(render("|trace_span|4bf92f3577b34da6a3ce929d0e0e4736|0123456789abcdef|00f067aa0ba9|server|1|2|7|"
+			   "http|GET /|GET /|200|0|1.2.3.4|1|1.2.3.4|80|tcp_server|server|0|1|2|",
+			   &err));
+	assert_int_equal(err, -EINVAL);
+}
+
 static void test_malformed(void **state)
 {
 	int err;
 
 	(void)state;
 	assert_null(
-		render("|trace_span|0123|0123456789abcdef|server|1|2|7|http|x|x|0|0|a|1|b|2|udp|server|0|1|2|", &err));
+		render("|trace_span|0123|0123456789abcdef||server|1|2|7|http|x|x|0|0|a|1|b|2|udp|server|0|1|2|", &err));
 	assert_int_equal(err, -EINVAL);
-	assert_null(render("|trace_span|0123456789abcdef0123456789abcdeX|0123456789abcdef|server|1|2|7|http|x|x|0|0|a|"
+	assert_null(render("|trace_span|0123456789abcdef0123456789abcdeX|0123456789abcdef||server|1|2|7|http|x|x|0|0|a|"
 			   "1|b|2|udp|server|0|1|2|",
 			   &err));
 	assert_int_equal(err, -EINVAL);
-	assert_null(render("|trace_span|0123456789abcdef0123456789abcdef|0123456789abcdef|server|1|2|x7|http|x|x|0|0|"
+	assert_null(render("|trace_span|0123456789abcdef0123456789abcdef|0123456789abcdef||server|1|2|x7|http|x|x|0|0|"
 			   "a|1|b|2|udp|server|0|1|2|",
 			   &err));
 	assert_int_equal(err, -EINVAL);
@@ -184,6 +209,7 @@ int main(void)
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_http_server),
 		cmocka_unit_test(test_db_and_others),
+		cmocka_unit_test(test_parent),
 		cmocka_unit_test(test_malformed),
 	};
 

@@ -4,7 +4,7 @@ answered as one JSON line. Waits for its requests after printing {"ready": pid} 
 put it in the probe's scope first.
 
 Usage: l7api_client.py http|redis PORT
-  http:  stdin [["GET", "/path"], ...]   -> {"status": [200, 404, ...]}
+  http:  stdin [["GET", "/path"], ["GET", "/p", {"header": "value"}], ...] -> {"status": [200, 404, ...]}
   redis: stdin [["SET", "k", "v"], ...]  -> {"errors": [false, true, ...]}
 """
 import json
@@ -37,8 +37,9 @@ class Conn:
         return out
 
 
-def http_one(c, method, path):
-    c.sock.sendall(("%s %s HTTP/1.1\r\nHost: localhost\r\n\r\n" % (method, path)).encode())
+def http_one(c, method, path, headers=None):
+    extra = "".join("%s: %s\r\n" % kv for kv in (headers or {}).items())
+    c.sock.sendall(("%s %s HTTP/1.1\r\nHost: localhost\r\n%s\r\n" % (method, path, extra)).encode())
     status = int(c.line().split()[1])
     length = 0
     while True:
@@ -89,7 +90,7 @@ def main():
             return
         reqs = json.loads(line)
         if mode == "http":
-            print(json.dumps({"status": [http_one(c, m, p) for m, p in reqs]}), flush=True)
+            print(json.dumps({"status": [http_one(c, *r) for r in reqs]}), flush=True)
         else:
             print(json.dumps({"errors": [redis_one(c, r) for r in reqs]}), flush=True)
 
