@@ -72,7 +72,7 @@ static size_t http_like(const char *s)
 {
 	size_t i = 0;
 
-	while (i < 16 && (is_upper((unsigned char)s[i]) || s[i] == '-' || s[i] == '_'))
+	for (const char *p = s; i < 16 && *p && (is_upper((unsigned char)*p) || *p == '-' || *p == '_'); p++)
 		i++;
 	if (!i || s[i] != ' ')
 		return 0;
