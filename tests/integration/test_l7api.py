@@ -619,13 +619,21 @@ def test_l7api_scope_from_the_start():
     os.makedirs(os.path.join(tmp, "a"))
     os.makedirs(os.path.join(tmp, "b"))
     nginx, foreign = l7.Nginx(os.path.join(tmp, "a"), port), l7.Nginx(os.path.join(tmp, "b"), fport)
+    # keeps sending over a keep-alive connection, a new one when nginx closes it (keepalive_requests)
     code = ("import socket, sys\n"
-            "s = socket.create_connection(('127.0.0.1', int(sys.argv[1])))\n"
             "while True:\n"
-            "    s.sendall(b'GET /small.html HTTP/1.1\\r\\nHost: x\\r\\n\\r\\n')\n"
-            "    d = b''\n"
-            "    while b'</html>' not in d:\n"
-            "        d += s.recv(65536)\n")
+            "    try:\n"
+            "        s = socket.create_connection(('127.0.0.1', int(sys.argv[1])))\n"
+            "        while True:\n"
+            "            s.sendall(b'GET /small.html HTTP/1.1\\r\\nHost: x\\r\\n\\r\\n')\n"
+            "            d = b''\n"
+            "            while b'</html>' not in d:\n"
+            "                r = s.recv(65536)\n"
+            "                if not r:\n"
+            "                    raise OSError\n"
+            "                d += r\n"
+            "    except OSError:\n"
+            "        pass\n")
     hammer = subprocess.Popen([sys.executable, "-c", code, str(fport)])
     client = probe = None
     try:
