@@ -254,8 +254,13 @@ fuzz: $(FUZZ_BINS)
 
 # ---- l7 protocol layer: l7probe's parsers (probes/l7probe/l7_proto.c, proto_*.c) also linked alone
 # into their unit tests, fuzzers and benchmark; the capture half (main.c, conn*.c, tls*.c) is not.
-L7_PROTO_SRCS := $(filter-out probes/l7probe/main.c probes/l7probe/contract.c probes/l7probe/conn% probes/l7probe/tls%,\
-	$(wildcard probes/l7probe/*.c))
+L7_PROTO_SRCS := $(filter-out probes/l7probe/main.c probes/l7probe/l7probe.c probes/l7probe/contract.c \
+	probes/l7probe/conn% probes/l7probe/tls%,$(wildcard probes/l7probe/*.c))
+# ksliprobe and pgsliprobe are l7probe's program (everything but its main()) in an SLI mode.
+L7_APP_OBJS := $(call obj,$(filter-out probes/l7probe/l7probe.c,$(l7probe_SRCS)))
+$(BUILD)/probes/ksliprobe $(BUILD)/probes/pgsliprobe: $(L7_APP_OBJS)
+$(BUILD)/probes/ksliprobe $(BUILD)/probes/pgsliprobe: LIBS_PROBE := $(LIBPROBE) $(LIBSCHEMA) $(LIBIPC) $(LIBS_PROBE)
+$(call obj,$(wildcard probes/ksliprobe/*.c probes/pgsliprobe/*.c)): $(l7probe_GEN)
 LIBL7 := $(BUILD)/lib/libggl7.a
 $(LIBL7): $(call obj,$(L7_PROTO_SRCS))
 $(BUILD)/tests/test_l7_%: $(BUILD)/obj/tests/unit/test_l7_%.o $(LIBL7)
@@ -263,7 +268,8 @@ $(BUILD)/tests/test_l7_%: $(BUILD)/obj/tests/unit/test_l7_%.o $(LIBL7)
 	$(Q)mkdir -p $(@D)
 	$(Q)$(CC) $(LDFLAGS) $^ -lcmocka -o $@
 # the connection tracker (conn.c) with the protocol layer, fed synthetic events
-$(BUILD)/tests/test_l7conn: $(BUILD)/obj/tests/unit/test_l7conn.o $(BUILD)/obj/probes/l7probe/conn.o $(LIBL7) \
+$(BUILD)/tests/test_l7conn: $(BUILD)/obj/tests/unit/test_l7conn.o $(BUILD)/obj/probes/l7probe/conn.o \
+			    $(BUILD)/obj/probes/l7probe/conn_trace.o $(BUILD)/obj/probes/l7probe/conn_sli.o $(LIBL7) \
 			    $(LIBPROBE) $(LIBSCHEMA) $(LIBIPC)
 	$(say) LINK $@
 	$(Q)mkdir -p $(@D)
@@ -273,6 +279,14 @@ $(BUILD)/fuzz/fuzz_l7_%: tests/fuzz/fuzz_l7_%.c tests/fuzz/fuzz_l7.h $(L7_PROTO_
 	$(say) FUZZ $@
 	$(Q)mkdir -p $(@D)
 	$(Q)$(CLANG) $(FUZZ_CFLAGS) -Iprobes/l7probe $(filter %.c,$^) -o $@
+# the tracker with its api rows and trace sampling (conn*.c), fed synthetic events
+$(BUILD)/bench/l7_tracker: $(BUILD)/obj/bench/l7_tracker.o $(BUILD)/obj/probes/l7probe/conn.o \
+			   $(BUILD)/obj/probes/l7probe/conn_trace.o $(BUILD)/obj/probes/l7probe/conn_sli.o $(LIBL7) \
+			   $(LIBPROBE) $(LIBSCHEMA) $(LIBIPC)
+	$(say) LINK $@
+	$(Q)mkdir -p $(@D)
+	$(Q)$(CC) $(LDFLAGS) $^ $(LIBS_PROBE) -lconfig -o $@
+$(BUILD)/obj/bench/l7_tracker.o: $(BUILD)/gen/l7probe.skel.h
 $(BUILD)/bench/l7_%: $(BUILD)/obj/bench/l7_%.o $(LIBL7)
 	$(say) LINK $@
 	$(Q)mkdir -p $(@D)

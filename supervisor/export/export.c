@@ -13,6 +13,7 @@
 #include "http.h"
 #include "ident_export.h"
 #include "metadata.h"
+#include "traces.h"
 #include "metric_json.h"
 #include "selfmetrics.h"
 #include "supervisor.h"
@@ -189,6 +190,35 @@ static void event_record(struct gg_export *exp, const struct meta_record *rec)
 	}
 }
 
+static const char *span_container(void *ctx, uint32_t tgid)
+{
+	const struct gg_ident *id = gg_identity__lookup(gg_ident_export__identity(ctx), tgid, gg_now_ms());
+
+	return id ? id->v[GG_IDENT_CONTAINER_ID] : NULL;
+}
+
+/* A request span: OTel JSON on the event channel, as is (no de-duplication: each is one request). */
+static void trace_record(struct gg_export *exp, const struct meta_record *rec)
+{
+	const struct gg_traces_opts o = {.machine_id = exp->sup->machine_id,
+					 .hostname = exp->sup->hostname,
+					 .version = GG_VERSION,
+					 .container_id = exp->ident ? span_container : NULL,
+					 .ctx = exp->ident};
+
+	if (exp->sink[GG_STREAM_EVENT] == GG_SINK_OFF) {
+		exp->st.spans_off++;
+		return;
+	}
+	exp->msg.len = 0;
+	if (gg_traces__render(&o, rec, &exp->msg)) {
+		exp->st.spans_invalid++;
+		return;
+	}
+	exp->st.spans++;
+	emit(exp, GG_STREAM_EVENT);
+}
+
 void gg_export__record(struct gg_sup *sup, struct gg_probe *p, const struct meta_record *rec)
 {
 	struct gg_export *exp = sup->exp;
@@ -198,6 +228,8 @@ void gg_export__record(struct gg_sup *sup, struct gg_probe *p, const struct meta
 		return;
 	if (gg_events__is_event_table(rec->table))
 		event_record(exp, rec);
+	else if (gg_traces__is_trace_table(rec->table))
+		trace_record(exp, rec);
 	else if (exp->sink[GG_STREAM_METRIC] == GG_SINK_OFF)
 		metric_record(exp, rec); /* counted only: no lookup */
 	else {				 /* labels added here, once, so that every channel has the same series */
@@ -230,7 +262,7 @@ static void meta_report(struct gg_export *exp, unsigned int from)
 	for (unsigned int i = from; i < n; i++) {
 		const struct meta_table *t = meta_registry__at(reg, i);
 
-		if (gg_events__is_event_table(t))
+		if (gg_events__is_event_table(t) || gg_traces__is_trace_table(t))
 			continue;
 		exp->msg.len = 0;
 		gg_metadata__render(&exp->msg, gg_ident_export__table(exp->ident, t), now);
@@ -692,6 +724,10 @@ void gg_export__status(struct gg_sup *sup, struct cJSON *obj)
 		gg_json_add_u64(o, "dedup_full", es->dedup_full);
 	}
 	gg_json_add_u64(obj, "meta_reports", exp->st.meta_reports);
+	o = cJSON_AddObjectToObject(obj, "traces");
+	gg_json_add_u64(o, "spans", exp->st.spans);
+	gg_json_add_u64(o, "invalid", exp->st.spans_invalid);
+	gg_json_add_u64(o, "channel_off", exp->st.spans_off);
 	if (exp->ident) {
 		const struct gg_identity_stats *is = gg_identity__stats(gg_ident_export__identity(exp->ident));
 

@@ -47,7 +47,10 @@ struct gg_export_stats {
 	uint64_t last_scrape_ns; /* time to render the previous scrape */
 	uint64_t last_scrape_series;
 	uint64_t last_scrape_bytes;
-	uint64_t meta_reports; /* rounds of metadata messages */
+	uint64_t meta_reports;	/* rounds of metadata messages */
+	uint64_t spans;		/* trace_span records sent on the event channel as OTel JSON */
+	uint64_t spans_invalid; /* trace_span records whose ids or times were malformed */
+	uint64_t spans_off;	/* trace_span records with the event channel off */
 };
 
 struct gg_export {
