@@ -13,6 +13,8 @@ PKGS=(
   dpkg-dev systemd python3-yaml binutils
   redis-server postgresql mariadb-server dnsmasq-base
   openjdk-17-jdk-headless qemu-system-x86
+  chromium chromium-driver groff-base man-db
+  python3-grpcio nghttp2-client
 )
 
 missing=()
