@@ -174,6 +174,8 @@ $(foreach p,$(PROBES),$(eval $(call PROBE_template,$(p))))
 # stackprobe's [Pod]/[Con] frames use the supervisor's cgroup layout parser (one parser)
 $(BUILD)/probes/stackprobe: $(BUILD)/obj/supervisor/identity.o
 $(BUILD)/probes/stackprobe: LIBS_PROBE += $(LIBSCHEMA)
+# l7probe's TLS uprobes decode x86-64 instructions (return sites of Go's crypto/tls, libssl's internals)
+$(BUILD)/probes/l7probe: LIBS_PROBE += -lcapstone
 $(call obj,$(PLIB_SRCS)): $(META_HDRS)
 
 # ---- tests, helpers, benchmarks -------------------------------------------------------------------

@@ -768,7 +768,8 @@ static __always_inline int ssl_exit(long ret, int ex)
 	c = *cp;
 	bpf_map_delete_elem(&l7_ssl, &id);
 	if (ex) {
-		if (ret == 1 && c.retp)
+		/* SSL_read_ex/SSL_write_ex return 1, the internal functions probed instead a count > 0 */
+		if ((int)ret > 0 && c.retp)
 			bpf_probe_read_user(&bytes, sizeof(bytes), (void *)c.retp);
 	} else if ((int)ret > 0) {
 		bytes = (__u64)(int)ret;

@@ -12,6 +12,7 @@ PKGS=(
   nginx wrk libbpf-tools e2fsprogs util-linux
   dpkg-dev systemd python3-yaml binutils
   redis-server postgresql mariadb-server dnsmasq-base
+  libcapstone-dev golang-go
 )
 
 missing=()

@@ -16,6 +16,7 @@
 
 #include "l7_user.h"
 #include "l7probe.skel.h"
+#include "tls_elf.h"
 
 #define TLS_LIBS_MAX	128
 #define TLS_HOOKS	8
@@ -69,6 +70,76 @@ void l7_tls__free(struct l7_tls *tls)
 	free(tls);
 }
 
+/*
+ * OpenSSL's SSL_read and SSL_write start with instructions the kernel cannot emulate (sub $n,%rsp),
+ * so a uprobe there costs a breakpoint trap and a single-step (a debug exception: under this VM's
+ * hypervisor ~70 us, measured, bench/RESULTS.md), and the uretprobe needs that entry probe too. Both
+ * are thin wrappers around one internal function each (ssl_read_internal, ssl_write_internal: the
+ * same arguments plus a size_t *written, the _ex variants call them too) whose first instruction is
+ * a push, which the kernel emulates: the probes go there, at the target of the wrapper's first call,
+ * when that target starts with an emulated instruction. The file offsets of the two, or -ENOENT.
+ */
+static int ssl_internal(const char *path, uint64_t *ret_read, uint64_t *ret_write)
+{
+	static const char *const names[2] = {"SSL_read", "SSL_write"};
+	uint64_t offs[2];
+	struct elf_bin *b = NULL;
+	int err = elf_bin__open(path, &b);
+
+	for (int i = 0; !err && i < 2; i++) {
+		uint8_t code[64], first[2];
+		struct elf_fn fn;
+		uint64_t target;
+		size_t n;
+
+		err = elf_bin__find(b, names[i], &fn);
+		if (err)
+			break;
+		n = fn.size && fn.size < sizeof(code) ? (size_t)fn.size : sizeof(code);
+		err = elf_bin__read(b, fn.vaddr, code, n);
+		if (!err)
+			err = x86_first_call(code, n, fn.vaddr, 12, &target);
+		if (!err)
+			err = elf_bin__read(b, target, first, sizeof(first));
+		if (!err && !x86_uprobe_emulated(first, sizeof(first)))
+			err = -ENOENT;
+		if (!err)
+			err = elf_bin__off(b, target, &offs[i]);
+	}
+	elf_bin__close(b);
+	if (err)
+		return err;
+	*ret_read = offs[0];
+	*ret_write = offs[1];
+	return 0;
+}
+
+static int lib_attach_internal(struct l7_tls *tls, struct tls_lib *l, const char *path, int pid)
+{
+	struct l7probe *s = tls->skel;
+	struct bpf_program *progs[4] = {s->progs.l7_ssl_read_ex, s->progs.l7_ssl_read_ex_ret, s->progs.l7_ssl_write_ex,
+					s->progs.l7_ssl_write_ex_ret};
+	uint64_t off[2];
+	int err = ssl_internal(path, &off[0], &off[1]);
+
+	if (err)
+		return err;
+	for (int i = 0; i < 4; i++) {
+		struct bpf_uprobe_opts opts;
+
+		memset(&opts, 0, sizeof(opts));
+		opts.sz = sizeof(opts);
+		opts.retprobe = i & 1;
+		l->links[i] = bpf_program__attach_uprobe_opts(progs[i], pid, path, off[i / 2], &opts);
+		if (!l->links[i]) {
+			err = errno ? -errno : -EINVAL;
+			lib_detach(l);
+			return err;
+		}
+	}
+	return 0;
+}
+
 static int lib_attach(struct l7_tls *tls, const char *path, const struct stat *st, int pid)
 {
 	struct l7probe *s = tls->skel;
@@ -83,6 +154,7 @@ static int lib_attach(struct l7_tls *tls, const char *path, const struct stat *s
 		{s->progs.l7_ssl_read_ex, "SSL_read_ex", 0, 1},	  {s->progs.l7_ssl_read_ex_ret, "SSL_read_ex", 1, 1},
 		{s->progs.l7_ssl_write_ex, "SSL_write_ex", 0, 1}, {s->progs.l7_ssl_write_ex_ret, "SSL_write_ex", 1, 1},
 	};
+	const char *hooks_desc = "SSL_read/SSL_write uprobes";
 	struct tls_lib *l;
 	int err;
 
@@ -90,6 +162,10 @@ static int lib_attach(struct l7_tls *tls, const char *path, const struct stat *s
 		return -E2BIG;
 	l = &tls->libs[tls->nlibs];
 	memset(l, 0, sizeof(*l));
+	if (!lib_attach_internal(tls, l, path, pid)) {
+		hooks_desc = "uprobes on SSL_read/SSL_write's internal functions";
+		goto attached;
+	}
 	for (int i = 0; i < TLS_HOOKS; i++) {
 		struct bpf_uprobe_opts opts;
 
@@ -105,15 +181,16 @@ static int lib_attach(struct l7_tls *tls, const char *path, const struct stat *s
 			return err;
 		}
 	}
+attached:
 	l->dev = (uint64_t)st->st_dev;
 	l->ino = (uint64_t)st->st_ino;
 	l->pid = pid;
 	l->seen = 1;
 	tls->nlibs++;
 	if (pid >= 0)
-		probe_log(PLOG_INFO, "SSL_read/SSL_write uprobes on %s for process %d", path, pid);
+		probe_log(PLOG_INFO, "%s on %s for process %d", hooks_desc, path, pid);
 	else
-		probe_log(PLOG_INFO, "SSL_read/SSL_write uprobes on %s", path);
+		probe_log(PLOG_INFO, "%s on %s", hooks_desc, path);
 	return 0;
 }
 
