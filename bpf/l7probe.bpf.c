@@ -858,3 +858,145 @@ int BPF_KRETPROBE(l7_ssl_write_ex_ret, long ret)
 {
 	return ssl_exit(ret, 1);
 }
+
+/* ---- Go crypto/tls ------------------------------------------------------------------------------- */
+
+/* A crypto/tls.(*Conn).Read or Write between its entry and one of its ret instructions (no uretprobe
+ * on Go: it moves goroutine stacks, which a hijacked return address breaks), per goroutine (r14 is
+ * the current g in Go's register ABI, go >= 1.17): a goroutine may block in Read and resume on
+ * another thread. */
+struct go_key {
+	__u32 tgid;
+	__u32 pad;
+	__u64 g;
+};
+
+struct go_call {
+	__u64 buf;
+	__u64 ts;
+	__s32 fd;
+	__u8 dir;
+	__u8 pad[3];
+};
+
+struct {
+	__uint(type, BPF_MAP_TYPE_LRU_HASH);
+	__uint(max_entries, L7_INFLIGHT_MAX);
+	__type(key, struct go_key);
+	__type(value, struct go_call);
+} l7_go SEC(".maps");
+
+/* The fd under a *tls.Conn, by offsets stable from go 1.x to 1.22 (checked on Debian's 1.19):
+ * tls.Conn.conn (a net.Conn interface: itab, data) at 0, its data a *net.TCPConn whose first word is
+ * conn.fd (*net.netFD); netFD starts with pfd (internal/poll.FD): fdmu (fdMutex, 16 bytes), then
+ * Sysfd (int). -1 when a word cannot be read (another net.Conn type gives a wrong fd, which the socket
+ * lookup then refuses). */
+static __always_inline int go_conn_fd(__u64 conn)
+{
+	__u64 data = 0, nfd = 0;
+	__s64 fd = -1;
+
+	if (bpf_probe_read_user(&data, sizeof(data), (void *)(conn + 8)) || !data)
+		return -1;
+	if (bpf_probe_read_user(&nfd, sizeof(nfd), (void *)data) || !nfd)
+		return -1;
+	if (bpf_probe_read_user(&fd, sizeof(fd), (void *)(nfd + 16)))
+		return -1;
+	return fd >= 0 && fd < (1 << 30) ? (int)fd : -1;
+}
+
+/* The plaintext of a Read or Write as a data event on its socket. */
+static __always_inline int go_emit(__u64 id, int fd, __u8 dir, __u64 buf, __s64 n, __u64 ts)
+{
+	__u32 tgid = id >> 32, want;
+	struct l7_sock *s;
+	struct l7_buf *e;
+	__u64 skey = 0;
+
+	s = sock_of_fd(tgid, fd, &skey);
+	if (!s) {
+		stat_inc(L7_ST_SSL_NOFD);
+		return 0;
+	}
+	e = ev_begin(s, skey, tgid, (__u32)id, fd, dir, ts);
+	if (!e)
+		return 0;
+	e->h.flags |= L7_EF_SSL;
+	e->h.total = n > 0xffffffffll ? 0xffffffffu : (__u32)n;
+	want = cap_bytes;
+	if (want > e->h.total)
+		want = e->h.total;
+	if (want)
+		e->h.len = copy_buf(e, buf, want);
+	else
+		e->h.flags |= L7_EF_NOCOPY;
+	if (e->h.len < e->h.total && want)
+		stat_inc(L7_ST_TRUNCATED);
+	ev_submit(e);
+	return 0;
+}
+
+/* Entry (after the stack check's cmp, at its jbe: emulated, the arguments still in registers):
+ * rax = c *Conn, rbx/rcx = b []byte. A Write is emitted here, whole (crypto/tls writes all of b or
+ * fails, and the connection then ends): at its return the response may already have been read by
+ * another goroutine (net/http's readLoop), which would put the request behind its response in the
+ * ring. A Read is kept for its ret instructions, where its count is known. */
+static __always_inline int go_enter(struct pt_regs *ctx, __u8 dir)
+{
+	__u64 id = bpf_get_current_pid_tgid(), skey = 0;
+	__u32 tgid = id >> 32;
+	struct go_key k = {.tgid = tgid, .g = ctx->r14};
+	struct go_call c = {.buf = ctx->bx, .dir = dir};
+	struct l7_sock *s;
+
+	if (!ssl_on || !in_scope(tgid))
+		return 0;
+	c.fd = go_conn_fd(ctx->ax);
+	if (c.fd < 0) {
+		stat_inc(L7_ST_SSL_NOFD);
+		return 0;
+	}
+	c.ts = bpf_ktime_get_ns();
+	/* The socket's own payloads are ciphertext from now on: counted, not parsed. */
+	s = sock_of_fd(tgid, c.fd, &skey);
+	if (s && !s->enc)
+		s->enc = 1;
+	if (dir == L7_DIR_SEND) {
+		if ((__s64)ctx->cx > 0)
+			go_emit(id, c.fd, dir, c.buf, (__s64)ctx->cx, c.ts);
+		return 0;
+	}
+	bpf_map_update_elem(&l7_go, &k, &c, BPF_ANY);
+	return 0;
+}
+
+SEC("uprobe")
+int l7_go_read(struct pt_regs *ctx)
+{
+	return go_enter(ctx, L7_DIR_RECV);
+}
+
+SEC("uprobe")
+int l7_go_write(struct pt_regs *ctx)
+{
+	return go_enter(ctx, L7_DIR_SEND);
+}
+
+/* At a ret of Read: rax = n. */
+SEC("uprobe")
+int l7_go_ret(struct pt_regs *ctx)
+{
+	__u64 id = bpf_get_current_pid_tgid();
+	struct go_key k = {.tgid = id >> 32, .g = ctx->r14};
+	struct go_call *cp = bpf_map_lookup_elem(&l7_go, &k);
+	struct go_call c;
+	__s64 n = (__s64)ctx->ax;
+
+	if (!cp)
+		return 0;
+	c = *cp;
+	bpf_map_delete_elem(&l7_go, &k);
+	if (n <= 0)
+		return 0;
+	return go_emit(id, c.fd, c.dir, c.buf, n, bpf_ktime_get_ns());
+}

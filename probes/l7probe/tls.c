@@ -17,6 +17,7 @@
 #include "l7_user.h"
 #include "l7probe.skel.h"
 #include "tls_elf.h"
+#include "tls_go.h"
 
 #define TLS_LIBS_MAX	128
 #define TLS_HOOKS	8
@@ -32,6 +33,7 @@ struct tls_lib {
 
 struct l7_tls {
 	struct l7probe *skel;
+	struct l7_gotls *go; /* Go's crypto/tls (tls_go.c), scanned with the same processes */
 	unsigned int nlibs;
 	struct tls_lib libs[TLS_LIBS_MAX];
 	struct probe_buf maps;
@@ -41,8 +43,14 @@ struct l7_tls *l7_tls__new(struct l7probe *skel)
 {
 	struct l7_tls *tls = calloc(1, sizeof(*tls));
 
-	if (tls)
-		tls->skel = skel;
+	if (!tls)
+		return NULL;
+	tls->skel = skel;
+	tls->go = l7_gotls__new(skel);
+	if (!tls->go) {
+		free(tls);
+		return NULL;
+	}
 	return tls;
 }
 
@@ -59,6 +67,7 @@ void l7_tls__clear(struct l7_tls *tls)
 	for (unsigned int i = 0; i < tls->nlibs; i++)
 		lib_detach(&tls->libs[i]);
 	tls->nlibs = 0;
+	l7_gotls__clear(tls->go);
 }
 
 void l7_tls__free(struct l7_tls *tls)
@@ -66,6 +75,7 @@ void l7_tls__free(struct l7_tls *tls)
 	if (!tls)
 		return;
 	l7_tls__clear(tls);
+	l7_gotls__free(tls->go);
 	probe_buf__free(&tls->maps);
 	free(tls);
 }
@@ -201,6 +211,7 @@ static void scan_pid(struct l7_tls *tls, int pid, int per_pid)
 	const char *p, *end;
 	struct stat st;
 
+	l7_gotls__scan_pid(tls->go, pid, per_pid);
 	snprintf(path, sizeof(path), "/proc/%d/maps", pid);
 	if (probe_read_file(path, &tls->maps, 64u << 20))
 		return;
@@ -248,6 +259,7 @@ int l7_tls__scan(struct l7_tls *tls, const struct gg_scope *scope)
 
 	for (i = 0; i < tls->nlibs; i++)
 		tls->libs[i].seen = 0;
+	l7_gotls__begin_scan(tls->go);
 	if (scope->all || scope->ncgrp || scope->ntgid > TLS_PER_PID_MAX) {
 		DIR *d = opendir("/proc");
 		struct dirent *de;
@@ -272,5 +284,5 @@ int l7_tls__scan(struct l7_tls *tls, const struct gg_scope *scope)
 		j++;
 	}
 	tls->nlibs = j;
-	return (int)j;
+	return (int)j + l7_gotls__end_scan(tls->go);
 }

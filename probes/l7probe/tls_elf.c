@@ -288,3 +288,47 @@ int x86_uprobe_emulated(const uint8_t *code, size_t len)
 		return 1; /* jcc rel32, nopl */
 	return 0;
 }
+
+int x86_entry_site(const uint8_t *code, size_t len, uint64_t vaddr, unsigned int max_insns, uint64_t *ret_addr)
+{
+	static const uint16_t kept[] = {X86_REG_RAX, X86_REG_EAX, X86_REG_AX,  X86_REG_AL,  X86_REG_RBX, X86_REG_EBX,
+					X86_REG_BX,  X86_REG_BL,  X86_REG_RCX, X86_REG_ECX, X86_REG_CX,	 X86_REG_CL,
+					X86_REG_RDI, X86_REG_EDI, X86_REG_RSI, X86_REG_ESI, X86_REG_R8,	 X86_REG_R9,
+					X86_REG_R10, X86_REG_R11, X86_REG_R14, X86_REG_RSP};
+	const uint8_t *p = code;
+	uint64_t addr = vaddr;
+	cs_insn *insn;
+	int ret = -ENOENT;
+	csh h;
+
+	if (cs_begin(&h))
+		return -ENOSYS;
+	cs_option(h, CS_OPT_DETAIL, CS_OPT_ON);
+	insn = cs_malloc(h);
+	if (!insn) {
+		cs_close(&h);
+		return -ENOMEM;
+	}
+	for (unsigned int i = 0; i < max_insns && cs_disasm_iter(h, &p, &len, &addr, insn); i++) {
+		cs_regs rd, wr;
+		uint8_t nrd = 0, nwr = 0;
+		int clobbers = 0;
+
+		if (x86_uprobe_emulated(insn->bytes, insn->size)) {
+			*ret_addr = insn->address;
+			ret = 0;
+			break;
+		}
+		if (cs_regs_access(h, insn, rd, &nrd, wr, &nwr) != CS_ERR_OK)
+			break;
+		for (uint8_t w = 0; w < nwr && !clobbers; w++)
+			for (size_t k = 0; k < sizeof(kept) / sizeof(kept[0]); k++)
+				if (wr[w] == kept[k])
+					clobbers = 1;
+		if (clobbers)
+			break;
+	}
+	cs_free(insn, 1);
+	cs_close(&h);
+	return ret;
+}

@@ -43,4 +43,9 @@ int x86_ret_sites(const uint8_t *code, size_t len, uint64_t vaddr, uint64_t *ret
  * (which, under a hypervisor that intercepts debug exceptions, is tens of microseconds). */
 int x86_uprobe_emulated(const uint8_t *code, size_t len);
 
+/* The first instruction among the first max_insns of code (linked at vaddr) that the kernel emulates,
+ * provided none before it writes a register of Go's argument registers (rax, rbx, rcx, rdi, rsi,
+ * r8-r11), r14 (g) or rsp: Go's stack check (cmp rsp, [r14+16]; jbe morestack) puts a jbe there. */
+int x86_entry_site(const uint8_t *code, size_t len, uint64_t vaddr, unsigned int max_insns, uint64_t *ret_addr);
+
 #endif
