@@ -9,7 +9,9 @@ each program (the probe's --bpf-stats, BPF_ENABLE_STATS: no global sysctl change
 
 Usage: bench/l7_overhead.py [RUNS [SECONDS]]   (defaults 5 and 8; run as root)
        bench/l7_overhead.py dd [PAIRS]         (only the out-of-scope dd pairs, default 11)
-       bench/l7_overhead.py https [PAIRS [SECONDS]]   (only the HTTPS pairs)"""
+       bench/l7_overhead.py https|http [PAIRS [SECONDS]]   (only the HTTPS or HTTP pairs)
+       bench/l7_overhead.py gotls [PAIRS [SECONDS]]   (wrk against the Go HTTPS server of
+                                                       tests/integration/scripts/gotls, probe on it)"""
 import os
 import re
 import shutil
@@ -228,9 +230,48 @@ def out_of_scope(runs, scope, tmp):
     print("  added %%: %s" % spread(rel), flush=True)
 
 
+def gotls(runs, seconds, tmp):
+    """The Go HTTPS server (HTTP/1.1 over crypto/tls) on CPU 0, wrk on CPU 1; l7probe -s 1 on the server."""
+    env = {"PATH": os.environ.get("PATH", "/usr/bin:/bin"), "HOME": tmp, "GOCACHE": os.path.join(tmp, "gocache"),
+           "GOPATH": os.path.join(tmp, "gopath"), "GO111MODULE": "off", "GOFLAGS": "", "GOPROXY": "off",
+           "CGO_ENABLED": "0"}
+    binary = os.path.join(tmp, "gotls")
+    subprocess.run(["go", "build", "-o", binary,
+                    os.path.join(ROOT, "tests", "integration", "scripts", "gotls", "main.go")], env=env, check=True)
+    key, crt = os.path.join(tmp, "key.pem"), os.path.join(tmp, "cert.pem")
+    subprocess.run(["openssl", "req", "-x509", "-newkey", "rsa:2048", "-nodes", "-keyout", key, "-out", crt, "-days",
+                    "1", "-subj", "/CN=localhost"], check=True, capture_output=True)
+    port = free_port()
+    # GOMAXPROCS=1: the server on one CPU, like nginx's one worker
+    srv = subprocess.Popen(PIN_SERVER + [binary, "server", crt, key, str(port)], stdout=subprocess.DEVNULL,
+                           stderr=subprocess.DEVNULL, env=dict(os.environ, GOMAXPROCS="1"), start_new_session=True)
+    try:
+        for _ in range(100):
+            try:
+                socket.create_connection(("127.0.0.1", port), timeout=0.2).close()
+                break
+            except OSError:
+                time.sleep(0.05)
+        url = "https://127.0.0.1:%d/" % port
+        subprocess.run(PIN_CLIENT + ["wrk", "-t1", "-c32", "-d2s", url], capture_output=True)
+        compare("gotls", url, runs, seconds, srv.pid, ["-t", "5", "-p", "http", "-s", "1", "--pid", str(srv.pid)], tmp)
+    finally:
+        stop(srv)
+
+
 def main():
     args = sys.argv[1:]
-    if args and args[0] in ("dd", "https"):
+    if args and args[0] == "gotls":
+        args.pop(0)
+        runs = int(args[0]) if args else 7
+        seconds = int(args[1]) if len(args) > 1 else 4
+        tmp = tempfile.mkdtemp(prefix="gg-bench-l7-")
+        try:
+            gotls(runs, seconds, tmp)
+        finally:
+            shutil.rmtree(tmp, ignore_errors=True)
+        return
+    if args and args[0] in ("dd", "https", "http"):
         mode = args.pop(0)
         runs = int(args[0]) if args else 11
         seconds = int(args[1]) if len(args) > 1 else 5
@@ -239,13 +280,16 @@ def main():
             if mode == "dd":
                 out_of_scope(runs, "1", tmp)
                 return
-            sport = free_port()
-            nginx, worker = start_nginx(tmp, free_port(), sport)
+            port, sport = free_port(), free_port()
+            nginx, worker = start_nginx(tmp, port, sport)
             try:
-                url = "https://127.0.0.1:%d/small.html" % sport
+                if mode == "https":
+                    url, extra = "https://127.0.0.1:%d/small.html" % sport, ["-s", "1"]
+                else:
+                    url, extra = "http://127.0.0.1:%d/small.html" % port, []
                 subprocess.run(PIN_CLIENT + ["wrk", "-t1", "-c32", "-d2s", url], capture_output=True)
-                compare("https", url, runs, seconds, worker,
-                        ["-t", "5", "-p", "http", "-s", "1", "--pid", "%d,%d" % (nginx.pid, worker)], tmp)
+                compare(mode, url, runs, seconds, worker,
+                        ["-t", "5", "-p", "http"] + extra + ["--pid", "%d,%d" % (nginx.pid, worker)], tmp)
             finally:
                 stop(nginx)
         finally:

@@ -648,16 +648,10 @@ int BPF_PROG(l7_xmit_q, struct sk_buff *skb)
 
 	if (!in_scope(id >> 32) || !sk)
 		return 0;
-	if (sk->sk_protocol == IPPROTO_TCP) {
-		/* Segments without payload (the ACKs a receive sends) start no send. */
-		unsigned char *th = skb->head + skb->transport_header;
-		__u8 doff = 0;
-
-		if (bpf_probe_read_kernel(&doff, 1, th + 12))
-			return 0;
-		if (skb->len <= (__u32)(skb->transport_header - (skb->data - skb->head)) + (doff >> 4) * 4u)
-			return 0;
-	}
+	/* Segments without payload (the ACKs a receive sends) start no send: TCP puts a send's payload
+	 * in page fragments (tcp_sendmsg), so a segment with data has data_len > 0. */
+	if (sk->sk_protocol == IPPROTO_TCP && !skb->data_len)
+		return 0;
 	now = bpf_ktime_get_ns();
 	x = bpf_map_lookup_elem(&l7_xmit, &id);
 	if (x && x->sk == (__u64)skb->sk && now - x->ts < XMIT_TS_MAX_NS)
