@@ -483,18 +483,19 @@ static __always_inline void udp_recv_peer(struct l7_ev *h, __u64 skey)
  * bench/RESULTS.md); these fire for socket operations only, and a process out of scope pays one
  * load of its verdict there. The system call (its number, fd, buffer) is read from the registers
  * it saved on entry (x86-64 numbers). */
-#define NR_READ	    0
-#define NR_WRITE    1
-#define NR_READV    19
-#define NR_WRITEV   20
-#define NR_SENDFILE 40
-#define NR_SENDTO   44
-#define NR_RECVFROM 45
-#define NR_SENDMSG  46
-#define NR_RECVMSG  47
-#define NR_SPLICE   275
-#define PF_KTHREAD  0x00200000
-#define MSG_PEEK    2
+#define NR_READ	     0
+#define NR_WRITE     1
+#define NR_READV     19
+#define NR_WRITEV    20
+#define NR_SENDFILE  40
+#define NR_SENDTO    44
+#define NR_RECVFROM  45
+#define NR_SENDMSG   46
+#define NR_RECVMSG   47
+#define NR_SPLICE    275
+#define PF_KTHREAD   0x00200000
+#define MSG_PEEK     2
+#define MSG_ERRQUEUE 0x2000
 
 static __always_inline int sock_data(struct sock *sk, int ret, int flags, __u8 dir)
 {
@@ -509,7 +510,8 @@ static __always_inline int sock_data(struct sock *sk, int ret, int flags, __u8 d
 	__u8 kind, evflags = 0;
 	int fd;
 
-	if (ret <= 0 || (flags & MSG_PEEK))
+	/* a peek is read again; the error queue is not the peer's data */
+	if (ret <= 0 || (flags & (MSG_PEEK | MSG_ERRQUEUE)))
 		return 0;
 	id = bpf_get_current_pid_tgid();
 	tgid = id >> 32;
