@@ -20,7 +20,7 @@
 #define GO_BINS_MAX  64
 #define GO_RETS_MAX  48 /* ret sites per function */
 #define GO_LINKS_MAX (2 * (1 + GO_RETS_MAX))
-#define GO_NOTGO_MAX 512 /* executables known not to be (probeable) Go programs */
+#define GO_NOTGO_MAX 4096 /* executables known not to be (probeable) Go programs */
 #define GO_CODE_MAX  (256u << 10)
 #define GO_MIN_MINOR 17 /* register ABI */
 
