@@ -89,26 +89,41 @@ void l7_tls__free(struct l7_tls *tls)
  * a push, which the kernel emulates: the probes go there, at the target of the wrapper's first call,
  * when that target starts with an emulated instruction. The file offsets of the two, or -ENOENT.
  */
+/* The target of the first direct call of the function called name. */
+static int first_call_of(struct elf_bin *b, const char *name, uint64_t *ret_target)
+{
+	uint8_t code[64];
+	struct elf_fn fn;
+	size_t n;
+	int err = elf_bin__find(b, name, &fn);
+
+	if (err)
+		return err;
+	n = fn.size && fn.size < sizeof(code) ? (size_t)fn.size : sizeof(code);
+	err = elf_bin__read(b, fn.vaddr, code, n);
+	if (!err)
+		err = x86_first_call(code, n, fn.vaddr, 12, ret_target);
+	return err;
+}
+
 static int ssl_internal(const char *path, uint64_t *ret_read, uint64_t *ret_write)
 {
-	static const char *const names[2] = {"SSL_read", "SSL_write"};
+	/* the _ex variant must call the same function first: else (another build, inlined) it is not
+	 * the internal function, and the exported ones are probed */
+	static const char *const names[2][2] = {{"SSL_read", "SSL_read_ex"}, {"SSL_write", "SSL_write_ex"}};
 	uint64_t offs[2];
 	struct elf_bin *b = NULL;
 	int err = elf_bin__open(path, &b);
 
 	for (int i = 0; !err && i < 2; i++) {
-		uint8_t code[64], first[2];
-		struct elf_fn fn;
-		uint64_t target;
-		size_t n;
+		uint8_t first[2];
+		uint64_t target, target_ex;
 
-		err = elf_bin__find(b, names[i], &fn);
-		if (err)
-			break;
-		n = fn.size && fn.size < sizeof(code) ? (size_t)fn.size : sizeof(code);
-		err = elf_bin__read(b, fn.vaddr, code, n);
+		err = first_call_of(b, names[i][0], &target);
 		if (!err)
-			err = x86_first_call(code, n, fn.vaddr, 12, &target);
+			err = first_call_of(b, names[i][1], &target_ex);
+		if (!err && target != target_ex)
+			err = -ENOENT;
 		if (!err)
 			err = elf_bin__read(b, target, first, sizeof(first));
 		if (!err && !x86_uprobe_emulated(first, sizeof(first)))
