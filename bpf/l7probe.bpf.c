@@ -441,7 +441,7 @@ int BPF_PROG(l7_dgram, const struct sock *sk)
 }
 
 /* The source of the datagram a receive on an unconnected UDP socket took, into the event. */
-static __always_inline void udp_recv_peer(struct l7_ev *h, __u64 skey)
+static __always_inline void udp_recv_peer(struct l7_ev *h, struct sock *sk, __u64 skey)
 {
 	struct udp_q *q = bpf_map_lookup_elem(&l7_udp_q, &skey);
 	struct udp_src *src;
@@ -449,17 +449,22 @@ static __always_inline void udp_recv_peer(struct l7_ev *h, __u64 skey)
 
 	if (!q) {
 		struct udp_q nq = {};
+		__u32 qlen = sk->sk_receive_queue.qlen + BPF_CORE_READ((struct udp_sock *)sk, reader_queue.qlen);
 
-		/* Followed from now on: the next datagrams' sources are kept. */
+		/* Followed from now on: the next datagrams' sources are kept; the ones queued already
+		 * (their sources unknown) are received first, counted below zero. */
+		nq.deq = 0 - qlen;
 		bpf_map_update_elem(&l7_udp_q, &skey, &nq, BPF_NOEXIST);
 		return;
 	}
 	d = q->deq;
-	if (q->enq - d > UDP_Q_LEN)
+	if ((__s32)(q->enq - d) > UDP_Q_LEN)
 		d = q->enq - UDP_Q_LEN; /* more queued than kept: the oldest are lost */
 	if (d == q->enq)
-		return; /* queued before the socket was followed */
+		return; /* more receives than datagrams seen queued (a missed wake-up) */
 	q->deq = d + 1;
+	if ((__s32)d < 0)
+		return; /* queued before the socket was followed */
 	src = &q->ring[d & (UDP_Q_LEN - 1)];
 	if (src->family == h->family) {
 		h->rport = src->port;
@@ -620,7 +625,7 @@ static __always_inline int sock_data(struct sock *sk, int ret, int flags, __u8 d
 		if (dir == L7_DIR_SEND) {
 			peer_from_user(&e->h, addr);
 		} else if (!e->h.rport) {
-			udp_recv_peer(&e->h, skey); /* an unconnected socket: the datagram's source */
+			udp_recv_peer(&e->h, sk, skey); /* an unconnected socket: the datagram's source */
 		}
 	}
 	ev_submit(e);
