@@ -261,7 +261,7 @@ L7_PROTO_SRCS := $(filter-out probes/l7probe/main.c probes/l7probe/l7probe.c pro
 # ksliprobe and pgsliprobe are l7probe's program (everything but its main()) in an SLI mode.
 L7_APP_OBJS := $(call obj,$(filter-out probes/l7probe/l7probe.c,$(l7probe_SRCS)))
 $(BUILD)/probes/ksliprobe $(BUILD)/probes/pgsliprobe: $(L7_APP_OBJS)
-$(BUILD)/probes/ksliprobe $(BUILD)/probes/pgsliprobe: LIBS_PROBE := $(LIBPROBE) $(LIBSCHEMA) $(LIBIPC) $(LIBS_PROBE)
+$(BUILD)/probes/ksliprobe $(BUILD)/probes/pgsliprobe: LIBS_PROBE := $(LIBPROBE) $(LIBSCHEMA) $(LIBIPC) $(LIBS_PROBE) -lcapstone
 $(call obj,$(wildcard probes/ksliprobe/*.c probes/pgsliprobe/*.c)): $(l7probe_GEN)
 LIBL7 := $(BUILD)/lib/libggl7.a
 $(LIBL7): $(call obj,$(L7_PROTO_SRCS))
