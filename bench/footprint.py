@@ -29,16 +29,18 @@ PROBES = (
     ("system_infos", ""),
 )
 
-# Budget per process in MiB (PSS + BPF map memory); README "Footprint" prints the same table. The sum is
-# the issue's goal: 64 MiB for the six probes and the supervisor together.
+# Budget per process in MiB (PSS + BPF map memory); README "Footprint" prints the same table. Their sum
+# (57) is within the issue's goal, 64 MiB for the six probes and the supervisor together.
 BUDGET_MIB = {
-    "supervisor": 9.0,
-    "tcpprobe": 10.0,
-    "endpoint": 7.0,
-    "ioprobe": 6.0,
-    "taskprobe": 9.0,
-    "stackprobe": 17.0,
-    "system_infos": 6.0,
+    "supervisor": 8.0,
+    "tcpprobe": 6.0,
+    "endpoint": 6.0,
+    "ioprobe": 4.0,
+    "taskprobe": 7.0,
+    # symbol tables (kallsyms ~5 MiB, ELF files at most 4 MiB) and folded stacks of every process it
+    # samples: it grows with how busy the machine is
+    "stackprobe": 24.0,
+    "system_infos": 2.0,
 }
 TOLERANCE = 0.20
 
@@ -173,14 +175,8 @@ def report(rows):
     return lines, over, (tp + tm) / 1024.0
 
 
-def main():
-    ap = argparse.ArgumentParser()
-    ap.add_argument("--settle", type=float, default=20, help="seconds after every probe runs")
-    ap.add_argument("--samples", type=int, default=5, help="samples, one a second, after settling")
-    ap.add_argument("--json", action="store_true")
-    ap.add_argument("--maps", action="store_true", help="print each process's largest maps")
-    ap.add_argument("--smaps", action="store_true", help="print each process's largest mappings (PSS)")
-    a = ap.parse_args()
+def run(settle=20, samples=5, smaps=False):
+    """Start the supervisor with the six probes, settle, sample; the per-process medians."""
     sup = Supervisor(probes=[probe_entry(n, p) for n, p in PROBES], extra="")
     try:
         sup.start()
@@ -188,13 +184,13 @@ def main():
         wait_for(lambda: {p["name"] for p in sup.status()["probes"]
                           if p["state"] == "running" and p["batches"] > 0} >= want or None,
                  60, "every probe running and sending")
-        time.sleep(a.settle)
-        samples = []
-        for _ in range(a.samples):
-            samples.append(measure(sup))
+        time.sleep(settle)
+        got = []
+        for _ in range(samples):
+            got.append(measure(sup))
             time.sleep(1)
-        rows = median_rows(samples)
-        if a.smaps:
+        rows = median_rows(got)
+        if smaps:
             for name, pid in processes(sup):
                 print("%s: %s" % (name, ", ".join("%s %d KiB" % (n, k) for k, n in top_mappings(pid))))
         st = {p["name"]: p for p in sup.status()["probes"]}
@@ -203,6 +199,18 @@ def main():
                 print("warning: %s restarted %d times" % (n, st[n]["restarts"]), file=sys.stderr)
     finally:
         sup.cleanup()
+    return rows
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--settle", type=float, default=20, help="seconds after every probe runs")
+    ap.add_argument("--samples", type=int, default=5, help="samples, one a second, after settling")
+    ap.add_argument("--json", action="store_true")
+    ap.add_argument("--maps", action="store_true", help="print each process's largest maps")
+    ap.add_argument("--smaps", action="store_true", help="print each process's largest mappings (PSS)")
+    a = ap.parse_args()
+    rows = run(a.settle, a.samples, a.smaps)
     lines, over, total = report(rows)
     if a.json:
         print(json.dumps({"rows": rows, "total_mib": total, "over": over}, indent=1))
@@ -213,7 +221,7 @@ def main():
                 print("%s: %s" % (r["name"], ", ".join("%s %d KiB (%s)" % (n, k, t) for k, n, t in r["top_maps"])))
         print("total %.1f MiB (goal 64); over budget by more than %d %%: %s" % (
             total, TOLERANCE * 100, ", ".join(over) or "none"))
-    return 1 if over else 0
+    return 1 if over or total > 64.0 else 0
 
 
 if __name__ == "__main__":
