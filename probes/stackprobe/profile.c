@@ -433,7 +433,8 @@ int sp_profile__add(void *ctx, const struct sp_sample *smp)
 		err = key.err ? key.err : fo.err;
 	if (!err) {
 		(void)ftab__add(&acc->period, smp->tgid, 0, key.s, key.len, smp->value);
-		(void)ftab__add(&acc->pyro, smp->tgid, 0, key.s, key.len, smp->value);
+		if (p->pyro_on) /* a copy of the period's table: only when it is uploaded */
+			(void)ftab__add(&acc->pyro, smp->tgid, 0, key.s, key.len, smp->value);
 		acc->value_total += smp->value;
 	}
 	free(key.s);
