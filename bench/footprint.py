@@ -30,7 +30,7 @@ PROBES = (
 )
 
 # Budget per process in MiB (PSS + BPF map memory); README "Footprint" prints the same table. Their sum
-# (57) is within the goal, 64 MiB for the six probes and the supervisor together.
+# (59) is within the goal, 64 MiB for the six probes and the supervisor together.
 BUDGET_MIB = {
     "supervisor": 8.0,
     "tcpprobe": 6.0,
@@ -39,7 +39,7 @@ BUDGET_MIB = {
     "taskprobe": 7.0,
     # symbol tables (kallsyms ~5 MiB, ELF files at most 4 MiB) and folded stacks of every process it
     # samples: it grows with how busy the machine is
-    "stackprobe": 24.0,
+    "stackprobe": 26.0,
     "system_infos": 2.0,
 }
 TOLERANCE = 0.20
