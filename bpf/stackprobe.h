@@ -9,8 +9,8 @@
  * generation holds one second of samples: SP_STACK_PER_CPU stacks, SP_COUNT_PER_CPU keys, SP_RB_PER_CPU
  * bytes of off-CPU records per CPU, at least the _MIN). A full map is counted (stack_lost, count_lost,
  * ringbuf_lost), never silent. */
-#define SP_STACK_ENTRIES   8192 /* stack-trace map entries per generation (oncpu and mem share it) */
-#define SP_COUNT_ENTRIES   16384	 /* distinct (thread, stacks, event) keys per generation */
+#define SP_STACK_ENTRIES   8192	 /* stack-trace map entries per generation (oncpu and mem share it) */
+#define SP_COUNT_ENTRIES   16384 /* distinct (thread, stacks, event) keys per generation */
 #define SP_OFFCPU_RB_BYTES (4u << 20)
 #define SP_STACK_PER_CPU   1024u
 #define SP_STACK_MIN	   2048u

@@ -166,8 +166,8 @@ static int symtab__add(struct symtab *t, uint64_t addr, uint64_t size, const cha
 		t->strs = p;
 		t->strs_cap = cap;
 	}
-	t->syms[t->n++] =
-		(struct sym){.addr = addr, .size = size > SYM_SIZE_MAX ? SYM_SIZE_MAX : size, .name = (uint32_t)t->strs_len};
+	t->syms[t->n++] = (struct sym){
+		.addr = addr, .size = size > SYM_SIZE_MAX ? SYM_SIZE_MAX : size, .name = (uint32_t)t->strs_len};
 	memcpy(t->strs + t->strs_len, name, len);
 	t->strs[t->strs_len + len] = '\0';
 	t->strs_len += len + 1;

@@ -144,7 +144,7 @@ struct sp_profile {
 	struct symbolizer *sym;
 	struct sp_acc acc[SP_EV_NR];
 	int pyro_on; /* a Pyroscope server is configured: fill the acc[].pyro tables (else they stay empty) */
-	char *line; /* scratch for one stack */
+	char *line;  /* scratch for one stack */
 	size_t line_cap;
 };
 
