@@ -4,6 +4,8 @@
 
 #include <stdint.h>
 
+#include <nng/nng.h>
+
 /* NNG error code -> negative errno, so callers see one error convention. */
 int ipc__nng_err(int rv);
 /* Monotonic clock in ms (flush ages, linger deadlines). */
@@ -14,6 +16,9 @@ uint64_t ipc__now_ms(void);
  * fails). Other schemes: no-op, 0.
  */
 int ipc__unlink_stale(const char *url);
+/* Listen on url with a listener of our own (so that it can be replaced): the old one, when *l is
+ * valid, is closed first. Stale sockets at url are removed as by ipc__unlink_stale. */
+int ipc__relisten(nng_socket sock, nng_listener *l, const char *url);
 /* s as a decimal integer: 1 to 19 digits, nothing else (no sign, no space). 0, or -EINVAL (also for
  * NULL). */
 int ipc__decimal(const char *s, unsigned long long *ret);

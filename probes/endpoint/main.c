@@ -18,8 +18,8 @@
 #include "endpoint.skel.h"
 #include "ep_conf.h"
 #include "probe.h"
+#include "probe_runner.h"
 
-#define PROBE_NAME "socket"
 #define PROG	   "endpoint"
 #define HIST_FIRST 3u  /* <= 16 us */
 #define HIST_N	   21u /* .. 8.4 s */
@@ -36,7 +36,7 @@ struct ep_ctx {
 	struct gg_scope base_scope, scope;
 	const char *comm;
 	int live_scope;
-	int stats_fd;
+	int bpf_stats; /* --bpf-stats: set, and collected */
 	struct gg_bpf_stats_prev stats_prev[16];
 	/* Dump buffers, sized by the maps. */
 	__u64 *lkeys;
@@ -56,21 +56,6 @@ static const char notes[] =
 	"by default.\n"
 	"Tables: listen and connect (tcp_socket), udp (udp_socket), skb_drop (host wide, both).\n"
 	"Live configuration: {\"probe\": [...], \"params\": {\"report_period\": N}, \"scope\": {...}}\n";
-
-static int parse_args(int argc, char **argv, struct ep_ctx *ctx, enum probe_log_level *level, int *bpf_stats)
-{
-	const struct probe_args a = {.prog = PROG,
-				     .contract = CONTRACT,
-				     .conf = &ctx->base,
-				     .subprobes = &ctx->base.subprobes,
-				     .level = level,
-				     .scope = &ctx->base_scope,
-				     .comm = &ctx->comm,
-				     .bpf_stats = bpf_stats,
-				     .notes = notes};
-
-	return probe_conf__parse_args(&a, argc, argv);
-}
 
 static void apply_subprobes(struct ep_ctx *ctx)
 {
@@ -382,7 +367,7 @@ static void report(void *arg)
 		report_udp(ctx);
 	report_drops(ctx);
 	(void)probe_rt__flush(ctx->rt);
-	if (ctx->stats_fd >= 0)
+	if (ctx->bpf_stats)
 		gg_bpf_stats_log(ctx->skel->obj, ctx->stats_prev, 16);
 }
 
@@ -435,52 +420,60 @@ static int setup_bpf(struct ep_ctx *ctx)
 	return err;
 }
 
+/* After the command line: dump buffers, the BPF programs, the scope and the sub-probes. */
+static int setup(void *arg, struct probe_rt *rt)
+{
+	struct ep_ctx *ctx = arg;
+	char names[64];
+	int ret;
+
+	ctx->rt = rt;
+	ctx->cur = ctx->base;
+	if (alloc_buffers(ctx)) {
+		probe_log(PLOG_ERROR, "out of memory");
+		return -ENOMEM;
+	}
+	ret = setup_bpf(ctx);
+	if (ret) {
+		probe_log(PLOG_ERROR, "cannot load the BPF programs: %s", strerror(-ret));
+		return ret;
+	}
+	apply_scope(ctx, &ctx->base_scope);
+	rescan_comm(ctx);
+	apply_subprobes(ctx);
+	gg_subprobes_str(ctx->cur.subprobes, SUBPROBES, NSUB, names, sizeof(names));
+	probe_log(PLOG_INFO, "started: report period %u s, sub-probes %s, scope %s", ctx->cur.period_s, names,
+		  ctx->scope.all ? "all" : "filtered");
+	return 0;
+}
+
+static void teardown(void *arg)
+{
+	struct ep_ctx *ctx = arg;
+
+	endpoint__destroy(ctx->skel);
+	free_buffers(ctx);
+}
+
 int main(int argc, char **argv)
 {
 	static struct ep_ctx ctx;
-	enum probe_log_level level = PLOG_INFO;
-	struct probe_rt_opts opts = {.name = PROBE_NAME, .on_config = on_config, .cb_ctx = &ctx};
-	int bpf_stats = 0, ret, status = 1;
-	char names[64];
+	const struct probe_runner r = {
+		.contract = CONTRACT,
+		.ctx = &ctx,
+		.args = {.conf = &ctx.base,
+			 .subprobes = &ctx.base.subprobes,
+			 .scope = &ctx.base_scope,
+			 .comm = &ctx.comm,
+			 .bpf_stats = &ctx.bpf_stats,
+			 .notes = notes},
+		.subprobes = &ctx.base.subprobes,
+		.setup = setup,
+		.on_config = on_config,
+		.period_s = &ctx.cur.period_s,
+		.report = report,
+		.teardown = teardown,
+	};
 
-	probe_log_setup(PROBE_NAME, PLOG_INFO);
-	probe_conf__defaults(CONTRACT, &ctx.base, &ctx.base.subprobes);
-	gg_scope__init(&ctx.base_scope);
-	ctx.stats_fd = -1;
-	ret = parse_args(argc, argv, &ctx, &level, &bpf_stats);
-	if (ret >= 0)
-		return ret;
-	ctx.cur = ctx.base;
-	ctx.rt = probe_rt__start(&opts, level);
-	if (!ctx.rt)
-		return 1;
-	if (alloc_buffers(&ctx)) {
-		probe_log(PLOG_ERROR, "out of memory");
-		goto out;
-	}
-	ret = setup_bpf(&ctx);
-	if (ret) {
-		probe_log(PLOG_ERROR, "cannot load the BPF programs: %s", strerror(-ret));
-		goto out;
-	}
-	ctx.stats_fd = gg_bpf_stats_start(bpf_stats);
-	apply_scope(&ctx, &ctx.base_scope);
-	rescan_comm(&ctx);
-	apply_subprobes(&ctx);
-	gg_subprobes_str(ctx.cur.subprobes, SUBPROBES, NSUB, names, sizeof(names));
-	probe_log(PLOG_INFO, "started: report period %u s, sub-probes %s, scope %s", ctx.cur.period_s, names,
-		  ctx.scope.all ? "all" : "filtered");
-
-	probe_rt__run_periodic(ctx.rt, &ctx.cur.period_s, report, &ctx);
-	status = 0;
-	probe_log(PLOG_INFO, "stopping: %llu records emitted, %llu invalid",
-		  (unsigned long long)probe_rt__records_emitted(ctx.rt),
-		  (unsigned long long)probe_rt__records_invalid(ctx.rt));
-out:
-	if (ctx.stats_fd >= 0)
-		close(ctx.stats_fd);
-	endpoint__destroy(ctx.skel);
-	free_buffers(&ctx);
-	probe_rt__free(ctx.rt);
-	return status;
+	return probe_runner__main(&r, argc, argv);
 }

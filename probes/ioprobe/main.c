@@ -17,8 +17,8 @@
 #include "io_conf.h"
 #include "ioprobe.skel.h"
 #include "probe.h"
+#include "probe_runner.h"
 
-#define PROBE_NAME "io"
 #define PROG	   "ioprobe"
 #define MINORBITS  20
 #define HIST_FIRST 0u  /* <= 2 us */
@@ -40,7 +40,7 @@ struct io_ctx {
 	struct probe_rt *rt;
 	struct ioprobe *skel;
 	struct io_conf base, cur;
-	int stats_fd;
+	int bpf_stats; /* --bpf-stats: set, and collected */
 	struct gg_bpf_stats_prev stats_prev[16];
 	__u32 *dkeys;
 	struct io_dev_stats *dvals;
@@ -62,22 +62,16 @@ static const char notes[] =
 	"Live configuration: {\"probe\": [...], \"params\": {\"report_period\": N, \"latency_thr\": MS,\n"
 	"\"dev_name\": \"sda\"}}\n";
 
-static int parse_args(int argc, char **argv, struct io_ctx *ctx, enum probe_log_level *level, int *bpf_stats)
+/* -d names a disk, not a path. */
+static int check_args(void *arg)
 {
-	const struct probe_args a = {.prog = PROG,
-				     .contract = CONTRACT,
-				     .conf = &ctx->base,
-				     .subprobes = &ctx->base.subprobes,
-				     .level = level,
-				     .bpf_stats = bpf_stats,
-				     .notes = notes};
-	int ret = probe_conf__parse_args(&a, argc, argv);
+	struct io_ctx *ctx = arg;
 
-	if (ret < 0 && strchr(ctx->base.dev_name, '/')) {
+	if (strchr(ctx->base.dev_name, '/')) {
 		fprintf(stderr, PROG ": invalid disk name '%s' for -d\n", ctx->base.dev_name);
-		return 2;
+		return -EINVAL;
 	}
-	return ret;
+	return 0;
 }
 
 static void apply_conf(struct io_ctx *ctx)
@@ -340,7 +334,7 @@ static void report(void *arg)
 	if (ctx->cur.subprobes & SP_PAGECACHE)
 		report_pagecache(ctx);
 	(void)probe_rt__flush(ctx->rt);
-	if (ctx->stats_fd >= 0)
+	if (ctx->bpf_stats)
 		gg_bpf_stats_log(ctx->skel->obj, ctx->stats_prev, 16);
 }
 
@@ -392,72 +386,77 @@ static int setup_bpf(struct io_ctx *ctx)
 	return ioprobe__load(s);
 }
 
+/* After the command line: dump buffers, the BPF programs, everything in scope, the sub-probes. */
+static int setup(void *arg, struct probe_rt *rt)
+{
+	static struct gg_scope all;
+	struct io_ctx *ctx = arg;
+	char names[64];
+	int ret;
+
+	ctx->rt = rt;
+	ctx->cur = ctx->base;
+	ctx->dkeys = calloc(IO_DEVS_MAX, sizeof(*ctx->dkeys));
+	ctx->dvals = calloc(IO_DEVS_MAX, sizeof(*ctx->dvals));
+	ctx->pkeys = calloc(IO_PROCS_MAX, sizeof(*ctx->pkeys));
+	ctx->pvals = calloc(IO_PROCS_MAX, sizeof(*ctx->pvals));
+	ctx->ckeys = calloc(IO_DEVS_MAX, sizeof(*ctx->ckeys));
+	ctx->ncpus = libbpf_num_possible_cpus();
+	if (ctx->ncpus < 1) {
+		probe_log(PLOG_ERROR, "cannot count the possible CPUs: %s", strerror(-ctx->ncpus));
+		return ctx->ncpus < 0 ? ctx->ncpus : -EINVAL;
+	}
+	ctx->cvals = calloc((size_t)IO_DEVS_MAX * (size_t)ctx->ncpus, sizeof(*ctx->cvals));
+	if (!ctx->dkeys || !ctx->dvals || !ctx->pkeys || !ctx->pvals || !ctx->ckeys || !ctx->cvals) {
+		probe_log(PLOG_ERROR, "out of memory");
+		return -ENOMEM;
+	}
+	ret = setup_bpf(ctx);
+	if (ret) {
+		probe_log(PLOG_ERROR, "cannot load the BPF programs: %s", strerror(-ret));
+		return ret;
+	}
+	/* ioprobe has no snoopers: everything is in scope. */
+	gg_scope__init(&all);
+	(void)gg_scope__apply(&all, ctx->skel->obj);
+	apply_conf(ctx);
+	gg_subprobes_str(ctx->cur.subprobes, SUBPROBES, NSUB, names, sizeof(names));
+	probe_log(PLOG_INFO, "started: report period %u s, sub-probes %s, latency_thr %u ms", ctx->cur.period_s, names,
+		  ctx->cur.latency_thr);
+	return 0;
+}
+
+static void teardown(void *arg)
+{
+	struct io_ctx *ctx = arg;
+
+	ioprobe__destroy(ctx->skel);
+	free(ctx->dkeys);
+	free(ctx->dvals);
+	free(ctx->pkeys);
+	free(ctx->pvals);
+	free(ctx->ckeys);
+	free(ctx->cvals);
+}
+
 int main(int argc, char **argv)
 {
 	static struct io_ctx ctx;
-	enum probe_log_level level = PLOG_INFO;
-	struct probe_rt_opts opts = {.name = PROBE_NAME, .on_config = on_config, .cb_ctx = &ctx};
-	int bpf_stats = 0, ret, status = 1;
-	char names[64];
+	const struct probe_runner r = {
+		.contract = CONTRACT,
+		.ctx = &ctx,
+		.args = {.conf = &ctx.base,
+			 .subprobes = &ctx.base.subprobes,
+			 .bpf_stats = &ctx.bpf_stats,
+			 .notes = notes},
+		.subprobes = &ctx.base.subprobes,
+		.check_args = check_args,
+		.setup = setup,
+		.on_config = on_config,
+		.period_s = &ctx.cur.period_s,
+		.report = report,
+		.teardown = teardown,
+	};
 
-	probe_log_setup(PROBE_NAME, PLOG_INFO);
-	probe_conf__defaults(CONTRACT, &ctx.base, &ctx.base.subprobes);
-	ctx.stats_fd = -1;
-	ret = parse_args(argc, argv, &ctx, &level, &bpf_stats);
-	if (ret >= 0)
-		return ret;
-	ctx.cur = ctx.base;
-	ctx.rt = probe_rt__start(&opts, level);
-	if (!ctx.rt)
-		return 1;
-	ctx.dkeys = calloc(IO_DEVS_MAX, sizeof(*ctx.dkeys));
-	ctx.dvals = calloc(IO_DEVS_MAX, sizeof(*ctx.dvals));
-	ctx.pkeys = calloc(IO_PROCS_MAX, sizeof(*ctx.pkeys));
-	ctx.pvals = calloc(IO_PROCS_MAX, sizeof(*ctx.pvals));
-	ctx.ckeys = calloc(IO_DEVS_MAX, sizeof(*ctx.ckeys));
-	ctx.ncpus = libbpf_num_possible_cpus();
-	if (ctx.ncpus < 1) {
-		probe_log(PLOG_ERROR, "cannot count the possible CPUs: %s", strerror(-ctx.ncpus));
-		goto out;
-	}
-	ctx.cvals = calloc((size_t)IO_DEVS_MAX * (size_t)ctx.ncpus, sizeof(*ctx.cvals));
-	if (!ctx.dkeys || !ctx.dvals || !ctx.pkeys || !ctx.pvals || !ctx.ckeys || !ctx.cvals) {
-		probe_log(PLOG_ERROR, "out of memory");
-		goto out;
-	}
-	ret = setup_bpf(&ctx);
-	if (ret) {
-		probe_log(PLOG_ERROR, "cannot load the BPF programs: %s", strerror(-ret));
-		goto out;
-	}
-	ctx.stats_fd = gg_bpf_stats_start(bpf_stats);
-	/* ioprobe has no snoopers: everything is in scope. */
-	{
-		static struct gg_scope all;
-
-		gg_scope__init(&all);
-		(void)gg_scope__apply(&all, ctx.skel->obj);
-	}
-	apply_conf(&ctx);
-	gg_subprobes_str(ctx.cur.subprobes, SUBPROBES, NSUB, names, sizeof(names));
-	probe_log(PLOG_INFO, "started: report period %u s, sub-probes %s, latency_thr %u ms", ctx.cur.period_s, names,
-		  ctx.cur.latency_thr);
-
-	probe_rt__run_periodic(ctx.rt, &ctx.cur.period_s, report, &ctx);
-	status = 0;
-	probe_log(PLOG_INFO, "stopping: %llu records emitted, %llu invalid",
-		  (unsigned long long)probe_rt__records_emitted(ctx.rt),
-		  (unsigned long long)probe_rt__records_invalid(ctx.rt));
-out:
-	if (ctx.stats_fd >= 0)
-		close(ctx.stats_fd);
-	ioprobe__destroy(ctx.skel);
-	free(ctx.dkeys);
-	free(ctx.dvals);
-	free(ctx.pkeys);
-	free(ctx.pvals);
-	free(ctx.ckeys);
-	free(ctx.cvals);
-	probe_rt__free(ctx.rt);
-	return status;
+	return probe_runner__main(&r, argc, argv);
 }

@@ -12,12 +12,12 @@
 
 #include "l7_user.h"
 #include "probe_conf.h"
+#include "probe_runner.h"
 #include "l7probe.meta.h"
 #include "l7probe.skel.h"
 
-#define PROBE_NAME "l7"
-#define PROG	   "l7probe"
-#define CONTRACT   (&gg_contract_l7probe)
+#define PROG	 "l7probe"
+#define CONTRACT (&gg_contract_l7probe)
 /* Under the supervisor the first configuration (its scope) follows the start; nothing is captured
  * before it or before this much time, so that processes outside the scope it brings leave no row. */
 #define FIRST_CONFIG_WAIT_MS 3000u
@@ -43,7 +43,8 @@ struct l7_ctx {
 	int configured; /* a live configuration arrived (or none is expected) */
 	uint64_t start_ms;
 	uint64_t last_report_ns;
-	int stats_fd;
+	int bpf_stats;		     /* --bpf-stats: set, and collected */
+	unsigned int cap, max_conns; /* -c, -m */
 	struct gg_bpf_stats_prev stats_prev[40];
 	uint64_t exits_swept; /* tracker's exit count at the last sweep of l7_socks */
 };
@@ -99,67 +100,43 @@ static int parse_protos(const char *csv, unsigned int *ret, char *bad, size_t ba
 }
 
 /* l7probe's own options: -c, -m. */
-struct own_args {
-	unsigned int *cap;
-	unsigned int *max_conns;
+static const struct probe_opt own[] = {
+	{NULL, 'c', required_argument, 'c', "BYTES", "payload prefix captured per call, 64..8192 (default 4096)"},
+	{NULL, 'm', required_argument, 'm', "N", "most connections tracked at once, 16..4194304 (default 65536)"},
 };
 
 static int own_option(void *data, int id, const char *arg)
 {
-	struct own_args *o = data;
+	struct l7_ctx *ctx = data;
 
 	if (id == 'c') {
-		if (probe_parse_uint(arg, 64, L7_DATA_MAX, o->cap)) {
+		if (probe_parse_uint(arg, 64, L7_DATA_MAX, &ctx->cap)) {
 			fprintf(stderr, PROG ": invalid value '%s' for -c (expected 64..%u)\n", arg, L7_DATA_MAX);
 			return 2;
 		}
 		return 0;
 	}
-	if (probe_parse_uint(arg, 16, 1u << 22, o->max_conns)) {
+	if (probe_parse_uint(arg, 16, 1u << 22, &ctx->max_conns)) {
 		fprintf(stderr, PROG ": invalid value '%s' for -m (expected 16..4194304)\n", arg);
 		return 2;
 	}
 	return 0;
 }
 
-/* Returns -1 to go on, or the exit status. */
-static int parse_args(int argc, char **argv, struct l7_ctx *ctx, enum probe_log_level *level, unsigned int *cap,
-		      unsigned int *max_conns, int *bpf_stats)
+/* -p names protocols l7probe knows. */
+static int check_args(void *arg)
 {
-	static const struct probe_opt own[] = {
-		{NULL, 'c', required_argument, 'c', "BYTES",
-		 "payload prefix captured per call, 64..8192 (default 4096)"},
-		{NULL, 'm', required_argument, 'm', "N",
-		 "most connections tracked at once, 16..4194304 (default 65536)"},
-	};
-	struct own_args o = {cap, max_conns};
-	const struct probe_args a = {.prog = PROG,
-				     .contract = CONTRACT,
-				     .conf = &ctx->base,
-				     .subprobes = &ctx->base.subs,
-				     .level = level,
-				     .scope = &ctx->base_scope,
-				     .comm = &ctx->comm,
-				     .bpf_stats = bpf_stats,
-				     .own = own,
-				     .nown = 2,
-				     .own_cb = own_option,
-				     .ctx = &o,
-				     .notes = notes};
+	struct l7_ctx *ctx = arg;
 	char bad[32];
-	int ret;
 
-	ret = probe_conf__parse_args(&a, argc, argv);
-	if (ret >= 0)
-		return ret;
 	if (parse_protos(ctx->base.protos_str, &ctx->base.protos, bad, sizeof(bad))) {
 		fprintf(stderr,
 			PROG ": unknown protocol '%s' in -p (expected http, pgsql, mysql, redis, kafka, mongo, "
 			     "rocketmq, dns)\n",
 			bad);
-		return 2;
+		return -EINVAL;
 	}
-	return -1;
+	return 0;
 }
 
 /* Scope maps, then a fresh verdict cache. A program that read the old maps just before the update
@@ -350,7 +327,7 @@ static void report(void *arg)
 		}
 	}
 	(void)probe_rt__flush(ctx->rt);
-	if (ctx->stats_fd >= 0) {
+	if (ctx->bpf_stats) {
 		char buf[2048];
 
 		gg_bpf_stats_fmt(ctx->skel->obj, ctx->stats_prev, sizeof(ctx->stats_prev) / sizeof(ctx->stats_prev[0]),
@@ -411,74 +388,87 @@ static int setup_bpf(struct l7_ctx *ctx, unsigned int cap)
 	return err;
 }
 
-int main(int argc, char **argv)
+/* After the command line: the connection tracker, the BPF programs, the event ring, the scope. */
+static int setup(void *arg, struct probe_rt *rt)
 {
-	static struct l7_ctx ctx;
 	static struct gg_scope nothing;
-	enum probe_log_level level = PLOG_INFO;
-	struct probe_rt_opts opts = {.name = PROBE_NAME, .on_config = on_config, .cb_ctx = &ctx};
-	unsigned int cap = L7_CAP_DEFAULT, max_conns = L7_CONNS_DEFAULT;
-	int bpf_stats = 0, ret, status = 1;
+	struct l7_ctx *ctx = arg;
 	char names[128];
+	int ret;
 
-	probe_log_setup(PROBE_NAME, PLOG_INFO);
-	probe_conf__defaults(CONTRACT, &ctx.base, &ctx.base.subs);
-	gg_scope__init(&ctx.base_scope);
-	ctx.stats_fd = -1;
-	ret = parse_args(argc, argv, &ctx, &level, &cap, &max_conns, &bpf_stats);
-	if (ret >= 0)
-		return ret;
-	ctx.cur = ctx.base;
-
-	ctx.rt = probe_rt__start(&opts, level);
-	if (!ctx.rt)
-		return 1;
-	ctx.tracker = l7_tracker__new(max_conns, L7_KEYS_MAX);
-	if (!ctx.tracker) {
+	ctx->rt = rt;
+	ctx->cur = ctx->base;
+	ctx->tracker = l7_tracker__new(ctx->max_conns, L7_KEYS_MAX);
+	if (!ctx->tracker) {
 		probe_log(PLOG_ERROR, "out of memory");
-		goto out;
+		return -ENOMEM;
 	}
-	ret = setup_bpf(&ctx, cap);
+	ret = setup_bpf(ctx, ctx->cap);
 	if (ret) {
 		probe_log(PLOG_ERROR, "cannot load the BPF programs: %s", strerror(-ret));
-		goto out;
+		return ret;
 	}
-	ctx.tls = l7_tls__new(ctx.skel);
-	ctx.rb = ring_buffer__new(bpf_map__fd(ctx.skel->maps.l7_events), l7_tracker__event, ctx.tracker, NULL);
-	if (!ctx.rb || !ctx.tls) {
-		probe_log(PLOG_ERROR, "cannot map the event ring: %s", strerror(errno));
-		goto out;
+	ctx->tls = l7_tls__new(ctx->skel);
+	ctx->rb = ring_buffer__new(bpf_map__fd(ctx->skel->maps.l7_events), l7_tracker__event, ctx->tracker, NULL);
+	if (!ctx->rb || !ctx->tls) {
+		ret = errno ? -errno : -ENOMEM;
+		probe_log(PLOG_ERROR, "cannot map the event ring: %s", strerror(-ret));
+		return ret;
 	}
-	ctx.stats_fd = gg_bpf_stats_start(bpf_stats);
-	ctx.start_ms = probe_now_mono_ms();
-	ctx.last_report_ns = now_ns();
-	if (probe_rt__supervised(ctx.rt)) {
+	ctx->start_ms = probe_now_mono_ms();
+	ctx->last_report_ns = now_ns();
+	if (probe_rt__supervised(ctx->rt)) {
 		/* Nothing in scope until the supervisor says what is (or FIRST_CONFIG_WAIT_MS passed). */
 		nothing.all = 0;
-		apply_scope(&ctx, &nothing);
+		apply_scope(ctx, &nothing);
 	} else {
-		ctx.configured = 1;
-		apply_scope(&ctx, &ctx.base_scope);
-		rescan_comm(&ctx);
-		apply_conf(&ctx);
+		ctx->configured = 1;
+		apply_scope(ctx, &ctx->base_scope);
+		rescan_comm(ctx);
+		apply_conf(ctx);
 	}
-	gg_subprobes_str(ctx.cur.subs, SUBPROBES, NSUBS, names, sizeof(names));
+	gg_subprobes_str(ctx->cur.subs, SUBPROBES, NSUBS, names, sizeof(names));
 	probe_log(PLOG_INFO,
 		  "started: report period %u s, sub-probes %s, protocols %s (mask 0x%x), ssl %d, capture %u bytes",
-		  ctx.cur.period_s, names, ctx.cur.protos_str, ctx.cur.protos, ctx.cur.ssl, cap);
+		  ctx->cur.period_s, names, ctx->cur.protos_str, ctx->cur.protos, ctx->cur.ssl, ctx->cap);
+	return 0;
+}
 
-	probe_rt__run_ticking(ctx.rt, &ctx.cur.period_s, report, drain_tick, &ctx);
-	status = 0;
-	probe_log(PLOG_INFO, "stopping: %llu records emitted, %llu invalid",
-		  (unsigned long long)probe_rt__records_emitted(ctx.rt),
-		  (unsigned long long)probe_rt__records_invalid(ctx.rt));
-out:
-	if (ctx.stats_fd >= 0)
-		close(ctx.stats_fd);
-	ring_buffer__free(ctx.rb);
-	l7_tls__free(ctx.tls);
-	l7probe__destroy(ctx.skel);
-	l7_tracker__free(ctx.tracker);
-	probe_rt__free(ctx.rt);
-	return status;
+static void teardown(void *arg)
+{
+	struct l7_ctx *ctx = arg;
+
+	ring_buffer__free(ctx->rb);
+	l7_tls__free(ctx->tls);
+	l7probe__destroy(ctx->skel);
+	l7_tracker__free(ctx->tracker);
+}
+
+int main(int argc, char **argv)
+{
+	static struct l7_ctx ctx = {.cap = L7_CAP_DEFAULT, .max_conns = L7_CONNS_DEFAULT};
+	const struct probe_runner r = {
+		.contract = CONTRACT,
+		.ctx = &ctx,
+		.args = {.conf = &ctx.base,
+			 .subprobes = &ctx.base.subs,
+			 .scope = &ctx.base_scope,
+			 .comm = &ctx.comm,
+			 .bpf_stats = &ctx.bpf_stats,
+			 .own = own,
+			 .nown = sizeof(own) / sizeof(own[0]),
+			 .own_cb = own_option,
+			 .ctx = &ctx,
+			 .notes = notes},
+		.subprobes = &ctx.base.subs,
+		.check_args = check_args,
+		.setup = setup,
+		.on_config = on_config,
+		.period_s = &ctx.cur.period_s,
+		.report = report,
+		.tick = drain_tick,
+		.teardown = teardown,
+	};
+
+	return probe_runner__main(&r, argc, argv);
 }

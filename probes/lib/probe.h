@@ -133,6 +133,20 @@ void probe_rt__run_periodic(struct probe_rt *rt, const unsigned int *period_s, v
  */
 void probe_rt__run_ticking(struct probe_rt *rt, const unsigned int *period_s, void (*report)(void *arg),
 			   unsigned int (*tick)(void *arg), void *arg);
+/* What probe_rt__run drives (probe_rt__run_periodic and _ticking are short forms of it). */
+struct probe_loop {
+	const unsigned int *period_s; /* report every *period_s s (read each turn); NULL: ticks only */
+	void (*report)(void *arg);    /* may be NULL with period_s NULL */
+	unsigned int (*tick)(void *arg);
+	/* First in every turn, before waiting: puts in place what a configuration callback asked for. */
+	void (*apply)(void *arg);
+	/* Under the supervisor, no report before *configured is set or first_wait_ms passed since the
+	 * start (NULL: no wait): the first live configuration brings the scope. */
+	const int *configured;
+	unsigned int first_wait_ms;
+	void *arg;
+};
+void probe_rt__run(struct probe_rt *rt, const struct probe_loop *l);
 /*
  * Poll fd too (-1: none): when it is readable, probe_rt__wait returns 0 and probe_rt__run_ticking runs
  * the tick at once instead of at its time. For a kernel that says when work is due (a ring buffer

@@ -342,22 +342,38 @@ int probe_rt__wait(struct probe_rt *rt, unsigned int ms)
 
 void probe_rt__run_periodic(struct probe_rt *rt, const unsigned int *period_s, void (*report)(void *arg), void *arg)
 {
-	probe_rt__run_ticking(rt, period_s, report, NULL, arg);
+	const struct probe_loop l = {.period_s = period_s, .report = report, .arg = arg};
+
+	probe_rt__run(rt, &l);
 }
 
 void probe_rt__run_ticking(struct probe_rt *rt, const unsigned int *period_s, void (*report)(void *arg),
 			   unsigned int (*tick)(void *arg), void *arg)
 {
-	uint64_t last = probe_now_mono_ms(), next_tick = tick ? last + tick(arg) : UINT64_MAX;
+	const struct probe_loop l = {.period_s = period_s, .report = report, .tick = tick, .arg = arg};
+
+	probe_rt__run(rt, &l);
+}
+
+void probe_rt__run(struct probe_rt *rt, const struct probe_loop *l)
+{
+	uint64_t start = probe_now_mono_ms(), last = start;
+	uint64_t next_tick = l->tick ? last + l->tick(l->arg) : UINT64_MAX;
+	uint64_t hold_until = l->configured && probe_rt__supervised(rt) ? start + l->first_wait_ms : 0;
 
 	while (!probe_rt__stopping(rt)) {
 		uint64_t now = probe_now_mono_ms();
-		uint64_t period_ms = (uint64_t)*period_s * 1000u;
+		uint64_t period_ms = l->period_s ? (uint64_t)*l->period_s * 1000u : UINT64_MAX - last;
 		uint64_t next = last + period_ms;
 
-		if (tick && (rt->watch_ready || now >= next_tick) && now < next) {
+		if (l->apply)
+			l->apply(l->arg);
+		/* The first report waits for the scope the first live configuration brings. */
+		if (hold_until && !*l->configured && now < hold_until && next < hold_until)
+			next = hold_until;
+		if (l->tick && (rt->watch_ready || now >= next_tick) && now < next) {
 			rt->watch_ready = 0;
-			next_tick = now + tick(arg);
+			next_tick = now + l->tick(l->arg);
 			continue;
 		}
 		if (now < next) {
@@ -367,7 +383,7 @@ void probe_rt__run_ticking(struct probe_rt *rt, const unsigned int *period_s, vo
 				break;
 			continue;
 		}
-		report(arg);
+		l->report(l->arg);
 		last = now - next < period_ms ? next : now;
 	}
 }

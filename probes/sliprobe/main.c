@@ -20,8 +20,8 @@
 #include "sliprobe.meta.h"
 #include "sliprobe.skel.h"
 #include "probe.h"
+#include "probe_runner.h"
 
-#define PROBE_NAME  "sli"
 #define PROG	    "sliprobe"
 #define NODE_KEY    "sli_node_key"
 #define HIST_FIRST  9u	  /* bucket 0: below 1024 ns */
@@ -47,7 +47,7 @@ struct sli_ctx {
 	struct sliprobe *skel;
 	struct sli_conf base, cur;
 	unsigned int attached; /* hook sub-probes attached now */
-	int stats_fd;
+	int bpf_stats;	       /* --bpf-stats: set, and collected */
 	struct gg_bpf_stats_prev stats_prev[16];
 	int ncpus;
 	struct sli_stats *vals; /* ncpus (the node's per-CPU values) */
@@ -68,19 +68,6 @@ static const char notes[] =
 	"Container rows: cgroups whose path names a container (docker, containerd, cri-o, podman), or, with\n"
 	"a scope (container_id/pod_id snoopers), the cgroups of the scope. Totals are cumulative nanoseconds.\n"
 	"Live configuration: {\"probe\": [...], \"params\": {\"report_period\": N}}\n";
-
-static int parse_args(int argc, char **argv, struct sli_ctx *ctx, enum probe_log_level *level, int *bpf_stats)
-{
-	const struct probe_args a = {.prog = PROG,
-				     .contract = CONTRACT,
-				     .conf = &ctx->base,
-				     .subprobes = &ctx->base.subprobes,
-				     .level = level,
-				     .bpf_stats = bpf_stats,
-				     .notes = notes};
-
-	return probe_conf__parse_args(&a, argc, argv);
-}
 
 static uint64_t mono_ns(void)
 {
@@ -422,7 +409,7 @@ static void report(void *arg)
 	if (ctx->cur.subprobes & SLI_SP_CONTAINER)
 		report_cgroups(ctx);
 	(void)probe_rt__flush(ctx->rt);
-	if (ctx->stats_fd >= 0)
+	if (ctx->bpf_stats)
 		gg_bpf_stats_log(ctx->skel->obj, ctx->stats_prev, 16);
 }
 
@@ -439,69 +426,75 @@ static int setup_bpf(struct sli_ctx *ctx)
 	return sliprobe__load(s);
 }
 
+/* After the command line: buffers, the cgroup2 mount, the BPF programs, the sub-probes. */
+static int setup(void *arg, struct probe_rt *rt)
+{
+	struct sli_ctx *ctx = arg;
+	char names[80];
+	int ret;
+
+	ctx->rt = rt;
+	ctx->cg_mnt_fd = -1;
+	gg_scope__init(&ctx->scope);
+	ctx->cur = ctx->base;
+	ctx->node_cores = sysconf(_SC_NPROCESSORS_ONLN);
+	ctx->ncpus = libbpf_num_possible_cpus();
+	if (ctx->ncpus < 1 || ctx->node_cores < 1) {
+		probe_log(PLOG_ERROR, "cannot count the CPUs");
+		return -EINVAL;
+	}
+	ctx->vals = calloc((size_t)ctx->ncpus, sizeof(*ctx->vals));
+	ctx->io_vals = calloc((size_t)ctx->ncpus, sizeof(*ctx->io_vals));
+	ctx->cache = calloc(CACHE_SLOTS, sizeof(*ctx->cache));
+	if (!ctx->vals || !ctx->io_vals || !ctx->cache) {
+		probe_log(PLOG_ERROR, "out of memory");
+		return -ENOMEM;
+	}
+	if (find_cg2_mount(ctx->cg_mnt, sizeof(ctx->cg_mnt)) == 0)
+		ctx->cg_mnt_fd = open(ctx->cg_mnt, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	if (ctx->cg_mnt_fd < 0)
+		probe_log(PLOG_WARN, "no cgroup2 mount: node tables only");
+	ret = setup_bpf(ctx);
+	if (ret) {
+		probe_log(PLOG_ERROR, "cannot load the BPF programs: %s", strerror(-ret));
+		return ret;
+	}
+	apply_conf(ctx);
+	gg_subprobes_str(ctx->cur.subprobes, SUBPROBES, NSUB, names, sizeof(names));
+	probe_log(PLOG_INFO, "started: report period %u s, sub-probes %s, cgroup2 at %s", ctx->cur.period_s, names,
+		  ctx->cg_mnt_fd >= 0 ? ctx->cg_mnt : "(none)");
+	return 0;
+}
+
+static void teardown(void *arg)
+{
+	struct sli_ctx *ctx = arg;
+
+	if (ctx->cg_mnt_fd >= 0)
+		close(ctx->cg_mnt_fd);
+	sliprobe__destroy(ctx->skel);
+	free(ctx->vals);
+	free(ctx->io_vals);
+	free(ctx->cache);
+}
+
 int main(int argc, char **argv)
 {
 	static struct sli_ctx ctx;
-	enum probe_log_level level = PLOG_INFO;
-	struct probe_rt_opts opts = {.name = PROBE_NAME, .on_config = on_config, .cb_ctx = &ctx};
-	int bpf_stats = 0, ret, status = 1;
-	char names[80];
+	const struct probe_runner r = {
+		.contract = CONTRACT,
+		.ctx = &ctx,
+		.args = {.conf = &ctx.base,
+			 .subprobes = &ctx.base.subprobes,
+			 .bpf_stats = &ctx.bpf_stats,
+			 .notes = notes},
+		.subprobes = &ctx.base.subprobes,
+		.setup = setup,
+		.on_config = on_config,
+		.period_s = &ctx.cur.period_s,
+		.report = report,
+		.teardown = teardown,
+	};
 
-	probe_log_setup(PROBE_NAME, PLOG_INFO);
-	gg_params__defaults(CONTRACT->params, CONTRACT->nparams, &ctx.base);
-	ctx.base.subprobes = gg_contract__default_subprobes(CONTRACT);
-	gg_scope__init(&ctx.scope);
-	ctx.stats_fd = -1;
-	ctx.cg_mnt_fd = -1;
-	ret = parse_args(argc, argv, &ctx, &level, &bpf_stats);
-	if (ret >= 0)
-		return ret;
-	ctx.cur = ctx.base;
-	ctx.rt = probe_rt__start(&opts, level);
-	if (!ctx.rt)
-		return 1;
-	ctx.node_cores = sysconf(_SC_NPROCESSORS_ONLN);
-	ctx.ncpus = libbpf_num_possible_cpus();
-	if (ctx.ncpus < 1 || ctx.node_cores < 1) {
-		probe_log(PLOG_ERROR, "cannot count the CPUs");
-		goto out;
-	}
-	ctx.vals = calloc((size_t)ctx.ncpus, sizeof(*ctx.vals));
-	ctx.io_vals = calloc((size_t)ctx.ncpus, sizeof(*ctx.io_vals));
-	ctx.cache = calloc(CACHE_SLOTS, sizeof(*ctx.cache));
-	if (!ctx.vals || !ctx.io_vals || !ctx.cache) {
-		probe_log(PLOG_ERROR, "out of memory");
-		goto out;
-	}
-	if (find_cg2_mount(ctx.cg_mnt, sizeof(ctx.cg_mnt)) == 0)
-		ctx.cg_mnt_fd = open(ctx.cg_mnt, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-	if (ctx.cg_mnt_fd < 0)
-		probe_log(PLOG_WARN, "no cgroup2 mount: node tables only");
-	ret = setup_bpf(&ctx);
-	if (ret) {
-		probe_log(PLOG_ERROR, "cannot load the BPF programs: %s", strerror(-ret));
-		goto out;
-	}
-	ctx.stats_fd = gg_bpf_stats_start(bpf_stats);
-	apply_conf(&ctx);
-	gg_subprobes_str(ctx.cur.subprobes, SUBPROBES, NSUB, names, sizeof(names));
-	probe_log(PLOG_INFO, "started: report period %u s, sub-probes %s, cgroup2 at %s", ctx.cur.period_s, names,
-		  ctx.cg_mnt_fd >= 0 ? ctx.cg_mnt : "(none)");
-
-	probe_rt__run_periodic(ctx.rt, &ctx.cur.period_s, report, &ctx);
-	status = 0;
-	probe_log(PLOG_INFO, "stopping: %llu records emitted, %llu invalid",
-		  (unsigned long long)probe_rt__records_emitted(ctx.rt),
-		  (unsigned long long)probe_rt__records_invalid(ctx.rt));
-out:
-	if (ctx.stats_fd >= 0)
-		close(ctx.stats_fd);
-	if (ctx.cg_mnt_fd >= 0)
-		close(ctx.cg_mnt_fd);
-	sliprobe__destroy(ctx.skel);
-	free(ctx.vals);
-	free(ctx.io_vals);
-	free(ctx.cache);
-	probe_rt__free(ctx.rt);
-	return status;
+	return probe_runner__main(&r, argc, argv);
 }

@@ -9,12 +9,13 @@
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
+#include <unistd.h>
 
 #include "probe.h"
+#include "probe_runner.h"
 #include "stackprobe.h"
 #include "stackprobe.meta.h"
 
-#define PROBE_NAME	"flamegraph"
 #define PROG		"stackprobe"
 #define DRAIN_MS	1000u
 #define COMM_RESCAN_MS	2000u
@@ -39,7 +40,8 @@ struct sp_ctx {
 	int scope_from_ctrl;
 	int apply_pending;
 	int config_seen;
-	uint64_t files_written, pyro_ok, pyro_err;
+	uint64_t t_drain, t_report, t_comm, t_store, t_svg, t_pyro; /* monotonic ms of the last of each */
+	uint64_t files_written, files_failed, pyro_ok, pyro_err;
 };
 
 extern const struct gg_contract gg_contract_stackprobe;
@@ -100,28 +102,11 @@ bad:
 	return 2;
 }
 
-/* Returns -1 to go on, or the exit status. */
-static int parse_args(int argc, char **argv, struct sp_ctx *ctx, enum probe_log_level *level)
-{
-	static const struct probe_opt own[] = {
-		{"store-period", 0, required_argument, 's', "SEC", "profile store period, 1..600 (default 10)"},
-		{"pyroscope-period", 0, required_argument, 'p', "SEC", "Pyroscope upload period, 1..600 (default 30)"},
-		{"comm", 0, required_argument, 'c', "NAME", "only processes with this name (repeatable; every 2 s)"},
-	};
-	const struct probe_args a = {.prog = PROG,
-				     .contract = CONTRACT,
-				     .conf = &ctx->base,
-				     .subprobes = &ctx->base.events,
-				     .level = level,
-				     .scope = &ctx->base_scope,
-				     .own = own,
-				     .nown = 3,
-				     .own_cb = own_option,
-				     .ctx = ctx,
-				     .notes = notes};
-
-	return probe_conf__parse_args(&a, argc, argv);
-}
+static const struct probe_opt own[] = {
+	{"store-period", 0, required_argument, 's', "SEC", "profile store period, 1..600 (default 10)"},
+	{"pyroscope-period", 0, required_argument, 'p', "SEC", "Pyroscope upload period, 1..600 (default 30)"},
+	{"comm", 0, required_argument, 'c', "NAME", "only processes with this name (repeatable; every 2 s)"},
+};
 
 /* ---- live configuration -------------------------------------------------------------------------- */
 
@@ -172,26 +157,37 @@ static void time_stamp(uint64_t wall_ms, char *buf, size_t len)
 	strftime(buf, len, "%Y%m%d%H%M%S", &tm);
 }
 
+static void write_failed(struct sp_ctx *ctx, const char *dir, const char *name, int err)
+{
+	ctx->files_failed++;
+	probe_log(PLOG_WARN, "cannot write %s/.../%s: %s", dir, name, strerror(-err));
+}
+
 static void write_graphs(struct sp_ctx *ctx, enum sp_event ev, const char *folded, size_t len, const char *stamp,
 			 const char *suffix, uint64_t from_ms, uint64_t until_ms)
 {
 	const char *const *units = sp_event_units;
 	const struct sp_conf *c = &ctx->cur;
-	char fdir[PATH_MAX + 16], sdir[PATH_MAX + 16], path[PATH_MAX + 160], title[128], sub[160];
+	char name[160], title[128], sub[160];
 	struct sp_svg_opts so = {.title = title, .subtitle = sub, .unit = units[ev], .unit_scale = 1};
 	struct sp_pprof_opts po = {0};
 	char from_s[32], until_s[32];
-	int err;
+	int err, fdir, sdir;
 
-	snprintf(fdir, sizeof(fdir), "%s/%s", c->flame_dir, sp_event_names[ev]);
-	snprintf(sdir, sizeof(sdir), "%s/%s", c->svg_dir, sp_event_names[ev]);
-	if ((err = gg_mkdir_p(fdir, 0755)) || (err = gg_mkdir_p(sdir, 0755))) {
-		probe_log(PLOG_WARN, "cannot create %s or %s: %s", fdir, sdir, strerror(-err));
+	/* confined below the output base: a directory swapped for a symlink after the REST check fails */
+	fdir = probe_outdir__open_sub(c->flame_dir, sp_event_names[ev], 1);
+	sdir = fdir < 0 ? fdir : probe_outdir__open_sub(c->svg_dir, sp_event_names[ev], 1);
+	if (fdir < 0 || sdir < 0) {
+		ctx->files_failed++;
+		probe_log(PLOG_WARN, "cannot open %s/%s or %s/%s for writing: %s", c->flame_dir, sp_event_names[ev],
+			  c->svg_dir, sp_event_names[ev], strerror(-(fdir < 0 ? fdir : sdir)));
+		if (fdir >= 0)
+			close(fdir);
 		return;
 	}
-	snprintf(path, sizeof(path), "%s/%s_%s%s.folded", fdir, stamp, sp_event_names[ev], suffix);
-	if ((err = sp_write_file_atomic(path, folded, len)))
-		probe_log(PLOG_WARN, "cannot write %s: %s", path, strerror(-err));
+	snprintf(name, sizeof(name), "%s_%s%s.folded", stamp, sp_event_names[ev], suffix);
+	if ((err = probe_outdir__write(fdir, name, folded, len)))
+		write_failed(ctx, c->flame_dir, name, err);
 	else
 		ctx->files_written++;
 
@@ -204,9 +200,9 @@ static void write_graphs(struct sp_ctx *ctx, enum sp_event ev, const char *folde
 				      : "Allocation (bytes)",
 		 suffix[0] ? " of process " : "", suffix[0] ? suffix + 1 : "");
 	snprintf(sub, sizeof(sub), "%s - %s (gala-gopher stackprobe, values in %s)", from_s, until_s, units[ev]);
-	snprintf(path, sizeof(path), "%s/%s_%s%s.svg", sdir, stamp, sp_event_names[ev], suffix);
-	if ((err = sp_svg__write(path, folded, len, &so)))
-		probe_log(PLOG_WARN, "cannot write %s: %s", path, strerror(-err));
+	snprintf(name, sizeof(name), "%s_%s%s.svg", stamp, sp_event_names[ev], suffix);
+	if ((err = sp_svg__write(sdir, name, folded, len, &so)))
+		write_failed(ctx, c->svg_dir, name, err);
 	else
 		ctx->files_written++;
 
@@ -243,11 +239,13 @@ static void write_graphs(struct sp_ctx *ctx, enum sp_event ev, const char *folde
 		po.period_unit = "count";
 		po.period = 1;
 	}
-	snprintf(path, sizeof(path), "%s/%s_%s%s.pb.gz", fdir, stamp, sp_event_names[ev], suffix);
-	if ((err = sp_pprof__write(path, folded, len, &po)))
-		probe_log(PLOG_WARN, "cannot write %s: %s", path, strerror(-err));
+	snprintf(name, sizeof(name), "%s_%s%s.pb.gz", stamp, sp_event_names[ev], suffix);
+	if ((err = sp_pprof__write(fdir, name, folded, len, &po)))
+		write_failed(ctx, c->flame_dir, name, err);
 	else
 		ctx->files_written++;
+	close(fdir);
+	close(sdir);
 }
 
 /* Distinct tgids of sorted-by-key entries (for multi_instance). */
@@ -274,7 +272,8 @@ static void flush_period(struct sp_ctx *ctx, enum sp_event ev, uint64_t now_ms)
 {
 	struct sp_acc *acc = &ctx->prof.acc[ev];
 	struct ftab_ent **ents;
-	char stamp[32], dir[PATH_MAX + 16];
+	char stamp[32];
+	int dfd;
 	size_t n = 0;
 
 	if (!acc->period.n)
@@ -306,11 +305,17 @@ static void flush_period(struct sp_ctx *ctx, enum sp_event ev, uint64_t now_ms)
 		free(folded);
 	}
 	free(ents);
-	snprintf(dir, sizeof(dir), "%s/%s", ctx->cur.flame_dir, sp_event_names[ev]);
-	sp_dir_trim(dir, ".folded", FILES_KEPT);
-	sp_dir_trim(dir, ".pb.gz", FILES_KEPT);
-	snprintf(dir, sizeof(dir), "%s/%s", ctx->cur.svg_dir, sp_event_names[ev]);
-	sp_dir_trim(dir, ".svg", FILES_KEPT);
+	dfd = probe_outdir__open_sub(ctx->cur.flame_dir, sp_event_names[ev], 0);
+	if (dfd >= 0) {
+		sp_dir_trim(dfd, ".folded", FILES_KEPT);
+		sp_dir_trim(dfd, ".pb.gz", FILES_KEPT);
+		close(dfd);
+	}
+	dfd = probe_outdir__open_sub(ctx->cur.svg_dir, sp_event_names[ev], 0);
+	if (dfd >= 0) {
+		sp_dir_trim(dfd, ".svg", FILES_KEPT);
+		close(dfd);
+	}
 done:
 	ftab__clear(&acc->period);
 	acc->period_from_ms = now_ms;
@@ -322,9 +327,10 @@ static void flush_store(struct sp_ctx *ctx, enum sp_event ev, uint64_t now_ms)
 	unsigned int period_us = ev == SP_EV_ONCPU ? ctx->cur.perf_period_ms * 1000u : 0;
 	int err = sp_store__write(ctx->cur.flame_dir, ev, acc->store_from_ms, now_ms, period_us, &acc->store);
 
-	if (err)
+	if (err) {
+		ctx->files_failed++;
 		probe_log(PLOG_WARN, "profile store (%s/store): %s", ctx->cur.flame_dir, strerror(-err));
-	else if (acc->store.n)
+	} else if (acc->store.n)
 		ctx->files_written++;
 	ftab__clear(&acc->store);
 	acc->store_from_ms = now_ms;
@@ -430,6 +436,7 @@ static void report(struct sp_ctx *ctx)
 	probe_rec__u64(&rec, ys.lookups);
 	probe_rec__u64(&rec, ys.elf_loads);
 	probe_rec__u64(&rec, ctx->files_written);
+	probe_rec__u64(&rec, ctx->files_failed);
 	probe_rec__u64(&rec, ctx->pyro_ok);
 	probe_rec__u64(&rec, ctx->pyro_err);
 	probe_rec__u64(&rec, ss.ua.links);
@@ -484,123 +491,164 @@ static uint64_t next_at(uint64_t last, unsigned int period_s, uint64_t now)
 	return next > now + (uint64_t)period_s * 1000u ? now + (uint64_t)period_s * 1000u : next;
 }
 
+/* Before the command line: the defaults of the probe's own options (not parameters). */
+static void init(void *arg)
+{
+	struct sp_ctx *ctx = arg;
+
+	ctx->base.store_period_s = 10;
+	ctx->base.pyro_period_s = 30;
+}
+
+/* After the command line: the symbolizer, the sampler, the scope (under the supervisor, the first live
+ * configuration's), the sub-probes. */
+static int setup(void *arg, struct probe_rt *rt)
+{
+	struct sp_ctx *ctx = arg;
+	uint64_t wall;
+	char names[64];
+	int err;
+
+	ctx->rt = rt;
+	ctx->cur = ctx->base;
+	err = sp_profile__init(&ctx->prof);
+	if (err) {
+		probe_log(PLOG_ERROR, "cannot set up the symbolizer: %s", strerror(-err));
+		return err;
+	}
+	ctx->sampler = sp_sampler__new();
+	if (!ctx->sampler) {
+		err = -errno;
+		probe_log(PLOG_ERROR, "cannot load the BPF programs: %s", strerror(-err));
+		return err;
+	}
+	ctx->scope = ctx->base_scope;
+	err = sp_sampler__set_scope(ctx->sampler, &ctx->scope);
+	if (err)
+		probe_log(PLOG_WARN, "cannot apply the scope: %s", strerror(-err));
+	rescan_comms(ctx);
+	if (probe_rt__supervised(ctx->rt)) {
+		uint64_t until = probe_now_mono_ms() + FIRST_CONFIG_WAIT_MS;
+
+		for (uint64_t now = probe_now_mono_ms(); !ctx->config_seen && now < until; now = probe_now_mono_ms())
+			if (probe_rt__wait(ctx->rt, (unsigned int)(until - now)))
+				break;
+	}
+	apply(ctx);
+	events_str(ctx->cur.events, names, sizeof(names));
+	probe_log(PLOG_INFO, "started: sub-probes %s, perf period %u ms, svg period %u s, flame_dir %s, svg_dir %s%s%s",
+		  names, ctx->cur.perf_period_ms, ctx->cur.svg_period_s, ctx->cur.flame_dir, ctx->cur.svg_dir,
+		  ctx->cur.pyroscope[0] ? ", pyroscope " : "", ctx->cur.pyroscope);
+
+	ctx->t_drain = ctx->t_report = ctx->t_comm = ctx->t_store = ctx->t_svg = ctx->t_pyro = probe_now_mono_ms();
+	wall = probe_now_wall_ms();
+	for (int ev = 0; ev < SP_EV_NR; ev++)
+		ctx->prof.acc[ev].store_from_ms = ctx->prof.acc[ev].period_from_ms = ctx->prof.acc[ev].pyro_from_ms =
+			wall;
+	return 0;
+}
+
+/* What on_config asked for, in the loop (not inside the control channel's callback). */
+static void apply_pending(void *arg)
+{
+	struct sp_ctx *ctx = arg;
+
+	if (ctx->apply_pending)
+		apply(ctx);
+}
+
+/* Every DRAIN_MS: the samples into the profiles; each output when its period is over. */
+static unsigned int drain_tick(void *arg)
+{
+	struct sp_ctx *ctx = arg;
+	uint64_t now = probe_now_mono_ms(), wall;
+	int do_store, do_svg, do_pyro, err;
+
+	ctx->t_drain = now;
+	if (ctx->ncomms && now - ctx->t_comm >= COMM_RESCAN_MS) {
+		rescan_comms(ctx);
+		ctx->t_comm = now;
+	}
+	sp_sampler__tick(ctx->sampler, now);
+	sp_profile__begin(&ctx->prof);
+	err = sp_sampler__drain(ctx->sampler, sp_profile__add, &ctx->prof);
+	if (err)
+		probe_log(PLOG_WARN, "drain: %s", strerror(-err));
+	wall = probe_now_wall_ms();
+	do_store = now - ctx->t_store >= (uint64_t)ctx->cur.store_period_s * 1000u;
+	do_svg = now - ctx->t_svg >= (uint64_t)ctx->cur.svg_period_s * 1000u;
+	do_pyro = now - ctx->t_pyro >= (uint64_t)ctx->cur.pyro_period_s * 1000u;
+	for (int ev = 0; ev < SP_EV_NR; ev++) {
+		if (do_store)
+			flush_store(ctx, (enum sp_event)ev, wall);
+		if (do_svg)
+			flush_period(ctx, (enum sp_event)ev, wall);
+		if (do_pyro)
+			flush_pyro(ctx, (enum sp_event)ev, wall);
+	}
+	if (do_store) {
+		ctx->t_store = next_at(ctx->t_store, ctx->cur.store_period_s, now);
+		(void)sp_store__expire(ctx->cur.flame_dir, wall, ctx->cur.retention_s, STORE_MAX_BYTES);
+	}
+	if (do_svg)
+		ctx->t_svg = next_at(ctx->t_svg, ctx->cur.svg_period_s, now);
+	if (do_pyro)
+		ctx->t_pyro = next_at(ctx->t_pyro, ctx->cur.pyro_period_s, now);
+	if (now - ctx->t_report >= (uint64_t)ctx->cur.report_period_s * 1000u) {
+		report(ctx);
+		ctx->t_report = next_at(ctx->t_report, ctx->cur.report_period_s, now);
+	}
+	return DRAIN_MS;
+}
+
+/* What was collected since the last period is not thrown away. */
+static void stop(void *arg, char *note, size_t len)
+{
+	struct sp_ctx *ctx = arg;
+	uint64_t wall;
+
+	sp_profile__begin(&ctx->prof);
+	(void)sp_sampler__drain(ctx->sampler, sp_profile__add, &ctx->prof);
+	wall = probe_now_wall_ms();
+	for (int ev = 0; ev < SP_EV_NR; ev++) {
+		flush_store(ctx, (enum sp_event)ev, wall);
+		flush_period(ctx, (enum sp_event)ev, wall);
+	}
+	report(ctx);
+	snprintf(note, len, "%llu files written", (unsigned long long)ctx->files_written);
+}
+
+static void teardown(void *arg)
+{
+	struct sp_ctx *ctx = arg;
+
+	sp_sampler__free(ctx->sampler);
+	sp_profile__free(&ctx->prof);
+}
+
 int main(int argc, char **argv)
 {
 	static struct sp_ctx ctx;
-	enum probe_log_level level = PLOG_INFO;
-	struct probe_rt_opts opts = {.name = PROBE_NAME, .on_config = on_config, .cb_ctx = &ctx};
-	uint64_t t_drain, t_report, t_comm, t_store, t_svg, t_pyro, wall;
-	char names[64];
-	int ret = 1, err;
+	const struct probe_runner r = {
+		.contract = CONTRACT,
+		.ctx = &ctx,
+		.args = {.conf = &ctx.base,
+			 .subprobes = &ctx.base.events,
+			 .scope = &ctx.base_scope,
+			 .own = own,
+			 .nown = sizeof(own) / sizeof(own[0]),
+			 .own_cb = own_option,
+			 .ctx = &ctx,
+			 .notes = notes},
+		.subprobes = &ctx.base.events,
+		.init = init,
+		.setup = setup,
+		.on_config = on_config,
+		.apply = apply_pending,
+		.tick = drain_tick,
+		.stop = stop,
+		.teardown = teardown,
+	};
 
-	probe_log_setup(PROBE_NAME, PLOG_INFO);
-	probe_conf__defaults(CONTRACT, &ctx.base, &ctx.base.events);
-	ctx.base.store_period_s = 10; /* the probe's own options (not parameters) */
-	ctx.base.pyro_period_s = 30;
-	gg_scope__init(&ctx.base_scope);
-	ret = parse_args(argc, argv, &ctx, &level);
-	if (ret >= 0)
-		return ret;
-	ret = 1;
-	ctx.cur = ctx.base;
-
-	ctx.rt = probe_rt__start(&opts, level);
-	if (!ctx.rt)
-		return 1;
-	err = sp_profile__init(&ctx.prof);
-	if (err) {
-		probe_log(PLOG_ERROR, "cannot set up the symbolizer: %s", strerror(-err));
-		goto out;
-	}
-	ctx.sampler = sp_sampler__new();
-	if (!ctx.sampler) {
-		probe_log(PLOG_ERROR, "cannot load the BPF programs: %s", strerror(errno));
-		goto out;
-	}
-	ctx.scope = ctx.base_scope;
-	err = sp_sampler__set_scope(ctx.sampler, &ctx.scope);
-	if (err)
-		probe_log(PLOG_WARN, "cannot apply the scope: %s", strerror(-err));
-	rescan_comms(&ctx);
-	if (probe_rt__supervised(ctx.rt)) {
-		uint64_t until = probe_now_mono_ms() + FIRST_CONFIG_WAIT_MS;
-
-		for (uint64_t now = probe_now_mono_ms(); !ctx.config_seen && now < until; now = probe_now_mono_ms())
-			if (probe_rt__wait(ctx.rt, (unsigned int)(until - now)))
-				break;
-	}
-	apply(&ctx);
-	events_str(ctx.cur.events, names, sizeof(names));
-	probe_log(PLOG_INFO, "started: sub-probes %s, perf period %u ms, svg period %u s, flame_dir %s, svg_dir %s%s%s",
-		  names, ctx.cur.perf_period_ms, ctx.cur.svg_period_s, ctx.cur.flame_dir, ctx.cur.svg_dir,
-		  ctx.cur.pyroscope[0] ? ", pyroscope " : "", ctx.cur.pyroscope);
-
-	t_drain = t_report = t_comm = t_store = t_svg = t_pyro = probe_now_mono_ms();
-	wall = probe_now_wall_ms();
-	for (int ev = 0; ev < SP_EV_NR; ev++)
-		ctx.prof.acc[ev].store_from_ms = ctx.prof.acc[ev].period_from_ms = ctx.prof.acc[ev].pyro_from_ms = wall;
-	while (!probe_rt__stopping(ctx.rt)) {
-		uint64_t now = probe_now_mono_ms();
-		uint64_t next = t_drain + DRAIN_MS;
-		int do_store, do_svg, do_pyro;
-
-		if (ctx.apply_pending)
-			apply(&ctx);
-		if (now < next) {
-			if (probe_rt__wait(ctx.rt, (unsigned int)(next - now)))
-				break;
-			continue;
-		}
-		t_drain = now;
-		if (ctx.ncomms && now - t_comm >= COMM_RESCAN_MS) {
-			rescan_comms(&ctx);
-			t_comm = now;
-		}
-		sp_sampler__tick(ctx.sampler, now);
-		sp_profile__begin(&ctx.prof);
-		err = sp_sampler__drain(ctx.sampler, sp_profile__add, &ctx.prof);
-		if (err)
-			probe_log(PLOG_WARN, "drain: %s", strerror(-err));
-		wall = probe_now_wall_ms();
-		do_store = now - t_store >= (uint64_t)ctx.cur.store_period_s * 1000u;
-		do_svg = now - t_svg >= (uint64_t)ctx.cur.svg_period_s * 1000u;
-		do_pyro = now - t_pyro >= (uint64_t)ctx.cur.pyro_period_s * 1000u;
-		for (int ev = 0; ev < SP_EV_NR; ev++) {
-			if (do_store)
-				flush_store(&ctx, (enum sp_event)ev, wall);
-			if (do_svg)
-				flush_period(&ctx, (enum sp_event)ev, wall);
-			if (do_pyro)
-				flush_pyro(&ctx, (enum sp_event)ev, wall);
-		}
-		if (do_store) {
-			t_store = next_at(t_store, ctx.cur.store_period_s, now);
-			(void)sp_store__expire(ctx.cur.flame_dir, wall, ctx.cur.retention_s, STORE_MAX_BYTES);
-		}
-		if (do_svg)
-			t_svg = next_at(t_svg, ctx.cur.svg_period_s, now);
-		if (do_pyro)
-			t_pyro = next_at(t_pyro, ctx.cur.pyro_period_s, now);
-		if (now - t_report >= (uint64_t)ctx.cur.report_period_s * 1000u) {
-			report(&ctx);
-			t_report = next_at(t_report, ctx.cur.report_period_s, now);
-		}
-	}
-	/* what was collected since the last period is not thrown away */
-	sp_profile__begin(&ctx.prof);
-	(void)sp_sampler__drain(ctx.sampler, sp_profile__add, &ctx.prof);
-	wall = probe_now_wall_ms();
-	for (int ev = 0; ev < SP_EV_NR; ev++) {
-		flush_store(&ctx, (enum sp_event)ev, wall);
-		flush_period(&ctx, (enum sp_event)ev, wall);
-	}
-	report(&ctx);
-	ret = 0;
-	probe_log(PLOG_INFO, "stopping: %llu records emitted, %llu files written",
-		  (unsigned long long)probe_rt__records_emitted(ctx.rt), (unsigned long long)ctx.files_written);
-out:
-	sp_sampler__free(ctx.sampler);
-	sp_profile__free(&ctx.prof);
-	probe_rt__free(ctx.rt);
-	return ret;
+	return probe_runner__main(&r, argc, argv);
 }

@@ -8,10 +8,9 @@
 
 #include "bpf_util.h"
 #include "probe.h"
+#include "probe_runner.h"
 #include "system_infos.h"
 
-#define PROBE_NAME	   "baseinfo"
-#define PROG		   "system_infos"
 #define PROC_SCOPE_WAIT_MS 3000u
 
 /* State shared by the main loop and the configuration callback. */
@@ -47,21 +46,6 @@ static const char notes[] =
 	"Live configuration (from the supervisor): {\"params\": {\"report_period\": N, \"dev_name\": \"eth0\"},\n"
 	"\"probe\": [\"cpu\", \"mem\", ...], \"scope\": {\"all\": false, \"pids\": [..], \"cgroup_ids\": [..]}}\n"
 	"(\"probe\" may also be given as \"cmd\": {\"probe\": [...]}; what is left out comes from the options).\n";
-
-/* Returns -1 to go on, or the exit status. */
-static int parse_args(int argc, char **argv, struct si_conf *conf, const char **comm, enum probe_log_level *level)
-{
-	const struct probe_args a = {.prog = PROG,
-				     .contract = CONTRACT,
-				     .conf = conf,
-				     .subprobes = &conf->subprobes,
-				     .level = level,
-				     .scope = &conf->scope,
-				     .comm = comm,
-				     .notes = notes};
-
-	return probe_conf__parse_args(&a, argc, argv);
-}
 
 static int on_config(void *data, uint64_t version, const struct gg_ctrl_msg *msg)
 {
@@ -122,49 +106,60 @@ static void report(void *arg)
 	(void)probe_rt__flush(ctx->rt);
 }
 
-int main(int argc, char **argv)
+/* After the command line: the starting points of the first rates. */
+static int setup(void *arg, struct probe_rt *rt)
 {
-	static struct si_ctx ctx;
-	enum probe_log_level level = PLOG_INFO;
-	struct probe_rt_opts opts = {.name = PROBE_NAME, .on_config = on_config, .cb_ctx = &ctx};
+	struct si_ctx *ctx = arg;
 	char names[64];
 	int ret;
 
-	probe_log_setup(PROBE_NAME, PLOG_INFO);
-	probe_conf__defaults(CONTRACT, &ctx.base, &ctx.base.subprobes);
-	gg_scope__init(&ctx.base.scope);
-	ret = parse_args(argc, argv, &ctx.base, &ctx.comm, &level);
-	if (ret >= 0)
-		return ret;
-	ctx.cur = ctx.base;
-
-	ctx.rt = probe_rt__start(&opts, level);
-	if (!ctx.rt)
-		return 1;
+	ctx->rt = rt;
+	ctx->cur = ctx->base;
 	/* The first report is a rate over its whole period: sample the starting point now. */
-	ret = si_cpu__init(&ctx.cpu);
+	ret = si_cpu__init(&ctx->cpu);
 	if (ret)
 		probe_log(PLOG_WARN, "initial CPU sample failed: %s", strerror(-ret));
-	(void)si_nic__sample(&ctx.nic);
-	(void)si_disk__sample(&ctx.disk);
-	(void)si_proc__init(&ctx.proc);
-	gg_subprobes_str(ctx.cur.subprobes, subprobe_names, NSUBPROBES, names, sizeof(names));
-	probe_log(PLOG_INFO, "started: report period %u s, sub-probes %s", ctx.cur.period_s, names);
-
-	ctx.start_ms = probe_now_mono_ms();
-	probe_rt__run_periodic(ctx.rt, &ctx.cur.period_s, report, &ctx);
-
-	probe_log(PLOG_INFO, "stopping: %llu records emitted, %llu invalid",
-		  (unsigned long long)probe_rt__records_emitted(ctx.rt),
-		  (unsigned long long)probe_rt__records_invalid(ctx.rt));
-	probe_rt__free(ctx.rt);
-	si_cpu__free(&ctx.cpu);
-	si_mem__free(&ctx.mem);
-	si_nic__free(&ctx.nic);
-	si_net__free(&ctx.net);
-	si_disk__free(&ctx.disk);
-	si_fs__free(&ctx.fs);
-	si_host__free(&ctx.host);
-	si_proc__free(&ctx.proc);
+	(void)si_nic__sample(&ctx->nic);
+	(void)si_disk__sample(&ctx->disk);
+	(void)si_proc__init(&ctx->proc);
+	gg_subprobes_str(ctx->cur.subprobes, subprobe_names, NSUBPROBES, names, sizeof(names));
+	probe_log(PLOG_INFO, "started: report period %u s, sub-probes %s", ctx->cur.period_s, names);
+	ctx->start_ms = probe_now_mono_ms();
 	return 0;
+}
+
+static void teardown(void *arg)
+{
+	struct si_ctx *ctx = arg;
+
+	si_cpu__free(&ctx->cpu);
+	si_mem__free(&ctx->mem);
+	si_nic__free(&ctx->nic);
+	si_net__free(&ctx->net);
+	si_disk__free(&ctx->disk);
+	si_fs__free(&ctx->fs);
+	si_host__free(&ctx->host);
+	si_proc__free(&ctx->proc);
+}
+
+int main(int argc, char **argv)
+{
+	static struct si_ctx ctx;
+	const struct probe_runner r = {
+		.contract = CONTRACT,
+		.ctx = &ctx,
+		.args = {.conf = &ctx.base,
+			 .subprobes = &ctx.base.subprobes,
+			 .scope = &ctx.base.scope,
+			 .comm = &ctx.comm,
+			 .notes = notes},
+		.subprobes = &ctx.base.subprobes,
+		.setup = setup,
+		.on_config = on_config,
+		.period_s = &ctx.cur.period_s,
+		.report = report,
+		.teardown = teardown,
+	};
+
+	return probe_runner__main(&r, argc, argv);
 }

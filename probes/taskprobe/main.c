@@ -10,10 +10,10 @@
 #include <unistd.h>
 
 #include "taskprobe.skel.h"
+#include "probe_runner.h"
 #include "tp_user.h"
 
-#define PROBE_NAME "proc"
-#define PROG	   "taskprobe"
+#define PROG "taskprobe"
 /* Under the supervisor, the first live configuration (its scope) normally follows the start within a
  * second or two; no report goes out before it or before this much time, so that processes outside
  * the scope it brings are not reported meanwhile. */
@@ -51,56 +51,31 @@ static int scope_add_cgroup_path(struct gg_scope *s, const char *path)
 }
 
 /* taskprobe's own options: -e, --cgroup PATH, --stats (the first name of --bpf-stats). */
-struct own_args {
-	struct tp_ctx *ctx;
-	int *stats;
+static const struct probe_opt own[] = {
+	{NULL, 'e', no_argument, 'e', NULL, "report events (event_v2, entity proc): latency_thr, offline_thr"},
+	{"cgroup", 0, required_argument, 'c', "PATH", "only processes in this cgroup v2 directory or below it"},
+	{"stats", 0, no_argument, 's', NULL, NULL}, /* the first name of --bpf-stats */
 };
 
 static int own_option(void *data, int id, const char *arg)
 {
-	struct own_args *o = data;
+	struct tp_ctx *ctx = data;
 
 	switch (id) {
 	case 'e':
-		o->ctx->base.report_event = 1;
+		ctx->base.report_event = 1;
 		return 0;
 	case 's':
-		*o->stats = 1;
+		ctx->bpf_stats = 1;
 		return 0;
 	default:
-		if (scope_add_cgroup_path(&o->ctx->base.scope, arg)) {
+		if (scope_add_cgroup_path(&ctx->base.scope, arg)) {
 			fprintf(stderr, PROG ": invalid cgroup '%s' for --cgroup (expected a cgroup v2 directory)\n",
 				arg);
 			return 2;
 		}
 		return 0;
 	}
-}
-
-/* Returns -1 to go on, or the exit status. */
-static int parse_args(int argc, char **argv, struct tp_ctx *ctx, enum probe_log_level *level, int *stats)
-{
-	static const struct probe_opt own[] = {
-		{NULL, 'e', no_argument, 'e', NULL, "report events (event_v2, entity proc): latency_thr, offline_thr"},
-		{"cgroup", 0, required_argument, 'c', "PATH", "only processes in this cgroup v2 directory or below it"},
-		{"stats", 0, no_argument, 's', NULL, NULL}, /* the first name of --bpf-stats */
-	};
-	struct own_args o = {ctx, stats};
-	const struct probe_args a = {.prog = PROG,
-				     .contract = CONTRACT,
-				     .conf = &ctx->base,
-				     .subprobes = &ctx->base.subs,
-				     .level = level,
-				     .scope = &ctx->base.scope,
-				     .comm = &ctx->comm,
-				     .bpf_stats = stats,
-				     .own = own,
-				     .nown = 3,
-				     .own_cb = own_option,
-				     .ctx = &o,
-				     .notes = notes};
-
-	return probe_conf__parse_args(&a, argc, argv);
 }
 
 static int on_config(void *data, uint64_t version, const struct gg_ctrl_msg *msg)
@@ -183,110 +158,121 @@ static void log_stats(struct tp_ctx *ctx)
 {
 	char buf[2048];
 
-	if (ctx->stats_fd < 0)
+	if (!ctx->bpf_stats)
 		return;
 	if (gg_bpf_stats_fmt(ctx->skel->obj, ctx->stats_prev, sizeof(ctx->stats_prev) / sizeof(ctx->stats_prev[0]), buf,
 			     sizeof(buf)) > 0)
 		probe_log(PLOG_INFO, "bpf_stats (runs/ns per run): %s", buf);
 }
 
-int main(int argc, char **argv)
+/* After the command line: load the programs, set the scope, attach those of the sub-probes on. */
+static int setup(void *arg, struct probe_rt *rt)
 {
-	static struct tp_ctx ctx;
-	enum probe_log_level level = PLOG_INFO;
-	struct probe_rt_opts opts = {.name = PROBE_NAME, .on_config = on_config, .cb_ctx = &ctx};
-	unsigned int applied_subs;
+	struct tp_ctx *ctx = arg;
 	char names[128], off[512];
-	int ret, stats = 0, status = 1;
-	uint64_t last, start_ms;
+	int ret;
 
-	probe_log_setup(PROBE_NAME, PLOG_INFO);
-	ctx.stats_fd = -1;
-	probe_conf__defaults(CONTRACT, &ctx.base, &ctx.base.subs);
-	gg_scope__init(&ctx.base.scope);
-	ret = parse_args(argc, argv, &ctx, &level, &stats);
-	if (ret >= 0)
-		return ret;
-	ctx.cur = ctx.base;
-
-	ctx.rt = probe_rt__start(&opts, level);
-	if (!ctx.rt)
-		return 1;
+	ctx->rt = rt;
+	ctx->cur = ctx->base;
 	ret = gg_bpf_init();
 	if (ret)
 		probe_log(PLOG_WARN, "tracefs is not available (%s): tracepoints may not attach", strerror(-ret));
-	ret = tp_report_init(&ctx);
+	ret = tp_report_init(ctx);
 	if (ret) {
 		probe_log(PLOG_ERROR, "out of memory");
-		goto cleanup;
+		return ret;
 	}
-	ctx.skel = taskprobe__open();
-	if (!ctx.skel) {
-		probe_log(PLOG_ERROR, "cannot open the BPF object: %s", strerror(errno));
-		goto cleanup;
+	ctx->skel = taskprobe__open();
+	if (!ctx->skel) {
+		ret = -errno;
+		probe_log(PLOG_ERROR, "cannot open the BPF object: %s", strerror(-ret));
+		return ret;
 	}
-	if (gg_bpf_autoload_available(ctx.skel->obj, off, sizeof(off)) > 0)
+	if (gg_bpf_autoload_available(ctx->skel->obj, off, sizeof(off)) > 0)
 		probe_log(PLOG_WARN, "this kernel lacks the hooks of %s: their metrics stay 0", off);
-	ret = taskprobe__load(ctx.skel);
+	ret = taskprobe__load(ctx->skel);
 	if (ret) {
 		probe_log(PLOG_ERROR, "cannot load the BPF programs: %s", strerror(-ret));
-		goto cleanup;
+		return ret;
 	}
-	ctx.stats_fd = gg_bpf_stats_start(stats);
-	rescan_comm(&ctx);
-	ret = tp_scope_apply(&ctx);
+	rescan_comm(ctx);
+	ret = tp_scope_apply(ctx);
 	if (ret) {
 		probe_log(PLOG_ERROR, "cannot set the scope: %s", strerror(-ret));
-		goto cleanup;
+		return ret;
 	}
-	(void)tp_attach_subs(&ctx);
-	applied_subs = ctx.cur.subs;
-	gg_subprobes_str(ctx.cur.subs, sub_names, NSUBS, names, sizeof(names));
-	probe_log(PLOG_INFO, "started: report period %u s, sub-probes %s, scope %s%s%s", ctx.cur.period_s, names,
-		  ctx.cur.scope.all ? "all" : "filtered", ctx.comm ? ", comm " : "", ctx.comm ? ctx.comm : "");
+	(void)tp_attach_subs(ctx);
+	ctx->applied_subs = ctx->cur.subs;
+	gg_subprobes_str(ctx->cur.subs, sub_names, NSUBS, names, sizeof(names));
+	probe_log(PLOG_INFO, "started: report period %u s, sub-probes %s, scope %s%s%s", ctx->cur.period_s, names,
+		  ctx->cur.scope.all ? "all" : "filtered", ctx->comm ? ", comm " : "", ctx->comm ? ctx->comm : "");
+	return 0;
+}
 
-	last = probe_now_mono_ms();
-	start_ms = last;
-	while (!probe_rt__stopping(ctx.rt)) {
-		uint64_t now = probe_now_mono_ms();
-		uint64_t next = last + (uint64_t)ctx.cur.period_s * 1000u;
+/* What on_config changed: the kernel's scope filter, the attached programs. */
+static void apply(void *arg)
+{
+	struct tp_ctx *ctx = arg;
+	int ret;
 
-		if (ctx.scope_dirty) {
-			ret = tp_scope_apply(&ctx);
-			if (ret)
-				probe_log(PLOG_WARN, "cannot set the scope: %s", strerror(-ret));
-			else if (ctx.cur.subs & TP_SUB_DNS)
-				(void)tp_dns_attach(&ctx); /* libc of new processes in scope (containers) */
-		}
-		if (ctx.cur.subs != applied_subs) {
-			(void)tp_attach_subs(&ctx);
-			applied_subs = ctx.cur.subs;
-		}
-		if (probe_rt__supervised(ctx.rt) && !ctx.configured && now < start_ms + FIRST_CONFIG_WAIT_MS &&
-		    next < start_ms + FIRST_CONFIG_WAIT_MS)
-			next = start_ms + FIRST_CONFIG_WAIT_MS;
-		if (now < next) {
-			if (probe_rt__wait(ctx.rt, (unsigned int)(next - now)))
-				break;
-			continue;
-		}
-		(void)tp_report(&ctx);
-		(void)probe_rt__flush(ctx.rt);
-		log_stats(&ctx);
-		rescan_comm(&ctx);
-		last = now - next < (uint64_t)ctx.cur.period_s * 1000u ? next : now;
+	if (ctx->scope_dirty) {
+		ret = tp_scope_apply(ctx);
+		if (ret)
+			probe_log(PLOG_WARN, "cannot set the scope: %s", strerror(-ret));
+		else if (ctx->cur.subs & TP_SUB_DNS)
+			(void)tp_dns_attach(ctx); /* libc of new processes in scope (containers) */
 	}
-	status = 0;
-cleanup:
-	probe_log(PLOG_INFO, "stopping: %llu records emitted, %llu invalid",
-		  (unsigned long long)probe_rt__records_emitted(ctx.rt),
-		  (unsigned long long)probe_rt__records_invalid(ctx.rt));
-	if (ctx.skel)
-		tp_dns_detach(&ctx);
-	taskprobe__destroy(ctx.skel);
-	if (ctx.stats_fd >= 0)
-		close(ctx.stats_fd);
-	tp_report_free(&ctx);
-	probe_rt__free(ctx.rt);
-	return status;
+	if (ctx->cur.subs != ctx->applied_subs) {
+		(void)tp_attach_subs(ctx);
+		ctx->applied_subs = ctx->cur.subs;
+	}
+}
+
+static void report(void *arg)
+{
+	struct tp_ctx *ctx = arg;
+
+	(void)tp_report(ctx);
+	(void)probe_rt__flush(ctx->rt);
+	log_stats(ctx);
+	rescan_comm(ctx);
+}
+
+static void teardown(void *arg)
+{
+	struct tp_ctx *ctx = arg;
+
+	if (ctx->skel)
+		tp_dns_detach(ctx);
+	taskprobe__destroy(ctx->skel);
+	tp_report_free(ctx);
+}
+
+int main(int argc, char **argv)
+{
+	static struct tp_ctx ctx;
+	const struct probe_runner r = {
+		.contract = CONTRACT,
+		.ctx = &ctx,
+		.args = {.conf = &ctx.base,
+			 .subprobes = &ctx.base.subs,
+			 .scope = &ctx.base.scope,
+			 .comm = &ctx.comm,
+			 .bpf_stats = &ctx.bpf_stats,
+			 .own = own,
+			 .nown = sizeof(own) / sizeof(own[0]),
+			 .own_cb = own_option,
+			 .ctx = &ctx,
+			 .notes = notes},
+		.subprobes = &ctx.base.subs,
+		.setup = setup,
+		.on_config = on_config,
+		.apply = apply,
+		.period_s = &ctx.cur.period_s,
+		.report = report,
+		.first_config_wait_ms = FIRST_CONFIG_WAIT_MS,
+		.teardown = teardown,
+	};
+
+	return probe_runner__main(&r, argc, argv);
 }

@@ -51,6 +51,7 @@ struct tp_ctx {
 	struct gg_scope applied; /* what the kernel filters on now */
 	int scope_dirty;	 /* the kernel's scope must be re-applied */
 	int configured;		 /* a live configuration was applied */
+	unsigned int applied_subs; /* the sub-probes whose programs are attached */
 	/* report state */
 	uint32_t *keys;
 	struct tp_proc *vals;
@@ -62,8 +63,8 @@ struct tp_ctx {
 	/* getaddrinfo uprobes */
 	struct tp_libc libc[TP_LIBC_MAX];
 	unsigned int nlibc;
-	/* --stats */
-	int stats_fd;
+	/* --bpf-stats (or --stats): set, and collected */
+	int bpf_stats;
 	struct gg_bpf_stats_prev stats_prev[32];
 };
 

@@ -10,10 +10,10 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "probe_runner.h"
 #include "tcp_user.h"
 #include "tcpprobe.skel.h"
 
-#define PROBE_NAME   "tcp"
 #define PROG	     "tcpprobe"
 #define DUMP_CHUNK   256u
 #define AGG_KEYS_MAX 65536u
@@ -41,7 +41,8 @@ struct tp_ctx {
 	const char *comm;	    /* --comm: rescanned every period while no live scope is set */
 	int live_scope;		    /* the supervisor sent a scope */
 	uint64_t scope_changed_ns;
-	int stats_fd;
+	int bpf_stats;		/* --bpf-stats: set, and collected */
+	unsigned int max_links; /* -m */
 	struct gg_bpf_stats_prev stats_prev[32];
 	struct bpf_link *seed_link; /* iter/task_file: links established before start or a scope change */
 	uint64_t closed_lost, links_lost;
@@ -88,57 +89,30 @@ static int parse_subprobes(const char *s, unsigned int *ret)
 }
 
 /* tcpprobe's own options: -P (names or a mask), -m. */
-struct own_args {
-	struct tp_ctx *ctx;
-	unsigned int *max_links;
+static const struct probe_opt own[] = {
+	{NULL, 'P', required_argument, 'P', "LIST",
+	 "sub-probes, comma separated, or a bit mask: tcp_abnormal*, tcp_rtt*, tcp_windows*, tcp_rate*, "
+	 "tcp_srtt*, tcp_sockbuf*, tcp_stats*, tcp_delay (* = default)"},
+	{NULL, 'm', required_argument, 'm', "N", "most live links tracked (map size), 64..1048576 (default 16384)"},
 };
 
 static int own_option(void *data, int id, const char *arg)
 {
-	struct own_args *o = data;
+	struct tp_ctx *ctx = data;
 
 	if (id == 'P') {
-		if (parse_subprobes(arg, &o->ctx->base.subprobes))
+		if (parse_subprobes(arg, &ctx->base.subprobes))
 			return 2;
-		o->ctx->base.explicit_sp = 1;
+		ctx->base.explicit_sp = 1;
 		return 0;
 	}
-	if (probe_parse_uint(arg, 64, 1u << 20, o->max_links)) {
+	if (probe_parse_uint(arg, 64, 1u << 20, &ctx->max_links)) {
 		fprintf(stderr, PROG ": invalid value '%s' for -m (expected 64..1048576)\n", arg);
 		return 2;
 	}
 	return 0;
 }
 
-/* Returns -1 to go on, or the exit status. */
-static int parse_args(int argc, char **argv, struct tp_ctx *ctx, enum probe_log_level *level, unsigned int *max_links,
-		      int *bpf_stats)
-{
-	static const struct probe_opt own[] = {
-		{NULL, 'P', required_argument, 'P', "LIST",
-		 "sub-probes, comma separated, or a bit mask: tcp_abnormal*, tcp_rtt*, tcp_windows*, tcp_rate*, "
-		 "tcp_srtt*, tcp_sockbuf*, tcp_stats*, tcp_delay (* = default)"},
-		{NULL, 'm', required_argument, 'm', "N",
-		 "most live links tracked (map size), 64..1048576 (default 16384)"},
-	};
-	struct own_args o = {ctx, max_links};
-	const struct probe_args a = {.prog = PROG,
-				     .contract = CONTRACT,
-				     .conf = &ctx->base,
-				     .level = level,
-				     .scope = &ctx->base_scope,
-				     .comm = &ctx->comm,
-				     .bpf_stats = bpf_stats,
-				     .own = own,
-				     .nown = 2,
-				     .own_cb = own_option,
-				     .ctx = &o,
-				     .notes = notes};
-
-	return probe_conf__parse_args(&a, argc, argv);
-}
-
-/* The hooks each sub-probe needs; the link life cycle hooks are always attached. */
 static void apply_subprobes(struct tp_ctx *ctx)
 {
 	struct tcpprobe *s = ctx->skel;
@@ -417,7 +391,7 @@ static void report(void *arg)
 		probe_log(PLOG_WARN, "maps full: %llu links not tracked, %llu closed links lost (raise -m)",
 			  (unsigned long long)ctx->links_lost, (unsigned long long)ctx->closed_lost);
 	}
-	if (ctx->stats_fd >= 0)
+	if (ctx->bpf_stats)
 		gg_bpf_stats_log(ctx->skel->obj, ctx->stats_prev, 32);
 }
 
@@ -477,72 +451,91 @@ static int setup_bpf(struct tp_ctx *ctx, unsigned int max_links)
 	return 0;
 }
 
-int main(int argc, char **argv)
+/* After the command line: the aggregation table, the BPF programs, the closed-link ring. */
+static int setup(void *arg, struct probe_rt *rt)
 {
-	static struct tp_ctx ctx;
-	enum probe_log_level level = PLOG_INFO;
-	struct probe_rt_opts opts = {.name = PROBE_NAME, .on_config = on_config, .cb_ctx = &ctx};
-	unsigned int max_links = TCP_LINKS_MAX;
-	int bpf_stats = 0, ret, status = 1;
+	struct tp_ctx *ctx = arg;
 	char names[160];
+	int ret;
 
-	probe_log_setup(PROBE_NAME, PLOG_INFO);
-	probe_conf__defaults(CONTRACT, &ctx.base, &ctx.base.subprobes);
-	gg_scope__init(&ctx.base_scope);
-	ctx.stats_fd = -1;
-	ctx.closed_efd = -1;
-	ret = parse_args(argc, argv, &ctx, &level, &max_links, &bpf_stats);
-	if (ret >= 0)
-		return ret;
-	ctx.cur = ctx.base;
-
-	ctx.rt = probe_rt__start(&opts, level);
-	if (!ctx.rt)
-		return 1;
-	ctx.aggs = tp_aggs__new(AGG_KEYS_MAX);
-	if (!ctx.aggs) {
+	ctx->rt = rt;
+	ctx->closed_efd = -1;
+	ctx->cur = ctx->base;
+	ctx->aggs = tp_aggs__new(AGG_KEYS_MAX);
+	if (!ctx->aggs) {
 		probe_log(PLOG_ERROR, "out of memory");
-		goto out;
+		return -ENOMEM;
 	}
-	ret = setup_bpf(&ctx, max_links);
+	ret = setup_bpf(ctx, ctx->max_links);
 	if (ret) {
 		probe_log(PLOG_ERROR, "cannot load the BPF programs: %s", strerror(-ret));
-		goto out;
+		return ret;
 	}
-	ctx.closed_rb = ring_buffer__new(bpf_map__fd(ctx.skel->maps.tcp_closed), on_closed, &ctx, NULL);
-	if (!ctx.closed_rb) {
-		probe_log(PLOG_ERROR, "cannot map the tcp_closed ring: %s", strerror(errno));
-		goto out;
+	ctx->closed_rb = ring_buffer__new(bpf_map__fd(ctx->skel->maps.tcp_closed), on_closed, ctx, NULL);
+	if (!ctx->closed_rb) {
+		ret = -errno;
+		probe_log(PLOG_ERROR, "cannot map the tcp_closed ring: %s", strerror(-ret));
+		return ret;
 	}
-	ret = watch_closed(&ctx);
+	ret = watch_closed(ctx);
 	if (ret)
 		probe_log(PLOG_WARN, "no wakeups from tcp_closed (%s): drained every %u-%u ms", strerror(-ret),
 			  DRAIN_MIN_MS, DRAIN_MAX_MS);
-	ctx.stats_fd = gg_bpf_stats_start(bpf_stats);
-	ctx.start_ns = now_ns();
-	local_port_range(&ctx.port_lo, &ctx.port_hi);
-	apply_scope(&ctx, &ctx.base_scope);
-	rescan_comm(&ctx);
-	apply_subprobes(&ctx);
-	gg_subprobes_str(ctx.cur.subprobes, SUBPROBES, NSUB, names, sizeof(names));
-	probe_log(PLOG_INFO, "started: report period %u s, sub-probes %s, scope %s", ctx.cur.period_s, names,
-		  ctx.scope.all ? "all" : "filtered");
+	ctx->start_ns = now_ns();
+	local_port_range(&ctx->port_lo, &ctx->port_hi);
+	apply_scope(ctx, &ctx->base_scope);
+	rescan_comm(ctx);
+	apply_subprobes(ctx);
+	gg_subprobes_str(ctx->cur.subprobes, SUBPROBES, NSUB, names, sizeof(names));
+	probe_log(PLOG_INFO, "started: report period %u s, sub-probes %s, scope %s", ctx->cur.period_s, names,
+		  ctx->scope.all ? "all" : "filtered");
+	return 0;
+}
 
-	probe_rt__run_ticking(ctx.rt, &ctx.cur.period_s, report, drain_tick, &ctx);
-	status = 0;
-	probe_log(PLOG_INFO, "stopping: %llu records emitted, %llu invalid, %u keys",
-		  (unsigned long long)probe_rt__records_emitted(ctx.rt),
-		  (unsigned long long)probe_rt__records_invalid(ctx.rt), tp_aggs__count(ctx.aggs));
-out:
-	if (ctx.stats_fd >= 0)
-		close(ctx.stats_fd);
-	bpf_link__destroy(ctx.seed_link);
-	probe_rt__watch_fd(ctx.rt, -1);
-	if (ctx.closed_efd >= 0)
-		close(ctx.closed_efd);
-	ring_buffer__free(ctx.closed_rb);
-	tcpprobe__destroy(ctx.skel);
-	tp_aggs__free(ctx.aggs);
-	probe_rt__free(ctx.rt);
-	return status;
+static void stop(void *arg, char *note, size_t len)
+{
+	struct tp_ctx *ctx = arg;
+
+	snprintf(note, len, "%u keys", tp_aggs__count(ctx->aggs));
+}
+
+static void teardown(void *arg)
+{
+	struct tp_ctx *ctx = arg;
+
+	bpf_link__destroy(ctx->seed_link);
+	probe_rt__watch_fd(ctx->rt, -1);
+	if (ctx->closed_efd >= 0)
+		close(ctx->closed_efd);
+	ring_buffer__free(ctx->closed_rb);
+	tcpprobe__destroy(ctx->skel);
+	tp_aggs__free(ctx->aggs);
+}
+
+int main(int argc, char **argv)
+{
+	static struct tp_ctx ctx = {.max_links = TCP_LINKS_MAX};
+	const struct probe_runner r = {
+		.contract = CONTRACT,
+		.ctx = &ctx,
+		.args = {.conf = &ctx.base,
+			 .scope = &ctx.base_scope,
+			 .comm = &ctx.comm,
+			 .bpf_stats = &ctx.bpf_stats,
+			 .own = own,
+			 .nown = sizeof(own) / sizeof(own[0]),
+			 .own_cb = own_option,
+			 .ctx = &ctx,
+			 .notes = notes},
+		.subprobes = &ctx.base.subprobes,
+		.setup = setup,
+		.on_config = on_config,
+		.period_s = &ctx.cur.period_s,
+		.report = report,
+		.tick = drain_tick,
+		.stop = stop,
+		.teardown = teardown,
+	};
+
+	return probe_runner__main(&r, argc, argv);
 }

@@ -557,6 +557,27 @@ static int same_trusted_file(const char *bin, const char *reg)
 	return trusted_resolve(bin, a) == 0 && trusted_resolve(reg, b) == 0 && !strcmp(a, b);
 }
 
+/* 1 when path is below one of the ':' separated bases as they are spelled (what the probe confines its
+ * writes to: probes/lib/probe_outdir.c). */
+static int spelled_below(const char *path, const char *bases)
+{
+	const char *b = bases;
+
+	while (b && *b) {
+		size_t w = strcspn(b, ":"), bl = w;
+
+		while (bl > 1 && b[bl - 1] == '/')
+			bl--;
+		if (bl && b[0] == '/' && !strncmp(path, b, bl) &&
+		    (path[bl] == '/' || path[bl] == '\0' || (bl == 1 && path[0] == '/')))
+			return 1;
+		b += w;
+		if (*b == ':')
+			b++;
+	}
+	return 0;
+}
+
 struct check {
 	const struct gg_probe_def *def;
 	const struct gg_rest_check_ctx *ctx;
@@ -1109,6 +1130,12 @@ static int check_param(struct check *c, const struct gg_param_spec *s, const cJS
 			return errf(c->err, c->errlen, 400,
 				    "params.%s: must be an absolute path without '.' or '..' components%s (under %s)",
 				    s->name, elf ? ", naming a regular file" : "", bases);
+		/* The probe writes below the base as spelled, never through a symbolic link: a path that only
+		 * reaches the base through one would be refused at every write. */
+		if (!elf && !spelled_below(str, bases))
+			return errf(c->err, c->errlen, 403,
+				    "params.%s: \"%s\" must be spelled below %s (not through a symbolic link to it)",
+				    s->name, snip(str, 64, all, sizeof(all)), bases);
 		cJSON_AddStringToObject(out, s->name, str);
 		return 0;
 	}

@@ -174,21 +174,26 @@ def test_endpoint_overflow_udp_connect():
 
             # 2. UDP to a closed port: dropped for lack of a socket, as the namespace's NoPorts says.
             udp_before = ns.netstat(ns.b)["Udp"]["NoPorts"]
-            c = peer_json(ns.popen(ns.a, PEER + ["udp_send", ns.ADDR_B, "6001", "20", "100"]))
+            send = ns.popen(ns.a, PEER + ["udp_send", ns.ADDR_B, "6001", "20", "100"])
+            c = peer_json(send)
             noports = ns.netstat(ns.b)["Udp"]["NoPorts"] - udp_before
             check(noports == 20, "NoPorts delta %d" % noports)
             d = wait_record(s, "skb_drop", 10, lambda r: r["drops"] >= 20, protocol="udp", reason="NO_SOCKET",
                             port=6001)
             check(d["drops"] == noports, "no-socket drops %d == NoPorts %d" % (d["drops"], noports))
-            u = wait_record(s, "udp", 10, lambda r: r["udp_sends"] >= 20, s_port=c["lport"], ep_type="udp")
+            u = wait_record(s, "udp", 10, lambda r: r["udp_sends"] >= 20, tgid=send.pid, s_port=c["lport"],
+                            ep_type="udp")
             check(u["tx_bytes"] == 2000 and u["udp_sends"] == 20, "udp sender: %r" % u)
 
             # 3. UDP both ways: bytes and datagrams on each socket.
             echo = ns.popen(ns.b, PEER + ["udp_echo", "6002", "10"])
             wait_ready(echo)
-            c = peer_json(ns.popen(ns.a, PEER + ["udp_ping", ns.ADDR_B, "6002", "10", "300"]))
+            ping = ns.popen(ns.a, PEER + ["udp_ping", ns.ADDR_B, "6002", "10", "300"])
+            c = peer_json(ping)
             peer_json(echo)
-            u = wait_record(s, "udp", 10, lambda r: r["udp_rcvs"] >= 10, s_port=c["lport"], ep_type="udp")
+            # tgid too: another process of the host (other tests run at the same time) may have the port
+            u = wait_record(s, "udp", 10, lambda r: r["udp_rcvs"] >= 10, tgid=ping.pid, s_port=c["lport"],
+                            ep_type="udp")
             check((u["udp_sends"], u["udp_rcvs"], u["tx_bytes"], u["rx_bytes"]) == (10, 10, 3000, 3000),
                   "udp client: %r" % u)
             u = wait_record(s, "udp", 10, lambda r: r["udp_rcvs"] >= 10, tgid=echo.pid, s_port=6002)

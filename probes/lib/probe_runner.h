@@ -1,0 +1,55 @@
+/* probe_runner.h - the main() every probe shares: logging, the contract's defaults, the command line,
+ * the runtime (signals, IPC, live configuration), bpf_stats, the report loop and the teardown. */
+#ifndef GG_PROBE_RUNNER_H
+#define GG_PROBE_RUNNER_H
+
+#include <stddef.h>
+
+#include "contract.h"
+#include "probe.h"
+#include "probe_conf.h"
+
+/*
+ * A probe: its contract, where its command-line configuration goes, and its callbacks. Each callback
+ * gets ctx. A probe's main() is `return probe_runner__main(&runner, argc, argv);`:
+ *
+ *   1. probe_log_setup(contract->rest_name); the contract's defaults into conf and *subprobes; an
+ *      empty (everything) args.scope; init(ctx);
+ *   2. the command line (probe_conf__parse_args(&args), prog, contract and -l filled in), then
+ *      check_args(ctx): --help, --version and bad options end here (exit status 0 or 2);
+ *   3. the runtime (probe_rt__start, with on_config), then setup(ctx, rt): allocate, open, load and
+ *      attach the BPF programs, log the "started" line (exit status 1 when it fails);
+ *   4. with *args.bpf_stats set, BPF run-time statistics on (*args.bpf_stats back to 0 when that
+ *      failed, so a probe logs them only when they are collected);
+ *   5. the loop (probe_rt__run): apply, tick and report until SIGTERM/SIGINT or probe_rt__stop;
+ *   6. stop(ctx, ...) (last reports; extra words for the "stopping: N records emitted, M invalid"
+ *      line), then teardown(ctx) (also after a failed setup) and the runtime freed.
+ */
+struct probe_runner {
+	const struct gg_contract *contract; /* its rest_name is the log and IPC name, its bin the program */
+	void *ctx;
+	/* The command line: conf, subprobes (-P), scope, comm, bpf_stats, own options and notes, as
+	 * probe_conf__parse_args takes them; prog, contract and level are the runner's. */
+	struct probe_args args;
+	/* Where the contract's default sub-probes go (usually args.subprobes; NULL: none). */
+	unsigned int *subprobes;
+
+	/* All optional but report or tick. Return 0 or a negative errno. */
+	void (*init)(void *ctx);		      /* before the command line: defaults beyond the contract's */
+	int (*check_args)(void *ctx);		      /* after it: an error has been printed on stderr (exit 2) */
+	int (*setup)(void *ctx, struct probe_rt *rt); /* an error has been logged (exit 1) */
+	probe_config_cb on_config;		      /* a live configuration (runs inside the loop's waits) */
+	void (*apply)(void *ctx);		      /* first in every turn of the loop */
+	const unsigned int *period_s;		      /* report every *period_s s (NULL: ticks only) */
+	void (*report)(void *ctx);
+	unsigned int (*tick)(void *ctx); /* returns the ms until the next tick (probe_rt__run_ticking) */
+	/* Under the supervisor, no report before a live configuration was applied or this many ms passed. */
+	unsigned int first_config_wait_ms;
+	void (*stop)(void *ctx, char *note, size_t len); /* after a clean stop; note may stay "" */
+	void (*teardown)(void *ctx);			 /* frees what setup made, even half of it */
+};
+
+/* The probe's whole life; returns its exit status. */
+int probe_runner__main(const struct probe_runner *r, int argc, char **argv);
+
+#endif

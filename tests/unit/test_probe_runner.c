@@ -1,0 +1,252 @@
+/* test_probe_runner.c - the shared probe main() (probes/lib/probe_runner.c): the order of its hooks,
+ * its exit statuses, the contract's defaults and the command line, the report and tick loop. */
+#include <errno.h>
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <cmocka.h>
+
+#include "probe_runner.h"
+
+struct t_conf {
+	unsigned int period_s;
+	unsigned int thr;
+	unsigned int subprobes;
+};
+
+static const struct gg_subprobe subprobes[] = {
+	{"t_a", 0x1, 1, 0},
+	{"t_b", 0x2, 0, 0},
+};
+static const struct gg_param_spec params[] = {
+	GG_PARAM_REPORT_PERIOD(GG_STORE(struct t_conf, period_s)),
+	GG_PARAM_THR("latency_thr", "ms", "-T", "a threshold", GG_STORE(struct t_conf, thr)),
+};
+GG_CONTRACT(t_probe, "t", 0, "a probe for the runner's tests");
+
+/* What the hooks saw, in order: one letter each. */
+struct t_ctx {
+	struct t_conf base;
+	struct probe_rt *rt;
+	char trace[64];
+	size_t ntrace;
+	int fail_setup, fail_check;
+	unsigned int reports, ticks, stop_after;
+	unsigned int own_seen;
+};
+
+static void mark(struct t_ctx *c, char ch)
+{
+	if (c->ntrace < sizeof(c->trace) - 1)
+		c->trace[c->ntrace++] = ch;
+}
+
+static void t_init(void *arg)
+{
+	mark(arg, 'i');
+}
+
+static int t_check(void *arg)
+{
+	struct t_ctx *c = arg;
+
+	mark(c, 'c');
+	return c->fail_check ? -EINVAL : 0;
+}
+
+static int t_setup(void *arg, struct probe_rt *rt)
+{
+	struct t_ctx *c = arg;
+
+	mark(c, 's');
+	c->rt = rt;
+	return c->fail_setup ? -ENOENT : 0;
+}
+
+static void t_apply(void *arg)
+{
+	struct t_ctx *c = arg;
+
+	if (c->trace[c->ntrace - 1] != 'a')
+		mark(c, 'a');
+}
+
+static void t_report(void *arg)
+{
+	struct t_ctx *c = arg;
+
+	mark(c, 'r');
+	if (++c->reports >= c->stop_after)
+		probe_rt__stop(c->rt);
+}
+
+static unsigned int t_tick(void *arg)
+{
+	struct t_ctx *c = arg;
+
+	mark(c, 't');
+	if (++c->ticks >= c->stop_after)
+		probe_rt__stop(c->rt);
+	return 10;
+}
+
+static void t_stop(void *arg, char *note, size_t len)
+{
+	mark(arg, 'x');
+	snprintf(note, len, "a note");
+}
+
+static void t_teardown(void *arg)
+{
+	mark(arg, 'd');
+}
+
+static int t_own(void *arg, int id, const char *val)
+{
+	struct t_ctx *c = arg;
+
+	(void)val;
+	c->own_seen = (unsigned int)id;
+	return 0;
+}
+
+static const struct probe_opt own[] = {{"own", 0, no_argument, 'o', NULL, "an option of its own"}};
+
+static struct probe_runner runner(struct t_ctx *c)
+{
+	const struct probe_runner r = {
+		.contract = &gg_contract_t_probe,
+		.ctx = c,
+		.args = {.conf = &c->base,
+			 .subprobes = &c->base.subprobes,
+			 .own = own,
+			 .nown = 1,
+			 .own_cb = t_own,
+			 .ctx = c,
+			 .notes = ""},
+		.subprobes = &c->base.subprobes,
+		.init = t_init,
+		.check_args = t_check,
+		.setup = t_setup,
+		.apply = t_apply,
+		.period_s = &c->base.period_s,
+		.report = t_report,
+		.stop = t_stop,
+		.teardown = t_teardown,
+	};
+	return r;
+}
+
+static int run(const struct probe_runner *r, int argc, const char *const *args)
+{
+	char *argv[8];
+
+	for (int i = 0; i < argc; i++)
+		argv[i] = (char *)args[i];
+	argv[argc] = NULL;
+	optind = 0; /* getopt_long again from the start */
+	return probe_runner__main(r, argc, argv);
+}
+
+static void test_defaults_options_and_order(void **state)
+{
+	static struct t_ctx c;
+	struct probe_runner r = runner(&c);
+	const char *argv[] = {"t_probe", "-t", "1", "-T", "250", "--own"};
+
+	(void)state;
+	memset(&c, 0, sizeof(c));
+	c.stop_after = 2;
+	assert_int_equal(run(&r, 6, argv), 0);
+	assert_int_equal(c.base.period_s, 1);
+	assert_int_equal(c.base.thr, 250);
+	assert_int_equal(c.base.subprobes, 0x1); /* the default sub-probes */
+	assert_int_equal(c.own_seen, 'o');
+	/* init, check, setup, the loop (apply before each report), stop, teardown */
+	assert_string_equal(c.trace, "icsararxd");
+}
+
+static void test_help_and_bad_options(void **state)
+{
+	static struct t_ctx c;
+	struct probe_runner r = runner(&c);
+	const char *help[] = {"t_probe", "--help"};
+	const char *bad[] = {"t_probe", "-t", "0"};
+	const char *unknown[] = {"t_probe", "-Z"};
+
+	(void)state;
+	memset(&c, 0, sizeof(c));
+	assert_int_equal(run(&r, 2, help), 0);
+	assert_int_equal(run(&r, 3, bad), 2);
+	assert_int_equal(run(&r, 2, unknown), 2);
+	assert_string_equal(c.trace, "iii"); /* nothing past the command line */
+}
+
+static void test_check_and_setup_failures(void **state)
+{
+	static struct t_ctx c;
+	struct probe_runner r = runner(&c);
+	const char *argv[] = {"t_probe"};
+
+	(void)state;
+	memset(&c, 0, sizeof(c));
+	c.fail_check = 1;
+	assert_int_equal(run(&r, 1, argv), 2);
+	assert_string_equal(c.trace, "ic");
+	memset(&c, 0, sizeof(c));
+	c.fail_setup = 1;
+	assert_int_equal(run(&r, 1, argv), 1);
+	assert_string_equal(c.trace, "icsd"); /* teardown after a failed setup, no loop, no stop */
+}
+
+static void test_ticks_only(void **state)
+{
+	static struct t_ctx c;
+	struct probe_runner r = runner(&c);
+	const char *argv[] = {"t_probe"};
+
+	(void)state;
+	memset(&c, 0, sizeof(c));
+	r.period_s = NULL;
+	r.report = NULL;
+	r.apply = NULL;
+	r.tick = t_tick;
+	c.stop_after = 3;
+	assert_int_equal(run(&r, 1, argv), 0);
+	assert_string_equal(c.trace, "icstttxd");
+	assert_int_equal(c.reports, 0);
+}
+
+static void test_ticks_between_reports(void **state)
+{
+	static struct t_ctx c;
+	struct probe_runner r = runner(&c);
+	const char *argv[] = {"t_probe", "-t", "1"};
+
+	(void)state;
+	memset(&c, 0, sizeof(c));
+	r.apply = NULL;
+	r.tick = t_tick;
+	c.stop_after = 50; /* a tick every 10 ms: the 50th (~0.5 s) comes before the first report (1 s) */
+	assert_int_equal(run(&r, 3, argv), 0);
+	assert_int_equal(c.reports, 0);
+	assert_int_equal(c.ticks, 50);
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(test_defaults_options_and_order), cmocka_unit_test(test_help_and_bad_options),
+		cmocka_unit_test(test_check_and_setup_failures),   cmocka_unit_test(test_ticks_only),
+		cmocka_unit_test(test_ticks_between_reports),
+	};
+
+	unsetenv("GALA_GOPHER_DATA_URL");
+	unsetenv("GALA_GOPHER_CTRL_URL");
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}
