@@ -869,6 +869,32 @@ static void test_persist(void **state)
 	assert_int_equal(gg_persist__save("/proc/gg-no", "tcp", "{}") < 0, 1);
 }
 
+/* gala-gopher's parameter table (seed 000) and the probes' contracts agree on each name's type, and the
+ * table has the seed's 26 names once each. */
+static void test_gala_params_table(void **state)
+{
+	(void)state;
+	assert_int_equal(gg_gala_params__count(), 26);
+	for (unsigned int i = 0; i < gg_gala_params__count(); i++) {
+		const struct gg_gala_param *g = gg_gala_params__at(i);
+
+		assert_ptr_equal(gg_gala_params__find(g->spec.name), g);
+		assert_non_null(g->scope);
+	}
+	assert_null(gg_gala_params__find("ringbuf_map_size"));
+	for (unsigned int i = 0; i < gg_probe_defs__count(); i++) {
+		const struct gg_contract *c = gg_probe_defs__at(i)->contract;
+
+		for (unsigned int j = 0; j < c->nparams; j++) {
+			const struct gg_gala_param *g = gg_gala_params__find(c->params[j].name);
+
+			if (g && g->spec.type != c->params[j].type)
+				fail_msg("%s: params.%s is type %d in its contract, %d in gala-gopher's table",
+					 c->rest_name, c->params[j].name, c->params[j].type, g->spec.type);
+		}
+	}
+}
+
 static void bin_check(const struct gg_rest_check_ctx *c, const char *path, int want)
 {
 	char json[2 * PATH_MAX], err[512] = "";
@@ -978,6 +1004,7 @@ int main(void)
 		cmocka_unit_test(test_errors_name_field_and_range),
 		cmocka_unit_test(test_paths),
 		cmocka_unit_test(test_cmd_bin_canonical),
+		cmocka_unit_test(test_gala_params_table),
 		cmocka_unit_test(test_cgroup_layouts),
 		cmocka_unit_test(test_resolve),
 		cmocka_unit_test(test_comm_patterns),
