@@ -6,6 +6,8 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "cglimits.h"
+
 #define GG_NAME_MAX   64
 #define GG_STR_MAX    1024
 #define GG_PROBES_MAX 128
@@ -24,6 +26,7 @@ struct gg_probe_conf {
 	enum gg_switch sw;
 	int native;
 	char *params_json; /* optional `params` group as JSON: the first control-plane update */
+	struct gg_limits limits; /* -1: global.probe_* */
 };
 
 struct gg_channel_conf {
@@ -57,6 +60,7 @@ struct gg_config {
 		int hung_timeout;		  /* s without a batch or heartbeat -> "hung" (0: no watchdog) */
 		int hung_grace;			  /* s hung -> killed and restarted */
 		int ipc_queue;			  /* batches that may wait for the supervisor (NNG_OPT_RECVBUF) */
+		struct gg_limits probe_limits;	  /* per probe, unless the probe's entry says otherwise */
 		int rest_api_on;		  /* gala-gopher's switch: 0 = no REST listener at all */
 		char machine_id[16];		  /* "machine-id" (/etc/machine-id) or "dmi-ip" (gala-gopher's) */
 		char product_uuid_file[PATH_MAX]; /* the DMI product uuid of "dmi-ip" */

@@ -33,6 +33,30 @@ const char *gg_probe__state_name(const struct gg_probe *p)
 	return p->state == GG_PS_RUNNING && p->hung_since_ms ? "hung" : gg_probe_state__str(p->state);
 }
 
+size_t gg_cmdline__format(char *buf, size_t len, char *const *argv)
+{
+	size_t n = 0;
+
+	if (len)
+		buf[0] = '\0';
+	for (char *const *a = argv; a && *a && n + 1 < len; a++) {
+		/* quoted as the configuration's param is split (gg_split_args): what is shown runs as shown */
+		int quote = !**a || strpbrk(*a, " \t\n'\"") != NULL;
+
+		if (n && n + 1 < len)
+			buf[n++] = ' ';
+		if (quote && !strchr(*a, '\''))
+			n += (size_t)snprintf(buf + n, len - n, "'%s'", *a);
+		else if (quote)
+			n += (size_t)snprintf(buf + n, len - n, "\"%s\"", *a);
+		else
+			n += (size_t)snprintf(buf + n, len - n, "%s", *a);
+		if (n >= len)
+			n = len - 1;
+	}
+	return n;
+}
+
 void gg_probe__logf(struct gg_probe *p, const char *fmt, ...)
 {
 	char line[1024];
@@ -275,6 +299,7 @@ static void on_probe_exit(uv_process_t *proc, int64_t status, int term_signal)
 	if (p->pid > 0)
 		kill(-p->pid, SIGKILL);
 	p->pid = 0;
+	p->cmdline[0] = '\0';
 	uv_close((uv_handle_t *)proc, on_proc_closed);
 	uv_timer_stop(&p->timer);
 	gg_probes__write_children(sup);
@@ -290,6 +315,14 @@ static void on_probe_exit(uv_process_t *proc, int64_t status, int term_signal)
 		return;
 	}
 
+	/* The kernel killed it within its memory cgroup: its own limit, not the host's OOM killer. */
+	if (p->limits_set && term_signal == SIGKILL && gg_cglimits__oom_kills(&sup->cg, p->conf->name) > p->oom_base) {
+		p->oom_kills++;
+		gg_warn("probe %s was killed by its memory limit (%d MB; global.probe_memory_mb or its entry's "
+			"memory_mb)",
+			p->conf->name, p->limits.memory_mb);
+		gg_probe__logf(p, "killed by its memory limit (%d MB)", p->limits.memory_mb);
+	}
 	if (up >= GG_STABLE_UPTIME_MS)
 		p->backoff_ms = GG_BACKOFF_MIN_MS;
 	gg_warn("probe %s exited unexpectedly (status %lld, signal %d) after %llu ms; restarting in %llu ms",
@@ -363,14 +396,35 @@ static void on_records_read(uv_stream_t *s, ssize_t nread, const uv_buf_t *buf)
 
 /* ---- spawning --------------------------------------------------------------------------------------- */
 
+/* The probe's limits: its entry's, else global.probe_*; its cgroups made, what to join in procs. */
+static void limits_prepare(struct gg_probe *p, char *procs, size_t len)
+{
+	const struct gg_limits *g = &p->sup->cfg.global.probe_limits, *c = &p->conf->limits;
+	int err;
+
+	procs[0] = '\0';
+	p->limits = (struct gg_limits){c->memory_mb >= 0 ? c->memory_mb : g->memory_mb,
+				       c->cpu_percent >= 0 ? c->cpu_percent : g->cpu_percent,
+				       c->pids >= 0 ? c->pids : g->pids};
+	p->limits_set = 0;
+	if (!p->sup->cg.available)
+		return;
+	err = gg_cglimits__prepare(&p->sup->cg, p->conf->name, &p->limits, procs, len);
+	if (err)
+		gg_warn("probe %s: its cgroup limits are not all set: %s", p->conf->name, strerror(-err));
+	p->limits_set = procs[0] != '\0';
+	p->oom_base = gg_cglimits__oom_kills(&p->sup->cg, p->conf->name);
+}
+
 static char **build_env(struct gg_probe *p)
 {
+	static char cgroups[4 * PATH_MAX];
 	size_t n = 0;
 	char **env;
 
 	while (environ[n])
 		n++;
-	env = calloc(n + 5, sizeof(*env));
+	env = calloc(n + 6, sizeof(*env));
 	if (!env)
 		return NULL;
 	n = 0;
@@ -378,6 +432,11 @@ static char **build_env(struct gg_probe *p)
 		if (strncmp(*e, "GALA_GOPHER_", 12))
 			env[n++] = *e;
 	}
+	/* the --exec-probe wrapper joins these before exec (every probe, extend ones too) */
+	memcpy(cgroups, "GALA_GOPHER_CGROUP_PROCS=", 25);
+	limits_prepare(p, cgroups + 25, sizeof(cgroups) - 25);
+	if (cgroups[25])
+		env[n++] = cgroups;
 	if (p->conf->native) {
 		static char data[4300], ctrl[4300], name[128], bases[PATH_MAX + 64];
 
@@ -473,6 +532,7 @@ static void probe_start(struct gg_probe *p)
 		goto fail;
 	}
 	p->pid = p->proc.pid;
+	(void)gg_cmdline__format(p->cmdline, sizeof(p->cmdline), argv + 3); /* without the spawn wrapper */
 	p->started_ms = gg_now_ms();
 	p->starts++;
 	p->state = GG_PS_RUNNING;

@@ -33,6 +33,15 @@ static cJSON *probe_json(const struct gg_probe *p)
 	cJSON_AddNumberToObject(o, "pid", p->pid);
 	gg_json_add_u64(o, "starts", p->starts);
 	gg_json_add_u64(o, "restarts", p->restarts);
+	gg_json_add_u64(o, "oom_kills", p->oom_kills);
+	{
+		cJSON *l = cJSON_AddObjectToObject(o, "limits");
+
+		cJSON_AddBoolToObject(l, "applied", p->limits_set);
+		cJSON_AddNumberToObject(l, "memory_mb", p->limits.memory_mb);
+		cJSON_AddNumberToObject(l, "cpu_percent", p->limits.cpu_percent);
+		cJSON_AddNumberToObject(l, "pids", p->limits.pids);
+	}
 	gg_json_add_u64(o, "backoff_ms", p->backoff_ms);
 	gg_json_add_u64(o, "uptime_ms", p->pid > 0 ? gg_now_ms() - p->started_ms : 0);
 	cJSON_AddNumberToObject(o, "last_exit_status", (double)p->last_exit_status);

@@ -294,6 +294,62 @@ int gg_rest_body__decode(const char *body, size_t len, const char *content_type,
 
 /* ---- validation ----------------------------------------------------------------------------------- */
 
+/* The first number outside strings that RFC 8259 does not allow (cJSON reads "007", "+1", "1." and ".5"
+ * as numbers; a leading zero means octal to some clients): its start, or NULL. */
+static const char *loose_number(const char *s)
+{
+	int in_str = 0, esc = 0;
+
+	for (const char *c = s; *c; c++) {
+		const char *q = c;
+
+		if (in_str) {
+			if (esc)
+				esc = 0;
+			else if (*c == '\\')
+				esc = 1;
+			else if (*c == '"')
+				in_str = 0;
+			continue;
+		}
+		if (*c == '"') {
+			in_str = 1;
+			continue;
+		}
+		if (!strchr("-+.0123456789", *c))
+			continue;
+		/* -?(0|[1-9][0-9]*)(\.[0-9]+)?([eE][+-]?[0-9]+)? */
+		if (*q == '-')
+			q++;
+		if (*q == '0')
+			q++;
+		else if (*q >= '1' && *q <= '9')
+			while (isdigit((unsigned char)*q))
+				q++;
+		else
+			return c;
+		if (*q == '.') {
+			if (!isdigit((unsigned char)*++q))
+				return c;
+			while (isdigit((unsigned char)*q))
+				q++;
+		}
+		if (*q == 'e' || *q == 'E') {
+			q++;
+			if (*q == '+' || *q == '-')
+				q++;
+			if (!isdigit((unsigned char)*q))
+				return c;
+			while (isdigit((unsigned char)*q))
+				q++;
+		}
+		if (isdigit((unsigned char)*q) || *q == '.')
+			return c; /* "01", "1.2.3" */
+		c = q - 1;
+	}
+	return NULL;
+}
+
 /* Remove // and block comments outside strings (the seed's examples carry them). */
 static int strip_comments(const char *in, char *out)
 {
@@ -1217,6 +1273,13 @@ int gg_rest_conf__check(const struct gg_probe_def *def, const struct gg_rest_che
 		return errf(err, errlen, 500, "out of memory");
 	if (strip_comments(json, text)) {
 		status = errf(err, errlen, 400, "invalid JSON: unterminated comment");
+		goto out;
+	}
+	if ((end = loose_number(text)) != NULL) {
+		status = errf(err, errlen, 400,
+			      "invalid JSON near \"%s\": numbers are written as JSON has them (no leading zeros, '+', "
+			      "or bare '.')",
+			      snip(end, 24, b, sizeof(b)));
 		goto out;
 	}
 	root = cJSON_ParseWithOpts(text, &end, 1);

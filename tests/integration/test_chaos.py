@@ -7,7 +7,7 @@ import subprocess
 import tempfile
 import time
 
-from harness import (BUILD, GOPHER, ROOT, Supervisor, check, extend_entry, free_port, http_get, parse_prom, probe_entry,
+from harness import (BUILD, GOPHER, ROOT, proc_cpu_seconds, Supervisor, check, extend_entry, free_port, http_get, parse_prom, probe_entry,
                      prom_value, rest_port, rest_section, wait_for)
 
 
@@ -246,6 +246,31 @@ def test_invalid_utf8_snooper_refused():
         expect(env.call("PUT", "/baseinfo", body), 200)
         st, doc, raw, _ = env.call("GET", "/baseinfo")
         check(st == 200 and doc is not None, "GET is strict JSON: %r" % raw[:200])
+    finally:
+        env.cleanup()
+
+
+def test_loose_json_numbers_refused_and_null_means_default():
+    """Item 10: leading zeros, '+' and bare '.' were read as numbers (cJSON); null had no documented meaning.
+    Now such numbers are 400 naming the spot, and null in params means the parameter's default."""
+    import urllib.parse
+    from test_rest import RestEnv, expect
+    env = RestEnv().start()
+    try:
+        q = urllib.parse.quote
+        for bad in ("010", "+10", "10.", ".5", "-07", "1e", "1.2.3"):
+            st, doc, raw, _ = env.call("PUT", "/baseinfo", "json=" + q('{"params": {"report_period": %s}}' % bad))
+            check(st == 400 and "numbers are written as JSON has them" in raw, "%s: %d %s" % (bad, st, raw[:200]))
+        for good in ("10", "1e1", "10.0", "0"):
+            st, doc, raw, _ = env.call("PUT", "/baseinfo", "json=" + q('{"params": {"report_period": %s}}' % good))
+            check(st != 400 or "numbers are written" not in raw, "%s refused: %s" % (good, raw[:200]))
+        # a number inside a string is text, not a number
+        expect(env.call("PUT", "/baseinfo", "json=" + q('{"snoopers": {"proc_name": [{"comm": "^a010$"}]}}')), 200)
+        expect(env.call("PUT", "/baseinfo", "json=" + q('{"params": {"report_period": 30}}')), 200)
+        expect(env.call("PUT", "/baseinfo", "json=" + q('{"params": {"report_period": null}}')), 200)
+        st, doc, raw, _ = env.call("GET", "/baseinfo")
+        check(st == 200 and "report_period" not in (doc.get("params") or {}),
+              "null: back to the default (not stored): %r" % doc.get("params"))
     finally:
         env.cleanup()
 
@@ -617,3 +642,74 @@ def test_flood_keeps_memory_bounded_and_rest_responsive():
 
 
 test_flood_keeps_memory_bounded_and_rest_responsive.timeout = 90
+
+
+def _cgroup_of(pid, ctl):
+    with open("/proc/%d/cgroup" % pid) as f:
+        for line in f:
+            _, ctls, path = line.rstrip("\n").split(":", 2)
+            if ctl in ctls.split(","):
+                return path
+    return None
+
+
+def test_probe_hard_limits():
+    """Hard limits per probe: each probe in a cgroup of its own. A probe that leaks is killed by its own
+    memory limit (not the host's OOM killer) and restarted, counted; a spinning one gets its CPU quota; one
+    that forks is stopped at pids_max; a neighbour probe and the supervisor do not notice."""
+    bad = os.path.join(BUILD, "tests", "bad_probe")
+    meta = os.path.join(ROOT, "tests", "schema", "test_bad.meta")
+    probes = [
+        '    { name = "leaky"; command = "%s"; param = "-m leak"; switch = "on"; memory_mb = 48; }' % bad,
+        '    { name = "spinner"; command = "%s"; param = "-m spin"; switch = "on"; cpu_percent = 20; }' % bad,
+        '    { name = "forker"; command = "%s"; param = "-m fork -n 40"; switch = "on"; pids_max = 16; }' % bad,
+        probe_entry("system_infos", "-t 1"),
+    ]
+    port = free_port()
+    s = Supervisor(probes=probes, metric_out="web_server", extra="web_server = { port = %d; };" % port,
+                   extra_meta=[meta])
+    cg_dirs = []
+    try:
+        s.start()
+        sysinfo = s.wait_probe("system_infos", lambda p: running(p) and p["batches"] > 0, 15, "system_infos running")
+        # each probe in its own cgroup per controller
+        spin = s.wait_probe("spinner", running, 10, "spinner running")
+        for ctl in ("memory", "cpu", "pids"):
+            path = _cgroup_of(spin["pid"], ctl)
+            check(path and path.endswith("/gala-gopher-%d/spinner" % s.proc.pid), "%s cgroup %r" % (ctl, path))
+            cg_dirs.append(os.path.join("/sys/fs/cgroup", ctl, path.lstrip("/")))
+        check(_cgroup_of(s.proc.pid, "memory") != _cgroup_of(spin["pid"], "memory"), "not the supervisor's")
+
+        # memory: 4 MiB every 10 ms against 48 MB -> killed by its limit within a second or two, restarted
+        p = s.wait_probe("leaky", lambda p: p["oom_kills"] >= 1 and p["restarts"] >= 1, 30, "leaky killed and restarted")
+        check(p["limits"] == {"applied": True, "memory_mb": 48, "cpu_percent": 100, "pids": 256}, "limits %r" % p)
+        check("leaky was killed by its memory limit (48 MB" in s.sup_log(), "the OOM kill is named")
+        _, text = http_get("http://127.0.0.1:%d/metrics" % port)
+        check((prom_value(parse_prom(text)[0], "gala_gopher_probe_oom_kills_total", probe="leaky") or 0) >= 1,
+              "gala_gopher_probe_oom_kills_total")
+
+        # cpu: 20 % of a CPU over 3 s, as cpu.stat and the process's own clock say
+        spin = s.probe("spinner")
+        t0 = time.monotonic()
+        c0 = proc_cpu_seconds(spin["pid"])
+        time.sleep(3)
+        share = (proc_cpu_seconds(spin["pid"]) - c0) / (time.monotonic() - t0)
+        check(0.10 <= share <= 0.26, "spinner used %.2f of a CPU under a 20 %% quota" % share)
+
+        # pids: 15 children fit beside the probe's own threads at most; fork fails beyond
+        wait_for(lambda: "fork: started" in s.probe_log("forker"), 10, "the forker's count")
+        started = int(s.probe_log("forker").split("fork: started ")[1].split()[0])
+        check(started < 16, "forks stopped by pids_max 16: %d started" % started)
+
+        # the neighbours did not notice
+        p = s.probe("system_infos")
+        check(p["pid"] == sysinfo["pid"] and p["restarts"] == 0 and p["oom_kills"] == 0, "system_infos: %r" % p)
+        check(s.proc.poll() is None, "supervisor alive")
+    finally:
+        s.cleanup()
+    # a supervisor that stopped leaves no cgroups behind
+    for d in cg_dirs:
+        check(not os.path.exists(os.path.dirname(d)), "cgroup %s removed at exit" % os.path.dirname(d))
+
+
+test_probe_hard_limits.timeout = 90

@@ -615,6 +615,13 @@ def test_supervisor_rest_scope_pyroscope_query():
         try:
             got = wait_for(alloc_complete, 20, "all of cpu_split's allocations in the profile store")
         except TestFailure:
+            args = urllib.parse.urlencode({"app": str(inside.pid), "event": "mem-alloc", "time_start": t0 - 5,
+                                           "time_end": int(time.time()) + 5})
+            st_, text_ = http_get("http://127.0.0.1:%d/flamegraph/query?%s" % (rest_port, args))
+            print("mem-alloc nodes (name, total, self):", [(n["profile_location_str"], n["total_value"], n["self_value"]) for n in json.loads(text_)["result"]][:40])
+            print(s.probe_log("stackprobe")[-3000:])
+            for root, dirs, files in os.walk(flame):
+                print(root, files[:5])
             raise TestFailure("mem-alloc at alloc_here: %d bytes for %d requested" % (seen[0], want))
         check(got == want, "mem-alloc at alloc_here: %d bytes for %d requested" % (got, want))
         status, body = rest_put(rest_port, "flamegraph", {"params": {"mem_alloc": 2}})
