@@ -30,10 +30,11 @@ PROBES = (
 )
 
 # Budget per process in MiB (PSS + BPF map memory); README "Footprint" prints the same table. Their sum
-# (59) is within the goal, 64 MiB for the six probes and the supervisor together.
+# (61) is within the goal, 64 MiB for the six probes and the supervisor together.
 BUDGET_MIB = {
     "supervisor": 8.0,
-    "tcpprobe": 6.0,
+    # every TCP link of the host (tcp_links allocates as links come, the user half keeps their sums)
+    "tcpprobe": 8.0,
     "endpoint": 6.0,
     "ioprobe": 4.0,
     "taskprobe": 7.0,
