@@ -379,6 +379,9 @@ static void render_supervisor(struct gg_buf *b, struct gg_sup *sup)
 		sample(b, "gala_gopher_web_server_refused_total", "reason", "tls_client_cert", NULL, NULL,
 		       hs.tls_refused);
 		sample(b, "gala_gopher_web_server_refused_total", "reason", "unavailable", NULL, NULL, hs.unavailable);
+		sample(b, "gala_gopher_web_server_refused_total", "reason", "head_timeout", NULL, NULL, hs.head_timeout);
+		sample(b, "gala_gopher_web_server_refused_total", "reason", "evicted", NULL, NULL, hs.evicted);
+		sample(b, "gala_gopher_web_server_refused_total", "reason", "body_timeout", NULL, NULL, hs.body_timeout);
 	}
 	prom_family_header(b, "gala_gopher_export_records_total", "records, events and metadata messages exported",
 			   "counter");

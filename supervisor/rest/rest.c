@@ -956,6 +956,9 @@ void gg_rest__status(struct gg_sup *sup, cJSON *o)
 	gg_json_add_u64(o, "refused_too_large", hs.too_large);
 	gg_json_add_u64(o, "refused_client_cert", hs.tls_refused);
 	gg_json_add_u64(o, "refused_shutting_down", hs.unavailable);
+	gg_json_add_u64(o, "refused_head_timeout", hs.head_timeout);
+	gg_json_add_u64(o, "refused_evicted", hs.evicted);
+	gg_json_add_u64(o, "refused_body_timeout", hs.body_timeout);
 	gg_json_add_u64(o, "puts_applied", r->puts_ok);
 	gg_json_add_u64(o, "puts_refused", r->puts_failed);
 	gg_json_add_u64(o, "persist_errors", r->persist_errors);

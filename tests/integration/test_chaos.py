@@ -713,3 +713,70 @@ def test_probe_hard_limits():
 
 
 test_probe_hard_limits.timeout = 90
+
+
+def test_slow_clients_do_not_block_rest_or_metrics():
+    """Item 5: 193 sockets sending 1 byte/s made REST and /metrics time out; 70 idle sockets blocked REST
+    for ~30 s. Now a connection reaches the HTTP server only with a whole request head, which must
+    arrive within 5 s whatever trickles in; at most 256 wait, the longest-waiting is dropped for a
+    newcomer; under pressure responses close their connection. Both servers answer within a second
+    throughout, and the dropped ones are counted."""
+    import socket
+    import threading
+    port = free_port()
+    s = Supervisor(metric_out="web_server", extra="web_server = { port = %d; };" % port)
+    socks, stop = [], threading.Event()
+    try:
+        s.start()
+        rport = rest_port(s)
+
+        def slowloris(target, n, trickle):
+            for _ in range(n):
+                try:
+                    c = socket.create_connection(("127.0.0.1", target), timeout=2)
+                    if trickle:
+                        c.sendall(b"GET /metrics HTTP/1.1\r\nHost: x\r\n")
+                    socks.append((c, trickle))
+                except OSError:
+                    pass
+
+        def trickler():
+            while not stop.is_set():
+                for c, trickle in list(socks):
+                    if trickle:
+                        try:
+                            c.send(b"X")
+                        except OSError:
+                            pass
+                stop.wait(1.0)
+        for target in (port, rport):
+            slowloris(target, 200, True)
+            slowloris(target, 70, False)
+        th = threading.Thread(target=trickler, daemon=True)
+        th.start()
+        worst = 0.0
+        t_end = time.monotonic() + 12  # beyond the 5 s head deadline and the old 30 s window's start
+        while time.monotonic() < t_end:
+            for url in ("http://127.0.0.1:%d/metrics" % port, "http://127.0.0.1:%d/tcp" % rport):
+                t = time.monotonic()
+                st, _ = http_get(url, timeout=10)
+                worst = max(worst, time.monotonic() - t)
+                check(st == 200, "%s answered %d under the attack" % (url, st))
+            time.sleep(0.2)
+        check(worst < 1.0, "slowest answer under the attack: %.2f s" % worst)
+        _, text = http_get("http://127.0.0.1:%d/metrics" % port)
+        samples = parse_prom(text)[0]
+        dropped = sum(prom_value(samples, "gala_gopher_web_server_refused_total", reason=r) or 0
+                      for r in ("head_timeout", "evicted"))
+        check(dropped >= 200, "slow connections dropped and counted on /metrics' server: %d" % dropped)
+        rs = s.status()["rest_api_server"]
+        check(rs.get("refused_head_timeout", 0) + rs.get("refused_evicted", 0) >= 200,
+              "and on the REST server: %r" % rs)
+    finally:
+        stop.set()
+        for c, _ in socks:
+            c.close()
+        s.cleanup()
+
+
+test_slow_clients_do_not_block_rest_or_metrics.timeout = 60
