@@ -167,10 +167,13 @@ static const struct key_spec identity_keys[] = {
 	PATHK(identity.crio_dir, "crio_dir"),
 	PATHK(identity.storage_dir, "storage_dir"),
 	PATHK(identity.docker_dir, "docker_dir"),
+	PATHK(identity.containerd_root, "containerd_root"),
 	INT(identity.max_procs, "max_procs", 16, 1048576),
 	INT(identity.max_containers, "max_containers", 16, 1048576),
 	INT(identity.proc_refresh_ms, "proc_refresh_ms", 100, 3600000),
 	INT(identity.names_refresh_s, "names_refresh_s", 1, 86400),
+	{"watch_cgroups", K_ONOFF, offsetof(struct gg_config, identity.watch_cgroups), sizeof(int), 0, 0, NULL},
+	INT(identity.max_watches, "max_watches", 16, 1048576),
 	{NULL, 0, 0, 0, 0, 0, NULL},
 };
 
@@ -735,10 +738,13 @@ static void set_defaults(struct gg_config *cfg)
 	snprintf(cfg->identity.crio_dir, sizeof(cfg->identity.crio_dir), "/run/containers/storage");
 	snprintf(cfg->identity.storage_dir, sizeof(cfg->identity.storage_dir), "/var/lib/containers/storage");
 	snprintf(cfg->identity.docker_dir, sizeof(cfg->identity.docker_dir), "/var/lib/docker");
+	snprintf(cfg->identity.containerd_root, sizeof(cfg->identity.containerd_root), "/var/lib/containerd");
 	cfg->identity.max_procs = 16384;
 	cfg->identity.max_containers = 4096;
 	cfg->identity.proc_refresh_ms = 5000;
 	cfg->identity.names_refresh_s = 60;
+	cfg->identity.watch_cgroups = 1;
+	cfg->identity.max_watches = 8192;
 }
 
 static int load(struct load_ctx *c, config_t *lc)

@@ -112,9 +112,12 @@ struct gg_config {
 		int enabled;
 		char proc_root[PATH_MAX];
 		char containerd_dir[PATH_MAX], crio_dir[PATH_MAX], storage_dir[PATH_MAX], docker_dir[PATH_MAX];
-		int max_procs, max_containers; /* cache bounds */
-		int proc_refresh_ms;	       /* a process's cgroup is read again after this long */
-		int names_refresh_s;	       /* a container's names are read again after this long */
+		char containerd_root[PATH_MAX]; /* containerd's root: its metadata database (pod labels) */
+		int max_procs, max_containers;	/* cache bounds */
+		int proc_refresh_ms;		/* a process's cgroup is read again after this long */
+		int names_refresh_s;		/* a container's names are read again after this long */
+		int watch_cgroups;		/* inotify on the cgroup hierarchies (mkdir/rmdir, moves) */
+		int max_watches;		/* cgroup directories watched at most */
 	} identity;
 
 	unsigned int nprobes;

@@ -78,16 +78,13 @@ static cJSON *probe_json(const struct gg_probe *p)
 	return o;
 }
 
-int gg_status__write(struct gg_sup *sup)
+cJSON *gg_status__json(struct gg_sup *sup)
 {
 	cJSON *root = cJSON_CreateObject(), *s, *probes;
 	struct rusage ru;
-	char *txt;
-	int fd, dfd, err = 0;
-	size_t len;
 
 	if (!root)
-		return -ENOMEM;
+		return NULL;
 	s = cJSON_AddObjectToObject(root, "supervisor");
 	cJSON_AddStringToObject(s, "version", GG_VERSION);
 	cJSON_AddNumberToObject(s, "pid", getpid());
@@ -114,7 +111,18 @@ int gg_status__write(struct gg_sup *sup)
 	probes = cJSON_AddArrayToObject(root, "probes");
 	for (unsigned int i = 0; i < sup->nprobes; i++)
 		cJSON_AddItemToArray(probes, probe_json(&sup->probes[i]));
+	return root;
+}
 
+int gg_status__write(struct gg_sup *sup)
+{
+	cJSON *root = gg_status__json(sup);
+	char *txt;
+	int fd, dfd, err = 0;
+	size_t len;
+
+	if (!root)
+		return -ENOMEM;
 	txt = cJSON_Print(root);
 	cJSON_Delete(root);
 	if (!txt)

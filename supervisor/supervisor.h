@@ -251,6 +251,8 @@ void gg_ingest__free(struct gg_sup *sup);
 
 /* status.c */
 int gg_status__write(struct gg_sup *sup);
+/* What status.json holds, as an object (NULL when out of memory); the web page reads it. */
+cJSON *gg_status__json(struct gg_sup *sup);
 
 /* util.c */
 int gg_read_machine_id(char *buf, size_t len);

@@ -9,7 +9,7 @@
 
 #include "l7_proto.h"
 
-/* Prepared statements remembered per session (name or id -> first SQL keyword), oldest replaced. */
+/* Prepared statements remembered per session (name or id -> statement type and table), oldest replaced. */
 #define L7_STMTS 8
 
 /* Most bytes of one unit (an HTTP line, a message header with the prefix a parser reads) held across
@@ -27,6 +27,7 @@ struct l7_pend {
 	uint32_t aux2; /* Kafka: api_key << 16 | api_version (how to read the response) */
 	bool ignore;   /* a handshake step: its response is consumed silently */
 	char api[L7_API_MAX];
+	uint8_t trace[24]; /* the request's trace context (l7_rpc.trace) */
 };
 
 /* The message being read in one direction. */
@@ -46,6 +47,7 @@ struct l7_msg {
 	uint32_t aux;
 	uint32_t aux2;
 	char api[L7_API_MAX];
+	uint8_t trace[24]; /* request: its trace context (HTTP traceparent), zeros when none */
 };
 
 struct l7_http_dir {
@@ -112,6 +114,15 @@ struct l7_proto_ops {
 	bool match_by_id;
 	/* Pending requests full: drop the oldest (unanswered datagrams) instead of the newest. */
 	bool evict_oldest;
+	/* Optional hooks of a protocol with state of its own (s->ext; HTTP/2's streams and HPACK tables):
+	 * finish replaces l7__msg_finish's matching (the message of flow ended: msg.end and its skip passed),
+	 * desync is told that flow lost its place (after the shared state was reset), close that the
+	 * connection closed (s->cb set), destroy frees s->ext, mem counts its heap bytes. */
+	void (*finish)(struct l7_session *s, enum l7_flow flow);
+	void (*desync)(struct l7_session *s, enum l7_flow flow);
+	void (*close)(struct l7_session *s);
+	void (*destroy)(struct l7_session *s);
+	size_t (*mem)(const struct l7_session *s);
 };
 
 struct l7_session {
@@ -123,13 +134,14 @@ struct l7_session {
 	struct l7_dir dir[2];
 	struct {
 		uint32_t key; /* statement name hash (PostgreSQL), statement id (MySQL) */
-		char kw[12];
+		char kw[44];  /* "SELECT table" (l7_api__sql) */
 	} stmt[L7_STMTS];
 	uint8_t stmt_next;
 	struct l7_pend *pend; /* ring: pend_cap grows by doubling up to L7_PENDING_MAX */
 	uint32_t pend_cap, pend_head, pend_cnt;
 	uint64_t pend_seq;
 	struct l7_session_stats st;
+	void *ext; /* the protocol's own state (ops->destroy frees it) */
 	/* during one feed */
 	bool gap_follows; /* bytes not captured follow the end of what parse() is given: take a prefix */
 	l7_rpc_cb cb;
@@ -138,7 +150,10 @@ struct l7_session {
 };
 
 extern const struct l7_proto_ops l7_http_ops, l7_pgsql_ops, l7_mysql_ops, l7_redis_ops, l7_dns_ops, l7_kafka_ops,
-	l7_mongo_ops;
+	l7_mongo_ops, l7_http2_ops;
+
+/* Report one request with its response (protocols that match by their own means: HTTP/2 streams). */
+void l7__rpc_report(struct l7_session *s, const struct l7_rpc *rpc);
 
 /* The i-th request waiting (0 = oldest); NULL when i >= pend_cnt. */
 struct l7_pend *l7__pend_at(struct l7_session *s, uint32_t i);
@@ -175,6 +190,11 @@ bool l7__pgsql_infer(const uint8_t *p, size_t n, enum l7_flow *ret_flow);
 bool l7__mysql_infer(const uint8_t *p, size_t n, enum l7_flow *ret_flow);
 bool l7__kafka_infer(const uint8_t *p, size_t n, enum l7_flow *ret_flow);
 bool l7__mongo_infer(const uint8_t *p, size_t n, enum l7_flow *ret_flow);
+/* HTTP/2: the client's connection preface or the server's first SETTINGS (strong); mid: a HEADERS
+ * frame whose header block starts with a pseudo-header (a connection older than the capture; weaker,
+ * checked last). */
+bool l7__http2_infer(const uint8_t *p, size_t n, enum l7_flow *ret_flow);
+bool l7__http2_infer_mid(const uint8_t *p, size_t n, enum l7_flow *ret_flow);
 bool l7__dns_infer(const uint8_t *p, size_t n, enum l7_transport transport, uint16_t port, enum l7_flow *ret_flow);
 
 static inline uint16_t l7__be16(const uint8_t *p)

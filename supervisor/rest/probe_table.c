@@ -15,18 +15,11 @@ extern const struct gg_contract *const gg_contracts[];
 
 /* clang-format off */
 #define REPORT_PERIOD {.name = "report_period", .type = GG_PT_INT, .def = 60, .min = 5, .max = 600, .unit = "s"}
-#define LATENCY_THR {.name = "latency_thr", .type = GG_PT_INT, .def = 0, .min = 10, .max = 100000, .zero_off = 1, \
-		     .unit = "ms"}
 #define DEV_NAME {.name = "dev_name", .type = GG_PT_NAME, .def_str = "", .restart = 1}
 #define ELF_PATH {.name = "elf_path", .type = GG_PT_ELF_PATH, .def_str = "", .restart = 1}
-#define BOOL(n) {.name = n, .type = GG_PT_BOOL, .def = 0, .min = 0, .max = 1}
 /* clang-format on */
 
 static const struct gg_param_spec p_plain[] = {REPORT_PERIOD, GG_PARAMS_SEED_COMMON(GG_NOSTORE)};
-static const struct gg_param_spec p_ksli[] = {
-	REPORT_PERIOD, LATENCY_THR, GG_PARAMS_SEED_COMMON(GG_NOSTORE), DEV_NAME, BOOL("continuous_sampling"),
-};
-static const struct gg_param_spec p_dev[] = {REPORT_PERIOD, GG_PARAMS_SEED_COMMON(GG_NOSTORE), DEV_NAME};
 static const struct gg_param_spec p_elf[] = {REPORT_PERIOD, GG_PARAMS_SEED_COMMON(GG_NOSTORE), ELF_PATH};
 static const struct gg_param_spec p_kafka[] = {
 	REPORT_PERIOD,
@@ -49,8 +42,6 @@ static const struct gg_subprobe sp_tprofiling[] = {
 static const struct gg_contract not_built[] = {
 	NOT_BUILT("virt", "virtualized_infos", NULL, 0, p_plain, 0, NULL),
 	NOT_BUILT("jvm", "jvmprobe", NULL, 0, p_plain, GG_SNOOP_ALL, NULL),
-	NOT_BUILT("ksli", "ksliprobe", NULL, 0, p_ksli, GG_SNOOP_ALL, NULL),
-	NOT_BUILT("postgre_sli", "pgsliprobe", NULL, 0, p_dev, GG_SNOOP_ALL, NULL),
 	NOT_BUILT("opengauss_sli", "pg_stat_probe", NULL, 0, p_plain, GG_SNOOP_GAUSSDB, NULL),
 	NOT_BUILT("nginx", "nginx_probe", NULL, 0, p_elf, GG_SNOOP_ALL, NULL),
 	NOT_BUILT("haproxy", "trace_haproxy", NULL, 0, p_elf, GG_SNOOP_ALL, NULL),

@@ -18,6 +18,7 @@
 #include "profile_query.h"
 #include "snoopers.h"
 #include "supervisor.h"
+#include "webui.h"
 
 #define PERSIST_MAX (64u * 1024u) /* a stored configuration is at most a few KiB */
 #define MSG_MAX	    1024
@@ -325,6 +326,46 @@ static void resolve_one(struct gg_rest *r, struct rest_probe *rp)
 		r->last_scan = st;
 }
 
+/* snoopers.custom_labels and snoopers.pod_labels (validated) onto the probe's series. */
+static void apply_labels(struct gg_rest *r, struct rest_probe *rp)
+{
+	const cJSON *sn = rp->conf ? cJSON_GetObjectItemCaseSensitive(rp->conf, "snoopers") : NULL, *e;
+	struct gg_ext_labels *l;
+
+	if (!r->sup->exp || !r->sup->exp->ident) {
+		if (cJSON_GetArraySize(cJSON_GetObjectItemCaseSensitive(sn, "custom_labels")) > 0 ||
+		    cJSON_GetArraySize(cJSON_GetObjectItemCaseSensitive(sn, "pod_labels")) > 0)
+			gg_warn("rest: probe %s: custom_labels and pod_labels are not added with identity.enabled = "
+				"off",
+				rp->def->rest_name);
+		return;
+	}
+	l = calloc(1, sizeof(*l));
+	if (!l) {
+		gg_error("rest: probe %s: out of memory for its labels", rp->def->rest_name);
+		return;
+	}
+	cJSON_ArrayForEach(e, cJSON_GetObjectItemCaseSensitive(sn, "custom_labels"))
+	{
+		if (l->ncustom >= GG_EXT_LABELS_MAX || !cJSON_IsString(e))
+			continue;
+		snprintf(l->custom_name[l->ncustom], sizeof(l->custom_name[0]), "%s", e->string);
+		snprintf(l->custom_value[l->ncustom], sizeof(l->custom_value[0]), "%s", e->valuestring);
+		l->ncustom++;
+	}
+	cJSON_ArrayForEach(e, cJSON_GetObjectItemCaseSensitive(sn, "pod_labels"))
+	{
+		if (l->npod >= GG_EXT_LABELS_MAX || !cJSON_IsString(e) ||
+		    gg_pod_label__name(e->valuestring, l->pod_name[l->npod], sizeof(l->pod_name[0])))
+			continue;
+		snprintf(l->pod_key[l->npod], sizeof(l->pod_key[0]), "%s", e->valuestring);
+		l->npod++;
+	}
+	if (gg_ident_export__set_labels(r->sup->exp->ident, rp->p, l))
+		gg_error("rest: probe %s: out of memory for its labels", rp->def->rest_name);
+	free(l);
+}
+
 /* Send the probe what it should run with now (when it changed). */
 static void push_config(struct rest_probe *rp)
 {
@@ -364,6 +405,7 @@ static void apply(struct gg_rest *r, struct rest_probe *rp, const cJSON *old_con
 		resolve_one(r, rp);
 	else
 		gg_scope__init(&rp->scope);
+	apply_labels(r, rp);
 
 	/* the parameters in force before (old_conf, else the file's) and now */
 	{
@@ -682,6 +724,12 @@ void gg_rest__handle(struct gg_sup *sup, const struct gg_http_request *req, stru
 	int get = !strcmp(req->method, "GET") || !strcmp(req->method, "HEAD");
 	struct rest_probe *rp;
 
+	if (gg_webui__refused(sup, req, resp))
+		return; /* a browser on another site's name or origin (webui.c) */
+	if (gg_webui__match(path)) {
+		gg_webui__handle(sup, req, resp); /* the built-in web page (webui.c) */
+		return;
+	}
 	while (*path == '/')
 		path++;
 	n = strlen(path);
@@ -736,6 +784,8 @@ void gg_rest__handle(struct gg_sup *sup, const struct gg_http_request *req, stru
 static void on_request(void *ctx, const struct gg_http_request *req, struct gg_http_response *resp)
 {
 	gg_rest__handle(ctx, req, resp);
+	if (!resp->headers)
+		resp->headers = gg_webui_api_headers; /* nosniff, no framing, no caching */
 }
 
 /* ---- configuration delivery ------------------------------------------------------------------------ */

@@ -1,6 +1,7 @@
 /* validate.c - the REST API's PUT body decoder and the all-or-nothing validator of a configuration
  * against a probe's contract (probe_table.c). */
 #include "validate.h"
+#include "identity.h" /* gg_pod_label__name, gg_ident__is_label (inline) */
 
 #include <ctype.h>
 #include <errno.h>
@@ -793,6 +794,138 @@ static int check_keys(struct check *c, const cJSON *obj, const char *const *allo
 	return 0;
 }
 
+/* A Prometheus label name ([A-Za-z_][A-Za-z0-9_]*, not "__..."), at most GG_REST_LABEL_NAME_MAX. */
+static int prom_label_name_ok(const char *s)
+{
+	size_t n = strlen(s);
+
+	if (!n || n > GG_REST_LABEL_NAME_MAX || (s[0] >= '0' && s[0] <= '9') || !strncmp(s, "__", 2))
+		return 0;
+	for (; *s; s++) {
+		if (!isalnum((unsigned char)*s) && *s != '_')
+			return 0;
+	}
+	return 1;
+}
+
+/* Names the supervisor adds itself: a custom or pod label may not take them. */
+static int label_reserved(const char *name)
+{
+	return !strcmp(name, "machine_id") || !strcmp(name, "hostname") || gg_ident__is_label(name, strlen(name));
+}
+
+/* A Kubernetes label key: [prefix/]name, prefix a DNS subdomain (at most 253), name at most 63 of
+ * [A-Za-z0-9._-] beginning and ending with a letter or digit. */
+static int kube_label_key_ok(const char *k)
+{
+	const char *slash = strrchr(k, '/'), *name = slash ? slash + 1 : k;
+	size_t pn = slash ? (size_t)(slash - k) : 0, nn = strlen(name);
+
+	if (!nn || nn > 63 || !isalnum((unsigned char)name[0]) || !isalnum((unsigned char)name[nn - 1]))
+		return 0;
+	for (size_t i = 0; i < nn; i++) {
+		if (!isalnum((unsigned char)name[i]) && !strchr("-_.", name[i]))
+			return 0;
+	}
+	if (!slash)
+		return 1;
+	if (!pn || pn > 253 || !isalnum((unsigned char)k[0]) || !isalnum((unsigned char)k[pn - 1]))
+		return 0;
+	for (size_t i = 0; i < pn; i++) {
+		if (!(islower((unsigned char)k[i]) || isdigit((unsigned char)k[i]) || k[i] == '-' || k[i] == '.'))
+			return 0;
+	}
+	return 1;
+}
+
+/* snoopers.custom_labels {name: value} and snoopers.pod_labels [key] (gala-gopher's): labels added to
+ * every series of the probe's tables; the pod labels' exported names must differ from every other. */
+static int check_labels(struct check *c, const cJSON *sn, cJSON *out)
+{
+	const cJSON *cl = cJSON_GetObjectItemCaseSensitive(sn, "custom_labels");
+	const cJSON *pl = cJSON_GetObjectItemCaseSensitive(sn, "pod_labels"), *e, *f;
+	char b[80], name[GG_REST_LABEL_NAME_MAX + 2], other[GG_REST_LABEL_NAME_MAX + 2];
+	unsigned int i = 0;
+
+	if (cl && !cJSON_IsNull(cl)) {
+		cJSON *o = cJSON_AddObjectToObject(out, "custom_labels");
+
+		if (!cJSON_IsObject(cl))
+			return errf(c->err, c->errlen, 400,
+				    "snoopers.custom_labels: must be an object {\"<label>\": \"<value>\", ...}");
+		if (cJSON_GetArraySize(cl) > (int)GG_REST_LABELS_MAX)
+			return errf(c->err, c->errlen, 400, "snoopers.custom_labels: at most %u labels",
+				    GG_REST_LABELS_MAX);
+		cJSON_ArrayForEach(e, cl)
+		{
+			const char *v = cJSON_GetStringValue(e);
+			size_t vn = v ? strlen(v) : 0;
+
+			if (!prom_label_name_ok(e->string))
+				return errf(c->err, c->errlen, 400,
+					    "snoopers.custom_labels.%s: a label name is 1 to %u of [A-Za-z0-9_], not "
+					    "beginning with a digit or \"__\"",
+					    snip(e->string, 32, b, sizeof(b)), GG_REST_LABEL_NAME_MAX);
+			if (label_reserved(e->string))
+				return errf(c->err, c->errlen, 400,
+					    "snoopers.custom_labels.%s: the supervisor adds this label itself",
+					    e->string);
+			if (!v || vn > GG_REST_LABEL_VALUE_MAX)
+				return errf(c->err, c->errlen, 400,
+					    "snoopers.custom_labels.%s: the value must be a string of at most %u bytes",
+					    e->string, GG_REST_LABEL_VALUE_MAX);
+			for (const char *p = v; *p; p++) {
+				if ((unsigned char)*p < 0x20 || *p == 0x7f)
+					return errf(c->err, c->errlen, 400,
+						    "snoopers.custom_labels.%s: control characters are not allowed",
+						    e->string);
+			}
+			cJSON_AddItemToObject(o, e->string, cJSON_CreateString(v));
+		}
+	}
+	if (!pl || cJSON_IsNull(pl))
+		return 0;
+	if (!cJSON_IsArray(pl))
+		return errf(c->err, c->errlen, 400,
+			    "snoopers.pod_labels: must be a list of Kubernetes label keys [\"app\", ...]");
+	if (cJSON_GetArraySize(pl) > (int)GG_REST_LABELS_MAX)
+		return errf(c->err, c->errlen, 400, "snoopers.pod_labels: at most %u labels", GG_REST_LABELS_MAX);
+	cJSON *o = cJSON_AddArrayToObject(out, "pod_labels");
+
+	cJSON_ArrayForEach(e, pl)
+	{
+		const char *k = cJSON_GetStringValue(e);
+		unsigned int j = 0;
+
+		if (!k || strlen(k) > GG_REST_POD_LABEL_KEY_MAX || !kube_label_key_ok(k))
+			return errf(c->err, c->errlen, 400,
+				    "snoopers.pod_labels[%u]: must be a Kubernetes label key ([prefix/]name, name 1 to "
+				    "63 of [A-Za-z0-9._-] beginning and ending with a letter or digit)",
+				    i);
+		if (gg_pod_label__name(k, name, sizeof(name)) || strlen(name) > GG_REST_LABEL_NAME_MAX)
+			return errf(c->err, c->errlen, 400,
+				    "snoopers.pod_labels[%u]: its label name (%s) would be longer than %u characters",
+				    i, snip(k, 32, b, sizeof(b)), GG_REST_LABEL_NAME_MAX);
+		if (label_reserved(name) || (cl && cJSON_IsObject(cl) && cJSON_GetObjectItemCaseSensitive(cl, name)))
+			return errf(c->err, c->errlen, 400,
+				    "snoopers.pod_labels[%u]: label %s is taken (by the supervisor or custom_labels)",
+				    i, name);
+		cJSON_ArrayForEach(f, pl)
+		{
+			if (j++ >= i)
+				break;
+			if (!gg_pod_label__name(cJSON_GetStringValue(f), other, sizeof(other)) && !strcmp(other, name))
+				return errf(c->err, c->errlen, 400,
+					    "snoopers.pod_labels[%u]: label %s is given twice (keys are exported with "
+					    "every character outside [A-Za-z0-9_] as '_')",
+					    i, name);
+		}
+		cJSON_AddItemToArray(o, cJSON_CreateString(k));
+		i++;
+	}
+	return 0;
+}
+
 static int check_snoopers(struct check *c, const cJSON *sn, cJSON *out)
 {
 	static const char *const pn_keys[] = {"comm", "cmdline", "debugging_dir", NULL};
@@ -810,23 +943,24 @@ static int check_snoopers(struct check *c, const cJSON *sn, cJSON *out)
 		return err;
 	cJSON_ArrayForEach(k, sn)
 	{
-		if (!strcmp(k->string, "custom_labels") || !strcmp(k->string, "pod_labels"))
-			return errf(
-				c->err, c->errlen, 400,
-				"snoopers.%s: not supported (the container and pod labels are added to every series "
-				"of a tgid table)",
-				k->string);
 		if (strcmp(k->string, "proc_id") && strcmp(k->string, "proc_name") && strcmp(k->string, "pod_id") &&
 		    strcmp(k->string, "container_id") && strcmp(k->string, "container_name") &&
-		    strcmp(k->string, "gaussdb"))
+		    strcmp(k->string, "gaussdb") && strcmp(k->string, "custom_labels") &&
+		    strcmp(k->string, "pod_labels"))
 			return errf(c->err, c->errlen, 400,
 				    "snoopers.%s: unknown field (expected proc_id, proc_name, pod_id, container_id, "
-				    "container_name, gaussdb)",
+				    "container_name, gaussdb, custom_labels, pod_labels)",
 				    snip(k->string, 32, b, sizeof(b)));
 	}
+	err = check_labels(c, sn, out);
+	if (err)
+		return err;
 	if (c->ctx->extend) {
 		cJSON_ArrayForEach(k, sn)
 		{
+			/* the labels are the supervisor's: an extend probe takes them too */
+			if (!strcmp(k->string, "custom_labels") || !strcmp(k->string, "pod_labels"))
+				continue;
 			if (cJSON_GetArraySize(k) > 0)
 				return errf(
 					c->err, c->errlen, 400,
@@ -1325,6 +1459,13 @@ int gg_rest_conf__check(const struct gg_probe_def *def, const struct gg_rest_che
 	}
 	/* blacklist (gala-gopher's): the shape of snoopers; what it matches is left out of the scope */
 	v = cJSON_GetObjectItemCaseSensitive(root, "blacklist");
+	if (v && cJSON_IsObject(v) &&
+	    (cJSON_GetObjectItemCaseSensitive(v, "custom_labels") ||
+	     cJSON_GetObjectItemCaseSensitive(v, "pod_labels"))) {
+		status = errf(err, errlen, 400,
+			      "blacklist: custom_labels and pod_labels belong in snoopers (a blacklist only excludes)");
+		goto out;
+	}
 	if (v) {
 		status = check_snoopers(&c, v, cJSON_AddObjectToObject(out, "blacklist"));
 		if (status) {

@@ -29,6 +29,10 @@
 #define GG_REST_COMM_RE_BOUND	   16u	   /* largest count of an interval ({n,m}) in a comm pattern */
 #define GG_REST_COMM_RE_BRACES	   2u	   /* intervals in a comm pattern */
 #define GG_REST_PID_MAX		   4194304 /* PID_MAX_LIMIT */
+#define GG_REST_LABELS_MAX	   10u	   /* custom_labels, and pod_labels (gala-gopher's bound) */
+#define GG_REST_LABEL_NAME_MAX	   63u	   /* characters of a label name (a .meta field name) */
+#define GG_REST_LABEL_VALUE_MAX	   256u	   /* bytes of a custom label's value */
+#define GG_REST_POD_LABEL_KEY_MAX  317u	   /* a Kubernetes label key: 253 (prefix) + '/' + 63 (name) */
 
 /* One probe the REST API manages: its contract (ipc/contract.h) as the validator reads it. */
 struct gg_probe_def {

@@ -376,14 +376,31 @@ static void test_errors_name_field_and_range(void **state)
 	expect("tcp", "{\"state\":\"paused\"}", 400, "state: must be \"running\" or \"stopped\"");
 	expect("tcp", "{\"stat\":\"running\"}", 400,
 	       "stat: unknown field (expected cmd, snoopers, blacklist, params, state)");
-	expect("tcp", "{\"snoopers\":{\"custom_labels\":{\"a\":\"b\"}}}", 400,
-	       "snoopers.custom_labels: not supported (the container and pod labels are added to every series of a "
-	       "tgid table)");
+	/* custom_labels and pod_labels (gala-gopher's), normalized; names and keys checked */
+	expect("tcp",
+	       "{\"snoopers\":{\"custom_labels\":{\"team\":\"a "
+	       "b\"},\"pod_labels\":[\"app\",\"app.kubernetes.io/name\"]}}",
+	       0, NULL);
+	expect("tcp", "{\"snoopers\":{\"custom_labels\":{\"a-b\":\"x\"}}}", 400,
+	       "snoopers.custom_labels.a-b: a label name is 1 to 63 of [A-Za-z0-9_]");
+	expect("tcp", "{\"snoopers\":{\"custom_labels\":{\"hostname\":\"x\"}}}", 400,
+	       "snoopers.custom_labels.hostname: the supervisor adds this label itself");
+	expect("tcp", "{\"snoopers\":{\"custom_labels\":{\"a\":true}}}", 400,
+	       "snoopers.custom_labels.a: the value must be a string");
+	expect("tcp", "{\"snoopers\":{\"custom_labels\":{\"a\":\"x\\u0001\"}}}", 400,
+	       "snoopers.custom_labels.a: control characters");
+	expect("tcp", "{\"snoopers\":{\"pod_labels\":[\"Bad.Prefix/app\"]}}", 400, "snoopers.pod_labels[0]: must be");
+	expect("tcp", "{\"snoopers\":{\"pod_labels\":[\"a.b\",\"a/b\"]}}", 400,
+	       "snoopers.pod_labels[1]: label a_b is given twice");
+	expect("tcp", "{\"snoopers\":{\"pod_labels\":[\"pod\"]}}", 400, "snoopers.pod_labels[0]: label pod is taken");
+	expect("tcp", "{\"snoopers\":{\"custom_labels\":{\"app\":\"x\"},\"pod_labels\":[\"app\"]}}", 400,
+	       "snoopers.pod_labels[0]: label app is taken");
+	expect("tcp", "{\"blacklist\":{\"pod_labels\":[\"app\"]}}", 400, "blacklist: custom_labels and pod_labels");
 	expect("tcp", "{\"blacklist\":{\"proc_id\":[0]}}", 400,
 	       "blacklist.proc_id[0]: must be a process id in [1, 4194304]");
 	expect("tcp", "{\"blacklist\":{\"nope\":[]}}", 400,
 	       "blacklist.nope: unknown field (expected proc_id, proc_name, pod_id, container_id, container_name, "
-	       "gaussdb)");
+	       "gaussdb, custom_labels, pod_labels)");
 	expect("tcp", "{\"blacklist\":{\"container_name\":[\"\"]}}", 400,
 	       "blacklist.container_name[0]: must be a string of 1 to 128 characters");
 	expect("tcp", "[1]", 400, "must be a JSON object");
