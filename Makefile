@@ -193,6 +193,8 @@ $(foreach p,$(PROBES),$(eval $(call PROBE_template,$(p))))
 # stackprobe's [Pod]/[Con] frames use the supervisor's cgroup layout parser (one parser)
 $(BUILD)/probes/stackprobe: $(BUILD)/obj/supervisor/identity.o $(BUILD)/obj/supervisor/bolt.o
 $(BUILD)/probes/stackprobe: LIBS_PROBE += $(LIBSCHEMA)
+# l7probe's TLS uprobes decode x86-64 instructions (return sites of Go's crypto/tls, libssl's internals)
+$(BUILD)/probes/l7probe: LIBS_PROBE += -lcapstone
 $(call obj,$(PLIB_SRCS)): $(META_HDRS)
 
 # ---- tests, helpers, benchmarks -------------------------------------------------------------------
@@ -277,7 +279,7 @@ L7_PROTO_SRCS := $(filter-out probes/l7probe/main.c probes/l7probe/l7probe.c pro
 # ksliprobe and pgsliprobe are l7probe's program (everything but its main()) in an SLI mode.
 L7_APP_OBJS := $(call obj,$(filter-out probes/l7probe/l7probe.c,$(l7probe_SRCS)))
 $(BUILD)/probes/ksliprobe $(BUILD)/probes/pgsliprobe: $(L7_APP_OBJS)
-$(BUILD)/probes/ksliprobe $(BUILD)/probes/pgsliprobe: LIBS_PROBE := $(LIBPROBE) $(LIBSCHEMA) $(LIBIPC) $(LIBS_PROBE)
+$(BUILD)/probes/ksliprobe $(BUILD)/probes/pgsliprobe: LIBS_PROBE := $(LIBPROBE) $(LIBSCHEMA) $(LIBIPC) $(LIBS_PROBE) -lcapstone
 $(call obj,$(wildcard probes/ksliprobe/*.c probes/pgsliprobe/*.c)): $(l7probe_GEN)
 LIBL7 := $(BUILD)/lib/libggl7.a
 $(LIBL7): $(call obj,$(L7_PROTO_SRCS))
@@ -293,6 +295,11 @@ $(BUILD)/tests/test_l7conn: $(BUILD)/obj/tests/unit/test_l7conn.o $(BUILD)/obj/p
 	$(Q)mkdir -p $(@D)
 	$(Q)$(CC) $(LDFLAGS) $^ -lcmocka $(LIBS_PROBE) -lconfig -o $@
 $(BUILD)/obj/tests/unit/test_l7conn.o: $(BUILD)/gen/l7probe.skel.h
+# the TLS uprobes' ELF and instruction decisions (tls_elf.c: libelf, capstone)
+$(BUILD)/tests/test_l7tls: $(BUILD)/obj/tests/unit/test_l7tls.o $(BUILD)/obj/probes/l7probe/tls_elf.o
+	$(say) LINK $@
+	$(Q)mkdir -p $(@D)
+	$(Q)$(CC) $(LDFLAGS) $^ -lcmocka -lcapstone -lelf -o $@
 $(BUILD)/fuzz/fuzz_l7_%: tests/fuzz/fuzz_l7_%.c tests/fuzz/fuzz_l7.h $(L7_PROTO_SRCS) $(wildcard probes/l7probe/*.h)
 	$(say) FUZZ $@
 	$(Q)mkdir -p $(@D)

@@ -484,7 +484,16 @@ static int params_to_json(struct load_ctx *c, const config_setting_t *g, const c
  * rename or replace what root put there). */
 int gg_exec_trusted(const char *path, char *why, size_t whylen)
 {
+	unsigned long long dev, ino;
+
+	return gg_exec_trusted_id(path, &dev, &ino, why, whylen);
+}
+
+int gg_exec_trusted_id(const char *path, unsigned long long *ret_dev, unsigned long long *ret_ino, char *why,
+		       size_t whylen)
+{
 	char real[PATH_MAX], dir[PATH_MAX], *slash;
+	unsigned long long dev, ino;
 	struct stat st;
 
 	if (!realpath(path, real)) {
@@ -504,6 +513,8 @@ int gg_exec_trusted(const char *path, char *why, size_t whylen)
 			 (st.st_mode & S_IWOTH) ? "others" : "its group", (unsigned)(st.st_mode & 07777));
 		return -EACCES;
 	}
+	dev = (unsigned long long)st.st_dev;
+	ino = (unsigned long long)st.st_ino;
 	snprintf(dir, sizeof(dir), "%s", real);
 	while ((slash = strrchr(dir, '/')) != NULL) {
 		if (slash == dir)
@@ -527,6 +538,8 @@ int gg_exec_trusted(const char *path, char *why, size_t whylen)
 		if (!strcmp(dir, "/"))
 			break;
 	}
+	*ret_dev = dev;
+	*ret_ino = ino;
 	return 0;
 }
 

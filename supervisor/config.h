@@ -145,5 +145,9 @@ const char *gg_out_channel__str(enum gg_out_channel c);
 /* 0 when root may execute path: the real file and every directory above it owned by root and
  * writable by nobody else (see config.c); else negative errno and the reason in why. */
 int gg_exec_trusted(const char *path, char *why, size_t whylen);
+/* The same check, giving the checked file's identity (st_dev, st_ino of the real file): the spawn
+ * wrapper opens the binary once and runs it only if it is still that file. */
+int gg_exec_trusted_id(const char *path, unsigned long long *ret_dev, unsigned long long *ret_ino, char *why,
+		       size_t whylen);
 
 #endif

@@ -484,11 +484,13 @@ static void probe_start(struct gg_probe *p)
 	struct gg_sup *sup = p->sup;
 	uv_process_options_t o;
 	uv_stdio_container_t stdio[3];
-	char **pargv = NULL, **argv = NULL, **env = NULL, ppid[32], extra[512] = "", why[1024];
+	char **pargv = NULL, **argv = NULL, **env = NULL, ppid[96], extra[512] = "", why[1024];
+	unsigned long long dev, ino;
 	int nargs, nextra = 0, err;
 
-	/* Checked again here: the file or a directory above it may have changed since it was accepted. */
-	err = gg_exec_trusted(p->conf->command, why, sizeof(why));
+	/* Checked again here: the file or a directory above it may have changed since it was accepted.
+	 * The wrapper runs the binary only if it is still the file checked now (st_dev, st_ino). */
+	err = gg_exec_trusted_id(p->conf->command, &dev, &ino, why, sizeof(why));
 	if (err) {
 		gg_error("probe %s: refusing to run it as root: %s", p->conf->name, why);
 		goto fail;
@@ -508,7 +510,7 @@ static void probe_start(struct gg_probe *p)
 		err = -ENOMEM;
 		goto fail;
 	}
-	snprintf(ppid, sizeof(ppid), "%d", (int)getpid());
+	snprintf(ppid, sizeof(ppid), "%d:%llu:%llu", (int)getpid(), dev, ino);
 	argv[0] = sup->self_exe;
 	argv[1] = (char *)"--exec-probe";
 	argv[2] = ppid;

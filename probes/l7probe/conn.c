@@ -314,9 +314,15 @@ static struct agg *conn_agg(struct l7_tracker *t, struct conn *c, const struct l
 		return c->agg;
 	}
 	if (c->udp && h && h->rport) {
-		raddr = h->raddr;
-		rport = h->rport;
+		/* An unconnected socket: each datagram's peer; one whose peer the kernel half could not
+		 * take (the first one queued before the socket was followed) goes with the last known. */
+		memcpy(c->raddr, h->raddr, 16);
+		c->rport = h->rport;
 	}
+	if (c->udp && !c->rport)
+		return NULL; /* no peer known yet: its bytes wait in pre_* */
+	raddr = c->raddr;
+	rport = c->rport;
 	memset(&k, 0, sizeof(k));
 	k.tgid = c->tgid;
 	k.family = c->family;
@@ -674,6 +680,13 @@ static int conn_infer(struct l7_tracker *t, struct conn *c, const struct l7_ev *
 
 static void add_bytes(struct agg *a, struct conn *c, const struct l7_ev *h)
 {
+	if (a && (c->pre_segs_sent || c->pre_segs_recv)) {
+		a->bytes_sent += c->pre_sent;
+		a->bytes_recv += c->pre_recv;
+		a->segs_sent += c->pre_segs_sent;
+		a->segs_recv += c->pre_segs_recv;
+		c->pre_sent = c->pre_recv = c->pre_segs_sent = c->pre_segs_recv = 0;
+	}
 	if (!a) {
 		if (h->dir == L7_DIR_SEND) {
 			c->pre_sent += h->total;
@@ -737,8 +750,8 @@ static void on_data(struct l7_tracker *t, const struct l7_ev *h, const uint8_t *
 			a->bytes_recv += c->pre_recv;
 			a->segs_sent += c->pre_segs_sent;
 			a->segs_recv += c->pre_segs_recv;
+			c->pre_sent = c->pre_recv = c->pre_segs_sent = c->pre_segs_recv = 0;
 		}
-		c->pre_sent = c->pre_recv = c->pre_segs_sent = c->pre_segs_recv = 0;
 		return;
 	}
 	if (c->state == CS_TRACK)
@@ -783,9 +796,11 @@ int l7_tracker__event(void *ctx, void *data, size_t size)
 		struct conn **pp = conn_slot(t, h->tgid, h->fd);
 		struct conn *c = *pp;
 
-		if (!c)
+		/* The close of a socket comes at its TCP_CLOSE, which may be after its fd was reused for
+		 * another connection: only the connection of that socket ends. */
+		if (!c || c->sk != h->sk)
 			break;
-		if (c->state == CS_TRACK && c->sk == h->sk) {
+		if (c->state == CS_TRACK) {
 			/* A response that ends with the connection (HTTP without a length) completes now. */
 			t->cur_agg = conn_agg(t, c, NULL);
 			t->cur_conn = c;

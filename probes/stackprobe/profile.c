@@ -1,5 +1,6 @@
 /* profile.c - turns kernel stacks into named frames and sums them per thread (profile store) and per
  * folded line (flame graphs, pprof, Pyroscope), with [Pod]/[Con]/[<pid>] comm bottom frames. */
+#include <malloc.h>
 #include <errno.h>
 #include <inttypes.h>
 #include <stdio.h>
@@ -11,6 +12,7 @@
 #include "probe.h"
 #include "stackprobe.h"
 
+#define SP_SYM_ELF_BYTES (4u << 20)
 #define FTAB_MAX_ENTRIES 200000u
 #define FTAB_MAX_BYTES	 (64u << 20)
 #define CONT_SLOTS	 4096u
@@ -334,9 +336,16 @@ static const char *container_of(uint32_t tgid)
 
 int sp_profile__init(struct sp_profile *p)
 {
-	struct symbolizer_opts so = {0};
+	/* ELF symbol tables of every process sampled: bounded, least recently used dropped first (each is
+	 * read again when needed, counted in elf_loads) */
+	struct symbolizer_opts so = {.max_elf_bytes = SP_SYM_ELF_BYTES};
 
 	memset(p, 0, sizeof(*p));
+	/* Symbol tables and folded-stack tables are large blocks that come and go: from mmap, so that a
+	 * freed one goes back to the kernel at once instead of staying in the heap (glibc otherwise raises
+	 * its mmap threshold after the first large free and keeps such blocks in the heap) */
+	mallopt(M_MMAP_THRESHOLD, 128 * 1024);
+	mallopt(M_TRIM_THRESHOLD, 512 * 1024);
 	p->sym = symbolizer__new(&so);
 	if (!p->sym)
 		return -errno;
@@ -487,7 +496,8 @@ int sp_profile__add(void *ctx, const struct sp_sample *smp)
 		err = key.err ? key.err : fo.err;
 	if (!err) {
 		(void)ftab__add(&acc->period, smp->tgid, 0, key.s, key.len, smp->value);
-		(void)ftab__add(&acc->pyro, smp->tgid, 0, key.s, key.len, smp->value);
+		if (p->pyro_on) /* a copy of the period's table: only when it is uploaded */
+			(void)ftab__add(&acc->pyro, smp->tgid, 0, key.s, key.len, smp->value);
 		acc->value_total += smp->value;
 	}
 	free(key.s);

@@ -57,6 +57,68 @@ static const char *const gala_order[] = {
 	"lvs",	    "kafka", "dnsmasq",	   "tprofiling",  "sli",
 };
 
+/* ---- every runtime parameter gala-gopher knows (seed 000, "Configuring Probe Runtime Parameters") --- */
+
+/* gala-gopher applies every parameter to every probe and ignores those outside a probe's scope; the REST
+ * API accepts these names outside a probe's own parameters with a warning (the value is still checked
+ * against gala-gopher's range), and refuses names gala-gopher does not know. This table is the one list
+ * of those names: nothing else in the code spells them. */
+static const char *const gala_l7_protocols[] = {"http",	 "pgsql",    "mysql", "redis", "kafka",
+						"mongo", "rocketmq", "dns",   NULL};
+/* clang-format off */
+#define GALA_INT(n, d, lo, hi, u) {.name = n, .type = GG_PT_INT, .def = d, .min = lo, .max = hi, .unit = u}
+#define GALA_THR(n, u) {.name = n, .type = GG_PT_INT, .def = 0, .min = 10, .max = 100000, .zero_off = 1, .unit = u}
+#define GALA_STR(n, t, d) {.name = n, .type = t, .def_str = d}
+#define GALA_BOOL(n) {.name = n, .type = GG_PT_BOOL, .def = 0, .min = 0, .max = 1}
+static const struct gg_gala_param gala_params[] = {
+	{GALA_INT("sample_period", 5000, 100, 10000, "ms"), "io, tcp"},
+	{GALA_INT("report_period", 60, 5, 600, "s"), "all"},
+	{GALA_THR("latency_thr", "ms"), "tcp, io, proc, ksli"},
+	{GALA_THR("offline_thr", "ms"), "proc"},
+	{GALA_THR("drops_thr", "packets"), "tcp, nic"},
+	{GALA_INT("res_lower_thr", 0, 0, 100, "percent"), "all"},
+	{GALA_INT("res_upper_thr", 0, 0, 100, "percent"), "all"},
+	{GALA_BOOL("report_event"), "all"},
+	{{.name = "metrics_type", .type = GG_PT_ENUM_LIST, .def_str = "raw", .choices = gg_metrics_types}, "all"},
+	{{.name = "env", .type = GG_PT_ENUM, .def_str = "node", .choices = gg_envs}, "all"},
+	{GALA_BOOL("report_source_port"), "tcp"},
+	{{.name = "l7_protocol", .type = GG_PT_ENUM_LIST, .def_str = "http", .choices = gala_l7_protocols}, "l7"},
+	{GALA_BOOL("support_ssl"), "l7"},
+	{GALA_BOOL("multi_instance"), "flamegraph"},
+	{GALA_BOOL("native_stack"), "flamegraph"},
+	{GALA_BOOL("cluster_ip_backend"), "tcp, l7"},
+	{GALA_STR("pyroscope_server", GG_PT_HOSTPORT, "localhost:4040"), "flamegraph"},
+	{GALA_INT("svg_period", 180, 30, 600, "s"), "flamegraph"},
+	{GALA_INT("perf_sample_period", 10, 10, 1000, "ms"), "flamegraph"},
+	{GALA_STR("svg_dir", GG_PT_OUT_DIR, "/var/log/gala-gopher/stacktrace"), "flamegraph"},
+	{GALA_STR("flame_dir", GG_PT_OUT_DIR, "/var/log/gala-gopher/flamegraph"), "flamegraph"},
+	{GALA_STR("dev_name", GG_PT_NAME, ""), "io, kafka, ksli, postgre_sli, baseinfo, tcp"},
+	{GALA_BOOL("continuous_sampling"), "ksli"},
+	{GALA_STR("elf_path", GG_PT_ELF_PATH, ""), "nginx, haproxy, dnsmasq"},
+	{GALA_INT("kafka_port", 9092, 1, 65535, NULL), "kafka"},
+	{GALA_INT("cadvisor_port", 8080, 1, 65535, NULL), "cadvisor"},
+};
+/* clang-format on */
+
+unsigned int gg_gala_params__count(void)
+{
+	return COUNT(gala_params);
+}
+
+const struct gg_gala_param *gg_gala_params__at(unsigned int i)
+{
+	return i < COUNT(gala_params) ? &gala_params[i] : NULL;
+}
+
+const struct gg_gala_param *gg_gala_params__find(const char *name)
+{
+	for (unsigned int i = 0; i < COUNT(gala_params); i++) {
+		if (!strcmp(gala_params[i].spec.name, name))
+			return &gala_params[i];
+	}
+	return NULL;
+}
+
 /* ---- the table ------------------------------------------------------------------------------------ */
 
 #define DEFS_MAX 64u

@@ -611,13 +611,14 @@ static void handle_put(struct gg_rest *r, struct rest_probe *rp, const struct gg
 {
 	char msg[MSG_MAX], bin[PATH_MAX], why[1024], *json = NULL, *text = NULL;
 	struct gg_rest_check_ctx ctx;
-	cJSON *put = NULL, *merged = NULL, *old;
+	cJSON *put = NULL, *merged = NULL, *old, *warnings = NULL, *o;
 	int status, err;
 
 	status = gg_rest_body__decode(req->body, req->body_len, req->content_type, &json, msg, sizeof(msg));
 	if (status)
 		goto fail;
 	ctx = check_ctx(r, rp, bin, sizeof(bin));
+	ctx.warnings = warnings = cJSON_CreateArray();
 	status = gg_rest_conf__check(rp->def, &ctx, json, &put, msg, sizeof(msg));
 	if (status)
 		goto fail;
@@ -663,7 +664,21 @@ static void handle_put(struct gg_rest *r, struct rest_probe *rp, const struct gg
 	r->puts_ok++;
 	gg_info("rest: PUT /%s applied (configuration version %llu)", rp->def->rest_name,
 		(unsigned long long)rp->p->cfg_version);
-	reply(resp, 200, "New config takes effect");
+	o = cJSON_CreateObject();
+	cJSON_AddStringToObject(o, "result", "success");
+	cJSON_AddStringToObject(o, "message", "New config takes effect");
+	/* Accepted for gala-gopher's sake but without effect: the client is told, and so is the log. */
+	if (o && warnings && cJSON_GetArraySize(warnings) > 0) {
+		const cJSON *w;
+
+		cJSON_ArrayForEach(w, warnings)
+		{
+			gg_warn("rest: PUT /%s: %s", rp->def->rest_name, cJSON_GetStringValue(w));
+		}
+		cJSON_AddItemToObject(o, "warnings", warnings);
+		warnings = NULL;
+	}
+	reply_json(resp, 200, o);
 	goto out;
 
 fail:
@@ -675,6 +690,7 @@ out:
 	free(json);
 	cJSON_Delete(put);
 	cJSON_Delete(merged);
+	cJSON_Delete(warnings);
 }
 
 /* GET|POST /flamegraph/query (alias /v1/profile/ProfileTracing): the flame graph query API over

@@ -13,6 +13,7 @@
 #include <string.h>
 #include <strings.h>
 #include <sys/stat.h>
+#include <unistd.h>
 
 /* ---- messages ------------------------------------------------------------------------------------- */
 
@@ -519,6 +520,100 @@ int gg_path__confine(const char *path, const char *bases, int must_exist, int wa
 	return any_base ? -EACCES : -ENOENT;
 }
 
+/*
+ * path with every symbolic link resolved, walking it one component at a time, into out (PATH_MAX): 0
+ * only when every directory passed, every link followed and the file reached are owned by root (or by
+ * us) and no directory is writable by others without the sticky bit (nor the file at all), so that
+ * nobody else can have set the path up. -EINVAL (not absolute, too long), -ELOOP, -EACCES, -errno.
+ */
+static int trusted_resolve(const char *path, char *out)
+{
+	char rest[2 * PATH_MAX], cur[PATH_MAX] = "", next[PATH_MAX], target[PATH_MAX];
+	unsigned int links = 0;
+	const char *p;
+	struct stat st;
+
+	if (path[0] != '/' || strlen(path) >= PATH_MAX)
+		return -EINVAL;
+	if (stat("/", &st) || (st.st_uid != 0 && st.st_uid != geteuid()))
+		return -EACCES;
+	snprintf(rest, sizeof(rest), "%s", path);
+	p = rest;
+	for (;;) {
+		size_t n;
+		ssize_t tl;
+
+		while (*p == '/')
+			p++;
+		if (!*p)
+			break;
+		n = strcspn(p, "/");
+		if ((n == 1 && p[0] == '.') || (n == 2 && p[0] == '.' && p[1] == '.')) {
+			char *slash = strrchr(cur, '/');
+
+			if (n == 2 && slash)
+				*slash = '\0'; /* cur has no links in it: ".." is lexical */
+			p += n;
+			continue;
+		}
+		if (strlen(cur) + 1 + n >= sizeof(next))
+			return -EINVAL;
+		{
+			size_t cl = strlen(cur);
+
+			memcpy(next, cur, cl);
+			next[cl] = '/';
+			memcpy(next + cl + 1, p, n);
+			next[cl + 1 + n] = '\0';
+		}
+		p += n;
+		if (lstat(next, &st))
+			return -errno;
+		if (st.st_uid != 0 && st.st_uid != geteuid())
+			return -EACCES;
+		if (S_ISLNK(st.st_mode)) {
+			char tmp[2 * PATH_MAX];
+
+			if (++links > 40)
+				return -ELOOP;
+			tl = readlink(next, target, sizeof(target) - 1);
+			if (tl <= 0)
+				return tl < 0 ? -errno : -EINVAL;
+			target[tl] = '\0';
+			if (target[0] == '/')
+				cur[0] = '\0';
+			if ((size_t)snprintf(tmp, sizeof(tmp), "%s/%s", target, p) >= sizeof(tmp))
+				return -EINVAL;
+			memcpy(rest, tmp, sizeof(rest));
+			p = rest;
+			continue;
+		}
+		if (S_ISDIR(st.st_mode)) {
+			if ((st.st_mode & (S_IWGRP | S_IWOTH)) && !(st.st_mode & S_ISVTX))
+				return -EACCES;
+		} else {
+			while (*p == '/')
+				p++;
+			if (*p)
+				return -ENOTDIR;
+			if (st.st_mode & (S_IWGRP | S_IWOTH))
+				return -EACCES;
+		}
+		memcpy(cur, next, sizeof(cur));
+	}
+	snprintf(out, PATH_MAX, "%s", cur[0] ? cur : "/");
+	return 0;
+}
+
+/* bin names the same file as the registered binary reg: both resolve, through root-owned paths only,
+ * to one canonical path (realpath semantics; strings are never compared). */
+static int same_trusted_file(const char *bin, const char *reg)
+{
+	char a[PATH_MAX], b[PATH_MAX];
+
+	return trusted_resolve(bin, a) == 0 && trusted_resolve(reg, b) == 0 && !strcmp(a, b);
+}
+
 /* 1 when path is below one of the ':' separated bases as they are spelled (what the probe confines its
  * writes to: probes/lib/probe_outdir.c). */
 static int spelled_below(const char *path, const char *bases)
@@ -576,7 +671,8 @@ static int check_cmd(struct check *c, const cJSON *cmd, cJSON *out)
 			return errf(c->err, c->errlen, 400, "cmd.bin: must be a string");
 		/* Only ever the registered binary runs; these are the ways of naming it. */
 		snprintf(stock, sizeof(stock), "/opt/gala-gopher/extend_probes/%s", base);
-		if (bin[0] && strcmp(bin, reg) && strcmp(bin, base) && strcmp(bin, stock))
+		if (bin[0] && strcmp(bin, reg) && strcmp(bin, base) && strcmp(bin, stock) &&
+		    !same_trusted_file(bin, reg))
 			return errf(c->err, c->errlen, 403,
 				    "cmd.bin: \"%s\" is not the registered binary of probe %s (%s); only that binary "
 				    "can run",
@@ -1251,7 +1347,26 @@ static int check_params(struct check *c, const cJSON *params, cJSON *out)
 	cJSON_ArrayForEach(k, params)
 	{
 		const struct gg_param_spec *s = gg_param_spec__find(c->def, k->string);
+		const struct gg_gala_param *g = s ? NULL : gg_gala_params__find(k->string);
 
+		if (g) {
+			/* gala-gopher ignores a parameter outside a probe's scope: accepted (and stored, so GET
+			 * shows what was sent), its value checked against gala-gopher's range, and said. */
+			char w[256];
+
+			if (!cJSON_IsNull(k)) {
+				err = check_param(c, &g->spec, k, out);
+				if (err)
+					return err;
+			}
+			snprintf(w, sizeof(w),
+				 "params.%s: not a parameter of probe %s (gala-gopher applies it to %s); accepted and "
+				 "ignored",
+				 g->spec.name, c->def->rest_name, g->scope);
+			if (c->ctx->warnings)
+				cJSON_AddItemToArray(c->ctx->warnings, cJSON_CreateString(w));
+			continue;
+		}
 		if (!s) {
 			const char *names[40] = {NULL};
 			unsigned int n = 0;

@@ -52,6 +52,17 @@ const struct gg_probe_def *gg_probe_defs__find_bin(const char *bin);
 /* The parameter `name` of probe def; NULL if the probe does not take it. */
 const struct gg_param_spec *gg_param_spec__find(const struct gg_probe_def *def, const char *name);
 
+/* A runtime parameter gala-gopher knows (seed 000's table): its range as gala-gopher takes it and the
+ * seed's "Supported Monitoring Scope" (REST names). */
+struct gg_gala_param {
+	struct gg_param_spec spec;
+	const char *scope;
+};
+unsigned int gg_gala_params__count(void);
+const struct gg_gala_param *gg_gala_params__at(unsigned int i);
+/* NULL when gala-gopher has no parameter of that name. */
+const struct gg_gala_param *gg_gala_params__find(const char *name);
+
 /*
  * Decode a PUT body into configuration JSON text (malloc'd, NUL-terminated, in *ret_json).
  * Accepted: `json=<url-encoded JSON>` (curl --data-urlencode), `json=<raw JSON>` (curl -d), and a
@@ -75,6 +86,7 @@ struct gg_rest_check_ctx {
 	const char *out_base;	    /* svg_dir, flame_dir must resolve under this directory */
 	const char *elf_bases;	    /* elf_path must resolve under one of these (':' separated) */
 	int extend;		    /* the probe is an extend probe: no control channel, so no snoopers */
+	cJSON *warnings;	    /* or NULL: an array that receives what was accepted and has no effect */
 };
 
 /*
