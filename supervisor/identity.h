@@ -9,6 +9,8 @@
 #include <stdint.h>
 #include <string.h>
 
+#include "cgroup_path.h"
+
 /* The labels, in this order everywhere (gala-gopher's names). */
 enum gg_ident_field {
 	GG_IDENT_CONTAINER_ID = 0,
@@ -64,13 +66,7 @@ struct gg_cgroup_info {
 	char ns[64];	       /* containerd namespace of a /<namespace>/<id> path, else "" */
 };
 
-/* The container id (64 hex digits, lower case) a cgroup path names: docker (docker-<id>.scope,
- * /docker/<id>), containerd (cri-containerd-<id>.scope, /kubepods/.../<id>), CRI-O (crio-<id>.scope),
- * podman (libpod-<id>.scope[/container]); conmon cgroups name none. 0, or -ENOENT. */
-int gg_cgroup__container_id(const char *path, char *ret, size_t len);
-/* The pod UID a kubepods cgroup path names (pod<uid> or kubepods-<qos>-pod<uid_with_underscores>.slice),
- * lower case with '-' separators. 0, or -ENOENT. */
-int gg_cgroup__pod_uid(const char *path, char *ret, size_t len);
+/* gg_cgroup__container_id and gg_cgroup__pod_uid: ipc/cgroup_path.h. */
 /* Container id, pod uid and runtime of a path. 0 (ret->rt is GG_RT_NONE outside containers). */
 int gg_cgroup__parse(const char *path, struct gg_cgroup_info *ret);
 /* From the text of /proc/<pid>/cgroup (v1 "N:controllers:/path" lines, v2 "0::/path"): the path that

@@ -19,6 +19,7 @@
 #include "sliprobe.h"
 #include "sliprobe.meta.h"
 #include "sliprobe.skel.h"
+#include "cgroup_path.h"
 #include "probe.h"
 #include "probe_runner.h"
 
@@ -145,37 +146,15 @@ static int find_cg2_mount(char *buf, size_t len)
 	return -ENOENT;
 }
 
-/* The container id a cgroup path names: the last component holding a run of exactly 64 hex digits
- * (docker-<id>.scope, cri-containerd-<id>.scope, crio-<id>.scope, libpod-<id>.scope, /docker/<id>),
- * cut to gala-gopher's 12 digits; "" when none does. */
+/* The container id a cgroup path names (ipc/cgroup_path.h), cut to gala-gopher's 12 digits; "" when
+ * none does. */
 static void container_of_path(const char *path, char *cid, size_t len)
 {
-	const char *p = path + strlen(path);
+	char id[65];
 
-	cid[0] = 0;
-	while (p > path) {
-		const char *end = p, *start;
-
-		while (end > path && end[-1] == '/')
-			end--;
-		start = end;
-		while (start > path && start[-1] != '/')
-			start--;
-		for (const char *q = start; q < end;) {
-			const char *r = q;
-
-			while (r < end && ((*r >= '0' && *r <= '9') || (*r >= 'a' && *r <= 'f')))
-				r++;
-			if (r - q == 64) {
-				snprintf(cid, len, "%.12s", q);
-				return;
-			}
-			q = r < end ? r + 1 : end;
-		}
-		p = start;
-		if (p > path)
-			p--;
-	}
+	cid[0] = '\0';
+	if (gg_cgroup__container_id(path, id, sizeof(id)) == 0)
+		snprintf(cid, len, "%.12s", id);
 }
 
 static struct cg_info *cache_get(struct sli_ctx *ctx, __u64 cgid)
