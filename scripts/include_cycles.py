@@ -1,0 +1,117 @@
+#!/usr/bin/env python3
+"""include_cycles.py - finds import cycles between the project's own files: a module is x.c with its
+x.h; module A depends on module B when A's .c or .h includes B's header, directly or through headers
+that have no .c of their own (types and inline helpers: they call nothing, so they are looked through,
+not counted as modules). Prints every cycle (a strongly connected set of two or more modules) and exits
+1 when there is one.
+  scripts/include_cycles.py [ROOT]   (default: the repository this script is in)"""
+import os
+import re
+import sys
+
+# The Makefile's -I directories, searched after the including file's own directory.
+INCLUDE_DIRS = ["ipc", "schema", "probes/lib", "bpf", "supervisor", "supervisor/rest", "supervisor/export"]
+SOURCE_DIRS = ["ipc", "schema", "probes", "supervisor", "tools", "bpf"]
+INCLUDE_RE = re.compile(r'^\s*#\s*include\s+"([^"]+)"', re.M)
+
+
+def sources(root):
+    for top in SOURCE_DIRS:
+        for d, _, files in os.walk(os.path.join(root, top)):
+            for f in files:
+                if f.endswith((".c", ".h")) and not f.endswith("_test.c"):
+                    yield os.path.relpath(os.path.join(d, f), root)
+
+
+def resolve(root, including, name):
+    for d in [os.path.dirname(including)] + INCLUDE_DIRS:
+        p = os.path.normpath(os.path.join(d, name))
+        if os.path.isfile(os.path.join(root, p)):
+            return p
+    return None  # system or generated (build/gen) header
+
+
+def module(path):
+    m = path[:-2]
+    return m[:-4] if m.endswith(".bpf") else m
+
+
+def graph(root):
+    files = sorted(sources(root))
+    has_c = {module(f) for f in files if f.endswith(".c")}
+    direct = {}
+    for f in files:
+        with open(os.path.join(root, f), errors="replace") as fh:
+            text = fh.read()
+        a = module(f)
+        direct.setdefault(a, set())
+        for name in INCLUDE_RE.findall(text):
+            p = resolve(root, f, name)
+            if p and p.endswith(".h") and module(p) != a:
+                direct[a].add(module(p))
+    edges = {}
+    for a in direct:
+        if a not in has_c:
+            continue
+        seen, todo, out = set(), list(direct[a]), set()
+        while todo:
+            b = todo.pop()
+            if b in seen or b == a:
+                continue
+            seen.add(b)
+            if b in has_c:
+                out.add(b)
+            else:
+                todo.extend(direct.get(b, ()))
+        edges[a] = out
+    return edges
+
+
+def cycles(edges):
+    """Tarjan's strongly connected components of two or more modules, each sorted."""
+    index, low, stack, on, out = {}, {}, [], set(), []
+    counter = [0]
+
+    def visit(v):
+        index[v] = low[v] = counter[0]
+        counter[0] += 1
+        stack.append(v)
+        on.add(v)
+        for w in sorted(edges.get(v, ())):
+            if w not in index:
+                visit(w)
+                low[v] = min(low[v], low[w])
+            elif w in on:
+                low[v] = min(low[v], index[w])
+        if low[v] == index[v]:
+            comp = []
+            while True:
+                w = stack.pop()
+                on.discard(w)
+                comp.append(w)
+                if w == v:
+                    break
+            if len(comp) > 1:
+                out.append(sorted(comp))
+
+    sys.setrecursionlimit(10000)
+    for v in sorted(edges):
+        if v not in index:
+            visit(v)
+    return sorted(out)
+
+
+def main(argv):
+    root = argv[1] if len(argv) > 1 else os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+    edges = graph(root)
+    found = cycles(edges)
+    for comp in found:
+        print("include cycle: " + " <-> ".join(comp))
+        for a in comp:
+            print("  %s includes %s" % (a, ", ".join(sorted(b for b in edges[a] if b in comp))))
+    print("%d modules, %d include cycles" % (len(edges), len(found)))
+    return 1 if found else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv))
