@@ -109,20 +109,25 @@ static int on_config(void *data, uint64_t version, const struct gg_ctrl_msg *msg
 {
 	struct sli_ctx *ctx = data;
 	struct sli_conf conf = ctx->base;
-	char names[80];
 	int err = probe_conf__apply(CONTRACT, msg, &conf, &conf.subprobes);
 
+	(void)version;
 	if (err < 0)
 		return err;
 	if (msg->has_scope)
 		ctx->scope = msg->scope;
 	ctx->cur = conf;
 	apply_conf(ctx);
-	gg_subprobes_str(conf.subprobes, SUBPROBES, NSUB, names, sizeof(names));
-	probe_log(PLOG_INFO, "configuration %llu: report period %u s, sub-probes %s, scope %s",
-		  (unsigned long long)version, conf.period_s, names, ctx->scope.all ? "all" : "cgroups given");
-	probe_rt__wake(ctx->rt);
 	return 0;
+}
+
+/* After "report period P s, sub-probes a,b" in the started and configuration lines. */
+static void describe(void *arg, char *buf, size_t len)
+{
+	const struct sli_ctx *ctx = arg;
+
+	snprintf(buf, len, ", scope %s, cgroup2 at %s", ctx->scope.all ? "all" : "cgroups given",
+		 ctx->cg_mnt_fd >= 0 ? ctx->cg_mnt : "(none)");
 }
 
 /* ---- cgroups ------------------------------------------------------------------------------------ */
@@ -409,7 +414,6 @@ static int setup_bpf(struct sli_ctx *ctx)
 static int setup(void *arg, struct probe_rt *rt)
 {
 	struct sli_ctx *ctx = arg;
-	char names[80];
 	int ret;
 
 	ctx->rt = rt;
@@ -439,9 +443,6 @@ static int setup(void *arg, struct probe_rt *rt)
 		return ret;
 	}
 	apply_conf(ctx);
-	gg_subprobes_str(ctx->cur.subprobes, SUBPROBES, NSUB, names, sizeof(names));
-	probe_log(PLOG_INFO, "started: report period %u s, sub-probes %s, cgroup2 at %s", ctx->cur.period_s, names,
-		  ctx->cg_mnt_fd >= 0 ? ctx->cg_mnt : "(none)");
 	return 0;
 }
 
@@ -471,6 +472,8 @@ int main(int argc, char **argv)
 		.setup = setup,
 		.on_config = on_config,
 		.period_s = &ctx.cur.period_s,
+		.cur_subprobes = &ctx.cur.subprobes,
+		.describe = describe,
 		.report = report,
 		.teardown = teardown,
 	};

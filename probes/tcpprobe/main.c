@@ -198,9 +198,9 @@ static int on_config(void *data, uint64_t version, const struct gg_ctrl_msg *msg
 {
 	struct tp_ctx *ctx = data;
 	struct tp_conf conf = ctx->base;
-	char names[160];
 	int err;
 
+	(void)version;
 	err = probe_conf__apply(CONTRACT, msg, &conf, &conf.subprobes);
 	if (err < 0)
 		return err;
@@ -211,14 +211,17 @@ static int on_config(void *data, uint64_t version, const struct gg_ctrl_msg *msg
 	ctx->live_scope = msg->has_scope;
 	apply_scope(ctx, msg->has_scope ? &msg->scope : &ctx->base_scope);
 	rescan_comm(ctx);
-	gg_subprobes_str(conf.subprobes, SUBPROBES, NSUB, names, sizeof(names));
-	probe_log(PLOG_INFO,
-		  "configuration %llu: report period %u s, sub-probes %s, report_source_port %u, drops_thr %u, "
-		  "latency_thr %u ms, scope %s",
-		  (unsigned long long)version, conf.period_s, names, conf.report_source_port, conf.drops_thr,
-		  conf.latency_thr, ctx->scope.all ? "all" : "filtered");
-	probe_rt__wake(ctx->rt);
 	return 0;
+}
+
+/* After "report period P s, sub-probes a,b" in the started and configuration lines. */
+static void describe(void *arg, char *buf, size_t len)
+{
+	const struct tp_ctx *ctx = arg;
+
+	snprintf(buf, len, ", report_source_port %u, drops_thr %u, latency_thr %u ms, scope %s",
+		 ctx->cur.report_source_port, ctx->cur.drops_thr, ctx->cur.latency_thr,
+		 ctx->scope.all ? "all" : "filtered");
 }
 
 /* The ephemeral port range, to tell clients from servers among links found established. */
@@ -455,7 +458,6 @@ static int setup_bpf(struct tp_ctx *ctx, unsigned int max_links)
 static int setup(void *arg, struct probe_rt *rt)
 {
 	struct tp_ctx *ctx = arg;
-	char names[160];
 	int ret;
 
 	ctx->rt = rt;
@@ -486,9 +488,6 @@ static int setup(void *arg, struct probe_rt *rt)
 	apply_scope(ctx, &ctx->base_scope);
 	rescan_comm(ctx);
 	apply_subprobes(ctx);
-	gg_subprobes_str(ctx->cur.subprobes, SUBPROBES, NSUB, names, sizeof(names));
-	probe_log(PLOG_INFO, "started: report period %u s, sub-probes %s, scope %s", ctx->cur.period_s, names,
-		  ctx->scope.all ? "all" : "filtered");
 	return 0;
 }
 
@@ -531,6 +530,8 @@ int main(int argc, char **argv)
 		.setup = setup,
 		.on_config = on_config,
 		.period_s = &ctx.cur.period_s,
+		.cur_subprobes = &ctx.cur.subprobes,
+		.describe = describe,
 		.report = report,
 		.tick = drain_tick,
 		.stop = stop,
