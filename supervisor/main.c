@@ -86,7 +86,8 @@ static void on_signal(uv_signal_t *h, int signum)
 	struct gg_sup *sup = h->data;
 
 	if (signum == SIGHUP) {
-		gg_info("SIGHUP ignored: the configuration file is read at start; change probes at run time through the REST API");
+		gg_info("SIGHUP ignored: the configuration file is read at start; change probes at run time through "
+			"the REST API");
 		return;
 	}
 	if (sup->stopping)
@@ -126,6 +127,7 @@ static int check_private_dir(const char *key, const char *path)
 	return 0;
 }
 
+/* 0 when set up, 1 when only checking (and the configuration is valid), or a negative errno. */
 static int setup(struct gg_sup *sup, const char *conf_path, int check_only)
 {
 	char err[1024], path[4400];
@@ -155,10 +157,13 @@ static int setup(struct gg_sup *sup, const char *conf_path, int check_only)
 		return 1;
 	}
 
-	if (gg_mkdir_p(sup->cfg.global.run_dir, 0750) || gg_mkdir_p(sup->cfg.logs.debug_dir, 0750)) {
+	ret = gg_mkdir_p(sup->cfg.global.run_dir, 0750);
+	if (!ret)
+		ret = gg_mkdir_p(sup->cfg.logs.debug_dir, 0750);
+	if (ret) {
 		fprintf(stderr, "gala-gopher: cannot create %s or %s: %s\n", sup->cfg.global.run_dir,
-			sup->cfg.logs.debug_dir, strerror(errno));
-		return -errno;
+			sup->cfg.logs.debug_dir, strerror(-ret));
+		return ret;
 	}
 	ret = check_private_dir("global.run_dir", sup->cfg.global.run_dir);
 	if (ret)

@@ -545,7 +545,7 @@ int gg_bpf_stats_start(int on)
 
 	if (on && fd < 0)
 		probe_log(PLOG_WARN, "--bpf-stats: %s", strerror(-fd));
-	return fd < 0 ? -1 : fd;
+	return on ? fd : -ENODATA;
 }
 
 int gg_bpf_prog_stats(const struct bpf_program *prog, uint64_t *ret_run_ns, uint64_t *ret_run_cnt)

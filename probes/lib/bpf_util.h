@@ -151,7 +151,8 @@ int gg_event_emit(struct probe_rt *rt, const char *entity, const char *entity_id
 /* Turn on run-time statistics (BPF_ENABLE_STATS) for as long as the returned fd is open; negative
  * errno when refused. Same effect as sysctl kernel.bpf_stats_enabled=1, without changing it. */
 int gg_bpf_stats_enable(void);
-/* --bpf-stats: gg_bpf_stats_enable when on (a refusal logged as a warning); the fd, or -1. */
+/* --bpf-stats: gg_bpf_stats_enable when on (a refusal logged as a warning); the fd, or a negative
+ * errno (-ENODATA when off). */
 int gg_bpf_stats_start(int on);
 /* Run time (ns) and run count of a loaded program (0 when stats are off). 0 or negative errno. */
 int gg_bpf_prog_stats(const struct bpf_program *prog, uint64_t *ret_run_ns, uint64_t *ret_run_cnt);

@@ -187,6 +187,7 @@ static int is_digits(const char *s)
 	return 1;
 }
 
+/* The index of an event name (on-cpu 0, off-cpu 1, mem 2, mem-alloc 3), or -ENOENT. */
 static int event_index(const char *s)
 {
 	if (!strcmp(s, "on-cpu") || !strcmp(s, "oncpu"))
@@ -197,7 +198,7 @@ static int event_index(const char *s)
 		return 2;
 	if (!strcmp(s, "mem-alloc") || !strcmp(s, "mem_alloc"))
 		return 3;
-	return -1;
+	return -ENOENT;
 }
 
 static int parse_i64(const char *s, int64_t *ret)
