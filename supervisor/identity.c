@@ -16,6 +16,7 @@
 
 #include <cjson/cJSON.h>
 
+#include "fsutil.h"
 #include "meta.h"
 
 #define CGROUP_FILE_MAX	      8192u
@@ -323,57 +324,6 @@ int gg_ident__parse_storage_containers(const char *json, size_t len, const char 
 	return err;
 }
 
-/* The whole of a regular file of at most max bytes, NUL-terminated; free() it. */
-static int read_file(const char *path, size_t max, char **ret, size_t *ret_len)
-{
-	struct stat st;
-	char *buf = NULL;
-	size_t got = 0;
-	int fd = open(path, O_RDONLY | O_CLOEXEC | O_NOCTTY), err = 0;
-
-	if (fd < 0)
-		return -errno;
-	if (fstat(fd, &st)) {
-		err = -errno;
-		goto cleanup;
-	}
-	if (!S_ISREG(st.st_mode)) {
-		err = -EINVAL;
-		goto cleanup;
-	}
-	if ((uint64_t)st.st_size > max) {
-		err = -EFBIG;
-		goto cleanup;
-	}
-	buf = malloc((size_t)st.st_size + 1);
-	if (!buf) {
-		err = -ENOMEM;
-		goto cleanup;
-	}
-	/* the size may change under us (a runtime rewriting it): read what is there, up to the bound */
-	while (got < (size_t)st.st_size) {
-		ssize_t n = read(fd, buf + got, (size_t)st.st_size - got);
-
-		if (n < 0 && errno == EINTR)
-			continue;
-		if (n < 0) {
-			err = -errno;
-			goto cleanup;
-		}
-		if (n == 0)
-			break;
-		got += (size_t)n;
-	}
-	buf[got] = '\0';
-	*ret = buf;
-	*ret_len = got;
-	buf = NULL;
-cleanup:
-	free(buf);
-	close(fd);
-	return err;
-}
-
 /* ---- the cache ---------------------------------------------------------------------------------------- */
 
 struct link {
@@ -621,7 +571,7 @@ static void cg_make_room(struct gg_identity *id)
 
 static int read_json(struct gg_identity *id, const char *path, size_t max, char **ret, size_t *ret_len)
 {
-	int err = read_file(path, max, ret, ret_len);
+	int err = gg_read_file(path, O_NOCTTY, max, ret, ret_len);
 
 	if (err != -ENOENT)
 		id->st.state_reads++;

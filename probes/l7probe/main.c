@@ -10,6 +10,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "clock.h"
 #include "l7_user.h"
 #include "probe_conf.h"
 #include "probe_runner.h"
@@ -48,14 +49,6 @@ struct l7_ctx {
 	struct gg_bpf_stats_prev stats_prev[40];
 	uint64_t exits_swept; /* tracker's exit count at the last sweep of l7_socks */
 };
-
-static uint64_t now_ns(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
-}
 
 static const char notes[] =
 	"Sub-probe l7_rpc_trace (per-request records) is accepted and does nothing yet. l7_protocol takes\n"
@@ -305,7 +298,7 @@ static unsigned int drain_tick(void *arg)
 static void report(void *arg)
 {
 	struct l7_ctx *ctx = arg;
-	uint64_t now = now_ns();
+	uint64_t now = gg_mono_ns();
 	double period = (double)(now - ctx->last_report_ns) / 1e9;
 
 	(void)ring_buffer__consume(ctx->rb);
@@ -416,7 +409,7 @@ static int setup(void *arg, struct probe_rt *rt)
 		return ret;
 	}
 	ctx->start_ms = probe_now_mono_ms();
-	ctx->last_report_ns = now_ns();
+	ctx->last_report_ns = gg_mono_ns();
 	if (probe_rt__supervised(ctx->rt)) {
 		/* Nothing in scope until the supervisor says what is (or FIRST_CONFIG_WAIT_MS passed). */
 		nothing.all = 0;

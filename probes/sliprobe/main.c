@@ -13,6 +13,7 @@
 
 #include <linux/types.h>
 
+#include "clock.h"
 #include "bpf_util.h"
 #include "probe_scope.h"
 #include "sli_conf.h"
@@ -70,14 +71,6 @@ static const char notes[] =
 	"a scope (container_id/pod_id snoopers), the cgroups of the scope. Totals are cumulative nanoseconds.\n"
 	"Live configuration: {\"probe\": [...], \"params\": {\"report_period\": N}}\n";
 
-static uint64_t mono_ns(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
-}
-
 static void apply_conf(struct sli_ctx *ctx)
 {
 	struct sliprobe *s = ctx->skel;
@@ -98,7 +91,7 @@ static void apply_conf(struct sli_ctx *ctx)
 
 	/* Hooks coming back: stamps left from before they went off span an unwatched time. */
 	if (sp & ~ctx->attached)
-		s->bss->sli_epoch_ns = mono_ns();
+		s->bss->sli_epoch_ns = gg_mono_ns();
 	err = gg_bpf_apply_hooks(hooks, sizeof(hooks) / sizeof(hooks[0]), sp, &bad);
 	if (err)
 		probe_log(PLOG_WARN, "cannot attach %s: %s", bpf_program__name(bad->prog), strerror(-err));

@@ -10,6 +10,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "clock.h"
 #include "probe_runner.h"
 #include "tcp_user.h"
 #include "tcpprobe.skel.h"
@@ -55,14 +56,6 @@ struct tp_ctx {
 	uint64_t drained_ns;		      /* the last drain_tick */
 	uint32_t port_lo, port_hi;	      /* ip_local_port_range, read once per report */
 };
-
-static uint64_t now_ns(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
-}
 
 /* --help after the options (generated from the contract). */
 static const char notes[] =
@@ -173,7 +166,7 @@ static void apply_scope(struct tp_ctx *ctx, const struct gg_scope *s)
 	int err;
 
 	ctx->scope = *s;
-	ctx->scope_changed_ns = now_ns();
+	ctx->scope_changed_ns = gg_mono_ns();
 	err = gg_scope__apply(&ctx->scope, ctx->skel->obj);
 	if (err)
 		probe_log(PLOG_WARN, "cannot apply the scope: %s", strerror(-err));
@@ -256,7 +249,7 @@ static void report_ctx(struct tp_ctx *ctx, struct tp_report_ctx *rc)
 	rc->start_ns = ctx->start_ns;
 	rc->port_lo = ctx->port_lo;
 	rc->port_hi = ctx->port_hi;
-	rc->now_ns = now_ns();
+	rc->now_ns = gg_mono_ns();
 }
 
 /* One closed link from the tcp_closed ring (final values) into the aggregates. */
@@ -483,7 +476,7 @@ static int setup(void *arg, struct probe_rt *rt)
 	if (ret)
 		probe_log(PLOG_WARN, "no wakeups from tcp_closed (%s): drained every %u-%u ms", strerror(-ret),
 			  DRAIN_MIN_MS, DRAIN_MAX_MS);
-	ctx->start_ns = now_ns();
+	ctx->start_ns = gg_mono_ns();
 	local_port_range(&ctx->port_lo, &ctx->port_hi);
 	apply_scope(ctx, &ctx->base_scope);
 	rescan_comm(ctx);

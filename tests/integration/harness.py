@@ -506,6 +506,52 @@ class StandaloneProbe:
         return self.proc.returncode, log
 
 
+def make_cert(tmp):
+    """A self-signed certificate for localhost in tmp: (key path, certificate path)."""
+    key, crt = os.path.join(tmp, "key.pem"), os.path.join(tmp, "cert.pem")
+    subprocess.run(["openssl", "req", "-x509", "-newkey", "rsa:2048", "-nodes", "-keyout", key, "-out", crt,
+                    "-days", "1", "-subj", "/CN=localhost"], check=True, capture_output=True)
+    return key, crt
+
+
+def nginx_conf(tmp, port, ssl_port=None, keepalive_requests=100000):
+    """An nginx configuration in tmp (returned: its path) for one worker serving tmp/www/small.html (a
+    small file, sendfile on) on 127.0.0.1:port, and on ssl_port over TLS (a self-signed certificate)
+    when given; everything nginx writes stays in tmp."""
+    root = os.path.join(tmp, "www")
+    os.makedirs(root)
+    os.chmod(tmp, 0o755)  # the worker runs as www-data
+    with open(os.path.join(root, "small.html"), "w") as f:
+        f.write("<html><body>" + "x" * 600 + "</body></html>\n")
+    ssl_server = ""
+    if ssl_port:
+        key, crt = make_cert(tmp)
+        ssl_server = "server { listen 127.0.0.1:%d ssl; ssl_certificate %s; ssl_certificate_key %s; root %s; }" % (
+            ssl_port, crt, key, root)
+    conf = os.path.join(tmp, "nginx.conf")
+    with open(conf, "w") as f:
+        f.write("""
+worker_processes 1;
+daemon off;
+pid %(tmp)s/nginx.pid;
+error_log %(tmp)s/error.log;
+events { worker_connections 1024; }
+http {
+    access_log off;
+    sendfile on;
+    keepalive_requests %(keepalive)d;
+    client_body_temp_path %(tmp)s/body;
+    proxy_temp_path %(tmp)s/proxy;
+    fastcgi_temp_path %(tmp)s/fcgi;
+    uwsgi_temp_path %(tmp)s/uwsgi;
+    scgi_temp_path %(tmp)s/scgi;
+    server { listen 127.0.0.1:%(port)d; root %(root)s; }
+    %(ssl)s
+}
+""" % {"tmp": tmp, "port": port, "root": root, "ssl": ssl_server, "keepalive": keepalive_requests})
+    return conf
+
+
 # ---- network namespaces and loop devices (net and io probe tests) --------------------------------------
 
 def _unique_tag():

@@ -14,8 +14,8 @@ import sys
 import tempfile
 import time
 
-from harness import (PROBES, ROOT, StandaloneProbe, check, free_port, meta_fields, stop_proc, stop_with_line,
-                     wait_for)
+from harness import (PROBES, ROOT, StandaloneProbe, check, free_port, meta_fields, nginx_conf, stop_proc,
+                     stop_with_line, wait_for)
 
 L7PROBE = os.path.join(PROBES, "l7probe")
 CLIENT = [sys.executable, os.path.join(os.path.dirname(os.path.abspath(__file__)), "scripts", "l7_client.py")]
@@ -69,13 +69,6 @@ def wait_port(port, proc, what, timeout=20):
     wait_for(ok, timeout, "%s on port %d" % (what, port))
 
 
-def make_cert(tmp):
-    key, crt = os.path.join(tmp, "key.pem"), os.path.join(tmp, "cert.pem")
-    subprocess.run(["openssl", "req", "-x509", "-newkey", "rsa:2048", "-nodes", "-keyout", key, "-out", crt,
-                    "-days", "1", "-subj", "/CN=localhost"], check=True, capture_output=True)
-    return key, crt
-
-
 class Server:
     """A real server on loopback. scope(client): the pids l7probe is given; tgid(client): the process
     whose rows are the server side; stop_sig, stop_timeout, stop_group: how it is stopped."""
@@ -95,37 +88,7 @@ class Nginx(Server):
     """nginx with one worker serving a small file (sendfile on) and 404s, plain and optionally HTTPS."""
 
     def __init__(self, tmp, port, ssl_port=None):
-        root = os.path.join(tmp, "www")
-        os.makedirs(root)
-        os.chmod(tmp, 0o755)  # the worker runs as www-data
-        with open(os.path.join(root, "small.html"), "w") as f:
-            f.write("<html><body>" + "x" * 600 + "</body></html>\n")
-        ssl_server = ""
-        if ssl_port:
-            key, crt = make_cert(tmp)
-            ssl_server = "server { listen 127.0.0.1:%d ssl; ssl_certificate %s; ssl_certificate_key %s; root %s; }" % (
-                ssl_port, crt, key, root)
-        conf = os.path.join(tmp, "nginx.conf")
-        with open(conf, "w") as f:
-            f.write("""
-worker_processes 1;
-daemon off;
-pid %(tmp)s/nginx.pid;
-error_log %(tmp)s/error.log;
-events { worker_connections 1024; }
-http {
-    access_log off;
-    sendfile on;
-    keepalive_requests 100000;
-    client_body_temp_path %(tmp)s/body;
-    proxy_temp_path %(tmp)s/proxy;
-    fastcgi_temp_path %(tmp)s/fcgi;
-    uwsgi_temp_path %(tmp)s/uwsgi;
-    scgi_temp_path %(tmp)s/scgi;
-    server { listen 127.0.0.1:%(port)d; root %(root)s; }
-    %(ssl)s
-}
-""" % {"tmp": tmp, "port": port, "root": root, "ssl": ssl_server})
+        conf = nginx_conf(tmp, port, ssl_port)
         self.proc = subprocess.Popen(["nginx", "-c", conf, "-p", tmp], stdout=subprocess.DEVNULL,
                                      stderr=subprocess.DEVNULL, start_new_session=True)
         wait_port(port, self.proc, "nginx")
