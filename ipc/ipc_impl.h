@@ -4,6 +4,8 @@
 
 #include <stdint.h>
 
+#include <nng/nng.h>
+
 /* NNG error code -> negative errno, so callers see one error convention. */
 int ipc__nng_err(int rv);
 /* Monotonic clock in ms (flush ages, linger deadlines). */
@@ -14,6 +16,11 @@ uint64_t ipc__now_ms(void);
  * fails). Other schemes: no-op, 0.
  */
 int ipc__unlink_stale(const char *url);
+/* Listen on url (a stale ipc:// socket file removed first). 0 or negative errno. */
+int ipc__listen(nng_socket s, const char *url);
+/* Dial url in the background (NNG redials, IPC__RECONN_MIN_MS to _MAX_MS apart, until the listener is
+ * there). 0 or negative errno. */
+int ipc__dial(nng_socket s, const char *url);
 /* s as a decimal integer: 1 to 19 digits, nothing else (no sign, no space). 0, or -EINVAL (also for
  * NULL). */
 int ipc__decimal(const char *s, unsigned long long *ret);

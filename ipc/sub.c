@@ -105,14 +105,9 @@ struct ipc_sub *ipc_sub__new(const char *url)
 		err = ipc__nng_err(rv);
 		goto err_out;
 	}
-	err = ipc__unlink_stale(url);
+	err = ipc__listen(sub->sock, url);
 	if (err < 0)
 		goto err_out;
-	rv = nng_listen(sub->sock, url, NULL, 0);
-	if (rv != 0) {
-		err = ipc__nng_err(rv);
-		goto err_out;
-	}
 	rv = nng_socket_get_int(sub->sock, NNG_OPT_RECVFD, &sub->fd);
 	if (rv != 0) {
 		err = ipc__nng_err(rv);
