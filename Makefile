@@ -119,7 +119,7 @@ $(SUPERVISOR): $(call obj,$(SUP_SRCS)) $(CONTRACT_OBJS) $(LIBSCHEMA) $(LIBIPC)
 $(CONTRACT_DOC): $(call obj,tools/contract_doc.c) $(CONTRACT_OBJS) $(LIBIPC)
 	$(say) LINK $@
 	$(Q)mkdir -p $(@D)
-	$(Q)$(CC) $(LDFLAGS) $^ -lcjson -lm -o $@
+	$(Q)$(CC) $(LDFLAGS) $^ -lcjson -lnng -lm -o $@
 
 readme: $(CONTRACT_DOC)
 	$(Q)$(CONTRACT_DOC) > $(BUILD)/gen/contracts.md

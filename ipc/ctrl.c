@@ -17,6 +17,7 @@
 struct ipc_ctrl_pub {
 	nng_socket sock;
 	int sock_open;
+	nng_listener listener;
 };
 
 /* A probe's SUB socket, subscribed to its own topic. */
@@ -69,7 +70,8 @@ struct ipc_ctrl_pub *ipc_ctrl_pub__new(const char *url)
 		err = ipc__nng_err(rv);
 		goto err_out;
 	}
-	err = ipc__listen(cp->sock, url);
+	cp->listener = (nng_listener)NNG_LISTENER_INITIALIZER;
+	err = ipc__relisten(cp->sock, &cp->listener, url);
 	if (err < 0)
 		goto err_out;
 	return cp;
@@ -78,6 +80,13 @@ err_out:
 	ipc_ctrl_pub__free(cp);
 	errno = -err;
 	return NULL;
+}
+
+int ipc_ctrl_pub__relisten(struct ipc_ctrl_pub *cp, const char *url)
+{
+	if (!cp || !cp->sock_open)
+		return -EINVAL;
+	return ipc__relisten(cp->sock, &cp->listener, url);
 }
 
 int ipc_ctrl_pub__send(struct ipc_ctrl_pub *cp, const char *probe, uint64_t version, const char *payload, size_t len)

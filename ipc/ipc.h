@@ -134,6 +134,9 @@ struct ipc_sub *ipc_sub__new(const char *url);
 /* From now on accept only publishers running as uid whose process group leader is a child of
  * parent (spawned by it); others are disconnected before they can send and counted. Call before any
  * publisher may connect (right after ipc_sub__new). */
+/* Listen again on url (its socket file was removed, e.g. run_dir deleted): the old listener is closed,
+ * connected peers stay. 0 or negative errno. */
+int ipc_sub__relisten(struct ipc_sub *sub, const char *url);
 int ipc_sub__restrict_peers(struct ipc_sub *sub, uid_t uid, pid_t parent);
 /* Connections refused by ipc_sub__restrict_peers. */
 uint64_t ipc_sub__refused(const struct ipc_sub *sub);
@@ -187,6 +190,8 @@ struct ipc_ctrl_pub *ipc_ctrl_pub__new(const char *url);
  * containing NUL. -E2BIG: len over IPC_CTRL_MAX_PAYLOAD. payload may be NULL when len is 0. */
 int ipc_ctrl_pub__send(struct ipc_ctrl_pub *cp, const char *probe, uint64_t version, const char *payload, size_t len);
 void ipc_ctrl_pub__free(struct ipc_ctrl_pub *cp);
+/* As ipc_sub__relisten, for the control socket. */
+int ipc_ctrl_pub__relisten(struct ipc_ctrl_pub *cp, const char *url);
 
 /* Dial url (non-blocking, redials) and subscribe to "<probe>\n". NULL + errno on error. */
 struct ipc_ctrl_sub *ipc_ctrl_sub__new(const char *url, const char *probe);

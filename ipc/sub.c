@@ -17,6 +17,7 @@
 struct ipc_sub {
 	nng_socket sock;
 	int sock_open;
+	nng_listener listener;
 	int fd;
 	/* ipc_sub__restrict_peers: read from NNG's pipe callback thread, set before peers can connect */
 	int restricted;
@@ -105,7 +106,8 @@ struct ipc_sub *ipc_sub__new(const char *url)
 		err = ipc__nng_err(rv);
 		goto err_out;
 	}
-	err = ipc__listen(sub->sock, url);
+	sub->listener = (nng_listener)NNG_LISTENER_INITIALIZER;
+	err = ipc__relisten(sub->sock, &sub->listener, url);
 	if (err < 0)
 		goto err_out;
 	rv = nng_socket_get_int(sub->sock, NNG_OPT_RECVFD, &sub->fd);
@@ -119,6 +121,13 @@ err_out:
 	ipc_sub__free(sub);
 	errno = -err;
 	return NULL;
+}
+
+int ipc_sub__relisten(struct ipc_sub *sub, const char *url)
+{
+	if (!sub || !sub->sock_open)
+		return -EINVAL;
+	return ipc__relisten(sub->sock, &sub->listener, url);
 }
 
 int ipc_sub__restrict_peers(struct ipc_sub *sub, uid_t uid, pid_t parent)

@@ -135,3 +135,38 @@ int ipc__decimal(const char *s, unsigned long long *ret)
 	*ret = v;
 	return 0;
 }
+
+int ipc__relisten(nng_socket sock, nng_listener *l, const char *url)
+{
+	int rv, err;
+
+	if (nng_listener_id(*l) > 0) {
+		/* The path may be gone (run_dir deleted): closing only releases the listening fd. */
+		(void)nng_listener_close(*l);
+		*l = (nng_listener)NNG_LISTENER_INITIALIZER;
+	}
+	err = ipc__unlink_stale(url);
+	if (err < 0)
+		return err;
+	rv = nng_listener_create(l, sock, url);
+	if (rv == 0)
+		rv = nng_listener_start(*l, 0);
+	if (rv != 0) {
+		if (nng_listener_id(*l) > 0)
+			(void)nng_listener_close(*l);
+		*l = (nng_listener)NNG_LISTENER_INITIALIZER;
+		return ipc__nng_err(rv);
+	}
+	return 0;
+}
+
+int ipc__dial(nng_socket s, const char *url)
+{
+	int rv;
+
+	if ((rv = nng_socket_set_ms(s, NNG_OPT_RECONNMINT, IPC__RECONN_MIN_MS)) != 0 ||
+	    (rv = nng_socket_set_ms(s, NNG_OPT_RECONNMAXT, IPC__RECONN_MAX_MS)) != 0 ||
+	    (rv = nng_dial(s, url, NULL, NNG_FLAG_NONBLOCK)) != 0)
+		return ipc__nng_err(rv);
+	return 0;
+}

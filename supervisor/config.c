@@ -65,6 +65,8 @@ static const struct key_spec global_keys[] = {
 	INT(global.check_interval, "check_interval", 1, 3600),
 	INT(global.check_timeout, "check_timeout", 1, 300),
 	INT(global.stop_grace_ms, "stop_grace_ms", 100, 60000),
+	INT(global.hung_timeout, "hung_timeout", 0, 3600),
+	INT(global.hung_grace, "hung_grace", 1, 3600),
 	{"rest_api_on", K_ONOFF, offsetof(struct gg_config, global.rest_api_on), sizeof(int), 0, 0, NULL},
 	ENUMK(global.machine_id, "machine_id", machine_id_sources),
 	PATHK(global.product_uuid_file, "product_uuid_file"),
@@ -643,6 +645,8 @@ static void set_defaults(struct gg_config *cfg)
 	cfg->global.check_interval = 30;
 	cfg->global.check_timeout = 5;
 	cfg->global.stop_grace_ms = 2000;
+	cfg->global.hung_timeout = 30;
+	cfg->global.hung_grace = 10;
 	cfg->global.rest_api_on = 1;
 	snprintf(cfg->global.machine_id, sizeof(cfg->global.machine_id), "machine-id");
 	snprintf(cfg->global.product_uuid_file, sizeof(cfg->global.product_uuid_file),

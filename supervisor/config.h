@@ -54,6 +54,8 @@ struct gg_config {
 		int check_interval;		  /* seconds between check_cmd retries */
 		int check_timeout;		  /* seconds before a check_cmd is killed */
 		int stop_grace_ms;		  /* SIGTERM -> SIGKILL */
+		int hung_timeout;		  /* s without a batch or heartbeat -> "hung" (0: no watchdog) */
+		int hung_grace;			  /* s hung -> killed and restarted */
 		int rest_api_on;		  /* gala-gopher's switch: 0 = no REST listener at all */
 		char machine_id[16];		  /* "machine-id" (/etc/machine-id) or "dmi-ip" (gala-gopher's) */
 		char product_uuid_file[PATH_MAX]; /* the DMI product uuid of "dmi-ip" */

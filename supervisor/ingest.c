@@ -179,6 +179,14 @@ int gg_ingest__init(struct gg_sup *sup)
 		gg_error("cannot chmod the IPC sockets in %s: %s", sup->cfg.global.run_dir, strerror(errno));
 		return err;
 	}
+	{
+		struct stat st;
+
+		if (stat(sup->cfg.global.run_dir, &st) == 0) {
+			sup->run_dev = st.st_dev;
+			sup->run_ino = st.st_ino;
+		}
+	}
 	err = uv_poll_init(sup->loop, &sup->sub_poll, ipc_sub__fd(sup->sub));
 	if (err) {
 		gg_error("uv_poll_init on the IPC socket: %s", uv_strerror(err));
@@ -212,4 +220,88 @@ void gg_ingest__free(struct gg_sup *sup)
 	sup->sub = NULL;
 	ipc_ctrl_pub__free(sup->ctrl);
 	sup->ctrl = NULL;
+}
+
+/* ---- run_dir watch --------------------------------------------------------------------------------- */
+
+static int socket_present(const char *url)
+{
+	struct stat st;
+
+	return lstat(url + strlen("ipc://"), &st) == 0 && S_ISSOCK(st.st_mode);
+}
+
+/* Make run_dir again (private) and listen again on what is missing; 0 or negative errno with why. */
+static int run_dir_repair(struct gg_sup *sup, int dir_gone, char *why, size_t whylen)
+{
+	const char *dir = sup->cfg.global.run_dir;
+	struct stat st;
+	int err;
+
+	if (gg_mkdir_p(dir, 0750)) {
+		err = -errno;
+		snprintf(why, whylen, "cannot create it: %s", strerror(errno));
+		return err;
+	}
+	err = gg_private_dir(dir, why, whylen);
+	if (err)
+		return err;
+	/* A new directory holds no sockets; in the old one only the missing socket is listened again
+	 * (doing so drops that socket's connections: the probes reconnect by themselves). */
+	if (dir_gone || !socket_present(sup->data_url)) {
+		err = ipc_sub__relisten(sup->sub, sup->data_url);
+		if (err) {
+			snprintf(why, whylen, "cannot listen on data.ipc: %s", strerror(-err));
+			return err;
+		}
+	}
+	if (dir_gone || !socket_present(sup->ctrl_url)) {
+		err = ipc_ctrl_pub__relisten(sup->ctrl, sup->ctrl_url);
+		if (err) {
+			snprintf(why, whylen, "cannot listen on ctrl.ipc: %s", strerror(-err));
+			return err;
+		}
+	}
+	if (chmod(sup->data_url + strlen("ipc://"), 0600) || chmod(sup->ctrl_url + strlen("ipc://"), 0600)) {
+		err = -errno;
+		snprintf(why, whylen, "cannot chmod the IPC sockets: %s", strerror(errno));
+		return err;
+	}
+	if (lstat(dir, &st) == 0) {
+		sup->run_dev = st.st_dev;
+		sup->run_ino = st.st_ino;
+	}
+	gg_probes__write_children(sup);
+	return 0;
+}
+
+void gg_ingest__watch_run_dir(struct gg_sup *sup)
+{
+	const char *dir = sup->cfg.global.run_dir;
+	struct stat st;
+	char why[256];
+	int dir_gone, err;
+
+	if (!sup->sub || !sup->ctrl)
+		return;
+	/* Gone, or another directory (or a symlink) put in its place: nothing of ours is in it. */
+	dir_gone =
+		lstat(dir, &st) != 0 || !S_ISDIR(st.st_mode) || st.st_dev != sup->run_dev || st.st_ino != sup->run_ino;
+	if (!dir_gone && socket_present(sup->data_url) && socket_present(sup->ctrl_url)) {
+		sup->run_dir_lost = 0;
+		return;
+	}
+	err = run_dir_repair(sup, dir_gone, why, sizeof(why));
+	if (err) {
+		sup->st.run_dir_failures++;
+		if (!sup->run_dir_lost) /* once per episode: it is retried every second */
+			gg_error("global.run_dir %s %s: probes cannot deliver until it is fixed (%s)", dir,
+				 dir_gone ? "was deleted or replaced" : "lost an IPC socket", why);
+		sup->run_dir_lost = 1;
+		return;
+	}
+	sup->st.run_dir_repairs++;
+	sup->run_dir_lost = 0;
+	gg_warn("global.run_dir %s %s: made again; probes reconnect", dir,
+		dir_gone ? "was deleted or replaced" : "lost an IPC socket");
 }

@@ -90,6 +90,55 @@ int rot_file__write(struct rot_file *f, const void *buf, size_t len)
 	return 0;
 }
 
+static size_t count_lines(const char *p, size_t len)
+{
+	size_t n = 0;
+
+	for (const char *e = p + len; (p = memchr(p, '\n', (size_t)(e - p))) != NULL; p++)
+		n++;
+	return n;
+}
+
+int rot_file__write_lines(struct rot_file *f, const char *buf, size_t len, size_t *ret_lost)
+{
+	size_t done = 0, keep;
+	off_t start;
+	int err = 0;
+
+	*ret_lost = 0;
+	if (f->fd < 0) {
+		*ret_lost = count_lines(buf, len);
+		return -EBADF;
+	}
+	if (f->max_size && f->size && f->size + len > f->max_size)
+		(void)rot_file__rotate(f);
+	start = lseek(f->fd, 0, SEEK_END); /* O_APPEND: where this write lands */
+	while (done < len) {
+		ssize_t w = write(f->fd, buf + done, len - done);
+
+		if (w < 0 && errno == EINTR)
+			continue;
+		if (w <= 0) {
+			err = w < 0 ? -errno : -ENOSPC;
+			break;
+		}
+		done += (size_t)w;
+	}
+	if (!err) {
+		f->size += len;
+		return 0;
+	}
+	f->write_errors++;
+	/* Keep what ends a line; take back the partial one. */
+	for (keep = done; keep && buf[keep - 1] != '\n'; keep--)
+		;
+	if (start >= 0 && keep < done && ftruncate(f->fd, start + (off_t)keep) == 0)
+		done = keep;
+	f->size = start >= 0 ? (uint64_t)start + done : f->size + done;
+	*ret_lost = count_lines(buf + keep, len - keep);
+	return err;
+}
+
 void rot_file__close(struct rot_file *f)
 {
 	if (!f)
@@ -193,8 +242,11 @@ void gg_log(enum gg_log_level level, const char *fmt, ...)
 	va_start(ap, fmt);
 	n = gg_log_vformat(line, sizeof(line), level_names[level], fmt, ap);
 	va_end(ap);
-	if (g_log.open)
-		(void)rot_file__write(&g_log.file, line, n);
+	if (g_log.open) {
+		size_t lost;
+
+		(void)rot_file__write_lines(&g_log.file, line, n, &lost); /* whole lines, even on a full disk */
+	}
 	if (g_log.to_stderr || !g_log.open)
 		(void)!write(STDERR_FILENO, line, n);
 }

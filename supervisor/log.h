@@ -20,6 +20,10 @@ struct rot_file {
 int rot_file__open(struct rot_file *f, const char *path, uint64_t max_size, unsigned int keep);
 /* Append len bytes, rotating first when they would not fit. A write error is counted, not fatal. */
 int rot_file__write(struct rot_file *f, const void *buf, size_t len);
+/* Append whole lines (buf ends with '\n'), rotating first when they would not fit. On a failed or short
+ * write (a full disk) the file is cut back to its last complete line, so a reader never sees half a
+ * line; *ret_lost counts the lines of buf that are not in the file. 0 or negative errno. */
+int rot_file__write_lines(struct rot_file *f, const char *buf, size_t len, size_t *ret_lost);
 void rot_file__close(struct rot_file *f);
 
 enum gg_log_level { GG_LOG_DEBUG = 0, GG_LOG_INFO, GG_LOG_WARN, GG_LOG_ERROR };

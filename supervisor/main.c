@@ -77,6 +77,7 @@ static void on_tick(uv_timer_t *t)
 		}
 		return;
 	}
+	gg_ingest__watch_run_dir(sup);
 	gg_probes__tick(sup);
 	(void)gg_status__write(sup);
 }
@@ -104,27 +105,12 @@ static void on_signal(uv_signal_t *h, int signum)
  * else able to write there could replace the sockets or the children list. */
 static int check_private_dir(const char *key, const char *path)
 {
-	struct stat st;
+	char why[160];
+	int ret = gg_private_dir(path, why, sizeof(why));
 
-	if (stat(path, &st)) {
-		fprintf(stderr, "gala-gopher: %s %s: %s\n", key, path, strerror(errno));
-		return -errno;
-	}
-	if (!S_ISDIR(st.st_mode)) {
-		fprintf(stderr, "gala-gopher: %s %s is not a directory\n", key, path);
-		return -ENOTDIR;
-	}
-	if (st.st_uid != geteuid()) {
-		fprintf(stderr, "gala-gopher: %s %s is owned by uid %u, not by root (uid %u): refusing it\n", key, path,
-			(unsigned)st.st_uid, (unsigned)geteuid());
-		return -EPERM;
-	}
-	if (st.st_mode & (S_IWGRP | S_IWOTH)) {
-		fprintf(stderr, "gala-gopher: %s %s is writable by %s (mode %04o): refusing it\n", key, path,
-			(st.st_mode & S_IWOTH) ? "others" : "its group", (unsigned)(st.st_mode & 07777));
-		return -EPERM;
-	}
-	return 0;
+	if (ret)
+		fprintf(stderr, "gala-gopher: %s %s %s\n", key, path, why);
+	return ret;
 }
 
 /* 0 when set up, 1 when only checking (and the configuration is valid), or a negative errno. */

@@ -11,6 +11,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "export.h"
 #include "supervisor.h"
 
 extern char **environ;
@@ -18,12 +19,18 @@ extern char **environ;
 static void probe_start(struct gg_probe *p);
 static void check_start(struct gg_probe *p);
 static void fresh_start(struct gg_probe *p);
+static void batch_seen(struct gg_probe *p, uint64_t now);
 
 static const char *const state_names[] = {"stopped", "checking", "check_wait", "running", "backoff", "stopping"};
 
 const char *gg_probe_state__str(enum gg_probe_state s)
 {
 	return (unsigned int)s < sizeof(state_names) / sizeof(state_names[0]) ? state_names[s] : "?";
+}
+
+const char *gg_probe__state_name(const struct gg_probe *p)
+{
+	return p->state == GG_PS_RUNNING && p->hung_since_ms ? "hung" : gg_probe_state__str(p->state);
 }
 
 void gg_probe__logf(struct gg_probe *p, const char *fmt, ...)
@@ -52,21 +59,20 @@ static void alloc_cb(uv_handle_t *h, size_t suggested, uv_buf_t *buf)
 
 /* ---- children bookkeeping: <run_dir>/children lists "pid starttime" of live process groups ---- */
 
-static void children_write(struct gg_sup *sup)
+void gg_probes__write_children(struct gg_sup *sup)
 {
-	char path[4200], tmp[4210];
+	int dfd = gg_run_dir_fd(sup), fd;
 	FILE *f;
-	int fd;
 
-	snprintf(path, sizeof(path), "%s/children", sup->cfg.global.run_dir);
-	snprintf(tmp, sizeof(tmp), "%s.tmp", path);
-	(void)unlink(tmp);
+	if (dfd < 0)
+		return; /* run_dir lost: written again once it is repaired (ingest.c) */
+	(void)unlinkat(dfd, "children.tmp", 0);
 	/* 0600 whatever the umask: the next supervisor kills what this file lists. */
-	fd = open(tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC | O_NOFOLLOW, 0600);
-	if (fd < 0)
-		return;
-	if (fchmod(fd, 0600) || !(f = fdopen(fd, "w"))) {
-		close(fd);
+	fd = openat(dfd, "children.tmp", O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC | O_NOFOLLOW, 0600);
+	if (fd < 0 || fchmod(fd, 0600) || !(f = fdopen(fd, "w"))) {
+		if (fd >= 0)
+			close(fd);
+		close(dfd);
 		return;
 	}
 	for (unsigned int i = 0; i < sup->nprobes; i++) {
@@ -77,7 +83,8 @@ static void children_write(struct gg_sup *sup)
 			fprintf(f, "%d %llu\n", (int)p->pid, st);
 	}
 	if (fclose(f) == 0)
-		(void)rename(tmp, path);
+		(void)renameat(dfd, "children.tmp", dfd, "children");
+	close(dfd);
 }
 
 /* state, process group, session and comm of pid (from /proc/<pid>/stat); 0 or negative errno */
@@ -270,7 +277,7 @@ static void on_probe_exit(uv_process_t *proc, int64_t status, int term_signal)
 	p->pid = 0;
 	uv_close((uv_handle_t *)proc, on_proc_closed);
 	uv_timer_stop(&p->timer);
-	children_write(sup);
+	gg_probes__write_children(sup);
 
 	if (p->state == GG_PS_STOPPING || sup->stopping) {
 		gg_info("probe %s stopped (status %lld, signal %d)", p->conf->name, (long long)status, term_signal);
@@ -461,11 +468,13 @@ static void probe_start(struct gg_probe *p)
 	p->started_ms = gg_now_ms();
 	p->starts++;
 	p->state = GG_PS_RUNNING;
+	p->hung_since_ms = 0;
+	p->hung_kill_sent = 0;
 	p->line_len = 0;
 	p->line_overflow = 0;
 	uv_read_start((uv_stream_t *)&p->out, alloc_cb, p->conf->native ? on_log_read : on_records_read);
 	uv_read_start((uv_stream_t *)&p->err, alloc_cb, on_log_read);
-	children_write(sup);
+	gg_probes__write_children(sup);
 	if (p->cfg_json && p->cfg_version == 0)
 		p->cfg_version = 1;
 	p->cfg_applied = 0;
@@ -692,7 +701,7 @@ int gg_probes__init(struct gg_sup *sup)
 	sup->nprobes = 0;
 	sup->ingest_ops = (struct gg_ingest_ops){
 		.find = gg_probes__find,
-		.connected = gg_probe__offer_config,
+		.connected = batch_seen,
 		.logf = gg_probe__logf,
 	};
 	snprintf(dir, sizeof(dir), "%s/probes", sup->cfg.logs.debug_dir);
@@ -851,8 +860,94 @@ void gg_probe__offer_config(struct gg_probe *p, uint64_t now)
 		p->cfg_last_send_ms = now;
 }
 
+/* ---- hung-probe watchdog --------------------------------------------------------------------------- */
+
+#define WATCHDOG_STALL_MS 5000u /* a tick this late: the supervisor was not running, the probes may have been */
+
+/* An event_v2 about the probe, through the same validation and channels as a probe's own events. */
+static void hung_event(struct gg_probe *p, uint64_t silent_ms)
+{
+	struct gg_sup *sup = p->sup;
+	struct meta_record rec;
+	char line[512];
+	int field = -1, n;
+
+	n = snprintf(line, sizeof(line),
+		     "|event_v2|probe|%s|probe_hung|ERROR|probe %s (pid %d) sent no batch or heartbeat for %llu s"
+		     "|探针 %s (pid %d) %llu 秒无数据无心跳|probe=%s&pid=%d|sys|",
+		     p->conf->name, p->conf->name, (int)p->pid, (unsigned long long)(silent_ms / 1000), p->conf->name,
+		     (int)p->pid, (unsigned long long)(silent_ms / 1000), p->conf->name, (int)p->pid);
+	if (n < 0 || (size_t)n >= sizeof(line) ||
+	    meta_record__parse(sup->reg, line, (size_t)n, &rec, &field) != META_OK) {
+		gg_warn("probe %s: the hung event does not validate (field %d)", p->conf->name, field + 1);
+		return;
+	}
+	gg_export__record(sup, NULL, &rec);
+}
+
+static void watchdog_one(struct gg_probe *p, uint64_t now)
+{
+	const struct gg_sup *sup = p->sup;
+	uint64_t limit = (uint64_t)sup->cfg.global.hung_timeout * 1000u;
+	uint64_t grace = (uint64_t)sup->cfg.global.hung_grace * 1000u;
+	uint64_t ref = p->started_ms;
+
+	/* Extend probes print when they have something: silence is not a symptom there. */
+	if (p->state != GG_PS_RUNNING || !p->conf->native || p->pid <= 0)
+		return;
+	if (p->last_batch_ms > ref)
+		ref = p->last_batch_ms;
+	if (sup->watch_from_ms > ref)
+		ref = sup->watch_from_ms;
+	if (now - ref < limit)
+		return;
+	if (!p->hung_since_ms) {
+		p->hung_since_ms = now;
+		p->hangs++;
+		gg_warn("probe %s (pid %d) hung: no batch or heartbeat for %llu s; killed in %d s unless it recovers",
+			p->conf->name, (int)p->pid, (unsigned long long)((now - ref) / 1000),
+			sup->cfg.global.hung_grace);
+		gg_probe__logf(p, "hung: no batch or heartbeat for %llu s", (unsigned long long)((now - ref) / 1000));
+		hung_event(p, now - ref);
+	} else if (now - p->hung_since_ms >= grace && !p->hung_kill_sent) {
+		/* SIGKILL: a stopped or wedged process does not act on SIGTERM. Its exit is then an unexpected
+		 * one, restarted with the usual backoff. */
+		gg_warn("probe %s (pid %d) still hung after %d s: killing it", p->conf->name, (int)p->pid,
+			sup->cfg.global.hung_grace);
+		gg_probe__logf(p, "still hung after %d s: killed", sup->cfg.global.hung_grace);
+		kill(-p->pid, SIGKILL);
+		p->hung_kill_sent = 1;
+	}
+}
+
+static void watchdog(struct gg_sup *sup, uint64_t now)
+{
+	/* After a stall of the supervisor itself (SIGSTOP, a starved host), batches wait unread in the
+	 * sockets: the silence is ours, so every probe gets a fresh hung_timeout. */
+	if (sup->tick_last_ms && now - sup->tick_last_ms > WATCHDOG_STALL_MS)
+		sup->watch_from_ms = now;
+	sup->tick_last_ms = now;
+	if (!sup->cfg.global.hung_timeout)
+		return;
+	for (unsigned int i = 0; i < sup->nprobes; i++)
+		watchdog_one(&sup->probes[i], now);
+}
+
+/* A batch from p (ingest.c): a hung probe that speaks again has recovered. */
+static void batch_seen(struct gg_probe *p, uint64_t now)
+{
+	if (p->hung_since_ms && !p->hung_kill_sent) {
+		gg_info("probe %s recovered after %llu ms hung", p->conf->name,
+			(unsigned long long)(now - p->hung_since_ms));
+		gg_probe__logf(p, "recovered after %llu ms hung", (unsigned long long)(now - p->hung_since_ms));
+		p->hung_since_ms = 0;
+	}
+	gg_probe__offer_config(p, now);
+}
+
 void gg_probes__tick(struct gg_sup *sup)
 {
+	watchdog(sup, gg_now_ms());
 	(void)gg_probes__push_configs(sup);
 }
 

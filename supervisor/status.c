@@ -25,7 +25,7 @@ static cJSON *probe_json(const struct gg_probe *p)
 	cJSON_AddStringToObject(o, "kind", p->conf->native ? "native" : "extend");
 	cJSON_AddStringToObject(o, "command", p->conf->command);
 	cJSON_AddStringToObject(o, "param", p->conf->param);
-	cJSON_AddStringToObject(o, "state", gg_probe_state__str(p->state));
+	cJSON_AddStringToObject(o, "state", gg_probe__state_name(p));
 	cJSON_AddStringToObject(o, "desired",
 				p->desired == GG_DESIRED_RUNNING   ? "running"
 				: p->desired == GG_DESIRED_STOPPED ? "stopped"
@@ -72,10 +72,9 @@ static cJSON *probe_json(const struct gg_probe *p)
 int gg_status__write(struct gg_sup *sup)
 {
 	cJSON *root = cJSON_CreateObject(), *s, *probes;
-	char path[4200], tmp[4210];
 	struct rusage ru;
 	char *txt;
-	int fd, err = 0;
+	int fd, dfd, err = 0;
 	size_t len;
 
 	if (!root)
@@ -91,6 +90,8 @@ int gg_status__write(struct gg_sup *sup)
 	gg_json_add_u64(s, "accepted", sup->st.accepted);
 	gg_json_add_u64(s, "bad_batches", sup->st.bad_batches);
 	gg_json_add_u64(s, "ipc_refused_peers", ipc_sub__refused(sup->sub));
+	gg_json_add_u64(s, "run_dir_repairs", sup->st.run_dir_repairs);
+	gg_json_add_u64(s, "run_dir_repair_failures", sup->st.run_dir_failures);
 	gg_json_add_u64(s, "unknown_probe_batches", sup->st.unknown_probe_batches);
 	if (getrusage(RUSAGE_SELF, &ru) == 0) {
 		gg_json_add_u64(s, "max_rss_kb", (uint64_t)ru.ru_maxrss);
@@ -109,12 +110,17 @@ int gg_status__write(struct gg_sup *sup)
 	cJSON_Delete(root);
 	if (!txt)
 		return -ENOMEM;
-	snprintf(path, sizeof(path), "%s/status.json", sup->cfg.global.run_dir);
-	snprintf(tmp, sizeof(tmp), "%s.tmp", path);
-	fd = open(tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0640);
-	if (fd < 0) {
+	dfd = gg_run_dir_fd(sup);
+	if (dfd < 0) { /* run_dir lost: ingest.c repairs it, then this writes again */
 		free(txt);
-		return -errno;
+		return dfd;
+	}
+	fd = openat(dfd, "status.json.tmp", O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC | O_NOFOLLOW, 0640);
+	if (fd < 0) {
+		err = -errno;
+		close(dfd);
+		free(txt);
+		return err;
 	}
 	(void)fchmod(fd, 0640); /* a file left by an older version may have been 0644 */
 	len = strlen(txt);
@@ -122,7 +128,8 @@ int gg_status__write(struct gg_sup *sup)
 		err = -EIO;
 	close(fd);
 	free(txt);
-	if (!err && rename(tmp, path))
+	if (!err && renameat(dfd, "status.json.tmp", dfd, "status.json"))
 		err = -errno;
+	close(dfd);
 	return err;
 }

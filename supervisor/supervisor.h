@@ -30,6 +30,9 @@ enum gg_probe_state {
 	GG_PS_STOPPING, /* SIGTERM sent, SIGKILL after the grace period */
 };
 const char *gg_probe_state__str(enum gg_probe_state s);
+struct gg_probe;
+/* The state as operators see it: "hung" for a running probe the watchdog found silent. */
+const char *gg_probe__state_name(const struct gg_probe *p);
 
 /* Records rejected for one (table, reason). */
 struct gg_rej_entry {
@@ -104,6 +107,11 @@ struct gg_probe {
 	uint64_t first_batch_ms;
 	uint64_t last_batch_ms;
 
+	/* hung-probe watchdog: a native probe heartbeats every second, so a long silence is a hang */
+	uint64_t hung_since_ms; /* 0: not hung */
+	uint64_t hangs;		/* times found hung */
+	int hung_kill_sent;
+
 	/* run-time control (REST API, rest.c) */
 	int desired;	      /* enum gg_desired: follow conf->sw, or started/stopped on request */
 	char **extra_argv;    /* flags appended to conf->param at the next start (NULL-terminated), or NULL */
@@ -124,6 +132,8 @@ struct gg_sup_stats {
 	uint64_t accepted;
 	uint64_t unknown_probe_batches; /* batches whose header names no configured probe */
 	uint64_t bad_batches;
+	uint64_t run_dir_repairs;  /* run_dir or an IPC socket found gone and made again */
+	uint64_t run_dir_failures; /* ticks on which that could not be done */
 };
 
 struct gg_export;
@@ -153,8 +163,13 @@ struct gg_sup {
 	struct ipc_sub *sub;
 	uv_poll_t sub_poll;
 	struct ipc_ctrl_pub *ctrl;
+	dev_t run_dev; /* run_dir as made at start (or last repaired): a replaced one is noticed */
+	ino_t run_ino;
+	int run_dir_lost; /* in an episode of a missing run_dir: logged once */
 
-	uv_timer_t tick; /* 1 s: status, config resends, output flush */
+	uv_timer_t tick;	/* 1 s: status, config resends, output flush */
+	uint64_t tick_last_ms;	/* the watchdog's previous look */
+	uint64_t watch_from_ms; /* silences before this do not count: the supervisor itself was stalled */
 	uv_signal_t sig_term, sig_int, sig_hup;
 	uint64_t start_ms;
 	int stopping;
@@ -232,5 +247,15 @@ int gg_read_machine_id(char *buf, size_t len);
 int gg_ensure_tracefs(void);
 int gg_ensure_bpffs(void); /* /sys/fs/bpf, where probes pin shared maps (global.pin_path) */
 int gg_proc_starttime(pid_t pid, unsigned long long *ret);
+/* 0 when path is a directory (not a symlink) of ours that only we may write; otherwise a negative errno
+ * and why in `why` ("is owned by uid 1000, ..."). */
+int gg_private_dir(const char *path, char *why, size_t whylen);
+/* A directory fd of run_dir, the one the supervisor made (not a symlink, not a directory put in its
+ * place: -ESTALE); files in it are written relative to it. Negative errno on failure. */
+int gg_run_dir_fd(const struct gg_sup *sup);
+/* Rewrite <run_dir>/children (the live probe process groups). */
+void gg_probes__write_children(struct gg_sup *sup);
+/* Every tick: run_dir deleted or replaced -> logged, recreated, the IPC sockets listened again, counted. */
+void gg_ingest__watch_run_dir(struct gg_sup *sup);
 
 #endif

@@ -99,3 +99,44 @@ int gg_proc_starttime(pid_t pid, unsigned long long *ret)
 	}
 	return -EINVAL;
 }
+
+int gg_private_dir(const char *path, char *why, size_t whylen)
+{
+	struct stat st;
+
+	/* lstat: a symlink is not the directory it names, and whoever made it chose where we write */
+	if (lstat(path, &st)) {
+		snprintf(why, whylen, "%s", strerror(errno));
+		return -errno;
+	}
+	if (!S_ISDIR(st.st_mode)) {
+		snprintf(why, whylen, "is not a directory");
+		return -ENOTDIR;
+	}
+	if (st.st_uid != geteuid()) {
+		snprintf(why, whylen, "is owned by uid %u, not by root (uid %u): refusing it", (unsigned)st.st_uid,
+			 (unsigned)geteuid());
+		return -EPERM;
+	}
+	if (st.st_mode & (S_IWGRP | S_IWOTH)) {
+		snprintf(why, whylen, "is writable by %s (mode %04o): refusing it",
+			 (st.st_mode & S_IWOTH) ? "others" : "its group", (unsigned)(st.st_mode & 07777));
+		return -EPERM;
+	}
+	return 0;
+}
+
+int gg_run_dir_fd(const struct gg_sup *sup)
+{
+	struct stat st;
+	int fd = open(sup->cfg.global.run_dir, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+
+	if (fd < 0)
+		return -errno;
+	/* Once the IPC sockets are made (run_ino set), only that directory: not one put in its place. */
+	if (fstat(fd, &st) || (sup->run_ino && (st.st_ino != sup->run_ino || st.st_dev != sup->run_dev))) {
+		close(fd);
+		return -ESTALE;
+	}
+	return fd;
+}

@@ -30,11 +30,31 @@ static const char *const log_names[GG_STREAM__COUNT] = {"metrics.log", "events.l
 
 static void logs_flush(struct gg_logs_out *l)
 {
+	size_t lost = 0;
+	int err;
+
 	if (!l->open || !l->buf.len)
 		return;
-	if (rot_file__write(&l->file, l->buf.data, l->buf.len))
-		l->write_errors++;
+	err = rot_file__write_lines(&l->file, l->buf.data, l->buf.len, &lost);
+	l->lines += l->pending - lost;
+	l->lost_lines += lost;
 	l->buf.len = 0;
+	l->pending = 0;
+	if (err) {
+		l->write_errors++;
+		l->episode_lost += lost;
+		/* Once per episode (and to stderr too: the supervisor's own log is likely on the same disk). */
+		if (!l->failing) {
+			gg_error("cannot write %s: %s; lines are dropped (and counted) until it can be written again",
+				 l->file.path, strerror(-err));
+			l->failing = 1;
+		}
+	} else if (l->failing) {
+		gg_warn("%s is written again; %llu lines were lost meanwhile", l->file.path,
+			(unsigned long long)l->episode_lost);
+		l->failing = 0;
+		l->episode_lost = 0;
+	}
 }
 
 static int logs_open(struct gg_logs_out *l, const char *dir, const char *name, int total_mb)
@@ -74,10 +94,12 @@ static void emit(struct gg_export *exp, enum gg_stream s)
 		gg_buf__putc(&l->buf, '\n');
 		if (l->buf.oom) {
 			exp->st.render_errors++;
+			l->lost_lines += l->pending; /* the buffered lines go with the buffer */
+			l->pending = 0;
 			gg_buf__fini(&l->buf);
 			return;
 		}
-		l->lines++;
+		l->pending++;
 		/* events and metadata are rare: written at once; metric lines in batches */
 		if (s != GG_STREAM_METRIC || l->buf.len >= LOGS_FLUSH_AT)
 			logs_flush(l);
@@ -589,8 +611,8 @@ void gg_export__status(struct gg_sup *sup, struct cJSON *obj)
 		gg_json_add_u64(o, "kafka_refused", exp->st.kafka_refused[s]);
 		if (exp->logs[s].open) {
 			gg_json_add_u64(o, "log_lines", exp->logs[s].lines);
-			gg_json_add_u64(o, "log_write_errors",
-					exp->logs[s].write_errors + exp->logs[s].file.write_errors);
+			gg_json_add_u64(o, "log_lost_lines", exp->logs[s].lost_lines);
+			gg_json_add_u64(o, "log_write_errors", exp->logs[s].write_errors);
 		}
 		if (exp->kafka && exp->topic[s] >= 0) {
 			const struct gg_kafka_topic_stats *ks = gg_kafka__stats(exp->kafka, exp->topic[s]);

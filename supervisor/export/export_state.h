@@ -23,8 +23,12 @@ struct gg_logs_out {
 	struct rot_file file;
 	int open;
 	struct gg_buf buf;
-	uint64_t lines;
-	uint64_t write_errors;
+	uint64_t pending;      /* lines in buf */
+	uint64_t lines;	       /* lines in the files */
+	uint64_t lost_lines;   /* lines that could not be written (full disk, I/O error) */
+	uint64_t write_errors; /* failed flushes */
+	int failing;	       /* in an episode of failed writes: logged once, at its start and end */
+	uint64_t episode_lost;
 };
 
 struct gg_export_stats {

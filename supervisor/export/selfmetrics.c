@@ -21,6 +21,7 @@ static const char *const reserved[] = {
 	"gala_gopher_probe_up",
 	"gala_gopher_probe_starts_total",
 	"gala_gopher_probe_restarts_total",
+	"gala_gopher_probe_hangs_total",
 	"gala_gopher_probe_batches_received_total",
 	"gala_gopher_probe_records_received_total",
 	"gala_gopher_probe_records_accepted_total",
@@ -44,6 +45,7 @@ static const char *const reserved[] = {
 	"gala_gopher_sup_records_received_total",
 	"gala_gopher_sup_bad_batches_total",
 	"gala_gopher_sup_ipc_refused_peers_total",
+	"gala_gopher_sup_run_dir_repairs_total",
 	"gala_gopher_sup_unknown_probe_batches_total",
 	"gala_gopher_export_records_total",
 	"gala_gopher_export_render_errors_total",
@@ -62,6 +64,7 @@ static const char *const reserved[] = {
 	"gala_gopher_kafka_client_errors_total",
 	"gala_gopher_logs_lines_total",
 	"gala_gopher_logs_write_errors_total",
+	"gala_gopher_logs_lost_lines_total",
 	"gala_gopher_events_total",
 	"gala_gopher_metadata_messages_total",
 	NULL,
@@ -196,7 +199,11 @@ static void bpf_of_pid(int pid, struct bpf_sum *s)
 
 static uint64_t p_up(const struct gg_probe *p)
 {
-	return p->state == GG_PS_RUNNING && p->pid > 0;
+	return p->state == GG_PS_RUNNING && p->pid > 0 && !p->hung_since_ms;
+}
+static uint64_t p_hangs(const struct gg_probe *p)
+{
+	return p->hangs;
 }
 static uint64_t p_starts(const struct gg_probe *p)
 {
@@ -249,7 +256,9 @@ static void render_probes(struct gg_buf *b, struct gg_sup *sup)
 	struct bpf_sum *bpf = calloc(sup->nprobes ? sup->nprobes : 1, sizeof(*bpf));
 	char tmp[16];
 
-	probe_family(b, sup, "gala_gopher_probe_up", "1 when the probe process is running", "gauge", p_up);
+	probe_family(b, sup, "gala_gopher_probe_up", "1 when the probe process is running and not hung", "gauge", p_up);
+	probe_family(b, sup, "gala_gopher_probe_hangs_total",
+		     "times the watchdog found the probe silent for global.hung_timeout", "counter", p_hangs);
 	probe_family(b, sup, "gala_gopher_probe_starts_total", "probe processes started", "counter", p_starts);
 	probe_family(b, sup, "gala_gopher_probe_restarts_total", "restarts after an unexpected exit", "counter",
 		     p_restarts);
@@ -333,6 +342,12 @@ static void render_supervisor(struct gg_buf *b, struct gg_sup *sup)
 	prom_family_header(b, "gala_gopher_sup_ipc_refused_peers_total",
 			   "connections to the data socket refused: not a process the supervisor spawned", "counter");
 	sample(b, "gala_gopher_sup_ipc_refused_peers_total", NULL, NULL, NULL, NULL, ipc_sub__refused(sup->sub));
+	prom_family_header(
+		b, "gala_gopher_sup_run_dir_repairs_total",
+		"run_dir or an IPC socket found deleted, by outcome of making it again (retried every second)",
+		"counter");
+	sample(b, "gala_gopher_sup_run_dir_repairs_total", "result", "repaired", NULL, NULL, sup->st.run_dir_repairs);
+	sample(b, "gala_gopher_sup_run_dir_repairs_total", "result", "failed", NULL, NULL, sup->st.run_dir_failures);
 	prom_family_header(b, "gala_gopher_sup_unknown_probe_batches_total", "IPC batches naming no configured probe",
 			   "counter");
 	sample(b, "gala_gopher_sup_unknown_probe_batches_total", NULL, NULL, NULL, NULL, sup->st.unknown_probe_batches);
@@ -453,12 +468,20 @@ static void render_streams(struct gg_buf *b, struct gg_export *exp)
 				sample(b, "gala_gopher_logs_lines_total", "stream", stream_names[s], NULL, NULL,
 				       exp->logs[s].lines);
 		}
-		prom_family_header(b, "gala_gopher_logs_write_errors_total", "failed writes to the log files",
+		prom_family_header(b, "gala_gopher_logs_lost_lines_total",
+				   "JSON lines that could not be written to the log files (full disk, I/O error)",
+				   "counter");
+		for (int s = 0; s < GG_STREAM__COUNT; s++) {
+			if (exp->logs[s].open)
+				sample(b, "gala_gopher_logs_lost_lines_total", "stream", stream_names[s], NULL, NULL,
+				       exp->logs[s].lost_lines);
+		}
+		prom_family_header(b, "gala_gopher_logs_write_errors_total", "failed writes (flushes) to the log files",
 				   "counter");
 		for (int s = 0; s < GG_STREAM__COUNT; s++) {
 			if (exp->logs[s].open)
 				sample(b, "gala_gopher_logs_write_errors_total", "stream", stream_names[s], NULL, NULL,
-				       exp->logs[s].write_errors + exp->logs[s].file.write_errors);
+				       exp->logs[s].write_errors);
 		}
 	}
 	if (exp->events) {

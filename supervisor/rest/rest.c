@@ -444,7 +444,7 @@ static cJSON *runtime_json(struct gg_rest *r, const struct rest_probe *rp)
 		cJSON_AddStringToObject(o, "state", "stopped");
 		return o;
 	}
-	cJSON_AddStringToObject(o, "state", gg_probe_state__str(p->state));
+	cJSON_AddStringToObject(o, "state", gg_probe__state_name(p));
 	cJSON_AddStringToObject(o, "kind", p->conf->native ? "native" : "extend");
 	cJSON_AddStringToObject(o, "name", p->conf->name);
 	cJSON_AddNumberToObject(o, "pid", p->pid);

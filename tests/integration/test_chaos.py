@@ -7,7 +7,8 @@ import subprocess
 import tempfile
 import time
 
-from harness import BUILD, GOPHER, Supervisor, check, probe_entry, rest_section, wait_for
+from harness import (BUILD, GOPHER, Supervisor, check, extend_entry, free_port, http_get, parse_prom, probe_entry,
+                     prom_value, rest_section, wait_for)
 
 
 def running(p):
@@ -259,3 +260,247 @@ def test_sighup_says_what_it_does():
         check(s.proc.poll() is None, "supervisor survives SIGHUP")
     finally:
         s.cleanup()
+
+
+def _read_events(path):
+    import json
+    try:
+        with open(path, encoding="utf-8") as f:
+            return [json.loads(l) for l in f if l.endswith("\n")]
+    except FileNotFoundError:
+        return []
+
+
+def test_hung_probe_watchdog():
+    """Item 7: a probe stopped with SIGSTOP sends no batch and no heartbeat. After global.hung_timeout it is
+    `hung` (status and REST), probe_up is 0, the hang is counted and an event_v2 names it; one that
+    resumes within global.hung_grace recovers with the same pid; one that does not is killed and
+    restarted."""
+    port = free_port()
+    s = Supervisor(probes=[probe_entry("system_infos", "-t 1")], metric_out="web_server",
+                   extra="web_server = { port = %d; };\nevent = { out_channel = \"logs\"; timeout = 1; };" % port)
+    with open(s.conf) as f:
+        conf = f.read()
+    with open(s.conf, "w") as f:
+        f.write(conf.replace("stop_grace_ms = 1000;", "stop_grace_ms = 1000; hung_timeout = 2; hung_grace = 4;", 1))
+    events = os.path.join(s.log_dir, "event", "events.log")
+
+    def metric(name):
+        _, text = http_get("http://127.0.0.1:%d/metrics" % port)
+        return prom_value(parse_prom(text)[0], name, probe="system_infos")
+
+    try:
+        s.start()
+        p = s.wait_probe("system_infos", lambda p: running(p) and p["batches"] > 0, 15, "running with batches")
+        pid = p["pid"]
+        time.sleep(3)  # longer than hung_timeout: a healthy probe's heartbeats keep it running
+        check(s.probe("system_infos")["state"] == "running", "a healthy probe is not hung")
+        check(metric("gala_gopher_probe_up") == 1 and metric("gala_gopher_probe_hangs_total") == 0, "up, no hang")
+
+        os.kill(pid, signal.SIGSTOP)
+        t0 = time.monotonic()
+        s.wait_probe("system_infos", lambda p: p["state"] == "hung", 6, "state hung")
+        check(time.monotonic() - t0 >= 1.5, "hung only after hung_timeout")
+        check(metric("gala_gopher_probe_up") == 0 and metric("gala_gopher_probe_hangs_total") == 1,
+              "probe_up 0 and one hang counted while hung")
+        ev = wait_for(lambda: [e for e in _read_events(events) if e["Resource"]["metric"].endswith("probe_hung")],
+                      5, "a probe_hung event")
+        check(ev[0]["Resource"]["labels"].get("probe") == "system_infos" and ev[0]["SeverityText"] == "ERROR",
+              "event names the probe: %r" % ev[0])
+        # resumed within the grace: recovered, the same process
+        os.kill(pid, signal.SIGCONT)
+        p = s.wait_probe("system_infos", lambda p: p["state"] == "running", 5, "recovered")
+        check(p["pid"] == pid and p["restarts"] == 0, "recovery keeps the process: %r" % p)
+        check("recovered after" in s.sup_log(), "recovery logged")
+
+        # stopped again and left stopped: killed after the grace, restarted
+        os.kill(pid, signal.SIGSTOP)
+        s.wait_probe("system_infos", lambda p: p["state"] == "hung", 6, "hung again")
+        p = s.wait_probe("system_infos", lambda p: running(p) and p["pid"] != pid and p["batches"] > 0, 15,
+                         "killed after hung_grace and restarted")
+        check(p["restarts"] == 1 and p["last_exit_signal"] == signal.SIGKILL, "a restart after SIGKILL: %r" % p)
+        check(not os.path.exists("/proc/%d" % pid) or open("/proc/%d/stat" % pid).read().split()[2] == "Z",
+              "the hung process is gone")
+        check(metric("gala_gopher_probe_hangs_total") == 2 and metric("gala_gopher_probe_up") == 1,
+              "two hangs counted, up again")
+    finally:
+        try:
+            os.kill(pid, signal.SIGCONT)
+        except (ProcessLookupError, UnboundLocalError):
+            pass
+        s.cleanup()
+
+
+test_hung_probe_watchdog.timeout = 60
+
+
+def test_supervisor_stall_is_not_a_probe_hang():
+    """A stopped supervisor leaves batches unread; once it resumes, that silence is its own, not the
+    probes': no probe is declared hung."""
+    s = Supervisor(probes=[probe_entry("system_infos", "-t 1")])
+    with open(s.conf) as f:
+        conf = f.read()
+    with open(s.conf, "w") as f:
+        f.write(conf.replace("stop_grace_ms = 1000;", "stop_grace_ms = 1000; hung_timeout = 2; hung_grace = 2;", 1))
+    try:
+        s.start()
+        s.wait_probe("system_infos", lambda p: running(p) and p["batches"] > 0, 15, "running with batches")
+        s.proc.send_signal(signal.SIGSTOP)
+        time.sleep(7)
+        s.proc.send_signal(signal.SIGCONT)
+        time.sleep(3)
+        p = s.probe("system_infos")
+        check(p["state"] == "running" and p["restarts"] == 0, "no hang after the supervisor's own stall: %r" % p)
+        check("hung" not in s.sup_log(), "no hang logged")
+    finally:
+        s.proc.send_signal(signal.SIGCONT)
+        s.cleanup()
+
+
+def test_deleted_run_dir_is_recreated():
+    """Item 6: `rm -rf run_dir` under a running agent. Before: nothing logged, status.json gone, a
+    restarted probe delivered nothing while probe_up stayed 1. Now the supervisor notices within a tick,
+    logs it, makes run_dir again (private), listens again, counts it, and probes deliver again, a
+    probe restarted after the deletion included. A run_dir replaced by a symlink is refused, counted and
+    retried."""
+    port = free_port()
+    s = Supervisor(probes=[probe_entry("system_infos", "-t 1")], metric_out="web_server",
+                   extra="web_server = { port = %d; };" % port)
+
+    def batches():
+        return s.probe("system_infos")["batches"]
+
+    def repairs(result):
+        _, text = http_get("http://127.0.0.1:%d/metrics" % port)
+        return prom_value(parse_prom(text)[0], "gala_gopher_sup_run_dir_repairs_total", result=result)
+
+    try:
+        s.start()
+        s.wait_probe("system_infos", lambda p: running(p) and p["batches"] > 0, 15, "running with batches")
+        shutil.rmtree(s.run_dir)
+        wait_for(lambda: os.path.exists(s.status_path()), 5, "status.json back")
+        check(stat.S_IMODE(os.lstat(s.run_dir).st_mode) & 0o022 == 0, "run_dir made again private")
+        check(mode(os.path.join(s.run_dir, "data.ipc")) == 0o600 and mode(os.path.join(s.run_dir, "ctrl.ipc")) == 0o600,
+              "sockets 0600")
+        check("was deleted or replaced" in s.sup_log(), "the loss is logged")
+        b0 = batches()
+        wait_for(lambda: batches() >= b0 + 3, 10, "the running probe delivers again")
+        check(repairs("repaired") == 1 and repairs("failed") == 0, "one repair counted")
+        check(s.status()["supervisor"]["run_dir_repairs"] == 1, "status.json counts it")
+
+        # a probe started after the deletion (its first connection is to the new socket)
+        pid = s.probe("system_infos")["pid"]
+        os.kill(pid, signal.SIGKILL)
+        p = s.wait_probe("system_infos", lambda p: running(p) and p["pid"] != pid, 10, "restarted")
+        b1 = p["batches"]
+        wait_for(lambda: batches() >= b1 + 3, 10, "the restarted probe delivers")
+        with open(os.path.join(s.run_dir, "children")) as f:
+            check(str(p["pid"]) in f.read(), "children rewritten in the new run_dir")
+
+        # replaced by a symlink to a directory that is not ours to trust: refused, counted, retried
+        elsewhere = tempfile.mkdtemp(prefix="gg-chaos-elsewhere-")
+        shutil.rmtree(s.run_dir)
+        os.symlink(elsewhere, s.run_dir)
+        wait_for(lambda: (repairs("failed") or 0) >= 2, 6, "failed repairs counted every tick")
+        check(not os.listdir(elsewhere), "nothing written through the symlink: %r" % os.listdir(elsewhere))
+        check(s.sup_log().count("probes cannot deliver until it is fixed") == 1, "logged once per episode")
+        os.unlink(s.run_dir)
+        wait_for(lambda: repairs("repaired") == 2, 5, "repaired once the symlink is gone")
+        b2 = batches()
+        wait_for(lambda: batches() >= b2 + 2, 10, "delivering again")
+        shutil.rmtree(elsewhere, ignore_errors=True)
+    finally:
+        s.cleanup()
+
+
+test_deleted_run_dir_is_recreated.timeout = 60
+
+
+FLOOD_META = """version = "1.0.0";
+measurements: (
+  { table_name: "chaos_flood", entity_name: "chaos", fields: (
+      { description: "series", type: "key", name: "k" },
+      { description: "value", type: "gauge", name: "v" } ) }
+);
+"""
+
+FLOOD = r"""
+import sys, time
+n = int(sys.argv[1])
+for i in range(n):
+    sys.stdout.write("|chaos_flood|k%d|%d|\n" % (i, i))
+    if i % 500 == 499:
+        sys.stdout.flush()
+        time.sleep(0.05)
+sys.stdout.flush()
+go = sys.argv[2]
+while True:  # a second burst of 100 once the test has made room
+    try:
+        open(go).close()
+        break
+    except OSError:
+        time.sleep(0.1)
+for i in range(100):
+    sys.stdout.write("|chaos_flood|again%d|%d|\n" % (i, i))
+sys.stdout.flush()
+time.sleep(3600)
+"""
+
+
+def test_full_disk_log_accounting():
+    """Item 8: metric logs on a 1 MiB tmpfs. Before: status said 3 million lines where the file held
+    5,693, every write was an error, nothing said so, the last line was cut mid-JSON. Now: the files hold
+    only whole JSON lines, log_lines is what the files hold, the rest is counted lost, the condition is
+    logged once (and on stderr), and its end too."""
+    import json
+    tmp = tempfile.mkdtemp(prefix="gg-chaos-flood-")
+    meta = os.path.join(tmp, "chaos_flood.meta")
+    script = os.path.join(tmp, "flood.py")
+    with open(meta, "w") as f:
+        f.write(FLOOD_META)
+    with open(script, "w") as f:
+        f.write(FLOOD)
+    total = 20000
+    s = Supervisor(extend=[extend_entry("flood", "/usr/bin/python3", "%s %d %s" % (script, total, os.path.join(tmp, "go")))],
+                   extra_meta=[meta])
+    mdir = os.path.join(s.log_dir, "metrics")
+    os.makedirs(mdir)
+    subprocess.run(["mount", "-t", "tmpfs", "-o", "size=1m,mode=0750", "tmpfs", mdir], check=True)
+    try:
+        s.start()
+
+        def logs():
+            return s.status()["export"]["metric"]
+
+        wait_for(lambda: logs()["log_lines"] + logs()["log_lost_lines"] >= total, 60, "every flood line accounted")
+        st = logs()
+        lines = []
+        for name in sorted(os.listdir(mdir)):
+            with open(os.path.join(mdir, name), encoding="utf-8") as f:
+                text = f.read()
+            check(not text or text.endswith("\n"), "%s ends with a whole line" % name)
+            lines += [json.loads(l) for l in text.splitlines()]  # a cut line would not parse
+        flood = [l for l in lines if "chaos_flood" in json.dumps(l)]
+        check(st["log_lines"] == len(lines), "log_lines %d, the files hold %d" % (st["log_lines"], len(lines)))
+        check(st["log_lost_lines"] > 0 and st["log_lines"] + st["log_lost_lines"] == total,
+              "written %d + lost %d = %d flood lines" % (st["log_lines"], st["log_lost_lines"], total))
+        check(len(flood) == len(lines), "only flood lines in the files")
+        check(s.sup_log().count("lines are dropped (and counted)") == 1, "the full disk logged once")
+        check("lines are dropped (and counted)" in s.stderr_text(), "and on stderr")
+        # room again: the episode ends, and says how many lines it lost
+        os.truncate(os.path.join(mdir, "metrics.log"), 0)
+        with open(os.path.join(tmp, "go"), "w"):
+            pass
+        wait_for(lambda: logs()["log_lines"] == st["log_lines"] + 100, 10, "the second burst written")
+        check(logs()["log_lost_lines"] == st["log_lost_lines"], "nothing more lost")
+        check("is written again; %d lines were lost meanwhile" % st["log_lost_lines"] in s.sup_log(),
+              "the end of the episode logged with its loss")
+        with open(os.path.join(mdir, "metrics.log"), encoding="utf-8") as f:
+            check(len([json.loads(l) for l in f]) == 100, "the second burst in the file")
+    finally:
+        s.cleanup()
+        subprocess.run(["umount", "-l", mdir], check=False)
+        shutil.rmtree(tmp, ignore_errors=True)
+
+
+test_full_disk_log_accounting.timeout = 90
