@@ -72,11 +72,7 @@ static void apply_subprobes(struct ep_ctx *ctx)
 		{s->progs.ep_drop3, &s->links.ep_drop3, SP_ALL},
 	};
 
-	const struct gg_bpf_hook *bad = NULL;
-	int err = gg_bpf_apply_hooks(hooks, sizeof(hooks) / sizeof(hooks[0]), sp, &bad);
-
-	if (err)
-		probe_log(PLOG_WARN, "cannot attach %s: %s", bpf_program__name(bad->prog), strerror(-err));
+	(void)gg_bpf_attach_hooks(hooks, sizeof(hooks) / sizeof(hooks[0]), sp);
 }
 
 static void apply_scope(struct ep_ctx *ctx, const struct gg_scope *s)

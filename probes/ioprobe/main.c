@@ -90,11 +90,7 @@ static void apply_conf(struct io_ctx *ctx)
 	};
 
 	s->bss->latency_thr_ns = (__u64)ctx->cur.latency_thr * 1000000ull;
-	const struct gg_bpf_hook *bad = NULL;
-	int err = gg_bpf_apply_hooks(hooks, sizeof(hooks) / sizeof(hooks[0]), sp, &bad);
-
-	if (err)
-		probe_log(PLOG_WARN, "cannot attach %s: %s", bpf_program__name(bad->prog), strerror(-err));
+	(void)gg_bpf_attach_hooks(hooks, sizeof(hooks) / sizeof(hooks[0]), sp);
 }
 
 static int on_config(void *data, uint64_t version, const struct gg_ctrl_msg *msg)

@@ -625,3 +625,13 @@ void gg_bpf_stats_log(struct bpf_object *obj, struct gg_bpf_stats_prev *prev, si
 	if (gg_bpf_stats_fmt(obj, prev, nprev, buf, sizeof(buf)) > 0)
 		probe_log(PLOG_INFO, "bpf stats (runs/ns per run): %s", buf);
 }
+
+int gg_bpf_attach_hooks(const struct gg_bpf_hook *hooks, size_t n, unsigned int subprobes)
+{
+	const struct gg_bpf_hook *bad = NULL;
+	int err = gg_bpf_apply_hooks(hooks, n, subprobes, &bad);
+
+	if (err)
+		probe_log(PLOG_WARN, "cannot attach %s: %s", bpf_program__name(bad->prog), strerror(-err));
+	return err;
+}

@@ -86,15 +86,11 @@ static void apply_conf(struct sli_ctx *ctx)
 		{s->progs.sli_io_start, &s->links.sli_io_start, SLI_SP_IO},
 		{s->progs.sli_io_done, &s->links.sli_io_done, SLI_SP_IO},
 	};
-	const struct gg_bpf_hook *bad = NULL;
-	int err;
 
 	/* Hooks coming back: stamps left from before they went off span an unwatched time. */
 	if (sp & ~ctx->attached)
 		s->bss->sli_epoch_ns = gg_mono_ns();
-	err = gg_bpf_apply_hooks(hooks, sizeof(hooks) / sizeof(hooks[0]), sp, &bad);
-	if (err)
-		probe_log(PLOG_WARN, "cannot attach %s: %s", bpf_program__name(bad->prog), strerror(-err));
+	(void)gg_bpf_attach_hooks(hooks, sizeof(hooks) / sizeof(hooks[0]), sp);
 	ctx->attached = sp;
 }
 

@@ -140,14 +140,11 @@ int tp_attach_subs(struct tp_ctx *ctx)
 		{s->progs.tp_reclaim_begin, &s->links.tp_reclaim_begin, TP_SUB_PAGECACHE},
 		{s->progs.tp_reclaim_end, &s->links.tp_reclaim_end, TP_SUB_PAGECACHE},
 	};
-	const struct gg_bpf_hook *bad = NULL;
 	unsigned int subs = ctx->cur.subs;
 	int err;
 
 	s->bss->enabled = subs;
-	err = gg_bpf_apply_hooks(hooks, sizeof(hooks) / sizeof(hooks[0]), subs, &bad);
-	if (err)
-		probe_log(PLOG_WARN, "cannot attach %s: %s", bpf_program__name(bad->prog), strerror(-err));
+	err = gg_bpf_attach_hooks(hooks, sizeof(hooks) / sizeof(hooks[0]), subs);
 	if (subs & TP_SUB_DNS) {
 		if (tp_dns_attach(ctx) == 0)
 			probe_log(PLOG_WARN, "proc_dns: no libc found to probe getaddrinfo in");

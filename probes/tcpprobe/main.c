@@ -126,17 +126,11 @@ static void apply_subprobes(struct tp_ctx *ctx)
 		{s->progs.tcp_buf_limit, &s->links.tcp_buf_limit, TCP_SP_SOCKBUF},
 	};
 
-	const struct gg_bpf_hook *bad = NULL;
-	int err;
-
 	if (ctx->cur.explicit_sp && (sp & (TCP_SP_RTT | TCP_SP_WINDOWS)))
 		sp |= TCP_SP_SEGMENT;
 	s->bss->seg_work = (sp & TCP_SP_SEGMENT ? SEG_RTT : 0) | (sp & TCP_SP_DELAY ? SEG_DELAY : 0);
 	s->data->snap_samples = !(sp & TCP_SP_SEGMENT);
-	err = gg_bpf_apply_hooks(hooks, sizeof(hooks) / sizeof(hooks[0]), sp, &bad);
-
-	if (err)
-		probe_log(PLOG_WARN, "cannot attach %s: %s", bpf_program__name(bad->prog), strerror(-err));
+	(void)gg_bpf_attach_hooks(hooks, sizeof(hooks) / sizeof(hooks[0]), sp);
 }
 
 /* Track the established links of the processes in scope that the hooks have not seen (opened
