@@ -171,10 +171,6 @@ $(BUILD)/probes/$(1): $$(call obj,$$($(1)_SRCS)) $(LIBPROBE) $(LIBSCHEMA) $(LIBI
 	$$(Q)$$(CC) $$(LDFLAGS) $$^ $$(LIBS_PROBE) -lconfig -o $$@
 endef
 $(foreach p,$(PROBES),$(eval $(call PROBE_template,$(p))))
-# stackprobe's [Pod]/[Con] frames use the supervisor's cgroup layout parser (one parser; it uses
-# ipc/cgroup_path.c, so libggipc again after it)
-$(BUILD)/probes/stackprobe: $(BUILD)/obj/supervisor/identity.o
-$(BUILD)/probes/stackprobe: LIBS_PROBE += $(LIBSCHEMA) $(LIBIPC)
 $(call obj,$(PLIB_SRCS)): $(META_HDRS)
 
 # ---- tests, helpers, benchmarks -------------------------------------------------------------------

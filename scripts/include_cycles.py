@@ -3,7 +3,9 @@
 x.h; module A depends on module B when A's .c or .h includes B's header, directly or through headers
 that have no .c of their own (types and inline helpers: they call nothing, so they are looked through,
 not counted as modules). Prints every cycle (a strongly connected set of two or more modules) and exits
-1 when there is one.
+1 when there is one. Also checks the layers: ipc/ and schema/ include nothing of probes/ or supervisor/,
+probes/ nothing of supervisor/ (and the supervisor nothing of a probe's own folder but its contract.c);
+a crossing is printed and exits 1 too.
   scripts/include_cycles.py [ROOT]   (default: the repository this script is in)"""
 import os
 import re
@@ -34,6 +36,26 @@ def resolve(root, including, name):
 def module(path):
     m = path[:-2]
     return m[:-4] if m.endswith(".bpf") else m
+
+
+# (files under this prefix, may not include a header under any of these prefixes)
+LAYERS = [("ipc/", ("probes/", "supervisor/")), ("schema/", ("probes/", "supervisor/")), ("probes/", ("supervisor/",)),
+          ("supervisor/", ("probes/",)), ("tools/", ("supervisor/",))]
+
+
+def layer_violations(root):
+    out = []
+    for f in sorted(sources(root)):
+        with open(os.path.join(root, f), errors="replace") as fh:
+            text = fh.read()
+        for name in INCLUDE_RE.findall(text):
+            p = resolve(root, f, name)
+            if not p:
+                continue
+            for prefix, banned in LAYERS:
+                if f.startswith(prefix) and p.startswith(banned) and not p.startswith(prefix):
+                    out.append("layer: %s includes %s" % (f, p))
+    return out
 
 
 def graph(root):
@@ -109,8 +131,11 @@ def main(argv):
         print("include cycle: " + " <-> ".join(comp))
         for a in comp:
             print("  %s includes %s" % (a, ", ".join(sorted(b for b in edges[a] if b in comp))))
-    print("%d modules, %d include cycles" % (len(edges), len(found)))
-    return 1 if found else 0
+    crossings = layer_violations(root)
+    for line in crossings:
+        print(line)
+    print("%d modules, %d include cycles, %d layer crossings" % (len(edges), len(found), len(crossings)))
+    return 1 if found or crossings else 0
 
 
 if __name__ == "__main__":

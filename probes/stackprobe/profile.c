@@ -6,7 +6,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "../../supervisor/identity.h"
+#include "cgroup_path.h"
 #include "probe.h"
 #include "stackprobe.h"
 
@@ -233,7 +233,7 @@ static uint32_t g_cont_round = 1;
 static struct probe_buf g_cgroup_buf;
 
 /* "[Pod]<uid>;[Con]<first 12 digits of the id>" of a process, from /proc/<tgid>/cgroup read by the
- * supervisor's cgroup layout parser (supervisor/identity.c: one parser for every runtime's layout). */
+ * supervisor's cgroup layout parser (ipc/cgroup_path.c: one parser for every runtime's layout). */
 static void container_frames(uint32_t tgid, char *out, size_t len)
 {
 	char path[64], cgpath[4096];

@@ -1,5 +1,6 @@
-"""test_structure.py - the shape of the code: no include cycle between the project's own files
-(scripts/include_cycles.py), checked on the tree and shown to catch a cycle it is given."""
+"""test_structure.py - the shape of the code: no include cycle between the project's own files and no
+include across the layers (probes/ -> supervisor/, ipc/ -> probes/, ...) (scripts/include_cycles.py),
+checked on the tree and shown to catch a cycle and a crossing it is given."""
 import os
 import subprocess
 import sys
@@ -23,8 +24,8 @@ def write(root, path, text):
 
 def test_no_include_cycles():
     r = run(ROOT)
-    check(r.returncode == 0, "include cycles between files:\n" + r.stdout)
-    check(" 0 include cycles" in r.stdout, r.stdout)
+    check(r.returncode == 0, "include cycles between files or across layers:\n" + r.stdout)
+    check(" 0 include cycles, 0 layer crossings" in r.stdout, r.stdout)
 
 
 def test_include_cycle_detector_catches_cycles():
@@ -38,13 +39,16 @@ def test_include_cycle_detector_catches_cycles():
         write(d, "supervisor/export/c.c", '#include "c.h"\n#include "d.h"\n')
         write(d, "supervisor/export/c.h", "")
         write(d, "supervisor/export/d.h", '#include "e.h"\n')
-        write(d, "ipc/e.c", '#include "e.h"\n#include "c.h"\n')
-        write(d, "ipc/e.h", "")
+        write(d, "supervisor/rest/e.c", '#include "e.h"\n#include "c.h"\n')
+        write(d, "supervisor/rest/e.h", "")
         write(d, "probes/lib/f.c", '#include "f.h"\n#include "g.h"\n')
         write(d, "probes/lib/f.h", "")
         write(d, "probes/lib/g.h", '#include "f.h"\n#include <stdio.h>\n')
+        # a probe reaching into the supervisor
+        write(d, "probes/p/main.c", '#include "../../supervisor/a.h"\n')
         r = run(d)
         check(r.returncode == 1, "cycles found: %r" % r.stdout)
         check("include cycle: supervisor/a <-> supervisor/b" in r.stdout, r.stdout)
-        check("include cycle: ipc/e <-> supervisor/export/c" in r.stdout, r.stdout)
-        check("probes/lib/f" not in r.stdout and " 2 include cycles" in r.stdout, r.stdout)
+        check("include cycle: supervisor/export/c <-> supervisor/rest/e" in r.stdout, r.stdout)
+        check("probes/lib/f" not in r.stdout and " 2 include cycles, 1 layer crossings" in r.stdout, r.stdout)
+        check("layer: probes/p/main.c includes supervisor/a.h" in r.stdout, r.stdout)
