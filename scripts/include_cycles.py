@@ -6,7 +6,11 @@ not counted as modules). Prints every cycle (a strongly connected set of two or 
 1 when there is one. Also checks the layers: ipc/ and schema/ include nothing of probes/ or supervisor/,
 probes/ nothing of supervisor/ (and the supervisor nothing of a probe's own folder but its contract.c);
 a crossing is printed and exits 1 too.
-  scripts/include_cycles.py [ROOT]   (default: the repository this script is in)"""
+With --objects DIR (a build's obj/ folder) it also checks calls: a file depends on another when its object
+uses a symbol the other defines (nm); a cycle there is two files calling each other even through a
+header they share (supervisor.h). --allow PREFIX (repeatable) leaves out call cycles whose files all
+start with PREFIX.
+  scripts/include_cycles.py [--objects DIR [--allow PREFIX]...] [ROOT]   (ROOT: default the repository)"""
 import os
 import re
 import sys
@@ -123,8 +127,53 @@ def cycles(edges):
     return sorted(out)
 
 
+def symbol_graph(objdir, root):
+    """object file (relative to objdir, without .o) -> the objects defining the symbols it uses."""
+    import subprocess
+    defs, uses = {}, {}
+    for d, _, files in os.walk(objdir):
+        for f in files:
+            rel = os.path.relpath(os.path.join(d, f), objdir)
+            if not f.endswith(".o") or f.endswith(".bpf.o") or not rel.startswith(tuple(SOURCE_DIRS)):
+                continue
+            if not os.path.isfile(os.path.join(root, rel[:-2] + ".c")):
+                continue  # left from a source that is gone
+            out = subprocess.run(["nm", "-g", os.path.join(d, f)], capture_output=True, text=True,
+                                 check=True).stdout
+            mod = rel[:-2]
+            defs[mod], uses[mod] = set(), set()
+            for line in out.splitlines():
+                parts = line.split()
+                if len(parts) == 2 and parts[0] == "U":
+                    uses[mod].add(parts[1])
+                elif len(parts) == 3 and parts[1] in "TDBRCV":
+                    defs[mod].add(parts[2])
+    owner = {}
+    for mod in sorted(defs):
+        for sym in defs[mod]:
+            owner.setdefault(sym, mod)
+    return {m: {owner[s] for s in uses[m] if s in owner and owner[s] != m} for m in uses}
+
+
 def main(argv):
-    root = argv[1] if len(argv) > 1 else os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+    args = argv[1:]
+    objdir, allow = None, []
+    while args and args[0].startswith("--"):
+        opt = args.pop(0)
+        if opt == "--objects":
+            objdir = args.pop(0)
+        elif opt == "--allow":
+            allow.append(args.pop(0))
+        else:
+            print("unknown option " + opt)
+            return 2
+    root = args[0] if args else os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+    calls = []
+    if objdir:
+        for comp in cycles(symbol_graph(objdir, root)):
+            if not all(any(m.startswith(a) for a in allow) for m in comp):
+                calls.append(comp)
+                print("call cycle: " + " <-> ".join(comp))
     edges = graph(root)
     found = cycles(edges)
     for comp in found:
@@ -134,8 +183,9 @@ def main(argv):
     crossings = layer_violations(root)
     for line in crossings:
         print(line)
-    print("%d modules, %d include cycles, %d layer crossings" % (len(edges), len(found), len(crossings)))
-    return 1 if found or crossings else 0
+    print("%d modules, %d include cycles, %d layer crossings%s" % (
+        len(edges), len(found), len(crossings), ", %d call cycles" % len(calls) if objdir else ""))
+    return 1 if found or crossings or calls else 0
 
 
 if __name__ == "__main__":

@@ -30,13 +30,8 @@ static cJSON *probe_json(const struct gg_probe *p)
 				p->desired == GG_DESIRED_RUNNING   ? "running"
 				: p->desired == GG_DESIRED_STOPPED ? "stopped"
 								   : "switch");
-	cJSON_AddNumberToObject(o, "pid", p->pid);
-	gg_json_add_u64(o, "starts", p->starts);
-	gg_json_add_u64(o, "restarts", p->restarts);
+	gg_probe__json_process(o, p);
 	gg_json_add_u64(o, "backoff_ms", p->backoff_ms);
-	gg_json_add_u64(o, "uptime_ms", p->pid > 0 ? gg_now_ms() - p->started_ms : 0);
-	cJSON_AddNumberToObject(o, "last_exit_status", (double)p->last_exit_status);
-	cJSON_AddNumberToObject(o, "last_exit_signal", p->last_term_signal);
 	gg_json_add_u64(o, "checks", p->checks);
 	cJSON_AddNumberToObject(o, "check_value", (double)p->check_value);
 	gg_json_add_u64(o, "batches", st->batches);

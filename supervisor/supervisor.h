@@ -148,6 +148,8 @@ struct gg_ingest_ops {
 	/* a batch came from p (its control socket is connected): it may get its configuration now */
 	void (*connected)(struct gg_probe *p, uint64_t now_ms);
 	void (*logf)(struct gg_probe *p, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+	/* the run directory was made again: rewrite its children file */
+	void (*write_children)(struct gg_sup *sup);
 };
 
 struct gg_sup {
@@ -190,6 +192,10 @@ static inline void gg_json_add_u64(cJSON *o, const char *k, uint64_t v)
 {
 	cJSON_AddNumberToObject(o, k, (double)v);
 }
+
+/* probe_mgr.c: a probe's process in o (pid, starts, restarts, uptime_ms, last_exit_status,
+ * last_exit_signal), for status.json and the REST API's runtime object alike. */
+void gg_probe__json_process(cJSON *o, const struct gg_probe *p);
 
 uint64_t gg_now_ms(void);  /* monotonic */
 uint64_t gg_wall_ms(void); /* since the epoch */
