@@ -552,6 +552,27 @@ http {
     return conf
 
 
+def cgroup2_root():
+    """Where cgroup v2 is mounted (the first cgroup2 line of /proc/self/mounts), or None."""
+    with open("/proc/self/mounts") as f:
+        for line in f:
+            parts = line.split()
+            if parts[2] == "cgroup2":
+                return parts[1]
+    return None
+
+
+def rmdir_retry(path, tries=50):
+    """Remove an (empty) directory a process may still be leaving (a cgroup): retried every 0.1 s."""
+    for _ in range(tries):
+        try:
+            os.rmdir(path)
+            return True
+        except OSError:
+            time.sleep(0.1)
+    return False
+
+
 # ---- network namespaces and loop devices (net and io probe tests) --------------------------------------
 
 def _unique_tag():

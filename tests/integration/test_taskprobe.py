@@ -9,8 +9,8 @@ import subprocess
 import tempfile
 import time
 
-from harness import (PROBES, ROOT, TEST_BINS, StandaloneProbe, Supervisor, check, meta_fields, probe_entry,
-                     stop_with_line, wait_for)
+from harness import (PROBES, ROOT, TEST_BINS, StandaloneProbe, Supervisor, cgroup2_root, check, meta_fields,
+                     probe_entry, stop_with_line, wait_for)
 
 TASKPROBE = os.path.join(PROBES, "taskprobe")
 TASK_LOAD = os.path.join(TEST_BINS, "task_load")
@@ -226,13 +226,6 @@ def test_comm_scope_follows_new_processes():
 test_comm_scope_follows_new_processes.timeout = 60
 
 
-def cgroup2_root():
-    with open("/proc/self/mounts") as f:
-        for line in f:
-            parts = line.split()
-            if parts[2] == "cgroup2":
-                return parts[1]
-    return None
 
 
 def test_cgroup_scope_filters_in_kernel():
