@@ -463,7 +463,6 @@ int main(int argc, char **argv)
 			 .comm = &ctx.comm,
 			 .bpf_stats = &ctx.bpf_stats,
 			 .notes = notes},
-		.subprobes = &ctx.base.subprobes,
 		.setup = setup,
 		.on_config = on_config,
 		.period_s = &ctx.cur.period_s,

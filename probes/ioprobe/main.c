@@ -409,7 +409,6 @@ int main(int argc, char **argv)
 			 .subprobes = &ctx.base.subprobes,
 			 .bpf_stats = &ctx.bpf_stats,
 			 .notes = notes},
-		.subprobes = &ctx.base.subprobes,
 		.check_args = check_args,
 		.setup = setup,
 		.on_config = on_config,

@@ -63,12 +63,14 @@ int probe_runner__main(const struct probe_runner *r, int argc, char **argv)
 	probe_log_setup(c->rest_name, PLOG_INFO);
 	if (a.conf)
 		gg_params__defaults(c->params, c->nparams, a.conf);
-	if (r->subprobes)
-		*r->subprobes = gg_contract__default_subprobes(c);
+	if (r->subprobes || a.subprobes)
+		*(r->subprobes ? r->subprobes : a.subprobes) = gg_contract__default_subprobes(c);
 	if (a.scope)
 		gg_scope__init(a.scope);
 	if (r->init)
 		r->init(r->ctx);
+	if (!a.ctx)
+		a.ctx = r->ctx;
 	a.prog = c->bin;
 	a.contract = c;
 	a.level = &level;

@@ -29,9 +29,10 @@ struct probe_runner {
 	const struct gg_contract *contract; /* its rest_name is the log and IPC name, its bin the program */
 	void *ctx;
 	/* The command line: conf, subprobes (-P), scope, comm, bpf_stats, own options and notes, as
-	 * probe_conf__parse_args takes them; prog, contract and level are the runner's. */
+	 * probe_conf__parse_args takes them; prog, contract and level are the runner's, and args.ctx (for
+	 * own_cb) is ctx when NULL. */
 	struct probe_args args;
-	/* Where the contract's default sub-probes go (usually args.subprobes; NULL: none). */
+	/* Where the contract's default sub-probes go when not args.subprobes (a probe with its own -P). */
 	unsigned int *subprobes;
 
 	/* All optional but report or tick. Return 0 or a negative errno. */

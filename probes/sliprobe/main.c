@@ -457,7 +457,6 @@ int main(int argc, char **argv)
 			 .subprobes = &ctx.base.subprobes,
 			 .bpf_stats = &ctx.bpf_stats,
 			 .notes = notes},
-		.subprobes = &ctx.base.subprobes,
 		.setup = setup,
 		.on_config = on_config,
 		.period_s = &ctx.cur.period_s,

@@ -146,7 +146,6 @@ int main(int argc, char **argv)
 			 .scope = &ctx.base.scope,
 			 .comm = &ctx.comm,
 			 .notes = notes},
-		.subprobes = &ctx.base.subprobes,
 		.setup = setup,
 		.on_config = on_config,
 		.period_s = &ctx.cur.period_s,

@@ -511,9 +511,8 @@ int main(int argc, char **argv)
 			 .own = own,
 			 .nown = sizeof(own) / sizeof(own[0]),
 			 .own_cb = own_option,
-			 .ctx = &ctx,
 			 .notes = notes},
-		.subprobes = &ctx.base.subprobes,
+		.subprobes = &ctx.base.subprobes, /* -P is tcpprobe's own (names or a mask) */
 		.setup = setup,
 		.on_config = on_config,
 		.period_s = &ctx.cur.period_s,
