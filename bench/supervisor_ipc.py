@@ -4,7 +4,7 @@ each send R records as fast as they can; the supervisor receives, decodes and va
 against test_bad.meta (metric output off, so the figure is the data path itself).
 Prints records/s over the whole transfer, supervisor CPU, and the loss accounting.
 
-usage: bench/supervisor_ipc.py [NPROBES=8] [RECORDS_EACH=2000000] [KEYS=100]
+usage: [GG_IPC_QUEUE=batches] bench/supervisor_ipc.py [NPROBES=8] [RECORDS_EACH=2000000] [KEYS=100]
 """
 import os
 import sys
@@ -23,6 +23,12 @@ def main():
               % (i, bad, each, keys) for i in range(n)]
     s = Supervisor(probes=probes, metric_out="",
                    extra_meta=[os.path.join(ROOT, "tests", "schema", "test_bad.meta")])
+    if os.environ.get("GG_IPC_QUEUE"):  # global.ipc_queue for this run
+        with open(s.conf) as f:
+            conf = f.read()
+        with open(s.conf, "w") as f:
+            f.write(conf.replace("stop_grace_ms = 1000;", "stop_grace_ms = 1000; ipc_queue = %d;"
+                                 % int(os.environ["GG_IPC_QUEUE"]), 1))
     try:
         s.start()
         cpu0 = proc_cpu_seconds(s.proc.pid)

@@ -11,6 +11,8 @@
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
+
+#include "ipc.h"
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -67,6 +69,10 @@ static const struct key_spec global_keys[] = {
 	INT(global.stop_grace_ms, "stop_grace_ms", 100, 60000),
 	INT(global.hung_timeout, "hung_timeout", 0, 3600),
 	INT(global.hung_grace, "hung_grace", 1, 3600),
+	INT(global.ipc_queue, "ipc_queue", 16, 8192),
+	INT(global.probe_limits.memory_mb, "probe_memory_mb", 0, 1048576),
+	INT(global.probe_limits.cpu_percent, "probe_cpu_percent", 0, 100000),
+	INT(global.probe_limits.pids, "probe_pids_max", 0, 1000000),
 	{"rest_api_on", K_ONOFF, offsetof(struct gg_config, global.rest_api_on), sizeof(int), 0, 0, NULL},
 	ENUMK(global.machine_id, "machine_id", machine_id_sources),
 	PATHK(global.product_uuid_file, "product_uuid_file"),
@@ -546,6 +552,7 @@ static int read_probe(struct load_ctx *c, const config_setting_t *e, int native,
 	memset(p, 0, sizeof(*p));
 	p->native = native;
 	p->sw = GG_SWITCH_OFF;
+	p->limits = (struct gg_limits){-1, -1, -1};
 	snprintf(p->name, sizeof(p->name), "%s", name);
 	snprintf(where, sizeof(where), "%s.%s", list, name);
 
@@ -570,6 +577,24 @@ static int read_probe(struct load_ctx *c, const config_setting_t *e, int native,
 		}
 		if (!strcmp(k, "check_type"))
 			continue; /* gala-gopher's "count": the only kind we run */
+		if (!strcmp(k, "memory_mb") || !strcmp(k, "cpu_percent") || !strcmp(k, "pids_max")) {
+			int *dst = k[0] == 'm'	 ? &p->limits.memory_mb
+				   : k[0] == 'c' ? &p->limits.cpu_percent
+						 : &p->limits.pids;
+			long long max = k[0] == 'm' ? 1048576 : k[0] == 'c' ? 100000 : 1000000;
+
+			if (config_setting_type(s) != CONFIG_TYPE_INT && config_setting_type(s) != CONFIG_TYPE_INT64) {
+				err = fail(c, s, "%s: must be an integer (0: no limit)", key);
+				goto err_free;
+			}
+			if (config_setting_get_int64(s) < 0 || config_setting_get_int64(s) > max) {
+				err = fail(c, s, "%s: %lld is out of range [0, %lld] (0: no limit)", key,
+					   (long long)config_setting_get_int64(s), max);
+				goto err_free;
+			}
+			*dst = (int)config_setting_get_int64(s);
+			continue;
+		}
 		if (strcmp(k, "command") && strcmp(k, "param") && strcmp(k, "switch") && strcmp(k, "check_cmd") &&
 		    strcmp(k, "start_check")) {
 			warnf(c, s, "unknown key '%s' ignored", key);
@@ -647,6 +672,9 @@ static void set_defaults(struct gg_config *cfg)
 	cfg->global.stop_grace_ms = 2000;
 	cfg->global.hung_timeout = 30;
 	cfg->global.hung_grace = 10;
+	cfg->global.ipc_queue = IPC_SUB_DEFAULT_RECVBUF;
+	cfg->global.probe_limits =
+		(struct gg_limits){.memory_mb = GG_PROBE_MEMORY_MB_DEFAULT, .cpu_percent = 100, .pids = 256};
 	cfg->global.rest_api_on = 1;
 	snprintf(cfg->global.machine_id, sizeof(cfg->global.machine_id), "machine-id");
 	snprintf(cfg->global.product_uuid_file, sizeof(cfg->global.product_uuid_file),

@@ -10,6 +10,22 @@
 #define GG_STR_MAX    1024
 #define GG_PROBES_MAX 128
 
+/* global.probe_memory_mb's default. ASan's shadow memory and quarantine multiply what a probe holds:
+ * sanitizer builds (tests) get room for them. */
+#if defined(__SANITIZE_ADDRESS__)
+#define GG_PROBE_MEMORY_MB_DEFAULT 4096
+#else
+#define GG_PROBE_MEMORY_MB_DEFAULT 512
+#endif
+
+/* Hard limits of a probe (cglimits.c applies them). 0 = no limit; -1 (configuration only) = the global
+ * default. */
+struct gg_limits {
+	int memory_mb;
+	int cpu_percent; /* of one CPU: 200 = two CPUs */
+	int pids;
+};
+
 /* GG_OUT_JSON: gala-gopher's "json" metric channel, the log files with nested JSON lines */
 enum gg_out_channel { GG_OUT_OFF = 0, GG_OUT_WEB_SERVER, GG_OUT_LOGS, GG_OUT_KAFKA, GG_OUT_JSON };
 
@@ -23,7 +39,8 @@ struct gg_probe_conf {
 	char check_cmd[GG_STR_MAX]; /* start condition, run by /bin/sh; only ever from this file */
 	enum gg_switch sw;
 	int native;
-	char *params_json; /* optional `params` group as JSON: the first control-plane update */
+	char *params_json;	 /* optional `params` group as JSON: the first control-plane update */
+	struct gg_limits limits; /* -1: global.probe_* */
 };
 
 struct gg_channel_conf {
@@ -56,6 +73,8 @@ struct gg_config {
 		int stop_grace_ms;		  /* SIGTERM -> SIGKILL */
 		int hung_timeout;		  /* s without a batch or heartbeat -> "hung" (0: no watchdog) */
 		int hung_grace;			  /* s hung -> killed and restarted */
+		int ipc_queue;			  /* batches that may wait for the supervisor (NNG_OPT_RECVBUF) */
+		struct gg_limits probe_limits;	  /* per probe, unless the probe's entry says otherwise */
 		int rest_api_on;		  /* gala-gopher's switch: 0 = no REST listener at all */
 		char machine_id[16];		  /* "machine-id" (/etc/machine-id) or "dmi-ip" (gala-gopher's) */
 		char product_uuid_file[PATH_MAX]; /* the DMI product uuid of "dmi-ip" */

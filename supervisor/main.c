@@ -43,9 +43,33 @@ static int exec_probe(int argc, char **argv)
 	ppid = strtol(argv[2], NULL, 10);
 	if (prctl(PR_SET_PDEATHSIG, SIGKILL) || getppid() != (pid_t)ppid)
 		_exit(127);
+	/* Into the probe's own cgroups before exec: all it allocates is charged to its own limits. */
+	{
+		const char *procs = getenv("GALA_GOPHER_CGROUP_PROCS");
+		int err = procs ? gg_cglimits__join(procs) : 0;
+
+		if (err)
+			fprintf(stderr,
+				"gala-gopher: cannot join the probe's cgroups (%s): %s; running without limits\n",
+				procs, strerror(-err));
+		unsetenv("GALA_GOPHER_CGROUP_PROCS");
+	}
 	execv(argv[3], &argv[3]);
 	fprintf(stderr, "gala-gopher: cannot execute %s: %s\n", argv[3], strerror(errno));
 	_exit(127);
+}
+
+/* The probes' cgroups, once every probe has exited. */
+static void remove_cgroups(struct gg_sup *sup)
+{
+	const char *names[GG_PROBES_MAX];
+	unsigned int n = 0;
+
+	if (!sup->cg.available)
+		return;
+	for (unsigned int i = 0; i < sup->nprobes && n < GG_PROBES_MAX; i++)
+		names[n++] = sup->probes[i].conf->name;
+	gg_cglimits__cleanup(&sup->cg, names, n);
 }
 
 static void config_warn(const char *msg)
@@ -198,6 +222,12 @@ static int setup(struct gg_sup *sup, const char *conf_path, int check_only)
 	snprintf(sup->data_url, sizeof(sup->data_url), "ipc://%s/data.ipc", sup->cfg.global.run_dir);
 	snprintf(sup->ctrl_url, sizeof(sup->ctrl_url), "ipc://%s/ctrl.ipc", sup->cfg.global.run_dir);
 	gg_probes__reap_leftovers(sup);
+	if (gg_cglimits__init(&sup->cg, "gala-gopher-") == 0)
+		gg_info("probe limits: memory %s, cpu %s, pids %s (cgroup %s)",
+			sup->cg.base[GG_CG_MEM][0] ? "yes" : "no", sup->cg.base[GG_CG_CPU][0] ? "yes" : "no",
+			sup->cg.base[GG_CG_PIDS][0] ? "yes" : "no", sup->cg.v2[GG_CG_MEM] ? "v2" : "v1");
+	else
+		gg_warn("no cgroup controller usable: probes run without memory, CPU and pids limits");
 
 	ret = gg_export__init(sup);
 	if (ret)
@@ -272,6 +302,7 @@ int main(int argc, char **argv)
 		gg_rest__close(sup);
 		uv_run(sup->loop, UV_RUN_DEFAULT);
 		gg_rest__free(sup);
+		remove_cgroups(sup);
 		gg_probes__free(sup);
 		gg_ingest__free(sup);
 		gg_export__free(sup);
@@ -303,6 +334,7 @@ int main(int argc, char **argv)
 	gg_rest__free(sup);
 	gg_info("gala-gopher stopped: %llu records received, %llu accepted", (unsigned long long)sup->st.records,
 		(unsigned long long)sup->st.accepted);
+	remove_cgroups(sup);
 	gg_probes__free(sup);
 	meta_registry__free(sup->reg);
 	gg_config__fini(&sup->cfg);

@@ -43,6 +43,30 @@ void gg_probe__json_process(cJSON *o, const struct gg_probe *p)
 	cJSON_AddNumberToObject(o, "last_exit_signal", p->last_term_signal);
 }
 
+size_t gg_cmdline__format(char *buf, size_t len, char *const *argv)
+{
+	size_t n = 0;
+
+	if (len)
+		buf[0] = '\0';
+	for (char *const *a = argv; a && *a && n + 1 < len; a++) {
+		/* quoted as the configuration's param is split (gg_split_args): what is shown runs as shown */
+		int quote = !**a || strpbrk(*a, " \t\n'\"") != NULL;
+
+		if (n && n + 1 < len)
+			buf[n++] = ' ';
+		if (quote && !strchr(*a, '\''))
+			n += (size_t)snprintf(buf + n, len - n, "'%s'", *a);
+		else if (quote)
+			n += (size_t)snprintf(buf + n, len - n, "\"%s\"", *a);
+		else
+			n += (size_t)snprintf(buf + n, len - n, "%s", *a);
+		if (n >= len)
+			n = len - 1;
+	}
+	return n;
+}
+
 void gg_probe__logf(struct gg_probe *p, const char *fmt, ...)
 {
 	char line[1024];
@@ -285,6 +309,7 @@ static void on_probe_exit(uv_process_t *proc, int64_t status, int term_signal)
 	if (p->pid > 0)
 		kill(-p->pid, SIGKILL);
 	p->pid = 0;
+	p->cmdline[0] = '\0';
 	uv_close((uv_handle_t *)proc, on_proc_closed);
 	uv_timer_stop(&p->timer);
 	gg_probes__write_children(sup);
@@ -300,6 +325,14 @@ static void on_probe_exit(uv_process_t *proc, int64_t status, int term_signal)
 		return;
 	}
 
+	/* The kernel killed it within its memory cgroup: its own limit, not the host's OOM killer. */
+	if (p->limits_set && term_signal == SIGKILL && gg_cglimits__oom_kills(&sup->cg, p->conf->name) > p->oom_base) {
+		p->oom_kills++;
+		gg_warn("probe %s was killed by its memory limit (%d MB; global.probe_memory_mb or its entry's "
+			"memory_mb)",
+			p->conf->name, p->limits.memory_mb);
+		gg_probe__logf(p, "killed by its memory limit (%d MB)", p->limits.memory_mb);
+	}
 	if (up >= GG_STABLE_UPTIME_MS)
 		p->backoff_ms = GG_BACKOFF_MIN_MS;
 	gg_warn("probe %s exited unexpectedly (status %lld, signal %d) after %llu ms; restarting in %llu ms",
@@ -373,14 +406,35 @@ static void on_records_read(uv_stream_t *s, ssize_t nread, const uv_buf_t *buf)
 
 /* ---- spawning --------------------------------------------------------------------------------------- */
 
+/* The probe's limits: its entry's, else global.probe_*; its cgroups made, what to join in procs. */
+static void limits_prepare(struct gg_probe *p, char *procs, size_t len)
+{
+	const struct gg_limits *g = &p->sup->cfg.global.probe_limits, *c = &p->conf->limits;
+	int err;
+
+	procs[0] = '\0';
+	p->limits = (struct gg_limits){c->memory_mb >= 0 ? c->memory_mb : g->memory_mb,
+				       c->cpu_percent >= 0 ? c->cpu_percent : g->cpu_percent,
+				       c->pids >= 0 ? c->pids : g->pids};
+	p->limits_set = 0;
+	if (!p->sup->cg.available)
+		return;
+	err = gg_cglimits__prepare(&p->sup->cg, p->conf->name, &p->limits, procs, len);
+	if (err)
+		gg_warn("probe %s: its cgroup limits are not all set: %s", p->conf->name, strerror(-err));
+	p->limits_set = procs[0] != '\0';
+	p->oom_base = gg_cglimits__oom_kills(&p->sup->cg, p->conf->name);
+}
+
 static char **build_env(struct gg_probe *p)
 {
+	static char cgroups[4 * PATH_MAX];
 	size_t n = 0;
 	char **env;
 
 	while (environ[n])
 		n++;
-	env = calloc(n + 4, sizeof(*env));
+	env = calloc(n + 6, sizeof(*env));
 	if (!env)
 		return NULL;
 	n = 0;
@@ -388,8 +442,13 @@ static char **build_env(struct gg_probe *p)
 		if (strncmp(*e, "GALA_GOPHER_", 12))
 			env[n++] = *e;
 	}
+	/* the --exec-probe wrapper joins these before exec (every probe, extend ones too) */
+	memcpy(cgroups, "GALA_GOPHER_CGROUP_PROCS=", 25);
+	limits_prepare(p, cgroups + 25, sizeof(cgroups) - 25);
+	if (cgroups[25])
+		env[n++] = cgroups;
 	if (p->conf->native) {
-		static char data[4300], ctrl[4300], name[128];
+		static char data[4300], ctrl[4300], name[128], bases[PATH_MAX + 64];
 
 		snprintf(data, sizeof(data), "GALA_GOPHER_DATA_URL=%s", p->sup->data_url);
 		snprintf(ctrl, sizeof(ctrl), "GALA_GOPHER_CTRL_URL=%s", p->sup->ctrl_url);
@@ -397,6 +456,12 @@ static char **build_env(struct gg_probe *p)
 		env[n++] = data;
 		env[n++] = ctrl;
 		env[n++] = name;
+		/* where REST-named output directories lie: the probe confines its writes below it
+		 * (probes/lib/probe_outdir.h) */
+		if (p->sup->cfg.rest.output_base_dir[0]) {
+			snprintf(bases, sizeof(bases), "GALA_GOPHER_OUTPUT_BASES=%s", p->sup->cfg.rest.output_base_dir);
+			env[n++] = bases;
+		}
 	}
 	env[n] = NULL;
 	return env;
@@ -475,6 +540,7 @@ static void probe_start(struct gg_probe *p)
 		goto fail;
 	}
 	p->pid = p->proc.pid;
+	(void)gg_cmdline__format(p->cmdline, sizeof(p->cmdline), argv + 3); /* without the spawn wrapper */
 	p->started_ms = gg_now_ms();
 	p->starts++;
 	p->state = GG_PS_RUNNING;

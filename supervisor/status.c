@@ -31,6 +31,15 @@ static cJSON *probe_json(const struct gg_probe *p)
 				: p->desired == GG_DESIRED_STOPPED ? "stopped"
 								   : "switch");
 	gg_probe__json_process(o, p);
+	gg_json_add_u64(o, "oom_kills", p->oom_kills);
+	{
+		cJSON *l = cJSON_AddObjectToObject(o, "limits");
+
+		cJSON_AddBoolToObject(l, "applied", p->limits_set);
+		cJSON_AddNumberToObject(l, "memory_mb", p->limits.memory_mb);
+		cJSON_AddNumberToObject(l, "cpu_percent", p->limits.cpu_percent);
+		cJSON_AddNumberToObject(l, "pids", p->limits.pids);
+	}
 	gg_json_add_u64(o, "backoff_ms", p->backoff_ms);
 	gg_json_add_u64(o, "checks", p->checks);
 	cJSON_AddNumberToObject(o, "check_value", (double)p->check_value);

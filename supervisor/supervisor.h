@@ -9,6 +9,7 @@
 
 #include <cjson/cJSON.h>
 
+#include "cglimits.h"
 #include "config.h"
 #include "fsutil.h"
 #include "ipc.h"
@@ -33,6 +34,8 @@ const char *gg_probe_state__str(enum gg_probe_state s);
 struct gg_probe;
 /* The state as operators see it: "hung" for a running probe the watchdog found silent. */
 const char *gg_probe__state_name(const struct gg_probe *p);
+/* argv joined with spaces, arguments with blanks or quotes quoted as param splitting reads them back. */
+size_t gg_cmdline__format(char *buf, size_t len, char *const *argv);
 
 /* Records rejected for one (table, reason). */
 struct gg_rej_entry {
@@ -112,9 +115,16 @@ struct gg_probe {
 	uint64_t hangs;		/* times found hung */
 	int hung_kill_sent;
 
+	/* hard limits (cglimits.c) */
+	struct gg_limits limits; /* in force for the running process */
+	int limits_set;		 /* its cgroups were made and written */
+	uint64_t oom_base;	 /* the memory cgroup's OOM kills when the process started */
+	uint64_t oom_kills;	 /* exits by the memory limit */
+
 	/* run-time control (REST API, rest.c) */
 	int desired;	      /* enum gg_desired: follow conf->sw, or started/stopped on request */
 	char **extra_argv;    /* flags appended to conf->param at the next start (NULL-terminated), or NULL */
+	char cmdline[2048];   /* the command the running process was started with ("" when none) */
 	int start_after_stop; /* a stop in progress is a restart: start again once it has exited */
 };
 
@@ -163,6 +173,7 @@ struct gg_sup {
 	char hostname[256];
 
 	struct ipc_sub *sub;
+	struct gg_cglimits cg; /* each probe's memory, CPU and pids limits (cglimits.h) */
 	uv_poll_t sub_poll;
 	struct ipc_ctrl_pub *ctrl;
 	dev_t run_dev; /* run_dir as made at start (or last repaired): a replaced one is noticed */

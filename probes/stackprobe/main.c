@@ -9,6 +9,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
+#include <unistd.h>
 
 #include "probe.h"
 #include "probe_runner.h"
@@ -40,7 +41,7 @@ struct sp_ctx {
 	int apply_pending;
 	int config_seen;
 	uint64_t t_drain, t_report, t_comm, t_store, t_svg, t_pyro; /* monotonic ms of the last of each */
-	uint64_t files_written, pyro_ok, pyro_err;
+	uint64_t files_written, files_failed, pyro_ok, pyro_err;
 };
 
 extern const struct gg_contract gg_contract_stackprobe;
@@ -156,26 +157,37 @@ static void time_stamp(uint64_t wall_ms, char *buf, size_t len)
 	strftime(buf, len, "%Y%m%d%H%M%S", &tm);
 }
 
+static void write_failed(struct sp_ctx *ctx, const char *dir, const char *name, int err)
+{
+	ctx->files_failed++;
+	probe_log(PLOG_WARN, "cannot write %s/.../%s: %s", dir, name, strerror(-err));
+}
+
 static void write_graphs(struct sp_ctx *ctx, enum sp_event ev, const char *folded, size_t len, const char *stamp,
 			 const char *suffix, uint64_t from_ms, uint64_t until_ms)
 {
 	const char *const *units = sp_event_units;
 	const struct sp_conf *c = &ctx->cur;
-	char fdir[PATH_MAX + 16], sdir[PATH_MAX + 16], path[PATH_MAX + 160], title[128], sub[160];
+	char name[160], title[128], sub[160];
 	struct sp_svg_opts so = {.title = title, .subtitle = sub, .unit = units[ev], .unit_scale = 1};
 	struct sp_pprof_opts po = {0};
 	char from_s[32], until_s[32];
-	int err;
+	int err, fdir, sdir;
 
-	snprintf(fdir, sizeof(fdir), "%s/%s", c->flame_dir, sp_event_names[ev]);
-	snprintf(sdir, sizeof(sdir), "%s/%s", c->svg_dir, sp_event_names[ev]);
-	if ((err = gg_mkdir_p(fdir, 0755)) || (err = gg_mkdir_p(sdir, 0755))) {
-		probe_log(PLOG_WARN, "cannot create %s or %s: %s", fdir, sdir, strerror(-err));
+	/* confined below the output base: a directory swapped for a symlink after the REST check fails */
+	fdir = probe_outdir__open_sub(c->flame_dir, sp_event_names[ev], 1);
+	sdir = fdir < 0 ? fdir : probe_outdir__open_sub(c->svg_dir, sp_event_names[ev], 1);
+	if (fdir < 0 || sdir < 0) {
+		ctx->files_failed++;
+		probe_log(PLOG_WARN, "cannot open %s/%s or %s/%s for writing: %s", c->flame_dir, sp_event_names[ev],
+			  c->svg_dir, sp_event_names[ev], strerror(-(fdir < 0 ? fdir : sdir)));
+		if (fdir >= 0)
+			close(fdir);
 		return;
 	}
-	snprintf(path, sizeof(path), "%s/%s_%s%s.folded", fdir, stamp, sp_event_names[ev], suffix);
-	if ((err = sp_write_file_atomic(path, folded, len)))
-		probe_log(PLOG_WARN, "cannot write %s: %s", path, strerror(-err));
+	snprintf(name, sizeof(name), "%s_%s%s.folded", stamp, sp_event_names[ev], suffix);
+	if ((err = probe_outdir__write(fdir, name, folded, len)))
+		write_failed(ctx, c->flame_dir, name, err);
 	else
 		ctx->files_written++;
 
@@ -188,9 +200,9 @@ static void write_graphs(struct sp_ctx *ctx, enum sp_event ev, const char *folde
 				      : "Allocation (bytes)",
 		 suffix[0] ? " of process " : "", suffix[0] ? suffix + 1 : "");
 	snprintf(sub, sizeof(sub), "%s - %s (gala-gopher stackprobe, values in %s)", from_s, until_s, units[ev]);
-	snprintf(path, sizeof(path), "%s/%s_%s%s.svg", sdir, stamp, sp_event_names[ev], suffix);
-	if ((err = sp_svg__write(path, folded, len, &so)))
-		probe_log(PLOG_WARN, "cannot write %s: %s", path, strerror(-err));
+	snprintf(name, sizeof(name), "%s_%s%s.svg", stamp, sp_event_names[ev], suffix);
+	if ((err = sp_svg__write(sdir, name, folded, len, &so)))
+		write_failed(ctx, c->svg_dir, name, err);
 	else
 		ctx->files_written++;
 
@@ -227,11 +239,13 @@ static void write_graphs(struct sp_ctx *ctx, enum sp_event ev, const char *folde
 		po.period_unit = "count";
 		po.period = 1;
 	}
-	snprintf(path, sizeof(path), "%s/%s_%s%s.pb.gz", fdir, stamp, sp_event_names[ev], suffix);
-	if ((err = sp_pprof__write(path, folded, len, &po)))
-		probe_log(PLOG_WARN, "cannot write %s: %s", path, strerror(-err));
+	snprintf(name, sizeof(name), "%s_%s%s.pb.gz", stamp, sp_event_names[ev], suffix);
+	if ((err = sp_pprof__write(fdir, name, folded, len, &po)))
+		write_failed(ctx, c->flame_dir, name, err);
 	else
 		ctx->files_written++;
+	close(fdir);
+	close(sdir);
 }
 
 /* Distinct tgids of sorted-by-key entries (for multi_instance). */
@@ -258,7 +272,8 @@ static void flush_period(struct sp_ctx *ctx, enum sp_event ev, uint64_t now_ms)
 {
 	struct sp_acc *acc = &ctx->prof.acc[ev];
 	struct ftab_ent **ents;
-	char stamp[32], dir[PATH_MAX + 16];
+	char stamp[32];
+	int dfd;
 	size_t n = 0;
 
 	if (!acc->period.n)
@@ -290,11 +305,17 @@ static void flush_period(struct sp_ctx *ctx, enum sp_event ev, uint64_t now_ms)
 		free(folded);
 	}
 	free(ents);
-	snprintf(dir, sizeof(dir), "%s/%s", ctx->cur.flame_dir, sp_event_names[ev]);
-	sp_dir_trim(dir, ".folded", FILES_KEPT);
-	sp_dir_trim(dir, ".pb.gz", FILES_KEPT);
-	snprintf(dir, sizeof(dir), "%s/%s", ctx->cur.svg_dir, sp_event_names[ev]);
-	sp_dir_trim(dir, ".svg", FILES_KEPT);
+	dfd = probe_outdir__open_sub(ctx->cur.flame_dir, sp_event_names[ev], 0);
+	if (dfd >= 0) {
+		sp_dir_trim(dfd, ".folded", FILES_KEPT);
+		sp_dir_trim(dfd, ".pb.gz", FILES_KEPT);
+		close(dfd);
+	}
+	dfd = probe_outdir__open_sub(ctx->cur.svg_dir, sp_event_names[ev], 0);
+	if (dfd >= 0) {
+		sp_dir_trim(dfd, ".svg", FILES_KEPT);
+		close(dfd);
+	}
 done:
 	ftab__clear(&acc->period);
 	acc->period_from_ms = now_ms;
@@ -306,9 +327,10 @@ static void flush_store(struct sp_ctx *ctx, enum sp_event ev, uint64_t now_ms)
 	unsigned int period_us = ev == SP_EV_ONCPU ? ctx->cur.perf_period_ms * 1000u : 0;
 	int err = sp_store__write(ctx->cur.flame_dir, ev, acc->store_from_ms, now_ms, period_us, &acc->store);
 
-	if (err)
+	if (err) {
+		ctx->files_failed++;
 		probe_log(PLOG_WARN, "profile store (%s/store): %s", ctx->cur.flame_dir, strerror(-err));
-	else if (acc->store.n)
+	} else if (acc->store.n)
 		ctx->files_written++;
 	ftab__clear(&acc->store);
 	acc->store_from_ms = now_ms;
@@ -414,6 +436,7 @@ static void report(struct sp_ctx *ctx)
 	probe_rec__u64(&rec, ys.lookups);
 	probe_rec__u64(&rec, ys.elf_loads);
 	probe_rec__u64(&rec, ctx->files_written);
+	probe_rec__u64(&rec, ctx->files_failed);
 	probe_rec__u64(&rec, ctx->pyro_ok);
 	probe_rec__u64(&rec, ctx->pyro_err);
 	probe_rec__u64(&rec, ss.ua.links);

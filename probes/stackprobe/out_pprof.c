@@ -277,7 +277,7 @@ static int gzip_buf(const unsigned char *in, size_t len, unsigned char **ret, si
 	return 0;
 }
 
-int sp_pprof__write(const char *path, const char *folded, size_t len, const struct sp_pprof_opts *opts)
+int sp_pprof__write(int dfd, const char *name, const char *folded, size_t len, const struct sp_pprof_opts *opts)
 {
 	unsigned char *pb = NULL, *gz = NULL;
 	size_t pb_len = 0, gz_len = 0;
@@ -286,7 +286,7 @@ int sp_pprof__write(const char *path, const char *folded, size_t len, const stru
 	if (!err)
 		err = gzip_buf(pb, pb_len, &gz, &gz_len);
 	if (!err)
-		err = sp_write_file_atomic(path, gz, gz_len);
+		err = probe_outdir__write(dfd, name, gz, gz_len);
 	free(pb);
 	free(gz);
 	return err;

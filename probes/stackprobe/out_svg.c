@@ -305,9 +305,9 @@ static void frame_color(const char *s, size_t len, char *out, size_t outlen)
 	"matched.firstChild.nodeValue='Matched: '+(100*sum/(W-2*XPAD)).toFixed(1)+'%%';}\n"                            \
 	"]]></script>\n"
 
-int sp_svg__write(const char *path, const char *folded, size_t len, const struct sp_svg_opts *opts)
+int sp_svg__write(int dfd, const char *name, const char *folded, size_t len, const struct sp_svg_opts *opts)
 {
-	char *buf = malloc(len + 1), tmp[4096 + 8], color[48];
+	char *buf = malloc(len + 1), color[48];
 	struct fline *lines = NULL;
 	struct fnodes ns = {0};
 	size_t n = 0;
@@ -328,11 +328,7 @@ int sp_svg__write(const char *path, const char *folded, size_t len, const struct
 	err = merge(lines, n, &ns, &total, &depth);
 	if (err)
 		goto out;
-	if (snprintf(tmp, sizeof(tmp), "%s.tmp", path) >= (int)sizeof(tmp)) {
-		err = -ENAMETOOLONG;
-		goto out;
-	}
-	f = fopen(tmp, "we");
+	f = probe_outdir__fopen_tmp(dfd, name);
 	if (!f) {
 		err = -errno;
 		goto out;
@@ -388,24 +384,8 @@ int sp_svg__write(const char *path, const char *folded, size_t len, const struct
 		fputs("</text></g>\n", f);
 	}
 	fputs("</svg>\n", f);
-	if (ferror(f)) {
-		err = -EIO;
-		fclose(f);
-		f = NULL;
-		unlink(tmp);
-		goto out;
-	}
-	if (fclose(f)) {
-		err = -errno;
-		f = NULL;
-		unlink(tmp);
-		goto out;
-	}
+	err = probe_outdir__commit(dfd, name, f, 0);
 	f = NULL;
-	if (rename(tmp, path)) {
-		err = -errno;
-		unlink(tmp);
-	}
 out:
 	free(ns.v);
 	free(lines);

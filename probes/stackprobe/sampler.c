@@ -22,9 +22,12 @@
 #include "stackprobe.skel.h"
 
 #define MAX_CPUS SP_MAX_CPUS
-/* After switching generations, BPF programs that read the old value may still be running: they
- * finish within microseconds; wait this long before reading the old maps. */
-#define GEN_GRACE_NS 2000000L
+/* After switching generations, BPF programs that read the old value may still be running. Perf-event
+ * programs finish within microseconds, but allocator uprobes run preemptible (migrate_disable only): on
+ * a loaded host one can be off the CPU for milliseconds between reading gen and counting. Wait this long
+ * before reading the old maps; a writer later still lands in them after the read and is drained with
+ * that generation next time (entries are taken with lookup-and-delete, so no increment is lost). */
+#define GEN_GRACE_NS 20000000L
 /* Allocator uprobes are re-checked this often (exec, exit; new processes of an unfiltered scope). */
 #define UALLOC_SYNC_MS 5000u
 /* The period the CPU-clock events are opened with: they fire only when the pacer arms them. */
@@ -62,8 +65,11 @@ struct sp_pacer {
 	uint64_t strata, skipped, arm_errors;
 };
 
+#define ENOTSUPP_ 524 /* the kernel's ENOTSUPP, which BPF syscalls return to user space */
+
 struct sp_sampler {
 	struct stackprobe *skel;
+	int no_lookup_and_delete; /* kernel without it for hash maps: lookup, then delete */
 	struct bpf_link *oncpu_links[2][MAX_CPUS];
 	int perf_fds[2][MAX_CPUS]; /* per shot parity and CPU */
 	int ncpus;
@@ -505,9 +511,15 @@ static int drain_counts(struct sp_sampler *s, int counts_fd, int stacks_fd)
 		struct sp_val val;
 		struct sp_sample smp;
 
-		if (bpf_map_lookup_elem(counts_fd, k, &val))
-			continue;
-		(void)bpf_map_delete_elem(counts_fd, k);
+		/* atomically: an increment between a lookup and a delete would be lost (hash maps, >= 5.14) */
+		if (s->no_lookup_and_delete || bpf_map_lookup_and_delete_elem(counts_fd, k, &val)) {
+			if (!s->no_lookup_and_delete && errno != EINVAL && errno != ENOTSUPP_ && errno != EOPNOTSUPP)
+				continue; /* gone meanwhile */
+			s->no_lookup_and_delete = 1;
+			if (bpf_map_lookup_elem(counts_fd, k, &val))
+				continue;
+			(void)bpf_map_delete_elem(counts_fd, k);
+		}
 		if (k->event >= SP_EV_NR || !val.count)
 			continue;
 		k->comm[SP_COMM_LEN - 1] = '\0';

@@ -9,6 +9,7 @@
 #include <linux/types.h>
 
 #include "../../bpf/stackprobe.h"
+#include "probe_outdir.h"
 #include "bpf_util.h"
 #include "fsutil.h"
 #include "symbolizer.h"
@@ -175,7 +176,8 @@ struct sp_svg_opts {
 	const char *unit;  /* "samples", "us", "faults", "bytes" */
 	double unit_scale; /* value -> shown number (1 when the unit is the value's) */
 };
-int sp_svg__write(const char *path, const char *folded, size_t len, const struct sp_svg_opts *opts);
+/* name in the directory dfd (probe_outdir.h: written to name.tmp, then renamed) */
+int sp_svg__write(int dfd, const char *name, const char *folded, size_t len, const struct sp_svg_opts *opts);
 
 /* gzipped pprof profile.proto of folded text (out_pprof.c). */
 struct sp_pprof_opts {
@@ -190,7 +192,7 @@ struct sp_pprof_opts {
 };
 int sp_pprof__encode(const char *folded, size_t len, const struct sp_pprof_opts *opts, unsigned char **ret,
 		     size_t *ret_len);
-int sp_pprof__write(const char *path, const char *folded, size_t len, const struct sp_pprof_opts *opts);
+int sp_pprof__write(int dfd, const char *name, const char *folded, size_t len, const struct sp_pprof_opts *opts);
 
 /* Pyroscope /ingest upload (out_pyro.c). 0, or negative errno; *ret_status the HTTP status. */
 int sp_pyro__upload(const char *server, const char *name, uint64_t from_s, uint64_t until_s, const char *units,
@@ -201,11 +203,8 @@ int sp_store__write(const char *flame_dir, enum sp_event ev, uint64_t from_ms, u
 		    unsigned int period_us, struct ftab *t);
 int sp_store__expire(const char *flame_dir, uint64_t now_ms, unsigned int retention_s, uint64_t max_bytes);
 
-/* Keep the newest max files (by name, which starts with a timestamp) whose names end in suffix. */
-void sp_dir_trim(const char *dir, const char *suffix, unsigned int max);
-/* The end of a write to tmp that replaces path: tmp is renamed over path if err (the write's outcome)
- * is 0, else, or if that fails, removed. Returns err or the rename's -errno. */
-int sp_tmp_commit(const char *tmp, const char *path, int err);
-int sp_write_file_atomic(const char *path, const void *data, size_t len);
+/* Keep the newest max files (by name, which starts with a timestamp) of directory dfd whose names end in
+ * suffix. */
+void sp_dir_trim(int dfd, const char *suffix, unsigned int max);
 
 #endif

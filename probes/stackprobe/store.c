@@ -2,6 +2,7 @@
  * per-thread stacks (<flame_dir>/store/<event>/<from_ms>-<until_ms>.prof), expired after the
  * retention and bounded in total size. The format is read by supervisor/rest/profile_query.c. */
 #include <dirent.h>
+#include <fcntl.h>
 #include <errno.h>
 #include <inttypes.h>
 #include <limits.h>
@@ -16,28 +17,25 @@
 int sp_store__write(const char *flame_dir, enum sp_event ev, uint64_t from_ms, uint64_t until_ms,
 		    unsigned int period_us, struct ftab *t)
 {
-	char dir[PATH_MAX], path[PATH_MAX + 64], tmp[PATH_MAX + 80];
+	char sub[64], name[64];
 	struct ftab_ent **ents;
 	size_t n = 0;
 	FILE *f;
-	int err = 0;
+	int dfd, err = 0;
 
 	if (!t->n)
 		return 0;
-	if (snprintf(dir, sizeof(dir), "%s/store/%s", flame_dir, sp_event_query_names[ev]) >= (int)sizeof(dir))
-		return -ENAMETOOLONG;
-	err = gg_mkdir_p(dir, 0755);
-	if (err)
-		return err;
-	snprintf(path, sizeof(path), "%s/%013" PRIu64 "-%013" PRIu64 ".prof", dir, from_ms, until_ms);
-	snprintf(tmp, sizeof(tmp), "%s.tmp", path);
+	snprintf(sub, sizeof(sub), "store/%s", sp_event_query_names[ev]);
+	dfd = probe_outdir__open_sub(flame_dir, sub, 1);
+	if (dfd < 0)
+		return dfd;
+	snprintf(name, sizeof(name), "%013" PRIu64 "-%013" PRIu64 ".prof", from_ms, until_ms);
 	ents = ftab__list(t, 0, &n);
-	if (!ents)
-		return -ENOMEM;
-	f = fopen(tmp, "we");
+	f = ents ? probe_outdir__fopen_tmp(dfd, name) : NULL;
 	if (!f) {
-		err = -errno;
+		err = ents ? -errno : -ENOMEM;
 		free(ents);
+		close(dfd);
 		return err;
 	}
 	fprintf(f, "# gala-gopher-profile v1 event=%s unit=%s period_us=%u from_ms=%" PRIu64 " until_ms=%" PRIu64 "\n",
@@ -45,11 +43,9 @@ int sp_store__write(const char *flame_dir, enum sp_event ev, uint64_t from_ms, u
 	for (size_t i = 0; i < n; i++)
 		fprintf(f, "%u\t%u\t%s\t%" PRIu64 "\n", ents[i]->a, ents[i]->b, ents[i]->key, ents[i]->value);
 	free(ents);
-	if (ferror(f))
-		err = -EIO;
-	if (fclose(f) && !err)
-		err = -errno;
-	return sp_tmp_commit(tmp, path, err);
+	err = probe_outdir__commit(dfd, name, f, 0);
+	close(dfd);
+	return err;
 }
 
 struct sfile {
@@ -66,17 +62,26 @@ static int sfile_cmp(const void *a, const void *b)
 int sp_store__expire(const char *flame_dir, uint64_t now_ms, unsigned int retention_s, uint64_t max_bytes)
 {
 	for (int ev = 0; ev < SP_EV_NR; ev++) {
-		char dir[PATH_MAX], path[PATH_MAX + 80];
+		char sub[64];
 		struct sfile *v = NULL;
 		size_t n = 0, cap = 0;
 		uint64_t total = 0;
 		struct dirent *de;
+		int dfd, fd;
 		DIR *d;
 
-		snprintf(dir, sizeof(dir), "%s/store/%s", flame_dir, sp_event_query_names[ev]);
-		d = opendir(dir);
-		if (!d)
+		snprintf(sub, sizeof(sub), "store/%s", sp_event_query_names[ev]);
+		dfd = probe_outdir__open_sub(flame_dir, sub, 0);
+		if (dfd < 0)
 			continue;
+		fd = dup(dfd);
+		d = fd < 0 ? NULL : fdopendir(fd);
+		if (!d) {
+			if (fd >= 0)
+				close(fd);
+			close(dfd);
+			continue;
+		}
 		while ((de = readdir(d))) {
 			uint64_t from, until;
 			struct stat sb;
@@ -85,12 +90,11 @@ int sp_store__expire(const char *flame_dir, uint64_t now_ms, unsigned int retent
 			if (strlen(de->d_name) >= sizeof(v->name) ||
 			    sscanf(de->d_name, "%" SCNu64 "-%" SCNu64 ".pro%c", &from, &until, &end) != 3 || end != 'f')
 				continue;
-			snprintf(path, sizeof(path), "%s/%s", dir, de->d_name);
 			if (until + (uint64_t)retention_s * 1000u < now_ms) {
-				(void)unlink(path);
+				(void)unlinkat(dfd, de->d_name, 0);
 				continue;
 			}
-			if (stat(path, &sb))
+			if (fstatat(dfd, de->d_name, &sb, AT_SYMLINK_NOFOLLOW) || !S_ISREG(sb.st_mode))
 				continue;
 			if (n == cap) {
 				size_t ncap = cap ? cap * 2 : 64;
@@ -112,11 +116,11 @@ int sp_store__expire(const char *flame_dir, uint64_t now_ms, unsigned int retent
 		if (n > 1)
 			qsort(v, n, sizeof(*v), sfile_cmp);
 		for (size_t i = 0; i + 1 < n && total > max_bytes / SP_EV_NR; i++) {
-			snprintf(path, sizeof(path), "%s/%s", dir, v[i].name);
-			if (!unlink(path))
+			if (!unlinkat(dfd, v[i].name, 0))
 				total -= (uint64_t)v[i].size;
 		}
 		free(v);
+		close(dfd);
 	}
 	return 0;
 }

@@ -22,6 +22,7 @@ static const char *const reserved[] = {
 	"gala_gopher_probe_starts_total",
 	"gala_gopher_probe_restarts_total",
 	"gala_gopher_probe_hangs_total",
+	"gala_gopher_probe_oom_kills_total",
 	"gala_gopher_probe_batches_received_total",
 	"gala_gopher_probe_records_received_total",
 	"gala_gopher_probe_records_accepted_total",
@@ -205,6 +206,10 @@ static uint64_t p_hangs(const struct gg_probe *p)
 {
 	return p->hangs;
 }
+static uint64_t p_oom(const struct gg_probe *p)
+{
+	return p->oom_kills;
+}
 static uint64_t p_starts(const struct gg_probe *p)
 {
 	return p->starts;
@@ -257,6 +262,8 @@ static void render_probes(struct gg_buf *b, struct gg_sup *sup)
 	char tmp[16];
 
 	probe_family(b, sup, "gala_gopher_probe_up", "1 when the probe process is running and not hung", "gauge", p_up);
+	probe_family(b, sup, "gala_gopher_probe_oom_kills_total",
+		     "exits of the probe killed by its own memory limit (global.probe_memory_mb)", "counter", p_oom);
 	probe_family(b, sup, "gala_gopher_probe_hangs_total",
 		     "times the watchdog found the probe silent for global.hung_timeout", "counter", p_hangs);
 	probe_family(b, sup, "gala_gopher_probe_starts_total", "probe processes started", "counter", p_starts);
@@ -372,6 +379,9 @@ static void render_supervisor(struct gg_buf *b, struct gg_sup *sup)
 		sample(b, "gala_gopher_web_server_refused_total", "reason", "tls_client_cert", NULL, NULL,
 		       hs.tls_refused);
 		sample(b, "gala_gopher_web_server_refused_total", "reason", "unavailable", NULL, NULL, hs.unavailable);
+		sample(b, "gala_gopher_web_server_refused_total", "reason", "head_timeout", NULL, NULL, hs.head_timeout);
+		sample(b, "gala_gopher_web_server_refused_total", "reason", "evicted", NULL, NULL, hs.evicted);
+		sample(b, "gala_gopher_web_server_refused_total", "reason", "body_timeout", NULL, NULL, hs.body_timeout);
 	}
 	prom_family_header(b, "gala_gopher_export_records_total", "records, events and metadata messages exported",
 			   "counter");

@@ -11,24 +11,36 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/epoll.h>
+#include <sys/eventfd.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
+#include <time.h>
 #include <unistd.h>
 
 #include <gnutls/gnutls.h>
 #include <microhttpd.h>
 
 #define PEM_MAX	       (1u << 20) /* key, certificate and CA files are read whole; anything larger is refused */
-#define CONN_TIMEOUT_S 30u	  /* idle keep-alive connections and stalled uploads are closed after this */
-#define LISTEN_BACKLOG 128
-#define DRAIN_MS       1000u /* at close, how long answered requests get to be written out */
-#define DRAIN_POLL_MS  10u
+#define CONN_TIMEOUT_S 10u	  /* idle keep-alive connections and stalled uploads are closed after this */
+/* The gate (slow clients): a connection reaches MHD only once its request head (or, with TLS, its whole
+ * ClientHello) has arrived, within GATE_HEAD_MS that bytes do not extend; GATE_PENDING_MAX wait at most,
+ * the oldest is dropped for a newcomer. A body must arrive within BODY_MS of its head. */
+#define GATE_PENDING_MAX 256u
+#define GATE_HEAD_MS	 5000u
+#define GATE_PEEK	 8192u
+#define GATE_TICK_MS	 250u
+#define BODY_MS		 10000u
+#define LISTEN_BACKLOG	 128
+#define DRAIN_MS	 1000u /* at close, how long answered requests get to be written out */
+#define DRAIN_POLL_MS	 10u
 
 /* Replies the server gives on its own; the REST API's format, harmless for the other servers. */
 #define BODY_413 "{\"result\":\"failed\",\"message\":\"request body too large\"}"
 #define BODY_403 "{\"result\":\"failed\",\"message\":\"a client certificate signed by the configured CA is required\"}"
 #define BODY_503 "{\"result\":\"failed\",\"message\":\"server shutting down\"}"
 #define BODY_500 "{\"result\":\"failed\",\"message\":\"out of memory\"}"
+#define BODY_408 "{\"result\":\"failed\",\"message\":\"request body not received in time\"}"
 
 enum req_state {
 	REQ_RECEIVING = 0, /* headers and body arriving on MHD's thread */
@@ -50,11 +62,27 @@ struct req_ctx {
 	struct gg_http_request req;
 	struct gg_http_response resp;
 	int counted;	      /* in the server's inflight count */
+	uint64_t head_ms;     /* when the head had arrived (body deadline) */
 	struct req_ctx *next; /* in the server's queue */
+};
+
+/* A connection in the gate: accepted, its head not complete yet. */
+struct gate_conn {
+	int fd; /* -1: free slot */
+	uint64_t t0;
+	struct sockaddr_storage sa;
+	socklen_t salen;
 };
 
 struct gg_http_server {
 	uv_loop_t *loop;
+	/* the gate, a thread of its own: the listening socket and the pending connections in one epoll set,
+	 * woken by gate_stop_fd to end */
+	int listen_fd, gate_ep, gate_stop_fd;
+	pthread_t gate_thread;
+	int gate_init;
+	unsigned int npending;
+	struct gate_conn gate[GATE_PENDING_MAX];
 	uv_async_t async; /* MHD thread -> loop thread: requests are waiting */
 	uv_timer_t drain; /* at close: waits for answered requests to be written before MHD stops */
 	uint64_t drain_start;
@@ -75,6 +103,8 @@ struct gg_http_server {
 
 	/* touched by both threads: atomics */
 	unsigned long long n_requests, n_too_large, n_tls_refused, n_unavailable;
+	unsigned long long n_head_timeout, n_evicted, n_body_timeout;
+	unsigned int max_conns;
 };
 
 static void count(unsigned long long *c)
@@ -168,9 +198,22 @@ static int make_listener(const char *addr, int port, int *ret_fd, int *ret_port,
 	return 0;
 }
 
+static uint64_t mono_ms(void);
+
+/* Under pressure (more than half the connections in use) no keep-alive: every next request passes the
+ * gate again, so an idle or slow keep-alive connection cannot hold a slot. */
+static void maybe_close(const struct gg_http_server *srv, struct MHD_Response *r)
+{
+	const union MHD_DaemonInfo *di = MHD_get_daemon_info(srv->daemon, MHD_DAEMON_INFO_CURRENT_CONNECTIONS);
+
+	if (di && di->num_connections > srv->max_conns / 2)
+		(void)MHD_add_response_header(r, MHD_HTTP_HEADER_CONNECTION, "close");
+}
+
 /* ---- MHD thread ---------------------------------------------------------------------------------- */
 
-static enum MHD_Result queue_static(struct MHD_Connection *c, unsigned int status, const char *body)
+static enum MHD_Result queue_static(const struct gg_http_server *srv, struct MHD_Connection *c, unsigned int status,
+				    const char *body)
 {
 	struct MHD_Response *r = MHD_create_response_from_buffer(strlen(body), (void *)body, MHD_RESPMEM_PERSISTENT);
 	enum MHD_Result ret;
@@ -178,6 +221,7 @@ static enum MHD_Result queue_static(struct MHD_Connection *c, unsigned int statu
 	if (!r)
 		return MHD_NO;
 	(void)MHD_add_response_header(r, MHD_HTTP_HEADER_CONTENT_TYPE, "application/json");
+	maybe_close(srv, r);
 	ret = MHD_queue_response(c, status, r);
 	MHD_destroy_response(r);
 	return ret;
@@ -200,6 +244,7 @@ static enum MHD_Result queue_done(struct req_ctx *r)
 		return MHD_NO;
 	(void)MHD_add_response_header(mr, MHD_HTTP_HEADER_CONTENT_TYPE,
 				      resp->content_type ? resp->content_type : "application/json");
+	maybe_close(r->srv, mr);
 	ret = MHD_queue_response(r->conn, resp->status ? resp->status : 500, mr);
 	MHD_destroy_response(mr);
 	return ret;
@@ -315,27 +360,33 @@ static enum MHD_Result on_access(void *cls, struct MHD_Connection *c, const char
 			return MHD_NO;
 		r->srv = srv;
 		r->conn = c;
+		r->head_ms = mono_ms();
 		*con_cls = r;
 		if (srv->need_client_cert && !client_cert_ok(c)) {
 			count(&srv->n_tls_refused);
-			return queue_static(c, 403, BODY_403);
+			return queue_static(srv, c, 403, BODY_403);
 		}
 		/* Refuse an announced oversized body before reading it (and before "100 Continue"). */
 		cl = MHD_lookup_connection_value(c, MHD_HEADER_KIND, MHD_HTTP_HEADER_CONTENT_LENGTH);
 		if (cl && strtoull(cl, NULL, 10) > srv->max_body) {
 			count(&srv->n_too_large);
-			return queue_static(c, 413, BODY_413);
+			return queue_static(srv, c, 413, BODY_413);
 		}
 		r->method = strdup(method ? method : "");
 		r->path = strdup(url ? url : "/");
 		if (!r->method || !r->path)
-			return queue_static(c, 500, BODY_500);
+			return queue_static(srv, c, 500, BODY_500);
 		return MHD_YES;
 	}
 	if (r->state == REQ_DONE)
 		return queue_done(r);
 	if (r->state == REQ_QUEUED)
 		return MHD_YES; /* not expected while suspended */
+	if (*upload_data_size && mono_ms() - r->head_ms > BODY_MS) {
+		*upload_data_size = 0;
+		count(&srv->n_body_timeout);
+		return queue_static(srv, c, 408, BODY_408);
+	}
 	if (*upload_data_size) {
 		int err = append_body(r, upload_data, *upload_data_size);
 
@@ -345,14 +396,14 @@ static enum MHD_Result on_access(void *cls, struct MHD_Connection *c, const char
 	/* The whole request is here. */
 	if (r->too_large) {
 		count(&srv->n_too_large);
-		return queue_static(c, 413, BODY_413);
+		return queue_static(srv, c, 413, BODY_413);
 	}
 	fill_request(r);
 	pthread_mutex_lock(&srv->mu);
 	if (srv->closing) {
 		pthread_mutex_unlock(&srv->mu);
 		count(&srv->n_unavailable);
-		return queue_static(c, 503, BODY_503);
+		return queue_static(srv, c, 503, BODY_503);
 	}
 	/* Suspend before the loop thread can see it: a resume that comes first would be lost. */
 	MHD_suspend_connection(c);
@@ -444,6 +495,187 @@ static void on_async(uv_async_t *h)
 	}
 }
 
+/* ---- the gate (its own thread): slow clients wait here, not in MHD's connection table --------------- */
+
+static uint64_t mono_ms(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * 1000u + (uint64_t)ts.tv_nsec / 1000000u;
+}
+
+static void gate_drop(struct gg_http_server *srv, struct gate_conn *g)
+{
+	(void)epoll_ctl(srv->gate_ep, EPOLL_CTL_DEL, g->fd, NULL);
+	close(g->fd);
+	g->fd = -1;
+	srv->npending--;
+}
+
+/* 1 when what has arrived is a whole request head (or ClientHello), or enough to let MHD answer it. */
+static int head_complete(const struct gg_http_server *srv, const unsigned char *b, size_t n)
+{
+	if (n >= GATE_PEEK)
+		return 1; /* MHD refuses a head this large itself */
+	if (srv->tls) {
+		/* a TLS handshake record: type 22, length in bytes 3..4; anything else fails in MHD */
+		if (n >= 1 && b[0] != 22)
+			return 1;
+		return n >= 5 && n >= 5u + ((size_t)b[3] << 8 | b[4]);
+	}
+	for (size_t i = 3; i < n; i++) {
+		if (b[i] == '\n' && ((b[i - 1] == '\n') || (b[i - 1] == '\r' && b[i - 2] == '\n')))
+			return 1;
+	}
+	return 0;
+}
+
+static void gate_handoff(struct gg_http_server *srv, struct gate_conn *g)
+{
+	int fd = g->fd;
+
+	(void)epoll_ctl(srv->gate_ep, EPOLL_CTL_DEL, fd, NULL);
+	g->fd = -1;
+	srv->npending--;
+	/* MHD closes the socket itself when it cannot take it (its connection limit) */
+	if (MHD_add_connection(srv->daemon, fd, (const struct sockaddr *)&g->sa, g->salen) != MHD_YES)
+		count(&srv->n_unavailable);
+}
+
+static void gate_readable(struct gg_http_server *srv, struct gate_conn *g)
+{
+	static unsigned char buf[GATE_PEEK];
+	ssize_t n = recv(g->fd, buf, sizeof(buf), MSG_PEEK | MSG_DONTWAIT);
+
+	if (n < 0 && (errno == EAGAIN || errno == EINTR))
+		return;
+	if (n <= 0) {
+		gate_drop(srv, g); /* closed or failed before sending a request */
+		return;
+	}
+	if (head_complete(srv, buf, (size_t)n))
+		gate_handoff(srv, g);
+}
+
+static void gate_accept(struct gg_http_server *srv)
+{
+	for (unsigned int k = 0; k < 64; k++) {
+		struct sockaddr_storage sa;
+		socklen_t sl = sizeof(sa);
+		struct gate_conn *g = NULL, *oldest = NULL;
+		struct epoll_event ev;
+		int fd = accept4(srv->listen_fd, (struct sockaddr *)&sa, &sl, SOCK_NONBLOCK | SOCK_CLOEXEC);
+
+		if (fd < 0)
+			return;
+		for (unsigned int i = 0; i < GATE_PENDING_MAX; i++) {
+			struct gate_conn *c = &srv->gate[i];
+
+			if (c->fd < 0) {
+				g = c;
+				break;
+			}
+			if (!oldest || c->t0 < oldest->t0)
+				oldest = c;
+		}
+		if (!g) {
+			/* full: the one that has waited longest is the slowest client; a newcomer is likely not */
+			count(&srv->n_evicted);
+			gate_drop(srv, oldest);
+			g = oldest;
+		}
+		g->fd = fd;
+		g->t0 = mono_ms();
+		g->sa = sa;
+		g->salen = sl;
+		ev.events = EPOLLIN | EPOLLRDHUP;
+		ev.data.ptr = g;
+		if (epoll_ctl(srv->gate_ep, EPOLL_CTL_ADD, fd, &ev)) {
+			close(fd);
+			g->fd = -1;
+			continue;
+		}
+		srv->npending++;
+	}
+}
+
+static void gate_deadlines(struct gg_http_server *srv)
+{
+	uint64_t now = mono_ms();
+
+	for (unsigned int i = 0; i < GATE_PENDING_MAX && srv->npending; i++) {
+		struct gate_conn *g = &srv->gate[i];
+
+		if (g->fd >= 0 && now - g->t0 >= GATE_HEAD_MS) {
+			count(&srv->n_head_timeout);
+			gate_drop(srv, g);
+		}
+	}
+}
+
+static void *gate_main(void *arg)
+{
+	struct gg_http_server *srv = arg;
+	struct epoll_event evs[64];
+
+	for (;;) {
+		int n = epoll_wait(srv->gate_ep, evs, 64, (int)GATE_TICK_MS);
+
+		for (int i = 0; i < n; i++) {
+			if (evs[i].data.ptr == &srv->gate_stop_fd)
+				goto out;
+			if (evs[i].data.ptr == NULL)
+				gate_accept(srv);
+			else if (((struct gate_conn *)evs[i].data.ptr)->fd >= 0)
+				gate_readable(srv, evs[i].data.ptr);
+		}
+		gate_deadlines(srv);
+	}
+out:
+	for (unsigned int i = 0; i < GATE_PENDING_MAX && srv->npending; i++) {
+		if (srv->gate[i].fd >= 0)
+			gate_drop(srv, &srv->gate[i]);
+	}
+	return NULL;
+}
+
+static int gate_start(struct gg_http_server *srv)
+{
+	struct epoll_event ev = {.events = EPOLLIN, .data.ptr = NULL};
+	struct epoll_event stop = {.events = EPOLLIN, .data.ptr = &srv->gate_stop_fd};
+
+	for (unsigned int i = 0; i < GATE_PENDING_MAX; i++)
+		srv->gate[i].fd = -1;
+	srv->gate_ep = epoll_create1(EPOLL_CLOEXEC);
+	srv->gate_stop_fd = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
+	if (srv->gate_ep < 0 || srv->gate_stop_fd < 0)
+		return -errno;
+	if (epoll_ctl(srv->gate_ep, EPOLL_CTL_ADD, srv->listen_fd, &ev) ||
+	    epoll_ctl(srv->gate_ep, EPOLL_CTL_ADD, srv->gate_stop_fd, &stop))
+		return -errno;
+	if (pthread_create(&srv->gate_thread, NULL, gate_main, srv))
+		return -EAGAIN;
+	srv->gate_init = 1;
+	return 0;
+}
+
+/* No new connections; those waiting in the gate are closed. Idempotent. */
+static void gate_stop(struct gg_http_server *srv)
+{
+	if (srv->gate_init) {
+		uint64_t one = 1;
+
+		(void)!write(srv->gate_stop_fd, &one, sizeof(one));
+		pthread_join(srv->gate_thread, NULL);
+		srv->gate_init = 0;
+	}
+	if (srv->listen_fd >= 0) {
+		close(srv->listen_fd);
+		srv->listen_fd = -1;
+	}
+}
+
 static void on_handle_closed(uv_handle_t *h)
 {
 	struct gg_http_server *srv = h->data;
@@ -452,6 +684,10 @@ static void on_handle_closed(uv_handle_t *h)
 		return;
 	if (srv->mu_init)
 		pthread_mutex_destroy(&srv->mu);
+	if (srv->gate_ep >= 0)
+		close(srv->gate_ep);
+	if (srv->gate_stop_fd >= 0)
+		close(srv->gate_stop_fd);
 	free(srv->key_pem);
 	free(srv->cert_pem);
 	free(srv->ca_pem);
@@ -461,18 +697,22 @@ static void on_handle_closed(uv_handle_t *h)
 static void srv_free(struct gg_http_server *srv)
 {
 	srv->open_handles = 1; /* this call */
+	gate_stop(srv);
 	if (srv->async_init) {
 		srv->open_handles += 2;
 		uv_close((uv_handle_t *)&srv->async, on_handle_closed);
 		uv_close((uv_handle_t *)&srv->drain, on_handle_closed);
 	}
+
 	on_handle_closed((uv_handle_t *)&srv->async);
 }
 
 struct gg_http_server *gg_http_server__new(uv_loop_t *loop, const struct gg_http_opts *o)
 {
 	struct gg_http_server *srv;
-	unsigned int flags = MHD_USE_INTERNAL_POLLING_THREAD | MHD_USE_AUTO | MHD_ALLOW_SUSPEND_RESUME;
+	/* no listening socket in MHD: connections come from the gate (MHD_add_connection, woken by its ITC) */
+	unsigned int flags = MHD_USE_INTERNAL_POLLING_THREAD | MHD_USE_AUTO | MHD_ALLOW_SUSPEND_RESUME |
+			     MHD_USE_NO_LISTEN_SOCKET | MHD_USE_ITC;
 	int fd = -1, v6 = 0, err;
 	struct MHD_OptionItem opts[12];
 	unsigned int n = 0;
@@ -488,6 +728,7 @@ struct gg_http_server *gg_http_server__new(uv_loop_t *loop, const struct gg_http
 	srv->async.data = srv;
 	srv->drain.data = srv;
 	srv->loop = loop;
+	srv->listen_fd = srv->gate_ep = srv->gate_stop_fd = -1;
 	srv->handler = o->handler;
 	srv->ctx = o->ctx;
 	srv->max_body = o->max_body;
@@ -523,9 +764,8 @@ struct gg_http_server *gg_http_server__new(uv_loop_t *loop, const struct gg_http
 	if (v6)
 		flags |= MHD_USE_IPv6;
 
-	opts[n++] = (struct MHD_OptionItem){MHD_OPTION_LISTEN_SOCKET, fd, NULL};
-	opts[n++] = (struct MHD_OptionItem){MHD_OPTION_CONNECTION_LIMIT,
-					    o->max_connections ? (intptr_t)o->max_connections : 64, NULL};
+	srv->max_conns = o->max_connections ? o->max_connections : 64;
+	opts[n++] = (struct MHD_OptionItem){MHD_OPTION_CONNECTION_LIMIT, (intptr_t)srv->max_conns, NULL};
 	opts[n++] = (struct MHD_OptionItem){MHD_OPTION_CONNECTION_TIMEOUT, CONN_TIMEOUT_S, NULL};
 	opts[n++] = (struct MHD_OptionItem){MHD_OPTION_NOTIFY_COMPLETED, (intptr_t)on_completed, srv};
 	if (o->tls) {
@@ -541,6 +781,13 @@ struct gg_http_server *gg_http_server__new(uv_loop_t *loop, const struct gg_http
 	if (!srv->daemon) {
 		close(fd);
 		err = -EINVAL; /* a bad key or certificate is the usual reason */
+		goto err_out;
+	}
+	srv->listen_fd = fd;
+	err = gate_start(srv);
+	if (err) {
+		MHD_stop_daemon(srv->daemon);
+		srv->daemon = NULL;
 		goto err_out;
 	}
 	return srv;
@@ -576,6 +823,7 @@ void gg_http_server__close(struct gg_http_server *srv)
 	pthread_mutex_unlock(&srv->mu);
 	/* No new connections; requests waiting for the loop get 503 (and every suspended connection must
 	 * be resumed before MHD_stop_daemon). */
+	gate_stop(srv);
 	lfd = MHD_quiesce_daemon(srv->daemon);
 	if (lfd != MHD_INVALID_SOCKET)
 		close(lfd);
@@ -604,6 +852,9 @@ void gg_http_server__stats(const struct gg_http_server *srv, struct gg_http_stat
 	ret->too_large = __atomic_load_n(&srv->n_too_large, __ATOMIC_RELAXED);
 	ret->tls_refused = __atomic_load_n(&srv->n_tls_refused, __ATOMIC_RELAXED);
 	ret->unavailable = __atomic_load_n(&srv->n_unavailable, __ATOMIC_RELAXED);
+	ret->head_timeout = __atomic_load_n(&srv->n_head_timeout, __ATOMIC_RELAXED);
+	ret->evicted = __atomic_load_n(&srv->n_evicted, __ATOMIC_RELAXED);
+	ret->body_timeout = __atomic_load_n(&srv->n_body_timeout, __ATOMIC_RELAXED);
 }
 
 int gg_http_server__port(const struct gg_http_server *srv)

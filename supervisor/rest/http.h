@@ -58,10 +58,13 @@ unsigned long long gg_http_server__requests(const struct gg_http_server *srv);
 
 /* What the server answered on its own (never reaching the handler). */
 struct gg_http_stats {
-	unsigned long long requests;	/* answered by the handler */
-	unsigned long long too_large;	/* 413: body over max_body */
-	unsigned long long tls_refused; /* 403: client certificate missing or not trusted */
-	unsigned long long unavailable; /* 503: arrived while the server was closing */
+	unsigned long long requests;	 /* answered by the handler */
+	unsigned long long too_large;	 /* 413: body over max_body */
+	unsigned long long tls_refused;	 /* 403: client certificate missing or not trusted */
+	unsigned long long unavailable;	 /* 503: arrived while the server was closing, or over the connection limit */
+	unsigned long long head_timeout; /* closed: no whole request head (or ClientHello) within 5 s */
+	unsigned long long evicted;	 /* closed: waiting longest for its head when the gate was full */
+	unsigned long long body_timeout; /* 408: body not received within 10 s of its head */
 };
 void gg_http_server__stats(const struct gg_http_server *srv, struct gg_http_stats *ret);
 /* The port actually listened on (useful with port 0). */

@@ -132,6 +132,7 @@ static int ensure_entry(struct gg_rest *r, struct rest_probe *rp)
 	snprintf(c->check_cmd, sizeof(c->check_cmd), "%s", rp->def->check_cmd ? rp->def->check_cmd : "");
 	c->sw = GG_SWITCH_OFF;
 	c->native = 1;
+	c->limits = (struct gg_limits){-1, -1, -1}; /* global.probe_* */
 	p = gg_probes__add(sup, c);
 	sup->cfg.nprobes++; /* the entry holds c even when it failed half-way (it is freed with the rest) */
 	if (!p)
@@ -454,13 +455,29 @@ static cJSON *runtime_json(struct gg_rest *r, const struct rest_probe *rp)
 			      p->conf->native && p->cfg_version && p->state == GG_PS_RUNNING &&
 				      p->cfg_applied >= p->cfg_version);
 	{
-		char line[2048];
-		size_t n = (size_t)snprintf(line, sizeof(line), "%s%s%s", p->conf->command,
-					    p->conf->param[0] ? " " : "", p->conf->param);
+		/* command_line: what the running process was started with; next_command_line: what the next
+		 * start runs (the configuration's param plus the REST flags), when that differs or none runs */
+		char next[2048], **pargv = NULL;
+		size_t n;
+		int nargs = gg_split_args(p->conf->param, &pargv);
 
-		for (char **a = p->extra_argv; a && *a && n < sizeof(line); a++)
-			n += (size_t)snprintf(line + n, sizeof(line) - n, " %s", *a);
-		cJSON_AddStringToObject(o, "command_line", line);
+		n = (size_t)snprintf(next, sizeof(next), "%s", p->conf->command);
+		if (nargs > 0 && n + 1 < sizeof(next)) {
+			next[n++] = ' ';
+			n += gg_cmdline__format(next + n, sizeof(next) - n, pargv);
+		}
+		if (nargs >= 0)
+			gg_free_args(pargv);
+		if (n + 1 < sizeof(next) && p->extra_argv && p->extra_argv[0]) {
+			next[n++] = ' ';
+			(void)gg_cmdline__format(next + n, sizeof(next) - n, p->extra_argv);
+		}
+		if (p->pid > 0 && p->cmdline[0])
+			cJSON_AddStringToObject(o, "command_line", p->cmdline);
+		else
+			cJSON_AddNullToObject(o, "command_line");
+		if (!(p->pid > 0 && !strcmp(next, p->cmdline)))
+			cJSON_AddStringToObject(o, "next_command_line", next);
 	}
 	if (rp->has_snoopers) {
 		cJSON_AddItemToObject(o, "scope", gg_scope__to_json(&rp->scope));
@@ -918,6 +935,9 @@ void gg_rest__status(struct gg_sup *sup, cJSON *o)
 	gg_json_add_u64(o, "refused_too_large", hs.too_large);
 	gg_json_add_u64(o, "refused_client_cert", hs.tls_refused);
 	gg_json_add_u64(o, "refused_shutting_down", hs.unavailable);
+	gg_json_add_u64(o, "refused_head_timeout", hs.head_timeout);
+	gg_json_add_u64(o, "refused_evicted", hs.evicted);
+	gg_json_add_u64(o, "refused_body_timeout", hs.body_timeout);
 	gg_json_add_u64(o, "puts_applied", r->puts_ok);
 	gg_json_add_u64(o, "puts_refused", r->puts_failed);
 	gg_json_add_u64(o, "persist_errors", r->persist_errors);

@@ -295,6 +295,62 @@ int gg_rest_body__decode(const char *body, size_t len, const char *content_type,
 
 /* ---- validation ----------------------------------------------------------------------------------- */
 
+/* The first number outside strings that RFC 8259 does not allow (cJSON reads "007", "+1", "1." and ".5"
+ * as numbers; a leading zero means octal to some clients): its start, or NULL. */
+static const char *loose_number(const char *s)
+{
+	int in_str = 0, esc = 0;
+
+	for (const char *c = s; *c; c++) {
+		const char *q = c;
+
+		if (in_str) {
+			if (esc)
+				esc = 0;
+			else if (*c == '\\')
+				esc = 1;
+			else if (*c == '"')
+				in_str = 0;
+			continue;
+		}
+		if (*c == '"') {
+			in_str = 1;
+			continue;
+		}
+		if (!strchr("-+.0123456789", *c))
+			continue;
+		/* -?(0|[1-9][0-9]*)(\.[0-9]+)?([eE][+-]?[0-9]+)? */
+		if (*q == '-')
+			q++;
+		if (*q == '0')
+			q++;
+		else if (*q >= '1' && *q <= '9')
+			while (isdigit((unsigned char)*q))
+				q++;
+		else
+			return c;
+		if (*q == '.') {
+			if (!isdigit((unsigned char)*++q))
+				return c;
+			while (isdigit((unsigned char)*q))
+				q++;
+		}
+		if (*q == 'e' || *q == 'E') {
+			q++;
+			if (*q == '+' || *q == '-')
+				q++;
+			if (!isdigit((unsigned char)*q))
+				return c;
+			while (isdigit((unsigned char)*q))
+				q++;
+		}
+		if (isdigit((unsigned char)*q) || *q == '.')
+			return c; /* "01", "1.2.3" */
+		c = q - 1;
+	}
+	return NULL;
+}
+
 /* Remove // and block comments outside strings (the seed's examples carry them). */
 static int strip_comments(const char *in, char *out)
 {
@@ -462,6 +518,27 @@ int gg_path__confine(const char *path, const char *bases, int must_exist, int wa
 			b++;
 	}
 	return any_base ? -EACCES : -ENOENT;
+}
+
+/* 1 when path is below one of the ':' separated bases as they are spelled (what the probe confines its
+ * writes to: probes/lib/probe_outdir.c). */
+static int spelled_below(const char *path, const char *bases)
+{
+	const char *b = bases;
+
+	while (b && *b) {
+		size_t w = strcspn(b, ":"), bl = w;
+
+		while (bl > 1 && b[bl - 1] == '/')
+			bl--;
+		if (bl && b[0] == '/' && !strncmp(path, b, bl) &&
+		    (path[bl] == '/' || path[bl] == '\0' || (bl == 1 && path[0] == '/')))
+			return 1;
+		b += w;
+		if (*b == ':')
+			b++;
+	}
+	return 0;
 }
 
 struct check {
@@ -1015,6 +1092,12 @@ static int check_param(struct check *c, const struct gg_param_spec *s, const cJS
 			return errf(c->err, c->errlen, 400,
 				    "params.%s: must be an absolute path without '.' or '..' components%s (under %s)",
 				    s->name, elf ? ", naming a regular file" : "", bases);
+		/* The probe writes below the base as spelled, never through a symbolic link: a path that only
+		 * reaches the base through one would be refused at every write. */
+		if (!elf && !spelled_below(str, bases))
+			return errf(c->err, c->errlen, 403,
+				    "params.%s: \"%s\" must be spelled below %s (not through a symbolic link to it)",
+				    s->name, snip(str, 64, all, sizeof(all)), bases);
 		cJSON_AddStringToObject(out, s->name, str);
 		return 0;
 	}
@@ -1077,6 +1160,13 @@ int gg_rest_conf__check(const struct gg_probe_def *def, const struct gg_rest_che
 		return errf(err, errlen, 500, "out of memory");
 	if (strip_comments(json, text)) {
 		status = errf(err, errlen, 400, "invalid JSON: unterminated comment");
+		goto out;
+	}
+	if ((end = loose_number(text)) != NULL) {
+		status = errf(err, errlen, 400,
+			      "invalid JSON near \"%s\": numbers are written as JSON has them (no leading zeros, '+', "
+			      "or bare '.')",
+			      snip(end, 24, b, sizeof(b)));
 		goto out;
 	}
 	root = cJSON_ParseWithOpts(text, &end, 1);

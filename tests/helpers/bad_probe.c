@@ -6,6 +6,8 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
+#include <unistd.h>
 
 #include "probe.h"
 
@@ -26,8 +28,9 @@ static const char *const bad_lines[] = {
 	"test_bad|k1|l|1|2",	    /* malformed (framing) */
 };
 
-enum mode { MODE_VALID, MODE_MALFORMED, MODE_EXIT, MODE_CRASH, MODE_FLOOD, MODE_IDLE };
-static const char *const mode_names[] = {"valid", "malformed", "exit", "crash", "flood", "idle"};
+enum mode { MODE_VALID, MODE_MALFORMED, MODE_EXIT, MODE_CRASH, MODE_FLOOD, MODE_IDLE, MODE_LEAK, MODE_SPIN, MODE_FORK };
+static const char *const mode_names[] = {"valid", "malformed", "exit", "crash", "flood",
+					 "idle",  "leak",      "spin", "fork"};
 
 static void usage(FILE *f)
 {
@@ -41,6 +44,10 @@ static void usage(FILE *f)
 		   "  -m flood      emit N (-n, default 100000) valid records as fast as possible, then idle\n"
 		   "                (records |test_bad|f<i mod K>|lbl|<i>|<i>|)\n"
 		   "  -m idle       emit nothing, just run until stopped\n"
+		   "  -m leak       one valid record per second, and 4 MiB allocated and touched every 10 ms\n"
+		   "                (never freed: a leak for the memory limit)\n"
+		   "  -m spin       one valid record per second, burning CPU in between\n"
+		   "  -m fork       start N (-n) sleeping children, then log how many it could start\n"
 		   "  -k K          distinct keys used by flood (default 100)\n"
 		   "  -l LEVEL      log level (default info)\n"
 		   "Live configuration: any JSON object is applied (and logged), except one with\n"
@@ -85,9 +92,9 @@ int main(int argc, char **argv)
 	while ((c = getopt(argc, argv, "m:n:k:l:h")) != -1) {
 		switch (c) {
 		case 'm':
-			for (c = 0; c <= MODE_IDLE && strcmp(optarg, mode_names[c]); c++)
+			for (c = 0; c <= MODE_FORK && strcmp(optarg, mode_names[c]); c++)
 				;
-			if (c > MODE_IDLE) {
+			if (c > MODE_FORK) {
 				fprintf(stderr, PROG ": unknown mode '%s'\n", optarg);
 				return 2;
 			}
@@ -147,6 +154,52 @@ int main(int argc, char **argv)
 		while (!probe_rt__wait(rt, 60000))
 			;
 	} else if (mode == MODE_IDLE) {
+		while (!probe_rt__wait(rt, 60000))
+			;
+	} else if (mode == MODE_LEAK) {
+		for (unsigned long i = 0; !probe_rt__stopping(rt); i++) {
+			char *p = malloc(4u << 20);
+
+			if (p)
+				memset(p, (int)(i & 0xff) | 1, 4u << 20);
+			if (i % 100 == 0) {
+				(void)emit_valid(rt, "k1", (double)i, i);
+				(void)probe_rt__flush(rt);
+			}
+			if (probe_rt__wait(rt, 10))
+				break;
+		}
+	} else if (mode == MODE_SPIN) {
+		while (!probe_rt__stopping(rt)) {
+			struct timespec t0, t;
+			volatile unsigned long x = 0;
+
+			(void)emit_valid(rt, "k1", 1.5, 7);
+			(void)probe_rt__flush(rt);
+			clock_gettime(CLOCK_MONOTONIC, &t0);
+			do {
+				for (int i = 0; i < 100000; i++)
+					x += (unsigned long)i;
+				clock_gettime(CLOCK_MONOTONIC, &t);
+			} while ((t.tv_sec - t0.tv_sec) * 1000000000L + (t.tv_nsec - t0.tv_nsec) < 1000000000L);
+			if (probe_rt__wait(rt, 0))
+				break;
+		}
+	} else if (mode == MODE_FORK) {
+		unsigned long started = 0;
+
+		for (unsigned long i = 0; i < n; i++) {
+			pid_t pid = fork();
+
+			if (pid == 0) {
+				pause();
+				_exit(0);
+			}
+			if (pid < 0)
+				break;
+			started++;
+		}
+		probe_log(PLOG_INFO, "fork: started %lu of %lu children", started, n);
 		while (!probe_rt__wait(rt, 60000))
 			;
 	} else {

@@ -7,8 +7,8 @@ import subprocess
 import tempfile
 import time
 
-from harness import (BUILD, GOPHER, Supervisor, check, extend_entry, free_port, http_get, parse_prom, probe_entry,
-                     prom_value, rest_section, wait_for)
+from harness import (BUILD, GOPHER, ROOT, proc_cpu_seconds, Supervisor, check, extend_entry, free_port, http_get, parse_prom, probe_entry,
+                     prom_value, rest_port, rest_section, wait_for)
 
 
 def running(p):
@@ -246,6 +246,31 @@ def test_invalid_utf8_snooper_refused():
         expect(env.call("PUT", "/baseinfo", body), 200)
         st, doc, raw, _ = env.call("GET", "/baseinfo")
         check(st == 200 and doc is not None, "GET is strict JSON: %r" % raw[:200])
+    finally:
+        env.cleanup()
+
+
+def test_loose_json_numbers_refused_and_null_means_default():
+    """Item 10: leading zeros, '+' and bare '.' were read as numbers (cJSON); null had no documented meaning.
+    Now such numbers are 400 naming the spot, and null in params means the parameter's default."""
+    import urllib.parse
+    from test_rest import RestEnv, expect
+    env = RestEnv().start()
+    try:
+        q = urllib.parse.quote
+        for bad in ("010", "+10", "10.", ".5", "-07", "1e", "1.2.3"):
+            st, doc, raw, _ = env.call("PUT", "/baseinfo", "json=" + q('{"params": {"report_period": %s}}' % bad))
+            check(st == 400 and "numbers are written as JSON has them" in raw, "%s: %d %s" % (bad, st, raw[:200]))
+        for good in ("10", "1e1", "10.0", "0"):
+            st, doc, raw, _ = env.call("PUT", "/baseinfo", "json=" + q('{"params": {"report_period": %s}}' % good))
+            check(st != 400 or "numbers are written" not in raw, "%s refused: %s" % (good, raw[:200]))
+        # a number inside a string is text, not a number
+        expect(env.call("PUT", "/baseinfo", "json=" + q('{"snoopers": {"proc_name": [{"comm": "^a010$"}]}}')), 200)
+        expect(env.call("PUT", "/baseinfo", "json=" + q('{"params": {"report_period": 30}}')), 200)
+        expect(env.call("PUT", "/baseinfo", "json=" + q('{"params": {"report_period": null}}')), 200)
+        st, doc, raw, _ = env.call("GET", "/baseinfo")
+        check(st == 200 and "report_period" not in (doc.get("params") or {}),
+              "null: back to the default (not stored): %r" % doc.get("params"))
     finally:
         env.cleanup()
 
@@ -504,3 +529,254 @@ def test_full_disk_log_accounting():
 
 
 test_full_disk_log_accounting.timeout = 90
+
+
+def _rest_put(port, name, body):
+    import json
+    import urllib.error
+    import urllib.request
+    req = urllib.request.Request("http://127.0.0.1:%d/%s" % (port, name), data=json.dumps(body).encode(),
+                                 method="PUT")
+    try:
+        with urllib.request.urlopen(req, timeout=10) as resp:
+            return resp.status, resp.read().decode()
+    except urllib.error.HTTPError as e:
+        return e.code, e.read().decode()
+
+
+def test_output_dir_symlink_swap_confined():
+    """Item 1: flame_dir/svg_dir accepted by REST below output_base_dir while they did not exist, then
+    made symbolic links to a folder outside. Before: stackprobe (root) wrote its folded, SVG, pprof and
+    store files there. Now every write goes through directory fds opened component by component below the
+    base with O_NOFOLLOW: nothing lands outside, the failures are counted (stackprobe_health.files_failed)
+    and logged; once the links are gone the probe writes below the base again. A path that reaches the
+    base only through a symbolic link is refused at PUT."""
+    tmp = tempfile.mkdtemp(prefix="gg-chaos-swap-")
+    base = os.path.join(tmp, "out")
+    outside = os.path.join(tmp, "outside")
+    os.makedirs(base)
+    os.makedirs(outside)
+    rest_port_ = free_port()
+    s = Supervisor(probes=[probe_entry("stackprobe", "-t 1 --svg-period 2 --store-period 2", switch="off")],
+                   extra=rest_section(os.path.join(tmp, "state"), rest_port_, 'output_base_dir = "%s";' % base))
+    try:
+        s.start()
+        os.symlink(base, os.path.join(tmp, "via"))
+        st, body = _rest_put(rest_port_, "flamegraph", {"params": {"flame_dir": os.path.join(tmp, "via", "f")}})
+        check(st == 403 and "spelled below" in body, "a path through a symlink to the base: %d %s" % (st, body))
+
+        flame, svg = os.path.join(base, "f"), os.path.join(base, "s")
+        st, body = _rest_put(rest_port_, "flamegraph", {"cmd": {"probe": ["oncpu"]},
+                                                        "params": {"flame_dir": flame, "svg_dir": svg},
+                                                        "state": "running"})
+        check(st == 200, "PUT accepted below the base: %d %s" % (st, body))
+        # the attack: the accepted directories become links to somewhere else
+        os.symlink(outside, flame)
+        os.symlink(outside, svg)
+        s.wait_probe("stackprobe", lambda p: running(p) and p.get("config_version_applied", 0) >= 1, 15,
+                     "stackprobe running with the REST configuration")
+
+        def failed():
+            recs = s.metric_records("stackprobe_health")
+            return recs and int(recs[-1]["files_failed"]) >= 2 and recs[-1]
+        wait_for(failed, 20, "failed writes counted in stackprobe_health.files_failed")
+        check(os.listdir(outside) == [], "nothing written outside the base: %r" % os.listdir(outside))
+        check("cannot open" in s.probe_log("stackprobe") or "profile store" in s.probe_log("stackprobe"),
+              "the refusal is logged")
+        # the links removed: the probe makes real directories below the base and writes there
+        os.unlink(flame)
+        os.unlink(svg)
+        wait_for(lambda: os.path.isdir(os.path.join(flame, "oncpu")) and
+                 [n for n in os.listdir(os.path.join(flame, "oncpu")) if n.endswith(".folded")], 20,
+                 "folded files below the base")
+        check(not os.path.islink(flame) and os.listdir(outside) == [], "still nothing outside")
+    finally:
+        s.cleanup()
+        shutil.rmtree(tmp, ignore_errors=True)
+
+
+test_output_dir_symlink_swap_confined.timeout = 90
+
+
+def test_flood_keeps_memory_bounded_and_rest_responsive():
+    """Item 11: flood probes sending a new key in every record as fast as they can. Before: the supervisor's
+    RSS rose by 300-500 MB (NNG's queue of 8,192 batches) and REST GETs took seconds. Now the queue is
+    global.ipc_queue batches, the excess counted as IPC loss, and the loop serves REST between 4 ms
+    slices of draining."""
+    import statistics
+    import urllib.request
+    sanitized = "san" in os.path.basename(os.path.normpath(BUILD))  # ASan's quarantine holds freed memory
+    bad = os.path.join(BUILD, "tests", "bad_probe")
+    probes = ['    { name = "flood%d"; command = "%s"; param = "-m flood -n 2000000000 -k 100000000 -l warn"; '
+              'switch = "on"; }' % (i, bad) for i in range(2)]
+    port = free_port()
+    s = Supervisor(probes=probes, metric_out="web_server", extra="web_server = { port = %d; };" % port,
+                   extra_meta=[os.path.join(ROOT, "tests", "schema", "test_bad.meta")])
+
+    def rss_mb():
+        with open("/proc/%d/status" % s.proc.pid) as f:
+            return [int(l.split()[1]) for l in f if l.startswith("VmRSS:")][0] / 1024
+
+    try:
+        s.start()
+        wait_for(lambda: sum(p["records"] for p in s.status()["probes"]) > 100000, 20, "the flood under way")
+        base = rss_mb()
+        rport = rest_port(s)
+        lat, peak, t_end = [], base, time.monotonic() + 12
+        while time.monotonic() < t_end:
+            t = time.monotonic()
+            with urllib.request.urlopen("http://127.0.0.1:%d/tcp" % rport, timeout=60) as r:
+                r.read()
+            lat.append(time.monotonic() - t)
+            peak = max(peak, rss_mb())
+            time.sleep(0.1)
+        st = s.status()
+        lost = sum(p["ipc_lost_records"] for p in st["probes"])
+        print("flood: RSS %.0f -> peak %.0f MB, %d REST GETs, median %.3f s, max %.3f s, %d records lost (counted)"
+              % (base, peak, len(lat), statistics.median(lat), max(lat), lost))
+        check(statistics.median(lat) < 1.0, "REST GET median %.3f s under the flood" % statistics.median(lat))
+        if not sanitized:
+            check(peak - base < 150, "RSS grew %.0f MB under the flood (queue bound 64 MiB)" % (peak - base))
+    finally:
+        s.cleanup()
+
+
+test_flood_keeps_memory_bounded_and_rest_responsive.timeout = 90
+
+
+def _cgroup_of(pid, ctl):
+    with open("/proc/%d/cgroup" % pid) as f:
+        for line in f:
+            _, ctls, path = line.rstrip("\n").split(":", 2)
+            if ctl in ctls.split(","):
+                return path
+    return None
+
+
+def test_probe_hard_limits():
+    """Hard limits per probe: each probe in a cgroup of its own. A probe that leaks is killed by its own
+    memory limit (not the host's OOM killer) and restarted, counted; a spinning one gets its CPU quota; one
+    that forks is stopped at pids_max; a neighbour probe and the supervisor do not notice."""
+    bad = os.path.join(BUILD, "tests", "bad_probe")
+    meta = os.path.join(ROOT, "tests", "schema", "test_bad.meta")
+    probes = [
+        '    { name = "leaky"; command = "%s"; param = "-m leak"; switch = "on"; memory_mb = 48; }' % bad,
+        '    { name = "spinner"; command = "%s"; param = "-m spin"; switch = "on"; cpu_percent = 20; }' % bad,
+        '    { name = "forker"; command = "%s"; param = "-m fork -n 40"; switch = "on"; pids_max = 16; }' % bad,
+        probe_entry("system_infos", "-t 1"),
+    ]
+    port = free_port()
+    s = Supervisor(probes=probes, metric_out="web_server", extra="web_server = { port = %d; };" % port,
+                   extra_meta=[meta])
+    cg_dirs = []
+    try:
+        s.start()
+        sysinfo = s.wait_probe("system_infos", lambda p: running(p) and p["batches"] > 0, 15, "system_infos running")
+        # each probe in its own cgroup per controller
+        spin = s.wait_probe("spinner", running, 10, "spinner running")
+        for ctl in ("memory", "cpu", "pids"):
+            path = _cgroup_of(spin["pid"], ctl)
+            check(path and path.endswith("/gala-gopher-%d/spinner" % s.proc.pid), "%s cgroup %r" % (ctl, path))
+            cg_dirs.append(os.path.join("/sys/fs/cgroup", ctl, path.lstrip("/")))
+        check(_cgroup_of(s.proc.pid, "memory") != _cgroup_of(spin["pid"], "memory"), "not the supervisor's")
+
+        # memory: 4 MiB every 10 ms against 48 MB -> killed by its limit within a second or two, restarted
+        p = s.wait_probe("leaky", lambda p: p["oom_kills"] >= 1 and p["restarts"] >= 1, 30, "leaky killed and restarted")
+        check(p["limits"] == {"applied": True, "memory_mb": 48, "cpu_percent": 100, "pids": 256}, "limits %r" % p)
+        check("leaky was killed by its memory limit (48 MB" in s.sup_log(), "the OOM kill is named")
+        _, text = http_get("http://127.0.0.1:%d/metrics" % port)
+        check((prom_value(parse_prom(text)[0], "gala_gopher_probe_oom_kills_total", probe="leaky") or 0) >= 1,
+              "gala_gopher_probe_oom_kills_total")
+
+        # cpu: 20 % of a CPU over 3 s, as cpu.stat and the process's own clock say
+        spin = s.probe("spinner")
+        t0 = time.monotonic()
+        c0 = proc_cpu_seconds(spin["pid"])
+        time.sleep(3)
+        share = (proc_cpu_seconds(spin["pid"]) - c0) / (time.monotonic() - t0)
+        check(0.10 <= share <= 0.26, "spinner used %.2f of a CPU under a 20 %% quota" % share)
+
+        # pids: 15 children fit beside the probe's own threads at most; fork fails beyond
+        wait_for(lambda: "fork: started" in s.probe_log("forker"), 10, "the forker's count")
+        started = int(s.probe_log("forker").split("fork: started ")[1].split()[0])
+        check(started < 16, "forks stopped by pids_max 16: %d started" % started)
+
+        # the neighbours did not notice
+        p = s.probe("system_infos")
+        check(p["pid"] == sysinfo["pid"] and p["restarts"] == 0 and p["oom_kills"] == 0, "system_infos: %r" % p)
+        check(s.proc.poll() is None, "supervisor alive")
+    finally:
+        s.cleanup()
+    # a supervisor that stopped leaves no cgroups behind
+    for d in cg_dirs:
+        check(not os.path.exists(os.path.dirname(d)), "cgroup %s removed at exit" % os.path.dirname(d))
+
+
+test_probe_hard_limits.timeout = 90
+
+
+def test_slow_clients_do_not_block_rest_or_metrics():
+    """Item 5: 193 sockets sending 1 byte/s made REST and /metrics time out; 70 idle sockets blocked REST
+    for ~30 s. Now a connection reaches the HTTP server only with a whole request head, which must
+    arrive within 5 s whatever trickles in; at most 256 wait, the longest-waiting is dropped for a
+    newcomer; under pressure responses close their connection. Both servers answer within a second
+    throughout, and the dropped ones are counted."""
+    import socket
+    import threading
+    port = free_port()
+    s = Supervisor(metric_out="web_server", extra="web_server = { port = %d; };" % port)
+    socks, stop = [], threading.Event()
+    try:
+        s.start()
+        rport = rest_port(s)
+
+        def slowloris(target, n, trickle):
+            for _ in range(n):
+                try:
+                    c = socket.create_connection(("127.0.0.1", target), timeout=2)
+                    if trickle:
+                        c.sendall(b"GET /metrics HTTP/1.1\r\nHost: x\r\n")
+                    socks.append((c, trickle))
+                except OSError:
+                    pass
+
+        def trickler():
+            while not stop.is_set():
+                for c, trickle in list(socks):
+                    if trickle:
+                        try:
+                            c.send(b"X")
+                        except OSError:
+                            pass
+                stop.wait(1.0)
+        for target in (port, rport):
+            slowloris(target, 200, True)
+            slowloris(target, 70, False)
+        th = threading.Thread(target=trickler, daemon=True)
+        th.start()
+        worst = 0.0
+        t_end = time.monotonic() + 12  # beyond the 5 s head deadline and the old 30 s window's start
+        while time.monotonic() < t_end:
+            for url in ("http://127.0.0.1:%d/metrics" % port, "http://127.0.0.1:%d/tcp" % rport):
+                t = time.monotonic()
+                st, _ = http_get(url, timeout=10)
+                worst = max(worst, time.monotonic() - t)
+                check(st == 200, "%s answered %d under the attack" % (url, st))
+            time.sleep(0.2)
+        check(worst < 1.0, "slowest answer under the attack: %.2f s" % worst)
+        _, text = http_get("http://127.0.0.1:%d/metrics" % port)
+        samples = parse_prom(text)[0]
+        dropped = sum(prom_value(samples, "gala_gopher_web_server_refused_total", reason=r) or 0
+                      for r in ("head_timeout", "evicted"))
+        check(dropped >= 200, "slow connections dropped and counted on /metrics' server: %d" % dropped)
+        rs = s.status()["rest_api_server"]
+        check(rs.get("refused_head_timeout", 0) + rs.get("refused_evicted", 0) >= 200,
+              "and on the REST server: %r" % rs)
+    finally:
+        stop.set()
+        for c, _ in socks:
+            c.close()
+        s.cleanup()
+
+
+test_slow_clients_do_not_block_rest_or_metrics.timeout = 60

@@ -379,6 +379,13 @@ def test_restart_with_new_flags():
         check(rt["starts"] == 2 and rt["restarts"] == 0, "a restart on request, not a crash: %r" % rt)
         check(not pid_alive(pid), "old process gone")
         check(rt["command_line"].endswith("system_infos -t 2"), "flags from the table: %r" % rt["command_line"])
+        check("next_command_line" not in rt, "the next start runs what runs now: %r" % rt)
+        # stopped: no command runs; what the next start would run is shown as such (issue 22 item 10)
+        expect(env.put("baseinfo", {"state": "stopped"}), 200)
+        rt = wait_for(lambda: (lambda r: r if r["pid"] == 0 else None)(env.get("baseinfo")["runtime"]), 10,
+                      "stopped")
+        check(rt["command_line"] is None and rt["next_command_line"].endswith("system_infos -t 2"),
+              "stopped: %r" % rt)
     finally:
         env.cleanup()
     # (2) an extend probe under a REST name has no control channel: it restarts with new flags

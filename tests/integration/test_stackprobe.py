@@ -435,7 +435,9 @@ def test_mem_alloc_uprobes():
     check(stats and int(stats[-1][3]) == sum(st.values()), "stats row: %r" % stats[-1:])
     check(int(stats[-1][2]) >= 3 * ALLOC_ROUNDS, "allocator calls counted: %r" % stats[-1])
     health = [h for h in records(out, "stackprobe_health")]
-    seen = max(int(h[16]) for h in health)
+    # fields after the probe name: ..., files_written, files_failed, pyroscope_uploads, pyroscope_errors,
+    # alloc_uprobes, alloc_procs (index 17), alloc_skipped
+    seen = max(int(h[17]) for h in health)
     check(seen == 1, "one process had allocator uprobes: %r" % health[-1])
     shutil.rmtree(tmp, ignore_errors=True)
 
@@ -608,6 +610,13 @@ def test_supervisor_rest_scope_pyroscope_query():
         try:
             got = wait_for(alloc_complete, 20, "all of cpu_split's allocations in the profile store")
         except TestFailure:
+            args = urllib.parse.urlencode({"app": str(inside.pid), "event": "mem-alloc", "time_start": t0 - 5,
+                                           "time_end": int(time.time()) + 5})
+            st_, text_ = http_get("http://127.0.0.1:%d/flamegraph/query?%s" % (rest_port, args))
+            print("mem-alloc nodes (name, total, self):", [(n["profile_location_str"], n["total_value"], n["self_value"]) for n in json.loads(text_)["result"]][:40])
+            print(s.probe_log("stackprobe")[-3000:])
+            for root, dirs, files in os.walk(flame):
+                print(root, files[:5])
             raise TestFailure("mem-alloc at alloc_here: %d bytes for %d requested" % (seen[0], want))
         check(got == want, "mem-alloc at alloc_here: %d bytes for %d requested" % (got, want))
         status, body = rest_put(rest_port, "flamegraph", {"params": {"mem_alloc": 2}})
