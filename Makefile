@@ -111,7 +111,26 @@ $(BUILD)/obj/contracts/contracts.o: $(BUILD)/gen/contracts.c
 	$(Q)mkdir -p $(@D)
 	$(Q)$(CC) $(CFLAGS) -include stddef.h -c $< -o $@
 
-$(SUPERVISOR): $(call obj,$(SUP_SRCS)) $(CONTRACT_OBJS) $(LIBSCHEMA) $(LIBIPC)
+# The web page's files (supervisor/rest/webui/) compiled in as arrays: nothing is read from disk at run time.
+WEBUI_FILES := $(sort $(wildcard supervisor/rest/webui/*))
+EMBED := $(BUILD)/tools/embed
+WEBUI_OBJ := $(BUILD)/obj/gen/webui_assets.o
+$(EMBED): tools/embed.c
+	$(say) CC $@
+	$(Q)mkdir -p $(@D)
+	$(Q)$(CC) $(CFLAGS) $(LDFLAGS) $< -o $@
+
+$(BUILD)/gen/webui_assets.c: $(WEBUI_FILES) $(EMBED)
+	$(say) GEN $@
+	$(Q)mkdir -p $(@D)
+	$(Q)$(EMBED) $@ $(WEBUI_FILES)
+
+$(WEBUI_OBJ): $(BUILD)/gen/webui_assets.c
+	$(say) CC $<
+	$(Q)mkdir -p $(@D)
+	$(Q)$(CC) $(CFLAGS) -c $< -o $@
+
+$(SUPERVISOR): $(call obj,$(SUP_SRCS)) $(WEBUI_OBJ) $(CONTRACT_OBJS) $(LIBSCHEMA) $(LIBIPC)
 	$(say) LINK $@
 	$(Q)$(CC) $(LDFLAGS) $^ $(LIBS_SUP) -o $@
 
@@ -175,7 +194,7 @@ $(call obj,$(PLIB_SRCS)): $(META_HDRS)
 
 # ---- tests, helpers, benchmarks -------------------------------------------------------------------
 LIBSUP := $(BUILD)/lib/libggsup.a
-$(LIBSUP): $(filter-out $(BUILD)/obj/supervisor/main.o,$(call obj,$(SUP_SRCS))) $(CONTRACT_OBJS)
+$(LIBSUP): $(filter-out $(BUILD)/obj/supervisor/main.o,$(call obj,$(SUP_SRCS))) $(WEBUI_OBJ) $(CONTRACT_OBJS)
 
 # test_sup_* exercise supervisor code; the others only the libraries.
 $(BUILD)/tests/test_sup_%: $(BUILD)/obj/tests/unit/test_sup_%.o $(LIBSUP) $(LIBSCHEMA) $(LIBIPC)
@@ -295,8 +314,9 @@ clean:
 # `make install [PREFIX=/usr] [DESTDIR=]` lays out gala-gopher's installed tree: the supervisor in
 # $(BINDIR), every probe in /opt/gala-gopher/probes, the .meta files in /opt/gala-gopher/meta (the
 # configuration defaults name these), /etc/gala-gopher/gala-gopher.conf (kept when present; the new
-# one goes next to it as gala-gopher.conf.dist), the systemd unit, Grafana dashboards and Prometheus
-# rules in $(DATADIR)/gala-gopher. `make deb` packages the same tree. The run, state and log
+# one goes next to it as gala-gopher.conf.dist), the systemd unit, the manual pages gala-gopher(8) and
+# gala-gopher.conf(5), Grafana dashboards and Prometheus rules in $(DATADIR)/gala-gopher. `make deb`
+# packages the same tree. The run, state and log
 # directories are the systemd unit's RuntimeDirectory, StateDirectory and LogsDirectory.
 PREFIX ?= /usr
 BINDIR ?= $(PREFIX)/bin
@@ -313,6 +333,9 @@ GG_RUNDIR := /run/gala-gopher
 GG_LOGDIR := /var/log/gala-gopher
 PKG_CONF := $(BUILD)/pkg/gala-gopher.conf
 PKG_UNIT := $(BUILD)/pkg/gala-gopher.service
+PKG_MAN := $(BUILD)/pkg/gala-gopher.8.gz
+PKG_MAN5 := $(BUILD)/pkg/gala-gopher.conf.5.gz
+MANDIR ?= $(DATADIR)/man
 DASHBOARDS := $(wildcard scripts/deploy/grafana/*.json)
 PROM_RULES := $(wildcard scripts/deploy/prometheus/*.rules.yml)
 DEB_ARCH = $(shell dpkg --print-architecture)
@@ -332,16 +355,29 @@ $(PKG_CONF): config/gala-gopher.conf FORCE
 	$(Q)if grep -n '"\.\./' $@.tmp; then echo "$<: a relative path make install does not map" >&2; rm -f $@.tmp; exit 1; fi
 	$(Q)mv $@.tmp $@
 
+# The manual page: its CONFIGURATION keys come from README.md's configuration table (scripts/mkman.py).
+$(PKG_MAN): scripts/packaging/gala-gopher.8.in scripts/mkman.py README.md VERSION
+	$(Q)mkdir -p $(@D)
+	$(Q)python3 scripts/mkman.py $< README.md $(VERSION) $(BUILD)/pkg/gala-gopher.8
+	$(Q)gzip -9n < $(BUILD)/pkg/gala-gopher.8 > $@
+
+$(PKG_MAN5): scripts/packaging/gala-gopher.conf.5.in scripts/mkman.py README.md VERSION
+	$(Q)mkdir -p $(@D)
+	$(Q)python3 scripts/mkman.py $< README.md $(VERSION) $(BUILD)/pkg/gala-gopher.conf.5
+	$(Q)gzip -9n < $(BUILD)/pkg/gala-gopher.conf.5 > $@
+
 $(PKG_UNIT): scripts/packaging/gala-gopher.service.in FORCE
 	$(Q)mkdir -p $(@D)
 	$(Q)sed -e 's|@BINDIR@|$(BINDIR)|g' -e 's|@CONFDIR@|$(GG_CONFDIR)|g' -e 's|@DOCDIR@|$(DATADIR)/doc/gala-gopher|g' $< > $@
 
-install: $(SUPERVISOR) $(PROBE_BINS) $(PKG_CONF) $(PKG_UNIT) README.md $(META_FILES) $(DASHBOARDS) $(PROM_RULES)
+install: $(SUPERVISOR) $(PROBE_BINS) $(PKG_CONF) $(PKG_UNIT) $(PKG_MAN) $(PKG_MAN5) README.md $(META_FILES) $(DASHBOARDS) $(PROM_RULES)
 	$(say) INSTALL $(DESTDIR)
 	$(Q)$(INSTALL) -d $(DESTDIR)$(BINDIR) $(DESTDIR)$(GG_PROBESDIR) $(DESTDIR)$(GG_METADIR) \
 		$(DESTDIR)$(GG_CONFDIR) $(DESTDIR)$(UNITDIR) $(DESTDIR)$(GG_SHAREDIR)/grafana $(DESTDIR)$(GG_SHAREDIR)/prometheus \
-		$(DESTDIR)$(DATADIR)/doc/gala-gopher
+		$(DESTDIR)$(DATADIR)/doc/gala-gopher $(DESTDIR)$(MANDIR)/man8 $(DESTDIR)$(MANDIR)/man5
 	$(Q)$(INSTALL) -m 0644 README.md $(DESTDIR)$(DATADIR)/doc/gala-gopher/README.md
+	$(Q)$(INSTALL) -m 0644 $(PKG_MAN) $(DESTDIR)$(MANDIR)/man8/gala-gopher.8.gz
+	$(Q)$(INSTALL) -m 0644 $(PKG_MAN5) $(DESTDIR)$(MANDIR)/man5/gala-gopher.conf.5.gz
 	$(Q)$(INSTALL) -m 0755 $(SUPERVISOR) $(DESTDIR)$(BINDIR)/gala-gopher
 	$(Q)$(INSTALL) -m 0755 $(PROBE_BINS) $(DESTDIR)$(GG_PROBESDIR)/
 	$(Q)$(INSTALL) -m 0644 $(META_FILES) $(DESTDIR)$(GG_METADIR)/
@@ -360,12 +396,14 @@ uninstall: $(PKG_CONF)
 		$(addprefix $(DESTDIR)$(GG_METADIR)/,$(notdir $(META_FILES))) $(DESTDIR)$(UNITDIR)/gala-gopher.service \
 		$(addprefix $(DESTDIR)$(GG_SHAREDIR)/grafana/,$(notdir $(DASHBOARDS))) \
 		$(addprefix $(DESTDIR)$(GG_SHAREDIR)/prometheus/,$(notdir $(PROM_RULES))) \
-		$(DESTDIR)$(GG_CONFDIR)/gala-gopher.conf.dist $(DESTDIR)$(DATADIR)/doc/gala-gopher/README.md
+		$(DESTDIR)$(GG_CONFDIR)/gala-gopher.conf.dist $(DESTDIR)$(DATADIR)/doc/gala-gopher/README.md \
+		$(DESTDIR)$(MANDIR)/man8/gala-gopher.8.gz $(DESTDIR)$(MANDIR)/man5/gala-gopher.conf.5.gz
 	$(Q)if cmp -s $(PKG_CONF) $(DESTDIR)$(GG_CONFDIR)/gala-gopher.conf; then rm -f $(DESTDIR)$(GG_CONFDIR)/gala-gopher.conf; \
 	elif [ -e $(DESTDIR)$(GG_CONFDIR)/gala-gopher.conf ]; then \
 		echo "uninstall: keeping the changed $(DESTDIR)$(GG_CONFDIR)/gala-gopher.conf" >&2; fi
 	$(Q)for d in $(GG_PROBESDIR) $(GG_METADIR) $(GG_HOME) $(GG_CONFDIR) $(GG_SHAREDIR)/grafana \
-		$(GG_SHAREDIR)/prometheus $(GG_SHAREDIR) $(DATADIR)/doc/gala-gopher; do rmdir $(DESTDIR)$$d 2>/dev/null || true; done
+		$(GG_SHAREDIR)/prometheus $(GG_SHAREDIR) $(DATADIR)/doc/gala-gopher $(MANDIR)/man8 $(MANDIR)/man5 $(MANDIR); do \
+		rmdir $(DESTDIR)$$d 2>/dev/null || true; done
 
 # The package is always the default layout, whatever PREFIX this make was given.
 deb: $(SUPERVISOR) $(PROBE_BINS)

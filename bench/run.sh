@@ -16,6 +16,9 @@ python3 bench/metrics_render.py 100000 20
 echo "== Kafka: producer alone, and end to end"
 bench/kafka_produce.sh 2000000
 python3 bench/kafka_e2e.py 2 1000000
+echo "== web page: weight, supervisor CPU while it refreshes"
+python3 bench/webui_bench.py 8 20
+python3 bench/webui_bench.py 6 20 tables
 echo "== REST: PUT -> confirmed, GET/s"
 python3 bench/rest_bench.py 200 3
 echo "== taskprobe overhead; system_infos vs node_exporter"
@@ -31,3 +34,6 @@ echo "   95 % intervals, agent idle, round trip, BPF per event), then the --all 
 python3 bench/net_cost_table.py 20 3 "$GG_BUILD"
 python3 bench/net_overhead.py --all 12 3 "$GG_BUILD"
 taskset -c 0 "$GG_BUILD/bench/net_pingpong" tcp 30000 10
+echo "== l7probe HTTP/2 and gRPC: HPACK decoder and session on one core; h2load against nginx, l7 off/on"
+"$GG_BUILD/bench/l7_hpack" -n 200000 -r 11
+python3 bench/l7_h2_overhead.py 7 6

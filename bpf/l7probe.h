@@ -8,7 +8,7 @@
 #define L7_DATA_MAX    8192u
 #define L7_CAP_DEFAULT 4096u
 /* iovecs of readv/writev/sendmsg/recvmsg copied (the rest only counted). */
-#define L7_IOV_MAX 4
+#define L7_IOV_MAX 32
 /* Ring buffer of events (bytes, a power of two). */
 #define L7_RING_BYTES (16u << 20)
 /* Sockets followed at once (and the size of the cache of fds that are not sockets). */

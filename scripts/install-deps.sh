@@ -12,6 +12,8 @@ PKGS=(
   nginx wrk libbpf-tools e2fsprogs util-linux
   dpkg-dev systemd python3-yaml binutils
   redis-server postgresql mariadb-server dnsmasq-base
+  chromium chromium-driver groff-base man-db
+  python3-grpcio nghttp2-client
 )
 
 missing=()

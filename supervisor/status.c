@@ -12,7 +12,6 @@
 #include <cjson/cJSON.h>
 
 #include "export.h"
-#include "rest.h"
 #include "supervisor.h"
 
 static cJSON *probe_json(const struct gg_probe *p)
@@ -73,16 +72,13 @@ static cJSON *probe_json(const struct gg_probe *p)
 	return o;
 }
 
-int gg_status__write(struct gg_sup *sup)
+cJSON *gg_status__json(struct gg_sup *sup)
 {
 	cJSON *root = cJSON_CreateObject(), *s, *probes;
 	struct rusage ru;
-	char *txt;
-	int fd, dfd, err = 0;
-	size_t len;
 
 	if (!root)
-		return -ENOMEM;
+		return NULL;
 	s = cJSON_AddObjectToObject(root, "supervisor");
 	cJSON_AddStringToObject(s, "version", GG_VERSION);
 	cJSON_AddNumberToObject(s, "pid", getpid());
@@ -105,11 +101,27 @@ int gg_status__write(struct gg_sup *sup)
 				(uint64_t)ru.ru_stime.tv_sec * 1000000u + (uint64_t)ru.ru_stime.tv_usec);
 	}
 	gg_export__status(sup, cJSON_AddObjectToObject(root, "export"));
-	gg_rest__status(sup, cJSON_AddObjectToObject(root, "rest_api_server"));
+	{
+		cJSON *rest = cJSON_AddObjectToObject(root, "rest_api_server");
+
+		if (sup->rest_status)
+			sup->rest_status(sup, rest);
+	}
 	probes = cJSON_AddArrayToObject(root, "probes");
 	for (unsigned int i = 0; i < sup->nprobes; i++)
 		cJSON_AddItemToArray(probes, probe_json(&sup->probes[i]));
+	return root;
+}
 
+int gg_status__write(struct gg_sup *sup)
+{
+	cJSON *root = gg_status__json(sup);
+	char *txt;
+	int fd, dfd, err = 0;
+	size_t len;
+
+	if (!root)
+		return -ENOMEM;
 	txt = cJSON_Print(root);
 	cJSON_Delete(root);
 	if (!txt)

@@ -193,6 +193,9 @@ struct gg_sup {
 
 	struct gg_export *exp; /* channels: imdb + web_server, kafka, logs; events; metadata (export.h) */
 	struct gg_rest *rest;  /* REST API server, run-time probe configuration, snoopers (rest.h) */
+	/* The REST server's part of status.json, set by gg_rest__init: status.c reaches rest/ through it,
+	 * as the web page (rest/webui.c) reads status.json's document from status.c. */
+	void (*rest_status)(struct gg_sup *sup, cJSON *obj);
 
 	struct gg_sup_stats st;
 	struct gg_ingest_ops ingest_ops;
@@ -258,6 +261,8 @@ void gg_ingest__free(struct gg_sup *sup);
 
 /* status.c */
 int gg_status__write(struct gg_sup *sup);
+/* What status.json holds, as an object (NULL when out of memory); the web page reads it. */
+cJSON *gg_status__json(struct gg_sup *sup);
 
 /* util.c */
 int gg_read_machine_id(char *buf, size_t len);

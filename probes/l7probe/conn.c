@@ -85,7 +85,7 @@ struct l7_tracker {
 	uint64_t now_ns;     /* timestamp of the event being handled */
 	struct l7_tracker_stats st;
 	/* session counters of connections already freed */
-	uint64_t gone_unparsable, gone_unmatched, gone_lost;
+	uint64_t gone_unparsable, gone_unmatched, gone_lost, gone_hpack;
 };
 
 static uint32_t pow2_at_least(uint32_t n)
@@ -109,7 +109,7 @@ struct l7_tracker *l7_tracker__new(uint32_t max_conns, uint32_t max_keys)
 	t->key_mask = pow2_at_least(max_keys) - 1;
 	t->conns = calloc((size_t)t->conn_mask + 1, sizeof(*t->conns));
 	t->keys = calloc((size_t)t->key_mask + 1, sizeof(*t->keys));
-	t->proto_mask = 1u << L7_PROTO_HTTP;
+	l7_tracker__set_protocols(t, 1u << L7_PROTO_HTTP);
 	if (!t->conns || !t->keys) {
 		l7_tracker__free(t);
 		errno = ENOMEM;
@@ -127,6 +127,7 @@ static void conn_free(struct l7_tracker *t, struct conn *c)
 		t->gone_unparsable += ss.unparsable;
 		t->gone_unmatched += ss.resp_unmatched;
 		t->gone_lost += ss.req_lost;
+		t->gone_hpack += ss.hpack_unresolved;
 		l7_session__free(c->sess);
 	}
 	if (c->agg)
@@ -162,6 +163,9 @@ void l7_tracker__free(struct l7_tracker *t)
 
 void l7_tracker__set_protocols(struct l7_tracker *t, unsigned int mask)
 {
+	/* l7_protocol "http" means HTTP/1.x and HTTP/2 (gala-gopher has no name of its own for HTTP/2) */
+	if (mask & (1u << L7_PROTO_HTTP))
+		mask |= 1u << L7_PROTO_HTTP2;
 	t->proto_mask = mask;
 }
 
@@ -660,6 +664,7 @@ void l7_tracker__stats(const struct l7_tracker *t, struct l7_tracker_stats *ret)
 	ret->unparsable = t->gone_unparsable;
 	ret->resp_unmatched = t->gone_unmatched;
 	ret->req_lost = t->gone_lost;
+	ret->hpack_unresolved = t->gone_hpack;
 	for (uint32_t i = 0; i <= t->conn_mask; i++) {
 		for (const struct conn *c = t->conns[i]; c; c = c->next) {
 			if (!c->sess)
@@ -668,6 +673,7 @@ void l7_tracker__stats(const struct l7_tracker *t, struct l7_tracker_stats *ret)
 			ret->unparsable += ss.unparsable;
 			ret->resp_unmatched += ss.resp_unmatched;
 			ret->req_lost += ss.req_lost;
+			ret->hpack_unresolved += ss.hpack_unresolved;
 		}
 	}
 	ret->conns = t->nconns;

@@ -29,6 +29,8 @@ static const struct gg_param_spec params[] = {
 };
 /* clang-format on */
 
-GG_CONTRACT(l7probe, "l7", GG_SNOOP_ALL,
-	    "application requests (HTTP, PostgreSQL, MySQL, Redis, Kafka, MongoDB, DNS; TLS through OpenSSL): "
-	    "bytes, requests, latency, errors; l7_rpc_trace is accepted and does nothing yet");
+GG_CONTRACT(
+	l7probe, "l7", GG_SNOOP_ALL,
+	"application requests (HTTP/1.x, HTTP/2 and gRPC, PostgreSQL, MySQL, Redis, Kafka, MongoDB, DNS; TLS through "
+	"OpenSSL): "
+	"bytes, requests, latency, errors; l7_rpc_trace is accepted and does nothing yet");

@@ -10,13 +10,13 @@
 static const char *const l7_names[L7_PROTO__COUNT] = {
 	[L7_PROTO_UNKNOWN] = "unknown", [L7_PROTO_HTTP] = "http",   [L7_PROTO_PGSQL] = "pgsql",
 	[L7_PROTO_MYSQL] = "mysql",	[L7_PROTO_REDIS] = "redis", [L7_PROTO_DNS] = "dns",
-	[L7_PROTO_KAFKA] = "kafka",	[L7_PROTO_MONGO] = "mongo",
+	[L7_PROTO_KAFKA] = "kafka",	[L7_PROTO_MONGO] = "mongo", [L7_PROTO_HTTP2] = "http2",
 };
 
 static const struct l7_proto_ops *const l7_ops[L7_PROTO__COUNT] = {
 	[L7_PROTO_HTTP] = &l7_http_ops,	  [L7_PROTO_PGSQL] = &l7_pgsql_ops, [L7_PROTO_MYSQL] = &l7_mysql_ops,
 	[L7_PROTO_REDIS] = &l7_redis_ops, [L7_PROTO_DNS] = &l7_dns_ops,	    [L7_PROTO_KAFKA] = &l7_kafka_ops,
-	[L7_PROTO_MONGO] = &l7_mongo_ops,
+	[L7_PROTO_MONGO] = &l7_mongo_ops, [L7_PROTO_HTTP2] = &l7_http2_ops,
 };
 
 const char *l7_proto__name(enum l7_proto proto)
@@ -53,6 +53,10 @@ enum l7_proto l7_infer(const uint8_t *buf, size_t len, enum l7_transport transpo
 		*ret_flow = flow;
 		return L7_PROTO_HTTP;
 	}
+	if ((enabled_mask & (1u << L7_PROTO_HTTP2)) && l7__http2_infer(buf, len, &flow)) {
+		*ret_flow = flow;
+		return L7_PROTO_HTTP2;
+	}
 	if ((enabled_mask & (1u << L7_PROTO_REDIS)) && l7__redis_infer(buf, len, &flow)) {
 		*ret_flow = flow;
 		return L7_PROTO_REDIS;
@@ -76,6 +80,10 @@ enum l7_proto l7_infer(const uint8_t *buf, size_t len, enum l7_transport transpo
 	}
 	if ((enabled_mask & (1u << L7_PROTO_DNS)) && l7__dns_infer(buf, len, transport, port, &flow))
 		goto found_dns;
+	if ((enabled_mask & (1u << L7_PROTO_HTTP2)) && l7__http2_infer_mid(buf, len, &flow)) {
+		*ret_flow = flow;
+		return L7_PROTO_HTTP2;
+	}
 	return L7_PROTO_UNKNOWN;
 found_dns:
 	*ret_flow = flow;
@@ -107,6 +115,8 @@ void l7_session__free(struct l7_session *s)
 {
 	if (!s)
 		return;
+	if (s->ops->destroy)
+		s->ops->destroy(s);
 	free(s->dir[0].buf);
 	free(s->dir[1].buf);
 	free(s->pend);
@@ -124,7 +134,8 @@ size_t l7_session__mem(const struct l7_session *s)
 {
 	if (!s)
 		return 0;
-	return sizeof(*s) + s->dir[0].buf_cap + s->dir[1].buf_cap + (size_t)s->pend_cap * sizeof(*s->pend);
+	return sizeof(*s) + s->dir[0].buf_cap + s->dir[1].buf_cap + (size_t)s->pend_cap * sizeof(*s->pend) +
+	       (s->ops->mem ? s->ops->mem(s) : 0);
 }
 
 /* ---- pending requests ---------------------------------------------------------------------------- */
@@ -245,6 +256,13 @@ void l7__req_commit(struct l7_session *s)
 	m->pend_seq = p->seq;
 }
 
+void l7__rpc_report(struct l7_session *s, const struct l7_rpc *rpc)
+{
+	s->st.rpcs++;
+	if (s->cb)
+		s->cb(s->ctx, rpc);
+}
+
 static void resp_report(struct l7_session *s, const struct l7_pend *p, const struct l7_msg *m)
 {
 	struct l7_rpc rpc;
@@ -267,6 +285,11 @@ void l7__msg_finish(struct l7_session *s, enum l7_flow flow)
 {
 	struct l7_msg *m = &s->dir[flow].msg;
 
+	if (s->ops->finish) {
+		s->ops->finish(s, flow);
+		memset(m, 0, sizeof(*m));
+		return;
+	}
 	if (flow == L7_FLOW_REQ) {
 		if (!m->ignore)
 			l7__req_commit(s);
@@ -335,6 +358,8 @@ static void desync(struct l7_session *s, enum l7_flow flow)
 	d->skip = 0;
 	memset(&d->msg, 0, sizeof(d->msg));
 	memset(&d->p, 0, sizeof(d->p));
+	if (s->ops->desync)
+		s->ops->desync(s, flow);
 }
 
 /* A gap took a response's framing (a result set bigger than the capture, replies of a pipeline cut
@@ -568,6 +593,15 @@ int l7_session__close(struct l7_session *s, uint64_t ts_ns, l7_rpc_cb cb, void *
 	if (!s)
 		return -EINVAL;
 	d = &s->dir[L7_FLOW_RESP];
+	if (s->ops->close) {
+		s->cb = cb;
+		s->ctx = ctx;
+		s->ts_ns = ts_ns;
+		s->ops->close(s);
+		s->cb = NULL;
+		s->ctx = NULL;
+		return 0;
+	}
 	if (d->msg.until_req) {
 		s->cb = cb;
 		s->ctx = ctx;

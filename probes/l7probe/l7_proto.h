@@ -7,7 +7,8 @@
 #include <stdint.h>
 
 /* Protocols, also the bit positions of a mask of enabled ones (1u << proto). Names as in the REST
- * parameter l7_protocol: "http", "pgsql", "mysql", "redis", "dns", "kafka", "mongo". */
+ * parameter l7_protocol: "http", "pgsql", "mysql", "redis", "dns", "kafka", "mongo"; "http2" is enabled
+ * with "http" (gala-gopher's l7_protocol has no name of its own for it). */
 enum l7_proto {
 	L7_PROTO_UNKNOWN = 0,
 	L7_PROTO_HTTP,
@@ -17,6 +18,7 @@ enum l7_proto {
 	L7_PROTO_DNS,
 	L7_PROTO_KAFKA,
 	L7_PROTO_MONGO,
+	L7_PROTO_HTTP2, /* HTTP/2 and gRPC over it (gala-gopher's name: "http2") */
 	L7_PROTO__COUNT,
 };
 
@@ -41,8 +43,9 @@ struct l7_rpc {
 	uint64_t req_bytes;   /* wire size of the request (including bytes not captured) */
 	uint64_t resp_bytes;  /* wire size of the response */
 	int error;	      /* 1 when the response says the request failed (see each parser) */
-	int status;	      /* HTTP status, DNS rcode, MySQL/Kafka/MongoDB error code, 0 when none */
-	char api[L7_API_MAX]; /* "GET /path" (query string cut), "SELECT", "SET", "A example.org", ... */
+	int status;	      /* HTTP status, DNS rcode, MySQL/Kafka/MongoDB error code, gRPC status, 0 when none */
+	char api[L7_API_MAX]; /* "GET /path" (query string cut; HTTP/2 and gRPC: :method :path), "SELECT",
+			       * "SET", "A example.org", ... */
 };
 
 typedef void (*l7_rpc_cb)(void *ctx, const struct l7_rpc *rpc);
@@ -57,6 +60,8 @@ struct l7_session_stats {
 	uint64_t req_lost;	 /* requests dropped unanswered: their response was unparsable (or, DNS, never came) */
 	uint64_t resp_end_guessed; /* responses whose end fell in a gap, taken to end at their last chunk before
 				    * the next request (reported; only when that request was the one waiting) */
+	uint64_t hpack_unresolved; /* HTTP/2 header fields that referred to HPACK dynamic table entries not
+				    * seen (capture started mid-connection, a header block lost in a gap) */
 };
 
 /* Most requests a session keeps waiting for their responses (pipelining); more are counted and dropped. */

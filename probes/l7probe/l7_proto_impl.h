@@ -112,6 +112,15 @@ struct l7_proto_ops {
 	bool match_by_id;
 	/* Pending requests full: drop the oldest (unanswered datagrams) instead of the newest. */
 	bool evict_oldest;
+	/* Optional hooks of a protocol with state of its own (s->ext; HTTP/2's streams and HPACK tables):
+	 * finish replaces l7__msg_finish's matching (the message of flow ended: msg.end and its skip passed),
+	 * desync is told that flow lost its place (after the shared state was reset), close that the
+	 * connection closed (s->cb set), destroy frees s->ext, mem counts its heap bytes. */
+	void (*finish)(struct l7_session *s, enum l7_flow flow);
+	void (*desync)(struct l7_session *s, enum l7_flow flow);
+	void (*close)(struct l7_session *s);
+	void (*destroy)(struct l7_session *s);
+	size_t (*mem)(const struct l7_session *s);
 };
 
 struct l7_session {
@@ -130,6 +139,7 @@ struct l7_session {
 	uint32_t pend_cap, pend_head, pend_cnt;
 	uint64_t pend_seq;
 	struct l7_session_stats st;
+	void *ext; /* the protocol's own state (ops->destroy frees it) */
 	/* during one feed */
 	bool gap_follows; /* bytes not captured follow the end of what parse() is given: take a prefix */
 	l7_rpc_cb cb;
@@ -138,7 +148,10 @@ struct l7_session {
 };
 
 extern const struct l7_proto_ops l7_http_ops, l7_pgsql_ops, l7_mysql_ops, l7_redis_ops, l7_dns_ops, l7_kafka_ops,
-	l7_mongo_ops;
+	l7_mongo_ops, l7_http2_ops;
+
+/* Report one request with its response (protocols that match by their own means: HTTP/2 streams). */
+void l7__rpc_report(struct l7_session *s, const struct l7_rpc *rpc);
 
 /* The i-th request waiting (0 = oldest); NULL when i >= pend_cnt. */
 struct l7_pend *l7__pend_at(struct l7_session *s, uint32_t i);
@@ -175,6 +188,11 @@ bool l7__pgsql_infer(const uint8_t *p, size_t n, enum l7_flow *ret_flow);
 bool l7__mysql_infer(const uint8_t *p, size_t n, enum l7_flow *ret_flow);
 bool l7__kafka_infer(const uint8_t *p, size_t n, enum l7_flow *ret_flow);
 bool l7__mongo_infer(const uint8_t *p, size_t n, enum l7_flow *ret_flow);
+/* HTTP/2: the client's connection preface or the server's first SETTINGS (strong); mid: a HEADERS
+ * frame whose header block starts with a pseudo-header (a connection older than the capture; weaker,
+ * checked last). */
+bool l7__http2_infer(const uint8_t *p, size_t n, enum l7_flow *ret_flow);
+bool l7__http2_infer_mid(const uint8_t *p, size_t n, enum l7_flow *ret_flow);
 bool l7__dns_infer(const uint8_t *p, size_t n, enum l7_transport transport, uint16_t port, enum l7_flow *ret_flow);
 
 static inline uint16_t l7__be16(const uint8_t *p)

@@ -12,7 +12,6 @@
 #include "l7probe.h"
 #include "probe.h"
 
-
 /* Chunks of a connection l7_infer may look at before the connection is given up as unknown, and
  * the bytes of consecutive chunks in one direction it is given joined. */
 #define L7_INFER_TRIES 8
@@ -35,6 +34,7 @@ struct l7_tracker_stats {
 	uint64_t unparsable;
 	uint64_t resp_unmatched;
 	uint64_t req_lost;
+	uint64_t hpack_unresolved;
 	uint64_t untracked;
 	uint64_t conn_overflow;
 	uint64_t key_overflow;
@@ -49,8 +49,8 @@ struct l7_tracker;
 struct l7_tracker *l7_tracker__new(uint32_t max_conns, uint32_t max_keys);
 /* Accepts NULL. */
 void l7_tracker__free(struct l7_tracker *t);
-/* Protocols l7_infer may choose from (1u << enum l7_proto); connections already identified keep
- * theirs. */
+/* Protocols l7_infer may choose from (1u << enum l7_proto; HTTP brings HTTP/2 with it); connections
+ * already identified keep theirs. */
 void l7_tracker__set_protocols(struct l7_tracker *t, unsigned int mask);
 /* One event of the l7_events ring (a ring_buffer_sample_fn: always returns 0). */
 int l7_tracker__event(void *t, void *data, size_t size);

@@ -1,6 +1,6 @@
-/* main.c - l7probe ("l7"): application requests on the wire (HTTP/1.x, PostgreSQL, MySQL, Redis,
- * DNS, and TLS through OpenSSL) from socket system call and SSL_read/SSL_write payloads, as l7_link
- * and l7_rpc rows per process, peer and protocol. */
+/* main.c - l7probe ("l7"): application requests on the wire (HTTP/1.x, HTTP/2 and gRPC, PostgreSQL,
+ * MySQL, Redis, DNS, Kafka, MongoDB, and TLS through OpenSSL) from socket system call and SSL_read/SSL_write payloads,
+ * as l7_link and l7_rpc rows per process, peer and protocol. */
 #include <errno.h>
 #include <getopt.h>
 #include <signal.h>
@@ -52,7 +52,8 @@ struct l7_ctx {
 
 static const char notes[] =
 	"Sub-probe l7_rpc_trace (per-request records) is accepted and does nothing yet. l7_protocol takes\n"
-	"http, pgsql, mysql, redis, kafka, mongo, dns; rocketmq is accepted and ignored (no parser).\n"
+	"http (HTTP/1.x and HTTP/2 with gRPC, reported as http and http2), pgsql, mysql, redis, kafka, mongo, dns;\n"
+	"rocketmq is accepted and ignored (no parser).\n"
 	"Tables: l7_link (l7_bytes_metrics), l7_rpc (l7_rpc_metrics), l7_stats (always).\n"
 	"Live configuration: {\"probe\": [...], \"params\": {\"report_period\": N, \"l7_protocol\": [...],\n"
 	"\"support_ssl\": 0|1}, \"scope\": {\"all\": false, \"pids\": [...], \"cgroup_ids\": [...]}}\n";
@@ -242,6 +243,7 @@ static void report_stats(struct l7_ctx *ctx)
 	probe_rec__u64(&r, ts.conn_overflow);
 	probe_rec__u64(&r, ts.key_overflow);
 	probe_rec__u64(&r, ts.conns);
+	probe_rec__u64(&r, ts.hpack_unresolved);
 	(void)probe_rt__emit(ctx->rt, &r);
 }
 

@@ -175,8 +175,11 @@ static void event_record(struct gg_export *exp, const struct meta_record *rec)
 		return;
 	exp->st.records[GG_STREAM_EVENT]++;
 	exp->msg.len = 0;
-	if (gg_events__process(exp->events, rec, gg_wall_ms(), gg_now_ms(), &exp->msg) == 0)
+	if (gg_events__process(exp->events, rec, gg_wall_ms(), gg_now_ms(), &exp->msg) == 0) {
+		if (!exp->msg.oom)
+			gg_recent__push(exp->recent, exp->msg.data, exp->msg.len); /* the web page's event log */
 		emit(exp, GG_STREAM_EVENT);
+	}
 }
 
 void gg_export__record(struct gg_sup *sup, struct gg_probe *p, const struct meta_record *rec)
@@ -523,7 +526,8 @@ int gg_export__init(struct gg_sup *sup)
 		};
 
 		exp->events = gg_events__new(&eo);
-		if (!exp->events)
+		exp->recent = gg_recent__new();
+		if (!exp->events || !exp->recent)
 			return -ENOMEM;
 	}
 	uv_timer_init(sup->loop, &exp->timer);
@@ -588,6 +592,7 @@ void gg_export__free(struct gg_sup *sup)
 	imdb__free(exp->db);
 	prom_families__free(exp->fams);
 	gg_events__free(exp->events);
+	gg_recent__free(exp->recent);
 	gg_ident_export__free(exp->ident);
 	gg_buf__fini(&exp->msg);
 	free(exp);

@@ -11,6 +11,7 @@
 #include "kafka.h"
 #include "log.h"
 #include "prom.h"
+#include "recent.h"
 
 struct gg_sup;
 struct gg_http_server;
@@ -64,6 +65,7 @@ struct gg_export {
 	int metric_nested; /* metric.out_channel = "json": gala-gopher's nested metric lines */
 
 	struct gg_events *events;
+	struct gg_recent *recent;      /* the last events reported, for the web page (recent.h) */
 	struct gg_ident_export *ident; /* container and pod labels (ident_export.h); NULL when disabled */
 
 	unsigned int meta_reported; /* tables of the registry already announced */

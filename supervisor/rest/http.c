@@ -54,7 +54,7 @@ struct req_ctx {
 	struct MHD_Connection *conn;
 	enum req_state state;
 	int too_large;
-	char *method, *path, *content_type;
+	char *method, *path, *content_type, *host, *origin;
 	char *body;
 	size_t body_len, body_cap;
 	char *arg_names[GG_HTTP_ARGS_MAX], *arg_values[GG_HTTP_ARGS_MAX];
@@ -244,6 +244,8 @@ static enum MHD_Result queue_done(struct req_ctx *r)
 		return MHD_NO;
 	(void)MHD_add_response_header(mr, MHD_HTTP_HEADER_CONTENT_TYPE,
 				      resp->content_type ? resp->content_type : "application/json");
+	for (const char *const *h = resp->headers; h && h[0] && h[1]; h += 2)
+		(void)MHD_add_response_header(mr, h[0], h[1]);
 	maybe_close(r->srv, mr);
 	ret = MHD_queue_response(r->conn, resp->status ? resp->status : 500, mr);
 	MHD_destroy_response(mr);
@@ -330,6 +332,10 @@ static void fill_request(struct req_ctx *r)
 	MHD_get_connection_values(r->conn, MHD_GET_ARGUMENT_KIND, collect_arg, r);
 	ct = MHD_lookup_connection_value(r->conn, MHD_HEADER_KIND, MHD_HTTP_HEADER_CONTENT_TYPE);
 	r->content_type = strdup(ct ? ct : "");
+	ct = MHD_lookup_connection_value(r->conn, MHD_HEADER_KIND, MHD_HTTP_HEADER_HOST);
+	r->host = strdup(ct ? ct : "");
+	ct = MHD_lookup_connection_value(r->conn, MHD_HEADER_KIND, "Origin");
+	r->origin = strdup(ct ? ct : "");
 	r->req.method = r->method;
 	r->req.path = r->path;
 	r->req.body = r->body ? r->body : "";
@@ -340,6 +346,8 @@ static void fill_request(struct req_ctx *r)
 		r->req.arg_values[i] = r->arg_values[i];
 	}
 	r->req.content_type = r->content_type ? r->content_type : "";
+	r->req.host = r->host ? r->host : "";
+	r->req.origin = r->origin ? r->origin : "";
 	ci = MHD_get_connection_info(r->conn, MHD_CONNECTION_INFO_GNUTLS_SESSION);
 	r->req.tls = r->srv->tls && ci && ci->tls_session;
 	r->req.client_cert_verified = r->req.tls && r->srv->need_client_cert; /* checked on the first call */
@@ -432,6 +440,8 @@ static void free_req(struct req_ctx *r)
 	free(r->method);
 	free(r->path);
 	free(r->content_type);
+	free(r->host);
+	free(r->origin);
 	free(r->body);
 	free(r->resp.body);
 	free(r);

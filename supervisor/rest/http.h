@@ -19,6 +19,8 @@ struct gg_http_request {
 	const char *arg_names[GG_HTTP_ARGS_MAX];
 	const char *arg_values[GG_HTTP_ARGS_MAX];
 	const char *content_type; /* request Content-Type or "" */
+	const char *host;	  /* request Host header or "" */
+	const char *origin;	  /* request Origin header or "" (browsers send it with a PUT) */
 	int tls;		  /* 1 when served over TLS */
 	int client_cert_verified; /* TLS with a client certificate that verified against ca_file */
 };
@@ -29,6 +31,8 @@ struct gg_http_response {
 	const char *content_type; /* static string; default "application/json" */
 	char *body;
 	size_t body_len;
+	/* extra headers: name, value, name, value, ..., NULL (static strings), or NULL */
+	const char *const *headers;
 };
 
 typedef void (*gg_http_handler)(void *ctx, const struct gg_http_request *req, struct gg_http_response *resp);

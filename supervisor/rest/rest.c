@@ -18,6 +18,7 @@
 #include "profile_query.h"
 #include "snoopers.h"
 #include "supervisor.h"
+#include "webui.h"
 
 #define PERSIST_MAX (64u * 1024u) /* a stored configuration is at most a few KiB */
 #define MSG_MAX	    1024
@@ -661,6 +662,12 @@ void gg_rest__handle(struct gg_sup *sup, const struct gg_http_request *req, stru
 	int get = !strcmp(req->method, "GET") || !strcmp(req->method, "HEAD");
 	struct rest_probe *rp;
 
+	if (gg_webui__refused(sup, req, resp))
+		return; /* a browser on another site's name or origin (webui.c) */
+	if (gg_webui__match(path)) {
+		gg_webui__handle(sup, req, resp); /* the built-in web page (webui.c) */
+		return;
+	}
 	while (*path == '/')
 		path++;
 	n = strlen(path);
@@ -715,6 +722,8 @@ void gg_rest__handle(struct gg_sup *sup, const struct gg_http_request *req, stru
 static void on_request(void *ctx, const struct gg_http_request *req, struct gg_http_response *resp)
 {
 	gg_rest__handle(ctx, req, resp);
+	if (!resp->headers)
+		resp->headers = gg_webui_api_headers; /* nosniff, no framing, no caching */
 }
 
 /* ---- configuration delivery ------------------------------------------------------------------------ */
@@ -826,6 +835,7 @@ int gg_rest__init(struct gg_sup *sup)
 	struct gg_http_opts o;
 	struct gg_rest *r;
 
+	sup->rest_status = gg_rest__status;
 	r = calloc(1, sizeof(*r));
 	if (!r)
 		return -ENOMEM;

@@ -7,8 +7,11 @@
 
 #include "l7_proto.h"
 
-/* what a session may hold at most: itself, two reassembly buffers, a full pending queue */
+/* what a session may hold at most: itself, two reassembly buffers, a full pending queue (a protocol
+ * with state of its own sets its bound before including this) */
+#ifndef FUZZ_L7_MEM_MAX
 #define FUZZ_L7_MEM_MAX (16384 + 2 * 8192 + L7_PENDING_MAX * 128)
+#endif
 
 struct fuzz_l7_ctx {
 	uint64_t n;

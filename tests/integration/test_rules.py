@@ -236,7 +236,7 @@ def test_dashboards_use_exported_metrics():
     names = exported()
     paths = sorted(glob.glob(os.path.join(GRAFANA_DIR, "*.json")))
     check({os.path.basename(p) for p in paths} >= {"gala-gopher-%s.json" % d for d in
-                                                  ("agent", "host", "tcp", "io", "proc", "profiling")},
+                                                  ("agent", "host", "tcp", "io", "proc", "l7", "profiling")},
           "dashboards: %s" % [os.path.basename(p) for p in paths])
     uids, used = set(), set()
     for path in paths:
@@ -281,7 +281,7 @@ def test_dashboards_use_exported_metrics():
     for prefix in ("gala_gopher_cpu_", "gala_gopher_mem_", "gala_gopher_disk_", "gala_gopher_nic_",
                    "gala_gopher_file_system_", "gala_gopher_tcp_link_", "gala_gopher_endpoint_", "gala_gopher_block_",
                    "gala_gopher_proc_", "gala_gopher_stackprobe_", "gala_gopher_probe_", "gala_gopher_kafka_",
-                   "gala_gopher_imdb_"):
+                   "gala_gopher_imdb_", "gala_gopher_l7_", "gala_gopher_l7_stats_"):
         check(any(n.startswith(prefix) for n in used), "no dashboard shows %s*" % prefix)
 
 
@@ -300,16 +300,30 @@ def test_dashboards_and_rules_on_a_live_agent():
     state = tempfile.mkdtemp(prefix="gg-rules-state-")
     s = Supervisor(metric_out="web_server", extra="web_server = { port = %d; };\n%s" % (port, rest_section(state)))
     params = {"stackprobe": "-t 2 -P oncpu --svg-dir %s/svg --flame-dir %s/flame" % (s.dir, s.dir),
-              "endpoint": "-t 1 -P tcp_socket,udp_socket"}
+              "endpoint": "-t 1 -P tcp_socket,udp_socket", "l7probe": "-t 1 -p http"}
     # the Supervisor wrote its configuration with no probes: add them
     with open(s.conf) as f:
         conf = f.read()
     entries = ",\n".join(probe_entry(p, params.get(p, "-t 1")) for p in
-                         ("system_infos", "tcpprobe", "endpoint", "ioprobe", "taskprobe", "stackprobe"))
+                         ("system_infos", "tcpprobe", "endpoint", "ioprobe", "taskprobe", "stackprobe", "l7probe"))
     with open(s.conf, "w") as f:
         f.write(conf.replace("probes = (\n", "probes = (\n" + entries, 1))
     pdir = tempfile.mkdtemp(prefix="gg-prom-rules-")
     prom = None
+    # an HTTP server of our own for l7probe to see: requests that succeed (200) and fail (404)
+    import http.server
+    import threading
+
+    class Quiet(http.server.SimpleHTTPRequestHandler):
+        def __init__(self, *a, **kw):
+            super().__init__(*a, directory=pdir, **kw)
+
+        def log_message(self, *a):
+            pass
+    web = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Quiet)
+    threading.Thread(target=web.serve_forever, daemon=True).start()
+    with open(os.path.join(pdir, "ok.txt"), "w") as f:
+        f.write("ok\n" * 100)
     try:
         s.start()
         shutil.copy(RULES, pdir)
@@ -338,16 +352,22 @@ def test_dashboards_and_rules_on_a_live_agent():
             check(r is not None or not strict, "Prometheus refused %r" % q)
             return r["data"]["result"] if r else None
 
-        # Traffic and IO so that tcp links, sockets and disks have rates.
+        # Traffic and IO so that tcp links, sockets and disks have rates. l7probe sees every process of
+        # the machine (other tests' HTTP too): the l7 checks select the test's server by its port.
+        ours = 'protocol="http", server_port="%d"' % web.server_address[1]
         def busy():
             with open(os.path.join(s.dir, "io.bin"), "wb") as f:
                 f.write(os.urandom(1 << 20))
                 f.flush()
                 os.fsync(f.fileno())
             http_get("http://127.0.0.1:%d/metrics" % port)
+            for i in range(20):
+                http_get("http://127.0.0.1:%d/%s" % (web.server_address[1], "ok.txt" if i % 4 else "missing"))
             return query("sum(rate(gala_gopher_tcp_link_rx_bytes[5m])) > 0", strict=False) and \
-                query("sum(rate(gala_gopher_block_count_latency_req[5m])) > 0", strict=False)
-        wait_for(busy, 90, "Prometheus to have rates of tcp and block series", interval=1)
+                query("sum(rate(gala_gopher_block_count_latency_req[5m])) > 0", strict=False) and \
+                query('sum(rate(gala_gopher_l7_err_count{%s}[5m])) > 0' % ours, strict=False) and \
+                query('sum(rate(gala_gopher_l7_latency_bucket{%s}[5m])) > 0' % ours, strict=False)
+        wait_for(busy, 90, "Prometheus to have rates of tcp, block and l7 (http, with errors) series", interval=1)
 
         present = {r["metric"]["__name__"] for r in query('{job="gala-gopher"}')}
         # what the agent really exports is what this test derives from the .meta files and README
@@ -373,6 +393,13 @@ def test_dashboards_and_rules_on_a_live_agent():
                     empty.append("%s/%s" % (board["uid"], p["title"]))
         print("dashboard queries: %d, %d with no data here (series absent: sub-probe off, Kafka off, no loss): %s"
               % (total, len(empty), sorted(set(empty))))
+        # l7probe is on with real HTTP traffic: every query of the l7 dashboard has data
+        check(not [e for e in empty if e.startswith("gala-gopher-l7/")], "l7 dashboard queries without data: %s"
+              % [e for e in empty if e.startswith("gala-gopher-l7/")])
+        ratio = query('sum(rate(gala_gopher_l7_err_count{%s}[5m])) / sum(rate(gala_gopher_l7_req_count{%s}[5m]))'
+                      % (ours, ours))
+        check(ratio and 0.1 <= float(ratio[0]["value"][1]) <= 0.4,
+              "http error ratio of the test's server (1 request in 4 is a 404): %r" % ratio)
         check(total - len(empty) >= total * 0.6,
               "only %d of %d dashboard queries have data" % (total - len(empty), total))
 
@@ -396,6 +423,8 @@ def test_dashboards_and_rules_on_a_live_agent():
             except subprocess.TimeoutExpired:
                 prom.kill()
                 prom.wait()
+        web.shutdown()
+        web.server_close()
         shutil.rmtree(pdir, ignore_errors=True)
         shutil.rmtree(state, ignore_errors=True)
         s.cleanup()

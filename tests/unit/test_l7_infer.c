@@ -81,10 +81,32 @@ static const struct sample samples[] = {
 	TCP("mongo insert (kind 1 section)", INSERT, L7_PROTO_MONGO, L7_FLOW_REQ),
 	TCP("mongo find reply (OP_MSG)", FIND_R, L7_PROTO_MONGO, L7_FLOW_RESP),
 	TCP("mongo error reply", DROP_R, L7_PROTO_MONGO, L7_FLOW_RESP),
+	TCP("HTTP/2 preface", "PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n", L7_PROTO_HTTP2, L7_FLOW_REQ),
+	TCP("nginx h2 SETTINGS",
+	    "\x00\x00\x12\x04\x00\x00\x00\x00\x00\x00\x03\x00\x00\x00\x80\x00\x04\x00\x01\x00\x00\x00\x05\x00\xff\xff"
+	    "\xff",
+	    L7_PROTO_HTTP2, L7_FLOW_RESP),
+	TCP("grpc server SETTINGS (with 0xfe03)",
+	    "\x00\x00\x18\x04\x00\x00\x00\x00\x00\x00\x04\x00\x3f\xff\xff\x00\x05\x00\x3f\xff\xff\x00\x06\x00\x00\x20"
+	    "\x00\xfe\x03\x00\x00\x00\x01",
+	    L7_PROTO_HTTP2, L7_FLOW_RESP),
+	TCP("h2 HEADERS mid-connection (nghttp GET)",
+	    "\x00\x00\x13\x01\x25\x00\x00\x00\x0f\x00\x00\x00\x0b\x0f\x82\x04\x86\x62\x93\x21\x06\xaa\x6f\x86\xc0\xbf"
+	    "\x90\xbe",
+	    L7_PROTO_HTTP2, L7_FLOW_REQ),
+	TCP("h2 HEADERS mid-connection (grpc, dynamic fields only)",
+	    "\x00\x00\x08\x01\x04\x00\x00\x00\x03\xc3\xc2\x83\x86\xc1\xc0\xbf\xbe", L7_PROTO_HTTP2, L7_FLOW_REQ),
+	TCP("h2 WINDOW_UPDATE + PING ACK + HEADERS mid-connection",
+	    "\x00\x00\x04\x08\x00\x00\x00\x00\x00\x00\x00\x00\x11\x00\x00\x08\x06\x01\x00\x00\x00\x00\x00\x00\x00"
+	    "\x00\x00\x00\x00\x01\x00\x00\x08\x01\x04\x00\x00\x00\x03\xc3\xc2\x83\x86\xc1\xc0\xbf\xbe",
+	    L7_PROTO_HTTP2, L7_FLOW_REQ),
+	TCP("h2 PING alone (no direction)", "\x00\x00\x08\x06\x00\x00\x00\x00\x00\x00\x00\x00\x00\x00\x00\x00\x01",
+	    L7_PROTO_UNKNOWN, L7_FLOW_REQ),
+	TCP("h2 response HEADERS mid-connection", "\x00\x00\x03\x01\x04\x00\x00\x00\x07\x88\xc1\xc0", L7_PROTO_HTTP2,
+	    L7_FLOW_RESP),
 	/* none of ours */
 	TCP("TLS ClientHello", "\x16\x03\x01\x02\x00\x01\x00\x01\xfc\x03\x03\x8a\x1b", L7_PROTO_UNKNOWN, L7_FLOW_REQ),
 	TCP("SSH banner", "SSH-2.0-OpenSSH_9.2p1 Debian-2+deb12u3\r\n", L7_PROTO_UNKNOWN, L7_FLOW_REQ),
-	TCP("HTTP/2 preface", "PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n", L7_PROTO_UNKNOWN, L7_FLOW_REQ),
 	TCP("SMTP greeting", "220 mail.example.org ESMTP Postfix\r\n", L7_PROTO_UNKNOWN, L7_FLOW_REQ),
 	TCP("memcached get", "get key1\r\n", L7_PROTO_UNKNOWN, L7_FLOW_REQ),
 	TCP("json", "{\"jsonrpc\":\"2.0\",\"id\":1}\n", L7_PROTO_UNKNOWN, L7_FLOW_REQ),

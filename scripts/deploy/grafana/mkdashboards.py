@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""mkdashboards.py - writes gala-gopher's Grafana dashboards (agent, host, tcp, io, proc, profiling) as JSON
+"""mkdashboards.py - writes gala-gopher's Grafana dashboards (agent, host, tcp, io, proc, l7, profiling) as JSON
 next to this script. The JSON files are what gets installed and imported; edit this script and re-run
 it (`python3 scripts/deploy/grafana/mkdashboards.py`), or edit a dashboard in Grafana and export it.
 
@@ -967,8 +967,148 @@ def profiling():
     return b
 
 
+def l7():
+    b = Board(
+        "gala-gopher-l7",
+        "gala-gopher / L7 requests",
+        "Application requests per server and protocol (l7probe: HTTP, PostgreSQL, MySQL, Redis, Kafka, MongoDB, "
+        "DNS; TLS through OpenSSL): rate, errors, latency quantiles, bytes, and the capture's own health.",
+        [
+            host_var(),
+            var_query("protocol", "Protocol", "label_values(gala_gopher_l7_req_count{%s}, protocol)" % H),
+            var_query("server", "Server", "label_values(gala_gopher_l7_req_count{%s}, server_ip)" % H),
+        ],
+    )
+    s = '%s, protocol=~"$protocol", server_ip=~"$server"' % H
+    by = "hostname, protocol, server_ip, server_port"
+    srv = "{{hostname}} {{protocol}} {{server_ip}}:{{server_port}}"
+    b.row("Requests")
+    b.panel(
+        "Requests /s per server",
+        [("sum by (%s, l7_role) (rate(gala_gopher_l7_req_count{%s}[5m]))" % (by, s), srv + " ({{l7_role}})")],
+        unit="reqps",
+        w=8,
+        description="requests matched with their response; the server's side (l7_role server) and its clients' "
+        "side (client) are both shown when the probe sees both processes",
+    )
+    b.panel(
+        "Error ratio per server",
+        [
+            (
+                "sum by (%s) (rate(gala_gopher_l7_err_count{%s}[5m])) / "
+                "sum by (%s) (rate(gala_gopher_l7_req_count{%s}[5m]))" % (by, s, by, s),
+                srv,
+            )
+        ],
+        unit="percentunit",
+        w=8,
+        description="requests whose response says they failed (HTTP 4xx/5xx, SQL errors, Redis -ERR, DNS rcode) "
+        "over requests",
+    )
+    b.panel(
+        "Errors /s per server",
+        [("sum by (%s) (rate(gala_gopher_l7_err_count{%s}[5m]))" % (by, s), srv)],
+        unit="reqps",
+        w=8,
+    )
+    b.row("Latency")
+    b.panel(
+        "Latency p50 / p90 / p99 per server",
+        [
+            (
+                "histogram_quantile(%s, sum by (le, %s) (rate(gala_gopher_l7_latency_bucket{%s}[5m])))" % (q, by, s),
+                srv + " p%s" % int(float(q) * 100),
+            )
+            for q in ("0.5", "0.9", "0.99")
+        ],
+        unit="ns",
+        w=12,
+        description="request's first byte to the response's last, from the latency histogram",
+    )
+    b.panel(
+        "Mean latency per server",
+        [
+            (
+                "sum by (%s) (rate(gala_gopher_l7_latency_sum{%s}[5m])) / "
+                "sum by (%s) (rate(gala_gopher_l7_latency_count{%s}[5m]))" % (by, s, by, s),
+                srv,
+            )
+        ],
+        unit="ns",
+        w=12,
+    )
+    b.panel(
+        "Slowest servers (p99, last 5 min)",
+        [
+            (
+                "topk(10, histogram_quantile(0.99, sum by (le, %s) (rate(gala_gopher_l7_latency_bucket{%s}[5m]))))"
+                % (by, s),
+                srv,
+            )
+        ],
+        unit="ns",
+        kind="table",
+        w=12,
+    )
+    b.panel(
+        "Busiest client -> server pairs (requests /s)",
+        [
+            (
+                "topk(10, sum by (hostname, protocol, client_ip, server_ip, server_port, tgid, l7_role)"
+                " (rate(gala_gopher_l7_req_count{%s}[5m])))" % s,
+                "{{client_ip}} -> {{server_ip}}:{{server_port}} (tgid {{tgid}}, {{l7_role}})",
+            )
+        ],
+        unit="reqps",
+        kind="table",
+        w=12,
+    )
+    b.row("Traffic")
+    b.panel(
+        "Bytes /s per server (sent and received by the traced processes)",
+        [
+            ("sum by (%s) (rate(gala_gopher_l7_bytes_sent{%s}[5m]))" % (by, s), srv + " sent"),
+            ("sum by (%s) (rate(gala_gopher_l7_bytes_recv{%s}[5m]))" % (by, s), srv + " received"),
+        ],
+        unit="Bps",
+        w=12,
+    )
+    b.panel(
+        "Requests /s in the last report period (throughput_req)",
+        [("sum by (%s) (gala_gopher_l7_throughput_req{%s})" % (by, s), srv)],
+        unit="reqps",
+        w=12,
+    )
+    b.row("Capture health (l7_stats)")
+    b.panel(
+        "Events captured and lost /s",
+        [
+            ("sum by (hostname) (rate(gala_gopher_l7_stats_events{%s}[5m]))" % H, "{{hostname}} events"),
+            ("sum by (hostname) (rate(gala_gopher_l7_stats_ringbuf_full{%s}[5m]))" % H, "{{hostname}} ring buffer full"),
+            ("sum by (hostname) (rate(gala_gopher_l7_stats_truncated{%s}[5m]))" % H, "{{hostname}} truncated"),
+        ],
+        unit="ops",
+        w=8,
+    )
+    b.panel(
+        "Parser trouble /s",
+        [
+            ("sum by (hostname) (rate(gala_gopher_l7_stats_%s{%s}[5m]))" % (f, H), "{{hostname}} %s" % f)
+            for f in ("unparsable", "resp_unmatched", "req_lost", "untracked")
+        ],
+        unit="ops",
+        w=8,
+    )
+    b.panel(
+        "Connections tracked",
+        [("sum by (hostname) (gala_gopher_l7_stats_conns{%s})" % H, "{{hostname}}")],
+        w=8,
+    )
+    return b
+
+
 def main():
-    for make in (agent, host, tcp, io, proc, profiling):
+    for make in (agent, host, tcp, io, proc, l7, profiling):
         b = make()
         path = os.path.join(HERE, b.uid + ".json")
         with open(path, "w") as f:
