@@ -190,6 +190,11 @@ $(BUILD)/probes/$(1): $$(call obj,$$($(1)_SRCS)) $(LIBPROBE) $(LIBSCHEMA) $(LIBI
 	$$(Q)$$(CC) $$(LDFLAGS) $$^ $$(LIBS_PROBE) -lconfig -o $$@
 endef
 $(foreach p,$(PROBES),$(eval $(call PROBE_template,$(p))))
+# stackprobe's [Pod]/[Con] frames use the supervisor's cgroup layout parser (one parser)
+$(BUILD)/probes/stackprobe: $(BUILD)/obj/supervisor/identity.o $(BUILD)/obj/supervisor/bolt.o
+$(BUILD)/probes/stackprobe: LIBS_PROBE += $(LIBSCHEMA) $(LIBIPC)
+# l7probe's TLS uprobes decode x86-64 instructions (return sites of Go's crypto/tls, libssl's internals)
+$(BUILD)/probes/l7probe: LIBS_PROBE += -lcapstone
 $(call obj,$(PLIB_SRCS)): $(META_HDRS)
 
 # ---- tests, helpers, benchmarks -------------------------------------------------------------------
@@ -243,14 +248,21 @@ $(BUILD)/fuzz/fuzz_rest_body: supervisor/rest/validate.c supervisor/rest/validat
 	$(wildcard probes/*/contract.c) $(BUILD)/gen/contracts.c
 $(BUILD)/fuzz/fuzz_rest_body: FUZZ_CFLAGS += -DGG_CONTRACT_ONLY
 # the container identity parsers too
-$(BUILD)/fuzz/fuzz_identity: supervisor/identity.c supervisor/identity.h
+$(BUILD)/fuzz/fuzz_identity: supervisor/identity.c supervisor/identity.h supervisor/bolt.c supervisor/bolt.h
+# containerd's metadata database reader (bbolt pages)
+$(BUILD)/fuzz/fuzz_bolt: supervisor/bolt.c supervisor/bolt.h
 
 fuzz: $(FUZZ_BINS)
 
 # ---- l7 protocol layer: l7probe's parsers (probes/l7probe/l7_proto.c, proto_*.c) also linked alone
 # into their unit tests, fuzzers and benchmark; the capture half (main.c, conn*.c, tls*.c) is not.
-L7_PROTO_SRCS := $(filter-out probes/l7probe/main.c probes/l7probe/contract.c probes/l7probe/conn% probes/l7probe/tls%,\
-	$(wildcard probes/l7probe/*.c))
+L7_PROTO_SRCS := $(filter-out probes/l7probe/main.c probes/l7probe/l7probe.c probes/l7probe/contract.c \
+	probes/l7probe/conn% probes/l7probe/tls%,$(wildcard probes/l7probe/*.c))
+# ksliprobe and pgsliprobe are l7probe's program (everything but its main()) in an SLI mode.
+L7_APP_OBJS := $(call obj,$(filter-out probes/l7probe/l7probe.c,$(l7probe_SRCS)))
+$(BUILD)/probes/ksliprobe $(BUILD)/probes/pgsliprobe: $(L7_APP_OBJS)
+$(BUILD)/probes/ksliprobe $(BUILD)/probes/pgsliprobe: LIBS_PROBE := $(LIBPROBE) $(LIBSCHEMA) $(LIBIPC) $(LIBS_PROBE) -lcapstone
+$(call obj,$(wildcard probes/ksliprobe/*.c probes/pgsliprobe/*.c)): $(l7probe_GEN)
 LIBL7 := $(BUILD)/lib/libggl7.a
 $(LIBL7): $(call obj,$(L7_PROTO_SRCS))
 $(BUILD)/tests/test_l7_%: $(BUILD)/obj/tests/unit/test_l7_%.o $(LIBL7)
@@ -258,16 +270,30 @@ $(BUILD)/tests/test_l7_%: $(BUILD)/obj/tests/unit/test_l7_%.o $(LIBL7)
 	$(Q)mkdir -p $(@D)
 	$(Q)$(CC) $(LDFLAGS) $^ -lcmocka -o $@
 # the connection tracker (conn.c) with the protocol layer, fed synthetic events
-$(BUILD)/tests/test_l7conn: $(BUILD)/obj/tests/unit/test_l7conn.o $(BUILD)/obj/probes/l7probe/conn.o $(LIBL7) \
+$(BUILD)/tests/test_l7conn: $(BUILD)/obj/tests/unit/test_l7conn.o $(BUILD)/obj/probes/l7probe/conn.o \
+			    $(BUILD)/obj/probes/l7probe/conn_trace.o $(BUILD)/obj/probes/l7probe/conn_sli.o $(LIBL7) \
 			    $(LIBPROBE) $(LIBSCHEMA) $(LIBIPC)
 	$(say) LINK $@
 	$(Q)mkdir -p $(@D)
 	$(Q)$(CC) $(LDFLAGS) $^ -lcmocka $(LIBS_PROBE) -lconfig -o $@
 $(BUILD)/obj/tests/unit/test_l7conn.o: $(BUILD)/gen/l7probe.skel.h
+# the TLS uprobes' ELF and instruction decisions (tls_elf.c: libelf, capstone)
+$(BUILD)/tests/test_l7tls: $(BUILD)/obj/tests/unit/test_l7tls.o $(BUILD)/obj/probes/l7probe/tls_elf.o
+	$(say) LINK $@
+	$(Q)mkdir -p $(@D)
+	$(Q)$(CC) $(LDFLAGS) $^ -lcmocka -lcapstone -lelf -o $@
 $(BUILD)/fuzz/fuzz_l7_%: tests/fuzz/fuzz_l7_%.c tests/fuzz/fuzz_l7.h $(L7_PROTO_SRCS) $(wildcard probes/l7probe/*.h)
 	$(say) FUZZ $@
 	$(Q)mkdir -p $(@D)
 	$(Q)$(CLANG) $(FUZZ_CFLAGS) -Iprobes/l7probe $(filter %.c,$^) -o $@
+# the tracker with its api rows and trace sampling (conn*.c), fed synthetic events
+$(BUILD)/bench/l7_tracker: $(BUILD)/obj/bench/l7_tracker.o $(BUILD)/obj/probes/l7probe/conn.o \
+			   $(BUILD)/obj/probes/l7probe/conn_trace.o $(BUILD)/obj/probes/l7probe/conn_sli.o $(LIBL7) \
+			   $(LIBPROBE) $(LIBSCHEMA) $(LIBIPC)
+	$(say) LINK $@
+	$(Q)mkdir -p $(@D)
+	$(Q)$(CC) $(LDFLAGS) $^ $(LIBS_PROBE) -lconfig -o $@
+$(BUILD)/obj/bench/l7_tracker.o: $(BUILD)/gen/l7probe.skel.h
 $(BUILD)/bench/l7_%: $(BUILD)/obj/bench/l7_%.o $(LIBL7)
 	$(say) LINK $@
 	$(Q)mkdir -p $(@D)

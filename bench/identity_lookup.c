@@ -2,8 +2,9 @@
  * process for P processes (each in its own docker container, on a fake /proc and docker state in a
  * temporary directory) stored in the imdb, with the identity labels (gg_ident_export__record, then
  * imdb__update) and without (imdb__update alone), alternated; prints ns per record of each and the
- * resolver's file reads (cache misses).
- *   build/bench/identity_lookup [-p PROCS] [-r ROUNDS] */
+ * resolver's file reads (cache misses). -l: "with" also carries a probe's REST labels (two custom
+ * labels, two pod labels: gg_ident_export__probe_record).
+ *   build/bench/identity_lookup [-p PROCS] [-r ROUNDS] [-l] */
 #include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -53,10 +54,12 @@ int main(int argc, char **argv)
 	struct imdb *db[2];
 	uint64_t *t[2];
 	char **lines;
-	int c;
+	int c, ext = 0, owner;
 
-	while ((c = getopt(argc, argv, "p:r:")) != -1) {
-		if (c == 'p')
+	while ((c = getopt(argc, argv, "p:r:l")) != -1) {
+		if (c == 'l')
+			ext = 1;
+		else if (c == 'p')
 			procs = strtoul(optarg, NULL, 10);
 		else if (c == 'r')
 			rounds = strtoul(optarg, NULL, 10);
@@ -97,6 +100,25 @@ int main(int argc, char **argv)
 	t[1] = calloc(rounds, sizeof(uint64_t));
 	if (!x || !db[0] || !db[1] || !t[0] || !t[1])
 		return 1;
+	if (ext) {
+		struct gg_ext_labels *l = calloc(1, sizeof(*l));
+
+		if (!l)
+			return 1;
+		l->ncustom = 2;
+		strcpy(l->custom_name[0], "team");
+		strcpy(l->custom_value[0], "payments");
+		strcpy(l->custom_name[1], "env");
+		strcpy(l->custom_value[1], "prod");
+		l->npod = 2;
+		strcpy(l->pod_key[0], "app");
+		strcpy(l->pod_name[0], "app");
+		strcpy(l->pod_key[1], "app.kubernetes.io/name");
+		strcpy(l->pod_name[1], "app_kubernetes_io_name");
+		if (gg_ident_export__set_labels(x, &owner, l))
+			return 1;
+		free(l);
+	}
 	/* round 0 fills the caches and the rows; the timed rounds are the steady state */
 	for (unsigned long r = 0; r <= rounds; r++) {
 		for (int with = (int)(r & 1), k = 0; k < 2; k++, with ^= 1) {
@@ -108,9 +130,10 @@ int main(int argc, char **argv)
 
 				if (meta_record__parse(reg, lines[i], strlen(lines[i]), &rec, NULL) != META_OK)
 					return 1;
+				/* within the refresh intervals */
 				if (with)
-					out = gg_ident_export__record(x, &rec,
-								      1000 + r); /* within the refresh intervals */
+					out = gg_ident_export__probe_record(x, ext ? &owner : NULL, &rec, 1000 + r,
+									    NULL);
 				if (imdb__update(db[with], out, 1, NULL))
 					return 1;
 			}
@@ -120,7 +143,7 @@ int main(int argc, char **argv)
 	}
 	qsort(t[0], rounds, sizeof(uint64_t), cmp_u64);
 	qsort(t[1], rounds, sizeof(uint64_t), cmp_u64);
-	printf("procs %lu, rounds %lu (alternated)\n", procs, rounds);
+	printf("procs %lu, rounds %lu (alternated)%s\n", procs, rounds, ext ? ", with 2 custom + 2 pod labels" : "");
 	printf("without labels: median %.0f ns/record (min %.0f, max %.0f)\n", (double)t[0][rounds / 2] / procs,
 	       (double)t[0][0] / procs, (double)t[0][rounds - 1] / procs);
 	printf("with labels:    median %.0f ns/record (min %.0f, max %.0f)\n", (double)t[1][rounds / 2] / procs,

@@ -23,6 +23,9 @@ char LICENSE[] SEC("license") = "GPL";
 /* Drops not counted because ep_drops was full. */
 __u64 ep_drops_lost;
 
+/* Listeners, connect aggregates, UDP sockets and drop reasons change rarely: their maps allocate
+ * entries as they fill (BPF_F_NO_PREALLOC) instead of holding every entry from the start (6 MiB);
+ * ep_pending, one entry per handshake in flight, stays preallocated (its churn is per connection). */
 struct listen_port_key {
 	__u32 netns;
 	__u16 port;
@@ -32,6 +35,7 @@ struct listen_port_key {
 struct {
 	__uint(type, BPF_MAP_TYPE_HASH);
 	__uint(max_entries, EP_LISTEN_MAX);
+	__uint(map_flags, BPF_F_NO_PREALLOC);
 	__type(key, __u64);
 	__type(value, struct ep_listen);
 } ep_listen SEC(".maps");
@@ -40,6 +44,7 @@ struct {
 struct {
 	__uint(type, BPF_MAP_TYPE_HASH);
 	__uint(max_entries, EP_LISTEN_MAX);
+	__uint(map_flags, BPF_F_NO_PREALLOC);
 	__type(key, struct listen_port_key);
 	__type(value, __u64);
 } ep_listen_port SEC(".maps");
@@ -47,6 +52,7 @@ struct {
 struct {
 	__uint(type, BPF_MAP_TYPE_HASH);
 	__uint(max_entries, EP_CONNECT_MAX);
+	__uint(map_flags, BPF_F_NO_PREALLOC);
 	__type(key, struct ep_connect_key);
 	__type(value, struct ep_connect);
 } ep_connect SEC(".maps");
@@ -61,6 +67,7 @@ struct {
 struct {
 	__uint(type, BPF_MAP_TYPE_HASH);
 	__uint(max_entries, EP_UDP_MAX);
+	__uint(map_flags, BPF_F_NO_PREALLOC);
 	__type(key, __u64);
 	__type(value, struct ep_udp);
 } ep_udp SEC(".maps");
@@ -68,6 +75,7 @@ struct {
 struct {
 	__uint(type, BPF_MAP_TYPE_HASH);
 	__uint(max_entries, EP_DROP_MAX);
+	__uint(map_flags, BPF_F_NO_PREALLOC);
 	__type(key, struct ep_drop_key);
 	__type(value, __u64);
 } ep_drops SEC(".maps");

@@ -21,9 +21,11 @@ volatile __u64 io_period;
 /* In-flight requests not tracked because io_inflight was full. */
 __u64 io_inflight_lost;
 
+/* Devices appear rarely: entries allocated as they come, not 512 up front (1 MiB). */
 struct {
 	__uint(type, BPF_MAP_TYPE_HASH);
 	__uint(max_entries, IO_DEVS_MAX);
+	__uint(map_flags, BPF_F_NO_PREALLOC);
 	__type(key, __u32);
 	__type(value, struct io_dev_stats);
 } io_devs SEC(".maps");

@@ -6,7 +6,8 @@
 #include "gg_common.h"
 
 #define IO_DEVS_MAX	512
-#define IO_INFLIGHT_MAX 65536
+#define IO_INFLIGHT_MAX 65536 /* upper bound; sized at load from the devices' queue depths */
+#define IO_INFLIGHT_MIN 4096
 #define IO_PROCS_MAX	4096
 
 /* Directions, as the kernel's diskstats groups: read, write, discard. */

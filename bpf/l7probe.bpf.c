@@ -1,7 +1,8 @@
 // SPDX-License-Identifier: GPL-2.0
-/* l7probe.bpf.c - l7probe's kernel half: the payloads of socket system calls (syscall tracepoints)
+/* l7probe.bpf.c - l7probe's kernel half: the payloads of socket sends and receives (tracepoints)
  * and of OpenSSL's SSL_read/SSL_write (uprobes) of processes in scope, as bounded prefixes into one
- * ring buffer; user space tracks connections and parses protocols. */
+ * ring buffer; user space tracks connections and parses protocols. Socket payloads come from
+ * sock_sendmsg/sock_recvmsg's tracepoints, not from system call tracepoints (see sock_data). */
 #include "vmlinux.h"
 
 #include "gg_common.bpf.h"
@@ -28,20 +29,21 @@ struct {
 	__uint(max_entries, L7_RING_BYTES);
 } l7_events SEC(".maps");
 
-/* The TCP or UDP socket a (tgid, fd) is, with its addresses. A plain hash, not an LRU one (which
- * evicts before it is full): a socket's entry must stay until its close(2), which is what tells user
- * space the connection ended. Entries of processes that exit without closing are swept by user
- * space. */
+/* A TCP socket of a process in scope that moved data, keyed by its struct sock address, with what
+ * its events carry. A plain hash, not an LRU one (which evicts before it is full): the entry is what
+ * turns the socket's last state change (TCP_CLOSE, any context) into the close event user space ends
+ * the connection on. Entries of processes that exit keep their sockets until those close; those
+ * that never do are swept by user space. UDP sockets have no entry (no close to report). */
 struct l7_sock {
-	__u64 sk;
-	__u8 is_sock;
+	__u32 tgid;
+	__s32 fd;
 	__u8 role;
 	__u8 udp;
+	__u8 enc; /* a Go TLS connection: its socket payloads are ciphertext */
 	__u8 pad;
 	__u16 family;
 	__u16 lport;
 	__u16 rport;
-	__u16 pad2;
 	__u8 laddr[16];
 	__u8 raddr[16];
 };
@@ -49,42 +51,22 @@ struct l7_sock {
 struct {
 	__uint(type, BPF_MAP_TYPE_HASH);
 	__uint(max_entries, L7_SOCKS_MAX);
-	__type(key, __u64); /* tgid << 32 | fd */
+	__type(key, __u64); /* struct sock * */
 	__type(value, struct l7_sock);
 } l7_socks SEC(".maps");
 
-/* (tgid, fd)s found not to be TCP/UDP sockets, so that the fd table is walked once per fd, not once
- * per call; dropped at close(2), LRU: a miss only costs a new walk. */
+/* The role of a TCP socket from its handshake (SYN_SENT: connect, client; SYN_RECV: accepted,
+ * server), whatever process it belongs to: the handshake of an accepted socket happens in softirq,
+ * before any process owns it. One update and one delete per TCP connection of the host; LRU, so a
+ * miss only makes the role unknown (user space infers it). */
 struct {
 	__uint(type, BPF_MAP_TYPE_LRU_HASH);
 	__uint(max_entries, L7_SOCKS_MAX);
 	__type(key, __u64);
 	__type(value, __u8);
-} l7_nonsock SEC(".maps");
+} l7_role SEC(".maps");
 
-enum call_kind { CK_BUF = 0, CK_IOV, CK_SENDFILE, CK_CONNECT };
-
-/* A system call between its entry and its exit, per thread. */
-struct l7_call {
-	__u64 ts;
-	__u64 buf;  /* buffer, or iovec array */
-	__u64 addr; /* user sockaddr (sendto/recvfrom, msg_name), 0 when none */
-	__s64 nr;   /* syscall number (the low 32 bits of the tracepoint field are __syscall_nr): an exit only takes the
-		       entry of its own call */
-	__u32 iovcnt;
-	__s32 fd;
-	__u8 kind;
-	__u8 dir;
-	__u8 flags;
-	__u8 pad;
-};
-
-struct {
-	__uint(type, BPF_MAP_TYPE_HASH);
-	__uint(max_entries, L7_INFLIGHT_MAX);
-	__type(key, __u64); /* pid_tgid */
-	__type(value, struct l7_call);
-} l7_inflight SEC(".maps");
+enum call_kind { CK_BUF = 0, CK_IOV, CK_SENDFILE };
 
 /* An SSL_read/SSL_write between its entry and its return, per thread; fd is set by the read or write
  * system call OpenSSL makes inside it. */
@@ -180,106 +162,124 @@ static __always_inline int in_scope(__u32 tgid)
 	return in;
 }
 
-/* The cached verdict of tgid is "in scope" (or it is beyond the bitmap): for exits, whose entry
- * computed the verdict, so that a process out of scope pays one load there too, not a hash lookup. */
-static __always_inline int verdict_in(__u32 tgid)
-{
-	__u32 w;
-
-	if (tgid >= L7_VERDICT_PIDS)
-		return 1;
-	w = tgid >> 5;
-	barrier_var(w);
-	w &= L7_VERDICT_PIDS / 32 - 1;
-	return ((verdict[w] >> ((tgid & 31) * 2)) & 3) == 1;
-}
-
 /* ---- sockets ------------------------------------------------------------------------------------- */
 
-static __always_inline __u64 sock_key(__u32 tgid, int fd)
+static __always_inline __u64 fd_key(__u32 tgid, int fd)
 {
 	return ((__u64)tgid << 32) | (__u32)fd;
 }
 
-/* Walk the current task's fd table for fd and cache what it is. NULL when it is not a TCP/UDP
- * socket (or the fd is not open). */
-static __always_inline struct l7_sock *sock_walk(__u32 tgid, int fd, __u8 role)
+/* The struct sock a (tgid, fd) was last seen moving data on: how SSL and Go TLS calls, which know
+ * their fd, find their socket. LRU: a miss only loses that call (counted as ssl_nofd). */
+struct {
+	__uint(type, BPF_MAP_TYPE_LRU_HASH);
+	__uint(max_entries, L7_SOCKS_MAX);
+	__type(key, __u64); /* tgid << 32 | fd */
+	__type(value, __u64);
+} l7_fdsk SEC(".maps");
+
+/* The sources of the datagrams queued to an unconnected UDP socket of a process in scope, in order:
+ * recvfrom/recvmsg write the peer's sockaddr to user memory only after sock_recv_length has fired,
+ * and the datagram is freed by then (on another CPU, possibly), so its source is taken when it is
+ * queued (sk_data_ready, the queue's tail) and handed to the receives in the same order. A datagram
+ * dropped after it was queued (bad checksum) shifts the pairing until the ring turns over: the
+ * counts stay right, the peer of a few events may not. */
+#define UDP_Q_LEN 8
+
+struct udp_src {
+	__u16 family;
+	__u16 port;
+	__u8 addr[16];
+};
+
+struct udp_q {
+	__u32 enq;
+	__u32 deq;
+	struct udp_src ring[UDP_Q_LEN];
+};
+
+struct {
+	__uint(type, BPF_MAP_TYPE_LRU_HASH);
+	__uint(max_entries, 16384);
+	__type(key, __u64); /* struct sock * */
+	__type(value, struct udp_q);
+} l7_udp_q SEC(".maps");
+
+/* When the first packet of a send left, per thread: the time a send event carries. sock_send_length
+ * fires when the send returns, which on loopback is after the receiver's whole input path (run in
+ * the sender's softirq) and the copy; the queueing of its first packet is close to the system call's
+ * entry, where a request's latency starts. */
+struct xmit_ts {
+	__u64 sk;
+	__u64 ts;
+};
+
+struct {
+	__uint(type, BPF_MAP_TYPE_LRU_HASH);
+	__uint(max_entries, L7_INFLIGHT_MAX);
+	__type(key, __u64); /* pid_tgid */
+	__type(value, struct xmit_ts);
+} l7_xmit SEC(".maps");
+
+/* A first packet is taken for the send that follows within this much. */
+#define XMIT_TS_MAX_NS 2000000ull
+
+/* What an event says about sk (a BTF pointer) for (tgid, fd), by direct loads. */
+static __always_inline void sock_fill(struct l7_sock *v, const struct sock *sk, __u32 tgid, int fd, __u8 udp)
 {
-	struct task_struct *task = (struct task_struct *)bpf_get_current_task();
-	struct l7_sock v = {};
-	struct file **fds;
-	struct file *f = NULL;
-	struct sock *sk;
-	__u64 key = sock_key(tgid, fd);
-	unsigned int max;
-	__u16 mode, proto;
+	__u64 key = (__u64)sk;
+	__u8 *role;
 
-	if (fd < 0)
-		return NULL;
-	max = BPF_CORE_READ(task, files, fdt, max_fds);
-	if ((unsigned int)fd >= max)
-		return NULL;
-	fds = BPF_CORE_READ(task, files, fdt, fd);
-	if (bpf_probe_read_kernel(&f, sizeof(f), &fds[fd]) || !f)
-		return NULL;
-	mode = BPF_CORE_READ(f, f_inode, i_mode);
-	if ((mode & S_IFMT) == S_IFSOCK) {
-		struct socket *so = BPF_CORE_READ(f, private_data);
+	v->tgid = tgid;
+	v->fd = fd;
+	v->udp = udp;
+	v->enc = 0;
+	v->family = sk->__sk_common.skc_family;
+	v->lport = sk->__sk_common.skc_num;
+	v->rport = bpf_ntohs(sk->__sk_common.skc_dport);
+	__builtin_memset(v->laddr, 0, sizeof(v->laddr));
+	__builtin_memset(v->raddr, 0, sizeof(v->raddr));
+	gg_sk_laddr_btf(sk, v->laddr);
+	gg_sk_raddr_btf(sk, v->raddr);
+	role = udp ? NULL : bpf_map_lookup_elem(&l7_role, &key);
+	v->role = role ? *role : L7_ROLE_UNKNOWN;
+}
 
-		sk = BPF_CORE_READ(so, sk);
-		v.family = BPF_CORE_READ(sk, __sk_common.skc_family);
-		proto = BPF_CORE_READ(sk, sk_protocol);
-		if (sk && (v.family == AF_INET || v.family == AF_INET6) &&
-		    (proto == IPPROTO_TCP || proto == IPPROTO_UDP)) {
-			v.is_sock = 1;
-			v.sk = (__u64)sk;
-			v.role = role;
-			v.udp = proto == IPPROTO_UDP;
-			v.lport = BPF_CORE_READ(sk, __sk_common.skc_num);
-			v.rport = bpf_ntohs(BPF_CORE_READ(sk, __sk_common.skc_dport));
-			if (v.family == AF_INET6) {
-				BPF_CORE_READ_INTO(&v.laddr, sk, __sk_common.skc_v6_rcv_saddr.in6_u.u6_addr8);
-				BPF_CORE_READ_INTO(&v.raddr, sk, __sk_common.skc_v6_daddr.in6_u.u6_addr8);
-			} else {
-				BPF_CORE_READ_INTO((__u32 *)v.laddr, sk, __sk_common.skc_rcv_saddr);
-				BPF_CORE_READ_INTO((__u32 *)v.raddr, sk, __sk_common.skc_daddr);
-			}
-		}
-	}
-	if (!v.is_sock) {
-		__u8 one = 1;
+/* The entry of a TCP socket used by (tgid, fd), made or brought up to date (the same socket seen
+ * through another fd or process). NULL when the table is full (counted). */
+static __always_inline struct l7_sock *sock_get(const struct sock *sk, __u32 tgid, int fd)
+{
+	__u64 key = (__u64)sk, fk = fd_key(tgid, fd);
+	struct l7_sock *s = bpf_map_lookup_elem(&l7_socks, &key);
+	struct l7_sock v;
 
-		bpf_map_update_elem(&l7_nonsock, &key, &one, BPF_ANY);
-		return NULL;
-	}
+	if (s && s->tgid == tgid && s->fd == fd)
+		return s;
+	sock_fill(&v, sk, tgid, fd, 0);
+	if (s)
+		v.enc = s->enc;
 	if (bpf_map_update_elem(&l7_socks, &key, &v, BPF_ANY)) {
 		stat_inc(L7_ST_SOCKS_FULL);
 		return NULL;
 	}
+	bpf_map_update_elem(&l7_fdsk, &fk, &key, BPF_ANY);
 	return bpf_map_lookup_elem(&l7_socks, &key);
 }
 
-/* The cached socket of (tgid, fd), walking the fd table on a miss. */
-static __always_inline struct l7_sock *sock_get(__u32 tgid, int fd)
+/* The socket entry of (tgid, fd) for SSL and Go TLS calls; *ret_sk its address. */
+static __always_inline struct l7_sock *sock_of_fd(__u32 tgid, int fd, __u64 *ret_sk)
 {
-	__u64 key = sock_key(tgid, fd);
-	struct l7_sock *s = bpf_map_lookup_elem(&l7_socks, &key);
+	__u64 fk = fd_key(tgid, fd);
+	__u64 *skp = bpf_map_lookup_elem(&l7_fdsk, &fk);
+	struct l7_sock *s;
 
-	if (s)
-		return s;
-	if (bpf_map_lookup_elem(&l7_nonsock, &key))
+	if (!skp)
 		return NULL;
-	return sock_walk(tgid, fd, L7_ROLE_UNKNOWN);
-}
-
-/* A new connection on fd (connect or accept returned): forget what was cached, walk again. */
-static __always_inline void sock_new(__u32 tgid, int fd, __u8 role)
-{
-	__u64 key = sock_key(tgid, fd);
-
-	bpf_map_delete_elem(&l7_socks, &key);
-	bpf_map_delete_elem(&l7_nonsock, &key);
-	sock_walk(tgid, fd, role);
+	*ret_sk = *skp;
+	s = bpf_map_lookup_elem(&l7_socks, skp);
+	if (!s || s->tgid != tgid || s->fd != fd)
+		return NULL;
+	return s;
 }
 
 /* The peer of a datagram from a user sockaddr (IPv4 or IPv6) into the event. */
@@ -309,8 +309,8 @@ static __always_inline void peer_from_user(struct l7_ev *h, __u64 uaddr)
 
 /* ---- events -------------------------------------------------------------------------------------- */
 
-static __always_inline struct l7_buf *ev_begin(const struct l7_sock *s, __u32 tgid, __u32 pid, int fd, __u8 dir,
-					       __u64 ts)
+static __always_inline struct l7_buf *ev_begin(const struct l7_sock *s, __u64 sk, __u32 tgid, __u32 pid, int fd,
+					       __u8 dir, __u64 ts)
 {
 	__u32 zero = 0;
 	struct l7_buf *e = bpf_map_lookup_elem(&l7_scratch, &zero);
@@ -325,7 +325,7 @@ static __always_inline struct l7_buf *ev_begin(const struct l7_sock *s, __u32 tg
 	e->h.pid = pid;
 	e->h.fd = fd;
 	e->h.ts_ns = ts;
-	e->h.sk = s->sk;
+	e->h.sk = sk;
 	e->h.family = s->family;
 	e->h.lport = s->lport;
 	e->h.rport = s->rport;
@@ -386,286 +386,326 @@ static __always_inline void ev_submit(struct l7_buf *e)
 		stat_inc(L7_ST_EVENTS);
 }
 
-/* ---- socket system calls ------------------------------------------------------------------------- */
-
-static __always_inline int data_enter(long nr, int fd, __u64 buf, __u32 iovcnt, __u64 addr, __u8 kind, __u8 dir)
+/* A datagram queued to a followed unconnected UDP socket (see l7_udp_q). Fires at every wake-up of a
+ * socket's reader: others leave at the protocol test or the hash lookup. */
+SEC("tp_btf/sk_data_ready")
+int BPF_PROG(l7_dgram, const struct sock *sk)
 {
-	__u64 id = bpf_get_current_pid_tgid();
-	__u32 tgid = id >> 32;
-	struct l7_ssl_call *ssl;
-	struct l7_call c = {};
+	__u64 key = (__u64)sk;
+	struct udp_src src = {};
+	struct sk_buff *skb;
+	unsigned char *head;
+	struct udp_q *q;
+	struct udphdr uh;
+	__u32 i;
+	__u8 ver = 0;
 
+	if (sk->sk_protocol != IPPROTO_UDP)
+		return 0;
+	q = bpf_map_lookup_elem(&l7_udp_q, &key);
+	if (!q)
+		return 0;
+	skb = sk->sk_receive_queue.prev;
+	if (!skb || (void *)skb == (void *)&sk->sk_receive_queue)
+		return 0;
+	head = skb->head;
+	if (bpf_probe_read_kernel(&ver, 1, head + skb->network_header))
+		return 0;
+	ver >>= 4;
+	if (ver == 4) {
+		struct iphdr ih;
+
+		if (bpf_probe_read_kernel(&ih, sizeof(ih), head + skb->network_header))
+			return 0;
+		src.family = AF_INET;
+		__builtin_memcpy(src.addr, &ih.saddr, 4);
+	} else if (ver == 6) {
+		struct ipv6hdr ih6;
+
+		if (bpf_probe_read_kernel(&ih6, sizeof(ih6), head + skb->network_header))
+			return 0;
+		src.family = AF_INET6;
+		__builtin_memcpy(src.addr, &ih6.saddr, 16);
+	} else {
+		return 0;
+	}
+	if (bpf_probe_read_kernel(&uh, sizeof(uh), head + skb->transport_header))
+		return 0;
+	src.port = bpf_ntohs(uh.source);
+	/* Not atomic (clang's BPF v1 has no fetch-and-add with a result): two CPUs queueing to one
+	 * socket at the same instant may keep one source for both. */
+	i = q->enq;
+	q->ring[i & (UDP_Q_LEN - 1)] = src;
+	q->enq = i + 1;
+	return 0;
+}
+
+/* The source of the datagram a receive on an unconnected UDP socket took, into the event. */
+static __always_inline void udp_recv_peer(struct l7_ev *h, struct sock *sk, __u64 skey)
+{
+	struct udp_q *q = bpf_map_lookup_elem(&l7_udp_q, &skey);
+	struct udp_src *src;
+	__u32 d;
+
+	if (!q) {
+		struct udp_q nq = {};
+		__u32 qlen = sk->sk_receive_queue.qlen + BPF_CORE_READ((struct udp_sock *)sk, reader_queue.qlen);
+
+		/* Followed from now on: the next datagrams' sources are kept; the ones queued already
+		 * (their sources unknown) are received first, counted below zero. */
+		nq.deq = 0 - qlen;
+		bpf_map_update_elem(&l7_udp_q, &skey, &nq, BPF_NOEXIST);
+		return;
+	}
+	d = q->deq;
+	if ((__s32)(q->enq - d) > UDP_Q_LEN)
+		d = q->enq - UDP_Q_LEN; /* more queued than kept: the oldest are lost */
+	if (d == q->enq)
+		return; /* more receives than datagrams seen queued (a missed wake-up) */
+	q->deq = d + 1;
+	if ((__s32)d < 0)
+		return; /* queued before the socket was followed */
+	src = &q->ring[d & (UDP_Q_LEN - 1)];
+	if (src->family == h->family) {
+		h->rport = src->port;
+		__builtin_memcpy(h->raddr, src->addr, 16);
+	} else if (src->family == AF_INET) {
+		/* IPv4 on a dual-stack socket: the v4-mapped address. */
+		__builtin_memset(h->raddr, 0, 10);
+		h->raddr[10] = 0xff;
+		h->raddr[11] = 0xff;
+		__builtin_memcpy(&h->raddr[12], src->addr, 4);
+		h->rport = src->port;
+	}
+}
+
+/* ---- socket data --------------------------------------------------------------------------------- */
+
+/* Payloads are taken where every send and receive of a socket passes (sock_sendmsg and
+ * sock_recvmsg's tracepoints), not at the system call tracepoints: a syscall tracepoint with a
+ * program puts every system call of every process of the host on the slow path and adds the perf
+ * dispatch to each traced call (+280 ns per read or write of a process out of scope, see
+ * bench/RESULTS.md); these fire for socket operations only, and a process out of scope pays one
+ * load of its verdict there. The system call (its number, fd, buffer) is read from the registers
+ * it saved on entry (x86-64 numbers). */
+#define NR_READ	     0
+#define NR_WRITE     1
+#define NR_READV     19
+#define NR_WRITEV    20
+#define NR_SENDFILE  40
+#define NR_SENDTO    44
+#define NR_RECVFROM  45
+#define NR_SENDMSG   46
+#define NR_RECVMSG   47
+#define NR_SPLICE    275
+#define PF_KTHREAD   0x00200000
+#define MSG_PEEK     2
+#define MSG_ERRQUEUE 0x2000
+
+static __always_inline int sock_data(struct sock *sk, int ret, int flags, __u8 dir)
+{
+	__u64 id, nr, buf, ts, addr = 0, skey = (__u64)sk;
+	struct task_struct *task;
+	struct l7_ssl_call *ssl;
+	struct l7_sock *s, tmp;
+	struct pt_regs *regs;
+	struct l7_buf *e;
+	__u32 tgid, iovcnt = 0, want;
+	__u16 family, proto;
+	__u8 kind, evflags = 0;
+	int fd;
+
+	/* a peek is read again; the error queue is not the peer's data */
+	if (ret <= 0 || (flags & (MSG_PEEK | MSG_ERRQUEUE)))
+		return 0;
+	id = bpf_get_current_pid_tgid();
+	tgid = id >> 32;
 	if (!in_scope(tgid))
 		return 0;
-	if (!sock_get(tgid, fd))
+	family = sk->__sk_common.skc_family;
+	proto = sk->sk_protocol;
+	if ((family != AF_INET && family != AF_INET6) || (proto != IPPROTO_TCP && proto != IPPROTO_UDP))
 		return 0;
-	c.ts = bpf_ktime_get_ns();
-	c.nr = (int)nr;
-	c.buf = buf;
-	c.addr = addr;
-	c.iovcnt = iovcnt;
-	c.fd = fd;
-	c.kind = kind;
-	c.dir = dir;
+	task = bpf_get_current_task_btf();
+	if (task->flags & PF_KTHREAD)
+		return 0;
+	regs = (struct pt_regs *)bpf_task_pt_regs(task);
+	if (!regs)
+		return 0;
+	nr = regs->orig_ax;
+	fd = (int)regs->di;
+	buf = regs->si;
+	switch (nr) {
+	case NR_READ:
+	case NR_WRITE:
+		kind = CK_BUF;
+		break;
+	case NR_READV:
+	case NR_WRITEV:
+		kind = CK_IOV;
+		iovcnt = (__u32)regs->dx;
+		break;
+	case NR_SENDTO:
+	case NR_RECVFROM:
+		kind = CK_BUF;
+		addr = regs->r8;
+		break;
+	case NR_SENDMSG:
+	case NR_RECVMSG: {
+		struct user_msghdr mh;
+
+		if (bpf_probe_read_user(&mh, sizeof(mh), (void *)buf))
+			return 0;
+		kind = CK_IOV;
+		buf = (__u64)mh.msg_iov;
+		iovcnt = (__u32)mh.msg_iovlen;
+		addr = (__u64)mh.msg_name;
+		break;
+	}
+	case NR_SENDFILE:
+		kind = CK_SENDFILE;
+		break;
+	case NR_SPLICE:
+		kind = CK_SENDFILE;
+		fd = (int)regs->dx; /* fd_out */
+		break;
+	default:
+		/* sendmmsg/recvmmsg, io_uring, ...: which buffer is not known here. */
+		stat_inc(L7_ST_UNKNOWN_CALL);
+		return 0;
+	}
+	if (proto == IPPROTO_UDP) {
+		sock_fill(&tmp, sk, tgid, fd, 1);
+		s = &tmp;
+	} else {
+		s = sock_get(sk, tgid, fd);
+		if (!s)
+			return 0;
+		if (s->enc)
+			evflags = L7_EF_ENCRYPTED; /* a Go TLS connection: its plaintext comes from the uprobes */
+	}
 	if (ssl_on) {
 		ssl = bpf_map_lookup_elem(&l7_ssl, &id);
 		if (ssl) {
 			/* Inside SSL_read/SSL_write: this is ciphertext, the plaintext comes at the return. */
 			ssl->fd = fd;
-			c.flags = L7_EF_ENCRYPTED;
+			evflags = L7_EF_ENCRYPTED;
 		}
 	}
-	if (bpf_map_update_elem(&l7_inflight, &id, &c, BPF_ANY))
-		stat_inc(L7_ST_INFLIGHT_FULL);
-	return 0;
-}
+	ts = bpf_ktime_get_ns();
+	{
+		struct xmit_ts *x = bpf_map_lookup_elem(&l7_xmit, &id);
 
-static __always_inline int data_exit(long nr, long ret)
-{
-	__u64 id = bpf_get_current_pid_tgid();
-	__u32 tgid = id >> 32;
-	struct l7_call *cp;
-	struct l7_call c;
-	struct l7_sock *s;
-	struct l7_buf *e;
-	__u64 key;
-	__u32 want;
-
-	if (!verdict_in(tgid))
-		return 0;
-	cp = bpf_map_lookup_elem(&l7_inflight, &id);
-	if (!cp)
-		return 0;
-	c = *cp;
-	bpf_map_delete_elem(&l7_inflight, &id);
-	if (ret <= 0 || c.nr != (int)nr)
-		return 0;
-	key = sock_key(tgid, c.fd);
-	s = bpf_map_lookup_elem(&l7_socks, &key);
-	if (!s || !s->is_sock)
-		return 0;
-	e = ev_begin(s, tgid, (__u32)id, c.fd, c.dir, c.dir == L7_DIR_SEND ? c.ts : bpf_ktime_get_ns());
+		/* Taken by this send; a receive ends whatever the thread queued before it. */
+		if (x) {
+			if (dir == L7_DIR_SEND && x->sk == skey && x->ts <= ts && ts - x->ts < XMIT_TS_MAX_NS)
+				ts = x->ts;
+			x->sk = 0;
+		}
+	}
+	e = ev_begin(s, skey, tgid, (__u32)id, fd, dir, ts);
 	if (!e)
 		return 0;
-	e->h.total = ret > 0xffffffffL ? 0xffffffffu : (__u32)ret;
-	e->h.flags |= c.flags;
+	e->h.total = (__u32)ret;
+	e->h.flags |= evflags;
 	want = cap_bytes;
 	if (want > e->h.total)
 		want = e->h.total;
-	if ((c.flags & L7_EF_ENCRYPTED) || c.kind == CK_SENDFILE || !want) {
-		if (!(c.flags & L7_EF_ENCRYPTED))
+	if (evflags || kind == CK_SENDFILE || !want) {
+		if (!evflags)
 			e->h.flags |= L7_EF_NOCOPY;
-	} else if (c.kind == CK_IOV) {
-		e->h.len = copy_iov(e, c.buf, c.iovcnt, want);
+	} else if (kind == CK_IOV) {
+		e->h.len = copy_iov(e, buf, iovcnt, want);
 	} else {
-		e->h.len = copy_buf(e, c.buf, want);
+		e->h.len = copy_buf(e, buf, want);
 	}
 	if (e->h.len < e->h.total && !(e->h.flags & (L7_EF_ENCRYPTED | L7_EF_NOCOPY)))
 		stat_inc(L7_ST_TRUNCATED);
-	if (s->udp && c.addr)
-		peer_from_user(&e->h, c.addr);
+	if (proto == IPPROTO_UDP) {
+		if (dir == L7_DIR_SEND) {
+			peer_from_user(&e->h, addr);
+		} else if (!e->h.rport) {
+			udp_recv_peer(&e->h, sk, skey); /* an unconnected socket: the datagram's source */
+		}
+	}
 	ev_submit(e);
 	return 0;
 }
 
-/* sendmsg/recvmsg: the iovecs and the peer address from the user's msghdr. */
-static __always_inline int msg_enter(long nr, int fd, __u64 umsg, __u8 dir)
+SEC("tp_btf/sock_send_length")
+int BPF_PROG(l7_sock_send, struct sock *sk, int ret, int flags)
 {
-	struct user_msghdr mh;
+	return sock_data(sk, ret, flags, L7_DIR_SEND);
+}
 
-	if (bpf_probe_read_user(&mh, sizeof(mh), (void *)umsg))
+SEC("tp_btf/sock_recv_length")
+int BPF_PROG(l7_sock_recv, struct sock *sk, int ret, int flags)
+{
+	return sock_data(sk, ret, flags, L7_DIR_RECV);
+}
+
+/* A packet queued for transmission by a thread in scope: the first one of its send (see l7_xmit). */
+SEC("tp_btf/net_dev_queue")
+int BPF_PROG(l7_xmit_q, struct sk_buff *skb)
+{
+	__u64 id = bpf_get_current_pid_tgid(), now;
+	struct xmit_ts *x, v;
+
+	struct sock *sk = skb->sk;
+
+	if (!in_scope(id >> 32) || !sk)
 		return 0;
-	return data_enter(nr, fd, (__u64)mh.msg_iov, (__u32)mh.msg_iovlen, (__u64)mh.msg_name, CK_IOV, dir);
-}
-
-SEC("tracepoint/syscalls/sys_enter_read")
-int l7_enter_read(struct trace_event_raw_sys_enter *ctx)
-{
-	return data_enter(ctx->id, (int)ctx->args[0], ctx->args[1], 0, 0, CK_BUF, L7_DIR_RECV);
-}
-
-SEC("tracepoint/syscalls/sys_exit_read")
-int l7_exit_read(struct trace_event_raw_sys_exit *ctx)
-{
-	return data_exit(ctx->id, ctx->ret);
-}
-
-SEC("tracepoint/syscalls/sys_enter_write")
-int l7_enter_write(struct trace_event_raw_sys_enter *ctx)
-{
-	return data_enter(ctx->id, (int)ctx->args[0], ctx->args[1], 0, 0, CK_BUF, L7_DIR_SEND);
-}
-
-SEC("tracepoint/syscalls/sys_exit_write")
-int l7_exit_write(struct trace_event_raw_sys_exit *ctx)
-{
-	return data_exit(ctx->id, ctx->ret);
-}
-
-SEC("tracepoint/syscalls/sys_enter_readv")
-int l7_enter_readv(struct trace_event_raw_sys_enter *ctx)
-{
-	return data_enter(ctx->id, (int)ctx->args[0], ctx->args[1], (__u32)ctx->args[2], 0, CK_IOV, L7_DIR_RECV);
-}
-
-SEC("tracepoint/syscalls/sys_exit_readv")
-int l7_exit_readv(struct trace_event_raw_sys_exit *ctx)
-{
-	return data_exit(ctx->id, ctx->ret);
-}
-
-SEC("tracepoint/syscalls/sys_enter_writev")
-int l7_enter_writev(struct trace_event_raw_sys_enter *ctx)
-{
-	return data_enter(ctx->id, (int)ctx->args[0], ctx->args[1], (__u32)ctx->args[2], 0, CK_IOV, L7_DIR_SEND);
-}
-
-SEC("tracepoint/syscalls/sys_exit_writev")
-int l7_exit_writev(struct trace_event_raw_sys_exit *ctx)
-{
-	return data_exit(ctx->id, ctx->ret);
-}
-
-SEC("tracepoint/syscalls/sys_enter_sendto")
-int l7_enter_sendto(struct trace_event_raw_sys_enter *ctx)
-{
-	return data_enter(ctx->id, (int)ctx->args[0], ctx->args[1], 0, ctx->args[4], CK_BUF, L7_DIR_SEND);
-}
-
-SEC("tracepoint/syscalls/sys_exit_sendto")
-int l7_exit_sendto(struct trace_event_raw_sys_exit *ctx)
-{
-	return data_exit(ctx->id, ctx->ret);
-}
-
-SEC("tracepoint/syscalls/sys_enter_recvfrom")
-int l7_enter_recvfrom(struct trace_event_raw_sys_enter *ctx)
-{
-	return data_enter(ctx->id, (int)ctx->args[0], ctx->args[1], 0, ctx->args[4], CK_BUF, L7_DIR_RECV);
-}
-
-SEC("tracepoint/syscalls/sys_exit_recvfrom")
-int l7_exit_recvfrom(struct trace_event_raw_sys_exit *ctx)
-{
-	return data_exit(ctx->id, ctx->ret);
-}
-
-SEC("tracepoint/syscalls/sys_enter_sendmsg")
-int l7_enter_sendmsg(struct trace_event_raw_sys_enter *ctx)
-{
-	return msg_enter(ctx->id, (int)ctx->args[0], ctx->args[1], L7_DIR_SEND);
-}
-
-SEC("tracepoint/syscalls/sys_exit_sendmsg")
-int l7_exit_sendmsg(struct trace_event_raw_sys_exit *ctx)
-{
-	return data_exit(ctx->id, ctx->ret);
-}
-
-SEC("tracepoint/syscalls/sys_enter_recvmsg")
-int l7_enter_recvmsg(struct trace_event_raw_sys_enter *ctx)
-{
-	return msg_enter(ctx->id, (int)ctx->args[0], ctx->args[1], L7_DIR_RECV);
-}
-
-SEC("tracepoint/syscalls/sys_exit_recvmsg")
-int l7_exit_recvmsg(struct trace_event_raw_sys_exit *ctx)
-{
-	return data_exit(ctx->id, ctx->ret);
-}
-
-/* sendfile(out_fd, in_fd, ...): a body the parsers skip by count (nginx serves files so). */
-SEC("tracepoint/syscalls/sys_enter_sendfile64")
-int l7_enter_sendfile(struct trace_event_raw_sys_enter *ctx)
-{
-	return data_enter(ctx->id, (int)ctx->args[0], 0, 0, 0, CK_SENDFILE, L7_DIR_SEND);
-}
-
-SEC("tracepoint/syscalls/sys_exit_sendfile64")
-int l7_exit_sendfile(struct trace_event_raw_sys_exit *ctx)
-{
-	return data_exit(ctx->id, ctx->ret);
-}
-
-SEC("tracepoint/syscalls/sys_enter_connect")
-int l7_enter_connect(struct trace_event_raw_sys_enter *ctx)
-{
-	__u64 id = bpf_get_current_pid_tgid();
-	struct l7_call c = {.fd = (int)ctx->args[0], .kind = CK_CONNECT};
-
-	if (!in_scope(id >> 32))
+	/* Segments without payload (the ACKs a receive sends) start no send: TCP puts a send's payload
+	 * in page fragments (tcp_sendmsg), so a segment with data has data_len > 0. */
+	if (sk->sk_protocol == IPPROTO_TCP && !skb->data_len)
 		return 0;
-	if (bpf_map_update_elem(&l7_inflight, &id, &c, BPF_ANY))
-		stat_inc(L7_ST_INFLIGHT_FULL);
+	now = bpf_ktime_get_ns();
+	x = bpf_map_lookup_elem(&l7_xmit, &id);
+	if (x && x->sk == (__u64)skb->sk && now - x->ts < XMIT_TS_MAX_NS)
+		return 0; /* a later packet of the same send */
+	v.sk = (__u64)skb->sk;
+	v.ts = now;
+	if (x)
+		*x = v;
+	else
+		bpf_map_update_elem(&l7_xmit, &id, &v, BPF_ANY);
 	return 0;
 }
 
-SEC("tracepoint/syscalls/sys_exit_connect")
-int l7_exit_connect(struct trace_event_raw_sys_exit *ctx)
+/* TCP handshakes give a socket its role; its end (TCP_CLOSE, in whatever context) is the close event
+ * of the process that used it. */
+#define TCP_SYN_SENT 2
+#define TCP_SYN_RECV 3
+#define TCP_CLOSE_ST 7
+
+SEC("tp_btf/inet_sock_set_state")
+int BPF_PROG(l7_state, const struct sock *sk, int oldstate, int newstate)
 {
-	__u64 id = bpf_get_current_pid_tgid();
-	struct l7_call *cp;
-	int fd;
-
-	if (!verdict_in(id >> 32))
-		return 0;
-	cp = bpf_map_lookup_elem(&l7_inflight, &id);
-	if (!cp)
-		return 0;
-	fd = cp->fd;
-	if (cp->kind != CK_CONNECT) /* a stale entry of another call */
-		fd = -1;
-	bpf_map_delete_elem(&l7_inflight, &id);
-	/* A non-blocking connect has its addresses set already when it returns EINPROGRESS. */
-	if (fd >= 0 && (ctx->ret == 0 || ctx->ret == -EINPROGRESS))
-		sock_new(id >> 32, fd, L7_ROLE_CLIENT);
-	return 0;
-}
-
-static __always_inline int accept_exit(long ret)
-{
-	__u32 tgid = gg_current_tgid();
-
-	if (ret < 0 || !in_scope(tgid))
-		return 0;
-	sock_new(tgid, (int)ret, L7_ROLE_SERVER);
-	return 0;
-}
-
-SEC("tracepoint/syscalls/sys_exit_accept")
-int l7_exit_accept(struct trace_event_raw_sys_exit *ctx)
-{
-	return accept_exit(ctx->ret);
-}
-
-SEC("tracepoint/syscalls/sys_exit_accept4")
-int l7_exit_accept4(struct trace_event_raw_sys_exit *ctx)
-{
-	return accept_exit(ctx->ret);
-}
-
-SEC("tracepoint/syscalls/sys_enter_close")
-int l7_enter_close(struct trace_event_raw_sys_enter *ctx)
-{
-	__u64 id = bpf_get_current_pid_tgid();
-	__u32 tgid = id >> 32;
-	int fd = (int)ctx->args[0];
-	__u64 key = sock_key(tgid, fd);
-	struct l7_sock *s;
+	__u64 key = (__u64)sk;
 	struct l7_ev ev = {};
+	struct l7_sock *s;
+	__u8 role;
 
-	if (!in_scope(tgid))
+	if (sk->sk_protocol != IPPROTO_TCP)
 		return 0;
-	s = bpf_map_lookup_elem(&l7_socks, &key);
-	if (!s) {
-		bpf_map_delete_elem(&l7_nonsock, &key);
+	if (newstate == TCP_SYN_SENT || newstate == TCP_SYN_RECV) {
+		role = newstate == TCP_SYN_SENT ? L7_ROLE_CLIENT : L7_ROLE_SERVER;
+		/* connect() runs in the process: leave processes out of scope alone. */
+		if (role == L7_ROLE_CLIENT && !in_scope(gg_current_tgid()))
+			return 0;
+		bpf_map_update_elem(&l7_role, &key, &role, BPF_ANY);
 		return 0;
 	}
+	if (newstate != TCP_CLOSE_ST)
+		return 0;
+	bpf_map_delete_elem(&l7_role, &key);
+	s = bpf_map_lookup_elem(&l7_socks, &key);
+	if (!s)
+		return 0;
 	ev.type = L7_EV_CLOSE;
-	ev.tgid = tgid;
-	ev.pid = (__u32)id;
-	ev.fd = fd;
-	ev.sk = s->sk;
+	ev.tgid = s->tgid;
+	ev.fd = s->fd;
+	ev.sk = key;
 	ev.ts_ns = bpf_ktime_get_ns();
 	if (bpf_ringbuf_output(&l7_events, &ev, sizeof(ev), BPF_RB_NO_WAKEUP))
 		stat_inc(L7_ST_RB_FULL);
@@ -720,7 +760,7 @@ static __always_inline int ssl_exit(long ret, int ex)
 	struct ssl_key sk = {};
 	struct l7_sock *s;
 	struct l7_buf *e;
-	__u64 bytes = 0;
+	__u64 bytes = 0, skey = 0;
 	__u32 want;
 	__s32 *fdp;
 
@@ -729,7 +769,8 @@ static __always_inline int ssl_exit(long ret, int ex)
 	c = *cp;
 	bpf_map_delete_elem(&l7_ssl, &id);
 	if (ex) {
-		if (ret == 1 && c.retp)
+		/* SSL_read_ex/SSL_write_ex return 1, the internal functions probed instead a count > 0 */
+		if ((int)ret > 0 && c.retp)
 			bpf_probe_read_user(&bytes, sizeof(bytes), (void *)c.retp);
 	} else if ((int)ret > 0) {
 		bytes = (__u64)(int)ret;
@@ -748,12 +789,12 @@ static __always_inline int ssl_exit(long ret, int ex)
 		}
 		c.fd = *fdp;
 	}
-	s = sock_get(tgid, c.fd);
+	s = sock_of_fd(tgid, c.fd, &skey);
 	if (!s) {
 		stat_inc(L7_ST_SSL_NOFD);
 		return 0;
 	}
-	e = ev_begin(s, tgid, (__u32)id, c.fd, c.dir, c.dir == L7_DIR_SEND ? c.ts : bpf_ktime_get_ns());
+	e = ev_begin(s, skey, tgid, (__u32)id, c.fd, c.dir, c.dir == L7_DIR_SEND ? c.ts : bpf_ktime_get_ns());
 	if (!e)
 		return 0;
 	e->h.flags |= L7_EF_SSL;
@@ -817,4 +858,146 @@ SEC("uretprobe")
 int BPF_KRETPROBE(l7_ssl_write_ex_ret, long ret)
 {
 	return ssl_exit(ret, 1);
+}
+
+/* ---- Go crypto/tls ------------------------------------------------------------------------------- */
+
+/* A crypto/tls.(*Conn).Read or Write between its entry and one of its ret instructions (no uretprobe
+ * on Go: it moves goroutine stacks, which a hijacked return address breaks), per goroutine (r14 is
+ * the current g in Go's register ABI, go >= 1.17): a goroutine may block in Read and resume on
+ * another thread. */
+struct go_key {
+	__u32 tgid;
+	__u32 pad;
+	__u64 g;
+};
+
+struct go_call {
+	__u64 buf;
+	__u64 ts;
+	__s32 fd;
+	__u8 dir;
+	__u8 pad[3];
+};
+
+struct {
+	__uint(type, BPF_MAP_TYPE_LRU_HASH);
+	__uint(max_entries, L7_INFLIGHT_MAX);
+	__type(key, struct go_key);
+	__type(value, struct go_call);
+} l7_go SEC(".maps");
+
+/* The fd under a *tls.Conn, by offsets stable from go 1.x to 1.22 (checked on Debian's 1.19):
+ * tls.Conn.conn (a net.Conn interface: itab, data) at 0, its data a *net.TCPConn whose first word is
+ * conn.fd (*net.netFD); netFD starts with pfd (internal/poll.FD): fdmu (fdMutex, 16 bytes), then
+ * Sysfd (int). -1 when a word cannot be read (another net.Conn type gives a wrong fd, which the socket
+ * lookup then refuses). */
+static __always_inline int go_conn_fd(__u64 conn)
+{
+	__u64 data = 0, nfd = 0;
+	__s64 fd = -1;
+
+	if (bpf_probe_read_user(&data, sizeof(data), (void *)(conn + 8)) || !data)
+		return -1;
+	if (bpf_probe_read_user(&nfd, sizeof(nfd), (void *)data) || !nfd)
+		return -1;
+	if (bpf_probe_read_user(&fd, sizeof(fd), (void *)(nfd + 16)))
+		return -1;
+	return fd >= 0 && fd < (1 << 30) ? (int)fd : -1;
+}
+
+/* The plaintext of a Read or Write as a data event on its socket. */
+static __always_inline int go_emit(__u64 id, int fd, __u8 dir, __u64 buf, __s64 n, __u64 ts)
+{
+	__u32 tgid = id >> 32, want;
+	struct l7_sock *s;
+	struct l7_buf *e;
+	__u64 skey = 0;
+
+	s = sock_of_fd(tgid, fd, &skey);
+	if (!s) {
+		stat_inc(L7_ST_SSL_NOFD);
+		return 0;
+	}
+	e = ev_begin(s, skey, tgid, (__u32)id, fd, dir, ts);
+	if (!e)
+		return 0;
+	e->h.flags |= L7_EF_SSL;
+	e->h.total = n > 0xffffffffll ? 0xffffffffu : (__u32)n;
+	want = cap_bytes;
+	if (want > e->h.total)
+		want = e->h.total;
+	if (want)
+		e->h.len = copy_buf(e, buf, want);
+	else
+		e->h.flags |= L7_EF_NOCOPY;
+	if (e->h.len < e->h.total && want)
+		stat_inc(L7_ST_TRUNCATED);
+	ev_submit(e);
+	return 0;
+}
+
+/* Entry (after the stack check's cmp, at its jbe: emulated, the arguments still in registers):
+ * rax = c *Conn, rbx/rcx = b []byte. A Write is emitted here, whole (crypto/tls writes all of b or
+ * fails, and the connection then ends): at its return the response may already have been read by
+ * another goroutine (net/http's readLoop), which would put the request behind its response in the
+ * ring. A Read is kept for its ret instructions, where its count is known. */
+static __always_inline int go_enter(struct pt_regs *ctx, __u8 dir)
+{
+	__u64 id = bpf_get_current_pid_tgid(), skey = 0;
+	__u32 tgid = id >> 32;
+	struct go_key k = {.tgid = tgid, .g = ctx->r14};
+	struct go_call c = {.buf = ctx->bx, .dir = dir};
+	struct l7_sock *s;
+
+	if (!ssl_on || !in_scope(tgid))
+		return 0;
+	c.fd = go_conn_fd(ctx->ax);
+	if (c.fd < 0) {
+		stat_inc(L7_ST_SSL_NOFD);
+		return 0;
+	}
+	c.ts = bpf_ktime_get_ns();
+	/* The socket's own payloads are ciphertext from now on: counted, not parsed. */
+	s = sock_of_fd(tgid, c.fd, &skey);
+	if (s && !s->enc)
+		s->enc = 1;
+	if (dir == L7_DIR_SEND) {
+		if ((__s64)ctx->cx > 0)
+			go_emit(id, c.fd, dir, c.buf, (__s64)ctx->cx, c.ts);
+		return 0;
+	}
+	bpf_map_update_elem(&l7_go, &k, &c, BPF_ANY);
+	return 0;
+}
+
+SEC("uprobe")
+int l7_go_read(struct pt_regs *ctx)
+{
+	return go_enter(ctx, L7_DIR_RECV);
+}
+
+SEC("uprobe")
+int l7_go_write(struct pt_regs *ctx)
+{
+	return go_enter(ctx, L7_DIR_SEND);
+}
+
+/* At a ret of Read: rax = n. */
+SEC("uprobe")
+int l7_go_ret(struct pt_regs *ctx)
+{
+	__u64 id = bpf_get_current_pid_tgid();
+	struct go_key k = {.tgid = id >> 32, .g = ctx->r14};
+	struct go_call *cp = bpf_map_lookup_elem(&l7_go, &k);
+	struct go_call c;
+	__s64 n = (__s64)ctx->ax;
+
+	if (!cp)
+		return 0;
+	c = *cp;
+	bpf_map_delete_elem(&l7_go, &k);
+	if (n <= 0)
+		return 0;
+	return go_emit(id, c.fd, c.dir, c.buf, n, bpf_ktime_get_ns());
 }

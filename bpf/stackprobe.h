@@ -5,11 +5,19 @@
 /* Frames kept per stack (kernel and user each); the kernel's default perf_event_max_stack. */
 #define SP_MAX_DEPTH 127
 #define SP_COMM_LEN  16
-/* Stack-trace map entries per generation (oncpu and mem share it). */
-#define SP_STACK_ENTRIES 8192
-/* Distinct (thread, stacks, event) keys per generation. */
-#define SP_COUNT_ENTRIES   16384
+/* Upper bounds of the maps' sizes; user space sizes them at load from the number of CPUs (one
+ * generation holds one second of samples: SP_STACK_PER_CPU stacks, SP_COUNT_PER_CPU keys, SP_RB_PER_CPU
+ * bytes of off-CPU records per CPU, at least the _MIN). A full map is counted (stack_lost, count_lost,
+ * ringbuf_lost), never silent. */
+#define SP_STACK_ENTRIES   8192	 /* stack-trace map entries per generation (oncpu and mem share it) */
+#define SP_COUNT_ENTRIES   16384 /* distinct (thread, stacks, event) keys per generation */
 #define SP_OFFCPU_RB_BYTES (4u << 20)
+#define SP_STACK_PER_CPU   1024u
+#define SP_STACK_MIN	   2048u
+#define SP_COUNT_PER_CPU   2048u
+#define SP_COUNT_MIN	   4096u
+#define SP_RB_PER_CPU	   (512u << 10)
+#define SP_RB_MIN	   (1u << 20)
 /* CPUs the on-CPU sampler handles (possible CPUs beyond are not sampled). */
 #define SP_MAX_CPUS 1024
 

@@ -28,9 +28,12 @@ __u64 verdict[TP_VERDICT_PIDS / 32];
 __u64 dropped_procs; /* processes not tracked because tp_procs was full */
 __u32 max_epoch;     /* report period number, for tp_proc.max_ns */
 
+/* Processes (and below: threads, DNS lookups in flight) come and go far less often than they are
+ * updated: entries are allocated as they come (BPF_F_NO_PREALLOC), not all 4096 up front (3 MiB). */
 struct {
 	__uint(type, BPF_MAP_TYPE_HASH);
 	__uint(max_entries, TP_PROCS_MAX);
+	__uint(map_flags, BPF_F_NO_PREALLOC);
 	__type(key, __u32);
 	__type(value, struct tp_proc);
 } tp_procs SEC(".maps");
@@ -68,6 +71,7 @@ struct tp_off {
 struct {
 	__uint(type, BPF_MAP_TYPE_HASH);
 	__uint(max_entries, 16384);
+	__uint(map_flags, BPF_F_NO_PREALLOC);
 	__type(key, __u32);
 	__type(value, struct tp_off);
 } tp_offcpu SEC(".maps");
@@ -91,6 +95,7 @@ struct {
 struct {
 	__uint(type, BPF_MAP_TYPE_HASH);
 	__uint(max_entries, 4096);
+	__uint(map_flags, BPF_F_NO_PREALLOC);
 	__type(key, __u64);
 	__type(value, __u64);
 } tp_dns_start SEC(".maps");

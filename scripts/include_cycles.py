@@ -47,6 +47,11 @@ LAYERS = [("ipc/", ("probes/", "supervisor/")), ("schema/", ("probes/", "supervi
           ("supervisor/", ("probes/",)), ("tools/", ("supervisor/",))]
 
 
+# Crossings made on purpose: stackprobe's [Pod]/[Con] frames name containers with the supervisor's own
+# identity resolver (supervisor/identity.c is linked into it), so that both name them alike.
+LAYER_EXCEPTIONS = {("probes/stackprobe/profile.c", "supervisor/identity.h")}
+
+
 def layer_violations(root):
     out = []
     for f in sorted(sources(root)):
@@ -57,7 +62,8 @@ def layer_violations(root):
             if not p:
                 continue
             for prefix, banned in LAYERS:
-                if f.startswith(prefix) and p.startswith(banned) and not p.startswith(prefix):
+                if (f.startswith(prefix) and p.startswith(banned) and not p.startswith(prefix)
+                        and (f, p) not in LAYER_EXCEPTIONS):
                     out.append("layer: %s includes %s" % (f, p))
     return out
 

@@ -14,6 +14,7 @@ PKGS=(
   redis-server postgresql mariadb-server dnsmasq-base
   chromium chromium-driver groff-base man-db
   python3-grpcio nghttp2-client
+  libcapstone-dev golang-go
 )
 
 missing=()

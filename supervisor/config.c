@@ -167,10 +167,13 @@ static const struct key_spec identity_keys[] = {
 	PATHK(identity.crio_dir, "crio_dir"),
 	PATHK(identity.storage_dir, "storage_dir"),
 	PATHK(identity.docker_dir, "docker_dir"),
+	PATHK(identity.containerd_root, "containerd_root"),
 	INT(identity.max_procs, "max_procs", 16, 1048576),
 	INT(identity.max_containers, "max_containers", 16, 1048576),
 	INT(identity.proc_refresh_ms, "proc_refresh_ms", 100, 3600000),
 	INT(identity.names_refresh_s, "names_refresh_s", 1, 86400),
+	{"watch_cgroups", K_ONOFF, offsetof(struct gg_config, identity.watch_cgroups), sizeof(int), 0, 0, NULL},
+	INT(identity.max_watches, "max_watches", 16, 1048576),
 	{NULL, 0, 0, 0, 0, 0, NULL},
 };
 
@@ -481,7 +484,16 @@ static int params_to_json(struct load_ctx *c, const config_setting_t *g, const c
  * rename or replace what root put there). */
 int gg_exec_trusted(const char *path, char *why, size_t whylen)
 {
+	unsigned long long dev, ino;
+
+	return gg_exec_trusted_id(path, &dev, &ino, why, whylen);
+}
+
+int gg_exec_trusted_id(const char *path, unsigned long long *ret_dev, unsigned long long *ret_ino, char *why,
+		       size_t whylen)
+{
 	char real[PATH_MAX], dir[PATH_MAX], *slash;
+	unsigned long long dev, ino;
 	struct stat st;
 
 	if (!realpath(path, real)) {
@@ -501,6 +513,8 @@ int gg_exec_trusted(const char *path, char *why, size_t whylen)
 			 (st.st_mode & S_IWOTH) ? "others" : "its group", (unsigned)(st.st_mode & 07777));
 		return -EACCES;
 	}
+	dev = (unsigned long long)st.st_dev;
+	ino = (unsigned long long)st.st_ino;
 	snprintf(dir, sizeof(dir), "%s", real);
 	while ((slash = strrchr(dir, '/')) != NULL) {
 		if (slash == dir)
@@ -524,6 +538,8 @@ int gg_exec_trusted(const char *path, char *why, size_t whylen)
 		if (!strcmp(dir, "/"))
 			break;
 	}
+	*ret_dev = dev;
+	*ret_ino = ino;
 	return 0;
 }
 
@@ -722,10 +738,13 @@ static void set_defaults(struct gg_config *cfg)
 	snprintf(cfg->identity.crio_dir, sizeof(cfg->identity.crio_dir), "/run/containers/storage");
 	snprintf(cfg->identity.storage_dir, sizeof(cfg->identity.storage_dir), "/var/lib/containers/storage");
 	snprintf(cfg->identity.docker_dir, sizeof(cfg->identity.docker_dir), "/var/lib/docker");
+	snprintf(cfg->identity.containerd_root, sizeof(cfg->identity.containerd_root), "/var/lib/containerd");
 	cfg->identity.max_procs = 16384;
 	cfg->identity.max_containers = 4096;
 	cfg->identity.proc_refresh_ms = 5000;
 	cfg->identity.names_refresh_s = 60;
+	cfg->identity.watch_cgroups = 1;
+	cfg->identity.max_watches = 8192;
 }
 
 static int load(struct load_ctx *c, config_t *lc)

@@ -126,9 +126,12 @@ struct gg_config {
 		int enabled;
 		char proc_root[PATH_MAX];
 		char containerd_dir[PATH_MAX], crio_dir[PATH_MAX], storage_dir[PATH_MAX], docker_dir[PATH_MAX];
-		int max_procs, max_containers; /* cache bounds */
-		int proc_refresh_ms;	       /* a process's cgroup is read again after this long */
-		int names_refresh_s;	       /* a container's names are read again after this long */
+		char containerd_root[PATH_MAX]; /* containerd's root: its metadata database (pod labels) */
+		int max_procs, max_containers;	/* cache bounds */
+		int proc_refresh_ms;		/* a process's cgroup is read again after this long */
+		int names_refresh_s;		/* a container's names are read again after this long */
+		int watch_cgroups;		/* inotify on the cgroup hierarchies (mkdir/rmdir, moves) */
+		int max_watches;		/* cgroup directories watched at most */
 	} identity;
 
 	unsigned int nprobes;
@@ -156,5 +159,9 @@ const char *gg_out_channel__str(enum gg_out_channel c);
 /* 0 when root may execute path: the real file and every directory above it owned by root and
  * writable by nobody else (see config.c); else negative errno and the reason in why. */
 int gg_exec_trusted(const char *path, char *why, size_t whylen);
+/* The same check, giving the checked file's identity (st_dev, st_ino of the real file): the spawn
+ * wrapper opens the binary once and runs it only if it is still that file. */
+int gg_exec_trusted_id(const char *path, unsigned long long *ret_dev, unsigned long long *ret_ino, char *why,
+		       size_t whylen);
 
 #endif

@@ -11,12 +11,14 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/inotify.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
 #include <cjson/cJSON.h>
 
 #include "fsutil.h"
+#include "bolt.h"
 #include "meta.h"
 
 #define CGROUP_FILE_MAX	      8192u
@@ -30,6 +32,7 @@
 #define DEFAULT_PROC_TTL_MS   5000u
 #define DEFAULT_CGROUP_TTL_MS 60000u
 #define DEFAULT_RETRY_MS      2000u
+#define EPOCH_MIN_MS	      100u /* cgroup events take effect at most this often */
 
 const char *const gg_ident_names[GG_IDENT__COUNT] = {"container_id", "container_name", "container_image", "pod_id",
 						     "pod",	     "pod_namespace"};
@@ -74,6 +77,140 @@ static void take_kube_labels(struct gg_ident_names *ret, const cJSON *m)
 	take(ret->pod_uid, member(m, "io.kubernetes.pod.uid"));
 }
 
+/* dst = j when it is a container id (64 hex digits: it names a directory of the runtime's state) */
+static void take_id(char *dst, const cJSON *j)
+{
+	const char *s = cJSON_GetStringValue(j);
+
+	if (dst[0] || !s || strlen(s) != 64)
+		return;
+	for (int i = 0; i < 64; i++) {
+		if (!isxdigit((unsigned char)s[i]))
+			return;
+	}
+	for (int i = 0; i <= 64; i++)
+		dst[i] = (char)tolower((unsigned char)s[i]);
+}
+
+/* 1 when [s, s+n) is usable as a label key or value: valid UTF-8, no control characters. */
+static int label_text_ok(const char *s, size_t n)
+{
+	if (!meta_utf8_valid(s, n))
+		return 0;
+	for (size_t i = 0; i < n; i++) {
+		if ((unsigned char)s[i] < 0x20 || s[i] == 0x7f)
+			return 0;
+	}
+	return 1;
+}
+
+/* A Kubernetes label key is at most 253 (prefix) + 1 + 63 (name) characters. */
+#define POD_LABEL_KEY_MAX 317u
+
+/* One label into ret when it is usable and fits (else left out). Always 0: a walk goes on. */
+static int pod_label_add(void *ctx, const char *k, size_t kn, const char *v, size_t vn)
+{
+	struct gg_pod_labels *ret = ctx;
+
+	if (ret->nwant) {
+		unsigned int i = 0;
+
+		while (i < ret->nwant && (strlen(ret->want[i]) != kn || memcmp(ret->want[i], k, kn)))
+			i++;
+		if (i == ret->nwant)
+			return 0;
+	}
+	if (ret->n >= GG_POD_LABELS_MAX || !kn || kn > POD_LABEL_KEY_MAX || vn > GG_IDENT_VALUE_MAX ||
+	    memchr(k, '\0', kn) || memchr(v, '\0', vn) || !label_text_ok(k, kn) || !label_text_ok(v, vn) ||
+	    ret->len + kn + vn + 2 > sizeof(ret->buf))
+		return 0;
+	memcpy(ret->buf + ret->len, k, kn);
+	ret->len += (uint32_t)kn;
+	ret->buf[ret->len++] = '\0';
+	memcpy(ret->buf + ret->len, v, vn);
+	ret->len += (uint32_t)vn;
+	ret->buf[ret->len++] = '\0';
+	ret->n++;
+	return 0;
+}
+
+static int pod_labels_from(const cJSON *obj, struct gg_pod_labels *ret)
+{
+	const cJSON *e;
+
+	if (!cJSON_IsObject(obj))
+		return -ENOENT;
+	cJSON_ArrayForEach(e, obj)
+	{
+		const char *k = e->string, *v = cJSON_GetStringValue(e);
+
+		if (k && v)
+			pod_label_add(ret, k, strlen(k), v, strlen(v));
+	}
+	return ret->n ? 0 : -ENOENT;
+}
+
+int gg_ident__containerd_pod_labels(const char *db, const char *ns, const char *sandbox, struct gg_pod_labels *ret)
+{
+	/* containerd's metadata (metadata/buckets.go): v1/<namespace>/containers/<id>/labels; the CRI
+	 * plugin gives the sandbox (pause) container the pod's labels */
+	const char *const path[] = {"v1", ns, "containers", sandbox, "labels"};
+	int err;
+
+	ret->len = 0;
+	ret->n = 0;
+	err = gg_bolt__file_bucket_pairs(db, path, 5, GG_POD_LABELS_MAX * 4, pod_label_add, ret);
+	if (err)
+		return err;
+	return ret->n ? 0 : -ENOENT;
+}
+
+int gg_ident__parse_pod_labels(const char *json, size_t len, struct gg_pod_labels *ret)
+{
+	cJSON *root = cJSON_ParseWithLength(json, len), *labels = NULL;
+	const char *lj;
+	int err;
+
+	ret->len = 0;
+	ret->n = 0;
+	if (!cJSON_IsObject(root)) {
+		err = -EINVAL;
+		goto cleanup;
+	}
+	/* CRI-O: the sandbox's spec keeps the pod's labels as one JSON string (server/sandbox_run_linux.go) */
+	lj = cJSON_GetStringValue(member(member(root, "annotations"), "io.kubernetes.cri-o.Labels"));
+	if (lj && strlen(lj) <= OCI_LABELS_MAX) {
+		labels = cJSON_Parse(lj);
+		err = pod_labels_from(labels, ret);
+		goto cleanup;
+	}
+	/* dockershim / cri-dockerd: the sandbox (pause) container's labels are the pod's */
+	err = pod_labels_from(member(member(root, "Config"), "Labels"), ret);
+cleanup:
+	cJSON_Delete(labels);
+	cJSON_Delete(root);
+	return err;
+}
+
+const char *gg_ident__pod_label(const struct gg_ident *id, const char *key, size_t *ret_len)
+{
+	const char *p = id->pod_labels, *end = p ? p + id->pod_labels_len : NULL;
+
+	while (p && p < end) {
+		size_t kn = strlen(p);
+		const char *v = p + kn + 1;
+		size_t vn = strlen(v);
+
+		if (!strcmp(p, key)) {
+			if (ret_len)
+				*ret_len = vn;
+			return v;
+		}
+		p = v + vn + 1;
+	}
+	return NULL;
+}
+
 int gg_ident__parse_oci_config(const char *json, size_t len, struct gg_ident_names *ret)
 {
 	cJSON *root = cJSON_ParseWithLength(json, len);
@@ -95,6 +232,8 @@ int gg_ident__parse_oci_config(const char *json, size_t len, struct gg_ident_nam
 	take(ret->pod, member(a, "io.kubernetes.cri.sandbox-name"));
 	take(ret->pod_ns, member(a, "io.kubernetes.cri.sandbox-namespace"));
 	take(ret->pod_uid, member(a, "io.kubernetes.cri.sandbox-uid"));
+	take_id(ret->sandbox, member(a, "io.kubernetes.cri.sandbox-id"));
+	take_id(ret->sandbox, member(a, "io.kubernetes.cri-o.SandboxID"));
 	/* CRI-O (the kubelet's label keys, and its own image annotation) */
 	take_kube_labels(ret, a);
 	take(ret->image, member(a, "io.kubernetes.cri-o.ImageName"));
@@ -129,6 +268,7 @@ int gg_ident__parse_docker_config(const char *json, size_t len, struct gg_ident_
 	cfg = member(root, "Config");
 	/* a dockershim container: the Kubernetes names are labels; Name is k8s_<container>_<pod>_... */
 	take_kube_labels(ret, member(cfg, "Labels"));
+	take_id(ret->sandbox, member(member(cfg, "Labels"), "io.kubernetes.sandbox.id"));
 	take(ret->image, member(cfg, "Image"));
 	take(name, member(root, "Name"));
 	if (!ret->name[0] && name[0])
@@ -198,8 +338,9 @@ struct cg_entry {
 	unsigned int refs;
 	uint64_t retry_ms; /* the next wait while its state cannot be read: doubles, up to cgroup_ttl_ms */
 	char *path;
-	char *buf; /* the six values, NUL-terminated one after another */
+	char *buf; /* the six values, NUL-terminated one after another, then the pod's labels */
 	struct gg_ident ident;
+	int hashed; /* in the hash table; 0 once its cgroup was removed (kept while processes refer to it) */
 };
 
 struct proc_entry {
@@ -207,18 +348,45 @@ struct proc_entry {
 	struct proc_entry *hnext;
 	uint32_t tgid;
 	uint64_t expires_ms;
+	uint64_t epoch;	     /* the cgroup event count when its cgroup was read */
 	struct cg_entry *cg; /* NULL: not in a container */
+};
+
+/* One watched cgroup directory. */
+struct watch {
+	struct watch *hnext;
+	int wd;
+	unsigned int root; /* index into roots */
+	char *rel;	   /* path below the mount point, "" for the mount point itself, else "/a/b" */
+};
+
+/* One cgroup hierarchy: where it is mounted and which cgroup path its mount point is. */
+struct cg_root {
+	char *mnt;
+	char *root; /* "/" normally */
 };
 
 struct gg_identity {
 	struct gg_identity_opts o;
-	char *strs[5];
+	char *strs[6];
 	struct proc_entry **pbuckets;
 	struct cg_entry **cbuckets;
 	size_t npb, ncb; /* powers of two */
 	struct lru procs, cgroups;
 	struct gg_identity_stats st;
 	struct gg_ident_names scratch;
+	struct gg_pod_labels plscratch;
+	char *want_keys[GG_POD_LABELS_MAX];
+	unsigned int nwant_keys;
+	/* cgroup events (inotify) */
+	int ifd;
+	uint64_t epoch;	       /* bumped by the events that may have moved a process */
+	int epoch_pending;     /* such an event came after the last bump */
+	uint64_t epoch_bumped; /* when the last bump was (ms, the lookups' clock) */
+	struct cg_root *roots;
+	unsigned int nroots;
+	struct watch **wbuckets; /* by wd */
+	size_t nwb;
 	/* containers.json and volatile-containers.json, parsed once per version of the file: every
 	 * podman container would otherwise parse the whole list again */
 	struct storage_list {
@@ -230,7 +398,7 @@ struct gg_identity {
 	} lists[2];
 };
 
-static const struct gg_ident empty_ident = {{"", "", "", "", "", ""}, {0}};
+static const struct gg_ident empty_ident = {{"", "", "", "", "", ""}, {0}, NULL, 0};
 
 static void lru_unlink(struct lru *l, struct link *e)
 {
@@ -293,17 +461,27 @@ static size_t pow2_at_least(size_t n)
 	return p;
 }
 
+static void watch_start(struct gg_identity *id);
+static void watch_stop(struct gg_identity *id);
+static void want_keys_clear(struct gg_identity *id);
+
 struct gg_identity *gg_identity__new(const struct gg_identity_opts *o)
 {
 	struct gg_identity *id = calloc(1, sizeof(*id));
-	const char *defaults[5] = {"/proc", "/run/containerd/io.containerd.runtime.v2.task", "/run/containers/storage",
-				   "/var/lib/containers/storage", "/var/lib/docker"};
-	const char *given[5] = {o->proc_root, o->containerd_dir, o->crio_dir, o->storage_dir, o->docker_dir};
+	const char *defaults[6] = {"/proc",
+				   "/run/containerd/io.containerd.runtime.v2.task",
+				   "/run/containers/storage",
+				   "/var/lib/containers/storage",
+				   "/var/lib/docker",
+				   "/var/lib/containerd"};
+	const char *given[6] = {o->proc_root,	o->containerd_dir, o->crio_dir,
+				o->storage_dir, o->docker_dir,	   o->containerd_root};
 
 	if (!id)
 		return NULL;
 	id->o = *o;
-	for (int i = 0; i < 5; i++) {
+	id->ifd = -1;
+	for (int i = 0; i < 6; i++) {
 		id->strs[i] = strdup(given[i] && given[i][0] ? given[i] : defaults[i]);
 		if (!id->strs[i])
 			goto err_out;
@@ -313,6 +491,7 @@ struct gg_identity *gg_identity__new(const struct gg_identity_opts *o)
 	id->o.crio_dir = id->strs[2];
 	id->o.storage_dir = id->strs[3];
 	id->o.docker_dir = id->strs[4];
+	id->o.containerd_root = id->strs[5];
 	if (!id->o.max_procs)
 		id->o.max_procs = DEFAULT_MAX_PROCS;
 	if (!id->o.max_cgroups)
@@ -329,6 +508,8 @@ struct gg_identity *gg_identity__new(const struct gg_identity_opts *o)
 	id->cbuckets = calloc(id->ncb, sizeof(*id->cbuckets));
 	if (!id->pbuckets || !id->cbuckets)
 		goto err_out;
+	if (o->watch)
+		watch_start(id); /* without it (no inotify, no cgroupfs): the TTLs alone */
 	return id;
 
 err_out:
@@ -360,9 +541,11 @@ void gg_identity__free(struct gg_identity *id)
 	}
 	free(id->pbuckets);
 	free(id->cbuckets);
+	watch_stop(id);
+	want_keys_clear(id);
 	for (int i = 0; i < 2; i++)
 		cJSON_Delete(id->lists[i].root);
-	for (int i = 0; i < 5; i++)
+	for (int i = 0; i < 6; i++)
 		free(id->strs[i]);
 	free(id);
 }
@@ -376,6 +559,36 @@ const struct gg_identity_stats *gg_identity__stats(const struct gg_identity *id)
 	return st;
 }
 
+static void cg_unhash(struct gg_identity *id, struct cg_entry *c)
+{
+	struct cg_entry **pp = &id->cbuckets[c->hash & (id->ncb - 1)];
+
+	if (!c->hashed)
+		return;
+	while (*pp != c)
+		pp = &(*pp)->hnext;
+	*pp = c->hnext;
+	c->hashed = 0;
+}
+
+static void cg_remove(struct gg_identity *id, struct cg_entry *c)
+{
+	cg_unhash(id, c);
+	lru_unlink(&id->cgroups, &c->lru);
+	cg_free(c);
+	id->st.evictions++;
+}
+
+/* A process no longer refers to c: a cgroup that was removed goes with its last process. */
+static void cg_unref(struct gg_identity *id, struct cg_entry *c)
+{
+	if (!c)
+		return;
+	c->refs--;
+	if (!c->refs && !c->hashed)
+		cg_remove(id, c);
+}
+
 static void proc_remove(struct gg_identity *id, struct proc_entry *p)
 {
 	struct proc_entry **pp = &id->pbuckets[tgid_bucket(id, p->tgid)];
@@ -384,21 +597,8 @@ static void proc_remove(struct gg_identity *id, struct proc_entry *p)
 		pp = &(*pp)->hnext;
 	*pp = p->hnext;
 	lru_unlink(&id->procs, &p->lru);
-	if (p->cg)
-		p->cg->refs--;
+	cg_unref(id, p->cg);
 	free(p);
-	id->st.evictions++;
-}
-
-static void cg_remove(struct gg_identity *id, struct cg_entry *c)
-{
-	struct cg_entry **pp = &id->cbuckets[c->hash & (id->ncb - 1)];
-
-	while (*pp != c)
-		pp = &(*pp)->hnext;
-	*pp = c->hnext;
-	lru_unlink(&id->cgroups, &c->lru);
-	cg_free(c);
 	id->st.evictions++;
 }
 
@@ -595,6 +795,57 @@ static int resolve_names(struct gg_identity *id, const struct gg_cgroup_info *ci
 	}
 }
 
+/* The labels of the pod whose sandbox is nm->sandbox, into id->plscratch: the sandbox container's labels
+ * in containerd's metadata database (no other file of the node has them), CRI-O's sandbox spec (in its
+ * run root, else its graph root) or docker's sandbox container (dockershim, cri-dockerd). 0 or -ENOENT. */
+static int resolve_pod_labels(struct gg_identity *id, const struct gg_cgroup_info *ci, const struct gg_ident_names *nm)
+{
+	char path[PATH_MAX], *buf;
+	const char *paths[3];
+	size_t len;
+	unsigned int n = 0;
+	int err = -ENOENT;
+
+	id->plscratch.len = 0;
+	id->plscratch.n = 0;
+	if (!nm->sandbox[0])
+		return -ENOENT;
+	if (ci->rt == GG_RT_CRIO || ci->rt == GG_RT_UNKNOWN) {
+		paths[n++] = id->o.crio_dir;
+		paths[n++] = id->o.storage_dir;
+	}
+	if (ci->rt == GG_RT_DOCKER || ci->rt == GG_RT_UNKNOWN)
+		paths[n++] = id->o.docker_dir;
+	if (ci->rt == GG_RT_CONTAINERD || ci->rt == GG_RT_UNKNOWN) {
+		snprintf(path, sizeof(path), "%s/io.containerd.metadata.v1.bolt/meta.db", id->o.containerd_root);
+		err = gg_ident__containerd_pod_labels(path, ci->ns[0] ? ci->ns : "k8s.io", nm->sandbox, &id->plscratch);
+		if (err != -ENOENT)
+			id->st.pod_label_reads++;
+		if (err && err != -ENOENT)
+			id->st.state_errors++;
+		if (!err)
+			return 0;
+		id->plscratch.len = 0;
+		id->plscratch.n = 0;
+		err = -ENOENT;
+	}
+	for (unsigned int i = 0; i < n && err; i++) {
+		if (paths[i] == id->o.docker_dir)
+			snprintf(path, sizeof(path), "%s/containers/%s/config.v2.json", paths[i], nm->sandbox);
+		else
+			snprintf(path, sizeof(path), "%s/overlay-containers/%s/userdata/config.json", paths[i],
+				 nm->sandbox);
+		if (read_json(id, path, OCI_CONFIG_MAX, &buf, &len))
+			continue;
+		id->st.pod_label_reads++;
+		err = gg_ident__parse_pod_labels(buf, len, &id->plscratch);
+		if (err == -EINVAL)
+			id->st.state_errors++;
+		free(buf);
+	}
+	return err;
+}
+
 /* How long until the next try to read a container's state that could not be read: retry_ms at first
  * (a container just starting), doubling up to cgroup_ttl_ms (a path that looks like a container but
  * that no runtime knows costs a few failed opens per minute, not every 2 s). */
@@ -640,11 +891,17 @@ static int cg_resolve(struct gg_identity *id, struct cg_entry *c, uint64_t now_m
 	vals[GG_IDENT_POD_ID] = ci.pod_uid[0] ? ci.pod_uid : uid;
 	vals[GG_IDENT_POD] = nm->pod;
 	vals[GG_IDENT_POD_NAMESPACE] = nm->pod_ns;
+	id->plscratch.want = (const char *const *)id->want_keys;
+	id->plscratch.nwant = id->nwant_keys;
+	if (!(found && id->nwant_keys && !resolve_pod_labels(id, &ci, nm))) {
+		id->plscratch.len = 0;
+		id->plscratch.n = 0;
+	}
 	for (int i = 0; i < GG_IDENT__COUNT; i++) {
 		lens[i] = strlen(vals[i]);
 		total += lens[i] + 1;
 	}
-	buf = malloc(total);
+	buf = malloc(total + id->plscratch.len);
 	if (!buf)
 		return -ENOMEM;
 	for (int i = 0; i < GG_IDENT__COUNT; i++) {
@@ -653,6 +910,9 @@ static int cg_resolve(struct gg_identity *id, struct cg_entry *c, uint64_t now_m
 		c->ident.len[i] = (uint16_t)lens[i];
 		off += lens[i] + 1;
 	}
+	memcpy(buf + off, id->plscratch.buf, id->plscratch.len);
+	c->ident.pod_labels = id->plscratch.len ? buf + off : NULL;
+	c->ident.pod_labels_len = id->plscratch.len;
 	free(c->buf);
 	c->buf = buf;
 	if (found)
@@ -689,6 +949,7 @@ static struct cg_entry *cg_get(struct gg_identity *id, const char *path, uint64_
 	c->hash = h;
 	c->hnext = id->cbuckets[h & (id->ncb - 1)];
 	id->cbuckets[h & (id->ncb - 1)] = c;
+	c->hashed = 1;
 	lru_push(&id->cgroups, &c->lru);
 	return c;
 }
@@ -721,8 +982,15 @@ const struct gg_ident *gg_identity__lookup(struct gg_identity *id, uint32_t tgid
 	id->st.lookups++;
 	if (!tgid)
 		return &empty_ident;
+	/* a burst of cgroup events (systemd starting units) costs each process one read of its cgroup per
+	 * EPOCH_MIN_MS at most, not one per event */
+	if (id->epoch_pending && now_ms - id->epoch_bumped >= EPOCH_MIN_MS) {
+		id->epoch++;
+		id->epoch_bumped = now_ms;
+		id->epoch_pending = 0;
+	}
 	p = proc_find(id, tgid);
-	if (p && now_ms < p->expires_ms) {
+	if (p && now_ms < p->expires_ms && p->epoch == id->epoch) {
 		lru_touch(&id->procs, &p->lru);
 		if (p->cg && now_ms >= p->cg->expires_ms)
 			(void)cg_resolve(id, p->cg, now_ms);
@@ -741,6 +1009,7 @@ const struct gg_ident *gg_identity__lookup(struct gg_identity *id, uint32_t tgid
 		/* gone: a process keeps the identity it had for its last records */
 		if (p) {
 			p->expires_ms = now_ms + id->o.proc_ttl_ms;
+			p->epoch = id->epoch;
 			lru_touch(&id->procs, &p->lru);
 			return ident_of(p->cg);
 		}
@@ -767,12 +1036,405 @@ const struct gg_ident *gg_identity__lookup(struct gg_identity *id, uint32_t tgid
 		lru_touch(&id->procs, &p->lru);
 	}
 	if (p->cg != cg) {
-		if (p->cg)
-			p->cg->refs--;
 		if (cg)
 			cg->refs++;
+		cg_unref(id, p->cg);
 		p->cg = cg;
 	}
 	p->expires_ms = now_ms + id->o.proc_ttl_ms;
+	p->epoch = id->epoch;
 	return ident_of(cg);
+}
+
+static void want_keys_clear(struct gg_identity *id)
+{
+	for (unsigned int i = 0; i < id->nwant_keys; i++)
+		free(id->want_keys[i]);
+	id->nwant_keys = 0;
+}
+
+void gg_identity__want_pod_labels(struct gg_identity *id, const char *const *keys, unsigned int n)
+{
+	unsigned int same = n == id->nwant_keys;
+
+	for (unsigned int i = 0; same && i < n; i++)
+		same = !strcmp(keys[i], id->want_keys[i]);
+	if (same)
+		return;
+	want_keys_clear(id);
+	for (unsigned int i = 0; i < n && id->nwant_keys < GG_POD_LABELS_MAX; i++) {
+		id->want_keys[id->nwant_keys] = strdup(keys[i]);
+		if (id->want_keys[id->nwant_keys])
+			id->nwant_keys++;
+	}
+	/* the labels of the containers known already are read again at their next lookup */
+	for (struct link *l = id->cgroups.oldest; l; l = l->newer)
+		((struct cg_entry *)l)->expires_ms = 0;
+}
+
+/* ---- cgroup events ------------------------------------------------------------------------------------ */
+
+#define WATCH_MASK	    (IN_CREATE | IN_DELETE | IN_MODIFY | IN_MOVED_FROM | IN_MOVED_TO | IN_ONLYDIR)
+#define DEFAULT_MAX_WATCHES 8192u
+#define WATCH_DEPTH_MAX	    32
+
+static struct watch **watch_slot(struct gg_identity *id, int wd)
+{
+	struct watch **pp = &id->wbuckets[(unsigned int)wd & (id->nwb - 1)];
+
+	while (*pp && (*pp)->wd != wd)
+		pp = &(*pp)->hnext;
+	return pp;
+}
+
+/* Watch directory <root mount><rel> and, below it, every directory (depth-first, bounded). */
+static void watch_tree(struct gg_identity *id, unsigned int root, const char *rel, int depth)
+{
+	char path[PATH_MAX], sub[PATH_MAX];
+	struct watch **pp, *w;
+	struct dirent *de;
+	DIR *d;
+	int wd;
+
+	if (depth > WATCH_DEPTH_MAX ||
+	    (size_t)snprintf(path, sizeof(path), "%s%s", id->roots[root].mnt, rel) >= sizeof(path))
+		return;
+	if (id->st.watches >= id->o.max_watches) {
+		id->st.watch_overflows++;
+		return;
+	}
+	wd = inotify_add_watch(id->ifd, path, WATCH_MASK);
+	if (wd < 0) {
+		if (errno == ENOSPC)
+			id->st.watch_overflows++;
+		return;
+	}
+	pp = watch_slot(id, wd);
+	if (!*pp) { /* a directory watched already (after an overflow) keeps its entry */
+		w = calloc(1, sizeof(*w));
+		if (!w || !(w->rel = strdup(rel))) {
+			free(w);
+			inotify_rm_watch(id->ifd, wd);
+			return;
+		}
+		w->wd = wd;
+		w->root = root;
+		*pp = w;
+		id->st.watches++;
+	}
+	/* directories made before the watch was in place (a pod slice and its container at once) */
+	d = opendir(path);
+	if (!d)
+		return;
+	while ((de = readdir(d))) {
+		if (de->d_type != DT_DIR || de->d_name[0] == '.')
+			continue;
+		if ((size_t)snprintf(sub, sizeof(sub), "%s/%s", rel, de->d_name) < sizeof(sub))
+			watch_tree(id, root, sub, depth + 1);
+	}
+	closedir(d);
+}
+
+/* A /proc file (its size says 0): read to its end, at most max bytes; NUL-terminated, free() it. */
+static int read_proc_file(const char *path, size_t max, char **ret, size_t *ret_len)
+{
+	size_t cap = 16384, got = 0;
+	char *buf = malloc(cap + 1);
+	int fd = open(path, O_RDONLY | O_CLOEXEC), err = 0;
+
+	if (fd < 0 || !buf) {
+		err = fd < 0 ? -errno : -ENOMEM;
+		goto cleanup;
+	}
+	for (;;) {
+		ssize_t n;
+
+		if (got == cap) {
+			char *nb;
+
+			if (cap >= max) {
+				err = -EFBIG;
+				goto cleanup;
+			}
+			cap *= 2;
+			nb = realloc(buf, cap + 1);
+			if (!nb) {
+				err = -ENOMEM;
+				goto cleanup;
+			}
+			buf = nb;
+		}
+		n = read(fd, buf + got, cap - got);
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n < 0) {
+			err = -errno;
+			goto cleanup;
+		}
+		if (n == 0)
+			break;
+		got += (size_t)n;
+	}
+	buf[got] = '\0';
+	*ret = buf;
+	*ret_len = got;
+	buf = NULL;
+cleanup:
+	free(buf);
+	if (fd >= 0)
+		close(fd);
+	return err;
+}
+
+/* The cgroup hierarchies of mountinfo: " - cgroup2 " and " - cgroup " mounts (hybrid hosts have both). */
+static void roots_load(struct gg_identity *id, const char *mountinfo)
+{
+	char *text = NULL, *line, *save = NULL;
+	size_t len;
+
+	if (read_proc_file(mountinfo, 1u << 20, &text, &len))
+		return;
+	for (line = strtok_r(text, "\n", &save); line; line = strtok_r(NULL, "\n", &save)) {
+		char *sep = strstr(line, " - "), *f[5], *save2 = NULL;
+		struct cg_root *nr;
+		int i;
+
+		if (!sep || (strncmp(sep + 3, "cgroup2 ", 8) && strncmp(sep + 3, "cgroup ", 7)))
+			continue;
+		*sep = '\0';
+		/* fields: id, parent, major:minor, root, mount point */
+		for (i = 0; i < 5; i++) {
+			f[i] = strtok_r(i ? NULL : line, " ", &save2);
+			if (!f[i])
+				break;
+		}
+		if (i < 5 || strchr(f[4], '\\')) /* octal escapes: not a path we can name */
+			continue;
+		nr = realloc(id->roots, (id->nroots + 1) * sizeof(*nr));
+		if (!nr)
+			break;
+		id->roots = nr;
+		nr[id->nroots].mnt = strdup(f[4]);
+		nr[id->nroots].root = strdup(f[3]);
+		if (!nr[id->nroots].mnt || !nr[id->nroots].root) {
+			free(nr[id->nroots].mnt);
+			free(nr[id->nroots].root);
+			break;
+		}
+		id->nroots++;
+	}
+	free(text);
+}
+
+static void watch_start(struct gg_identity *id)
+{
+	if (!id->o.max_watches)
+		id->o.max_watches = DEFAULT_MAX_WATCHES;
+	id->nwb = pow2_at_least(id->o.max_watches);
+	id->wbuckets = calloc(id->nwb, sizeof(*id->wbuckets));
+	if (!id->wbuckets)
+		return;
+	roots_load(id, id->o.mountinfo && id->o.mountinfo[0] ? id->o.mountinfo : "/proc/self/mountinfo");
+	if (!id->nroots)
+		return;
+	id->ifd = inotify_init1(IN_NONBLOCK | IN_CLOEXEC);
+	if (id->ifd < 0)
+		return;
+	/* the unified hierarchy first: on a hybrid host the v1 ones would use the watches up */
+	for (int pass = 0; pass < 2; pass++) {
+		for (unsigned int i = 0; i < id->nroots; i++) {
+			char path[PATH_MAX];
+			struct stat st;
+			int v2;
+
+			snprintf(path, sizeof(path), "%s/cgroup.controllers", id->roots[i].mnt);
+			v2 = stat(path, &st) == 0;
+			if (v2 == !pass)
+				watch_tree(id, i, "", 0);
+		}
+	}
+}
+
+static void watch_stop(struct gg_identity *id)
+{
+	for (size_t i = 0; id->wbuckets && i < id->nwb; i++) {
+		struct watch *w, *next;
+
+		for (w = id->wbuckets[i]; w; w = next) {
+			next = w->hnext;
+			free(w->rel);
+			free(w);
+		}
+	}
+	free(id->wbuckets);
+	id->wbuckets = NULL;
+	for (unsigned int i = 0; i < id->nroots; i++) {
+		free(id->roots[i].mnt);
+		free(id->roots[i].root);
+	}
+	free(id->roots);
+	id->roots = NULL;
+	id->nroots = 0;
+	if (id->ifd >= 0)
+		close(id->ifd);
+	id->ifd = -1;
+}
+
+int gg_identity__watch_fd(const struct gg_identity *id)
+{
+	return id ? id->ifd : -1;
+}
+
+/* The cgroup at <w's directory>/<name> was removed: its cached identity is no longer found by path. */
+static void cgroup_removed(struct gg_identity *id, const struct watch *w, const char *name)
+{
+	const char *root = id->roots[w->root].root;
+	char path[PATH_MAX];
+	struct cg_entry *c;
+	uint64_t h;
+
+	if ((size_t)snprintf(path, sizeof(path), "%s%s/%s", strcmp(root, "/") ? root : "", w->rel, name) >=
+	    sizeof(path))
+		return;
+	h = hash_str(path);
+	for (c = id->cbuckets[h & (id->ncb - 1)]; c; c = c->hnext) {
+		if (c->hash == h && !strcmp(c->path, path))
+			break;
+	}
+	if (!c)
+		return;
+	cg_unhash(id, c);
+	if (!c->refs)
+		cg_remove(id, c);
+}
+
+/* A write to one of these files moves processes between cgroups (cgroup.events: a v2 cgroup became
+ * populated or empty, as when a runtime starts its payload with clone3(CLONE_INTO_CGROUP)). */
+static int moves_processes(const char *name)
+{
+	return !strcmp(name, "cgroup.procs") || !strcmp(name, "cgroup.threads") || !strcmp(name, "tasks") ||
+	       !strcmp(name, "cgroup.events");
+}
+
+#define MOVED_DIRS_MAX	 64u	      /* directories with moves taken per batch; more: every process */
+#define CGROUP_PROCS_MAX (256u << 10) /* bytes of a cgroup.procs read; longer: every process */
+
+/* Processes were moved into w's directory: the cached ones listed in its cgroup.procs read their cgroup
+ * again at their next lookup (a process moved elsewhere shows in its new cgroup's cgroup.procs). 0, or
+ * -E2BIG when the list could not be read whole (the caller invalidates every process). */
+static int moved_into(struct gg_identity *id, const struct watch *w)
+{
+	char path[PATH_MAX], *text = NULL, *c;
+	size_t len;
+	int err;
+
+	if ((size_t)snprintf(path, sizeof(path), "%s%s/cgroup.procs", id->roots[w->root].mnt, w->rel) >= sizeof(path))
+		return -E2BIG;
+	err = read_proc_file(path, CGROUP_PROCS_MAX, &text, &len);
+	if (err)
+		return err == -ENOENT ? 0 : -E2BIG; /* removed since: nobody is in it */
+	for (c = text; *c;) {
+		char *end;
+		unsigned long pid = strtoul(c, &end, 10);
+		struct proc_entry *p;
+
+		if (end == c) {
+			c++;
+			continue;
+		}
+		p = pid && pid <= UINT32_MAX ? proc_find(id, (uint32_t)pid) : NULL;
+		if (p)
+			p->expires_ms = 0;
+		c = end;
+	}
+	free(text);
+	return 0;
+}
+
+int gg_identity__process_events(struct gg_identity *id)
+{
+	char buf[16384] __attribute__((aligned(__alignof__(struct inotify_event))));
+	const struct watch *moved[MOVED_DIRS_MAX];
+	unsigned int nmoved = 0;
+	int bump = 0, err = 0;
+
+	if (!id || id->ifd < 0)
+		return -EBADF;
+	for (;;) {
+		ssize_t n = read(id->ifd, buf, sizeof(buf));
+		const char *p;
+
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n < 0) {
+			if (errno != EAGAIN)
+				err = -errno;
+			break;
+		}
+		if (n == 0)
+			break;
+		for (p = buf; p < buf + n;) {
+			const struct inotify_event *ev = (const struct inotify_event *)p;
+			struct watch **pp, *w;
+
+			p += sizeof(*ev) + ev->len;
+			if (ev->mask & IN_Q_OVERFLOW) {
+				/* events were lost: every process reads its cgroup again, new directories
+				 * are found by walking the hierarchies again */
+				id->st.watch_overflows++;
+				bump = 1;
+				for (unsigned int i = 0; i < id->nroots; i++)
+					watch_tree(id, i, "", 0);
+				continue;
+			}
+			pp = watch_slot(id, ev->wd);
+			w = *pp;
+			if (!w)
+				continue;
+			if (ev->mask & IN_IGNORED) { /* the directory is gone (or its watch was removed) */
+				for (unsigned int i = 0; i < nmoved; i++) {
+					if (moved[i] == w)
+						moved[i--] = moved[--nmoved];
+				}
+				*pp = w->hnext;
+				free(w->rel);
+				free(w);
+				id->st.watches--;
+				continue;
+			}
+			if (!ev->len)
+				continue;
+			/* a cgroup made holds no process yet, one removed none any more: the moves in and
+			 * out are writes to cgroup.procs files, seen below */
+			if (ev->mask & IN_ISDIR) {
+				if (ev->mask & (IN_CREATE | IN_MOVED_TO)) {
+					char sub[PATH_MAX];
+
+					if ((size_t)snprintf(sub, sizeof(sub), "%s/%s", w->rel, ev->name) < sizeof(sub))
+						watch_tree(id, w->root, sub, 1);
+				} else if (ev->mask & (IN_DELETE | IN_MOVED_FROM)) {
+					cgroup_removed(id, w, ev->name);
+				}
+				id->st.cgroup_events++;
+			} else if ((ev->mask & IN_MODIFY) && moves_processes(ev->name)) {
+				unsigned int i = 0;
+
+				id->st.cgroup_events++;
+				while (i < nmoved && moved[i] != w)
+					i++;
+				if (i == nmoved && nmoved < MOVED_DIRS_MAX)
+					moved[nmoved++] = w;
+				else if (i == nmoved)
+					bump = 1;
+			}
+		}
+	}
+	/* after the batch, once per directory (a directory gone since was taken out of the list) */
+	for (unsigned int i = 0; i < nmoved && !bump; i++) {
+		if (moved_into(id, moved[i]))
+			bump = 1;
+	}
+	if (bump)
+		id->epoch_pending = 1;
+	return err;
 }

@@ -1,6 +1,7 @@
 /* main.c - gala-gopher: the supervisor daemon. Loads the configuration and the table schemas, runs
  * every probe as its own process, validates what they send and writes it out. */
 #include <errno.h>
+#include <fcntl.h>
 #include <getopt.h>
 #include <signal.h>
 #include <stdio.h>
@@ -12,6 +13,7 @@
 
 #include "events.h"
 #include "export.h"
+#include "traces.h"
 #include "machine_id.h"
 #include "rest.h"
 #include "supervisor.h"
@@ -30,17 +32,28 @@ static void usage(FILE *f)
 }
 
 /*
- * `gala-gopher --exec-probe PPID BINARY ARGS...`: the supervisor spawns probes through this so that
- * PR_SET_PDEATHSIG is set before the probe's own code runs (libuv offers no hook between fork and
- * exec). The parent check closes the race where the supervisor died before prctl.
+ * `gala-gopher --exec-probe PPID:DEV:INO BINARY ARGS...`: the supervisor spawns probes through this so
+ * that PR_SET_PDEATHSIG is set before the probe's own code runs (libuv offers no hook between fork and
+ * exec). The parent check closes the race where the supervisor died before prctl. DEV:INO is the file
+ * the supervisor checked (gg_exec_trusted_id): the binary is opened once, run only if it is still that
+ * file, and an ELF binary is run from that very descriptor (fexecve), so a path swapped after the check
+ * runs nothing. A script is run by its path (its interpreter opens it again, and $0 stays the path
+ * scripts expect), after the same identity check.
  */
 static int exec_probe(int argc, char **argv)
 {
+	unsigned long long dev, ino;
+	char hdr[2] = {0, 0};
+	struct stat st;
 	long ppid;
+	char *end;
+	int fd;
 
 	if (argc < 4)
 		return 127;
-	ppid = strtol(argv[2], NULL, 10);
+	ppid = strtol(argv[2], &end, 10);
+	if (*end != ':' || sscanf(end, ":%llu:%llu", &dev, &ino) != 2)
+		_exit(127);
 	if (prctl(PR_SET_PDEATHSIG, SIGKILL) || getppid() != (pid_t)ppid)
 		_exit(127);
 	/* Into the probe's own cgroups before exec: all it allocates is charged to its own limits. */
@@ -54,7 +67,22 @@ static int exec_probe(int argc, char **argv)
 				procs, strerror(-err));
 		unsetenv("GALA_GOPHER_CGROUP_PROCS");
 	}
-	execv(argv[3], &argv[3]);
+	fd = open(argv[3], O_RDONLY | O_CLOEXEC);
+	if (fd < 0 || fstat(fd, &st)) {
+		fprintf(stderr, "gala-gopher: cannot open %s: %s\n", argv[3], strerror(errno));
+		_exit(127);
+	}
+	if ((unsigned long long)st.st_dev != dev || (unsigned long long)st.st_ino != ino) {
+		fprintf(stderr,
+			"gala-gopher: not executing %s: it is not the file checked before (replaced after the "
+			"check)\n",
+			argv[3]);
+		_exit(126);
+	}
+	if (pread(fd, hdr, sizeof(hdr), 0) == 2 && hdr[0] == '#' && hdr[1] == '!')
+		execv(argv[3], &argv[3]);
+	else
+		fexecve(fd, &argv[3], environ);
 	fprintf(stderr, "gala-gopher: cannot execute %s: %s\n", argv[3], strerror(errno));
 	_exit(127);
 }
@@ -155,6 +183,8 @@ static int setup(struct gg_sup *sup, const char *conf_path, int check_only)
 	if (!sup->reg)
 		return -ENOMEM;
 	ret = gg_events__register(sup->reg, err, sizeof(err));
+	if (!ret)
+		ret = gg_traces__register(sup->reg, err, sizeof(err));
 	if (!ret)
 		ret = meta_registry__load_dir(sup->reg, sup->cfg.global.meta_path, err, sizeof(err));
 	if (ret) {

@@ -406,6 +406,26 @@ static void on_records_read(uv_stream_t *s, ssize_t nread, const uv_buf_t *buf)
 
 /* ---- spawning --------------------------------------------------------------------------------------- */
 
+/* The identity section for probes that name containers themselves (stackprobe's [Pod]/[Con] frames):
+ * where the runtimes keep their state, or GALA_GOPHER_IDENTITY=off. Returns the new count. */
+static size_t identity_env(const struct gg_probe *p, char **env, size_t n)
+{
+	static char dirs[4][PATH_MAX + 32];
+	static const char *const names[4] = {"CONTAINERD_DIR", "CRIO_DIR", "STORAGE_DIR", "DOCKER_DIR"};
+	const char *vals[4] = {p->sup->cfg.identity.containerd_dir, p->sup->cfg.identity.crio_dir,
+			       p->sup->cfg.identity.storage_dir, p->sup->cfg.identity.docker_dir};
+
+	if (!p->sup->cfg.identity.enabled) {
+		env[n++] = "GALA_GOPHER_IDENTITY=off";
+		return n;
+	}
+	for (int i = 0; i < 4; i++) {
+		snprintf(dirs[i], sizeof(dirs[i]), "GALA_GOPHER_%s=%s", names[i], vals[i]);
+		env[n++] = dirs[i];
+	}
+	return n;
+}
+
 /* The probe's limits: its entry's, else global.probe_*; its cgroups made, what to join in procs. */
 static void limits_prepare(struct gg_probe *p, char *procs, size_t len)
 {
@@ -434,7 +454,8 @@ static char **build_env(struct gg_probe *p)
 
 	while (environ[n])
 		n++;
-	env = calloc(n + 6, sizeof(*env));
+	/* ours: cgroups, data, ctrl, name, output bases, the identity section (4), NULL */
+	env = calloc(n + 11, sizeof(*env));
 	if (!env)
 		return NULL;
 	n = 0;
@@ -462,6 +483,7 @@ static char **build_env(struct gg_probe *p)
 			snprintf(bases, sizeof(bases), "GALA_GOPHER_OUTPUT_BASES=%s", p->sup->cfg.rest.output_base_dir);
 			env[n++] = bases;
 		}
+		n = identity_env(p, env, n);
 	}
 	env[n] = NULL;
 	return env;
@@ -472,11 +494,13 @@ static void probe_start(struct gg_probe *p)
 	struct gg_sup *sup = p->sup;
 	uv_process_options_t o;
 	uv_stdio_container_t stdio[3];
-	char **pargv = NULL, **argv = NULL, **env = NULL, ppid[32], extra[512] = "", why[1024];
+	char **pargv = NULL, **argv = NULL, **env = NULL, ppid[96], extra[512] = "", why[1024];
+	unsigned long long dev, ino;
 	int nargs, nextra = 0, err;
 
-	/* Checked again here: the file or a directory above it may have changed since it was accepted. */
-	err = gg_exec_trusted(p->conf->command, why, sizeof(why));
+	/* Checked again here: the file or a directory above it may have changed since it was accepted.
+	 * The wrapper runs the binary only if it is still the file checked now (st_dev, st_ino). */
+	err = gg_exec_trusted_id(p->conf->command, &dev, &ino, why, sizeof(why));
 	if (err) {
 		gg_error("probe %s: refusing to run it as root: %s", p->conf->name, why);
 		goto fail;
@@ -496,7 +520,7 @@ static void probe_start(struct gg_probe *p)
 		err = -ENOMEM;
 		goto fail;
 	}
-	snprintf(ppid, sizeof(ppid), "%d", (int)getpid());
+	snprintf(ppid, sizeof(ppid), "%d:%llu:%llu", (int)getpid(), dev, ino);
 	argv[0] = sup->self_exe;
 	argv[1] = (char *)"--exec-probe";
 	argv[2] = ppid;

@@ -1,6 +1,7 @@
 /* main.c - ioprobe ("io"): per disk request counts, bytes, errors, queue and device latency
  * histograms, issuing processes and page cache events, from block/filemap tracepoints. */
 #include <cjson/cJSON.h>
+#include <dirent.h>
 #include <errno.h>
 #include <getopt.h>
 #include <stdio.h>
@@ -337,15 +338,50 @@ static void report(void *arg)
 		gg_bpf_stats_log(ctx->skel->obj, ctx->stats_prev, 16);
 }
 
+/* Requests that can be in flight at once: twice the sum of the block devices' queue depths
+ * (/sys/block/<dev>/queue/nr_requests), as a power of two in [IO_INFLIGHT_MIN, IO_INFLIGHT_MAX]. The
+ * LRU map was 65536 entries (6.5 MiB) whatever the machine; an entry evicted before its completion
+ * shows as a completion without latency (count_latency_req below the device's read/write counts). */
+static unsigned int inflight_entries(void)
+{
+	unsigned long sum = 0;
+	unsigned int n = IO_INFLIGHT_MIN;
+	struct dirent *e;
+	DIR *d = opendir("/sys/block");
+
+	while (d && (e = readdir(d)) != NULL) {
+		char path[320], buf[32];
+
+		if (e->d_name[0] == '.')
+			continue;
+		snprintf(path, sizeof(path), "/sys/block/%s/queue/nr_requests", e->d_name);
+		FILE *f = fopen(path, "re");
+
+		if (f && fgets(buf, sizeof(buf), f))
+			sum += strtoul(buf, NULL, 10);
+		if (f)
+			fclose(f);
+	}
+	if (d)
+		closedir(d);
+	while (n < 2 * sum && n < IO_INFLIGHT_MAX)
+		n <<= 1;
+	return n;
+}
+
 static int setup_bpf(struct io_ctx *ctx)
 {
 	struct ioprobe *s;
+	int err;
 
 	gg_bpf_begin();
 	s = ioprobe__open();
 	if (!s)
 		return -errno;
 	ctx->skel = s;
+	err = bpf_map__set_max_entries(s->maps.io_inflight, inflight_entries());
+	if (err)
+		return err;
 	gg_bpf_autoload(s->obj);
 	return ioprobe__load(s);
 }

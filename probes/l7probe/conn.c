@@ -9,9 +9,11 @@
  * used for latency (a send's entry, a receive's exit). */
 #include <arpa/inet.h>
 #include <errno.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
+#include "l7_api.h"
 #include "l7_user.h"
 #include "l7probe.meta.h"
 
@@ -44,7 +46,30 @@ struct agg {
 	uint64_t prev_rpcs, prev_errs, prev_lat_sum; /* at the previous report */
 	uint64_t last_ns;			     /* last traffic */
 	uint32_t refs;				     /* connections holding it (conn.agg) */
+	struct api_row *apis;			     /* its l7_rpc_api rows */
 };
+
+/* One l7_rpc_api row: an api of a key, cumulative. */
+struct api_row {
+	struct api_row *hnext; /* chain of the tracker's api hash */
+	struct api_row *sib;   /* next row of the same key (agg.apis) */
+	struct agg *agg;
+	uint32_t hash;
+	uint8_t other; /* the "__other__" row: not counted against api_limit */
+	uint64_t rpcs, errs, cerrs, serrs, lat_sum;
+	uint64_t prev_rpcs, prev_errs, prev_cerrs, prev_serrs, prev_lat_sum;
+	uint64_t last_ns;
+	__u64 hist[GG_LOG2_SLOTS];
+	char api[L7_API_MAX];
+};
+
+/* Distinct apis (rows other than "__other__") of one process. */
+struct proc_apis {
+	struct proc_apis *next;
+	uint32_t tgid;
+	uint32_t n;
+};
+#define PROC_APIS_BUCKETS 1024u
 
 /* One tracked connection. */
 struct conn {
@@ -82,7 +107,17 @@ struct l7_tracker {
 	struct agg **keys;
 	unsigned int proto_mask;
 	struct agg *cur_agg; /* the aggregate rpcs of the chunk being fed go to */
-	uint64_t now_ns;     /* timestamp of the event being handled */
+	struct conn *cur_conn;
+	const struct l7_ev *cur_ev; /* the event being fed (NULL at a close) */
+	uint64_t now_ns;	    /* timestamp of the event being handled */
+	/* l7_rpc_api */
+	uint32_t api_limit; /* per process; 0: off */
+	uint32_t napis;	    /* rows, "__other__" ones included */
+	uint32_t api_mask;
+	struct api_row **apis;
+	struct proc_apis *procs[PROC_APIS_BUCKETS];
+	l7_span_cb span_cb;
+	void *span_ctx;
 	struct l7_tracker_stats st;
 	/* session counters of connections already freed */
 	uint64_t gone_unparsable, gone_unmatched, gone_lost, gone_hpack;
@@ -109,8 +144,11 @@ struct l7_tracker *l7_tracker__new(uint32_t max_conns, uint32_t max_keys)
 	t->key_mask = pow2_at_least(max_keys) - 1;
 	t->conns = calloc((size_t)t->conn_mask + 1, sizeof(*t->conns));
 	t->keys = calloc((size_t)t->key_mask + 1, sizeof(*t->keys));
+	t->api_mask = pow2_at_least(L7_API_ROWS_MAX) - 1;
+	t->apis = calloc((size_t)t->api_mask + 1, sizeof(*t->apis));
+	t->api_limit = L7_API_LIMIT_DEFAULT;
 	l7_tracker__set_protocols(t, 1u << L7_PROTO_HTTP);
-	if (!t->conns || !t->keys) {
+	if (!t->conns || !t->keys || !t->apis) {
 		l7_tracker__free(t);
 		errno = ENOMEM;
 		return NULL;
@@ -153,11 +191,26 @@ void l7_tracker__free(struct l7_tracker *t)
 			struct agg *a = t->keys[i];
 
 			t->keys[i] = a->next;
+			while (a->apis) {
+				struct api_row *r = a->apis;
+
+				a->apis = r->sib;
+				free(r);
+			}
 			free(a);
+		}
+	}
+	for (uint32_t i = 0; i < PROC_APIS_BUCKETS; i++) {
+		while (t->procs[i]) {
+			struct proc_apis *p = t->procs[i];
+
+			t->procs[i] = p->next;
+			free(p);
 		}
 	}
 	free(t->conns);
 	free(t->keys);
+	free(t->apis);
 	free(t);
 }
 
@@ -167,6 +220,17 @@ void l7_tracker__set_protocols(struct l7_tracker *t, unsigned int mask)
 	if (mask & (1u << L7_PROTO_HTTP))
 		mask |= 1u << L7_PROTO_HTTP2;
 	t->proto_mask = mask;
+}
+
+void l7_tracker__set_api_limit(struct l7_tracker *t, uint32_t limit)
+{
+	t->api_limit = limit;
+}
+
+void l7_tracker__set_span_cb(struct l7_tracker *t, l7_span_cb cb, void *ctx)
+{
+	t->span_cb = cb;
+	t->span_ctx = ctx;
 }
 
 static uint32_t hash_u64(uint64_t v)
@@ -250,9 +314,15 @@ static struct agg *conn_agg(struct l7_tracker *t, struct conn *c, const struct l
 		return c->agg;
 	}
 	if (c->udp && h && h->rport) {
-		raddr = h->raddr;
-		rport = h->rport;
+		/* An unconnected socket: each datagram's peer; one whose peer the kernel half could not
+		 * take (the first one queued before the socket was followed) goes with the last known. */
+		memcpy(c->raddr, h->raddr, 16);
+		c->rport = h->rport;
 	}
+	if (c->udp && !c->rport)
+		return NULL; /* no peer known yet: its bytes wait in pre_* */
+	raddr = c->raddr;
+	rport = c->rport;
 	memset(&k, 0, sizeof(k));
 	k.tgid = c->tgid;
 	k.family = c->family;
@@ -284,6 +354,156 @@ static struct agg *conn_agg(struct l7_tracker *t, struct conn *c, const struct l
 	return a;
 }
 
+/* ---- l7_rpc_api rows ----------------------------------------------------------------------------- */
+
+static uint32_t api_hash(const struct agg *a, const char *api)
+{
+	uint64_t h = 0xcbf29ce484222325ull ^ (uint64_t)(uintptr_t)a;
+
+	for (const unsigned char *p = (const unsigned char *)api; *p; p++)
+		h = (h ^ *p) * 0x100000001b3ull;
+	return (uint32_t)(h ^ (h >> 32));
+}
+
+static struct proc_apis **proc_slot(struct l7_tracker *t, uint32_t tgid)
+{
+	struct proc_apis **pp = &t->procs[hash_u64(tgid) & (PROC_APIS_BUCKETS - 1)];
+
+	while (*pp && (*pp)->tgid != tgid)
+		pp = &(*pp)->next;
+	return pp;
+}
+
+/* One distinct api fewer for tgid. */
+static void proc_api_put(struct l7_tracker *t, uint32_t tgid)
+{
+	struct proc_apis **pp = proc_slot(t, tgid);
+	struct proc_apis *p = *pp;
+
+	if (p && !--p->n) {
+		*pp = p->next;
+		free(p);
+	}
+}
+
+/* Unlink r from the hash and free it (its key's list is the caller's). */
+static void api_row_free(struct l7_tracker *t, struct api_row *r)
+{
+	struct api_row **pp = &t->apis[r->hash & t->api_mask];
+
+	while (*pp && *pp != r)
+		pp = &(*pp)->hnext;
+	if (*pp)
+		*pp = r->hnext;
+	if (!r->other)
+		proc_api_put(t, r->agg->k.tgid);
+	t->napis--;
+	free(r);
+}
+
+static void agg_free(struct l7_tracker *t, struct agg *a)
+{
+	while (a->apis) {
+		struct api_row *r = a->apis;
+
+		a->apis = r->sib;
+		api_row_free(t, r);
+	}
+	free(a);
+}
+
+static struct api_row *api_find(struct l7_tracker *t, struct agg *a, const char *api, uint32_t h)
+{
+	for (struct api_row *r = t->apis[h & t->api_mask]; r; r = r->hnext)
+		if (r->hash == h && r->agg == a && !strcmp(r->api, api))
+			return r;
+	return NULL;
+}
+
+static struct api_row *api_new(struct l7_tracker *t, struct agg *a, const char *api, uint32_t h, int other)
+{
+	struct api_row *r = calloc(1, sizeof(*r));
+
+	if (!r)
+		return NULL;
+	r->agg = a;
+	r->hash = h;
+	r->other = (uint8_t)other;
+	snprintf(r->api, sizeof(r->api), "%s", api);
+	r->hnext = t->apis[h & t->api_mask];
+	t->apis[h & t->api_mask] = r;
+	r->sib = a->apis;
+	a->apis = r;
+	t->napis++;
+	return r;
+}
+
+/* The row of api under a, created when the process is under api_limit (and the table under
+ * L7_API_ROWS_MAX), else a's "__other__" row (counted). NULL when out of memory. */
+static struct api_row *api_row(struct l7_tracker *t, struct agg *a, const char *api)
+{
+	uint32_t h = api_hash(a, api);
+	struct api_row *r = api_find(t, a, api, h);
+	struct proc_apis **pp, *p;
+
+	if (r)
+		return r;
+	pp = proc_slot(t, a->k.tgid);
+	p = *pp;
+	if ((!p || p->n < t->api_limit) && t->napis < L7_API_ROWS_MAX && strcmp(api, L7_API_OTHER)) {
+		if (!p) {
+			p = calloc(1, sizeof(*p));
+			if (p) {
+				p->tgid = a->k.tgid;
+				*pp = p;
+			}
+		}
+		if (p) {
+			r = api_new(t, a, api, h, 0);
+			if (r) {
+				p->n++;
+				return r;
+			}
+			if (!p->n) {
+				*pp = p->next;
+				free(p);
+			}
+		}
+	}
+	t->st.api_overflow++;
+	h = api_hash(a, L7_API_OTHER);
+	r = api_find(t, a, L7_API_OTHER, h);
+	return r ? r : api_new(t, a, L7_API_OTHER, h, 1);
+}
+
+/* The span of rpc on the connection being fed, for the span callback. */
+static void span_of(const struct l7_tracker *t, const struct agg *a, const struct l7_rpc *rpc, const char *api,
+		    struct l7_span *sp)
+{
+	const struct conn *c = t->cur_conn;
+
+	memset(sp, 0, sizeof(*sp));
+	sp->rpc = rpc;
+	sp->api = api;
+	sp->tgid = a->k.tgid;
+	sp->family = a->k.family;
+	sp->client_ip = a->k.client_ip;
+	sp->server_ip = a->k.server_ip;
+	sp->server_port = a->k.server_port;
+	sp->l4_role = a->k.l4_role;
+	sp->l7_role = a->k.l7_role;
+	sp->proto = a->k.proto;
+	sp->ssl = a->k.ssl;
+	sp->fd = -1;
+	if (!c)
+		return;
+	sp->fd = c->fd;
+	if (c->role == L7_ROLE_CLIENT)
+		sp->client_port = c->lport;
+	else
+		sp->client_port = c->udp && t->cur_ev && t->cur_ev->rport ? t->cur_ev->rport : c->rport;
+}
+
 /* ---- events ------------------------------------------------------------------------------------ */
 
 static void on_rpc(void *ctx, const struct l7_rpc *rpc)
@@ -292,13 +512,43 @@ static void on_rpc(void *ctx, const struct l7_rpc *rpc)
 	struct agg *a = t->cur_agg;
 	uint64_t lat;
 
+	char api[L7_API_MAX];
+	unsigned int slot;
+
 	if (!a)
 		return;
 	lat = rpc->resp_ts_ns > rpc->req_ts_ns ? rpc->resp_ts_ns - rpc->req_ts_ns : 0;
+	slot = gg_hist_slot(lat);
 	a->rpcs++;
 	a->errs += rpc->error ? 1 : 0;
 	a->lat_sum += lat;
-	a->hist[gg_hist_slot(lat)]++;
+	a->hist[slot]++;
+	if (!t->api_limit && !t->span_cb)
+		return;
+	l7_api__normalize((enum l7_proto)a->k.proto, rpc->api, api, sizeof(api));
+	if (t->api_limit) {
+		struct api_row *r = api_row(t, a, api);
+
+		if (r) {
+			r->rpcs++;
+			r->lat_sum += lat;
+			r->hist[slot]++;
+			r->last_ns = t->now_ns;
+			if (rpc->error) {
+				int client = l7_api__client_error((enum l7_proto)a->k.proto, rpc->api, rpc->status);
+
+				r->errs++;
+				r->cerrs += client ? 1 : 0;
+				r->serrs += client ? 0 : 1;
+			}
+		}
+	}
+	if (t->span_cb) {
+		struct l7_span sp;
+
+		span_of(t, a, rpc, api, &sp);
+		t->span_cb(t->span_ctx, &sp);
+	}
 }
 
 static struct conn *conn_new(struct l7_tracker *t, struct conn **pp, const struct l7_ev *h)
@@ -336,8 +586,12 @@ static void conn_feed(struct l7_tracker *t, struct conn *c, const struct l7_ev *
 	enum l7_flow flow = (h->dir == L7_DIR_SEND) == (c->role == L7_ROLE_CLIENT) ? L7_FLOW_REQ : L7_FLOW_RESP;
 
 	t->cur_agg = conn_agg(t, c, h);
+	t->cur_conn = c;
+	t->cur_ev = h;
 	(void)l7_session__feed(c->sess, flow, data, len, total, ts, on_rpc, t);
 	t->cur_agg = NULL;
+	t->cur_conn = NULL;
+	t->cur_ev = NULL;
 }
 
 static void infer_done(struct conn *c)
@@ -426,6 +680,13 @@ static int conn_infer(struct l7_tracker *t, struct conn *c, const struct l7_ev *
 
 static void add_bytes(struct agg *a, struct conn *c, const struct l7_ev *h)
 {
+	if (a && (c->pre_segs_sent || c->pre_segs_recv)) {
+		a->bytes_sent += c->pre_sent;
+		a->bytes_recv += c->pre_recv;
+		a->segs_sent += c->pre_segs_sent;
+		a->segs_recv += c->pre_segs_recv;
+		c->pre_sent = c->pre_recv = c->pre_segs_sent = c->pre_segs_recv = 0;
+	}
 	if (!a) {
 		if (h->dir == L7_DIR_SEND) {
 			c->pre_sent += h->total;
@@ -489,8 +750,8 @@ static void on_data(struct l7_tracker *t, const struct l7_ev *h, const uint8_t *
 			a->bytes_recv += c->pre_recv;
 			a->segs_sent += c->pre_segs_sent;
 			a->segs_recv += c->pre_segs_recv;
+			c->pre_sent = c->pre_recv = c->pre_segs_sent = c->pre_segs_recv = 0;
 		}
-		c->pre_sent = c->pre_recv = c->pre_segs_sent = c->pre_segs_recv = 0;
 		return;
 	}
 	if (c->state == CS_TRACK)
@@ -535,13 +796,17 @@ int l7_tracker__event(void *ctx, void *data, size_t size)
 		struct conn **pp = conn_slot(t, h->tgid, h->fd);
 		struct conn *c = *pp;
 
-		if (!c)
+		/* The close of a socket comes at its TCP_CLOSE, which may be after its fd was reused for
+		 * another connection: only the connection of that socket ends. */
+		if (!c || c->sk != h->sk)
 			break;
-		if (c->state == CS_TRACK && c->sk == h->sk) {
+		if (c->state == CS_TRACK) {
 			/* A response that ends with the connection (HTTP without a length) completes now. */
 			t->cur_agg = conn_agg(t, c, NULL);
+			t->cur_conn = c;
 			(void)l7_session__close(c->sess, h->ts_ns, on_rpc, t);
 			t->cur_agg = NULL;
+			t->cur_conn = NULL;
 		}
 		conn_drop(t, pp);
 		break;
@@ -561,7 +826,8 @@ int l7_tracker__event(void *ctx, void *data, size_t size)
 static const char *const l4_role_name[] = {"udp", "tcp_client", "tcp_server"};
 static const char *const l7_role_name[] = {"unknown", "client", "server"};
 
-static void rec_keys(struct probe_rec *r, const struct agg *a)
+/* The seven keys of l7_link/l7_rpc/l7_rpc_api (ssl, a label, follows; l7_rpc_api puts api between). */
+static void rec_keys7(struct probe_rec *r, const struct agg *a)
 {
 	char cip[INET6_ADDRSTRLEN], sip[INET6_ADDRSTRLEN];
 	int af = a->k.family == AF_INET6 ? AF_INET6 : AF_INET;
@@ -577,7 +843,66 @@ static void rec_keys(struct probe_rec *r, const struct agg *a)
 	probe_rec__str(r, l4_role_name[a->k.l4_role % 3]);
 	probe_rec__str(r, l7_role_name[a->k.l7_role % 3]);
 	probe_rec__str(r, l7_proto__name((enum l7_proto)a->k.proto));
+}
+
+static void rec_keys(struct probe_rec *r, const struct agg *a)
+{
+	rec_keys7(r, a);
 	probe_rec__u64(r, a->k.ssl);
+}
+
+static double ratio(uint64_t part, uint64_t whole)
+{
+	return whole ? 100.0 * (double)part / (double)whole : 0;
+}
+
+static void report_api(struct probe_rt *rt, const struct agg *a, struct api_row *x, double period_s)
+{
+	static struct probe_rec r;
+	uint64_t drpc = x->rpcs - x->prev_rpcs, dlat = x->lat_sum - x->prev_lat_sum;
+
+	probe_rec__begin(&r, &TBL_l7_rpc_api);
+	rec_keys7(&r, a);
+	probe_rec__str(&r, x->api[0] ? x->api : "-");
+	probe_rec__u64(&r, a->k.ssl);
+	probe_rec__f64(&r, period_s > 0 ? (double)drpc / period_s : 0);
+	probe_rec__f64(&r, period_s > 0 ? (double)drpc / period_s : 0);
+	probe_rec__u64(&r, x->rpcs);
+	probe_rec__u64(&r, x->rpcs);
+	probe_rec__f64(&r, drpc ? (double)dlat / (double)drpc : 0);
+	gg_hist_rec(&r, x->hist, L7_HIST_FIRST, L7_HIST_N, 1.0, (double)x->lat_sum);
+	probe_rec__f64(&r, ratio(x->errs - x->prev_errs, drpc));
+	probe_rec__f64(&r, ratio(x->cerrs - x->prev_cerrs, drpc));
+	probe_rec__f64(&r, ratio(x->serrs - x->prev_serrs, drpc));
+	probe_rec__u64(&r, x->errs);
+	probe_rec__u64(&r, x->cerrs);
+	probe_rec__u64(&r, x->serrs);
+	(void)probe_rt__emit(rt, &r);
+}
+
+/* l7_rpc_api rows of a (L7_SP_RPC), then rows idle for L7_KEY_IDLE_NS go. */
+static void report_apis(struct l7_tracker *t, struct probe_rt *rt, struct agg *a, unsigned int subs, double period_s,
+			uint64_t now_ns)
+{
+	struct api_row **pp = &a->apis;
+
+	while (*pp) {
+		struct api_row *x = *pp;
+
+		if (rt && (subs & L7_SP_RPC))
+			report_api(rt, a, x, period_s);
+		x->prev_rpcs = x->rpcs;
+		x->prev_errs = x->errs;
+		x->prev_cerrs = x->cerrs;
+		x->prev_serrs = x->serrs;
+		x->prev_lat_sum = x->lat_sum;
+		if (x->last_ns + L7_KEY_IDLE_NS < now_ns) {
+			*pp = x->sib;
+			api_row_free(t, x);
+			continue;
+		}
+		pp = &x->sib;
+	}
 }
 
 static void report_agg(struct probe_rt *rt, struct agg *a, unsigned int subs, double period_s)
@@ -624,11 +949,12 @@ void l7_tracker__report(struct l7_tracker *t, struct probe_rt *rt, unsigned int 
 			struct agg *a = *pp;
 
 			report_agg(rt, a, subs, period_s);
+			report_apis(t, rt, a, subs, period_s, now_ns);
 			/* A key of processes gone or quiet for long goes (its counters start over if it comes back,
 			 * a reset Prometheus' rate() handles), so that short-lived clients do not fill the table. */
 			if (!a->refs && a->last_ns + L7_KEY_IDLE_NS < now_ns) {
 				*pp = a->next;
-				free(a);
+				agg_free(t, a);
 				t->nkeys--;
 				continue;
 			}
@@ -677,6 +1003,7 @@ void l7_tracker__stats(const struct l7_tracker *t, struct l7_tracker_stats *ret)
 		}
 	}
 	ret->conns = t->nconns;
+	ret->apis = t->napis;
 }
 
 int l7_tracker__lookup(const struct l7_tracker *t, uint32_t tgid, int l7_role, uint16_t server_port,
@@ -698,6 +1025,29 @@ int l7_tracker__lookup(const struct l7_tracker *t, uint32_t tgid, int l7_role, u
 						      .ssl = a->k.ssl};
 			memcpy(ret->client_ip, a->k.client_ip, 16);
 			return 0;
+		}
+	}
+	return -ENOENT;
+}
+
+int l7_tracker__lookup_api(const struct l7_tracker *t, uint32_t tgid, int l7_role, uint16_t server_port,
+			   const char *api, struct l7_api_values *ret)
+{
+	for (uint32_t i = 0; i <= t->key_mask; i++) {
+		for (const struct agg *a = t->keys[i]; a; a = a->next) {
+			if (a->k.tgid != tgid || a->k.l7_role != l7_role || a->k.server_port != server_port)
+				continue;
+			for (const struct api_row *x = a->apis; x; x = x->sib) {
+				if (strcmp(x->api, api))
+					continue;
+				*ret = (struct l7_api_values){.rpcs = x->rpcs,
+							      .errs = x->errs,
+							      .client_errs = x->cerrs,
+							      .server_errs = x->serrs,
+							      .lat_sum = x->lat_sum};
+				return 0;
+			}
+			return -ENOENT;
 		}
 	}
 	return -ENOENT;

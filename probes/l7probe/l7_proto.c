@@ -253,6 +253,7 @@ void l7__req_commit(struct l7_session *s)
 	p->aux2 = m->aux2;
 	p->ignore = m->hs;
 	memcpy(p->api, m->api, sizeof(p->api));
+	memcpy(p->trace, m->trace, sizeof(p->trace));
 	m->pend_seq = p->seq;
 }
 
@@ -276,6 +277,7 @@ static void resp_report(struct l7_session *s, const struct l7_pend *p, const str
 	rpc.error = m->error;
 	rpc.status = m->status;
 	memcpy(rpc.api, p->api, sizeof(rpc.api));
+	memcpy(rpc.trace, p->trace, sizeof(rpc.trace));
 	s->st.rpcs++;
 	if (s->cb)
 		s->cb(s->ctx, &rpc);

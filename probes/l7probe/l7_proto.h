@@ -46,6 +46,9 @@ struct l7_rpc {
 	int status;	      /* HTTP status, DNS rcode, MySQL/Kafka/MongoDB error code, gRPC status, 0 when none */
 	char api[L7_API_MAX]; /* "GET /path" (query string cut; HTTP/2 and gRPC: :method :path), "SELECT",
 			       * "SET", "A example.org", ... */
+	/* W3C trace context the request carried (HTTP traceparent): trace-id (16 bytes) then parent-id
+	 * (8 bytes); all zero when none. */
+	uint8_t trace[24];
 };
 
 typedef void (*l7_rpc_cb)(void *ctx, const struct l7_rpc *rpc);

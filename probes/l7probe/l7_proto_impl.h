@@ -9,7 +9,7 @@
 
 #include "l7_proto.h"
 
-/* Prepared statements remembered per session (name or id -> first SQL keyword), oldest replaced. */
+/* Prepared statements remembered per session (name or id -> statement type and table), oldest replaced. */
 #define L7_STMTS 8
 
 /* Most bytes of one unit (an HTTP line, a message header with the prefix a parser reads) held across
@@ -27,6 +27,7 @@ struct l7_pend {
 	uint32_t aux2; /* Kafka: api_key << 16 | api_version (how to read the response) */
 	bool ignore;   /* a handshake step: its response is consumed silently */
 	char api[L7_API_MAX];
+	uint8_t trace[24]; /* the request's trace context (l7_rpc.trace) */
 };
 
 /* The message being read in one direction. */
@@ -46,6 +47,7 @@ struct l7_msg {
 	uint32_t aux;
 	uint32_t aux2;
 	char api[L7_API_MAX];
+	uint8_t trace[24]; /* request: its trace context (HTTP traceparent), zeros when none */
 };
 
 struct l7_http_dir {
@@ -132,7 +134,7 @@ struct l7_session {
 	struct l7_dir dir[2];
 	struct {
 		uint32_t key; /* statement name hash (PostgreSQL), statement id (MySQL) */
-		char kw[12];
+		char kw[44];  /* "SELECT table" (l7_api__sql) */
 	} stmt[L7_STMTS];
 	uint8_t stmt_next;
 	struct l7_pend *pend; /* ring: pend_cap grows by doubling up to L7_PENDING_MAX */

@@ -40,8 +40,31 @@ struct l7_tracker_stats {
 	uint64_t key_overflow;
 	uint64_t conns; /* tracked now */
 	uint64_t bad_events;
-	uint64_t exits; /* processes in scope that exited */
+	uint64_t exits;	       /* processes in scope that exited */
+	uint64_t api_overflow; /* requests counted in an api row "__other__": their process had api_limit apis */
+	uint64_t apis;	       /* l7_rpc_api rows now */
 };
+
+/* Most l7_rpc_api rows at once (all processes), besides one "__other__" row per l7_rpc key. */
+#define L7_API_ROWS_MAX 32768u
+/* Default of api_limit: distinct apis per process before the rest go to "__other__". */
+#define L7_API_LIMIT_DEFAULT 100u
+
+/* One request with its response, and the connection it went over (for traces and SLI tables). */
+struct l7_span {
+	const struct l7_rpc *rpc;
+	const char *api; /* normalised (l7_api__normalize) */
+	uint32_t tgid;
+	int32_t fd;
+	uint16_t family; /* AF_INET or AF_INET6 */
+	uint16_t client_port, server_port;
+	const uint8_t *client_ip, *server_ip; /* 16 bytes; IPv4 in the first 4 */
+	uint8_t l4_role;		      /* 0 udp, 1 tcp_client, 2 tcp_server */
+	uint8_t l7_role;		      /* 1 client, 2 server */
+	uint8_t proto;			      /* enum l7_proto */
+	uint8_t ssl;
+};
+typedef void (*l7_span_cb)(void *ctx, const struct l7_span *sp);
 
 struct l7_tracker;
 
@@ -54,7 +77,11 @@ void l7_tracker__free(struct l7_tracker *t);
 void l7_tracker__set_protocols(struct l7_tracker *t, unsigned int mask);
 /* One event of the l7_events ring (a ring_buffer_sample_fn: always returns 0). */
 int l7_tracker__event(void *t, void *data, size_t size);
-/* Emit l7_link (L7_SP_BYTES) and l7_rpc (L7_SP_RPC) rows, one per key (none when rt is NULL), then
+/* Distinct apis per process in l7_rpc_api (0: no l7_rpc_api rows at all); more go to "__other__". */
+void l7_tracker__set_api_limit(struct l7_tracker *t, uint32_t limit);
+/* Called for every request matched with its response (NULL: none). */
+void l7_tracker__set_span_cb(struct l7_tracker *t, l7_span_cb cb, void *ctx);
+/* Emit l7_link (L7_SP_BYTES), l7_rpc and l7_rpc_api (L7_SP_RPC) rows, one per key (none when rt is NULL), then
  * forget connections idle since before now_ns - L7_CONN_IDLE_NS and keys without connections idle
  * since before now_ns - L7_KEY_IDLE_NS. period_s is the time since the previous report. */
 void l7_tracker__report(struct l7_tracker *t, struct probe_rt *rt, unsigned int subs, double period_s, uint64_t now_ns);
@@ -70,6 +97,13 @@ struct l7_key_values {
 /* The first key of tgid with that l7 role (1 client, 2 server) and server port: 0, or -ENOENT. */
 int l7_tracker__lookup(const struct l7_tracker *t, uint32_t tgid, int l7_role, uint16_t server_port,
 		       struct l7_key_values *ret);
+
+/* One api row's values of the first key of tgid with that l7 role and server port: 0, or -ENOENT. */
+struct l7_api_values {
+	uint64_t rpcs, errs, client_errs, server_errs, lat_sum;
+};
+int l7_tracker__lookup_api(const struct l7_tracker *t, uint32_t tgid, int l7_role, uint16_t server_port,
+			   const char *api, struct l7_api_values *ret);
 
 /* OpenSSL uprobes (tls.c). */
 struct l7probe;

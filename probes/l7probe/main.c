@@ -11,14 +11,18 @@
 #include <unistd.h>
 
 #include "clock.h"
+#include "l7_main.h"
+#include "l7_trace.h"
 #include "l7_user.h"
 #include "probe_conf.h"
 #include "probe_runner.h"
 #include "l7probe.meta.h"
 #include "l7probe.skel.h"
 
-#define PROG	 "l7probe"
-#define CONTRACT (&gg_contract_l7probe)
+/* What this binary is: l7probe, or ksliprobe / pgsliprobe (l7_main.h). */
+static const struct l7_mode *M;
+#define PROG	 (M->contract->bin)
+#define CONTRACT (M->contract)
 /* Under the supervisor the first configuration (its scope) follows the start; nothing is captured
  * before it or before this much time, so that processes outside the scope it brings leave no row. */
 #define FIRST_CONFIG_WAIT_MS 3000u
@@ -26,15 +30,16 @@
 #define DRAIN_MIN_MS 5u
 #define DRAIN_MAX_MS 50u
 
-extern const struct gg_contract gg_contract_l7probe;
-#define SUBPROBES (gg_contract_l7probe.subprobes)
-#define NSUBS	  (gg_contract_l7probe.nsubprobes)
+#define SUBPROBES (CONTRACT->subprobes)
+#define NSUBS	  (CONTRACT->nsubprobes)
 
 struct l7_ctx {
 	struct probe_rt *rt;
 	struct l7probe *skel;
 	struct l7_tracker *tracker;
 	struct l7_tls *tls;
+	struct l7_trace *trace;
+	struct l7_sli *sli;
 	struct ring_buffer *rb;
 	struct l7_conf base, cur;
 	struct gg_scope base_scope; /* --pid / --comm, or everything */
@@ -51,10 +56,10 @@ struct l7_ctx {
 };
 
 static const char notes[] =
-	"Sub-probe l7_rpc_trace (per-request records) is accepted and does nothing yet. l7_protocol takes\n"
-	"http (HTTP/1.x and HTTP/2 with gRPC, reported as http and http2), pgsql, mysql, redis, kafka, mongo, dns;\n"
-	"rocketmq is accepted and ignored (no parser).\n"
-	"Tables: l7_link (l7_bytes_metrics), l7_rpc (l7_rpc_metrics), l7_stats (always).\n"
+	"l7_protocol takes http (HTTP/1.x and HTTP/2 with gRPC, reported as http and http2), pgsql, mysql,\n"
+	"redis, kafka, mongo, dns; rocketmq is accepted and ignored (no parser). Tables: l7_link\n"
+	"(l7_bytes_metrics), l7_rpc and l7_rpc_api (l7_rpc_metrics), l7_stats (always); l7_rpc_trace sends\n"
+	"trace_span records (OpenTelemetry spans on the event channel).\n"
 	"Live configuration: {\"probe\": [...], \"params\": {\"report_period\": N, \"l7_protocol\": [...],\n"
 	"\"support_ssl\": 0|1}, \"scope\": {\"all\": false, \"pids\": [...], \"cgroup_ids\": [...]}}\n";
 
@@ -105,13 +110,13 @@ static int own_option(void *data, int id, const char *arg)
 
 	if (id == 'c') {
 		if (probe_parse_uint(arg, 64, L7_DATA_MAX, &ctx->cap)) {
-			fprintf(stderr, PROG ": invalid value '%s' for -c (expected 64..%u)\n", arg, L7_DATA_MAX);
+			fprintf(stderr, "%s: invalid value '%s' for -c (expected 64..%u)\n", PROG, arg, L7_DATA_MAX);
 			return 2;
 		}
 		return 0;
 	}
 	if (probe_parse_uint(arg, 16, 1u << 22, &ctx->max_conns)) {
-		fprintf(stderr, PROG ": invalid value '%s' for -m (expected 16..4194304)\n", arg);
+		fprintf(stderr, "%s: invalid value '%s' for -m (expected 16..4194304)\n", PROG, arg);
 		return 2;
 	}
 	return 0;
@@ -125,17 +130,22 @@ static int check_args(void *arg)
 
 	if (parse_protos(ctx->base.protos_str, &ctx->base.protos, bad, sizeof(bad))) {
 		fprintf(stderr,
-			PROG ": unknown protocol '%s' in -p (expected http, pgsql, mysql, redis, kafka, mongo, "
-			     "rocketmq, dns)\n",
-			bad);
+			"%s: unknown protocol '%s' in -p (expected http, pgsql, mysql, redis, kafka, mongo, "
+			"rocketmq, dns)\n",
+			PROG, bad);
 		return -EINVAL;
 	}
+	if (M->protos)
+		ctx->base.protos = M->protos;
 	return 0;
 }
 
 /* Scope maps, then a fresh verdict cache. A program that read the old maps just before the update
  * may set its verdict bit just after the clear: clear again once such programs are over (they run
  * for microseconds), so that no stale verdict outlives the change. */
+/* The scope under the supervisor until its first configuration: no process. */
+static const struct gg_scope nothing = {.all = 0};
+
 static void apply_scope(struct l7_ctx *ctx, const struct gg_scope *s)
 {
 	const struct timespec pause = {.tv_nsec = 2000000};
@@ -167,11 +177,29 @@ static void rescan_comm(struct l7_ctx *ctx)
 		apply_scope(ctx, &s);
 }
 
+/* Every request matched: to the traces and the SLI tables when they are on. */
+static void on_span(void *data, const struct l7_span *sp)
+{
+	struct l7_ctx *ctx = data;
+
+	if (ctx->cur.subs & L7_SP_TRACE)
+		l7_trace__span(ctx->trace, sp);
+	if (ctx->sli)
+		l7_sli__span(ctx->sli, sp);
+}
+
 /* What the kernel half does for the configuration in force. */
 static void apply_conf(struct l7_ctx *ctx)
 {
+	const struct l7_trace_conf tc = {.permille = ctx->cur.trace_permille,
+					 .slow_ms = ctx->cur.trace_slow_ms,
+					 .max_per_s = ctx->cur.trace_max_per_s ? ctx->cur.trace_max_per_s : 1};
+
 	ctx->skel->bss->ssl_on = ctx->cur.ssl;
 	l7_tracker__set_protocols(ctx->tracker, ctx->cur.protos);
+	l7_tracker__set_api_limit(ctx->tracker, (ctx->cur.subs & L7_SP_RPC) ? ctx->cur.api_limit : 0);
+	l7_trace__set_conf(ctx->trace, &tc);
+	l7_tracker__set_span_cb(ctx->tracker, (ctx->cur.subs & L7_SP_TRACE) || ctx->sli ? on_span : NULL, ctx);
 	if (ctx->cur.ssl)
 		(void)l7_tls__scan(ctx->tls, &ctx->scope);
 	else
@@ -192,6 +220,8 @@ static int on_config(void *data, uint64_t version, const struct gg_ctrl_msg *msg
 		probe_log(PLOG_WARN, "configuration: unknown protocol '%s' in l7_protocol", bad);
 		return -EINVAL;
 	}
+	if (M->protos)
+		conf.protos = M->protos;
 	ctx->cur = conf;
 	ctx->configured = 1;
 	ctx->live_scope = msg->has_scope;
@@ -225,9 +255,21 @@ static uint64_t bpf_stat(struct l7_ctx *ctx, uint32_t i)
 static void report_stats(struct l7_ctx *ctx)
 {
 	static struct probe_rec r;
+	static uint64_t unknown_said;
 	struct l7_tracker_stats ts;
+	struct l7_trace_stats tr;
+	uint64_t unknown = bpf_stat(ctx, L7_ST_UNKNOWN_CALL);
 
+	/* Not a column of l7_stats (yet): said in the log whenever it grows. */
+	if (unknown != unknown_said) {
+		probe_log(PLOG_INFO,
+			  "%llu socket calls in scope not captured so far: sendmmsg/recvmmsg/io_uring, whose buffers "
+			  "are not known at the socket tracepoints",
+			  (unsigned long long)unknown);
+		unknown_said = unknown;
+	}
 	l7_tracker__stats(ctx->tracker, &ts);
+	l7_trace__stats(ctx->trace, &tr);
 	probe_rec__begin(&r, &TBL_l7_stats);
 	probe_rec__str(&r, PROG);
 	probe_rec__u64(&r, bpf_stat(ctx, L7_ST_EVENTS));
@@ -244,30 +286,36 @@ static void report_stats(struct l7_ctx *ctx)
 	probe_rec__u64(&r, ts.key_overflow);
 	probe_rec__u64(&r, ts.conns);
 	probe_rec__u64(&r, ts.hpack_unresolved);
+	probe_rec__u64(&r, ts.api_overflow);
+	probe_rec__u64(&r, ts.apis);
+	probe_rec__u64(&r, tr.spans);
+	probe_rec__u64(&r, tr.sampled_out);
+	probe_rec__u64(&r, tr.dropped);
 	(void)probe_rt__emit(ctx->rt, &r);
 }
 
-/* Drop the socket entries of processes that exited without closing them (the kernel half keeps a
- * socket until its close). Run when processes in scope exited since the last sweep. */
+/* Drop the socket entries of processes that exited while sockets they used have not closed yet (the
+ * kernel half keeps a TCP socket until its TCP_CLOSE). Run when processes in scope exited since the
+ * last sweep. */
 static void sweep_socks(struct l7_ctx *ctx)
 {
 	static __u64 dead[4096];
 	int fd = bpf_map__fd(ctx->skel->maps.l7_socks);
-	uint32_t n = 0, last = 0;
-	int alive = 1, err;
+	uint32_t n = 0;
+	int err;
 	__u64 key, next;
+	struct {
+		uint32_t tgid;
+		int32_t fd;
+		uint8_t rest[120];
+	} v;
 
+	if (bpf_map__value_size(ctx->skel->maps.l7_socks) > sizeof(v))
+		return;
 	err = bpf_map_get_next_key(fd, NULL, &next);
 	while (!err && n < sizeof(dead) / sizeof(dead[0])) {
-		uint32_t tgid;
-
 		key = next;
-		tgid = (uint32_t)(key >> 32);
-		if (tgid != last) {
-			last = tgid;
-			alive = !(kill((pid_t)tgid, 0) < 0 && errno == ESRCH);
-		}
-		if (!alive)
+		if (!bpf_map_lookup_elem(fd, &key, &v) && kill((pid_t)v.tgid, 0) < 0 && errno == ESRCH)
 			dead[n++] = key;
 		err = bpf_map_get_next_key(fd, &key, &next);
 	}
@@ -310,7 +358,10 @@ static void report(void *arg)
 	rescan_comm(ctx);
 	if (ctx->cur.ssl)
 		(void)l7_tls__scan(ctx->tls, &ctx->scope);
+	l7_trace__clock(ctx->trace);
 	l7_tracker__report(ctx->tracker, ctx->rt, ctx->cur.subs, period, now);
+	if (ctx->sli)
+		l7_sli__report(ctx->sli, ctx->rt, (uint64_t)ctx->cur.latency_thr_ms * 1000000ull);
 	report_stats(ctx);
 	{
 		struct l7_tracker_stats ts;
@@ -347,32 +398,17 @@ static int setup_bpf(struct l7_ctx *ctx, unsigned int cap)
 	err = l7probe__load(s);
 	if (err)
 		return err;
+	/* The scope before the hooks: until its maps are written every process is in scope, and what
+	 * other processes did while the programs were being attached would become rows. */
+	apply_scope(ctx, probe_rt__supervised(ctx->rt) ? &nothing : &ctx->base_scope);
 	{
 		/* Every hook but the uprobes (tls.c attaches those per libssl file). */
 		const struct gg_bpf_hook hooks[] = {
-			{s->progs.l7_enter_read, &s->links.l7_enter_read, ~0u},
-			{s->progs.l7_exit_read, &s->links.l7_exit_read, ~0u},
-			{s->progs.l7_enter_write, &s->links.l7_enter_write, ~0u},
-			{s->progs.l7_exit_write, &s->links.l7_exit_write, ~0u},
-			{s->progs.l7_enter_readv, &s->links.l7_enter_readv, ~0u},
-			{s->progs.l7_exit_readv, &s->links.l7_exit_readv, ~0u},
-			{s->progs.l7_enter_writev, &s->links.l7_enter_writev, ~0u},
-			{s->progs.l7_exit_writev, &s->links.l7_exit_writev, ~0u},
-			{s->progs.l7_enter_sendto, &s->links.l7_enter_sendto, ~0u},
-			{s->progs.l7_exit_sendto, &s->links.l7_exit_sendto, ~0u},
-			{s->progs.l7_enter_recvfrom, &s->links.l7_enter_recvfrom, ~0u},
-			{s->progs.l7_exit_recvfrom, &s->links.l7_exit_recvfrom, ~0u},
-			{s->progs.l7_enter_sendmsg, &s->links.l7_enter_sendmsg, ~0u},
-			{s->progs.l7_exit_sendmsg, &s->links.l7_exit_sendmsg, ~0u},
-			{s->progs.l7_enter_recvmsg, &s->links.l7_enter_recvmsg, ~0u},
-			{s->progs.l7_exit_recvmsg, &s->links.l7_exit_recvmsg, ~0u},
-			{s->progs.l7_enter_sendfile, &s->links.l7_enter_sendfile, ~0u},
-			{s->progs.l7_exit_sendfile, &s->links.l7_exit_sendfile, ~0u},
-			{s->progs.l7_enter_connect, &s->links.l7_enter_connect, ~0u},
-			{s->progs.l7_exit_connect, &s->links.l7_exit_connect, ~0u},
-			{s->progs.l7_exit_accept, &s->links.l7_exit_accept, ~0u},
-			{s->progs.l7_exit_accept4, &s->links.l7_exit_accept4, ~0u},
-			{s->progs.l7_enter_close, &s->links.l7_enter_close, ~0u},
+			{s->progs.l7_sock_send, &s->links.l7_sock_send, ~0u},
+			{s->progs.l7_sock_recv, &s->links.l7_sock_recv, ~0u},
+			{s->progs.l7_dgram, &s->links.l7_dgram, ~0u},
+			{s->progs.l7_xmit_q, &s->links.l7_xmit_q, ~0u},
+			{s->progs.l7_state, &s->links.l7_state, ~0u},
 			{s->progs.l7_exit, &s->links.l7_exit, ~0u},
 		};
 
@@ -386,7 +422,6 @@ static int setup_bpf(struct l7_ctx *ctx, unsigned int cap)
 /* After the command line: the connection tracker, the BPF programs, the event ring, the scope. */
 static int setup(void *arg, struct probe_rt *rt)
 {
-	static struct gg_scope nothing;
 	struct l7_ctx *ctx = arg;
 	char names[128];
 	int ret;
@@ -394,7 +429,10 @@ static int setup(void *arg, struct probe_rt *rt)
 	ctx->rt = rt;
 	ctx->cur = ctx->base;
 	ctx->tracker = l7_tracker__new(ctx->max_conns, L7_KEYS_MAX);
-	if (!ctx->tracker) {
+	ctx->trace = l7_trace__new(rt);
+	if (M->sli)
+		ctx->sli = l7_sli__new(M->sli);
+	if (!ctx->tracker || !ctx->trace || (M->sli && !ctx->sli)) {
 		probe_log(PLOG_ERROR, "out of memory");
 		return -ENOMEM;
 	}
@@ -414,7 +452,6 @@ static int setup(void *arg, struct probe_rt *rt)
 	ctx->last_report_ns = gg_mono_ns();
 	if (probe_rt__supervised(ctx->rt)) {
 		/* Nothing in scope until the supervisor says what is (or FIRST_CONFIG_WAIT_MS passed). */
-		nothing.all = 0;
 		apply_scope(ctx, &nothing);
 	} else {
 		ctx->configured = 1;
@@ -437,23 +474,25 @@ static void teardown(void *arg)
 	l7_tls__free(ctx->tls);
 	l7probe__destroy(ctx->skel);
 	l7_tracker__free(ctx->tracker);
+	l7_trace__free(ctx->trace);
+	l7_sli__free(ctx->sli);
 }
 
-int main(int argc, char **argv)
+int l7_main(int argc, char **argv, const struct l7_mode *mode)
 {
 	static struct l7_ctx ctx = {.cap = L7_CAP_DEFAULT, .max_conns = L7_CONNS_DEFAULT};
 	const struct probe_runner r = {
-		.contract = CONTRACT,
+		.contract = mode->contract,
 		.ctx = &ctx,
 		.args = {.conf = &ctx.base,
-			 .subprobes = &ctx.base.subs,
+			 .subprobes = mode->contract->nsubprobes ? &ctx.base.subs : NULL,
 			 .scope = &ctx.base_scope,
 			 .comm = &ctx.comm,
 			 .bpf_stats = &ctx.bpf_stats,
 			 .own = own,
 			 .nown = sizeof(own) / sizeof(own[0]),
 			 .own_cb = own_option,
-			 .notes = notes},
+			 .notes = mode->notes ? mode->notes : notes},
 		.check_args = check_args,
 		.setup = setup,
 		.on_config = on_config,
@@ -463,5 +502,6 @@ int main(int argc, char **argv)
 		.teardown = teardown,
 	};
 
+	M = mode;
 	return probe_runner__main(&r, argc, argv);
 }

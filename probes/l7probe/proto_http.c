@@ -112,8 +112,37 @@ static bool name_is(const uint8_t *line, size_t colon, const char *name)
 	return strlen(name) == colon && strncasecmp((const char *)line, name, colon) == 0;
 }
 
-/* One header field line (no line end). */
-static int parse_header(struct l7_http_dir *h, const uint8_t *line, size_t n)
+static int hexval(uint8_t c)
+{
+	return is_digit(c) ? c - '0' : (c | 0x20) >= 'a' && (c | 0x20) <= 'f' ? (c | 0x20) - 'a' + 10 : -1;
+}
+
+/* W3C traceparent "00-<32 hex trace-id>-<16 hex parent-id>-<2 hex flags>" into trace[24]; left as it
+ * is (zeros) when malformed, or when an id is all zeros (invalid by the spec). */
+static void parse_traceparent(uint8_t trace[24], const uint8_t *v, size_t n)
+{
+	uint8_t t[24] = {0}, any_t = 0, any_p = 0;
+
+	if (n < 55 || v[0] != '0' || v[1] != '0' || v[2] != '-' || v[35] != '-' || v[52] != '-')
+		return;
+	for (int i = 0; i < 24; i++) {
+		size_t at = i < 16 ? 3 + 2 * (size_t)i : 36 + 2 * (size_t)(i - 16);
+		int hi = hexval(v[at]), lo = hexval(v[at + 1]);
+
+		if (hi < 0 || lo < 0)
+			return;
+		t[i] = (uint8_t)(hi << 4 | lo);
+		if (i < 16)
+			any_t |= t[i];
+		else
+			any_p |= t[i];
+	}
+	if (any_t && any_p)
+		memcpy(trace, t, 24);
+}
+
+/* One header field line (no line end); m is the message's, for the request's trace context. */
+static int parse_header(struct l7_http_dir *h, struct l7_msg *m, const uint8_t *line, size_t n)
 {
 	const uint8_t *colon;
 	size_t c, i;
@@ -145,6 +174,8 @@ static int parse_header(struct l7_http_dir *h, const uint8_t *line, size_t n)
 			return -1;
 		h->content_len = v;
 		h->has_len = true;
+	} else if (m && name_is(line, c, "traceparent")) {
+		parse_traceparent(m->trace, line + i, n - i);
 	} else if (name_is(line, c, "transfer-encoding")) {
 		/* chunked is the last coding when present; look for it anywhere, case-insensitively */
 		for (; i + 7 <= n; i++)
@@ -261,7 +292,7 @@ static long http_parse(struct l7_session *s, enum l7_flow flow, const uint8_t *p
 			headers_done(s, flow);
 			return (long)len;
 		}
-		if (parse_header(h, p, e))
+		if (parse_header(h, flow == L7_FLOW_REQ ? &s->dir[L7_FLOW_REQ].msg : NULL, p, e))
 			return -1;
 		return (long)len;
 	case H_CHUNK_SIZE: {

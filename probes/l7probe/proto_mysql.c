@@ -4,16 +4,17 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "l7_api.h"
 #include "l7_proto_impl.h"
 
 enum { M_FIRST = 0, M_COLDEFS, M_COLDEF_EOF, M_ROWS, M_INFILE, M_PREP_DEFS };
 
 #define MY_PKT_MAX   0xffffffu
-#define MY_PEEK	     32 /* payload bytes looked at in a response packet */
-#define MY_SQL_PEEK  96 /* payload bytes of a query read for its keyword */
-#define MY_KNOWN     1u /* session flags: whether EOF packets are deprecated is known */
-#define MY_NOEOF     2u /* ... and they are (CLIENT_DEPRECATE_EOF) */
-#define MY_AUTH	     4u /* the server asked the client for more than a command (auth, LOCAL INFILE) */
+#define MY_PEEK	     32	 /* payload bytes looked at in a response packet */
+#define MY_SQL_PEEK  256 /* payload bytes of a query read for its statement type and table */
+#define MY_KNOWN     1u	 /* session flags: whether EOF packets are deprecated is known */
+#define MY_NOEOF     2u	 /* ... and they are (CLIENT_DEPRECATE_EOF) */
+#define MY_AUTH	     4u	 /* the server asked the client for more than a command (auth, LOCAL INFILE) */
 #define MY_CAP_41    0x200u
 #define MY_CAP_NOEOF (1u << 24)
 #define MY_MORE	     0x0008u /* SERVER_MORE_RESULTS_EXISTS */
@@ -201,7 +202,7 @@ static long my_parse_req(struct l7_session *s, const uint8_t *p, size_t n, uint6
 	k = l7__api_put(m->api, sizeof(m->api), name, strlen(name));
 	if ((cmd == COM_QUERY || cmd == COM_STMT_PREPARE) && k + 2 < sizeof(m->api)) {
 		m->api[k] = ' ';
-		if (!l7__sql_keyword(m->api + k + 1, sizeof(m->api) - k - 1, p + 5, avail))
+		if (!l7_api__sql(m->api + k + 1, sizeof(m->api) - k - 1, p + 5, avail))
 			m->api[k] = '\0';
 	} else if ((cmd == COM_STMT_EXECUTE || cmd == COM_STMT_CLOSE) && avail >= 4) {
 		/* the statement id: named by the keyword its prepare had */

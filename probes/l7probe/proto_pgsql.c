@@ -3,6 +3,7 @@
  * request ended by ReadyForQuery, ErrorResponse as error, api = first SQL keyword. */
 #include <string.h>
 
+#include "l7_api.h"
 #include "l7_proto_impl.h"
 
 #define PG_STARTUP_V3  0x00030000u
@@ -11,7 +12,7 @@
 #define PG_CANCEL      80877102u
 #define PG_STARTUP_MAX 10000u
 #define PG_MSG_MAX     (1u << 30)
-#define PG_SQL_PREFIX  96 /* bytes of a query read for its first keyword */
+#define PG_SQL_PREFIX  256 /* bytes of a query read for its statement type and table */
 #define PG_AUX_SSLREQ  1u
 
 static bool frontend_type(uint8_t t)
@@ -140,7 +141,7 @@ static long pg_parse_req(struct l7_session *s, const uint8_t *p, size_t n, uint6
 			memset(m, 0, sizeof(*m));
 		l7__msg_start(s, L7_FLOW_REQ, ts);
 		if (t == 'Q')
-			l7__sql_keyword(m->api, sizeof(m->api), p + 5, take);
+			l7_api__sql(m->api, sizeof(m->api), p + 5, take);
 		else
 			l7__api_put(m->api, sizeof(m->api), "FUNCTION", 8);
 		if (!m->api[0])
@@ -156,7 +157,7 @@ static long pg_parse_req(struct l7_session *s, const uint8_t *p, size_t n, uint6
 			char kw[L7_API_MAX];
 
 			if (q) {
-				l7__sql_keyword(kw, sizeof(kw), q + 1, (size_t)(p + 5 + take - q - 1));
+				l7_api__sql(kw, sizeof(kw), q + 1, (size_t)(p + 5 + take - q - 1));
 				if (!m->api[0])
 					l7__api_put(m->api, sizeof(m->api), kw, sizeof(kw));
 				l7__stmt_put(s, l7__hash(p + 5, (size_t)(q - p - 5)), kw);

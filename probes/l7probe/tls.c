@@ -16,6 +16,8 @@
 
 #include "l7_user.h"
 #include "l7probe.skel.h"
+#include "tls_elf.h"
+#include "tls_go.h"
 
 #define TLS_LIBS_MAX	128
 #define TLS_HOOKS	8
@@ -31,6 +33,7 @@ struct tls_lib {
 
 struct l7_tls {
 	struct l7probe *skel;
+	struct l7_gotls *go; /* Go's crypto/tls (tls_go.c), scanned with the same processes */
 	unsigned int nlibs;
 	struct tls_lib libs[TLS_LIBS_MAX];
 	struct probe_buf maps;
@@ -40,8 +43,14 @@ struct l7_tls *l7_tls__new(struct l7probe *skel)
 {
 	struct l7_tls *tls = calloc(1, sizeof(*tls));
 
-	if (tls)
-		tls->skel = skel;
+	if (!tls)
+		return NULL;
+	tls->skel = skel;
+	tls->go = l7_gotls__new(skel);
+	if (!tls->go) {
+		free(tls);
+		return NULL;
+	}
 	return tls;
 }
 
@@ -58,6 +67,7 @@ void l7_tls__clear(struct l7_tls *tls)
 	for (unsigned int i = 0; i < tls->nlibs; i++)
 		lib_detach(&tls->libs[i]);
 	tls->nlibs = 0;
+	l7_gotls__clear(tls->go);
 }
 
 void l7_tls__free(struct l7_tls *tls)
@@ -65,8 +75,94 @@ void l7_tls__free(struct l7_tls *tls)
 	if (!tls)
 		return;
 	l7_tls__clear(tls);
+	l7_gotls__free(tls->go);
 	probe_buf__free(&tls->maps);
 	free(tls);
+}
+
+/*
+ * OpenSSL's SSL_read and SSL_write start with instructions the kernel cannot emulate (sub $n,%rsp),
+ * so a uprobe there costs a breakpoint trap and a single-step (a debug exception: under this VM's
+ * hypervisor ~70 us, measured, bench/RESULTS.md), and the uretprobe needs that entry probe too. Both
+ * are thin wrappers around one internal function each (ssl_read_internal, ssl_write_internal: the
+ * same arguments plus a size_t *written, the _ex variants call them too) whose first instruction is
+ * a push, which the kernel emulates: the probes go there, at the target of the wrapper's first call,
+ * when that target starts with an emulated instruction. The file offsets of the two, or -ENOENT.
+ */
+/* The target of the first direct call of the function called name. */
+static int first_call_of(struct elf_bin *b, const char *name, uint64_t *ret_target)
+{
+	uint8_t code[64];
+	struct elf_fn fn;
+	size_t n;
+	int err = elf_bin__find(b, name, &fn);
+
+	if (err)
+		return err;
+	n = fn.size && fn.size < sizeof(code) ? (size_t)fn.size : sizeof(code);
+	err = elf_bin__read(b, fn.vaddr, code, n);
+	if (!err)
+		err = x86_first_call(code, n, fn.vaddr, 12, ret_target);
+	return err;
+}
+
+static int ssl_internal(const char *path, uint64_t *ret_read, uint64_t *ret_write)
+{
+	/* the _ex variant must call the same function first: else (another build, inlined) it is not
+	 * the internal function, and the exported ones are probed */
+	static const char *const names[2][2] = {{"SSL_read", "SSL_read_ex"}, {"SSL_write", "SSL_write_ex"}};
+	uint64_t offs[2];
+	struct elf_bin *b = NULL;
+	int err = elf_bin__open(path, &b);
+
+	for (int i = 0; !err && i < 2; i++) {
+		uint8_t first[2];
+		uint64_t target, target_ex;
+
+		err = first_call_of(b, names[i][0], &target);
+		if (!err)
+			err = first_call_of(b, names[i][1], &target_ex);
+		if (!err && target != target_ex)
+			err = -ENOENT;
+		if (!err)
+			err = elf_bin__read(b, target, first, sizeof(first));
+		if (!err && !x86_uprobe_emulated(first, sizeof(first)))
+			err = -ENOENT;
+		if (!err)
+			err = elf_bin__off(b, target, &offs[i]);
+	}
+	elf_bin__close(b);
+	if (err)
+		return err;
+	*ret_read = offs[0];
+	*ret_write = offs[1];
+	return 0;
+}
+
+static int lib_attach_internal(struct l7_tls *tls, struct tls_lib *l, const char *path, int pid)
+{
+	struct l7probe *s = tls->skel;
+	struct bpf_program *progs[4] = {s->progs.l7_ssl_read_ex, s->progs.l7_ssl_read_ex_ret, s->progs.l7_ssl_write_ex,
+					s->progs.l7_ssl_write_ex_ret};
+	uint64_t off[2];
+	int err = ssl_internal(path, &off[0], &off[1]);
+
+	if (err)
+		return err;
+	for (int i = 0; i < 4; i++) {
+		struct bpf_uprobe_opts opts;
+
+		memset(&opts, 0, sizeof(opts));
+		opts.sz = sizeof(opts);
+		opts.retprobe = i & 1;
+		l->links[i] = bpf_program__attach_uprobe_opts(progs[i], pid, path, off[i / 2], &opts);
+		if (!l->links[i]) {
+			err = errno ? -errno : -EINVAL;
+			lib_detach(l);
+			return err;
+		}
+	}
+	return 0;
 }
 
 static int lib_attach(struct l7_tls *tls, const char *path, const struct stat *st, int pid)
@@ -83,6 +179,7 @@ static int lib_attach(struct l7_tls *tls, const char *path, const struct stat *s
 		{s->progs.l7_ssl_read_ex, "SSL_read_ex", 0, 1},	  {s->progs.l7_ssl_read_ex_ret, "SSL_read_ex", 1, 1},
 		{s->progs.l7_ssl_write_ex, "SSL_write_ex", 0, 1}, {s->progs.l7_ssl_write_ex_ret, "SSL_write_ex", 1, 1},
 	};
+	const char *hooks_desc = "SSL_read/SSL_write uprobes";
 	struct tls_lib *l;
 	int err;
 
@@ -90,6 +187,10 @@ static int lib_attach(struct l7_tls *tls, const char *path, const struct stat *s
 		return -E2BIG;
 	l = &tls->libs[tls->nlibs];
 	memset(l, 0, sizeof(*l));
+	if (!lib_attach_internal(tls, l, path, pid)) {
+		hooks_desc = "uprobes on SSL_read/SSL_write's internal functions";
+		goto attached;
+	}
 	for (int i = 0; i < TLS_HOOKS; i++) {
 		struct bpf_uprobe_opts opts;
 
@@ -105,15 +206,16 @@ static int lib_attach(struct l7_tls *tls, const char *path, const struct stat *s
 			return err;
 		}
 	}
+attached:
 	l->dev = (uint64_t)st->st_dev;
 	l->ino = (uint64_t)st->st_ino;
 	l->pid = pid;
 	l->seen = 1;
 	tls->nlibs++;
 	if (pid >= 0)
-		probe_log(PLOG_INFO, "SSL_read/SSL_write uprobes on %s for process %d", path, pid);
+		probe_log(PLOG_INFO, "%s on %s for process %d", hooks_desc, path, pid);
 	else
-		probe_log(PLOG_INFO, "SSL_read/SSL_write uprobes on %s", path);
+		probe_log(PLOG_INFO, "%s on %s", hooks_desc, path);
 	return 0;
 }
 
@@ -124,6 +226,7 @@ static void scan_pid(struct l7_tls *tls, int pid, int per_pid)
 	const char *p, *end;
 	struct stat st;
 
+	l7_gotls__scan_pid(tls->go, pid, per_pid);
 	snprintf(path, sizeof(path), "/proc/%d/maps", pid);
 	if (probe_read_file(path, &tls->maps, 64u << 20))
 		return;
@@ -171,6 +274,7 @@ int l7_tls__scan(struct l7_tls *tls, const struct gg_scope *scope)
 
 	for (i = 0; i < tls->nlibs; i++)
 		tls->libs[i].seen = 0;
+	l7_gotls__begin_scan(tls->go);
 	if (scope->all || scope->ncgrp || scope->ntgid > TLS_PER_PID_MAX) {
 		DIR *d = opendir("/proc");
 		struct dirent *de;
@@ -195,5 +299,5 @@ int l7_tls__scan(struct l7_tls *tls, const struct gg_scope *scope)
 		j++;
 	}
 	tls->nlibs = j;
-	return (int)j;
+	return (int)j + l7_gotls__end_scan(tls->go);
 }

@@ -8,6 +8,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <limits.h>
+#include <malloc.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -24,19 +25,30 @@ int gg_bpf_init(void)
 
 /* ---- kernel features ------------------------------------------------------------------------- */
 
-/* vmlinux BTF, loaded on first use and kept for the life of the process (NULL when absent). */
+/* vmlinux BTF, loaded on first use and kept until gg_bpf_setup_done (NULL when absent): parsed, it is
+ * 5.3 MiB of this kernel's, which a probe needs only while it chooses and loads its programs. */
+static struct btf *g_btf;
+static int g_btf_tried;
+
 static struct btf *vmlinux_btf(void)
 {
-	static struct btf *btf;
-	static int tried;
-
-	if (!tried) {
-		tried = 1;
-		btf = btf__load_vmlinux_btf();
-		if (libbpf_get_error(btf))
-			btf = NULL;
+	if (!g_btf_tried) {
+		g_btf_tried = 1;
+		g_btf = btf__load_vmlinux_btf();
+		if (libbpf_get_error(g_btf))
+			g_btf = NULL;
 	}
-	return btf;
+	return g_btf;
+}
+
+void gg_bpf_setup_done(void)
+{
+	btf__free(g_btf);
+	g_btf = NULL;
+	g_btf_tried = 0;
+	/* libbpf's own copy of vmlinux BTF and the object's relocation data were freed by the load: give
+	 * the pages back (glibc keeps freed heap, and a large free raises its mmap threshold) */
+	malloc_trim(0);
 }
 
 int gg_bpf_has_tp_btf(const char *name)
@@ -71,32 +83,71 @@ int gg_bpf_tp_btf_nargs(const char *name)
 	return btf_vlen(t) - 1;
 }
 
-int gg_btf_enum_name(const char *enum_name, long long value, const char *strip_prefix, char *buf, size_t len)
-{
-	struct btf *btf = vmlinux_btf();
-	const struct btf_type *t;
-	int id;
+/* The enumerators of a kernel enum, copied out of vmlinux BTF once so that naming a value at run time
+ * does not need the whole BTF (a few KiB instead of 5 MiB). */
+struct enum_cache {
+	char name[64];
+	unsigned int n;
+	long long *vals;
+	char **names;
+};
+#define ENUM_CACHE_MAX 4
+static struct enum_cache g_enums[ENUM_CACHE_MAX];
 
+static const struct enum_cache *enum_cache(const char *enum_name)
+{
+	struct enum_cache *c = NULL;
+	const struct btf_type *t;
+	struct btf *btf;
+	int id, own;
+
+	for (unsigned int i = 0; i < ENUM_CACHE_MAX; i++) {
+		if (!strcmp(g_enums[i].name, enum_name))
+			return &g_enums[i];
+		if (!g_enums[i].name[0] && !c)
+			c = &g_enums[i];
+	}
+	if (!c || strlen(enum_name) >= sizeof(c->name))
+		return NULL;
+	own = !g_btf; /* after setup: load it for this copy only */
+	btf = vmlinux_btf();
 	id = btf ? btf__find_by_name_kind(btf, enum_name, BTF_KIND_ENUM) : -ENOENT;
 	t = id > 0 ? btf__type_by_id(btf, id) : NULL;
+	snprintf(c->name, sizeof(c->name), "%s", enum_name); /* also when unknown: not looked up again */
 	if (t && btf_is_enum(t)) {
 		const struct btf_enum *e = btf_enum(t);
+		unsigned int n = btf_vlen(t);
 
-		for (unsigned int i = 0; i < btf_vlen(t); i++, e++) {
-			const char *name;
-			size_t plen;
+		c->vals = calloc(n, sizeof(*c->vals));
+		c->names = calloc(n, sizeof(*c->names));
+		for (unsigned int i = 0; c->vals && c->names && i < n; i++, e++) {
+			const char *name = btf__name_by_offset(btf, e->name_off);
 
-			if (e->val != value)
-				continue;
-			name = btf__name_by_offset(btf, e->name_off);
-			if (!name)
-				break;
-			plen = strip_prefix ? strlen(strip_prefix) : 0;
-			if (plen && !strncmp(name, strip_prefix, plen))
-				name += plen;
-			snprintf(buf, len, "%s", name);
-			return 0;
+			c->names[c->n] = name ? strdup(name) : NULL;
+			if (c->names[c->n])
+				c->vals[c->n++] = e->val;
 		}
+	}
+	if (own)
+		gg_bpf_setup_done();
+	return c;
+}
+
+int gg_btf_enum_name(const char *enum_name, long long value, const char *strip_prefix, char *buf, size_t len)
+{
+	const struct enum_cache *c = enum_cache(enum_name);
+
+	for (unsigned int i = 0; c && i < c->n; i++) {
+		const char *name = c->names[i];
+		size_t plen;
+
+		if (c->vals[i] != value)
+			continue;
+		plen = strip_prefix ? strlen(strip_prefix) : 0;
+		if (plen && !strncmp(name, strip_prefix, plen))
+			name += plen;
+		snprintf(buf, len, "%s", name);
+		return 0;
 	}
 	snprintf(buf, len, "%lld", value);
 	return -ENOENT;
@@ -615,6 +666,8 @@ int gg_bpf_apply_hooks(const struct gg_bpf_hook *hooks, size_t n, unsigned int s
 				*ret_failed = &hooks[i];
 		}
 	}
+	/* loaded and attached: what only set-up needed can go */
+	gg_bpf_setup_done();
 	return first;
 }
 

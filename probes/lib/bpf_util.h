@@ -40,6 +40,10 @@ int gg_bpf_tp_btf_nargs(const char *name);
 /* Name of value in kernel enum enum_name (from vmlinux BTF), without strip_prefix when it starts
  * with it (may be NULL), into buf (cut to len). 0, or -ENOENT when unknown (buf gets the number). */
 int gg_btf_enum_name(const char *enum_name, long long value, const char *strip_prefix, char *buf, size_t len);
+/* Set-up is over (programs loaded and attached): free the vmlinux BTF the checks above parsed (5 MiB;
+ * loaded again if a check runs later) and return freed heap to the kernel (malloc_trim).
+ * gg_bpf_apply_hooks calls it; a probe that does not use it calls it after attaching. */
+void gg_bpf_setup_done(void);
 /* 1 when tracefs has events/<category>/<name>, 0 when not. */
 int gg_bpf_has_tracepoint(const char *category, const char *name);
 /* 1 when kprobes are usable (tracefs kprobe_events exists) and func is traceable (listed in

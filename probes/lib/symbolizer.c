@@ -7,6 +7,7 @@
 #include <gelf.h>
 #include <libelf.h>
 #include <limits.h>
+#include <malloc.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -25,12 +26,14 @@
 #define SEGS_MAX	       32u
 #define KALLSYMS_RELOAD_ROUNDS 60u
 
-/* One function: [addr, addr + size) in the ELF's virtual address space (size 0: up to the next). */
+/* One function: [addr, addr + size) in the ELF's virtual address space (size 0: up to the next). 16
+ * bytes: kallsyms alone has 120,000 of them. */
+#define SYM_SIZE_MAX ((1u << 28) - 1) /* larger sizes are cut: no function is 256 MiB */
 struct sym {
 	uint64_t addr;
-	uint64_t size;
-	uint32_t name; /* offset in the table's string pool */
-	uint32_t rank; /* among aliases at one address the lowest is shown (public names first) */
+	uint32_t size : 28;
+	uint32_t rank : 4; /* among aliases at one address the lowest is shown (public names first) */
+	uint32_t name;	   /* offset in the table's string pool */
 };
 
 /* A sorted symbol table and the string pool its names live in. */
@@ -163,7 +166,8 @@ static int symtab__add(struct symtab *t, uint64_t addr, uint64_t size, const cha
 		t->strs = p;
 		t->strs_cap = cap;
 	}
-	t->syms[t->n++] = (struct sym){.addr = addr, .size = size, .name = (uint32_t)t->strs_len};
+	t->syms[t->n++] = (struct sym){
+		.addr = addr, .size = size > SYM_SIZE_MAX ? SYM_SIZE_MAX : size, .name = (uint32_t)t->strs_len};
 	memcpy(t->strs + t->strs_len, name, len);
 	t->strs[t->strs_len + len] = '\0';
 	t->strs_len += len + 1;
@@ -1169,9 +1173,47 @@ struct symbolizer *symbolizer__new(const struct symbolizer_opts *opts)
 	return s;
 }
 
+/* Bytes of the ELF symbol tables held (shared tables once). */
+static size_t elf_bytes(const struct symbolizer *s)
+{
+	size_t mem = 0;
+
+	for (unsigned int i = 0; i < s->ness; i++)
+		mem += sizeof(*s->ess[i]) + symtab__mem(&s->ess[i]->tab);
+	return mem;
+}
+
+/* Over max_elf_bytes: drop the symbol tables of the modules used longest ago (not in this round); a
+ * module dropped is loaded again the next time an address falls in it. Returns how many. */
+static unsigned int elf_evict(struct symbolizer *s)
+{
+	unsigned int n = 0;
+
+	if (!s->opts.max_elf_bytes)
+		return 0;
+	while (elf_bytes(s) > s->opts.max_elf_bytes) {
+		struct module *victim = NULL;
+
+		for (unsigned int i = 0; i < s->nmods; i++) {
+			struct module *m = s->mods[i];
+
+			if (m->es && m->last_round < s->round && (!victim || m->last_round < victim->last_round))
+				victim = m;
+		}
+		if (!victim)
+			break;
+		elfsyms__put(s, victim->es);
+		victim->es = NULL;
+		victim->loaded = 0;
+		s->st.evictions++;
+		n++;
+	}
+	return n;
+}
+
 void symbolizer__begin_round(struct symbolizer *s)
 {
-	unsigned int old = s->opts.idle_rounds;
+	unsigned int old = s->opts.idle_rounds, dropped = 0;
 
 	s->round++;
 	/* processes unused for a while (or gone and unused this round) */
@@ -1180,6 +1222,7 @@ void symbolizer__begin_round(struct symbolizer *s)
 
 		if (p && (s->round - p->last_round > old || (p->gone && s->round - p->last_round > 1))) {
 			proc_remove_slot(s, &s->procs[i]);
+			dropped++;
 			continue; /* slot i may hold a moved entry now */
 		}
 		i++;
@@ -1191,10 +1234,16 @@ void symbolizer__begin_round(struct symbolizer *s)
 		if (!m->refs && s->round - m->last_round > old) {
 			s->mods[i] = s->mods[--s->nmods];
 			module__free(s, m);
+			dropped++;
 			continue;
 		}
 		i++;
 	}
+	dropped += elf_evict(s);
+	/* symbol tables are megabytes of small and large blocks: hand what was freed back to the kernel,
+	 * or the heap keeps its high-water mark */
+	if (dropped)
+		malloc_trim(0);
 }
 
 void symbolizer__stats(const struct symbolizer *s, struct symbolizer_stats *ret)

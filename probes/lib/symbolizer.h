@@ -32,6 +32,7 @@ struct symbolizer_opts {
 	unsigned int max_procs;	  /* processes whose maps are cached (0: 4096) */
 	unsigned int max_modules; /* ELF files whose symbols are cached (0: 1024) */
 	unsigned int idle_rounds; /* drop a process/module unused for this many rounds (0: 10) */
+	size_t max_elf_bytes;	  /* ELF symbol tables held at most (0: no bound); least recently used go first */
 	const char *proc_root;	  /* "/proc" unless testing */
 };
 
@@ -43,6 +44,7 @@ struct symbolizer_stats {
 	uint64_t elf_loads;   /* ELF files read */
 	uint64_t maps_loads;  /* /proc/<pid>/maps read */
 	uint64_t execs;	      /* cached processes found to have exec'ed (cache invalidated) */
+	uint64_t evictions;   /* ELF symbol tables dropped to stay within max_elf_bytes (reloaded when used) */
 	unsigned int procs;   /* cached now */
 	unsigned int modules; /* cached now */
 	size_t mem_bytes;     /* memory held by the caches (symbols, strings, maps) */

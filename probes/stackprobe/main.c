@@ -476,6 +476,7 @@ static void apply(struct sp_ctx *ctx)
 	int err;
 
 	ctx->apply_pending = 0;
+	ctx->prof.pyro_on = ctx->cur.pyroscope[0] != '\0';
 	if (ctx->cur.mem_alloc && (events & (1u << SP_EV_MEM)))
 		events |= 1u << SP_EV_MEM_ALLOC;
 	err = sp_sampler__apply(ctx->sampler, events, ctx->cur.perf_period_ms, ctx->cur.min_block_us);

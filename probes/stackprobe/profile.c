@@ -1,19 +1,23 @@
 /* profile.c - turns kernel stacks into named frames and sums them per thread (profile store) and per
  * folded line (flame graphs, pprof, Pyroscope), with [Pod]/[Con]/[<pid>] comm bottom frames. */
+#include <malloc.h>
 #include <errno.h>
 #include <inttypes.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
-#include "cgroup_path.h"
+#include "../../supervisor/identity.h"
 #include "probe.h"
 #include "stackprobe.h"
 
+#define SP_SYM_ELF_BYTES (4u << 20)
 #define FTAB_MAX_ENTRIES 200000u
 #define FTAB_MAX_BYTES	 (64u << 20)
 #define CONT_SLOTS	 4096u
-#define CONT_LEN	 160u
+#define CONT_LEN	 320u /* "[Pod]<name>;[Con]<name>", each name cut at CONT_NAME_MAX */
+#define CONT_NAME_MAX	 140u
 
 const char *const sp_event_names[SP_EV_NR] = {"oncpu", "offcpu", "mem", "mem_alloc"};
 const char *const sp_event_query_names[SP_EV_NR] = {"on-cpu", "off-cpu", "mem", "mem-alloc"};
@@ -221,7 +225,7 @@ static void sb_str(struct sbuf *b, const char *s)
 
 /* ---- containers ----------------------------------------------------------------------------------- */
 
-/* Containers of processes seen in this drain: tgid -> "[Pod]<uid>;[Con]<id>" (or ""). */
+/* Containers of processes seen in this drain: tgid -> "[Pod]<pod>;[Con]<container>" (or ""). */
 struct cont_ent {
 	uint32_t tgid;
 	uint32_t round;
@@ -231,24 +235,82 @@ struct cont_ent {
 static struct cont_ent g_cont[CONT_SLOTS];
 static uint32_t g_cont_round = 1;
 static struct probe_buf g_cgroup_buf;
+static struct gg_identity *g_ident; /* NULL: not made yet, or GALA_GOPHER_IDENTITY=off */
+static int g_ident_tried;
 
-/* "[Pod]<uid>;[Con]<first 12 digits of the id>" of a process, from /proc/<tgid>/cgroup read by the
- * supervisor's cgroup layout parser (ipc/cgroup_path.c: one parser for every runtime's layout). */
+/* The supervisor's container identity resolver (supervisor/identity.c), reading the runtimes' state
+ * where the supervisor's identity section says (it passes it in the environment; run alone: the
+ * runtimes' default places). */
+static struct gg_identity *identity(void)
+{
+	const char *off = getenv("GALA_GOPHER_IDENTITY");
+	struct gg_identity_opts o = {
+		.containerd_dir = getenv("GALA_GOPHER_CONTAINERD_DIR"),
+		.crio_dir = getenv("GALA_GOPHER_CRIO_DIR"),
+		.storage_dir = getenv("GALA_GOPHER_STORAGE_DIR"),
+		.docker_dir = getenv("GALA_GOPHER_DOCKER_DIR"),
+		.max_procs = 4096,
+		.max_cgroups = 1024,
+	};
+
+	if (!g_ident_tried && !(off && !strcmp(off, "off")))
+		g_ident = gg_identity__new(&o);
+	g_ident_tried = 1;
+	return g_ident;
+}
+
+static uint64_t mono_ms(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * 1000u + (uint64_t)ts.tv_nsec / 1000000u;
+}
+
+/* A name as one folded frame: ';' separates frames, control characters would break lines. */
+static void frame_name(char *out, size_t len, const char *s)
+{
+	size_t n = 0;
+
+	for (; *s && n + 1 < len && n < CONT_NAME_MAX; s++)
+		out[n++] = *s == ';' ? ':' : ((unsigned char)*s < 0x20 || *s == 0x7f) ? ' ' : *s;
+	out[n] = '\0';
+}
+
+/* "[Pod]<pod>;[Con]<container>" of a process: the pod's name (else its UID) and the container's name
+ * (else the first 12 digits of its id), as gala-gopher's frames name them. The cgroup path comes from
+ * /proc/<tgid>/cgroup through the supervisor's layout parser, the names from the runtimes' state. */
 static void container_frames(uint32_t tgid, char *out, size_t len)
 {
-	char path[64], cgpath[4096];
+	char path[64], cgpath[4096], pod[CONT_NAME_MAX + 1], con[CONT_NAME_MAX + 1];
+	struct gg_identity *id = identity();
+	const struct gg_ident *ident;
 	struct gg_cgroup_info ci;
 
 	out[0] = '\0';
-	snprintf(path, sizeof(path), "/proc/%u/cgroup", tgid);
-	if (probe_read_file(path, &g_cgroup_buf, 1u << 16) ||
-	    gg_proc_cgroup__path(g_cgroup_buf.data, cgpath, sizeof(cgpath), NULL) || gg_cgroup__parse(cgpath, &ci) ||
-	    !ci.container_id[0])
-		return;
-	if (ci.pod_uid[0])
-		snprintf(out, len, "[Pod]%s;[Con]%.12s", ci.pod_uid, ci.container_id);
+	if (id) {
+		ident = gg_identity__lookup(id, tgid, mono_ms());
+		if (!ident->len[GG_IDENT_CONTAINER_ID])
+			return;
+		frame_name(pod, sizeof(pod),
+			   ident->len[GG_IDENT_POD] ? ident->v[GG_IDENT_POD] : ident->v[GG_IDENT_POD_ID]);
+		if (ident->len[GG_IDENT_CONTAINER_NAME])
+			frame_name(con, sizeof(con), ident->v[GG_IDENT_CONTAINER_NAME]);
+		else
+			snprintf(con, sizeof(con), "%.12s", ident->v[GG_IDENT_CONTAINER_ID]);
+	} else {
+		snprintf(path, sizeof(path), "/proc/%u/cgroup", tgid);
+		if (probe_read_file(path, &g_cgroup_buf, 1u << 16) ||
+		    gg_proc_cgroup__path(g_cgroup_buf.data, cgpath, sizeof(cgpath), NULL) ||
+		    gg_cgroup__parse(cgpath, &ci) || !ci.container_id[0])
+			return;
+		snprintf(pod, sizeof(pod), "%s", ci.pod_uid);
+		snprintf(con, sizeof(con), "%.12s", ci.container_id);
+	}
+	if (pod[0])
+		snprintf(out, len, "[Pod]%s;[Con]%s", pod, con);
 	else
-		snprintf(out, len, "[Con]%.12s", ci.container_id);
+		snprintf(out, len, "[Con]%s", con);
 }
 
 static const char *container_of(uint32_t tgid)
@@ -274,9 +336,16 @@ static const char *container_of(uint32_t tgid)
 
 int sp_profile__init(struct sp_profile *p)
 {
-	struct symbolizer_opts so = {0};
+	/* ELF symbol tables of every process sampled: bounded, least recently used dropped first (each is
+	 * read again when needed, counted in elf_loads) */
+	struct symbolizer_opts so = {.max_elf_bytes = SP_SYM_ELF_BYTES};
 
 	memset(p, 0, sizeof(*p));
+	/* Symbol tables and folded-stack tables are large blocks that come and go: from mmap, so that a
+	 * freed one goes back to the kernel at once instead of staying in the heap (glibc otherwise raises
+	 * its mmap threshold after the first large free and keeps such blocks in the heap) */
+	mallopt(M_MMAP_THRESHOLD, 128 * 1024);
+	mallopt(M_TRIM_THRESHOLD, 512 * 1024);
 	p->sym = symbolizer__new(&so);
 	if (!p->sym)
 		return -errno;
@@ -298,6 +367,9 @@ void sp_profile__free(struct sp_profile *p)
 	symbolizer__free(p->sym);
 	free(p->line);
 	probe_buf__free(&g_cgroup_buf);
+	gg_identity__free(g_ident);
+	g_ident = NULL;
+	g_ident_tried = 0;
 	memset(p, 0, sizeof(*p));
 }
 
@@ -424,7 +496,8 @@ int sp_profile__add(void *ctx, const struct sp_sample *smp)
 		err = key.err ? key.err : fo.err;
 	if (!err) {
 		(void)ftab__add(&acc->period, smp->tgid, 0, key.s, key.len, smp->value);
-		(void)ftab__add(&acc->pyro, smp->tgid, 0, key.s, key.len, smp->value);
+		if (p->pyro_on) /* a copy of the period's table: only when it is uploaded */
+			(void)ftab__add(&acc->pyro, smp->tgid, 0, key.s, key.len, smp->value);
 		acc->value_total += smp->value;
 	}
 	free(key.s);

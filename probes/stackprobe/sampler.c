@@ -90,7 +90,40 @@ struct sp_sampler {
 	uint64_t drained[SP_EV_NR];
 	struct sp_key *keys;
 	size_t keys_cap;
+	unsigned int count_entries; /* max_entries of counts0/1 as loaded */
 };
+
+/* n rounded up to a power of two within [lo, hi] (both powers of two). */
+static unsigned int pow2_within(unsigned long n, unsigned int lo, unsigned int hi)
+{
+	unsigned int v = lo;
+
+	while (v < n && v < hi)
+		v <<= 1;
+	return v;
+}
+
+/* Maps sized to what one second of samples on this machine's CPUs needs (bpf/stackprobe.h): the
+ * stack maps alone are 1 KiB an entry and were 16.6 MiB at their upper bound. */
+static int size_maps(struct sp_sampler *s)
+{
+	unsigned int stacks = pow2_within((unsigned long)s->ncpus * SP_STACK_PER_CPU, SP_STACK_MIN, SP_STACK_ENTRIES);
+	unsigned int counts = pow2_within((unsigned long)s->ncpus * SP_COUNT_PER_CPU, SP_COUNT_MIN, SP_COUNT_ENTRIES);
+	unsigned int rb = pow2_within((unsigned long)s->ncpus * SP_RB_PER_CPU, SP_RB_MIN, SP_OFFCPU_RB_BYTES);
+	struct bpf_map *const smaps[] = {s->skel->maps.stacks0, s->skel->maps.stacks1};
+	struct bpf_map *const cmaps[] = {s->skel->maps.counts0, s->skel->maps.counts1};
+	int err = 0;
+
+	for (int i = 0; i < 2 && !err; i++) {
+		err = bpf_map__set_max_entries(smaps[i], stacks);
+		if (!err)
+			err = bpf_map__set_max_entries(cmaps[i], counts);
+	}
+	if (!err)
+		err = bpf_map__set_max_entries(s->skel->maps.offcpu_rb, rb);
+	s->count_entries = counts;
+	return err;
+}
 
 static int on_offcpu(void *ctx, void *data, size_t size);
 
@@ -367,9 +400,13 @@ struct sp_sampler *sp_sampler__new(void)
 		goto err_out;
 	}
 	s->skel->bss->self_tgid = (uint32_t)getpid();
+	err = size_maps(s);
+	if (err)
+		goto err_out;
 	err = stackprobe__load(s->skel);
 	if (err)
 		goto err_out;
+	gg_bpf_setup_done(); /* the load's vmlinux BTF copy is freed: return the heap it used */
 	s->ualloc = sp_ualloc__new(s->skel->progs.sp_malloc, s->skel->progs.sp_calloc, s->skel->progs.sp_realloc,
 				   s->skel->progs.sp_memalign, s->skel->progs.sp_posix_memalign);
 	if (!s->ualloc) {
@@ -503,7 +540,7 @@ static int drain_counts(struct sp_sampler *s, int counts_fd, int stacks_fd)
 		}
 		s->keys[n++] = key;
 		prev = &s->keys[n - 1];
-		if (n > SP_COUNT_ENTRIES * 2u)
+		if (n > s->count_entries * 2u)
 			break; /* the map is bounded; never loop forever on a changing map */
 	}
 	for (size_t i = 0; i < n; i++) {

@@ -144,7 +144,8 @@ struct sp_acc {
 struct sp_profile {
 	struct symbolizer *sym;
 	struct sp_acc acc[SP_EV_NR];
-	char *line; /* scratch for one stack */
+	int pyro_on; /* a Pyroscope server is configured: fill the acc[].pyro tables (else they stay empty) */
+	char *line;  /* scratch for one stack */
 	size_t line_cap;
 };
 

@@ -397,8 +397,8 @@ static int setup_bpf(struct tp_ctx *ctx, unsigned int max_links)
 		return -errno;
 	ctx->skel = s;
 	bpf_map__set_max_entries(s->maps.tcp_links, max_links);
-	/* Drained every 25-100 ms: the default 8 MB (~5,600 links) takes 55,000 closes a second arriving
-	 * all at once; smaller -m, smaller ring (a power of two of at least 256 KB). */
+	/* Drained every 25-100 ms and as soon as a quarter is used: the default 2 MB (~1,500 links) takes
+	 * 55,000 closes a second; smaller -m, smaller ring (a power of two of at least 256 KB). */
 	{
 		uint32_t ring = TCP_CLOSED_RING;
 

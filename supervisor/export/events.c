@@ -373,7 +373,9 @@ int gg_events__process(struct gg_events *ev, const struct meta_record *rec, uint
 	if (!v2 && sev < 0) {
 		double d = 0;
 
-		if (!meta_parse_number(rec->values[V1_SEVNUM], rec->lens[V1_SEVNUM], &d) && severity_text((int)d))
+		/* in range before the conversion: a huge number does not fit an int (undefined behaviour) */
+		if (!meta_parse_number(rec->values[V1_SEVNUM], rec->lens[V1_SEVNUM], &d) && d >= 0 && d <= 64 &&
+		    severity_text((int)d))
 			sev = (int)d;
 	}
 	if (sev < 0)

@@ -14,6 +14,7 @@
 #include "http.h"
 #include "ident_export.h"
 #include "metadata.h"
+#include "traces.h"
 #include "metric_json.h"
 #include "selfmetrics.h"
 #include "supervisor.h"
@@ -182,6 +183,35 @@ static void event_record(struct gg_export *exp, const struct meta_record *rec)
 	}
 }
 
+static const char *span_container(void *ctx, uint32_t tgid)
+{
+	const struct gg_ident *id = gg_identity__lookup(gg_ident_export__identity(ctx), tgid, gg_now_ms());
+
+	return id ? id->v[GG_IDENT_CONTAINER_ID] : NULL;
+}
+
+/* A request span: OTel JSON on the event channel, as is (no de-duplication: each is one request). */
+static void trace_record(struct gg_export *exp, const struct meta_record *rec)
+{
+	const struct gg_traces_opts o = {.machine_id = exp->sup->machine_id,
+					 .hostname = exp->sup->hostname,
+					 .version = GG_VERSION,
+					 .container_id = exp->ident ? span_container : NULL,
+					 .ctx = exp->ident};
+
+	if (exp->sink[GG_STREAM_EVENT] == GG_SINK_OFF) {
+		exp->st.spans_off++;
+		return;
+	}
+	exp->msg.len = 0;
+	if (gg_traces__render(&o, rec, &exp->msg)) {
+		exp->st.spans_invalid++;
+		return;
+	}
+	exp->st.spans++;
+	emit(exp, GG_STREAM_EVENT);
+}
+
 void gg_export__record(struct gg_sup *sup, struct gg_probe *p, const struct meta_record *rec)
 {
 	struct gg_export *exp = sup->exp;
@@ -191,10 +221,27 @@ void gg_export__record(struct gg_sup *sup, struct gg_probe *p, const struct meta
 		return;
 	if (gg_events__is_event_table(rec->table))
 		event_record(exp, rec);
+	else if (gg_traces__is_trace_table(rec->table))
+		trace_record(exp, rec);
 	else if (exp->sink[GG_STREAM_METRIC] == GG_SINK_OFF)
 		metric_record(exp, rec); /* counted only: no lookup */
-	else				 /* labels added here, once, so that every channel has the same series */
-		metric_record(exp, gg_ident_export__record(exp->ident, rec, gg_now_ms()));
+	else {				 /* labels added here, once, so that every channel has the same series */
+		const struct meta_table *stale = NULL;
+		const struct meta_record *out = gg_ident_export__probe_record(exp->ident, p, rec, gg_now_ms(), &stale);
+
+		if (stale) {
+			/* the probe's labels changed: rows of the old label set go at once (one family, one
+			 * label set), and the table's metadata is sent again */
+			imdb__clear(exp->db, stale);
+			if (exp->sink[GG_STREAM_META] != GG_SINK_OFF) {
+				exp->msg.len = 0;
+				gg_metadata__render(&exp->msg, out->table, gg_wall_ms());
+				exp->st.records[GG_STREAM_META]++;
+				emit(exp, GG_STREAM_META);
+			}
+		}
+		metric_record(exp, out);
+	}
 }
 
 /* ---- metadata -------------------------------------------------------------------------------------- */
@@ -208,7 +255,7 @@ static void meta_report(struct gg_export *exp, unsigned int from)
 	for (unsigned int i = from; i < n; i++) {
 		const struct meta_table *t = meta_registry__at(reg, i);
 
-		if (gg_events__is_event_table(t))
+		if (gg_events__is_event_table(t) || gg_traces__is_trace_table(t))
 			continue;
 		exp->msg.len = 0;
 		gg_metadata__render(&exp->msg, gg_ident_export__table(exp->ident, t), now);
@@ -449,6 +496,15 @@ static void event_ident(void *ctx, uint32_t tgid, struct gg_buf *out)
 	gg_ident_export__json_members(ctx, tgid, gg_now_ms(), out);
 }
 
+static void on_cgroup_events(uv_poll_t *h, int status, int events)
+{
+	struct gg_export *exp = h->data;
+
+	(void)status;
+	(void)events;
+	(void)gg_identity__process_events(gg_ident_export__identity(exp->ident));
+}
+
 static int init_identity(struct gg_sup *sup, struct gg_export *exp)
 {
 	const struct gg_config *c = &sup->cfg;
@@ -458,12 +514,16 @@ static int init_identity(struct gg_sup *sup, struct gg_export *exp)
 		.crio_dir = c->identity.crio_dir,
 		.storage_dir = c->identity.storage_dir,
 		.docker_dir = c->identity.docker_dir,
+		.containerd_root = c->identity.containerd_root,
 		.max_procs = (unsigned int)c->identity.max_procs,
 		.max_cgroups = (unsigned int)c->identity.max_containers,
 		.proc_ttl_ms = (uint64_t)c->identity.proc_refresh_ms,
 		.cgroup_ttl_ms = (uint64_t)c->identity.names_refresh_s * 1000u,
+		.watch = c->identity.watch_cgroups,
+		.max_watches = (unsigned int)c->identity.max_watches,
 	};
 	struct gg_identity *id;
+	int fd;
 
 	if (!c->identity.enabled)
 		return 0;
@@ -472,6 +532,15 @@ static int init_identity(struct gg_sup *sup, struct gg_export *exp)
 	if (!exp->ident) {
 		gg_error("identity: out of memory");
 		return -ENOMEM;
+	}
+	fd = gg_identity__watch_fd(id);
+	if (c->identity.watch_cgroups && fd < 0)
+		gg_warn("identity: cannot watch the cgroup hierarchies (inotify): a process's container is "
+			"found within identity.proc_refresh_ms only");
+	if (fd >= 0 && uv_poll_init(sup->loop, &exp->ident_poll, fd) == 0) {
+		exp->ident_poll.data = exp;
+		exp->ident_poll_open = 1;
+		uv_poll_start(&exp->ident_poll, UV_READABLE, on_cgroup_events);
 	}
 	return 0;
 }
@@ -563,6 +632,8 @@ void gg_export__close(struct gg_sup *sup)
 		return;
 	if (exp->timer_open && !uv_is_closing((uv_handle_t *)&exp->timer))
 		uv_close((uv_handle_t *)&exp->timer, NULL);
+	if (exp->ident_poll_open && !uv_is_closing((uv_handle_t *)&exp->ident_poll))
+		uv_close((uv_handle_t *)&exp->ident_poll, NULL);
 	gg_http_server__close(exp->http);
 	exp->http = NULL;
 	gg_kafka__close(exp->kafka);
@@ -646,6 +717,10 @@ void gg_export__status(struct gg_sup *sup, struct cJSON *obj)
 		gg_json_add_u64(o, "dedup_full", es->dedup_full);
 	}
 	gg_json_add_u64(obj, "meta_reports", exp->st.meta_reports);
+	o = cJSON_AddObjectToObject(obj, "traces");
+	gg_json_add_u64(o, "spans", exp->st.spans);
+	gg_json_add_u64(o, "invalid", exp->st.spans_invalid);
+	gg_json_add_u64(o, "channel_off", exp->st.spans_off);
 	if (exp->ident) {
 		const struct gg_identity_stats *is = gg_identity__stats(gg_ident_export__identity(exp->ident));
 
@@ -657,6 +732,10 @@ void gg_export__status(struct gg_sup *sup, struct cJSON *obj)
 		gg_json_add_u64(o, "evictions", is->evictions);
 		gg_json_add_u64(o, "procs", is->procs);
 		gg_json_add_u64(o, "containers", is->cgroups);
+		gg_json_add_u64(o, "watches", is->watches);
+		gg_json_add_u64(o, "cgroup_events", is->cgroup_events);
+		gg_json_add_u64(o, "watch_overflows", is->watch_overflows);
+		gg_json_add_u64(o, "pod_label_reads", is->pod_label_reads);
 	}
 	if (exp->db) {
 		o = cJSON_AddObjectToObject(obj, "imdb");

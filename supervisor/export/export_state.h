@@ -44,7 +44,10 @@ struct gg_export_stats {
 	uint64_t last_scrape_ns; /* time to render the previous scrape */
 	uint64_t last_scrape_series;
 	uint64_t last_scrape_bytes;
-	uint64_t meta_reports; /* rounds of metadata messages */
+	uint64_t meta_reports;	/* rounds of metadata messages */
+	uint64_t spans;		/* trace_span records sent on the event channel as OTel JSON */
+	uint64_t spans_invalid; /* trace_span records whose ids or times were malformed */
+	uint64_t spans_off;	/* trace_span records with the event channel off */
 };
 
 struct gg_export {
@@ -67,6 +70,8 @@ struct gg_export {
 	struct gg_events *events;
 	struct gg_recent *recent;      /* the last events reported, for the web page (recent.h) */
 	struct gg_ident_export *ident; /* container and pod labels (ident_export.h); NULL when disabled */
+	uv_poll_t ident_poll;	       /* its cgroup events (inotify) */
+	int ident_poll_open;
 
 	unsigned int meta_reported; /* tables of the registry already announced */
 	uint64_t meta_last_ms;

@@ -472,6 +472,18 @@ static void row_remove(struct imdb *db, struct imdb_table *t, struct imdb_row *r
 	row_free(r);
 }
 
+uint64_t imdb__clear(struct imdb *db, const struct meta_table *mt)
+{
+	struct imdb_table *t = db ? table_find(db, mt) : NULL;
+	uint64_t n = 0;
+
+	while (t && t->oldest) {
+		row_remove(db, t, t->oldest);
+		n++;
+	}
+	return n;
+}
+
 uint64_t imdb__expire(struct imdb *db, uint64_t now_ms)
 {
 	uint64_t n = 0, tmo = db->lim.record_timeout_ms;

@@ -67,6 +67,8 @@ void imdb__free(struct imdb *db);
 /* Store a validated record (its row is created or its values replaced). 0, or -ENOSPC when a limit
  * refused it (counted in its table's dropped[]; *ret_why, may be NULL, says which). */
 int imdb__update(struct imdb *db, const struct meta_record *rec, uint64_t now_ms, enum imdb_drop *ret_why);
+/* Remove every row of table mt (its label set changed); the table stays. Returns the number removed. */
+uint64_t imdb__clear(struct imdb *db, const struct meta_table *mt);
 /* Remove rows not updated within record_timeout. Returns the number removed. */
 uint64_t imdb__expire(struct imdb *db, uint64_t now_ms);
 

@@ -15,18 +15,11 @@ extern const struct gg_contract *const gg_contracts[];
 
 /* clang-format off */
 #define REPORT_PERIOD {.name = "report_period", .type = GG_PT_INT, .def = 60, .min = 5, .max = 600, .unit = "s"}
-#define LATENCY_THR {.name = "latency_thr", .type = GG_PT_INT, .def = 0, .min = 10, .max = 100000, .zero_off = 1, \
-		     .unit = "ms"}
 #define DEV_NAME {.name = "dev_name", .type = GG_PT_NAME, .def_str = "", .restart = 1}
 #define ELF_PATH {.name = "elf_path", .type = GG_PT_ELF_PATH, .def_str = "", .restart = 1}
-#define BOOL(n) {.name = n, .type = GG_PT_BOOL, .def = 0, .min = 0, .max = 1}
 /* clang-format on */
 
 static const struct gg_param_spec p_plain[] = {REPORT_PERIOD, GG_PARAMS_SEED_COMMON(GG_NOSTORE)};
-static const struct gg_param_spec p_ksli[] = {
-	REPORT_PERIOD, LATENCY_THR, GG_PARAMS_SEED_COMMON(GG_NOSTORE), DEV_NAME, BOOL("continuous_sampling"),
-};
-static const struct gg_param_spec p_dev[] = {REPORT_PERIOD, GG_PARAMS_SEED_COMMON(GG_NOSTORE), DEV_NAME};
 static const struct gg_param_spec p_elf[] = {REPORT_PERIOD, GG_PARAMS_SEED_COMMON(GG_NOSTORE), ELF_PATH};
 static const struct gg_param_spec p_kafka[] = {
 	REPORT_PERIOD,
@@ -49,8 +42,6 @@ static const struct gg_subprobe sp_tprofiling[] = {
 static const struct gg_contract not_built[] = {
 	NOT_BUILT("virt", "virtualized_infos", NULL, 0, p_plain, 0, NULL),
 	NOT_BUILT("jvm", "jvmprobe", NULL, 0, p_plain, GG_SNOOP_ALL, NULL),
-	NOT_BUILT("ksli", "ksliprobe", NULL, 0, p_ksli, GG_SNOOP_ALL, NULL),
-	NOT_BUILT("postgre_sli", "pgsliprobe", NULL, 0, p_dev, GG_SNOOP_ALL, NULL),
 	NOT_BUILT("opengauss_sli", "pg_stat_probe", NULL, 0, p_plain, GG_SNOOP_GAUSSDB, NULL),
 	NOT_BUILT("nginx", "nginx_probe", NULL, 0, p_elf, GG_SNOOP_ALL, NULL),
 	NOT_BUILT("haproxy", "trace_haproxy", NULL, 0, p_elf, GG_SNOOP_ALL, NULL),
@@ -67,6 +58,68 @@ static const char *const gala_order[] = {
 	"proc",	    "jvm",   "ksli",	   "postgre_sli", "opengauss_sli", "nginx",  "haproxy",
 	"lvs",	    "kafka", "dnsmasq",	   "tprofiling",  "sli",
 };
+
+/* ---- every runtime parameter gala-gopher knows (seed 000, "Configuring Probe Runtime Parameters") --- */
+
+/* gala-gopher applies every parameter to every probe and ignores those outside a probe's scope; the REST
+ * API accepts these names outside a probe's own parameters with a warning (the value is still checked
+ * against gala-gopher's range), and refuses names gala-gopher does not know. This table is the one list
+ * of those names: nothing else in the code spells them. */
+static const char *const gala_l7_protocols[] = {"http",	 "pgsql",    "mysql", "redis", "kafka",
+						"mongo", "rocketmq", "dns",   NULL};
+/* clang-format off */
+#define GALA_INT(n, d, lo, hi, u) {.name = n, .type = GG_PT_INT, .def = d, .min = lo, .max = hi, .unit = u}
+#define GALA_THR(n, u) {.name = n, .type = GG_PT_INT, .def = 0, .min = 10, .max = 100000, .zero_off = 1, .unit = u}
+#define GALA_STR(n, t, d) {.name = n, .type = t, .def_str = d}
+#define GALA_BOOL(n) {.name = n, .type = GG_PT_BOOL, .def = 0, .min = 0, .max = 1}
+static const struct gg_gala_param gala_params[] = {
+	{GALA_INT("sample_period", 5000, 100, 10000, "ms"), "io, tcp"},
+	{GALA_INT("report_period", 60, 5, 600, "s"), "all"},
+	{GALA_THR("latency_thr", "ms"), "tcp, io, proc, ksli"},
+	{GALA_THR("offline_thr", "ms"), "proc"},
+	{GALA_THR("drops_thr", "packets"), "tcp, nic"},
+	{GALA_INT("res_lower_thr", 0, 0, 100, "percent"), "all"},
+	{GALA_INT("res_upper_thr", 0, 0, 100, "percent"), "all"},
+	{GALA_BOOL("report_event"), "all"},
+	{{.name = "metrics_type", .type = GG_PT_ENUM_LIST, .def_str = "raw", .choices = gg_metrics_types}, "all"},
+	{{.name = "env", .type = GG_PT_ENUM, .def_str = "node", .choices = gg_envs}, "all"},
+	{GALA_BOOL("report_source_port"), "tcp"},
+	{{.name = "l7_protocol", .type = GG_PT_ENUM_LIST, .def_str = "http", .choices = gala_l7_protocols}, "l7"},
+	{GALA_BOOL("support_ssl"), "l7"},
+	{GALA_BOOL("multi_instance"), "flamegraph"},
+	{GALA_BOOL("native_stack"), "flamegraph"},
+	{GALA_BOOL("cluster_ip_backend"), "tcp, l7"},
+	{GALA_STR("pyroscope_server", GG_PT_HOSTPORT, "localhost:4040"), "flamegraph"},
+	{GALA_INT("svg_period", 180, 30, 600, "s"), "flamegraph"},
+	{GALA_INT("perf_sample_period", 10, 10, 1000, "ms"), "flamegraph"},
+	{GALA_STR("svg_dir", GG_PT_OUT_DIR, "/var/log/gala-gopher/stacktrace"), "flamegraph"},
+	{GALA_STR("flame_dir", GG_PT_OUT_DIR, "/var/log/gala-gopher/flamegraph"), "flamegraph"},
+	{GALA_STR("dev_name", GG_PT_NAME, ""), "io, kafka, ksli, postgre_sli, baseinfo, tcp"},
+	{GALA_BOOL("continuous_sampling"), "ksli"},
+	{GALA_STR("elf_path", GG_PT_ELF_PATH, ""), "nginx, haproxy, dnsmasq"},
+	{GALA_INT("kafka_port", 9092, 1, 65535, NULL), "kafka"},
+	{GALA_INT("cadvisor_port", 8080, 1, 65535, NULL), "cadvisor"},
+};
+/* clang-format on */
+
+unsigned int gg_gala_params__count(void)
+{
+	return COUNT(gala_params);
+}
+
+const struct gg_gala_param *gg_gala_params__at(unsigned int i)
+{
+	return i < COUNT(gala_params) ? &gala_params[i] : NULL;
+}
+
+const struct gg_gala_param *gg_gala_params__find(const char *name)
+{
+	for (unsigned int i = 0; i < COUNT(gala_params); i++) {
+		if (!strcmp(gala_params[i].spec.name, name))
+			return &gala_params[i];
+	}
+	return NULL;
+}
 
 /* ---- the table ------------------------------------------------------------------------------------ */
 

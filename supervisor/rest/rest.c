@@ -326,6 +326,46 @@ static void resolve_one(struct gg_rest *r, struct rest_probe *rp)
 		r->last_scan = st;
 }
 
+/* snoopers.custom_labels and snoopers.pod_labels (validated) onto the probe's series. */
+static void apply_labels(struct gg_rest *r, struct rest_probe *rp)
+{
+	const cJSON *sn = rp->conf ? cJSON_GetObjectItemCaseSensitive(rp->conf, "snoopers") : NULL, *e;
+	struct gg_ext_labels *l;
+
+	if (!r->sup->exp || !r->sup->exp->ident) {
+		if (cJSON_GetArraySize(cJSON_GetObjectItemCaseSensitive(sn, "custom_labels")) > 0 ||
+		    cJSON_GetArraySize(cJSON_GetObjectItemCaseSensitive(sn, "pod_labels")) > 0)
+			gg_warn("rest: probe %s: custom_labels and pod_labels are not added with identity.enabled = "
+				"off",
+				rp->def->rest_name);
+		return;
+	}
+	l = calloc(1, sizeof(*l));
+	if (!l) {
+		gg_error("rest: probe %s: out of memory for its labels", rp->def->rest_name);
+		return;
+	}
+	cJSON_ArrayForEach(e, cJSON_GetObjectItemCaseSensitive(sn, "custom_labels"))
+	{
+		if (l->ncustom >= GG_EXT_LABELS_MAX || !cJSON_IsString(e))
+			continue;
+		snprintf(l->custom_name[l->ncustom], sizeof(l->custom_name[0]), "%s", e->string);
+		snprintf(l->custom_value[l->ncustom], sizeof(l->custom_value[0]), "%s", e->valuestring);
+		l->ncustom++;
+	}
+	cJSON_ArrayForEach(e, cJSON_GetObjectItemCaseSensitive(sn, "pod_labels"))
+	{
+		if (l->npod >= GG_EXT_LABELS_MAX || !cJSON_IsString(e) ||
+		    gg_pod_label__name(e->valuestring, l->pod_name[l->npod], sizeof(l->pod_name[0])))
+			continue;
+		snprintf(l->pod_key[l->npod], sizeof(l->pod_key[0]), "%s", e->valuestring);
+		l->npod++;
+	}
+	if (gg_ident_export__set_labels(r->sup->exp->ident, rp->p, l))
+		gg_error("rest: probe %s: out of memory for its labels", rp->def->rest_name);
+	free(l);
+}
+
 /* Send the probe what it should run with now (when it changed). */
 static void push_config(struct rest_probe *rp)
 {
@@ -365,6 +405,7 @@ static void apply(struct gg_rest *r, struct rest_probe *rp, const cJSON *old_con
 		resolve_one(r, rp);
 	else
 		gg_scope__init(&rp->scope);
+	apply_labels(r, rp);
 
 	/* the parameters in force before (old_conf, else the file's) and now */
 	{
@@ -565,13 +606,14 @@ static void handle_put(struct gg_rest *r, struct rest_probe *rp, const struct gg
 {
 	char msg[MSG_MAX], bin[PATH_MAX], why[1024], *json = NULL, *text = NULL;
 	struct gg_rest_check_ctx ctx;
-	cJSON *put = NULL, *merged = NULL, *old;
+	cJSON *put = NULL, *merged = NULL, *old, *warnings = NULL, *o;
 	int status, err;
 
 	status = gg_rest_body__decode(req->body, req->body_len, req->content_type, &json, msg, sizeof(msg));
 	if (status)
 		goto fail;
 	ctx = check_ctx(r, rp, bin, sizeof(bin));
+	ctx.warnings = warnings = cJSON_CreateArray();
 	status = gg_rest_conf__check(rp->def, &ctx, json, &put, msg, sizeof(msg));
 	if (status)
 		goto fail;
@@ -617,7 +659,21 @@ static void handle_put(struct gg_rest *r, struct rest_probe *rp, const struct gg
 	r->puts_ok++;
 	gg_info("rest: PUT /%s applied (configuration version %llu)", rp->def->rest_name,
 		(unsigned long long)rp->p->cfg_version);
-	reply(resp, 200, "New config takes effect");
+	o = cJSON_CreateObject();
+	cJSON_AddStringToObject(o, "result", "success");
+	cJSON_AddStringToObject(o, "message", "New config takes effect");
+	/* Accepted for gala-gopher's sake but without effect: the client is told, and so is the log. */
+	if (o && warnings && cJSON_GetArraySize(warnings) > 0) {
+		const cJSON *w;
+
+		cJSON_ArrayForEach(w, warnings)
+		{
+			gg_warn("rest: PUT /%s: %s", rp->def->rest_name, cJSON_GetStringValue(w));
+		}
+		cJSON_AddItemToObject(o, "warnings", warnings);
+		warnings = NULL;
+	}
+	reply_json(resp, 200, o);
 	goto out;
 
 fail:
@@ -629,6 +685,7 @@ out:
 	free(json);
 	cJSON_Delete(put);
 	cJSON_Delete(merged);
+	cJSON_Delete(warnings);
 }
 
 /* GET|POST /flamegraph/query (alias /v1/profile/ProfileTracing): the flame graph query API over

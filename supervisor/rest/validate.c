@@ -1,6 +1,7 @@
 /* validate.c - the REST API's PUT body decoder and the all-or-nothing validator of a configuration
  * against a probe's contract (probe_table.c). */
 #include "validate.h"
+#include "identity.h" /* gg_pod_label__name, gg_ident__is_label (inline) */
 
 #include <ctype.h>
 #include <errno.h>
@@ -12,6 +13,7 @@
 #include <string.h>
 #include <strings.h>
 #include <sys/stat.h>
+#include <unistd.h>
 
 /* ---- messages ------------------------------------------------------------------------------------- */
 
@@ -520,6 +522,100 @@ int gg_path__confine(const char *path, const char *bases, int must_exist, int wa
 	return any_base ? -EACCES : -ENOENT;
 }
 
+/*
+ * path with every symbolic link resolved, walking it one component at a time, into out (PATH_MAX): 0
+ * only when every directory passed, every link followed and the file reached are owned by root (or by
+ * us) and no directory is writable by others without the sticky bit (nor the file at all), so that
+ * nobody else can have set the path up. -EINVAL (not absolute, too long), -ELOOP, -EACCES, -errno.
+ */
+static int trusted_resolve(const char *path, char *out)
+{
+	char rest[2 * PATH_MAX], cur[PATH_MAX] = "", next[PATH_MAX], target[PATH_MAX];
+	unsigned int links = 0;
+	const char *p;
+	struct stat st;
+
+	if (path[0] != '/' || strlen(path) >= PATH_MAX)
+		return -EINVAL;
+	if (stat("/", &st) || (st.st_uid != 0 && st.st_uid != geteuid()))
+		return -EACCES;
+	snprintf(rest, sizeof(rest), "%s", path);
+	p = rest;
+	for (;;) {
+		size_t n;
+		ssize_t tl;
+
+		while (*p == '/')
+			p++;
+		if (!*p)
+			break;
+		n = strcspn(p, "/");
+		if ((n == 1 && p[0] == '.') || (n == 2 && p[0] == '.' && p[1] == '.')) {
+			char *slash = strrchr(cur, '/');
+
+			if (n == 2 && slash)
+				*slash = '\0'; /* cur has no links in it: ".." is lexical */
+			p += n;
+			continue;
+		}
+		if (strlen(cur) + 1 + n >= sizeof(next))
+			return -EINVAL;
+		{
+			size_t cl = strlen(cur);
+
+			memcpy(next, cur, cl);
+			next[cl] = '/';
+			memcpy(next + cl + 1, p, n);
+			next[cl + 1 + n] = '\0';
+		}
+		p += n;
+		if (lstat(next, &st))
+			return -errno;
+		if (st.st_uid != 0 && st.st_uid != geteuid())
+			return -EACCES;
+		if (S_ISLNK(st.st_mode)) {
+			char tmp[2 * PATH_MAX];
+
+			if (++links > 40)
+				return -ELOOP;
+			tl = readlink(next, target, sizeof(target) - 1);
+			if (tl <= 0)
+				return tl < 0 ? -errno : -EINVAL;
+			target[tl] = '\0';
+			if (target[0] == '/')
+				cur[0] = '\0';
+			if ((size_t)snprintf(tmp, sizeof(tmp), "%s/%s", target, p) >= sizeof(tmp))
+				return -EINVAL;
+			memcpy(rest, tmp, sizeof(rest));
+			p = rest;
+			continue;
+		}
+		if (S_ISDIR(st.st_mode)) {
+			if ((st.st_mode & (S_IWGRP | S_IWOTH)) && !(st.st_mode & S_ISVTX))
+				return -EACCES;
+		} else {
+			while (*p == '/')
+				p++;
+			if (*p)
+				return -ENOTDIR;
+			if (st.st_mode & (S_IWGRP | S_IWOTH))
+				return -EACCES;
+		}
+		memcpy(cur, next, sizeof(cur));
+	}
+	snprintf(out, PATH_MAX, "%s", cur[0] ? cur : "/");
+	return 0;
+}
+
+/* bin names the same file as the registered binary reg: both resolve, through root-owned paths only,
+ * to one canonical path (realpath semantics; strings are never compared). */
+static int same_trusted_file(const char *bin, const char *reg)
+{
+	char a[PATH_MAX], b[PATH_MAX];
+
+	return trusted_resolve(bin, a) == 0 && trusted_resolve(reg, b) == 0 && !strcmp(a, b);
+}
+
 /* 1 when path is below one of the ':' separated bases as they are spelled (what the probe confines its
  * writes to: probes/lib/probe_outdir.c). */
 static int spelled_below(const char *path, const char *bases)
@@ -577,7 +673,8 @@ static int check_cmd(struct check *c, const cJSON *cmd, cJSON *out)
 			return errf(c->err, c->errlen, 400, "cmd.bin: must be a string");
 		/* Only ever the registered binary runs; these are the ways of naming it. */
 		snprintf(stock, sizeof(stock), "/opt/gala-gopher/extend_probes/%s", base);
-		if (bin[0] && strcmp(bin, reg) && strcmp(bin, base) && strcmp(bin, stock))
+		if (bin[0] && strcmp(bin, reg) && strcmp(bin, base) && strcmp(bin, stock) &&
+		    !same_trusted_file(bin, reg))
 			return errf(c->err, c->errlen, 403,
 				    "cmd.bin: \"%s\" is not the registered binary of probe %s (%s); only that binary "
 				    "can run",
@@ -699,6 +796,138 @@ static int check_keys(struct check *c, const cJSON *obj, const char *const *allo
 	return 0;
 }
 
+/* A Prometheus label name ([A-Za-z_][A-Za-z0-9_]*, not "__..."), at most GG_REST_LABEL_NAME_MAX. */
+static int prom_label_name_ok(const char *s)
+{
+	size_t n = strlen(s);
+
+	if (!n || n > GG_REST_LABEL_NAME_MAX || (s[0] >= '0' && s[0] <= '9') || !strncmp(s, "__", 2))
+		return 0;
+	for (; *s; s++) {
+		if (!isalnum((unsigned char)*s) && *s != '_')
+			return 0;
+	}
+	return 1;
+}
+
+/* Names the supervisor adds itself: a custom or pod label may not take them. */
+static int label_reserved(const char *name)
+{
+	return !strcmp(name, "machine_id") || !strcmp(name, "hostname") || gg_ident__is_label(name, strlen(name));
+}
+
+/* A Kubernetes label key: [prefix/]name, prefix a DNS subdomain (at most 253), name at most 63 of
+ * [A-Za-z0-9._-] beginning and ending with a letter or digit. */
+static int kube_label_key_ok(const char *k)
+{
+	const char *slash = strrchr(k, '/'), *name = slash ? slash + 1 : k;
+	size_t pn = slash ? (size_t)(slash - k) : 0, nn = strlen(name);
+
+	if (!nn || nn > 63 || !isalnum((unsigned char)name[0]) || !isalnum((unsigned char)name[nn - 1]))
+		return 0;
+	for (size_t i = 0; i < nn; i++) {
+		if (!isalnum((unsigned char)name[i]) && !strchr("-_.", name[i]))
+			return 0;
+	}
+	if (!slash)
+		return 1;
+	if (!pn || pn > 253 || !isalnum((unsigned char)k[0]) || !isalnum((unsigned char)k[pn - 1]))
+		return 0;
+	for (size_t i = 0; i < pn; i++) {
+		if (!(islower((unsigned char)k[i]) || isdigit((unsigned char)k[i]) || k[i] == '-' || k[i] == '.'))
+			return 0;
+	}
+	return 1;
+}
+
+/* snoopers.custom_labels {name: value} and snoopers.pod_labels [key] (gala-gopher's): labels added to
+ * every series of the probe's tables; the pod labels' exported names must differ from every other. */
+static int check_labels(struct check *c, const cJSON *sn, cJSON *out)
+{
+	const cJSON *cl = cJSON_GetObjectItemCaseSensitive(sn, "custom_labels");
+	const cJSON *pl = cJSON_GetObjectItemCaseSensitive(sn, "pod_labels"), *e, *f;
+	char b[80], name[GG_REST_LABEL_NAME_MAX + 2], other[GG_REST_LABEL_NAME_MAX + 2];
+	unsigned int i = 0;
+
+	if (cl && !cJSON_IsNull(cl)) {
+		cJSON *o = cJSON_AddObjectToObject(out, "custom_labels");
+
+		if (!cJSON_IsObject(cl))
+			return errf(c->err, c->errlen, 400,
+				    "snoopers.custom_labels: must be an object {\"<label>\": \"<value>\", ...}");
+		if (cJSON_GetArraySize(cl) > (int)GG_REST_LABELS_MAX)
+			return errf(c->err, c->errlen, 400, "snoopers.custom_labels: at most %u labels",
+				    GG_REST_LABELS_MAX);
+		cJSON_ArrayForEach(e, cl)
+		{
+			const char *v = cJSON_GetStringValue(e);
+			size_t vn = v ? strlen(v) : 0;
+
+			if (!prom_label_name_ok(e->string))
+				return errf(c->err, c->errlen, 400,
+					    "snoopers.custom_labels.%s: a label name is 1 to %u of [A-Za-z0-9_], not "
+					    "beginning with a digit or \"__\"",
+					    snip(e->string, 32, b, sizeof(b)), GG_REST_LABEL_NAME_MAX);
+			if (label_reserved(e->string))
+				return errf(c->err, c->errlen, 400,
+					    "snoopers.custom_labels.%s: the supervisor adds this label itself",
+					    e->string);
+			if (!v || vn > GG_REST_LABEL_VALUE_MAX)
+				return errf(c->err, c->errlen, 400,
+					    "snoopers.custom_labels.%s: the value must be a string of at most %u bytes",
+					    e->string, GG_REST_LABEL_VALUE_MAX);
+			for (const char *p = v; *p; p++) {
+				if ((unsigned char)*p < 0x20 || *p == 0x7f)
+					return errf(c->err, c->errlen, 400,
+						    "snoopers.custom_labels.%s: control characters are not allowed",
+						    e->string);
+			}
+			cJSON_AddItemToObject(o, e->string, cJSON_CreateString(v));
+		}
+	}
+	if (!pl || cJSON_IsNull(pl))
+		return 0;
+	if (!cJSON_IsArray(pl))
+		return errf(c->err, c->errlen, 400,
+			    "snoopers.pod_labels: must be a list of Kubernetes label keys [\"app\", ...]");
+	if (cJSON_GetArraySize(pl) > (int)GG_REST_LABELS_MAX)
+		return errf(c->err, c->errlen, 400, "snoopers.pod_labels: at most %u labels", GG_REST_LABELS_MAX);
+	cJSON *o = cJSON_AddArrayToObject(out, "pod_labels");
+
+	cJSON_ArrayForEach(e, pl)
+	{
+		const char *k = cJSON_GetStringValue(e);
+		unsigned int j = 0;
+
+		if (!k || strlen(k) > GG_REST_POD_LABEL_KEY_MAX || !kube_label_key_ok(k))
+			return errf(c->err, c->errlen, 400,
+				    "snoopers.pod_labels[%u]: must be a Kubernetes label key ([prefix/]name, name 1 to "
+				    "63 of [A-Za-z0-9._-] beginning and ending with a letter or digit)",
+				    i);
+		if (gg_pod_label__name(k, name, sizeof(name)) || strlen(name) > GG_REST_LABEL_NAME_MAX)
+			return errf(c->err, c->errlen, 400,
+				    "snoopers.pod_labels[%u]: its label name (%s) would be longer than %u characters",
+				    i, snip(k, 32, b, sizeof(b)), GG_REST_LABEL_NAME_MAX);
+		if (label_reserved(name) || (cl && cJSON_IsObject(cl) && cJSON_GetObjectItemCaseSensitive(cl, name)))
+			return errf(c->err, c->errlen, 400,
+				    "snoopers.pod_labels[%u]: label %s is taken (by the supervisor or custom_labels)",
+				    i, name);
+		cJSON_ArrayForEach(f, pl)
+		{
+			if (j++ >= i)
+				break;
+			if (!gg_pod_label__name(cJSON_GetStringValue(f), other, sizeof(other)) && !strcmp(other, name))
+				return errf(c->err, c->errlen, 400,
+					    "snoopers.pod_labels[%u]: label %s is given twice (keys are exported with "
+					    "every character outside [A-Za-z0-9_] as '_')",
+					    i, name);
+		}
+		cJSON_AddItemToArray(o, cJSON_CreateString(k));
+		i++;
+	}
+	return 0;
+}
+
 static int check_snoopers(struct check *c, const cJSON *sn, cJSON *out)
 {
 	static const char *const pn_keys[] = {"comm", "cmdline", "debugging_dir", NULL};
@@ -716,23 +945,24 @@ static int check_snoopers(struct check *c, const cJSON *sn, cJSON *out)
 		return err;
 	cJSON_ArrayForEach(k, sn)
 	{
-		if (!strcmp(k->string, "custom_labels") || !strcmp(k->string, "pod_labels"))
-			return errf(
-				c->err, c->errlen, 400,
-				"snoopers.%s: not supported (the container and pod labels are added to every series "
-				"of a tgid table)",
-				k->string);
 		if (strcmp(k->string, "proc_id") && strcmp(k->string, "proc_name") && strcmp(k->string, "pod_id") &&
 		    strcmp(k->string, "container_id") && strcmp(k->string, "container_name") &&
-		    strcmp(k->string, "gaussdb"))
+		    strcmp(k->string, "gaussdb") && strcmp(k->string, "custom_labels") &&
+		    strcmp(k->string, "pod_labels"))
 			return errf(c->err, c->errlen, 400,
 				    "snoopers.%s: unknown field (expected proc_id, proc_name, pod_id, container_id, "
-				    "container_name, gaussdb)",
+				    "container_name, gaussdb, custom_labels, pod_labels)",
 				    snip(k->string, 32, b, sizeof(b)));
 	}
+	err = check_labels(c, sn, out);
+	if (err)
+		return err;
 	if (c->ctx->extend) {
 		cJSON_ArrayForEach(k, sn)
 		{
+			/* the labels are the supervisor's: an extend probe takes them too */
+			if (!strcmp(k->string, "custom_labels") || !strcmp(k->string, "pod_labels"))
+				continue;
 			if (cJSON_GetArraySize(k) > 0)
 				return errf(
 					c->err, c->errlen, 400,
@@ -1119,7 +1349,26 @@ static int check_params(struct check *c, const cJSON *params, cJSON *out)
 	cJSON_ArrayForEach(k, params)
 	{
 		const struct gg_param_spec *s = gg_param_spec__find(c->def, k->string);
+		const struct gg_gala_param *g = s ? NULL : gg_gala_params__find(k->string);
 
+		if (g) {
+			/* gala-gopher ignores a parameter outside a probe's scope: accepted (and stored, so GET
+			 * shows what was sent), its value checked against gala-gopher's range, and said. */
+			char w[256];
+
+			if (!cJSON_IsNull(k)) {
+				err = check_param(c, &g->spec, k, out);
+				if (err)
+					return err;
+			}
+			snprintf(w, sizeof(w),
+				 "params.%s: not a parameter of probe %s (gala-gopher applies it to %s); accepted and "
+				 "ignored",
+				 g->spec.name, c->def->rest_name, g->scope);
+			if (c->ctx->warnings)
+				cJSON_AddItemToArray(c->ctx->warnings, cJSON_CreateString(w));
+			continue;
+		}
 		if (!s) {
 			const char *names[40] = {NULL};
 			unsigned int n = 0;
@@ -1212,6 +1461,13 @@ int gg_rest_conf__check(const struct gg_probe_def *def, const struct gg_rest_che
 	}
 	/* blacklist (gala-gopher's): the shape of snoopers; what it matches is left out of the scope */
 	v = cJSON_GetObjectItemCaseSensitive(root, "blacklist");
+	if (v && cJSON_IsObject(v) &&
+	    (cJSON_GetObjectItemCaseSensitive(v, "custom_labels") ||
+	     cJSON_GetObjectItemCaseSensitive(v, "pod_labels"))) {
+		status = errf(err, errlen, 400,
+			      "blacklist: custom_labels and pod_labels belong in snoopers (a blacklist only excludes)");
+		goto out;
+	}
 	if (v) {
 		status = check_snoopers(&c, v, cJSON_AddObjectToObject(out, "blacklist"));
 		if (status) {

@@ -29,6 +29,10 @@
 #define GG_REST_COMM_RE_BOUND	   16u	   /* largest count of an interval ({n,m}) in a comm pattern */
 #define GG_REST_COMM_RE_BRACES	   2u	   /* intervals in a comm pattern */
 #define GG_REST_PID_MAX		   4194304 /* PID_MAX_LIMIT */
+#define GG_REST_LABELS_MAX	   10u	   /* custom_labels, and pod_labels (gala-gopher's bound) */
+#define GG_REST_LABEL_NAME_MAX	   63u	   /* characters of a label name (a .meta field name) */
+#define GG_REST_LABEL_VALUE_MAX	   256u	   /* bytes of a custom label's value */
+#define GG_REST_POD_LABEL_KEY_MAX  317u	   /* a Kubernetes label key: 253 (prefix) + '/' + 63 (name) */
 
 /* One probe the REST API manages: its contract (ipc/contract.h) as the validator reads it. */
 struct gg_probe_def {
@@ -47,6 +51,17 @@ const struct gg_probe_def *gg_probe_defs__find(const char *rest_name);
 const struct gg_probe_def *gg_probe_defs__find_bin(const char *bin);
 /* The parameter `name` of probe def; NULL if the probe does not take it. */
 const struct gg_param_spec *gg_param_spec__find(const struct gg_probe_def *def, const char *name);
+
+/* A runtime parameter gala-gopher knows (seed 000's table): its range as gala-gopher takes it and the
+ * seed's "Supported Monitoring Scope" (REST names). */
+struct gg_gala_param {
+	struct gg_param_spec spec;
+	const char *scope;
+};
+unsigned int gg_gala_params__count(void);
+const struct gg_gala_param *gg_gala_params__at(unsigned int i);
+/* NULL when gala-gopher has no parameter of that name. */
+const struct gg_gala_param *gg_gala_params__find(const char *name);
 
 /*
  * Decode a PUT body into configuration JSON text (malloc'd, NUL-terminated, in *ret_json).
@@ -71,6 +86,7 @@ struct gg_rest_check_ctx {
 	const char *out_base;	    /* svg_dir, flame_dir must resolve under this directory */
 	const char *elf_bases;	    /* elf_path must resolve under one of these (':' separated) */
 	int extend;		    /* the probe is an extend probe: no control channel, so no snoopers */
+	cJSON *warnings;	    /* or NULL: an array that receives what was accepted and has no effect */
 };
 
 /*

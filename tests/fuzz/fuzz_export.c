@@ -1,5 +1,5 @@
-/* fuzz_export.c - libFuzzer target: record lines -> validation -> imdb (tight limits, aging) or event
- * translation -> Prometheus rendering and metric JSON. Checks that the exposition stays line-structured
+/* fuzz_export.c - libFuzzer target: record lines -> validation -> imdb (tight limits, aging), event or
+ * trace span translation -> Prometheus rendering and metric JSON. Checks that the exposition stays line-structured
  * (no raw newline inside a sample, every sample "name[{...}] value") and that refusals are counted. */
 #include <stdint.h>
 #include <stdio.h>
@@ -12,6 +12,7 @@
 #include "../../supervisor/export/metadata.c"
 #include "../../supervisor/export/outbuf.c"
 #include "../../supervisor/export/prom.c"
+#include "../../supervisor/export/traces.c"
 
 static const char fuzz_meta[] =
 	"version = \"1.0.0\"\n"
@@ -32,7 +33,7 @@ static void load_once(void)
 	char err[256];
 
 	reg = meta_registry__new();
-	if (!reg || gg_events__register(reg, err, sizeof(err)) ||
+	if (!reg || gg_events__register(reg, err, sizeof(err)) || gg_traces__register(reg, err, sizeof(err)) ||
 	    meta_registry__load_buf(reg, "fuzz.meta", fuzz_meta, sizeof(fuzz_meta) - 1, err, sizeof(err)) < 0) {
 		fprintf(stderr, "fuzz_export: %s\n", err);
 		abort();
@@ -89,6 +90,16 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 		if (meta_record__parse(reg, p, len, &rec, NULL) == META_OK) {
 			if (gg_events__is_event_table(rec.table)) {
 				(void)gg_events__process(ev, &rec, now, now, &j);
+			} else if (gg_traces__is_trace_table(rec.table)) {
+				const struct gg_traces_opts to = {
+					.machine_id = "m\"id", .hostname = "h", .version = "v"};
+				size_t at = j.len;
+
+				/* one JSON object on one line: no raw control character inside */
+				if (gg_traces__render(&to, &rec, &j) == 0)
+					for (size_t i = at; i < j.len && !j.oom; i++)
+						if ((unsigned char)j.data[i] < 0x20)
+							abort();
 			} else if (imdb__update(db, &rec, now, NULL) == 0) {
 				stored++;
 			} else {

@@ -5,6 +5,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "l7_api.h"
 #include "l7_proto.h"
 
 /* what a session may hold at most: itself, two reassembly buffers, a full pending queue (a protocol
@@ -26,6 +27,17 @@ static void fuzz_l7_cb(void *ctx, const struct l7_rpc *r)
 	if (memchr(r->api, '\0', sizeof(r->api)) == NULL || r->req_ts_ns > r->resp_ts_ns || r->resp_ts_ns > c->ts ||
 	    (r->error != 0 && r->error != 1))
 		abort();
+	{
+		/* its l7_rpc_api form: a string within the buffer, no control character */
+		char norm[L7_API_MAX];
+		size_t k = l7_api__normalize(L7_PROTO_HTTP, r->api, norm, sizeof(norm));
+
+		if (k >= sizeof(norm) || strlen(norm) != k)
+			abort();
+		for (size_t i = 0; i < k; i++)
+			if ((unsigned char)norm[i] < 0x20 || norm[i] == 0x7f)
+				abort();
+	}
 	c->n++;
 }
 

@@ -4,6 +4,7 @@ create them, state files written as each runtime writes them (into a temporary d
 the runtime's root), a test process moved into each cgroup; the labels are checked on the process's
 series in /metrics, in Kafka JSON records and in the metadata message. Containers cannot run here, so
 the layouts are made by hand; every cgroup is under a parent named after this test run and removed."""
+import glob
 import json
 import os
 import random
@@ -15,6 +16,8 @@ import uuid
 
 from harness import (KafkaMock, Supervisor, check, free_port, http_get, parse_prom, probe_entry, wait_for)
 
+FIXTURES = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "fixtures")
+CONTAINERD_SANDBOX = "5ab0c0de" * 8  # its labels in fixtures/containerd/meta.db.gz: app=checkout, ...
 IDENT = ("container_id", "container_name", "container_image", "pod_id", "pod", "pod_namespace")
 
 
@@ -59,7 +62,8 @@ class Layouts:
         self.tag = "gg-ident-%d-%04x" % (os.getpid(), random.getrandbits(16))
         self.parent = os.path.join(self.root, self.tag + ".slice")
         self.state = tempfile.mkdtemp(prefix="gg-ident-state-")
-        self.dirs = {k: os.path.join(self.state, k) for k in ("containerd", "crio", "storage", "docker")}
+        self.dirs = {k: os.path.join(self.state, k) for k in ("containerd", "crio", "storage", "docker",
+                                                              "containerd_root")}
         for d in self.dirs.values():
             os.makedirs(d)
         self.procs = []
@@ -68,8 +72,18 @@ class Layouts:
 
     def conf(self):
         return ('identity = { containerd_dir = "%s"; crio_dir = "%s"; storage_dir = "%s"; docker_dir = "%s"; '
-                '};' % (self.dirs["containerd"], self.dirs["crio"], self.dirs["storage"],
-                                               self.dirs["docker"]))
+                'containerd_root = "%s"; };' % (self.dirs["containerd"], self.dirs["crio"], self.dirs["storage"],
+                                                self.dirs["docker"], self.dirs["containerd_root"]))
+
+    def containerd_metadata(self):
+        """containerd's metadata database (bbolt), as containerd writes it, with the pod sandbox
+        CONTAINERD_SANDBOX (tests/fixtures/containerd: made by go.etcd.io/bbolt)."""
+        import gzip
+        d = os.path.join(self.dirs["containerd_root"], "io.containerd.metadata.v1.bolt")
+        os.makedirs(d, exist_ok=True)
+        with gzip.open(os.path.join(FIXTURES, "containerd", "meta.db.gz")) as src, \
+                open(os.path.join(d, "meta.db"), "wb") as dst:
+            shutil.copyfileobj(src, dst)
 
     def spawn(self, rel, want, argv=("sleep", "120")):
         """A process in cgroup <parent>/<rel> (made here), expected to carry the labels want."""
@@ -86,9 +100,9 @@ class Layouts:
         self.want[p.pid] = dict(want)
         return p.pid
 
-    def containerd_k8s(self, qos="besteffort", driver="systemd"):
+    def containerd_k8s(self, qos="besteffort", driver="systemd", sandbox=None):
         cid, uid = hexid(), str(uuid.uuid4())
-        sandbox = hexid()
+        sandbox = sandbox or hexid()
         pod, ns, name, image = "web-%s" % cid[:5], "team-a", "nginx", "docker.io/library/nginx:1.25.3"
         u_ = uid.replace("-", "_")
         if driver == "systemd":
@@ -121,7 +135,7 @@ class Layouts:
         return self.spawn(rel, {"container_id": cid, "container_name": name, "container_image": image,
                                 "pod_id": uid, "pod": pod, "pod_namespace": ns})
 
-    def crio(self, argv=("sleep", "120")):
+    def crio(self, argv=("sleep", "120"), pod_labels=None):
         cid, uid, sandbox = hexid(), str(uuid.uuid4()), hexid()
         pod, ns, name, image = "api-%s" % cid[:5], "prod", "api", "quay.io/example/api:v2"
         u_ = uid.replace("-", "_")
@@ -143,6 +157,29 @@ class Layouts:
         # CRI-O saves the spec in the run root (the bundle) and in the graph root
         cfg = oci_config(ann, "kubepods-burstable-pod%s.slice:crio:%s" % (u_, cid))
         write_json(os.path.join(self.dirs["crio"], "overlay-containers", cid, "userdata", "config.json"), cfg)
+        if pod_labels is not None:
+            # the pod sandbox's spec (server/sandbox_run_linux.go): the pod's labels, with the kubelet's
+            # io.kubernetes.pod.* ones, as one JSON string; the pod's annotations likewise
+            plabels = dict(pod_labels)
+            plabels.update({"io.kubernetes.pod.name": pod, "io.kubernetes.pod.namespace": ns,
+                            "io.kubernetes.pod.uid": uid})
+            sann = {
+                "io.container.manager": "cri-o",
+                "io.kubernetes.container.name": "POD",
+                "io.kubernetes.cri-o.Annotations": json.dumps({"kubernetes.io/config.seen": "2024-01-01T00:00:00Z"}),
+                "io.kubernetes.cri-o.ContainerID": sandbox,
+                "io.kubernetes.cri-o.ContainerName": "k8s_POD_%s_%s_%s_0" % (pod, ns, uid),
+                "io.kubernetes.cri-o.ContainerType": "sandbox",
+                "io.kubernetes.cri-o.HostName": pod,
+                "io.kubernetes.cri-o.KubeName": pod,
+                "io.kubernetes.cri-o.Labels": json.dumps(plabels),
+                "io.kubernetes.cri-o.Namespace": ns,
+                "io.kubernetes.cri-o.SandboxID": sandbox,
+                "io.kubernetes.cri-o.SandboxName": "k8s_POD_%s_%s_%s_0" % (pod, ns, uid),
+                "io.kubernetes.pod.name": pod, "io.kubernetes.pod.namespace": ns, "io.kubernetes.pod.uid": uid,
+            }
+            write_json(os.path.join(self.dirs["crio"], "overlay-containers", sandbox, "userdata", "config.json"),
+                       oci_config(sann, "kubepods-burstable-pod%s.slice:crio:%s" % (u_, sandbox)))
         return self.spawn(rel, {"container_id": cid, "container_name": name, "container_image": image,
                                 "pod_id": uid, "pod": pod, "pod_namespace": ns}, argv)
 
@@ -154,6 +191,33 @@ class Layouts:
                        "Labels": {"maintainer": "someone"}},
             "Image": "sha256:" + hexid(), "Name": "/" + name, "Driver": "overlay2", "RestartCount": 0,
         })
+
+    def docker_k8s(self, pod_labels):
+        """A pod of the kubelet's dockershim (or cri-dockerd): the pod's labels are the labels of its
+        sandbox (pause) container, which the container's io.kubernetes.sandbox.id names."""
+        cid, sandbox, uid = hexid(), hexid(), str(uuid.uuid4())
+        pod, ns, name, image = "shim-%s" % cid[:5], "legacy", "app", "busybox:1.36"
+        common = {"io.kubernetes.pod.name": pod, "io.kubernetes.pod.namespace": ns, "io.kubernetes.pod.uid": uid}
+        slabels = dict(pod_labels)
+        slabels.update(common)
+        slabels.update({"io.kubernetes.container.name": "POD", "io.kubernetes.docker.type": "podsandbox",
+                        "annotation.kubernetes.io/config.source": "api"})
+        clabels = dict(common)
+        clabels.update({"io.kubernetes.container.name": name, "io.kubernetes.docker.type": "container",
+                        "io.kubernetes.sandbox.id": sandbox, "annotation.io.kubernetes.container.hash": "1a2b3c"})
+        for i, nm, img, lb in ((sandbox, "k8s_POD_%s_%s_%s_0" % (pod, ns, uid), "registry.k8s.io/pause:3.9", slabels),
+                               (cid, "k8s_%s_%s_%s_%s_0" % (name, pod, ns, uid), image, clabels)):
+            write_json(os.path.join(self.dirs["docker"], "containers", i, "config.v2.json"), {
+                "State": {"Running": True, "Pid": 1234, "Status": "running"}, "ID": i,
+                "Created": "2024-01-01T00:00:00.000000000Z", "Path": "sleep", "Args": ["3600"],
+                "Config": {"Hostname": pod, "Env": ["PATH=/usr/bin"], "Cmd": ["sleep", "3600"], "Image": img,
+                           "Labels": lb},
+                "Image": "sha256:" + hexid(), "Name": "/" + nm, "Driver": "overlay2", "RestartCount": 0,
+            })
+        u_ = uid.replace("-", "_")
+        rel = ("kubepods.slice/kubepods-besteffort.slice/kubepods-besteffort-pod%s.slice/docker-%s.scope" % (u_, cid))
+        return self.spawn(rel, {"container_id": cid, "container_name": name, "container_image": image,
+                                "pod_id": uid, "pod": pod, "pod_namespace": ns})
 
     def docker(self, state=True):
         cid, name, image = hexid(), "web-%d" % random.randint(1, 999), "nginx:1.25"
@@ -450,6 +514,25 @@ def test_flamegraph_query_total_container_layers():
                          for n in res if n["profile_location_str"] == "[p] python3")
         check(sorted(parents) == sorted(["[Con]%s" % want["container_name"], "Total"]),
               "one python3 under the container, the host one under the root: %r" % parents)
+        # stackprobe's own folded files (and the SVGs drawn from them) name the pod and the container
+        # too: the supervisor passes its identity section to the probe
+        st, _, text, _ = rest_call(rport, "PUT", "/flamegraph", json.dumps({"state": "stopped"}),
+                                   {"Content-Type": "application/json"})
+        check(st == 200, "PUT stopped: %d %s" % (st, text))
+
+        def stacks():
+            out = {}
+            for path in glob.glob(os.path.join(flame, "oncpu", "*.folded")):
+                with open(path) as f:
+                    for line in f:
+                        out[line.rpartition(" ")[0]] = 1
+            return out if any("] python3;" in k for k in out) else None
+        st = wait_for(stacks, 15, "folded files written when stackprobe stops")
+        mine = [k for k in st if k.split(";")[:3] == ["[Pod]%s" % want["pod"], "[Con]%s" % want["container_name"],
+                                                      "[%d] python3" % inside.pid]]
+        check(mine, "folded stacks of the container's process under [Pod]<pod>;[Con]<name>: %r" % sorted(st)[:3])
+        check(all(k.startswith("[%d] python3;" % host) for k in st if "[%d] python3" % host in k),
+              "the host process has no container frames")
     finally:
         if s:
             s.cleanup()
@@ -519,3 +602,177 @@ def test_container_name_snooper():
 
 
 test_container_name_snooper.timeout = 60
+
+
+def move(pid, cg):
+    with open(os.path.join(cg, "cgroup.procs"), "w") as f:
+        f.write(str(pid))
+
+
+def test_cgroup_events_without_ttl():
+    """identity.watch_cgroups (inotify on the cgroup hierarchies): with refresh intervals of an hour, a
+    process moved into a docker container's cgroup made after the start carries the container's labels
+    within about a second, and loses them when it is moved out and the cgroup removed. With the watch
+    off (the same intervals), the labels do not follow: the events, not the TTL, did it."""
+    lay = Layouts()
+    s = None
+    try:
+        pid = lay.host()
+        for watch in ("on", "off"):
+            port = free_port()
+            conf = lay.conf().replace("};", 'proc_refresh_ms = 3600000; names_refresh_s = 86400; '
+                                      'watch_cgroups = "%s"; };' % watch)
+            s = Supervisor(probes=[probe_entry("system_infos", "-t 1 -P proc --pid %d" % pid)],
+                           metric_out="web_server", extra="web_server = { port = %d; }; %s" % (port, conf)).start()
+            url = "http://127.0.0.1:%d/metrics" % port
+
+            def labels():
+                ser = proc_series(http_get(url)[1], pid)
+                return {k: ser[0].get(k) for k in IDENT} if ser else None
+            got = wait_for(labels, 20, "the proc series")
+            check(got == {k: "" for k in IDENT}, "a host process: %r" % got)
+            cid, name, image = hexid(), "ev-%s" % watch, "nginx:1.25"
+            lay.docker_state(cid, name, image)
+            cg = os.path.join(lay.parent, "system.slice", "docker-%s.scope" % cid)
+            os.makedirs(cg)
+            want = {"container_id": cid, "container_name": name, "container_image": image, "pod_id": "", "pod": "",
+                    "pod_namespace": ""}
+            t0 = time.monotonic()
+            move(pid, cg)
+            if watch == "off":
+                time.sleep(4)
+                got = labels()
+                check(got["container_id"] == "", "watch off, hour-long TTL: still the host's labels: %r" % got)
+                move(pid, lay.parent)
+                os.rmdir(cg)
+                st = s.status()["export"]["identity"]
+                check(st["lookups"] > 2 and st["watches"] == 0 and st["cgroup_events"] == 0, "not watching: %r" % st)
+                break
+            wait_for(lambda: labels() == want, 5, "the container's labels after the move")
+            seen = time.monotonic() - t0
+            check(seen < 2.5, "labels %.2f s after the move (report period 1 s)" % seen)
+            # status.json is written every second
+            wait_for(lambda: (lambda x: x["watches"] > 0 and x["cgroup_events"] > 0 and x["containers"] == 1)(
+                s.status()["export"]["identity"]), 5, "watches and events in status.json")
+            # out of the container, which is then removed: the host's labels again, the cache entry gone
+            t0 = time.monotonic()
+            move(pid, lay.parent)
+            os.rmdir(cg)
+            wait_for(lambda: labels() == {k: "" for k in IDENT}, 5, "the host's labels after the removal")
+            check(time.monotonic() - t0 < 2.5, "labels dropped %.2f s after the removal" % (time.monotonic() - t0))
+            st = wait_for(lambda: (lambda x: x if x["containers"] == 0 else None)(s.status()["export"]["identity"]),
+                          5, "the removed container dropped from the cache")
+            s.cleanup()
+            s = None
+    finally:
+        if s:
+            s.cleanup()
+        lay.cleanup()
+
+
+test_cgroup_events_without_ttl.timeout = 90
+
+
+def prom_families(text, name):
+    """Label-name sets of every series of family name."""
+    samples, _ = parse_prom(text)
+    return [dict(ls) for (n, ls), _ in samples.items() if n == name]
+
+
+def test_custom_and_pod_labels():
+    """snoopers.custom_labels (fixed labels on every series of the probe) and snoopers.pod_labels (the
+    pod's label values, read from the sandbox's state: CRI-O's sandbox spec, dockershim's pause
+    container) as gala-gopher takes them. Every series of a family has the same label names ("" where a
+    process has no pod, or its pod no such label); a new set of labels replaces the old at once."""
+    from harness import rest_call, rest_port, rest_section
+    import urllib.parse
+    lay = Layouts()
+    s = None
+    try:
+        crio = lay.crio(pod_labels={"app": "api", "app.kubernetes.io/name": "api-server", "tier": "backend"})
+        shim = lay.docker_k8s({"app": "legacy-web", "pod-template-hash": "5d4f8"})
+        lay.containerd_metadata()  # containerd keeps pod labels in its database (bbolt) only
+        ctd = lay.containerd_k8s(sandbox=CONTAINERD_SANDBOX)
+        ctd2 = lay.containerd_k8s()  # a sandbox the database does not have: ""
+        host = lay.host()
+        pids = [crio, shim, ctd, ctd2, host]
+        port = free_port()
+        s = Supervisor(metric_out="web_server", extra="web_server = { port = %d; }; %s %s" % (
+            port, rest_section(os.path.join(lay.state, "rest")), lay.conf())).start()
+        rport = rest_port(s)
+        url = "http://127.0.0.1:%d/metrics" % port
+
+        def put(conf):
+            st, _, raw, _ = rest_call(rport, "PUT", "/baseinfo", urllib.parse.urlencode({"json": json.dumps(conf)}))
+            return st, raw
+
+        conf = {"cmd": {"probe": ["proc", "host"]}, "params": {"report_period": 1}, "state": "running",
+                "snoopers": {"proc_id": pids, "custom_labels": {"team": "payments", "env": "prod"},
+                             "pod_labels": ["app", "app.kubernetes.io/name", "tier"]}}
+        st, raw = put(conf)
+        check(st == 200, "PUT: %d %s" % (st, raw))
+
+        def all_series():
+            text = http_get(url)[1]
+            got = {p: proc_series(text, p) for p in pids}
+            return (text, got) if all(got.values()) and prom_families(text, "gala_gopher_host_value") else None
+        text, got = wait_for(all_series, 20, "proc series of every process and the host series")
+        want_pod = {crio: {"app": "api", "app_kubernetes_io_name": "api-server", "tier": "backend"},
+                    shim: {"app": "legacy-web", "app_kubernetes_io_name": "", "tier": ""},
+                    ctd: {"app": "checkout", "app_kubernetes_io_name": "checkout-api", "tier": ""},
+                    ctd2: {"app": "", "app_kubernetes_io_name": "", "tier": ""},
+                    host: {"app": "", "app_kubernetes_io_name": "", "tier": ""}}
+        for p in pids:
+            ser = got[p]
+            check(len(ser) == 1, "one series of %d: %r" % (p, ser))
+            lbl = ser[0]
+            check({k: lbl.get(k) for k in IDENT} == lay.want[p], "identity of %d: %r" % (p, lbl))
+            check(lbl.get("team") == "payments" and lbl.get("env") == "prod", "custom labels of %d: %r" % (p, lbl))
+            check({k: lbl.get(k) for k in want_pod[p]} == want_pod[p], "pod labels of %d: %r" % (p, lbl))
+        # one label set per family: every series of a family has the same label names
+        for fam in ("gala_gopher_proc_fd_count", "gala_gopher_host_value"):
+            sets = {tuple(sorted(d)) for d in prom_families(text, fam)}
+            check(len(sets) == 1, "%s has one label set: %r" % (fam, sets))
+        host_ser = prom_families(text, "gala_gopher_host_value")[0]
+        check(host_ser.get("team") == "payments" and "app" not in host_ser,
+              "a table without tgid: the custom labels, no pod labels: %r" % host_ser)
+        # another set of labels: the rows of the old set go at once, no series carries both
+        conf["snoopers"]["custom_labels"] = {"team": "billing"}
+        conf["snoopers"]["pod_labels"] = ["app"]
+        st, raw = put(conf)
+        check(st == 200, "PUT: %d %s" % (st, raw))
+
+        def relabelled():
+            text = http_get(url)[1]
+            fam = prom_families(text, "gala_gopher_proc_fd_count")
+            ok = len(fam) == len(pids) and all(d.get("team") == "billing" and "env" not in d and "tier" not in d
+                                                for d in fam)
+            return text if ok else None
+        text = wait_for(relabelled, 10, "the new labels on every series, the old ones gone")
+        for fam in ("gala_gopher_proc_fd_count", "gala_gopher_host_value"):
+            sets = {tuple(sorted(d)) for d in prom_families(text, fam)}
+            check(len(sets) == 1, "%s has one label set after the change: %r" % (fam, sets))
+        # GET shows them; refused: bad names, reserved names, too many, pod keys that collide
+        st, doc, raw, _ = rest_call(rport, "GET", "/baseinfo")
+        check(doc["snoopers"]["custom_labels"] == {"team": "billing"} and doc["snoopers"]["pod_labels"] == ["app"],
+              "GET: %s" % raw)
+        bad = [{"custom_labels": {"1x": "a"}}, {"custom_labels": {"__x": "a"}}, {"custom_labels": {"a-b": "a"}},
+               {"custom_labels": {"pod": "a"}}, {"custom_labels": {"machine_id": "a"}},
+               {"custom_labels": {"a": 1}}, {"custom_labels": {"a": "x" * 257}}, {"custom_labels": ["a"]},
+               {"custom_labels": {"l%d" % i: "v" for i in range(11)}},
+               {"pod_labels": ["-app"]}, {"pod_labels": ["a/b/c"]}, {"pod_labels": ["app", "app"]},
+               {"pod_labels": ["a.b", "a_b"]}, {"pod_labels": ["container_name"]},
+               {"pod_labels": ["x%d" % i for i in range(11)]}, {"pod_labels": "app"},
+               {"custom_labels": {"app": "x"}, "pod_labels": ["app"]}]
+        for b in bad:
+            st, raw = put({"snoopers": b})
+            check(st == 400 and ("custom_labels" in raw or "pod_labels" in raw), "%r refused: %d %s" % (b, st, raw))
+        st, raw = put({"blacklist": {"custom_labels": {"a": "b"}}})
+        check(st == 400 and "blacklist" in raw, "labels in a blacklist refused: %d %s" % (st, raw))
+    finally:
+        if s:
+            s.cleanup()
+        lay.cleanup()
+
+
+test_custom_and_pod_labels.timeout = 60

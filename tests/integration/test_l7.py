@@ -92,8 +92,12 @@ class Nginx(Server):
         self.proc = subprocess.Popen(["nginx", "-c", conf, "-p", tmp], stdout=subprocess.DEVNULL,
                                      stderr=subprocess.DEVNULL, start_new_session=True)
         wait_port(port, self.proc, "nginx")
-        with open("/proc/%d/task/%d/children" % (self.proc.pid, self.proc.pid)) as f:
-            kids = [int(x) for x in f.read().split()]
+
+        def workers():
+            # the master listens before it forks its worker: the port answers a moment before
+            with open("/proc/%d/task/%d/children" % (self.proc.pid, self.proc.pid)) as f:
+                return [int(x) for x in f.read().split()] or None
+        kids = wait_for(workers, 10, "nginx's worker")
         check(len(kids) == 1, "expected one nginx worker, found %r" % kids)
         self.worker = kids[0]
         self.pids = [self.proc.pid, self.worker]

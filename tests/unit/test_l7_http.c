@@ -341,6 +341,35 @@ static void test_infer(void **state)
 	assert_int_equal(l7_session__feed(NULL, L7_FLOW_REQ, NULL, 0, 0, 0, NULL, NULL), -EINVAL);
 }
 
+/* W3C traceparent: the request's trace context reaches its rpc (the next request without one has
+ * none; malformed or all-zero ids are ignored); whole, split at every byte and byte by byte. */
+static void test_traceparent(void **state)
+{
+	static const struct l7t_step steps[] = {
+		REQ("GET /a HTTP/1.1\r\nHost: x\r\n"
+		    "traceparent: 00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01\r\n\r\n"),
+		RESP("HTTP/1.1 200 OK\r\nContent-Length: 0\r\n\r\n"),
+		REQ("GET /b HTTP/1.1\r\nHost: x\r\n\r\n"),
+		RESP("HTTP/1.1 200 OK\r\nContent-Length: 0\r\n\r\n"),
+		REQ("GET /c HTTP/1.1\r\nTraceParent: 00-00000000000000000000000000000000-00f067aa0ba902b7-01\r\n"
+		    "x: y\r\n\r\n"),
+		RESP("HTTP/1.1 200 OK\r\nContent-Length: 0\r\n\r\n"),
+		REQ("GET /d HTTP/1.1\r\ntraceparent: 00-4bf92f3577b34da6a3ce929d0e0e47-00f067aa0ba902b7-01\r\n\r\n"),
+		RESP("HTTP/1.1 200 OK\r\nContent-Length: 0\r\n\r\n"),
+	};
+	static const uint8_t want[24] = {0x4b, 0xf9, 0x2f, 0x35, 0x77, 0xb3, 0x4d, 0xa6, 0xa3, 0xce, 0x92, 0x9d,
+					 0x0e, 0x0e, 0x47, 0x36, 0x00, 0xf0, 0x67, 0xaa, 0x0b, 0xa9, 0x02, 0xb7};
+	static const uint8_t none[24];
+	struct l7t_out o;
+
+	(void)state;
+	l7t_run_all_splits(L7_PROTO_HTTP, steps, NSTEPS(steps), &o);
+	l7t_expect_stats(&o, 4, 0, 0, 0);
+	assert_memory_equal(o.rpc[0].trace, want, 24);
+	for (int i = 1; i < 4; i++)
+		assert_memory_equal(o.rpc[i].trace, none, 24);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -349,6 +378,7 @@ int main(void)
 		cmocka_unit_test(test_interim_and_bodiless), cmocka_unit_test(test_garbage_resync),
 		cmocka_unit_test(test_header_gap),	     cmocka_unit_test(test_close_delimited_and_upgrade),
 		cmocka_unit_test(test_bounded_memory),	     cmocka_unit_test(test_infer),
+		cmocka_unit_test(test_traceparent),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

@@ -126,7 +126,7 @@ static void test_mariadb_session(void **state)
 	l7t_expect(&o, 0, "COM_QUERY SELECT", 0, 0, sizeof(Q_SELECT) - 1, sizeof(R_SELECT) - 1);
 	assert_int_equal(o.rpc[0].req_ts_ns, 4000);
 	assert_int_equal(o.rpc[0].resp_ts_ns, 5000);
-	l7t_expect(&o, 1, "COM_QUERY SELECT", 1146, 1, 0, sizeof(R_NOSUCH) - 1);
+	l7t_expect(&o, 1, "COM_QUERY SELECT nosuch.t", 1146, 1, 0, sizeof(R_NOSUCH) - 1);
 	l7t_expect(&o, 2, "COM_QUERY CREATE", 0, 0, 0, sizeof(R_CREATE) - 1);
 	l7t_expect(&o, 3, "COM_QUERY SELECT", 0, 0, 0, sizeof(R_UNION) - 1);
 	l7t_expect(&o, 4, "COM_QUERY DO", 0, 0, 0, 0);
@@ -146,9 +146,9 @@ static void test_prepared_classic(void **state)
 	(void)state;
 	l7t_run_all_splits(L7_PROTO_MYSQL, steps, NSTEPS(steps), &o);
 	l7t_expect_stats(&o, 6, 0, 0, 0);
-	l7t_expect(&o, 0, "COM_STMT_PREPARE SELECT", 0, 0, sizeof(PREP) - 1, sizeof(PREP_OK_CLASSIC) - 1);
-	l7t_expect(&o, 1, "COM_STMT_EXECUTE SELECT", 0, 0, sizeof(EXEC) - 1, sizeof(EXEC_R_CLASSIC) - 1);
-	l7t_expect(&o, 2, "COM_STMT_EXECUTE SELECT", 1062, 1, 0, 0);
+	l7t_expect(&o, 0, "COM_STMT_PREPARE SELECT t", 0, 0, sizeof(PREP) - 1, sizeof(PREP_OK_CLASSIC) - 1);
+	l7t_expect(&o, 1, "COM_STMT_EXECUTE SELECT t", 0, 0, sizeof(EXEC) - 1, sizeof(EXEC_R_CLASSIC) - 1);
+	l7t_expect(&o, 2, "COM_STMT_EXECUTE SELECT t", 1062, 1, 0, 0);
 	l7t_expect(&o, 3, "COM_PING", 0, 0, 0, 0);
 	assert_int_equal(o.rpc[3].req_ts_ns, 11000); /* the CLOSE before it expects no answer */
 	l7t_expect(&o, 4, "COM_QUERY CALL", 0, 0, 0, sizeof(CALL_R) - 1);
@@ -176,9 +176,9 @@ static void test_prepared_deprecate_eof(void **state)
 	hs[7] |= 0x01; /* capability bit 24 */
 	l7t_run_all_splits(L7_PROTO_MYSQL, steps, NSTEPS(steps), &o);
 	l7t_expect_stats(&o, 4, 0, 0, 0);
-	l7t_expect(&o, 0, "COM_STMT_PREPARE SELECT", 0, 0, 0, sizeof(PREP_OK_NOEOF) - 1);
+	l7t_expect(&o, 0, "COM_STMT_PREPARE SELECT t", 0, 0, 0, sizeof(PREP_OK_NOEOF) - 1);
 	assert_int_equal(o.rpc[0].resp_ts_ns, 5000);
-	l7t_expect(&o, 1, "COM_STMT_EXECUTE SELECT", 0, 0, 0, sizeof(EXEC_R_NOEOF) - 1);
+	l7t_expect(&o, 1, "COM_STMT_EXECUTE SELECT t", 0, 0, 0, sizeof(EXEC_R_NOEOF) - 1);
 	l7t_expect(&o, 2, "COM_QUERY SELECT", 0, 0, 0, sizeof(EMPTY_NOEOF) - 1);
 	l7t_expect(&o, 3, "COM_PING", 0, 0, 0, 0);
 }
@@ -196,10 +196,10 @@ static void test_prepared_unknown_mode(void **state)
 	(void)state;
 	l7t_run_all_splits(L7_PROTO_MYSQL, steps, NSTEPS(steps), &o);
 	l7t_expect_stats(&o, 4, 0, 0, 0);
-	l7t_expect(&o, 0, "COM_STMT_PREPARE SELECT", 0, 0, 0, 0);
+	l7t_expect(&o, 0, "COM_STMT_PREPARE SELECT t", 0, 0, 0, 0);
 	l7t_expect(&o, 1, "COM_PING", 0, 0, 0, 0);
-	l7t_expect(&o, 2, "COM_STMT_PREPARE SELECT", 0, 0, 0, sizeof(PREP_OK_CLASSIC) - 1);
-	l7t_expect(&o, 3, "COM_STMT_EXECUTE SELECT", 0, 0, 0, sizeof(EXEC_R_CLASSIC) - 1);
+	l7t_expect(&o, 2, "COM_STMT_PREPARE SELECT t", 0, 0, 0, sizeof(PREP_OK_CLASSIC) - 1);
+	l7t_expect(&o, 3, "COM_STMT_EXECUTE SELECT t", 0, 0, 0, sizeof(EXEC_R_CLASSIC) - 1);
 }
 
 /* A big result set mostly not captured: the rows in the gap cannot be counted; the response is taken
@@ -225,7 +225,7 @@ static void test_gaps(void **state)
 	l7t_run(L7_PROTO_MYSQL, L7_TRANSPORT_TCP, steps, NSTEPS(steps), SIZE_MAX, 0, 0, &o);
 	l7t_expect_stats(&o, 3, 0, 0, 0);
 	assert_int_equal(o.st.resp_end_guessed, 1);
-	l7t_expect(&o, 0, "COM_QUERY INSERT", 0, 0, 4 + 0x100000, 0);
+	l7t_expect(&o, 0, "COM_QUERY INSERT t", 0, 0, 4 + 0x100000, 0);
 	l7t_expect(&o, 1, "COM_QUERY SELECT", 0, 0, 0, 100000 + 13);
 	assert_int_equal(o.rpc[1].resp_ts_ns, 8000);
 	l7t_expect(&o, 2, "COM_QUERY DO", 0, 0, 0, 0);

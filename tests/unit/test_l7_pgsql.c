@@ -130,7 +130,7 @@ static void test_flush_notice_copy(void **state)
 	(void)state;
 	l7t_run_all_splits(L7_PROTO_PGSQL, steps, NSTEPS(steps), &o);
 	l7t_expect_stats(&o, 3, 0, 0, 0);
-	l7t_expect(&o, 0, "UPDATE", 0, 0, 41 + 30, 17 + 25);
+	l7t_expect(&o, 0, "UPDATE t", 0, 0, 41 + 30, 17 + 25);
 	assert_int_equal(o.rpc[0].req_ts_ns, 1000);
 	assert_int_equal(o.rpc[0].resp_ts_ns, 4000);
 	l7t_expect(&o, 1, "COPY", 0, 0, 24, 8 + 18); /* the query; COPY data is not counted */
@@ -157,7 +157,7 @@ static void test_gaps(void **state)
 	(void)state;
 	l7t_run_all_splits(L7_PROTO_PGSQL, steps, NSTEPS(steps), &o);
 	l7t_expect_stats(&o, 2, 0, 0, 0);
-	l7t_expect(&o, 0, "INSERT", 0, 0, 1 + 0x10005, 0);
+	l7t_expect(&o, 0, "INSERT t", 0, 0, 1 + 0x10005, 0);
 	l7t_expect(&o, 1, "SELECT", 0, 0, 0, 27 + 1 + 0x100000 + 20);
 }
 
@@ -233,9 +233,9 @@ static void test_named_statements(void **state)
 	(void)state;
 	l7t_run_all_splits(L7_PROTO_PGSQL, steps, NSTEPS(steps), &o);
 	l7t_expect_stats(&o, 4, 0, 0, 0);
-	l7t_expect(&o, 0, "SELECT", 0, 0, sizeof(PREP_NAMED) - 1, 0);
-	l7t_expect(&o, 1, "SELECT", 0, 0, sizeof(BIND_NAMED) - 1, sizeof(BIND_NAMED_R) - 1);
-	l7t_expect(&o, 2, "SELECT", 0, 0, 0, 0);
+	l7t_expect(&o, 0, "SELECT pgbench_accounts", 0, 0, sizeof(PREP_NAMED) - 1, 0);
+	l7t_expect(&o, 1, "SELECT pgbench_accounts", 0, 0, sizeof(BIND_NAMED) - 1, sizeof(BIND_NAMED_R) - 1);
+	l7t_expect(&o, 2, "SELECT pgbench_accounts", 0, 0, 0, 0);
 	l7t_expect(&o, 3, "EXECUTE", 0, 0, 0, 0);
 }
 

@@ -7,11 +7,13 @@
 #include <stdarg.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include <cmocka.h>
 
+#include "../../probes/l7probe/l7_trace.h"
 #include "../../probes/l7probe/l7_user.h"
 
 #define TGID  4242
@@ -245,12 +247,200 @@ static void test_bad_events(void **state)
 	l7_tracker__free(NULL);
 }
 
+/* One request and its response on fd 5 of TGID (client side) at ts, ts + lat. */
+static void rpc_ev(struct l7_tracker *t, const char *req, const char *resp, uint64_t ts, uint64_t lat)
+{
+	data_ev(t, TGID, 5, 1, L7_DIR_SEND, L7_ROLE_CLIENT, 0, req, ts);
+	data_ev(t, TGID, 5, 1, L7_DIR_RECV, L7_ROLE_CLIENT, 0, resp, ts + lat);
+}
+
+/* l7_rpc_api: paths normalised into rows, errors split client/server. */
+static void test_api_rows(void **state)
+{
+	struct l7_tracker *t = l7_tracker__new(16, 16);
+	struct l7_api_values v;
+	struct l7_tracker_stats st;
+	static const char E500[] = "HTTP/1.1 500 Oops\r\nContent-Length: 0\r\n\r\n";
+
+	(void)state;
+	rpc_ev(t, "GET /a/1 HTTP/1.1\r\n\r\n", OK, 1000, 100);
+	rpc_ev(t, "GET /a/2?x=y HTTP/1.1\r\n\r\n", OK, 2000, 300);
+	rpc_ev(t, "GET /b HTTP/1.1\r\n\r\n", NOTFOUND, 3000, 10);
+	rpc_ev(t, "GET /b HTTP/1.1\r\n\r\n", E500, 4000, 10);
+	assert_int_equal(l7_tracker__lookup_api(t, TGID, 1, SPORT, "GET /a/{id}", &v), 0);
+	assert_int_equal(v.rpcs, 2);
+	assert_int_equal(v.lat_sum, 400);
+	assert_int_equal(v.errs, 0);
+	assert_int_equal(l7_tracker__lookup_api(t, TGID, 1, SPORT, "GET /b", &v), 0);
+	assert_int_equal(v.rpcs, 2);
+	assert_int_equal(v.errs, 2);
+	assert_int_equal(v.client_errs, 1);
+	assert_int_equal(v.server_errs, 1);
+	assert_int_equal(l7_tracker__lookup_api(t, TGID, 1, SPORT, "GET /a/1", &v), -ENOENT);
+	l7_tracker__stats(t, &st);
+	assert_int_equal(st.apis, 2);
+	assert_int_equal(st.api_overflow, 0);
+	/* rows idle for long go */
+	l7_tracker__report(t, NULL, L7_SP_DEFAULT, 1.0, 5000 + L7_KEY_IDLE_NS);
+	l7_tracker__stats(t, &st);
+	assert_int_equal(st.apis, 0);
+	l7_tracker__free(t);
+}
+
+/* A process past api_limit apis: the rest in one "__other__" row, counted; api_limit 0: no rows. */
+static void test_api_cap(void **state)
+{
+	struct l7_tracker *t = l7_tracker__new(16, 16);
+	struct l7_api_values v;
+	struct l7_tracker_stats st;
+	char req[64];
+
+	(void)state;
+	l7_tracker__set_api_limit(t, 3);
+	for (int i = 0; i < 10; i++) {
+		snprintf(req, sizeof(req), "GET /page%c HTTP/1.1\r\n\r\n", 'a' + i);
+		rpc_ev(t, req, OK, 1000 * (uint64_t)(i + 1), 50);
+	}
+	rpc_ev(t, "GET /pagea HTTP/1.1\r\n\r\n", OK, 20000, 50); /* a row it has already */
+	l7_tracker__stats(t, &st);
+	assert_int_equal(st.apis, 4);
+	assert_int_equal(st.api_overflow, 7);
+	assert_int_equal(l7_tracker__lookup_api(t, TGID, 1, SPORT, "GET /pagea", &v), 0);
+	assert_int_equal(v.rpcs, 2);
+	assert_int_equal(l7_tracker__lookup_api(t, TGID, 1, SPORT, "__other__", &v), 0);
+	assert_int_equal(v.rpcs, 7);
+	/* a request whose api is literally __other__ is never a row of its own */
+	l7_tracker__set_api_limit(t, 0);
+	rpc_ev(t, "GET /pageb HTTP/1.1\r\n\r\n", OK, 30000, 50);
+	l7_tracker__stats(t, &st);
+	assert_int_equal(st.apis, 4);
+	assert_int_equal(st.api_overflow, 7);
+	l7_tracker__free(t);
+}
+
+struct spans {
+	unsigned int n;
+	struct l7_span last;
+	char api[L7_API_MAX];
+	int status;
+	struct l7_trace *tr;
+	unsigned int kept;
+};
+
+static void span_cb(void *ctx, const struct l7_span *sp)
+{
+	struct spans *s = ctx;
+
+	s->n++;
+	s->last = *sp;
+	snprintf(s->api, sizeof(s->api), "%s", sp->api);
+	s->status = sp->rpc->status;
+	if (s->tr)
+		s->kept += (unsigned int)l7_trace__want(s->tr, sp);
+}
+
+/* The span callback sees each request with its connection; the sampling rules keep errors and slow
+ * requests at any rate, all at 1000 per mille, and at most max_per_s a second. */
+static void test_spans_sampling(void **state)
+{
+	struct l7_tracker *t = l7_tracker__new(16, 16);
+	struct l7_trace *tr = l7_trace__new(NULL);
+	struct spans s = {.tr = tr};
+	struct l7_trace_conf c = {.permille = 0, .slow_ms = 1, .max_per_s = 1000};
+	struct l7_trace_stats ts;
+
+	(void)state;
+	assert_non_null(tr);
+	l7_trace__set_conf(tr, &c);
+	l7_tracker__set_span_cb(t, span_cb, &s);
+	rpc_ev(t, "GET /u/42 HTTP/1.1\r\n\r\n", OK, 1000, 100);
+	assert_int_equal(s.n, 1);
+	assert_string_equal(s.api, "GET /u/{id}");
+	assert_int_equal(s.last.client_port, CPORT);
+	assert_int_equal(s.last.server_port, SPORT);
+	assert_int_equal(s.last.l7_role, 1);
+	assert_int_equal(s.last.tgid, TGID);
+	assert_int_equal(s.last.fd, 5);
+	assert_int_equal(s.kept, 0);
+	rpc_ev(t, "GET /u/43 HTTP/1.1\r\n\r\n", NOTFOUND, 2000, 100); /* error: kept */
+	assert_int_equal(s.status, 404);
+	assert_int_equal(s.kept, 1);
+	rpc_ev(t, "GET /u/44 HTTP/1.1\r\n\r\n", OK, 3000, 1000000); /* slow (1 ms): kept */
+	assert_int_equal(s.kept, 2);
+	l7_trace__stats(tr, &ts);
+	assert_int_equal(ts.sampled_out, 1);
+	c.permille = 1000;
+	c.slow_ms = 0;
+	c.max_per_s = 5;
+	l7_trace__set_conf(tr, &c);
+	for (int i = 0; i < 10; i++)
+		rpc_ev(t, "GET /v HTTP/1.1\r\n\r\n", OK, 10000 + 1000 * (uint64_t)i, 10);
+	assert_int_equal(s.kept, 2 + 3); /* 2 + 3 in the same second as the first 2 */
+	l7_trace__stats(tr, &ts);
+	assert_int_equal(ts.dropped, 7);
+	assert_int_equal(ts.sampled_out, 1);
+	l7_trace__free(tr);
+	l7_tracker__free(t);
+}
+
+/* The SLI tables: server side of their protocol only, one row per connection (Redis) or per
+ * connection and statement type (PostgreSQL), forgotten after each report. */
+static void test_sli_rows(void **state)
+{
+	struct l7_sli *r = l7_sli__new(L7_SLI_REDIS), *p = l7_sli__new(L7_SLI_PG);
+	struct l7_rpc rpc = {.req_ts_ns = 100, .resp_ts_ns = 300};
+	uint8_t ip[16] = {127, 0, 0, 1};
+	struct l7_span sp = {.rpc = &rpc,
+			     .api = "SET",
+			     .tgid = 1,
+			     .fd = 7,
+			     .family = AF_INET,
+			     .client_ip = ip,
+			     .server_ip = ip,
+			     .l7_role = 2,
+			     .proto = L7_PROTO_REDIS};
+
+	(void)state;
+	l7_sli__span(r, &sp);
+	sp.api = "GET";
+	l7_sli__span(r, &sp);
+	sp.fd = 8;
+	l7_sli__span(r, &sp);
+	sp.l7_role = 1; /* the client's view: not an SLI row */
+	sp.fd = 9;
+	l7_sli__span(r, &sp);
+	assert_int_equal(l7_sli__rows(r), 2);
+	sp.l7_role = 2;
+	sp.proto = L7_PROTO_PGSQL;
+	sp.api = "SELECT t";
+	l7_sli__span(r, &sp); /* not Redis */
+	assert_int_equal(l7_sli__rows(r), 2);
+	l7_sli__span(p, &sp);
+	sp.api = "SELECT u";
+	l7_sli__span(p, &sp);
+	sp.api = "INSERT t";
+	l7_sli__span(p, &sp);
+	assert_int_equal(l7_sli__rows(p), 2);
+	l7_sli__report(r, NULL, 0);
+	assert_int_equal(l7_sli__rows(r), 0);
+	l7_sli__free(r);
+	l7_sli__free(p);
+	l7_sli__free(NULL);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
-		cmocka_unit_test(test_client_from_connect),  cmocka_unit_test(test_role_inferred_split),
-		cmocka_unit_test(test_close_reuse_exit),     cmocka_unit_test(test_garbage_and_tls),
-		cmocka_unit_test(test_bounds_and_key_aging), cmocka_unit_test(test_bad_events),
+		cmocka_unit_test(test_client_from_connect),
+		cmocka_unit_test(test_role_inferred_split),
+		cmocka_unit_test(test_close_reuse_exit),
+		cmocka_unit_test(test_garbage_and_tls),
+		cmocka_unit_test(test_bounds_and_key_aging),
+		cmocka_unit_test(test_bad_events),
+		cmocka_unit_test(test_api_rows),
+		cmocka_unit_test(test_api_cap),
+		cmocka_unit_test(test_spans_sampling),
+		cmocka_unit_test(test_sli_rows),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

@@ -18,6 +18,7 @@
 
 #include "../../supervisor/export/events.h"
 #include "../../supervisor/export/ident_export.h"
+#include "../../supervisor/bolt.h"
 #include "../../supervisor/identity.h"
 #include "test_sup_fixture.h"
 
@@ -26,6 +27,7 @@
 #define ID_C "c0c0c0c0c0c0c0c0c0c0c0c0c0c0c0c0c0c0c0c0c0c0c0c0c0c0c0c0c0c0c0c0"
 #define ID_D "d0d0d0d0d0d0d0d0d0d0d0d0d0d0d0d0d0d0d0d0d0d0d0d0d0d0d0d0d0d0d0d0"
 #define ID_E "e0e0e0e0e0e0e0e0e0e0e0e0e0e0e0e0e0e0e0e0e0e0e0e0e0e0e0e0e0e0e0e0"
+#define ID_F "f1f1f1f1f1f1f1f1f1f1f1f1f1f1f1f1f1f1f1f1f1f1f1f1f1f1f1f1f1f1f1f1"
 #define UID  "1a2b3c4d-0000-1111-2222-333344445555"
 #define UID_ "1a2b3c4d_0000_1111_2222_333344445555"
 
@@ -290,7 +292,8 @@ static void put_file(const char *rel, const char *text)
 		*s = '/';
 	}
 	f = fopen(path, "w");
-	assert_non_null(f);
+	if (!f)
+		fail_msg("put_file %s: %s", path, strerror(errno));
 	fputs(text, f);
 	fclose(f);
 }
@@ -689,6 +692,312 @@ static int group_setup(void **state)
 	return 0;
 }
 
+/* ---- pod labels, custom labels, cgroup events ----------------------------------------------------------- */
+
+static void test_pod_labels_parse(void **state)
+{
+	struct gg_pod_labels *pl = calloc(1, sizeof(*pl));
+	char big[2100], name[64];
+	size_t n;
+
+	(void)state;
+	assert_non_null(pl);
+	/* CRI-O's sandbox spec: the labels as one JSON string */
+	const char *crio = "{\"annotations\":{\"io.kubernetes.cri-o.ContainerType\":\"sandbox\","
+			   "\"io.kubernetes.cri-o.Labels\":\"{\\\"app\\\":\\\"api\\\",\\\"app.kubernetes.io/name\\\":"
+			   "\\\"srv\\\",\\\"bad\\\":\\\"a\\\\u0001b\\\",\\\"n\\\":1}\"}}";
+	assert_int_equal(gg_ident__parse_pod_labels(crio, strlen(crio), pl), 0);
+	assert_int_equal(pl->n, 2); /* a control character and a number are left out */
+	{
+		struct gg_ident id = {.pod_labels = pl->buf, .pod_labels_len = pl->len};
+
+		assert_string_equal(gg_ident__pod_label(&id, "app", &n), "api");
+		assert_int_equal(n, 3);
+		assert_string_equal(gg_ident__pod_label(&id, "app.kubernetes.io/name", NULL), "srv");
+		assert_null(gg_ident__pod_label(&id, "bad", NULL));
+		assert_null(gg_ident__pod_label(&id, "ap", NULL));
+	}
+	/* dockershim's pause container: Config.Labels */
+	const char *docker = "{\"Name\":\"/k8s_POD_p_n_u_0\",\"Config\":{\"Labels\":{\"app\":\"web\","
+			     "\"io.kubernetes.docker.type\":\"podsandbox\"}}}";
+	assert_int_equal(gg_ident__parse_pod_labels(docker, strlen(docker), pl), 0);
+	assert_int_equal(pl->n, 2);
+	assert_int_equal(gg_ident__parse_pod_labels("[1]", 3, pl), -EINVAL);
+	assert_int_equal(gg_ident__parse_pod_labels("{\"Config\":{}}", 13, pl), -ENOENT);
+	/* bounded: GG_POD_LABELS_MAX labels, each value at most GG_IDENT_VALUE_MAX */
+	{
+		char *j = malloc(200000);
+		size_t off = 0;
+
+		assert_non_null(j);
+		off += (size_t)sprintf(j + off, "{\"Config\":{\"Labels\":{");
+		memset(big, 'v', 2000);
+		big[2000] = '\0';
+		off += (size_t)sprintf(j + off, "\"huge\":\"%s\"", big);
+		for (int i = 0; i < 100; i++)
+			off += (size_t)sprintf(j + off, ",\"k%d\":\"v%d\"", i, i);
+		sprintf(j + off, "}}}");
+		assert_int_equal(gg_ident__parse_pod_labels(j, strlen(j), pl), 0);
+		assert_int_equal(pl->n, GG_POD_LABELS_MAX);
+		free(j);
+	}
+	/* exported names */
+	assert_int_equal(gg_pod_label__name("app.kubernetes.io/name", name, sizeof(name)), 0);
+	assert_string_equal(name, "app_kubernetes_io_name");
+	assert_int_equal(gg_pod_label__name("9lives", name, sizeof(name)), 0);
+	assert_string_equal(name, "_9lives");
+	assert_int_equal(gg_pod_label__name("abcdef", name, 4), -ENAMETOOLONG);
+	free(pl);
+}
+
+static void test_pod_labels_resolved(void **state)
+{
+	struct gg_identity *id = new_resolver(0, 0);
+	const struct gg_ident *i;
+
+	(void)state;
+	put_proc(500,
+		 "/kubepods.slice/kubepods-burstable.slice/kubepods-burstable-pod" UID_ ".slice/crio-" ID_D ".scope");
+	put_file("crio/overlay-containers/" ID_D "/userdata/config.json",
+		 "{\"annotations\":{\"io.kubernetes.container.name\":\"c\",\"io.kubernetes.pod.name\":\"p\","
+		 "\"io.kubernetes.cri-o.SandboxID\":\"" ID_E "\"}}");
+	put_file("crio/overlay-containers/" ID_E "/userdata/config.json",
+		 "{\"annotations\":{\"io.kubernetes.cri-o.Labels\":\"{\\\"app\\\":\\\"x\\\"}\"}}");
+	/* not asked for: not read */
+	i = gg_identity__lookup(id, 500, 1);
+	assert_string_equal(i->v[GG_IDENT_CONTAINER_NAME], "c");
+	assert_null(i->pod_labels);
+	assert_int_equal(gg_identity__stats(id)->pod_label_reads, 0);
+	/* asked for: the known containers read them at their next lookup */
+	{
+		static const char *const keys[] = {"app", "zone"};
+
+		gg_identity__want_pod_labels(id, keys, 2);
+	}
+	i = gg_identity__lookup(id, 500, 2);
+	assert_string_equal(gg_ident__pod_label(i, "app", NULL), "x");
+	assert_int_equal(gg_identity__stats(id)->pod_label_reads, 1);
+	gg_identity__free(id);
+}
+
+static void test_export_custom_and_pod_labels(void **state)
+{
+	const struct meta_table *tp = meta_registry__find(reg, "tp", 2), *tn = meta_registry__find(reg, "tn", 2);
+	const struct meta_table *stale, *a;
+	struct gg_ext_labels *l = calloc(1, sizeof(*l));
+	struct gg_ident_export *x;
+	const struct meta_record *out;
+	struct meta_record r;
+	int owner, other;
+
+	(void)state;
+	assert_non_null(l);
+	put_proc(501,
+		 "/kubepods.slice/kubepods-burstable.slice/kubepods-burstable-pod" UID_ ".slice/crio-" ID_D ".scope");
+	x = gg_ident_export__new(new_resolver(0, 0));
+	assert_non_null(x);
+	/* no labels yet: tn (no tgid key) as it is, nothing stale */
+	out = gg_ident_export__probe_record(x, &owner, parse("|tn|eth0|501|1|", &r), 1, &stale);
+	assert_ptr_equal(out, &r);
+	assert_null(stale);
+	l->ncustom = 2;
+	strcpy(l->custom_name[0], "team");
+	strcpy(l->custom_value[0], "pay");
+	strcpy(l->custom_name[1], "tgid"); /* tn has it: the table's own value stays */
+	strcpy(l->custom_value[1], "nope");
+	l->npod = 2;
+	strcpy(l->pod_key[0], "app");
+	strcpy(l->pod_name[0], "app");
+	strcpy(l->pod_key[1], "tier");
+	strcpy(l->pod_name[1], "tier");
+	assert_int_equal(gg_ident_export__set_labels(x, &owner, l), 0);
+	/* tn: the custom label (no pod labels: no tgid key); the rows of tn as it was are stale */
+	out = gg_ident_export__probe_record(x, &owner, parse("|tn|eth0|501|1|", &r), 1, &stale);
+	assert_ptr_equal(stale, tn);
+	assert_int_equal(out->table->nfields, tn->nfields + 1);
+	assert_string_equal(out->table->fields[tn->nfields].name, "team");
+	assert_int_equal(out->nvalues, tn->nfields + 1);
+	assert_memory_equal(out->values[tn->nfields], "pay", 3);
+	a = out->table;
+	out = gg_ident_export__probe_record(x, &owner, parse("|tn|eth0|501|1|", &r), 1, &stale);
+	assert_null(stale);
+	assert_ptr_equal(out->table, a);
+	/* tp: identity, then team, app, tier ("" : the pod's labels are unknown) */
+	out = gg_ident_export__probe_record(x, &owner, parse("|tp|501|x|1|", &r), 1, &stale);
+	assert_non_null(stale);
+	assert_int_equal(out->table->nfields, tp->nfields + GG_IDENT__COUNT + 3);
+	assert_string_equal(out->table->fields[tp->nfields + GG_IDENT__COUNT + 1].name, "app");
+	/* the pod's labels from its sandbox's state (test_pod_labels_resolved's files): tier it has not */
+	assert_int_equal(out->lens[tp->nfields + GG_IDENT__COUNT + 1], 1);
+	assert_memory_equal(out->values[tp->nfields + GG_IDENT__COUNT + 1], "x", 1);
+	assert_int_equal(out->lens[tp->nfields + GG_IDENT__COUNT + 2], 0);
+	a = out->table;
+	/* the same labels again: nothing stale; other labels: stale is the table in place */
+	assert_int_equal(gg_ident_export__set_labels(x, &owner, l), 0);
+	out = gg_ident_export__probe_record(x, &owner, parse("|tp|501|x|1|", &r), 1, &stale);
+	assert_null(stale);
+	l->npod = 0;
+	assert_int_equal(gg_ident_export__set_labels(x, &owner, l), 0);
+	out = gg_ident_export__probe_record(x, &owner, parse("|tp|501|x|1|", &r), 1, &stale);
+	assert_ptr_equal(stale, a);
+	assert_ptr_equal(out->table, a); /* rewritten in place */
+	assert_int_equal(out->table->nfields, tp->nfields + GG_IDENT__COUNT + 1);
+	/* another probe's records of the table: its labels (none) */
+	out = gg_ident_export__probe_record(x, &other, parse("|tp|501|x|1|", &r), 1, &stale);
+	assert_int_equal(out->table->nfields, tp->nfields + GG_IDENT__COUNT);
+	gg_ident_export__free(x);
+	free(l);
+}
+
+static void write_procs(const char *dir, const char *text)
+{
+	char path[600];
+	FILE *f;
+
+	snprintf(path, sizeof(path), "%s/cgroup.procs", dir);
+	f = fopen(path, "w");
+	assert_non_null(f);
+	fputs(text, f);
+	fclose(f);
+}
+
+static void test_cgroup_events(void **state)
+{
+	char root[300], mi[300], text[600], dir[400], slice[400], path[500];
+	struct gg_identity_opts o = {.proc_ttl_ms = 3600000, .cgroup_ttl_ms = 3600000, .watch = 1};
+	struct gg_identity *id;
+	const struct gg_ident *i;
+	char proc[300], d[300];
+	uint64_t reads;
+	FILE *f;
+
+	(void)state;
+	/* a directory tree stands for a cgroup2 hierarchy (inotify sees mkdir, rmdir and writes alike) */
+	snprintf(root, sizeof(root), "%s/cg", tmp);
+	assert_int_equal(mkdir(root, 0755), 0);
+	snprintf(mi, sizeof(mi), "%s/mountinfo", tmp);
+	snprintf(text, sizeof(text), "30 1 0:26 / %s rw - cgroup2 cgroup2 rw\n31 1 0:27 / /x rw - tmpfs tmpfs rw\n",
+		 root);
+	f = fopen(mi, "w");
+	assert_non_null(f);
+	fputs(text, f);
+	fclose(f);
+	snprintf(proc, sizeof(proc), "%s/proc", tmp);
+	snprintf(d, sizeof(d), "%s/docker", tmp);
+	o.proc_root = proc;
+	o.docker_dir = d;
+	o.mountinfo = mi;
+	snprintf(path, sizeof(path), "%s/cgroup.controllers", root); /* marks it a v2 hierarchy */
+	f = fopen(path, "w");
+	fclose(f);
+	id = gg_identity__new(&o);
+	assert_non_null(id);
+	assert_true(gg_identity__watch_fd(id) >= 0);
+	assert_int_equal(gg_identity__stats(id)->watches, 1);
+	put_proc(600, "/");
+	put_proc(601, "/");
+	assert_int_equal(gg_identity__lookup(id, 600, 1000)->len[GG_IDENT_CONTAINER_ID], 0);
+	assert_int_equal(gg_identity__lookup(id, 601, 1000)->len[GG_IDENT_CONTAINER_ID], 0);
+	/* the container's cgroup is made (a slice and a scope in it at once) */
+	snprintf(slice, sizeof(slice), "%s/system.slice", root);
+	assert_int_equal(mkdir(slice, 0755), 0);
+	snprintf(dir, sizeof(dir), "%s/system.slice/docker-" ID_F ".scope", root);
+	assert_int_equal(mkdir(dir, 0755), 0);
+	put_file("docker/containers/" ID_F "/config.v2.json", "{\"Name\":\"/w\",\"Config\":{\"Image\":\"i\"}}");
+	assert_int_equal(gg_identity__process_events(id), 0);
+	/* the scope was made before system.slice was watched: found by the walk of the new directory */
+	assert_int_equal(gg_identity__stats(id)->watches, 3);
+	assert_true(gg_identity__stats(id)->cgroup_events >= 1);
+	/* then 600 is moved in (its cgroup.procs written; the fake /proc says where it is) */
+	put_proc(600, "/system.slice/docker-" ID_F ".scope");
+	write_procs(dir, "600\n");
+	/* before the events are taken: the cached identity (hour-long TTL) */
+	assert_int_equal(gg_identity__lookup(id, 600, 2000)->len[GG_IDENT_CONTAINER_ID], 0);
+	reads = gg_identity__stats(id)->proc_reads;
+	assert_int_equal(gg_identity__process_events(id), 0);
+	i = gg_identity__lookup(id, 600, 3000);
+	assert_string_equal(i->v[GG_IDENT_CONTAINER_NAME], "w");
+	assert_int_equal(gg_identity__stats(id)->cgroups, 1);
+	/* 601, not in the list of the cgroup written to, keeps its cache: one read in all, 600's */
+	assert_int_equal(gg_identity__lookup(id, 601, 3000)->len[GG_IDENT_CONTAINER_ID], 0);
+	assert_int_equal(gg_identity__stats(id)->proc_reads, reads + 1);
+	/* moved out (the slice's cgroup.procs written), the cgroup removed: the host's identity, the
+	 * container dropped from the cache */
+	put_proc(600, "/system.slice");
+	write_procs(slice, "600\n");
+	assert_int_equal(rmdir(dir), -1); /* a directory tree: the test's cgroup.procs file is in it */
+	snprintf(path, sizeof(path), "%s/cgroup.procs", dir);
+	assert_int_equal(unlink(path), 0);
+	assert_int_equal(rmdir(dir), 0);
+	assert_int_equal(gg_identity__process_events(id), 0);
+	i = gg_identity__lookup(id, 600, 4000);
+	assert_int_equal(i->len[GG_IDENT_CONTAINER_ID], 0);
+	assert_int_equal(gg_identity__stats(id)->cgroups, 0);
+	assert_int_equal(gg_identity__stats(id)->watches, 2);
+	gg_identity__free(id);
+}
+
+/* containerd's metadata database, as go.etcd.io/bbolt writes it (tests/fixtures/containerd: the
+ * generator and its output), read with the pod labels of its sandbox container */
+#define CTD_SANDBOX "5ab0c0de5ab0c0de5ab0c0de5ab0c0de5ab0c0de5ab0c0de5ab0c0de5ab0c0de"
+
+static int count_pair(void *ctx, const char *k, size_t kn, const char *v, size_t vn)
+{
+	(void)k;
+	(void)kn;
+	(void)v;
+	(void)vn;
+	++*(unsigned int *)ctx;
+	return 0;
+}
+
+static void test_containerd_bolt(void **state)
+{
+	char db[400], cmd[900];
+	struct gg_pod_labels *pl = calloc(1, sizeof(*pl));
+	struct gg_ident id = {0};
+	static const char *const containers[] = {"v1", "k8s.io", "containers"};
+	unsigned int n = 0;
+
+	(void)state;
+	assert_non_null(pl);
+	snprintf(db, sizeof(db), "%s/meta.db", tmp);
+	snprintf(cmd, sizeof(cmd), "gzip -dc tests/fixtures/containerd/meta.db.gz > '%s'", db);
+	assert_int_equal(system(cmd), 0);
+	assert_int_equal(gg_ident__containerd_pod_labels(db, "k8s.io", CTD_SANDBOX, pl), 0);
+	id.pod_labels = pl->buf;
+	id.pod_labels_len = pl->len;
+	assert_string_equal(gg_ident__pod_label(&id, "app", NULL), "checkout");
+	assert_string_equal(gg_ident__pod_label(&id, "app.kubernetes.io/name", NULL), "checkout-api");
+	assert_string_equal(gg_ident__pod_label(&id, "io.cri-containerd.kind", NULL), "sandbox");
+	assert_string_equal(gg_ident__pod_label(&id, "example.com/filler-59", NULL),
+			    "value-59-5ab0c0de5ab0c0de5ab0c0de5ab0c0de5ab0c0de");
+	assert_int_equal(pl->n, GG_POD_LABELS_MAX); /* 67 labels: bounded */
+	/* only the keys asked for: the last one in key order is found too */
+	{
+		static const char *const want[] = {"pod-template-hash", "app"};
+
+		pl->want = want;
+		pl->nwant = 2;
+		assert_int_equal(gg_ident__containerd_pod_labels(db, "k8s.io", CTD_SANDBOX, pl), 0);
+		assert_int_equal(pl->n, 2);
+		assert_string_equal(gg_ident__pod_label(&id, "pod-template-hash", NULL), "7d9c6b");
+		pl->nwant = 0;
+	}
+	/* another namespace, another container, no such bucket */
+	assert_int_equal(gg_ident__containerd_pod_labels(db, "default", CTD_SANDBOX, pl), -ENOENT);
+	assert_int_equal(gg_ident__containerd_pod_labels(db, "k8s.io", ID_A, pl), -ENOENT);
+	assert_int_equal(gg_ident__containerd_pod_labels("/nonexistent/meta.db", "k8s.io", CTD_SANDBOX, pl), -ENOENT);
+	/* the containers bucket: 401 nested buckets (skipped), spread over leaf pages under a branch */
+	assert_int_equal(gg_bolt__file_bucket_pairs(db, containers, 3, 1000, count_pair, &n), 0);
+	assert_int_equal(n, 0);
+	/* not a database */
+	assert_int_equal(
+		gg_ident__containerd_pod_labels("tests/fixtures/containerd/gen_meta_db.go", "k8s.io", CTD_SANDBOX, pl),
+		-EINVAL);
+	free(pl);
+}
+
 static int group_teardown(void **state)
 {
 	reg_teardown(state);
@@ -710,6 +1019,11 @@ int main(void)
 		cmocka_unit_test(test_retry_backoff),
 		cmocka_unit_test(test_export_tables_and_records),
 		cmocka_unit_test(test_event_labels),
+		cmocka_unit_test(test_pod_labels_parse),
+		cmocka_unit_test(test_pod_labels_resolved),
+		cmocka_unit_test(test_export_custom_and_pod_labels),
+		cmocka_unit_test(test_cgroup_events),
+		cmocka_unit_test(test_containerd_bolt),
 	};
 
 	return cmocka_run_group_tests(tests, group_setup, group_teardown);

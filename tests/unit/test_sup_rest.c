@@ -226,12 +226,32 @@ static void test_valid_seed_examples(void **state)
 	assert_non_null(strstr(txt, "\"probe\":[\"oncpu\",\"offcpu\"]"));
 	free(txt);
 	cJSON_Delete(out);
+	/* sample_period is io/tcp only (seed's own table): gala-gopher ignores it elsewhere, so do we, and say so */
+	ctx.warnings = cJSON_CreateArray();
 	assert_int_equal(check("flamegraph",
 			       "{\n\"params\": {\n\"report_period\": 180,\n\"sample_period\": 180,\n\"metrics_type\": "
 			       "[\n\"raw\",\n\"telemetry\"\n]\n}\n}",
-			       err, NULL),
-			 400); /* sample_period is io/tcp only (seed's own table) */
-	assert_non_null(strstr(err, "params.sample_period: not a parameter of probe flamegraph"));
+			       err, &out),
+			 0);
+	assert_int_equal(cJSON_GetArraySize(ctx.warnings), 1);
+	assert_string_equal(cJSON_GetStringValue(cJSON_GetArrayItem(ctx.warnings, 0)),
+			    "params.sample_period: not a parameter of probe flamegraph (gala-gopher applies it to io, "
+			    "tcp); accepted and ignored");
+	txt = cJSON_PrintUnformatted(out);
+	assert_non_null(strstr(txt, "\"sample_period\":180")); /* stored: GET shows what was sent */
+	free(txt);
+	cJSON_Delete(out);
+	cJSON_Delete(ctx.warnings);
+	ctx.warnings = NULL;
+	/* still checked against gala-gopher's range, and names gala-gopher does not know are refused */
+	expect("flamegraph", "{\"params\":{\"sample_period\":99}}", 400, "params.sample_period: 99 is out of range");
+	expect("flamegraph", "{\"params\":{\"sample_perod\":100}}", 400,
+	       "params.sample_perod: not a parameter of probe flamegraph (allowed: ");
+	expect("socket", "{\"params\":{\"latency_thr\":5}}", 400, "params.latency_thr: 5 is out of range");
+	expect("socket", "{\"params\":{\"latency_thr\":50, \"kafka_port\": 9093, \"l7_protocol\": [\"dns\"]}}", 0,
+	       NULL);
+	expect("socket", "{\"params\":{\"l7_protocol\": [\"crpc\"]}}", 400, "params.l7_protocol[0]: must be one of");
+	expect("socket", "{\"params\":{\"ringbuf_map_size\": 2}}", 400, "not a parameter of probe socket");
 	assert_int_equal(check("tcp",
 			       "{\n\"params\": {\n\"report_period\": 180,\n\"sample_period\": 180,\n\"metrics_type\": "
 			       "[\n\"raw\",\n\"telemetry\"\n]\n}\n}",
@@ -306,8 +326,10 @@ static void test_errors_name_field_and_range(void **state)
 	expect("kafka", "{\"params\":{\"kafka_port\":0}}", 400, "[1, 65535]");
 	expect("io", "{\"params\":{\"dev_name\":\"sda; rm -rf /\"}}", 400, "params.dev_name: must be a device name");
 	expect("io", "{\"params\":{\"dev_name\":\"nvme0n1\"}}", 0, NULL);
-	expect("baseinfo", "{\"params\":{\"svg_dir\":\"/tmp\"}}", 400,
-	       "params.svg_dir: not a parameter of probe baseinfo (allowed: report_period, drops_thr, res_lower_thr, "
+	/* a path parameter outside its scope is confined like in it */
+	expect("baseinfo", "{\"params\":{\"svg_dir\":\"/tmp\"}}", 403, "params.svg_dir: \"/tmp\" is outside");
+	expect("baseinfo", "{\"params\":{\"svg_dirs\":\"/tmp\"}}", 400,
+	       "params.svg_dirs: not a parameter of probe baseinfo (allowed: report_period, drops_thr, res_lower_thr, "
 	       "res_upper_thr, report_event, metrics_type, env, dev_name, proc_top)");
 	expect("baseinfo", "{\"params\":{\"proc_top\":1025}}", 400, "params.proc_top");
 	expect("baseinfo", "{\"params\":{\"proc_top\":0}}", 0, NULL);
@@ -354,14 +376,31 @@ static void test_errors_name_field_and_range(void **state)
 	expect("tcp", "{\"state\":\"paused\"}", 400, "state: must be \"running\" or \"stopped\"");
 	expect("tcp", "{\"stat\":\"running\"}", 400,
 	       "stat: unknown field (expected cmd, snoopers, blacklist, params, state)");
-	expect("tcp", "{\"snoopers\":{\"custom_labels\":{\"a\":\"b\"}}}", 400,
-	       "snoopers.custom_labels: not supported (the container and pod labels are added to every series of a "
-	       "tgid table)");
+	/* custom_labels and pod_labels (gala-gopher's), normalized; names and keys checked */
+	expect("tcp",
+	       "{\"snoopers\":{\"custom_labels\":{\"team\":\"a "
+	       "b\"},\"pod_labels\":[\"app\",\"app.kubernetes.io/name\"]}}",
+	       0, NULL);
+	expect("tcp", "{\"snoopers\":{\"custom_labels\":{\"a-b\":\"x\"}}}", 400,
+	       "snoopers.custom_labels.a-b: a label name is 1 to 63 of [A-Za-z0-9_]");
+	expect("tcp", "{\"snoopers\":{\"custom_labels\":{\"hostname\":\"x\"}}}", 400,
+	       "snoopers.custom_labels.hostname: the supervisor adds this label itself");
+	expect("tcp", "{\"snoopers\":{\"custom_labels\":{\"a\":true}}}", 400,
+	       "snoopers.custom_labels.a: the value must be a string");
+	expect("tcp", "{\"snoopers\":{\"custom_labels\":{\"a\":\"x\\u0001\"}}}", 400,
+	       "snoopers.custom_labels.a: control characters");
+	expect("tcp", "{\"snoopers\":{\"pod_labels\":[\"Bad.Prefix/app\"]}}", 400, "snoopers.pod_labels[0]: must be");
+	expect("tcp", "{\"snoopers\":{\"pod_labels\":[\"a.b\",\"a/b\"]}}", 400,
+	       "snoopers.pod_labels[1]: label a_b is given twice");
+	expect("tcp", "{\"snoopers\":{\"pod_labels\":[\"pod\"]}}", 400, "snoopers.pod_labels[0]: label pod is taken");
+	expect("tcp", "{\"snoopers\":{\"custom_labels\":{\"app\":\"x\"},\"pod_labels\":[\"app\"]}}", 400,
+	       "snoopers.pod_labels[0]: label app is taken");
+	expect("tcp", "{\"blacklist\":{\"pod_labels\":[\"app\"]}}", 400, "blacklist: custom_labels and pod_labels");
 	expect("tcp", "{\"blacklist\":{\"proc_id\":[0]}}", 400,
 	       "blacklist.proc_id[0]: must be a process id in [1, 4194304]");
 	expect("tcp", "{\"blacklist\":{\"nope\":[]}}", 400,
 	       "blacklist.nope: unknown field (expected proc_id, proc_name, pod_id, container_id, container_name, "
-	       "gaussdb)");
+	       "gaussdb, custom_labels, pod_labels)");
 	expect("tcp", "{\"blacklist\":{\"container_name\":[\"\"]}}", 400,
 	       "blacklist.container_name[0]: must be a string of 1 to 128 characters");
 	expect("tcp", "[1]", 400, "must be a JSON object");
@@ -796,6 +835,106 @@ static void test_persist(void **state)
 	assert_int_equal(gg_persist__save("/proc/gg-no", "tcp", "{}") < 0, 1);
 }
 
+/* gala-gopher's parameter table (seed 000) and the probes' contracts agree on each name's type, and the
+ * table has the seed's 26 names once each. */
+static void test_gala_params_table(void **state)
+{
+	(void)state;
+	assert_int_equal(gg_gala_params__count(), 26);
+	for (unsigned int i = 0; i < gg_gala_params__count(); i++) {
+		const struct gg_gala_param *g = gg_gala_params__at(i);
+
+		assert_ptr_equal(gg_gala_params__find(g->spec.name), g);
+		assert_non_null(g->scope);
+	}
+	assert_null(gg_gala_params__find("ringbuf_map_size"));
+	for (unsigned int i = 0; i < gg_probe_defs__count(); i++) {
+		const struct gg_contract *c = gg_probe_defs__at(i)->contract;
+
+		for (unsigned int j = 0; j < c->nparams; j++) {
+			const struct gg_gala_param *g = gg_gala_params__find(c->params[j].name);
+
+			if (g && g->spec.type != c->params[j].type)
+				fail_msg("%s: params.%s is type %d in its contract, %d in gala-gopher's table",
+					 c->rest_name, c->params[j].name, c->params[j].type, g->spec.type);
+		}
+	}
+}
+
+static void bin_check(const struct gg_rest_check_ctx *c, const char *path, int want)
+{
+	char json[2 * PATH_MAX], err[512] = "";
+	cJSON *out = NULL;
+	int st;
+
+	snprintf(json, sizeof(json), "{\"cmd\":{\"bin\":\"%s\"}}", path);
+	st = gg_rest_conf__check(gg_probe_defs__find("flamegraph"), c, json, &out, err, sizeof(err));
+	cJSON_Delete(out);
+	if (st != want)
+		fail_msg("cmd.bin %s: got %d \"%s\", want %d", path, st, err, want);
+}
+
+/* cmd.bin: another spelling of the registered binary's path is accepted when both resolve, through
+ * root-owned paths, to one file; anything else is refused. */
+static void test_cmd_bin_canonical(void **state)
+{
+	char dir[256], reg[PATH_MAX], other[PATH_MAX], p[PATH_MAX], json[PATH_MAX];
+	struct gg_rest_check_ctx c = ctx;
+	int fd;
+
+	(void)state;
+	snprintf(dir, sizeof(dir), "%s/binroot", tmpdir);
+	mkdirs(dir);
+	snprintf(p, sizeof(p), "%s/probes", dir);
+	mkdirs(p);
+	snprintf(p, sizeof(p), "%s/config", dir);
+	mkdirs(p);
+	snprintf(reg, sizeof(reg), "%s/probes/stackprobe", dir);
+	snprintf(other, sizeof(other), "%s/probes/other", dir);
+	for (int i = 0; i < 2; i++) {
+		fd = open(i ? other : reg, O_CREAT | O_WRONLY | O_TRUNC, 0755);
+		assert_true(fd >= 0);
+		close(fd);
+	}
+	c.registered_bin = reg;
+	/* config/.. and doubled slashes: the same file */
+	snprintf(p, sizeof(p), "%s/config/../probes//stackprobe", dir);
+	bin_check(&c, p, 0);
+	/* a symbolic link set up by root to the registered binary */
+	snprintf(p, sizeof(p), "%s/link", dir);
+	assert_int_equal(symlink(reg, p), 0);
+	bin_check(&c, p, 0);
+	/* a link to another binary, and the other binary itself */
+	snprintf(p, sizeof(p), "%s/link2", dir);
+	assert_int_equal(symlink(other, p), 0);
+	bin_check(&c, p, 403);
+	bin_check(&c, other, 403);
+	/* the registered file through a directory others may write to */
+	snprintf(p, sizeof(p), "%s/open", dir);
+	mkdirs(p);
+	assert_int_equal(chmod(p, 0777), 0);
+	snprintf(json, sizeof(json), "%s/open/link", dir);
+	assert_int_equal(symlink(reg, json), 0);
+	snprintf(p, sizeof(p), "%s/open/link", dir);
+	bin_check(&c, p, 403);
+	/* a link owned by another user */
+	snprintf(p, sizeof(p), "%s/link3", dir);
+	assert_int_equal(symlink(reg, p), 0);
+	if (geteuid() == 0) {
+		assert_int_equal(lchown(p, 65534, 65534), 0);
+		bin_check(&c, p, 403);
+	}
+	/* not existing, relative */
+	snprintf(p, sizeof(p), "%s/probes/nope", dir);
+	bin_check(&c, p, 403);
+	bin_check(&c, "probes/stackprobe", 403);
+	/* the registered binary writable by others: no spelling but the exact one matches */
+	assert_int_equal(chmod(reg, 0777), 0);
+	snprintf(p, sizeof(p), "%s/config/../probes/stackprobe", dir);
+	bin_check(&c, p, 403);
+	bin_check(&c, reg, 0);
+}
+
 static int setup(void **state)
 {
 	(void)state;
@@ -830,6 +969,8 @@ int main(void)
 		cmocka_unit_test(test_valid_seed_examples),
 		cmocka_unit_test(test_errors_name_field_and_range),
 		cmocka_unit_test(test_paths),
+		cmocka_unit_test(test_cmd_bin_canonical),
+		cmocka_unit_test(test_gala_params_table),
 		cmocka_unit_test(test_resolve),
 		cmocka_unit_test(test_comm_patterns),
 		cmocka_unit_test(test_cgroup2_mount),

@@ -62,6 +62,35 @@ static void test_own_function_and_libc(void **state)
 	symbolizer__free(s);
 }
 
+/* max_elf_bytes: symbol tables over the bound are dropped, least recently used first, and loaded again
+ * when an address falls in them; the memory held stays within the bound between rounds. */
+static void test_elf_bytes_bounded(void **state)
+{
+	struct symbolizer_opts o = {.max_elf_bytes = 1};
+	struct symbolizer *s = symbolizer__new(&o);
+	struct symbolizer_stats st, st2;
+	struct sym_frame f;
+
+	(void)state;
+	assert_non_null(s);
+	symbolizer__begin_round(s);
+	assert_int_equal(symbolizer__user(s, (uint32_t)getpid(), (uint64_t)(uintptr_t)sym_test_target + 2, &f), 0);
+	assert_int_equal(symbolizer__user(s, (uint32_t)getpid(), (uint64_t)(uintptr_t)getpid, &f), 0);
+	symbolizer__stats(s, &st);
+	assert_true(st.elf_loads >= 2);
+	assert_int_equal(st.evictions, 0); /* used in this round: kept until the round ends */
+	symbolizer__begin_round(s);
+	symbolizer__stats(s, &st2);
+	assert_true(st2.evictions >= 2);
+	assert_true(st2.mem_bytes < st.mem_bytes);
+	/* used again: loaded again, same answer */
+	assert_int_equal(symbolizer__user(s, (uint32_t)getpid(), (uint64_t)(uintptr_t)getpid, &f), 0);
+	assert_non_null(strstr(f.name, "getpid"));
+	symbolizer__stats(s, &st2);
+	assert_true(st2.elf_loads > st.elf_loads);
+	symbolizer__free(s);
+}
+
 static void test_kernel(void **state)
 {
 	struct symbolizer *s = symbolizer__new(NULL);
@@ -364,6 +393,7 @@ int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_own_function_and_libc),
+		cmocka_unit_test(test_elf_bytes_bounded),
 		cmocka_unit_test(test_kernel),
 		cmocka_unit_test(test_perf_map),
 		cmocka_unit_test(test_exec_invalidates),

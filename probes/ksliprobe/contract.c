@@ -1,0 +1,29 @@
+/* contract.c - ksliprobe's contract: REST name "ksli" (gala-gopher's Redis SLI probe), parameters
+ * (ipc/contract.h). The binary is l7probe's program in its Redis SLI mode (main.c here). */
+#include "contract.h"
+
+#ifndef GG_CONTRACT_ONLY
+#include "../l7probe/l7_conf.h"
+#endif
+
+/* clang-format off */
+static const struct gg_param_spec params[] = {
+	GG_PARAM_REPORT_PERIOD(GG_STORE(struct l7_conf, period_s)),
+	GG_PARAM_THR("latency_thr", "ms", "-T", "an event_v2 when a request is slower (0: none)",
+		     GG_STORE(struct l7_conf, latency_thr_ms)),
+	GG_PARAMS_SEED_COMMON(GG_NOSTORE),
+	{.name = "dev_name", .type = GG_PT_NAME, .def_str = "", .restart = 1,
+	 .help = "accepted, no effect (requests are read from the socket calls, not a device)"},
+	GG_PARAM_BOOL("continuous_sampling", NULL, "accepted, no effect (every request is measured)", GG_NOSTORE),
+	GG_PARAM_BOOL("support_ssl", "-s", "follow SSL_read/SSL_write of OpenSSL", GG_STORE(struct l7_conf, ssl)),
+};
+/* clang-format on */
+
+const struct gg_contract gg_contract_ksliprobe = {
+	.rest_name = "ksli",
+	.bin = "ksliprobe",
+	.summary = "Redis server latency per connection and command (redis_sli), from l7probe's capture",
+	.snoopers = GG_SNOOP_ALL,
+	.params = params,
+	.nparams = sizeof(params) / sizeof(params[0]),
+};

@@ -1,0 +1,334 @@
+/* tls_elf.c - symbols and code of the binaries the TLS uprobes go into (libssl, Go programs): libelf
+ * for symbols, segments and sections, capstone for the x86-64 instructions (call targets, ret sites,
+ * instructions the kernel's uprobes emulate). */
+#include <capstone/capstone.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <gelf.h>
+#include <libelf.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "tls_elf.h"
+
+struct elf_bin {
+	int fd;
+	Elf *elf;
+};
+
+int elf_bin__open(const char *path, struct elf_bin **ret_bin)
+{
+	struct elf_bin *b;
+
+	if (elf_version(EV_CURRENT) == EV_NONE)
+		return -ENOSYS;
+	b = calloc(1, sizeof(*b));
+	if (!b)
+		return -ENOMEM;
+	b->fd = open(path, O_RDONLY | O_CLOEXEC);
+	if (b->fd < 0) {
+		int err = -errno;
+
+		free(b);
+		return err;
+	}
+	b->elf = elf_begin(b->fd, ELF_C_READ_MMAP, NULL);
+	if (!b->elf || elf_kind(b->elf) != ELF_K_ELF) {
+		elf_bin__close(b);
+		return -ENOEXEC;
+	}
+	*ret_bin = b;
+	return 0;
+}
+
+void elf_bin__close(struct elf_bin *b)
+{
+	if (!b)
+		return;
+	if (b->elf)
+		elf_end(b->elf);
+	if (b->fd >= 0)
+		close(b->fd);
+	free(b);
+}
+
+static Elf_Scn *section_by_type(struct elf_bin *b, Elf64_Word type)
+{
+	Elf_Scn *scn = NULL;
+	GElf_Shdr sh;
+
+	while ((scn = elf_nextscn(b->elf, scn))) {
+		if (gelf_getshdr(scn, &sh) && sh.sh_type == type)
+			return scn;
+	}
+	return NULL;
+}
+
+static Elf_Scn *section_by_name(struct elf_bin *b, const char *name)
+{
+	Elf_Scn *scn = NULL;
+	size_t shstrndx;
+	GElf_Shdr sh;
+
+	if (elf_getshdrstrndx(b->elf, &shstrndx))
+		return NULL;
+	while ((scn = elf_nextscn(b->elf, scn))) {
+		const char *n;
+
+		if (!gelf_getshdr(scn, &sh))
+			continue;
+		n = elf_strptr(b->elf, shstrndx, sh.sh_name);
+		if (n && !strcmp(n, name))
+			return scn;
+	}
+	return NULL;
+}
+
+static int find_in(struct elf_bin *b, Elf64_Word type, const char *name, struct elf_fn *ret_fn)
+{
+	Elf_Scn *scn = section_by_type(b, type);
+	Elf_Data *data;
+	GElf_Shdr sh;
+	size_t n;
+
+	if (!scn || !gelf_getshdr(scn, &sh) || !sh.sh_entsize)
+		return -ENOENT;
+	data = elf_getdata(scn, NULL);
+	if (!data)
+		return -ENOENT;
+	n = sh.sh_size / sh.sh_entsize;
+	for (size_t i = 0; i < n; i++) {
+		GElf_Sym sym;
+		const char *s;
+
+		if (!gelf_getsym(data, (int)i, &sym) || GELF_ST_TYPE(sym.st_info) != STT_FUNC || !sym.st_value)
+			continue;
+		s = elf_strptr(b->elf, sh.sh_link, sym.st_name);
+		if (!s || strcmp(s, name))
+			continue;
+		ret_fn->vaddr = sym.st_value;
+		ret_fn->size = sym.st_size;
+		return elf_bin__off(b, sym.st_value, &ret_fn->off);
+	}
+	return -ENOENT;
+}
+
+int elf_bin__find(struct elf_bin *b, const char *name, struct elf_fn *ret_fn)
+{
+	int err = find_in(b, SHT_SYMTAB, name, ret_fn);
+
+	if (err == -ENOENT)
+		err = find_in(b, SHT_DYNSYM, name, ret_fn);
+	return err;
+}
+
+int elf_bin__off(struct elf_bin *b, uint64_t vaddr, uint64_t *ret_off)
+{
+	size_t n;
+
+	if (elf_getphdrnum(b->elf, &n))
+		return -ENOEXEC;
+	for (size_t i = 0; i < n; i++) {
+		GElf_Phdr ph;
+
+		if (!gelf_getphdr(b->elf, (int)i, &ph) || ph.p_type != PT_LOAD)
+			continue;
+		if (vaddr >= ph.p_vaddr && vaddr < ph.p_vaddr + ph.p_filesz) {
+			*ret_off = vaddr - ph.p_vaddr + ph.p_offset;
+			return 0;
+		}
+	}
+	return -ENOENT;
+}
+
+int elf_bin__read(struct elf_bin *b, uint64_t vaddr, void *buf, size_t len)
+{
+	uint64_t off;
+	size_t size;
+	char *img;
+	int err = elf_bin__off(b, vaddr, &off);
+
+	if (err)
+		return err;
+	img = elf_rawfile(b->elf, &size);
+	if (!img || off > size || len > size - off)
+		return -ERANGE;
+	memcpy(buf, img + off, len);
+	return 0;
+}
+
+int elf_bin__has_section(struct elf_bin *b, const char *name)
+{
+	return section_by_name(b, name) != NULL;
+}
+
+int elf_bin__section(struct elf_bin *b, const char *name, void *buf, size_t len, size_t *ret_len)
+{
+	Elf_Scn *scn = section_by_name(b, name);
+	GElf_Shdr sh;
+	size_t size;
+	char *img;
+
+	if (!scn || !gelf_getshdr(scn, &sh) || sh.sh_type == SHT_NOBITS)
+		return -ENOENT;
+	img = elf_rawfile(b->elf, &size);
+	if (!img || sh.sh_offset > size)
+		return -ERANGE;
+	if (len > sh.sh_size)
+		len = sh.sh_size;
+	if (len > size - sh.sh_offset)
+		len = size - sh.sh_offset;
+	memcpy(buf, img + sh.sh_offset, len);
+	*ret_len = len;
+	return 0;
+}
+
+/* ---- x86-64 instructions ------------------------------------------------------------------------ */
+
+static int cs_begin(csh *h)
+{
+	return cs_open(CS_ARCH_X86, CS_MODE_64, h) == CS_ERR_OK ? 0 : -ENOSYS;
+}
+
+int x86_first_call(const uint8_t *code, size_t len, uint64_t vaddr, unsigned int max_insns, uint64_t *ret_target)
+{
+	const uint8_t *p = code;
+	uint64_t addr = vaddr;
+	cs_insn *insn;
+	int ret = -ENOENT;
+	csh h;
+
+	if (cs_begin(&h))
+		return -ENOSYS;
+	insn = cs_malloc(h);
+	if (!insn) {
+		cs_close(&h);
+		return -ENOMEM;
+	}
+	for (unsigned int i = 0; i < max_insns && cs_disasm_iter(h, &p, &len, &addr, insn); i++) {
+		/* e8 rel32: a direct call, its target in the operand string ("0x35290") */
+		if (insn->id == X86_INS_CALL && insn->size == 5 && insn->bytes[0] == 0xe8) {
+			int32_t rel;
+
+			memcpy(&rel, &insn->bytes[1], 4);
+			*ret_target = insn->address + 5 + (int64_t)rel;
+			ret = 0;
+			break;
+		}
+		if (insn->id == X86_INS_RET || insn->id == X86_INS_JMP)
+			break;
+	}
+	cs_free(insn, 1);
+	cs_close(&h);
+	return ret;
+}
+
+int x86_ret_sites(const uint8_t *code, size_t len, uint64_t vaddr, uint64_t *rets, unsigned int max,
+		  unsigned int *ret_n)
+{
+	const uint8_t *p = code;
+	uint64_t addr = vaddr;
+	unsigned int n = 0;
+	cs_insn *insn;
+	int ret = 0;
+	csh h;
+
+	if (cs_begin(&h))
+		return -ENOSYS;
+	insn = cs_malloc(h);
+	if (!insn) {
+		cs_close(&h);
+		return -ENOMEM;
+	}
+	/* Go puts no data in its functions' bodies: they decode from start to end; int3 padding
+	 * after the last instruction is part of the symbol's size. */
+	while (len) {
+		if (!cs_disasm_iter(h, &p, &len, &addr, insn)) {
+			ret = -EILSEQ;
+			break;
+		}
+		if (insn->id == X86_INS_RET) {
+			if (n >= max) {
+				ret = -E2BIG;
+				break;
+			}
+			rets[n++] = insn->address;
+		}
+	}
+	cs_free(insn, 1);
+	cs_close(&h);
+	*ret_n = n;
+	return ret;
+}
+
+int x86_uprobe_emulated(const uint8_t *code, size_t len)
+{
+	size_t i = 0;
+
+	if (!len)
+		return 0;
+	/* a REX.B prefix only, for push %r8..%r15 */
+	if (code[0] == 0x41 && len > 1)
+		return code[1] >= 0x50 && code[1] <= 0x57;
+	if (code[i] >= 0x50 && code[i] <= 0x57) /* push reg */
+		return 1;
+	switch (code[i]) {
+	case 0xe8: /* call rel32 */
+	case 0xe9: /* jmp rel32 */
+	case 0xeb: /* jmp rel8 */
+	case 0x90: /* nop */
+		return 1;
+	default:
+		break;
+	}
+	if (code[i] >= 0x70 && code[i] <= 0x7f) /* jcc rel8 */
+		return 1;
+	if (code[i] == 0x0f && len > 1 && ((code[1] >= 0x80 && code[1] <= 0x8f) || code[1] == 0x1f))
+		return 1; /* jcc rel32, nopl */
+	return 0;
+}
+
+int x86_entry_site(const uint8_t *code, size_t len, uint64_t vaddr, unsigned int max_insns, uint64_t *ret_addr)
+{
+	static const uint16_t kept[] = {X86_REG_RAX, X86_REG_EAX, X86_REG_AX,  X86_REG_AL,  X86_REG_RBX, X86_REG_EBX,
+					X86_REG_BX,  X86_REG_BL,  X86_REG_RCX, X86_REG_ECX, X86_REG_CX,	 X86_REG_CL,
+					X86_REG_RDI, X86_REG_EDI, X86_REG_RSI, X86_REG_ESI, X86_REG_R8,	 X86_REG_R9,
+					X86_REG_R10, X86_REG_R11, X86_REG_R14, X86_REG_RSP};
+	const uint8_t *p = code;
+	uint64_t addr = vaddr;
+	cs_insn *insn;
+	int ret = -ENOENT;
+	csh h;
+
+	if (cs_begin(&h))
+		return -ENOSYS;
+	cs_option(h, CS_OPT_DETAIL, CS_OPT_ON);
+	insn = cs_malloc(h);
+	if (!insn) {
+		cs_close(&h);
+		return -ENOMEM;
+	}
+	for (unsigned int i = 0; i < max_insns && cs_disasm_iter(h, &p, &len, &addr, insn); i++) {
+		cs_regs rd, wr;
+		uint8_t nrd = 0, nwr = 0;
+		int clobbers = 0;
+
+		if (x86_uprobe_emulated(insn->bytes, insn->size)) {
+			*ret_addr = insn->address;
+			ret = 0;
+			break;
+		}
+		if (cs_regs_access(h, insn, rd, &nrd, wr, &nwr) != CS_ERR_OK)
+			break;
+		for (uint8_t w = 0; w < nwr && !clobbers; w++)
+			for (size_t k = 0; k < sizeof(kept) / sizeof(kept[0]); k++)
+				if (wr[w] == kept[k])
+					clobbers = 1;
+		if (clobbers)
+			break;
+	}
+	cs_free(insn, 1);
+	cs_close(&h);
+	return ret;
+}

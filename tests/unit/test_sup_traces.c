@@ -1,0 +1,217 @@
+/* test_sup_traces.c - trace_span records into OpenTelemetry JSON spans: ids, times, kind, status,
+ * semantic-convention attributes per protocol, container id, malformed records refused. */
+#include <errno.h>
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <cjson/cJSON.h>
+#include <cmocka.h>
+
+#include "../../supervisor/export/traces.h"
+#include "test_sup_fixture.h"
+
+static int setup(void **state)
+{
+	char err[256];
+
+	(void)state;
+	reg_setup(NULL);
+	assert_int_equal(gg_traces__register(reg, err, sizeof(err)), 0);
+	return 0;
+}
+
+static const char *cid(void *ctx, uint32_t tgid)
+{
+	(void)ctx;
+	return tgid == 42 ? "abcdef0123456789" : "";
+}
+
+/* Render line; the parsed JSON, or NULL with *ret_err. */
+static cJSON *render(const char *line, int *ret_err)
+{
+	const struct gg_traces_opts o = {
+		.machine_id = "mid", .hostname = "host", .version = "1.2.3", .container_id = cid};
+	struct meta_record rec;
+	struct gg_buf b;
+	cJSON *j = NULL;
+
+	assert_int_equal(meta_record__parse(reg, line, strlen(line), &rec, NULL), META_OK);
+	assert_true(gg_traces__is_trace_table(rec.table));
+	gg_buf__init(&b, 0);
+	*ret_err = gg_traces__render(&o, &rec, &b);
+	if (!*ret_err) {
+		assert_null(memchr(b.data, '\n', b.len));
+		j = cJSON_Parse(b.data);
+		assert_non_null(j);
+	}
+	gg_buf__fini(&b);
+	return j;
+}
+
+/* The value of attribute key in an OTel attribute list (as a string, int or bool rendered). */
+static const char *attr(const cJSON *list, const char *key)
+{
+	static char buf[64];
+	const cJSON *a;
+
+	cJSON_ArrayForEach(a, list)
+	{
+		const cJSON *v;
+
+		if (strcmp(cJSON_GetObjectItem(a, "key")->valuestring, key))
+			continue;
+		v = cJSON_GetObjectItem(a, "value");
+		if (cJSON_GetObjectItem(v, "stringValue"))
+			return cJSON_GetObjectItem(v, "stringValue")->valuestring;
+		if (cJSON_GetObjectItem(v, "intValue"))
+			return cJSON_GetObjectItem(v, "intValue")->valuestring;
+		snprintf(buf, sizeof(buf), "%s", cJSON_IsTrue(cJSON_GetObjectItem(v, "boolValue")) ? "true" : "false");
+		return buf;
+	}
+	return NULL;
+}
+
+static const cJSON *span_of(const cJSON *j, const cJSON **ret_res)
+{
+	const cJSON *rs = cJSON_GetArrayItem(cJSON_GetObjectItem(j, "resourceSpans"), 0);
+	const cJSON *ss = cJSON_GetArrayItem(cJSON_GetObjectItem(rs, "scopeSpans"), 0);
+
+	*ret_res = cJSON_GetObjectItem(cJSON_GetObjectItem(rs, "resource"), "attributes");
+	assert_string_equal(cJSON_GetObjectItem(cJSON_GetObjectItem(ss, "scope"), "version")->valuestring, "1.2.3");
+	return cJSON_GetArrayItem(cJSON_GetObjectItem(ss, "spans"), 0);
+}
+
+static void test_http_server(void **state)
+{
+	const cJSON *res, *sp, *at;
+	int err;
+	cJSON *j = render("|trace_span|0123456789abcdef0123456789abcdef|0123456789abcdef||server|1795312419025000000|"
+			  "1795312419026000000|42|http|GET /a/{id}|GET /a/1?x|404|1|127.0.0.1|5000|127.0.0.2|80|"
+			  "tcp_server|server|0|10|20|",
+			  &err);
+
+	(void)state;
+	sp = span_of(j, &res);
+	assert_string_equal(attr(res, "process.pid"), "42");
+	assert_string_equal(attr(res, "container.id"), "abcdef0123456789");
+	assert_string_equal(attr(res, "host.name"), "host");
+	assert_string_equal(cJSON_GetObjectItem(sp, "traceId")->valuestring, "0123456789abcdef0123456789abcdef");
+	assert_string_equal(cJSON_GetObjectItem(sp, "spanId")->valuestring, "0123456789abcdef");
+	assert_string_equal(cJSON_GetObjectItem(sp, "name")->valuestring, "GET /a/{id}");
+	assert_int_equal(cJSON_GetObjectItem(sp, "kind")->valueint, 2);
+	assert_string_equal(cJSON_GetObjectItem(sp, "startTimeUnixNano")->valuestring, "1795312419025000000");
+	assert_string_equal(cJSON_GetObjectItem(sp, "endTimeUnixNano")->valuestring, "1795312419026000000");
+	assert_int_equal(cJSON_GetObjectItem(cJSON_GetObjectItem(sp, "status"), "code")->valueint, 2);
+	at = cJSON_GetObjectItem(sp, "attributes");
+	assert_string_equal(attr(at, "http.request.method"), "GET");
+	assert_string_equal(attr(at, "http.route"), "/a/{id}");
+	assert_string_equal(attr(at, "url.path"), "/a/1");
+	assert_string_equal(attr(at, "http.response.status_code"), "404");
+	assert_string_equal(attr(at, "client.address"), "127.0.0.1");
+	assert_string_equal(attr(at, "client.port"), "5000");
+	assert_string_equal(attr(at, "server.port"), "80");
+	assert_string_equal(attr(at, "network.transport"), "tcp");
+	assert_string_equal(attr(at, "error.type"), "404");
+	assert_string_equal(attr(at, "gala_gopher.ssl"), "false");
+	cJSON_Delete(j);
+}
+
+static void test_db_and_others(void **state)
+{
+	const cJSON *res, *sp, *at;
+	int err;
+	cJSON *j =
+		render("|trace_span|0123456789abcdef0123456789abcdef|0123456789abcdef||client|1|2|7|mysql|"
+		       "COM_QUERY SELECT users|COM_QUERY SELECT users|0|0|::1|5000|::1|3306|tcp_client|client|1|1|2|",
+		       &err);
+
+	(void)state;
+	sp = span_of(j, &res);
+	assert_null(attr(res, "container.id"));
+	assert_int_equal(cJSON_GetObjectItem(sp, "kind")->valueint, 3);
+	assert_int_equal(cJSON_GetObjectItem(cJSON_GetObjectItem(sp, "status"), "code")->valueint, 0);
+	at = cJSON_GetObjectItem(sp, "attributes");
+	assert_string_equal(attr(at, "db.system.name"), "mysql");
+	assert_string_equal(attr(at, "db.operation.name"), "SELECT");
+	assert_string_equal(attr(at, "db.collection.name"), "users");
+	assert_string_equal(attr(at, "gala_gopher.ssl"), "true");
+	assert_null(attr(at, "http.request.method"));
+	cJSON_Delete(j);
+	j = render("|trace_span|0123456789abcdef0123456789abcdef|0123456789abcdef||client|1|2|7|kafka|Produce t1|"
+		   "Produce t1|3|1|1.2.3.4|1|1.2.3.4|9092|tcp_client|client|0|1|2|",
+		   &err);
+	at = cJSON_GetObjectItem(span_of(j, &res), "attributes");
+	assert_string_equal(attr(at, "messaging.system"), "kafka");
+	assert_string_equal(attr(at, "messaging.destination.name"), "t1");
+	assert_string_equal(attr(at, "messaging.kafka.error_code"), "3");
+	cJSON_Delete(j);
+	j = render("|trace_span|0123456789abcdef0123456789abcdef|0123456789abcdef||server|1|2|7|grpc|"
+		   "POST /helloworld.Greeter/SayHello|POST /helloworld.Greeter/SayHello|0|0|1.2.3.4|1|1.2.3.4|50051|"
+		   "tcp_server|server|0|1|2|",
+		   &err);
+	at = cJSON_GetObjectItem(span_of(j, &res), "attributes");
+	assert_string_equal(attr(at, "rpc.system"), "grpc");
+	assert_string_equal(attr(at, "rpc.service"), "helloworld.Greeter");
+	assert_string_equal(attr(at, "rpc.method"), "SayHello");
+	cJSON_Delete(j);
+}
+
+/* A span that joined the request's trace: parentSpanId. */
+static void test_parent(void **state)
+{
+	const cJSON *res, *sp;
+	int err;
+	cJSON *j = render("|trace_span|4bf92f3577b34da6a3ce929d0e0e4736|0123456789abcdef|00f067aa0ba902b7|server|1|2|7|"
+			  "http|GET /|GET /|200|0|1.2.3.4|1|1.2.3.4|80|tcp_server|server|0|1|2|",
+			  &err);
+
+	(void)state;
+	sp = span_of(j, &res);
+	assert_string_equal(cJSON_GetObjectItem(sp, "traceId")->valuestring, "4bf92f3577b34da6a3ce929d0e0e4736");
+	assert_string_equal(cJSON_GetObjectItem(sp, "parentSpanId")->valuestring, "00f067aa0ba902b7");
+	cJSON_Delete(j);
+	j = render("|trace_span|4bf92f3577b34da6a3ce929d0e0e4736|0123456789abcdef||server|1|2|7|http|GET /|GET /|200|0|"
+		   "1.2.3.4|1|1.2.3.4|80|tcp_server|server|0|1|2|",
+		   &err);
+	assert_null(cJSON_GetObjectItem(span_of(j, &res), "parentSpanId"));
+	cJSON_Delete(j);
+	assert_null(render("|trace_span|4bf92f3577b34da6a3ce929d0e0e4736|0123456789abcdef|00f067aa0ba9|server|1|2|7|"
+			   "http|GET /|GET /|200|0|1.2.3.4|1|1.2.3.4|80|tcp_server|server|0|1|2|",
+			   &err));
+	assert_int_equal(err, -EINVAL);
+}
+
+static void test_malformed(void **state)
+{
+	int err;
+
+	(void)state;
+	assert_null(
+		render("|trace_span|0123|0123456789abcdef||server|1|2|7|http|x|x|0|0|a|1|b|2|udp|server|0|1|2|", &err));
+	assert_int_equal(err, -EINVAL);
+	assert_null(render("|trace_span|0123456789abcdef0123456789abcdeX|0123456789abcdef||server|1|2|7|http|x|x|0|0|a|"
+			   "1|b|2|udp|server|0|1|2|",
+			   &err));
+	assert_int_equal(err, -EINVAL);
+	assert_null(render("|trace_span|0123456789abcdef0123456789abcdef|0123456789abcdef||server|1|2|x7|http|x|x|0|0|"
+			   "a|1|b|2|udp|server|0|1|2|",
+			   &err));
+	assert_int_equal(err, -EINVAL);
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(test_http_server),
+		cmocka_unit_test(test_db_and_others),
+		cmocka_unit_test(test_parent),
+		cmocka_unit_test(test_malformed),
+	};
+
+	return cmocka_run_group_tests(tests, setup, reg_teardown);
+}
