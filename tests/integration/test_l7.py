@@ -14,8 +14,9 @@ import sys
 import tempfile
 import time
 
-from harness import (PROBES, ROOT, StandaloneProbe, check, free_port, meta_fields, nginx_conf, stop_proc,
-                     stop_with_line, wait_for)
+# make_cert: test_l7_gotls and test_l7_h2 take it from here too
+from harness import (PROBES, ROOT, StandaloneProbe, check, free_port, make_cert, meta_fields, nginx_conf,  # noqa: F401
+                     stop_proc, stop_with_line, wait_for)
 
 L7PROBE = os.path.join(PROBES, "l7probe")
 CLIENT = [sys.executable, os.path.join(os.path.dirname(os.path.abspath(__file__)), "scripts", "l7_client.py")]
