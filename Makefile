@@ -192,7 +192,7 @@ endef
 $(foreach p,$(PROBES),$(eval $(call PROBE_template,$(p))))
 # stackprobe's [Pod]/[Con] frames use the supervisor's cgroup layout parser (one parser)
 $(BUILD)/probes/stackprobe: $(BUILD)/obj/supervisor/identity.o $(BUILD)/obj/supervisor/bolt.o
-$(BUILD)/probes/stackprobe: LIBS_PROBE += $(LIBSCHEMA)
+$(BUILD)/probes/stackprobe: LIBS_PROBE += $(LIBSCHEMA) $(LIBIPC)
 # l7probe's TLS uprobes decode x86-64 instructions (return sites of Go's crypto/tls, libssl's internals)
 $(BUILD)/probes/l7probe: LIBS_PROBE += -lcapstone
 $(call obj,$(PLIB_SRCS)): $(META_HDRS)

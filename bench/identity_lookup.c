@@ -13,6 +13,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "clock.h"
 #include "../supervisor/export/ident_export.h"
 #include "../supervisor/export/imdb.h"
 
@@ -22,14 +23,6 @@ static const char META[] = "version = \"1.0.0\";\n"
 			   "  { description: \"command\", type: \"label\", name: \"comm\" },\n"
 			   "  { description: \"a\", type: \"counter\", name: \"a\" },\n"
 			   "  { description: \"b\", type: \"gauge\", name: \"b\" } ) } );\n";
-
-static uint64_t now_ns(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
-}
 
 static int cmp_u64(const void *a, const void *b)
 {
@@ -129,7 +122,7 @@ int main(int argc, char **argv)
 	/* round 0 fills the caches and the rows; the timed rounds are the steady state */
 	for (unsigned long r = 0; r <= rounds; r++) {
 		for (int with = (int)(r & 1), k = 0; k < 2; k++, with ^= 1) {
-			uint64_t t0 = now_ns();
+			uint64_t t0 = gg_mono_ns();
 
 			for (unsigned long i = 0; i < procs; i++) {
 				struct meta_record rec;
@@ -145,7 +138,7 @@ int main(int argc, char **argv)
 					return 1;
 			}
 			if (r)
-				t[with][r - 1] = now_ns() - t0;
+				t[with][r - 1] = gg_mono_ns() - t0;
 		}
 	}
 	qsort(t[0], rounds, sizeof(uint64_t), cmp_u64);

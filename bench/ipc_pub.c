@@ -7,15 +7,8 @@
 #include <string.h>
 #include <time.h>
 
+#include "clock.h"
 #include "ipc.h"
-
-static uint64_t now_ns(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
-}
 
 /* snprintf would cost more than the IPC path we are measuring. */
 static char *put_u64(char *p, uint64_t v)
@@ -99,11 +92,11 @@ int main(int argc, char **argv)
 		return 1;
 	}
 	/* Measure the steady state, not the dial: give the sink up to 5 s to be there. */
-	deadline = now_ns() + 5000000000ull;
-	while (!ipc_pub__connected(pub) && now_ns() < deadline)
+	deadline = gg_mono_ns() + 5000000000ull;
+	while (!ipc_pub__connected(pub) && gg_mono_ns() < deadline)
 		nanosleep(&(struct timespec){.tv_nsec = 1000000}, NULL);
 
-	t0 = now_ns();
+	t0 = gg_mono_ns();
 	for (unsigned long long n = 0; n < records; n++) {
 		char *p = line;
 		int rc;
@@ -126,7 +119,7 @@ int main(int argc, char **argv)
 			if (rate) {
 				/* Pace by schedule, not by fixed sleeps, so the average rate holds. */
 				uint64_t due = t0 + (uint64_t)((n + 1) * 1000000000.0 / (double)rate);
-				uint64_t now = now_ns();
+				uint64_t now = gg_mono_ns();
 
 				if (due > now)
 					nanosleep(&(struct timespec){.tv_sec = (time_t)((due - now) / 1000000000u),
@@ -136,7 +129,7 @@ int main(int argc, char **argv)
 		}
 	}
 	(void)ipc_pub__flush(pub, 0);
-	t1 = now_ns();
+	t1 = gg_mono_ns();
 	/* A real probe would log a drain failure: its tail may be lost without the receiver knowing. */
 	drain = drain_ms ? ipc_pub__drain(pub, drain_ms) : 0;
 	sent = ipc_pub__batches_sent(pub);

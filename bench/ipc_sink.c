@@ -8,6 +8,7 @@
 #include <sys/resource.h>
 #include <time.h>
 
+#include "clock.h"
 #include "ipc.h"
 
 #define MAX_PROBES 256
@@ -18,14 +19,6 @@ struct probe_stat {
 	char name[IPC_PROBE_NAME_MAX];
 	struct ipc_seq_tracker t;
 };
-
-static uint64_t now_ns(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
-}
 
 static int parse_u64(const char *s, size_t len, uint64_t *ret)
 {
@@ -164,7 +157,7 @@ int main(int argc, char **argv)
 			rc = ipc_sub__recv(sub, &msg, &len);
 			if (rc <= 0)
 				break;
-			last = now_ns();
+			last = gg_mono_ns();
 			if (!first)
 				first = last;
 			msgs++;

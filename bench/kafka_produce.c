@@ -11,6 +11,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "clock.h"
 #include "../supervisor/export/kafka.h"
 
 struct bench {
@@ -20,14 +21,6 @@ struct bench {
 	uint64_t t_start, t_end;
 	uv_timer_t produce, check;
 };
-
-static uint64_t now_ns(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
-}
 
 static double cpu_s(void)
 {
@@ -44,7 +37,7 @@ static void on_produce(uv_timer_t *h)
 	char msg[512];
 
 	if (!b->t_start)
-		b->t_start = now_ns();
+		b->t_start = gg_mono_ns();
 	for (int i = 0; i < 50000 && b->produced < b->n; i++) {
 		unsigned long x = b->produced;
 		int len = snprintf(
@@ -79,7 +72,7 @@ static void on_check(uv_timer_t *h)
 
 	if (st->delivered + st->failed < b->n)
 		return;
-	b->t_end = now_ns();
+	b->t_end = gg_mono_ns();
 	uv_close((uv_handle_t *)&b->produce, NULL);
 	uv_close((uv_handle_t *)&b->check, NULL);
 	gg_kafka__close(b->k);

@@ -24,18 +24,14 @@ import tempfile
 import time
 
 ROOT = os.path.abspath(os.path.join(os.path.dirname(__file__), ".."))
+sys.path.insert(0, os.path.join(ROOT, "tests", "integration"))
+from harness import free_port, nginx_conf  # noqa: E402
+
 BUILD = os.path.join(ROOT, os.environ.get("GG_BUILD", "build"))
 L7PROBE = os.path.join(BUILD, "probes", "l7probe")
 PIN_SERVER = ["taskset", "-c", "0"] if os.cpu_count() >= 2 else []
 PIN_CLIENT = ["taskset", "-c", "1"] if os.cpu_count() >= 2 else []
 
-
-def free_port():
-    s = socket.socket()
-    s.bind(("127.0.0.1", 0))
-    port = s.getsockname()[1]
-    s.close()
-    return port
 
 
 def cpu_seconds(pid):
@@ -45,35 +41,7 @@ def cpu_seconds(pid):
 
 
 def start_nginx(tmp, port, sport):
-    root = os.path.join(tmp, "www")
-    os.makedirs(root)
-    os.chmod(tmp, 0o755)
-    with open(os.path.join(root, "small.html"), "w") as f:
-        f.write("<html><body>" + "x" * 600 + "</body></html>\n")
-    key, crt = os.path.join(tmp, "key.pem"), os.path.join(tmp, "cert.pem")
-    subprocess.run(["openssl", "req", "-x509", "-newkey", "rsa:2048", "-nodes", "-keyout", key, "-out", crt, "-days",
-                    "1", "-subj", "/CN=localhost"], check=True, capture_output=True)
-    conf = os.path.join(tmp, "nginx.conf")
-    with open(conf, "w") as f:
-        f.write("""
-worker_processes 1;
-daemon off;
-pid %(tmp)s/nginx.pid;
-error_log %(tmp)s/error.log;
-events { worker_connections 1024; }
-http {
-    access_log off;
-    sendfile on;
-    keepalive_requests 1000000;
-    client_body_temp_path %(tmp)s/body;
-    proxy_temp_path %(tmp)s/proxy;
-    fastcgi_temp_path %(tmp)s/fcgi;
-    uwsgi_temp_path %(tmp)s/uwsgi;
-    scgi_temp_path %(tmp)s/scgi;
-    server { listen 127.0.0.1:%(port)d; root %(root)s; }
-    server { listen 127.0.0.1:%(sport)d ssl; ssl_certificate %(crt)s; ssl_certificate_key %(key)s; root %(root)s; }
-}
-""" % {"tmp": tmp, "port": port, "sport": sport, "root": root, "crt": crt, "key": key})
+    conf = nginx_conf(tmp, port, sport, keepalive_requests=1000000)
     p = subprocess.Popen(PIN_SERVER + ["nginx", "-c", conf, "-p", tmp], stdout=subprocess.DEVNULL,
                          stderr=subprocess.DEVNULL, start_new_session=True)
     for _ in range(100):

@@ -9,6 +9,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "clock.h"
 #include "../supervisor/export/imdb.h"
 #include "../supervisor/export/prom.h"
 
@@ -34,14 +35,6 @@ static const char META[] = "version = \"1.0.0\";\n"
 			   "  { description: \"send congestion window\", type: \"gauge\", name: \"snd_cwnd\" },\n"
 			   "  { description: \"receive queue\", type: \"gauge\", name: \"rcv_queue\" },\n"
 			   "  { description: \"send queue\", type: \"gauge\", name: \"snd_queue\" } ) } );\n";
-
-static uint64_t now_ns(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
-}
 
 static int cmp_u64(const void *a, const void *b)
 {
@@ -103,9 +96,9 @@ int main(int argc, char **argv)
 		uint64_t t0;
 
 		gg_buf__init(&b, 0);
-		t0 = now_ns();
+		t0 = gg_mono_ns();
 		lines = prom_render_imdb(&b, db, fams, NULL, NULL);
-		t[r] = now_ns() - t0;
+		t[r] = gg_mono_ns() - t0;
 		bytes = b.len;
 		if (out && r == 0) {
 			FILE *f = fopen(out, "w");

@@ -55,6 +55,8 @@ import threading
 import time
 
 ROOT = os.path.abspath(os.path.join(os.path.dirname(__file__), ".."))
+sys.path.insert(0, os.path.join(ROOT, "tests", "integration"))
+from harness import free_port, nginx_conf  # noqa: E402
 PROGS = ("tcpprobe", "endpoint", "ioprobe")
 # nginx (one worker) on CPU 0, wrk (one thread) on CPU 1: each has a core of its own.
 PIN_SERVER = ["taskset", "-c", "0"] if os.cpu_count() >= 2 else []
@@ -73,37 +75,9 @@ ALL = {"tcpprobe": "-t 5 -P tcp_abnormal,tcp_rtt,tcp_windows,tcp_rate,tcp_srtt,t
        "endpoint": "-t 5 -P tcp_socket,udp_socket", "ioprobe": "-t 5 -P io_trace,io_err,io_count,page_cache"}
 
 
-def free_port():
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
 
 def start_nginx(tmp, port):
-    root = os.path.join(tmp, "www")
-    os.makedirs(root)
-    with open(os.path.join(root, "small.html"), "w") as f:
-        f.write("<html><body>" + "x" * 600 + "</body></html>\n")
-    conf = os.path.join(tmp, "nginx.conf")
-    with open(conf, "w") as f:
-        f.write("""
-worker_processes 1;
-daemon off;
-pid %(tmp)s/nginx.pid;
-error_log %(tmp)s/error.log;
-events { worker_connections 1024; }
-http {
-    access_log off;
-    sendfile on;
-    keepalive_requests 1000000;
-    client_body_temp_path %(tmp)s/body;
-    proxy_temp_path %(tmp)s/proxy;
-    fastcgi_temp_path %(tmp)s/fcgi;
-    uwsgi_temp_path %(tmp)s/uwsgi;
-    scgi_temp_path %(tmp)s/scgi;
-    server { listen 127.0.0.1:%(port)d; root %(root)s; }
-}
-""" % {"tmp": tmp, "port": port, "root": root})
+    conf = nginx_conf(tmp, port, keepalive_requests=1000000)
     p = subprocess.Popen(PIN_SERVER + ["nginx", "-c", conf, "-p", tmp], stdout=subprocess.DEVNULL,
                          stderr=subprocess.DEVNULL, start_new_session=True)
     for _ in range(100):

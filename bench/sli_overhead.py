@@ -20,17 +20,13 @@ PAIRS = int(sys.argv[1]) if len(sys.argv) > 1 else 15
 BUILD = sys.argv[2] if len(sys.argv) > 2 else "build"
 ITER = sys.argv[3] if len(sys.argv) > 3 else "100000"
 ROOT = os.path.abspath(os.path.join(os.path.dirname(__file__), ".."))
+sys.path.insert(0, os.path.join(ROOT, "tests", "integration"))
+from harness import cgroup2_root, rmdir_retry  # noqa: E402
+
 PROBE = os.path.join(ROOT, BUILD, "probes", "sliprobe")
 BENCH = os.path.join(ROOT, BUILD, "bench", "task_bench")
 
 
-def cgroup2_root():
-    with open("/proc/self/mounts") as f:
-        for line in f:
-            p = line.split()
-            if p[2] == "cgroup2":
-                return p[1]
-    sys.exit("no cgroup2 mount")
 
 
 def start_probe(extra=()):
@@ -111,7 +107,7 @@ def bpf_cost(cg, where):
 
 
 def main():
-    cg = os.path.join(cgroup2_root(), "gg-sli-bench-%d" % os.getpid(),
+    cg = os.path.join(cgroup2_root() or sys.exit("no cgroup2 mount"), "gg-sli-bench-%d" % os.getpid(),
                       "docker-%064x.scope" % random.getrandbits(256))
     os.makedirs(cg)
     try:
@@ -120,12 +116,7 @@ def main():
             bpf_cost(c, where)
     finally:
         for d in (cg, os.path.dirname(cg)):
-            for _ in range(50):
-                try:
-                    os.rmdir(d)
-                    break
-                except OSError:
-                    time.sleep(0.1)
+            rmdir_retry(d)
 
 
 if __name__ == "__main__":

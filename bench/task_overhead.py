@@ -28,6 +28,9 @@ ROUNDS = int(sys.argv[1]) if len(sys.argv) > 1 else 5
 BUILD = sys.argv[2] if len(sys.argv) > 2 else "build"
 PAIRS = int(sys.argv[3]) if len(sys.argv) > 3 else 15
 ROOT = os.path.abspath(os.path.join(os.path.dirname(__file__), ".."))
+sys.path.insert(0, os.path.join(ROOT, "tests", "integration"))
+from harness import cgroup2_root, rmdir_retry  # noqa: E402
+
 TASKPROBE = os.path.join(ROOT, BUILD, "probes", "taskprobe")
 BENCH = os.path.join(ROOT, BUILD, "bench", "task_bench")
 LOG = "/tmp/task_overhead.log"
@@ -42,13 +45,6 @@ def label(w):
     return {"getppid": "getppid", "write": "write 4K", "pingpong": "pipe round trip"}[w[0]]
 
 
-def cgroup2_root():
-    with open("/proc/self/mounts") as f:
-        for line in f:
-            parts = line.split()
-            if parts[2] == "cgroup2":
-                return parts[1]
-    raise SystemExit("cgroup2 is not mounted")
 
 
 def start_probe(args):
@@ -82,7 +78,7 @@ def run_work(cg):
 
 
 def main():
-    root = cgroup2_root()
+    root = cgroup2_root() or sys.exit("cgroup2 is not mounted")
     snooped = os.path.join(root, "gg-bench-in-%d" % os.getpid())
     outside = os.path.join(root, "gg-bench-out-%d" % os.getpid())
     empty = os.path.join(root, "gg-bench-empty-%d" % os.getpid())
@@ -160,12 +156,7 @@ def main():
             print("  " + ", ".join("%s %d %.0f" % (k, v[0], v[1] / v[0]) for k, v in totals.items() if v[0]))
     finally:
         for d in (snooped, outside, empty):
-            for _ in range(50):  # the last workload may still be leaving its cgroup
-                try:
-                    os.rmdir(d)
-                    break
-                except OSError:
-                    time.sleep(0.1)
+            rmdir_retry(d)  # the last workload may still be leaving its cgroup
 
 
 if __name__ == "__main__":

@@ -173,11 +173,15 @@ struct ipc_ctrl_sub *ipc_ctrl_sub__new(const char *url, const char *probe)
 	}
 	cs->sock_open = 1;
 	if ((rv = nng_socket_set_size(cs->sock, NNG_OPT_RECVMAXSZ, CTRL_MSG_MAX)) != 0 ||
-	    (rv = nng_socket_set(cs->sock, NNG_OPT_SUB_SUBSCRIBE, cs->topic, cs->topic_len)) != 0 ||
-	    (rv = nng_socket_set_ms(cs->sock, NNG_OPT_RECONNMINT, IPC__RECONN_MIN_MS)) != 0 ||
-	    (rv = nng_socket_set_ms(cs->sock, NNG_OPT_RECONNMAXT, IPC__RECONN_MAX_MS)) != 0 ||
-	    (rv = nng_dial(cs->sock, url, NULL, NNG_FLAG_NONBLOCK)) != 0 ||
-	    (rv = nng_socket_get_int(cs->sock, NNG_OPT_RECVFD, &cs->fd)) != 0) {
+	    (rv = nng_socket_set(cs->sock, NNG_OPT_SUB_SUBSCRIBE, cs->topic, cs->topic_len)) != 0) {
+		err = ipc__nng_err(rv);
+		goto err_out;
+	}
+	err = ipc__dial(cs->sock, url);
+	if (err < 0)
+		goto err_out;
+	rv = nng_socket_get_int(cs->sock, NNG_OPT_RECVFD, &cs->fd);
+	if (rv != 0) {
 		err = ipc__nng_err(rv);
 		goto err_out;
 	}

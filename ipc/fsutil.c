@@ -1,8 +1,10 @@
-/* fsutil.c - mkdir -p and reading a small file, for the supervisor and the probes alike. */
+/* fsutil.c - mkdir -p and reading small and whole files, for the supervisor and the probes alike. */
 #include "fsutil.h"
 
 #include <errno.h>
 #include <fcntl.h>
+#include <stdint.h>
+#include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
 #include <unistd.h>
@@ -50,4 +52,55 @@ ssize_t gg_read_small(const char *path, char *buf, size_t len)
 	close(fd);
 	buf[got] = '\0';
 	return err ? err : got;
+}
+
+int gg_read_file(const char *path, int flags, size_t max, char **ret, size_t *ret_len)
+{
+	struct stat st;
+	char *buf = NULL;
+	size_t got = 0;
+	int fd = open(path, O_RDONLY | O_CLOEXEC | flags), err = 0;
+
+	if (fd < 0)
+		return -errno;
+	if (fstat(fd, &st)) {
+		err = -errno;
+		goto cleanup;
+	}
+	if (!S_ISREG(st.st_mode)) {
+		err = -EINVAL;
+		goto cleanup;
+	}
+	if ((uint64_t)st.st_size > max) {
+		err = -EFBIG;
+		goto cleanup;
+	}
+	buf = malloc((size_t)st.st_size + 1);
+	if (!buf) {
+		err = -ENOMEM;
+		goto cleanup;
+	}
+	/* the size may change under us (a runtime rewriting it): read what is there, up to the bound */
+	while (got < (size_t)st.st_size) {
+		ssize_t n = read(fd, buf + got, (size_t)st.st_size - got);
+
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n < 0) {
+			err = -errno;
+			goto cleanup;
+		}
+		if (n == 0)
+			break;
+		got += (size_t)n;
+	}
+	buf[got] = '\0';
+	*ret = buf;
+	if (ret_len)
+		*ret_len = got;
+	buf = NULL;
+cleanup:
+	free(buf);
+	close(fd);
+	return err;
 }

@@ -1,4 +1,4 @@
-/* fsutil.h - two small file-system helpers the supervisor and the probes share (one copy each). */
+/* fsutil.h - small file-system helpers the supervisor and the probes share (one copy each). */
 #ifndef GG_FSUTIL_H
 #define GG_FSUTIL_H
 
@@ -11,5 +11,10 @@ int gg_mkdir_p(const char *path, mode_t mode);
 /* Read a small file (/proc, /sys) into buf, NUL-terminated, at most len - 1 bytes (len >= 1): the number
  * of bytes read, or negative errno when it cannot be opened or read. Retries on EINTR. */
 ssize_t gg_read_small(const char *path, char *buf, size_t len);
+/* The whole of a regular file of at most max bytes into *ret (malloc'ed, NUL-terminated; free() it),
+ * its length into *ret_len (may be NULL). flags are added to O_RDONLY | O_CLOEXEC (O_NOFOLLOW,
+ * O_NOCTTY). 0, or negative errno: -EINVAL when not a regular file, -EFBIG when larger than max. A file
+ * that shrinks while read gives what was there. */
+int gg_read_file(const char *path, int flags, size_t max, char **ret, size_t *ret_len);
 
 #endif

@@ -16,6 +16,9 @@ uint64_t ipc__now_ms(void);
  * fails). Other schemes: no-op, 0.
  */
 int ipc__unlink_stale(const char *url);
+/* Dial url in the background (NNG redials, IPC__RECONN_MIN_MS to _MAX_MS apart, until the listener is
+ * there). 0 or negative errno. */
+int ipc__dial(nng_socket s, const char *url);
 /* Listen on url with a listener of our own (so that it can be replaced): the old one, when *l is
  * valid, is closed first. Stale sockets at url are removed as by ipc__unlink_stale. */
 int ipc__relisten(nng_socket sock, nng_listener *l, const char *url);

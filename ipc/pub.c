@@ -247,19 +247,15 @@ struct ipc_pub *ipc_pub__new(const struct ipc_pub_opts *opts)
 	pub->sock_open = 1;
 	if ((rv = nng_socket_set_int(pub->sock, NNG_OPT_SENDBUF,
 				     opts->sendbuf ? opts->sendbuf : IPC_PUB_DEFAULT_SENDBUF)) != 0 ||
-	    (rv = nng_socket_set_ms(pub->sock, NNG_OPT_RECONNMINT, IPC__RECONN_MIN_MS)) != 0 ||
-	    (rv = nng_socket_set_ms(pub->sock, NNG_OPT_RECONNMAXT, IPC__RECONN_MAX_MS)) != 0 ||
 	    (rv = nng_pipe_notify(pub->sock, NNG_PIPE_EV_ADD_POST, pipe_added, pub)) != 0 ||
 	    (rv = nng_pipe_notify(pub->sock, NNG_PIPE_EV_REM_POST, pipe_removed, pub)) != 0) {
 		err = ipc__nng_err(rv);
 		goto err_out;
 	}
 	/* Non-blocking: the supervisor may not listen yet; NNG keeps redialing in the background. */
-	rv = nng_dial(pub->sock, opts->url, NULL, NNG_FLAG_NONBLOCK);
-	if (rv != 0) {
-		err = ipc__nng_err(rv);
+	err = ipc__dial(pub->sock, opts->url);
+	if (err < 0)
 		goto err_out;
-	}
 	return pub;
 
 err_out:

@@ -159,3 +159,14 @@ int ipc__relisten(nng_socket sock, nng_listener *l, const char *url)
 	}
 	return 0;
 }
+
+int ipc__dial(nng_socket s, const char *url)
+{
+	int rv;
+
+	if ((rv = nng_socket_set_ms(s, NNG_OPT_RECONNMINT, IPC__RECONN_MIN_MS)) != 0 ||
+	    (rv = nng_socket_set_ms(s, NNG_OPT_RECONNMAXT, IPC__RECONN_MAX_MS)) != 0 ||
+	    (rv = nng_dial(s, url, NULL, NNG_FLAG_NONBLOCK)) != 0)
+		return ipc__nng_err(rv);
+	return 0;
+}

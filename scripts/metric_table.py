@@ -8,6 +8,9 @@ import os
 import re
 import sys
 
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from readme_tables import update  # noqa: E402
+
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 BEGIN = "<!-- metric-names:begin -->\n"
 END = "<!-- metric-names:end -->\n"
@@ -69,16 +72,8 @@ def main():
     schema_dir = args[1] if len(args) > 1 else os.path.join(ROOT, "schema")
     with open(readme_path) as f:
         readme = f.read()
-    new = splice(readme, render(schema_dir))
-    if check:
-        if new != readme:
-            print("%s: the metric-name table is stale: run `make readme`" % readme_path)
-            return 1
-        return 0
-    if new != readme:
-        with open(readme_path, "w") as f:
-            f.write(new)
-    return 0
+    return update(readme_path, readme, splice(readme, render(schema_dir)), check,
+                  "%s: the metric-name table is stale: run `make readme`" % readme_path)
 
 
 if __name__ == "__main__":

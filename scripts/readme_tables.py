@@ -14,6 +14,20 @@ def splice(readme, tables):
     return readme[:a] + tables + readme[b:]
 
 
+def update(path, old, new, check, stale):
+    """With check: 1 (and the message stale) when new differs from old, else 0; without: new written to
+    path when it differs, 0. For `make readme` and the tests that catch a stale README."""
+    if check:
+        if new != old:
+            print(stale)
+            return 1
+        return 0
+    if new != old:
+        with open(path, "w") as f:
+            f.write(new)
+    return 0
+
+
 def main():
     args = sys.argv[1:]
     check = "--check" in args
@@ -23,16 +37,7 @@ def main():
         readme = f.read()
     with open(tables_path) as f:
         tables = f.read()
-    new = splice(readme, tables)
-    if check:
-        if new != readme:
-            print("%s is stale: run `make readme`" % readme_path)
-            return 1
-        return 0
-    if new != readme:
-        with open(readme_path, "w") as f:
-            f.write(new)
-    return 0
+    return update(readme_path, readme, splice(readme, tables), check, "%s is stale: run `make readme`" % readme_path)
 
 
 if __name__ == "__main__":

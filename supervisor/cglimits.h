@@ -6,20 +6,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-/* global.probe_memory_mb's default. ASan's shadow memory and quarantine multiply what a probe holds:
- * sanitizer builds (tests) get room for them. */
-#if defined(__SANITIZE_ADDRESS__)
-#define GG_PROBE_MEMORY_MB_DEFAULT 4096
-#else
-#define GG_PROBE_MEMORY_MB_DEFAULT 512
-#endif
-
-/* 0 = no limit; -1 (configuration only) = the global default. */
-struct gg_limits {
-	int memory_mb;
-	int cpu_percent; /* of one CPU: 200 = two CPUs */
-	int pids;
-};
+#include "config.h" /* struct gg_limits */
 
 enum { GG_CG_MEM = 0, GG_CG_CPU, GG_CG_PIDS, GG_CG__N };
 

@@ -6,11 +6,25 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "cglimits.h"
-
 #define GG_NAME_MAX   64
 #define GG_STR_MAX    1024
 #define GG_PROBES_MAX 128
+
+/* global.probe_memory_mb's default. ASan's shadow memory and quarantine multiply what a probe holds:
+ * sanitizer builds (tests) get room for them. */
+#if defined(__SANITIZE_ADDRESS__)
+#define GG_PROBE_MEMORY_MB_DEFAULT 4096
+#else
+#define GG_PROBE_MEMORY_MB_DEFAULT 512
+#endif
+
+/* Hard limits of a probe (cglimits.c applies them). 0 = no limit; -1 (configuration only) = the global
+ * default. */
+struct gg_limits {
+	int memory_mb;
+	int cpu_percent; /* of one CPU: 200 = two CPUs */
+	int pids;
+};
 
 /* GG_OUT_JSON: gala-gopher's "json" metric channel, the log files with nested JSON lines */
 enum gg_out_channel { GG_OUT_OFF = 0, GG_OUT_WEB_SERVER, GG_OUT_LOGS, GG_OUT_KAFKA, GG_OUT_JSON };
@@ -25,7 +39,7 @@ struct gg_probe_conf {
 	char check_cmd[GG_STR_MAX]; /* start condition, run by /bin/sh; only ever from this file */
 	enum gg_switch sw;
 	int native;
-	char *params_json; /* optional `params` group as JSON: the first control-plane update */
+	char *params_json;	 /* optional `params` group as JSON: the first control-plane update */
 	struct gg_limits limits; /* -1: global.probe_* */
 };
 

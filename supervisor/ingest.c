@@ -285,7 +285,8 @@ static int run_dir_repair(struct gg_sup *sup, int dir_gone, char *why, size_t wh
 		sup->run_dev = st.st_dev;
 		sup->run_ino = st.st_ino;
 	}
-	gg_probes__write_children(sup);
+	if (sup->ingest_ops.write_children)
+		sup->ingest_ops.write_children(sup);
 	return 0;
 }
 

@@ -165,6 +165,7 @@ static int check_private_dir(const char *key, const char *path)
 	return ret;
 }
 
+/* 0 when set up, 1 when only checking (and the configuration is valid), or a negative errno. */
 static int setup(struct gg_sup *sup, const char *conf_path, int check_only)
 {
 	char err[1024], path[4400];
@@ -196,10 +197,13 @@ static int setup(struct gg_sup *sup, const char *conf_path, int check_only)
 		return 1;
 	}
 
-	if (gg_mkdir_p(sup->cfg.global.run_dir, 0750) || gg_mkdir_p(sup->cfg.logs.debug_dir, 0750)) {
+	ret = gg_mkdir_p(sup->cfg.global.run_dir, 0750);
+	if (!ret)
+		ret = gg_mkdir_p(sup->cfg.logs.debug_dir, 0750);
+	if (ret) {
 		fprintf(stderr, "gala-gopher: cannot create %s or %s: %s\n", sup->cfg.global.run_dir,
-			sup->cfg.logs.debug_dir, strerror(errno));
-		return -errno;
+			sup->cfg.logs.debug_dir, strerror(-ret));
+		return ret;
 	}
 	ret = check_private_dir("global.run_dir", sup->cfg.global.run_dir);
 	if (ret)

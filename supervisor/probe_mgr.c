@@ -33,6 +33,16 @@ const char *gg_probe__state_name(const struct gg_probe *p)
 	return p->state == GG_PS_RUNNING && p->hung_since_ms ? "hung" : gg_probe_state__str(p->state);
 }
 
+void gg_probe__json_process(cJSON *o, const struct gg_probe *p)
+{
+	cJSON_AddNumberToObject(o, "pid", p->pid);
+	gg_json_add_u64(o, "starts", p->starts);
+	gg_json_add_u64(o, "restarts", p->restarts);
+	gg_json_add_u64(o, "uptime_ms", p->pid > 0 ? gg_now_ms() - p->started_ms : 0);
+	cJSON_AddNumberToObject(o, "last_exit_status", (double)p->last_exit_status);
+	cJSON_AddNumberToObject(o, "last_exit_signal", p->last_term_signal);
+}
+
 size_t gg_cmdline__format(char *buf, size_t len, char *const *argv)
 {
 	size_t n = 0;
@@ -793,6 +803,7 @@ int gg_probes__init(struct gg_sup *sup)
 		.find = gg_probes__find,
 		.connected = batch_seen,
 		.logf = gg_probe__logf,
+		.write_children = gg_probes__write_children,
 	};
 	snprintf(dir, sizeof(dir), "%s/probes", sup->cfg.logs.debug_dir);
 	if (gg_mkdir_p(dir, 0750))

@@ -12,7 +12,6 @@
 #include <cjson/cJSON.h>
 
 #include "export.h"
-#include "rest.h"
 #include "supervisor.h"
 
 static cJSON *probe_json(const struct gg_probe *p)
@@ -30,9 +29,7 @@ static cJSON *probe_json(const struct gg_probe *p)
 				p->desired == GG_DESIRED_RUNNING   ? "running"
 				: p->desired == GG_DESIRED_STOPPED ? "stopped"
 								   : "switch");
-	cJSON_AddNumberToObject(o, "pid", p->pid);
-	gg_json_add_u64(o, "starts", p->starts);
-	gg_json_add_u64(o, "restarts", p->restarts);
+	gg_probe__json_process(o, p);
 	gg_json_add_u64(o, "oom_kills", p->oom_kills);
 	{
 		cJSON *l = cJSON_AddObjectToObject(o, "limits");
@@ -43,9 +40,6 @@ static cJSON *probe_json(const struct gg_probe *p)
 		cJSON_AddNumberToObject(l, "pids", p->limits.pids);
 	}
 	gg_json_add_u64(o, "backoff_ms", p->backoff_ms);
-	gg_json_add_u64(o, "uptime_ms", p->pid > 0 ? gg_now_ms() - p->started_ms : 0);
-	cJSON_AddNumberToObject(o, "last_exit_status", (double)p->last_exit_status);
-	cJSON_AddNumberToObject(o, "last_exit_signal", p->last_term_signal);
 	gg_json_add_u64(o, "checks", p->checks);
 	cJSON_AddNumberToObject(o, "check_value", (double)p->check_value);
 	gg_json_add_u64(o, "batches", st->batches);
@@ -107,7 +101,12 @@ cJSON *gg_status__json(struct gg_sup *sup)
 				(uint64_t)ru.ru_stime.tv_sec * 1000000u + (uint64_t)ru.ru_stime.tv_usec);
 	}
 	gg_export__status(sup, cJSON_AddObjectToObject(root, "export"));
-	gg_rest__status(sup, cJSON_AddObjectToObject(root, "rest_api_server"));
+	{
+		cJSON *rest = cJSON_AddObjectToObject(root, "rest_api_server");
+
+		if (sup->rest_status)
+			sup->rest_status(sup, rest);
+	}
 	probes = cJSON_AddArrayToObject(root, "probes");
 	for (unsigned int i = 0; i < sup->nprobes; i++)
 		cJSON_AddItemToArray(probes, probe_json(&sup->probes[i]));

@@ -9,6 +9,7 @@
 
 #include <cjson/cJSON.h>
 
+#include "cglimits.h"
 #include "config.h"
 #include "fsutil.h"
 #include "ipc.h"
@@ -157,6 +158,8 @@ struct gg_ingest_ops {
 	/* a batch came from p (its control socket is connected): it may get its configuration now */
 	void (*connected)(struct gg_probe *p, uint64_t now_ms);
 	void (*logf)(struct gg_probe *p, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+	/* the run directory was made again: rewrite its children file */
+	void (*write_children)(struct gg_sup *sup);
 };
 
 struct gg_sup {
@@ -190,6 +193,9 @@ struct gg_sup {
 
 	struct gg_export *exp; /* channels: imdb + web_server, kafka, logs; events; metadata (export.h) */
 	struct gg_rest *rest;  /* REST API server, run-time probe configuration, snoopers (rest.h) */
+	/* The REST server's part of status.json, set by gg_rest__init: status.c reaches rest/ through it,
+	 * as the web page (rest/webui.c) reads status.json's document from status.c. */
+	void (*rest_status)(struct gg_sup *sup, cJSON *obj);
 
 	struct gg_sup_stats st;
 	struct gg_ingest_ops ingest_ops;
@@ -200,6 +206,10 @@ static inline void gg_json_add_u64(cJSON *o, const char *k, uint64_t v)
 {
 	cJSON_AddNumberToObject(o, k, (double)v);
 }
+
+/* probe_mgr.c: a probe's process in o (pid, starts, restarts, uptime_ms, last_exit_status,
+ * last_exit_signal), for status.json and the REST API's runtime object alike. */
+void gg_probe__json_process(cJSON *o, const struct gg_probe *p);
 
 uint64_t gg_now_ms(void);  /* monotonic */
 uint64_t gg_wall_ms(void); /* since the epoch */

@@ -72,11 +72,7 @@ static void apply_subprobes(struct ep_ctx *ctx)
 		{s->progs.ep_drop3, &s->links.ep_drop3, SP_ALL},
 	};
 
-	const struct gg_bpf_hook *bad = NULL;
-	int err = gg_bpf_apply_hooks(hooks, sizeof(hooks) / sizeof(hooks[0]), sp, &bad);
-
-	if (err)
-		probe_log(PLOG_WARN, "cannot attach %s: %s", bpf_program__name(bad->prog), strerror(-err));
+	(void)gg_bpf_attach_hooks(hooks, sizeof(hooks) / sizeof(hooks[0]), sp);
 }
 
 static void apply_scope(struct ep_ctx *ctx, const struct gg_scope *s)
@@ -101,9 +97,9 @@ static int on_config(void *data, uint64_t version, const struct gg_ctrl_msg *msg
 {
 	struct ep_ctx *ctx = data;
 	struct ep_conf conf = ctx->base;
-	char names[64];
 	int err = probe_conf__apply(CONTRACT, msg, &conf, &conf.subprobes);
 
+	(void)version;
 	if (err < 0)
 		return err;
 	ctx->cur = conf;
@@ -111,11 +107,15 @@ static int on_config(void *data, uint64_t version, const struct gg_ctrl_msg *msg
 	ctx->live_scope = msg->has_scope;
 	apply_scope(ctx, msg->has_scope ? &msg->scope : &ctx->base_scope);
 	rescan_comm(ctx);
-	gg_subprobes_str(conf.subprobes, SUBPROBES, NSUB, names, sizeof(names));
-	probe_log(PLOG_INFO, "configuration %llu: report period %u s, sub-probes %s, scope %s",
-		  (unsigned long long)version, conf.period_s, names, ctx->scope.all ? "all" : "filtered");
-	probe_rt__wake(ctx->rt);
 	return 0;
+}
+
+/* After "report period P s, sub-probes a,b" in the started and configuration lines. */
+static void describe(void *arg, char *buf, size_t len)
+{
+	const struct ep_ctx *ctx = arg;
+
+	snprintf(buf, len, ", scope %s", ctx->scope.all ? "all" : "filtered");
 }
 
 static int in_scope(const struct ep_ctx *ctx, __u32 tgid, __u64 cgroup_id)
@@ -424,7 +424,6 @@ static int setup_bpf(struct ep_ctx *ctx)
 static int setup(void *arg, struct probe_rt *rt)
 {
 	struct ep_ctx *ctx = arg;
-	char names[64];
 	int ret;
 
 	ctx->rt = rt;
@@ -441,9 +440,6 @@ static int setup(void *arg, struct probe_rt *rt)
 	apply_scope(ctx, &ctx->base_scope);
 	rescan_comm(ctx);
 	apply_subprobes(ctx);
-	gg_subprobes_str(ctx->cur.subprobes, SUBPROBES, NSUB, names, sizeof(names));
-	probe_log(PLOG_INFO, "started: report period %u s, sub-probes %s, scope %s", ctx->cur.period_s, names,
-		  ctx->scope.all ? "all" : "filtered");
 	return 0;
 }
 
@@ -467,10 +463,11 @@ int main(int argc, char **argv)
 			 .comm = &ctx.comm,
 			 .bpf_stats = &ctx.bpf_stats,
 			 .notes = notes},
-		.subprobes = &ctx.base.subprobes,
 		.setup = setup,
 		.on_config = on_config,
 		.period_s = &ctx.cur.period_s,
+		.cur_subprobes = &ctx.cur.subprobes,
+		.describe = describe,
 		.report = report,
 		.teardown = teardown,
 	};

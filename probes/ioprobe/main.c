@@ -91,20 +91,16 @@ static void apply_conf(struct io_ctx *ctx)
 	};
 
 	s->bss->latency_thr_ns = (__u64)ctx->cur.latency_thr * 1000000ull;
-	const struct gg_bpf_hook *bad = NULL;
-	int err = gg_bpf_apply_hooks(hooks, sizeof(hooks) / sizeof(hooks[0]), sp, &bad);
-
-	if (err)
-		probe_log(PLOG_WARN, "cannot attach %s: %s", bpf_program__name(bad->prog), strerror(-err));
+	(void)gg_bpf_attach_hooks(hooks, sizeof(hooks) / sizeof(hooks[0]), sp);
 }
 
 static int on_config(void *data, uint64_t version, const struct gg_ctrl_msg *msg)
 {
 	struct io_ctx *ctx = data;
 	struct io_conf conf = ctx->base;
-	char names[64];
 	int err = probe_conf__apply(CONTRACT, msg, &conf, &conf.subprobes);
 
+	(void)version;
 	if (err < 0)
 		return err;
 	if (strchr(conf.dev_name, '/')) { /* a disk name, as -d */
@@ -113,12 +109,16 @@ static int on_config(void *data, uint64_t version, const struct gg_ctrl_msg *msg
 	}
 	ctx->cur = conf;
 	apply_conf(ctx);
-	gg_subprobes_str(conf.subprobes, SUBPROBES, NSUB, names, sizeof(names));
-	probe_log(PLOG_INFO, "configuration %llu: report period %u s, sub-probes %s, latency_thr %u ms, disk %s",
-		  (unsigned long long)version, conf.period_s, names, conf.latency_thr,
-		  conf.dev_name[0] ? conf.dev_name : "all");
-	probe_rt__wake(ctx->rt);
 	return 0;
+}
+
+/* After "report period P s, sub-probes a,b" in the started and configuration lines. */
+static void describe(void *arg, char *buf, size_t len)
+{
+	const struct io_ctx *ctx = arg;
+
+	snprintf(buf, len, ", latency_thr %u ms, disk %s", ctx->cur.latency_thr,
+		 ctx->cur.dev_name[0] ? ctx->cur.dev_name : "all");
 }
 
 /* Name of a block device from sysfs (the BPF side knows disks' names, not file systems'). */
@@ -391,7 +391,6 @@ static int setup(void *arg, struct probe_rt *rt)
 {
 	static struct gg_scope all;
 	struct io_ctx *ctx = arg;
-	char names[64];
 	int ret;
 
 	ctx->rt = rt;
@@ -420,9 +419,6 @@ static int setup(void *arg, struct probe_rt *rt)
 	gg_scope__init(&all);
 	(void)gg_scope__apply(&all, ctx->skel->obj);
 	apply_conf(ctx);
-	gg_subprobes_str(ctx->cur.subprobes, SUBPROBES, NSUB, names, sizeof(names));
-	probe_log(PLOG_INFO, "started: report period %u s, sub-probes %s, latency_thr %u ms", ctx->cur.period_s, names,
-		  ctx->cur.latency_thr);
 	return 0;
 }
 
@@ -449,11 +445,12 @@ int main(int argc, char **argv)
 			 .subprobes = &ctx.base.subprobes,
 			 .bpf_stats = &ctx.bpf_stats,
 			 .notes = notes},
-		.subprobes = &ctx.base.subprobes,
 		.check_args = check_args,
 		.setup = setup,
 		.on_config = on_config,
 		.period_s = &ctx.cur.period_s,
+		.cur_subprobes = &ctx.cur.subprobes,
+		.describe = describe,
 		.report = report,
 		.teardown = teardown,
 	};

@@ -10,6 +10,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "clock.h"
 #include "l7_main.h"
 #include "l7_trace.h"
 #include "l7_user.h"
@@ -53,14 +54,6 @@ struct l7_ctx {
 	struct gg_bpf_stats_prev stats_prev[40];
 	uint64_t exits_swept; /* tracker's exit count at the last sweep of l7_socks */
 };
-
-static uint64_t now_ns(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
-}
 
 static const char notes[] =
 	"l7_protocol takes http (HTTP/1.x and HTTP/2 with gRPC, reported as http and http2), pgsql, mysql,\n"
@@ -355,7 +348,7 @@ static unsigned int drain_tick(void *arg)
 static void report(void *arg)
 {
 	struct l7_ctx *ctx = arg;
-	uint64_t now = now_ns();
+	uint64_t now = gg_mono_ns();
 	double period = (double)(now - ctx->last_report_ns) / 1e9;
 
 	(void)ring_buffer__consume(ctx->rb);
@@ -456,7 +449,7 @@ static int setup(void *arg, struct probe_rt *rt)
 		return ret;
 	}
 	ctx->start_ms = probe_now_mono_ms();
-	ctx->last_report_ns = now_ns();
+	ctx->last_report_ns = gg_mono_ns();
 	if (probe_rt__supervised(ctx->rt)) {
 		/* Nothing in scope until the supervisor says what is (or FIRST_CONFIG_WAIT_MS passed). */
 		apply_scope(ctx, &nothing);
@@ -499,9 +492,7 @@ int l7_main(int argc, char **argv, const struct l7_mode *mode)
 			 .own = own,
 			 .nown = sizeof(own) / sizeof(own[0]),
 			 .own_cb = own_option,
-			 .ctx = &ctx,
 			 .notes = mode->notes ? mode->notes : notes},
-		.subprobes = &ctx.base.subs,
 		.check_args = check_args,
 		.setup = setup,
 		.on_config = on_config,

@@ -596,7 +596,7 @@ int gg_bpf_stats_start(int on)
 
 	if (on && fd < 0)
 		probe_log(PLOG_WARN, "--bpf-stats: %s", strerror(-fd));
-	return fd < 0 ? -1 : fd;
+	return on ? fd : -ENODATA;
 }
 
 int gg_bpf_prog_stats(const struct bpf_program *prog, uint64_t *ret_run_ns, uint64_t *ret_run_cnt)
@@ -677,4 +677,14 @@ void gg_bpf_stats_log(struct bpf_object *obj, struct gg_bpf_stats_prev *prev, si
 
 	if (gg_bpf_stats_fmt(obj, prev, nprev, buf, sizeof(buf)) > 0)
 		probe_log(PLOG_INFO, "bpf stats (runs/ns per run): %s", buf);
+}
+
+int gg_bpf_attach_hooks(const struct gg_bpf_hook *hooks, size_t n, unsigned int subprobes)
+{
+	const struct gg_bpf_hook *bad = NULL;
+	int err = gg_bpf_apply_hooks(hooks, n, subprobes, &bad);
+
+	if (err)
+		probe_log(PLOG_WARN, "cannot attach %s: %s", bpf_program__name(bad->prog), strerror(-err));
+	return err;
 }

@@ -87,6 +87,8 @@ struct gg_bpf_hook {
 /* Attach the hooks the sub-probe set `subprobes` needs and detach the others (programs not loaded
  * are skipped). Every hook is tried; returns 0, or the first attach error with *ret_failed (may be
  * NULL) pointing at its hook. */
+/* gg_bpf_apply_hooks with its failure logged as a warning ("cannot attach <program>: <error>"). */
+int gg_bpf_attach_hooks(const struct gg_bpf_hook *hooks, size_t n, unsigned int subprobes);
 int gg_bpf_apply_hooks(const struct gg_bpf_hook *hooks, size_t n, unsigned int subprobes,
 		       const struct gg_bpf_hook **ret_failed);
 
@@ -155,7 +157,8 @@ int gg_event_emit(struct probe_rt *rt, const char *entity, const char *entity_id
 /* Turn on run-time statistics (BPF_ENABLE_STATS) for as long as the returned fd is open; negative
  * errno when refused. Same effect as sysctl kernel.bpf_stats_enabled=1, without changing it. */
 int gg_bpf_stats_enable(void);
-/* --bpf-stats: gg_bpf_stats_enable when on (a refusal logged as a warning); the fd, or -1. */
+/* --bpf-stats: gg_bpf_stats_enable when on (a refusal logged as a warning); the fd, or a negative
+ * errno (-ENODATA when off). */
 int gg_bpf_stats_start(int on);
 /* Run time (ns) and run count of a loaded program (0 when stats are off). 0 or negative errno. */
 int gg_bpf_prog_stats(const struct bpf_program *prog, uint64_t *ret_run_ns, uint64_t *ret_run_cnt);

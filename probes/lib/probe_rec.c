@@ -40,21 +40,22 @@ static void put_c(struct probe_rec *r, char c)
 	put(r, &c, 1);
 }
 
-/* Start the next field when its kind is one of `allowed`; returns its kind, or -1 on error. */
+/* Start the next field when its kind is one of `allowed`; returns its kind, or the record's (sticky)
+ * negative errno. */
 static int field_begin(struct probe_rec *r, unsigned int allowed)
 {
 	unsigned int kind;
 
 	if (r->err)
-		return -1;
+		return r->err;
 	if (!r->table || r->next >= r->table->nfields) {
 		rec_fail(r, -EINVAL);
-		return -1;
+		return -EINVAL;
 	}
 	kind = r->table->kinds[r->next];
 	if (kind > PROBE_F_SUMMARY || !(allowed & KIND_BIT(kind))) {
 		rec_fail(r, -EINVAL);
-		return -1;
+		return -EINVAL;
 	}
 	return (int)kind;
 }

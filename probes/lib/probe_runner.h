@@ -18,7 +18,7 @@
  *   2. the command line (probe_conf__parse_args(&args), prog, contract and -l filled in), then
  *      check_args(ctx): --help, --version and bad options end here (exit status 0 or 2);
  *   3. the runtime (probe_rt__start, with on_config), then setup(ctx, rt): allocate, open, load and
- *      attach the BPF programs, log the "started" line (exit status 1 when it fails);
+ *      attach the BPF programs (exit status 1 when it fails); the "started" line;
  *   4. with *args.bpf_stats set, BPF run-time statistics on (*args.bpf_stats back to 0 when that
  *      failed, so a probe logs them only when they are collected);
  *   5. the loop (probe_rt__run): apply, tick and report until SIGTERM/SIGINT or probe_rt__stop;
@@ -29,20 +29,28 @@ struct probe_runner {
 	const struct gg_contract *contract; /* its rest_name is the log and IPC name, its bin the program */
 	void *ctx;
 	/* The command line: conf, subprobes (-P), scope, comm, bpf_stats, own options and notes, as
-	 * probe_conf__parse_args takes them; prog, contract and level are the runner's. */
+	 * probe_conf__parse_args takes them; prog, contract and level are the runner's, and args.ctx (for
+	 * own_cb) is ctx when NULL. */
 	struct probe_args args;
-	/* Where the contract's default sub-probes go (usually args.subprobes; NULL: none). */
+	/* Where the contract's default sub-probes go when not args.subprobes (a probe with its own -P). */
 	unsigned int *subprobes;
 
 	/* All optional but report or tick. Return 0 or a negative errno. */
 	void (*init)(void *ctx);		      /* before the command line: defaults beyond the contract's */
 	int (*check_args)(void *ctx);		      /* after it: an error has been printed on stderr (exit 2) */
 	int (*setup)(void *ctx, struct probe_rt *rt); /* an error has been logged (exit 1) */
-	probe_config_cb on_config;		      /* a live configuration (runs inside the loop's waits) */
-	void (*apply)(void *ctx);		      /* first in every turn of the loop */
-	const unsigned int *period_s;		      /* report every *period_s s (NULL: ticks only) */
+	/* A live configuration (runs inside the loop's waits); after a 0 the loop is woken, so that a new
+	 * report period counts at once. */
+	probe_config_cb on_config;
+	void (*apply)(void *ctx);     /* first in every turn of the loop */
+	const unsigned int *period_s; /* report every *period_s s (NULL: ticks only) */
 	void (*report)(void *ctx);
 	unsigned int (*tick)(void *ctx); /* returns the ms until the next tick (probe_rt__run_ticking) */
+	/* With cur_subprobes (the sub-probes in force): the runner logs "started: report period P s,
+	 * sub-probes a,b" after setup and "configuration V: report period P s, sub-probes a,b" after each
+	 * on_config that returned 0, both followed by what describe writes (", scope all"). */
+	const unsigned int *cur_subprobes;
+	void (*describe)(void *ctx, char *buf, size_t len);
 	/* Under the supervisor, no report before a live configuration was applied or this many ms passed. */
 	unsigned int first_config_wait_ms;
 	void (*stop)(void *ctx, char *note, size_t len); /* after a clean stop; note may stay "" */

@@ -383,7 +383,7 @@ static uint32_t file_crc32(int fd)
 }
 
 /* Open a separate debug file for an ELF without .symtab: build-id first, then .gnu_debuglink (CRC
- * checked), under the process's root and then the host's. -1 when none. */
+ * checked), under the process's root and then the host's. An fd, or -ENOENT when none. */
 static int open_debug_file(const char *root, const char *path, const struct elfsyms *es, Elf *elf)
 {
 	char name[256], dir[PATH_MAX], cand[PATH_MAX + 512];
@@ -406,10 +406,10 @@ static int open_debug_file(const char *root, const char *path, const struct elfs
 		}
 	}
 	if (elf_read_debuglink(elf, name, sizeof(name), &crc) || strchr(name, '/'))
-		return -1;
+		return -ENOENT;
 	slash = strrchr(path, '/');
 	if (!slash || (size_t)(slash - path) >= sizeof(dir))
-		return -1;
+		return -ENOENT;
 	memcpy(dir, path, (size_t)(slash - path));
 	dir[slash - path] = '\0';
 	for (unsigned int r = 0; r < 2; r++) {
@@ -434,7 +434,7 @@ static int open_debug_file(const char *root, const char *path, const struct elfs
 			close(fd);
 		}
 	}
-	return -1;
+	return -ENOENT;
 }
 
 static void elfsyms__free(struct elfsyms *es)

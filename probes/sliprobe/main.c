@@ -13,12 +13,14 @@
 
 #include <linux/types.h>
 
+#include "clock.h"
 #include "bpf_util.h"
 #include "probe_scope.h"
 #include "sli_conf.h"
 #include "sliprobe.h"
 #include "sliprobe.meta.h"
 #include "sliprobe.skel.h"
+#include "cgroup_path.h"
 #include "probe.h"
 #include "probe_runner.h"
 
@@ -69,14 +71,6 @@ static const char notes[] =
 	"a scope (container_id/pod_id snoopers), the cgroups of the scope. Totals are cumulative nanoseconds.\n"
 	"Live configuration: {\"probe\": [...], \"params\": {\"report_period\": N}}\n";
 
-static uint64_t mono_ns(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
-}
-
 static void apply_conf(struct sli_ctx *ctx)
 {
 	struct sliprobe *s = ctx->skel;
@@ -92,15 +86,11 @@ static void apply_conf(struct sli_ctx *ctx)
 		{s->progs.sli_io_start, &s->links.sli_io_start, SLI_SP_IO},
 		{s->progs.sli_io_done, &s->links.sli_io_done, SLI_SP_IO},
 	};
-	const struct gg_bpf_hook *bad = NULL;
-	int err;
 
 	/* Hooks coming back: stamps left from before they went off span an unwatched time. */
 	if (sp & ~ctx->attached)
-		s->bss->sli_epoch_ns = mono_ns();
-	err = gg_bpf_apply_hooks(hooks, sizeof(hooks) / sizeof(hooks[0]), sp, &bad);
-	if (err)
-		probe_log(PLOG_WARN, "cannot attach %s: %s", bpf_program__name(bad->prog), strerror(-err));
+		s->bss->sli_epoch_ns = gg_mono_ns();
+	(void)gg_bpf_attach_hooks(hooks, sizeof(hooks) / sizeof(hooks[0]), sp);
 	ctx->attached = sp;
 }
 
@@ -108,20 +98,25 @@ static int on_config(void *data, uint64_t version, const struct gg_ctrl_msg *msg
 {
 	struct sli_ctx *ctx = data;
 	struct sli_conf conf = ctx->base;
-	char names[80];
 	int err = probe_conf__apply(CONTRACT, msg, &conf, &conf.subprobes);
 
+	(void)version;
 	if (err < 0)
 		return err;
 	if (msg->has_scope)
 		ctx->scope = msg->scope;
 	ctx->cur = conf;
 	apply_conf(ctx);
-	gg_subprobes_str(conf.subprobes, SUBPROBES, NSUB, names, sizeof(names));
-	probe_log(PLOG_INFO, "configuration %llu: report period %u s, sub-probes %s, scope %s",
-		  (unsigned long long)version, conf.period_s, names, ctx->scope.all ? "all" : "cgroups given");
-	probe_rt__wake(ctx->rt);
 	return 0;
+}
+
+/* After "report period P s, sub-probes a,b" in the started and configuration lines. */
+static void describe(void *arg, char *buf, size_t len)
+{
+	const struct sli_ctx *ctx = arg;
+
+	snprintf(buf, len, ", scope %s, cgroup2 at %s", ctx->scope.all ? "all" : "cgroups given",
+		 ctx->cg_mnt_fd >= 0 ? ctx->cg_mnt : "(none)");
 }
 
 /* ---- cgroups ------------------------------------------------------------------------------------ */
@@ -145,37 +140,15 @@ static int find_cg2_mount(char *buf, size_t len)
 	return -ENOENT;
 }
 
-/* The container id a cgroup path names: the last component holding a run of exactly 64 hex digits
- * (docker-<id>.scope, cri-containerd-<id>.scope, crio-<id>.scope, libpod-<id>.scope, /docker/<id>),
- * cut to gala-gopher's 12 digits; "" when none does. */
+/* The container id a cgroup path names (ipc/cgroup_path.h), cut to gala-gopher's 12 digits; "" when
+ * none does. */
 static void container_of_path(const char *path, char *cid, size_t len)
 {
-	const char *p = path + strlen(path);
+	char id[65];
 
-	cid[0] = 0;
-	while (p > path) {
-		const char *end = p, *start;
-
-		while (end > path && end[-1] == '/')
-			end--;
-		start = end;
-		while (start > path && start[-1] != '/')
-			start--;
-		for (const char *q = start; q < end;) {
-			const char *r = q;
-
-			while (r < end && ((*r >= '0' && *r <= '9') || (*r >= 'a' && *r <= 'f')))
-				r++;
-			if (r - q == 64) {
-				snprintf(cid, len, "%.12s", q);
-				return;
-			}
-			q = r < end ? r + 1 : end;
-		}
-		p = start;
-		if (p > path)
-			p--;
-	}
+	cid[0] = '\0';
+	if (gg_cgroup__container_id(path, id, sizeof(id)) == 0)
+		snprintf(cid, len, "%.12s", id);
 }
 
 static struct cg_info *cache_get(struct sli_ctx *ctx, __u64 cgid)
@@ -430,7 +403,6 @@ static int setup_bpf(struct sli_ctx *ctx)
 static int setup(void *arg, struct probe_rt *rt)
 {
 	struct sli_ctx *ctx = arg;
-	char names[80];
 	int ret;
 
 	ctx->rt = rt;
@@ -460,9 +432,6 @@ static int setup(void *arg, struct probe_rt *rt)
 		return ret;
 	}
 	apply_conf(ctx);
-	gg_subprobes_str(ctx->cur.subprobes, SUBPROBES, NSUB, names, sizeof(names));
-	probe_log(PLOG_INFO, "started: report period %u s, sub-probes %s, cgroup2 at %s", ctx->cur.period_s, names,
-		  ctx->cg_mnt_fd >= 0 ? ctx->cg_mnt : "(none)");
 	return 0;
 }
 
@@ -488,10 +457,11 @@ int main(int argc, char **argv)
 			 .subprobes = &ctx.base.subprobes,
 			 .bpf_stats = &ctx.bpf_stats,
 			 .notes = notes},
-		.subprobes = &ctx.base.subprobes,
 		.setup = setup,
 		.on_config = on_config,
 		.period_s = &ctx.cur.period_s,
+		.cur_subprobes = &ctx.cur.subprobes,
+		.describe = describe,
 		.report = report,
 		.teardown = teardown,
 	};

@@ -16,6 +16,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "clock.h"
 #include "probe.h"
 #include "stackprobe.h"
 #include "stackprobe.skel.h"
@@ -126,14 +127,6 @@ static int size_maps(struct sp_sampler *s)
 
 static int on_offcpu(void *ctx, void *data, size_t size);
 
-static uint64_t mono_ns(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
-}
-
 static uint64_t pacer_rand(struct sp_pacer *p)
 {
 	/* xorshift64*: uniform enough for sample placement, no lock, no system call */
@@ -157,7 +150,7 @@ static void pacer_arm_cpu(struct sp_pacer *p, int cpu, uint64_t k, uint64_t stra
 	at = p->t0 + k * p->period_ns + pacer_rand(p) % p->period_ns;
 	/* the weight first: the shot may fire as soon as the timer is set */
 	__atomic_store_n(armed, *armed + strata, __ATOMIC_RELEASE);
-	now = mono_ns();
+	now = gg_mono_ns();
 	delay = at > now ? at - now : 1;
 	if (ioctl(fd, PERF_EVENT_IOC_PERIOD, &delay) < 0 || ioctl(fd, PERF_EVENT_IOC_REFRESH, 1) < 0)
 		p->arm_errors++; /* its strata stay armed: the next shot of this parity takes them */
@@ -170,7 +163,7 @@ static void *pacer_main(void *arg)
 
 	pthread_mutex_lock(&p->mu);
 	while (!p->stop) {
-		uint64_t now = mono_ns(), k = (now - p->t0) / p->period_ns + 1,
+		uint64_t now = gg_mono_ns(), k = (now - p->t0) / p->period_ns + 1,
 			 wake = p->t0 + k * p->period_ns + p->period_ns / 2;
 		struct timespec ts = {(time_t)(wake / 1000000000ull), (long)(wake % 1000000000ull)};
 
@@ -211,7 +204,7 @@ static int pacer_spawn(struct sp_sampler *s, struct sp_pacer *p, int cpu, uint64
 	p->t0 = t0;
 	p->period_ns = period_ns;
 	if (getrandom(&p->rng, sizeof(p->rng), GRND_NONBLOCK) != (ssize_t)sizeof(p->rng))
-		p->rng = mono_ns() ^ ((uint64_t)getpid() << 32) ^ (uint64_t)(cpu + 1) << 48;
+		p->rng = gg_mono_ns() ^ ((uint64_t)getpid() << 32) ^ (uint64_t)(cpu + 1) << 48;
 	p->rng |= 1; /* xorshift never leaves 0 */
 	pthread_attr_init(&attr);
 	pthread_attr_setstacksize(&attr, 64 << 10);
@@ -279,7 +272,7 @@ static void pacer_stop(struct sp_sampler *s)
 
 static int pacer_start(struct sp_sampler *s, unsigned int period_ms)
 {
-	uint64_t t0 = mono_ns(), period_ns = (uint64_t)period_ms * 1000000ull;
+	uint64_t t0 = gg_mono_ns(), period_ns = (uint64_t)period_ms * 1000000ull;
 	sigset_t all, old;
 	int err = 0, nremote = 0;
 

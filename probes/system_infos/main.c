@@ -51,7 +51,6 @@ static int on_config(void *data, uint64_t version, const struct gg_ctrl_msg *msg
 {
 	static struct si_conf conf; /* large (the scope sets): not on the stack; one caller at a time */
 	struct si_ctx *ctx = data;
-	char names[64];
 	int err;
 
 	/* Stateless like the REST interface: what the message leaves out comes from the command line. */
@@ -71,10 +70,7 @@ static int on_config(void *data, uint64_t version, const struct gg_ctrl_msg *msg
 		(void)si_disk__sample(&ctx->disk);
 	ctx->cur = conf;
 	ctx->configured = 1;
-	gg_subprobes_str(conf.subprobes, subprobe_names, NSUBPROBES, names, sizeof(names));
-	probe_log(PLOG_INFO, "configuration %llu: report period %u s, sub-probes %s", (unsigned long long)version,
-		  conf.period_s, names);
-	probe_rt__wake(ctx->rt); /* the main loop recomputes its next report time */
+	(void)version;
 	return 0;
 }
 
@@ -110,7 +106,6 @@ static void report(void *arg)
 static int setup(void *arg, struct probe_rt *rt)
 {
 	struct si_ctx *ctx = arg;
-	char names[64];
 	int ret;
 
 	ctx->rt = rt;
@@ -122,8 +117,6 @@ static int setup(void *arg, struct probe_rt *rt)
 	(void)si_nic__sample(&ctx->nic);
 	(void)si_disk__sample(&ctx->disk);
 	(void)si_proc__init(&ctx->proc);
-	gg_subprobes_str(ctx->cur.subprobes, subprobe_names, NSUBPROBES, names, sizeof(names));
-	probe_log(PLOG_INFO, "started: report period %u s, sub-probes %s", ctx->cur.period_s, names);
 	ctx->start_ms = probe_now_mono_ms();
 	return 0;
 }
@@ -153,10 +146,10 @@ int main(int argc, char **argv)
 			 .scope = &ctx.base.scope,
 			 .comm = &ctx.comm,
 			 .notes = notes},
-		.subprobes = &ctx.base.subprobes,
 		.setup = setup,
 		.on_config = on_config,
 		.period_s = &ctx.cur.period_s,
+		.cur_subprobes = &ctx.cur.subprobes,
 		.report = report,
 		.teardown = teardown,
 	};

@@ -82,9 +82,9 @@ static int on_config(void *data, uint64_t version, const struct gg_ctrl_msg *msg
 {
 	static struct tp_conf conf; /* large (the scope sets): not on the stack; one caller at a time */
 	struct tp_ctx *ctx = data;
-	char names[128];
 	int err;
 
+	(void)version;
 	/* Stateless like the REST interface: what the message leaves out comes from the command line. */
 	conf = ctx->base;
 	err = probe_conf__apply(CONTRACT, msg, &conf, &conf.subs);
@@ -96,14 +96,17 @@ static int on_config(void *data, uint64_t version, const struct gg_ctrl_msg *msg
 		ctx->scope_dirty = 1;
 	ctx->cur = conf;
 	ctx->configured = 1;
-	gg_subprobes_str(conf.subs, sub_names, NSUBS, names, sizeof(names));
-	probe_log(PLOG_INFO,
-		  "configuration %llu: report period %u s, sub-probes %s, events %s (latency_thr %u ms, offline_thr %u "
-		  "ms), scope %s",
-		  (unsigned long long)version, conf.period_s, names, conf.report_event ? "on" : "off",
-		  conf.latency_thr_ms, conf.offline_thr_ms, conf.scope.all ? "all" : "filtered");
-	probe_rt__wake(ctx->rt);
 	return 0;
+}
+
+/* After "report period P s, sub-probes a,b" in the started and configuration lines. */
+static void describe(void *arg, char *buf, size_t len)
+{
+	const struct tp_ctx *ctx = arg;
+
+	snprintf(buf, len, ", events %s (latency_thr %u ms, offline_thr %u ms), scope %s%s%s",
+		 ctx->cur.report_event ? "on" : "off", ctx->cur.latency_thr_ms, ctx->cur.offline_thr_ms,
+		 ctx->cur.scope.all ? "all" : "filtered", ctx->comm ? ", comm " : "", ctx->comm ? ctx->comm : "");
 }
 
 /* --comm: the processes named so now (with the --pid ones), re-applied when they changed. */
@@ -137,14 +140,11 @@ int tp_attach_subs(struct tp_ctx *ctx)
 		{s->progs.tp_reclaim_begin, &s->links.tp_reclaim_begin, TP_SUB_PAGECACHE},
 		{s->progs.tp_reclaim_end, &s->links.tp_reclaim_end, TP_SUB_PAGECACHE},
 	};
-	const struct gg_bpf_hook *bad = NULL;
 	unsigned int subs = ctx->cur.subs;
 	int err;
 
 	s->bss->enabled = subs;
-	err = gg_bpf_apply_hooks(hooks, sizeof(hooks) / sizeof(hooks[0]), subs, &bad);
-	if (err)
-		probe_log(PLOG_WARN, "cannot attach %s: %s", bpf_program__name(bad->prog), strerror(-err));
+	err = gg_bpf_attach_hooks(hooks, sizeof(hooks) / sizeof(hooks[0]), subs);
 	if (subs & TP_SUB_DNS) {
 		if (tp_dns_attach(ctx) == 0)
 			probe_log(PLOG_WARN, "proc_dns: no libc found to probe getaddrinfo in");
@@ -169,7 +169,7 @@ static void log_stats(struct tp_ctx *ctx)
 static int setup(void *arg, struct probe_rt *rt)
 {
 	struct tp_ctx *ctx = arg;
-	char names[128], off[512];
+	char off[512];
 	int ret;
 
 	ctx->rt = rt;
@@ -203,9 +203,6 @@ static int setup(void *arg, struct probe_rt *rt)
 	}
 	(void)tp_attach_subs(ctx);
 	ctx->applied_subs = ctx->cur.subs;
-	gg_subprobes_str(ctx->cur.subs, sub_names, NSUBS, names, sizeof(names));
-	probe_log(PLOG_INFO, "started: report period %u s, sub-probes %s, scope %s%s%s", ctx->cur.period_s, names,
-		  ctx->cur.scope.all ? "all" : "filtered", ctx->comm ? ", comm " : "", ctx->comm ? ctx->comm : "");
 	return 0;
 }
 
@@ -262,13 +259,13 @@ int main(int argc, char **argv)
 			 .own = own,
 			 .nown = sizeof(own) / sizeof(own[0]),
 			 .own_cb = own_option,
-			 .ctx = &ctx,
 			 .notes = notes},
-		.subprobes = &ctx.base.subs,
 		.setup = setup,
 		.on_config = on_config,
 		.apply = apply,
 		.period_s = &ctx.cur.period_s,
+		.cur_subprobes = &ctx.cur.subs,
+		.describe = describe,
 		.report = report,
 		.first_config_wait_ms = FIRST_CONFIG_WAIT_MS,
 		.teardown = teardown,

@@ -10,6 +10,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "clock.h"
 #include "probe_runner.h"
 #include "tcp_user.h"
 #include "tcpprobe.skel.h"
@@ -55,14 +56,6 @@ struct tp_ctx {
 	uint64_t drained_ns;		      /* the last drain_tick */
 	uint32_t port_lo, port_hi;	      /* ip_local_port_range, read once per report */
 };
-
-static uint64_t now_ns(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
-}
 
 /* --help after the options (generated from the contract). */
 static const char notes[] =
@@ -133,17 +126,11 @@ static void apply_subprobes(struct tp_ctx *ctx)
 		{s->progs.tcp_buf_limit, &s->links.tcp_buf_limit, TCP_SP_SOCKBUF},
 	};
 
-	const struct gg_bpf_hook *bad = NULL;
-	int err;
-
 	if (ctx->cur.explicit_sp && (sp & (TCP_SP_RTT | TCP_SP_WINDOWS)))
 		sp |= TCP_SP_SEGMENT;
 	s->bss->seg_work = (sp & TCP_SP_SEGMENT ? SEG_RTT : 0) | (sp & TCP_SP_DELAY ? SEG_DELAY : 0);
 	s->data->snap_samples = !(sp & TCP_SP_SEGMENT);
-	err = gg_bpf_apply_hooks(hooks, sizeof(hooks) / sizeof(hooks[0]), sp, &bad);
-
-	if (err)
-		probe_log(PLOG_WARN, "cannot attach %s: %s", bpf_program__name(bad->prog), strerror(-err));
+	(void)gg_bpf_attach_hooks(hooks, sizeof(hooks) / sizeof(hooks[0]), sp);
 }
 
 /* Track the established links of the processes in scope that the hooks have not seen (opened
@@ -173,7 +160,7 @@ static void apply_scope(struct tp_ctx *ctx, const struct gg_scope *s)
 	int err;
 
 	ctx->scope = *s;
-	ctx->scope_changed_ns = now_ns();
+	ctx->scope_changed_ns = gg_mono_ns();
 	err = gg_scope__apply(&ctx->scope, ctx->skel->obj);
 	if (err)
 		probe_log(PLOG_WARN, "cannot apply the scope: %s", strerror(-err));
@@ -198,9 +185,9 @@ static int on_config(void *data, uint64_t version, const struct gg_ctrl_msg *msg
 {
 	struct tp_ctx *ctx = data;
 	struct tp_conf conf = ctx->base;
-	char names[160];
 	int err;
 
+	(void)version;
 	err = probe_conf__apply(CONTRACT, msg, &conf, &conf.subprobes);
 	if (err < 0)
 		return err;
@@ -211,14 +198,17 @@ static int on_config(void *data, uint64_t version, const struct gg_ctrl_msg *msg
 	ctx->live_scope = msg->has_scope;
 	apply_scope(ctx, msg->has_scope ? &msg->scope : &ctx->base_scope);
 	rescan_comm(ctx);
-	gg_subprobes_str(conf.subprobes, SUBPROBES, NSUB, names, sizeof(names));
-	probe_log(PLOG_INFO,
-		  "configuration %llu: report period %u s, sub-probes %s, report_source_port %u, drops_thr %u, "
-		  "latency_thr %u ms, scope %s",
-		  (unsigned long long)version, conf.period_s, names, conf.report_source_port, conf.drops_thr,
-		  conf.latency_thr, ctx->scope.all ? "all" : "filtered");
-	probe_rt__wake(ctx->rt);
 	return 0;
+}
+
+/* After "report period P s, sub-probes a,b" in the started and configuration lines. */
+static void describe(void *arg, char *buf, size_t len)
+{
+	const struct tp_ctx *ctx = arg;
+
+	snprintf(buf, len, ", report_source_port %u, drops_thr %u, latency_thr %u ms, scope %s",
+		 ctx->cur.report_source_port, ctx->cur.drops_thr, ctx->cur.latency_thr,
+		 ctx->scope.all ? "all" : "filtered");
 }
 
 /* The ephemeral port range, to tell clients from servers among links found established. */
@@ -253,7 +243,7 @@ static void report_ctx(struct tp_ctx *ctx, struct tp_report_ctx *rc)
 	rc->start_ns = ctx->start_ns;
 	rc->port_lo = ctx->port_lo;
 	rc->port_hi = ctx->port_hi;
-	rc->now_ns = now_ns();
+	rc->now_ns = gg_mono_ns();
 }
 
 /* One closed link from the tcp_closed ring (final values) into the aggregates. */
@@ -455,7 +445,6 @@ static int setup_bpf(struct tp_ctx *ctx, unsigned int max_links)
 static int setup(void *arg, struct probe_rt *rt)
 {
 	struct tp_ctx *ctx = arg;
-	char names[160];
 	int ret;
 
 	ctx->rt = rt;
@@ -481,14 +470,11 @@ static int setup(void *arg, struct probe_rt *rt)
 	if (ret)
 		probe_log(PLOG_WARN, "no wakeups from tcp_closed (%s): drained every %u-%u ms", strerror(-ret),
 			  DRAIN_MIN_MS, DRAIN_MAX_MS);
-	ctx->start_ns = now_ns();
+	ctx->start_ns = gg_mono_ns();
 	local_port_range(&ctx->port_lo, &ctx->port_hi);
 	apply_scope(ctx, &ctx->base_scope);
 	rescan_comm(ctx);
 	apply_subprobes(ctx);
-	gg_subprobes_str(ctx->cur.subprobes, SUBPROBES, NSUB, names, sizeof(names));
-	probe_log(PLOG_INFO, "started: report period %u s, sub-probes %s, scope %s", ctx->cur.period_s, names,
-		  ctx->scope.all ? "all" : "filtered");
 	return 0;
 }
 
@@ -525,12 +511,13 @@ int main(int argc, char **argv)
 			 .own = own,
 			 .nown = sizeof(own) / sizeof(own[0]),
 			 .own_cb = own_option,
-			 .ctx = &ctx,
 			 .notes = notes},
-		.subprobes = &ctx.base.subprobes,
+		.subprobes = &ctx.base.subprobes, /* -P is tcpprobe's own (names or a mask) */
 		.setup = setup,
 		.on_config = on_config,
 		.period_s = &ctx.cur.period_s,
+		.cur_subprobes = &ctx.cur.subprobes,
+		.describe = describe,
 		.report = report,
 		.tick = drain_tick,
 		.stop = stop,

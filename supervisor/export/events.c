@@ -195,6 +195,7 @@ static int dedup_check(struct gg_events *ev, const char *key, size_t len, uint64
 	return 0;
 }
 
+/* 9, 13, 17 or 21 for INFO, WARN, ERROR, FATAL; -EINVAL for anything else. */
 static int severity_number(const char *s, size_t n)
 {
 	static const struct {
@@ -206,7 +207,7 @@ static int severity_number(const char *s, size_t n)
 		if (strlen(sev[i].text) == n && !memcmp(sev[i].text, s, n))
 			return sev[i].number;
 	}
-	return -1;
+	return -EINVAL;
 }
 
 static const char *severity_text(int number)
@@ -240,6 +241,7 @@ static void put_id(struct gg_buf *b, const char *s, size_t n, size_t *budget)
 	}
 }
 
+/* 0..15, or -EINVAL for a character that is not a hex digit. */
 static int hexval(char c)
 {
 	if (c >= '0' && c <= '9')
@@ -248,7 +250,7 @@ static int hexval(char c)
 		return c - 'a' + 10;
 	if (c >= 'A' && c <= 'F')
 		return c - 'A' + 10;
-	return -1;
+	return -EINVAL;
 }
 
 /* Decode one %XX-escaped component into dst (at least n bytes). Returns its length or -EINVAL. */

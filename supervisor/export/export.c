@@ -1,5 +1,6 @@
 /* export.c - dispatch of validated records, events and metadata to the configured channels (imdb +
  * web_server, Kafka, JSON-lines log files). Runs on the loop thread. */
+#include "clock.h"
 #include "export.h"
 
 #include <errno.h>
@@ -25,14 +26,6 @@
 
 static const char *const stream_names[GG_STREAM__COUNT] = {"metric", "event", "meta"};
 static const char *const log_names[GG_STREAM__COUNT] = {"metrics.log", "events.log", "metadata.log"};
-
-static uint64_t mono_ns(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
-}
 
 /* ---- logs channel ---------------------------------------------------------------------------------- */
 
@@ -309,7 +302,7 @@ static void on_http(void *ctx, const struct gg_http_request *req, struct gg_http
 {
 	struct gg_sup *sup = ctx;
 	struct gg_export *exp = sup->exp;
-	uint64_t t0 = mono_ns();
+	uint64_t t0 = gg_mono_ns();
 	struct gg_buf b;
 
 	if (strcmp(req->path, "/metrics") && strcmp(req->path, "/")) {
@@ -343,7 +336,7 @@ static void on_http(void *ctx, const struct gg_http_request *req, struct gg_http
 	resp->status = 200;
 	resp->content_type = "text/plain; version=0.0.4; charset=utf-8";
 	resp->body = gg_buf__steal(&b, &resp->body_len);
-	exp->st.last_scrape_ns = mono_ns() - t0;
+	exp->st.last_scrape_ns = gg_mono_ns() - t0;
 }
 
 /* ---- lifecycle ------------------------------------------------------------------------------------- */

@@ -8,6 +8,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "hash.h"
 #include "supervisor.h" /* gg_now_ms */
 
 static const char *const descriptions[GG_IDENT__COUNT] = {
@@ -56,16 +57,6 @@ struct gg_ident_export {
 	char short_id[13]; /* a container id cut to docker's 12 digits, for a flame graph layer */
 };
 
-static uint64_t ptr_hash(const void *p)
-{
-	uint64_t x = (uint64_t)(uintptr_t)p;
-
-	x ^= x >> 33;
-	x *= 0xff51afd7ed558ccdULL;
-	x ^= x >> 33;
-	return x;
-}
-
 struct gg_ident_export *gg_ident_export__new(struct gg_identity *id)
 {
 	struct gg_ident_export *x = calloc(1, sizeof(*x));
@@ -113,7 +104,7 @@ struct gg_identity *gg_ident_export__identity(struct gg_ident_export *x)
 
 static struct tmap_entry *slot_of(struct tmap_entry *slots, size_t nslots, const struct meta_table *t)
 {
-	size_t mask = nslots - 1, i = ptr_hash(t) & mask;
+	size_t mask = nslots - 1, i = gg_ptr_hash(t) & mask;
 
 	while (slots[i].orig && slots[i].orig != t)
 		i = (i + 1) & mask;

@@ -6,6 +6,7 @@
 #include <string.h>
 #include <time.h>
 
+#include "hash.h"
 #include "outbuf.h"
 
 #define TABLE_SLOTS_MIN 64u
@@ -42,16 +43,6 @@ static const char *const drop_names[IMDB_DROP__COUNT] = {
 const char *imdb_drop__str(enum imdb_drop d)
 {
 	return (unsigned int)d < IMDB_DROP__COUNT ? drop_names[d] : "unknown";
-}
-
-static uint64_t ptr_hash(const void *p)
-{
-	uint64_t x = (uint64_t)(uintptr_t)p;
-
-	x ^= x >> 33;
-	x *= 0xff51afd7ed558ccdULL;
-	x ^= x >> 33;
-	return x;
 }
 
 /* FNV-1a with a per-process seed, finished with a mixer so that the low bits (the bucket) depend on
@@ -98,7 +89,7 @@ struct imdb *imdb__new(const struct imdb_limits *lim, const char *extra_labels, 
 	if (!db->slots)
 		goto err_out;
 	clock_gettime(CLOCK_MONOTONIC, &ts);
-	db->seed = ptr_hash(db) ^ ((uint64_t)ts.tv_nsec << 20) ^ (uint64_t)ts.tv_sec;
+	db->seed = gg_ptr_hash(db) ^ ((uint64_t)ts.tv_nsec << 20) ^ (uint64_t)ts.tv_sec;
 	gg_buf__init(&db->scratch, 0);
 	if (gg_buf__reserve(&db->scratch, 4 * META_RECORD_MAX_LEN))
 		goto err_out;
@@ -154,7 +145,7 @@ void imdb__free(struct imdb *db)
 
 static struct imdb_table *table_find(const struct imdb *db, const struct meta_table *mt)
 {
-	size_t mask = db->nslots - 1, i = ptr_hash(mt) & mask;
+	size_t mask = db->nslots - 1, i = gg_ptr_hash(mt) & mask;
 
 	for (;;) {
 		uint32_t s = db->slots[i];
@@ -169,7 +160,7 @@ static struct imdb_table *table_find(const struct imdb *db, const struct meta_ta
 
 static void slot_insert(uint32_t *slots, size_t nslots, const struct meta_table *mt, uint32_t v)
 {
-	size_t mask = nslots - 1, i = ptr_hash(mt) & mask;
+	size_t mask = nslots - 1, i = gg_ptr_hash(mt) & mask;
 
 	while (slots[i])
 		i = (i + 1) & mask;

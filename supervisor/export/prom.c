@@ -184,20 +184,20 @@ err_nomem:
 
 /* ---- rendering ------------------------------------------------------------------------------------- */
 
-/* Next space-separated token of [*p, end). */
+/* Next space-separated token of [*p, end): 0, or -ENOENT when there is none (or it is empty). */
 static int next_tok(const char **p, const char *end, const char **ret_s, size_t *ret_n)
 {
 	const char *s = *p, *e;
 
 	if (s >= end)
-		return -1;
+		return -ENOENT;
 	e = memchr(s, ' ', (size_t)(end - s));
 	if (!e)
 		e = end;
 	*ret_s = s;
 	*ret_n = (size_t)(e - s);
 	*p = e < end ? e + 1 : end;
-	return *ret_n ? 0 : -1;
+	return *ret_n ? 0 : -ENOENT;
 }
 
 /* name<suffix>{labels<,extra_name="extra">} value\n */

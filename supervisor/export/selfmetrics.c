@@ -10,7 +10,7 @@
 #include <sys/resource.h>
 #include <unistd.h>
 
-#include "export.h"
+#include "export_state.h"
 #include "http.h"
 #include "supervisor.h"
 

@@ -79,10 +79,6 @@ int gg_persist__save(const char *dir, const char *name, const char *text)
 int gg_persist__load(const char *dir, const char *name, size_t max, char **ret)
 {
 	char path[PATH_MAX];
-	struct stat st;
-	char *buf;
-	size_t got = 0;
-	int fd, err = 0;
 
 	if (!dir || !valid_name(name))
 		return -EINVAL;
@@ -90,43 +86,7 @@ int gg_persist__load(const char *dir, const char *name, size_t max, char **ret)
 		(void)unlink(path); /* an interrupted save: the real file is still the previous one */
 	if (snprintf(path, sizeof(path), "%s/%s.json", dir, name) >= (int)sizeof(path))
 		return -ENAMETOOLONG;
-	fd = open(path, O_RDONLY | O_CLOEXEC | O_NOFOLLOW);
-	if (fd < 0)
-		return -errno;
-	if (fstat(fd, &st) < 0 || !S_ISREG(st.st_mode)) {
-		close(fd);
-		return -EINVAL;
-	}
-	if ((size_t)st.st_size > max) {
-		close(fd);
-		return -EFBIG;
-	}
-	buf = malloc((size_t)st.st_size + 1);
-	if (!buf) {
-		close(fd);
-		return -ENOMEM;
-	}
-	while (got < (size_t)st.st_size) {
-		ssize_t n = read(fd, buf + got, (size_t)st.st_size - got);
-
-		if (n < 0 && errno == EINTR)
-			continue;
-		if (n < 0) {
-			err = -errno;
-			break;
-		}
-		if (n == 0)
-			break;
-		got += (size_t)n;
-	}
-	close(fd);
-	if (err) {
-		free(buf);
-		return err;
-	}
-	buf[got] = '\0';
-	*ret = buf;
-	return 0;
+	return gg_read_file(path, O_NOFOLLOW, max, ret, NULL);
 }
 
 int gg_persist__remove(const char *dir, const char *name)

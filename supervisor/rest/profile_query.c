@@ -10,6 +10,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "hash.h"
+
 #define GG_PQ_IDENT_MAX 1040u	   /* "[Pod] " + a label value */
 #define LINE_MAX_BYTES	(4u << 20) /* a store line longer than this is skipped */
 #define COMM_LEN	15u
@@ -43,19 +45,9 @@ static uint64_t fnv64(uint64_t h, const void *p, size_t len)
 	return h;
 }
 
-static uint64_t mix64(uint64_t x)
-{
-	x ^= x >> 33;
-	x *= 0xff51afd7ed558ccdull;
-	x ^= x >> 33;
-	x *= 0xc4ceb9fe1a85ec53ull;
-	x ^= x >> 33;
-	return x;
-}
-
 static uint64_t slot_hash(uint32_t parent, const char *name, size_t len)
 {
-	return mix64(fnv64(14695981039346656037ull ^ parent, name, len));
+	return gg_mix64(fnv64(14695981039346656037ull ^ parent, name, len));
 }
 
 static int tree_grow_slots(struct pq_tree *t)
@@ -109,8 +101,8 @@ static int tree_add_node(struct pq_tree *t, uint32_t parent, const char *name, s
 
 		h = fnv64(h, &p->id_lo, sizeof(p->id_lo));
 		h = fnv64(h, name, len);
-		nd->id_hi = mix64(h);
-		nd->id_lo = mix64(h ^ 0x9e3779b97f4a7c15ull);
+		nd->id_hi = gg_mix64(h);
+		nd->id_lo = gg_mix64(h ^ 0x9e3779b97f4a7c15ull);
 	}
 	*ret = (uint32_t)t->n++;
 	return 0;
@@ -187,6 +179,7 @@ static int is_digits(const char *s)
 	return 1;
 }
 
+/* The index of an event name (on-cpu 0, off-cpu 1, mem 2, mem-alloc 3), or -ENOENT. */
 static int event_index(const char *s)
 {
 	if (!strcmp(s, "on-cpu") || !strcmp(s, "oncpu"))
@@ -197,7 +190,7 @@ static int event_index(const char *s)
 		return 2;
 	if (!strcmp(s, "mem-alloc") || !strcmp(s, "mem_alloc"))
 		return 3;
-	return -1;
+	return -ENOENT;
 }
 
 static int parse_i64(const char *s, int64_t *ret)

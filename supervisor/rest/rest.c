@@ -490,12 +490,7 @@ static cJSON *runtime_json(struct gg_rest *r, const struct rest_probe *rp)
 	cJSON_AddStringToObject(o, "state", gg_probe__state_name(p));
 	cJSON_AddStringToObject(o, "kind", p->conf->native ? "native" : "extend");
 	cJSON_AddStringToObject(o, "name", p->conf->name);
-	cJSON_AddNumberToObject(o, "pid", p->pid);
-	gg_json_add_u64(o, "starts", p->starts);
-	gg_json_add_u64(o, "restarts", p->restarts);
-	gg_json_add_u64(o, "uptime_ms", p->pid > 0 ? gg_now_ms() - p->started_ms : 0);
-	cJSON_AddNumberToObject(o, "last_exit_status", (double)p->last_exit_status);
-	cJSON_AddNumberToObject(o, "last_exit_signal", p->last_term_signal);
+	gg_probe__json_process(o, p);
 	gg_json_add_u64(o, "config_version", p->cfg_version);
 	gg_json_add_u64(o, "config_version_applied", p->cfg_applied);
 	cJSON_AddBoolToObject(o, "config_confirmed",
@@ -897,6 +892,7 @@ int gg_rest__init(struct gg_sup *sup)
 	struct gg_http_opts o;
 	struct gg_rest *r;
 
+	sup->rest_status = gg_rest__status;
 	r = calloc(1, sizeof(*r));
 	if (!r)
 		return -ENOMEM;

@@ -160,6 +160,7 @@ int gg_comm_pattern__check(const char *pat, char *why, size_t whylen)
 
 /* ---- body decoding -------------------------------------------------------------------------------- */
 
+/* 0..15, or -EINVAL for a character that is not a hex digit. */
 static int hexval(char c)
 {
 	if (c >= '0' && c <= '9')
@@ -167,7 +168,7 @@ static int hexval(char c)
 	c = (char)tolower((unsigned char)c);
 	if (c >= 'a' && c <= 'f')
 		return c - 'a' + 10;
-	return -1;
+	return -EINVAL;
 }
 
 /* 1 when [p, p+n) is well-formed UTF-8 (shortest forms, no surrogates, at most U+10FFFF). */
@@ -259,7 +260,8 @@ int gg_rest_body__decode(const char *body, size_t len, const char *content_type,
 			if (*c == '+') {
 				out[n++] = ' ';
 			} else if (*c == '%') {
-				int hi = c + 2 < vend ? hexval(c[1]) : -1, lo = c + 2 < vend ? hexval(c[2]) : -1;
+				int hi = c + 2 < vend ? hexval(c[1]) : -EINVAL,
+				    lo = c + 2 < vend ? hexval(c[2]) : -EINVAL;
 
 				if (hi < 0 || lo < 0) {
 					free(out);

@@ -6,6 +6,7 @@ import shutil
 import signal
 import subprocess
 import tempfile
+import threading
 import time
 
 ROOT = os.path.abspath(os.path.join(os.path.dirname(__file__), "..", ".."))
@@ -385,14 +386,191 @@ class KafkaMock:
         return msgs
 
     def stop(self):
-        if self.proc.poll() is None:
-            try:
-                self.proc.stdin.write("quit\n")
-                self.proc.stdin.flush()
-                self.proc.wait(5)
-            except (BrokenPipeError, subprocess.TimeoutExpired):
-                self.proc.kill()
-                self.proc.wait()
+        stop_with_line(self.proc, "quit")
+
+
+# ---- processes: servers, clients and probes run by hand --------------------------------------------------
+
+SANITIZER_MARKERS = ("ERROR: AddressSanitizer", "ERROR: LeakSanitizer", "runtime error:")
+
+
+def stop_proc(proc, sig=signal.SIGTERM, timeout=10, group=False, kill_group=None):
+    """Ask proc (its process group with group) to stop with sig; SIGKILL (to the group with kill_group,
+    default group) after timeout seconds. Returns the exit status."""
+    if proc.poll() is not None:
+        return proc.returncode
+    if group:
+        os.killpg(proc.pid, sig)
+    else:
+        proc.send_signal(sig)
+    try:
+        return proc.wait(timeout=timeout)
+    except subprocess.TimeoutExpired:
+        if group if kill_group is None else kill_group:
+            os.killpg(proc.pid, signal.SIGKILL)
+        else:
+            proc.kill()
+        return proc.wait()
+
+
+def stop_with_line(proc, line, timeout=5):
+    """A helper that stops when it reads `line` on stdin; killed when it does not within timeout."""
+    if proc.poll() is None:
+        try:
+            proc.stdin.write(line + "\n")
+            proc.stdin.flush()
+            proc.wait(timeout)
+        except (BrokenPipeError, subprocess.TimeoutExpired):
+            proc.kill()
+            proc.wait()
+
+
+def meta_fields(path):
+    """table -> [field names] in meta order, read from a .meta file."""
+    tables = {}
+    cur = None
+    with open(path) as f:
+        for line in f:
+            m = re.search(r'table_name:\s*"([^"]+)"', line)
+            if m:
+                cur = tables.setdefault(m.group(1), [])
+                continue
+            m = re.search(r'name:\s*"([^"]+)"', line)
+            if m and cur is not None and "entity_name" not in line:
+                cur.append(m.group(1))
+    return tables
+
+
+class StandaloneProbe:
+    """A probe run by hand (no supervisor): its stdout records, checked against the fields of its
+    tables (fields: table -> [names]), parsed into dicts as they come; on_record may add to each."""
+
+    def __init__(self, binary, args, fields, on_record=None):
+        self.name = os.path.basename(binary)
+        self.fields = fields
+        self.on_record = on_record
+        self.err_path = tempfile.mktemp(prefix="gg-%s-" % self.name, suffix=".log")
+        self.err = open(self.err_path, "w")
+        env = {k: v for k, v in os.environ.items() if not k.startswith("GALA_GOPHER_")}
+        self.proc = subprocess.Popen([binary] + args, stdout=subprocess.PIPE, stderr=self.err, text=True, env=env)
+        self.recs = []
+        self.bad = []
+        self.lock = threading.Lock()
+        self.reader = threading.Thread(target=self._read, daemon=True)
+        self.reader.start()
+
+    def _read(self):
+        for line in self.proc.stdout:
+            parts = line.rstrip("\n").split("|")
+            table = parts[1] if len(parts) > 2 else None
+            vals = parts[2:-1]
+            with self.lock:
+                if table not in self.fields or len(vals) != len(self.fields[table]) or parts[0] or parts[-1]:
+                    self.bad.append(line)
+                    continue
+                rec = dict(zip(self.fields[table], vals))
+                rec["table"] = table
+                if self.on_record:
+                    self.on_record(rec)
+                self.recs.append(rec)
+
+    def stderr(self):
+        with open(self.err_path, errors="replace") as f:
+            return f.read()
+
+    def wait_started(self, timeout=20):
+        wait_for(lambda: "started:" in self.stderr() or self.proc.poll() is not None, timeout, self.name + " start")
+        check(self.proc.poll() is None, "%s exited at start: %s" % (self.name, self.stderr()[-3000:]))
+
+    def rows(self, table=None, **keys):
+        """The records of table (every table: None) whose fields equal keys, oldest first."""
+        with self.lock:
+            return [r for r in self.recs
+                    if (table is None or r["table"] == table) and all(r.get(k) == str(v) for k, v in keys.items())]
+
+    def latest(self, table, tgid=None, **keys):
+        if tgid is not None:
+            keys["tgid"] = tgid
+        found = self.rows(table, **keys)
+        return found[-1] if found else None
+
+    def stop(self):
+        """SIGTERM, then (returncode, stderr); fails on a sanitizer report."""
+        stop_proc(self.proc)
+        self.reader.join(timeout=5)
+        log = self.stderr()
+        self.err.close()
+        os.unlink(self.err_path)
+        for m in SANITIZER_MARKERS:
+            check(m not in log, "sanitizer report from %s:\n%s" % (self.name, log[max(log.find(m) - 200, 0):][:3000]))
+        return self.proc.returncode, log
+
+
+def make_cert(tmp):
+    """A self-signed certificate for localhost in tmp: (key path, certificate path)."""
+    key, crt = os.path.join(tmp, "key.pem"), os.path.join(tmp, "cert.pem")
+    subprocess.run(["openssl", "req", "-x509", "-newkey", "rsa:2048", "-nodes", "-keyout", key, "-out", crt,
+                    "-days", "1", "-subj", "/CN=localhost"], check=True, capture_output=True)
+    return key, crt
+
+
+def nginx_conf(tmp, port, ssl_port=None, keepalive_requests=100000):
+    """An nginx configuration in tmp (returned: its path) for one worker serving tmp/www/small.html (a
+    small file, sendfile on) on 127.0.0.1:port, and on ssl_port over TLS (a self-signed certificate)
+    when given; everything nginx writes stays in tmp."""
+    root = os.path.join(tmp, "www")
+    os.makedirs(root)
+    os.chmod(tmp, 0o755)  # the worker runs as www-data
+    with open(os.path.join(root, "small.html"), "w") as f:
+        f.write("<html><body>" + "x" * 600 + "</body></html>\n")
+    ssl_server = ""
+    if ssl_port:
+        key, crt = make_cert(tmp)
+        ssl_server = "server { listen 127.0.0.1:%d ssl; ssl_certificate %s; ssl_certificate_key %s; root %s; }" % (
+            ssl_port, crt, key, root)
+    conf = os.path.join(tmp, "nginx.conf")
+    with open(conf, "w") as f:
+        f.write("""
+worker_processes 1;
+daemon off;
+pid %(tmp)s/nginx.pid;
+error_log %(tmp)s/error.log;
+events { worker_connections 1024; }
+http {
+    access_log off;
+    sendfile on;
+    keepalive_requests %(keepalive)d;
+    client_body_temp_path %(tmp)s/body;
+    proxy_temp_path %(tmp)s/proxy;
+    fastcgi_temp_path %(tmp)s/fcgi;
+    uwsgi_temp_path %(tmp)s/uwsgi;
+    scgi_temp_path %(tmp)s/scgi;
+    server { listen 127.0.0.1:%(port)d; root %(root)s; }
+    %(ssl)s
+}
+""" % {"tmp": tmp, "port": port, "root": root, "ssl": ssl_server, "keepalive": keepalive_requests})
+    return conf
+
+
+def cgroup2_root():
+    """Where cgroup v2 is mounted (the first cgroup2 line of /proc/self/mounts), or None."""
+    with open("/proc/self/mounts") as f:
+        for line in f:
+            parts = line.split()
+            if parts[2] == "cgroup2":
+                return parts[1]
+    return None
+
+
+def rmdir_retry(path, tries=50):
+    """Remove an (empty) directory a process may still be leaving (a cgroup): retried every 0.1 s."""
+    for _ in range(tries):
+        try:
+            os.rmdir(path)
+            return True
+        except OSError:
+            time.sleep(0.1)
+    return False
 
 
 # ---- network namespaces and loop devices (net and io probe tests) --------------------------------------

@@ -3,106 +3,35 @@ redis-server) on loopback, each driven by a client of ours (scripts/l7_client.py
 number of requests over a keep-alive connection, some of them errors, ten of them pipelined: both
 sides' request and error counts must equal what the client sent, the client side's latency sum must
 be within 10 % of what the client measured, and a client outside the scope leaves no row."""
+import contextlib
 import json
 import os
-import re
 import shutil
 import signal
 import socket
 import subprocess
 import sys
 import tempfile
-import threading
 import time
 
-from harness import PROBES, ROOT, check, free_port, wait_for
+# make_cert: test_l7_gotls and test_l7_h2 take it from here too
+from harness import (PROBES, ROOT, StandaloneProbe, check, free_port, make_cert, meta_fields, nginx_conf,  # noqa: F401
+                     stop_proc, stop_with_line, wait_for)
 
 L7PROBE = os.path.join(PROBES, "l7probe")
 CLIENT = [sys.executable, os.path.join(os.path.dirname(os.path.abspath(__file__)), "scripts", "l7_client.py")]
-SANITIZER_MARKERS = ("ERROR: AddressSanitizer", "ERROR: LeakSanitizer", "runtime error:")
-
-
-def meta_fields(path):
-    """table -> [field names] in meta order, read from a .meta file."""
-    tables = {}
-    cur = None
-    with open(path) as f:
-        for line in f:
-            m = re.search(r'table_name:\s*"([^"]+)"', line)
-            if m:
-                cur = tables.setdefault(m.group(1), [])
-                continue
-            m = re.search(r'name:\s*"([^"]+)"', line)
-            if m and cur is not None and "entity_name" not in line:
-                cur.append(m.group(1))
-    return tables
-
-
 FIELDS = meta_fields(os.path.join(ROOT, "schema", "l7probe.meta"))
 
 
-class Probe:
-    """l7probe run by hand: its stdout records parsed into dicts as they come."""
+class Probe(StandaloneProbe):
+    """l7probe run by hand; it must exit 0 and every record must match the schema."""
 
     def __init__(self, args):
-        self.err_path = tempfile.mktemp(prefix="gg-l7probe-", suffix=".log")
-        self.err = open(self.err_path, "w")
-        env = {k: v for k, v in os.environ.items() if not k.startswith("GALA_GOPHER_")}
-        self.proc = subprocess.Popen([L7PROBE] + args, stdout=subprocess.PIPE, stderr=self.err, text=True, env=env)
-        self.recs = []
-        self.bad = []
-        self.lock = threading.Lock()
-        self.reader = threading.Thread(target=self._read, daemon=True)
-        self.reader.start()
-
-    def _read(self):
-        for line in self.proc.stdout:
-            parts = line.rstrip("\n").split("|")
-            table = parts[1] if len(parts) > 2 else None
-            vals = parts[2:-1]
-            with self.lock:
-                if table not in FIELDS or len(vals) != len(FIELDS[table]) or parts[0] or parts[-1]:
-                    self.bad.append(line)
-                    continue
-                rec = dict(zip(FIELDS[table], vals))
-                rec["table"] = table
-                self.recs.append(rec)
-
-    def stderr(self):
-        with open(self.err_path, errors="replace") as f:
-            return f.read()
-
-    def wait_started(self):
-        wait_for(lambda: "started:" in self.stderr() or self.proc.poll() is not None, 20, "l7probe start")
-        check(self.proc.poll() is None, "l7probe exited at start: %s" % self.stderr()[-3000:])
-
-    def latest(self, table, **keys):
-        with self.lock:
-            found = None
-            for r in self.recs:
-                if r["table"] == table and all(r.get(k) == str(v) for k, v in keys.items()):
-                    found = r
-            return found
-
-    def rows(self, table, **keys):
-        with self.lock:
-            return [r for r in self.recs if r["table"] == table and all(r.get(k) == str(v) for k, v in keys.items())]
+        super().__init__(L7PROBE, args, FIELDS)
 
     def stop(self):
-        if self.proc.poll() is None:
-            self.proc.send_signal(signal.SIGTERM)
-            try:
-                self.proc.wait(timeout=10)
-            except subprocess.TimeoutExpired:
-                self.proc.kill()
-                self.proc.wait()
-        self.reader.join(timeout=5)
-        text = self.stderr()
-        self.err.close()
-        os.unlink(self.err_path)
-        for m in SANITIZER_MARKERS:
-            check(m not in text, "l7probe: sanitizer report: %s" % text[-3000:])
-        check(self.proc.returncode == 0, "l7probe exit status %s: %s" % (self.proc.returncode, text[-2000:]))
+        rc, log = super().stop()
+        check(rc == 0, "l7probe exit status %s: %s" % (rc, log[-2000:]))
         check(not self.bad, "records that do not match the schema: %r" % self.bad[:3])
 
 
@@ -127,17 +56,7 @@ class Client:
         return json.loads(line)
 
     def close(self):
-        if self.proc.poll() is None:
-            try:
-                self.proc.stdin.write("bye\n")
-                self.proc.stdin.flush()
-            except BrokenPipeError:
-                pass
-            try:
-                self.proc.wait(timeout=5)
-            except subprocess.TimeoutExpired:
-                self.proc.kill()
-                self.proc.wait()
+        stop_with_line(self.proc, "bye")
 
 
 def wait_port(port, proc, what, timeout=20):
@@ -151,48 +70,26 @@ def wait_port(port, proc, what, timeout=20):
     wait_for(ok, timeout, "%s on port %d" % (what, port))
 
 
-def make_cert(tmp):
-    key, crt = os.path.join(tmp, "key.pem"), os.path.join(tmp, "cert.pem")
-    subprocess.run(["openssl", "req", "-x509", "-newkey", "rsa:2048", "-nodes", "-keyout", key, "-out", crt,
-                    "-days", "1", "-subj", "/CN=localhost"], check=True, capture_output=True)
-    return key, crt
+class Server:
+    """A real server on loopback. scope(client): the pids l7probe is given; tgid(client): the process
+    whose rows are the server side; stop_sig, stop_timeout, stop_group: how it is stopped."""
+    stop_sig, stop_timeout, stop_group, kill_group = signal.SIGTERM, 10, False, False
+
+    def scope(self, client):
+        return [self.proc.pid, client.pid]
+
+    def tgid(self, client):
+        return self.proc.pid
+
+    def stop(self):
+        stop_proc(self.proc, self.stop_sig, self.stop_timeout, self.stop_group, self.kill_group)
 
 
-class Nginx:
+class Nginx(Server):
     """nginx with one worker serving a small file (sendfile on) and 404s, plain and optionally HTTPS."""
 
     def __init__(self, tmp, port, ssl_port=None):
-        root = os.path.join(tmp, "www")
-        os.makedirs(root)
-        os.chmod(tmp, 0o755)  # the worker runs as www-data
-        with open(os.path.join(root, "small.html"), "w") as f:
-            f.write("<html><body>" + "x" * 600 + "</body></html>\n")
-        ssl_server = ""
-        if ssl_port:
-            key, crt = make_cert(tmp)
-            ssl_server = "server { listen 127.0.0.1:%d ssl; ssl_certificate %s; ssl_certificate_key %s; root %s; }" % (
-                ssl_port, crt, key, root)
-        conf = os.path.join(tmp, "nginx.conf")
-        with open(conf, "w") as f:
-            f.write("""
-worker_processes 1;
-daemon off;
-pid %(tmp)s/nginx.pid;
-error_log %(tmp)s/error.log;
-events { worker_connections 1024; }
-http {
-    access_log off;
-    sendfile on;
-    keepalive_requests 100000;
-    client_body_temp_path %(tmp)s/body;
-    proxy_temp_path %(tmp)s/proxy;
-    fastcgi_temp_path %(tmp)s/fcgi;
-    uwsgi_temp_path %(tmp)s/uwsgi;
-    scgi_temp_path %(tmp)s/scgi;
-    server { listen 127.0.0.1:%(port)d; root %(root)s; }
-    %(ssl)s
-}
-""" % {"tmp": tmp, "port": port, "root": root, "ssl": ssl_server})
+        conf = nginx_conf(tmp, port, ssl_port)
         self.proc = subprocess.Popen(["nginx", "-c", conf, "-p", tmp], stdout=subprocess.DEVNULL,
                                      stderr=subprocess.DEVNULL, start_new_session=True)
         wait_port(port, self.proc, "nginx")
@@ -206,14 +103,13 @@ http {
         self.worker = kids[0]
         self.pids = [self.proc.pid, self.worker]
 
-    def stop(self):
-        if self.proc.poll() is None:
-            os.killpg(self.proc.pid, signal.SIGTERM)
-            try:
-                self.proc.wait(timeout=10)
-            except subprocess.TimeoutExpired:
-                os.killpg(self.proc.pid, signal.SIGKILL)
-                self.proc.wait()
+    stop_group = True
+
+    def scope(self, client):
+        return self.pids + [client.pid]
+
+    def tgid(self, client):
+        return self.worker
 
 
 def hist_count(h):
@@ -285,59 +181,70 @@ def check_rows(probe, mode, port, server_tgid, client, done, ssl="0", latency=Tr
     check(int(link["segs_recv"]) >= 1, "client segs_recv %s" % link["segs_recv"])
 
 
-def test_l7_http():
-    tmp = tempfile.mkdtemp(prefix="gg-l7-http-")
-    port = free_port()
-    nginx = Nginx(tmp, port)
+def plain(server_cls):
+    """start(tmp) for l7_run: the server on a free port, which the client connects to."""
+    def start(tmp):
+        port = free_port()
+        return server_cls(tmp, port), port
+    return start
+
+
+@contextlib.contextmanager
+def l7_run(name, start, mode, protos, extra=(), n=40):
+    """start(tmp) -> (server, the port the client connects to); then a client of mode connected and
+    l7probe (-t 1 -p protos, extra) on server.scope(client), started. Yields (server, client, probe,
+    port); everything is stopped and removed after."""
+    tmp = tempfile.mkdtemp(prefix="gg-l7-%s-" % name)
+    server, port = start(tmp)
     try:
-        inside = Client("http", port)
-        probe = Probe(["-t", "1", "-c", "8192", "-p", "http", "--pid", ",".join(str(p) for p in nginx.pids + [inside.pid])])
+        client = Client(mode, port, n)
+        probe = Probe(["-t", "1", "-p", protos] + list(extra) +
+                      ["--pid", ",".join(str(p) for p in server.scope(client))])
         try:
             probe.wait_started()
-            time.sleep(0.5)
-            done = inside.go()
-            check(done["errors"] == 10 and done["requests"] == 50, "client did %r" % done)
-            check_rows(probe, "http", port, nginx.worker, inside, done)
+            yield server, client, probe, port
         finally:
-            inside.close()
+            client.close()
             probe.stop()
     finally:
-        nginx.stop()
+        server.stop()
         shutil.rmtree(tmp, ignore_errors=True)
+
+
+def l7_go(probe, server, client, port, mode, expect, ssl="0"):
+    """The client's requests, then both sides' rows against what it did; expect: (requests, errors)."""
+    time.sleep(0.5)
+    done = client.go()
+    check((done["requests"], done["errors"]) == expect, "client did %r, expected %r" % (done, expect))
+    check_rows(probe, mode, port, server.tgid(client), client, done, ssl=ssl)
+    return done
+
+
+def test_l7_http():
+    with l7_run("http", plain(Nginx), "http", "http", ["-c", "8192"]) as (server, client, probe, port):
+        l7_go(probe, server, client, port, "http", (50, 10))
 
 
 test_l7_http.timeout = 90
 
 
-def test_l7_https():
-    tmp = tempfile.mkdtemp(prefix="gg-l7-https-")
+def start_https(tmp):
     port, sport = free_port(), free_port()
-    nginx = Nginx(tmp, port, ssl_port=sport)
-    try:
-        inside = Client("https", sport)
-        probe = Probe(["-t", "1", "-p", "http", "-s", "1",
-                       "--pid", ",".join(str(p) for p in nginx.pids + [inside.pid])])
-        try:
-            probe.wait_started()
-            wait_for(lambda: probe.stderr().count("uprobes on") >= 1, 10, "libssl uprobes")
-            time.sleep(0.5)
-            done = inside.go()
-            check(done["errors"] == 10 and done["requests"] == 50, "client did %r" % done)
-            check_rows(probe, "https", sport, nginx.worker, inside, done, ssl="1")
-            stats = probe.latest("l7_stats")
-            check(int(stats["ssl_nofd"]) == 0, "SSL calls without a socket: %r" % stats)
-        finally:
-            inside.close()
-            probe.stop()
-    finally:
-        nginx.stop()
-        shutil.rmtree(tmp, ignore_errors=True)
+    return Nginx(tmp, port, ssl_port=sport), sport
+
+
+def test_l7_https():
+    with l7_run("https", start_https, "https", "http", ["-s", "1"]) as (server, client, probe, port):
+        wait_for(lambda: probe.stderr().count("uprobes on") >= 1, 10, "libssl uprobes")
+        l7_go(probe, server, client, port, "https", (50, 10), ssl="1")
+        stats = probe.latest("l7_stats")
+        check(int(stats["ssl_nofd"]) == 0, "SSL calls without a socket: %r" % stats)
 
 
 test_l7_https.timeout = 90
 
 
-class Redis:
+class Redis(Server):
     def __init__(self, tmp, port):
         self.proc = subprocess.Popen(["redis-server", "--port", str(port), "--bind", "127.0.0.1", "--save", "",
                                       "--appendonly", "no", "--dir", tmp, "--io-threads", "1"],
@@ -345,56 +252,33 @@ class Redis:
         wait_port(port, self.proc, "redis-server")
         self.pids = [self.proc.pid]
 
-    def stop(self):
-        if self.proc.poll() is None:
-            self.proc.terminate()
-            try:
-                self.proc.wait(timeout=10)
-            except subprocess.TimeoutExpired:
-                self.proc.kill()
-                self.proc.wait()
-
 
 def test_l7_redis():
-    tmp = tempfile.mkdtemp(prefix="gg-l7-redis-")
-    port = free_port()
-    redis = Redis(tmp, port)
-    try:
-        inside = Client("redis", port)
+    with l7_run("redis", plain(Redis), "redis", "http,redis") as (server, client, probe, port):
         outside = Client("redis", port)
-        probe = Probe(["-t", "1", "-p", "http,redis", "--pid", ",".join(str(p) for p in redis.pids + [inside.pid])])
         try:
-            probe.wait_started()
-            time.sleep(0.5)
-            done = inside.go()
-            check(done["errors"] == 10 and done["requests"] == 50, "client did %r" % done)
             # the out-of-scope client talks after the in-scope one's rows are checked: the server
             # (in scope) would count its requests too
-            check_rows(probe, "redis", port, redis.proc.pid, inside, done)
+            done = l7_go(probe, server, client, port, "redis", (50, 10))
             outside.go()
             time.sleep(2.5)
-            check(not [r for r in probe.recs if r.get("tgid") == str(outside.pid)],
-                  "the client outside the scope (%d) has rows" % outside.pid)
-            s = probe.latest("l7_rpc", tgid=redis.proc.pid, l7_role="server", server_port=port)
+            check(not probe.rows(None, tgid=outside.pid), "the client outside the scope (%d) has rows" % outside.pid)
+            s = probe.latest("l7_rpc", tgid=server.proc.pid, l7_role="server", server_port=port)
             check(int(s["req_count"]) == 2 * done["requests"],
                   "server side counts %s requests after both clients, expected %d" % (s["req_count"],
                                                                                      2 * done["requests"]))
         finally:
-            inside.close()
             outside.close()
-            probe.stop()
-    finally:
-        redis.stop()
-        shutil.rmtree(tmp, ignore_errors=True)
 
 
 test_l7_redis.timeout = 90
 
 
-class Dnsmasq:
+class Dnsmasq(Server):
     """dnsmasq answering ok.example.test and NXDOMAIN for every other name under example.test."""
 
     def __init__(self, tmp, port):
+        os.chmod(tmp, 0o755)  # dnsmasq runs as nobody
         self.proc = subprocess.Popen(["dnsmasq", "--keep-in-foreground", "--port=%d" % port,
                                       "--listen-address=127.0.0.1", "--bind-interfaces", "--no-resolv", "--no-hosts",
                                       "--address=/ok.example.test/192.0.2.7", "--local=/example.test/",
@@ -404,36 +288,10 @@ class Dnsmasq:
         check(self.proc.poll() is None, "dnsmasq exited at start")
         self.pids = [self.proc.pid]
 
-    def stop(self):
-        if self.proc.poll() is None:
-            self.proc.terminate()
-            try:
-                self.proc.wait(timeout=10)
-            except subprocess.TimeoutExpired:
-                self.proc.kill()
-                self.proc.wait()
-
 
 def test_l7_dns():
-    tmp = tempfile.mkdtemp(prefix="gg-l7-dns-")
-    os.chmod(tmp, 0o755)  # dnsmasq runs as nobody
-    port = free_port()
-    dns = Dnsmasq(tmp, port)
-    try:
-        inside = Client("dns", port)
-        probe = Probe(["-t", "1", "-p", "dns", "--pid", ",".join(str(p) for p in dns.pids + [inside.pid])])
-        try:
-            probe.wait_started()
-            time.sleep(0.5)
-            done = inside.go()
-            check(done["errors"] == 9 and done["requests"] == 45, "client did %r" % done)
-            check_rows(probe, "dns", port, dns.proc.pid, inside, done)
-        finally:
-            inside.close()
-            probe.stop()
-    finally:
-        dns.stop()
-        shutil.rmtree(tmp, ignore_errors=True)
+    with l7_run("dns", plain(Dnsmasq), "dns", "dns") as (server, client, probe, port):
+        l7_go(probe, server, client, port, "dns", (45, 9))
 
 
 test_l7_dns.timeout = 60
@@ -508,42 +366,29 @@ def test_l7_short_connections_bounded():
     is counted on the server side, connections are forgotten at close (the tracked count falls
     back), the probe's memory stays flat, nothing crashes."""
     n = int(os.environ.get("GG_L7_CHURN", "100000"))
-    tmp = tempfile.mkdtemp(prefix="gg-l7-churn-")
-    port = free_port()
-    nginx = Nginx(tmp, port)
-    try:
-        client = Client("churn", port, n)
-        probe = Probe(["-t", "1", "-p", "http", "--pid", ",".join(str(p) for p in nginx.pids + [client.pid])])
-        try:
-            probe.wait_started()
-            time.sleep(0.5)
-            rss0 = vm_rss_kb(probe.proc.pid)
-            done = client.go()
-            check(done["ok"] == n, "client: %r" % done)
-            keys = dict(tgid=nginx.worker, server_port=port, l7_role="server")
-            wait_for(lambda: (probe.latest("l7_rpc", **keys) or {}).get("req_count") == str(n), 30,
-                     "server-side l7_rpc with %d requests" % n)
-            time.sleep(1.5)
-            rss1 = vm_rss_kb(probe.proc.pid)
-            st = probe.latest("l7_stats")
-            r = probe.latest("l7_rpc", **keys)
-            print("  %d connections: probe RSS %d -> %d kB; stats %r" % (n, rss0, rss1, st))
-            check(int(r["req_count"]) == n and int(r["err_count"]) == 0, "server side: %r" % r)
-            c = probe.latest("l7_rpc", tgid=client.pid, server_port=port, l7_role="client")
-            check(c is not None and int(c["req_count"]) == n, "client side: %r" % c)
-            check(int(st["ringbuf_full"]) == 0 and int(st["conn_overflow"]) == 0, "losses: %r" % st)
-            check(int(st["conns"]) <= 10, "connections still tracked after they closed: %s" % st["conns"])
-            if "san" not in os.environ.get("GG_BUILD", ""):  # ASan keeps freed memory in quarantine
-                check(rss1 - rss0 < 16 * 1024, "probe RSS grew by %d kB over %d connections" % (rss1 - rss0, n))
-            # the garbage connections: no request counted; nginx answers 400, a response without its request
-            check(int(st["untracked"]) + int(st["unparsable"]) + int(st["resp_unmatched"]) >= 100,
-                  "garbage not counted: %r" % st)
-        finally:
-            client.close()
-            probe.stop()
-    finally:
-        nginx.stop()
-        shutil.rmtree(tmp, ignore_errors=True)
+    with l7_run("churn", plain(Nginx), "churn", "http", n=n) as (nginx, client, probe, port):
+        time.sleep(0.5)
+        rss0 = vm_rss_kb(probe.proc.pid)
+        done = client.go()
+        check(done["ok"] == n, "client: %r" % done)
+        keys = dict(tgid=nginx.worker, server_port=port, l7_role="server")
+        wait_for(lambda: (probe.latest("l7_rpc", **keys) or {}).get("req_count") == str(n), 30,
+                 "server-side l7_rpc with %d requests" % n)
+        time.sleep(1.5)
+        rss1 = vm_rss_kb(probe.proc.pid)
+        st = probe.latest("l7_stats")
+        r = probe.latest("l7_rpc", **keys)
+        print("  %d connections: probe RSS %d -> %d kB; stats %r" % (n, rss0, rss1, st))
+        check(int(r["req_count"]) == n and int(r["err_count"]) == 0, "server side: %r" % r)
+        c = probe.latest("l7_rpc", tgid=client.pid, server_port=port, l7_role="client")
+        check(c is not None and int(c["req_count"]) == n, "client side: %r" % c)
+        check(int(st["ringbuf_full"]) == 0 and int(st["conn_overflow"]) == 0, "losses: %r" % st)
+        check(int(st["conns"]) <= 10, "connections still tracked after they closed: %s" % st["conns"])
+        if "san" not in os.environ.get("GG_BUILD", ""):  # ASan keeps freed memory in quarantine
+            check(rss1 - rss0 < 16 * 1024, "probe RSS grew by %d kB over %d connections" % (rss1 - rss0, n))
+        # the garbage connections: no request counted; nginx answers 400, a response without its request
+        check(int(st["untracked"]) + int(st["unparsable"]) + int(st["resp_unmatched"]) >= 100,
+              "garbage not counted: %r" % st)
 
 
 test_l7_short_connections_bounded.timeout = 240
@@ -552,7 +397,7 @@ test_l7_short_connections_bounded.timeout = 240
 PG_BIN = "/usr/lib/postgresql/15/bin"
 
 
-class Postgres:
+class Postgres(Server):
     """A throw-away cluster (initdb, trust authentication) run as the postgres user on loopback."""
 
     def __init__(self, tmp, port):
@@ -567,43 +412,28 @@ class Postgres:
                                      start_new_session=True)
         wait_port(port, self.proc, "postgres", timeout=30)
 
+    stop_sig, stop_timeout, kill_group = signal.SIGINT, 15, True  # SIGINT: fast shutdown
+
+    def scope(self, client):
+        return [self.proc.pid, client.ready["backend"], client.pid]
+
+    def tgid(self, client):
+        return client.ready["backend"]  # the backend of the client's connection
+
     def stop(self):
-        if self.proc.poll() is None:
-            self.proc.send_signal(signal.SIGINT)  # fast shutdown
-            try:
-                self.proc.wait(timeout=15)
-            except subprocess.TimeoutExpired:
-                os.killpg(self.proc.pid, signal.SIGKILL)
-                self.proc.wait()
+        super().stop()
         self.log.close()
 
 
 def test_l7_pgsql():
-    tmp = tempfile.mkdtemp(prefix="gg-l7-pg-")
-    port = free_port()
-    pg = Postgres(tmp, port)
-    try:
-        inside = Client("pgsql", port)
-        backend = inside.ready["backend"]
-        probe = Probe(["-t", "1", "-p", "pgsql", "--pid", "%d,%d,%d" % (pg.proc.pid, backend, inside.pid)])
-        try:
-            probe.wait_started()
-            time.sleep(0.5)
-            done = inside.go()
-            check(done["errors"] == 9 and done["requests"] == 50, "client did %r" % done)
-            check_rows(probe, "pgsql", port, backend, inside, done)
-        finally:
-            inside.close()
-            probe.stop()
-    finally:
-        pg.stop()
-        shutil.rmtree(tmp, ignore_errors=True)
+    with l7_run("pgsql", plain(Postgres), "pgsql", "pgsql") as (server, client, probe, port):
+        l7_go(probe, server, client, port, "pgsql", (50, 9))
 
 
 test_l7_pgsql.timeout = 120
 
 
-class Mariadb:
+class Mariadb(Server):
     """A throw-away mariadb (mysql_install_db into a temporary directory) run as the mysql user on
     loopback, without grant tables (any user, no password)."""
 
@@ -623,35 +453,12 @@ class Mariadb:
                                      stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, start_new_session=True)
         wait_port(port, self.proc, "mariadbd", timeout=60)
 
-    def stop(self):
-        if self.proc.poll() is None:
-            self.proc.terminate()
-            try:
-                self.proc.wait(timeout=20)
-            except subprocess.TimeoutExpired:
-                os.killpg(self.proc.pid, signal.SIGKILL)
-                self.proc.wait()
+    stop_timeout, kill_group = 20, True
 
 
 def test_l7_mysql():
-    tmp = tempfile.mkdtemp(prefix="gg-l7-my-")
-    port = free_port()
-    db = Mariadb(tmp, port)
-    try:
-        inside = Client("mysql", port)
-        probe = Probe(["-t", "1", "-p", "mysql", "--pid", "%d,%d" % (db.proc.pid, inside.pid)])
-        try:
-            probe.wait_started()
-            time.sleep(0.5)
-            done = inside.go()
-            check(done["errors"] == 8 and done["requests"] == 40, "client did %r" % done)
-            check_rows(probe, "mysql", port, db.proc.pid, inside, done)
-        finally:
-            inside.close()
-            probe.stop()
-    finally:
-        db.stop()
-        shutil.rmtree(tmp, ignore_errors=True)
+    with l7_run("mysql", plain(Mariadb), "mysql", "mysql") as (server, client, probe, port):
+        l7_go(probe, server, client, port, "mysql", (40, 8))
 
 
 test_l7_mysql.timeout = 150

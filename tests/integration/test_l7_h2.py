@@ -17,7 +17,7 @@ import tempfile
 import time
 
 import test_l7 as l7
-from harness import check, free_port, wait_for
+from harness import check, free_port, make_cert, wait_for
 
 SCRIPTS = os.path.join(os.path.dirname(os.path.abspath(__file__)), "scripts")
 H2_CLIENT = [l7.sys.executable, os.path.join(SCRIPTS, "h2_client.py")]
@@ -35,7 +35,7 @@ class Nginx2:
         os.chmod(tmp, 0o755)  # the worker runs as www-data
         with open(os.path.join(root, "small.html"), "w") as f:
             f.write("<html><body>" + "x" * 600 + "</body></html>\n")
-        key, crt = l7.make_cert(tmp)
+        key, crt = make_cert(tmp)
         conf = os.path.join(tmp, "nginx.conf")
         with open(conf, "w") as f:
             f.write("""

@@ -14,7 +14,7 @@ import time
 import urllib.parse
 
 from harness import (PROBES, Supervisor, TestFailure, check, extend_entry, pid_alive, rest_call, rest_port,
-                     rest_section, wait_for)
+                     rest_section, rmdir_retry, wait_for)
 
 SYSINFO = os.path.join(PROBES, "system_infos")
 
@@ -567,12 +567,7 @@ class Procs:
                 p.kill()
             p.wait()
         for d in reversed(self.cgroups):
-            for _ in range(50):
-                try:
-                    os.rmdir(d)
-                    break
-                except OSError:
-                    time.sleep(0.02)
+            rmdir_retry(d)
         shutil.rmtree(self.dir, ignore_errors=True)
 
 

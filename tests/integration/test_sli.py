@@ -13,18 +13,11 @@ import urllib.parse
 
 import tempfile
 
-from harness import (Supervisor, TestFailure, check, probe_entry, rest_call, rest_port, rest_section, wait_for)
+from harness import (Supervisor, TestFailure, cgroup2_root, check, probe_entry, rest_call, rest_port, rest_section, wait_for)
 
 NCPU = os.cpu_count() or 1
 
 
-def cgroup2_root():
-    with open("/proc/self/mounts") as f:
-        for line in f:
-            p = line.split()
-            if p[2] == "cgroup2":
-                return p[1]
-    raise TestFailure("no cgroup2 mount")
 
 
 def v1_mount(controller):
@@ -47,6 +40,7 @@ class Container:
         tag = "%d-%d-%f" % (os.getpid(), Container.seq, time.time())
         self.id = hashlib.sha256(tag.encode()).hexdigest()
         self.root = cgroup2_root()
+        check(self.root is not None, "no cgroup2 mount")
         self.parent = os.path.join(self.root, "gg-sli-%d-%d" % (os.getpid(), Container.seq))
         self.path = os.path.join(self.parent, "docker-%s.scope" % self.id)
         self.rel = self.path[len(self.root):]

@@ -20,7 +20,7 @@ import urllib.request
 import xml.etree.ElementTree as ET
 
 from harness import (PROBES, ROOT, TEST_BINS, Supervisor, TestFailure, check, free_port, http_get,
-                     probe_entry, wait_for)
+                     probe_entry, rmdir_retry, wait_for)
 
 sys.path.insert(0, os.path.join(ROOT, "tests", "helpers"))
 from pyro_receiver import PyroReceiver  # noqa: E402
@@ -482,12 +482,7 @@ def test_stripped_binary_in_container_multi_instance():
     finally:
         w.finish()
         for d in (con_dir, pod_dir):
-            for _ in range(50):
-                try:
-                    os.rmdir(d)
-                    break
-                except OSError:
-                    time.sleep(0.1)  # the exited process leaves its cgroup a moment later
+            rmdir_retry(d)  # the exited process leaves its cgroup a moment later
         if mounted:
             subprocess.run(["umount", mounted])
     st = folded(os.path.join(tmp, "flame"), "oncpu")

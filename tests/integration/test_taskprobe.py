@@ -7,30 +7,13 @@ import select
 import shutil
 import subprocess
 import tempfile
-import threading
 import time
 
-from harness import PROBES, ROOT, TEST_BINS, Supervisor, check, probe_entry, wait_for
+from harness import (PROBES, ROOT, TEST_BINS, StandaloneProbe, Supervisor, cgroup2_root, check, meta_fields,
+                     probe_entry, stop_with_line, wait_for)
 
 TASKPROBE = os.path.join(PROBES, "taskprobe")
 TASK_LOAD = os.path.join(TEST_BINS, "task_load")
-SANITIZER_MARKERS = ("ERROR: AddressSanitizer", "ERROR: LeakSanitizer", "runtime error:")
-
-
-def meta_fields(path):
-    """table -> [field names] in meta order, read from a .meta file."""
-    tables = {}
-    cur = None
-    with open(path) as f:
-        for line in f:
-            m = re.search(r'table_name:\s*"([^"]+)"', line)
-            if m:
-                cur = tables.setdefault(m.group(1), [])
-                continue
-            m = re.search(r'name:\s*"([^"]+)"', line)
-            if m and cur is not None and "table_name" not in line and "entity_name" not in line:
-                cur.append(m.group(1))
-    return tables
 
 
 FIELDS = meta_fields(os.path.join(ROOT, "schema", "taskprobe.meta"))
@@ -39,53 +22,19 @@ ALL_SUBS = "base_metrics,proc_syscall,proc_fs,proc_io,proc_dns,proc_pagecache"
 FIELDS["event_v2"] = ["entity_name", "entity_id", "metric", "severity", "body", "body_zh", "labels", "event_type"]
 
 
-class Probe:
-    """taskprobe run by hand: its stdout records parsed into dicts as they come."""
+class Probe(StandaloneProbe):
+    """taskprobe run by hand; event_v2 records get the tgid of their entity."""
 
     def __init__(self, args):
-        self.err_path = tempfile.mktemp(prefix="gg-taskprobe-", suffix=".log")
-        self.err = open(self.err_path, "w")
-        env = {k: v for k, v in os.environ.items() if not k.startswith("GALA_GOPHER_")}
-        self.proc = subprocess.Popen([TASKPROBE] + args, stdout=subprocess.PIPE, stderr=self.err, text=True,
-                                     env=env)
-        self.recs = []
-        self.bad = []
-        self.lock = threading.Lock()
-        self.reader = threading.Thread(target=self._read, daemon=True)
-        self.reader.start()
+        super().__init__(TASKPROBE, args, FIELDS, on_record=self._event_tgid)
 
-    def _read(self):
-        for line in self.proc.stdout:
-            parts = line.rstrip("\n").split("|")
-            table = parts[1] if len(parts) > 2 else None
-            vals = parts[2:-1]
-            with self.lock:
-                if table not in FIELDS or len(vals) != len(FIELDS[table]) or parts[0] or parts[-1]:
-                    self.bad.append(line)
-                    continue
-                rec = dict(zip(FIELDS[table], vals))
-                rec["table"] = table
-                if table == "event_v2":
-                    rec["tgid"] = rec["entity_id"]
-                self.recs.append(rec)
-
-    def stderr(self):
-        with open(self.err_path, errors="replace") as f:
-            return f.read()
-
-    def wait_started(self):
-        wait_for(lambda: "started:" in self.stderr() or self.proc.poll() is not None, 15, "taskprobe start")
-        check(self.proc.poll() is None, "taskprobe exited at start: %s" % self.stderr()[-2000:])
+    @staticmethod
+    def _event_tgid(rec):
+        if rec["table"] == "event_v2":
+            rec["tgid"] = rec["entity_id"]
 
     def records(self, table=None):
-        with self.lock:
-            return [r for r in self.recs if table is None or r["table"] == table]
-
-    def latest(self, table, tgid):
-        for r in reversed(self.records(table)):
-            if r["tgid"] == str(tgid):
-                return r
-        return None
+        return self.rows(table)
 
     def wait_value(self, table, tgid, pred, timeout, what):
         def ok():
@@ -96,23 +45,6 @@ class Probe:
         except Exception:
             raise AssertionError("%s; last %s record: %r; log: %s" % (what, table, self.latest(table, tgid),
                                                                      self.stderr()[-1500:]))
-
-    def stop(self):
-        if self.proc.poll() is None:
-            self.proc.terminate()
-            try:
-                self.proc.wait(10)
-            except subprocess.TimeoutExpired:
-                self.proc.kill()
-                self.proc.wait()
-        self.reader.join(5)
-        self.err.close()
-        rc = self.proc.returncode
-        log = self.stderr()
-        os.unlink(self.err_path)
-        for marker in SANITIZER_MARKERS:
-            check(marker not in log, "sanitizer report from taskprobe:\n" + log[log.find(marker) - 200:][:3000])
-        return rc, log
 
 
 class Workload:
@@ -145,14 +77,7 @@ class Workload:
         check(reply.strip() == "ok " + line, "task_load %r -> %r" % (line, reply))
 
     def close(self):
-        if self.proc.poll() is None:
-            try:
-                self.proc.stdin.write("exit\n")
-                self.proc.stdin.flush()
-                self.proc.wait(5)
-            except (BrokenPipeError, subprocess.TimeoutExpired):
-                self.proc.kill()
-                self.proc.wait()
+        stop_with_line(self.proc, "exit")
         if self.link_dir:
             shutil.rmtree(self.link_dir, ignore_errors=True)
 
@@ -301,13 +226,6 @@ def test_comm_scope_follows_new_processes():
 test_comm_scope_follows_new_processes.timeout = 60
 
 
-def cgroup2_root():
-    with open("/proc/self/mounts") as f:
-        for line in f:
-            parts = line.split()
-            if parts[2] == "cgroup2":
-                return parts[1]
-    return None
 
 
 def test_cgroup_scope_filters_in_kernel():

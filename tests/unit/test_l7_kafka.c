@@ -5,19 +5,6 @@
 
 #include "data/l7_kafka_kcat.h"
 
-static void dump(const struct l7t_out *o)
-{
-	if (!getenv("L7T_DEBUG"))
-		return;
-	for (size_t i = 0; i < o->n; i++)
-		fprintf(stderr, "%zu: %s status %d error %d req %llu resp %llu\n", i, o->rpc[i].api, o->rpc[i].status,
-			o->rpc[i].error, (unsigned long long)o->rpc[i].req_bytes,
-			(unsigned long long)o->rpc[i].resp_bytes);
-	fprintf(stderr, "rpcs %llu unparsable %llu unmatched %llu lost %llu\n", (unsigned long long)o->st.rpcs,
-		(unsigned long long)o->st.unparsable, (unsigned long long)o->st.resp_unmatched,
-		(unsigned long long)o->st.req_lost);
-}
-
 /* kcat -P -t t1 -p 0: two messages in one batch */
 static void test_produce(void **state)
 {
@@ -26,7 +13,6 @@ static void test_produce(void **state)
 
 	(void)state;
 	l7t_run_all_splits(L7_PROTO_KAFKA, steps, NSTEPS(steps), &o);
-	dump(&o);
 	l7t_expect_stats(&o, 4, 0, 0, 0);
 	/* librdkafka asks ApiVersions v3 first; the mock only has v0-2 and says UNSUPPORTED_VERSION (35) */
 	l7t_expect(&o, 0, "ApiVersions", 35, 1, 40, 8 + 13);
@@ -45,7 +31,6 @@ static void test_consume(void **state)
 
 	(void)state;
 	l7t_run_all_splits(L7_PROTO_KAFKA, steps, NSTEPS(steps), &o);
-	dump(&o);
 	/* two Metadata in flight (corr 3, 4), three fetches: the last one unanswered when kcat exits */
 	l7t_expect_stats(&o, 6, 0, 0, 0);
 	l7t_expect(&o, 2, "Metadata", 0, 0, 29, 103);
@@ -62,7 +47,6 @@ static void test_fetch_out_of_range(void **state)
 
 	(void)state;
 	l7t_run_all_splits(L7_PROTO_KAFKA, steps, NSTEPS(steps), &o);
-	dump(&o);
 	l7t_expect_stats(&o, 7, 0, 0, 0);
 	l7t_expect(&o, 4, "Fetch t1", 1, 1, 92, 72); /* OFFSET_OUT_OF_RANGE in its partition */
 	l7t_expect(&o, 5, "ListOffsets", 0, 0, 50, 46);
@@ -78,7 +62,6 @@ static void test_bad_topic(void **state)
 
 	(void)state;
 	l7t_run_all_splits(L7_PROTO_KAFKA, steps, NSTEPS(steps), &o);
-	dump(&o);
 	l7t_expect_stats(&o, 4, 0, 0, 0);
 	l7t_expect(&o, 2, "Metadata", 0, 0, 36, 188);
 	l7t_expect(&o, 3, "Produce bad name!", 0, 0, 136, 61);
@@ -106,7 +89,6 @@ static void test_capture_cut(void **state)
 		}
 		l7t_run(L7_PROTO_KAFKA, L7_TRANSPORT_TCP, conv[c].steps, conv[c].n, SIZE_MAX, 0, 0, &whole);
 		l7t_run_all_splits(L7_PROTO_KAFKA, cut, conv[c].n, &o);
-		dump(&o);
 		l7t_expect_stats(&o, conv[c].rpcs, 0, 0, 0);
 		for (size_t i = 0; i < o.n; i++) {
 			/* the topic is past the first 24 bytes */
@@ -158,7 +140,6 @@ static void test_crafted_errors(void **state)
 
 	(void)state;
 	l7t_run_all_splits(L7_PROTO_KAFKA, steps, NSTEPS(steps), &o);
-	dump(&o);
 	l7t_expect_stats(&o, 3, 0, 0, 0);
 	l7t_expect(&o, 0, "Metadata", 3, 1, 29, 103);
 	l7t_expect(&o, 1, "Produce t1", 17, 1, sizeof(acks1) - 1, 54);
@@ -182,7 +163,7 @@ static void test_garbage_and_unmatched(void **state)
 	(void)state;
 	/* not split: a split chunk of garbage is two chunks of garbage */
 	l7t_run(L7_PROTO_KAFKA, L7_TRANSPORT_TCP, steps, NSTEPS(steps), SIZE_MAX, 0, 0, &o);
-	dump(&o);
+	l7t_dump(&o);
 	l7t_expect_stats(&o, 1, 2, 2, 0);
 	l7t_expect(&o, 0, "Metadata", 3, 1, 29, 103);
 }
@@ -203,7 +184,6 @@ static void test_lost_in_order(void **state)
 
 	(void)state;
 	l7t_run_all_splits(L7_PROTO_KAFKA, steps, NSTEPS(steps), &o);
-	dump(&o);
 	l7t_expect_stats(&o, 1, 1, 0, 1);
 	l7t_expect(&o, 0, "Produce t1", 17, 1, 0, 54);
 }

@@ -6,19 +6,6 @@
 
 #include "data/l7_mongo_msgs.h"
 
-static void dump(const struct l7t_out *o)
-{
-	if (!getenv("L7T_DEBUG"))
-		return;
-	for (size_t i = 0; i < o->n; i++)
-		fprintf(stderr, "%zu: %s status %d error %d req %llu resp %llu\n", i, o->rpc[i].api, o->rpc[i].status,
-			o->rpc[i].error, (unsigned long long)o->rpc[i].req_bytes,
-			(unsigned long long)o->rpc[i].resp_bytes);
-	fprintf(stderr, "rpcs %llu unparsable %llu unmatched %llu lost %llu\n", (unsigned long long)o->st.rpcs,
-		(unsigned long long)o->st.unparsable, (unsigned long long)o->st.resp_unmatched,
-		(unsigned long long)o->st.req_lost);
-}
-
 static void test_session(void **state)
 {
 	static const struct l7t_step steps[] = {
@@ -29,7 +16,6 @@ static void test_session(void **state)
 
 	(void)state;
 	l7t_run_all_splits(L7_PROTO_MONGO, steps, NSTEPS(steps), &o);
-	dump(&o);
 	l7t_expect_stats(&o, 6, 0, 0, 0);
 	l7t_expect(&o, 0, "isMaster", 0, 0, sizeof(HELLO_Q) - 1, sizeof(HELLO_R) - 1);
 	l7t_expect(&o, 1, "find coll", 0, 0, sizeof(FIND) - 1, sizeof(FIND_R) - 1);
@@ -52,7 +38,6 @@ static void test_by_response_to(void **state)
 
 	(void)state;
 	l7t_run_all_splits(L7_PROTO_MONGO, steps, NSTEPS(steps), &o);
-	dump(&o);
 	l7t_expect_stats(&o, 3, 0, 0, 0);
 	l7t_expect(&o, 0, "drop nosuch", 26, 1, 0, 0);
 	l7t_expect(&o, 1, "insert coll", 0, 0, 0, 0);
@@ -73,7 +58,6 @@ static void test_big_reply_gap(void **state)
 
 	(void)state;
 	l7t_run_all_splits(L7_PROTO_MONGO, steps, NSTEPS(steps), &o);
-	dump(&o);
 	l7t_expect_stats(&o, 2, 0, 0, 0);
 	l7t_expect(&o, 0, "find big", 0, 0, sizeof(FIND_BIG) - 1, FIND_BIG_R_TOTAL);
 	l7t_expect(&o, 1, "find coll", 0, 0, 0, 0);
@@ -96,7 +80,7 @@ static void test_garbage(void **state)
 
 	(void)state;
 	l7t_run(L7_PROTO_MONGO, L7_TRANSPORT_TCP, steps, NSTEPS(steps), SIZE_MAX, 0, 0, &o);
-	dump(&o);
+	l7t_dump(&o);
 	/* unmatched: the first reply (nothing waited); unparsable: TLS, the cut reply, the two replies to
 	 * nothing waiting while the drop waits (it stays, evicted when the queue is full) */
 	l7t_expect_stats(&o, 1, 4, 1, 0);

@@ -107,14 +107,30 @@ static inline int l7t_same(const struct l7t_out *a, const struct l7t_out *b)
 	       memcmp(&a->st, &b->st, sizeof(a->st)) == 0;
 }
 
+/* With L7T_DEBUG set in the environment: the records and counters of a run on stderr. */
+static inline void l7t_dump(const struct l7t_out *o)
+{
+	if (!getenv("L7T_DEBUG"))
+		return;
+	for (size_t i = 0; i < o->n; i++)
+		fprintf(stderr, "%zu: %s status %d error %d req %llu resp %llu\n", i, o->rpc[i].api, o->rpc[i].status,
+			o->rpc[i].error, (unsigned long long)o->rpc[i].req_bytes,
+			(unsigned long long)o->rpc[i].resp_bytes);
+	fprintf(stderr, "rpcs %llu unparsable %llu unmatched %llu lost %llu\n", (unsigned long long)o->st.rpcs,
+		(unsigned long long)o->st.unparsable, (unsigned long long)o->st.resp_unmatched,
+		(unsigned long long)o->st.req_lost);
+}
+
 /* Run the script whole into out, then split every chunk at every byte and byte by byte: each must
- * give exactly the same records and counters (TCP; a datagram is never split). */
+ * give exactly the same records and counters (TCP; a datagram is never split). The whole run is
+ * dumped with L7T_DEBUG (l7t_dump). */
 static inline void l7t_run_all_splits(enum l7_proto proto, const struct l7t_step *steps, size_t n, struct l7t_out *out)
 {
 	struct l7t_out *o2 = malloc(sizeof(*o2));
 
 	assert_non_null(o2);
 	l7t_run(proto, L7_TRANSPORT_TCP, steps, n, SIZE_MAX, 0, 0, out);
+	l7t_dump(out);
 	for (size_t i = 0; i < n; i++) {
 		for (size_t k = 1; k < steps[i].len; k++) {
 			l7t_run(proto, L7_TRANSPORT_TCP, steps, n, i, k, 0, o2);

@@ -117,6 +117,7 @@ static int t_own(void *arg, int id, const char *val)
 
 static const struct probe_opt own[] = {{"own", 0, no_argument, 'o', NULL, "an option of its own"}};
 
+/* args.ctx and subprobes left NULL: the runner makes them ctx and args.subprobes. */
 static struct probe_runner runner(struct t_ctx *c)
 {
 	const struct probe_runner r = {
@@ -127,9 +128,7 @@ static struct probe_runner runner(struct t_ctx *c)
 			 .own = own,
 			 .nown = 1,
 			 .own_cb = t_own,
-			 .ctx = c,
 			 .notes = ""},
-		.subprobes = &c->base.subprobes,
 		.init = t_init,
 		.check_args = t_check,
 		.setup = t_setup,

@@ -15,6 +15,16 @@ DS = {"type": "prometheus", "uid": "${datasource}"}
 H = 'hostname=~"$hostname"'
 
 
+def rate_sum(by, metric, sel):
+    """The per-second rate of a counter family over 5 minutes, summed by the labels `by`."""
+    return "sum by (%s) (rate(%s{%s}[5m]))" % (by, metric, sel)
+
+
+def quantile(q, by, metric, sel):
+    """The q quantile (a string: "0.99") of a histogram family over 5 minutes, per the labels `by`."""
+    return "histogram_quantile(%s, sum by (le, %s) (rate(%s_bucket{%s}[5m])))" % (q, by, metric, sel)
+
+
 def var_datasource():
     return {
         "name": "datasource",
@@ -192,7 +202,7 @@ def agent():
         "Records accepted /s",
         [
             (
-                "sum by (instance, probe) (rate(gala_gopher_probe_records_accepted_total{%s}[5m]))" % i,
+                rate_sum("instance, probe", "gala_gopher_probe_records_accepted_total", i),
                 "{{instance}} {{probe}}",
             )
         ],
@@ -203,7 +213,7 @@ def agent():
         "Records rejected /s by reason",
         [
             (
-                "sum by (instance, probe, reason) (rate(gala_gopher_probe_records_rejected_total{%s}[5m]))" % i,
+                rate_sum("instance, probe, reason", "gala_gopher_probe_records_rejected_total", i),
                 "{{instance}} {{probe}} {{reason}}",
             )
         ],
@@ -213,11 +223,11 @@ def agent():
         "Records lost on IPC /s",
         [
             (
-                "sum by (instance, probe) (rate(gala_gopher_ipc_lost_records_total{%s}[5m]))" % i,
+                rate_sum("instance, probe", "gala_gopher_ipc_lost_records_total", i),
                 "{{instance}} {{probe}} records",
             ),
             (
-                "sum by (instance, probe) (rate(gala_gopher_ipc_lost_batches_total{%s}[5m]))" % i,
+                rate_sum("instance, probe", "gala_gopher_ipc_lost_batches_total", i),
                 "{{instance}} {{probe}} batches",
             ),
         ],
@@ -232,7 +242,7 @@ def agent():
     b.row("Supervisor")
     b.panel(
         "Supervisor CPU",
-        [("sum by (instance, mode) (rate(gala_gopher_sup_cpu_seconds_total{%s}[5m]))" % i, "{{instance}} {{mode}}")],
+        [(rate_sum("instance, mode", "gala_gopher_sup_cpu_seconds_total", i), "{{instance}} {{mode}}")],
         unit="percentunit",
         w=8,
         stack=True,
@@ -258,7 +268,7 @@ def agent():
     )
     b.panel(
         "Exported /s by stream",
-        [("sum by (instance, stream) (rate(gala_gopher_export_records_total{%s}[5m]))" % i, "{{instance}} {{stream}}")],
+        [(rate_sum("instance, stream", "gala_gopher_export_records_total", i), "{{instance}} {{stream}}")],
         unit="ops",
         w=8,
     )
@@ -277,11 +287,11 @@ def agent():
         "Rows dropped /s",
         [
             (
-                "sum by (instance, table, reason) (rate(gala_gopher_imdb_dropped_records_total{%s}[5m]))" % i,
+                rate_sum("instance, table, reason", "gala_gopher_imdb_dropped_records_total", i),
                 "{{instance}} {{table}} {{reason}}",
             ),
             (
-                "sum by (instance, table) (rate(gala_gopher_imdb_expired_records_total{%s}[5m]))" % i,
+                rate_sum("instance, table", "gala_gopher_imdb_expired_records_total", i),
                 "{{instance}} {{table}} expired",
             ),
         ],
@@ -294,19 +304,19 @@ def agent():
         "Kafka messages /s",
         [
             (
-                "sum by (instance, topic) (rate(gala_gopher_kafka_messages_produced_total{%s}[5m]))" % i,
+                rate_sum("instance, topic", "gala_gopher_kafka_messages_produced_total", i),
                 "{{instance}} {{topic}} produced",
             ),
             (
-                "sum by (instance, topic) (rate(gala_gopher_kafka_messages_delivered_total{%s}[5m]))" % i,
+                rate_sum("instance, topic", "gala_gopher_kafka_messages_delivered_total", i),
                 "{{instance}} {{topic}} delivered",
             ),
             (
-                "sum by (instance, topic, reason) (rate(gala_gopher_kafka_messages_dropped_total{%s}[5m]))" % i,
+                rate_sum("instance, topic, reason", "gala_gopher_kafka_messages_dropped_total", i),
                 "{{instance}} {{topic}} dropped {{reason}}",
             ),
             (
-                "sum by (instance, topic) (rate(gala_gopher_kafka_delivery_errors_total{%s}[5m]))" % i,
+                rate_sum("instance, topic", "gala_gopher_kafka_delivery_errors_total", i),
                 "{{instance}} {{topic}} failed",
             ),
         ],
@@ -317,11 +327,11 @@ def agent():
         "Log lines and write errors /s",
         [
             (
-                "sum by (instance, stream) (rate(gala_gopher_logs_lines_total{%s}[5m]))" % i,
+                rate_sum("instance, stream", "gala_gopher_logs_lines_total", i),
                 "{{instance}} {{stream}} lines",
             ),
             (
-                "sum by (instance, stream) (rate(gala_gopher_logs_write_errors_total{%s}[5m]))" % i,
+                rate_sum("instance, stream", "gala_gopher_logs_write_errors_total", i),
                 "{{instance}} {{stream}} errors",
             ),
         ],
@@ -330,7 +340,7 @@ def agent():
     )
     b.panel(
         "Events /s by result",
-        [("sum by (instance, result) (rate(gala_gopher_events_total{%s}[5m]))" % i, "{{instance}} {{result}}")],
+        [(rate_sum("instance, result", "gala_gopher_events_total", i), "{{instance}} {{result}}")],
         unit="ops",
     )
     b.panel(
@@ -383,7 +393,7 @@ def host():
     b.panel(
         "Softirqs /s",
         [
-            ("sum by (hostname) (rate(gala_gopher_cpu_%s{%s}[5m]))" % (f, H), "{{hostname}} %s" % f)
+            (rate_sum("hostname", "gala_gopher_cpu_" + f, H), "{{hostname}} %s" % f)
             for f in ("net_rx", "timer", "sched", "rcu")
         ],
         unit="ops",
@@ -441,7 +451,7 @@ def host():
             ("rate(gala_gopher_nic_%s{%s}[5m])" % (f, H), "{{hostname}} {{dev_name}} %s" % f)
             for f in ("rx_dropped", "tx_dropped", "rx_errs", "tx_errs")
         ]
-        + [("sum by (hostname) (rate(gala_gopher_cpu_backlog_drops{%s}[5m]))" % H, "{{hostname}} softnet backlog")],
+        + [(rate_sum("hostname", "gala_gopher_cpu_backlog_drops", H), "{{hostname}} softnet backlog")],
         unit="pps",
         w=8,
     )
@@ -494,8 +504,8 @@ def tcp():
     b.panel(
         "Bytes /s by process",
         [
-            ("sum by (hostname, comm) (rate(gala_gopher_tcp_link_rx_bytes{%s}[5m]))" % s, "{{hostname}} {{comm}} rx"),
-            ("sum by (hostname, comm) (rate(gala_gopher_tcp_link_tx_bytes{%s}[5m]))" % s, "{{hostname}} {{comm}} tx"),
+            (rate_sum("hostname, comm", "gala_gopher_tcp_link_rx_bytes", s), "{{hostname}} {{comm}} rx"),
+            (rate_sum("hostname, comm", "gala_gopher_tcp_link_tx_bytes", s), "{{hostname}} {{comm}} tx"),
         ],
         unit="Bps",
     )
@@ -507,11 +517,11 @@ def tcp():
                 "{{hostname}} {{comm}} role={{role}} open",
             ),
             (
-                "sum by (hostname, comm) (rate(gala_gopher_tcp_link_links_opened{%s}[5m]))" % s,
+                rate_sum("hostname, comm", "gala_gopher_tcp_link_links_opened", s),
                 "{{hostname}} {{comm}} opened/s",
             ),
             (
-                "sum by (hostname, comm) (rate(gala_gopher_tcp_link_connect_failed{%s}[5m]))" % s,
+                rate_sum("hostname, comm", "gala_gopher_tcp_link_connect_failed", s),
                 "{{hostname}} {{comm}} failed connects/s",
             ),
         ],
@@ -520,8 +530,7 @@ def tcp():
         "Smoothed RTT p50 / p99",
         [
             (
-                "histogram_quantile(%s, sum by (le, hostname, comm)"
-                " (rate(gala_gopher_tcp_link_srtt_hist_bucket{%s}[5m])))" % (q, s),
+                quantile(q, "hostname, comm", "gala_gopher_tcp_link_srtt_hist", s),
                 "{{hostname}} {{comm}} p%s" % int(float(q) * 100),
             )
             for q in ("0.5", "0.99")
@@ -532,13 +541,11 @@ def tcp():
         "Handshake RTT and link lifetime p99",
         [
             (
-                "histogram_quantile(0.99, sum by (le, hostname, comm)"
-                " (rate(gala_gopher_tcp_link_syn_srtt_hist_bucket{%s}[5m])))" % s,
+                quantile("0.99", "hostname, comm", "gala_gopher_tcp_link_syn_srtt_hist", s),
                 "{{hostname}} {{comm}} handshake (µs)",
             ),
             (
-                "histogram_quantile(0.99, sum by (le, hostname, comm)"
-                " (rate(gala_gopher_tcp_link_lifetime_bucket{%s}[5m])))" % s,
+                quantile("0.99", "hostname, comm", "gala_gopher_tcp_link_lifetime", s),
                 "{{hostname}} {{comm}} lifetime (ms)",
             ),
         ],
@@ -547,7 +554,7 @@ def tcp():
     b.panel(
         "Retransmits and drops /s",
         [
-            ("sum by (hostname, comm) (rate(gala_gopher_tcp_link_%s{%s}[5m]))" % (f, s), "{{hostname}} {{comm}} %s" % f)
+            (rate_sum("hostname, comm", "gala_gopher_tcp_link_" + f, s), "{{hostname}} {{comm}} %s" % f)
             for f in ("retran_packets", "syn_retrans", "sk_drops", "backlog_drops", "rmem_drops")
         ],
         unit="pps",
@@ -555,7 +562,7 @@ def tcp():
     b.panel(
         "Resets /s",
         [
-            ("sum by (hostname, comm) (rate(gala_gopher_tcp_link_%s{%s}[5m]))" % (f, s), "{{hostname}} {{comm}} %s" % f)
+            (rate_sum("hostname, comm", "gala_gopher_tcp_link_" + f, s), "{{hostname}} {{comm}} %s" % f)
             for f in ("send_rsts", "receive_rsts")
         ],
         unit="ops",
@@ -563,7 +570,7 @@ def tcp():
     b.panel(
         "Zero windows /s",
         [
-            ("sum by (hostname, comm) (rate(gala_gopher_tcp_link_%s{%s}[5m]))" % (f, s), "{{hostname}} {{comm}} %s" % f)
+            (rate_sum("hostname, comm", "gala_gopher_tcp_link_" + f, s), "{{hostname}} {{comm}} %s" % f)
             for f in ("zero_snd_wnd_count", "zero_rcv_wnd_count")
         ],
         unit="ops",
@@ -581,7 +588,7 @@ def tcp():
         "Listen drops /s",
         [
             (
-                "sum by (hostname, comm, s_addr, s_port) (rate(gala_gopher_endpoint_%s{%s}[5m]))" % (f, H),
+                rate_sum("hostname, comm, s_addr, s_port", "gala_gopher_endpoint_" + f, H),
                 "{{hostname}} {{comm}} {{s_addr}}:{{s_port}} %s" % f,
             )
             for f in ("listendrop", "accept_overflow", "syn_overflow")
@@ -599,8 +606,7 @@ def tcp():
         "Connect latency p99",
         [
             (
-                "histogram_quantile(0.99, sum by (le, hostname, comm, s_addr, s_port)"
-                " (rate(gala_gopher_endpoint_connect_latency_bucket{%s}[5m])))" % H,
+                quantile("0.99", "hostname, comm, s_addr, s_port", "gala_gopher_endpoint_connect_latency", H),
                 "{{hostname}} {{comm}} -> {{s_addr}}:{{s_port}}",
             )
         ],
@@ -610,8 +616,7 @@ def tcp():
         "Accepted handshake RTT p99",
         [
             (
-                "histogram_quantile(0.99, sum by (le, hostname, comm, s_port)"
-                " (rate(gala_gopher_endpoint_handshake_rtt_bucket{%s}[5m])))" % H,
+                quantile("0.99", "hostname, comm, s_port", "gala_gopher_endpoint_handshake_rtt", H),
                 "{{hostname}} {{comm}} :{{s_port}}",
             )
         ],
@@ -621,7 +626,7 @@ def tcp():
         "Failed connects /s",
         [
             (
-                "sum by (hostname, comm, s_addr, s_port) (rate(gala_gopher_endpoint_active_open_failed{%s}[5m]))" % H,
+                rate_sum("hostname, comm, s_addr, s_port", "gala_gopher_endpoint_active_open_failed", H),
                 "{{hostname}} {{comm}} -> {{s_addr}}:{{s_port}}",
             )
         ],
@@ -631,7 +636,7 @@ def tcp():
         "Kernel packet drops /s by reason",
         [
             (
-                "sum by (hostname, protocol, reason) (rate(gala_gopher_endpoint_drops{%s}[5m]))" % H,
+                rate_sum("hostname, protocol, reason", "gala_gopher_endpoint_drops", H),
                 "{{hostname}} {{protocol}} {{reason}}",
             )
         ],
@@ -641,7 +646,7 @@ def tcp():
         "UDP sockets /s",
         [
             (
-                "sum by (hostname, comm, s_port) (rate(gala_gopher_endpoint_%s{%s}[5m]))" % (f, H),
+                rate_sum("hostname, comm, s_port", "gala_gopher_endpoint_" + f, H),
                 "{{hostname}} {{comm}} :{{s_port}} %s" % f,
             )
             for f in ("udp_rcv_drops", "sk_drops")
@@ -665,7 +670,7 @@ def io():
         "Requests /s",
         [
             (
-                "sum by (hostname, disk_name, rw) (rate(gala_gopher_block_count_latency_req{%s}[5m]))" % d,
+                rate_sum("hostname, disk_name, rw", "gala_gopher_block_count_latency_req", d),
                 "{{hostname}} {{disk_name}} {{rw}}",
             )
         ],
@@ -694,8 +699,7 @@ def io():
         "Device latency p50 / p99 (issue to completion)",
         [
             (
-                "histogram_quantile(%s, sum by (le, hostname, disk_name, rw)"
-                " (rate(gala_gopher_block_latency_device_us_bucket{%s}[5m])))" % (q, d),
+                quantile(q, "hostname, disk_name, rw", "gala_gopher_block_latency_device_us", d),
                 "{{hostname}} {{disk_name}} {{rw}} p%s" % int(float(q) * 100),
             )
             for q in ("0.5", "0.99")
@@ -706,8 +710,7 @@ def io():
         "Queue latency p99 (allocation to issue)",
         [
             (
-                "histogram_quantile(0.99, sum by (le, hostname, disk_name, rw)"
-                " (rate(gala_gopher_block_latency_queue_us_bucket{%s}[5m])))" % d,
+                quantile("0.99", "hostname, disk_name, rw", "gala_gopher_block_latency_queue_us", d),
                 "{{hostname}} {{disk_name}} {{rw}}",
             )
         ],
@@ -739,8 +742,8 @@ def io():
         "Top processes by IO bytes /s",
         [
             (
-                'topk(10, sum by (hostname, comm, tgid) (rate(gala_gopher_block_issued_read_bytes{%s}[5m]) + '
-                'rate(gala_gopher_block_issued_write_bytes{%s}[5m])))' % (d, d),
+                "topk(10, sum by (hostname, comm, tgid) (rate(gala_gopher_block_issued_read_bytes{%s}[5m]) + "
+                "rate(gala_gopher_block_issued_write_bytes{%s}[5m])))" % (d, d),
                 "{{hostname}} {{comm}} ({{tgid}})",
             )
         ],
@@ -750,7 +753,7 @@ def io():
         "Page cache /s",
         [
             (
-                "sum by (hostname, disk_name) (rate(gala_gopher_block_%s{%s}[5m]))" % (f, d),
+                rate_sum("hostname, disk_name", "gala_gopher_block_" + f, d),
                 "{{hostname}} {{disk_name}} %s" % f,
             )
             for f in ("access_pagecache", "load_page_cache", "mark_page_dirty", "mark_buffer_dirty")
@@ -784,8 +787,8 @@ def proc():
         "Disk bytes /s by process",
         [
             (
-                'topk(10, rate(gala_gopher_proc_read_bytes{%s}[5m]) +'
-                ' rate(gala_gopher_proc_write_bytes{%s}[5m]))' % (s, s),
+                "topk(10, rate(gala_gopher_proc_read_bytes{%s}[5m]) +"
+                " rate(gala_gopher_proc_write_bytes{%s}[5m]))" % (s, s),
                 "{{hostname}} {{comm}} ({{tgid}})",
             )
         ],
@@ -820,11 +823,11 @@ def proc():
         "Block IO by process",
         [
             (
-                'topk(10, rate(gala_gopher_proc_bio_read_bytes{%s}[5m]))' % s,
+                "topk(10, rate(gala_gopher_proc_bio_read_bytes{%s}[5m]))" % s,
                 "{{hostname}} {{comm}} ({{tgid}}) read",
             ),
             (
-                'topk(10, rate(gala_gopher_proc_bio_write_bytes{%s}[5m]))' % s,
+                "topk(10, rate(gala_gopher_proc_bio_write_bytes{%s}[5m]))" % s,
                 "{{hostname}} {{comm}} ({{tgid}}) write",
             ),
             ("gala_gopher_proc_bio_latency{%s}" % s, "{{hostname}} {{comm}} ({{tgid}}) latency (us)"),
@@ -901,14 +904,14 @@ def profiling():
     )
     b.panel(
         "Samples /s by event",
-        [("sum by (hostname, event) (rate(gala_gopher_stackprobe_samples{%s}[5m]))" % H, "{{hostname}} {{event}}")],
+        [(rate_sum("hostname, event", "gala_gopher_stackprobe_samples", H), "{{hostname}} {{event}}")],
         unit="ops",
     )
     b.panel(
         "Stacks and frames /s",
         [
             (
-                "sum by (hostname, event) (rate(gala_gopher_stackprobe_%s{%s}[5m]))" % (f, H),
+                rate_sum("hostname, event", "gala_gopher_stackprobe_" + f, H),
                 "{{hostname}} {{event}} %s" % f,
             )
             for f in ("stacks", "frames", "unknown_frames", "dropped")
@@ -930,7 +933,7 @@ def profiling():
     b.panel(
         "Lost in the kernel /s",
         [
-            ("sum by (hostname) (rate(gala_gopher_stackprobe_%s{%s}[5m]))" % (f, H), "{{hostname}} %s" % f)
+            (rate_sum("hostname", "gala_gopher_stackprobe_" + f, H), "{{hostname}} %s" % f)
             for f in ("stack_lost", "count_lost", "ringbuf_lost", "storage_lost")
         ],
         unit="ops",
@@ -948,7 +951,7 @@ def profiling():
     b.panel(
         "Outputs /s",
         [
-            ("sum by (hostname) (rate(gala_gopher_stackprobe_%s{%s}[5m]))" % (f, H), "{{hostname}} %s" % f)
+            (rate_sum("hostname", "gala_gopher_stackprobe_" + f, H), "{{hostname}} %s" % f)
             for f in ("files_written", "pyroscope_uploads", "pyroscope_errors")
         ],
         unit="ops",
