@@ -83,9 +83,15 @@ static const char *snoop_kinds(unsigned int bits, char *buf, size_t len)
 
 /* ---- proc_name.comm patterns ---------------------------------------------------------------------- */
 
+/* glibc's regcomp copies the subexpression of every '+' (x+ is xx*) and of every interval {n,m} (m+1
+ * copies): nested or stacked, the copies multiply ("c++++...+" of 40 took the fuzzer past 3 GB). The
+ * product of those factors over the pattern bounds the compiled size. */
+#define COMM_RE_COPIES_MAX 4096u
+
 int gg_comm_pattern__check(const char *pat, char *why, size_t whylen)
 {
-	unsigned int braces = 0;
+	unsigned int braces = 0, copies = 1;
+	int prev_quant = 0;
 	regex_t re;
 	int r;
 
@@ -94,6 +100,17 @@ int gg_comm_pattern__check(const char *pat, char *why, size_t whylen)
 		return -EINVAL;
 	}
 	for (const char *p = pat; *p; p++) {
+		int quant = *p == '*' || *p == '+' || *p == '?' || *p == '{';
+
+		if (quant && prev_quant) {
+			snprintf(why, whylen, "a quantifier may not follow another (\"a++\", \"a*{2}\")");
+			return -EINVAL;
+		}
+		prev_quant = quant;
+		if (*p == '+' && (copies *= 2) > COMM_RE_COPIES_MAX) {
+			snprintf(why, whylen, "too many '+' and intervals: the compiled pattern would be too large");
+			return -EINVAL;
+		}
 		if (*p == '\\' && p[1]) {
 			if (p[1] >= '1' && p[1] <= '9') {
 				snprintf(why, whylen, "back-references (\\%c) are not allowed", p[1]);
@@ -144,6 +161,16 @@ int gg_comm_pattern__check(const char *pat, char *why, size_t whylen)
 					 GG_REST_COMM_RE_BRACES, GG_REST_COMM_RE_BOUND);
 				return -EINVAL;
 			}
+			if ((copies *= (unsigned int)(a > b ? a : b) + 1) > COMM_RE_COPIES_MAX) {
+				snprintf(why, whylen, "too many '+' and intervals: the compiled pattern would be too large");
+				return -EINVAL;
+			}
+			/* the interval is one quantifier up to its '}' */
+			while (*q && *q != '}')
+				q++;
+			if (!*q)
+				break; /* regcomp reports it */
+			p = q;
 		}
 	}
 	r = regcomp(&re, pat, REG_EXTENDED | REG_NOSUB);

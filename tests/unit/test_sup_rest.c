@@ -705,6 +705,11 @@ static void test_comm_patterns(void **state)
 		"a**{",
 		"a{,17}",		/* "{,m}" is an interval */
 		"((a{,16}){,16}){,16}", /* nested: 4096 copies once compiled, the fuzzer's way to 2 GB */
+		"c++",			/* stacked quantifiers: each '+' copies what it follows */
+		"json=c++++++++++++++++++++++++++++++++++++++a", /* the fuzzer's way to 3 GB */
+		"a*{2}", "a{2}+",
+		"a+b+c+d+e+f+g+h+i+j+k+l+m+", /* 2^13 copies */
+		"(a{16}b+)+{,16}",
 	};
 	static const char *const good[] = {"a{16}", "[{]x{2}", "\\{3", "[[:digit:]]{1,16}", "^nginx$"};
 	/* Patterns that make a backtracking matcher take exponential time on "aaaa...": glibc's matcher
