@@ -51,12 +51,17 @@ struct {
 	__type(value, __u64);
 } stats SEC(".maps");
 
-static __always_inline void stat_inc(__u32 idx)
+static __always_inline void stat_add(__u32 idx, __u64 n)
 {
 	__u64 *v = bpf_map_lookup_elem(&stats, &idx);
 
 	if (v)
-		*v += 1;
+		*v += n;
+}
+
+static __always_inline void stat_inc(__u32 idx)
+{
+	stat_add(idx, 1);
 }
 
 static __always_inline void fill_comms(struct sp_key *key)
@@ -127,7 +132,8 @@ static __always_inline void record_current(void *ctx, __u32 event, __u64 n, __u6
  * one-shot CPU-clock event armed by user space. Two events per CPU take turns (shot parity), so the
  * next stratum can be armed while the current one's shot is pending. pace_armed counts the strata
  * user space armed per (CPU, parity), pace_used those already taken: a shot weighs the strata armed
- * since the last one (1, or more when user space skipped strata), so every stratum is counted once.
+ * since the last one (1, or more when user space skipped strata), so every stratum is counted once,
+ * up to SP_SHOT_MAX_STRATA a shot; strata beyond are counted as missed.
  */
 volatile __u64 pace_armed[2 * SP_MAX_CPUS];
 __u64 pace_used[2 * SP_MAX_CPUS];
@@ -149,6 +155,10 @@ static __always_inline int oncpu_shot(struct bpf_perf_event_data *ctx, __u32 par
 		return 1;
 	}
 	pace_used[i] += w;
+	if (w > SP_SHOT_MAX_STRATA) {
+		stat_add(SP_ST_ONCPU_MISSED, w - SP_SHOT_MAX_STRATA);
+		w = SP_SHOT_MAX_STRATA;
+	}
 	stat_inc(SP_ST_ONCPU_SAMPLES);
 	record_current(ctx, SP_EV_ONCPU, w, 0);
 	return 1;

@@ -72,6 +72,12 @@ struct sp_offcpu {
 	__u64 ips[2 * SP_MAX_DEPTH];
 };
 
+/* The most strata one on-CPU shot stands for: its own and two a late pacer skipped. A shot after a
+ * longer gap (a pacer held off the CPU, a vCPU stalled by the host, an arming error) would put all of
+ * the gap's CPU time on whatever one stack runs when it fires; the strata beyond are counted as
+ * missed instead (SP_ST_ONCPU_MISSED, stackprobe_health.oncpu_missed). */
+#define SP_SHOT_MAX_STRATA 3
+
 /* Per-CPU counters the probe reports about itself. */
 enum sp_stat {
 	SP_ST_ONCPU_SAMPLES = 0, /* on-CPU shots taken (one per stratum and CPU) */
@@ -84,6 +90,7 @@ enum sp_stat {
 	SP_ST_RB_LOST,		 /* ring buffer full */
 	SP_ST_STORAGE_LOST,	 /* task storage not available */
 	SP_ST_ALLOC_CALLS,	 /* allocator calls in scope (mem_alloc) */
+	SP_ST_ONCPU_MISSED,	 /* strata over SP_SHOT_MAX_STRATA a late shot did not stand for */
 	SP_ST_NR,
 };
 

@@ -442,6 +442,7 @@ static void report(struct sp_ctx *ctx)
 	probe_rec__u64(&rec, ss.ua.links);
 	probe_rec__u64(&rec, ss.ua.procs);
 	probe_rec__u64(&rec, ss.ua.skipped);
+	probe_rec__u64(&rec, ss.st[SP_ST_ONCPU_MISSED]);
 	(void)probe_rt__emit(ctx->rt, &rec);
 	(void)probe_rt__flush(ctx->rt);
 }

@@ -49,7 +49,9 @@
  * ioctl on another CPU's event is an IPI to that CPU and a wait for it (~17 us each in the test VM),
  * the same ioctl on the CPU itself a function call. CPUs a thread cannot be pinned to (outside the
  * process's cpuset) are armed from one unpinned pacer. When a pacer runs late and skips strata, the
- * next shot stands for them too (pace_armed in stackprobe.bpf.c): the total stays exact. A fire with
+ * next shot stands for them too (pace_armed in stackprobe.bpf.c), up to SP_SHOT_MAX_STRATA: the total
+ * stays exact over short delays, and a long gap is counted as missed rather than put on the one stack
+ * that happens to run when the shot fires (seen in CI: 1.5 s of CPU time on one sample). A fire with
  * nothing armed (a shot firing twice: seen on idle CPUs, about one shot in eight there) counts for
  * nothing.
  */

@@ -189,6 +189,7 @@ def standalone_run():
         perf.send_signal(signal.SIGINT)
         perf.wait(20)
         out = sp.stop()
+        err = sp.stderr()
         sp = None
     finally:
         if perf and perf.poll() is None:
@@ -196,7 +197,7 @@ def standalone_run():
         if sp:
             sp.proc.kill()
         w.finish()
-    _RUN.update(tmp=tmp, pid=w.pid, facts=facts, out=out, flame=os.path.join(tmp, "flame"),
+    _RUN.update(tmp=tmp, pid=w.pid, facts=facts, out=out, err=err, flame=os.path.join(tmp, "flame"),
                 svg=os.path.join(tmp, "svg"))
     return _RUN
 
@@ -211,6 +212,10 @@ def test_oncpu_split():
     print("oncpu: spin_hot %.1f%% spin_cold %.1f%% of %d samples (cpu_split measured %.1f%% / %.1f%%)" %
           (100 * hot, 100 * cold, total, 100 * f["hot_ns"] / (f["hot_ns"] + f["cold_ns"]),
            100 * f["cold_ns"] / (f["hot_ns"] + f["cold_ns"])))
+    # a pacer that ran late (its strata ride on the next shot, up to 3) or missed strata: say so
+    health = records(r["out"], "stackprobe_health")
+    print("oncpu_missed %s; %s" % (health[-1][19] if health else "?",
+                                   "; ".join(l for l in r["err"].splitlines() if "oncpu:" in l) or "no pacer warnings"))
     check(total >= 300, "enough samples for a 5 %% tolerance: %d" % total)
     # the rest are the run's page faults (touch_pages), the sleeper's switches and interrupts that hit the
     # process on a busy machine: the split between the two functions is compared, with the workload's
@@ -336,6 +341,45 @@ def test_svg_pprof_store_outputs():
     check(store_total == sum(st.values()), "store %d vs folded %d" % (store_total, sum(st.values())))
 
 
+def test_oncpu_stalled_sampler_counts_missed():
+    """The sampler stopped (SIGSTOP) for a second while the workload spins: the second is not put on the
+    one stack that runs when sampling resumes (it would be 100 samples of one stack), a shot stands for
+    at most 3 periods and the rest is counted in stackprobe_health.oncpu_missed."""
+    tmp = tempfile.mkdtemp(prefix="gg-stall-")
+    w = Workload(["-c", "3"])
+    sp = None
+    try:
+        sp = Standalone(tmp, ["--pid", str(w.pid), "-P", "oncpu", "--svg-period", "600", "--store-period", "2",
+                              "--flame-dir", os.path.join(tmp, "flame"), "--svg-dir", os.path.join(tmp, "svg"),
+                              "-t", "1"])
+        w.go()
+        time.sleep(0.8)
+        sp.proc.send_signal(signal.SIGSTOP)
+        time.sleep(1.0)
+        sp.proc.send_signal(signal.SIGCONT)
+        facts = w.wait_done()
+        out = sp.stop()
+        sp = None
+    finally:
+        if sp:
+            sp.proc.send_signal(signal.SIGCONT)
+            sp.proc.kill()
+        w.finish()
+    _, total = share(folded(os.path.join(tmp, "flame"), "oncpu"), "[%d] cpu_split;" % w.pid, "spin_hot")
+    expected = (facts["hot_ns"] + facts["cold_ns"]) / 10e6
+    missed = int(records(out, "stackprobe_health")[-1][19])
+    print("sampler stopped 1 s of a %.0f-sample run: %d samples, %d periods missed (all CPUs)" %
+          (expected, total, missed))
+    # the stopped second: about 100 periods per CPU, 3 of them on the shot after it
+    check(missed >= 80, "the stalled periods counted as missed: %d" % missed)
+    check(0.5 * expected <= total <= expected - 50, "%d samples for %.0f CPU periods, 100 of them stalled" %
+          (total, expected))
+    shutil.rmtree(tmp, ignore_errors=True)
+
+
+test_oncpu_stalled_sampler_counts_missed.timeout = 60
+
+
 def test_stats_records():
     r = standalone_run()
     stats = {rec[1]: rec for rec in records(r["out"], "stackprobe_stats")}
@@ -381,6 +425,7 @@ def test_mem_alloc_uprobes():
         trap_out = first_byte(outside.pid, fout["malloc_addr"])
         time.sleep(1.2)  # one drain
         out = sp.stop()
+        err = sp.stderr()
         sp = None
         after = first_byte(inside.pid, fin["malloc_addr"])
     finally:
