@@ -270,6 +270,10 @@ $(BUILD)/fuzz/fuzz_virt_parse: FUZZ_CFLAGS += -Iprobes/virtualized_infos
 $(BUILD)/tests/test_virt_parse: $(BUILD)/obj/probes/virtualized_infos/virt_parse.o
 $(BUILD)/obj/tests/unit/test_virt_parse.o: CFLAGS += -Iprobes/virtualized_infos
 
+# kdiag's bounded flow table (probes/kdiag/kd_table.c) alone
+$(BUILD)/tests/test_kd_table: $(BUILD)/obj/probes/kdiag/kd_table.o
+$(BUILD)/obj/tests/unit/test_kd_table.o: CFLAGS += -Iprobes/kdiag
+
 fuzz: $(FUZZ_BINS)
 
 # ---- l7 protocol layer: l7probe's parsers (probes/l7probe/l7_proto.c, proto_*.c) also linked alone
