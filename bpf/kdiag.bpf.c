@@ -9,8 +9,8 @@
 
 char LICENSE[] SEC("license") = "GPL";
 
-#define ETH_P_IP   0x0800
-#define ETH_P_IPV6 0x86DD
+#define ETH_P_IP     0x0800
+#define ETH_P_IPV6   0x86DD
 #define NSEC_PER_SEC 1000000000ull
 
 /* Written by user space while the programs run (live configuration). */
@@ -255,7 +255,8 @@ static __always_inline int flow_passes(const struct kd_flow *f)
 
 		if (f->family != af)
 			return 0;
-		if (!addr_eq(f->saddr, (const __u8 *)kd_conf.addr, n) && !addr_eq(f->daddr, (const __u8 *)kd_conf.addr, n))
+		if (!addr_eq(f->saddr, (const __u8 *)kd_conf.addr, n) &&
+		    !addr_eq(f->daddr, (const __u8 *)kd_conf.addr, n))
 			return 0;
 	}
 	return 1;

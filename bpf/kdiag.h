@@ -10,17 +10,17 @@
 #define KD_SP_IRQ     0x2u /* kdiag_irq: hardirq/softirq time, softirq raise->entry delay */
 #define KD_SP_RECVLAT 0x4u /* kdiag_recv_lat: netif_receive_skb -> the application's copy */
 
-#define KD_STACK_MAX   32  /* kernel frames kept per event */
+#define KD_STACK_MAX	32  /* kernel frames kept per event */
 #define KD_REASON_SLOTS 256 /* drop reasons counted one by one; larger values (subsystem reasons) in the last */
-#define KD_NR_SOFTIRQ  10  /* NR_SOFTIRQS */
-#define KD_VEC_HARDIRQ KD_NR_SOFTIRQ /* the time histograms' row for hard interrupts */
-#define KD_NVEC	       (KD_NR_SOFTIRQ + 1)
+#define KD_NR_SOFTIRQ	10  /* NR_SOFTIRQS */
+#define KD_VEC_HARDIRQ	KD_NR_SOFTIRQ /* the time histograms' row for hard interrupts */
+#define KD_NVEC		(KD_NR_SOFTIRQ + 1)
 /* kd_irq_hist rows: time in vector v at v (hardirq at KD_VEC_HARDIRQ), raise->entry delay of softirq
  * vector v at KD_NVEC + v */
 #define KD_IRQ_ROWS (2 * KD_NVEC)
 
-#define KD_FLOW_MAP_MAX 8192 /* flows (per reason) between two reports in the kernel's drop map */
-#define KD_RL_MAP_MAX	4096 /* flows between two reports in the kernel's receive latency map */
+#define KD_FLOW_MAP_MAX 8192  /* flows (per reason) between two reports in the kernel's drop map */
+#define KD_RL_MAP_MAX	4096  /* flows between two reports in the kernel's receive latency map */
 #define KD_RX_TS_MAX	16384 /* received skbs not yet read (LRU: the oldest are forgotten) */
 
 /* A packet's flow, as its headers say (addresses in network order, IPv4 in the first 4 bytes). */
@@ -74,20 +74,20 @@ struct kd_conf {
 	__u32 events_per_sec; /* ring buffer records per second, all kinds together (0: none) */
 	__u32 filter_reason;  /* 1: count only drops of reason `reason` */
 	__u32 reason;
-	__u16 port; /* 0: any; else one of the ports (source or destination) */
+	__u16 port;	  /* 0: any; else one of the ports (source or destination) */
 	__u8 addr_family; /* 0: any address; else one of the addresses equals addr */
 	__u8 pad;
 	__u8 addr[16];
-	__u64 irq_thr_ns;     /* event when a hardirq or softirq runs longer (0: never) */
+	__u64 irq_thr_ns;	 /* event when a hardirq or softirq runs longer (0: never) */
 	__u64 sirq_delay_thr_ns; /* event when a softirq waits longer after its raise (0: never) */
 	__u64 recv_lat_thr_ns;	 /* event when a packet waits longer for its read (0: never) */
 };
 
 enum kd_ev_kind {
 	KD_EV_DROP = 0,
-	KD_EV_IRQ = 1,	       /* hardirq or softirq time over irq_thr */
-	KD_EV_SIRQ_DELAY = 2,  /* softirq raise->entry over sirq_delay_thr */
-	KD_EV_RECVLAT = 3,     /* receive latency over recv_lat_thr */
+	KD_EV_IRQ = 1,	      /* hardirq or softirq time over irq_thr */
+	KD_EV_SIRQ_DELAY = 2, /* softirq raise->entry over sirq_delay_thr */
+	KD_EV_RECVLAT = 3,    /* receive latency over recv_lat_thr */
 	KD_EV_KINDS = 4,
 };
 
@@ -107,7 +107,7 @@ struct kd_event {
 	__u32 reason;	/* drop reason */
 	__u32 vec;	/* softirq vector, KD_VEC_HARDIRQ, or for hardirqs the irq number in irq */
 	__u32 irq;
-	__u32 tgid; /* current task (0: interrupt or idle) */
+	__u32 tgid;	/* current task (0: interrupt or idle) */
 	__u64 location; /* where the skb was freed */
 	__u64 cgid;	/* socket's cgroup v2 id */
 	__u32 ifindex;

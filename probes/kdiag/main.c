@@ -56,8 +56,8 @@ struct kd_ctx {
 	char cg_mnt[200];
 	char reason_names[KD_REASON_SLOTS][40];
 	struct kd_cg cg[CG_CACHE];
-	struct kd_table drops; /* kd_drop_key -> count */
-	struct kd_table rl;    /* kd_flow -> kd_rl_val */
+	struct kd_table drops;		     /* kd_drop_key -> count */
+	struct kd_table rl;		     /* kd_flow -> kd_rl_val */
 	uint64_t drop_over[KD_REASON_SLOTS]; /* the overflow rows: user side beyond flow_max */
 	struct kd_rl_val rl_over;
 	uint64_t ev_sent[KD_EV_KINDS], ev_capped[KD_EV_KINDS], ev_lost[KD_EV_KINDS];
@@ -78,10 +78,11 @@ static const char notes[] =
 	"vector; events with the kernel stack over irq_thr / softirq_delay_thr), net_recv_lat (table\n"
 	"kdiag_recv_lat: netif_receive_skb to the application's first copy per flow; events over\n"
 	"recv_lat_thr). kdiag_event_stat counts events sent, capped and lost.\n"
-	"Live configuration: {\"probe\": [\"drop\", \"irq\", \"net_recv_lat\"], \"params\": {\"filter_port\": 80, ...}}\n";
+	"Live configuration: {\"probe\": [\"drop\", \"irq\", \"net_recv_lat\"], \"params\": {\"filter_port\": 80, "
+	"...}}\n";
 
-static const char *const vec_names[KD_NVEC] = {"hi",	  "timer",   "net_tx", "net_rx",   "block",  "irq_poll",
-					       "tasklet", "sched",   "hrtimer", "rcu",	    "hardirq"};
+static const char *const vec_names[KD_NVEC] = {"hi",	  "timer", "net_tx",  "net_rx", "block",  "irq_poll",
+					       "tasklet", "sched", "hrtimer", "rcu",	"hardirq"};
 static const char *const kind_names[KD_EV_KINDS] = {"drop", "irq", "softirq_delay", "recv_lat"};
 
 /* ---- names ---------------------------------------------------------------------------------------- */
@@ -253,8 +254,7 @@ static void stack_str(struct kd_ctx *ctx, const struct kd_event *e, char *buf, s
 				      !strncmp(f.name, "__bpf_trace_", 12)))
 				continue;
 			snprintf(one, sizeof(one), "%s", f.name);
-		}
-		else
+		} else
 			snprintf(one, sizeof(one), "0x%llx", (unsigned long long)e->stack[i]);
 		w = snprintf(buf + used, len - used, "%s%s", used ? " <- " : "", one);
 		if (w < 0 || (size_t)w >= len - used) {
@@ -347,8 +347,9 @@ static void irq_event(struct kd_ctx *ctx, const struct kd_event *e)
 	gg_event_label(labels, sizeof(labels), &used, "comm", e->comm);
 	stack_str(ctx, e, stack, sizeof(stack));
 	if (delay)
-		snprintf(body, sizeof(body), "softirq %s on cpu %u started %.3f ms after it was raised (task %.16s); stack: %s",
-			 vec, e->cpu, (double)e->value_ns / 1e6, e->comm, stack);
+		snprintf(body, sizeof(body),
+			 "softirq %s on cpu %u started %.3f ms after it was raised (task %.16s); stack: %s", vec,
+			 e->cpu, (double)e->value_ns / 1e6, e->comm, stack);
 	else if (e->vec == KD_VEC_HARDIRQ)
 		snprintf(body, sizeof(body), "hardirq %u (%.16s) on cpu %u ran %.3f ms (task %.16s); stack: %s", e->irq,
 			 e->name, e->cpu, (double)e->value_ns / 1e6, e->comm, stack);
@@ -442,7 +443,8 @@ static void report_drops(struct kd_ctx *ctx)
 			break;
 		for (uint32_t i = 0; i < n; i++) {
 			struct kd_drop_val *v;
-			uint32_t slot = ctx->dkeys[i].reason < KD_REASON_SLOTS ? ctx->dkeys[i].reason : KD_REASON_SLOTS - 1;
+			uint32_t slot =
+				ctx->dkeys[i].reason < KD_REASON_SLOTS ? ctx->dkeys[i].reason : KD_REASON_SLOTS - 1;
 
 			if (kd_table__get(&ctx->drops, &ctx->dkeys[i], (void **)&v) == 0) {
 				v->count += ctx->dvals[i].count;

@@ -253,7 +253,8 @@ def read_softirqs():
 def test_kdiag_irq_against_proc_softirqs():
     """Between two reports, softirq runs per CPU and vector (kdiag_irq count) match the growth of
     /proc/softirqs read at the same moments, within what runs between our read and the probe's."""
-    probe = start(["-t", "1", "-P", "irq"])
+    # thresholds low enough to be crossed (1 us of softirq delay, 5 us in a softirq), events capped at 10/s
+    probe = start(["-t", "1", "-P", "irq", "--softirq-delay-thr", "1", "--irq-thr", "5", "--events-per-sec", "10"])
     try:
         with NetnsPair() as pair:
             # known network softirqs: a ping flood across the veth pair while we measure
@@ -290,6 +291,24 @@ def test_kdiag_irq_against_proc_softirqs():
         check(abs(float(hist[-2]) - int(r["time_ns"]) / 1e3) < 1, "time histogram sum %s us, time_ns %s"
               % (hist[-2], r["time_ns"]))
         check(int(dhist[-1]) == int(r["delay_count"]) > 0 and int(r["delay_ns"]) > 0, "net_rx delay %r" % r)
+        # threshold events: a softirq's delay or run time over it, with the kernel stack where it was seen
+        evs = [e for e in probe.rows("event_v2") if e["entity_name"] == "kdiag_irq"]
+        for metric in ("delay_ns", "time_ns"):
+            mine = [e for e in evs if e["metric"] == metric]
+            check(mine, "no %s event (events %r)" % (metric, evs[:2]))
+            ms = float(mine[0]["body"].split(" ms")[0].split()[-1])
+            check(ms >= (0.001 if metric == "delay_ns" else 0.005), "under the threshold: %s" % mine[0]["body"])
+            check(len(mine[0]["body"].split("stack: ", 1)[-1].split(" <- ")) >= 2, "stack: %s" % mine[0]["body"])
+        # a report's counts against the events printed before it (those reserved since the ring buffer was
+        # read come later: a few at most at 10/s)
+        with probe.lock:
+            recs = list(probe.recs)
+        last = max(i for i, r in enumerate(recs) if r["table"] == "kdiag_event_stat" and r["kind"] == "softirq_delay")
+        sent = sum(int(r["sent"]) for r in recs[last - 3:last + 1] if r["table"] == "kdiag_event_stat"
+                   and r["kind"] in ("irq", "softirq_delay"))
+        before = sum(1 for r in recs[:last] if r["table"] == "event_v2" and r["entity_name"] == "kdiag_irq")
+        check(sent - 10 <= before <= sent, "irq events sent %d, printed before the report %d" % (sent, before))
+        check(len(evs) <= 10 * 8, "cap 10/s: %d events" % len(evs))
     finally:
         rc_, log = probe.stop()
     check(rc_ == 0, "kdiag exit %s: %s" % (rc_, log[-2000:]))
