@@ -153,6 +153,9 @@ static __always_inline struct kd_event *ev_reserve(__u32 kind, __u64 now)
 	if (now - kd_win_start >= NSEC_PER_SEC) {
 		kd_win_start = now;
 		kd_win_count = 0;
+	} else if (kd_win_count >= cap) {
+		ev_count(kind, 1); /* over the cap: no atomic on the shared counter */
+		return NULL;
 	}
 	/* (the value the add returns needs BPF v3; reading it back is as good for a cap) */
 	__sync_fetch_and_add(&kd_win_count, 1);
@@ -183,54 +186,61 @@ static __always_inline struct kd_event *ev_reserve(__u32 kind, __u64 now)
 
 static __always_inline __u32 net_inum(const struct net *net)
 {
-	return net ? BPF_CORE_READ(net, ns.inum) : 0;
+	return net ? net->ns.inum : 0;
 }
 
+/* The first bytes at the network header: an IPv6 header and the ports after it, or an IPv4 header with up
+ * the ports (IPv4 options are rare: then the ports take a second read). */
+struct kd_hdr {
+	union {
+		struct iphdr ip;
+		struct ipv6hdr ip6;
+		__u8 b[48];
+	};
+};
+
 /* The flow of an skb from its network header (set on both the receive and the send path once IP has
- * seen it). 0, or -1 when it is not IP or the header is not set. */
+ * seen it); skb is a BTF pointer (tp_btf): its fields are direct loads, only the packet is read by helper,
+ * once. 0, or -1 when it is not IP or the header is not set. */
 static __always_inline int skb_flow(const struct sk_buff *skb, struct kd_flow *f)
 {
-	unsigned char *head = BPF_CORE_READ(skb, head);
-	__u16 nh = BPF_CORE_READ(skb, network_header);
-	__u8 first = 0, l4proto = 0;
-	unsigned char *l4 = 0;
+	unsigned char *head = skb->head;
+	__u16 nh = skb->network_header;
+	struct kd_hdr h;
+	__u32 l4 = 0;
 	__u16 ports[2] = {0, 0};
 
-	if (!head || nh == (__u16)~0U)
+	if (!head || nh == (__u16)~0U || bpf_probe_read_kernel(&h, sizeof(h), head + nh))
 		return -1;
-	if (bpf_probe_read_kernel(&first, 1, head + nh))
-		return -1;
-	if ((first >> 4) == 4) {
-		struct iphdr ip;
-
-		if (bpf_probe_read_kernel(&ip, sizeof(ip), head + nh))
-			return -1;
+	if (h.ip.version == 4) {
 		f->family = AF_INET;
-		__builtin_memcpy(f->saddr, &ip.saddr, 4);
-		__builtin_memcpy(f->daddr, &ip.daddr, 4);
-		l4proto = ip.protocol;
+		__builtin_memcpy(f->saddr, &h.ip.saddr, 4);
+		__builtin_memcpy(f->daddr, &h.ip.daddr, 4);
+		f->proto = h.ip.protocol;
 		/* fragments after the first carry no ports */
-		if (!(bpf_ntohs(ip.frag_off) & 0x1FFF))
-			l4 = head + nh + (first & 0xF) * 4;
-	} else if ((first >> 4) == 6) {
-		struct ipv6hdr ip6;
-
-		if (bpf_probe_read_kernel(&ip6, sizeof(ip6), head + nh))
-			return -1;
+		if (!(bpf_ntohs(h.ip.frag_off) & 0x1FFF))
+			l4 = h.ip.ihl * 4;
+	} else if (h.ip.version == 6) {
 		f->family = AF_INET6;
-		__builtin_memcpy(f->saddr, &ip6.saddr, 16);
-		__builtin_memcpy(f->daddr, &ip6.daddr, 16);
-		l4proto = ip6.nexthdr; /* extension headers are not walked: their packets count without ports */
-		l4 = head + nh + sizeof(ip6);
+		__builtin_memcpy(f->saddr, &h.ip6.saddr, 16);
+		__builtin_memcpy(f->daddr, &h.ip6.daddr, 16);
+		f->proto = h.ip6.nexthdr; /* extension headers are not walked: their packets count without ports */
+		l4 = sizeof(struct ipv6hdr);
 	} else {
 		return -1;
 	}
-	f->proto = l4proto;
-	if (l4 && (l4proto == IPPROTO_TCP || l4proto == IPPROTO_UDP || l4proto == IPPROTO_SCTP) &&
-	    bpf_probe_read_kernel(ports, sizeof(ports), l4) == 0) {
-		f->sport = bpf_ntohs(ports[0]);
-		f->dport = bpf_ntohs(ports[1]);
+	if (!l4 || (f->proto != IPPROTO_TCP && f->proto != IPPROTO_UDP && f->proto != IPPROTO_SCTP))
+		return 0;
+	/* constant offsets in the copy (the usual cases); otherwise one more read */
+	if (l4 == 20) {
+		__builtin_memcpy(ports, &h.b[20], 4);
+	} else if (l4 == 40) {
+		__builtin_memcpy(ports, &h.b[40], 4);
+	} else if (bpf_probe_read_kernel(ports, sizeof(ports), head + nh + l4)) {
+		return 0;
 	}
+	f->sport = bpf_ntohs(ports[0]);
+	f->dport = bpf_ntohs(ports[1]);
 	return 0;
 }
 
@@ -287,19 +297,19 @@ int BPF_PROG(kd_kfree_skb, struct sk_buff *skb, void *location, enum skb_drop_re
 	(void)skb_flow(skb, &s->dk.flow);
 	if (!flow_passes(&s->dk.flow))
 		return 0;
-	sk = rx_sk ? rx_sk : BPF_CORE_READ(skb, sk);
-	dev = BPF_CORE_READ(skb, dev);
+	sk = rx_sk ? rx_sk : skb->sk;
+	dev = skb->dev;
 	if (sk)
-		s->dk.flow.netns = net_inum(BPF_CORE_READ(sk, __sk_common.skc_net.net));
+		s->dk.flow.netns = net_inum(sk->__sk_common.skc_net.net);
 	if (!s->dk.flow.netns && dev)
-		s->dk.flow.netns = net_inum(BPF_CORE_READ(dev, nd_net.net));
-	s->dk.flow.dir = BPF_CORE_READ(skb, skb_iif) ? KD_DIR_IN : KD_DIR_OUT;
+		s->dk.flow.netns = net_inum(dev->nd_net.net);
+	s->dk.flow.dir = skb->skb_iif ? KD_DIR_IN : KD_DIR_OUT;
 	s->dk.reason = reason;
 
 	cnt = bpf_map_lookup_elem(&kd_reasons, &slot);
 	if (cnt)
 		(*cnt)++;
-	nv.cgid = sk ? gg_sk_cgroup_id(sk) : 0;
+	nv.cgid = sk ? gg_sk_cgroup_id_btf(sk) : 0;
 	v = bpf_map_lookup_elem(&kd_flows, &s->dk);
 	if (v) {
 		__sync_fetch_and_add(&v->count, 1);
@@ -326,7 +336,7 @@ int BPF_PROG(kd_kfree_skb, struct sk_buff *skb, void *location, enum skb_drop_re
 	e->reason = reason;
 	e->location = (__u64)location;
 	e->cgid = nv.cgid;
-	e->ifindex = dev ? BPF_CORE_READ(dev, ifindex) : 0;
+	e->ifindex = dev ? dev->ifindex : 0;
 	e->flow = s->dk.flow;
 	e->nstack = bpf_get_stack(ctx, e->stack, sizeof(e->stack), 0);
 	bpf_ringbuf_submit(e, 0);
@@ -462,7 +472,7 @@ int BPF_PROG(kd_netif_receive_skb, struct sk_buff *skb)
 	__u64 key = (__u64)skb;
 
 	v.ts = bpf_ktime_get_ns();
-	v.head = (__u64)BPF_CORE_READ(skb, head);
+	v.head = (__u64)skb->head;
 	bpf_map_update_elem(&kd_rx_ts, &key, &v, BPF_ANY);
 	return 0;
 }
@@ -480,7 +490,7 @@ int BPF_PROG(kd_skb_copy, const struct sk_buff *skb, int len)
 
 	if (!ts)
 		return 0;
-	if (ts->head != (__u64)BPF_CORE_READ(skb, head)) {
+	if (ts->head != (__u64)skb->head) {
 		bpf_map_delete_elem(&kd_rx_ts, &key);
 		return 0;
 	}
@@ -495,7 +505,7 @@ int BPF_PROG(kd_skb_copy, const struct sk_buff *skb, int len)
 	if (skb_flow(skb, &s->dk.flow) || !flow_passes(&s->dk.flow))
 		return 0;
 	task = bpf_get_current_task_btf();
-	s->dk.flow.netns = net_inum(BPF_CORE_READ(task, nsproxy, net_ns));
+	s->dk.flow.netns = task->nsproxy ? net_inum(task->nsproxy->net_ns) : 0;
 	s->dk.flow.dir = KD_DIR_IN;
 	v = bpf_map_lookup_elem(&kd_rl, &s->dk.flow);
 	if (!v) {
