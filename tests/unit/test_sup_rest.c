@@ -184,6 +184,7 @@ static void test_table(void **state)
 		{"jvm", "jvmprobe"},
 		{"hw", "hwprobe"},
 		{"virt", "virtualized_infos"},
+		{"kdiag", "kdiag"},
 	};
 	const char *more[] = {"ksli", "postgre_sli", "opengauss_sli", "nginx", "haproxy", "lvs", "kafka", "dnsmasq"};
 
@@ -197,7 +198,7 @@ static void test_table(void **state)
 	}
 	for (size_t i = 0; i < sizeof(more) / sizeof(more[0]); i++)
 		assert_non_null(gg_probe_defs__find(more[i]));
-	assert_int_equal(gg_probe_defs__count(), 20);
+	assert_int_equal(gg_probe_defs__count(), 21);
 	assert_null(gg_probe_defs__find("nope"));
 	/* per-probe variants: baseinfo's period follows system_infos (-t 1..600, default 5) */
 	assert_int_equal(gg_param_spec__find(gg_probe_defs__find("baseinfo"), "report_period")->min, 1);
