@@ -213,23 +213,29 @@ def test_kdiag_drops_nft_and_no_socket():
 
 
 def test_kdiag_filters_and_cap():
-    """--port and --reason filter in the kernel; events over --events-per-sec are counted as capped while
-    every drop stays counted in the tables."""
+    """--port, --addr and --reason filter in the kernel; events over --events-per-sec are counted as capped
+    while every drop stays counted in the tables."""
     p_drop, p_closed, n = free_port(), free_port(), 300
     with NetnsPair() as pair:
+        for ns, dev, addr in ((pair.a, pair.veth_a, V6_A), (pair.b, pair.veth_b, V6_B)):
+            pair.run(ns, ["ip", "-6", "addr", "add", addr + "/64", "dev", dev, "nodad"])
         tb = "ggkf%d" % os.getpid()
         nft(pair, pair.b, "table inet %s {\n chain in {\n type filter hook input priority 0;\n"
                           " udp dport %d counter drop comment \"d\"\n }\n}\n" % (tb, p_drop))
         probe = start(["-t", "1", "-P", "drop", "--events-per-sec", "20", "--port", str(p_closed),
-                       "--reason", "NO_SOCKET"])
+                       "--reason", "NO_SOCKET", "--addr", V6_B])
         try:
-            sp = send(pair, pair.a, pair.ADDR_B, [p_drop, p_closed], n)
+            # to the closed port over IPv4 (other address: filtered out) and IPv6; to the nft port (other
+            # port and reason: filtered out)
+            send(pair, pair.a, pair.ADDR_B, [p_drop, p_closed], n)
+            sp = send(pair, pair.a, V6_B, [p_drop, p_closed], n)
             row = wait_drops(probe, n, "NO_SOCKET row", reason="NO_SOCKET", dst_port=p_closed, src_port=sp)
             time.sleep(1.5)
             check(int(flow_row(probe, reason="NO_SOCKET", dst_port=p_closed, src_port=sp)["drops"]) == n,
                   "NO_SOCKET drops %r, want %d" % (row, n))
+            check(row["dst_addr"] == V6_B and row["protocol"] == "udp", "row %r" % row)
             others = [r for r in probe.rows("kdiag_drop_flow") if r["dst_port"] != str(p_closed)
-                      or r["reason"] != "NO_SOCKET"]
+                      or r["reason"] != "NO_SOCKET" or r["dst_addr"] != V6_B]
             check(not others, "the filters let through %r" % others[:3])
             check(set(r["reason"] for r in probe.rows("kdiag_drop_reason")) == {"NO_SOCKET"},
                   "by reason: %r" % probe.rows("kdiag_drop_reason"))
@@ -448,3 +454,14 @@ def test_kdiag_rest_and_container_labels():
         if sup:
             sup.cleanup()
         shutil.rmtree(state, ignore_errors=True)
+
+
+def test_kdiag_refuses_unknown_reason_and_address():
+    """A drop reason this kernel does not have, or an address that is none, is an error, not a filter that
+    silently matches nothing (names from BTF: NETFILTER_DROP and its SKB_DROP_REASON_ form are taken)."""
+    for args, word in ((["--reason", "NO_SUCH_REASON"], "drop_reason"), (["--addr", "10.1.2"], "filter_addr")):
+        r = subprocess.run([KDIAG, "-P", "drop", "-t", "1"] + args, capture_output=True, text=True, timeout=30)
+        check(r.returncode == 1 and word in r.stderr, "%r: exit %d, %s" % (args, r.returncode, r.stderr[-500:]))
+    p = start(["-P", "drop", "-t", "1", "--reason", "SKB_DROP_REASON_NETFILTER_DROP", "--addr", "fd00::1"])
+    rc_, log = p.stop()
+    check(rc_ == 0 and 'reason "SKB_DROP_REASON_NETFILTER_DROP"' in log, "exit %d: %s" % (rc_, log[-500:]))
