@@ -259,6 +259,21 @@ def read_softirqs():
     return {l.split(":")[0].strip().lower(): [int(x) for x in l.split(":")[1].split()[:ncpu]] for l in lines[1:]}
 
 
+def read_device_interrupts():
+    """Device interrupts per CPU: the sum of /proc/interrupts' numbered lines (those irq_handler_entry
+    sees; LOC, RES and the other system vectors have no handler tracepoint)."""
+    with open("/proc/interrupts") as f:
+        lines = f.read().splitlines()
+    ncpu = len(lines[0].split())
+    tot = [0] * ncpu
+    for line in lines[1:]:
+        name, _, rest = line.partition(":")
+        if name.strip().isdigit():
+            for c, v in enumerate(rest.split()[:ncpu]):
+                tot[c] += int(v)
+    return tot
+
+
 def test_kdiag_irq_against_proc_softirqs():
     """Between two reports, softirq runs per CPU and vector (kdiag_irq count) match the growth of
     /proc/softirqs read at the same moments, within what runs between our read and the probe's."""
@@ -275,6 +290,7 @@ def test_kdiag_irq_against_proc_softirqs():
                 wait_for(lambda: len(probe.rows("kdiag_irq")) > seen and probe.latest("kdiag_event_stat"), 5,
                          "a report")
                 proc = read_softirqs()
+                proc["hardirq"] = read_device_interrupts()
                 rows = {(r["cpu"], r["vector"]): r for r in probe.rows("kdiag_irq")}
                 return rows, proc
 
@@ -283,6 +299,10 @@ def test_kdiag_irq_against_proc_softirqs():
             time.sleep(2.5)
             rows2, proc2 = snap()
             flood.wait(timeout=15)
+        hard = sum(proc2["hardirq"]) - sum(proc1["hardirq"])
+        ours = sum(int(rows2.get((str(c), "hardirq"), {}).get("count", 0)) -
+                   int(rows1.get((str(c), "hardirq"), {}).get("count", 0)) for c in range(len(proc1["hardirq"])))
+        check(abs(ours - hard) <= max(10, hard * 0.1), "hardirq runs: kdiag %d, /proc/interrupts %d" % (ours, hard))
         for vec in ("net_rx", "timer", "rcu", "sched"):
             ours = sum(int(rows2.get((str(c), vec), {}).get("count", 0)) - int(rows1.get((str(c), vec), {})
                                                                                  .get("count", 0))
