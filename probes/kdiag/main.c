@@ -617,7 +617,9 @@ static void report_events(struct kd_ctx *ctx)
 	const struct bpf_program *irq[] = {s->progs.kd_irq_entry, s->progs.kd_irq_exit, s->progs.kd_softirq_raise,
 					   s->progs.kd_softirq_entry, s->progs.kd_softirq_exit};
 	const struct bpf_program *rl[] = {s->progs.kd_netif_receive_skb, s->progs.kd_skb_copy};
-	uint64_t missed[KD_EV_KINDS] = {prog_misses(drop, 1), prog_misses(irq, 5), 0, prog_misses(rl, 2)};
+	/* recv_lat: also reads the kernel's flow map had no room for (KD_RL_MAP_MAX flows between reports) */
+	uint64_t missed[KD_EV_KINDS] = {prog_misses(drop, 1), prog_misses(irq, 5), 0,
+					prog_misses(rl, 2) + (s->bss ? s->bss->kd_rl_full : 0)};
 
 	for (uint32_t k = 0; k < KD_EV_KINDS; k++) {
 		uint64_t sent = 0, capped = 0, lost = 0;
