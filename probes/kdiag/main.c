@@ -251,7 +251,7 @@ static void stack_str(struct kd_ctx *ctx, const struct kd_event *e, char *buf, s
 		if (symbolizer__kernel(ctx->sym, e->stack[i], &f) == 0 && f.name) {
 			/* our own program and the tracepoint's trampoline are not the kernel's path */
 			if (!used && (!strncmp(f.name, "bpf_prog_", 9) || !strncmp(f.name, "bpf_trace_run", 13) ||
-				      !strncmp(f.name, "__bpf_trace_", 12)))
+				      !strncmp(f.name, "__bpf_trace_", 12) || !strncmp(f.name, "__traceiter_", 12)))
 				continue;
 			snprintf(one, sizeof(one), "%s", f.name);
 		} else

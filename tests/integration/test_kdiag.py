@@ -310,7 +310,8 @@ def test_kdiag_irq_against_proc_softirqs():
         hard = sum(proc2["hardirq"]) - sum(proc1["hardirq"])
         ours = sum(int(rows2.get((str(c), "hardirq"), {}).get("count", 0)) -
                    int(rows1.get((str(c), "hardirq"), {}).get("count", 0)) for c in range(len(proc1["hardirq"])))
-        check(abs(ours - hard) <= max(10, hard * 0.1), "hardirq runs: kdiag %d, /proc/interrupts %d" % (ours, hard))
+        # device interrupts come in bursts (virtio): the few ms between the report and our read weigh more
+        check(abs(ours - hard) <= max(20, hard * 0.2), "hardirq runs: kdiag %d, /proc/interrupts %d" % (ours, hard))
         for vec in ("net_rx", "timer", "rcu", "sched"):
             ours = sum(int(rows2.get((str(c), vec), {}).get("count", 0)) - int(rows1.get((str(c), vec), {})
                                                                                  .get("count", 0))
@@ -457,8 +458,9 @@ def test_kdiag_rest_and_container_labels():
                     "state": "running"}
             st, _, raw, _ = rest_call(port, "PUT", "/kdiag", urllib.parse.urlencode({"json": json.dumps(conf)}))
             check(st == 200, "PUT /kdiag: %d %s" % (st, raw[:300]))
-            wait_for(lambda: "started:" in sup.probe_log("kdiag"), 20, "kdiag started")
-            time.sleep(0.5)
+            wait_for(lambda: "applied configuration" in sup.probe_log("kdiag"), 20, "kdiag configured")
+            # the events of the second before the filter (other tests' drops) may have used that second's cap
+            time.sleep(1.1)
             sport = send(pair, pair.a, pair.ADDR_B, [p_out], n, preexec=ctr.enter)
 
             def row():
@@ -469,8 +471,13 @@ def test_kdiag_rest_and_container_labels():
                   "record %r" % r)
             check(r["cgroup"] == ctr.cgroup() and ctr.cid.startswith(r["container_id"]) and r["container_id"],
                   "container labels of %r (container %s)" % (r, ctr.cid))
-            evs = wait_for(lambda: [e for e in events_log(sup) if e["Resource"]["metric"] == "gala_gopher_kdiag_drop_drops"
-                                    and e["Resource"]["labels"].get("dst_port") == str(p_out)], 15, "drop event")
+            try:
+                evs = wait_for(lambda: [e for e in events_log(sup) if e["Resource"]["metric"] ==
+                                        "gala_gopher_kdiag_drop_drops" and
+                                        e["Resource"]["labels"].get("dst_port") == str(p_out)], 15, "drop event")
+            except TestFailure:
+                raise TestFailure("no drop event for port %d; events: %r; log %s"
+                                  % (p_out, events_log(sup)[-1:], sup.probe_log("kdiag")[-1500:]))
             lab = evs[0]["Resource"]["labels"]
             check(ctr.cid.startswith(lab.get("container_id", "-")) and "nf_hook_slow" in evs[0]["Body"],
                   "event %r" % evs[0])
