@@ -65,6 +65,13 @@ struct {
 	__type(value, struct kd_hist);
 } kd_irq_hist SEC(".maps");
 
+struct {
+	__uint(type, BPF_MAP_TYPE_PERCPU_HASH);
+	__uint(max_entries, KD_HARDIRQ_MAX);
+	__type(key, __u32);
+	__type(value, struct kd_hardirq_val);
+} kd_hardirq SEC(".maps");
+
 /* Per CPU: when each softirq vector was first raised while not pending, when it entered, and when the
  * running hard interrupt handler did. */
 struct kd_irq_state {
@@ -360,6 +367,24 @@ static __always_inline void irq_hist(__u32 row, __u64 ns)
 		hist_add(h, ns); /* per-CPU value, updated only from its own CPU with interrupts off */
 }
 
+/* A zeroed kd_hardirq value to insert (too big for the stack), from a per-CPU scratch slot. */
+struct {
+	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
+	__uint(max_entries, 1);
+	__type(key, __u32);
+	__type(value, struct kd_hardirq_val);
+} kd_hardirq_scratch SEC(".maps");
+
+static __always_inline struct kd_hardirq_val *kd_hardirq_zero(void)
+{
+	__u32 zero = 0;
+	struct kd_hardirq_val *z = bpf_map_lookup_elem(&kd_hardirq_scratch, &zero);
+
+	if (z)
+		__builtin_memset(z, 0, sizeof(*z));
+	return z;
+}
+
 SEC("tp_btf/irq_handler_entry")
 int BPF_PROG(kd_irq_entry, int irq, struct irqaction *action)
 {
@@ -376,7 +401,9 @@ SEC("tp_btf/irq_handler_exit")
 int BPF_PROG(kd_irq_exit, int irq, struct irqaction *action, int ret)
 {
 	struct kd_irq_state *st = irq_state();
+	struct kd_hardirq_val *line;
 	struct kd_event *e;
+	__u32 key = (__u32)irq;
 	__u64 now, d;
 
 	if (!st || !st->hard_entry || st->hard_irq != irq)
@@ -385,6 +412,18 @@ int BPF_PROG(kd_irq_exit, int irq, struct irqaction *action, int ret)
 	d = now - st->hard_entry;
 	st->hard_entry = 0;
 	irq_hist(KD_VEC_HARDIRQ, d);
+	line = bpf_map_lookup_elem(&kd_hardirq, &key);
+	if (!line) {
+		struct kd_hardirq_val *z = kd_hardirq_zero();
+
+		if (z) {
+			bpf_probe_read_kernel_str(z->name, sizeof(z->name), action->name);
+			bpf_map_update_elem(&kd_hardirq, &key, z, BPF_NOEXIST);
+			line = bpf_map_lookup_elem(&kd_hardirq, &key);
+		}
+	}
+	if (line)
+		hist_add(&line->h, d); /* this CPU's value, interrupts off */
 	if (!kd_conf.irq_thr_ns || d < kd_conf.irq_thr_ns)
 		return 0;
 	e = ev_reserve(KD_EV_IRQ, now);
@@ -393,7 +432,7 @@ int BPF_PROG(kd_irq_exit, int irq, struct irqaction *action, int ret)
 	e->value_ns = d;
 	e->vec = KD_VEC_HARDIRQ;
 	e->irq = irq;
-	bpf_probe_read_kernel_str(e->name, sizeof(e->name), BPF_CORE_READ(action, name));
+	bpf_probe_read_kernel_str(e->name, sizeof(e->name), action->name);
 	e->nstack = bpf_get_stack(ctx, e->stack, sizeof(e->stack), 0);
 	bpf_ringbuf_submit(e, 0);
 	return 0;

@@ -60,6 +60,14 @@ struct kd_hist {
 	__u64 max_ns;
 };
 
+/* Time in one device interrupt line's handlers (kd_hardirq, per-CPU hash keyed by the irq number). */
+struct kd_hardirq_val {
+	struct kd_hist h;
+	char name[16]; /* the first handler's name (irqaction) */
+};
+
+#define KD_HARDIRQ_MAX 1024 /* interrupt lines */
+
 /* Receive latency of one flow. */
 struct kd_rl_val {
 	struct kd_hist h;

@@ -21,14 +21,15 @@
 #include "probe_runner.h"
 #include "symbolizer.h"
 
-#define TICK_MS	   200u
-#define IRQ_FIRST  9u  /* ns slots: the first bucket <= 1.024 us */
-#define IRQ_N	   16u /* .. 33.6 ms */
-#define RL_FIRST   10u /* <= 2.048 us */
-#define RL_N	   22u /* .. 4.3 s */
-#define DUMP_CHUNK 512u
-#define CG_CACHE   256u
-#define CG_TTL_MS  30000u
+#define TICK_MS	      200u
+#define IRQ_FIRST     9u  /* ns slots: the first bucket <= 1.024 us */
+#define IRQ_N	      16u /* .. 33.6 ms */
+#define RL_FIRST      10u /* <= 2.048 us */
+#define RL_N	      22u /* .. 4.3 s */
+#define DUMP_CHUNK    512u
+#define HARDIRQ_CHUNK 64u
+#define CG_CACHE      256u
+#define CG_TTL_MS     30000u
 
 extern const struct gg_contract gg_contract_kdiag;
 #define CONTRACT  (&gg_contract_kdiag)
@@ -69,6 +70,8 @@ struct kd_ctx {
 	uint64_t *percpu; /* ncpus values of a per-CPU map */
 	struct kd_hist *irq_vals;
 	struct kd_ev_stat *ev_vals;
+	uint32_t *hkeys;	      /* kd_hardirq dump: HARDIRQ_CHUNK keys */
+	struct kd_hardirq_val *hvals; /* and ncpus values each */
 };
 
 static const char notes[] =
@@ -538,6 +541,47 @@ static void report_irq(struct kd_ctx *ctx)
 	}
 }
 
+/* Per interrupt line and CPU (kd_hardirq, a per-CPU hash: every line's value on every CPU). */
+static void report_hardirq(struct kd_ctx *ctx)
+{
+	static struct probe_rec r;
+	struct gg_bpf_dump_cursor cur = {0};
+	size_t vsz = sizeof(struct kd_hardirq_val);
+	uint32_t n;
+
+	while (!cur.done) {
+		if (gg_bpf_map_dump(bpf_map__fd(ctx->skel->maps.kd_hardirq), &cur, ctx->hkeys, ctx->hvals,
+				    sizeof(*ctx->hkeys), (uint32_t)(vsz * (size_t)ctx->ncpus), HARDIRQ_CHUNK, &n, 0))
+			break;
+		for (uint32_t i = 0; i < n; i++) {
+			const struct kd_hardirq_val *v = ctx->hvals + (size_t)i * (size_t)ctx->ncpus;
+			const char *name = "";
+
+			for (int c = 0; c < ctx->ncpus; c++)
+				if (v[c].name[0]) {
+					name = v[c].name; /* set on the CPU that saw the line first */
+					break;
+				}
+			for (int c = 0; c < ctx->ncpus; c++) {
+				char handler[sizeof(v[c].name) + 1];
+
+				if (!v[c].h.count)
+					continue;
+				snprintf(handler, sizeof(handler), "%.*s", (int)sizeof(v[c].name), name);
+				probe_rec__begin(&r, &TBL_kdiag_hardirq);
+				probe_rec__u64(&r, (uint64_t)c);
+				probe_rec__u64(&r, ctx->hkeys[i]);
+				probe_rec__str(&r, handler);
+				probe_rec__u64(&r, v[c].h.count);
+				probe_rec__u64(&r, v[c].h.sum_ns);
+				probe_rec__u64(&r, v[c].h.max_ns);
+				gg_hist_rec(&r, v[c].h.slots, IRQ_FIRST, IRQ_N, 1e-3, (double)v[c].h.sum_ns / 1e3);
+				(void)probe_rt__emit(ctx->rt, &r);
+			}
+		}
+	}
+}
+
 static void rl_rec(struct kd_ctx *ctx, uint32_t tgid, const struct kd_flow *f, const struct kd_hist *h)
 {
 	static struct probe_rec r;
@@ -648,8 +692,10 @@ static void report(void *arg)
 	tick(ctx);
 	if (sp & KD_SP_DROP)
 		report_drops(ctx);
-	if (sp & KD_SP_IRQ)
+	if (sp & KD_SP_IRQ) {
 		report_irq(ctx);
+		report_hardirq(ctx);
+	}
 	if (sp & KD_SP_RECVLAT)
 		report_recvlat(ctx);
 	report_events(ctx);
@@ -768,8 +814,10 @@ static int setup(void *arg, struct probe_rt *rt)
 	ctx->percpu = calloc((size_t)ctx->ncpus, sizeof(*ctx->percpu));
 	ctx->irq_vals = calloc((size_t)ctx->ncpus * 2, sizeof(*ctx->irq_vals));
 	ctx->ev_vals = calloc((size_t)ctx->ncpus, sizeof(*ctx->ev_vals));
+	ctx->hkeys = calloc(HARDIRQ_CHUNK, sizeof(*ctx->hkeys));
+	ctx->hvals = calloc((size_t)HARDIRQ_CHUNK * (size_t)ctx->ncpus, sizeof(*ctx->hvals));
 	if (!ctx->sym || !ctx->dkeys || !ctx->dvals || !ctx->rkeys || !ctx->rvals || !ctx->percpu || !ctx->irq_vals ||
-	    !ctx->ev_vals) {
+	    !ctx->ev_vals || !ctx->hkeys || !ctx->hvals) {
 		probe_log(PLOG_ERROR, "out of memory");
 		return -ENOMEM;
 	}
@@ -820,6 +868,8 @@ static void teardown(void *arg)
 	free(ctx->percpu);
 	free(ctx->irq_vals);
 	free(ctx->ev_vals);
+	free(ctx->hkeys);
+	free(ctx->hvals);
 }
 
 int main(int argc, char **argv)

@@ -267,6 +267,19 @@ def read_softirqs():
     return {l.split(":")[0].strip().lower(): [int(x) for x in l.split(":")[1].split()[:ncpu]] for l in lines[1:]}
 
 
+def read_interrupt_lines():
+    """{irq number: count summed over CPUs} of /proc/interrupts' numbered lines."""
+    with open("/proc/interrupts") as f:
+        lines = f.read().splitlines()
+    ncpu = len(lines[0].split())
+    out = {}
+    for line in lines[1:]:
+        name, _, rest = line.partition(":")
+        if name.strip().isdigit():
+            out[name.strip()] = sum(int(v) for v in rest.split()[:ncpu])
+    return out
+
+
 def read_device_interrupts():
     """Device interrupts per CPU: the sum of /proc/interrupts' numbered lines (those irq_handler_entry
     sees; LOC, RES and the other system vectors have no handler tracepoint)."""
@@ -299,7 +312,12 @@ def test_kdiag_irq_against_proc_softirqs():
                          "a report")
                 proc = read_softirqs()
                 proc["hardirq"] = read_device_interrupts()
+                proc["lines"] = read_interrupt_lines()
                 rows = {(r["cpu"], r["vector"]): r for r in probe.rows("kdiag_irq")}
+                lines = {}
+                for r in probe.rows("kdiag_hardirq"):
+                    lines.setdefault(r["irq"], {})[r["cpu"]] = int(r["count"])
+                rows["lines"] = {irq: sum(c.values()) for irq, c in lines.items()}
                 return rows, proc
 
             time.sleep(1.2)
@@ -312,6 +330,12 @@ def test_kdiag_irq_against_proc_softirqs():
                    int(rows1.get((str(c), "hardirq"), {}).get("count", 0)) for c in range(len(proc1["hardirq"])))
         # device interrupts come in bursts (virtio): the few ms between the report and our read weigh more
         check(abs(ours - hard) <= max(20, hard * 0.2), "hardirq runs: kdiag %d, /proc/interrupts %d" % (ours, hard))
+        # per line (kdiag_hardirq) against /proc/interrupts' line, for the lines that were busy
+        busy = [(irq, proc2["lines"][irq] - proc1["lines"].get(irq, 0)) for irq in proc2["lines"]]
+        for irq, truth in busy:
+            if truth >= 20:
+                got = rows2["lines"].get(irq, 0) - rows1["lines"].get(irq, 0)
+                check(abs(got - truth) <= max(20, truth * 0.2), "irq %s: kdiag %d, /proc/interrupts %d" % (irq, got, truth))
         for vec in ("net_rx", "timer", "rcu", "sched"):
             ours = sum(int(rows2.get((str(c), vec), {}).get("count", 0)) - int(rows1.get((str(c), vec), {})
                                                                                  .get("count", 0))
