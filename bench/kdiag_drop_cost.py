@@ -25,10 +25,9 @@ import time
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, os.path.join(HERE, "..", "tests", "integration"))
 
-from harness import (PROBES, ROOT, NetnsPair, StandaloneProbe, free_port, meta_fields,  # noqa: E402
+from harness import (BUILD, PROBES, ROOT, NetnsPair, StandaloneProbe, free_port, meta_fields,  # noqa: E402
                      proc_cpu_seconds, wait_for)
 
-BUILD = os.environ.get("GG_BUILD", os.path.join(ROOT, "build"))
 BLAST = os.path.join(BUILD, "bench", "udp_blast")
 FIELDS = meta_fields(os.path.join(ROOT, "schema", "kdiag.meta"))
 FIELDS["event_v2"] = ["entity_name", "entity_id", "metric", "severity", "body", "body_zh", "labels", "event_type"]
