@@ -524,3 +524,32 @@ def test_kdiag_refuses_unknown_reason_and_address():
     p = start(["-P", "drop", "-t", "1", "--reason", "SKB_DROP_REASON_NETFILTER_DROP", "--addr", "fd00::1"])
     rc_, log = p.stop()
     check(rc_ == 0 and 'reason "SKB_DROP_REASON_NETFILTER_DROP"' in log, "exit %d: %s" % (rc_, log[-500:]))
+
+
+def test_kdiag_flow_overflow_row():
+    """--flow-max 2 and five flows: two rows of their own, the other three summed in the overflow row of
+    their reason; nothing lost (the rows add up to the reason's count and to what was sent)."""
+    ports, n = [free_port() for _ in range(5)], 10
+    with NetnsPair() as pair:
+        for ns, dev, addr in ((pair.a, pair.veth_a, V6_A), (pair.b, pair.veth_b, V6_B)):
+            pair.run(ns, ["ip", "-6", "addr", "add", addr + "/64", "dev", dev, "nodad"])
+        probe = start(["-t", "1", "-P", "drop", "--flow-max", "2", "--addr", V6_B, "--reason", "NO_SOCKET"])
+        try:
+            send(pair, pair.a, V6_B, ports, n)
+
+            def settled():
+                rows = {}
+                for r in probe.rows("kdiag_drop_flow"):
+                    rows[(r["protocol"], r["dst_port"])] = int(r["drops"])
+                return rows if sum(rows.values()) >= len(ports) * n else None
+            rows = wait_for(settled, 10, "flow rows")
+            time.sleep(1.2)
+            rows = settled()
+            own = {k: v for k, v in rows.items() if k[0] == "udp"}
+            check(len(own) == 2 and all(v == n for v in own.values()), "own rows %r" % rows)
+            check(rows.get(("other", "0")) == 3 * n, "overflow row %r" % rows)
+            reason = probe.latest("kdiag_drop_reason", reason="NO_SOCKET")
+            check(int(reason["drops"]) == len(ports) * n == sum(rows.values()), "reason %r, rows %r" % (reason, rows))
+        finally:
+            rc_, log = probe.stop()
+        check(rc_ == 0, "kdiag exit %s: %s" % (rc_, log[-2000:]))
