@@ -374,21 +374,8 @@ static void write_graphs(struct at_ctx *ctx, int e, struct ftab *folded, const c
 	snprintf(name, sizeof(name), "%s_%s_%s.svg", id, trig_names[c->trig], sp_event_names[slot_ev[e]]);
 	if ((err = sp_svg__write(dfd, name, text, len, &so)))
 		write_failed(ctx, name, err);
-	if (e == AT_ON) { /* values are ms of CPU: pprof's cpu nanoseconds */
-		po.sample_type = "cpu";
-		po.sample_unit = "nanoseconds";
-		po.value_scale = 1000000;
-		po.period_type = "cpu";
-		po.period_unit = "nanoseconds";
-		po.period = 1000000;
-	} else {
-		po.sample_type = "offcpu";
-		po.sample_unit = "nanoseconds";
-		po.value_scale = 1000;
-		po.period_type = "offcpu";
-		po.period_unit = "nanoseconds";
-		po.period = 1;
-	}
+	/* on-CPU values are ms of CPU: "samples" of a 1 ms period */
+	sp_pprof__event_opts(slot_ev[e], 1, &po);
 	snprintf(name, sizeof(name), "%s_%s_%s.pb.gz", id, trig_names[c->trig], sp_event_names[slot_ev[e]]);
 	if ((err = sp_pprof__write(dfd, name, text, len, &po)))
 		write_failed(ctx, name, err);

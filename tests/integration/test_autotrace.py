@@ -12,10 +12,10 @@ import tempfile
 import threading
 import time
 import urllib.parse
-import urllib.request
 
 from harness import (PROBES, ROOT, TEST_BINS, StandaloneProbe, Supervisor, check, free_port, http_get,
                      meta_fields, probe_entry, wait_for)
+from test_stackprobe import rest_put  # noqa: E402 (PUT /<probe> with a JSON body: (status, text))
 
 AUTOTRACE = os.path.join(PROBES, "autotrace")
 QUIET_SPIN = os.path.join(TEST_BINS, "quiet_spin")
@@ -84,16 +84,6 @@ def standalone_events(p):
         if len(parts) > 2 and parts[1] == "event_v2":
             out.append(event_labels(parts[2:-1]))
     return out
-
-
-def rest_put(port, name, body):
-    req = urllib.request.Request("http://127.0.0.1:%d/%s" % (port, name), data=json.dumps(body).encode(),
-                                 method="PUT")
-    try:
-        with urllib.request.urlopen(req, timeout=10) as resp:
-            return resp.status, resp.read().decode()
-    except urllib.error.HTTPError as e:
-        return e.code, e.read().decode()
 
 
 def supervisor_events(s):
