@@ -246,7 +246,7 @@ static void sched_parts(struct at_ctx *ctx)
 {
 	unsigned int want = 0;
 	struct bpf_program *progs[3];
-	int err;
+	int err = 0;
 
 	if (ctx->cur.triggers & (1u << AT_TR_RUNQ))
 		want |= AT_PART_RUNQ;
@@ -257,8 +257,11 @@ static void sched_parts(struct at_ctx *ctx)
 	if (want && !ctx->skel) {
 		gg_bpf_begin();
 		ctx->skel = autotrace__open();
-		if (!ctx->skel || (err = autotrace__load(ctx->skel))) {
-			err = ctx->skel ? err : -errno;
+		if (!ctx->skel)
+			err = -errno;
+		else
+			err = autotrace__load(ctx->skel);
+		if (err) {
 			probe_log(PLOG_WARN, "runq/dstate: cannot load the scheduler programs: %s", strerror(-err));
 			autotrace__destroy(ctx->skel);
 			ctx->skel = NULL;

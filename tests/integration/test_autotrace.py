@@ -251,7 +251,9 @@ def test_cooldown_and_rate_limits_count_drops():
         for p, drop, w in ((pg, "dropped_global", w1), (pp, "dropped_proc", w2)):
             ev = standalone_events(p)
             check(len(ev) == 1 and ev[0]["trigger"] == "proc_cpu" and ev[0]["tgid"] == str(w.pid),
-                  "one capture event: %r" % ev)
+                  "one capture event: %r\n%r\n%r\n%s" % (ev, [(r["tgid"], r["value"]) for r in p.rows(
+                      "autotrace_trigger", trigger="proc_cpu")], p.rows("autotrace_health")[-1:],
+                                                        p.stderr()[-2000:]))
             h = p.rows("autotrace_health")[-1]
             t = p.rows("autotrace_trigger", trigger="proc_cpu")[-1]
             check(int(h["captures"]) == 1 and int(h["profiles"]) == 1, "one capture: %r" % h)
