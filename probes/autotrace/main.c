@@ -42,11 +42,25 @@
 enum { AT_ON = 0, AT_OFF = 1, AT_EVN = 2 };
 static const enum sp_event slot_ev[AT_EVN] = {SP_EV_ONCPU, SP_EV_OFFCPU};
 
-/* One second (one drain) of stacks: per thread for the store, folded for the graphs. */
+/* One raw stack from a drain, as the kernel aggregated it (frames follow: kn kernel, then un user). Kept
+ * unsymbolized: symbols are looked up only when a capture is written, so the always-on state costs a
+ * copy per stack, not a symbolization. */
+struct at_raw {
+	uint32_t tgid, pid;
+	uint64_t value;
+	uint16_t kn, un;
+	uint8_t event; /* enum sp_event */
+	uint8_t pad[3];
+	char comm[SP_COMM_LEN], pcomm[SP_COMM_LEN];
+	uint64_t ips[];
+};
+
+/* One drain (a second) of raw stacks. */
 struct at_slot {
 	uint64_t from_ms, until_ms; /* wall clock */
 	unsigned int period_ms;	    /* on-CPU sampling period of these samples (a sample weighs this many ms) */
-	struct ftab store[AT_EVN], folded[AT_EVN];
+	unsigned char *buf;	    /* struct at_raw records, 8-byte aligned */
+	size_t len, cap;
 };
 
 static const char *const trig_names[AT_TR_NR] = {"host_cpu", "proc_cpu", "dstate", "runq", "tcp_retrans", "rss"};
@@ -101,7 +115,9 @@ struct at_ctx {
 
 	struct at_slot *ring;
 	unsigned int ring_cap, ring_n, ring_head; /* slots, used, index of the oldest */
-	size_t slot_bytes;
+	size_t slot_bytes;			  /* bound of one slot's records */
+	struct at_slot *filling;		  /* the slot a drain writes into */
+	uint64_t drained_wall;			  /* wall ms of the last drain: the next slot starts there */
 
 	struct at_tstate trig[AT_TR_NR];
 	struct at_proc procs[PROCS_MAX];
@@ -137,10 +153,8 @@ static const char notes[] =
 
 static void slot_free(struct at_slot *s)
 {
-	for (int e = 0; e < AT_EVN; e++) {
-		ftab__free(&s->store[e]);
-		ftab__free(&s->folded[e]);
-	}
+	free(s->buf);
+	memset(s, 0, sizeof(*s));
 }
 
 static void ring_free(struct at_ctx *ctx)
@@ -164,14 +178,7 @@ static int ring_size(struct at_ctx *ctx)
 	if (!ctx->ring)
 		return -ENOMEM;
 	ctx->ring_cap = cap;
-	/* four tables per slot share the budget */
-	ctx->slot_bytes = RING_MAX_BYTES / cap / (2 * AT_EVN);
-	for (int e = 0; e < AT_EVN; e++) {
-		ftab__free(&ctx->prof.acc[slot_ev[e]].store);
-		ftab__free(&ctx->prof.acc[slot_ev[e]].period);
-		ftab__init(&ctx->prof.acc[slot_ev[e]].store, SLOT_MAX_ENTS, ctx->slot_bytes);
-		ftab__init(&ctx->prof.acc[slot_ev[e]].period, SLOT_MAX_ENTS, ctx->slot_bytes);
-	}
+	ctx->slot_bytes = RING_MAX_BYTES / cap;
 	return 0;
 }
 
@@ -179,13 +186,64 @@ static size_t ring_bytes(const struct at_ctx *ctx)
 {
 	size_t b = 0;
 
-	for (unsigned int i = 0; i < ctx->ring_n; i++) {
-		const struct at_slot *s = &ctx->ring[(ctx->ring_head + i) % ctx->ring_cap];
-
-		for (int e = 0; e < AT_EVN; e++)
-			b += s->store[e].bytes + s->folded[e].bytes;
-	}
+	for (unsigned int i = 0; i < ctx->ring_n; i++)
+		b += ctx->ring[(ctx->ring_head + i) % ctx->ring_cap].cap;
 	return b;
+}
+
+/* An sp_sample_cb: the raw stack into the slot being filled (a full slot drops and counts). */
+static int raw_add(void *arg, const struct sp_sample *smp)
+{
+	struct at_ctx *ctx = arg;
+	struct at_slot *s = ctx->filling;
+	size_t need = (sizeof(struct at_raw) + ((size_t)smp->kn + smp->un) * sizeof(uint64_t) + 7) & ~(size_t)7;
+	struct at_raw *r;
+
+	if (smp->event != SP_EV_ONCPU && smp->event != SP_EV_OFFCPU)
+		return 0;
+	if (s->len + need > ctx->slot_bytes) {
+		ctx->ring_dropped += smp->value;
+		return 0;
+	}
+	if (s->len + need > s->cap) {
+		size_t ncap = s->cap ? s->cap * 2 : 16384;
+		unsigned char *nb;
+
+		while (ncap < s->len + need)
+			ncap *= 2;
+		nb = realloc(s->buf, ncap);
+		if (!nb) {
+			ctx->ring_dropped += smp->value;
+			return 0;
+		}
+		s->buf = nb;
+		s->cap = ncap;
+	}
+	r = (struct at_raw *)(void *)(s->buf + s->len);
+	memset(r, 0, sizeof(*r));
+	r->tgid = smp->tgid;
+	r->pid = smp->pid;
+	r->value = smp->value;
+	r->kn = (uint16_t)smp->kn;
+	r->un = (uint16_t)smp->un;
+	r->event = (uint8_t)smp->event;
+	snprintf(r->comm, sizeof(r->comm), "%s", smp->comm);
+	snprintf(r->pcomm, sizeof(r->pcomm), "%s", smp->pcomm);
+	memcpy(r->ips, smp->kips, smp->kn * sizeof(uint64_t));
+	memcpy(r->ips + smp->kn, smp->uips, smp->un * sizeof(uint64_t));
+	s->len += need;
+	return 0;
+}
+
+/* The records of a slot, one after the other: the next after r (the first when r is NULL), or NULL. */
+static const struct at_raw *raw_next(const struct at_slot *s, const struct at_raw *r)
+{
+	size_t off = 0;
+
+	if (r)
+		off = (size_t)((const unsigned char *)r - s->buf) +
+		      ((sizeof(*r) + ((size_t)r->kn + r->un) * sizeof(uint64_t) + 7) & ~(size_t)7);
+	return off < s->len ? (const struct at_raw *)(const void *)(s->buf + off) : NULL;
 }
 
 /* Drain the sampler into a new slot (the oldest goes when the ring is full). */
@@ -194,10 +252,6 @@ static void ring_push(struct at_ctx *ctx, uint64_t wall)
 	struct at_slot *s;
 	int err;
 
-	sp_profile__begin(&ctx->prof);
-	err = sp_sampler__drain(ctx->sampler, sp_profile__add, &ctx->prof);
-	if (err)
-		probe_log(PLOG_WARN, "drain: %s", strerror(-err));
 	if (ctx->ring_n == ctx->ring_cap) {
 		slot_free(&ctx->ring[ctx->ring_head]);
 		ctx->ring_head = (ctx->ring_head + 1) % ctx->ring_cap;
@@ -205,21 +259,14 @@ static void ring_push(struct at_ctx *ctx, uint64_t wall)
 	}
 	s = &ctx->ring[(ctx->ring_head + ctx->ring_n) % ctx->ring_cap];
 	ctx->ring_n++;
-	s->from_ms = ctx->prof.acc[SP_EV_ONCPU].store_from_ms;
+	s->from_ms = ctx->drained_wall ? ctx->drained_wall : wall;
+	ctx->drained_wall = wall;
 	s->until_ms = wall;
 	s->period_ms = ctx->sampling_ms;
-	for (int e = 0; e < AT_EVN; e++) {
-		struct sp_acc *acc = &ctx->prof.acc[slot_ev[e]];
-
-		/* the tables move into the slot; the accumulator starts empty ones */
-		ctx->ring_dropped += acc->store.dropped;
-		s->store[e] = acc->store;
-		s->folded[e] = acc->period;
-		s->store[e].dropped = s->folded[e].dropped = 0;
-		ftab__init(&acc->store, SLOT_MAX_ENTS, ctx->slot_bytes);
-		ftab__init(&acc->period, SLOT_MAX_ENTS, ctx->slot_bytes);
-		acc->store_from_ms = wall;
-	}
+	ctx->filling = s;
+	err = sp_sampler__drain(ctx->sampler, raw_add, ctx);
+	if (err)
+		probe_log(PLOG_WARN, "drain: %s", strerror(-err));
 }
 
 /* ---- sampling ------------------------------------------------------------------------------------ */
@@ -321,16 +368,6 @@ static int sched_read(struct at_ctx *ctx, __u64 *hist, int64_t *ret_dstate)
 
 /* ---- the profile ---------------------------------------------------------------------------------- */
 
-static void profile_add(struct ftab *dst, struct ftab *src, uint64_t mult, uint64_t *dropped)
-{
-	for (size_t i = 0; i < src->cap; i++) {
-		const struct ftab_ent *e = src->slots[i];
-
-		if (e && ftab__add(dst, e->a, e->b, e->key, e->len, e->value * mult))
-			*dropped += e->value * mult;
-	}
-}
-
 static void write_failed(struct at_ctx *ctx, const char *what, int err)
 {
 	ctx->write_errors++;
@@ -425,46 +462,64 @@ static void send_event(struct at_ctx *ctx, const char *id, uint64_t from_ms, uin
 	(void)probe_rt__flush(ctx->rt);
 }
 
-/* The capture window is over: one profile of the ring's seconds before the trigger and the capture. */
+/* The capture window is over: one profile of the ring's seconds before the trigger and the capture,
+ * symbolized now (stackprobe's profile code, into its accumulators). */
 static void capture_finish(struct at_ctx *ctx, uint64_t wall)
 {
 	struct at_capture *c = &ctx->cap;
 	uint64_t from_ms = wall, pre_ms = (uint64_t)ctx->cur.ring_s * 1000u, until_ms = wall;
-	struct ftab store[AT_EVN], folded[AT_EVN];
 	char id[64];
 	int wrote = 0, err;
 
 	for (int e = 0; e < AT_EVN; e++) {
-		ftab__init(&store[e], PROFILE_ENTS, PROFILE_BYTES);
-		ftab__init(&folded[e], PROFILE_ENTS, PROFILE_BYTES);
+		struct sp_acc *acc = &ctx->prof.acc[slot_ev[e]];
+
+		ftab__free(&acc->store);
+		ftab__free(&acc->period);
+		ftab__init(&acc->store, PROFILE_ENTS, PROFILE_BYTES);
+		ftab__init(&acc->period, PROFILE_ENTS, PROFILE_BYTES);
 	}
+	sp_profile__begin(&ctx->prof);
 	for (unsigned int i = 0; i < ctx->ring_n; i++) {
-		struct at_slot *s = &ctx->ring[(ctx->ring_head + i) % ctx->ring_cap];
+		const struct at_slot *s = &ctx->ring[(ctx->ring_head + i) % ctx->ring_cap];
 
 		if (s->until_ms + pre_ms <= c->trigger_wall_ms)
 			continue; /* older than ring_seconds before the trigger */
 		if (s->from_ms < from_ms)
 			from_ms = s->from_ms;
-		for (int e = 0; e < AT_EVN; e++) {
+		for (const struct at_raw *r = raw_next(s, NULL); r; r = raw_next(s, r)) {
 			/* on-CPU: samples x their period = ms of CPU, whatever rate each second was sampled at */
-			uint64_t mult = e == AT_ON ? s->period_ms : 1;
+			struct sp_sample smp = {.event = (enum sp_event)r->event,
+						.tgid = r->tgid,
+						.pid = r->pid,
+						.comm = r->comm,
+						.pcomm = r->pcomm,
+						.kips = r->ips,
+						.kn = r->kn,
+						.uips = r->ips + r->kn,
+						.un = r->un,
+						.kstack_id = -1,
+						.ustack_id = -1,
+						.value = r->event == SP_EV_ONCPU ? r->value * s->period_ms : r->value};
 
-			profile_add(&store[e], &s->store[e], mult, &ctx->ring_dropped);
-			profile_add(&folded[e], &s->folded[e], mult, &ctx->ring_dropped);
+			(void)sp_profile__add(&ctx->prof, &smp);
 		}
 	}
 	snprintf(id, sizeof(id), "%013" PRIu64 "-%013" PRIu64, from_ms, until_ms);
 	for (int e = 0; e < AT_EVN; e++) {
+		struct sp_acc *acc = &ctx->prof.acc[slot_ev[e]];
+
+		ctx->ring_dropped += acc->store.dropped;
 		/* period_us 1000: a stored "sample" is 1 ms, so the query API's microseconds are exact */
 		err = sp_store__write(ctx->cur.flame_dir, slot_ev[e], from_ms, until_ms, e == AT_ON ? 1000u : 0u,
-				      &store[e]);
+				      &acc->store);
 		if (err)
 			write_failed(ctx, "the profile store", err);
-		else if (store[e].n)
+		else if (acc->store.n)
 			wrote = 1;
-		write_graphs(ctx, e, &folded[e], id, from_ms, until_ms);
-		ftab__free(&store[e]);
-		ftab__free(&folded[e]);
+		write_graphs(ctx, e, &acc->period, id, from_ms, until_ms);
+		ftab__free(&acc->store);
+		ftab__free(&acc->period);
 	}
 	(void)sp_store__expire(ctx->cur.flame_dir, wall, ctx->cur.retention_s, STORE_MAX_BYTES);
 	if (wrote)
@@ -581,13 +636,12 @@ static void procs_update(struct at_ctx *ctx, uint64_t now)
 		return;
 	}
 	s = &ctx->ring[(ctx->ring_head + ctx->ring_n - 1) % ctx->ring_cap];
-	for (size_t j = 0; j < s->store[AT_ON].cap; j++) {
-		const struct ftab_ent *e = s->store[AT_ON].slots[j];
+	for (const struct at_raw *e = raw_next(s, NULL); e; e = raw_next(s, e)) {
 		struct at_proc *p;
 
-		if (!e || (uint32_t)getpid() == e->a)
+		if (e->event != SP_EV_ONCPU || (uint32_t)getpid() == e->tgid)
 			continue;
-		p = proc_find(ctx, e->a);
+		p = proc_find(ctx, e->tgid);
 		if (!p) {
 			if (ctx->nprocs == PROCS_MAX) {
 				ctx->dropped_procs_full++;
@@ -595,7 +649,7 @@ static void procs_update(struct at_ctx *ctx, uint64_t now)
 			}
 			p = &ctx->procs[ctx->nprocs++];
 			memset(p, 0, sizeof(*p));
-			p->tgid = e->a;
+			p->tgid = e->tgid;
 		}
 		p->seen_ms = now;
 	}
@@ -899,7 +953,6 @@ static int setup(void *data, struct probe_rt *rt)
 	}
 	ctx->apply_pending = 1;
 	apply(ctx);
-	ctx->prof.acc[SP_EV_ONCPU].store_from_ms = probe_now_wall_ms();
 	ctx->t_report = probe_now_mono_ms();
 	return ctx->ring_cap ? 0 : -ENOMEM;
 }

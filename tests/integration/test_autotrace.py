@@ -100,7 +100,7 @@ def supervisor_events(s):
 
 
 def test_quiet_then_spin_profile_has_the_quiet_function():
-    """8 s of quiet_work at ~10 % of a CPU, then every CPU spins in spin_all: proc_cpu (40 %, held 2 s)
+    """8 s of quiet_work at ~10 % of a CPU, then every CPU spins in spin_all: proc_cpu (20 %, held 2 s: quiet_work cannot pass 10 %, the spin passes it on a loaded machine)
     fires within seconds of the spin, and the one stored profile holds quiet_work, which ran only before
     the trigger, besides spin_all; the event names the trigger, its value, the process and the profile."""
     tmp = tempfile.mkdtemp(prefix="gg-autotrace-")
@@ -116,13 +116,13 @@ def test_quiet_then_spin_profile_has_the_quiet_function():
             "cmd": {"probe": ["proc_cpu"]},
             # in scope: only this test's process (other tests spin CPUs at the same time)
             "snoopers": {"proc_id": [w.pid]},
-            "params": {"flame_dir": flame, "ring_seconds": 15, "capture_seconds": 2, "proc_cpu_thr": 40,
+            "params": {"flame_dir": flame, "ring_seconds": 15, "capture_seconds": 2, "proc_cpu_thr": 20,
                        "proc_cpu_hold": 2, "proc_cpu_cooldown": 600},
             "state": "running"})
         check(status == 200, "PUT /autotrace: %d %s" % (status, body))
         st, text = http_get("http://127.0.0.1:%d/autotrace" % rest_port)
         got = json.loads(text)
-        check(st == 200 and got["params"]["proc_cpu_thr"] == 40 and got["params"]["ring_seconds"] == 15,
+        check(st == 200 and got["params"]["proc_cpu_thr"] == 20 and got["params"]["ring_seconds"] == 15,
               "GET /autotrace: %d %s" % (st, text[:500]))
         status, body = rest_put(rest_port, "autotrace", {"params": {"host_cpu_thr": 101}})
         check(status == 400 and "host_cpu_thr" in body, "host_cpu_thr 101 refused: %d %s" % (status, body))
@@ -147,10 +147,10 @@ def test_quiet_then_spin_profile_has_the_quiet_function():
         # the value: the process's CPU, as /proc says it was in the seconds before the trigger
         value = float(labels["value"])
         truth = w.cpu_pct(trig_s - 2.5, trig_s + 0.3)
-        check(truth is not None and value >= 40 and abs(value - truth) <= max(35, 0.3 * truth),
+        check(truth is not None and value >= 20 and abs(value - truth) <= max(35, 0.3 * truth),
               "value %.1f %% vs /proc %s %%" % (value, truth))
         quiet_truth = w.cpu_pct(w.t0, w.spin_wall)
-        check(quiet_truth is not None and quiet_truth < 40, "the quiet phase was quiet: %s %%" % quiet_truth)
+        check(quiet_truth is not None and quiet_truth < 15, "the quiet phase was quiet: %s %%" % quiet_truth)
         # the profile holds the ring's seconds before the trigger
         check(trig_s - from_s >= 7, "profile starts %.1f s before the trigger" % (trig_s - from_s))
 
@@ -232,12 +232,12 @@ test_below_threshold_never_fires_and_value_is_procs.timeout = 60
 
 
 def test_cooldown_and_rate_limits_count_drops():
-    """A process spinning one CPU for 14 s, proc_cpu (20 %, no hold) with a 3 s cooldown: the first firing
+    """A process spinning one CPU for 14 s, proc_cpu (5 %, no hold: it holds on the busiest machine) with a 3 s cooldown: the first firing
     captures; later ones are suppressed in the cooldown and, after it, dropped by global_gap (one probe)
     or by proc_gap (another): exactly one capture event each, the drops counted."""
     tmp = tempfile.mkdtemp(prefix="gg-autotrace-")
     # hold 0: every second above the threshold fires (or, in the cooldown, is suppressed)
-    common = ["-P", "proc_cpu", "--proc-cpu-thr", "20", "--proc-cpu-hold", "0", "--proc-cpu-cooldown", "3",
+    common = ["-P", "proc_cpu", "--proc-cpu-thr", "5", "--proc-cpu-hold", "0", "--proc-cpu-cooldown", "3",
               "--ring-seconds", "5", "--capture-seconds", "1"]
     w1, w2 = Workload(0, 0, 14, 1), Workload(0, 0, 14, 1)
     pg = run_standalone(["--pid", str(w1.pid), "--global-gap", "3600", "--proc-gap", "0",
