@@ -1,13 +1,15 @@
 /* quiet_spin.c - the autotrace test's workload: quiet_work() uses a little CPU (busy Q% of every 50 ms)
  * for a while, then spin_all() burns every CPU (one thread per CPU) until stdin closes or a deadline.
  *
- *   quiet_spin QUIET_S QUIET_PERCENT SPIN_S [THREADS]
- * It prints "pid=N" at start, "spin" (with the monotonic ms) when the spin begins, and its own CPU
- * seconds when it ends. Built with frame pointers and no inlining, so both functions are in the stacks. */
+ *   quiet_spin QUIET_S QUIET_PERCENT SPIN_S [THREADS [-w]]
+ * It prints "pid=N" at start (with -w it then waits for a line on stdin), "spin" (with the monotonic ms) when the spin
+ * begins, and its own CPU seconds when it ends. Built with frame pointers and no inlining, so both functions are in the
+ * stacks. */
 #include <pthread.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -57,6 +59,12 @@ int main(int argc, char **argv)
 		nthreads = 1;
 	setvbuf(stdout, NULL, _IOLBF, 0);
 	printf("pid=%d\n", getpid());
+	if (argc > 5 && !strcmp(argv[5], "-w")) {
+		char line[16];
+
+		if (!fgets(line, sizeof(line), stdin))
+			return 1;
+	}
 	end = now_ns() + (uint64_t)(quiet_s * 1e9);
 	while (now_ns() < end) {
 		uint64_t period = 50000000ull, start = now_ns();

@@ -27,17 +27,29 @@ class Workload:
     """quiet_spin: prints its pid, then "spin <ms>" when the spin starts; /proc CPU time sampled every
     0.25 s in a thread of ours (the ground truth)."""
 
-    def __init__(self, quiet_s, quiet_pct, spin_s, threads=None):
+    def __init__(self, quiet_s, quiet_pct, spin_s, threads=None, wait=False):
         # nice -10: on a loaded machine (tests run side by side) the spin still gets most of its CPUs
-        args = ["nice", "-n", "-10", QUIET_SPIN, str(quiet_s), str(quiet_pct), str(spin_s)] + ([str(threads)] if threads else [])
-        self.proc = subprocess.Popen(args, stdout=subprocess.PIPE, text=True)
+        args = ["nice", "-n", "-10", QUIET_SPIN, str(quiet_s), str(quiet_pct), str(spin_s),
+                str(threads or os.cpu_count())] + (["-w"] if wait else [])
+        self.proc = subprocess.Popen(args, stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
         line = self.proc.stdout.readline()
         check(line.startswith("pid="), "quiet_spin did not start: %r" % line)
         self.pid = int(line.split("=")[1])
         self.t0 = time.time()
+        self.stop_ev = threading.Event()
+        if not wait:
+            self._start()
+
+    def go(self):
+        """With wait: start now (after the probe is up)."""
+        self.proc.stdin.write("go\n")
+        self.proc.stdin.flush()
+        self.t0 = time.time()
+        self._start()
+
+    def _start(self):
         self.spin_wall = None
         self.cpu = []  # (wall, cpu seconds)
-        self.stop_ev = threading.Event()
         threading.Thread(target=self._read, daemon=True).start()
         threading.Thread(target=self._sample, daemon=True).start()
 
@@ -232,19 +244,22 @@ test_below_threshold_never_fires_and_value_is_procs.timeout = 60
 
 
 def test_cooldown_and_rate_limits_count_drops():
-    """A process spinning one CPU for 14 s, proc_cpu (5 %, no hold: it holds on the busiest machine) with a 3 s cooldown: the first firing
+    """A process spinning one CPU for 12 s, proc_cpu (5 %, no hold: it holds on the busiest machine) with a 3 s cooldown: the first firing
     captures; later ones are suppressed in the cooldown and, after it, dropped by global_gap (one probe)
     or by proc_gap (another): exactly one capture event each, the drops counted."""
     tmp = tempfile.mkdtemp(prefix="gg-autotrace-")
     # hold 0: every second above the threshold fires (or, in the cooldown, is suppressed)
     common = ["-P", "proc_cpu", "--proc-cpu-thr", "5", "--proc-cpu-hold", "0", "--proc-cpu-cooldown", "3",
               "--ring-seconds", "5", "--capture-seconds", "1"]
-    w1, w2 = Workload(0, 0, 14, 1), Workload(0, 0, 14, 1)
+    # the probes first (an ASan build takes seconds to start on a loaded machine), then the spin
+    w1, w2 = Workload(0, 0, 12, 1, wait=True), Workload(0, 0, 12, 1, wait=True)
     pg = run_standalone(["--pid", str(w1.pid), "--global-gap", "3600", "--proc-gap", "0",
                          "--flame-dir", os.path.join(tmp, "g")] + common)
     pp = run_standalone(["--pid", str(w2.pid), "--global-gap", "0", "--proc-gap", "3600",
                          "--flame-dir", os.path.join(tmp, "p")] + common)
     try:
+        w1.go()
+        w2.go()
         w1.proc.wait(30)
         w2.proc.wait(30)
         time.sleep(1.5)
