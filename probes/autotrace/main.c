@@ -23,8 +23,11 @@
 #include "signals.h"
 #include "../stackprobe/stackprobe.h" /* the sampler, symbolizer and writers (linked in) */
 
-#define PROG		     "autotrace"
-#define TICK_MS		     1000u
+#define PROG	"autotrace"
+#define TICK_MS 1000u /* while capturing */
+/* Between captures: drain, evaluate and report every 2 s (half the fixed cost of a drain and of the
+ * /proc reads; the kernel's maps hold 5 s of samples at the ring's rate) */
+#define IDLE_TICK_MS	     2000u
 #define RING_MAX_BYTES	     (96ull << 20) /* all slots' stack tables together */
 #define SLOT_MAX_ENTS	     8192u
 #define PROFILE_ENTS	     65536u
@@ -32,7 +35,7 @@
 #define STORE_MAX_BYTES	     (256ull << 20)
 #define FILES_KEPT	     256u /* per kind of file in <flame_dir>/profiles */
 #define PROCS_MAX	     256u /* processes followed by the per-process triggers */
-#define RSS_HIST	     64u  /* seconds of RSS per process (rss_hold is cut to this) */
+#define RSS_HIST	     64u  /* evaluations of RSS per process (rss_hold is cut to what they span) */
 #define PROC_IDLE_MS	     10000u
 #define HOUR_MS		     3600000ull
 #define CAPTURES_HOUR	     60u
@@ -83,8 +86,8 @@ struct at_proc {
 	uint64_t seen_ms; /* last drain it had samples in */
 	uint64_t ticks, ticks_ms;
 	double cpu_pct, rss_rate;
-	uint64_t rss[RSS_HIST];
-	unsigned int nrss;    /* seconds of RSS in rss[] (ring, newest at (nrss - 1) % RSS_HIST) */
+	uint64_t rss[RSS_HIST], rss_ms[RSS_HIST];
+	unsigned int nrss;    /* evaluations of RSS in rss[] and their times (ring, newest at (nrss - 1) % RSS_HIST) */
 	uint64_t above_ms[2]; /* proc_cpu, rss */
 	uint64_t fire_ms[2];  /* cooldowns per process */
 	uint64_t capture_ms;  /* last capture for this process; 0: none */
@@ -610,7 +613,7 @@ static int held(uint64_t *above_ms, double value, const struct at_trig_conf *tc,
 	}
 	if (!*above_ms)
 		*above_ms = now;
-	if (now - *above_ms + TICK_MS / 2 < (uint64_t)tc->hold_s * 1000u)
+	if (now - *above_ms + IDLE_TICK_MS / 2 < (uint64_t)tc->hold_s * 1000u)
 		return 0;
 	*above_ms = 0;
 	return 1;
@@ -671,6 +674,7 @@ static void procs_update(struct at_ctx *ctx, uint64_t now)
 		p->ticks_ms = now;
 		memcpy(p->comm, ps.comm, sizeof(p->comm));
 		p->rss[p->nrss % RSS_HIST] = ps.rss_kb;
+		p->rss_ms[p->nrss % RSS_HIST] = now;
 		p->nrss++;
 		i++;
 	}
@@ -684,15 +688,22 @@ static void eval_proc_triggers(struct at_ctx *ctx, uint64_t now, uint64_t wall)
 	tc->tgid = tr->tgid = 0;
 	for (unsigned int i = 0; i < ctx->nprocs; i++) {
 		struct at_proc *p = &ctx->procs[i];
-		unsigned int w = ctx->cur.tr[AT_TR_RSS].hold_s ? ctx->cur.tr[AT_TR_RSS].hold_s : 1;
+		uint64_t hold_ms =
+			(uint64_t)(ctx->cur.tr[AT_TR_RSS].hold_s ? ctx->cur.tr[AT_TR_RSS].hold_s : 1) * 1000u;
+		unsigned int last = (p->nrss - 1) % RSS_HIST, w = 0;
 
-		if (w > RSS_HIST - 1)
-			w = RSS_HIST - 1;
-		/* RSS growth over the hold window (allocations come in bursts: a per-second rate would flap) */
-		p->rss_rate = p->nrss > w ? ((double)p->rss[(p->nrss - 1) % RSS_HIST] -
-					     (double)p->rss[(p->nrss - 1 - w) % RSS_HIST]) /
-						    (double)w
-					  : 0;
+		/* RSS growth over the hold window (allocations come in bursts: a per-tick rate would flap): from
+		 * the newest evaluation at least hold_ms old (history permitting) to now */
+		for (unsigned int k = 1; k < p->nrss && k < RSS_HIST; k++) {
+			w = k;
+			if (p->rss_ms[last] - p->rss_ms[(p->nrss - 1 - k) % RSS_HIST] >= hold_ms)
+				break;
+		}
+		p->rss_rate = 0;
+		if (w && p->rss_ms[last] > p->rss_ms[(p->nrss - 1 - w) % RSS_HIST] &&
+		    p->rss_ms[last] - p->rss_ms[(p->nrss - 1 - w) % RSS_HIST] + IDLE_TICK_MS / 2 >= hold_ms)
+			p->rss_rate = ((double)p->rss[last] - (double)p->rss[(p->nrss - 1 - w) % RSS_HIST]) * 1000.0 /
+				      (double)(p->rss_ms[last] - p->rss_ms[(p->nrss - 1 - w) % RSS_HIST]);
 		if (p->cpu_pct > tc->value) {
 			tc->value = p->cpu_pct;
 			tc->tgid = p->tgid;
@@ -705,7 +716,7 @@ static void eval_proc_triggers(struct at_ctx *ctx, uint64_t now, uint64_t wall)
 		    held(&p->above_ms[0], p->cpu_pct, &ctx->cur.tr[AT_TR_PROC_CPU], now))
 			fire(ctx, AT_TR_PROC_CPU, p, p->cpu_pct, now, wall);
 		/* the window is the hold: one evaluation decides */
-		if ((ctx->cur.triggers & (1u << AT_TR_RSS)) && p->nrss > w &&
+		if ((ctx->cur.triggers & (1u << AT_TR_RSS)) && p->rss_rate > 0 &&
 		    p->rss_rate >= (double)ctx->cur.tr[AT_TR_RSS].thr)
 			fire(ctx, AT_TR_RSS, p, p->rss_rate, now, wall);
 	}
@@ -908,7 +919,7 @@ static unsigned int tick(void *data)
 
 	sp_sampler__tick(ctx->sampler, now);
 	if (!ctx->ring_cap)
-		return TICK_MS;
+		return IDLE_TICK_MS;
 	ring_push(ctx, wall);
 	if (ctx->cap.on && now + TICK_MS / 2 >= ctx->cap.until_mono_ms) {
 		capture_finish(ctx, wall);
@@ -919,7 +930,7 @@ static unsigned int tick(void *data)
 		report(ctx, now);
 		ctx->t_report = now;
 	}
-	return TICK_MS;
+	return ctx->cap.on ? TICK_MS : IDLE_TICK_MS;
 }
 
 static int setup(void *data, struct probe_rt *rt)
