@@ -9,7 +9,7 @@ enum at_trig {
 	AT_TR_HOST_CPU = 0, /* host CPU busy, percent of all CPUs (/proc/stat) */
 	AT_TR_PROC_CPU,	    /* one process's CPU, percent of one CPU (/proc/<pid>/stat) */
 	AT_TR_DSTATE,	    /* tasks in uninterruptible sleep (sched_switch) */
-	AT_TR_RUNQ,	    /* p99 run-queue delay of the last second, us (sched_wakeup/switch) */
+	AT_TR_RUNQ,	    /* p99 run-queue delay since the last evaluation, us (sched_wakeup/switch) */
 	AT_TR_RETRANS,	    /* TCP segments retransmitted per second (/proc/net/snmp) */
 	AT_TR_RSS,	    /* one process's RSS growth, KiB/s over the hold window (/proc/<pid>/statm) */
 	AT_TR_NR,

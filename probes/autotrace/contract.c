@@ -52,7 +52,7 @@ static const struct gg_param_spec params[] = {
 	AT_TRIG_PARAMS("host_cpu", "host-cpu", AT_TR_HOST_CPU, "percent", 90, 1, 100, 10, "host CPU busy, percent of all CPUs"),
 	AT_TRIG_PARAMS("proc_cpu", "proc-cpu", AT_TR_PROC_CPU, "percent", 90, 1, 100000, 10, "a process's CPU, percent of one CPU"),
 	AT_TRIG_PARAMS("dstate", "dstate", AT_TR_DSTATE, "tasks", 20, 1, 100000, 10, "tasks in uninterruptible sleep"),
-	AT_TRIG_PARAMS("runq", "runq", AT_TR_RUNQ, "us", 50000, 1, 100000000, 10, "p99 run-queue delay of a second"),
+	AT_TRIG_PARAMS("runq", "runq", AT_TR_RUNQ, "us", 50000, 1, 100000000, 10, "p99 run-queue delay since the last evaluation"),
 	AT_TRIG_PARAMS("tcp_retrans", "tcp-retrans", AT_TR_RETRANS, "segments/s", 100, 1, 100000000, 10,
 		       "TCP segments retransmitted per second"),
 	AT_TRIG_PARAMS("rss", "rss", AT_TR_RSS, "KiB/s", 10240, 1, 100000000, 10, "a process's RSS growth over the hold time"),
