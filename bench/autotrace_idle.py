@@ -10,7 +10,8 @@ every cheap trigger evaluated each second). Rounds alternate none, autotrace, no
 autotrace run is compared with the mean of its two neighbours (slow drift of other load on a shared
 machine cancels); the probe's CPU is also measured over long idle windows without the workload.
 
-    bench/autotrace_idle.py [PAIRS] [SECONDS] [--sched]   (default 10 pairs, 3 s windows)
+    bench/autotrace_idle.py [PAIRS] [SECONDS] [--sched] [--idle-only]   (default 10 pairs, 3 s windows;
+                                                        --idle-only: no workload, nothing for other benches to feel)
 Run it alone: flock /tmp/gg-bench.lock python3 bench/autotrace_idle.py"""
 import os
 import signal
@@ -81,8 +82,8 @@ def main():
         finally:
             stop(p)
         # side by side with a CPU-bound workload
-        prev = work(seconds)
-        for _ in range(pairs):
+        prev = work(seconds) if "--idle-only" not in sys.argv else None
+        for _ in range(pairs if prev else 0):
             p = start(tmp, sched)
             try:
                 c0 = proc_cpu_s(p.pid)
@@ -108,6 +109,8 @@ def main():
                                                                 NCPU, seconds * 2))
     print("  probe process CPU, share of one CPU:          " + pct(idle))
     print("  BPF programs' run time, share of one CPU:     " + pct(idle_bpf))
+    if not own:
+        return
     print("  probe CPU while the workload runs (one CPU):  " + pct(own))
     print("  workload slowdown, units per wall second:     " + pct(slow))
     print("  workload slowdown, units per CPU second:      " + pct(slow_cpu))
