@@ -335,3 +335,50 @@ def test_rss_growth_fires_with_the_growth_proc_sees():
 
 
 test_rss_growth_fires_with_the_growth_proc_sees.timeout = 60
+
+
+def d_tasks():
+    """Tasks in D now, from /proc (every thread)."""
+    n = 0
+    for pid in os.listdir("/proc"):
+        if not pid.isdigit():
+            continue
+        try:
+            for tid in os.listdir("/proc/%s/task" % pid):
+                with open("/proc/%s/task/%s/stat" % (pid, tid)) as f:
+                    if f.read().rsplit(")", 1)[1].split()[0] == "D":
+                        n += 1
+        except (FileNotFoundError, ProcessLookupError, IndexError):
+            pass
+    return n
+
+
+def test_dstate_counts_the_tasks_proc_shows_in_d():
+    """Eight vfork parents waiting for their sleeping children (D, tests/helpers/dstate_hold.c) for 6 s:
+    dstate (6 tasks for 2 s) fires with a count that /proc's scan of D tasks agrees with."""
+    tmp = tempfile.mkdtemp(prefix="gg-autotrace-")
+    p = run_standalone(["-P", "dstate", "--dstate-thr", "6", "--dstate-hold", "2", "--ring-seconds", "5",
+                        "--capture-seconds", "1", "--flame-dir", tmp])
+    h = subprocess.Popen([os.path.join(TEST_BINS, "dstate_hold"), "8", "6"], stdout=subprocess.PIPE, text=True)
+    try:
+        check(h.stdout.readline().startswith("pids="), "dstate_hold started")
+        time.sleep(0.5)
+        seen = [d_tasks() for _ in range(3)]
+        ev = wait_for(lambda: standalone_events(p), 12, "the dstate capture event")
+        e = ev[0]
+        check(e["trigger"] == "dstate" and e["unit"] == "tasks" and "tgid" not in e, "event: %r" % e)
+        check(8 <= float(e["value"]) <= max(seen) + 2 and min(seen) >= 8,
+              "dstate %s vs /proc %r" % (e["value"], seen))
+        h.wait(15)
+        time.sleep(2.5)
+        last = p.rows("autotrace_trigger", trigger="dstate")[-1]
+        check(float(last["value"]) <= d_tasks() + 2, "the count falls back when they end: %r" % last)
+    finally:
+        if h.poll() is None:
+            h.kill()
+        h.wait()
+        p.stop()
+        shutil.rmtree(tmp, ignore_errors=True)
+
+
+test_dstate_counts_the_tasks_proc_shows_in_d.timeout = 60
