@@ -93,6 +93,15 @@ struct at_proc {
 	uint64_t capture_ms;  /* last capture for this process; 0: none */
 };
 
+/* What a process's cooldowns and proc_gap need once it left the table (idle a while, then busy
+ * again): kept for the last RECENT_MAX processes that fired. */
+#define RECENT_MAX 64u
+struct at_recent {
+	uint32_t tgid;
+	uint64_t start_ticks;
+	uint64_t fire_ms[2], capture_ms;
+};
+
 /* The capture in progress. */
 struct at_capture {
 	int on;
@@ -125,6 +134,8 @@ struct at_ctx {
 	struct at_tstate trig[AT_TR_NR];
 	struct at_proc procs[PROCS_MAX];
 	unsigned int nprocs;
+	struct at_recent recent[RECENT_MAX];
+	unsigned int nrecent; /* ring: the next one goes to nrecent % RECENT_MAX */
 	struct at_capture cap;
 	uint64_t cap_times[CAPTURES_HOUR]; /* monotonic ms of the last captures (ring) */
 	unsigned int ncap_times;
@@ -629,6 +640,33 @@ static struct at_proc *proc_find(struct at_ctx *ctx, uint32_t tgid)
 
 /* The processes with on-CPU samples in the newest slot are followed (a process over a CPU threshold is
  * on a CPU, so the sampler sees it within a second or two at 19 Hz); those idle for a while are not. */
+static void recent_save(struct at_ctx *ctx, const struct at_proc *p)
+{
+	struct at_recent *r;
+
+	if (!p->start_ticks || (!p->fire_ms[0] && !p->fire_ms[1] && !p->capture_ms))
+		return;
+	r = &ctx->recent[ctx->nrecent++ % RECENT_MAX];
+	r->tgid = p->tgid;
+	r->start_ticks = p->start_ticks;
+	memcpy(r->fire_ms, p->fire_ms, sizeof(r->fire_ms));
+	r->capture_ms = p->capture_ms;
+}
+
+static void recent_restore(struct at_ctx *ctx, struct at_proc *p, uint64_t start_ticks)
+{
+	for (unsigned int i = 0; i < RECENT_MAX && i < ctx->nrecent; i++) {
+		struct at_recent *r = &ctx->recent[i];
+
+		if (r->tgid == p->tgid && r->start_ticks == start_ticks) {
+			memcpy(p->fire_ms, r->fire_ms, sizeof(p->fire_ms));
+			p->capture_ms = r->capture_ms;
+			r->tgid = 0; /* it is in the table again */
+			return;
+		}
+	}
+}
+
 static void procs_update(struct at_ctx *ctx, uint64_t now)
 {
 	const struct at_slot *s;
@@ -663,9 +701,12 @@ static void procs_update(struct at_ctx *ctx, uint64_t now)
 
 		if ((now - p->seen_ms > PROC_IDLE_MS && !busy) || at_read_proc(p->tgid, &ps) ||
 		    (p->start_ticks && ps.start_ticks != p->start_ticks)) {
+			recent_save(ctx, p);
 			ctx->procs[i] = ctx->procs[--ctx->nprocs]; /* gone, pid reused, or idle */
 			continue;
 		}
+		if (!p->start_ticks)
+			recent_restore(ctx, p, ps.start_ticks);
 		if (p->start_ticks && now > p->ticks_ms)
 			p->cpu_pct = (double)(ps.cpu_ticks - p->ticks) * 100.0 / (double)sysconf(_SC_CLK_TCK) * 1000.0 /
 				     (double)(now - p->ticks_ms);
