@@ -245,7 +245,7 @@ test_below_threshold_never_fires_and_value_is_procs.timeout = 60
 
 
 def test_cooldown_and_rate_limits_count_drops():
-    """A process spinning one CPU for 12 s, proc_cpu (5 %, no hold: it holds on the busiest machine) with a 3 s cooldown: the first firing
+    """A process spinning one CPU for 16 s, proc_cpu (5 %, no hold: it holds on the busiest machine) with a 3 s cooldown: the first firing
     captures; later ones are suppressed in the cooldown and, after it, dropped by global_gap (one probe)
     or by proc_gap (another): exactly one capture event each, the drops counted."""
     tmp = tempfile.mkdtemp(prefix="gg-autotrace-")
@@ -253,7 +253,7 @@ def test_cooldown_and_rate_limits_count_drops():
     common = ["-P", "proc_cpu", "--proc-cpu-thr", "5", "--proc-cpu-hold", "0", "--proc-cpu-cooldown", "3",
               "--ring-seconds", "5", "--capture-seconds", "1"]
     # the probes first (an ASan build takes seconds to start on a loaded machine), then the spin
-    w1, w2 = Workload(0, 0, 12, 1, wait=True), Workload(0, 0, 12, 1, wait=True)
+    w1, w2 = Workload(0, 0, 16, 1, wait=True), Workload(0, 0, 16, 1, wait=True)
     pg = run_standalone(["--pid", str(w1.pid), "--global-gap", "3600", "--proc-gap", "0",
                          "--flame-dir", os.path.join(tmp, "g")] + common)
     pp = run_standalone(["--pid", str(w2.pid), "--global-gap", "0", "--proc-gap", "3600",
@@ -273,7 +273,8 @@ def test_cooldown_and_rate_limits_count_drops():
             h = p.rows("autotrace_health")[-1]
             t = p.rows("autotrace_trigger", trigger="proc_cpu")[-1]
             check(int(h["captures"]) == 1 and int(h["profiles"]) == 1, "one capture: %r" % h)
-            check(int(h[drop]) >= 1, "%s counted: %r\n%r" % (drop, h, p.rows("autotrace_trigger", trigger="proc_cpu")))
+            check(int(h[drop]) >= 1, "%s counted: %r\n%r\n/proc: %r" % (drop, h, [(r["tgid"], r["value"], r["fired"]) for r in p.rows(
+                "autotrace_trigger", trigger="proc_cpu")], [(round(t - w.t0, 1), round(c, 2)) for t, c in w.cpu][::4]))
             check(int(t["suppressed"]) >= 1 and int(t["fired"]) >= 2, "cooldown suppressions: %r" % t)
     finally:
         w1.finish()
@@ -372,7 +373,8 @@ def test_dstate_counts_the_tasks_proc_shows_in_d():
         h.wait(15)
         time.sleep(2.5)
         last = p.rows("autotrace_trigger", trigger="dstate")[-1]
-        check(float(last["value"]) <= d_tasks() + 2, "the count falls back when they end: %r" % last)
+        # (other tests' tasks may be in D meanwhile: the eight are gone from the count)
+        check(float(last["value"]) < 8, "the count falls back when they end: %r" % last)
     finally:
         if h.poll() is None:
             h.kill()
