@@ -14,8 +14,8 @@ import threading
 import time
 import urllib.parse
 
-from harness import (PROBES, ROOT, TEST_BINS, StandaloneProbe, Supervisor, check, free_port, http_get,
-                     meta_fields, probe_entry, wait_for)
+from harness import (PROBES, ROOT, TEST_BINS, NetnsPair, StandaloneProbe, Supervisor, check, free_port,
+                     http_get, meta_fields, probe_entry, wait_for)
 from test_stackprobe import rest_put  # noqa: E402 (PUT /<probe> with a JSON body: (status, text))
 
 AUTOTRACE = os.path.join(PROBES, "autotrace")
@@ -384,3 +384,66 @@ def test_dstate_counts_the_tasks_proc_shows_in_d():
 
 
 test_dstate_counts_the_tasks_proc_shows_in_d.timeout = 60
+
+
+SINK = """
+import socket, sys
+s = socket.socket(); s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+s.bind(("0.0.0.0", int(sys.argv[1]))); s.listen(4); print("ready", flush=True)
+c, _ = s.accept()
+while c.recv(65536):
+    pass
+"""
+SENDER = """
+import socket, sys, time
+c = socket.create_connection((sys.argv[1], int(sys.argv[2])))
+end = time.time() + float(sys.argv[3])
+while time.time() < end:
+    c.sendall(b"x" * 8192)
+    time.sleep(0.005)
+c.close()
+"""
+
+
+def test_tcp_retrans_rate_is_the_namespace_mib():
+    """Inside a network namespace pair, an nft rule drops 10 % of the segments towards a sink: the probe,
+    run in the sending namespace, fires tcp_retrans (5/s for 2 s), and its per-tick rates add up to the
+    namespace's RetransSegs delta (/proc/net/snmp as nstat reads it)."""
+    tmp = tempfile.mkdtemp(prefix="gg-autotrace-")
+    port = 5000 + os.getpid() % 1000
+    with NetnsPair() as ns:
+        ns.run(ns.a, ["ip", "link", "set", "dev", ns.veth_a, "gso_max_segs", "1"])
+        ns.run(ns.b, ["nft", "add table inet ggat; add chain inet ggat in { type filter hook input priority 0; }; "
+                      "add rule inet ggat in tcp dport %d numgen random mod 100 < 10 counter drop" % port])
+        p = StandaloneProbe("ip", ["netns", "exec", ns.a, AUTOTRACE, "-t", "1", "-P", "tcp_retrans",
+                                   "--tcp-retrans-thr", "5", "--tcp-retrans-hold", "2", "--ring-seconds", "5",
+                                   "--capture-seconds", "1", "--flame-dir", tmp], FIELDS,
+                            on_record=lambda r: r.__setitem__("_t", time.time()))
+        try:
+            p.wait_started()
+            time.sleep(2.5)  # a first evaluation before the traffic
+            before = ns.netstat(ns.a)["Tcp"]["RetransSegs"]
+            srv = ns.popen(ns.b, [sys.executable, "-c", SINK, str(port)], text=True)
+            check(srv.stdout.readline().startswith("ready"), "sink ready")
+            cli = ns.popen(ns.a, [sys.executable, "-c", SENDER, ns.ADDR_B, str(port), "7"])
+            cli.wait(30)
+            time.sleep(4.5)  # two more evaluations after the traffic
+            delta = ns.netstat(ns.a)["Tcp"]["RetransSegs"] - before
+            ev = standalone_events(p)
+            check(delta >= 20, "the drops made TCP retransmit: %d" % delta)
+            check(len(ev) == 1 and ev[0]["trigger"] == "tcp_retrans" and ev[0]["unit"] == "segments/s"
+                  and 5 <= float(ev[0]["value"]) <= delta, "event: %r (RetransSegs delta %d)" % (ev, delta))
+            # the rates times the ticks they cover add up to the delta (ticks are 2 s between captures, 1 s
+            # in one): the rows' values weighted by the time between them
+            rows = [(r["_t"], float(r["value"])) for r in p.rows("autotrace_trigger", trigger="tcp_retrans")]
+            total = sum(v * (t - rows[i - 1][0]) for i, (t, v) in enumerate(rows) if i)
+            check(0.6 * delta <= total <= 1.4 * delta + 10, "sum of rate x time %.0f vs RetransSegs delta %d"
+                  % (total, delta))
+            print("tcp_retrans: fired at %s/s; rates x time %.0f, RetransSegs delta %d" % (ev[0]["value"], total, delta))
+            srv.kill()
+        finally:
+            p.stop()
+            shutil.rmtree(tmp, ignore_errors=True)
+
+
+test_tcp_retrans_rate_is_the_namespace_mib.timeout = 60
