@@ -6,6 +6,7 @@ per-process rate limits drop and count; REST configuration."""
 import gzip
 import json
 import os
+import re
 import shutil
 import subprocess
 import sys
@@ -447,3 +448,39 @@ def test_tcp_retrans_rate_is_the_namespace_mib():
 
 
 test_tcp_retrans_rate_is_the_namespace_mib.timeout = 60
+
+
+def test_runq_p99_agrees_with_runqlat():
+    """Four spinning threads on the machine's CPUs make run-queue delay; autotrace's runq values (p99 of
+    each evaluation, log2 bucket upper bounds in us) and libbpf-tools' runqlat over the same seconds
+    land within two log2 buckets of each other."""
+    tmp = tempfile.mkdtemp(prefix="gg-autotrace-")
+    p = run_standalone(["-P", "runq", "--runq-thr", "100000000", "--flame-dir", tmp])
+    w = Workload(0, 0, 9, 4, wait=True)
+    try:
+        w.go()
+        time.sleep(1)
+        r = subprocess.run(["runqlat", "6", "1"], capture_output=True, text=True, timeout=30)
+        buckets = [(int(a), int(b), int(n)) for a, b, n in
+                   re.findall(r"^\s*(\d+)\s*->\s*(\d+)\s*:\s*(\d+)", r.stdout, re.M)]
+        total = sum(n for _, _, n in buckets)
+        check(total > 100, "runqlat histogram: %s" % r.stdout[-1500:])
+        seen, ref = 0, None
+        for lo, hi, n in buckets:
+            seen += n
+            if seen >= 0.99 * total:
+                ref = hi + 1  # the bucket's upper bound, as autotrace reports it
+                break
+        time.sleep(0.5)
+        vals = sorted(float(x["value"]) for x in p.rows("autotrace_trigger", trigger="runq")[-4:])
+        check(vals, "runq values")
+        med = vals[len(vals) // 2]
+        print("runq p99: autotrace %r us, runqlat %d us" % (vals, ref))
+        check(ref / 4 <= med <= ref * 4, "runq p99 %.0f us vs runqlat's %d us" % (med, ref))
+    finally:
+        w.finish()
+        p.stop()
+        shutil.rmtree(tmp, ignore_errors=True)
+
+
+test_runq_p99_agrees_with_runqlat.timeout = 60
