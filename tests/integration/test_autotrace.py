@@ -484,3 +484,40 @@ def test_runq_p99_agrees_with_runqlat():
 
 
 test_runq_p99_agrees_with_runqlat.timeout = 60
+
+
+def host_busy():
+    with open("/proc/stat") as f:
+        v = [int(x) for x in f.readline().split()[1:9]]
+    return sum(v) - v[3] - v[4], sum(v)
+
+
+def test_host_cpu_is_proc_stat():
+    """host_cpu's values over 8 s (every CPU spinning for part of it) weighted by their ticks agree with
+    /proc/stat's busy share over the same seconds."""
+    tmp = tempfile.mkdtemp(prefix="gg-autotrace-")
+    p = StandaloneProbe(AUTOTRACE, ["-t", "1", "-P", "host_cpu", "--host-cpu-thr", "100", "--host-cpu-hold", "0",
+                                    "--flame-dir", tmp], FIELDS, on_record=lambda r: r.__setitem__("_t", time.time()))
+    w = Workload(0, 0, 4, None, wait=True)
+    try:
+        p.wait_started()
+        n0 = len(p.rows("autotrace_trigger", trigger="host_cpu"))
+        wait_for(lambda: len(p.rows("autotrace_trigger", trigger="host_cpu")) > n0, 5, "a host_cpu record")
+        b0, t0 = host_busy()
+        w.go()
+        n1 = len(p.rows("autotrace_trigger", trigger="host_cpu"))
+        wait_for(lambda: len(p.rows("autotrace_trigger", trigger="host_cpu")) >= n1 + 4, 15, "four more records")
+        b1, t1 = host_busy()
+        rows = p.rows("autotrace_trigger", trigger="host_cpu")[n1 - 1:]
+        span = rows[-1]["_t"] - rows[0]["_t"]
+        mean = sum(float(r["value"]) * (r["_t"] - rows[i - 1]["_t"]) for i, r in enumerate(rows) if i) / span
+        truth = (b1 - b0) * 100.0 / (t1 - t0)
+        print("host_cpu: autotrace %.1f %%, /proc/stat %.1f %%" % (mean, truth))
+        check(abs(mean - truth) <= 12, "host_cpu %.1f %% vs /proc/stat %.1f %%" % (mean, truth))
+    finally:
+        w.finish()
+        p.stop()
+        shutil.rmtree(tmp, ignore_errors=True)
+
+
+test_host_cpu_is_proc_stat.timeout = 60
