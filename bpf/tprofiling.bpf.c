@@ -98,6 +98,36 @@ static __always_inline int task_in_scope(struct task_struct *t)
 	return 0;
 }
 
+/* The names of the dentries of descriptor fd of t, from the file up to its mount's root. */
+static __always_inline void file_path(struct tp_event *e, struct task_struct *t, __s64 fd)
+{
+	struct file **fds = BPF_CORE_READ(t, files, fdt, fd);
+	unsigned int max = BPF_CORE_READ(t, files, fdt, max_fds);
+	struct file *f = NULL;
+	struct dentry *d;
+
+	if (!fds || fd >= max)
+		return;
+	bpf_probe_read_kernel(&f, sizeof(f), &fds[fd & 0xffffff]);
+	if (!f)
+		return;
+	d = BPF_CORE_READ(f, f_path.dentry);
+	for (int i = 0; i < TP_PATH_DEPTH; i++) {
+		struct dentry *parent;
+
+		if (!d || bpf_probe_read_kernel_str(e->path[i], TP_PATH_NAME, BPF_CORE_READ(d, d_name.name)) < 0) {
+			e->path[i][0] = '\0';
+			return;
+		}
+		parent = BPF_CORE_READ(d, d_parent);
+		if (parent == d) /* the root of its file system: "/" */
+			return;
+		d = parent;
+		if (i + 1 < TP_PATH_DEPTH)
+			e->path[i + 1][0] = '\0';
+	}
+}
+
 /* Send one finished event of the current thread (or of t, on-CPU). */
 static __always_inline void send(void *ctx, __u64 start, __u64 end, __u32 name, __u32 type, __s64 arg, __s64 ret,
 				 struct task_struct *t, int stack)
@@ -123,6 +153,9 @@ static __always_inline void send(void *ctx, __u64 start, __u64 end, __u32 name, 
 	e->tgid = t->tgid;
 	__builtin_memcpy(e->comm, t->comm, sizeof(e->comm));
 	e->nstack = 0;
+	e->path[0][0] = '\0';
+	if (type == TP_TYPE_FILE && arg >= 0)
+		file_path(e, t, arg);
 	if (stack && want_stack) {
 		long n = bpf_get_stack(ctx, e->stack, sizeof(e->stack), BPF_F_USER_STACK);
 

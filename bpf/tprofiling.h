@@ -64,6 +64,8 @@ enum tp_name {
 };
 
 #define TP_STACK_DEPTH 16
+#define TP_PATH_DEPTH  8     /* path components of a file event's descriptor, innermost first */
+#define TP_PATH_NAME   32    /* bytes of each (longer names are cut) */
 #define TP_MAX_THREADS 16384 /* threads with a syscall or lock call in flight, or on a CPU */
 
 /* Kernel-side counters (one per CPU, summed by user space). */
@@ -88,6 +90,9 @@ struct tp_event {
 	unsigned int nstack; /* user frames in stack */
 	char comm[16];	     /* thread name */
 	unsigned long long stack[TP_STACK_DEPTH];
+	/* file events: the descriptor's dentry names up to its mount's root, read as the syscall returned
+	 * (the descriptor may be closed by the time user space looks); "" beyond the last */
+	char path[TP_PATH_DEPTH][TP_PATH_NAME];
 };
 
 #endif

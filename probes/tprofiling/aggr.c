@@ -63,6 +63,9 @@ static void fill(struct tp_agg *s, const struct tp_event *e)
 	s->comm[sizeof(s->comm) - 1] = '\0';
 	s->nstack = e->nstack < TP_STACK_DEPTH ? e->nstack : TP_STACK_DEPTH;
 	memcpy(s->stack, e->stack, s->nstack * sizeof(s->stack[0]));
+	memcpy(s->path, e->path, sizeof(s->path));
+	for (int i = 0; i < TP_PATH_DEPTH; i++)
+		s->path[i][TP_PATH_NAME - 1] = '\0';
 	s->next = next;
 }
 

@@ -36,6 +36,7 @@
 #define TRACE_FILES_KEPT     100u
 #define PROC_CACHE	     1024u
 #define MAX_HOOKS	     64u
+#define THREADS_SEEN	     4096u /* thread names a timeline file carries (hash slots) */
 
 extern const struct gg_contract gg_contract_tprofiling;
 #define CONTRACT  (&gg_contract_tprofiling)
@@ -47,6 +48,12 @@ static const char *const log_fields[] = {"timestamp", "severity", "severity_numb
 static const unsigned char log_kinds[] = {PROBE_F_KEY,	 PROBE_F_LABEL, PROBE_F_GAUGE,
 					  PROBE_F_LABEL, PROBE_F_LABEL, PROBE_F_LABEL};
 static const struct probe_table tbl_log = {"log", 6, log_fields, log_kinds};
+
+/* A thread in this period's timeline (its track's title). */
+struct thread_seen {
+	uint32_t pid, tgid;
+	char comm[16];
+};
 
 /* A process's name, read once in a while. */
 struct proc_name {
@@ -75,12 +82,14 @@ struct tp_ctx {
 	char host_id[64], host_name[256];
 	uint64_t mono_to_wall_ns;
 	uint64_t t_comm, t_ulock;
+	uint64_t ulock_procs, ulock_links; /* as last logged */
 	/* local files */
 	char *events_buf; /* JSON lines not written yet */
 	size_t events_len, events_cap;
 	char *trace_buf; /* this period's trace events, comma separated */
 	size_t trace_len, trace_cap;
 	uint64_t trace_from_ms;
+	struct thread_seen seen[THREADS_SEEN];
 	/* counters */
 	uint64_t reported, local_events, trace_files, file_errors, trace_overflow, log_errors;
 	struct gg_bpf_stats_prev stats_prev[MAX_HOOKS];
@@ -204,6 +213,14 @@ static void render_info(struct tp_ctx *ctx, const struct tp_agg *a, struct tp_re
 	if ((a->type == TP_TYPE_FILE || a->type == TP_TYPE_NET) && a->name != TP_SYNC)
 		(void)tp_fd_name(&ctx->scratch, a->tgid, a->arg, ctx->path, sizeof(ctx->path), ctx->conn,
 				 sizeof(ctx->conn));
+	if (a->type == TP_TYPE_FILE && a->path[0][0]) {
+		/* the descriptor as it is now is another file (closed, or its number reused): what the kernel
+		 * read as the event ended (from the file system's root, not the mount point's) */
+		const char *base = strrchr(ctx->path, '/');
+
+		if (!base || strcmp(base + 1, a->path[0]))
+			tp_kernel_path(a, ctx->path, sizeof(ctx->path));
+	}
 	if (a->nstack && ctx->cur.func_stack)
 		stack_str(ctx, a);
 	ret->path = ctx->path;
@@ -237,6 +254,31 @@ static int buf_append(char **buf, size_t *len, size_t *cap, const char *s, size_
 	memcpy(*buf + *len, s, n);
 	*len += n;
 	return 0;
+}
+
+static void see_thread(struct tp_ctx *ctx, const struct tp_agg *a)
+{
+	for (unsigned int i = 0, h = a->pid % THREADS_SEEN; i < 8; i++, h = (h + 1) % THREADS_SEEN) {
+		struct thread_seen *t = &ctx->seen[h];
+
+		if (t->pid == a->pid || !t->pid) {
+			t->pid = a->pid;
+			t->tgid = a->tgid;
+			memcpy(t->comm, a->comm, sizeof(t->comm));
+			return;
+		}
+	}
+}
+
+/* A metadata event naming a track ("process_name" or "thread_name"). */
+static void name_event(FILE *f, const char *what, uint32_t pid, uint32_t tid, const char *name, size_t max)
+{
+	char b[128];
+	struct tp_str s;
+
+	tp_str__init(&s, b, sizeof(b));
+	tp_str__json(&s, name, max);
+	fprintf(f, "{\"name\":\"%s\",\"ph\":\"M\",\"pid\":%u,\"tid\":%u,\"args\":{\"name\":%s}},\n", what, pid, tid, b);
 }
 
 /* One aggregated event out: the event channel, the local event file, this period's timeline. */
@@ -283,6 +325,7 @@ static void emit(void *arg, const struct tp_agg *a)
 		ctx->local_events++;
 	else
 		ctx->file_errors++;
+	see_thread(ctx, a);
 	tp_str__init(&line, ctx->line, sizeof(ctx->line));
 	if (ctx->trace_len)
 		tp_str__printf(&line, ",\n");
@@ -390,23 +433,14 @@ static void write_trace(struct tp_ctx *ctx)
 	fputs("{\"displayTimeUnit\":\"ms\",\"otherData\":{\"producer\":\"gala-gopher tprofiling\"},\"traceEvents\":[\n",
 	      f);
 	/* names of the threads and processes seen (Perfetto's track titles) */
-	for (unsigned int i = 0; i < PROC_CACHE; i++) {
-		const struct proc_name *p = &ctx->procs[i];
-
-		if (!p->tgid || !p->name[0])
-			continue;
-		fprintf(f, "{\"name\":\"process_name\",\"ph\":\"M\",\"pid\":%u,\"tid\":%u,\"args\":{\"name\":", p->tgid,
-			p->tgid);
-		{
-			char b[64];
-			struct tp_str s;
-
-			tp_str__init(&s, b, sizeof(b));
-			tp_str__json(&s, p->name, sizeof(p->name));
-			fputs(b, f);
-		}
-		fputs("}},\n", f);
-	}
+	for (unsigned int i = 0; i < PROC_CACHE; i++)
+		if (ctx->procs[i].tgid && ctx->procs[i].name[0])
+			name_event(f, "process_name", ctx->procs[i].tgid, ctx->procs[i].tgid, ctx->procs[i].name,
+				   sizeof(ctx->procs[i].name));
+	for (unsigned int i = 0; i < THREADS_SEEN; i++)
+		if (ctx->seen[i].pid)
+			name_event(f, "thread_name", ctx->seen[i].tgid, ctx->seen[i].pid, ctx->seen[i].comm,
+				   sizeof(ctx->seen[i].comm));
 	fwrite(ctx->trace_buf, 1, ctx->trace_len, f);
 	fputs("\n]}\n", f);
 	err = probe_outdir__commit(dfd, name, f, 0);
@@ -419,6 +453,7 @@ static void write_trace(struct tp_ctx *ctx)
 cleanup:
 	ctx->trace_len = 0;
 	ctx->trace_from_ms = probe_now_wall_ms();
+	memset(ctx->seen, 0, sizeof(ctx->seen));
 }
 
 /* ---- the loop ------------------------------------------------------------------------------------ */
@@ -493,7 +528,16 @@ static unsigned int tick(void *arg)
 		ctx->t_comm = now;
 	}
 	if (ctx->ulock && (!ctx->t_ulock || now - ctx->t_ulock >= ULOCK_SYNC_MS)) {
+		struct tp_ulock_stats us;
+
 		(void)tp_ulock__sync(ctx->ulock, &ctx->scope, (ctx->cur.subprobes & TP_SP_PTHREAD_SYNC) != 0);
+		tp_ulock__stats(ctx->ulock, &us);
+		if (us.procs != ctx->ulock_procs || us.links != ctx->ulock_links)
+			probe_log(PLOG_INFO, "pthread_sync: uprobes in %llu process%s (%llu links)",
+				  (unsigned long long)us.procs, us.procs == 1 ? "" : "es",
+				  (unsigned long long)us.links);
+		ctx->ulock_procs = us.procs;
+		ctx->ulock_links = us.links;
 		ctx->t_ulock = now;
 	}
 	drain(ctx, 0);
@@ -681,6 +725,8 @@ static void teardown(void *arg)
 
 	tp_ulock__free(ctx->ulock);
 	ring_buffer__free(ctx->rb);
+	/* each syscall tracepoint's last link waits for a grace period as it goes (~35 ms here, under the
+	 * kernel's event_mutex: threads do not help): 2 s with every syscall sub-probe on */
 	if (ctx->skel)
 		for (unsigned int i = 0; i < ctx->nhooks; i++)
 			gg_bpf_detach(&ctx->links[i]);

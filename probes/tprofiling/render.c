@@ -119,6 +119,27 @@ void tp_str__json(struct tp_str *s, const char *v, size_t max)
 	put(s, '"');
 }
 
+void tp_kernel_path(const struct tp_agg *a, char *buf, size_t len)
+{
+	struct tp_str s;
+	int n = 0, root = 0;
+
+	tp_str__init(&s, buf, len);
+	while (n < TP_PATH_DEPTH && a->path[n][0]) {
+		if (!strcmp(a->path[n], "/")) {
+			root = 1;
+			break;
+		}
+		n++;
+	}
+	if (!n)
+		return;
+	if (!root)
+		tp_str__printf(&s, "...");
+	for (int i = n - 1; i >= 0; i--)
+		tp_str__printf(&s, "/%s", a->path[i]);
+}
+
 const char *tp_futex_op(int64_t op)
 {
 	static const char *const ops[] = {"wait",	    "wake",	   "fd",	  "requeue",

@@ -31,7 +31,8 @@ struct tp_agg {
 	char comm[16];
 	uint32_t nstack;
 	uint64_t stack[TP_STACK_DEPTH];
-	int32_t next; /* chain (aggr.c's) */
+	char path[TP_PATH_DEPTH][TP_PATH_NAME]; /* the kernel's names of a file event's descriptor */
+	int32_t next;				/* chain (aggr.c's) */
 };
 
 #define TP_AGGR_SLOTS 8192u
@@ -86,6 +87,9 @@ void tp_render__attrs(struct tp_str *s, const struct tp_agg *a, const struct tp_
 /* One Chrome trace event ("ph":"X", ts and dur in us, pid = process, tid = thread, args = the
  * attributes). */
 void tp_render__trace_event(struct tp_str *s, const struct tp_agg *a, const struct tp_render_info *info);
+/* A file event's path from the kernel's dentry names (innermost first, up to the file system's root
+ * "/"): "/a/b/c"; ".../b/c" when the walk stopped before the root; "" when there is none. */
+void tp_kernel_path(const struct tp_agg *a, char *buf, size_t len);
 /* futex.op of a futex op argument ("wait", "wake", ...; NULL for others). */
 const char *tp_futex_op(int64_t op);
 

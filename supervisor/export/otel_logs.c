@@ -44,9 +44,12 @@ static int digits(const char *s, size_t n, size_t max)
 /* A JSON object from a record's value (not NUL-terminated): NULL when it is not one. */
 static cJSON *parse_object(const char *s, size_t n)
 {
-	cJSON *o = cJSON_ParseWithLengthOpts(s, n, NULL, 1);
+	const char *end = NULL;
+	cJSON *o = cJSON_ParseWithLengthOpts(s, n, &end, 0);
 
-	if (o && !cJSON_IsObject(o)) {
+	while (o && end && end < s + n && (*end == ' ' || *end == '\t'))
+		end++;
+	if (o && (!cJSON_IsObject(o) || end != s + n)) {
 		cJSON_Delete(o);
 		o = NULL;
 	}

@@ -9,7 +9,8 @@
  * then waits for stdin to close. Threads (their names are what the probe reports as thread.comm):
  *   tp_locker   holds the mutex MS ms per round (nanosleep while holding), then lets it go
  *   tp_waiter   pthread_mutex_lock on that mutex while it is held: lock_ns per round
- *   tp_sleeper  one nanosleep(2) (the syscall itself) of MS ms per round: sleep_ns
+ *   tp_sleeper  one nanosleep(2) (the syscall itself) of MS ms per round: sleep_ns (gaps between rounds
+ *               are glibc nanosleep(3) calls, which make clock_nanosleep)
  *   tp_reader   one read(2) of FIFO per round, which tp_writer writes MS ms later: read_ns
  *   tp_burst    10 nanosleeps of 5 ms back to back, once: burst_ns (their sum), burst_count
  *   tp_spinner  spins for 200 ms of its CPU time: cpu_ns (CLOCK_THREAD_CPUTIME_ID)
@@ -67,6 +68,16 @@ static void sleep_ms(unsigned int ms)
 		;
 }
 
+/* The gaps between rounds: glibc's nanosleep (the clock_nanosleep syscall), so that the "nanosleep"
+ * events are exactly the measured ones. */
+static void gap(void)
+{
+	struct timespec ts = {0, GAP_MS * 1000000L};
+
+	while (nanosleep(&ts, &ts) && errno == EINTR)
+		;
+}
+
 static struct th threads[];
 
 static void *locker(void *arg)
@@ -78,7 +89,7 @@ static void *locker(void *arg)
 		atomic_store(&held_round, r);
 		sleep_ms(op_ms);
 		pthread_mutex_unlock(&mu);
-		sleep_ms(GAP_MS);
+		gap();
 	}
 	me->n = rounds;
 	return NULL;
@@ -113,7 +124,7 @@ static void *sleeper(void *arg)
 		sleep_ms(op_ms);
 		me->ns[r] = now_ns(CLOCK_MONOTONIC) - t0;
 		me->total_ns += me->ns[r];
-		sleep_ms(GAP_MS);
+		gap();
 	}
 	me->n = rounds;
 	return NULL;
