@@ -16,6 +16,7 @@ char LICENSE[] SEC("license") = "GPL";
 volatile __u64 min_exec_ns = 1000; /* events shorter than this are counted, not sent */
 volatile __u32 self_tgid;	   /* the probe itself is never traced */
 volatile __u32 want_stack = 1;	   /* user stacks with syscall and lock events */
+volatile __u32 scope_ncgrp;	   /* cgroups in the scope's set: 0 skips the cgroup walk */
 
 /* A syscall (or lock call) in flight on a thread. */
 struct tp_flight {
@@ -60,12 +61,32 @@ static __always_inline void stat_inc(__u32 idx)
 		*v += 1;
 }
 
-/* The current thread is in scope (and is not the probe). */
+/* The current thread is in scope (and is not the probe). Cheapest first: a scope of processes only (the
+ * usual proc_id/proc_name snoopers) costs one array and one hash lookup; the cgroup walk (container and
+ * pod scopes) is made only when the scope has cgroups. */
 static __always_inline int in_scope(void)
 {
-	if ((__u32)(bpf_get_current_pid_tgid() >> 32) == self_tgid)
+	__u32 tgid = (__u32)(bpf_get_current_pid_tgid() >> 32);
+	__u64 cgid;
+
+	if (tgid == self_tgid)
 		return 0;
-	return gg_scope_current();
+	if (!gg_scope_filtering() || gg_scope_has_tgid(tgid))
+		return 1;
+	if (!scope_ncgrp)
+		return 0;
+	cgid = bpf_get_current_cgroup_id();
+	if (gg_scope_has_cgroup(cgid))
+		return 1;
+	for (int lvl = 1; lvl <= GG_CGROUP_MAX_DEPTH; lvl++) {
+		__u64 anc = bpf_get_current_ancestor_cgroup_id(lvl);
+
+		if (!anc || anc == cgid)
+			break;
+		if (gg_scope_has_cgroup(anc))
+			return 1;
+	}
+	return 0;
 }
 
 /* A task (not necessarily current) is in scope: its tgid, or its cgroup v2 or an ancestor. */
@@ -80,6 +101,8 @@ static __always_inline int task_in_scope(struct task_struct *t)
 		return 1;
 	if (gg_scope_has_tgid(t->tgid))
 		return 1;
+	if (!scope_ncgrp)
+		return 0;
 	cg = BPF_CORE_READ(t, cgroups, dfl_cgrp);
 	if (!cg)
 		return 0;

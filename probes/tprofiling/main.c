@@ -504,7 +504,11 @@ static void apply_scope(struct tp_ctx *ctx, const struct gg_scope *s)
 	int err;
 
 	ctx->scope = *s;
+	/* cgroups first on: the kernel half walks them only when told there are some */
+	if (s->ncgrp)
+		ctx->skel->bss->scope_ncgrp = s->ncgrp;
 	err = gg_scope__apply(&ctx->scope, ctx->skel->obj);
+	ctx->skel->bss->scope_ncgrp = s->ncgrp;
 	if (err)
 		probe_log(PLOG_WARN, "cannot apply the scope: %s", strerror(-err));
 	ctx->t_ulock = 0; /* the uprobes follow at the next tick */
