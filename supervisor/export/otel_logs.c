@@ -19,7 +19,7 @@ static const char LOG_META[] =
 	"      { description: \"body\", type: \"label\", name: \"body\" } ) }\n"
 	");\n";
 
-enum { F_TS = 0, F_SEV, F_SEVNUM, F_RES, F_ATTRS, F_BODY, F__COUNT };
+enum { LF_TS = 0, LF_SEV, LF_SEVNUM, LF_RES, LF_ATTRS, LF_BODY, LF__COUNT };
 
 int gg_otel_logs__register(struct meta_registry *reg, char *err, size_t errlen)
 {
@@ -88,11 +88,11 @@ int gg_otel_logs__render(const struct gg_otel_logs_opts *o, const struct meta_re
 	const cJSON *tg;
 	int err = 0;
 
-	if (rec->nvalues != F__COUNT || !digits(rec->values[F_TS], rec->lens[F_TS], 19) ||
-	    !digits(rec->values[F_SEVNUM], rec->lens[F_SEVNUM], 2))
+	if (rec->nvalues != LF__COUNT || !digits(rec->values[LF_TS], rec->lens[LF_TS], 19) ||
+	    !digits(rec->values[LF_SEVNUM], rec->lens[LF_SEVNUM], 2))
 		return -EINVAL;
-	res = parse_object(rec->values[F_RES], rec->lens[F_RES]);
-	attrs = parse_object(rec->values[F_ATTRS], rec->lens[F_ATTRS]);
+	res = parse_object(rec->values[LF_RES], rec->lens[LF_RES]);
+	attrs = parse_object(rec->values[LF_ATTRS], rec->lens[LF_ATTRS]);
 	if (!res || !attrs) {
 		err = -EINVAL;
 		goto cleanup;
@@ -112,13 +112,13 @@ int gg_otel_logs__render(const struct gg_otel_logs_opts *o, const struct meta_re
 		}
 	}
 	gg_buf__puts(out, "{\"Timestamp\":");
-	gg_buf__put(out, rec->values[F_TS], rec->lens[F_TS]);
+	gg_buf__put(out, rec->values[LF_TS], rec->lens[LF_TS]);
 	gg_buf__puts(out, ",\"SeverityText\":");
-	gg_buf__put_json_str(out, rec->values[F_SEV], rec->lens[F_SEV]);
+	gg_buf__put_json_str(out, rec->values[LF_SEV], rec->lens[LF_SEV]);
 	gg_buf__puts(out, ",\"SeverityNumber\":");
-	gg_buf__put(out, rec->values[F_SEVNUM], rec->lens[F_SEVNUM]);
+	gg_buf__put(out, rec->values[LF_SEVNUM], rec->lens[LF_SEVNUM]);
 	gg_buf__puts(out, ",\"Body\":");
-	gg_buf__put_json_str(out, rec->values[F_BODY], rec->lens[F_BODY]);
+	gg_buf__put_json_str(out, rec->values[LF_BODY], rec->lens[LF_BODY]);
 	gg_buf__puts(out, ",\"Resource\":");
 	put_json(out, res, &err);
 	gg_buf__puts(out, ",\"Attributes\":");
