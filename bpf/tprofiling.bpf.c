@@ -1,7 +1,8 @@
 // SPDX-License-Identifier: GPL-2.0
 /* tprofiling.bpf.c - thread-level timeline events: the syscalls gala-gopher's tprofiling watches, each
  * on its own sys_enter_<name>/sys_exit_<name> tracepoint pair (only those syscalls ever run a program),
- * on-CPU runs (tp_btf sched_switch), and pthread lock waits (uprobes attached per process in scope).
+ * on-CPU runs (tp_btf sched_switch), pthread lock waits and allocator calls (uprobes attached per process
+ * in scope).
  * Scope is decided first, from the current task, before any map is touched; a start is kept in task
  * storage and the finished event, when it lasted min_exec_dur or more, goes to a ring buffer. */
 #include "vmlinux.h"
@@ -295,11 +296,12 @@ int BPF_PROG(tp_sched_switch, bool preempt, struct task_struct *prev, struct tas
 	return 0;
 }
 
-/* ---- pthread_sync: lock calls in libc (uprobes attached per process; the cookie is the name) ------- */
+/* ---- pthread_sync and mem_glibc: calls into libc (uprobes attached per process; the cookie is the name) */
 
 SEC("uprobe")
-int tp_lock_enter(struct pt_regs *ctx)
+int tp_call_enter(struct pt_regs *ctx)
 {
+	__u32 name = (__u32)bpf_get_attach_cookie(ctx);
 	struct task_struct *t;
 	struct tp_task *s;
 
@@ -312,14 +314,27 @@ int tp_lock_enter(struct pt_regs *ctx)
 		return 0;
 	}
 	s->lock.start_ns = bpf_ktime_get_ns();
-	s->lock.arg = (__s64)PT_REGS_PARM1(ctx);
-	s->lock.name = (__u32)bpf_get_attach_cookie(ctx);
-	s->lock.type = TP_TYPE_PTHREAD;
+	s->lock.name = name;
+	if (name >= TP_MALLOC) {
+		s->lock.type = TP_TYPE_MEM;
+		/* the bytes asked for: malloc(n), calloc(n, size), realloc(p, n); free(p) none */
+		if (name == TP_CALLOC)
+			s->lock.arg = (__s64)(PT_REGS_PARM1(ctx) * PT_REGS_PARM2(ctx));
+		else if (name == TP_REALLOC)
+			s->lock.arg = (__s64)PT_REGS_PARM2(ctx);
+		else if (name == TP_MALLOC)
+			s->lock.arg = (__s64)PT_REGS_PARM1(ctx);
+		else
+			s->lock.arg = 0;
+	} else {
+		s->lock.type = TP_TYPE_PTHREAD;
+		s->lock.arg = (__s64)PT_REGS_PARM1(ctx);
+	}
 	return 0;
 }
 
 SEC("uretprobe")
-int tp_lock_exit(struct pt_regs *ctx)
+int tp_call_exit(struct pt_regs *ctx)
 {
 	struct task_struct *t = bpf_get_current_task_btf();
 	struct tp_task *s = bpf_task_storage_get(&tp_tasks, t, 0, 0);
@@ -329,6 +344,6 @@ int tp_lock_exit(struct pt_regs *ctx)
 		return 0;
 	start = s->lock.start_ns;
 	s->lock.start_ns = 0;
-	send(ctx, start, bpf_ktime_get_ns(), s->lock.name, TP_TYPE_PTHREAD, s->lock.arg, (__s64)PT_REGS_RC(ctx), t, 1);
+	send(ctx, start, bpf_ktime_get_ns(), s->lock.name, s->lock.type, s->lock.arg, (__s64)PT_REGS_RC(ctx), t, 1);
 	return 0;
 }

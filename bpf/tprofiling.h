@@ -12,11 +12,13 @@ enum tp_type {
 	TP_TYPE_LOCK,
 	TP_TYPE_SCHED,
 	TP_TYPE_PTHREAD,
+	TP_TYPE_MEM,
 	TP_TYPE_NR,
 };
 
 /* Event names: the syscalls watched (each its own sys_enter_/sys_exit_ tracepoint pair), the on-CPU
- * run and the pthread functions (uprobe + uretprobe). The order is user space's name table's. */
+ * run, the pthread functions and the allocator's (uprobe + uretprobe). The order is user space's name
+ * table's. */
 enum tp_name {
 	TP_ONCPU = 0,
 	/* file */
@@ -60,6 +62,11 @@ enum tp_name {
 	TP_PTHREAD_SPIN_LOCK,
 	TP_SEM_WAIT,
 	TP_SEM_TIMEDWAIT,
+	/* mem_glibc (uprobes in libc) */
+	TP_MALLOC,
+	TP_CALLOC,
+	TP_REALLOC,
+	TP_FREE,
 	TP_NAME_NR,
 };
 

@@ -59,6 +59,7 @@ static void fill(struct tp_agg *s, const struct tp_event *e)
 	s->type = e->type;
 	s->arg = e->arg;
 	s->ret = e->ret;
+	s->bytes = e->type == TP_TYPE_MEM && e->arg > 0 ? (uint64_t)e->arg : 0;
 	memcpy(s->comm, e->comm, sizeof(s->comm));
 	s->comm[sizeof(s->comm) - 1] = '\0';
 	s->nstack = e->nstack < TP_STACK_DEPTH ? e->nstack : TP_STACK_DEPTH;
@@ -84,6 +85,8 @@ void tp_aggr__add(struct tp_aggr *a, const struct tp_event *e, uint64_t window_n
 		if (e->start_ns >= s->start_ns && e->start_ns - s->start_ns < window_ns && s->tgid == e->tgid) {
 			s->dur_ns += e->end_ns - e->start_ns;
 			s->count++;
+			if (e->type == TP_TYPE_MEM && e->arg > 0)
+				s->bytes += (uint64_t)e->arg;
 			if (e->end_ns > s->end_ns)
 				s->end_ns = e->end_ns;
 			if (!strncmp(s->comm, e->comm, sizeof(s->comm) - 1))

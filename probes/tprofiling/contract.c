@@ -16,6 +16,7 @@ static const struct gg_subprobe subprobes[] = {
 	{"syscall_lock", GG_BIT(TP_SP_LOCK), 1, 0},
 	{"syscall_sched", GG_BIT(TP_SP_SCHED), 1, 0},
 	{"pthread_sync", GG_BIT(TP_SP_PTHREAD_SYNC), 0, 0},
+	{"mem_glibc", GG_BIT(TP_SP_MEM_GLIBC), 0, 0},
 };
 
 static const struct gg_param_spec params[] = {
@@ -39,4 +40,5 @@ static const struct gg_param_spec params[] = {
 /* clang-format on */
 
 GG_CONTRACT(tprofiling, "tprofiling", GG_SNOOP_ALL,
-	    "thread-level timeline: syscalls (file, net, lock, sched), on-CPU runs, pthread lock waits; events");
+	    "thread-level timeline: syscalls (file, net, lock, sched), on-CPU runs, pthread lock waits, allocator "
+	    "calls; events");

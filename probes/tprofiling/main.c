@@ -104,7 +104,8 @@ static const char notes[] =
 	"recvfrom, sendmsg, recvmsg, sendmmsg, recvmmsg), syscall_lock (futex), syscall_sched (sched_yield,\n"
 	"nanosleep, clock_nanosleep, wait4, waitid, select, pselect6, poll, ppoll, epoll_wait, epoll_pwait),\n"
 	"pthread_sync (uprobes on libc's pthread_mutex_lock, pthread_mutex_timedlock, pthread_rwlock_rdlock,\n"
-	"pthread_rwlock_wrlock, pthread_spin_lock, sem_wait, sem_timedwait; per process in scope).\n"
+	"pthread_rwlock_wrlock, pthread_spin_lock, sem_wait, sem_timedwait; per process in scope),\n"
+	"mem_glibc (uprobes on libc's malloc, calloc, realloc, free: time in the call, mem.size the bytes).\n"
 	"Same-name events of a thread within min_aggr_dur are one event (start of the first, sum of the\n"
 	"durations, count). Output: |log| records (the event channel: the seed's OpenTelemetry JSON; on\n"
 	"stdout without the supervisor) with profiling_channel kafka; with local, <output_dir>/" EVENTS_FILE "\n"
@@ -534,10 +535,12 @@ static unsigned int tick(void *arg)
 	if (ctx->ulock && (!ctx->t_ulock || now - ctx->t_ulock >= ULOCK_SYNC_MS)) {
 		struct tp_ulock_stats us;
 
-		(void)tp_ulock__sync(ctx->ulock, &ctx->scope, (ctx->cur.subprobes & TP_SP_PTHREAD_SYNC) != 0);
+		(void)tp_ulock__sync(ctx->ulock, &ctx->scope,
+				     (ctx->cur.subprobes & TP_SP_PTHREAD_SYNC ? TP_ULOCK_SYNC : 0) |
+					     (ctx->cur.subprobes & TP_SP_MEM_GLIBC ? TP_ULOCK_MEM : 0));
 		tp_ulock__stats(ctx->ulock, &us);
 		if (us.procs != ctx->ulock_procs || us.links != ctx->ulock_links)
-			probe_log(PLOG_INFO, "pthread_sync: uprobes in %llu process%s (%llu links)",
+			probe_log(PLOG_INFO, "pthread_sync/mem_glibc: uprobes in %llu process%s (%llu links)",
 				  (unsigned long long)us.procs, us.procs == 1 ? "" : "es",
 				  (unsigned long long)us.links);
 		ctx->ulock_procs = us.procs;
@@ -694,7 +697,7 @@ static int setup(void *arg, struct probe_rt *rt)
 		probe_log(PLOG_ERROR, "ring buffer: %s", strerror(-err));
 		return err;
 	}
-	ctx->ulock = tp_ulock__new(ctx->skel->progs.tp_lock_enter, ctx->skel->progs.tp_lock_exit);
+	ctx->ulock = tp_ulock__new(ctx->skel->progs.tp_call_enter, ctx->skel->progs.tp_call_exit);
 	if (!ctx->ulock)
 		return -ENOMEM;
 	build_hooks(ctx);

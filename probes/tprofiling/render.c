@@ -6,7 +6,7 @@
 
 #include "tprof.h"
 
-const char *const tp_type_names[TP_TYPE_NR] = {"oncpu", "file", "net", "lock", "sched", "pthread_sync"};
+const char *const tp_type_names[TP_TYPE_NR] = {"oncpu", "file", "net", "lock", "sched", "pthread_sync", "mem"};
 
 const char *const tp_names[TP_NAME_NR] = {
 	[TP_ONCPU] = "oncpu",
@@ -46,6 +46,10 @@ const char *const tp_names[TP_NAME_NR] = {
 	[TP_PTHREAD_SPIN_LOCK] = "pthread_spin_lock",
 	[TP_SEM_WAIT] = "sem_wait",
 	[TP_SEM_TIMEDWAIT] = "sem_timedwait",
+	[TP_MALLOC] = "malloc",
+	[TP_CALLOC] = "calloc",
+	[TP_REALLOC] = "realloc",
+	[TP_FREE] = "free",
 };
 
 #define ATTRS_MAX 1000u /* the record's label bound is 1024 bytes */
@@ -171,6 +175,8 @@ static void ext_attrs(struct tp_str *s, const struct tp_agg *a, const struct tp_
 		tp_str__printf(s, ",\"sock.conn\":");
 		tp_str__json(s, info->conn, 128);
 	}
+	if (a->type == TP_TYPE_MEM && a->name != TP_FREE)
+		tp_str__printf(s, ",\"mem.size\":%llu", (unsigned long long)a->bytes);
 	if (a->name == TP_FUTEX && tp_futex_op(a->arg))
 		tp_str__printf(s, ",\"futex.op\":\"%s\"", tp_futex_op(a->arg));
 }

@@ -10,6 +10,7 @@
 #define TP_SP_LOCK	   0x08u /* futex */
 #define TP_SP_SCHED	   0x10u /* sleeps, waits, poll/select/epoll */
 #define TP_SP_PTHREAD_SYNC 0x20u /* uprobes on libc's lock functions */
+#define TP_SP_MEM_GLIBC	   0x40u /* uprobes on libc's malloc, calloc, realloc, free */
 
 #define TP_CHANNEL_MAX 32u
 

@@ -13,7 +13,7 @@
 #include "ctrl_msg.h"
 #include "tprofiling.h" /* bpf/: struct tp_event */
 
-extern const char *const tp_type_names[TP_TYPE_NR]; /* "oncpu", "file", "net", "lock", "sched", "pthread_sync" */
+extern const char *const tp_type_names[TP_TYPE_NR]; /* "oncpu", "file", "net", "lock", "sched", "pthread_sync", "mem" */
 extern const char *const tp_names[TP_NAME_NR];	    /* "oncpu", "read", ..., "pthread_mutex_lock", ... */
 
 /* ---- aggregation (aggr.c) ------------------------------------------------------------------------ */
@@ -28,6 +28,7 @@ struct tp_agg {
 	uint32_t pid, tgid;
 	uint16_t name, type;
 	int64_t arg, ret;
+	uint64_t bytes; /* mem: the bytes asked for by all the calls */
 	char comm[16];
 	uint32_t nstack;
 	uint64_t stack[TP_STACK_DEPTH];
@@ -82,7 +83,8 @@ void tp_str__json(struct tp_str *s, const char *v, size_t max);
 void tp_render__resource(struct tp_str *s, const struct tp_agg *a, const struct tp_render_info *info);
 /* The seed's Attributes object: {"values":[{event.name, event.type, start_time, end_time (ms since the
  * epoch), duration (ms), count, and the extended attributes: func.stack, file.path, sock.conn,
- * futex.op}]}. Kept under 1000 bytes (the record's label bound): the stack is cut first. */
+ * futex.op, mem.size (the bytes all the calls asked for)}]}. Kept under 1000 bytes (the record's label bound): the
+ * stack is cut first. */
 void tp_render__attrs(struct tp_str *s, const struct tp_agg *a, const struct tp_render_info *info);
 /* One Chrome trace event ("ph":"X", ts and dur in us, pid = process, tid = thread, args = the
  * attributes). */

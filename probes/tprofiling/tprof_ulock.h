@@ -1,5 +1,5 @@
-/* tprof_ulock.h - pthread_sync: uprobes on libc's lock functions, attached per process in scope
- * (ulock.c). */
+/* tprof_ulock.h - pthread_sync and mem_glibc: uprobes on libc's lock and allocator functions, attached
+ * per process in scope (ulock.c). */
 #ifndef GG_TPROF_ULOCK_H
 #define GG_TPROF_ULOCK_H
 
@@ -22,9 +22,12 @@ struct tp_ulock_stats {
 struct tp_ulock;
 struct tp_ulock *tp_ulock__new(struct bpf_program *enter, struct bpf_program *exit);
 void tp_ulock__free(struct tp_ulock *u);
-/* Attach to every process of the scope (system-wide per libc file when scope->all), detach from those
- * that left it or exited; everything detached when !enabled. 0. */
-int tp_ulock__sync(struct tp_ulock *u, const struct gg_scope *scope, int enabled);
+/* Which functions: pthread_sync's, mem_glibc's. */
+#define TP_ULOCK_SYNC 0x1u
+#define TP_ULOCK_MEM  0x2u
+/* Attach the functions of want (TP_ULOCK_* bits) to every process of the scope (system-wide per libc
+ * file when scope->all), detach from those that left it or exited; everything detached when want is 0. */
+int tp_ulock__sync(struct tp_ulock *u, const struct gg_scope *scope, unsigned int want);
 void tp_ulock__stats(const struct tp_ulock *u, struct tp_ulock_stats *ret);
 
 #endif

@@ -1,6 +1,6 @@
-/* ulock.c - the pthread_sync uprobes: the libc each process in scope maps, its lock functions resolved to
- * file offsets with libelf, a uprobe and a uretprobe on each attached per process (the name as the BPF
- * cookie), so processes outside the scope are never trapped. With an unfiltered scope they are attached
+/* ulock.c - the pthread_sync and mem_glibc uprobes: the libc each process in scope maps, its lock and
+ * allocator functions resolved to file offsets with libelf, a uprobe and a uretprobe on each attached per process (the
+ * name as the BPF cookie), so processes outside the scope are never trapped. With an unfiltered scope they are attached
  * system-wide, once per libc file. */
 #include <dirent.h>
 #include <errno.h>
@@ -19,7 +19,13 @@
 #define UL_SYSWIDE_PID ((uint32_t)-1)
 #define UL_MAPS_MAX    (8u << 20)
 #define UL_SCAN_PROCS  65536u
-#define UL_NFUNC       (TP_SEM_TIMEDWAIT - TP_PTHREAD_MUTEX_LOCK + 1)
+#define UL_NFUNC       (TP_FREE - TP_PTHREAD_MUTEX_LOCK + 1)
+
+/* The set a function belongs to. */
+static unsigned int func_set(unsigned int f)
+{
+	return TP_PTHREAD_MUTEX_LOCK + f >= TP_MALLOC ? TP_ULOCK_MEM : TP_ULOCK_SYNC;
+}
 
 /* A libc file: its identity and the file offsets of the lock functions (-1: not defined). */
 struct ul_lib {
@@ -32,6 +38,7 @@ struct ul_att {
 	uint32_t pid;
 	uint64_t start;
 	uint64_t dev, ino;
+	unsigned int want; /* TP_ULOCK_* attached */
 	int seen;
 	struct bpf_link *links[2 * UL_NFUNC];
 };
@@ -40,6 +47,7 @@ struct tp_ulock {
 	struct bpf_program *enter, *exit;
 	struct ul_att att[TP_ULOCK_MAX_PROCS];
 	unsigned int natt;
+	unsigned int want;
 	struct ul_lib libs[UL_MAX_LIBS];
 	unsigned int nlibs;
 	uint32_t self;
@@ -228,7 +236,7 @@ static int att_attach(struct tp_ulock *u, struct ul_att *a, const char *path, st
 
 		int dup = 0;
 
-		if (lib->off[f] < 0)
+		if (lib->off[f] < 0 || !(func_set(f) & a->want))
 			continue;
 		for (unsigned int g = 0; g < f; g++)
 			dup |= lib->off[g] == lib->off[f];
@@ -277,7 +285,7 @@ static struct ul_att *att_find(struct tp_ulock *u, uint32_t pid, uint64_t dev, u
 	return NULL;
 }
 
-static void want(struct tp_ulock *u, uint32_t pid, int syswide)
+static void want_proc(struct tp_ulock *u, uint32_t pid, int syswide)
 {
 	char path[96];
 	uint64_t dev, ino, start = syswide ? 0 : proc_start(u, pid);
@@ -287,12 +295,12 @@ static void want(struct tp_ulock *u, uint32_t pid, int syswide)
 	if (pid == u->self || find_libc(u, pid, path, sizeof(path), &dev, &ino))
 		return;
 	a = att_find(u, syswide ? UL_SYSWIDE_PID : pid, dev, ino, syswide);
-	if (a && a->dev == dev && a->ino == ino && a->start == start) {
+	if (a && a->dev == dev && a->ino == ino && a->start == start && a->want == u->want) {
 		a->seen = 1;
 		return;
 	}
 	if (a)
-		att_detach(u, a); /* exec'ed, or the pid was reused */
+		att_detach(u, a); /* exec'ed, the pid was reused, or other functions are wanted */
 	lib = lib_get(u, path, dev, ino);
 	if (!lib)
 		return;
@@ -308,21 +316,24 @@ static void want(struct tp_ulock *u, uint32_t pid, int syswide)
 	a->start = start;
 	a->dev = dev;
 	a->ino = ino;
+	a->want = u->want;
 	a->seen = 1;
 	if (att_attach(u, a, path, lib))
 		a->dev = a->ino = 0; /* retried at the next sync */
 }
 
-int tp_ulock__sync(struct tp_ulock *u, const struct gg_scope *scope, int enabled)
+int tp_ulock__sync(struct tp_ulock *u, const struct gg_scope *scope, unsigned int want)
 {
 	unsigned int j = 0;
+	int enabled = want != 0;
 
+	u->want = want;
 	for (unsigned int i = 0; i < u->natt; i++)
 		u->att[i].seen = 0;
 	u->st.skipped = 0;
 	if (enabled && !scope->all) {
 		for (uint32_t i = 0; i < scope->ntgid; i++)
-			want(u, scope->tgid[i], 0);
+			want_proc(u, scope->tgid[i], 0);
 	} else if (enabled) {
 		DIR *d = opendir("/proc");
 		struct dirent *de;
@@ -334,7 +345,7 @@ int tp_ulock__sync(struct tp_ulock *u, const struct gg_scope *scope, int enabled
 
 			if (*end || !pid)
 				continue;
-			want(u, (uint32_t)pid, 1);
+			want_proc(u, (uint32_t)pid, 1);
 		}
 		if (d)
 			closedir(d);
@@ -348,7 +359,11 @@ int tp_ulock__sync(struct tp_ulock *u, const struct gg_scope *scope, int enabled
 	u->natt = j;
 	u->st.procs = 0;
 	for (unsigned int i = 0; i < u->natt; i++)
-		u->st.procs += u->att[i].links[0] != NULL || u->att[i].links[1] != NULL;
+		for (unsigned int l = 0; l < 2 * UL_NFUNC; l++)
+			if (u->att[i].links[l]) {
+				u->st.procs++;
+				break;
+			}
 	return 0;
 }
 

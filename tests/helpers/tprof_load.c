@@ -14,6 +14,7 @@
  *   tp_reader   one read(2) of FIFO per round, which tp_writer writes MS ms later: read_ns
  *   tp_burst    10 nanosleeps of 5 ms back to back, once: burst_ns (their sum), burst_count
  *   tp_spinner  spins for 200 ms of its CPU time: cpu_ns (CLOCK_THREAD_CPUTIME_ID)
+ *   tp_alloc    1000 malloc(12345) and free, back to back: n, total_ns (time in the calls)
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -34,6 +35,8 @@
 #define BURST_MS   5
 #define SPIN_MS	   200
 #define GAP_MS	   100
+#define ALLOCS	   1000
+#define ALLOC_SIZE 12345
 
 static unsigned int rounds = 3, op_ms = 150;
 static const char *fifo;
@@ -201,11 +204,30 @@ static void *spinner(void *arg)
 	return NULL;
 }
 
+static void *allocator(void *arg)
+{
+	struct th *me = arg;
+
+	for (unsigned int i = 0; i < ALLOCS; i++) {
+		uint64_t t0 = now_ns(CLOCK_MONOTONIC);
+		/* volatile: the compiler may not pair and drop them */
+		char *volatile p = malloc(ALLOC_SIZE);
+
+		if (!p)
+			break;
+		p[0] = 1;
+		free(p);
+		me->total_ns += now_ns(CLOCK_MONOTONIC) - t0;
+		me->n++;
+	}
+	return NULL;
+}
+
 static struct th threads[] = {
 	{.name = "tp_locker", .fn = locker},   {.name = "tp_waiter", .fn = waiter},
 	{.name = "tp_sleeper", .fn = sleeper}, {.name = "tp_reader", .fn = reader},
 	{.name = "tp_writer", .fn = writer},   {.name = "tp_burst", .fn = burst},
-	{.name = "tp_spinner", .fn = spinner},
+	{.name = "tp_spinner", .fn = spinner}, {.name = "tp_alloc", .fn = allocator},
 };
 #define NTHREADS (sizeof(threads) / sizeof(threads[0]))
 
@@ -257,7 +279,7 @@ int main(int argc, char **argv)
 
 		printf("%s\"%s\":{\"tid\":%d,\"n\":%u,\"total_ns\":%llu,\"ns\":[", i ? "," : "", t->name, (int)t->tid,
 		       t->n, (unsigned long long)t->total_ns);
-		for (unsigned int r = 0; r < rounds && t->fn != burst && t->fn != spinner; r++)
+		for (unsigned int r = 0; r < rounds && t->fn != burst && t->fn != spinner && t->fn != allocator; r++)
 			printf("%s%llu", r ? "," : "", (unsigned long long)t->ns[r]);
 		printf("]}");
 	}
