@@ -31,7 +31,8 @@ int main(int argc, char **argv)
 	char line[64], b;
 	int fd = open("/dev/zero", O_RDONLY | O_CLOEXEC);
 
-	if (argc != 3 || fd < 0 || (strcmp(argv[1], "read") && strcmp(argv[1], "futex") && strcmp(argv[1], "getppid"))) {
+	if (argc != 3 || fd < 0 ||
+	    (strcmp(argv[1], "read") && strcmp(argv[1], "futex") && strcmp(argv[1], "getppid"))) {
 		fprintf(stderr, "usage: tprof_bench read|futex|getppid N\n");
 		return 2;
 	}

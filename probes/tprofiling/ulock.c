@@ -243,7 +243,8 @@ static int att_attach(struct tp_ulock *u, struct ul_att *a, const char *path, st
 		if (dup)
 			continue;
 		for (int ret = 0; ret < 2; ret++) {
-			LIBBPF_OPTS(bpf_uprobe_opts, o, .retprobe = ret != 0, .bpf_cookie = TP_PTHREAD_MUTEX_LOCK + f);
+			struct bpf_uprobe_opts o = {
+				.sz = sizeof(o), .retprobe = ret != 0, .bpf_cookie = TP_PTHREAD_MUTEX_LOCK + f};
 			struct bpf_link **l = &a->links[2 * f + (unsigned int)ret];
 
 			*l = bpf_program__attach_uprobe_opts(ret ? u->exit : u->enter,
