@@ -44,7 +44,7 @@ struct {
 
 struct {
 	__uint(type, BPF_MAP_TYPE_RINGBUF);
-	__uint(max_entries, 4 << 20);
+	__uint(max_entries, TP_RB_BYTES);
 } tp_events SEC(".maps");
 
 struct {
@@ -185,7 +185,9 @@ static __always_inline void send(void *ctx, __u64 start, __u64 end, __u32 name, 
 
 		e->nstack = n > 0 ? (__u32)(n / sizeof(__u64)) : 0;
 	}
-	bpf_ringbuf_submit(e, 0);
+	/* no wake-up per event: user space drains every 200 ms, or at once when a storm fills a quarter */
+	bpf_ringbuf_submit(e, bpf_ringbuf_query(&tp_events, BPF_RB_AVAIL_DATA) >= TP_RB_WAKE ? BPF_RB_FORCE_WAKEUP
+											     : BPF_RB_NO_WAKEUP);
 	stat_inc(TP_ST_EVENTS);
 }
 

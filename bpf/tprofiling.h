@@ -71,9 +71,11 @@ enum tp_name {
 };
 
 #define TP_STACK_DEPTH 16
-#define TP_PATH_DEPTH  8     /* path components of a file event's descriptor, innermost first */
-#define TP_PATH_NAME   32    /* bytes of each (longer names are cut) */
-#define TP_MAX_THREADS 16384 /* threads with a syscall or lock call in flight, or on a CPU */
+#define TP_PATH_DEPTH  8	  /* path components of a file event's descriptor, innermost first */
+#define TP_PATH_NAME   32	  /* bytes of each (longer names are cut) */
+#define TP_MAX_THREADS 16384	  /* threads with a syscall or lock call in flight, or on a CPU */
+#define TP_RB_BYTES    (8u << 20) /* the ring buffer */
+#define TP_RB_WAKE     (2u << 20) /* user space is woken when this much waits (else it drains on its timer) */
 
 /* Kernel-side counters (one per CPU, summed by user space). */
 enum tp_stat {

@@ -697,6 +697,7 @@ static int setup(void *arg, struct probe_rt *rt)
 		probe_log(PLOG_ERROR, "ring buffer: %s", strerror(-err));
 		return err;
 	}
+	probe_rt__watch_fd(rt, ring_buffer__epoll_fd(ctx->rb)); /* woken by the kernel half in a storm */
 	ctx->ulock = tp_ulock__new(ctx->skel->progs.tp_call_enter, ctx->skel->progs.tp_call_exit);
 	if (!ctx->ulock)
 		return -ENOMEM;
