@@ -73,7 +73,6 @@ enum tp_name {
 #define TP_STACK_DEPTH 16
 #define TP_PATH_DEPTH  8	  /* path components of a file event's descriptor, innermost first */
 #define TP_PATH_NAME   32	  /* bytes of each (longer names are cut) */
-#define TP_MAX_THREADS 16384	  /* threads with a syscall or lock call in flight, or on a CPU */
 #define TP_RB_BYTES    (8u << 20) /* the ring buffer */
 #define TP_RB_WAKE     (2u << 20) /* user space is woken when this much waits (else it drains on its timer) */
 
@@ -82,7 +81,7 @@ enum tp_stat {
 	TP_ST_EVENTS = 0,    /* events put in the ring buffer */
 	TP_ST_DROPPED,	     /* events the ring buffer had no room for */
 	TP_ST_SHORT,	     /* events shorter than min_exec_dur, not sent */
-	TP_ST_INFLIGHT_FULL, /* starts not recorded: the in-flight map was full */
+	TP_ST_INFLIGHT_FULL, /* starts not recorded: no task storage could be made */
 	TP_ST_NR,
 };
 
