@@ -12,6 +12,7 @@ import time
 import urllib.parse
 
 from harness import (PROBES, TEST_BINS, Supervisor, check, rest_call, rest_port, wait_for)
+from test_sli import Container
 
 LOAD = os.path.join(TEST_BINS, "tprof_load")
 ROUNDS, OP_MS = 3, 150
@@ -20,9 +21,9 @@ ROUNDS, OP_MS = 3, 150
 class Load:
     """tprof_load: prints its pid, works on "go", prints what it measured, exits when stdin closes."""
 
-    def __init__(self, tmp, tag):
-        self.proc = subprocess.Popen([LOAD, os.path.join(tmp, "fifo-" + tag), str(ROUNDS), str(OP_MS)],
-                                     stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
+    def __init__(self, tmp, tag, rounds=ROUNDS, spawn=subprocess.Popen):
+        self.proc = spawn([LOAD, os.path.join(tmp, "fifo-" + tag), str(rounds), str(OP_MS)],
+                          stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
         line = self.proc.stdout.readline()
         check(line.startswith("pid="), "tprof_load did not start: %r" % line)
         self.pid = int(line.split("=")[1])
@@ -232,3 +233,57 @@ def test_tprofiling_ground_truth():
 
 
 test_tprofiling_ground_truth.timeout = 60
+
+
+def test_tprofiling_container_scope():
+    """snoopers.container_id: the threads of a process in a docker-like cgroup are traced (the kernel half's
+    cgroup check, on syscalls and on the switch-in of on-CPU runs), with the container's id in the
+    Resource; a copy of the program outside the cgroup is not."""
+    tmp = tempfile.mkdtemp(prefix="gg-tprof-")
+    sup = Supervisor(extra='event = { out_channel = "logs"; };')
+    inside = outside = None
+    try:
+        with Container() as c:
+            sup.start()
+            port = rest_port(sup)
+            inside = Load(tmp, "in", rounds=1, spawn=c.spawn)
+            outside = Load(tmp, "out", rounds=1)
+            st, raw = put(port, {"cmd": {"probe": ["oncpu", "syscall_sched"]},
+                                 "snoopers": {"container_id": [c.cid()]},
+                                 "params": {"profiling_channel": "kafka"}, "state": "running"})
+            check(st == 200, "PUT /tprofiling: %d %s" % (st, raw[:300]))
+            wait_for(lambda: "scope filtered" in sup.probe_log("tprofiling"), 20, "tprofiling applies the scope")
+            inside.go()
+            outside.go()
+            th = inside.result()["threads"]
+            outside.result()
+            st, raw = put(port, {"state": "stopped"})
+            check(st == 200, "PUT stopped: %d %s" % (st, raw[:200]))
+            wait_for(lambda: "stopping:" in sup.probe_log("tprofiling"), 15, "the probe's last words")
+            channel = flat(read_lines(os.path.join(sup.log_dir, "event", "events.log")))
+            check(not [r for r, _ in channel if r["thread.tgid"] == outside.pid], "nothing of the process outside")
+            mine = [(r, v) for r, v in channel if r["thread.tgid"] == inside.pid]
+            sleeps = [v for r, v in mine if r["thread.pid"] == th["tp_sleeper"]["tid"] and
+                      v["event.name"] == "nanosleep"]
+            check(len(sleeps) == 1, "the sleeper's nanosleep: %s" % sleeps)
+            close_to(sleeps[0]["duration"], th["tp_sleeper"]["ns"][0], "nanosleep")
+            oncpu = sum(v["duration"] for r, v in mine if r["thread.pid"] == th["tp_spinner"]["tid"] and
+                        v["event.name"] == "oncpu")
+            cpu_ms = th["tp_spinner"]["total_ns"] / 1e6
+            check(0.95 * cpu_ms <= oncpu <= 1.1 * cpu_ms + 5, "spinner on CPU %.1f ms, CPU clock %.1f ms" %
+                  (oncpu, cpu_ms))
+            check(all(r["container.id"].startswith(c.cid()) for r, _ in mine),
+                  "container.id: %s" % {r["container.id"] for r, _ in mine})
+            check(not [v for _, v in mine if v["event.type"] not in ("oncpu", "sched")], "only the sub-probes asked")
+            for w in (inside, outside):
+                w.finish()
+            check(not sup.sanitizer_reports(), "sanitizer: %s" % sup.sanitizer_reports())
+    finally:
+        for w in (inside, outside):
+            if w:
+                w.finish()
+        sup.cleanup()
+        subprocess.run(["rm", "-rf", tmp])
+
+
+test_tprofiling_container_scope.timeout = 60
