@@ -154,10 +154,13 @@ def test_tprofiling_ground_truth():
         check(blocked, "the waiter never blocked: %s" % th["tp_waiter"])
         waits = [v for v in of("tp_waiter", "futex") if v.get("futex.op") == "wait" and v["duration"] > OP_MS / 3]
         locks = [v for v in of("tp_waiter", "pthread_mutex_lock") if v["duration"] > OP_MS / 3]
-        check(len(waits) == len(blocked) and all(v["count"] == 1 for v in waits), "futex waits: %s" % waits)
+        check(len(waits) == len(blocked), "futex waits: %s" % waits)
         check(len(locks) == len(blocked) and all(v["count"] == 1 for v in locks), "mutex locks: %s" % locks)
         for i in range(len(blocked)):
-            close_to(waits[i]["duration"], blocked[i], "futex wait %d" % i)
+            if waits[i]["count"] == 1:
+                close_to(waits[i]["duration"], blocked[i], "futex wait %d" % i)
+            else:  # another wait of the thread's in the same window (ASan's own lock as threads start)
+                check(waits[i]["duration"] >= blocked[i] / 1e6 - 3, "futex waits %d: %s" % (i, waits[i]))
             close_to(locks[i]["duration"], blocked[i], "pthread_mutex_lock %d" % i, abs_ms=1.0)
             check(waits[i]["event.type"] == "lock" and locks[i]["event.type"] == "pthread_sync", "types")
         check(any("waiter" in v.get("func.stack", "") for v in locks), "func.stack names the caller: %s" % locks)
