@@ -9,6 +9,8 @@
 
 #include "gg_common.bpf.h"
 
+#include <bpf/usdt.bpf.h>
+
 #include "tprofiling.h"
 
 char LICENSE[] SEC("license") = "GPL";
@@ -32,6 +34,7 @@ struct tp_flight {
 struct tp_task {
 	struct tp_flight sys;
 	struct tp_flight lock;
+	struct tp_flight gc;
 	__u64 oncpu_ns;
 };
 
@@ -347,5 +350,41 @@ int tp_call_exit(struct pt_regs *ctx)
 	start = s->lock.start_ns;
 	s->lock.start_ns = 0;
 	send(ctx, start, bpf_ktime_get_ns(), s->lock.name, s->lock.type, s->lock.arg, (__s64)PT_REGS_RC(ctx), t, 1);
+	return 0;
+}
+
+/* ---- python_gc: CPython's USDT probes python:gc__start(generation) and python:gc__done(collected) ---- */
+
+SEC("usdt")
+int BPF_USDT(tp_gc_start, int generation)
+{
+	struct task_struct *t;
+	struct tp_task *s;
+
+	if (!in_scope())
+		return 0;
+	t = bpf_get_current_task_btf();
+	s = bpf_task_storage_get(&tp_tasks, t, 0, BPF_LOCAL_STORAGE_GET_F_CREATE);
+	if (!s) {
+		stat_inc(TP_ST_INFLIGHT_FULL);
+		return 0;
+	}
+	s->gc.start_ns = bpf_ktime_get_ns();
+	s->gc.arg = generation;
+	return 0;
+}
+
+SEC("usdt")
+int BPF_USDT(tp_gc_done, long collected)
+{
+	struct task_struct *t = bpf_get_current_task_btf();
+	struct tp_task *s = bpf_task_storage_get(&tp_tasks, t, 0, 0);
+	__u64 start;
+
+	if (!s || !s->gc.start_ns)
+		return 0;
+	start = s->gc.start_ns;
+	s->gc.start_ns = 0;
+	send(ctx, start, bpf_ktime_get_ns(), TP_PYTHON_GC, TP_TYPE_PYGC, s->gc.arg, collected, t, 1);
 	return 0;
 }

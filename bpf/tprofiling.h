@@ -13,6 +13,7 @@ enum tp_type {
 	TP_TYPE_SCHED,
 	TP_TYPE_PTHREAD,
 	TP_TYPE_MEM,
+	TP_TYPE_PYGC,
 	TP_TYPE_NR,
 };
 
@@ -67,6 +68,8 @@ enum tp_name {
 	TP_CALLOC,
 	TP_REALLOC,
 	TP_FREE,
+	/* python_gc (USDT gc__start / gc__done of CPython) */
+	TP_PYTHON_GC,
 	TP_NAME_NR,
 };
 

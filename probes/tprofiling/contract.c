@@ -17,6 +17,7 @@ static const struct gg_subprobe subprobes[] = {
 	{"syscall_sched", GG_BIT(TP_SP_SCHED), 1, 0},
 	{"pthread_sync", GG_BIT(TP_SP_PTHREAD_SYNC), 0, 0},
 	{"mem_glibc", GG_BIT(TP_SP_MEM_GLIBC), 0, 0},
+	{"python_gc", GG_BIT(TP_SP_PYTHON_GC), 0, 0},
 };
 
 static const struct gg_param_spec params[] = {

@@ -20,6 +20,7 @@
 #include "tp_conf.h"
 #include "tprof.h"
 #include "tprof_fd.h"
+#include "tprof_pygc.h"
 #include "tprof_ulock.h"
 #include "tprofiling.meta.h"
 #include "tprofiling.skel.h"
@@ -76,6 +77,8 @@ struct tp_ctx {
 	unsigned int nhooks;
 	struct tp_aggr *aggr;
 	struct tp_ulock *ulock;
+	struct tp_pygc *pygc;
+	unsigned int pygc_procs; /* as last logged */
 	struct symbolizer *sym;
 	struct probe_buf scratch;
 	struct proc_name procs[PROC_CACHE];
@@ -105,7 +108,8 @@ static const char notes[] =
 	"nanosleep, clock_nanosleep, wait4, waitid, select, pselect6, poll, ppoll, epoll_wait, epoll_pwait),\n"
 	"pthread_sync (uprobes on libc's pthread_mutex_lock, pthread_mutex_timedlock, pthread_rwlock_rdlock,\n"
 	"pthread_rwlock_wrlock, pthread_spin_lock, sem_wait, sem_timedwait; per process in scope),\n"
-	"mem_glibc (uprobes on libc's malloc, calloc, realloc, free: time in the call, mem.size the bytes).\n"
+	"mem_glibc (uprobes on libc's malloc, calloc, realloc, free: time in the call, mem.size the bytes),\n"
+	"python_gc (CPython's gc__start/gc__done USDT probes: a collection, its generation and count).\n"
 	"Same-name events of a thread within min_aggr_dur are one event (start of the first, sum of the\n"
 	"durations, count). Output: |log| records (the event channel: the seed's OpenTelemetry JSON; on\n"
 	"stdout without the supervisor) with profiling_channel kafka; with local, <output_dir>/" EVENTS_FILE "\n"
@@ -543,6 +547,13 @@ static unsigned int tick(void *arg)
 			probe_log(PLOG_INFO, "pthread_sync/mem_glibc: uprobes in %llu process%s (%llu links)",
 				  (unsigned long long)us.procs, us.procs == 1 ? "" : "es",
 				  (unsigned long long)us.links);
+		if (ctx->pygc) {
+			(void)tp_pygc__sync(ctx->pygc, &ctx->scope, (ctx->cur.subprobes & TP_SP_PYTHON_GC) != 0);
+			if (tp_pygc__procs(ctx->pygc) != ctx->pygc_procs)
+				probe_log(PLOG_INFO, "python_gc: USDT probes in %u Python process%s",
+					  tp_pygc__procs(ctx->pygc), tp_pygc__procs(ctx->pygc) == 1 ? "" : "es");
+			ctx->pygc_procs = tp_pygc__procs(ctx->pygc);
+		}
 		ctx->ulock_procs = us.procs;
 		ctx->ulock_links = us.links;
 		ctx->t_ulock = now;
@@ -701,6 +712,9 @@ static int setup(void *arg, struct probe_rt *rt)
 	ctx->ulock = tp_ulock__new(ctx->skel->progs.tp_call_enter, ctx->skel->progs.tp_call_exit);
 	if (!ctx->ulock)
 		return -ENOMEM;
+	ctx->pygc = tp_pygc__new(ctx->skel->progs.tp_gc_start, ctx->skel->progs.tp_gc_done);
+	if (!ctx->pygc)
+		return -ENOMEM;
 	build_hooks(ctx);
 	apply_scope(ctx, &ctx->scope);
 	rescan_comm(ctx);
@@ -732,6 +746,7 @@ static void teardown(void *arg)
 	struct tp_ctx *ctx = arg;
 
 	tp_ulock__free(ctx->ulock);
+	tp_pygc__free(ctx->pygc);
 	ring_buffer__free(ctx->rb);
 	/* each syscall tracepoint's last link waits for a grace period as it goes (~35 ms here, under the
 	 * kernel's event_mutex: threads do not help): 2 s with every syscall sub-probe on */

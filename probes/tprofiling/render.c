@@ -6,7 +6,8 @@
 
 #include "tprof.h"
 
-const char *const tp_type_names[TP_TYPE_NR] = {"oncpu", "file", "net", "lock", "sched", "pthread_sync", "mem"};
+const char *const tp_type_names[TP_TYPE_NR] = {"oncpu", "file",		"net", "lock",
+					       "sched", "pthread_sync", "mem", "python_gc"};
 
 const char *const tp_names[TP_NAME_NR] = {
 	[TP_ONCPU] = "oncpu",
@@ -50,6 +51,7 @@ const char *const tp_names[TP_NAME_NR] = {
 	[TP_CALLOC] = "calloc",
 	[TP_REALLOC] = "realloc",
 	[TP_FREE] = "free",
+	[TP_PYTHON_GC] = "python_gc",
 };
 
 #define ATTRS_MAX 1000u /* the record's label bound is 1024 bytes */
@@ -177,6 +179,9 @@ static void ext_attrs(struct tp_str *s, const struct tp_agg *a, const struct tp_
 	}
 	if (a->type == TP_TYPE_MEM && a->name != TP_FREE)
 		tp_str__printf(s, ",\"mem.size\":%llu", (unsigned long long)a->bytes);
+	if (a->type == TP_TYPE_PYGC)
+		tp_str__printf(s, ",\"gc.generation\":%lld,\"gc.collected\":%lld", (long long)a->arg,
+			       (long long)a->ret);
 	if (a->name == TP_FUTEX && tp_futex_op(a->arg))
 		tp_str__printf(s, ",\"futex.op\":\"%s\"", tp_futex_op(a->arg));
 }

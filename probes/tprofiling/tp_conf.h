@@ -11,6 +11,7 @@
 #define TP_SP_SCHED	   0x10u /* sleeps, waits, poll/select/epoll */
 #define TP_SP_PTHREAD_SYNC 0x20u /* uprobes on libc's lock functions */
 #define TP_SP_MEM_GLIBC	   0x40u /* uprobes on libc's malloc, calloc, realloc, free */
+#define TP_SP_PYTHON_GC	   0x80u /* CPython's gc__start / gc__done USDT probes */
 
 #define TP_CHANNEL_MAX 32u
 

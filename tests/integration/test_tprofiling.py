@@ -15,6 +15,8 @@ from harness import (PROBES, TEST_BINS, Supervisor, check, rest_call, rest_port,
 from test_sli import Container
 
 LOAD = os.path.join(TEST_BINS, "tprof_load")
+GC_LOAD = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "helpers", "tprof_gc.py")
+DEBIAN_PYTHON = "/usr/bin/python3"  # built with CPython's USDT probes
 ROUNDS, OP_MS = 3, 150
 
 
@@ -87,7 +89,7 @@ def close_to(got_ms, want_ns, what, rel=0.02, abs_ms=3.0):
 def test_tprofiling_ground_truth():
     tmp = tempfile.mkdtemp(prefix="gg-tprof-")
     sup = Supervisor(extra='event = { out_channel = "logs"; };')
-    inside = outside = None
+    inside = outside = py = None
     try:
         check(os.access(os.path.join(PROBES, "tprofiling"), os.X_OK), "tprofiling is built")
         sup.start()
@@ -95,9 +97,11 @@ def test_tprofiling_ground_truth():
         os.makedirs(os.path.join(sup.dir, "out"))  # the output base (rest_api_server.output_base_dir)
         outdir = os.path.join(sup.dir, "out", "tprof")
         inside, outside = Load(tmp, "in"), Load(tmp, "out")
+        py = subprocess.Popen([DEBIAN_PYTHON, GC_LOAD], stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
+        py_pid = int(py.stdout.readline().split("=")[1])
         conf = {"cmd": {"probe": ["oncpu", "syscall_file", "syscall_net", "syscall_lock", "syscall_sched",
-                                  "pthread_sync", "mem_glibc"]},
-                "snoopers": {"proc_id": [inside.pid]},
+                                  "pthread_sync", "mem_glibc", "python_gc"]},
+                "snoopers": {"proc_id": [inside.pid, py_pid]},
                 "params": {"output_dir": outdir, "min_aggr_dur": 100, "min_exec_dur": 0, "func_stack": 1,
                            "profiling_channel": ["kafka", "local"], "report_period": 5},
                 "state": "running"}
@@ -111,12 +115,17 @@ def test_tprofiling_ground_truth():
         wait_for(lambda: any(p["name"] == "tprofiling" for p in sup.status()["probes"]), 10, "tprofiling in status")
         sup.wait_probe("tprofiling", lambda p: p["state"] == "running" and p.get("config_version_applied", 0) >= 1,
                        20, "running with its configuration")
-        wait_for(lambda: "pthread_sync/mem_glibc: uprobes in 1 process" in sup.probe_log("tprofiling"), 10,
-                 "pthread_sync and mem_glibc uprobes in the process in scope")
+        wait_for(lambda: "pthread_sync/mem_glibc: uprobes in 2 processes" in sup.probe_log("tprofiling"), 10,
+                 "pthread_sync and mem_glibc uprobes in the processes in scope")
+        wait_for(lambda: "python_gc: USDT probes in 1 Python process" in sup.probe_log("tprofiling"), 10,
+                 "python_gc's USDT probes in the Python process")
         inside.go()
         outside.go()
+        py.stdin.write("go\n")
+        py.stdin.flush()
         truth = inside.result()
         outside.result()
+        gc_ns = json.loads(py.stdout.readline())
         th = truth["threads"]
         # a stop flushes every open aggregate and this period's timeline file
         st, raw = put(port, {"state": "stopped"})
@@ -205,6 +214,14 @@ def test_tprofiling_ground_truth():
             check(0 < in_calls <= th["tp_alloc"]["total_ns"] / 1e6, "time in malloc %.3f ms, the loop %.3f ms" %
                   (in_calls, th["tp_alloc"]["total_ns"] / 1e6))
 
+        # the Python process's three full collections (python_gc: CPython's USDT probes), each one event
+        gcs = [v for r, v in channel if r["thread.tgid"] == py_pid and v["event.name"] == "python_gc" and
+               v["gc.generation"] == 2]
+        check(len(gcs) == 3 and all(v["count"] == 1 and v["event.type"] == "python_gc" for v in gcs),
+              "collections: %s" % gcs)
+        for i in range(3):
+            close_to(gcs[i]["duration"], gc_ns[i], "gc.collect %d" % i, abs_ms=1.0)
+
         # the timeline: Chrome trace event files that parse, with the same spans and named tracks
         files = sorted(glob.glob(os.path.join(outdir, "timeline-trace-*.json")))
         check(files, "timeline files in %s: %s" % (outdir, os.listdir(outdir) if os.path.isdir(outdir) else None))
@@ -231,6 +248,9 @@ def test_tprofiling_ground_truth():
         for w in (inside, outside):
             if w:
                 w.finish()
+        if py:
+            py.kill()
+            py.wait()
         sup.cleanup()
         subprocess.run(["rm", "-rf", tmp])
 
