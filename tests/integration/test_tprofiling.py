@@ -115,9 +115,9 @@ def test_tprofiling_ground_truth():
         wait_for(lambda: any(p["name"] == "tprofiling" for p in sup.status()["probes"]), 10, "tprofiling in status")
         sup.wait_probe("tprofiling", lambda p: p["state"] == "running" and p.get("config_version_applied", 0) >= 1,
                        20, "running with its configuration")
-        wait_for(lambda: "pthread_sync/mem_glibc: uprobes in 2 processes" in sup.probe_log("tprofiling"), 10,
+        wait_for(lambda: "pthread_sync/mem_glibc: uprobes in 2 processes" in sup.probe_log("tprofiling"), 20,
                  "pthread_sync and mem_glibc uprobes in the processes in scope")
-        wait_for(lambda: "python_gc: USDT probes in 1 Python process" in sup.probe_log("tprofiling"), 10,
+        wait_for(lambda: "python_gc: USDT probes in 1 Python process" in sup.probe_log("tprofiling"), 20,
                  "python_gc's USDT probes in the Python process")
         inside.go()
         outside.go()
@@ -152,8 +152,9 @@ def test_tprofiling_ground_truth():
         def of(thread, name):
             tid = th[thread]["tid"]
             evs = [v for r, v in mine if r["thread.pid"] == tid and v["event.name"] == name]
-            check(all(r["thread.comm"] == thread for r, v in mine if r["thread.pid"] == tid),
-                  "%s: thread.comm" % thread)
+            # named as it runs (an aggregate closed before the thread renamed itself has the process's name)
+            comms = {r["thread.comm"] for r, v in mine if r["thread.pid"] == tid}
+            check(thread in comms and comms <= {thread, "tprof_load"}, "%s: thread.comm %s" % (thread, comms))
             return evs
 
         # the waiter's blocked mutex: one futex wait (syscall_lock) and one pthread_mutex_lock (pthread_sync) per
@@ -219,8 +220,9 @@ def test_tprofiling_ground_truth():
                v["gc.generation"] == 2]
         check(len(gcs) == 3 and all(v["count"] == 1 and v["event.type"] == "python_gc" for v in gcs),
               "collections: %s" % gcs)
-        for i in range(3):
-            close_to(gcs[i]["duration"], gc_ns[i], "gc.collect %d" % i, abs_ms=1.0)
+        for i in range(3):  # the probes are inside gc.collect(): the collection, not the call around it
+            got, want = gcs[i]["duration"], gc_ns[i] / 1e6
+            check(0.8 * want - 2 <= got <= want + 1, "gc.collect %d: probe %.3f ms, program %.3f ms" % (i, got, want))
 
         # the timeline: Chrome trace event files that parse, with the same spans and named tracks
         files = sorted(glob.glob(os.path.join(outdir, "timeline-trace-*.json")))
