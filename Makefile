@@ -277,6 +277,8 @@ $(BUILD)/obj/tests/unit/test_hw_decode.o: CFLAGS += -Iprobes/hwprobe
 # virtualized_infos' command line and libvirt XML parsers (probes/virtualized_infos/virt_parse.c) alone
 $(BUILD)/fuzz/fuzz_virt_parse: probes/virtualized_infos/virt_parse.c probes/virtualized_infos/virt_parse.h
 $(BUILD)/fuzz/fuzz_virt_parse: FUZZ_CFLAGS += -Iprobes/virtualized_infos
+$(BUILD)/tests/test_tprof_aggr: $(BUILD)/obj/probes/tprofiling/aggr.o $(BUILD)/obj/probes/tprofiling/render.o
+$(BUILD)/obj/tests/unit/test_tprof_aggr.o: CFLAGS += -Iprobes/tprofiling
 $(BUILD)/tests/test_virt_parse: $(BUILD)/obj/probes/virtualized_infos/virt_parse.o
 $(BUILD)/obj/tests/unit/test_virt_parse.o: CFLAGS += -Iprobes/virtualized_infos
 
