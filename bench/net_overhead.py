@@ -18,6 +18,7 @@ usage: bench/net_overhead.py [options] [PAIRS [SECONDS [BUILD]]]   (defaults 20 
   --warmup S     seconds between the probes' first batch and an "on" window (default 2)
   --bpf-stats S  afterwards, S seconds of BPF statistics per workload (keep-alive, connection per
                  request, 4 KiB direct IO); 0 = skip (the default)
+  --bpf-workloads LIST  which of them (keep-alive,close,io; default all)
   --quiet CPUS   before each window wait until the rest of the machine uses less than CPUS (default 0.5)
   --quiet-wait S ... for at most S seconds (default 2), then measure anyway
 
@@ -496,7 +497,10 @@ def dd_io(seconds):
             pass
 
 
-def bpf_costs(port, worker, build, tmp, params, probes, seconds):
+BPF_WORKLOADS = {"keep-alive": "keep-alive", "close": "connection per request", "io": "4 KiB direct IO"}
+
+
+def bpf_costs(port, worker, build, tmp, params, probes, seconds, workloads=tuple(BPF_WORKLOADS)):
     """Per workload and program: runs, runs per request, ns per run (total, and the median and range of
     1-second slices: a slice where the program was preempted or interrupted shows as an outlier
     instead of moving the figure)."""
@@ -506,7 +510,7 @@ def bpf_costs(port, worker, build, tmp, params, probes, seconds):
         time.sleep(2)
         pids = list(agent.probe_pids.values())
         names = prog_names(set(prog_counters(pids)))
-        for workload in ("keep-alive", "connection per request", "4 KiB direct IO"):
+        for workload in (BPF_WORKLOADS[w] for w in workloads):
             samples = [prog_counters(pids)]
             t0 = time.monotonic()
             if workload == "4 KiB direct IO":
@@ -563,6 +567,8 @@ def main():
     ap.add_argument("--param", action="append", default=[])
     ap.add_argument("--warmup", type=float, default=2.0)
     ap.add_argument("--bpf-stats", type=int, default=0)
+    ap.add_argument("--bpf-workloads", default=",".join(BPF_WORKLOADS),
+                    help="workloads of --bpf-stats, comma separated: keep-alive, close, io")
     ap.add_argument("--quiet", type=float, default=QUIET["max_other"])
     ap.add_argument("--quiet-wait", type=float, default=QUIET["max_wait"])
     ap.add_argument("pairs", nargs="?", type=int, default=20)
@@ -590,7 +596,8 @@ def main():
                                             a.warmup, a.close, a.stopped)
             summarize(off, on, loss, cost, a.seconds)
         if a.bpf_stats:
-            bpf_costs(port, worker, build, tmp, params, probes, a.bpf_stats)
+            bpf_costs(port, worker, build, tmp, params, probes, a.bpf_stats,
+                      [w for w in a.bpf_workloads.split(",") if w])
     finally:
         stop(nginx)
         shutil.rmtree(tmp, ignore_errors=True)

@@ -112,7 +112,7 @@ struct tcp_link {
 	__u8 pad0;
 	__u16 lport; /* host order */
 	__u16 rport;
-	__u32 pad1;
+	__u32 hists;	/* 1 once a sample went into the histograms: closed records without any end before srtt_hist */
 	__u8 laddr[16]; /* IPv4 in the first 4 bytes */
 	__u8 raddr[16];
 	char comm[16];
@@ -122,17 +122,19 @@ struct tcp_link {
 	__u32 syn_retrans;    /* SYN retransmitted while connecting */
 	__u32 send_rsts;
 	__u32 recv_rsts;
-	__u32 zero_snd_wnd;		   /* the peer advertised a zero window (seen on an incoming segment) */
-	__u32 zero_rcv_wnd;		   /* we advertised a zero window */
-	__u32 rcvq_full;		   /* sock_rcvqueue_full */
-	__u32 sndbuf_limit;		   /* sock_exceed_buf_limit */
-	__u32 drops;			   /* kfree_skb with this socket */
-	__u32 drops_backlog;		   /* ... reason SOCKET_BACKLOG */
-	__u32 drops_filter;		   /* ... reason SOCKET_FILTER */
-	__u32 drops_rmem;		   /* ... reasons SOCKET_RCVBUFF, PROTO_MEM */
-	__u32 last_drop_reason;		   /* enum skb_drop_reason */
-	__u32 syn_srtt_us;		   /* RTT of the handshake (srtt when ESTABLISHED was reached) */
-	__u32 samples;			   /* tcp_probe events seen */
+	__u32 zero_snd_wnd;	/* the peer advertised a zero window (seen on an incoming segment) */
+	__u32 zero_rcv_wnd;	/* we advertised a zero window */
+	__u32 rcvq_full;	/* sock_rcvqueue_full */
+	__u32 sndbuf_limit;	/* sock_exceed_buf_limit */
+	__u32 drops;		/* kfree_skb with this socket */
+	__u32 drops_backlog;	/* ... reason SOCKET_BACKLOG */
+	__u32 drops_filter;	/* ... reason SOCKET_FILTER */
+	__u32 drops_rmem;	/* ... reasons SOCKET_RCVBUFF, PROTO_MEM */
+	__u32 last_drop_reason; /* enum skb_drop_reason */
+	__u32 syn_srtt_us;	/* RTT of the handshake (srtt when ESTABLISHED was reached) */
+	__u32 samples;		/* tcp_probe events seen */
+	/* From here on zero until `hists` is set: a closed link's record in tcp_closed may end here
+	 * (TCP_LINK_SHORT bytes), which is most of them with short connections. */
 	__u64 srtt_sum_us;		   /* sum of srtt samples (per incoming segment) */
 	__u64 srtt_hist[GG_LOG2_SLOTS];	   /* srtt per incoming segment, us */
 	__u64 rcv_rtt_hist[GG_LOG2_SLOTS]; /* rcv_rtt per incoming segment, us */
@@ -146,5 +148,8 @@ struct tcp_link {
 	__u64 rx_delay_sum_us;
 	__u64 tx_delay_sum_us;
 };
+
+/* Bytes of a closed link without histograms (tcp_link.hists == 0): the rest is zero. */
+#define TCP_LINK_SHORT __builtin_offsetof(struct tcp_link, srtt_sum_us)
 
 #endif
