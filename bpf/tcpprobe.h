@@ -112,7 +112,7 @@ struct tcp_link {
 	__u8 pad0;
 	__u16 lport; /* host order */
 	__u16 rport;
-	__u32 hists;	/* 1 once a sample went into the histograms: closed records without any end before srtt_hist */
+	__u32 hists;	/* 1 once a histogram below has a sample (closed records without end before them) */
 	__u8 laddr[16]; /* IPv4 in the first 4 bytes */
 	__u8 raddr[16];
 	char comm[16];
