@@ -457,8 +457,8 @@ int BPF_PROG(tcp_state, const struct sock *sk, const int oldstate, const int new
 			l->flags |= TCP_LF_TGID_GUESS;
 			__sync_fetch_and_add(&tcp_unconfirmed, 1);
 		}
+		/* established_ns is not read by user space: no clock read here (one per link and side). */
 		l->flags |= TCP_LF_ESTABLISHED;
-		l->established_ns = bpf_ktime_get_ns();
 		if (!l->lport)
 			link_fill_addrs_btf(l, sk);
 		{

@@ -99,11 +99,11 @@ struct tcp_snap {
 
 /* One TCP link (a socket), keyed by the socket's address in tcp_links, by a unique id in tcp_closed. */
 struct tcp_link {
-	__u64 sk;	 /* kernel address, identity only */
-	__u64 cookie;	 /* socket cookie: tells a reused address from the same socket */
-	__u64 cgroup_id; /* cgroup v2 the socket was created in */
-	__u64 open_ns;	 /* first seen (SYN_SENT, SYN_RECV or found established) */
-	__u64 established_ns;
+	__u64 sk;	      /* kernel address, identity only */
+	__u64 cookie;	      /* socket cookie: tells a reused address from the same socket */
+	__u64 cgroup_id;      /* cgroup v2 the socket was created in */
+	__u64 open_ns;	      /* first seen (SYN_SENT, SYN_RECV or found established) */
+	__u64 established_ns; /* unused (kept for the layout) */
 	__u64 close_ns;
 	__u32 tgid; /* 0 until attributed (connect, accept) */
 	__u8 role;
