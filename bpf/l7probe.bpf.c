@@ -386,6 +386,72 @@ static __always_inline void ev_submit(struct l7_buf *e)
 		stat_inc(L7_ST_EVENTS);
 }
 
+/* Kernels >= 6.16: a user buffer read straight into a ring buffer record whose size is known at run
+ * time. Without them the payload is read into l7_scratch and copied again into the ring by
+ * bpf_ringbuf_output (a second copy of up to cap_bytes per event: 10-15 % of nginx's added CPU per
+ * HTTP/2 request, see bench/RESULTS.md). */
+extern int bpf_probe_read_user_dynptr(struct bpf_dynptr *dptr, __u32 off, __u32 size,
+				      const void *unsafe_ptr) __ksym __weak;
+
+/* Read want bytes of one buffer (CK_BUF) or of the first L7_IOV_MAX iovecs of an array of cnt
+ * (CK_IOV) into a record at sizeof(struct l7_ev). The iovec array is read in one piece into e's
+ * data area (unused on this path): one helper call instead of one per iovec (an HTTP/2 writev of
+ * nginx carries 20-40). Returns the bytes read. */
+static __always_inline __u32 dyn_copy(struct l7_buf *e, struct bpf_dynptr *dp, __u8 kind, __u64 ubuf, __u32 cnt,
+				      __u32 want)
+{
+	const __u32 at = sizeof(struct l7_ev);
+	struct iovec *iov = (struct iovec *)e->data;
+	__u32 off = 0, n_iov = cnt < L7_IOV_MAX ? cnt : L7_IOV_MAX;
+
+	if (kind != CK_IOV)
+		return bpf_probe_read_user_dynptr(dp, at, want, (void *)ubuf) ? 0 : want;
+	if (!n_iov || bpf_probe_read_user(iov, bound(n_iov * sizeof(*iov)), (void *)ubuf))
+		return 0;
+	for (int i = 0; i < L7_IOV_MAX; i++) {
+		__u64 n;
+
+		if ((__u32)i >= n_iov || off >= want)
+			break;
+		n = iov[i].iov_len;
+		if (n > want - off)
+			n = want - off;
+		if (n && bpf_probe_read_user_dynptr(dp, at + off, (__u32)n, iov[i].iov_base))
+			break;
+		off += n;
+	}
+	if (cnt > L7_IOV_MAX && off < want)
+		stat_inc(L7_ST_IOV_TRUNC);
+	return off;
+}
+
+/* Send the event e->h with up to want bytes of the caller's buffer (kind CK_BUF or CK_IOV; want 0:
+ * no payload). Sets e->h.len; counts a payload cut by the capture size. */
+static __always_inline void ev_send(struct l7_buf *e, __u8 kind, __u64 ubuf, __u32 cnt, __u32 want)
+{
+	if (want > L7_DATA_MAX)
+		want = L7_DATA_MAX;
+	if (want && bpf_probe_read_user_dynptr) {
+		struct bpf_dynptr dp;
+
+		if (bpf_ringbuf_reserve_dynptr(&l7_events, sizeof(e->h) + want, 0, &dp)) {
+			bpf_ringbuf_discard_dynptr(&dp, 0);
+			stat_inc(L7_ST_RB_FULL);
+			return;
+		}
+		e->h.len = dyn_copy(e, &dp, kind, ubuf, cnt, want);
+		bpf_dynptr_write(&dp, 0, &e->h, sizeof(e->h), 0);
+		bpf_ringbuf_submit_dynptr(&dp, BPF_RB_NO_WAKEUP);
+		stat_inc(L7_ST_EVENTS);
+	} else {
+		if (want)
+			e->h.len = kind == CK_IOV ? copy_iov(e, ubuf, cnt, want) : copy_buf(e, ubuf, want);
+		ev_submit(e);
+	}
+	if (want && e->h.len < e->h.total)
+		stat_inc(L7_ST_TRUNCATED);
+}
+
 /* A datagram queued to a followed unconnected UDP socket (see l7_udp_q). Fires at every wake-up of a
  * socket's reader: others leave at the protocol test or the hash lookup. */
 SEC("tp_btf/sk_data_ready")
@@ -498,9 +564,58 @@ static __always_inline void udp_recv_peer(struct l7_ev *h, struct sock *sk, __u6
 #define NR_SENDMSG   46
 #define NR_RECVMSG   47
 #define NR_SPLICE    275
+#define NR_RECVMMSG  299
+#define NR_SENDMMSG  307
+#define NR_URING     426
+#define PF_IO_WORKER 0x00000010
 #define PF_KTHREAD   0x00200000
 #define MSG_PEEK     2
 #define MSG_ERRQUEUE 0x2000
+
+/* sendmmsg/recvmmsg: one system call, one sock_sendmsg/sock_recvmsg (and tracepoint) per message,
+ * in order, the kernel writing each message's msg_len to the user's array once it is done. Which
+ * message a firing is for is kept per thread: the next one of the same array when the previous
+ * message's msg_len already holds what that message moved (written by the kernel between the two),
+ * else the first one of a new call. Ambiguous only when a call that stopped early (an error) is
+ * retried at once on the same array whose msg_len fields the caller did not clear. */
+struct mmsg_pos {
+	__u64 vec;
+	__u32 next; /* index of the message the next firing of the same call is for */
+	__u32 last; /* what message next - 1 moved */
+};
+
+struct {
+	__uint(type, BPF_MAP_TYPE_LRU_HASH);
+	__uint(max_entries, L7_INFLIGHT_MAX);
+	__type(key, __u64); /* pid_tgid */
+	__type(value, struct mmsg_pos);
+} l7_mmsg SEC(".maps");
+
+/* Offset of msg_len in struct mmsghdr (x86-64: after the 56-byte user_msghdr; 64 bytes each). */
+#define MMSG_SIZE   64
+#define MMSG_LENOFF 56
+
+/* The index of the message this firing of a sendmmsg/recvmmsg is for (ret: what it moved, < 0 ends
+ * the call), or -1 past the array. */
+static __always_inline int mmsg_index(__u64 id, __u64 vec, __u32 vlen, int ret)
+{
+	struct mmsg_pos *p = bpf_map_lookup_elem(&l7_mmsg, &id), v = {.vec = vec};
+	__u32 idx = 0, ml = 0;
+
+	if (p && p->vec == vec && p->next > 0 && p->next < vlen &&
+	    !bpf_probe_read_user(&ml, sizeof(ml), (void *)(vec + (__u64)(p->next - 1) * MMSG_SIZE + MMSG_LENOFF)) &&
+	    ml == p->last)
+		idx = p->next;
+	if (idx >= vlen || idx >= 1024)
+		return -1;
+	v.next = ret < 0 ? 0 : idx + 1;
+	v.last = ret < 0 ? 0 : (__u32)ret;
+	if (p)
+		*p = v;
+	else
+		bpf_map_update_elem(&l7_mmsg, &id, &v, BPF_ANY);
+	return (int)idx;
+}
 
 static __always_inline int sock_data(struct sock *sk, int ret, int flags, __u8 dir)
 {
@@ -515,8 +630,7 @@ static __always_inline int sock_data(struct sock *sk, int ret, int flags, __u8 d
 	__u8 kind, evflags = 0;
 	int fd;
 
-	/* a peek is read again; the error queue is not the peer's data */
-	if (ret <= 0 || (flags & (MSG_PEEK | MSG_ERRQUEUE)))
+	if (ret < 0)
 		return 0;
 	id = bpf_get_current_pid_tgid();
 	tgid = id >> 32;
@@ -532,7 +646,8 @@ static __always_inline int sock_data(struct sock *sk, int ret, int flags, __u8 d
 	regs = (struct pt_regs *)bpf_task_pt_regs(task);
 	if (!regs)
 		return 0;
-	nr = regs->orig_ax;
+	/* io_uring's workers have no system call of their own (their saved registers are not one) */
+	nr = (task->flags & PF_IO_WORKER) ? NR_URING : regs->orig_ax;
 	fd = (int)regs->di;
 	buf = regs->si;
 	switch (nr) {
@@ -562,6 +677,19 @@ static __always_inline int sock_data(struct sock *sk, int ret, int flags, __u8 d
 		addr = (__u64)mh.msg_name;
 		break;
 	}
+	case NR_SENDMMSG:
+	case NR_RECVMMSG: {
+		struct user_msghdr mh;
+		int idx = mmsg_index(id, buf, (__u32)regs->dx, ret);
+
+		if (idx < 0 || bpf_probe_read_user(&mh, sizeof(mh), (void *)(buf + (__u64)idx * MMSG_SIZE)))
+			return 0;
+		kind = CK_IOV;
+		buf = (__u64)mh.msg_iov;
+		iovcnt = (__u32)mh.msg_iovlen;
+		addr = (__u64)mh.msg_name;
+		break;
+	}
 	case NR_SENDFILE:
 		kind = CK_SENDFILE;
 		break;
@@ -569,11 +697,26 @@ static __always_inline int sock_data(struct sock *sk, int ret, int flags, __u8 d
 		kind = CK_SENDFILE;
 		fd = (int)regs->dx; /* fd_out */
 		break;
-	default:
-		/* sendmmsg/recvmmsg, io_uring, ...: which buffer is not known here. */
+	default: {
+		/* io_uring (its buffer is in a submission entry this tracepoint cannot reach; the fd in
+		 * the registers is the ring's), ...: counted, and on a TCP socket this process was seen
+		 * using through its fd, its bytes are reported (a gap for the parsers). */
+		struct l7_sock *known;
+
+		if (!ret || (flags & (MSG_PEEK | MSG_ERRQUEUE)))
+			return 0;
 		stat_inc(L7_ST_UNKNOWN_CALL);
-		return 0;
+		known = proto == IPPROTO_TCP ? bpf_map_lookup_elem(&l7_socks, &skey) : NULL;
+		if (!known || known->tgid != tgid)
+			return 0;
+		fd = known->fd;
+		kind = CK_SENDFILE;
+		break;
 	}
+	}
+	/* a peek is read again; the error queue is not the peer's data */
+	if (!ret || (flags & (MSG_PEEK | MSG_ERRQUEUE)))
+		return 0;
 	if (proto == IPPROTO_UDP) {
 		sock_fill(&tmp, sk, tgid, fd, 1);
 		s = &tmp;
@@ -614,13 +757,8 @@ static __always_inline int sock_data(struct sock *sk, int ret, int flags, __u8 d
 	if (evflags || kind == CK_SENDFILE || !want) {
 		if (!evflags)
 			e->h.flags |= L7_EF_NOCOPY;
-	} else if (kind == CK_IOV) {
-		e->h.len = copy_iov(e, buf, iovcnt, want);
-	} else {
-		e->h.len = copy_buf(e, buf, want);
+		want = 0;
 	}
-	if (e->h.len < e->h.total && !(e->h.flags & (L7_EF_ENCRYPTED | L7_EF_NOCOPY)))
-		stat_inc(L7_ST_TRUNCATED);
 	if (proto == IPPROTO_UDP) {
 		if (dir == L7_DIR_SEND) {
 			peer_from_user(&e->h, addr);
@@ -628,7 +766,7 @@ static __always_inline int sock_data(struct sock *sk, int ret, int flags, __u8 d
 			udp_recv_peer(&e->h, sk, skey); /* an unconnected socket: the datagram's source */
 		}
 	}
-	ev_submit(e);
+	ev_send(e, kind, buf, iovcnt, want);
 	return 0;
 }
 
@@ -802,13 +940,9 @@ static __always_inline int ssl_exit(long ret, int ex)
 	want = cap_bytes;
 	if (want > e->h.total)
 		want = e->h.total;
-	if (want)
-		e->h.len = copy_buf(e, c.buf, want);
-	else
+	if (!want)
 		e->h.flags |= L7_EF_NOCOPY;
-	if (e->h.len < e->h.total && want)
-		stat_inc(L7_ST_TRUNCATED);
-	ev_submit(e);
+	ev_send(e, CK_BUF, c.buf, 0, want);
 	return 0;
 }
 
@@ -927,13 +1061,9 @@ static __always_inline int go_emit(__u64 id, int fd, __u8 dir, __u64 buf, __s64 
 	want = cap_bytes;
 	if (want > e->h.total)
 		want = e->h.total;
-	if (want)
-		e->h.len = copy_buf(e, buf, want);
-	else
+	if (!want)
 		e->h.flags |= L7_EF_NOCOPY;
-	if (e->h.len < e->h.total && want)
-		stat_inc(L7_ST_TRUNCATED);
-	ev_submit(e);
+	ev_send(e, CK_BUF, buf, 0, want);
 	return 0;
 }
 
