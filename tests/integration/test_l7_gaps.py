@@ -10,7 +10,7 @@ import sys
 import tempfile
 import time
 
-from harness import check, stop_with_line, wait_for
+from harness import check, free_port, stop_with_line, wait_for
 from test_l7 import Probe
 
 SCRIPTS = os.path.join(os.path.dirname(os.path.abspath(__file__)), "scripts")
@@ -70,3 +70,80 @@ def test_l7_dns_sendmmsg():
 
 
 test_l7_dns_sendmmsg.timeout = 60
+
+
+URING_CLIENT = r"""
+import socket, sys, time
+s = socket.create_connection(("127.0.0.1", int(sys.argv[1])))
+print("ready", flush=True)
+sys.stdin.readline()
+req = b"GET /u HTTP/1.1\r\nHost: t\r\n\r\n"
+for _ in range(int(sys.argv[2])):
+    s.sendall(req)
+    got = b""
+    while not got.endswith(b"ok"):
+        got += s.recv(4096)
+print("done", flush=True)
+sys.stdin.readline()
+"""
+
+
+def test_l7_io_uring_counted():
+    """A server whose first exchange uses recv/send and the 24 after it io_uring: the 48 io_uring calls
+    are counted in l7_stats.uncaptured and their bytes are in the server's l7_link (all 25 requests'
+    and responses' bytes and calls); the client (plain system calls) counts its 25 requests."""
+    from harness import BUILD
+    n, req_len, resp_len = 25, 28, 40
+    port = free_port()
+    srv = subprocess.Popen([os.path.join(BUILD, "tests", "uring_http"), str(port)], stdout=subprocess.PIPE, text=True)
+    cli = probe = None
+    try:
+        check(srv.stdout.readline().strip() == "ready", "uring_http did not start")
+        cli = subprocess.Popen([sys.executable, "-c", URING_CLIENT, str(port), str(n)], stdin=subprocess.PIPE,
+                               stdout=subprocess.PIPE, text=True)
+        check(cli.stdout.readline().strip() == "ready", "client did not connect")
+        probe = Probe(["-t", "1", "-p", "http", "--pid", "%d,%d" % (srv.pid, cli.pid)])
+        probe.wait_started()
+        time.sleep(0.5)
+        cli.stdin.write("go\n")
+        cli.stdin.flush()
+        check(cli.stdout.readline().strip() == "done", "client failed")
+        cli.stdin.write("bye\n")
+        cli.stdin.flush()
+        cli.wait(5)
+        out = srv.communicate(timeout=5)[0]
+        check("served %d uring %d" % (n, n - 1) in out, "uring_http: %r" % out)
+
+        def link():
+            r = probe.latest("l7_link", tgid=srv.pid, server_port=port)
+            return r if r and int(r["bytes_recv"]) >= n * req_len and int(r["bytes_sent"]) >= n * resp_len else None
+        try:
+            wait_for(link, 15, "the server's l7_link with every byte")
+        except Exception:
+            for t in ("l7_link", "l7_rpc", "l7_stats"):
+                for row in probe.rows(t)[-3:]:
+                    print("  last %s: %r" % (t, row))
+            raise
+        time.sleep(1.5)
+        r = probe.latest("l7_link", tgid=srv.pid, server_port=port)
+        check(int(r["bytes_recv"]) == n * req_len and int(r["bytes_sent"]) == n * resp_len,
+              "server l7_link bytes %s/%s, moved %d/%d" % (r["bytes_recv"], r["bytes_sent"], n * req_len, n * resp_len))
+        check(int(r["segs_recv"]) == n and int(r["segs_sent"]) == n, "server l7_link calls: %r" % r)
+        stats = probe.latest("l7_stats")
+        check(int(stats["uncaptured"]) == 2 * (n - 1), "uncaptured %s, io_uring calls %d" % (stats["uncaptured"],
+                                                                                            2 * (n - 1)))
+        c = probe.latest("l7_rpc", tgid=cli.pid, l7_role="client", server_port=port)
+        check(c and int(c["req_count"]) == n, "client side: %r" % c)
+        s = probe.latest("l7_rpc", tgid=srv.pid, l7_role="server", server_port=port)
+        print("  io_uring: uncaptured %s; server l7_link %s/%s bytes; server l7_rpc req_count %s (the first, parsed)"
+              % (stats["uncaptured"], r["bytes_recv"], r["bytes_sent"], s and s["req_count"]))
+    finally:
+        if probe:
+            probe.stop()
+        for p in (cli, srv):
+            if p and p.poll() is None:
+                p.kill()
+                p.wait()
+
+
+test_l7_io_uring_counted.timeout = 60
