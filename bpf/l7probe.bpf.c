@@ -917,10 +917,12 @@ static __always_inline int ssl_exit(long ret, int ex)
 		return 0;
 	sk.ssl = c.ssl;
 	sk.tgid = tgid;
+	fdp = bpf_map_lookup_elem(&l7_ssl_fd, &sk);
 	if (c.fd >= 0) {
-		bpf_map_update_elem(&l7_ssl_fd, &sk, &c.fd, BPF_ANY);
+		/* an LRU update costs ~3 lookups: only when the SSL object moved to another fd */
+		if (!fdp || *fdp != c.fd)
+			bpf_map_update_elem(&l7_ssl_fd, &sk, &c.fd, BPF_ANY);
 	} else {
-		fdp = bpf_map_lookup_elem(&l7_ssl_fd, &sk);
 		if (!fdp) {
 			stat_inc(L7_ST_SSL_NOFD);
 			return 0;
