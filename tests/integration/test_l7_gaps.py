@@ -147,3 +147,63 @@ def test_l7_io_uring_counted():
 
 
 test_l7_io_uring_counted.timeout = 60
+
+
+def test_l7_h2c_upgrade():
+    """HTTP/1.1 Upgrade to h2c: the upgrade request is answered on stream 1 in HTTP/2, then 20 requests
+    on streams 3..41 (4 of them 404). Both sides count 21 requests and 4 errors as http2 (the upgrade
+    request included, under its HTTP/1.1 api), no http row counts a request, nothing unparsable."""
+    script = os.path.join(SCRIPTS, "h2c_upgrade.py")
+    port = free_port()
+    srv = subprocess.Popen([sys.executable, script, "server", str(port)], stdout=subprocess.PIPE, text=True)
+    cli = probe = None
+    try:
+        check(srv.stdout.readline().strip() == "ready", "server did not start")
+        cli = subprocess.Popen([sys.executable, script, "client", str(port), "20"], stdin=subprocess.PIPE,
+                               stdout=subprocess.PIPE, text=True)
+        ready = json.loads(cli.stdout.readline())
+        probe = Probe(["-t", "1", "-p", "http", "--pid", "%d,%d" % (srv.pid, ready["ready"])])
+        probe.wait_started()
+        time.sleep(0.5)
+        cli.stdin.write("go\n")
+        cli.stdin.flush()
+        done = json.loads(cli.stdout.readline())
+        check(done == {"requests": 21, "errors": 4}, "client did %r" % done)
+        keys = {"client": dict(tgid=ready["ready"], l7_role="client", server_port=port, protocol="http2"),
+                "server": dict(tgid=srv.pid, l7_role="server", server_port=port, protocol="http2")}
+
+        def both():
+            rows = {side: probe.latest("l7_rpc", **k) for side, k in keys.items()}
+            return rows if all(r and int(r["req_count"]) >= 21 for r in rows.values()) else None
+        try:
+            wait_for(both, 15, "client and server http2 rows with 21 requests")
+        except Exception:
+            for t in ("l7_rpc", "l7_stats"):
+                for r in probe.rows(t)[-4:]:
+                    print("  last %s: %r" % (t, r))
+            raise
+        time.sleep(1.5)
+        for side, k in keys.items():
+            r = probe.latest("l7_rpc", **k)
+            check(int(r["req_count"]) == 21 and int(r["resp_count"]) == 21 and int(r["err_count"]) == 4,
+                  "%s side: %s requests, %s responses, %s errors; sent 21 with 4 errors" % (
+                      side, r["req_count"], r["resp_count"], r["err_count"]))
+            h1 = probe.latest("l7_rpc", **dict(k, protocol="http"))
+            check(not h1 or int(h1["req_count"]) == 0, "%s side http row counts requests: %r" % (side, h1))
+        stats = probe.latest("l7_stats")
+        for f in ("unparsable", "resp_unmatched", "req_lost", "hpack_unresolved"):
+            check(int(stats[f]) == 0, "%s: %r" % (f, stats))
+        print("  h2c upgrade: both sides 21 requests, 4 errors as http2")
+    finally:
+        if probe:
+            probe.stop()
+        if cli:
+            stop_with_line(cli, "bye")
+        for p in (cli, srv):
+            if p and p.poll() is None:
+                p.kill()
+            if p:
+                p.wait()
+
+
+test_l7_h2c_upgrade.timeout = 60
