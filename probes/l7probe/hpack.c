@@ -311,10 +311,13 @@ static void insert(struct hpack_table *t, const uint8_t *name, uint32_t nlen, co
 	if (name) {
 		e->off = t->store_head;
 		e->nlen = nlen;
-		memcpy(t->store + t->store_head, name, nlen);
+		/* an empty name and value store nothing (and the store may not exist yet) */
+		if (nlen)
+			memcpy(t->store + t->store_head, name, nlen);
 		if (value) {
 			e->vlen = vlen;
-			memcpy(t->store + t->store_head + nlen, value, vlen);
+			if (vlen)
+				memcpy(t->store + t->store_head + nlen, value, vlen);
 			e->known = true;
 		}
 		e->name_known = true;
