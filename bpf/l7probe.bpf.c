@@ -68,8 +68,9 @@ struct {
 
 enum call_kind { CK_BUF = 0, CK_IOV, CK_SENDFILE };
 
-/* An SSL_read/SSL_write between its entry and its return, per thread; fd is set by the read or write
- * system call OpenSSL makes inside it. */
+/* An SSL_read/SSL_write between its entry and its return, per thread (task local storage: no hash
+ * insert and delete per call, ~2.3 SSL calls per HTTPS request); fd is set by the read or write system
+ * call OpenSSL makes inside it. */
 struct l7_ssl_call {
 	__u64 ssl;
 	__u64 buf;
@@ -77,15 +78,19 @@ struct l7_ssl_call {
 	__u64 ts;
 	__s32 fd;
 	__u8 dir;
-	__u8 pad[3];
+	__u8 active; /* between an entry and its return */
+	__u8 pad[2];
 };
 
 struct {
-	__uint(type, BPF_MAP_TYPE_HASH);
-	__uint(max_entries, L7_INFLIGHT_MAX);
-	__type(key, __u64);
+	__uint(type, BPF_MAP_TYPE_TASK_STORAGE);
+	__uint(map_flags, BPF_F_NO_PREALLOC);
+	__type(key, int);
 	__type(value, struct l7_ssl_call);
 } l7_ssl SEC(".maps");
+
+/* An entry whose return never came (the thread left the call by other means) is forgotten after this. */
+#define SSL_CALL_MAX_NS (10ull * 1000000000ull)
 
 /* The fd an SSL object was last seen using, for calls served from OpenSSL's buffer without a system
  * call. */
@@ -728,8 +733,8 @@ static __always_inline int sock_data(struct sock *sk, int ret, int flags, __u8 d
 			evflags = L7_EF_ENCRYPTED; /* a Go TLS connection: its plaintext comes from the uprobes */
 	}
 	if (ssl_on) {
-		ssl = bpf_map_lookup_elem(&l7_ssl, &id);
-		if (ssl) {
+		ssl = bpf_task_storage_get(&l7_ssl, task, 0, 0);
+		if (ssl && ssl->active) {
 			/* Inside SSL_read/SSL_write: this is ciphertext, the plaintext comes at the return. */
 			ssl->fd = fd;
 			evflags = L7_EF_ENCRYPTED;
@@ -878,14 +883,27 @@ int BPF_PROG(l7_exit, struct task_struct *p)
 
 static __always_inline int ssl_enter(__u64 ssl, __u64 buf, __u64 retp, __u8 dir)
 {
-	__u64 id = bpf_get_current_pid_tgid();
-	struct l7_ssl_call c = {.ssl = ssl, .buf = buf, .retp = retp, .fd = -1, .dir = dir};
+	__u64 id = bpf_get_current_pid_tgid(), now;
+	struct l7_ssl_call *c;
 
 	if (!ssl_on || !in_scope(id >> 32))
 		return 0;
-	c.ts = bpf_ktime_get_ns();
-	/* NOEXIST: an SSL call made inside another (a wrapper) keeps the outer one's state. */
-	bpf_map_update_elem(&l7_ssl, &id, &c, BPF_NOEXIST);
+	c = bpf_task_storage_get(&l7_ssl, bpf_get_current_task_btf(), 0, BPF_LOCAL_STORAGE_GET_F_CREATE);
+	if (!c) {
+		stat_inc(L7_ST_INFLIGHT_FULL);
+		return 0;
+	}
+	now = bpf_ktime_get_ns();
+	/* an SSL call made inside another (a wrapper) keeps the outer one's state */
+	if (c->active && now - c->ts < SSL_CALL_MAX_NS)
+		return 0;
+	c->ssl = ssl;
+	c->buf = buf;
+	c->retp = retp;
+	c->ts = now;
+	c->fd = -1;
+	c->dir = dir;
+	c->active = 1;
 	return 0;
 }
 
@@ -893,7 +911,7 @@ static __always_inline int ssl_exit(long ret, int ex)
 {
 	__u64 id = bpf_get_current_pid_tgid();
 	__u32 tgid = id >> 32;
-	struct l7_ssl_call *cp = bpf_map_lookup_elem(&l7_ssl, &id);
+	struct l7_ssl_call *cp = bpf_task_storage_get(&l7_ssl, bpf_get_current_task_btf(), 0, 0);
 	struct l7_ssl_call c;
 	struct ssl_key sk = {};
 	struct l7_sock *s;
@@ -902,10 +920,10 @@ static __always_inline int ssl_exit(long ret, int ex)
 	__u32 want;
 	__s32 *fdp;
 
-	if (!cp)
+	if (!cp || !cp->active)
 		return 0;
 	c = *cp;
-	bpf_map_delete_elem(&l7_ssl, &id);
+	cp->active = 0;
 	if (ex) {
 		/* SSL_read_ex/SSL_write_ex return 1, the internal functions probed instead a count > 0 */
 		if ((int)ret > 0 && c.retp)
