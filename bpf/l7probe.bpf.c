@@ -219,10 +219,12 @@ struct xmit_ts {
 	__u64 ts;
 };
 
+/* Per thread, in task local storage (a hash keyed by pid_tgid cost a lookup on every packet and send,
+ * and an update per send). */
 struct {
-	__uint(type, BPF_MAP_TYPE_LRU_HASH);
-	__uint(max_entries, L7_INFLIGHT_MAX);
-	__type(key, __u64); /* pid_tgid */
+	__uint(type, BPF_MAP_TYPE_TASK_STORAGE);
+	__uint(map_flags, BPF_F_NO_PREALLOC);
+	__type(key, int);
 	__type(value, struct xmit_ts);
 } l7_xmit SEC(".maps");
 
@@ -742,7 +744,7 @@ static __always_inline int sock_data(struct sock *sk, int ret, int flags, __u8 d
 	}
 	ts = bpf_ktime_get_ns();
 	{
-		struct xmit_ts *x = bpf_map_lookup_elem(&l7_xmit, &id);
+		struct xmit_ts *x = bpf_task_storage_get(&l7_xmit, task, 0, 0);
 
 		/* Taken by this send; a receive ends whatever the thread queued before it. */
 		if (x) {
@@ -792,9 +794,8 @@ SEC("tp_btf/net_dev_queue")
 int BPF_PROG(l7_xmit_q, struct sk_buff *skb)
 {
 	__u64 id = bpf_get_current_pid_tgid(), now;
-	struct xmit_ts *x, v;
-
 	struct sock *sk = skb->sk;
+	struct xmit_ts *x;
 
 	if (!in_scope(id >> 32) || !sk)
 		return 0;
@@ -803,15 +804,11 @@ int BPF_PROG(l7_xmit_q, struct sk_buff *skb)
 	if (sk->sk_protocol == IPPROTO_TCP && !skb->data_len)
 		return 0;
 	now = bpf_ktime_get_ns();
-	x = bpf_map_lookup_elem(&l7_xmit, &id);
-	if (x && x->sk == (__u64)skb->sk && now - x->ts < XMIT_TS_MAX_NS)
+	x = bpf_task_storage_get(&l7_xmit, bpf_get_current_task_btf(), 0, BPF_LOCAL_STORAGE_GET_F_CREATE);
+	if (!x || (x->sk == (__u64)sk && now - x->ts < XMIT_TS_MAX_NS))
 		return 0; /* a later packet of the same send */
-	v.sk = (__u64)skb->sk;
-	v.ts = now;
-	if (x)
-		*x = v;
-	else
-		bpf_map_update_elem(&l7_xmit, &id, &v, BPF_ANY);
+	x->sk = (__u64)sk;
+	x->ts = now;
 	return 0;
 }
 
