@@ -1130,15 +1130,13 @@ int l7_go_write(struct pt_regs *ctx)
 	return go_enter(ctx, L7_DIR_SEND);
 }
 
-/* At a ret of Read: rax = n. */
-SEC("uprobe")
-int l7_go_ret(struct pt_regs *ctx)
+/* The end of a Read with its count n: the plaintext as a data event. */
+static __always_inline int go_read_done(struct pt_regs *ctx, __s64 n)
 {
 	__u64 id = bpf_get_current_pid_tgid();
 	struct go_key k = {.tgid = id >> 32, .g = ctx->r14};
 	struct go_call *cp = bpf_map_lookup_elem(&l7_go, &k);
 	struct go_call c;
-	__s64 n = (__s64)ctx->ax;
 
 	if (!cp)
 		return 0;
@@ -1147,4 +1145,31 @@ int l7_go_ret(struct pt_regs *ctx)
 	if (n <= 0)
 		return 0;
 	return go_emit(id, c.fd, c.dir, c.buf, n, bpf_ktime_get_ns());
+}
+
+/* At a ret of Read: rax = n. A ret is single-stepped by the kernel (20 - 30 us a hit under this VM's
+ * hypervisor, bench/RESULTS.md): used only where l7_go_defer cannot be placed. */
+SEC("uprobe")
+int l7_go_ret(struct pt_regs *ctx)
+{
+	return go_read_done(ctx, (__s64)ctx->ax);
+}
+
+/* At the entry (the stack check's jbe: emulated) of Read's deferred closure (crypto/tls.(*Conn).Read.
+ * func1, c.in.Unlock), which Read calls just before each of its rets once its result is in its frame.
+ * The attach cookie says where: bits 32-63 Read's start minus this site (signed), 16-31 Read's size,
+ * 0-15 the result's offset in Read's frame. Called from Read itself (the return address is in Read),
+ * Read's stack pointer is ours + 8; a call from the runtime (deferreturn after a panic) is skipped. */
+SEC("uprobe")
+int l7_go_defer(struct pt_regs *ctx)
+{
+	__u64 cookie = bpf_get_attach_cookie(ctx), ra = 0, sp = ctx->sp;
+	__u64 start = ctx->ip + (__s64)(__s32)(cookie >> 32);
+	__s64 n = 0;
+
+	if (bpf_probe_read_user(&ra, sizeof(ra), (void *)sp) || ra - start >= ((cookie >> 16) & 0xffff))
+		return 0;
+	if (bpf_probe_read_user(&n, sizeof(n), (void *)(sp + 8 + (cookie & 0xffff))))
+		return 0;
+	return go_read_done(ctx, n);
 }
