@@ -583,12 +583,16 @@ static __always_inline void udp_recv_peer(struct l7_ev *h, struct sock *sk, __u6
  * in order, the kernel writing each message's msg_len to the user's array once it is done. Which
  * message a firing is for is kept per thread: the next one of the same array when the previous
  * message's msg_len already holds what that message moved (written by the kernel between the two),
- * else the first one of a new call. Ambiguous only when a call that stopped early (an error) is
- * retried at once on the same array whose msg_len fields the caller did not clear. */
+ * else the first one of a new call; a message that fails ends the call (see sock_data). Ambiguous
+ * only when a call stops early without a failing message (recvmmsg's timeout, a partial send on a
+ * stream socket) and the next one uses the same array without clearing its msg_len fields. */
 struct mmsg_pos {
 	__u64 vec;
 	__u32 next; /* index of the message the next firing of the same call is for */
 	__u32 last; /* what message next - 1 moved */
+	__u32 nr;   /* sendmmsg or recvmmsg: a server answering a batch on the array it received it in
+		     * leaves msg_len fields that match */
+	__u32 pad;
 };
 
 struct {
@@ -604,12 +608,12 @@ struct {
 
 /* The index of the message this firing of a sendmmsg/recvmmsg is for (ret: what it moved, < 0 ends
  * the call), or -1 past the array. */
-static __always_inline int mmsg_index(__u64 id, __u64 vec, __u32 vlen, int ret)
+static __always_inline int mmsg_index(__u64 id, __u64 vec, __u32 vlen, int ret, __u32 nr)
 {
-	struct mmsg_pos *p = bpf_map_lookup_elem(&l7_mmsg, &id), v = {.vec = vec};
+	struct mmsg_pos *p = bpf_map_lookup_elem(&l7_mmsg, &id), v = {.vec = vec, .nr = nr};
 	__u32 idx = 0, ml = 0;
 
-	if (p && p->vec == vec && p->next > 0 && p->next < vlen &&
+	if (p && p->vec == vec && p->nr == nr && p->next > 0 && p->next < vlen &&
 	    !bpf_probe_read_user(&ml, sizeof(ml), (void *)(vec + (__u64)(p->next - 1) * MMSG_SIZE + MMSG_LENOFF)) &&
 	    ml == p->last)
 		idx = p->next;
@@ -637,12 +641,19 @@ static __always_inline int sock_data(struct sock *sk, int ret, int flags, __u8 d
 	__u8 kind, evflags = 0;
 	int fd;
 
-	if (ret < 0)
-		return 0;
 	id = bpf_get_current_pid_tgid();
 	tgid = id >> 32;
 	if (!in_scope(tgid))
 		return 0;
+	if (ret < 0) {
+		/* a sendmmsg/recvmmsg ends at a message that fails (EAGAIN after the last datagram): the
+		 * thread's next one starts at message 0, whatever its array's msg_len fields hold */
+		struct mmsg_pos *p = bpf_map_lookup_elem(&l7_mmsg, &id);
+
+		if (p)
+			p->next = 0;
+		return 0;
+	}
 	family = sk->__sk_common.skc_family;
 	proto = sk->sk_protocol;
 	if ((family != AF_INET && family != AF_INET6) || (proto != IPPROTO_TCP && proto != IPPROTO_UDP))
@@ -687,7 +698,7 @@ static __always_inline int sock_data(struct sock *sk, int ret, int flags, __u8 d
 	case NR_SENDMMSG:
 	case NR_RECVMMSG: {
 		struct user_msghdr mh;
-		int idx = mmsg_index(id, buf, (__u32)regs->dx, ret);
+		int idx = mmsg_index(id, buf, (__u32)regs->dx, ret, (__u32)nr);
 
 		if (idx < 0 || bpf_probe_read_user(&mh, sizeof(mh), (void *)(buf + (__u64)idx * MMSG_SIZE)))
 			return 0;

@@ -207,3 +207,86 @@ def test_l7_h2c_upgrade():
 
 
 test_l7_h2c_upgrade.timeout = 60
+
+
+DNS_CLIENT = r"""
+import socket, struct, sys
+port, n = int(sys.argv[1]), int(sys.argv[2])
+s = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
+s.settimeout(5)
+print("ready", flush=True)
+sys.stdin.readline()
+nx = 0
+for burst in range(0, n, 5):
+    for i in range(burst, burst + 5):
+        name = ("no%d" % i if i % 4 == 3 else "ok%d" % i) + ".example.test"
+        q = struct.pack(">HHHHHH", i, 0x0100, 1, 0, 0, 0)
+        q += b"".join(bytes([len(l)]) + l.encode() for l in name.split(".")) + b"\0" + struct.pack(">HH", 1, 1)
+        s.sendto(q, ("127.0.0.1", port))
+    for _ in range(5):
+        r = s.recv(512)
+        nx += (r[3] & 15) == 3
+print("done %d" % nx, flush=True)
+sys.stdin.readline()
+"""
+
+
+def test_l7_dns_recvmmsg():
+    """A DNS responder of ours reading with recvmmsg (batches of up to 8 that end with an EAGAIN message)
+    and answering with sendmmsg; a client sends 40 queries in bursts of 5, 10 of them NXDOMAIN. The
+    responder's rows (server, every datagram through the mmsg calls) and the client's count 40 requests
+    and 10 errors."""
+    from harness import BUILD
+    n = 40
+    port = free_port()
+    srv = subprocess.Popen([os.path.join(BUILD, "tests", "mmsg_dns"), str(port), str(n)], stdout=subprocess.PIPE,
+                           text=True)
+    cli = probe = None
+    try:
+        check(srv.stdout.readline().strip() == "ready", "mmsg_dns did not start")
+        cli = subprocess.Popen([sys.executable, "-c", DNS_CLIENT, str(port), str(n)], stdin=subprocess.PIPE,
+                               stdout=subprocess.PIPE, text=True)
+        check(cli.stdout.readline().strip() == "ready", "client did not start")
+        probe = Probe(["-t", "1", "-p", "dns", "--pid", "%d,%d" % (srv.pid, cli.pid)])
+        probe.wait_started()
+        time.sleep(0.5)
+        cli.stdin.write("go\n")
+        cli.stdin.flush()
+        check(cli.stdout.readline().strip() == "done 10", "client: NXDOMAIN count")
+        out = srv.communicate(timeout=5)[0]
+        check(("answered %d" % n) in out, "mmsg_dns: %r" % out)
+        keys = {"client": dict(tgid=cli.pid, l7_role="client", server_port=port),
+                "server": dict(tgid=srv.pid, l7_role="server", server_port=port)}
+
+        def both():
+            rows = {side: probe.latest("l7_rpc", **k) for side, k in keys.items()}
+            return rows if all(r and int(r["req_count"]) >= n for r in rows.values()) else None
+        try:
+            wait_for(both, 15, "client and server l7_rpc rows with %d requests" % n)
+        except Exception:
+            for t in ("l7_rpc", "l7_stats"):
+                for r in probe.rows(t)[-4:]:
+                    print("  last %s: %r" % (t, r))
+            raise
+        time.sleep(1.5)
+        for side, k in keys.items():
+            r = probe.latest("l7_rpc", **k)
+            check(int(r["req_count"]) == n and int(r["resp_count"]) == n and int(r["err_count"]) == 10,
+                  "%s side: %s requests, %s responses, %s errors; sent %d with 10 NXDOMAIN" % (
+                      side, r["req_count"], r["resp_count"], r["err_count"], n))
+        stats = probe.latest("l7_stats")
+        check(int(stats["uncaptured"]) == 0 and int(stats["unparsable"]) == 0, "stats: %r" % stats)
+        print("  recvmmsg/sendmmsg: %s; both sides %d requests, 10 errors" % (out.strip(), n))
+    finally:
+        if probe:
+            probe.stop()
+        if cli:
+            stop_with_line(cli, "bye")
+        for p in (cli, srv):
+            if p and p.poll() is None:
+                p.kill()
+            if p:
+                p.wait()
+
+
+test_l7_dns_recvmmsg.timeout = 60
