@@ -252,9 +252,34 @@ static __always_inline void sock_fill(struct l7_sock *v, const struct sock *sk, 
 	v->role = role ? *role : L7_ROLE_UNKNOWN;
 }
 
+/* 1 when fd of the current process is sk's socket. The registers a socket tracepoint reads belong to
+ * the system call under way, which is not always the one that moved the data: io_uring completes a
+ * receive in task work run on the way out of any other system call. Checked when (tgid, fd) is new to
+ * sk (a few loads through the fd table), not on every call. */
+static __always_inline int fd_is_sock(int fd, const struct sock *sk)
+{
+	struct task_struct *task = bpf_get_current_task_btf();
+	struct files_struct *files = task->files;
+	struct file **fds = NULL, *f = NULL;
+	struct fdtable *fdt = NULL;
+	void *priv = NULL;
+	unsigned int max = 0;
+
+	if (!files || fd < 0)
+		return 0;
+	if (bpf_probe_read_kernel(&fdt, sizeof(fdt), &files->fdt) || !fdt ||
+	    bpf_probe_read_kernel(&max, sizeof(max), &fdt->max_fds) || (unsigned int)fd >= max ||
+	    bpf_probe_read_kernel(&fds, sizeof(fds), &fdt->fd) || !fds ||
+	    bpf_probe_read_kernel(&f, sizeof(f), &fds[fd]) || !f ||
+	    bpf_probe_read_kernel(&priv, sizeof(priv), &f->private_data))
+		return 0;
+	return priv && priv == (void *)sk->sk_socket;
+}
+
 /* The entry of a TCP socket used by (tgid, fd), made or brought up to date (the same socket seen
- * through another fd or process). NULL when the table is full (counted). */
-static __always_inline struct l7_sock *sock_get(const struct sock *sk, __u32 tgid, int fd)
+ * through another fd or process). NULL when the table is full (counted), or when fd is not sk's
+ * (*ret_foreign set: the data moved outside the system call under way, see fd_is_sock). */
+static __always_inline struct l7_sock *sock_get(const struct sock *sk, __u32 tgid, int fd, int *ret_foreign)
 {
 	__u64 key = (__u64)sk, fk = fd_key(tgid, fd);
 	struct l7_sock *s = bpf_map_lookup_elem(&l7_socks, &key);
@@ -262,6 +287,10 @@ static __always_inline struct l7_sock *sock_get(const struct sock *sk, __u32 tgi
 
 	if (s && s->tgid == tgid && s->fd == fd)
 		return s;
+	if (!fd_is_sock(fd, sk)) {
+		*ret_foreign = 1;
+		return NULL;
+	}
 	sock_fill(&v, sk, tgid, fd, 0);
 	if (s)
 		v.enc = s->enc;
@@ -739,7 +768,19 @@ static __always_inline int sock_data(struct sock *sk, int ret, int flags, __u8 d
 		sock_fill(&tmp, sk, tgid, fd, 1);
 		s = &tmp;
 	} else {
-		s = sock_get(sk, tgid, fd);
+		int foreign = 0;
+
+		s = sock_get(sk, tgid, fd, &foreign);
+		if (!s && foreign) {
+			/* io_uring's task work during another call: counted, and on a socket this process
+			 * was seen using, its bytes reported (as for io_uring_enter, see above) */
+			stat_inc(L7_ST_UNKNOWN_CALL);
+			s = bpf_map_lookup_elem(&l7_socks, &skey);
+			if (!s || s->tgid != tgid)
+				return 0;
+			fd = s->fd;
+			kind = CK_SENDFILE;
+		}
 		if (!s)
 			return 0;
 		if (s->enc)

@@ -1,15 +1,19 @@
 /* uring_http.c - a one-connection HTTP/1.1 server whose first exchange uses recv/send and every later
  * one io_uring's IORING_OP_RECV/IORING_OP_SEND (raw system calls, no liburing): what test_l7_gaps
- * counts as l7probe's uncaptured calls. Usage: uring_http PORT; prints "ready" once listening, serves
- * one connection until the peer closes, then prints "served N uring M" and exits. */
+ * counts as l7probe's uncaptured calls. Usage: uring_http PORT [tw]; prints "ready" once listening,
+ * serves one connection until the peer closes, then prints "served N uring M" and exits. With "tw" each
+ * receive is submitted without waiting and the thread then blocks in read() on a timerfd: the receive
+ * completes in task work run on the way out of that read, whose registers are not the receive's. */
 #include <linux/io_uring.h>
 #include <netinet/in.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
 #include <sys/socket.h>
 #include <sys/syscall.h>
+#include <sys/timerfd.h>
 #include <unistd.h>
 
 static const char RESP[] = "HTTP/1.1 200 OK\r\nContent-Length: 2\r\n\r\nok";
@@ -48,6 +52,8 @@ static int ring_init(struct ring *r)
 	return 0;
 }
 
+static int tw_fd = -1; /* "tw": a timerfd to block in while a receive completes */
+
 /* One request through the ring, waited for: its result (bytes or -errno). */
 static int ring_io(struct ring *r, int op, int fd, void *buf, unsigned len)
 {
@@ -62,8 +68,21 @@ static int ring_io(struct ring *r, int op, int fd, void *buf, unsigned len)
 	sqe->len = len;
 	r->sq_array[idx] = idx;
 	__atomic_store_n(r->sq_tail, tail + 1, __ATOMIC_RELEASE);
-	if (syscall(__NR_io_uring_enter, r->fd, 1, 1, IORING_ENTER_GETEVENTS, NULL, 0) < 0)
+	if (tw_fd >= 0 && op == IORING_OP_RECV) {
+		struct itimerspec its = {.it_value = {.tv_nsec = 20000000}};
+		uint64_t ticks;
+
+		if (syscall(__NR_io_uring_enter, r->fd, 1, 0, 0, NULL, 0) < 0)
+			return -1;
+		/* the client sends its next request only after a response: wait for it in read() */
+		while (*r->cq_head == __atomic_load_n(r->cq_tail, __ATOMIC_ACQUIRE)) {
+			timerfd_settime(tw_fd, 0, &its, NULL);
+			if (read(tw_fd, &ticks, sizeof(ticks)) < 0)
+				return -1;
+		}
+	} else if (syscall(__NR_io_uring_enter, r->fd, 1, 1, IORING_ENTER_GETEVENTS, NULL, 0) < 0) {
 		return -1;
+	}
 	head = *r->cq_head;
 	while (head == __atomic_load_n(r->cq_tail, __ATOMIC_ACQUIRE))
 		;
@@ -81,6 +100,8 @@ int main(int argc, char **argv)
 
 	if (argc < 2 || l < 0)
 		return 2;
+	if (argc > 2 && strcmp(argv[2], "tw") == 0)
+		tw_fd = timerfd_create(CLOCK_MONOTONIC, 0);
 	a.sin_port = htons((unsigned short)atoi(argv[1]));
 	setsockopt(l, SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one));
 	if (bind(l, (struct sockaddr *)&a, sizeof(a)) || listen(l, 1) || ring_init(&r)) {
