@@ -220,6 +220,8 @@ $(BUILD)/tests/%: $(BUILD)/obj/tests/helpers/%.o $(LIBPROBE) $(LIBSCHEMA) $(LIBI
 $(call obj,$(wildcard tests/helpers/*.c)): $(META_HDRS)
 $(BUILD)/obj/tests/helpers/cpu_split.o: private CFLAGS += -fno-omit-frame-pointer -fno-shrink-wrap -fno-inline -fno-optimize-sibling-calls \
 	-fno-sanitize=all
+$(BUILD)/obj/tests/helpers/leak_sites.o: private CFLAGS += -fno-omit-frame-pointer -fno-inline -fno-optimize-sibling-calls \
+	-fno-sanitize=all
 $(BUILD)/tests/cpu_split_stripped: $(BUILD)/tests/cpu_split
 	$(say) STRIP $@
 	$(Q)strip -o $@ $<

@@ -27,7 +27,8 @@ enum sp_event {
 	SP_EV_OFFCPU = 1,
 	SP_EV_MEM = 2,
 	SP_EV_MEM_ALLOC = 3, /* libc allocations (uprobes), weighted by bytes requested */
-	SP_EV_NR = 4,
+	SP_EV_MEM_LIVE = 4,  /* allocations not freed yet (uprobes + uretprobes, stackprobe_live.h), bytes */
+	SP_EV_NR = 5,
 };
 
 /*
@@ -91,7 +92,51 @@ enum sp_stat {
 	SP_ST_STORAGE_LOST,	 /* task storage not available */
 	SP_ST_ALLOC_CALLS,	 /* allocator calls in scope (mem_alloc) */
 	SP_ST_ONCPU_MISSED,	 /* strata over SP_SHOT_MAX_STRATA a late shot did not stand for */
+	SP_ST_LIVE_ALLOCS,	 /* allocations recorded as live (mem_live) */
+	SP_ST_LIVE_FREES,	 /* frees of recorded allocations (mem_live) */
+	SP_ST_LIVE_LOST,	 /* allocations not recorded: a mem_live map full or the stack lost */
 	SP_ST_NR,
+};
+
+/* ---- mem_live: live bytes per stack (stackprobe_live.h) ---- */
+/* The maps are not generational: they hold the state of the heap. Live pointers are allocated on
+ * demand (no preallocation) up to SP_LIVE_PTRS; a full map is counted (SP_ST_LIVE_LOST). */
+#define SP_LIVE_STACKS	4096u
+#define SP_LIVE_KEYS	16384u
+#define SP_LIVE_PTRS	(1u << 18)
+#define SP_LIVE_PENDING 8192u
+
+/* One allocation site: process, user stack (in live_stacks), caller of the allocator (see ret_ip). */
+struct sp_live_key {
+	__u32 tgid;
+	__s32 ustack;
+	__u64 ret_ip;
+};
+
+struct sp_live_val {
+	__s64 bytes;  /* allocated and not freed */
+	__s64 allocs; /* blocks allocated and not freed */
+	char comm[SP_COMM_LEN];
+	char pcomm[SP_COMM_LEN];
+};
+
+/* A live block: (process, address) -> its size and site. */
+struct sp_live_ptr_key {
+	__u32 tgid;
+	__u32 pad;
+	__u64 ptr;
+};
+
+struct sp_live_ptr {
+	__u64 size;
+	struct sp_live_key site;
+};
+
+/* An allocator call between its entry and its return, per thread. */
+struct sp_live_pend {
+	__u64 size;
+	__u64 memptr; /* posix_memalign: where the pointer is written; 0 otherwise */
+	struct sp_live_key site;
 };
 
 #endif

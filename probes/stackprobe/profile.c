@@ -19,9 +19,9 @@
 #define CONT_LEN	 320u /* "[Pod]<name>;[Con]<name>", each name cut at CONT_NAME_MAX */
 #define CONT_NAME_MAX	 140u
 
-const char *const sp_event_names[SP_EV_NR] = {"oncpu", "offcpu", "mem", "mem_alloc"};
-const char *const sp_event_query_names[SP_EV_NR] = {"on-cpu", "off-cpu", "mem", "mem-alloc"};
-const char *const sp_event_units[SP_EV_NR] = {"samples", "us", "faults", "bytes"};
+const char *const sp_event_names[SP_EV_NR] = {"oncpu", "offcpu", "mem", "mem_alloc", "mem_live"};
+const char *const sp_event_query_names[SP_EV_NR] = {"on-cpu", "off-cpu", "mem", "mem-alloc", "mem-live"};
+const char *const sp_event_units[SP_EV_NR] = {"samples", "us", "faults", "bytes", "bytes"};
 
 /* ---- ftab ----------------------------------------------------------------------------------------- */
 
@@ -375,6 +375,13 @@ void sp_profile__free(struct sp_profile *p)
 
 void sp_profile__begin(struct sp_profile *p)
 {
+	struct sp_acc *live = &p->acc[SP_EV_MEM_LIVE];
+
+	/* mem_live is a state, not a sum: each drain brings the whole of it, which replaces the last */
+	ftab__clear(&live->store);
+	ftab__clear(&live->period);
+	ftab__clear(&live->pyro);
+	live->value_total = 0;
 	symbolizer__begin_round(p->sym);
 	if (++g_cont_round == 0)
 		g_cont_round = 1;

@@ -82,7 +82,8 @@ struct sp_sampler {
 	struct bpf_link *offcpu_link;
 	struct bpf_link *mem_link;
 	struct sp_ualloc *ualloc;
-	int alloc_on;
+	struct sp_live *live;
+	unsigned int alloc_on; /* SP_UALLOC_* */
 	uint64_t alloc_synced_ms;
 	struct gg_scope scope; /* the applied scope (the allocator uprobes follow it) */
 	struct ring_buffer *rb;
@@ -410,8 +411,11 @@ struct sp_sampler *sp_sampler__new(void)
 		goto err_out;
 	gg_bpf_setup_done(); /* the load's vmlinux BTF copy is freed: return the heap it used */
 	s->ualloc = sp_ualloc__new(s->skel->progs.sp_malloc, s->skel->progs.sp_calloc, s->skel->progs.sp_realloc,
-				   s->skel->progs.sp_memalign, s->skel->progs.sp_posix_memalign);
-	if (!s->ualloc) {
+				   s->skel->progs.sp_memalign, s->skel->progs.sp_posix_memalign,
+				   s->skel->progs.sp_alloc_ret, s->skel->progs.sp_free);
+	s->live = sp_live__new(bpf_map__fd(s->skel->maps.live_sites), bpf_map__fd(s->skel->maps.live_ptrs),
+			       bpf_map__fd(s->skel->maps.live_stacks));
+	if (!s->ualloc || !s->live) {
 		err = -errno;
 		goto err_out;
 	}
@@ -436,6 +440,7 @@ void sp_sampler__free(struct sp_sampler *s)
 	bpf_link__destroy(s->offcpu_link);
 	bpf_link__destroy(s->mem_link);
 	sp_ualloc__free(s->ualloc);
+	sp_live__free(s->live);
 	ring_buffer__free(s->rb);
 	stackprobe__destroy(s->skel);
 	free(s->keys);
@@ -444,6 +449,7 @@ void sp_sampler__free(struct sp_sampler *s)
 
 int sp_sampler__apply(struct sp_sampler *s, unsigned int events, unsigned int perf_period_ms, unsigned int min_block_us)
 {
+	unsigned int mode;
 	int err = 0, e;
 
 	s->skel->data->min_block_ns = (uint64_t)min_block_us * 1000u;
@@ -478,8 +484,13 @@ int sp_sampler__apply(struct sp_sampler *s, unsigned int events, unsigned int pe
 		bpf_link__destroy(s->mem_link);
 		s->mem_link = NULL;
 	}
-	if (!!(events & (1u << SP_EV_MEM_ALLOC)) != s->alloc_on) {
-		s->alloc_on = !!(events & (1u << SP_EV_MEM_ALLOC));
+	mode = (events & (1u << SP_EV_MEM_ALLOC) ? SP_UALLOC_VOLUME : 0) |
+	       (events & (1u << SP_EV_MEM_LIVE) ? SP_UALLOC_LIVE : 0);
+	if (mode != s->alloc_on) {
+		s->skel->bss->alloc_mode = mode;
+		if ((s->alloc_on & SP_UALLOC_LIVE) && !(mode & SP_UALLOC_LIVE))
+			sp_live__reset(s->live); /* frees are no longer seen: what the maps hold goes stale */
+		s->alloc_on = mode;
 		(void)sp_ualloc__sync(s->ualloc, &s->scope, s->alloc_on);
 		s->alloc_synced_ms = probe_now_mono_ms();
 	}
@@ -495,7 +506,7 @@ int sp_sampler__set_scope(struct sp_sampler *s, const struct gg_scope *scope)
 	if (scope != &s->scope)
 		s->scope = *scope;
 	if (s->alloc_on) {
-		(void)sp_ualloc__sync(s->ualloc, &s->scope, 1);
+		(void)sp_ualloc__sync(s->ualloc, &s->scope, s->alloc_on);
 		s->alloc_synced_ms = probe_now_mono_ms();
 	}
 	return 0;
@@ -505,7 +516,7 @@ void sp_sampler__tick(struct sp_sampler *s, uint64_t now_ms)
 {
 	if (!s->alloc_on || now_ms - s->alloc_synced_ms < UALLOC_SYNC_MS)
 		return;
-	(void)sp_ualloc__sync(s->ualloc, &s->scope, 1);
+	(void)sp_ualloc__sync(s->ualloc, &s->scope, s->alloc_on);
 	s->alloc_synced_ms = now_ms;
 }
 
@@ -658,6 +669,11 @@ int sp_sampler__drain(struct sp_sampler *s, sp_sample_cb cb, void *ctx)
 	e = ring_buffer__consume(s->rb);
 	if (e < 0 && !err)
 		err = e;
+	if (s->alloc_on & SP_UALLOC_LIVE) {
+		e = sp_live__drain(s->live, cb, ctx, &s->drained[SP_EV_MEM_LIVE]);
+		if (e < 0 && !err)
+			err = e;
+	}
 	return err;
 }
 
