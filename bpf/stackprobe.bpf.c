@@ -102,6 +102,8 @@ static __always_inline void count_add(void *map, struct sp_key *key, __u64 n)
 	__sync_fetch_and_add(&v->count, n);
 }
 
+#include "stackprobe_py.h"
+
 /* One oncpu sample, mem fault or allocation of the current task, into the active generation. A uprobe
  * has no kernel stack worth keeping (the int3 path), so ret_ip != 0 (mem_alloc) skips it. */
 static __always_inline void record_current(void *ctx, __u32 event, __u64 n, __u64 ret_ip)
@@ -115,6 +117,8 @@ static __always_inline void record_current(void *ctx, __u32 event, __u64 n, __u6
 		return; /* the idle task, or out of scope */
 	key.event = event;
 	key.ret_ip = ret_ip;
+	if (event == SP_EV_ONCPU)
+		key.pystack = py_stack_id(key.tgid);
 	fill_comms(&key);
 	if (gen & 1) {
 		key.kstack = ret_ip ? -EFAULT_ : stack_id(ctx, &stacks1, 0);

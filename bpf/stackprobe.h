@@ -41,8 +41,8 @@ struct sp_key {
 	__u32 pid;
 	__s32 kstack;
 	__s32 ustack;
-	__u32 event; /* enum sp_event */
-	__u32 pad;
+	__u32 event;   /* enum sp_event */
+	__u32 pystack; /* oncpu: the Python frames (py_stacks map, stackprobe_py.h), 0 = none */
 	/* mem_alloc: the return address at the allocator's entry ([sp]). The allocator has not pushed a
 	 * frame yet, so a frame-pointer walk from there skips its immediate caller; user space inserts
 	 * this address as the second user frame. 0 otherwise. */
@@ -96,6 +96,37 @@ enum sp_stat {
 	SP_ST_LIVE_FREES,	 /* frees of recorded allocations (mem_live) */
 	SP_ST_LIVE_LOST,	 /* allocations not recorded: a mem_live map full or the stack lost */
 	SP_ST_NR,
+};
+
+/* ---- Python frames (stackprobe_py.h) ---- */
+#define SP_PY_DEPTH   48   /* Python frames kept per sample, innermost first */
+#define SP_PY_THREADS 64   /* thread states looked at to find the sampled thread's */
+#define SP_PY_PROCS   1024 /* Python processes known at once */
+#define SP_PY_STACKS  8192 /* distinct Python stacks kept (LRU) */
+#define SP_PY_ENTRY   1ull /* low bit of a frame's code pointer: the frame is an entry (is_entry) */
+
+/* Where a CPython process keeps its frames: the address of _PyRuntime and the offsets of one
+ * version's structures (user space fills them in from its table per version). */
+struct sp_py_proc {
+	__u64 runtime;
+	__u16 interp_head;    /* _PyRuntimeState.interpreters.head */
+	__u16 tstate_current; /* _PyRuntimeState.gilstate.tstate_current */
+	__u16 threads_head;   /* PyInterpreterState.threads.head */
+	__u16 ts_next;	      /* PyThreadState.next */
+	__u16 ts_thread_id;   /* PyThreadState.thread_id (pthread_self(): the thread's fs base) */
+	__u16 ts_cframe;      /* PyThreadState.cframe */
+	__u16 cframe_current; /* _PyCFrame.current_frame */
+	__u16 frame_code;     /* _PyInterpreterFrame.f_code */
+	__u16 frame_previous; /* _PyInterpreterFrame.previous */
+	__u16 frame_is_entry; /* _PyInterpreterFrame.is_entry */
+	__u32 pad;
+};
+
+/* One sample's Python frames: code object addresses (| SP_PY_ENTRY), innermost first. */
+struct sp_py_stack {
+	__u32 n;
+	__u32 tgid;
+	__u64 codes[SP_PY_DEPTH];
 };
 
 /* ---- mem_live: live bytes per stack (stackprobe_live.h) ---- */

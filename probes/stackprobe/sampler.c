@@ -30,6 +30,8 @@
 #define GEN_GRACE_NS 20000000L
 /* Allocator uprobes are re-checked this often (exec, exit; new processes of an unfiltered scope). */
 #define UALLOC_SYNC_MS 5000u
+/* CPython processes in scope are looked for this often (on-CPU only). */
+#define PY_SYNC_MS 2000u
 /* The period the CPU-clock events are opened with: they fire only when the pacer arms them. */
 #define IDLE_PERIOD_NS 1000000000000ull
 
@@ -83,6 +85,10 @@ struct sp_sampler {
 	struct bpf_link *mem_link;
 	struct sp_ualloc *ualloc;
 	struct sp_live *live;
+	struct sp_py *py;
+	uint64_t py_synced_ms;
+	char pynames[SP_PY_DEPTH][SP_PY_NAME_MAX];
+	unsigned char pyentry[SP_PY_DEPTH];
 	unsigned int alloc_on; /* SP_UALLOC_* */
 	uint64_t alloc_synced_ms;
 	struct gg_scope scope; /* the applied scope (the allocator uprobes follow it) */
@@ -415,7 +421,8 @@ struct sp_sampler *sp_sampler__new(void)
 				   s->skel->progs.sp_alloc_ret, s->skel->progs.sp_free);
 	s->live = sp_live__new(bpf_map__fd(s->skel->maps.live_sites), bpf_map__fd(s->skel->maps.live_ptrs),
 			       bpf_map__fd(s->skel->maps.live_stacks));
-	if (!s->ualloc || !s->live) {
+	s->py = sp_py__new(bpf_map__fd(s->skel->maps.py_procs), bpf_map__fd(s->skel->maps.py_stacks));
+	if (!s->ualloc || !s->live || !s->py) {
 		err = -errno;
 		goto err_out;
 	}
@@ -441,6 +448,7 @@ void sp_sampler__free(struct sp_sampler *s)
 	bpf_link__destroy(s->mem_link);
 	sp_ualloc__free(s->ualloc);
 	sp_live__free(s->live);
+	sp_py__free(s->py);
 	ring_buffer__free(s->rb);
 	stackprobe__destroy(s->skel);
 	free(s->keys);
@@ -460,6 +468,9 @@ int sp_sampler__apply(struct sp_sampler *s, unsigned int events, unsigned int pe
 		if (e) {
 			probe_log(PLOG_ERROR, "oncpu: cannot attach to the CPU clock: %s", strerror(-e));
 			err = err ? err : e;
+		} else {
+			sp_py__sync(s->py, &s->scope);
+			s->py_synced_ms = probe_now_mono_ms();
 		}
 	}
 	if ((events & (1u << SP_EV_OFFCPU)) && !s->offcpu_link) {
@@ -505,6 +516,10 @@ int sp_sampler__set_scope(struct sp_sampler *s, const struct gg_scope *scope)
 		return err;
 	if (scope != &s->scope)
 		s->scope = *scope;
+	if (s->perf_period_ms) {
+		sp_py__sync(s->py, &s->scope);
+		s->py_synced_ms = probe_now_mono_ms();
+	}
 	if (s->alloc_on) {
 		(void)sp_ualloc__sync(s->ualloc, &s->scope, s->alloc_on);
 		s->alloc_synced_ms = probe_now_mono_ms();
@@ -514,6 +529,10 @@ int sp_sampler__set_scope(struct sp_sampler *s, const struct gg_scope *scope)
 
 void sp_sampler__tick(struct sp_sampler *s, uint64_t now_ms)
 {
+	if (s->perf_period_ms && now_ms - s->py_synced_ms >= PY_SYNC_MS) {
+		sp_py__sync(s->py, &s->scope);
+		s->py_synced_ms = now_ms;
+	}
 	if (!s->alloc_on || now_ms - s->alloc_synced_ms < UALLOC_SYNC_MS)
 		return;
 	(void)sp_ualloc__sync(s->ualloc, &s->scope, s->alloc_on);
@@ -594,6 +613,11 @@ static int drain_counts(struct sp_sampler *s, int counts_fd, int stacks_fd)
 		smp.kstack_id = smp.kn ? k->kstack : -1;
 		smp.ustack_id = smp.un ? k->ustack : -1;
 		smp.value = val.count;
+		if (k->pystack && k->event == SP_EV_ONCPU) {
+			smp.pyn = sp_py__frames(s->py, k->tgid, k->pystack, s->pynames, s->pyentry, SP_PY_DEPTH);
+			smp.py = (const char(*)[SP_PY_NAME_MAX])s->pynames;
+			smp.py_entry = s->pyentry;
+		}
 		s->drained[smp.event]++;
 		if (!err)
 			err = s->cb(s->cb_ctx, &smp);

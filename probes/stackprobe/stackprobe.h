@@ -74,6 +74,22 @@ void sp_ualloc__free(struct sp_ualloc *u);
 int sp_ualloc__sync(struct sp_ualloc *u, const struct gg_scope *scope, unsigned int mode);
 void sp_ualloc__stats(const struct sp_ualloc *u, struct sp_ualloc_stats *ret);
 
+/* ---- Python frames (pyframes.c) ------------------------------------------------------------------ */
+
+#define SP_PY_NAME_MAX 160 /* "py:qualname (file.py)" */
+
+struct sp_py;
+/* The skeleton's py_procs and py_stacks. NULL + errno. */
+struct sp_py *sp_py__new(int procs_fd, int stacks_fd);
+void sp_py__free(struct sp_py *p);
+/* Register the CPython processes of scope (system-wide: all) with the BPF side, forget those gone. */
+void sp_py__sync(struct sp_py *p, const struct gg_scope *scope);
+unsigned int sp_py__registered(const struct sp_py *p);
+/* The names of a sample's Python frames (key.pystack), innermost first, and whether each is an entry
+ * frame (the first Python frame of a C-level call into the interpreter). Returns how many. */
+unsigned int sp_py__frames(struct sp_py *p, uint32_t tgid, uint32_t id, char (*names)[SP_PY_NAME_MAX],
+			   unsigned char *entry, unsigned int max);
+
 /* ---- sampling (sampler.c) ------------------------------------------------------------------------- */
 
 /* One aggregated stack from the kernel: frames innermost first. */
@@ -86,7 +102,11 @@ struct sp_sample {
 	const uint64_t *uips;
 	unsigned int un;
 	int kstack_id, ustack_id; /* ids valid for this drain only; -1 for off-CPU records */
-	uint64_t value;		  /* samples, blocked microseconds, faults */
+	/* Python frames (oncpu of a CPython process), innermost first; entry: see sp_py__frames */
+	const char (*py)[SP_PY_NAME_MAX];
+	const unsigned char *py_entry;
+	unsigned int pyn;
+	uint64_t value; /* samples, blocked microseconds, faults */
 };
 
 typedef int (*sp_sample_cb)(void *ctx, const struct sp_sample *smp);
