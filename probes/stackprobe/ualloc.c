@@ -214,6 +214,22 @@ static int64_t vaddr_to_off(Elf *e, uint64_t vaddr)
 	return -1;
 }
 
+/*
+ * glibc's free starts with `test %rdi,%rdi; je ..` (free(NULL)). x86 uprobes emulate branches but
+ * single-step `test` out of line, a second trap (#DB) per call: it doubled what a free cost under
+ * mem_live. The uprobe goes on the branch instead, which every call executes with the same registers.
+ */
+static void skip_test_rdi(int fd, int64_t *off)
+{
+	unsigned char b[5];
+
+	if (*off < 0 || pread(fd, b, sizeof(b), (off_t)*off) != (ssize_t)sizeof(b))
+		return;
+	if (b[0] == 0x48 && b[1] == 0x85 && b[2] == 0xff &&
+	    ((b[3] >= 0x70 && b[3] <= 0x7f) || (b[3] == 0x0f && b[4] >= 0x80 && b[4] <= 0x8f)))
+		*off += 3;
+}
+
 /* Offsets of the allocator functions defined in path (.dynsym, then .symtab). */
 static int resolve_lib(const char *path, struct ua_lib *lib)
 {
@@ -259,6 +275,7 @@ static int resolve_lib(const char *path, struct ua_lib *lib)
 		}
 	}
 	elf_end(e);
+	skip_test_rdi(fd, &lib->off[UA_FREE]);
 	close(fd);
 	return lib->off[UA_MALLOC] >= 0 ? 0 : -ENOENT;
 }
