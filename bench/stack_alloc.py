@@ -24,11 +24,28 @@ STACKPROBE = os.path.join(BUILD, "probes", "stackprobe")
 CALLS_PER_ROUND = 3  # malloc, calloc, realloc (free is not probed)
 
 
-def bpf_prog(name):
+def prog_ids(pid):
+    """BPF program ids pid holds (fds of programs and links: "prog_id:" in their fdinfo)."""
+    ids = set()
+    d = "/proc/%d/fdinfo" % pid
+    for fd in os.listdir(d) if pid and os.path.isdir(d) else []:
+        try:
+            with open(os.path.join(d, fd)) as f:
+                for line in f:
+                    if line.startswith("prog_id:"):
+                        ids.add(int(line.split()[1]))
+        except OSError:
+            pass
+    return ids
+
+
+def bpf_prog(name, pid):
+    """Run time and count of program name of stackprobe pid (other stackprobes may run at the same time)."""
+    ids = prog_ids(pid)
     out = subprocess.run(["bpftool", "prog", "show", "-j"], capture_output=True, text=True).stdout
     tot_ns = tot_n = 0
     for p in json.loads(out or "[]"):
-        if p.get("name") == name:
+        if p.get("name") == name and p.get("id") in ids:
             tot_ns += p.get("run_time_ns", 0)
             tot_n += p.get("run_cnt", 0)
     return tot_ns, tot_n
@@ -55,11 +72,11 @@ def one(rounds, tmp, probe, mode="alloc"):
                 if sp.poll() is not None or time.time() > deadline:
                     raise SystemExit("stackprobe did not start: " + open(err.name).read())
                 time.sleep(0.05)
-        b0 = [bpf_prog(p) for p in PROGS]
+        b0 = [bpf_prog(p, sp.pid if sp else 0) for p in PROGS]
         w.stdin.write("go\n")
         w.stdin.flush()
         facts = dict(kv.split("=") for kv in w.stdout.readline().split())
-        b1 = [bpf_prog(p) for p in PROGS]
+        b1 = [bpf_prog(p, sp.pid if sp else 0) for p in PROGS]
         bpf_ns = sum(b[0] for b in b1) - sum(b[0] for b in b0)
         calls = rounds * CALLS_PER_ROUND
         return int(facts["elapsed_us"]) * 1000 / calls, (bpf_ns / calls if probe else 0)

@@ -21,11 +21,28 @@ CPU_SPLIT = os.path.join(BUILD, "tests", "cpu_split")
 PY_HOT = os.path.join(ROOT, "tests", "integration", "scripts", "py_hot.py")
 
 
-def oncpu_stats():
+def prog_ids(pid):
+    """BPF program ids pid holds (fds of programs and links: "prog_id:" in their fdinfo)."""
+    ids = set()
+    d = "/proc/%d/fdinfo" % pid
+    for fd in os.listdir(d) if pid and os.path.isdir(d) else []:
+        try:
+            with open(os.path.join(d, fd)) as f:
+                for line in f:
+                    if line.startswith("prog_id:"):
+                        ids.add(int(line.split()[1]))
+        except OSError:
+            pass
+    return ids
+
+
+def oncpu_stats(pid):
+    """Run time and count of the programs of stackprobe pid (other stackprobes may run at the same time)."""
+    ids = prog_ids(pid)
     out = subprocess.run(["bpftool", "prog", "show", "-j"], capture_output=True, text=True).stdout
     ns = n = 0
     for p in json.loads(out or "[]"):
-        if p.get("name") in ("sp_oncpu0", "sp_oncpu1"):
+        if p.get("name") in ("sp_oncpu0", "sp_oncpu1") and p.get("id") in ids:
             ns += p.get("run_time_ns", 0)
             n += p.get("run_cnt", 0)
     return ns, n
@@ -51,11 +68,11 @@ def one(kind, seconds, tmp):
                 raise SystemExit("stackprobe did not start")
             time.sleep(0.05)
         time.sleep(0.5)  # the scan that registers the interpreter
-        b0 = oncpu_stats()
+        b0 = oncpu_stats(sp.pid)
         w.stdin.write("go\n")
         w.stdin.flush()
         w.stdout.readline()
-        b1 = oncpu_stats()
+        b1 = oncpu_stats(sp.pid)
     finally:
         sp.send_signal(signal.SIGTERM)
         sp.wait(30)
