@@ -181,7 +181,7 @@ static int64_t file_runtime(struct sp_py *p, const char *path, uint64_t dev, uin
 static int detect(struct sp_py *p, uint32_t pid, uint64_t *ret_runtime)
 {
 	char path[64], target[96];
-	int layout = -1;
+	int layout = -1, in_lib = 0;
 	int64_t roff = -1;
 	uint64_t dev = 0, ino = 0;
 
@@ -206,10 +206,12 @@ static int detect(struct sp_py *p, uint32_t pid, uint64_t *ret_runtime)
 				file = line + n;
 				base = strrchr(file, '/');
 				base = base ? base + 1 : file;
-				if (pass == 0 && file[0] == '/' && layout < 0) {
+				if (pass == 0 && file[0] == '/' && !in_lib) {
+					/* the library wins: an executable linked with libpython has no _PyRuntime */
 					for (unsigned int l = 0; l < sizeof(layouts) / sizeof(layouts[0]); l++)
-						if (!strcmp(base, layouts[l].exe) ||
+						if ((layout < 0 && !strcmp(base, layouts[l].exe)) ||
 						    !strncmp(base, layouts[l].lib, strlen(layouts[l].lib))) {
+							in_lib = !strncmp(base, layouts[l].lib, strlen(layouts[l].lib));
 							layout = (int)l;
 							dev = ((uint64_t)maj << 32) | min;
 							ino = fino;
