@@ -102,7 +102,7 @@ enum sp_stat {
 #define SP_PY_DEPTH   48   /* Python frames kept per sample, innermost first */
 #define SP_PY_THREADS 64   /* thread states looked at to find the sampled thread's */
 #define SP_PY_PROCS   1024 /* Python processes known at once */
-#define SP_PY_STACKS  2048 /* distinct Python stacks kept (LRU; a sample's must last until its drain) */
+#define SP_PY_STACKS  1024 /* distinct Python stacks kept (LRU; a sample's must last until its drain) */
 #define SP_PY_ENTRY   1ull /* low bit of a frame's code pointer: the frame is an entry (is_entry) */
 
 /* Where a CPython process keeps its frames: the address of _PyRuntime and the offsets of one
@@ -131,11 +131,12 @@ struct sp_py_stack {
 
 /* ---- mem_live: live bytes per stack (stackprobe_live.h) ---- */
 /* The maps are not generational: they hold the state of the heap. Live pointers are allocated on
- * demand (no preallocation) up to SP_LIVE_PTRS; a full map is counted (SP_ST_LIVE_LOST). */
-#define SP_LIVE_STACKS	2048u
-#define SP_LIVE_KEYS	16384u
-#define SP_LIVE_PTRS	(1u << 18)
-#define SP_LIVE_PENDING 4096u
+ * demand (no preallocation) up to SP_LIVE_PTRS; a full map is counted (SP_ST_LIVE_LOST). The sizes are
+ * paid whether mem_live is on or not (hash buckets, stack map): 16 B a block, 1 KiB a stack. */
+#define SP_LIVE_STACKS	1024u
+#define SP_LIVE_KEYS	8192u
+#define SP_LIVE_PTRS	(1u << 17)
+#define SP_LIVE_PENDING 2048u
 
 /* One allocation site: process, user stack (in live_stacks), caller of the allocator (see ret_ip). */
 struct sp_live_key {
