@@ -226,6 +226,8 @@ $(BUILD)/tests/%: $(BUILD)/obj/tests/helpers/%.o $(LIBPROBE) $(LIBSCHEMA) $(LIBI
 $(call obj,$(wildcard tests/helpers/*.c)): $(META_HDRS)
 $(BUILD)/obj/tests/helpers/cpu_split.o: private CFLAGS += -fno-omit-frame-pointer -fno-shrink-wrap -fno-inline -fno-optimize-sibling-calls \
 	-fno-sanitize=all
+$(BUILD)/obj/tests/helpers/leak_sites.o: private CFLAGS += -fno-omit-frame-pointer -fno-inline -fno-optimize-sibling-calls \
+	-fno-sanitize=all
 # quiet_spin (autotrace's workload): its two functions stay in the stacks; dstate_hold's vfork children
 # only sleep (no sanitizer runtime in them)
 $(BUILD)/obj/tests/helpers/quiet_spin.o $(BUILD)/obj/tests/helpers/dstate_hold.o: private CFLAGS += -fno-omit-frame-pointer -fno-inline -fno-optimize-sibling-calls \

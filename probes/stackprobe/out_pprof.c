@@ -309,6 +309,14 @@ void sp_pprof__event_opts(enum sp_event ev, unsigned int period_ms, struct sp_pp
 		po->period_type = "offcpu";
 		po->period_unit = "nanoseconds";
 		po->period = 1;
+	} else if (ev == SP_EV_MEM_LIVE) {
+		/* as Go's heap profile names bytes in use */
+		po->sample_type = "inuse_space";
+		po->sample_unit = "bytes";
+		po->value_scale = 1;
+		po->period_type = "space";
+		po->period_unit = "bytes";
+		po->period = 1;
 	} else if (ev == SP_EV_MEM_ALLOC) {
 		/* as Go's heap profile names allocated bytes */
 		po->sample_type = "alloc_space";
