@@ -7,8 +7,9 @@ import subprocess
 import tempfile
 import time
 
-from harness import (BUILD, GOPHER, ROOT, proc_cpu_seconds, Supervisor, check, extend_entry, free_port, http_get, parse_prom, probe_entry,
-                     prom_value, rest_port, rest_section, wait_for)
+from harness import (BUILD, GOPHER, ROOT, Supervisor, check, extend_entry, flood_supervisor, free_port, http_get,
+                     parse_prom, probe_entry, proc_cpu_seconds, proc_status_kb, prom_value, rest_port, rest_section,
+                     wait_for)
 
 
 def running(p):
@@ -606,16 +607,11 @@ def test_flood_keeps_memory_bounded_and_rest_responsive():
     import statistics
     import urllib.request
     sanitized = "san" in os.path.basename(os.path.normpath(BUILD))  # ASan's quarantine holds freed memory
-    bad = os.path.join(BUILD, "tests", "bad_probe")
-    probes = ['    { name = "flood%d"; command = "%s"; param = "-m flood -n 2000000000 -k 100000000 -l warn"; '
-              'switch = "on"; }' % (i, bad) for i in range(2)]
     port = free_port()
-    s = Supervisor(probes=probes, metric_out="web_server", extra="web_server = { port = %d; };" % port,
-                   extra_meta=[os.path.join(ROOT, "tests", "schema", "test_bad.meta")])
+    s = flood_supervisor(2, 2000000000, 100000000, metric_out="web_server", extra="web_server = { port = %d; };" % port)
 
     def rss_mb():
-        with open("/proc/%d/status" % s.proc.pid) as f:
-            return [int(l.split()[1]) for l in f if l.startswith("VmRSS:")][0] / 1024
+        return proc_status_kb(s.proc.pid) / 1024
 
     try:
         s.start()

@@ -12,7 +12,7 @@ import tempfile
 import time
 import urllib.parse
 
-from harness import Supervisor, TestFailure, check, rest_call, rest_port, rest_section, wait_for
+from harness import Supervisor, TestFailure, check, events, rest_call, rest_port, rest_section, wait_for
 
 TOGGLES = 3
 
@@ -52,18 +52,6 @@ class VethToNetns:
         subprocess.run(["ip", "link", "del", self.host], capture_output=True)
         subprocess.run(["ip", "netns", "del", self.ns], capture_output=True)
         return False
-
-
-def events(sup):
-    out = []
-    try:
-        with open(os.path.join(sup.log_dir, "event", "events.log")) as f:
-            for line in f:
-                if line.endswith("\n"):
-                    out.append(json.loads(line))
-    except FileNotFoundError:
-        pass
-    return out
 
 
 def test_hw_carrier_counts_and_events():

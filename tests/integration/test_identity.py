@@ -14,7 +14,7 @@ import tempfile
 import time
 import uuid
 
-from harness import (KafkaMock, Supervisor, check, free_port, http_get, parse_prom, probe_entry, wait_for)
+from harness import KafkaMock, Supervisor, check, events, free_port, http_get, parse_prom, probe_entry, wait_for
 
 FIXTURES = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "fixtures")
 CONTAINERD_SANDBOX = "5ab0c0de" * 8  # its labels in fixtures/containerd/meta.db.gz: app=checkout, ...
@@ -419,18 +419,6 @@ def test_cgroup_v1_docker_cgroupfs():
 test_cgroup_v1_docker_cgroupfs.timeout = 40
 
 
-def events_of(s):
-    out = []
-    try:
-        with open(os.path.join(s.log_dir, "event", "events.log")) as f:
-            for line in f:
-                if line.endswith("\n"):
-                    out.append(json.loads(line))
-    except FileNotFoundError:
-        pass
-    return out
-
-
 def test_labels_on_taskprobe_events():
     """taskprobe's offline event (labelled tgid=<n>) about a process of a CRI-O container: the container
     and pod labels are in Resource.labels, though the process is gone when the event is reported."""
@@ -449,7 +437,7 @@ def test_labels_on_taskprobe_events():
             if p.pid == pid:
                 p.kill()
                 p.wait()
-        ev = wait_for(lambda: [e for e in events_of(s) if e["Resource"]["labels"].get("tgid") == str(pid)], 15,
+        ev = wait_for(lambda: [e for e in events(s) if e["Resource"]["labels"].get("tgid") == str(pid)], 15,
                       "the offline event")[0]
         got = {k: ev["Resource"]["labels"].get(k) for k in IDENT}
         check(got == lay.want[pid], "event labels:\n got  %r\n want %r" % (got, lay.want[pid]))

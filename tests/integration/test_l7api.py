@@ -14,7 +14,7 @@ import tempfile
 import time
 
 import test_l7 as l7
-from harness import PROBES, check, free_port, wait_for
+from harness import PROBES, LinePeer, check, free_port, wait_for
 
 API_CLIENT = [sys.executable, os.path.join(os.path.dirname(os.path.abspath(__file__)), "scripts", "l7api_client.py")]
 # the supervisor's reserved trace table, as l7probe prints it standalone (supervisor/export/traces.h)
@@ -25,34 +25,12 @@ l7.FIELDS["trace_span"] = ["trace_id", "span_id", "parent_span_id", "kind", "sta
 l7.FIELDS["event_v2"] = ["entity_name", "entity_id", "metric", "severity", "body", "body_zh", "labels", "event_type"]
 
 
-class ApiClient:
+class ApiClient(LinePeer):
     def __init__(self, mode, port):
-        self.proc = subprocess.Popen(API_CLIENT + [mode, str(port)], stdin=subprocess.PIPE, stdout=subprocess.PIPE,
-                                     stderr=subprocess.PIPE, text=True)
-        line = self.proc.stdout.readline()
-        check(line.startswith('{"ready"'), "client not ready: %r" % line)
-        self.pid = json.loads(line)["ready"]
+        super().__init__(API_CLIENT + [mode, str(port)])
 
     def send(self, reqs):
-        self.proc.stdin.write(json.dumps(reqs) + "\n")
-        self.proc.stdin.flush()
-        line = self.proc.stdout.readline()
-        check(line.startswith("{"), "client failed: %r %s" % (line, self.proc.stderr.read()
-                                                              if self.proc.poll() is not None else ""))
-        return json.loads(line)
-
-    def close(self):
-        if self.proc.poll() is None:
-            try:
-                self.proc.stdin.write("bye\n")
-                self.proc.stdin.flush()
-            except BrokenPipeError:
-                pass
-            try:
-                self.proc.wait(timeout=5)
-            except subprocess.TimeoutExpired:
-                self.proc.kill()
-                self.proc.wait()
+        return self.ask(json.dumps(reqs))
 
 
 def probe_of(binary, args):
