@@ -98,22 +98,9 @@ static int cmp(const void *a, const void *b)
 }
 
 #include "../tests/unit/data/l7_h2_caps.h"
+#include "../tests/unit/l7_steps.h"
 
-struct step {
-	enum l7_flow flow;
-	const void *data;
-	size_t len;
-	uint64_t total;
-};
-#define REQ(s)                                     \
-	{                                          \
-		L7_FLOW_REQ, (s), sizeof(s) - 1, 0 \
-	}
-#define RESP(s)                                     \
-	{                                           \
-		L7_FLOW_RESP, (s), sizeof(s) - 1, 0 \
-	}
-static const struct step grpc[] = {GRPC_1};
+static const struct l7t_step grpc[] = {GRPC_1};
 
 static uint64_t rpcs;
 
