@@ -864,3 +864,9 @@ def rest_call(port, method, path, body=None, headers=None, timeout=10):
         return r.status, doc, raw, dict(r.getheaders())
     finally:
         conn.close()
+
+
+def rest_put(port, name, body):
+    """PUT /name with body (a dict) as a raw JSON body: (status, reply text)."""
+    status, _, raw, _ = rest_call(port, "PUT", "/" + name, json.dumps(body))
+    return status, raw

@@ -8,8 +8,8 @@ import tempfile
 import time
 
 from harness import (BUILD, GOPHER, ROOT, Supervisor, check, extend_entry, flood_supervisor, free_port, http_get,
-                     parse_prom, probe_entry, proc_cpu_seconds, proc_status_kb, prom_value, rest_port, rest_section,
-                     wait_for)
+                     parse_prom, probe_entry, proc_cpu_seconds, proc_status_kb, prom_value, rest_port, rest_put,
+                     rest_section, wait_for)
 
 
 def running(p):
@@ -532,19 +532,6 @@ def test_full_disk_log_accounting():
 test_full_disk_log_accounting.timeout = 90
 
 
-def _rest_put(port, name, body):
-    import json
-    import urllib.error
-    import urllib.request
-    req = urllib.request.Request("http://127.0.0.1:%d/%s" % (port, name), data=json.dumps(body).encode(),
-                                 method="PUT")
-    try:
-        with urllib.request.urlopen(req, timeout=10) as resp:
-            return resp.status, resp.read().decode()
-    except urllib.error.HTTPError as e:
-        return e.code, e.read().decode()
-
-
 def test_output_dir_symlink_swap_confined():
     """Item 1: flame_dir/svg_dir accepted by REST below output_base_dir while they did not exist, then
     made symbolic links to a folder outside. Before: stackprobe (root) wrote its folded, SVG, pprof and
@@ -563,11 +550,11 @@ def test_output_dir_symlink_swap_confined():
     try:
         s.start()
         os.symlink(base, os.path.join(tmp, "via"))
-        st, body = _rest_put(rest_port_, "flamegraph", {"params": {"flame_dir": os.path.join(tmp, "via", "f")}})
+        st, body = rest_put(rest_port_, "flamegraph", {"params": {"flame_dir": os.path.join(tmp, "via", "f")}})
         check(st == 403 and "spelled below" in body, "a path through a symlink to the base: %d %s" % (st, body))
 
         flame, svg = os.path.join(base, "f"), os.path.join(base, "s")
-        st, body = _rest_put(rest_port_, "flamegraph", {"cmd": {"probe": ["oncpu"]},
+        st, body = rest_put(rest_port_, "flamegraph", {"cmd": {"probe": ["oncpu"]},
                                                         "params": {"flame_dir": flame, "svg_dir": svg},
                                                         "state": "running"})
         check(st == 200, "PUT accepted below the base: %d %s" % (st, body))

@@ -14,7 +14,7 @@ import time
 import urllib.parse
 
 from harness import (ROOT, TEST_BINS, KafkaMock, Supervisor, check, extend_entry, free_port, http_get, probe_entry,
-                     parse_prom, prom_value, wait_for)
+                     parse_prom, prom_value, stop_proc, wait_for)
 
 BAD = os.path.join(TEST_BINS, "bad_probe")
 BAD_META = os.path.join(ROOT, "tests", "schema", "test_bad.meta")
@@ -196,12 +196,7 @@ def test_real_prometheus_scrapes_injected_value():
         check(p and p[0]["value"][1] == "1", "self-metric through Prometheus: %r" % p)
     finally:
         if prom:
-            prom.terminate()
-            try:
-                prom.wait(10)
-            except subprocess.TimeoutExpired:
-                prom.kill()
-                prom.wait()
+            stop_proc(prom)
         shutil.rmtree(pdir, ignore_errors=True)
         s.cleanup()
 
