@@ -430,6 +430,26 @@ def events(sup):
     return out
 
 
+def start_logged(argv, log, timeout=20, what=None, **popen):
+    """A probe run by hand (stdout discarded) that logs into the file log: started and waited for until it
+    logs "started:"; SystemExit with its log when it exits or does not start within timeout s."""
+    what = what or os.path.basename(argv[0])
+    with open(log, "w") as err:
+        p = subprocess.Popen(argv, stdout=subprocess.DEVNULL, stderr=err, **popen)
+    deadline = time.monotonic() + timeout
+    while True:
+        with open(log, errors="replace") as f:
+            text = f.read()
+        if "started:" in text:
+            return p
+        if p.poll() is not None or time.monotonic() > deadline:
+            if p.poll() is None:
+                p.kill()
+                p.wait()
+            raise SystemExit("%s did not start: %s" % (what, text[-2000:]))
+        time.sleep(0.05)
+
+
 def flood_supervisor(n, records, keys, ipc_queue=None, **kw):
     """A Supervisor (kw: its other arguments) with n flood probes (tests/helpers/bad_probe -m flood: records
     records each over keys distinct keys, as fast as they can) and their table (test_bad.meta);
@@ -864,6 +884,15 @@ def rest_call(port, method, path, body=None, headers=None, timeout=10):
         return r.status, doc, raw, dict(r.getheaders())
     finally:
         conn.close()
+
+
+def rest_put_conf(port, probe, conf, ok=True):
+    """PUT /probe with conf as REST clients send it (json=<conf>, URL-encoded): (status, reply text);
+    with ok, anything but 200 fails the test."""
+    import urllib.parse
+    st, _, raw, _ = rest_call(port, "PUT", "/" + probe, urllib.parse.urlencode({"json": json.dumps(conf)}))
+    check(not ok or st == 200, "PUT /%s: %d %s" % (probe, st, raw[:400]))
+    return st, raw
 
 
 def rest_put(port, name, body):

@@ -14,7 +14,8 @@ import tempfile
 import time
 import uuid
 
-from harness import KafkaMock, Supervisor, check, events, free_port, http_get, parse_prom, probe_entry, wait_for
+from harness import (KafkaMock, Supervisor, check, events, free_port, http_get, parse_prom, probe_entry, rest_put_conf,
+                     wait_for)
 
 FIXTURES = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "fixtures")
 CONTAINERD_SANDBOX = "5ab0c0de" * 8  # its labels in fixtures/containerd/meta.db.gz: app=checkout, ...
@@ -536,7 +537,6 @@ def test_container_name_snooper():
     state files through the identity resolver; a matching container that appears later is in the scope
     within about a second; processes outside containers and other containers are not."""
     from harness import rest_call, rest_port, rest_section
-    import urllib.parse
     lay = Layouts()
     s = None
     tag = "%05d" % random.randrange(100000)
@@ -553,9 +553,7 @@ def test_container_name_snooper():
         port = rest_port(s)
 
         def put(conf):
-            body = urllib.parse.urlencode({"json": json.dumps(conf)})
-            st, doc, raw, _ = rest_call(port, "PUT", "/baseinfo", body)
-            return st, raw
+            return rest_put_conf(port, "baseinfo", conf, ok=False)
 
         def scope():
             st, doc, raw, _ = rest_call(port, "GET", "/baseinfo")
@@ -673,7 +671,6 @@ def test_custom_and_pod_labels():
     container) as gala-gopher takes them. Every series of a family has the same label names ("" where a
     process has no pod, or its pod no such label); a new set of labels replaces the old at once."""
     from harness import rest_call, rest_port, rest_section
-    import urllib.parse
     lay = Layouts()
     s = None
     try:
@@ -691,8 +688,7 @@ def test_custom_and_pod_labels():
         url = "http://127.0.0.1:%d/metrics" % port
 
         def put(conf):
-            st, _, raw, _ = rest_call(rport, "PUT", "/baseinfo", urllib.parse.urlencode({"json": json.dumps(conf)}))
-            return st, raw
+            return rest_put_conf(rport, "baseinfo", conf, ok=False)
 
         conf = {"cmd": {"probe": ["proc", "host"]}, "params": {"report_period": 1}, "state": "running",
                 "snoopers": {"proc_id": pids, "custom_labels": {"team": "payments", "env": "prod"},

@@ -4,7 +4,6 @@ number of requests over a keep-alive connection, some of them errors, ten of the
 sides' request and error counts must equal what the client sent, the client side's latency sum must
 be within 10 % of what the client measured, and a client outside the scope leaves no row."""
 import contextlib
-import json
 import os
 import shutil
 import signal
@@ -15,7 +14,7 @@ import time
 
 # make_cert, wait_port: test_l7_gotls and test_l7_h2 take them from here too
 from harness import (PROBES, ROOT, LinePeer, StandaloneProbe, check, free_port, make_cert, meta_fields,  # noqa: F401
-                     proc_status_kb, start_nginx, stop_proc, wait_for, wait_port)
+                     proc_status_kb, rest_put_conf, start_nginx, stop_proc, wait_for, wait_port)
 
 L7PROBE = os.path.join(PROBES, "l7probe")
 CLIENT = [sys.executable, os.path.join(os.path.dirname(os.path.abspath(__file__)), "scripts", "l7_client.py")]
@@ -265,8 +264,7 @@ def test_l7_rest_snoopers():
     """PUT /l7 through the supervisor's REST API: proc_id snoopers become the scope, l7_protocol and
     the sub-probes apply; a Redis client outside the snoopers leaves no row, the server and the
     snooped client have theirs, validated by the supervisor against the .meta."""
-    import urllib.parse
-    from harness import Supervisor, probe_entry, rest_call, rest_port, rest_section
+    from harness import Supervisor, probe_entry, rest_port, rest_section
     tmp = tempfile.mkdtemp(prefix="gg-l7-rest-")
     port = free_port()
     redis = Redis(tmp, port)
@@ -279,8 +277,7 @@ def test_l7_rest_snoopers():
         rport = rest_port(s)
         conf = {"cmd": {"probe": ["l7_rpc_metrics"]}, "snoopers": {"proc_id": [redis.proc.pid, inside.pid]},
                 "params": {"l7_protocol": ["redis", "kafka", "mongo", "rocketmq"]}, "state": "running"}
-        st, doc, raw, _ = rest_call(rport, "PUT", "/l7", urllib.parse.urlencode({"json": json.dumps(conf)}))
-        check(st == 200, "PUT /l7: %d %s" % (st, raw[:300]))
+        rest_put_conf(rport, "l7", conf)
         s.wait_probe("l7probe", lambda p: p["config_version_applied"] >= 1 and p["pid"], 20, "running, configured")
         # kafka and mongo map to their parsers (1 << 6, 1 << 7, with redis 1 << 4); rocketmq is ignored
         wait_for(lambda: "protocols redis,kafka,mongo,rocketmq (mask 0xd0)" in s.probe_log("l7probe"), 10,

@@ -4,7 +4,7 @@ import os
 import subprocess
 import time
 
-from harness import PROBES, Supervisor, check, meta_fields, probe_entry, proc_status_kb, wait_for
+from harness import PROBES, Supervisor, check, meta_fields, probe_entry, proc_status_kb, rest_put_conf, wait_for
 
 HZ = os.sysconf("SC_CLK_TCK")
 
@@ -338,17 +338,14 @@ def test_all_subprobes_validate_under_supervisor():
 
 def test_rest_baseinfo_snoopers_and_subprobes():
     """PUT /baseinfo: sub-probes switch live and the snoopers are the processes system_proc reports."""
-    import json
     import tempfile
-    import urllib.parse
-    from harness import rest_call, rest_port, rest_section
+    from harness import rest_port, rest_section
     tmp = tempfile.mkdtemp(prefix="gg-si-rest-")
     child = subprocess.Popen(["sleep", "60"])
     s = Supervisor(extra=rest_section(os.path.join(tmp, "state"))).start()
 
     def put(conf):
-        st, doc, raw, _ = rest_call(port, "PUT", "/baseinfo", urllib.parse.urlencode({"json": json.dumps(conf)}))
-        check(st == 200, "PUT /baseinfo: %d %s" % (st, raw[:300]))
+        rest_put_conf(port, "baseinfo", conf)
     try:
         port = rest_port(s)
         put({"cmd": {"probe": ["proc", "host"]}, "snoopers": {"proc_id": [child.pid]},
