@@ -51,17 +51,8 @@ def stop(p):
 class Probe:
     def __init__(self, args, log):
         self.log = log
-        self.err = open(log, "w")
         env = {k: v for k, v in os.environ.items() if not k.startswith("GALA_GOPHER_")}
-        self.proc = subprocess.Popen([L7PROBE] + args, stdout=subprocess.DEVNULL, stderr=self.err, env=env)
-        for _ in range(200):
-            with open(log) as f:
-                text = f.read()
-            if "started:" in text:
-                break
-            if self.proc.poll() is not None:
-                raise SystemExit("l7probe exited: " + text[-2000:])
-            time.sleep(0.05)
+        self.proc = harness.start_logged([L7PROBE] + args, log, timeout=10, env=env)
         if "-s" in args:
             time.sleep(1.5)  # the libssl scan
 
@@ -70,7 +61,6 @@ class Probe:
 
     def stop(self):
         stop(self.proc)
-        self.err.close()
         with open(self.log) as f:
             return f.read()
 

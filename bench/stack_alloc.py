@@ -13,7 +13,9 @@ import statistics
 import subprocess
 import sys
 import tempfile
-import time
+
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "tests", "integration"))
+from harness import start_logged  # noqa: E402
 
 ROOT = os.path.abspath(os.path.join(os.path.dirname(__file__), ".."))
 BUILD = os.path.join(ROOT, os.environ.get("GG_BUILD", "build"))
@@ -39,16 +41,9 @@ def one(rounds, tmp, probe):
     sp = None
     try:
         if probe:
-            err = open(os.path.join(tmp, "sp.err"), "w")
-            sp = subprocess.Popen([STACKPROBE, "-P", "mem", "--mem-alloc", "1", "--pid", str(pid),
-                                   "--svg-period", "600", "--flame-dir", os.path.join(tmp, "f"),
-                                   "--svg-dir", os.path.join(tmp, "s"), "-t", "600"],
-                                  stdout=subprocess.DEVNULL, stderr=err)
-            deadline = time.time() + 20
-            while "started:" not in open(err.name).read():
-                if sp.poll() is not None or time.time() > deadline:
-                    raise SystemExit("stackprobe did not start: " + open(err.name).read())
-                time.sleep(0.05)
+            sp = start_logged([STACKPROBE, "-P", "mem", "--mem-alloc", "1", "--pid", str(pid), "--svg-period", "600",
+                               "--flame-dir", os.path.join(tmp, "f"), "--svg-dir", os.path.join(tmp, "s"), "-t", "600"],
+                              os.path.join(tmp, "sp.err"))
         b0 = bpf_prog("sp_malloc"), bpf_prog("sp_calloc"), bpf_prog("sp_realloc")
         w.stdin.write("go\n")
         w.stdin.flush()
