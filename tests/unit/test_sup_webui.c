@@ -102,6 +102,17 @@ static void expect_status(struct fixture *f, const char *method, const char *pat
 	free(r.body);
 }
 
+/* path answers {"enabled": false} (its part of the export is off). */
+static void expect_disabled(struct fixture *f, const char *path)
+{
+	struct gg_http_response r;
+	cJSON *o = get(f, "GET", path, NULL, NULL, NULL, NULL, &r);
+
+	assert_true(cJSON_IsFalse(cJSON_GetObjectItem(o, "enabled")));
+	cJSON_Delete(o);
+	free(r.body);
+}
+
 static const char *header(const struct gg_http_response *r, const char *name)
 {
 	for (const char *const *h = r->headers; h && h[0]; h += 2) {
@@ -226,10 +237,7 @@ static void test_imdb_rows(void **state)
 	/* imdb off */
 	imdb__free(f->exp.db);
 	f->exp.db = NULL;
-	o = get(f, "GET", "/ui/api/imdb", NULL, NULL, NULL, NULL, &r);
-	assert_true(cJSON_IsFalse(cJSON_GetObjectItem(o, "enabled")));
-	cJSON_Delete(o);
-	free(r.body);
+	expect_disabled(f, "/ui/api/imdb");
 	expect_status(f, "GET", "/ui/api/imdb/rows", "table", "t1", NULL, NULL, 404);
 	fixture_free(f);
 }
@@ -296,10 +304,7 @@ static void test_recent_events(void **state)
 	/* events off */
 	gg_recent__free(f->exp.recent);
 	f->exp.recent = NULL;
-	o = get(f, "GET", "/ui/api/events", NULL, NULL, NULL, NULL, &r);
-	assert_true(cJSON_IsFalse(cJSON_GetObjectItem(o, "enabled")));
-	cJSON_Delete(o);
-	free(r.body);
+	expect_disabled(f, "/ui/api/events");
 	fixture_free(f);
 }
 
