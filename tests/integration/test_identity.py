@@ -14,21 +14,12 @@ import tempfile
 import time
 import uuid
 
-from harness import (KafkaMock, Supervisor, check, events, free_port, http_get, parse_prom, probe_entry, rest_put_conf,
-                     wait_for)
+from harness import (KafkaMock, Supervisor, cgroup2_root, check, events, free_port, http_get, parse_prom, probe_entry,
+                     rest_put_conf, wait_for)
 
 FIXTURES = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "fixtures")
 CONTAINERD_SANDBOX = "5ab0c0de" * 8  # its labels in fixtures/containerd/meta.db.gz: app=checkout, ...
 IDENT = ("container_id", "container_name", "container_image", "pod_id", "pod", "pod_namespace")
-
-
-def cgroup2_root():
-    with open("/proc/self/mountinfo") as f:
-        for line in f:
-            pre, _, post = line.partition(" - ")
-            if post.startswith("cgroup2 "):
-                return pre.split()[4]
-    raise RuntimeError("no cgroup2 mount")
 
 
 def hexid():

@@ -13,8 +13,8 @@ import threading
 import time
 import urllib.parse
 
-from harness import (PROBES, Supervisor, TestFailure, check, extend_entry, pid_alive, rest_call, rest_port,
-                     rest_section, rmdir_retry, wait_for)
+from harness import (PROBES, Supervisor, TestFailure, cgroup2_root, check, extend_entry, pid_alive, rest_call,
+                     rest_port, rest_section, rmdir_retry, wait_for)
 from seed_000 import (SEED_ADVANCED, SEED_BASIC, SEED_PARAMS, SEED_SCOPE, SEED_SLI, SEED_STATE, SEED_TPROF_START,
                       seed_body)
 
@@ -450,15 +450,6 @@ test_mtls.timeout = 60
 
 
 # ---- snoopers ------------------------------------------------------------------------------------------
-
-def cgroup2_root():
-    with open("/proc/self/mountinfo") as f:
-        for line in f:
-            left, _, right = line.partition(" - ")
-            if right.startswith("cgroup2 "):
-                return left.split()[4]
-    raise TestFailure("no cgroup2 mount")
-
 
 class Procs:
     """Processes the test starts (copies of sleep under a unique name) and cgroups it makes."""
