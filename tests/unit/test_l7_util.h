@@ -25,7 +25,6 @@ struct l7t_out {
 	struct l7_session_stats st;
 };
 
-
 static inline void l7t_cb(void *ctx, const struct l7_rpc *r)
 {
 	struct l7t_out *o = ctx;
