@@ -15,10 +15,8 @@ import sys
 import tempfile
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "tests", "integration"))
-from harness import start_logged  # noqa: E402
+from harness import BUILD, start_logged  # noqa: E402
 
-ROOT = os.path.abspath(os.path.join(os.path.dirname(__file__), ".."))
-BUILD = os.path.join(ROOT, os.environ.get("GG_BUILD", "build"))
 CPU_SPLIT = os.path.join(BUILD, "tests", "cpu_split")
 STACKPROBE = os.path.join(BUILD, "probes", "stackprobe")
 CALLS_PER_ROUND = 3  # malloc, calloc, realloc (free is not probed)

@@ -27,10 +27,8 @@ import tempfile
 import time
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "tests", "integration"))
-from harness import start_logged  # noqa: E402
+from harness import BUILD, start_logged  # noqa: E402
 
-ROOT = os.path.abspath(os.path.join(os.path.dirname(__file__), ".."))
-BUILD = os.path.join(ROOT, os.environ.get("GG_BUILD", "build"))
 WORK = os.path.join(BUILD, "bench", "stack_work")
 STACKPROBE = os.path.join(BUILD, "probes", "stackprobe")
 NCPU = os.cpu_count()

@@ -13,10 +13,7 @@ import tempfile
 import time
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "tests", "integration"))
-from harness import start_logged  # noqa: E402
-
-ROOT = os.path.abspath(os.path.join(os.path.dirname(__file__), ".."))
-BUILD = os.path.join(ROOT, os.environ.get("GG_BUILD", "build"))
+from harness import BUILD, start_logged  # noqa: E402
 
 WORKLOADS = {
     "cpu_split": [os.path.join(BUILD, "tests", "cpu_split"), "-d", "60"],
