@@ -208,37 +208,7 @@ static void write_graphs(struct sp_ctx *ctx, enum sp_event ev, const char *folde
 
 	po.time_ns = (int64_t)from_ms * 1000000;
 	po.duration_ns = (int64_t)(until_ms - from_ms) * 1000000;
-	if (ev == SP_EV_ONCPU) {
-		po.sample_type = "samples";
-		po.sample_unit = "count";
-		po.value_scale = 1;
-		po.period_type = "cpu";
-		po.period_unit = "nanoseconds";
-		po.period = (int64_t)c->perf_period_ms * 1000000;
-		po.with_cpu_ns = 1;
-	} else if (ev == SP_EV_OFFCPU) {
-		po.sample_type = "offcpu";
-		po.sample_unit = "nanoseconds";
-		po.value_scale = 1000;
-		po.period_type = "offcpu";
-		po.period_unit = "nanoseconds";
-		po.period = 1;
-	} else if (ev == SP_EV_MEM_ALLOC) {
-		/* as Go's heap profile names allocated bytes */
-		po.sample_type = "alloc_space";
-		po.sample_unit = "bytes";
-		po.value_scale = 1;
-		po.period_type = "space";
-		po.period_unit = "bytes";
-		po.period = 1;
-	} else {
-		po.sample_type = "page_faults";
-		po.sample_unit = "count";
-		po.value_scale = 1;
-		po.period_type = "page_faults";
-		po.period_unit = "count";
-		po.period = 1;
-	}
+	sp_pprof__event_opts(ev, c->perf_period_ms, &po);
 	snprintf(name, sizeof(name), "%s_%s%s.pb.gz", stamp, sp_event_names[ev], suffix);
 	if ((err = sp_pprof__write(fdir, name, folded, len, &po)))
 		write_failed(ctx, c->flame_dir, name, err);

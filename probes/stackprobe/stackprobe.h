@@ -194,6 +194,8 @@ struct sp_pprof_opts {
 int sp_pprof__encode(const char *folded, size_t len, const struct sp_pprof_opts *opts, unsigned char **ret,
 		     size_t *ret_len);
 int sp_pprof__write(int dfd, const char *name, const char *folded, size_t len, const struct sp_pprof_opts *opts);
+/* The sample and period types of an event kind's profile (on-CPU: samples of period_ms, and cpu ns). */
+void sp_pprof__event_opts(enum sp_event ev, unsigned int period_ms, struct sp_pprof_opts *po);
 
 /* Pyroscope /ingest upload (out_pyro.c). 0, or negative errno; *ret_status the HTTP status. */
 int sp_pyro__upload(const char *server, const char *name, uint64_t from_s, uint64_t until_s, const char *units,
