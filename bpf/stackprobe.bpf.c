@@ -64,6 +64,8 @@ static __always_inline void stat_inc(__u32 idx)
 	stat_add(idx, 1);
 }
 
+#include "stackprobe_unwind.bpf.h"
+
 static __always_inline void fill_comms(struct sp_key *key)
 {
 	struct task_struct *task = (struct task_struct *)bpf_get_current_task();
@@ -115,13 +117,16 @@ static __always_inline void record_current(void *ctx, __u32 event, __u64 n, __u6
 	key.event = event;
 	key.ret_ip = ret_ip;
 	fill_comms(&key);
+	/* the user stack: .eh_frame tables when the process has them, else the kernel's frame pointers */
 	if (gen & 1) {
 		key.kstack = ret_ip ? -EFAULT_ : stack_id(ctx, &stacks1, 0);
-		key.ustack = stack_id(ctx, &stacks1, BPF_F_USER_STACK);
+		if (uw_user_stack(&ustacks1, &key))
+			key.ustack = stack_id(ctx, &stacks1, BPF_F_USER_STACK);
 		count_add(&counts1, &key, n);
 	} else {
 		key.kstack = ret_ip ? -EFAULT_ : stack_id(ctx, &stacks0, 0);
-		key.ustack = stack_id(ctx, &stacks0, BPF_F_USER_STACK);
+		if (uw_user_stack(&ustacks0, &key))
+			key.ustack = stack_id(ctx, &stacks0, BPF_F_USER_STACK);
 		count_add(&counts0, &key, n);
 	}
 }

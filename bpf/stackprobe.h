@@ -41,7 +41,9 @@ struct sp_key {
 	__s32 kstack;
 	__s32 ustack;
 	__u32 event; /* enum sp_event */
-	__u32 pad;
+	/* 0: ustack is an id in the stack map. Else the user stack was unwound in BPF with the .eh_frame
+	 * tables (stackprobe_unwind.bpf.h) and is in ustacks<gen> under ((u64)uw << 32 | (u32)ustack). */
+	__u32 uw;
 	/* mem_alloc: the return address at the allocator's entry ([sp]). The allocator has not pushed a
 	 * frame yet, so a frame-pointer walk from there skips its immediate caller; user space inserts
 	 * this address as the second user frame. 0 otherwise. */
@@ -91,6 +93,10 @@ enum sp_stat {
 	SP_ST_STORAGE_LOST,	 /* task storage not available */
 	SP_ST_ALLOC_CALLS,	 /* allocator calls in scope (mem_alloc) */
 	SP_ST_ONCPU_MISSED,	 /* strata over SP_SHOT_MAX_STRATA a late shot did not stand for */
+	SP_ST_UW_STACKS,	 /* user stacks unwound with the .eh_frame tables */
+	SP_ST_UW_FP_FRAMES,	 /* frames of those found by frame pointers (no table row for the pc) */
+	SP_ST_UW_NO_TABLES,	 /* user stacks of processes without tables yet: frame pointers only */
+	SP_ST_UW_LOST,		 /* unwound stacks lost: ustacks map full */
 	SP_ST_NR,
 };
 

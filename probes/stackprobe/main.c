@@ -443,6 +443,15 @@ static void report(struct sp_ctx *ctx)
 	probe_rec__u64(&rec, ss.ua.procs);
 	probe_rec__u64(&rec, ss.ua.skipped);
 	probe_rec__u64(&rec, ss.st[SP_ST_ONCPU_MISSED]);
+	probe_rec__u64(&rec, ss.st[SP_ST_UW_STACKS]);
+	probe_rec__u64(&rec, ss.st[SP_ST_UW_FP_FRAMES]);
+	probe_rec__u64(&rec, ss.st[SP_ST_UW_NO_TABLES]);
+	probe_rec__u64(&rec, ss.st[SP_ST_UW_LOST]);
+	probe_rec__u64(&rec, ss.uw.procs);
+	probe_rec__u64(&rec, ss.uw.files);
+	probe_rec__u64(&rec, ss.uw.rows);
+	probe_rec__u64(&rec, ss.uw.overflow);
+	probe_rec__u64(&rec, ss.uw.errors);
 	(void)probe_rt__emit(ctx->rt, &rec);
 	(void)probe_rt__flush(ctx->rt);
 }

@@ -66,6 +66,28 @@ void sp_ualloc__free(struct sp_ualloc *u);
 int sp_ualloc__sync(struct sp_ualloc *u, const struct gg_scope *scope, int enabled);
 void sp_ualloc__stats(const struct sp_ualloc *u, struct sp_ualloc_stats *ret);
 
+/* ---- .eh_frame unwind tables (unwind.c; the rows from ehframe.c) ---------------------------------- */
+
+struct sp_unwind_stats {
+	uint64_t procs;	    /* processes with tables now */
+	uint64_t files;	    /* ELF files with rows loaded now */
+	uint64_t rows;	    /* rows loaded now (of SP_UW_ROWS) */
+	uint64_t overflow;  /* files left without rows since start: too many rows, or the rows table full */
+	uint64_t resets;    /* times the full rows table was emptied and refilled on demand */
+	uint64_t builds;    /* process tables built since start */
+	uint64_t rebuilds;  /* of those, after an exec, dlopen or pid reuse */
+	uint64_t elf_reads; /* ELF files parsed since start */
+	uint64_t errors;    /* unexpected failures: unreadable ELF, BPF map update */
+};
+
+struct sp_unwind;
+/* The BPF side's uw_rows (BPF_F_MMAPABLE array), uw_procs and uw_want maps. NULL + errno. */
+struct sp_unwind *sp_unwind__new(int rows_fd, int procs_fd, int want_fd);
+void sp_unwind__free(struct sp_unwind *u);
+/* Build the tables the BPF side asked for since the last call; forget processes that exited. */
+void sp_unwind__tick(struct sp_unwind *u, uint64_t now_ms);
+void sp_unwind__stats(const struct sp_unwind *u, struct sp_unwind_stats *ret);
+
 /* ---- sampling (sampler.c) ------------------------------------------------------------------------- */
 
 /* One aggregated stack from the kernel: frames innermost first. */
@@ -87,6 +109,7 @@ struct sp_sampler_stats {
 	uint64_t st[SP_ST_NR];	    /* the kernel's counters (enum sp_stat), summed over CPUs */
 	uint64_t drained[SP_EV_NR]; /* aggregated stacks read */
 	struct sp_ualloc_stats ua;
+	struct sp_unwind_stats uw;
 };
 
 struct sp_sampler;
