@@ -54,6 +54,9 @@ struct {
 	__type(value, struct uw_scratch);
 } uw_scratch SEC(".maps");
 
+/* Live knob (mmap'ed .bss): 1 = frame pointers only (the kernel's walk), no tables asked for. */
+volatile __u32 uw_off;
+
 struct uw_ctx {
 	struct uw_scratch *s;
 	struct sp_uw_proc *proc;
@@ -206,6 +209,8 @@ static __always_inline int uw_user_stack(void *ustacks, struct sp_key *key)
 	__u64 h, mk, idx;
 	long err;
 
+	if (uw_off)
+		return -1;
 	c.proc = bpf_map_lookup_elem(&uw_procs, &key->tgid);
 	if (!c.proc) {
 		w = SP_UW_WANT_NEW;

@@ -489,7 +489,8 @@ static void apply(struct sp_ctx *ctx)
 	ctx->prof.pyro_on = ctx->cur.pyroscope[0] != '\0';
 	if (ctx->cur.mem_alloc && (events & (1u << SP_EV_MEM)))
 		events |= 1u << SP_EV_MEM_ALLOC;
-	err = sp_sampler__apply(ctx->sampler, events, ctx->cur.perf_period_ms, ctx->cur.min_block_us);
+	err = sp_sampler__apply(ctx->sampler, events, ctx->cur.perf_period_ms, ctx->cur.min_block_us,
+				ctx->cur.dwarf_unwind);
 	if (err)
 		probe_log(PLOG_WARN, "some sub-probes could not be attached: %s", strerror(-err));
 }

@@ -450,9 +450,12 @@ void sp_sampler__free(struct sp_sampler *s)
 	free(s);
 }
 
-int sp_sampler__apply(struct sp_sampler *s, unsigned int events, unsigned int perf_period_ms, unsigned int min_block_us)
+int sp_sampler__apply(struct sp_sampler *s, unsigned int events, unsigned int perf_period_ms, unsigned int min_block_us,
+		      int dwarf_unwind)
 {
 	int err = 0, e;
+
+	s->skel->bss->uw_off = !dwarf_unwind;
 
 	s->skel->data->min_block_ns = (uint64_t)min_block_us * 1000u;
 	if (!(events & (1u << SP_EV_ONCPU)) || (s->perf_period_ms && s->perf_period_ms != perf_period_ms))
@@ -502,6 +505,8 @@ int sp_sampler__set_scope(struct sp_sampler *s, const struct gg_scope *scope)
 		return err;
 	if (scope != &s->scope)
 		s->scope = *scope;
+	if (!scope->all && !s->skel->bss->uw_off)
+		sp_unwind__prepare(s->unwind, scope->tgid, scope->ntgid, probe_now_mono_ms());
 	if (s->alloc_on) {
 		(void)sp_ualloc__sync(s->ualloc, &s->scope, 1);
 		s->alloc_synced_ms = probe_now_mono_ms();
@@ -511,7 +516,8 @@ int sp_sampler__set_scope(struct sp_sampler *s, const struct gg_scope *scope)
 
 void sp_sampler__tick(struct sp_sampler *s, uint64_t now_ms)
 {
-	sp_unwind__tick(s->unwind, now_ms);
+	if (!s->skel->bss->uw_off)
+		sp_unwind__tick(s->unwind, now_ms);
 	if (!s->alloc_on || now_ms - s->alloc_synced_ms < UALLOC_SYNC_MS)
 		return;
 	(void)sp_ualloc__sync(s->ualloc, &s->scope, 1);

@@ -31,6 +31,7 @@ struct sp_conf {
 	int multi_instance;
 	int native_stack; /* accepted for compatibility (Java); no effect */
 	int mem_alloc;	  /* with the mem sub-probe: allocator uprobes too (events gets SP_EV_MEM_ALLOC) */
+	int dwarf_unwind; /* user stacks by the .eh_frame tables (else frame pointers only) */
 	char svg_dir[PATH_MAX];
 	char flame_dir[PATH_MAX];
 	char pyroscope[SP_SERVER_MAX]; /* host:port, "" = off */
@@ -86,6 +87,8 @@ struct sp_unwind *sp_unwind__new(int rows_fd, int procs_fd, int want_fd);
 void sp_unwind__free(struct sp_unwind *u);
 /* Build the tables the BPF side asked for since the last call; forget processes that exited. */
 void sp_unwind__tick(struct sp_unwind *u, uint64_t now_ms);
+/* Build the tables of these processes now (an explicit scope), before their first sample. */
+void sp_unwind__prepare(struct sp_unwind *u, const uint32_t *tgids, size_t n, uint64_t now_ms);
 void sp_unwind__stats(const struct sp_unwind *u, struct sp_unwind_stats *ret);
 
 /* ---- sampling (sampler.c) ------------------------------------------------------------------------- */
@@ -117,8 +120,8 @@ struct sp_sampler;
 struct sp_sampler *sp_sampler__new(void);
 void sp_sampler__free(struct sp_sampler *s);
 /* Attach what events asks for, detach the rest; the perf events are re-opened when the period changes. */
-int sp_sampler__apply(struct sp_sampler *s, unsigned int events, unsigned int perf_period_ms,
-		      unsigned int min_block_us);
+int sp_sampler__apply(struct sp_sampler *s, unsigned int events, unsigned int perf_period_ms, unsigned int min_block_us,
+		      int dwarf_unwind);
 int sp_sampler__set_scope(struct sp_sampler *s, const struct gg_scope *scope);
 /* Periodic upkeep (allocator uprobes follow exec and exit of the processes in scope). */
 void sp_sampler__tick(struct sp_sampler *s, uint64_t now_ms);

@@ -24,6 +24,8 @@
 /* Distinct files remembered (those that did not fit or have no .eh_frame too). */
 #define UW_FILES_MAX 4096u
 #define UW_MAPS_MAX  (1u << 20)
+/* Processes of an explicit scope built at once (the others when first sampled). */
+#define UW_PREPARE_MAX 256u
 
 struct uw_file {
 	uint64_t dev, ino;
@@ -346,4 +348,11 @@ void sp_unwind__tick(struct sp_unwind *u, uint64_t now_ms)
 		if (uw_build(u, tgids[i], now_ms) == 0 && pr)
 			u->st.rebuilds++;
 	}
+}
+
+void sp_unwind__prepare(struct sp_unwind *u, const uint32_t *tgids, size_t n, uint64_t now_ms)
+{
+	for (size_t i = 0; i < n && i < UW_PREPARE_MAX; i++)
+		if (!uw_proc_find(u, tgids[i]))
+			(void)uw_build(u, tgids[i], now_ms);
 }
