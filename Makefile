@@ -242,7 +242,7 @@ FUZZ_CFLAGS := -g -O1 -fsanitize=fuzzer,address,undefined -std=gnu11 -D_GNU_SOUR
 $(BUILD)/fuzz/%: tests/fuzz/%.c $(SCHEMA_SRCS) $(IPC_SRCS)
 	$(say) FUZZ $@
 	$(Q)mkdir -p $(@D)
-	$(Q)$(CLANG) $(FUZZ_CFLAGS) $(filter %.c,$^) -lconfig -lnng -lcjson -o $@
+	$(Q)$(CLANG) $(FUZZ_CFLAGS) $(filter %.c,$^) -lconfig -lnng -lcjson $(FUZZ_LIBS) -o $@
 # the REST body parser and validator live in the supervisor; the probe table comes from the contracts
 $(BUILD)/fuzz/fuzz_rest_body: supervisor/rest/validate.c supervisor/rest/validate.h supervisor/rest/probe_table.c \
 	$(wildcard probes/*/contract.c) $(BUILD)/gen/contracts.c
@@ -269,6 +269,13 @@ $(BUILD)/fuzz/fuzz_virt_parse: probes/virtualized_infos/virt_parse.c probes/virt
 $(BUILD)/fuzz/fuzz_virt_parse: FUZZ_CFLAGS += -Iprobes/virtualized_infos
 $(BUILD)/tests/test_virt_parse: $(BUILD)/obj/probes/virtualized_infos/virt_parse.o
 $(BUILD)/obj/tests/unit/test_virt_parse.o: CFLAGS += -Iprobes/virtualized_infos
+
+# stackprobe's .eh_frame parser (probes/stackprobe/ehframe.c) alone
+$(BUILD)/fuzz/fuzz_sp_ehframe: probes/stackprobe/ehframe.c probes/stackprobe/ehframe.h bpf/stackprobe_unwind.h
+$(BUILD)/fuzz/fuzz_sp_ehframe: FUZZ_CFLAGS += -Iprobes/stackprobe
+$(BUILD)/fuzz/fuzz_sp_ehframe: FUZZ_LIBS += -lelf
+$(BUILD)/tests/test_sp_ehframe: $(BUILD)/obj/probes/stackprobe/ehframe.o
+$(BUILD)/obj/tests/unit/test_sp_ehframe.o: CFLAGS += -Iprobes/stackprobe
 
 fuzz: $(FUZZ_BINS)
 

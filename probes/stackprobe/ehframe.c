@@ -625,14 +625,18 @@ int sp_ehframe__parse(const uint8_t *data, size_t len, uint64_t sect_addr, size_
 		if (id == 0) {
 			st.cies++;
 		} else {
+			size_t before = rows.n;
+
 			st.fdes++;
 			e = parse_fde(data, len, sect_addr, pos, id, end, &rows, &st);
 			if (e == -E2BIG || e == -ENOMEM) {
 				err = e;
 				goto cleanup;
 			}
-			if (e)
+			if (e) {
 				st.bad++;
+				rows.n = before; /* none of a bad FDE's rows */
+			}
 		}
 		off = (size_t)(end - data);
 	}
