@@ -45,6 +45,7 @@ struct uw_scratch {
 	__u64 ips[SP_MAX_DEPTH];
 	__u64 pc, sp, bp, hash;
 	__u32 n, fp_frames, table_frames, refresh;
+	__u32 trusted; /* pc came from a table row */
 };
 
 struct {
@@ -156,8 +157,10 @@ static long uw_step(__u32 i, void *arg)
 	s->hash = (s->hash ^ pc) * 0x100000001b3ull;
 	m = uw_find_map(p, pc);
 	if (!m) {
-		if (i == 0)
-			s->refresh = 1; /* the current pc is in no mapping user space knows */
+		/* the current pc, or a return address found by a table row (not a guess of the frame-pointer
+		 * walk), is in no mapping user space knows: an exec, a dlopen since the tables were built */
+		if (i == 0 || s->trusted)
+			s->refresh = 1;
 	} else if (m->row_count) {
 		/* a return address points after the call, maybe past the caller's last row */
 		r = uw_find_row(m->row_start, m->row_count, (i ? pc - 1 : pc) - m->bias);
@@ -181,6 +184,7 @@ static long uw_step(__u32 i, void *arg)
 		s->sp = cfa;
 		s->pc = ra;
 		s->table_frames++;
+		s->trusted = 1;
 		return 0;
 	}
 	/* no row: the frame-pointer chain, which must lie above the stack pointer */
@@ -191,6 +195,7 @@ static long uw_step(__u32 i, void *arg)
 	s->bp = fr[0];
 	s->pc = fr[1];
 	s->fp_frames++;
+	s->trusted = 0;
 	return 0;
 }
 
@@ -231,7 +236,7 @@ static __always_inline int uw_user_stack(void *ustacks, struct sp_key *key)
 	s->sp = BPF_CORE_READ(regs, sp);
 	s->bp = BPF_CORE_READ(regs, bp);
 	s->hash = 0xcbf29ce484222325ull;
-	s->n = s->fp_frames = s->table_frames = s->refresh = 0;
+	s->n = s->fp_frames = s->table_frames = s->refresh = s->trusted = 0;
 	c.s = s;
 	bpf_loop(SP_MAX_DEPTH, uw_step, &c, 0);
 	if (s->refresh) {

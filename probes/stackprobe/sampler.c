@@ -514,10 +514,15 @@ int sp_sampler__set_scope(struct sp_sampler *s, const struct gg_scope *scope)
 	return 0;
 }
 
-void sp_sampler__tick(struct sp_sampler *s, uint64_t now_ms)
+void sp_sampler__unwind_tick(struct sp_sampler *s, uint64_t now_ms)
 {
 	if (!s->skel->bss->uw_off)
 		sp_unwind__tick(s->unwind, now_ms);
+}
+
+void sp_sampler__tick(struct sp_sampler *s, uint64_t now_ms)
+{
+	sp_sampler__unwind_tick(s, now_ms);
 	if (!s->alloc_on || now_ms - s->alloc_synced_ms < UALLOC_SYNC_MS)
 		return;
 	(void)sp_ualloc__sync(s->ualloc, &s->scope, 1);

@@ -125,6 +125,8 @@ int sp_sampler__apply(struct sp_sampler *s, unsigned int events, unsigned int pe
 int sp_sampler__set_scope(struct sp_sampler *s, const struct gg_scope *scope);
 /* Periodic upkeep (allocator uprobes follow exec and exit of the processes in scope). */
 void sp_sampler__tick(struct sp_sampler *s, uint64_t now_ms);
+/* The unwind tables asked for since the last call (sp_sampler__tick does it too). */
+void sp_sampler__unwind_tick(struct sp_sampler *s, uint64_t now_ms);
 /* Switch generations and hand every stack aggregated in the previous one to cb, plus the off-CPU
  * records waiting in the ring buffer. */
 int sp_sampler__drain(struct sp_sampler *s, sp_sample_cb cb, void *ctx);
