@@ -120,12 +120,12 @@ static __always_inline void record_current(void *ctx, __u32 event, __u64 n, __u6
 	/* the user stack: .eh_frame tables when the process has them, else the kernel's frame pointers */
 	if (gen & 1) {
 		key.kstack = ret_ip ? -EFAULT_ : stack_id(ctx, &stacks1, 0);
-		if (uw_user_stack(&ustacks1, &key))
+		if (uw_user_stack(&key, 1))
 			key.ustack = stack_id(ctx, &stacks1, BPF_F_USER_STACK);
 		count_add(&counts1, &key, n);
 	} else {
 		key.kstack = ret_ip ? -EFAULT_ : stack_id(ctx, &stacks0, 0);
-		if (uw_user_stack(&ustacks0, &key))
+		if (uw_user_stack(&key, 0))
 			key.ustack = stack_id(ctx, &stacks0, BPF_F_USER_STACK);
 		count_add(&counts0, &key, n);
 	}

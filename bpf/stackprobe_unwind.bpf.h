@@ -66,27 +66,42 @@ struct uw_ctx {
 /* x86-64 user addresses are below this (47-bit address space, 57-bit with 5-level paging). */
 #define UW_USER_TOP 0x0100000000000000ull
 
+struct uw_msearch {
+	struct sp_uw_proc *p;
+	__u64 pc;
+	__u32 lo, hi;
+};
+
+/* One step of the binary search over a process's mappings (bpf_loop callback). */
+static long uw_msearch_step(__u32 i, void *arg)
+{
+	struct uw_msearch *q = arg;
+	__u32 mid;
+
+	if (q->lo >= q->hi || !q->p)
+		return 1;
+	mid = q->lo + (q->hi - q->lo) / 2;
+	if (mid >= SP_UW_MAPS)
+		return 1;
+	if (q->pc < q->p->maps[mid].start)
+		q->hi = mid;
+	else
+		q->lo = mid + 1;
+	return 0;
+}
+
 /* The mapping holding pc: the last one starting at or below it (binary search over sorted starts). */
 static __always_inline struct sp_uw_map *uw_find_map(struct sp_uw_proc *p, __u64 pc)
 {
-	__u32 lo = 0, hi = p->n, mid;
+	struct uw_msearch q = {.p = p, .pc = pc, .lo = 0, .hi = p->n};
+	__u32 mid;
 
-	if (hi > SP_UW_MAPS)
-		hi = SP_UW_MAPS;
-	for (int k = 0; k < SP_UW_MAP_STEPS; k++) {
-		if (lo >= hi)
-			break;
-		mid = (lo + hi) / 2;
-		if (mid >= SP_UW_MAPS)
-			return NULL;
-		if (pc < p->maps[mid].start)
-			hi = mid;
-		else
-			lo = mid + 1;
-	}
-	if (lo == 0 || lo > SP_UW_MAPS)
+	if (q.hi > SP_UW_MAPS)
+		q.hi = SP_UW_MAPS;
+	bpf_loop(SP_UW_MAP_STEPS, uw_msearch_step, &q, 0);
+	if (q.lo == 0 || q.lo < q.hi)
 		return NULL;
-	mid = lo - 1;
+	mid = q.lo - 1;
 	if (mid >= SP_UW_MAPS || pc >= p->maps[mid].end)
 		return NULL;
 	return &p->maps[mid];
@@ -200,11 +215,12 @@ static long uw_step(__u32 i, void *arg)
 }
 
 /*
- * The current task's user stack into ustacks (the generation's map), its key into key->ustack/uw.
- * Returns -1 when the process has no tables (yet: it is asked for), so that the caller takes the
- * kernel's frame-pointer stack instead.
+ * The current task's user stack into ustacks<g & 1> (the generation's map), its key into
+ * key->ustack/uw. Returns -1 when the process has no tables (yet: it is asked for), so that the caller
+ * takes the kernel's frame-pointer stack instead. A global function: the verifier checks it once per
+ * program, not once per call site.
  */
-static __always_inline int uw_user_stack(void *ustacks, struct sp_key *key)
+__noinline int uw_user_stack(struct sp_key *key, __u32 g)
 {
 	struct task_struct *task = bpf_get_current_task_btf();
 	struct uw_ctx c = {};
@@ -214,7 +230,7 @@ static __always_inline int uw_user_stack(void *ustacks, struct sp_key *key)
 	__u64 h, mk, idx;
 	long err;
 
-	if (uw_off)
+	if (!key || uw_off)
 		return -1;
 	c.proc = bpf_map_lookup_elem(&uw_procs, &key->tgid);
 	if (!c.proc) {
@@ -257,7 +273,10 @@ static __always_inline int uw_user_stack(void *ustacks, struct sp_key *key)
 	key->ustack = (__s32)(h & 0x7fffffff);
 	key->uw = (__u32)(h >> 32) | 1;
 	mk = ((__u64)key->uw << 32) | (__u32)key->ustack;
-	err = bpf_map_update_elem(ustacks, &mk, s, BPF_NOEXIST);
+	if (g & 1)
+		err = bpf_map_update_elem(&ustacks1, &mk, s, BPF_NOEXIST);
+	else
+		err = bpf_map_update_elem(&ustacks0, &mk, s, BPF_NOEXIST);
 	if (err && err != -17 /* EEXIST: the same stack again */) {
 		stat_inc(SP_ST_UW_LOST);
 		key->ustack = -12; /* ENOMEM: a lost stack */
