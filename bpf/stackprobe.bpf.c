@@ -270,14 +270,32 @@ static __always_inline void offcpu_out(void *ctx, struct task_struct *prev, __u6
 		s->kn = SP_MAX_DEPTH;
 	s->un = 0;
 	if (BPF_CORE_READ(prev, mm)) {
-		__u32 kn = s->kn;
+		__u64 kn = s->kn, un;
+		struct uw_scratch *sc;
+		__u32 zero = 0;
 
 		if (kn > SP_MAX_DEPTH)
 			kn = SP_MAX_DEPTH;
-		n = bpf_get_stack(ctx, &s->ips[kn], SP_MAX_DEPTH * sizeof(__u64), BPF_F_USER_STACK);
-		s->un = n > 0 ? (__u32)(n / sizeof(__u64)) : 0;
-		if (s->un > SP_MAX_DEPTH)
-			s->un = SP_MAX_DEPTH;
+		/* the .eh_frame tables when the process has them (the copy from the walk's scratch), else the
+		 * kernel's frame-pointer walk */
+		n = uw_walk(tgid);
+		sc = n > 0 ? bpf_map_lookup_elem(&uw_scratch, &zero) : NULL;
+		if (sc) {
+			un = (__u64)n;
+			barrier_var(un);
+			if (un > SP_MAX_DEPTH)
+				un = SP_MAX_DEPTH;
+			barrier_var(kn);
+			if (kn > SP_MAX_DEPTH)
+				kn = SP_MAX_DEPTH;
+			if (un && bpf_probe_read_kernel(&s->ips[kn], un * sizeof(__u64), sc->ips) == 0)
+				s->un = (__u32)un;
+		} else {
+			n = bpf_get_stack(ctx, &s->ips[kn], SP_MAX_DEPTH * sizeof(__u64), BPF_F_USER_STACK);
+			s->un = n > 0 ? (__u32)(n / sizeof(__u64)) : 0;
+			if (s->un > SP_MAX_DEPTH)
+				s->un = SP_MAX_DEPTH;
+		}
 	}
 	s->start_ns = now;
 	stat_inc(SP_ST_OFFCPU_SWITCHES);

@@ -215,27 +215,26 @@ static long uw_step(__u32 i, void *arg)
 }
 
 /*
- * The current task's user stack into ustacks<g & 1> (the generation's map), its key into
- * key->ustack/uw. Returns -1 when the process has no tables (yet: it is asked for), so that the caller
- * takes the kernel's frame-pointer stack instead. A global function: the verifier checks it once per
- * program, not once per call site.
+ * Walks the current task's user stack into the per-CPU scratch (ips, 0-terminated when shorter).
+ * Returns the number of frames, or -1 when the process has no tables (yet: they are asked for), so
+ * that the caller takes the kernel's frame-pointer stack instead. A global function: the verifier
+ * checks it once per program, not once per call site.
  */
-__noinline int uw_user_stack(struct sp_key *key, __u32 g)
+__noinline int uw_walk(__u32 tgid)
 {
 	struct task_struct *task = bpf_get_current_task_btf();
 	struct uw_ctx c = {};
 	struct uw_scratch *s;
 	struct pt_regs *regs;
 	__u32 zero = 0, w, n;
-	__u64 h, mk, idx;
-	long err;
+	__u64 idx;
 
-	if (!key || uw_off)
+	if (uw_off)
 		return -1;
-	c.proc = bpf_map_lookup_elem(&uw_procs, &key->tgid);
+	c.proc = bpf_map_lookup_elem(&uw_procs, &tgid);
 	if (!c.proc) {
 		w = SP_UW_WANT_NEW;
-		(void)bpf_map_update_elem(&uw_want, &key->tgid, &w, BPF_NOEXIST);
+		(void)bpf_map_update_elem(&uw_want, &tgid, &w, BPF_NOEXIST);
 		if (task->mm)
 			stat_inc(SP_ST_UW_NO_TABLES);
 		return -1;
@@ -257,7 +256,7 @@ __noinline int uw_user_stack(struct sp_key *key, __u32 g)
 	bpf_loop(SP_MAX_DEPTH, uw_step, &c, 0);
 	if (s->refresh) {
 		w = SP_UW_WANT_REFRESH;
-		(void)bpf_map_update_elem(&uw_want, &key->tgid, &w, BPF_NOEXIST);
+		(void)bpf_map_update_elem(&uw_want, &tgid, &w, BPF_NOEXIST);
 	}
 	n = s->n;
 	if (!n)
@@ -269,6 +268,23 @@ __noinline int uw_user_stack(struct sp_key *key, __u32 g)
 	stat_inc(SP_ST_UW_STACKS);
 	if (s->fp_frames)
 		stat_add(SP_ST_UW_FP_FRAMES, s->fp_frames);
+	return (int)n;
+}
+
+/* The current task's user stack into ustacks<g & 1> (the generation's map), its key into
+ * key->ustack/uw; -1: take the kernel's frame-pointer stack instead (uw_walk). */
+__noinline int uw_user_stack(struct sp_key *key, __u32 g)
+{
+	struct uw_scratch *s;
+	__u32 zero = 0;
+	__u64 h, mk;
+	long err;
+
+	if (!key || uw_walk(key->tgid) <= 0)
+		return -1;
+	s = bpf_map_lookup_elem(&uw_scratch, &zero);
+	if (!s)
+		return -1;
 	h = s->hash;
 	key->ustack = (__s32)(h & 0x7fffffff);
 	key->uw = (__u32)(h >> 32) | 1;

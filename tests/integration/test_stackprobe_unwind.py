@@ -20,13 +20,20 @@ PROG = r"""
 #include <stdio.h>
 #include <stdlib.h>
 #include <time.h>
+#include <unistd.h>
 volatile unsigned long sink;
 static double cpu_s(void) { struct timespec t; clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &t); return t.tv_sec + t.tv_nsec / 1e9; }
 __attribute__((noinline)) unsigned long leaf(unsigned long x) {
     for (unsigned i = 0; i < 200000; i++) x = x * 6364136223846793005ul + i;
     return x;
 }
-__attribute__((noinline)) unsigned long b(unsigned long x) { unsigned long r = leaf(x ^ 7); sink = r; return r + x; }
+__attribute__((noinline)) void nap(void) { usleep(2000); sink++; }
+__attribute__((noinline)) unsigned long b(unsigned long x) {
+    unsigned long r = leaf(x ^ 7);
+    static unsigned calls;
+    if (++calls % 8 == 0) nap();
+    sink = r; return r + x;
+}
 __attribute__((noinline)) unsigned long a(unsigned long x) { unsigned long r = b(x + 3); sink = r; return r * 3; }
 int main(int argc, char **argv) {
     char line[8];
@@ -69,7 +76,7 @@ class Probe:
         self.out = open(os.path.join(tmp, tag + ".out"), "w+")
         self.err_path = os.path.join(tmp, tag + ".err")
         self.err = open(self.err_path, "w+")
-        self.proc = subprocess.Popen([STACKPROBE, "-P", "oncpu", "-t", "1", "--svg-period", "600", "--flame-dir",
+        self.proc = subprocess.Popen([STACKPROBE, "-t", "1", "--svg-period", "600", "--flame-dir",
                                       self.flame, "--svg-dir", os.path.join(tmp, "svg-" + tag)] + args,
                                      stdout=self.out, stderr=self.err)
         wait_for(lambda: self.proc.poll() is not None or "started:" in self.stderr(), 60, "stackprobe start")
@@ -90,10 +97,10 @@ class Probe:
         check(rc == 0, "stackprobe exit status %r: %s" % (rc, err[-2000:]))
         return out
 
-    def folded(self, pid):
-        """[(user frames outermost first, value)] of pid's on-CPU stacks (kernel frames left out)."""
+    def folded(self, pid, event="oncpu"):
+        """[(user frames outermost first, value)] of pid's stacks (kernel frames left out)."""
         out = []
-        d = os.path.join(self.flame, "oncpu")
+        d = os.path.join(self.flame, event)
         for name in os.listdir(d) if os.path.isdir(d) else []:
             if not name.endswith(".folded"):
                 continue
@@ -111,13 +118,14 @@ def run_workload(tmp, dwarf, cpu_s):
     w = subprocess.Popen([prog, str(cpu_s)], stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
     try:
         check(w.stdout.readline().strip() == "ready", "workload did not start")
-        p = Probe(tmp, "chain%d" % dwarf, ["--pid", str(w.pid), "--dwarf-unwind", str(dwarf)])
+        p = Probe(tmp, "chain%d" % dwarf, ["-P", "oncpu,offcpu", "--min-block-us", "500", "--pid", str(w.pid),
+                                           "--dwarf-unwind", str(dwarf)])
         w.stdin.write("go\n")
         w.stdin.flush()
         line = w.stdout.readline()
         check(line.startswith("done"), "workload: %r" % line)
         out = p.stop()  # the last drain while the workload is still there
-        return p.folded(w.pid), out
+        return p.folded(w.pid), p.folded(w.pid, "offcpu"), out
     finally:
         w.kill()
         w.wait()
@@ -140,8 +148,14 @@ def test_unwind_omit_frame_pointer_chain():
         subprocess.run(["gcc", "-O2", "-fomit-frame-pointer", "-fasynchronous-unwind-tables",
                         "-fno-optimize-sibling-calls", "-fno-inline", "-o", os.path.join(tmp, "chain"),
                         os.path.join(tmp, "chain.c")], check=True)
-        stacks, out = run_workload(tmp, 1, 2.0)
+        stacks, off, out = run_workload(tmp, 1, 2.0)
         share, total = chain_share(stacks)
+        # off-CPU: the switch-out in usleep (libc, no frame pointers) called from nap, from b
+        off_total = sum(v for fr, v in off if "nap" in fr)
+        off_whole = sum(v for fr, v in off if "nap" in fr and fr[0] == "_start" and
+                        fr[fr.index("nap") - 3:fr.index("nap")] == ["main", "a", "b"])
+        print("off-CPU: %d us in nap, %.1f%% with the whole chain" % (off_total, 100.0 * off_whole / max(off_total, 1)))
+        check(off_total > 0 and off_whole >= 0.9 * off_total, "off-CPU chain: %r" % off[:5])
         h = last_health(out)
         print("eh_frame: chain complete in %.1f%% of %d samples in leaf; health %s" % (
             100 * share, total, {k: v for k, v in h.items() if k.startswith("unwind")}))
@@ -150,7 +164,7 @@ def test_unwind_omit_frame_pointer_chain():
         check(int(h["unwind_stacks"]) > 0 and int(h["unwind_procs"]) >= 1 and int(h["unwind_files"]) >= 2,
               "health: %r" % h)
         check(int(h["unwind_errors"]) == 0 and int(h["unwind_lost"]) == 0, "health: %r" % h)
-        stacks, out = run_workload(tmp, 0, 1.0)
+        stacks, _, out = run_workload(tmp, 0, 1.0)
         share, total = chain_share(stacks)
         print("frame pointers only: chain complete in %.1f%% of %d samples in leaf" % (100 * share, total))
         check(total >= 20, "too few samples in leaf: %d" % total)
