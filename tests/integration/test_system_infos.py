@@ -322,8 +322,9 @@ def test_proc_reports_the_process_in_scope():
         check(int(r["fd_count"]) == nfd and int(r["num_threads"]) == 4, "fds %r/%d threads %r" % (r["fd_count"], nfd, r["num_threads"]))
         check(int(r["ppid"]) == os.getpid(), "ppid")
         check(int(r["utime_jiffies"]) <= int(stat[11]), "utime_jiffies not ahead of the kernel")
-        # a busy loop: as busy as the kernel says it was over the run (the machine is shared: loose)
-        check(5 <= float(r["cpu_util_per"]) <= 110 and abs(float(r["cpu_util_per"]) - busy) <= 40,
+        # a busy loop: as busy as the kernel says it was over the run (the machine is shared: loose; at
+        # load 14 on 2 CPUs the loop got 15 %, and 4.9 % in the probe's last second)
+        check(0 < float(r["cpu_util_per"]) <= 110 and abs(float(r["cpu_util_per"]) - busy) <= 40,
               "cpu_util_per %r vs %.1f%% measured from /proc" % (r["cpu_util_per"], busy))
         check(int(r["pm_size"]) > 1 << 20 and int(r["vm_size"]) >= int(r["pm_size"]), "memory sizes: %r" % r)
         check(int(r["rchar_bytes"]) > 0, "rchar from /proc/<pid>/io")
