@@ -45,7 +45,8 @@ struct uw_scratch {
 	__u64 ips[SP_MAX_DEPTH];
 	__u64 pc, sp, bp, hash;
 	__u32 n, fp_frames, table_frames, refresh;
-	__u32 trusted; /* pc came from a table row */
+	__u32 trusted;	/* pc came from a table row */
+	__u32 last_map; /* the mapping of the previous frame */
 };
 
 struct {
@@ -90,12 +91,15 @@ static long uw_msearch_step(__u32 i, void *arg)
 	return 0;
 }
 
-/* The mapping holding pc: the last one starting at or below it (binary search over sorted starts). */
-static __always_inline struct sp_uw_map *uw_find_map(struct sp_uw_proc *p, __u64 pc)
+/* The mapping holding pc: the last one starting at or below it (binary search over sorted starts),
+ * tried first where the previous frame was (callers are mostly in the same file). */
+static __always_inline struct sp_uw_map *uw_find_map(struct sp_uw_proc *p, struct uw_scratch *s, __u64 pc)
 {
 	struct uw_msearch q = {.p = p, .pc = pc, .lo = 0, .hi = p->n};
-	__u32 mid;
+	__u32 mid = s->last_map;
 
+	if (mid < SP_UW_MAPS && pc >= p->maps[mid].start && pc < p->maps[mid].end)
+		return &p->maps[mid];
 	if (q.hi > SP_UW_MAPS)
 		q.hi = SP_UW_MAPS;
 	bpf_loop(SP_UW_MAP_STEPS, uw_msearch_step, &q, 0);
@@ -104,6 +108,7 @@ static __always_inline struct sp_uw_map *uw_find_map(struct sp_uw_proc *p, __u64
 	mid = q.lo - 1;
 	if (mid >= SP_UW_MAPS || pc >= p->maps[mid].end)
 		return NULL;
+	s->last_map = mid;
 	return &p->maps[mid];
 }
 
@@ -170,7 +175,7 @@ static long uw_step(__u32 i, void *arg)
 	s->ips[idx] = pc;
 	s->n = i + 1;
 	s->hash = (s->hash ^ pc) * 0x100000001b3ull;
-	m = uw_find_map(p, pc);
+	m = uw_find_map(p, s, pc);
 	if (!m) {
 		/* the current pc, or a return address found by a table row (not a guess of the frame-pointer
 		 * walk), is in no mapping user space knows: an exec, a dlopen since the tables were built */
@@ -252,6 +257,7 @@ __noinline int uw_walk(__u32 tgid)
 	s->bp = BPF_CORE_READ(regs, bp);
 	s->hash = 0xcbf29ce484222325ull;
 	s->n = s->fp_frames = s->table_frames = s->refresh = s->trusted = 0;
+	s->last_map = SP_UW_MAPS;
 	c.s = s;
 	bpf_loop(SP_MAX_DEPTH, uw_step, &c, 0);
 	if (s->refresh) {
