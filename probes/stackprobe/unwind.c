@@ -277,21 +277,17 @@ again:
 		goto again; /* the rows were dropped and refilled meanwhile: rows of the first mappings are gone */
 	}
 	pr = uw_proc_find(u, tgid);
-	if (!pr) {
-		if (u->nprocs >= SP_UW_PROCS) {
-			u->st.errors++;
-			return -E2BIG;
-		}
-		pr = &u->procs[u->nprocs++];
+	if (!pr && u->nprocs >= SP_UW_PROCS) {
+		u->st.errors++;
+		return -E2BIG;
 	}
 	if (bpf_map_update_elem(u->procs_fd, &tgid, e, BPF_ANY)) {
 		err = -errno;
-		u->nprocs--;
-		if (pr != &u->procs[u->nprocs])
-			*pr = u->procs[u->nprocs];
 		u->st.errors++;
-		return err;
+		return err; /* an entry of an earlier build stays as it was */
 	}
+	if (!pr)
+		pr = &u->procs[u->nprocs++];
 	pr->tgid = tgid;
 	pr->start = start_time;
 	pr->exe_dev = exe_dev;
