@@ -41,13 +41,15 @@ struct sp_key {
 	__s32 kstack;
 	__s32 ustack;
 	__u32 event; /* enum sp_event */
-	/* 0: ustack is an id in the stack map. Else the user stack was unwound in BPF with the .eh_frame
-	 * tables (stackprobe_unwind.bpf.h) and is in ustacks<gen> under ((u64)uw << 32 | (u32)ustack). */
-	__u32 uw;
+	__u32 pad;
 	/* mem_alloc: the return address at the allocator's entry ([sp]). The allocator has not pushed a
 	 * frame yet, so a frame-pointer walk from there skips its immediate caller; user space inserts
 	 * this address as the second user frame. 0 otherwise. */
 	__u64 ret_ip;
+	/* 0: ustack is an id in the stack map. Else the user stack was unwound in BPF with the .eh_frame
+	 * tables (stackprobe_unwind.bpf.h) and is in ustacks<gen> under ((u64)uw << 32 | (u32)ustack). */
+	__u32 uw;
+	__u32 uw_pad;
 	char comm[SP_COMM_LEN];	 /* thread */
 	char pcomm[SP_COMM_LEN]; /* process (group leader) */
 };
