@@ -193,6 +193,12 @@ $(foreach p,$(PROBES),$(eval $(call PROBE_template,$(p))))
 # stackprobe's [Pod]/[Con] frames use the supervisor's cgroup layout parser (one parser)
 $(BUILD)/probes/stackprobe: $(BUILD)/obj/supervisor/identity.o $(BUILD)/obj/supervisor/bolt.o
 $(BUILD)/probes/stackprobe: LIBS_PROBE += $(LIBSCHEMA) $(LIBIPC)
+# autotrace samples, symbolizes and writes profiles with stackprobe's code, linked in (not copied): every
+# stackprobe source but its main and contract
+AUTOTRACE_SP := $(call obj,$(filter-out probes/stackprobe/main.c probes/stackprobe/contract.c,$(wildcard probes/stackprobe/*.c)))
+$(BUILD)/probes/autotrace: $(AUTOTRACE_SP) $(BUILD)/obj/supervisor/identity.o $(BUILD)/obj/supervisor/bolt.o
+$(BUILD)/probes/autotrace: LIBS_PROBE += $(LIBPROBE) $(LIBSCHEMA) $(LIBIPC)
+$(call obj,$(wildcard probes/autotrace/*.c)): $(BUILD)/gen/stackprobe.skel.h
 # l7probe's TLS uprobes decode x86-64 instructions (return sites of Go's crypto/tls, libssl's internals)
 $(BUILD)/probes/l7probe: LIBS_PROBE += -lcapstone
 $(call obj,$(PLIB_SRCS)): $(META_HDRS)
@@ -219,6 +225,12 @@ $(BUILD)/tests/%: $(BUILD)/obj/tests/helpers/%.o $(LIBPROBE) $(LIBSCHEMA) $(LIBI
 	$(Q)$(CC) $(LDFLAGS) $^ $(LIBS_PROBE) -lconfig -lrdkafka -o $@
 $(call obj,$(wildcard tests/helpers/*.c)): $(META_HDRS)
 $(BUILD)/obj/tests/helpers/cpu_split.o: private CFLAGS += -fno-omit-frame-pointer -fno-shrink-wrap -fno-inline -fno-optimize-sibling-calls \
+	-fno-sanitize=all
+$(BUILD)/obj/tests/helpers/leak_sites.o: private CFLAGS += -fno-omit-frame-pointer -fno-inline -fno-optimize-sibling-calls \
+	-fno-sanitize=all
+# quiet_spin (autotrace's workload): its two functions stay in the stacks; dstate_hold's vfork children
+# only sleep (no sanitizer runtime in them)
+$(BUILD)/obj/tests/helpers/quiet_spin.o $(BUILD)/obj/tests/helpers/dstate_hold.o: private CFLAGS += -fno-omit-frame-pointer -fno-inline -fno-optimize-sibling-calls \
 	-fno-sanitize=all
 $(BUILD)/tests/cpu_split_stripped: $(BUILD)/tests/cpu_split
 	$(say) STRIP $@
@@ -267,6 +279,8 @@ $(BUILD)/obj/tests/unit/test_hw_decode.o: CFLAGS += -Iprobes/hwprobe
 # virtualized_infos' command line and libvirt XML parsers (probes/virtualized_infos/virt_parse.c) alone
 $(BUILD)/fuzz/fuzz_virt_parse: probes/virtualized_infos/virt_parse.c probes/virtualized_infos/virt_parse.h
 $(BUILD)/fuzz/fuzz_virt_parse: FUZZ_CFLAGS += -Iprobes/virtualized_infos
+$(BUILD)/tests/test_tprof_aggr: $(BUILD)/obj/probes/tprofiling/aggr.o $(BUILD)/obj/probes/tprofiling/render.o
+$(BUILD)/obj/tests/unit/test_tprof_aggr.o: CFLAGS += -Iprobes/tprofiling
 $(BUILD)/tests/test_virt_parse: $(BUILD)/obj/probes/virtualized_infos/virt_parse.o
 $(BUILD)/obj/tests/unit/test_virt_parse.o: CFLAGS += -Iprobes/virtualized_infos
 

@@ -9,7 +9,8 @@ the probe's own CPU per request.
 First, accuracy under load: 100,000 requests (h2c, then TLS) with the probe on nginx's side, its
 req_count against h2load's count (H2_ACCURACY=0 skips it; RUNS 0 runs only it).
 
-Usage: bench/l7_h2_overhead.py [RUNS [SECONDS [CONNS [STREAMS]]]]   (defaults 7 6 8 10; run as root)"""
+Usage: bench/l7_h2_overhead.py [RUNS [SECONDS [CONNS [STREAMS]]]]   (defaults 7 6 8 10; run as root)
+H2_AB=BUILD_A,BUILD_B (with H2_ACCURACY=0): off and each build's l7probe in turn, h2c only."""
 import os
 import re
 import shutil
@@ -121,6 +122,34 @@ def compare(name, url, runs, seconds, worker, conns, streams, probe_args, tmp):
     del lines
 
 
+def compare_builds(name, url, runs, seconds, worker, conns, streams, probe_args, tmp, builds):
+    """H2_AB: off, then l7probe of each build in turn, repeated: CPU per request of nginx + h2load and the
+    probe's own, per build, as medians (min, max) of the difference to the mean of the off runs around."""
+    added = {b: [] for b in builds}
+    own = {b: [] for b in builds}
+    loss = {b: [] for b in builds}
+    off = Run(url, seconds, worker, conns, streams)
+    for i in range(runs):
+        for b in builds:
+            probe = Probe(probe_args, os.path.join(tmp, "probe-ab.log"), os.path.join(b, "probes", "l7probe"))
+            try:
+                time.sleep(0.5)
+                on = Run(url, seconds, worker, conns, streams, probe)
+            finally:
+                probe.stop()
+            off2 = Run(url, seconds, worker, conns, streams)
+            added[b].append(on.us_per_req - (off.us_per_req + off2.us_per_req) / 2)
+            loss[b].append(100 * (1 - on.rps / ((off.rps + off2.rps) / 2)))
+            own[b].append(on.probe_us_per_req)
+            print("  %s %s run %d: off %.0f, on %.0f, off %.0f req/s; CPU/request added %.2f us, probe %.2f us"
+                  % (name, b, i + 1, off.rps, on.rps, off2.rps, added[b][-1], own[b][-1]), flush=True)
+            off = off2
+    for b in builds:
+        print("%s %s: CPU per request added to nginx + h2load, us: %s" % (name, b, spread(added[b])))
+        print("%s %s: l7probe's own CPU per request, us: %s" % (name, b, spread(own[b])))
+        print("%s %s: throughput loss %%: %s" % (name, b, spread(loss[b])), flush=True)
+
+
 def meta_fields(table):
     """Field names of a table of schema/l7probe.meta, in record order."""
     out, cur = [], None
@@ -185,6 +214,11 @@ def main():
             accuracy("h2 (TLS)", "https://127.0.0.1:%d/small.html" % sport, worker, scope, conns, streams, 100000,
                      ["-s", "1"], tmp)
         if runs == 0:
+            return
+        if os.environ.get("H2_AB"):
+            # H2_AB=BUILD_A,BUILD_B: two builds of l7probe against each other, h2c
+            compare_builds("h2c", "http://127.0.0.1:%d/small.html" % port, runs, seconds, worker, conns, streams,
+                           ["-t", "5", "-p", "http", "--pid", scope], tmp, os.environ["H2_AB"].split(","))
             return
         # H2_PROTO=redis: the same capture with the HTTP/2 parser off (what the parsing costs apart)
         compare("h2c", "http://127.0.0.1:%d/small.html" % port, runs, seconds, worker, conns, streams,

@@ -65,11 +65,11 @@ def stop(p):
 
 
 class Probe:
-    def __init__(self, args, log):
+    def __init__(self, args, log, binary=None):
         self.log = log
         self.err = open(log, "w")
         env = {k: v for k, v in os.environ.items() if not k.startswith("GALA_GOPHER_")}
-        self.proc = subprocess.Popen([L7PROBE] + args, stdout=subprocess.DEVNULL, stderr=self.err, env=env)
+        self.proc = subprocess.Popen([binary or L7PROBE] + args, stdout=subprocess.DEVNULL, stderr=self.err, env=env)
         for _ in range(200):
             with open(log) as f:
                 text = f.read()

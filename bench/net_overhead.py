@@ -18,6 +18,10 @@ usage: bench/net_overhead.py [options] [PAIRS [SECONDS [BUILD]]]   (defaults 20 
   --warmup S     seconds between the probes' first batch and an "on" window (default 2)
   --bpf-stats S  afterwards, S seconds of BPF statistics per workload (keep-alive, connection per
                  request, 4 KiB direct IO); 0 = skip (the default)
+  --bpf-workloads LIST  which of them (keep-alive,close,io; default all)
+  --bpf-ab BUILDS  with --bpf-stats: BPF statistics of these builds (comma separated) and BUILD in
+                 alternating rounds (--bpf-rounds N, default 5), median ns per run side by side; each
+                 run also has empty programs on the same tracepoints (empty_*: the per-run floor)
   --quiet CPUS   before each window wait until the rest of the machine uses less than CPUS (default 0.5)
   --quiet-wait S ... for at most S seconds (default 2), then measure anyway
 
@@ -481,6 +485,63 @@ def prog_names(ids):
     return names
 
 
+# Empty programs (r0 = 0; exit) on the tracepoints the probes use: what any program run costs here with
+# BPF statistics on (the trampoline, the recursion guard, two clock reads), measured beside the probes'
+# programs in the same run. Name -> tracepoint.
+EMPTY_PROGS = {"empty_sk_state": "inet_sock_set_state", "empty_kfree_skb": "kfree_skb",
+               "empty_io_start": "block_io_start", "empty_rq_done": "block_rq_complete"}
+BPF_PROG_LOAD = 5
+BPF_RAW_TRACEPOINT_OPEN = 17
+BPF_PROG_TYPE_TRACING = 26
+BPF_TRACE_RAW_TP = 23
+
+
+def btf_trace_ids(tracepoints):
+    """vmlinux BTF type ids of btf_trace_<tp> (what a tp_btf program attaches to)."""
+    want = {"btf_trace_" + tp: tp for tp in tracepoints}
+    ids = {}
+    p = subprocess.Popen(["bpftool", "btf", "dump", "file", "/sys/kernel/btf/vmlinux"], stdout=subprocess.PIPE,
+                         text=True)
+    for line in p.stdout:
+        if "TYPEDEF 'btf_trace_" in line:
+            name = line.split("'")[1]
+            if name in want:
+                ids[want[name]] = int(line[1:line.index("]")])
+    p.wait()
+    return ids
+
+
+def load_empty_progs():
+    """Load and attach EMPTY_PROGS; returns the fds to keep open (closing them detaches)."""
+    libc = ctypes.CDLL(None, use_errno=True)
+    nr = 321 if os.uname().machine == "x86_64" else 280
+    insns = (ctypes.c_uint64 * 2)(0xb7, 0x95)  # mov r0, 0; exit
+    lic = ctypes.create_string_buffer(b"GPL")
+    ids = btf_trace_ids(EMPTY_PROGS.values())
+    fds = []
+    for name, tp in EMPTY_PROGS.items():
+        if tp not in ids:
+            continue
+        attr = ctypes.create_string_buffer(128)
+        ctypes.memmove(ctypes.addressof(attr), (ctypes.c_uint32 * 2)(BPF_PROG_TYPE_TRACING, 2), 8)
+        ctypes.memmove(ctypes.addressof(attr) + 8, (ctypes.c_uint64 * 2)(ctypes.addressof(insns),
+                                                                         ctypes.addressof(lic)), 16)
+        ctypes.memmove(ctypes.addressof(attr) + 48, name.encode()[:15], len(name.encode()[:15]))
+        ctypes.memmove(ctypes.addressof(attr) + 68, (ctypes.c_uint32 * 1)(BPF_TRACE_RAW_TP), 4)
+        ctypes.memmove(ctypes.addressof(attr) + 108, (ctypes.c_uint32 * 1)(ids[tp]), 4)
+        fd = libc.syscall(nr, BPF_PROG_LOAD, attr, 128)
+        if fd < 0:
+            print("  (cannot load an empty program on %s: %s)" % (tp, os.strerror(ctypes.get_errno())))
+            continue
+        open_attr = (ctypes.c_uint64 * 2)(0, fd)
+        link = libc.syscall(nr, BPF_RAW_TRACEPOINT_OPEN, open_attr, 16)
+        if link < 0:
+            os.close(fd)
+            continue
+        fds += [fd, link]
+    return fds
+
+
 def dd_io(seconds):
     """4 KiB direct writes then reads for about `seconds`: block requests for ioprobe."""
     path = "/var/tmp/gg-bench-io.%d" % os.getpid()
@@ -496,17 +557,24 @@ def dd_io(seconds):
             pass
 
 
-def bpf_costs(port, worker, build, tmp, params, probes, seconds):
+BPF_WORKLOADS = {"keep-alive": "keep-alive", "close": "connection per request", "io": "4 KiB direct IO"}
+
+
+def bpf_costs(port, worker, build, tmp, params, probes, seconds, workloads=tuple(BPF_WORKLOADS), quiet=False,
+              label="stats"):
     """Per workload and program: runs, runs per request, ns per run (total, and the median and range of
     1-second slices: a slice where the program was preempted or interrupted shows as an outlier
-    instead of moving the figure)."""
-    agent = start_agent(os.path.join(tmp, "stats"), build, params, probes)
+    instead of moving the figure). Returns {workload: {program: (runs, runs per request or None, ns per
+    run)}}."""
+    result = {}
+    agent = start_agent(os.path.join(tmp, label), build, params, probes)
     fd = enable_bpf_stats()
+    empty = load_empty_progs()
     try:
         time.sleep(2)
-        pids = list(agent.probe_pids.values())
+        pids = list(agent.probe_pids.values()) + [os.getpid()]
         names = prog_names(set(prog_counters(pids)))
-        for workload in ("keep-alive", "connection per request", "4 KiB direct IO"):
+        for workload in (BPF_WORKLOADS[w] for w in workloads):
             samples = [prog_counters(pids)]
             t0 = time.monotonic()
             if workload == "4 KiB direct IO":
@@ -527,9 +595,11 @@ def bpf_costs(port, worker, build, tmp, params, probes, seconds):
                 th.join()
                 requests = res["w"].requests if "w" in res else None
             samples.append(prog_counters(pids))
-            print("bpf_stats, %s (%.0f s%s): program, runs, runs per request, ns per run (all; median of 1 s slices"
-                  " [min..max])" % (workload, time.monotonic() - t0,
-                                    ", %d requests" % requests if requests else ""))
+            rows = result.setdefault(workload, {})
+            if not quiet:
+                print("bpf_stats, %s (%.0f s%s): program, runs, runs per request, ns per run (all; median of 1 s "
+                      "slices [min..max])" % (workload, time.monotonic() - t0,
+                                              ", %d requests" % requests if requests else ""))
             first, last = samples[0], samples[-1]
             for pid_ in sorted(last, key=lambda i: names.get(i, "?")):
                 runs = last[pid_][1] - first.get(pid_, (0, 0))[1]
@@ -542,12 +612,54 @@ def bpf_costs(port, worker, build, tmp, params, probes, seconds):
                         sl.append((b[pid_][0] - a[pid_][0]) / (b[pid_][1] - a[pid_][1]))
                 slices = " (%.0f [%.0f..%.0f] in %d slices)" % (statistics.median(sl), min(sl), max(sl), len(sl)) \
                     if sl else ""
-                print("  %-18s %10d %8s %8.0f%s" % (names.get(pid_, str(pid_)), runs,
-                                                    "%.3f" % (runs / requests) if requests else "-", ns / runs,
-                                                    slices), flush=True)
+                name = names.get(pid_, str(pid_))
+                rows[name] = (runs, runs / requests if requests else None, ns / runs)
+                if not quiet:
+                    print("  %-18s %10d %8s %8.0f%s" % (name, runs, "%.3f" % (runs / requests) if requests else "-",
+                                                        ns / runs, slices), flush=True)
     finally:
+        for f in empty:
+            os.close(f)
         os.close(fd)
         stop(agent)
+    return result
+
+
+def bpf_ab(port, worker, builds, tmp, params, probes, seconds, rounds, workloads=tuple(BPF_WORKLOADS),
+           min_runs=5000):
+    """BPF time per run of the same programs in several builds, alternating (order reversed every other
+    round) so that the machine's slow drifts hit every build alike: per workload and program the median
+    ns per run of each build over the rounds, [min..max], and the ratio of the medians to the first
+    build. Programs with fewer than min_runs runs in a round (others' stray events) are left out."""
+    got = {}  # (workload, program) -> build -> [ns per run]
+    for r in range(rounds):
+        order = builds if r % 2 == 0 else builds[::-1]
+        for b in order:
+            res = bpf_costs(port, worker, os.path.join(ROOT, b), tmp, params, probes, seconds, workloads, quiet=True,
+                            label="ab%d-%d" % (r, builds.index(b)))
+            for wl, rows in res.items():
+                for name, (runs, _, ns) in rows.items():
+                    if runs >= min_runs:
+                        got.setdefault((wl, name), {}).setdefault(b, []).append(ns)
+        print("  round %d of %d done" % (r + 1, rounds), flush=True)
+    print("bpf_stats A/B, %d alternating rounds of %d s per workload: median ns per run [min..max] per build"
+          % (rounds, seconds))
+    print("  %-24s %-18s %s" % ("workload", "program", "   ".join(builds)))
+    for (wl, name) in sorted(got, key=lambda k: (list(BPF_WORKLOADS.values()).index(k[0]), k[1])):
+        per = got[(wl, name)]
+        cells = []
+        base = statistics.median(per[builds[0]]) if builds[0] in per else None
+        for b in builds:
+            if b not in per:
+                cells.append("-")
+                continue
+            m = statistics.median(per[b])
+            cell = "%4.0f [%.0f..%.0f]" % (m, min(per[b]), max(per[b]))
+            if b != builds[0] and base:
+                cell += " %+.0f %%" % (100.0 * (m / base - 1))
+            cells.append(cell)
+        print("  %-24s %-18s %s" % (wl, name, "   ".join(cells)), flush=True)
+    return got
 
 
 def main():
@@ -563,6 +675,11 @@ def main():
     ap.add_argument("--param", action="append", default=[])
     ap.add_argument("--warmup", type=float, default=2.0)
     ap.add_argument("--bpf-stats", type=int, default=0)
+    ap.add_argument("--bpf-ab", default="", help="BUILD[,BUILD...]: with --bpf-stats, alternate BPF statistics "
+                    "runs of these builds and BUILD (--bpf-rounds rounds), medians side by side")
+    ap.add_argument("--bpf-rounds", type=int, default=5)
+    ap.add_argument("--bpf-workloads", default=",".join(BPF_WORKLOADS),
+                    help="workloads of --bpf-stats, comma separated: keep-alive, close, io")
     ap.add_argument("--quiet", type=float, default=QUIET["max_other"])
     ap.add_argument("--quiet-wait", type=float, default=QUIET["max_wait"])
     ap.add_argument("pairs", nargs="?", type=int, default=20)
@@ -589,8 +706,13 @@ def main():
             off, on, loss, cost = ab_series(port, worker, build, tmp, params, probes, a.pairs, a.seconds,
                                             a.warmup, a.close, a.stopped)
             summarize(off, on, loss, cost, a.seconds)
-        if a.bpf_stats:
-            bpf_costs(port, worker, build, tmp, params, probes, a.bpf_stats)
+        if a.bpf_stats and a.bpf_ab:
+            builds = [b for b in a.bpf_ab.split(",") if b] + [a.build]
+            bpf_ab(port, worker, builds, tmp, params, probes, a.bpf_stats, a.bpf_rounds,
+                   [w for w in a.bpf_workloads.split(",") if w])
+        elif a.bpf_stats:
+            bpf_costs(port, worker, build, tmp, params, probes, a.bpf_stats,
+                      [w for w in a.bpf_workloads.split(",") if w])
     finally:
         stop(nginx)
         shutil.rmtree(tmp, ignore_errors=True)

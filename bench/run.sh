@@ -37,3 +37,5 @@ taskset -c 0 "$GG_BUILD/bench/net_pingpong" tcp 30000 10
 echo "== l7probe HTTP/2 and gRPC: HPACK decoder and session on one core; h2load against nginx, l7 off/on"
 "$GG_BUILD/bench/l7_hpack" -n 200000 -r 11
 python3 bench/l7_h2_overhead.py 7 6
+echo "== tprofiling: cost per watched syscall in and out of scope"
+python3 bench/tprof_overhead.py 7 "$GG_BUILD" 1000000

@@ -111,38 +111,52 @@ static __always_inline struct io_dev_stats *dev_stats(const struct request *rq, 
 	return bpf_map_lookup_elem(&io_devs, &dev);
 }
 
-/* Submission, in the submitter's context (6.5+): who issued the request. */
+/* The entry of request rq (created zeroed the first time this address is seen; NULL when the map is
+ * full: counted). */
+static __always_inline struct io_req *req_of(__u64 key)
+{
+	struct io_req *r = bpf_map_lookup_elem(&io_inflight, &key);
+	struct io_req zero = {};
+
+	if (r)
+		return r;
+	/* BPF_NOEXIST: another CPU may have created it meanwhile. */
+	bpf_map_update_elem(&io_inflight, &key, &zero, BPF_NOEXIST);
+	r = bpf_map_lookup_elem(&io_inflight, &key);
+	if (!r)
+		__sync_fetch_and_add(&io_inflight_lost, 1);
+	return r;
+}
+
+/* Submission, in the submitter's context (6.5+): who issued the request. In place: a lookup and a few
+ * stores (an LRU insert here and a delete at completion were 70 % and 30 % of io_start/io_complete). */
 SEC("tp_btf/block_io_start")
 int BPF_PROG(io_start, struct request *rq)
 {
-	__u64 key = (__u64)rq;
-	struct io_req r = {};
+	struct io_req *r;
+	__u32 tgid;
 
 	if (!gg_scope_current())
 		return 0;
-	r.tgid = gg_current_tgid();
-	bpf_get_current_comm(r.comm, sizeof(r.comm));
-	if (bpf_map_update_elem(&io_inflight, &key, &r, BPF_ANY))
-		__sync_fetch_and_add(&io_inflight_lost, 1);
+	r = req_of((__u64)rq);
+	if (!r)
+		return 0;
+	tgid = gg_current_tgid();
+	if (r->tgid != tgid) {
+		r->tgid = tgid;
+		bpf_get_current_comm(r->comm, sizeof(r->comm));
+	}
+	r->started = 1;
 	return 0;
 }
 
 SEC("tp_btf/block_rq_issue")
 int BPF_PROG(io_issue, struct request *rq)
 {
-	__u64 key = (__u64)rq;
-	struct io_req *r = bpf_map_lookup_elem(&io_inflight, &key);
+	struct io_req *r = req_of((__u64)rq);
 
-	if (r) {
+	if (r)
 		r->issue_ns = bpf_ktime_get_ns();
-		return 0;
-	}
-	{
-		struct io_req n = {.issue_ns = bpf_ktime_get_ns()};
-
-		if (bpf_map_update_elem(&io_inflight, &key, &n, BPF_ANY))
-			__sync_fetch_and_add(&io_inflight_lost, 1);
-	}
 	return 0;
 }
 
@@ -151,8 +165,12 @@ SEC("tp_btf/block_rq_merge")
 int BPF_PROG(io_merge, struct request *rq)
 {
 	__u64 key = (__u64)rq;
+	struct io_req *r = bpf_map_lookup_elem(&io_inflight, &key);
 
-	bpf_map_delete_elem(&io_inflight, &key);
+	if (r) {
+		r->issue_ns = 0;
+		r->started = 0;
+	}
 	return 0;
 }
 
@@ -215,7 +233,7 @@ int BPF_PROG(io_complete, struct request *rq, blk_status_t error, unsigned int n
 		if (thr_hit)
 			__sync_fetch_and_add(&s->slow, 1);
 	}
-	if (r->tgid && dir != IO_DISCARD) {
+	if (r->started && r->tgid && dir != IO_DISCARD) {
 		struct io_proc_key pk = {.dev = dev, .tgid = r->tgid};
 		struct io_proc *p = bpf_map_lookup_elem(&io_procs, &pk);
 
@@ -231,7 +249,9 @@ int BPF_PROG(io_complete, struct request *rq, blk_status_t error, unsigned int n
 			__sync_fetch_and_add(&p->bytes[dir & 1], rq->__data_len);
 		}
 	}
-	bpf_map_delete_elem(&io_inflight, &key);
+	/* Done: the entry waits for the next request at this address. */
+	r->issue_ns = 0;
+	r->started = 0;
 	return 0;
 }
 

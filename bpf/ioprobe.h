@@ -39,11 +39,13 @@ struct io_dev_stats {
 	struct io_dir_stats dir[IO_DIRS];
 };
 
-/* A request in flight (key: its address). */
+/* A request (key: its address). Request structures are recycled from each queue's pool, so an entry
+ * is kept and rewritten in place for the next request at that address: no insert or delete per IO. */
 struct io_req {
-	__u64 issue_ns;
-	__u32 tgid; /* who submitted it (block_io_start), 0 when unknown */
-	char comm[16];
+	__u64 issue_ns; /* 0: not issued since its last completion */
+	__u32 tgid;	/* who submitted it (block_io_start) */
+	__u32 started;	/* 1 between block_io_start and completion: tgid belongs to this request */
+	char comm[16];	/* tgid's comm, copied when tgid changes */
 };
 
 struct io_proc_key {

@@ -68,8 +68,9 @@ struct {
 
 enum call_kind { CK_BUF = 0, CK_IOV, CK_SENDFILE };
 
-/* An SSL_read/SSL_write between its entry and its return, per thread; fd is set by the read or write
- * system call OpenSSL makes inside it. */
+/* An SSL_read/SSL_write between its entry and its return, per thread (task local storage: no hash
+ * insert and delete per call, ~2.3 SSL calls per HTTPS request); fd is set by the read or write system
+ * call OpenSSL makes inside it. */
 struct l7_ssl_call {
 	__u64 ssl;
 	__u64 buf;
@@ -77,15 +78,19 @@ struct l7_ssl_call {
 	__u64 ts;
 	__s32 fd;
 	__u8 dir;
-	__u8 pad[3];
+	__u8 active; /* between an entry and its return */
+	__u8 pad[2];
 };
 
 struct {
-	__uint(type, BPF_MAP_TYPE_HASH);
-	__uint(max_entries, L7_INFLIGHT_MAX);
-	__type(key, __u64);
+	__uint(type, BPF_MAP_TYPE_TASK_STORAGE);
+	__uint(map_flags, BPF_F_NO_PREALLOC);
+	__type(key, int);
 	__type(value, struct l7_ssl_call);
 } l7_ssl SEC(".maps");
+
+/* An entry whose return never came (the thread left the call by other means) is forgotten after this. */
+#define SSL_CALL_MAX_NS (10ull * 1000000000ull)
 
 /* The fd an SSL object was last seen using, for calls served from OpenSSL's buffer without a system
  * call. */
@@ -214,10 +219,12 @@ struct xmit_ts {
 	__u64 ts;
 };
 
+/* Per thread, in task local storage (a hash keyed by pid_tgid cost a lookup on every packet and send,
+ * and an update per send). */
 struct {
-	__uint(type, BPF_MAP_TYPE_LRU_HASH);
-	__uint(max_entries, L7_INFLIGHT_MAX);
-	__type(key, __u64); /* pid_tgid */
+	__uint(type, BPF_MAP_TYPE_TASK_STORAGE);
+	__uint(map_flags, BPF_F_NO_PREALLOC);
+	__type(key, int);
 	__type(value, struct xmit_ts);
 } l7_xmit SEC(".maps");
 
@@ -245,9 +252,34 @@ static __always_inline void sock_fill(struct l7_sock *v, const struct sock *sk, 
 	v->role = role ? *role : L7_ROLE_UNKNOWN;
 }
 
+/* 1 when fd of the current process is sk's socket. The registers a socket tracepoint reads belong to
+ * the system call under way, which is not always the one that moved the data: io_uring completes a
+ * receive in task work run on the way out of any other system call. Checked when (tgid, fd) is new to
+ * sk (a few loads through the fd table), not on every call. */
+static __always_inline int fd_is_sock(int fd, const struct sock *sk)
+{
+	struct task_struct *task = bpf_get_current_task_btf();
+	struct files_struct *files = task->files;
+	struct file **fds = NULL, *f = NULL;
+	struct fdtable *fdt = NULL;
+	void *priv = NULL;
+	unsigned int max = 0;
+
+	if (!files || fd < 0)
+		return 0;
+	if (bpf_probe_read_kernel(&fdt, sizeof(fdt), &files->fdt) || !fdt ||
+	    bpf_probe_read_kernel(&max, sizeof(max), &fdt->max_fds) || (unsigned int)fd >= max ||
+	    bpf_probe_read_kernel(&fds, sizeof(fds), &fdt->fd) || !fds ||
+	    bpf_probe_read_kernel(&f, sizeof(f), &fds[fd]) || !f ||
+	    bpf_probe_read_kernel(&priv, sizeof(priv), &f->private_data))
+		return 0;
+	return priv && priv == (void *)sk->sk_socket;
+}
+
 /* The entry of a TCP socket used by (tgid, fd), made or brought up to date (the same socket seen
- * through another fd or process). NULL when the table is full (counted). */
-static __always_inline struct l7_sock *sock_get(const struct sock *sk, __u32 tgid, int fd)
+ * through another fd or process). NULL when the table is full (counted), or when fd is not sk's
+ * (*ret_foreign set: the data moved outside the system call under way, see fd_is_sock). */
+static __always_inline struct l7_sock *sock_get(const struct sock *sk, __u32 tgid, int fd, int *ret_foreign)
 {
 	__u64 key = (__u64)sk, fk = fd_key(tgid, fd);
 	struct l7_sock *s = bpf_map_lookup_elem(&l7_socks, &key);
@@ -255,6 +287,10 @@ static __always_inline struct l7_sock *sock_get(const struct sock *sk, __u32 tgi
 
 	if (s && s->tgid == tgid && s->fd == fd)
 		return s;
+	if (!fd_is_sock(fd, sk)) {
+		*ret_foreign = 1;
+		return NULL;
+	}
 	sock_fill(&v, sk, tgid, fd, 0);
 	if (s)
 		v.enc = s->enc;
@@ -386,6 +422,72 @@ static __always_inline void ev_submit(struct l7_buf *e)
 		stat_inc(L7_ST_EVENTS);
 }
 
+/* Kernels >= 6.16: a user buffer read straight into a ring buffer record whose size is known at run
+ * time. Without them the payload is read into l7_scratch and copied again into the ring by
+ * bpf_ringbuf_output (a second copy of up to cap_bytes per event: 10-15 % of nginx's added CPU per
+ * HTTP/2 request, see bench/RESULTS.md). */
+extern int bpf_probe_read_user_dynptr(struct bpf_dynptr *dptr, __u32 off, __u32 size,
+				      const void *unsafe_ptr) __ksym __weak;
+
+/* Read want bytes of one buffer (CK_BUF) or of the first L7_IOV_MAX iovecs of an array of cnt
+ * (CK_IOV) into a record at sizeof(struct l7_ev). The iovec array is read in one piece into e's
+ * data area (unused on this path): one helper call instead of one per iovec (an HTTP/2 writev of
+ * nginx carries 20-40). Returns the bytes read. */
+static __always_inline __u32 dyn_copy(struct l7_buf *e, struct bpf_dynptr *dp, __u8 kind, __u64 ubuf, __u32 cnt,
+				      __u32 want)
+{
+	const __u32 at = sizeof(struct l7_ev);
+	struct iovec *iov = (struct iovec *)e->data;
+	__u32 off = 0, n_iov = cnt < L7_IOV_MAX ? cnt : L7_IOV_MAX;
+
+	if (kind != CK_IOV)
+		return bpf_probe_read_user_dynptr(dp, at, want, (void *)ubuf) ? 0 : want;
+	if (!n_iov || bpf_probe_read_user(iov, bound(n_iov * sizeof(*iov)), (void *)ubuf))
+		return 0;
+	for (int i = 0; i < L7_IOV_MAX; i++) {
+		__u64 n;
+
+		if ((__u32)i >= n_iov || off >= want)
+			break;
+		n = iov[i].iov_len;
+		if (n > want - off)
+			n = want - off;
+		if (n && bpf_probe_read_user_dynptr(dp, at + off, (__u32)n, iov[i].iov_base))
+			break;
+		off += n;
+	}
+	if (cnt > L7_IOV_MAX && off < want)
+		stat_inc(L7_ST_IOV_TRUNC);
+	return off;
+}
+
+/* Send the event e->h with up to want bytes of the caller's buffer (kind CK_BUF or CK_IOV; want 0:
+ * no payload). Sets e->h.len; counts a payload cut by the capture size. */
+static __always_inline void ev_send(struct l7_buf *e, __u8 kind, __u64 ubuf, __u32 cnt, __u32 want)
+{
+	if (want > L7_DATA_MAX)
+		want = L7_DATA_MAX;
+	if (want && bpf_probe_read_user_dynptr) {
+		struct bpf_dynptr dp;
+
+		if (bpf_ringbuf_reserve_dynptr(&l7_events, sizeof(e->h) + want, 0, &dp)) {
+			bpf_ringbuf_discard_dynptr(&dp, 0);
+			stat_inc(L7_ST_RB_FULL);
+			return;
+		}
+		e->h.len = dyn_copy(e, &dp, kind, ubuf, cnt, want);
+		bpf_dynptr_write(&dp, 0, &e->h, sizeof(e->h), 0);
+		bpf_ringbuf_submit_dynptr(&dp, BPF_RB_NO_WAKEUP);
+		stat_inc(L7_ST_EVENTS);
+	} else {
+		if (want)
+			e->h.len = kind == CK_IOV ? copy_iov(e, ubuf, cnt, want) : copy_buf(e, ubuf, want);
+		ev_submit(e);
+	}
+	if (want && e->h.len < e->h.total)
+		stat_inc(L7_ST_TRUNCATED);
+}
+
 /* A datagram queued to a followed unconnected UDP socket (see l7_udp_q). Fires at every wake-up of a
  * socket's reader: others leave at the protocol test or the hash lookup. */
 SEC("tp_btf/sk_data_ready")
@@ -498,9 +600,62 @@ static __always_inline void udp_recv_peer(struct l7_ev *h, struct sock *sk, __u6
 #define NR_SENDMSG   46
 #define NR_RECVMSG   47
 #define NR_SPLICE    275
+#define NR_RECVMMSG  299
+#define NR_SENDMMSG  307
+#define NR_URING     426
+#define PF_IO_WORKER 0x00000010
 #define PF_KTHREAD   0x00200000
 #define MSG_PEEK     2
 #define MSG_ERRQUEUE 0x2000
+
+/* sendmmsg/recvmmsg: one system call, one sock_sendmsg/sock_recvmsg (and tracepoint) per message,
+ * in order, the kernel writing each message's msg_len to the user's array once it is done. Which
+ * message a firing is for is kept per thread: the next one of the same array when the previous
+ * message's msg_len already holds what that message moved (written by the kernel between the two),
+ * else the first one of a new call; a message that fails ends the call (see sock_data). Ambiguous
+ * only when a call stops early without a failing message (recvmmsg's timeout, a partial send on a
+ * stream socket) and the next one uses the same array without clearing its msg_len fields. */
+struct mmsg_pos {
+	__u64 vec;
+	__u32 next; /* index of the message the next firing of the same call is for */
+	__u32 last; /* what message next - 1 moved */
+	__u32 nr;   /* sendmmsg or recvmmsg: a server answering a batch on the array it received it in
+		     * leaves msg_len fields that match */
+	__u32 pad;
+};
+
+struct {
+	__uint(type, BPF_MAP_TYPE_LRU_HASH);
+	__uint(max_entries, L7_INFLIGHT_MAX);
+	__type(key, __u64); /* pid_tgid */
+	__type(value, struct mmsg_pos);
+} l7_mmsg SEC(".maps");
+
+/* Offset of msg_len in struct mmsghdr (x86-64: after the 56-byte user_msghdr; 64 bytes each). */
+#define MMSG_SIZE   64
+#define MMSG_LENOFF 56
+
+/* The index of the message this firing of a sendmmsg/recvmmsg is for (ret: what it moved, < 0 ends
+ * the call), or -1 past the array. */
+static __always_inline int mmsg_index(__u64 id, __u64 vec, __u32 vlen, int ret, __u32 nr)
+{
+	struct mmsg_pos *p = bpf_map_lookup_elem(&l7_mmsg, &id), v = {.vec = vec, .nr = nr};
+	__u32 idx = 0, ml = 0;
+
+	if (p && p->vec == vec && p->nr == nr && p->next > 0 && p->next < vlen &&
+	    !bpf_probe_read_user(&ml, sizeof(ml), (void *)(vec + (__u64)(p->next - 1) * MMSG_SIZE + MMSG_LENOFF)) &&
+	    ml == p->last)
+		idx = p->next;
+	if (idx >= vlen || idx >= 1024)
+		return -1;
+	v.next = ret < 0 ? 0 : idx + 1;
+	v.last = ret < 0 ? 0 : (__u32)ret;
+	if (p)
+		*p = v;
+	else
+		bpf_map_update_elem(&l7_mmsg, &id, &v, BPF_ANY);
+	return (int)idx;
+}
 
 static __always_inline int sock_data(struct sock *sk, int ret, int flags, __u8 dir)
 {
@@ -515,13 +670,19 @@ static __always_inline int sock_data(struct sock *sk, int ret, int flags, __u8 d
 	__u8 kind, evflags = 0;
 	int fd;
 
-	/* a peek is read again; the error queue is not the peer's data */
-	if (ret <= 0 || (flags & (MSG_PEEK | MSG_ERRQUEUE)))
-		return 0;
 	id = bpf_get_current_pid_tgid();
 	tgid = id >> 32;
 	if (!in_scope(tgid))
 		return 0;
+	if (ret < 0) {
+		/* a sendmmsg/recvmmsg ends at a message that fails (EAGAIN after the last datagram): the
+		 * thread's next one starts at message 0, whatever its array's msg_len fields hold */
+		struct mmsg_pos *p = bpf_map_lookup_elem(&l7_mmsg, &id);
+
+		if (p)
+			p->next = 0;
+		return 0;
+	}
 	family = sk->__sk_common.skc_family;
 	proto = sk->sk_protocol;
 	if ((family != AF_INET && family != AF_INET6) || (proto != IPPROTO_TCP && proto != IPPROTO_UDP))
@@ -532,7 +693,8 @@ static __always_inline int sock_data(struct sock *sk, int ret, int flags, __u8 d
 	regs = (struct pt_regs *)bpf_task_pt_regs(task);
 	if (!regs)
 		return 0;
-	nr = regs->orig_ax;
+	/* io_uring's workers have no system call of their own (their saved registers are not one) */
+	nr = (task->flags & PF_IO_WORKER) ? NR_URING : regs->orig_ax;
 	fd = (int)regs->di;
 	buf = regs->si;
 	switch (nr) {
@@ -562,6 +724,19 @@ static __always_inline int sock_data(struct sock *sk, int ret, int flags, __u8 d
 		addr = (__u64)mh.msg_name;
 		break;
 	}
+	case NR_SENDMMSG:
+	case NR_RECVMMSG: {
+		struct user_msghdr mh;
+		int idx = mmsg_index(id, buf, (__u32)regs->dx, ret, (__u32)nr);
+
+		if (idx < 0 || bpf_probe_read_user(&mh, sizeof(mh), (void *)(buf + (__u64)idx * MMSG_SIZE)))
+			return 0;
+		kind = CK_IOV;
+		buf = (__u64)mh.msg_iov;
+		iovcnt = (__u32)mh.msg_iovlen;
+		addr = (__u64)mh.msg_name;
+		break;
+	}
 	case NR_SENDFILE:
 		kind = CK_SENDFILE;
 		break;
@@ -569,24 +744,51 @@ static __always_inline int sock_data(struct sock *sk, int ret, int flags, __u8 d
 		kind = CK_SENDFILE;
 		fd = (int)regs->dx; /* fd_out */
 		break;
-	default:
-		/* sendmmsg/recvmmsg, io_uring, ...: which buffer is not known here. */
+	default: {
+		/* io_uring (its buffer is in a submission entry this tracepoint cannot reach; the fd in
+		 * the registers is the ring's), ...: counted, and on a TCP socket this process was seen
+		 * using through its fd, its bytes are reported (a gap for the parsers). */
+		struct l7_sock *known;
+
+		if (!ret || (flags & (MSG_PEEK | MSG_ERRQUEUE)))
+			return 0;
 		stat_inc(L7_ST_UNKNOWN_CALL);
-		return 0;
+		known = proto == IPPROTO_TCP ? bpf_map_lookup_elem(&l7_socks, &skey) : NULL;
+		if (!known || known->tgid != tgid)
+			return 0;
+		fd = known->fd;
+		kind = CK_SENDFILE;
+		break;
 	}
+	}
+	/* a peek is read again; the error queue is not the peer's data */
+	if (!ret || (flags & (MSG_PEEK | MSG_ERRQUEUE)))
+		return 0;
 	if (proto == IPPROTO_UDP) {
 		sock_fill(&tmp, sk, tgid, fd, 1);
 		s = &tmp;
 	} else {
-		s = sock_get(sk, tgid, fd);
+		int foreign = 0;
+
+		s = sock_get(sk, tgid, fd, &foreign);
+		if (!s && foreign) {
+			/* io_uring's task work during another call: counted, and on a socket this process
+			 * was seen using, its bytes reported (as for io_uring_enter, see above) */
+			stat_inc(L7_ST_UNKNOWN_CALL);
+			s = bpf_map_lookup_elem(&l7_socks, &skey);
+			if (!s || s->tgid != tgid)
+				return 0;
+			fd = s->fd;
+			kind = CK_SENDFILE;
+		}
 		if (!s)
 			return 0;
 		if (s->enc)
 			evflags = L7_EF_ENCRYPTED; /* a Go TLS connection: its plaintext comes from the uprobes */
 	}
 	if (ssl_on) {
-		ssl = bpf_map_lookup_elem(&l7_ssl, &id);
-		if (ssl) {
+		ssl = bpf_task_storage_get(&l7_ssl, task, 0, 0);
+		if (ssl && ssl->active) {
 			/* Inside SSL_read/SSL_write: this is ciphertext, the plaintext comes at the return. */
 			ssl->fd = fd;
 			evflags = L7_EF_ENCRYPTED;
@@ -594,7 +796,7 @@ static __always_inline int sock_data(struct sock *sk, int ret, int flags, __u8 d
 	}
 	ts = bpf_ktime_get_ns();
 	{
-		struct xmit_ts *x = bpf_map_lookup_elem(&l7_xmit, &id);
+		struct xmit_ts *x = bpf_task_storage_get(&l7_xmit, task, 0, 0);
 
 		/* Taken by this send; a receive ends whatever the thread queued before it. */
 		if (x) {
@@ -614,13 +816,8 @@ static __always_inline int sock_data(struct sock *sk, int ret, int flags, __u8 d
 	if (evflags || kind == CK_SENDFILE || !want) {
 		if (!evflags)
 			e->h.flags |= L7_EF_NOCOPY;
-	} else if (kind == CK_IOV) {
-		e->h.len = copy_iov(e, buf, iovcnt, want);
-	} else {
-		e->h.len = copy_buf(e, buf, want);
+		want = 0;
 	}
-	if (e->h.len < e->h.total && !(e->h.flags & (L7_EF_ENCRYPTED | L7_EF_NOCOPY)))
-		stat_inc(L7_ST_TRUNCATED);
 	if (proto == IPPROTO_UDP) {
 		if (dir == L7_DIR_SEND) {
 			peer_from_user(&e->h, addr);
@@ -628,7 +825,7 @@ static __always_inline int sock_data(struct sock *sk, int ret, int flags, __u8 d
 			udp_recv_peer(&e->h, sk, skey); /* an unconnected socket: the datagram's source */
 		}
 	}
-	ev_submit(e);
+	ev_send(e, kind, buf, iovcnt, want);
 	return 0;
 }
 
@@ -649,9 +846,8 @@ SEC("tp_btf/net_dev_queue")
 int BPF_PROG(l7_xmit_q, struct sk_buff *skb)
 {
 	__u64 id = bpf_get_current_pid_tgid(), now;
-	struct xmit_ts *x, v;
-
 	struct sock *sk = skb->sk;
+	struct xmit_ts *x;
 
 	if (!in_scope(id >> 32) || !sk)
 		return 0;
@@ -660,15 +856,11 @@ int BPF_PROG(l7_xmit_q, struct sk_buff *skb)
 	if (sk->sk_protocol == IPPROTO_TCP && !skb->data_len)
 		return 0;
 	now = bpf_ktime_get_ns();
-	x = bpf_map_lookup_elem(&l7_xmit, &id);
-	if (x && x->sk == (__u64)skb->sk && now - x->ts < XMIT_TS_MAX_NS)
+	x = bpf_task_storage_get(&l7_xmit, bpf_get_current_task_btf(), 0, BPF_LOCAL_STORAGE_GET_F_CREATE);
+	if (!x || (x->sk == (__u64)sk && now - x->ts < XMIT_TS_MAX_NS))
 		return 0; /* a later packet of the same send */
-	v.sk = (__u64)skb->sk;
-	v.ts = now;
-	if (x)
-		*x = v;
-	else
-		bpf_map_update_elem(&l7_xmit, &id, &v, BPF_ANY);
+	x->sk = (__u64)sk;
+	x->ts = now;
 	return 0;
 }
 
@@ -740,14 +932,27 @@ int BPF_PROG(l7_exit, struct task_struct *p)
 
 static __always_inline int ssl_enter(__u64 ssl, __u64 buf, __u64 retp, __u8 dir)
 {
-	__u64 id = bpf_get_current_pid_tgid();
-	struct l7_ssl_call c = {.ssl = ssl, .buf = buf, .retp = retp, .fd = -1, .dir = dir};
+	__u64 id = bpf_get_current_pid_tgid(), now;
+	struct l7_ssl_call *c;
 
 	if (!ssl_on || !in_scope(id >> 32))
 		return 0;
-	c.ts = bpf_ktime_get_ns();
-	/* NOEXIST: an SSL call made inside another (a wrapper) keeps the outer one's state. */
-	bpf_map_update_elem(&l7_ssl, &id, &c, BPF_NOEXIST);
+	c = bpf_task_storage_get(&l7_ssl, bpf_get_current_task_btf(), 0, BPF_LOCAL_STORAGE_GET_F_CREATE);
+	if (!c) {
+		stat_inc(L7_ST_INFLIGHT_FULL);
+		return 0;
+	}
+	now = bpf_ktime_get_ns();
+	/* an SSL call made inside another (a wrapper) keeps the outer one's state */
+	if (c->active && now - c->ts < SSL_CALL_MAX_NS)
+		return 0;
+	c->ssl = ssl;
+	c->buf = buf;
+	c->retp = retp;
+	c->ts = now;
+	c->fd = -1;
+	c->dir = dir;
+	c->active = 1;
 	return 0;
 }
 
@@ -755,7 +960,7 @@ static __always_inline int ssl_exit(long ret, int ex)
 {
 	__u64 id = bpf_get_current_pid_tgid();
 	__u32 tgid = id >> 32;
-	struct l7_ssl_call *cp = bpf_map_lookup_elem(&l7_ssl, &id);
+	struct l7_ssl_call *cp = bpf_task_storage_get(&l7_ssl, bpf_get_current_task_btf(), 0, 0);
 	struct l7_ssl_call c;
 	struct ssl_key sk = {};
 	struct l7_sock *s;
@@ -764,10 +969,10 @@ static __always_inline int ssl_exit(long ret, int ex)
 	__u32 want;
 	__s32 *fdp;
 
-	if (!cp)
+	if (!cp || !cp->active)
 		return 0;
 	c = *cp;
-	bpf_map_delete_elem(&l7_ssl, &id);
+	cp->active = 0;
 	if (ex) {
 		/* SSL_read_ex/SSL_write_ex return 1, the internal functions probed instead a count > 0 */
 		if ((int)ret > 0 && c.retp)
@@ -779,10 +984,12 @@ static __always_inline int ssl_exit(long ret, int ex)
 		return 0;
 	sk.ssl = c.ssl;
 	sk.tgid = tgid;
+	fdp = bpf_map_lookup_elem(&l7_ssl_fd, &sk);
 	if (c.fd >= 0) {
-		bpf_map_update_elem(&l7_ssl_fd, &sk, &c.fd, BPF_ANY);
+		/* an LRU update costs ~3 lookups: only when the SSL object moved to another fd */
+		if (!fdp || *fdp != c.fd)
+			bpf_map_update_elem(&l7_ssl_fd, &sk, &c.fd, BPF_ANY);
 	} else {
-		fdp = bpf_map_lookup_elem(&l7_ssl_fd, &sk);
 		if (!fdp) {
 			stat_inc(L7_ST_SSL_NOFD);
 			return 0;
@@ -802,13 +1009,9 @@ static __always_inline int ssl_exit(long ret, int ex)
 	want = cap_bytes;
 	if (want > e->h.total)
 		want = e->h.total;
-	if (want)
-		e->h.len = copy_buf(e, c.buf, want);
-	else
+	if (!want)
 		e->h.flags |= L7_EF_NOCOPY;
-	if (e->h.len < e->h.total && want)
-		stat_inc(L7_ST_TRUNCATED);
-	ev_submit(e);
+	ev_send(e, CK_BUF, c.buf, 0, want);
 	return 0;
 }
 
@@ -927,13 +1130,9 @@ static __always_inline int go_emit(__u64 id, int fd, __u8 dir, __u64 buf, __s64 
 	want = cap_bytes;
 	if (want > e->h.total)
 		want = e->h.total;
-	if (want)
-		e->h.len = copy_buf(e, buf, want);
-	else
+	if (!want)
 		e->h.flags |= L7_EF_NOCOPY;
-	if (e->h.len < e->h.total && want)
-		stat_inc(L7_ST_TRUNCATED);
-	ev_submit(e);
+	ev_send(e, CK_BUF, buf, 0, want);
 	return 0;
 }
 
@@ -983,15 +1182,13 @@ int l7_go_write(struct pt_regs *ctx)
 	return go_enter(ctx, L7_DIR_SEND);
 }
 
-/* At a ret of Read: rax = n. */
-SEC("uprobe")
-int l7_go_ret(struct pt_regs *ctx)
+/* The end of a Read with its count n: the plaintext as a data event. */
+static __always_inline int go_read_done(struct pt_regs *ctx, __s64 n)
 {
 	__u64 id = bpf_get_current_pid_tgid();
 	struct go_key k = {.tgid = id >> 32, .g = ctx->r14};
 	struct go_call *cp = bpf_map_lookup_elem(&l7_go, &k);
 	struct go_call c;
-	__s64 n = (__s64)ctx->ax;
 
 	if (!cp)
 		return 0;
@@ -1000,4 +1197,31 @@ int l7_go_ret(struct pt_regs *ctx)
 	if (n <= 0)
 		return 0;
 	return go_emit(id, c.fd, c.dir, c.buf, n, bpf_ktime_get_ns());
+}
+
+/* At a ret of Read: rax = n. A ret is single-stepped by the kernel (20 - 30 us a hit under this VM's
+ * hypervisor, bench/RESULTS.md): used only where l7_go_defer cannot be placed. */
+SEC("uprobe")
+int l7_go_ret(struct pt_regs *ctx)
+{
+	return go_read_done(ctx, (__s64)ctx->ax);
+}
+
+/* At the entry (the stack check's jbe: emulated) of Read's deferred closure (crypto/tls.(*Conn).Read.
+ * func1, c.in.Unlock), which Read calls just before each of its rets once its result is in its frame.
+ * The attach cookie says where: bits 32-63 Read's start minus this site (signed), 16-31 Read's size,
+ * 0-15 the result's offset in Read's frame. Called from Read itself (the return address is in Read),
+ * Read's stack pointer is ours + 8; a call from the runtime (deferreturn after a panic) is skipped. */
+SEC("uprobe")
+int l7_go_defer(struct pt_regs *ctx)
+{
+	__u64 cookie = bpf_get_attach_cookie(ctx), ra = 0, sp = ctx->sp;
+	__u64 start = ctx->ip + (__s64)(__s32)(cookie >> 32);
+	__s64 n = 0;
+
+	if (bpf_probe_read_user(&ra, sizeof(ra), (void *)sp) || ra - start >= ((cookie >> 16) & 0xffff))
+		return 0;
+	if (bpf_probe_read_user(&n, sizeof(n), (void *)(sp + 8 + (cookie & 0xffff))))
+		return 0;
+	return go_read_done(ctx, n);
 }

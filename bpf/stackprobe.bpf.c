@@ -1,7 +1,8 @@
 // SPDX-License-Identifier: GPL-2.0
 /* stackprobe.bpf.c - stack sampling for flame graphs: on-CPU (perf CPU clock), off-CPU (sched_switch,
  * weighted by blocked time), page faults (exceptions:page_fault_user) and, opt-in, allocator calls
- * (uprobes on malloc & co, weighted by bytes), filtered by scope. */
+ * (uprobes on malloc & co, weighted by bytes) and the bytes they still hold (mem_live, stackprobe_live.h),
+ * filtered by scope. */
 #include "vmlinux.h"
 
 #include "gg_common.bpf.h"
@@ -103,6 +104,8 @@ static __always_inline void count_add(void *map, struct sp_key *key, __u64 n)
 	__sync_fetch_and_add(&v->count, n);
 }
 
+#include "stackprobe_py.h"
+
 /* One oncpu sample, mem fault or allocation of the current task, into the active generation. A uprobe
  * has no kernel stack worth keeping (the int3 path), so ret_ip != 0 (mem_alloc) skips it. */
 static __always_inline void record_current(void *ctx, __u32 event, __u64 n, __u64 ret_ip)
@@ -116,6 +119,8 @@ static __always_inline void record_current(void *ctx, __u32 event, __u64 n, __u6
 		return; /* the idle task, or out of scope */
 	key.event = event;
 	key.ret_ip = ret_ip;
+	if (event == SP_EV_ONCPU)
+		key.pystack = py_stack_id(key.tgid);
 	fill_comms(&key);
 	/* the user stack: .eh_frame tables when the process has them, else the kernel's frame pointers */
 	if (gen & 1) {
@@ -189,25 +194,33 @@ int sp_mem(void *ctx)
 	return 0;
 }
 
-/* An allocator call of size bytes, at the allocator's first instruction (uprobe). */
-static __always_inline void alloc_record(struct pt_regs *ctx, __u64 size)
+#include "stackprobe_live.h"
+
+/* An allocator call of size bytes, at the allocator's first instruction (uprobe); memptr: where
+ * posix_memalign writes the block (0 otherwise). */
+static __always_inline void alloc_record(struct pt_regs *ctx, __u64 size, __u64 memptr)
 {
 	__u64 ret_ip = 0;
+	__u32 mode = alloc_mode;
 
 	if (!size || (__u32)(bpf_get_current_pid_tgid() >> 32) == self_tgid)
 		return;
 	/* at the entry the return address is on top of the stack */
 	if (bpf_probe_read_user(&ret_ip, sizeof(ret_ip), (void *)PT_REGS_SP(ctx)) || !ret_ip)
 		ret_ip = 1; /* unreadable: still not a kernel stack */
-	stat_inc(SP_ST_ALLOC_CALLS);
-	record_current(ctx, SP_EV_MEM_ALLOC, size, ret_ip);
+	if (mode & SP_ALLOC_LIVE)
+		live_enter(ctx, size, ret_ip, memptr);
+	if (mode & SP_ALLOC_VOLUME) {
+		stat_inc(SP_ST_ALLOC_CALLS);
+		record_current(ctx, SP_EV_MEM_ALLOC, size, ret_ip);
+	}
 }
 
 /* malloc(size), valloc(size), pvalloc(size) */
 SEC("uprobe")
 int BPF_KPROBE(sp_malloc, __u64 size)
 {
-	alloc_record(ctx, size);
+	alloc_record(ctx, size, 0);
 	return 0;
 }
 
@@ -217,16 +230,21 @@ int BPF_KPROBE(sp_calloc, __u64 nmemb, __u64 size)
 	/* below 2^32 each, the product fits; a larger one only times 0 or 1 (else not counted) */
 	if (((nmemb >> 32) || (size >> 32)) && nmemb > 1 && size > 1)
 		return 0;
-	alloc_record(ctx, nmemb * size);
+	alloc_record(ctx, nmemb * size, 0);
 	return 0;
 }
 
-/* realloc(NULL, n) is malloc(n): glibc jumps to malloc, which counts it */
+/* realloc(NULL, n) is malloc(n): glibc jumps to malloc, which counts it. The old block is released at
+ * the entry (realloc(p, 0) frees it; a failed realloc, which keeps it, is not told apart). */
 SEC("uprobe")
 int BPF_KPROBE(sp_realloc, void *ptr, __u64 size)
 {
+	__u64 id = bpf_get_current_pid_tgid();
+
+	if (ptr && (alloc_mode & SP_ALLOC_LIVE) && (__u32)(id >> 32) != self_tgid)
+		live_release((__u32)(id >> 32), (__u64)ptr);
 	if (ptr)
-		alloc_record(ctx, size);
+		alloc_record(ctx, size, 0);
 	return 0;
 }
 
@@ -234,14 +252,14 @@ int BPF_KPROBE(sp_realloc, void *ptr, __u64 size)
 SEC("uprobe")
 int BPF_KPROBE(sp_memalign, __u64 align, __u64 size)
 {
-	alloc_record(ctx, size);
+	alloc_record(ctx, size, 0);
 	return 0;
 }
 
 SEC("uprobe")
 int BPF_KPROBE(sp_posix_memalign, void *memptr, __u64 align, __u64 size)
 {
-	alloc_record(ctx, size);
+	alloc_record(ctx, size, (__u64)memptr);
 	return 0;
 }
 

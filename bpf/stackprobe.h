@@ -27,7 +27,8 @@ enum sp_event {
 	SP_EV_OFFCPU = 1,
 	SP_EV_MEM = 2,
 	SP_EV_MEM_ALLOC = 3, /* libc allocations (uprobes), weighted by bytes requested */
-	SP_EV_NR = 4,
+	SP_EV_MEM_LIVE = 4,  /* allocations not freed yet (uprobes + uretprobes, stackprobe_live.h), bytes */
+	SP_EV_NR = 5,
 };
 
 /*
@@ -40,8 +41,8 @@ struct sp_key {
 	__u32 pid;
 	__s32 kstack;
 	__s32 ustack;
-	__u32 event; /* enum sp_event */
-	__u32 pad;
+	__u32 event;   /* enum sp_event */
+	__u32 pystack; /* oncpu: the Python frames (py_stacks map, stackprobe_py.h), 0 = none */
 	/* mem_alloc: the return address at the allocator's entry ([sp]). The allocator has not pushed a
 	 * frame yet, so a frame-pointer walk from there skips its immediate caller; user space inserts
 	 * this address as the second user frame. 0 otherwise. */
@@ -95,11 +96,87 @@ enum sp_stat {
 	SP_ST_STORAGE_LOST,	 /* task storage not available */
 	SP_ST_ALLOC_CALLS,	 /* allocator calls in scope (mem_alloc) */
 	SP_ST_ONCPU_MISSED,	 /* strata over SP_SHOT_MAX_STRATA a late shot did not stand for */
+	SP_ST_LIVE_ALLOCS,	 /* allocations recorded as live (mem_live) */
+	SP_ST_LIVE_FREES,	 /* frees of recorded allocations (mem_live) */
+	SP_ST_LIVE_LOST,	 /* allocations not recorded: a mem_live map full or the stack lost */
 	SP_ST_UW_STACKS,	 /* user stacks unwound with the .eh_frame tables */
 	SP_ST_UW_FP_FRAMES,	 /* frames of those found by frame pointers (no table row for the pc) */
 	SP_ST_UW_NO_TABLES,	 /* user stacks of processes without tables yet: frame pointers only */
 	SP_ST_UW_LOST,		 /* unwound stacks lost: ustacks map full */
 	SP_ST_NR,
+};
+
+/* ---- Python frames (stackprobe_py.h) ---- */
+#define SP_PY_DEPTH   48   /* Python frames kept per sample, innermost first */
+#define SP_PY_THREADS 64   /* thread states looked at to find the sampled thread's */
+#define SP_PY_PROCS   1024 /* Python processes known at once */
+#define SP_PY_STACKS  1024 /* distinct Python stacks kept (LRU; a sample's must last until its drain) */
+#define SP_PY_ENTRY   1ull /* low bit of a frame's code pointer: the frame is an entry (is_entry) */
+
+/* Where a CPython process keeps its frames: the address of _PyRuntime and the offsets of one
+ * version's structures (user space fills them in from its table per version). */
+struct sp_py_proc {
+	__u64 runtime;
+	__u16 interp_head;    /* _PyRuntimeState.interpreters.head */
+	__u16 tstate_current; /* _PyRuntimeState.gilstate.tstate_current */
+	__u16 threads_head;   /* PyInterpreterState.threads.head */
+	__u16 ts_next;	      /* PyThreadState.next */
+	__u16 ts_thread_id;   /* PyThreadState.thread_id (pthread_self(): the thread's fs base) */
+	__u16 ts_cframe;      /* PyThreadState.cframe */
+	__u16 cframe_current; /* _PyCFrame.current_frame */
+	__u16 frame_code;     /* _PyInterpreterFrame.f_code */
+	__u16 frame_previous; /* _PyInterpreterFrame.previous */
+	__u16 frame_is_entry; /* _PyInterpreterFrame.is_entry */
+	__u32 pad;
+};
+
+/* One sample's Python frames: code object addresses (| SP_PY_ENTRY), innermost first. */
+struct sp_py_stack {
+	__u32 n;
+	__u32 tgid;
+	__u64 codes[SP_PY_DEPTH];
+};
+
+/* ---- mem_live: live bytes per stack (stackprobe_live.h) ---- */
+/* The maps are not generational: they hold the state of the heap. Live pointers are allocated on
+ * demand (no preallocation) up to SP_LIVE_PTRS; a full map is counted (SP_ST_LIVE_LOST). The sizes are
+ * paid whether mem_live is on or not (hash buckets, stack map): 16 B a block, 1 KiB a stack. */
+#define SP_LIVE_STACKS	1024u
+#define SP_LIVE_KEYS	8192u
+#define SP_LIVE_PTRS	(1u << 17)
+#define SP_LIVE_PENDING 2048u
+
+/* One allocation site: process, user stack (in live_stacks), caller of the allocator (see ret_ip). */
+struct sp_live_key {
+	__u32 tgid;
+	__s32 ustack;
+	__u64 ret_ip;
+};
+
+struct sp_live_val {
+	__s64 bytes;  /* allocated and not freed */
+	__s64 allocs; /* blocks allocated and not freed */
+	char comm[SP_COMM_LEN];
+	char pcomm[SP_COMM_LEN];
+};
+
+/* A live block: (process, address) -> its size and site. */
+struct sp_live_ptr_key {
+	__u32 tgid;
+	__u32 pad;
+	__u64 ptr;
+};
+
+struct sp_live_ptr {
+	__u64 size;
+	struct sp_live_key site;
+};
+
+/* An allocator call between its entry and its return, per thread. */
+struct sp_live_pend {
+	__u64 size;
+	__u64 memptr; /* posix_memalign: where the pointer is written; 0 otherwise */
+	struct sp_live_key site;
 };
 
 #endif

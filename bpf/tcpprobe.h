@@ -99,11 +99,11 @@ struct tcp_snap {
 
 /* One TCP link (a socket), keyed by the socket's address in tcp_links, by a unique id in tcp_closed. */
 struct tcp_link {
-	__u64 sk;	 /* kernel address, identity only */
-	__u64 cookie;	 /* socket cookie: tells a reused address from the same socket */
-	__u64 cgroup_id; /* cgroup v2 the socket was created in */
-	__u64 open_ns;	 /* first seen (SYN_SENT, SYN_RECV or found established) */
-	__u64 established_ns;
+	__u64 sk;	      /* kernel address, identity only */
+	__u64 cookie;	      /* socket cookie: tells a reused address from the same socket */
+	__u64 cgroup_id;      /* cgroup v2 the socket was created in */
+	__u64 open_ns;	      /* first seen (SYN_SENT, SYN_RECV or found established) */
+	__u64 established_ns; /* unused (kept for the layout) */
 	__u64 close_ns;
 	__u32 tgid; /* 0 until attributed (connect, accept) */
 	__u8 role;
@@ -112,7 +112,7 @@ struct tcp_link {
 	__u8 pad0;
 	__u16 lport; /* host order */
 	__u16 rport;
-	__u32 pad1;
+	__u32 hists;	/* 1 once a histogram below has a sample (closed records without end before them) */
 	__u8 laddr[16]; /* IPv4 in the first 4 bytes */
 	__u8 raddr[16];
 	char comm[16];
@@ -122,17 +122,19 @@ struct tcp_link {
 	__u32 syn_retrans;    /* SYN retransmitted while connecting */
 	__u32 send_rsts;
 	__u32 recv_rsts;
-	__u32 zero_snd_wnd;		   /* the peer advertised a zero window (seen on an incoming segment) */
-	__u32 zero_rcv_wnd;		   /* we advertised a zero window */
-	__u32 rcvq_full;		   /* sock_rcvqueue_full */
-	__u32 sndbuf_limit;		   /* sock_exceed_buf_limit */
-	__u32 drops;			   /* kfree_skb with this socket */
-	__u32 drops_backlog;		   /* ... reason SOCKET_BACKLOG */
-	__u32 drops_filter;		   /* ... reason SOCKET_FILTER */
-	__u32 drops_rmem;		   /* ... reasons SOCKET_RCVBUFF, PROTO_MEM */
-	__u32 last_drop_reason;		   /* enum skb_drop_reason */
-	__u32 syn_srtt_us;		   /* RTT of the handshake (srtt when ESTABLISHED was reached) */
-	__u32 samples;			   /* tcp_probe events seen */
+	__u32 zero_snd_wnd;	/* the peer advertised a zero window (seen on an incoming segment) */
+	__u32 zero_rcv_wnd;	/* we advertised a zero window */
+	__u32 rcvq_full;	/* sock_rcvqueue_full */
+	__u32 sndbuf_limit;	/* sock_exceed_buf_limit */
+	__u32 drops;		/* kfree_skb with this socket */
+	__u32 drops_backlog;	/* ... reason SOCKET_BACKLOG */
+	__u32 drops_filter;	/* ... reason SOCKET_FILTER */
+	__u32 drops_rmem;	/* ... reasons SOCKET_RCVBUFF, PROTO_MEM */
+	__u32 last_drop_reason; /* enum skb_drop_reason */
+	__u32 syn_srtt_us;	/* RTT of the handshake (srtt when ESTABLISHED was reached) */
+	__u32 samples;		/* tcp_probe events seen */
+	/* From here on zero until `hists` is set: a closed link's record in tcp_closed may end here
+	 * (TCP_LINK_SHORT bytes), which is most of them with short connections. */
 	__u64 srtt_sum_us;		   /* sum of srtt samples (per incoming segment) */
 	__u64 srtt_hist[GG_LOG2_SLOTS];	   /* srtt per incoming segment, us */
 	__u64 rcv_rtt_hist[GG_LOG2_SLOTS]; /* rcv_rtt per incoming segment, us */
@@ -146,5 +148,8 @@ struct tcp_link {
 	__u64 rx_delay_sum_us;
 	__u64 tx_delay_sum_us;
 };
+
+/* Bytes of a closed link without histograms (tcp_link.hists == 0): the rest is zero. */
+#define TCP_LINK_SHORT __builtin_offsetof(struct tcp_link, srtt_sum_us)
 
 #endif

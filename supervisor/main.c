@@ -13,6 +13,7 @@
 
 #include "events.h"
 #include "export.h"
+#include "otel_logs.h"
 #include "traces.h"
 #include "machine_id.h"
 #include "rest.h"
@@ -185,6 +186,8 @@ static int setup(struct gg_sup *sup, const char *conf_path, int check_only)
 	ret = gg_events__register(sup->reg, err, sizeof(err));
 	if (!ret)
 		ret = gg_traces__register(sup->reg, err, sizeof(err));
+	if (!ret)
+		ret = gg_otel_logs__register(sup->reg, err, sizeof(err));
 	if (!ret)
 		ret = meta_registry__load_dir(sup->reg, sup->cfg.global.meta_path, err, sizeof(err));
 	if (ret) {

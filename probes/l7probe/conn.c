@@ -506,15 +506,32 @@ static void span_of(const struct l7_tracker *t, const struct agg *a, const struc
 
 /* ---- events ------------------------------------------------------------------------------------ */
 
+/* The connection's session changed protocol (an h2c upgrade): its traffic goes to a row of the new
+ * protocol from now on. */
+static void conn_reproto(struct l7_tracker *t, struct conn *c)
+{
+	enum l7_proto p = l7_session__proto(c->sess);
+
+	if (!c->sess || p == (enum l7_proto)c->proto)
+		return;
+	c->proto = (uint8_t)p;
+	c->agg = NULL;
+	if (t->cur_conn == c)
+		t->cur_agg = conn_agg(t, c, t->cur_ev);
+}
+
 static void on_rpc(void *ctx, const struct l7_rpc *rpc)
 {
 	struct l7_tracker *t = ctx;
-	struct agg *a = t->cur_agg;
+	struct agg *a;
 	uint64_t lat;
 
 	char api[L7_API_MAX];
 	unsigned int slot;
 
+	if (t->cur_conn)
+		conn_reproto(t, t->cur_conn);
+	a = t->cur_agg;
 	if (!a)
 		return;
 	lat = rpc->resp_ts_ns > rpc->req_ts_ns ? rpc->resp_ts_ns - rpc->req_ts_ns : 0;
@@ -589,6 +606,7 @@ static void conn_feed(struct l7_tracker *t, struct conn *c, const struct l7_ev *
 	t->cur_conn = c;
 	t->cur_ev = h;
 	(void)l7_session__feed(c->sess, flow, data, len, total, ts, on_rpc, t);
+	conn_reproto(t, c);
 	t->cur_agg = NULL;
 	t->cur_conn = NULL;
 	t->cur_ev = NULL;

@@ -311,10 +311,13 @@ static void insert(struct hpack_table *t, const uint8_t *name, uint32_t nlen, co
 	if (name) {
 		e->off = t->store_head;
 		e->nlen = nlen;
-		memcpy(t->store + t->store_head, name, nlen);
+		/* an empty name and value store nothing (and the store may not exist yet) */
+		if (nlen)
+			memcpy(t->store + t->store_head, name, nlen);
 		if (value) {
 			e->vlen = vlen;
-			memcpy(t->store + t->store_head + nlen, value, vlen);
+			if (vlen)
+				memcpy(t->store + t->store_head + nlen, value, vlen);
 			e->known = true;
 		}
 		e->name_known = true;
@@ -366,6 +369,56 @@ struct hstr {
 	uint32_t len;
 };
 
+/* Huffman strings decoded lately, by their encoded bytes: a server repeats the same values in every
+ * response (nginx sends server, date, content-type, content-length, last-modified and etag as new
+ * literals each time, Huffman-coded), and decoding them was 40 % of l7probe's CPU under h2load. One
+ * direct-mapped cache per thread; a hit costs a hash and a memcmp of the encoded bytes. */
+#define HUFF_CACHE_N   256u
+#define HUFF_CACHE_ENC 48u /* longest encoded string cached */
+#define HUFF_CACHE_DEC 96u /* longest decoded one (a Huffman code is at least 5 bits) */
+
+struct huff_cached {
+	uint8_t elen, dlen;
+	uint8_t enc[HUFF_CACHE_ENC];
+	uint8_t dec[HUFF_CACHE_DEC];
+};
+
+static __thread struct huff_cached huff_cache[HUFF_CACHE_N];
+
+static uint32_t huff_hash(const uint8_t *p, uint32_t len)
+{
+	uint64_t a = 0, b = 0;
+
+	memcpy(&a, p, len < 8 ? len : 8);
+	if (len > 8)
+		memcpy(&b, p + len - (len < 16 ? len - 8 : 8), len < 16 ? len - 8 : 8);
+	a = (a ^ (b * 0x9e3779b97f4a7c15ull) ^ len) * 0xff51afd7ed558ccdull;
+	return (uint32_t)(a >> 56);
+}
+
+/* hpack_huff_decode into buf (cap HPACK_STR_MAX), through the cache for short strings. */
+static long huff_decode_cached(const uint8_t *src, uint32_t len, uint8_t *buf)
+{
+	struct huff_cached *c;
+	long d;
+
+	if (len == 0 || len > HUFF_CACHE_ENC)
+		return hpack_huff_decode(src, len, buf, HPACK_STR_MAX);
+	c = &huff_cache[huff_hash(src, len) % HUFF_CACHE_N];
+	if (c->elen == len && memcmp(c->enc, src, len) == 0) {
+		memcpy(buf, c->dec, c->dlen);
+		return c->dlen;
+	}
+	d = hpack_huff_decode(src, len, buf, HPACK_STR_MAX);
+	if (d >= 0 && d <= (long)HUFF_CACHE_DEC) {
+		c->elen = (uint8_t)len;
+		c->dlen = (uint8_t)d;
+		memcpy(c->enc, src, len);
+		memcpy(c->dec, buf, (size_t)d);
+	}
+	return d;
+}
+
 static int get_str(const uint8_t *p, size_t n, size_t *i, uint8_t *buf, struct hstr *ret, size_t *need)
 {
 	bool huff;
@@ -388,7 +441,8 @@ static int get_str(const uint8_t *p, size_t n, size_t *i, uint8_t *buf, struct h
 		ret->text = len <= HPACK_STR_MAX ? p + at : NULL;
 		ret->len = len;
 	} else {
-		long d = hpack_huff_decode(p + at, len, len <= HPACK_STR_MAX * 5 / 8 ? buf : NULL, HPACK_STR_MAX);
+		long d = len <= HPACK_STR_MAX * 5 / 8 ? huff_decode_cached(p + at, len, buf)
+						      : hpack_huff_decode(p + at, len, NULL, HPACK_STR_MAX);
 
 		if (d < 0)
 			return R_BAD;

@@ -342,6 +342,35 @@ static void maybe_finish(struct l7_session *s, enum l7_flow flow)
 		l7__msg_finish(s, flow);
 }
 
+/* HTTP/1.1 -> HTTP/2 after a 101 to "Upgrade: h2c": the request that asked is answered on stream 1;
+ * the HTTP/1 state goes, what follows in either direction is read as HTTP/2 (the client's preface
+ * first). */
+static void switch_h2(struct l7_session *s)
+{
+	struct l7_pend req, *front = l7__pend_front(s);
+	bool have = front && !front->ignore;
+
+	if (have)
+		req = *front;
+	if (s->ops->destroy)
+		s->ops->destroy(s);
+	s->pend_cnt = 0;
+	for (int f = 0; f < 2; f++) {
+		memset(&s->dir[f].msg, 0, sizeof(s->dir[f].msg));
+		memset(&s->dir[f].p, 0, sizeof(s->dir[f].p));
+		s->dir[f].skip = 0;
+	}
+	s->upgrade_h2 = false;
+	s->ops = &l7_http2_ops;
+	s->proto = L7_PROTO_HTTP2;
+	l7__http2_upgraded(s, have ? &req : NULL);
+}
+
+enum l7_proto l7_session__proto(const struct l7_session *s)
+{
+	return s ? s->proto : L7_PROTO_UNKNOWN;
+}
+
 /* The direction lost its place (garbage, a header lost in a gap): drop what it held and start over
  * at the next chunk. A response that could not be read leaves its request unanswered for good. */
 static void desync(struct l7_session *s, enum l7_flow flow)
@@ -499,6 +528,8 @@ static bool feed_stream(struct l7_session *s, enum l7_flow flow, const uint8_t *
 				d->buf_len = (uint32_t)(old - (size_t)r);
 			}
 			maybe_finish(s, flow);
+			if (s->upgrade_h2)
+				switch_h2(s);
 			if (s->opaque)
 				return false;
 			continue;
@@ -525,6 +556,8 @@ static bool feed_stream(struct l7_session *s, enum l7_flow flow, const uint8_t *
 		account(s, flow, (uint64_t)r);
 		pos += (size_t)r;
 		maybe_finish(s, flow);
+		if (s->upgrade_h2)
+			switch_h2(s);
 		if (s->opaque)
 			return false;
 	}

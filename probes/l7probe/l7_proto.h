@@ -111,6 +111,8 @@ int l7_session__feed(struct l7_session *s, enum l7_flow flow, const uint8_t *dat
 
 /* The session's counters. */
 void l7_session__stats(const struct l7_session *s, struct l7_session_stats *ret);
+/* The session's protocol now (HTTP/1 becomes HTTP/2 after an h2c upgrade). */
+enum l7_proto l7_session__proto(const struct l7_session *s);
 
 /*
  * The connection closed at ts_ns: a response whose end is the close (HTTP without Content-Length or

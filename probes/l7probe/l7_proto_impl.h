@@ -129,8 +129,9 @@ struct l7_session {
 	const struct l7_proto_ops *ops;
 	enum l7_proto proto;
 	enum l7_transport transport;
-	bool opaque;	/* no longer this protocol (HTTP upgrade, tunnel): bytes only counted */
-	uint32_t flags; /* the protocol's own, session-wide (MySQL: EOF packets deprecated or not) */
+	bool opaque;	 /* no longer this protocol (HTTP upgrade, tunnel): bytes only counted */
+	bool upgrade_h2; /* HTTP/1.1 switched to h2c (101): HTTP/2 from the next byte on */
+	uint32_t flags;	 /* the protocol's own, session-wide (MySQL: EOF packets deprecated or not) */
 	struct l7_dir dir[2];
 	struct {
 		uint32_t key; /* statement name hash (PostgreSQL), statement id (MySQL) */
@@ -151,6 +152,10 @@ struct l7_session {
 
 extern const struct l7_proto_ops l7_http_ops, l7_pgsql_ops, l7_mysql_ops, l7_redis_ops, l7_dns_ops, l7_kafka_ops,
 	l7_mongo_ops, l7_http2_ops;
+
+/* The session became HTTP/2 by an h2c upgrade (RFC 7540 3.2): req (NULL if not seen) is the HTTP/1.1
+ * request that asked, answered on stream 1. */
+void l7__http2_upgraded(struct l7_session *s, const struct l7_pend *req);
 
 /* Report one request with its response (protocols that match by their own means: HTTP/2 streams). */
 void l7__rpc_report(struct l7_session *s, const struct l7_rpc *rpc);

@@ -255,19 +255,9 @@ static uint64_t bpf_stat(struct l7_ctx *ctx, uint32_t i)
 static void report_stats(struct l7_ctx *ctx)
 {
 	static struct probe_rec r;
-	static uint64_t unknown_said;
 	struct l7_tracker_stats ts;
 	struct l7_trace_stats tr;
-	uint64_t unknown = bpf_stat(ctx, L7_ST_UNKNOWN_CALL);
 
-	/* Not a column of l7_stats (yet): said in the log whenever it grows. */
-	if (unknown != unknown_said) {
-		probe_log(PLOG_INFO,
-			  "%llu socket calls in scope not captured so far: sendmmsg/recvmmsg/io_uring, whose buffers "
-			  "are not known at the socket tracepoints",
-			  (unsigned long long)unknown);
-		unknown_said = unknown;
-	}
 	l7_tracker__stats(ctx->tracker, &ts);
 	l7_trace__stats(ctx->trace, &tr);
 	probe_rec__begin(&r, &TBL_l7_stats);
@@ -291,6 +281,7 @@ static void report_stats(struct l7_ctx *ctx)
 	probe_rec__u64(&r, tr.spans);
 	probe_rec__u64(&r, tr.sampled_out);
 	probe_rec__u64(&r, tr.dropped);
+	probe_rec__u64(&r, bpf_stat(ctx, L7_ST_UNKNOWN_CALL));
 	(void)probe_rt__emit(ctx->rt, &r);
 }
 

@@ -9,6 +9,7 @@ enum { H_START = 0, H_HEADERS, H_CHUNK_SIZE, H_TRAILERS };
 
 #define HTTP_AUX_HEAD	 1u
 #define HTTP_AUX_CONNECT 2u
+#define HTTP_AUX_H2C	 4u /* "Upgrade: h2c": a 101 switches the connection to HTTP/2 */
 #define HTTP_METHOD_MAX	 16
 #define HTTP_LEN_MAX	 (1ull << 50)
 /* a line longer than this is not held whole: its start is read, the rest passed over */
@@ -174,6 +175,11 @@ static int parse_header(struct l7_http_dir *h, struct l7_msg *m, const uint8_t *
 			return -1;
 		h->content_len = v;
 		h->has_len = true;
+	} else if (m && name_is(line, c, "upgrade")) {
+		for (; i + 3 <= n; i++)
+			if (strncasecmp((const char *)line + i, "h2c", 3) == 0 &&
+			    (i + 3 == n || line[i + 3] == ',' || line[i + 3] == ' '))
+				m->aux |= HTTP_AUX_H2C;
 	} else if (m && name_is(line, c, "traceparent")) {
 		parse_traceparent(m->trace, line + i, n - i);
 	} else if (name_is(line, c, "transfer-encoding")) {
@@ -211,6 +217,13 @@ static void headers_done(struct l7_session *s, enum l7_flow flow)
 
 	if (st < 200 && st != 101) {
 		m->ignore = true; /* interim: the final response is still to come */
+		l7__msg_end(s, flow);
+		return;
+	}
+	if (st == 101 && (aux & HTTP_AUX_H2C)) {
+		/* h2c: the answer to the request comes on stream 1, in HTTP/2 */
+		m->ignore = true;
+		s->upgrade_h2 = true;
 		l7__msg_end(s, flow);
 		return;
 	}

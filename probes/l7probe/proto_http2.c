@@ -617,6 +617,26 @@ static long http2_parse(struct l7_session *s, enum l7_flow flow, const uint8_t *
 	return frame_parse(s, h, flow, p, n, start_ts);
 }
 
+void l7__http2_upgraded(struct l7_session *s, const struct l7_pend *req)
+{
+	struct l7_h2 *h = h2_of(s);
+	struct h2_stream *st;
+
+	if (!h)
+		return;
+	/* the server's side starts here with its SETTINGS: tables complete, frames trusted */
+	h->dir[L7_FLOW_RESP].started = true;
+	h->dir[L7_FLOW_RESP].synced = true;
+	if (!req)
+		return;
+	st = stream_new(s, h, 1);
+	if (!st)
+		return;
+	st->req_ts = req->ts_ns;
+	st->req_bytes = req->bytes;
+	memcpy(st->api, req->api, sizeof(st->api));
+}
+
 /* A DATA frame with END_STREAM was passed. */
 static void http2_finish(struct l7_session *s, enum l7_flow flow)
 {

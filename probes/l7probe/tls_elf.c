@@ -6,6 +6,7 @@
 #include <fcntl.h>
 #include <gelf.h>
 #include <libelf.h>
+#include <stdbool.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
@@ -259,6 +260,57 @@ int x86_ret_sites(const uint8_t *code, size_t len, uint64_t vaddr, uint64_t *ret
 	cs_free(insn, 1);
 	cs_close(&h);
 	*ret_n = n;
+	return ret;
+}
+
+int x86_defer_result_slot(const uint8_t *code, size_t len, uint64_t vaddr, int64_t *ret_disp)
+{
+	const uint8_t *p = code;
+	uint64_t addr = vaddr;
+	bool after_call = false, found = false;
+	int64_t disp = 0;
+	cs_insn *insn;
+	int ret = 0;
+	csh h;
+
+	if (cs_begin(&h))
+		return -ENOSYS;
+	cs_option(h, CS_OPT_DETAIL, CS_OPT_ON);
+	insn = cs_malloc(h);
+	if (!insn) {
+		cs_close(&h);
+		return -ENOMEM;
+	}
+	while (len && !ret) {
+		const cs_x86 *x;
+
+		if (!cs_disasm_iter(h, &p, &len, &addr, insn)) {
+			ret = -EILSEQ;
+			break;
+		}
+		x = &insn->detail->x86;
+		if (after_call) {
+			/* mov DISP(%rsp),%rax: the result back into its register */
+			if (insn->id != X86_INS_MOV || x->op_count != 2 || x->operands[0].type != X86_OP_REG ||
+			    x->operands[0].reg != X86_REG_RAX || x->operands[1].type != X86_OP_MEM ||
+			    x->operands[1].mem.base != X86_REG_RSP || x->operands[1].mem.index != X86_REG_INVALID ||
+			    (found && x->operands[1].mem.disp != disp)) {
+				ret = -EINVAL;
+				break;
+			}
+			disp = x->operands[1].mem.disp;
+			found = true;
+			after_call = false;
+			continue;
+		}
+		after_call = insn->id == X86_INS_CALL && x->op_count == 1 && x->operands[0].type == X86_OP_REG;
+	}
+	cs_free(insn, 1);
+	cs_close(&h);
+	if (!ret && !found)
+		ret = -ENOENT;
+	if (!ret)
+		*ret_disp = disp;
 	return ret;
 }
 

@@ -38,6 +38,11 @@ int x86_first_call(const uint8_t *code, size_t len, uint64_t vaddr, unsigned int
  * the code does not decode to its end (data in it: the sites cannot be trusted). */
 int x86_ret_sites(const uint8_t *code, size_t len, uint64_t vaddr, uint64_t *rets, unsigned int max,
 		  unsigned int *ret_n);
+/* Where a Go function keeps its first result while its open-coded defer runs: every indirect call
+ * (`call reg`, the deferred closure) in code must be followed by `mov DISP(%rsp),%rax` (the result
+ * reloaded into its register), all with one DISP, returned in *ret_disp. -ENOENT when there is no such
+ * call, -EINVAL when they disagree or another instruction follows one, -EILSEQ as x86_ret_sites. */
+int x86_defer_result_slot(const uint8_t *code, size_t len, uint64_t vaddr, int64_t *ret_disp);
 /* 1 when the kernel's x86 uprobes emulate the instruction at code (push of a register, direct call
  * or jmp, conditional jump, nop): a uprobe there costs the trap only, not a trap and a single-step
  * (which, under a hypervisor that intercepts debug exceptions, is tens of microseconds). */

@@ -655,6 +655,14 @@ static int hex_u64(const char **pp, uint64_t *ret)
 	return 0;
 }
 
+/* A number of a perf map: bare hex (perf, V8) or 0x-prefixed (HotSpot's jcmd Compiler.perfmap). */
+static int perfmap_hex(const char **pp, uint64_t *ret)
+{
+	if ((*pp)[0] == '0' && ((*pp)[1] == 'x' || (*pp)[1] == 'X'))
+		*pp += 2;
+	return hex_u64(pp, ret);
+}
+
 static int pmap_cmp(const void *a, const void *b)
 {
 	const struct pmap *x = a, *y = b;
@@ -968,7 +976,7 @@ static void proc_check_perfmap(struct symbolizer *s, struct proc *p)
 
 		if (!eol)
 			eol = line + strlen(line);
-		if (!hex_u64(&q, &start) && *q++ == ' ' && !hex_u64(&q, &size) && *q++ == ' ' && q < eol) {
+		if (!perfmap_hex(&q, &start) && *q++ == ' ' && !perfmap_hex(&q, &size) && *q++ == ' ' && q < eol) {
 			if (symtab__add(&p->jit.tab, start, size, q, (size_t)(eol - q)))
 				break;
 		}

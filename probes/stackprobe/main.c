@@ -197,10 +197,11 @@ static void write_graphs(struct sp_ctx *ctx, enum sp_event ev, const char *folde
 	time_stamp(from_ms, from_s, sizeof(from_s));
 	time_stamp(until_ms, until_s, sizeof(until_s));
 	snprintf(title, sizeof(title), "%s flame graph%s%s",
-		 ev == SP_EV_ONCPU    ? "On-CPU"
-		 : ev == SP_EV_OFFCPU ? "Off-CPU"
-		 : ev == SP_EV_MEM    ? "Page fault"
-				      : "Allocation (bytes)",
+		 ev == SP_EV_ONCPU	? "On-CPU"
+		 : ev == SP_EV_OFFCPU	? "Off-CPU"
+		 : ev == SP_EV_MEM	? "Page fault"
+		 : ev == SP_EV_MEM_LIVE ? "Live allocation (bytes not freed)"
+					: "Allocation (bytes)",
 		 suffix[0] ? " of process " : "", suffix[0] ? suffix + 1 : "");
 	snprintf(sub, sizeof(sub), "%s - %s (gala-gopher stackprobe, values in %s)", from_s, until_s, units[ev]);
 	snprintf(name, sizeof(name), "%s_%s%s.svg", stamp, sp_event_names[ev], suffix);
@@ -211,37 +212,7 @@ static void write_graphs(struct sp_ctx *ctx, enum sp_event ev, const char *folde
 
 	po.time_ns = (int64_t)from_ms * 1000000;
 	po.duration_ns = (int64_t)(until_ms - from_ms) * 1000000;
-	if (ev == SP_EV_ONCPU) {
-		po.sample_type = "samples";
-		po.sample_unit = "count";
-		po.value_scale = 1;
-		po.period_type = "cpu";
-		po.period_unit = "nanoseconds";
-		po.period = (int64_t)c->perf_period_ms * 1000000;
-		po.with_cpu_ns = 1;
-	} else if (ev == SP_EV_OFFCPU) {
-		po.sample_type = "offcpu";
-		po.sample_unit = "nanoseconds";
-		po.value_scale = 1000;
-		po.period_type = "offcpu";
-		po.period_unit = "nanoseconds";
-		po.period = 1;
-	} else if (ev == SP_EV_MEM_ALLOC) {
-		/* as Go's heap profile names allocated bytes */
-		po.sample_type = "alloc_space";
-		po.sample_unit = "bytes";
-		po.value_scale = 1;
-		po.period_type = "space";
-		po.period_unit = "bytes";
-		po.period = 1;
-	} else {
-		po.sample_type = "page_faults";
-		po.sample_unit = "count";
-		po.value_scale = 1;
-		po.period_type = "page_faults";
-		po.period_unit = "count";
-		po.period = 1;
-	}
+	sp_pprof__event_opts(ev, c->perf_period_ms, &po);
 	snprintf(name, sizeof(name), "%s_%s%s.pb.gz", stamp, sp_event_names[ev], suffix);
 	if ((err = sp_pprof__write(fdir, name, folded, len, &po)))
 		write_failed(ctx, c->flame_dir, name, err);
@@ -342,7 +313,7 @@ static void flush_store(struct sp_ctx *ctx, enum sp_event ev, uint64_t now_ms)
 static void upload_one(struct sp_ctx *ctx, enum sp_event ev, const char *name, const char *body, size_t len,
 		       uint64_t from_s, uint64_t until_s)
 {
-	const char *units = ev == SP_EV_MEM ? "objects" : ev == SP_EV_MEM_ALLOC ? "bytes" : "samples";
+	const char *units = ev == SP_EV_MEM ? "objects" : ev >= SP_EV_MEM_ALLOC ? "bytes" : "samples";
 	/* Pyroscope divides samples by sampleRate for seconds: oncpu samples are 1/rate s, offcpu
 	 * values are microseconds */
 	unsigned int rate = ev == SP_EV_ONCPU ? 1000u / ctx->cur.perf_period_ms : ev == SP_EV_OFFCPU ? 1000000u : 1u;
@@ -362,7 +333,7 @@ static void upload_one(struct sp_ctx *ctx, enum sp_event ev, const char *name, c
 static void flush_pyro(struct sp_ctx *ctx, enum sp_event ev, uint64_t now_ms)
 {
 	static const char *const app[SP_EV_NR] = {"gala-gopher-oncpu", "gala-gopher-offcpu", "gala-gopher-mem",
-						  "gala-gopher-mem_alloc"};
+						  "gala-gopher-mem_alloc", "gala-gopher-mem_live"};
 	struct sp_acc *acc = &ctx->prof.acc[ev];
 	uint64_t from_s = acc->pyro_from_ms / 1000, until_s = now_ms / 1000;
 	struct ftab_ent **ents;
@@ -404,7 +375,7 @@ done:
 static void report(struct sp_ctx *ctx)
 {
 	static const unsigned int samples_stat[SP_EV_NR] = {SP_ST_ONCPU_SAMPLES, SP_ST_OFFCPU_SWITCHES,
-							    SP_ST_MEM_FAULTS, SP_ST_ALLOC_CALLS};
+							    SP_ST_MEM_FAULTS, SP_ST_ALLOC_CALLS, SP_ST_LIVE_ALLOCS};
 	struct sp_sampler_stats ss;
 	struct symbolizer_stats ys;
 	struct probe_rec rec;
@@ -446,6 +417,7 @@ static void report(struct sp_ctx *ctx)
 	probe_rec__u64(&rec, ss.ua.procs);
 	probe_rec__u64(&rec, ss.ua.skipped);
 	probe_rec__u64(&rec, ss.st[SP_ST_ONCPU_MISSED]);
+	probe_rec__u64(&rec, ss.st[SP_ST_LIVE_LOST]);
 	probe_rec__u64(&rec, ss.st[SP_ST_UW_STACKS]);
 	probe_rec__u64(&rec, ss.st[SP_ST_UW_FP_FRAMES]);
 	probe_rec__u64(&rec, ss.st[SP_ST_UW_NO_TABLES]);
@@ -492,6 +464,8 @@ static void apply(struct sp_ctx *ctx)
 	ctx->prof.pyro_on = ctx->cur.pyroscope[0] != '\0';
 	if (ctx->cur.mem_alloc && (events & (1u << SP_EV_MEM)))
 		events |= 1u << SP_EV_MEM_ALLOC;
+	if (ctx->cur.mem_live && (events & (1u << SP_EV_MEM)))
+		events |= 1u << SP_EV_MEM_LIVE;
 	err = sp_sampler__apply(ctx->sampler, events, ctx->cur.perf_period_ms, ctx->cur.min_block_us,
 				ctx->cur.dwarf_unwind);
 	if (err)

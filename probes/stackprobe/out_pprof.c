@@ -291,3 +291,46 @@ int sp_pprof__write(int dfd, const char *name, const char *folded, size_t len, c
 	free(gz);
 	return err;
 }
+
+void sp_pprof__event_opts(enum sp_event ev, unsigned int period_ms, struct sp_pprof_opts *po)
+{
+	if (ev == SP_EV_ONCPU) {
+		po->sample_type = "samples";
+		po->sample_unit = "count";
+		po->value_scale = 1;
+		po->period_type = "cpu";
+		po->period_unit = "nanoseconds";
+		po->period = (int64_t)period_ms * 1000000;
+		po->with_cpu_ns = 1;
+	} else if (ev == SP_EV_OFFCPU) {
+		po->sample_type = "offcpu";
+		po->sample_unit = "nanoseconds";
+		po->value_scale = 1000;
+		po->period_type = "offcpu";
+		po->period_unit = "nanoseconds";
+		po->period = 1;
+	} else if (ev == SP_EV_MEM_LIVE) {
+		/* as Go's heap profile names bytes in use */
+		po->sample_type = "inuse_space";
+		po->sample_unit = "bytes";
+		po->value_scale = 1;
+		po->period_type = "space";
+		po->period_unit = "bytes";
+		po->period = 1;
+	} else if (ev == SP_EV_MEM_ALLOC) {
+		/* as Go's heap profile names allocated bytes */
+		po->sample_type = "alloc_space";
+		po->sample_unit = "bytes";
+		po->value_scale = 1;
+		po->period_type = "space";
+		po->period_unit = "bytes";
+		po->period = 1;
+	} else {
+		po->sample_type = "page_faults";
+		po->sample_unit = "count";
+		po->value_scale = 1;
+		po->period_type = "page_faults";
+		po->period_unit = "count";
+		po->period = 1;
+	}
+}

@@ -19,9 +19,9 @@
 #define CONT_LEN	 320u /* "[Pod]<name>;[Con]<name>", each name cut at CONT_NAME_MAX */
 #define CONT_NAME_MAX	 140u
 
-const char *const sp_event_names[SP_EV_NR] = {"oncpu", "offcpu", "mem", "mem_alloc"};
-const char *const sp_event_query_names[SP_EV_NR] = {"on-cpu", "off-cpu", "mem", "mem-alloc"};
-const char *const sp_event_units[SP_EV_NR] = {"samples", "us", "faults", "bytes"};
+const char *const sp_event_names[SP_EV_NR] = {"oncpu", "offcpu", "mem", "mem_alloc", "mem_live"};
+const char *const sp_event_query_names[SP_EV_NR] = {"on-cpu", "off-cpu", "mem", "mem-alloc", "mem-live"};
+const char *const sp_event_units[SP_EV_NR] = {"samples", "us", "faults", "bytes", "bytes"};
 
 /* ---- ftab ----------------------------------------------------------------------------------------- */
 
@@ -375,6 +375,13 @@ void sp_profile__free(struct sp_profile *p)
 
 void sp_profile__begin(struct sp_profile *p)
 {
+	struct sp_acc *live = &p->acc[SP_EV_MEM_LIVE];
+
+	/* mem_live is a state, not a sum: each drain brings the whole of it, which replaces the last */
+	ftab__clear(&live->store);
+	ftab__clear(&live->period);
+	ftab__clear(&live->pyro);
+	live->value_total = 0;
 	symbolizer__begin_round(p->sym);
 	if (++g_cont_round == 0)
 		g_cont_round = 1;
@@ -424,6 +431,60 @@ static void add_frame(struct sp_acc *acc, struct sbuf *st, struct sbuf *fo, cons
 		sb_str(fo, "_[k]");
 }
 
+/* Python frames py[from, to) (innermost first), added outermost first. */
+static void add_py_range(struct sp_acc *acc, struct sbuf *st, struct sbuf *fo, const struct sp_sample *smp,
+			 unsigned int from, unsigned int to)
+{
+	for (unsigned int j = to; j-- > from;) {
+		struct sym_frame f = {.kind = SYM_JIT, .name = smp->py[j]};
+
+		add_frame(acc, st, fo, &f, 0);
+	}
+}
+
+/*
+ * User frames with the Python frames of the sample: each C-level run of the interpreter
+ * (_PyEval_EvalFrameDefault in the native stack) is replaced by the Python frames it ran. Those are
+ * cut at the entry frames (the first Python frame of each such run): the innermost run gets the
+ * innermost piece, the outermost eval frame everything left. When the native stack has no eval frame
+ * (an interpreter without frame pointers whose walk stopped early), the Python frames go first, under
+ * the process, and the native frames below them.
+ */
+static void add_user_py(struct sp_profile *p, struct sp_acc *acc, struct sbuf *st, struct sbuf *fo,
+			const struct sp_sample *smp)
+{
+	static struct sym_frame uf[SP_MAX_DEPTH + 2];
+	unsigned int cut[SP_PY_DEPTH + 1], ncut = 0, nev = 0, un = smp->un < SP_MAX_DEPTH + 2 ? smp->un : 0;
+
+	for (unsigned int i = 0; i < un; i++) {
+		(void)symbolizer__user(p->sym, smp->tgid, i ? smp->uips[i] - 1 : smp->uips[i], &uf[i]);
+		if (uf[i].kind == SYM_UNKNOWN)
+			uf[i].module = NULL;
+		nev += uf[i].name && !strcmp(uf[i].name, "_PyEval_EvalFrameDefault");
+	}
+	/* pieces: [cut[k], cut[k+1]) innermost first, each ending with an entry frame */
+	cut[ncut++] = 0;
+	for (unsigned int j = 0; j < smp->pyn; j++)
+		if (smp->py_entry[j] && j + 1 < smp->pyn && ncut < SP_PY_DEPTH)
+			cut[ncut++] = j + 1;
+	cut[ncut] = smp->pyn;
+	if (!nev)
+		add_py_range(acc, st, fo, smp, 0, smp->pyn);
+	for (unsigned int i = un, ev = nev; i-- > 0;) {
+		if (nev && uf[i].name && !strcmp(uf[i].name, "_PyEval_EvalFrameDefault")) {
+			ev--; /* this eval frame's index from the innermost */
+			if (ev == nev - 1) {
+				if (ev < ncut)
+					add_py_range(acc, st, fo, smp, cut[ev], smp->pyn);
+			} else if (ev < ncut) {
+				add_py_range(acc, st, fo, smp, cut[ev], cut[ev + 1]);
+			}
+			continue;
+		}
+		add_frame(acc, st, fo, &uf[i], smp->uips[i]);
+	}
+}
+
 int sp_profile__add(void *ctx, const struct sp_sample *smp)
 {
 	struct sp_profile *p = ctx;
@@ -437,14 +498,18 @@ int sp_profile__add(void *ctx, const struct sp_sample *smp)
 	if (st.s)
 		st.s[0] = '\0';
 	/* user frames, outermost first; return addresses point after the call: look up ip - 1 */
-	for (unsigned int i = smp->un; i-- > 0;) {
-		struct sym_frame f;
-		uint64_t ip = smp->uips[i];
+	if (smp->pyn) {
+		add_user_py(p, acc, &st, &fo, smp);
+	} else {
+		for (unsigned int i = smp->un; i-- > 0;) {
+			struct sym_frame f;
+			uint64_t ip = smp->uips[i];
 
-		(void)symbolizer__user(p->sym, smp->tgid, i ? ip - 1 : ip, &f);
-		if (f.kind == SYM_UNKNOWN)
-			f.module = NULL;
-		add_frame(acc, &st, &fo, &f, ip);
+			(void)symbolizer__user(p->sym, smp->tgid, i ? ip - 1 : ip, &f);
+			if (f.kind == SYM_UNKNOWN)
+				f.module = NULL;
+			add_frame(acc, &st, &fo, &f, ip);
+		}
 	}
 	/* the innermost kernel frames of a tracepoint stack are the BPF program and its trampoline */
 	while (kskip < smp->kn) {

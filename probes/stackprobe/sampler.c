@@ -30,6 +30,8 @@
 #define GEN_GRACE_NS 20000000L
 /* Allocator uprobes are re-checked this often (exec, exit; new processes of an unfiltered scope). */
 #define UALLOC_SYNC_MS 5000u
+/* CPython processes in scope are looked for this often (on-CPU only). */
+#define PY_SYNC_MS 2000u
 /* The period the CPU-clock events are opened with: they fire only when the pacer arms them. */
 #define IDLE_PERIOD_NS 1000000000000ull
 
@@ -82,8 +84,13 @@ struct sp_sampler {
 	struct bpf_link *offcpu_link;
 	struct bpf_link *mem_link;
 	struct sp_ualloc *ualloc;
+	struct sp_live *live;
+	struct sp_py *py;
+	uint64_t py_synced_ms;
+	char pynames[SP_PY_DEPTH][SP_PY_NAME_MAX];
+	unsigned char pyentry[SP_PY_DEPTH];
+	unsigned int alloc_on; /* SP_UALLOC_* */
 	struct sp_unwind *unwind; /* .eh_frame tables for the BPF unwinder */
-	int alloc_on;
 	uint64_t alloc_synced_ms;
 	struct gg_scope scope; /* the applied scope (the allocator uprobes follow it) */
 	struct ring_buffer *rb;
@@ -411,8 +418,12 @@ struct sp_sampler *sp_sampler__new(void)
 		goto err_out;
 	gg_bpf_setup_done(); /* the load's vmlinux BTF copy is freed: return the heap it used */
 	s->ualloc = sp_ualloc__new(s->skel->progs.sp_malloc, s->skel->progs.sp_calloc, s->skel->progs.sp_realloc,
-				   s->skel->progs.sp_memalign, s->skel->progs.sp_posix_memalign);
-	if (!s->ualloc) {
+				   s->skel->progs.sp_memalign, s->skel->progs.sp_posix_memalign,
+				   s->skel->progs.sp_alloc_ret, s->skel->progs.sp_free);
+	s->live = sp_live__new(bpf_map__fd(s->skel->maps.live_sites), bpf_map__fd(s->skel->maps.live_ptrs),
+			       bpf_map__fd(s->skel->maps.live_stacks));
+	s->py = sp_py__new(bpf_map__fd(s->skel->maps.py_procs), bpf_map__fd(s->skel->maps.py_stacks));
+	if (!s->ualloc || !s->live || !s->py) {
 		err = -errno;
 		goto err_out;
 	}
@@ -443,6 +454,8 @@ void sp_sampler__free(struct sp_sampler *s)
 	bpf_link__destroy(s->offcpu_link);
 	bpf_link__destroy(s->mem_link);
 	sp_ualloc__free(s->ualloc);
+	sp_live__free(s->live);
+	sp_py__free(s->py);
 	sp_unwind__free(s->unwind);
 	ring_buffer__free(s->rb);
 	stackprobe__destroy(s->skel);
@@ -453,6 +466,7 @@ void sp_sampler__free(struct sp_sampler *s)
 int sp_sampler__apply(struct sp_sampler *s, unsigned int events, unsigned int perf_period_ms, unsigned int min_block_us,
 		      int dwarf_unwind)
 {
+	unsigned int mode;
 	int err = 0, e;
 
 	s->skel->bss->uw_off = !dwarf_unwind;
@@ -465,6 +479,9 @@ int sp_sampler__apply(struct sp_sampler *s, unsigned int events, unsigned int pe
 		if (e) {
 			probe_log(PLOG_ERROR, "oncpu: cannot attach to the CPU clock: %s", strerror(-e));
 			err = err ? err : e;
+		} else {
+			sp_py__sync(s->py, &s->scope);
+			s->py_synced_ms = probe_now_mono_ms();
 		}
 	}
 	if ((events & (1u << SP_EV_OFFCPU)) && !s->offcpu_link) {
@@ -489,8 +506,13 @@ int sp_sampler__apply(struct sp_sampler *s, unsigned int events, unsigned int pe
 		bpf_link__destroy(s->mem_link);
 		s->mem_link = NULL;
 	}
-	if (!!(events & (1u << SP_EV_MEM_ALLOC)) != s->alloc_on) {
-		s->alloc_on = !!(events & (1u << SP_EV_MEM_ALLOC));
+	mode = (events & (1u << SP_EV_MEM_ALLOC) ? SP_UALLOC_VOLUME : 0) |
+	       (events & (1u << SP_EV_MEM_LIVE) ? SP_UALLOC_LIVE : 0);
+	if (mode != s->alloc_on) {
+		s->skel->bss->alloc_mode = mode;
+		if ((s->alloc_on & SP_UALLOC_LIVE) && !(mode & SP_UALLOC_LIVE))
+			sp_live__reset(s->live); /* frees are no longer seen: what the maps hold goes stale */
+		s->alloc_on = mode;
 		(void)sp_ualloc__sync(s->ualloc, &s->scope, s->alloc_on);
 		s->alloc_synced_ms = probe_now_mono_ms();
 	}
@@ -505,10 +527,14 @@ int sp_sampler__set_scope(struct sp_sampler *s, const struct gg_scope *scope)
 		return err;
 	if (scope != &s->scope)
 		s->scope = *scope;
+	if (s->perf_period_ms) {
+		sp_py__sync(s->py, &s->scope);
+		s->py_synced_ms = probe_now_mono_ms();
+	}
 	if (!scope->all && !s->skel->bss->uw_off)
 		sp_unwind__prepare(s->unwind, scope->tgid, scope->ntgid, probe_now_mono_ms());
 	if (s->alloc_on) {
-		(void)sp_ualloc__sync(s->ualloc, &s->scope, 1);
+		(void)sp_ualloc__sync(s->ualloc, &s->scope, s->alloc_on);
 		s->alloc_synced_ms = probe_now_mono_ms();
 	}
 	return 0;
@@ -522,10 +548,14 @@ void sp_sampler__unwind_tick(struct sp_sampler *s, uint64_t now_ms)
 
 void sp_sampler__tick(struct sp_sampler *s, uint64_t now_ms)
 {
+	if (s->perf_period_ms && now_ms - s->py_synced_ms >= PY_SYNC_MS) {
+		sp_py__sync(s->py, &s->scope);
+		s->py_synced_ms = now_ms;
+	}
 	sp_sampler__unwind_tick(s, now_ms);
 	if (!s->alloc_on || now_ms - s->alloc_synced_ms < UALLOC_SYNC_MS)
 		return;
-	(void)sp_ualloc__sync(s->ualloc, &s->scope, 1);
+	(void)sp_ualloc__sync(s->ualloc, &s->scope, s->alloc_on);
 	s->alloc_synced_ms = now_ms;
 }
 
@@ -624,6 +654,11 @@ static int drain_counts(struct sp_sampler *s, int counts_fd, int stacks_fd, int 
 		smp.kstack_id = smp.kn ? k->kstack : -1;
 		smp.ustack_id = smp.un ? k->ustack : -1;
 		smp.value = val.count;
+		if (k->pystack && k->event == SP_EV_ONCPU) {
+			smp.pyn = sp_py__frames(s->py, k->tgid, k->pystack, s->pynames, s->pyentry, SP_PY_DEPTH);
+			smp.py = (const char(*)[SP_PY_NAME_MAX])s->pynames;
+			smp.py_entry = s->pyentry;
+		}
 		s->drained[smp.event]++;
 		if (!err)
 			err = s->cb(s->cb_ctx, &smp);
@@ -687,6 +722,11 @@ int sp_sampler__drain(struct sp_sampler *s, sp_sample_cb cb, void *ctx)
 	e = ring_buffer__consume(s->rb);
 	if (e < 0 && !err)
 		err = e;
+	if (s->alloc_on & SP_UALLOC_LIVE) {
+		e = sp_live__drain(s->live, cb, ctx, &s->drained[SP_EV_MEM_LIVE]);
+		if (e < 0 && !err)
+			err = e;
+	}
 	return err;
 }
 

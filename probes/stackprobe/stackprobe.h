@@ -31,15 +31,16 @@ struct sp_conf {
 	int multi_instance;
 	int native_stack; /* accepted for compatibility (Java); no effect */
 	int mem_alloc;	  /* with the mem sub-probe: allocator uprobes too (events gets SP_EV_MEM_ALLOC) */
+	int mem_live;	  /* with the mem sub-probe: live bytes per stack (events gets SP_EV_MEM_LIVE) */
 	int dwarf_unwind; /* user stacks by the .eh_frame tables (else frame pointers only) */
 	char svg_dir[PATH_MAX];
 	char flame_dir[PATH_MAX];
 	char pyroscope[SP_SERVER_MAX]; /* host:port, "" = off */
 };
 
-extern const char *const sp_event_names[SP_EV_NR];	 /* "oncpu", "offcpu", "mem", "mem_alloc" */
-extern const char *const sp_event_query_names[SP_EV_NR]; /* "on-cpu", "off-cpu", "mem", "mem-alloc" */
-extern const char *const sp_event_units[SP_EV_NR];	 /* "samples", "us", "faults", "bytes" */
+extern const char *const sp_event_names[SP_EV_NR];	 /* "oncpu", "offcpu", "mem", "mem_alloc", "mem_live" */
+extern const char *const sp_event_query_names[SP_EV_NR]; /* "on-cpu", "off-cpu", "mem", "mem-alloc", "mem-live" */
+extern const char *const sp_event_units[SP_EV_NR];	 /* "samples", "us", "faults", "bytes", "bytes" */
 
 /* ---- allocator uprobes (ualloc.c) ---------------------------------------------------------------- */
 
@@ -54,19 +55,41 @@ struct sp_ualloc_stats {
 	uint64_t libs_resolved; /* allocator files read since start */
 };
 
+/* What the allocator uprobes are for (bits; the BPF side's alloc_mode): bytes requested (mem_alloc),
+ * bytes still held (mem_live: the returns and free are trapped too). */
+#define SP_UALLOC_VOLUME 1u
+#define SP_UALLOC_LIVE	 2u
+
 struct sp_ualloc;
 struct bpf_program;
 /* NULL + errno. The programs are the skeleton's sp_malloc, sp_calloc, sp_realloc, sp_memalign,
- * sp_posix_memalign. */
+ * sp_posix_memalign, sp_alloc_ret, sp_free. */
 struct sp_ualloc *sp_ualloc__new(struct bpf_program *malloc_prog, struct bpf_program *calloc_prog,
 				 struct bpf_program *realloc_prog, struct bpf_program *memalign_prog,
-				 struct bpf_program *posix_memalign_prog);
+				 struct bpf_program *posix_memalign_prog, struct bpf_program *ret_prog,
+				 struct bpf_program *free_prog);
 void sp_ualloc__free(struct sp_ualloc *u);
 /* Attach to what scope holds now (system-wide when scope->all), detach from processes that left or
- * exited, re-attach after an exec into another allocator file; detach everything when !enabled. */
-int sp_ualloc__sync(struct sp_ualloc *u, const struct gg_scope *scope, int enabled);
+ * exited, re-attach after an exec into another allocator file or a change of mode; detach everything
+ * when mode is 0. */
+int sp_ualloc__sync(struct sp_ualloc *u, const struct gg_scope *scope, unsigned int mode);
 void sp_ualloc__stats(const struct sp_ualloc *u, struct sp_ualloc_stats *ret);
 
+/* ---- Python frames (pyframes.c) ------------------------------------------------------------------ */
+
+#define SP_PY_NAME_MAX 160 /* "py:qualname (file.py)" */
+
+struct sp_py;
+/* The skeleton's py_procs and py_stacks. NULL + errno. */
+struct sp_py *sp_py__new(int procs_fd, int stacks_fd);
+void sp_py__free(struct sp_py *p);
+/* Register the CPython processes of scope (system-wide: all) with the BPF side, forget those gone. */
+void sp_py__sync(struct sp_py *p, const struct gg_scope *scope);
+unsigned int sp_py__registered(const struct sp_py *p);
+/* The names of a sample's Python frames (key.pystack), innermost first, and whether each is an entry
+ * frame (the first Python frame of a C-level call into the interpreter). Returns how many. */
+unsigned int sp_py__frames(struct sp_py *p, uint32_t tgid, uint32_t id, char (*names)[SP_PY_NAME_MAX],
+			   unsigned char *entry, unsigned int max);
 /* ---- .eh_frame unwind tables (unwind.c; the rows from ehframe.c) ---------------------------------- */
 
 struct sp_unwind_stats {
@@ -103,7 +126,11 @@ struct sp_sample {
 	const uint64_t *uips;
 	unsigned int un;
 	int kstack_id, ustack_id; /* ids valid for this drain only; -1 for off-CPU records */
-	uint64_t value;		  /* samples, blocked microseconds, faults */
+	/* Python frames (oncpu of a CPython process), innermost first; entry: see sp_py__frames */
+	const char (*py)[SP_PY_NAME_MAX];
+	const unsigned char *py_entry;
+	unsigned int pyn;
+	uint64_t value; /* samples, blocked microseconds, faults */
 };
 
 typedef int (*sp_sample_cb)(void *ctx, const struct sp_sample *smp);
@@ -131,6 +158,18 @@ void sp_sampler__unwind_tick(struct sp_sampler *s, uint64_t now_ms);
  * records waiting in the ring buffer. */
 int sp_sampler__drain(struct sp_sampler *s, sp_sample_cb cb, void *ctx);
 void sp_sampler__stats(struct sp_sampler *s, struct sp_sampler_stats *ret);
+
+/* ---- mem_live maps from user space (live.c) -------------------------------------------------------- */
+
+struct sp_live;
+/* The skeleton's live_sites, live_ptrs and live_stacks. NULL + errno. */
+struct sp_live *sp_live__new(int sites_fd, int ptrs_fd, int stacks_fd);
+void sp_live__free(struct sp_live *l);
+/* Hand every site holding bytes to cb (SP_EV_MEM_LIVE, value = bytes not freed); delete empty sites,
+ * those of exited processes with their blocks, and unused stacks. */
+int sp_live__drain(struct sp_live *l, sp_sample_cb cb, void *ctx, uint64_t *ret_drained);
+/* Forget everything (mem_live turned off: the next start counts from scratch). */
+void sp_live__reset(struct sp_live *l);
 
 /* ---- aggregation (profile.c) ---------------------------------------------------------------------- */
 
@@ -222,6 +261,8 @@ struct sp_pprof_opts {
 int sp_pprof__encode(const char *folded, size_t len, const struct sp_pprof_opts *opts, unsigned char **ret,
 		     size_t *ret_len);
 int sp_pprof__write(int dfd, const char *name, const char *folded, size_t len, const struct sp_pprof_opts *opts);
+/* The sample and period types of an event kind's profile (on-CPU: samples of period_ms, and cpu ns). */
+void sp_pprof__event_opts(enum sp_event ev, unsigned int period_ms, struct sp_pprof_opts *po);
 
 /* Pyroscope /ingest upload (out_pyro.c). 0, or negative errno; *ret_status the HTTP status. */
 int sp_pyro__upload(const char *server, const char *name, uint64_t from_s, uint64_t until_s, const char *units,

@@ -1,7 +1,8 @@
 /* ualloc.c - the mem_alloc uprobes: finds the allocator (libc, or an interposer such as jemalloc,
  * tcmalloc, mimalloc or ASan's runtime) each process in scope maps, resolves malloc & co to file
  * offsets with libelf, and attaches uprobes per process, so processes outside the scope are never
- * trapped. With an unfiltered scope the uprobes are attached system-wide, once per allocator file. */
+ * trapped. For mem_live the allocators' returns (uretprobes) and free are trapped too. With an unfiltered scope the
+ * uprobes are attached system-wide, once per allocator file. */
 #include <bpf/libbpf.h>
 #include <dirent.h>
 #include <errno.h>
@@ -32,11 +33,12 @@ enum ua_func {
 	UA_POSIX_MEMALIGN,
 	UA_VALLOC,
 	UA_PVALLOC,
+	UA_FREE, /* mem_live only */
 	UA_NFUNC,
 };
 
-static const char *const ua_names[UA_NFUNC] = {"malloc",	"calloc",	  "realloc", "memalign",
-					       "aligned_alloc", "posix_memalign", "valloc",  "pvalloc"};
+static const char *const ua_names[UA_NFUNC] = {"malloc",	 "calloc", "realloc", "memalign", "aligned_alloc",
+					       "posix_memalign", "valloc", "pvalloc", "free"};
 
 /* An allocator file: its identity and the file offsets of the functions (-1: not defined). */
 struct ua_lib {
@@ -51,10 +53,13 @@ struct ua_att {
 	uint64_t dev, ino;
 	int seen;
 	struct bpf_link *links[UA_NFUNC];
+	struct bpf_link *ret_links[UA_NFUNC]; /* mem_live: the allocators' returns */
 };
 
 struct sp_ualloc {
 	struct bpf_program *prog[UA_NFUNC];
+	struct bpf_program *ret_prog;
+	unsigned int mode; /* SP_UALLOC_* of the attached uprobes */
 	struct ua_att att[SP_UALLOC_MAX_PROCS];
 	unsigned int natt;
 	struct ua_lib libs[UA_MAX_LIBS];
@@ -66,7 +71,8 @@ struct sp_ualloc {
 
 struct sp_ualloc *sp_ualloc__new(struct bpf_program *malloc_prog, struct bpf_program *calloc_prog,
 				 struct bpf_program *realloc_prog, struct bpf_program *memalign_prog,
-				 struct bpf_program *posix_memalign_prog)
+				 struct bpf_program *posix_memalign_prog, struct bpf_program *ret_prog,
+				 struct bpf_program *free_prog)
 {
 	struct sp_ualloc *u = calloc(1, sizeof(*u));
 
@@ -77,6 +83,8 @@ struct sp_ualloc *sp_ualloc__new(struct bpf_program *malloc_prog, struct bpf_pro
 	u->prog[UA_REALLOC] = realloc_prog;
 	u->prog[UA_MEMALIGN] = u->prog[UA_ALIGNED_ALLOC] = memalign_prog;
 	u->prog[UA_POSIX_MEMALIGN] = posix_memalign_prog;
+	u->prog[UA_FREE] = free_prog;
+	u->ret_prog = ret_prog;
 	u->self = (uint32_t)getpid();
 	return u;
 }
@@ -87,6 +95,11 @@ static void att_detach(struct sp_ualloc *u, struct ua_att *a)
 		if (a->links[i]) {
 			bpf_link__destroy(a->links[i]);
 			a->links[i] = NULL;
+			u->st.links--;
+		}
+		if (a->ret_links[i]) {
+			bpf_link__destroy(a->ret_links[i]);
+			a->ret_links[i] = NULL;
 			u->st.links--;
 		}
 	}
@@ -201,6 +214,22 @@ static int64_t vaddr_to_off(Elf *e, uint64_t vaddr)
 	return -1;
 }
 
+/*
+ * glibc's free starts with `test %rdi,%rdi; je ..` (free(NULL)). x86 uprobes emulate branches but
+ * single-step `test` out of line, a second trap (#DB) per call: it doubled what a free cost under
+ * mem_live. The uprobe goes on the branch instead, which every call executes with the same registers.
+ */
+static void skip_test_rdi(int fd, int64_t *off)
+{
+	unsigned char b[5];
+
+	if (*off < 0 || pread(fd, b, sizeof(b), (off_t)*off) != (ssize_t)sizeof(b))
+		return;
+	if (b[0] == 0x48 && b[1] == 0x85 && b[2] == 0xff &&
+	    ((b[3] >= 0x70 && b[3] <= 0x7f) || (b[3] == 0x0f && b[4] >= 0x80 && b[4] <= 0x8f)))
+		*off += 3;
+}
+
 /* Offsets of the allocator functions defined in path (.dynsym, then .symtab). */
 static int resolve_lib(const char *path, struct ua_lib *lib)
 {
@@ -246,6 +275,7 @@ static int resolve_lib(const char *path, struct ua_lib *lib)
 		}
 	}
 	elf_end(e);
+	skip_test_rdi(fd, &lib->off[UA_FREE]);
 	close(fd);
 	return lib->off[UA_MALLOC] >= 0 ? 0 : -ENOENT;
 }
@@ -265,7 +295,8 @@ static const struct ua_lib *lib_get(struct sp_ualloc *u, const char *path, uint6
 	return lib.off[UA_MALLOC] >= 0 ? &u->libs[u->nlibs - 1] : NULL;
 }
 
-/* Attach every function of lib to pid (UA_SYSWIDE_PID: every process); aliases (the same offset) once. */
+/* Attach every function of lib to pid (UA_SYSWIDE_PID: every process); aliases (the same offset) once;
+ * with mem_live the returns and free too. */
 static int att_attach(struct sp_ualloc *u, struct ua_att *a, const char *path, const struct ua_lib *lib)
 {
 	int err = 0;
@@ -273,7 +304,7 @@ static int att_attach(struct sp_ualloc *u, struct ua_att *a, const char *path, c
 	for (int f = 0; f < UA_NFUNC; f++) {
 		int dup = 0;
 
-		if (lib->off[f] < 0)
+		if (lib->off[f] < 0 || (f == UA_FREE && !(u->mode & SP_UALLOC_LIVE)))
 			continue;
 		for (int g = 0; g < f; g++)
 			dup |= lib->off[g] == lib->off[f];
@@ -282,6 +313,16 @@ static int att_attach(struct sp_ualloc *u, struct ua_att *a, const char *path, c
 		a->links[f] = bpf_program__attach_uprobe(u->prog[f], false, a->pid == UA_SYSWIDE_PID ? -1 : (int)a->pid,
 							 path, (size_t)lib->off[f]);
 		if (!a->links[f]) {
+			err = -errno;
+			u->st.attach_errors++;
+			break;
+		}
+		u->st.links++;
+		if (f == UA_FREE || !(u->mode & SP_UALLOC_LIVE))
+			continue;
+		a->ret_links[f] = bpf_program__attach_uprobe(
+			u->ret_prog, true, a->pid == UA_SYSWIDE_PID ? -1 : (int)a->pid, path, (size_t)lib->off[f]);
+		if (!a->ret_links[f]) {
 			err = -errno;
 			u->st.attach_errors++;
 			break;
@@ -341,10 +382,17 @@ static void want(struct sp_ualloc *u, uint32_t pid, int syswide)
 		a->dev = a->ino = 0; /* retried at the next sync */
 }
 
-int sp_ualloc__sync(struct sp_ualloc *u, const struct gg_scope *scope, int enabled)
+int sp_ualloc__sync(struct sp_ualloc *u, const struct gg_scope *scope, unsigned int mode)
 {
 	unsigned int j = 0;
+	int enabled = mode != 0;
 
+	if (mode != u->mode) { /* other uprobes per process: attach again */
+		for (unsigned int i = 0; i < u->natt; i++)
+			att_detach(u, &u->att[i]);
+		u->natt = 0;
+		u->mode = mode;
+	}
 	for (unsigned int i = 0; i < u->natt; i++)
 		u->att[i].seen = 0;
 	u->st.skipped = 0;

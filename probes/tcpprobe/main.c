@@ -251,8 +251,16 @@ static int on_closed(void *arg, void *data, size_t size)
 {
 	struct tp_ctx *ctx = arg;
 
-	if (size >= sizeof(struct tcp_link))
+	if (size >= sizeof(struct tcp_link)) {
 		tp_aggs__add(ctx->aggs, ctx->drain_rc, data, 1);
+	} else if (size >= TCP_LINK_SHORT) {
+		/* A link without histogram samples: the kernel sent the part before them. */
+		static struct tcp_link l;
+
+		memset((char *)&l + TCP_LINK_SHORT, 0, sizeof(l) - TCP_LINK_SHORT);
+		memcpy(&l, data, TCP_LINK_SHORT);
+		tp_aggs__add(ctx->aggs, ctx->drain_rc, &l, 1);
+	}
 	ctx->drained++;
 	return 0;
 }

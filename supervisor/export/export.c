@@ -14,6 +14,7 @@
 #include "http.h"
 #include "ident_export.h"
 #include "metadata.h"
+#include "otel_logs.h"
 #include "traces.h"
 #include "metric_json.h"
 #include "selfmetrics.h"
@@ -212,6 +213,35 @@ static void trace_record(struct gg_export *exp, const struct meta_record *rec)
 	emit(exp, GG_STREAM_EVENT);
 }
 
+static void log_container(void *ctx, uint32_t tgid, const char **ret_id, const char **ret_name)
+{
+	const struct gg_ident *id = gg_identity__lookup(gg_ident_export__identity(ctx), tgid, gg_now_ms());
+
+	*ret_id = id ? id->v[GG_IDENT_CONTAINER_ID] : NULL;
+	*ret_name = id ? id->v[GG_IDENT_CONTAINER_NAME] : NULL;
+}
+
+/* An OpenTelemetry log record (tprofiling's thread events): JSON on the event channel, as is. */
+static void log_record(struct gg_export *exp, const struct meta_record *rec)
+{
+	const struct gg_otel_logs_opts o = {.machine_id = exp->sup->machine_id,
+					    .hostname = exp->sup->hostname,
+					    .container = exp->ident ? log_container : NULL,
+					    .ctx = exp->ident};
+
+	if (exp->sink[GG_STREAM_EVENT] == GG_SINK_OFF) {
+		exp->st.logs_off++;
+		return;
+	}
+	exp->msg.len = 0;
+	if (gg_otel_logs__render(&o, rec, &exp->msg)) {
+		exp->st.logs_invalid++;
+		return;
+	}
+	exp->st.logs++;
+	emit(exp, GG_STREAM_EVENT);
+}
+
 void gg_export__record(struct gg_sup *sup, struct gg_probe *p, const struct meta_record *rec)
 {
 	struct gg_export *exp = sup->exp;
@@ -223,6 +253,8 @@ void gg_export__record(struct gg_sup *sup, struct gg_probe *p, const struct meta
 		event_record(exp, rec);
 	else if (gg_traces__is_trace_table(rec->table))
 		trace_record(exp, rec);
+	else if (gg_otel_logs__is_log_table(rec->table))
+		log_record(exp, rec);
 	else if (exp->sink[GG_STREAM_METRIC] == GG_SINK_OFF)
 		metric_record(exp, rec); /* counted only: no lookup */
 	else {				 /* labels added here, once, so that every channel has the same series */
@@ -255,7 +287,7 @@ static void meta_report(struct gg_export *exp, unsigned int from)
 	for (unsigned int i = from; i < n; i++) {
 		const struct meta_table *t = meta_registry__at(reg, i);
 
-		if (gg_events__is_event_table(t) || gg_traces__is_trace_table(t))
+		if (gg_events__is_event_table(t) || gg_traces__is_trace_table(t) || gg_otel_logs__is_log_table(t))
 			continue;
 		exp->msg.len = 0;
 		gg_metadata__render(&exp->msg, gg_ident_export__table(exp->ident, t), now);
@@ -721,6 +753,10 @@ void gg_export__status(struct gg_sup *sup, struct cJSON *obj)
 	gg_json_add_u64(o, "spans", exp->st.spans);
 	gg_json_add_u64(o, "invalid", exp->st.spans_invalid);
 	gg_json_add_u64(o, "channel_off", exp->st.spans_off);
+	o = cJSON_AddObjectToObject(obj, "logs");
+	gg_json_add_u64(o, "records", exp->st.logs);
+	gg_json_add_u64(o, "invalid", exp->st.logs_invalid);
+	gg_json_add_u64(o, "channel_off", exp->st.logs_off);
 	if (exp->ident) {
 		const struct gg_identity_stats *is = gg_identity__stats(gg_ident_export__identity(exp->ident));
 

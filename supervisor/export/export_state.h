@@ -48,6 +48,9 @@ struct gg_export_stats {
 	uint64_t spans;		/* trace_span records sent on the event channel as OTel JSON */
 	uint64_t spans_invalid; /* trace_span records whose ids or times were malformed */
 	uint64_t spans_off;	/* trace_span records with the event channel off */
+	uint64_t logs;		/* log records (OpenTelemetry logs: tprofiling) sent on the event channel */
+	uint64_t logs_invalid;	/* log records whose timestamp, resource or attributes were malformed */
+	uint64_t logs_off;	/* log records with the event channel off */
 };
 
 struct gg_export {

@@ -28,11 +28,6 @@ static const struct gg_param_spec p_kafka[] = {
 	{.name = "kafka_port", .type = GG_PT_INT, .def = 9092, .min = 1, .max = 65535},
 };
 
-static const struct gg_subprobe sp_tprofiling[] = {
-	{.name = "oncpu"},	  {.name = "syscall_file"},  {.name = "syscall_net"},
-	{.name = "syscall_lock"}, {.name = "syscall_sched"},
-};
-
 #define NOT_BUILT(rest, b, sp, nsp, p, sn, chk)                                                                    \
 	{                                                                                                          \
 		.rest_name = rest, .bin = b, .subprobes = sp, .nsubprobes = nsp, .params = p, .nparams = COUNT(p), \
@@ -46,7 +41,6 @@ static const struct gg_contract not_built[] = {
 	NOT_BUILT("lvs", "trace_lvs", NULL, 0, p_plain, 0, "lsmod | grep ip_vs | wc -l"),
 	NOT_BUILT("kafka", "kafkaprobe", NULL, 0, p_kafka, 0, NULL),
 	NOT_BUILT("dnsmasq", "trace_dnsmasq", NULL, 0, p_elf, GG_SNOOP_ALL, NULL),
-	NOT_BUILT("tprofiling", "tprofiling", sp_tprofiling, COUNT(sp_tprofiling), p_plain, GG_SNOOP_PROC, NULL),
 };
 
 /* gala-gopher's order of its probes (GET /probes, the "known probes" of a 404); probes built here that

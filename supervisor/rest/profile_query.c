@@ -266,6 +266,19 @@ int profile_query__parse_args(unsigned int nargs, const char *const *names, cons
 				return -EINVAL;
 			}
 			have_end = 1;
+		} else if (!strcmp(n, "profile_id")) {
+			unsigned long long from, until;
+			int len = 0;
+
+			if (strlen(v) != 27 || sscanf(v, "%13llu-%13llu%n", &from, &until, &len) != 2 || len != 27 ||
+			    from > until) {
+				snprintf(err, errlen, "profile_id must be <from_ms>-<until_ms> (13 digits each)");
+				return -EINVAL;
+			}
+			snprintf(r.profile_id, sizeof(r.profile_id), "%s", v);
+			r.time_start = (int64_t)(from / 1000);
+			r.time_end = (int64_t)(until / 1000);
+			have_start = have_end = 1;
 		} else if (!strcmp(n, "max_nodes")) {
 			int64_t m;
 
@@ -277,6 +290,10 @@ int profile_query__parse_args(unsigned int nargs, const char *const *names, cons
 		}
 		/* anything else (profile_language_type, tag_filter, ...) is ignored */
 	}
+	if (r.profile_id[0] && !r.app[0])
+		snprintf(r.app, sizeof(r.app), "Total");
+	if (r.profile_id[0] && r.event < 0)
+		r.event = 0;
 	if (finish_request(&r, have_start, have_end, now_s, err, errlen))
 		return -EINVAL;
 	*ret = r;
@@ -552,6 +569,9 @@ int profile_query__run(const char *store_dir, const struct pq_request *req, char
 			    strlen(de->d_name) > 200)
 				continue;
 			if (until <= qfrom_ms || from >= quntil_ms)
+				continue;
+			if (req->profile_id[0] && (strncmp(de->d_name, req->profile_id, strlen(req->profile_id)) ||
+						   strcmp(de->d_name + strlen(req->profile_id), ".prof")))
 				continue;
 			snprintf(path, sizeof(path), "%s/%s", dir, de->d_name);
 			err = add_file(&t, path, req, &pp);

@@ -22,6 +22,7 @@ struct pq_request {
 	int event;		      /* 0 on-cpu, 1 off-cpu, 2 mem, 3 mem-alloc (stackprobe's events) */
 	int64_t time_start, time_end; /* unix seconds, inclusive */
 	unsigned int max_nodes;	      /* more nodes are folded into their parent's self value */
+	char profile_id[32];	      /* "<from_ms>-<until_ms>": only that stored profile (autotrace's captures) */
 	/* optional: Total's processes in a container go under "[Pod] <pod>" and "[Con] <container>" */
 	pq_ident_fn ident;
 	void *ident_ctx;
@@ -30,7 +31,9 @@ struct pq_request {
 /*
  * Parse a GET query: app (alias app_service), event (alias profile_event_type: on-cpu, off-cpu, mem,
  * mem-alloc; also oncpu, offcpu, mem_alloc), time_start / time_end (alias from / until; unix seconds; default the last
- * hour up to now_s), max_nodes. 0, or -EINVAL with a message in err.
+ * hour up to now_s), max_nodes, profile_id (one stored profile, "<from_ms>-<until_ms>" as autotrace names
+ * its captures: the time range is the profile's, app defaults to Total and event to on-cpu). 0, or
+ * -EINVAL with a message in err.
  */
 int profile_query__parse_args(unsigned int nargs, const char *const *names, const char *const *values, int64_t now_s,
 			      struct pq_request *ret, char *err, size_t errlen);

@@ -689,17 +689,19 @@ out:
 }
 
 /* GET|POST /flamegraph/query (alias /v1/profile/ProfileTracing): the flame graph query API over
- * stackprobe's profile store, <flame_dir>/store (flame_dir from the flamegraph REST params). */
-static void handle_profile_query(struct gg_rest *r, const struct gg_http_request *req, struct gg_http_response *resp)
+ * stackprobe's profile store, <flame_dir>/store (flame_dir from the flamegraph REST params); GET
+ * /autotrace/query the same over autotrace's store (its captures, by profile_id). */
+static void handle_profile_query(struct gg_rest *r, const struct gg_http_request *req, struct gg_http_response *resp,
+				 const char *probe, const char *def_dir)
 {
-	struct rest_probe *rp = find_rest_probe(r, "flamegraph");
+	struct rest_probe *rp = find_rest_probe(r, probe);
 	const cJSON *params = rp && rp->conf ? cJSON_GetObjectItemCaseSensitive(rp->conf, "params") : NULL;
 	const char *dir = cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(params, "flame_dir"));
 	char store[PATH_MAX + 8];
 	unsigned int status = 500;
 	size_t len = 0;
 
-	snprintf(store, sizeof(store), "%s/store", dir && dir[0] ? dir : "/var/log/gala-gopher/flamegraph");
+	snprintf(store, sizeof(store), "%s/store", dir && dir[0] ? dir : def_dir);
 	/* Total's processes in containers go under [Pod] and [Con] layers (the container labels' resolver) */
 	profile_query__handle_ident(store, req->method, req->body, req->body_len, req->nargs, req->arg_names,
 				    req->arg_values, (int64_t)time(NULL),
@@ -732,7 +734,11 @@ void gg_rest__handle(struct gg_sup *sup, const struct gg_http_request *req, stru
 		n--;
 	if ((n == 16 && !strncmp(path, "flamegraph/query", n)) ||
 	    (n == 25 && !strncmp(path, "v1/profile/ProfileTracing", n))) {
-		handle_profile_query(r, req, resp);
+		handle_profile_query(r, req, resp, "flamegraph", "/var/log/gala-gopher/flamegraph");
+		return;
+	}
+	if (n == 15 && !strncmp(path, "autotrace/query", n)) {
+		handle_profile_query(r, req, resp, "autotrace", "/var/log/gala-gopher/autotrace");
 		return;
 	}
 	if (n >= sizeof(name) - 1 || memchr(path, '/', n)) {

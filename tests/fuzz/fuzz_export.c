@@ -1,6 +1,6 @@
-/* fuzz_export.c - libFuzzer target: record lines -> validation -> imdb (tight limits, aging), event or
- * trace span translation -> Prometheus rendering and metric JSON. Checks that the exposition stays line-structured
- * (no raw newline inside a sample, every sample "name[{...}] value") and that refusals are counted. */
+/* fuzz_export.c - libFuzzer target: record lines -> validation -> imdb (tight limits, aging), event,
+ * trace span or log (tprofiling) translation -> Prometheus rendering and metric JSON. Checks that the exposition stays
+ * line-structured (no raw newline inside a sample, every sample "name[{...}] value") and that refusals are counted. */
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -12,6 +12,7 @@
 #include "../../supervisor/export/metadata.c"
 #include "../../supervisor/export/outbuf.c"
 #include "../../supervisor/export/prom.c"
+#include "../../supervisor/export/otel_logs.c"
 #include "../../supervisor/export/traces.c"
 
 static const char fuzz_meta[] =
@@ -34,6 +35,7 @@ static void load_once(void)
 
 	reg = meta_registry__new();
 	if (!reg || gg_events__register(reg, err, sizeof(err)) || gg_traces__register(reg, err, sizeof(err)) ||
+	    gg_otel_logs__register(reg, err, sizeof(err)) ||
 	    meta_registry__load_buf(reg, "fuzz.meta", fuzz_meta, sizeof(fuzz_meta) - 1, err, sizeof(err)) < 0) {
 		fprintf(stderr, "fuzz_export: %s\n", err);
 		abort();
@@ -100,6 +102,21 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 					for (size_t i = at; i < j.len && !j.oom; i++)
 						if ((unsigned char)j.data[i] < 0x20)
 							abort();
+			} else if (gg_otel_logs__is_log_table(rec.table)) {
+				const struct gg_otel_logs_opts lo = {.machine_id = "m\"id", .hostname = "h"};
+				size_t at = j.len;
+
+				/* one JSON object on one line that parses */
+				if (gg_otel_logs__render(&lo, &rec, &j) == 0 && !j.oom) {
+					cJSON *o = cJSON_ParseWithLength(j.data + at, j.len - at);
+
+					if (!cJSON_IsObject(o))
+						abort();
+					cJSON_Delete(o);
+					for (size_t i = at; i < j.len; i++)
+						if ((unsigned char)j.data[i] < 0x20)
+							abort();
+				}
 			} else if (imdb__update(db, &rec, now, NULL) == 0) {
 				stored++;
 			} else {

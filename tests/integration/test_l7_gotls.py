@@ -90,6 +90,8 @@ def test_l7_gotls():
         probe = Probe(["-t", "1", "-p", "http", "-s", "1", "--pid", "%d,%d" % (server.pid, client.pid)])
         probe.wait_started()
         wait_for(lambda: probe.stderr().count("Go TLS (go1.") >= 2, 20, "Go TLS uprobes in both programs")
+        # Read's end at its deferred closure's entry (emulated), not at its rets (single-stepped)
+        check(probe.stderr().count("its deferred closure's entry") >= 2, "Read's end probes: %s" % probe.stderr()[-1500:])
         time.sleep(0.5)
         done = client.go()
         check(done["requests"] == n and done["errors"] == n // 5, "client did %r" % done)

@@ -215,7 +215,7 @@ def test_seed_curl_examples():
         # the probe was told: its control message carries the REST configuration
         check(g["runtime"]["config_version"] >= 3, "versions bumped: %r" % g["runtime"])
 
-        # tprofiling is not installed here: a clear 404
+        # tprofiling is not in this test's probes directory: a clear 404
         code, body = env.curl("-X", "PUT", u + "/tprofiling", "-d", "json=" + SEED_TPROF)
         check(code == 404 and "not installed" in json.loads(body)["message"], "tprofiling: %d %s" % (code, body))
         code, body = env.curl("-X", "PUT", u + "/tprofiling", "-d", "json=" + '{"state": "stopped"}')

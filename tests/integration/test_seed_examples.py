@@ -1,8 +1,8 @@
 """test_seed_examples.py - every curl example of seed 000 (the gala-gopher manual), pasted verbatim and run
 through bash against the real supervisor and the real stackprobe; only "http://localhost:9999" (and
 "<gopher-node-ip>:9999") become the test supervisor's REST address. A user who copies a command from
-the manual gets what the manual promises, or a clear answer where this build differs (tprofiling is not
-built: 404 naming it; the sliprobe example is not valid JSON: 400). The supervisor runs in a private
+the manual gets what the manual promises, or a clear answer where this build differs (the sliprobe
+example is not valid JSON: 400). The supervisor runs in a private
 mount namespace with a tmpfs on /var/log, so the examples' /var/log/gala-gopher directories are the
 test's own. Also: cmd.bin spelled another way (config/.., a root-owned symbolic link) is accepted and
 anything else refused, and the spawn wrapper runs a binary only if it is still the file checked."""
@@ -275,19 +275,22 @@ test_seed_stackprobe_startup_examples.timeout = 90
 
 
 def test_seed_tprofiling_examples():
-    """tprofiling is not built here (no probes/tprofiling): its two commands get 404 naming the probe as
-    not installed (README "REST API": a known probe whose binary is not installed), and nothing runs.
-    When tprofiling is built this test must change to expect 200."""
-    check(not os.path.exists(os.path.join(PROBES, "tprofiling")), "tprofiling is built now: update this test")
+    """The seed's two tprofiling commands: the start runs the probe with the five event kinds and the scope by
+    name (no java here: nothing in scope), the stop stops it."""
     env = SeedEnv().start()
     try:
-        for cmd in (SEED_TPROF_START, SEED_TPROF_STOP):
-            code, body = env.run(cmd)
-            msg = json.loads(body)["message"]
-            check(code == 404 and msg.startswith("probe tprofiling is not installed: ") and
-                  msg.endswith("/tprofiling is not an executable file"), "tprofiling: %d %s" % (code, body))
+        code, body = env.run(SEED_TPROF_START)
+        check(code == 200, "tprofiling start: %d %s" % (code, body))
+        rt = env.wait_confirmed("tprofiling")
         g = env.get("tprofiling")
-        check(g["runtime"]["available"] is False and g["state"] == "stopped", "nothing runs: %r" % g)
+        check(g["state"] == "running" and g["cmd"]["probe"] ==
+              ["oncpu", "syscall_file", "syscall_net", "syscall_sched", "syscall_lock"] and
+              [p["comm"] for p in g["snoopers"]["proc_name"]] == ["java"], "GET: %r" % g)
+        wait_for(lambda: "scope filtered" in env.sup.probe_log("tprofiling"), 10, "tprofiling applies the scope")
+        code, body = env.run(SEED_TPROF_STOP)
+        check(code == 200, "tprofiling stop: %d %s" % (code, body))
+        wait_for(lambda: env.get("tprofiling")["runtime"].get("pid") in (None, 0) or
+                 env.get("tprofiling")["runtime"].get("pid") != rt["pid"], 20, "tprofiling stops")
     finally:
         env.cleanup()
 test_seed_tprofiling_examples.timeout = 60

@@ -2,7 +2,7 @@
  * three concurrent streams: 200, 404, 500) and from python3-grpcio (unary calls, trailers, trailers-only
  * errors, dynamic table references), each split at every byte and byte by byte; a capture started
  * mid-connection; and crafted frames (RST_STREAM, GOAWAY, CONTINUATION with a field split between
- * frames, padding and priority, 1xx, header blocks lost in a gap). */
+ * frames, padding and priority, 1xx, header blocks lost in a gap); an HTTP/1.1 upgrade to h2c. */
 #include "test_l7_util.h"
 
 #include "data/l7_h2_caps.h"
@@ -92,6 +92,27 @@ static void test_rst_goaway(void **state)
 	l7t_expect_stats(&o, 2, 0, 0, 1); /* stream 5 dropped by the GOAWAY */
 	l7t_expect(&o, 0, "GET /x", 0, 1, 0, 0);
 	l7t_expect(&o, 1, "GET /y", 200, 0, 0, 0);
+}
+
+/* HTTP/1.1 Upgrade to h2c (RFC 7540 3.2): the 101 and the server's first frames in one chunk; the
+ * upgrade request answered on stream 1, then a stream of HTTP/2 proper. Split at every byte too. */
+static void test_h2c_upgrade(void **state)
+{
+	static const struct l7t_step steps[] = {
+		REQ("GET /up HTTP/1.1\r\nHost: a\r\nConnection: Upgrade, HTTP2-Settings\r\nUpgrade: h2c\r\n"
+		    "HTTP2-Settings: AAMAAABkAAQAAP__\r\n\r\n"),
+		RESP("HTTP/1.1 101 Switching Protocols\r\nConnection: Upgrade\r\nUpgrade: h2c\r\n\r\n" SETTINGS OK_1
+		     "\x00\x00\x02\x00\x01\x00\x00\x00\x01hi"),
+		REQ(PREFACE GET_Y),
+		RESP(OK_3_END),
+	};
+	struct l7t_out o;
+
+	(void)state;
+	l7t_run_all_splits(L7_PROTO_HTTP, steps, NSTEPS(steps), &o);
+	l7t_expect_stats(&o, 2, 0, 0, 0);
+	l7t_expect(&o, 0, "GET /up", 200, 0, 114, 10 + 11);
+	l7t_expect(&o, 1, "GET /y", 200, 0, 14, 10);
 }
 
 /* A header block in HEADERS + CONTINUATION, split in the middle of a field; padding and priority. */
@@ -234,7 +255,7 @@ int main(void)
 		cmocka_unit_test(test_grpc_mid_connection),  cmocka_unit_test(test_rst_goaway),
 		cmocka_unit_test(test_continuation_padding), cmocka_unit_test(test_gaps),
 		cmocka_unit_test(test_unmatched_close),	     cmocka_unit_test(test_many_streams),
-		cmocka_unit_test(test_push_promise),
+		cmocka_unit_test(test_push_promise),	     cmocka_unit_test(test_h2c_upgrade),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

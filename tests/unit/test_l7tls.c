@@ -93,6 +93,31 @@ __attribute__((noinline, used)) int tls_elf_test_marker(int x)
 	return x * 3 + 1;
 }
 
+/* Read's result slot from its open-coded defer calls (go1.19's crypto/tls.(*Conn).Read epilogues). */
+static void test_defer_result_slot(void **state)
+{
+	/* mov 0x58(%rsp),%rdx; mov (%rdx),%rax; call *%rax; mov 0x20(%rsp),%rax; mov 0x38(%rsp),%rbx;
+	 * add $0x68,%rsp; ret; ... the same again */
+	static const uint8_t two[] = {0x48, 0x8b, 0x54, 0x24, 0x58, 0x48, 0x8b, 0x02, 0xff, 0xd0, 0x48,
+				      0x8b, 0x44, 0x24, 0x20, 0x48, 0x8b, 0x5c, 0x24, 0x38, 0x48, 0x83,
+				      0xc4, 0x68, 0xc3, 0xff, 0xd0, 0x48, 0x8b, 0x44, 0x24, 0x20, 0xc3};
+	/* the second reload from another slot */
+	static const uint8_t differ[] = {0xff, 0xd0, 0x48, 0x8b, 0x44, 0x24, 0x20,
+					 0xff, 0xd0, 0x48, 0x8b, 0x44, 0x24, 0x28};
+	/* something else after the call */
+	static const uint8_t other[] = {0xff, 0xd0, 0x48, 0x89, 0xc3, 0xc3};
+	/* direct calls only */
+	static const uint8_t none[] = {0xe8, 0x00, 0x00, 0x00, 0x00, 0x48, 0x8b, 0x44, 0x24, 0x20, 0xc3};
+	int64_t disp = -1;
+
+	(void)state;
+	assert_int_equal(x86_defer_result_slot(two, sizeof(two), 0x5a603b, &disp), 0);
+	assert_int_equal(disp, 0x20);
+	assert_int_equal(x86_defer_result_slot(differ, sizeof(differ), 0x1000, &disp), -EINVAL);
+	assert_int_equal(x86_defer_result_slot(other, sizeof(other), 0x1000, &disp), -EINVAL);
+	assert_int_equal(x86_defer_result_slot(none, sizeof(none), 0x1000, &disp), -ENOENT);
+}
+
 static void test_elf_self(void **state)
 {
 	struct elf_bin *b = NULL;
@@ -118,8 +143,9 @@ static void test_elf_self(void **state)
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
-		cmocka_unit_test(test_emulated),  cmocka_unit_test(test_first_call), cmocka_unit_test(test_entry_site),
-		cmocka_unit_test(test_ret_sites), cmocka_unit_test(test_elf_self),
+		cmocka_unit_test(test_emulated),   cmocka_unit_test(test_first_call),
+		cmocka_unit_test(test_entry_site), cmocka_unit_test(test_ret_sites),
+		cmocka_unit_test(test_elf_self),   cmocka_unit_test(test_defer_result_slot),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

@@ -323,6 +323,39 @@ static void test_parse_args(void **state)
 	assert_int_equal(r.event, 3);
 }
 
+/* profile_id (autotrace's captures): the one file of that name, though another overlaps its time range;
+ * app Total and event on-cpu by default; a malformed id refused. */
+static void test_profile_id(void **state)
+{
+	const char *n1[] = {"profile_id"}, *v1[] = {"0000001000000-0000001010000"};
+	const char *n2[] = {"profile_id", "app"}, *v2[] = {"0000001010000-0000001020000", "app"};
+	const char *v3[] = {"1000-2000"}, *v4[] = {"0000001010000-0000001000000"};
+	struct pq_request r;
+	char err[160], *json = NULL;
+	size_t len = 0;
+	cJSON *o;
+
+	(void)state;
+	assert_int_equal(profile_query__parse_args(1, n1, v1, 5000, &r, err, sizeof(err)), 0);
+	assert_string_equal(r.app, "Total");
+	assert_int_equal(r.event, 0);
+	assert_string_equal(r.profile_id, "0000001000000-0000001010000");
+	assert_int_equal(r.time_start, 1000);
+	assert_int_equal(r.time_end, 1010);
+	assert_int_equal(profile_query__parse_args(2, n2, v2, 5000, &r, err, sizeof(err)), 0);
+	/* the range 1010..1020 s touches both files: only the second is read (hot: 1 sample x 20000 us) */
+	assert_int_equal(profile_query__run(g_dir, &r, &json, &len), 0);
+	o = cJSON_Parse(json);
+	free(json);
+	assert_non_null(o);
+	assert_int_equal((int)cJSON_GetNumberValue(cJSON_GetObjectItem(node(o, "hot", NULL), "total_value")), 20000);
+	assert_null(node(o, "cold", NULL));
+	cJSON_Delete(o);
+	assert_int_equal(profile_query__parse_args(1, n1, v3, 5000, &r, err, sizeof(err)), -EINVAL);
+	assert_non_null(strstr(err, "profile_id"));
+	assert_int_equal(profile_query__parse_args(1, n1, v4, 5000, &r, err, sizeof(err)), -EINVAL);
+}
+
 static void test_parse_json_and_handle(void **state)
 {
 	const char *body = "{\"app_service\": \"app\", \"profile_language_type\": \"eBPF\", \"profile_event_type\": "
@@ -370,6 +403,7 @@ int main(void)
 		cmocka_unit_test(test_ids_stable),
 		cmocka_unit_test(test_truncation),
 		cmocka_unit_test(test_parse_args),
+		cmocka_unit_test(test_profile_id),
 		cmocka_unit_test(test_parse_json_and_handle),
 	};
 

@@ -348,7 +348,7 @@ static void test_errors_name_field_and_range(void **state)
 	expect("io", "{\"snoopers\":{\"proc_id\":[1]}}", 400,
 	       "snoopers.proc_id: not a monitoring target of probe io (accepted: none)");
 	expect("io", "{\"snoopers\":{\"proc_id\":[]}}", 0, NULL);
-	expect("tprofiling", "{\"snoopers\":{\"pod_id\":[\"abc\"]}}", 400, "(accepted: proc_id, proc_name)");
+	expect("tprofiling", "{\"snoopers\":{\"container_id\":[\"abcdef123456\"]}}", 0, NULL);
 	expect("tcp", "{\"snoopers\":{\"proc_id\":[0]}}", 400,
 	       "snoopers.proc_id[0]: must be a process id in [1, 4194304]");
 	expect("tcp", "{\"snoopers\":{\"proc_id\":[\"12\"]}}", 400, "snoopers.proc_id[0]");

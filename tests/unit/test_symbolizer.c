@@ -131,8 +131,12 @@ static void test_perf_map(void **state)
 	snprintf(path, sizeof(path), "/tmp/perf-%d.map", getpid());
 	m = fopen(path, "w");
 	assert_non_null(m);
-	fprintf(m, "%llx 100 LJava/lang/Thread;::run\n%llx 40 jit_second\n", (unsigned long long)(uintptr_t)code,
-		(unsigned long long)(uintptr_t)code + 0x200);
+	/* the third line as HotSpot's jcmd Compiler.perfmap writes it (0x-prefixed, 16 digits) */
+	fprintf(m,
+		"%llx 100 LJava/lang/Thread;::run\n%llx 40 jit_second\n0x%016llx 0x%016llx long "
+		"HotJava.hotLoop(long)\n",
+		(unsigned long long)(uintptr_t)code, (unsigned long long)(uintptr_t)code + 0x200,
+		(unsigned long long)(uintptr_t)code + 0x400, 0x80ull);
 	fclose(m);
 	symbolizer__begin_round(s);
 	assert_int_equal(symbolizer__user(s, (uint32_t)getpid(), (uint64_t)(uintptr_t)code + 0x10, &f), 0);
@@ -140,6 +144,8 @@ static void test_perf_map(void **state)
 	assert_string_equal(f.name, "LJava/lang/Thread;::run");
 	assert_int_equal(symbolizer__user(s, (uint32_t)getpid(), (uint64_t)(uintptr_t)code + 0x210, &f), 0);
 	assert_string_equal(f.name, "jit_second");
+	assert_int_equal(symbolizer__user(s, (uint32_t)getpid(), (uint64_t)(uintptr_t)code + 0x47f, &f), 0);
+	assert_string_equal(f.name, "long HotJava.hotLoop(long)");
 	/* between the two entries: the anonymous mapping only */
 	assert_int_equal(symbolizer__user(s, (uint32_t)getpid(), (uint64_t)(uintptr_t)code + 0x180, &f), -ENOENT);
 	assert_null(f.name);

@@ -1,0 +1,390 @@
+// SPDX-License-Identifier: GPL-2.0
+/* tprofiling.bpf.c - thread-level timeline events: the syscalls gala-gopher's tprofiling watches, each
+ * on its own sys_enter_<name>/sys_exit_<name> tracepoint pair (only those syscalls ever run a program),
+ * on-CPU runs (tp_btf sched_switch), pthread lock waits and allocator calls (uprobes attached per process
+ * in scope).
+ * Scope is decided first, from the current task, before any map is touched; a start is kept in task
+ * storage and the finished event, when it lasted min_exec_dur or more, goes to a ring buffer. */
+#include "vmlinux.h"
+
+#include "gg_common.bpf.h"
+
+#include <bpf/usdt.bpf.h>
+
+#include "tprofiling.h"
+
+char LICENSE[] SEC("license") = "GPL";
+
+/* Live knobs, written by user space through the mmap'ed .bss. */
+volatile __u64 min_exec_ns = 1000; /* events shorter than this are counted, not sent */
+volatile __u32 self_tgid;	   /* the probe itself is never traced */
+volatile __u32 want_stack = 1;	   /* user stacks with syscall and lock events */
+volatile __u32 scope_ncgrp;	   /* cgroups in the scope's set: 0 skips the cgroup walk */
+
+/* A syscall (or lock call) in flight on a thread. */
+struct tp_flight {
+	__u64 start_ns;
+	__s64 arg;
+	__u32 name;
+	__u32 type;
+};
+
+/* Per thread: the syscall in flight, the pthread call in flight (a lock call makes futex syscalls of
+ * its own), and when the thread went on a CPU (0: not tracked). */
+struct tp_task {
+	struct tp_flight sys;
+	struct tp_flight lock;
+	struct tp_flight gc;
+	__u64 oncpu_ns;
+};
+
+struct {
+	__uint(type, BPF_MAP_TYPE_TASK_STORAGE);
+	__uint(map_flags, BPF_F_NO_PREALLOC);
+	__type(key, int);
+	__type(value, struct tp_task);
+} tp_tasks SEC(".maps");
+
+struct {
+	__uint(type, BPF_MAP_TYPE_RINGBUF);
+	__uint(max_entries, TP_RB_BYTES);
+} tp_events SEC(".maps");
+
+struct {
+	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
+	__uint(max_entries, TP_ST_NR);
+	__type(key, __u32);
+	__type(value, __u64);
+} tp_stats SEC(".maps");
+
+static __always_inline void stat_inc(__u32 idx)
+{
+	__u64 *v = bpf_map_lookup_elem(&tp_stats, &idx);
+
+	if (v)
+		*v += 1;
+}
+
+/* The current thread is in scope (and is not the probe). Cheapest first: a scope of processes only (the
+ * usual proc_id/proc_name snoopers) costs one array and one hash lookup; the cgroup walk (container and
+ * pod scopes) is made only when the scope has cgroups. */
+static __always_inline int in_scope(void)
+{
+	__u32 tgid = (__u32)(bpf_get_current_pid_tgid() >> 32);
+	__u64 cgid;
+
+	if (tgid == self_tgid)
+		return 0;
+	if (!gg_scope_filtering() || gg_scope_has_tgid(tgid))
+		return 1;
+	if (!scope_ncgrp)
+		return 0;
+	cgid = bpf_get_current_cgroup_id();
+	if (gg_scope_has_cgroup(cgid))
+		return 1;
+	for (int lvl = 1; lvl <= GG_CGROUP_MAX_DEPTH; lvl++) {
+		__u64 anc = bpf_get_current_ancestor_cgroup_id(lvl);
+
+		if (!anc || anc == cgid)
+			break;
+		if (gg_scope_has_cgroup(anc))
+			return 1;
+	}
+	return 0;
+}
+
+/* A task (not necessarily current) is in scope: its tgid, or its cgroup v2 or an ancestor. */
+static __always_inline int task_in_scope(struct task_struct *t)
+{
+	struct cgroup *cg;
+	int level;
+
+	if (t->tgid == self_tgid || t->pid == 0)
+		return 0;
+	if (!gg_scope_filtering())
+		return 1;
+	if (gg_scope_has_tgid(t->tgid))
+		return 1;
+	if (!scope_ncgrp)
+		return 0;
+	cg = BPF_CORE_READ(t, cgroups, dfl_cgrp);
+	if (!cg)
+		return 0;
+	if (gg_scope_has_cgroup(BPF_CORE_READ(cg, kn, id)))
+		return 1;
+	level = BPF_CORE_READ(cg, level);
+	for (int i = 0; i < GG_CGROUP_MAX_DEPTH; i++) {
+		struct cgroup *anc = NULL;
+
+		if (--level < 1)
+			break;
+		bpf_core_read(&anc, sizeof(anc), &cg->ancestors[level]);
+		if (anc && gg_scope_has_cgroup(BPF_CORE_READ(anc, kn, id)))
+			return 1;
+	}
+	return 0;
+}
+
+/* The names of the dentries of descriptor fd of t, from the file up to its mount's root. */
+static __always_inline void file_path(struct tp_event *e, struct task_struct *t, __s64 fd)
+{
+	struct file **fds = BPF_CORE_READ(t, files, fdt, fd);
+	unsigned int max = BPF_CORE_READ(t, files, fdt, max_fds);
+	struct file *f = NULL;
+	struct dentry *d;
+
+	if (!fds || fd >= max)
+		return;
+	bpf_probe_read_kernel(&f, sizeof(f), &fds[fd & 0xffffff]);
+	if (!f)
+		return;
+	d = BPF_CORE_READ(f, f_path.dentry);
+	for (int i = 0; i < TP_PATH_DEPTH; i++) {
+		struct dentry *parent;
+
+		if (!d || bpf_probe_read_kernel_str(e->path[i], TP_PATH_NAME, BPF_CORE_READ(d, d_name.name)) < 0) {
+			e->path[i][0] = '\0';
+			return;
+		}
+		parent = BPF_CORE_READ(d, d_parent);
+		if (parent == d) /* the root of its file system: "/" */
+			return;
+		d = parent;
+		if (i + 1 < TP_PATH_DEPTH)
+			e->path[i + 1][0] = '\0';
+	}
+}
+
+/* Send one finished event of the current thread (or of t, on-CPU). */
+static __always_inline void send(void *ctx, __u64 start, __u64 end, __u32 name, __u32 type, __s64 arg, __s64 ret,
+				 struct task_struct *t, int stack)
+{
+	struct tp_event *e;
+
+	if (end - start < min_exec_ns) {
+		stat_inc(TP_ST_SHORT);
+		return;
+	}
+	e = bpf_ringbuf_reserve(&tp_events, sizeof(*e), 0);
+	if (!e) {
+		stat_inc(TP_ST_DROPPED);
+		return;
+	}
+	e->start_ns = start;
+	e->end_ns = end;
+	e->arg = arg;
+	e->ret = ret;
+	e->name = (__u16)name;
+	e->type = (__u16)type;
+	e->pid = t->pid;
+	e->tgid = t->tgid;
+	__builtin_memcpy(e->comm, t->comm, sizeof(e->comm));
+	e->nstack = 0;
+	e->path[0][0] = '\0';
+	if (type == TP_TYPE_FILE && arg >= 0)
+		file_path(e, t, arg);
+	if (stack && want_stack) {
+		long n = bpf_get_stack(ctx, e->stack, sizeof(e->stack), BPF_F_USER_STACK);
+
+		e->nstack = n > 0 ? (__u32)(n / sizeof(__u64)) : 0;
+	}
+	/* no wake-up per event: user space drains every 200 ms, or at once when a storm fills a quarter */
+	bpf_ringbuf_submit(e, bpf_ringbuf_query(&tp_events, BPF_RB_AVAIL_DATA) >= TP_RB_WAKE ? BPF_RB_FORCE_WAKEUP
+											     : BPF_RB_NO_WAKEUP);
+	stat_inc(TP_ST_EVENTS);
+}
+
+/* ---- syscalls ------------------------------------------------------------------------------------ */
+
+static __always_inline int sys_enter(__u32 name, __u32 type, __s64 arg)
+{
+	struct task_struct *t;
+	struct tp_task *s;
+
+	if (!in_scope())
+		return 0;
+	t = bpf_get_current_task_btf();
+	s = bpf_task_storage_get(&tp_tasks, t, 0, BPF_LOCAL_STORAGE_GET_F_CREATE);
+	if (!s) {
+		stat_inc(TP_ST_INFLIGHT_FULL);
+		return 0;
+	}
+	s->sys.start_ns = bpf_ktime_get_ns();
+	s->sys.arg = arg;
+	s->sys.name = name;
+	s->sys.type = type;
+	return 0;
+}
+
+static __always_inline int sys_exit(void *ctx, __u32 name, __s64 ret)
+{
+	struct task_struct *t = bpf_get_current_task_btf();
+	struct tp_task *s = bpf_task_storage_get(&tp_tasks, t, 0, 0);
+	__u64 start;
+
+	/* out of scope at the start: no storage (or none in flight) */
+	if (!s || !s->sys.start_ns || s->sys.name != name)
+		return 0;
+	start = s->sys.start_ns;
+	s->sys.start_ns = 0;
+	send(ctx, start, bpf_ktime_get_ns(), name, s->sys.type, s->sys.arg, ret, t, 1);
+	return 0;
+}
+
+/* One syscall: its enter program records the start (and the argument `argi`, -1: none), its exit
+ * program sends the event. */
+#define TP_SYSCALL(sc, nm, ty, argi)                                                    \
+	SEC("tp/syscalls/sys_enter_" #sc)                                               \
+	int tp_enter_##sc(struct trace_event_raw_sys_enter *ctx)                        \
+	{                                                                               \
+		return sys_enter(nm, ty, (argi) >= 0 ? (__s64)ctx->args[(argi)&7] : 0); \
+	}                                                                               \
+	SEC("tp/syscalls/sys_exit_" #sc)                                                \
+	int tp_exit_##sc(struct trace_event_raw_sys_exit *ctx)                          \
+	{                                                                               \
+		return sys_exit(ctx, nm, ctx->ret);                                     \
+	}
+
+TP_SYSCALL(read, TP_READ, TP_TYPE_FILE, 0)
+TP_SYSCALL(write, TP_WRITE, TP_TYPE_FILE, 0)
+TP_SYSCALL(readv, TP_READV, TP_TYPE_FILE, 0)
+TP_SYSCALL(writev, TP_WRITEV, TP_TYPE_FILE, 0)
+TP_SYSCALL(pread64, TP_PREAD64, TP_TYPE_FILE, 0)
+TP_SYSCALL(pwrite64, TP_PWRITE64, TP_TYPE_FILE, 0)
+TP_SYSCALL(preadv, TP_PREADV, TP_TYPE_FILE, 0)
+TP_SYSCALL(pwritev, TP_PWRITEV, TP_TYPE_FILE, 0)
+TP_SYSCALL(sync, TP_SYNC, TP_TYPE_FILE, -1)
+TP_SYSCALL(fsync, TP_FSYNC, TP_TYPE_FILE, 0)
+TP_SYSCALL(fdatasync, TP_FDATASYNC, TP_TYPE_FILE, 0)
+TP_SYSCALL(sendto, TP_SENDTO, TP_TYPE_NET, 0)
+TP_SYSCALL(recvfrom, TP_RECVFROM, TP_TYPE_NET, 0)
+TP_SYSCALL(sendmsg, TP_SENDMSG, TP_TYPE_NET, 0)
+TP_SYSCALL(recvmsg, TP_RECVMSG, TP_TYPE_NET, 0)
+TP_SYSCALL(sendmmsg, TP_SENDMMSG, TP_TYPE_NET, 0)
+TP_SYSCALL(recvmmsg, TP_RECVMMSG, TP_TYPE_NET, 0)
+TP_SYSCALL(futex, TP_FUTEX, TP_TYPE_LOCK, 1)
+TP_SYSCALL(sched_yield, TP_SCHED_YIELD, TP_TYPE_SCHED, -1)
+TP_SYSCALL(nanosleep, TP_NANOSLEEP, TP_TYPE_SCHED, -1)
+TP_SYSCALL(clock_nanosleep, TP_CLOCK_NANOSLEEP, TP_TYPE_SCHED, -1)
+TP_SYSCALL(wait4, TP_WAIT4, TP_TYPE_SCHED, 0)
+TP_SYSCALL(waitid, TP_WAITID, TP_TYPE_SCHED, -1)
+TP_SYSCALL(select, TP_SELECT, TP_TYPE_SCHED, -1)
+TP_SYSCALL(pselect6, TP_PSELECT6, TP_TYPE_SCHED, -1)
+TP_SYSCALL(poll, TP_POLL, TP_TYPE_SCHED, -1)
+TP_SYSCALL(ppoll, TP_PPOLL, TP_TYPE_SCHED, -1)
+TP_SYSCALL(epoll_wait, TP_EPOLL_WAIT, TP_TYPE_SCHED, 0)
+TP_SYSCALL(epoll_pwait, TP_EPOLL_PWAIT, TP_TYPE_SCHED, 0)
+
+/* ---- on-CPU runs --------------------------------------------------------------------------------- */
+
+SEC("tp_btf/sched_switch")
+int BPF_PROG(tp_sched_switch, bool preempt, struct task_struct *prev, struct task_struct *next)
+{
+	__u64 now = bpf_ktime_get_ns();
+	struct tp_task *s;
+
+	/* prev leaves the CPU: its run ends (tracked only when it was in scope as it came on) */
+	s = bpf_task_storage_get(&tp_tasks, prev, 0, 0);
+	if (s && s->oncpu_ns) {
+		__u64 start = s->oncpu_ns;
+
+		s->oncpu_ns = 0;
+		send(ctx, start, now, TP_ONCPU, TP_TYPE_ONCPU, 0, 0, prev, 0);
+	}
+	if (!task_in_scope(next))
+		return 0;
+	s = bpf_task_storage_get(&tp_tasks, next, 0, BPF_LOCAL_STORAGE_GET_F_CREATE);
+	if (s)
+		s->oncpu_ns = now;
+	else
+		stat_inc(TP_ST_INFLIGHT_FULL);
+	return 0;
+}
+
+/* ---- pthread_sync and mem_glibc: calls into libc (uprobes attached per process; the cookie is the name) */
+
+SEC("uprobe")
+int tp_call_enter(struct pt_regs *ctx)
+{
+	__u32 name = (__u32)bpf_get_attach_cookie(ctx);
+	struct task_struct *t;
+	struct tp_task *s;
+
+	if (!in_scope())
+		return 0;
+	t = bpf_get_current_task_btf();
+	s = bpf_task_storage_get(&tp_tasks, t, 0, BPF_LOCAL_STORAGE_GET_F_CREATE);
+	if (!s) {
+		stat_inc(TP_ST_INFLIGHT_FULL);
+		return 0;
+	}
+	s->lock.start_ns = bpf_ktime_get_ns();
+	s->lock.name = name;
+	if (name >= TP_MALLOC) {
+		s->lock.type = TP_TYPE_MEM;
+		/* the bytes asked for: malloc(n), calloc(n, size), realloc(p, n); free(p) none */
+		if (name == TP_CALLOC)
+			s->lock.arg = (__s64)(PT_REGS_PARM1(ctx) * PT_REGS_PARM2(ctx));
+		else if (name == TP_REALLOC)
+			s->lock.arg = (__s64)PT_REGS_PARM2(ctx);
+		else if (name == TP_MALLOC)
+			s->lock.arg = (__s64)PT_REGS_PARM1(ctx);
+		else
+			s->lock.arg = 0;
+	} else {
+		s->lock.type = TP_TYPE_PTHREAD;
+		s->lock.arg = (__s64)PT_REGS_PARM1(ctx);
+	}
+	return 0;
+}
+
+SEC("uretprobe")
+int tp_call_exit(struct pt_regs *ctx)
+{
+	struct task_struct *t = bpf_get_current_task_btf();
+	struct tp_task *s = bpf_task_storage_get(&tp_tasks, t, 0, 0);
+	__u64 start;
+
+	if (!s || !s->lock.start_ns || s->lock.name != (__u32)bpf_get_attach_cookie(ctx))
+		return 0;
+	start = s->lock.start_ns;
+	s->lock.start_ns = 0;
+	send(ctx, start, bpf_ktime_get_ns(), s->lock.name, s->lock.type, s->lock.arg, (__s64)PT_REGS_RC(ctx), t, 1);
+	return 0;
+}
+
+/* ---- python_gc: CPython's USDT probes python:gc__start(generation) and python:gc__done(collected) ---- */
+
+SEC("usdt")
+int BPF_USDT(tp_gc_start, int generation)
+{
+	struct task_struct *t;
+	struct tp_task *s;
+
+	if (!in_scope())
+		return 0;
+	t = bpf_get_current_task_btf();
+	s = bpf_task_storage_get(&tp_tasks, t, 0, BPF_LOCAL_STORAGE_GET_F_CREATE);
+	if (!s) {
+		stat_inc(TP_ST_INFLIGHT_FULL);
+		return 0;
+	}
+	s->gc.start_ns = bpf_ktime_get_ns();
+	s->gc.arg = generation;
+	return 0;
+}
+
+SEC("usdt")
+int BPF_USDT(tp_gc_done, long collected)
+{
+	struct task_struct *t = bpf_get_current_task_btf();
+	struct tp_task *s = bpf_task_storage_get(&tp_tasks, t, 0, 0);
+	__u64 start;
+
+	if (!s || !s->gc.start_ns)
+		return 0;
+	start = s->gc.start_ns;
+	s->gc.start_ns = 0;
+	send(ctx, start, bpf_ktime_get_ns(), TP_PYTHON_GC, TP_TYPE_PYGC, s->gc.arg, collected, t, 1);
+	return 0;
+}

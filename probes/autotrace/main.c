@@ -1,0 +1,508 @@
+/* main.c - autotrace ("autotrace"): a triggered flight recorder. On-CPU stacks are always sampled at a low
+ * rate into a ring covering the last ring_seconds (capture.c); when a trigger holds (host or process
+ * CPU, tasks in D, run-queue delay, TCP retransmits, RSS growth), sampling goes up to the profiling rate
+ * (with off-CPU) for capture_seconds, then one profile with the ring's seconds before the trigger is
+ * written to the profile store (and as folded, SVG, pprof) and an event_v2 names it. This file: the
+ * triggers, the records, the runner's hooks. */
+#include <errno.h>
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "at_ctx.h"
+#include "autotrace.meta.h"
+#include "autotrace.skel.h"
+#include "probe_runner.h"
+#include "signals.h"
+
+extern const struct gg_contract gg_contract_autotrace;
+#define CONTRACT (&gg_contract_autotrace)
+
+static const char notes[] =
+	"Always: on-CPU stacks every ring_sample_period ms into a ring of the last ring_seconds.\n"
+	"A trigger (a sub-probe: host_cpu, proc_cpu, dstate, runq, tcp_retrans, rss) that stays at or above\n"
+	"its _thr for _hold seconds, outside its _cooldown, starts a capture: perf_sample_period sampling\n"
+	"(and off-CPU) for capture_seconds, then one profile of the ring's seconds and the capture in\n"
+	"<flame_dir>/store/ (REST: GET /autotrace/query?profile_id=ID) and <flame_dir>/profiles/ID_*\n"
+	"(.folded, .svg, .pb.gz), and an event_v2 naming the trigger, its value and the profile id.\n"
+	"Records autotrace_trigger and autotrace_health every report period.\n";
+
+/* ---- triggers ------------------------------------------------------------------------------------ */
+
+static unsigned int captures_last_hour(const struct at_ctx *ctx, uint64_t now)
+{
+	unsigned int n = 0;
+
+	for (unsigned int i = 0; i < CAPTURES_HOUR && i < ctx->ncap_times; i++)
+		if (now - ctx->cap_times[i] < HOUR_MS)
+			n++;
+	return n;
+}
+
+/* The threshold held: fire, unless in cooldown; start a capture unless a rate limit says no. */
+static void fire(struct at_ctx *ctx, enum at_trig t, struct at_proc *p, double value, uint64_t now, uint64_t wall)
+{
+	struct at_tstate *tr = &ctx->trig[t];
+	uint64_t *fire_ms = p ? &p->fire_ms[t == AT_TR_RSS] : &tr->fire_ms;
+	uint64_t cool = (uint64_t)ctx->cur.tr[t].cooldown_s * 1000u;
+
+	if (*fire_ms && now - *fire_ms < cool) {
+		tr->suppressed++;
+		return;
+	}
+	*fire_ms = now;
+	tr->fired++;
+	if (ctx->cap.on) {
+		ctx->dropped_busy++;
+		return;
+	}
+	if ((ctx->last_cap_ms && now - ctx->last_cap_ms < (uint64_t)ctx->cur.global_gap_s * 1000u) ||
+	    captures_last_hour(ctx, now) >= ctx->cur.max_per_hour) {
+		ctx->dropped_global++;
+		return;
+	}
+	if (p && p->capture_ms && now - p->capture_ms < (uint64_t)ctx->cur.proc_gap_s * 1000u) {
+		ctx->dropped_proc++;
+		return;
+	}
+	if (p)
+		p->capture_ms = now;
+	at_capture__start(ctx, t, p, value, now, wall);
+}
+
+/* One evaluation of a threshold: 1 when it has held for hold_s (and the hold starts over). */
+static int held(uint64_t *above_ms, double value, const struct at_trig_conf *tc, uint64_t now)
+{
+	if (value < (double)tc->thr) {
+		*above_ms = 0;
+		return 0;
+	}
+	if (!*above_ms)
+		*above_ms = now;
+	if (now - *above_ms + IDLE_TICK_MS / 2 < (uint64_t)tc->hold_s * 1000u)
+		return 0;
+	*above_ms = 0;
+	return 1;
+}
+
+static struct at_proc *proc_find(struct at_ctx *ctx, uint32_t tgid)
+{
+	for (unsigned int i = 0; i < ctx->nprocs; i++)
+		if (ctx->procs[i].tgid == tgid)
+			return &ctx->procs[i];
+	return NULL;
+}
+
+/* The processes with on-CPU samples in the newest slot are followed (a process over a CPU threshold is
+ * on a CPU, so the sampler sees it within a second or two at 19 Hz); those idle for a while are not. */
+static void recent_save(struct at_ctx *ctx, const struct at_proc *p)
+{
+	struct at_recent *r;
+
+	if (!p->start_ticks || (!p->fire_ms[0] && !p->fire_ms[1] && !p->capture_ms))
+		return;
+	r = &ctx->recent[ctx->nrecent++ % RECENT_MAX];
+	r->tgid = p->tgid;
+	r->start_ticks = p->start_ticks;
+	memcpy(r->fire_ms, p->fire_ms, sizeof(r->fire_ms));
+	r->capture_ms = p->capture_ms;
+}
+
+static void recent_restore(struct at_ctx *ctx, struct at_proc *p, uint64_t start_ticks)
+{
+	for (unsigned int i = 0; i < RECENT_MAX && i < ctx->nrecent; i++) {
+		struct at_recent *r = &ctx->recent[i];
+
+		if (r->tgid == p->tgid && r->start_ticks == start_ticks) {
+			memcpy(p->fire_ms, r->fire_ms, sizeof(p->fire_ms));
+			p->capture_ms = r->capture_ms;
+			r->tgid = 0; /* it is in the table again */
+			return;
+		}
+	}
+}
+
+static void procs_update(struct at_ctx *ctx, uint64_t now)
+{
+	const struct at_slot *s;
+	unsigned int i;
+
+	if (!(ctx->cur.triggers & ((1u << AT_TR_PROC_CPU) | (1u << AT_TR_RSS))) || !ctx->ring_n) {
+		ctx->nprocs = 0;
+		return;
+	}
+	s = &ctx->ring[(ctx->ring_head + ctx->ring_n - 1) % ctx->ring_cap];
+	for (const struct at_raw *e = at_raw__next(s, NULL); e; e = at_raw__next(s, e)) {
+		struct at_proc *p;
+
+		if (e->event != SP_EV_ONCPU || (uint32_t)getpid() == e->tgid)
+			continue;
+		p = proc_find(ctx, e->tgid);
+		if (!p) {
+			if (ctx->nprocs == PROCS_MAX) {
+				ctx->dropped_procs_full++;
+				continue;
+			}
+			p = &ctx->procs[ctx->nprocs++];
+			memset(p, 0, sizeof(*p));
+			p->tgid = e->tgid;
+		}
+		p->seen_ms = now;
+	}
+	for (i = 0; i < ctx->nprocs;) {
+		struct at_proc *p = &ctx->procs[i];
+		struct at_proc_sample ps;
+		int busy = p->above_ms[0] || p->above_ms[1];
+
+		if ((now - p->seen_ms > PROC_IDLE_MS && !busy) || at_read_proc(p->tgid, &ps) ||
+		    (p->start_ticks && ps.start_ticks != p->start_ticks)) {
+			recent_save(ctx, p);
+			ctx->procs[i] = ctx->procs[--ctx->nprocs]; /* gone, pid reused, or idle */
+			continue;
+		}
+		if (!p->start_ticks)
+			recent_restore(ctx, p, ps.start_ticks);
+		if (p->start_ticks && now > p->ticks_ms)
+			p->cpu_pct = (double)(ps.cpu_ticks - p->ticks) * 100.0 / (double)sysconf(_SC_CLK_TCK) * 1000.0 /
+				     (double)(now - p->ticks_ms);
+		p->start_ticks = ps.start_ticks;
+		p->ticks = ps.cpu_ticks;
+		p->ticks_ms = now;
+		memcpy(p->comm, ps.comm, sizeof(p->comm));
+		p->rss[p->nrss % RSS_HIST] = ps.rss_kb;
+		p->rss_ms[p->nrss % RSS_HIST] = now;
+		p->nrss++;
+		i++;
+	}
+}
+
+static void eval_proc_triggers(struct at_ctx *ctx, uint64_t now, uint64_t wall)
+{
+	struct at_tstate *tc = &ctx->trig[AT_TR_PROC_CPU], *tr = &ctx->trig[AT_TR_RSS];
+
+	tc->value = tr->value = 0;
+	tc->tgid = tr->tgid = 0;
+	for (unsigned int i = 0; i < ctx->nprocs; i++) {
+		struct at_proc *p = &ctx->procs[i];
+		uint64_t hold_ms =
+			(uint64_t)(ctx->cur.tr[AT_TR_RSS].hold_s ? ctx->cur.tr[AT_TR_RSS].hold_s : 1) * 1000u;
+		unsigned int last = (p->nrss - 1) % RSS_HIST, w = 0;
+
+		/* RSS growth over the hold window (allocations come in bursts: a per-tick rate would flap): from
+		 * the newest evaluation at least hold_ms old (history permitting) to now */
+		for (unsigned int k = 1; k < p->nrss && k < RSS_HIST; k++) {
+			w = k;
+			if (p->rss_ms[last] - p->rss_ms[(p->nrss - 1 - k) % RSS_HIST] >= hold_ms)
+				break;
+		}
+		p->rss_rate = 0;
+		if (w && p->rss_ms[last] > p->rss_ms[(p->nrss - 1 - w) % RSS_HIST] &&
+		    p->rss_ms[last] - p->rss_ms[(p->nrss - 1 - w) % RSS_HIST] + IDLE_TICK_MS / 2 >= hold_ms)
+			p->rss_rate = ((double)p->rss[last] - (double)p->rss[(p->nrss - 1 - w) % RSS_HIST]) * 1000.0 /
+				      (double)(p->rss_ms[last] - p->rss_ms[(p->nrss - 1 - w) % RSS_HIST]);
+		if (p->cpu_pct > tc->value) {
+			tc->value = p->cpu_pct;
+			tc->tgid = p->tgid;
+		}
+		if (p->rss_rate > tr->value) {
+			tr->value = p->rss_rate;
+			tr->tgid = p->tgid;
+		}
+		if ((ctx->cur.triggers & (1u << AT_TR_PROC_CPU)) &&
+		    held(&p->above_ms[0], p->cpu_pct, &ctx->cur.tr[AT_TR_PROC_CPU], now))
+			fire(ctx, AT_TR_PROC_CPU, p, p->cpu_pct, now, wall);
+		/* the window is the hold: one evaluation decides */
+		if ((ctx->cur.triggers & (1u << AT_TR_RSS)) && p->rss_rate > 0 &&
+		    p->rss_rate >= (double)ctx->cur.tr[AT_TR_RSS].thr)
+			fire(ctx, AT_TR_RSS, p, p->rss_rate, now, wall);
+	}
+}
+
+static void eval_host(struct at_ctx *ctx, enum at_trig t, double value, int valid, uint64_t now, uint64_t wall)
+{
+	struct at_tstate *tr = &ctx->trig[t];
+
+	tr->value = valid ? value : 0;
+	if (!(ctx->cur.triggers & (1u << t)) || !valid) {
+		tr->above_ms = 0;
+		return;
+	}
+	if (held(&tr->above_ms, value, &ctx->cur.tr[t], now))
+		fire(ctx, t, NULL, value, now, wall);
+}
+
+static void eval_triggers(struct at_ctx *ctx, uint64_t now, uint64_t wall)
+{
+	uint64_t busy, total, retrans;
+	__u64 hist[GG_LOG2_SLOTS], delta[GG_LOG2_SLOTS];
+	int64_t dstate = 0;
+	int ok;
+
+	ok = !at_read_host_cpu(&busy, &total);
+	eval_host(ctx, AT_TR_HOST_CPU,
+		  ok && ctx->have_host && total > ctx->host_total
+			  ? (double)(busy - ctx->host_busy) * 100.0 / (double)(total - ctx->host_total)
+			  : 0,
+		  ok && ctx->have_host && total > ctx->host_total, now, wall);
+	if (ok) {
+		ctx->host_busy = busy;
+		ctx->host_total = total;
+	}
+	ctx->have_host = ok;
+
+	ok = !at_read_retrans(&retrans);
+	eval_host(ctx, AT_TR_RETRANS,
+		  ok && ctx->have_retrans && now > ctx->retrans_ms
+			  ? (double)(retrans - ctx->retrans) * 1000.0 / (double)(now - ctx->retrans_ms)
+			  : 0,
+		  ok && ctx->have_retrans && now > ctx->retrans_ms, now, wall);
+	if (ok) {
+		ctx->retrans = retrans;
+		ctx->retrans_ms = now;
+	}
+	ctx->have_retrans = ok;
+
+	ok = !at_sched__read(ctx, hist, &dstate);
+	eval_host(ctx, AT_TR_DSTATE, (double)dstate, ok && (ctx->parts & AT_PART_DSTATE), now, wall);
+	if (ok) {
+		for (int i = 0; i < GG_LOG2_SLOTS; i++)
+			delta[i] = hist[i] - ctx->runq_prev[i];
+		memcpy(ctx->runq_prev, hist, sizeof(hist));
+	}
+	eval_host(ctx, AT_TR_RUNQ, ok ? (double)gg_hist_quantile(delta, 0.99) : 0,
+		  ok && (ctx->parts & AT_PART_RUNQ) && gg_hist_count(delta), now, wall);
+
+	procs_update(ctx, now);
+	eval_proc_triggers(ctx, now, wall);
+}
+
+/* ---- records ------------------------------------------------------------------------------------- */
+
+static void report(struct at_ctx *ctx, uint64_t now)
+{
+	struct sp_sampler_stats ss;
+	struct probe_rec rec;
+	char tg[16];
+
+	for (int t = 0; t < AT_TR_NR; t++) {
+		const struct at_tstate *tr = &ctx->trig[t];
+		int on = (ctx->cur.triggers >> t) & 1;
+		uint64_t cool = (uint64_t)ctx->cur.tr[t].cooldown_s * 1000u;
+		int state = !on ? 0 : tr->fire_ms && now - tr->fire_ms < cool ? 3 : tr->above_ms ? 2 : 1;
+
+		if (on && (t == AT_TR_PROC_CPU || t == AT_TR_RSS)) {
+			state = 1;
+			for (unsigned int i = 0; i < ctx->nprocs; i++) {
+				const struct at_proc *p = &ctx->procs[i];
+				int k = t == AT_TR_RSS;
+
+				if (p->fire_ms[k] && now - p->fire_ms[k] < cool)
+					state = 3;
+				else if (p->above_ms[k] && state < 2)
+					state = 2;
+			}
+		}
+		snprintf(tg, sizeof(tg), "%u", tr->tgid);
+		probe_rec__begin(&rec, &TBL_autotrace_trigger);
+		probe_rec__str(&rec, at_trig_names[t]);
+		probe_rec__str(&rec, at_trig_units[t]);
+		probe_rec__str(&rec, tr->tgid ? tg : "");
+		probe_rec__f64(&rec, tr->value);
+		probe_rec__u64(&rec, on ? ctx->cur.tr[t].thr : 0);
+		probe_rec__u64(&rec, (uint64_t)state);
+		probe_rec__u64(&rec, tr->fired);
+		probe_rec__u64(&rec, tr->suppressed);
+		probe_rec__u64(&rec, tr->captures);
+		(void)probe_rt__emit(ctx->rt, &rec);
+	}
+	sp_sampler__stats(ctx->sampler, &ss);
+	probe_rec__begin(&rec, &TBL_autotrace_health);
+	probe_rec__str(&rec, PROG);
+	probe_rec__u64(&rec, ctx->captures);
+	probe_rec__u64(&rec, ctx->profiles);
+	probe_rec__u64(&rec, ctx->write_errors);
+	probe_rec__u64(&rec, ctx->dropped_busy);
+	probe_rec__u64(&rec, ctx->dropped_global);
+	probe_rec__u64(&rec, ctx->dropped_proc);
+	probe_rec__u64(&rec, ctx->dropped_procs_full);
+	probe_rec__u64(&rec, ctx->ring_dropped);
+	probe_rec__u64(&rec, ss.st[SP_ST_STACK_LOST] + ss.st[SP_ST_COUNT_LOST] + ss.st[SP_ST_RB_LOST]);
+	probe_rec__u64(&rec, ss.st[SP_ST_ONCPU_MISSED]);
+	probe_rec__u64(&rec, ss.st[SP_ST_ONCPU_SAMPLES]);
+	probe_rec__u64(&rec, ctx->ring_n);
+	probe_rec__u64(&rec, at_ring__bytes(ctx));
+	probe_rec__u64(&rec, ctx->nprocs);
+	probe_rec__u64(&rec, (uint64_t)ctx->cap.on);
+	(void)probe_rt__emit(ctx->rt, &rec);
+	(void)probe_rt__flush(ctx->rt);
+}
+
+/* ---- the runner's hooks ---------------------------------------------------------------------------- */
+
+static int on_config(void *data, uint64_t version, const struct gg_ctrl_msg *msg)
+{
+	struct at_ctx *ctx = data;
+	struct at_conf c = ctx->base; /* stateless like REST: what the message leaves out, the command line's */
+	int err = probe_conf__apply(CONTRACT, msg, &c, &c.triggers);
+
+	if (err < 0)
+		return err;
+	if (!c.flame_dir[0]) {
+		probe_log(PLOG_WARN, "configuration: flame_dir must not be empty");
+		return -EINVAL;
+	}
+	if (msg->has_scope) {
+		err = sp_sampler__set_scope(ctx->sampler, &msg->scope);
+		if (err) {
+			probe_log(PLOG_WARN, "configuration %llu: cannot apply the scope: %s",
+				  (unsigned long long)version, strerror(-err));
+			return err;
+		}
+		ctx->scope = msg->scope;
+	}
+	ctx->cur = c;
+	ctx->apply_pending = 1;
+	ctx->config_seen = 1;
+	probe_rt__wake(ctx->rt);
+	return 0;
+}
+
+static void describe(void *data, char *buf, size_t len)
+{
+	struct at_ctx *ctx = data;
+	const struct at_conf *c = &ctx->cur;
+
+	snprintf(
+		buf, len,
+		", ring %u s at %u ms, capture %u s at %u ms%s, host_cpu %u%%/%u s, proc_cpu %u%%/%u s, cooldown %u s, "
+		"flame_dir %s, scope %s",
+		c->ring_s, c->ring_period_ms, c->capture_s, c->profile_period_ms,
+		c->capture_offcpu ? " with offcpu" : "", c->tr[AT_TR_HOST_CPU].thr, c->tr[AT_TR_HOST_CPU].hold_s,
+		c->tr[AT_TR_PROC_CPU].thr, c->tr[AT_TR_PROC_CPU].hold_s, c->tr[AT_TR_PROC_CPU].cooldown_s, c->flame_dir,
+		ctx->scope.all ? "all" : "filtered");
+}
+
+static void apply(void *data)
+{
+	struct at_ctx *ctx = data;
+
+	if (!ctx->apply_pending)
+		return;
+	ctx->apply_pending = 0;
+	if (ctx->cur.ring_s + ctx->cur.capture_s + 2 != ctx->ring_cap) {
+		/* sizes change: a capture in progress ends now, the ring starts over */
+		if (ctx->cap.on)
+			at_capture__finish(ctx, probe_now_wall_ms());
+		at_ring__free(ctx);
+		if (at_ring__size(ctx)) {
+			probe_log(PLOG_ERROR, "no memory for the ring");
+			return;
+		}
+		/* what was sampled so far belongs to no slot: the new ring starts empty */
+		at_ring__push(ctx, probe_now_wall_ms());
+		at_ring__free(ctx);
+	}
+	if (at_ring__size(ctx))
+		probe_log(PLOG_ERROR, "no memory for the ring");
+	at_sched__attach(ctx);
+	at_sampling__set(ctx, ctx->cap.on);
+}
+
+static unsigned int tick(void *data)
+{
+	struct at_ctx *ctx = data;
+	uint64_t now = probe_now_mono_ms(), wall = probe_now_wall_ms();
+
+	sp_sampler__tick(ctx->sampler, now);
+	if (!ctx->ring_cap)
+		return IDLE_TICK_MS;
+	at_ring__push(ctx, wall);
+	if (ctx->cap.on && now + TICK_MS / 2 >= ctx->cap.until_mono_ms) {
+		at_capture__finish(ctx, wall);
+		at_sampling__set(ctx, 0);
+	}
+	eval_triggers(ctx, now, wall);
+	if (now - ctx->t_report >= (uint64_t)ctx->cur.report_period_s * 1000u) {
+		report(ctx, now);
+		ctx->t_report = now;
+	}
+	return ctx->cap.on ? TICK_MS : IDLE_TICK_MS;
+}
+
+static int setup(void *data, struct probe_rt *rt)
+{
+	struct at_ctx *ctx = data;
+	int err;
+
+	ctx->rt = rt;
+	ctx->cur = ctx->base;
+	ctx->scope = ctx->base_scope;
+	err = sp_profile__init(&ctx->prof);
+	if (err) {
+		probe_log(PLOG_ERROR, "cannot set up the symbolizer: %s", strerror(-err));
+		return err;
+	}
+	ctx->sampler = sp_sampler__new();
+	if (!ctx->sampler) {
+		err = -errno;
+		probe_log(PLOG_ERROR, "cannot load the sampling programs: %s", strerror(-err));
+		return err;
+	}
+	err = sp_sampler__set_scope(ctx->sampler, &ctx->scope);
+	if (err)
+		probe_log(PLOG_WARN, "cannot apply the scope: %s", strerror(-err));
+	if (probe_rt__supervised(ctx->rt)) {
+		uint64_t until = probe_now_mono_ms() + FIRST_CONFIG_WAIT_MS;
+
+		for (uint64_t now = probe_now_mono_ms(); !ctx->config_seen && now < until; now = probe_now_mono_ms())
+			if (probe_rt__wait(ctx->rt, (unsigned int)(until - now)))
+				break;
+	}
+	ctx->apply_pending = 1;
+	apply(ctx);
+	ctx->t_report = probe_now_mono_ms();
+	return ctx->ring_cap ? 0 : -ENOMEM;
+}
+
+static void stop(void *data, char *note, size_t len)
+{
+	struct at_ctx *ctx = data;
+
+	report(ctx, probe_now_mono_ms());
+	snprintf(note, len, "%llu captures, %llu profiles", (unsigned long long)ctx->captures,
+		 (unsigned long long)ctx->profiles);
+}
+
+static void teardown(void *data)
+{
+	struct at_ctx *ctx = data;
+
+	for (int i = 0; i < 3; i++)
+		bpf_link__destroy(ctx->links[i]);
+	autotrace__destroy(ctx->skel);
+	sp_sampler__free(ctx->sampler);
+	at_ring__free(ctx);
+	sp_profile__free(&ctx->prof);
+}
+
+int main(int argc, char **argv)
+{
+	static struct at_ctx ctx;
+	const struct probe_runner r = {
+		.contract = CONTRACT,
+		.ctx = &ctx,
+		.args = {.conf = &ctx.base, .subprobes = &ctx.base.triggers, .scope = &ctx.base_scope, .notes = notes},
+		.setup = setup,
+		.on_config = on_config,
+		.apply = apply,
+		.tick = tick,
+		.cur_subprobes = &ctx.cur.triggers,
+		.describe = describe,
+		.stop = stop,
+		.teardown = teardown,
+	};
+
+	return probe_runner__main(&r, argc, argv);
+}

@@ -1,0 +1,208 @@
+/* live.c - mem_live from user space: reads the live allocation sites the BPF side keeps
+ * (bpf/stackprobe_live.h) as one snapshot per drain, and keeps the maps bounded: empty sites, the
+ * sites and blocks of processes that exited and stacks no site uses any more are deleted. */
+#include <bpf/bpf.h>
+#include <bpf/libbpf.h>
+#include <errno.h>
+#include <signal.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "stackprobe.h"
+
+#define LIVE_DEAD_MAX 256u /* exited processes purged per drain (the rest at the next) */
+
+struct sp_live {
+	int sites_fd, ptrs_fd, stacks_fd;
+	struct sp_live_key *keys;		/* SP_LIVE_KEYS */
+	struct sp_live_key *empty, *empty_prev; /* sites empty at this drain and at the previous one */
+	size_t nempty, nempty_prev;
+	unsigned char *used; /* stack ids in use, one byte each */
+};
+
+struct sp_live *sp_live__new(int sites_fd, int ptrs_fd, int stacks_fd)
+{
+	struct sp_live *l = calloc(1, sizeof(*l));
+
+	if (!l)
+		return NULL;
+	l->sites_fd = sites_fd;
+	l->ptrs_fd = ptrs_fd;
+	l->stacks_fd = stacks_fd;
+	l->keys = calloc(SP_LIVE_KEYS, sizeof(*l->keys));
+	l->empty = calloc(SP_LIVE_KEYS, sizeof(*l->empty));
+	l->empty_prev = calloc(SP_LIVE_KEYS, sizeof(*l->empty_prev));
+	l->used = calloc(SP_LIVE_STACKS, 1);
+	if (!l->keys || !l->empty || !l->empty_prev || !l->used) {
+		sp_live__free(l);
+		errno = ENOMEM;
+		return NULL;
+	}
+	return l;
+}
+
+void sp_live__free(struct sp_live *l)
+{
+	if (!l)
+		return;
+	free(l->keys);
+	free(l->empty);
+	free(l->empty_prev);
+	free(l->used);
+	free(l);
+}
+
+static int key_cmp(const void *a, const void *b)
+{
+	return memcmp(a, b, sizeof(struct sp_live_key));
+}
+
+/* Delete every key of a hash map whose key starts with a tgid in dead[] (every key when ndead is
+ * SIZE_MAX), looking at max keys at most. Keys are collected in batches, then deleted: deleting while
+ * walking would restart the walk. */
+static void purge(int fd, size_t key_size, const uint32_t *dead, size_t ndead, size_t max)
+{
+	static unsigned char batch[256][32];
+	unsigned char cur[32], last[32];
+	size_t seen = 0;
+
+	if (key_size > sizeof(cur))
+		return;
+	for (;;) {
+		unsigned int n = 0;
+		int have_last = 0;
+
+		while (n < 256 && seen < max && bpf_map_get_next_key(fd, have_last ? last : NULL, cur) == 0) {
+			uint32_t tgid;
+			int hit = ndead == SIZE_MAX;
+
+			seen++;
+			memcpy(last, cur, key_size);
+			have_last = 1;
+			memcpy(&tgid, cur, sizeof(tgid));
+			for (size_t i = 0; !hit && i < ndead; i++)
+				hit = dead[i] == tgid;
+			if (hit)
+				memcpy(batch[n++], cur, key_size);
+		}
+		for (unsigned int i = 0; i < n; i++)
+			(void)bpf_map_delete_elem(fd, batch[i]);
+		if (n < 256 || seen >= max)
+			break;
+	}
+}
+
+void sp_live__reset(struct sp_live *l)
+{
+	uint32_t id, next;
+
+	purge(l->sites_fd, sizeof(struct sp_live_key), NULL, SIZE_MAX, 4u * SP_LIVE_KEYS);
+	purge(l->ptrs_fd, sizeof(struct sp_live_ptr_key), NULL, SIZE_MAX, 4u * SP_LIVE_PTRS);
+	while (bpf_map_get_next_key(l->stacks_fd, NULL, &next) == 0) {
+		id = next;
+		if (bpf_map_delete_elem(l->stacks_fd, &id))
+			break;
+	}
+	l->nempty = l->nempty_prev = 0;
+}
+
+int sp_live__drain(struct sp_live *l, sp_sample_cb cb, void *ctx, uint64_t *ret_drained)
+{
+	uint64_t uips[SP_MAX_DEPTH + 1];
+	uint32_t dead[LIVE_DEAD_MAX], alive[LIVE_DEAD_MAX];
+	size_t n = 0, ndead = 0, nalive = 0;
+	struct sp_live_key *prev = NULL, *tmp;
+	int err = 0;
+
+	while (n < SP_LIVE_KEYS && bpf_map_get_next_key(l->sites_fd, prev, &l->keys[n]) == 0) {
+		prev = &l->keys[n];
+		n++;
+	}
+	memset(l->used, 0, SP_LIVE_STACKS);
+	l->nempty = 0;
+	for (size_t i = 0; i < n; i++) {
+		struct sp_live_key *k = &l->keys[i];
+		struct sp_live_val v;
+		struct sp_sample smp;
+		uint32_t sid = (uint32_t)k->ustack;
+		int is_dead = 0, known = 0;
+
+		if (bpf_map_lookup_elem(l->sites_fd, k, &v))
+			continue;
+		for (size_t j = 0; j < ndead && !known; j++)
+			known = is_dead = dead[j] == k->tgid;
+		for (size_t j = 0; j < nalive && !known; j++)
+			known = alive[j] == k->tgid;
+		if (!known) {
+			is_dead = kill((pid_t)k->tgid, 0) < 0 && errno == ESRCH;
+			if (is_dead && ndead < LIVE_DEAD_MAX)
+				dead[ndead++] = k->tgid;
+			else if (!is_dead && nalive < LIVE_DEAD_MAX)
+				alive[nalive++] = k->tgid;
+		}
+		if (is_dead) {
+			(void)bpf_map_delete_elem(l->sites_fd, k);
+			continue;
+		}
+		if (v.bytes <= 0 && v.allocs <= 0) {
+			/* empty twice in a row: deleted (an allocation between the site's creation and its
+			 * first count is not mistaken for an empty site) */
+			if (l->nempty_prev && bsearch(k, l->empty_prev, l->nempty_prev, sizeof(*k), key_cmp))
+				(void)bpf_map_delete_elem(l->sites_fd, k);
+			else
+				l->empty[l->nempty++] = *k;
+			continue;
+		}
+		if (k->ustack >= 0 && sid < SP_LIVE_STACKS)
+			l->used[sid] = 1;
+		if (v.bytes <= 0)
+			continue;
+		v.comm[SP_COMM_LEN - 1] = '\0';
+		v.pcomm[SP_COMM_LEN - 1] = '\0';
+		memset(&smp, 0, sizeof(smp));
+		smp.event = SP_EV_MEM_LIVE;
+		smp.tgid = smp.pid = k->tgid;
+		smp.comm = v.comm;
+		smp.pcomm = v.pcomm;
+		smp.uips = uips;
+		if (k->ustack >= 0 && !bpf_map_lookup_elem(l->stacks_fd, &sid, uips))
+			while (smp.un < SP_MAX_DEPTH && uips[smp.un])
+				smp.un++;
+		/* the allocator's caller, which the frame-pointer walk from its entry misses (as mem_alloc) */
+		if (k->ret_ip > 1 && smp.un >= 1 && (smp.un == 1 || uips[1] != k->ret_ip)) {
+			memmove(&uips[2], &uips[1], (smp.un - 1) * sizeof(uips[0]));
+			uips[1] = k->ret_ip;
+			smp.un++;
+		}
+		smp.kstack_id = -1;
+		smp.ustack_id = smp.un ? k->ustack : -1;
+		smp.value = (uint64_t)v.bytes;
+		(*ret_drained)++;
+		if (!err)
+			err = cb(ctx, &smp);
+	}
+	qsort(l->empty, l->nempty, sizeof(*l->empty), key_cmp);
+	tmp = l->empty_prev;
+	l->empty_prev = l->empty;
+	l->empty = tmp;
+	l->nempty_prev = l->nempty;
+	if (ndead)
+		purge(l->ptrs_fd, sizeof(struct sp_live_ptr_key), dead, ndead, 2u * SP_LIVE_PTRS);
+	/* stacks of no site left (a site being created now gets its stack again at its next call) */
+	if (n < SP_LIVE_KEYS) {
+		uint32_t ids[256], id;
+		unsigned int nids = 0;
+		uint32_t *pid = NULL;
+
+		while (bpf_map_get_next_key(l->stacks_fd, pid, &id) == 0) {
+			if (id < SP_LIVE_STACKS && !l->used[id] && nids < 256)
+				ids[nids++] = id;
+			pid = &id;
+			if (nids == 256)
+				break;
+		}
+		for (unsigned int i = 0; i < nids; i++)
+			(void)bpf_map_delete_elem(l->stacks_fd, &ids[i]);
+	}
+	return err;
+}
