@@ -89,7 +89,7 @@ struct sp_sampler {
 	uint64_t py_synced_ms;
 	char pynames[SP_PY_DEPTH][SP_PY_NAME_MAX];
 	unsigned char pyentry[SP_PY_DEPTH];
-	unsigned int alloc_on; /* SP_UALLOC_* */
+	unsigned int alloc_on;	  /* SP_UALLOC_* */
 	struct sp_unwind *unwind; /* .eh_frame tables for the BPF unwinder */
 	uint64_t alloc_synced_ms;
 	struct gg_scope scope; /* the applied scope (the allocator uprobes follow it) */
