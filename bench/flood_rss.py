@@ -13,35 +13,18 @@ import time
 import urllib.request
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "tests", "integration"))
-from harness import (ROOT, TEST_BINS, Supervisor, free_port, proc_cpu_seconds, rest_port,  # noqa: E402
+from harness import (flood_supervisor, free_port, proc_cpu_seconds, proc_status_kb, rest_port,  # noqa: E402
                      rest_section)
-
-
-def rss_kb(pid):
-    with open("/proc/%d/status" % pid) as f:
-        for line in f:
-            if line.startswith("VmRSS:"):
-                return int(line.split()[1])
-    return 0
 
 
 def main():
     n = int(sys.argv[1]) if len(sys.argv) > 1 else 4
     secs = int(sys.argv[2]) if len(sys.argv) > 2 else 30
     keys = int(sys.argv[3]) if len(sys.argv) > 3 else 100000000
-    bad = os.path.join(TEST_BINS, "bad_probe")
-    probes = ['    { name = "flood%d"; command = "%s"; param = "-m flood -n %d -k %d -l warn"; switch = "on"; }'
-              % (i, bad, 2000000000, keys) for i in range(n)]
     web = free_port()
-    s = Supervisor(probes=probes, metric_out="web_server",
-                   extra="web_server = { port = %d; };\n%s" % (web, rest_section(os.path.join("/tmp", "gg-flood-%d" % os.getpid()))),
-                   extra_meta=[os.path.join(ROOT, "tests", "schema", "test_bad.meta")])
-    if os.environ.get("GG_IPC_QUEUE"):  # global.ipc_queue for this run
-        with open(s.conf) as f:
-            conf = f.read()
-        with open(s.conf, "w") as f:
-            f.write(conf.replace("stop_grace_ms = 1000;", "stop_grace_ms = 1000; ipc_queue = %d;"
-                                 % int(os.environ["GG_IPC_QUEUE"]), 1))
+    s = flood_supervisor(n, 2000000000, keys, int(os.environ.get("GG_IPC_QUEUE", 0)), metric_out="web_server",
+                         extra="web_server = { port = %d; };\n%s" % (
+                             web, rest_section(os.path.join("/tmp", "gg-flood-%d" % os.getpid()))))
     lat, stop = [], threading.Event()
     try:
         s.start()
@@ -63,7 +46,7 @@ def main():
         samples = []
         for _ in range(secs):
             time.sleep(1)
-            samples.append(rss_kb(s.proc.pid))
+            samples.append(proc_status_kb(s.proc.pid))
         stop.set()
         th.join(130)
         st = s.status()

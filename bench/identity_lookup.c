@@ -16,6 +16,7 @@
 #include "clock.h"
 #include "../supervisor/export/ident_export.h"
 #include "../supervisor/export/imdb.h"
+#include "bench_util.h"
 
 static const char META[] = "version = \"1.0.0\";\n"
 			   "measurements: ( { table_name: \"proc_bench\", entity_name: \"proc\", fields: (\n"
@@ -23,13 +24,6 @@ static const char META[] = "version = \"1.0.0\";\n"
 			   "  { description: \"command\", type: \"label\", name: \"comm\" },\n"
 			   "  { description: \"a\", type: \"counter\", name: \"a\" },\n"
 			   "  { description: \"b\", type: \"gauge\", name: \"b\" } ) } );\n";
-
-static int cmp_u64(const void *a, const void *b)
-{
-	uint64_t x = *(const uint64_t *)a, y = *(const uint64_t *)b;
-
-	return x < y ? -1 : x > y;
-}
 
 static void put(const char *path, const char *text)
 {
@@ -141,8 +135,8 @@ int main(int argc, char **argv)
 				t[with][r - 1] = gg_mono_ns() - t0;
 		}
 	}
-	qsort(t[0], rounds, sizeof(uint64_t), cmp_u64);
-	qsort(t[1], rounds, sizeof(uint64_t), cmp_u64);
+	qsort(t[0], rounds, sizeof(uint64_t), bench_cmp_u64);
+	qsort(t[1], rounds, sizeof(uint64_t), bench_cmp_u64);
 	printf("procs %lu, rounds %lu (alternated)%s\n", procs, rounds, ext ? ", with 2 custom + 2 pod labels" : "");
 	printf("without labels: median %.0f ns/record (min %.0f, max %.0f)\n", (double)t[0][rounds / 2] / procs,
 	       (double)t[0][0] / procs, (double)t[0][rounds - 1] / procs);

@@ -9,6 +9,7 @@
 
 #include "clock.h"
 #include "ipc.h"
+#include "../tests/helpers/tool_usage.h"
 
 /* snprintf would cost more than the IPC path we are measuring. */
 static char *put_u64(char *p, uint64_t v)
@@ -74,12 +75,8 @@ int main(int argc, char **argv)
 		case 'd':
 			drain_ms = (unsigned int)strtoul(optarg, NULL, 0);
 			break;
-		case 'h':
-			usage(stdout);
-			return 0;
 		default:
-			usage(stderr);
-			return 2;
+			return tool_usage_exit(usage, c);
 		}
 	}
 	if (!o.url || !o.probe_name || records == 0 || keys == 0) {

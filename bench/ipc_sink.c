@@ -10,6 +10,7 @@
 
 #include "clock.h"
 #include "ipc.h"
+#include "../tests/helpers/tool_usage.h"
 
 #define MAX_PROBES 256
 #define MAX_FIELDS 64
@@ -112,12 +113,8 @@ int main(int argc, char **argv)
 		case 'i':
 			idle_ms = atoi(optarg);
 			break;
-		case 'h':
-			usage(stdout);
-			return 0;
 		default:
-			usage(stderr);
-			return 2;
+			return tool_usage_exit(usage, c);
 		}
 	}
 	if (!url || npub == 0 || each == 0) {

@@ -11,18 +11,15 @@ import sys
 import time
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "tests", "integration"))
-from harness import ROOT, TEST_BINS, KafkaMock, Supervisor, proc_cpu_seconds, wait_for  # noqa: E402
+from harness import KafkaMock, flood_supervisor, proc_cpu_seconds, wait_for  # noqa: E402
 
 
 def main():
     n = int(sys.argv[1]) if len(sys.argv) > 1 else 2
     each = int(sys.argv[2]) if len(sys.argv) > 2 else 1000000
-    bad = os.path.join(TEST_BINS, "bad_probe")
     km = KafkaMock(topics=("gala_gopher",))
-    probes = ['    { name = "flood%d"; command = "%s"; param = "-m flood -n %d -k 1000 -l warn"; switch = "on"; }'
-              % (i, bad, each) for i in range(n)]
-    s = Supervisor(probes=probes, metric_out="kafka", extra_meta=[os.path.join(ROOT, "tests", "schema", "test_bad.meta")],
-                   extra='event = { out_channel = ""; }; meta = { out_channel = ""; };'
+    s = flood_supervisor(n, each, 1000, metric_out="kafka",
+                         extra='event = { out_channel = ""; }; meta = { out_channel = ""; };'
                          ' kafka = { kafka_broker = "%s"; queue_buffering_max_messages = 1000000; };' % km.bootstrap)
     try:
         t_start = time.monotonic()

@@ -14,78 +14,27 @@ H2_AB=BUILD_A,BUILD_B (with H2_ACCURACY=0): off and each build's l7probe in turn
 import os
 import re
 import shutil
-import socket
-import statistics
 import subprocess
 import sys
 import tempfile
 import time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from l7_overhead import PIN_CLIENT, PIN_SERVER, Probe, cpu_seconds, free_port, spread, stop  # noqa: E402
+from l7_overhead import PIN_CLIENT, PIN_SERVER, Probe, compare, free_port, run_load, spread, stop  # noqa: E402
+import harness  # noqa: E402  (on the path l7_overhead set)
 
 
 def start_nginx(tmp, port, sport):
-    root = os.path.join(tmp, "www")
-    os.makedirs(root)
-    os.chmod(tmp, 0o755)
-    with open(os.path.join(root, "small.html"), "w") as f:
-        f.write("<html><body>" + "x" * 600 + "</body></html>\n")
-    key, crt = os.path.join(tmp, "key.pem"), os.path.join(tmp, "cert.pem")
-    subprocess.run(["openssl", "req", "-x509", "-newkey", "rsa:2048", "-nodes", "-keyout", key, "-out", crt, "-days",
-                    "1", "-subj", "/CN=localhost"], check=True, capture_output=True)
-    conf = os.path.join(tmp, "nginx.conf")
-    with open(conf, "w") as f:
-        f.write("""
-worker_processes 1;
-daemon off;
-pid %(tmp)s/nginx.pid;
-error_log %(tmp)s/error.log;
-events { worker_connections 1024; }
-http {
-    access_log off;
-    keepalive_requests 100000000;
-    http2_max_requests 100000000;
-    client_body_temp_path %(tmp)s/body;
-    proxy_temp_path %(tmp)s/proxy;
-    fastcgi_temp_path %(tmp)s/fcgi;
-    uwsgi_temp_path %(tmp)s/uwsgi;
-    scgi_temp_path %(tmp)s/scgi;
-    server { listen 127.0.0.1:%(port)d http2; root %(root)s; }
-    server { listen 127.0.0.1:%(sport)d ssl http2; ssl_certificate %(crt)s; ssl_certificate_key %(key)s;
-             root %(root)s; }
-}
-""" % {"tmp": tmp, "port": port, "sport": sport, "root": root, "crt": crt, "key": key})
-    p = subprocess.Popen(PIN_SERVER + ["nginx", "-c", conf, "-p", tmp], stdout=subprocess.DEVNULL,
-                         stderr=subprocess.DEVNULL, start_new_session=True)
-    for _ in range(100):
-        try:
-            socket.create_connection(("127.0.0.1", port), timeout=0.2).close()
-            with open("/proc/%d/task/%d/children" % (p.pid, p.pid)) as f:
-                return p, int(f.read().split()[0])
-        except OSError:
-            time.sleep(0.05)
-    raise SystemExit("nginx did not start")
+    return harness.start_nginx(tmp, port, sport, keepalive_requests=100000000, http2=True, prefix=PIN_SERVER)
 
 
 class Run:
     """One h2load run: requests/s, CPU of nginx's worker + h2load per request, the probe's CPU per request."""
 
     def __init__(self, url, seconds, worker, conns, streams, probe=None):
-        c0 = cpu_seconds(worker)
-        p0 = probe.cpu() if probe else 0.0
-        p = subprocess.Popen(PIN_CLIENT + ["h2load", "-t1", "-c%d" % conns, "-m%d" % streams, "-D%d" % seconds,
-                                           "--warm-up-time=1", url], stdout=subprocess.PIPE, text=True)
-        h2_cpu = 0.0
-        while p.poll() is None:
-            try:
-                h2_cpu = cpu_seconds(p.pid)
-            except (FileNotFoundError, ProcessLookupError, IndexError):
-                pass
-            time.sleep(0.05)
-        out = p.stdout.read()
-        self.probe_cpu = (probe.cpu() - p0) if probe else 0.0
-        nginx_cpu = cpu_seconds(worker) - c0
+        out, nginx_cpu, h2_cpu, self.probe_cpu = run_load(
+            ["h2load", "-t1", "-c%d" % conns, "-m%d" % streams, "-D%d" % seconds, "--warm-up-time=1", url], worker,
+            probe)
         m = re.search(r"finished in [0-9.]+s, ([0-9.]+) req/s", out)
         n = re.search(r"requests: \d+ total, \d+ started, (\d+) done, (\d+) succeeded", out)
         if not m or not n:
@@ -95,31 +44,6 @@ class Run:
         self.requests = max(int(n.group(1)) * (seconds + 1) / seconds, 1)
         self.us_per_req = (nginx_cpu + h2_cpu) * 1e6 / self.requests
         self.probe_us_per_req = self.probe_cpu * 1e6 / self.requests
-
-
-def compare(name, url, runs, seconds, worker, conns, streams, probe_args, tmp):
-    off, on = [Run(url, seconds, worker, conns, streams)], []
-    for i in range(runs):
-        probe = Probe(probe_args, os.path.join(tmp, "probe-%s-%d.log" % (name, i)))
-        try:
-            time.sleep(0.5)
-            on.append(Run(url, seconds, worker, conns, streams, probe))
-        finally:
-            log = probe.stop()
-        off.append(Run(url, seconds, worker, conns, streams))
-        print("  %s run %d: off %.0f, on %.0f, off %.0f req/s; CPU/request %.2f, %.2f (+probe %.2f), %.2f us"
-              % (name, i + 1, off[-2].rps, on[-1].rps, off[-1].rps, off[-2].us_per_req, on[-1].us_per_req,
-                 on[-1].probe_us_per_req, off[-1].us_per_req), flush=True)
-    loss = [100 * (1 - on[i].rps / ((off[i].rps + off[i + 1].rps) / 2)) for i in range(runs)]
-    added = [on[i].us_per_req - (off[i].us_per_req + off[i + 1].us_per_req) / 2 for i in range(runs)]
-    probe_us = [r.probe_us_per_req for r in on]
-    print("%s: off %.0f req/s, on %.0f req/s (medians)" % (name, statistics.median(r.rps for r in off),
-                                                          statistics.median(r.rps for r in on)))
-    print("  throughput loss %%: %s" % spread(loss))
-    print("  CPU per request added to nginx + h2load, us: %s" % spread(added))
-    print("  l7probe's own CPU per request, us: %s" % spread(probe_us), flush=True)
-    lines = [l for l in log.splitlines() if "l7_stats" in l]
-    del lines
 
 
 def compare_builds(name, url, runs, seconds, worker, conns, streams, probe_args, tmp, builds):
@@ -150,24 +74,15 @@ def compare_builds(name, url, runs, seconds, worker, conns, streams, probe_args,
         print("%s %s: throughput loss %%: %s" % (name, b, spread(loss[b])), flush=True)
 
 
-def meta_fields(table):
-    """Field names of a table of schema/l7probe.meta, in record order."""
-    out, cur = [], None
-    with open(os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "schema", "l7probe.meta")) as f:
-        for line in f:
-            m = re.search(r'table_name:\s*"([^"]+)"', line)
-            if m:
-                cur = m.group(1)
-                continue
-            m = re.search(r'name:\s*"([^"]+)"', line)
-            if m and cur == table and "entity_name" not in line:
-                out.append(m.group(1))
-    return out
+def h2load(url, seconds, worker, conns, streams):
+    """A run of compare: h2load on url for seconds (conns connections, streams at once on each)."""
+    return lambda probe: Run(url, seconds, worker, conns, streams, probe)
 
 
 def accuracy(name, url, worker, scope, conns, streams, n, extra, tmp):
     """A fixed number of requests under load: what the probe counted on nginx's side against h2load."""
-    rpc, stats = meta_fields("l7_rpc"), meta_fields("l7_stats")
+    fields = harness.meta_fields(os.path.join(harness.ROOT, "schema", "l7probe.meta"))
+    rpc, stats = fields["l7_rpc"], fields["l7_stats"]
     out_path = os.path.join(tmp, "acc-%s.out" % name.split()[0])
     with open(out_path, "w") as out:
         p = subprocess.Popen([os.path.join(os.path.dirname(Probe.__init__.__code__.co_filename), "..",
@@ -221,11 +136,11 @@ def main():
                            ["-t", "5", "-p", "http", "--pid", scope], tmp, os.environ["H2_AB"].split(","))
             return
         # H2_PROTO=redis: the same capture with the HTTP/2 parser off (what the parsing costs apart)
-        compare("h2c", "http://127.0.0.1:%d/small.html" % port, runs, seconds, worker, conns, streams,
-                ["-t", "5", "-p", os.environ.get("H2_PROTO", "http"), "--pid", scope], tmp)
+        compare("h2c", h2load("http://127.0.0.1:%d/small.html" % port, seconds, worker, conns, streams), runs,
+                ["-t", "5", "-p", os.environ.get("H2_PROTO", "http"), "--pid", scope], tmp, "h2load")
         if os.environ.get("H2_TLS", "1") == "1":
-            compare("h2 (TLS)", "https://127.0.0.1:%d/small.html" % sport, runs, seconds, worker, conns, streams,
-                    ["-t", "5", "-p", "http", "-s", "1", "--pid", scope], tmp)
+            compare("h2 (TLS)", h2load("https://127.0.0.1:%d/small.html" % sport, seconds, worker, conns, streams),
+                    runs, ["-t", "5", "-p", "http", "-s", "1", "--pid", scope], tmp, "h2load")
     finally:
         stop(nginx)
         shutil.rmtree(tmp, ignore_errors=True)

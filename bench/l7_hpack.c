@@ -15,14 +15,6 @@
 #include "../probes/l7probe/hpack.h"
 #include "../probes/l7probe/l7_proto.h"
 
-static double now_s(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
-}
-
 static size_t unhex(const char *hex, uint8_t *out)
 {
 	size_t n = 0;
@@ -90,30 +82,11 @@ static void count(void *ctx, const struct hpack_field *f)
 	fields++;
 }
 
-static int cmp(const void *a, const void *b)
-{
-	double x = *(const double *)a, y = *(const double *)b;
-
-	return x < y ? -1 : x > y;
-}
-
 #include "../tests/unit/data/l7_h2_caps.h"
+#include "../tests/unit/l7_steps.h"
+#include "bench_util.h"
 
-struct step {
-	enum l7_flow flow;
-	const void *data;
-	size_t len;
-	uint64_t total;
-};
-#define REQ(s)                                     \
-	{                                          \
-		L7_FLOW_REQ, (s), sizeof(s) - 1, 0 \
-	}
-#define RESP(s)                                     \
-	{                                           \
-		L7_FLOW_RESP, (s), sizeof(s) - 1, 0 \
-	}
-static const struct step grpc[] = {GRPC_1};
+static const struct l7t_step grpc[] = {GRPC_1};
 
 static uint64_t rpcs;
 
@@ -155,18 +128,18 @@ int main(int argc, char **argv)
 			hpack_table__init(&t);
 			hpack_table__settings(&t, cases[c].table_size);
 			fields = 0;
-			t0 = now_s();
+			t0 = bench_now_s(CLOCK_MONOTONIC);
 			for (long i = 0; i < iters; i++)
 				for (size_t b = 0; b < nb; b++)
 					if (hpack_decode(&t, blk[b], len[b], count, NULL, NULL) != (long)len[b])
 						return 1;
-			t0 = now_s() - t0;
+			t0 = bench_now_s(CLOCK_MONOTONIC) - t0;
 			mbs[r] = (double)bytes * (double)iters / t0 / 1e6;
 			fps[r] = (double)fields / t0;
 			hpack_table__fini(&t);
 		}
-		qsort(mbs, (size_t)repeats, sizeof(double), cmp);
-		qsort(fps, (size_t)repeats, sizeof(double), cmp);
+		qsort(mbs, (size_t)repeats, sizeof(double), bench_cmp_double);
+		qsort(fps, (size_t)repeats, sizeof(double), bench_cmp_double);
 		printf("hpack %-58s %7.1f MB/s (%.1f .. %.1f), %6.2f M fields/s (%.2f .. %.2f)\n", cases[c].name,
 		       mbs[repeats / 2], mbs[0], mbs[repeats - 1], fps[repeats / 2] / 1e6, fps[0] / 1e6,
 		       fps[repeats - 1] / 1e6);
@@ -197,22 +170,22 @@ int main(int argc, char **argv)
 				l7_session__feed(s, grpc[i].flow, grpc[i].data, grpc[i].len, grpc[i].len, 1, on_rpc,
 						 NULL);
 			rpcs = 0;
-			t0 = now_s();
+			t0 = bench_now_s(CLOCK_MONOTONIC);
 			for (long i = 0; i < iters; i++) {
 				l7_session__feed(s, L7_FLOW_REQ, req, grpc[first].len, grpc[first].len, (uint64_t)i * 2,
 						 on_rpc, NULL);
 				l7_session__feed(s, L7_FLOW_RESP, resp, grpc[first + 1].len, grpc[first + 1].len,
 						 (uint64_t)i * 2 + 1, on_rpc, NULL);
 			}
-			t0 = now_s() - t0;
+			t0 = bench_now_s(CLOCK_MONOTONIC) - t0;
 			if (rpcs != (uint64_t)iters)
 				return 1;
 			cps[r] = (double)iters / t0;
 			mbs[r] = (double)bytes * (double)iters / t0 / 1e6;
 			l7_session__free(s);
 		}
-		qsort(cps, (size_t)repeats, sizeof(double), cmp);
-		qsort(mbs, (size_t)repeats, sizeof(double), cmp);
+		qsort(cps, (size_t)repeats, sizeof(double), bench_cmp_double);
+		qsort(mbs, (size_t)repeats, sizeof(double), bench_cmp_double);
 		printf("session grpc unary call (request + response chunks, %zu bytes)     %6.2f M calls/s (%.2f .. "
 		       "%.2f), "
 		       "%.1f MB/s\n",

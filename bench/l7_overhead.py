@@ -16,7 +16,6 @@ import os
 import re
 import shutil
 import signal
-import socket
 import statistics
 import subprocess
 import sys
@@ -25,7 +24,8 @@ import time
 
 ROOT = os.path.abspath(os.path.join(os.path.dirname(__file__), ".."))
 sys.path.insert(0, os.path.join(ROOT, "tests", "integration"))
-from harness import free_port, nginx_conf  # noqa: E402
+import harness  # noqa: E402
+from harness import free_port, proc_cpu_seconds as cpu_seconds  # noqa: E402
 
 BUILD = os.path.join(ROOT, os.environ.get("GG_BUILD", "build"))
 L7PROBE = os.path.join(BUILD, "probes", "l7probe")
@@ -34,24 +34,8 @@ PIN_CLIENT = ["taskset", "-c", "1"] if os.cpu_count() >= 2 else []
 
 
 
-def cpu_seconds(pid):
-    with open("/proc/%d/stat" % pid) as f:
-        fields = f.read().rsplit(")", 1)[1].split()
-    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
-
-
 def start_nginx(tmp, port, sport):
-    conf = nginx_conf(tmp, port, sport, keepalive_requests=1000000)
-    p = subprocess.Popen(PIN_SERVER + ["nginx", "-c", conf, "-p", tmp], stdout=subprocess.DEVNULL,
-                         stderr=subprocess.DEVNULL, start_new_session=True)
-    for _ in range(100):
-        try:
-            socket.create_connection(("127.0.0.1", port), timeout=0.2).close()
-            with open("/proc/%d/task/%d/children" % (p.pid, p.pid)) as f:
-                return p, int(f.read().split()[0])
-        except OSError:
-            time.sleep(0.05)
-    raise SystemExit("nginx did not start")
+    return harness.start_nginx(tmp, port, sport, keepalive_requests=1000000, prefix=PIN_SERVER)
 
 
 def stop(p):
@@ -67,17 +51,8 @@ def stop(p):
 class Probe:
     def __init__(self, args, log, binary=None):
         self.log = log
-        self.err = open(log, "w")
         env = {k: v for k, v in os.environ.items() if not k.startswith("GALA_GOPHER_")}
-        self.proc = subprocess.Popen([binary or L7PROBE] + args, stdout=subprocess.DEVNULL, stderr=self.err, env=env)
-        for _ in range(200):
-            with open(log) as f:
-                text = f.read()
-            if "started:" in text:
-                break
-            if self.proc.poll() is not None:
-                raise SystemExit("l7probe exited: " + text[-2000:])
-            time.sleep(0.05)
+        self.proc = harness.start_logged([binary or L7PROBE] + args, log, timeout=10, env=env)
         if "-s" in args:
             time.sleep(1.5)  # the libssl scan
 
@@ -86,29 +61,34 @@ class Probe:
 
     def stop(self):
         stop(self.proc)
-        self.err.close()
         with open(self.log) as f:
             return f.read()
+
+
+def run_load(argv, worker, probe=None):
+    """Run a load generator (on the client CPU) to its end: (its output, the CPU seconds of the server's
+    worker, of the generator, of the probe) over the run."""
+    c0 = cpu_seconds(worker)
+    p0 = probe.cpu() if probe else 0.0
+    p = subprocess.Popen(PIN_CLIENT + argv, stdout=subprocess.PIPE, text=True)
+    load_cpu = 0.0
+    while p.poll() is None:
+        try:
+            load_cpu = cpu_seconds(p.pid)
+        except (FileNotFoundError, ProcessLookupError, IndexError):
+            pass
+        time.sleep(0.05)
+    out = p.stdout.read()
+    probe_cpu = (probe.cpu() - p0) if probe else 0.0
+    return out, cpu_seconds(worker) - c0, load_cpu, probe_cpu
 
 
 class Run:
     """One wrk run: requests/s, CPU of nginx's worker + wrk per request, the probe's CPU per request."""
 
     def __init__(self, url, seconds, worker, probe=None):
-        c0 = cpu_seconds(worker)
-        p0 = probe.cpu() if probe else 0.0
-        p = subprocess.Popen(PIN_CLIENT + ["wrk", "-t1", "-c32", "-d%ds" % seconds, url], stdout=subprocess.PIPE,
-                             text=True)
-        wrk_cpu = 0.0
-        while p.poll() is None:
-            try:
-                wrk_cpu = cpu_seconds(p.pid)
-            except (FileNotFoundError, ProcessLookupError, IndexError):
-                pass
-            time.sleep(0.05)
-        out = p.stdout.read()
-        self.probe_cpu = (probe.cpu() - p0) if probe else 0.0
-        nginx_cpu = cpu_seconds(worker) - c0
+        out, nginx_cpu, wrk_cpu, self.probe_cpu = run_load(
+            ["wrk", "-t1", "-c32", "-d%ds" % seconds, url], worker, probe)
         m = re.search(r"Requests/sec:\s+([0-9.]+)", out)
         n = re.search(r"(\d+) requests in", out)
         if not m or not n:
@@ -123,16 +103,19 @@ def spread(xs):
     return "median %.2f, min %.2f, max %.2f" % (statistics.median(xs), min(xs), max(xs))
 
 
-def compare(name, url, runs, seconds, worker, probe_args, tmp):
-    off, on = [Run(url, seconds, worker)], []
+def compare(name, run, runs, probe_args, tmp, load="wrk"):
+    """runs on/off pairs of run(probe) (a load run: rps, us_per_req, probe_us_per_req), each on run
+    between two off runs: the medians of requests/s, the throughput loss, the CPU per request added to the
+    server + load, and the probe's own CPU per request."""
+    off, on = [run(None)], []
     for i in range(runs):
         probe = Probe(probe_args, os.path.join(tmp, "probe-%s-%d.log" % (name, i)))
         try:
             time.sleep(0.5)
-            on.append(Run(url, seconds, worker, probe))
+            on.append(run(probe))
         finally:
             probe.stop()
-        off.append(Run(url, seconds, worker))
+        off.append(run(None))
         print("  %s run %d: off %.0f, on %.0f, off %.0f req/s; CPU/request %.2f, %.2f (+probe %.2f), %.2f us"
               % (name, i + 1, off[-2].rps, on[-1].rps, off[-1].rps, off[-2].us_per_req, on[-1].us_per_req,
                  on[-1].probe_us_per_req, off[-1].us_per_req), flush=True)
@@ -142,8 +125,13 @@ def compare(name, url, runs, seconds, worker, probe_args, tmp):
     print("%s: off %.0f req/s, on %.0f req/s (medians)" % (name, statistics.median(r.rps for r in off),
                                                           statistics.median(r.rps for r in on)))
     print("  throughput loss %%: %s" % spread(loss))
-    print("  CPU per request added to nginx + wrk, us: %s" % spread(added))
+    print("  CPU per request added to nginx + %s, us: %s" % (load, spread(added)))
     print("  l7probe's own CPU per request, us: %s" % spread(probe_us), flush=True)
+
+
+def wrk(url, seconds, worker):
+    """A run of compare: wrk on url for seconds against the server's worker."""
+    return lambda probe: Run(url, seconds, worker, probe)
 
 
 def dd_seconds(count):
@@ -206,23 +194,17 @@ def gotls(runs, seconds, tmp):
     binary = os.path.join(tmp, "gotls")
     subprocess.run(["go", "build", "-o", binary,
                     os.path.join(ROOT, "tests", "integration", "scripts", "gotls", "main.go")], env=env, check=True)
-    key, crt = os.path.join(tmp, "key.pem"), os.path.join(tmp, "cert.pem")
-    subprocess.run(["openssl", "req", "-x509", "-newkey", "rsa:2048", "-nodes", "-keyout", key, "-out", crt, "-days",
-                    "1", "-subj", "/CN=localhost"], check=True, capture_output=True)
+    key, crt = harness.make_cert(tmp)
     port = free_port()
     # GOMAXPROCS=1: the server on one CPU, like nginx's one worker
     srv = subprocess.Popen(PIN_SERVER + [binary, "server", crt, key, str(port)], stdout=subprocess.DEVNULL,
                            stderr=subprocess.DEVNULL, env=dict(os.environ, GOMAXPROCS="1"), start_new_session=True)
     try:
-        for _ in range(100):
-            try:
-                socket.create_connection(("127.0.0.1", port), timeout=0.2).close()
-                break
-            except OSError:
-                time.sleep(0.05)
+        harness.wait_port(port, srv, "gotls server")
         url = "https://127.0.0.1:%d/" % port
         subprocess.run(PIN_CLIENT + ["wrk", "-t1", "-c32", "-d2s", url], capture_output=True)
-        compare("gotls", url, runs, seconds, srv.pid, ["-t", "5", "-p", "http", "-s", "1", "--pid", str(srv.pid)], tmp)
+        compare("gotls", wrk(url, seconds, srv.pid), runs, ["-t", "5", "-p", "http", "-s", "1", "--pid", str(srv.pid)],
+                tmp)
     finally:
         stop(srv)
 
@@ -256,7 +238,7 @@ def main():
                 else:
                     url, extra = "http://127.0.0.1:%d/small.html" % port, []
                 subprocess.run(PIN_CLIENT + ["wrk", "-t1", "-c32", "-d2s", url], capture_output=True)
-                compare(mode, url, runs, seconds, worker,
+                compare(mode, wrk(url, seconds, worker), runs,
                         ["-t", "5", "-p", "http"] + extra + ["--pid", "%d,%d" % (nginx.pid, worker)], tmp)
             finally:
                 stop(nginx)
@@ -272,9 +254,9 @@ def main():
     try:
         subprocess.run(PIN_CLIENT + ["wrk", "-t1", "-c32", "-d2s", "http://127.0.0.1:%d/small.html" % port],
                        capture_output=True)
-        compare("http", "http://127.0.0.1:%d/small.html" % port, runs, seconds, worker,
+        compare("http", wrk("http://127.0.0.1:%d/small.html" % port, seconds, worker), runs,
                 ["-t", "5", "-p", "http", "--pid", scope], tmp)
-        compare("https", "https://127.0.0.1:%d/small.html" % sport, runs, seconds, worker,
+        compare("https", wrk("https://127.0.0.1:%d/small.html" % sport, seconds, worker), runs,
                 ["-t", "5", "-p", "http", "-s", "1", "--pid", scope], tmp)
 
         out_of_scope(runs, scope, tmp)

@@ -11,6 +11,7 @@
 
 #include "../probes/l7probe/l7_proto.h"
 #include "../tests/unit/data/l7_mongo_msgs.h"
+#include "bench_util.h"
 
 struct bench_case {
 	const char *name;
@@ -97,14 +98,6 @@ static void count_cb(void *ctx, const struct l7_rpc *r)
 	rpcs_seen++;
 }
 
-static double now_cpu(void)
-{
-	struct timespec t;
-
-	clock_gettime(CLOCK_THREAD_CPUTIME_ID, &t);
-	return (double)t.tv_sec + (double)t.tv_nsec / 1e9;
-}
-
 static void feed(struct l7_session *s, enum l7_flow flow, const char *p, size_t n, int split, uint64_t ts)
 {
 	if (split && n > 1) {
@@ -128,25 +121,18 @@ static double run_once(const struct bench_case *c, int split, long n)
 		exit(1);
 	}
 	rpcs_seen = 0;
-	t0 = now_cpu();
+	t0 = bench_now_s(CLOCK_THREAD_CPUTIME_ID);
 	for (long i = 0; i < n; i++) {
 		feed(s, L7_FLOW_REQ, c->req, c->req_len, split, (uint64_t)i * 2);
 		feed(s, L7_FLOW_RESP, c->resp, c->resp_len, split, (uint64_t)i * 2 + 1);
 	}
-	t1 = now_cpu();
+	t1 = bench_now_s(CLOCK_THREAD_CPUTIME_ID);
 	l7_session__free(s);
 	if (rpcs_seen != (uint64_t)n) {
 		fprintf(stderr, "%s: %llu records for %ld pairs\n", c->name, (unsigned long long)rpcs_seen, n);
 		exit(1);
 	}
 	return (double)n / (t1 - t0);
-}
-
-static int cmp_double(const void *a, const void *b)
-{
-	double x = *(const double *)a, y = *(const double *)b;
-
-	return x < y ? -1 : x > y;
 }
 
 int main(int argc, char **argv)
@@ -181,7 +167,7 @@ int main(int argc, char **argv)
 
 			for (int k = 0; k < reps; k++)
 				r[k] = run_once(c, split, n);
-			qsort(r, (size_t)reps, sizeof(r[0]), cmp_double);
+			qsort(r, (size_t)reps, sizeof(r[0]), bench_cmp_double);
 			med = r[reps / 2];
 			printf("| %s | %s | %.2f M | %.2f - %.2f M | %.0f | %.0f |\n", c->name,
 			       split ? "split" : "whole", med / 1e6, r[0] / 1e6, r[reps - 1] / 1e6,

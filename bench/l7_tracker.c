@@ -15,6 +15,7 @@
 
 #include "../probes/l7probe/l7_trace.h"
 #include "../probes/l7probe/l7_user.h"
+#include "bench_util.h"
 
 #define REPEATS_MAX 64
 #define NREQS	    8192u /* distinct requests, cycled */
@@ -109,13 +110,6 @@ static double run(int mode, unsigned int n, unsigned int apis, unsigned int conn
 	return (double)(t1 - t0) / n;
 }
 
-static int cmp(const void *a, const void *b)
-{
-	double x = *(const double *)a, y = *(const double *)b;
-
-	return x < y ? -1 : x > y;
-}
-
 int main(int argc, char **argv)
 {
 	static const char *const names[] = {"off (parser + l7_rpc)", "l7_rpc_api on", "l7_rpc_api + trace decision"};
@@ -167,8 +161,8 @@ int main(int argc, char **argv)
 		for (unsigned int k = 0; k < repeats; k++)
 			d[m][k] = r[m][k] - r[0][k];
 	for (int m = 0; m < 3; m++) {
-		qsort(r[m], repeats, sizeof(double), cmp);
-		qsort(d[m], repeats, sizeof(double), cmp);
+		qsort(r[m], repeats, sizeof(double), bench_cmp_double);
+		qsort(d[m], repeats, sizeof(double), bench_cmp_double);
 	}
 	for (int m = 0; m < 3; m++) {
 		double med = r[m][repeats / 2];

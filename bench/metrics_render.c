@@ -12,6 +12,7 @@
 #include "clock.h"
 #include "../supervisor/export/imdb.h"
 #include "../supervisor/export/prom.h"
+#include "bench_util.h"
 
 #define METRICS_PER_ROW 10
 
@@ -35,13 +36,6 @@ static const char META[] = "version = \"1.0.0\";\n"
 			   "  { description: \"send congestion window\", type: \"gauge\", name: \"snd_cwnd\" },\n"
 			   "  { description: \"receive queue\", type: \"gauge\", name: \"rcv_queue\" },\n"
 			   "  { description: \"send queue\", type: \"gauge\", name: \"snd_queue\" } ) } );\n";
-
-static int cmp_u64(const void *a, const void *b)
-{
-	uint64_t x = *(const uint64_t *)a, y = *(const uint64_t *)b;
-
-	return x < y ? -1 : x > y;
-}
 
 int main(int argc, char **argv)
 {
@@ -110,7 +104,7 @@ int main(int argc, char **argv)
 		}
 		gg_buf__fini(&b);
 	}
-	qsort(t, runs, sizeof(*t), cmp_u64);
+	qsort(t, runs, sizeof(*t), bench_cmp_u64);
 	printf("series %llu, text %.1f MiB, imdb %.1f MiB; render over %lu runs: median %.2f ms (%.0f ns/series), "
 	       "min %.2f ms, max %.2f ms\n",
 	       (unsigned long long)lines, (double)bytes / (1 << 20), (double)imdb__bytes(db) / (1 << 20), runs,

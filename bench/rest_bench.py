@@ -17,7 +17,7 @@ import time
 import urllib.parse
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "tests", "integration"))
-from harness import BUILD, Supervisor, rest_port, rest_section, wait_for  # noqa: E402
+from harness import BUILD, Supervisor, proc_status_kb, rest_port, rest_section, wait_for  # noqa: E402
 
 POLL_MS = 1
 
@@ -80,8 +80,7 @@ def main():
             for path in ("/baseinfo", "/probes"):
                 out = subprocess.run([tool, str(port), str(conns), str(get_s), path], capture_output=True, text=True)
                 print(out.stdout.strip() or out.stderr.strip())
-        with open("/proc/%d/status" % s.proc.pid) as f:
-            rss = [line.split()[1] for line in f if line.startswith("VmRSS")][0]
+        rss = proc_status_kb(s.proc.pid)
         print("supervisor RSS after the run: %s kB" % rss)
     finally:
         s.cleanup()

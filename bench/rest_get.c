@@ -15,6 +15,7 @@
 #include <sys/socket.h>
 #include <time.h>
 #include <unistd.h>
+#include "bench_util.h"
 
 #define MAX_CONN 64
 #define LAT_MAX	 2000000
@@ -27,14 +28,6 @@ struct worker {
 	double *lat_us; /* per-request latency samples */
 	size_t nlat;
 };
-
-static double now_s(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
-}
 
 static int dial(int port)
 {
@@ -100,10 +93,10 @@ static void *run(void *arg)
 	struct worker *w = arg;
 	char req[256], *buf = malloc(1 << 20);
 	int fd = dial(w->port), n = snprintf(req, sizeof(req), "GET %s HTTP/1.1\r\nHost: bench\r\n\r\n", w->path);
-	double end = now_s() + w->seconds;
+	double end = bench_now_s(CLOCK_MONOTONIC) + w->seconds;
 
-	while (buf && fd >= 0 && now_s() < end) {
-		double t0 = now_s();
+	while (buf && fd >= 0 && bench_now_s(CLOCK_MONOTONIC) < end) {
+		double t0 = bench_now_s(CLOCK_MONOTONIC);
 		int st;
 
 		if (send(fd, req, (size_t)n, MSG_NOSIGNAL) != n) {
@@ -114,7 +107,7 @@ static void *run(void *arg)
 		if (st == 200) {
 			w->ok++;
 			if (w->nlat < LAT_MAX)
-				w->lat_us[w->nlat++] = (now_s() - t0) * 1e6;
+				w->lat_us[w->nlat++] = (bench_now_s(CLOCK_MONOTONIC) - t0) * 1e6;
 		} else {
 			w->bad++;
 			close(fd);
@@ -126,13 +119,6 @@ static void *run(void *arg)
 		close(fd);
 	free(buf);
 	return NULL;
-}
-
-static int cmp_d(const void *a, const void *b)
-{
-	double x = *(const double *)a, y = *(const double *)b;
-
-	return x < y ? -1 : x > y;
 }
 
 int main(int argc, char **argv)
@@ -156,7 +142,7 @@ int main(int argc, char **argv)
 	path = argc > 4 ? argv[4] : "/probes";
 	if (nconn < 1 || nconn > MAX_CONN)
 		nconn = 1;
-	t0 = now_s();
+	t0 = bench_now_s(CLOCK_MONOTONIC);
 	for (int i = 0; i < nconn; i++) {
 		w[i] = (struct worker){.port = port, .path = path, .seconds = secs};
 		w[i].lat_us = malloc(sizeof(double) * LAT_MAX);
@@ -164,7 +150,7 @@ int main(int argc, char **argv)
 	}
 	for (int i = 0; i < nconn; i++)
 		pthread_join(t[i], NULL);
-	el = now_s() - t0;
+	el = bench_now_s(CLOCK_MONOTONIC) - t0;
 	all = malloc(sizeof(double) * LAT_MAX * (size_t)nconn);
 	for (int i = 0; i < nconn; i++) {
 		ok += w[i].ok;
@@ -174,7 +160,7 @@ int main(int argc, char **argv)
 		nall += w[i].nlat;
 		free(w[i].lat_us);
 	}
-	qsort(all, nall, sizeof(double), cmp_d);
+	qsort(all, nall, sizeof(double), bench_cmp_double);
 	printf("GET %s: %d connection(s), %.1f s: %llu ok, %llu failed, %llu reconnects, %.0f req/s, "
 	       "latency median %.0f us, p99 %.0f us\n",
 	       path, nconn, el, (unsigned long long)ok, (unsigned long long)bad, (unsigned long long)rc, ok / el,

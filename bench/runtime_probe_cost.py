@@ -16,39 +16,22 @@ import sys
 import tempfile
 import time
 
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "tests", "integration"))
+from harness import proc_oncpu_ns, proc_status_kb  # noqa: E402
+
 ROOT = os.path.abspath(os.path.join(os.path.dirname(__file__), ".."))
 BUILD = os.environ.get("GG_BUILD", os.path.join(ROOT, "build"))
 BINS = {"jvm": "jvmprobe", "hw": "hwprobe", "virt": "virtualized_infos"}
-
-
-def cpu_ns(pid):
-    """On-CPU ns of every thread (schedstat: exact, where /proc/<pid>/stat counts 10 ms ticks)."""
-    tot = 0
-    for t in os.listdir("/proc/%d/task" % pid):
-        try:
-            with open("/proc/%d/task/%s/schedstat" % (pid, t)) as f:
-                tot += int(f.read().split()[0])
-        except FileNotFoundError:
-            pass
-    return tot
-
-
-def hwm_kb(pid):
-    with open("/proc/%d/status" % pid) as f:
-        for line in f:
-            if line.startswith("VmHWM:"):
-                return int(line.split()[1])
-    return 0
 
 
 def one_run(binary, secs):
     p = subprocess.Popen([binary, "-t", "1"], stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True)
     lines = 0
     time.sleep(1.5)  # start-up (and the first report) left out
-    c0, t0 = cpu_ns(p.pid), time.time()
+    c0, t0 = proc_oncpu_ns(p.pid), time.time()
     time.sleep(secs)
-    c1, t1 = cpu_ns(p.pid), time.time()
-    hwm = hwm_kb(p.pid)
+    c1, t1 = proc_oncpu_ns(p.pid), time.time()
+    hwm = proc_status_kb(p.pid, "VmHWM")
     p.terminate()
     out, _ = p.communicate(timeout=10)
     lines = len(out.splitlines())

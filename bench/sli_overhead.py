@@ -21,7 +21,7 @@ BUILD = sys.argv[2] if len(sys.argv) > 2 else "build"
 ITER = sys.argv[3] if len(sys.argv) > 3 else "100000"
 ROOT = os.path.abspath(os.path.join(os.path.dirname(__file__), ".."))
 sys.path.insert(0, os.path.join(ROOT, "tests", "integration"))
-from harness import cgroup2_root, rmdir_retry  # noqa: E402
+from harness import cgroup2_root, rmdir_retry, start_logged  # noqa: E402
 
 PROBE = os.path.join(ROOT, BUILD, "probes", "sliprobe")
 BENCH = os.path.join(ROOT, BUILD, "bench", "task_bench")
@@ -29,26 +29,19 @@ BENCH = os.path.join(ROOT, BUILD, "bench", "task_bench")
 
 
 
+LOG = "/tmp/sli_overhead.%d.log" % os.getpid()
+
+
 def start_probe(extra=()):
-    err = open("/tmp/sli_overhead.%d.log" % os.getpid(), "w+")
-    p = subprocess.Popen([PROBE, "-t", "1"] + list(extra), stdout=subprocess.DEVNULL, stderr=err)
-    deadline = time.time() + 10
-    while time.time() < deadline:
-        err.seek(0)
-        if "started:" in err.read():
-            return p, err
-        time.sleep(0.05)
-    p.kill()
-    sys.exit("sliprobe did not start")
+    return start_logged([PROBE, "-t", "1"] + list(extra), LOG, timeout=10)
 
 
-def stop_probe(p, err):
+def stop_probe(p):
     p.terminate()
     p.wait()
-    err.seek(0)
-    text = err.read()
-    err.close()
-    os.unlink(err.name)
+    with open(LOG) as f:
+        text = f.read()
+    os.unlink(LOG)
     return text
 
 
@@ -72,9 +65,9 @@ def pairs(cg, where):
         res = {}
         for mode in random.sample(["off", "on"], 2):
             if mode == "on":
-                p, err = start_probe()
+                p = start_probe()
                 res[mode] = pingpong(cg)
-                stop_probe(p, err)
+                stop_probe(p)
             else:
                 res[mode] = pingpong(cg)
         off.append(res["off"][0])
@@ -89,12 +82,12 @@ def pairs(cg, where):
 
 
 def bpf_cost(cg, where):
-    p, err = start_probe(["--bpf-stats"])
+    p = start_probe(["--bpf-stats"])
     time.sleep(1.5)
     for _ in range(3):
         pingpong(cg)
     time.sleep(1.2)
-    text = stop_probe(p, err)
+    text = stop_probe(p)
     best = {}
     for line in text.splitlines():
         if "bpf stats" not in line:

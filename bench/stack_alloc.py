@@ -15,10 +15,10 @@ import statistics
 import subprocess
 import sys
 import tempfile
-import time
 
-ROOT = os.path.abspath(os.path.join(os.path.dirname(__file__), ".."))
-BUILD = os.path.join(ROOT, os.environ.get("GG_BUILD", "build"))
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "tests", "integration"))
+from harness import BUILD, start_logged  # noqa: E402
+
 CPU_SPLIT = os.path.join(BUILD, "tests", "cpu_split")
 STACKPROBE = os.path.join(BUILD, "probes", "stackprobe")
 CALLS_PER_ROUND = 3  # malloc, calloc, realloc (free is not probed)
@@ -61,17 +61,10 @@ def one(rounds, tmp, probe, mode="alloc"):
     sp = None
     try:
         if probe:
-            err = open(os.path.join(tmp, "sp.err"), "w")
             opt = "--mem-live" if mode == "live" else "--mem-alloc"
-            sp = subprocess.Popen([STACKPROBE, "-P", "mem", opt, "1", "--pid", str(pid),
-                                   "--svg-period", "600", "--flame-dir", os.path.join(tmp, "f"),
-                                   "--svg-dir", os.path.join(tmp, "s"), "-t", "600"],
-                                  stdout=subprocess.DEVNULL, stderr=err)
-            deadline = time.time() + 20
-            while "started:" not in open(err.name).read():
-                if sp.poll() is not None or time.time() > deadline:
-                    raise SystemExit("stackprobe did not start: " + open(err.name).read())
-                time.sleep(0.05)
+            sp = start_logged([STACKPROBE, "-P", "mem", opt, "1", "--pid", str(pid), "--svg-period", "600",
+                               "--flame-dir", os.path.join(tmp, "f"), "--svg-dir", os.path.join(tmp, "s"), "-t", "600"],
+                              os.path.join(tmp, "sp.err"))
         b0 = [bpf_prog(p, sp.pid if sp else 0) for p in PROGS]
         w.stdin.write("go\n")
         w.stdin.flush()

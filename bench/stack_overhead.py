@@ -26,8 +26,9 @@ import sys
 import tempfile
 import time
 
-ROOT = os.path.abspath(os.path.join(os.path.dirname(__file__), ".."))
-BUILD = os.path.join(ROOT, os.environ.get("GG_BUILD", "build"))
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "tests", "integration"))
+from harness import BUILD, start_logged  # noqa: E402
+
 WORK = os.path.join(BUILD, "bench", "stack_work")
 STACKPROBE = os.path.join(BUILD, "probes", "stackprobe")
 NCPU = os.cpu_count()
@@ -85,15 +86,9 @@ def bpf_prog(prefix, pid):
 
 
 def run_stackprobe(tmp, seconds):
-    err = open(os.path.join(tmp, "sp.err"), "w")
-    p = subprocess.Popen([STACKPROBE, "-P", "oncpu", "--perf-sample-period", "10", "--svg-period", "600",
-                          "--flame-dir", os.path.join(tmp, "f"), "--svg-dir", os.path.join(tmp, "s"), "-t", "600"],
-                         stdout=subprocess.DEVNULL, stderr=err)
-    deadline = time.time() + 20
-    while "started:" not in open(err.name).read():
-        if p.poll() is not None or time.time() > deadline:
-            raise SystemExit("stackprobe did not start: " + open(err.name).read())
-        time.sleep(0.05)
+    p = start_logged([STACKPROBE, "-P", "oncpu", "--perf-sample-period", "10", "--svg-period", "600",
+                      "--flame-dir", os.path.join(tmp, "f"), "--svg-dir", os.path.join(tmp, "s"), "-t", "600"],
+                     os.path.join(tmp, "sp.err"))
     try:
         time.sleep(SP_WARMUP_S)
         c0, (b0, n0) = proc_cpu_s(p.pid), bpf_prog("sp_oncpu", p.pid)

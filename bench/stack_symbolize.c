@@ -12,19 +12,12 @@
 
 #include "probe.h"
 #include "symbolizer.h"
+#include "bench_util.h"
 
 struct addr {
 	uint32_t tgid; /* 0 = kernel */
 	uint64_t ip;
 };
-
-static double now_s(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
-}
 
 static uint64_t rnd(void)
 {
@@ -109,7 +102,7 @@ int main(int argc, char **argv)
 
 	/* cold: every ELF is read */
 	symbolizer__begin_round(s);
-	t0 = now_s();
+	t0 = bench_now_s(CLOCK_MONOTONIC);
 	for (size_t i = 0; i < n; i++) {
 		struct sym_frame f;
 		int r = v[i].tgid ? symbolizer__user(s, v[i].tgid, v[i].ip, &f) : symbolizer__kernel(s, v[i].ip, &f);
@@ -121,10 +114,10 @@ int main(int argc, char **argv)
 		else
 			unknown++;
 	}
-	cold = now_s() - t0;
+	cold = bench_now_s(CLOCK_MONOTONIC) - t0;
 	/* warm: what a steady state costs per frame */
-	t0 = now_s();
-	while (now_s() - t0 < secs) {
+	t0 = bench_now_s(CLOCK_MONOTONIC);
+	while (bench_now_s(CLOCK_MONOTONIC) - t0 < secs) {
 		symbolizer__begin_round(s);
 		for (size_t i = 0; i < n; i++) {
 			struct sym_frame f;
@@ -134,7 +127,7 @@ int main(int argc, char **argv)
 		}
 		lookups += n;
 	}
-	warm = now_s() - t0;
+	warm = bench_now_s(CLOCK_MONOTONIC) - t0;
 	symbolizer__stats(s, &st);
 	printf("processes %u, addresses %zu (kernel %s)\n", nproc, n, kend > kstart ? "20000" : "0");
 	printf("cold: %.3f s, %.0f addresses/s, %" PRIu64 " ELF files read\n", cold, (double)n / cold, st.elf_loads);

@@ -12,8 +12,8 @@ import sys
 import tempfile
 import time
 
-ROOT = os.path.abspath(os.path.join(os.path.dirname(__file__), ".."))
-BUILD = os.path.join(ROOT, os.environ.get("GG_BUILD", "build"))
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "tests", "integration"))
+from harness import BUILD, start_logged  # noqa: E402
 
 WORKLOADS = {
     "cpu_split": [os.path.join(BUILD, "tests", "cpu_split"), "-d", "60"],
@@ -29,12 +29,9 @@ WORKLOADS = {
 def main():
     secs = float(sys.argv[1]) if len(sys.argv) > 1 else 8
     tmp = tempfile.mkdtemp(prefix="gg-stack-bench-")
-    err = open(os.path.join(tmp, "sp.err"), "w")
-    sp = subprocess.Popen([os.path.join(BUILD, "probes", "stackprobe"), "-P", "oncpu", "--svg-period", "600",
-                           "--flame-dir", os.path.join(tmp, "f"), "--svg-dir", os.path.join(tmp, "s"), "-t", "600"],
-                          stdout=subprocess.DEVNULL, stderr=err)
-    while "started:" not in open(err.name).read():
-        time.sleep(0.05)
+    sp = start_logged([os.path.join(BUILD, "probes", "stackprobe"), "-P", "oncpu", "--svg-period", "600",
+                       "--flame-dir", os.path.join(tmp, "f"), "--svg-dir", os.path.join(tmp, "s"), "-t", "600"],
+                      os.path.join(tmp, "sp.err"))
     procs = [subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, start_new_session=True)
              for cmd in WORKLOADS.values()]
     time.sleep(secs)

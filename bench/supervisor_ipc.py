@@ -11,24 +11,14 @@ import sys
 import time
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "tests", "integration"))
-from harness import ROOT, TEST_BINS, Supervisor, extend_entry, proc_cpu_seconds, wait_for  # noqa: E402
+from harness import flood_supervisor, proc_cpu_seconds, wait_for  # noqa: E402
 
 
 def main():
     n = int(sys.argv[1]) if len(sys.argv) > 1 else 8
     each = int(sys.argv[2]) if len(sys.argv) > 2 else 2000000
     keys = int(sys.argv[3]) if len(sys.argv) > 3 else 100
-    bad = os.path.join(TEST_BINS, "bad_probe")
-    probes = ['    { name = "flood%d"; command = "%s"; param = "-m flood -n %d -k %d -l warn"; switch = "on"; }'
-              % (i, bad, each, keys) for i in range(n)]
-    s = Supervisor(probes=probes, metric_out="",
-                   extra_meta=[os.path.join(ROOT, "tests", "schema", "test_bad.meta")])
-    if os.environ.get("GG_IPC_QUEUE"):  # global.ipc_queue for this run
-        with open(s.conf) as f:
-            conf = f.read()
-        with open(s.conf, "w") as f:
-            f.write(conf.replace("stop_grace_ms = 1000;", "stop_grace_ms = 1000; ipc_queue = %d;"
-                                 % int(os.environ["GG_IPC_QUEUE"]), 1))
+    s = flood_supervisor(n, each, keys, int(os.environ.get("GG_IPC_QUEUE", 0)), metric_out="")
     try:
         s.start()
         cpu0 = proc_cpu_seconds(s.proc.pid)

@@ -14,6 +14,9 @@ import threading
 import time
 import urllib.request
 
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "tests", "integration"))
+from harness import meta_fields, proc_status_kb  # noqa: E402
+
 DURATION = int(sys.argv[1]) if len(sys.argv) > 1 else 30
 BUILD = sys.argv[2] if len(sys.argv) > 2 else "build"
 ROOT = os.path.abspath(os.path.join(os.path.dirname(__file__), ".."))
@@ -23,21 +26,7 @@ ADDR = "127.0.0.1:19100"
 HZ = os.sysconf("SC_CLK_TCK")
 
 
-def meta_fields():
-    tables, cur = {}, None
-    with open(os.path.join(ROOT, "schema", "system_infos.meta")) as f:
-        for line in f:
-            m = re.search(r'table_name:\s*"([^"]+)"', line)
-            if m:
-                cur = tables.setdefault(m.group(1), [])
-            elif cur is not None:
-                m = re.search(r'name:\s*"([^"]+)"', line)
-                if m and "entity_name" not in line:
-                    cur.append(m.group(1))
-    return tables
-
-
-FIELDS = meta_fields()
+FIELDS = meta_fields(os.path.join(ROOT, "schema", "system_infos.meta"))
 
 
 class SystemInfos:
@@ -87,14 +76,6 @@ def cpu_ticks(pid):
     with open("/proc/%d/stat" % pid) as f:
         p = f.read().rsplit(")", 1)[1].split()
     return int(p[11]) + int(p[12])
-
-
-def rss_kb(pid):
-    with open("/proc/%d/status" % pid) as f:
-        for line in f:
-            if line.startswith("VmRSS:"):
-                return int(line.split()[1])
-    return 0
 
 
 def scrape():
@@ -205,10 +186,10 @@ def main():
         lat.sort()
         print("cost over %d s at a 1 s interval (CPU from /proc/<pid>/stat, %d Hz ticks):" % (DURATION, HZ))
         print("  system_infos (cpu,mem,nic,disk,net,fs,host): %.2f ms CPU per period (%d periods), RSS %d KiB"
-              % (si_cpu / max(periods, 1), periods, rss_kb(si.p.pid)))
+              % (si_cpu / max(periods, 1), periods, proc_status_kb(si.p.pid)))
         print("  node_exporter (default collectors): %.2f ms CPU per scrape (%d scrapes), scrape p50 %.1f ms "
               "p90 %.1f ms, RSS %d KiB" % (ne_cpu / max(len(lat), 1), len(lat), lat[len(lat) // 2] * 1000,
-                                           lat[int(len(lat) * 0.9)] * 1000, rss_kb(ne_proc.pid)))
+                                           lat[int(len(lat) * 0.9)] * 1000, proc_status_kb(ne_proc.pid)))
         si.stop()
         # the proc sub-probe without snoopers (node_exporter has no per-process metrics): every process,
         # then the default top 50 by CPU + memory
@@ -222,7 +203,7 @@ def main():
             n = max(sp.periods - p0, 1)
             print("  system_infos proc, no snoopers, %s (%d processes, %.0f records per period): %.2f ms CPU per "
                   "period (%.3f ms per process), RSS %d KiB" % (what, nproc, (sp.records - r0) / n, cpu / n,
-                                                                cpu / n / nproc, rss_kb(sp.p.pid)))
+                                                                cpu / n / nproc, proc_status_kb(sp.p.pid)))
             sp.stop()
     finally:
         si.stop()

@@ -15,14 +15,7 @@
 #include <sys/resource.h>
 #include <sys/wait.h>
 #include <unistd.h>
-
-static double now_s(clockid_t id)
-{
-	struct timespec ts;
-
-	clock_gettime(id, &ts);
-	return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
-}
+#include "bench_util.h"
 
 /* pingpong: round trips with a child; CPU time of both processes. */
 static int pingpong(unsigned long iter)
@@ -50,13 +43,13 @@ static int pingpong(unsigned long iter)
 				_exit(1);
 		_exit(0);
 	}
-	t0 = now_s(CLOCK_MONOTONIC);
-	c0 = now_s(CLOCK_PROCESS_CPUTIME_ID);
+	t0 = bench_now_s(CLOCK_MONOTONIC);
+	c0 = bench_now_s(CLOCK_PROCESS_CPUTIME_ID);
 	for (unsigned long i = 0; i < iter; i++)
 		if (write(down[1], &b, 1) != 1 || read(up[0], &b, 1) != 1)
 			return 1;
-	c1 = now_s(CLOCK_PROCESS_CPUTIME_ID);
-	t1 = now_s(CLOCK_MONOTONIC);
+	c1 = bench_now_s(CLOCK_PROCESS_CPUTIME_ID);
+	t1 = bench_now_s(CLOCK_MONOTONIC);
 	b = 'q';
 	if (write(down[1], &b, 1) != 1 || wait4(pid, &status, 0, &ru) != pid)
 		return 1;
@@ -110,8 +103,8 @@ int main(int argc, char **argv)
 		unlink(path);
 		writing = 1;
 	}
-	t0 = now_s(CLOCK_MONOTONIC);
-	c0 = now_s(CLOCK_PROCESS_CPUTIME_ID);
+	t0 = bench_now_s(CLOCK_MONOTONIC);
+	c0 = bench_now_s(CLOCK_PROCESS_CPUTIME_ID);
 	for (unsigned long i = 0; i < iter; i++) {
 		if (writing) {
 			if (off >= (16 << 20)) {
@@ -129,8 +122,8 @@ int main(int argc, char **argv)
 			(void)getppid();
 		}
 	}
-	c1 = now_s(CLOCK_PROCESS_CPUTIME_ID);
-	t1 = now_s(CLOCK_MONOTONIC);
+	c1 = bench_now_s(CLOCK_PROCESS_CPUTIME_ID);
+	t1 = bench_now_s(CLOCK_MONOTONIC);
 	printf("%s %lu %.1f %.1f\n", mode, iter, (c1 - c0) * 1e9 / (double)iter, (t1 - t0) * 1e9 / (double)iter);
 	return 0;
 }

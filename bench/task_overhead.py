@@ -21,7 +21,6 @@ import random
 import statistics
 import subprocess
 import sys
-import tempfile
 import time
 
 ROUNDS = int(sys.argv[1]) if len(sys.argv) > 1 else 5
@@ -29,7 +28,7 @@ BUILD = sys.argv[2] if len(sys.argv) > 2 else "build"
 PAIRS = int(sys.argv[3]) if len(sys.argv) > 3 else 15
 ROOT = os.path.abspath(os.path.join(os.path.dirname(__file__), ".."))
 sys.path.insert(0, os.path.join(ROOT, "tests", "integration"))
-from harness import cgroup2_root, rmdir_retry  # noqa: E402
+from harness import cgroup2_root, rmdir_retry, start_logged  # noqa: E402
 
 TASKPROBE = os.path.join(ROOT, BUILD, "probes", "taskprobe")
 BENCH = os.path.join(ROOT, BUILD, "bench", "task_bench")
@@ -48,17 +47,9 @@ def label(w):
 
 
 def start_probe(args):
-    log = open(LOG, "w")
-    p = subprocess.Popen([TASKPROBE, "-t", "1"] + args, stdout=subprocess.DEVNULL, stderr=log)
-    deadline = time.monotonic() + 15
-    while time.monotonic() < deadline:
-        with open(LOG) as f:
-            if "started:" in f.read():
-                time.sleep(0.3)  # uprobes and the first scope scan settle
-                return p
-        time.sleep(0.05)
-    p.kill()
-    raise SystemExit("taskprobe did not start: " + open(LOG).read())
+    p = start_logged([TASKPROBE, "-t", "1"] + args, LOG, timeout=15)
+    time.sleep(0.3)  # uprobes and the first scope scan settle
+    return p
 
 
 def stop_probe(p):

@@ -13,21 +13,13 @@ import sys
 import time
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "tests", "integration"))
-from harness import Supervisor, probe_entry, rest_port  # noqa: E402
+from harness import Supervisor, probe_entry, proc_oncpu_ns, rest_port  # noqa: E402
 from browser import Chromium  # noqa: E402
 
 
 def cpu_seconds(pid):
-    """CPU time of every thread of pid (the loop thread and libmicrohttpd's), in ns precision
-    (/proc/<pid>/task/*/schedstat: /proc/<pid>/stat counts 10 ms ticks, too coarse here)."""
-    total = 0
-    for t in os.listdir("/proc/%d/task" % pid):
-        try:
-            with open("/proc/%d/task/%s/schedstat" % (pid, t)) as f:
-                total += int(f.read().split()[0])
-        except (FileNotFoundError, ProcessLookupError):
-            pass
-    return total / 1e9
+    """CPU time of every thread of pid (the loop thread and libmicrohttpd's), in ns precision."""
+    return proc_oncpu_ns(pid) / 1e9
 
 
 def transferred(b, since):

@@ -58,7 +58,7 @@ int gg_read_file(const char *path, int flags, size_t max, char **ret, size_t *re
 {
 	struct stat st;
 	char *buf = NULL;
-	size_t got = 0;
+	size_t got = 0, cap;
 	int fd = open(path, O_RDONLY | O_CLOEXEC | flags), err = 0;
 
 	if (fd < 0)
@@ -75,15 +75,35 @@ int gg_read_file(const char *path, int flags, size_t max, char **ret, size_t *re
 		err = -EFBIG;
 		goto cleanup;
 	}
-	buf = malloc((size_t)st.st_size + 1);
+	/* What the size says, read to the end when it says 0 (/proc, cgroupfs) */
+	cap = st.st_size ? (size_t)st.st_size : 16384;
+	buf = malloc(cap + 1);
 	if (!buf) {
 		err = -ENOMEM;
 		goto cleanup;
 	}
-	/* the size may change under us (a runtime rewriting it): read what is there, up to the bound */
-	while (got < (size_t)st.st_size) {
-		ssize_t n = read(fd, buf + got, (size_t)st.st_size - got);
+	for (;;) {
+		ssize_t n;
 
+		if (got == cap) {
+			char *nb;
+
+			/* the size may change under us (a runtime rewriting it): what it said is what is read */
+			if (st.st_size)
+				break;
+			if (cap >= max) {
+				err = -EFBIG;
+				goto cleanup;
+			}
+			cap *= 2;
+			nb = realloc(buf, cap + 1);
+			if (!nb) {
+				err = -ENOMEM;
+				goto cleanup;
+			}
+			buf = nb;
+		}
+		n = read(fd, buf + got, cap - got);
 		if (n < 0 && errno == EINTR)
 			continue;
 		if (n < 0) {
@@ -103,4 +123,23 @@ cleanup:
 	free(buf);
 	close(fd);
 	return err;
+}
+
+size_t gg_path_base_len(const char *path, const char *bases)
+{
+	const char *b = bases;
+
+	while (b && *b) {
+		size_t w = strcspn(b, ":"), bl = w;
+
+		while (bl > 1 && b[bl - 1] == '/')
+			bl--;
+		if (bl && b[0] == '/' && !strncmp(path, b, bl) &&
+		    (path[bl] == '/' || path[bl] == '\0' || (bl == 1 && path[0] == '/')))
+			return bl;
+		b += w;
+		if (*b == ':')
+			b++;
+	}
+	return 0;
 }

@@ -10,6 +10,7 @@
 #include <nng/nng.h>
 #include <nng/protocol/pubsub0/sub.h>
 
+#include "fsutil.h"
 #include "ipc.h"
 #include "ipc_impl.h"
 
@@ -32,17 +33,12 @@ static int proc_ids(pid_t pid, pid_t *ret_ppid, pid_t *ret_pgid)
 	char path[64], buf[512];
 	const char *p;
 	ssize_t n;
-	int fd, ppid, pgid;
+	int ppid, pgid;
 
 	snprintf(path, sizeof(path), "/proc/%d/stat", (int)pid);
-	fd = open(path, O_RDONLY | O_CLOEXEC);
-	if (fd < 0)
-		return -errno;
-	n = read(fd, buf, sizeof(buf) - 1);
-	close(fd);
+	n = gg_read_small(path, buf, sizeof(buf));
 	if (n <= 0)
-		return -EIO;
-	buf[n] = 0;
+		return n < 0 ? (int)n : -EIO;
 	/* comm may hold spaces and parentheses: the fields start after the last ')' */
 	p = strrchr(buf, ')');
 	if (!p || sscanf(p + 1, " %*c %d %d", &ppid, &pgid) != 2)

@@ -14,9 +14,19 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "fsutil.h"
 #include "supervisor.h"
 
 static const char *const ctl_names[GG_CG__N] = {"memory", "cpu", "pids"};
+
+/* Whether word is one of the tokens of list (separated by any of sep); list is cut up. */
+static int has_token(char *list, const char *sep, const char *word)
+{
+	for (char *save = NULL, *o = strtok_r(list, sep, &save); o; o = strtok_r(NULL, sep, &save))
+		if (!strcmp(o, word))
+			return 1;
+	return 0;
+}
 
 /* The mount point of the v1 hierarchy holding ctl, or of cgroup2 (ctl NULL); 0 or -ENOENT. */
 static int find_mount(const char *ctl, char *ret, size_t len)
@@ -34,14 +44,8 @@ static int find_mount(const char *ctl, char *ret, size_t len)
 			continue;
 		if (ctl ? strcmp(type, "cgroup") : strcmp(type, "cgroup2"))
 			continue;
-		if (ctl) {
-			int found = 0;
-
-			for (char *save = NULL, *o = strtok_r(opts, ",", &save); o; o = strtok_r(NULL, ",", &save))
-				found |= !strcmp(o, ctl);
-			if (!found)
-				continue;
-		}
+		if (ctl && !has_token(opts, ",", ctl))
+			continue;
 		snprintf(ret, len, "%s", dir);
 		err = 0;
 		break;
@@ -105,20 +109,12 @@ static int v2_enable(const char *dir, const char *ctl)
 {
 	char path[PATH_MAX + 32], buf[512], plus[32];
 	ssize_t n;
-	int fd, found = 0;
 
 	snprintf(path, sizeof(path), "%s/cgroup.controllers", dir);
-	fd = open(path, O_RDONLY | O_CLOEXEC);
-	if (fd < 0)
-		return -errno;
-	n = read(fd, buf, sizeof(buf) - 1);
-	close(fd);
+	n = gg_read_small(path, buf, sizeof(buf));
 	if (n <= 0)
-		return -ENOENT;
-	buf[n] = '\0';
-	for (char *save = NULL, *o = strtok_r(buf, " \n", &save); o; o = strtok_r(NULL, " \n", &save))
-		found |= !strcmp(o, ctl);
-	if (!found)
+		return n < 0 ? (int)n : -ENOENT;
+	if (!has_token(buf, " \n", ctl))
 		return -ENOENT;
 	snprintf(plus, sizeof(plus), "+%s", ctl);
 	return write_str(dir, "cgroup.subtree_control", plus);

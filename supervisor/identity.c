@@ -1135,64 +1135,13 @@ static void watch_tree(struct gg_identity *id, unsigned int root, const char *re
 	closedir(d);
 }
 
-/* A /proc file (its size says 0): read to its end, at most max bytes; NUL-terminated, free() it. */
-static int read_proc_file(const char *path, size_t max, char **ret, size_t *ret_len)
-{
-	size_t cap = 16384, got = 0;
-	char *buf = malloc(cap + 1);
-	int fd = open(path, O_RDONLY | O_CLOEXEC), err = 0;
-
-	if (fd < 0 || !buf) {
-		err = fd < 0 ? -errno : -ENOMEM;
-		goto cleanup;
-	}
-	for (;;) {
-		ssize_t n;
-
-		if (got == cap) {
-			char *nb;
-
-			if (cap >= max) {
-				err = -EFBIG;
-				goto cleanup;
-			}
-			cap *= 2;
-			nb = realloc(buf, cap + 1);
-			if (!nb) {
-				err = -ENOMEM;
-				goto cleanup;
-			}
-			buf = nb;
-		}
-		n = read(fd, buf + got, cap - got);
-		if (n < 0 && errno == EINTR)
-			continue;
-		if (n < 0) {
-			err = -errno;
-			goto cleanup;
-		}
-		if (n == 0)
-			break;
-		got += (size_t)n;
-	}
-	buf[got] = '\0';
-	*ret = buf;
-	*ret_len = got;
-	buf = NULL;
-cleanup:
-	free(buf);
-	if (fd >= 0)
-		close(fd);
-	return err;
-}
-
 /* The cgroup hierarchies of mountinfo: " - cgroup2 " and " - cgroup " mounts (hybrid hosts have both). */
 static void roots_load(struct gg_identity *id, const char *mountinfo)
 {
 	char *text = NULL, *line, *save = NULL;
 	size_t len;
 
-	if (read_proc_file(mountinfo, 1u << 20, &text, &len))
+	if (gg_read_file(mountinfo, 0, 1u << 20, &text, &len))
 		return;
 	for (line = strtok_r(text, "\n", &save); line; line = strtok_r(NULL, "\n", &save)) {
 		char *sep = strstr(line, " - "), *f[5], *save2 = NULL;
@@ -1330,7 +1279,7 @@ static int moved_into(struct gg_identity *id, const struct watch *w)
 
 	if ((size_t)snprintf(path, sizeof(path), "%s%s/cgroup.procs", id->roots[w->root].mnt, w->rel) >= sizeof(path))
 		return -E2BIG;
-	err = read_proc_file(path, CGROUP_PROCS_MAX, &text, &len);
+	err = gg_read_file(path, 0, CGROUP_PROCS_MAX, &text, &len);
 	if (err)
 		return err == -ENOENT ? 0 : -E2BIG; /* removed since: nobody is in it */
 	for (c = text; *c;) {

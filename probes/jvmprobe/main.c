@@ -20,6 +20,7 @@
 #include "probe.h"
 #include "probe_conf.h"
 #include "probe_runner.h"
+#include "probe_scope.h"
 
 #define PROBE_NAME	   "jvm"
 #define PROG		   "jvmprobe"
@@ -50,7 +51,6 @@ struct jvm_ctx {
 	struct jvm_conf base, cur;
 	const char *comm;
 	uint64_t self_pidns;
-	char cg_root[256];
 	struct mntns *mns; /* MNTNS_MAX */
 	unsigned int nmns;
 	unsigned char *file; /* PD_FILE_MAX */
@@ -89,89 +89,9 @@ static uint64_t ns_ino(int pid, const char *ns)
 
 /* ---- scope -------------------------------------------------------------------------------------- */
 
-static void find_cg_root(struct jvm_ctx *ctx)
-{
-	struct probe_buf b = {0};
-	char *line, *save = NULL;
-
-	snprintf(ctx->cg_root, sizeof(ctx->cg_root), "/sys/fs/cgroup");
-	if (probe_read_file("/proc/self/mounts", &b, 1u << 20) == 0)
-		for (line = strtok_r(b.data, "\n", &save); line; line = strtok_r(NULL, "\n", &save)) {
-			char dev[64], mnt[256], type[32];
-
-			if (sscanf(line, "%63s %255s %31s", dev, mnt, type) == 3 && !strcmp(type, "cgroup2")) {
-				snprintf(ctx->cg_root, sizeof(ctx->cg_root), "%s", mnt);
-				break;
-			}
-		}
-	probe_buf__free(&b);
-}
-
-/* pid's cgroup v2 or one of its ancestors is in the scope's cgroup set. */
-static int cgroup_in_scope(struct jvm_ctx *ctx, const struct gg_scope *sc, int pid)
-{
-	char path[PATH_MAX];
-	const char *s, *e;
-	size_t rootlen = strlen(ctx->cg_root);
-	int n;
-
-	snprintf(path, sizeof(path), "/proc/%d/cgroup", pid);
-	if (probe_read_file(path, &ctx->cgroup, 64u << 10))
-		return 0;
-	s = strstr(ctx->cgroup.data, "0::");
-	if (!s || (s != ctx->cgroup.data && s[-1] != '\n'))
-		return 0;
-	s += 3;
-	e = strchr(s, '\n');
-	if (!e)
-		e = s + strlen(s);
-	n = snprintf(path, sizeof(path), "%s%.*s", ctx->cg_root, (int)(e - s), s);
-	if (n < 0 || (size_t)n >= sizeof(path))
-		return 0;
-	for (int depth = 0; depth <= GG_CGROUP_MAX_DEPTH + 1; depth++) {
-		struct stat st;
-		char *slash;
-
-		if (stat(path, &st) == 0)
-			for (uint32_t i = 0; i < sc->ncgrp; i++)
-				if (sc->cgrp[i] == (uint64_t)st.st_ino)
-					return 1;
-		slash = strrchr(path, '/');
-		if (!slash || (size_t)(slash - path) < rootlen)
-			break;
-		*slash = '\0';
-	}
-	return 0;
-}
-
 static int in_scope(struct jvm_ctx *ctx, int pid)
 {
-	const struct gg_scope *sc = &ctx->cur.scope;
-	char path[64], c[32];
-
-	if (sc->all)
-		return 1;
-	for (uint32_t i = 0; i < sc->ntgid; i++)
-		if (sc->tgid[i] == (uint32_t)pid)
-			return 1;
-	if (ctx->comm) {
-		int fd;
-		ssize_t n;
-
-		snprintf(path, sizeof(path), "/proc/%d/comm", pid);
-		fd = open(path, O_RDONLY | O_CLOEXEC);
-		if (fd >= 0) {
-			n = read(fd, c, sizeof(c) - 1);
-			close(fd);
-			if (n > 0) {
-				c[n] = 0;
-				c[strcspn(c, "\n")] = 0;
-				if (!strcmp(c, ctx->comm))
-					return 1;
-			}
-		}
-	}
-	return sc->ncgrp && cgroup_in_scope(ctx, sc, pid);
+	return gg_scope__has_process(&ctx->cur.scope, ctx->comm, "/proc", pid, &ctx->cgroup);
 }
 
 /* ---- finding perf data files -------------------------------------------------------------------- */
@@ -657,7 +577,6 @@ static int setup(void *arg, struct probe_rt *rt)
 		if (b)
 			ctx->btime_s = strtoull(b + 7, NULL, 10);
 	}
-	find_cg_root(ctx);
 	probe_log(PLOG_INFO, "started: report period %u s", ctx->cur.period_s);
 	return 0;
 }

@@ -16,21 +16,7 @@
 /* Length of the output base that path is below (as spelled), 0 when none. */
 static size_t base_of(const char *path)
 {
-	const char *b = getenv(PROBE_OUTDIR_BASES_ENV);
-
-	while (b && *b) {
-		size_t w = strcspn(b, ":"), bl = w;
-
-		while (bl > 1 && b[bl - 1] == '/')
-			bl--;
-		if (bl && b[0] == '/' && !strncmp(path, b, bl) &&
-		    (path[bl] == '/' || path[bl] == '\0' || (bl == 1 && path[0] == '/')))
-			return bl;
-		b += w;
-		if (*b == ':')
-			b++;
-	}
-	return 0;
+	return gg_path_base_len(path, getenv(PROBE_OUTDIR_BASES_ENV));
 }
 
 /* Walk rel (components separated by '/') from the directory fd dfd, which is consumed. */

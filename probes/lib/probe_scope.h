@@ -6,6 +6,7 @@
 #include <bpf/libbpf.h>
 
 #include "ctrl_msg.h"
+#include "probe.h"
 
 /* Parse a "PID[,PID...]" list into s (clears all). 0, -EINVAL or -E2BIG. */
 int gg_scope__add_pids(struct gg_scope *s, const char *list);
@@ -18,6 +19,17 @@ int gg_scope__add_comm(struct gg_scope *s, const char *comm);
  */
 int gg_scope__rescan_comm(const struct gg_scope *base, int keep_pids, const char *comm, const struct gg_scope *cur,
 			  struct gg_scope *ret);
+/* Where cgroup2 is mounted (the first cgroup2 line of /proc/self/mounts, found once; /sys/fs/cgroup when
+ * it cannot be told). */
+const char *gg_cgroup2_root(void);
+/*
+ * Whether process pid is in s, as user space tells it: s->all, one of its tgids, its comm (the first line
+ * of <proc_root>/<pid>/comm) equal to comm when comm is not NULL, or its cgroup v2 (or an ancestor) one of
+ * s's cgroups: a cgroup v2 id is the inode number of its directory under the cgroup2 mount, as the BPF
+ * filter sees it. buf keeps <proc_root>/<pid>/cgroup's text between calls (probe_buf__free it).
+ */
+int gg_scope__has_process(const struct gg_scope *s, const char *comm, const char *proc_root, int pid,
+			  struct probe_buf *buf);
 /*
  * Write s into obj's gg_scope_* maps (an object that includes gg_common.bpf.h), replacing what was
  * there; entries are added before the filter goes on and removed after it goes off, so no in-scope

@@ -6,9 +6,11 @@
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include "bpf_util.h"
@@ -101,6 +103,95 @@ static int scope_in_cgrps(const struct gg_scope *s, uint64_t v)
 		if (s->cgrp[i] == v)
 			return 1;
 	return 0;
+}
+
+const char *gg_cgroup2_root(void)
+{
+	static char root[512];
+	struct probe_buf b = {0};
+	char *line, *save = NULL;
+
+	if (root[0])
+		return root;
+	if (probe_read_file("/proc/self/mounts", &b, 1u << 20) == 0)
+		for (line = strtok_r(b.data, "\n", &save); line; line = strtok_r(NULL, "\n", &save)) {
+			char dev[64], mnt[512], type[32];
+
+			if (sscanf(line, "%63s %511s %31s", dev, mnt, type) == 3 && !strcmp(type, "cgroup2")) {
+				snprintf(root, sizeof(root), "%s", mnt);
+				break;
+			}
+		}
+	probe_buf__free(&b);
+	if (!root[0])
+		snprintf(root, sizeof(root), "/sys/fs/cgroup");
+	return root;
+}
+
+static int comm_is(const char *proc_root, int pid, const char *comm)
+{
+	char path[PATH_MAX], c[64];
+	ssize_t n;
+	int fd;
+
+	snprintf(path, sizeof(path), "%s/%d/comm", proc_root, pid);
+	fd = open(path, O_RDONLY | O_CLOEXEC);
+	if (fd < 0)
+		return 0;
+	do {
+		n = read(fd, c, sizeof(c) - 1);
+	} while (n < 0 && errno == EINTR);
+	close(fd);
+	if (n <= 0)
+		return 0;
+	c[n] = '\0';
+	c[strcspn(c, "\n")] = '\0';
+	return !strcmp(c, comm);
+}
+
+/* pid's cgroup v2 ("0::/path" in its cgroup file), or one of its ancestors, is one of s's cgroups. */
+static int cgroup_in(const struct gg_scope *s, const char *proc_root, int pid, struct probe_buf *buf)
+{
+	const char *root = gg_cgroup2_root(), *c, *e;
+	size_t rootlen = strlen(root);
+	char path[PATH_MAX];
+	int n;
+
+	snprintf(path, sizeof(path), "%s/%d/cgroup", proc_root, pid);
+	if (probe_read_file(path, buf, 64u << 10))
+		return 0;
+	c = strstr(buf->data, "0::");
+	if (!c || (c != buf->data && c[-1] != '\n'))
+		return 0;
+	c += 3;
+	e = strchr(c, '\n');
+	if (!e)
+		e = c + strlen(c);
+	n = snprintf(path, sizeof(path), "%s%.*s", root, (int)(e - c), c);
+	if (n < 0 || (size_t)n >= sizeof(path))
+		return 0;
+	for (int depth = 0; depth <= GG_CGROUP_MAX_DEPTH + 1; depth++) {
+		struct stat st;
+		char *slash;
+
+		if (stat(path, &st) == 0 && scope_in_cgrps(s, (uint64_t)st.st_ino))
+			return 1;
+		slash = strrchr(path, '/');
+		if (!slash || (size_t)(slash - path) < rootlen)
+			break;
+		*slash = '\0';
+	}
+	return 0;
+}
+
+int gg_scope__has_process(const struct gg_scope *s, const char *comm, const char *proc_root, int pid,
+			  struct probe_buf *buf)
+{
+	if (s->all || scope_in_tgids(s, (uint32_t)pid))
+		return 1;
+	if (comm && comm_is(proc_root, pid, comm))
+		return 1;
+	return s->ncgrp && cgroup_in(s, proc_root, pid, buf);
 }
 
 int gg_scope__apply(const struct gg_scope *s, struct bpf_object *obj)

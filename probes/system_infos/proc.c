@@ -90,91 +90,6 @@ double si_proc_cpu_percent(uint64_t ticks, uint64_t prev_ticks, uint64_t ms, uin
 	return si_percent((double)(ticks - prev_ticks) / clk_tck, (double)(ms - prev_ms) / 1000.0);
 }
 
-/* Where cgroup2 is mounted (found once; /sys/fs/cgroup when it cannot be told). */
-static const char *cgroup2_root(void)
-{
-	static char root[512];
-	struct probe_buf m = {0};
-
-	if (root[0])
-		return root;
-	if (!probe_read_file("/proc/self/mounts", &m, SI_PROC_FILE_MAX)) {
-		const char *l = m.data, *end = m.data + m.len;
-
-		while (l < end) {
-			const char *eol = si_line_end(l, end);
-			const char *sp1 = memchr(l, ' ', (size_t)(eol - l));
-			const char *sp2 = sp1 ? memchr(sp1 + 1, ' ', (size_t)(eol - sp1 - 1)) : NULL;
-
-			if (sp2 && eol - sp2 > 8 && !memcmp(sp2 + 1, "cgroup2 ", 8)) {
-				snprintf(root, sizeof(root), "%.*s", (int)(sp2 - sp1 - 1), sp1 + 1);
-				break;
-			}
-			l = eol < end ? eol + 1 : end;
-		}
-	}
-	probe_buf__free(&m);
-	if (!root[0])
-		snprintf(root, sizeof(root), "/sys/fs/cgroup");
-	return root;
-}
-
-/*
- * Does pid's cgroup v2, or one of its ancestors, belong to sc's cgroup set? A cgroup v2 id is the
- * inode number of its directory under the cgroup2 mount, as the BPF filter sees it.
- */
-static int cgroup_in_scope(struct si_proc *p, const struct gg_scope *sc, int pid)
-{
-	char path[PATH_MAX];
-	const char *s, *e;
-	size_t rootlen;
-	int n;
-
-	snprintf(path, sizeof(path), "%s/%d/cgroup", p->root, pid);
-	if (probe_read_file(path, &p->cgroup, 64u << 10))
-		return 0;
-	s = strstr(p->cgroup.data, "0::");
-	if (!s || (s != p->cgroup.data && s[-1] != '\n'))
-		return 0;
-	s += 3;
-	e = si_line_end(s, p->cgroup.data + p->cgroup.len);
-	rootlen = strlen(cgroup2_root());
-	n = snprintf(path, sizeof(path), "%s%.*s", cgroup2_root(), (int)(e - s), s);
-	if (n < 0 || (size_t)n >= sizeof(path))
-		return 0;
-	for (int depth = 0; depth <= GG_CGROUP_MAX_DEPTH + 1; depth++) {
-		struct stat st;
-		char *slash;
-
-		if (stat(path, &st) == 0)
-			for (uint32_t i = 0; i < sc->ncgrp; i++)
-				if (sc->cgrp[i] == (uint64_t)st.st_ino)
-					return 1;
-		slash = strrchr(path, '/');
-		if (!slash || (size_t)(slash - path) < rootlen)
-			break;
-		*slash = '\0';
-	}
-	return 0;
-}
-
-static int in_scope(struct si_proc *p, const struct gg_scope *sc, const char *comm, int pid)
-{
-	char path[320], c[64];
-
-	if (sc->all)
-		return 1;
-	for (uint32_t i = 0; i < sc->ntgid; i++)
-		if (sc->tgid[i] == (uint32_t)pid)
-			return 1;
-	if (comm) {
-		snprintf(path, sizeof(path), "%s/%d/comm", p->root, pid);
-		if (!si_read_line(path, c, sizeof(c)) && !strcmp(c, comm))
-			return 1;
-	}
-	return sc->ncgrp && cgroup_in_scope(p, sc, pid);
-}
-
 /* The row of pid (rows are sorted by pid), made when absent; NULL when SI_PROC_TRACK_MAX rows are in
  * use or out of memory. */
 static struct si_proc_row *proc_row(struct si_proc *p, int pid, uint64_t starttime)
@@ -494,7 +409,7 @@ int si_proc__report(struct si_proc *p, struct probe_rt *rt, const struct gg_scop
 
 				if (si_parse_u64(de->d_name, e, 10, &pid) != e || pid == 0 || pid > 0x7fffffff)
 					continue;
-				if (!in_scope(p, sc, comm, (int)pid))
+				if (!gg_scope__has_process(sc, comm, p->root, (int)pid, &p->cgroup))
 					continue;
 				if (count >= SI_PROC_MAX) {
 					skipped++;

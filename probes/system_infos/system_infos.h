@@ -5,6 +5,7 @@
 #include <stdint.h>
 
 #include "bpf_util.h"
+#include "probe_scope.h"
 #include "probe.h"
 
 /* Sub-probes, as named in `-P` and in the "probe" list of a live configuration. */

@@ -15,6 +15,8 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "fsutil.h"
+
 /* ---- messages ------------------------------------------------------------------------------------- */
 
 static int errf(char *err, size_t errlen, int status, const char *fmt, ...) __attribute__((format(printf, 4, 5)));
@@ -162,7 +164,8 @@ int gg_comm_pattern__check(const char *pat, char *why, size_t whylen)
 				return -EINVAL;
 			}
 			if ((copies *= (unsigned int)(a > b ? a : b) + 1) > COMM_RE_COPIES_MAX) {
-				snprintf(why, whylen, "too many '+' and intervals: the compiled pattern would be too large");
+				snprintf(why, whylen,
+					 "too many '+' and intervals: the compiled pattern would be too large");
 				return -EINVAL;
 			}
 			/* the interval is one quantifier up to its '}' */
@@ -641,27 +644,6 @@ static int same_trusted_file(const char *bin, const char *reg)
 	char a[PATH_MAX], b[PATH_MAX];
 
 	return trusted_resolve(bin, a) == 0 && trusted_resolve(reg, b) == 0 && !strcmp(a, b);
-}
-
-/* 1 when path is below one of the ':' separated bases as they are spelled (what the probe confines its
- * writes to: probes/lib/probe_outdir.c). */
-static int spelled_below(const char *path, const char *bases)
-{
-	const char *b = bases;
-
-	while (b && *b) {
-		size_t w = strcspn(b, ":"), bl = w;
-
-		while (bl > 1 && b[bl - 1] == '/')
-			bl--;
-		if (bl && b[0] == '/' && !strncmp(path, b, bl) &&
-		    (path[bl] == '/' || path[bl] == '\0' || (bl == 1 && path[0] == '/')))
-			return 1;
-		b += w;
-		if (*b == ':')
-			b++;
-	}
-	return 0;
 }
 
 struct check {
@@ -1351,7 +1333,7 @@ static int check_param(struct check *c, const struct gg_param_spec *s, const cJS
 				    s->name, elf ? ", naming a regular file" : "", bases);
 		/* The probe writes below the base as spelled, never through a symbolic link: a path that only
 		 * reaches the base through one would be refused at every write. */
-		if (!elf && !spelled_below(str, bases))
+		if (!elf && !gg_path_base_len(str, bases))
 			return errf(c->err, c->errlen, 403,
 				    "params.%s: \"%s\" must be spelled below %s (not through a symbolic link to it)",
 				    s->name, snip(str, 64, all, sizeof(all)), bases);

@@ -14,18 +14,13 @@
 #include "../../supervisor/export/prom.c"
 #include "../../supervisor/export/otel_logs.c"
 #include "../../supervisor/export/traces.c"
+#include "fuzz_meta_types.h"
 
 static const char fuzz_meta[] =
-	"version = \"1.0.0\"\n"
-	"measurements = (\n"
-	" { table_name = \"t\"; entity_name = \"e\"; fields = (\n"
-	"   { name = \"k\"; type = \"key\"; }, { name = \"l\"; type = \"label\"; },\n"
-	"   { name = \"g\"; type = \"gauge\"; }, { name = \"c\"; type = \"counter\"; },\n"
-	"   { name = \"h\"; type = \"histogram\"; }, { name = \"s\"; type = \"summary\"; }); },\n"
-	" { table_name = \"t2\"; entity_name = \"e\"; fields = (\n"
-	"   { name = \"k\"; type = \"key\"; }, { name = \"hostname\"; type = \"label\"; },\n"
-	"   { name = \"g\"; type = \"counter\"; }, { name = \"x\"; type = \"gauge\"; }); }\n"
-	");\n";
+	FUZZ_META_HEAD_TYPES " { table_name = \"t2\"; entity_name = \"e\"; fields = (\n"
+			     "   { name = \"k\"; type = \"key\"; }, { name = \"hostname\"; type = \"label\"; },\n"
+			     "   { name = \"g\"; type = \"counter\"; }, { name = \"x\"; type = \"gauge\"; }); }\n"
+			     ");\n";
 
 static struct meta_registry *reg;
 

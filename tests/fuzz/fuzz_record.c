@@ -5,19 +5,14 @@
 #include <string.h>
 
 #include "meta.h"
+#include "fuzz_meta_types.h"
 
 /* One table of each field type, plus a second table to exercise the hash lookup. */
 static const char fuzz_meta[] =
-	"version = \"1.0.0\"\n"
-	"measurements = (\n"
-	" { table_name = \"t\"; entity_name = \"e\"; fields = (\n"
-	"   { name = \"k\"; type = \"key\"; }, { name = \"l\"; type = \"label\"; },\n"
-	"   { name = \"g\"; type = \"gauge\"; }, { name = \"c\"; type = \"counter\"; },\n"
-	"   { name = \"h\"; type = \"histogram\"; }, { name = \"s\"; type = \"summary\"; }); },\n"
-	" { table_name = \"system_cpu\"; entity_name = \"cpu\"; fields = (\n"
-	"   { name = \"cpu\"; type = \"key\"; }, { name = \"rcu\"; type = \"gauge\"; },\n"
-	"   { name = \"timer\"; type = \"counter\"; }); }\n"
-	");\n";
+	FUZZ_META_HEAD_TYPES " { table_name = \"system_cpu\"; entity_name = \"cpu\"; fields = (\n"
+			     "   { name = \"cpu\"; type = \"key\"; }, { name = \"rcu\"; type = \"gauge\"; },\n"
+			     "   { name = \"timer\"; type = \"counter\"; }); }\n"
+			     ");\n";
 
 static struct meta_registry *reg;
 

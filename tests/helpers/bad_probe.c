@@ -10,6 +10,7 @@
 #include <unistd.h>
 
 #include "probe.h"
+#include "tool_usage.h"
 
 #define PROG "bad_probe"
 
@@ -114,12 +115,8 @@ int main(int argc, char **argv)
 				return 2;
 			}
 			break;
-		case 'h':
-			usage(stdout);
-			return 0;
 		default:
-			usage(stderr);
-			return 2;
+			return tool_usage_exit(usage, c);
 		}
 	}
 	if (optind < argc) {

@@ -13,6 +13,7 @@
 
 #include <librdkafka/rdkafka.h>
 #include <librdkafka/rdkafka_mock.h>
+#include "tool_usage.h"
 
 #define PROG	   "kafka_mock"
 #define TOPICS_MAX 16
@@ -70,12 +71,8 @@ int main(int argc, char **argv)
 		case 'p':
 			partitions = atoi(optarg);
 			break;
-		case 'h':
-			usage(stdout);
-			return 0;
 		default:
-			usage(stderr);
-			return 2;
+			return tool_usage_exit(usage, c);
 		}
 	}
 	if (nbrokers < 1 || partitions < 1 || optind != argc) {

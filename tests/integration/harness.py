@@ -4,6 +4,7 @@ import os
 import re
 import shutil
 import signal
+import socket
 import subprocess
 import tempfile
 import threading
@@ -51,6 +52,28 @@ def proc_cpu_seconds(pid):
     with open("/proc/%d/stat" % pid) as f:
         parts = f.read().rsplit(")", 1)[1].split()
     return (int(parts[11]) + int(parts[12])) / os.sysconf("SC_CLK_TCK")
+
+
+def proc_oncpu_ns(pid):
+    """On-CPU ns of every thread of pid (/proc/PID/task/*/schedstat: exact, where /proc/PID/stat counts
+    clock ticks, too coarse for short windows)."""
+    total = 0
+    for t in os.listdir("/proc/%d/task" % pid):
+        try:
+            with open("/proc/%d/task/%s/schedstat" % (pid, t)) as f:
+                total += int(f.read().split()[0])
+        except (FileNotFoundError, ProcessLookupError):
+            pass
+    return total
+
+
+def proc_status_kb(pid, key="VmRSS"):
+    """A memory figure of /proc/PID/status (VmRSS, VmHWM, ...) in kB; 0 where it has none (a zombie)."""
+    with open("/proc/%d/status" % pid) as f:
+        for line in f:
+            if line.startswith(key + ":"):
+                return int(line.split()[1])
+    return 0
 
 
 def group_members(pgid):
@@ -394,6 +417,55 @@ class KafkaMock:
 SANITIZER_MARKERS = ("ERROR: AddressSanitizer", "ERROR: LeakSanitizer", "runtime error:")
 
 
+def events(sup):
+    """The events sup wrote to its events.log (logs channel), whole lines only, oldest first."""
+    out = []
+    try:
+        with open(os.path.join(sup.log_dir, "event", "events.log")) as f:
+            for line in f:
+                if line.endswith("\n"):
+                    out.append(json.loads(line))
+    except FileNotFoundError:
+        pass
+    return out
+
+
+def start_logged(argv, log, timeout=20, what=None, **popen):
+    """A probe run by hand (stdout discarded) that logs into the file log: started and waited for until it
+    logs "started:"; SystemExit with its log when it exits or does not start within timeout s."""
+    what = what or os.path.basename(argv[0])
+    with open(log, "w") as err:
+        p = subprocess.Popen(argv, stdout=subprocess.DEVNULL, stderr=err, **popen)
+    deadline = time.monotonic() + timeout
+    while True:
+        with open(log, errors="replace") as f:
+            text = f.read()
+        if "started:" in text:
+            return p
+        if p.poll() is not None or time.monotonic() > deadline:
+            if p.poll() is None:
+                p.kill()
+                p.wait()
+            raise SystemExit("%s did not start: %s" % (what, text[-2000:]))
+        time.sleep(0.05)
+
+
+def flood_supervisor(n, records, keys, ipc_queue=None, **kw):
+    """A Supervisor (kw: its other arguments) with n flood probes (tests/helpers/bad_probe -m flood: records
+    records each over keys distinct keys, as fast as they can) and their table (test_bad.meta);
+    ipc_queue: global.ipc_queue in batches."""
+    bad = os.path.join(TEST_BINS, "bad_probe")
+    probes = ['    { name = "flood%d"; command = "%s"; param = "-m flood -n %d -k %d -l warn"; switch = "on"; }'
+              % (i, bad, records, keys) for i in range(n)]
+    s = Supervisor(probes=probes, extra_meta=[os.path.join(ROOT, "tests", "schema", "test_bad.meta")], **kw)
+    if ipc_queue:
+        with open(s.conf) as f:
+            conf = f.read()
+        with open(s.conf, "w") as f:
+            f.write(conf.replace("stop_grace_ms = 1000;", "stop_grace_ms = 1000; ipc_queue = %d;" % ipc_queue, 1))
+    return s
+
+
 def stop_proc(proc, sig=signal.SIGTERM, timeout=10, group=False, kill_group=None):
     """Ask proc (its process group with group) to stop with sig; SIGKILL (to the group with kill_group,
     default group) after timeout seconds. Returns the exit status."""
@@ -423,6 +495,38 @@ def stop_with_line(proc, line, timeout=5):
         except (BrokenPipeError, subprocess.TimeoutExpired):
             proc.kill()
             proc.wait()
+
+
+class LinePeer:
+    """A helper process that speaks in lines (tests/integration/scripts): it prints {"ready": pid} when set
+    up, answers each line it reads with one JSON object, and ends on "bye" (killed when it does not within
+    close_timeout s)."""
+    close_timeout = 5
+
+    def __init__(self, argv, what="client", **popen):
+        self.what = what
+        self.proc = subprocess.Popen(argv, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                                     text=True, **popen)
+        self.ready = json.loads(self.read_line('{"ready"', "not ready"))
+        self.pid = self.ready["ready"]
+
+    def read_line(self, prefix, fault):
+        line = self.proc.stdout.readline()
+        check(line.startswith(prefix), "%s %s: %r %s" % (
+            self.what, fault, line, self.proc.stderr.read() if self.proc.poll() is not None else ""))
+        return line
+
+    def ask(self, text="go"):
+        """Send one line; the JSON object it answers."""
+        self.proc.stdin.write(text + "\n")
+        self.proc.stdin.flush()
+        return json.loads(self.read_line("{", "failed"))
+
+    def go(self):
+        return self.ask("go")
+
+    def close(self):
+        stop_with_line(self.proc, "bye", self.close_timeout)
 
 
 def meta_fields(path):
@@ -514,20 +618,22 @@ def make_cert(tmp):
     return key, crt
 
 
-def nginx_conf(tmp, port, ssl_port=None, keepalive_requests=100000):
+def nginx_conf(tmp, port, ssl_port=None, keepalive_requests=100000, http2=False):
     """An nginx configuration in tmp (returned: its path) for one worker serving tmp/www/small.html (a
-    small file, sendfile on) on 127.0.0.1:port, and on ssl_port over TLS (a self-signed certificate)
-    when given; everything nginx writes stays in tmp."""
+    small file) on 127.0.0.1:port, and on ssl_port over TLS (a self-signed certificate) when given;
+    everything nginx writes stays in tmp. HTTP/1.1 with sendfile on, or with http2 HTTP/2 only: h2c
+    (prior knowledge) on port, h2 (ALPN) on ssl_port."""
     root = os.path.join(tmp, "www")
     os.makedirs(root)
     os.chmod(tmp, 0o755)  # the worker runs as www-data
     with open(os.path.join(root, "small.html"), "w") as f:
         f.write("<html><body>" + "x" * 600 + "</body></html>\n")
+    h2 = " http2" if http2 else ""
     ssl_server = ""
     if ssl_port:
         key, crt = make_cert(tmp)
-        ssl_server = "server { listen 127.0.0.1:%d ssl; ssl_certificate %s; ssl_certificate_key %s; root %s; }" % (
-            ssl_port, crt, key, root)
+        ssl_server = "server { listen 127.0.0.1:%d ssl%s; ssl_certificate %s; ssl_certificate_key %s; root %s; }" % (
+            ssl_port, h2, crt, key, root)
     conf = os.path.join(tmp, "nginx.conf")
     with open(conf, "w") as f:
         f.write("""
@@ -538,18 +644,48 @@ error_log %(tmp)s/error.log;
 events { worker_connections 1024; }
 http {
     access_log off;
-    sendfile on;
+    %(sendfile)s
     keepalive_requests %(keepalive)d;
     client_body_temp_path %(tmp)s/body;
     proxy_temp_path %(tmp)s/proxy;
     fastcgi_temp_path %(tmp)s/fcgi;
     uwsgi_temp_path %(tmp)s/uwsgi;
     scgi_temp_path %(tmp)s/scgi;
-    server { listen 127.0.0.1:%(port)d; root %(root)s; }
+    server { listen 127.0.0.1:%(port)d%(h2)s; root %(root)s; }
     %(ssl)s
 }
-""" % {"tmp": tmp, "port": port, "root": root, "ssl": ssl_server, "keepalive": keepalive_requests})
+""" % {"tmp": tmp, "port": port, "root": root, "ssl": ssl_server, "keepalive": keepalive_requests, "h2": h2,
+       "sendfile": "http2_max_requests %d;" % keepalive_requests if http2 else "sendfile on;"})
     return conf
+
+
+def wait_port(port, proc, what, timeout=20):
+    """Wait until 127.0.0.1:port accepts a connection; fails at once when proc (its server) has exited."""
+    def ok():
+        check(proc.poll() is None, "%s exited at start" % what)
+        try:
+            socket.create_connection(("127.0.0.1", port), timeout=0.2).close()
+            return True
+        except OSError:
+            return False
+    wait_for(ok, timeout, "%s on port %d" % (what, port))
+
+
+def start_nginx(tmp, port, ssl_port=None, keepalive_requests=100000, http2=False, prefix=()):
+    """nginx on nginx_conf's configuration (prefix: a command it runs under, e.g. taskset), in its own
+    process group, serving: (its master's Popen, its one worker's pid)."""
+    conf = nginx_conf(tmp, port, ssl_port, keepalive_requests, http2)
+    proc = subprocess.Popen(list(prefix) + ["nginx", "-c", conf, "-p", tmp], stdout=subprocess.DEVNULL,
+                            stderr=subprocess.DEVNULL, start_new_session=True)
+    wait_port(port, proc, "nginx")
+
+    def workers():
+        # the master listens before it forks its worker: the port answers a moment before
+        with open("/proc/%d/task/%d/children" % (proc.pid, proc.pid)) as f:
+            return [int(x) for x in f.read().split()] or None
+    kids = wait_for(workers, 10, "nginx's worker")
+    check(len(kids) == 1, "expected one nginx worker, found %r" % kids)
+    return proc, kids[0]
 
 
 def cgroup2_root():
@@ -748,3 +884,18 @@ def rest_call(port, method, path, body=None, headers=None, timeout=10):
         return r.status, doc, raw, dict(r.getheaders())
     finally:
         conn.close()
+
+
+def rest_put_conf(port, probe, conf, ok=True):
+    """PUT /probe with conf as REST clients send it (json=<conf>, URL-encoded): (status, reply text);
+    with ok, anything but 200 fails the test."""
+    import urllib.parse
+    st, _, raw, _ = rest_call(port, "PUT", "/" + probe, urllib.parse.urlencode({"json": json.dumps(conf)}))
+    check(not ok or st == 200, "PUT /%s: %d %s" % (probe, st, raw[:400]))
+    return st, raw
+
+
+def rest_put(port, name, body):
+    """PUT /name with body (a dict) as a raw JSON body: (status, reply text)."""
+    status, _, raw, _ = rest_call(port, "PUT", "/" + name, json.dumps(body))
+    return status, raw

@@ -7,8 +7,9 @@ import subprocess
 import tempfile
 import time
 
-from harness import (BUILD, GOPHER, ROOT, proc_cpu_seconds, Supervisor, check, extend_entry, free_port, http_get, parse_prom, probe_entry,
-                     prom_value, rest_port, rest_section, wait_for)
+from harness import (BUILD, GOPHER, ROOT, Supervisor, check, extend_entry, flood_supervisor, free_port, http_get,
+                     parse_prom, probe_entry, proc_cpu_seconds, proc_status_kb, prom_value, rest_port, rest_put,
+                     rest_section, wait_for)
 
 
 def running(p):
@@ -531,19 +532,6 @@ def test_full_disk_log_accounting():
 test_full_disk_log_accounting.timeout = 90
 
 
-def _rest_put(port, name, body):
-    import json
-    import urllib.error
-    import urllib.request
-    req = urllib.request.Request("http://127.0.0.1:%d/%s" % (port, name), data=json.dumps(body).encode(),
-                                 method="PUT")
-    try:
-        with urllib.request.urlopen(req, timeout=10) as resp:
-            return resp.status, resp.read().decode()
-    except urllib.error.HTTPError as e:
-        return e.code, e.read().decode()
-
-
 def test_output_dir_symlink_swap_confined():
     """Item 1: flame_dir/svg_dir accepted by REST below output_base_dir while they did not exist, then
     made symbolic links to a folder outside. Before: stackprobe (root) wrote its folded, SVG, pprof and
@@ -562,11 +550,11 @@ def test_output_dir_symlink_swap_confined():
     try:
         s.start()
         os.symlink(base, os.path.join(tmp, "via"))
-        st, body = _rest_put(rest_port_, "flamegraph", {"params": {"flame_dir": os.path.join(tmp, "via", "f")}})
+        st, body = rest_put(rest_port_, "flamegraph", {"params": {"flame_dir": os.path.join(tmp, "via", "f")}})
         check(st == 403 and "spelled below" in body, "a path through a symlink to the base: %d %s" % (st, body))
 
         flame, svg = os.path.join(base, "f"), os.path.join(base, "s")
-        st, body = _rest_put(rest_port_, "flamegraph", {"cmd": {"probe": ["oncpu"]},
+        st, body = rest_put(rest_port_, "flamegraph", {"cmd": {"probe": ["oncpu"]},
                                                         "params": {"flame_dir": flame, "svg_dir": svg},
                                                         "state": "running"})
         check(st == 200, "PUT accepted below the base: %d %s" % (st, body))
@@ -606,16 +594,11 @@ def test_flood_keeps_memory_bounded_and_rest_responsive():
     import statistics
     import urllib.request
     sanitized = "san" in os.path.basename(os.path.normpath(BUILD))  # ASan's quarantine holds freed memory
-    bad = os.path.join(BUILD, "tests", "bad_probe")
-    probes = ['    { name = "flood%d"; command = "%s"; param = "-m flood -n 2000000000 -k 100000000 -l warn"; '
-              'switch = "on"; }' % (i, bad) for i in range(2)]
     port = free_port()
-    s = Supervisor(probes=probes, metric_out="web_server", extra="web_server = { port = %d; };" % port,
-                   extra_meta=[os.path.join(ROOT, "tests", "schema", "test_bad.meta")])
+    s = flood_supervisor(2, 2000000000, 100000000, metric_out="web_server", extra="web_server = { port = %d; };" % port)
 
     def rss_mb():
-        with open("/proc/%d/status" % s.proc.pid) as f:
-            return [int(l.split()[1]) for l in f if l.startswith("VmRSS:")][0] / 1024
+        return proc_status_kb(s.proc.pid) / 1024
 
     try:
         s.start()

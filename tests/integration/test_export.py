@@ -14,7 +14,7 @@ import time
 import urllib.parse
 
 from harness import (ROOT, TEST_BINS, KafkaMock, Supervisor, check, extend_entry, free_port, http_get, probe_entry,
-                     parse_prom, prom_value, wait_for)
+                     parse_prom, prom_value, stop_proc, wait_for)
 
 BAD = os.path.join(TEST_BINS, "bad_probe")
 BAD_META = os.path.join(ROOT, "tests", "schema", "test_bad.meta")
@@ -196,12 +196,7 @@ def test_real_prometheus_scrapes_injected_value():
         check(p and p[0]["value"][1] == "1", "self-metric through Prometheus: %r" % p)
     finally:
         if prom:
-            prom.terminate()
-            try:
-                prom.wait(10)
-            except subprocess.TimeoutExpired:
-                prom.kill()
-                prom.wait()
+            stop_proc(prom)
         shutil.rmtree(pdir, ignore_errors=True)
         s.cleanup()
 
@@ -252,11 +247,17 @@ def test_web_server_tls_client_cert():
 
 # ---- imdb -------------------------------------------------------------------------------------------------
 
+def imdb_flood(port, records, keys, imdb):
+    """The supervisor with /metrics on port, imdb settings imdb, and test_bad's flood (records records over
+    keys keys), started."""
+    return Supervisor(extend=[extend_entry("bad", BAD, "-m flood -n %d -k %d" % (records, keys))],
+                      metric_out="web_server", extra_meta=[BAD_META],
+                      extra="web_server = { port = %d; }; imdb = { %s };" % (port, imdb)).start()
+
+
 def test_imdb_limits_under_unique_key_flood():
     port = free_port()
-    s = Supervisor(extend=[extend_entry("bad", BAD, "-m flood -n 200000 -k 100000")], metric_out="web_server",
-                   extra_meta=[BAD_META],
-                   extra="web_server = { port = %d; }; imdb = { max_records_num = 1000; };" % port).start()
+    s = imdb_flood(port, 200000, 100000, "max_records_num = 1000;")
     try:
         s.wait_probe("bad", lambda p: p["accepted"] == 200000, 60, "200000 records accepted")
         e = wait_export(s, lambda e: e["imdb"]["stored"] + e["imdb"]["dropped"] == 200000, 5, "imdb accounting")
@@ -275,10 +276,7 @@ def test_imdb_limits_under_unique_key_flood():
         s.cleanup()
 
     # the byte bound: many rows allowed, 1 MiB of memory
-    s = Supervisor(extend=[extend_entry("bad", BAD, "-m flood -n 100000 -k 100000")], metric_out="web_server",
-                   extra_meta=[BAD_META],
-                   extra="web_server = { port = %d; }; imdb = { max_records_num = 10000000; max_memory_mb = 1; };"
-                   % port).start()
+    s = imdb_flood(port, 100000, 100000, "max_records_num = 10000000; max_memory_mb = 1;")
     try:
         s.wait_probe("bad", lambda p: p["accepted"] == 100000, 60, "100000 records accepted")
         e = wait_export(s, lambda e: e["imdb"]["stored"] + e["imdb"]["dropped"] == 100000, 5, "imdb accounting")
@@ -295,9 +293,7 @@ test_imdb_limits_under_unique_key_flood.timeout = 120
 
 def test_record_timeout_ages_rows():
     port = free_port()
-    s = Supervisor(extend=[extend_entry("bad", BAD, "-m flood -n 50 -k 50")], metric_out="web_server",
-                   extra_meta=[BAD_META],
-                   extra="web_server = { port = %d; }; imdb = { record_timeout = 2; };" % port).start()
+    s = imdb_flood(port, 50, 50, "record_timeout = 2;")
     try:
         s.wait_probe("bad", lambda p: p["accepted"] == 50, 10, "50 records")
         m, _ = parse_prom(scrape(port))

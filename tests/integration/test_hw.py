@@ -2,7 +2,6 @@
 host end is watched while the test takes its peer (in a network namespace of the test's own) down and
 up a known number of times: exact carrier_up/down counts (against sysfs) and one event per carrier loss.
 Memory controller errors cannot be caused here: tests/unit/test_hw_decode.c feeds mc_event records."""
-import json
 import os
 import re
 import shutil
@@ -10,9 +9,8 @@ import subprocess
 import sys
 import tempfile
 import time
-import urllib.parse
 
-from harness import Supervisor, TestFailure, check, rest_call, rest_port, rest_section, wait_for
+from harness import Supervisor, TestFailure, check, events, rest_port, rest_put_conf, rest_section, wait_for
 
 TOGGLES = 3
 
@@ -54,18 +52,6 @@ class VethToNetns:
         return False
 
 
-def events(sup):
-    out = []
-    try:
-        with open(os.path.join(sup.log_dir, "event", "events.log")) as f:
-            for line in f:
-                if line.endswith("\n"):
-                    out.append(json.loads(line))
-    except FileNotFoundError:
-        pass
-    return out
-
-
 def test_hw_carrier_counts_and_events():
     state = tempfile.mkdtemp(prefix="gg-hw-state-")
     sup = None
@@ -75,8 +61,7 @@ def test_hw_carrier_counts_and_events():
             sup = Supervisor(extra=rest_section(state) + '\nevent = { out_channel = "logs"; timeout = 1; };').start()
             port = rest_port(sup)
             conf = {"cmd": {"probe": ["hw_nic", "hw_mem"]}, "params": {"report_period": 5}, "state": "running"}
-            st, _, raw, _ = rest_call(port, "PUT", "/hw", urllib.parse.urlencode({"json": json.dumps(conf)}))
-            check(st == 200, "PUT /hw: %d %s" % (st, raw[:300]))
+            rest_put_conf(port, "hw", conf)
 
             def rows(after=0):
                 return [r for r in sup.metric_records("nic_failure") if r["name"] == v.host and
@@ -110,8 +95,7 @@ def test_hw_carrier_counts_and_events():
             check(all(e["SeverityText"] == "WARN" for e in evs), "events are warnings: %s" % evs)
             # live: hw_mem only; the device's rows and carrier events stop
             conf["cmd"]["probe"] = ["hw_mem"]
-            st, _, raw, _ = rest_call(port, "PUT", "/hw", urllib.parse.urlencode({"json": json.dumps(conf)}))
-            check(st == 200, "PUT /hw hw_mem: %d %s" % (st, raw[:300]))
+            rest_put_conf(port, "hw", conf)
             wait_for(lambda: "sub-probes hw_mem\n" in sup.probe_log("hwprobe") or
                      "sub-probes hw_mem " in sup.probe_log("hwprobe"), 20, "hwprobe applies hw_mem only")
             t = time.time() * 1000

@@ -14,20 +14,12 @@ import tempfile
 import time
 import uuid
 
-from harness import (KafkaMock, Supervisor, check, free_port, http_get, parse_prom, probe_entry, wait_for)
+from harness import (KafkaMock, Supervisor, cgroup2_root, check, events, free_port, http_get, parse_prom, probe_entry,
+                     rest_put_conf, wait_for)
 
 FIXTURES = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "fixtures")
 CONTAINERD_SANDBOX = "5ab0c0de" * 8  # its labels in fixtures/containerd/meta.db.gz: app=checkout, ...
 IDENT = ("container_id", "container_name", "container_image", "pod_id", "pod", "pod_namespace")
-
-
-def cgroup2_root():
-    with open("/proc/self/mountinfo") as f:
-        for line in f:
-            pre, _, post = line.partition(" - ")
-            if post.startswith("cgroup2 "):
-                return pre.split()[4]
-    raise RuntimeError("no cgroup2 mount")
 
 
 def hexid():
@@ -419,18 +411,6 @@ def test_cgroup_v1_docker_cgroupfs():
 test_cgroup_v1_docker_cgroupfs.timeout = 40
 
 
-def events_of(s):
-    out = []
-    try:
-        with open(os.path.join(s.log_dir, "event", "events.log")) as f:
-            for line in f:
-                if line.endswith("\n"):
-                    out.append(json.loads(line))
-    except FileNotFoundError:
-        pass
-    return out
-
-
 def test_labels_on_taskprobe_events():
     """taskprobe's offline event (labelled tgid=<n>) about a process of a CRI-O container: the container
     and pod labels are in Resource.labels, though the process is gone when the event is reported."""
@@ -449,7 +429,7 @@ def test_labels_on_taskprobe_events():
             if p.pid == pid:
                 p.kill()
                 p.wait()
-        ev = wait_for(lambda: [e for e in events_of(s) if e["Resource"]["labels"].get("tgid") == str(pid)], 15,
+        ev = wait_for(lambda: [e for e in events(s) if e["Resource"]["labels"].get("tgid") == str(pid)], 15,
                       "the offline event")[0]
         got = {k: ev["Resource"]["labels"].get(k) for k in IDENT}
         check(got == lay.want[pid], "event labels:\n got  %r\n want %r" % (got, lay.want[pid]))
@@ -548,7 +528,6 @@ def test_container_name_snooper():
     state files through the identity resolver; a matching container that appears later is in the scope
     within about a second; processes outside containers and other containers are not."""
     from harness import rest_call, rest_port, rest_section
-    import urllib.parse
     lay = Layouts()
     s = None
     tag = "%05d" % random.randrange(100000)
@@ -565,9 +544,7 @@ def test_container_name_snooper():
         port = rest_port(s)
 
         def put(conf):
-            body = urllib.parse.urlencode({"json": json.dumps(conf)})
-            st, doc, raw, _ = rest_call(port, "PUT", "/baseinfo", body)
-            return st, raw
+            return rest_put_conf(port, "baseinfo", conf, ok=False)
 
         def scope():
             st, doc, raw, _ = rest_call(port, "GET", "/baseinfo")
@@ -685,7 +662,6 @@ def test_custom_and_pod_labels():
     container) as gala-gopher takes them. Every series of a family has the same label names ("" where a
     process has no pod, or its pod no such label); a new set of labels replaces the old at once."""
     from harness import rest_call, rest_port, rest_section
-    import urllib.parse
     lay = Layouts()
     s = None
     try:
@@ -703,8 +679,7 @@ def test_custom_and_pod_labels():
         url = "http://127.0.0.1:%d/metrics" % port
 
         def put(conf):
-            st, _, raw, _ = rest_call(rport, "PUT", "/baseinfo", urllib.parse.urlencode({"json": json.dumps(conf)}))
-            return st, raw
+            return rest_put_conf(rport, "baseinfo", conf, ok=False)
 
         conf = {"cmd": {"probe": ["proc", "host"]}, "params": {"report_period": 1}, "state": "running",
                 "snoopers": {"proc_id": pids, "custom_labels": {"team": "payments", "env": "prod"},

@@ -3,7 +3,6 @@ OpenJDK, compiled here with javac) that starts a known number of threads, loads 
 and calls System.gc() a known number of times; the absolute values are compared with jstat, which reads
 the same perf data file without attaching. A second JVM runs in its own pid and mount namespaces with a
 private /tmp: only reachable through /proc/<pid>/root under its namespaced pid."""
-import json
 import os
 import shutil
 import signal
@@ -11,9 +10,8 @@ import subprocess
 import sys
 import tempfile
 import time
-import urllib.parse
 
-from harness import ROOT, Supervisor, TestFailure, check, rest_call, rest_port, rest_section, wait_for
+from harness import ROOT, Supervisor, TestFailure, check, rest_call, rest_port, rest_put_conf, rest_section, wait_for
 
 THREADS, CLASSES, GCS = 6, 25, 3
 JAVA_SRC = os.path.join(ROOT, "tests", "integration", "java", "JvmLoad.java")
@@ -146,8 +144,7 @@ class Jvm:
         self.sup = Supervisor(extra=rest_section(self.state)).start()
         port = rest_port(self.sup)
         conf = {"params": {"report_period": 5}, "snoopers": self.snoopers, "state": "running"}
-        st, doc, raw, _ = rest_call(port, "PUT", "/jvm", urllib.parse.urlencode({"json": json.dumps(conf)}))
-        check(st == 200, "PUT /jvm: %d %s" % (st, raw[:400]))
+        rest_put_conf(port, "jvm", conf)
         def confirmed():
             st, doc, raw, _ = rest_call(port, "GET", "/jvm")
             return doc if st == 200 and doc and doc.get("runtime", {}).get("config_confirmed") else None

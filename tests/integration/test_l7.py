@@ -4,19 +4,17 @@ number of requests over a keep-alive connection, some of them errors, ten of the
 sides' request and error counts must equal what the client sent, the client side's latency sum must
 be within 10 % of what the client measured, and a client outside the scope leaves no row."""
 import contextlib
-import json
 import os
 import shutil
 import signal
-import socket
 import subprocess
 import sys
 import tempfile
 import time
 
-# make_cert: test_l7_gotls and test_l7_h2 take it from here too
-from harness import (PROBES, ROOT, StandaloneProbe, check, free_port, make_cert, meta_fields, nginx_conf,  # noqa: F401
-                     stop_proc, stop_with_line, wait_for)
+# make_cert, wait_port: test_l7_gotls and test_l7_h2 take them from here too
+from harness import (PROBES, ROOT, LinePeer, StandaloneProbe, check, free_port, make_cert, meta_fields,  # noqa: F401
+                     proc_status_kb, rest_put_conf, start_nginx, stop_proc, wait_for, wait_port)
 
 L7PROBE = os.path.join(PROBES, "l7probe")
 CLIENT = [sys.executable, os.path.join(os.path.dirname(os.path.abspath(__file__)), "scripts", "l7_client.py")]
@@ -35,39 +33,11 @@ class Probe(StandaloneProbe):
         check(not self.bad, "records that do not match the schema: %r" % self.bad[:3])
 
 
-class Client:
+class Client(LinePeer):
     """scripts/l7_client.py: connected and waiting for go."""
 
     def __init__(self, mode, port, n=40):
-        self.proc = subprocess.Popen(CLIENT + [mode, str(port), str(n)], stdin=subprocess.PIPE,
-                                     stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
-        line = self.proc.stdout.readline()
-        check(line.startswith('{"ready"'), "client not ready: %r %s" % (line, self.proc.stderr.read()
-                                                                       if self.proc.poll() is not None else ""))
-        self.ready = json.loads(line)
-        self.pid = self.ready["ready"]
-
-    def go(self):
-        self.proc.stdin.write("go\n")
-        self.proc.stdin.flush()
-        line = self.proc.stdout.readline()
-        check(line.startswith("{"), "client failed: %r %s" % (line, self.proc.stderr.read()
-                                                              if self.proc.poll() is not None else ""))
-        return json.loads(line)
-
-    def close(self):
-        stop_with_line(self.proc, "bye")
-
-
-def wait_port(port, proc, what, timeout=20):
-    def ok():
-        check(proc.poll() is None, "%s exited at start" % what)
-        try:
-            socket.create_connection(("127.0.0.1", port), timeout=0.2).close()
-            return True
-        except OSError:
-            return False
-    wait_for(ok, timeout, "%s on port %d" % (what, port))
+        super().__init__(CLIENT + [mode, str(port), str(n)])
 
 
 class Server:
@@ -89,18 +59,7 @@ class Nginx(Server):
     """nginx with one worker serving a small file (sendfile on) and 404s, plain and optionally HTTPS."""
 
     def __init__(self, tmp, port, ssl_port=None):
-        conf = nginx_conf(tmp, port, ssl_port)
-        self.proc = subprocess.Popen(["nginx", "-c", conf, "-p", tmp], stdout=subprocess.DEVNULL,
-                                     stderr=subprocess.DEVNULL, start_new_session=True)
-        wait_port(port, self.proc, "nginx")
-
-        def workers():
-            # the master listens before it forks its worker: the port answers a moment before
-            with open("/proc/%d/task/%d/children" % (self.proc.pid, self.proc.pid)) as f:
-                return [int(x) for x in f.read().split()] or None
-        kids = wait_for(workers, 10, "nginx's worker")
-        check(len(kids) == 1, "expected one nginx worker, found %r" % kids)
-        self.worker = kids[0]
+        self.proc, self.worker = start_nginx(tmp, port, ssl_port)
         self.pids = [self.proc.pid, self.worker]
 
     stop_group = True
@@ -122,13 +81,9 @@ def hist_sum(h):
     return int(float(h.split()[-2]))
 
 
-def check_rows(probe, mode, port, server_tgid, client, done, ssl="0", latency=True):
-    """Both sides' l7_rpc and l7_link rows against what the client did."""
-    n, e = done["requests"], done["errors"]
-    udp = mode == "dns"
-    keys_c = dict(tgid=client.pid, server_port=port, l7_role="client", l4_role="udp" if udp else "tcp_client", ssl=ssl)
-    keys_s = dict(tgid=server_tgid, server_port=port, l7_role="server", l4_role="udp" if udp else "tcp_server", ssl=ssl)
-
+def both_sides(probe, keys_c, keys_s, n):
+    """The client side's and the server side's last l7_rpc rows (keys_c, keys_s) once both count n
+    requests, and one report later (nothing more may come)."""
     def complete(keys):
         r = probe.latest("l7_rpc", **keys)
         return r if r and int(r["req_count"]) >= n else None
@@ -141,9 +96,17 @@ def check_rows(probe, mode, port, server_tgid, client, done, ssl="0", latency=Tr
             for r in probe.rows(t)[-6:]:
                 print("  last %s: %r" % (t, r))
         raise
-    time.sleep(1.5)  # one more report: nothing more may come
-    c = probe.latest("l7_rpc", **keys_c)
-    s = probe.latest("l7_rpc", **keys_s)
+    time.sleep(1.5)
+    return probe.latest("l7_rpc", **keys_c), probe.latest("l7_rpc", **keys_s)
+
+
+def check_rows(probe, mode, port, server_tgid, client, done, ssl="0", latency=True):
+    """Both sides' l7_rpc and l7_link rows against what the client did."""
+    n, e = done["requests"], done["errors"]
+    udp = mode == "dns"
+    keys_c = dict(tgid=client.pid, server_port=port, l7_role="client", l4_role="udp" if udp else "tcp_client", ssl=ssl)
+    keys_s = dict(tgid=server_tgid, server_port=port, l7_role="server", l4_role="udp" if udp else "tcp_server", ssl=ssl)
+    c, s = both_sides(probe, keys_c, keys_s, n)
     proto = {"redis": "redis", "dns": "dns", "pgsql": "pgsql", "mysql": "mysql"}.get(mode, "http")
     for side, r in (("client", c), ("server", s)):
         check(r["protocol"] == proto, "%s side protocol %s" % (side, r["protocol"]))
@@ -301,8 +264,7 @@ def test_l7_rest_snoopers():
     """PUT /l7 through the supervisor's REST API: proc_id snoopers become the scope, l7_protocol and
     the sub-probes apply; a Redis client outside the snoopers leaves no row, the server and the
     snooped client have theirs, validated by the supervisor against the .meta."""
-    import urllib.parse
-    from harness import Supervisor, probe_entry, rest_call, rest_port, rest_section
+    from harness import Supervisor, probe_entry, rest_port, rest_section
     tmp = tempfile.mkdtemp(prefix="gg-l7-rest-")
     port = free_port()
     redis = Redis(tmp, port)
@@ -315,8 +277,7 @@ def test_l7_rest_snoopers():
         rport = rest_port(s)
         conf = {"cmd": {"probe": ["l7_rpc_metrics"]}, "snoopers": {"proc_id": [redis.proc.pid, inside.pid]},
                 "params": {"l7_protocol": ["redis", "kafka", "mongo", "rocketmq"]}, "state": "running"}
-        st, doc, raw, _ = rest_call(rport, "PUT", "/l7", urllib.parse.urlencode({"json": json.dumps(conf)}))
-        check(st == 200, "PUT /l7: %d %s" % (st, raw[:300]))
+        rest_put_conf(rport, "l7", conf)
         s.wait_probe("l7probe", lambda p: p["config_version_applied"] >= 1 and p["pid"], 20, "running, configured")
         # kafka and mongo map to their parsers (1 << 6, 1 << 7, with redis 1 << 4); rocketmq is ignored
         wait_for(lambda: "protocols redis,kafka,mongo,rocketmq (mask 0xd0)" in s.probe_log("l7probe"), 10,
@@ -353,14 +314,6 @@ def test_l7_rest_snoopers():
 test_l7_rest_snoopers.timeout = 90
 
 
-def vm_rss_kb(pid):
-    with open("/proc/%d/status" % pid) as f:
-        for line in f:
-            if line.startswith("VmRSS:"):
-                return int(line.split()[1])
-    return 0
-
-
 def test_l7_short_connections_bounded():
     """100k short HTTP connections (the server closes each) and 100 that send garbage: every request
     is counted on the server side, connections are forgotten at close (the tracked count falls
@@ -368,14 +321,14 @@ def test_l7_short_connections_bounded():
     n = int(os.environ.get("GG_L7_CHURN", "100000"))
     with l7_run("churn", plain(Nginx), "churn", "http", n=n) as (nginx, client, probe, port):
         time.sleep(0.5)
-        rss0 = vm_rss_kb(probe.proc.pid)
+        rss0 = proc_status_kb(probe.proc.pid)
         done = client.go()
         check(done["ok"] == n, "client: %r" % done)
         keys = dict(tgid=nginx.worker, server_port=port, l7_role="server")
         wait_for(lambda: (probe.latest("l7_rpc", **keys) or {}).get("req_count") == str(n), 30,
                  "server-side l7_rpc with %d requests" % n)
         time.sleep(1.5)
-        rss1 = vm_rss_kb(probe.proc.pid)
+        rss1 = proc_status_kb(probe.proc.pid)
         st = probe.latest("l7_stats")
         r = probe.latest("l7_rpc", **keys)
         print("  %d connections: probe RSS %d -> %d kB; stats %r" % (n, rss0, rss1, st))

@@ -4,14 +4,13 @@ loopback with a self-signed certificate made by the test; the client makes a kno
 keep-alive requests, every fifth one a 404. Both sides' l7_rpc rows must say ssl=1 with the client's
 request and error counts, which only the plaintext from crypto/tls.(*Conn).Read/Write can give (the
 socket payloads are ciphertext)."""
-import json
 import os
 import shutil
 import subprocess
 import tempfile
 import time
 
-from harness import check, free_port, wait_for
+from harness import LinePeer, check, free_port, wait_for
 from test_l7 import Probe, check_rows, hist_sum, make_cert, wait_port
 
 HERE = os.path.dirname(os.path.abspath(__file__))
@@ -31,38 +30,16 @@ def build_gotls(tmp):
     return out
 
 
-class GoClient:
+class GoClient(LinePeer):
     """gotls client: connected lazily by net/http, waiting for go on stdin."""
 
     def __init__(self, binary, port, n):
-        self.proc = subprocess.Popen([binary, "client", str(port), str(n)], stdin=subprocess.PIPE,
-                                     stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
-        line = self.proc.stdout.readline()
-        check(line.startswith('{"ready"'), "go client not ready: %r" % line)
-        self.pid = json.loads(line)["ready"]
+        super().__init__([binary, "client", str(port), str(n)], what="go client")
 
     def go(self):
-        self.proc.stdin.write("go\n")
-        self.proc.stdin.flush()
-        line = self.proc.stdout.readline()
-        check(line.startswith("{"), "go client failed: %r %s" % (line, self.proc.stderr.read()
-                                                                 if self.proc.poll() is not None else ""))
-        done = json.loads(line)
+        done = self.ask("go")
         done["preempted"] = 0
         return done
-
-    def close(self):
-        if self.proc.poll() is None:
-            try:
-                self.proc.stdin.write("bye\n")
-                self.proc.stdin.flush()
-            except BrokenPipeError:
-                pass
-            try:
-                self.proc.wait(timeout=5)
-            except subprocess.TimeoutExpired:
-                self.proc.kill()
-                self.proc.wait()
 
 
 def stop(proc):

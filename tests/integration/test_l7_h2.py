@@ -7,7 +7,6 @@ half of the requests 404). Both sides' request and error counts must equal what 
 client did, the client side's latency sum must be within 10 % of what the client measured; a gRPC
 connection opened before the probe started is still counted right (HPACK entries it never saw are
 counted in l7_stats.hpack_unresolved)."""
-import json
 import os
 import re
 import shutil
@@ -17,7 +16,7 @@ import tempfile
 import time
 
 import test_l7 as l7
-from harness import check, free_port, make_cert, wait_for
+from harness import LinePeer, check, free_port, start_nginx, stop_proc, wait_for
 
 SCRIPTS = os.path.join(os.path.dirname(os.path.abspath(__file__)), "scripts")
 H2_CLIENT = [l7.sys.executable, os.path.join(SCRIPTS, "h2_client.py")]
@@ -30,84 +29,19 @@ class Nginx2:
     """nginx with one worker: h2c on port, h2 over TLS on ssl_port."""
 
     def __init__(self, tmp, port, ssl_port):
-        root = os.path.join(tmp, "www")
-        os.makedirs(root)
-        os.chmod(tmp, 0o755)  # the worker runs as www-data
-        with open(os.path.join(root, "small.html"), "w") as f:
-            f.write("<html><body>" + "x" * 600 + "</body></html>\n")
-        key, crt = make_cert(tmp)
-        conf = os.path.join(tmp, "nginx.conf")
-        with open(conf, "w") as f:
-            f.write("""
-worker_processes 1;
-daemon off;
-pid %(tmp)s/nginx.pid;
-error_log %(tmp)s/error.log;
-events { worker_connections 1024; }
-http {
-    access_log off;
-    keepalive_requests 100000;
-    http2_max_requests 100000;
-    client_body_temp_path %(tmp)s/body;
-    proxy_temp_path %(tmp)s/proxy;
-    fastcgi_temp_path %(tmp)s/fcgi;
-    uwsgi_temp_path %(tmp)s/uwsgi;
-    scgi_temp_path %(tmp)s/scgi;
-    server { listen 127.0.0.1:%(port)d http2; root %(root)s; }
-    server { listen 127.0.0.1:%(sport)d ssl http2; ssl_certificate %(crt)s; ssl_certificate_key %(key)s;
-             root %(root)s; }
-}
-""" % {"tmp": tmp, "port": port, "sport": ssl_port, "root": root, "crt": crt, "key": key})
-        self.proc = subprocess.Popen(["nginx", "-c", conf, "-p", tmp], stdout=subprocess.DEVNULL,
-                                     stderr=subprocess.DEVNULL, start_new_session=True)
-        l7.wait_port(port, self.proc, "nginx")
-        with open("/proc/%d/task/%d/children" % (self.proc.pid, self.proc.pid)) as f:
-            kids = [int(x) for x in f.read().split()]
-        check(len(kids) == 1, "expected one nginx worker, found %r" % kids)
-        self.worker = kids[0]
+        self.proc, self.worker = start_nginx(tmp, port, ssl_port, http2=True)
         self.pids = [self.proc.pid, self.worker]
 
     def stop(self):
-        if self.proc.poll() is None:
-            os.killpg(self.proc.pid, signal.SIGTERM)
-            try:
-                self.proc.wait(timeout=10)
-            except subprocess.TimeoutExpired:
-                os.killpg(self.proc.pid, signal.SIGKILL)
-                self.proc.wait()
+        stop_proc(self.proc, group=True)
 
 
-class Peer:
+class Peer(LinePeer):
     """A client process that prints {"ready": pid}, waits for "go", prints its result, waits for "bye"."""
+    close_timeout = 10
 
     def __init__(self, argv):
-        self.proc = subprocess.Popen(argv, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-                                     text=True, start_new_session=True)
-        line = self.proc.stdout.readline()
-        check(line.startswith('{"ready"'), "client not ready: %r %s" % (
-            line, self.proc.stderr.read() if self.proc.poll() is not None else ""))
-        self.pid = json.loads(line)["ready"]
-
-    def go(self):
-        self.proc.stdin.write("go\n")
-        self.proc.stdin.flush()
-        line = self.proc.stdout.readline()
-        check(line.startswith("{"), "client failed: %r %s" % (
-            line, self.proc.stderr.read() if self.proc.poll() is not None else ""))
-        return json.loads(line)
-
-    def close(self):
-        if self.proc.poll() is None:
-            try:
-                self.proc.stdin.write("bye\n")
-                self.proc.stdin.flush()
-            except BrokenPipeError:
-                pass
-            try:
-                self.proc.wait(timeout=10)
-            except subprocess.TimeoutExpired:
-                os.killpg(self.proc.pid, signal.SIGKILL)
-                self.proc.wait()
+        super().__init__(argv, start_new_session=True)
 
 
 class GrpcServer:
@@ -120,13 +54,7 @@ class GrpcServer:
         self.pid = self.proc.pid
 
     def stop(self):
-        if self.proc.poll() is None:
-            os.killpg(self.proc.pid, signal.SIGTERM)
-            try:
-                self.proc.wait(timeout=10)
-            except subprocess.TimeoutExpired:
-                os.killpg(self.proc.pid, signal.SIGKILL)
-                self.proc.wait()
+        stop_proc(self.proc, group=True)
 
 
 def check_h2_rows(probe, port, server_tgid, client_pid, done, ssl="0", what="h2"):
@@ -134,22 +62,7 @@ def check_h2_rows(probe, port, server_tgid, client_pid, done, ssl="0", what="h2"
     n, e = done["requests"], done["errors"]
     keys_c = dict(tgid=client_pid, server_port=port, l7_role="client", l4_role="tcp_client", ssl=ssl)
     keys_s = dict(tgid=server_tgid, server_port=port, l7_role="server", l4_role="tcp_server", ssl=ssl)
-
-    def complete(keys):
-        r = probe.latest("l7_rpc", **keys)
-        return r if r and int(r["req_count"]) >= n else None
-
-    try:
-        wait_for(lambda: complete(keys_c), 15, "client-side l7_rpc with %d requests" % n)
-        wait_for(lambda: complete(keys_s), 15, "server-side l7_rpc with %d requests" % n)
-    except Exception:
-        for t in ("l7_rpc", "l7_link", "l7_stats"):
-            for r in probe.rows(t)[-6:]:
-                print("  last %s: %r" % (t, r))
-        raise
-    time.sleep(1.5)  # one more report: nothing more may come
-    c = probe.latest("l7_rpc", **keys_c)
-    s = probe.latest("l7_rpc", **keys_s)
+    c, s = l7.both_sides(probe, keys_c, keys_s, n)
     for side, r in (("client", c), ("server", s)):
         check(r["protocol"] == "http2", "%s side protocol %s" % (side, r["protocol"]))
         check(int(r["req_count"]) == n, "%s side: %s requests, the client made %d" % (side, r["req_count"], n))

@@ -14,7 +14,7 @@ import tempfile
 import time
 
 import test_l7 as l7
-from harness import PROBES, check, free_port, wait_for
+from harness import PROBES, LinePeer, check, free_port, rest_put_conf, wait_for
 
 API_CLIENT = [sys.executable, os.path.join(os.path.dirname(os.path.abspath(__file__)), "scripts", "l7api_client.py")]
 # the supervisor's reserved trace table, as l7probe prints it standalone (supervisor/export/traces.h)
@@ -25,34 +25,12 @@ l7.FIELDS["trace_span"] = ["trace_id", "span_id", "parent_span_id", "kind", "sta
 l7.FIELDS["event_v2"] = ["entity_name", "entity_id", "metric", "severity", "body", "body_zh", "labels", "event_type"]
 
 
-class ApiClient:
+class ApiClient(LinePeer):
     def __init__(self, mode, port):
-        self.proc = subprocess.Popen(API_CLIENT + [mode, str(port)], stdin=subprocess.PIPE, stdout=subprocess.PIPE,
-                                     stderr=subprocess.PIPE, text=True)
-        line = self.proc.stdout.readline()
-        check(line.startswith('{"ready"'), "client not ready: %r" % line)
-        self.pid = json.loads(line)["ready"]
+        super().__init__(API_CLIENT + [mode, str(port)])
 
     def send(self, reqs):
-        self.proc.stdin.write(json.dumps(reqs) + "\n")
-        self.proc.stdin.flush()
-        line = self.proc.stdout.readline()
-        check(line.startswith("{"), "client failed: %r %s" % (line, self.proc.stderr.read()
-                                                              if self.proc.poll() is not None else ""))
-        return json.loads(line)
-
-    def close(self):
-        if self.proc.poll() is None:
-            try:
-                self.proc.stdin.write("bye\n")
-                self.proc.stdin.flush()
-            except BrokenPipeError:
-                pass
-            try:
-                self.proc.wait(timeout=5)
-            except subprocess.TimeoutExpired:
-                self.proc.kill()
-                self.proc.wait()
+        return self.ask(json.dumps(reqs))
 
 
 def probe_of(binary, args):
@@ -277,8 +255,7 @@ test_l7api_traces_sampling.timeout = 120
 def test_l7api_traces_otel_events():
     """PUT /l7 with l7_rpc_trace at 1000 per mille: every request of the client becomes an OTel JSON
     span line in events.log (resourceSpans/scopeSpans/spans), client and server side."""
-    import urllib.parse
-    from harness import Supervisor, probe_entry, rest_call, rest_port, rest_section
+    from harness import Supervisor, probe_entry, rest_port, rest_section
     tmp = tempfile.mkdtemp(prefix="gg-l7api-otel-")
     port = free_port()
     redis = l7.Redis(tmp, port)
@@ -291,8 +268,7 @@ def test_l7api_traces_otel_events():
                 "snoopers": {"proc_id": [redis.proc.pid, client.pid]},
                 "params": {"l7_protocol": ["redis"], "trace_sample_permille": 1000, "trace_slow_ms": 100},
                 "state": "running"}
-        st, doc, raw, _ = rest_call(rest_port(s), "PUT", "/l7", urllib.parse.urlencode({"json": json.dumps(conf)}))
-        check(st == 200, "PUT /l7: %d %s" % (st, raw[:300]))
+        rest_put_conf(rest_port(s), "l7", conf)
         s.wait_probe("l7probe", lambda p: p["config_version_applied"] >= 1 and p["pid"], 20, "running, configured")
         time.sleep(0.5)
         reqs = redis_mix()
@@ -350,8 +326,7 @@ test_l7api_traces_otel_events.timeout = 90
 def test_l7api_ksli():
     """ksliprobe on redis-server: one redis_sli row per connection, the slowest request's command and
     latency; latency_thr gives an event_v2. Then PUT /ksli through the supervisor: its rows validated."""
-    import urllib.parse
-    from harness import Supervisor, probe_entry, rest_call, rest_port, rest_section
+    from harness import Supervisor, probe_entry, rest_port, rest_section
     tmp = tempfile.mkdtemp(prefix="gg-l7api-ksli-")
     port = free_port()
     redis = l7.Redis(tmp, port)
@@ -384,8 +359,7 @@ def test_l7api_ksli():
         client = ApiClient("redis", port)
         conf = {"snoopers": {"proc_id": [redis.proc.pid]}, "params": {"latency_thr": 100, "report_period": 5,
                                                                       "continuous_sampling": 1}, "state": "running"}
-        st, doc, raw, _ = rest_call(rest_port(s), "PUT", "/ksli", urllib.parse.urlencode({"json": json.dumps(conf)}))
-        check(st == 200, "PUT /ksli: %d %s" % (st, raw[:300]))
+        rest_put_conf(rest_port(s), "ksli", conf)
         s.wait_probe("ksliprobe", lambda p: p["config_version_applied"] >= 1 and p["pid"], 20, "running, configured")
         time.sleep(0.5)
         client.send([["SET", "a", "b"]] * 5 + [["BLPOP", "nolist", "0.2"]])

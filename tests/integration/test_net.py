@@ -8,7 +8,7 @@ import subprocess
 import sys
 import time
 
-from harness import NetnsPair, Supervisor, check, probe_entry, wait_for
+from harness import NetnsPair, Supervisor, check, events, probe_entry, wait_for
 
 PEER = [sys.executable, os.path.join(os.path.dirname(os.path.abspath(__file__)), "scripts", "net_peer.py")]
 
@@ -39,19 +39,6 @@ def wait_record(s, table, timeout, pred=lambda r: True, **keys):
         r = last_record(s, table, **keys)
         return r if r is not None and pred(r) else None
     return wait_for(ok, timeout, "%s record %r" % (table, keys), interval=0.2)
-
-
-def events(s):
-    """Events the supervisor wrote to its events.log (logs channel)."""
-    out = []
-    try:
-        with open(os.path.join(s.log_dir, "event", "events.log")) as f:
-            for line in f:
-                if line.endswith("\n"):
-                    out.append(json.loads(line))
-    except FileNotFoundError:
-        pass
-    return out
 
 
 def nft_counter_packets(ns, pair):

@@ -13,8 +13,10 @@ import threading
 import time
 import urllib.parse
 
-from harness import (PROBES, Supervisor, TestFailure, check, extend_entry, pid_alive, rest_call, rest_port,
-                     rest_section, rmdir_retry, wait_for)
+from harness import (PROBES, Supervisor, TestFailure, cgroup2_root, check, extend_entry, pid_alive, rest_call,
+                     rest_port, rest_section, rmdir_retry, wait_for)
+from seed_000 import (SEED_ADVANCED, SEED_BASIC, SEED_PARAMS, SEED_SCOPE, SEED_SLI, SEED_STATE, SEED_TPROF_START,
+                      seed_body)
 
 SYSINFO = os.path.join(PROBES, "system_infos")
 
@@ -101,83 +103,13 @@ def rest_status(env, pred, what, timeout=3):
     return wait_for(ok, timeout, what)
 
 
-# ---- seed 000's examples, verbatim (only host and port differ) ------------------------------------------
-
-SEED_FLAMEGRAPH_SCOPE = """
-{
-"cmd": {
-"bin": "/opt/gala-gopher/extend_probes/stackprobe",
-"check_cmd": "",
-"probe": [
-"oncpu",
-"offcpu"
-]
-},
-"snoopers": {
-"proc_id": [
-101,
-102
-],
-"proc_name": [
-{
-"comm": "app1",
-"cmdline": "",
-"debugging_dir": ""
-},
-{
-"comm": "app2",
-"cmdline": "",
-"debugging_dir": ""
-}
-],
-"pod_id": [
-"pod1",
-"pod2"
-],
-"container_id": [
-"container1",
-"container2"
-]
-}
-}"""
-
-SEED_PARAMS = """
-{
-"params": {
-"report_period": 180,
-"sample_period": 180,
-"metrics_type": [
-"raw",
-"telemetry"
-]
-}
-}"""
-
-SEED_STATE = """
-{
-"state": "running" // optional: running, stopped
-}"""
-
-SEED_BASIC = ('{ "cmd": {"probe": ["oncpu"] }, "snoopers": {"proc_name": [{ "comm": "cadvisor"}] }, '
-              '"state": "running"}')
-SEED_ADVANCED = ('{ "cmd": { "check_cmd": "", "probe": ["oncpu", "offcpu", "mem"] }, "snoopers": { "proc_name": '
-                 '[{ "comm": "cadvisor", "cmdline": "", "debugging_dir": "" }, { "comm": "java", "cmdline": "", '
-                 '"debugging_dir": "" }] }, "params": { "perf_sample_period": 100, "svg_period": 300, "svg_dir": '
-                 '"/var/log/gala-gopher/stacktrace", "flame_dir": "/var/log/gala-gopher/flamegraph", '
-                 '"pyroscope_server": "localhost:4040", "multi_instance": 1, "native_stack": 0 }, "state": "running"}')
-SEED_TPROF = ('{"cmd": {"probe": ["oncpu", "syscall_file", "syscall_net", "syscall_sched", "syscall_lock"]}, '
-              '"snoopers": {"proc_name": [{"comm": "java"}]}, "state": "running"}')
-SEED_SLI = ('{"params":{"report_period":15}, "snoopers":{"container_id":[{"container_id": "abcd12345678",'
-            '"abcd87654321"}]}, "state":"running"}')
-
-
 def test_seed_curl_examples():
     # stackprobe is "installed" as a copy of system_infos: the REST side is what is tested here (the copy
     # runs, and refuses flamegraph sub-probes it does not know, so it never confirms)
     env = RestEnv(aliases=("stackprobe",), out_base="/var/log/gala-gopher").start()
     try:
         u = env.url
-        code, body = env.curl("-X", "PUT", u + "/flamegraph", "--data-urlencode", "json=" + SEED_FLAMEGRAPH_SCOPE)
+        code, body = env.curl("-X", "PUT", u + "/flamegraph", "--data-urlencode", "json=" + seed_body(SEED_SCOPE))
         check(code == 200 and json.loads(body) == {"result": "success", "message": "New config takes effect"},
               "seed example 1: %d %s" % (code, body))
         g = env.get("flamegraph")
@@ -190,21 +122,21 @@ def test_seed_curl_examples():
 
         # the runtime parameters example: sample_period is not a flamegraph parameter in the seed's table;
         # gala-gopher ignores it there, so it is accepted with a warning (tests/integration/test_seed_examples.py)
-        code, body = env.curl("-X", "PUT", u + "/flamegraph", "--data-urlencode", "json=" + SEED_PARAMS)
+        code, body = env.curl("-X", "PUT", u + "/flamegraph", "--data-urlencode", "json=" + seed_body(SEED_PARAMS))
         check(code == 200 and json.loads(body)["warnings"] ==
               ["params.sample_period: not a parameter of probe flamegraph (gala-gopher applies it to io, tcp); "
                "accepted and ignored"], "seed params example: %d %s" % (code, body))
         check(env.get("flamegraph")["params"]["sample_period"] == 180, "stored as sent")
 
         # start/stop example (with its // comment)
-        code, body = env.curl("-X", "PUT", u + "/flamegraph", "--data-urlencode", "json=" + SEED_STATE)
+        code, body = env.curl("-X", "PUT", u + "/flamegraph", "--data-urlencode", "json=" + seed_body(SEED_STATE))
         check(code == 200, "seed state example: %d %s" % (code, body))
         rt = wait_for(lambda: env.get("flamegraph")["runtime"]["pid"] or None, 10, "flamegraph started")
         check(pid_alive(rt), "stackprobe process %d runs" % rt)
 
-        code, body = env.curl("-X", "PUT", u + "/flamegraph", "-d", "json=" + SEED_BASIC)
+        code, body = env.curl("-X", "PUT", u + "/flamegraph", "-d", "json=" + seed_body(SEED_BASIC))
         check(code == 200, "seed basic startup example: %d %s" % (code, body))
-        code, body = env.curl("-X", "PUT", u + "/flamegraph", "-d", "json=" + SEED_ADVANCED)
+        code, body = env.curl("-X", "PUT", u + "/flamegraph", "-d", "json=" + seed_body(SEED_ADVANCED))
         check(code == 200, "seed advanced startup example: %d %s" % (code, body))
         code, body = env.curl("-X", "GET", u + "/flamegraph")
         g = json.loads(body)
@@ -216,12 +148,12 @@ def test_seed_curl_examples():
         check(g["runtime"]["config_version"] >= 3, "versions bumped: %r" % g["runtime"])
 
         # tprofiling is not in this test's probes directory: a clear 404
-        code, body = env.curl("-X", "PUT", u + "/tprofiling", "-d", "json=" + SEED_TPROF)
+        code, body = env.curl("-X", "PUT", u + "/tprofiling", "-d", "json=" + seed_body(SEED_TPROF_START))
         check(code == 404 and "not installed" in json.loads(body)["message"], "tprofiling: %d %s" % (code, body))
         code, body = env.curl("-X", "PUT", u + "/tprofiling", "-d", "json=" + '{"state": "stopped"}')
         check(code == 404, "tprofiling stop: %d %s" % (code, body))
         # the sliprobe example is not valid JSON (an object with a bare second string)
-        code, body = env.curl("-X", "PUT", u + "/sli", "-d", "json=" + SEED_SLI)
+        code, body = env.curl("-X", "PUT", u + "/sli", "-d", "json=" + seed_body(SEED_SLI))
         check(code == 400 and "invalid JSON" in json.loads(body)["message"], "sli example: %d %s" % (code, body))
 
         # and the same forms against baseinfo, which runs for real
@@ -518,15 +450,6 @@ test_mtls.timeout = 60
 
 
 # ---- snoopers ------------------------------------------------------------------------------------------
-
-def cgroup2_root():
-    with open("/proc/self/mountinfo") as f:
-        for line in f:
-            left, _, right = line.partition(" - ")
-            if right.startswith("cgroup2 "):
-                return left.split()[4]
-    raise TestFailure("no cgroup2 mount")
-
 
 class Procs:
     """Processes the test starts (copies of sleep under a unique name) and cgroups it makes."""

@@ -8,7 +8,7 @@ import os
 import re
 import subprocess
 
-from harness import ROOT, TestFailure, check
+from harness import ROOT, TestFailure, check, stop_proc
 
 PROM_DIR = os.path.join(ROOT, "scripts/deploy/prometheus")
 RULES = os.path.join(PROM_DIR, "gala-gopher.rules.yml")
@@ -417,12 +417,7 @@ def test_dashboards_and_rules_on_a_live_agent():
         check(not firing, "agent alerts firing on a healthy agent: %s" % firing)
     finally:
         if prom:
-            prom.terminate()
-            try:
-                prom.wait(10)
-            except subprocess.TimeoutExpired:
-                prom.kill()
-                prom.wait()
+            stop_proc(prom)
         web.shutdown()
         web.server_close()
         shutil.rmtree(pdir, ignore_errors=True)

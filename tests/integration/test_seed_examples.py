@@ -15,132 +15,8 @@ import tempfile
 
 from harness import (GOPHER, PROBES, Supervisor, TestFailure, check, pid_alive, rest_call, rest_port,
                      rest_section, wait_for)
-
-# ---- seed 000's commands, exactly as printed (000_*.txt) ------------------------------------------------
-
-SEED_SCOPE = """curl -X PUT http://localhost:9999/flamegraph --data-urlencode json='
-{
-"cmd": {
-"bin": "/opt/gala-gopher/extend_probes/stackprobe",
-"check_cmd": "",
-"probe": [
-"oncpu",
-"offcpu"
-]
-},
-"snoopers": {
-"proc_id": [
-101,
-102
-],
-"proc_name": [
-{
-"comm": "app1",
-"cmdline": "",
-"debugging_dir": ""
-},
-{
-"comm": "app2",
-"cmdline": "",
-"debugging_dir": ""
-}
-],
-"pod_id": [
-"pod1",
-"pod2"
-],
-"container_id": [
-"container1",
-"container2"
-]
-}
-}'"""
-
-SEED_PARAMS = """curl -X PUT http://localhost:9999/flamegraph --data-urlencode json='
-{
-"params": {
-"report_period": 180,
-"sample_period": 180,
-"metrics_type": [
-"raw",
-"telemetry"
-]
-}
-}'"""
-
-SEED_STATE = """curl -X PUT http://localhost:9999/flamegraph --data-urlencode json='
-{
-"state": "running" // optional: running, stopped
-}'"""
-
-SEED_GET = "curl -X GET http://localhost:9999/flamegraph"
-
-# the reply the manual prints for SEED_GET after the three PUTs above (its missing comma after
-# "check_cmd": "" fixed: the manual's text is not JSON as printed)
-SEED_GET_REPLY = """{
-"cmd": {
-"bin": "/opt/gala-gopher/extend_probes/stackprobe",
-"check_cmd": "",
-"probe": [
-"oncpu",
-"offcpu"
-]
-},
-"snoopers": {
-"proc_id": [
-101,
-102
-],
-"proc_name": [
-{
-"comm": "app1",
-"cmdline": "",
-"debugging_dir": ""
-},
-{
-"comm": "app2",
-"cmdline": "",
-"debugging_dir": ""
-}
-],
-"pod_id": [
-"pod1",
-"pod2"
-],
-"container_id": [
-"container1",
-"container2"
-]
-},
-"params": {
-"report_period": 180,
-"sample_period": 180,
-"metrics_type": [
-"raw",
-"telemetry"
-]
-},
-"state": "running"
-}"""
-
-SEED_BASIC = ("""curl -X PUT http://localhost:9999/flamegraph -d json='{ "cmd": {"probe": ["oncpu"] }, "snoopers": """
-              """{"proc_name": [{ "comm": "cadvisor"}] }, "state": "running"}'""")
-
-SEED_ADVANCED = ("""curl -X PUT http://localhost:9999/flamegraph -d json='{ "cmd": { "check_cmd": "", "probe": """
-                 """["oncpu", "offcpu", "mem"] }, "snoopers": { "proc_name": [{ "comm": "cadvisor", "cmdline": "", """
-                 """"debugging_dir": "" }, { "comm": "java", "cmdline": "", "debugging_dir": "" }] }, "params": { """
-                 """"perf_sample_period": 100, "svg_period": 300, "svg_dir": "/var/log/gala-gopher/stacktrace", """
-                 """"flame_dir": "/var/log/gala-gopher/flamegraph", "pyroscope_server": "localhost:4040", """
-                 """"multi_instance": 1, "native_stack": 0 }, "state": "running"}'""")
-
-SEED_TPROF_START = ("""curl -X PUT http://<gopher-node-ip>:9999/tprofiling -d json='{"cmd": {"probe": ["oncpu", """
-                    """"syscall_file", "syscall_net", "syscall_sched", "syscall_lock"]}, "snoopers": {"proc_name": """
-                    """[{"comm": "java"}]}, "state": "running"}'""")
-
-SEED_TPROF_STOP = """curl -X PUT http://<gopher-node-ip>:9999/tprofiling -d json='{"state": "stopped"}'"""
-
-SEED_SLI = ("""curl -X PUT http://localhost:9999/sli -d json='{"params":{"report_period":15}, "snoopers":"""
-            """{"container_id":[{"container_id": "abcd12345678","abcd87654321"}]}, "state":"running"}'""")
+from seed_000 import (SEED_ADVANCED, SEED_BASIC, SEED_GET, SEED_GET_REPLY, SEED_PARAMS, SEED_SCOPE, SEED_SLI,
+                      SEED_STATE, SEED_TPROF_START, SEED_TPROF_STOP)
 
 SEED_PARAMS_WARNING = ("params.sample_period: not a parameter of probe flamegraph (gala-gopher applies it to io, "
                        "tcp); accepted and ignored")
@@ -229,7 +105,7 @@ def test_seed_scope_params_state_get():
 
         code, body = env.run(SEED_GET)
         check(code == 200, "GET example: %d %s" % (code, body[:300]))
-        got, want = json.loads(body), json.loads(SEED_GET_REPLY)
+        got, want = json.loads(body), SEED_GET_REPLY
         # the manual's reply, except that cmd.bin is where the binary is installed here
         check(got["cmd"]["bin"] == os.path.join(PROBES, "stackprobe"), "cmd.bin: %r" % got["cmd"])
         got["cmd"]["bin"] = want["cmd"]["bin"]

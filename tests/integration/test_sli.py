@@ -3,17 +3,16 @@ test makes itself in its own cgroup v2 (named like a docker container so that sl
 run-queue delay of CPU-bound processes against the run_delay of /proc/<pid>/schedstat, reclaim stalls
 of a memory cgroup with a tight limit, and bio latency against biolatency on a loop device."""
 import hashlib
-import json
 import os
 import shutil
 import subprocess
 import sys
 import time
-import urllib.parse
 
 import tempfile
 
-from harness import (Supervisor, TestFailure, cgroup2_root, check, probe_entry, rest_call, rest_port, rest_section, wait_for)
+from harness import (Supervisor, TestFailure, cgroup2_root, check, probe_entry, rest_call, rest_port, rest_put_conf,
+                     rest_section, wait_for)
 
 NCPU = os.cpu_count() or 1
 
@@ -125,9 +124,7 @@ class Sli:
         self.tmp_state = tempfile.mkdtemp(prefix="gg-sli-state-")
         self.sup = Supervisor(probes=self.probes, extra=rest_section(self.tmp_state)).start()
         port = rest_port(self.sup)
-        body = urllib.parse.urlencode({"json": json.dumps(self.conf)})
-        st, doc, raw, _ = rest_call(port, "PUT", "/sli", body)
-        check(st == 200, "PUT /sli: %d %s" % (st, raw[:400]))
+        rest_put_conf(port, "sli", self.conf)
         self.port = port
         # attached once the probe confirms its configuration
         def confirmed():

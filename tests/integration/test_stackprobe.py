@@ -20,7 +20,7 @@ import urllib.request
 import xml.etree.ElementTree as ET
 
 from harness import (PROBES, ROOT, TEST_BINS, Supervisor, TestFailure, check, free_port, http_get,
-                     probe_entry, rmdir_retry, wait_for)
+                     probe_entry, rest_put, rmdir_retry, wait_for)
 
 sys.path.insert(0, os.path.join(ROOT, "tests", "helpers"))
 from pyro_receiver import PyroReceiver  # noqa: E402
@@ -560,16 +560,6 @@ def test_stripped_binary_in_container_multi_instance():
           "multi_instance file names: %r" % names)
     check(glob.glob(os.path.join(tmp, "svg", "oncpu", "*_oncpu_%d.svg" % w.pid)), "per-process SVG")
     shutil.rmtree(tmp, ignore_errors=True)
-
-
-def rest_put(port, name, body):
-    req = urllib.request.Request("http://127.0.0.1:%d/%s" % (port, name), data=json.dumps(body).encode(),
-                                 method="PUT")
-    try:
-        with urllib.request.urlopen(req, timeout=10) as resp:
-            return resp.status, resp.read().decode()
-    except urllib.error.HTTPError as e:
-        return e.code, e.read().decode()
 
 
 def test_supervisor_rest_scope_pyroscope_query():

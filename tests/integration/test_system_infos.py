@@ -4,7 +4,7 @@ import os
 import subprocess
 import time
 
-from harness import PROBES, Supervisor, check, probe_entry, wait_for
+from harness import PROBES, Supervisor, check, meta_fields, probe_entry, proc_status_kb, rest_put_conf, wait_for
 
 HZ = os.sysconf("SC_CLK_TCK")
 
@@ -125,24 +125,9 @@ def test_standalone_prints_records():
 SI_META = os.path.join(os.path.dirname(__file__), "..", "..", "schema", "system_infos.meta")
 
 
-def si_fields():
-    import re
-    tables, cur = {}, None
-    with open(SI_META) as f:
-        for line in f:
-            m = re.search(r'table_name:\s*"([^"]+)"', line)
-            if m:
-                cur = tables.setdefault(m.group(1), [])
-            elif cur is not None:
-                m = re.search(r'name:\s*"([^"]+)"', line)
-                if m and "entity_name" not in line:
-                    cur.append(m.group(1))
-    return tables
-
-
 def run_standalone(args, seconds, during=None):
     """Run system_infos by hand for `seconds`; records by table, as dicts in meta order."""
-    fields = si_fields()
+    fields = meta_fields(SI_META)
     env = {k: v for k, v in os.environ.items() if not k.startswith("GALA_GOPHER_")}
     p = subprocess.Popen([os.path.join(PROBES, "system_infos")] + args, stdout=subprocess.PIPE,
                          stderr=subprocess.PIPE, text=True, env=env)
@@ -354,17 +339,14 @@ def test_all_subprobes_validate_under_supervisor():
 
 def test_rest_baseinfo_snoopers_and_subprobes():
     """PUT /baseinfo: sub-probes switch live and the snoopers are the processes system_proc reports."""
-    import json
     import tempfile
-    import urllib.parse
-    from harness import rest_call, rest_port, rest_section
+    from harness import rest_port, rest_section
     tmp = tempfile.mkdtemp(prefix="gg-si-rest-")
     child = subprocess.Popen(["sleep", "60"])
     s = Supervisor(extra=rest_section(os.path.join(tmp, "state"))).start()
 
     def put(conf):
-        st, doc, raw, _ = rest_call(port, "PUT", "/baseinfo", urllib.parse.urlencode({"json": json.dumps(conf)}))
-        check(st == 200, "PUT /baseinfo: %d %s" % (st, raw[:300]))
+        rest_put_conf(port, "baseinfo", conf)
     try:
         port = rest_port(s)
         put({"cmd": {"probe": ["proc", "host"]}, "snoopers": {"proc_id": [child.pid]},
@@ -407,10 +389,7 @@ def test_proc_without_snoopers_reports_the_top_processes():
                                  "for i in range(0, len(b), 4096): b[i] = 1\ntime.sleep(30)\n"])
                for _ in range(10)]
     try:
-        def rss_kb():
-            with open("/proc/%d/status" % hog.pid) as f:
-                return int([l for l in f if l.startswith("VmRSS:")][0].split()[1])
-        wait_for(lambda: rss_kb() > 1900 * 1024, 30, "memory hog resident")
+        wait_for(lambda: proc_status_kb(hog.pid) > 1900 * 1024, 30, "memory hog resident")
         nprocs = len([d for d in os.listdir("/proc") if d.isdigit()])
         # top 10: other engineers' builds on a shared machine may outrank the test's processes, not 8 of them
         recs = run_standalone(["-t", "1", "-P", "proc", "--proc-top", "10"], 2.6)

@@ -10,7 +10,7 @@ import tempfile
 import time
 
 from harness import (PROBES, ROOT, TEST_BINS, StandaloneProbe, Supervisor, cgroup2_root, check, meta_fields,
-                     probe_entry, stop_with_line, wait_for)
+                     probe_entry, rest_put_conf, stop_with_line, wait_for)
 
 TASKPROBE = os.path.join(PROBES, "taskprobe")
 TASK_LOAD = os.path.join(TEST_BINS, "task_load")
@@ -308,8 +308,6 @@ def test_bad_arguments_refused():
 def test_rest_snoopers_scope_and_live_subprobes():
     """PUT /proc through the supervisor's REST API: the snoopers become the probe's scope, sub-probes
     switch live without a restart."""
-    import json
-    import urllib.parse
     from harness import rest_call, rest_port, rest_section
     comm = unique_comm()
     w1, w2 = Workload(comm), Workload(comm)
@@ -319,8 +317,7 @@ def test_rest_snoopers_scope_and_live_subprobes():
                    extra=rest_section(os.path.join(tmp, "state"))).start()
 
     def put(conf):
-        st, doc, raw, _ = rest_call(port, "PUT", "/proc", urllib.parse.urlencode({"json": json.dumps(conf)}))
-        check(st == 200, "PUT /proc: %d %s" % (st, raw[:300]))
+        rest_put_conf(port, "proc", conf)
 
     def tgids(table):
         return {str(r["tgid"]) for r in s.metric_records(table)}
@@ -387,9 +384,7 @@ def test_default_subprobes_leave_syscall_tracepoints_alone():
     """Without -P the syscall tracepoints (whose mere use slows every syscall of the host) are not
     attached; proc_syscall turned on by a live configuration attaches them, turned off detaches them,
     in the same probe process."""
-    import json
-    import urllib.parse
-    from harness import rest_call, rest_port, rest_section
+    from harness import rest_port, rest_section
     syscall_tps = {"sys_enter", "sys_exit"}
     p = Probe(["-t", "1", "--pid", "1"])
     try:
@@ -408,8 +403,7 @@ def test_default_subprobes_leave_syscall_tracepoints_alone():
                    extra=rest_section(os.path.join(tmp, "state"))).start()
 
     def put(conf):
-        st, doc, raw, _ = rest_call(port, "PUT", "/proc", urllib.parse.urlencode({"json": json.dumps(conf)}))
-        check(st == 200, "PUT /proc: %d %s" % (st, raw[:300]))
+        rest_put_conf(port, "proc", conf)
 
     def applied(v):
         return s.wait_probe("taskprobe", lambda pr: pr["config_version_applied"] >= v and pr["pid"], 15,

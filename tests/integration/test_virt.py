@@ -11,7 +11,7 @@ import time
 import urllib.parse
 import uuid
 
-from harness import BUILD, Supervisor, check, rest_call, rest_port, rest_section, wait_for
+from harness import BUILD, Supervisor, check, rest_call, rest_port, rest_put_conf, rest_section, wait_for
 
 QEMU = "qemu-system-x86_64"
 
@@ -58,9 +58,7 @@ def test_virt_rest_qemu_name_and_uuid():
         with Qemu("gg-virt-%d,x" % os.getpid()) as q, Qemu("gg-virt-r-%d" % os.getpid(), "ggvm%d" % os.getpid()) as r:
             sup = Supervisor(extra=rest_section(state)).start()
             port = rest_port(sup)
-            body = urllib.parse.urlencode({"json": json.dumps({"params": {"report_period": 5}, "state": "running"})})
-            st, _, raw, _ = rest_call(port, "PUT", "/virt", body)
-            check(st == 200, "PUT /virt: %d %s" % (st, raw[:300]))
+            rest_put_conf(port, "virt", {"params": {"report_period": 5}, "state": "running"})
             row = wait_for(lambda: ([r for r in sup.metric_records("virt_proc") if r["tgid"] == str(q.pid)]
                                     or [None])[-1], 20, "a virt_proc row of the qemu", interval=0.2)
             check(row["vm_name"] == q.name and row["uuid"] == q.uuid and row["value"] == 1,

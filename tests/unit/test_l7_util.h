@@ -15,40 +15,15 @@
 #include <cmocka.h>
 
 #include "../../probes/l7probe/l7_proto.h"
+#include "l7_steps.h"
 
 #define L7T_MAX 1024
-
-/* One chunk of a script: len bytes captured of total moved (total 0: total = len). */
-struct l7t_step {
-	enum l7_flow flow;
-	const void *data;
-	size_t len;
-	uint64_t total;
-};
 
 struct l7t_out {
 	struct l7_rpc rpc[L7T_MAX];
 	size_t n;
 	struct l7_session_stats st;
 };
-
-#define REQ(s)                                     \
-	{                                          \
-		L7_FLOW_REQ, (s), sizeof(s) - 1, 0 \
-	}
-#define RESP(s)                                     \
-	{                                           \
-		L7_FLOW_RESP, (s), sizeof(s) - 1, 0 \
-	}
-#define REQ_GAP(s, t)                                \
-	{                                            \
-		L7_FLOW_REQ, (s), sizeof(s) - 1, (t) \
-	}
-#define RESP_GAP(s, t)                                \
-	{                                             \
-		L7_FLOW_RESP, (s), sizeof(s) - 1, (t) \
-	}
-#define NSTEPS(a) (sizeof(a) / sizeof((a)[0]))
 
 static inline void l7t_cb(void *ctx, const struct l7_rpc *r)
 {
@@ -169,6 +144,27 @@ static inline void l7t_expect_stats(const struct l7t_out *o, uint64_t rpcs, uint
 	assert_int_equal(o->st.unparsable, unparsable);
 	assert_int_equal(o->st.resp_unmatched, resp_unmatched);
 	assert_int_equal(o->st.req_lost, req_lost);
+}
+
+/* 10000 requests never answered, each req (len bytes) with its number set by set_id: the pending
+ * queue stays bounded (the session under 48 KiB), the oldest are dropped and counted as lost, none is
+ * unparsable. */
+static inline void l7t_check_unanswered_bounded(enum l7_proto proto, uint8_t *req, size_t len,
+						void (*set_id)(uint8_t *req, uint32_t i))
+{
+	struct l7_session *s = l7_session__new(proto, L7_TRANSPORT_TCP);
+	struct l7_session_stats st;
+
+	assert_non_null(s);
+	for (uint32_t i = 0; i < 10000; i++) {
+		set_id(req, i);
+		assert_int_equal(l7_session__feed(s, L7_FLOW_REQ, req, len, len, i, NULL, NULL), 0);
+		assert_true(l7_session__mem(s) < 48 * 1024);
+	}
+	l7_session__stats(s, &st);
+	assert_int_equal(st.req_lost, 10000 - L7_PENDING_MAX);
+	assert_int_equal(st.unparsable, 0);
+	l7_session__free(s);
 }
 
 #endif

@@ -708,15 +708,23 @@ static void stop_report(void *arg)
 	probe_rt__stop(t->rt);
 }
 
-static void test_run_ticking(void **state)
+/* A runtime that logs errors only. */
+static struct probe_rt *quiet_rt(void)
 {
 	const struct probe_rt_opts opts = {.name = "unit", .log_level = PLOG_ERROR};
+	struct probe_rt *rt = probe_rt__new(&opts);
+
+	assert_non_null(rt);
+	return rt;
+}
+
+static void test_run_ticking(void **state)
+{
 	struct tick_count t = {0};
 	unsigned int period_s = 1;
 
 	(void)state;
-	t.rt = probe_rt__new(&opts);
-	assert_non_null(t.rt);
+	t.rt = quiet_rt();
 	t.start_ms = probe_now_mono_ms();
 	probe_rt__run_ticking(t.rt, &period_s, stop_report, count_tick, &t);
 	assert_int_equal(t.reports, 1);
@@ -757,13 +765,11 @@ static void watch_report(void *arg)
 
 static void test_run_ticking_watch_fd(void **state)
 {
-	const struct probe_rt_opts opts = {.name = "unit", .log_level = PLOG_ERROR};
 	struct watch_count w = {0};
 	unsigned int period_s = 1;
 
 	(void)state;
-	w.rt = probe_rt__new(&opts);
-	assert_non_null(w.rt);
+	w.rt = quiet_rt();
 	assert_int_equal(pipe2(w.fds, O_NONBLOCK | O_CLOEXEC), 0);
 	assert_int_equal(write(w.fds[1], "x", 1), 1);
 	probe_rt__watch_fd(w.rt, w.fds[0]);

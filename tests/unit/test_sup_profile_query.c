@@ -75,21 +75,28 @@ static int teardown(void **state)
 	return 0;
 }
 
-static cJSON *query(const char *app, int event, int64_t from, int64_t until, unsigned int max_nodes)
+/* The reply to r, parsed; it says SUCCESS. */
+static cJSON *query_req(const struct pq_request *r)
 {
-	struct pq_request r = {.event = event, .time_start = from, .time_end = until, .max_nodes = max_nodes};
 	char *json = NULL;
 	size_t len = 0;
 	cJSON *o;
 
-	snprintf(r.app, sizeof(r.app), "%s", app);
-	assert_int_equal(profile_query__run(g_dir, &r, &json, &len), 0);
+	assert_int_equal(profile_query__run(g_dir, r, &json, &len), 0);
 	assert_int_equal(strlen(json), len);
 	o = cJSON_Parse(json);
 	free(json);
 	assert_non_null(o);
 	assert_string_equal(cJSON_GetStringValue(cJSON_GetObjectItem(o, "OPT_STATUS")), "SUCCESS");
 	return o;
+}
+
+static cJSON *query(const char *app, int event, int64_t from, int64_t until, unsigned int max_nodes)
+{
+	struct pq_request r = {.event = event, .time_start = from, .time_end = until, .max_nodes = max_nodes};
+
+	snprintf(r.app, sizeof(r.app), "%s", app);
+	return query_req(&r);
 }
 
 /* The node named name whose parent has id parent_id (NULL: any). */
@@ -202,15 +209,10 @@ static void test_total_container_layers(void **state)
 {
 	struct pq_request r = {.app = "Total", .event = 0, .time_start = 1000, .time_end = 1009, .ident = fake_ident};
 	const cJSON *root, *pod, *con, *p_app;
-	char *json = NULL;
-	size_t len = 0;
 	cJSON *o;
 
 	(void)state;
-	assert_int_equal(profile_query__run(g_dir, &r, &json, &len), 0);
-	o = cJSON_Parse(json);
-	free(json);
-	assert_non_null(o);
+	o = query_req(&r);
 	check_tree(o);
 	root = node(o, "Total", "-1");
 	pod = node(o, "[Pod]web-0", id(root));
@@ -230,10 +232,7 @@ static void test_total_container_layers(void **state)
 		"301\t301\tbad\tbad\t[Nope]x;;[Con]\tmain\t1\n");
 	r.time_start = 9000;
 	r.time_end = 9009;
-	assert_int_equal(profile_query__run(g_dir, &r, &json, &len), 0);
-	o = cJSON_Parse(json);
-	free(json);
-	assert_non_null(o);
+	o = query_req(&r);
 	check_tree(o);
 	root = node(o, "Total", "-1");
 	pod = node(o, "[Pod]0123abcd-4567-89ab-cdef-0123456789ab", id(root));

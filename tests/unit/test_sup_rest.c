@@ -184,6 +184,8 @@ static void test_table(void **state)
 		{"jvm", "jvmprobe"},
 		{"hw", "hwprobe"},
 		{"virt", "virtualized_infos"},
+		{"autotrace", "autotrace"},
+		{"tprofiling", "tprofiling"},
 	};
 	const char *more[] = {"ksli", "postgre_sli", "opengauss_sli", "nginx", "haproxy", "lvs", "kafka", "dnsmasq"};
 
@@ -197,7 +199,7 @@ static void test_table(void **state)
 	}
 	for (size_t i = 0; i < sizeof(more) / sizeof(more[0]); i++)
 		assert_non_null(gg_probe_defs__find(more[i]));
-	assert_int_equal(gg_probe_defs__count(), 20);
+	assert_int_equal(gg_probe_defs__count(), 21); /* the probes above, the more[] list and the rest of the table */
 	assert_null(gg_probe_defs__find("nope"));
 	/* per-probe variants: baseinfo's period follows system_infos (-t 1..600, default 5) */
 	assert_int_equal(gg_param_spec__find(gg_probe_defs__find("baseinfo"), "report_period")->min, 1);
@@ -485,6 +487,16 @@ static void test_paths(void **state)
 
 /* ---- snooper resolution on a fake /proc ----------------------------------------------------------------- */
 
+/* The snoopers of a REST body's "snoopers" object, given as JSON text (NULL: none). */
+static void snoopers_of(const char *json, struct gg_snoopers *ret)
+{
+	cJSON *j = json ? cJSON_Parse(json) : NULL;
+
+	assert_true(!json || j);
+	gg_snoopers__from_json(j, ret);
+	cJSON_Delete(j);
+}
+
 static void fake_proc(const char *root, int pid, const char *comm, const char *cmdline, size_t cmdlen, const char *cg)
 {
 	char d[PATH_MAX + 32], f[PATH_MAX + 64];
@@ -550,16 +562,10 @@ static void test_resolve(void **state)
 	snprintf(p, sizeof(p), "%s/self", proc);
 	mkdirs(p); /* not a pid: skipped */
 
-	j = cJSON_Parse("{\"proc_id\":[400,999],\"proc_name\":[{\"comm\":\"nginx\",\"cmdline\":\"daemon off\"}]}");
-	gg_snoopers__from_json(j, &a);
-	cJSON_Delete(j);
-	j = cJSON_Parse("{\"container_id\":[\"0123456789AB\"]}");
-	gg_snoopers__from_json(j, &b);
-	cJSON_Delete(j);
-	j = cJSON_Parse(
-		"{\"pod_id\":[\"pod1a2b3c4d_0000_1111_2222_333344445555\"],\"container_id\":[\"0123456789a\"]}");
-	gg_snoopers__from_json(j, &c);
-	cJSON_Delete(j);
+	snoopers_of("{\"proc_id\":[400,999],\"proc_name\":[{\"comm\":\"nginx\",\"cmdline\":\"daemon off\"}]}", &a);
+	snoopers_of("{\"container_id\":[\"0123456789AB\"]}", &b);
+	snoopers_of("{\"pod_id\":[\"pod1a2b3c4d_0000_1111_2222_333344445555\"],\"container_id\":[\"0123456789a\"]}",
+		    &c);
 	gg_snoopers__from_json(NULL, &d);
 	for (int i = 0; i < 4; i++)
 		gg_scope__init(&sc[i]);
@@ -619,9 +625,7 @@ static void test_resolve(void **state)
 		static struct gg_scope se;
 		struct gg_scan_opts eo = o;
 
-		j = cJSON_Parse("{\"container_name\":[\"web\"]}");
-		gg_snoopers__from_json(j, &e);
-		cJSON_Delete(j);
+		snoopers_of("{\"container_name\":[\"web\"]}", &e);
 		assert_false(gg_snoopers__empty(&e));
 		eo.container_name = fake_cname;
 		eo.ctx = &fake_cname_calls;
@@ -647,23 +651,14 @@ static void test_resolve(void **state)
 		static struct gg_scope sb[3];
 		struct gg_scan_opts bo = o;
 
-		j = cJSON_Parse("{\"proc_name\":[{\"comm\":\"^ngi\"}],\"proc_id\":[400]}");
-		gg_snoopers__from_json(j, &w1);
-		cJSON_Delete(j);
-		j = cJSON_Parse("{\"proc_id\":[101,400]}");
-		gg_snoopers__from_json(j, &b1);
-		cJSON_Delete(j);
-		j = cJSON_Parse(
-			"{\"container_id\":[\"0123456789ab\"],\"pod_id\":[\"1a2b3c4d-0000-1111-2222-333344445555\"]}");
-		gg_snoopers__from_json(j, &w2);
-		cJSON_Delete(j);
-		j = cJSON_Parse("{\"proc_name\":[{\"comm\":\"^java$\"}]}");
-		gg_snoopers__from_json(j, &b2);
-		cJSON_Delete(j);
+		snoopers_of("{\"proc_name\":[{\"comm\":\"^ngi\"}],\"proc_id\":[400]}", &w1);
+		snoopers_of("{\"proc_id\":[101,400]}", &b1);
+		snoopers_of(
+			"{\"container_id\":[\"0123456789ab\"],\"pod_id\":[\"1a2b3c4d-0000-1111-2222-333344445555\"]}",
+			&w2);
+		snoopers_of("{\"proc_name\":[{\"comm\":\"^java$\"}]}", &b2);
 		gg_snoopers__from_json(NULL, &w3);
-		j = cJSON_Parse("{\"proc_name\":[{\"comm\":\"^(nginx|bash)$\"}]}");
-		gg_snoopers__from_json(j, &b3);
-		cJSON_Delete(j);
+		snoopers_of("{\"proc_name\":[{\"comm\":\"^(nginx|bash)$\"}]}", &b3);
 		bo.exclude = bs;
 		for (int i = 0; i < 3; i++)
 			gg_scope__init(&sb[i]);
@@ -707,7 +702,8 @@ static void test_comm_patterns(void **state)
 		"((a{,16}){,16}){,16}", /* nested: 4096 copies once compiled, the fuzzer's way to 2 GB */
 		"c++",			/* stacked quantifiers: each '+' copies what it follows */
 		"json=c++++++++++++++++++++++++++++++++++++++a", /* the fuzzer's way to 3 GB */
-		"a*{2}", "a{2}+",
+		"a*{2}",
+		"a{2}+",
 		"a+b+c+d+e+f+g+h+i+j+k+l+m+", /* 2^13 copies */
 		"(a{16}b+)+{,16}",
 	};

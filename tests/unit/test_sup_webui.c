@@ -90,6 +90,29 @@ static cJSON *get(struct fixture *f, const char *method, const char *path, const
 	return o;
 }
 
+/* A request whose answer only its status matters for. */
+static void expect_status(struct fixture *f, const char *method, const char *path, const char *arg1, const char *val1,
+			  const char *arg2, const char *val2, int status)
+{
+	struct gg_http_response r;
+	cJSON *o = get(f, method, path, arg1, val1, arg2, val2, &r);
+
+	assert_int_equal(r.status, status);
+	cJSON_Delete(o);
+	free(r.body);
+}
+
+/* path answers {"enabled": false} (its part of the export is off). */
+static void expect_disabled(struct fixture *f, const char *path)
+{
+	struct gg_http_response r;
+	cJSON *o = get(f, "GET", path, NULL, NULL, NULL, NULL, &r);
+
+	assert_true(cJSON_IsFalse(cJSON_GetObjectItem(o, "enabled")));
+	cJSON_Delete(o);
+	free(r.body);
+}
+
 static const char *header(const struct gg_http_response *r, const char *name)
 {
 	for (const char *const *h = r->headers; h && h[0]; h += 2) {
@@ -141,20 +164,11 @@ static void test_assets_and_methods(void **state)
 	assert_string_equal(header(&r, "Cache-Control"), "no-store");
 	cJSON_Delete(o);
 	free(r.body);
-	o = get(f, "GET", "/ui/../../etc/passwd", NULL, NULL, NULL, NULL, &r);
-	assert_int_equal(r.status, 404);
-	cJSON_Delete(o);
-	free(r.body);
+	expect_status(f, "GET", "/ui/../../etc/passwd", NULL, NULL, NULL, NULL, 404);
 	for (const char *const *m = (const char *const[]){"PUT", "POST", "DELETE", NULL}; *m; m++) {
-		o = get(f, *m, "/ui/api/status", NULL, NULL, NULL, NULL, &r);
-		assert_int_equal(r.status, 405);
-		cJSON_Delete(o);
-		free(r.body);
+		expect_status(f, *m, "/ui/api/status", NULL, NULL, NULL, NULL, 405);
 	}
-	o = get(f, "GET", "/ui/api/nope", NULL, NULL, NULL, NULL, &r);
-	assert_int_equal(r.status, 404);
-	cJSON_Delete(o);
-	free(r.body);
+	expect_status(f, "GET", "/ui/api/nope", NULL, NULL, NULL, NULL, 404);
 	fixture_free(f);
 }
 
@@ -217,26 +231,14 @@ static void test_imdb_rows(void **state)
 	cJSON_Delete(o);
 	free(r.body);
 
-	o = get(f, "GET", "/ui/api/imdb/rows", "table", "t2", NULL, NULL, &r);
-	assert_int_equal(r.status, 404);
-	cJSON_Delete(o);
-	free(r.body);
-	o = get(f, "GET", "/ui/api/imdb/rows", NULL, NULL, NULL, NULL, &r);
-	assert_int_equal(r.status, 404);
-	cJSON_Delete(o);
-	free(r.body);
+	expect_status(f, "GET", "/ui/api/imdb/rows", "table", "t2", NULL, NULL, 404);
+	expect_status(f, "GET", "/ui/api/imdb/rows", NULL, NULL, NULL, NULL, 404);
 
 	/* imdb off */
 	imdb__free(f->exp.db);
 	f->exp.db = NULL;
-	o = get(f, "GET", "/ui/api/imdb", NULL, NULL, NULL, NULL, &r);
-	assert_true(cJSON_IsFalse(cJSON_GetObjectItem(o, "enabled")));
-	cJSON_Delete(o);
-	free(r.body);
-	o = get(f, "GET", "/ui/api/imdb/rows", "table", "t1", NULL, NULL, &r);
-	assert_int_equal(r.status, 404);
-	cJSON_Delete(o);
-	free(r.body);
+	expect_disabled(f, "/ui/api/imdb");
+	expect_status(f, "GET", "/ui/api/imdb/rows", "table", "t1", NULL, NULL, 404);
 	fixture_free(f);
 }
 
@@ -302,10 +304,7 @@ static void test_recent_events(void **state)
 	/* events off */
 	gg_recent__free(f->exp.recent);
 	f->exp.recent = NULL;
-	o = get(f, "GET", "/ui/api/events", NULL, NULL, NULL, NULL, &r);
-	assert_true(cJSON_IsFalse(cJSON_GetObjectItem(o, "enabled")));
-	cJSON_Delete(o);
-	free(r.body);
+	expect_disabled(f, "/ui/api/events");
 	fixture_free(f);
 }
 

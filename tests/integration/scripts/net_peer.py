@@ -10,6 +10,16 @@ import time
 CHUNK = 65536
 
 
+def drain(c):
+    """Read c to its end: how many bytes came."""
+    n = 0
+    while True:
+        b = c.recv(CHUNK)
+        if not b:
+            return n
+        n += len(b)
+
+
 def serve(port, reply, count, host="0.0.0.0"):
     """Accept `count` connections one after the other; read each to EOF, then send `reply` bytes."""
     ls = socket.socket()
@@ -20,12 +30,7 @@ def serve(port, reply, count, host="0.0.0.0"):
     got = []
     for _ in range(count):
         c, _ = ls.accept()
-        n = 0
-        while True:
-            b = c.recv(CHUNK)
-            if not b:
-                break
-            n += len(b)
+        n = drain(c)
         if reply:
             c.sendall(b"r" * reply)
         c.close()
@@ -41,12 +46,7 @@ def client(host, port, size, expect):
     while left:
         left -= c.send(buf[:min(left, CHUNK)])
     c.shutdown(socket.SHUT_WR)
-    n = 0
-    while True:
-        b = c.recv(CHUNK)
-        if not b:
-            break
-        n += len(b)
+    n = drain(c)
     c.close()
     if n != expect:
         sys.exit("expected %d bytes back, got %d" % (expect, n))
