@@ -254,7 +254,7 @@ FUZZ_CFLAGS := -g -O1 -fsanitize=fuzzer,address,undefined -std=gnu11 -D_GNU_SOUR
 $(BUILD)/fuzz/%: tests/fuzz/%.c $(SCHEMA_SRCS) $(IPC_SRCS)
 	$(say) FUZZ $@
 	$(Q)mkdir -p $(@D)
-	$(Q)$(CLANG) $(FUZZ_CFLAGS) $(filter %.c,$^) -lconfig -lnng -lcjson -o $@
+	$(Q)$(CLANG) $(FUZZ_CFLAGS) $(filter %.c,$^) -lconfig -lnng -lcjson $(FUZZ_LIBS) -o $@
 # the REST body parser and validator live in the supervisor; the probe table comes from the contracts
 $(BUILD)/fuzz/fuzz_rest_body: supervisor/rest/validate.c supervisor/rest/validate.h supervisor/rest/probe_table.c \
 	$(wildcard probes/*/contract.c) $(BUILD)/gen/contracts.c
@@ -287,6 +287,13 @@ $(BUILD)/obj/tests/unit/test_virt_parse.o: CFLAGS += -Iprobes/virtualized_infos
 # kdiag's bounded flow table (probes/kdiag/kd_table.c) alone
 $(BUILD)/tests/test_kd_table: $(BUILD)/obj/probes/kdiag/kd_table.o
 $(BUILD)/obj/tests/unit/test_kd_table.o: CFLAGS += -Iprobes/kdiag
+
+# stackprobe's .eh_frame parser (probes/stackprobe/ehframe.c) alone
+$(BUILD)/fuzz/fuzz_sp_ehframe: probes/stackprobe/ehframe.c probes/stackprobe/ehframe.h bpf/stackprobe_unwind.h
+$(BUILD)/fuzz/fuzz_sp_ehframe: FUZZ_CFLAGS += -Iprobes/stackprobe
+$(BUILD)/fuzz/fuzz_sp_ehframe: FUZZ_LIBS += -lelf
+$(BUILD)/tests/test_sp_ehframe: $(BUILD)/obj/probes/stackprobe/ehframe.o
+$(BUILD)/obj/tests/unit/test_sp_ehframe.o: CFLAGS += -Iprobes/stackprobe
 
 fuzz: $(FUZZ_BINS)
 

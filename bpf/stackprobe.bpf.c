@@ -65,6 +65,8 @@ static __always_inline void stat_inc(__u32 idx)
 	stat_add(idx, 1);
 }
 
+#include "stackprobe_unwind.bpf.h"
+
 static __always_inline void fill_comms(struct sp_key *key)
 {
 	struct task_struct *task = (struct task_struct *)bpf_get_current_task();
@@ -120,13 +122,16 @@ static __always_inline void record_current(void *ctx, __u32 event, __u64 n, __u6
 	if (event == SP_EV_ONCPU)
 		key.pystack = py_stack_id(key.tgid);
 	fill_comms(&key);
+	/* the user stack: .eh_frame tables when the process has them, else the kernel's frame pointers */
 	if (gen & 1) {
 		key.kstack = ret_ip ? -EFAULT_ : stack_id(ctx, &stacks1, 0);
-		key.ustack = stack_id(ctx, &stacks1, BPF_F_USER_STACK);
+		if (uw_user_stack(&key, 1))
+			key.ustack = stack_id(ctx, &stacks1, BPF_F_USER_STACK);
 		count_add(&counts1, &key, n);
 	} else {
 		key.kstack = ret_ip ? -EFAULT_ : stack_id(ctx, &stacks0, 0);
-		key.ustack = stack_id(ctx, &stacks0, BPF_F_USER_STACK);
+		if (uw_user_stack(&key, 0))
+			key.ustack = stack_id(ctx, &stacks0, BPF_F_USER_STACK);
 		count_add(&counts0, &key, n);
 	}
 }
@@ -283,14 +288,32 @@ static __always_inline void offcpu_out(void *ctx, struct task_struct *prev, __u6
 		s->kn = SP_MAX_DEPTH;
 	s->un = 0;
 	if (BPF_CORE_READ(prev, mm)) {
-		__u32 kn = s->kn;
+		__u64 kn = s->kn, un;
+		struct uw_scratch *sc;
+		__u32 zero = 0;
 
 		if (kn > SP_MAX_DEPTH)
 			kn = SP_MAX_DEPTH;
-		n = bpf_get_stack(ctx, &s->ips[kn], SP_MAX_DEPTH * sizeof(__u64), BPF_F_USER_STACK);
-		s->un = n > 0 ? (__u32)(n / sizeof(__u64)) : 0;
-		if (s->un > SP_MAX_DEPTH)
-			s->un = SP_MAX_DEPTH;
+		/* the .eh_frame tables when the process has them (the copy from the walk's scratch), else the
+		 * kernel's frame-pointer walk */
+		n = uw_walk(tgid);
+		sc = n > 0 ? bpf_map_lookup_elem(&uw_scratch, &zero) : NULL;
+		if (sc) {
+			un = (__u64)n;
+			barrier_var(un);
+			if (un > SP_MAX_DEPTH)
+				un = SP_MAX_DEPTH;
+			barrier_var(kn);
+			if (kn > SP_MAX_DEPTH)
+				kn = SP_MAX_DEPTH;
+			if (un && bpf_probe_read_kernel(&s->ips[kn], un * sizeof(__u64), sc->ips) == 0)
+				s->un = (__u32)un;
+		} else {
+			n = bpf_get_stack(ctx, &s->ips[kn], SP_MAX_DEPTH * sizeof(__u64), BPF_F_USER_STACK);
+			s->un = n > 0 ? (__u32)(n / sizeof(__u64)) : 0;
+			if (s->un > SP_MAX_DEPTH)
+				s->un = SP_MAX_DEPTH;
+		}
 	}
 	s->start_ns = now;
 	stat_inc(SP_ST_OFFCPU_SWITCHES);

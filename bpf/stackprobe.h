@@ -47,6 +47,10 @@ struct sp_key {
 	 * frame yet, so a frame-pointer walk from there skips its immediate caller; user space inserts
 	 * this address as the second user frame. 0 otherwise. */
 	__u64 ret_ip;
+	/* 0: ustack is an id in the stack map. Else the user stack was unwound in BPF with the .eh_frame
+	 * tables (stackprobe_unwind.bpf.h) and is in ustacks<gen> under ((u64)uw << 32 | (u32)ustack). */
+	__u32 uw;
+	__u32 uw_pad;
 	char comm[SP_COMM_LEN];	 /* thread */
 	char pcomm[SP_COMM_LEN]; /* process (group leader) */
 };
@@ -95,6 +99,10 @@ enum sp_stat {
 	SP_ST_LIVE_ALLOCS,	 /* allocations recorded as live (mem_live) */
 	SP_ST_LIVE_FREES,	 /* frees of recorded allocations (mem_live) */
 	SP_ST_LIVE_LOST,	 /* allocations not recorded: a mem_live map full or the stack lost */
+	SP_ST_UW_STACKS,	 /* user stacks unwound with the .eh_frame tables */
+	SP_ST_UW_FP_FRAMES,	 /* frames of those found by frame pointers (no table row for the pc) */
+	SP_ST_UW_NO_TABLES,	 /* user stacks of processes without tables yet: frame pointers only */
+	SP_ST_UW_LOST,		 /* unwound stacks lost: ustacks map full */
 	SP_ST_NR,
 };
 

@@ -16,8 +16,11 @@
 #include "stackprobe.h"
 #include "stackprobe.meta.h"
 
-#define PROG		"stackprobe"
-#define DRAIN_MS	1000u
+#define PROG	 "stackprobe"
+#define DRAIN_MS 1000u
+/* Between drains, the .eh_frame tables the BPF side asks for are built this often (until then a new
+ * process's or library's frames are walked by frame pointers). */
+#define UNWIND_TICK_MS	200u
 #define COMM_RESCAN_MS	2000u
 #define FILES_KEPT	720u /* per event directory and kind of file */
 #define STORE_MAX_BYTES (256ull << 20)
@@ -415,6 +418,15 @@ static void report(struct sp_ctx *ctx)
 	probe_rec__u64(&rec, ss.ua.skipped);
 	probe_rec__u64(&rec, ss.st[SP_ST_ONCPU_MISSED]);
 	probe_rec__u64(&rec, ss.st[SP_ST_LIVE_LOST]);
+	probe_rec__u64(&rec, ss.st[SP_ST_UW_STACKS]);
+	probe_rec__u64(&rec, ss.st[SP_ST_UW_FP_FRAMES]);
+	probe_rec__u64(&rec, ss.st[SP_ST_UW_NO_TABLES]);
+	probe_rec__u64(&rec, ss.st[SP_ST_UW_LOST]);
+	probe_rec__u64(&rec, ss.uw.procs);
+	probe_rec__u64(&rec, ss.uw.files);
+	probe_rec__u64(&rec, ss.uw.rows);
+	probe_rec__u64(&rec, ss.uw.overflow);
+	probe_rec__u64(&rec, ss.uw.errors);
 	(void)probe_rt__emit(ctx->rt, &rec);
 	(void)probe_rt__flush(ctx->rt);
 }
@@ -454,7 +466,8 @@ static void apply(struct sp_ctx *ctx)
 		events |= 1u << SP_EV_MEM_ALLOC;
 	if (ctx->cur.mem_live && (events & (1u << SP_EV_MEM)))
 		events |= 1u << SP_EV_MEM_LIVE;
-	err = sp_sampler__apply(ctx->sampler, events, ctx->cur.perf_period_ms, ctx->cur.min_block_us);
+	err = sp_sampler__apply(ctx->sampler, events, ctx->cur.perf_period_ms, ctx->cur.min_block_us,
+				ctx->cur.dwarf_unwind);
 	if (err)
 		probe_log(PLOG_WARN, "some sub-probes could not be attached: %s", strerror(-err));
 }
@@ -532,13 +545,20 @@ static void apply_pending(void *arg)
 		apply(ctx);
 }
 
-/* Every DRAIN_MS: the samples into the profiles; each output when its period is over. */
+/* Every DRAIN_MS: the samples into the profiles; each output when its period is over. In between, every
+ * UNWIND_TICK_MS, the unwind tables asked for. */
 static unsigned int drain_tick(void *arg)
 {
 	struct sp_ctx *ctx = arg;
 	uint64_t now = probe_now_mono_ms(), wall;
 	int do_store, do_svg, do_pyro, err;
 
+	if (now - ctx->t_drain + UNWIND_TICK_MS / 2 < DRAIN_MS) {
+		uint64_t left = DRAIN_MS - (now - ctx->t_drain);
+
+		sp_sampler__unwind_tick(ctx->sampler, now);
+		return left < UNWIND_TICK_MS ? (unsigned int)left : UNWIND_TICK_MS;
+	}
 	ctx->t_drain = now;
 	if (ctx->ncomms && now - ctx->t_comm >= COMM_RESCAN_MS) {
 		rescan_comms(ctx);
@@ -573,7 +593,7 @@ static unsigned int drain_tick(void *arg)
 		report(ctx);
 		ctx->t_report = next_at(ctx->t_report, ctx->cur.report_period_s, now);
 	}
-	return DRAIN_MS;
+	return UNWIND_TICK_MS;
 }
 
 /* What was collected since the last period is not thrown away. */

@@ -89,7 +89,8 @@ struct sp_sampler {
 	uint64_t py_synced_ms;
 	char pynames[SP_PY_DEPTH][SP_PY_NAME_MAX];
 	unsigned char pyentry[SP_PY_DEPTH];
-	unsigned int alloc_on; /* SP_UALLOC_* */
+	unsigned int alloc_on;	  /* SP_UALLOC_* */
+	struct sp_unwind *unwind; /* .eh_frame tables for the BPF unwinder */
 	uint64_t alloc_synced_ms;
 	struct gg_scope scope; /* the applied scope (the allocator uprobes follow it) */
 	struct ring_buffer *rb;
@@ -119,15 +120,15 @@ static int size_maps(struct sp_sampler *s)
 	unsigned int stacks = pow2_within((unsigned long)s->ncpus * SP_STACK_PER_CPU, SP_STACK_MIN, SP_STACK_ENTRIES);
 	unsigned int counts = pow2_within((unsigned long)s->ncpus * SP_COUNT_PER_CPU, SP_COUNT_MIN, SP_COUNT_ENTRIES);
 	unsigned int rb = pow2_within((unsigned long)s->ncpus * SP_RB_PER_CPU, SP_RB_MIN, SP_OFFCPU_RB_BYTES);
-	struct bpf_map *const smaps[] = {s->skel->maps.stacks0, s->skel->maps.stacks1};
+	struct bpf_map *const smaps[] = {s->skel->maps.stacks0, s->skel->maps.stacks1, s->skel->maps.ustacks0,
+					 s->skel->maps.ustacks1};
 	struct bpf_map *const cmaps[] = {s->skel->maps.counts0, s->skel->maps.counts1};
 	int err = 0;
 
-	for (int i = 0; i < 2 && !err; i++) {
+	for (int i = 0; i < 4 && !err; i++)
 		err = bpf_map__set_max_entries(smaps[i], stacks);
-		if (!err)
-			err = bpf_map__set_max_entries(cmaps[i], counts);
-	}
+	for (int i = 0; i < 2 && !err; i++)
+		err = bpf_map__set_max_entries(cmaps[i], counts);
 	if (!err)
 		err = bpf_map__set_max_entries(s->skel->maps.offcpu_rb, rb);
 	s->count_entries = counts;
@@ -426,6 +427,12 @@ struct sp_sampler *sp_sampler__new(void)
 		err = -errno;
 		goto err_out;
 	}
+	s->unwind = sp_unwind__new(bpf_map__fd(s->skel->maps.uw_rows), bpf_map__fd(s->skel->maps.uw_procs),
+				   bpf_map__fd(s->skel->maps.uw_want));
+	if (!s->unwind) {
+		err = -errno;
+		goto err_out;
+	}
 	gg_scope__init(&s->scope);
 	s->rb = ring_buffer__new(bpf_map__fd(s->skel->maps.offcpu_rb), on_offcpu, s, NULL);
 	if (!s->rb) {
@@ -449,16 +456,20 @@ void sp_sampler__free(struct sp_sampler *s)
 	sp_ualloc__free(s->ualloc);
 	sp_live__free(s->live);
 	sp_py__free(s->py);
+	sp_unwind__free(s->unwind);
 	ring_buffer__free(s->rb);
 	stackprobe__destroy(s->skel);
 	free(s->keys);
 	free(s);
 }
 
-int sp_sampler__apply(struct sp_sampler *s, unsigned int events, unsigned int perf_period_ms, unsigned int min_block_us)
+int sp_sampler__apply(struct sp_sampler *s, unsigned int events, unsigned int perf_period_ms, unsigned int min_block_us,
+		      int dwarf_unwind)
 {
 	unsigned int mode;
 	int err = 0, e;
+
+	s->skel->bss->uw_off = !dwarf_unwind;
 
 	s->skel->data->min_block_ns = (uint64_t)min_block_us * 1000u;
 	if (!(events & (1u << SP_EV_ONCPU)) || (s->perf_period_ms && s->perf_period_ms != perf_period_ms))
@@ -520,11 +531,19 @@ int sp_sampler__set_scope(struct sp_sampler *s, const struct gg_scope *scope)
 		sp_py__sync(s->py, &s->scope);
 		s->py_synced_ms = probe_now_mono_ms();
 	}
+	if (!scope->all && !s->skel->bss->uw_off)
+		sp_unwind__prepare(s->unwind, scope->tgid, scope->ntgid, probe_now_mono_ms());
 	if (s->alloc_on) {
 		(void)sp_ualloc__sync(s->ualloc, &s->scope, s->alloc_on);
 		s->alloc_synced_ms = probe_now_mono_ms();
 	}
 	return 0;
+}
+
+void sp_sampler__unwind_tick(struct sp_sampler *s, uint64_t now_ms)
+{
+	if (!s->skel->bss->uw_off)
+		sp_unwind__tick(s->unwind, now_ms);
 }
 
 void sp_sampler__tick(struct sp_sampler *s, uint64_t now_ms)
@@ -533,26 +552,48 @@ void sp_sampler__tick(struct sp_sampler *s, uint64_t now_ms)
 		sp_py__sync(s->py, &s->scope);
 		s->py_synced_ms = now_ms;
 	}
+	sp_sampler__unwind_tick(s, now_ms);
 	if (!s->alloc_on || now_ms - s->alloc_synced_ms < UALLOC_SYNC_MS)
 		return;
 	(void)sp_ualloc__sync(s->ualloc, &s->scope, s->alloc_on);
 	s->alloc_synced_ms = now_ms;
 }
 
-/* Read one stack from a stack map: frames innermost first, 0-terminated when shorter. */
-static unsigned int read_stack(int fd, int id, uint64_t *ips)
+/* Read one stack from a stack map (uw 0) or an unwound one from ustacks: frames innermost first,
+ * 0-terminated when shorter. */
+static unsigned int read_stack(int fd, int ufd, int id, uint32_t uw, uint64_t *ips)
 {
 	unsigned int n = 0;
 	uint32_t key = (uint32_t)id;
+	uint64_t ukey = ((uint64_t)uw << 32) | (uint32_t)id;
 
-	if (id < 0 || bpf_map_lookup_elem(fd, &key, ips))
+	if (id < 0 || (uw ? bpf_map_lookup_elem(ufd, &ukey, ips) : bpf_map_lookup_elem(fd, &key, ips)))
 		return 0;
 	while (n < SP_MAX_DEPTH && ips[n])
 		n++;
 	return n;
 }
 
-static int drain_counts(struct sp_sampler *s, int counts_fd, int stacks_fd)
+/* Empty a stack map (u32 or u64 keys) for the generation after next. */
+static void clear_map(int fd)
+{
+	uint64_t ids[256];
+	unsigned int nids;
+
+	do {
+		void *prev = NULL;
+
+		nids = 0;
+		while (nids < 256 && bpf_map_get_next_key(fd, prev, &ids[nids]) == 0) {
+			prev = &ids[nids];
+			nids++;
+		}
+		for (unsigned int i = 0; i < nids; i++)
+			(void)bpf_map_delete_elem(fd, &ids[i]);
+	} while (nids == 256);
+}
+
+static int drain_counts(struct sp_sampler *s, int counts_fd, int stacks_fd, int ustacks_fd)
 {
 	uint64_t kips[SP_MAX_DEPTH], uips[SP_MAX_DEPTH + 1];
 	struct sp_key key, *prev = NULL;
@@ -600,9 +641,9 @@ static int drain_counts(struct sp_sampler *s, int counts_fd, int stacks_fd)
 		smp.comm = k->comm;
 		smp.pcomm = k->pcomm;
 		smp.kips = kips;
-		smp.kn = read_stack(stacks_fd, k->kstack, kips);
+		smp.kn = read_stack(stacks_fd, -1, k->kstack, 0, kips);
 		smp.uips = uips;
-		smp.un = read_stack(stacks_fd, k->ustack, uips);
+		smp.un = read_stack(stacks_fd, ustacks_fd, k->ustack, k->uw, uips);
 		/* mem_alloc: the allocator's caller, which the frame-pointer walk from its entry misses
 		 * (the kernel adds it itself when the entry is push %rbp or endbr64) */
 		if (k->ret_ip > 1 && smp.un >= 1 && (smp.un == 1 || uips[1] != k->ret_ip)) {
@@ -622,23 +663,9 @@ static int drain_counts(struct sp_sampler *s, int counts_fd, int stacks_fd)
 		if (!err)
 			err = s->cb(s->cb_ctx, &smp);
 	}
-	/* empty the stack map for the generation after next */
-	{
-		uint32_t id, *pid = NULL;
-		uint32_t ids[256];
-		unsigned int nids;
-
-		do {
-			nids = 0;
-			pid = NULL;
-			while (nids < 256 && bpf_map_get_next_key(stacks_fd, pid, &id) == 0) {
-				ids[nids++] = id;
-				pid = &ids[nids - 1];
-			}
-			for (unsigned int i = 0; i < nids; i++)
-				(void)bpf_map_delete_elem(stacks_fd, &ids[i]);
-		} while (nids == 256);
-	}
+	/* empty the stack maps for the generation after next */
+	clear_map(stacks_fd);
+	clear_map(ustacks_fd);
 	return err;
 }
 
@@ -686,9 +713,11 @@ int sp_sampler__drain(struct sp_sampler *s, sp_sample_cb cb, void *ctx)
 	__sync_synchronize();
 	(void)nanosleep(&grace, NULL);
 	if (old & 1)
-		err = drain_counts(s, bpf_map__fd(s->skel->maps.counts1), bpf_map__fd(s->skel->maps.stacks1));
+		err = drain_counts(s, bpf_map__fd(s->skel->maps.counts1), bpf_map__fd(s->skel->maps.stacks1),
+				   bpf_map__fd(s->skel->maps.ustacks1));
 	else
-		err = drain_counts(s, bpf_map__fd(s->skel->maps.counts0), bpf_map__fd(s->skel->maps.stacks0));
+		err = drain_counts(s, bpf_map__fd(s->skel->maps.counts0), bpf_map__fd(s->skel->maps.stacks0),
+				   bpf_map__fd(s->skel->maps.ustacks0));
 	/* the ring buffer: what is there now (bounded by its size) */
 	e = ring_buffer__consume(s->rb);
 	if (e < 0 && !err)
@@ -709,6 +738,7 @@ void sp_sampler__stats(struct sp_sampler *s, struct sp_sampler_stats *ret)
 	memset(ret, 0, sizeof(*ret));
 	memcpy(ret->drained, s->drained, sizeof(ret->drained));
 	sp_ualloc__stats(s->ualloc, &ret->ua);
+	sp_unwind__stats(s->unwind, &ret->uw);
 	if (!vals)
 		return;
 	for (uint32_t i = 0; i < SP_ST_NR; i++) {

@@ -32,6 +32,7 @@ struct sp_conf {
 	int native_stack; /* accepted for compatibility (Java); no effect */
 	int mem_alloc;	  /* with the mem sub-probe: allocator uprobes too (events gets SP_EV_MEM_ALLOC) */
 	int mem_live;	  /* with the mem sub-probe: live bytes per stack (events gets SP_EV_MEM_LIVE) */
+	int dwarf_unwind; /* user stacks by the .eh_frame tables (else frame pointers only) */
 	char svg_dir[PATH_MAX];
 	char flame_dir[PATH_MAX];
 	char pyroscope[SP_SERVER_MAX]; /* host:port, "" = off */
@@ -89,6 +90,29 @@ unsigned int sp_py__registered(const struct sp_py *p);
  * frame (the first Python frame of a C-level call into the interpreter). Returns how many. */
 unsigned int sp_py__frames(struct sp_py *p, uint32_t tgid, uint32_t id, char (*names)[SP_PY_NAME_MAX],
 			   unsigned char *entry, unsigned int max);
+/* ---- .eh_frame unwind tables (unwind.c; the rows from ehframe.c) ---------------------------------- */
+
+struct sp_unwind_stats {
+	uint64_t procs;	    /* processes with tables now */
+	uint64_t files;	    /* ELF files with rows loaded now */
+	uint64_t rows;	    /* rows loaded now (of SP_UW_ROWS) */
+	uint64_t overflow;  /* files left without rows since start: too many rows, or the rows table full */
+	uint64_t resets;    /* times the full rows table was emptied and refilled on demand */
+	uint64_t builds;    /* process tables built since start */
+	uint64_t rebuilds;  /* of those, after an exec, dlopen or pid reuse */
+	uint64_t elf_reads; /* ELF files parsed since start */
+	uint64_t errors;    /* unexpected failures: unreadable ELF, BPF map update */
+};
+
+struct sp_unwind;
+/* The BPF side's uw_rows (BPF_F_MMAPABLE array), uw_procs and uw_want maps. NULL + errno. */
+struct sp_unwind *sp_unwind__new(int rows_fd, int procs_fd, int want_fd);
+void sp_unwind__free(struct sp_unwind *u);
+/* Build the tables the BPF side asked for since the last call; forget processes that exited. */
+void sp_unwind__tick(struct sp_unwind *u, uint64_t now_ms);
+/* Build the tables of these processes now (an explicit scope), before their first sample. */
+void sp_unwind__prepare(struct sp_unwind *u, const uint32_t *tgids, size_t n, uint64_t now_ms);
+void sp_unwind__stats(const struct sp_unwind *u, struct sp_unwind_stats *ret);
 
 /* ---- sampling (sampler.c) ------------------------------------------------------------------------- */
 
@@ -115,6 +139,7 @@ struct sp_sampler_stats {
 	uint64_t st[SP_ST_NR];	    /* the kernel's counters (enum sp_stat), summed over CPUs */
 	uint64_t drained[SP_EV_NR]; /* aggregated stacks read */
 	struct sp_ualloc_stats ua;
+	struct sp_unwind_stats uw;
 };
 
 struct sp_sampler;
@@ -122,11 +147,13 @@ struct sp_sampler;
 struct sp_sampler *sp_sampler__new(void);
 void sp_sampler__free(struct sp_sampler *s);
 /* Attach what events asks for, detach the rest; the perf events are re-opened when the period changes. */
-int sp_sampler__apply(struct sp_sampler *s, unsigned int events, unsigned int perf_period_ms,
-		      unsigned int min_block_us);
+int sp_sampler__apply(struct sp_sampler *s, unsigned int events, unsigned int perf_period_ms, unsigned int min_block_us,
+		      int dwarf_unwind);
 int sp_sampler__set_scope(struct sp_sampler *s, const struct gg_scope *scope);
 /* Periodic upkeep (allocator uprobes follow exec and exit of the processes in scope). */
 void sp_sampler__tick(struct sp_sampler *s, uint64_t now_ms);
+/* The unwind tables asked for since the last call (sp_sampler__tick does it too). */
+void sp_sampler__unwind_tick(struct sp_sampler *s, uint64_t now_ms);
 /* Switch generations and hand every stack aggregated in the previous one to cb, plus the off-CPU
  * records waiting in the ring buffer. */
 int sp_sampler__drain(struct sp_sampler *s, sp_sample_cb cb, void *ctx);
