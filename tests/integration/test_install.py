@@ -533,11 +533,12 @@ def _deb_cycle(foreign):
             check(not wrote, "the sandboxed agent wrote into the real %s: %s" % (d, wrote[:10]))
 
         # Every file the agent wrote under its log directory is one it rotates itself (no logrotate);
-        # stackprobe's outputs are bounded by the probe (720 files per directory, store retention).
+        # stackprobe's outputs are bounded by the probe (720 files per directory, store retention), and
+        # tprofiling's too (its event file rotated at 64 MiB with one old copy, the newest 100 timeline files).
         rotated = re.compile(r"^(debug/gala-gopher\.log|debug/probes/[\w-]+\.log|metrics/metrics\.log|"
                              r"event/events\.log|meta/metadata\.log)(\.\d+)?$")
         stray = [f for f in files_under(os.path.join(tmp, "log"))
-                 if not rotated.match(f) and not f.startswith(("stacktrace/", "flamegraph/"))]
+                 if not rotated.match(f) and not f.startswith(("stacktrace/", "flamegraph/", "tprofiling/"))]
         check(not stray, "files under the log directory the agent does not rotate: %s" % stray)
         check(os.path.exists(os.path.join(tmp, "log/debug/gala-gopher.log")), "no supervisor log in LogsDirectory")
     finally:
