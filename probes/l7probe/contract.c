@@ -5,8 +5,7 @@
 #include "l7_conf.h"
 #endif
 
-/* gala-gopher's l7_protocol choices, as the REST API took them before l7probe was built here; rocketmq
- * has no parser: accepted and ignored. */
+/* gala-gopher's l7_protocol choices, as the REST API took them before l7probe was built here. */
 static const char *const l7_protocols[] = {"http",  "pgsql",	"mysql", "redis", "kafka",
 					   "mongo", "rocketmq", "dns",	 NULL};
 
@@ -21,7 +20,7 @@ static const struct gg_param_spec params[] = {
 	GG_PARAM_REPORT_PERIOD(GG_STORE(struct l7_conf, period_s)),
 	GG_PARAMS_SEED_COMMON(GG_NOSTORE),
 	{.name = "l7_protocol", .type = GG_PT_ENUM_LIST, .def_str = "http", .choices = l7_protocols, .flag = "-p",
-	 .help = "protocols parsed (rocketmq: accepted, no parser, ignored)",
+	 .help = "protocols parsed",
 	 GG_STORE(struct l7_conf, protos_str)},
 	GG_PARAM_BOOL("support_ssl", "-s", "follow SSL_read/SSL_write of OpenSSL", GG_STORE(struct l7_conf, ssl)),
 	GG_PARAM_BOOL("cluster_ip_backend", NULL, NULL, GG_NOSTORE),
@@ -41,7 +40,8 @@ static const struct gg_param_spec params[] = {
 };
 /* clang-format on */
 
-GG_CONTRACT(l7probe, "l7", GG_SNOOP_ALL,
-	    "application requests (HTTP/1.x, HTTP/2 and gRPC, PostgreSQL, MySQL, Redis, Kafka, MongoDB, DNS; TLS "
-	    "through OpenSSL): bytes, requests, latency, errors, per api; l7_rpc_trace: OpenTelemetry spans on the "
-	    "event channel");
+GG_CONTRACT(
+	l7probe, "l7", GG_SNOOP_ALL,
+	"application requests (HTTP/1.x, HTTP/2 and gRPC, PostgreSQL, MySQL, Redis, Kafka, MongoDB, RocketMQ, DNS; TLS "
+	"through OpenSSL): bytes, requests, latency, errors, per api; l7_rpc_trace: OpenTelemetry spans on the "
+	"event channel");

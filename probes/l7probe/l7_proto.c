@@ -8,15 +8,16 @@
 #include "l7_proto_impl.h"
 
 static const char *const l7_names[L7_PROTO__COUNT] = {
-	[L7_PROTO_UNKNOWN] = "unknown", [L7_PROTO_HTTP] = "http",   [L7_PROTO_PGSQL] = "pgsql",
-	[L7_PROTO_MYSQL] = "mysql",	[L7_PROTO_REDIS] = "redis", [L7_PROTO_DNS] = "dns",
-	[L7_PROTO_KAFKA] = "kafka",	[L7_PROTO_MONGO] = "mongo", [L7_PROTO_HTTP2] = "http2",
+	[L7_PROTO_UNKNOWN] = "unknown",	  [L7_PROTO_HTTP] = "http",   [L7_PROTO_PGSQL] = "pgsql",
+	[L7_PROTO_MYSQL] = "mysql",	  [L7_PROTO_REDIS] = "redis", [L7_PROTO_DNS] = "dns",
+	[L7_PROTO_KAFKA] = "kafka",	  [L7_PROTO_MONGO] = "mongo", [L7_PROTO_HTTP2] = "http2",
+	[L7_PROTO_ROCKETMQ] = "rocketmq",
 };
 
 static const struct l7_proto_ops *const l7_ops[L7_PROTO__COUNT] = {
 	[L7_PROTO_HTTP] = &l7_http_ops,	  [L7_PROTO_PGSQL] = &l7_pgsql_ops, [L7_PROTO_MYSQL] = &l7_mysql_ops,
 	[L7_PROTO_REDIS] = &l7_redis_ops, [L7_PROTO_DNS] = &l7_dns_ops,	    [L7_PROTO_KAFKA] = &l7_kafka_ops,
-	[L7_PROTO_MONGO] = &l7_mongo_ops, [L7_PROTO_HTTP2] = &l7_http2_ops,
+	[L7_PROTO_MONGO] = &l7_mongo_ops, [L7_PROTO_HTTP2] = &l7_http2_ops, [L7_PROTO_ROCKETMQ] = &l7_rocketmq_ops,
 };
 
 const char *l7_proto__name(enum l7_proto proto)
@@ -73,6 +74,10 @@ enum l7_proto l7_infer(const uint8_t *buf, size_t len, enum l7_transport transpo
 	if ((enabled_mask & (1u << L7_PROTO_MONGO)) && l7__mongo_infer(buf, len, &flow)) {
 		*ret_flow = flow;
 		return L7_PROTO_MONGO;
+	}
+	if ((enabled_mask & (1u << L7_PROTO_ROCKETMQ)) && l7__rocketmq_infer(buf, len, &flow)) {
+		*ret_flow = flow;
+		return L7_PROTO_ROCKETMQ;
 	}
 	if ((enabled_mask & (1u << L7_PROTO_KAFKA)) && l7__kafka_infer(buf, len, &flow)) {
 		*ret_flow = flow;

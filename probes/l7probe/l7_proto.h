@@ -7,7 +7,8 @@
 #include <stdint.h>
 
 /* Protocols, also the bit positions of a mask of enabled ones (1u << proto). Names as in the REST
- * parameter l7_protocol: "http", "pgsql", "mysql", "redis", "dns", "kafka", "mongo"; "http2" is enabled
+ * parameter l7_protocol: "http", "pgsql", "mysql", "redis", "dns", "kafka", "mongo",
+ * "rocketmq"; "http2" is enabled
  * with "http" (gala-gopher's l7_protocol has no name of its own for it). */
 enum l7_proto {
 	L7_PROTO_UNKNOWN = 0,
@@ -19,6 +20,7 @@ enum l7_proto {
 	L7_PROTO_KAFKA,
 	L7_PROTO_MONGO,
 	L7_PROTO_HTTP2, /* HTTP/2 and gRPC over it (gala-gopher's name: "http2") */
+	L7_PROTO_ROCKETMQ,
 	L7_PROTO__COUNT,
 };
 
@@ -38,12 +40,12 @@ enum l7_transport {
 
 /* One request with its response. */
 struct l7_rpc {
-	uint64_t req_ts_ns;   /* timestamp of the chunk holding the request's first byte */
-	uint64_t resp_ts_ns;  /* timestamp of the chunk holding the response's last byte */
-	uint64_t req_bytes;   /* wire size of the request (including bytes not captured) */
-	uint64_t resp_bytes;  /* wire size of the response */
-	int error;	      /* 1 when the response says the request failed (see each parser) */
-	int status;	      /* HTTP status, DNS rcode, MySQL/Kafka/MongoDB error code, gRPC status, 0 when none */
+	uint64_t req_ts_ns;  /* timestamp of the chunk holding the request's first byte */
+	uint64_t resp_ts_ns; /* timestamp of the chunk holding the response's last byte */
+	uint64_t req_bytes;  /* wire size of the request (including bytes not captured) */
+	uint64_t resp_bytes; /* wire size of the response */
+	int error;	     /* 1 when the response says the request failed (see each parser) */
+	int status; /* HTTP status, DNS rcode, MySQL/Kafka/MongoDB/RocketMQ error code, gRPC status, 0 when none */
 	char api[L7_API_MAX]; /* "GET /path" (query string cut; HTTP/2 and gRPC: :method :path), "SELECT",
 			       * "SET", "A example.org", ... */
 	/* W3C trace context the request carried (HTTP traceparent): trace-id (16 bytes) then parent-id

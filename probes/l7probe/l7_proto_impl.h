@@ -151,7 +151,7 @@ struct l7_session {
 };
 
 extern const struct l7_proto_ops l7_http_ops, l7_pgsql_ops, l7_mysql_ops, l7_redis_ops, l7_dns_ops, l7_kafka_ops,
-	l7_mongo_ops, l7_http2_ops;
+	l7_mongo_ops, l7_http2_ops, l7_rocketmq_ops;
 
 /* The session became HTTP/2 by an h2c upgrade (RFC 7540 3.2): req (NULL if not seen) is the HTTP/1.1
  * request that asked, answered on stream 1. */
@@ -195,6 +195,7 @@ bool l7__pgsql_infer(const uint8_t *p, size_t n, enum l7_flow *ret_flow);
 bool l7__mysql_infer(const uint8_t *p, size_t n, enum l7_flow *ret_flow);
 bool l7__kafka_infer(const uint8_t *p, size_t n, enum l7_flow *ret_flow);
 bool l7__mongo_infer(const uint8_t *p, size_t n, enum l7_flow *ret_flow);
+bool l7__rocketmq_infer(const uint8_t *p, size_t n, enum l7_flow *ret_flow);
 /* HTTP/2: the client's connection preface or the server's first SETTINGS (strong); mid: a HEADERS
  * frame whose header block starts with a pseudo-header (a connection older than the capture; weaker,
  * checked last). */

@@ -1,6 +1,6 @@
 /* main.c - l7probe ("l7"): application requests on the wire (HTTP/1.x, HTTP/2 and gRPC, PostgreSQL,
- * MySQL, Redis, DNS, Kafka, MongoDB, and TLS through OpenSSL) from socket system call and SSL_read/SSL_write payloads,
- * as l7_link and l7_rpc rows per process, peer and protocol. */
+ * MySQL, Redis, DNS, Kafka, MongoDB, RocketMQ, and TLS through OpenSSL) from socket system call and SSL_read/SSL_write
+ * payloads, as l7_link and l7_rpc rows per process, peer and protocol. */
 #include <errno.h>
 #include <getopt.h>
 #include <signal.h>
@@ -57,14 +57,13 @@ struct l7_ctx {
 
 static const char notes[] =
 	"l7_protocol takes http (HTTP/1.x and HTTP/2 with gRPC, reported as http and http2), pgsql, mysql,\n"
-	"redis, kafka, mongo, dns; rocketmq is accepted and ignored (no parser). Tables: l7_link\n"
+	"redis, kafka, mongo, rocketmq, dns. Tables: l7_link\n"
 	"(l7_bytes_metrics), l7_rpc and l7_rpc_api (l7_rpc_metrics), l7_stats (always); l7_rpc_trace sends\n"
 	"trace_span records (OpenTelemetry spans on the event channel).\n"
 	"Live configuration: {\"probe\": [...], \"params\": {\"report_period\": N, \"l7_protocol\": [...],\n"
 	"\"support_ssl\": 0|1}, \"scope\": {\"all\": false, \"pids\": [...], \"cgroup_ids\": [...]}}\n";
 
-/* "http,redis" into a protocol mask; names of the contract without a parser (rocketmq) are accepted and
- * ignored. 0, or -EINVAL with the bad name in bad. */
+/* "http,redis" into a protocol mask. 0, or -EINVAL with the bad name in bad. */
 static int parse_protos(const char *csv, unsigned int *ret, char *bad, size_t badlen)
 {
 	unsigned int mask = 0;
@@ -82,8 +81,6 @@ static int parse_protos(const char *csv, unsigned int *ret, char *bad, size_t ba
 			pr = l7_proto__by_name(name);
 			if (pr != L7_PROTO_UNKNOWN) {
 				mask |= 1u << pr;
-			} else if (!strcmp(name, "rocketmq")) {
-				probe_log(PLOG_DEBUG, "l7_protocol: rocketmq has no parser here, ignored");
 			} else {
 				snprintf(bad, badlen, "%s", name);
 				return -EINVAL;

@@ -194,12 +194,12 @@ static void proto_attrs(struct gg_buf *b, const struct meta_record *rec)
 			attr_str(b, "db.collection.name", target.s, target.n);
 		if (err)
 			attr_str(b, "db.response.status_code", status.s, status.n);
-	} else if (is(proto, "kafka")) {
-		attr_str(b, "messaging.system", "kafka", 5);
+	} else if (is(proto, "kafka") || is(proto, "rocketmq")) {
+		attr_str(b, "messaging.system", proto.s, proto.n);
 		attr_str(b, "messaging.operation.name", op.s, op.n);
 		if (target.n)
 			attr_str(b, "messaging.destination.name", target.s, target.n);
-		if (err)
+		if (err && is(proto, "kafka"))
 			attr_int(b, "messaging.kafka.error_code", status);
 	} else if (is(proto, "dns")) {
 		attr_str(b, "dns.question.type", op.s, op.n);

@@ -279,8 +279,8 @@ def test_l7_rest_snoopers():
                 "params": {"l7_protocol": ["redis", "kafka", "mongo", "rocketmq"]}, "state": "running"}
         rest_put_conf(rport, "l7", conf)
         s.wait_probe("l7probe", lambda p: p["config_version_applied"] >= 1 and p["pid"], 20, "running, configured")
-        # kafka and mongo map to their parsers (1 << 6, 1 << 7, with redis 1 << 4); rocketmq is ignored
-        wait_for(lambda: "protocols redis,kafka,mongo,rocketmq (mask 0xd0)" in s.probe_log("l7probe"), 10,
+        # each maps to its parser (redis 1 << 4, kafka 1 << 6, mongo 1 << 7, rocketmq 1 << 9)
+        wait_for(lambda: "protocols redis,kafka,mongo,rocketmq (mask 0x2d0)" in s.probe_log("l7probe"), 10,
                  "the probe's log of l7_protocol")
         done = inside.go()
         outside.go()

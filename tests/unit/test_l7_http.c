@@ -335,7 +335,8 @@ static void test_infer(void **state)
 	assert_string_equal(l7_proto__name((enum l7_proto)99), "unknown");
 	assert_int_equal(l7_proto__by_name("dns"), L7_PROTO_DNS);
 	assert_int_equal(l7_proto__by_name("kafka"), L7_PROTO_KAFKA);
-	assert_int_equal(l7_proto__by_name("rocketmq"), L7_PROTO_UNKNOWN);
+	assert_int_equal(l7_proto__by_name("rocketmq"), L7_PROTO_ROCKETMQ);
+	assert_int_equal(l7_proto__by_name("activemq"), L7_PROTO_UNKNOWN);
 	assert_null(l7_session__new(L7_PROTO_UNKNOWN, L7_TRANSPORT_TCP));
 	assert_null(l7_session__new(L7_PROTO_HTTP, L7_TRANSPORT_UDP));
 	assert_int_equal(l7_session__feed(NULL, L7_FLOW_REQ, NULL, 0, 0, 0, NULL, NULL), -EINVAL);

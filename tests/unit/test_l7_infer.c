@@ -4,6 +4,7 @@
 #include "test_l7_util.h"
 
 #include "data/l7_mongo_msgs.h"
+#include "data/l7_rocketmq_msgs.h"
 
 struct sample {
 	const char *what;
@@ -81,6 +82,12 @@ static const struct sample samples[] = {
 	TCP("mongo insert (kind 1 section)", INSERT, L7_PROTO_MONGO, L7_FLOW_REQ),
 	TCP("mongo find reply (OP_MSG)", FIND_R, L7_PROTO_MONGO, L7_FLOW_RESP),
 	TCP("mongo error reply", DROP_R, L7_PROTO_MONGO, L7_FLOW_RESP),
+	TCP("rocketmq HEART_BEAT (binary header)", B_HB, L7_PROTO_ROCKETMQ, L7_FLOW_REQ),
+	TCP("rocketmq SEND_MESSAGE_V2 (binary header)", B_SEND, L7_PROTO_ROCKETMQ, L7_FLOW_REQ),
+	TCP("rocketmq SEND_MESSAGE (fastjson header)", J_SEND, L7_PROTO_ROCKETMQ, L7_FLOW_REQ),
+	TCP("rocketmq SEND_MESSAGE_V2 (Go client's JSON)", G_SEND, L7_PROTO_ROCKETMQ, L7_FLOW_REQ),
+	TCP("rocketmq TOPIC_NOT_EXIST (binary)", B_SEND_MISSING_R, L7_PROTO_ROCKETMQ, L7_FLOW_RESP),
+	TCP("rocketmq route answer (fastjson)", J_ROUTE_R, L7_PROTO_ROCKETMQ, L7_FLOW_RESP),
 	TCP("HTTP/2 preface", "PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n", L7_PROTO_HTTP2, L7_FLOW_REQ),
 	TCP("nginx h2 SETTINGS",
 	    "\x00\x00\x12\x04\x00\x00\x00\x00\x00\x00\x03\x00\x00\x00\x80\x00\x04\x00\x01\x00\x00\x00\x05\x00\xff\xff"

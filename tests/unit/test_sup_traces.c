@@ -150,6 +150,16 @@ static void test_db_and_others(void **state)
 	assert_string_equal(attr(at, "messaging.destination.name"), "t1");
 	assert_string_equal(attr(at, "messaging.kafka.error_code"), "3");
 	cJSON_Delete(j);
+	j = render("|trace_span|0123456789abcdef0123456789abcdef|0123456789abcdef||client|1|2|7|rocketmq|"
+		   "SEND_MESSAGE_V2 t1|SEND_MESSAGE_V2 t1|17|1|1.2.3.4|1|1.2.3.4|10911|tcp_client|client|0|1|2|",
+		   &err);
+	at = cJSON_GetObjectItem(span_of(j, &res), "attributes");
+	assert_string_equal(attr(at, "messaging.system"), "rocketmq");
+	assert_string_equal(attr(at, "messaging.operation.name"), "SEND_MESSAGE_V2");
+	assert_string_equal(attr(at, "messaging.destination.name"), "t1");
+	assert_null(attr(at, "messaging.kafka.error_code"));
+	assert_string_equal(attr(at, "error.type"), "17");
+	cJSON_Delete(j);
 	j = render("|trace_span|0123456789abcdef0123456789abcdef|0123456789abcdef||server|1|2|7|grpc|"
 		   "POST /helloworld.Greeter/SayHello|POST /helloworld.Greeter/SayHello|0|0|1.2.3.4|1|1.2.3.4|50051|"
 		   "tcp_server|server|0|1|2|",
