@@ -545,6 +545,89 @@ def test_l7api_mongo():
 test_l7api_mongo.timeout = 60
 
 
+ROCKETMQ = [sys.executable, os.path.join(os.path.dirname(os.path.abspath(__file__)), "scripts", "rocketmq_wire.py")]
+
+
+def test_l7api_rocketmq():
+    """RocketMQ (no Debian package: a wire-exact name server/broker and client of ours,
+    scripts/rocketmq_wire.py), one connection per header encoding (binary, fastjson's JSON, the Go
+    client's JSON): a known mix of sends, pulls, route queries, heartbeats (each followed by the broker's
+    own request, which the client answers), oneway offset updates and unsupported codes, counted
+    exactly per request code and topic on both sides, with their errors (TOPIC_NOT_EXIST 17,
+    REQUEST_CODE_NOT_SUPPORTED 3; PULL_NOT_FOUND is no error); sends answered 100 ms late while later
+    ones are answered at once (out of order, paired by opaque) carry their 100 ms; one span per request."""
+    port = free_port()
+    server = subprocess.Popen(ROCKETMQ + ["server", str(port)], stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                              text=True)
+    client = probe = None
+    try:
+        check(server.stdout.readline().startswith('{"ready"'), "rocketmq_wire server did not start")
+        client = subprocess.Popen(ROCKETMQ + ["client", str(port)], stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+                                  stderr=subprocess.PIPE, text=True)
+        cpid = json.loads(client.stdout.readline())["ready"]
+        probe = l7.Probe(["-t", "1", "-p", "rocketmq", "-P", "l7_rpc_metrics,l7_rpc_trace", "--trace-sample", "1000",
+                          "--pid", "%d,%d" % (server.pid, cpid)])
+        probe.wait_started()
+        time.sleep(0.5)
+
+        def reqs(name, topic, n, oneway=False):
+            return [[name, topic, oneway]] * n
+        lines = [
+            {"enc": "binary", "reqs": reqs("HEART_BEAT", "", 2) + reqs("SEND_MESSAGE_V2", "tb", 10) +
+             reqs("SEND_MESSAGE_V2", "missing", 3) + reqs("PULL_MESSAGE", "tb", 4) +
+             reqs("UPDATE_CONSUMER_OFFSET", "tb", 2, True) + reqs("QUERY_MESSAGE", "tb", 2)},
+            {"enc": "json", "pipeline": True, "reqs": reqs("SEND_MESSAGE", "slowj", 3) + reqs("SEND_MESSAGE", "tj", 6) +
+             reqs("GET_ROUTEINFO_BY_TOPIC", "tj", 2) + reqs("GET_ROUTEINFO_BY_TOPIC", "missing", 2)},
+            {"enc": "json-go", "reqs": reqs("SEND_MESSAGE_V2", "tg", 5) + reqs("SEND_MESSAGE_V2", "slowg", 2) +
+             reqs("HEART_BEAT", "", 1)},
+        ]
+        want_codes = [[0] * 12 + [17] * 3 + [0, 19, 19, 19] + [None] * 2 + [3] * 2, [0] * 11 + [17] * 2, [0] * 8]
+        for line, codes in zip(lines, want_codes):
+            client.stdin.write(json.dumps(line) + "\n")
+            client.stdin.flush()
+            got = json.loads(client.stdout.readline())["codes"]
+            check(got == codes, "the server answered %r, expected %r" % (got, codes))
+        want = {"HEART_BEAT": (3, 0), "SEND_MESSAGE_V2 tb": (10, 0), "SEND_MESSAGE_V2 missing": (3, 3),
+                "PULL_MESSAGE tb": (4, 0), "QUERY_MESSAGE tb": (2, 2), "SEND_MESSAGE slowj": (3, 0),
+                "SEND_MESSAGE tj": (6, 0), "GET_ROUTEINFO_BY_TOPIC tj": (2, 0),
+                "GET_ROUTEINFO_BY_TOPIC missing": (2, 2), "SEND_MESSAGE_V2 tg": (5, 0), "SEND_MESSAGE_V2 slowg": (2, 0)}
+        want = {api: {"n": n, "err": e, "cerr": 0} for api, (n, e) in want.items()}
+        total, errs = sum(w["n"] for w in want.values()), sum(w["err"] for w in want.values())
+        for tgid, role in ((server.pid, "server"), (cpid, "client")):
+            wait_api_total(probe, tgid, port, role, total, "%s-side rocketmq api rows" % role)
+            time.sleep(1.2)  # one more report: nothing more may come
+            rows = api_rows(probe, tgid, port, role)
+            check_api_rows(rows, want, role)
+            for api, n in (("SEND_MESSAGE slowj", 3), ("SEND_MESSAGE_V2 slowg", 2)):
+                s = l7.hist_sum(rows[api]["latency"])
+                check(n * 100e6 <= s < n * 600e6, "%s side %r: %d ns for %d answered 100 ms late" % (role, api, s, n))
+            fast = l7.hist_sum(rows["SEND_MESSAGE tj"]["latency"]) / 6
+            check(fast < 50e6, "%s side: the sends answered at once took %d ns on average (paired in order?)" % (
+                role, fast))
+            r = probe.latest("l7_rpc", tgid=tgid, l7_role=role)
+            check(r["protocol"] == "rocketmq" and r["req_count"] == str(total) and r["err_count"] == str(errs),
+                  "%s side l7_rpc %r" % (role, r))
+            spans = spans_of(probe, tgid)
+            check(len(spans) == total and all(s["protocol"] == "rocketmq" for s in spans),
+                  "%s side: %d spans, expected %d" % (role, len(spans), total))
+            err_apis = sorted(s["api"] for s in spans if s["error"] == "1")
+            want_err = sorted(a for a, w in want.items() for _ in range(w["err"]))
+            check(err_apis == want_err, "%s side error spans %r, expected %r" % (role, err_apis, want_err))
+        print("  rocketmq: %d requests (%d errors) over binary, fastjson and Go JSON headers, exact per api on both "
+              "sides: %s" % (total, errs, sorted(want)))
+    finally:
+        if client and client.poll() is None:
+            client.stdin.close()
+            client.wait(5)
+        if probe:
+            probe.stop()
+        server.kill()
+        server.wait()
+
+
+test_l7api_rocketmq.timeout = 60
+
+
 def test_l7api_traceparent():
     """HTTP requests carrying a W3C traceparent: their spans (both sides) take its trace id and its
     parent id; requests without one get a trace of their own."""
