@@ -11,6 +11,7 @@
 
 #include "../probes/l7probe/l7_proto.h"
 #include "../tests/unit/data/l7_mongo_msgs.h"
+#include "../tests/unit/data/l7_rocketmq_msgs.h"
 #include "bench_util.h"
 
 struct bench_case {
@@ -87,6 +88,11 @@ static const struct bench_case cases[] = {
 	   "\x00\x00\x00\x00\x00\x00")},
 	{"mongo OP_MSG find", L7_PROTO_MONGO, L7_TRANSPORT_TCP, S(FIND), S(FIND_R)},
 	{"mongo OP_MSG error (ok 0)", L7_PROTO_MONGO, L7_TRANSPORT_TCP, S(DROP), S(DROP_R)},
+	{"rocketmq SEND_MESSAGE_V2 (binary header)", L7_PROTO_ROCKETMQ, L7_TRANSPORT_TCP, S(B_SEND), S(B_SEND_R)},
+	{"rocketmq SEND_MESSAGE (fastjson header)", L7_PROTO_ROCKETMQ, L7_TRANSPORT_TCP, S(J_SEND), S(J_SEND_R)},
+	{"rocketmq SEND_MESSAGE_V2 (Go JSON header)", L7_PROTO_ROCKETMQ, L7_TRANSPORT_TCP, S(G_SEND), S(G_SEND_R)},
+	{"rocketmq TOPIC_NOT_EXIST (binary)", L7_PROTO_ROCKETMQ, L7_TRANSPORT_TCP, S(B_SEND_MISSING),
+	 S(B_SEND_MISSING_R)},
 };
 
 static uint64_t rpcs_seen;

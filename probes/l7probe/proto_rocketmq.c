@@ -420,8 +420,14 @@ static bool rmq_json(const uint8_t *p, size_t n, struct rmq_hdr *h)
 				h->has_flag = true;
 			}
 		} else if (json_key(p, k, e, "extFields") && p[i] == '{') {
-			ext = i; /* read once the code is known (it says which key is the topic) */
-			ve = json_skip(p, n, i);
+			/* the code says which key is the topic: read now when known (it comes first in fastjson's
+			 * order and the Go client's), else once the header is read */
+			if (h->has_code) {
+				ve = json_ext(p, n, i, rmq_v2((uint32_t)h->code), h);
+			} else {
+				ext = i;
+				ve = json_skip(p, n, i);
+			}
 		} else {
 			ve = json_skip(p, n, i);
 		}
