@@ -231,7 +231,7 @@ struct {
 
 /* A first packet is taken for the send that follows within this much (the packet path's check), or
  * within a tick (the send's: jiffies, a load, instead of a second clock read; HZ 100..1000). */
-#define XMIT_TS_MAX_NS 2000000ull
+#define XMIT_TS_MAX_NS	    2000000ull
 #define XMIT_TS_MAX_JIFFIES 1
 
 /* What an event says about sk (a BTF pointer) for (tgid, fd), by direct loads. */

@@ -2,7 +2,8 @@
 """l7_rocketmq_gen.py - writes tests/unit/data/l7_rocketmq_msgs.h, the RocketMQ remoting frames of
 test_l7_rocketmq.c. Debian 12 has no RocketMQ: the frames are encoded by the test peer
 tests/integration/scripts/rocketmq_wire.py (RemotingCommand's layout: binary ROCKETMQ headers, JSON
-headers as fastjson writes them and as the Go client does), the same code the integration test runs."""
+headers as fastjson writes them and as the Go client does), the same code the integration test runs.
+Usage: l7_rocketmq_gen.py > l7_rocketmq_msgs.h && clang-format -i l7_rocketmq_msgs.h"""
 import os
 import sys
 
