@@ -971,7 +971,7 @@ def l7():
     b = Board(
         "gala-gopher-l7",
         "gala-gopher / L7 requests",
-        "Application requests per server and protocol (l7probe: HTTP, PostgreSQL, MySQL, Redis, Kafka, MongoDB, "
+        "Application requests per server and protocol (l7probe: HTTP, PostgreSQL, MySQL, Redis, Kafka, MongoDB, RocketMQ, "
         "DNS; TLS through OpenSSL): rate, errors, latency quantiles, bytes, and the capture's own health.",
         [
             host_var(),
