@@ -521,3 +521,164 @@ def test_host_cpu_is_proc_stat():
 
 
 test_host_cpu_is_proc_stat.timeout = 60
+
+
+L7_SERVER = """
+import http.server, sys, time
+class H(http.server.BaseHTTPRequestHandler):
+    protocol_version = "HTTP/1.1"
+    disable_nagle_algorithm = True  # headers and body are two writes: no delayed-ACK wait in between
+    def do_GET(self):
+        if self.path.startswith("/err"):
+            self.send_error(500)
+            return
+        time.sleep(int(self.path.split("/")[-1]) / 1000.0)
+        body = b"ok\\n"
+        self.send_response(200)
+        self.send_header("Content-Length", str(len(body)))
+        self.end_headers()
+        self.wfile.write(body)
+    def log_message(self, *a):
+        pass
+s = http.server.ThreadingHTTPServer(("127.0.0.1", int(sys.argv[1])), H)
+s.daemon_threads = True
+print("ready", flush=True)
+s.serve_forever()
+"""
+
+
+L7_CLIENT = """
+import http.client, json, random, sys, time
+port, seconds, lo, hi, err_pct, seed = (int(x) for x in sys.argv[1:7])
+rnd, i, out, end = random.Random(seed), seed, [], time.time() + seconds
+c = http.client.HTTPConnection("127.0.0.1", port, timeout=10)
+while time.time() < end:
+    path = "/err" if (i * 37) % 100 < err_pct else "/slow/%d" % rnd.randint(lo, hi)
+    i += 1
+    t0 = time.time()
+    c.request("GET", path)
+    r = c.getresponse()
+    r.read()
+    t1 = time.time()
+    out.append((t1, (t1 - t0) * 1000.0, r.status))
+print(json.dumps(out))
+"""
+
+
+class L7Load:
+    """Keep-alive HTTP clients, one process each (outside every scope; no GIL shared with the test):
+    each request's completion time, latency (the client's: send to last byte) and status are the ground
+    truth."""
+
+    def __init__(self, port, clients=8):
+        self.port, self.clients, self.done = port, clients, []
+
+    def phase(self, seconds, lo_ms, hi_ms, err_pct=0):
+        """Requests for seconds: a delay drawn in [lo_ms, hi_ms], err_pct of every 100 to /err (500)."""
+        t0 = time.time()
+        ps = [subprocess.Popen([sys.executable, "-c", L7_CLIENT, str(self.port), str(seconds), str(lo_ms), str(hi_ms),
+                                str(err_pct), str(k)], stdout=subprocess.PIPE, text=True)
+              for k in range(self.clients)]
+        for p in ps:
+            out, _ = p.communicate(timeout=seconds + 30)
+            check(p.returncode == 0, "client failed")
+            self.done += [tuple(x) for x in json.loads(out)]
+        return t0, time.time()
+
+    def stats(self, t_from, t_to):
+        """(requests, p99 ms, error percent) of the requests completed between two wall times."""
+        got = [d for d in self.done if t_from <= d[0] <= t_to]
+        if not got:
+            return 0, None, None
+        lat = sorted(d[1] for d in got)
+        return len(got), lat[min(len(lat) - 1, int(0.99 * len(lat) + 0.999999) - 1)], \
+            100.0 * sum(1 for d in got if d[2] >= 500) / len(got)
+
+
+def test_l7_triggers_fire_with_the_clients_p99_and_error_rate():
+    """A Python http.server (Debian's python3) whose requests sleep a delay the client picks, or answer
+    500: with l7probe following it, autotrace's l7_p99 (150 ms held 2 s) and l7_errors (20 % held 2 s)
+    stay quiet at 40..60 ms and 5 % errors while their values agree with the client's p99 and error share,
+    l7_p99 fires at 180..220 ms with the client's p99, l7_errors at 30 % errors with the client's share.
+    Before l7probe runs, the triggers say they wait for it (log and autotrace_health.l7_source)."""
+    tmp = tempfile.mkdtemp(prefix="gg-autotrace-l7-")
+    port, rest_port_ = free_port(), free_port()
+    srv = subprocess.Popen([sys.executable, "-c", L7_SERVER, str(port)], stdout=subprocess.PIPE, text=True)
+    s = Supervisor(probes=[probe_entry("autotrace", "-t 1", switch="off"), probe_entry("l7probe", "-t 1", switch="off")],
+                   extra='rest_api_server = { port = %d; state_dir = "%s/rest"; output_base_dir = "%s"; };'
+                   % (rest_port_, tmp, tmp))
+    load = L7Load(port)
+    try:
+        check(srv.stdout.readline().startswith("ready"), "server ready")
+        s.start()
+        status, body = rest_put(rest_port_, "autotrace", {
+            "cmd": {"probe": ["l7_p99", "l7_errors"]}, "snoopers": {"proc_id": [srv.pid]},
+            "params": {"flame_dir": os.path.join(tmp, "at"), "ring_seconds": 5, "capture_seconds": 1,
+                       "global_gap": 0, "proc_gap": 0, "l7_p99_thr": 150, "l7_p99_hold": 2, "l7_errors_thr": 20,
+                       "l7_errors_hold": 2, "l7_min_requests": 20},
+            "state": "running"})
+        check(status == 200, "PUT /autotrace: %d %s" % (status, body))
+        # l7probe is not running yet: said once in the log, and in autotrace_health
+        wait_for(lambda: [r for r in s.metric_records("autotrace_health") if int(r["l7_source"]) == 2], 20,
+                 "autotrace_health.l7_source 2 (l7probe not running)")
+        wait_for(lambda: "l7probe is not running" in s.probe_log("autotrace"), 5, "the log says so")
+        waiting = [r for r in s.metric_records("autotrace_trigger") if r["trigger"] == "l7_p99"]
+        check(waiting and int(waiting[-1]["state"]) == 4, "l7_p99 state 4 (waiting): %r" % waiting[-1:])
+        status, body = rest_put(rest_port_, "l7", {
+            "cmd": {"probe": ["l7_rpc_metrics"]}, "snoopers": {"proc_id": [srv.pid]},
+            "params": {"l7_protocol": ["http"]}, "state": "running"})
+        check(status == 200, "PUT /l7: %d %s" % (status, body))
+        s.wait_probe("l7probe", lambda p: p["config_version_applied"] >= 1 and p["pid"], 30, "running, configured")
+        wait_for(lambda: [r for r in s.metric_records("autotrace_health") if int(r["l7_source"]) == 1], 20,
+                 "autotrace_health.l7_source 1 (reading l7probe's aggregates)")
+        check(s.probe_log("autotrace").count("l7probe is not running") == 1, "said once: %s"
+              % s.probe_log("autotrace")[-2000:])
+
+        # below both thresholds; an idle gap after each phase, so that every window holds one phase only
+        a0, a1 = load.phase(6, 40, 60, err_pct=5)
+        time.sleep(3.5)
+        b0, b1 = load.phase(4, 180, 220)
+        time.sleep(3.5)
+        c0, c1 = load.phase(4, 5, 5, err_pct=30)
+        time.sleep(3.5)
+
+        rows = [r for r in s.metric_records("autotrace_trigger") if r.get("tgid") == str(srv.pid)]
+        n_a, p99_a, err_a = load.stats(a0, a1)
+        # rows of phase A's evaluations (each window 2 s; l7probe writes its file every second)
+        rows_a = [r for r in rows if a0 + 2.5 <= r["timestamp"] / 1000.0 <= a1 + 1.0 and float(r["value"]) > 0]
+        vals_a = [float(r["value"]) for r in rows_a if r["trigger"] == "l7_p99"]
+        check(n_a >= 100 and len(vals_a) >= 2, "phase A: %d requests, l7_p99 values %r" % (n_a, vals_a))
+        med = sorted(vals_a)[len(vals_a) // 2]
+        print("l7_p99 below: autotrace %s ms, client p99 %.1f ms" % (vals_a, p99_a))
+        check(abs(med - p99_a) <= 0.1 * p99_a + 3, "l7_p99 %.1f ms vs the client's p99 %.1f ms" % (med, p99_a))
+        errs_a = [float(r["value"]) for r in rows_a if r["trigger"] == "l7_errors"]
+        print("l7_errors below: autotrace %s %%, client %.1f %%" % (errs_a, err_a))
+        check(len(errs_a) >= 2 and all(abs(v - err_a) <= 3 for v in errs_a),
+              "l7_errors %r vs the client's %.1f %%" % (errs_a, err_a))
+
+        ev = wait_for(lambda: (lambda e: e if len(e) >= 2 else None)(supervisor_events(s)), 15, "two capture events")
+        labels = [e["Resource"]["labels"] for e in ev]
+        check([x["trigger"] for x in labels] == ["l7_p99", "l7_errors"], "events: %r" % labels)
+        p, e = labels
+        n_b, p99_b, _ = load.stats(b0, b1)
+        print("l7_p99 fired: %s ms over %s requests; client p99 %.1f ms over %d" % (p["value"], p["requests"], p99_b, n_b))
+        check(p["tgid"] == str(srv.pid) and p["unit"] == "ms" and b0 <= int(p["trigger_ms"]) / 1000.0 <= b1 + 2.5,
+              "l7_p99 event: %r (phase B %.1f..%.1f)" % (p, b0, b1))
+        check(abs(float(p["value"]) - p99_b) <= 0.08 * p99_b + 3, "l7_p99 %s ms vs client %.1f ms" % (p["value"], p99_b))
+        check(int(p["requests"]) >= 20 and float(p["error_pct"]) == 0, "window: %r" % p)
+        n_c, _, err_c = load.stats(c0, c1)
+        print("l7_errors fired: %s %% over %s requests; client %.1f %% over %d" % (e["value"], e["requests"], err_c, n_c))
+        check(e["tgid"] == str(srv.pid) and e["unit"] == "percent" and c0 <= int(e["trigger_ms"]) / 1000.0 <= c1 + 2.5,
+              "l7_errors event: %r" % e)
+        check(abs(float(e["value"]) - err_c) <= 3 and abs(float(e["value"]) - 100.0 * int(e["errors"]) / int(e["requests"])) < 0.1,
+              "l7_errors %s %% vs client %.1f %%" % (e["value"], err_c))
+        trig = {r["trigger"]: r for r in s.metric_records("autotrace_trigger")}
+        check(int(trig["l7_p99"]["fired"]) == 1 and int(trig["l7_errors"]["fired"]) == 1, "fired once each: %r" % trig)
+    finally:
+        s.cleanup()
+        srv.kill()
+        srv.wait()
+        shutil.rmtree(tmp, ignore_errors=True)
+
+
+test_l7_triggers_fire_with_the_clients_p99_and_error_rate.timeout = 120
