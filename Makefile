@@ -295,6 +295,10 @@ $(BUILD)/fuzz/fuzz_sp_ehframe: FUZZ_LIBS += -lelf
 $(BUILD)/tests/test_sp_ehframe: $(BUILD)/obj/probes/stackprobe/ehframe.o
 $(BUILD)/obj/tests/unit/test_sp_ehframe.o: CFLAGS += -Iprobes/stackprobe
 
+# the parser of l7probe's per-process aggregates file (probes/lib/l7share.c) that autotrace reads
+$(BUILD)/fuzz/fuzz_l7share: probes/lib/l7share.c probes/lib/l7share.h
+$(BUILD)/fuzz/fuzz_l7share: FUZZ_CFLAGS += -Iprobes/lib
+
 fuzz: $(FUZZ_BINS)
 
 # ---- l7 protocol layer: l7probe's parsers (probes/l7probe/l7_proto.c, proto_*.c) also linked alone
