@@ -523,6 +523,64 @@ def test_host_cpu_is_proc_stat():
 test_host_cpu_is_proc_stat.timeout = 60
 
 
+def possible_cpus():
+    n = 0
+    with open("/sys/devices/system/cpu/possible") as f:
+        for part in f.read().strip().split(","):
+            lo, _, hi = part.partition("-")
+            n += int(hi or lo) - int(lo) + 1
+    return n
+
+
+def test_ring_is_bounded_per_cpu():
+    """stack_flood on CPU 0 makes distinct deep stacks (far more than its CPU's share of a ring second, with
+    ring_memory at 8 KiB per CPU and second), quiet_work runs at 20 % on CPU 1: the flood's excess is
+    dropped and counted (ring_dropped_cpu), while the profile of proc_cpu's capture (the flood's) still
+    holds quiet_work with the CPU time /proc gives it over the ring's seconds."""
+    if (os.cpu_count() or 1) < 2:
+        print("skipped: one CPU")
+        return
+    tmp = tempfile.mkdtemp(prefix="gg-autotrace-")
+    ncpu = possible_cpus()
+    quiet = Workload(12, 20, 0, 1, wait=True)
+    flood = subprocess.Popen(["nice", "-n", "-10", "taskset", "-c", "0", os.path.join(TEST_BINS, "stack_flood"), "12"],
+                             stdout=subprocess.PIPE, text=True)
+    fpid = int(flood.stdout.readline().split("=")[1])
+    subprocess.run(["taskset", "-p", "-c", "1", str(quiet.pid)], check=True, capture_output=True)
+    # 8 slots (5 s + 1 s + 2) x ncpu shares of 8 KiB
+    p = run_standalone(["--pid", "%d,%d" % (quiet.pid, fpid), "-P", "proc_cpu", "--proc-cpu-thr", "20",
+                        "--proc-cpu-hold", "2", "--ring-seconds", "5", "--capture-seconds", "1", "--capture-offcpu", "0",
+                        "--ring-memory", str(8 * 8 * ncpu), "--flame-dir", tmp])
+    try:
+        quiet.go()
+        ev = wait_for(lambda: [e for e in standalone_events(p) if e.get("tgid") == str(fpid)], 25,
+                      "proc_cpu's capture of stack_flood")
+        e = ev[0]
+        from_s, until_s = int(e["from_ms"]) / 1000.0, int(e["until_ms"]) / 1000.0
+        with open(os.path.join(tmp, "profiles", "%s_proc_cpu_oncpu.folded" % e["profile_id"])) as f:
+            folded = [line.rsplit(" ", 1) for line in f.read().splitlines()]
+        quiet_ms = sum(int(v) for st, v in folded if "quiet_work" in st)
+        flood_ms = sum(int(v) for st, v in folded if "flood_leaf" in st)
+        truth = quiet.cpu_pct(max(from_s, quiet.t0), until_s)
+        truth_ms = (truth or 0) / 100.0 * (until_s - max(from_s, quiet.t0)) * 1000.0
+        h = wait_for(lambda: [r for r in p.rows("autotrace_health") if int(r["ring_dropped_cpu"]) > 0], 5,
+                     "ring_dropped_cpu counted")[-1]
+        print("per-CPU ring: quiet_work %d ms in the profile, /proc %.0f ms; flood %d ms kept, %s samples dropped "
+              "(cpu share full)" % (quiet_ms, truth_ms, flood_ms, h["ring_dropped_cpu"]))
+        check(flood_ms > 0 and int(h["ring_dropped_nomem"]) == 0, "flood: %d ms, health %r" % (flood_ms, h))
+        check(int(h["ring_dropped"]) >= int(h["ring_dropped_cpu"]), "the total counts every reason: %r" % h)
+        # CPU 1's seconds are whole: quiet_work's time is all there (19 Hz sampling noise aside)
+        check(truth_ms > 200 and quiet_ms >= 0.5 * truth_ms, "quiet_work %d ms vs /proc %.0f ms" % (quiet_ms, truth_ms))
+    finally:
+        quiet.finish()
+        flood.kill()
+        flood.wait()
+        p.stop()
+        shutil.rmtree(tmp, ignore_errors=True)
+
+
+test_ring_is_bounded_per_cpu.timeout = 60
+
 L7_SERVER = """
 import http.server, sys, time
 class H(http.server.BaseHTTPRequestHandler):
