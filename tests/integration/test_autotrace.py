@@ -8,6 +8,7 @@ import json
 import os
 import re
 import shutil
+import statistics
 import subprocess
 import sys
 import tempfile
@@ -611,22 +612,26 @@ port, seconds, lo, hi, err_pct, seed = (int(x) for x in sys.argv[1:7])
 rnd, i, out, end = random.Random(seed), seed, [], time.time() + seconds
 c = http.client.HTTPConnection("127.0.0.1", port, timeout=10)
 while time.time() < end:
-    path = "/err" if (i * 37) % 100 < err_pct else "/slow/%d" % rnd.randint(lo, hi)
+    # err_pct of every 100, evenly spread (any run of requests has its share, give or take one)
+    delay = -1 if (i * err_pct) // 100 != ((i + 1) * err_pct) // 100 else rnd.randint(lo, hi)
+    path = "/err" if delay < 0 else "/slow/%d" % delay
     i += 1
     t0 = time.time()
     c.request("GET", path)
     r = c.getresponse()
     r.read()
     t1 = time.time()
-    out.append((t1, (t1 - t0) * 1000.0, r.status))
+    out.append((t1, (t1 - t0) * 1000.0, r.status, delay))
 print(json.dumps(out))
 """
 
 
 class L7Load:
     """Keep-alive HTTP clients, one process each (outside every scope; no GIL shared with the test):
-    each request's completion time, latency (the client's: send to last byte) and status are the ground
-    truth."""
+    each request's completion time, latency (the client's: send to last byte), status and the delay it
+    asked the server for are the ground truth. The server's latency (what l7probe measures: request's
+    first byte received to response's last sent) lies between the delay asked and the client's latency,
+    which adds the client's own wakeups (long on a loaded machine)."""
 
     def __init__(self, port, clients=8):
         self.port, self.clients, self.done = port, clients, []
@@ -644,13 +649,17 @@ class L7Load:
         return t0, time.time()
 
     def stats(self, t_from, t_to):
-        """(requests, p99 ms, error percent) of the requests completed between two wall times."""
+        """(requests, p99 of the client's latencies in ms, error percent, p99 of the delays asked in ms) of
+        the requests completed between two wall times."""
         got = [d for d in self.done if t_from <= d[0] <= t_to]
         if not got:
-            return 0, None, None
-        lat = sorted(d[1] for d in got)
-        return len(got), lat[min(len(lat) - 1, int(0.99 * len(lat) + 0.999999) - 1)], \
-            100.0 * sum(1 for d in got if d[2] >= 500) / len(got)
+            return 0, None, None, None
+
+        def p99(v):
+            v = sorted(v)
+            return v[min(len(v) - 1, int(0.99 * len(v) + 0.999999) - 1)]
+        return len(got), p99(d[1] for d in got), 100.0 * sum(1 for d in got if d[2] >= 500) / len(got), \
+            p99(max(d[3], 0) for d in got)
 
 
 def test_l7_triggers_fire_with_the_clients_p99_and_error_rate():
@@ -701,30 +710,35 @@ def test_l7_triggers_fire_with_the_clients_p99_and_error_rate():
         time.sleep(3.5)
 
         rows = [r for r in s.metric_records("autotrace_trigger") if r.get("tgid") == str(srv.pid)]
-        n_a, p99_a, err_a = load.stats(a0, a1)
+        n_a, p99_a, err_a, asked_a = load.stats(a0, a1)
         # rows of phase A's evaluations (each window 2 s; l7probe writes its file every second)
         rows_a = [r for r in rows if a0 + 2.5 <= r["timestamp"] / 1000.0 <= a1 + 1.0 and float(r["value"]) > 0]
         vals_a = [float(r["value"]) for r in rows_a if r["trigger"] == "l7_p99"]
         check(n_a >= 100 and len(vals_a) >= 2, "phase A: %d requests, l7_p99 values %r" % (n_a, vals_a))
         med = sorted(vals_a)[len(vals_a) // 2]
-        print("l7_p99 below: autotrace %s ms, client p99 %.1f ms" % (vals_a, p99_a))
-        check(abs(med - p99_a) <= 0.1 * p99_a + 3, "l7_p99 %.1f ms vs the client's p99 %.1f ms" % (med, p99_a))
+        print("l7_p99 below: autotrace %s ms, client p99 %.1f ms, delays asked p99 %.1f ms" % (vals_a, p99_a, asked_a))
+        # between the delay asked and the client's latency, within a histogram bucket (1/16)
+        check(asked_a * 15 / 16 <= med <= p99_a * 17 / 16 + 2, "l7_p99 %.1f ms vs the delays' p99 %.1f ms and the "
+              "client's p99 %.1f ms" % (med, asked_a, p99_a))
         errs_a = [float(r["value"]) for r in rows_a if r["trigger"] == "l7_errors"]
         print("l7_errors below: autotrace %s %%, client %.1f %%" % (errs_a, err_a))
-        check(len(errs_a) >= 2 and all(abs(v - err_a) <= 3 for v in errs_a),
+        # each window's share is the phase's within a few requests per client (the windows' edges)
+        check(len(errs_a) >= 2 and all(v < 20 for v in errs_a) and abs(statistics.mean(errs_a) - err_a) <= 2,
               "l7_errors %r vs the client's %.1f %%" % (errs_a, err_a))
 
         ev = wait_for(lambda: (lambda e: e if len(e) >= 2 else None)(supervisor_events(s)), 15, "two capture events")
         labels = [e["Resource"]["labels"] for e in ev]
         check([x["trigger"] for x in labels] == ["l7_p99", "l7_errors"], "events: %r" % labels)
         p, e = labels
-        n_b, p99_b, _ = load.stats(b0, b1)
-        print("l7_p99 fired: %s ms over %s requests; client p99 %.1f ms over %d" % (p["value"], p["requests"], p99_b, n_b))
+        n_b, p99_b, _, asked_b = load.stats(b0, b1)
+        print("l7_p99 fired: %s ms over %s requests; client p99 %.1f ms, delays asked p99 %.1f ms over %d"
+              % (p["value"], p["requests"], p99_b, asked_b, n_b))
         check(p["tgid"] == str(srv.pid) and p["unit"] == "ms" and b0 <= int(p["trigger_ms"]) / 1000.0 <= b1 + 2.5,
               "l7_p99 event: %r (phase B %.1f..%.1f)" % (p, b0, b1))
-        check(abs(float(p["value"]) - p99_b) <= 0.08 * p99_b + 3, "l7_p99 %s ms vs client %.1f ms" % (p["value"], p99_b))
+        check(asked_b * 15 / 16 <= float(p["value"]) <= p99_b * 17 / 16 + 2, "l7_p99 %s ms vs the delays' p99 %.1f ms "
+              "and the client's p99 %.1f ms" % (p["value"], asked_b, p99_b))
         check(int(p["requests"]) >= 20 and float(p["error_pct"]) == 0, "window: %r" % p)
-        n_c, _, err_c = load.stats(c0, c1)
+        n_c, _, err_c, _ = load.stats(c0, c1)
         print("l7_errors fired: %s %% over %s requests; client %.1f %% over %d" % (e["value"], e["requests"], err_c, n_c))
         check(e["tgid"] == str(srv.pid) and e["unit"] == "percent" and c0 <= int(e["trigger_ms"]) / 1000.0 <= c1 + 2.5,
               "l7_errors event: %r" % e)
