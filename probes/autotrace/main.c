@@ -23,11 +23,11 @@ extern const struct gg_contract gg_contract_autotrace;
 static const char notes[] =
 	"Always: on-CPU stacks every ring_sample_period ms into a ring of the last ring_seconds.\n"
 	"A trigger (a sub-probe: host_cpu, proc_cpu, dstate, runq, tcp_retrans, rss, l7_p99, l7_errors) that\n"
-	"stays at or above its _thr for _hold seconds, outside its _cooldown, starts a capture: perf_sample_period "
-	"sampling\n"
-	"(and off-CPU) for capture_seconds, then one profile of the ring's seconds and the capture in\n"
-	"<flame_dir>/store/ (REST: GET /autotrace/query?profile_id=ID) and <flame_dir>/profiles/ID_*\n"
-	"(.folded, .svg, .pb.gz), and an event_v2 naming the trigger, its value and the profile id.\n"
+	"stays at or above its _thr for _hold seconds, outside its _cooldown, starts a capture:\n"
+	"perf_sample_period sampling (and off-CPU) for capture_seconds, then one profile of the ring's\n"
+	"seconds and the capture in <flame_dir>/store/ (REST: GET /autotrace/query?profile_id=ID) and\n"
+	"<flame_dir>/profiles/ID_* (.folded, .svg, .pb.gz), and an event_v2 naming the trigger, its value\n"
+	"and the profile id.\n"
 	"l7_p99 and l7_errors read l7probe's per-process aggregates from the run directory (l7probe must run;\n"
 	"by hand, give both GALA_GOPHER_RUN_DIR): p99 latency and failed share of the requests a process\n"
 	"served over the hold time, with at least l7_min_requests of them.\n"
@@ -258,8 +258,8 @@ static void l7_src_set(struct at_ctx *ctx, enum at_l7_src src)
 	if (src == AT_L7_OK)
 		probe_log(PLOG_INFO, "l7_p99/l7_errors: %s (%s)", l7_src_names[src], ctx->l7_path);
 	else if (src != AT_L7_OFF)
-		probe_log(PLOG_WARN, "l7_p99/l7_errors: %s%s%s: these triggers wait for it", l7_src_names[src],
-			  ctx->l7_path[0] ? ", no " : "", ctx->l7_path);
+		probe_log(PLOG_WARN, "l7_p99/l7_errors: %s%s%s%s: these triggers wait for it", l7_src_names[src],
+			  ctx->l7_path[0] ? " (" : "", ctx->l7_path, ctx->l7_path[0] ? ")" : "");
 	ctx->l7_src = src;
 }
 
