@@ -81,6 +81,7 @@ struct sp_sampler {
 	struct sp_pacer *pacers;     /* running pacer threads */
 	int npacers;
 	unsigned char remote[MAX_CPUS]; /* armed by the unpinned pacer */
+	int pacer_no_rt_logged;
 	struct bpf_link *offcpu_link;
 	struct bpf_link *mem_link;
 	struct sp_ualloc *ualloc;
@@ -158,10 +159,12 @@ static void pacer_arm_cpu(struct sp_pacer *p, int cpu, uint64_t k, uint64_t stra
 	if (fd < 0)
 		return;
 	at = p->t0 + k * p->period_ns + pacer_rand(p) % p->period_ns;
-	/* the weight first: the shot may fire as soon as the timer is set */
-	__atomic_store_n(armed, *armed + strata, __ATOMIC_RELEASE);
 	now = gg_mono_ns();
 	delay = at > now ? at - now : 1;
+	/* the due time and the weight first: the shot may fire as soon as the timer is set; a fire before
+	 * the due time is a stale re-fire of this parity's last shot (stackprobe.bpf.c) */
+	__atomic_store_n(&p->s->skel->bss->pace_due[cpu * 2 + par], now + delay, __ATOMIC_RELEASE);
+	__atomic_store_n(armed, *armed + strata, __ATOMIC_RELEASE);
 	if (ioctl(fd, PERF_EVENT_IOC_PERIOD, &delay) < 0 || ioctl(fd, PERF_EVENT_IOC_REFRESH, 1) < 0)
 		p->arm_errors++; /* its strata stay armed: the next shot of this parity takes them */
 }
@@ -235,6 +238,12 @@ static int pacer_spawn(struct sp_sampler *s, struct sp_pacer *p, int cpu, uint64
 	if (err == EPERM) { /* no real-time priority here (privilege, or a cgroup without RT runtime) */
 		pthread_attr_setinheritsched(&attr, PTHREAD_INHERIT_SCHED);
 		err = pthread_create(&p->thread, &attr, pacer_main, p);
+		if (!err && !s->pacer_no_rt_logged) {
+			s->pacer_no_rt_logged = 1;
+			probe_log(PLOG_INFO, "oncpu: no real-time priority for the pacer threads (a cgroup without "
+					     "real-time runtime?): under load their shots may be late "
+					     "(stackprobe_health.oncpu_late, oncpu_missed)");
+		}
 	}
 	pthread_attr_destroy(&attr);
 	if (err) {
@@ -272,9 +281,12 @@ static void pacer_stop(struct sp_sampler *s)
 		used += s->skel->bss->pace_used[i];
 	}
 	/* at most the two pending shots per CPU are not taken */
-	probe_log(PLOG_DEBUG, "oncpu: %llu strata per CPU, %llu armed in all, %llu taken, %llu unarmed fires",
+	probe_log(PLOG_DEBUG,
+		  "oncpu: %llu strata per CPU, %llu armed in all, %llu taken, %llu unarmed fires, "
+		  "%llu early fires, %llu late fires",
 		  (unsigned long long)strata, (unsigned long long)armed, (unsigned long long)used,
-		  (unsigned long long)s->skel->bss->pace_unarmed);
+		  (unsigned long long)s->skel->bss->pace_unarmed, (unsigned long long)s->skel->bss->pace_early,
+		  (unsigned long long)s->skel->bss->pace_late);
 	if (skipped || errors)
 		probe_log(PLOG_WARN, "oncpu: %llu strata skipped (a pacer ran late), %llu arming errors",
 			  (unsigned long long)skipped, (unsigned long long)errors);

@@ -400,7 +400,8 @@ static void prune_traces(int dfd)
 			n++;
 	}
 	closedir(d);
-	qsort(names, n, sizeof(*names), cmp_str);
+	if (n) /* names is NULL without files */
+		qsort(names, n, sizeof(*names), cmp_str);
 	for (size_t i = 0; i < n; i++) {
 		if (i + TRACE_FILES_KEPT < n)
 			(void)unlinkat(dfd, names[i], 0);
