@@ -187,6 +187,7 @@ struct at_ctx {
 	struct at_l7proc *l7;
 	unsigned int nl7, scope_gen;
 	enum at_l7_src l7_src;
+	int l7_full_said;	  /* l7probe's table was full: logged once */
 	struct probe_buf l7_file; /* l7probe's file as last read */
 	char l7_path[4096];
 	struct probe_buf scope_buf;

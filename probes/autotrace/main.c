@@ -347,6 +347,13 @@ static enum at_l7_src l7_read(struct at_ctx *ctx, uint64_t now)
 	/* a file left by an l7probe that was killed: its writer is gone (or the pid is another process's) */
 	if (at_read_proc(hdr.writer_pid, &ws) || ws.start_ticks != hdr.writer_start)
 		return AT_L7_NO_PROBE;
+	if (hdr.dropped && !ctx->l7_full_said) {
+		probe_log(PLOG_WARN,
+			  "l7 triggers: l7probe's per-process table was full (%" PRIu64 " requests of processes "
+			  "beyond %u not shared)",
+			  hdr.dropped, L7S_PROCS_MAX);
+		ctx->l7_full_said = 1;
+	}
 	for (unsigned int i = 0; i < ctx->nl7;) {
 		if (!ctx->l7[i].seen) {
 			ctx->l7[i] = ctx->l7[--ctx->nl7]; /* gone from the file */
