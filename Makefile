@@ -228,9 +228,9 @@ $(BUILD)/obj/tests/helpers/cpu_split.o: private CFLAGS += -fno-omit-frame-pointe
 	-fno-sanitize=all
 $(BUILD)/obj/tests/helpers/leak_sites.o: private CFLAGS += -fno-omit-frame-pointer -fno-inline -fno-optimize-sibling-calls \
 	-fno-sanitize=all
-# quiet_spin (autotrace's workload): its two functions stay in the stacks; dstate_hold's vfork children
+# quiet_spin and stack_flood (autotrace's workloads): their functions stay in the stacks; dstate_hold's vfork children
 # only sleep (no sanitizer runtime in them)
-$(BUILD)/obj/tests/helpers/quiet_spin.o $(BUILD)/obj/tests/helpers/dstate_hold.o: private CFLAGS += -fno-omit-frame-pointer -fno-inline -fno-optimize-sibling-calls \
+$(BUILD)/obj/tests/helpers/quiet_spin.o $(BUILD)/obj/tests/helpers/dstate_hold.o $(BUILD)/obj/tests/helpers/stack_flood.o: private CFLAGS += -fno-omit-frame-pointer -fno-inline -fno-optimize-sibling-calls \
 	-fno-sanitize=all
 $(BUILD)/tests/cpu_split_stripped: $(BUILD)/tests/cpu_split
 	$(say) STRIP $@
@@ -294,6 +294,10 @@ $(BUILD)/fuzz/fuzz_sp_ehframe: FUZZ_CFLAGS += -Iprobes/stackprobe
 $(BUILD)/fuzz/fuzz_sp_ehframe: FUZZ_LIBS += -lelf
 $(BUILD)/tests/test_sp_ehframe: $(BUILD)/obj/probes/stackprobe/ehframe.o
 $(BUILD)/obj/tests/unit/test_sp_ehframe.o: CFLAGS += -Iprobes/stackprobe
+
+# the parser of l7probe's per-process aggregates file (probes/lib/l7share.c) that autotrace reads
+$(BUILD)/fuzz/fuzz_l7share: probes/lib/l7share.c probes/lib/l7share.h
+$(BUILD)/fuzz/fuzz_l7share: FUZZ_CFLAGS += -Iprobes/lib
 
 fuzz: $(FUZZ_BINS)
 

@@ -16,6 +16,7 @@ char LICENSE[] SEC("license") = "GPL";
 /* Live knobs, written by user space through the mmap'ed .bss. */
 volatile __u32 gen;		       /* bit 0 selects the maps samples go to; user space drains the other pair */
 volatile __u64 min_block_ns = 1000000; /* off-CPU blocks shorter than this are not sent */
+volatile __u32 cpu_keys;	       /* oncpu keys carry the CPU (autotrace bounds its ring per CPU) */
 volatile __u32 self_tgid;	       /* the probe itself: its own allocations are never recorded */
 
 /* Two generations of stack and count maps: samples go to gen&1, user space drains the other. */
@@ -119,6 +120,8 @@ static __always_inline void record_current(void *ctx, __u32 event, __u64 n, __u6
 		return; /* the idle task, or out of scope */
 	key.event = event;
 	key.ret_ip = ret_ip;
+	if (cpu_keys && event == SP_EV_ONCPU)
+		key.cpu = bpf_get_smp_processor_id();
 	if (event == SP_EV_ONCPU)
 		key.pystack = py_stack_id(key.tgid);
 	fill_comms(&key);
@@ -359,6 +362,7 @@ static __always_inline void offcpu_in(struct task_struct *next, __u64 now)
 	n = s->kn + s->un;
 	if (n > 2 * SP_MAX_DEPTH)
 		n = 2 * SP_MAX_DEPTH;
+	s->cpu = bpf_get_smp_processor_id();
 	size = __builtin_offsetof(struct sp_offcpu, ips) + (__u64)n * sizeof(__u64);
 	if (size > sizeof(*s))
 		size = sizeof(*s);

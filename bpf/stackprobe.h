@@ -50,7 +50,7 @@ struct sp_key {
 	/* 0: ustack is an id in the stack map. Else the user stack was unwound in BPF with the .eh_frame
 	 * tables (stackprobe_unwind.bpf.h) and is in ustacks<gen> under ((u64)uw << 32 | (u32)ustack). */
 	__u32 uw;
-	__u32 uw_pad;
+	__u32 cpu;		 /* oncpu with cpu_keys set (autotrace's per-CPU ring): the sampled CPU; else 0 */
 	char comm[SP_COMM_LEN];	 /* thread */
 	char pcomm[SP_COMM_LEN]; /* process (group leader) */
 };
@@ -70,8 +70,10 @@ struct sp_offcpu {
 	__u64 delta_ns; /* blocked time (set at switch-in) */
 	__u32 tgid;
 	__u32 pid;
-	__u32 kn; /* kernel frames */
-	__u32 un; /* user frames */
+	__u32 kn;  /* kernel frames */
+	__u32 un;  /* user frames */
+	__u32 cpu; /* where it was switched in */
+	__u32 cpu_pad;
 	char comm[SP_COMM_LEN];
 	char pcomm[SP_COMM_LEN];
 	__u64 ips[2 * SP_MAX_DEPTH];

@@ -12,6 +12,8 @@ enum at_trig {
 	AT_TR_RUNQ,	    /* p99 run-queue delay since the last evaluation, us (sched_wakeup/switch) */
 	AT_TR_RETRANS,	    /* TCP segments retransmitted per second (/proc/net/snmp) */
 	AT_TR_RSS,	    /* one process's RSS growth, KiB/s over the hold window (/proc/<pid>/statm) */
+	AT_TR_L7_P99,	    /* p99 latency of the requests a process served over the hold window, ms (l7probe) */
+	AT_TR_L7_ERRORS,    /* part of them that failed, percent (l7probe) */
 	AT_TR_NR,
 };
 
@@ -34,6 +36,8 @@ struct at_conf {
 	unsigned int max_per_hour; /* captures in any 60 minutes */
 	unsigned int proc_gap_s;   /* at least this long between two captures for the same process */
 	unsigned int retention_s;  /* profiles kept */
+	unsigned int ring_kb;	   /* memory of the ring, all CPUs (each CPU gets its share of every second) */
+	unsigned int l7_min_reqs;  /* l7 triggers: fewer requests in the window decide nothing */
 	struct at_trig_conf tr[AT_TR_NR];
 	char flame_dir[PATH_MAX];
 };

@@ -8,6 +8,7 @@
 #include <linux/types.h>
 
 #include "../../bpf/autotrace.h"
+#include "l7share.h"
 #include "../stackprobe/stackprobe.h" /* the sampler, symbolizer and writers (linked in) */
 #include "at_conf.h"
 #include "probe.h"
@@ -17,7 +18,6 @@
 /* Between captures: drain, evaluate and report every 2 s (half the fixed cost of a drain and of the
  * /proc reads; the kernel's maps hold 5 s of samples at the ring's rate) */
 #define IDLE_TICK_MS	     2000u
-#define RING_MAX_BYTES	     (96ull << 20) /* all slots' stack tables together */
 #define SLOT_MAX_ENTS	     8192u
 #define PROFILE_ENTS	     65536u
 #define PROFILE_BYTES	     (64ull << 20)
@@ -53,6 +53,45 @@ struct at_slot {
 	unsigned int period_ms;	    /* on-CPU sampling period of these samples (a sample weighs this many ms) */
 	unsigned char *buf;	    /* struct at_raw records, 8-byte aligned */
 	size_t len, cap;
+	size_t *cpu_len; /* bytes of records per CPU (ring_ncpu entries, the ring's array): each is bounded */
+};
+
+/* Why stack samples were dropped (autotrace_health). */
+enum { AT_DROP_CPU = 0, AT_DROP_NOMEM, AT_DROP_PROFILE, AT_DROP_NR };
+
+/* Where the l7 triggers' numbers come from (autotrace_health.l7_source). */
+enum at_l7_src {
+	AT_L7_OFF = 0,	  /* no l7 trigger on */
+	AT_L7_OK,	  /* l7probe's file read */
+	AT_L7_NO_PROBE,	  /* no file, or its writer is gone: l7probe is not running */
+	AT_L7_NO_RUN_DIR, /* run by hand without GALA_GOPHER_RUN_DIR: nothing is shared */
+	AT_L7_BAD,	  /* the file is not one we read */
+};
+
+/* A process's cumulative l7 counts at one evaluation. */
+struct at_l7snap {
+	uint64_t ms; /* monotonic */
+	uint64_t reqs, errs;
+	uint32_t hist[L7S_BUCKETS];
+};
+#define AT_L7_SNAPS    8u  /* snapshots kept per process: the hold window is cut into at most 7 steps */
+#define AT_L7_PROCS    64u /* processes followed by the l7 triggers */
+#define AT_L7_FILE_MAX (8u << 20)
+
+/* A process serving requests, as l7probe's file lists it (its server role). */
+struct at_l7proc {
+	uint32_t tgid;
+	uint64_t serial; /* l7probe's entry: a new one starts from scratch */
+	char comm[16];
+	int in_scope;
+	unsigned int scope_gen; /* ctx->scope_gen in_scope was decided at */
+	int seen;		/* in the last file read */
+	struct at_l7snap cur;
+	struct at_l7snap snaps[AT_L7_SNAPS];
+	unsigned int nsnaps; /* ring: the newest at (nsnaps - 1) % AT_L7_SNAPS */
+	double value[2];     /* p99 ms, error percent over the window (0 when it decides nothing) */
+	uint64_t win_reqs[2], win_errs[2], win_ms[2];
+	uint64_t fire_ms[2], capture_ms;
 };
 
 extern const char *const at_trig_names[AT_TR_NR]; /* "host_cpu", ... */
@@ -100,6 +139,9 @@ struct at_capture {
 	double value;
 	unsigned int thr, hold_s;
 	uint64_t trigger_wall_ms, until_mono_ms;
+	int l7; /* an l7 trigger: the window's numbers below go into the event */
+	uint64_t l7_reqs, l7_errs, l7_window_ms;
+	double l7_p99_ms, l7_err_pct;
 };
 
 struct at_ctx {
@@ -116,9 +158,11 @@ struct at_ctx {
 
 	struct at_slot *ring;
 	unsigned int ring_cap, ring_n, ring_head; /* slots, used, index of the oldest */
-	size_t slot_bytes;			  /* bound of one slot's records */
 	struct at_slot *filling;		  /* the slot a drain writes into */
-	uint64_t drained_wall;			  /* wall ms of the last drain: the next slot starts there */
+	size_t *cpu_lens;			  /* ring_cap x ring_ncpu: the slots' cpu_len */
+	unsigned int ring_ncpu;
+	size_t cpu_bytes;      /* bound of one CPU's records in one slot */
+	uint64_t drained_wall; /* wall ms of the last drain: the next slot starts there */
 
 	struct at_tstate trig[AT_TR_NR];
 	struct at_proc procs[PROCS_MAX];
@@ -137,7 +181,16 @@ struct at_ctx {
 	uint64_t t_report;
 	/* health */
 	uint64_t captures, profiles, write_errors, dropped_busy, dropped_global, dropped_proc, dropped_procs_full;
-	uint64_t ring_dropped;
+	uint64_t ring_dropped;		  /* all reasons */
+	uint64_t dropped_why[AT_DROP_NR]; /* by reason */
+	/* l7 triggers */
+	struct at_l7proc *l7;
+	unsigned int nl7, scope_gen;
+	enum at_l7_src l7_src;
+	int l7_full_said;	  /* l7probe's table was full: logged once */
+	struct probe_buf l7_file; /* l7probe's file as last read */
+	char l7_path[4096];
+	struct probe_buf scope_buf;
 };
 
 /* ---- capture.c ---------------------------------------------------------------------------------- */
@@ -157,8 +210,8 @@ void at_sampling__set(struct at_ctx *ctx, int capturing);
 void at_sched__attach(struct at_ctx *ctx);
 /* Run-queue delay histogram (summed over CPUs since load) and tasks in D now. 0 or negative errno. */
 int at_sched__read(struct at_ctx *ctx, __u64 *hist, int64_t *ret_dstate);
-/* Start a capture for trigger t (p: the process of a per-process trigger, or NULL). */
-void at_capture__start(struct at_ctx *ctx, enum at_trig t, const struct at_proc *p, double value, uint64_t now,
+/* Start a capture for trigger t (tgid, comm: the process of a per-process trigger, or 0 and NULL). */
+void at_capture__start(struct at_ctx *ctx, enum at_trig t, uint32_t tgid, const char *comm, double value, uint64_t now,
 		       uint64_t wall);
 /* The capture window is over: write the one profile, send the event. */
 void at_capture__finish(struct at_ctx *ctx, uint64_t wall);

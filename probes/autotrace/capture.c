@@ -13,23 +13,35 @@
 #include "at_ctx.h"
 #include "autotrace.skel.h"
 
-const char *const at_trig_names[AT_TR_NR] = {"host_cpu", "proc_cpu", "dstate", "runq", "tcp_retrans", "rss"};
-const char *const at_trig_units[AT_TR_NR] = {"percent", "percent", "tasks", "us", "segments/s", "KiB/s"};
+const char *const at_trig_names[AT_TR_NR] = {"host_cpu",    "proc_cpu", "dstate", "runq",
+					     "tcp_retrans", "rss",	"l7_p99", "l7_errors"};
+const char *const at_trig_units[AT_TR_NR] = {"percent",	   "percent", "tasks", "us",
+					     "segments/s", "KiB/s",   "ms",    "percent"};
 
 /* ---- the ring ---------------------------------------------------------------------------------------- */
 
-static void slot_free(struct at_slot *s)
+/* Every slot is bounded per CPU (ring_memory / slots / CPUs): a CPU flooded with distinct stacks (deep
+ * recursion, many threads blocking while capturing) drops its own excess, never the other CPUs' seconds. */
+
+static void slot_free(struct at_ctx *ctx, struct at_slot *s)
 {
+	size_t *cpu_len = s->cpu_len;
+
 	free(s->buf);
 	memset(s, 0, sizeof(*s));
+	if (cpu_len)
+		memset(cpu_len, 0, ctx->ring_ncpu * sizeof(*cpu_len));
+	s->cpu_len = cpu_len;
 }
 
 void at_ring__free(struct at_ctx *ctx)
 {
 	for (unsigned int i = 0; i < ctx->ring_n; i++)
-		slot_free(&ctx->ring[(ctx->ring_head + i) % ctx->ring_cap]);
+		slot_free(ctx, &ctx->ring[(ctx->ring_head + i) % ctx->ring_cap]);
 	free(ctx->ring);
+	free(ctx->cpu_lens);
 	ctx->ring = NULL;
+	ctx->cpu_lens = NULL;
 	ctx->ring_cap = ctx->ring_n = ctx->ring_head = 0;
 }
 
@@ -37,15 +49,29 @@ void at_ring__free(struct at_ctx *ctx)
 int at_ring__size(struct at_ctx *ctx)
 {
 	unsigned int cap = ctx->cur.ring_s + ctx->cur.capture_s + 2;
+	int ncpu = libbpf_num_possible_cpus();
 
-	if (cap == ctx->ring_cap)
+	if (ncpu <= 0)
+		ncpu = 1;
+	if (cap == ctx->ring_cap && (unsigned int)ncpu == ctx->ring_ncpu) {
+		ctx->cpu_bytes = (size_t)ctx->cur.ring_kb * 1024u / cap / (unsigned int)ncpu;
 		return 0;
+	}
 	at_ring__free(ctx);
 	ctx->ring = calloc(cap, sizeof(*ctx->ring));
-	if (!ctx->ring)
+	ctx->cpu_lens = calloc((size_t)cap * (unsigned int)ncpu, sizeof(*ctx->cpu_lens));
+	if (!ctx->ring || !ctx->cpu_lens) {
+		free(ctx->ring);
+		free(ctx->cpu_lens);
+		ctx->ring = NULL;
+		ctx->cpu_lens = NULL;
 		return -ENOMEM;
+	}
+	for (unsigned int i = 0; i < cap; i++)
+		ctx->ring[i].cpu_len = ctx->cpu_lens + (size_t)i * (unsigned int)ncpu;
 	ctx->ring_cap = cap;
-	ctx->slot_bytes = RING_MAX_BYTES / cap;
+	ctx->ring_ncpu = (unsigned int)ncpu;
+	ctx->cpu_bytes = (size_t)ctx->cur.ring_kb * 1024u / cap / (unsigned int)ncpu;
 	return 0;
 }
 
@@ -66,10 +92,13 @@ static int raw_add(void *arg, const struct sp_sample *smp)
 	size_t need = (sizeof(struct at_raw) + ((size_t)smp->kn + smp->un) * sizeof(uint64_t) + 7) & ~(size_t)7;
 	struct at_raw *r;
 
+	uint32_t cpu = smp->cpu < ctx->ring_ncpu ? smp->cpu : 0;
+
 	if (smp->event != SP_EV_ONCPU && smp->event != SP_EV_OFFCPU)
 		return 0;
-	if (s->len + need > ctx->slot_bytes) {
+	if (s->cpu_len[cpu] + need > ctx->cpu_bytes) {
 		ctx->ring_dropped += smp->value;
+		ctx->dropped_why[AT_DROP_CPU] += smp->value;
 		return 0;
 	}
 	if (s->len + need > s->cap) {
@@ -81,6 +110,7 @@ static int raw_add(void *arg, const struct sp_sample *smp)
 		nb = realloc(s->buf, ncap);
 		if (!nb) {
 			ctx->ring_dropped += smp->value;
+			ctx->dropped_why[AT_DROP_NOMEM] += smp->value;
 			return 0;
 		}
 		s->buf = nb;
@@ -99,6 +129,7 @@ static int raw_add(void *arg, const struct sp_sample *smp)
 	memcpy(r->ips, smp->kips, smp->kn * sizeof(uint64_t));
 	memcpy(r->ips + smp->kn, smp->uips, smp->un * sizeof(uint64_t));
 	s->len += need;
+	s->cpu_len[cpu] += need;
 	return 0;
 }
 
@@ -120,7 +151,7 @@ void at_ring__push(struct at_ctx *ctx, uint64_t wall)
 	int err;
 
 	if (ctx->ring_n == ctx->ring_cap) {
-		slot_free(&ctx->ring[ctx->ring_head]);
+		slot_free(ctx, &ctx->ring[ctx->ring_head]);
 		ctx->ring_head = (ctx->ring_head + 1) % ctx->ring_cap;
 		ctx->ring_n--;
 	}
@@ -312,6 +343,19 @@ static void send_event(struct at_ctx *ctx, const char *id, uint64_t from_ms, uin
 		gg_event_label(labels, sizeof(labels), &used, "tgid", num);
 		gg_event_label(labels, sizeof(labels), &used, "comm", c->comm);
 	}
+	if (c->l7) {
+		/* the window that decided: its requests, failures, p99 and failed share */
+		snprintf(num, sizeof(num), "%" PRIu64, c->l7_reqs);
+		gg_event_label(labels, sizeof(labels), &used, "requests", num);
+		snprintf(num, sizeof(num), "%" PRIu64, c->l7_errs);
+		gg_event_label(labels, sizeof(labels), &used, "errors", num);
+		snprintf(num, sizeof(num), "%.1f", c->l7_p99_ms);
+		gg_event_label(labels, sizeof(labels), &used, "p99_ms", num);
+		snprintf(num, sizeof(num), "%.1f", c->l7_err_pct);
+		gg_event_label(labels, sizeof(labels), &used, "error_pct", num);
+		snprintf(num, sizeof(num), "%.1f", (double)c->l7_window_ms / 1000.0);
+		gg_event_label(labels, sizeof(labels), &used, "window_s", num);
+	}
 	gg_event_label(labels, sizeof(labels), &used, "profile_id", id);
 	snprintf(num, sizeof(num), "%" PRIu64, from_ms);
 	gg_event_label(labels, sizeof(labels), &used, "from_ms", num);
@@ -377,6 +421,7 @@ void at_capture__finish(struct at_ctx *ctx, uint64_t wall)
 		struct sp_acc *acc = &ctx->prof.acc[slot_ev[e]];
 
 		ctx->ring_dropped += acc->store.dropped;
+		ctx->dropped_why[AT_DROP_PROFILE] += acc->store.dropped;
 		/* period_us 1000: a stored "sample" is 1 ms, so the query API's microseconds are exact */
 		err = sp_store__write(ctx->cur.flame_dir, slot_ev[e], from_ms, until_ms, e == AT_ON ? 1000u : 0u,
 				      &acc->store);
@@ -397,7 +442,7 @@ void at_capture__finish(struct at_ctx *ctx, uint64_t wall)
 	c->on = 0;
 }
 
-void at_capture__start(struct at_ctx *ctx, enum at_trig t, const struct at_proc *p, double value, uint64_t now,
+void at_capture__start(struct at_ctx *ctx, enum at_trig t, uint32_t tgid, const char *comm, double value, uint64_t now,
 		       uint64_t wall)
 {
 	struct at_capture *c = &ctx->cap;
@@ -410,9 +455,9 @@ void at_capture__start(struct at_ctx *ctx, enum at_trig t, const struct at_proc 
 	c->value = value;
 	c->thr = ctx->cur.tr[t].thr;
 	c->hold_s = ctx->cur.tr[t].hold_s;
-	if (p) {
-		c->tgid = p->tgid;
-		memcpy(c->comm, p->comm, sizeof(c->comm));
+	if (tgid) {
+		c->tgid = tgid;
+		snprintf(c->comm, sizeof(c->comm), "%s", comm ? comm : "");
 	}
 	c->trigger_wall_ms = wall;
 	c->until_mono_ms = now + (uint64_t)ctx->cur.capture_s * 1000u;
@@ -422,5 +467,6 @@ void at_capture__start(struct at_ctx *ctx, enum at_trig t, const struct at_proc 
 	ctx->cap_times[ctx->ncap_times++ % CAPTURES_HOUR] = now;
 	at_sampling__set(ctx, 1);
 	probe_log(PLOG_INFO, "trigger %s: %.1f %s >= %u for %u s%s%s: capturing %u s", at_trig_names[t], value,
-		  at_trig_units[t], c->thr, c->hold_s, p ? ", process " : "", p ? p->comm : "", ctx->cur.capture_s);
+		  at_trig_units[t], c->thr, c->hold_s, tgid ? ", process " : "", tgid ? c->comm : "",
+		  ctx->cur.capture_s);
 }

@@ -6,10 +6,15 @@
 #endif
 
 static const struct gg_subprobe subprobes[] = {
-	{"host_cpu", GG_BIT(1u << AT_TR_HOST_CPU), 1, 0}, {"proc_cpu", GG_BIT(1u << AT_TR_PROC_CPU), 1, 0},
+	{"host_cpu", GG_BIT(1u << AT_TR_HOST_CPU), 1, 0},
+	{"proc_cpu", GG_BIT(1u << AT_TR_PROC_CPU), 1, 0},
 	{"dstate", GG_BIT(1u << AT_TR_DSTATE), 0, 0}, /* sched_switch on every context switch: opt-in */
-	{"runq", GG_BIT(1u << AT_TR_RUNQ), 0, 0},	  {"tcp_retrans", GG_BIT(1u << AT_TR_RETRANS), 1, 0},
+	{"runq", GG_BIT(1u << AT_TR_RUNQ), 0, 0},
+	{"tcp_retrans", GG_BIT(1u << AT_TR_RETRANS), 1, 0},
 	{"rss", GG_BIT(1u << AT_TR_RSS), 1, 0},
+	/* the numbers come from l7probe (its per-process aggregates in the run directory): opt-in */
+	{"l7_p99", GG_BIT(1u << AT_TR_L7_P99), 0, 0},
+	{"l7_errors", GG_BIT(1u << AT_TR_L7_ERRORS), 0, 0},
 };
 
 /* clang-format off */
@@ -56,6 +61,16 @@ static const struct gg_param_spec params[] = {
 	AT_TRIG_PARAMS("tcp_retrans", "tcp-retrans", AT_TR_RETRANS, "segments/s", 100, 1, 100000000, 10,
 		       "TCP segments retransmitted per second"),
 	AT_TRIG_PARAMS("rss", "rss", AT_TR_RSS, "KiB/s", 10240, 1, 100000000, 10, "a process's RSS growth over the hold time"),
+	AT_TRIG_PARAMS("l7_p99", "l7-p99", AT_TR_L7_P99, "ms", 1000, 1, 3600000, 10,
+		       "p99 latency of the requests a process served over the hold time (l7probe's)"),
+	AT_TRIG_PARAMS("l7_errors", "l7-errors", AT_TR_L7_ERRORS, "percent", 10, 1, 100, 10,
+		       "part of the requests a process served over the hold time that failed (l7probe's)"),
+	{.name = "l7_min_requests", .type = GG_PT_INT, .def = 20, .min = 1, .max = 1000000, .unit = "requests",
+	 .flag = "--l7-min-requests", .help = "l7 triggers: fewer requests in the hold time decide nothing",
+	 GG_STORE(struct at_conf, l7_min_reqs)},
+	{.name = "ring_memory", .type = GG_PT_INT, .def = 98304, .min = 64, .max = 4194304, .unit = "KiB",
+	 .flag = "--ring-memory", .help = "memory of the ring; every CPU gets an equal share of every second",
+	 GG_STORE(struct at_conf, ring_kb)},
 };
 /* clang-format on */
 

@@ -22,11 +22,15 @@ extern const struct gg_contract gg_contract_autotrace;
 
 static const char notes[] =
 	"Always: on-CPU stacks every ring_sample_period ms into a ring of the last ring_seconds.\n"
-	"A trigger (a sub-probe: host_cpu, proc_cpu, dstate, runq, tcp_retrans, rss) that stays at or above\n"
-	"its _thr for _hold seconds, outside its _cooldown, starts a capture: perf_sample_period sampling\n"
-	"(and off-CPU) for capture_seconds, then one profile of the ring's seconds and the capture in\n"
-	"<flame_dir>/store/ (REST: GET /autotrace/query?profile_id=ID) and <flame_dir>/profiles/ID_*\n"
-	"(.folded, .svg, .pb.gz), and an event_v2 naming the trigger, its value and the profile id.\n"
+	"A trigger (a sub-probe: host_cpu, proc_cpu, dstate, runq, tcp_retrans, rss, l7_p99, l7_errors) that\n"
+	"stays at or above its _thr for _hold seconds, outside its _cooldown, starts a capture:\n"
+	"perf_sample_period sampling (and off-CPU) for capture_seconds, then one profile of the ring's\n"
+	"seconds and the capture in <flame_dir>/store/ (REST: GET /autotrace/query?profile_id=ID) and\n"
+	"<flame_dir>/profiles/ID_* (.folded, .svg, .pb.gz), and an event_v2 naming the trigger, its value\n"
+	"and the profile id.\n"
+	"l7_p99 and l7_errors read l7probe's per-process aggregates from the run directory (l7probe must run;\n"
+	"by hand, give both GALA_GOPHER_RUN_DIR): p99 latency and failed share of the requests a process\n"
+	"served over the hold time, with at least l7_min_requests of them.\n"
 	"Records autotrace_trigger and autotrace_health every report period.\n";
 
 /* ---- triggers ------------------------------------------------------------------------------------ */
@@ -41,35 +45,39 @@ static unsigned int captures_last_hour(const struct at_ctx *ctx, uint64_t now)
 	return n;
 }
 
-/* The threshold held: fire, unless in cooldown; start a capture unless a rate limit says no. */
-static void fire(struct at_ctx *ctx, enum at_trig t, struct at_proc *p, double value, uint64_t now, uint64_t wall)
+/* The threshold held: fire, unless in cooldown; start a capture unless a rate limit says no. fire_ms and
+ * capture_ms: a per-process trigger's own (cooldown, proc_gap), else NULL; tgid and comm: its process. */
+static int fire(struct at_ctx *ctx, enum at_trig t, uint64_t *fire_ms, uint64_t *capture_ms, uint32_t tgid,
+		const char *comm, double value, uint64_t now, uint64_t wall)
 {
 	struct at_tstate *tr = &ctx->trig[t];
-	uint64_t *fire_ms = p ? &p->fire_ms[t == AT_TR_RSS] : &tr->fire_ms;
 	uint64_t cool = (uint64_t)ctx->cur.tr[t].cooldown_s * 1000u;
 
+	if (!fire_ms)
+		fire_ms = &tr->fire_ms;
 	if (*fire_ms && now - *fire_ms < cool) {
 		tr->suppressed++;
-		return;
+		return 0;
 	}
 	*fire_ms = now;
 	tr->fired++;
 	if (ctx->cap.on) {
 		ctx->dropped_busy++;
-		return;
+		return 0;
 	}
 	if ((ctx->last_cap_ms && now - ctx->last_cap_ms < (uint64_t)ctx->cur.global_gap_s * 1000u) ||
 	    captures_last_hour(ctx, now) >= ctx->cur.max_per_hour) {
 		ctx->dropped_global++;
-		return;
+		return 0;
 	}
-	if (p && p->capture_ms && now - p->capture_ms < (uint64_t)ctx->cur.proc_gap_s * 1000u) {
+	if (capture_ms && *capture_ms && now - *capture_ms < (uint64_t)ctx->cur.proc_gap_s * 1000u) {
 		ctx->dropped_proc++;
-		return;
+		return 0;
 	}
-	if (p)
-		p->capture_ms = now;
-	at_capture__start(ctx, t, p, value, now, wall);
+	if (capture_ms)
+		*capture_ms = now;
+	at_capture__start(ctx, t, tgid, comm, value, now, wall);
+	return 1;
 }
 
 /* One evaluation of a threshold: 1 when it has held for hold_s (and the hold starts over). */
@@ -212,11 +220,12 @@ static void eval_proc_triggers(struct at_ctx *ctx, uint64_t now, uint64_t wall)
 		}
 		if ((ctx->cur.triggers & (1u << AT_TR_PROC_CPU)) &&
 		    held(&p->above_ms[0], p->cpu_pct, &ctx->cur.tr[AT_TR_PROC_CPU], now))
-			fire(ctx, AT_TR_PROC_CPU, p, p->cpu_pct, now, wall);
+			fire(ctx, AT_TR_PROC_CPU, &p->fire_ms[0], &p->capture_ms, p->tgid, p->comm, p->cpu_pct, now,
+			     wall);
 		/* the window is the hold: one evaluation decides */
 		if ((ctx->cur.triggers & (1u << AT_TR_RSS)) && p->rss_rate > 0 &&
 		    p->rss_rate >= (double)ctx->cur.tr[AT_TR_RSS].thr)
-			fire(ctx, AT_TR_RSS, p, p->rss_rate, now, wall);
+			fire(ctx, AT_TR_RSS, &p->fire_ms[1], &p->capture_ms, p->tgid, p->comm, p->rss_rate, now, wall);
 	}
 }
 
@@ -230,7 +239,233 @@ static void eval_host(struct at_ctx *ctx, enum at_trig t, double value, int vali
 		return;
 	}
 	if (held(&tr->above_ms, value, &ctx->cur.tr[t], now))
-		fire(ctx, t, NULL, value, now, wall);
+		fire(ctx, t, NULL, NULL, 0, NULL, value, now, wall);
+}
+
+/* ---- l7 triggers: l7probe's per-process aggregates (probes/lib/l7share.h) ------------------------------ */
+
+#define L7_MASK ((1u << AT_TR_L7_P99) | (1u << AT_TR_L7_ERRORS))
+
+static const char *const l7_src_names[] = {"off", "reading l7probe's aggregates", "l7probe is not running",
+					   "no run directory (run by hand without GALA_GOPHER_RUN_DIR)",
+					   "l7probe's file is not in a format this autotrace reads"};
+
+/* The source changed: say so once (the state stays in autotrace_health.l7_source). */
+static void l7_src_set(struct at_ctx *ctx, enum at_l7_src src)
+{
+	if (src == ctx->l7_src)
+		return;
+	if (src == AT_L7_OK)
+		probe_log(PLOG_INFO, "l7_p99/l7_errors: %s (%s)", l7_src_names[src], ctx->l7_path);
+	else if (src != AT_L7_OFF)
+		probe_log(PLOG_WARN, "l7_p99/l7_errors: %s%s%s%s: these triggers wait for it", l7_src_names[src],
+			  ctx->l7_path[0] ? " (" : "", ctx->l7_path, ctx->l7_path[0] ? ")" : "");
+	ctx->l7_src = src;
+}
+
+static void l7_free(struct at_ctx *ctx)
+{
+	free(ctx->l7);
+	ctx->l7 = NULL;
+	ctx->nl7 = 0;
+	probe_buf__free(&ctx->l7_file);
+}
+
+struct l7_read {
+	struct at_ctx *ctx;
+	uint64_t now;
+};
+
+/* One line of the file: a process's served requests into its entry (made when new). */
+static int l7_entry(void *arg, const struct l7s_entry *e)
+{
+	struct l7_read *rd = arg;
+	struct at_ctx *ctx = rd->ctx;
+	struct at_l7proc *p = NULL;
+	struct at_proc_sample ps;
+
+	if (e->role != L7S_ROLE_SERVER || e->tgid == (uint32_t)getpid())
+		return 0;
+	for (unsigned int i = 0; i < ctx->nl7; i++) {
+		if (ctx->l7[i].tgid == e->tgid) {
+			p = &ctx->l7[i];
+			break;
+		}
+	}
+	if (p && p->serial != e->serial) {
+		memset(p, 0, sizeof(*p)); /* another process under the pid, or l7probe started over */
+		p->tgid = e->tgid;
+	}
+	if (!p) {
+		if (ctx->nl7 == AT_L7_PROCS) {
+			ctx->dropped_procs_full++;
+			return 0;
+		}
+		p = &ctx->l7[ctx->nl7++];
+		memset(p, 0, sizeof(*p));
+		p->tgid = e->tgid;
+	}
+	if (!p->serial) {
+		p->serial = e->serial;
+		if (!at_read_proc(e->tgid, &ps))
+			memcpy(p->comm, ps.comm, sizeof(p->comm));
+		p->scope_gen = ctx->scope_gen - 1;
+	}
+	if (p->scope_gen != ctx->scope_gen) {
+		p->in_scope = gg_scope__has_process(&ctx->scope, NULL, "/proc", (int)e->tgid, &ctx->scope_buf);
+		p->scope_gen = ctx->scope_gen;
+	}
+	p->seen = 1;
+	p->cur.ms = rd->now;
+	p->cur.reqs = e->reqs;
+	p->cur.errs = e->errs;
+	memcpy(p->cur.hist, e->hist, sizeof(p->cur.hist));
+	return 0;
+}
+
+/* Read l7probe's file into the table: 0, or the source's state. */
+static enum at_l7_src l7_read(struct at_ctx *ctx, uint64_t now)
+{
+	struct l7_read rd = {.ctx = ctx, .now = now};
+	struct at_proc_sample ws;
+	struct l7s_hdr hdr;
+	int err;
+
+	if (!ctx->l7_path[0] && l7s_path(ctx->l7_path, sizeof(ctx->l7_path)))
+		return AT_L7_NO_RUN_DIR;
+	err = probe_read_file(ctx->l7_path, &ctx->l7_file, AT_L7_FILE_MAX);
+	if (err == -ENOENT)
+		return AT_L7_NO_PROBE;
+	if (err)
+		return AT_L7_BAD;
+	memset(&hdr, 0, sizeof(hdr));
+	for (unsigned int i = 0; i < ctx->nl7; i++)
+		ctx->l7[i].seen = 0;
+	err = l7s_parse(ctx->l7_file.data, ctx->l7_file.len, &hdr, l7_entry, &rd, NULL);
+	if (err)
+		return AT_L7_BAD;
+	/* a file left by an l7probe that was killed: its writer is gone (or the pid is another process's) */
+	if (at_read_proc(hdr.writer_pid, &ws) || ws.start_ticks != hdr.writer_start)
+		return AT_L7_NO_PROBE;
+	if (hdr.dropped && !ctx->l7_full_said) {
+		probe_log(PLOG_WARN,
+			  "l7 triggers: l7probe's per-process table was full (%" PRIu64 " requests of processes "
+			  "beyond %u not shared)",
+			  hdr.dropped, L7S_PROCS_MAX);
+		ctx->l7_full_said = 1;
+	}
+	for (unsigned int i = 0; i < ctx->nl7;) {
+		if (!ctx->l7[i].seen) {
+			ctx->l7[i] = ctx->l7[--ctx->nl7]; /* gone from the file */
+			continue;
+		}
+		i++;
+	}
+	return AT_L7_OK;
+}
+
+/* The window of trigger k (0 p99, 1 errors) of p: from the newest snapshot at least its hold old (the
+ * oldest there is while the history is shorter) to now. */
+static void l7_window(const struct at_ctx *ctx, struct at_l7proc *p, int k, uint64_t now)
+{
+	const struct at_trig_conf *tc = &ctx->cur.tr[k ? AT_TR_L7_ERRORS : AT_TR_L7_P99];
+	uint64_t hold_ms = (uint64_t)tc->hold_s * 1000u;
+	const struct at_l7snap *base = NULL;
+	static uint32_t delta[L7S_BUCKETS];
+
+	p->value[k] = 0;
+	p->win_reqs[k] = p->win_errs[k] = p->win_ms[k] = 0;
+	for (unsigned int j = 0; j < p->nsnaps && j < AT_L7_SNAPS; j++) {
+		const struct at_l7snap *sn = &p->snaps[(p->nsnaps - 1 - j) % AT_L7_SNAPS];
+
+		base = sn;
+		if (now - sn->ms + IDLE_TICK_MS / 2 >= hold_ms)
+			break;
+	}
+	if (!base || now <= base->ms)
+		return;
+	p->win_ms[k] = now - base->ms;
+	p->win_reqs[k] = p->cur.reqs - base->reqs;
+	p->win_errs[k] = p->cur.errs - base->errs;
+	/* not yet a whole hold, or too few requests to tell: no value (and no firing) */
+	if (p->win_ms[k] + IDLE_TICK_MS / 2 < hold_ms || !p->win_reqs[k] || p->win_reqs[k] < ctx->cur.l7_min_reqs)
+		return;
+	if (k) {
+		p->value[k] = (double)p->win_errs[k] * 100.0 / (double)p->win_reqs[k];
+		return;
+	}
+	for (unsigned int b = 0; b < L7S_BUCKETS; b++)
+		delta[b] = p->cur.hist[b] - base->hist[b];
+	p->value[k] = l7s_quantile(delta, 0.99) / 1e6;
+}
+
+static void eval_l7_triggers(struct at_ctx *ctx, uint64_t now, uint64_t wall)
+{
+	static const enum at_trig tk[2] = {AT_TR_L7_P99, AT_TR_L7_ERRORS};
+	unsigned int hold_s = 0;
+	uint64_t step;
+	enum at_l7_src src;
+
+	for (int k = 0; k < 2; k++) {
+		ctx->trig[tk[k]].value = 0;
+		ctx->trig[tk[k]].tgid = 0;
+	}
+	if (!(ctx->cur.triggers & L7_MASK)) {
+		l7_src_set(ctx, AT_L7_OFF);
+		l7_free(ctx);
+		return;
+	}
+	if (!ctx->l7) {
+		ctx->l7 = calloc(AT_L7_PROCS, sizeof(*ctx->l7));
+		if (!ctx->l7) {
+			probe_log(PLOG_WARN, "l7 triggers: no memory");
+			return;
+		}
+	}
+	src = l7_read(ctx, now);
+	l7_src_set(ctx, src);
+	if (src != AT_L7_OK) {
+		ctx->nl7 = 0; /* l7probe starts over when it comes back */
+		return;
+	}
+	for (int k = 0; k < 2; k++)
+		if ((ctx->cur.triggers & (1u << tk[k])) && ctx->cur.tr[tk[k]].hold_s > hold_s)
+			hold_s = ctx->cur.tr[tk[k]].hold_s;
+	/* snapshots every tick, or further apart so that AT_L7_SNAPS of them span the longest hold */
+	step = (uint64_t)hold_s * 1000u / (AT_L7_SNAPS - 1);
+	if (step < IDLE_TICK_MS)
+		step = IDLE_TICK_MS;
+	for (unsigned int i = 0; i < ctx->nl7; i++) {
+		struct at_l7proc *p = &ctx->l7[i];
+		const struct at_l7snap *last = p->nsnaps ? &p->snaps[(p->nsnaps - 1) % AT_L7_SNAPS] : NULL;
+
+		if (!p->in_scope)
+			continue;
+		for (int k = 0; k < 2; k++) {
+			struct at_tstate *tr = &ctx->trig[tk[k]];
+
+			l7_window(ctx, p, k, now);
+			if (p->value[k] > tr->value) {
+				tr->value = p->value[k];
+				tr->tgid = p->tgid;
+			}
+			/* the window is the hold: one evaluation decides */
+			if ((ctx->cur.triggers & (1u << tk[k])) && p->value[k] > 0 &&
+			    p->value[k] >= (double)ctx->cur.tr[tk[k]].thr &&
+			    fire(ctx, tk[k], &p->fire_ms[k], &p->capture_ms, p->tgid, p->comm, p->value[k], now,
+				 wall)) {
+				ctx->cap.l7 = 1;
+				ctx->cap.l7_reqs = p->win_reqs[k];
+				ctx->cap.l7_errs = p->win_errs[k];
+				ctx->cap.l7_window_ms = p->win_ms[k];
+				l7_window(ctx, p, !k, now);
+				ctx->cap.l7_p99_ms = p->value[0];
+				ctx->cap.l7_err_pct = p->value[1];
+			}
+		}
+		if (!last || now - last->ms + IDLE_TICK_MS / 2 >= step)
+			p->snaps[p->nsnaps++ % AT_L7_SNAPS] = p->cur;
+	}
 }
 
 static void eval_triggers(struct at_ctx *ctx, uint64_t now, uint64_t wall)
@@ -276,6 +511,7 @@ static void eval_triggers(struct at_ctx *ctx, uint64_t now, uint64_t wall)
 
 	procs_update(ctx, now);
 	eval_proc_triggers(ctx, now, wall);
+	eval_l7_triggers(ctx, now, wall);
 }
 
 /* ---- records ------------------------------------------------------------------------------------- */
@@ -303,6 +539,14 @@ static void report(struct at_ctx *ctx, uint64_t now)
 				else if (p->above_ms[k] && state < 2)
 					state = 2;
 			}
+		}
+		if (on && (t == AT_TR_L7_P99 || t == AT_TR_L7_ERRORS)) {
+			int k = t == AT_TR_L7_ERRORS;
+
+			state = ctx->l7_src == AT_L7_OK ? 1 : 4; /* 4: waiting for l7probe */
+			for (unsigned int i = 0; i < ctx->nl7; i++)
+				if (ctx->l7[i].fire_ms[k] && now - ctx->l7[i].fire_ms[k] < cool)
+					state = 3;
 		}
 		snprintf(tg, sizeof(tg), "%u", tr->tgid);
 		probe_rec__begin(&rec, &TBL_autotrace_trigger);
@@ -337,6 +581,11 @@ static void report(struct at_ctx *ctx, uint64_t now)
 	probe_rec__u64(&rec, (uint64_t)ctx->cap.on);
 	probe_rec__u64(&rec, ss.st[SP_ST_ONCPU_EARLY]);
 	probe_rec__u64(&rec, ss.st[SP_ST_ONCPU_LATE]);
+	probe_rec__u64(&rec, ctx->dropped_why[AT_DROP_CPU]);
+	probe_rec__u64(&rec, ctx->dropped_why[AT_DROP_NOMEM]);
+	probe_rec__u64(&rec, ctx->dropped_why[AT_DROP_PROFILE]);
+	probe_rec__u64(&rec, (uint64_t)ctx->l7_src);
+	probe_rec__u64(&rec, ctx->nl7);
 	(void)probe_rt__emit(ctx->rt, &rec);
 	(void)probe_rt__flush(ctx->rt);
 }
@@ -363,6 +612,7 @@ static int on_config(void *data, uint64_t version, const struct gg_ctrl_msg *msg
 			return err;
 		}
 		ctx->scope = msg->scope;
+		ctx->scope_gen++; /* the l7 triggers' processes are looked at again */
 	}
 	ctx->cur = c;
 	ctx->apply_pending = 1;
@@ -452,6 +702,7 @@ static int setup(void *data, struct probe_rt *rt)
 		probe_log(PLOG_ERROR, "cannot load the sampling programs: %s", strerror(-err));
 		return err;
 	}
+	sp_sampler__set_cpu_keys(ctx->sampler, 1); /* the ring is bounded per CPU */
 	err = sp_sampler__set_scope(ctx->sampler, &ctx->scope);
 	if (err)
 		probe_log(PLOG_WARN, "cannot apply the scope: %s", strerror(-err));
@@ -487,6 +738,8 @@ static void teardown(void *data)
 	sp_sampler__free(ctx->sampler);
 	at_ring__free(ctx);
 	sp_profile__free(&ctx->prof);
+	l7_free(ctx);
+	probe_buf__free(&ctx->scope_buf);
 }
 
 int main(int argc, char **argv)

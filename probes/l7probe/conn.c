@@ -14,6 +14,7 @@
 #include <string.h>
 
 #include "l7_api.h"
+#include "l7share.h"
 #include "l7_user.h"
 #include "l7probe.meta.h"
 
@@ -118,6 +119,7 @@ struct l7_tracker {
 	struct proc_apis *procs[PROC_APIS_BUCKETS];
 	l7_span_cb span_cb;
 	void *span_ctx;
+	struct l7s_table *share; /* per-process aggregates for other probes (l7share.h), or NULL */
 	struct l7_tracker_stats st;
 	/* session counters of connections already freed */
 	uint64_t gone_unparsable, gone_unmatched, gone_lost, gone_hpack;
@@ -231,6 +233,11 @@ void l7_tracker__set_span_cb(struct l7_tracker *t, l7_span_cb cb, void *ctx)
 {
 	t->span_cb = cb;
 	t->span_ctx = ctx;
+}
+
+void l7_tracker__set_share(struct l7_tracker *t, struct l7s_table *share)
+{
+	t->share = share;
 }
 
 static uint32_t hash_u64(uint64_t v)
@@ -540,6 +547,8 @@ static void on_rpc(void *ctx, const struct l7_rpc *rpc)
 	a->errs += rpc->error ? 1 : 0;
 	a->lat_sum += lat;
 	a->hist[slot]++;
+	if (t->share)
+		l7s_table__add(t->share, a->k.tgid, a->k.l7_role, lat, rpc->error);
 	if (!t->api_limit && !t->span_cb)
 		return;
 	l7_api__normalize((enum l7_proto)a->k.proto, rpc->api, api, sizeof(api));

@@ -81,6 +81,9 @@ int l7_tracker__event(void *t, void *data, size_t size);
 void l7_tracker__set_api_limit(struct l7_tracker *t, uint32_t limit);
 /* Called for every request matched with its response (NULL: none). */
 void l7_tracker__set_span_cb(struct l7_tracker *t, l7_span_cb cb, void *ctx);
+/* Every request matched also goes to share's per-process aggregates (l7share.h; NULL: none). */
+struct l7s_table;
+void l7_tracker__set_share(struct l7_tracker *t, struct l7s_table *share);
 /* Emit l7_link (L7_SP_BYTES), l7_rpc and l7_rpc_api (L7_SP_RPC) rows, one per key (none when rt is NULL), then
  * forget connections idle since before now_ns - L7_CONN_IDLE_NS and keys without connections idle
  * since before now_ns - L7_KEY_IDLE_NS. period_s is the time since the previous report. */

@@ -14,6 +14,7 @@
 #include "l7_main.h"
 #include "l7_trace.h"
 #include "l7_user.h"
+#include "l7share.h"
 #include "probe_conf.h"
 #include "probe_runner.h"
 #include "l7probe.meta.h"
@@ -53,6 +54,11 @@ struct l7_ctx {
 	unsigned int cap, max_conns; /* -c, -m */
 	struct gg_bpf_stats_prev stats_prev[40];
 	uint64_t exits_swept; /* tracker's exit count at the last sweep of l7_socks */
+	/* per-process aggregates for autotrace's l7 triggers (l7share.h): l7probe only, not the SLI modes */
+	struct l7s_table *share;
+	char share_path[4096];
+	uint64_t share_ms; /* last publish */
+	int share_err;	   /* last error logged (logged once per kind) */
 };
 
 static const char notes[] =
@@ -330,6 +336,15 @@ static unsigned int drain_tick(void *arg)
 		probe_log(PLOG_WARN, "reading the event ring: %s", strerror(-n));
 		return DRAIN_MAX_MS;
 	}
+	if (ctx->share && probe_now_mono_ms() >= ctx->share_ms + 1000u) {
+		/* at most once a second, and only when requests were answered since */
+		int err = l7s_table__publish(ctx->share, ctx->share_path, 0);
+
+		ctx->share_ms = probe_now_mono_ms();
+		if (err && err != ctx->share_err)
+			probe_log(PLOG_WARN, "cannot write %s: %s", ctx->share_path, strerror(-err));
+		ctx->share_err = err;
+	}
 	return n > 2000 ? DRAIN_MIN_MS : n > 200 ? 20u : DRAIN_MAX_MS;
 }
 
@@ -436,6 +451,19 @@ static int setup(void *arg, struct probe_rt *rt)
 		probe_log(PLOG_ERROR, "cannot map the event ring: %s", strerror(-ret));
 		return ret;
 	}
+	if (!M->sli && !M->protos && !l7s_path(ctx->share_path, sizeof(ctx->share_path))) {
+		ctx->share = l7s_table__new(L7S_PROCS_MAX);
+		if (!ctx->share) {
+			probe_log(PLOG_ERROR, "out of memory");
+			return -ENOMEM;
+		}
+		l7_tracker__set_share(ctx->tracker, ctx->share);
+		/* an empty file at once: readers tell "l7probe runs, no requests yet" from "not running" */
+		ret = l7s_table__publish(ctx->share, ctx->share_path, 1);
+		if (ret)
+			probe_log(PLOG_WARN, "cannot write %s: %s", ctx->share_path, strerror(-ret));
+		ctx->share_err = ret;
+	}
 	ctx->start_ms = probe_now_mono_ms();
 	ctx->last_report_ns = gg_mono_ns();
 	if (probe_rt__supervised(ctx->rt)) {
@@ -464,6 +492,9 @@ static void teardown(void *arg)
 	l7_tracker__free(ctx->tracker);
 	l7_trace__free(ctx->trace);
 	l7_sli__free(ctx->sli);
+	if (ctx->share)
+		(void)unlink(ctx->share_path);
+	l7s_table__free(ctx->share);
 }
 
 int l7_main(int argc, char **argv, const struct l7_mode *mode)

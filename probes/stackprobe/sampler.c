@@ -680,6 +680,7 @@ static int drain_counts(struct sp_sampler *s, int counts_fd, int stacks_fd, int 
 		smp.kstack_id = smp.kn ? k->kstack : -1;
 		smp.ustack_id = smp.un ? k->ustack : -1;
 		smp.value = val.count;
+		smp.cpu = k->cpu;
 		if (k->pystack && k->event == SP_EV_ONCPU) {
 			smp.pyn = sp_py__frames(s->py, k->tgid, k->pystack, s->pynames, s->pyentry, SP_PY_DEPTH);
 			smp.py = (const char(*)[SP_PY_NAME_MAX])s->pynames;
@@ -722,6 +723,7 @@ static int on_offcpu(void *ctx, void *data, size_t size)
 	smp.un = ev.un;
 	smp.kstack_id = smp.ustack_id = -1;
 	smp.value = (ev.delta_ns + 500) / 1000;
+	smp.cpu = ev.cpu;
 	s->drained[SP_EV_OFFCPU]++;
 	(void)s->cb(s->cb_ctx, &smp);
 	return 0;
@@ -778,4 +780,9 @@ void sp_sampler__stats(struct sp_sampler *s, struct sp_sampler_stats *ret)
 			ret->st[i] += vals[c];
 	}
 	free(vals);
+}
+
+void sp_sampler__set_cpu_keys(struct sp_sampler *s, int on)
+{
+	s->skel->bss->cpu_keys = on ? 1 : 0;
 }

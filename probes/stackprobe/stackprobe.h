@@ -131,6 +131,7 @@ struct sp_sample {
 	const unsigned char *py_entry;
 	unsigned int pyn;
 	uint64_t value; /* samples, blocked microseconds, faults */
+	uint32_t cpu;	/* oncpu with sp_sampler__set_cpu_keys on, and offcpu (switch-in): the CPU; else 0 */
 };
 
 typedef int (*sp_sample_cb)(void *ctx, const struct sp_sample *smp);
@@ -158,6 +159,8 @@ void sp_sampler__unwind_tick(struct sp_sampler *s, uint64_t now_ms);
  * records waiting in the ring buffer. */
 int sp_sampler__drain(struct sp_sampler *s, sp_sample_cb cb, void *ctx);
 void sp_sampler__stats(struct sp_sampler *s, struct sp_sampler_stats *ret);
+/* On-CPU stacks aggregated per CPU too (sp_sample.cpu), for a consumer that bounds memory per CPU. */
+void sp_sampler__set_cpu_keys(struct sp_sampler *s, int on);
 
 /* ---- mem_live maps from user space (live.c) -------------------------------------------------------- */
 

@@ -8,6 +8,7 @@ import json
 import os
 import re
 import shutil
+import statistics
 import subprocess
 import sys
 import tempfile
@@ -528,3 +529,236 @@ def test_host_cpu_is_proc_stat():
 
 
 test_host_cpu_is_proc_stat.timeout = 60
+
+
+def possible_cpus():
+    n = 0
+    with open("/sys/devices/system/cpu/possible") as f:
+        for part in f.read().strip().split(","):
+            lo, _, hi = part.partition("-")
+            n += int(hi or lo) - int(lo) + 1
+    return n
+
+
+def test_ring_is_bounded_per_cpu():
+    """stack_flood on CPU 0 makes distinct deep stacks (far more than its CPU's share of a ring second, with
+    ring_memory at 8 KiB per CPU and second), quiet_work runs at 40 % on CPU 1: the flood's excess is
+    dropped and counted (ring_dropped_cpu), while the profile of proc_cpu's capture (the flood's) still
+    holds quiet_work with the CPU time /proc gives it over the ring's seconds."""
+    if (os.cpu_count() or 1) < 2:
+        print("skipped: one CPU")
+        return
+    tmp = tempfile.mkdtemp(prefix="gg-autotrace-")
+    ncpu = possible_cpus()
+    quiet = Workload(14, 40, 0, 1, wait=True)
+    flood = subprocess.Popen(["nice", "-n", "-10", "taskset", "-c", "0", os.path.join(TEST_BINS, "stack_flood"), "12"],
+                             stdout=subprocess.PIPE, text=True)
+    fpid = int(flood.stdout.readline().split("=")[1])
+    subprocess.run(["taskset", "-p", "-c", "1", str(quiet.pid)], check=True, capture_output=True)
+    # 8 slots (5 s + 1 s + 2) x ncpu shares of 8 KiB
+    p = run_standalone(["--pid", "%d,%d" % (quiet.pid, fpid), "-P", "proc_cpu", "--proc-cpu-thr", "20",
+                        "--proc-cpu-hold", "4", "--ring-seconds", "5", "--capture-seconds", "1", "--capture-offcpu", "0",
+                        "--ring-memory", str(8 * 8 * ncpu), "--flame-dir", tmp])
+    try:
+        quiet.go()
+        ev = wait_for(lambda: [e for e in standalone_events(p) if e.get("tgid") == str(fpid)], 25,
+                      "proc_cpu's capture of stack_flood")
+        e = ev[0]
+        from_s, until_s = int(e["from_ms"]) / 1000.0, int(e["until_ms"]) / 1000.0
+        with open(os.path.join(tmp, "profiles", "%s_proc_cpu_oncpu.folded" % e["profile_id"])) as f:
+            folded = [line.rsplit(" ", 1) for line in f.read().splitlines()]
+        quiet_ms = sum(int(v) for st, v in folded if "quiet_work" in st)
+        flood_ms = sum(int(v) for st, v in folded if "flood_leaf" in st)
+        truth = quiet.cpu_pct(max(from_s, quiet.t0), until_s)
+        truth_ms = (truth or 0) / 100.0 * (until_s - max(from_s, quiet.t0)) * 1000.0
+        h = wait_for(lambda: [r for r in p.rows("autotrace_health") if int(r["ring_dropped_cpu"]) > 0], 5,
+                     "ring_dropped_cpu counted")[-1]
+        print("per-CPU ring: quiet_work %d ms in the profile, /proc %.0f ms; flood %d ms kept, %s samples dropped "
+              "(cpu share full)" % (quiet_ms, truth_ms, flood_ms, h["ring_dropped_cpu"]))
+        check(flood_ms > 0 and int(h["ring_dropped_nomem"]) == 0, "flood: %d ms, health %r" % (flood_ms, h))
+        check(int(h["ring_dropped"]) >= int(h["ring_dropped_cpu"]), "the total counts every reason: %r" % h)
+        # CPU 1's seconds are whole: quiet_work's time is there (0.75..1.45 of /proc in runs here: sampling noise;
+        # its few distinct stacks are aggregated, so they fit CPU 1's shares)
+        check(truth_ms > 200 and quiet_ms >= 0.35 * truth_ms, "quiet_work %d ms vs /proc %.0f ms" % (quiet_ms, truth_ms))
+    finally:
+        quiet.finish()
+        flood.kill()
+        flood.wait()
+        p.stop()
+        shutil.rmtree(tmp, ignore_errors=True)
+
+
+test_ring_is_bounded_per_cpu.timeout = 60
+
+L7_SERVER = """
+import http.server, sys, time
+class H(http.server.BaseHTTPRequestHandler):
+    protocol_version = "HTTP/1.1"
+    disable_nagle_algorithm = True  # headers and body are two writes: no delayed-ACK wait in between
+    def do_GET(self):
+        if self.path.startswith("/err"):
+            self.send_error(500)
+            return
+        time.sleep(int(self.path.split("/")[-1]) / 1000.0)
+        body = b"ok\\n"
+        self.send_response(200)
+        self.send_header("Content-Length", str(len(body)))
+        self.end_headers()
+        self.wfile.write(body)
+    def log_message(self, *a):
+        pass
+s = http.server.ThreadingHTTPServer(("127.0.0.1", int(sys.argv[1])), H)
+s.daemon_threads = True
+print("ready", flush=True)
+s.serve_forever()
+"""
+
+
+L7_CLIENT = """
+import http.client, json, random, sys, time
+port, seconds, lo, hi, err_pct, seed = (int(x) for x in sys.argv[1:7])
+rnd, i, out, end = random.Random(seed), seed, [], time.time() + seconds
+c = http.client.HTTPConnection("127.0.0.1", port, timeout=10)
+while time.time() < end:
+    # err_pct of every 100, evenly spread (any run of requests has its share, give or take one)
+    delay = -1 if (i * err_pct) // 100 != ((i + 1) * err_pct) // 100 else rnd.randint(lo, hi)
+    path = "/err" if delay < 0 else "/slow/%d" % delay
+    i += 1
+    t0 = time.time()
+    c.request("GET", path)
+    r = c.getresponse()
+    r.read()
+    t1 = time.time()
+    out.append((t1, (t1 - t0) * 1000.0, r.status, delay))
+print(json.dumps(out))
+"""
+
+
+class L7Load:
+    """Keep-alive HTTP clients, one process each (outside every scope; no GIL shared with the test):
+    each request's completion time, latency (the client's: send to last byte), status and the delay it
+    asked the server for are the ground truth. The server's latency (what l7probe measures: request's
+    first byte received to response's last sent) lies between the delay asked and the client's latency,
+    which adds the client's own wakeups (long on a loaded machine)."""
+
+    def __init__(self, port, clients=8):
+        self.port, self.clients, self.done = port, clients, []
+
+    def phase(self, seconds, lo_ms, hi_ms, err_pct=0):
+        """Requests for seconds: a delay drawn in [lo_ms, hi_ms], err_pct of every 100 to /err (500)."""
+        t0 = time.time()
+        ps = [subprocess.Popen([sys.executable, "-c", L7_CLIENT, str(self.port), str(seconds), str(lo_ms), str(hi_ms),
+                                str(err_pct), str(k)], stdout=subprocess.PIPE, text=True)
+              for k in range(self.clients)]
+        for p in ps:
+            out, _ = p.communicate(timeout=seconds + 30)
+            check(p.returncode == 0, "client failed")
+            self.done += [tuple(x) for x in json.loads(out)]
+        return t0, time.time()
+
+    def stats(self, t_from, t_to):
+        """(requests, p99 of the client's latencies in ms, error percent, p99 of the delays asked in ms) of
+        the requests completed between two wall times."""
+        got = [d for d in self.done if t_from <= d[0] <= t_to]
+        if not got:
+            return 0, None, None, None
+
+        def p99(v):
+            v = sorted(v)
+            return v[min(len(v) - 1, int(0.99 * len(v) + 0.999999) - 1)]
+        return len(got), p99(d[1] for d in got), 100.0 * sum(1 for d in got if d[2] >= 500) / len(got), \
+            p99(max(d[3], 0) for d in got)
+
+
+def test_l7_triggers_fire_with_the_clients_p99_and_error_rate():
+    """A Python http.server (Debian's python3) whose requests sleep a delay the client picks, or answer
+    500: with l7probe following it, autotrace's l7_p99 (150 ms held 2 s) and l7_errors (20 % held 2 s)
+    stay quiet at 40..60 ms and 5 % errors while their values agree with the client's p99 and error share,
+    l7_p99 fires at 180..220 ms with the client's p99, l7_errors at 30 % errors with the client's share.
+    Before l7probe runs, the triggers say they wait for it (log and autotrace_health.l7_source)."""
+    tmp = tempfile.mkdtemp(prefix="gg-autotrace-l7-")
+    port, rest_port_ = free_port(), free_port()
+    srv = subprocess.Popen([sys.executable, "-c", L7_SERVER, str(port)], stdout=subprocess.PIPE, text=True)
+    s = Supervisor(probes=[probe_entry("autotrace", "-t 1", switch="off"), probe_entry("l7probe", "-t 1", switch="off")],
+                   extra='rest_api_server = { port = %d; state_dir = "%s/rest"; output_base_dir = "%s"; };'
+                   % (rest_port_, tmp, tmp))
+    load = L7Load(port)
+    try:
+        check(srv.stdout.readline().startswith("ready"), "server ready")
+        s.start()
+        status, body = rest_put(rest_port_, "autotrace", {
+            "cmd": {"probe": ["l7_p99", "l7_errors"]}, "snoopers": {"proc_id": [srv.pid]},
+            "params": {"flame_dir": os.path.join(tmp, "at"), "ring_seconds": 5, "capture_seconds": 1,
+                       "global_gap": 0, "proc_gap": 0, "l7_p99_thr": 150, "l7_p99_hold": 2, "l7_errors_thr": 20,
+                       "l7_errors_hold": 2, "l7_min_requests": 20},
+            "state": "running"})
+        check(status == 200, "PUT /autotrace: %d %s" % (status, body))
+        # l7probe is not running yet: said once in the log, and in autotrace_health
+        wait_for(lambda: [r for r in s.metric_records("autotrace_health") if int(r["l7_source"]) == 2], 20,
+                 "autotrace_health.l7_source 2 (l7probe not running)")
+        wait_for(lambda: "l7probe is not running" in s.probe_log("autotrace"), 5, "the log says so")
+        waiting = [r for r in s.metric_records("autotrace_trigger") if r["trigger"] == "l7_p99"]
+        check(waiting and int(waiting[-1]["state"]) == 4, "l7_p99 state 4 (waiting): %r" % waiting[-1:])
+        status, body = rest_put(rest_port_, "l7", {
+            "cmd": {"probe": ["l7_rpc_metrics"]}, "snoopers": {"proc_id": [srv.pid]},
+            "params": {"l7_protocol": ["http"]}, "state": "running"})
+        check(status == 200, "PUT /l7: %d %s" % (status, body))
+        s.wait_probe("l7probe", lambda p: p["config_version_applied"] >= 1 and p["pid"], 30, "running, configured")
+        wait_for(lambda: [r for r in s.metric_records("autotrace_health") if int(r["l7_source"]) == 1], 20,
+                 "autotrace_health.l7_source 1 (reading l7probe's aggregates)")
+        check(s.probe_log("autotrace").count("l7probe is not running") == 1, "said once: %s"
+              % s.probe_log("autotrace")[-2000:])
+
+        # below both thresholds; an idle gap after each phase, so that every window holds one phase only
+        a0, a1 = load.phase(7, 40, 60, err_pct=5)
+        time.sleep(3.5)
+        b0, b1 = load.phase(4, 180, 220)
+        time.sleep(3.5)
+        c0, c1 = load.phase(4, 5, 5, err_pct=30)
+        time.sleep(3.5)
+
+        rows = [r for r in s.metric_records("autotrace_trigger") if r.get("tgid") == str(srv.pid)]
+        n_a, p99_a, err_a, asked_a = load.stats(a0, a1)
+        # rows of phase A's evaluations (each window 2 s; l7probe writes its file every second)
+        rows_a = [r for r in rows if a0 + 2.5 <= r["timestamp"] / 1000.0 <= a1 + 1.0 and float(r["value"]) > 0]
+        vals_a = [float(r["value"]) for r in rows_a if r["trigger"] == "l7_p99"]
+        check(n_a >= 100 and len(vals_a) >= 2, "phase A: %d requests, l7_p99 values %r" % (n_a, vals_a))
+        med = sorted(vals_a)[len(vals_a) // 2]
+        print("l7_p99 below: autotrace %s ms, client p99 %.1f ms, delays asked p99 %.1f ms" % (vals_a, p99_a, asked_a))
+        # between the delay asked and the client's latency, within a histogram bucket (1/16)
+        check(asked_a * 15 / 16 <= med <= p99_a * 17 / 16 + 2, "l7_p99 %.1f ms vs the delays' p99 %.1f ms and the "
+              "client's p99 %.1f ms" % (med, asked_a, p99_a))
+        errs_a = [float(r["value"]) for r in rows_a if r["trigger"] == "l7_errors"]
+        print("l7_errors below: autotrace %s %%, client %.1f %%" % (errs_a, err_a))
+        # each window's share is the phase's within a few requests per client (the windows' edges)
+        check(len(errs_a) >= 2 and all(v < 20 for v in errs_a) and abs(statistics.mean(errs_a) - err_a) <= 2,
+              "l7_errors %r vs the client's %.1f %%" % (errs_a, err_a))
+
+        ev = wait_for(lambda: (lambda e: e if len(e) >= 2 else None)(supervisor_events(s)), 15, "two capture events")
+        labels = [e["Resource"]["labels"] for e in ev]
+        check([x["trigger"] for x in labels] == ["l7_p99", "l7_errors"], "events: %r" % labels)
+        p, e = labels
+        n_b, p99_b, _, asked_b = load.stats(b0, b1)
+        print("l7_p99 fired: %s ms over %s requests; client p99 %.1f ms, delays asked p99 %.1f ms over %d"
+              % (p["value"], p["requests"], p99_b, asked_b, n_b))
+        check(p["tgid"] == str(srv.pid) and p["unit"] == "ms" and b0 <= int(p["trigger_ms"]) / 1000.0 <= b1 + 3.5,
+              "l7_p99 event: %r (phase B %.1f..%.1f)" % (p, b0, b1))
+        check(asked_b * 15 / 16 <= float(p["value"]) <= p99_b * 17 / 16 + 2, "l7_p99 %s ms vs the delays' p99 %.1f ms "
+              "and the client's p99 %.1f ms" % (p["value"], asked_b, p99_b))
+        check(int(p["requests"]) >= 20 and float(p["error_pct"]) == 0, "window: %r" % p)
+        n_c, _, err_c, _ = load.stats(c0, c1)
+        print("l7_errors fired: %s %% over %s requests; client %.1f %% over %d" % (e["value"], e["requests"], err_c, n_c))
+        check(e["tgid"] == str(srv.pid) and e["unit"] == "percent" and c0 <= int(e["trigger_ms"]) / 1000.0 <= c1 + 3.5,
+              "l7_errors event: %r" % e)
+        check(abs(float(e["value"]) - err_c) <= 3 and abs(float(e["value"]) - 100.0 * int(e["errors"]) / int(e["requests"])) < 0.1,
+              "l7_errors %s %% vs client %.1f %%" % (e["value"], err_c))
+        trig = {r["trigger"]: r for r in s.metric_records("autotrace_trigger")}
+        check(int(trig["l7_p99"]["fired"]) == 1 and int(trig["l7_errors"]["fired"]) == 1, "fired once each: %r" % trig)
+    finally:
+        s.cleanup()
+        srv.kill()
+        srv.wait()
+        shutil.rmtree(tmp, ignore_errors=True)
+
+
+test_l7_triggers_fire_with_the_clients_p99_and_error_rate.timeout = 120
