@@ -1,10 +1,9 @@
 // SPDX-License-Identifier: GPL-2.0
-/* tprofiling.bpf.c - thread-level timeline events: the syscalls gala-gopher's tprofiling watches, each
- * on its own sys_enter_<name>/sys_exit_<name> tracepoint pair (only those syscalls ever run a program),
- * on-CPU runs (tp_btf sched_switch), pthread lock waits and allocator calls (uprobes attached per process
- * in scope).
- * Scope is decided first, from the current task, before any map is touched; a start is kept in task
- * storage and the finished event, when it lasted min_exec_dur or more, goes to a ring buffer. */
+/* tprofiling.bpf.c - thread-level timeline events: the syscalls gala-gopher's tprofiling watches (raw
+ * sys_enter/sys_exit with a table of the syscalls watched), on-CPU runs (tp_btf sched_switch), pthread lock waits and
+ * allocator calls (uprobes attached per process in scope). Scope is decided first, from the current task, before any
+ * map is touched; a start is kept in task storage and the finished event, when it lasted min_exec_dur or more, goes to
+ * a ring buffer. */
 #include "vmlinux.h"
 
 #include "gg_common.bpf.h"
@@ -231,49 +230,67 @@ static __always_inline int sys_exit(void *ctx, __u32 name, __s64 ret)
 	return 0;
 }
 
-/* One syscall: its enter program records the start (and the argument `argi`, -1: none), its exit
- * program sends the event. */
-#define TP_SYSCALL(sc, nm, ty, argi)                                                    \
-	SEC("tp/syscalls/sys_enter_" #sc)                                               \
-	int tp_enter_##sc(struct trace_event_raw_sys_enter *ctx)                        \
-	{                                                                               \
-		return sys_enter(nm, ty, (argi) >= 0 ? (__s64)ctx->args[(argi)&7] : 0); \
-	}                                                                               \
-	SEC("tp/syscalls/sys_exit_" #sc)                                                \
-	int tp_exit_##sc(struct trace_event_raw_sys_exit *ctx)                          \
-	{                                                                               \
-		return sys_exit(ctx, nm, ctx->ret);                                     \
-	}
+/*
+ * The syscalls: one tp_btf program on the raw sys_enter and one on sys_exit, looking the syscall number
+ * up in a table user space fills (name, type, argument, sub-probe bit) and returning at once for the
+ * others. It used to be one sys_enter_<name>/sys_exit_<name> tracepoint pair per syscall (58 perf
+ * tracepoint links): each of those waits for an RCU grace period as it is closed, under the kernel's
+ * event_mutex, one after the other, and stopping the probe took 2-4 s. Two raw tracepoint links go in
+ * milliseconds; the price is this program's table lookup on every syscall of the host while a syscall
+ * sub-probe is on (bench/RESULTS.md "tprofiling: syscall hooks").
+ */
+volatile __u32 sc_on; /* TP_SP_* bits of the syscall sub-probes on (live, written by user space) */
 
-TP_SYSCALL(read, TP_READ, TP_TYPE_FILE, 0)
-TP_SYSCALL(write, TP_WRITE, TP_TYPE_FILE, 0)
-TP_SYSCALL(readv, TP_READV, TP_TYPE_FILE, 0)
-TP_SYSCALL(writev, TP_WRITEV, TP_TYPE_FILE, 0)
-TP_SYSCALL(pread64, TP_PREAD64, TP_TYPE_FILE, 0)
-TP_SYSCALL(pwrite64, TP_PWRITE64, TP_TYPE_FILE, 0)
-TP_SYSCALL(preadv, TP_PREADV, TP_TYPE_FILE, 0)
-TP_SYSCALL(pwritev, TP_PWRITEV, TP_TYPE_FILE, 0)
-TP_SYSCALL(sync, TP_SYNC, TP_TYPE_FILE, -1)
-TP_SYSCALL(fsync, TP_FSYNC, TP_TYPE_FILE, 0)
-TP_SYSCALL(fdatasync, TP_FDATASYNC, TP_TYPE_FILE, 0)
-TP_SYSCALL(sendto, TP_SENDTO, TP_TYPE_NET, 0)
-TP_SYSCALL(recvfrom, TP_RECVFROM, TP_TYPE_NET, 0)
-TP_SYSCALL(sendmsg, TP_SENDMSG, TP_TYPE_NET, 0)
-TP_SYSCALL(recvmsg, TP_RECVMSG, TP_TYPE_NET, 0)
-TP_SYSCALL(sendmmsg, TP_SENDMMSG, TP_TYPE_NET, 0)
-TP_SYSCALL(recvmmsg, TP_RECVMMSG, TP_TYPE_NET, 0)
-TP_SYSCALL(futex, TP_FUTEX, TP_TYPE_LOCK, 1)
-TP_SYSCALL(sched_yield, TP_SCHED_YIELD, TP_TYPE_SCHED, -1)
-TP_SYSCALL(nanosleep, TP_NANOSLEEP, TP_TYPE_SCHED, -1)
-TP_SYSCALL(clock_nanosleep, TP_CLOCK_NANOSLEEP, TP_TYPE_SCHED, -1)
-TP_SYSCALL(wait4, TP_WAIT4, TP_TYPE_SCHED, 0)
-TP_SYSCALL(waitid, TP_WAITID, TP_TYPE_SCHED, -1)
-TP_SYSCALL(select, TP_SELECT, TP_TYPE_SCHED, -1)
-TP_SYSCALL(pselect6, TP_PSELECT6, TP_TYPE_SCHED, -1)
-TP_SYSCALL(poll, TP_POLL, TP_TYPE_SCHED, -1)
-TP_SYSCALL(ppoll, TP_PPOLL, TP_TYPE_SCHED, -1)
-TP_SYSCALL(epoll_wait, TP_EPOLL_WAIT, TP_TYPE_SCHED, 0)
-TP_SYSCALL(epoll_pwait, TP_EPOLL_PWAIT, TP_TYPE_SCHED, 0)
+struct {
+	__uint(type, BPF_MAP_TYPE_ARRAY);
+	__uint(max_entries, TP_SC_MAX);
+	__type(key, __u32);
+	__type(value, struct tp_sc);
+} tp_sc_tab SEC(".maps");
+
+#define TS_COMPAT_ 0x0002 /* x86 thread_info.status: a 32-bit syscall, whose numbers are another table's */
+
+static __always_inline struct tp_sc *sc_of(long id)
+{
+	struct task_struct *t;
+	struct tp_sc *e;
+	__u32 k = (__u32)id;
+
+	if (id < 0 || id >= TP_SC_MAX)
+		return NULL;
+	e = bpf_map_lookup_elem(&tp_sc_tab, &k);
+	if (!e || !(e->bit & sc_on))
+		return NULL;
+	t = bpf_get_current_task_btf();
+	if (t->thread_info.status & TS_COMPAT_)
+		return NULL;
+	return e;
+}
+
+SEC("tp_btf/sys_enter")
+int BPF_PROG(tp_sys_enter, struct pt_regs *regs, long id)
+{
+	struct tp_sc *e = sc_of(id);
+	__s64 arg = 0;
+
+	if (!e)
+		return 0;
+	if (e->argi == 0)
+		arg = (__s64)regs->di;
+	else if (e->argi == 1)
+		arg = (__s64)regs->si;
+	return sys_enter(e->name, e->type, arg);
+}
+
+SEC("tp_btf/sys_exit")
+int BPF_PROG(tp_sys_exit, struct pt_regs *regs, long ret)
+{
+	struct tp_sc *e = sc_of((long)regs->orig_ax);
+
+	if (!e)
+		return 0;
+	return sys_exit(ctx, e->name, ret);
+}
 
 /* ---- on-CPU runs --------------------------------------------------------------------------------- */
 

@@ -37,6 +37,9 @@ static const struct gg_param_spec params[] = {
 	 GG_STORE(struct tp_conf, output_dir)},
 	GG_PARAM_BOOL("func_stack", "--func-stack", "func.stack (user stacks) with syscall and lock events",
 		      GG_STORE(struct tp_conf, func_stack)),
+	{.name = "output_max_mb", .type = GG_PT_INT, .def = 256, .min = 1, .max = 65536, .unit = "MiB",
+	 .flag = "--output-max-mb", .help = "local files in output_dir at most (event file and its copy, timeline files; the oldest timeline files go first)",
+	 GG_STORE(struct tp_conf, output_max_mb)},
 };
 /* clang-format on */
 
