@@ -231,14 +231,63 @@ static __always_inline int sys_exit(void *ctx, __u32 name, __s64 ret)
 }
 
 /*
- * The syscalls: one tp_btf program on the raw sys_enter and one on sys_exit, looking the syscall number
- * up in a table user space fills (name, type, argument, sub-probe bit) and returning at once for the
- * others. It used to be one sys_enter_<name>/sys_exit_<name> tracepoint pair per syscall (58 perf
- * tracepoint links): each of those waits for an RCU grace period as it is closed, under the kernel's
- * event_mutex, one after the other, and stopping the probe took 2-4 s. Two raw tracepoint links go in
- * milliseconds; the price is this program's table lookup on every syscall of the host while a syscall
- * sub-probe is on (bench/RESULTS.md "tprofiling: syscall hooks").
+ * The syscalls, two ways (parameter syscall_hooks, user space loads one of them):
+ *
+ * "tracepoints" (default): one sys_enter_<name>/sys_exit_<name> tracepoint pair per syscall (58 perf
+ * tracepoint links), so unwatched syscalls run no program. Each such link waits for an RCU grace period
+ * as it is closed, under the kernel's event_mutex, one after the other: stopping the probe takes 2-4 s.
+ *
+ * "raw": one tp_btf program on the raw sys_enter and one on sys_exit, looking the syscall number up in a
+ * table user space fills (name, type, argument, sub-probe bit) and returning at once for the others. Two
+ * raw tracepoint links close in milliseconds, and a watched call of a process outside the scope is
+ * cheaper (no perf trace buffer), but the programs run on every system call of the host
+ * (bench/RESULTS.md "tprofiling: syscall hooks").
  */
+/* "tracepoints": one syscall: its enter program records the start (and the argument `argi`, -1: none), its exit
+ * program sends the event. */
+#define TP_SYSCALL(sc, nm, ty, argi)                                                    \
+	SEC("tp/syscalls/sys_enter_" #sc)                                               \
+	int tp_enter_##sc(struct trace_event_raw_sys_enter *ctx)                        \
+	{                                                                               \
+		return sys_enter(nm, ty, (argi) >= 0 ? (__s64)ctx->args[(argi)&7] : 0); \
+	}                                                                               \
+	SEC("tp/syscalls/sys_exit_" #sc)                                                \
+	int tp_exit_##sc(struct trace_event_raw_sys_exit *ctx)                          \
+	{                                                                               \
+		return sys_exit(ctx, nm, ctx->ret);                                     \
+	}
+
+TP_SYSCALL(read, TP_READ, TP_TYPE_FILE, 0)
+TP_SYSCALL(write, TP_WRITE, TP_TYPE_FILE, 0)
+TP_SYSCALL(readv, TP_READV, TP_TYPE_FILE, 0)
+TP_SYSCALL(writev, TP_WRITEV, TP_TYPE_FILE, 0)
+TP_SYSCALL(pread64, TP_PREAD64, TP_TYPE_FILE, 0)
+TP_SYSCALL(pwrite64, TP_PWRITE64, TP_TYPE_FILE, 0)
+TP_SYSCALL(preadv, TP_PREADV, TP_TYPE_FILE, 0)
+TP_SYSCALL(pwritev, TP_PWRITEV, TP_TYPE_FILE, 0)
+TP_SYSCALL(sync, TP_SYNC, TP_TYPE_FILE, -1)
+TP_SYSCALL(fsync, TP_FSYNC, TP_TYPE_FILE, 0)
+TP_SYSCALL(fdatasync, TP_FDATASYNC, TP_TYPE_FILE, 0)
+TP_SYSCALL(sendto, TP_SENDTO, TP_TYPE_NET, 0)
+TP_SYSCALL(recvfrom, TP_RECVFROM, TP_TYPE_NET, 0)
+TP_SYSCALL(sendmsg, TP_SENDMSG, TP_TYPE_NET, 0)
+TP_SYSCALL(recvmsg, TP_RECVMSG, TP_TYPE_NET, 0)
+TP_SYSCALL(sendmmsg, TP_SENDMMSG, TP_TYPE_NET, 0)
+TP_SYSCALL(recvmmsg, TP_RECVMMSG, TP_TYPE_NET, 0)
+TP_SYSCALL(futex, TP_FUTEX, TP_TYPE_LOCK, 1)
+TP_SYSCALL(sched_yield, TP_SCHED_YIELD, TP_TYPE_SCHED, -1)
+TP_SYSCALL(nanosleep, TP_NANOSLEEP, TP_TYPE_SCHED, -1)
+TP_SYSCALL(clock_nanosleep, TP_CLOCK_NANOSLEEP, TP_TYPE_SCHED, -1)
+TP_SYSCALL(wait4, TP_WAIT4, TP_TYPE_SCHED, 0)
+TP_SYSCALL(waitid, TP_WAITID, TP_TYPE_SCHED, -1)
+TP_SYSCALL(select, TP_SELECT, TP_TYPE_SCHED, -1)
+TP_SYSCALL(pselect6, TP_PSELECT6, TP_TYPE_SCHED, -1)
+TP_SYSCALL(poll, TP_POLL, TP_TYPE_SCHED, -1)
+TP_SYSCALL(ppoll, TP_PPOLL, TP_TYPE_SCHED, -1)
+TP_SYSCALL(epoll_wait, TP_EPOLL_WAIT, TP_TYPE_SCHED, 0)
+TP_SYSCALL(epoll_pwait, TP_EPOLL_PWAIT, TP_TYPE_SCHED, 0)
+
+/* "raw" */
 volatile __u32 sc_on; /* TP_SP_* bits of the syscall sub-probes on (live, written by user space) */
 
 struct {

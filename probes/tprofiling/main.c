@@ -128,40 +128,41 @@ static const char notes[] =
  * fd, 1 futex's op, -1 none) and their sub-probe. */
 #define TP_SP_SYSCALLS (TP_SP_FILE | TP_SP_NET | TP_SP_LOCK | TP_SP_SCHED)
 static const struct {
+	const char *sc;
 	int nr;
 	unsigned short name, type;
 	signed char argi;
 	unsigned int bit;
 } sc_tab[] = {
-	{SYS_read, TP_READ, TP_TYPE_FILE, 0, TP_SP_FILE},
-	{SYS_write, TP_WRITE, TP_TYPE_FILE, 0, TP_SP_FILE},
-	{SYS_readv, TP_READV, TP_TYPE_FILE, 0, TP_SP_FILE},
-	{SYS_writev, TP_WRITEV, TP_TYPE_FILE, 0, TP_SP_FILE},
-	{SYS_pread64, TP_PREAD64, TP_TYPE_FILE, 0, TP_SP_FILE},
-	{SYS_pwrite64, TP_PWRITE64, TP_TYPE_FILE, 0, TP_SP_FILE},
-	{SYS_preadv, TP_PREADV, TP_TYPE_FILE, 0, TP_SP_FILE},
-	{SYS_pwritev, TP_PWRITEV, TP_TYPE_FILE, 0, TP_SP_FILE},
-	{SYS_sync, TP_SYNC, TP_TYPE_FILE, -1, TP_SP_FILE},
-	{SYS_fsync, TP_FSYNC, TP_TYPE_FILE, 0, TP_SP_FILE},
-	{SYS_fdatasync, TP_FDATASYNC, TP_TYPE_FILE, 0, TP_SP_FILE},
-	{SYS_sendto, TP_SENDTO, TP_TYPE_NET, 0, TP_SP_NET},
-	{SYS_recvfrom, TP_RECVFROM, TP_TYPE_NET, 0, TP_SP_NET},
-	{SYS_sendmsg, TP_SENDMSG, TP_TYPE_NET, 0, TP_SP_NET},
-	{SYS_recvmsg, TP_RECVMSG, TP_TYPE_NET, 0, TP_SP_NET},
-	{SYS_sendmmsg, TP_SENDMMSG, TP_TYPE_NET, 0, TP_SP_NET},
-	{SYS_recvmmsg, TP_RECVMMSG, TP_TYPE_NET, 0, TP_SP_NET},
-	{SYS_futex, TP_FUTEX, TP_TYPE_LOCK, 1, TP_SP_LOCK},
-	{SYS_sched_yield, TP_SCHED_YIELD, TP_TYPE_SCHED, -1, TP_SP_SCHED},
-	{SYS_nanosleep, TP_NANOSLEEP, TP_TYPE_SCHED, -1, TP_SP_SCHED},
-	{SYS_clock_nanosleep, TP_CLOCK_NANOSLEEP, TP_TYPE_SCHED, -1, TP_SP_SCHED},
-	{SYS_wait4, TP_WAIT4, TP_TYPE_SCHED, 0, TP_SP_SCHED},
-	{SYS_waitid, TP_WAITID, TP_TYPE_SCHED, -1, TP_SP_SCHED},
-	{SYS_select, TP_SELECT, TP_TYPE_SCHED, -1, TP_SP_SCHED},
-	{SYS_pselect6, TP_PSELECT6, TP_TYPE_SCHED, -1, TP_SP_SCHED},
-	{SYS_poll, TP_POLL, TP_TYPE_SCHED, -1, TP_SP_SCHED},
-	{SYS_ppoll, TP_PPOLL, TP_TYPE_SCHED, -1, TP_SP_SCHED},
-	{SYS_epoll_wait, TP_EPOLL_WAIT, TP_TYPE_SCHED, 0, TP_SP_SCHED},
-	{SYS_epoll_pwait, TP_EPOLL_PWAIT, TP_TYPE_SCHED, 0, TP_SP_SCHED},
+	{"read", SYS_read, TP_READ, TP_TYPE_FILE, 0, TP_SP_FILE},
+	{"write", SYS_write, TP_WRITE, TP_TYPE_FILE, 0, TP_SP_FILE},
+	{"readv", SYS_readv, TP_READV, TP_TYPE_FILE, 0, TP_SP_FILE},
+	{"writev", SYS_writev, TP_WRITEV, TP_TYPE_FILE, 0, TP_SP_FILE},
+	{"pread64", SYS_pread64, TP_PREAD64, TP_TYPE_FILE, 0, TP_SP_FILE},
+	{"pwrite64", SYS_pwrite64, TP_PWRITE64, TP_TYPE_FILE, 0, TP_SP_FILE},
+	{"preadv", SYS_preadv, TP_PREADV, TP_TYPE_FILE, 0, TP_SP_FILE},
+	{"pwritev", SYS_pwritev, TP_PWRITEV, TP_TYPE_FILE, 0, TP_SP_FILE},
+	{"sync", SYS_sync, TP_SYNC, TP_TYPE_FILE, -1, TP_SP_FILE},
+	{"fsync", SYS_fsync, TP_FSYNC, TP_TYPE_FILE, 0, TP_SP_FILE},
+	{"fdatasync", SYS_fdatasync, TP_FDATASYNC, TP_TYPE_FILE, 0, TP_SP_FILE},
+	{"sendto", SYS_sendto, TP_SENDTO, TP_TYPE_NET, 0, TP_SP_NET},
+	{"recvfrom", SYS_recvfrom, TP_RECVFROM, TP_TYPE_NET, 0, TP_SP_NET},
+	{"sendmsg", SYS_sendmsg, TP_SENDMSG, TP_TYPE_NET, 0, TP_SP_NET},
+	{"recvmsg", SYS_recvmsg, TP_RECVMSG, TP_TYPE_NET, 0, TP_SP_NET},
+	{"sendmmsg", SYS_sendmmsg, TP_SENDMMSG, TP_TYPE_NET, 0, TP_SP_NET},
+	{"recvmmsg", SYS_recvmmsg, TP_RECVMMSG, TP_TYPE_NET, 0, TP_SP_NET},
+	{"futex", SYS_futex, TP_FUTEX, TP_TYPE_LOCK, 1, TP_SP_LOCK},
+	{"sched_yield", SYS_sched_yield, TP_SCHED_YIELD, TP_TYPE_SCHED, -1, TP_SP_SCHED},
+	{"nanosleep", SYS_nanosleep, TP_NANOSLEEP, TP_TYPE_SCHED, -1, TP_SP_SCHED},
+	{"clock_nanosleep", SYS_clock_nanosleep, TP_CLOCK_NANOSLEEP, TP_TYPE_SCHED, -1, TP_SP_SCHED},
+	{"wait4", SYS_wait4, TP_WAIT4, TP_TYPE_SCHED, 0, TP_SP_SCHED},
+	{"waitid", SYS_waitid, TP_WAITID, TP_TYPE_SCHED, -1, TP_SP_SCHED},
+	{"select", SYS_select, TP_SELECT, TP_TYPE_SCHED, -1, TP_SP_SCHED},
+	{"pselect6", SYS_pselect6, TP_PSELECT6, TP_TYPE_SCHED, -1, TP_SP_SCHED},
+	{"poll", SYS_poll, TP_POLL, TP_TYPE_SCHED, -1, TP_SP_SCHED},
+	{"ppoll", SYS_ppoll, TP_PPOLL, TP_TYPE_SCHED, -1, TP_SP_SCHED},
+	{"epoll_wait", SYS_epoll_wait, TP_EPOLL_WAIT, TP_TYPE_SCHED, 0, TP_SP_SCHED},
+	{"epoll_pwait", SYS_epoll_pwait, TP_EPOLL_PWAIT, TP_TYPE_SCHED, 0, TP_SP_SCHED},
 };
 
 /* The syscall table into the kernel half (before anything is attached). */
@@ -182,13 +183,49 @@ static int fill_sc_tab(struct tp_ctx *ctx)
 	return 0;
 }
 
+/* The syscall programs of one kind or the other (syscall_hooks): "raw" the two tp_btf programs, else
+ * one tracepoint pair per syscall. */
+static int is_raw_prog(const char *name)
+{
+	return !strcmp(name, "tp_sys_enter") || !strcmp(name, "tp_sys_exit");
+}
+
+static int is_tp_prog(const char *name)
+{
+	return !strncmp(name, "tp_enter_", 9) || !strncmp(name, "tp_exit_", 8);
+}
+
 static unsigned int prog_bit(const char *name)
 {
+	const char *sc = NULL;
+
 	if (!strcmp(name, "tp_sched_switch"))
 		return TP_SP_ONCPU;
-	if (!strcmp(name, "tp_sys_enter") || !strcmp(name, "tp_sys_exit"))
+	if (is_raw_prog(name))
 		return TP_SP_SYSCALLS; /* while any syscall sub-probe is on; sc_on says which */
-	return 0;		       /* the uprobes: attached per process by ulock.c */
+	if (!strncmp(name, "tp_enter_", 9))
+		sc = name + 9;
+	else if (!strncmp(name, "tp_exit_", 8))
+		sc = name + 8;
+	for (size_t i = 0; sc && i < sizeof(sc_tab) / sizeof(sc_tab[0]); i++)
+		if (!strcmp(sc, sc_tab[i].sc))
+			return sc_tab[i].bit;
+	return 0; /* the uprobes: attached per process by ulock.c */
+}
+
+/* Before the load: only the syscall programs of the kind asked for are loaded (and attached). */
+static void choose_syscall_hooks(struct tp_ctx *ctx)
+{
+	int raw = !strcmp(ctx->cur.syscall_hooks, "raw");
+	struct bpf_program *p;
+
+	bpf_object__for_each_program(p, ctx->skel->obj)
+	{
+		const char *name = bpf_program__name(p);
+
+		if ((raw && is_tp_prog(name)) || (!raw && is_raw_prog(name)))
+			bpf_program__set_autoload(p, false);
+	}
 }
 
 static void build_hooks(struct tp_ctx *ctx)
@@ -700,6 +737,8 @@ static int on_config(void *data, uint64_t version, const struct gg_ctrl_msg *msg
 	ctx->live_scope = msg->has_scope;
 	if (ctx->skel)
 		apply_scope(ctx, msg->has_scope ? &msg->scope : &ctx->base_scope);
+	else /* the first configuration, before the load (setup applies it) */
+		ctx->scope = msg->has_scope ? msg->scope : ctx->base_scope;
 	ctx->apply_pending = 1;
 	ctx->config_seen = 1;
 	return 0;
@@ -757,6 +796,15 @@ static int setup(void *arg, struct probe_rt *rt)
 	if (!ctx->sym)
 		probe_log(PLOG_WARN, "no symbolizer (%s): func.stack has addresses only", strerror(errno));
 
+	/* under the supervisor the first configuration brings the scope and syscall_hooks (which programs
+	 * are loaded): nothing is loaded or attached before it */
+	if (probe_rt__supervised(rt)) {
+		uint64_t until = probe_now_mono_ms() + FIRST_CONFIG_WAIT_MS;
+
+		for (uint64_t now = probe_now_mono_ms(); !ctx->config_seen && now < until; now = probe_now_mono_ms())
+			if (probe_rt__wait(rt, (unsigned int)(until - now)))
+				break;
+	}
 	gg_bpf_begin();
 	ctx->skel = tprofiling__open();
 	if (!ctx->skel) {
@@ -766,6 +814,7 @@ static int setup(void *arg, struct probe_rt *rt)
 	}
 	ctx->skel->bss->self_tgid = (uint32_t)getpid();
 	gg_bpf_autoload(ctx->skel->obj);
+	choose_syscall_hooks(ctx);
 	err = tprofiling__load(ctx->skel);
 	if (err) {
 		probe_log(PLOG_ERROR, "cannot load the BPF programs: %s", strerror(-err));
@@ -792,14 +841,6 @@ static int setup(void *arg, struct probe_rt *rt)
 	build_hooks(ctx);
 	apply_scope(ctx, &ctx->scope);
 	rescan_comm(ctx);
-	/* under the supervisor the first configuration brings the scope: nothing is attached before it */
-	if (probe_rt__supervised(rt)) {
-		uint64_t until = probe_now_mono_ms() + FIRST_CONFIG_WAIT_MS;
-
-		for (uint64_t now = probe_now_mono_ms(); !ctx->config_seen && now < until; now = probe_now_mono_ms())
-			if (probe_rt__wait(rt, (unsigned int)(until - now)))
-				break;
-	}
 	ctx->apply_pending = 1;
 	apply(ctx);
 	gg_bpf_setup_done();
@@ -822,8 +863,9 @@ static void teardown(void *arg)
 	tp_ulock__free(ctx->ulock);
 	tp_pygc__free(ctx->pygc);
 	ring_buffer__free(ctx->rb);
-	/* raw tracepoint and tp_btf links go without waiting (the per-syscall perf tracepoints this probe
-	 * used before waited for a grace period each: 2-4 s) */
+	/* syscall_hooks "tracepoints": each syscall tracepoint's last link waits for a grace period as it
+	 * goes (~35-70 ms here, under the kernel's event_mutex: threads do not help), 2-4 s with every
+	 * syscall sub-probe on; "raw": two tp_btf links, closed without waiting */
 	if (ctx->skel)
 		for (unsigned int i = 0; i < ctx->nhooks; i++)
 			gg_bpf_detach(&ctx->links[i]);

@@ -279,11 +279,13 @@ def test_tprofiling_container_scope():
             port = rest_port(sup)
             inside = Load(tmp, "in", rounds=1, spawn=c.spawn)
             outside = Load(tmp, "out", rounds=1)
-            # every syscall sub-probe (the default set): the stop below is timed
+            # every syscall sub-probe (the default set) on raw sys_enter/sys_exit (syscall_hooks raw; the
+            # ground-truth test above runs the default, a tracepoint pair per syscall): the stop below is timed
             st, raw = put(port, {"cmd": {"probe": ["oncpu", "syscall_file", "syscall_net", "syscall_lock",
                                                    "syscall_sched"]},
                                  "snoopers": {"container_id": [c.cid()]},
-                                 "params": {"profiling_channel": "kafka"}, "state": "running"})
+                                 "params": {"profiling_channel": "kafka", "syscall_hooks": "raw"},
+                                 "state": "running"})
             check(st == 200, "PUT /tprofiling: %d %s" % (st, raw[:300]))
             wait_for(lambda: "scope filtered" in sup.probe_log("tprofiling"), 20, "tprofiling applies the scope")
             inside.go()
@@ -291,7 +293,7 @@ def test_tprofiling_container_scope():
             th = inside.result()["threads"]
             outside.result()
             # a stop is quick: the probe exits by itself well within the supervisor's stop grace (2 s, then
-            # SIGKILL); with one tracepoint pair per syscall it took 2-4 s
+            # SIGKILL); with one tracepoint pair per syscall it takes 2-4 s
             def runtime():  # the supervisor's live view (status.json is only rewritten every second)
                 st, o, _, _ = rest_call(port, "GET", "/tprofiling")
                 return o["runtime"] if st == 200 and o and o["runtime"]["state"] == "stopped" else None
