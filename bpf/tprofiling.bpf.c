@@ -1,9 +1,9 @@
 // SPDX-License-Identifier: GPL-2.0
-/* tprofiling.bpf.c - thread-level timeline events: the syscalls gala-gopher's tprofiling watches (raw
- * sys_enter/sys_exit with a table of the syscalls watched), on-CPU runs (tp_btf sched_switch), pthread lock waits and
- * allocator calls (uprobes attached per process in scope). Scope is decided first, from the current task, before any
- * map is touched; a start is kept in task storage and the finished event, when it lasted min_exec_dur or more, goes to
- * a ring buffer. */
+/* tprofiling.bpf.c - thread-level timeline events: the syscalls gala-gopher's tprofiling watches (a
+ * tracepoint pair per syscall, or raw sys_enter/sys_exit with a table: syscall_hooks), on-CPU runs (tp_btf
+ * sched_switch), pthread lock waits and allocator calls (uprobes attached per process in scope). Scope is
+ * decided first, from the current task, before any map is touched; a start is kept in task storage and
+ * the finished event, when it lasted min_exec_dur or more, goes to a ring buffer. */
 #include "vmlinux.h"
 
 #include "gg_common.bpf.h"
