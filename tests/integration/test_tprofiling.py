@@ -6,6 +6,7 @@ a second copy of the program outside the scope must not appear at all."""
 import glob
 import json
 import os
+import re
 import subprocess
 import tempfile
 import time
@@ -287,7 +288,9 @@ def test_tprofiling_container_scope():
                                  "params": {"profiling_channel": "kafka", "syscall_hooks": "raw"},
                                  "state": "running"})
             check(st == 200, "PUT /tprofiling: %d %s" % (st, raw[:300]))
-            wait_for(lambda: "scope filtered" in sup.probe_log("tprofiling"), 20, "tprofiling applies the scope")
+            # "started:" comes once the programs are attached (the first configuration is read before the load)
+            wait_for(lambda: re.search(r"started: .*scope filtered", sup.probe_log("tprofiling")), 20,
+                     "tprofiling attached with the scope")
             inside.go()
             outside.go()
             th = inside.result()["threads"]
