@@ -413,6 +413,8 @@ int sp_mremap_exit(struct trace_event_raw_sys_exit *ctx)
 		return 0; /* not a region we recorded (the allocator's own, or older than the probe) */
 	if (!(pd.flags & MM_DONTUNMAP) && pd.b)
 		mm_release(q.p, tgid, pd.a, pd.a + mm_page_up(pd.b));
+	/* MREMAP_FIXED replaces whatever was mapped at the new place */
+	mm_release(q.p, tgid, addr, addr + mm_page_up(pd.c));
 	mm_add(q.p, tgid, addr, addr + mm_page_up(pd.c), &q.hit);
 	return 0;
 }

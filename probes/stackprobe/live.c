@@ -131,6 +131,29 @@ static void purge_u64(int fd, const uint64_t *keep, size_t nkeep, size_t max)
 	} while (n == 256 && seen < max);
 }
 
+/* Memory syscalls in flight of processes that exited (a thread killed inside one leaves its entry):
+ * keys are pid_tgid, the tgid in the upper half. */
+static void purge_pending(int fd, const uint32_t *dead, size_t ndead)
+{
+	uint64_t batch[256], cur, last = 0;
+	unsigned int n = 0;
+	size_t seen = 0;
+	int have_last = 0;
+
+	while (n < 256 && seen < SP_MM_PENDING && bpf_map_get_next_key(fd, have_last ? &last : NULL, &cur) == 0) {
+		seen++;
+		last = cur;
+		have_last = 1;
+		for (size_t i = 0; i < ndead; i++)
+			if (dead[i] == (uint32_t)(cur >> 32)) {
+				batch[n++] = cur;
+				break;
+			}
+	}
+	for (unsigned int i = 0; i < n; i++)
+		(void)bpf_map_delete_elem(fd, &batch[i]);
+}
+
 void sp_live__reset(struct sp_live *l)
 {
 	uint32_t id, next;
@@ -241,6 +264,7 @@ int sp_live__drain(struct sp_live *l, sp_sample_cb cb, void *ctx, uint64_t *ret_
 	if (ndead) {
 		purge(l->ptrs_fd, sizeof(struct sp_live_ptr_key), dead, ndead, 2u * SP_LIVE_PTRS);
 		purge(l->mm_procs_fd, sizeof(uint32_t), dead, ndead, 2u * SP_MM_PROCS);
+		purge_pending(l->mm_pend_fd, dead, ndead);
 	}
 	if (n < SP_LIVE_KEYS) {
 		qsort(l->uused, l->nuused, sizeof(*l->uused), u64_cmp);
