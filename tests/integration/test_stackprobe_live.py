@@ -207,3 +207,57 @@ def test_mem_live_mmap_brk_exact_bytes_per_function():
 
 
 test_mem_live_mmap_brk_exact_bytes_per_function.timeout = 60
+
+
+def test_mem_live_query_api():
+    """The REST query API serves mem-live (GET /flamegraph/query?event=mem-live): the newest snapshot of the
+    store, so each function of map_sites has exactly the bytes it holds, not a multiple of them."""
+    import json
+    import urllib.parse
+    from harness import Supervisor, free_port, http_get, probe_entry, rest_put
+
+    tmp = tempfile.mkdtemp(prefix="gg-stack-live-q-")
+    flame, svg = os.path.join(tmp, "flame"), os.path.join(tmp, "svg")
+    os.makedirs(flame)
+    os.makedirs(svg)
+    rest_port = free_port()
+    s = Supervisor(probes=[probe_entry("stackprobe", "-t 1 --store-period 1", switch="off")],
+                   extra='rest_api_server = { port = %d; state_dir = "%s/rest"; output_base_dir = "%s"; };'
+                   % (rest_port, tmp, tmp))
+    w = LeakSites(MAP_SITES)
+    try:
+        s.start()
+        t0 = int(time.time())
+        status, body = rest_put(rest_port, "flamegraph", {
+            "cmd": {"probe": ["mem"]}, "snoopers": {"proc_id": [w.pid]},
+            "params": {"flame_dir": flame, "svg_dir": svg, "mem_live": 1, "pyroscope_server": ""},
+            "state": "running"})
+        check(status == 200, "PUT /flamegraph: %d %s" % (status, body))
+        s.wait_probe("stackprobe", lambda p: p["state"] == "running" and p.get("config_version_applied", 0) >= 1,
+                     15, "running with its configuration")
+        wait_for(lambda: [h for h in s.metric_records("stackprobe_health") if int(h["alloc_procs"]) >= 1], 15,
+                 "the allocator uprobes in map_sites (stackprobe_health.alloc_procs)")
+        facts = w.run()
+        want = {f: v for f, v in facts.items() if v}
+
+        def per_function():
+            args = urllib.parse.urlencode({"app": str(w.pid), "event": "mem-live", "time_start": t0 - 5,
+                                           "time_end": int(time.time()) + 5})
+            st, text = http_get("http://127.0.0.1:%d/flamegraph/query?%s" % (rest_port, args))
+            check(st == 200, "query: %d %s" % (st, text[:300]))
+            got = {}
+            for n in json.loads(text)["result"]:
+                if n["profile_location_str"] in want:
+                    got[n["profile_location_str"]] = got.get(n["profile_location_str"], 0) + n["total_value"]
+            return got if got == want else None
+
+        # several store periods pass: a sum over the range's snapshots would be a multiple of the truth
+        time.sleep(3)
+        wait_for(per_function, 15, "the query's bytes per function equal map_sites' own count %r" % want)
+    finally:
+        w.finish()
+        s.cleanup()
+        shutil.rmtree(tmp, ignore_errors=True)
+
+
+test_mem_live_query_api.timeout = 60
