@@ -146,15 +146,23 @@ static __always_inline void record_current(void *ctx, __u32 event, __u64 n, __u6
  * up to SP_SHOT_MAX_STRATA a shot; strata beyond are counted as missed.
  */
 volatile __u64 pace_armed[2 * SP_MAX_CPUS];
+/* The monotonic time each (CPU, parity)'s last armed shot is due. A shot stands for its strata only when
+ * it fires at that time, the uniformly random point of its stratum: a fire long after it (an idle CPU
+ * whose timer is only served when something wakes it up) or before it (a stale re-fire of the last shot
+ * of that parity) would put the strata on whatever runs at that moment, often the task that woke up.
+ * Late fires' strata are dropped and counted, early fires leave them armed for the next shot. */
+volatile __u64 pace_due[2 * SP_MAX_CPUS];
 __u64 pace_used[2 * SP_MAX_CPUS];
 __u64 pace_unarmed; /* fires with nothing armed (user space logs it) */
+__u64 pace_early;   /* fires before the due time (user space logs it) */
+__u64 pace_late;    /* fires after the due time + SP_SHOT_LATE_NS (user space logs it) */
 
 /* Returns 1: on kernels >= 6.10 a perf_event program returning 0 also skips the event's refresh limit,
  * which makes the shot one-shot (PERF_EVENT_IOC_REFRESH 1). */
 static __always_inline int oncpu_shot(struct bpf_perf_event_data *ctx, __u32 parity)
 {
 	__u32 i = bpf_get_smp_processor_id() * 2 + parity;
-	__u64 w;
+	__u64 w, now, due;
 
 	if (i >= 2 * SP_MAX_CPUS)
 		return 1;
@@ -164,7 +172,21 @@ static __always_inline int oncpu_shot(struct bpf_perf_event_data *ctx, __u32 par
 		__sync_fetch_and_add(&pace_unarmed, 1);
 		return 1;
 	}
+	now = bpf_ktime_get_ns();
+	due = pace_due[i];
+	if (now + SP_SHOT_EARLY_NS < due) {
+		/* early: a re-fire of the last shot, not the armed one; the strata stay armed for the next
+		 * shot of this parity (the one-shot limit may have been used up by this fire) */
+		stat_inc(SP_ST_ONCPU_EARLY);
+		__sync_fetch_and_add(&pace_early, 1);
+		return 1;
+	}
 	pace_used[i] += w;
+	if (now > due + SP_SHOT_LATE_NS) {
+		stat_add(SP_ST_ONCPU_LATE, w);
+		__sync_fetch_and_add(&pace_late, 1);
+		return 1;
+	}
 	if (w > SP_SHOT_MAX_STRATA) {
 		stat_add(SP_ST_ONCPU_MISSED, w - SP_SHOT_MAX_STRATA);
 		w = SP_SHOT_MAX_STRATA;

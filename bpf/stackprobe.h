@@ -82,6 +82,11 @@ struct sp_offcpu {
  * the gap's CPU time on whatever one stack runs when it fires; the strata beyond are counted as
  * missed instead (SP_ST_ONCPU_MISSED, stackprobe_health.oncpu_missed). */
 #define SP_SHOT_MAX_STRATA 3
+/* A shot firing more than EARLY before its due time is not the armed one; one firing more than LATE
+ * after it is not at its random point (stackprobe.bpf.c, pace_due). Shots fire 15-130 us after their
+ * due time here (the two arming ioctls come after the time is taken). */
+#define SP_SHOT_EARLY_NS 50000ull
+#define SP_SHOT_LATE_NS	 2000000ull
 
 /* Per-CPU counters the probe reports about itself. */
 enum sp_stat {
@@ -103,6 +108,8 @@ enum sp_stat {
 	SP_ST_UW_FP_FRAMES,	 /* frames of those found by frame pointers (no table row for the pc) */
 	SP_ST_UW_NO_TABLES,	 /* user stacks of processes without tables yet: frame pointers only */
 	SP_ST_UW_LOST,		 /* unwound stacks lost: ustacks map full */
+	SP_ST_ONCPU_EARLY,	 /* shots fired before their due time (stale re-fires), not counted */
+	SP_ST_ONCPU_LATE,	 /* strata of shots fired more than SP_SHOT_LATE_NS after their due time */
 	SP_ST_LIVE_MAPS,	 /* mmap/mremap/brk regions recorded (mem_live) */
 	SP_ST_LIVE_MAP_INNER,	 /* mmap/brk growth made by the allocator inside malloc & co: not counted */
 	SP_ST_NR,

@@ -148,10 +148,7 @@ void at_sampling__set(struct at_ctx *ctx, int capturing)
 		events |= 1u << SP_EV_OFFCPU;
 	if (period == ctx->sampling_ms && events == ctx->sampling_events)
 		return;
-	err = sp_sampler__apply(ctx->sampler, events, period, ctx->cur.min_block_us, 0);
-	/* .eh_frame unwinding off: with it on, the stored profile credited quiet_work (test_autotrace's quiet
-	 * phase) with 4x the CPU time /proc gives it, where stackprobe with unwinding on the same workload
-	 * is exact; frame pointers until that is understood */
+	err = sp_sampler__apply(ctx->sampler, events, period, ctx->cur.min_block_us, 1); /* .eh_frame unwinding on */
 	if (err)
 		probe_log(PLOG_WARN, "sampling at %u ms: %s", period, strerror(-err));
 	ctx->sampling_ms = period;

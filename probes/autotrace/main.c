@@ -335,6 +335,8 @@ static void report(struct at_ctx *ctx, uint64_t now)
 	probe_rec__u64(&rec, at_ring__bytes(ctx));
 	probe_rec__u64(&rec, ctx->nprocs);
 	probe_rec__u64(&rec, (uint64_t)ctx->cap.on);
+	probe_rec__u64(&rec, ss.st[SP_ST_ONCPU_EARLY]);
+	probe_rec__u64(&rec, ss.st[SP_ST_ONCPU_LATE]);
 	(void)probe_rt__emit(ctx->rt, &rec);
 	(void)probe_rt__flush(ctx->rt);
 }

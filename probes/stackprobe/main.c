@@ -428,6 +428,8 @@ static void report(struct sp_ctx *ctx)
 	probe_rec__u64(&rec, ss.uw.rows);
 	probe_rec__u64(&rec, ss.uw.overflow);
 	probe_rec__u64(&rec, ss.uw.errors);
+	probe_rec__u64(&rec, ss.st[SP_ST_ONCPU_EARLY]);
+	probe_rec__u64(&rec, ss.st[SP_ST_ONCPU_LATE]);
 	probe_rec__u64(&rec, ss.st[SP_ST_LIVE_MAP_INNER]);
 	(void)probe_rt__emit(ctx->rt, &rec);
 	(void)probe_rt__flush(ctx->rt);

@@ -196,10 +196,12 @@ static void pacer_arm_cpu(struct sp_pacer *p, int cpu, uint64_t k, uint64_t stra
 	if (fd < 0)
 		return;
 	at = p->t0 + k * p->period_ns + pacer_rand(p) % p->period_ns;
-	/* the weight first: the shot may fire as soon as the timer is set */
-	__atomic_store_n(armed, *armed + strata, __ATOMIC_RELEASE);
 	now = gg_mono_ns();
 	delay = at > now ? at - now : 1;
+	/* the due time and the weight first: the shot may fire as soon as the timer is set; a fire before
+	 * the due time is a stale re-fire of this parity's last shot (stackprobe.bpf.c) */
+	__atomic_store_n(&p->s->skel->bss->pace_due[cpu * 2 + par], now + delay, __ATOMIC_RELEASE);
+	__atomic_store_n(armed, *armed + strata, __ATOMIC_RELEASE);
 	if (ioctl(fd, PERF_EVENT_IOC_PERIOD, &delay) < 0 || ioctl(fd, PERF_EVENT_IOC_REFRESH, 1) < 0)
 		p->arm_errors++; /* its strata stay armed: the next shot of this parity takes them */
 }
@@ -310,9 +312,11 @@ static void pacer_stop(struct sp_sampler *s)
 		used += s->skel->bss->pace_used[i];
 	}
 	/* at most the two pending shots per CPU are not taken */
-	probe_log(PLOG_DEBUG, "oncpu: %llu strata per CPU, %llu armed in all, %llu taken, %llu unarmed fires",
+	probe_log(PLOG_DEBUG, "oncpu: %llu strata per CPU, %llu armed in all, %llu taken, %llu unarmed fires, "
+			      "%llu early fires, %llu late fires",
 		  (unsigned long long)strata, (unsigned long long)armed, (unsigned long long)used,
-		  (unsigned long long)s->skel->bss->pace_unarmed);
+		  (unsigned long long)s->skel->bss->pace_unarmed, (unsigned long long)s->skel->bss->pace_early,
+		  (unsigned long long)s->skel->bss->pace_late);
 	if (skipped || errors)
 		probe_log(PLOG_WARN, "oncpu: %llu strata skipped (a pacer ran late), %llu arming errors",
 			  (unsigned long long)skipped, (unsigned long long)errors);

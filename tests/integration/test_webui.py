@@ -224,7 +224,9 @@ def test_webui_in_chromium():
         rect = b.eval("(() => { const r = document.getElementById('flame').getBoundingClientRect();"
                       " return [r.left, r.top, r.width]; })()")
         names = {}
-        for row in range(2, 7):
+        # rows below the process: _start, __libc_start_main, __libc_start_call_main, main, burn_loop,
+        # then the two functions (.eh_frame unwinding shows libc's frames above main)
+        for row in range(2, 11):
             for n in hover_row(row):
                 names[n.split(" — ")[0]] = n
         hot = [n for n in names if n == "spin_hot"]
