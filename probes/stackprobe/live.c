@@ -65,8 +65,8 @@ static int key_cmp(const void *a, const void *b)
 	return memcmp(a, b, sizeof(struct sp_live_key));
 }
 
-/* Delete every key of a hash map whose key starts with a tgid in dead[] (every key when ndead is
- * SIZE_MAX), looking at max keys at most. Keys are collected in batches, then deleted: deleting while
+/* Delete every key of a hash map whose key starts with a tgid in dead[] (every key when dead is NULL),
+ * looking at max keys at most. Keys are collected in batches, then deleted: deleting while
  * walking would restart the walk. */
 static void purge(int fd, size_t key_size, const uint32_t *dead, size_t ndead, size_t max)
 {
@@ -82,13 +82,13 @@ static void purge(int fd, size_t key_size, const uint32_t *dead, size_t ndead, s
 
 		while (n < 256 && seen < max && bpf_map_get_next_key(fd, have_last ? last : NULL, cur) == 0) {
 			uint32_t tgid;
-			int hit = ndead == SIZE_MAX;
+			int hit = !dead;
 
 			seen++;
 			memcpy(last, cur, key_size);
 			have_last = 1;
 			memcpy(&tgid, cur, sizeof(tgid));
-			for (size_t i = 0; !hit && i < ndead; i++)
+			for (size_t i = 0; dead && !hit && i < ndead; i++)
 				hit = dead[i] == tgid;
 			if (hit)
 				memcpy(batch[n++], cur, key_size);
@@ -107,8 +107,8 @@ static int u64_cmp(const void *a, const void *b)
 	return x < y ? -1 : x > y;
 }
 
-/* Delete the keys of a u64-keyed map not in the sorted keep[] (all when nkeep is SIZE_MAX), looking at
- * max keys at most. */
+/* Delete the keys of a u64-keyed map not in the sorted keep[] (all when keep is NULL), looking at max
+ * keys at most. */
 static void purge_u64(int fd, const uint64_t *keep, size_t nkeep, size_t max)
 {
 	uint64_t batch[256], cur, last = 0;
@@ -123,7 +123,7 @@ static void purge_u64(int fd, const uint64_t *keep, size_t nkeep, size_t max)
 			seen++;
 			last = cur;
 			have_last = 1;
-			if (nkeep == SIZE_MAX || !bsearch(&cur, keep, nkeep, sizeof(cur), u64_cmp))
+			if (!keep || !bsearch(&cur, keep, nkeep, sizeof(cur), u64_cmp))
 				batch[n++] = cur;
 		}
 		for (unsigned int i = 0; i < n; i++)
@@ -158,11 +158,11 @@ void sp_live__reset(struct sp_live *l)
 {
 	uint32_t id, next;
 
-	purge(l->sites_fd, sizeof(struct sp_live_key), NULL, SIZE_MAX, 4u * SP_LIVE_KEYS);
-	purge(l->ptrs_fd, sizeof(struct sp_live_ptr_key), NULL, SIZE_MAX, 4u * SP_LIVE_PTRS);
-	purge(l->mm_procs_fd, sizeof(uint32_t), NULL, SIZE_MAX, 4u * SP_MM_PROCS);
-	purge_u64(l->mm_pend_fd, NULL, SIZE_MAX, 4u * SP_MM_PENDING);
-	purge_u64(l->ustacks_fd, NULL, SIZE_MAX, 4u * SP_LIVE_STACKS);
+	purge(l->sites_fd, sizeof(struct sp_live_key), NULL, 0, 4u * SP_LIVE_KEYS);
+	purge(l->ptrs_fd, sizeof(struct sp_live_ptr_key), NULL, 0, 4u * SP_LIVE_PTRS);
+	purge(l->mm_procs_fd, sizeof(uint32_t), NULL, 0, 4u * SP_MM_PROCS);
+	purge_u64(l->mm_pend_fd, NULL, 0, 4u * SP_MM_PENDING);
+	purge_u64(l->ustacks_fd, NULL, 0, 4u * SP_LIVE_STACKS);
 	while (bpf_map_get_next_key(l->stacks_fd, NULL, &next) == 0) {
 		id = next;
 		if (bpf_map_delete_elem(l->stacks_fd, &id))
