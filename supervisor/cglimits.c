@@ -183,6 +183,38 @@ static int v2_enable_delegated(const char *root, const char *ctl)
 	return err ? err : v2_enable(root, ctl);
 }
 
+/*
+ * Real-time budget (v1 cpu controller on a kernel with RT group scheduling, where cpu.rt_runtime_us
+ * exists): a new cgroup gets 0, and then no thread in it may be SCHED_FIFO. stackprobe's and autotrace's
+ * on-CPU pacers are SCHED_FIFO threads that run microseconds per sampling period; without it they wait
+ * behind whatever runs (a nice -10 task, a spinning workload), skip strata and arm shots late (counted
+ * in oncpu_missed / oncpu_late, and a sampler at the mercy of the workload it samples). So the
+ * supervisor's cgroup gets a quarter of a CPU of real-time runtime per CPU and second, and each probe's
+ * cgroup 1 ms per 100 ms (1 %): plenty for the pacers (~0.2 ms per 100 ms at a 10 ms period), and a
+ * bound on any probe's real-time threads. Where the budget cannot be had (the supervisor's own cgroup has
+ * none to give, as under a service manager that sets none), the pacers run at normal priority. */
+#define RT_BASE_RUNTIME_US  250000
+#define RT_PROBE_PERIOD_US  100000
+#define RT_PROBE_RUNTIME_US 1000
+
+static void rt_budget(const char *dir, unsigned int runtime_us, unsigned int period_us)
+{
+	char val[32];
+	int err;
+
+	snprintf(val, sizeof(val), "%u", period_us);
+	err = write_str(dir, "cpu.rt_period_us", val);
+	if (err == -ENOENT)
+		return; /* no RT group scheduling: real-time threads are allowed anywhere */
+	snprintf(val, sizeof(val), "%u", runtime_us);
+	if (!err)
+		err = write_str(dir, "cpu.rt_runtime_us", val);
+	if (err)
+		gg_debug("cgroup cpu: no real-time budget for %s: %s (probes' real-time threads run at normal "
+			 "priority)",
+			 dir, strerror(-err));
+}
+
 int gg_cglimits__init(struct gg_cglimits *cg, const char *prefix)
 {
 	char tag[64];
@@ -220,6 +252,8 @@ int gg_cglimits__init(struct gg_cglimits *cg, const char *prefix)
 		}
 		if (cg->v2[c] && v2_enable(base, ctl_names[c]))
 			gg_warn("cgroup %s: cannot enable it below %s", ctl_names[c], base);
+		if (c == GG_CG_CPU && !cg->v2[c])
+			rt_budget(base, RT_BASE_RUNTIME_US, 1000000);
 		cg->available++;
 	}
 	return cg->available ? 0 : -ENOENT;
@@ -282,6 +316,7 @@ int gg_cglimits__prepare(const struct gg_cglimits *cg, const char *probe, const 
 				snprintf(val, sizeof(val), "%d", lim->cpu_percent ? lim->cpu_percent * 1000 : -1);
 				if (!e)
 					e = write_str(dir, "cpu.cfs_quota_us", val);
+				rt_budget(dir, RT_PROBE_RUNTIME_US, RT_PROBE_PERIOD_US);
 			}
 			break;
 		default:

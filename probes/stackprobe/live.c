@@ -256,7 +256,8 @@ int sp_live__drain(struct sp_live *l, sp_sample_cb cb, void *ctx, uint64_t *ret_
 		if (!err)
 			err = cb(ctx, &smp);
 	}
-	qsort(l->empty, l->nempty, sizeof(*l->empty), key_cmp);
+	if (l->nempty) /* empty is NULL until the first one */
+		qsort(l->empty, l->nempty, sizeof(*l->empty), key_cmp);
 	tmp = l->empty_prev;
 	l->empty_prev = l->empty;
 	l->empty = tmp;

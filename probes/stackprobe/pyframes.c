@@ -321,7 +321,8 @@ void sp_py__sync(struct sp_py *p, const struct gg_scope *scope)
 		if (d)
 			closedir(d);
 	}
-	qsort(p->pids, p->npids, sizeof(*p->pids), pid_cmp);
+	if (p->npids) /* pids is NULL before the first process */
+		qsort(p->pids, p->npids, sizeof(*p->pids), pid_cmp);
 	/* processes gone or out of scope */
 	for (size_t i = 0; i < p->nprev; i++) {
 		if (p->prev[i].layout < 0)

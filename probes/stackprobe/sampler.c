@@ -81,6 +81,7 @@ struct sp_sampler {
 	struct sp_pacer *pacers;     /* running pacer threads */
 	int npacers;
 	unsigned char remote[MAX_CPUS]; /* armed by the unpinned pacer */
+	int pacer_no_rt_logged;
 	struct bpf_link *offcpu_link;
 	struct bpf_link *mem_link;
 	struct sp_ualloc *ualloc;
@@ -275,6 +276,12 @@ static int pacer_spawn(struct sp_sampler *s, struct sp_pacer *p, int cpu, uint64
 	if (err == EPERM) { /* no real-time priority here (privilege, or a cgroup without RT runtime) */
 		pthread_attr_setinheritsched(&attr, PTHREAD_INHERIT_SCHED);
 		err = pthread_create(&p->thread, &attr, pacer_main, p);
+		if (!err && !s->pacer_no_rt_logged) {
+			s->pacer_no_rt_logged = 1;
+			probe_log(PLOG_INFO, "oncpu: no real-time priority for the pacer threads (a cgroup without "
+					     "real-time runtime?): under load their shots may be late "
+					     "(stackprobe_health.oncpu_late, oncpu_missed)");
+		}
 	}
 	pthread_attr_destroy(&attr);
 	if (err) {
@@ -312,8 +319,9 @@ static void pacer_stop(struct sp_sampler *s)
 		used += s->skel->bss->pace_used[i];
 	}
 	/* at most the two pending shots per CPU are not taken */
-	probe_log(PLOG_DEBUG, "oncpu: %llu strata per CPU, %llu armed in all, %llu taken, %llu unarmed fires, "
-			      "%llu early fires, %llu late fires",
+	probe_log(PLOG_DEBUG,
+		  "oncpu: %llu strata per CPU, %llu armed in all, %llu taken, %llu unarmed fires, "
+		  "%llu early fires, %llu late fires",
 		  (unsigned long long)strata, (unsigned long long)armed, (unsigned long long)used,
 		  (unsigned long long)s->skel->bss->pace_unarmed, (unsigned long long)s->skel->bss->pace_early,
 		  (unsigned long long)s->skel->bss->pace_late);

@@ -342,7 +342,8 @@ static int report_top(struct si_proc *p, struct probe_rt *rt, DIR *d, uint64_t n
 		c->score = cpu / 100.0 +
 			   (p->mem_total_kB ? (double)rss_bytes(p, &st) / 1024.0 / (double)p->mem_total_kB : 0);
 	}
-	qsort(p->cands, p->ncands, sizeof(*p->cands), cmp_cand);
+	if (p->ncands) /* cands is NULL until the first one */
+		qsort(p->cands, p->ncands, sizeof(*p->cands), cmp_cand);
 	for (i = 0; i < p->ncands && reported < p->top; i++) {
 		char path[320];
 

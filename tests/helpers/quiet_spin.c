@@ -74,6 +74,8 @@ int main(int argc, char **argv)
 		nanosleep(&rest, NULL);
 	}
 	spin_until = now_ns() + (uint64_t)(spin_s * 1e9);
+	clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &cpu);
+	printf("quiet_cpu_s=%.3f\n", (double)cpu.tv_sec + (double)cpu.tv_nsec / 1e9);
 	printf("spin %llu\n", (unsigned long long)(now_ns() / 1000000));
 	for (long i = 1; i < nthreads; i++)
 		pthread_create(&th[i], NULL, spin_all, &spin_until);
