@@ -31,7 +31,7 @@ def one(period, quiet_s, spin_s):
                                "--comm", "quiet_spin", "-l", "debug"], stdout=subprocess.DEVNULL,
                               stderr=open(tmp + "/err", "w"))
         time.sleep(2)  # attached, and its --comm scan ready (every 2 s)
-        w = subprocess.Popen(["nice", "-n", "-10", os.path.join(BUILD, "tests", "quiet_spin"), str(quiet_s), "10",
+        w = subprocess.Popen(os.environ.get("GG_QS_PREFIX", "").split() + ["nice", "-n", "-10", os.path.join(BUILD, "tests", "quiet_spin"), str(quiet_s), "10",
                               str(spin_s), str(os.cpu_count())], stdout=subprocess.PIPE, text=True)
         quiet_cpu = None
         for line in w.stdout:
@@ -50,6 +50,8 @@ def one(period, quiet_s, spin_s):
                     stack, n = line.rsplit(" ", 1)
                     if ";quiet_work" in stack:
                         samples += int(n)
+        if os.environ.get("GG_QS_KEEP"):
+            os.system("cat %s/f/oncpu/*.folded | sort -k2 -n -t' ' | tail -8" % tmp)
         return samples, quiet_cpu, err
     finally:
         shutil.rmtree(tmp, ignore_errors=True)

@@ -341,6 +341,57 @@ def test_svg_pprof_store_outputs():
     check(store_total == sum(st.values()), "store %d vs folded %d" % (store_total, sum(st.values())))
 
 
+def test_oncpu_light_periodic_task_samples_match_its_cpu_time():
+    """A task busy 5 ms of every 50 ms (10 % of a CPU), pinned to each CPU in turn, sampled at 10 ms for
+    3 s: its samples x 10 ms are its CPU time (CLOCK_PROCESS_CPUTIME_ID), within the noise of ~30 samples.
+    Before shots that never fired stopped carrying their periods to the next fire, the test VM's second
+    vCPU (whose CPU-clock timer does not fire while it is idle) put 2-3x its CPU time on it."""
+    cpus = sorted(os.sched_getaffinity(0))[:4]
+    results = []
+    for cpu_no in cpus:
+        tmp = tempfile.mkdtemp(prefix="gg-stack-light-")
+        flame = os.path.join(tmp, "flame")
+        w = subprocess.Popen(["taskset", "-c", str(cpu_no), "nice", "-n", "-10", os.path.join(TEST_BINS, "quiet_spin"),
+                              "3", "10", "0", "1", "-w"], stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
+        sp = None
+        try:
+            line = w.stdout.readline()
+            check(line.startswith("pid="), "quiet_spin: %r" % line)
+            sp = Standalone(tmp, ["--pid", str(w.pid), "-P", "oncpu", "--perf-sample-period", "10",
+                                  "--svg-period", "600", "--flame-dir", flame, "--svg-dir", os.path.join(tmp, "svg"),
+                                  "-t", "1"])
+            w.stdin.write("go\n")
+            w.stdin.flush()
+            cpu = None
+            for line in w.stdout:
+                if line.startswith("quiet_cpu_s="):
+                    cpu = float(line.split("=")[1])
+            w.wait(30)
+            time.sleep(1.2)
+            out = sp.stop()
+            sp = None
+        finally:
+            if sp:
+                sp.proc.kill()
+            if w.poll() is None:
+                w.kill()
+                w.wait()
+        st = folded(flame, "oncpu")
+        samples = sum(v for k, v in st.items() if ";quiet_work" in k)
+        health = [ln.split("|") for ln in out.splitlines() if ln.startswith("|stackprobe_health|")]
+        print("light task on CPU %d: %d samples = %.2f s, CPU %.2f s; oncpu_late %s" % (
+            cpu_no, samples, samples / 100.0, cpu or 0, health[-1][-2] if health else "?"))
+        shutil.rmtree(tmp, ignore_errors=True)
+        check(cpu and cpu > 0.15, "the task ran on CPU %d: %s s" % (cpu_no, cpu))
+        results.append((cpu_no, samples, cpu))
+    for cpu_no, samples, cpu in results:
+        check(0.6 * cpu <= samples / 100.0 <= 1.5 * cpu, "samples of the light task on CPU %d: %d (%.2f s) vs its "
+              "CPU time %.2f s" % (cpu_no, samples, samples / 100.0, cpu))
+
+
+test_oncpu_light_periodic_task_samples_match_its_cpu_time.timeout = 60
+
+
 def test_oncpu_stalled_sampler_counts_missed():
     """The sampler stopped (SIGSTOP) for a second while the workload spins: the second is not put on the
     one stack that runs when sampling resumes (it would be 100 samples of one stack), a shot stands for
