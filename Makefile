@@ -170,6 +170,9 @@ $(BUILD)/bpf/%.bpf.o: bpf/%.bpf.c $(BUILD)/gen/vmlinux.h
 	$(Q)mkdir -p $(@D)
 	$(Q)$(CLANG) $(BPF_CFLAGS) -MMD -MP -c $< -o $@
 
+# stackprobe's mem_live claims region slots with compare-and-swap (BPF atomics: -mcpu=v3)
+$(BUILD)/bpf/stackprobe.bpf.o: BPF_CFLAGS += -mcpu=v3
+
 $(BUILD)/gen/%.skel.h: $(BUILD)/bpf/%.bpf.o
 	$(say) SKEL $@
 	$(Q)$(BPFTOOL) gen skeleton $< name $(subst -,_,$*) > $@
@@ -226,7 +229,7 @@ $(BUILD)/tests/%: $(BUILD)/obj/tests/helpers/%.o $(LIBPROBE) $(LIBSCHEMA) $(LIBI
 $(call obj,$(wildcard tests/helpers/*.c)): $(META_HDRS)
 $(BUILD)/obj/tests/helpers/cpu_split.o: private CFLAGS += -fno-omit-frame-pointer -fno-shrink-wrap -fno-inline -fno-optimize-sibling-calls \
 	-fno-sanitize=all
-$(BUILD)/obj/tests/helpers/leak_sites.o: private CFLAGS += -fno-omit-frame-pointer -fno-inline -fno-optimize-sibling-calls \
+$(BUILD)/obj/tests/helpers/leak_sites.o $(BUILD)/obj/tests/helpers/map_sites.o: private CFLAGS += -fno-omit-frame-pointer -fno-inline -fno-optimize-sibling-calls \
 	-fno-sanitize=all
 # quiet_spin and stack_flood (autotrace's workloads): their functions stay in the stacks; dstate_hold's vfork children
 # only sleep (no sanitizer runtime in them)

@@ -1,8 +1,8 @@
 // SPDX-License-Identifier: GPL-2.0
 /* stackprobe.bpf.c - stack sampling for flame graphs: on-CPU (perf CPU clock), off-CPU (sched_switch,
  * weighted by blocked time), page faults (exceptions:page_fault_user) and, opt-in, allocator calls
- * (uprobes on malloc & co, weighted by bytes) and the bytes they still hold (mem_live, stackprobe_live.h),
- * filtered by scope. */
+ * (uprobes on malloc & co, weighted by bytes) and the bytes they still hold (mem_live, stackprobe_live.h;
+ * with the anonymous mmap regions and brk growth, stackprobe_mmap.bpf.h), filtered by scope. */
 #include "vmlinux.h"
 
 #include "gg_common.bpf.h"
@@ -220,6 +220,7 @@ int sp_mem(void *ctx)
 }
 
 #include "stackprobe_live.h"
+#include "stackprobe_mmap.bpf.h"
 
 /* An allocator call of size bytes, at the allocator's first instruction (uprobe); memptr: where
  * posix_memalign writes the block (0 otherwise). */

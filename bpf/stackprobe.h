@@ -112,6 +112,8 @@ enum sp_stat {
 	SP_ST_UW_LOST,		 /* unwound stacks lost: ustacks map full */
 	SP_ST_ONCPU_EARLY,	 /* shots fired before their due time (stale re-fires), not counted */
 	SP_ST_ONCPU_LATE,	 /* strata of shots fired more than SP_SHOT_LATE_NS after their due time */
+	SP_ST_LIVE_MAPS,	 /* mmap/mremap/brk regions recorded (mem_live) */
+	SP_ST_LIVE_MAP_INNER,	 /* mmap/brk growth made by the allocator inside malloc & co: not counted */
 	SP_ST_NR,
 };
 
@@ -155,11 +157,16 @@ struct sp_py_stack {
 #define SP_LIVE_PTRS	(1u << 17)
 #define SP_LIVE_PENDING 2048u
 
-/* One allocation site: process, user stack (in live_stacks), caller of the allocator (see ret_ip). */
+/* One allocation site: process, user stack, caller of the allocator (see ret_ip). uw 0: ustack is an id
+ * in live_stacks (the kernel's frame-pointer walk); else the stack was unwound with the .eh_frame tables
+ * and is in live_ustacks under ((u64)uw << 32 | (u32)ustack) (mmap/brk sites, when the process has
+ * tables). */
 struct sp_live_key {
 	__u32 tgid;
 	__s32 ustack;
 	__u64 ret_ip;
+	__u32 uw;
+	__u32 pad;
 };
 
 struct sp_live_val {
@@ -181,11 +188,54 @@ struct sp_live_ptr {
 	struct sp_live_key site;
 };
 
-/* An allocator call between its entry and its return, per thread. */
+/* An allocator call between its entry and its return, per thread. Its presence also says "this thread
+ * is inside the allocator": the mmap/brk the allocator makes then are its own (not counted). */
 struct sp_live_pend {
 	__u64 size;
 	__u64 memptr; /* posix_memalign: where the pointer is written; 0 otherwise */
 	struct sp_live_key site;
+	__u32 lost; /* the stack could not be taken: nothing is recorded at the return */
+	__u32 pad;
+};
+
+/* ---- mem_live: anonymous mmap regions and brk growth (stackprobe_mmap.bpf.h) ---- */
+/* Each process in scope that maps anonymous memory gets a table of regions, [start, end) per site, so
+ * that a munmap (whole, head, tail or middle), mremap, brk shrink or MAP_FIXED over a region gives back
+ * exactly the bytes it covered. The tables are allocated on demand (8 KiB each); a full table or map is
+ * counted (SP_ST_LIVE_LOST) and its bytes are not recorded. */
+#define SP_MM_REGIONS 256u
+#define SP_MM_PROCS   1024u
+#define SP_MM_PENDING 2048u
+
+/* A region; its site is (the process, ustack, uw, ret_ip) in live_sites. */
+struct sp_mm_region {
+	__u64 start;
+	__u64 end; /* 0: a free slot; 1: being filled (claimed with a compare-and-swap) */
+	__s32 ustack;
+	__u32 uw;
+	__u64 ret_ip;
+};
+
+struct sp_mm_proc {
+	__u32 hi; /* slots [0, hi) have been used: scans stop there */
+	__u32 pad;
+	struct sp_mm_region r[SP_MM_REGIONS];
+};
+
+/* BPF programs of the mmap/brk half (user space attaches them with mem_live) */
+#define SP_MM_NPROGS 8
+
+enum sp_mm_op {
+	SP_MM_MMAP = 1,
+	SP_MM_MREMAP = 2,
+	SP_MM_BRK = 3,
+};
+
+/* A memory syscall between its entry and its exit, per thread. */
+struct sp_mm_pend {
+	__u64 a, b, c; /* mmap: len, flags, prot; mremap: addr, old_len, new_len; brk: the break before */
+	__u32 op;      /* enum sp_mm_op */
+	__u32 flags;   /* mremap's flags */
 };
 
 #endif

@@ -43,6 +43,25 @@ struct {
 	__type(value, struct sp_live_pend);
 } live_pend SEC(".maps");
 
+/* The current process's site key, created when absent (NULL: the sites map is full, counted). */
+static __always_inline struct sp_live_val *live_site(struct sp_live_key *key)
+{
+	struct sp_live_val *v = bpf_map_lookup_elem(&live_sites, key);
+
+	if (!v) {
+		struct sp_live_val zero = {};
+		struct task_struct *task = (struct task_struct *)bpf_get_current_task();
+
+		bpf_get_current_comm(zero.comm, sizeof(zero.comm));
+		BPF_CORE_READ_STR_INTO(&zero.pcomm, task, group_leader, comm);
+		bpf_map_update_elem(&live_sites, key, &zero, BPF_NOEXIST);
+		v = bpf_map_lookup_elem(&live_sites, key);
+		if (!v)
+			stat_inc(SP_ST_LIVE_LOST);
+	}
+	return v;
+}
+
 /* At an allocator's entry: size and site of the call, until its return. */
 static __always_inline void live_enter(struct pt_regs *ctx, __u64 size, __u64 ret_ip, __u64 memptr)
 {
@@ -59,7 +78,7 @@ static __always_inline void live_enter(struct pt_regs *ctx, __u64 size, __u64 re
 	sid = bpf_get_stackid(ctx, &live_stacks, BPF_F_USER_STACK);
 	if (sid < 0 && sid != -EFAULT_) {
 		stat_inc(SP_ST_LIVE_LOST);
-		return;
+		p.lost = 1; /* still noted: the thread is inside the allocator (stackprobe_mmap.bpf.h) */
 	}
 	p.site.ustack = (__s32)sid;
 	if (bpf_map_update_elem(&live_pend, &id, &p, BPF_ANY))
@@ -101,6 +120,8 @@ static __always_inline void live_return(__u64 ptr)
 		return; /* the inner call of a chain (realloc(NULL, n) jumps to malloc) took it */
 	p = *pp;
 	bpf_map_delete_elem(&live_pend, &id);
+	if (p.lost)
+		return;
 	if (p.memptr) { /* posix_memalign: 0 on success, the block in *memptr */
 		if (ptr || bpf_probe_read_user(&ptr, sizeof(ptr), (void *)p.memptr))
 			return;
@@ -110,20 +131,9 @@ static __always_inline void live_return(__u64 ptr)
 	pk.tgid = p.site.tgid;
 	pk.ptr = ptr;
 	live_release(pk.tgid, ptr); /* a free we did not see (e.g. inside the allocator) */
-	v = bpf_map_lookup_elem(&live_sites, &p.site);
-	if (!v) {
-		struct sp_live_val zero = {};
-		struct task_struct *task = (struct task_struct *)bpf_get_current_task();
-
-		bpf_get_current_comm(zero.comm, sizeof(zero.comm));
-		BPF_CORE_READ_STR_INTO(&zero.pcomm, task, group_leader, comm);
-		bpf_map_update_elem(&live_sites, &p.site, &zero, BPF_NOEXIST);
-		v = bpf_map_lookup_elem(&live_sites, &p.site);
-		if (!v) {
-			stat_inc(SP_ST_LIVE_LOST);
-			return;
-		}
-	}
+	v = live_site(&p.site);
+	if (!v)
+		return;
 	blk.size = p.size;
 	blk.site = p.site;
 	if (bpf_map_update_elem(&live_ptrs, &pk, &blk, BPF_NOEXIST)) {

@@ -1,10 +1,9 @@
 // SPDX-License-Identifier: GPL-2.0
-/* tprofiling.bpf.c - thread-level timeline events: the syscalls gala-gopher's tprofiling watches, each
- * on its own sys_enter_<name>/sys_exit_<name> tracepoint pair (only those syscalls ever run a program),
- * on-CPU runs (tp_btf sched_switch), pthread lock waits and allocator calls (uprobes attached per process
- * in scope).
- * Scope is decided first, from the current task, before any map is touched; a start is kept in task
- * storage and the finished event, when it lasted min_exec_dur or more, goes to a ring buffer. */
+/* tprofiling.bpf.c - thread-level timeline events: the syscalls gala-gopher's tprofiling watches (a
+ * tracepoint pair per syscall, or raw sys_enter/sys_exit with a table: syscall_hooks), on-CPU runs (tp_btf
+ * sched_switch), pthread lock waits and allocator calls (uprobes attached per process in scope). Scope is
+ * decided first, from the current task, before any map is touched; a start is kept in task storage and
+ * the finished event, when it lasted min_exec_dur or more, goes to a ring buffer. */
 #include "vmlinux.h"
 
 #include "gg_common.bpf.h"
@@ -231,7 +230,20 @@ static __always_inline int sys_exit(void *ctx, __u32 name, __s64 ret)
 	return 0;
 }
 
-/* One syscall: its enter program records the start (and the argument `argi`, -1: none), its exit
+/*
+ * The syscalls, two ways (parameter syscall_hooks, user space loads one of them):
+ *
+ * "tracepoints" (default): one sys_enter_<name>/sys_exit_<name> tracepoint pair per syscall (58 perf
+ * tracepoint links), so unwatched syscalls run no program. Each such link waits for an RCU grace period
+ * as it is closed, under the kernel's event_mutex, one after the other: stopping the probe takes 2-4 s.
+ *
+ * "raw": one tp_btf program on the raw sys_enter and one on sys_exit, looking the syscall number up in a
+ * table user space fills (name, type, argument, sub-probe bit) and returning at once for the others. Two
+ * raw tracepoint links close in milliseconds, and a watched call of a process outside the scope is
+ * cheaper (no perf trace buffer), but the programs run on every system call of the host
+ * (bench/RESULTS.md "tprofiling: syscall hooks").
+ */
+/* "tracepoints": one syscall: its enter program records the start (and the argument `argi`, -1: none), its exit
  * program sends the event. */
 #define TP_SYSCALL(sc, nm, ty, argi)                                                    \
 	SEC("tp/syscalls/sys_enter_" #sc)                                               \
@@ -274,6 +286,60 @@ TP_SYSCALL(poll, TP_POLL, TP_TYPE_SCHED, -1)
 TP_SYSCALL(ppoll, TP_PPOLL, TP_TYPE_SCHED, -1)
 TP_SYSCALL(epoll_wait, TP_EPOLL_WAIT, TP_TYPE_SCHED, 0)
 TP_SYSCALL(epoll_pwait, TP_EPOLL_PWAIT, TP_TYPE_SCHED, 0)
+
+/* "raw" */
+volatile __u32 sc_on; /* TP_SP_* bits of the syscall sub-probes on (live, written by user space) */
+
+struct {
+	__uint(type, BPF_MAP_TYPE_ARRAY);
+	__uint(max_entries, TP_SC_MAX);
+	__type(key, __u32);
+	__type(value, struct tp_sc);
+} tp_sc_tab SEC(".maps");
+
+#define TS_COMPAT_ 0x0002 /* x86 thread_info.status: a 32-bit syscall, whose numbers are another table's */
+
+static __always_inline struct tp_sc *sc_of(long id)
+{
+	struct task_struct *t;
+	struct tp_sc *e;
+	__u32 k = (__u32)id;
+
+	if (id < 0 || id >= TP_SC_MAX)
+		return NULL;
+	e = bpf_map_lookup_elem(&tp_sc_tab, &k);
+	if (!e || !(e->bit & sc_on))
+		return NULL;
+	t = bpf_get_current_task_btf();
+	if (t->thread_info.status & TS_COMPAT_)
+		return NULL;
+	return e;
+}
+
+SEC("tp_btf/sys_enter")
+int BPF_PROG(tp_sys_enter, struct pt_regs *regs, long id)
+{
+	struct tp_sc *e = sc_of(id);
+	__s64 arg = 0;
+
+	if (!e)
+		return 0;
+	if (e->argi == 0)
+		arg = (__s64)regs->di;
+	else if (e->argi == 1)
+		arg = (__s64)regs->si;
+	return sys_enter(e->name, e->type, arg);
+}
+
+SEC("tp_btf/sys_exit")
+int BPF_PROG(tp_sys_exit, struct pt_regs *regs, long ret)
+{
+	struct tp_sc *e = sc_of((long)regs->orig_ax);
+
+	if (!e)
+		return 0;
+	return sys_exit(ctx, e->name, ret);
+}
 
 /* ---- on-CPU runs --------------------------------------------------------------------------------- */
 

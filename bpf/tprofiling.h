@@ -17,7 +17,7 @@ enum tp_type {
 	TP_TYPE_NR,
 };
 
-/* Event names: the syscalls watched (each its own sys_enter_/sys_exit_ tracepoint pair), the on-CPU
+/* Event names: the syscalls watched (tp_sc_tab), the on-CPU
  * run, the pthread functions and the allocator's (uprobe + uretprobe). The order is user space's name
  * table's. */
 enum tp_name {
@@ -78,6 +78,16 @@ enum tp_name {
 #define TP_PATH_NAME   32	  /* bytes of each (longer names are cut) */
 #define TP_RB_BYTES    (8u << 20) /* the ring buffer */
 #define TP_RB_WAKE     (2u << 20) /* user space is woken when this much waits (else it drains on its timer) */
+
+/* The syscall table (tp_sc_tab, by x86-64 syscall number): what an entry's syscall is reported as. */
+#define TP_SC_MAX 512
+struct tp_sc {
+	unsigned short name; /* enum tp_name; 0: not watched */
+	unsigned short type; /* enum tp_type */
+	signed char argi;    /* the argument kept (0: the first, the fd; 1: futex's op), -1 none */
+	unsigned char pad;
+	unsigned short bit; /* the sub-probe (TP_SP_*): sc_on says whether it is on */
+};
 
 /* Kernel-side counters (one per CPU, summed by user space). */
 enum tp_stat {

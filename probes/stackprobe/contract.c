@@ -38,7 +38,7 @@ static const struct gg_param_spec params[] = {
 	{.name = "profile_retention", .type = GG_PT_INT, .def = 3600, .min = 60, .max = 604800, .unit = "s",
 	 .flag = "--retention", .help = "profile store retention", GG_STORE(struct sp_conf, retention_s)},
 	GG_PARAM_BOOL("mem_alloc", "--mem-alloc", "with mem: uprobes on malloc & co, bytes per stack", GG_STORE(struct sp_conf, mem_alloc)),
-	GG_PARAM_BOOL("mem_live", "--mem-live", "with mem: bytes allocated and not freed yet per stack (malloc & co, free)", GG_STORE(struct sp_conf, mem_live)),
+	GG_PARAM_BOOL("mem_live", "--mem-live", "with mem: bytes allocated and not freed yet per stack (malloc & co, free; anonymous mmap, brk)", GG_STORE(struct sp_conf, mem_live)),
 	{.name = "dwarf_unwind", .type = GG_PT_BOOL, .def = 1, .min = 0, .max = 1, .flag = "--dwarf-unwind",
 	 .help = "user stacks by .eh_frame tables (frame pointers where a pc has none); 0: frame pointers only",
 	 GG_STORE(struct sp_conf, dwarf_unwind)},

@@ -1,6 +1,7 @@
 /* live.c - mem_live from user space: reads the live allocation sites the BPF side keeps
- * (bpf/stackprobe_live.h) as one snapshot per drain, and keeps the maps bounded: empty sites, the
- * sites and blocks of processes that exited and stacks no site uses any more are deleted. */
+ * (bpf/stackprobe_live.h, stackprobe_mmap.bpf.h) as one snapshot per drain, and keeps the maps bounded:
+ * empty sites, the sites, blocks and region tables of processes that exited and stacks no site uses any
+ * more are deleted. */
 #include <bpf/bpf.h>
 #include <bpf/libbpf.h>
 #include <errno.h>
@@ -13,27 +14,33 @@
 #define LIVE_DEAD_MAX 256u /* exited processes purged per drain (the rest at the next) */
 
 struct sp_live {
-	int sites_fd, ptrs_fd, stacks_fd;
+	int sites_fd, ptrs_fd, stacks_fd, ustacks_fd, mm_procs_fd, mm_pend_fd;
 	struct sp_live_key *keys;		/* SP_LIVE_KEYS */
 	struct sp_live_key *empty, *empty_prev; /* sites empty at this drain and at the previous one */
 	size_t nempty, nempty_prev;
 	unsigned char *used; /* stack ids in use, one byte each */
+	uint64_t *uused;     /* live_ustacks keys in use (SP_LIVE_KEYS), sorted after the walk */
+	size_t nuused;
 };
 
-struct sp_live *sp_live__new(int sites_fd, int ptrs_fd, int stacks_fd)
+struct sp_live *sp_live__new(const struct sp_live_fds *fds)
 {
 	struct sp_live *l = calloc(1, sizeof(*l));
 
 	if (!l)
 		return NULL;
-	l->sites_fd = sites_fd;
-	l->ptrs_fd = ptrs_fd;
-	l->stacks_fd = stacks_fd;
+	l->sites_fd = fds->sites;
+	l->ptrs_fd = fds->ptrs;
+	l->stacks_fd = fds->stacks;
+	l->ustacks_fd = fds->ustacks;
+	l->mm_procs_fd = fds->mm_procs;
+	l->mm_pend_fd = fds->mm_pend;
 	l->keys = calloc(SP_LIVE_KEYS, sizeof(*l->keys));
 	l->empty = calloc(SP_LIVE_KEYS, sizeof(*l->empty));
 	l->empty_prev = calloc(SP_LIVE_KEYS, sizeof(*l->empty_prev));
 	l->used = calloc(SP_LIVE_STACKS, 1);
-	if (!l->keys || !l->empty || !l->empty_prev || !l->used) {
+	l->uused = calloc(SP_LIVE_KEYS, sizeof(*l->uused));
+	if (!l->keys || !l->empty || !l->empty_prev || !l->used || !l->uused) {
 		sp_live__free(l);
 		errno = ENOMEM;
 		return NULL;
@@ -49,6 +56,7 @@ void sp_live__free(struct sp_live *l)
 	free(l->empty);
 	free(l->empty_prev);
 	free(l->used);
+	free(l->uused);
 	free(l);
 }
 
@@ -57,8 +65,8 @@ static int key_cmp(const void *a, const void *b)
 	return memcmp(a, b, sizeof(struct sp_live_key));
 }
 
-/* Delete every key of a hash map whose key starts with a tgid in dead[] (every key when ndead is
- * SIZE_MAX), looking at max keys at most. Keys are collected in batches, then deleted: deleting while
+/* Delete every key of a hash map whose key starts with a tgid in dead[] (every key when dead is NULL),
+ * looking at max keys at most. Keys are collected in batches, then deleted: deleting while
  * walking would restart the walk. */
 static void purge(int fd, size_t key_size, const uint32_t *dead, size_t ndead, size_t max)
 {
@@ -74,13 +82,13 @@ static void purge(int fd, size_t key_size, const uint32_t *dead, size_t ndead, s
 
 		while (n < 256 && seen < max && bpf_map_get_next_key(fd, have_last ? last : NULL, cur) == 0) {
 			uint32_t tgid;
-			int hit = ndead == SIZE_MAX;
+			int hit = !dead;
 
 			seen++;
 			memcpy(last, cur, key_size);
 			have_last = 1;
 			memcpy(&tgid, cur, sizeof(tgid));
-			for (size_t i = 0; !hit && i < ndead; i++)
+			for (size_t i = 0; dead && !hit && i < ndead; i++)
 				hit = dead[i] == tgid;
 			if (hit)
 				memcpy(batch[n++], cur, key_size);
@@ -92,12 +100,69 @@ static void purge(int fd, size_t key_size, const uint32_t *dead, size_t ndead, s
 	}
 }
 
+static int u64_cmp(const void *a, const void *b)
+{
+	uint64_t x = *(const uint64_t *)a, y = *(const uint64_t *)b;
+
+	return x < y ? -1 : x > y;
+}
+
+/* Delete the keys of a u64-keyed map not in the sorted keep[] (all when keep is NULL), looking at max
+ * keys at most. */
+static void purge_u64(int fd, const uint64_t *keep, size_t nkeep, size_t max)
+{
+	uint64_t batch[256], cur, last = 0;
+	size_t seen = 0;
+	unsigned int n;
+
+	do {
+		int have_last = 0;
+
+		n = 0;
+		while (n < 256 && seen < max && bpf_map_get_next_key(fd, have_last ? &last : NULL, &cur) == 0) {
+			seen++;
+			last = cur;
+			have_last = 1;
+			if (!keep || !bsearch(&cur, keep, nkeep, sizeof(cur), u64_cmp))
+				batch[n++] = cur;
+		}
+		for (unsigned int i = 0; i < n; i++)
+			(void)bpf_map_delete_elem(fd, &batch[i]);
+	} while (n == 256 && seen < max);
+}
+
+/* Memory syscalls in flight of processes that exited (a thread killed inside one leaves its entry):
+ * keys are pid_tgid, the tgid in the upper half. */
+static void purge_pending(int fd, const uint32_t *dead, size_t ndead)
+{
+	uint64_t batch[256], cur, last = 0;
+	unsigned int n = 0;
+	size_t seen = 0;
+	int have_last = 0;
+
+	while (n < 256 && seen < SP_MM_PENDING && bpf_map_get_next_key(fd, have_last ? &last : NULL, &cur) == 0) {
+		seen++;
+		last = cur;
+		have_last = 1;
+		for (size_t i = 0; i < ndead; i++)
+			if (dead[i] == (uint32_t)(cur >> 32)) {
+				batch[n++] = cur;
+				break;
+			}
+	}
+	for (unsigned int i = 0; i < n; i++)
+		(void)bpf_map_delete_elem(fd, &batch[i]);
+}
+
 void sp_live__reset(struct sp_live *l)
 {
 	uint32_t id, next;
 
-	purge(l->sites_fd, sizeof(struct sp_live_key), NULL, SIZE_MAX, 4u * SP_LIVE_KEYS);
-	purge(l->ptrs_fd, sizeof(struct sp_live_ptr_key), NULL, SIZE_MAX, 4u * SP_LIVE_PTRS);
+	purge(l->sites_fd, sizeof(struct sp_live_key), NULL, 0, 4u * SP_LIVE_KEYS);
+	purge(l->ptrs_fd, sizeof(struct sp_live_ptr_key), NULL, 0, 4u * SP_LIVE_PTRS);
+	purge(l->mm_procs_fd, sizeof(uint32_t), NULL, 0, 4u * SP_MM_PROCS);
+	purge_u64(l->mm_pend_fd, NULL, 0, 4u * SP_MM_PENDING);
+	purge_u64(l->ustacks_fd, NULL, 0, 4u * SP_LIVE_STACKS);
 	while (bpf_map_get_next_key(l->stacks_fd, NULL, &next) == 0) {
 		id = next;
 		if (bpf_map_delete_elem(l->stacks_fd, &id))
@@ -120,6 +185,7 @@ int sp_live__drain(struct sp_live *l, sp_sample_cb cb, void *ctx, uint64_t *ret_
 	}
 	memset(l->used, 0, SP_LIVE_STACKS);
 	l->nempty = 0;
+	l->nuused = 0;
 	for (size_t i = 0; i < n; i++) {
 		struct sp_live_key *k = &l->keys[i];
 		struct sp_live_val v;
@@ -153,7 +219,9 @@ int sp_live__drain(struct sp_live *l, sp_sample_cb cb, void *ctx, uint64_t *ret_
 				l->empty[l->nempty++] = *k;
 			continue;
 		}
-		if (k->ustack >= 0 && sid < SP_LIVE_STACKS)
+		if (k->uw && l->nuused < SP_LIVE_KEYS)
+			l->uused[l->nuused++] = ((uint64_t)k->uw << 32) | (uint32_t)k->ustack;
+		else if (!k->uw && k->ustack >= 0 && sid < SP_LIVE_STACKS)
 			l->used[sid] = 1;
 		if (v.bytes <= 0)
 			continue;
@@ -165,9 +233,16 @@ int sp_live__drain(struct sp_live *l, sp_sample_cb cb, void *ctx, uint64_t *ret_
 		smp.comm = v.comm;
 		smp.pcomm = v.pcomm;
 		smp.uips = uips;
-		if (k->ustack >= 0 && !bpf_map_lookup_elem(l->stacks_fd, &sid, uips))
+		if (k->uw) { /* unwound with the .eh_frame tables (mmap/brk sites) */
+			uint64_t uk = ((uint64_t)k->uw << 32) | (uint32_t)k->ustack;
+
+			if (!bpf_map_lookup_elem(l->ustacks_fd, &uk, uips))
+				while (smp.un < SP_MAX_DEPTH && uips[smp.un])
+					smp.un++;
+		} else if (k->ustack >= 0 && !bpf_map_lookup_elem(l->stacks_fd, &sid, uips)) {
 			while (smp.un < SP_MAX_DEPTH && uips[smp.un])
 				smp.un++;
+		}
 		/* the allocator's caller, which the frame-pointer walk from its entry misses (as mem_alloc) */
 		if (k->ret_ip > 1 && smp.un >= 1 && (smp.un == 1 || uips[1] != k->ret_ip)) {
 			memmove(&uips[2], &uips[1], (smp.un - 1) * sizeof(uips[0]));
@@ -187,8 +262,15 @@ int sp_live__drain(struct sp_live *l, sp_sample_cb cb, void *ctx, uint64_t *ret_
 	l->empty_prev = l->empty;
 	l->empty = tmp;
 	l->nempty_prev = l->nempty;
-	if (ndead)
+	if (ndead) {
 		purge(l->ptrs_fd, sizeof(struct sp_live_ptr_key), dead, ndead, 2u * SP_LIVE_PTRS);
+		purge(l->mm_procs_fd, sizeof(uint32_t), dead, ndead, 2u * SP_MM_PROCS);
+		purge_pending(l->mm_pend_fd, dead, ndead);
+	}
+	if (n < SP_LIVE_KEYS) {
+		qsort(l->uused, l->nuused, sizeof(*l->uused), u64_cmp);
+		purge_u64(l->ustacks_fd, l->uused, l->nuused, 2u * SP_LIVE_STACKS);
+	}
 	/* stacks of no site left (a site being created now gets its stack again at its next call) */
 	if (n < SP_LIVE_KEYS) {
 		uint32_t ids[256], id;

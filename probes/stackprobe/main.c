@@ -389,7 +389,8 @@ static void report(struct sp_ctx *ctx)
 			continue;
 		probe_rec__begin(&rec, &TBL_stackprobe_stats);
 		probe_rec__str(&rec, sp_event_names[ev]);
-		probe_rec__u64(&rec, ss.st[samples_stat[ev]]);
+		/* mem_live: heap blocks and mmap/brk regions recorded */
+		probe_rec__u64(&rec, ss.st[samples_stat[ev]] + (ev == SP_EV_MEM_LIVE ? ss.st[SP_ST_LIVE_MAPS] : 0));
 		probe_rec__u64(&rec, acc->value_total);
 		probe_rec__u64(&rec, ss.drained[ev]);
 		probe_rec__u64(&rec, acc->frames);
@@ -429,6 +430,7 @@ static void report(struct sp_ctx *ctx)
 	probe_rec__u64(&rec, ss.uw.errors);
 	probe_rec__u64(&rec, ss.st[SP_ST_ONCPU_EARLY]);
 	probe_rec__u64(&rec, ss.st[SP_ST_ONCPU_LATE]);
+	probe_rec__u64(&rec, ss.st[SP_ST_LIVE_MAP_INNER]);
 	(void)probe_rt__emit(ctx->rt, &rec);
 	(void)probe_rt__flush(ctx->rt);
 }

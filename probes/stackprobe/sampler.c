@@ -87,6 +87,7 @@ struct sp_sampler {
 	struct bpf_link *mem_link;
 	struct sp_ualloc *ualloc;
 	struct sp_live *live;
+	struct bpf_link *mm_links[SP_MM_NPROGS]; /* mem_live: mmap, munmap, mremap, brk, exec */
 	struct sp_py *py;
 	uint64_t py_synced_ms;
 	char pynames[SP_PY_DEPTH][SP_PY_NAME_MAX];
@@ -138,6 +139,43 @@ static int size_maps(struct sp_sampler *s)
 }
 
 static int on_offcpu(void *ctx, void *data, size_t size);
+
+/* mem_live's memory syscalls (bpf/stackprobe_mmap.bpf.h): attached while mem_live is on. */
+static struct bpf_program *mm_prog(struct sp_sampler *s, int i)
+{
+	struct bpf_program *const progs[SP_MM_NPROGS] = {
+		s->skel->progs.sp_mmap_enter,	s->skel->progs.sp_mmap_exit,   s->skel->progs.sp_munmap_enter,
+		s->skel->progs.sp_mremap_enter, s->skel->progs.sp_mremap_exit, s->skel->progs.sp_brk_enter,
+		s->skel->progs.sp_brk_exit,	s->skel->progs.sp_mm_exec,
+	};
+
+	return progs[i];
+}
+
+static void mm_detach(struct sp_sampler *s)
+{
+	for (int i = 0; i < SP_MM_NPROGS; i++) {
+		bpf_link__destroy(s->mm_links[i]);
+		s->mm_links[i] = NULL;
+	}
+}
+
+static int mm_attach(struct sp_sampler *s)
+{
+	for (int i = 0; i < SP_MM_NPROGS; i++) {
+		if (s->mm_links[i])
+			continue;
+		s->mm_links[i] = bpf_program__attach(mm_prog(s, i));
+		if (!s->mm_links[i]) {
+			int err = -errno;
+
+			probe_log(PLOG_ERROR, "mem_live: cannot attach %s: %s", bpf_program__name(mm_prog(s, i)),
+				  strerror(-err));
+			return err;
+		}
+	}
+	return 0;
+}
 
 static uint64_t pacer_rand(struct sp_pacer *p)
 {
@@ -446,8 +484,12 @@ struct sp_sampler *sp_sampler__new(void)
 	s->ualloc = sp_ualloc__new(s->skel->progs.sp_malloc, s->skel->progs.sp_calloc, s->skel->progs.sp_realloc,
 				   s->skel->progs.sp_memalign, s->skel->progs.sp_posix_memalign,
 				   s->skel->progs.sp_alloc_ret, s->skel->progs.sp_free);
-	s->live = sp_live__new(bpf_map__fd(s->skel->maps.live_sites), bpf_map__fd(s->skel->maps.live_ptrs),
-			       bpf_map__fd(s->skel->maps.live_stacks));
+	s->live = sp_live__new(&(struct sp_live_fds){.sites = bpf_map__fd(s->skel->maps.live_sites),
+						     .ptrs = bpf_map__fd(s->skel->maps.live_ptrs),
+						     .stacks = bpf_map__fd(s->skel->maps.live_stacks),
+						     .ustacks = bpf_map__fd(s->skel->maps.live_ustacks),
+						     .mm_procs = bpf_map__fd(s->skel->maps.mm_procs),
+						     .mm_pend = bpf_map__fd(s->skel->maps.mm_pend)});
 	s->py = sp_py__new(bpf_map__fd(s->skel->maps.py_procs), bpf_map__fd(s->skel->maps.py_stacks));
 	if (!s->ualloc || !s->live || !s->py) {
 		err = -errno;
@@ -479,6 +521,7 @@ void sp_sampler__free(struct sp_sampler *s)
 	oncpu_detach(s);
 	bpf_link__destroy(s->offcpu_link);
 	bpf_link__destroy(s->mem_link);
+	mm_detach(s);
 	sp_ualloc__free(s->ualloc);
 	sp_live__free(s->live);
 	sp_py__free(s->py);
@@ -536,8 +579,17 @@ int sp_sampler__apply(struct sp_sampler *s, unsigned int events, unsigned int pe
 	       (events & (1u << SP_EV_MEM_LIVE) ? SP_UALLOC_LIVE : 0);
 	if (mode != s->alloc_on) {
 		s->skel->bss->alloc_mode = mode;
-		if ((s->alloc_on & SP_UALLOC_LIVE) && !(mode & SP_UALLOC_LIVE))
+		if ((s->alloc_on & SP_UALLOC_LIVE) && !(mode & SP_UALLOC_LIVE)) {
+			mm_detach(s);
 			sp_live__reset(s->live); /* frees are no longer seen: what the maps hold goes stale */
+		}
+		if (mode & SP_UALLOC_LIVE) {
+			e = mm_attach(s);
+			if (e) {
+				mm_detach(s);
+				err = err ? err : e;
+			}
+		}
 		s->alloc_on = mode;
 		(void)sp_ualloc__sync(s->ualloc, &s->scope, s->alloc_on);
 		s->alloc_synced_ms = probe_now_mono_ms();

@@ -165,8 +165,12 @@ void sp_sampler__set_cpu_keys(struct sp_sampler *s, int on);
 /* ---- mem_live maps from user space (live.c) -------------------------------------------------------- */
 
 struct sp_live;
-/* The skeleton's live_sites, live_ptrs and live_stacks. NULL + errno. */
-struct sp_live *sp_live__new(int sites_fd, int ptrs_fd, int stacks_fd);
+/* The skeleton's mem_live maps: live_sites, live_ptrs, live_stacks, and for mmap/brk live_ustacks,
+ * mm_procs, mm_pend. NULL + errno. */
+struct sp_live_fds {
+	int sites, ptrs, stacks, ustacks, mm_procs, mm_pend;
+};
+struct sp_live *sp_live__new(const struct sp_live_fds *fds);
 void sp_live__free(struct sp_live *l);
 /* Hand every site holding bytes to cb (SP_EV_MEM_LIVE, value = bytes not freed); delete empty sites,
  * those of exited processes with their blocks, and unused stacks. */

@@ -7,6 +7,7 @@
 #endif
 
 static const char *const tp_channels[] = {"kafka", "local", NULL};
+static const char *const tp_hooks[] = {"tracepoints", "raw", NULL};
 
 /* clang-format off */
 static const struct gg_subprobe subprobes[] = {
@@ -37,6 +38,12 @@ static const struct gg_param_spec params[] = {
 	 GG_STORE(struct tp_conf, output_dir)},
 	GG_PARAM_BOOL("func_stack", "--func-stack", "func.stack (user stacks) with syscall and lock events",
 		      GG_STORE(struct tp_conf, func_stack)),
+	{.name = "syscall_hooks", .type = GG_PT_ENUM, .def_str = "tracepoints", .choices = tp_hooks, .restart = 1,
+	 .flag = "--syscall-hooks", .help = "tracepoints: a pair per syscall (unwatched syscalls run nothing; 2-4 s to stop); raw: sys_enter/sys_exit with a table (stops at once; a program on every syscall of the host)",
+	 GG_STORE(struct tp_conf, syscall_hooks)},
+	{.name = "output_max_mb", .type = GG_PT_INT, .def = 256, .min = 1, .max = 65536, .unit = "MiB",
+	 .flag = "--output-max-mb", .help = "local files in output_dir at most (event file and its copy, timeline files; the oldest timeline files go first)",
+	 GG_STORE(struct tp_conf, output_max_mb)},
 };
 /* clang-format on */
 

@@ -11,6 +11,7 @@
 #include <time.h>
 #include <unistd.h>
 #include <sys/stat.h>
+#include <sys/syscall.h>
 
 #include "bpf_util.h"
 #include "probe.h"
@@ -31,13 +32,17 @@
 #define FIRST_CONFIG_WAIT_MS 3000u
 #define EVENTS_FILE	     "tprofiling-events.json"
 #define EVENTS_FILE_OLD	     "tprofiling-events.json.1"
-#define EVENTS_FILE_MAX	     (64ull << 20) /* then rotated: one old file kept */
 #define TRACE_PREFIX	     "timeline-trace-"
-#define TRACE_BYTES_MAX	     (32u << 20) /* spans of one timeline file; the rest counted in trace_overflow */
 #define TRACE_FILES_KEPT     100u
-#define PROC_CACHE	     1024u
-#define MAX_HOOKS	     64u
-#define THREADS_SEEN	     4096u /* thread names a timeline file carries (hash slots) */
+/* The local files share output_max_mb (budget B): the event file is rotated before it would pass B/4
+ * (with its one old copy: B/2 at most), a timeline file holds at most min(32 MiB, B/8) of spans (the rest
+ * counted in trace_overflow), and the oldest timeline files are removed (counted in trace_removed) while
+ * they together exceed the other B/2, or more than TRACE_FILES_KEPT are there. */
+#define EVENTS_FILE_MAX(b) ((b) / 4)
+#define TRACE_BYTES_MAX(b) ((b) / 8 < (32ull << 20) ? (b) / 8 : (32ull << 20))
+#define PROC_CACHE	   1024u
+#define MAX_HOOKS	   64u
+#define THREADS_SEEN	   4096u /* thread names a timeline file carries (hash slots) */
 
 extern const struct gg_contract gg_contract_tprofiling;
 #define CONTRACT  (&gg_contract_tprofiling)
@@ -94,7 +99,7 @@ struct tp_ctx {
 	uint64_t trace_from_ms;
 	struct thread_seen seen[THREADS_SEEN];
 	/* counters */
-	uint64_t reported, local_events, trace_files, file_errors, trace_overflow, log_errors;
+	uint64_t reported, local_events, trace_files, file_errors, trace_overflow, log_errors, trace_removed;
 	struct gg_bpf_stats_prev stats_prev[MAX_HOOKS];
 	/* scratch for one event */
 	struct probe_rec rec;
@@ -119,22 +124,76 @@ static const char notes[] =
 
 /* ---- the kernel half's programs, by sub-probe ---------------------------------------------------- */
 
-/* Which sub-probe a syscall program (tp_enter_<sc> / tp_exit_<sc>) belongs to. */
+/* The syscalls watched (the kernel half's tp_sc_tab, by syscall number), with the argument kept (0 the
+ * fd, 1 futex's op, -1 none) and their sub-probe. */
+#define TP_SP_SYSCALLS (TP_SP_FILE | TP_SP_NET | TP_SP_LOCK | TP_SP_SCHED)
 static const struct {
 	const char *sc;
+	int nr;
+	unsigned short name, type;
+	signed char argi;
 	unsigned int bit;
-} sc_bits[] = {
-	{"read", TP_SP_FILE},	      {"write", TP_SP_FILE},	    {"readv", TP_SP_FILE},
-	{"writev", TP_SP_FILE},	      {"pread64", TP_SP_FILE},	    {"pwrite64", TP_SP_FILE},
-	{"preadv", TP_SP_FILE},	      {"pwritev", TP_SP_FILE},	    {"sync", TP_SP_FILE},
-	{"fsync", TP_SP_FILE},	      {"fdatasync", TP_SP_FILE},    {"sendto", TP_SP_NET},
-	{"recvfrom", TP_SP_NET},      {"sendmsg", TP_SP_NET},	    {"recvmsg", TP_SP_NET},
-	{"sendmmsg", TP_SP_NET},      {"recvmmsg", TP_SP_NET},	    {"futex", TP_SP_LOCK},
-	{"sched_yield", TP_SP_SCHED}, {"nanosleep", TP_SP_SCHED},   {"clock_nanosleep", TP_SP_SCHED},
-	{"wait4", TP_SP_SCHED},	      {"waitid", TP_SP_SCHED},	    {"select", TP_SP_SCHED},
-	{"pselect6", TP_SP_SCHED},    {"poll", TP_SP_SCHED},	    {"ppoll", TP_SP_SCHED},
-	{"epoll_wait", TP_SP_SCHED},  {"epoll_pwait", TP_SP_SCHED},
+} sc_tab[] = {
+	{"read", SYS_read, TP_READ, TP_TYPE_FILE, 0, TP_SP_FILE},
+	{"write", SYS_write, TP_WRITE, TP_TYPE_FILE, 0, TP_SP_FILE},
+	{"readv", SYS_readv, TP_READV, TP_TYPE_FILE, 0, TP_SP_FILE},
+	{"writev", SYS_writev, TP_WRITEV, TP_TYPE_FILE, 0, TP_SP_FILE},
+	{"pread64", SYS_pread64, TP_PREAD64, TP_TYPE_FILE, 0, TP_SP_FILE},
+	{"pwrite64", SYS_pwrite64, TP_PWRITE64, TP_TYPE_FILE, 0, TP_SP_FILE},
+	{"preadv", SYS_preadv, TP_PREADV, TP_TYPE_FILE, 0, TP_SP_FILE},
+	{"pwritev", SYS_pwritev, TP_PWRITEV, TP_TYPE_FILE, 0, TP_SP_FILE},
+	{"sync", SYS_sync, TP_SYNC, TP_TYPE_FILE, -1, TP_SP_FILE},
+	{"fsync", SYS_fsync, TP_FSYNC, TP_TYPE_FILE, 0, TP_SP_FILE},
+	{"fdatasync", SYS_fdatasync, TP_FDATASYNC, TP_TYPE_FILE, 0, TP_SP_FILE},
+	{"sendto", SYS_sendto, TP_SENDTO, TP_TYPE_NET, 0, TP_SP_NET},
+	{"recvfrom", SYS_recvfrom, TP_RECVFROM, TP_TYPE_NET, 0, TP_SP_NET},
+	{"sendmsg", SYS_sendmsg, TP_SENDMSG, TP_TYPE_NET, 0, TP_SP_NET},
+	{"recvmsg", SYS_recvmsg, TP_RECVMSG, TP_TYPE_NET, 0, TP_SP_NET},
+	{"sendmmsg", SYS_sendmmsg, TP_SENDMMSG, TP_TYPE_NET, 0, TP_SP_NET},
+	{"recvmmsg", SYS_recvmmsg, TP_RECVMMSG, TP_TYPE_NET, 0, TP_SP_NET},
+	{"futex", SYS_futex, TP_FUTEX, TP_TYPE_LOCK, 1, TP_SP_LOCK},
+	{"sched_yield", SYS_sched_yield, TP_SCHED_YIELD, TP_TYPE_SCHED, -1, TP_SP_SCHED},
+	{"nanosleep", SYS_nanosleep, TP_NANOSLEEP, TP_TYPE_SCHED, -1, TP_SP_SCHED},
+	{"clock_nanosleep", SYS_clock_nanosleep, TP_CLOCK_NANOSLEEP, TP_TYPE_SCHED, -1, TP_SP_SCHED},
+	{"wait4", SYS_wait4, TP_WAIT4, TP_TYPE_SCHED, 0, TP_SP_SCHED},
+	{"waitid", SYS_waitid, TP_WAITID, TP_TYPE_SCHED, -1, TP_SP_SCHED},
+	{"select", SYS_select, TP_SELECT, TP_TYPE_SCHED, -1, TP_SP_SCHED},
+	{"pselect6", SYS_pselect6, TP_PSELECT6, TP_TYPE_SCHED, -1, TP_SP_SCHED},
+	{"poll", SYS_poll, TP_POLL, TP_TYPE_SCHED, -1, TP_SP_SCHED},
+	{"ppoll", SYS_ppoll, TP_PPOLL, TP_TYPE_SCHED, -1, TP_SP_SCHED},
+	{"epoll_wait", SYS_epoll_wait, TP_EPOLL_WAIT, TP_TYPE_SCHED, 0, TP_SP_SCHED},
+	{"epoll_pwait", SYS_epoll_pwait, TP_EPOLL_PWAIT, TP_TYPE_SCHED, 0, TP_SP_SCHED},
 };
+
+/* The syscall table into the kernel half (before anything is attached). */
+static int fill_sc_tab(struct tp_ctx *ctx)
+{
+	int fd = bpf_map__fd(ctx->skel->maps.tp_sc_tab);
+
+	for (size_t i = 0; i < sizeof(sc_tab) / sizeof(sc_tab[0]); i++) {
+		struct tp_sc e = {.name = sc_tab[i].name,
+				  .type = sc_tab[i].type,
+				  .argi = sc_tab[i].argi,
+				  .bit = (unsigned short)sc_tab[i].bit};
+		uint32_t k = (uint32_t)sc_tab[i].nr;
+
+		if (k >= TP_SC_MAX || bpf_map_update_elem(fd, &k, &e, BPF_ANY))
+			return k >= TP_SC_MAX ? -ERANGE : -errno;
+	}
+	return 0;
+}
+
+/* The syscall programs of one kind or the other (syscall_hooks): "raw" the two tp_btf programs, else
+ * one tracepoint pair per syscall. */
+static int is_raw_prog(const char *name)
+{
+	return !strcmp(name, "tp_sys_enter") || !strcmp(name, "tp_sys_exit");
+}
+
+static int is_tp_prog(const char *name)
+{
+	return !strncmp(name, "tp_enter_", 9) || !strncmp(name, "tp_exit_", 8);
+}
 
 static unsigned int prog_bit(const char *name)
 {
@@ -142,14 +201,31 @@ static unsigned int prog_bit(const char *name)
 
 	if (!strcmp(name, "tp_sched_switch"))
 		return TP_SP_ONCPU;
+	if (is_raw_prog(name))
+		return TP_SP_SYSCALLS; /* while any syscall sub-probe is on; sc_on says which */
 	if (!strncmp(name, "tp_enter_", 9))
 		sc = name + 9;
 	else if (!strncmp(name, "tp_exit_", 8))
 		sc = name + 8;
-	for (size_t i = 0; sc && i < sizeof(sc_bits) / sizeof(sc_bits[0]); i++)
-		if (!strcmp(sc, sc_bits[i].sc))
-			return sc_bits[i].bit;
+	for (size_t i = 0; sc && i < sizeof(sc_tab) / sizeof(sc_tab[0]); i++)
+		if (!strcmp(sc, sc_tab[i].sc))
+			return sc_tab[i].bit;
 	return 0; /* the uprobes: attached per process by ulock.c */
+}
+
+/* Before the load: only the syscall programs of the kind asked for are loaded (and attached). */
+static void choose_syscall_hooks(struct tp_ctx *ctx)
+{
+	int raw = !strcmp(ctx->cur.syscall_hooks, "raw");
+	struct bpf_program *p;
+
+	bpf_object__for_each_program(p, ctx->skel->obj)
+	{
+		const char *name = bpf_program__name(p);
+
+		if ((raw && is_tp_prog(name)) || (!raw && is_raw_prog(name)))
+			bpf_program__set_autoload(p, false);
+	}
 }
 
 static void build_hooks(struct tp_ctx *ctx)
@@ -240,6 +316,12 @@ static int channel_on(const struct tp_ctx *ctx, const char *name)
 	return strstr(ctx->cur.channel, name) != NULL;
 }
 
+/* The local files' byte budget (output_max_mb). */
+static uint64_t out_budget(const struct tp_ctx *ctx)
+{
+	return (uint64_t)ctx->cur.output_max_mb << 20;
+}
+
 static int buf_append(char **buf, size_t *len, size_t *cap, const char *s, size_t n, size_t max)
 {
 	if (*len + n + 2 > max)
@@ -325,8 +407,8 @@ static void emit(void *arg, const struct tp_agg *a)
 	tp_str__printf(&line, ",\"Attributes\":");
 	tp_render__attrs(&line, a, &info);
 	tp_str__printf(&line, "}\n");
-	if (!line.truncated &&
-	    !buf_append(&ctx->events_buf, &ctx->events_len, &ctx->events_cap, line.buf, line.len, EVENTS_FILE_MAX))
+	if (!line.truncated && !buf_append(&ctx->events_buf, &ctx->events_len, &ctx->events_cap, line.buf, line.len,
+					   EVENTS_FILE_MAX(out_budget(ctx))))
 		ctx->local_events++;
 	else
 		ctx->file_errors++;
@@ -335,8 +417,8 @@ static void emit(void *arg, const struct tp_agg *a)
 	if (ctx->trace_len)
 		tp_str__printf(&line, ",\n");
 	tp_render__trace_event(&line, a, &info);
-	if (line.truncated ||
-	    buf_append(&ctx->trace_buf, &ctx->trace_len, &ctx->trace_cap, line.buf, line.len, TRACE_BYTES_MAX))
+	if (line.truncated || buf_append(&ctx->trace_buf, &ctx->trace_len, &ctx->trace_cap, line.buf, line.len,
+					 TRACE_BYTES_MAX(out_budget(ctx))))
 		ctx->trace_overflow++;
 }
 
@@ -353,7 +435,8 @@ static void flush_events(struct tp_ctx *ctx)
 		ctx->file_errors++;
 		goto cleanup;
 	}
-	if (fstatat(dfd, EVENTS_FILE, &st, AT_SYMLINK_NOFOLLOW) == 0 && (uint64_t)st.st_size >= EVENTS_FILE_MAX)
+	if (fstatat(dfd, EVENTS_FILE, &st, AT_SYMLINK_NOFOLLOW) == 0 &&
+	    (uint64_t)st.st_size + ctx->events_len > EVENTS_FILE_MAX(out_budget(ctx)))
 		(void)renameat(dfd, EVENTS_FILE, dfd, EVENTS_FILE_OLD);
 	fd = openat(dfd, EVENTS_FILE, O_WRONLY | O_APPEND | O_CREAT | O_NOFOLLOW | O_CLOEXEC, 0644);
 	if (fd < 0 || write(fd, ctx->events_buf, ctx->events_len) != (ssize_t)ctx->events_len)
@@ -365,18 +448,32 @@ cleanup:
 	ctx->events_len = 0;
 }
 
-static int cmp_str(const void *a, const void *b)
+struct trace_file {
+	char *name;
+	uint64_t size;
+};
+
+static int cmp_trace(const void *a, const void *b)
 {
-	return strcmp(*(char *const *)a, *(char *const *)b);
+	return strcmp(((const struct trace_file *)a)->name, ((const struct trace_file *)b)->name);
 }
 
-/* Only the newest TRACE_FILES_KEPT timeline files stay (their names sort by time). */
-static void prune_traces(int dfd)
+static uint64_t file_size(int dfd, const char *name)
+{
+	struct stat st;
+
+	return fstatat(dfd, name, &st, AT_SYMLINK_NOFOLLOW) == 0 && S_ISREG(st.st_mode) ? (uint64_t)st.st_size : 0;
+}
+
+/* The oldest timeline files go (their names sort by time) while they exceed their half of the byte
+ * budget or there are more than TRACE_FILES_KEPT of them; the newest always stays. */
+static void prune_traces(struct tp_ctx *ctx, int dfd)
 {
 	int fd = dup(dfd);
 	DIR *d = fd >= 0 ? fdopendir(fd) : NULL;
-	char **names = NULL;
+	struct trace_file *v = NULL;
 	size_t n = 0, cap = 0;
+	uint64_t total = 0;
 	struct dirent *de;
 
 	if (!d) {
@@ -388,26 +485,32 @@ static void prune_traces(int dfd)
 		if (strncmp(de->d_name, TRACE_PREFIX, strlen(TRACE_PREFIX)) || strstr(de->d_name, ".tmp"))
 			continue;
 		if (n == cap) {
-			char **nn = realloc(names, (cap ? cap * 2 : 128) * sizeof(*names));
+			struct trace_file *nv = realloc(v, (cap ? cap * 2 : 128) * sizeof(*v));
 
-			if (!nn)
+			if (!nv)
 				break;
-			names = nn;
+			v = nv;
 			cap = cap ? cap * 2 : 128;
 		}
-		names[n] = strdup(de->d_name);
-		if (names[n])
+		v[n].name = strdup(de->d_name);
+		v[n].size = v[n].name ? file_size(dfd, de->d_name) : 0;
+		if (v[n].name) {
+			total += v[n].size;
 			n++;
+		}
 	}
 	closedir(d);
-	if (n) /* names is NULL without files */
-		qsort(names, n, sizeof(*names), cmp_str);
+	if (n)
+		qsort(v, n, sizeof(*v), cmp_trace);
 	for (size_t i = 0; i < n; i++) {
-		if (i + TRACE_FILES_KEPT < n)
-			(void)unlinkat(dfd, names[i], 0);
-		free(names[i]);
+		if (i + 1 < n && (total > out_budget(ctx) / 2 || i + TRACE_FILES_KEPT < n) &&
+		    unlinkat(dfd, v[i].name, 0) == 0) {
+			total -= v[i].size;
+			ctx->trace_removed++;
+		}
+		free(v[i].name);
 	}
-	free(names);
+	free(v);
 }
 
 /* This period's spans as one Chrome trace file, with the thread and process names as metadata. */
@@ -454,7 +557,7 @@ static void write_trace(struct tp_ctx *ctx)
 		ctx->file_errors++;
 	else
 		ctx->trace_files++;
-	prune_traces(dfd);
+	prune_traces(ctx, dfd);
 	close(dfd);
 cleanup:
 	ctx->trace_len = 0;
@@ -608,6 +711,7 @@ static void report(void *arg)
 	probe_rec__u64(r, ctx->trace_overflow);
 	probe_rec__u64(r, us.procs);
 	probe_rec__u64(r, us.attach_errors);
+	probe_rec__u64(r, ctx->trace_removed);
 	(void)probe_rt__emit(ctx->rt, r);
 	(void)probe_rt__flush(ctx->rt);
 	if (ctx->bpf_stats)
@@ -633,6 +737,8 @@ static int on_config(void *data, uint64_t version, const struct gg_ctrl_msg *msg
 	ctx->live_scope = msg->has_scope;
 	if (ctx->skel)
 		apply_scope(ctx, msg->has_scope ? &msg->scope : &ctx->base_scope);
+	else /* the first configuration, before the load (setup applies it) */
+		ctx->scope = msg->has_scope ? msg->scope : ctx->base_scope;
 	ctx->apply_pending = 1;
 	ctx->config_seen = 1;
 	return 0;
@@ -648,6 +754,7 @@ static void apply(void *arg)
 	ctx->apply_pending = 0;
 	ctx->skel->data->min_exec_ns = (uint64_t)ctx->cur.min_exec_us * 1000u;
 	ctx->skel->data->want_stack = ctx->cur.func_stack != 0;
+	ctx->skel->bss->sc_on = ctx->cur.subprobes & TP_SP_SYSCALLS;
 	(void)gg_bpf_attach_hooks(ctx->hooks, ctx->nhooks, ctx->cur.subprobes);
 	ctx->t_ulock = 0;
 }
@@ -689,6 +796,15 @@ static int setup(void *arg, struct probe_rt *rt)
 	if (!ctx->sym)
 		probe_log(PLOG_WARN, "no symbolizer (%s): func.stack has addresses only", strerror(errno));
 
+	/* under the supervisor the first configuration brings the scope and syscall_hooks (which programs
+	 * are loaded): nothing is loaded or attached before it */
+	if (probe_rt__supervised(rt)) {
+		uint64_t until = probe_now_mono_ms() + FIRST_CONFIG_WAIT_MS;
+
+		for (uint64_t now = probe_now_mono_ms(); !ctx->config_seen && now < until; now = probe_now_mono_ms())
+			if (probe_rt__wait(rt, (unsigned int)(until - now)))
+				break;
+	}
 	gg_bpf_begin();
 	ctx->skel = tprofiling__open();
 	if (!ctx->skel) {
@@ -698,6 +814,7 @@ static int setup(void *arg, struct probe_rt *rt)
 	}
 	ctx->skel->bss->self_tgid = (uint32_t)getpid();
 	gg_bpf_autoload(ctx->skel->obj);
+	choose_syscall_hooks(ctx);
 	err = tprofiling__load(ctx->skel);
 	if (err) {
 		probe_log(PLOG_ERROR, "cannot load the BPF programs: %s", strerror(-err));
@@ -716,17 +833,14 @@ static int setup(void *arg, struct probe_rt *rt)
 	ctx->pygc = tp_pygc__new(ctx->skel->progs.tp_gc_start, ctx->skel->progs.tp_gc_done);
 	if (!ctx->pygc)
 		return -ENOMEM;
+	err = fill_sc_tab(ctx);
+	if (err) {
+		probe_log(PLOG_ERROR, "syscall table: %s", strerror(-err));
+		return err;
+	}
 	build_hooks(ctx);
 	apply_scope(ctx, &ctx->scope);
 	rescan_comm(ctx);
-	/* under the supervisor the first configuration brings the scope: nothing is attached before it */
-	if (probe_rt__supervised(rt)) {
-		uint64_t until = probe_now_mono_ms() + FIRST_CONFIG_WAIT_MS;
-
-		for (uint64_t now = probe_now_mono_ms(); !ctx->config_seen && now < until; now = probe_now_mono_ms())
-			if (probe_rt__wait(rt, (unsigned int)(until - now)))
-				break;
-	}
 	ctx->apply_pending = 1;
 	apply(ctx);
 	gg_bpf_setup_done();
@@ -749,8 +863,9 @@ static void teardown(void *arg)
 	tp_ulock__free(ctx->ulock);
 	tp_pygc__free(ctx->pygc);
 	ring_buffer__free(ctx->rb);
-	/* each syscall tracepoint's last link waits for a grace period as it goes (~35 ms here, under the
-	 * kernel's event_mutex: threads do not help): 2 s with every syscall sub-probe on */
+	/* syscall_hooks "tracepoints": each syscall tracepoint's last link waits for a grace period as it
+	 * goes (~35-70 ms here, under the kernel's event_mutex: threads do not help), 2-4 s with every
+	 * syscall sub-probe on; "raw": two tp_btf links, closed without waiting */
 	if (ctx->skel)
 		for (unsigned int i = 0; i < ctx->nhooks; i++)
 			gg_bpf_detach(&ctx->links[i]);

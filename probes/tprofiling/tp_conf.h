@@ -21,6 +21,8 @@ struct tp_conf {
 	unsigned int min_exec_us;     /* events shorter than this are not sent (in the kernel) */
 	unsigned int min_aggr_ms;     /* same-name events of a thread within this window are one event */
 	int func_stack;		      /* func.stack: user stacks with syscall and lock events */
+	unsigned int output_max_mb;   /* the local files' byte budget (event file + timeline files) */
+	char syscall_hooks[16];	      /* "tracepoints" (one pair per syscall) or "raw" (sys_enter/sys_exit) */
 	char channel[TP_CHANNEL_MAX]; /* "kafka", "local" or both, comma separated */
 	char output_dir[PATH_MAX];
 };

@@ -16,7 +16,8 @@
 #define LINE_MAX_BYTES	(4u << 20) /* a store line longer than this is skipped */
 #define COMM_LEN	15u
 
-static const char *const event_dirs[4] = {"on-cpu", "off-cpu", "mem", "mem-alloc"};
+static const char *const event_dirs[5] = {"on-cpu", "off-cpu", "mem", "mem-alloc", "mem-live"};
+#define EV_MEM_LIVE 4
 
 /* One node of the merged tree. */
 struct pq_node {
@@ -179,7 +180,7 @@ static int is_digits(const char *s)
 	return 1;
 }
 
-/* The index of an event name (on-cpu 0, off-cpu 1, mem 2, mem-alloc 3), or -ENOENT. */
+/* The index of an event name (on-cpu 0, off-cpu 1, mem 2, mem-alloc 3, mem-live 4), or -ENOENT. */
 static int event_index(const char *s)
 {
 	if (!strcmp(s, "on-cpu") || !strcmp(s, "oncpu"))
@@ -190,6 +191,8 @@ static int event_index(const char *s)
 		return 2;
 	if (!strcmp(s, "mem-alloc") || !strcmp(s, "mem_alloc"))
 		return 3;
+	if (!strcmp(s, "mem-live") || !strcmp(s, "mem_live"))
+		return EV_MEM_LIVE;
 	return -ENOENT;
 }
 
@@ -213,7 +216,7 @@ static int finish_request(struct pq_request *r, int have_start, int have_end, in
 		return -EINVAL;
 	}
 	if (r->event < 0) {
-		snprintf(err, errlen, "event (profile_event_type) must be on-cpu, off-cpu, mem or mem-alloc");
+		snprintf(err, errlen, "event (profile_event_type) must be on-cpu, off-cpu, mem, mem-alloc or mem-live");
 		return -EINVAL;
 	}
 	if (!have_end)
@@ -251,7 +254,7 @@ int profile_query__parse_args(unsigned int nargs, const char *const *names, cons
 		} else if (!strcmp(n, "event") || !strcmp(n, "profile_event_type")) {
 			r.event = event_index(v);
 			if (r.event < 0) {
-				snprintf(err, errlen, "event must be on-cpu, off-cpu, mem or mem-alloc");
+				snprintf(err, errlen, "event must be on-cpu, off-cpu, mem, mem-alloc or mem-live");
 				return -EINVAL;
 			}
 		} else if (!strcmp(n, "time_start") || !strcmp(n, "from")) {
@@ -349,7 +352,7 @@ int profile_query__parse_json(const char *body, size_t len, int64_t now_s, struc
 
 		r.event = s ? event_index(s) : -1;
 		if (r.event < 0) {
-			snprintf(err, errlen, "profile_event_type must be on-cpu, off-cpu, mem or mem-alloc");
+			snprintf(err, errlen, "profile_event_type must be on-cpu, off-cpu, mem, mem-alloc or mem-live");
 			goto out;
 		}
 	}
@@ -547,11 +550,13 @@ int profile_query__run(const char *store_dir, const struct pq_request *req, char
 	cJSON *o = NULL, *arr;
 	struct dirent *de;
 	uint64_t qfrom_ms = (uint64_t)req->time_start * 1000u, quntil_ms = ((uint64_t)req->time_end + 1) * 1000u;
+	char live_name[256] = "";
+	unsigned long long live_until = 0;
 	uint32_t root;
 	DIR *d;
 	int err;
 
-	if (req->event < 0 || req->event > 3)
+	if (req->event < 0 || req->event > EV_MEM_LIVE)
 		return -EINVAL;
 	err = tree_add_node(&t, UINT32_MAX, strcmp(req->app, "Total") ? req->app : "Total",
 			    strlen(strcmp(req->app, "Total") ? req->app : "Total"), &root);
@@ -573,10 +578,24 @@ int profile_query__run(const char *store_dir, const struct pq_request *req, char
 			if (req->profile_id[0] && (strncmp(de->d_name, req->profile_id, strlen(req->profile_id)) ||
 						   strcmp(de->d_name + strlen(req->profile_id), ".prof")))
 				continue;
+			if (req->event == EV_MEM_LIVE) {
+				/* each file is a snapshot of what was held at its end, not a sum over its period:
+				 * summing the range's files would count a block once per period it lived. The
+				 * answer is the newest snapshot in the range: what was held at its end. */
+				if (until > live_until) {
+					live_until = until;
+					snprintf(live_name, sizeof(live_name), "%s", de->d_name);
+				}
+				continue;
+			}
 			snprintf(path, sizeof(path), "%s/%s", dir, de->d_name);
 			err = add_file(&t, path, req, &pp);
 		}
 		closedir(d);
+	}
+	if (!err && live_name[0]) {
+		snprintf(path, sizeof(path), "%s/%s", dir, live_name);
+		err = add_file(&t, path, req, &pp);
 	}
 	if (err)
 		goto out;

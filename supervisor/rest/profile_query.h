@@ -19,7 +19,7 @@ typedef void (*pq_ident_fn)(void *ctx, uint32_t tgid, const char **ret_pod, cons
 /* A query. */
 struct pq_request {
 	char app[PQ_APP_MAX];	      /* process name (comm), pid (digits) or "Total" */
-	int event;		      /* 0 on-cpu, 1 off-cpu, 2 mem, 3 mem-alloc (stackprobe's events) */
+	int event;		      /* 0 on-cpu, 1 off-cpu, 2 mem, 3 mem-alloc, 4 mem-live (stackprobe's events) */
 	int64_t time_start, time_end; /* unix seconds, inclusive */
 	unsigned int max_nodes;	      /* more nodes are folded into their parent's self value */
 	char profile_id[32];	      /* "<from_ms>-<until_ms>": only that stored profile (autotrace's captures) */
@@ -30,7 +30,8 @@ struct pq_request {
 
 /*
  * Parse a GET query: app (alias app_service), event (alias profile_event_type: on-cpu, off-cpu, mem,
- * mem-alloc; also oncpu, offcpu, mem_alloc), time_start / time_end (alias from / until; unix seconds; default the last
+ * mem-alloc, mem-live; also oncpu, offcpu, mem_alloc, mem_live; mem-live answers the newest snapshot in
+ * the range, not a sum), time_start / time_end (alias from / until; unix seconds; default the last
  * hour up to now_s), max_nodes, profile_id (one stored profile, "<from_ms>-<until_ms>" as autotrace names
  * its captures: the time range is the profile's, app defaults to Total and event to on-cpu). 0, or
  * -EINVAL with a message in err.

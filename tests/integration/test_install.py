@@ -534,7 +534,7 @@ def _deb_cycle(foreign):
 
         # Every file the agent wrote under its log directory is one it rotates itself (no logrotate);
         # stackprobe's outputs are bounded by the probe (720 files per directory, store retention), and
-        # tprofiling's too (its event file rotated at 64 MiB with one old copy, the newest 100 timeline files).
+        # tprofiling's too (its event file and timeline files within output_max_mb, default 256 MiB).
         rotated = re.compile(r"^(debug/gala-gopher\.log|debug/probes/[\w-]+\.log|metrics/metrics\.log|"
                              r"event/events\.log|meta/metadata\.log)(\.\d+)?$")
         stray = [f for f in files_under(os.path.join(tmp, "log"))

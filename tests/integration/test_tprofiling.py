@@ -6,12 +6,14 @@ a second copy of the program outside the scope must not appear at all."""
 import glob
 import json
 import os
+import re
 import subprocess
 import tempfile
 import time
 import urllib.parse
 
 from harness import (PROBES, TEST_BINS, Supervisor, check, rest_call, rest_port, wait_for)
+from test_stackprobe import records
 from test_sli import Container
 
 LOAD = os.path.join(TEST_BINS, "tprof_load")
@@ -127,10 +129,15 @@ def test_tprofiling_ground_truth():
         outside.result()
         gc_ns = json.loads(py.stdout.readline())
         th = truth["threads"]
-        # a stop flushes every open aggregate and this period's timeline file
+        # a stop flushes every open aggregate and this period's timeline file. (Its uprobes, pthread_sync and
+        # mem_glibc, still wait for a grace period each as they are detached: the stop time is checked in
+        # the container test, with the syscall sub-probes.)
+        t_stop = time.monotonic()
         st, raw = put(port, {"state": "stopped"})
         check(st == 200, "PUT stopped: %d %s" % (st, raw[:200]))
-        sup.wait_probe("tprofiling", lambda p: p["state"] == "stopped", 15, "stopped")
+        gone = sup.wait_probe("tprofiling", lambda p: p["state"] == "stopped", 15, "stopped")
+        print("tprofiling (with uprobes in 2 processes) stopped in %.3f s: exit status %s, signal %s" %
+              (time.monotonic() - t_stop, gone.get("last_exit_status"), gone.get("last_exit_signal")))
         wait_for(lambda: "stopping:" in sup.probe_log("tprofiling"), 5, "the probe's last words")
 
         channel = flat(read_lines(os.path.join(sup.log_dir, "event", "events.log")))
@@ -273,17 +280,36 @@ def test_tprofiling_container_scope():
             port = rest_port(sup)
             inside = Load(tmp, "in", rounds=1, spawn=c.spawn)
             outside = Load(tmp, "out", rounds=1)
-            st, raw = put(port, {"cmd": {"probe": ["oncpu", "syscall_sched"]},
+            # every syscall sub-probe (the default set) on raw sys_enter/sys_exit (syscall_hooks raw; the
+            # ground-truth test above runs the default, a tracepoint pair per syscall): the stop below is timed
+            st, raw = put(port, {"cmd": {"probe": ["oncpu", "syscall_file", "syscall_net", "syscall_lock",
+                                                   "syscall_sched"]},
                                  "snoopers": {"container_id": [c.cid()]},
-                                 "params": {"profiling_channel": "kafka"}, "state": "running"})
+                                 "params": {"profiling_channel": "kafka", "syscall_hooks": "raw"},
+                                 "state": "running"})
             check(st == 200, "PUT /tprofiling: %d %s" % (st, raw[:300]))
-            wait_for(lambda: "scope filtered" in sup.probe_log("tprofiling"), 20, "tprofiling applies the scope")
+            # "started:" comes once the programs are attached (the first configuration is read before the load)
+            wait_for(lambda: re.search(r"started: .*scope filtered", sup.probe_log("tprofiling")), 20,
+                     "tprofiling attached with the scope")
             inside.go()
             outside.go()
             th = inside.result()["threads"]
             outside.result()
+            # a stop is quick: the probe exits by itself well within the supervisor's stop grace (2 s, then
+            # SIGKILL); with one tracepoint pair per syscall it takes 2-4 s
+            def runtime():  # the supervisor's live view (status.json is only rewritten every second)
+                st, o, _, _ = rest_call(port, "GET", "/tprofiling")
+                return o["runtime"] if st == 200 and o and o["runtime"]["state"] == "stopped" else None
+            t_stop = time.monotonic()
             st, raw = put(port, {"state": "stopped"})
             check(st == 200, "PUT stopped: %d %s" % (st, raw[:200]))
+            gone = wait_for(runtime, 15, "tprofiling stopped", interval=0.01)
+            took = time.monotonic() - t_stop
+            print("tprofiling stopped in %.3f s: exit status %s, signal %s" %
+                  (took, gone.get("last_exit_status"), gone.get("last_exit_signal")))
+            check(gone.get("last_exit_signal") == 0 and gone.get("last_exit_status") == 0,
+                  "the probe exited by itself: %s" % gone)
+            check(took < 1.0, "tprofiling took %.3f s to stop" % took)
             wait_for(lambda: "stopping:" in sup.probe_log("tprofiling"), 15, "the probe's last words")
             channel = flat(read_lines(os.path.join(sup.log_dir, "event", "events.log")))
             check(not [r for r, _ in channel if r["thread.tgid"] == outside.pid], "nothing of the process outside")
@@ -299,7 +325,8 @@ def test_tprofiling_container_scope():
                   (oncpu, cpu_ms))
             check(all(r["container.id"].startswith(c.cid()) for r, _ in mine),
                   "container.id: %s" % {r["container.id"] for r, _ in mine})
-            check(not [v for _, v in mine if v["event.type"] not in ("oncpu", "sched")], "only the sub-probes asked")
+            check(not [v for _, v in mine if v["event.type"] not in ("oncpu", "sched", "file", "net", "lock")],
+                  "only the sub-probes asked")
             for w in (inside, outside):
                 w.finish()
             check(not sup.sanitizer_reports(), "sanitizer: %s" % sup.sanitizer_reports())
@@ -312,3 +339,68 @@ def test_tprofiling_container_scope():
 
 
 test_tprofiling_container_scope.timeout = 60
+
+
+BUSY = """
+import sys, threading, time
+def work():
+    while True:
+        time.sleep(0.0002)
+for _ in range(16):
+    threading.Thread(target=work, daemon=True).start()
+print("ready", flush=True)
+sys.stdin.read()
+"""
+
+
+def test_tprofiling_local_files_budget():
+    """--output-max-mb 1 with a flood of events: the event file rotates before 256 KiB, timeline files hold
+    at most 128 KiB of spans each, the oldest go first (counted in trace_removed), and the output
+    directory never holds more than the budget."""
+    tmp = tempfile.mkdtemp(prefix="gg-tprof-budget-")
+    out = os.path.join(tmp, "out")
+    busy = probe = None
+    try:
+        busy = subprocess.Popen([DEBIAN_PYTHON, "-c", BUSY], stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
+        check(busy.stdout.readline().strip() == "ready", "the busy program started")
+        stdout = open(os.path.join(tmp, "probe.out"), "w+")
+        stderr = open(os.path.join(tmp, "probe.err"), "w+")
+        probe = subprocess.Popen([os.path.join(PROBES, "tprofiling"), "--pid", str(busy.pid), "-P",
+                                  "oncpu,syscall_lock,syscall_sched", "--channel", "local", "--output-dir", out,
+                                  "--output-max-mb", "1", "--min-aggr-dur", "10", "--min-exec-dur", "0", "-t", "1"],
+                                 stdout=stdout, stderr=stderr)
+        peak = 0
+        deadline = time.monotonic() + 8
+        while time.monotonic() < deadline:
+            if os.path.isdir(out):
+                total = sum(os.path.getsize(os.path.join(out, f)) for f in os.listdir(out)
+                            if not f.endswith(".tmp") and os.path.isfile(os.path.join(out, f)))
+                peak = max(peak, total)
+            time.sleep(0.1)
+        probe.terminate()
+        check(probe.wait(10) == 0, "tprofiling exit status")
+        files = sorted(os.listdir(out))
+        sizes = {f: os.path.getsize(os.path.join(out, f)) for f in files}
+        print("budget 1 MiB: peak %d bytes; files now %s" % (peak, sizes))
+        stdout.seek(0)
+        stats = records(stdout.read(), "tprofiling_stats")
+        print("last stats: %s" % stats[-1:])
+        check(peak <= 1 << 20, "the output directory held %d bytes, over the 1 MiB budget" % peak)
+        check("tprofiling-events.json.1" in files, "the event file rotated: %s" % files)
+        check(all(sizes[f] <= 256 << 10 for f in files if f.startswith("tprofiling-events")), "event files: %s" % sizes)
+        traces = [f for f in files if f.startswith("timeline-trace-")]
+        check(traces and all(sizes[f] <= (128 << 10) + 65536 for f in traces), "timeline files: %s" % sizes)
+        check(sum(sizes[f] for f in traces) <= 512 << 10, "timeline files within half the budget: %s" % sizes)
+        removed = int(stats[-1][-1])
+        check(removed > 0, "old timeline files removed and counted: %s" % stats[-1:])
+        with open(os.path.join(out, traces[-1])) as f:
+            check(json.load(f)["traceEvents"], "the newest timeline file parses")
+    finally:
+        for p in (probe, busy):
+            if p and p.poll() is None:
+                p.kill()
+                p.wait()
+        subprocess.run(["rm", "-rf", tmp])
+
+
+test_tprofiling_local_files_budget.timeout = 40

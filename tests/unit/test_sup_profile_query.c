@@ -44,6 +44,8 @@ static int setup(void **state)
 	assert_int_equal(mkdir(path, 0755), 0);
 	snprintf(path, sizeof(path), "%s/mem-alloc", g_dir);
 	assert_int_equal(mkdir(path, 0755), 0);
+	snprintf(path, sizeof(path), "%s/mem-live", g_dir);
+	assert_int_equal(mkdir(path, 0755), 0);
 	write_file(
 		"on-cpu/0000001000000-0000001010000.prof",
 		"# gala-gopher-profile v1 event=on-cpu unit=samples period_us=10000 from_ms=1000000 until_ms=1010000\n"
@@ -62,6 +64,14 @@ static int setup(void **state)
 		   "# gala-gopher-profile v1 event=mem-alloc unit=bytes period_us=0 from_ms=1000000 until_ms=1010000\n"
 		   "100\t100\tapp\tapp\t\tmain;alloc_here;[l] malloc\t4096000\n"
 		   "100\t100\tapp\tapp\t\tmain;alloc_here;[l] calloc\t1000\n");
+	/* mem-live: snapshots of what was held at each file's end (a leak growing 1000 -> 3000 bytes) */
+	write_file("mem-live/0000001000000-0000001010000.prof",
+		   "# gala-gopher-profile v1 event=mem-live unit=bytes period_us=0 from_ms=1000000 until_ms=1010000\n"
+		   "100\t100\tapp\tapp\t\tmain;leak;[l] malloc\t1000\n"
+		   "100\t100\tapp\tapp\t\tmain;map_here;[l] mmap\t65536\n");
+	write_file("mem-live/0000001010000-0000001020000.prof",
+		   "# gala-gopher-profile v1 event=mem-live unit=bytes period_us=0 from_ms=1010000 until_ms=1020000\n"
+		   "100\t100\tapp\tapp\t\tmain;leak;[l] malloc\t3000\n");
 	return 0;
 }
 
@@ -269,6 +279,35 @@ static void test_pid_and_event(void **state)
 	cJSON_Delete(o);
 }
 
+/* mem-live: the newest snapshot in the range, never a sum of snapshots */
+static void test_mem_live_snapshot(void **state)
+{
+	const char *n[] = {"app", "event"}, *v[] = {"app", "mem-live"};
+	struct pq_request r;
+	char err[160];
+	cJSON *o;
+
+	(void)state;
+	assert_int_equal(profile_query__parse_args(2, n, v, 2000, &r, err, sizeof(err)), 0);
+	assert_int_equal(r.event, 4);
+	o = query("app", 4, 1000, 1019, 0);
+	check_tree(o);
+	assert_true(num(node(o, "app", "-1"), "total_value") == 3000); /* not 1000 + 3000 + 65536 */
+	assert_true(num(node(o, "[l] malloc", NULL), "self_value") == 3000);
+	assert_null(node(o, "map_here", NULL)); /* unmapped by then */
+	cJSON_Delete(o);
+	/* a range ending in the first period: that period's snapshot */
+	o = query("app", 4, 1000, 1005, 0);
+	check_tree(o);
+	assert_true(num(node(o, "app", "-1"), "total_value") == 66536);
+	assert_true(num(node(o, "map_here", NULL), "total_value") == 65536);
+	cJSON_Delete(o);
+	/* nothing in range: just the root */
+	o = query("Total", 4, 0, 500, 0);
+	assert_int_equal(cJSON_GetArraySize(cJSON_GetObjectItem(o, "result")), 1);
+	cJSON_Delete(o);
+}
+
 static void test_ids_stable(void **state)
 {
 	cJSON *a = query("app", 0, 1000, 1019, 0), *b = query("app", 0, 1000, 1009, 0);
@@ -399,6 +438,7 @@ int main(void)
 		cmocka_unit_test(test_total_layers),
 		cmocka_unit_test(test_total_container_layers),
 		cmocka_unit_test(test_pid_and_event),
+		cmocka_unit_test(test_mem_live_snapshot),
 		cmocka_unit_test(test_ids_stable),
 		cmocka_unit_test(test_truncation),
 		cmocka_unit_test(test_parse_args),

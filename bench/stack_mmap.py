@@ -1,0 +1,83 @@
+#!/usr/bin/env python3
+"""stack_mmap.py - what mem_live's memory-syscall hooks (mmap/munmap/mremap/brk tracepoints,
+bpf/stackprobe_mmap.bpf.h) cost: bench/mmap_loop.c timed by itself without stackprobe and with
+`stackprobe -P mem --mem-live 1 --pid <it>`, alternated pair by pair; prints the median ns per system
+call with and without (min..max), the difference, and the BPF programs' own run time per call.
+Kinds: mmap (anonymous 64 KiB mmap + munmap: each mmap records a region with its stack, each munmap
+gives it back), brk (sbrk +4096/-4096: brk growth recorded, the shrink given back), getppid (no hook).
+    bench/stack_mmap.py [PAIRS] [ROUNDS] [KINDS]   (default 7 pairs, 100000 rounds, mmap,brk,getppid;
+    GG_BUILD selects the build)
+Run it alone: flock /tmp/gg-bench.lock python3 bench/stack_mmap.py"""
+import os
+import signal
+import statistics
+import subprocess
+import sys
+import tempfile
+
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "tests", "integration"))
+from harness import BUILD, start_logged  # noqa: E402
+from stack_alloc import bpf_prog  # noqa: E402
+
+LOOP = os.path.join(BUILD, "bench", "mmap_loop")
+STACKPROBE = os.path.join(BUILD, "probes", "stackprobe")
+PROGS = ("sp_mmap_enter", "sp_mmap_exit", "sp_munmap_enter", "sp_brk_enter", "sp_brk_exit")
+
+
+def one(kind, rounds, tmp, probe):
+    w = subprocess.Popen([LOOP, kind, str(rounds)], stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
+    pid = int(w.stdout.readline().split("=")[1])
+    sp = None
+    try:
+        if probe:
+            sp = start_logged([STACKPROBE, "-P", "mem", "--mem-live", "1", "--pid", str(pid), "--svg-period", "600",
+                               "--flame-dir", os.path.join(tmp, "f"), "--svg-dir", os.path.join(tmp, "s"), "-t", "600"],
+                              os.path.join(tmp, "sp.err"))
+        b0 = sum(bpf_prog(p, sp.pid if sp else 0)[0] for p in PROGS)
+        w.stdin.write("go\n")
+        w.stdin.flush()
+        ns = float(w.stdout.readline().split("=")[1])
+        b1 = sum(bpf_prog(p, sp.pid if sp else 0)[0] for p in PROGS)
+        return ns, (b1 - b0) / (2 * rounds)
+    finally:
+        w.stdin.close()
+        w.wait(10)
+        if sp:
+            sp.send_signal(signal.SIGTERM)
+            sp.wait(30)
+
+
+def main():
+    pairs = int(sys.argv[1]) if len(sys.argv) > 1 else 7
+    rounds = int(sys.argv[2]) if len(sys.argv) > 2 else 100000
+    kinds = (sys.argv[3] if len(sys.argv) > 3 else "mmap,brk,getppid").split(",")
+    with open("/proc/sys/kernel/bpf_stats_enabled") as f:
+        stats_was = f.read().strip()
+    with open("/proc/sys/kernel/bpf_stats_enabled", "w") as f:
+        f.write("1")
+    res = {k: ([], [], []) for k in kinds}
+    try:
+        with tempfile.TemporaryDirectory() as tmp:
+            for i in range(pairs):
+                for k in kinds:
+                    order = (False, True) if i % 2 == 0 else (True, False)
+                    for probe in order:
+                        ns, bpf = one(k, rounds, tmp, probe)
+                        res[k][1 if probe else 0].append(ns)
+                        if probe:
+                            res[k][2].append(bpf)
+    finally:
+        with open("/proc/sys/kernel/bpf_stats_enabled", "w") as f:
+            f.write(stats_was)
+    print("%d pairs, %d rounds (2 system calls each)" % (pairs, rounds))
+    print("| kind | without: ns/call median (min..max) | with mem_live (min..max) | difference | BPF ns/call |")
+    print("|---|---|---|---|---|")
+    for k in kinds:
+        off, on, bpf = res[k]
+        print("| %s | %.0f (%.0f..%.0f) | %.0f (%.0f..%.0f) | %+.0f ns | %.0f |" %
+              (k, statistics.median(off), min(off), max(off), statistics.median(on), min(on), max(on),
+               statistics.median(on) - statistics.median(off), statistics.median(bpf)))
+
+
+if __name__ == "__main__":
+    main()
