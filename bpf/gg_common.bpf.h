@@ -160,18 +160,11 @@ static __always_inline void gg_sk_raddr_btf(const struct sock *sk, __u8 *dst)
 	}
 }
 
-/* A socket is in scope: no filter, or the tgid given (0 = unknown) is in the tgid set, or the
- * socket's cgroup (or an ancestor) is in the cgroup set. */
-static __always_inline int gg_scope_sock(const struct sock *sk, __u32 tgid)
+/* A cgroup v2 (NULL: none) or one of its ancestors is in the cgroup set. */
+static __always_inline int gg_scope_cgroup_in(struct cgroup *cg)
 {
-	struct cgroup *cg;
 	int level;
 
-	if (!gg_scope_filtering())
-		return 1;
-	if (tgid && gg_scope_has_tgid(tgid))
-		return 1;
-	cg = BPF_CORE_READ(sk, sk_cgrp_data.cgroup);
 	if (!cg)
 		return 0;
 	if (gg_scope_has_cgroup(BPF_CORE_READ(cg, kn, id)))
@@ -187,6 +180,17 @@ static __always_inline int gg_scope_sock(const struct sock *sk, __u32 tgid)
 			return 1;
 	}
 	return 0;
+}
+
+/* A socket is in scope: no filter, or the tgid given (0 = unknown) is in the tgid set, or the
+ * socket's cgroup (or an ancestor) is in the cgroup set. */
+static __always_inline int gg_scope_sock(const struct sock *sk, __u32 tgid)
+{
+	if (!gg_scope_filtering())
+		return 1;
+	if (tgid && gg_scope_has_tgid(tgid))
+		return 1;
+	return gg_scope_cgroup_in(BPF_CORE_READ(sk, sk_cgrp_data.cgroup));
 }
 
 /* ---- misc ------------------------------------------------------------------------------------- */
