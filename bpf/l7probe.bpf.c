@@ -149,22 +149,7 @@ static __always_inline void stat_inc(__u32 i)
 
 static __always_inline int in_scope(__u32 tgid)
 {
-	__u32 w, sh;
-	__u64 bits;
-	int in;
-
-	if (tgid >= L7_VERDICT_PIDS)
-		return gg_scope_current();
-	w = tgid >> 5;
-	barrier_var(w);
-	w &= L7_VERDICT_PIDS / 32 - 1;
-	sh = (tgid & 31) * 2;
-	bits = (verdict[w] >> sh) & 3;
-	if (bits)
-		return bits == 1;
-	in = gg_scope_current();
-	__sync_fetch_and_or(&verdict[w], (__u64)(in ? 1 : 2) << sh);
-	return in;
+	return gg_scope_current_cached(verdict, L7_VERDICT_PIDS, tgid);
 }
 
 /* ---- sockets ------------------------------------------------------------------------------------- */

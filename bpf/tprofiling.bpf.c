@@ -70,7 +70,6 @@ static __always_inline void stat_inc(__u32 idx)
 static __always_inline int in_scope(void)
 {
 	__u32 tgid = (__u32)(bpf_get_current_pid_tgid() >> 32);
-	__u64 cgid;
 
 	if (tgid == self_tgid)
 		return 0;
@@ -78,18 +77,7 @@ static __always_inline int in_scope(void)
 		return 1;
 	if (!scope_ncgrp)
 		return 0;
-	cgid = bpf_get_current_cgroup_id();
-	if (gg_scope_has_cgroup(cgid))
-		return 1;
-	for (int lvl = 1; lvl <= GG_CGROUP_MAX_DEPTH; lvl++) {
-		__u64 anc = bpf_get_current_ancestor_cgroup_id(lvl);
-
-		if (!anc || anc == cgid)
-			break;
-		if (gg_scope_has_cgroup(anc))
-			return 1;
-	}
-	return 0;
+	return gg_scope_current_cgroup();
 }
 
 /* A task (not necessarily current) is in scope: its tgid, or its cgroup v2 or an ancestor. */
