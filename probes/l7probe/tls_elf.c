@@ -187,9 +187,26 @@ int elf_bin__section(struct elf_bin *b, const char *name, void *buf, size_t len,
 
 /* ---- x86-64 instructions ------------------------------------------------------------------------ */
 
-static int cs_begin(csh *h)
+/* A disassembler (with the operands' details when detail) and one instruction to decode into; freed
+ * with cs_end. -ENOSYS (no capstone) or -ENOMEM. */
+static int cs_begin(csh *h, bool detail, cs_insn **ret_insn)
 {
-	return cs_open(CS_ARCH_X86, CS_MODE_64, h) == CS_ERR_OK ? 0 : -ENOSYS;
+	if (cs_open(CS_ARCH_X86, CS_MODE_64, h) != CS_ERR_OK)
+		return -ENOSYS;
+	if (detail)
+		cs_option(*h, CS_OPT_DETAIL, CS_OPT_ON);
+	*ret_insn = cs_malloc(*h);
+	if (!*ret_insn) {
+		cs_close(h);
+		return -ENOMEM;
+	}
+	return 0;
+}
+
+static void cs_end(csh *h, cs_insn *insn)
+{
+	cs_free(insn, 1);
+	cs_close(h);
 }
 
 int x86_first_call(const uint8_t *code, size_t len, uint64_t vaddr, unsigned int max_insns, uint64_t *ret_target)
@@ -197,16 +214,13 @@ int x86_first_call(const uint8_t *code, size_t len, uint64_t vaddr, unsigned int
 	const uint8_t *p = code;
 	uint64_t addr = vaddr;
 	cs_insn *insn;
-	int ret = -ENOENT;
+	int ret;
 	csh h;
 
-	if (cs_begin(&h))
-		return -ENOSYS;
-	insn = cs_malloc(h);
-	if (!insn) {
-		cs_close(&h);
-		return -ENOMEM;
-	}
+	ret = cs_begin(&h, false, &insn);
+	if (ret)
+		return ret;
+	ret = -ENOENT;
 	for (unsigned int i = 0; i < max_insns && cs_disasm_iter(h, &p, &len, &addr, insn); i++) {
 		/* e8 rel32: a direct call, its target in the operand string ("0x35290") */
 		if (insn->id == X86_INS_CALL && insn->size == 5 && insn->bytes[0] == 0xe8) {
@@ -220,8 +234,7 @@ int x86_first_call(const uint8_t *code, size_t len, uint64_t vaddr, unsigned int
 		if (insn->id == X86_INS_RET || insn->id == X86_INS_JMP)
 			break;
 	}
-	cs_free(insn, 1);
-	cs_close(&h);
+	cs_end(&h, insn);
 	return ret;
 }
 
@@ -232,16 +245,12 @@ int x86_ret_sites(const uint8_t *code, size_t len, uint64_t vaddr, uint64_t *ret
 	uint64_t addr = vaddr;
 	unsigned int n = 0;
 	cs_insn *insn;
-	int ret = 0;
+	int ret;
 	csh h;
 
-	if (cs_begin(&h))
-		return -ENOSYS;
-	insn = cs_malloc(h);
-	if (!insn) {
-		cs_close(&h);
-		return -ENOMEM;
-	}
+	ret = cs_begin(&h, false, &insn);
+	if (ret)
+		return ret;
 	/* Go puts no data in its functions' bodies: they decode from start to end; int3 padding
 	 * after the last instruction is part of the symbol's size. */
 	while (len) {
@@ -257,8 +266,7 @@ int x86_ret_sites(const uint8_t *code, size_t len, uint64_t vaddr, uint64_t *ret
 			rets[n++] = insn->address;
 		}
 	}
-	cs_free(insn, 1);
-	cs_close(&h);
+	cs_end(&h, insn);
 	*ret_n = n;
 	return ret;
 }
@@ -270,17 +278,12 @@ int x86_defer_result_slot(const uint8_t *code, size_t len, uint64_t vaddr, int64
 	bool after_call = false, found = false;
 	int64_t disp = 0;
 	cs_insn *insn;
-	int ret = 0;
+	int ret;
 	csh h;
 
-	if (cs_begin(&h))
-		return -ENOSYS;
-	cs_option(h, CS_OPT_DETAIL, CS_OPT_ON);
-	insn = cs_malloc(h);
-	if (!insn) {
-		cs_close(&h);
-		return -ENOMEM;
-	}
+	ret = cs_begin(&h, true, &insn);
+	if (ret)
+		return ret;
 	while (len && !ret) {
 		const cs_x86 *x;
 
@@ -305,8 +308,7 @@ int x86_defer_result_slot(const uint8_t *code, size_t len, uint64_t vaddr, int64
 		}
 		after_call = insn->id == X86_INS_CALL && x->op_count == 1 && x->operands[0].type == X86_OP_REG;
 	}
-	cs_free(insn, 1);
-	cs_close(&h);
+	cs_end(&h, insn);
 	if (!ret && !found)
 		ret = -ENOENT;
 	if (!ret)
@@ -350,17 +352,13 @@ int x86_entry_site(const uint8_t *code, size_t len, uint64_t vaddr, unsigned int
 	const uint8_t *p = code;
 	uint64_t addr = vaddr;
 	cs_insn *insn;
-	int ret = -ENOENT;
+	int ret;
 	csh h;
 
-	if (cs_begin(&h))
-		return -ENOSYS;
-	cs_option(h, CS_OPT_DETAIL, CS_OPT_ON);
-	insn = cs_malloc(h);
-	if (!insn) {
-		cs_close(&h);
-		return -ENOMEM;
-	}
+	ret = cs_begin(&h, true, &insn);
+	if (ret)
+		return ret;
+	ret = -ENOENT;
 	for (unsigned int i = 0; i < max_insns && cs_disasm_iter(h, &p, &len, &addr, insn); i++) {
 		cs_regs rd, wr;
 		uint8_t nrd = 0, nwr = 0;
@@ -380,7 +378,6 @@ int x86_entry_site(const uint8_t *code, size_t len, uint64_t vaddr, unsigned int
 		if (clobbers)
 			break;
 	}
-	cs_free(insn, 1);
-	cs_close(&h);
+	cs_end(&h, insn);
 	return ret;
 }
