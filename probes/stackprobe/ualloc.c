@@ -155,14 +155,7 @@ int sp_ualloc__sync(struct sp_ualloc *u, const struct gg_scope *scope, unsigned 
 	return uproc_set__sync(u->set, scope, mode);
 }
 
-void sp_ualloc__stats(const struct sp_ualloc *u, struct sp_ualloc_stats *ret)
+void sp_ualloc__stats(const struct sp_ualloc *u, struct uproc_stats *ret)
 {
-	struct uproc_stats st;
-
-	uproc_set__stats(u->set, &st);
-	ret->links = st.links;
-	ret->procs = st.procs;
-	ret->skipped = st.skipped;
-	ret->attach_errors = st.attach_errors;
-	ret->libs_resolved = st.libs_resolved;
+	uproc_set__stats(u->set, ret);
 }

@@ -105,13 +105,7 @@ int tp_ulock__sync(struct tp_ulock *u, const struct gg_scope *scope, unsigned in
 	return uproc_set__sync(u->set, scope, want);
 }
 
-void tp_ulock__stats(const struct tp_ulock *u, struct tp_ulock_stats *ret)
+void tp_ulock__stats(const struct tp_ulock *u, struct uproc_stats *ret)
 {
-	struct uproc_stats st;
-
-	uproc_set__stats(u->set, &st);
-	ret->links = st.links;
-	ret->procs = st.procs;
-	ret->skipped = st.skipped;
-	ret->attach_errors = st.attach_errors;
+	uproc_set__stats(u->set, ret);
 }
