@@ -245,19 +245,10 @@ void uproc_set__stats(const struct uproc_set *s, struct uproc_stats *ret)
 
 uint64_t uproc_start_time(struct probe_buf *buf, uint32_t pid)
 {
-	char path[64];
-	const char *p;
-	unsigned long long v = 0;
+	uint64_t start = 0;
 
-	snprintf(path, sizeof(path), "/proc/%u/stat", pid);
-	if (probe_read_file(path, buf, 4096))
-		return 0;
-	p = strrchr(buf->data, ')');
-	/* after "(comm)": state is field 3, starttime field 22 */
-	if (!p ||
-	    sscanf(p + 1, " %*c %*d %*d %*d %*d %*d %*u %*u %*u %*u %*u %*u %*u %*d %*d %*d %*d %*d %*d %llu", &v) != 1)
-		return 0;
-	return v;
+	(void)probe_proc_start(buf, NULL, pid, &start);
+	return start;
 }
 
 void uproc_each_pid(int scan, const uint32_t *tgid, uint32_t ntgid, void (*fn)(void *ctx, uint32_t pid), void *ctx)
