@@ -705,31 +705,27 @@ static int conn_infer(struct l7_tracker *t, struct conn *c, const struct l7_ev *
 	return 1;
 }
 
+/* The bytes a connection counted before it had an aggregate, into a. */
+static void pre_flush(struct agg *a, struct conn *c)
+{
+	a->bytes_sent += c->pre_sent;
+	a->bytes_recv += c->pre_recv;
+	a->segs_sent += c->pre_segs_sent;
+	a->segs_recv += c->pre_segs_recv;
+	c->pre_sent = c->pre_recv = c->pre_segs_sent = c->pre_segs_recv = 0;
+}
+
 static void add_bytes(struct agg *a, struct conn *c, const struct l7_ev *h)
 {
-	if (a && (c->pre_segs_sent || c->pre_segs_recv)) {
-		a->bytes_sent += c->pre_sent;
-		a->bytes_recv += c->pre_recv;
-		a->segs_sent += c->pre_segs_sent;
-		a->segs_recv += c->pre_segs_recv;
-		c->pre_sent = c->pre_recv = c->pre_segs_sent = c->pre_segs_recv = 0;
-	}
-	if (!a) {
-		if (h->dir == L7_DIR_SEND) {
-			c->pre_sent += h->total;
-			c->pre_segs_sent++;
-		} else {
-			c->pre_recv += h->total;
-			c->pre_segs_recv++;
-		}
-		return;
-	}
+	if (a && (c->pre_segs_sent || c->pre_segs_recv))
+		pre_flush(a, c);
+	/* before the connection has an aggregate: kept in the connection until it has one */
 	if (h->dir == L7_DIR_SEND) {
-		a->bytes_sent += h->total;
-		a->segs_sent++;
+		*(a ? &a->bytes_sent : &c->pre_sent) += h->total;
+		(*(a ? &a->segs_sent : &c->pre_segs_sent))++;
 	} else {
-		a->bytes_recv += h->total;
-		a->segs_recv++;
+		*(a ? &a->bytes_recv : &c->pre_recv) += h->total;
+		(*(a ? &a->segs_recv : &c->pre_segs_recv))++;
 	}
 }
 
@@ -772,13 +768,8 @@ static void on_data(struct l7_tracker *t, const struct l7_ev *h, const uint8_t *
 			return;
 		/* the bytes counted before the protocol was known (this chunk's included, when not plaintext) */
 		a = conn_agg(t, c, h);
-		if (a) {
-			a->bytes_sent += c->pre_sent;
-			a->bytes_recv += c->pre_recv;
-			a->segs_sent += c->pre_segs_sent;
-			a->segs_recv += c->pre_segs_recv;
-			c->pre_sent = c->pre_recv = c->pre_segs_sent = c->pre_segs_recv = 0;
-		}
+		if (a)
+			pre_flush(a, c);
 		return;
 	}
 	if (c->state == CS_TRACK)
