@@ -1008,53 +1008,24 @@ static __always_inline int ssl_exit(long ret, int ex)
 	return 0;
 }
 
-SEC("uprobe")
-int BPF_KPROBE(l7_ssl_read, void *ssl, void *buf)
-{
-	return ssl_enter((__u64)ssl, (__u64)buf, 0, L7_DIR_RECV);
-}
+/* A libssl function: its entry (the buffer; for the _ex ones also where the byte count is written) and its
+ * return; the programs l7_<fn> and l7_<fn>_ret. */
+#define L7_SSL_FN(fn, dir, ex)                                                           \
+	SEC("uprobe")                                                                    \
+	int BPF_KPROBE(l7_##fn, void *ssl, void *buf, __u64 num, void *nbytes)           \
+	{                                                                                \
+		return ssl_enter((__u64)ssl, (__u64)buf, (ex) ? (__u64)nbytes : 0, dir); \
+	}                                                                                \
+	SEC("uretprobe")                                                                 \
+	int BPF_KRETPROBE(l7_##fn##_ret, long ret)                                       \
+	{                                                                                \
+		return ssl_exit(ret, ex);                                                \
+	}
 
-SEC("uretprobe")
-int BPF_KRETPROBE(l7_ssl_read_ret, long ret)
-{
-	return ssl_exit(ret, 0);
-}
-
-SEC("uprobe")
-int BPF_KPROBE(l7_ssl_write, void *ssl, void *buf)
-{
-	return ssl_enter((__u64)ssl, (__u64)buf, 0, L7_DIR_SEND);
-}
-
-SEC("uretprobe")
-int BPF_KRETPROBE(l7_ssl_write_ret, long ret)
-{
-	return ssl_exit(ret, 0);
-}
-
-SEC("uprobe")
-int BPF_KPROBE(l7_ssl_read_ex, void *ssl, void *buf, __u64 num, void *readbytes)
-{
-	return ssl_enter((__u64)ssl, (__u64)buf, (__u64)readbytes, L7_DIR_RECV);
-}
-
-SEC("uretprobe")
-int BPF_KRETPROBE(l7_ssl_read_ex_ret, long ret)
-{
-	return ssl_exit(ret, 1);
-}
-
-SEC("uprobe")
-int BPF_KPROBE(l7_ssl_write_ex, void *ssl, void *buf, __u64 num, void *written)
-{
-	return ssl_enter((__u64)ssl, (__u64)buf, (__u64)written, L7_DIR_SEND);
-}
-
-SEC("uretprobe")
-int BPF_KRETPROBE(l7_ssl_write_ex_ret, long ret)
-{
-	return ssl_exit(ret, 1);
-}
+L7_SSL_FN(ssl_read, L7_DIR_RECV, 0)
+L7_SSL_FN(ssl_write, L7_DIR_SEND, 0)
+L7_SSL_FN(ssl_read_ex, L7_DIR_RECV, 1)
+L7_SSL_FN(ssl_write_ex, L7_DIR_SEND, 1)
 
 /* ---- Go crypto/tls ------------------------------------------------------------------------------- */
 
