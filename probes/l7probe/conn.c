@@ -874,6 +874,19 @@ static double ratio(uint64_t part, uint64_t whole)
 	return whole ? 100.0 * (double)part / (double)whole : 0;
 }
 
+/* The request fields l7_rpc and l7_rpc_api share: the rate (twice: the seed's throughput and req_count
+ * rate), the count (twice), the mean latency of the period, the latency histogram. */
+static void rec_rpcs(struct probe_rec *r, uint64_t drpc, uint64_t rpcs, uint64_t dlat, const __u64 *hist,
+		     uint64_t lat_sum, double period_s)
+{
+	probe_rec__f64(r, period_s > 0 ? (double)drpc / period_s : 0);
+	probe_rec__f64(r, period_s > 0 ? (double)drpc / period_s : 0);
+	probe_rec__u64(r, rpcs);
+	probe_rec__u64(r, rpcs);
+	probe_rec__f64(r, drpc ? (double)dlat / (double)drpc : 0);
+	gg_hist_rec(r, hist, L7_HIST_FIRST, L7_HIST_N, 1.0, (double)lat_sum);
+}
+
 static void report_api(struct probe_rt *rt, const struct agg *a, struct api_row *x, double period_s)
 {
 	static struct probe_rec r;
@@ -883,12 +896,7 @@ static void report_api(struct probe_rt *rt, const struct agg *a, struct api_row 
 	rec_keys7(&r, a);
 	probe_rec__str(&r, x->api[0] ? x->api : "-");
 	probe_rec__u64(&r, a->k.ssl);
-	probe_rec__f64(&r, period_s > 0 ? (double)drpc / period_s : 0);
-	probe_rec__f64(&r, period_s > 0 ? (double)drpc / period_s : 0);
-	probe_rec__u64(&r, x->rpcs);
-	probe_rec__u64(&r, x->rpcs);
-	probe_rec__f64(&r, drpc ? (double)dlat / (double)drpc : 0);
-	gg_hist_rec(&r, x->hist, L7_HIST_FIRST, L7_HIST_N, 1.0, (double)x->lat_sum);
+	rec_rpcs(&r, drpc, x->rpcs, dlat, x->hist, x->lat_sum, period_s);
 	probe_rec__f64(&r, ratio(x->errs - x->prev_errs, drpc));
 	probe_rec__f64(&r, ratio(x->cerrs - x->prev_cerrs, drpc));
 	probe_rec__f64(&r, ratio(x->serrs - x->prev_serrs, drpc));
@@ -943,12 +951,7 @@ static void report_agg(struct probe_rt *rt, struct agg *a, unsigned int subs, do
 	if (subs & L7_SP_RPC) {
 		probe_rec__begin(&r, &TBL_l7_rpc);
 		rec_keys(&r, a);
-		probe_rec__f64(&r, period_s > 0 ? (double)drpc / period_s : 0);
-		probe_rec__f64(&r, period_s > 0 ? (double)drpc / period_s : 0);
-		probe_rec__u64(&r, a->rpcs);
-		probe_rec__u64(&r, a->rpcs);
-		probe_rec__f64(&r, drpc ? (double)dlat / (double)drpc : 0);
-		gg_hist_rec(&r, a->hist, L7_HIST_FIRST, L7_HIST_N, 1.0, (double)a->lat_sum);
+		rec_rpcs(&r, drpc, a->rpcs, dlat, a->hist, a->lat_sum, period_s);
 		probe_rec__f64(&r, drpc ? 100.0 * (double)derr / (double)drpc : 0);
 		probe_rec__u64(&r, a->errs);
 		(void)probe_rt__emit(rt, &r);
