@@ -820,10 +820,16 @@ static uint32_t read_nspid(struct symbolizer *s, uint32_t tgid)
 /* Start time of the process (clock ticks after boot), 0 when unknown. */
 static uint64_t read_start_time(struct symbolizer *s, uint32_t tgid)
 {
-	uint64_t start = 0;
+	char path[192];
+	const char *p;
 
-	(void)probe_proc_start(&s->buf, s->proc_root, tgid, &start);
-	return start;
+	snprintf(path, sizeof(path), "%s/%u/stat", s->proc_root, tgid);
+	if (probe_read_file(path, &s->buf, 1u << 16))
+		return 0;
+	p = strrchr(s->buf.data, ')'); /* comm may hold spaces and parentheses */
+	for (int field = 2; p && field < 22; field++)
+		p = strchr(p + 1, ' ');
+	return p ? strtoull(p + 1, NULL, 10) : 0;
 }
 
 static unsigned int hash_u32(uint32_t v)
