@@ -417,17 +417,23 @@ class KafkaMock:
 SANITIZER_MARKERS = ("ERROR: AddressSanitizer", "ERROR: LeakSanitizer", "runtime error:")
 
 
-def events(sup):
-    """The events sup wrote to its events.log (logs channel), whole lines only, oldest first."""
+def json_lines(path):
+    """The JSON objects of a file of one a line, whole lines only (a writer may be halfway through the
+    last); none when the file is not there yet."""
     out = []
     try:
-        with open(os.path.join(sup.log_dir, "event", "events.log")) as f:
+        with open(path) as f:
             for line in f:
                 if line.endswith("\n"):
                     out.append(json.loads(line))
     except FileNotFoundError:
         pass
     return out
+
+
+def events(sup):
+    """The events sup wrote to its events.log (logs channel), whole lines only, oldest first."""
+    return json_lines(os.path.join(sup.log_dir, "event", "events.log"))
 
 
 def start_logged(argv, log, timeout=20, what=None, **popen):

@@ -12,7 +12,7 @@ import tempfile
 import time
 import urllib.parse
 
-from harness import (PROBES, TEST_BINS, Supervisor, check, rest_call, rest_port, wait_for)
+from harness import (PROBES, TEST_BINS, Supervisor, check, events, json_lines, rest_call, rest_port, wait_for)
 from test_stackprobe import records
 from test_sli import Container
 
@@ -57,18 +57,6 @@ class Load:
 def put(port, body):
     st, _, raw, _ = rest_call(port, "PUT", "/tprofiling", urllib.parse.urlencode({"json": json.dumps(body)}))
     return st, raw
-
-
-def read_lines(path):
-    out = []
-    try:
-        with open(path) as f:
-            for line in f:
-                if line.endswith("\n"):
-                    out.append(json.loads(line))
-    except FileNotFoundError:
-        pass
-    return out
 
 
 def flat(events):
@@ -140,8 +128,8 @@ def test_tprofiling_ground_truth():
               (time.monotonic() - t_stop, gone.get("last_exit_status"), gone.get("last_exit_signal")))
         wait_for(lambda: "stopping:" in sup.probe_log("tprofiling"), 5, "the probe's last words")
 
-        channel = flat(read_lines(os.path.join(sup.log_dir, "event", "events.log")))
-        local = flat(read_lines(os.path.join(outdir, "tprofiling-events.json")))
+        channel = flat(events(sup))
+        local = flat(json_lines(os.path.join(outdir, "tprofiling-events.json")))
         check(channel, "events on the event channel")
         check(not [r for r, _ in channel if r["thread.tgid"] == outside.pid], "no event of the process out of scope")
         mine = [(r, v) for r, v in channel if r["thread.tgid"] == inside.pid]
@@ -311,7 +299,7 @@ def test_tprofiling_container_scope():
                   "the probe exited by itself: %s" % gone)
             check(took < 1.0, "tprofiling took %.3f s to stop" % took)
             wait_for(lambda: "stopping:" in sup.probe_log("tprofiling"), 15, "the probe's last words")
-            channel = flat(read_lines(os.path.join(sup.log_dir, "event", "events.log")))
+            channel = flat(events(sup))
             check(not [r for r, _ in channel if r["thread.tgid"] == outside.pid], "nothing of the process outside")
             mine = [(r, v) for r, v in channel if r["thread.tgid"] == inside.pid]
             sleeps = [v for r, v in mine if r["thread.pid"] == th["tp_sleeper"]["tid"] and
