@@ -503,6 +503,29 @@ def stop_with_line(proc, line, timeout=5):
             proc.wait()
 
 
+def teardown(*things):
+    """Stops what a test started, in the order given, skipping None: a path is removed, a Popen killed and
+    reaped, anything else by the first of cleanup(), close(), finish(), stop() or kill() it has. All are
+    stopped even when one fails; the first failure is raised after."""
+    first = None
+    for t in things:
+        try:
+            if t is None:
+                continue
+            if isinstance(t, str):
+                shutil.rmtree(t, ignore_errors=True)
+            elif isinstance(t, subprocess.Popen):
+                if t.poll() is None:
+                    t.kill()
+                t.wait()
+            else:
+                getattr(t, next(m for m in ("cleanup", "close", "finish", "stop", "kill") if hasattr(t, m)))()
+        except Exception as e:  # noqa: BLE001 - stop the rest, then raise it
+            first = first or e
+    if first:
+        raise first
+
+
 class LinePeer:
     """A helper process that speaks in lines (tests/integration/scripts): it prints {"ready": pid} when set
     up, answers each line it reads with one JSON object, and ends on "bye" (killed when it does not within
@@ -899,6 +922,19 @@ def rest_put_conf(port, probe, conf, ok=True):
     st, _, raw, _ = rest_call(port, "PUT", "/" + probe, urllib.parse.urlencode({"json": json.dumps(conf)}))
     check(not ok or st == 200, "PUT /%s: %d %s" % (probe, st, raw[:400]))
     return st, raw
+
+
+def rest_supervisor(tmp, probe, param="-t 1"):
+    """A started supervisor with REST (state in tmp/state) whose one probe is off until a PUT starts it."""
+    return Supervisor(probes=[probe_entry(probe, param, switch="off")],
+                      extra=rest_section(os.path.join(tmp, "state"))).start()
+
+
+def put_running(sup, rest_name, probe, conf, timeout=20):
+    """PUT conf on /<rest_name>, then wait until probe runs with it applied; the probe's status."""
+    rest_put_conf(rest_port(sup), rest_name, conf)
+    return sup.wait_probe(probe, lambda p: p["config_version_applied"] >= 1 and p["pid"], timeout,
+                          "running, configured")
 
 
 def rest_put(port, name, body):
