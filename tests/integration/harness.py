@@ -505,8 +505,8 @@ def stop_with_line(proc, line, timeout=5):
 
 def teardown(*things):
     """Stops what a test started, in the order given, skipping None: a path is removed, a Popen killed and
-    reaped, anything else by the first of cleanup(), close(), finish(), stop() or kill() it has. All are
-    stopped even when one fails; the first failure is raised after."""
+    reaped, a function called, anything else stopped by the first of cleanup(), close(), finish(), stop()
+    or kill() it has. All are stopped even when one fails; the first failure is raised after."""
     first = None
     for t in things:
         try:
@@ -518,6 +518,8 @@ def teardown(*things):
                 if t.poll() is None:
                     t.kill()
                 t.wait()
+            elif callable(t):
+                t()
             else:
                 getattr(t, next(m for m in ("cleanup", "close", "finish", "stop", "kill") if hasattr(t, m)))()
         except Exception as e:  # noqa: BLE001 - stop the rest, then raise it

@@ -81,6 +81,17 @@ def hist_sum(h):
     return int(float(h.split()[-2]))
 
 
+def wait_or_dump(probe, pred, timeout, what, tables=("l7_rpc", "l7_link", "l7_stats"), last=6):
+    """wait_for(pred, timeout, what); when it times out, the probe's last rows of tables are printed."""
+    try:
+        return wait_for(pred, timeout, what)
+    except Exception:
+        for t in tables:
+            for r in probe.rows(t)[-last:]:
+                print("  last %s: %r" % (t, r))
+        raise
+
+
 def both_sides(probe, keys_c, keys_s, n):
     """The client side's and the server side's last l7_rpc rows (keys_c, keys_s) once both count n
     requests, and one report later (nothing more may come)."""
@@ -88,14 +99,8 @@ def both_sides(probe, keys_c, keys_s, n):
         r = probe.latest("l7_rpc", **keys)
         return r if r and int(r["req_count"]) >= n else None
 
-    try:
-        wait_for(lambda: complete(keys_c), 15, "client-side l7_rpc with %d requests" % n)
-        wait_for(lambda: complete(keys_s), 15, "server-side l7_rpc with %d requests" % n)
-    except Exception:
-        for t in ("l7_rpc", "l7_link", "l7_stats"):
-            for r in probe.rows(t)[-6:]:
-                print("  last %s: %r" % (t, r))
-        raise
+    wait_or_dump(probe, lambda: complete(keys_c), 15, "client-side l7_rpc with %d requests" % n)
+    wait_or_dump(probe, lambda: complete(keys_s), 15, "server-side l7_rpc with %d requests" % n)
     time.sleep(1.5)
     return probe.latest("l7_rpc", **keys_c), probe.latest("l7_rpc", **keys_s)
 

@@ -80,12 +80,7 @@ def wait_api_total(probe, tgid, port, role, total, what):
     def ok():
         rows = api_rows(probe, tgid, port, role)
         return rows if sum(int(r["req_count"]) for r in rows.values()) >= total else None
-    try:
-        return wait_for(ok, 20, what)
-    except Exception:
-        for r in probe.rows("l7_rpc_api")[-10:]:
-            print("  last l7_rpc_api: %r" % r)
-        raise
+    return l7.wait_or_dump(probe, ok, 20, what, tables=("l7_rpc_api",), last=10)
 
 
 def check_api_rows(rows, want, side):
