@@ -4,13 +4,12 @@ up a known number of times: exact carrier_up/down counts (against sysfs) and one
 Memory controller errors cannot be caused here: tests/unit/test_hw_decode.c feeds mc_event records."""
 import os
 import re
-import shutil
 import subprocess
 import sys
 import tempfile
 import time
 
-from harness import Supervisor, TestFailure, check, events, rest_port, rest_put_conf, rest_section, wait_for
+from harness import Supervisor, TestFailure, check, events, rest_port, rest_put_conf, rest_section, teardown, wait_for
 
 TOGGLES = 3
 
@@ -112,6 +111,4 @@ def test_hw_carrier_counts_and_events():
             print(sup.probe_log("hwprobe")[-3000:], file=sys.stderr)
         raise
     finally:
-        if sup:
-            sup.cleanup()
-        shutil.rmtree(state, ignore_errors=True)
+        teardown(sup, state)

@@ -13,8 +13,8 @@ import subprocess
 import sys
 import time
 
-from harness import (PROBES, ROOT, NetnsPair, StandaloneProbe, TestFailure, cgroup2_root, check, events,
-                     free_port, meta_fields, rmdir_retry, wait_for)
+from harness import (PROBES, ROOT, NetnsPair, StandaloneProbe, TestFailure, cgroup2_root, check, events, free_port,
+                     meta_fields, rmdir_retry, teardown, wait_for)
 
 KDIAG = os.path.join(PROBES, "kdiag")
 FIELDS = meta_fields(os.path.join(ROOT, "schema", "kdiag.meta"))
@@ -452,7 +452,6 @@ def test_kdiag_rest_and_container_labels():
     """PUT /kdiag through the supervisor (schema validated there): a sender in a cgroup laid out as a docker
     container, whose packets nft drops on output: the kdiag_drop_flow record and the drop event carry the
     container's id from the supervisor's identity resolver (by the tgid kdiag found in the cgroup)."""
-    import shutil
     import tempfile
     import urllib.parse
     from harness import Supervisor, rest_call, rest_port, rest_section
@@ -498,9 +497,7 @@ def test_kdiag_rest_and_container_labels():
             print(sup.probe_log("kdiag")[-3000:], file=sys.stderr)
         raise
     finally:
-        if sup:
-            sup.cleanup()
-        shutil.rmtree(state, ignore_errors=True)
+        teardown(sup, state)
 
 
 def test_kdiag_refuses_unknown_reason_and_address():

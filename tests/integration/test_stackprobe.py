@@ -19,8 +19,8 @@ import urllib.parse
 import urllib.request
 import xml.etree.ElementTree as ET
 
-from harness import (PROBES, ROOT, TEST_BINS, Supervisor, TestFailure, check, free_port, http_get,
-                     probe_entry, rest_put, rmdir_retry, wait_for)
+from harness import (PROBES, ROOT, TEST_BINS, Supervisor, TestFailure, check, free_port, http_get, probe_entry,
+                     rest_put, rmdir_retry, teardown, wait_for)
 
 sys.path.insert(0, os.path.join(ROOT, "tests", "helpers"))
 from pyro_receiver import PyroReceiver  # noqa: E402
@@ -729,10 +729,7 @@ def test_supervisor_rest_scope_pyroscope_query():
         p = s.probe("stackprobe")
         check(p["rejected"] == {} or not any(p["rejected"].values()), "rejected records: %r" % p["rejected"])
     finally:
-        inside.finish()
-        outside.finish()
-        rx.stop()
-        s.cleanup()
+        teardown(inside, outside, rx, s)
     shutil.rmtree(tmp, ignore_errors=True)
 
 

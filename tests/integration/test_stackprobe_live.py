@@ -11,7 +11,7 @@ import subprocess
 import tempfile
 import time
 
-from harness import ROOT, TEST_BINS, check, wait_for
+from harness import ROOT, TEST_BINS, check, teardown, wait_for
 from test_stackprobe import Standalone, folded, records
 
 LEAK_SITES = os.path.join(TEST_BINS, "leak_sites")
@@ -255,9 +255,7 @@ def test_mem_live_query_api():
         time.sleep(3)
         wait_for(per_function, 15, "the query's bytes per function equal map_sites' own count %r" % want)
     finally:
-        w.finish()
-        s.cleanup()
-        shutil.rmtree(tmp, ignore_errors=True)
+        teardown(w, s, tmp)
 
 
 test_mem_live_query_api.timeout = 60

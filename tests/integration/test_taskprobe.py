@@ -10,7 +10,7 @@ import tempfile
 import time
 
 from harness import (PROBES, ROOT, TEST_BINS, StandaloneProbe, Supervisor, cgroup2_root, check, meta_fields,
-                     probe_entry, rest_put_conf, stop_with_line, wait_for)
+                     probe_entry, rest_put_conf, stop_with_line, teardown, wait_for)
 
 TASKPROBE = os.path.join(PROBES, "taskprobe")
 TASK_LOAD = os.path.join(TEST_BINS, "task_load")
@@ -217,10 +217,7 @@ def test_comm_scope_follows_new_processes():
               int(rec["open_count"]) - int(base["open_count"]) == 1, "exact counts: %r then %r" % (base, rec))
         check({r["comm"] for r in p.records()} == {comm}, "only the processes named %s appear" % comm)
     finally:
-        if w:
-            w.close()
-        p.stop()
-        shutil.rmtree(io_dir, ignore_errors=True)
+        teardown(w, p, io_dir)
 
 
 test_comm_scope_follows_new_processes.timeout = 60
@@ -288,9 +285,7 @@ def test_under_supervisor_records_validate():
         for t in ("proc_cpu", "proc_syscall", "proc_syscall_io", "proc_fs", "proc_io", "proc_page", "proc_dns"):
             check(t in tables, "table %s arrived: %r" % (t, sorted(tables)))
     finally:
-        w.close()
-        s.cleanup()
-        shutil.rmtree(io_dir, ignore_errors=True)
+        teardown(w, s, io_dir)
 
 
 test_under_supervisor_records_validate.timeout = 60
@@ -355,10 +350,7 @@ def test_rest_snoopers_scope_and_live_subprobes():
         check(len(s.metric_records("proc_fs")) <= n + 2, "proc_fs stopped with its sub-probe")
         check(s.probe("taskprobe")["rejected_total"] == 0, "nothing rejected")
     finally:
-        w1.close()
-        w2.close()
-        s.cleanup()
-        shutil.rmtree(tmp, ignore_errors=True)
+        teardown(w1, w2, s, tmp)
 
 
 test_rest_snoopers_scope_and_live_subprobes.timeout = 60
@@ -437,9 +429,7 @@ def test_default_subprobes_leave_syscall_tracepoints_alone():
         check(not syscall_tps & set(tps) and "sched_switch" in tps, "proc_syscall off detaches them: %r" % tps)
         check(s.probe("taskprobe")["rejected_total"] == 0, "nothing rejected")
     finally:
-        w.close()
-        s.cleanup()
-        shutil.rmtree(tmp, ignore_errors=True)
+        teardown(w, s, tmp)
 
 
 test_default_subprobes_leave_syscall_tracepoints_alone.timeout = 60

@@ -12,7 +12,7 @@ import tempfile
 import time
 import urllib.parse
 
-from harness import (PROBES, TEST_BINS, Supervisor, check, events, json_lines, rest_call, rest_port, wait_for)
+from harness import PROBES, TEST_BINS, Supervisor, check, events, json_lines, rest_call, rest_port, teardown, wait_for
 from test_stackprobe import records
 from test_sli import Container
 
@@ -242,14 +242,7 @@ def test_tprofiling_ground_truth():
             check(abs(sp[i]["ts"] / 1000 - sleeps[i]["start_time"]) <= 1, "span start = event start")
         check(not sup.sanitizer_reports(), "sanitizer: %s" % sup.sanitizer_reports())
     finally:
-        for w in (inside, outside):
-            if w:
-                w.finish()
-        if py:
-            py.kill()
-            py.wait()
-        sup.cleanup()
-        subprocess.run(["rm", "-rf", tmp])
+        teardown(inside, outside, py, sup, tmp)
 
 
 test_tprofiling_ground_truth.timeout = 60
@@ -319,11 +312,7 @@ def test_tprofiling_container_scope():
                 w.finish()
             check(not sup.sanitizer_reports(), "sanitizer: %s" % sup.sanitizer_reports())
     finally:
-        for w in (inside, outside):
-            if w:
-                w.finish()
-        sup.cleanup()
-        subprocess.run(["rm", "-rf", tmp])
+        teardown(inside, outside, sup, tmp)
 
 
 test_tprofiling_container_scope.timeout = 60

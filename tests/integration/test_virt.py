@@ -11,7 +11,7 @@ import time
 import urllib.parse
 import uuid
 
-from harness import BUILD, Supervisor, check, rest_call, rest_port, rest_put_conf, rest_section, wait_for
+from harness import BUILD, Supervisor, check, rest_call, rest_port, rest_put_conf, rest_section, teardown, wait_for
 
 QEMU = "qemu-system-x86_64"
 
@@ -77,9 +77,7 @@ def test_virt_rest_qemu_name_and_uuid():
             print(sup.probe_log("virtualized_infos")[-3000:], file=sys.stderr)
         raise
     finally:
-        if sup:
-            sup.cleanup()
-        shutil.rmtree(state, ignore_errors=True)
+        teardown(sup, state)
 
 
 STATUS = """<!--
