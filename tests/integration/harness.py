@@ -528,6 +528,39 @@ def teardown(*things):
         raise first
 
 
+def end_input(proc, timeout=5):
+    """Closes the stdin of proc (a helper that exits at the end of its input) and reaps it; killed when it
+    has not exited within timeout s."""
+    try:
+        proc.stdin.close()
+    except BrokenPipeError:
+        pass
+    try:
+        proc.wait(timeout)
+    except subprocess.TimeoutExpired:
+        proc.kill()
+        proc.wait()
+
+
+class PidPeer:
+    """A helper process (tests/helpers) that prints "pid=<pid> [key=value ...]" once started (self.started),
+    works when it reads "go" and exits at the end of its input."""
+
+    def __init__(self, argv, what, spawn=subprocess.Popen, **popen):
+        self.proc = spawn(argv, stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True, **popen)
+        line = self.proc.stdout.readline()
+        check(line.startswith("pid="), "%s did not start: %r" % (what, line))
+        self.started = dict(kv.split("=", 1) for kv in line.split())
+        self.pid = int(self.started["pid"])
+
+    def go(self):
+        self.proc.stdin.write("go\n")
+        self.proc.stdin.flush()
+
+    def finish(self):
+        end_input(self.proc)
+
+
 class LinePeer:
     """A helper process that speaks in lines (tests/integration/scripts): it prints {"ready": pid} when set
     up, answers each line it reads with one JSON object, and ends on "bye" (killed when it does not within

@@ -19,7 +19,7 @@ import urllib.parse
 import urllib.request
 import xml.etree.ElementTree as ET
 
-from harness import (PROBES, ROOT, TEST_BINS, Supervisor, TestFailure, check, free_port, http_get, probe_entry,
+from harness import (PROBES, ROOT, TEST_BINS, PidPeer, Supervisor, TestFailure, check, free_port, http_get, probe_entry,
                      rest_put, rmdir_retry, teardown, wait_for)
 
 sys.path.insert(0, os.path.join(ROOT, "tests", "helpers"))
@@ -32,39 +32,19 @@ PROTO_DIR = os.path.join(ROOT, "tests", "helpers")
 SAN_MARKERS = ("ERROR: AddressSanitizer", "ERROR: LeakSanitizer", "runtime error:")
 
 
-class Workload:
+class Workload(PidPeer):
     """cpu_split started with -w: it prints its pid, waits for "go", works, prints its facts, and
     stays until told to exit (so /proc/<pid>/maps is still there when the probe symbolizes)."""
 
     def __init__(self, args, binary=CPU_SPLIT):
         # nice -10: on a busy machine the workload still gets enough CPU for a few hundred samples
-        self.proc = subprocess.Popen(["nice", "-n", "-10", binary, "-w"] + args, stdin=subprocess.PIPE,
-                                     stdout=subprocess.PIPE, text=True)
-        line = self.proc.stdout.readline()
-        check(line.startswith("pid="), "cpu_split did not start: %r" % line)
-        first = dict(kv.split("=") for kv in line.split())
-        self.pid = int(first["pid"])
-        self.malloc_addr = int(first["malloc_addr"])  # the malloc it calls (libc's or an interposer's)
-
-    def go(self):
-        self.proc.stdin.write("go\n")
-        self.proc.stdin.flush()
+        super().__init__(["nice", "-n", "-10", binary, "-w"] + args, "cpu_split")
+        self.malloc_addr = int(self.started["malloc_addr"])  # the malloc it calls (libc's or an interposer's)
 
     def wait_done(self):
         line = self.proc.stdout.readline()
         check("hot_ns=" in line, "cpu_split facts: %r" % line)
         return {k: int(v) for k, v in (kv.split("=") for kv in line.split())}
-
-    def finish(self):
-        try:
-            self.proc.stdin.close()
-        except BrokenPipeError:
-            pass
-        try:
-            self.proc.wait(5)
-        except subprocess.TimeoutExpired:
-            self.proc.kill()
-            self.proc.wait()
 
 
 class Standalone:

@@ -7,11 +7,10 @@ query API's mem-live answer."""
 import os
 import re
 import shutil
-import subprocess
 import tempfile
 import time
 
-from harness import ROOT, TEST_BINS, check, teardown, wait_for
+from harness import ROOT, TEST_BINS, PidPeer, check, teardown, wait_for
 from test_stackprobe import Standalone, folded, records
 
 LEAK_SITES = os.path.join(TEST_BINS, "leak_sites")
@@ -29,34 +28,19 @@ def health_index(name):
     return 1 + names.index(name)
 
 
-class LeakSites:
+class LeakSites(PidPeer):
     def __init__(self, path=LEAK_SITES):
         # under the ASan build the helper carries the sanitizer runtime: its leak check at exit would map
         # and allocate at hundreds of new stacks (LSan symbolizing), none of it the helper's
         env = dict(os.environ)
         env["ASAN_OPTIONS"] = (env.get("ASAN_OPTIONS", "") + ":detect_leaks=0").lstrip(":")
-        self.proc = subprocess.Popen([path], stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True, env=env)
-        line = self.proc.stdout.readline()
-        check(line.startswith("pid="), "leak_sites did not start: %r" % line)
-        self.pid = int(line.split("=")[1])
+        super().__init__([path], "leak_sites", env=env)
 
     def run(self):
-        self.proc.stdin.write("go\n")
-        self.proc.stdin.flush()
+        self.go()
         line = self.proc.stdout.readline()
         check(line.startswith("done "), "leak_sites facts: %r" % line)
         return {k: int(v) for k, v in (kv.split("=") for kv in line.split()[1:])}
-
-    def finish(self):
-        try:
-            self.proc.stdin.close()
-        except BrokenPipeError:
-            pass
-        try:
-            self.proc.wait(5)
-        except subprocess.TimeoutExpired:
-            self.proc.kill()
-            self.proc.wait()
 
 
 def test_mem_live_exact_bytes_per_site():

@@ -12,7 +12,8 @@ import tempfile
 import time
 import urllib.parse
 
-from harness import PROBES, TEST_BINS, Supervisor, check, events, json_lines, rest_call, rest_port, teardown, wait_for
+from harness import (PROBES, TEST_BINS, PidPeer, Supervisor, check, events, json_lines, rest_call, rest_port, teardown,
+                     wait_for)
 from test_stackprobe import records
 from test_sli import Container
 
@@ -22,36 +23,17 @@ DEBIAN_PYTHON = "/usr/bin/python3"  # built with CPython's USDT probes
 ROUNDS, OP_MS = 3, 150
 
 
-class Load:
+class Load(PidPeer):
     """tprof_load: prints its pid, works on "go", prints what it measured, exits when stdin closes."""
 
     def __init__(self, tmp, tag, rounds=ROUNDS, spawn=subprocess.Popen):
-        self.proc = spawn([LOAD, os.path.join(tmp, "fifo-" + tag), str(rounds), str(OP_MS)],
-                          stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
-        line = self.proc.stdout.readline()
-        check(line.startswith("pid="), "tprof_load did not start: %r" % line)
-        self.pid = int(line.split("=")[1])
         self.fifo = os.path.join(tmp, "fifo-" + tag)
-
-    def go(self):
-        self.proc.stdin.write("go\n")
-        self.proc.stdin.flush()
+        super().__init__([LOAD, self.fifo, str(rounds), str(OP_MS)], "tprof_load", spawn=spawn)
 
     def result(self):
         line = self.proc.stdout.readline()
         check(line.startswith("{"), "tprof_load result: %r" % line)
         return json.loads(line)
-
-    def finish(self):
-        try:
-            self.proc.stdin.close()
-        except BrokenPipeError:
-            pass
-        try:
-            self.proc.wait(5)
-        except subprocess.TimeoutExpired:
-            self.proc.kill()
-            self.proc.wait()
 
 
 def put(port, body):
