@@ -48,15 +48,17 @@ class Workload(PidPeer):
 
 
 class Standalone:
-    """stackprobe run by hand: records on stdout, log on stderr."""
+    """stackprobe run by hand: records on stdout, log on stderr (<tag>.out and <tag>.err in tmp); timeout s
+    to start and to stop."""
 
-    def __init__(self, tmp, args):
-        self.out = open(os.path.join(tmp, "probe.out"), "w+")
-        self.err_path = os.path.join(tmp, "probe.err")
+    def __init__(self, tmp, args, tag="probe", timeout=20):
+        self.timeout = timeout
+        self.out = open(os.path.join(tmp, tag + ".out"), "w+")
+        self.err_path = os.path.join(tmp, tag + ".err")
         self.err = open(self.err_path, "w+")
         self.proc = subprocess.Popen([STACKPROBE] + args, stdout=self.out, stderr=self.err)
-        wait_for(lambda: self.proc.poll() is not None or "started:" in self.stderr(), 20, "stackprobe start")
-        check(self.proc.poll() is None, "stackprobe exited at start: %s" % self.stderr())
+        wait_for(lambda: self.proc.poll() is not None or "started:" in self.stderr(), timeout, "stackprobe start")
+        check(self.proc.poll() is None, "stackprobe exited at start: %s" % self.stderr()[-2000:])
 
     def stderr(self):
         with open(self.err_path, errors="replace") as f:
@@ -65,7 +67,7 @@ class Standalone:
     def stop(self):
         self.proc.send_signal(signal.SIGTERM)
         try:
-            rc = self.proc.wait(20)
+            rc = self.proc.wait(self.timeout)
         except subprocess.TimeoutExpired:
             self.proc.kill()
             self.proc.wait()
@@ -78,6 +80,21 @@ class Standalone:
             check(m not in err, "sanitizer report in stackprobe's stderr:\n" + err[err.find(m) - 200:][:3000])
         check(rc == 0, "stackprobe exit status %r: %s" % (rc, err[-2000:]))
         return out
+
+
+def pprof_decoded(pattern):
+    """The one pprof file pattern matches, decoded by protoc against profile.proto: its string table and
+    its samples' values (in order)."""
+    pbs = glob.glob(pattern)
+    check(len(pbs) == 1, "one pprof file: %r" % pbs)
+    with gzip.open(pbs[0]) as f:
+        raw = f.read()
+    dec = subprocess.run(["protoc", "--decode=perftools.profiles.Profile", "-I", PROTO_DIR,
+                          os.path.join(PROTO_DIR, "profile.proto")], input=raw, capture_output=True, timeout=30)
+    check(dec.returncode == 0, "protoc: %s" % dec.stderr.decode()[:500])
+    text = dec.stdout.decode()
+    values = [int(v) for v in re.findall(r"^  value: (\d+)$", text, re.M)]
+    return re.findall(r'^string_table: "(.*)"$', text, re.M), values
 
 
 def folded(flame_dir, event):
@@ -294,17 +311,8 @@ def test_svg_pprof_store_outputs():
     check(hot and sum(hot) == through, "spin_hot frames %r hold %d samples of the folded file" % (hot, through))
 
     # pprof: protoc decodes it against profile.proto; its samples add up to the folded file
-    pbs = glob.glob(os.path.join(r["flame"], "oncpu", "*_oncpu.pb.gz"))
-    check(len(pbs) == 1, "one pprof file: %r" % pbs)
-    with gzip.open(pbs[0]) as f:
-        raw = f.read()
-    dec = subprocess.run(["protoc", "--decode=perftools.profiles.Profile", "-I", PROTO_DIR,
-                          os.path.join(PROTO_DIR, "profile.proto")], input=raw, capture_output=True, timeout=30)
-    check(dec.returncode == 0, "protoc: %s" % dec.stderr.decode()[:500])
-    text = dec.stdout.decode()
-    strings = re.findall(r'^string_table: "(.*)"$', text, re.M)
+    strings, values = pprof_decoded(os.path.join(r["flame"], "oncpu", "*_oncpu.pb.gz"))
     check("spin_hot" in strings and "samples" in strings, "string table: %r" % strings[:12])
-    values = [int(v) for v in re.findall(r"^  value: (\d+)$", text, re.M)]
     check(sum(values[0::2]) == sum(st.values()), "pprof samples %d vs folded %d" % (sum(values[0::2]), sum(st.values())))
     check(all(b == a * 10_000_000 for a, b in zip(values[0::2], values[1::2])), "cpu nanoseconds = samples x 10 ms")
 
@@ -497,17 +505,8 @@ def test_mem_alloc_uprobes():
           [s for s in st if not s.startswith(prefix)][:3])
 
     # pprof says the unit; the store and the stats records agree with the folded file
-    pbs = glob.glob(os.path.join(flame, "mem_alloc", "*_mem_alloc.pb.gz"))
-    check(len(pbs) == 1, "one pprof file: %r" % pbs)
-    with gzip.open(pbs[0]) as f:
-        raw = f.read()
-    dec = subprocess.run(["protoc", "--decode=perftools.profiles.Profile", "-I", PROTO_DIR,
-                          os.path.join(PROTO_DIR, "profile.proto")], input=raw, capture_output=True, timeout=30)
-    check(dec.returncode == 0, "protoc: %s" % dec.stderr.decode()[:500])
-    text = dec.stdout.decode()
-    strings = re.findall(r'^string_table: "(.*)"$', text, re.M)
+    strings, values = pprof_decoded(os.path.join(flame, "mem_alloc", "*_mem_alloc.pb.gz"))
     check("alloc_space" in strings and "bytes" in strings and "alloc_here" in strings, "strings: %r" % strings[:12])
-    values = [int(v) for v in re.findall(r"^  value: (\d+)$", text, re.M)]
     check(sum(values) == sum(st.values()), "pprof bytes %d vs folded %d" % (sum(values), sum(st.values())))
     store_total = 0
     for path in glob.glob(os.path.join(flame, "store", "mem-alloc", "*.prof")):

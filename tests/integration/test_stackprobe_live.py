@@ -43,16 +43,14 @@ class LeakSites(PidPeer):
         return {k: int(v) for k, v in (kv.split("=") for kv in line.split()[1:])}
 
 
-def test_mem_live_exact_bytes_per_site():
-    tmp = tempfile.mkdtemp(prefix="gg-stack-live-")
-    flame = os.path.join(tmp, "flame")
-    w = LeakSites()
+def live_run(tmp, flame, w, args):
+    """w (LeakSites) run under a standalone stackprobe -P mem (args) until a drain after it exited: its
+    facts and the probe's records."""
     sp = None
     try:
-        # mem_alloc too: both graphs from the same uprobes
-        sp = Standalone(tmp, ["--pid", str(w.pid), "-P", "mem", "--mem-alloc", "1", "--mem-live", "1",
-                              "--svg-period", "600", "--store-period", "1", "--flame-dir", flame,
-                              "--svg-dir", os.path.join(tmp, "svg"), "-t", "1"])
+        sp = Standalone(tmp, ["--pid", str(w.pid), "-P", "mem"] + args + [
+            "--svg-period", "600", "--store-period", "1", "--flame-dir", flame, "--svg-dir", os.path.join(tmp, "svg"),
+            "-t", "1"])
         # the uprobes are attached when the probe says it started
         facts = w.run()
         time.sleep(1.5)  # a drain after the end
@@ -60,10 +58,19 @@ def test_mem_live_exact_bytes_per_site():
         time.sleep(2.2)
         out = sp.stop()
         sp = None
+        return facts, out
     finally:
         if sp:
             sp.proc.kill()
         w.finish()
+
+
+def test_mem_live_exact_bytes_per_site():
+    tmp = tempfile.mkdtemp(prefix="gg-stack-live-")
+    flame = os.path.join(tmp, "flame")
+    w = LeakSites()
+    # mem_alloc too: both graphs from the same uprobes
+    facts, out = live_run(tmp, flame, w, ["--mem-alloc", "1", "--mem-live", "1"])
     print("leak_sites held: %r" % facts)
     # the store has one snapshot file per store period: the ones while the process ran name its sites
     snaps = []
@@ -137,21 +144,7 @@ def test_mem_live_mmap_brk_exact_bytes_per_function():
     tmp = tempfile.mkdtemp(prefix="gg-stack-maps-")
     flame = os.path.join(tmp, "flame")
     w = LeakSites(MAP_SITES)
-    sp = None
-    try:
-        sp = Standalone(tmp, ["--pid", str(w.pid), "-P", "mem", "--mem-live", "1", "--svg-period", "600",
-                              "--store-period", "1", "--flame-dir", flame, "--svg-dir", os.path.join(tmp, "svg"),
-                              "-t", "1"])
-        facts = w.run()
-        time.sleep(1.5)
-        w.finish()
-        time.sleep(2.2)
-        out = sp.stop()
-        sp = None
-    finally:
-        if sp:
-            sp.proc.kill()
-        w.finish()
+    facts, out = live_run(tmp, flame, w, ["--mem-live", "1"])
     print("map_sites held: %r" % facts)
     check(facts == {"heap_big": 1 << 20, "heap_small": 500000, "map_keep": 1 << 20, "map_part": 786432,
                     "map_all": 0, "map_none": 0, "map_odd": 12288, "map_move": 196608, "map_fixed": 131072,
