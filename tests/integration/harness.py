@@ -47,6 +47,22 @@ def pid_alive(pid):
         return False
 
 
+def bpf_prog_ids(pid):
+    """Ids of the BPF programs process pid holds a descriptor of (a program's or a link's: "prog_id:" in
+    its fdinfo); none for pid 0."""
+    ids = set()
+    d = "/proc/%d/fdinfo" % pid
+    for fd in os.listdir(d) if pid and os.path.isdir(d) else []:
+        try:
+            with open(os.path.join(d, fd)) as f:
+                for line in f:
+                    if line.startswith("prog_id:"):
+                        ids.add(int(line.split()[1]))
+        except OSError:
+            pass
+    return ids
+
+
 def proc_cpu_seconds(pid):
     """User + system CPU time a process has used so far, in seconds (/proc/PID/stat)."""
     with open("/proc/%d/stat" % pid) as f:
