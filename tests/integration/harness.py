@@ -6,6 +6,7 @@ import shutil
 import signal
 import socket
 import subprocess
+import sys
 import tempfile
 import threading
 import time
@@ -517,6 +518,13 @@ def stop_with_line(proc, line, timeout=5):
         except (BrokenPipeError, subprocess.TimeoutExpired):
             proc.kill()
             proc.wait()
+
+
+def dump_probe_log(sup, probe, tail=3000):
+    """The end of probe's log under sup on stderr, for the report of a test that failed (nothing when the
+    test failed before it started sup)."""
+    if sup:
+        print(sup.probe_log(probe)[-tail:], file=sys.stderr)
 
 
 def teardown(*things):

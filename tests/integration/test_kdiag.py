@@ -13,8 +13,8 @@ import subprocess
 import sys
 import time
 
-from harness import (PROBES, ROOT, NetnsPair, StandaloneProbe, TestFailure, cgroup2_root, check, events, free_port,
-                     meta_fields, rmdir_retry, teardown, wait_for)
+from harness import (PROBES, ROOT, NetnsPair, StandaloneProbe, TestFailure, cgroup2_root, check, dump_probe_log, events,
+                     free_port, meta_fields, rmdir_retry, teardown, wait_for)
 
 KDIAG = os.path.join(PROBES, "kdiag")
 FIELDS = meta_fields(os.path.join(ROOT, "schema", "kdiag.meta"))
@@ -493,8 +493,7 @@ def test_kdiag_rest_and_container_labels():
             check(ctr.cid.startswith(lab.get("container_id", "-")) and "nf_hook_slow" in evs[0]["Body"],
                   "event %r" % evs[0])
     except Exception:
-        if sup:
-            print(sup.probe_log("kdiag")[-3000:], file=sys.stderr)
+        dump_probe_log(sup, "kdiag")
         raise
     finally:
         teardown(sup, state)
