@@ -3,6 +3,7 @@
 sleeping thread's blocked time in off-CPU; N fresh pages as N faults in mem; a stripped binary; SVG,
 pprof (decoded with protoc) and the profile store; under the supervisor: REST, in-kernel scope,
 Pyroscope upload to a receiver of ours and the query API."""
+import atexit
 import glob
 import gzip
 import json
@@ -164,6 +165,8 @@ def standalone_run():
     if _RUN:
         return _RUN
     tmp = tempfile.mkdtemp(prefix="gg-stack-")
+    # shared by several tests of this module: removed when the test process exits
+    atexit.register(shutil.rmtree, tmp, True)
     w = Workload(["-c", str(CPU_SECONDS), "-s", "-p", str(PAGES)])
     sp = perf = None
     try:
