@@ -13,14 +13,12 @@ Usage: bench/l7_h2_overhead.py [RUNS [SECONDS [CONNS [STREAMS]]]]   (defaults 7 
 H2_AB=BUILD_A,BUILD_B (with H2_ACCURACY=0): off and each build's l7probe in turn, h2c only."""
 import os
 import re
-import shutil
 import subprocess
 import sys
-import tempfile
 import time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from l7_overhead import PIN_CLIENT, PIN_SERVER, Probe, compare, free_port, run_load, spread, stop  # noqa: E402
+from l7_overhead import PIN_CLIENT, PIN_SERVER, Probe, compare, nginx_bench, run_load, spread, stop  # noqa: E402
 import harness  # noqa: E402  (on the path l7_overhead set)
 
 
@@ -117,11 +115,7 @@ def main():
     seconds = int(args[1]) if len(args) > 1 else 6
     conns = int(args[2]) if len(args) > 2 else 8
     streams = int(args[3]) if len(args) > 3 else 10
-    tmp = tempfile.mkdtemp(prefix="gg-bench-l7h2-")
-    port, sport = free_port(), free_port()
-    nginx, worker = start_nginx(tmp, port, sport)
-    scope = "%d,%d" % (nginx.pid, worker)
-    try:
+    with nginx_bench(start_nginx) as (tmp, port, sport, nginx, worker, scope):
         subprocess.run(PIN_CLIENT + ["h2load", "-t1", "-c8", "-m10", "-D2", "http://127.0.0.1:%d/small.html" % port],
                        capture_output=True)
         if os.environ.get("H2_ACCURACY", "1") == "1":
@@ -141,9 +135,6 @@ def main():
         if os.environ.get("H2_TLS", "1") == "1":
             compare("h2 (TLS)", h2load("https://127.0.0.1:%d/small.html" % sport, seconds, worker, conns, streams),
                     runs, ["-t", "5", "-p", "http", "-s", "1", "--pid", scope], tmp, "h2load")
-    finally:
-        stop(nginx)
-        shutil.rmtree(tmp, ignore_errors=True)
 
 
 if __name__ == "__main__":

@@ -12,6 +12,7 @@ Usage: bench/l7_overhead.py [RUNS [SECONDS]]   (defaults 5 and 8; run as root)
        bench/l7_overhead.py https|http [PAIRS [SECONDS]]   (only the HTTPS or HTTP pairs)
        bench/l7_overhead.py gotls [PAIRS [SECONDS]]   (wrk against the Go HTTPS server of
                                                        tests/integration/scripts/gotls, probe on it)"""
+import contextlib
 import os
 import re
 import shutil
@@ -36,6 +37,22 @@ PIN_CLIENT = ["taskset", "-c", "1"] if os.cpu_count() >= 2 else []
 
 def start_nginx(tmp, port, sport):
     return harness.start_nginx(tmp, port, sport, keepalive_requests=1000000, prefix=PIN_SERVER)
+
+
+@contextlib.contextmanager
+def nginx_bench(start=start_nginx):
+    """nginx (start(tmp, port, sport)) on two free ports in a temporary directory: yields (tmp, port, sport,
+    nginx, its worker's pid, the scope "nginx,worker"); stopped and removed after."""
+    tmp = tempfile.mkdtemp(prefix="gg-bench-l7-")
+    try:
+        port, sport = free_port(), free_port()
+        nginx, worker = start(tmp, port, sport)
+        try:
+            yield tmp, port, sport, nginx, worker, "%d,%d" % (nginx.pid, worker)
+        finally:
+            stop(nginx)
+    finally:
+        shutil.rmtree(tmp, ignore_errors=True)
 
 
 def stop(p):
@@ -247,11 +264,7 @@ def main():
         return
     runs = int(args[0]) if args else 5
     seconds = int(args[1]) if len(args) > 1 else 8
-    tmp = tempfile.mkdtemp(prefix="gg-bench-l7-")
-    port, sport = free_port(), free_port()
-    nginx, worker = start_nginx(tmp, port, sport)
-    scope = "%d,%d" % (nginx.pid, worker)
-    try:
+    with nginx_bench() as (tmp, port, sport, nginx, worker, scope):
         subprocess.run(PIN_CLIENT + ["wrk", "-t1", "-c32", "-d2s", "http://127.0.0.1:%d/small.html" % port],
                        capture_output=True)
         compare("http", wrk("http://127.0.0.1:%d/small.html" % port, seconds, worker), runs,
@@ -273,9 +286,6 @@ def main():
                 log = probe.stop()
             lines = [l for l in log.splitlines() if "bpf stats" in l]
             print("%s bpf_stats (%.0f req/s): %s" % (name, r.rps, lines[-1].split(": ", 2)[-1] if lines else "none"))
-    finally:
-        stop(nginx)
-        shutil.rmtree(tmp, ignore_errors=True)
 
 
 if __name__ == "__main__":

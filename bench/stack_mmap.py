@@ -9,18 +9,14 @@ gives it back), brk (sbrk +4096/-4096: brk growth recorded, the shrink given bac
     GG_BUILD selects the build)
 Run it alone: flock /tmp/gg-bench.lock python3 bench/stack_mmap.py"""
 import os
-import signal
 import statistics
 import subprocess
 import sys
 import tempfile
 
-sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "tests", "integration"))
-from harness import BUILD, start_logged  # noqa: E402
-from stack_alloc import bpf_prog  # noqa: E402
+from benchlib import BUILD, bpf_run, bpf_stats, start_stackprobe, stop_run
 
 LOOP = os.path.join(BUILD, "bench", "mmap_loop")
-STACKPROBE = os.path.join(BUILD, "probes", "stackprobe")
 PROGS = ("sp_mmap_enter", "sp_mmap_exit", "sp_munmap_enter", "sp_brk_enter", "sp_brk_exit")
 
 
@@ -30,45 +26,31 @@ def one(kind, rounds, tmp, probe):
     sp = None
     try:
         if probe:
-            sp = start_logged([STACKPROBE, "-P", "mem", "--mem-live", "1", "--pid", str(pid), "--svg-period", "600",
-                               "--flame-dir", os.path.join(tmp, "f"), "--svg-dir", os.path.join(tmp, "s"), "-t", "600"],
-                              os.path.join(tmp, "sp.err"))
-        b0 = sum(bpf_prog(p, sp.pid if sp else 0)[0] for p in PROGS)
+            sp = start_stackprobe(tmp, pid, ["-P", "mem", "--mem-live", "1"])
+        b0 = bpf_run(sp.pid if sp else 0, PROGS.__contains__)[0]
         w.stdin.write("go\n")
         w.stdin.flush()
         ns = float(w.stdout.readline().split("=")[1])
-        b1 = sum(bpf_prog(p, sp.pid if sp else 0)[0] for p in PROGS)
+        b1 = bpf_run(sp.pid if sp else 0, PROGS.__contains__)[0]
         return ns, (b1 - b0) / (2 * rounds)
     finally:
-        w.stdin.close()
-        w.wait(10)
-        if sp:
-            sp.send_signal(signal.SIGTERM)
-            sp.wait(30)
+        stop_run(w, sp)
 
 
 def main():
     pairs = int(sys.argv[1]) if len(sys.argv) > 1 else 7
     rounds = int(sys.argv[2]) if len(sys.argv) > 2 else 100000
     kinds = (sys.argv[3] if len(sys.argv) > 3 else "mmap,brk,getppid").split(",")
-    with open("/proc/sys/kernel/bpf_stats_enabled") as f:
-        stats_was = f.read().strip()
-    with open("/proc/sys/kernel/bpf_stats_enabled", "w") as f:
-        f.write("1")
     res = {k: ([], [], []) for k in kinds}
-    try:
-        with tempfile.TemporaryDirectory() as tmp:
-            for i in range(pairs):
-                for k in kinds:
-                    order = (False, True) if i % 2 == 0 else (True, False)
-                    for probe in order:
-                        ns, bpf = one(k, rounds, tmp, probe)
-                        res[k][1 if probe else 0].append(ns)
-                        if probe:
-                            res[k][2].append(bpf)
-    finally:
-        with open("/proc/sys/kernel/bpf_stats_enabled", "w") as f:
-            f.write(stats_was)
+    with bpf_stats(), tempfile.TemporaryDirectory() as tmp:
+        for i in range(pairs):
+            for k in kinds:
+                order = (False, True) if i % 2 == 0 else (True, False)
+                for probe in order:
+                    ns, bpf = one(k, rounds, tmp, probe)
+                    res[k][1 if probe else 0].append(ns)
+                    if probe:
+                        res[k][2].append(bpf)
     print("%d pairs, %d rounds (2 system calls each)" % (pairs, rounds))
     print("| kind | without: ns/call median (min..max) | with mem_live (min..max) | difference | BPF ns/call |")
     print("|---|---|---|---|---|")

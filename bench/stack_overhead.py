@@ -17,7 +17,6 @@ time (kernel.bpf_stats_enabled, turned on for the run), both as a share of the m
     bench/stack_overhead.py [PAIRS] [SECONDS]    (default 12 pairs of each profiler, 2 s windows;
                                                   GG_BUILD selects the build, default build)
 Run it alone: flock /tmp/gg-bench.lock python3 bench/stack_overhead.py"""
-import json
 import os
 import signal
 import statistics
@@ -26,11 +25,9 @@ import sys
 import tempfile
 import time
 
-sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "tests", "integration"))
-from harness import BUILD, start_logged  # noqa: E402
+from benchlib import BUILD, STACKPROBE, bpf_run, bpf_stats, start_logged
 
 WORK = os.path.join(BUILD, "bench", "stack_work")
-STACKPROBE = os.path.join(BUILD, "probes", "stackprobe")
 NCPU = os.cpu_count()
 TICK = os.sysconf("SC_CLK_TCK")
 SP_WARMUP_S = 3.0  # the first drains read every process's ELF files (cold symbol cache)
@@ -68,21 +65,7 @@ def bpf_prog(prefix, pid):
     """(run time ns, runs) summed over the BPF programs of process pid whose name starts with prefix
     (stackprobe's on-CPU programs are sp_oncpu0 and sp_oncpu1, one per shot parity; other stackprobes
     running on a shared machine are not counted)."""
-    ids = set()
-    fdinfo = "/proc/%d/fdinfo" % pid
-    for fd in os.listdir(fdinfo):
-        try:
-            with open(os.path.join(fdinfo, fd)) as f:
-                ids.update(int(line.split()[1]) for line in f if line.startswith("prog_id:"))
-        except (OSError, ValueError, IndexError):
-            pass
-    out = subprocess.run(["bpftool", "prog", "show", "-j"], capture_output=True, text=True).stdout
-    t = n = 0
-    for p in json.loads(out or "[]"):
-        if p.get("name", "").startswith(prefix) and p.get("id") in ids:
-            t += p.get("run_time_ns", 0)
-            n += p.get("run_cnt", 0)
-    return t, n
+    return bpf_run(pid, lambda name: name.startswith(prefix))
 
 
 def run_stackprobe(tmp, seconds):
@@ -129,25 +112,17 @@ def main():
     seconds = float(sys.argv[2]) if len(sys.argv) > 2 else 2.0
     if seconds > 60:  # the old interface passed an iteration count here
         seconds = 2.0
-    with open("/proc/sys/kernel/bpf_stats_enabled") as f:
-        stats_was = f.read().strip()
-    with open("/proc/sys/kernel/bpf_stats_enabled", "w") as f:
-        f.write("1")
     seq = []  # (kind, result)
     load0 = os.getloadavg()
-    try:
-        with tempfile.TemporaryDirectory() as tmp:
-            work(0.5)  # warm up
+    with bpf_stats(), tempfile.TemporaryDirectory() as tmp:
+        work(0.5)  # warm up
+        seq.append(("none", work(seconds)))
+        for i in range(2 * pairs):
+            if i % 2 == 0:
+                seq.append(("stackprobe", run_stackprobe(tmp, seconds)))
+            else:
+                seq.append(("perf", run_perf(tmp, seconds)))
             seq.append(("none", work(seconds)))
-            for i in range(2 * pairs):
-                if i % 2 == 0:
-                    seq.append(("stackprobe", run_stackprobe(tmp, seconds)))
-                else:
-                    seq.append(("perf", run_perf(tmp, seconds)))
-                seq.append(("none", work(seconds)))
-    finally:
-        with open("/proc/sys/kernel/bpf_stats_enabled", "w") as f:
-            f.write(stats_was)
     load1 = os.getloadavg()
 
     print("%d pairs, %.1f s windows, %d CPUs, load average %.2f at the start, %.2f at the end" %

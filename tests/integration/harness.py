@@ -6,6 +6,7 @@ import shutil
 import signal
 import socket
 import subprocess
+import sys
 import tempfile
 import threading
 import time
@@ -45,6 +46,22 @@ def pid_alive(pid):
         return state != "Z"
     except (FileNotFoundError, ProcessLookupError, IndexError):
         return False
+
+
+def bpf_prog_ids(pid):
+    """Ids of the BPF programs process pid holds a descriptor of (a program's or a link's: "prog_id:" in
+    its fdinfo); none for pid 0."""
+    ids = set()
+    d = "/proc/%d/fdinfo" % pid
+    for fd in os.listdir(d) if pid and os.path.isdir(d) else []:
+        try:
+            with open(os.path.join(d, fd)) as f:
+                for line in f:
+                    if line.startswith("prog_id:"):
+                        ids.add(int(line.split()[1]))
+        except OSError:
+            pass
+    return ids
 
 
 def proc_cpu_seconds(pid):
@@ -417,17 +434,23 @@ class KafkaMock:
 SANITIZER_MARKERS = ("ERROR: AddressSanitizer", "ERROR: LeakSanitizer", "runtime error:")
 
 
-def events(sup):
-    """The events sup wrote to its events.log (logs channel), whole lines only, oldest first."""
+def json_lines(path):
+    """The JSON objects of a file of one a line, whole lines only (a writer may be halfway through the
+    last); none when the file is not there yet."""
     out = []
     try:
-        with open(os.path.join(sup.log_dir, "event", "events.log")) as f:
+        with open(path) as f:
             for line in f:
                 if line.endswith("\n"):
                     out.append(json.loads(line))
     except FileNotFoundError:
         pass
     return out
+
+
+def events(sup):
+    """The events sup wrote to its events.log (logs channel), whole lines only, oldest first."""
+    return json_lines(os.path.join(sup.log_dir, "event", "events.log"))
 
 
 def start_logged(argv, log, timeout=20, what=None, **popen):
@@ -495,6 +518,71 @@ def stop_with_line(proc, line, timeout=5):
         except (BrokenPipeError, subprocess.TimeoutExpired):
             proc.kill()
             proc.wait()
+
+
+def dump_probe_log(sup, probe, tail=3000):
+    """The end of probe's log under sup on stderr, for the report of a test that failed (nothing when the
+    test failed before it started sup)."""
+    if sup:
+        print(sup.probe_log(probe)[-tail:], file=sys.stderr)
+
+
+def teardown(*things):
+    """Stops what a test started, in the order given, skipping None: a path is removed, a Popen killed and
+    reaped, a function called, anything else stopped by the first of cleanup(), close(), finish(), stop()
+    or kill() it has. All are stopped even when one fails; the first failure is raised after."""
+    first = None
+    for t in things:
+        try:
+            if t is None:
+                continue
+            if isinstance(t, str):
+                shutil.rmtree(t, ignore_errors=True)
+            elif isinstance(t, subprocess.Popen):
+                if t.poll() is None:
+                    t.kill()
+                t.wait()
+            elif callable(t):
+                t()
+            else:
+                getattr(t, next(m for m in ("cleanup", "close", "finish", "stop", "kill") if hasattr(t, m)))()
+        except Exception as e:  # noqa: BLE001 - stop the rest, then raise it
+            first = first or e
+    if first:
+        raise first
+
+
+def end_input(proc, timeout=5):
+    """Closes the stdin of proc (a helper that exits at the end of its input) and reaps it; killed when it
+    has not exited within timeout s."""
+    try:
+        proc.stdin.close()
+    except BrokenPipeError:
+        pass
+    try:
+        proc.wait(timeout)
+    except subprocess.TimeoutExpired:
+        proc.kill()
+        proc.wait()
+
+
+class PidPeer:
+    """A helper process (tests/helpers) that prints "pid=<pid> [key=value ...]" once started (self.started),
+    works when it reads "go" and exits at the end of its input."""
+
+    def __init__(self, argv, what, spawn=subprocess.Popen, **popen):
+        self.proc = spawn(argv, stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True, **popen)
+        line = self.proc.stdout.readline()
+        check(line.startswith("pid="), "%s did not start: %r" % (what, line))
+        self.started = dict(kv.split("=", 1) for kv in line.split())
+        self.pid = int(self.started["pid"])
+
+    def go(self):
+        self.proc.stdin.write("go\n")
+        self.proc.stdin.flush()
+
+    def finish(self):
+        end_input(self.proc)
 
 
 class LinePeer:
@@ -893,6 +981,19 @@ def rest_put_conf(port, probe, conf, ok=True):
     st, _, raw, _ = rest_call(port, "PUT", "/" + probe, urllib.parse.urlencode({"json": json.dumps(conf)}))
     check(not ok or st == 200, "PUT /%s: %d %s" % (probe, st, raw[:400]))
     return st, raw
+
+
+def rest_supervisor(tmp, probe, param="-t 1"):
+    """A started supervisor with REST (state in tmp/state) whose one probe is off until a PUT starts it."""
+    return Supervisor(probes=[probe_entry(probe, param, switch="off")],
+                      extra=rest_section(os.path.join(tmp, "state"))).start()
+
+
+def put_running(sup, rest_name, probe, conf, timeout=20):
+    """PUT conf on /<rest_name>, then wait until probe runs with it applied; the probe's status."""
+    rest_put_conf(rest_port(sup), rest_name, conf)
+    return sup.wait_probe(probe, lambda p: p["config_version_applied"] >= 1 and p["pid"], timeout,
+                          "running, configured")
 
 
 def rest_put(port, name, body):

@@ -16,8 +16,8 @@ import threading
 import time
 import urllib.parse
 
-from harness import (PROBES, ROOT, TEST_BINS, NetnsPair, StandaloneProbe, Supervisor, check, free_port,
-                     http_get, meta_fields, probe_entry, wait_for)
+from harness import (PROBES, ROOT, TEST_BINS, NetnsPair, StandaloneProbe, Supervisor, check, free_port, http_get,
+                     meta_fields, probe_entry, teardown, wait_for)
 from test_stackprobe import rest_put  # noqa: E402 (PUT /<probe> with a JSON body: (status, text))
 
 AUTOTRACE = os.path.join(PROBES, "autotrace")
@@ -211,9 +211,7 @@ def test_quiet_then_spin_profile_has_the_quiet_function():
         p = s.probe("autotrace")
         check(p["rejected"] == {} or not any(p["rejected"].values()), "rejected records: %r" % p["rejected"])
     finally:
-        w.finish()
-        s.cleanup()
-        shutil.rmtree(tmp, ignore_errors=True)
+        teardown(w, s, tmp)
 
 
 test_quiet_then_spin_profile_has_the_quiet_function.timeout = 90
@@ -245,9 +243,7 @@ def test_below_threshold_never_fires_and_value_is_procs():
         check(not standalone_events(p), "no event: %r" % standalone_events(p))
         check(not os.path.exists(os.path.join(tmp, "store")), "nothing stored")
     finally:
-        w.finish()
-        p.stop()
-        shutil.rmtree(tmp, ignore_errors=True)
+        teardown(w, p, tmp)
 
 
 test_below_threshold_never_fires_and_value_is_procs.timeout = 60
@@ -286,11 +282,7 @@ def test_cooldown_and_rate_limits_count_drops():
                 "autotrace_trigger", trigger="proc_cpu")], [(round(t - w.t0, 1), round(c, 2)) for t, c in w.cpu][::4]))
             check(int(t["suppressed"]) >= 1 and int(t["fired"]) >= 2, "cooldown suppressions: %r" % t)
     finally:
-        w1.finish()
-        w2.finish()
-        pg.stop()
-        pp.stop()
-        shutil.rmtree(tmp, ignore_errors=True)
+        teardown(w1, w2, pg, pp, tmp)
 
 
 test_cooldown_and_rate_limits_count_drops.timeout = 60
@@ -338,10 +330,7 @@ def test_rss_growth_fires_with_the_growth_proc_sees():
         check(float(e["value"]) >= 5120 and 0.5 * truth <= float(e["value"]) <= 1.6 * truth,
               "rss growth %s KiB/s vs /proc %.0f KiB/s" % (e["value"], truth))
     finally:
-        g.kill()
-        g.wait()
-        p.stop()
-        shutil.rmtree(tmp, ignore_errors=True)
+        teardown(g, p, tmp)
 
 
 test_rss_growth_fires_with_the_growth_proc_sees.timeout = 60
@@ -385,11 +374,7 @@ def test_dstate_counts_the_tasks_proc_shows_in_d():
         # (other tests' tasks may be in D meanwhile: the eight are gone from the count)
         check(float(last["value"]) < 8, "the count falls back when they end: %r" % last)
     finally:
-        if h.poll() is None:
-            h.kill()
-        h.wait()
-        p.stop()
-        shutil.rmtree(tmp, ignore_errors=True)
+        teardown(h, p, tmp)
 
 
 test_dstate_counts_the_tasks_proc_shows_in_d.timeout = 60
@@ -486,9 +471,7 @@ def test_runq_p99_agrees_with_runqlat():
         print("runq p99: autotrace %r us, runqlat %d us" % (vals, ref))
         check(ref / 4 <= med <= ref * 4, "runq p99 %.0f us vs runqlat's %d us" % (med, ref))
     finally:
-        w.finish()
-        p.stop()
-        shutil.rmtree(tmp, ignore_errors=True)
+        teardown(w, p, tmp)
 
 
 test_runq_p99_agrees_with_runqlat.timeout = 60
@@ -523,9 +506,7 @@ def test_host_cpu_is_proc_stat():
         print("host_cpu: autotrace %.1f %%, /proc/stat %.1f %%" % (mean, truth))
         check(abs(mean - truth) <= 12, "host_cpu %.1f %% vs /proc/stat %.1f %%" % (mean, truth))
     finally:
-        w.finish()
-        p.stop()
-        shutil.rmtree(tmp, ignore_errors=True)
+        teardown(w, p, tmp)
 
 
 test_host_cpu_is_proc_stat.timeout = 60
@@ -581,11 +562,7 @@ def test_ring_is_bounded_per_cpu():
         # its few distinct stacks are aggregated, so they fit CPU 1's shares)
         check(truth_ms > 200 and quiet_ms >= 0.35 * truth_ms, "quiet_work %d ms vs /proc %.0f ms" % (quiet_ms, truth_ms))
     finally:
-        quiet.finish()
-        flood.kill()
-        flood.wait()
-        p.stop()
-        shutil.rmtree(tmp, ignore_errors=True)
+        teardown(quiet, flood, p, tmp)
 
 
 test_ring_is_bounded_per_cpu.timeout = 60
@@ -755,10 +732,7 @@ def test_l7_triggers_fire_with_the_clients_p99_and_error_rate():
         trig = {r["trigger"]: r for r in s.metric_records("autotrace_trigger")}
         check(int(trig["l7_p99"]["fired"]) == 1 and int(trig["l7_errors"]["fired"]) == 1, "fired once each: %r" % trig)
     finally:
-        s.cleanup()
-        srv.kill()
-        srv.wait()
-        shutil.rmtree(tmp, ignore_errors=True)
+        teardown(s, srv, tmp)
 
 
 test_l7_triggers_fire_with_the_clients_p99_and_error_rate.timeout = 120

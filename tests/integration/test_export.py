@@ -13,8 +13,8 @@ import tempfile
 import time
 import urllib.parse
 
-from harness import (ROOT, TEST_BINS, KafkaMock, Supervisor, check, extend_entry, free_port, http_get, probe_entry,
-                     parse_prom, prom_value, stop_proc, wait_for)
+from harness import (ROOT, TEST_BINS, KafkaMock, Supervisor, bpf_prog_ids, check, extend_entry, free_port, http_get,
+                     parse_prom, probe_entry, prom_value, stop_proc, wait_for)
 
 BAD = os.path.join(TEST_BINS, "bad_probe")
 BAD_META = os.path.join(ROOT, "tests", "schema", "test_bad.meta")
@@ -508,24 +508,10 @@ def test_channels_off_and_log_rotation():
 
 # ---- BPF run-time self-metrics --------------------------------------------------------------------------
 
-def prog_ids_of(pid):
-    """Ids of the BPF programs the process holds a file descriptor of (/proc/<pid>/fdinfo)."""
-    ids = set()
-    for fd in os.listdir("/proc/%d/fd" % pid):
-        try:
-            with open("/proc/%d/fdinfo/%s" % (pid, fd)) as f:
-                for line in f:
-                    if line.startswith("prog_id:"):
-                        ids.add(int(line.split()[1]))
-        except OSError:
-            pass
-    return ids
-
-
 def bpftool_progs_of(pid):
     """(programs, run_cnt, run_time_ns) of the process's BPF programs; the counters as bpftool reads them
     (BPF_OBJ_GET_INFO_BY_ID), Debian's bpftool has no pid column."""
-    ids = prog_ids_of(pid)
+    ids = bpf_prog_ids(pid)
     r = subprocess.run(["bpftool", "-j", "prog", "show"], capture_output=True, text=True, timeout=20)
     check(r.returncode == 0, "bpftool prog show: %s" % r.stderr[-300:])
     progs = [p for p in json.loads(r.stdout or "[]") if p.get("id") in ids]

@@ -4,13 +4,12 @@ up a known number of times: exact carrier_up/down counts (against sysfs) and one
 Memory controller errors cannot be caused here: tests/unit/test_hw_decode.c feeds mc_event records."""
 import os
 import re
-import shutil
 import subprocess
-import sys
 import tempfile
 import time
 
-from harness import Supervisor, TestFailure, check, events, rest_port, rest_put_conf, rest_section, wait_for
+from harness import (Supervisor, TestFailure, check, dump_probe_log, events, rest_port, rest_put_conf, rest_section,
+                     teardown, wait_for)
 
 TOGGLES = 3
 
@@ -108,10 +107,7 @@ def test_hw_carrier_counts_and_events():
             log = sup.probe_log("hwprobe")
             check("cannot attach" not in log, "tracepoints attached: %s" % log[-2000:])
     except Exception:
-        if sup:
-            print(sup.probe_log("hwprobe")[-3000:], file=sys.stderr)
+        dump_probe_log(sup, "hwprobe")
         raise
     finally:
-        if sup:
-            sup.cleanup()
-        shutil.rmtree(state, ignore_errors=True)
+        teardown(sup, state)

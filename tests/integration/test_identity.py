@@ -15,7 +15,7 @@ import time
 import uuid
 
 from harness import (KafkaMock, Supervisor, cgroup2_root, check, events, free_port, http_get, parse_prom, probe_entry,
-                     rest_put_conf, wait_for)
+                     rest_put_conf, teardown, wait_for)
 
 FIXTURES = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "fixtures")
 CONTAINERD_SANDBOX = "5ab0c0de" * 8  # its labels in fixtures/containerd/meta.db.gz: app=checkout, ...
@@ -298,9 +298,7 @@ def test_labels_from_each_runtime_on_metrics():
         # a process's cgroup is read once per proc_refresh_ms (5 s), not per record
         check(st["proc_reads"] < st["lookups"], "cached: %r" % st)
     finally:
-        if s:
-            s.cleanup()
-        lay.cleanup()
+        teardown(s, lay)
 
 
 test_labels_from_each_runtime_on_metrics.timeout = 60
@@ -334,10 +332,7 @@ def test_labels_on_kafka_json_and_metadata():
         mo = [m for m in meta if m["meta_name"] == "system_os"]
         check(mo and not set(IDENT) & set(mo[0]["labels"]), "no identity labels for system_os: %r" % mo[:1])
     finally:
-        if s:
-            s.cleanup()
-        lay.cleanup()
-        km.stop()
+        teardown(s, lay, km)
 
 
 test_labels_on_kafka_json_and_metadata.timeout = 60
@@ -356,9 +351,7 @@ def test_identity_off():
                         "the proc series")
         check(not any(k in proc_series(text, pid)[0] for k in IDENT), "identity.enabled = off: no labels")
     finally:
-        if s:
-            s.cleanup()
-        lay.cleanup()
+        teardown(s, lay)
 
 
 test_identity_off.timeout = 40
@@ -435,9 +428,7 @@ def test_labels_on_taskprobe_events():
         check(got == lay.want[pid], "event labels:\n got  %r\n want %r" % (got, lay.want[pid]))
         check(ev["Resource"]["labels"]["entity_name"] == "proc", "event %r" % ev)
     finally:
-        if s:
-            s.cleanup()
-        lay.cleanup()
+        teardown(s, lay)
 
 
 test_labels_on_taskprobe_events.timeout = 40
@@ -514,10 +505,7 @@ def test_flamegraph_query_total_container_layers():
         check(all(k.startswith("[%d] python3;" % host) for k in st if "[%d] python3" % host in k),
               "the host process has no container frames")
     finally:
-        if s:
-            s.cleanup()
-        lay.cleanup()
-        shutil.rmtree(tmp, ignore_errors=True)
+        teardown(s, lay, tmp)
 
 
 test_flamegraph_query_total_container_layers.timeout = 60
@@ -573,9 +561,7 @@ def test_container_name_snooper():
             st, raw = put({"snoopers": {"container_name": bad}})
             check(st == 400 and "container_name" in raw, "%r refused: %d %s" % (bad, st, raw))
     finally:
-        if s:
-            s.cleanup()
-        lay.cleanup()
+        teardown(s, lay)
 
 
 test_container_name_snooper.timeout = 60
@@ -642,9 +628,7 @@ def test_cgroup_events_without_ttl():
             s.cleanup()
             s = None
     finally:
-        if s:
-            s.cleanup()
-        lay.cleanup()
+        teardown(s, lay)
 
 
 test_cgroup_events_without_ttl.timeout = 90
@@ -745,9 +729,7 @@ def test_custom_and_pod_labels():
         st, raw = put({"blacklist": {"custom_labels": {"a": "b"}}})
         check(st == 400 and "blacklist" in raw, "labels in a blacklist refused: %d %s" % (st, raw))
     finally:
-        if s:
-            s.cleanup()
-        lay.cleanup()
+        teardown(s, lay)
 
 
 test_custom_and_pod_labels.timeout = 60

@@ -13,8 +13,8 @@ import subprocess
 import sys
 import time
 
-from harness import (PROBES, ROOT, NetnsPair, StandaloneProbe, TestFailure, cgroup2_root, check, free_port,
-                     meta_fields, rmdir_retry, wait_for)
+from harness import (PROBES, ROOT, NetnsPair, StandaloneProbe, TestFailure, cgroup2_root, check, dump_probe_log, events,
+                     free_port, meta_fields, rmdir_retry, teardown, wait_for)
 
 KDIAG = os.path.join(PROBES, "kdiag")
 FIELDS = meta_fields(os.path.join(ROOT, "schema", "kdiag.meta"))
@@ -448,23 +448,10 @@ def test_kdiag_recv_latency():
     check(not probe.bad, "bad records %r" % probe.bad[:3])
 
 
-def events_log(sup):
-    out = []
-    try:
-        with open(os.path.join(sup.log_dir, "event", "events.log")) as f:
-            for line in f:
-                if line.endswith("\n"):
-                    out.append(json.loads(line))
-    except FileNotFoundError:
-        pass
-    return out
-
-
 def test_kdiag_rest_and_container_labels():
     """PUT /kdiag through the supervisor (schema validated there): a sender in a cgroup laid out as a docker
     container, whose packets nft drops on output: the kdiag_drop_flow record and the drop event carry the
     container's id from the supervisor's identity resolver (by the tgid kdiag found in the cgroup)."""
-    import shutil
     import tempfile
     import urllib.parse
     from harness import Supervisor, rest_call, rest_port, rest_section
@@ -496,23 +483,20 @@ def test_kdiag_rest_and_container_labels():
             check(r["cgroup"] == ctr.cgroup() and ctr.cid.startswith(r["container_id"]) and r["container_id"],
                   "container labels of %r (container %s)" % (r, ctr.cid))
             try:
-                evs = wait_for(lambda: [e for e in events_log(sup) if e["Resource"]["metric"] ==
+                evs = wait_for(lambda: [e for e in events(sup) if e["Resource"]["metric"] ==
                                         "gala_gopher_kdiag_drop_drops" and
                                         e["Resource"]["labels"].get("dst_port") == str(p_out)], 15, "drop event")
             except TestFailure:
                 raise TestFailure("no drop event for port %d; events: %r; log %s"
-                                  % (p_out, events_log(sup)[-1:], sup.probe_log("kdiag")[-1500:]))
+                                  % (p_out, events(sup)[-1:], sup.probe_log("kdiag")[-1500:]))
             lab = evs[0]["Resource"]["labels"]
             check(ctr.cid.startswith(lab.get("container_id", "-")) and "nf_hook_slow" in evs[0]["Body"],
                   "event %r" % evs[0])
     except Exception:
-        if sup:
-            print(sup.probe_log("kdiag")[-3000:], file=sys.stderr)
+        dump_probe_log(sup, "kdiag")
         raise
     finally:
-        if sup:
-            sup.cleanup()
-        shutil.rmtree(state, ignore_errors=True)
+        teardown(sup, state)
 
 
 def test_kdiag_refuses_unknown_reason_and_address():

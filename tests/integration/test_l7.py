@@ -14,7 +14,7 @@ import time
 
 # make_cert, wait_port: test_l7_gotls and test_l7_h2 take them from here too
 from harness import (PROBES, ROOT, LinePeer, StandaloneProbe, check, free_port, make_cert, meta_fields,  # noqa: F401
-                     proc_status_kb, rest_put_conf, start_nginx, stop_proc, wait_for, wait_port)
+                     proc_status_kb, start_nginx, stop_proc, wait_for, wait_port)
 
 L7PROBE = os.path.join(PROBES, "l7probe")
 CLIENT = [sys.executable, os.path.join(os.path.dirname(os.path.abspath(__file__)), "scripts", "l7_client.py")]
@@ -81,6 +81,17 @@ def hist_sum(h):
     return int(float(h.split()[-2]))
 
 
+def wait_or_dump(probe, pred, timeout, what, tables=("l7_rpc", "l7_link", "l7_stats"), last=6):
+    """wait_for(pred, timeout, what); when it times out, the probe's last rows of tables are printed."""
+    try:
+        return wait_for(pred, timeout, what)
+    except Exception:
+        for t in tables:
+            for r in probe.rows(t)[-last:]:
+                print("  last %s: %r" % (t, r))
+        raise
+
+
 def both_sides(probe, keys_c, keys_s, n):
     """The client side's and the server side's last l7_rpc rows (keys_c, keys_s) once both count n
     requests, and one report later (nothing more may come)."""
@@ -88,14 +99,8 @@ def both_sides(probe, keys_c, keys_s, n):
         r = probe.latest("l7_rpc", **keys)
         return r if r and int(r["req_count"]) >= n else None
 
-    try:
-        wait_for(lambda: complete(keys_c), 15, "client-side l7_rpc with %d requests" % n)
-        wait_for(lambda: complete(keys_s), 15, "server-side l7_rpc with %d requests" % n)
-    except Exception:
-        for t in ("l7_rpc", "l7_link", "l7_stats"):
-            for r in probe.rows(t)[-6:]:
-                print("  last %s: %r" % (t, r))
-        raise
+    wait_or_dump(probe, lambda: complete(keys_c), 15, "client-side l7_rpc with %d requests" % n)
+    wait_or_dump(probe, lambda: complete(keys_s), 15, "server-side l7_rpc with %d requests" % n)
     time.sleep(1.5)
     return probe.latest("l7_rpc", **keys_c), probe.latest("l7_rpc", **keys_s)
 
@@ -153,14 +158,15 @@ def plain(server_cls):
 
 
 @contextlib.contextmanager
-def l7_run(name, start, mode, protos, extra=(), n=40):
-    """start(tmp) -> (server, the port the client connects to); then a client of mode connected and
-    l7probe (-t 1 -p protos, extra) on server.scope(client), started. Yields (server, client, probe,
-    port); everything is stopped and removed after."""
+def l7_run(name, start, mode, protos, extra=(), n=40, client_of=None):
+    """start(tmp) -> (server, the port the client connects to); then a client of mode connected
+    (client_of(mode, port) when given, else our Client of n requests) and l7probe (-t 1 -p protos, extra)
+    on server.scope(client), started. Yields (server, client, probe, port); everything is stopped and
+    removed after."""
     tmp = tempfile.mkdtemp(prefix="gg-l7-%s-" % name)
     server, port = start(tmp)
     try:
-        client = Client(mode, port, n)
+        client = client_of(mode, port) if client_of else Client(mode, port, n)
         probe = Probe(["-t", "1", "-p", protos] + list(extra) +
                       ["--pid", ",".join(str(p) for p in server.scope(client))])
         try:
@@ -264,21 +270,18 @@ def test_l7_rest_snoopers():
     """PUT /l7 through the supervisor's REST API: proc_id snoopers become the scope, l7_protocol and
     the sub-probes apply; a Redis client outside the snoopers leaves no row, the server and the
     snooped client have theirs, validated by the supervisor against the .meta."""
-    from harness import Supervisor, probe_entry, rest_port, rest_section
+    from harness import put_running, rest_supervisor, teardown
     tmp = tempfile.mkdtemp(prefix="gg-l7-rest-")
     port = free_port()
     redis = Redis(tmp, port)
     inside = outside = None
-    s = Supervisor(probes=[probe_entry("l7probe", "-t 1", switch="off")],
-                   extra=rest_section(os.path.join(tmp, "state"))).start()
+    s = rest_supervisor(tmp, "l7probe")
     try:
         inside = Client("redis", port)
         outside = Client("redis", port)
-        rport = rest_port(s)
         conf = {"cmd": {"probe": ["l7_rpc_metrics"]}, "snoopers": {"proc_id": [redis.proc.pid, inside.pid]},
                 "params": {"l7_protocol": ["redis", "kafka", "mongo", "rocketmq"]}, "state": "running"}
-        rest_put_conf(rport, "l7", conf)
-        s.wait_probe("l7probe", lambda p: p["config_version_applied"] >= 1 and p["pid"], 20, "running, configured")
+        put_running(s, "l7", "l7probe", conf)
         # each maps to its parser (redis 1 << 4, kafka 1 << 6, mongo 1 << 7, rocketmq 1 << 9)
         wait_for(lambda: "protocols redis,kafka,mongo,rocketmq (mask 0x2d0)" in s.probe_log("l7probe"), 10,
                  "the probe's log of l7_protocol")
@@ -303,12 +306,7 @@ def test_l7_rest_snoopers():
         check(not s.metric_records("l7_link"), "l7_bytes_metrics is off: no l7_link")
         check(s.probe("l7probe")["rejected_total"] == 0, "records rejected by the supervisor")
     finally:
-        for c in (inside, outside):
-            if c:
-                c.close()
-        s.cleanup()
-        redis.stop()
-        shutil.rmtree(tmp, ignore_errors=True)
+        teardown(inside, outside, s, redis, tmp)
 
 
 test_l7_rest_snoopers.timeout = 90

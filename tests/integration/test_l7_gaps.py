@@ -2,18 +2,49 @@
 sends its A and AAAA queries with one sendmmsg) and io_uring (counted in l7_stats.uncaptured, its bytes
 reported). Real traffic of known counts: glibc's getaddrinfo against dnsmasq in a namespace of the
 test's own."""
+import contextlib
 import json
 import os
-import shutil
 import subprocess
 import sys
 import tempfile
 import time
 
-from harness import check, free_port, stop_with_line, wait_for
-from test_l7 import Probe
+from harness import BUILD, check, free_port, stop_with_line, teardown
+from test_l7 import Probe, both_sides, wait_or_dump
 
 SCRIPTS = os.path.join(os.path.dirname(os.path.abspath(__file__)), "scripts")
+
+
+@contextlib.contextmanager
+def peers(srv_argv, srv_what, cli_argv, proto):
+    """A server of ours (it prints "ready" once listening), a client of it (a ready line once set up)
+    and l7probe -p proto on both, started. Yields (srv, cli, probe); after, the probe is stopped, the
+    client asked to end ("bye", killed when it does not) and the server killed."""
+    srv = subprocess.Popen(srv_argv, stdout=subprocess.PIPE, text=True)
+    cli = probe = None
+    try:
+        check(srv.stdout.readline().strip() == "ready", "%s did not start" % srv_what)
+        cli = subprocess.Popen(cli_argv, stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
+        line = cli.stdout.readline()
+        check(line.strip() == "ready" or json.loads(line)["ready"] == cli.pid, "client did not start: %r" % line)
+        probe = Probe(["-t", "1", "-p", proto, "--pid", "%d,%d" % (srv.pid, cli.pid)])
+        probe.wait_started()
+        time.sleep(0.5)
+        yield srv, cli, probe
+    finally:
+        teardown(probe, lambda: cli and stop_with_line(cli, "bye"), cli, srv)
+
+
+def check_both(probe, keys, n, errs, errs_are):
+    """Both sides' l7_rpc rows (keys: "client", "server") once they count n requests, and one report
+    later: n requests, n responses and errs errors each."""
+    rows = dict(zip(("client", "server"), both_sides(probe, keys["client"], keys["server"], n)))
+    for side, r in rows.items():
+        check(int(r["req_count"]) == n and int(r["resp_count"]) == n and int(r["err_count"]) == errs,
+              "%s side: %s requests, %s responses, %s errors; sent %d with %d %s" % (
+                  side, r["req_count"], r["resp_count"], r["err_count"], n, errs, errs_are))
+    return rows
 
 
 def test_l7_dns_sendmmsg():
@@ -39,34 +70,14 @@ def test_l7_dns_sendmmsg():
         check(done["queries"] == 80 and done["nxdomain"] == 20, "the resolver did %r" % done)
         keys = {"client": dict(tgid=ready["ready"], l7_role="client", server_port=53),
                 "server": dict(tgid=ready["dnsmasq"], l7_role="server", server_port=53)}
-
-        def both():
-            rows = {side: probe.latest("l7_rpc", **k) for side, k in keys.items()}
-            return rows if all(r and int(r["req_count"]) >= 80 for r in rows.values()) else None
-        try:
-            wait_for(both, 15, "client and server l7_rpc rows with 80 requests")
-        except Exception:
-            for t in ("l7_rpc", "l7_stats"):
-                for r in probe.rows(t)[-4:]:
-                    print("  last %s: %r" % (t, r))
-            raise
-        time.sleep(1.5)  # one more report: nothing more may come
-        for side, k in keys.items():
-            r = probe.latest("l7_rpc", **k)
+        for side, r in check_both(probe, keys, 80, 20, "NXDOMAIN").items():
             check(r["protocol"] == "dns" and r["l4_role"] == "udp", "%s: %r" % (side, r))
-            check(int(r["req_count"]) == 80 and int(r["resp_count"]) == 80 and int(r["err_count"]) == 20,
-                  "%s side: %s requests, %s responses, %s errors; sent 80 with 20 NXDOMAIN" % (
-                      side, r["req_count"], r["resp_count"], r["err_count"]))
         stats = probe.latest("l7_stats")
         check(int(stats["uncaptured"]) == 0, "uncaptured: %r" % stats)
         check(int(stats["unparsable"]) == 0 and int(stats["resp_unmatched"]) == 0, "stats: %r" % stats)
         print("  sendmmsg: client 80 requests, 20 errors; server 80, 20; uncaptured 0")
     finally:
-        if probe:
-            probe.stop()
-        if res:
-            stop_with_line(res, "bye")
-        shutil.rmtree(tmp, ignore_errors=True)
+        teardown(probe, lambda: res and stop_with_line(res, "bye"), tmp)
 
 
 test_l7_dns_sendmmsg.timeout = 60
@@ -94,20 +105,10 @@ def io_uring_run(mode):
     and responses' bytes and calls); the client (plain system calls) counts its 25 requests. mode "tw":
     the receives complete in task work on the way out of a read() of a timerfd (registers that are not
     the receive's): counted the same, never parsed as the timerfd's buffer."""
-    from harness import BUILD
     n, req_len, resp_len = 25, 28, 40
     port = free_port()
-    srv = subprocess.Popen([os.path.join(BUILD, "tests", "uring_http"), str(port)] + ([mode] if mode else []),
-                           stdout=subprocess.PIPE, text=True)
-    cli = probe = None
-    try:
-        check(srv.stdout.readline().strip() == "ready", "uring_http did not start")
-        cli = subprocess.Popen([sys.executable, "-c", URING_CLIENT, str(port), str(n)], stdin=subprocess.PIPE,
-                               stdout=subprocess.PIPE, text=True)
-        check(cli.stdout.readline().strip() == "ready", "client did not connect")
-        probe = Probe(["-t", "1", "-p", "http", "--pid", "%d,%d" % (srv.pid, cli.pid)])
-        probe.wait_started()
-        time.sleep(0.5)
+    with peers([os.path.join(BUILD, "tests", "uring_http"), str(port)] + ([mode] if mode else []), "uring_http",
+               [sys.executable, "-c", URING_CLIENT, str(port), str(n)], "http") as (srv, cli, probe):
         cli.stdin.write("go\n")
         cli.stdin.flush()
         check(cli.stdout.readline().strip() == "done", "client failed")
@@ -120,13 +121,7 @@ def io_uring_run(mode):
         def link():
             r = probe.latest("l7_link", tgid=srv.pid, server_port=port)
             return r if r and int(r["bytes_recv"]) >= n * req_len and int(r["bytes_sent"]) >= n * resp_len else None
-        try:
-            wait_for(link, 15, "the server's l7_link with every byte")
-        except Exception:
-            for t in ("l7_link", "l7_rpc", "l7_stats"):
-                for row in probe.rows(t)[-3:]:
-                    print("  last %s: %r" % (t, row))
-            raise
+        wait_or_dump(probe, link, 15, "the server's l7_link with every byte", last=3)
         time.sleep(1.5)
         r = probe.latest("l7_link", tgid=srv.pid, server_port=port)
         check(int(r["bytes_recv"]) == n * req_len and int(r["bytes_sent"]) == n * resp_len,
@@ -144,13 +139,6 @@ def io_uring_run(mode):
         print("  io_uring%s: uncaptured %s; server l7_link %s/%s bytes; server l7_rpc req_count %s (the first, parsed)"
               % (" (task work)" if mode else "", stats["uncaptured"], r["bytes_recv"], r["bytes_sent"],
                  s and s["req_count"]))
-    finally:
-        if probe:
-            probe.stop()
-        for p in (cli, srv):
-            if p and p.poll() is None:
-                p.kill()
-                p.wait()
 
 
 def test_l7_io_uring_counted():
@@ -173,55 +161,22 @@ def test_l7_h2c_upgrade():
     request included, under its HTTP/1.1 api), no http row counts a request, nothing unparsable."""
     script = os.path.join(SCRIPTS, "h2c_upgrade.py")
     port = free_port()
-    srv = subprocess.Popen([sys.executable, script, "server", str(port)], stdout=subprocess.PIPE, text=True)
-    cli = probe = None
-    try:
-        check(srv.stdout.readline().strip() == "ready", "server did not start")
-        cli = subprocess.Popen([sys.executable, script, "client", str(port), "20"], stdin=subprocess.PIPE,
-                               stdout=subprocess.PIPE, text=True)
-        ready = json.loads(cli.stdout.readline())
-        probe = Probe(["-t", "1", "-p", "http", "--pid", "%d,%d" % (srv.pid, ready["ready"])])
-        probe.wait_started()
-        time.sleep(0.5)
+    with peers([sys.executable, script, "server", str(port)], "server",
+               [sys.executable, script, "client", str(port), "20"], "http") as (srv, cli, probe):
         cli.stdin.write("go\n")
         cli.stdin.flush()
         done = json.loads(cli.stdout.readline())
         check(done == {"requests": 21, "errors": 4}, "client did %r" % done)
-        keys = {"client": dict(tgid=ready["ready"], l7_role="client", server_port=port, protocol="http2"),
+        keys = {"client": dict(tgid=cli.pid, l7_role="client", server_port=port, protocol="http2"),
                 "server": dict(tgid=srv.pid, l7_role="server", server_port=port, protocol="http2")}
-
-        def both():
-            rows = {side: probe.latest("l7_rpc", **k) for side, k in keys.items()}
-            return rows if all(r and int(r["req_count"]) >= 21 for r in rows.values()) else None
-        try:
-            wait_for(both, 15, "client and server http2 rows with 21 requests")
-        except Exception:
-            for t in ("l7_rpc", "l7_stats"):
-                for r in probe.rows(t)[-4:]:
-                    print("  last %s: %r" % (t, r))
-            raise
-        time.sleep(1.5)
+        check_both(probe, keys, 21, 4, "errors")
         for side, k in keys.items():
-            r = probe.latest("l7_rpc", **k)
-            check(int(r["req_count"]) == 21 and int(r["resp_count"]) == 21 and int(r["err_count"]) == 4,
-                  "%s side: %s requests, %s responses, %s errors; sent 21 with 4 errors" % (
-                      side, r["req_count"], r["resp_count"], r["err_count"]))
             h1 = probe.latest("l7_rpc", **dict(k, protocol="http"))
             check(not h1 or int(h1["req_count"]) == 0, "%s side http row counts requests: %r" % (side, h1))
         stats = probe.latest("l7_stats")
         for f in ("unparsable", "resp_unmatched", "req_lost", "hpack_unresolved"):
             check(int(stats[f]) == 0, "%s: %r" % (f, stats))
         print("  h2c upgrade: both sides 21 requests, 4 errors as http2")
-    finally:
-        if probe:
-            probe.stop()
-        if cli:
-            stop_with_line(cli, "bye")
-        for p in (cli, srv):
-            if p and p.poll() is None:
-                p.kill()
-            if p:
-                p.wait()
 
 
 test_l7_h2c_upgrade.timeout = 60
@@ -254,20 +209,10 @@ def test_l7_dns_recvmmsg():
     and answering with sendmmsg; a client sends 40 queries in bursts of 5, 10 of them NXDOMAIN. The
     responder's rows (server, every datagram through the mmsg calls) and the client's count 40 requests
     and 10 errors."""
-    from harness import BUILD
     n = 40
     port = free_port()
-    srv = subprocess.Popen([os.path.join(BUILD, "tests", "mmsg_dns"), str(port), str(n)], stdout=subprocess.PIPE,
-                           text=True)
-    cli = probe = None
-    try:
-        check(srv.stdout.readline().strip() == "ready", "mmsg_dns did not start")
-        cli = subprocess.Popen([sys.executable, "-c", DNS_CLIENT, str(port), str(n)], stdin=subprocess.PIPE,
-                               stdout=subprocess.PIPE, text=True)
-        check(cli.stdout.readline().strip() == "ready", "client did not start")
-        probe = Probe(["-t", "1", "-p", "dns", "--pid", "%d,%d" % (srv.pid, cli.pid)])
-        probe.wait_started()
-        time.sleep(0.5)
+    with peers([os.path.join(BUILD, "tests", "mmsg_dns"), str(port), str(n)], "mmsg_dns",
+               [sys.executable, "-c", DNS_CLIENT, str(port), str(n)], "dns") as (srv, cli, probe):
         cli.stdin.write("go\n")
         cli.stdin.flush()
         check(cli.stdout.readline().strip() == "done 10", "client: NXDOMAIN count")
@@ -275,36 +220,10 @@ def test_l7_dns_recvmmsg():
         check(("answered %d" % n) in out, "mmsg_dns: %r" % out)
         keys = {"client": dict(tgid=cli.pid, l7_role="client", server_port=port),
                 "server": dict(tgid=srv.pid, l7_role="server", server_port=port)}
-
-        def both():
-            rows = {side: probe.latest("l7_rpc", **k) for side, k in keys.items()}
-            return rows if all(r and int(r["req_count"]) >= n for r in rows.values()) else None
-        try:
-            wait_for(both, 15, "client and server l7_rpc rows with %d requests" % n)
-        except Exception:
-            for t in ("l7_rpc", "l7_stats"):
-                for r in probe.rows(t)[-4:]:
-                    print("  last %s: %r" % (t, r))
-            raise
-        time.sleep(1.5)
-        for side, k in keys.items():
-            r = probe.latest("l7_rpc", **k)
-            check(int(r["req_count"]) == n and int(r["resp_count"]) == n and int(r["err_count"]) == 10,
-                  "%s side: %s requests, %s responses, %s errors; sent %d with 10 NXDOMAIN" % (
-                      side, r["req_count"], r["resp_count"], r["err_count"], n))
+        check_both(probe, keys, n, 10, "NXDOMAIN")
         stats = probe.latest("l7_stats")
         check(int(stats["uncaptured"]) == 0 and int(stats["unparsable"]) == 0, "stats: %r" % stats)
         print("  recvmmsg/sendmmsg: %s; both sides %d requests, 10 errors" % (out.strip(), n))
-    finally:
-        if probe:
-            probe.stop()
-        if cli:
-            stop_with_line(cli, "bye")
-        for p in (cli, srv):
-            if p and p.poll() is None:
-                p.kill()
-            if p:
-                p.wait()
 
 
 test_l7_dns_recvmmsg.timeout = 60

@@ -16,7 +16,7 @@ import tempfile
 import time
 
 import test_l7 as l7
-from harness import LinePeer, check, free_port, start_nginx, stop_proc, wait_for
+from harness import LinePeer, check, free_port, start_nginx, wait_for
 
 SCRIPTS = os.path.join(os.path.dirname(os.path.abspath(__file__)), "scripts")
 H2_CLIENT = [l7.sys.executable, os.path.join(SCRIPTS, "h2_client.py")]
@@ -25,15 +25,13 @@ GRPC_PY = "/usr/bin/python3"
 GRPC_PEER = os.path.join(SCRIPTS, "grpc_peer.py")
 
 
-class Nginx2:
+class Nginx2(l7.Nginx):
     """nginx with one worker: h2c on port, h2 over TLS on ssl_port."""
+    kill_group = True
 
     def __init__(self, tmp, port, ssl_port):
         self.proc, self.worker = start_nginx(tmp, port, ssl_port, http2=True)
         self.pids = [self.proc.pid, self.worker]
-
-    def stop(self):
-        stop_proc(self.proc, group=True)
 
 
 class Peer(LinePeer):
@@ -44,7 +42,9 @@ class Peer(LinePeer):
         super().__init__(argv, start_new_session=True)
 
 
-class GrpcServer:
+class GrpcServer(l7.Server):
+    stop_group, kill_group = True, True
+
     def __init__(self, port, delay_ms):
         self.proc = subprocess.Popen([GRPC_PY, GRPC_PEER, "server", str(port), str(delay_ms)], stdout=subprocess.PIPE,
                                      stderr=subprocess.PIPE, text=True, start_new_session=True)
@@ -53,8 +53,24 @@ class GrpcServer:
             line, self.proc.stderr.read() if self.proc.poll() is not None else ""))
         self.pid = self.proc.pid
 
-    def stop(self):
-        stop_proc(self.proc, group=True)
+
+def grpc_start(tmp):
+    """start(tmp) for l7.l7_run: a gRPC server answering after 5 ms, on a free port."""
+    port = free_port()
+    return GrpcServer(port, 5), port
+
+
+def run_grpc(calls, errors, when, what):
+    """scripts/grpc_peer.py's client makes calls, errors of them failing, connected when ("early": before
+    the probe starts, with a first call; "late": after): both sides' rows checked; the last l7_stats."""
+    def client_of(mode, port):
+        return Peer([GRPC_PY, GRPC_PEER, "client", str(port), str(calls), str(errors), when])
+    with l7.l7_run("grpc", grpc_start, "grpc", "http", client_of=client_of) as (server, client, probe, port):
+        time.sleep(0.5)
+        done = client.go()
+        check(done["requests"] == calls and done["errors"] == errors, "client did %r" % done)
+        check_h2_rows(probe, port, server.pid, client.pid, done, what=what)
+        return probe.latest("l7_stats")
 
 
 def check_h2_rows(probe, port, server_tgid, client_pid, done, ssl="0", what="h2"):
@@ -83,33 +99,23 @@ def check_h2_rows(probe, port, server_tgid, client_pid, done, ssl="0", what="h2"
 
 
 def run_nginx(tls):
-    tmp = tempfile.mkdtemp(prefix="gg-l7-h2-")
-    port, sport = free_port(), free_port()
-    nginx = Nginx2(tmp, port, sport)
-    try:
-        target = sport if tls else port
-        client = Peer(H2_CLIENT + ["h2" if tls else "h2c", str(target), "60", "4"])
-        args = ["-t", "1", "-c", "8192", "-p", "http", "--pid", ",".join(str(p) for p in nginx.pids + [client.pid])]
+    def start(tmp):
+        port, sport = free_port(), free_port()
+        return Nginx2(tmp, port, sport), sport if tls else port
+
+    def client_of(mode, target):
+        return Peer(H2_CLIENT + [mode, str(target), "60", "4"])
+    with l7.l7_run("h2", start, "h2" if tls else "h2c", "http", ["-c", "8192"] + (["-s", "1"] if tls else []),
+                   client_of=client_of) as (nginx, client, probe, target):
         if tls:
-            args += ["-s", "1"]
-        probe = l7.Probe(args)
-        try:
-            probe.wait_started()
-            if tls:
-                wait_for(lambda: probe.stderr().count("uprobes on") >= 1, 10, "libssl uprobes")
-            time.sleep(0.5)
-            done = client.go()
-            check(done["requests"] == 60 and done["errors"] == 12, "client did %r" % done)
-            check_h2_rows(probe, target, nginx.worker, client.pid, done, ssl="1" if tls else "0",
-                          what="h2 (TLS)" if tls else "h2c")
-            st = probe.latest("l7_stats")
-            check(int(st["hpack_unresolved"]) == 0, "the probe saw the connections start: %r" % st)
-        finally:
-            client.close()
-            probe.stop()
-    finally:
-        nginx.stop()
-        shutil.rmtree(tmp, ignore_errors=True)
+            wait_for(lambda: probe.stderr().count("uprobes on") >= 1, 10, "libssl uprobes")
+        time.sleep(0.5)
+        done = client.go()
+        check(done["requests"] == 60 and done["errors"] == 12, "client did %r" % done)
+        check_h2_rows(probe, target, nginx.worker, client.pid, done, ssl="1" if tls else "0",
+                      what="h2 (TLS)" if tls else "h2c")
+        st = probe.latest("l7_stats")
+        check(int(st["hpack_unresolved"]) == 0, "the probe saw the connections start: %r" % st)
 
 
 def test_l7_h2c_nginx():
@@ -128,22 +134,7 @@ test_l7_h2_tls_nginx.timeout = 90
 
 def test_l7_grpc():
     """The client connects once the probe runs: every call counted, gRPC statuses as errors."""
-    port = free_port()
-    server = GrpcServer(port, 5)
-    try:
-        client = Peer([GRPC_PY, GRPC_PEER, "client", str(port), "40", "8", "late"])
-        probe = l7.Probe(["-t", "1", "-p", "http", "--pid", "%d,%d" % (server.pid, client.pid)])
-        try:
-            probe.wait_started()
-            time.sleep(0.5)
-            done = client.go()
-            check(done["requests"] == 40 and done["errors"] == 8, "client did %r" % done)
-            check_h2_rows(probe, port, server.pid, client.pid, done, what="grpc")
-        finally:
-            client.close()
-            probe.stop()
-    finally:
-        server.stop()
+    run_grpc(40, 8, "late", "grpc")
 
 
 test_l7_grpc.timeout = 90
@@ -152,24 +143,8 @@ test_l7_grpc.timeout = 90
 def test_l7_grpc_mid_connection():
     """The connection and its first call happened before the probe started: the dynamic tables' older
     entries are unknown, yet calls, methods and errors are still counted exactly."""
-    port = free_port()
-    server = GrpcServer(port, 5)
-    try:
-        client = Peer([GRPC_PY, GRPC_PEER, "client", str(port), "30", "6", "early"])
-        probe = l7.Probe(["-t", "1", "-p", "http", "--pid", "%d,%d" % (server.pid, client.pid)])
-        try:
-            probe.wait_started()
-            time.sleep(0.5)
-            done = client.go()
-            check(done["requests"] == 30 and done["errors"] == 6, "client did %r" % done)
-            check_h2_rows(probe, port, server.pid, client.pid, done, what="grpc (mid-connection)")
-            st = probe.latest("l7_stats")
-            check(int(st["hpack_unresolved"]) > 0, "entries of the first call should be unresolved: %r" % st)
-        finally:
-            client.close()
-            probe.stop()
-    finally:
-        server.stop()
+    st = run_grpc(30, 6, "early", "grpc (mid-connection)")
+    check(int(st["hpack_unresolved"]) > 0, "entries of the first call should be unresolved: %r" % st)
 
 
 test_l7_grpc_mid_connection.timeout = 90
@@ -203,19 +178,9 @@ def run_h2load(tls):
             m = re.search(r"status codes: (\d+) 2xx, \d+ 3xx, (\d+) 4xx", out)
             check(m and m.group(1) == "1500" and m.group(2) == "1500", "h2load did: %s" % out[-1500:])
             keys = dict(server_port=target, ssl="1" if tls else "0")
-            for tgid, role in ((nginx.worker, "server"), (load.pid, "client")):
-                def complete():
-                    r = probe.latest("l7_rpc", tgid=tgid, l7_role=role, **keys)
-                    return r if r and int(r["req_count"]) >= 3000 else None
-                try:
-                    wait_for(complete, 15, "%s side with 3000 requests" % role)
-                except Exception:
-                    print("  last rows: %r" % probe.rows("l7_rpc")[-4:])
-                    print("  stats: %r" % probe.latest("l7_stats"))
-                    raise
-            time.sleep(1.5)
-            for tgid, role in ((nginx.worker, "server"), (load.pid, "client")):
-                r = probe.latest("l7_rpc", tgid=tgid, l7_role=role, **keys)
+            sides = l7.both_sides(probe, dict(keys, tgid=load.pid, l7_role="client"),
+                                  dict(keys, tgid=nginx.worker, l7_role="server"), 3000)
+            for role, r in zip(("client", "server"), sides):
                 check(r["protocol"] == "http2" and int(r["req_count"]) == 3000 and int(r["err_count"]) == 1500,
                       "%s side: %r" % (role, r))
             print("  h2load%s: 3000 requests, 1500 404, both sides exact; l7_stats %r" % (

@@ -7,14 +7,15 @@ supervisor as OpenTelemetry JSON in events.log), and the SLI probes built on the
 import json
 import os
 import random
-import shutil
+import signal
 import subprocess
 import sys
 import tempfile
 import time
 
 import test_l7 as l7
-from harness import PROBES, LinePeer, check, free_port, rest_put_conf, wait_for
+from harness import (PROBES, LinePeer, check, events, free_port, put_running, rest_supervisor, teardown,
+                     wait_for)
 
 API_CLIENT = [sys.executable, os.path.join(os.path.dirname(os.path.abspath(__file__)), "scripts", "l7api_client.py")]
 # the supervisor's reserved trace table, as l7probe prints it standalone (supervisor/export/traces.h)
@@ -79,12 +80,7 @@ def wait_api_total(probe, tgid, port, role, total, what):
     def ok():
         rows = api_rows(probe, tgid, port, role)
         return rows if sum(int(r["req_count"]) for r in rows.values()) >= total else None
-    try:
-        return wait_for(ok, 20, what)
-    except Exception:
-        for r in probe.rows("l7_rpc_api")[-10:]:
-            print("  last l7_rpc_api: %r" % r)
-        raise
+    return l7.wait_or_dump(probe, ok, 20, what, tables=("l7_rpc_api",), last=10)
 
 
 def check_api_rows(rows, want, side):
@@ -101,16 +97,8 @@ def check_api_rows(rows, want, side):
 def test_l7api_http_counts_and_cap():
     """A known HTTP mix against nginx: exact rows per api on the server and client sides; then a
     scan of 300 random URLs: each side keeps api_limit (20) rows and puts the rest in __other__."""
-    tmp = tempfile.mkdtemp(prefix="gg-l7api-http-")
-    port = free_port()
-    nginx = l7.Nginx(tmp, port)
-    client = None
-    probe = None
-    try:
-        client = ApiClient("http", port)
-        probe = l7.Probe(["-t", "1", "-p", "http", "--api-limit", "20",
-                          "--pid", ",".join(str(p) for p in nginx.pids + [client.pid])])
-        probe.wait_started()
+    with l7.l7_run("api-http", l7.plain(l7.Nginx), "http", "http", ["--api-limit", "20"],
+                   client_of=ApiClient) as (nginx, client, probe, port):
         time.sleep(0.5)
         reqs, want = http_mix()
         done = client.send(reqs)
@@ -161,13 +149,6 @@ def test_l7api_http_counts_and_cap():
             st["apis"], split))
         print("  scan of 300 URLs: 20 apis a side, __other__ %d a side, api_overflow %s" % (other,
                                                                                            st["api_overflow"]))
-    finally:
-        if client:
-            client.close()
-        if probe:
-            probe.stop()
-        nginx.stop()
-        shutil.rmtree(tmp, ignore_errors=True)
 
 
 test_l7api_http_counts_and_cap.timeout = 120
@@ -211,15 +192,9 @@ def check_spans(spans, want_n, side, all_kept):
 
 
 def run_trace(permille, want_n):
-    tmp = tempfile.mkdtemp(prefix="gg-l7api-trace-")
-    port = free_port()
-    redis = l7.Redis(tmp, port)
-    client = probe = None
-    try:
-        client = ApiClient("redis", port)
-        probe = l7.Probe(["-t", "1", "-p", "redis", "-P", "l7_rpc_metrics,l7_rpc_trace", "--trace-sample",
-                          str(permille), "--trace-slow", "100", "--pid", "%d,%d" % (redis.proc.pid, client.pid)])
-        probe.wait_started()
+    args = ["-P", "l7_rpc_metrics,l7_rpc_trace", "--trace-sample", str(permille), "--trace-slow", "100"]
+    with l7.l7_run("api-trace", l7.plain(l7.Redis), "redis", "redis", args,
+                   client_of=ApiClient) as (redis, client, probe, port):
         time.sleep(0.5)
         done = client.send(redis_mix())
         check(sum(done["errors"]) == ERRS, "client saw %d errors" % sum(done["errors"]))
@@ -234,13 +209,6 @@ def run_trace(permille, want_n):
               and int(st["spans_dropped"]) == 0, "l7_stats spans: %r" % st)
         print("  trace_sample_permille %d: %d spans a side of %d requests (%d errors, %d slow); stats spans %s, "
               "sampled out %s" % (permille, want_n, n, ERRS, SLOW, st["spans"], st["spans_sampled_out"]))
-    finally:
-        if client:
-            client.close()
-        if probe:
-            probe.stop()
-        redis.stop()
-        shutil.rmtree(tmp, ignore_errors=True)
 
 
 def test_l7api_traces_sampling():
@@ -255,36 +223,24 @@ test_l7api_traces_sampling.timeout = 120
 def test_l7api_traces_otel_events():
     """PUT /l7 with l7_rpc_trace at 1000 per mille: every request of the client becomes an OTel JSON
     span line in events.log (resourceSpans/scopeSpans/spans), client and server side."""
-    from harness import Supervisor, probe_entry, rest_port, rest_section
     tmp = tempfile.mkdtemp(prefix="gg-l7api-otel-")
     port = free_port()
     redis = l7.Redis(tmp, port)
     client = None
-    s = Supervisor(probes=[probe_entry("l7probe", "-t 1", switch="off")],
-                   extra=rest_section(os.path.join(tmp, "state"))).start()
+    s = rest_supervisor(tmp, "l7probe")
     try:
         client = ApiClient("redis", port)
         conf = {"cmd": {"probe": ["l7_rpc_metrics", "l7_rpc_trace"]},
                 "snoopers": {"proc_id": [redis.proc.pid, client.pid]},
                 "params": {"l7_protocol": ["redis"], "trace_sample_permille": 1000, "trace_slow_ms": 100},
                 "state": "running"}
-        rest_put_conf(rest_port(s), "l7", conf)
-        s.wait_probe("l7probe", lambda p: p["config_version_applied"] >= 1 and p["pid"], 20, "running, configured")
+        put_running(s, "l7", "l7probe", conf)
         time.sleep(0.5)
         reqs = redis_mix()
         client.send(reqs)
-        events = os.path.join(s.log_dir, "event", "events.log")
 
         def spans():
-            out = []
-            if os.path.exists(events):
-                with open(events) as f:
-                    for line in f:
-                        if not line.endswith("\n"):
-                            break
-                        j = json.loads(line)
-                        if "resourceSpans" in j:
-                            out.append(j)
+            out = [j for j in events(s) if "resourceSpans" in j]
             return out if len(out) >= 2 * len(reqs) else None
         got = wait_for(spans, 20, "%d spans in events.log" % (2 * len(reqs)))
         time.sleep(1.5)
@@ -313,11 +269,7 @@ def test_l7api_traces_otel_events():
         check(s.probe("l7probe")["rejected_total"] == 0, "records rejected by the supervisor")
         print("  %d OTel spans in events.log, %d errors a side, status %r" % (len(got), ERRS, traces))
     finally:
-        if client:
-            client.close()
-        s.cleanup()
-        redis.stop()
-        shutil.rmtree(tmp, ignore_errors=True)
+        teardown(client, s, redis, tmp)
 
 
 test_l7api_traces_otel_events.timeout = 90
@@ -326,7 +278,6 @@ test_l7api_traces_otel_events.timeout = 90
 def test_l7api_ksli():
     """ksliprobe on redis-server: one redis_sli row per connection, the slowest request's command and
     latency; latency_thr gives an event_v2. Then PUT /ksli through the supervisor: its rows validated."""
-    from harness import Supervisor, probe_entry, rest_port, rest_section
     tmp = tempfile.mkdtemp(prefix="gg-l7api-ksli-")
     port = free_port()
     redis = l7.Redis(tmp, port)
@@ -348,30 +299,21 @@ def test_l7api_ksli():
         check(not probe.rows("l7_rpc") and not probe.rows("l7_link"), "ksliprobe sends no l7 tables")
         print("  redis_sli: %r" % {k: row[k] for k in ("command", "rtt_nsec", "max_command", "max_rtt_nsec")})
     finally:
-        if client:
-            client.close()
-        if probe:
-            probe.stop()
-    s = Supervisor(probes=[probe_entry("ksliprobe", "-t 1", switch="off")],
-                   extra=rest_section(os.path.join(tmp, "state"))).start()
+        teardown(client, probe)
+    s = rest_supervisor(tmp, "ksliprobe")
     client = None
     try:
         client = ApiClient("redis", port)
         conf = {"snoopers": {"proc_id": [redis.proc.pid]}, "params": {"latency_thr": 100, "report_period": 5,
                                                                       "continuous_sampling": 1}, "state": "running"}
-        rest_put_conf(rest_port(s), "ksli", conf)
-        s.wait_probe("ksliprobe", lambda p: p["config_version_applied"] >= 1 and p["pid"], 20, "running, configured")
+        put_running(s, "ksli", "ksliprobe", conf)
         time.sleep(0.5)
         client.send([["SET", "a", "b"]] * 5 + [["BLPOP", "nolist", "0.2"]])
         recs = wait_for(lambda: s.metric_records("redis_sli"), 15, "redis_sli through the supervisor")
         check(recs[-1]["max_command"] == "BLPOP", "record %r" % recs[-1])
         check(s.probe("ksliprobe")["rejected_total"] == 0, "records rejected by the supervisor")
     finally:
-        if client:
-            client.close()
-        s.cleanup()
-        redis.stop()
-        shutil.rmtree(tmp, ignore_errors=True)
+        teardown(client, s, redis, tmp)
 
 
 test_l7api_ksli.timeout = 120
@@ -410,13 +352,7 @@ def test_l7api_pgsql_api_and_pgsli():
         check(not sli.rows("pg_sli", tgid=client.pid), "the client's view is not an SLI row")
         print("  pgsql apis exact on both sides; pg_sli methods %s" % sorted({r["method"] for r in rows}))
     finally:
-        if client:
-            client.close()
-        for p in (probe, sli):
-            if p:
-                p.stop()
-        pg.stop()
-        shutil.rmtree(tmp, ignore_errors=True)
+        teardown(client, probe, sli, pg, tmp)
 
 
 test_l7api_pgsql_api_and_pgsli.timeout = 150
@@ -489,63 +425,68 @@ def test_l7api_kafka():
         print("  %d messages: %d Produce requests a side, %s Fetch; broker apis %s" % (
             n, n, fetch[0]["req_count"], sorted(apis)))
     finally:
-        for w in (prod, cons):
-            if w:
-                w.kill()
-        if probe:
-            probe.stop()
-        broker.stop()
-        shutil.rmtree(tmp, ignore_errors=True)
+        teardown(prod, cons, probe, broker, tmp)
 
 
 test_l7api_kafka.timeout = 120
 
 
-MONGO = [sys.executable, os.path.join(os.path.dirname(os.path.abspath(__file__)), "scripts", "mongo_wire.py")]
+WIRE = os.path.join(os.path.dirname(os.path.abspath(__file__)), "scripts", "%s_wire.py")
+
+
+class WireServer(l7.Server):
+    """scripts/<mode>_wire.py's server (no Debian package speaks the protocol: a wire-exact peer of ours)."""
+    stop_sig = signal.SIGKILL
+
+    def __init__(self, mode, port):
+        self.proc = subprocess.Popen([sys.executable, WIRE % mode, "server", str(port)], stdout=subprocess.PIPE,
+                                     stderr=subprocess.PIPE, text=True)
+        if not self.proc.stdout.readline().startswith('{"ready"'):
+            self.stop()
+            check(False, "%s_wire server did not start" % mode)
+
+
+def wire(mode):
+    """start(tmp) for l7.l7_run: the WireServer of mode on a free port."""
+    def start(tmp):
+        port = free_port()
+        return WireServer(mode, port), port
+    return start
+
+
+class WireClient(LinePeer):
+    """scripts/<mode>_wire.py's client: one JSON line of requests in, one JSON object of answers out; it
+    ends at the end of its input."""
+
+    def __init__(self, mode, port):
+        super().__init__([sys.executable, WIRE % mode, "client", str(port)])
+
+    def close(self):
+        if self.proc.poll() is None:
+            self.proc.stdin.close()
+            self.proc.wait(5)
 
 
 def test_l7api_mongo():
     """MongoDB (no Debian package: a wire-exact server and client of ours, scripts/mongo_wire.py):
     a known mix of hello, find, insert and finds of a missing collection (ok: 0, code 26) counted
     exactly per command and collection on both sides, the missing ones as errors."""
-    port = free_port()
-    server = subprocess.Popen(MONGO + ["server", str(port)], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
-    client = probe = None
-    try:
-        check(server.stdout.readline().startswith('{"ready"'), "mongo_wire server did not start")
-        client = subprocess.Popen(MONGO + ["client", str(port)], stdin=subprocess.PIPE, stdout=subprocess.PIPE,
-                                  stderr=subprocess.PIPE, text=True)
-        cpid = json.loads(client.stdout.readline())["ready"]
-        probe = l7.Probe(["-t", "1", "-p", "mongo", "--pid", "%d,%d" % (server.pid, cpid)])
-        probe.wait_started()
+    with l7.l7_run("mongo", wire("mongo"), "mongo", "mongo", client_of=WireClient) as (server, client, probe, port):
         time.sleep(0.5)
         reqs = [["hello", ""]] + [["find", "coll"]] * 12 + [["insert", "coll"]] * 7 + [["find", "missing"]] * 3
-        client.stdin.write(json.dumps(reqs) + "\n")
-        client.stdin.flush()
-        oks = json.loads(client.stdout.readline())["ok"]
+        oks = client.ask(json.dumps(reqs))["ok"]
         check(oks.count(0) == 3, "the server answered %r" % oks)
         want = {"hello": {"n": 1, "err": 0, "cerr": 0}, "find coll": {"n": 12, "err": 0, "cerr": 0},
                 "insert coll": {"n": 7, "err": 0, "cerr": 0}, "find missing": {"n": 3, "err": 3, "cerr": 0}}
-        for tgid, role in ((server.pid, "server"), (cpid, "client")):
+        for tgid, role in ((server.proc.pid, "server"), (client.pid, "client")):
             rows = wait_api_total(probe, tgid, port, role, len(reqs), "%s-side mongo api rows" % role)
             check_api_rows(rows, want, role)
-        r = probe.latest("l7_rpc", tgid=server.pid, l7_role="server")
+        r = probe.latest("l7_rpc", tgid=server.proc.pid, l7_role="server")
         check(r["protocol"] == "mongo" and r["req_count"] == str(len(reqs)) and r["err_count"] == "3", "l7_rpc %r" % r)
         print("  mongo: %d requests, exact per command on both sides: %s" % (len(reqs), sorted(want)))
-    finally:
-        if client and client.poll() is None:
-            client.stdin.close()
-            client.wait(5)
-        if probe:
-            probe.stop()
-        server.kill()
-        server.wait()
 
 
 test_l7api_mongo.timeout = 60
-
-
-ROCKETMQ = [sys.executable, os.path.join(os.path.dirname(os.path.abspath(__file__)), "scripts", "rocketmq_wire.py")]
 
 
 def test_l7api_rocketmq():
@@ -556,18 +497,9 @@ def test_l7api_rocketmq():
     exactly per request code and topic on both sides, with their errors (TOPIC_NOT_EXIST 17,
     REQUEST_CODE_NOT_SUPPORTED 3; PULL_NOT_FOUND is no error); sends answered 100 ms late while later
     ones are answered at once (out of order, paired by opaque) carry their 100 ms; one span per request."""
-    port = free_port()
-    server = subprocess.Popen(ROCKETMQ + ["server", str(port)], stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-                              text=True)
-    client = probe = None
-    try:
-        check(server.stdout.readline().startswith('{"ready"'), "rocketmq_wire server did not start")
-        client = subprocess.Popen(ROCKETMQ + ["client", str(port)], stdin=subprocess.PIPE, stdout=subprocess.PIPE,
-                                  stderr=subprocess.PIPE, text=True)
-        cpid = json.loads(client.stdout.readline())["ready"]
-        probe = l7.Probe(["-t", "1", "-p", "rocketmq", "-P", "l7_rpc_metrics,l7_rpc_trace", "--trace-sample", "1000",
-                          "--pid", "%d,%d" % (server.pid, cpid)])
-        probe.wait_started()
+    args = ["-P", "l7_rpc_metrics,l7_rpc_trace", "--trace-sample", "1000"]
+    with l7.l7_run("rocketmq", wire("rocketmq"), "rocketmq", "rocketmq", args,
+                   client_of=WireClient) as (server, client, probe, port):
         time.sleep(0.5)
 
         def reqs(name, topic, n, oneway=False):
@@ -583,9 +515,7 @@ def test_l7api_rocketmq():
         ]
         want_codes = [[0] * 12 + [17] * 3 + [0, 19, 19, 19] + [None] * 2 + [3] * 2, [0] * 11 + [17] * 2, [0] * 8]
         for line, codes in zip(lines, want_codes):
-            client.stdin.write(json.dumps(line) + "\n")
-            client.stdin.flush()
-            got = json.loads(client.stdout.readline())["codes"]
+            got = client.ask(json.dumps(line))["codes"]
             check(got == codes, "the server answered %r, expected %r" % (got, codes))
         want = {"HEART_BEAT": (3, 0), "SEND_MESSAGE_V2 tb": (10, 0), "SEND_MESSAGE_V2 missing": (3, 3),
                 "PULL_MESSAGE tb": (4, 0), "QUERY_MESSAGE tb": (2, 2), "SEND_MESSAGE slowj": (3, 0),
@@ -593,7 +523,7 @@ def test_l7api_rocketmq():
                 "GET_ROUTEINFO_BY_TOPIC missing": (2, 2), "SEND_MESSAGE_V2 tg": (5, 0), "SEND_MESSAGE_V2 slowg": (2, 0)}
         want = {api: {"n": n, "err": e, "cerr": 0} for api, (n, e) in want.items()}
         total, errs = sum(w["n"] for w in want.values()), sum(w["err"] for w in want.values())
-        for tgid, role in ((server.pid, "server"), (cpid, "client")):
+        for tgid, role in ((server.proc.pid, "server"), (client.pid, "client")):
             wait_api_total(probe, tgid, port, role, total, "%s-side rocketmq api rows" % role)
             time.sleep(1.2)  # one more report: nothing more may come
             rows = api_rows(probe, tgid, port, role)
@@ -615,14 +545,6 @@ def test_l7api_rocketmq():
             check(err_apis == want_err, "%s side error spans %r, expected %r" % (role, err_apis, want_err))
         print("  rocketmq: %d requests (%d errors) over binary, fastjson and Go JSON headers, exact per api on both "
               "sides: %s" % (total, errs, sorted(want)))
-    finally:
-        if client and client.poll() is None:
-            client.stdin.close()
-            client.wait(5)
-        if probe:
-            probe.stop()
-        server.kill()
-        server.wait()
 
 
 test_l7api_rocketmq.timeout = 60
@@ -631,15 +553,9 @@ test_l7api_rocketmq.timeout = 60
 def test_l7api_traceparent():
     """HTTP requests carrying a W3C traceparent: their spans (both sides) take its trace id and its
     parent id; requests without one get a trace of their own."""
-    tmp = tempfile.mkdtemp(prefix="gg-l7api-tp-")
-    port = free_port()
-    nginx = l7.Nginx(tmp, port)
-    client = probe = None
-    try:
-        client = ApiClient("http", port)
-        probe = l7.Probe(["-t", "1", "-p", "http", "-P", "l7_rpc_metrics,l7_rpc_trace", "--trace-sample", "1000",
-                          "--pid", ",".join(str(p) for p in nginx.pids + [client.pid])])
-        probe.wait_started()
+    args = ["-P", "l7_rpc_metrics,l7_rpc_trace", "--trace-sample", "1000"]
+    with l7.l7_run("api-tp", l7.plain(l7.Nginx), "http", "http", args, client_of=ApiClient) as (nginx, client, probe,
+                                                                                               port):
         time.sleep(0.5)
         ctx = [("%032x" % random.getrandbits(128), "%016x" % random.getrandbits(64)) for _ in range(3)]
         reqs = [["GET", "/small.html", {"traceparent": "00-%s-%s-01" % c}] for c in ctx]
@@ -656,13 +572,6 @@ def test_l7api_traceparent():
             own = [s for s in spans if not s["parent_span_id"]]
             check(len(own) == 2 and all(s["trace_id"] not in dict(ctx) for s in own), "own traces %r" % own)
         print("  3 requests with traceparent joined their traces on both sides, 2 without started their own")
-    finally:
-        if client:
-            client.close()
-        if probe:
-            probe.stop()
-        nginx.stop()
-        shutil.rmtree(tmp, ignore_errors=True)
 
 
 test_l7api_traceparent.timeout = 60
@@ -707,15 +616,7 @@ def test_l7api_scope_from_the_start():
         check(not leaked, "%d rows of processes outside the scope, e.g. %r" % (len(leaked), leaked[:1]))
         print("  a foreign nginx under load while the probe started: no row of it")
     finally:
-        hammer.kill()
-        hammer.wait()
-        if client:
-            client.close()
-        if probe:
-            probe.stop()
-        nginx.stop()
-        foreign.stop()
-        shutil.rmtree(tmp, ignore_errors=True)
+        teardown(hammer, client, probe, nginx, foreign, tmp)
 
 
 test_l7api_scope_from_the_start.timeout = 60

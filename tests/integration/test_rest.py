@@ -2,6 +2,7 @@
 curl examples, every error case, live reconfiguration confirmed by the probe, start/stop, restart
 with new flags, persistence across SIGKILL, mTLS with certificates made by openssl, snoopers resolved
 from real processes (unique comm, docker- and kubepods-like cgroups), keep-alive and concurrent clients."""
+import contextlib
 import json
 import os
 import random
@@ -14,7 +15,7 @@ import time
 import urllib.parse
 
 from harness import (PROBES, Supervisor, TestFailure, cgroup2_root, check, extend_entry, pid_alive, rest_call,
-                     rest_port, rest_section, rmdir_retry, wait_for)
+                     rest_port, rest_section, rmdir_retry, teardown, wait_for)
 from seed_000 import (SEED_ADVANCED, SEED_BASIC, SEED_PARAMS, SEED_SCOPE, SEED_SLI, SEED_STATE, SEED_TPROF_START,
                       seed_body)
 
@@ -465,9 +466,12 @@ class Procs:
             shutil.copy("/bin/sleep", path)
         return path
 
-    def start(self, name, arg="300"):
+    def start(self, name, arg="300", cgroup=None):
+        """A copy of sleep named name (sleeping arg s), moved into cgroup when given."""
         p = subprocess.Popen([self.binary(name), arg])
         self.procs.append(p)
+        if cgroup:
+            self.move(p, cgroup)
         return p
 
     def cgroup(self, rel):
@@ -494,6 +498,18 @@ class Procs:
         shutil.rmtree(self.dir, ignore_errors=True)
 
 
+@contextlib.contextmanager
+def snooping():
+    """Procs and a started RestEnv, for the snooper tests; the supervisor cleaned up, then the processes
+    and cgroups."""
+    procs, env = Procs(), None
+    try:
+        env = RestEnv().start()
+        yield procs, env
+    finally:
+        teardown(env, procs)
+
+
 def scope_of(env, probe="baseinfo"):
     return env.get(probe)["runtime"]["scope"]
 
@@ -505,9 +521,7 @@ def test_snoopers_real_processes():
     uid = "%08x-%04x-%04x-%04x-%012x" % (random.getrandbits(32), random.getrandbits(16), random.getrandbits(16),
                                          random.getrandbits(16), random.getrandbits(48))
     cid2 = "%064x" % random.getrandbits(256)
-    procs = Procs()
-    env = RestEnv().start()
-    try:
+    with snooping() as (procs, env):
         a = procs.start(comm, "300")
         b = procs.start(comm, "301")
         other = procs.start("ggoth" + tag)
@@ -549,17 +563,14 @@ def test_snoopers_real_processes():
         dock = procs.cgroup("system.slice/docker-%s.scope" % cid)
         pod_leaf = procs.cgroup("kubepods.slice/kubepods-besteffort.slice/kubepods-besteffort-pod%s.slice/"
                                 "cri-containerd-%s.scope" % (uid.replace("-", "_"), cid2))
-        d = procs.start("ggdoc" + tag)
-        k = procs.start("ggk8s" + tag)
-        procs.move(d, dock)
-        procs.move(k, pod_leaf)
+        d = procs.start("ggdoc" + tag, cgroup=dock)
+        k = procs.start("ggk8s" + tag, cgroup=pod_leaf)
         expect(env.put("baseinfo", {"snoopers": {"container_id": [cid[:12]]}}), 200)
         sc = env.wait_confirmed("baseinfo")["scope"]
         check(sc["pids"] == [d.pid] and sc["cgroup_ids"] == [os.stat(dock).st_ino],
               "container %s: %r (cgroup inode %d)" % (cid[:12], sc, os.stat(dock).st_ino))
         # a process started later inside the container is picked up
-        d2 = procs.start("ggdoc" + tag, "303")
-        procs.move(d2, dock)
+        d2 = procs.start("ggdoc" + tag, "303", cgroup=dock)
         wait_for(lambda: scope_of(env)["pids"] == sorted([d.pid, d2.pid]), 3, "second container process")
         # pods: kubepods path with the UID's '_' form, asked for with '-'; the full container id works too
         expect(env.put("baseinfo", {"snoopers": {"pod_id": [uid]}}), 200)
@@ -579,9 +590,6 @@ def test_snoopers_real_processes():
         check(env.wait_confirmed("baseinfo")["scope"] == {"all": True, "pids": [], "cgroup_ids": []}, "all")
         log = env.sup.probe_log("system_infos")
         check(log.count("applied configuration version") >= 8, "the probe applied every scope change")
-    finally:
-        env.cleanup()
-        procs.cleanup()
 test_snoopers_real_processes.timeout = 60
 
 
@@ -593,9 +601,7 @@ def test_blacklist_real_processes():
     tag = "%05d" % random.randrange(100000)
     comm = "ggbl" + tag
     cid = "%064x" % random.getrandbits(256)
-    procs = Procs()
-    env = RestEnv().start()
-    try:
+    with snooping() as (procs, env):
         a = procs.start(comm, "300")
         b = procs.start(comm, "301")
         expect(env.put("baseinfo", {"snoopers": {"proc_name": [{"comm": "^" + comm}]},
@@ -611,10 +617,8 @@ def test_blacklist_real_processes():
         wait_for(lambda: scope_of(env)["pids"] == sorted([a.pid, d.pid]), 3, "the later one, not the blacklisted")
         # a container watched by its cgroup, one of its processes blacklisted: the others by pid only
         dock = procs.cgroup("system.slice/docker-%s.scope" % cid)
-        x = procs.start("ggbx" + tag)
-        y = procs.start("ggby" + tag)
-        procs.move(x, dock)
-        procs.move(y, dock)
+        x = procs.start("ggbx" + tag, cgroup=dock)
+        y = procs.start("ggby" + tag, cgroup=dock)
         expect(env.put("baseinfo", {"snoopers": {"container_id": [cid[:12]]},
                                     "blacklist": {"proc_id": [y.pid]}}), 200)
         sc = env.wait_confirmed("baseinfo")["scope"]
@@ -631,9 +635,6 @@ def test_blacklist_real_processes():
         if not sc.get("truncated"):  # more processes than the probes' scope maps hold: a prefix of them
             check(os.getpid() in sc["pids"] and env.sup.proc.pid in sc["pids"], "others listed: %r" % sc["pids"][:20])
         expect(env.put("baseinfo", {"blacklist": {"proc_id": [0]}}), 400, "blacklist.proc_id[0]")
-    finally:
-        env.cleanup()
-        procs.cleanup()
 
 
 test_blacklist_real_processes.timeout = 60

@@ -9,7 +9,7 @@ import socket
 import tempfile
 import time
 
-from harness import Supervisor, check, free_port, probe_entry, rest_section, wait_for
+from harness import Supervisor, check, free_port, probe_entry, rest_section, teardown, wait_for
 from test_export import HIST_META, emitter, new_sup
 from test_identity import IDENT, Layouts
 
@@ -96,9 +96,7 @@ def test_json_metric_channel():
               "system_proc nested: %r" % p)
         check(s.status()["export"]["metric"]["channel"] == "logs", "json goes to the log files")
     finally:
-        if s:
-            s.cleanup()
-        lay.cleanup()
+        teardown(s, lay)
 
 
 test_json_metric_channel.timeout = 40

@@ -3,6 +3,7 @@
 sleeping thread's blocked time in off-CPU; N fresh pages as N faults in mem; a stripped binary; SVG,
 pprof (decoded with protoc) and the profile store; under the supervisor: REST, in-kernel scope,
 Pyroscope upload to a receiver of ours and the query API."""
+import atexit
 import glob
 import gzip
 import json
@@ -19,8 +20,8 @@ import urllib.parse
 import urllib.request
 import xml.etree.ElementTree as ET
 
-from harness import (PROBES, ROOT, TEST_BINS, Supervisor, TestFailure, check, free_port, http_get,
-                     probe_entry, rest_put, rmdir_retry, wait_for)
+from harness import (PROBES, ROOT, TEST_BINS, PidPeer, Supervisor, TestFailure, check, free_port, http_get, probe_entry,
+                     rest_put, rmdir_retry, teardown, wait_for)
 
 sys.path.insert(0, os.path.join(ROOT, "tests", "helpers"))
 from pyro_receiver import PyroReceiver  # noqa: E402
@@ -32,51 +33,33 @@ PROTO_DIR = os.path.join(ROOT, "tests", "helpers")
 SAN_MARKERS = ("ERROR: AddressSanitizer", "ERROR: LeakSanitizer", "runtime error:")
 
 
-class Workload:
+class Workload(PidPeer):
     """cpu_split started with -w: it prints its pid, waits for "go", works, prints its facts, and
     stays until told to exit (so /proc/<pid>/maps is still there when the probe symbolizes)."""
 
     def __init__(self, args, binary=CPU_SPLIT):
         # nice -10: on a busy machine the workload still gets enough CPU for a few hundred samples
-        self.proc = subprocess.Popen(["nice", "-n", "-10", binary, "-w"] + args, stdin=subprocess.PIPE,
-                                     stdout=subprocess.PIPE, text=True)
-        line = self.proc.stdout.readline()
-        check(line.startswith("pid="), "cpu_split did not start: %r" % line)
-        first = dict(kv.split("=") for kv in line.split())
-        self.pid = int(first["pid"])
-        self.malloc_addr = int(first["malloc_addr"])  # the malloc it calls (libc's or an interposer's)
-
-    def go(self):
-        self.proc.stdin.write("go\n")
-        self.proc.stdin.flush()
+        super().__init__(["nice", "-n", "-10", binary, "-w"] + args, "cpu_split")
+        self.malloc_addr = int(self.started["malloc_addr"])  # the malloc it calls (libc's or an interposer's)
 
     def wait_done(self):
         line = self.proc.stdout.readline()
         check("hot_ns=" in line, "cpu_split facts: %r" % line)
         return {k: int(v) for k, v in (kv.split("=") for kv in line.split())}
 
-    def finish(self):
-        try:
-            self.proc.stdin.close()
-        except BrokenPipeError:
-            pass
-        try:
-            self.proc.wait(5)
-        except subprocess.TimeoutExpired:
-            self.proc.kill()
-            self.proc.wait()
-
 
 class Standalone:
-    """stackprobe run by hand: records on stdout, log on stderr."""
+    """stackprobe run by hand: records on stdout, log on stderr (<tag>.out and <tag>.err in tmp); timeout s
+    to start and to stop."""
 
-    def __init__(self, tmp, args):
-        self.out = open(os.path.join(tmp, "probe.out"), "w+")
-        self.err_path = os.path.join(tmp, "probe.err")
+    def __init__(self, tmp, args, tag="probe", timeout=20):
+        self.timeout = timeout
+        self.out = open(os.path.join(tmp, tag + ".out"), "w+")
+        self.err_path = os.path.join(tmp, tag + ".err")
         self.err = open(self.err_path, "w+")
         self.proc = subprocess.Popen([STACKPROBE] + args, stdout=self.out, stderr=self.err)
-        wait_for(lambda: self.proc.poll() is not None or "started:" in self.stderr(), 20, "stackprobe start")
-        check(self.proc.poll() is None, "stackprobe exited at start: %s" % self.stderr())
+        wait_for(lambda: self.proc.poll() is not None or "started:" in self.stderr(), timeout, "stackprobe start")
+        check(self.proc.poll() is None, "stackprobe exited at start: %s" % self.stderr()[-2000:])
 
     def stderr(self):
         with open(self.err_path, errors="replace") as f:
@@ -85,7 +68,7 @@ class Standalone:
     def stop(self):
         self.proc.send_signal(signal.SIGTERM)
         try:
-            rc = self.proc.wait(20)
+            rc = self.proc.wait(self.timeout)
         except subprocess.TimeoutExpired:
             self.proc.kill()
             self.proc.wait()
@@ -98,6 +81,21 @@ class Standalone:
             check(m not in err, "sanitizer report in stackprobe's stderr:\n" + err[err.find(m) - 200:][:3000])
         check(rc == 0, "stackprobe exit status %r: %s" % (rc, err[-2000:]))
         return out
+
+
+def pprof_decoded(pattern):
+    """The one pprof file pattern matches, decoded by protoc against profile.proto: its string table and
+    its samples' values (in order)."""
+    pbs = glob.glob(pattern)
+    check(len(pbs) == 1, "one pprof file: %r" % pbs)
+    with gzip.open(pbs[0]) as f:
+        raw = f.read()
+    dec = subprocess.run(["protoc", "--decode=perftools.profiles.Profile", "-I", PROTO_DIR,
+                          os.path.join(PROTO_DIR, "profile.proto")], input=raw, capture_output=True, timeout=30)
+    check(dec.returncode == 0, "protoc: %s" % dec.stderr.decode()[:500])
+    text = dec.stdout.decode()
+    values = [int(v) for v in re.findall(r"^  value: (\d+)$", text, re.M)]
+    return re.findall(r'^string_table: "(.*)"$', text, re.M), values
 
 
 def folded(flame_dir, event):
@@ -167,6 +165,8 @@ def standalone_run():
     if _RUN:
         return _RUN
     tmp = tempfile.mkdtemp(prefix="gg-stack-")
+    # shared by several tests of this module: removed when the test process exits
+    atexit.register(shutil.rmtree, tmp, True)
     w = Workload(["-c", str(CPU_SECONDS), "-s", "-p", str(PAGES)])
     sp = perf = None
     try:
@@ -314,17 +314,8 @@ def test_svg_pprof_store_outputs():
     check(hot and sum(hot) == through, "spin_hot frames %r hold %d samples of the folded file" % (hot, through))
 
     # pprof: protoc decodes it against profile.proto; its samples add up to the folded file
-    pbs = glob.glob(os.path.join(r["flame"], "oncpu", "*_oncpu.pb.gz"))
-    check(len(pbs) == 1, "one pprof file: %r" % pbs)
-    with gzip.open(pbs[0]) as f:
-        raw = f.read()
-    dec = subprocess.run(["protoc", "--decode=perftools.profiles.Profile", "-I", PROTO_DIR,
-                          os.path.join(PROTO_DIR, "profile.proto")], input=raw, capture_output=True, timeout=30)
-    check(dec.returncode == 0, "protoc: %s" % dec.stderr.decode()[:500])
-    text = dec.stdout.decode()
-    strings = re.findall(r'^string_table: "(.*)"$', text, re.M)
+    strings, values = pprof_decoded(os.path.join(r["flame"], "oncpu", "*_oncpu.pb.gz"))
     check("spin_hot" in strings and "samples" in strings, "string table: %r" % strings[:12])
-    values = [int(v) for v in re.findall(r"^  value: (\d+)$", text, re.M)]
     check(sum(values[0::2]) == sum(st.values()), "pprof samples %d vs folded %d" % (sum(values[0::2]), sum(st.values())))
     check(all(b == a * 10_000_000 for a, b in zip(values[0::2], values[1::2])), "cpu nanoseconds = samples x 10 ms")
 
@@ -517,17 +508,8 @@ def test_mem_alloc_uprobes():
           [s for s in st if not s.startswith(prefix)][:3])
 
     # pprof says the unit; the store and the stats records agree with the folded file
-    pbs = glob.glob(os.path.join(flame, "mem_alloc", "*_mem_alloc.pb.gz"))
-    check(len(pbs) == 1, "one pprof file: %r" % pbs)
-    with gzip.open(pbs[0]) as f:
-        raw = f.read()
-    dec = subprocess.run(["protoc", "--decode=perftools.profiles.Profile", "-I", PROTO_DIR,
-                          os.path.join(PROTO_DIR, "profile.proto")], input=raw, capture_output=True, timeout=30)
-    check(dec.returncode == 0, "protoc: %s" % dec.stderr.decode()[:500])
-    text = dec.stdout.decode()
-    strings = re.findall(r'^string_table: "(.*)"$', text, re.M)
+    strings, values = pprof_decoded(os.path.join(flame, "mem_alloc", "*_mem_alloc.pb.gz"))
     check("alloc_space" in strings and "bytes" in strings and "alloc_here" in strings, "strings: %r" % strings[:12])
-    values = [int(v) for v in re.findall(r"^  value: (\d+)$", text, re.M)]
     check(sum(values) == sum(st.values()), "pprof bytes %d vs folded %d" % (sum(values), sum(st.values())))
     store_total = 0
     for path in glob.glob(os.path.join(flame, "store", "mem-alloc", "*.prof")):
@@ -729,10 +711,7 @@ def test_supervisor_rest_scope_pyroscope_query():
         p = s.probe("stackprobe")
         check(p["rejected"] == {} or not any(p["rejected"].values()), "rejected records: %r" % p["rejected"])
     finally:
-        inside.finish()
-        outside.finish()
-        rx.stop()
-        s.cleanup()
+        teardown(inside, outside, rx, s)
     shutil.rmtree(tmp, ignore_errors=True)
 
 

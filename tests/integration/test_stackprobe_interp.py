@@ -8,7 +8,7 @@ import subprocess
 import tempfile
 import time
 
-from harness import ROOT, check
+from harness import ROOT, check, end_input, proc_cpu_seconds
 from test_stackprobe import Standalone, folded
 
 JAVA_SRC = os.path.join(ROOT, "tests", "integration", "java", "HotJava.java")
@@ -18,11 +18,30 @@ PY_SECONDS = 3
 JAVA_SECONDS = 3
 
 
-def proc_cpu_s(pid):
-    """utime + stime of a process, in seconds (/proc)."""
-    with open("/proc/%d/stat" % pid) as f:
-        fields = f.read().rsplit(")", 1)[1].split()
-    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+def run_profiled(tmp, flame, proc, what, prepare=None):
+    """proc (it prints "ready", works on "go" and prints "done", exits at the end of its input) profiled
+    on-CPU by a standalone stackprobe from before its work to one drain after; prepare() is called once
+    it is ready, before the probe starts. Returns the CPU seconds proc used on "go"; proc has exited."""
+    sp = None
+    try:
+        check(proc.stdout.readline().strip() == "ready", "%s ready" % what)
+        if prepare:
+            prepare()
+        sp = Standalone(tmp, ["--pid", str(proc.pid), "-P", "oncpu", "--svg-period", "600", "--store-period", "1",
+                              "--flame-dir", flame, "--svg-dir", os.path.join(tmp, "svg"), "-t", "1"])
+        cpu0 = proc_cpu_seconds(proc.pid)
+        proc.stdin.write("go\n")
+        proc.stdin.flush()
+        check(proc.stdout.readline().strip() == "done", "%s done" % what)
+        cpu = proc_cpu_seconds(proc.pid) - cpu0
+        time.sleep(1.2)  # one drain after the end
+        sp.stop()
+        sp = None
+        return cpu
+    finally:
+        if sp:
+            sp.proc.kill()
+        end_input(proc, 10)
 
 
 def test_java_jit_method_names():
@@ -40,35 +59,15 @@ def test_java_jit_method_names():
                              "HotJava", str(JAVA_SECONDS)], stdin=subprocess.PIPE, stdout=subprocess.PIPE,
                             text=True)
     perfmap = "/tmp/perf-%d.map" % java.pid
-    sp = None
-    try:
-        check(java.stdout.readline().strip() == "ready", "HotJava ready")
+
+    def perf_map():
         r = subprocess.run(["jcmd", str(java.pid), "Compiler.perfmap"], capture_output=True, text=True, timeout=60)
         check(r.returncode == 0 and os.path.exists(perfmap), "jcmd Compiler.perfmap: %s %s" % (r.stdout, r.stderr))
         with open(perfmap) as f:
             check("HotJava.hotLoop" in f.read(), "hotLoop compiled and in the perf map")
-        sp = Standalone(tmp, ["--pid", str(java.pid), "-P", "oncpu", "--svg-period", "600", "--store-period", "1",
-                              "--flame-dir", flame, "--svg-dir", os.path.join(tmp, "svg"), "-t", "1"])
-        cpu0 = proc_cpu_s(java.pid)
-        java.stdin.write("go\n")
-        java.stdin.flush()
-        check(java.stdout.readline().strip() == "done", "HotJava done")
-        jvm_cpu = proc_cpu_s(java.pid) - cpu0
-        time.sleep(1.2)  # one drain after the end
-        sp.stop()
-        sp = None
+    try:
+        jvm_cpu = run_profiled(tmp, flame, java, "HotJava", perf_map)
     finally:
-        if sp:
-            sp.proc.kill()
-        try:
-            java.stdin.close()
-        except BrokenPipeError:
-            pass
-        try:
-            java.wait(10)
-        except subprocess.TimeoutExpired:
-            java.kill()
-            java.wait()
         if os.path.exists(perfmap):
             os.unlink(perfmap)
     st = folded(flame, "oncpu")
@@ -98,29 +97,7 @@ def test_python_frames():
     flame = os.path.join(tmp, "flame")
     py = subprocess.Popen([DEBIAN_PYTHON, PY_HOT, str(PY_SECONDS)], stdin=subprocess.PIPE, stdout=subprocess.PIPE,
                           text=True)
-    sp = None
-    try:
-        check(py.stdout.readline().strip() == "ready", "py_hot ready")
-        sp = Standalone(tmp, ["--pid", str(py.pid), "-P", "oncpu", "--svg-period", "600", "--store-period", "1",
-                              "--flame-dir", flame, "--svg-dir", os.path.join(tmp, "svg"), "-t", "1"])
-        py.stdin.write("go\n")
-        py.stdin.flush()
-        check(py.stdout.readline().strip() == "done", "py_hot done")
-        time.sleep(1.2)
-        sp.stop()
-        sp = None
-    finally:
-        if sp:
-            sp.proc.kill()
-        try:
-            py.stdin.close()
-        except BrokenPipeError:
-            pass
-        try:
-            py.wait(10)
-        except subprocess.TimeoutExpired:
-            py.kill()
-            py.wait()
+    run_profiled(tmp, flame, py, "py_hot")
     st = folded(flame, "oncpu")
     mine = {s: v for s, v in st.items() if s.startswith("[%d] " % py.pid)}
     total = sum(mine.values())

@@ -7,11 +7,10 @@ query API's mem-live answer."""
 import os
 import re
 import shutil
-import subprocess
 import tempfile
 import time
 
-from harness import ROOT, TEST_BINS, check, wait_for
+from harness import ROOT, TEST_BINS, PidPeer, check, teardown, wait_for
 from test_stackprobe import Standalone, folded, records
 
 LEAK_SITES = os.path.join(TEST_BINS, "leak_sites")
@@ -29,46 +28,29 @@ def health_index(name):
     return 1 + names.index(name)
 
 
-class LeakSites:
+class LeakSites(PidPeer):
     def __init__(self, path=LEAK_SITES):
         # under the ASan build the helper carries the sanitizer runtime: its leak check at exit would map
         # and allocate at hundreds of new stacks (LSan symbolizing), none of it the helper's
         env = dict(os.environ)
         env["ASAN_OPTIONS"] = (env.get("ASAN_OPTIONS", "") + ":detect_leaks=0").lstrip(":")
-        self.proc = subprocess.Popen([path], stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True, env=env)
-        line = self.proc.stdout.readline()
-        check(line.startswith("pid="), "leak_sites did not start: %r" % line)
-        self.pid = int(line.split("=")[1])
+        super().__init__([path], "leak_sites", env=env)
 
     def run(self):
-        self.proc.stdin.write("go\n")
-        self.proc.stdin.flush()
+        self.go()
         line = self.proc.stdout.readline()
         check(line.startswith("done "), "leak_sites facts: %r" % line)
         return {k: int(v) for k, v in (kv.split("=") for kv in line.split()[1:])}
 
-    def finish(self):
-        try:
-            self.proc.stdin.close()
-        except BrokenPipeError:
-            pass
-        try:
-            self.proc.wait(5)
-        except subprocess.TimeoutExpired:
-            self.proc.kill()
-            self.proc.wait()
 
-
-def test_mem_live_exact_bytes_per_site():
-    tmp = tempfile.mkdtemp(prefix="gg-stack-live-")
-    flame = os.path.join(tmp, "flame")
-    w = LeakSites()
+def live_run(tmp, flame, w, args):
+    """w (LeakSites) run under a standalone stackprobe -P mem (args) until a drain after it exited: its
+    facts and the probe's records."""
     sp = None
     try:
-        # mem_alloc too: both graphs from the same uprobes
-        sp = Standalone(tmp, ["--pid", str(w.pid), "-P", "mem", "--mem-alloc", "1", "--mem-live", "1",
-                              "--svg-period", "600", "--store-period", "1", "--flame-dir", flame,
-                              "--svg-dir", os.path.join(tmp, "svg"), "-t", "1"])
+        sp = Standalone(tmp, ["--pid", str(w.pid), "-P", "mem"] + args + [
+            "--svg-period", "600", "--store-period", "1", "--flame-dir", flame, "--svg-dir", os.path.join(tmp, "svg"),
+            "-t", "1"])
         # the uprobes are attached when the probe says it started
         facts = w.run()
         time.sleep(1.5)  # a drain after the end
@@ -76,10 +58,19 @@ def test_mem_live_exact_bytes_per_site():
         time.sleep(2.2)
         out = sp.stop()
         sp = None
+        return facts, out
     finally:
         if sp:
             sp.proc.kill()
         w.finish()
+
+
+def test_mem_live_exact_bytes_per_site():
+    tmp = tempfile.mkdtemp(prefix="gg-stack-live-")
+    flame = os.path.join(tmp, "flame")
+    w = LeakSites()
+    # mem_alloc too: both graphs from the same uprobes
+    facts, out = live_run(tmp, flame, w, ["--mem-alloc", "1", "--mem-live", "1"])
     print("leak_sites held: %r" % facts)
     # the store has one snapshot file per store period: the ones while the process ran name its sites
     snaps = []
@@ -153,21 +144,7 @@ def test_mem_live_mmap_brk_exact_bytes_per_function():
     tmp = tempfile.mkdtemp(prefix="gg-stack-maps-")
     flame = os.path.join(tmp, "flame")
     w = LeakSites(MAP_SITES)
-    sp = None
-    try:
-        sp = Standalone(tmp, ["--pid", str(w.pid), "-P", "mem", "--mem-live", "1", "--svg-period", "600",
-                              "--store-period", "1", "--flame-dir", flame, "--svg-dir", os.path.join(tmp, "svg"),
-                              "-t", "1"])
-        facts = w.run()
-        time.sleep(1.5)
-        w.finish()
-        time.sleep(2.2)
-        out = sp.stop()
-        sp = None
-    finally:
-        if sp:
-            sp.proc.kill()
-        w.finish()
+    facts, out = live_run(tmp, flame, w, ["--mem-live", "1"])
     print("map_sites held: %r" % facts)
     check(facts == {"heap_big": 1 << 20, "heap_small": 500000, "map_keep": 1 << 20, "map_part": 786432,
                     "map_all": 0, "map_none": 0, "map_odd": 12288, "map_move": 196608, "map_fixed": 131072,
@@ -255,9 +232,7 @@ def test_mem_live_query_api():
         time.sleep(3)
         wait_for(per_function, 15, "the query's bytes per function equal map_sites' own count %r" % want)
     finally:
-        w.finish()
-        s.cleanup()
-        shutil.rmtree(tmp, ignore_errors=True)
+        teardown(w, s, tmp)
 
 
 test_mem_live_query_api.timeout = 60

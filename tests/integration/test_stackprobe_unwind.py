@@ -5,15 +5,12 @@ frame pointers) come out with under 5 % [unknown] frames; the tables are shared 
 import os
 import re
 import shutil
-import signal
 import subprocess
 import tempfile
 import time
 
-from harness import PROBES, ROOT, check, wait_for
-
-STACKPROBE = os.path.join(PROBES, "stackprobe")
-SAN_MARKERS = ("ERROR: AddressSanitizer", "ERROR: LeakSanitizer", "runtime error:")
+from harness import ROOT, check, wait_for
+from test_stackprobe import Standalone
 
 # main -> a -> b -> leaf; each caller uses the callee's result afterwards, so no call is a tail call
 PROG = r"""
@@ -70,32 +67,11 @@ def last_health(out):
     return dict(zip(names, rows[-1][2:]))  # [0] the table, [1] the probe key
 
 
-class Probe:
+class Probe(Standalone):
     def __init__(self, tmp, tag, args):
         self.flame = os.path.join(tmp, "flame-" + tag)
-        self.out = open(os.path.join(tmp, tag + ".out"), "w+")
-        self.err_path = os.path.join(tmp, tag + ".err")
-        self.err = open(self.err_path, "w+")
-        self.proc = subprocess.Popen([STACKPROBE, "-t", "1", "--svg-period", "600", "--flame-dir",
-                                      self.flame, "--svg-dir", os.path.join(tmp, "svg-" + tag)] + args,
-                                     stdout=self.out, stderr=self.err)
-        wait_for(lambda: self.proc.poll() is not None or "started:" in self.stderr(), 60, "stackprobe start")
-        check(self.proc.poll() is None, "stackprobe exited at start: %s" % self.stderr()[-2000:])
-
-    def stderr(self):
-        with open(self.err_path, errors="replace") as f:
-            return f.read()
-
-    def stop(self):
-        self.proc.send_signal(signal.SIGTERM)
-        rc = self.proc.wait(60)
-        with open(self.out.name) as f:
-            out = f.read()
-        err = self.stderr()
-        for m in SAN_MARKERS:
-            check(m not in err, "sanitizer report in stackprobe's stderr:\n" + err[err.find(m) - 200:][:3000])
-        check(rc == 0, "stackprobe exit status %r: %s" % (rc, err[-2000:]))
-        return out
+        super().__init__(tmp, ["-t", "1", "--svg-period", "600", "--flame-dir", self.flame, "--svg-dir",
+                               os.path.join(tmp, "svg-" + tag)] + args, tag=tag, timeout=60)
 
     def folded(self, pid, event="oncpu"):
         """[(user frames outermost first, value)] of pid's stacks (kernel frames left out)."""

@@ -15,11 +15,40 @@ def run(root):
     return subprocess.run([sys.executable, SCRIPT, root], capture_output=True, text=True, timeout=60)
 
 
-def write(root, path, text):
-    p = os.path.join(root, path)
-    os.makedirs(os.path.dirname(p), exist_ok=True)
-    with open(p, "w") as f:
-        f.write(text)
+def write_tree(root, files):
+    """files: path under root -> its text."""
+    for path, text in files.items():
+        p = os.path.join(root, path)
+        os.makedirs(os.path.dirname(p), exist_ok=True)
+        with open(p, "w") as f:
+            f.write(text)
+
+
+# a.c and b.c call each other without including each other's header (through a shared one)
+CALL_CYCLE = {
+    "supervisor/common.h": "void a_fn(void);\nvoid b_fn(void);\n",
+    "supervisor/a.c": '#include "common.h"\nvoid a_fn(void) { b_fn(); }\n',
+    "supervisor/b.c": '#include "common.h"\nvoid b_fn(void) { }\nvoid b_more(void) { a_fn(); }\n',
+    "supervisor/c.c": '#include "common.h"\nvoid c_fn(void) { a_fn(); }\n',
+}
+
+# a.c -> b.h, b.c -> a.h: a cycle; c.c -> d.h -> (header only) e.h -> and e.c -> c.h: one through a header
+# without a .c; f.c -> g.h (header only) -> f.h: no cycle (types only); a probe reaching into the supervisor.
+INCLUDE_CYCLES = {
+    "supervisor/a.c": '#include "a.h"\n#include "b.h"\n',
+    "supervisor/a.h": "",
+    "supervisor/b.c": '#include "b.h"\n#include "a.h"\n',
+    "supervisor/b.h": "",
+    "supervisor/export/c.c": '#include "c.h"\n#include "d.h"\n',
+    "supervisor/export/c.h": "",
+    "supervisor/export/d.h": '#include "e.h"\n',
+    "supervisor/rest/e.c": '#include "e.h"\n#include "c.h"\n',
+    "supervisor/rest/e.h": "",
+    "probes/lib/f.c": '#include "f.h"\n#include "g.h"\n',
+    "probes/lib/f.h": "",
+    "probes/lib/g.h": '#include "f.h"\n#include <stdio.h>\n',
+    "probes/p/main.c": '#include "../../supervisor/a.h"\n',
+}
 
 
 def test_no_include_cycles():
@@ -41,11 +70,7 @@ def test_no_call_cycles():
 
 def test_call_cycle_detector_catches_cycles():
     with tempfile.TemporaryDirectory() as d:
-        # a.c and b.c call each other without including each other's header (through a shared one)
-        write(d, "supervisor/common.h", "void a_fn(void);\nvoid b_fn(void);\n")
-        write(d, "supervisor/a.c", '#include "common.h"\nvoid a_fn(void) { b_fn(); }\n')
-        write(d, "supervisor/b.c", '#include "common.h"\nvoid b_fn(void) { }\nvoid b_more(void) { a_fn(); }\n')
-        write(d, "supervisor/c.c", '#include "common.h"\nvoid c_fn(void) { a_fn(); }\n')
+        write_tree(d, CALL_CYCLE)
         for m in ("a", "b", "c"):
             os.makedirs(os.path.join(d, "obj", "supervisor"), exist_ok=True)
             subprocess.run(["cc", "-c", os.path.join(d, "supervisor", m + ".c"), "-o",
@@ -58,22 +83,7 @@ def test_call_cycle_detector_catches_cycles():
 
 def test_include_cycle_detector_catches_cycles():
     with tempfile.TemporaryDirectory() as d:
-        # a.c -> b.h, b.c -> a.h: a cycle; c.c -> d.h -> (header only) e.h -> and e.c -> c.h: one through
-        # a header without a .c; f.c -> g.h (header only) -> f.h: no cycle (types only).
-        write(d, "supervisor/a.c", '#include "a.h"\n#include "b.h"\n')
-        write(d, "supervisor/a.h", "")
-        write(d, "supervisor/b.c", '#include "b.h"\n#include "a.h"\n')
-        write(d, "supervisor/b.h", "")
-        write(d, "supervisor/export/c.c", '#include "c.h"\n#include "d.h"\n')
-        write(d, "supervisor/export/c.h", "")
-        write(d, "supervisor/export/d.h", '#include "e.h"\n')
-        write(d, "supervisor/rest/e.c", '#include "e.h"\n#include "c.h"\n')
-        write(d, "supervisor/rest/e.h", "")
-        write(d, "probes/lib/f.c", '#include "f.h"\n#include "g.h"\n')
-        write(d, "probes/lib/f.h", "")
-        write(d, "probes/lib/g.h", '#include "f.h"\n#include <stdio.h>\n')
-        # a probe reaching into the supervisor
-        write(d, "probes/p/main.c", '#include "../../supervisor/a.h"\n')
+        write_tree(d, INCLUDE_CYCLES)
         r = run(d)
         check(r.returncode == 1, "cycles found: %r" % r.stdout)
         check("include cycle: supervisor/a <-> supervisor/b" in r.stdout, r.stdout)

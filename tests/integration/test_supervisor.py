@@ -121,12 +121,23 @@ def test_check_cmd():
         s.cleanup()
 
 
-def test_sigterm_stops_everything():
+def start_with_ext():
+    """A supervisor running system_infos and the extend probe ext (a script with a child): it, then the two
+    probes' pids."""
     s = Supervisor(probes=[probe_entry("system_infos", "-t 1")],
                    extend=[extend_entry("ext", EXT_SCRIPT, "1")], extra_meta=[EXT_META]).start()
     try:
         p1 = s.wait_probe("system_infos", running, 5, "running")["pid"]
         p2 = s.wait_probe("ext", running, 5, "running")["pid"]
+    except Exception:
+        s.cleanup()
+        raise
+    return s, p1, p2
+
+
+def test_sigterm_stops_everything():
+    s, p1, p2 = start_with_ext()
+    try:
         rc = s.stop(signal.SIGTERM, timeout=10)
         check(rc == 0, "exit code 0 on SIGTERM, got %r" % rc)
         check(not pid_alive(p1) and not pid_alive(p2), "probes gone")
@@ -136,11 +147,8 @@ def test_sigterm_stops_everything():
 
 
 def test_sigkill_leaves_no_orphans():
-    s = Supervisor(probes=[probe_entry("system_infos", "-t 1")],
-                   extend=[extend_entry("ext", EXT_SCRIPT, "1")], extra_meta=[EXT_META]).start()
+    s, p1, p2 = start_with_ext()
     try:
-        p1 = s.wait_probe("system_infos", running, 5, "running")["pid"]
-        p2 = s.wait_probe("ext", running, 5, "running")["pid"]
         wait_for(lambda: len(group_members(p2)) >= 2, 5, "ext probe's child")
         s.proc.kill()
         s.proc.wait()

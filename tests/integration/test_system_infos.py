@@ -4,7 +4,8 @@ import os
 import subprocess
 import time
 
-from harness import PROBES, Supervisor, check, meta_fields, probe_entry, proc_status_kb, rest_put_conf, wait_for
+from harness import (PROBES, Supervisor, check, meta_fields, probe_entry, proc_status_kb, rest_put_conf, teardown,
+                     wait_for)
 
 HZ = os.sysconf("SC_CLK_TCK")
 
@@ -317,9 +318,7 @@ def test_proc_reports_the_process_in_scope():
         check(str(other.pid) in {r["tgid"] for r in recs["system_proc"]}, "--comm finds the sleep process")
         check(str(child.pid) not in {r["tgid"] for r in recs["system_proc"]}, "--comm leaves others out")
     finally:
-        for p in (child, other):
-            p.kill()
-            p.wait()
+        teardown(child, other)
 
 
 test_proc_reports_the_process_in_scope.timeout = 60

@@ -10,7 +10,7 @@ import tempfile
 import time
 
 from harness import (PROBES, ROOT, TEST_BINS, StandaloneProbe, Supervisor, cgroup2_root, check, meta_fields,
-                     probe_entry, rest_put_conf, stop_with_line, wait_for)
+                     probe_entry, put_running, rest_put_conf, rest_supervisor, stop_with_line, teardown, wait_for)
 
 TASKPROBE = os.path.join(PROBES, "taskprobe")
 TASK_LOAD = os.path.join(TEST_BINS, "task_load")
@@ -217,10 +217,7 @@ def test_comm_scope_follows_new_processes():
               int(rec["open_count"]) - int(base["open_count"]) == 1, "exact counts: %r then %r" % (base, rec))
         check({r["comm"] for r in p.records()} == {comm}, "only the processes named %s appear" % comm)
     finally:
-        if w:
-            w.close()
-        p.stop()
-        shutil.rmtree(io_dir, ignore_errors=True)
+        teardown(w, p, io_dir)
 
 
 test_comm_scope_follows_new_processes.timeout = 60
@@ -288,9 +285,7 @@ def test_under_supervisor_records_validate():
         for t in ("proc_cpu", "proc_syscall", "proc_syscall_io", "proc_fs", "proc_io", "proc_page", "proc_dns"):
             check(t in tables, "table %s arrived: %r" % (t, sorted(tables)))
     finally:
-        w.close()
-        s.cleanup()
-        shutil.rmtree(io_dir, ignore_errors=True)
+        teardown(w, s, io_dir)
 
 
 test_under_supervisor_records_validate.timeout = 60
@@ -308,24 +303,19 @@ def test_bad_arguments_refused():
 def test_rest_snoopers_scope_and_live_subprobes():
     """PUT /proc through the supervisor's REST API: the snoopers become the probe's scope, sub-probes
     switch live without a restart."""
-    from harness import rest_call, rest_port, rest_section
+    from harness import rest_call, rest_port
     comm = unique_comm()
     w1, w2 = Workload(comm), Workload(comm)
     tmp = tempfile.mkdtemp(prefix="gg-tp-rest-")
     # REST takes report_period >= 5 s for proc (the seed's range): the 1 s period comes from the flags
-    s = Supervisor(probes=[probe_entry("taskprobe", "-t 1", switch="off")],
-                   extra=rest_section(os.path.join(tmp, "state"))).start()
-
-    def put(conf):
-        rest_put_conf(port, "proc", conf)
+    s = rest_supervisor(tmp, "taskprobe")
 
     def tgids(table):
         return {str(r["tgid"]) for r in s.metric_records(table)}
     try:
         port = rest_port(s)
-        put({"cmd": {"probe": ["proc_fs"]}, "snoopers": {"proc_id": [w1.pid]}, "state": "running"})
-        s.wait_probe("taskprobe", lambda p: p["config_version_applied"] >= 1 and p["pid"], 15, "running, configured")
-        pid = s.probe("taskprobe")["pid"]
+        pid = put_running(s, "proc", "taskprobe", {"cmd": {"probe": ["proc_fs"]}, "snoopers": {"proc_id": [w1.pid]},
+                                                   "state": "running"}, 15)["pid"]
         w1.cmd("io 3 512 %s" % tmp)
         w2.cmd("io 3 512 %s" % tmp)
         wait_for(lambda: str(w1.pid) in tgids("proc_fs"), 10, "snooped process in proc_fs")
@@ -335,7 +325,8 @@ def test_rest_snoopers_scope_and_live_subprobes():
 
         # live: other sub-probe, snoopers by name (both workloads)
         # comm is a regular expression (gala-gopher): anchored on this run's unique name
-        put({"cmd": {"probe": ["proc_dns"]}, "snoopers": {"proc_name": [{"comm": "^%s$" % comm}]}})
+        rest_put_conf(port, "proc", {"cmd": {"probe": ["proc_dns"]},
+                                     "snoopers": {"proc_name": [{"comm": "^%s$" % comm}]}})
         wait_for(lambda: s.probe("taskprobe")["config_version_applied"] >= 2, 10, "second configuration applied")
         st, doc, raw, _ = rest_call(port, "GET", "/proc")
         check(sorted(doc["runtime"]["scope"]["pids"]) == sorted([w1.pid, w2.pid]), "scope resolved: %s" % raw[:600])
@@ -355,10 +346,7 @@ def test_rest_snoopers_scope_and_live_subprobes():
         check(len(s.metric_records("proc_fs")) <= n + 2, "proc_fs stopped with its sub-probe")
         check(s.probe("taskprobe")["rejected_total"] == 0, "nothing rejected")
     finally:
-        w1.close()
-        w2.close()
-        s.cleanup()
-        shutil.rmtree(tmp, ignore_errors=True)
+        teardown(w1, w2, s, tmp)
 
 
 test_rest_snoopers_scope_and_live_subprobes.timeout = 60
@@ -384,7 +372,7 @@ def test_default_subprobes_leave_syscall_tracepoints_alone():
     """Without -P the syscall tracepoints (whose mere use slows every syscall of the host) are not
     attached; proc_syscall turned on by a live configuration attaches them, turned off detaches them,
     in the same probe process."""
-    from harness import rest_port, rest_section
+    from harness import rest_port
     syscall_tps = {"sys_enter", "sys_exit"}
     p = Probe(["-t", "1", "--pid", "1"])
     try:
@@ -399,18 +387,14 @@ def test_default_subprobes_leave_syscall_tracepoints_alone():
 
     w = Workload()
     tmp = tempfile.mkdtemp(prefix="gg-tp-def-")
-    s = Supervisor(probes=[probe_entry("taskprobe", "-t 1", switch="off")],
-                   extra=rest_section(os.path.join(tmp, "state"))).start()
-
-    def put(conf):
-        rest_put_conf(port, "proc", conf)
+    s = rest_supervisor(tmp, "taskprobe")
 
     def applied(v):
         return s.wait_probe("taskprobe", lambda pr: pr["config_version_applied"] >= v and pr["pid"], 15,
                             "configuration %d applied" % v)["pid"]
     try:
         port = rest_port(s)
-        put({"snoopers": {"proc_id": [w.pid]}, "state": "running"})
+        rest_put_conf(port, "proc", {"snoopers": {"proc_id": [w.pid]}, "state": "running"})
         pid = applied(1)
         wait_for(lambda: "sched_switch" in attached_tracepoints(pid), 5, "default hooks attached")
         tps = attached_tracepoints(pid)
@@ -420,7 +404,8 @@ def test_default_subprobes_leave_syscall_tracepoints_alone():
                  "proc_cpu of the snooped process")
         check(not s.metric_records("proc_syscall"), "no proc_syscall records by default")
 
-        put({"cmd": {"probe": ["proc_syscall", "base_metrics"]}, "snoopers": {"proc_id": [w.pid]}})
+        rest_put_conf(port, "proc", {"cmd": {"probe": ["proc_syscall", "base_metrics"]},
+                                     "snoopers": {"proc_id": [w.pid]}})
         check(applied(2) == pid, "applied live, same process")
         # the main loop attaches right after the configuration is accepted
         wait_for(lambda: attached_tracepoints(pid).get("sys_enter") == 1, 5, "sys_enter attached")
@@ -430,16 +415,14 @@ def test_default_subprobes_leave_syscall_tracepoints_alone():
         wait_for(lambda: [r for r in s.metric_records("proc_syscall") if str(r["tgid"]) == str(w.pid)
                           and r["syscall_count"] > 0], 10, "proc_syscall records of the snooped process")
 
-        put({"cmd": {"probe": ["base_metrics"]}, "snoopers": {"proc_id": [w.pid]}})
+        rest_put_conf(port, "proc", {"cmd": {"probe": ["base_metrics"]}, "snoopers": {"proc_id": [w.pid]}})
         check(applied(3) == pid, "applied live, same process")
         wait_for(lambda: "sys_enter" not in attached_tracepoints(pid), 5, "sys_enter detached")
         tps = attached_tracepoints(pid)
         check(not syscall_tps & set(tps) and "sched_switch" in tps, "proc_syscall off detaches them: %r" % tps)
         check(s.probe("taskprobe")["rejected_total"] == 0, "nothing rejected")
     finally:
-        w.close()
-        s.cleanup()
-        shutil.rmtree(tmp, ignore_errors=True)
+        teardown(w, s, tmp)
 
 
 test_default_subprobes_leave_syscall_tracepoints_alone.timeout = 60

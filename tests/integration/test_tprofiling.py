@@ -12,7 +12,8 @@ import tempfile
 import time
 import urllib.parse
 
-from harness import (PROBES, TEST_BINS, Supervisor, check, rest_call, rest_port, wait_for)
+from harness import (PROBES, TEST_BINS, PidPeer, Supervisor, check, events, json_lines, rest_call, rest_port, teardown,
+                     wait_for)
 from test_stackprobe import records
 from test_sli import Container
 
@@ -22,53 +23,22 @@ DEBIAN_PYTHON = "/usr/bin/python3"  # built with CPython's USDT probes
 ROUNDS, OP_MS = 3, 150
 
 
-class Load:
+class Load(PidPeer):
     """tprof_load: prints its pid, works on "go", prints what it measured, exits when stdin closes."""
 
     def __init__(self, tmp, tag, rounds=ROUNDS, spawn=subprocess.Popen):
-        self.proc = spawn([LOAD, os.path.join(tmp, "fifo-" + tag), str(rounds), str(OP_MS)],
-                          stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
-        line = self.proc.stdout.readline()
-        check(line.startswith("pid="), "tprof_load did not start: %r" % line)
-        self.pid = int(line.split("=")[1])
         self.fifo = os.path.join(tmp, "fifo-" + tag)
-
-    def go(self):
-        self.proc.stdin.write("go\n")
-        self.proc.stdin.flush()
+        super().__init__([LOAD, self.fifo, str(rounds), str(OP_MS)], "tprof_load", spawn=spawn)
 
     def result(self):
         line = self.proc.stdout.readline()
         check(line.startswith("{"), "tprof_load result: %r" % line)
         return json.loads(line)
 
-    def finish(self):
-        try:
-            self.proc.stdin.close()
-        except BrokenPipeError:
-            pass
-        try:
-            self.proc.wait(5)
-        except subprocess.TimeoutExpired:
-            self.proc.kill()
-            self.proc.wait()
-
 
 def put(port, body):
     st, _, raw, _ = rest_call(port, "PUT", "/tprofiling", urllib.parse.urlencode({"json": json.dumps(body)}))
     return st, raw
-
-
-def read_lines(path):
-    out = []
-    try:
-        with open(path) as f:
-            for line in f:
-                if line.endswith("\n"):
-                    out.append(json.loads(line))
-    except FileNotFoundError:
-        pass
-    return out
 
 
 def flat(events):
@@ -140,8 +110,8 @@ def test_tprofiling_ground_truth():
               (time.monotonic() - t_stop, gone.get("last_exit_status"), gone.get("last_exit_signal")))
         wait_for(lambda: "stopping:" in sup.probe_log("tprofiling"), 5, "the probe's last words")
 
-        channel = flat(read_lines(os.path.join(sup.log_dir, "event", "events.log")))
-        local = flat(read_lines(os.path.join(outdir, "tprofiling-events.json")))
+        channel = flat(events(sup))
+        local = flat(json_lines(os.path.join(outdir, "tprofiling-events.json")))
         check(channel, "events on the event channel")
         check(not [r for r, _ in channel if r["thread.tgid"] == outside.pid], "no event of the process out of scope")
         mine = [(r, v) for r, v in channel if r["thread.tgid"] == inside.pid]
@@ -254,14 +224,7 @@ def test_tprofiling_ground_truth():
             check(abs(sp[i]["ts"] / 1000 - sleeps[i]["start_time"]) <= 1, "span start = event start")
         check(not sup.sanitizer_reports(), "sanitizer: %s" % sup.sanitizer_reports())
     finally:
-        for w in (inside, outside):
-            if w:
-                w.finish()
-        if py:
-            py.kill()
-            py.wait()
-        sup.cleanup()
-        subprocess.run(["rm", "-rf", tmp])
+        teardown(inside, outside, py, sup, tmp)
 
 
 test_tprofiling_ground_truth.timeout = 60
@@ -311,7 +274,7 @@ def test_tprofiling_container_scope():
                   "the probe exited by itself: %s" % gone)
             check(took < 1.0, "tprofiling took %.3f s to stop" % took)
             wait_for(lambda: "stopping:" in sup.probe_log("tprofiling"), 15, "the probe's last words")
-            channel = flat(read_lines(os.path.join(sup.log_dir, "event", "events.log")))
+            channel = flat(events(sup))
             check(not [r for r, _ in channel if r["thread.tgid"] == outside.pid], "nothing of the process outside")
             mine = [(r, v) for r, v in channel if r["thread.tgid"] == inside.pid]
             sleeps = [v for r, v in mine if r["thread.pid"] == th["tp_sleeper"]["tid"] and
@@ -331,11 +294,7 @@ def test_tprofiling_container_scope():
                 w.finish()
             check(not sup.sanitizer_reports(), "sanitizer: %s" % sup.sanitizer_reports())
     finally:
-        for w in (inside, outside):
-            if w:
-                w.finish()
-        sup.cleanup()
-        subprocess.run(["rm", "-rf", tmp])
+        teardown(inside, outside, sup, tmp)
 
 
 test_tprofiling_container_scope.timeout = 60

@@ -5,13 +5,13 @@ import json
 import os
 import shutil
 import subprocess
-import sys
 import tempfile
 import time
 import urllib.parse
 import uuid
 
-from harness import BUILD, Supervisor, check, rest_call, rest_port, rest_put_conf, rest_section, wait_for
+from harness import (BUILD, Supervisor, check, dump_probe_log, rest_call, rest_port, rest_put_conf, rest_section,
+                     teardown, wait_for)
 
 QEMU = "qemu-system-x86_64"
 
@@ -73,13 +73,10 @@ def test_virt_rest_qemu_name_and_uuid():
                 {"json": json.dumps({"snoopers": {"proc_id": [q.pid]}})}))
             check(st == 400, "virt takes no snoopers (seed: NA): %d %s" % (st, raw[:200]))
     except Exception:
-        if sup:
-            print(sup.probe_log("virtualized_infos")[-3000:], file=sys.stderr)
+        dump_probe_log(sup, "virtualized_infos")
         raise
     finally:
-        if sup:
-            sup.cleanup()
-        shutil.rmtree(state, ignore_errors=True)
+        teardown(sup, state)
 
 
 STATUS = """<!--

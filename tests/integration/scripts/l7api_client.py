@@ -12,29 +12,7 @@ import os
 import socket
 import sys
 
-
-class Conn:
-    def __init__(self, port):
-        self.sock = socket.create_connection(("127.0.0.1", port))
-        self.buf = b""
-
-    def fill(self):
-        d = self.sock.recv(65536)
-        if not d:
-            raise SystemExit("server closed the connection")
-        self.buf += d
-
-    def line(self):
-        while b"\r\n" not in self.buf:
-            self.fill()
-        out, self.buf = self.buf.split(b"\r\n", 1)
-        return out
-
-    def take(self, n):
-        while len(self.buf) < n:
-            self.fill()
-        out, self.buf = self.buf[:n], self.buf[n:]
-        return out
+from l7_client import Conn  # buffered line and length reads of one connection
 
 
 def http_one(c, method, path, headers=None):
@@ -82,7 +60,7 @@ def redis_one(c, args):
 
 def main():
     mode, port = sys.argv[1], int(sys.argv[2])
-    c = Conn(port)
+    c = Conn(socket.create_connection(("127.0.0.1", port)))
     print(json.dumps({"ready": os.getpid()}), flush=True)
     while True:
         line = sys.stdin.readline()

@@ -16,6 +16,8 @@ import socketserver
 import struct
 import sys
 
+import wire_peer
+
 OP_MSG = 2013
 
 
@@ -106,11 +108,6 @@ class Handler(socketserver.BaseRequestHandler):
             self.request.sendall(op_msg(100000 + n, req_id, doc))
 
 
-class Server(socketserver.ThreadingTCPServer):
-    allow_reuse_address = True
-    daemon_threads = True
-
-
 def client(port):
     # connects on the first line: the server's thread then reads its first request after the test
     # started the probe (a read already blocked when the probe attaches is not seen)
@@ -138,15 +135,5 @@ def client(port):
         print(json.dumps({"ok": oks}), flush=True)
 
 
-def main():
-    mode, port = sys.argv[1], int(sys.argv[2])
-    if mode == "server":
-        srv = Server(("127.0.0.1", port), Handler)
-        print(json.dumps({"ready": os.getpid()}), flush=True)
-        srv.serve_forever()
-    else:
-        client(port)
-
-
 if __name__ == "__main__":
-    main()
+    wire_peer.main(Handler, client)

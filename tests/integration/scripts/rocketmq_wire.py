@@ -23,6 +23,8 @@ import socket
 import socketserver
 import struct
 import sys
+
+import wire_peer
 import threading
 
 CODES = {"SEND_MESSAGE": 10, "PULL_MESSAGE": 11, "QUERY_MESSAGE": 12, "UPDATE_CONSUMER_OFFSET": 15,
@@ -179,11 +181,6 @@ class Handler(socketserver.BaseRequestHandler):
                             b"", enc))
 
 
-class Server(socketserver.ThreadingTCPServer):
-    allow_reuse_address = True
-    daemon_threads = True
-
-
 def request(name, topic, opaque, oneway, enc):
     code = CODES[name]
     if code in V2:
@@ -242,15 +239,5 @@ def client(port):
         print(json.dumps({"codes": codes}), flush=True)
 
 
-def main():
-    mode, port = sys.argv[1], int(sys.argv[2])
-    if mode == "server":
-        srv = Server(("127.0.0.1", port), Handler)
-        print(json.dumps({"ready": os.getpid()}), flush=True)
-        srv.serve_forever()
-    else:
-        client(port)
-
-
 if __name__ == "__main__":
-    main()
+    wire_peer.main(Handler, client)

@@ -15,6 +15,8 @@ from pymongo import message
 from pymongo.compression_support import ZlibContext
 from pymongo.read_preferences import ReadPreference
 
+from c_literal import emit
+
 OPTS = CodecOptions()
 NEXT_ID = [1000]
 
@@ -38,15 +40,6 @@ def op_reply(to, doc, flags=8):
 def op_msg(cmd, flags=0):
     rid, data, _ = message._op_msg(flags, cmd, 'test', ReadPreference.PRIMARY, False, False, OPTS)[:3]
     return rid, data
-
-
-def emit(name, data):
-    lit = ''.join('\\x%02x' % b for b in data)
-    lines = [lit[k:k + 96] for k in range(0, len(lit), 96)]
-    print('/* %d bytes */' % len(data))
-    print('#define %s \\' % name)
-    print(' \\\n'.join('\t"%s"' % l for l in lines))
-    print()
 
 
 def main():

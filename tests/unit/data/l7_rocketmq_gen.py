@@ -9,15 +9,7 @@ import sys
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "integration", "scripts"))
 import rocketmq_wire as w  # noqa: E402
-
-
-def emit(name, data):
-    lit = ''.join('\\x%02x' % b for b in data)
-    lines = [lit[k:k + 96] for k in range(0, len(lit), 96)]
-    print('/* %d bytes */' % len(data))
-    print('#define %s \\' % name)
-    print(' \\\n'.join('\t"%s"' % ln for ln in lines))
-    print()
+from c_literal import emit  # noqa: E402
 
 
 def resp(req, enc, code=0, remark=None, ext=None, body=b""):
