@@ -73,6 +73,39 @@ enum tp_name {
 	TP_NAME_NR,
 };
 
+/* The syscalls watched, X(sc, event name, event type, argument kept: 0 the fd, 1 futex's op, -1 none) each:
+ * the kernel half's tracepoint programs and user space's syscall table come from this one list. */
+#define TP_SYSCALLS(X)                                            \
+	X(read, TP_READ, TP_TYPE_FILE, 0)                         \
+	X(write, TP_WRITE, TP_TYPE_FILE, 0)                       \
+	X(readv, TP_READV, TP_TYPE_FILE, 0)                       \
+	X(writev, TP_WRITEV, TP_TYPE_FILE, 0)                     \
+	X(pread64, TP_PREAD64, TP_TYPE_FILE, 0)                   \
+	X(pwrite64, TP_PWRITE64, TP_TYPE_FILE, 0)                 \
+	X(preadv, TP_PREADV, TP_TYPE_FILE, 0)                     \
+	X(pwritev, TP_PWRITEV, TP_TYPE_FILE, 0)                   \
+	X(sync, TP_SYNC, TP_TYPE_FILE, -1)                        \
+	X(fsync, TP_FSYNC, TP_TYPE_FILE, 0)                       \
+	X(fdatasync, TP_FDATASYNC, TP_TYPE_FILE, 0)               \
+	X(sendto, TP_SENDTO, TP_TYPE_NET, 0)                      \
+	X(recvfrom, TP_RECVFROM, TP_TYPE_NET, 0)                  \
+	X(sendmsg, TP_SENDMSG, TP_TYPE_NET, 0)                    \
+	X(recvmsg, TP_RECVMSG, TP_TYPE_NET, 0)                    \
+	X(sendmmsg, TP_SENDMMSG, TP_TYPE_NET, 0)                  \
+	X(recvmmsg, TP_RECVMMSG, TP_TYPE_NET, 0)                  \
+	X(futex, TP_FUTEX, TP_TYPE_LOCK, 1)                       \
+	X(sched_yield, TP_SCHED_YIELD, TP_TYPE_SCHED, -1)         \
+	X(nanosleep, TP_NANOSLEEP, TP_TYPE_SCHED, -1)             \
+	X(clock_nanosleep, TP_CLOCK_NANOSLEEP, TP_TYPE_SCHED, -1) \
+	X(wait4, TP_WAIT4, TP_TYPE_SCHED, 0)                      \
+	X(waitid, TP_WAITID, TP_TYPE_SCHED, -1)                   \
+	X(select, TP_SELECT, TP_TYPE_SCHED, -1)                   \
+	X(pselect6, TP_PSELECT6, TP_TYPE_SCHED, -1)               \
+	X(poll, TP_POLL, TP_TYPE_SCHED, -1)                       \
+	X(ppoll, TP_PPOLL, TP_TYPE_SCHED, -1)                     \
+	X(epoll_wait, TP_EPOLL_WAIT, TP_TYPE_SCHED, 0)            \
+	X(epoll_pwait, TP_EPOLL_PWAIT, TP_TYPE_SCHED, 0)
+
 #define TP_STACK_DEPTH 16
 #define TP_PATH_DEPTH  8	  /* path components of a file event's descriptor, innermost first */
 #define TP_PATH_NAME   32	  /* bytes of each (longer names are cut) */

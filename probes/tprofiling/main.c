@@ -125,45 +125,21 @@ static const char notes[] =
 /* ---- the kernel half's programs, by sub-probe ---------------------------------------------------- */
 
 /* The syscalls watched (the kernel half's tp_sc_tab, by syscall number), with the argument kept (0 the
- * fd, 1 futex's op, -1 none) and their sub-probe. */
-#define TP_SP_SYSCALLS (TP_SP_FILE | TP_SP_NET | TP_SP_LOCK | TP_SP_SCHED)
+ * fd, 1 futex's op, -1 none) and their sub-probe (the one of their type). */
+#define TP_SP_OF_TYPE(ty)                    \
+	((ty) == TP_TYPE_FILE	? TP_SP_FILE \
+	 : (ty) == TP_TYPE_NET	? TP_SP_NET  \
+	 : (ty) == TP_TYPE_LOCK ? TP_SP_LOCK \
+				: TP_SP_SCHED)
+#define SC_ROW(sc_, nm, ty, argi_) {#sc_, SYS_##sc_, nm, ty, argi_, TP_SP_OF_TYPE(ty)},
+#define TP_SP_SYSCALLS		   (TP_SP_FILE | TP_SP_NET | TP_SP_LOCK | TP_SP_SCHED)
 static const struct {
 	const char *sc;
 	int nr;
 	unsigned short name, type;
 	signed char argi;
 	unsigned int bit;
-} sc_tab[] = {
-	{"read", SYS_read, TP_READ, TP_TYPE_FILE, 0, TP_SP_FILE},
-	{"write", SYS_write, TP_WRITE, TP_TYPE_FILE, 0, TP_SP_FILE},
-	{"readv", SYS_readv, TP_READV, TP_TYPE_FILE, 0, TP_SP_FILE},
-	{"writev", SYS_writev, TP_WRITEV, TP_TYPE_FILE, 0, TP_SP_FILE},
-	{"pread64", SYS_pread64, TP_PREAD64, TP_TYPE_FILE, 0, TP_SP_FILE},
-	{"pwrite64", SYS_pwrite64, TP_PWRITE64, TP_TYPE_FILE, 0, TP_SP_FILE},
-	{"preadv", SYS_preadv, TP_PREADV, TP_TYPE_FILE, 0, TP_SP_FILE},
-	{"pwritev", SYS_pwritev, TP_PWRITEV, TP_TYPE_FILE, 0, TP_SP_FILE},
-	{"sync", SYS_sync, TP_SYNC, TP_TYPE_FILE, -1, TP_SP_FILE},
-	{"fsync", SYS_fsync, TP_FSYNC, TP_TYPE_FILE, 0, TP_SP_FILE},
-	{"fdatasync", SYS_fdatasync, TP_FDATASYNC, TP_TYPE_FILE, 0, TP_SP_FILE},
-	{"sendto", SYS_sendto, TP_SENDTO, TP_TYPE_NET, 0, TP_SP_NET},
-	{"recvfrom", SYS_recvfrom, TP_RECVFROM, TP_TYPE_NET, 0, TP_SP_NET},
-	{"sendmsg", SYS_sendmsg, TP_SENDMSG, TP_TYPE_NET, 0, TP_SP_NET},
-	{"recvmsg", SYS_recvmsg, TP_RECVMSG, TP_TYPE_NET, 0, TP_SP_NET},
-	{"sendmmsg", SYS_sendmmsg, TP_SENDMMSG, TP_TYPE_NET, 0, TP_SP_NET},
-	{"recvmmsg", SYS_recvmmsg, TP_RECVMMSG, TP_TYPE_NET, 0, TP_SP_NET},
-	{"futex", SYS_futex, TP_FUTEX, TP_TYPE_LOCK, 1, TP_SP_LOCK},
-	{"sched_yield", SYS_sched_yield, TP_SCHED_YIELD, TP_TYPE_SCHED, -1, TP_SP_SCHED},
-	{"nanosleep", SYS_nanosleep, TP_NANOSLEEP, TP_TYPE_SCHED, -1, TP_SP_SCHED},
-	{"clock_nanosleep", SYS_clock_nanosleep, TP_CLOCK_NANOSLEEP, TP_TYPE_SCHED, -1, TP_SP_SCHED},
-	{"wait4", SYS_wait4, TP_WAIT4, TP_TYPE_SCHED, 0, TP_SP_SCHED},
-	{"waitid", SYS_waitid, TP_WAITID, TP_TYPE_SCHED, -1, TP_SP_SCHED},
-	{"select", SYS_select, TP_SELECT, TP_TYPE_SCHED, -1, TP_SP_SCHED},
-	{"pselect6", SYS_pselect6, TP_PSELECT6, TP_TYPE_SCHED, -1, TP_SP_SCHED},
-	{"poll", SYS_poll, TP_POLL, TP_TYPE_SCHED, -1, TP_SP_SCHED},
-	{"ppoll", SYS_ppoll, TP_PPOLL, TP_TYPE_SCHED, -1, TP_SP_SCHED},
-	{"epoll_wait", SYS_epoll_wait, TP_EPOLL_WAIT, TP_TYPE_SCHED, 0, TP_SP_SCHED},
-	{"epoll_pwait", SYS_epoll_pwait, TP_EPOLL_PWAIT, TP_TYPE_SCHED, 0, TP_SP_SCHED},
-};
+} sc_tab[] = {TP_SYSCALLS(SC_ROW)};
 
 /* The syscall table into the kernel half (before anything is attached). */
 static int fill_sc_tab(struct tp_ctx *ctx)
