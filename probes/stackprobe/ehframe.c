@@ -72,6 +72,19 @@ static int64_t rd_sleb(struct rd *r)
 	return (int64_t)rd_leb(r, true);
 }
 
+/* An offset scaled by the CIE's data alignment factor; a product that does not fit (only malformed or
+ * hostile CFI makes one) is a read error, not signed overflow. */
+static int64_t scaled(struct rd *r, int64_t v, int64_t factor)
+{
+	int64_t out;
+
+	if (__builtin_mul_overflow(v, factor, &out)) {
+		r->err = 1;
+		return 0;
+	}
+	return out;
+}
+
 static void rd_skip(struct rd *r, uint64_t n)
 {
 	if (r->err || (uint64_t)(r->end - r->p) < n) {
@@ -276,7 +289,7 @@ static int run_insns(struct rd *r, const struct cie *cie, struct cfa_state *st, 
 			break;
 		case 2:
 			reg = op & 0x3f;
-			off = (int64_t)rd_uleb(r) * cie->data_align;
+			off = scaled(r, (int64_t)rd_uleb(r), cie->data_align);
 			rr = rule_of(st, cie, reg);
 			if (rr) {
 				rr->kind = R_OFFSET;
@@ -320,11 +333,11 @@ static int run_insns(struct rd *r, const struct cie *cie, struct cfa_state *st, 
 			case 0x2f: /* GNU_negative_offset_extended */
 				reg = rd_uleb(r);
 				if (op == 0x05)
-					off = (int64_t)rd_uleb(r) * cie->data_align;
+					off = scaled(r, (int64_t)rd_uleb(r), cie->data_align);
 				else if (op == 0x11)
-					off = rd_sleb(r) * cie->data_align;
+					off = scaled(r, rd_sleb(r), cie->data_align);
 				else
-					off = -(int64_t)rd_uleb(r) * cie->data_align;
+					off = scaled(r, scaled(r, (int64_t)rd_uleb(r), cie->data_align), -1);
 				rr = rule_of(st, cie, reg);
 				if (rr) {
 					rr->kind = R_OFFSET;
@@ -368,7 +381,7 @@ static int run_insns(struct rd *r, const struct cie *cie, struct cfa_state *st, 
 				break;
 			case 0x12: /* def_cfa_sf */
 				st->cfa_reg = rd_uleb(r);
-				st->cfa_off = rd_sleb(r) * cie->data_align;
+				st->cfa_off = scaled(r, rd_sleb(r), cie->data_align);
 				st->cfa_kind = CFA_REG;
 				break;
 			case 0x0d: /* def_cfa_register */
@@ -381,7 +394,7 @@ static int run_insns(struct rd *r, const struct cie *cie, struct cfa_state *st, 
 				st->cfa_off = (int64_t)rd_uleb(r);
 				break;
 			case 0x13: /* def_cfa_offset_sf */
-				st->cfa_off = rd_sleb(r) * cie->data_align;
+				st->cfa_off = scaled(r, rd_sleb(r), cie->data_align);
 				break;
 			case 0x0f: /* def_cfa_expression */
 				len = rd_uleb(r);

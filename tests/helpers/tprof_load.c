@@ -5,7 +5,7 @@
  *
  *   tprof_load FIFO [ROUNDS [MS]]
  *
- * Prints "pid=<pid>", waits for "go" on stdin, works (about ROUNDS * (MS + 100) ms), prints the JSON line,
+ * Prints "pid=<pid>", waits for "go" on stdin, works (about ROUNDS * (MS + 130) ms), prints the JSON line,
  * then waits for stdin to close. Threads (their names are what the probe reports as thread.comm):
  *   tp_locker   holds the mutex MS ms per round (nanosleep while holding), then lets it go
  *   tp_waiter   pthread_mutex_lock on that mutex while it is held: lock_ns per round
@@ -34,7 +34,9 @@
 #define BURST	   10
 #define BURST_MS   5
 #define SPIN_MS	   200
-#define GAP_MS	   100
+/* Not 100: the waiter's futex wake (its unlock) and its next wait were ~100 ms apart, so with the
+ * tests' min_aggr_dur of 100 ms they fell in one window now and then (one "wake" event, a wait lost). */
+#define GAP_MS	   130
 #define ALLOCS	   1000
 #define ALLOC_SIZE 12345
 
