@@ -31,7 +31,7 @@
 #define TICK_MS 1000u
 
 extern const struct gg_contract gg_contract_hwprobe;
-#define CONTRACT  (&gg_contract_hwprobe)
+#define CONTRACT (&gg_contract_hwprobe)
 
 struct hw_ctx {
 	struct probe_rt *rt;
@@ -413,10 +413,8 @@ static int setup(void *arg, struct probe_rt *rt)
 	ctx->skel = hwprobe__open();
 	if (!ctx->skel)
 		return gg_bpf_open_error();
-	err = gg_bpf_load(ctx->skel->skeleton);
 	/* no rt: the loop watches an epoll fd of the ring buffer's and the netlink socket's (below) */
-	if (!err)
-		err = gg_bpf_ringbuf(NULL, ctx->skel->maps.hw_events, on_record, ctx, &ctx->rb);
+	err = gg_bpf_load_ringbuf(ctx->skel->skeleton, NULL, ctx->skel->maps.hw_events, on_record, ctx, &ctx->rb);
 	if (err)
 		return err;
 	ctx->nl_fd = open_netlink();

@@ -848,9 +848,7 @@ static int setup(void *arg, struct probe_rt *rt)
 	ctx->skel = kdiag__open();
 	if (!ctx->skel)
 		return gg_bpf_open_error();
-	err = gg_bpf_load(ctx->skel->skeleton);
-	if (!err)
-		err = gg_bpf_ringbuf(rt, ctx->skel->maps.kd_events, on_event, ctx, &ctx->rb);
+	err = gg_bpf_load_ringbuf(ctx->skel->skeleton, rt, ctx->skel->maps.kd_events, on_event, ctx, &ctx->rb);
 	if (err)
 		return err;
 	apply_conf(ctx, &k);

@@ -329,11 +329,13 @@ int gg_bpf_load(struct bpf_object_skeleton *s)
 	return err;
 }
 
-int gg_bpf_ringbuf(struct probe_rt *rt, const struct bpf_map *map, ring_buffer_sample_fn cb, void *ctx,
-		   struct ring_buffer **ret_rb)
+int gg_bpf_load_ringbuf(struct bpf_object_skeleton *s, struct probe_rt *rt, const struct bpf_map *map,
+			ring_buffer_sample_fn cb, void *ctx, struct ring_buffer **ret_rb)
 {
-	int err;
+	int err = gg_bpf_load(s);
 
+	if (err)
+		return err;
 	*ret_rb = ring_buffer__new(bpf_map__fd(map), cb, ctx, NULL);
 	if (!*ret_rb) {
 		err = -errno;

@@ -34,11 +34,11 @@ int gg_bpf_open_error(void);
 /* A skeleton's load (X__load(skel) is gg_bpf_load(skel->skeleton)) after gg_bpf_autoload: a failure
  * logged as "cannot load the BPF programs: <error>". 0 or negative errno. */
 int gg_bpf_load(struct bpf_object_skeleton *s);
-/* A ring buffer on map calling cb(ctx, ...) per record into *ret_rb; with rt (may be NULL), the loop
- * wakes when it is readable (probe_rt__watch_fd). A failure is logged ("ring buffer: <error>"). 0 or
- * negative errno. */
-int gg_bpf_ringbuf(struct probe_rt *rt, const struct bpf_map *map, ring_buffer_sample_fn cb, void *ctx,
-		   struct ring_buffer **ret_rb);
+/* gg_bpf_load(s), then a ring buffer on its map calling cb(ctx, ...) per record into *ret_rb; with rt
+ * (may be NULL), the loop wakes when it is readable (probe_rt__watch_fd). A failure is logged ("ring
+ * buffer: <error>"). 0 or negative errno. */
+int gg_bpf_load_ringbuf(struct bpf_object_skeleton *s, struct probe_rt *rt, const struct bpf_map *map,
+			ring_buffer_sample_fn cb, void *ctx, struct ring_buffer **ret_rb);
 
 /* ---- what the running kernel offers (cached; no side effects) ---------------------------------- */
 

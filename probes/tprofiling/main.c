@@ -784,10 +784,8 @@ static int setup(void *arg, struct probe_rt *rt)
 		return gg_bpf_open_error();
 	ctx->skel->bss->self_tgid = (uint32_t)getpid();
 	choose_syscall_hooks(ctx);
-	err = gg_bpf_load(ctx->skel->skeleton);
 	/* the loop is woken by the kernel half in a storm */
-	if (!err)
-		err = gg_bpf_ringbuf(rt, ctx->skel->maps.tp_events, on_event, ctx, &ctx->rb);
+	err = gg_bpf_load_ringbuf(ctx->skel->skeleton, rt, ctx->skel->maps.tp_events, on_event, ctx, &ctx->rb);
 	if (err)
 		return err;
 	ctx->ulock = tp_ulock__new(ctx->skel->progs.tp_call_enter, ctx->skel->progs.tp_call_exit);
