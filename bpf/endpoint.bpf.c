@@ -285,9 +285,12 @@ int BPF_PROG(ep_retrans, const struct sock *sk, const struct sk_buff *skb)
 
 /* ---- UDP ------------------------------------------------------------------------------------ */
 
+/* Keyed by the socket's cookie, not its address: a closed socket's entry waits for the next report,
+ * and a new socket at the same address (slab reuse, common under UDP churn) must not add its traffic
+ * to the old one's row. */
 static __always_inline struct ep_udp *udp_entry(const struct sock *sk)
 {
-	__u64 key = (__u64)sk;
+	__u64 key = bpf_get_socket_cookie((void *)sk);
 	struct ep_udp *u = bpf_map_lookup_elem(&ep_udp, &key);
 	__u32 zero = 0;
 
@@ -299,8 +302,8 @@ static __always_inline struct ep_udp *udp_entry(const struct sock *sk)
 	if (!u)
 		return NULL;
 	__builtin_memset(u, 0, sizeof(*u));
-	u->sk = key;
-	u->cookie = bpf_get_socket_cookie((void *)sk);
+	u->sk = (__u64)sk;
+	u->cookie = key;
 	u->cgroup_id = gg_sk_cgroup_id_btf(sk);
 	u->tgid = gg_current_tgid();
 	bpf_get_current_comm(u->comm, sizeof(u->comm));
@@ -345,7 +348,7 @@ int BPF_PROG(ep_udp_recv, struct sock *sk, int ret, int flags)
 SEC("tp_btf/udp_fail_queue_rcv_skb")
 int BPF_PROG(ep_udp_fail, int rc, struct sock *sk)
 {
-	__u64 key = (__u64)sk;
+	__u64 key = bpf_get_socket_cookie((void *)sk);
 	struct ep_udp *u = bpf_map_lookup_elem(&ep_udp, &key);
 
 	if (u) {
@@ -458,7 +461,7 @@ static long snap_listen(struct bpf_map *map, __u64 *key, struct ep_listen *l, vo
 
 static long snap_udp(struct bpf_map *map, __u64 *key, struct ep_udp *u, void *ctx)
 {
-	const struct sock *sk = (const struct sock *)*key;
+	const struct sock *sk = (const struct sock *)u->sk;
 
 	if (u->flags & EP_F_CLOSED)
 		return 0;

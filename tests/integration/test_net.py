@@ -171,6 +171,13 @@ def test_endpoint_overflow_udp_connect():
             u = wait_record(s, "udp", 10, lambda r: r["udp_sends"] >= 20, tgid=send.pid, s_port=c["lport"],
                             ep_type="udp")
             check(u["tx_bytes"] == 2000 and u["udp_sends"] == 20, "udp sender: %r" % u)
+            # Short-lived sockets whose memory is reused: each keeps its own row and count.
+            churn = ns.popen(ns.a, PEER + ["udp_churn", ns.ADDR_B, "6001", "40"])
+            sent = peer_json(churn)["sent"]
+            for lport, n in sent.items():
+                u = wait_record(s, "udp", 10, lambda r: r["udp_sends"] >= n, tgid=churn.pid, s_port=lport,
+                                ep_type="udp")
+                check(u["udp_sends"] == n and u["tx_bytes"] == 10 * n, "churned socket %s sent %d: %r" % (lport, n, u))
 
             # 3. UDP both ways: bytes and datagrams on each socket.
             echo = ns.popen(ns.b, PEER + ["udp_echo", "6002", "10"])
