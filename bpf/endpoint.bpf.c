@@ -116,7 +116,7 @@ static __always_inline struct ep_listen *listener_of_child(const struct sock *ch
 static __always_inline void on_listen(const struct sock *sk)
 {
 	struct listen_port_key pk = {.netns = sk_netns(sk), .port = sk->__sk_common.skc_num};
-	__u64 key = (__u64)sk;
+	__u64 key = bpf_get_socket_cookie((void *)sk); /* as ep_udp: a closed listener keeps its row */
 	__u32 zero = 0;
 	struct ep_listen *l;
 
@@ -126,8 +126,8 @@ static __always_inline void on_listen(const struct sock *sk)
 	if (!l)
 		return;
 	__builtin_memset(l, 0, sizeof(*l));
-	l->sk = key;
-	l->cookie = bpf_get_socket_cookie((void *)sk);
+	l->sk = (__u64)sk;
+	l->cookie = key;
 	l->cgroup_id = gg_sk_cgroup_id_btf(sk);
 	l->tgid = gg_current_tgid();
 	l->netns = pk.netns;
@@ -140,7 +140,7 @@ static __always_inline void on_listen(const struct sock *sk)
 
 static __always_inline void on_unlisten(const struct sock *sk)
 {
-	__u64 key = (__u64)sk;
+	__u64 key = bpf_get_socket_cookie((void *)sk);
 	struct ep_listen *l = bpf_map_lookup_elem(&ep_listen, &key);
 	struct listen_port_key pk = {.netns = sk_netns(sk), .port = sk->__sk_common.skc_num};
 	__u64 *owner;
@@ -261,7 +261,7 @@ int BPF_PROG(ep_state, const struct sock *sk, const int oldstate, const int news
 SEC("tp_btf/tcp_retransmit_synack")
 int BPF_PROG(ep_synack_retrans, const struct sock *sk, const struct request_sock *req)
 {
-	__u64 key = (__u64)sk;
+	__u64 key = bpf_get_socket_cookie((void *)sk);
 	struct ep_listen *l = bpf_map_lookup_elem(&ep_listen, &key);
 
 	if (l)
@@ -430,8 +430,8 @@ static __always_inline int sk_gone(const struct sock *sk, __u64 cookie)
 
 static long snap_listen(struct bpf_map *map, __u64 *key, struct ep_listen *l, void *ctx)
 {
-	const struct sock *sk = (const struct sock *)*key;
-	const struct inet_connection_sock *icsk = (const struct inet_connection_sock *)*key;
+	const struct sock *sk = (const struct sock *)l->sk;
+	const struct inet_connection_sock *icsk = (const struct inet_connection_sock *)l->sk;
 	__u32 drops, delta;
 
 	if (l->flags & EP_F_CLOSED)
