@@ -76,8 +76,8 @@ def test_tcp_bytes_retransmits_resets():
                 check(abs(got - want) <= want * 0.01, "%s: %d bytes reported, %d moved" % (name, got, want))
             check(rc["comm"] == "python3" and rs["comm"] == "python3", "comm: %r %r" % (rc["comm"], rs["comm"]))
             check(rc["segs_out"] > a_to_b // 65536 and rs["segs_in"] > a_to_b // 65536, "segments counted")
-            rtt = last_record(s, "tcp_rtt", tgid=cli.pid, role=1, **keys)
-            check(rtt is not None and rtt["srtt"] > 0, "srtt reported: %r" % rtt)
+            # tcp_rtt may arrive in the batch after tcp_tx_rx's: wait for it too
+            rtt = wait_record(s, "tcp_rtt", 5, lambda r: r["srtt"] > 0, tgid=cli.pid, role=1, **keys)
 
             # 2. Drop ~5% of the packets towards the server: retransmits, as the client's TCP MIB says.
             # One segment per packet (no GSO), so that dropped packets and retransmitted segments compare.
