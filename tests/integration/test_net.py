@@ -8,7 +8,7 @@ import subprocess
 import sys
 import time
 
-from harness import NetnsPair, Supervisor, check, events, probe_entry, wait_for
+from harness import NetnsPair, Supervisor, TestFailure, check, events, probe_entry, wait_for
 
 PEER = [sys.executable, os.path.join(os.path.dirname(os.path.abspath(__file__)), "scripts", "net_peer.py")]
 
@@ -38,7 +38,11 @@ def wait_record(s, table, timeout, pred=lambda r: True, **keys):
     def ok():
         r = last_record(s, table, **keys)
         return r if r is not None and pred(r) else None
-    return wait_for(ok, timeout, "%s record %r" % (table, keys), interval=0.2)
+    try:
+        return wait_for(ok, timeout, "%s record %r" % (table, keys), interval=0.2)
+    except TestFailure as e:
+        # say whether the row was missing or there but short of the predicate
+        raise TestFailure("%s; the row now: %r" % (e, last_record(s, table, **keys))) from None
 
 
 def nft_counter_packets(ns, pair):
