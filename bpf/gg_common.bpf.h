@@ -96,17 +96,12 @@ static __always_inline int gg_scope_has_cgroup(__u64 cgid)
 	return cgid && bpf_map_lookup_elem(&gg_scope_cgrp, &cgid) != NULL;
 }
 
-/* The current task is in scope: no filter, or its tgid, or its cgroup v2 (or one of its ancestors up
- * to GG_CGROUP_MAX_DEPTH levels) is in the sets. For process context only. */
-static __always_inline int gg_scope_current(void)
+/* The current task's cgroup v2 or one of its ancestors (up to GG_CGROUP_MAX_DEPTH levels) is in the
+ * cgroup set. For process context only. */
+static __always_inline int gg_scope_current_cgroup(void)
 {
-	__u64 cgid;
+	__u64 cgid = bpf_get_current_cgroup_id();
 
-	if (!gg_scope_filtering())
-		return 1;
-	if (gg_scope_has_tgid((__u32)(bpf_get_current_pid_tgid() >> 32)))
-		return 1;
-	cgid = bpf_get_current_cgroup_id();
 	if (gg_scope_has_cgroup(cgid))
 		return 1;
 	for (int lvl = 1; lvl <= GG_CGROUP_MAX_DEPTH; lvl++) {
@@ -118,6 +113,40 @@ static __always_inline int gg_scope_current(void)
 			return 1;
 	}
 	return 0;
+}
+
+/* The current task is in scope: no filter, or its tgid, or its cgroup v2 (or one of its ancestors up
+ * to GG_CGROUP_MAX_DEPTH levels) is in the sets. For process context only. */
+static __always_inline int gg_scope_current(void)
+{
+	if (!gg_scope_filtering())
+		return 1;
+	if (gg_scope_has_tgid((__u32)(bpf_get_current_pid_tgid() >> 32)))
+		return 1;
+	return gg_scope_current_cgroup();
+}
+
+/* gg_scope_current() for the current task of process tgid, cached in a bitmap of 2-bit verdicts (0
+ * unknown, 1 in, 2 out) over npids pids (a power of two; larger pids are not cached): the global
+ * array verdict, of npids / 32 words. */
+static __always_inline int gg_scope_current_cached(__u64 *verdict, __u32 npids, __u32 tgid)
+{
+	__u32 w, sh;
+	__u64 bits;
+	int in;
+
+	if (tgid >= npids)
+		return gg_scope_current();
+	w = tgid >> 5;
+	barrier_var(w); /* keep the mask below: it changes nothing but shows the verifier the bound */
+	w &= npids / 32 - 1;
+	sh = (tgid & 31) * 2;
+	bits = (verdict[w] >> sh) & 3;
+	if (bits)
+		return bits == 1;
+	in = gg_scope_current();
+	__sync_fetch_and_or(&verdict[w], (__u64)(in ? 1 : 2) << sh);
+	return in;
 }
 
 /* cgroup v2 id of the cgroup a socket was created in (0 when unknown). Usable in any context
@@ -160,18 +189,11 @@ static __always_inline void gg_sk_raddr_btf(const struct sock *sk, __u8 *dst)
 	}
 }
 
-/* A socket is in scope: no filter, or the tgid given (0 = unknown) is in the tgid set, or the
- * socket's cgroup (or an ancestor) is in the cgroup set. */
-static __always_inline int gg_scope_sock(const struct sock *sk, __u32 tgid)
+/* A cgroup v2 (NULL: none) or one of its ancestors is in the cgroup set. */
+static __always_inline int gg_scope_cgroup_in(struct cgroup *cg)
 {
-	struct cgroup *cg;
 	int level;
 
-	if (!gg_scope_filtering())
-		return 1;
-	if (tgid && gg_scope_has_tgid(tgid))
-		return 1;
-	cg = BPF_CORE_READ(sk, sk_cgrp_data.cgroup);
 	if (!cg)
 		return 0;
 	if (gg_scope_has_cgroup(BPF_CORE_READ(cg, kn, id)))
@@ -187,6 +209,17 @@ static __always_inline int gg_scope_sock(const struct sock *sk, __u32 tgid)
 			return 1;
 	}
 	return 0;
+}
+
+/* A socket is in scope: no filter, or the tgid given (0 = unknown) is in the tgid set, or the
+ * socket's cgroup (or an ancestor) is in the cgroup set. */
+static __always_inline int gg_scope_sock(const struct sock *sk, __u32 tgid)
+{
+	if (!gg_scope_filtering())
+		return 1;
+	if (tgid && gg_scope_has_tgid(tgid))
+		return 1;
+	return gg_scope_cgroup_in(BPF_CORE_READ(sk, sk_cgrp_data.cgroup));
 }
 
 /* ---- misc ------------------------------------------------------------------------------------- */

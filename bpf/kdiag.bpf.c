@@ -191,6 +191,27 @@ static __always_inline struct kd_event *ev_reserve(__u32 kind, __u64 now)
 	return e;
 }
 
+/* An event of kind for a duration of d ns at now, when a threshold is set (thr, ns) and d reaches it:
+ * reserved (ev_reserve) with its value set; NULL otherwise. */
+static __always_inline struct kd_event *ev_over(__u32 kind, __u64 now, __u64 d, __u64 thr)
+{
+	struct kd_event *e;
+
+	if (!thr || d < thr)
+		return NULL;
+	e = ev_reserve(kind, now);
+	if (e)
+		e->value_ns = d;
+	return e;
+}
+
+/* Send e with the kernel stack of ctx. */
+static __always_inline void ev_submit_stack(void *ctx, struct kd_event *e)
+{
+	e->nstack = bpf_get_stack(ctx, e->stack, sizeof(e->stack), 0);
+	bpf_ringbuf_submit(e, 0);
+}
+
 static __always_inline __u32 net_inum(const struct net *net)
 {
 	return net ? net->ns.inum : 0;
@@ -345,8 +366,7 @@ int BPF_PROG(kd_kfree_skb, struct sk_buff *skb, void *location, enum skb_drop_re
 	e->cgid = nv.cgid;
 	e->ifindex = dev ? dev->ifindex : 0;
 	e->flow = s->dk.flow;
-	e->nstack = bpf_get_stack(ctx, e->stack, sizeof(e->stack), 0);
-	bpf_ringbuf_submit(e, 0);
+	ev_submit_stack(ctx, e);
 	return 0;
 }
 
@@ -424,17 +444,13 @@ int BPF_PROG(kd_irq_exit, int irq, struct irqaction *action, int ret)
 	}
 	if (line)
 		hist_add(&line->h, d); /* this CPU's value, interrupts off */
-	if (!kd_conf.irq_thr_ns || d < kd_conf.irq_thr_ns)
-		return 0;
-	e = ev_reserve(KD_EV_IRQ, now);
+	e = ev_over(KD_EV_IRQ, now, d, kd_conf.irq_thr_ns);
 	if (!e)
 		return 0;
-	e->value_ns = d;
 	e->vec = KD_VEC_HARDIRQ;
 	e->irq = irq;
 	bpf_probe_read_kernel_str(e->name, sizeof(e->name), action->name);
-	e->nstack = bpf_get_stack(ctx, e->stack, sizeof(e->stack), 0);
-	bpf_ringbuf_submit(e, 0);
+	ev_submit_stack(ctx, e);
 	return 0;
 }
 
@@ -465,15 +481,11 @@ int BPF_PROG(kd_softirq_entry, unsigned int vec)
 	d = now - st->raise[vec];
 	st->raise[vec] = 0;
 	irq_hist(KD_NVEC + vec, d);
-	if (!kd_conf.sirq_delay_thr_ns || d < kd_conf.sirq_delay_thr_ns)
-		return 0;
-	e = ev_reserve(KD_EV_SIRQ_DELAY, now);
+	e = ev_over(KD_EV_SIRQ_DELAY, now, d, kd_conf.sirq_delay_thr_ns);
 	if (!e)
 		return 0;
-	e->value_ns = d;
 	e->vec = vec;
-	e->nstack = bpf_get_stack(ctx, e->stack, sizeof(e->stack), 0);
-	bpf_ringbuf_submit(e, 0);
+	ev_submit_stack(ctx, e);
 	return 0;
 }
 
@@ -490,15 +502,11 @@ int BPF_PROG(kd_softirq_exit, unsigned int vec)
 	d = now - st->entry[vec];
 	st->entry[vec] = 0;
 	irq_hist(vec, d);
-	if (!kd_conf.irq_thr_ns || d < kd_conf.irq_thr_ns)
-		return 0;
-	e = ev_reserve(KD_EV_IRQ, now);
+	e = ev_over(KD_EV_IRQ, now, d, kd_conf.irq_thr_ns);
 	if (!e)
 		return 0;
-	e->value_ns = d;
 	e->vec = vec;
-	e->nstack = bpf_get_stack(ctx, e->stack, sizeof(e->stack), 0);
-	bpf_ringbuf_submit(e, 0);
+	ev_submit_stack(ctx, e);
 	return 0;
 }
 
@@ -560,12 +568,9 @@ int BPF_PROG(kd_skb_copy, const struct sk_buff *skb, int len)
 	}
 	/* one flow is read by its own socket's readers: concurrent updates are rare, a lost one harmless */
 	hist_add(&v->h, d);
-	if (!kd_conf.recv_lat_thr_ns || d < kd_conf.recv_lat_thr_ns)
-		return 0;
-	e = ev_reserve(KD_EV_RECVLAT, now);
+	e = ev_over(KD_EV_RECVLAT, now, d, kd_conf.recv_lat_thr_ns);
 	if (!e)
 		return 0;
-	e->value_ns = d;
 	e->flow = s->dk.flow;
 	e->cgid = v->cgid;
 	e->nstack = 0;

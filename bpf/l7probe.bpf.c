@@ -149,22 +149,7 @@ static __always_inline void stat_inc(__u32 i)
 
 static __always_inline int in_scope(__u32 tgid)
 {
-	__u32 w, sh;
-	__u64 bits;
-	int in;
-
-	if (tgid >= L7_VERDICT_PIDS)
-		return gg_scope_current();
-	w = tgid >> 5;
-	barrier_var(w);
-	w &= L7_VERDICT_PIDS / 32 - 1;
-	sh = (tgid & 31) * 2;
-	bits = (verdict[w] >> sh) & 3;
-	if (bits)
-		return bits == 1;
-	in = gg_scope_current();
-	__sync_fetch_and_or(&verdict[w], (__u64)(in ? 1 : 2) << sh);
-	return in;
+	return gg_scope_current_cached(verdict, L7_VERDICT_PIDS, tgid);
 }
 
 /* ---- sockets ------------------------------------------------------------------------------------- */
@@ -964,6 +949,33 @@ static __always_inline int ssl_enter(__u64 ssl, __u64 buf, __u64 retp, __u8 dir)
 	return 0;
 }
 
+/* The plaintext of an SSL_read/SSL_write or a Go Read/Write (total bytes) as a data event on its socket. */
+static __always_inline int tls_emit(__u64 id, int fd, __u8 dir, __u64 buf, __u32 total, __u64 ts)
+{
+	__u32 tgid = id >> 32, want;
+	struct l7_sock *s;
+	struct l7_buf *e;
+	__u64 skey = 0;
+
+	s = sock_of_fd(tgid, fd, &skey);
+	if (!s) {
+		stat_inc(L7_ST_SSL_NOFD);
+		return 0;
+	}
+	e = ev_begin(s, skey, tgid, (__u32)id, fd, dir, ts);
+	if (!e)
+		return 0;
+	e->h.flags |= L7_EF_SSL;
+	e->h.total = total;
+	want = cap_bytes;
+	if (want > e->h.total)
+		want = e->h.total;
+	if (!want)
+		e->h.flags |= L7_EF_NOCOPY;
+	ev_send(e, CK_BUF, buf, 0, want);
+	return 0;
+}
+
 static __always_inline int ssl_exit(long ret, int ex)
 {
 	__u64 id = bpf_get_current_pid_tgid();
@@ -971,10 +983,7 @@ static __always_inline int ssl_exit(long ret, int ex)
 	struct l7_ssl_call *cp = bpf_task_storage_get(&l7_ssl, bpf_get_current_task_btf(), 0, 0);
 	struct l7_ssl_call c;
 	struct ssl_key sk = {};
-	struct l7_sock *s;
-	struct l7_buf *e;
-	__u64 bytes = 0, skey = 0;
-	__u32 want;
+	__u64 bytes = 0;
 	__s32 *fdp;
 
 	if (!cp || !cp->active)
@@ -1004,74 +1013,36 @@ static __always_inline int ssl_exit(long ret, int ex)
 		}
 		c.fd = *fdp;
 	}
-	s = sock_of_fd(tgid, c.fd, &skey);
-	if (!s) {
-		stat_inc(L7_ST_SSL_NOFD);
-		return 0;
+	return tls_emit(id, c.fd, c.dir, c.buf, bytes > 0xffffffffull ? 0xffffffffu : (__u32)bytes,
+			c.dir == L7_DIR_SEND ? c.ts : bpf_ktime_get_ns());
+}
+
+/* A libssl function: its entry (the buffer; for the _ex ones also where the byte count is written) and its
+ * return; the programs l7_<fn> and l7_<fn>_ret. */
+#define L7_SSL_FN(fn, dir, ex)                                                           \
+	SEC("uprobe")                                                                    \
+	int BPF_KPROBE(l7_##fn, void *ssl, void *buf, __u64 num, void *nbytes)           \
+	{                                                                                \
+		return ssl_enter((__u64)ssl, (__u64)buf, (ex) ? (__u64)nbytes : 0, dir); \
+	}                                                                                \
+	SEC("uretprobe")                                                                 \
+	int BPF_KRETPROBE(l7_##fn##_ret, long ret)                                       \
+	{                                                                                \
+		return ssl_exit(ret, ex);                                                \
 	}
-	e = ev_begin(s, skey, tgid, (__u32)id, c.fd, c.dir, c.dir == L7_DIR_SEND ? c.ts : bpf_ktime_get_ns());
-	if (!e)
-		return 0;
-	e->h.flags |= L7_EF_SSL;
-	e->h.total = bytes > 0xffffffffull ? 0xffffffffu : (__u32)bytes;
-	want = cap_bytes;
-	if (want > e->h.total)
-		want = e->h.total;
-	if (!want)
-		e->h.flags |= L7_EF_NOCOPY;
-	ev_send(e, CK_BUF, c.buf, 0, want);
-	return 0;
-}
 
-SEC("uprobe")
-int BPF_KPROBE(l7_ssl_read, void *ssl, void *buf)
-{
-	return ssl_enter((__u64)ssl, (__u64)buf, 0, L7_DIR_RECV);
-}
-
-SEC("uretprobe")
-int BPF_KRETPROBE(l7_ssl_read_ret, long ret)
-{
-	return ssl_exit(ret, 0);
-}
-
-SEC("uprobe")
-int BPF_KPROBE(l7_ssl_write, void *ssl, void *buf)
-{
-	return ssl_enter((__u64)ssl, (__u64)buf, 0, L7_DIR_SEND);
-}
-
-SEC("uretprobe")
-int BPF_KRETPROBE(l7_ssl_write_ret, long ret)
-{
-	return ssl_exit(ret, 0);
-}
-
-SEC("uprobe")
-int BPF_KPROBE(l7_ssl_read_ex, void *ssl, void *buf, __u64 num, void *readbytes)
-{
-	return ssl_enter((__u64)ssl, (__u64)buf, (__u64)readbytes, L7_DIR_RECV);
-}
-
-SEC("uretprobe")
-int BPF_KRETPROBE(l7_ssl_read_ex_ret, long ret)
-{
-	return ssl_exit(ret, 1);
-}
-
-SEC("uprobe")
-int BPF_KPROBE(l7_ssl_write_ex, void *ssl, void *buf, __u64 num, void *written)
-{
-	return ssl_enter((__u64)ssl, (__u64)buf, (__u64)written, L7_DIR_SEND);
-}
-
-SEC("uretprobe")
-int BPF_KRETPROBE(l7_ssl_write_ex_ret, long ret)
-{
-	return ssl_exit(ret, 1);
-}
+L7_SSL_FN(ssl_read, L7_DIR_RECV, 0)
+L7_SSL_FN(ssl_write, L7_DIR_SEND, 0)
+L7_SSL_FN(ssl_read_ex, L7_DIR_RECV, 1)
+L7_SSL_FN(ssl_write_ex, L7_DIR_SEND, 1)
 
 /* ---- Go crypto/tls ------------------------------------------------------------------------------- */
+
+/* A Read or Write's byte count as an event's total. */
+static __always_inline __u32 go_total(__s64 n)
+{
+	return n > 0xffffffffll ? 0xffffffffu : (__u32)n;
+}
 
 /* A crypto/tls.(*Conn).Read or Write between its entry and one of its ret instructions (no uretprobe
  * on Go: it moves goroutine stacks, which a hijacked return address breaks), per goroutine (r14 is
@@ -1117,33 +1088,6 @@ static __always_inline int go_conn_fd(__u64 conn)
 	return fd >= 0 && fd < (1 << 30) ? (int)fd : -1;
 }
 
-/* The plaintext of a Read or Write as a data event on its socket. */
-static __always_inline int go_emit(__u64 id, int fd, __u8 dir, __u64 buf, __s64 n, __u64 ts)
-{
-	__u32 tgid = id >> 32, want;
-	struct l7_sock *s;
-	struct l7_buf *e;
-	__u64 skey = 0;
-
-	s = sock_of_fd(tgid, fd, &skey);
-	if (!s) {
-		stat_inc(L7_ST_SSL_NOFD);
-		return 0;
-	}
-	e = ev_begin(s, skey, tgid, (__u32)id, fd, dir, ts);
-	if (!e)
-		return 0;
-	e->h.flags |= L7_EF_SSL;
-	e->h.total = n > 0xffffffffll ? 0xffffffffu : (__u32)n;
-	want = cap_bytes;
-	if (want > e->h.total)
-		want = e->h.total;
-	if (!want)
-		e->h.flags |= L7_EF_NOCOPY;
-	ev_send(e, CK_BUF, buf, 0, want);
-	return 0;
-}
-
 /* Entry (after the stack check's cmp, at its jbe: emulated, the arguments still in registers):
  * rax = c *Conn, rbx/rcx = b []byte. A Write is emitted here, whole (crypto/tls writes all of b or
  * fails, and the connection then ends): at its return the response may already have been read by
@@ -1171,7 +1115,7 @@ static __always_inline int go_enter(struct pt_regs *ctx, __u8 dir)
 		s->enc = 1;
 	if (dir == L7_DIR_SEND) {
 		if ((__s64)ctx->cx > 0)
-			go_emit(id, c.fd, dir, c.buf, (__s64)ctx->cx, c.ts);
+			tls_emit(id, c.fd, dir, c.buf, go_total((__s64)ctx->cx), c.ts);
 		return 0;
 	}
 	bpf_map_update_elem(&l7_go, &k, &c, BPF_ANY);
@@ -1204,7 +1148,7 @@ static __always_inline int go_read_done(struct pt_regs *ctx, __s64 n)
 	bpf_map_delete_elem(&l7_go, &k);
 	if (n <= 0)
 		return 0;
-	return go_emit(id, c.fd, c.dir, c.buf, n, bpf_ktime_get_ns());
+	return tls_emit(id, c.fd, c.dir, c.buf, go_total(n), bpf_ktime_get_ns());
 }
 
 /* At a ret of Read: rax = n. A ret is single-stepped by the kernel (20 - 30 us a hit under this VM's

@@ -112,24 +112,9 @@ struct {
 /* Is the current task's process in scope? Cached per tgid in the verdict bitmap. */
 static __always_inline int in_scope(__u32 tgid)
 {
-	__u32 w, sh;
-	__u64 bits;
-	int in;
-
 	if (!filter_on)
 		return 1;
-	if (tgid >= TP_VERDICT_PIDS)
-		return gg_scope_current();
-	w = tgid >> 5;
-	barrier_var(w); /* keep the mask below: it changes nothing but shows the verifier the bound */
-	w &= TP_VERDICT_PIDS / 32 - 1;
-	sh = (tgid & 31) * 2;
-	bits = (verdict[w] >> sh) & 3;
-	if (bits)
-		return bits == 1;
-	in = gg_scope_current();
-	__sync_fetch_and_or(&verdict[w], (__u64)(in ? 1 : 2) << sh);
-	return in;
+	return gg_scope_current_cached(verdict, TP_VERDICT_PIDS, tgid);
 }
 
 /* Is tgid's cached verdict "in scope" (or is there no filter)? Unknown counts as out: for another

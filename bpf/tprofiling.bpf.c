@@ -70,7 +70,6 @@ static __always_inline void stat_inc(__u32 idx)
 static __always_inline int in_scope(void)
 {
 	__u32 tgid = (__u32)(bpf_get_current_pid_tgid() >> 32);
-	__u64 cgid;
 
 	if (tgid == self_tgid)
 		return 0;
@@ -78,26 +77,12 @@ static __always_inline int in_scope(void)
 		return 1;
 	if (!scope_ncgrp)
 		return 0;
-	cgid = bpf_get_current_cgroup_id();
-	if (gg_scope_has_cgroup(cgid))
-		return 1;
-	for (int lvl = 1; lvl <= GG_CGROUP_MAX_DEPTH; lvl++) {
-		__u64 anc = bpf_get_current_ancestor_cgroup_id(lvl);
-
-		if (!anc || anc == cgid)
-			break;
-		if (gg_scope_has_cgroup(anc))
-			return 1;
-	}
-	return 0;
+	return gg_scope_current_cgroup();
 }
 
 /* A task (not necessarily current) is in scope: its tgid, or its cgroup v2 or an ancestor. */
 static __always_inline int task_in_scope(struct task_struct *t)
 {
-	struct cgroup *cg;
-	int level;
-
 	if (t->tgid == self_tgid || t->pid == 0)
 		return 0;
 	if (!gg_scope_filtering())
@@ -106,22 +91,7 @@ static __always_inline int task_in_scope(struct task_struct *t)
 		return 1;
 	if (!scope_ncgrp)
 		return 0;
-	cg = BPF_CORE_READ(t, cgroups, dfl_cgrp);
-	if (!cg)
-		return 0;
-	if (gg_scope_has_cgroup(BPF_CORE_READ(cg, kn, id)))
-		return 1;
-	level = BPF_CORE_READ(cg, level);
-	for (int i = 0; i < GG_CGROUP_MAX_DEPTH; i++) {
-		struct cgroup *anc = NULL;
-
-		if (--level < 1)
-			break;
-		bpf_core_read(&anc, sizeof(anc), &cg->ancestors[level]);
-		if (anc && gg_scope_has_cgroup(BPF_CORE_READ(anc, kn, id)))
-			return 1;
-	}
-	return 0;
+	return gg_scope_cgroup_in(BPF_CORE_READ(t, cgroups, dfl_cgrp));
 }
 
 /* The names of the dentries of descriptor fd of t, from the file up to its mount's root. */
@@ -193,21 +163,44 @@ static __always_inline void send(void *ctx, __u64 start, __u64 end, __u32 name, 
 	stat_inc(TP_ST_EVENTS);
 }
 
+/* The current thread's storage, created, when the thread is in scope; NULL otherwise or when none is
+ * left (counted). */
+static __always_inline struct tp_task *task_begin(void)
+{
+	struct tp_task *s;
+
+	if (!in_scope())
+		return NULL;
+	s = bpf_task_storage_get(&tp_tasks, bpf_get_current_task_btf(), 0, BPF_LOCAL_STORAGE_GET_F_CREATE);
+	if (!s)
+		stat_inc(TP_ST_INFLIGHT_FULL);
+	return s;
+}
+
+/* The current thread's storage, if it has one (it was in scope when a call began). */
+static __always_inline struct tp_task *task_get(struct task_struct *t)
+{
+	return bpf_task_storage_get(&tp_tasks, t, 0, 0);
+}
+
+/* The call in flight f of thread t ends: its event is sent, f is free again. */
+static __always_inline void flight_end(void *ctx, struct task_struct *t, struct tp_flight *f, __u32 name, __u32 type,
+				       __s64 ret)
+{
+	__u64 start = f->start_ns;
+
+	f->start_ns = 0;
+	send(ctx, start, bpf_ktime_get_ns(), name, type, f->arg, ret, t, 1);
+}
+
 /* ---- syscalls ------------------------------------------------------------------------------------ */
 
 static __always_inline int sys_enter(__u32 name, __u32 type, __s64 arg)
 {
-	struct task_struct *t;
-	struct tp_task *s;
+	struct tp_task *s = task_begin();
 
-	if (!in_scope())
+	if (!s)
 		return 0;
-	t = bpf_get_current_task_btf();
-	s = bpf_task_storage_get(&tp_tasks, t, 0, BPF_LOCAL_STORAGE_GET_F_CREATE);
-	if (!s) {
-		stat_inc(TP_ST_INFLIGHT_FULL);
-		return 0;
-	}
 	s->sys.start_ns = bpf_ktime_get_ns();
 	s->sys.arg = arg;
 	s->sys.name = name;
@@ -218,15 +211,12 @@ static __always_inline int sys_enter(__u32 name, __u32 type, __s64 arg)
 static __always_inline int sys_exit(void *ctx, __u32 name, __s64 ret)
 {
 	struct task_struct *t = bpf_get_current_task_btf();
-	struct tp_task *s = bpf_task_storage_get(&tp_tasks, t, 0, 0);
-	__u64 start;
+	struct tp_task *s = task_get(t);
 
 	/* out of scope at the start: no storage (or none in flight) */
 	if (!s || !s->sys.start_ns || s->sys.name != name)
 		return 0;
-	start = s->sys.start_ns;
-	s->sys.start_ns = 0;
-	send(ctx, start, bpf_ktime_get_ns(), name, s->sys.type, s->sys.arg, ret, t, 1);
+	flight_end(ctx, t, &s->sys, name, s->sys.type, ret);
 	return 0;
 }
 
@@ -345,17 +335,10 @@ SEC("uprobe")
 int tp_call_enter(struct pt_regs *ctx)
 {
 	__u32 name = (__u32)bpf_get_attach_cookie(ctx);
-	struct task_struct *t;
-	struct tp_task *s;
+	struct tp_task *s = task_begin();
 
-	if (!in_scope())
+	if (!s)
 		return 0;
-	t = bpf_get_current_task_btf();
-	s = bpf_task_storage_get(&tp_tasks, t, 0, BPF_LOCAL_STORAGE_GET_F_CREATE);
-	if (!s) {
-		stat_inc(TP_ST_INFLIGHT_FULL);
-		return 0;
-	}
 	s->lock.start_ns = bpf_ktime_get_ns();
 	s->lock.name = name;
 	if (name >= TP_MALLOC) {
@@ -380,14 +363,11 @@ SEC("uretprobe")
 int tp_call_exit(struct pt_regs *ctx)
 {
 	struct task_struct *t = bpf_get_current_task_btf();
-	struct tp_task *s = bpf_task_storage_get(&tp_tasks, t, 0, 0);
-	__u64 start;
+	struct tp_task *s = task_get(t);
 
 	if (!s || !s->lock.start_ns || s->lock.name != (__u32)bpf_get_attach_cookie(ctx))
 		return 0;
-	start = s->lock.start_ns;
-	s->lock.start_ns = 0;
-	send(ctx, start, bpf_ktime_get_ns(), s->lock.name, s->lock.type, s->lock.arg, (__s64)PT_REGS_RC(ctx), t, 1);
+	flight_end(ctx, t, &s->lock, s->lock.name, s->lock.type, (__s64)PT_REGS_RC(ctx));
 	return 0;
 }
 
@@ -396,17 +376,10 @@ int tp_call_exit(struct pt_regs *ctx)
 SEC("usdt")
 int BPF_USDT(tp_gc_start, int generation)
 {
-	struct task_struct *t;
-	struct tp_task *s;
+	struct tp_task *s = task_begin();
 
-	if (!in_scope())
+	if (!s)
 		return 0;
-	t = bpf_get_current_task_btf();
-	s = bpf_task_storage_get(&tp_tasks, t, 0, BPF_LOCAL_STORAGE_GET_F_CREATE);
-	if (!s) {
-		stat_inc(TP_ST_INFLIGHT_FULL);
-		return 0;
-	}
 	s->gc.start_ns = bpf_ktime_get_ns();
 	s->gc.arg = generation;
 	return 0;
@@ -416,13 +389,10 @@ SEC("usdt")
 int BPF_USDT(tp_gc_done, long collected)
 {
 	struct task_struct *t = bpf_get_current_task_btf();
-	struct tp_task *s = bpf_task_storage_get(&tp_tasks, t, 0, 0);
-	__u64 start;
+	struct tp_task *s = task_get(t);
 
 	if (!s || !s->gc.start_ns)
 		return 0;
-	start = s->gc.start_ns;
-	s->gc.start_ns = 0;
-	send(ctx, start, bpf_ktime_get_ns(), TP_PYTHON_GC, TP_TYPE_PYGC, s->gc.arg, collected, t, 1);
+	flight_end(ctx, t, &s->gc, TP_PYTHON_GC, TP_TYPE_PYGC, collected);
 	return 0;
 }

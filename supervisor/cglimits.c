@@ -365,20 +365,12 @@ uint64_t gg_cglimits__oom_kills(const struct gg_cglimits *cg, const char *probe)
 {
 	char dir[PATH_MAX], path[PATH_MAX + 32], buf[1024];
 	const char *key;
-	ssize_t n;
-	int fd;
 
 	if (probe_dir(cg, GG_CG_MEM, probe, dir, sizeof(dir)))
 		return 0;
 	snprintf(path, sizeof(path), "%s/%s", dir, cg->v2[GG_CG_MEM] ? "memory.events" : "memory.oom_control");
-	fd = open(path, O_RDONLY | O_CLOEXEC);
-	if (fd < 0)
+	if (gg_read_small(path, buf, sizeof(buf)) <= 0)
 		return 0;
-	n = read(fd, buf, sizeof(buf) - 1);
-	close(fd);
-	if (n <= 0)
-		return 0;
-	buf[n] = '\0';
 	key = strstr(buf, "oom_kill ");
 	return key ? strtoull(key + 9, NULL, 10) : 0;
 }

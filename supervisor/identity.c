@@ -976,8 +976,7 @@ const struct gg_ident *gg_identity__lookup(struct gg_identity *id, uint32_t tgid
 	struct gg_cgroup_info ci;
 	struct cg_entry *cg = NULL;
 	struct proc_entry *p;
-	ssize_t n = -1;
-	int fd;
+	ssize_t n;
 
 	id->st.lookups++;
 	if (!tgid)
@@ -998,13 +997,7 @@ const struct gg_ident *gg_identity__lookup(struct gg_identity *id, uint32_t tgid
 	}
 	snprintf(path, sizeof(path), "%s/%u/cgroup", id->o.proc_root, tgid);
 	id->st.proc_reads++;
-	fd = open(path, O_RDONLY | O_CLOEXEC);
-	if (fd >= 0) {
-		do
-			n = read(fd, text, sizeof(text) - 1);
-		while (n < 0 && errno == EINTR);
-		close(fd);
-	}
+	n = gg_read_small(path, text, sizeof(text));
 	if (n <= 0) {
 		/* gone: a process keeps the identity it had for its last records */
 		if (p) {

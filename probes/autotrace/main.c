@@ -604,16 +604,11 @@ static int on_config(void *data, uint64_t version, const struct gg_ctrl_msg *msg
 		probe_log(PLOG_WARN, "configuration: flame_dir must not be empty");
 		return -EINVAL;
 	}
-	if (msg->has_scope) {
-		err = sp_sampler__set_scope(ctx->sampler, &msg->scope);
-		if (err) {
-			probe_log(PLOG_WARN, "configuration %llu: cannot apply the scope: %s",
-				  (unsigned long long)version, strerror(-err));
-			return err;
-		}
-		ctx->scope = msg->scope;
+	err = sp_sampler__config_scope(ctx->sampler, version, msg, &ctx->scope);
+	if (err < 0)
+		return err;
+	if (err)
 		ctx->scope_gen++; /* the l7 triggers' processes are looked at again */
-	}
 	ctx->cur = c;
 	ctx->apply_pending = 1;
 	ctx->config_seen = 1;

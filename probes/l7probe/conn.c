@@ -705,31 +705,27 @@ static int conn_infer(struct l7_tracker *t, struct conn *c, const struct l7_ev *
 	return 1;
 }
 
+/* The bytes a connection counted before it had an aggregate, into a. */
+static void pre_flush(struct agg *a, struct conn *c)
+{
+	a->bytes_sent += c->pre_sent;
+	a->bytes_recv += c->pre_recv;
+	a->segs_sent += c->pre_segs_sent;
+	a->segs_recv += c->pre_segs_recv;
+	c->pre_sent = c->pre_recv = c->pre_segs_sent = c->pre_segs_recv = 0;
+}
+
 static void add_bytes(struct agg *a, struct conn *c, const struct l7_ev *h)
 {
-	if (a && (c->pre_segs_sent || c->pre_segs_recv)) {
-		a->bytes_sent += c->pre_sent;
-		a->bytes_recv += c->pre_recv;
-		a->segs_sent += c->pre_segs_sent;
-		a->segs_recv += c->pre_segs_recv;
-		c->pre_sent = c->pre_recv = c->pre_segs_sent = c->pre_segs_recv = 0;
-	}
-	if (!a) {
-		if (h->dir == L7_DIR_SEND) {
-			c->pre_sent += h->total;
-			c->pre_segs_sent++;
-		} else {
-			c->pre_recv += h->total;
-			c->pre_segs_recv++;
-		}
-		return;
-	}
+	if (a && (c->pre_segs_sent || c->pre_segs_recv))
+		pre_flush(a, c);
+	/* before the connection has an aggregate: kept in the connection until it has one */
 	if (h->dir == L7_DIR_SEND) {
-		a->bytes_sent += h->total;
-		a->segs_sent++;
+		*(a ? &a->bytes_sent : &c->pre_sent) += h->total;
+		(*(a ? &a->segs_sent : &c->pre_segs_sent))++;
 	} else {
-		a->bytes_recv += h->total;
-		a->segs_recv++;
+		*(a ? &a->bytes_recv : &c->pre_recv) += h->total;
+		(*(a ? &a->segs_recv : &c->pre_segs_recv))++;
 	}
 }
 
@@ -772,13 +768,8 @@ static void on_data(struct l7_tracker *t, const struct l7_ev *h, const uint8_t *
 			return;
 		/* the bytes counted before the protocol was known (this chunk's included, when not plaintext) */
 		a = conn_agg(t, c, h);
-		if (a) {
-			a->bytes_sent += c->pre_sent;
-			a->bytes_recv += c->pre_recv;
-			a->segs_sent += c->pre_segs_sent;
-			a->segs_recv += c->pre_segs_recv;
-			c->pre_sent = c->pre_recv = c->pre_segs_sent = c->pre_segs_recv = 0;
-		}
+		if (a)
+			pre_flush(a, c);
 		return;
 	}
 	if (c->state == CS_TRACK)
@@ -883,6 +874,19 @@ static double ratio(uint64_t part, uint64_t whole)
 	return whole ? 100.0 * (double)part / (double)whole : 0;
 }
 
+/* The request fields l7_rpc and l7_rpc_api share: the rate (twice: the seed's throughput and req_count
+ * rate), the count (twice), the mean latency of the period, the latency histogram. */
+static void rec_rpcs(struct probe_rec *r, uint64_t drpc, uint64_t rpcs, uint64_t dlat, const __u64 *hist,
+		     uint64_t lat_sum, double period_s)
+{
+	probe_rec__f64(r, period_s > 0 ? (double)drpc / period_s : 0);
+	probe_rec__f64(r, period_s > 0 ? (double)drpc / period_s : 0);
+	probe_rec__u64(r, rpcs);
+	probe_rec__u64(r, rpcs);
+	probe_rec__f64(r, drpc ? (double)dlat / (double)drpc : 0);
+	gg_hist_rec(r, hist, L7_HIST_FIRST, L7_HIST_N, 1.0, (double)lat_sum);
+}
+
 static void report_api(struct probe_rt *rt, const struct agg *a, struct api_row *x, double period_s)
 {
 	static struct probe_rec r;
@@ -892,12 +896,7 @@ static void report_api(struct probe_rt *rt, const struct agg *a, struct api_row 
 	rec_keys7(&r, a);
 	probe_rec__str(&r, x->api[0] ? x->api : "-");
 	probe_rec__u64(&r, a->k.ssl);
-	probe_rec__f64(&r, period_s > 0 ? (double)drpc / period_s : 0);
-	probe_rec__f64(&r, period_s > 0 ? (double)drpc / period_s : 0);
-	probe_rec__u64(&r, x->rpcs);
-	probe_rec__u64(&r, x->rpcs);
-	probe_rec__f64(&r, drpc ? (double)dlat / (double)drpc : 0);
-	gg_hist_rec(&r, x->hist, L7_HIST_FIRST, L7_HIST_N, 1.0, (double)x->lat_sum);
+	rec_rpcs(&r, drpc, x->rpcs, dlat, x->hist, x->lat_sum, period_s);
 	probe_rec__f64(&r, ratio(x->errs - x->prev_errs, drpc));
 	probe_rec__f64(&r, ratio(x->cerrs - x->prev_cerrs, drpc));
 	probe_rec__f64(&r, ratio(x->serrs - x->prev_serrs, drpc));
@@ -952,12 +951,7 @@ static void report_agg(struct probe_rt *rt, struct agg *a, unsigned int subs, do
 	if (subs & L7_SP_RPC) {
 		probe_rec__begin(&r, &TBL_l7_rpc);
 		rec_keys(&r, a);
-		probe_rec__f64(&r, period_s > 0 ? (double)drpc / period_s : 0);
-		probe_rec__f64(&r, period_s > 0 ? (double)drpc / period_s : 0);
-		probe_rec__u64(&r, a->rpcs);
-		probe_rec__u64(&r, a->rpcs);
-		probe_rec__f64(&r, drpc ? (double)dlat / (double)drpc : 0);
-		gg_hist_rec(&r, a->hist, L7_HIST_FIRST, L7_HIST_N, 1.0, (double)a->lat_sum);
+		rec_rpcs(&r, drpc, a->rpcs, dlat, a->hist, a->lat_sum, period_s);
 		probe_rec__f64(&r, drpc ? 100.0 * (double)derr / (double)drpc : 0);
 		probe_rec__u64(&r, a->errs);
 		(void)probe_rt__emit(rt, &r);

@@ -435,6 +435,32 @@ static void stream_bytes(struct l7_h2 *h, enum l7_flow flow, uint32_t sid, uint6
 	}
 }
 
+/* A HEADERS, PUSH_PROMISE or CONTINUATION frame (flags fl) starts a fragment of its header block: left
+ * bytes, then pad bytes of padding. at_end: the frame's header is all that was captured before a gap. */
+static void frag_begin(struct l7_session *s, struct l7_h2 *h, enum l7_flow flow, uint8_t fl, uint32_t left,
+		       uint32_t pad, bool at_end)
+{
+	struct h2_dir *D = &h->dir[flow];
+	struct l7_dir *d = &s->dir[flow];
+
+	D->frag_end_headers = fl & FL_END_HEADERS;
+	D->frag_left = left;
+	D->frag_pad = pad;
+	D->in_frag = true;
+	if (D->frag_left && s->gap_follows && at_end) {
+		/* the block's fragment was not captured at all */
+		block_lose(D);
+		d->skip = D->frag_left;
+		D->frag_left = 0;
+	}
+	if (D->frag_left == 0) {
+		uint64_t rest = d->skip;
+
+		frag_done(s, h, flow, D->frag_end_headers);
+		d->skip += rest;
+	}
+}
+
 /* A frame header at p[0..n) (n >= 9). */
 static long frame_parse(struct l7_session *s, struct l7_h2 *h, enum l7_flow flow, const uint8_t *p, size_t n,
 			uint64_t ts)
@@ -495,22 +521,7 @@ static long frame_parse(struct l7_session *s, struct l7_h2 *h, enum l7_flow flow
 			return -1; /* padding longer than the frame: a protocol error, not HTTP/2 as we know it */
 		block_open(D, sid, ts, type == F_HEADERS && (fl & FL_END_STREAM), type == F_PUSH_PROMISE);
 		stream_bytes(h, flow, sid, H2_HDR + (uint64_t)len, true);
-		D->frag_end_headers = fl & FL_END_HEADERS;
-		D->frag_left = len - pre - pad;
-		D->frag_pad = pad;
-		D->in_frag = true;
-		if (D->frag_left && s->gap_follows && n == H2_HDR + pre) {
-			/* the block's fragment was not captured at all */
-			block_lose(D);
-			d->skip = D->frag_left;
-			D->frag_left = 0;
-		}
-		if (D->frag_left == 0) {
-			uint64_t rest = d->skip;
-
-			frag_done(s, h, flow, D->frag_end_headers);
-			d->skip += rest;
-		}
+		frag_begin(s, h, flow, fl, len - pre - pad, pad, n == H2_HDR + pre);
 		return (long)(H2_HDR + pre);
 	case F_CONTINUATION:
 		if (!D->blk_open) {
@@ -518,21 +529,7 @@ static long frame_parse(struct l7_session *s, struct l7_h2 *h, enum l7_flow flow
 			return H2_HDR;
 		}
 		stream_bytes(h, flow, sid, H2_HDR + (uint64_t)len, true);
-		D->frag_end_headers = fl & FL_END_HEADERS;
-		D->frag_left = len;
-		D->frag_pad = 0;
-		D->in_frag = true;
-		if (D->frag_left && s->gap_follows && n == H2_HDR) {
-			block_lose(D);
-			d->skip = D->frag_left;
-			D->frag_left = 0;
-		}
-		if (D->frag_left == 0) {
-			uint64_t rest = d->skip;
-
-			frag_done(s, h, flow, D->frag_end_headers);
-			d->skip += rest;
-		}
+		frag_begin(s, h, flow, fl, len, 0, n == H2_HDR);
 		return H2_HDR;
 	case F_RST_STREAM:
 		if (len == 4 && sid) {

@@ -187,111 +187,120 @@ int elf_bin__section(struct elf_bin *b, const char *name, void *buf, size_t len,
 
 /* ---- x86-64 instructions ------------------------------------------------------------------------ */
 
-static int cs_begin(csh *h)
+/* A decoder over code[0..len) at address vaddr: capstone, and the one instruction it decodes into. */
+struct dis {
+	csh h;
+	cs_insn *insn;
+	const uint8_t *p;
+	size_t len;
+	uint64_t addr;
+};
+
+/* With the operands' details when detail; freed with dis_end. -ENOSYS (no capstone) or -ENOMEM. */
+static int dis_begin(struct dis *d, const uint8_t *code, size_t len, uint64_t vaddr, bool detail)
 {
-	return cs_open(CS_ARCH_X86, CS_MODE_64, h) == CS_ERR_OK ? 0 : -ENOSYS;
+	*d = (struct dis){.p = code, .len = len, .addr = vaddr};
+	if (cs_open(CS_ARCH_X86, CS_MODE_64, &d->h) != CS_ERR_OK)
+		return -ENOSYS;
+	if (detail)
+		cs_option(d->h, CS_OPT_DETAIL, CS_OPT_ON);
+	d->insn = cs_malloc(d->h);
+	if (!d->insn) {
+		cs_close(&d->h);
+		return -ENOMEM;
+	}
+	return 0;
+}
+
+/* The next instruction into d->insn; false at the end or on bytes that do not decode. */
+static bool dis_next(struct dis *d)
+{
+	return cs_disasm_iter(d->h, &d->p, &d->len, &d->addr, d->insn);
+}
+
+static void dis_end(struct dis *d)
+{
+	cs_free(d->insn, 1);
+	cs_close(&d->h);
 }
 
 int x86_first_call(const uint8_t *code, size_t len, uint64_t vaddr, unsigned int max_insns, uint64_t *ret_target)
 {
-	const uint8_t *p = code;
-	uint64_t addr = vaddr;
-	cs_insn *insn;
-	int ret = -ENOENT;
-	csh h;
+	struct dis d;
+	int ret;
 
-	if (cs_begin(&h))
-		return -ENOSYS;
-	insn = cs_malloc(h);
-	if (!insn) {
-		cs_close(&h);
-		return -ENOMEM;
-	}
-	for (unsigned int i = 0; i < max_insns && cs_disasm_iter(h, &p, &len, &addr, insn); i++) {
+	ret = dis_begin(&d, code, len, vaddr, false);
+	if (ret)
+		return ret;
+	ret = -ENOENT;
+	for (unsigned int i = 0; i < max_insns && dis_next(&d); i++) {
 		/* e8 rel32: a direct call, its target in the operand string ("0x35290") */
-		if (insn->id == X86_INS_CALL && insn->size == 5 && insn->bytes[0] == 0xe8) {
+		if (d.insn->id == X86_INS_CALL && d.insn->size == 5 && d.insn->bytes[0] == 0xe8) {
 			int32_t rel;
 
-			memcpy(&rel, &insn->bytes[1], 4);
-			*ret_target = insn->address + 5 + (int64_t)rel;
+			memcpy(&rel, &d.insn->bytes[1], 4);
+			*ret_target = d.insn->address + 5 + (int64_t)rel;
 			ret = 0;
 			break;
 		}
-		if (insn->id == X86_INS_RET || insn->id == X86_INS_JMP)
+		if (d.insn->id == X86_INS_RET || d.insn->id == X86_INS_JMP)
 			break;
 	}
-	cs_free(insn, 1);
-	cs_close(&h);
+	dis_end(&d);
 	return ret;
 }
 
 int x86_ret_sites(const uint8_t *code, size_t len, uint64_t vaddr, uint64_t *rets, unsigned int max,
 		  unsigned int *ret_n)
 {
-	const uint8_t *p = code;
-	uint64_t addr = vaddr;
 	unsigned int n = 0;
-	cs_insn *insn;
-	int ret = 0;
-	csh h;
+	struct dis d;
+	int ret;
 
-	if (cs_begin(&h))
-		return -ENOSYS;
-	insn = cs_malloc(h);
-	if (!insn) {
-		cs_close(&h);
-		return -ENOMEM;
-	}
+	ret = dis_begin(&d, code, len, vaddr, false);
+	if (ret)
+		return ret;
 	/* Go puts no data in its functions' bodies: they decode from start to end; int3 padding
 	 * after the last instruction is part of the symbol's size. */
-	while (len) {
-		if (!cs_disasm_iter(h, &p, &len, &addr, insn)) {
+	while (d.len) {
+		if (!dis_next(&d)) {
 			ret = -EILSEQ;
 			break;
 		}
-		if (insn->id == X86_INS_RET) {
+		if (d.insn->id == X86_INS_RET) {
 			if (n >= max) {
 				ret = -E2BIG;
 				break;
 			}
-			rets[n++] = insn->address;
+			rets[n++] = d.insn->address;
 		}
 	}
-	cs_free(insn, 1);
-	cs_close(&h);
+	dis_end(&d);
 	*ret_n = n;
 	return ret;
 }
 
 int x86_defer_result_slot(const uint8_t *code, size_t len, uint64_t vaddr, int64_t *ret_disp)
 {
-	const uint8_t *p = code;
-	uint64_t addr = vaddr;
 	bool after_call = false, found = false;
 	int64_t disp = 0;
-	cs_insn *insn;
-	int ret = 0;
-	csh h;
+	struct dis d;
+	int ret;
 
-	if (cs_begin(&h))
-		return -ENOSYS;
-	cs_option(h, CS_OPT_DETAIL, CS_OPT_ON);
-	insn = cs_malloc(h);
-	if (!insn) {
-		cs_close(&h);
-		return -ENOMEM;
-	}
-	while (len && !ret) {
+	ret = dis_begin(&d, code, len, vaddr, true);
+	if (ret)
+		return ret;
+	while (d.len && !ret) {
 		const cs_x86 *x;
 
-		if (!cs_disasm_iter(h, &p, &len, &addr, insn)) {
+		if (!dis_next(&d)) {
 			ret = -EILSEQ;
 			break;
 		}
-		x = &insn->detail->x86;
+		x = &d.insn->detail->x86;
 		if (after_call) {
 			/* mov DISP(%rsp),%rax: the result back into its register */
-			if (insn->id != X86_INS_MOV || x->op_count != 2 || x->operands[0].type != X86_OP_REG ||
+			if (d.insn->id != X86_INS_MOV || x->op_count != 2 || x->operands[0].type != X86_OP_REG ||
 			    x->operands[0].reg != X86_REG_RAX || x->operands[1].type != X86_OP_MEM ||
 			    x->operands[1].mem.base != X86_REG_RSP || x->operands[1].mem.index != X86_REG_INVALID ||
 			    (found && x->operands[1].mem.disp != disp)) {
@@ -303,10 +312,9 @@ int x86_defer_result_slot(const uint8_t *code, size_t len, uint64_t vaddr, int64
 			after_call = false;
 			continue;
 		}
-		after_call = insn->id == X86_INS_CALL && x->op_count == 1 && x->operands[0].type == X86_OP_REG;
+		after_call = d.insn->id == X86_INS_CALL && x->op_count == 1 && x->operands[0].type == X86_OP_REG;
 	}
-	cs_free(insn, 1);
-	cs_close(&h);
+	dis_end(&d);
 	if (!ret && !found)
 		ret = -ENOENT;
 	if (!ret)
@@ -347,31 +355,24 @@ int x86_entry_site(const uint8_t *code, size_t len, uint64_t vaddr, unsigned int
 					X86_REG_BX,  X86_REG_BL,  X86_REG_RCX, X86_REG_ECX, X86_REG_CX,	 X86_REG_CL,
 					X86_REG_RDI, X86_REG_EDI, X86_REG_RSI, X86_REG_ESI, X86_REG_R8,	 X86_REG_R9,
 					X86_REG_R10, X86_REG_R11, X86_REG_R14, X86_REG_RSP};
-	const uint8_t *p = code;
-	uint64_t addr = vaddr;
-	cs_insn *insn;
-	int ret = -ENOENT;
-	csh h;
+	struct dis d;
+	int ret;
 
-	if (cs_begin(&h))
-		return -ENOSYS;
-	cs_option(h, CS_OPT_DETAIL, CS_OPT_ON);
-	insn = cs_malloc(h);
-	if (!insn) {
-		cs_close(&h);
-		return -ENOMEM;
-	}
-	for (unsigned int i = 0; i < max_insns && cs_disasm_iter(h, &p, &len, &addr, insn); i++) {
+	ret = dis_begin(&d, code, len, vaddr, true);
+	if (ret)
+		return ret;
+	ret = -ENOENT;
+	for (unsigned int i = 0; i < max_insns && dis_next(&d); i++) {
 		cs_regs rd, wr;
 		uint8_t nrd = 0, nwr = 0;
 		int clobbers = 0;
 
-		if (x86_uprobe_emulated(insn->bytes, insn->size)) {
-			*ret_addr = insn->address;
+		if (x86_uprobe_emulated(d.insn->bytes, d.insn->size)) {
+			*ret_addr = d.insn->address;
 			ret = 0;
 			break;
 		}
-		if (cs_regs_access(h, insn, rd, &nrd, wr, &nwr) != CS_ERR_OK)
+		if (cs_regs_access(d.h, d.insn, rd, &nrd, wr, &nwr) != CS_ERR_OK)
 			break;
 		for (uint8_t w = 0; w < nwr && !clobbers; w++)
 			for (size_t k = 0; k < sizeof(kept) / sizeof(kept[0]); k++)
@@ -380,7 +381,6 @@ int x86_entry_site(const uint8_t *code, size_t len, uint64_t vaddr, unsigned int
 		if (clobbers)
 			break;
 	}
-	cs_free(insn, 1);
-	cs_close(&h);
+	dis_end(&d);
 	return ret;
 }

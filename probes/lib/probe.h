@@ -213,5 +213,8 @@ struct probe_buf {
 int probe_read_file(const char *path, struct probe_buf *b, size_t max);
 /* Free the buffer's memory; accepts NULL and zeroed buffers. */
 void probe_buf__free(struct probe_buf *b);
+/* The start time of process pid (clock ticks after boot, field 22 of <proc_root>/<pid>/stat; proc_root
+ * NULL: /proc), read with b. 0, -ESRCH (unreadable: gone) or -EINVAL. */
+int probe_proc_start(struct probe_buf *b, const char *proc_root, uint32_t pid, uint64_t *ret_start);
 
 #endif

@@ -158,3 +158,21 @@ void probe_buf__free(struct probe_buf *b)
 	b->data = NULL;
 	b->len = b->cap = 0;
 }
+
+int probe_proc_start(struct probe_buf *b, const char *proc_root, uint32_t pid, uint64_t *ret_start)
+{
+	char path[192];
+	const char *p;
+	unsigned long long start = 0;
+
+	snprintf(path, sizeof(path), "%s/%u/stat", proc_root ? proc_root : "/proc", pid);
+	if (probe_read_file(path, b, 4096))
+		return -ESRCH;
+	p = strrchr(b->data, ')'); /* comm may hold spaces and parentheses */
+	/* after "(comm)": state is field 3, starttime field 22 */
+	if (!p || sscanf(p + 1, " %*c %*d %*d %*d %*d %*d %*u %*u %*u %*u %*u %*u %*u %*d %*d %*d %*d %*d %*d %llu",
+			 &start) != 1)
+		return -EINVAL;
+	*ret_start = start;
+	return 0;
+}

@@ -14,6 +14,7 @@
 #include <unistd.h>
 
 #include "bpf_util.h"
+#include "fsutil.h"
 
 static int scope_add_tgid(struct gg_scope *s, uint32_t tgid)
 {
@@ -65,20 +66,12 @@ int gg_scope__add_comm(struct gg_scope *s, const char *comm)
 		return -errno;
 	while (!err && (de = readdir(d))) {
 		char path[300], buf[32];
-		ssize_t n;
-		int fd;
 
 		if (!isdigit((unsigned char)de->d_name[0]))
 			continue;
 		snprintf(path, sizeof(path), "/proc/%s/comm", de->d_name);
-		fd = open(path, O_RDONLY | O_CLOEXEC);
-		if (fd < 0)
+		if (gg_read_small(path, buf, sizeof(buf)) <= 0)
 			continue;
-		n = read(fd, buf, sizeof(buf) - 1);
-		close(fd);
-		if (n <= 0)
-			continue;
-		buf[n] = '\0';
 		buf[strcspn(buf, "\n")] = '\0';
 		if (strlen(buf) == clen && !strncmp(buf, comm, clen)) {
 			err = scope_add_tgid(s, (uint32_t)strtoul(de->d_name, NULL, 10));
@@ -131,20 +124,10 @@ const char *gg_cgroup2_root(void)
 static int comm_is(const char *proc_root, int pid, const char *comm)
 {
 	char path[PATH_MAX], c[64];
-	ssize_t n;
-	int fd;
 
 	snprintf(path, sizeof(path), "%s/%d/comm", proc_root, pid);
-	fd = open(path, O_RDONLY | O_CLOEXEC);
-	if (fd < 0)
+	if (gg_read_small(path, c, sizeof(c)) <= 0)
 		return 0;
-	do {
-		n = read(fd, c, sizeof(c) - 1);
-	} while (n < 0 && errno == EINTR);
-	close(fd);
-	if (n <= 0)
-		return 0;
-	c[n] = '\0';
 	c[strcspn(c, "\n")] = '\0';
 	return !strcmp(c, comm);
 }

@@ -3,6 +3,7 @@
 #include <errno.h>
 #include <gelf.h>
 #include <libelf.h>
+#include <stdbool.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -36,29 +37,9 @@ static uint64_t rd_u(struct rd *r, size_t n)
 	return v;
 }
 
-static uint64_t rd_uleb(struct rd *r)
-{
-	uint64_t v = 0;
-	unsigned int shift = 0;
-
-	while (!r->err) {
-		uint8_t b;
-
-		if (r->p >= r->end) {
-			r->err = 1;
-			break;
-		}
-		b = *r->p++;
-		if (shift < 64)
-			v |= (uint64_t)(b & 0x7f) << shift;
-		shift += 7;
-		if (!(b & 0x80))
-			break;
-	}
-	return v;
-}
-
-static int64_t rd_sleb(struct rd *r)
+/* A LEB128 number, sign-extended when sleb. Past the end: r fails, and the value is 0 (sleb) or what was
+ * read of it. */
+static uint64_t rd_leb(struct rd *r, bool sleb)
 {
 	uint64_t v = 0;
 	unsigned int shift = 0;
@@ -67,7 +48,7 @@ static int64_t rd_sleb(struct rd *r)
 	while (!r->err) {
 		if (r->p >= r->end) {
 			r->err = 1;
-			return 0;
+			return sleb ? 0 : v;
 		}
 		b = *r->p++;
 		if (shift < 64)
@@ -76,9 +57,19 @@ static int64_t rd_sleb(struct rd *r)
 		if (!(b & 0x80))
 			break;
 	}
-	if (shift < 64 && (b & 0x40))
+	if (sleb && shift < 64 && (b & 0x40))
 		v |= ~(uint64_t)0 << shift;
-	return (int64_t)v;
+	return v;
+}
+
+static uint64_t rd_uleb(struct rd *r)
+{
+	return rd_leb(r, false);
+}
+
+static int64_t rd_sleb(struct rd *r)
+{
+	return (int64_t)rd_leb(r, true);
 }
 
 /* An offset scaled by the CIE's data alignment factor; a product that does not fit (only malformed or

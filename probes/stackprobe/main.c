@@ -126,16 +126,11 @@ static int on_config(void *data, uint64_t version, const struct gg_ctrl_msg *msg
 		probe_log(PLOG_WARN, "configuration: svg_dir and flame_dir must not be empty");
 		return -EINVAL;
 	}
-	if (msg->has_scope) {
-		err = sp_sampler__set_scope(ctx->sampler, &msg->scope);
-		if (err) {
-			probe_log(PLOG_WARN, "configuration %llu: cannot apply the scope: %s",
-				  (unsigned long long)version, strerror(-err));
-			return err;
-		}
-		ctx->scope = msg->scope;
+	err = sp_sampler__config_scope(ctx->sampler, version, msg, &ctx->scope);
+	if (err < 0)
+		return err;
+	if (err)
 		ctx->scope_from_ctrl = 1;
-	}
 	ctx->cur = c;
 	ctx->apply_pending = 1;
 	ctx->config_seen = 1;
@@ -242,9 +237,48 @@ static uint32_t *entry_tgids(struct ftab_ent **ents, size_t n, size_t *ret_n)
 	return v;
 }
 
+/* Where each_folded's texts go: flame graphs of a period, or Pyroscope uploads (from, until in s). */
+struct folded_out {
+	struct sp_ctx *ctx;
+	enum sp_event ev;
+	const char *name; /* the time stamp of the files, or the Pyroscope application */
+	uint64_t from, until;
+};
+
+/* fn with the folded text of ents: one per process (per_tgid, with its tgid) in multi_instance mode,
+ * else one for all. */
+static void each_folded(struct ftab_ent **ents, size_t n, int multi,
+			void (*fn)(const struct folded_out *o, int per_tgid, uint32_t tgid, const char *folded,
+				   size_t len),
+			const struct folded_out *o)
+{
+	size_t nt = 1;
+	uint32_t *tg = multi ? entry_tgids(ents, n, &nt) : NULL;
+
+	for (size_t i = 0; (tg || !multi) && i < nt; i++) {
+		char *folded = NULL;
+		size_t len = 0;
+
+		if (!sp_folded__build(ents, n, multi ? 1 : 0, tg ? tg[i] : 0, &folded, &len))
+			fn(o, multi, tg ? tg[i] : 0, folded, len);
+		free(folded);
+	}
+	free(tg);
+}
+
+static void graphs_out(const struct folded_out *o, int per_tgid, uint32_t tgid, const char *folded, size_t len)
+{
+	char suffix[16] = "";
+
+	if (per_tgid)
+		snprintf(suffix, sizeof(suffix), "_%u", tgid);
+	write_graphs(o->ctx, o->ev, folded, len, o->name, suffix, o->from, o->until);
+}
+
 static void flush_period(struct sp_ctx *ctx, enum sp_event ev, uint64_t now_ms)
 {
 	struct sp_acc *acc = &ctx->prof.acc[ev];
+	struct folded_out out;
 	struct ftab_ent **ents;
 	char stamp[32];
 	int dfd;
@@ -256,28 +290,8 @@ static void flush_period(struct sp_ctx *ctx, enum sp_event ev, uint64_t now_ms)
 	if (!ents)
 		goto done;
 	time_stamp(now_ms, stamp, sizeof(stamp));
-	if (ctx->cur.multi_instance) {
-		size_t nt = 0;
-		uint32_t *tg = entry_tgids(ents, n, &nt);
-
-		for (size_t i = 0; tg && i < nt; i++) {
-			char *folded = NULL, suffix[16];
-			size_t len = 0;
-
-			snprintf(suffix, sizeof(suffix), "_%u", tg[i]);
-			if (!sp_folded__build(ents, n, 1, tg[i], &folded, &len))
-				write_graphs(ctx, ev, folded, len, stamp, suffix, acc->period_from_ms, now_ms);
-			free(folded);
-		}
-		free(tg);
-	} else {
-		char *folded = NULL;
-		size_t len = 0;
-
-		if (!sp_folded__build(ents, n, 0, 0, &folded, &len))
-			write_graphs(ctx, ev, folded, len, stamp, "", acc->period_from_ms, now_ms);
-		free(folded);
-	}
+	out = (struct folded_out){ctx, ev, stamp, acc->period_from_ms, now_ms};
+	each_folded(ents, n, ctx->cur.multi_instance, graphs_out, &out);
 	free(ents);
 	dfd = probe_outdir__open_sub(ctx->cur.flame_dir, sp_event_names[ev], 0);
 	if (dfd >= 0) {
@@ -330,12 +344,24 @@ static void upload_one(struct sp_ctx *ctx, enum sp_event ev, const char *name, c
 	}
 }
 
+static void pyro_out(const struct folded_out *o, int per_tgid, uint32_t tgid, const char *folded, size_t len)
+{
+	char name[64];
+
+	if (per_tgid)
+		snprintf(name, sizeof(name), "%s.%u", o->name, tgid);
+	else
+		snprintf(name, sizeof(name), "%s", o->name);
+	upload_one(o->ctx, o->ev, name, folded, len, o->from, o->until);
+}
+
 static void flush_pyro(struct sp_ctx *ctx, enum sp_event ev, uint64_t now_ms)
 {
 	static const char *const app[SP_EV_NR] = {"gala-gopher-oncpu", "gala-gopher-offcpu", "gala-gopher-mem",
 						  "gala-gopher-mem_alloc", "gala-gopher-mem_live"};
 	struct sp_acc *acc = &ctx->prof.acc[ev];
 	uint64_t from_s = acc->pyro_from_ms / 1000, until_s = now_ms / 1000;
+	struct folded_out out;
 	struct ftab_ent **ents;
 	size_t n = 0;
 
@@ -344,28 +370,8 @@ static void flush_pyro(struct sp_ctx *ctx, enum sp_event ev, uint64_t now_ms)
 	ents = ftab__list(&acc->pyro, 1, &n);
 	if (!ents)
 		goto done;
-	if (ctx->cur.multi_instance) {
-		size_t nt = 0;
-		uint32_t *tg = entry_tgids(ents, n, &nt);
-
-		for (size_t i = 0; tg && i < nt; i++) {
-			char *folded = NULL, name[64];
-			size_t len = 0;
-
-			snprintf(name, sizeof(name), "%s.%u", app[ev], tg[i]);
-			if (!sp_folded__build(ents, n, 1, tg[i], &folded, &len))
-				upload_one(ctx, ev, name, folded, len, from_s, until_s);
-			free(folded);
-		}
-		free(tg);
-	} else {
-		char *folded = NULL;
-		size_t len = 0;
-
-		if (!sp_folded__build(ents, n, 0, 0, &folded, &len))
-			upload_one(ctx, ev, app[ev], folded, len, from_s, until_s);
-		free(folded);
-	}
+	out = (struct folded_out){ctx, ev, app[ev], from_s, until_s};
+	each_folded(ents, n, ctx->cur.multi_instance, pyro_out, &out);
 	free(ents);
 done:
 	ftab__clear(&acc->pyro);

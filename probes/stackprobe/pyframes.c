@@ -4,11 +4,7 @@
  * the code objects of a sampled stack into "py:qualname (file.py)" names, read from the process's
  * memory. */
 #include <bpf/bpf.h>
-#include <dirent.h>
 #include <errno.h>
-#include <fcntl.h>
-#include <gelf.h>
-#include <libelf.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -17,9 +13,9 @@
 
 #include "probe.h"
 #include "stackprobe.h"
+#include "uproc.h"
 
 #define PY_MAPS_MAX   (8u << 20)
-#define PY_SCAN_PROCS 65536u
 #define PY_FILES      16u
 #define PY_NAME_CACHE 2048u /* code objects whose names are cached (direct-mapped) */
 #define PY_NAME_MAX   SP_PY_NAME_MAX
@@ -102,67 +98,13 @@ void sp_py__free(struct sp_py *p)
 	free(p);
 }
 
-static uint64_t proc_start(struct sp_py *p, uint32_t pid)
-{
-	char path[64];
-	const char *s;
-	unsigned long long v = 0;
-
-	snprintf(path, sizeof(path), "/proc/%u/stat", pid);
-	if (probe_read_file(path, &p->buf, 4096))
-		return 0;
-	s = strrchr(p->buf.data, ')');
-	if (!s ||
-	    sscanf(s + 1, " %*c %*d %*d %*d %*d %*d %*u %*u %*u %*u %*u %*u %*u %*d %*d %*d %*d %*d %*d %llu", &v) != 1)
-		return 0;
-	return v;
-}
-
 /* File offset of _PyRuntime in path (.dynsym or .symtab), -1 when absent. */
 static int64_t runtime_offset(const char *path)
 {
-	Elf_Scn *scn = NULL;
+	static const char *const name[] = {"_PyRuntime"};
 	int64_t off = -1;
-	size_t nph = 0;
-	Elf *e;
-	int fd;
 
-	if (elf_version(EV_CURRENT) == EV_NONE)
-		return -1;
-	fd = open(path, O_RDONLY | O_CLOEXEC);
-	if (fd < 0)
-		return -1;
-	e = elf_begin(fd, ELF_C_READ, NULL);
-	while (e && off < 0 && (scn = elf_nextscn(e, scn))) {
-		GElf_Shdr sh;
-		Elf_Data *data;
-
-		if (!gelf_getshdr(scn, &sh) || (sh.sh_type != SHT_DYNSYM && sh.sh_type != SHT_SYMTAB) || !sh.sh_entsize)
-			continue;
-		data = elf_getdata(scn, NULL);
-		for (size_t i = 0; data && i < sh.sh_size / sh.sh_entsize; i++) {
-			GElf_Sym sym;
-			const char *name;
-
-			if (!gelf_getsym(data, (int)i, &sym) || sym.st_shndx == SHN_UNDEF || !sym.st_value)
-				continue;
-			name = elf_strptr(e, sh.sh_link, sym.st_name);
-			if (!name || strcmp(name, "_PyRuntime"))
-				continue;
-			if (!elf_getphdrnum(e, &nph))
-				for (size_t j = 0; j < nph; j++) {
-					GElf_Phdr ph;
-
-					if (gelf_getphdr(e, (int)j, &ph) && ph.p_type == PT_LOAD &&
-					    sym.st_value >= ph.p_vaddr && sym.st_value < ph.p_vaddr + ph.p_filesz)
-						off = (int64_t)(sym.st_value - ph.p_vaddr + ph.p_offset);
-				}
-			break;
-		}
-	}
-	if (e)
-		elf_end(e);
-	close(fd);
+	(void)uproc_elf_syms(path, name, 1, UPROC_ELF_SYMTAB | UPROC_ELF_ANY_TYPE, &off);
 	return off;
 }
 
@@ -248,10 +190,11 @@ static int pid_cmp(const void *a, const void *b)
 	return x->pid < y->pid ? -1 : x->pid > y->pid;
 }
 
-static void consider(struct sp_py *p, uint32_t pid)
+static void consider(void *ctx, uint32_t pid)
 {
+	struct sp_py *p = ctx;
 	struct py_pid key = {.pid = pid}, *old, *cur;
-	uint64_t start = proc_start(p, pid), runtime = 0;
+	uint64_t start = uproc_start_time(&p->buf, pid), runtime = 0;
 
 	if (!start)
 		return;
@@ -303,24 +246,7 @@ void sp_py__sync(struct sp_py *p, const struct gg_scope *scope)
 	p->cap = j;
 	j = 0;
 	p->npids = 0;
-	if (!scope->all && !scope->ncgrp) {
-		for (uint32_t i = 0; i < scope->ntgid; i++)
-			consider(p, scope->tgid[i]);
-	} else {
-		DIR *d = opendir("/proc");
-		struct dirent *de;
-		unsigned int n = 0;
-
-		while (d && (de = readdir(d)) && n++ < PY_SCAN_PROCS) {
-			char *end;
-			unsigned long pid = strtoul(de->d_name, &end, 10);
-
-			if (!*end && pid)
-				consider(p, (uint32_t)pid);
-		}
-		if (d)
-			closedir(d);
-	}
+	uproc_each_pid(scope->all || scope->ncgrp, scope->tgid, scope->ntgid, consider, p);
 	if (p->npids) /* pids is NULL before the first process */
 		qsort(p->pids, p->npids, sizeof(*p->pids), pid_cmp);
 	/* processes gone or out of scope */

@@ -514,6 +514,23 @@ err_out:
 	return NULL;
 }
 
+int sp_sampler__config_scope(struct sp_sampler *s, uint64_t version, const struct gg_ctrl_msg *msg,
+			     struct gg_scope *ret_scope)
+{
+	int err;
+
+	if (!msg->has_scope)
+		return 0;
+	err = sp_sampler__set_scope(s, &msg->scope);
+	if (err) {
+		probe_log(PLOG_WARN, "configuration %llu: cannot apply the scope: %s", (unsigned long long)version,
+			  strerror(-err));
+		return err;
+	}
+	*ret_scope = msg->scope;
+	return 1;
+}
+
 void sp_sampler__free(struct sp_sampler *s)
 {
 	if (!s)

@@ -13,6 +13,7 @@
 #include "bpf_util.h"
 #include "fsutil.h"
 #include "symbolizer.h"
+#include "uproc.h"
 
 #define SP_SERVER_MAX 256u
 
@@ -47,14 +48,6 @@ extern const char *const sp_event_units[SP_EV_NR];	 /* "samples", "us", "faults"
 /* Processes with their own allocator uprobes at most (the rest of a larger scope is skipped). */
 #define SP_UALLOC_MAX_PROCS 256u
 
-struct sp_ualloc_stats {
-	uint64_t links;		/* uprobes attached now */
-	uint64_t procs;		/* processes (or allocator files, system-wide) attached now */
-	uint64_t skipped;	/* processes in scope beyond SP_UALLOC_MAX_PROCS at the last sync */
-	uint64_t attach_errors; /* since start */
-	uint64_t libs_resolved; /* allocator files read since start */
-};
-
 /* What the allocator uprobes are for (bits; the BPF side's alloc_mode): bytes requested (mem_alloc),
  * bytes still held (mem_live: the returns and free are trapped too). */
 #define SP_UALLOC_VOLUME 1u
@@ -73,7 +66,9 @@ void sp_ualloc__free(struct sp_ualloc *u);
  * exited, re-attach after an exec into another allocator file or a change of mode; detach everything
  * when mode is 0. */
 int sp_ualloc__sync(struct sp_ualloc *u, const struct gg_scope *scope, unsigned int mode);
-void sp_ualloc__stats(const struct sp_ualloc *u, struct sp_ualloc_stats *ret);
+/* links, procs (or allocator files, system-wide), skipped (beyond SP_UALLOC_MAX_PROCS at the last
+ * sync), attach_errors, libs_resolved (allocator files read). */
+void sp_ualloc__stats(const struct sp_ualloc *u, struct uproc_stats *ret);
 
 /* ---- Python frames (pyframes.c) ------------------------------------------------------------------ */
 
@@ -139,7 +134,7 @@ typedef int (*sp_sample_cb)(void *ctx, const struct sp_sample *smp);
 struct sp_sampler_stats {
 	uint64_t st[SP_ST_NR];	    /* the kernel's counters (enum sp_stat), summed over CPUs */
 	uint64_t drained[SP_EV_NR]; /* aggregated stacks read */
-	struct sp_ualloc_stats ua;
+	struct uproc_stats ua;
 	struct sp_unwind_stats uw;
 };
 
@@ -151,6 +146,10 @@ void sp_sampler__free(struct sp_sampler *s);
 int sp_sampler__apply(struct sp_sampler *s, unsigned int events, unsigned int perf_period_ms, unsigned int min_block_us,
 		      int dwarf_unwind);
 int sp_sampler__set_scope(struct sp_sampler *s, const struct gg_scope *scope);
+/* The scope of a live configuration (version), when it has one: set, and copied into *ret_scope. 1 when
+ * set, 0 when msg has none, a negative errno (logged) when it could not be set. */
+int sp_sampler__config_scope(struct sp_sampler *s, uint64_t version, const struct gg_ctrl_msg *msg,
+			     struct gg_scope *ret_scope);
 /* Periodic upkeep (allocator uprobes follow exec and exit of the processes in scope). */
 void sp_sampler__tick(struct sp_sampler *s, uint64_t now_ms);
 /* The unwind tables asked for since the last call (sp_sampler__tick does it too). */

@@ -176,17 +176,12 @@ static struct uw_proc *uw_proc_find(struct sp_unwind *u, uint32_t tgid)
 static int proc_ident(struct sp_unwind *u, uint32_t tgid, uint64_t *ret_start, uint64_t *ret_dev, uint64_t *ret_ino)
 {
 	char path[64];
-	const char *p;
 	struct stat sb;
-	unsigned long long start = 0;
+	uint64_t start = 0;
+	int err = probe_proc_start(&u->buf, NULL, tgid, &start);
 
-	snprintf(path, sizeof(path), "/proc/%" PRIu32 "/stat", tgid);
-	if (probe_read_file(path, &u->buf, 4096))
-		return -ESRCH;
-	p = strrchr(u->buf.data, ')');
-	if (!p || sscanf(p + 2, "%*c %*d %*d %*d %*d %*d %*u %*u %*u %*u %*u %*u %*u %*d %*d %*d %*d %*d %*d %llu",
-			 &start) != 1)
-		return -EINVAL;
+	if (err)
+		return err;
 	snprintf(path, sizeof(path), "/proc/%" PRIu32 "/exe", tgid);
 	if (stat(path, &sb)) {
 		sb.st_dev = 0;

@@ -617,7 +617,7 @@ static unsigned int tick(void *arg)
 		ctx->t_comm = now;
 	}
 	if (ctx->ulock && (!ctx->t_ulock || now - ctx->t_ulock >= ULOCK_SYNC_MS)) {
-		struct tp_ulock_stats us;
+		struct uproc_stats us;
 
 		(void)tp_ulock__sync(ctx->ulock, &ctx->scope,
 				     (ctx->cur.subprobes & TP_SP_PTHREAD_SYNC ? TP_ULOCK_SYNC : 0) |
@@ -661,7 +661,7 @@ static void kernel_stats(struct tp_ctx *ctx, uint64_t *ret)
 static void report(void *arg)
 {
 	struct tp_ctx *ctx = arg;
-	struct tp_ulock_stats us = {0};
+	struct uproc_stats us = {0};
 	uint64_t ks[TP_ST_NR];
 	struct probe_rec *r = &ctx->rec;
 

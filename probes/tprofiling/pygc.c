@@ -1,7 +1,6 @@
 /* pygc.c - python_gc: CPython's USDT probes python:gc__start and python:gc__done (Debian's python3 is
  * built with them), attached per Python process in scope through libbpf's USDT support (which sets the
  * probes' semaphores, so an interpreter not traced pays nothing). */
-#include <dirent.h>
 #include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -10,9 +9,9 @@
 
 #include "probe.h"
 #include "tprof_pygc.h"
+#include "uproc.h"
 
-#define PG_MAX_PROCS  64u
-#define PG_SCAN_PROCS 65536u
+#define PG_MAX_PROCS 64u
 
 struct pg_att {
 	uint32_t pid;
@@ -74,8 +73,9 @@ static int is_python(uint32_t pid, char *exe, size_t len)
 	return !strncmp(base, "python", 6);
 }
 
-static void want(struct tp_pygc *g, uint32_t pid)
+static void want(void *ctx, uint32_t pid)
 {
+	struct tp_pygc *g = ctx;
 	char exe[64];
 	struct pg_att *a = NULL;
 
@@ -110,24 +110,8 @@ int tp_pygc__sync(struct tp_pygc *g, const struct gg_scope *scope, int enabled)
 
 	for (unsigned int i = 0; i < g->natt; i++)
 		g->att[i].seen = 0;
-	if (enabled && !scope->all) {
-		for (uint32_t i = 0; i < scope->ntgid; i++)
-			want(g, scope->tgid[i]);
-	} else if (enabled) {
-		DIR *d = opendir("/proc");
-		struct dirent *de;
-		unsigned int n = 0;
-
-		while (d && (de = readdir(d)) && n++ < PG_SCAN_PROCS) {
-			char *end;
-			unsigned long pid = strtoul(de->d_name, &end, 10);
-
-			if (!*end && pid)
-				want(g, (uint32_t)pid);
-		}
-		if (d)
-			closedir(d);
-	}
+	if (enabled)
+		uproc_each_pid(scope->all, scope->tgid, scope->ntgid, want, g);
 	for (unsigned int i = 0; i < g->natt; i++) {
 		if (!g->att[i].seen)
 			detach(&g->att[i]);

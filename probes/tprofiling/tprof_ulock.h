@@ -8,16 +8,10 @@
 
 #include "ctrl_msg.h"
 #include "tprof.h"
+#include "uproc.h"
 
 /* Processes with their own uprobes at most (the rest of a larger scope is skipped, counted). */
 #define TP_ULOCK_MAX_PROCS 256u
-
-struct tp_ulock_stats {
-	uint64_t links;		/* uprobe links now */
-	uint64_t procs;		/* processes (or libc files, system-wide) attached now */
-	uint64_t skipped;	/* processes in scope left out at the last sync */
-	uint64_t attach_errors; /* since the start */
-};
 
 struct tp_ulock;
 struct tp_ulock *tp_ulock__new(struct bpf_program *enter, struct bpf_program *exit);
@@ -28,6 +22,7 @@ void tp_ulock__free(struct tp_ulock *u);
 /* Attach the functions of want (TP_ULOCK_* bits) to every process of the scope (system-wide per libc
  * file when scope->all), detach from those that left it or exited; everything detached when want is 0. */
 int tp_ulock__sync(struct tp_ulock *u, const struct gg_scope *scope, unsigned int want);
-void tp_ulock__stats(const struct tp_ulock *u, struct tp_ulock_stats *ret);
+/* links, procs (or libc files, system-wide), skipped (left out at the last sync), attach_errors. */
+void tp_ulock__stats(const struct tp_ulock *u, struct uproc_stats *ret);
 
 #endif

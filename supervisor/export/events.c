@@ -290,33 +290,47 @@ static int label_name_ok(const char *s, size_t n)
 	return 1;
 }
 
+/* The next pair of a label set "a=1&b=2" (p..end): its name and value decoded into name and val (at
+ * least META_LABEL_MAX bytes each; a length below 0 when its escapes are bad), p past it. 0, -EINVAL
+ * when the pair has no '=', -ENOENT at the end. */
+static int label_next(const char **p, const char *end, char *name, int *ret_nl, char *val, int *ret_vl)
+{
+	const char *amp, *eq;
+
+	if (*p >= end)
+		return -ENOENT;
+	amp = memchr(*p, '&', (size_t)(end - *p));
+	if (!amp)
+		amp = end;
+	eq = memchr(*p, '=', (size_t)(amp - *p));
+	if (eq) {
+		*ret_nl = url_decode(*p, (size_t)(eq - *p), name);
+		*ret_vl = url_decode(eq + 1, (size_t)(amp - eq - 1), val);
+	}
+	*p = amp + 1;
+	return eq ? 0 : -EINVAL;
+}
+
 /* The process a label set names (tgid=<n>), 0 when none. */
 static uint32_t labels_tgid(const char *s, size_t n)
 {
 	char name[META_LABEL_MAX], val[META_LABEL_MAX];
 	const char *p = s, *end = s + n;
+	int nl, vl, err;
 
-	while (p < end) {
-		const char *amp = memchr(p, '&', (size_t)(end - p)), *eq;
-		int nl, vl;
+	while ((err = label_next(&p, end, name, &nl, val, &vl)) != -ENOENT) {
+		unsigned long v = 0;
 
-		if (!amp)
-			amp = end;
-		eq = memchr(p, '=', (size_t)(amp - p));
-		if (eq && (nl = url_decode(p, (size_t)(eq - p), name)) == 4 && !memcmp(name, "tgid", 4)) {
-			unsigned long v = 0;
-
-			vl = url_decode(eq + 1, (size_t)(amp - eq - 1), val);
-			if (vl <= 0 || vl > 10)
+		if (err || nl != 4 || memcmp(name, "tgid", 4))
+			continue;
+		if (vl <= 0 || vl > 10)
+			return 0;
+		for (int i = 0; i < vl; i++) {
+			if (val[i] < '0' || val[i] > '9')
 				return 0;
-			for (int i = 0; i < vl; i++) {
-				if (val[i] < '0' || val[i] > '9')
-					return 0;
-				v = v * 10 + (unsigned long)(val[i] - '0');
-			}
-			return v > UINT32_MAX ? 0 : (uint32_t)v;
+			v = v * 10 + (unsigned long)(val[i] - '0');
 		}
-		p = amp + 1;
+		return v > UINT32_MAX ? 0 : (uint32_t)v;
 	}
 	return 0;
 }
@@ -328,29 +342,19 @@ static int put_labels(struct gg_buf *b, const char *s, size_t n, int skip_ident)
 	char name[META_LABEL_MAX], val[META_LABEL_MAX];
 	const char *p = s, *end = s + n;
 	unsigned int count = 0;
+	int nl, vl, err;
 
-	while (p < end) {
-		const char *amp = memchr(p, '&', (size_t)(end - p)), *eq;
-		int nl, vl;
-
-		if (!amp)
-			amp = end;
-		eq = memchr(p, '=', (size_t)(amp - p));
-		if (!eq)
-			return -EINVAL;
-		nl = url_decode(p, (size_t)(eq - p), name);
-		vl = url_decode(eq + 1, (size_t)(amp - eq - 1), val);
-		if (nl < 0 || vl < 0 || !label_name_ok(name, (size_t)nl) || !meta_utf8_valid(val, (size_t)vl) ||
+	while ((err = label_next(&p, end, name, &nl, val, &vl)) != -ENOENT) {
+		if (err || nl < 0 || vl < 0 || !label_name_ok(name, (size_t)nl) || !meta_utf8_valid(val, (size_t)vl) ||
 		    ++count > LABELS_MAX)
 			return -EINVAL;
-		if (!((nl == 10 && !memcmp(name, "machine_id", 10)) || (nl == 8 && !memcmp(name, "hostname", 8)) ||
-		      (skip_ident && gg_ident__is_label(name, (size_t)nl)))) {
-			gg_buf__putc(b, ',');
-			gg_buf__put_json_str(b, name, (size_t)nl);
-			gg_buf__putc(b, ':');
-			gg_buf__put_json_str(b, val, (size_t)vl);
-		}
-		p = amp + 1;
+		if ((nl == 10 && !memcmp(name, "machine_id", 10)) || (nl == 8 && !memcmp(name, "hostname", 8)) ||
+		    (skip_ident && gg_ident__is_label(name, (size_t)nl)))
+			continue;
+		gg_buf__putc(b, ',');
+		gg_buf__put_json_str(b, name, (size_t)nl);
+		gg_buf__putc(b, ':');
+		gg_buf__put_json_str(b, val, (size_t)vl);
 	}
 	return 0;
 }
