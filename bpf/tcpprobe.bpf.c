@@ -155,7 +155,7 @@ static __always_inline void snap_read(const struct sock *sk, struct tcp_snap *s)
 	s->rcv_wnd = BPF_CORE_READ(tp, rcv_wnd);
 	s->reordering = BPF_CORE_READ(tp, reordering);
 	s->rto_us = jiffies_to_us(BPF_CORE_READ(icsk, icsk_rto));
-	s->ato_us = jiffies_to_us((__u32)BPF_CORE_READ_BITFIELD_PROBED(&icsk->icsk_ack, ato));
+	s->ato_us = jiffies_to_us((__u32)BPF_CORE_READ_BITFIELD_PROBED(icsk, icsk_ack.ato));
 	s->rcv_ssthresh = BPF_CORE_READ(tp, rcv_ssthresh);
 	s->advmss = BPF_CORE_READ(tp, advmss);
 	s->mss_cache = BPF_CORE_READ(tp, mss_cache);
@@ -253,7 +253,9 @@ static __always_inline void snap_btf(const struct sock *sk, struct tcp_snap *s)
 		return;
 	}
 	snap_fields(tp, s);
-	s->ato_us = jiffies_to_us((__u32)BPF_CORE_READ_BITFIELD_PROBED(&tp->inet_conn.icsk_ack, ato));
+	/* A direct load (the verifier allows one that covers the whole bit field): no helper call. The
+	 * field is named from tp: its offset is tp's (&tp->...icsk_ack + that offset read past the socket). */
+	s->ato_us = jiffies_to_us((__u32)BPF_CORE_READ_BITFIELD(tp, inet_conn.icsk_ack.ato));
 }
 
 /* A copy of a struct tcp_sock (2,304 bytes on 6.18), per CPU. */
@@ -283,7 +285,7 @@ static __always_inline void snap_copy(const struct sock *sk, struct tcp_snap *s)
 	}
 	tp = (const struct tcp_sock *)c->data;
 	snap_fields(tp, s);
-	s->ato_us = jiffies_to_us((__u32)BPF_CORE_READ_BITFIELD(&tp->inet_conn.icsk_ack, ato));
+	s->ato_us = jiffies_to_us((__u32)BPF_CORE_READ_BITFIELD(tp, inet_conn.icsk_ack.ato));
 }
 
 /* Per socket state of the per-segment hook, in socket local storage: a lookup there costs a few ns,
@@ -359,8 +361,12 @@ static __always_inline struct listen_key listen_key_of(const struct sock *sk)
 /* Zero-window counts not yet moved to the link (it is closing). */
 static __always_inline void flush_local(const struct sock *sk, struct tcp_link *l)
 {
-	struct tcp_sk_local *loc = bpf_sk_storage_get(&tcp_sk, (struct sock *)sk, NULL, 0);
+	struct tcp_sk_local *loc;
 
+	/* Only the per-segment hook keeps counts there (a helper call per close saved without it). */
+	if (!seg_work)
+		return;
+	loc = bpf_sk_storage_get(&tcp_sk, (struct sock *)sk, NULL, 0);
 	if (loc) {
 		l->zero_snd_wnd += loc->zero_snd;
 		l->zero_rcv_wnd += loc->zero_rcv;
