@@ -64,7 +64,8 @@ struct {
 
 /* tcp_state builds a new link here and inserts it with one copy: no copy of the zero entry, no lookup
  * after the insert. Per CPU and used by tcp_state alone, which does not nest on a CPU (a tracing
- * program's recursion guard). Only the fields link_stage() writes ever change: the rest stays zero. */
+ * program's recursion guard). Only the fields link_stage() and its callers write (every time) ever
+ * change: the rest stays zero. */
 struct {
 	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
 	__uint(max_entries, 1);
@@ -556,7 +557,10 @@ int BPF_PROG(tcp_state, const struct sock *sk, const int oldstate, const int new
 		bpf_get_current_comm(n->comm, sizeof(n->comm));
 		n->flags = 0;
 		n->syn_srtt_us = 0;
-		link_add(key, n);
+		/* sk has a link already: one whose close was missed (the walk will find it stale); this
+		 * connection goes untracked, and is counted as such. */
+		if (link_add(key, n) == -EEXIST)
+			__sync_fetch_and_add(&tcp_links_lost, 1);
 		return 0;
 	}
 	case TCP_ESTABLISHED:
