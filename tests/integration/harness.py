@@ -439,7 +439,7 @@ def json_lines(path):
     last); none when the file is not there yet."""
     out = []
     try:
-        with open(path) as f:
+        with open(path, encoding="utf-8") as f:
             for line in f:
                 if line.endswith("\n"):
                     out.append(json.loads(line))
