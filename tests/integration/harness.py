@@ -955,6 +955,13 @@ def rest_port(sup, timeout=10):
     return wait_for(ok, timeout, "REST API listening (status.json rest_api_server.port)")
 
 
+def start_rest(sup):
+    """Starts sup and waits until its REST API listens: (its port, its base URL)."""
+    sup.start()
+    port = rest_port(sup)
+    return port, "http://127.0.0.1:%d" % port
+
+
 def rest_call(port, method, path, body=None, headers=None, timeout=10):
     """(status, parsed JSON or None, raw text, response headers) of one REST request on a new connection."""
     import http.client
