@@ -260,6 +260,25 @@ def proc_series(text, pid):
             ("tgid", str(pid)) in ls]
 
 
+def proc_probe(pids, subs="proc"):
+    """system_infos reporting every second on the processes pids, with the sub-probes subs."""
+    return probe_entry("system_infos", "-t 1 -P %s --pid %s" % (subs, ",".join(str(p) for p in pids)))
+
+
+def scraped_sup(pids, extra):
+    """A started supervisor (extra: more of its configuration) whose system_infos reports on pids to its own
+    web server: (the supervisor, the URL of its /metrics)."""
+    port = free_port()
+    s = Supervisor(probes=[proc_probe(pids)], metric_out="web_server",
+                   extra="web_server = { port = %d; }; %s" % (port, extra)).start()
+    return s, "http://127.0.0.1:%d/metrics" % port
+
+
+def wait_proc_series(url, pid):
+    """The text of the first scrape of url that has a proc series of pid."""
+    return wait_for(lambda: (lambda b: b if proc_series(b, pid) else None)(http_get(url)[1]), 20, "the proc series")
+
+
 def test_labels_from_each_runtime_on_metrics():
     lay = Layouts()
     s = None
@@ -267,11 +286,7 @@ def test_labels_from_each_runtime_on_metrics():
         pids = [lay.containerd_k8s("besteffort", "systemd"), lay.containerd_k8s("guaranteed", "systemd"),
                 lay.containerd_k8s("burstable", "cgroupfs"), lay.crio(), lay.docker()[0], lay.podman(), lay.host()]
         late_pid, late_cid, late_name, late_image = lay.docker(state=False)
-        port = free_port()
-        s = Supervisor(probes=[probe_entry("system_infos", "-t 1 -P proc --pid %s" %
-                                           ",".join(str(p) for p in pids + [late_pid]))],
-                       metric_out="web_server", extra="web_server = { port = %d; }; %s" % (port, lay.conf())).start()
-        url = "http://127.0.0.1:%d/metrics" % port
+        s, url = scraped_sup(pids + [late_pid], lay.conf())
 
         def scraped():
             st, body = http_get(url)
@@ -312,9 +327,7 @@ def test_labels_on_kafka_json_and_metadata():
         pids = [lay.containerd_k8s(), lay.crio(), lay.docker()[0], lay.podman(), lay.host()]
         extra = ('meta = { out_channel = "kafka"; }; kafka = { kafka_broker = "%s"; }; %s' %
                  (km.bootstrap, lay.conf()))
-        s = Supervisor(probes=[probe_entry("system_infos", "-t 1 -P proc,host --pid %s" %
-                                           ",".join(str(p) for p in pids))],
-                       metric_out="kafka", extra=extra).start()
+        s = Supervisor(probes=[proc_probe(pids, "proc,host")], metric_out="kafka", extra=extra).start()
 
         def records():
             recs = [json.loads(m) for m in km.consume("gala_gopher")]
@@ -343,12 +356,8 @@ def test_identity_off():
     s = None
     try:
         pid = lay.docker()[0]
-        port = free_port()
-        s = Supervisor(probes=[probe_entry("system_infos", "-t 1 -P proc --pid %d" % pid)], metric_out="web_server",
-                       extra="web_server = { port = %d; }; identity = { enabled = \"off\"; };" % port).start()
-        url = "http://127.0.0.1:%d/metrics" % port
-        text = wait_for(lambda: (lambda b: b if proc_series(b, pid) else None)(http_get(url)[1]), 20,
-                        "the proc series")
+        s, url = scraped_sup([pid], 'identity = { enabled = "off"; };')
+        text = wait_proc_series(url, pid)
         check(not any(k in proc_series(text, pid)[0] for k in IDENT), "identity.enabled = off: no labels")
     finally:
         teardown(s, lay)
@@ -378,12 +387,8 @@ def test_cgroup_v1_docker_cgroupfs():
             text = f.read()
         check(":pids:/%s/docker/%s\n" % (lay.tag, cid) in text, "moved into the v1 cgroup: %r" % text)
         lay.docker_state(cid, name, image)
-        port = free_port()
-        s = Supervisor(probes=[probe_entry("system_infos", "-t 1 -P proc --pid %d" % p.pid)],
-                       metric_out="web_server", extra="web_server = { port = %d; }; %s" % (port, lay.conf())).start()
-        url = "http://127.0.0.1:%d/metrics" % port
-        text = wait_for(lambda: (lambda b: b if proc_series(b, p.pid) else None)(http_get(url)[1]), 20,
-                        "the proc series")
+        s, url = scraped_sup([p.pid], lay.conf())
+        text = wait_proc_series(url, p.pid)
         got = {k: proc_series(text, p.pid)[0].get(k) for k in IDENT}
         check(got == {"container_id": cid, "container_name": name, "container_image": image, "pod_id": "",
                       "pod": "", "pod_namespace": ""}, "labels from the v1 line: %r" % got)
@@ -582,12 +587,9 @@ def test_cgroup_events_without_ttl():
     try:
         pid = lay.host()
         for watch in ("on", "off"):
-            port = free_port()
             conf = lay.conf().replace("};", 'proc_refresh_ms = 3600000; names_refresh_s = 86400; '
                                       'watch_cgroups = "%s"; };' % watch)
-            s = Supervisor(probes=[probe_entry("system_infos", "-t 1 -P proc --pid %d" % pid)],
-                           metric_out="web_server", extra="web_server = { port = %d; }; %s" % (port, conf)).start()
-            url = "http://127.0.0.1:%d/metrics" % port
+            s, url = scraped_sup([pid], conf)
 
             def labels():
                 ser = proc_series(http_get(url)[1], pid)
