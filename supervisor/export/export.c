@@ -788,7 +788,7 @@ void gg_export__status(struct gg_sup *sup, struct cJSON *obj)
 			cJSON *e = cJSON_CreateObject(), *d;
 
 			cJSON_AddStringToObject(e, "table", t->meta->name);
-			gg_json_add_u64(e, "rows", t->nrows);
+			gg_json_add_u64(e, "rows", t->age.n);
 			gg_json_add_u64(e, "expired", t->expired);
 			d = cJSON_AddObjectToObject(e, "dropped");
 			for (int r = 0; r < IMDB_DROP__COUNT; r++)
