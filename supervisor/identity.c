@@ -592,7 +592,9 @@ static int read_json(struct gg_identity *id, const char *path, size_t max, char 
 	return err;
 }
 
-static int try_oci(struct gg_identity *id, const char *path, struct gg_ident_names *nm)
+/* A runtime's state file at path read and parsed by parse (an OCI config.json, docker's config.v2.json). */
+static int read_names(struct gg_identity *id, const char *path,
+		      int (*parse)(const char *json, size_t len, struct gg_ident_names *ret), struct gg_ident_names *nm)
 {
 	char *buf;
 	size_t len;
@@ -600,11 +602,16 @@ static int try_oci(struct gg_identity *id, const char *path, struct gg_ident_nam
 
 	if (err)
 		return err;
-	err = gg_ident__parse_oci_config(buf, len, nm);
+	err = parse(buf, len, nm);
 	if (err == -EINVAL)
 		id->st.state_errors++;
 	free(buf);
 	return err;
+}
+
+static int try_oci(struct gg_identity *id, const char *path, struct gg_ident_names *nm)
+{
+	return read_names(id, path, gg_ident__parse_oci_config, nm);
 }
 
 static int from_containerd(struct gg_identity *id, const struct gg_cgroup_info *ci, struct gg_ident_names *nm)
@@ -654,19 +661,10 @@ static int from_crio(struct gg_identity *id, const struct gg_cgroup_info *ci, st
 
 static int from_docker(struct gg_identity *id, const struct gg_cgroup_info *ci, struct gg_ident_names *nm)
 {
-	char path[PATH_MAX], *buf;
-	size_t len;
-	int err;
+	char path[PATH_MAX];
 
 	snprintf(path, sizeof(path), "%s/containers/%s/config.v2.json", id->o.docker_dir, ci->container_id);
-	err = read_json(id, path, OCI_CONFIG_MAX, &buf, &len);
-	if (err)
-		return err;
-	err = gg_ident__parse_docker_config(buf, len, nm);
-	if (err == -EINVAL)
-		id->st.state_errors++;
-	free(buf);
-	return err;
+	return read_names(id, path, gg_ident__parse_docker_config, nm);
 }
 
 /* The parsed list at path, read again only when the file changed (NULL when absent or bad). */

@@ -74,21 +74,36 @@ int gg_ensure_bpffs(void)
 	return 0;
 }
 
-int gg_proc_starttime(pid_t pid, unsigned long long *ret)
+int gg_proc_stat(pid_t pid, char *buf, size_t len, const char **ret_comm, size_t *ret_comm_len, const char **ret_rest)
 {
-	char path[64], buf[1024];
-	const char *c;
+	char path[64];
+	const char *open_paren, *close_paren;
 	int n;
 
 	snprintf(path, sizeof(path), "/proc/%d/stat", (int)pid);
-	n = gg_read_small(path, buf, sizeof(buf));
+	n = gg_read_small(path, buf, len);
 	if (n <= 0)
 		return n ? n : -EIO;
 	/* comm may contain spaces and parentheses: fields are counted after the last ')' */
-	c = strrchr(buf, ')');
-	if (!c)
+	open_paren = strchr(buf, '(');
+	close_paren = strrchr(buf, ')');
+	if (!open_paren || !close_paren || close_paren < open_paren)
 		return -EINVAL;
-	c++;
+	*ret_comm = open_paren + 1;
+	*ret_comm_len = (size_t)(close_paren - open_paren - 1);
+	*ret_rest = close_paren + 1;
+	return 0;
+}
+
+int gg_proc_starttime(pid_t pid, unsigned long long *ret)
+{
+	char buf[1024];
+	const char *comm, *c;
+	size_t comm_len;
+	int err = gg_proc_stat(pid, buf, sizeof(buf), &comm, &comm_len, &c);
+
+	if (err)
+		return err;
 	for (int field = 2; field < 22 && *c; c++) {
 		if (*c == ' ')
 			field++;
