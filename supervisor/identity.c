@@ -476,8 +476,10 @@ err_out:
 	return NULL;
 }
 
-static void cg_free(struct cg_entry *c)
+static void cg_free(void *entry)
 {
+	struct cg_entry *c = entry;
+
 	free(c->path);
 	free(c->buf);
 	free(c);
@@ -485,18 +487,10 @@ static void cg_free(struct cg_entry *c)
 
 void gg_identity__free(struct gg_identity *id)
 {
-	struct gg_lru_link *l, *next;
-
 	if (!id)
 		return;
-	for (l = id->procs.oldest; l; l = next) {
-		next = l->newer;
-		free(l);
-	}
-	for (l = id->cgroups.oldest; l; l = next) {
-		next = l->newer;
-		cg_free((struct cg_entry *)l);
-	}
+	gg_lru__drain(&id->procs, free);
+	gg_lru__drain(&id->cgroups, cg_free);
 	free(id->pbuckets);
 	free(id->cbuckets);
 	watch_stop(id);

@@ -52,4 +52,17 @@ static inline void gg_lru__touch(struct gg_lru *l, struct gg_lru_link *e)
 	gg_lru__push(l, e);
 }
 
+/* Every entry handed to release (free, or the entry's destructor) and the list left empty. */
+static inline void gg_lru__drain(struct gg_lru *l, void (*release)(void *entry))
+{
+	struct gg_lru_link *e = l->oldest, *next;
+
+	for (; e; e = next) {
+		next = e->newer;
+		release(e);
+	}
+	l->oldest = l->newest = NULL;
+	l->n = 0;
+}
+
 #endif

@@ -124,18 +124,16 @@ void gg_probes__write_children(struct gg_sup *sup)
 /* state, process group, session and comm of pid (from /proc/<pid>/stat); 0 or negative errno */
 static int proc_group_session(pid_t pid, char *ret_state, int *ret_pgid, int *ret_sid, char ret_comm[16])
 {
-	char buf[1024];
-	const char *comm, *rest;
+	struct gg_proc_stat ps;
 	size_t cl;
-	int err = gg_proc_stat(pid, buf, sizeof(buf), &comm, &cl, &rest);
+	int err = gg_proc_stat(pid, &ps);
 
 	if (err)
 		return err;
-	if (sscanf(rest, " %c %*d %d %d", ret_state, ret_pgid, ret_sid) != 3)
+	if (sscanf(ps.rest, " %c %*d %d %d", ret_state, ret_pgid, ret_sid) != 3)
 		return -EINVAL;
-	if (cl > 15)
-		cl = 15;
-	memcpy(ret_comm, comm, cl);
+	cl = ps.comm_len > 15 ? 15 : ps.comm_len;
+	memcpy(ret_comm, ps.comm, cl);
 	ret_comm[cl] = 0;
 	return 0;
 }

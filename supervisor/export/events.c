@@ -93,14 +93,9 @@ struct gg_events *gg_events__new(const struct gg_events_opts *o)
 
 void gg_events__free(struct gg_events *ev)
 {
-	struct gg_lru_link *l, *next;
-
 	if (!ev)
 		return;
-	for (l = ev->age.oldest; l; l = next) {
-		next = l->newer;
-		free(l);
-	}
+	gg_lru__drain(&ev->age, free);
 	free(ev->buckets);
 	free(ev->machine_id);
 	free(ev->hostname);

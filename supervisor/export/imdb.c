@@ -102,22 +102,19 @@ err_out:
 	return NULL;
 }
 
-static void row_free(struct imdb_row *r)
+static void row_free(void *row)
 {
+	struct imdb_row *r = row;
+
 	free(r->buf);
 	free(r);
 }
 
 static void table_free(struct imdb_table *t)
 {
-	struct gg_lru_link *l, *next;
-
 	if (!t)
 		return;
-	for (l = t->age.oldest; l; l = next) {
-		next = l->newer;
-		row_free((struct imdb_row *)l);
-	}
+	gg_lru__drain(&t->age, row_free);
 	free(t->buckets);
 	free(t->metric_idx);
 	free(t);
