@@ -37,12 +37,6 @@ static const char *META = "version = \"1.0.0\";\n"
 			  "   { description: \"v\", type: \"gauge\", name: \"v\" } ) }\n"
 			  ");\n";
 
-static int setup(void **state)
-{
-	(void)state;
-	return reg_setup(META);
-}
-
 static const struct imdb_limits def_limits = {
 	.max_tables = 8, .max_records = 100, .max_metrics = 3, .max_bytes = 64u << 20, .record_timeout_ms = 1000};
 
@@ -254,5 +248,6 @@ int main(void)
 		cmocka_unit_test(test_value_growth_within_memory_bound),
 	};
 
-	return cmocka_run_group_tests(tests, setup, reg_teardown);
+	reg_meta_text = META;
+	return cmocka_run_group_tests(tests, reg_group_setup, reg_teardown);
 }
