@@ -48,6 +48,15 @@ static int cap_teardown(void **state)
 	return 0;
 }
 
+/* The row named name of a sub-probe's counter table (disks, interfaces), or NULL. */
+static __attribute__((unused)) const struct si_counter_row *tab_row(const struct si_counter_rows *t, const char *name)
+{
+	for (unsigned int i = 0; i < t->nrows; i++)
+		if (!strcmp(t->rows[i].name, name))
+			return &t->rows[i];
+	return NULL;
+}
+
 /* From now on, what is printed on stdout (the records cap_rt emits) is captured. */
 static __attribute__((unused)) void cap_begin(void)
 {
