@@ -225,6 +225,5 @@ int main(void)
 		cmocka_unit_test(test_entity_id_bounded),  cmocka_unit_test(test_dedup_bound),
 	};
 
-	reg_reserved = gg_events__register;
-	return cmocka_run_group_tests(tests, reg_group_setup, reg_teardown);
+	return reg_run_group_tests(tests, NULL, gg_events__register);
 }

@@ -35,7 +35,7 @@ static int reg_teardown(void **state)
 }
 
 /* What reg_group_setup puts in the registry: the tables of reg_meta_text, then the reserved tables
- * that reg_reserved registers (either may be NULL). main() sets them before running the group. */
+ * that reg_reserved registers (either may be NULL); set by reg_run_group_tests. */
 static const char *reg_meta_text;
 static int (*reg_reserved)(struct meta_registry *reg, char *err, size_t errlen);
 
@@ -49,6 +49,12 @@ static inline int reg_group_setup(void **state)
 		assert_int_equal(reg_reserved(reg, err, sizeof(err)), 0);
 	return 0;
 }
+
+/* main()'s end: the group of tests run with a registry holding the tables of meta_text and the reserved
+ * ones that reserved registers (either may be NULL). A macro: cmocka_run_group_tests takes the array. */
+#define reg_run_group_tests(tests, meta_text, reserved)          \
+	(reg_meta_text = (meta_text), reg_reserved = (reserved), \
+	 cmocka_run_group_tests(tests, reg_group_setup, reg_teardown))
 
 /* One record rendered into JSON: the record of a line of the registry's tables and the buffer it is
  * rendered into. */

@@ -248,6 +248,5 @@ int main(void)
 		cmocka_unit_test(test_value_growth_within_memory_bound),
 	};
 
-	reg_meta_text = META;
-	return cmocka_run_group_tests(tests, reg_group_setup, reg_teardown);
+	return reg_run_group_tests(tests, META, NULL);
 }

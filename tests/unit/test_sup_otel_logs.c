@@ -113,6 +113,5 @@ int main(void)
 		cmocka_unit_test(test_refused),
 	};
 
-	reg_reserved = gg_otel_logs__register;
-	return cmocka_run_group_tests(tests, reg_group_setup, reg_teardown);
+	return reg_run_group_tests(tests, NULL, gg_otel_logs__register);
 }

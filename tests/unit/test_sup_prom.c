@@ -186,6 +186,5 @@ int main(void)
 		cmocka_unit_test(test_metadata),
 	};
 
-	reg_meta_text = META;
-	return cmocka_run_group_tests(tests, reg_group_setup, reg_teardown);
+	return reg_run_group_tests(tests, META, NULL);
 }

@@ -204,6 +204,5 @@ int main(void)
 		cmocka_unit_test(test_malformed),
 	};
 
-	reg_reserved = gg_traces__register;
-	return cmocka_run_group_tests(tests, reg_group_setup, reg_teardown);
+	return reg_run_group_tests(tests, NULL, gg_traces__register);
 }
