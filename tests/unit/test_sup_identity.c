@@ -21,6 +21,7 @@
 #include "../../supervisor/bolt.h"
 #include "../../supervisor/identity.h"
 #include "test_sup_fixture.h"
+#include "test_tmpdir.h"
 
 #define ID_A "0123456789abcdef0123456789abcdef0123456789abcdef0123456789abcdef"
 #define ID_B "fedcba9876543210fedcba9876543210fedcba9876543210fedcba9876543210"
@@ -311,12 +312,9 @@ static int tmp_setup(void **state)
 
 static int tmp_teardown(void **state)
 {
-	char cmd[300];
-
 	(void)state;
 	/* only our own temporary directory */
-	snprintf(cmd, sizeof(cmd), "rm -rf '%s'", tmp);
-	assert_int_equal(system(cmd), 0);
+	assert_int_equal(rm_tree(tmp), 0);
 	return 0;
 }
 

@@ -20,6 +20,7 @@
 #include "../../supervisor/rest/persist.h"
 #include "../../supervisor/rest/validate.h"
 #include "../../supervisor/rest/snoopers.h"
+#include "test_tmpdir.h"
 
 static char tmpdir[64];
 
@@ -612,8 +613,8 @@ static void test_resolve(void **state)
 		assert_int_equal(gg_snoopers__resolve(sets, 4, again, &o, NULL), 0);
 		for (int i = 0; i < 4; i++)
 			assert_true(gg_scope__equal(&sc[i], &again[i]));
-		snprintf(p, sizeof(p), "rm -rf %s/100", proc); /* test-owned temp dir */
-		assert_int_equal(system(p), 0);
+		snprintf(p, sizeof(p), "%s/100", proc); /* test-owned temp dir */
+		assert_int_equal(rm_tree(p), 0);
 		assert_int_equal(gg_snoopers__resolve(sets, 4, again, &o, NULL), 0);
 		assert_false(gg_scope__equal(&sc[0], &again[0]));
 		assert_int_equal(again[0].ntgid, 1);
@@ -957,11 +958,8 @@ static int setup(void **state)
 
 static int teardown(void **state)
 {
-	char cmd[PATH_MAX + 32];
-
 	(void)state;
-	snprintf(cmd, sizeof(cmd), "rm -rf %s", tmpdir); /* our own mkdtemp directory */
-	return system(cmd) == 0 ? 0 : -1;
+	return rm_tree(tmpdir) == 0 ? 0 : -1; /* our own mkdtemp directory */
 }
 
 int main(void)

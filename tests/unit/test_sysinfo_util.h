@@ -5,13 +5,13 @@
 #define GG_TEST_SYSINFO_UTIL_H
 
 #include <fcntl.h>
-#include <ftw.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
 #include "probe.h"
+#include "test_tmpdir.h"
 
 static struct probe_rt *cap_rt;
 static int cap_fd = -1, cap_saved = -1;
@@ -134,20 +134,6 @@ static __attribute__((unused)) void put_file(const char *dir, const char *name, 
 	assert_non_null(f);
 	fputs(text, f);
 	fclose(f);
-}
-
-static int rm_one(const char *path, const struct stat *st, int flag, struct FTW *ftw)
-{
-	(void)st;
-	(void)flag;
-	(void)ftw;
-	return remove(path);
-}
-
-/* Remove a fixture directory tree. */
-static __attribute__((unused)) void rm_tree(const char *dir)
-{
-	(void)nftw(dir, rm_one, 16, FTW_DEPTH | FTW_PHYS);
 }
 
 #endif
