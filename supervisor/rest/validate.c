@@ -937,14 +937,160 @@ static int check_labels(struct check *c, const cJSON *sn, cJSON *out)
 	return 0;
 }
 
-static int check_snoopers(struct check *c, const cJSON *sn, cJSON *out)
+static int snoop_proc_id(struct check *c, const cJSON *e, unsigned int i, cJSON **ret)
+{
+	long long pid;
+
+	if (get_int(e, 1, GG_REST_PID_MAX, &pid) || cJSON_IsBool(e))
+		return errf(c->err, c->errlen, 400, "snoopers.proc_id[%u]: must be a process id in [1, %d]", i,
+			    GG_REST_PID_MAX);
+	*ret = cJSON_CreateNumber((double)pid);
+	return 0;
+}
+
+static int snoop_proc_name(struct check *c, const cJSON *e, unsigned int i, cJSON **ret)
 {
 	static const char *const pn_keys[] = {"comm", "cmdline", "debugging_dir", NULL};
+	const char *comm, *cmdline, *dbg;
+	cJSON *no;
+	int err;
+
+	if (!cJSON_IsObject(e))
+		return errf(c->err, c->errlen, 400,
+			    "snoopers.proc_name[%u]: must be an object {\"comm\", \"cmdline\", "
+			    "\"debugging_dir\"}",
+			    i);
+	err = check_keys(c, e, pn_keys, "proc_name", i);
+	if (!err)
+		err = check_str_field(c, e, "comm", "proc_name", i, GG_REST_COMM_RE_MAX, 1, &comm);
+	if (!err) {
+		char why[160];
+
+		if (gg_comm_pattern__check(comm, why, sizeof(why)))
+			return errf(c->err, c->errlen, 400, "snoopers.proc_name[%u].comm: %s", i, why);
+	}
+	if (!err)
+		err = check_str_field(c, e, "cmdline", "proc_name", i, GG_REST_CMDLINE_MAX, 0, &cmdline);
+	if (!err)
+		err = check_str_field(c, e, "debugging_dir", "proc_name", i, PATH_MAX - 1, 0, &dbg);
+	if (err)
+		return err;
+	if (dbg[0] && dbg[0] != '/')
+		return errf(c->err, c->errlen, 400, "snoopers.proc_name[%u].debugging_dir: must be an absolute path",
+			    i);
+	no = cJSON_CreateObject();
+	cJSON_AddStringToObject(no, "comm", comm);
+	cJSON_AddStringToObject(no, "cmdline", cmdline);
+	cJSON_AddStringToObject(no, "debugging_dir", dbg);
+	*ret = no;
+	return 0;
+}
+
+static int snoop_pod_id(struct check *c, const cJSON *e, unsigned int i, cJSON **ret)
+{
+	const char *s = cJSON_GetStringValue(e);
+
+	if (!s || !s[0] || strlen(s) > 64 || !valid_chars(s, "-_"))
+		return errf(c->err, c->errlen, 400,
+			    "snoopers.pod_id[%u]: must be a pod UID (1 to 64 letters, digits, '-' or '_')", i);
+	*ret = cJSON_CreateString(s);
+	return 0;
+}
+
+static int snoop_container_id(struct check *c, const cJSON *e, unsigned int i, cJSON **ret)
+{
+	const char *s = cJSON_GetStringValue(e);
+
+	/* sliprobe's documentation writes entries as {"container_id": "..."} */
+	if (!s && cJSON_IsObject(e) && cJSON_GetArraySize(e) == 1)
+		s = cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(e, "container_id"));
+	if (!s || !s[0] || strlen(s) > 64 || !valid_chars(s, ""))
+		return errf(c->err, c->errlen, 400,
+			    "snoopers.container_id[%u]: must be a container id (1 to 64 letters or digits; "
+			    "a prefix of at least 12 characters, or the full id)",
+			    i);
+	*ret = cJSON_CreateString(s);
+	return 0;
+}
+
+/* container_name: a substring of the container's name, as `docker ps --filter name=` (gala-gopher);
+ * taken wherever container_id is */
+static int snoop_container_name(struct check *c, const cJSON *e, unsigned int i, cJSON **ret)
+{
+	const char *s = cJSON_GetStringValue(e);
+	size_t n = s ? strlen(s) : 0;
+
+	if (!s || !n || n > GG_REST_CONTAINER_NAME_MAX)
+		return errf(c->err, c->errlen, 400,
+			    "snoopers.container_name[%u]: must be a string of 1 to %u characters", i,
+			    GG_REST_CONTAINER_NAME_MAX);
+	for (const char *p = s; *p; p++) {
+		if ((unsigned char)*p < 0x20)
+			return errf(c->err, c->errlen, 400,
+				    "snoopers.container_name[%u]: control characters are not allowed", i);
+	}
+	*ret = cJSON_CreateString(s);
+	return 0;
+}
+
+static int snoop_gaussdb(struct check *c, const cJSON *e, unsigned int i, cJSON **ret)
+{
 	static const char *const db_keys[] = {"dbip", "dbport", "dbname", "dbuser", "dbpass", NULL};
-	const cJSON *k, *list, *e;
+	const char *ip, *name, *user, *pass;
+	long long port;
+	cJSON *no;
+	int err;
+
+	if (!cJSON_IsObject(e))
+		return errf(c->err, c->errlen, 400,
+			    "snoopers.gaussdb[%u]: must be an object {\"dbip\", \"dbport\", \"dbname\", "
+			    "\"dbuser\", \"dbpass\"}",
+			    i);
+	err = check_keys(c, e, db_keys, "gaussdb", i);
+	if (!err)
+		err = check_str_field(c, e, "dbip", "gaussdb", i, 63, 1, &ip);
+	if (!err)
+		err = check_str_field(c, e, "dbname", "gaussdb", i, 63, 0, &name);
+	if (!err)
+		err = check_str_field(c, e, "dbuser", "gaussdb", i, 63, 0, &user);
+	if (!err)
+		err = check_str_field(c, e, "dbpass", "gaussdb", i, 127, 0, &pass);
+	if (err)
+		return err;
+	if (get_int(cJSON_GetObjectItemCaseSensitive(e, "dbport"), 1, 65535, &port))
+		return errf(c->err, c->errlen, 400, "snoopers.gaussdb[%u].dbport: must be an integer in [1, 65535]", i);
+	if (!valid_chars(ip, ".:-"))
+		return errf(c->err, c->errlen, 400, "snoopers.gaussdb[%u].dbip: must be an address or host name", i);
+	no = cJSON_CreateObject();
+	cJSON_AddStringToObject(no, "dbip", ip);
+	cJSON_AddNumberToObject(no, "dbport", (double)port);
+	cJSON_AddStringToObject(no, "dbname", name);
+	cJSON_AddStringToObject(no, "dbuser", user);
+	cJSON_AddStringToObject(no, "dbpass", pass);
+	*ret = no;
+	return 0;
+}
+
+/* The snooper lists, in the order they are written out: each element checked by check, which gives
+ * 0 and the element as stored, or the error. */
+static const struct snoop_list_def {
+	const char *name;
+	unsigned int bit, max;
+	int (*check)(struct check *c, const cJSON *e, unsigned int i, cJSON **ret);
+} snoop_lists[] = {
+	{"proc_id", GG_SNOOP_PROC_ID, GG_REST_PROC_IDS_MAX, snoop_proc_id},
+	{"proc_name", GG_SNOOP_PROC_NAME, GG_REST_PROC_NAMES_MAX, snoop_proc_name},
+	{"pod_id", GG_SNOOP_POD_ID, GG_REST_PODS_MAX, snoop_pod_id},
+	{"container_id", GG_SNOOP_CONTAINER_ID, GG_REST_CONTAINERS_MAX, snoop_container_id},
+	{"container_name", GG_SNOOP_CONTAINER_ID, GG_REST_CONTAINERS_MAX, snoop_container_name},
+	{"gaussdb", GG_SNOOP_GAUSSDB, GG_REST_GAUSSDB_MAX, snoop_gaussdb},
+};
+
+static int check_snoopers(struct check *c, const cJSON *sn, cJSON *out)
+{
+	const cJSON *k, *e;
 	char b[80];
 	int err;
-	unsigned int i;
 
 	if (!cJSON_IsObject(sn))
 		return errf(c->err, c->errlen, 400,
@@ -981,191 +1127,26 @@ static int check_snoopers(struct check *c, const cJSON *sn, cJSON *out)
 		}
 	}
 
-	list = cJSON_GetObjectItemCaseSensitive(sn, "proc_id");
-	if (list && !cJSON_IsNull(list)) {
-		cJSON *o = cJSON_AddArrayToObject(out, "proc_id");
+	for (size_t j = 0; j < sizeof(snoop_lists) / sizeof(snoop_lists[0]); j++) {
+		const struct snoop_list_def *d = &snoop_lists[j];
+		const cJSON *list = cJSON_GetObjectItemCaseSensitive(sn, d->name);
+		cJSON *o;
+		unsigned int i = 0;
 
-		err = snoop_list(c, list, "proc_id", GG_SNOOP_PROC_ID, GG_REST_PROC_IDS_MAX);
+		if (!list || cJSON_IsNull(list))
+			continue;
+		o = cJSON_AddArrayToObject(out, d->name);
+		err = snoop_list(c, list, d->name, d->bit, d->max);
 		if (err)
 			return err;
-		i = 0;
 		cJSON_ArrayForEach(e, list)
 		{
-			long long pid;
+			cJSON *item;
 
-			if (get_int(e, 1, GG_REST_PID_MAX, &pid) || cJSON_IsBool(e))
-				return errf(c->err, c->errlen, 400,
-					    "snoopers.proc_id[%u]: must be a process id in [1, %d]", i,
-					    GG_REST_PID_MAX);
-			cJSON_AddItemToArray(o, cJSON_CreateNumber((double)pid));
-			i++;
-		}
-	}
-	list = cJSON_GetObjectItemCaseSensitive(sn, "proc_name");
-	if (list && !cJSON_IsNull(list)) {
-		cJSON *o = cJSON_AddArrayToObject(out, "proc_name");
-
-		err = snoop_list(c, list, "proc_name", GG_SNOOP_PROC_NAME, GG_REST_PROC_NAMES_MAX);
-		if (err)
-			return err;
-		i = 0;
-		cJSON_ArrayForEach(e, list)
-		{
-			const char *comm, *cmdline, *dbg;
-			cJSON *no;
-
-			if (!cJSON_IsObject(e))
-				return errf(c->err, c->errlen, 400,
-					    "snoopers.proc_name[%u]: must be an object {\"comm\", \"cmdline\", "
-					    "\"debugging_dir\"}",
-					    i);
-			err = check_keys(c, e, pn_keys, "proc_name", i);
-			if (!err)
-				err = check_str_field(c, e, "comm", "proc_name", i, GG_REST_COMM_RE_MAX, 1, &comm);
-			if (!err) {
-				char why[160];
-
-				if (gg_comm_pattern__check(comm, why, sizeof(why)))
-					return errf(c->err, c->errlen, 400, "snoopers.proc_name[%u].comm: %s", i, why);
-			}
-			if (!err)
-				err = check_str_field(c, e, "cmdline", "proc_name", i, GG_REST_CMDLINE_MAX, 0,
-						      &cmdline);
-			if (!err)
-				err = check_str_field(c, e, "debugging_dir", "proc_name", i, PATH_MAX - 1, 0, &dbg);
+			err = d->check(c, e, i++, &item);
 			if (err)
 				return err;
-			if (dbg[0] && dbg[0] != '/')
-				return errf(c->err, c->errlen, 400,
-					    "snoopers.proc_name[%u].debugging_dir: must be an absolute path", i);
-			no = cJSON_CreateObject();
-			cJSON_AddStringToObject(no, "comm", comm);
-			cJSON_AddStringToObject(no, "cmdline", cmdline);
-			cJSON_AddStringToObject(no, "debugging_dir", dbg);
-			cJSON_AddItemToArray(o, no);
-			i++;
-		}
-	}
-	list = cJSON_GetObjectItemCaseSensitive(sn, "pod_id");
-	if (list && !cJSON_IsNull(list)) {
-		cJSON *o = cJSON_AddArrayToObject(out, "pod_id");
-
-		err = snoop_list(c, list, "pod_id", GG_SNOOP_POD_ID, GG_REST_PODS_MAX);
-		if (err)
-			return err;
-		i = 0;
-		cJSON_ArrayForEach(e, list)
-		{
-			const char *s = cJSON_GetStringValue(e);
-
-			if (!s || !s[0] || strlen(s) > 64 || !valid_chars(s, "-_"))
-				return errf(
-					c->err, c->errlen, 400,
-					"snoopers.pod_id[%u]: must be a pod UID (1 to 64 letters, digits, '-' or '_')",
-					i);
-			cJSON_AddItemToArray(o, cJSON_CreateString(s));
-			i++;
-		}
-	}
-	list = cJSON_GetObjectItemCaseSensitive(sn, "container_id");
-	if (list && !cJSON_IsNull(list)) {
-		cJSON *o = cJSON_AddArrayToObject(out, "container_id");
-
-		err = snoop_list(c, list, "container_id", GG_SNOOP_CONTAINER_ID, GG_REST_CONTAINERS_MAX);
-		if (err)
-			return err;
-		i = 0;
-		cJSON_ArrayForEach(e, list)
-		{
-			const char *s = cJSON_GetStringValue(e);
-
-			/* sliprobe's documentation writes entries as {"container_id": "..."} */
-			if (!s && cJSON_IsObject(e) && cJSON_GetArraySize(e) == 1)
-				s = cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(e, "container_id"));
-			if (!s || !s[0] || strlen(s) > 64 || !valid_chars(s, ""))
-				return errf(
-					c->err, c->errlen, 400,
-					"snoopers.container_id[%u]: must be a container id (1 to 64 letters or digits; "
-					"a prefix of at least 12 characters, or the full id)",
-					i);
-			cJSON_AddItemToArray(o, cJSON_CreateString(s));
-			i++;
-		}
-	}
-	/* container_name: a substring of the container's name, as `docker ps --filter name=` (gala-gopher);
-	 * taken wherever container_id is */
-	list = cJSON_GetObjectItemCaseSensitive(sn, "container_name");
-	if (list && !cJSON_IsNull(list)) {
-		cJSON *o = cJSON_AddArrayToObject(out, "container_name");
-
-		err = snoop_list(c, list, "container_name", GG_SNOOP_CONTAINER_ID, GG_REST_CONTAINERS_MAX);
-		if (err)
-			return err;
-		i = 0;
-		cJSON_ArrayForEach(e, list)
-		{
-			const char *s = cJSON_GetStringValue(e);
-			size_t n = s ? strlen(s) : 0;
-
-			if (!s || !n || n > GG_REST_CONTAINER_NAME_MAX)
-				return errf(c->err, c->errlen, 400,
-					    "snoopers.container_name[%u]: must be a string of 1 to %u characters", i,
-					    GG_REST_CONTAINER_NAME_MAX);
-			for (const char *p = s; *p; p++) {
-				if ((unsigned char)*p < 0x20)
-					return errf(c->err, c->errlen, 400,
-						    "snoopers.container_name[%u]: control characters are not allowed",
-						    i);
-			}
-			cJSON_AddItemToArray(o, cJSON_CreateString(s));
-			i++;
-		}
-	}
-	list = cJSON_GetObjectItemCaseSensitive(sn, "gaussdb");
-	if (list && !cJSON_IsNull(list)) {
-		cJSON *o = cJSON_AddArrayToObject(out, "gaussdb");
-
-		err = snoop_list(c, list, "gaussdb", GG_SNOOP_GAUSSDB, GG_REST_GAUSSDB_MAX);
-		if (err)
-			return err;
-		i = 0;
-		cJSON_ArrayForEach(e, list)
-		{
-			const char *ip, *name, *user, *pass;
-			long long port;
-			cJSON *no;
-
-			if (!cJSON_IsObject(e))
-				return errf(
-					c->err, c->errlen, 400,
-					"snoopers.gaussdb[%u]: must be an object {\"dbip\", \"dbport\", \"dbname\", "
-					"\"dbuser\", \"dbpass\"}",
-					i);
-			err = check_keys(c, e, db_keys, "gaussdb", i);
-			if (!err)
-				err = check_str_field(c, e, "dbip", "gaussdb", i, 63, 1, &ip);
-			if (!err)
-				err = check_str_field(c, e, "dbname", "gaussdb", i, 63, 0, &name);
-			if (!err)
-				err = check_str_field(c, e, "dbuser", "gaussdb", i, 63, 0, &user);
-			if (!err)
-				err = check_str_field(c, e, "dbpass", "gaussdb", i, 127, 0, &pass);
-			if (err)
-				return err;
-			if (get_int(cJSON_GetObjectItemCaseSensitive(e, "dbport"), 1, 65535, &port))
-				return errf(c->err, c->errlen, 400,
-					    "snoopers.gaussdb[%u].dbport: must be an integer in [1, 65535]", i);
-			if (!valid_chars(ip, ".:-"))
-				return errf(c->err, c->errlen, 400,
-					    "snoopers.gaussdb[%u].dbip: must be an address or host name", i);
-			no = cJSON_CreateObject();
-			cJSON_AddStringToObject(no, "dbip", ip);
-			cJSON_AddNumberToObject(no, "dbport", (double)port);
-			cJSON_AddStringToObject(no, "dbname", name);
-			cJSON_AddStringToObject(no, "dbuser", user);
-			cJSON_AddStringToObject(no, "dbpass", pass);
-			cJSON_AddItemToArray(o, no);
-			i++;
+			cJSON_AddItemToArray(o, item);
 		}
 	}
 	return 0;
