@@ -788,12 +788,22 @@ static int check_str_field(struct check *c, const cJSON *obj, const char *key, c
 	return 0;
 }
 
+/* Element i of the list where: an object of no keys but allowed (the message names them). */
 static int check_keys(struct check *c, const cJSON *obj, const char *const *allowed, const char *where, unsigned int i)
 {
 	const cJSON *k;
 	char b[48], all[128];
-	int err = dup_key(obj, c->err, c->errlen, "");
+	int err;
 
+	if (!cJSON_IsObject(obj)) {
+		char keys[160] = "";
+
+		for (size_t j = 0; allowed[j]; j++)
+			snprintf(keys + strlen(keys), sizeof(keys) - strlen(keys), "%s\"%s\"", j ? ", " : "",
+				 allowed[j]);
+		return errf(c->err, c->errlen, 400, "snoopers.%s[%u]: must be an object {%s}", where, i, keys);
+	}
+	err = dup_key(obj, c->err, c->errlen, "");
 	if (err)
 		return err;
 	cJSON_ArrayForEach(k, obj)
@@ -955,11 +965,6 @@ static int snoop_proc_name(struct check *c, const cJSON *e, unsigned int i, cJSO
 	cJSON *no;
 	int err;
 
-	if (!cJSON_IsObject(e))
-		return errf(c->err, c->errlen, 400,
-			    "snoopers.proc_name[%u]: must be an object {\"comm\", \"cmdline\", "
-			    "\"debugging_dir\"}",
-			    i);
 	err = check_keys(c, e, pn_keys, "proc_name", i);
 	if (!err)
 		err = check_str_field(c, e, "comm", "proc_name", i, GG_REST_COMM_RE_MAX, 1, &comm);
@@ -1041,11 +1046,6 @@ static int snoop_gaussdb(struct check *c, const cJSON *e, unsigned int i, cJSON 
 	cJSON *no;
 	int err;
 
-	if (!cJSON_IsObject(e))
-		return errf(c->err, c->errlen, 400,
-			    "snoopers.gaussdb[%u]: must be an object {\"dbip\", \"dbport\", \"dbname\", "
-			    "\"dbuser\", \"dbpass\"}",
-			    i);
 	err = check_keys(c, e, db_keys, "gaussdb", i);
 	if (!err)
 		err = check_str_field(c, e, "dbip", "gaussdb", i, 63, 1, &ip);

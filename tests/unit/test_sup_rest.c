@@ -358,6 +358,10 @@ static void test_errors_name_field_and_range(void **state)
 	expect("tcp", "{\"snoopers\":{\"proc_id\":[\"12\"]}}", 400, "snoopers.proc_id[0]");
 	expect("tcp", "{\"snoopers\":{\"proc_name\":[{\"cmdline\":\"x\"}]}}", 400,
 	       "snoopers.proc_name[0].comm: required");
+	expect("tcp", "{\"snoopers\":{\"proc_name\":[1]}}", 400,
+	       "snoopers.proc_name[0]: must be an object {\"comm\", \"cmdline\", \"debugging_dir\"}");
+	expect("opengauss_sli", "{\"snoopers\":{\"gaussdb\":[\"x\"]}}", 400,
+	       "snoopers.gaussdb[0]: must be an object {\"dbip\", \"dbport\", \"dbname\", \"dbuser\", \"dbpass\"}");
 	expect("tcp", "{\"snoopers\":{\"proc_name\":[{\"comm\":\"" ID64 "x\"}]}}", 400,
 	       "snoopers.proc_name[0].comm: must be 1 to 64 characters");
 	expect("tcp", "{\"snoopers\":{\"proc_name\":[{\"comm\":\"(a)\\\\1\"}]}}", 400,
