@@ -1384,6 +1384,47 @@ static int check_params(struct check *c, const cJSON *params, cJSON *out)
 	return 0;
 }
 
+/* blacklist (gala-gopher's): the shape of snoopers; what it matches is left out of the scope */
+static int check_blacklist(struct check *c, const cJSON *v, cJSON *out)
+{
+	int status;
+
+	if (cJSON_IsObject(v) &&
+	    (cJSON_GetObjectItemCaseSensitive(v, "custom_labels") || cJSON_GetObjectItemCaseSensitive(v, "pod_labels")))
+		return errf(c->err, c->errlen, 400,
+			    "blacklist: custom_labels and pod_labels belong in snoopers (a blacklist only excludes)");
+	status = check_snoopers(c, v, out);
+	/* the same rules, reported under the part's own name */
+	if (status && c->err && !strncmp(c->err, "snoopers", 8)) {
+		char tmp[512];
+
+		snprintf(tmp, sizeof(tmp), "blacklist%s", c->err + 8);
+		snprintf(c->err, c->errlen, "%s", tmp);
+	}
+	return status;
+}
+
+/* out: the configuration's object itself (state is a member of it, not an object) */
+static int check_state(struct check *c, const cJSON *v, cJSON *out)
+{
+	const char *s = cJSON_GetStringValue(v);
+
+	if (!s || (strcmp(s, "running") && strcmp(s, "stopped")))
+		return errf(c->err, c->errlen, 400, "state: must be \"running\" or \"stopped\"");
+	cJSON_AddStringToObject(out, "state", s);
+	return 0;
+}
+
+/* The parts of a probe's configuration, checked in this order; each but state into an object of its name. */
+static const struct {
+	const char *name;
+	int (*check)(struct check *c, const cJSON *v, cJSON *out);
+	int state;
+} conf_parts[] = {
+	{"cmd", check_cmd, 0},	     {"snoopers", check_snoopers, 0}, {"blacklist", check_blacklist, 0},
+	{"params", check_params, 0}, {"state", check_state, 1},
+};
+
 int gg_rest_conf__check(const struct gg_probe_def *def, const struct gg_rest_check_ctx *ctx, const char *json,
 			cJSON **ret, char *err, size_t errlen)
 {
@@ -1424,8 +1465,11 @@ int gg_rest_conf__check(const struct gg_probe_def *def, const struct gg_rest_che
 		goto out;
 	cJSON_ArrayForEach(k, root)
 	{
-		if (strcmp(k->string, "cmd") && strcmp(k->string, "snoopers") && strcmp(k->string, "blacklist") &&
-		    strcmp(k->string, "params") && strcmp(k->string, "state")) {
+		size_t j = 0;
+
+		while (j < sizeof(conf_parts) / sizeof(conf_parts[0]) && strcmp(k->string, conf_parts[j].name))
+			j++;
+		if (j == sizeof(conf_parts) / sizeof(conf_parts[0])) {
 			status = errf(err, errlen, 400,
 				      "%s: unknown field (expected cmd, snoopers, blacklist, params, state)",
 				      snip(k->string, 32, b, sizeof(b)));
@@ -1437,55 +1481,14 @@ int gg_rest_conf__check(const struct gg_probe_def *def, const struct gg_rest_che
 		status = errf(err, errlen, 500, "out of memory");
 		goto out;
 	}
-	v = cJSON_GetObjectItemCaseSensitive(root, "cmd");
-	if (v) {
-		status = check_cmd(&c, v, cJSON_AddObjectToObject(out, "cmd"));
+	for (size_t j = 0; j < sizeof(conf_parts) / sizeof(conf_parts[0]); j++) {
+		v = cJSON_GetObjectItemCaseSensitive(root, conf_parts[j].name);
+		if (!v)
+			continue;
+		status = conf_parts[j].check(
+			&c, v, conf_parts[j].state ? out : cJSON_AddObjectToObject(out, conf_parts[j].name));
 		if (status)
 			goto out;
-	}
-	v = cJSON_GetObjectItemCaseSensitive(root, "snoopers");
-	if (v) {
-		status = check_snoopers(&c, v, cJSON_AddObjectToObject(out, "snoopers"));
-		if (status)
-			goto out;
-	}
-	/* blacklist (gala-gopher's): the shape of snoopers; what it matches is left out of the scope */
-	v = cJSON_GetObjectItemCaseSensitive(root, "blacklist");
-	if (v && cJSON_IsObject(v) &&
-	    (cJSON_GetObjectItemCaseSensitive(v, "custom_labels") ||
-	     cJSON_GetObjectItemCaseSensitive(v, "pod_labels"))) {
-		status = errf(err, errlen, 400,
-			      "blacklist: custom_labels and pod_labels belong in snoopers (a blacklist only excludes)");
-		goto out;
-	}
-	if (v) {
-		status = check_snoopers(&c, v, cJSON_AddObjectToObject(out, "blacklist"));
-		if (status) {
-			/* the same rules, reported under the part's own name */
-			if (err && !strncmp(err, "snoopers", 8)) {
-				char tmp[512];
-
-				snprintf(tmp, sizeof(tmp), "blacklist%s", err + 8);
-				snprintf(err, errlen, "%s", tmp);
-			}
-			goto out;
-		}
-	}
-	v = cJSON_GetObjectItemCaseSensitive(root, "params");
-	if (v) {
-		status = check_params(&c, v, cJSON_AddObjectToObject(out, "params"));
-		if (status)
-			goto out;
-	}
-	v = cJSON_GetObjectItemCaseSensitive(root, "state");
-	if (v) {
-		const char *s = cJSON_GetStringValue(v);
-
-		if (!s || (strcmp(s, "running") && strcmp(s, "stopped"))) {
-			status = errf(err, errlen, 400, "state: must be \"running\" or \"stopped\"");
-			goto out;
-		}
-		cJSON_AddStringToObject(out, "state", s);
 	}
 	*ret = out;
 	out = NULL;
