@@ -15,6 +15,7 @@
 
 static struct probe_rt *cap_rt;
 static int cap_fd = -1, cap_saved = -1;
+static uint64_t cap_invalid; /* cap_rt's invalid records when the capture began */
 static char cap_buf[1 << 20];
 
 /* Group setup: a temporary file to capture stdout into, a standalone runtime printing records on
@@ -61,10 +62,12 @@ static __attribute__((unused)) const struct si_counter_row *tab_row(const struct
 static __attribute__((unused)) void cap_begin(void)
 {
 	fflush(stdout);
+	cap_invalid = probe_rt__records_invalid(cap_rt);
 	assert_true(dup2(cap_fd, 1) == 1);
 }
 
-/* The record lines emitted since cap_begin; stdout goes back to where it was. */
+/* The record lines emitted since cap_begin, each valid for its table (asserted); stdout goes back to where
+ * it was. */
 static __attribute__((unused)) const char *cap_take(void)
 {
 	ssize_t n;
@@ -72,6 +75,8 @@ static __attribute__((unused)) const char *cap_take(void)
 	(void)probe_rt__flush(cap_rt);
 	fflush(stdout);
 	assert_true(dup2(cap_saved, 1) == 1);
+	/* every record emitted matched its table */
+	assert_int_equal(probe_rt__records_invalid(cap_rt), cap_invalid);
 	n = pread(cap_fd, cap_buf, sizeof(cap_buf) - 1, 0);
 	cap_buf[n > 0 ? n : 0] = '\0';
 	if (ftruncate(cap_fd, 0) == 0)
