@@ -53,7 +53,8 @@ static int cgroup_line(char *line, const char *ctl, char *ret, size_t len)
 	if (!c2)
 		return 0;
 	*c2 = '\0';
-	if (ctl ? !has_token(c1 + 1, ",", ctl) : strcmp(line, "0") || c1[1] != '\0')
+	/* v2 ("0::/path"): hierarchy 0, no controllers; v1: ctl among the hierarchy's controllers */
+	if (ctl ? !has_token(c1 + 1, ",", ctl) : c1 != line + 1 || line[0] != '0' || c2 != c1 + 1)
 		return 0;
 	c2[1 + strcspn(c2 + 1, "\n")] = '\0';
 	snprintf(ret, len, "%s", strcmp(c2 + 1, "/") ? c2 + 1 : "");
