@@ -53,7 +53,6 @@ struct l7_ctx {
 	int bpf_stats;		     /* --bpf-stats: set, and collected */
 	unsigned int cap, max_conns; /* -c, -m */
 	struct gg_bpf_stats_prev stats_prev[40];
-	uint64_t exits_swept; /* tracker's exit count at the last sweep of l7_socks */
 	/* per-process aggregates for autotrace's l7 triggers (l7share.h): l7probe only, not the SLI modes */
 	struct l7s_table *share;
 	char share_path[4096];
@@ -288,35 +287,6 @@ static void report_stats(struct l7_ctx *ctx)
 	(void)probe_rt__emit(ctx->rt, &r);
 }
 
-/* Drop the socket entries of processes that exited while sockets they used have not closed yet (the
- * kernel half keeps a TCP socket until its TCP_CLOSE). Run when processes in scope exited since the
- * last sweep. */
-static void sweep_socks(struct l7_ctx *ctx)
-{
-	static __u64 dead[4096];
-	int fd = bpf_map__fd(ctx->skel->maps.l7_socks);
-	uint32_t n = 0;
-	int err;
-	__u64 key, next;
-	struct {
-		uint32_t tgid;
-		int32_t fd;
-		uint8_t rest[120];
-	} v;
-
-	if (bpf_map__value_size(ctx->skel->maps.l7_socks) > sizeof(v))
-		return;
-	err = bpf_map_get_next_key(fd, NULL, &next);
-	while (!err && n < sizeof(dead) / sizeof(dead[0])) {
-		key = next;
-		if (!bpf_map_lookup_elem(fd, &key, &v) && kill((pid_t)v.tgid, 0) < 0 && errno == ESRCH)
-			dead[n++] = key;
-		err = bpf_map_get_next_key(fd, &key, &next);
-	}
-	if (n)
-		(void)gg_bpf_map_delete_keys(fd, dead, sizeof(dead[0]), n);
-}
-
 /* Between reports: drain the ring, sooner when it is busy. */
 static unsigned int drain_tick(void *arg)
 {
@@ -365,16 +335,9 @@ static void report(void *arg)
 	l7_tracker__report(ctx->tracker, ctx->rt, ctx->cur.subs, period, now);
 	if (ctx->sli)
 		l7_sli__report(ctx->sli, ctx->rt, (uint64_t)ctx->cur.latency_thr_ms * 1000000ull);
+	/* Socket entries live in the sockets' local storage (bpf/l7probe.bpf.c): freed with the socket,
+	 * nothing to sweep when processes exit. */
 	report_stats(ctx);
-	{
-		struct l7_tracker_stats ts;
-
-		l7_tracker__stats(ctx->tracker, &ts);
-		if (ts.exits != ctx->exits_swept) {
-			ctx->exits_swept = ts.exits;
-			sweep_socks(ctx);
-		}
-	}
 	(void)probe_rt__flush(ctx->rt);
 	if (ctx->bpf_stats) {
 		char buf[2048];
@@ -410,6 +373,7 @@ static int setup_bpf(struct l7_ctx *ctx, unsigned int cap)
 			{s->progs.l7_sock_send, &s->links.l7_sock_send, ~0u},
 			{s->progs.l7_sock_recv, &s->links.l7_sock_recv, ~0u},
 			{s->progs.l7_dgram, &s->links.l7_dgram, ~0u},
+			{s->progs.l7_send_begin, &s->links.l7_send_begin, ~0u},
 			{s->progs.l7_xmit_q, &s->links.l7_xmit_q, ~0u},
 			{s->progs.l7_state, &s->links.l7_state, ~0u},
 			{s->progs.l7_exit, &s->links.l7_exit, ~0u},
