@@ -190,6 +190,21 @@ static void on_span(void *data, const struct l7_span *sp)
 		l7_sli__span(ctx->sli, sp);
 }
 
+/* The hooks only UDP protocols need (the peer of a datagram on an unconnected socket, the time of a
+ * datagram's send): attached while dns is parsed. Both fire for every socket wake-up or packet of the
+ * host (~2 each per HTTP/2 request of nginx), which TCP-only configurations then do not pay. */
+static void apply_udp_hooks(struct l7_ctx *ctx)
+{
+	struct l7probe *s = ctx->skel;
+	const struct gg_bpf_hook hooks[] = {
+		{s->progs.l7_dgram, &s->links.l7_dgram, 1},
+		{s->progs.l7_xmit_q, &s->links.l7_xmit_q, 1},
+	};
+
+	(void)gg_bpf_attach_hooks(hooks, sizeof(hooks) / sizeof(hooks[0]),
+				  (ctx->cur.protos & (1u << L7_PROTO_DNS)) ? 1u : 0u);
+}
+
 /* What the kernel half does for the configuration in force. */
 static void apply_conf(struct l7_ctx *ctx)
 {
@@ -198,6 +213,7 @@ static void apply_conf(struct l7_ctx *ctx)
 					 .max_per_s = ctx->cur.trace_max_per_s ? ctx->cur.trace_max_per_s : 1};
 
 	ctx->skel->bss->ssl_on = ctx->cur.ssl;
+	apply_udp_hooks(ctx);
 	l7_tracker__set_protocols(ctx->tracker, ctx->cur.protos);
 	l7_tracker__set_api_limit(ctx->tracker, (ctx->cur.subs & L7_SP_RPC) ? ctx->cur.api_limit : 0);
 	l7_trace__set_conf(ctx->trace, &tc);
@@ -372,9 +388,7 @@ static int setup_bpf(struct l7_ctx *ctx, unsigned int cap)
 		const struct gg_bpf_hook hooks[] = {
 			{s->progs.l7_sock_send, &s->links.l7_sock_send, ~0u},
 			{s->progs.l7_sock_recv, &s->links.l7_sock_recv, ~0u},
-			{s->progs.l7_dgram, &s->links.l7_dgram, ~0u},
 			{s->progs.l7_send_begin, &s->links.l7_send_begin, ~0u},
-			{s->progs.l7_xmit_q, &s->links.l7_xmit_q, ~0u},
 			{s->progs.l7_state, &s->links.l7_state, ~0u},
 			{s->progs.l7_exit, &s->links.l7_exit, ~0u},
 		};
