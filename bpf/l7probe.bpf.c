@@ -695,10 +695,13 @@ static __always_inline int sock_data(struct sock *sk, int ret, int flags, __u8 d
 	__u8 kind, evflags = 0;
 	int fd;
 
-	id = bpf_get_current_pid_tgid();
-	tgid = id >> 32;
+	/* the ids by loads from the task (one helper call instead of two: each call and return costs
+	 * ~10-40 ns on this VM) */
+	task = bpf_get_current_task_btf();
+	tgid = task->tgid;
 	if (!in_scope(tgid))
 		return 0;
+	id = ((__u64)tgid << 32) | (__u32)task->pid;
 	if (ret < 0) {
 		/* a sendmmsg/recvmmsg ends at a message that fails (EAGAIN after the last datagram): the
 		 * thread's next one starts at message 0, whatever its array's msg_len fields hold */
@@ -719,7 +722,6 @@ static __always_inline int sock_data(struct sock *sk, int ret, int flags, __u8 d
 	proto = sk->sk_protocol;
 	if ((family != AF_INET && family != AF_INET6) || (proto != IPPROTO_TCP && proto != IPPROTO_UDP))
 		return 0;
-	task = bpf_get_current_task_btf();
 	if (task->flags & PF_KTHREAD)
 		return 0;
 	regs = (struct pt_regs *)bpf_task_pt_regs(task);
