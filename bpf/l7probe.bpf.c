@@ -21,6 +21,7 @@ char LICENSE[] SEC("license") = "GPL";
 /* Set by user space (the skeleton's .data/.bss). */
 __u32 cap_bytes = L7_CAP_DEFAULT; /* payload prefix copied per call (0: count bytes only) */
 __u32 ssl_on;			  /* follow SSL calls (support_ssl) */
+__u32 udp_on;			  /* a UDP protocol (dns) is parsed: UDP payloads are copied */
 /* Two bits per tgid: 00 not known yet, 01 in scope, 10 out. Cleared by user space when the scope
  * changes: the verdict of a process costs the scope maps' lookups once, then one load per call,
  * which is what every system call of a process out of scope pays. */
@@ -856,7 +857,8 @@ static __always_inline int sock_data(struct sock *sk, int ret, int flags, __u8 d
 	want = cap_bytes;
 	if (want > e->h.total)
 		want = e->h.total;
-	if (evflags || kind == CK_SENDFILE || !want) {
+	/* no parser takes UDP payloads without dns: their bytes are counted (l7_link), not copied */
+	if (evflags || kind == CK_SENDFILE || !want || (proto == IPPROTO_UDP && !udp_on)) {
 		if (!evflags)
 			e->h.flags |= L7_EF_NOCOPY;
 		want = 0;

@@ -191,8 +191,8 @@ static void on_span(void *data, const struct l7_span *sp)
 }
 
 /* The hooks only UDP protocols need (the peer of a datagram on an unconnected socket, the time of a
- * datagram's send): attached while dns is parsed. Both fire for every socket wake-up or packet of the
- * host (~2 each per HTTP/2 request of nginx), which TCP-only configurations then do not pay. */
+ * datagram's send): attached while dns is parsed, and UDP payloads copied only then. Both fire for every socket wake-up
+ * or packet of the host (~2 each per HTTP/2 request of nginx), which TCP-only configurations then do not pay. */
 static void apply_udp_hooks(struct l7_ctx *ctx)
 {
 	struct l7probe *s = ctx->skel;
@@ -201,8 +201,10 @@ static void apply_udp_hooks(struct l7_ctx *ctx)
 		{s->progs.l7_xmit_q, &s->links.l7_xmit_q, 1},
 	};
 
-	(void)gg_bpf_attach_hooks(hooks, sizeof(hooks) / sizeof(hooks[0]),
-				  (ctx->cur.protos & (1u << L7_PROTO_DNS)) ? 1u : 0u);
+	unsigned int dns = (ctx->cur.protos & (1u << L7_PROTO_DNS)) ? 1u : 0u;
+
+	ctx->skel->bss->udp_on = dns;
+	(void)gg_bpf_attach_hooks(hooks, sizeof(hooks) / sizeof(hooks[0]), dns);
 }
 
 /* What the kernel half does for the configuration in force. */
