@@ -191,8 +191,9 @@ static void on_span(void *data, const struct l7_span *sp)
 }
 
 /* The hooks only UDP protocols need (the peer of a datagram on an unconnected socket, the time of a
- * datagram's send): attached while dns is parsed, and UDP payloads copied only then. Both fire for every socket wake-up
- * or packet of the host (~2 each per HTTP/2 request of nginx), which TCP-only configurations then do not pay. */
+ * datagram's send): attached while dns is parsed, and UDP payloads copied only then. Both hooks fire
+ * for every socket wake-up or packet of the host (~2 each per HTTP/2 request of nginx), which TCP-only
+ * configurations then do not pay. */
 static void apply_udp_hooks(struct l7_ctx *ctx)
 {
 	struct l7probe *s = ctx->skel;
