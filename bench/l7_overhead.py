@@ -11,7 +11,8 @@ Usage: bench/l7_overhead.py [RUNS [SECONDS]]   (defaults 5 and 8; run as root)
        bench/l7_overhead.py dd [PAIRS]         (only the out-of-scope dd pairs, default 11)
        bench/l7_overhead.py https|http [PAIRS [SECONDS]]   (only the HTTPS or HTTP pairs; with
                                                        L7_AB=BUILD_A,BUILD_B: off and each build's
-                                                       l7probe in turn)
+                                                       l7probe in turn; L7_WRK_CLOSE=1: one
+                                                       connection per request)
        bench/l7_overhead.py gotls [PAIRS [SECONDS]]   (wrk against the Go HTTPS server of
                                                        tests/integration/scripts/gotls, probe on it)"""
 import contextlib
@@ -34,6 +35,8 @@ BUILD = os.path.join(ROOT, os.environ.get("GG_BUILD", "build"))
 L7PROBE = os.path.join(BUILD, "probes", "l7probe")
 PIN_SERVER = ["taskset", "-c", "0"] if os.cpu_count() >= 2 else []
 PIN_CLIENT = ["taskset", "-c", "1"] if os.cpu_count() >= 2 else []
+# L7_WRK_CLOSE=1: a new connection per request (wrk sends "Connection: close"), what short connections cost
+WRK_EXTRA = ["-H", "Connection: close"] if os.environ.get("L7_WRK_CLOSE") == "1" else []
 
 
 
@@ -107,7 +110,7 @@ class Run:
 
     def __init__(self, url, seconds, worker, probe=None):
         out, nginx_cpu, wrk_cpu, self.probe_cpu = run_load(
-            ["wrk", "-t1", "-c32", "-d%ds" % seconds, url], worker, probe)
+            ["wrk", "-t1", "-c32", "-d%ds" % seconds] + WRK_EXTRA + [url], worker, probe)
         m = re.search(r"Requests/sec:\s+([0-9.]+)", out)
         n = re.search(r"(\d+) requests in", out)
         if not m or not n:
