@@ -227,7 +227,7 @@ struct {
  * when the send returns, which on loopback is after the receiver's whole input path (run in the
  * sender's softirq) and the copy; a request's latency starts at the system call's entry. (Before: a
  * program on every packet queued on the host, net_dev_queue, kept the time of a thread's first
- * packet in task storage, ~100-130 ns a packet.) UDP sends are timed when they return. */
+ * packet in task storage, ~100-130 ns a packet.) UDP sends: see l7_udp_tx. */
 
 /* What an event says about sk (a BTF pointer) for (tgid, fd), by direct loads. */
 static __always_inline void sock_fill(struct l7_sock *v, const struct sock *sk, __u32 tgid, int fd, __u8 udp)
