@@ -1,5 +1,6 @@
 """benchlib.py - what the stackprobe bench scripts share: the BPF run time of one process's programs
-(bpf_stats), kernel.bpf_stats_enabled on for a run, and stackprobe started on a workload."""
+(bpf_stats), kernel.bpf_stats_enabled on for a run, stackprobe started on a workload, and a workload's
+run measured."""
 import contextlib
 import json
 import os
@@ -39,6 +40,17 @@ def bpf_stats():
     finally:
         with open(BPF_STATS, "w") as f:
             f.write(was)
+
+
+def go(w, sp, progs):
+    """Tells the waiting workload w to run ("go" on its stdin) and reads its one-line report: (the line, run
+    time ns and runs of the BPF programs named in progs that stackprobe sp (None: none) held meanwhile)."""
+    ns0, n0 = bpf_run(sp.pid if sp else 0, progs.__contains__)
+    w.stdin.write("go\n")
+    w.stdin.flush()
+    line = w.stdout.readline()
+    ns1, n1 = bpf_run(sp.pid if sp else 0, progs.__contains__)
+    return line, ns1 - ns0, n1 - n0
 
 
 def start_stackprobe(tmp, pid, args):

@@ -632,6 +632,7 @@ def bpf_ab(port, worker, builds, tmp, params, probes, seconds, rounds, workloads
     ns per run of each build over the rounds, [min..max], and the ratio of the medians to the first
     build. Programs with fewer than min_runs runs in a round (others' stray events) are left out."""
     got = {}  # (workload, program) -> build -> [ns per run]
+    paired = {}  # (workload, program) -> build -> [ns per run or None, one per round]
     for r in range(rounds):
         order = builds if r % 2 == 0 else builds[::-1]
         for b in order:
@@ -641,6 +642,15 @@ def bpf_ab(port, worker, builds, tmp, params, probes, seconds, rounds, workloads
                 for name, (runs, _, ns) in rows.items():
                     if runs >= min_runs:
                         got.setdefault((wl, name), {}).setdefault(b, []).append(ns)
+                        per = paired.setdefault((wl, name), {})
+                        for bb in builds:
+                            per.setdefault(bb, [])
+                            per[bb] += [None] * (r - len(per[bb]))
+                        per[b].append(ns)
+        for per in paired.values():
+            for bb in builds:
+                per.setdefault(bb, [])
+                per[bb] += [None] * (r + 1 - len(per[bb]))
         print("  round %d of %d done" % (r + 1, rounds), flush=True)
     print("bpf_stats A/B, %d alternating rounds of %d s per workload: median ns per run [min..max] per build"
           % (rounds, seconds))
@@ -658,6 +668,17 @@ def bpf_ab(port, worker, builds, tmp, params, probes, seconds, rounds, workloads
             if b != builds[0] and base:
                 cell += " %+.0f %%" % (100.0 * (m / base - 1))
             cells.append(cell)
+        print("  %-24s %-18s %s" % (wl, name, "   ".join(cells)), flush=True)
+    # The same per round: each build against the first one's run of that round (run next to it, so
+    # the machine's drifts between rounds cancel). None when a build missed a round (too few runs).
+    print("paired per round: median change against %s [min..max], rounds lower" % builds[0])
+    for (wl, name) in sorted(paired, key=lambda k: (list(BPF_WORKLOADS.values()).index(k[0]), k[1])):
+        cells = []
+        for b in builds[1:]:
+            rs = [100.0 * (x / y - 1) for x, y in zip(paired[(wl, name)].get(b, []), paired[(wl, name)][builds[0]])
+                  if x is not None and y]
+            cells.append("%+.1f %% [%+.1f..%+.1f] %d of %d" % (statistics.median(rs), min(rs), max(rs),
+                                                                sum(r < 0 for r in rs), len(rs)) if rs else "-")
         print("  %-24s %-18s %s" % (wl, name, "   ".join(cells)), flush=True)
     return got
 

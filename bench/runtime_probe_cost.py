@@ -17,10 +17,8 @@ import tempfile
 import time
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "tests", "integration"))
-from harness import proc_oncpu_ns, proc_status_kb  # noqa: E402
+from harness import BUILD, ROOT, proc_oncpu_ns, proc_status_kb, stop_proc  # noqa: E402
 
-ROOT = os.path.abspath(os.path.join(os.path.dirname(__file__), ".."))
-BUILD = os.environ.get("GG_BUILD", os.path.join(ROOT, "build"))
 BINS = {"jvm": "jvmprobe", "hw": "hwprobe", "virt": "virtualized_infos"}
 
 
@@ -96,13 +94,7 @@ def main():
                statistics.median(ms), min(ms), max(ms), statistics.median(hwms), statistics.median(lines)))
     finally:
         for p in procs:  # SIGTERM: a JVM removes its perf data file as it exits
-            p.terminate()
-        for p in procs:
-            try:
-                p.wait(20)
-            except subprocess.TimeoutExpired:
-                p.kill()
-                p.wait()
+            stop_proc(p, timeout=20)
         if d:
             shutil.rmtree(d, ignore_errors=True)
 

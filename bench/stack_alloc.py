@@ -14,7 +14,7 @@ import subprocess
 import sys
 import tempfile
 
-from benchlib import BUILD, bpf_run, bpf_stats, start_stackprobe, stop_run
+from benchlib import BUILD, bpf_stats, go, start_stackprobe, stop_run
 
 CPU_SPLIT = os.path.join(BUILD, "tests", "cpu_split")
 CALLS_PER_ROUND = 3  # malloc, calloc, realloc (free is not probed)
@@ -29,11 +29,8 @@ def one(rounds, tmp, probe, mode="alloc"):
     try:
         if probe:
             sp = start_stackprobe(tmp, pid, ["-P", "mem", "--mem-live" if mode == "live" else "--mem-alloc", "1"])
-        b0 = bpf_run(sp.pid if sp else 0, PROGS.__contains__)[0]
-        w.stdin.write("go\n")
-        w.stdin.flush()
-        facts = dict(kv.split("=") for kv in w.stdout.readline().split())
-        bpf_ns = bpf_run(sp.pid if sp else 0, PROGS.__contains__)[0] - b0
+        line, bpf_ns, _ = go(w, sp, PROGS)
+        facts = dict(kv.split("=") for kv in line.split())
         calls = rounds * CALLS_PER_ROUND
         return int(facts["elapsed_us"]) * 1000 / calls, (bpf_ns / calls if probe else 0)
     finally:

@@ -14,7 +14,7 @@ import subprocess
 import sys
 import tempfile
 
-from benchlib import BUILD, bpf_run, bpf_stats, start_stackprobe, stop_run
+from benchlib import BUILD, bpf_stats, go, start_stackprobe, stop_run
 
 LOOP = os.path.join(BUILD, "bench", "mmap_loop")
 PROGS = ("sp_mmap_enter", "sp_mmap_exit", "sp_munmap_enter", "sp_brk_enter", "sp_brk_exit")
@@ -27,12 +27,8 @@ def one(kind, rounds, tmp, probe):
     try:
         if probe:
             sp = start_stackprobe(tmp, pid, ["-P", "mem", "--mem-live", "1"])
-        b0 = bpf_run(sp.pid if sp else 0, PROGS.__contains__)[0]
-        w.stdin.write("go\n")
-        w.stdin.flush()
-        ns = float(w.stdout.readline().split("=")[1])
-        b1 = bpf_run(sp.pid if sp else 0, PROGS.__contains__)[0]
-        return ns, (b1 - b0) / (2 * rounds)
+        line, bpf_ns, _ = go(w, sp, PROGS)
+        return float(line.split("=")[1]), bpf_ns / (2 * rounds)
     finally:
         stop_run(w, sp)
 

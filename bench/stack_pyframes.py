@@ -12,17 +12,11 @@ import sys
 import tempfile
 import time
 
-from benchlib import BUILD, bpf_run, bpf_stats, start_stackprobe, stop_run
+from benchlib import BUILD, bpf_stats, go, start_stackprobe, stop_run
 
 ROOT = os.path.abspath(os.path.join(os.path.dirname(__file__), ".."))
 CPU_SPLIT = os.path.join(BUILD, "tests", "cpu_split")
 PY_HOT = os.path.join(ROOT, "tests", "integration", "scripts", "py_hot.py")
-
-
-def oncpu_stats(pid):
-    """Run time and count of the on-CPU programs of stackprobe pid (other stackprobes may run at the same
-    time)."""
-    return bpf_run(pid, ("sp_oncpu0", "sp_oncpu1").__contains__)
 
 
 def one(kind, seconds, tmp):
@@ -38,15 +32,11 @@ def one(kind, seconds, tmp):
     try:
         sp = start_stackprobe(tmp, w.pid, ["-P", "oncpu"])
         time.sleep(0.5)  # the scan that registers the interpreter
-        b0 = oncpu_stats(sp.pid)
-        w.stdin.write("go\n")
-        w.stdin.flush()
-        w.stdout.readline()
-        b1 = oncpu_stats(sp.pid)
+        # the on-CPU programs of this stackprobe only (other stackprobes may run at the same time)
+        _, ns, n = go(w, sp, ("sp_oncpu0", "sp_oncpu1"))
     finally:
         stop_run(w, sp)
-    n = b1[1] - b0[1]
-    return (b1[0] - b0[0]) / n if n else 0, n
+    return ns / n if n else 0, n
 
 
 def main():

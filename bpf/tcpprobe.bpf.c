@@ -18,6 +18,7 @@ char LICENSE[] SEC("license") = "GPL";
 #define TCP_LISTEN	10
 #define IPPROTO_TCP	6
 #define USEC_PER_SEC	1000000ULL
+#define EEXIST		17
 
 extern unsigned int CONFIG_HZ __kconfig __weak;
 
@@ -43,13 +44,48 @@ struct {
 	__uint(max_entries, TCP_CLOSED_RING);
 } tcp_closed SEC(".maps");
 
-/* Never written: the zeroes new links start from (too large for the BPF stack). */
+/* Histograms of the links that have samples, same key as tcp_links (tcp_link.hists: one exists). Filled by
+ * the snapshot walk and the opt-in per-segment hooks only: tcp_state never touches it for a link without. */
+struct {
+	__uint(type, BPF_MAP_TYPE_HASH);
+	__uint(max_entries, TCP_LINKS_MAX);
+	__uint(map_flags, BPF_F_NO_PREALLOC);
+	__type(key, __u64); /* struct sock * */
+	__type(value, struct tcp_hists);
+} tcp_hists SEC(".maps");
+
+/* Never written: the zeroes new links and histograms start from (too large for the BPF stack). */
 struct {
 	__uint(type, BPF_MAP_TYPE_ARRAY);
 	__uint(max_entries, 1);
 	__type(key, __u32);
-	__type(value, struct tcp_link);
+	__type(value, struct tcp_link_rec);
 } tcp_zero SEC(".maps");
+
+/* tcp_state builds a new link here and inserts it with one copy: no copy of the zero entry, no lookup
+ * after the insert. Per CPU and used by tcp_state alone, which does not nest on a CPU (a tracing
+ * program's recursion guard). Only the fields link_stage() and its callers write (every time) ever
+ * change: the rest stays zero. */
+struct {
+	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
+	__uint(max_entries, 1);
+	__type(key, __u32);
+	__type(value, struct tcp_link);
+} tcp_stage SEC(".maps");
+
+/* Live links that may still wait for their process name (TCP_LF_GUESS_HINT), counted per slot of the
+ * socket's cookie (set when the link was made, read back from the socket by a plain load; the address
+ * cannot be hashed, the verifier keeps it a pointer): FIN_WAIT1/LAST_ACK look a link up only when its
+ * slot is not zero, so the other end of a connection (a client, named at connect) pays no lookup there.
+ * A link deleted without its close (stale, found by user space) leaves its slot above zero: a lookup
+ * too many, never one too few. */
+#define TCP_HINT_SLOTS 1024u
+__u32 tcp_guess_hint[TCP_HINT_SLOTS];
+
+static __always_inline __u32 hint_slot(__u64 cookie)
+{
+	return (__u32)((cookie * 0x9E3779B97F4A7C15ull) >> 54) & (TCP_HINT_SLOTS - 1);
+}
 
 static __always_inline __u32 jiffies_to_us(__u32 j)
 {
@@ -120,7 +156,7 @@ static __always_inline void snap_read(const struct sock *sk, struct tcp_snap *s)
 	s->rcv_wnd = BPF_CORE_READ(tp, rcv_wnd);
 	s->reordering = BPF_CORE_READ(tp, reordering);
 	s->rto_us = jiffies_to_us(BPF_CORE_READ(icsk, icsk_rto));
-	s->ato_us = jiffies_to_us((__u32)BPF_CORE_READ_BITFIELD_PROBED(&icsk->icsk_ack, ato));
+	s->ato_us = jiffies_to_us((__u32)BPF_CORE_READ_BITFIELD_PROBED(icsk, icsk_ack.ato));
 	s->rcv_ssthresh = BPF_CORE_READ(tp, rcv_ssthresh);
 	s->advmss = BPF_CORE_READ(tp, advmss);
 	s->mss_cache = BPF_CORE_READ(tp, mss_cache);
@@ -218,7 +254,9 @@ static __always_inline void snap_btf(const struct sock *sk, struct tcp_snap *s)
 		return;
 	}
 	snap_fields(tp, s);
-	s->ato_us = jiffies_to_us((__u32)BPF_CORE_READ_BITFIELD_PROBED(&tp->inet_conn.icsk_ack, ato));
+	/* A direct load (the verifier allows one that covers the whole bit field): no helper call. The
+	 * field is named from tp: its offset is tp's (&tp->...icsk_ack + that offset read past the socket). */
+	s->ato_us = jiffies_to_us((__u32)BPF_CORE_READ_BITFIELD(tp, inet_conn.icsk_ack.ato));
 }
 
 /* A copy of a struct tcp_sock (2,304 bytes on 6.18), per CPU. */
@@ -248,7 +286,7 @@ static __always_inline void snap_copy(const struct sock *sk, struct tcp_snap *s)
 	}
 	tp = (const struct tcp_sock *)c->data;
 	snap_fields(tp, s);
-	s->ato_us = jiffies_to_us((__u32)BPF_CORE_READ_BITFIELD(&tp->inet_conn.icsk_ack, ato));
+	s->ato_us = jiffies_to_us((__u32)BPF_CORE_READ_BITFIELD(tp, inet_conn.icsk_ack.ato));
 }
 
 /* Per socket state of the per-segment hook, in socket local storage: a lookup there costs a few ns,
@@ -324,8 +362,12 @@ static __always_inline struct listen_key listen_key_of(const struct sock *sk)
 /* Zero-window counts not yet moved to the link (it is closing). */
 static __always_inline void flush_local(const struct sock *sk, struct tcp_link *l)
 {
-	struct tcp_sk_local *loc = bpf_sk_storage_get(&tcp_sk, (struct sock *)sk, NULL, 0);
+	struct tcp_sk_local *loc;
 
+	/* Only the per-segment hook keeps counts there (a helper call per close saved without it). */
+	if (!seg_work)
+		return;
+	loc = bpf_sk_storage_get(&tcp_sk, (struct sock *)sk, NULL, 0);
 	if (loc) {
 		l->zero_snd_wnd += loc->zero_snd;
 		l->zero_rcv_wnd += loc->zero_rcv;
@@ -341,11 +383,12 @@ static __always_inline struct tcp_link *link_insert(const struct sock *sk, int c
 {
 	__u64 key = (__u64)sk;
 	__u32 zero = 0;
-	struct tcp_link *l = bpf_map_lookup_elem(&tcp_zero, &zero);
+	struct tcp_link_rec *z = bpf_map_lookup_elem(&tcp_zero, &zero);
+	struct tcp_link *l;
 
-	if (!l)
+	if (!z)
 		return NULL;
-	if (bpf_map_update_elem(&tcp_links, &key, l, BPF_NOEXIST)) {
+	if (bpf_map_update_elem(&tcp_links, &key, &z->l, BPF_NOEXIST)) {
 		if (count_full)
 			__sync_fetch_and_add(&tcp_links_lost, 1);
 		return NULL;
@@ -375,6 +418,59 @@ static __always_inline struct tcp_link *link_new(const struct sock *sk, __u8 rol
 	return l;
 }
 
+/* The histograms of link l (key: its socket), created on the first sample; NULL if tcp_hists is full. An
+ * entry left over by a link deleted without its close (same socket address) is overwritten with zeroes. */
+static __always_inline struct tcp_hists *link_hists(__u64 key, struct tcp_link *l)
+{
+	struct tcp_link_rec *z;
+	struct tcp_hists *h;
+	__u32 zero = 0;
+
+	if (l->hists) {
+		h = bpf_map_lookup_elem(&tcp_hists, &key);
+		if (h)
+			return h;
+	}
+	z = bpf_map_lookup_elem(&tcp_zero, &zero);
+	if (!z || bpf_map_update_elem(&tcp_hists, &key, &z->h, BPF_ANY))
+		return NULL;
+	h = bpf_map_lookup_elem(&tcp_hists, &key);
+	if (h)
+		l->hists = 1;
+	return h;
+}
+
+/* tcp_state's new link: the per-CPU staging entry with every field a link can differ in written (the
+ * others are never written there: zero); the caller sets comm, flags and syn_srtt_us, then link_add(). */
+static __always_inline struct tcp_link *link_stage(const struct sock *sk, __u8 role, __u32 tgid)
+{
+	__u32 zero = 0;
+	struct tcp_link *n = bpf_map_lookup_elem(&tcp_stage, &zero);
+
+	if (!n)
+		return NULL;
+	n->sk = (__u64)sk;
+	n->open_ns = bpf_ktime_get_ns();
+	n->cookie = bpf_get_socket_cookie((void *)sk);
+	n->cgroup_id = gg_sk_cgroup_id_btf(sk);
+	n->role = role;
+	n->tgid = tgid;
+	__builtin_memset(n->laddr, 0, sizeof(n->laddr));
+	__builtin_memset(n->raddr, 0, sizeof(n->raddr));
+	link_fill_addrs_btf(n, sk);
+	return n;
+}
+
+/* Insert the staged link: 0, -EEXIST (sk has one), or another error (tcp_links full: counted). */
+static __always_inline long link_add(__u64 key, struct tcp_link *n)
+{
+	long err = bpf_map_update_elem(&tcp_links, &key, n, BPF_NOEXIST);
+
+	if (err && err != -EEXIST)
+		__sync_fetch_and_add(&tcp_links_lost, 1);
+	return err;
+}
+
 /* The current process holds sk (process context): it owns the link from now on; out of scope if
  * the listener's process was in scope but this one is not. */
 static __always_inline void link_name_current(const struct sock *sk, struct tcp_link *l)
@@ -397,6 +493,8 @@ static __always_inline void link_close(const struct sock *sk, struct tcp_link *l
 		link_fill_addrs_btf(l, sk);
 	l->close_ns = l->s.snap_ns;
 	l->flags |= TCP_LF_CLOSED | (failed ? TCP_LF_CONNECT_FAILED : 0);
+	if (l->flags & TCP_LF_GUESS_HINT)
+		__sync_fetch_and_add(&tcp_guess_hint[hint_slot(l->cookie)], -1);
 	if (!(l->flags & TCP_LF_OUT_OF_SCOPE)) {
 		/* The reader is woken when this record crosses a multiple of the fill level (a quarter of
 		 * the ring; the later ones in case a wake-up came while it was still draining), not by
@@ -405,13 +503,27 @@ static __always_inline void link_close(const struct sock *sk, struct tcp_link *l
 		 * 7.5 % of tcp_state's time with a connection per request. */
 		__u64 at = tcp_closed_wake_at ? tcp_closed_wake_at : 1;
 		__u64 avail = bpf_ringbuf_query(&tcp_closed, BPF_RB_AVAIL_DATA);
-		/* Without samples, everything from srtt_sum_us on is zero: 1,040 bytes less to copy. */
-		__u64 size = l->hists ? sizeof(*l) : TCP_LINK_SHORT;
+		/* Without samples (every short connection) the record is the link alone. */
+		struct tcp_hists *h = l->hists ? bpf_map_lookup_elem(&tcp_hists, &key) : NULL;
+		__u64 size = h ? sizeof(struct tcp_link_rec) : sizeof(*l);
 		__u64 wake = avail / at != (avail + size + 8) / at ? BPF_RB_FORCE_WAKEUP : BPF_RB_NO_WAKEUP;
 
-		if (bpf_ringbuf_output(&tcp_closed, l, size, wake))
+		if (h) {
+			struct tcp_link_rec *r = bpf_ringbuf_reserve(&tcp_closed, sizeof(*r), 0);
+
+			if (r) {
+				bpf_probe_read_kernel(&r->l, sizeof(r->l), l);
+				bpf_probe_read_kernel(&r->h, sizeof(r->h), h);
+				bpf_ringbuf_submit(r, wake);
+			} else {
+				__sync_fetch_and_add(&tcp_closed_lost, 1);
+			}
+		} else if (bpf_ringbuf_output(&tcp_closed, l, size, wake)) {
 			__sync_fetch_and_add(&tcp_closed_lost, 1);
+		}
 	}
+	if (l->hists)
+		bpf_map_delete_elem(&tcp_hists, &key);
 	bpf_map_delete_elem(&tcp_links, &key);
 }
 
@@ -433,30 +545,57 @@ int BPF_PROG(tcp_state, const struct sock *sk, const int oldstate, const int new
 		bpf_map_update_elem(&tcp_listeners, &lk, &o, BPF_ANY);
 		return 0;
 	}
-	case TCP_SYN_SENT:
+	case TCP_SYN_SENT: {
 		/* connect(): process context, the connecting task is current. */
-		if (gg_scope_current())
-			link_new(sk, TCP_ROLE_CLIENT, gg_current_tgid());
+		struct tcp_link *n;
+
+		if (!gg_scope_current())
+			return 0;
+		n = link_stage(sk, TCP_ROLE_CLIENT, gg_current_tgid());
+		if (!n)
+			return 0;
+		bpf_get_current_comm(n->comm, sizeof(n->comm));
+		n->flags = 0;
+		n->syn_srtt_us = 0;
+		/* sk has a link already: one whose close was missed (the walk will find it stale); this
+		 * connection goes untracked, and is counted as such. */
+		if (link_add(key, n) == -EEXIST)
+			__sync_fetch_and_add(&tcp_links_lost, 1);
 		return 0;
+	}
 	case TCP_ESTABLISHED:
-		l = bpf_map_lookup_elem(&tcp_links, &key);
-		if (!l) {
-			/* A passive open (softirq): owned by the listener's process until confirmed. */
+		if (oldstate == TCP_SYN_RECV) {
+			/* A passive open (softirq): a new link, owned by the listener's process until
+			 * confirmed; inserted complete (no lookup before or after, unless sk has one). */
 			struct listen_key lk = listen_key_of(sk);
 			struct listen_owner *o = bpf_map_lookup_elem(&tcp_listeners, &lk);
+			const struct tcp_sock *tp;
+			struct tcp_link *n;
+			long err;
 
-			if (oldstate != TCP_SYN_RECV || !gg_scope_sock(sk, o ? o->tgid : 0))
+			if (!gg_scope_sock(sk, o ? o->tgid : 0))
 				return 0;
-			l = link_new(sk, TCP_ROLE_SERVER, 0);
-			if (!l)
+			n = link_stage(sk, TCP_ROLE_SERVER, o ? o->tgid : 0);
+			if (!n)
 				return 0;
-			if (o) {
-				l->tgid = o->tgid;
-				__builtin_memcpy(l->comm, o->comm, sizeof(l->comm));
+			if (o)
+				__builtin_memcpy(n->comm, o->comm, sizeof(n->comm));
+			else
+				__builtin_memset(n->comm, 0, sizeof(n->comm));
+			n->flags = TCP_LF_ESTABLISHED | TCP_LF_TGID_GUESS | TCP_LF_GUESS_HINT;
+			tp = bpf_skc_to_tcp_sock((void *)sk);
+			n->syn_srtt_us = tp ? tp->srtt_us >> 3 : 0;
+			err = link_add(key, n);
+			if (!err) {
+				__sync_fetch_and_add(&tcp_guess_hint[hint_slot(n->cookie)], 1);
+				__sync_fetch_and_add(&tcp_unconfirmed, 1);
 			}
-			l->flags |= TCP_LF_TGID_GUESS;
-			__sync_fetch_and_add(&tcp_unconfirmed, 1);
+			if (err != -EEXIST)
+				return 0;
 		}
+		l = bpf_map_lookup_elem(&tcp_links, &key);
+		if (!l)
+			return 0;
 		/* established_ns is not read by user space: no clock read here (one per link and side). */
 		l->flags |= TCP_LF_ESTABLISHED;
 		if (!l->lport)
@@ -470,7 +609,10 @@ int BPF_PROG(tcp_state, const struct sock *sk, const int oldstate, const int new
 	case TCP_FIN_WAIT1:
 	case TCP_LAST_ACK:
 		/* tcp_close() or shutdown(): the process holding the socket is current. A server link
-		 * not named yet (closed before the iterator ran) gets it instead of the listener's. */
+		 * not named yet (closed before the iterator ran) gets it instead of the listener's. No
+		 * such link in sk's hint slot: nothing to look up (a client, a named server link). */
+		if (!tcp_guess_hint[hint_slot(sk->__sk_common.skc_cookie.counter)])
+			return 0;
 		l = bpf_map_lookup_elem(&tcp_links, &key);
 		if (l && (l->flags & TCP_LF_TGID_GUESS))
 			link_name_current(sk, l);
@@ -516,8 +658,13 @@ static __always_inline int on_accept(long fd)
 	key = (__u64)sk;
 	l = bpf_map_lookup_elem(&tcp_links, &key);
 	if (!gg_scope_current()) {
-		if (l)
+		if (l) {
+			if (l->flags & TCP_LF_GUESS_HINT)
+				__sync_fetch_and_add(&tcp_guess_hint[hint_slot(l->cookie)], -1);
+			if (l->hists)
+				bpf_map_delete_elem(&tcp_hists, &key);
 			bpf_map_delete_elem(&tcp_links, &key);
+		}
 		return 0;
 	}
 	if (!l) {
@@ -561,16 +708,19 @@ static __always_inline struct tcp_link *link_of(const struct sock *sk)
 static __always_inline void delay_sample(const struct sock *sk, __u64 us, int rx)
 {
 	struct tcp_link *l = link_of(sk);
+	struct tcp_hists *h;
 
 	if (!l)
 		return;
-	l->hists = 1;
+	h = link_hists((__u64)sk, l);
+	if (!h)
+		return;
 	if (rx) {
-		__sync_fetch_and_add(&l->rx_delay_hist[gg_log2_slot(us) & (GG_LOG2_SLOTS - 1)], 1);
-		__sync_fetch_and_add(&l->rx_delay_sum_us, us);
+		__sync_fetch_and_add(&h->rx_delay_hist[gg_log2_slot(us) & (GG_LOG2_SLOTS - 1)], 1);
+		__sync_fetch_and_add(&h->rx_delay_sum_us, us);
 	} else {
-		__sync_fetch_and_add(&l->tx_delay_hist[gg_log2_slot(us) & (GG_LOG2_SLOTS - 1)], 1);
-		__sync_fetch_and_add(&l->tx_delay_sum_us, us);
+		__sync_fetch_and_add(&h->tx_delay_hist[gg_log2_slot(us) & (GG_LOG2_SLOTS - 1)], 1);
+		__sync_fetch_and_add(&h->tx_delay_sum_us, us);
 	}
 }
 
@@ -647,6 +797,7 @@ int BPF_PROG(tcp_rcv, struct sock *sk, const struct sk_buff *skb)
 	struct tcp_sock *tp = bpf_skc_to_tcp_sock(sk);
 	struct tcp_sk_local *loc;
 	__u64 key = (__u64)sk, now;
+	struct tcp_hists *h;
 	struct tcp_link *l;
 	__u32 srtt, rcv_rtt;
 
@@ -682,16 +833,18 @@ int BPF_PROG(tcp_rcv, struct sock *sk, const struct sk_buff *skb)
 		l->flags |= TCP_LF_ESTABLISHED;
 	}
 	/* Per link updates are serialised by the socket lock: no atomics needed. */
+	h = link_hists(key, l);
+	if (!h)
+		return 0;
 	srtt = tp->srtt_us >> 3;
-	l->hists = 1;
-	l->srtt_hist[gg_log2_slot(srtt)]++;
-	l->srtt_sum_us += srtt;
+	h->srtt_hist[gg_log2_slot(srtt)]++;
+	h->srtt_sum_us += srtt;
 	l->samples++;
 	rcv_rtt = tp->rcv_rtt_est.rtt_us >> 3;
 	if (rcv_rtt) {
-		l->rcv_rtt_hist[gg_log2_slot(rcv_rtt)]++;
-		l->rcv_rtt_sum_us += rcv_rtt;
-		l->rcv_rtt_samples++;
+		h->rcv_rtt_hist[gg_log2_slot(rcv_rtt)]++;
+		h->rcv_rtt_sum_us += rcv_rtt;
+		h->rcv_rtt_samples++;
 	}
 	l->zero_snd_wnd += loc->zero_snd;
 	l->zero_rcv_wnd += loc->zero_rcv;
@@ -816,16 +969,17 @@ static long snap_one(struct bpf_map *map, __u64 *key, struct tcp_link *l, void *
 		link_fill_addrs(l, sk);
 	if (snap_samples && l->s.state == TCP_ESTABLISHED) {
 		/* Without the per-segment hook: one RTT sample per link and report, and zero windows seen now. */
-		l->hists = 1;
-		if (l->s.srtt_us) {
-			l->srtt_hist[gg_log2_slot(l->s.srtt_us) & (GG_LOG2_SLOTS - 1)]++;
-			l->srtt_sum_us += l->s.srtt_us;
+		struct tcp_hists *h = link_hists(*key, l);
+
+		if (h && l->s.srtt_us) {
+			h->srtt_hist[gg_log2_slot(l->s.srtt_us) & (GG_LOG2_SLOTS - 1)]++;
+			h->srtt_sum_us += l->s.srtt_us;
 			l->samples++;
 		}
-		if (l->s.rcv_rtt_us) {
-			l->rcv_rtt_hist[gg_log2_slot(l->s.rcv_rtt_us) & (GG_LOG2_SLOTS - 1)]++;
-			l->rcv_rtt_sum_us += l->s.rcv_rtt_us;
-			l->rcv_rtt_samples++;
+		if (h && l->s.rcv_rtt_us) {
+			h->rcv_rtt_hist[gg_log2_slot(l->s.rcv_rtt_us) & (GG_LOG2_SLOTS - 1)]++;
+			h->rcv_rtt_sum_us += l->s.rcv_rtt_us;
+			h->rcv_rtt_samples++;
 		}
 		if (!l->s.snd_wnd)
 			l->zero_snd_wnd++;

@@ -25,6 +25,7 @@
 #define TCP_LF_STALE	      0x10 /* the socket was found freed or reused by the snapshot walk */
 #define TCP_LF_SEEDED	      0x20 /* found established by the seeding iterator (opened before us) */
 #define TCP_LF_TGID_GUESS     0x40 /* passive open: tgid is the listener's, until the iterator finds the holder */
+#define TCP_LF_GUESS_HINT     0x80 /* counted in tcp_guess_hint (kernel side only) until it closes */
 
 /* Sub-probe bits (rodata/bss `tcp_subprobes`): which hooks do work. */
 #define TCP_SP_ABNORMAL 0x01 /* tcp_abnormal */
@@ -97,7 +98,7 @@ struct tcp_snap {
 	__u32 pad;
 };
 
-/* One TCP link (a socket), keyed by the socket's address in tcp_links, by a unique id in tcp_closed. */
+/* One TCP link (a socket), keyed by the socket's address in tcp_links; its histograms are in tcp_hists. */
 struct tcp_link {
 	__u64 sk;	      /* kernel address, identity only */
 	__u64 cookie;	      /* socket cookie: tells a reused address from the same socket */
@@ -112,7 +113,7 @@ struct tcp_link {
 	__u8 pad0;
 	__u16 lport; /* host order */
 	__u16 rport;
-	__u32 hists;	/* 1 once a histogram below has a sample (closed records without end before them) */
+	__u32 hists;	/* 1 once it has an entry in tcp_hists (a histogram sample) */
 	__u8 laddr[16]; /* IPv4 in the first 4 bytes */
 	__u8 raddr[16];
 	char comm[16];
@@ -133,8 +134,14 @@ struct tcp_link {
 	__u32 last_drop_reason; /* enum skb_drop_reason */
 	__u32 syn_srtt_us;	/* RTT of the handshake (srtt when ESTABLISHED was reached) */
 	__u32 samples;		/* tcp_probe events seen */
-	/* From here on zero until `hists` is set: a closed link's record in tcp_closed may end here
-	 * (TCP_LINK_SHORT bytes), which is most of them with short connections. */
+	__u32 pad1;
+};
+
+/* A link's histograms, in tcp_hists under the same key: only for links that have samples (the snapshot
+ * walk saw them established, or a per-segment / tcp_delay hook sampled them); tcp_link.hists says one
+ * exists. Kept out of tcp_links so that a new link copies ~400 bytes instead of ~1.5 KB, which is what
+ * every short connection paid for histograms it never fills. */
+struct tcp_hists {
 	__u64 srtt_sum_us;		   /* sum of srtt samples (per incoming segment) */
 	__u64 srtt_hist[GG_LOG2_SLOTS];	   /* srtt per incoming segment, us */
 	__u64 rcv_rtt_hist[GG_LOG2_SLOTS]; /* rcv_rtt per incoming segment, us */
@@ -149,7 +156,11 @@ struct tcp_link {
 	__u64 tx_delay_sum_us;
 };
 
-/* Bytes of a closed link without histograms (tcp_link.hists == 0): the rest is zero. */
-#define TCP_LINK_SHORT __builtin_offsetof(struct tcp_link, srtt_sum_us)
+/* A closed link in tcp_closed: the link, then its histograms when it has some (tcp_link.hists); a
+ * record without them is sizeof(struct tcp_link) bytes long, most of them with short connections. */
+struct tcp_link_rec {
+	struct tcp_link l;
+	struct tcp_hists h;
+};
 
 #endif

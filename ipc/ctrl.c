@@ -48,21 +48,12 @@ struct ipc_ctrl_pub *ipc_ctrl_pub__new(const char *url)
 	struct ipc_ctrl_pub *cp;
 	int rv, err;
 
-	if (!url) {
-		errno = EINVAL;
+	cp = ipc__alloc(url != NULL, sizeof(*cp));
+	if (!cp)
 		return NULL;
-	}
-	cp = calloc(1, sizeof(*cp));
-	if (!cp) {
-		errno = ENOMEM;
-		return NULL;
-	}
-	rv = nng_pub0_open(&cp->sock);
-	if (rv != 0) {
-		err = ipc__nng_err(rv);
+	err = ipc__open(nng_pub0_open, &cp->sock, &cp->sock_open);
+	if (err)
 		goto err_out;
-	}
-	cp->sock_open = 1;
 	/* Every probe gets every update (SUB filters locally), so a burst of reconfigurations needs
 	 * room for one message per probe. */
 	rv = nng_socket_set_int(cp->sock, NNG_OPT_SENDBUF, 256);
@@ -149,29 +140,20 @@ void ipc_ctrl_pub__free(struct ipc_ctrl_pub *cp)
 struct ipc_ctrl_sub *ipc_ctrl_sub__new(const char *url, const char *probe)
 {
 	struct ipc_ctrl_sub *cs;
-	size_t nlen;
+	size_t nlen = 0; /* set when the arguments are valid (else no cs) */
 	int rv, err;
 
-	if (!url || check_probe(probe, &nlen) < 0) {
-		errno = EINVAL;
+	cs = ipc__alloc(url && check_probe(probe, &nlen) == 0, sizeof(*cs));
+	if (!cs)
 		return NULL;
-	}
-	cs = calloc(1, sizeof(*cs));
-	if (!cs) {
-		errno = ENOMEM;
-		return NULL;
-	}
 	cs->fd = -1;
 	memcpy(cs->topic, probe, nlen);
 	cs->topic[nlen] = '\n';
 	cs->topic_len = nlen + 1;
 
-	rv = nng_sub0_open(&cs->sock);
-	if (rv != 0) {
-		err = ipc__nng_err(rv);
+	err = ipc__open(nng_sub0_open, &cs->sock, &cs->sock_open);
+	if (err)
 		goto err_out;
-	}
-	cs->sock_open = 1;
 	if ((rv = nng_socket_set_size(cs->sock, NNG_OPT_RECVMAXSZ, CTRL_MSG_MAX)) != 0 ||
 	    (rv = nng_socket_set(cs->sock, NNG_OPT_SUB_SUBSCRIBE, cs->topic, cs->topic_len)) != 0) {
 		err = ipc__nng_err(rv);

@@ -2,12 +2,19 @@
 #ifndef GG_IPC_IMPL_H
 #define GG_IPC_IMPL_H
 
+#include <stddef.h>
 #include <stdint.h>
 
 #include <nng/nng.h>
 
 /* NNG error code -> negative errno, so callers see one error convention. */
 int ipc__nng_err(int rv);
+/* An endpoint's zeroed state (calloc(1, size)), or NULL with errno EINVAL when !valid (the caller's
+ * arguments are not) or ENOMEM. */
+void *ipc__alloc(int valid, size_t size);
+/* Open a socket with open (nng_pub0_open, nng_sub0_open) into *sock, *sock_open set when it is. 0 or
+ * negative errno. */
+int ipc__open(int (*open)(nng_socket *), nng_socket *sock, int *sock_open);
 /* Monotonic clock in ms (flush ages, linger deadlines). */
 uint64_t ipc__now_ms(void);
 /*

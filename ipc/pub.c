@@ -220,11 +220,9 @@ struct ipc_pub *ipc_pub__new(const struct ipc_pub_opts *opts)
 		return NULL;
 	}
 
-	pub = calloc(1, sizeof(*pub));
-	if (!pub) {
-		errno = ENOMEM;
+	pub = ipc__alloc(1, sizeof(*pub));
+	if (!pub)
 		return NULL;
-	}
 	memcpy(pub->probe, opts->probe_name, nlen);
 	pub->pid = (uint32_t)getpid();
 	pub->max_payload = opts->max_payload ? opts->max_payload : IPC_BATCH_DEFAULT_PAYLOAD;
@@ -239,12 +237,9 @@ struct ipc_pub *ipc_pub__new(const struct ipc_pub_opts *opts)
 		goto err_out;
 	}
 
-	rv = nng_pub0_open(&pub->sock);
-	if (rv != 0) {
-		err = ipc__nng_err(rv);
+	err = ipc__open(nng_pub0_open, &pub->sock, &pub->sock_open);
+	if (err)
 		goto err_out;
-	}
-	pub->sock_open = 1;
 	if ((rv = nng_socket_set_int(pub->sock, NNG_OPT_SENDBUF,
 				     opts->sendbuf ? opts->sendbuf : IPC_PUB_DEFAULT_SENDBUF)) != 0 ||
 	    (rv = nng_pipe_notify(pub->sock, NNG_PIPE_EV_ADD_POST, pipe_added, pub)) != 0 ||

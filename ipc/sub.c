@@ -73,22 +73,13 @@ struct ipc_sub *ipc_sub__new(const char *url)
 	struct ipc_sub *sub;
 	int rv, err;
 
-	if (!url) {
-		errno = EINVAL;
+	sub = ipc__alloc(url != NULL, sizeof(*sub));
+	if (!sub)
 		return NULL;
-	}
-	sub = calloc(1, sizeof(*sub));
-	if (!sub) {
-		errno = ENOMEM;
-		return NULL;
-	}
 	sub->fd = -1;
-	rv = nng_sub0_open(&sub->sock);
-	if (rv != 0) {
-		err = ipc__nng_err(rv);
+	err = ipc__open(nng_sub0_open, &sub->sock, &sub->sock_open);
+	if (err)
 		goto err_out;
-	}
-	sub->sock_open = 1;
 	/* NNG's default 1 MiB receive limit is below our largest batch (header + 1 MiB payload); a
 	 * larger message would make NNG drop the whole connection. The header may grow to 64 KiB. */
 	if ((rv = nng_socket_set_int(sub->sock, NNG_OPT_RECVBUF, IPC_SUB_DEFAULT_RECVBUF)) != 0 ||

@@ -1,5 +1,7 @@
-/* util.c - small helpers the ipc/ sources share: NNG error mapping, clock, stale socket cleanup. */
+/* util.c - small helpers the ipc/ sources share: NNG error mapping, endpoint allocation, opening a socket,
+ * clock, stale socket cleanup. */
 #include <errno.h>
+#include <stdlib.h>
 #include <string.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
@@ -10,6 +12,30 @@
 #include <nng/nng.h>
 
 #include "ipc_impl.h"
+
+void *ipc__alloc(int valid, size_t size)
+{
+	void *p;
+
+	if (!valid) {
+		errno = EINVAL;
+		return NULL;
+	}
+	p = calloc(1, size);
+	if (!p)
+		errno = ENOMEM;
+	return p;
+}
+
+int ipc__open(int (*open)(nng_socket *), nng_socket *sock, int *sock_open)
+{
+	int rv = open(sock);
+
+	if (rv != 0)
+		return ipc__nng_err(rv);
+	*sock_open = 1;
+	return 0;
+}
 
 int ipc__nng_err(int rv)
 {

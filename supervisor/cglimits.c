@@ -28,63 +28,66 @@ static int has_token(char *list, const char *sep, const char *word)
 	return 0;
 }
 
-/* The mount point of the v1 hierarchy holding ctl, or of cgroup2 (ctl NULL); 0 or -ENOENT. */
-static int find_mount(const char *ctl, char *ret, size_t len)
+/* The mount point of the v1 hierarchy holding ctl, or of cgroup2 (ctl NULL), when line of
+ * /proc/mounts is it: 1 and the point in ret. */
+static int mount_line(char *line, const char *ctl, char *ret, size_t len)
 {
-	char line[1024];
-	FILE *f = fopen("/proc/mounts", "re");
-	int err = -ENOENT;
+	char dev[64], dir[512], type[32], opts[512];
 
-	if (!f)
-		return -errno;
-	while (fgets(line, sizeof(line), f)) {
-		char dev[64], dir[512], type[32], opts[512];
-
-		if (sscanf(line, "%63s %511s %31s %511s", dev, dir, type, opts) != 4)
-			continue;
-		if (ctl ? strcmp(type, "cgroup") : strcmp(type, "cgroup2"))
-			continue;
-		if (ctl && !has_token(opts, ",", ctl))
-			continue;
-		snprintf(ret, len, "%s", dir);
-		err = 0;
-		break;
-	}
-	fclose(f);
-	return err;
+	if (sscanf(line, "%63s %511s %31s %511s", dev, dir, type, opts) != 4)
+		return 0;
+	if (ctl ? strcmp(type, "cgroup") : strcmp(type, "cgroup2"))
+		return 0;
+	if (ctl && !has_token(opts, ",", ctl))
+		return 0;
+	snprintf(ret, len, "%s", dir);
+	return 1;
 }
 
-/* This process's cgroup path in the v1 hierarchy holding ctl, or in v2 (ctl NULL): "/a/b". */
-static int own_path(const char *ctl, char *ret, size_t len)
+/* This process's cgroup path in the v1 hierarchy holding ctl, or in v2 (ctl NULL), when line of
+ * /proc/self/cgroup is it: 1 and the path ("/a/b", "" for the root) in ret. */
+static int cgroup_line(char *line, const char *ctl, char *ret, size_t len)
+{
+	char *c1 = strchr(line, ':'), *c2 = c1 ? strchr(c1 + 1, ':') : NULL;
+
+	if (!c2)
+		return 0;
+	*c2 = '\0';
+	if (ctl ? !has_token(c1 + 1, ",", ctl) : strcmp(line, "0") || c1[1] != '\0')
+		return 0;
+	c2[1 + strcspn(c2 + 1, "\n")] = '\0';
+	snprintf(ret, len, "%s", strcmp(c2 + 1, "/") ? c2 + 1 : "");
+	return 1;
+}
+
+/* The first line of file that match() takes (and answers in ret); 0, -ENOENT or negative errno. */
+static int first_line(const char *file, int (*match)(char *line, const char *ctl, char *ret, size_t len),
+		      const char *ctl, char *ret, size_t len)
 {
 	char line[1024];
-	FILE *f = fopen("/proc/self/cgroup", "re");
+	FILE *f = fopen(file, "re");
 	int err = -ENOENT;
 
 	if (!f)
 		return -errno;
 	while (fgets(line, sizeof(line), f)) {
-		char *c1 = strchr(line, ':'), *c2 = c1 ? strchr(c1 + 1, ':') : NULL;
-		int match = 0;
-
-		if (!c2)
-			continue;
-		*c2 = '\0';
-		if (!ctl) {
-			match = !strcmp(line, "0") && c1[1] == '\0';
-		} else {
-			for (char *save = NULL, *o = strtok_r(c1 + 1, ",", &save); o; o = strtok_r(NULL, ",", &save))
-				match |= !strcmp(o, ctl);
-		}
-		if (match) {
-			c2[1 + strcspn(c2 + 1, "\n")] = '\0';
-			snprintf(ret, len, "%s", strcmp(c2 + 1, "/") ? c2 + 1 : "");
+		if (match(line, ctl, ret, len)) {
 			err = 0;
 			break;
 		}
 	}
 	fclose(f);
 	return err;
+}
+
+static int find_mount(const char *ctl, char *ret, size_t len)
+{
+	return first_line("/proc/mounts", mount_line, ctl, ret, len);
+}
+
+static int own_path(const char *ctl, char *ret, size_t len)
+{
+	return first_line("/proc/self/cgroup", cgroup_line, ctl, ret, len);
 }
 
 static int write_str(const char *dir, const char *file, const char *val)

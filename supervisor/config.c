@@ -20,7 +20,7 @@
 
 enum key_kind { K_STR, K_PATH, K_INT, K_ONOFF, K_CHANNEL, K_ENUM, K_BROKERS, K_KVLIST, K_IGNORED };
 
-/* How one key of a section is read and checked. */
+/* How one key of a section is read and checked, and its value when the file does not give it. */
 struct key_spec {
 	const char *name;
 	enum key_kind kind;
@@ -28,6 +28,8 @@ struct key_spec {
 	size_t size;
 	long min, max;
 	const char *const *choices;
+	const char *def; /* default of a string key (NULL: empty) */
+	long idef;	 /* default of an integer, switch or channel key */
 };
 
 static const char *const loglevels[] = {"debug", "info", "warn", "warning", "error", NULL};
@@ -36,145 +38,142 @@ static const char *const codecs[] = {"none", "gzip", "snappy", "lz4", "zstd", NU
 static const char *const machine_id_sources[] = {"machine-id", "dmi-ip", NULL};
 static const char *const security_protocols[] = {"", "plaintext", "ssl", "sasl_plaintext", "sasl_ssl", NULL};
 
-#define STR(f, n)                                                                                       \
-	{                                                                                               \
-		n, K_STR, offsetof(struct gg_config, f), sizeof(((struct gg_config *)0)->f), 0, 0, NULL \
+#define FIELD(f) .off = offsetof(struct gg_config, f), .size = sizeof(((struct gg_config *)0)->f)
+#define STR(f, n, d)                                         \
+	{                                                    \
+		.name = n, .kind = K_STR, FIELD(f), .def = d \
 	}
-#define PATHK(f, n)                                                                                      \
-	{                                                                                                \
-		n, K_PATH, offsetof(struct gg_config, f), sizeof(((struct gg_config *)0)->f), 0, 0, NULL \
+#define PATHK(f, n, d)                                        \
+	{                                                     \
+		.name = n, .kind = K_PATH, FIELD(f), .def = d \
 	}
-#define INT(f, n, lo, hi)                                                          \
-	{                                                                          \
-		n, K_INT, offsetof(struct gg_config, f), sizeof(int), lo, hi, NULL \
+#define INT(f, n, lo, hi, d)                                                        \
+	{                                                                           \
+		.name = n, .kind = K_INT, FIELD(f), .min = lo, .max = hi, .idef = d \
 	}
-#define ENUMK(f, n, c)                                                                                \
-	{                                                                                             \
-		n, K_ENUM, offsetof(struct gg_config, f), sizeof(((struct gg_config *)0)->f), 0, 0, c \
+#define ONOFF(f, n, d)                                          \
+	{                                                       \
+		.name = n, .kind = K_ONOFF, FIELD(f), .idef = d \
 	}
-#define IGN(n)                                 \
-	{                                      \
-		n, K_IGNORED, 0, 0, 0, 0, NULL \
+#define ENUMK(f, n, c, d)                                                   \
+	{                                                                   \
+		.name = n, .kind = K_ENUM, FIELD(f), .choices = c, .def = d \
+	}
+#define IGN(n)                               \
+	{                                    \
+		.name = n, .kind = K_IGNORED \
 	}
 
 static const struct key_spec global_keys[] = {
-	STR(global.log_file_name, "log_file_name"),
-	ENUMK(global.log_level, "log_level", loglevels),
-	PATHK(global.pin_path, "pin_path"),
-	PATHK(global.run_dir, "run_dir"),
-	PATHK(global.meta_path, "meta_path"),
-	PATHK(global.probes_dir, "probes_dir"),
-	INT(global.check_interval, "check_interval", 1, 3600),
-	INT(global.check_timeout, "check_timeout", 1, 300),
-	INT(global.stop_grace_ms, "stop_grace_ms", 100, 60000),
-	INT(global.hung_timeout, "hung_timeout", 0, 3600),
-	INT(global.hung_grace, "hung_grace", 1, 3600),
-	INT(global.ipc_queue, "ipc_queue", 16, 8192),
-	INT(global.probe_limits.memory_mb, "probe_memory_mb", 0, 1048576),
-	INT(global.probe_limits.cpu_percent, "probe_cpu_percent", 0, 100000),
-	INT(global.probe_limits.pids, "probe_pids_max", 0, 1000000),
-	{"rest_api_on", K_ONOFF, offsetof(struct gg_config, global.rest_api_on), sizeof(int), 0, 0, NULL},
-	ENUMK(global.machine_id, "machine_id", machine_id_sources),
-	PATHK(global.product_uuid_file, "product_uuid_file"),
+	STR(global.log_file_name, "log_file_name", "gala-gopher.log"),
+	ENUMK(global.log_level, "log_level", loglevels, "info"),
+	PATHK(global.pin_path, "pin_path", "/sys/fs/bpf/gala-gopher"),
+	PATHK(global.run_dir, "run_dir", "/var/run/gala-gopher"),
+	PATHK(global.meta_path, "meta_path", "/opt/gala-gopher/meta"),
+	PATHK(global.probes_dir, "probes_dir", "/opt/gala-gopher/probes"),
+	INT(global.check_interval, "check_interval", 1, 3600, 30),
+	INT(global.check_timeout, "check_timeout", 1, 300, 5),
+	INT(global.stop_grace_ms, "stop_grace_ms", 100, 60000, 2000),
+	INT(global.hung_timeout, "hung_timeout", 0, 3600, 30),
+	INT(global.hung_grace, "hung_grace", 1, 3600, 10),
+	INT(global.ipc_queue, "ipc_queue", 16, 8192, IPC_SUB_DEFAULT_RECVBUF),
+	INT(global.probe_limits.memory_mb, "probe_memory_mb", 0, 1048576, GG_PROBE_MEMORY_MB_DEFAULT),
+	INT(global.probe_limits.cpu_percent, "probe_cpu_percent", 0, 100000, 100),
+	INT(global.probe_limits.pids, "probe_pids_max", 0, 1000000, 256),
+	ONOFF(global.rest_api_on, "rest_api_on", 1),
+	ENUMK(global.machine_id, "machine_id", machine_id_sources, "machine-id"),
+	PATHK(global.product_uuid_file, "product_uuid_file", "/sys/class/dmi/id/product_uuid"),
 	IGN("bpf_pin_path"),
-	{NULL, 0, 0, 0, 0, 0, NULL},
+	{0},
 };
 
-#define CHANNEL_KEYS(sec)                                                                         \
-	{"out_channel", K_CHANNEL, offsetof(struct gg_config, sec.out), sizeof(int), 0, 0, NULL}, \
-		STR(sec.kafka_topic, "kafka_topic")
+#define CHANNEL_KEYS(sec, topic)                                                         \
+	{.name = "out_channel", .kind = K_CHANNEL, FIELD(sec.out), .idef = GG_OUT_LOGS}, \
+		STR(sec.kafka_topic, "kafka_topic", topic)
 
-static const struct key_spec metric_keys[] = {CHANNEL_KEYS(metric), {NULL, 0, 0, 0, 0, 0, NULL}};
+static const struct key_spec metric_keys[] = {CHANNEL_KEYS(metric, "gala_gopher"), {0}};
 static const struct key_spec meta_keys[] = {
-	CHANNEL_KEYS(meta),
-	INT(meta_report_interval, "report_interval", 1, 86400),
-	{NULL, 0, 0, 0, 0, 0, NULL},
+	CHANNEL_KEYS(meta, "gala_gopher_metadata"),
+	INT(meta_report_interval, "report_interval", 1, 86400, 600),
+	{0},
 };
 static const struct key_spec event_keys[] = {
-	CHANNEL_KEYS(event),
-	INT(event_timeout, "timeout", 1, 86400),
-	ENUMK(event_desc_language, "desc_language", languages),
-	{NULL, 0, 0, 0, 0, 0, NULL},
+	CHANNEL_KEYS(event, "gala_gopher_event"),
+	INT(event_timeout, "timeout", 1, 86400, 600),
+	ENUMK(event_desc_language, "desc_language", languages, "en_US"),
+	{0},
 };
-static const struct key_spec ingress_keys[] = {IGN("interval"), {NULL, 0, 0, 0, 0, 0, NULL}};
-static const struct key_spec egress_keys[] = {IGN("interval"), IGN("time_range"), {NULL, 0, 0, 0, 0, 0, NULL}};
+static const struct key_spec ingress_keys[] = {IGN("interval"), {0}};
+static const struct key_spec egress_keys[] = {IGN("interval"), IGN("time_range"), {0}};
 static const struct key_spec imdb_keys[] = {
-	INT(imdb.max_tables_num, "max_tables_num", 1, 65536),
-	INT(imdb.max_records_num, "max_records_num", 1, 10000000),
-	INT(imdb.max_metrics_num, "max_metrics_num", 1, 65536),
-	INT(imdb.record_timeout, "record_timeout", 1, 86400 * 7),
-	INT(imdb.max_memory_mb, "max_memory_mb", 1, 1048576),
-	{NULL, 0, 0, 0, 0, 0, NULL},
+	INT(imdb.max_tables_num, "max_tables_num", 1, 65536, 1024),
+	INT(imdb.max_records_num, "max_records_num", 1, 10000000, 1024),
+	INT(imdb.max_metrics_num, "max_metrics_num", 1, 65536, 1024),
+	INT(imdb.record_timeout, "record_timeout", 1, 86400 * 7, 60),
+	INT(imdb.max_memory_mb, "max_memory_mb", 1, 1048576, 256),
+	{0},
 };
 
-#define HTTP_KEYS(sec)                                                                                    \
-	STR(sec.bind_addr, "bind_addr"), INT(sec.port, "port", 1, 65535),                                 \
-		{"ssl_auth", K_ONOFF, offsetof(struct gg_config, sec.ssl_auth), sizeof(int), 0, 0, NULL}, \
-		PATHK(sec.private_key, "private_key"), PATHK(sec.cert_file, "cert_file"),                 \
-		PATHK(sec.ca_file, "ca_file")
+/* port_min 0 (REST): any free port (the one chosen is in status.json) */
+#define HTTP_KEYS(sec, port_min, port_def)                                                              \
+	STR(sec.bind_addr, "bind_addr", "127.0.0.1"), INT(sec.port, "port", port_min, 65535, port_def), \
+		ONOFF(sec.ssl_auth, "ssl_auth", 0), PATHK(sec.private_key, "private_key", NULL),        \
+		PATHK(sec.cert_file, "cert_file", NULL), PATHK(sec.ca_file, "ca_file", NULL)
 
-static const struct key_spec web_keys[] = {HTTP_KEYS(web_server), {NULL, 0, 0, 0, 0, 0, NULL}};
-/* port 0: any free port (the one chosen is in status.json) */
+static const struct key_spec web_keys[] = {HTTP_KEYS(web_server, 1, 8888), {0}};
 static const struct key_spec rest_keys[] = {
-	STR(rest_api_server.bind_addr, "bind_addr"),
-	INT(rest_api_server.port, "port", 0, 65535),
-	{"ssl_auth", K_ONOFF, offsetof(struct gg_config, rest_api_server.ssl_auth), sizeof(int), 0, 0, NULL},
-	PATHK(rest_api_server.private_key, "private_key"),
-	PATHK(rest_api_server.cert_file, "cert_file"),
-	PATHK(rest_api_server.ca_file, "ca_file"),
-	PATHK(rest.state_dir, "state_dir"),
-	PATHK(rest.output_base_dir, "output_base_dir"),
-	STR(rest.elf_base_dirs, "elf_base_dirs"),
-	{NULL, 0, 0, 0, 0, 0, NULL},
+	HTTP_KEYS(rest_api_server, 0, 9999),
+	PATHK(rest.state_dir, "state_dir", "/var/lib/gala-gopher"),
+	PATHK(rest.output_base_dir, "output_base_dir", "/var/log/gala-gopher"),
+	STR(rest.elf_base_dirs, "elf_base_dirs", "/usr:/opt:/srv:/home:/var/lib:/bin:/sbin:/lib:/lib64"),
+	{0},
 };
 static const struct key_spec kafka_keys[] = {
-	{"kafka_broker", K_BROKERS, offsetof(struct gg_config, kafka.kafka_broker),
-	 sizeof(((struct gg_config *)0)->kafka.kafka_broker), 0, 0, NULL},
-	INT(kafka.batch_num_messages, "batch_num_messages", 1, 1000000),
-	ENUMK(kafka.compression_codec, "compression_codec", codecs),
-	INT(kafka.queue_buffering_max_messages, "queue_buffering_max_messages", 1, 10000000),
-	INT(kafka.queue_buffering_max_kbytes, "queue_buffering_max_kbytes", 1, 2097151),
-	INT(kafka.queue_buffering_max_ms, "queue_buffering_max_ms", 0, 900000),
-	INT(kafka.message_timeout_ms, "message_timeout_ms", 0, 2147483647),
-	ENUMK(kafka.security_protocol, "security_protocol", security_protocols),
-	PATHK(kafka.ssl_ca_location, "ssl_ca_location"),
-	PATHK(kafka.ssl_certificate_location, "ssl_certificate_location"),
-	PATHK(kafka.ssl_key_location, "ssl_key_location"),
-	STR(kafka.ssl_key_password, "ssl_key_password"),
-	STR(kafka.sasl_mechanisms, "sasl_mechanisms"),
-	STR(kafka.sasl_username, "sasl_username"),
-	STR(kafka.sasl_password, "sasl_password"),
-	{"properties", K_KVLIST, offsetof(struct gg_config, kafka.properties),
-	 sizeof(((struct gg_config *)0)->kafka.properties), 0, 0, NULL},
-	{NULL, 0, 0, 0, 0, 0, NULL},
+	{.name = "kafka_broker", .kind = K_BROKERS, FIELD(kafka.kafka_broker), .def = "localhost:9092"},
+	INT(kafka.batch_num_messages, "batch_num_messages", 1, 1000000, 10000),
+	ENUMK(kafka.compression_codec, "compression_codec", codecs, "none"),
+	INT(kafka.queue_buffering_max_messages, "queue_buffering_max_messages", 1, 10000000, 100000),
+	INT(kafka.queue_buffering_max_kbytes, "queue_buffering_max_kbytes", 1, 2097151, 1048576),
+	INT(kafka.queue_buffering_max_ms, "queue_buffering_max_ms", 0, 900000, 5),
+	INT(kafka.message_timeout_ms, "message_timeout_ms", 0, 2147483647, 0),
+	ENUMK(kafka.security_protocol, "security_protocol", security_protocols, NULL),
+	PATHK(kafka.ssl_ca_location, "ssl_ca_location", NULL),
+	PATHK(kafka.ssl_certificate_location, "ssl_certificate_location", NULL),
+	PATHK(kafka.ssl_key_location, "ssl_key_location", NULL),
+	STR(kafka.ssl_key_password, "ssl_key_password", NULL),
+	STR(kafka.sasl_mechanisms, "sasl_mechanisms", NULL),
+	STR(kafka.sasl_username, "sasl_username", NULL),
+	STR(kafka.sasl_password, "sasl_password", NULL),
+	{.name = "properties", .kind = K_KVLIST, FIELD(kafka.properties)},
+	{0},
 };
 static const struct key_spec logs_keys[] = {
-	PATHK(logs.metric_dir, "metric_dir"),
-	PATHK(logs.event_dir, "event_dir"),
-	PATHK(logs.meta_dir, "meta_dir"),
-	PATHK(logs.debug_dir, "debug_dir"),
-	INT(logs.metric_total_size, "metric_total_size", 1, 1048576),
-	INT(logs.event_total_size, "event_total_size", 1, 1048576),
-	INT(logs.meta_total_size, "meta_total_size", 1, 1048576),
-	INT(logs.debug_file_size, "debug_file_size", 1, 1024),
-	{NULL, 0, 0, 0, 0, 0, NULL},
+	PATHK(logs.metric_dir, "metric_dir", "/var/log/gala-gopher/metrics"),
+	PATHK(logs.event_dir, "event_dir", "/var/log/gala-gopher/event"),
+	PATHK(logs.meta_dir, "meta_dir", "/var/log/gala-gopher/meta"),
+	PATHK(logs.debug_dir, "debug_dir", "/var/log/gala-gopher/debug"),
+	INT(logs.metric_total_size, "metric_total_size", 1, 1048576, 100),
+	INT(logs.event_total_size, "event_total_size", 1, 1048576, 100),
+	INT(logs.meta_total_size, "meta_total_size", 1, 1048576, 10),
+	INT(logs.debug_file_size, "debug_file_size", 1, 1024, 10),
+	{0},
 };
 
 static const struct key_spec identity_keys[] = {
-	{"enabled", K_ONOFF, offsetof(struct gg_config, identity.enabled), sizeof(int), 0, 0, NULL},
-	PATHK(identity.proc_root, "proc_root"),
-	PATHK(identity.containerd_dir, "containerd_dir"),
-	PATHK(identity.crio_dir, "crio_dir"),
-	PATHK(identity.storage_dir, "storage_dir"),
-	PATHK(identity.docker_dir, "docker_dir"),
-	PATHK(identity.containerd_root, "containerd_root"),
-	INT(identity.max_procs, "max_procs", 16, 1048576),
-	INT(identity.max_containers, "max_containers", 16, 1048576),
-	INT(identity.proc_refresh_ms, "proc_refresh_ms", 100, 3600000),
-	INT(identity.names_refresh_s, "names_refresh_s", 1, 86400),
-	{"watch_cgroups", K_ONOFF, offsetof(struct gg_config, identity.watch_cgroups), sizeof(int), 0, 0, NULL},
-	INT(identity.max_watches, "max_watches", 16, 1048576),
-	{NULL, 0, 0, 0, 0, 0, NULL},
+	ONOFF(identity.enabled, "enabled", 1),
+	PATHK(identity.proc_root, "proc_root", "/proc"),
+	PATHK(identity.containerd_dir, "containerd_dir", "/run/containerd/io.containerd.runtime.v2.task"),
+	PATHK(identity.crio_dir, "crio_dir", "/run/containers/storage"),
+	PATHK(identity.storage_dir, "storage_dir", "/var/lib/containers/storage"),
+	PATHK(identity.docker_dir, "docker_dir", "/var/lib/docker"),
+	PATHK(identity.containerd_root, "containerd_root", "/var/lib/containerd"),
+	INT(identity.max_procs, "max_procs", 16, 1048576, 16384),
+	INT(identity.max_containers, "max_containers", 16, 1048576, 4096),
+	INT(identity.proc_refresh_ms, "proc_refresh_ms", 100, 3600000, 5000),
+	INT(identity.names_refresh_s, "names_refresh_s", 1, 86400, 60),
+	ONOFF(identity.watch_cgroups, "watch_cgroups", 1),
+	INT(identity.max_watches, "max_watches", 16, 1048576, 8192),
+	{0},
 };
 
 /* Sections of the file and their keys; `probes` and `extend_probes` are lists, read separately. */
@@ -675,76 +674,19 @@ err_free:
 	return err;
 }
 
+/* Every key's default from the tables above (the struct is zeroed before). */
 static void set_defaults(struct gg_config *cfg)
 {
-	snprintf(cfg->global.log_file_name, sizeof(cfg->global.log_file_name), "gala-gopher.log");
-	snprintf(cfg->global.log_level, sizeof(cfg->global.log_level), "info");
-	snprintf(cfg->global.pin_path, sizeof(cfg->global.pin_path), "/sys/fs/bpf/gala-gopher");
-	snprintf(cfg->global.run_dir, sizeof(cfg->global.run_dir), "/var/run/gala-gopher");
-	snprintf(cfg->global.meta_path, sizeof(cfg->global.meta_path), "/opt/gala-gopher/meta");
-	snprintf(cfg->global.probes_dir, sizeof(cfg->global.probes_dir), "/opt/gala-gopher/probes");
-	cfg->global.check_interval = 30;
-	cfg->global.check_timeout = 5;
-	cfg->global.stop_grace_ms = 2000;
-	cfg->global.hung_timeout = 30;
-	cfg->global.hung_grace = 10;
-	cfg->global.ipc_queue = IPC_SUB_DEFAULT_RECVBUF;
-	cfg->global.probe_limits =
-		(struct gg_limits){.memory_mb = GG_PROBE_MEMORY_MB_DEFAULT, .cpu_percent = 100, .pids = 256};
-	cfg->global.rest_api_on = 1;
-	snprintf(cfg->global.machine_id, sizeof(cfg->global.machine_id), "machine-id");
-	snprintf(cfg->global.product_uuid_file, sizeof(cfg->global.product_uuid_file),
-		 "/sys/class/dmi/id/product_uuid");
-	cfg->metric.out = GG_OUT_LOGS;
-	snprintf(cfg->metric.kafka_topic, sizeof(cfg->metric.kafka_topic), "gala_gopher");
-	cfg->event.out = GG_OUT_LOGS;
-	snprintf(cfg->event.kafka_topic, sizeof(cfg->event.kafka_topic), "gala_gopher_event");
-	cfg->meta.out = GG_OUT_LOGS;
-	snprintf(cfg->meta.kafka_topic, sizeof(cfg->meta.kafka_topic), "gala_gopher_metadata");
-	cfg->event_timeout = 600;
-	cfg->meta_report_interval = 600;
-	cfg->imdb.max_memory_mb = 256;
-	snprintf(cfg->event_desc_language, sizeof(cfg->event_desc_language), "en_US");
-	cfg->imdb.max_tables_num = 1024;
-	cfg->imdb.max_records_num = 1024;
-	cfg->imdb.max_metrics_num = 1024;
-	cfg->imdb.record_timeout = 60;
-	snprintf(cfg->web_server.bind_addr, sizeof(cfg->web_server.bind_addr), "127.0.0.1");
-	cfg->web_server.port = 8888;
-	snprintf(cfg->rest_api_server.bind_addr, sizeof(cfg->rest_api_server.bind_addr), "127.0.0.1");
-	cfg->rest_api_server.port = 9999;
-	snprintf(cfg->rest.state_dir, sizeof(cfg->rest.state_dir), "/var/lib/gala-gopher");
-	snprintf(cfg->rest.output_base_dir, sizeof(cfg->rest.output_base_dir), "/var/log/gala-gopher");
-	snprintf(cfg->rest.elf_base_dirs, sizeof(cfg->rest.elf_base_dirs),
-		 "/usr:/opt:/srv:/home:/var/lib:/bin:/sbin:/lib:/lib64");
-	snprintf(cfg->kafka.kafka_broker, sizeof(cfg->kafka.kafka_broker), "localhost:9092");
-	cfg->kafka.batch_num_messages = 10000;
-	snprintf(cfg->kafka.compression_codec, sizeof(cfg->kafka.compression_codec), "none");
-	cfg->kafka.queue_buffering_max_messages = 100000;
-	cfg->kafka.queue_buffering_max_kbytes = 1048576;
-	cfg->kafka.queue_buffering_max_ms = 5;
-	snprintf(cfg->logs.metric_dir, sizeof(cfg->logs.metric_dir), "/var/log/gala-gopher/metrics");
-	snprintf(cfg->logs.event_dir, sizeof(cfg->logs.event_dir), "/var/log/gala-gopher/event");
-	snprintf(cfg->logs.meta_dir, sizeof(cfg->logs.meta_dir), "/var/log/gala-gopher/meta");
-	snprintf(cfg->logs.debug_dir, sizeof(cfg->logs.debug_dir), "/var/log/gala-gopher/debug");
-	cfg->logs.metric_total_size = 100;
-	cfg->logs.event_total_size = 100;
-	cfg->logs.meta_total_size = 10;
-	cfg->logs.debug_file_size = 10;
-	cfg->identity.enabled = 1;
-	snprintf(cfg->identity.proc_root, sizeof(cfg->identity.proc_root), "/proc");
-	snprintf(cfg->identity.containerd_dir, sizeof(cfg->identity.containerd_dir),
-		 "/run/containerd/io.containerd.runtime.v2.task");
-	snprintf(cfg->identity.crio_dir, sizeof(cfg->identity.crio_dir), "/run/containers/storage");
-	snprintf(cfg->identity.storage_dir, sizeof(cfg->identity.storage_dir), "/var/lib/containers/storage");
-	snprintf(cfg->identity.docker_dir, sizeof(cfg->identity.docker_dir), "/var/lib/docker");
-	snprintf(cfg->identity.containerd_root, sizeof(cfg->identity.containerd_root), "/var/lib/containerd");
-	cfg->identity.max_procs = 16384;
-	cfg->identity.max_containers = 4096;
-	cfg->identity.proc_refresh_ms = 5000;
-	cfg->identity.names_refresh_s = 60;
-	cfg->identity.watch_cgroups = 1;
-	cfg->identity.max_watches = 8192;
+	char *base = (char *)cfg;
+
+	for (size_t i = 0; i < sizeof(sections) / sizeof(sections[0]); i++) {
+		for (const struct key_spec *k = sections[i].keys; k->name; k++) {
+			if (k->def)
+				snprintf(base + k->off, k->size, "%s", k->def);
+			else if (k->kind == K_INT || k->kind == K_ONOFF || k->kind == K_CHANNEL)
+				*(int *)(base + k->off) = (int)k->idef;
+		}
+	}
 }
 
 static int load(struct load_ctx *c, config_t *lc)

@@ -20,6 +20,7 @@
 #include "fsutil.h"
 #include "bolt.h"
 #include "meta.h"
+#include "lru.h"
 
 #define CGROUP_FILE_MAX	      8192u
 #define OCI_CONFIG_MAX	      (4u << 20)  /* an OCI config.json is tens of KiB */
@@ -320,18 +321,9 @@ int gg_ident__parse_storage_containers(const char *json, size_t len, const char 
 
 /* ---- the cache ---------------------------------------------------------------------------------------- */
 
-struct link {
-	struct link *older, *newer;
-};
-
-struct lru {
-	struct link *oldest, *newest;
-	unsigned int n;
-};
-
 /* One container (or pod) cgroup: its identity. Freed only when no process entry refers to it. */
 struct cg_entry {
-	struct link lru; /* first member: the list links */
+	struct gg_lru_link lru; /* first member: the list links */
 	struct cg_entry *hnext;
 	uint64_t hash;
 	uint64_t expires_ms;
@@ -344,7 +336,7 @@ struct cg_entry {
 };
 
 struct proc_entry {
-	struct link lru;
+	struct gg_lru_link lru;
 	struct proc_entry *hnext;
 	uint32_t tgid;
 	uint64_t expires_ms;
@@ -372,7 +364,7 @@ struct gg_identity {
 	struct proc_entry **pbuckets;
 	struct cg_entry **cbuckets;
 	size_t npb, ncb; /* powers of two */
-	struct lru procs, cgroups;
+	struct gg_lru procs, cgroups;
 	struct gg_identity_stats st;
 	struct gg_ident_names scratch;
 	struct gg_pod_labels plscratch;
@@ -399,40 +391,6 @@ struct gg_identity {
 };
 
 static const struct gg_ident empty_ident = {{"", "", "", "", "", ""}, {0}, NULL, 0};
-
-static void lru_unlink(struct lru *l, struct link *e)
-{
-	if (e->older)
-		e->older->newer = e->newer;
-	else
-		l->oldest = e->newer;
-	if (e->newer)
-		e->newer->older = e->older;
-	else
-		l->newest = e->older;
-	e->older = e->newer = NULL;
-	l->n--;
-}
-
-static void lru_push(struct lru *l, struct link *e)
-{
-	e->newer = NULL;
-	e->older = l->newest;
-	if (l->newest)
-		l->newest->newer = e;
-	else
-		l->oldest = e;
-	l->newest = e;
-	l->n++;
-}
-
-static void lru_touch(struct lru *l, struct link *e)
-{
-	if (l->newest == e)
-		return;
-	lru_unlink(l, e);
-	lru_push(l, e);
-}
 
 static uint64_t hash_str(const char *s)
 {
@@ -518,8 +476,10 @@ err_out:
 	return NULL;
 }
 
-static void cg_free(struct cg_entry *c)
+static void cg_free(void *entry)
 {
+	struct cg_entry *c = entry;
+
 	free(c->path);
 	free(c->buf);
 	free(c);
@@ -527,18 +487,10 @@ static void cg_free(struct cg_entry *c)
 
 void gg_identity__free(struct gg_identity *id)
 {
-	struct link *l, *next;
-
 	if (!id)
 		return;
-	for (l = id->procs.oldest; l; l = next) {
-		next = l->newer;
-		free(l);
-	}
-	for (l = id->cgroups.oldest; l; l = next) {
-		next = l->newer;
-		cg_free((struct cg_entry *)l);
-	}
+	gg_lru__drain(&id->procs, free);
+	gg_lru__drain(&id->cgroups, cg_free);
 	free(id->pbuckets);
 	free(id->cbuckets);
 	watch_stop(id);
@@ -574,7 +526,7 @@ static void cg_unhash(struct gg_identity *id, struct cg_entry *c)
 static void cg_remove(struct gg_identity *id, struct cg_entry *c)
 {
 	cg_unhash(id, c);
-	lru_unlink(&id->cgroups, &c->lru);
+	gg_lru__unlink(&id->cgroups, &c->lru);
 	cg_free(c);
 	id->st.evictions++;
 }
@@ -596,7 +548,7 @@ static void proc_remove(struct gg_identity *id, struct proc_entry *p)
 	while (*pp != p)
 		pp = &(*pp)->hnext;
 	*pp = p->hnext;
-	lru_unlink(&id->procs, &p->lru);
+	gg_lru__unlink(&id->procs, &p->lru);
 	cg_unref(id, p->cg);
 	free(p);
 	id->st.evictions++;
@@ -607,7 +559,7 @@ static void proc_remove(struct gg_identity *id, struct proc_entry *p)
 static void cg_make_room(struct gg_identity *id)
 {
 	while (id->cgroups.n >= id->o.max_cgroups) {
-		struct link *l;
+		struct gg_lru_link *l;
 
 		for (l = id->cgroups.oldest; l && ((struct cg_entry *)l)->refs; l = l->newer)
 			;
@@ -634,7 +586,9 @@ static int read_json(struct gg_identity *id, const char *path, size_t max, char 
 	return err;
 }
 
-static int try_oci(struct gg_identity *id, const char *path, struct gg_ident_names *nm)
+/* A runtime's state file at path read and parsed by parse (an OCI config.json, docker's config.v2.json). */
+static int read_names(struct gg_identity *id, const char *path,
+		      int (*parse)(const char *json, size_t len, struct gg_ident_names *ret), struct gg_ident_names *nm)
 {
 	char *buf;
 	size_t len;
@@ -642,11 +596,16 @@ static int try_oci(struct gg_identity *id, const char *path, struct gg_ident_nam
 
 	if (err)
 		return err;
-	err = gg_ident__parse_oci_config(buf, len, nm);
+	err = parse(buf, len, nm);
 	if (err == -EINVAL)
 		id->st.state_errors++;
 	free(buf);
 	return err;
+}
+
+static int try_oci(struct gg_identity *id, const char *path, struct gg_ident_names *nm)
+{
+	return read_names(id, path, gg_ident__parse_oci_config, nm);
 }
 
 static int from_containerd(struct gg_identity *id, const struct gg_cgroup_info *ci, struct gg_ident_names *nm)
@@ -696,19 +655,10 @@ static int from_crio(struct gg_identity *id, const struct gg_cgroup_info *ci, st
 
 static int from_docker(struct gg_identity *id, const struct gg_cgroup_info *ci, struct gg_ident_names *nm)
 {
-	char path[PATH_MAX], *buf;
-	size_t len;
-	int err;
+	char path[PATH_MAX];
 
 	snprintf(path, sizeof(path), "%s/containers/%s/config.v2.json", id->o.docker_dir, ci->container_id);
-	err = read_json(id, path, OCI_CONFIG_MAX, &buf, &len);
-	if (err)
-		return err;
-	err = gg_ident__parse_docker_config(buf, len, nm);
-	if (err == -EINVAL)
-		id->st.state_errors++;
-	free(buf);
-	return err;
+	return read_names(id, path, gg_ident__parse_docker_config, nm);
 }
 
 /* The parsed list at path, read again only when the file changed (NULL when absent or bad). */
@@ -934,7 +884,7 @@ static struct cg_entry *cg_get(struct gg_identity *id, const char *path, uint64_
 	if (c) {
 		if (now_ms >= c->expires_ms)
 			(void)cg_resolve(id, c, now_ms); /* out of memory: the old values stay */
-		lru_touch(&id->cgroups, &c->lru);
+		gg_lru__touch(&id->cgroups, &c->lru);
 		return c;
 	}
 	cg_make_room(id);
@@ -950,7 +900,7 @@ static struct cg_entry *cg_get(struct gg_identity *id, const char *path, uint64_
 	c->hnext = id->cbuckets[h & (id->ncb - 1)];
 	id->cbuckets[h & (id->ncb - 1)] = c;
 	c->hashed = 1;
-	lru_push(&id->cgroups, &c->lru);
+	gg_lru__push(&id->cgroups, &c->lru);
 	return c;
 }
 
@@ -990,7 +940,7 @@ const struct gg_ident *gg_identity__lookup(struct gg_identity *id, uint32_t tgid
 	}
 	p = proc_find(id, tgid);
 	if (p && now_ms < p->expires_ms && p->epoch == id->epoch) {
-		lru_touch(&id->procs, &p->lru);
+		gg_lru__touch(&id->procs, &p->lru);
 		if (p->cg && now_ms >= p->cg->expires_ms)
 			(void)cg_resolve(id, p->cg, now_ms);
 		return ident_of(p->cg);
@@ -1003,7 +953,7 @@ const struct gg_ident *gg_identity__lookup(struct gg_identity *id, uint32_t tgid
 		if (p) {
 			p->expires_ms = now_ms + id->o.proc_ttl_ms;
 			p->epoch = id->epoch;
-			lru_touch(&id->procs, &p->lru);
+			gg_lru__touch(&id->procs, &p->lru);
 			return ident_of(p->cg);
 		}
 	} else {
@@ -1024,9 +974,9 @@ const struct gg_ident *gg_identity__lookup(struct gg_identity *id, uint32_t tgid
 		p->tgid = tgid;
 		p->hnext = id->pbuckets[tgid_bucket(id, tgid)];
 		id->pbuckets[tgid_bucket(id, tgid)] = p;
-		lru_push(&id->procs, &p->lru);
+		gg_lru__push(&id->procs, &p->lru);
 	} else {
-		lru_touch(&id->procs, &p->lru);
+		gg_lru__touch(&id->procs, &p->lru);
 	}
 	if (p->cg != cg) {
 		if (cg)
@@ -1061,7 +1011,7 @@ void gg_identity__want_pod_labels(struct gg_identity *id, const char *const *key
 			id->nwant_keys++;
 	}
 	/* the labels of the containers known already are read again at their next lookup */
-	for (struct link *l = id->cgroups.oldest; l; l = l->newer)
+	for (struct gg_lru_link *l = id->cgroups.oldest; l; l = l->newer)
 		((struct cg_entry *)l)->expires_ms = 0;
 }
 

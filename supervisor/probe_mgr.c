@@ -124,23 +124,16 @@ void gg_probes__write_children(struct gg_sup *sup)
 /* state, process group, session and comm of pid (from /proc/<pid>/stat); 0 or negative errno */
 static int proc_group_session(pid_t pid, char *ret_state, int *ret_pgid, int *ret_sid, char ret_comm[16])
 {
-	char path[64], buf[1024];
-	const char *c, *open_paren;
+	struct gg_proc_stat ps;
 	size_t cl;
-	int n;
+	int err = gg_proc_stat(pid, &ps);
 
-	snprintf(path, sizeof(path), "/proc/%d/stat", (int)pid);
-	n = gg_read_small(path, buf, sizeof(buf));
-	if (n <= 0)
-		return n ? n : -EIO;
-	open_paren = strchr(buf, '(');
-	c = strrchr(buf, ')');
-	if (!open_paren || !c || c < open_paren || sscanf(c + 1, " %c %*d %d %d", ret_state, ret_pgid, ret_sid) != 3)
+	if (err)
+		return err;
+	if (sscanf(ps.rest, " %c %*d %d %d", ret_state, ret_pgid, ret_sid) != 3)
 		return -EINVAL;
-	cl = (size_t)(c - open_paren - 1);
-	if (cl > 15)
-		cl = 15;
-	memcpy(ret_comm, open_paren + 1, cl);
+	cl = ps.comm_len > 15 ? 15 : ps.comm_len;
+	memcpy(ret_comm, ps.comm, cl);
 	ret_comm[cl] = 0;
 	return 0;
 }

@@ -268,6 +268,14 @@ cJSON *gg_status__json(struct gg_sup *sup);
 int gg_read_machine_id(char *buf, size_t len);
 int gg_ensure_tracefs(void);
 int gg_ensure_bpffs(void); /* /sys/fs/bpf, where probes pin shared maps (global.pin_path) */
+/* /proc/<pid>/stat: its text, the comm in it (comm_len bytes after the '(') and the fields after the
+ * comm's ')' (rest). */
+struct gg_proc_stat {
+	char buf[1024];
+	const char *comm, *rest;
+	size_t comm_len;
+};
+int gg_proc_stat(pid_t pid, struct gg_proc_stat *ret); /* 0 or negative errno */
 int gg_proc_starttime(pid_t pid, unsigned long long *ret);
 /* 0 when path is a directory (not a symlink) of ours that only we may write; otherwise a negative errno
  * and why in `why` ("is owned by uid 1000, ..."). */

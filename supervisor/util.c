@@ -74,21 +74,36 @@ int gg_ensure_bpffs(void)
 	return 0;
 }
 
-int gg_proc_starttime(pid_t pid, unsigned long long *ret)
+int gg_proc_stat(pid_t pid, struct gg_proc_stat *ret)
 {
-	char path[64], buf[1024];
-	const char *c;
+	char path[64];
+	const char *open_paren, *close_paren;
 	int n;
 
 	snprintf(path, sizeof(path), "/proc/%d/stat", (int)pid);
-	n = gg_read_small(path, buf, sizeof(buf));
+	n = gg_read_small(path, ret->buf, sizeof(ret->buf));
 	if (n <= 0)
 		return n ? n : -EIO;
 	/* comm may contain spaces and parentheses: fields are counted after the last ')' */
-	c = strrchr(buf, ')');
-	if (!c)
+	open_paren = strchr(ret->buf, '(');
+	close_paren = strrchr(ret->buf, ')');
+	if (!open_paren || !close_paren || close_paren < open_paren)
 		return -EINVAL;
-	c++;
+	ret->comm = open_paren + 1;
+	ret->comm_len = (size_t)(close_paren - open_paren - 1);
+	ret->rest = close_paren + 1;
+	return 0;
+}
+
+int gg_proc_starttime(pid_t pid, unsigned long long *ret)
+{
+	struct gg_proc_stat ps;
+	const char *c;
+	int err = gg_proc_stat(pid, &ps);
+
+	if (err)
+		return err;
+	c = ps.rest;
 	for (int field = 2; field < 22 && *c; c++) {
 		if (*c == ' ')
 			field++;

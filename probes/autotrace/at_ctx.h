@@ -144,6 +144,13 @@ struct at_capture {
 	double l7_p99_ms, l7_err_pct;
 };
 
+/* Two counters read at each evaluation: the rate is the growth of one over the other's (the last read
+ * kept). */
+struct at_rate {
+	uint64_t num, den;
+	int have; /* the last read worked */
+};
+
 struct at_ctx {
 	struct probe_rt *rt;
 	struct at_conf base, cur;
@@ -174,8 +181,8 @@ struct at_ctx {
 	unsigned int ncap_times;
 	uint64_t last_cap_ms;
 
-	uint64_t host_busy, host_total, retrans, retrans_ms;
-	int have_host, have_retrans;
+	struct at_rate host_cpu; /* busy over total jiffies */
+	struct at_rate retrans;	 /* retransmitted segments over ms */
 	__u64 runq_prev[GG_LOG2_SLOTS];
 
 	uint64_t t_report;

@@ -468,36 +468,35 @@ static void eval_l7_triggers(struct at_ctx *ctx, uint64_t now, uint64_t wall)
 	}
 }
 
+/* This read's rate against the last one (times scale) into *ret, 0 when the last or this read failed (ok
+ * 0) or den did not grow; the read is kept for the next. 1 when the rate is valid. */
+static int at_rate__next(struct at_rate *r, int ok, uint64_t num, uint64_t den, double scale, double *ret)
+{
+	int valid = ok && r->have && den > r->den;
+
+	*ret = valid ? (double)(num - r->num) * scale / (double)(den - r->den) : 0;
+	if (ok) {
+		r->num = num;
+		r->den = den;
+	}
+	r->have = ok;
+	return valid;
+}
+
 static void eval_triggers(struct at_ctx *ctx, uint64_t now, uint64_t wall)
 {
-	uint64_t busy, total, retrans;
+	uint64_t busy = 0, total = 0, retrans = 0;
 	__u64 hist[GG_LOG2_SLOTS], delta[GG_LOG2_SLOTS];
 	int64_t dstate = 0;
-	int ok;
+	double rate;
+	int ok, valid;
 
 	ok = !at_read_host_cpu(&busy, &total);
-	eval_host(ctx, AT_TR_HOST_CPU,
-		  ok && ctx->have_host && total > ctx->host_total
-			  ? (double)(busy - ctx->host_busy) * 100.0 / (double)(total - ctx->host_total)
-			  : 0,
-		  ok && ctx->have_host && total > ctx->host_total, now, wall);
-	if (ok) {
-		ctx->host_busy = busy;
-		ctx->host_total = total;
-	}
-	ctx->have_host = ok;
-
+	valid = at_rate__next(&ctx->host_cpu, ok, busy, total, 100.0, &rate);
+	eval_host(ctx, AT_TR_HOST_CPU, rate, valid, now, wall);
 	ok = !at_read_retrans(&retrans);
-	eval_host(ctx, AT_TR_RETRANS,
-		  ok && ctx->have_retrans && now > ctx->retrans_ms
-			  ? (double)(retrans - ctx->retrans) * 1000.0 / (double)(now - ctx->retrans_ms)
-			  : 0,
-		  ok && ctx->have_retrans && now > ctx->retrans_ms, now, wall);
-	if (ok) {
-		ctx->retrans = retrans;
-		ctx->retrans_ms = now;
-	}
-	ctx->have_retrans = ok;
+	valid = at_rate__next(&ctx->retrans, ok, retrans, now, 1000.0, &rate);
+	eval_host(ctx, AT_TR_RETRANS, rate, valid, now, wall);
 
 	ok = !at_sched__read(ctx, hist, &dstate);
 	eval_host(ctx, AT_TR_DSTATE, (double)dstate, ok && (ctx->parts & AT_PART_DSTATE), now, wall);
@@ -686,28 +685,10 @@ static int setup(void *data, struct probe_rt *rt)
 	ctx->rt = rt;
 	ctx->cur = ctx->base;
 	ctx->scope = ctx->base_scope;
-	err = sp_profile__init(&ctx->prof);
-	if (err) {
-		probe_log(PLOG_ERROR, "cannot set up the symbolizer: %s", strerror(-err));
-		return err;
-	}
-	ctx->sampler = sp_sampler__new();
-	if (!ctx->sampler) {
-		err = -errno;
-		probe_log(PLOG_ERROR, "cannot load the sampling programs: %s", strerror(-err));
-		return err;
-	}
-	sp_sampler__set_cpu_keys(ctx->sampler, 1); /* the ring is bounded per CPU */
-	err = sp_sampler__set_scope(ctx->sampler, &ctx->scope);
+	err = sp_profile__start(&ctx->prof, &ctx->sampler, 1 /* the ring is bounded per CPU */, &ctx->scope);
 	if (err)
-		probe_log(PLOG_WARN, "cannot apply the scope: %s", strerror(-err));
-	if (probe_rt__supervised(ctx->rt)) {
-		uint64_t until = probe_now_mono_ms() + FIRST_CONFIG_WAIT_MS;
-
-		for (uint64_t now = probe_now_mono_ms(); !ctx->config_seen && now < until; now = probe_now_mono_ms())
-			if (probe_rt__wait(ctx->rt, (unsigned int)(until - now)))
-				break;
-	}
+		return err;
+	(void)probe_rt__wait_first_config(ctx->rt, &ctx->config_seen, FIRST_CONFIG_WAIT_MS);
 	ctx->apply_pending = 1;
 	apply(ctx);
 	ctx->t_report = probe_now_mono_ms();

@@ -93,21 +93,16 @@ static void rescan_comm(struct ep_ctx *ctx)
 		apply_scope(ctx, &s);
 }
 
-static int on_config(void *data, uint64_t version, const struct gg_ctrl_msg *msg)
+/* A live configuration in force (the runner put it into cur): the hooks, the scope. */
+static void applied(void *data, uint64_t version, const struct gg_ctrl_msg *msg)
 {
 	struct ep_ctx *ctx = data;
-	struct ep_conf conf = ctx->base;
-	int err = probe_conf__apply(CONTRACT, msg, &conf, &conf.subprobes);
 
 	(void)version;
-	if (err < 0)
-		return err;
-	ctx->cur = conf;
 	apply_subprobes(ctx);
 	ctx->live_scope = msg->has_scope;
 	apply_scope(ctx, msg->has_scope ? &msg->scope : &ctx->base_scope);
 	rescan_comm(ctx);
-	return 0;
 }
 
 /* After "report period P s, sub-probes a,b" in the started and configuration lines. */
@@ -157,93 +152,163 @@ static void rec_keys(struct probe_rec *r, const struct probe_table *t, __u32 tgi
 	probe_rec__strn(r, comm, strnlen(comm, 16));
 }
 
-/* A whole map into keys/vals (room for max entries); returns the count (a read error is logged). */
-static uint32_t dump_all(int fd, void *keys, void *vals, uint32_t ksz, uint32_t vsz, uint32_t max, const char *what)
+/* Entries of one reported key (process, address, port) are summed: sorted so that they are next to
+ * each other. */
+struct sock_id {
+	__u32 tgid;
+	__u16 port;
+	__u8 family;
+	const __u8 *addr; /* 16 bytes */
+};
+
+static int sock_id_cmp(const struct sock_id *x, const struct sock_id *y)
 {
-	uint32_t n = 0;
-	int err = gg_bpf_map_dump_all(fd, keys, vals, ksz, vsz, max, &n, 0);
-
-	if (err)
-		probe_log(PLOG_WARN, "reading %s: %s", what, strerror(-err));
-	return n;
-}
-
-/* Entries of one reported key are summed: sort so that they are next to each other. */
-static int listen_cmp(const void *a, const void *b)
-{
-	const struct ep_listen *x = a, *y = b;
-
 	if (x->tgid != y->tgid)
 		return x->tgid < y->tgid ? -1 : 1;
 	if (x->port != y->port)
 		return x->port < y->port ? -1 : 1;
 	if (x->family != y->family)
 		return x->family < y->family ? -1 : 1;
-	return memcmp(x->addr, y->addr, sizeof(x->addr));
+	return memcmp(x->addr, y->addr, 16);
+}
+
+static int listen_cmp(const void *a, const void *b)
+{
+	const struct ep_listen *x = a, *y = b;
+
+	return sock_id_cmp(&(struct sock_id){x->tgid, x->port, x->family, x->addr},
+			   &(struct sock_id){y->tgid, y->port, y->family, y->addr});
 }
 
 static int udp_cmp(const void *a, const void *b)
 {
 	const struct ep_udp *x = a, *y = b;
 
-	if (x->tgid != y->tgid)
-		return x->tgid < y->tgid ? -1 : 1;
-	if (x->port != y->port)
-		return x->port < y->port ? -1 : 1;
-	if (x->family != y->family)
-		return x->family < y->family ? -1 : 1;
-	return memcmp(x->addr, y->addr, sizeof(x->addr));
+	return sock_id_cmp(&(struct sock_id){x->tgid, x->port, x->family, x->addr},
+			   &(struct sock_id){y->tgid, y->port, y->family, y->addr});
+}
+
+static void listen_add(void *sum, const void *other)
+{
+	struct ep_listen *s = sum;
+	const struct ep_listen *o = other;
+
+	s->passive_open += o->passive_open;
+	s->passive_open_failed += o->passive_open_failed;
+	s->retran_synacks += o->retran_synacks;
+	s->listen_drops += o->listen_drops;
+	s->accept_overflow += o->accept_overflow;
+	s->syn_overflow += o->syn_overflow;
+	s->acceptq_len += o->acceptq_len;
+	s->acceptq_max += o->acceptq_max;
+	s->synq_len += o->synq_len;
+	s->hs_sum_us += o->hs_sum_us;
+	for (int k = 0; k < GG_LOG2_SLOTS; k++)
+		s->hs_hist[k] += o->hs_hist[k];
+}
+
+static void listen_emit(struct ep_ctx *ctx, const void *sum)
+{
+	static struct probe_rec r;
+	const struct ep_listen *s = sum;
+
+	if (!in_scope(ctx, s->tgid, s->cgroup_id))
+		return;
+	rec_keys(&r, &TBL_listen, s->tgid, s->family, s->addr, s->port, "listen", s->comm);
+	probe_rec__u64(&r, s->listen_drops);
+	probe_rec__u64(&r, s->accept_overflow);
+	probe_rec__u64(&r, s->syn_overflow);
+	probe_rec__u64(&r, s->passive_open);
+	probe_rec__u64(&r, s->passive_open_failed);
+	probe_rec__u64(&r, s->retran_synacks);
+	probe_rec__u64(&r, s->acceptq_len);
+	probe_rec__u64(&r, s->acceptq_max);
+	probe_rec__u64(&r, s->synq_len);
+	gg_hist_rec(&r, s->hs_hist, HIST_FIRST, HIST_N, 1.0, (double)s->hs_sum_us);
+	(void)probe_rt__emit(ctx->rt, &r);
+}
+
+static void udp_add(void *sum, const void *other)
+{
+	struct ep_udp *s = sum;
+	const struct ep_udp *o = other;
+
+	s->tx_bytes += o->tx_bytes;
+	s->rx_bytes += o->rx_bytes;
+	s->tx_pkts += o->tx_pkts;
+	s->rx_pkts += o->rx_pkts;
+	s->rcv_drops += o->rcv_drops;
+	s->sk_drops += o->sk_drops;
+	s->rmem_alloc += o->rmem_alloc;
+	if (o->last_err)
+		s->last_err = o->last_err;
+}
+
+static void udp_emit(struct ep_ctx *ctx, const void *sum)
+{
+	static struct probe_rec r;
+	const struct ep_udp *s = sum;
+
+	if (!in_scope(ctx, s->tgid, s->cgroup_id))
+		return;
+	rec_keys(&r, &TBL_udp, s->tgid, s->family, s->addr, s->port, "udp", s->comm);
+	probe_rec__u64(&r, s->tx_pkts);
+	probe_rec__u64(&r, s->rx_pkts);
+	probe_rec__u64(&r, s->tx_bytes);
+	probe_rec__u64(&r, s->rx_bytes);
+	probe_rec__u64(&r, s->rcv_drops);
+	probe_rec__u64(&r, s->sk_drops);
+	probe_rec__u64(&r, (uint64_t)(s->last_err > 0 ? s->last_err : 0));
+	probe_rec__u64(&r, s->rmem_alloc);
+	(void)probe_rt__emit(ctx->rt, &r);
+}
+
+/* A map of sockets (key: the socket) reported by process, address and port: listen and udp. */
+struct sock_map {
+	struct bpf_map *map;
+	__u64 *keys;
+	void *vals;
+	size_t val_size;
+	uint32_t max;
+	size_t flags_off; /* of the value's EP_F_CLOSED byte */
+	int (*cmp)(const void *a, const void *b);
+	void (*add)(void *sum, const void *other); /* other's counters into sum */
+	void (*emit)(struct ep_ctx *ctx, const void *sum);
+};
+
+/* Read the map, sum the sockets of each reported key, emit them, then forget the closed sockets. */
+static void report_socks(struct ep_ctx *ctx, const struct sock_map *m)
+{
+	union {
+		struct ep_listen l;
+		struct ep_udp u;
+	} sum;
+	int fd = bpf_map__fd(m->map);
+	uint32_t n = gg_bpf_map_read(fd, m->keys, m->vals, sizeof(__u64), (uint32_t)m->val_size, m->max,
+				     bpf_map__name(m->map));
+	const char *v = m->vals;
+	uint32_t ndel = 0;
+
+	if (m->val_size > sizeof(sum))
+		return;
+	for (uint32_t i = 0; i < n; i++)
+		if (v[i * m->val_size + m->flags_off] & EP_F_CLOSED)
+			ctx->del[ndel++] = m->keys[i];
+	qsort(m->vals, n, m->val_size, m->cmp);
+	for (uint32_t i = 0, j; i < n; i = j) {
+		memcpy(&sum, v + i * m->val_size, m->val_size);
+		for (j = i + 1; j < n && !m->cmp(v + i * m->val_size, v + j * m->val_size); j++)
+			m->add(&sum, v + j * m->val_size);
+		m->emit(ctx, &sum);
+	}
+	(void)gg_bpf_map_delete_keys(fd, ctx->del, sizeof(__u64), ndel);
 }
 
 static void report_listen(struct ep_ctx *ctx)
 {
-	static struct probe_rec r;
-	int fd = bpf_map__fd(ctx->skel->maps.ep_listen);
-	uint32_t n = dump_all(fd, ctx->lkeys, ctx->lvals, sizeof(__u64), sizeof(struct ep_listen), EP_LISTEN_MAX,
-			      "ep_listen");
-	uint32_t ndel = 0;
-
-	for (uint32_t i = 0; i < n; i++)
-		if (ctx->lvals[i].flags & EP_F_CLOSED)
-			ctx->del[ndel++] = ctx->lkeys[i];
-	qsort(ctx->lvals, n, sizeof(ctx->lvals[0]), listen_cmp);
-	for (uint32_t i = 0; i < n;) {
-		struct ep_listen sum = ctx->lvals[i];
-		uint32_t j = i + 1;
-
-		for (; j < n && !listen_cmp(&ctx->lvals[i], &ctx->lvals[j]); j++) {
-			const struct ep_listen *o = &ctx->lvals[j];
-
-			sum.passive_open += o->passive_open;
-			sum.passive_open_failed += o->passive_open_failed;
-			sum.retran_synacks += o->retran_synacks;
-			sum.listen_drops += o->listen_drops;
-			sum.accept_overflow += o->accept_overflow;
-			sum.syn_overflow += o->syn_overflow;
-			sum.acceptq_len += o->acceptq_len;
-			sum.acceptq_max += o->acceptq_max;
-			sum.synq_len += o->synq_len;
-			sum.hs_sum_us += o->hs_sum_us;
-			for (int s = 0; s < GG_LOG2_SLOTS; s++)
-				sum.hs_hist[s] += o->hs_hist[s];
-		}
-		i = j;
-		if (!in_scope(ctx, sum.tgid, sum.cgroup_id))
-			continue;
-		rec_keys(&r, &TBL_listen, sum.tgid, sum.family, sum.addr, sum.port, "listen", sum.comm);
-		probe_rec__u64(&r, sum.listen_drops);
-		probe_rec__u64(&r, sum.accept_overflow);
-		probe_rec__u64(&r, sum.syn_overflow);
-		probe_rec__u64(&r, sum.passive_open);
-		probe_rec__u64(&r, sum.passive_open_failed);
-		probe_rec__u64(&r, sum.retran_synacks);
-		probe_rec__u64(&r, sum.acceptq_len);
-		probe_rec__u64(&r, sum.acceptq_max);
-		probe_rec__u64(&r, sum.synq_len);
-		gg_hist_rec(&r, sum.hs_hist, HIST_FIRST, HIST_N, 1.0, (double)sum.hs_sum_us);
-		(void)probe_rt__emit(ctx->rt, &r);
-	}
-	(void)gg_bpf_map_delete_keys(fd, ctx->del, sizeof(__u64), ndel);
+	report_socks(ctx, &(struct sock_map){ctx->skel->maps.ep_listen, ctx->lkeys, ctx->lvals,
+					     sizeof(struct ep_listen), EP_LISTEN_MAX, offsetof(struct ep_listen, flags),
+					     listen_cmp, listen_add, listen_emit});
 }
 
 static int tgid_alive(__u32 tgid)
@@ -258,8 +323,8 @@ static void report_connect(struct ep_ctx *ctx)
 {
 	static struct probe_rec r;
 	int fd = bpf_map__fd(ctx->skel->maps.ep_connect);
-	uint32_t n = dump_all(fd, ctx->ckeys, ctx->cvals, sizeof(struct ep_connect_key), sizeof(struct ep_connect),
-			      EP_CONNECT_MAX, "ep_connect");
+	uint32_t n = gg_bpf_map_read(fd, ctx->ckeys, ctx->cvals, sizeof(struct ep_connect_key),
+				     sizeof(struct ep_connect), EP_CONNECT_MAX, "ep_connect");
 	uint32_t ndead = 0;
 
 	for (uint32_t i = 0; i < n; i++) {
@@ -283,55 +348,16 @@ static void report_connect(struct ep_ctx *ctx)
 
 static void report_udp(struct ep_ctx *ctx)
 {
-	static struct probe_rec r;
-	int fd = bpf_map__fd(ctx->skel->maps.ep_udp);
-	uint32_t n = dump_all(fd, ctx->ukeys, ctx->uvals, sizeof(__u64), sizeof(struct ep_udp), EP_UDP_MAX, "ep_udp");
-	uint32_t ndel = 0;
-
-	for (uint32_t i = 0; i < n; i++)
-		if (ctx->uvals[i].flags & EP_F_CLOSED)
-			ctx->del[ndel++] = ctx->ukeys[i];
-	qsort(ctx->uvals, n, sizeof(ctx->uvals[0]), udp_cmp);
-	for (uint32_t i = 0; i < n;) {
-		struct ep_udp sum = ctx->uvals[i];
-		uint32_t j = i + 1;
-
-		for (; j < n && !udp_cmp(&ctx->uvals[i], &ctx->uvals[j]); j++) {
-			const struct ep_udp *o = &ctx->uvals[j];
-
-			sum.tx_bytes += o->tx_bytes;
-			sum.rx_bytes += o->rx_bytes;
-			sum.tx_pkts += o->tx_pkts;
-			sum.rx_pkts += o->rx_pkts;
-			sum.rcv_drops += o->rcv_drops;
-			sum.sk_drops += o->sk_drops;
-			sum.rmem_alloc += o->rmem_alloc;
-			if (o->last_err)
-				sum.last_err = o->last_err;
-		}
-		i = j;
-		if (!in_scope(ctx, sum.tgid, sum.cgroup_id))
-			continue;
-		rec_keys(&r, &TBL_udp, sum.tgid, sum.family, sum.addr, sum.port, "udp", sum.comm);
-		probe_rec__u64(&r, sum.tx_pkts);
-		probe_rec__u64(&r, sum.rx_pkts);
-		probe_rec__u64(&r, sum.tx_bytes);
-		probe_rec__u64(&r, sum.rx_bytes);
-		probe_rec__u64(&r, sum.rcv_drops);
-		probe_rec__u64(&r, sum.sk_drops);
-		probe_rec__u64(&r, (uint64_t)(sum.last_err > 0 ? sum.last_err : 0));
-		probe_rec__u64(&r, sum.rmem_alloc);
-		(void)probe_rt__emit(ctx->rt, &r);
-	}
-	(void)gg_bpf_map_delete_keys(fd, ctx->del, sizeof(__u64), ndel);
+	report_socks(ctx, &(struct sock_map){ctx->skel->maps.ep_udp, ctx->ukeys, ctx->uvals, sizeof(struct ep_udp),
+					     EP_UDP_MAX, offsetof(struct ep_udp, flags), udp_cmp, udp_add, udp_emit});
 }
 
 static void report_drops(struct ep_ctx *ctx)
 {
 	static struct probe_rec r;
 	int fd = bpf_map__fd(ctx->skel->maps.ep_drops);
-	uint32_t n = dump_all(fd, ctx->dkeys, ctx->dvals, sizeof(struct ep_drop_key), sizeof(__u64), EP_DROP_MAX,
-			      "ep_drops");
+	uint32_t n = gg_bpf_map_read(fd, ctx->dkeys, ctx->dvals, sizeof(struct ep_drop_key), sizeof(__u64), EP_DROP_MAX,
+				     "ep_drops");
 	char reason[64];
 
 	for (uint32_t i = 0; i < n; i++) {
@@ -401,25 +427,6 @@ static void free_buffers(struct ep_ctx *ctx)
 	free(ctx->del);
 }
 
-static int setup_bpf(struct ep_ctx *ctx)
-{
-	struct endpoint *s;
-	int err;
-
-	gg_bpf_begin();
-	s = endpoint__open();
-	if (!s)
-		return -errno;
-	ctx->skel = s;
-	gg_bpf_autoload(s->obj);
-	if (gg_bpf_tp_btf_nargs("kfree_skb") >= 4)
-		bpf_program__set_autoload(s->progs.ep_drop3, false);
-	else
-		bpf_program__set_autoload(s->progs.ep_drop4, false);
-	err = endpoint__load(s);
-	return err;
-}
-
 /* After the command line: dump buffers, the BPF programs, the scope and the sub-probes. */
 static int setup(void *arg, struct probe_rt *rt)
 {
@@ -427,16 +434,20 @@ static int setup(void *arg, struct probe_rt *rt)
 	int ret;
 
 	ctx->rt = rt;
-	ctx->cur = ctx->base;
 	if (alloc_buffers(ctx)) {
 		probe_log(PLOG_ERROR, "out of memory");
 		return -ENOMEM;
 	}
-	ret = setup_bpf(ctx);
-	if (ret) {
-		probe_log(PLOG_ERROR, "cannot load the BPF programs: %s", strerror(-ret));
+	gg_bpf_begin();
+	ctx->skel = endpoint__open();
+	if (!ctx->skel)
+		return gg_bpf_open_error();
+	/* kfree_skb's variant: with or without its rx_sk argument */
+	bpf_program__set_autoload(
+		gg_bpf_tp_btf_nargs("kfree_skb") >= 4 ? ctx->skel->progs.ep_drop3 : ctx->skel->progs.ep_drop4, false);
+	ret = gg_bpf_load(ctx->skel->skeleton);
+	if (ret)
 		return ret;
-	}
 	apply_scope(ctx, &ctx->base_scope);
 	rescan_comm(ctx);
 	apply_subprobes(ctx);
@@ -457,16 +468,10 @@ int main(int argc, char **argv)
 	const struct probe_runner r = {
 		.contract = CONTRACT,
 		.ctx = &ctx,
-		.args = {.conf = &ctx.base,
-			 .subprobes = &ctx.base.subprobes,
-			 .scope = &ctx.base_scope,
-			 .comm = &ctx.comm,
-			 .bpf_stats = &ctx.bpf_stats,
-			 .notes = notes},
+		.args = {.scope = &ctx.base_scope, .comm = &ctx.comm, .bpf_stats = &ctx.bpf_stats, .notes = notes},
 		.setup = setup,
-		.on_config = on_config,
+		.conf = {&ctx.base, &ctx.cur, sizeof(ctx.cur), offsetof(struct ep_conf, subprobes), NULL, applied},
 		.period_s = &ctx.cur.period_s,
-		.cur_subprobes = &ctx.cur.subprobes,
 		.describe = describe,
 		.report = report,
 		.teardown = teardown,

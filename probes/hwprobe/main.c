@@ -31,9 +31,7 @@
 #define TICK_MS 1000u
 
 extern const struct gg_contract gg_contract_hwprobe;
-#define CONTRACT  (&gg_contract_hwprobe)
-#define SUBPROBES (CONTRACT->subprobes)
-#define NSUB	  (CONTRACT->nsubprobes)
+#define CONTRACT (&gg_contract_hwprobe)
 
 struct hw_ctx {
 	struct probe_rt *rt;
@@ -339,26 +337,27 @@ static void apply_conf(struct hw_ctx *ctx)
 		probe_log(PLOG_WARN, "cannot attach %s: %s", bpf_program__name(bad->prog), strerror(-err));
 }
 
-static int on_config(void *data, uint64_t version, const struct gg_ctrl_msg *msg)
+/* A live configuration next to the one in force: a sub-probe turned back on reports changes from now
+ * on, not those made while it was off. */
+static int check_conf(void *data, void *next, const struct gg_ctrl_msg *msg)
 {
 	struct hw_ctx *ctx = data;
-	struct hw_conf conf = ctx->base;
-	char names[64];
-	int err = probe_conf__apply(CONTRACT, msg, &conf, &conf.subprobes);
+	const struct hw_conf *conf = next;
 
-	if (err < 0)
-		return err;
-	/* a sub-probe turned back on reports changes from now on, not those made while it was off */
-	if ((conf.subprobes & HW_SP_NIC) && !(ctx->cur.subprobes & HW_SP_NIC))
+	(void)msg;
+	if ((conf->subprobes & HW_SP_NIC) && !(ctx->cur.subprobes & HW_SP_NIC))
 		scan_sysfs(ctx, 0);
-	ctx->cur = conf;
+	return 0;
+}
+
+static void applied(void *data, uint64_t version, const struct gg_ctrl_msg *msg)
+{
+	struct hw_ctx *ctx = data;
+
+	(void)version;
+	(void)msg;
 	if (ctx->skel)
 		apply_conf(ctx);
-	gg_subprobes_str(conf.subprobes, SUBPROBES, NSUB, names, sizeof(names));
-	probe_log(PLOG_INFO, "configuration %llu: report period %u s, sub-probes %s", (unsigned long long)version,
-		  conf.period_s, names);
-	probe_rt__wake(ctx->rt);
-	return 0;
 }
 
 /* A tracepoint's format from tracefs (the layout its raw records have on this kernel). */
@@ -398,11 +397,9 @@ static int setup(void *arg, struct probe_rt *rt)
 {
 	struct hw_ctx *ctx = arg;
 	struct epoll_event ev = {.events = EPOLLIN};
-	char names[64];
 	int err;
 
 	ctx->rt = rt;
-	ctx->cur = ctx->base;
 	ctx->nl_fd = ctx->ep_fd = ctx->eth_fd = -1;
 	(void)probe_ensure_tracefs();
 	ctx->agg.has_xmit_fmt = load_format(ctx, "net/net_dev_xmit_timeout", &ctx->agg.xmit_fmt) == 0;
@@ -414,21 +411,12 @@ static int setup(void *arg, struct probe_rt *rt)
 
 	gg_bpf_begin();
 	ctx->skel = hwprobe__open();
-	if (!ctx->skel) {
-		probe_log(PLOG_ERROR, "cannot open the BPF object: %s", strerror(errno));
-		return -errno;
-	}
-	gg_bpf_autoload(ctx->skel->obj);
-	err = hwprobe__load(ctx->skel);
-	if (err) {
-		probe_log(PLOG_ERROR, "cannot load the BPF programs: %s", strerror(-err));
+	if (!ctx->skel)
+		return gg_bpf_open_error();
+	/* no rt: the loop watches an epoll fd of the ring buffer's and the netlink socket's (below) */
+	err = gg_bpf_load_ringbuf(ctx->skel->skeleton, NULL, ctx->skel->maps.hw_events, on_record, ctx, &ctx->rb);
+	if (err)
 		return err;
-	}
-	ctx->rb = ring_buffer__new(bpf_map__fd(ctx->skel->maps.hw_events), on_record, ctx, NULL);
-	if (!ctx->rb) {
-		probe_log(PLOG_ERROR, "ring buffer: %s", strerror(errno));
-		return -errno;
-	}
 	ctx->nl_fd = open_netlink();
 	if (ctx->nl_fd < 0)
 		probe_log(PLOG_WARN, "rtnetlink: %s: carrier changes only at reports", strerror(-ctx->nl_fd));
@@ -446,8 +434,6 @@ static int setup(void *arg, struct probe_rt *rt)
 	}
 	scan_sysfs(ctx, 0);
 	apply_conf(ctx);
-	gg_subprobes_str(ctx->cur.subprobes, SUBPROBES, NSUB, names, sizeof(names));
-	probe_log(PLOG_INFO, "started: report period %u s, sub-probes %s", ctx->cur.period_s, names);
 	return 0;
 }
 
@@ -472,13 +458,10 @@ int main(int argc, char **argv)
 	const struct probe_runner r = {
 		.contract = CONTRACT,
 		.ctx = &ctx,
-		.args = {.conf = &ctx.base,
-			 .subprobes = &ctx.base.subprobes,
-			 .bpf_stats = &ctx.bpf_stats,
-			 .notes = notes},
-		.subprobes = &ctx.base.subprobes,
+		.args = {.bpf_stats = &ctx.bpf_stats, .notes = notes},
+		.conf = {&ctx.base, &ctx.cur, sizeof(ctx.cur), offsetof(struct hw_conf, subprobes), check_conf,
+			 applied},
 		.setup = setup,
-		.on_config = on_config,
 		.period_s = &ctx.cur.period_s,
 		.report = report,
 		.tick = tick,

@@ -94,22 +94,25 @@ static void apply_conf(struct io_ctx *ctx)
 	(void)gg_bpf_attach_hooks(hooks, sizeof(hooks) / sizeof(hooks[0]), sp);
 }
 
-static int on_config(void *data, uint64_t version, const struct gg_ctrl_msg *msg)
+/* A live configuration's dev_name is a disk name, as -d. */
+static int check_conf(void *data, void *next, const struct gg_ctrl_msg *msg)
 {
-	struct io_ctx *ctx = data;
-	struct io_conf conf = ctx->base;
-	int err = probe_conf__apply(CONTRACT, msg, &conf, &conf.subprobes);
+	const struct io_conf *conf = next;
 
-	(void)version;
-	if (err < 0)
-		return err;
-	if (strchr(conf.dev_name, '/')) { /* a disk name, as -d */
+	(void)data;
+	(void)msg;
+	if (strchr(conf->dev_name, '/')) {
 		probe_log(PLOG_WARN, "configuration: dev_name must be a disk name");
 		return -EINVAL;
 	}
-	ctx->cur = conf;
-	apply_conf(ctx);
 	return 0;
+}
+
+static void applied(void *data, uint64_t version, const struct gg_ctrl_msg *msg)
+{
+	(void)version;
+	(void)msg;
+	apply_conf(data);
 }
 
 /* After "report period P s, sub-probes a,b" in the started and configuration lines. */
@@ -138,17 +141,6 @@ static void dev_name_of(__u32 dev, const char *known, char *buf, size_t len)
 		p += 8;
 		snprintf(buf, len, "%.*s", (int)strcspn(p, "\n"), p);
 	}
-}
-
-/* A whole map into keys/vals (room for max entries); returns the count (a read error is logged). */
-static uint32_t dump_all(int fd, void *keys, void *vals, uint32_t ksz, uint32_t vsz, uint32_t max, const char *what)
-{
-	uint32_t n = 0;
-	int err = gg_bpf_map_dump_all(fd, keys, vals, ksz, vsz, max, &n, 0);
-
-	if (err)
-		probe_log(PLOG_WARN, "reading %s: %s", what, strerror(-err));
-	return n;
 }
 
 static struct io_prev *prev_of(struct io_ctx *ctx, __u32 dev)
@@ -192,8 +184,8 @@ static void report_devs(struct io_ctx *ctx, __u64 period)
 {
 	static struct probe_rec r;
 	unsigned int sp = ctx->cur.subprobes;
-	uint32_t n = dump_all(bpf_map__fd(ctx->skel->maps.io_devs), ctx->dkeys, ctx->dvals, sizeof(__u32),
-			      sizeof(struct io_dev_stats), IO_DEVS_MAX, "io_devs");
+	uint32_t n = gg_bpf_map_read(bpf_map__fd(ctx->skel->maps.io_devs), ctx->dkeys, ctx->dvals, sizeof(__u32),
+				     sizeof(struct io_dev_stats), IO_DEVS_MAX, "io_devs");
 	char name[64];
 
 	for (uint32_t i = 0; i < n; i++) {
@@ -254,8 +246,8 @@ static void report_procs(struct io_ctx *ctx)
 {
 	static struct probe_rec r;
 	int fd = bpf_map__fd(ctx->skel->maps.io_procs);
-	uint32_t n = dump_all(fd, ctx->pkeys, ctx->pvals, sizeof(struct io_proc_key), sizeof(struct io_proc),
-			      IO_PROCS_MAX, "io_procs");
+	uint32_t n = gg_bpf_map_read(fd, ctx->pkeys, ctx->pvals, sizeof(struct io_proc_key), sizeof(struct io_proc),
+				     IO_PROCS_MAX, "io_procs");
 	uint32_t ndead = 0;
 	char name[64], path[32];
 
@@ -288,8 +280,8 @@ static void report_pagecache(struct io_ctx *ctx)
 	static struct probe_rec r;
 	/* Per CPU values: one struct io_pagecache per possible CPU, summed here. */
 	uint32_t ncpu = (uint32_t)ctx->ncpus;
-	uint32_t n = dump_all(bpf_map__fd(ctx->skel->maps.io_pc), ctx->ckeys, ctx->cvals, sizeof(__u32),
-			      sizeof(struct io_pagecache) * ncpu, IO_DEVS_MAX, "io_pc");
+	uint32_t n = gg_bpf_map_read(bpf_map__fd(ctx->skel->maps.io_pc), ctx->ckeys, ctx->cvals, sizeof(__u32),
+				     sizeof(struct io_pagecache) * ncpu, IO_DEVS_MAX, "io_pc");
 	char name[64];
 
 	for (uint32_t i = 0; i < n; i++) {
@@ -369,23 +361,6 @@ static unsigned int inflight_entries(void)
 	return n;
 }
 
-static int setup_bpf(struct io_ctx *ctx)
-{
-	struct ioprobe *s;
-	int err;
-
-	gg_bpf_begin();
-	s = ioprobe__open();
-	if (!s)
-		return -errno;
-	ctx->skel = s;
-	err = bpf_map__set_max_entries(s->maps.io_inflight, inflight_entries());
-	if (err)
-		return err;
-	gg_bpf_autoload(s->obj);
-	return ioprobe__load(s);
-}
-
 /* After the command line: dump buffers, the BPF programs, everything in scope, the sub-probes. */
 static int setup(void *arg, struct probe_rt *rt)
 {
@@ -394,7 +369,6 @@ static int setup(void *arg, struct probe_rt *rt)
 	int ret;
 
 	ctx->rt = rt;
-	ctx->cur = ctx->base;
 	ctx->dkeys = calloc(IO_DEVS_MAX, sizeof(*ctx->dkeys));
 	ctx->dvals = calloc(IO_DEVS_MAX, sizeof(*ctx->dvals));
 	ctx->pkeys = calloc(IO_PROCS_MAX, sizeof(*ctx->pkeys));
@@ -410,11 +384,18 @@ static int setup(void *arg, struct probe_rt *rt)
 		probe_log(PLOG_ERROR, "out of memory");
 		return -ENOMEM;
 	}
-	ret = setup_bpf(ctx);
+	gg_bpf_begin();
+	ctx->skel = ioprobe__open();
+	if (!ctx->skel)
+		return gg_bpf_open_error();
+	ret = bpf_map__set_max_entries(ctx->skel->maps.io_inflight, inflight_entries());
 	if (ret) {
-		probe_log(PLOG_ERROR, "cannot load the BPF programs: %s", strerror(-ret));
+		probe_log(PLOG_ERROR, "cannot size io_inflight: %s", strerror(-ret));
 		return ret;
 	}
+	ret = gg_bpf_load(ctx->skel->skeleton);
+	if (ret)
+		return ret;
 	/* ioprobe has no snoopers: everything is in scope. */
 	gg_scope__init(&all);
 	(void)gg_scope__apply(&all, ctx->skel->obj);
@@ -441,15 +422,12 @@ int main(int argc, char **argv)
 	const struct probe_runner r = {
 		.contract = CONTRACT,
 		.ctx = &ctx,
-		.args = {.conf = &ctx.base,
-			 .subprobes = &ctx.base.subprobes,
-			 .bpf_stats = &ctx.bpf_stats,
-			 .notes = notes},
+		.args = {.bpf_stats = &ctx.bpf_stats, .notes = notes},
 		.check_args = check_args,
 		.setup = setup,
-		.on_config = on_config,
+		.conf = {&ctx.base, &ctx.cur, sizeof(ctx.cur), offsetof(struct io_conf, subprobes), check_conf,
+			 applied},
 		.period_s = &ctx.cur.period_s,
-		.cur_subprobes = &ctx.cur.subprobes,
 		.describe = describe,
 		.report = report,
 		.teardown = teardown,

@@ -125,24 +125,27 @@ static int open_root(int pid, int *rootfd)
 }
 
 /* List <root>/tmp/hsperfdata_* of one mount namespace into m. */
+/* fdopendir, with fd closed when it fails (-1: NULL). */
+static DIR *fd_dir(int fd)
+{
+	DIR *d = fd < 0 ? NULL : fdopendir(fd);
+
+	if (!d && fd >= 0)
+		close(fd);
+	return d;
+}
+
 static void list_mntns(struct jvm_ctx *ctx, int rootfd, struct mntns *m)
 {
-	int tmpfd = sys_openat2(rootfd, "tmp", O_RDONLY | O_DIRECTORY, IN_ROOT);
+	DIR *tmp = fd_dir(sys_openat2(rootfd, "tmp", O_RDONLY | O_DIRECTORY, IN_ROOT));
 	unsigned int seen = 0;
 	struct dirent *d;
-	DIR *tmp;
 
-	if (tmpfd < 0)
+	if (!tmp)
 		return;
-	tmp = fdopendir(tmpfd);
-	if (!tmp) {
-		close(tmpfd);
-		return;
-	}
 	while ((d = readdir(tmp)) && m->ndirs < DIRS_MAX) {
 		struct dirent *f;
 		DIR *hs;
-		int dfd;
 
 		if (++seen > TMP_SCAN_MAX) {
 			if (!ctx->warned_tmp++)
@@ -153,15 +156,10 @@ static void list_mntns(struct jvm_ctx *ctx, int rootfd, struct mntns *m)
 		if (strncmp(d->d_name, "hsperfdata_", 11) || strlen(d->d_name) >= sizeof(m->dirs[0]))
 			continue;
 		/* the directory itself, not a link somewhere else */
-		dfd = sys_openat2(dirfd(tmp), d->d_name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW,
-				  RESOLVE_BENEATH | RESOLVE_NO_SYMLINKS);
-		if (dfd < 0)
+		hs = fd_dir(sys_openat2(dirfd(tmp), d->d_name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW,
+					RESOLVE_BENEATH | RESOLVE_NO_SYMLINKS));
+		if (!hs)
 			continue;
-		hs = fdopendir(dfd);
-		if (!hs) {
-			close(dfd);
-			continue;
-		}
 		snprintf(m->dirs[m->ndirs], sizeof(m->dirs[0]), "%s", d->d_name);
 		while ((f = readdir(hs)) && m->nfiles < FILES_MAX) {
 			uint32_t nspid;

@@ -432,32 +432,51 @@ static void flow_keys(struct probe_rec *r, const struct kd_flow *f)
 	probe_rec__u64(r, f->dport);
 }
 
+/* The kernel's entries since the last report (read and deleted, DUMP_CHUNK at a time, into keys and
+ * vals of ksz and vsz bytes) into the cumulative table t: merge(ctx, row, key, val) with the key's row,
+ * NULL when t is full. */
+static void drain_map(struct kd_ctx *ctx, const struct bpf_map *map, void *keys, void *vals, uint32_t ksz, uint32_t vsz,
+		      struct kd_table *t,
+		      void (*merge)(struct kd_ctx *ctx, void *row, const void *key, const void *val))
+{
+	struct gg_bpf_dump_cursor cur = {0};
+	uint32_t n;
+
+	while (!cur.done) {
+		if (gg_bpf_map_dump(bpf_map__fd(map), &cur, keys, vals, ksz, vsz, DUMP_CHUNK, &n, 1))
+			break;
+		for (uint32_t i = 0; i < n; i++) {
+			const char *k = (const char *)keys + (size_t)i * ksz;
+			void *row;
+
+			merge(ctx, kd_table__get(t, k, &row) == 0 ? row : NULL, k,
+			      (const char *)vals + (size_t)i * vsz);
+		}
+	}
+}
+
+static void drop_merge(struct kd_ctx *ctx, void *row, const void *key, const void *val)
+{
+	const struct kd_drop_key *k = key;
+	const struct kd_drop_val *d = val;
+	struct kd_drop_val *v = row;
+
+	if (!v) {
+		ctx->drop_over[k->reason < KD_REASON_SLOTS ? k->reason : KD_REASON_SLOTS - 1] += d->count;
+		return;
+	}
+	v->count += d->count;
+	if (d->cgid)
+		v->cgid = d->cgid;
+}
+
 static void report_drops(struct kd_ctx *ctx)
 {
 	static struct probe_rec r;
 	int rfd = bpf_map__fd(ctx->skel->maps.kd_reasons), ffd = bpf_map__fd(ctx->skel->maps.kd_flow_full);
-	struct gg_bpf_dump_cursor cur = {0};
-	uint32_t n;
 
-	/* drain the kernel's flows since the last report into the cumulative table */
-	while (!cur.done) {
-		if (gg_bpf_map_dump(bpf_map__fd(ctx->skel->maps.kd_flows), &cur, ctx->dkeys, ctx->dvals,
-				    sizeof(*ctx->dkeys), sizeof(*ctx->dvals), DUMP_CHUNK, &n, 1))
-			break;
-		for (uint32_t i = 0; i < n; i++) {
-			struct kd_drop_val *v;
-			uint32_t slot =
-				ctx->dkeys[i].reason < KD_REASON_SLOTS ? ctx->dkeys[i].reason : KD_REASON_SLOTS - 1;
-
-			if (kd_table__get(&ctx->drops, &ctx->dkeys[i], (void **)&v) == 0) {
-				v->count += ctx->dvals[i].count;
-				if (ctx->dvals[i].cgid)
-					v->cgid = ctx->dvals[i].cgid;
-			} else {
-				ctx->drop_over[slot] += ctx->dvals[i].count;
-			}
-		}
-	}
+	drain_map(ctx, ctx->skel->maps.kd_flows, ctx->dkeys, ctx->dvals, sizeof(*ctx->dkeys), sizeof(*ctx->dvals),
+		  &ctx->drops, drop_merge);
 	for (uint32_t slot = 0; slot < KD_REASON_SLOTS; slot++) {
 		uint64_t d = percpu_sum(ctx, rfd, slot), full;
 
@@ -605,27 +624,25 @@ static void rl_rec(struct kd_ctx *ctx, uint32_t tgid, const struct kd_flow *f, c
 	(void)probe_rt__emit(ctx->rt, &r);
 }
 
+static void rl_merge(struct kd_ctx *ctx, void *row, const void *key, const void *val)
+{
+	const struct kd_rl_val *l = val;
+	struct kd_rl_val *v = row;
+
+	(void)key;
+	if (!v) {
+		hist_merge(&ctx->rl_over.h, &l->h);
+		return;
+	}
+	if (!v->tgid)
+		v->tgid = l->tgid;
+	hist_merge(&v->h, &l->h);
+}
+
 static void report_recvlat(struct kd_ctx *ctx)
 {
-	struct gg_bpf_dump_cursor cur = {0};
-	uint32_t n;
-
-	while (!cur.done) {
-		if (gg_bpf_map_dump(bpf_map__fd(ctx->skel->maps.kd_rl), &cur, ctx->rkeys, ctx->rvals,
-				    sizeof(*ctx->rkeys), sizeof(*ctx->rvals), DUMP_CHUNK, &n, 1))
-			break;
-		for (uint32_t i = 0; i < n; i++) {
-			struct kd_rl_val *v;
-
-			if (kd_table__get(&ctx->rl, &ctx->rkeys[i], (void **)&v) == 0) {
-				if (!v->tgid)
-					v->tgid = ctx->rvals[i].tgid;
-				hist_merge(&v->h, &ctx->rvals[i].h);
-			} else {
-				hist_merge(&ctx->rl_over.h, &ctx->rvals[i].h);
-			}
-		}
-	}
+	drain_map(ctx, ctx->skel->maps.kd_rl, ctx->rkeys, ctx->rvals, sizeof(*ctx->rkeys), sizeof(*ctx->rvals),
+		  &ctx->rl, rl_merge);
 	for (uint32_t i = 0; i < ctx->rl.n; i++) {
 		const struct kd_rl_val *v = kd_table__val(&ctx->rl, i);
 
@@ -759,22 +776,24 @@ static void apply_conf(struct kd_ctx *ctx, const struct kd_conf *k)
 	ctx->rl.max = ctx->cur.flow_max;
 }
 
-static int on_config(void *data, uint64_t version, const struct gg_ctrl_msg *msg)
+/* A live configuration the kernel half can take (its filters parse). */
+static int check_conf(void *data, void *next, const struct gg_ctrl_msg *msg)
+{
+	struct kd_conf k;
+
+	(void)msg;
+	return kernel_conf(data, next, &k) ? -EINVAL : 0;
+}
+
+static void applied(void *data, uint64_t version, const struct gg_ctrl_msg *msg)
 {
 	struct kd_ctx *ctx = data;
-	struct kd_uconf conf = ctx->base;
 	struct kd_conf k;
-	int err = probe_conf__apply(CONTRACT, msg, &conf, &conf.subprobes);
 
 	(void)version;
-	if (err < 0)
-		return err;
-	if (kernel_conf(ctx, &conf, &k))
-		return -EINVAL;
-	ctx->cur = conf;
-	if (ctx->skel)
+	(void)msg;
+	if (ctx->skel && kernel_conf(ctx, &ctx->cur, &k) == 0) /* as check_conf found */
 		apply_conf(ctx, &k);
-	return 0;
 }
 
 static void describe(void *arg, char *buf, size_t len)
@@ -792,7 +811,6 @@ static int setup(void *arg, struct probe_rt *rt)
 	int err;
 
 	ctx->rt = rt;
-	ctx->cur = ctx->base;
 	ctx->cg_mnt_fd = -1;
 	ctx->ncpus = libbpf_num_possible_cpus();
 	if (ctx->ncpus <= 0) {
@@ -828,24 +846,11 @@ static int setup(void *arg, struct probe_rt *rt)
 	}
 
 	ctx->skel = kdiag__open();
-	if (!ctx->skel) {
-		err = -errno;
-		probe_log(PLOG_ERROR, "cannot open the BPF object: %s", strerror(-err));
+	if (!ctx->skel)
+		return gg_bpf_open_error();
+	err = gg_bpf_load_ringbuf(ctx->skel->skeleton, rt, ctx->skel->maps.kd_events, on_event, ctx, &ctx->rb);
+	if (err)
 		return err;
-	}
-	gg_bpf_autoload(ctx->skel->obj);
-	err = kdiag__load(ctx->skel);
-	if (err) {
-		probe_log(PLOG_ERROR, "cannot load the BPF programs: %s", strerror(-err));
-		return err;
-	}
-	ctx->rb = ring_buffer__new(bpf_map__fd(ctx->skel->maps.kd_events), on_event, ctx, NULL);
-	if (!ctx->rb) {
-		err = -errno;
-		probe_log(PLOG_ERROR, "ring buffer: %s", strerror(-err));
-		return err;
-	}
-	probe_rt__watch_fd(rt, ring_buffer__epoll_fd(ctx->rb));
 	apply_conf(ctx, &k);
 	return 0;
 }
@@ -878,17 +883,13 @@ int main(int argc, char **argv)
 	const struct probe_runner r = {
 		.contract = CONTRACT,
 		.ctx = &ctx,
-		.args = {.conf = &ctx.base,
-			 .subprobes = &ctx.base.subprobes,
-			 .bpf_stats = &ctx.bpf_stats,
-			 .notes = notes},
-		.subprobes = &ctx.base.subprobes,
+		.args = {.bpf_stats = &ctx.bpf_stats, .notes = notes},
+		.conf = {&ctx.base, &ctx.cur, sizeof(ctx.cur), offsetof(struct kd_uconf, subprobes), check_conf,
+			 applied},
 		.setup = setup,
-		.on_config = on_config,
 		.period_s = &ctx.cur.period_s,
 		.report = report,
 		.tick = tick,
-		.cur_subprobes = &ctx.cur.subprobes,
 		.describe = describe,
 		.teardown = teardown,
 	};

@@ -310,6 +310,42 @@ int gg_bpf_autoload(struct bpf_object *obj)
 	return n;
 }
 
+int gg_bpf_open_error(void)
+{
+	int err = errno ? -errno : -ENOMEM;
+
+	probe_log(PLOG_ERROR, "cannot open the BPF object: %s", strerror(-err));
+	return err;
+}
+
+int gg_bpf_load(struct bpf_object_skeleton *s)
+{
+	int err;
+
+	gg_bpf_autoload(*s->obj);
+	err = bpf_object__load_skeleton(s);
+	if (err)
+		probe_log(PLOG_ERROR, "cannot load the BPF programs: %s", strerror(-err));
+	return err;
+}
+
+int gg_bpf_load_ringbuf(struct bpf_object_skeleton *s, struct probe_rt *rt, const struct bpf_map *map,
+			ring_buffer_sample_fn cb, void *ctx, struct ring_buffer **ret_rb)
+{
+	int err = gg_bpf_load(s);
+
+	if (err)
+		return err;
+	*ret_rb = ring_buffer__new(bpf_map__fd(map), cb, ctx, NULL);
+	if (!*ret_rb) {
+		err = -errno;
+		probe_log(PLOG_ERROR, "ring buffer: %s", strerror(-err));
+		return err;
+	}
+	probe_rt__watch_fd(rt, ring_buffer__epoll_fd(*ret_rb));
+	return 0;
+}
+
 int gg_bpf_prefer(struct bpf_program *preferred, struct bpf_program *fallback)
 {
 	if (preferred && bpf_program__autoload(preferred)) {
@@ -450,6 +486,17 @@ int gg_bpf_map_dump_all(int fd, void *keys, void *vals, uint32_t key_size, uint3
 	}
 	*ret_n = total;
 	return err;
+}
+
+uint32_t gg_bpf_map_read(int fd, void *keys, void *vals, uint32_t key_size, uint32_t val_size, uint32_t max,
+			 const char *what)
+{
+	uint32_t n = 0;
+	int err = gg_bpf_map_dump_all(fd, keys, vals, key_size, val_size, max, &n, 0);
+
+	if (err)
+		probe_log(PLOG_WARN, "reading %s: %s", what, strerror(-err));
+	return n;
 }
 
 int gg_bpf_map_delete_keys(int fd, const void *keys, uint32_t key_size, uint32_t n)

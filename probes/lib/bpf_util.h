@@ -28,6 +28,18 @@ void gg_bpf_begin(void);
 /* gg_bpf_autoload_available with the hooks turned off logged as a warning; how many. */
 int gg_bpf_autoload(struct bpf_object *obj);
 
+/* After a skeleton's open (X__open()) returned NULL: "cannot open the BPF object: <errno>" logged;
+ * the negative errno. */
+int gg_bpf_open_error(void);
+/* A skeleton's load (X__load(skel) is gg_bpf_load(skel->skeleton)) after gg_bpf_autoload: a failure
+ * logged as "cannot load the BPF programs: <error>". 0 or negative errno. */
+int gg_bpf_load(struct bpf_object_skeleton *s);
+/* gg_bpf_load(s), then a ring buffer on its map calling cb(ctx, ...) per record into *ret_rb; with rt
+ * (may be NULL), the loop wakes when it is readable (probe_rt__watch_fd). A failure is logged ("ring
+ * buffer: <error>"). 0 or negative errno. */
+int gg_bpf_load_ringbuf(struct bpf_object_skeleton *s, struct probe_rt *rt, const struct bpf_map *map,
+			ring_buffer_sample_fn cb, void *ctx, struct ring_buffer **ret_rb);
+
 /* ---- what the running kernel offers (cached; no side effects) ---------------------------------- */
 
 /* 1 when vmlinux BTF has the raw tracepoint `name` (typedef btf_trace_<name>), usable by tp_btf and
@@ -118,6 +130,10 @@ int gg_bpf_map_dump(int fd, struct gg_bpf_dump_cursor *cur, void *keys, void *va
  * deleted. *ret_n: entries read (also on error). 0 or the first error. */
 int gg_bpf_map_dump_all(int fd, void *keys, void *vals, uint32_t key_size, uint32_t val_size, uint32_t max,
 			uint32_t *ret_n, int del);
+/* gg_bpf_map_dump_all without deleting, a read error logged as a warning ("reading <what>: <error>"):
+ * the count of entries read. */
+uint32_t gg_bpf_map_read(int fd, void *keys, void *vals, uint32_t key_size, uint32_t val_size, uint32_t max,
+			 const char *what);
 /* Delete n keys (key_size bytes each); keys already gone are not an error. 0 or negative errno. */
 int gg_bpf_map_delete_keys(int fd, const void *keys, uint32_t key_size, uint32_t n);
 

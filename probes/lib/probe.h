@@ -154,6 +154,9 @@ void probe_rt__run(struct probe_rt *rt, const struct probe_loop *l);
  * unreadable again (consume the event), or the loop spins.
  */
 void probe_rt__watch_fd(struct probe_rt *rt, int fd);
+/* Under the supervisor, serve the control channel until *seen is set (the first live configuration,
+ * which brings the scope) or ms passed; standalone, return at once. 1 when a stop was requested. */
+int probe_rt__wait_first_config(struct probe_rt *rt, const int *seen, unsigned int ms);
 /* Make the current or next probe_rt__wait return 0 early (async-signal-safe). */
 void probe_rt__wake(struct probe_rt *rt);
 /* Ask for a stop, as SIGTERM does. */

@@ -396,6 +396,18 @@ void probe_rt__watch_fd(struct probe_rt *rt, int fd)
 	rt->watch_ready = 0;
 }
 
+int probe_rt__wait_first_config(struct probe_rt *rt, const int *seen, unsigned int ms)
+{
+	uint64_t until = probe_now_mono_ms() + ms;
+
+	if (!probe_rt__supervised(rt))
+		return 0;
+	for (uint64_t now = probe_now_mono_ms(); !*seen && now < until; now = probe_now_mono_ms())
+		if (probe_rt__wait(rt, (unsigned int)(until - now)))
+			return 1;
+	return 0;
+}
+
 void probe_rt__wake(struct probe_rt *rt)
 {
 	int saved = errno;

@@ -2,6 +2,7 @@
 #include "probe_runner.h"
 
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
 
@@ -12,6 +13,36 @@
 static const struct probe_runner *g_runner;
 static struct probe_rt *g_rt;
 static int g_configured; /* a live configuration was applied */
+static void *g_next;	 /* conf.size bytes: a live configuration being checked (conf.base) */
+
+/* The sub-probes in force: cur_subprobes, or where conf puts them in cur (NULL: none). */
+static const unsigned int *cur_subprobes(const struct probe_runner *r)
+{
+	if (r->conf.base)
+		return (const unsigned int *)((const char *)r->conf.cur + r->conf.subprobes_off);
+	return r->cur_subprobes;
+}
+
+/* A live configuration by conf: base copied, the message applied, checked, into cur, applied. */
+static int conf_apply(const struct probe_runner *r, uint64_t version, const struct gg_ctrl_msg *msg)
+{
+	const struct probe_runner_conf *c = &r->conf;
+	int err;
+
+	memcpy(g_next, c->base, c->size);
+	err = probe_conf__apply(r->contract, msg, g_next, (unsigned int *)((char *)g_next + c->subprobes_off));
+	if (err < 0)
+		return err;
+	if (c->check) {
+		err = c->check(r->ctx, g_next, msg);
+		if (err < 0)
+			return err;
+	}
+	memcpy(c->cur, g_next, c->size);
+	if (c->applied)
+		c->applied(r->ctx, version, msg);
+	return 0;
+}
 
 /* "report period 5 s, sub-probes a,b, scope all" (cur_subprobes and describe). */
 static void state_str(const struct probe_runner *r, char *buf, size_t len)
@@ -19,7 +50,7 @@ static void state_str(const struct probe_runner *r, char *buf, size_t len)
 	const struct gg_contract *c = r->contract;
 	char names[256], more[256];
 
-	gg_subprobes_str(*r->cur_subprobes, c->subprobes, c->nsubprobes, names, sizeof(names));
+	gg_subprobes_str(*cur_subprobes(r), c->subprobes, c->nsubprobes, names, sizeof(names));
 	more[0] = '\0';
 	if (r->describe)
 		r->describe(r->ctx, more, sizeof(more));
@@ -28,13 +59,17 @@ static void state_str(const struct probe_runner *r, char *buf, size_t len)
 
 static int on_config(void *ctx, uint64_t version, const struct gg_ctrl_msg *msg)
 {
-	int err = g_runner->on_config ? g_runner->on_config(ctx, version, msg) : 0;
 	char state[640];
+	int err = 0;
 
+	if (g_runner->conf.base)
+		err = conf_apply(g_runner, version, msg);
+	else if (g_runner->on_config)
+		err = g_runner->on_config(ctx, version, msg);
 	if (err < 0)
 		return err;
 	g_configured = 1;
-	if (g_runner->cur_subprobes) {
+	if (cur_subprobes(g_runner)) {
 		state_str(g_runner, state, sizeof(state));
 		probe_log(PLOG_INFO, "configuration %llu: %s", (unsigned long long)version, state);
 	}
@@ -61,6 +96,11 @@ int probe_runner__main(const struct probe_runner *r, int argc, char **argv)
 
 	g_runner = r;
 	probe_log_setup(c->rest_name, PLOG_INFO);
+	if (r->conf.base) {
+		a.conf = r->conf.base;
+		if (!a.subprobes && !r->subprobes)
+			a.subprobes = (unsigned int *)((char *)r->conf.base + r->conf.subprobes_off);
+	}
 	if (a.conf)
 		gg_params__defaults(c->params, c->nparams, a.conf);
 	if (r->subprobes || a.subprobes)
@@ -80,13 +120,24 @@ int probe_runner__main(const struct probe_runner *r, int argc, char **argv)
 	if (r->check_args && r->check_args(r->ctx) < 0)
 		return 2;
 
+	if (r->conf.base) {
+		g_next = malloc(r->conf.size);
+		if (!g_next) {
+			fprintf(stderr, "%s: out of memory\n", c->bin);
+			return 1;
+		}
+		memcpy(r->conf.cur, r->conf.base, r->conf.size);
+	}
 	rt = probe_rt__start(&opts, level);
-	if (!rt)
+	if (!rt) {
+		free(g_next);
+		g_next = NULL;
 		return 1;
+	}
 	g_rt = rt;
 	if (r->setup && r->setup(r->ctx, rt) < 0)
 		goto cleanup;
-	if (r->cur_subprobes) {
+	if (cur_subprobes(r)) {
 		state_str(r, state, sizeof(state));
 		probe_log(PLOG_INFO, "started: %s", state);
 	}
@@ -108,6 +159,8 @@ cleanup:
 	if (r->teardown)
 		r->teardown(r->ctx);
 	probe_rt__free(rt);
+	free(g_next);
+	g_next = NULL;
 	g_runner = NULL;
 	g_rt = NULL;
 	return status;

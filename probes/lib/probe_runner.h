@@ -4,10 +4,29 @@
 #define GG_PROBE_RUNNER_H
 
 #include <stddef.h>
+#include <stdint.h>
 
 #include "contract.h"
 #include "probe.h"
 #include "probe_conf.h"
+
+/*
+ * The configuration kept the way most probes keep it: base from the command line (the contract's
+ * defaults, then the flags), cur the one in force, size bytes each, with the sub-probe bits (-P, the
+ * live "probe" list) at subprobes_off. The runner copies base into cur before setup; a live
+ * configuration is applied to a copy of base (stateless like REST: what the message leaves out, the
+ * command line's), which check(ctx, next, msg) may refuse (negative errno, a warning logged), complete
+ * from msg (its scope) and compare with cur (what turns on); then it is copied into cur and
+ * applied(ctx, version, msg) puts it in place. Both callbacks optional.
+ */
+struct probe_runner_conf {
+	void *base;
+	void *cur;
+	size_t size;
+	size_t subprobes_off;
+	int (*check)(void *ctx, void *next, const struct gg_ctrl_msg *msg);
+	void (*applied)(void *ctx, uint64_t version, const struct gg_ctrl_msg *msg);
+};
 
 /*
  * A probe: its contract, where its command-line configuration goes, and its callbacks. Each callback
@@ -17,8 +36,9 @@
  *      empty (everything) args.scope; init(ctx);
  *   2. the command line (probe_conf__parse_args(&args), prog, contract and -l filled in), then
  *      check_args(ctx): --help, --version and bad options end here (exit status 0 or 2);
- *   3. the runtime (probe_rt__start, with on_config), then setup(ctx, rt): allocate, open, load and
- *      attach the BPF programs (exit status 1 when it fails); the "started" line;
+ *   3. with conf.base, cur = base; the runtime (probe_rt__start, with on_config), then setup(ctx,
+ *      rt): allocate, open, load and attach the BPF programs (exit status 1 when it fails); the
+ *      "started" line;
  *   4. with *args.bpf_stats set, BPF run-time statistics on (*args.bpf_stats back to 0 when that
  *      failed, so a probe logs them only when they are collected);
  *   5. the loop (probe_rt__run): apply, tick and report until SIGTERM/SIGINT or probe_rt__stop;
@@ -34,6 +54,9 @@ struct probe_runner {
 	struct probe_args args;
 	/* Where the contract's default sub-probes go when not args.subprobes (a probe with its own -P). */
 	unsigned int *subprobes;
+	/* With conf.base: args.conf, args.subprobes and cur_subprobes follow from it, and on_config is
+	 * the runner's (a probe gives one or the other). */
+	struct probe_runner_conf conf;
 
 	/* All optional but report or tick. Return 0 or a negative errno. */
 	void (*init)(void *ctx);		      /* before the command line: defaults beyond the contract's */

@@ -94,20 +94,15 @@ static void apply_conf(struct sli_ctx *ctx)
 	ctx->attached = sp;
 }
 
-static int on_config(void *data, uint64_t version, const struct gg_ctrl_msg *msg)
+/* A live configuration in force (the runner put it into cur): the scope, the hooks. */
+static void applied(void *data, uint64_t version, const struct gg_ctrl_msg *msg)
 {
 	struct sli_ctx *ctx = data;
-	struct sli_conf conf = ctx->base;
-	int err = probe_conf__apply(CONTRACT, msg, &conf, &conf.subprobes);
 
 	(void)version;
-	if (err < 0)
-		return err;
 	if (msg->has_scope)
 		ctx->scope = msg->scope;
-	ctx->cur = conf;
 	apply_conf(ctx);
-	return 0;
 }
 
 /* After "report period P s, sub-probes a,b" in the started and configuration lines. */
@@ -386,19 +381,6 @@ static void report(void *arg)
 		gg_bpf_stats_log(ctx->skel->obj, ctx->stats_prev, 16);
 }
 
-static int setup_bpf(struct sli_ctx *ctx)
-{
-	struct sliprobe *s;
-
-	gg_bpf_begin();
-	s = sliprobe__open();
-	if (!s)
-		return -errno;
-	ctx->skel = s;
-	gg_bpf_autoload(s->obj);
-	return sliprobe__load(s);
-}
-
 /* After the command line: buffers, the cgroup2 mount, the BPF programs, the sub-probes. */
 static int setup(void *arg, struct probe_rt *rt)
 {
@@ -408,7 +390,6 @@ static int setup(void *arg, struct probe_rt *rt)
 	ctx->rt = rt;
 	ctx->cg_mnt_fd = -1;
 	gg_scope__init(&ctx->scope);
-	ctx->cur = ctx->base;
 	ctx->node_cores = sysconf(_SC_NPROCESSORS_ONLN);
 	ctx->ncpus = libbpf_num_possible_cpus();
 	if (ctx->ncpus < 1 || ctx->node_cores < 1) {
@@ -426,11 +407,13 @@ static int setup(void *arg, struct probe_rt *rt)
 		ctx->cg_mnt_fd = open(ctx->cg_mnt, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
 	if (ctx->cg_mnt_fd < 0)
 		probe_log(PLOG_WARN, "no cgroup2 mount: node tables only");
-	ret = setup_bpf(ctx);
-	if (ret) {
-		probe_log(PLOG_ERROR, "cannot load the BPF programs: %s", strerror(-ret));
+	gg_bpf_begin();
+	ctx->skel = sliprobe__open();
+	if (!ctx->skel)
+		return gg_bpf_open_error();
+	ret = gg_bpf_load(ctx->skel->skeleton);
+	if (ret)
 		return ret;
-	}
 	apply_conf(ctx);
 	return 0;
 }
@@ -453,14 +436,10 @@ int main(int argc, char **argv)
 	const struct probe_runner r = {
 		.contract = CONTRACT,
 		.ctx = &ctx,
-		.args = {.conf = &ctx.base,
-			 .subprobes = &ctx.base.subprobes,
-			 .bpf_stats = &ctx.bpf_stats,
-			 .notes = notes},
+		.args = {.bpf_stats = &ctx.bpf_stats, .notes = notes},
 		.setup = setup,
-		.on_config = on_config,
+		.conf = {&ctx.base, &ctx.cur, sizeof(ctx.cur), offsetof(struct sli_conf, subprobes), NULL, applied},
 		.period_s = &ctx.cur.period_s,
-		.cur_subprobes = &ctx.cur.subprobes,
 		.describe = describe,
 		.report = report,
 		.teardown = teardown,

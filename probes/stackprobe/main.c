@@ -509,29 +509,12 @@ static int setup(void *arg, struct probe_rt *rt)
 
 	ctx->rt = rt;
 	ctx->cur = ctx->base;
-	err = sp_profile__init(&ctx->prof);
-	if (err) {
-		probe_log(PLOG_ERROR, "cannot set up the symbolizer: %s", strerror(-err));
-		return err;
-	}
-	ctx->sampler = sp_sampler__new();
-	if (!ctx->sampler) {
-		err = -errno;
-		probe_log(PLOG_ERROR, "cannot load the BPF programs: %s", strerror(-err));
-		return err;
-	}
 	ctx->scope = ctx->base_scope;
-	err = sp_sampler__set_scope(ctx->sampler, &ctx->scope);
+	err = sp_profile__start(&ctx->prof, &ctx->sampler, 0, &ctx->scope);
 	if (err)
-		probe_log(PLOG_WARN, "cannot apply the scope: %s", strerror(-err));
+		return err;
 	rescan_comms(ctx);
-	if (probe_rt__supervised(ctx->rt)) {
-		uint64_t until = probe_now_mono_ms() + FIRST_CONFIG_WAIT_MS;
-
-		for (uint64_t now = probe_now_mono_ms(); !ctx->config_seen && now < until; now = probe_now_mono_ms())
-			if (probe_rt__wait(ctx->rt, (unsigned int)(until - now)))
-				break;
-	}
+	(void)probe_rt__wait_first_config(ctx->rt, &ctx->config_seen, FIRST_CONFIG_WAIT_MS);
 	apply(ctx);
 	events_str(ctx->cur.events, names, sizeof(names));
 	probe_log(PLOG_INFO, "started: sub-probes %s, perf period %u ms, svg period %u s, flame_dir %s, svg_dir %s%s%s",

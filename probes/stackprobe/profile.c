@@ -334,6 +334,27 @@ static const char *container_of(uint32_t tgid)
 
 /* ---- samples -------------------------------------------------------------------------------------- */
 
+int sp_profile__start(struct sp_profile *p, struct sp_sampler **ret_s, int cpu_keys, const struct gg_scope *scope)
+{
+	int err = sp_profile__init(p);
+
+	if (err) {
+		probe_log(PLOG_ERROR, "cannot set up the symbolizer: %s", strerror(-err));
+		return err;
+	}
+	*ret_s = sp_sampler__new();
+	if (!*ret_s) {
+		err = -errno;
+		probe_log(PLOG_ERROR, "cannot load the BPF programs: %s", strerror(-err));
+		return err;
+	}
+	sp_sampler__set_cpu_keys(*ret_s, cpu_keys);
+	err = sp_sampler__set_scope(*ret_s, scope);
+	if (err)
+		probe_log(PLOG_WARN, "cannot apply the scope: %s", strerror(-err));
+	return 0;
+}
+
 int sp_profile__init(struct sp_profile *p)
 {
 	/* ELF symbol tables of every process sampled: bounded, least recently used dropped first (each is

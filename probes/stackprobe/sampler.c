@@ -549,6 +549,27 @@ void sp_sampler__free(struct sp_sampler *s)
 	free(s);
 }
 
+/* prog attached into *link when on (a failure logged as "<what>: <error>"), else detached. 0 or negative
+ * errno. */
+static int link_set(struct bpf_program *prog, struct bpf_link **link, unsigned int on, const char *what)
+{
+	int err;
+
+	if (!on) {
+		bpf_link__destroy(*link);
+		*link = NULL;
+		return 0;
+	}
+	if (*link)
+		return 0;
+	*link = bpf_program__attach(prog);
+	if (*link)
+		return 0;
+	err = -errno;
+	probe_log(PLOG_ERROR, "%s: %s", what, strerror(-err));
+	return err;
+}
+
 int sp_sampler__apply(struct sp_sampler *s, unsigned int events, unsigned int perf_period_ms, unsigned int min_block_us,
 		      int dwarf_unwind)
 {
@@ -570,28 +591,12 @@ int sp_sampler__apply(struct sp_sampler *s, unsigned int events, unsigned int pe
 			s->py_synced_ms = probe_now_mono_ms();
 		}
 	}
-	if ((events & (1u << SP_EV_OFFCPU)) && !s->offcpu_link) {
-		s->offcpu_link = bpf_program__attach(s->skel->progs.sp_offcpu);
-		if (!s->offcpu_link) {
-			e = -errno;
-			probe_log(PLOG_ERROR, "offcpu: cannot attach to sched_switch: %s", strerror(-e));
-			err = err ? err : e;
-		}
-	} else if (!(events & (1u << SP_EV_OFFCPU)) && s->offcpu_link) {
-		bpf_link__destroy(s->offcpu_link);
-		s->offcpu_link = NULL;
-	}
-	if ((events & (1u << SP_EV_MEM)) && !s->mem_link) {
-		s->mem_link = bpf_program__attach(s->skel->progs.sp_mem);
-		if (!s->mem_link) {
-			e = -errno;
-			probe_log(PLOG_ERROR, "mem: cannot attach to exceptions:page_fault_user: %s", strerror(-e));
-			err = err ? err : e;
-		}
-	} else if (!(events & (1u << SP_EV_MEM)) && s->mem_link) {
-		bpf_link__destroy(s->mem_link);
-		s->mem_link = NULL;
-	}
+	e = link_set(s->skel->progs.sp_offcpu, &s->offcpu_link, events & (1u << SP_EV_OFFCPU),
+		     "offcpu: cannot attach to sched_switch");
+	err = err ? err : e;
+	e = link_set(s->skel->progs.sp_mem, &s->mem_link, events & (1u << SP_EV_MEM),
+		     "mem: cannot attach to exceptions:page_fault_user");
+	err = err ? err : e;
 	mode = (events & (1u << SP_EV_MEM_ALLOC) ? SP_UALLOC_VOLUME : 0) |
 	       (events & (1u << SP_EV_MEM_LIVE) ? SP_UALLOC_LIVE : 0);
 	if (mode != s->alloc_on) {

@@ -223,6 +223,10 @@ struct sp_profile {
 };
 
 int sp_profile__init(struct sp_profile *p);
+/* What stackprobe and autotrace start with: sp_profile__init(p), sp_sampler__new into *ret_s (freed by
+ * the caller, also after a failure), cpu_keys (sp_sampler__set_cpu_keys), the scope (a failure to set
+ * it only warned). Errors are logged. 0 or negative errno. */
+int sp_profile__start(struct sp_profile *p, struct sp_sampler **ret_s, int cpu_keys, const struct gg_scope *scope);
 void sp_profile__free(struct sp_profile *p);
 /* Start of a drain: new symbolizer round, caches reset. */
 void sp_profile__begin(struct sp_profile *p);

@@ -47,31 +47,32 @@ static const char notes[] =
 	"\"probe\": [\"cpu\", \"mem\", ...], \"scope\": {\"all\": false, \"pids\": [..], \"cgroup_ids\": [..]}}\n"
 	"(\"probe\" may also be given as \"cmd\": {\"probe\": [...]}; what is left out comes from the options).\n";
 
-static int on_config(void *data, uint64_t version, const struct gg_ctrl_msg *msg)
+/* A live configuration next to the one in force (what the message leaves out is the command line's). */
+static int check_conf(void *data, void *next, const struct gg_ctrl_msg *msg)
 {
-	static struct si_conf conf; /* large (the scope sets): not on the stack; one caller at a time */
 	struct si_ctx *ctx = data;
-	int err;
+	struct si_conf *conf = next;
 
-	/* Stateless like the REST interface: what the message leaves out comes from the command line. */
-	conf = ctx->base;
-	err = probe_conf__apply(CONTRACT, msg, &conf, &conf.subprobes);
-	if (err < 0)
-		return err;
 	/* The supervisor resolves snoopers into "scope"; without it the command line's scope stays. */
 	if (msg->has_scope)
-		conf.scope = msg->scope;
+		conf->scope = msg->scope;
 	/* A sub-probe turned back on measures its first period from now, not from when it stopped. */
-	if ((conf.subprobes & SI_CPU) && !(ctx->cur.subprobes & SI_CPU))
+	if ((conf->subprobes & SI_CPU) && !(ctx->cur.subprobes & SI_CPU))
 		(void)si_cpu__baseline(&ctx->cpu);
-	if ((conf.subprobes & SI_NIC) && !(ctx->cur.subprobes & SI_NIC))
+	if ((conf->subprobes & SI_NIC) && !(ctx->cur.subprobes & SI_NIC))
 		(void)si_nic__sample(&ctx->nic);
-	if ((conf.subprobes & SI_DISK) && !(ctx->cur.subprobes & SI_DISK))
+	if ((conf->subprobes & SI_DISK) && !(ctx->cur.subprobes & SI_DISK))
 		(void)si_disk__sample(&ctx->disk);
-	ctx->cur = conf;
-	ctx->configured = 1;
-	(void)version;
 	return 0;
+}
+
+static void applied(void *data, uint64_t version, const struct gg_ctrl_msg *msg)
+{
+	struct si_ctx *ctx = data;
+
+	(void)version;
+	(void)msg;
+	ctx->configured = 1;
 }
 
 /* One report period (probe_rt__run_periodic). */
@@ -109,7 +110,6 @@ static int setup(void *arg, struct probe_rt *rt)
 	int ret;
 
 	ctx->rt = rt;
-	ctx->cur = ctx->base;
 	/* The first report is a rate over its whole period: sample the starting point now. */
 	ret = si_cpu__init(&ctx->cpu);
 	if (ret)
@@ -141,15 +141,11 @@ int main(int argc, char **argv)
 	const struct probe_runner r = {
 		.contract = CONTRACT,
 		.ctx = &ctx,
-		.args = {.conf = &ctx.base,
-			 .subprobes = &ctx.base.subprobes,
-			 .scope = &ctx.base.scope,
-			 .comm = &ctx.comm,
-			 .notes = notes},
+		.args = {.scope = &ctx.base.scope, .comm = &ctx.comm, .notes = notes},
 		.setup = setup,
-		.on_config = on_config,
+		.conf = {&ctx.base, &ctx.cur, sizeof(ctx.cur), offsetof(struct si_conf, subprobes), check_conf,
+			 applied},
 		.period_s = &ctx.cur.period_s,
-		.cur_subprobes = &ctx.cur.subprobes,
 		.report = report,
 		.teardown = teardown,
 	};

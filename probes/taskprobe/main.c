@@ -78,25 +78,27 @@ static int own_option(void *data, int id, const char *arg)
 	}
 }
 
-static int on_config(void *data, uint64_t version, const struct gg_ctrl_msg *msg)
+/* A live configuration's scope: the message's (the supervisor resolves snoopers), else the command
+ * line's; apply() puts a changed one in place. */
+static int check_conf(void *data, void *next, const struct gg_ctrl_msg *msg)
 {
-	static struct tp_conf conf; /* large (the scope sets): not on the stack; one caller at a time */
 	struct tp_ctx *ctx = data;
-	int err;
+	struct tp_conf *conf = next;
+
+	if (msg->has_scope)
+		conf->scope = msg->scope;
+	if (!gg_scope__equal(&conf->scope, &ctx->cur.scope))
+		ctx->scope_dirty = 1;
+	return 0;
+}
+
+static void applied(void *data, uint64_t version, const struct gg_ctrl_msg *msg)
+{
+	struct tp_ctx *ctx = data;
 
 	(void)version;
-	/* Stateless like the REST interface: what the message leaves out comes from the command line. */
-	conf = ctx->base;
-	err = probe_conf__apply(CONTRACT, msg, &conf, &conf.subs);
-	if (err < 0)
-		return err;
-	if (msg->has_scope)
-		conf.scope = msg->scope;
-	if (!gg_scope__equal(&conf.scope, &ctx->cur.scope))
-		ctx->scope_dirty = 1;
-	ctx->cur = conf;
+	(void)msg;
 	ctx->configured = 1;
-	return 0;
 }
 
 /* After "report period P s, sub-probes a,b" in the started and configuration lines. */
@@ -173,7 +175,6 @@ static int setup(void *arg, struct probe_rt *rt)
 	int ret;
 
 	ctx->rt = rt;
-	ctx->cur = ctx->base;
 	ret = gg_bpf_init();
 	if (ret)
 		probe_log(PLOG_WARN, "tracefs is not available (%s): tracepoints may not attach", strerror(-ret));
@@ -183,18 +184,14 @@ static int setup(void *arg, struct probe_rt *rt)
 		return ret;
 	}
 	ctx->skel = taskprobe__open();
-	if (!ctx->skel) {
-		ret = -errno;
-		probe_log(PLOG_ERROR, "cannot open the BPF object: %s", strerror(-ret));
-		return ret;
-	}
+	if (!ctx->skel)
+		return gg_bpf_open_error();
+	/* its own warning: gg_bpf_load then finds none to turn off */
 	if (gg_bpf_autoload_available(ctx->skel->obj, off, sizeof(off)) > 0)
 		probe_log(PLOG_WARN, "this kernel lacks the hooks of %s: their metrics stay 0", off);
-	ret = taskprobe__load(ctx->skel);
-	if (ret) {
-		probe_log(PLOG_ERROR, "cannot load the BPF programs: %s", strerror(-ret));
+	ret = gg_bpf_load(ctx->skel->skeleton);
+	if (ret)
 		return ret;
-	}
 	rescan_comm(ctx);
 	ret = tp_scope_apply(ctx);
 	if (ret) {
@@ -251,9 +248,7 @@ int main(int argc, char **argv)
 	const struct probe_runner r = {
 		.contract = CONTRACT,
 		.ctx = &ctx,
-		.args = {.conf = &ctx.base,
-			 .subprobes = &ctx.base.subs,
-			 .scope = &ctx.base.scope,
+		.args = {.scope = &ctx.base.scope,
 			 .comm = &ctx.comm,
 			 .bpf_stats = &ctx.bpf_stats,
 			 .own = own,
@@ -261,10 +256,9 @@ int main(int argc, char **argv)
 			 .own_cb = own_option,
 			 .notes = notes},
 		.setup = setup,
-		.on_config = on_config,
+		.conf = {&ctx.base, &ctx.cur, sizeof(ctx.cur), offsetof(struct tp_conf, subs), check_conf, applied},
 		.apply = apply,
 		.period_s = &ctx.cur.period_s,
-		.cur_subprobes = &ctx.cur.subs,
 		.describe = describe,
 		.report = report,
 		.first_config_wait_ms = FIRST_CONFIG_WAIT_MS,

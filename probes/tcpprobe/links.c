@@ -215,7 +215,7 @@ static void hist_add(__u64 *dst, const __u64 *src)
 		dst[i] += src[i];
 }
 
-static void sums_add(struct tp_sums *d, const struct tcp_link *l)
+static void sums_add(struct tp_sums *d, const struct tcp_link *l, const struct tcp_hists *h)
 {
 	const struct tcp_snap *s = &l->s;
 
@@ -236,14 +236,16 @@ static void sums_add(struct tp_sums *d, const struct tcp_link *l)
 	d->zero_rcv += l->zero_rcv_wnd;
 	d->rcvq_full += l->rcvq_full;
 	d->sndbuf_limit += l->sndbuf_limit;
-	hist_add(d->srtt_hist, l->srtt_hist);
-	hist_add(d->rcv_rtt_hist, l->rcv_rtt_hist);
-	d->srtt_sum += l->srtt_sum_us;
-	d->rcv_rtt_sum += l->rcv_rtt_sum_us;
-	hist_add(d->rx_delay_hist, l->rx_delay_hist);
-	hist_add(d->tx_delay_hist, l->tx_delay_hist);
-	d->rx_delay_sum += l->rx_delay_sum_us;
-	d->tx_delay_sum += l->tx_delay_sum_us;
+	if (h) {
+		hist_add(d->srtt_hist, h->srtt_hist);
+		hist_add(d->rcv_rtt_hist, h->rcv_rtt_hist);
+		d->srtt_sum += h->srtt_sum_us;
+		d->rcv_rtt_sum += h->rcv_rtt_sum_us;
+		hist_add(d->rx_delay_hist, h->rx_delay_hist);
+		hist_add(d->tx_delay_hist, h->tx_delay_hist);
+		d->rx_delay_sum += h->rx_delay_sum_us;
+		d->tx_delay_sum += h->tx_delay_sum_us;
+	}
 	if (l->flags & TCP_LF_ESTABLISHED && l->syn_srtt_us) {
 		d->syn_hist[gg_hist_slot(l->syn_srtt_us)]++;
 		d->syn_sum += l->syn_srtt_us;
@@ -301,7 +303,8 @@ static void gauges_add(struct tp_gauges *g, const struct tcp_link *l)
 	g->n++;
 }
 
-void tp_aggs__add(struct tp_aggs *a, const struct tp_report_ctx *ctx, const struct tcp_link *l, int closed)
+void tp_aggs__add(struct tp_aggs *a, const struct tp_report_ctx *ctx, const struct tcp_link *l,
+		  const struct tcp_hists *h, int closed)
 {
 	struct tp_key k;
 	struct tp_agg *g;
@@ -330,12 +333,12 @@ void tp_aggs__add(struct tp_aggs *a, const struct tp_report_ctx *ctx, const stru
 	if (closed) {
 		uint64_t ms = l->close_ns > l->open_ns ? (l->close_ns - l->open_ns) / NS_PER_MS : 0;
 
-		sums_add(&g->base, l);
+		sums_add(&g->base, l, h);
 		g->closed++;
 		g->life_hist[gg_hist_slot(ms)]++;
 		g->life_sum_ms += ms;
 	} else {
-		sums_add(&g->live, l);
+		sums_add(&g->live, l, h);
 		g->nlive++;
 	}
 }

@@ -251,15 +251,13 @@ static int on_closed(void *arg, void *data, size_t size)
 {
 	struct tp_ctx *ctx = arg;
 
-	if (size >= sizeof(struct tcp_link)) {
-		tp_aggs__add(ctx->aggs, ctx->drain_rc, data, 1);
-	} else if (size >= TCP_LINK_SHORT) {
-		/* A link without histogram samples: the kernel sent the part before them. */
-		static struct tcp_link l;
+	/* The link, then its histograms if it had samples (struct tcp_link_rec). */
+	if (size >= sizeof(struct tcp_link_rec)) {
+		const struct tcp_link_rec *r = data;
 
-		memset((char *)&l + TCP_LINK_SHORT, 0, sizeof(l) - TCP_LINK_SHORT);
-		memcpy(&l, data, TCP_LINK_SHORT);
-		tp_aggs__add(ctx->aggs, ctx->drain_rc, &l, 1);
+		tp_aggs__add(ctx->aggs, ctx->drain_rc, &r->l, &r->h, 1);
+	} else if (size >= sizeof(struct tcp_link)) {
+		tp_aggs__add(ctx->aggs, ctx->drain_rc, data, NULL, 1);
 	}
 	ctx->drained++;
 	return 0;
@@ -287,7 +285,7 @@ static unsigned int drain_tick(void *arg)
 	struct tp_ctx *ctx = arg;
 	struct tp_report_ctx rc;
 	/* a record is the link and an 8-byte header */
-	uint32_t n, cap = bpf_map__max_entries(ctx->skel->maps.tcp_closed) / (sizeof(struct tcp_link) + 8);
+	uint32_t n, cap = bpf_map__max_entries(ctx->skel->maps.tcp_closed) / (sizeof(struct tcp_link_rec) + 8);
 	uint64_t ms, elapsed;
 
 	if (ctx->closed_efd >= 0) {
@@ -341,6 +339,8 @@ static void report(void *arg)
 	struct tp_report_ctx rc;
 	struct gg_bpf_dump_cursor cur;
 	int links_fd = bpf_map__fd(ctx->skel->maps.tcp_links);
+	int hists_fd = bpf_map__fd(ctx->skel->maps.tcp_hists);
+	static struct tcp_hists h;
 	uint32_t n, nstale = 0;
 	int err;
 
@@ -366,18 +366,25 @@ static void report(void *arg)
 			break;
 		}
 		for (uint32_t i = 0; i < n; i++) {
+			/* Its histograms, if it has samples (one lookup per such link: the long-lived ones). */
+			const struct tcp_hists *hp =
+				vals[i].hists && !bpf_map_lookup_elem(hists_fd, &keys[i], &h) ? &h : NULL;
+
 			if (vals[i].flags & TCP_LF_STALE) {
 				/* Its close was missed: report its last values as final. */
-				tp_aggs__add(ctx->aggs, &rc, &vals[i], 1);
+				tp_aggs__add(ctx->aggs, &rc, &vals[i], hp, 1);
 				if (nstale < DUMP_CHUNK)
 					stale[nstale++] = keys[i];
 				continue;
 			}
-			tp_aggs__add(ctx->aggs, &rc, &vals[i], 0);
+			tp_aggs__add(ctx->aggs, &rc, &vals[i], hp, 0);
 		}
 	}
-	if (nstale)
+	if (nstale) {
 		(void)gg_bpf_map_delete_keys(links_fd, stale, sizeof(stale[0]), nstale);
+		for (uint32_t i = 0; i < nstale; i++)
+			(void)bpf_map_delete_elem(hists_fd, &stale[i]); /* ENOENT: it had none */
+	}
 	drain_closed(ctx, &rc);
 
 	(void)tp_aggs__report(ctx->aggs, &rc);
@@ -405,6 +412,7 @@ static int setup_bpf(struct tp_ctx *ctx, unsigned int max_links)
 		return -errno;
 	ctx->skel = s;
 	bpf_map__set_max_entries(s->maps.tcp_links, max_links);
+	bpf_map__set_max_entries(s->maps.tcp_hists, max_links);
 	/* Drained every 25-100 ms and as soon as a quarter is used: the default 2 MB (~1,500 links) takes
 	 * 55,000 closes a second; smaller -m, smaller ring (a power of two of at least 256 KB). */
 	{

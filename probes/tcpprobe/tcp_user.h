@@ -35,8 +35,10 @@ struct tp_report_ctx {
 
 struct tp_aggs *tp_aggs__new(unsigned int max_keys);
 void tp_aggs__free(struct tp_aggs *a);
-/* Fold one link in: a live one (current values) or a closed one (final values, then forgotten). */
-void tp_aggs__add(struct tp_aggs *a, const struct tp_report_ctx *ctx, const struct tcp_link *l, int closed);
+/* Fold one link in: a live one (current values) or a closed one (final values, then forgotten); h its
+ * histograms (tcp_hists), NULL when it has none. */
+void tp_aggs__add(struct tp_aggs *a, const struct tp_report_ctx *ctx, const struct tcp_link *l,
+		  const struct tcp_hists *h, int closed);
 /* Emit every key's records for the sub-probes on, then start the next period. Returns the number of
  * records emitted. */
 unsigned int tp_aggs__report(struct tp_aggs *a, const struct tp_report_ctx *ctx);

@@ -696,20 +696,25 @@ static void report(void *arg)
 
 /* ---- configuration ------------------------------------------------------------------------------- */
 
-static int on_config(void *data, uint64_t version, const struct gg_ctrl_msg *msg)
+static int check_conf(void *data, void *next, const struct gg_ctrl_msg *msg)
 {
-	struct tp_ctx *ctx = data;
-	struct tp_conf c = ctx->base; /* stateless like REST: what the message leaves out, the command line's */
-	int err = probe_conf__apply(CONTRACT, msg, &c, &c.subprobes);
+	const struct tp_conf *c = next;
 
-	(void)version;
-	if (err < 0)
-		return err;
-	if (!c.output_dir[0]) {
+	(void)data;
+	(void)msg;
+	if (!c->output_dir[0]) {
 		probe_log(PLOG_WARN, "configuration: output_dir must not be empty");
 		return -EINVAL;
 	}
-	ctx->cur = c;
+	return 0;
+}
+
+/* A live configuration in force (the runner put it into cur): the scope now, the rest in apply(). */
+static void applied(void *data, uint64_t version, const struct gg_ctrl_msg *msg)
+{
+	struct tp_ctx *ctx = data;
+
+	(void)version;
 	ctx->live_scope = msg->has_scope;
 	if (ctx->skel)
 		apply_scope(ctx, msg->has_scope ? &msg->scope : &ctx->base_scope);
@@ -717,7 +722,6 @@ static int on_config(void *data, uint64_t version, const struct gg_ctrl_msg *msg
 		ctx->scope = msg->has_scope ? msg->scope : ctx->base_scope;
 	ctx->apply_pending = 1;
 	ctx->config_seen = 1;
-	return 0;
 }
 
 /* What a configuration asked for, in the loop: the knobs, then the programs attached or detached. */
@@ -760,7 +764,6 @@ static int setup(void *arg, struct probe_rt *rt)
 	int err;
 
 	ctx->rt = rt;
-	ctx->cur = ctx->base;
 	ctx->scope = ctx->base_scope;
 	read_host(ctx);
 	update_clock(ctx);
@@ -774,35 +777,17 @@ static int setup(void *arg, struct probe_rt *rt)
 
 	/* under the supervisor the first configuration brings the scope and syscall_hooks (which programs
 	 * are loaded): nothing is loaded or attached before it */
-	if (probe_rt__supervised(rt)) {
-		uint64_t until = probe_now_mono_ms() + FIRST_CONFIG_WAIT_MS;
-
-		for (uint64_t now = probe_now_mono_ms(); !ctx->config_seen && now < until; now = probe_now_mono_ms())
-			if (probe_rt__wait(rt, (unsigned int)(until - now)))
-				break;
-	}
+	(void)probe_rt__wait_first_config(rt, &ctx->config_seen, FIRST_CONFIG_WAIT_MS);
 	gg_bpf_begin();
 	ctx->skel = tprofiling__open();
-	if (!ctx->skel) {
-		err = -errno;
-		probe_log(PLOG_ERROR, "cannot open the BPF object: %s", strerror(-err));
-		return err;
-	}
+	if (!ctx->skel)
+		return gg_bpf_open_error();
 	ctx->skel->bss->self_tgid = (uint32_t)getpid();
-	gg_bpf_autoload(ctx->skel->obj);
 	choose_syscall_hooks(ctx);
-	err = tprofiling__load(ctx->skel);
-	if (err) {
-		probe_log(PLOG_ERROR, "cannot load the BPF programs: %s", strerror(-err));
+	/* the loop is woken by the kernel half in a storm */
+	err = gg_bpf_load_ringbuf(ctx->skel->skeleton, rt, ctx->skel->maps.tp_events, on_event, ctx, &ctx->rb);
+	if (err)
 		return err;
-	}
-	ctx->rb = ring_buffer__new(bpf_map__fd(ctx->skel->maps.tp_events), on_event, ctx, NULL);
-	if (!ctx->rb) {
-		err = -errno;
-		probe_log(PLOG_ERROR, "ring buffer: %s", strerror(-err));
-		return err;
-	}
-	probe_rt__watch_fd(rt, ring_buffer__epoll_fd(ctx->rb)); /* woken by the kernel half in a storm */
 	ctx->ulock = tp_ulock__new(ctx->skel->progs.tp_call_enter, ctx->skel->progs.tp_call_exit);
 	if (!ctx->ulock)
 		return -ENOMEM;
@@ -859,19 +844,14 @@ int main(int argc, char **argv)
 	const struct probe_runner r = {
 		.contract = CONTRACT,
 		.ctx = &ctx,
-		.args = {.conf = &ctx.base,
-			 .subprobes = &ctx.base.subprobes,
-			 .scope = &ctx.base_scope,
-			 .comm = &ctx.comm,
-			 .bpf_stats = &ctx.bpf_stats,
-			 .notes = notes},
+		.args = {.scope = &ctx.base_scope, .comm = &ctx.comm, .bpf_stats = &ctx.bpf_stats, .notes = notes},
 		.setup = setup,
-		.on_config = on_config,
+		.conf = {&ctx.base, &ctx.cur, sizeof(ctx.cur), offsetof(struct tp_conf, subprobes), check_conf,
+			 applied},
 		.apply = apply,
 		.period_s = &ctx.cur.period_s,
 		.report = report,
 		.tick = tick,
-		.cur_subprobes = &ctx.cur.subprobes,
 		.describe = describe,
 		.stop = stop,
 		.teardown = teardown,

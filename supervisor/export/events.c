@@ -8,6 +8,7 @@
 #include <string.h>
 
 #include "identity.h"
+#include "lru.h"
 
 #define ENTITY_ID_MAX 254u /* gala-gopher's bound for entity_id and event_id */
 #define LABELS_MAX    64u
@@ -49,8 +50,8 @@ int gg_events__is_event_table(const struct meta_table *t)
 
 /* One remembered (entity, metric): when it was last reported. */
 struct dedup {
+	struct gg_lru_link age; /* first member; report order = expiry order (one timeout for all) */
 	struct dedup *hnext;
-	struct dedup *older, *newer; /* report order = expiry order (one timeout for all) */
 	uint64_t hash;
 	uint64_t reported_ms;
 	size_t len;
@@ -62,8 +63,7 @@ struct gg_events {
 	char *machine_id, *hostname;
 	struct dedup **buckets;
 	size_t nbuckets;
-	uint64_t n;
-	struct dedup *oldest, *newest;
+	struct gg_lru age; /* the entries, oldest report first */
 	struct gg_events_stats st;
 	char key[3 * (META_LABEL_MAX + 1)];
 };
@@ -93,14 +93,9 @@ struct gg_events *gg_events__new(const struct gg_events_opts *o)
 
 void gg_events__free(struct gg_events *ev)
 {
-	struct dedup *d, *next;
-
 	if (!ev)
 		return;
-	for (d = ev->oldest; d; d = next) {
-		next = d->newer;
-		free(d);
-	}
+	gg_lru__drain(&ev->age, free);
 	free(ev->buckets);
 	free(ev->machine_id);
 	free(ev->hostname);
@@ -114,7 +109,7 @@ const struct gg_events_stats *gg_events__stats(const struct gg_events *ev)
 
 uint64_t gg_events__tracked(const struct gg_events *ev)
 {
-	return ev->n;
+	return ev->age.n;
 }
 
 static uint64_t hash_bytes(const char *s, size_t n)
@@ -128,29 +123,6 @@ static uint64_t hash_bytes(const char *s, size_t n)
 	return h ^ (h >> 31);
 }
 
-static void list_unlink(struct gg_events *ev, struct dedup *d)
-{
-	if (d->older)
-		d->older->newer = d->newer;
-	else
-		ev->oldest = d->newer;
-	if (d->newer)
-		d->newer->older = d->older;
-	else
-		ev->newest = d->older;
-	d->older = d->newer = NULL;
-}
-
-static void list_append(struct gg_events *ev, struct dedup *d)
-{
-	d->older = ev->newest;
-	if (ev->newest)
-		ev->newest->newer = d;
-	else
-		ev->oldest = d;
-	ev->newest = d;
-}
-
 static void dedup_remove(struct gg_events *ev, struct dedup *d)
 {
 	struct dedup **pp = &ev->buckets[d->hash & (ev->nbuckets - 1)];
@@ -159,8 +131,7 @@ static void dedup_remove(struct gg_events *ev, struct dedup *d)
 		pp = &(*pp)->hnext;
 	if (*pp)
 		*pp = d->hnext;
-	list_unlink(ev, d);
-	ev->n--;
+	gg_lru__unlink(&ev->age, &d->age);
 	free(d);
 }
 
@@ -170,15 +141,15 @@ static int dedup_check(struct gg_events *ev, const char *key, size_t len, uint64
 	uint64_t tmo = (uint64_t)ev->o.timeout_s * 1000u, h = hash_bytes(key, len);
 	struct dedup **bucket = &ev->buckets[h & (ev->nbuckets - 1)], *d;
 
-	while (ev->oldest && ev->oldest->reported_ms + tmo <= mono_ms)
-		dedup_remove(ev, ev->oldest);
+	while (ev->age.oldest && ((struct dedup *)ev->age.oldest)->reported_ms + tmo <= mono_ms)
+		dedup_remove(ev, (struct dedup *)ev->age.oldest);
 	for (d = *bucket; d; d = d->hnext) {
 		if (d->hash == h && d->len == len && !memcmp(d->key, key, len))
 			break;
 	}
 	if (d)
 		return -EALREADY; /* an expired entry would have been removed above */
-	if (ev->n >= ev->o.dedup_max)
+	if (ev->age.n >= ev->o.dedup_max)
 		return -ENOSPC;
 	d = malloc(sizeof(*d) + len);
 	if (!d)
@@ -190,8 +161,7 @@ static int dedup_check(struct gg_events *ev, const char *key, size_t len, uint64
 	d->reported_ms = mono_ms;
 	d->hnext = *bucket;
 	*bucket = d;
-	list_append(ev, d);
-	ev->n++;
+	gg_lru__push(&ev->age, &d->age);
 	return 0;
 }
 

@@ -191,6 +191,29 @@ static const char *span_container(void *ctx, uint32_t tgid)
 	return id ? id->v[GG_IDENT_CONTAINER_ID] : NULL;
 }
 
+/* Spans and log records go out on the event channel as rendered: 1 when it is on (the message buffer
+ * emptied for the rendering), 0 counted in *off when it is off. */
+static int event_channel_on(struct gg_export *exp, uint64_t *off)
+{
+	if (exp->sink[GG_STREAM_EVENT] == GG_SINK_OFF) {
+		(*off)++;
+		return 0;
+	}
+	exp->msg.len = 0;
+	return 1;
+}
+
+/* The message rendered with result render_err: sent and counted in *sent, or counted in *invalid. */
+static void emit_rendered(struct gg_export *exp, int render_err, uint64_t *invalid, uint64_t *sent)
+{
+	if (render_err) {
+		(*invalid)++;
+		return;
+	}
+	(*sent)++;
+	emit(exp, GG_STREAM_EVENT);
+}
+
 /* A request span: OTel JSON on the event channel, as is (no de-duplication: each is one request). */
 static void trace_record(struct gg_export *exp, const struct meta_record *rec)
 {
@@ -200,17 +223,8 @@ static void trace_record(struct gg_export *exp, const struct meta_record *rec)
 					 .container_id = exp->ident ? span_container : NULL,
 					 .ctx = exp->ident};
 
-	if (exp->sink[GG_STREAM_EVENT] == GG_SINK_OFF) {
-		exp->st.spans_off++;
-		return;
-	}
-	exp->msg.len = 0;
-	if (gg_traces__render(&o, rec, &exp->msg)) {
-		exp->st.spans_invalid++;
-		return;
-	}
-	exp->st.spans++;
-	emit(exp, GG_STREAM_EVENT);
+	if (event_channel_on(exp, &exp->st.spans_off))
+		emit_rendered(exp, gg_traces__render(&o, rec, &exp->msg), &exp->st.spans_invalid, &exp->st.spans);
 }
 
 static void log_container(void *ctx, uint32_t tgid, const char **ret_id, const char **ret_name)
@@ -229,17 +243,8 @@ static void log_record(struct gg_export *exp, const struct meta_record *rec)
 					    .container = exp->ident ? log_container : NULL,
 					    .ctx = exp->ident};
 
-	if (exp->sink[GG_STREAM_EVENT] == GG_SINK_OFF) {
-		exp->st.logs_off++;
-		return;
-	}
-	exp->msg.len = 0;
-	if (gg_otel_logs__render(&o, rec, &exp->msg)) {
-		exp->st.logs_invalid++;
-		return;
-	}
-	exp->st.logs++;
-	emit(exp, GG_STREAM_EVENT);
+	if (event_channel_on(exp, &exp->st.logs_off))
+		emit_rendered(exp, gg_otel_logs__render(&o, rec, &exp->msg), &exp->st.logs_invalid, &exp->st.logs);
 }
 
 void gg_export__record(struct gg_sup *sup, struct gg_probe *p, const struct meta_record *rec)
@@ -788,7 +793,7 @@ void gg_export__status(struct gg_sup *sup, struct cJSON *obj)
 			cJSON *e = cJSON_CreateObject(), *d;
 
 			cJSON_AddStringToObject(e, "table", t->meta->name);
-			gg_json_add_u64(e, "rows", t->nrows);
+			gg_json_add_u64(e, "rows", t->age.n);
 			gg_json_add_u64(e, "expired", t->expired);
 			d = cJSON_AddObjectToObject(e, "dropped");
 			for (int r = 0; r < IMDB_DROP__COUNT; r++)

@@ -102,22 +102,19 @@ err_out:
 	return NULL;
 }
 
-static void row_free(struct imdb_row *r)
+static void row_free(void *row)
 {
+	struct imdb_row *r = row;
+
 	free(r->buf);
 	free(r);
 }
 
 static void table_free(struct imdb_table *t)
 {
-	struct imdb_row *r, *next;
-
 	if (!t)
 		return;
-	for (r = t->oldest; r; r = next) {
-		next = r->newer;
-		row_free(r);
-	}
+	gg_lru__drain(&t->age, row_free);
 	free(t->buckets);
 	free(t->metric_idx);
 	free(t);
@@ -317,30 +314,6 @@ static void row_fill(const struct imdb *db, const struct imdb_table *t, struct i
 	}
 }
 
-static void age_unlink(struct imdb_table *t, struct imdb_row *r)
-{
-	if (r->older)
-		r->older->newer = r->newer;
-	else
-		t->oldest = r->newer;
-	if (r->newer)
-		r->newer->older = r->older;
-	else
-		t->newest = r->older;
-	r->older = r->newer = NULL;
-}
-
-static void age_append(struct imdb_table *t, struct imdb_row *r)
-{
-	r->older = t->newest;
-	r->newer = NULL;
-	if (t->newest)
-		t->newest->newer = r;
-	else
-		t->oldest = r;
-	t->newest = r;
-}
-
 static void buckets_grow(struct imdb *db, struct imdb_table *t)
 {
 	size_t n = t->nbuckets * 2;
@@ -418,15 +391,12 @@ int imdb__update(struct imdb *db, const struct meta_record *rec, uint64_t now_ms
 		}
 		row_fill(db, t, r, rec, key_len, lbl_len);
 		r->updated_ms = now_ms;
-		if (t->newest != r) {
-			age_unlink(t, r);
-			age_append(t, r);
-		}
+		gg_lru__touch(&t->age, &r->age);
 		t->updates++;
 		return 0;
 	}
 
-	if (t->nrows >= db->lim.max_records)
+	if (t->age.n >= db->lim.max_records)
 		return drop(t, IMDB_DROP_MAX_RECORDS, ret_why);
 	cap = (need + 31u) & ~31u;
 	if (db->bytes + row_bytes(t, cap) > db->lim.max_bytes)
@@ -447,12 +417,11 @@ int imdb__update(struct imdb *db, const struct meta_record *rec, uint64_t now_ms
 	r->updated_ms = now_ms;
 	r->hnext = *bucket;
 	*bucket = r;
-	age_append(t, r);
-	t->nrows++;
+	gg_lru__push(&t->age, &r->age);
 	t->updates++;
 	db->rows++;
 	db->bytes += row_bytes(t, cap);
-	if (t->nrows > t->nbuckets)
+	if (t->age.n > t->nbuckets)
 		buckets_grow(db, t);
 	return 0;
 }
@@ -465,8 +434,7 @@ static void row_remove(struct imdb *db, struct imdb_table *t, struct imdb_row *r
 		pp = &(*pp)->hnext;
 	if (*pp)
 		*pp = r->hnext;
-	age_unlink(t, r);
-	t->nrows--;
+	gg_lru__unlink(&t->age, &r->age);
 	db->rows--;
 	db->bytes -= row_bytes(t, r->cap);
 	row_free(r);
@@ -477,8 +445,8 @@ uint64_t imdb__clear(struct imdb *db, const struct meta_table *mt)
 	struct imdb_table *t = db ? table_find(db, mt) : NULL;
 	uint64_t n = 0;
 
-	while (t && t->oldest) {
-		row_remove(db, t, t->oldest);
+	while (t && t->age.oldest) {
+		row_remove(db, t, (struct imdb_row *)t->age.oldest);
 		n++;
 	}
 	return n;
@@ -493,8 +461,8 @@ uint64_t imdb__expire(struct imdb *db, uint64_t now_ms)
 	for (unsigned int i = 0; i < db->ntables; i++) {
 		struct imdb_table *t = db->tables[i];
 
-		while (t->oldest && t->oldest->updated_ms + tmo <= now_ms) {
-			row_remove(db, t, t->oldest);
+		while (t->age.oldest && ((struct imdb_row *)t->age.oldest)->updated_ms + tmo <= now_ms) {
+			row_remove(db, t, (struct imdb_row *)t->age.oldest);
 			t->expired++;
 			n++;
 		}

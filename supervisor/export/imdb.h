@@ -7,6 +7,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "lru.h"
 #include "meta.h"
 
 struct imdb_limits {
@@ -30,8 +31,8 @@ const char *imdb_drop__str(enum imdb_drop d);
 /* One key's latest values. buf holds, in order: the key (values joined by '|'), the Prometheus label
  * set "{k="v",...,machine_id="..",hostname=".."}", then the text of every metric field. */
 struct imdb_row {
-	struct imdb_row *hnext;		/* hash chain */
-	struct imdb_row *older, *newer; /* age list of the table, least recently updated first */
+	struct gg_lru_link age; /* first member: the table's age list */
+	struct imdb_row *hnext; /* hash chain */
 	uint64_t hash;
 	uint64_t updated_ms;
 	char *buf;
@@ -48,11 +49,10 @@ struct imdb_table {
 	uint16_t *metric_idx;  /* their field indexes */
 	int refused;	       /* over max_tables or max_metrics: only counts drops */
 	struct imdb_row **buckets;
-	size_t nbuckets; /* power of two */
-	uint64_t nrows;
-	struct imdb_row *oldest, *newest;
-	uint64_t updates; /* records stored (new rows and replacements) */
-	uint64_t expired; /* rows removed by record_timeout */
+	size_t nbuckets;   /* power of two */
+	struct gg_lru age; /* the rows, least recently updated first; age.n of them */
+	uint64_t updates;  /* records stored (new rows and replacements) */
+	uint64_t expired;  /* rows removed by record_timeout */
 	uint64_t dropped[IMDB_DROP__COUNT];
 };
 

@@ -265,7 +265,7 @@ static uint64_t render_family(struct gg_buf *b, const struct imdb *db, const str
 	uint64_t rows = 0, lines = 0;
 
 	for (unsigned int m = 0; m < fam->nmembers; m++)
-		rows += imdb__table(db, fam->members[m].table)->nrows;
+		rows += imdb__table(db, fam->members[m].table)->age.n;
 	if (!rows)
 		return 0;
 	prom_family_header(b, fam->name, fam->help, type_str(fam->type));
@@ -273,7 +273,8 @@ static uint64_t render_family(struct gg_buf *b, const struct imdb *db, const str
 		const struct imdb_table *t = imdb__table(db, fam->members[m].table);
 		unsigned int j = fam->members[m].metric;
 
-		for (const struct imdb_row *r = t->oldest; r; r = r->newer) {
+		for (const struct gg_lru_link *l = t->age.oldest; l; l = l->newer) {
+			const struct imdb_row *r = (const struct imdb_row *)l;
 			const char *lbl = r->buf + r->lbl_off, *v = r->buf + r->voff[j];
 			size_t need = name_len + r->lbl_len + r->vlen[j] + 2;
 			char *o;

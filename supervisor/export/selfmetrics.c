@@ -379,9 +379,11 @@ static void render_supervisor(struct gg_buf *b, struct gg_sup *sup)
 		sample(b, "gala_gopher_web_server_refused_total", "reason", "tls_client_cert", NULL, NULL,
 		       hs.tls_refused);
 		sample(b, "gala_gopher_web_server_refused_total", "reason", "unavailable", NULL, NULL, hs.unavailable);
-		sample(b, "gala_gopher_web_server_refused_total", "reason", "head_timeout", NULL, NULL, hs.head_timeout);
+		sample(b, "gala_gopher_web_server_refused_total", "reason", "head_timeout", NULL, NULL,
+		       hs.head_timeout);
 		sample(b, "gala_gopher_web_server_refused_total", "reason", "evicted", NULL, NULL, hs.evicted);
-		sample(b, "gala_gopher_web_server_refused_total", "reason", "body_timeout", NULL, NULL, hs.body_timeout);
+		sample(b, "gala_gopher_web_server_refused_total", "reason", "body_timeout", NULL, NULL,
+		       hs.body_timeout);
 	}
 	prom_family_header(b, "gala_gopher_export_records_total", "records, events and metadata messages exported",
 			   "counter");
@@ -401,12 +403,12 @@ static void render_imdb(struct gg_buf *b, struct gg_export *exp)
 	prom_family_header(b, "gala_gopher_imdb_rows", "rows (keys) held per table", "gauge");
 	for (unsigned int i = 0; i < n; i++) {
 		t = imdb__table(db, i);
-		sample(b, "gala_gopher_imdb_rows", "table", t->meta->name, NULL, NULL, t->nrows);
+		sample(b, "gala_gopher_imdb_rows", "table", t->meta->name, NULL, NULL, t->age.n);
 	}
 	prom_family_header(b, "gala_gopher_imdb_series", "series exported per table (rows x metric fields)", "gauge");
 	for (unsigned int i = 0; i < n; i++) {
 		t = imdb__table(db, i);
-		sample(b, "gala_gopher_imdb_series", "table", t->meta->name, NULL, NULL, t->nrows * t->nmetrics);
+		sample(b, "gala_gopher_imdb_series", "table", t->meta->name, NULL, NULL, t->age.n * t->nmetrics);
 	}
 	prom_family_header(b, "gala_gopher_imdb_dropped_records_total", "records refused by an imdb limit", "counter");
 	for (unsigned int i = 0; i < n; i++) {

@@ -318,6 +318,21 @@ static int json_time(const cJSON *it, int64_t *ret)
 	return -EINVAL;
 }
 
+/* Member name of o, when given, as unix seconds in *ret (and *ret_have set); -EINVAL with the message. */
+static int json_time_member(const cJSON *o, const char *name, int64_t *ret, int *ret_have, char *err, size_t errlen)
+{
+	const cJSON *it = cJSON_GetObjectItemCaseSensitive(o, name);
+
+	if (!it)
+		return 0;
+	if (json_time(it, ret)) {
+		snprintf(err, errlen, "%s must be unix seconds", name);
+		return -EINVAL;
+	}
+	*ret_have = 1;
+	return 0;
+}
+
 int profile_query__parse_json(const char *body, size_t len, int64_t now_s, struct pq_request *ret, char *err,
 			      size_t errlen)
 {
@@ -356,22 +371,9 @@ int profile_query__parse_json(const char *body, size_t len, int64_t now_s, struc
 			goto out;
 		}
 	}
-	it = cJSON_GetObjectItemCaseSensitive(root, "time_start");
-	if (it) {
-		if (json_time(it, &r.time_start)) {
-			snprintf(err, errlen, "time_start must be unix seconds");
-			goto out;
-		}
-		have_start = 1;
-	}
-	it = cJSON_GetObjectItemCaseSensitive(root, "time_end");
-	if (it) {
-		if (json_time(it, &r.time_end)) {
-			snprintf(err, errlen, "time_end must be unix seconds");
-			goto out;
-		}
-		have_end = 1;
-	}
+	if (json_time_member(root, "time_start", &r.time_start, &have_start, err, errlen) ||
+	    json_time_member(root, "time_end", &r.time_end, &have_end, err, errlen))
+		goto out;
 	it = cJSON_GetObjectItemCaseSensitive(root, "max_nodes");
 	if (it) {
 		double d = cJSON_GetNumberValue(it);

@@ -788,12 +788,22 @@ static int check_str_field(struct check *c, const cJSON *obj, const char *key, c
 	return 0;
 }
 
+/* Element i of the list where: an object of no keys but allowed (the message names them). */
 static int check_keys(struct check *c, const cJSON *obj, const char *const *allowed, const char *where, unsigned int i)
 {
 	const cJSON *k;
 	char b[48], all[128];
-	int err = dup_key(obj, c->err, c->errlen, "");
+	int err;
 
+	if (!cJSON_IsObject(obj)) {
+		char keys[160] = "";
+
+		for (size_t j = 0; allowed[j]; j++)
+			snprintf(keys + strlen(keys), sizeof(keys) - strlen(keys), "%s\"%s\"", j ? ", " : "",
+				 allowed[j]);
+		return errf(c->err, c->errlen, 400, "snoopers.%s[%u]: must be an object {%s}", where, i, keys);
+	}
+	err = dup_key(obj, c->err, c->errlen, "");
 	if (err)
 		return err;
 	cJSON_ArrayForEach(k, obj)
@@ -937,14 +947,150 @@ static int check_labels(struct check *c, const cJSON *sn, cJSON *out)
 	return 0;
 }
 
-static int check_snoopers(struct check *c, const cJSON *sn, cJSON *out)
+static int snoop_proc_id(struct check *c, const cJSON *e, unsigned int i, cJSON **ret)
+{
+	long long pid;
+
+	if (get_int(e, 1, GG_REST_PID_MAX, &pid) || cJSON_IsBool(e))
+		return errf(c->err, c->errlen, 400, "snoopers.proc_id[%u]: must be a process id in [1, %d]", i,
+			    GG_REST_PID_MAX);
+	*ret = cJSON_CreateNumber((double)pid);
+	return 0;
+}
+
+static int snoop_proc_name(struct check *c, const cJSON *e, unsigned int i, cJSON **ret)
 {
 	static const char *const pn_keys[] = {"comm", "cmdline", "debugging_dir", NULL};
+	const char *comm, *cmdline, *dbg;
+	cJSON *no;
+	int err;
+
+	err = check_keys(c, e, pn_keys, "proc_name", i);
+	if (!err)
+		err = check_str_field(c, e, "comm", "proc_name", i, GG_REST_COMM_RE_MAX, 1, &comm);
+	if (!err) {
+		char why[160];
+
+		if (gg_comm_pattern__check(comm, why, sizeof(why)))
+			return errf(c->err, c->errlen, 400, "snoopers.proc_name[%u].comm: %s", i, why);
+	}
+	if (!err)
+		err = check_str_field(c, e, "cmdline", "proc_name", i, GG_REST_CMDLINE_MAX, 0, &cmdline);
+	if (!err)
+		err = check_str_field(c, e, "debugging_dir", "proc_name", i, PATH_MAX - 1, 0, &dbg);
+	if (err)
+		return err;
+	if (dbg[0] && dbg[0] != '/')
+		return errf(c->err, c->errlen, 400, "snoopers.proc_name[%u].debugging_dir: must be an absolute path",
+			    i);
+	no = cJSON_CreateObject();
+	cJSON_AddStringToObject(no, "comm", comm);
+	cJSON_AddStringToObject(no, "cmdline", cmdline);
+	cJSON_AddStringToObject(no, "debugging_dir", dbg);
+	*ret = no;
+	return 0;
+}
+
+static int snoop_pod_id(struct check *c, const cJSON *e, unsigned int i, cJSON **ret)
+{
+	const char *s = cJSON_GetStringValue(e);
+
+	if (!s || !s[0] || strlen(s) > 64 || !valid_chars(s, "-_"))
+		return errf(c->err, c->errlen, 400,
+			    "snoopers.pod_id[%u]: must be a pod UID (1 to 64 letters, digits, '-' or '_')", i);
+	*ret = cJSON_CreateString(s);
+	return 0;
+}
+
+static int snoop_container_id(struct check *c, const cJSON *e, unsigned int i, cJSON **ret)
+{
+	const char *s = cJSON_GetStringValue(e);
+
+	/* sliprobe's documentation writes entries as {"container_id": "..."} */
+	if (!s && cJSON_IsObject(e) && cJSON_GetArraySize(e) == 1)
+		s = cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(e, "container_id"));
+	if (!s || !s[0] || strlen(s) > 64 || !valid_chars(s, ""))
+		return errf(c->err, c->errlen, 400,
+			    "snoopers.container_id[%u]: must be a container id (1 to 64 letters or digits; "
+			    "a prefix of at least 12 characters, or the full id)",
+			    i);
+	*ret = cJSON_CreateString(s);
+	return 0;
+}
+
+/* container_name: a substring of the container's name, as `docker ps --filter name=` (gala-gopher);
+ * taken wherever container_id is */
+static int snoop_container_name(struct check *c, const cJSON *e, unsigned int i, cJSON **ret)
+{
+	const char *s = cJSON_GetStringValue(e);
+	size_t n = s ? strlen(s) : 0;
+
+	if (!s || !n || n > GG_REST_CONTAINER_NAME_MAX)
+		return errf(c->err, c->errlen, 400,
+			    "snoopers.container_name[%u]: must be a string of 1 to %u characters", i,
+			    GG_REST_CONTAINER_NAME_MAX);
+	for (const char *p = s; *p; p++) {
+		if ((unsigned char)*p < 0x20)
+			return errf(c->err, c->errlen, 400,
+				    "snoopers.container_name[%u]: control characters are not allowed", i);
+	}
+	*ret = cJSON_CreateString(s);
+	return 0;
+}
+
+static int snoop_gaussdb(struct check *c, const cJSON *e, unsigned int i, cJSON **ret)
+{
 	static const char *const db_keys[] = {"dbip", "dbport", "dbname", "dbuser", "dbpass", NULL};
-	const cJSON *k, *list, *e;
+	const char *ip, *name, *user, *pass;
+	long long port;
+	cJSON *no;
+	int err;
+
+	err = check_keys(c, e, db_keys, "gaussdb", i);
+	if (!err)
+		err = check_str_field(c, e, "dbip", "gaussdb", i, 63, 1, &ip);
+	if (!err)
+		err = check_str_field(c, e, "dbname", "gaussdb", i, 63, 0, &name);
+	if (!err)
+		err = check_str_field(c, e, "dbuser", "gaussdb", i, 63, 0, &user);
+	if (!err)
+		err = check_str_field(c, e, "dbpass", "gaussdb", i, 127, 0, &pass);
+	if (err)
+		return err;
+	if (get_int(cJSON_GetObjectItemCaseSensitive(e, "dbport"), 1, 65535, &port))
+		return errf(c->err, c->errlen, 400, "snoopers.gaussdb[%u].dbport: must be an integer in [1, 65535]", i);
+	if (!valid_chars(ip, ".:-"))
+		return errf(c->err, c->errlen, 400, "snoopers.gaussdb[%u].dbip: must be an address or host name", i);
+	no = cJSON_CreateObject();
+	cJSON_AddStringToObject(no, "dbip", ip);
+	cJSON_AddNumberToObject(no, "dbport", (double)port);
+	cJSON_AddStringToObject(no, "dbname", name);
+	cJSON_AddStringToObject(no, "dbuser", user);
+	cJSON_AddStringToObject(no, "dbpass", pass);
+	*ret = no;
+	return 0;
+}
+
+/* The snooper lists, in the order they are written out: each element checked by check, which gives
+ * 0 and the element as stored, or the error. */
+static const struct snoop_list_def {
+	const char *name;
+	unsigned int bit, max;
+	int (*check)(struct check *c, const cJSON *e, unsigned int i, cJSON **ret);
+} snoop_lists[] = {
+	{"proc_id", GG_SNOOP_PROC_ID, GG_REST_PROC_IDS_MAX, snoop_proc_id},
+	{"proc_name", GG_SNOOP_PROC_NAME, GG_REST_PROC_NAMES_MAX, snoop_proc_name},
+	{"pod_id", GG_SNOOP_POD_ID, GG_REST_PODS_MAX, snoop_pod_id},
+	{"container_id", GG_SNOOP_CONTAINER_ID, GG_REST_CONTAINERS_MAX, snoop_container_id},
+	{"container_name", GG_SNOOP_CONTAINER_ID, GG_REST_CONTAINERS_MAX, snoop_container_name},
+	{"gaussdb", GG_SNOOP_GAUSSDB, GG_REST_GAUSSDB_MAX, snoop_gaussdb},
+};
+
+static int check_snoopers(struct check *c, const cJSON *sn, cJSON *out)
+{
+	const cJSON *k, *e;
 	char b[80];
 	int err;
-	unsigned int i;
 
 	if (!cJSON_IsObject(sn))
 		return errf(c->err, c->errlen, 400,
@@ -981,191 +1127,26 @@ static int check_snoopers(struct check *c, const cJSON *sn, cJSON *out)
 		}
 	}
 
-	list = cJSON_GetObjectItemCaseSensitive(sn, "proc_id");
-	if (list && !cJSON_IsNull(list)) {
-		cJSON *o = cJSON_AddArrayToObject(out, "proc_id");
+	for (size_t j = 0; j < sizeof(snoop_lists) / sizeof(snoop_lists[0]); j++) {
+		const struct snoop_list_def *d = &snoop_lists[j];
+		const cJSON *list = cJSON_GetObjectItemCaseSensitive(sn, d->name);
+		cJSON *o;
+		unsigned int i = 0;
 
-		err = snoop_list(c, list, "proc_id", GG_SNOOP_PROC_ID, GG_REST_PROC_IDS_MAX);
+		if (!list || cJSON_IsNull(list))
+			continue;
+		o = cJSON_AddArrayToObject(out, d->name);
+		err = snoop_list(c, list, d->name, d->bit, d->max);
 		if (err)
 			return err;
-		i = 0;
 		cJSON_ArrayForEach(e, list)
 		{
-			long long pid;
+			cJSON *item;
 
-			if (get_int(e, 1, GG_REST_PID_MAX, &pid) || cJSON_IsBool(e))
-				return errf(c->err, c->errlen, 400,
-					    "snoopers.proc_id[%u]: must be a process id in [1, %d]", i,
-					    GG_REST_PID_MAX);
-			cJSON_AddItemToArray(o, cJSON_CreateNumber((double)pid));
-			i++;
-		}
-	}
-	list = cJSON_GetObjectItemCaseSensitive(sn, "proc_name");
-	if (list && !cJSON_IsNull(list)) {
-		cJSON *o = cJSON_AddArrayToObject(out, "proc_name");
-
-		err = snoop_list(c, list, "proc_name", GG_SNOOP_PROC_NAME, GG_REST_PROC_NAMES_MAX);
-		if (err)
-			return err;
-		i = 0;
-		cJSON_ArrayForEach(e, list)
-		{
-			const char *comm, *cmdline, *dbg;
-			cJSON *no;
-
-			if (!cJSON_IsObject(e))
-				return errf(c->err, c->errlen, 400,
-					    "snoopers.proc_name[%u]: must be an object {\"comm\", \"cmdline\", "
-					    "\"debugging_dir\"}",
-					    i);
-			err = check_keys(c, e, pn_keys, "proc_name", i);
-			if (!err)
-				err = check_str_field(c, e, "comm", "proc_name", i, GG_REST_COMM_RE_MAX, 1, &comm);
-			if (!err) {
-				char why[160];
-
-				if (gg_comm_pattern__check(comm, why, sizeof(why)))
-					return errf(c->err, c->errlen, 400, "snoopers.proc_name[%u].comm: %s", i, why);
-			}
-			if (!err)
-				err = check_str_field(c, e, "cmdline", "proc_name", i, GG_REST_CMDLINE_MAX, 0,
-						      &cmdline);
-			if (!err)
-				err = check_str_field(c, e, "debugging_dir", "proc_name", i, PATH_MAX - 1, 0, &dbg);
+			err = d->check(c, e, i++, &item);
 			if (err)
 				return err;
-			if (dbg[0] && dbg[0] != '/')
-				return errf(c->err, c->errlen, 400,
-					    "snoopers.proc_name[%u].debugging_dir: must be an absolute path", i);
-			no = cJSON_CreateObject();
-			cJSON_AddStringToObject(no, "comm", comm);
-			cJSON_AddStringToObject(no, "cmdline", cmdline);
-			cJSON_AddStringToObject(no, "debugging_dir", dbg);
-			cJSON_AddItemToArray(o, no);
-			i++;
-		}
-	}
-	list = cJSON_GetObjectItemCaseSensitive(sn, "pod_id");
-	if (list && !cJSON_IsNull(list)) {
-		cJSON *o = cJSON_AddArrayToObject(out, "pod_id");
-
-		err = snoop_list(c, list, "pod_id", GG_SNOOP_POD_ID, GG_REST_PODS_MAX);
-		if (err)
-			return err;
-		i = 0;
-		cJSON_ArrayForEach(e, list)
-		{
-			const char *s = cJSON_GetStringValue(e);
-
-			if (!s || !s[0] || strlen(s) > 64 || !valid_chars(s, "-_"))
-				return errf(
-					c->err, c->errlen, 400,
-					"snoopers.pod_id[%u]: must be a pod UID (1 to 64 letters, digits, '-' or '_')",
-					i);
-			cJSON_AddItemToArray(o, cJSON_CreateString(s));
-			i++;
-		}
-	}
-	list = cJSON_GetObjectItemCaseSensitive(sn, "container_id");
-	if (list && !cJSON_IsNull(list)) {
-		cJSON *o = cJSON_AddArrayToObject(out, "container_id");
-
-		err = snoop_list(c, list, "container_id", GG_SNOOP_CONTAINER_ID, GG_REST_CONTAINERS_MAX);
-		if (err)
-			return err;
-		i = 0;
-		cJSON_ArrayForEach(e, list)
-		{
-			const char *s = cJSON_GetStringValue(e);
-
-			/* sliprobe's documentation writes entries as {"container_id": "..."} */
-			if (!s && cJSON_IsObject(e) && cJSON_GetArraySize(e) == 1)
-				s = cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(e, "container_id"));
-			if (!s || !s[0] || strlen(s) > 64 || !valid_chars(s, ""))
-				return errf(
-					c->err, c->errlen, 400,
-					"snoopers.container_id[%u]: must be a container id (1 to 64 letters or digits; "
-					"a prefix of at least 12 characters, or the full id)",
-					i);
-			cJSON_AddItemToArray(o, cJSON_CreateString(s));
-			i++;
-		}
-	}
-	/* container_name: a substring of the container's name, as `docker ps --filter name=` (gala-gopher);
-	 * taken wherever container_id is */
-	list = cJSON_GetObjectItemCaseSensitive(sn, "container_name");
-	if (list && !cJSON_IsNull(list)) {
-		cJSON *o = cJSON_AddArrayToObject(out, "container_name");
-
-		err = snoop_list(c, list, "container_name", GG_SNOOP_CONTAINER_ID, GG_REST_CONTAINERS_MAX);
-		if (err)
-			return err;
-		i = 0;
-		cJSON_ArrayForEach(e, list)
-		{
-			const char *s = cJSON_GetStringValue(e);
-			size_t n = s ? strlen(s) : 0;
-
-			if (!s || !n || n > GG_REST_CONTAINER_NAME_MAX)
-				return errf(c->err, c->errlen, 400,
-					    "snoopers.container_name[%u]: must be a string of 1 to %u characters", i,
-					    GG_REST_CONTAINER_NAME_MAX);
-			for (const char *p = s; *p; p++) {
-				if ((unsigned char)*p < 0x20)
-					return errf(c->err, c->errlen, 400,
-						    "snoopers.container_name[%u]: control characters are not allowed",
-						    i);
-			}
-			cJSON_AddItemToArray(o, cJSON_CreateString(s));
-			i++;
-		}
-	}
-	list = cJSON_GetObjectItemCaseSensitive(sn, "gaussdb");
-	if (list && !cJSON_IsNull(list)) {
-		cJSON *o = cJSON_AddArrayToObject(out, "gaussdb");
-
-		err = snoop_list(c, list, "gaussdb", GG_SNOOP_GAUSSDB, GG_REST_GAUSSDB_MAX);
-		if (err)
-			return err;
-		i = 0;
-		cJSON_ArrayForEach(e, list)
-		{
-			const char *ip, *name, *user, *pass;
-			long long port;
-			cJSON *no;
-
-			if (!cJSON_IsObject(e))
-				return errf(
-					c->err, c->errlen, 400,
-					"snoopers.gaussdb[%u]: must be an object {\"dbip\", \"dbport\", \"dbname\", "
-					"\"dbuser\", \"dbpass\"}",
-					i);
-			err = check_keys(c, e, db_keys, "gaussdb", i);
-			if (!err)
-				err = check_str_field(c, e, "dbip", "gaussdb", i, 63, 1, &ip);
-			if (!err)
-				err = check_str_field(c, e, "dbname", "gaussdb", i, 63, 0, &name);
-			if (!err)
-				err = check_str_field(c, e, "dbuser", "gaussdb", i, 63, 0, &user);
-			if (!err)
-				err = check_str_field(c, e, "dbpass", "gaussdb", i, 127, 0, &pass);
-			if (err)
-				return err;
-			if (get_int(cJSON_GetObjectItemCaseSensitive(e, "dbport"), 1, 65535, &port))
-				return errf(c->err, c->errlen, 400,
-					    "snoopers.gaussdb[%u].dbport: must be an integer in [1, 65535]", i);
-			if (!valid_chars(ip, ".:-"))
-				return errf(c->err, c->errlen, 400,
-					    "snoopers.gaussdb[%u].dbip: must be an address or host name", i);
-			no = cJSON_CreateObject();
-			cJSON_AddStringToObject(no, "dbip", ip);
-			cJSON_AddNumberToObject(no, "dbport", (double)port);
-			cJSON_AddStringToObject(no, "dbname", name);
-			cJSON_AddStringToObject(no, "dbuser", user);
-			cJSON_AddStringToObject(no, "dbpass", pass);
-			cJSON_AddItemToArray(o, no);
-			i++;
+			cJSON_AddItemToArray(o, item);
 		}
 	}
 	return 0;
@@ -1403,6 +1384,47 @@ static int check_params(struct check *c, const cJSON *params, cJSON *out)
 	return 0;
 }
 
+/* blacklist (gala-gopher's): the shape of snoopers; what it matches is left out of the scope */
+static int check_blacklist(struct check *c, const cJSON *v, cJSON *out)
+{
+	int status;
+
+	if (cJSON_IsObject(v) &&
+	    (cJSON_GetObjectItemCaseSensitive(v, "custom_labels") || cJSON_GetObjectItemCaseSensitive(v, "pod_labels")))
+		return errf(c->err, c->errlen, 400,
+			    "blacklist: custom_labels and pod_labels belong in snoopers (a blacklist only excludes)");
+	status = check_snoopers(c, v, out);
+	/* the same rules, reported under the part's own name */
+	if (status && c->err && !strncmp(c->err, "snoopers", 8)) {
+		char tmp[512];
+
+		snprintf(tmp, sizeof(tmp), "blacklist%s", c->err + 8);
+		snprintf(c->err, c->errlen, "%s", tmp);
+	}
+	return status;
+}
+
+/* out: the configuration's object itself (state is a member of it, not an object) */
+static int check_state(struct check *c, const cJSON *v, cJSON *out)
+{
+	const char *s = cJSON_GetStringValue(v);
+
+	if (!s || (strcmp(s, "running") && strcmp(s, "stopped")))
+		return errf(c->err, c->errlen, 400, "state: must be \"running\" or \"stopped\"");
+	cJSON_AddStringToObject(out, "state", s);
+	return 0;
+}
+
+/* The parts of a probe's configuration, checked in this order; each but state into an object of its name. */
+static const struct {
+	const char *name;
+	int (*check)(struct check *c, const cJSON *v, cJSON *out);
+	int state;
+} conf_parts[] = {
+	{"cmd", check_cmd, 0},	     {"snoopers", check_snoopers, 0}, {"blacklist", check_blacklist, 0},
+	{"params", check_params, 0}, {"state", check_state, 1},
+};
+
 int gg_rest_conf__check(const struct gg_probe_def *def, const struct gg_rest_check_ctx *ctx, const char *json,
 			cJSON **ret, char *err, size_t errlen)
 {
@@ -1443,8 +1465,11 @@ int gg_rest_conf__check(const struct gg_probe_def *def, const struct gg_rest_che
 		goto out;
 	cJSON_ArrayForEach(k, root)
 	{
-		if (strcmp(k->string, "cmd") && strcmp(k->string, "snoopers") && strcmp(k->string, "blacklist") &&
-		    strcmp(k->string, "params") && strcmp(k->string, "state")) {
+		size_t j = 0;
+
+		while (j < sizeof(conf_parts) / sizeof(conf_parts[0]) && strcmp(k->string, conf_parts[j].name))
+			j++;
+		if (j == sizeof(conf_parts) / sizeof(conf_parts[0])) {
 			status = errf(err, errlen, 400,
 				      "%s: unknown field (expected cmd, snoopers, blacklist, params, state)",
 				      snip(k->string, 32, b, sizeof(b)));
@@ -1456,55 +1481,14 @@ int gg_rest_conf__check(const struct gg_probe_def *def, const struct gg_rest_che
 		status = errf(err, errlen, 500, "out of memory");
 		goto out;
 	}
-	v = cJSON_GetObjectItemCaseSensitive(root, "cmd");
-	if (v) {
-		status = check_cmd(&c, v, cJSON_AddObjectToObject(out, "cmd"));
+	for (size_t j = 0; j < sizeof(conf_parts) / sizeof(conf_parts[0]); j++) {
+		v = cJSON_GetObjectItemCaseSensitive(root, conf_parts[j].name);
+		if (!v)
+			continue;
+		status = conf_parts[j].check(
+			&c, v, conf_parts[j].state ? out : cJSON_AddObjectToObject(out, conf_parts[j].name));
 		if (status)
 			goto out;
-	}
-	v = cJSON_GetObjectItemCaseSensitive(root, "snoopers");
-	if (v) {
-		status = check_snoopers(&c, v, cJSON_AddObjectToObject(out, "snoopers"));
-		if (status)
-			goto out;
-	}
-	/* blacklist (gala-gopher's): the shape of snoopers; what it matches is left out of the scope */
-	v = cJSON_GetObjectItemCaseSensitive(root, "blacklist");
-	if (v && cJSON_IsObject(v) &&
-	    (cJSON_GetObjectItemCaseSensitive(v, "custom_labels") ||
-	     cJSON_GetObjectItemCaseSensitive(v, "pod_labels"))) {
-		status = errf(err, errlen, 400,
-			      "blacklist: custom_labels and pod_labels belong in snoopers (a blacklist only excludes)");
-		goto out;
-	}
-	if (v) {
-		status = check_snoopers(&c, v, cJSON_AddObjectToObject(out, "blacklist"));
-		if (status) {
-			/* the same rules, reported under the part's own name */
-			if (err && !strncmp(err, "snoopers", 8)) {
-				char tmp[512];
-
-				snprintf(tmp, sizeof(tmp), "blacklist%s", err + 8);
-				snprintf(err, errlen, "%s", tmp);
-			}
-			goto out;
-		}
-	}
-	v = cJSON_GetObjectItemCaseSensitive(root, "params");
-	if (v) {
-		status = check_params(&c, v, cJSON_AddObjectToObject(out, "params"));
-		if (status)
-			goto out;
-	}
-	v = cJSON_GetObjectItemCaseSensitive(root, "state");
-	if (v) {
-		const char *s = cJSON_GetStringValue(v);
-
-		if (!s || (strcmp(s, "running") && strcmp(s, "stopped"))) {
-			status = errf(err, errlen, 400, "state: must be \"running\" or \"stopped\"");
-			goto out;
-		}
-		cJSON_AddStringToObject(out, "state", s);
 	}
 	*ret = out;
 	out = NULL;

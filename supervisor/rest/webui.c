@@ -24,15 +24,14 @@
 	"default-src 'none'; script-src 'self'; style-src 'self'; img-src 'self'; connect-src 'self'; " \
 	"base-uri 'none'; form-action 'none'; frame-ancestors 'none'"
 
+/* Name/value pairs that the page and the JSON views both send (one list, so they cannot drift apart). */
+#define NO_SNIFF_FRAME_REFERRER \
+	"X-Content-Type-Options", "nosniff", "X-Frame-Options", "DENY", "Referrer-Policy", "no-referrer"
+
 static const char *const page_headers[] = {
 	"Content-Security-Policy",
 	CSP_PAGE,
-	"X-Content-Type-Options",
-	"nosniff",
-	"X-Frame-Options",
-	"DENY",
-	"Referrer-Policy",
-	"no-referrer",
+	NO_SNIFF_FRAME_REFERRER,
 	"Cross-Origin-Opener-Policy",
 	"same-origin",
 	"Cross-Origin-Resource-Policy",
@@ -47,12 +46,7 @@ static const char *const page_headers[] = {
 const char *const gg_webui_api_headers[] = {
 	"Content-Security-Policy",
 	"default-src 'none'; frame-ancestors 'none'; base-uri 'none'; form-action 'none'",
-	"X-Content-Type-Options",
-	"nosniff",
-	"X-Frame-Options",
-	"DENY",
-	"Referrer-Policy",
-	"no-referrer",
+	NO_SNIFF_FRAME_REFERRER,
 	"Cross-Origin-Resource-Policy",
 	"same-origin",
 	"Cache-Control",
@@ -164,7 +158,7 @@ static cJSON *imdb_tables_json(struct gg_sup *sup)
 			dropped += t->dropped[k];
 		cJSON_AddStringToObject(e, "table", t->meta->name);
 		cJSON_AddStringToObject(e, "entity", t->meta->entity);
-		gg_json_add_u64(e, "rows", t->nrows);
+		gg_json_add_u64(e, "rows", t->age.n);
 		gg_json_add_u64(e, "updates", t->updates);
 		gg_json_add_u64(e, "expired", t->expired);
 		gg_json_add_u64(e, "dropped", dropped);
@@ -239,7 +233,7 @@ static void imdb_rows(struct gg_sup *sup, const char *table, const char *limit_s
 	o = cJSON_CreateObject();
 	cJSON_AddStringToObject(o, "table", t->meta->name);
 	cJSON_AddStringToObject(o, "entity", t->meta->entity);
-	gg_json_add_u64(o, "rows_total", t->nrows);
+	gg_json_add_u64(o, "rows_total", t->age.n);
 	fields = cJSON_AddArrayToObject(o, "metrics");
 	for (unsigned int j = 0; j < t->nmetrics; j++) {
 		const struct meta_field *f = &t->meta->fields[t->metric_idx[j]];
@@ -252,7 +246,8 @@ static void imdb_rows(struct gg_sup *sup, const char *table, const char *limit_s
 	}
 	rows = cJSON_AddArrayToObject(o, "rows");
 	v = malloc(65536);
-	for (const struct imdb_row *r = t->newest; r && v && n < limit; r = r->older, n++) {
+	for (const struct gg_lru_link *l = t->age.newest; l && v && n < limit; l = l->older, n++) {
+		const struct imdb_row *r = (const struct imdb_row *)l;
 		cJSON *e = cJSON_CreateObject(), *vals;
 
 		gg_json_add_u64(e, "age_ms", now >= r->updated_ms ? now - r->updated_ms : 0);

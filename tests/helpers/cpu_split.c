@@ -28,20 +28,14 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "clock_ns.h"
+
 #define UNIT_ITERS 200000u   /* one unit of work, ~0.1-0.5 ms */
 #define SLEEP_NS   20000000L /* 20 ms per nanosleep */
 
 static volatile int g_stop;
 static volatile uint64_t g_sink;
 static uint64_t g_sleeper_blocked_ns, g_sleeper_sleeps;
-
-static uint64_t now_ns(clockid_t c)
-{
-	struct timespec ts;
-
-	clock_gettime(c, &ts);
-	return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
-}
 
 /* A function of its own (with a frame): a sample taken inside clock_gettime, which has no frame
  * pointer, still unwinds to the periodic_* function that called this. */

@@ -13,20 +13,14 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "clock_ns.h"
+
 static volatile uint64_t sink;
-
-static uint64_t now_ns(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
-}
 
 /* busy until the deadline (so the burn is in this function's frame) */
 __attribute__((noinline)) static void quiet_work(uint64_t until)
 {
-	while (now_ns() < until)
+	while (now_ns(CLOCK_MONOTONIC) < until)
 		sink++;
 }
 
@@ -34,7 +28,7 @@ __attribute__((noinline)) static void *spin_all(void *arg)
 {
 	uint64_t until = *(const uint64_t *)arg;
 
-	while (now_ns() < until)
+	while (now_ns(CLOCK_MONOTONIC) < until)
 		sink++;
 	return NULL;
 }
@@ -65,18 +59,18 @@ int main(int argc, char **argv)
 		if (!fgets(line, sizeof(line), stdin))
 			return 1;
 	}
-	end = now_ns() + (uint64_t)(quiet_s * 1e9);
-	while (now_ns() < end) {
-		uint64_t period = 50000000ull, start = now_ns();
+	end = now_ns(CLOCK_MONOTONIC) + (uint64_t)(quiet_s * 1e9);
+	while (now_ns(CLOCK_MONOTONIC) < end) {
+		uint64_t period = 50000000ull, start = now_ns(CLOCK_MONOTONIC);
 		struct timespec rest = {0, (long)(period - (uint64_t)(pct / 100.0 * (double)period))};
 
 		quiet_work(start + (uint64_t)(pct / 100.0 * (double)period));
 		nanosleep(&rest, NULL);
 	}
-	spin_until = now_ns() + (uint64_t)(spin_s * 1e9);
+	spin_until = now_ns(CLOCK_MONOTONIC) + (uint64_t)(spin_s * 1e9);
 	clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &cpu);
 	printf("quiet_cpu_s=%.3f\n", (double)cpu.tv_sec + (double)cpu.tv_nsec / 1e9);
-	printf("spin %llu\n", (unsigned long long)(now_ns() / 1000000));
+	printf("spin %llu\n", (unsigned long long)(now_ns(CLOCK_MONOTONIC) / 1000000));
 	for (long i = 1; i < nthreads; i++)
 		pthread_create(&th[i], NULL, spin_all, &spin_until);
 	spin_all(&spin_until);

@@ -11,19 +11,13 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "clock_ns.h"
+
 static volatile uint64_t sink;
-
-static uint64_t now_ns(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
-}
 
 __attribute__((noinline)) static void flood_leaf(uint64_t until)
 {
-	while (now_ns() < until)
+	while (now_ns(CLOCK_MONOTONIC) < until)
 		sink++;
 }
 
@@ -44,14 +38,14 @@ int main(int argc, char **argv)
 		fprintf(stderr, "usage: stack_flood SECONDS\n");
 		return 2;
 	}
-	end = now_ns() + (uint64_t)(atof(argv[1]) * 1e9);
+	end = now_ns(CLOCK_MONOTONIC) + (uint64_t)(atof(argv[1]) * 1e9);
 	printf("pid=%d\n", (int)getpid());
 	fflush(stdout);
-	while (now_ns() < end) {
+	while (now_ns(CLOCK_MONOTONIC) < end) {
 		x ^= x << 13;
 		x ^= x >> 7;
 		x ^= x << 17;
-		flood_descend((unsigned int)(x % 100u), now_ns() + 200000u);
+		flood_descend((unsigned int)(x % 100u), now_ns(CLOCK_MONOTONIC) + 200000u);
 	}
 	return 0;
 }

@@ -30,6 +30,8 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "clock_ns.h"
+
 #define MAX_ROUNDS 16
 #define BURST	   10
 #define BURST_MS   5
@@ -55,14 +57,6 @@ struct th {
 	uint64_t total_ns;
 	unsigned int n;
 };
-
-static uint64_t now_ns(clockid_t c)
-{
-	struct timespec ts;
-
-	clock_gettime(c, &ts);
-	return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
-}
 
 /* The nanosleep syscall itself (glibc's nanosleep() makes clock_nanosleep). */
 static void sleep_ms(unsigned int ms)

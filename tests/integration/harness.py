@@ -439,7 +439,7 @@ def json_lines(path):
     last); none when the file is not there yet."""
     out = []
     try:
-        with open(path) as f:
+        with open(path, encoding="utf-8") as f:
             for line in f:
                 if line.endswith("\n"):
                     out.append(json.loads(line))
@@ -953,6 +953,13 @@ def rest_port(sup, timeout=10):
             return None
         return r.get("port") if r.get("listening") else None
     return wait_for(ok, timeout, "REST API listening (status.json rest_api_server.port)")
+
+
+def start_rest(sup):
+    """Starts sup and waits until its REST API listens: (its port, its base URL)."""
+    sup.start()
+    port = rest_port(sup)
+    return port, "http://127.0.0.1:%d" % port
 
 
 def rest_call(port, method, path, body=None, headers=None, timeout=10):

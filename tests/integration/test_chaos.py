@@ -8,8 +8,8 @@ import tempfile
 import time
 
 from harness import (BUILD, GOPHER, ROOT, Supervisor, check, extend_entry, flood_supervisor, free_port, http_get,
-                     parse_prom, probe_entry, proc_cpu_seconds, proc_status_kb, prom_value, rest_port, rest_put,
-                     rest_section, wait_for)
+                     json_lines, parse_prom, probe_entry, proc_cpu_seconds, proc_status_kb, prom_value, rest_port,
+                     rest_put, rest_section, wait_for)
 
 
 def running(p):
@@ -288,15 +288,6 @@ def test_sighup_says_what_it_does():
         s.cleanup()
 
 
-def _read_events(path):
-    import json
-    try:
-        with open(path, encoding="utf-8") as f:
-            return [json.loads(l) for l in f if l.endswith("\n")]
-    except FileNotFoundError:
-        return []
-
-
 def test_hung_probe_watchdog():
     """Item 7: a probe stopped with SIGSTOP sends no batch and no heartbeat. After global.hung_timeout it is
     `hung` (status and REST), probe_up is 0, the hang is counted and an event_v2 names it; one that
@@ -329,7 +320,7 @@ def test_hung_probe_watchdog():
         check(time.monotonic() - t0 >= 1.5, "hung only after hung_timeout")
         check(metric("gala_gopher_probe_up") == 0 and metric("gala_gopher_probe_hangs_total") == 1,
               "probe_up 0 and one hang counted while hung")
-        ev = wait_for(lambda: [e for e in _read_events(events) if e["Resource"]["metric"].endswith("probe_hung")],
+        ev = wait_for(lambda: [e for e in json_lines(events) if e["Resource"]["metric"].endswith("probe_hung")],
                       5, "a probe_hung event")
         check(ev[0]["Resource"]["labels"].get("probe") == "system_infos" and ev[0]["SeverityText"] == "ERROR",
               "event names the probe: %r" % ev[0])

@@ -14,7 +14,7 @@ import time
 import urllib.parse
 
 from harness import (ROOT, TEST_BINS, KafkaMock, Supervisor, bpf_prog_ids, check, extend_entry, free_port, http_get,
-                     parse_prom, probe_entry, prom_value, stop_proc, wait_for)
+                     json_lines, parse_prom, probe_entry, prom_value, stop_proc, wait_for)
 
 BAD = os.path.join(TEST_BINS, "bad_probe")
 BAD_META = os.path.join(ROOT, "tests", "schema", "test_bad.meta")
@@ -407,14 +407,6 @@ test_kafka_outage_queued_then_delivered.timeout = 90
 
 # ---- events, metadata, logs, channels off -----------------------------------------------------------------
 
-def read_json_lines(path):
-    try:
-        with open(path, encoding="utf-8") as f:
-            return [json.loads(l) for l in f if l.endswith("\n")]
-    except FileNotFoundError:
-        return []
-
-
 def test_events_dedup_timeout_language():
     lines = ["|event|tcp_link|1_2_/x|tcp_oom|WARN|13|v1 body|",
              "|event_v2|proc|42|fork_count|ERROR|fork storm|进程频繁创建|comm=nginx&cmd=%2Fusr%2Fbin%2Fx|app|",
@@ -424,9 +416,9 @@ def test_events_dedup_timeout_language():
     s.start()
     path = os.path.join(s.log_dir, "event", "events.log")
     try:
-        wait_for(lambda: len(read_json_lines(path)) >= 2, 10, "first two events")
+        wait_for(lambda: len(json_lines(path)) >= 2, 10, "first two events")
         time.sleep(1.0)
-        evs = read_json_lines(path)
+        evs = json_lines(path)
         check(len(evs) == 2, "within the 2 s timeout each event once: %d" % len(evs))
         wait_export(s, lambda e: e["events"]["deduplicated"] >= 4 and e["events"]["invalid"] >= 2, 5,
                     "repeats and invalid events counted")
@@ -441,8 +433,8 @@ def test_events_dedup_timeout_language():
         check(v2["Resource"]["labels"]["comm"] == "nginx" and v2["Resource"]["labels"]["cmd"] == "/usr/bin/x",
               "labels %r" % v2["Resource"]["labels"])
         # after the timeout: reported again, at least 2 s after the first
-        wait_for(lambda: len(read_json_lines(path)) >= 4, 5, "events again after the timeout")
-        evs = read_json_lines(path)
+        wait_for(lambda: len(json_lines(path)) >= 4, 5, "events again after the timeout")
+        evs = json_lines(path)
         first = {x["Resource"]["metric"]: x["Timestamp"] for x in evs[:2]}
         for x in evs[2:4]:
             gap = x["Timestamp"] - first[x["Resource"]["metric"]]
@@ -458,9 +450,9 @@ def test_metadata_at_start_and_periodically():
     try:
         tables = sorted(f[:-5] for f in os.listdir(s.meta_dir))
         check(tables, "meta files")
-        wait_for(lambda: len([m for m in read_json_lines(path) if m["meta_name"] == "test_hist"]) >= 2, 6,
+        wait_for(lambda: len([m for m in json_lines(path) if m["meta_name"] == "test_hist"]) >= 2, 6,
                  "a second round of metadata")
-        msgs = read_json_lines(path)
+        msgs = json_lines(path)
         hist = [m for m in msgs if m["meta_name"] == "test_hist"]
         check(1500 <= hist[1]["timestamp"] - hist[0]["timestamp"] <= 3500, "interval %d ms" %
               (hist[1]["timestamp"] - hist[0]["timestamp"]))
@@ -498,7 +490,7 @@ def test_channels_off_and_log_rotation():
         sizes = [os.path.getsize(cur), os.path.getsize(cur + ".1")]
         check(all(0 < x <= 512 * 1024 for x in sizes), "each file within half of 1 MiB: %r" % sizes)
         check(not os.path.exists(cur + ".2"), "one rotated file kept")
-        recs = read_json_lines(cur + ".1") + read_json_lines(cur)
+        recs = json_lines(cur + ".1") + json_lines(cur)
         check(recs and all(r["table_name"] == "test_bad" for r in recs), "whole JSON lines")
         gs = [r["g"] for r in recs]
         check(gs == list(range(30000 - len(gs), 30000)), "the newest records, in order, none missing")

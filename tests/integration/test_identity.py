@@ -47,7 +47,9 @@ def write_json(path, obj):
 
 
 class Layouts:
-    """Cgroups and runtime state of several containers, one sleeping process in each."""
+    """Cgroups and runtime state of several containers, one sleeping process in each. As a context manager:
+    at the end of the block what the test gave to own() is torn down, the last given first, then the
+    layouts, even when the test failed."""
 
     def __init__(self):
         self.root = cgroup2_root()
@@ -60,7 +62,19 @@ class Layouts:
             os.makedirs(d)
         self.procs = []
         self.want = {}  # pid -> expected labels
+        self.owned = []
         os.mkdir(self.parent)
+
+    def own(self, thing):
+        """thing (a supervisor, a path, anything harness.teardown stops) torn down at the end; returns it."""
+        self.owned.append(thing)
+        return thing
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        teardown(*reversed(self.owned), self)
 
     def conf(self):
         return ('identity = { containerd_dir = "%s"; crio_dir = "%s"; storage_dir = "%s"; docker_dir = "%s"; '
@@ -260,18 +274,31 @@ def proc_series(text, pid):
             ("tgid", str(pid)) in ls]
 
 
+def proc_probe(pids, subs="proc"):
+    """system_infos reporting every second on the processes pids, with the sub-probes subs."""
+    return probe_entry("system_infos", "-t 1 -P %s --pid %s" % (subs, ",".join(str(p) for p in pids)))
+
+
+def scraped_sup(lay, pids, extra=None):
+    """A started supervisor, owned by lay, whose system_infos reports on pids to its own web server (extra:
+    more of its configuration, by default lay's identity section): (the supervisor, its /metrics URL)."""
+    port = free_port()
+    s = lay.own(Supervisor(probes=[proc_probe(pids)], metric_out="web_server",
+                           extra="web_server = { port = %d; }; %s" % (port, lay.conf() if extra is None else extra)))
+    return s.start(), "http://127.0.0.1:%d/metrics" % port
+
+
+def wait_proc_series(url, pid):
+    """The text of the first scrape of url that has a proc series of pid."""
+    return wait_for(lambda: (lambda b: b if proc_series(b, pid) else None)(http_get(url)[1]), 20, "the proc series")
+
+
 def test_labels_from_each_runtime_on_metrics():
-    lay = Layouts()
-    s = None
-    try:
+    with Layouts() as lay:
         pids = [lay.containerd_k8s("besteffort", "systemd"), lay.containerd_k8s("guaranteed", "systemd"),
                 lay.containerd_k8s("burstable", "cgroupfs"), lay.crio(), lay.docker()[0], lay.podman(), lay.host()]
         late_pid, late_cid, late_name, late_image = lay.docker(state=False)
-        port = free_port()
-        s = Supervisor(probes=[probe_entry("system_infos", "-t 1 -P proc --pid %s" %
-                                           ",".join(str(p) for p in pids + [late_pid]))],
-                       metric_out="web_server", extra="web_server = { port = %d; }; %s" % (port, lay.conf())).start()
-        url = "http://127.0.0.1:%d/metrics" % port
+        s, url = scraped_sup(lay, pids + [late_pid])
 
         def scraped():
             st, body = http_get(url)
@@ -297,24 +324,18 @@ def test_labels_from_each_runtime_on_metrics():
         check(st["lookups"] > 0 and st["containers"] == 7 and st["state_errors"] == 0, "identity status %r" % st)
         # a process's cgroup is read once per proc_refresh_ms (5 s), not per record
         check(st["proc_reads"] < st["lookups"], "cached: %r" % st)
-    finally:
-        teardown(s, lay)
 
 
 test_labels_from_each_runtime_on_metrics.timeout = 60
 
 
 def test_labels_on_kafka_json_and_metadata():
-    km = KafkaMock()
-    lay = Layouts()
-    s = None
-    try:
+    with Layouts() as lay:
+        km = lay.own(KafkaMock())
         pids = [lay.containerd_k8s(), lay.crio(), lay.docker()[0], lay.podman(), lay.host()]
         extra = ('meta = { out_channel = "kafka"; }; kafka = { kafka_broker = "%s"; }; %s' %
                  (km.bootstrap, lay.conf()))
-        s = Supervisor(probes=[probe_entry("system_infos", "-t 1 -P proc,host --pid %s" %
-                                           ",".join(str(p) for p in pids))],
-                       metric_out="kafka", extra=extra).start()
+        lay.own(Supervisor(probes=[proc_probe(pids, "proc,host")], metric_out="kafka", extra=extra)).start()
 
         def records():
             recs = [json.loads(m) for m in km.consume("gala_gopher")]
@@ -331,27 +352,17 @@ def test_labels_on_kafka_json_and_metadata():
         check(mp and mp[0]["labels"][-6:] == list(IDENT), "metadata lists the labels: %r" % mp[:1])
         mo = [m for m in meta if m["meta_name"] == "system_os"]
         check(mo and not set(IDENT) & set(mo[0]["labels"]), "no identity labels for system_os: %r" % mo[:1])
-    finally:
-        teardown(s, lay, km)
 
 
 test_labels_on_kafka_json_and_metadata.timeout = 60
 
 
 def test_identity_off():
-    lay = Layouts()
-    s = None
-    try:
+    with Layouts() as lay:
         pid = lay.docker()[0]
-        port = free_port()
-        s = Supervisor(probes=[probe_entry("system_infos", "-t 1 -P proc --pid %d" % pid)], metric_out="web_server",
-                       extra="web_server = { port = %d; }; identity = { enabled = \"off\"; };" % port).start()
-        url = "http://127.0.0.1:%d/metrics" % port
-        text = wait_for(lambda: (lambda b: b if proc_series(b, pid) else None)(http_get(url)[1]), 20,
-                        "the proc series")
+        _, url = scraped_sup(lay, [pid], 'identity = { enabled = "off"; };')
+        text = wait_proc_series(url, pid)
         check(not any(k in proc_series(text, pid)[0] for k in IDENT), "identity.enabled = off: no labels")
-    finally:
-        teardown(s, lay)
 
 
 test_identity_off.timeout = 40
@@ -364,13 +375,20 @@ def test_cgroup_v1_docker_cgroupfs():
     with open("/proc/self/mountinfo") as f:
         if not any(" %s " % v1 in l and " - cgroup " in l for l in f):
             return  # no v1 pids hierarchy here: nothing to test
-    lay = Layouts()
-    parent = os.path.join(v1, lay.tag)
-    cid, name, image = hexid(), "v1-web", "httpd:2.4"
-    cg = os.path.join(parent, "docker", cid)
-    p = subprocess.Popen(["sleep", "120"])
-    s = None
-    try:
+    with Layouts() as lay:
+        parent = os.path.join(v1, lay.tag)
+        cid, name, image = hexid(), "v1-web", "httpd:2.4"
+        cg = os.path.join(parent, "docker", cid)
+
+        def remove_v1():
+            for d in (cg, os.path.dirname(cg), parent):
+                try:
+                    os.rmdir(d)
+                except OSError:
+                    pass
+            check(not os.path.exists(parent), "v1 cgroups removed")
+        lay.own(remove_v1)  # after the process (owned next) is gone
+        p = lay.own(subprocess.Popen(["sleep", "120"]))
         os.makedirs(cg)
         with open(os.path.join(cg, "cgroup.procs"), "w") as f:
             f.write(str(p.pid))
@@ -378,27 +396,11 @@ def test_cgroup_v1_docker_cgroupfs():
             text = f.read()
         check(":pids:/%s/docker/%s\n" % (lay.tag, cid) in text, "moved into the v1 cgroup: %r" % text)
         lay.docker_state(cid, name, image)
-        port = free_port()
-        s = Supervisor(probes=[probe_entry("system_infos", "-t 1 -P proc --pid %d" % p.pid)],
-                       metric_out="web_server", extra="web_server = { port = %d; }; %s" % (port, lay.conf())).start()
-        url = "http://127.0.0.1:%d/metrics" % port
-        text = wait_for(lambda: (lambda b: b if proc_series(b, p.pid) else None)(http_get(url)[1]), 20,
-                        "the proc series")
+        _, url = scraped_sup(lay, [p.pid])
+        text = wait_proc_series(url, p.pid)
         got = {k: proc_series(text, p.pid)[0].get(k) for k in IDENT}
         check(got == {"container_id": cid, "container_name": name, "container_image": image, "pod_id": "",
                       "pod": "", "pod_namespace": ""}, "labels from the v1 line: %r" % got)
-    finally:
-        if s:
-            s.cleanup()
-        p.kill()
-        p.wait()
-        for d in (cg, os.path.dirname(cg), parent):
-            try:
-                os.rmdir(d)
-            except OSError:
-                pass
-        check(not os.path.exists(parent), "v1 cgroups removed")
-        lay.cleanup()
 
 
 test_cgroup_v1_docker_cgroupfs.timeout = 40
@@ -407,13 +409,12 @@ test_cgroup_v1_docker_cgroupfs.timeout = 40
 def test_labels_on_taskprobe_events():
     """taskprobe's offline event (labelled tgid=<n>) about a process of a CRI-O container: the container
     and pod labels are in Resource.labels, though the process is gone when the event is reported."""
-    lay = Layouts()
-    s = None
-    try:
+    with Layouts() as lay:
         # a process that makes system calls and context switches, so that taskprobe reports it
         pid = lay.crio(("python3", "-c", "import time\nwhile True: time.sleep(0.01)"))
-        s = Supervisor(probes=[probe_entry("taskprobe", "-t 1 --pid %d -P base_metrics -e --offline-thr 100" % pid)],
-                       metric_out="logs", extra='event = { out_channel = "logs"; }; %s' % lay.conf()).start()
+        probe = probe_entry("taskprobe", "-t 1 --pid %d -P base_metrics -e --offline-thr 100" % pid)
+        s = lay.own(Supervisor(probes=[probe], metric_out="logs",
+                               extra='event = { out_channel = "logs"; }; %s' % lay.conf())).start()
         recs = wait_for(lambda: [r for r in s.metric_records() if r.get("tgid") == str(pid)], 20,
                         "taskprobe records of the process")
         check(all({k: r.get(k) for k in IDENT} == lay.want[pid] for r in recs),
@@ -427,8 +428,6 @@ def test_labels_on_taskprobe_events():
         got = {k: ev["Resource"]["labels"].get(k) for k in IDENT}
         check(got == lay.want[pid], "event labels:\n got  %r\n want %r" % (got, lay.want[pid]))
         check(ev["Resource"]["labels"]["entity_name"] == "proc", "event %r" % ev)
-    finally:
-        teardown(s, lay)
 
 
 test_labels_on_taskprobe_events.timeout = 40
@@ -440,13 +439,11 @@ def test_flamegraph_query_total_container_layers():
     process not."""
     import urllib.parse
     from harness import rest_call
-    lay = Layouts()
-    tmp = tempfile.mkdtemp(prefix="gg-ident-flame-")
-    flame = os.path.join(tmp, "flame")
-    os.makedirs(flame)
     busy = ("python3", "-c", "while True: pass")
-    s = None
-    try:
+    with Layouts() as lay:
+        tmp = lay.own(tempfile.mkdtemp(prefix="gg-ident-flame-"))
+        flame = os.path.join(tmp, "flame")
+        os.makedirs(flame)
         pid = lay.containerd_k8s()
         # the busy loop replaces the sleeping process of containerd_k8s in the same cgroup
         cg = [d for d, _, _ in os.walk(lay.parent) if "cri-containerd-" in d][0]
@@ -457,9 +454,9 @@ def test_flamegraph_query_total_container_layers():
         host = lay.spawn(None, {k: "" for k in IDENT}, busy)
         want = lay.want[pid]
         rport = free_port()
-        s = Supervisor(probes=[probe_entry("stackprobe", "-t 1 --store-period 2", switch="off")],
-                       extra='rest_api_server = { port = %d; state_dir = "%s/rest"; output_base_dir = "%s"; }; %s'
-                       % (rport, tmp, tmp, lay.conf())).start()
+        lay.own(Supervisor(probes=[probe_entry("stackprobe", "-t 1 --store-period 2", switch="off")],
+                           extra='rest_api_server = { port = %d; state_dir = "%s/rest"; output_base_dir = "%s"; }; '
+                           '%s' % (rport, tmp, tmp, lay.conf()))).start()
         t0 = int(time.time())
         st, _, text, _ = rest_call(rport, "PUT", "/flamegraph", json.dumps({
             "cmd": {"probe": ["oncpu"]}, "snoopers": {"proc_id": [inside.pid, host]},
@@ -504,8 +501,6 @@ def test_flamegraph_query_total_container_layers():
         check(mine, "folded stacks of the container's process under [Pod]<pod>;[Con]<name>: %r" % sorted(st)[:3])
         check(all(k.startswith("[%d] python3;" % host) for k in st if "[%d] python3" % host in k),
               "the host process has no container frames")
-    finally:
-        teardown(s, lay, tmp)
 
 
 test_flamegraph_query_total_container_layers.timeout = 60
@@ -516,10 +511,8 @@ def test_container_name_snooper():
     state files through the identity resolver; a matching container that appears later is in the scope
     within about a second; processes outside containers and other containers are not."""
     from harness import rest_call, rest_port, rest_section
-    lay = Layouts()
-    s = None
     tag = "%05d" % random.randrange(100000)
-    try:
+    with Layouts() as lay:
         def docker_named(name):
             cid = hexid()
             lay.docker_state(cid, name, "nginx:1.25")
@@ -528,7 +521,7 @@ def test_container_name_snooper():
         other, _ = docker_named("shop-%s-db" % tag)
         crio = lay.crio()  # named "api"
         host = lay.host()
-        s = Supervisor(extra="%s %s" % (rest_section(os.path.join(lay.state, "rest")), lay.conf())).start()
+        s = lay.own(Supervisor(extra="%s %s" % (rest_section(os.path.join(lay.state, "rest")), lay.conf()))).start()
         port = rest_port(s)
 
         def put(conf):
@@ -560,8 +553,6 @@ def test_container_name_snooper():
         for bad in ([1], [""], ["x" * 129], "web"):
             st, raw = put({"snoopers": {"container_name": bad}})
             check(st == 400 and "container_name" in raw, "%r refused: %d %s" % (bad, st, raw))
-    finally:
-        teardown(s, lay)
 
 
 test_container_name_snooper.timeout = 60
@@ -577,17 +568,12 @@ def test_cgroup_events_without_ttl():
     process moved into a docker container's cgroup made after the start carries the container's labels
     within about a second, and loses them when it is moved out and the cgroup removed. With the watch
     off (the same intervals), the labels do not follow: the events, not the TTL, did it."""
-    lay = Layouts()
-    s = None
-    try:
+    with Layouts() as lay:
         pid = lay.host()
         for watch in ("on", "off"):
-            port = free_port()
             conf = lay.conf().replace("};", 'proc_refresh_ms = 3600000; names_refresh_s = 86400; '
                                       'watch_cgroups = "%s"; };' % watch)
-            s = Supervisor(probes=[probe_entry("system_infos", "-t 1 -P proc --pid %d" % pid)],
-                           metric_out="web_server", extra="web_server = { port = %d; }; %s" % (port, conf)).start()
-            url = "http://127.0.0.1:%d/metrics" % port
+            s, url = scraped_sup(lay, [pid], conf)
 
             def labels():
                 ser = proc_series(http_get(url)[1], pid)
@@ -626,9 +612,6 @@ def test_cgroup_events_without_ttl():
             st = wait_for(lambda: (lambda x: x if x["containers"] == 0 else None)(s.status()["export"]["identity"]),
                           5, "the removed container dropped from the cache")
             s.cleanup()
-            s = None
-    finally:
-        teardown(s, lay)
 
 
 test_cgroup_events_without_ttl.timeout = 90
@@ -646,9 +629,7 @@ def test_custom_and_pod_labels():
     container) as gala-gopher takes them. Every series of a family has the same label names ("" where a
     process has no pod, or its pod no such label); a new set of labels replaces the old at once."""
     from harness import rest_call, rest_port, rest_section
-    lay = Layouts()
-    s = None
-    try:
+    with Layouts() as lay:
         crio = lay.crio(pod_labels={"app": "api", "app.kubernetes.io/name": "api-server", "tier": "backend"})
         shim = lay.docker_k8s({"app": "legacy-web", "pod-template-hash": "5d4f8"})
         lay.containerd_metadata()  # containerd keeps pod labels in its database (bbolt) only
@@ -657,8 +638,8 @@ def test_custom_and_pod_labels():
         host = lay.host()
         pids = [crio, shim, ctd, ctd2, host]
         port = free_port()
-        s = Supervisor(metric_out="web_server", extra="web_server = { port = %d; }; %s %s" % (
-            port, rest_section(os.path.join(lay.state, "rest")), lay.conf())).start()
+        s = lay.own(Supervisor(metric_out="web_server", extra="web_server = { port = %d; }; %s %s" % (
+            port, rest_section(os.path.join(lay.state, "rest")), lay.conf()))).start()
         rport = rest_port(s)
         url = "http://127.0.0.1:%d/metrics" % port
 
@@ -728,8 +709,6 @@ def test_custom_and_pod_labels():
             check(st == 400 and ("custom_labels" in raw or "pod_labels" in raw), "%r refused: %d %s" % (b, st, raw))
         st, raw = put({"blacklist": {"custom_labels": {"a": "b"}}})
         check(st == 400 and "blacklist" in raw, "labels in a blacklist refused: %d %s" % (st, raw))
-    finally:
-        teardown(s, lay)
 
 
 test_custom_and_pod_labels.timeout = 60

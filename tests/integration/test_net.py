@@ -82,6 +82,11 @@ def test_tcp_bytes_retransmits_resets():
             check(rc["segs_out"] > a_to_b // 65536 and rs["segs_in"] > a_to_b // 65536, "segments counted")
             # tcp_rtt may arrive in the batch after tcp_tx_rx's: wait for it too
             rtt = wait_record(s, "tcp_rtt", 5, lambda r: r["srtt"] > 0, tgid=cli.pid, role=1, **keys)
+            # The delayed-ACK timeout, a bit field read at close: TCP keeps it within [TCP_ATO_MIN (40 ms,
+            # or 4 ms at HZ=1000 .. 40 ms), TCP_DELACK_MAX (200 ms)] once data came in (an offset
+            # counted twice read bytes past the socket). tcp_rate, like tcp_rtt, may come a batch later.
+            rate = wait_record(s, "tcp_rate", 5, lambda r: r["ato"] > 0, tgid=cli.pid, role=1, **keys)
+            check(1000 <= rate["ato"] <= 200000, "ato in [1 ms, 200 ms]: %r" % rate)
 
             # 2. Drop ~5% of the packets towards the server: retransmits, as the client's TCP MIB says.
             # One segment per packet (no GSO), so that dropped packets and retransmitted segments compare.

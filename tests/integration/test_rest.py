@@ -15,7 +15,7 @@ import time
 import urllib.parse
 
 from harness import (PROBES, Supervisor, TestFailure, cgroup2_root, check, extend_entry, pid_alive, rest_call,
-                     rest_port, rest_section, rmdir_retry, teardown, wait_for)
+                     rest_section, rmdir_retry, start_rest, teardown, wait_for)
 from seed_000 import (SEED_ADVANCED, SEED_BASIC, SEED_PARAMS, SEED_SCOPE, SEED_SLI, SEED_STATE, SEED_TPROF_START,
                       seed_body)
 
@@ -42,9 +42,7 @@ class RestEnv:
         self.port = None
 
     def start(self):
-        self.sup.start()
-        self.port = rest_port(self.sup)
-        self.url = "http://127.0.0.1:%d" % self.port
+        self.port, self.url = start_rest(self.sup)
         return self
 
     def call(self, method, path, body=None, headers=None):

@@ -9,9 +9,9 @@ import socket
 import tempfile
 import time
 
-from harness import Supervisor, check, free_port, probe_entry, rest_section, teardown, wait_for
+from harness import Supervisor, check, free_port, probe_entry, rest_section, wait_for
 from test_export import HIST_META, emitter, new_sup
-from test_identity import IDENT, Layouts
+from test_identity import IDENT, Layouts, proc_probe
 
 
 def set_global(s, text):
@@ -70,13 +70,11 @@ test_rest_api_off_and_channel_off.timeout = 40
 
 
 def test_json_metric_channel():
-    lay = Layouts()
-    s = None
-    try:
+    with Layouts() as lay:
         pid = lay.docker()[0]
         line = "|test_hist|k1|a\"b|2 10 3 100 5 1234.5 6|3 0.5 10 0.9 20 0.99 30 100 7|1.5|"
-        s = new_sup(lambda s: [emitter(s, "hist", [line])[0]], metric_out="json", extra_meta=[HIST_META],
-                    probes=[probe_entry("system_infos", "-t 1 -P proc --pid %d" % pid)], extra=lay.conf())
+        s = lay.own(new_sup(lambda s: [emitter(s, "hist", [line])[0]], metric_out="json", extra_meta=[HIST_META],
+                            probes=[proc_probe([pid])], extra=lay.conf()))
         s.start()
         recs = wait_for(lambda: (lambda r: r if {"test_hist", "system_proc"} <= {x["table_name"] for x in r} else None)(
             s.metric_records()), 20, "nested lines of test_hist and system_proc in metrics.log")
@@ -95,8 +93,6 @@ def test_json_metric_channel():
         check(p["labels"]["tgid"] == str(pid) and "fd_count" in p["metrics"] and p["histos"] == {},
               "system_proc nested: %r" % p)
         check(s.status()["export"]["metric"]["channel"] == "logs", "json goes to the log files")
-    finally:
-        teardown(s, lay)
 
 
 test_json_metric_channel.timeout = 40

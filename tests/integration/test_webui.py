@@ -17,7 +17,7 @@ import time
 import urllib.parse
 
 from harness import (BUILD, PROBES, ROOT, Supervisor, check, http_get, probe_entry, rest_call, rest_port,
-                     wait_for)
+                     start_rest, wait_for)
 
 ARTIFACTS = os.path.join(BUILD, "artifacts", "webui")
 PAYLOAD = "<img src=x onerror=window.__xss=1>"
@@ -60,9 +60,7 @@ class Env:
         self.browser = None
 
     def start(self):
-        self.sup.start()
-        self.port = rest_port(self.sup)
-        self.base = "http://127.0.0.1:%d" % self.port
+        self.port, self.base = start_rest(self.sup)
         return self
 
     def cleanup(self):

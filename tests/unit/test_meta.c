@@ -14,6 +14,7 @@
 #include <cmocka.h>
 
 #include "meta.h"
+#include "test_tmpdir.h"
 
 /* gala-gopher's own style: a comma after every setting, also the last one of a group. */
 static const char system_cpu_meta[] =
@@ -126,10 +127,7 @@ static char *make_tmpdir(void)
 
 static void rm_tmpdir(char *d)
 {
-	char cmd[600];
-
-	snprintf(cmd, sizeof(cmd), "rm -rf '%s'", d);
-	assert_int_equal(system(cmd), 0);
+	assert_int_equal(rm_tree(d), 0);
 	free(d);
 }
 

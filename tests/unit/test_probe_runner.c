@@ -117,7 +117,8 @@ static int t_own(void *arg, int id, const char *val)
 
 static const struct probe_opt own[] = {{"own", 0, no_argument, 'o', NULL, "an option of its own"}};
 
-/* args.ctx and subprobes left NULL: the runner makes them ctx and args.subprobes. */
+/* A runner of the test probe with c (zeroed) as its context. args.ctx and subprobes left NULL: the
+ * runner makes them ctx and args.subprobes. */
 static struct probe_runner runner(struct t_ctx *c)
 {
 	const struct probe_runner r = {
@@ -138,6 +139,8 @@ static struct probe_runner runner(struct t_ctx *c)
 		.stop = t_stop,
 		.teardown = t_teardown,
 	};
+
+	memset(c, 0, sizeof(*c));
 	return r;
 }
 
@@ -159,7 +162,6 @@ static void test_defaults_options_and_order(void **state)
 	const char *argv[] = {"t_probe", "-t", "1", "-T", "250", "--own"};
 
 	(void)state;
-	memset(&c, 0, sizeof(c));
 	c.stop_after = 2;
 	assert_int_equal(run(&r, 6, argv), 0);
 	assert_int_equal(c.base.period_s, 1);
@@ -179,7 +181,6 @@ static void test_help_and_bad_options(void **state)
 	const char *unknown[] = {"t_probe", "-Z"};
 
 	(void)state;
-	memset(&c, 0, sizeof(c));
 	assert_int_equal(run(&r, 2, help), 0);
 	assert_int_equal(run(&r, 3, bad), 2);
 	assert_int_equal(run(&r, 2, unknown), 2);
@@ -193,7 +194,6 @@ static void test_check_and_setup_failures(void **state)
 	const char *argv[] = {"t_probe"};
 
 	(void)state;
-	memset(&c, 0, sizeof(c));
 	c.fail_check = 1;
 	assert_int_equal(run(&r, 1, argv), 2);
 	assert_string_equal(c.trace, "ic");
@@ -210,7 +210,6 @@ static void test_ticks_only(void **state)
 	const char *argv[] = {"t_probe"};
 
 	(void)state;
-	memset(&c, 0, sizeof(c));
 	r.period_s = NULL;
 	r.report = NULL;
 	r.apply = NULL;
@@ -228,7 +227,6 @@ static void test_ticks_between_reports(void **state)
 	const char *argv[] = {"t_probe", "-t", "1"};
 
 	(void)state;
-	memset(&c, 0, sizeof(c));
 	r.apply = NULL;
 	r.tick = t_tick;
 	c.stop_after = 50; /* a tick every 10 ms: the 50th (~0.5 s) comes before the first report (1 s) */

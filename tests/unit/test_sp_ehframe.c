@@ -4,6 +4,7 @@
  * hand-made sections for the instructions compilers rarely emit and for malformed input. */
 #include <errno.h>
 #include <fcntl.h>
+#include <limits.h>
 #include <setjmp.h>
 #include <spawn.h>
 #include <stdarg.h>
@@ -407,6 +408,41 @@ static void put_fde(struct buf *b, uint64_t sect, uint32_t pc, uint32_t range, c
 	}
 }
 
+/* A hand-made section at address sect (the CIE of put_cie, then the test's FDEs) and what it parses to. */
+struct eh {
+	struct buf b;
+	uint64_t sect;
+	struct sp_uw_row *rows;
+	size_t n;
+	struct sp_eh_stats st;
+};
+
+static void eh_parse(struct eh *e)
+{
+	assert_int_equal(sp_ehframe__parse(e->b.b, e->b.n, e->sect, 1000, &e->rows, &e->n, &e->st), 0);
+}
+
+/* The row sp_ehframe__find answers at pc: its kind, and its CFA offset and rbp rule unless NOCHECK. */
+#define NOCHECK INT_MIN
+struct want_row {
+	uint64_t pc;
+	int kind, cfa_off, rbp;
+};
+
+static void expect_rows(const struct eh *e, const struct want_row *w, size_t nw)
+{
+	for (size_t i = 0; i < nw; i++) {
+		const struct sp_uw_row *r = sp_ehframe__find(e->rows, e->n, w[i].pc);
+
+		assert_non_null(r);
+		assert_int_equal(r->kind, w[i].kind);
+		if (w[i].cfa_off != NOCHECK)
+			assert_int_equal(r->cfa_off, w[i].cfa_off);
+		if (w[i].rbp != NOCHECK)
+			assert_int_equal(r->rbp, w[i].rbp);
+	}
+}
+
 static void test_remember_restore(void **state)
 {
 	/* push rbp; mov rsp,rbp; ... remember; leave-like epilogue; ret; restore; more body */
@@ -424,45 +460,27 @@ static void test_remember_restore(void **state)
 		0x0b,	       /* restore_state */
 		0x2e, 0x10,    /* GNU_args_size 16 */
 	};
-	const uint64_t sect = 0x2000;
-	struct sp_uw_row *rows = NULL;
-	struct sp_eh_stats st;
-	const struct sp_uw_row *r;
-	struct buf b = {0};
-	size_t n = 0;
+	static const struct want_row want[] = {
+		{0x1000, SP_UW_CFA_RSP, 8, 0},
+		{0x1002, SP_UW_CFA_RSP, 16, -2},
+		{0x1004, SP_UW_CFA_RBP, 16, NOCHECK},
+		{0x100e, SP_UW_CFA_RSP, 8, 0}, /* after the epilogue (remembered state popped at 0x100f) */
+		{0x100f, SP_UW_CFA_RBP, 16, -2},
+		{0x1020, SP_UW_NONE, NOCHECK, NOCHECK}, /* past the FDE: a gap */
+	};
+	struct eh e = {.sect = 0x2000};
 
 	(void)state;
-	put_cie(&b);
-	put_fde(&b, sect, 0x1000, 0x20, insns, sizeof(insns));
-	put_u32(&b, 0); /* terminator */
-	assert_int_equal(sp_ehframe__parse(b.b, b.n, sect, 1000, &rows, &n, &st), 0);
-	assert_int_equal(st.cies, 1);
-	assert_int_equal(st.fdes, 1);
-	assert_int_equal(st.bad, 0);
-	r = sp_ehframe__find(rows, n, 0x1000);
-	assert_non_null(r);
-	assert_int_equal(r->kind, SP_UW_CFA_RSP);
-	assert_int_equal(r->cfa_off, 8);
-	assert_int_equal(r->rbp, 0);
-	r = sp_ehframe__find(rows, n, 0x1002);
-	assert_int_equal(r->kind, SP_UW_CFA_RSP);
-	assert_int_equal(r->cfa_off, 16);
-	assert_int_equal(r->rbp, -2);
-	r = sp_ehframe__find(rows, n, 0x1004);
-	assert_int_equal(r->kind, SP_UW_CFA_RBP);
-	assert_int_equal(r->cfa_off, 16);
-	r = sp_ehframe__find(rows, n, 0x100e); /* after the epilogue (remembered state popped at 0x100f) */
-	assert_int_equal(r->kind, SP_UW_CFA_RSP);
-	assert_int_equal(r->cfa_off, 8);
-	assert_int_equal(r->rbp, 0);
-	r = sp_ehframe__find(rows, n, 0x100f);
-	assert_int_equal(r->kind, SP_UW_CFA_RBP);
-	assert_int_equal(r->cfa_off, 16);
-	assert_int_equal(r->rbp, -2);
-	r = sp_ehframe__find(rows, n, 0x1020); /* past the FDE: a gap */
-	assert_int_equal(r->kind, SP_UW_NONE);
-	assert_null(sp_ehframe__find(rows, n, 0xfff));
-	free(rows);
+	put_cie(&e.b);
+	put_fde(&e.b, e.sect, 0x1000, 0x20, insns, sizeof(insns));
+	put_u32(&e.b, 0); /* terminator */
+	eh_parse(&e);
+	assert_int_equal(e.st.cies, 1);
+	assert_int_equal(e.st.fdes, 1);
+	assert_int_equal(e.st.bad, 0);
+	expect_rows(&e, want, sizeof(want) / sizeof(want[0]));
+	assert_null(sp_ehframe__find(e.rows, e.n, 0xfff));
+	free(e.rows);
 }
 
 static void test_plt_and_unsupported(void **state)
@@ -471,28 +489,21 @@ static void test_plt_and_unsupported(void **state)
 				      0x80, 0,	0x3f, 0x1a, 0x3b, 0x2a, 0x33, 0x24, 0x22};
 	/* CFA = rsp + 8 but the return address in a register: unsupported */
 	static const uint8_t odd[] = {0x09, 16, 3};
-	const uint64_t sect = 0x3000;
-	struct sp_uw_row *rows = NULL;
-	struct sp_eh_stats st;
-	const struct sp_uw_row *r;
-	struct buf b = {0};
-	size_t n = 0;
+	static const struct want_row want[] = {
+		{0x1000, SP_UW_CFA_RSP, 16, NOCHECK},
+		{0x1010, SP_UW_PLT, NOCHECK, 11},
+		{0x1044, SP_UW_NONE, NOCHECK, NOCHECK},
+	};
+	struct eh e = {.sect = 0x3000};
 
 	(void)state;
-	put_cie(&b);
-	put_fde(&b, sect, 0x1000, 0x40, plt, sizeof(plt));
-	put_fde(&b, sect, 0x1040, 0x10, odd, sizeof(odd));
-	assert_int_equal(sp_ehframe__parse(b.b, b.n, sect, 1000, &rows, &n, &st), 0);
-	r = sp_ehframe__find(rows, n, 0x1000);
-	assert_int_equal(r->kind, SP_UW_CFA_RSP);
-	assert_int_equal(r->cfa_off, 16);
-	r = sp_ehframe__find(rows, n, 0x1010);
-	assert_int_equal(r->kind, SP_UW_PLT);
-	assert_int_equal(r->rbp, 11);
-	r = sp_ehframe__find(rows, n, 0x1044);
-	assert_int_equal(r->kind, SP_UW_NONE);
-	assert_true(st.unsupported >= 1);
-	free(rows);
+	put_cie(&e.b);
+	put_fde(&e.b, e.sect, 0x1000, 0x40, plt, sizeof(plt));
+	put_fde(&e.b, e.sect, 0x1040, 0x10, odd, sizeof(odd));
+	eh_parse(&e);
+	expect_rows(&e, want, sizeof(want) / sizeof(want[0]));
+	assert_true(e.st.unsupported >= 1);
+	free(e.rows);
 }
 
 static void test_malformed(void **state)

@@ -16,16 +16,6 @@
 #include "../../supervisor/export/events.h"
 #include "test_sup_fixture.h"
 
-static int setup(void **state)
-{
-	char err[256];
-
-	(void)state;
-	reg_setup(NULL);
-	assert_int_equal(gg_events__register(reg, err, sizeof(err)), 0);
-	return 0;
-}
-
 static struct gg_events *new_events(unsigned int timeout_s, int zh, unsigned int dedup_max)
 {
 	struct gg_events_opts o = {timeout_s, zh, "mid1", "host1", dedup_max, NULL, NULL};
@@ -235,5 +225,5 @@ int main(void)
 		cmocka_unit_test(test_entity_id_bounded),  cmocka_unit_test(test_dedup_bound),
 	};
 
-	return cmocka_run_group_tests(tests, setup, reg_teardown);
+	return reg_run_group_tests(tests, NULL, gg_events__register);
 }

@@ -1,11 +1,15 @@
 /* test_sup_fixture.h - the cmocka group fixture of supervisor unit tests that render or store records: one
- * meta registry for the whole group, freed at the end. Include after cmocka.h. */
+ * meta registry for the whole group, freed at the end, and the rendering of one record into JSON.
+ * Include after cmocka.h. */
 #ifndef GG_TEST_SUP_FIXTURE_H
 #define GG_TEST_SUP_FIXTURE_H
 
 #include <string.h>
 
+#include <cjson/cJSON.h>
+
 #include "meta.h"
+#include "outbuf.h"
 
 static struct meta_registry *reg;
 
@@ -28,6 +32,55 @@ static int reg_teardown(void **state)
 	(void)state;
 	meta_registry__free(reg);
 	return 0;
+}
+
+/* What reg_group_setup puts in the registry: the tables of reg_meta_text, then the reserved tables
+ * that reg_reserved registers (either may be NULL); set by reg_run_group_tests. */
+static const char *reg_meta_text;
+static int (*reg_reserved)(struct meta_registry *reg, char *err, size_t errlen);
+
+static inline int reg_group_setup(void **state)
+{
+	char err[256];
+
+	(void)state;
+	reg_setup(reg_meta_text);
+	if (reg_reserved)
+		assert_int_equal(reg_reserved(reg, err, sizeof(err)), 0);
+	return 0;
+}
+
+/* main()'s end: the group of tests run with a registry holding the tables of meta_text and the reserved
+ * ones that reserved registers (either may be NULL). A macro: cmocka_run_group_tests takes the array. */
+#define reg_run_group_tests(tests, meta_text, reserved)          \
+	(reg_meta_text = (meta_text), reg_reserved = (reserved), \
+	 cmocka_run_group_tests(tests, reg_group_setup, reg_teardown))
+
+/* One record rendered into JSON: the record of a line of the registry's tables and the buffer it is
+ * rendered into. */
+struct rendering {
+	struct meta_record rec;
+	struct gg_buf b;
+};
+
+static inline void render_begin(struct rendering *r, const char *line)
+{
+	assert_int_equal(meta_record__parse(reg, line, strlen(line), &r->rec, NULL), META_OK);
+	gg_buf__init(&r->b, 0);
+}
+
+/* The rendered line parsed (one line: no newline in it), or NULL when the rendering failed (render_err). */
+static inline cJSON *render_end(struct rendering *r, int render_err)
+{
+	cJSON *j = NULL;
+
+	if (!render_err) {
+		assert_null(memchr(r->b.data, '\n', r->b.len));
+		j = cJSON_Parse(r->b.data);
+		assert_non_null(j);
+	}
+	gg_buf__fini(&r->b);
+	return j;
 }
 
 #endif

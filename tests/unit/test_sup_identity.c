@@ -21,6 +21,7 @@
 #include "../../supervisor/bolt.h"
 #include "../../supervisor/identity.h"
 #include "test_sup_fixture.h"
+#include "test_tmpdir.h"
 
 #define ID_A "0123456789abcdef0123456789abcdef0123456789abcdef0123456789abcdef"
 #define ID_B "fedcba9876543210fedcba9876543210fedcba9876543210fedcba9876543210"
@@ -129,6 +130,18 @@ static void test_proc_cgroup_text(void **state)
 
 /* ---- state readers ------------------------------------------------------------------------------------ */
 
+/* The names parsed: each expected value that is not NULL is checked. */
+static void names_are(const struct gg_ident_names *n, const char *name, const char *image, const char *pod,
+		      const char *pod_ns, const char *pod_uid)
+{
+	const char *want[] = {name, image, pod, pod_ns, pod_uid};
+	const char *got[] = {n->name, n->image, n->pod, n->pod_ns, n->pod_uid};
+
+	for (size_t i = 0; i < sizeof(want) / sizeof(want[0]); i++)
+		if (want[i])
+			assert_string_equal(got[i], want[i]);
+}
+
 static int parse_oci(const char *s, struct gg_ident_names *n)
 {
 	memset(n, 0, sizeof(*n));
@@ -150,11 +163,7 @@ static void test_oci_config(void **state)
 				   "\"io.kubernetes.cri.sandbox-uid\":\"" UID "\"}}",
 				   &n),
 			 0);
-	assert_string_equal(n.name, "nginx");
-	assert_string_equal(n.image, "docker.io/library/nginx:1.25");
-	assert_string_equal(n.pod, "web-0");
-	assert_string_equal(n.pod_ns, "default");
-	assert_string_equal(n.pod_uid, UID);
+	names_are(&n, "nginx", "docker.io/library/nginx:1.25", "web-0", "default", UID);
 	/* CRI-O */
 	assert_int_equal(parse_oci("{\"annotations\":{\"io.kubernetes.container.name\":\"api\","
 				   "\"io.kubernetes.cri-o.ContainerName\":\"k8s_api_p_ns_uid_0\","
@@ -163,10 +172,7 @@ static void test_oci_config(void **state)
 				   "\"io.kubernetes.pod.uid\":\"" UID "\"}}",
 				   &n),
 			 0);
-	assert_string_equal(n.name, "api");
-	assert_string_equal(n.image, "quay.io/x/api:v2");
-	assert_string_equal(n.pod, "p");
-	assert_string_equal(n.pod_ns, "ns");
+	names_are(&n, "api", "quay.io/x/api:v2", "p", "ns", NULL);
 	/* CRI-O's labels as one JSON string only */
 	assert_int_equal(
 		parse_oci("{\"annotations\":{\"io.kubernetes.cri-o.Labels\":\"{\\\"io.kubernetes.container.name\\\":"
@@ -174,10 +180,7 @@ static void test_oci_config(void **state)
 			  "\\\"n\\\"}\",\"io.kubernetes.cri-o.ImageName\":\"i\"}}",
 			  &n),
 		0);
-	assert_string_equal(n.name, "c");
-	assert_string_equal(n.pod, "p");
-	assert_string_equal(n.pod_ns, "n");
-	assert_string_equal(n.image, "i");
+	names_are(&n, "c", "i", "p", "n", NULL);
 	assert_int_equal(parse_oci("{\"annotations\":{\"io.kubernetes.cri-o.Labels\":\"{not json\"}}", &n), -ENOENT);
 	assert_int_equal(parse_oci("{\"annotations\":{\"io.kubernetes.cri-o.Labels\":[1]}}", &n), -ENOENT);
 	/* bad input */
@@ -203,8 +206,7 @@ static void test_oci_config(void **state)
 	memset(big + strlen(big), 'x', 2000);
 	strcat(big, "\",\"io.kubernetes.cri.sandbox-name\":\"p\"}}");
 	assert_int_equal(parse_oci(big, &n), 0);
-	assert_string_equal(n.name, "");
-	assert_string_equal(n.pod, "p");
+	names_are(&n, "", NULL, "p", NULL, NULL);
 	free(big);
 	/* deep nesting: refused by the parser, not a crash */
 	{
@@ -231,15 +233,10 @@ static void test_docker_config(void **state)
 	(void)state;
 	memset(&n, 0, sizeof(n));
 	assert_int_equal(gg_ident__parse_docker_config(ok, strlen(ok), &n), 0);
-	assert_string_equal(n.name, "web-1");
-	assert_string_equal(n.image, "nginx:1.25");
-	assert_string_equal(n.pod, "");
+	names_are(&n, "web-1", "nginx:1.25", "", NULL, NULL);
 	memset(&n, 0, sizeof(n));
 	assert_int_equal(gg_ident__parse_docker_config(shim, strlen(shim), &n), 0);
-	assert_string_equal(n.name, "app");
-	assert_string_equal(n.pod, "pod-1");
-	assert_string_equal(n.pod_ns, "ns");
-	assert_string_equal(n.pod_uid, UID);
+	names_are(&n, "app", NULL, "pod-1", "ns", UID);
 	memset(&n, 0, sizeof(n));
 	assert_int_equal(gg_ident__parse_docker_config(ok, strlen(ok) - 10, &n), -EINVAL); /* truncated */
 	assert_int_equal(gg_ident__parse_docker_config("{\"Name\":5,\"Config\":\"x\"}", 23, &n), -ENOENT);
@@ -258,12 +255,10 @@ static void test_storage_containers(void **state)
 	(void)state;
 	memset(&n, 0, sizeof(n));
 	assert_int_equal(gg_ident__parse_storage_containers(list, strlen(list), ID_A, &n), 0);
-	assert_string_equal(n.name, "db");
-	assert_string_equal(n.image, "docker.io/library/postgres:16");
+	names_are(&n, "db", "docker.io/library/postgres:16", NULL, NULL, NULL);
 	memset(&n, 0, sizeof(n));
 	assert_int_equal(gg_ident__parse_storage_containers(list, strlen(list), ID_B, &n), 0);
-	assert_string_equal(n.name, "other");
-	assert_string_equal(n.image, "");
+	names_are(&n, "other", "", NULL, NULL, NULL);
 	memset(&n, 0, sizeof(n));
 	assert_int_equal(gg_ident__parse_storage_containers(list, strlen(list), "abc", &n), -ENOENT);
 	assert_int_equal(gg_ident__parse_storage_containers(list, strlen(list) / 2, ID_A, &n), -EINVAL);
@@ -317,12 +312,9 @@ static int tmp_setup(void **state)
 
 static int tmp_teardown(void **state)
 {
-	char cmd[300];
-
 	(void)state;
 	/* only our own temporary directory */
-	snprintf(cmd, sizeof(cmd), "rm -rf '%s'", tmp);
-	assert_int_equal(system(cmd), 0);
+	assert_int_equal(rm_tree(tmp), 0);
 	return 0;
 }
 

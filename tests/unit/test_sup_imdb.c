@@ -37,12 +37,6 @@ static const char *META = "version = \"1.0.0\";\n"
 			  "   { description: \"v\", type: \"gauge\", name: \"v\" } ) }\n"
 			  ");\n";
 
-static int setup(void **state)
-{
-	(void)state;
-	return reg_setup(META);
-}
-
 static const struct imdb_limits def_limits = {
 	.max_tables = 8, .max_records = 100, .max_metrics = 3, .max_bytes = 64u << 20, .record_timeout_ms = 1000};
 
@@ -96,7 +90,7 @@ static void test_replace_one_row_per_key(void **state)
 	assert_int_equal(put(db, "|t1|a|x2|3.5|11|", 5, NULL), 0); /* replaces a */
 	t = table_named(db, "t1");
 	assert_non_null(t);
-	assert_int_equal(t->nrows, 2);
+	assert_int_equal(t->age.n, 2);
 	assert_int_equal(t->updates, 3);
 	assert_int_equal(imdb__rows(db), 2);
 	txt = render(db, fams);
@@ -154,17 +148,17 @@ static void test_max_records_and_aging(void **state)
 	}
 	assert_int_equal(why, IMDB_DROP_MAX_RECORDS);
 	t = table_named(db, "t2");
-	assert_int_equal(t->nrows, 10);
+	assert_int_equal(t->age.n, 10);
 	assert_int_equal(t->dropped[IMDB_DROP_MAX_RECORDS], 5);
 	/* an existing key is still updated when the table is full */
 	assert_int_equal(put(db, "|t2|k0|100|", 1500, NULL), 0);
 	/* rows k1..k9 were updated at 100..900 ms, k0 at 1500: at 1850 k1..k8 are older than 1000 ms */
 	assert_int_equal(imdb__expire(db, 1850), 8);
-	assert_int_equal(t->nrows, 2);
+	assert_int_equal(t->age.n, 2);
 	assert_int_equal(t->expired, 8);
 	/* room again */
 	assert_int_equal(put(db, "|t2|new|1|", 1900, NULL), 0);
-	assert_int_equal(t->nrows, 3);
+	assert_int_equal(t->age.n, 3);
 	assert_int_equal(imdb__expire(db, 10000), 3);
 	assert_int_equal(imdb__rows(db), 0);
 	imdb__free(db);
@@ -215,7 +209,7 @@ static void test_unique_key_flood_is_bounded(void **state)
 	t = table_named(db, "t1");
 	assert_true(imdb__bytes(db) <= lim.max_bytes);
 	assert_true(stored > 1000); /* something was stored */
-	assert_int_equal(t->nrows, stored);
+	assert_int_equal(t->age.n, stored);
 	assert_int_equal(t->dropped[IMDB_DROP_MEMORY], 1000000 - stored);
 	imdb__free(db);
 }
@@ -239,7 +233,7 @@ static void test_value_growth_within_memory_bound(void **state)
 	/* replacing the row with a 1 KiB label would cross max_bytes: refused, the old values stay */
 	assert_int_equal(put(db, line, 0, NULL), -ENOSPC);
 	assert_int_equal(table_named(db, "t1")->dropped[IMDB_DROP_MEMORY], 1);
-	assert_int_equal(table_named(db, "t1")->nrows, 1);
+	assert_int_equal(table_named(db, "t1")->age.n, 1);
 	imdb__free(db);
 }
 
@@ -254,5 +248,5 @@ int main(void)
 		cmocka_unit_test(test_value_growth_within_memory_bound),
 	};
 
-	return cmocka_run_group_tests(tests, setup, reg_teardown);
+	return reg_run_group_tests(tests, META, NULL);
 }

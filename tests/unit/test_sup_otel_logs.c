@@ -15,16 +15,6 @@
 #include "../../supervisor/export/otel_logs.h"
 #include "test_sup_fixture.h"
 
-static int setup(void **state)
-{
-	char err[256];
-
-	(void)state;
-	reg_setup(NULL);
-	assert_int_equal(gg_otel_logs__register(reg, err, sizeof(err)), 0);
-	return 0;
-}
-
 static void container(void *ctx, uint32_t tgid, const char **ret_id, const char **ret_name)
 {
 	(void)ctx;
@@ -36,21 +26,12 @@ static void container(void *ctx, uint32_t tgid, const char **ret_id, const char 
 static cJSON *render(const char *line, int *ret_err)
 {
 	const struct gg_otel_logs_opts o = {.machine_id = "mid", .hostname = "host", .container = container};
-	struct meta_record rec;
-	struct gg_buf b;
-	cJSON *j = NULL;
+	struct rendering r;
 
-	assert_int_equal(meta_record__parse(reg, line, strlen(line), &rec, NULL), META_OK);
-	assert_true(gg_otel_logs__is_log_table(rec.table));
-	gg_buf__init(&b, 0);
-	*ret_err = gg_otel_logs__render(&o, &rec, &b);
-	if (!*ret_err) {
-		assert_null(memchr(b.data, '\n', b.len));
-		j = cJSON_Parse(b.data);
-		assert_non_null(j);
-	}
-	gg_buf__fini(&b);
-	return j;
+	render_begin(&r, line);
+	assert_true(gg_otel_logs__is_log_table(r.rec.table));
+	*ret_err = gg_otel_logs__render(&o, &r.rec, &r.b);
+	return render_end(&r, *ret_err);
 }
 
 static const char *str(const cJSON *o, const char *key)
@@ -132,5 +113,5 @@ int main(void)
 		cmocka_unit_test(test_refused),
 	};
 
-	return cmocka_run_group_tests(tests, setup, reg_teardown);
+	return reg_run_group_tests(tests, NULL, gg_otel_logs__register);
 }

@@ -15,6 +15,7 @@
 #include <cmocka.h>
 
 #include "../../supervisor/rest/profile_query.h"
+#include "test_tmpdir.h"
 
 static char g_dir[256];
 
@@ -77,11 +78,8 @@ static int setup(void **state)
 
 static int teardown(void **state)
 {
-	char cmd[512];
-
 	(void)state;
-	snprintf(cmd, sizeof(cmd), "rm -rf %s", g_dir);
-	assert_int_equal(system(cmd), 0);
+	assert_int_equal(rm_tree(g_dir), 0);
 	return 0;
 }
 

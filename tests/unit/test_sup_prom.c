@@ -35,12 +35,6 @@ static const char *META = "version = \"2.1.0\";\n"
 			  "   { description: \"reserved\", type: \"gauge\", name: \"up\" } ) }\n"
 			  ");\n";
 
-static int setup(void **state)
-{
-	(void)state;
-	return reg_setup(META);
-}
-
 static const struct imdb_limits lim = {16, 100, 16, 64u << 20, 0};
 static const char *const extra_names[] = {"machine_id", "hostname", NULL};
 
@@ -192,5 +186,5 @@ int main(void)
 		cmocka_unit_test(test_metadata),
 	};
 
-	return cmocka_run_group_tests(tests, setup, reg_teardown);
+	return reg_run_group_tests(tests, META, NULL);
 }

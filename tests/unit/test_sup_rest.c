@@ -20,6 +20,7 @@
 #include "../../supervisor/rest/persist.h"
 #include "../../supervisor/rest/validate.h"
 #include "../../supervisor/rest/snoopers.h"
+#include "test_tmpdir.h"
 
 static char tmpdir[64];
 
@@ -357,6 +358,10 @@ static void test_errors_name_field_and_range(void **state)
 	expect("tcp", "{\"snoopers\":{\"proc_id\":[\"12\"]}}", 400, "snoopers.proc_id[0]");
 	expect("tcp", "{\"snoopers\":{\"proc_name\":[{\"cmdline\":\"x\"}]}}", 400,
 	       "snoopers.proc_name[0].comm: required");
+	expect("tcp", "{\"snoopers\":{\"proc_name\":[1]}}", 400,
+	       "snoopers.proc_name[0]: must be an object {\"comm\", \"cmdline\", \"debugging_dir\"}");
+	expect("opengauss_sli", "{\"snoopers\":{\"gaussdb\":[\"x\"]}}", 400,
+	       "snoopers.gaussdb[0]: must be an object {\"dbip\", \"dbport\", \"dbname\", \"dbuser\", \"dbpass\"}");
 	expect("tcp", "{\"snoopers\":{\"proc_name\":[{\"comm\":\"" ID64 "x\"}]}}", 400,
 	       "snoopers.proc_name[0].comm: must be 1 to 64 characters");
 	expect("tcp", "{\"snoopers\":{\"proc_name\":[{\"comm\":\"(a)\\\\1\"}]}}", 400,
@@ -612,8 +617,8 @@ static void test_resolve(void **state)
 		assert_int_equal(gg_snoopers__resolve(sets, 4, again, &o, NULL), 0);
 		for (int i = 0; i < 4; i++)
 			assert_true(gg_scope__equal(&sc[i], &again[i]));
-		snprintf(p, sizeof(p), "rm -rf %s/100", proc); /* test-owned temp dir */
-		assert_int_equal(system(p), 0);
+		snprintf(p, sizeof(p), "%s/100", proc); /* test-owned temp dir */
+		assert_int_equal(rm_tree(p), 0);
 		assert_int_equal(gg_snoopers__resolve(sets, 4, again, &o, NULL), 0);
 		assert_false(gg_scope__equal(&sc[0], &again[0]));
 		assert_int_equal(again[0].ntgid, 1);
@@ -957,11 +962,8 @@ static int setup(void **state)
 
 static int teardown(void **state)
 {
-	char cmd[PATH_MAX + 32];
-
 	(void)state;
-	snprintf(cmd, sizeof(cmd), "rm -rf %s", tmpdir); /* our own mkdtemp directory */
-	return system(cmd) == 0 ? 0 : -1;
+	return rm_tree(tmpdir) == 0 ? 0 : -1; /* our own mkdtemp directory */
 }
 
 int main(void)

@@ -191,6 +191,13 @@ static void run_client(struct client *c, struct gg_http_stats *ret_stats)
 	assert_int_equal(uv_loop_close(&loop), 0);
 }
 
+/* Request i of the client: req sent on fd, the status and body of the response in result[i] and body[i]
+ * (-1: the request could not be sent). */
+static void exchange(struct client *c, int i, int fd, const char *req, size_t len)
+{
+	c->result[i] = send_all(fd, req, len) ? -1 : read_response(fd, c->body[i], sizeof(c->body[i]));
+}
+
 static void keepalive_client(struct client *c)
 {
 	static const char put[] = "PUT /tcp HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\n"
@@ -201,11 +208,11 @@ static void keepalive_client(struct client *c)
 	if (fd < 0)
 		return;
 	snprintf(req, sizeof(req), "GET /metrics?x=a%%20b&y=2 HTTP/1.1\r\nHost: x\r\n\r\n");
-	c->result[0] = send_all(fd, req, strlen(req)) ? -1 : read_response(fd, c->body[0], sizeof(c->body[0]));
+	exchange(c, 0, fd, req, strlen(req));
 	/* same connection: keep-alive */
-	c->result[1] = send_all(fd, put, sizeof(put) - 1) ? -1 : read_response(fd, c->body[1], sizeof(c->body[1]));
+	exchange(c, 1, fd, put, sizeof(put) - 1);
 	snprintf(req, sizeof(req), "GET /teapot HTTP/1.1\r\nHost: x\r\n\r\n");
-	c->result[2] = send_all(fd, req, strlen(req)) ? -1 : read_response(fd, c->body[2], sizeof(c->body[2]));
+	exchange(c, 2, fd, req, strlen(req));
 	close(fd);
 }
 
@@ -236,7 +243,7 @@ static void args_client(struct client *c)
 
 	if (fd < 0)
 		return;
-	c->result[0] = send_all(fd, put, strlen(put)) ? -1 : read_response(fd, c->body[0], sizeof(c->body[0]));
+	exchange(c, 0, fd, put, strlen(put));
 	close(fd);
 }
 
@@ -265,13 +272,13 @@ static void limit_client(struct client *c)
 	fd = connect_to(c->port);
 	n = snprintf(req, sizeof(req), "PUT /x HTTP/1.1\r\nHost: x\r\nContent-Length: 2049\r\n\r\n");
 	memset(req + n, 'a', 2049);
-	c->result[0] = send_all(fd, req, (size_t)n + 2049) ? -1 : read_response(fd, c->body[0], sizeof(c->body[0]));
+	exchange(c, 0, fd, req, (size_t)n + 2049);
 	close(fd);
 	/* exactly at the limit: accepted */
 	fd = connect_to(c->port);
 	n = snprintf(req, sizeof(req), "PUT /x HTTP/1.1\r\nHost: x\r\nContent-Length: 2048\r\n\r\n");
 	memset(req + n, 'a', 2048);
-	c->result[1] = send_all(fd, req, (size_t)n + 2048) ? -1 : read_response(fd, c->body[1], sizeof(c->body[1]));
+	exchange(c, 1, fd, req, (size_t)n + 2048);
 	close(fd);
 	/* chunked, no length announced: counted while it arrives */
 	fd = connect_to(c->port);
@@ -283,7 +290,7 @@ static void limit_client(struct client *c)
 		n += snprintf(req + n, sizeof(req) - (size_t)n, "\r\n");
 	}
 	n += snprintf(req + n, sizeof(req) - (size_t)n, "0\r\n\r\n");
-	c->result[2] = send_all(fd, req, (size_t)n) ? -1 : read_response(fd, c->body[2], sizeof(c->body[2]));
+	exchange(c, 2, fd, req, (size_t)n);
 	close(fd);
 }
 

@@ -15,16 +15,6 @@
 #include "../../supervisor/export/traces.h"
 #include "test_sup_fixture.h"
 
-static int setup(void **state)
-{
-	char err[256];
-
-	(void)state;
-	reg_setup(NULL);
-	assert_int_equal(gg_traces__register(reg, err, sizeof(err)), 0);
-	return 0;
-}
-
 static const char *cid(void *ctx, uint32_t tgid)
 {
 	(void)ctx;
@@ -36,21 +26,12 @@ static cJSON *render(const char *line, int *ret_err)
 {
 	const struct gg_traces_opts o = {
 		.machine_id = "mid", .hostname = "host", .version = "1.2.3", .container_id = cid};
-	struct meta_record rec;
-	struct gg_buf b;
-	cJSON *j = NULL;
+	struct rendering r;
 
-	assert_int_equal(meta_record__parse(reg, line, strlen(line), &rec, NULL), META_OK);
-	assert_true(gg_traces__is_trace_table(rec.table));
-	gg_buf__init(&b, 0);
-	*ret_err = gg_traces__render(&o, &rec, &b);
-	if (!*ret_err) {
-		assert_null(memchr(b.data, '\n', b.len));
-		j = cJSON_Parse(b.data);
-		assert_non_null(j);
-	}
-	gg_buf__fini(&b);
-	return j;
+	render_begin(&r, line);
+	assert_true(gg_traces__is_trace_table(r.rec.table));
+	*ret_err = gg_traces__render(&o, &r.rec, &r.b);
+	return render_end(&r, *ret_err);
 }
 
 /* The value of attribute key in an OTel attribute list (as a string, int or bool rendered). */
@@ -223,5 +204,5 @@ int main(void)
 		cmocka_unit_test(test_malformed),
 	};
 
-	return cmocka_run_group_tests(tests, setup, reg_teardown);
+	return reg_run_group_tests(tests, NULL, gg_traces__register);
 }

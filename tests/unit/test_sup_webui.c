@@ -26,12 +26,6 @@ static const char *META = "version = \"1.0.0\";\n"
 			  "   { description: \"a histogram\", type: \"histogram\", name: \"h\" } ) }\n"
 			  ");\n";
 
-static int setup(void **state)
-{
-	(void)state;
-	return reg_setup(META);
-}
-
 static const char *const extra_names[] = {"machine_id", "hostname", NULL};
 
 struct fixture {
@@ -369,5 +363,5 @@ int main(void)
 		cmocka_unit_test(test_rebinding_and_other_sites),
 	};
 
-	return cmocka_run_group_tests(tests, setup, reg_teardown);
+	return reg_run_group_tests(tests, META, NULL);
 }

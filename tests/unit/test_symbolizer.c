@@ -21,6 +21,7 @@
 #include <fcntl.h>
 
 #include "symbolizer.h"
+#include "test_tmpdir.h"
 
 __attribute__((noinline)) int sym_test_target(int x)
 {
@@ -172,7 +173,7 @@ static void copy_self_maps(const char *path)
 /* A fake /proc/<4242> made of this process's maps: then an "exec" swaps its image. */
 static void test_exec_invalidates(void **state)
 {
-	char root[] = "/tmp/symtest-XXXXXX", dir[PATH_MAX], path[PATH_MAX + 32], cmd[PATH_MAX + 64], exe[PATH_MAX];
+	char root[] = "/tmp/symtest-XXXXXX", dir[PATH_MAX], path[PATH_MAX + 32], exe[PATH_MAX];
 	struct symbolizer_opts o = {.proc_root = root};
 	struct symbolizer *s;
 	struct symbolizer_stats st;
@@ -238,8 +239,7 @@ static void test_exec_invalidates(void **state)
 	assert_int_equal(st.execs, 2);
 
 	/* gone: the last maps still serve the rest of the round */
-	snprintf(cmd, sizeof(cmd), "rm -rf %s", dir);
-	assert_int_equal(system(cmd), 0);
+	assert_int_equal(rm_tree(dir), 0);
 	symbolizer__begin_round(s);
 	assert_int_equal(symbolizer__user(s, 4242, ip, &f), 0);
 	symbolizer__free(s);
@@ -379,7 +379,7 @@ static void check_debug_file(const char *case_name, int expect_name)
 		assert_string_equal(f.module, "/bin/app");
 	}
 	symbolizer__free(s);
-	run("rm -rf %s", root);
+	assert_int_equal(rm_tree(root), 0);
 }
 
 static void test_debug_build_id(void **state)

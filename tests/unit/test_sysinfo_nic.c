@@ -22,14 +22,6 @@ static unsigned int parse(struct si_nic *n, const char *text, uint64_t now)
 	return nic_parse(n, text, strlen(text), now);
 }
 
-static const struct si_counter_row *row(const struct si_nic *n, const char *name)
-{
-	for (unsigned int i = 0; i < n->tab.nrows; i++)
-		if (!strcmp(n->tab.rows[i].name, name))
-			return &n->tab.rows[i];
-	return NULL;
-}
-
 static void test_rates(void **state)
 {
 	struct si_nic n = {0};
@@ -42,7 +34,7 @@ static void test_rates(void **state)
 			       1000),
 			 0);
 	assert_int_equal(n.tab.nrows, 2);
-	r = row(&n, "eth0");
+	r = tab_row(&n.tab, "eth0");
 	assert_non_null(r);
 	assert_int_equal(r->cur[ND_RX_BYTES], 50000);
 	assert_int_equal(r->cur[ND_RX_ERRS], 1);
@@ -55,10 +47,10 @@ static void test_rates(void **state)
 	      HEAD "  eth0: 70480 120 1 2 0 0 0 0 24096 90 3 4 0 0 0 0\n"
 		   "    lo: 1000 10 0 0 0 0 0 0 1000 10 0 0 0 0 0 0\n",
 	      3000);
-	r = row(&n, "eth0");
+	r = tab_row(&n.tab, "eth0");
 	assert_true(rate_kib(r, ND_RX_BYTES) == 10.0);
 	assert_true(rate_kib(r, ND_TX_BYTES) == 2.0);
-	assert_true(rate_kib(row(&n, "lo"), ND_RX_BYTES) == 0);
+	assert_true(rate_kib(tab_row(&n.tab, "lo"), ND_RX_BYTES) == 0);
 	si_nic__free(&n);
 }
 
@@ -71,14 +63,14 @@ static void test_counter_reset(void **state)
 	parse(&n, HEAD "  eth0: 9000000000 100 0 0 0 0 0 0 5000 80 0 0 0 0 0 0\n", 1000);
 	/* the driver was reloaded: counters start over; the rate is 0, not 2^64 - 9e9 */
 	parse(&n, HEAD "  eth0: 1024 1 0 0 0 0 0 0 100 1 0 0 0 0 0 0\n", 2000);
-	r = row(&n, "eth0");
+	r = tab_row(&n.tab, "eth0");
 	assert_true(rate_kib(r, ND_RX_BYTES) == 0);
 	assert_true(rate_kib(r, ND_TX_BYTES) == 0);
 	parse(&n, HEAD "  eth0: 3072 2 0 0 0 0 0 0 100 1 0 0 0 0 0 0\n", 3000);
-	assert_true(rate_kib(row(&n, "eth0"), ND_RX_BYTES) == 2.0);
+	assert_true(rate_kib(tab_row(&n.tab, "eth0"), ND_RX_BYTES) == 2.0);
 	/* no time elapsed: no rate (not a division by zero) */
 	parse(&n, HEAD "  eth0: 9999 3 0 0 0 0 0 0 100 1 0 0 0 0 0 0\n", 3000);
-	assert_true(rate_kib(row(&n, "eth0"), ND_RX_BYTES) == 0);
+	assert_true(rate_kib(tab_row(&n.tab, "eth0"), ND_RX_BYTES) == 0);
 	si_nic__free(&n);
 }
 
@@ -89,12 +81,12 @@ static void test_come_and_go(void **state)
 	(void)state;
 	parse(&n, HEAD "  veth1: 100 1 0 0 0 0 0 0 100 1 0 0 0 0 0 0\n  eth0: 1 1 0 0 0 0 0 0 1 1 0 0 0 0 0 0\n", 1000);
 	parse(&n, HEAD "  eth0: 1 1 0 0 0 0 0 0 1 1 0 0 0 0 0 0\n", 2000);
-	assert_null(row(&n, "veth1")); /* gone: forgotten */
+	assert_null(tab_row(&n.tab, "veth1")); /* gone: forgotten */
 	assert_int_equal(n.tab.nrows, 1);
 	/* back with new counters: a new interface, no rate from the old one's */
 	parse(&n, HEAD "  veth1: 50 1 0 0 0 0 0 0 100 1 0 0 0 0 0 0\n  eth0: 1 1 0 0 0 0 0 0 1 1 0 0 0 0 0 0\n", 3000);
-	assert_int_equal(row(&n, "veth1")->have_prev, 0);
-	assert_true(rate_kib(row(&n, "veth1"), ND_RX_BYTES) == 0);
+	assert_int_equal(tab_row(&n.tab, "veth1")->have_prev, 0);
+	assert_true(rate_kib(tab_row(&n.tab, "veth1"), ND_RX_BYTES) == 0);
 	si_nic__free(&n);
 }
 
@@ -117,9 +109,9 @@ static void test_long_names_and_truncated(void **state)
 	/* the too long name is skipped and counted, the short line ignored, the last line (no newline) kept */
 	assert_int_equal(parse(&n, text, 1000), 1);
 	assert_int_equal(n.tab.nrows, 2);
-	assert_non_null(row(&n, name31));
-	assert_null(row(&n, "eth1"));
-	assert_int_equal(row(&n, "eth2")->cur[ND_TX_BYTES], 8);
+	assert_non_null(tab_row(&n.tab, name31));
+	assert_null(tab_row(&n.tab, "eth1"));
+	assert_int_equal(tab_row(&n.tab, "eth2")->cur[ND_TX_BYTES], 8);
 	/* a header only, then nothing */
 	assert_int_equal(parse(&n, HEAD, 2000), 0);
 	assert_int_equal(n.tab.nrows, 0);

@@ -94,6 +94,21 @@ static double util_of(const char *out, int pid)
 	return strtod(v, NULL);
 }
 
+/* The records of one report of p for the scope sc. */
+static const char *report(struct si_proc *p, const struct gg_scope *sc)
+{
+	cap_begin();
+	assert_int_equal(si_proc__report(p, cap_rt, sc, NULL), 0);
+	return cap_take();
+}
+
+/* A period passes: the processes' last samples move 2 s into the past (report sets cur_ms). */
+static void period_passes(struct si_proc *p)
+{
+	for (unsigned int i = 0; i < p->nrows; i++)
+		p->rows[i].cur_ms -= 2000;
+}
+
 static void test_top_without_snoopers(void **state)
 {
 	struct si_proc p;
@@ -115,9 +130,7 @@ static void test_top_without_snoopers(void **state)
 	p.clk_tck = 100.0;
 	p.top = 2;
 
-	cap_begin();
-	assert_int_equal(si_proc__report(&p, cap_rt, &all, NULL), 0);
-	out = cap_take();
+	out = report(&p, &all);
 	/* first period: no CPU share yet, memory decides: the big one, then "small" */
 	assert_int_equal(rec_count(out, "system_proc"), 2);
 	assert_true(util_of(out, 90000002) == 0);
@@ -130,31 +143,23 @@ static void test_top_without_snoopers(void **state)
 	assert_int_equal(p.nrows, 4); /* every process followed, to rank the next period */
 
 	/* the busy one used 100 ticks more; time moved on by the period (cur_ms is set by report) */
-	for (unsigned int i = 0; i < p.nrows; i++)
-		p.rows[i].cur_ms -= 2000;
+	period_passes(&p);
 	put_stat(90000001, "busy one", 250, 50, 11, 10);
-	cap_begin();
-	assert_int_equal(si_proc__report(&p, cap_rt, &all, NULL), 0);
-	out = cap_take();
+	out = report(&p, &all);
 	assert_int_equal(rec_count(out, "system_proc"), 2);
 	assert_true(util_of(out, 90000001) > 95 && util_of(out, 90000001) <= 100); /* 2 s of CPU in ~2 s */
 	assert_true(util_of(out, 90000002) == 0);
 	assert_true(util_of(out, 90000003) < 0); /* left out */
 
 	/* 90000001 exits and its pid comes back as another process with fewer ticks: no huge share */
-	for (unsigned int i = 0; i < p.nrows; i++)
-		p.rows[i].cur_ms -= 2000;
+	period_passes(&p);
 	put_stat(90000001, "reborn", 1, 0, 999, 10);
-	cap_begin();
-	assert_int_equal(si_proc__report(&p, cap_rt, &all, NULL), 0);
-	out = cap_take();
+	out = report(&p, &all);
 	assert_true(util_of(out, 90000001) <= 0);
 
 	/* top 0: every process */
 	p.top = 0;
-	cap_begin();
-	assert_int_equal(si_proc__report(&p, cap_rt, &all, NULL), 0);
-	out = cap_take();
+	out = report(&p, &all);
 	assert_int_equal(rec_count(out, "system_proc"), 4);
 	si_proc__free(&p);
 }
@@ -171,16 +176,12 @@ static void test_snooped_pids_ignore_top(void **state)
 	assert_int_equal(si_proc__init(&p), 0);
 	snprintf(p.root, sizeof(p.root), "%s", root);
 	p.top = 1;
-	cap_begin();
-	assert_int_equal(si_proc__report(&p, cap_rt, &sc, NULL), 0);
-	out = cap_take();
+	out = report(&p, &sc);
 	assert_int_equal(rec_count(out, "system_proc"), 2);
 	assert_true(util_of(out, 90000003) == 0 && util_of(out, 90000004) == 0);
 	/* a truncated stat file of a snooped process: reported with what is there */
 	put_file(root, "90000003/stat", "90000003 (idle) S 1 90000003 90000003 0 -1 4194560 100 0 2 0 7");
-	cap_begin();
-	assert_int_equal(si_proc__report(&p, cap_rt, &sc, NULL), 0);
-	out = cap_take();
+	out = report(&p, &sc);
 	assert_int_equal(rec_count(out, "system_proc"), 2);
 	assert_int_equal(probe_rt__records_invalid(cap_rt), 0);
 	si_proc__free(&p);

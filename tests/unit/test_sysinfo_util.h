@@ -5,16 +5,17 @@
 #define GG_TEST_SYSINFO_UTIL_H
 
 #include <fcntl.h>
-#include <ftw.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
 #include "probe.h"
+#include "test_tmpdir.h"
 
 static struct probe_rt *cap_rt;
 static int cap_fd = -1, cap_saved = -1;
+static uint64_t cap_invalid; /* cap_rt's invalid records when the capture began */
 static char cap_buf[1 << 20];
 
 /* Group setup: a temporary file to capture stdout into, a standalone runtime printing records on
@@ -48,14 +49,25 @@ static int cap_teardown(void **state)
 	return 0;
 }
 
+/* The row named name of a sub-probe's counter table (disks, interfaces), or NULL. */
+static __attribute__((unused)) const struct si_counter_row *tab_row(const struct si_counter_rows *t, const char *name)
+{
+	for (unsigned int i = 0; i < t->nrows; i++)
+		if (!strcmp(t->rows[i].name, name))
+			return &t->rows[i];
+	return NULL;
+}
+
 /* From now on, what is printed on stdout (the records cap_rt emits) is captured. */
 static __attribute__((unused)) void cap_begin(void)
 {
 	fflush(stdout);
+	cap_invalid = probe_rt__records_invalid(cap_rt);
 	assert_true(dup2(cap_fd, 1) == 1);
 }
 
-/* The record lines emitted since cap_begin; stdout goes back to where it was. */
+/* The record lines emitted since cap_begin, each valid for its table (asserted); stdout goes back to where
+ * it was. */
 static __attribute__((unused)) const char *cap_take(void)
 {
 	ssize_t n;
@@ -63,6 +75,8 @@ static __attribute__((unused)) const char *cap_take(void)
 	(void)probe_rt__flush(cap_rt);
 	fflush(stdout);
 	assert_true(dup2(cap_saved, 1) == 1);
+	/* every record emitted matched its table */
+	assert_int_equal(probe_rt__records_invalid(cap_rt), cap_invalid);
 	n = pread(cap_fd, cap_buf, sizeof(cap_buf) - 1, 0);
 	cap_buf[n > 0 ? n : 0] = '\0';
 	if (ftruncate(cap_fd, 0) == 0)
@@ -125,20 +139,6 @@ static __attribute__((unused)) void put_file(const char *dir, const char *name, 
 	assert_non_null(f);
 	fputs(text, f);
 	fclose(f);
-}
-
-static int rm_one(const char *path, const struct stat *st, int flag, struct FTW *ftw)
-{
-	(void)st;
-	(void)flag;
-	(void)ftw;
-	return remove(path);
-}
-
-/* Remove a fixture directory tree. */
-static __attribute__((unused)) void rm_tree(const char *dir)
-{
-	(void)nftw(dir, rm_one, 16, FTW_DEPTH | FTW_PHYS);
 }
 
 #endif
