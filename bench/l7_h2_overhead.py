@@ -10,7 +10,9 @@ First, accuracy under load: 100,000 requests (h2c, then TLS) with the probe on n
 req_count against h2load's count (H2_ACCURACY=0 skips it; RUNS 0 runs only it).
 
 Usage: bench/l7_h2_overhead.py [RUNS [SECONDS [CONNS [STREAMS]]]]   (defaults 7 6 8 10; run as root)
-H2_AB=BUILD_A,BUILD_B (with H2_ACCURACY=0): off and each build's l7probe in turn, h2c only."""
+H2_AB=BUILD_A,BUILD_B (with H2_ACCURACY=0): off and each build's l7probe in turn, h2c only; with H2_STATS=1
+also each l7 program's runs and ns per run (--bpf-stats, BPF_ENABLE_STATS while the probe runs: the
+programs then pay the statistics' clock reads, so CPU and throughput of that mode are not the plain ones)."""
 import os
 import re
 import subprocess
@@ -50,6 +52,11 @@ def compare_builds(name, url, runs, seconds, worker, conns, streams, probe_args,
     added = {b: [] for b in builds}
     own = {b: [] for b in builds}
     loss = {b: [] for b in builds}
+    stats = {b: {} for b in builds}
+    with_stats = os.environ.get("H2_STATS") == "1"
+    if with_stats:
+        probe_args = [a for a in probe_args] + ["--bpf-stats"]
+        probe_args[probe_args.index("-t") + 1] = "2"
     off = Run(url, seconds, worker, conns, streams)
     for i in range(runs):
         for b in builds:
@@ -58,7 +65,13 @@ def compare_builds(name, url, runs, seconds, worker, conns, streams, probe_args,
                 time.sleep(0.5)
                 on = Run(url, seconds, worker, conns, streams, probe)
             finally:
-                probe.stop()
+                log = probe.stop()
+            if with_stats:
+                busiest = bpf_stats_busiest(log)
+                for prog, (cnt, ns) in busiest.items():
+                    stats[b].setdefault(prog, []).append((cnt, ns))
+                stats[b].setdefault("_per_request", []).append(
+                    sum(c * n for c, n in busiest.values()) / max(on.rps * 2, 1))
             off2 = Run(url, seconds, worker, conns, streams)
             added[b].append(on.us_per_req - (off.us_per_req + off2.us_per_req) / 2)
             loss[b].append(100 * (1 - on.rps / ((off.rps + off2.rps) / 2)))
@@ -67,9 +80,31 @@ def compare_builds(name, url, runs, seconds, worker, conns, streams, probe_args,
                   % (name, b, i + 1, off.rps, on.rps, off2.rps, added[b][-1], own[b][-1]), flush=True)
             off = off2
     for b in builds:
+        if with_stats:
+            for prog in sorted(k for k in stats[b] if not k.startswith("_")):
+                xs = stats[b][prog]
+                print("%s %s: bpf %s: ns per run %s; runs per 2 s window %s" % (
+                    name, b, prog, spread([n for _, n in xs]), spread([c for c, _ in xs])))
+            print("%s %s: bpf ns per request (all l7 programs, busiest 2 s window / h2load's req/s x 2): %s" % (
+                name, b, spread(stats[b]["_per_request"])))
         print("%s %s: CPU per request added to nginx + h2load, us: %s" % (name, b, spread(added[b])))
         print("%s %s: l7probe's own CPU per request, us: %s" % (name, b, spread(own[b])))
         print("%s %s: throughput loss %%: %s" % (name, b, spread(loss[b])), flush=True)
+
+
+def bpf_stats_busiest(log):
+    """The probe's --bpf-stats report (2 s windows) with the most l7_sock_send runs: {program: (runs, ns per
+    run)} of the programs that ran."""
+    best, best_n = {}, -1
+    for line in log.splitlines():
+        if "bpf stats" not in line:
+            continue
+        cur = {m.group(1): (int(m.group(2)), int(m.group(3)))
+               for m in re.finditer(r"(l7_\w+)=(\d+)/(\d+)ns", line)}
+        n = cur.get("l7_sock_send", (0, 0))[0]
+        if n > best_n:
+            best, best_n = {k: v for k, v in cur.items() if v[0]}, n
+    return best
 
 
 def h2load(url, seconds, worker, conns, streams):

@@ -9,7 +9,10 @@ each program (the probe's --bpf-stats, BPF_ENABLE_STATS: no global sysctl change
 
 Usage: bench/l7_overhead.py [RUNS [SECONDS]]   (defaults 5 and 8; run as root)
        bench/l7_overhead.py dd [PAIRS]         (only the out-of-scope dd pairs, default 11)
-       bench/l7_overhead.py https|http [PAIRS [SECONDS]]   (only the HTTPS or HTTP pairs)
+       bench/l7_overhead.py https|http [PAIRS [SECONDS]]   (only the HTTPS or HTTP pairs; with
+                                                       L7_AB=BUILD_A,BUILD_B: off and each build's
+                                                       l7probe in turn; L7_WRK_CLOSE=1: one
+                                                       connection per request)
        bench/l7_overhead.py gotls [PAIRS [SECONDS]]   (wrk against the Go HTTPS server of
                                                        tests/integration/scripts/gotls, probe on it)"""
 import contextlib
@@ -32,6 +35,8 @@ BUILD = os.path.join(ROOT, os.environ.get("GG_BUILD", "build"))
 L7PROBE = os.path.join(BUILD, "probes", "l7probe")
 PIN_SERVER = ["taskset", "-c", "0"] if os.cpu_count() >= 2 else []
 PIN_CLIENT = ["taskset", "-c", "1"] if os.cpu_count() >= 2 else []
+# L7_WRK_CLOSE=1: a new connection per request (wrk sends "Connection: close"), what short connections cost
+WRK_EXTRA = ["-H", "Connection: close"] if os.environ.get("L7_WRK_CLOSE") == "1" else []
 
 
 
@@ -105,7 +110,7 @@ class Run:
 
     def __init__(self, url, seconds, worker, probe=None):
         out, nginx_cpu, wrk_cpu, self.probe_cpu = run_load(
-            ["wrk", "-t1", "-c32", "-d%ds" % seconds, url], worker, probe)
+            ["wrk", "-t1", "-c32", "-d%ds" % seconds] + WRK_EXTRA + [url], worker, probe)
         m = re.search(r"Requests/sec:\s+([0-9.]+)", out)
         n = re.search(r"(\d+) requests in", out)
         if not m or not n:
@@ -144,6 +149,35 @@ def compare(name, run, runs, probe_args, tmp, load="wrk"):
     print("  throughput loss %%: %s" % spread(loss))
     print("  CPU per request added to nginx + %s, us: %s" % (load, spread(added)))
     print("  l7probe's own CPU per request, us: %s" % spread(probe_us), flush=True)
+
+
+def compare_builds(name, run, runs, probe_args, tmp, builds, load="wrk"):
+    """L7_AB: off, then the l7probe of each build in turn, repeated: per build the medians (min, max) of
+    the CPU per request added to the server + load and of the throughput loss, against the mean of the
+    off runs around, and the probe's own CPU per request."""
+    added = {b: [] for b in builds}
+    loss = {b: [] for b in builds}
+    own = {b: [] for b in builds}
+    off = run(None)
+    for i in range(runs):
+        for b in builds:
+            probe = Probe(probe_args, os.path.join(tmp, "probe-ab.log"), os.path.join(b, "probes", "l7probe"))
+            try:
+                time.sleep(0.5)
+                on = run(probe)
+            finally:
+                probe.stop()
+            off2 = run(None)
+            added[b].append(on.us_per_req - (off.us_per_req + off2.us_per_req) / 2)
+            loss[b].append(100 * (1 - on.rps / ((off.rps + off2.rps) / 2)))
+            own[b].append(on.probe_us_per_req)
+            print("  %s %s run %d: off %.0f, on %.0f, off %.0f req/s; CPU/request added %.2f us, probe %.2f us"
+                  % (name, b, i + 1, off.rps, on.rps, off2.rps, added[b][-1], own[b][-1]), flush=True)
+            off = off2
+    for b in builds:
+        print("%s %s: CPU per request added to nginx + %s, us: %s" % (name, b, load, spread(added[b])))
+        print("%s %s: l7probe's own CPU per request, us: %s" % (name, b, spread(own[b])))
+        print("%s %s: throughput loss %%: %s" % (name, b, spread(loss[b])), flush=True)
 
 
 def wrk(url, seconds, worker):
@@ -255,8 +289,12 @@ def main():
                 else:
                     url, extra = "http://127.0.0.1:%d/small.html" % port, []
                 subprocess.run(PIN_CLIENT + ["wrk", "-t1", "-c32", "-d2s", url], capture_output=True)
-                compare(mode, wrk(url, seconds, worker), runs,
-                        ["-t", "5", "-p", "http"] + extra + ["--pid", "%d,%d" % (nginx.pid, worker)], tmp)
+                probe_args = ["-t", "5", "-p", "http"] + extra + ["--pid", "%d,%d" % (nginx.pid, worker)]
+                if os.environ.get("L7_AB"):
+                    compare_builds(mode, wrk(url, seconds, worker), runs, probe_args, tmp,
+                                   os.environ["L7_AB"].split(","))
+                else:
+                    compare(mode, wrk(url, seconds, worker), runs, probe_args, tmp)
             finally:
                 stop(nginx)
         finally:

@@ -10,15 +10,18 @@
 
 char LICENSE[] SEC("license") = "GPL";
 
-#define S_IFMT	    00170000
-#define S_IFSOCK    0140000
-#define IPPROTO_TCP 6
-#define IPPROTO_UDP 17
-#define EINPROGRESS 115
+#define S_IFMT	     00170000
+#define S_IFSOCK     0140000
+#define IPPROTO_TCP  6
+#define IPPROTO_UDP  17
+#define EINPROGRESS  115
+#define PF_IO_WORKER 0x00000010
+#define PF_KTHREAD   0x00200000
 
 /* Set by user space (the skeleton's .data/.bss). */
 __u32 cap_bytes = L7_CAP_DEFAULT; /* payload prefix copied per call (0: count bytes only) */
 __u32 ssl_on;			  /* follow SSL calls (support_ssl) */
+__u32 udp_on;			  /* a UDP protocol (dns) is parsed: UDP payloads are copied */
 /* Two bits per tgid: 00 not known yet, 01 in scope, 10 out. Cleared by user space when the scope
  * changes: the verdict of a process costs the scope maps' lookups once, then one load per call,
  * which is what every system call of a process out of scope pays. */
@@ -29,11 +32,8 @@ struct {
 	__uint(max_entries, L7_RING_BYTES);
 } l7_events SEC(".maps");
 
-/* A TCP socket of a process in scope that moved data, keyed by its struct sock address, with what
- * its events carry. A plain hash, not an LRU one (which evicts before it is full): the entry is what
- * turns the socket's last state change (TCP_CLOSE, any context) into the close event user space ends
- * the connection on. Entries of processes that exit keep their sockets until those close; those
- * that never do are swept by user space. UDP sockets have no entry (no close to report). */
+/* What the events of a socket of a process in scope carry: the process and fd that last moved data on
+ * it, its role and 4-tuple. */
 struct l7_sock {
 	__u32 tgid;
 	__s32 fd;
@@ -48,12 +48,32 @@ struct l7_sock {
 	__u8 raddr[16];
 };
 
+/* A TCP socket of a process in scope that moved data, in the socket's local storage: a send or receive
+ * finds it with a few loads through sk->sk_bpf_storage (a keep-alive connection's entry is made once),
+ * where a hash keyed by the socket's address cost a hash and a bucket walk per event. It is freed with
+ * the socket; its TCP_CLOSE turns it into the close event user space ends the connection on (tgid 0
+ * after: a later use of the same socket is taken for a new one). UDP sockets have none. */
+struct l7_sk {
+	struct l7_sock s;
+	__u64 send_ts;	/* when the send under way entered tcp_sendmsg_locked (0: none) */
+	__u64 send_jif; /* jiffies then: how a send tells a time left over without reading the clock */
+	__u32 enc_gen;	/* enc_gen when s.enc was last brought up to date from l7_fdsk */
+	__u32 pad;
+};
+
+/* A send time is taken by the send event that follows within a tick (HZ 100..1000). */
+#define SEND_TS_MAX_JIFFIES 1
+
 struct {
-	__uint(type, BPF_MAP_TYPE_HASH);
-	__uint(max_entries, L7_SOCKS_MAX);
-	__type(key, __u64); /* struct sock * */
-	__type(value, struct l7_sock);
-} l7_socks SEC(".maps");
+	__uint(type, BPF_MAP_TYPE_SK_STORAGE);
+	__uint(map_flags, BPF_F_NO_PREALLOC);
+	__type(key, int);
+	__type(value, struct l7_sk);
+} l7_sks SEC(".maps");
+
+/* Bumped when a Go TLS call marks a socket encrypted (l7_fdsk's copy): a socket entry whose enc_gen
+ * differs looks the flag up again, so the data path pays one load while no Go TLS is followed. */
+__u32 enc_gen;
 
 /* The role of a TCP socket from its handshake (SYN_SENT: connect, client; SYN_RECV: accepted,
  * server), whatever process it belongs to: the handshake of an accepted socket happens in softirq,
@@ -159,13 +179,20 @@ static __always_inline __u64 fd_key(__u32 tgid, int fd)
 	return ((__u64)tgid << 32) | (__u32)fd;
 }
 
-/* The struct sock a (tgid, fd) was last seen moving data on: how SSL and Go TLS calls, which know
- * their fd, find their socket. LRU: a miss only loses that call (counted as ssl_nofd). */
+/* The socket a (tgid, fd) was last seen moving data on, with a copy of its entry: how SSL and Go TLS
+ * calls, which know their fd, find their socket (socket local storage needs the socket itself). Made
+ * when (tgid, fd) is new to the socket, deleted at its TCP_CLOSE. LRU: a miss only loses that call
+ * (counted as ssl_nofd). */
+struct l7_fd {
+	__u64 sk;
+	struct l7_sock s;
+};
+
 struct {
 	__uint(type, BPF_MAP_TYPE_LRU_HASH);
 	__uint(max_entries, L7_SOCKS_MAX);
 	__type(key, __u64); /* tgid << 32 | fd */
-	__type(value, __u64);
+	__type(value, struct l7_fd);
 } l7_fdsk SEC(".maps");
 
 /* The sources of the datagrams queued to an unconnected UDP socket of a process in scope, in order:
@@ -195,29 +222,12 @@ struct {
 	__type(value, struct udp_q);
 } l7_udp_q SEC(".maps");
 
-/* When the first packet of a send left, per thread: the time a send event carries. sock_send_length
- * fires when the send returns, which on loopback is after the receiver's whole input path (run in
- * the sender's softirq) and the copy; the queueing of its first packet is close to the system call's
- * entry, where a request's latency starts. */
-struct xmit_ts {
-	__u64 sk;
-	__u64 ts;
-	__u64 jif; /* jiffies at ts: how a send checks the entry is recent without reading the clock */
-};
-
-/* Per thread, in task local storage (a hash keyed by pid_tgid cost a lookup on every packet and send,
- * and an update per send). */
-struct {
-	__uint(type, BPF_MAP_TYPE_TASK_STORAGE);
-	__uint(map_flags, BPF_F_NO_PREALLOC);
-	__type(key, int);
-	__type(value, struct xmit_ts);
-} l7_xmit SEC(".maps");
-
-/* A first packet is taken for the send that follows within this much (the packet path's check), or
- * within a tick (the send's: jiffies, a load, instead of a second clock read; HZ 100..1000). */
-#define XMIT_TS_MAX_NS	    2000000ull
-#define XMIT_TS_MAX_JIFFIES 1
+/* The time a TCP send event carries: when the send entered tcp_sendmsg_locked (its tracepoint, once per
+ * chunk of up to a GSO segment; the first sets it), kept in the socket's entry. sock_send_length fires
+ * when the send returns, which on loopback is after the receiver's whole input path (run in the
+ * sender's softirq) and the copy; a request's latency starts at the system call's entry. (Before: a
+ * program on every packet queued on the host, net_dev_queue, kept the time of a thread's first
+ * packet in task storage, ~100-130 ns a packet.) UDP sends: see l7_udp_tx. */
 
 /* What an event says about sk (a BTF pointer) for (tgid, fd), by direct loads. */
 static __always_inline void sock_fill(struct l7_sock *v, const struct sock *sk, __u32 tgid, int fd, __u8 udp)
@@ -265,45 +275,57 @@ static __always_inline int fd_is_sock(int fd, const struct sock *sk)
 }
 
 /* The entry of a TCP socket used by (tgid, fd), made or brought up to date (the same socket seen
- * through another fd or process). NULL when the table is full (counted), or when fd is not sk's
+ * through another fd or process). NULL when it cannot be made (counted), or when fd is not sk's
  * (*ret_foreign set: the data moved outside the system call under way, see fd_is_sock). */
-static __always_inline struct l7_sock *sock_get(const struct sock *sk, __u32 tgid, int fd, int *ret_foreign)
+static __always_inline struct l7_sk *sock_get(struct sock *sk, __u32 tgid, int fd, int *ret_foreign)
 {
-	__u64 key = (__u64)sk, fk = fd_key(tgid, fd);
-	struct l7_sock *s = bpf_map_lookup_elem(&l7_socks, &key);
-	struct l7_sock v;
+	struct l7_sk *x = bpf_sk_storage_get(&l7_sks, sk, 0, BPF_LOCAL_STORAGE_GET_F_CREATE);
+	struct l7_fd f;
+	__u64 fk;
+	__u8 enc;
 
-	if (s && s->tgid == tgid && s->fd == fd)
-		return s;
+	if (!x) {
+		stat_inc(L7_ST_SOCKS_FULL);
+		return NULL;
+	}
+	if (x->s.tgid == tgid && x->s.fd == fd) {
+		if (x->enc_gen != enc_gen) {
+			/* a Go TLS call marked some socket encrypted since: this one? */
+			struct l7_fd *fp;
+
+			fk = fd_key(tgid, fd);
+			fp = bpf_map_lookup_elem(&l7_fdsk, &fk);
+			x->enc_gen = enc_gen;
+			if (fp && fp->sk == (__u64)sk && fp->s.enc)
+				x->s.enc = 1;
+		}
+		return x;
+	}
 	if (!fd_is_sock(fd, sk)) {
 		*ret_foreign = 1;
 		return NULL;
 	}
-	sock_fill(&v, sk, tgid, fd, 0);
-	if (s)
-		v.enc = s->enc;
-	if (bpf_map_update_elem(&l7_socks, &key, &v, BPF_ANY)) {
-		stat_inc(L7_ST_SOCKS_FULL);
-		return NULL;
-	}
-	bpf_map_update_elem(&l7_fdsk, &fk, &key, BPF_ANY);
-	return bpf_map_lookup_elem(&l7_socks, &key);
+	enc = x->s.tgid ? x->s.enc : 0;
+	sock_fill(&x->s, sk, tgid, fd, 0);
+	x->s.enc = enc;
+	x->enc_gen = enc_gen;
+	fk = fd_key(tgid, fd);
+	f.sk = (__u64)sk;
+	f.s = x->s;
+	bpf_map_update_elem(&l7_fdsk, &fk, &f, BPF_ANY);
+	return x;
 }
 
-/* The socket entry of (tgid, fd) for SSL and Go TLS calls; *ret_sk its address. */
+/* The socket entry of (tgid, fd) for SSL and Go TLS calls (l7_fdsk's copy); *ret_sk its address. */
 static __always_inline struct l7_sock *sock_of_fd(__u32 tgid, int fd, __u64 *ret_sk)
 {
 	__u64 fk = fd_key(tgid, fd);
-	__u64 *skp = bpf_map_lookup_elem(&l7_fdsk, &fk);
-	struct l7_sock *s;
+	struct l7_fd *f = bpf_map_lookup_elem(&l7_fdsk, &fk);
 
-	if (!skp)
+	if (!f || f->s.tgid != tgid || f->s.fd != fd)
 		return NULL;
-	*ret_sk = *skp;
-	s = bpf_map_lookup_elem(&l7_socks, skp);
-	if (!s || s->tgid != tgid || s->fd != fd)
-		return NULL;
-	return s;
+	*ret_sk = f->sk;
+	return &f->s;
 }
 
 /* The peer of a datagram from a user sockaddr (IPv4 or IPv6) into the event. */
@@ -476,6 +498,24 @@ static __always_inline void ev_send(struct l7_buf *e, __u8 kind, __u64 ubuf, __u
 		stat_inc(L7_ST_TRUNCATED);
 }
 
+/* The time a UDP send event carries: when its datagram was queued for transmission (net_dev_queue),
+ * per sending thread. The send's tracepoint fires after the datagram's delivery on loopback, and often
+ * after the receiver, woken on the same CPU, has preempted the sender and answered. Taken by the
+ * thread's next UDP send from the same local port within a tick. */
+struct udp_tx {
+	__u64 ts;
+	__u64 jif;
+	__u16 port;
+	__u8 pad[6];
+};
+
+struct {
+	__uint(type, BPF_MAP_TYPE_TASK_STORAGE);
+	__uint(map_flags, BPF_F_NO_PREALLOC);
+	__type(key, int);
+	__type(value, struct udp_tx);
+} l7_udp_tx SEC(".maps");
+
 /* A datagram queued to a followed unconnected UDP socket (see l7_udp_q). Fires at every wake-up of a
  * socket's reader: others leave at the protocol test or the hash lookup. */
 SEC("tp_btf/sk_data_ready")
@@ -591,8 +631,6 @@ static __always_inline void udp_recv_peer(struct l7_ev *h, struct sock *sk, __u6
 #define NR_RECVMMSG  299
 #define NR_SENDMMSG  307
 #define NR_URING     426
-#define PF_IO_WORKER 0x00000010
-#define PF_KTHREAD   0x00200000
 #define MSG_PEEK     2
 #define MSG_ERRQUEUE 0x2000
 
@@ -658,10 +696,13 @@ static __always_inline int sock_data(struct sock *sk, int ret, int flags, __u8 d
 	__u8 kind, evflags = 0;
 	int fd;
 
-	id = bpf_get_current_pid_tgid();
-	tgid = id >> 32;
+	/* the ids by loads from the task (one helper call instead of two: each call and return costs
+	 * ~10-40 ns on this VM) */
+	task = bpf_get_current_task_btf();
+	tgid = task->tgid;
 	if (!in_scope(tgid))
 		return 0;
+	id = ((__u64)tgid << 32) | (__u32)task->pid;
 	if (ret < 0) {
 		/* a sendmmsg/recvmmsg ends at a message that fails (EAGAIN after the last datagram): the
 		 * thread's next one starts at message 0, whatever its array's msg_len fields hold */
@@ -669,13 +710,19 @@ static __always_inline int sock_data(struct sock *sk, int ret, int flags, __u8 d
 
 		if (p)
 			p->next = 0;
+		if (dir == L7_DIR_SEND && sk->sk_protocol == IPPROTO_TCP) {
+			/* a failed send leaves no time behind for the next one */
+			struct l7_sk *x = bpf_sk_storage_get(&l7_sks, sk, 0, 0);
+
+			if (x)
+				x->send_ts = 0;
+		}
 		return 0;
 	}
 	family = sk->__sk_common.skc_family;
 	proto = sk->sk_protocol;
 	if ((family != AF_INET && family != AF_INET6) || (proto != IPPROTO_TCP && proto != IPPROTO_UDP))
 		return 0;
-	task = bpf_get_current_task_btf();
 	if (task->flags & PF_KTHREAD)
 		return 0;
 	regs = (struct pt_regs *)bpf_task_pt_regs(task);
@@ -736,15 +783,15 @@ static __always_inline int sock_data(struct sock *sk, int ret, int flags, __u8 d
 		/* io_uring (its buffer is in a submission entry this tracepoint cannot reach; the fd in
 		 * the registers is the ring's), ...: counted, and on a TCP socket this process was seen
 		 * using through its fd, its bytes are reported (a gap for the parsers). */
-		struct l7_sock *known;
+		struct l7_sk *known;
 
 		if (!ret || (flags & (MSG_PEEK | MSG_ERRQUEUE)))
 			return 0;
 		stat_inc(L7_ST_UNKNOWN_CALL);
-		known = proto == IPPROTO_TCP ? bpf_map_lookup_elem(&l7_socks, &skey) : NULL;
-		if (!known || known->tgid != tgid)
+		known = proto == IPPROTO_TCP ? bpf_sk_storage_get(&l7_sks, sk, 0, 0) : NULL;
+		if (!known || known->s.tgid != tgid)
 			return 0;
-		fd = known->fd;
+		fd = known->s.fd;
 		kind = CK_SENDFILE;
 		break;
 	}
@@ -752,27 +799,45 @@ static __always_inline int sock_data(struct sock *sk, int ret, int flags, __u8 d
 	/* a peek is read again; the error queue is not the peer's data */
 	if (!ret || (flags & (MSG_PEEK | MSG_ERRQUEUE)))
 		return 0;
+	ts = 0;
 	if (proto == IPPROTO_UDP) {
 		sock_fill(&tmp, sk, tgid, fd, 1);
 		s = &tmp;
+		if (dir == L7_DIR_SEND) {
+			struct udp_tx *t = bpf_task_storage_get(&l7_udp_tx, task, 0, 0);
+
+			if (t && t->port == s->lport && t->port) {
+				if (bpf_jiffies64() - t->jif <= SEND_TS_MAX_JIFFIES)
+					ts = t->ts;
+				t->port = 0;
+			}
+		}
 	} else {
+		struct l7_sk *x;
 		int foreign = 0;
 
-		s = sock_get(sk, tgid, fd, &foreign);
-		if (!s && foreign) {
+		x = sock_get(sk, tgid, fd, &foreign);
+		if (!x && foreign) {
 			/* io_uring's task work during another call: counted, and on a socket this process
 			 * was seen using, its bytes reported (as for io_uring_enter, see above) */
 			stat_inc(L7_ST_UNKNOWN_CALL);
-			s = bpf_map_lookup_elem(&l7_socks, &skey);
-			if (!s || s->tgid != tgid)
+			x = bpf_sk_storage_get(&l7_sks, sk, 0, 0);
+			if (!x || x->s.tgid != tgid)
 				return 0;
-			fd = s->fd;
+			fd = x->s.fd;
 			kind = CK_SENDFILE;
 		}
-		if (!s)
+		if (!x)
 			return 0;
+		s = &x->s;
 		if (s->enc)
 			evflags = L7_EF_ENCRYPTED; /* a Go TLS connection: its plaintext comes from the uprobes */
+		if (dir == L7_DIR_SEND && x->send_ts) {
+			/* taken by this send (see l7_send_begin); one older than a tick is left over */
+			if (bpf_jiffies64() - x->send_jif <= SEND_TS_MAX_JIFFIES)
+				ts = x->send_ts;
+			x->send_ts = 0;
+		}
 	}
 	if (ssl_on) {
 		ssl = bpf_task_storage_get(&l7_ssl, task, 0, 0);
@@ -780,19 +845,6 @@ static __always_inline int sock_data(struct sock *sk, int ret, int flags, __u8 d
 			/* Inside SSL_read/SSL_write: this is ciphertext, the plaintext comes at the return. */
 			ssl->fd = fd;
 			evflags = L7_EF_ENCRYPTED;
-		}
-	}
-	ts = 0;
-	{
-		struct xmit_ts *x = bpf_task_storage_get(&l7_xmit, task, 0, 0);
-
-		/* Taken by this send; a receive ends whatever the thread queued before it. A send whose first
-		 * packet was timed needs no clock read of its own (in a VM each is a pvclock read: with 2.6
-		 * packets and 2.2 sends per HTTP/2 request, ~1-2 % of nginx's time went to BPF clock reads). */
-		if (x) {
-			if (dir == L7_DIR_SEND && x->sk == skey && bpf_jiffies64() - x->jif <= XMIT_TS_MAX_JIFFIES)
-				ts = x->ts;
-			x->sk = 0;
 		}
 	}
 	if (!ts)
@@ -805,7 +857,8 @@ static __always_inline int sock_data(struct sock *sk, int ret, int flags, __u8 d
 	want = cap_bytes;
 	if (want > e->h.total)
 		want = e->h.total;
-	if (evflags || kind == CK_SENDFILE || !want) {
+	/* no parser takes UDP payloads without dns: their bytes are counted (l7_link), not copied */
+	if (evflags || kind == CK_SENDFILE || !want || (proto == IPPROTO_UDP && !udp_on)) {
 		if (!evflags)
 			e->h.flags |= L7_EF_NOCOPY;
 		want = 0;
@@ -833,27 +886,49 @@ int BPF_PROG(l7_sock_recv, struct sock *sk, int ret, int flags)
 	return sock_data(sk, ret, flags, L7_DIR_RECV);
 }
 
-/* A packet queued for transmission by a thread in scope: the first one of its send (see l7_xmit). */
+/* A TCP send of a thread in scope enters tcp_sendmsg_locked: its time, for its send event (see
+ * l7_sk.send_ts). Fires once per chunk of a send (up to a GSO segment); the first one of a send sets
+ * the time. Makes the socket's entry: a connection's first send is timed too. */
+SEC("tp_btf/tcp_sendmsg_locked")
+int BPF_PROG(l7_send_begin, struct sock *sk)
+{
+	struct task_struct *task = bpf_get_current_task_btf();
+	__u64 jif;
+	struct l7_sk *x;
+
+	if ((task->flags & PF_KTHREAD) || !in_scope(task->tgid))
+		return 0;
+	x = bpf_sk_storage_get(&l7_sks, sk, 0, BPF_LOCAL_STORAGE_GET_F_CREATE);
+	if (!x)
+		return 0;
+	jif = bpf_jiffies64();
+	if (x->send_ts && jif - x->send_jif <= SEND_TS_MAX_JIFFIES)
+		return 0; /* a later chunk of the same send */
+	x->send_ts = bpf_ktime_get_ns();
+	x->send_jif = jif;
+	return 0;
+}
+
+/* A UDP datagram queued for transmission by a thread in scope: its time (see l7_udp_tx). Fires for every
+ * packet of the host; a TCP one leaves at the protocol test (TCP sends are timed by l7_send_begin). */
 SEC("tp_btf/net_dev_queue")
 int BPF_PROG(l7_xmit_q, struct sk_buff *skb)
 {
-	__u64 id = bpf_get_current_pid_tgid(), now;
 	struct sock *sk = skb->sk;
-	struct xmit_ts *x;
+	struct task_struct *task;
+	struct udp_tx *t;
 
-	if (!in_scope(id >> 32) || !sk)
+	if (!sk || sk->sk_protocol != IPPROTO_UDP)
 		return 0;
-	/* Segments without payload (the ACKs a receive sends) start no send: TCP puts a send's payload
-	 * in page fragments (tcp_sendmsg), so a segment with data has data_len > 0. */
-	if (sk->sk_protocol == IPPROTO_TCP && !skb->data_len)
+	task = bpf_get_current_task_btf();
+	if ((task->flags & PF_KTHREAD) || !in_scope(task->tgid))
 		return 0;
-	now = bpf_ktime_get_ns();
-	x = bpf_task_storage_get(&l7_xmit, bpf_get_current_task_btf(), 0, BPF_LOCAL_STORAGE_GET_F_CREATE);
-	if (!x || (x->sk == (__u64)sk && now - x->ts < XMIT_TS_MAX_NS))
-		return 0; /* a later packet of the same send */
-	x->sk = (__u64)sk;
-	x->ts = now;
-	x->jif = bpf_jiffies64();
+	t = bpf_task_storage_get(&l7_udp_tx, task, 0, BPF_LOCAL_STORAGE_GET_F_CREATE);
+	if (!t)
+		return 0;
+	t->ts = bpf_ktime_get_ns();
+	t->jif = bpf_jiffies64();
+	t->port = sk->__sk_common.skc_num;
 	return 0;
 }
 
@@ -866,9 +941,10 @@ int BPF_PROG(l7_xmit_q, struct sk_buff *skb)
 SEC("tp_btf/inet_sock_set_state")
 int BPF_PROG(l7_state, const struct sock *sk, int oldstate, int newstate)
 {
-	__u64 key = (__u64)sk;
+	__u64 key = (__u64)sk, fk;
 	struct l7_ev ev = {};
-	struct l7_sock *s;
+	struct l7_fd *f;
+	struct l7_sk *x;
 	__u8 role;
 
 	if (sk->sk_protocol != IPPROTO_TCP)
@@ -884,17 +960,24 @@ int BPF_PROG(l7_state, const struct sock *sk, int oldstate, int newstate)
 	if (newstate != TCP_CLOSE_ST)
 		return 0;
 	bpf_map_delete_elem(&l7_role, &key);
-	s = bpf_map_lookup_elem(&l7_socks, &key);
-	if (!s)
+	x = bpf_sk_storage_get(&l7_sks, (struct sock *)sk, 0, 0);
+	if (!x || !x->s.tgid)
 		return 0;
 	ev.type = L7_EV_CLOSE;
-	ev.tgid = s->tgid;
-	ev.fd = s->fd;
+	ev.tgid = x->s.tgid;
+	ev.fd = x->s.fd;
 	ev.sk = key;
 	ev.ts_ns = bpf_ktime_get_ns();
 	if (bpf_ringbuf_output(&l7_events, &ev, sizeof(ev), BPF_RB_NO_WAKEUP))
 		stat_inc(L7_ST_RB_FULL);
-	bpf_map_delete_elem(&l7_socks, &key);
+	fk = fd_key(x->s.tgid, x->s.fd);
+	f = bpf_map_lookup_elem(&l7_fdsk, &fk);
+	if (f && f->sk == key)
+		bpf_map_delete_elem(&l7_fdsk, &fk);
+	/* a later use of this socket is a new connection */
+	x->s.tgid = 0;
+	x->s.fd = -1;
+	x->send_ts = 0;
 	return 0;
 }
 
@@ -1111,8 +1194,10 @@ static __always_inline int go_enter(struct pt_regs *ctx, __u8 dir)
 	c.ts = bpf_ktime_get_ns();
 	/* The socket's own payloads are ciphertext from now on: counted, not parsed. */
 	s = sock_of_fd(tgid, c.fd, &skey);
-	if (s && !s->enc)
+	if (s && !s->enc) {
 		s->enc = 1;
+		__sync_fetch_and_add(&enc_gen, 1); /* the socket's entry looks it up (sock_get) */
+	}
 	if (dir == L7_DIR_SEND) {
 		if ((__s64)ctx->cx > 0)
 			tls_emit(id, c.fd, dir, c.buf, go_total((__s64)ctx->cx), c.ts);

@@ -73,7 +73,7 @@ enum l7_stat {
 	L7_ST_INFLIGHT_FULL, /* calls not followed: too many threads inside calls at once */
 	L7_ST_SSL_NOFD,	     /* SSL calls whose socket could not be found */
 	L7_ST_IOV_TRUNC,     /* vectored calls with more iovecs than copied */
-	L7_ST_SOCKS_FULL,    /* sockets not followed: the socket table (L7_SOCKS_MAX) was full */
+	L7_ST_SOCKS_FULL,    /* sockets not followed: their socket local storage entry could not be made */
 	L7_ST_UNKNOWN_CALL,  /* socket payloads of calls whose buffer is not known (io_uring, ...) */
 	L7_ST__COUNT,
 };

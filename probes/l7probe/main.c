@@ -53,7 +53,6 @@ struct l7_ctx {
 	int bpf_stats;		     /* --bpf-stats: set, and collected */
 	unsigned int cap, max_conns; /* -c, -m */
 	struct gg_bpf_stats_prev stats_prev[40];
-	uint64_t exits_swept; /* tracker's exit count at the last sweep of l7_socks */
 	/* per-process aggregates for autotrace's l7 triggers (l7share.h): l7probe only, not the SLI modes */
 	struct l7s_table *share;
 	char share_path[4096];
@@ -191,6 +190,24 @@ static void on_span(void *data, const struct l7_span *sp)
 		l7_sli__span(ctx->sli, sp);
 }
 
+/* The hooks only UDP protocols need (the peer of a datagram on an unconnected socket, the time of a
+ * datagram's send): attached while dns is parsed, and UDP payloads copied only then. Both hooks fire
+ * for every socket wake-up or packet of the host (~2 each per HTTP/2 request of nginx), which TCP-only
+ * configurations then do not pay. */
+static void apply_udp_hooks(struct l7_ctx *ctx)
+{
+	struct l7probe *s = ctx->skel;
+	const struct gg_bpf_hook hooks[] = {
+		{s->progs.l7_dgram, &s->links.l7_dgram, 1},
+		{s->progs.l7_xmit_q, &s->links.l7_xmit_q, 1},
+	};
+
+	unsigned int dns = (ctx->cur.protos & (1u << L7_PROTO_DNS)) ? 1u : 0u;
+
+	ctx->skel->bss->udp_on = dns;
+	(void)gg_bpf_attach_hooks(hooks, sizeof(hooks) / sizeof(hooks[0]), dns);
+}
+
 /* What the kernel half does for the configuration in force. */
 static void apply_conf(struct l7_ctx *ctx)
 {
@@ -199,6 +216,7 @@ static void apply_conf(struct l7_ctx *ctx)
 					 .max_per_s = ctx->cur.trace_max_per_s ? ctx->cur.trace_max_per_s : 1};
 
 	ctx->skel->bss->ssl_on = ctx->cur.ssl;
+	apply_udp_hooks(ctx);
 	l7_tracker__set_protocols(ctx->tracker, ctx->cur.protos);
 	l7_tracker__set_api_limit(ctx->tracker, (ctx->cur.subs & L7_SP_RPC) ? ctx->cur.api_limit : 0);
 	l7_trace__set_conf(ctx->trace, &tc);
@@ -288,35 +306,6 @@ static void report_stats(struct l7_ctx *ctx)
 	(void)probe_rt__emit(ctx->rt, &r);
 }
 
-/* Drop the socket entries of processes that exited while sockets they used have not closed yet (the
- * kernel half keeps a TCP socket until its TCP_CLOSE). Run when processes in scope exited since the
- * last sweep. */
-static void sweep_socks(struct l7_ctx *ctx)
-{
-	static __u64 dead[4096];
-	int fd = bpf_map__fd(ctx->skel->maps.l7_socks);
-	uint32_t n = 0;
-	int err;
-	__u64 key, next;
-	struct {
-		uint32_t tgid;
-		int32_t fd;
-		uint8_t rest[120];
-	} v;
-
-	if (bpf_map__value_size(ctx->skel->maps.l7_socks) > sizeof(v))
-		return;
-	err = bpf_map_get_next_key(fd, NULL, &next);
-	while (!err && n < sizeof(dead) / sizeof(dead[0])) {
-		key = next;
-		if (!bpf_map_lookup_elem(fd, &key, &v) && kill((pid_t)v.tgid, 0) < 0 && errno == ESRCH)
-			dead[n++] = key;
-		err = bpf_map_get_next_key(fd, &key, &next);
-	}
-	if (n)
-		(void)gg_bpf_map_delete_keys(fd, dead, sizeof(dead[0]), n);
-}
-
 /* Between reports: drain the ring, sooner when it is busy. */
 static unsigned int drain_tick(void *arg)
 {
@@ -365,16 +354,9 @@ static void report(void *arg)
 	l7_tracker__report(ctx->tracker, ctx->rt, ctx->cur.subs, period, now);
 	if (ctx->sli)
 		l7_sli__report(ctx->sli, ctx->rt, (uint64_t)ctx->cur.latency_thr_ms * 1000000ull);
+	/* Socket entries live in the sockets' local storage (bpf/l7probe.bpf.c): freed with the socket,
+	 * nothing to sweep when processes exit. */
 	report_stats(ctx);
-	{
-		struct l7_tracker_stats ts;
-
-		l7_tracker__stats(ctx->tracker, &ts);
-		if (ts.exits != ctx->exits_swept) {
-			ctx->exits_swept = ts.exits;
-			sweep_socks(ctx);
-		}
-	}
 	(void)probe_rt__flush(ctx->rt);
 	if (ctx->bpf_stats) {
 		char buf[2048];
@@ -409,8 +391,7 @@ static int setup_bpf(struct l7_ctx *ctx, unsigned int cap)
 		const struct gg_bpf_hook hooks[] = {
 			{s->progs.l7_sock_send, &s->links.l7_sock_send, ~0u},
 			{s->progs.l7_sock_recv, &s->links.l7_sock_recv, ~0u},
-			{s->progs.l7_dgram, &s->links.l7_dgram, ~0u},
-			{s->progs.l7_xmit_q, &s->links.l7_xmit_q, ~0u},
+			{s->progs.l7_send_begin, &s->links.l7_send_begin, ~0u},
 			{s->progs.l7_state, &s->links.l7_state, ~0u},
 			{s->progs.l7_exit, &s->links.l7_exit, ~0u},
 		};
