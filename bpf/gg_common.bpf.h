@@ -26,21 +26,13 @@ static __always_inline __u32 gg_log2_slot(__u64 v)
 {
 	__u32 r = 0, shift;
 
-	shift = (v > 0xFFFFFFFFULL) << 5;
-	v >>= shift;
-	r |= shift;
-	shift = (v > 0xFFFF) << 4;
-	v >>= shift;
-	r |= shift;
-	shift = (v > 0xFF) << 3;
-	v >>= shift;
-	r |= shift;
-	shift = (v > 0xF) << 2;
-	v >>= shift;
-	r |= shift;
-	shift = (v > 0x3) << 1;
-	v >>= shift;
-	r |= shift;
+	/* Binary search over the bit position: halve the width looked at each step (unrolled). */
+#pragma unroll
+	for (__u32 w = 32; w >= 2; w >>= 1) {
+		shift = ((v >> w) != 0) * w;
+		v >>= shift;
+		r |= shift;
+	}
 	r |= (v >> 1);
 	return r < GG_LOG2_SLOTS ? r : GG_LOG2_SLOTS - 1;
 }
