@@ -46,6 +46,25 @@ static __always_inline void gg_hist_add(__u64 *slots, __u64 v)
 		__sync_fetch_and_add(&slots[s], 1);
 }
 
+/* ---- one-entry maps and per-CPU counters ------------------------------------------------------ */
+
+/* The only element of a one-entry array map (a per-CPU scratch or state slot, a zero value). */
+static __always_inline void *gg_map_elem0(void *map)
+{
+	__u32 zero = 0;
+
+	return bpf_map_lookup_elem(map, &zero);
+}
+
+/* Adds n to counter idx of a BPF_MAP_TYPE_PERCPU_ARRAY of __u64 (a plain add: the slot is this CPU's). */
+static __always_inline void gg_counter_add(void *map, __u32 idx, __u64 n)
+{
+	__u64 *v = bpf_map_lookup_elem(map, &idx);
+
+	if (v)
+		*v += n;
+}
+
 /* ---- scope filter ----------------------------------------------------------------------------- */
 
 struct {

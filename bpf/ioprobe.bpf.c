@@ -95,11 +95,10 @@ static __always_inline int rq_flush_seq(const struct request *rq)
 static __always_inline struct io_dev_stats *dev_stats(const struct request *rq, __u32 dev)
 {
 	struct io_dev_stats *d = bpf_map_lookup_elem(&io_devs, &dev);
-	__u32 zero = 0;
 
 	if (d)
 		return d;
-	d = bpf_map_lookup_elem(&io_zero, &zero);
+	d = gg_map_elem0(&io_zero);
 	if (!d)
 		return NULL;
 	if (bpf_map_update_elem(&io_devs, &dev, d, BPF_NOEXIST) == 0) {

@@ -139,12 +139,11 @@ static __always_inline struct tp_proc *proc_get(__u32 tgid)
 {
 	struct tp_proc *p = bpf_map_lookup_elem(&tp_procs, &tgid);
 	struct task_struct *t;
-	__u32 zero = 0;
 	long err;
 
 	if (p)
 		return p;
-	p = bpf_map_lookup_elem(&tp_scratch, &zero);
+	p = gg_map_elem0(&tp_scratch);
 	if (!p)
 		return NULL;
 	t = bpf_get_current_task_btf();
