@@ -56,7 +56,7 @@ static __always_inline void *gg_map_elem0(void *map)
 	return bpf_map_lookup_elem(map, &zero);
 }
 
-/* Adds n to counter idx of a BPF_MAP_TYPE_PERCPU_ARRAY of __u64 (a plain add: the slot is this CPU's). */
+/* Adds n to counter idx of a BPF_MAP_TYPE_PERCPU_ARRAY of __u64: a plain add on this CPU's slot, no atomic. */
 static __always_inline void gg_counter_add(void *map, __u32 idx, __u64 n)
 {
 	__u64 *v = bpf_map_lookup_elem(map, &idx);
