@@ -116,7 +116,7 @@ static __always_inline struct ep_listen *listener_of_child(const struct sock *ch
 static __always_inline void on_listen(const struct sock *sk)
 {
 	struct listen_port_key pk = {.netns = sk_netns(sk), .port = sk->__sk_common.skc_num};
-	__u64 key = (__u64)sk;
+	__u64 key = bpf_get_socket_cookie((void *)sk); /* as ep_udp: a closed listener keeps its row */
 	struct ep_listen *l;
 
 	if (!gg_scope_current())
@@ -125,8 +125,8 @@ static __always_inline void on_listen(const struct sock *sk)
 	if (!l)
 		return;
 	__builtin_memset(l, 0, sizeof(*l));
-	l->sk = key;
-	l->cookie = bpf_get_socket_cookie((void *)sk);
+	l->sk = (__u64)sk;
+	l->cookie = key;
 	l->cgroup_id = gg_sk_cgroup_id_btf(sk);
 	l->tgid = gg_current_tgid();
 	l->netns = pk.netns;
@@ -139,7 +139,7 @@ static __always_inline void on_listen(const struct sock *sk)
 
 static __always_inline void on_unlisten(const struct sock *sk)
 {
-	__u64 key = (__u64)sk;
+	__u64 key = bpf_get_socket_cookie((void *)sk);
 	struct ep_listen *l = bpf_map_lookup_elem(&ep_listen, &key);
 	struct listen_port_key pk = {.netns = sk_netns(sk), .port = sk->__sk_common.skc_num};
 	__u64 *owner;
@@ -259,7 +259,7 @@ int BPF_PROG(ep_state, const struct sock *sk, const int oldstate, const int news
 SEC("tp_btf/tcp_retransmit_synack")
 int BPF_PROG(ep_synack_retrans, const struct sock *sk, const struct request_sock *req)
 {
-	__u64 key = (__u64)sk;
+	__u64 key = bpf_get_socket_cookie((void *)sk);
 	struct ep_listen *l = bpf_map_lookup_elem(&ep_listen, &key);
 
 	if (l)
@@ -283,9 +283,12 @@ int BPF_PROG(ep_retrans, const struct sock *sk, const struct sk_buff *skb)
 
 /* ---- UDP ------------------------------------------------------------------------------------ */
 
+/* Keyed by the socket's cookie, not its address: a closed socket's entry waits for the next report,
+ * and a new socket at the same address (slab reuse, common under UDP churn) must not add its traffic
+ * to the old one's row. */
 static __always_inline struct ep_udp *udp_entry(const struct sock *sk)
 {
-	__u64 key = (__u64)sk;
+	__u64 key = bpf_get_socket_cookie((void *)sk);
 	struct ep_udp *u = bpf_map_lookup_elem(&ep_udp, &key);
 
 	if (u)
@@ -296,8 +299,8 @@ static __always_inline struct ep_udp *udp_entry(const struct sock *sk)
 	if (!u)
 		return NULL;
 	__builtin_memset(u, 0, sizeof(*u));
-	u->sk = key;
-	u->cookie = bpf_get_socket_cookie((void *)sk);
+	u->sk = (__u64)sk;
+	u->cookie = key;
 	u->cgroup_id = gg_sk_cgroup_id_btf(sk);
 	u->tgid = gg_current_tgid();
 	bpf_get_current_comm(u->comm, sizeof(u->comm));
@@ -342,7 +345,7 @@ int BPF_PROG(ep_udp_recv, struct sock *sk, int ret, int flags)
 SEC("tp_btf/udp_fail_queue_rcv_skb")
 int BPF_PROG(ep_udp_fail, int rc, struct sock *sk)
 {
-	__u64 key = (__u64)sk;
+	__u64 key = bpf_get_socket_cookie((void *)sk);
 	struct ep_udp *u = bpf_map_lookup_elem(&ep_udp, &key);
 
 	if (u) {
@@ -424,8 +427,8 @@ static __always_inline int sk_gone(const struct sock *sk, __u64 cookie)
 
 static long snap_listen(struct bpf_map *map, __u64 *key, struct ep_listen *l, void *ctx)
 {
-	const struct sock *sk = (const struct sock *)*key;
-	const struct inet_connection_sock *icsk = (const struct inet_connection_sock *)*key;
+	const struct sock *sk = (const struct sock *)l->sk;
+	const struct inet_connection_sock *icsk = (const struct inet_connection_sock *)l->sk;
 	__u32 drops, delta;
 
 	if (l->flags & EP_F_CLOSED)
@@ -455,7 +458,7 @@ static long snap_listen(struct bpf_map *map, __u64 *key, struct ep_listen *l, vo
 
 static long snap_udp(struct bpf_map *map, __u64 *key, struct ep_udp *u, void *ctx)
 {
-	const struct sock *sk = (const struct sock *)*key;
+	const struct sock *sk = (const struct sock *)u->sk;
 
 	if (u->flags & EP_F_CLOSED)
 		return 0;

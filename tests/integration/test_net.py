@@ -8,7 +8,7 @@ import subprocess
 import sys
 import time
 
-from harness import NetnsPair, Supervisor, check, events, probe_entry, wait_for
+from harness import NetnsPair, Supervisor, TestFailure, check, events, probe_entry, wait_for
 
 PEER = [sys.executable, os.path.join(os.path.dirname(os.path.abspath(__file__)), "scripts", "net_peer.py")]
 
@@ -38,7 +38,11 @@ def wait_record(s, table, timeout, pred=lambda r: True, **keys):
     def ok():
         r = last_record(s, table, **keys)
         return r if r is not None and pred(r) else None
-    return wait_for(ok, timeout, "%s record %r" % (table, keys), interval=0.2)
+    try:
+        return wait_for(ok, timeout, "%s record %r" % (table, keys), interval=0.2)
+    except TestFailure as e:
+        # say whether the row was missing or there but short of the predicate
+        raise TestFailure("%s; the row now: %r" % (e, last_record(s, table, **keys))) from None
 
 
 def nft_counter_packets(ns, pair):
@@ -76,8 +80,8 @@ def test_tcp_bytes_retransmits_resets():
                 check(abs(got - want) <= want * 0.01, "%s: %d bytes reported, %d moved" % (name, got, want))
             check(rc["comm"] == "python3" and rs["comm"] == "python3", "comm: %r %r" % (rc["comm"], rs["comm"]))
             check(rc["segs_out"] > a_to_b // 65536 and rs["segs_in"] > a_to_b // 65536, "segments counted")
-            rtt = last_record(s, "tcp_rtt", tgid=cli.pid, role=1, **keys)
-            check(rtt is not None and rtt["srtt"] > 0, "srtt reported: %r" % rtt)
+            # tcp_rtt may arrive in the batch after tcp_tx_rx's: wait for it too
+            rtt = wait_record(s, "tcp_rtt", 5, lambda r: r["srtt"] > 0, tgid=cli.pid, role=1, **keys)
 
             # 2. Drop ~5% of the packets towards the server: retransmits, as the client's TCP MIB says.
             # One segment per packet (no GSO), so that dropped packets and retransmitted segments compare.
@@ -171,6 +175,13 @@ def test_endpoint_overflow_udp_connect():
             u = wait_record(s, "udp", 10, lambda r: r["udp_sends"] >= 20, tgid=send.pid, s_port=c["lport"],
                             ep_type="udp")
             check(u["tx_bytes"] == 2000 and u["udp_sends"] == 20, "udp sender: %r" % u)
+            # Short-lived sockets whose memory is reused: each keeps its own row and count.
+            churn = ns.popen(ns.a, PEER + ["udp_churn", ns.ADDR_B, "6001", "40"])
+            sent = peer_json(churn)["sent"]
+            for lport, n in sent.items():
+                u = wait_record(s, "udp", 10, lambda r: r["udp_sends"] >= n, tgid=churn.pid, s_port=lport,
+                                ep_type="udp")
+                check(u["udp_sends"] == n and u["tx_bytes"] == 10 * n, "churned socket %s sent %d: %r" % (lport, n, u))
 
             # 3. UDP both ways: bytes and datagrams on each socket.
             echo = ns.popen(ns.b, PEER + ["udp_echo", "6002", "10"])

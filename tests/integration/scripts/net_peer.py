@@ -100,6 +100,22 @@ def udp_send(host, port, count, size):
     print(json.dumps({"sent": count, "lport": s.getsockname()[1]}), flush=True)
 
 
+def udp_churn(host, port, sockets):
+    """Short-lived UDP sockets one after another: socket i sends i % 3 + 1 datagrams and closes. A
+    closed socket's memory comes back (after an RCU grace period) for the next ones, so a probe that
+    keys sockets by address credits one socket's traffic to another."""
+    sent = {}
+    for i in range(sockets):
+        s = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
+        for _ in range(i % 3 + 1):
+            s.sendto(b"c" * 10, (host, port))
+        lport = s.getsockname()[1]
+        sent[lport] = sent.get(lport, 0) + i % 3 + 1
+        s.close()
+        time.sleep(0.03)
+    print(json.dumps({"sent": sent}), flush=True)
+
+
 def udp_echo(port, count):
     """Receive `count` datagrams and answer each with the same bytes."""
     s = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
@@ -137,6 +153,8 @@ def main(argv):
         connect_closed(args[0], int(args[1]))
     elif cmd == "udp_send":
         udp_send(args[0], int(args[1]), int(args[2]), int(args[3]))
+    elif cmd == "udp_churn":
+        udp_churn(args[0], int(args[1]), int(args[2]))
     elif cmd == "udp_echo":
         udp_echo(int(args[0]), int(args[1]))
     elif cmd == "udp_ping":
