@@ -37,13 +37,6 @@ struct {
 	__type(value, struct at_cpu);
 } at_cpus SEC(".maps");
 
-static __always_inline struct at_cpu *cpu_stats(void)
-{
-	__u32 zero = 0;
-
-	return bpf_map_lookup_elem(&at_cpus, &zero);
-}
-
 static __always_inline void queued(struct task_struct *p)
 {
 	struct at_task *t;
@@ -54,7 +47,7 @@ static __always_inline void queued(struct task_struct *p)
 	if (t)
 		t->queued_ns = bpf_ktime_get_ns();
 	else {
-		struct at_cpu *c = cpu_stats();
+		struct at_cpu *c = gg_map_elem0(&at_cpus);
 
 		if (c)
 			c->storage_lost++;
@@ -78,7 +71,7 @@ int BPF_PROG(at_wakeup_new, struct task_struct *p)
 SEC("tp_btf/sched_switch")
 int BPF_PROG(at_switch, bool preempt, struct task_struct *prev, struct task_struct *next, unsigned int prev_state)
 {
-	struct at_cpu *c = cpu_stats();
+	struct at_cpu *c = gg_map_elem0(&at_cpus);
 	struct at_task *t;
 
 	if (!c)

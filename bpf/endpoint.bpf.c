@@ -117,12 +117,11 @@ static __always_inline void on_listen(const struct sock *sk)
 {
 	struct listen_port_key pk = {.netns = sk_netns(sk), .port = sk->__sk_common.skc_num};
 	__u64 key = bpf_get_socket_cookie((void *)sk); /* as ep_udp: a closed listener keeps its row */
-	__u32 zero = 0;
 	struct ep_listen *l;
 
 	if (!gg_scope_current())
 		return;
-	l = bpf_map_lookup_elem(&ep_scratch, &zero);
+	l = gg_map_elem0(&ep_scratch);
 	if (!l)
 		return;
 	__builtin_memset(l, 0, sizeof(*l));
@@ -194,8 +193,7 @@ static __always_inline void on_connect_end(const struct sock *sk, int ok)
 		return;
 	c = bpf_map_lookup_elem(&ep_connect, &p->key);
 	if (!c) {
-		__u32 zero = 0;
-		struct ep_connect *n = bpf_map_lookup_elem(&ep_scratch, &zero);
+		struct ep_connect *n = gg_map_elem0(&ep_scratch);
 
 		if (!n)
 			goto out;
@@ -292,13 +290,12 @@ static __always_inline struct ep_udp *udp_entry(const struct sock *sk)
 {
 	__u64 key = bpf_get_socket_cookie((void *)sk);
 	struct ep_udp *u = bpf_map_lookup_elem(&ep_udp, &key);
-	__u32 zero = 0;
 
 	if (u)
 		return u;
 	if (!gg_scope_current())
 		return NULL;
-	u = bpf_map_lookup_elem(&ep_scratch, &zero);
+	u = gg_map_elem0(&ep_scratch);
 	if (!u)
 		return NULL;
 	__builtin_memset(u, 0, sizeof(*u));

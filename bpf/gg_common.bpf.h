@@ -26,21 +26,13 @@ static __always_inline __u32 gg_log2_slot(__u64 v)
 {
 	__u32 r = 0, shift;
 
-	shift = (v > 0xFFFFFFFFULL) << 5;
-	v >>= shift;
-	r |= shift;
-	shift = (v > 0xFFFF) << 4;
-	v >>= shift;
-	r |= shift;
-	shift = (v > 0xFF) << 3;
-	v >>= shift;
-	r |= shift;
-	shift = (v > 0xF) << 2;
-	v >>= shift;
-	r |= shift;
-	shift = (v > 0x3) << 1;
-	v >>= shift;
-	r |= shift;
+	/* Binary search over the bit position: halve the width looked at each step (unrolled). */
+#pragma unroll
+	for (__u32 w = 32; w >= 2; w >>= 1) {
+		shift = ((v >> w) != 0) * w;
+		v >>= shift;
+		r |= shift;
+	}
 	r |= (v >> 1);
 	return r < GG_LOG2_SLOTS ? r : GG_LOG2_SLOTS - 1;
 }
@@ -52,6 +44,25 @@ static __always_inline void gg_hist_add(__u64 *slots, __u64 v)
 
 	if (s < GG_LOG2_SLOTS)
 		__sync_fetch_and_add(&slots[s], 1);
+}
+
+/* ---- one-entry maps and per-CPU counters ------------------------------------------------------ */
+
+/* The only element of a one-entry array map (a per-CPU scratch or state slot, a zero value). */
+static __always_inline void *gg_map_elem0(void *map)
+{
+	__u32 zero = 0;
+
+	return bpf_map_lookup_elem(map, &zero);
+}
+
+/* Adds n to counter idx of a BPF_MAP_TYPE_PERCPU_ARRAY of __u64: a plain add on this CPU's slot, no atomic. */
+static __always_inline void gg_counter_add(void *map, __u32 idx, __u64 n)
+{
+	__u64 *v = bpf_map_lookup_elem(map, &idx);
+
+	if (v)
+		*v += n;
 }
 
 /* ---- scope filter ----------------------------------------------------------------------------- */

@@ -95,11 +95,10 @@ static __always_inline int rq_flush_seq(const struct request *rq)
 static __always_inline struct io_dev_stats *dev_stats(const struct request *rq, __u32 dev)
 {
 	struct io_dev_stats *d = bpf_map_lookup_elem(&io_devs, &dev);
-	__u32 zero = 0;
 
 	if (d)
 		return d;
-	d = bpf_map_lookup_elem(&io_zero, &zero);
+	d = gg_map_elem0(&io_zero);
 	if (!d)
 		return NULL;
 	if (bpf_map_update_elem(&io_devs, &dev, d, BPF_NOEXIST) == 0) {
@@ -287,53 +286,43 @@ static __always_inline struct io_pagecache *pc_of(const struct address_space *ma
 	return pc_of_dev(sb->s_dev);
 }
 
+/* Counts one event in the counter at byte offset off of p (NULL: not counted); the body of every page
+ * cache program below. */
+static __always_inline int pc_count(struct io_pagecache *p, unsigned long off)
+{
+	if (p)
+		(*(__u64 *)((char *)p + off))++;
+	return 0;
+}
+
 SEC("tp_btf/mm_filemap_get_pages")
 int BPF_PROG(io_pc_access, struct address_space *mapping, unsigned long index, unsigned long last_index)
 {
-	struct io_pagecache *p = pc_of(mapping);
-
-	if (p)
-		p->access++;
-	return 0;
+	return pc_count(pc_of(mapping), offsetof(struct io_pagecache, access));
 }
 
 SEC("tp_btf/mm_filemap_add_to_page_cache")
 int BPF_PROG(io_pc_add, struct folio *folio)
 {
-	struct io_pagecache *p = pc_of(folio->mapping);
-
-	if (p)
-		p->add++;
-	return 0;
+	return pc_count(pc_of(folio->mapping), offsetof(struct io_pagecache, add));
 }
 
 SEC("tp_btf/mm_filemap_delete_from_page_cache")
 int BPF_PROG(io_pc_del, struct folio *folio)
 {
-	struct io_pagecache *p = pc_of(folio->mapping);
-
-	if (p)
-		p->remove++;
-	return 0;
+	return pc_count(pc_of(folio->mapping), offsetof(struct io_pagecache, remove));
 }
 
 SEC("tp_btf/writeback_dirty_folio")
 int BPF_PROG(io_pc_dirty, struct folio *folio, struct address_space *mapping)
 {
-	struct io_pagecache *p = pc_of(mapping);
-
-	if (p)
-		p->dirty++;
-	return 0;
+	return pc_count(pc_of(mapping), offsetof(struct io_pagecache, dirty));
 }
 
 SEC("tp_btf/block_dirty_buffer")
 int BPF_PROG(io_pc_bh_dirty, struct buffer_head *bh)
 {
 	struct block_device *bdev = bh->b_bdev;
-	struct io_pagecache *p = bdev ? pc_of_dev(bdev->bd_dev) : NULL;
 
-	if (p)
-		p->buffer_dirty++;
-	return 0;
+	return pc_count(bdev ? pc_of_dev(bdev->bd_dev) : NULL, offsetof(struct io_pagecache, buffer_dirty));
 }

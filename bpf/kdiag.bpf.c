@@ -305,7 +305,7 @@ static __always_inline int flow_passes(const struct kd_flow *f)
 SEC("tp_btf/kfree_skb")
 int BPF_PROG(kd_kfree_skb, struct sk_buff *skb, void *location, enum skb_drop_reason reason, struct sock *rx_sk)
 {
-	__u32 zero = 0, slot = reason < KD_REASON_SLOTS ? reason : KD_REASON_SLOTS - 1;
+	__u32 slot = reason < KD_REASON_SLOTS ? reason : KD_REASON_SLOTS - 1;
 	struct kd_scratch *s;
 	struct kd_drop_val *v, nv = {};
 	struct sock *sk;
@@ -318,7 +318,7 @@ int BPF_PROG(kd_kfree_skb, struct sk_buff *skb, void *location, enum skb_drop_re
 		return 0;
 	if (kd_conf.filter_reason && reason != kd_conf.reason)
 		return 0;
-	s = bpf_map_lookup_elem(&kd_scratch, &zero);
+	s = gg_map_elem0(&kd_scratch);
 	if (!s)
 		return 0;
 	__builtin_memset(&s->dk, 0, sizeof(s->dk));
@@ -372,13 +372,6 @@ int BPF_PROG(kd_kfree_skb, struct sk_buff *skb, void *location, enum skb_drop_re
 
 /* ---- interrupts ---- */
 
-static __always_inline struct kd_irq_state *irq_state(void)
-{
-	__u32 zero = 0;
-
-	return bpf_map_lookup_elem(&kd_irq_state, &zero);
-}
-
 static __always_inline void irq_hist(__u32 row, __u64 ns)
 {
 	struct kd_hist *h = bpf_map_lookup_elem(&kd_irq_hist, &row);
@@ -397,8 +390,7 @@ struct {
 
 static __always_inline struct kd_hardirq_val *kd_hardirq_zero(void)
 {
-	__u32 zero = 0;
-	struct kd_hardirq_val *z = bpf_map_lookup_elem(&kd_hardirq_scratch, &zero);
+	struct kd_hardirq_val *z = gg_map_elem0(&kd_hardirq_scratch);
 
 	if (z)
 		__builtin_memset(z, 0, sizeof(*z));
@@ -408,7 +400,7 @@ static __always_inline struct kd_hardirq_val *kd_hardirq_zero(void)
 SEC("tp_btf/irq_handler_entry")
 int BPF_PROG(kd_irq_entry, int irq, struct irqaction *action)
 {
-	struct kd_irq_state *st = irq_state();
+	struct kd_irq_state *st = gg_map_elem0(&kd_irq_state);
 
 	if (st) {
 		st->hard_entry = bpf_ktime_get_ns();
@@ -420,7 +412,7 @@ int BPF_PROG(kd_irq_entry, int irq, struct irqaction *action)
 SEC("tp_btf/irq_handler_exit")
 int BPF_PROG(kd_irq_exit, int irq, struct irqaction *action, int ret)
 {
-	struct kd_irq_state *st = irq_state();
+	struct kd_irq_state *st = gg_map_elem0(&kd_irq_state);
 	struct kd_hardirq_val *line;
 	struct kd_event *e;
 	__u32 key = (__u32)irq;
@@ -457,7 +449,7 @@ int BPF_PROG(kd_irq_exit, int irq, struct irqaction *action, int ret)
 SEC("tp_btf/softirq_raise")
 int BPF_PROG(kd_softirq_raise, unsigned int vec)
 {
-	struct kd_irq_state *st = irq_state();
+	struct kd_irq_state *st = gg_map_elem0(&kd_irq_state);
 
 	/* the first raise while not pending: later raises join the same run */
 	if (st && vec < KD_NR_SOFTIRQ && !st->raise[vec])
@@ -468,7 +460,7 @@ int BPF_PROG(kd_softirq_raise, unsigned int vec)
 SEC("tp_btf/softirq_entry")
 int BPF_PROG(kd_softirq_entry, unsigned int vec)
 {
-	struct kd_irq_state *st = irq_state();
+	struct kd_irq_state *st = gg_map_elem0(&kd_irq_state);
 	struct kd_event *e;
 	__u64 now, d;
 
@@ -492,7 +484,7 @@ int BPF_PROG(kd_softirq_entry, unsigned int vec)
 SEC("tp_btf/softirq_exit")
 int BPF_PROG(kd_softirq_exit, unsigned int vec)
 {
-	struct kd_irq_state *st = irq_state();
+	struct kd_irq_state *st = gg_map_elem0(&kd_irq_state);
 	struct kd_event *e;
 	__u64 now, d;
 
@@ -533,7 +525,6 @@ int BPF_PROG(kd_skb_copy, const struct sk_buff *skb, int len)
 	struct kd_rl_val *v;
 	struct kd_event *e;
 	struct task_struct *task;
-	__u32 zero = 0;
 
 	if (!ts)
 		return 0;
@@ -545,7 +536,7 @@ int BPF_PROG(kd_skb_copy, const struct sk_buff *skb, int len)
 	d = now - ts->ts;
 	/* the first read of a packet is its latency; later reads of the same skb (partial reads) are not */
 	bpf_map_delete_elem(&kd_rx_ts, &key);
-	s = bpf_map_lookup_elem(&kd_scratch, &zero);
+	s = gg_map_elem0(&kd_scratch);
 	if (!s)
 		return 0;
 	__builtin_memset(&s->dk, 0, sizeof(s->dk));

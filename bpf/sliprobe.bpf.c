@@ -96,13 +96,6 @@ static __always_inline struct sli_stats *task_cg_stats(struct task_struct *t)
 	return bpf_cgrp_storage_get(&sli_cgrp, cg, 0, BPF_LOCAL_STORAGE_GET_F_CREATE);
 }
 
-static __always_inline struct sli_stats *node_stats(void)
-{
-	__u32 zero = 0;
-
-	return bpf_map_lookup_elem(&sli_node, &zero);
-}
-
 /* Per-CPU values (the node's): plain adds, no atomics (the program cannot be preempted on its CPU). */
 static __always_inline void lat_add(struct sli_lat *l, __u64 d, __u32 slot)
 {
@@ -162,7 +155,7 @@ static __always_inline void cpu_stats_add(struct sli_stats *s, const struct cpu_
 
 static __always_inline void mem_add(struct sli_stats *cg, int kind, __u64 d)
 {
-	struct sli_stats *s = node_stats();
+	struct sli_stats *s = gg_map_elem0(&sli_node);
 	__u32 slot = gg_log2_slot(d);
 
 	if (kind < 0 || kind >= SLI_MEM_N)
@@ -224,7 +217,7 @@ int BPF_PROG(sli_switch, bool preempt, struct task_struct *prev, struct task_str
 		d.rundelay = rd;
 	}
 	if (d.rundelay || d.off || d.longsys) {
-		struct sli_stats *s = node_stats();
+		struct sli_stats *s = gg_map_elem0(&sli_node);
 
 		if (s)
 			cpu_stats_add(s, &d, 0);
@@ -368,7 +361,7 @@ int BPF_PROG(sli_io_done, struct request *rq, blk_status_t error, unsigned int n
 		__u32 slot = gg_log2_slot(d);
 		struct sli_lat *l;
 
-		s = node_stats();
+		s = gg_map_elem0(&sli_node);
 		if (s)
 			lat_add(&s->io, d, slot);
 		l = bpf_map_lookup_elem(&sli_io_cgrp, &cgid);

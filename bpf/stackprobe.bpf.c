@@ -55,10 +55,7 @@ struct {
 
 static __always_inline void stat_add(__u32 idx, __u64 n)
 {
-	__u64 *v = bpf_map_lookup_elem(&stats, &idx);
-
-	if (v)
-		*v += n;
+	gg_counter_add(&stats, idx, n);
 }
 
 static __always_inline void stat_inc(__u32 idx)
@@ -316,14 +313,13 @@ static __always_inline void offcpu_out(void *ctx, struct task_struct *prev, __u6
 	if (BPF_CORE_READ(prev, mm)) {
 		__u64 kn = s->kn, un;
 		struct uw_scratch *sc;
-		__u32 zero = 0;
 
 		if (kn > SP_MAX_DEPTH)
 			kn = SP_MAX_DEPTH;
 		/* the .eh_frame tables when the process has them (the copy from the walk's scratch), else the
 		 * kernel's frame-pointer walk */
 		n = uw_walk(tgid);
-		sc = n > 0 ? bpf_map_lookup_elem(&uw_scratch, &zero) : NULL;
+		sc = n > 0 ? gg_map_elem0(&uw_scratch) : NULL;
 		if (sc) {
 			un = (__u64)n;
 			barrier_var(un);

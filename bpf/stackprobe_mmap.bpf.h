@@ -224,11 +224,10 @@ static __always_inline int mm_site(void *ctx, __u32 tgid, struct sp_mm_region *r
 	struct sp_live_key k = {.tgid = tgid};
 	struct uw_scratch *sc;
 	struct pt_regs *regs;
-	__u32 zero = 0;
 	__u64 mk, sp;
 	long err;
 
-	if (uw_walk(tgid) > 0 && (sc = bpf_map_lookup_elem(&uw_scratch, &zero))) {
+	if (uw_walk(tgid) > 0 && (sc = gg_map_elem0(&uw_scratch))) {
 		k.ustack = (__s32)(sc->hash & 0x7fffffff);
 		k.uw = (__u32)(sc->hash >> 32) | 1;
 		mk = ((__u64)k.uw << 32) | (__u32)k.ustack;
@@ -261,11 +260,10 @@ static __always_inline int mm_site(void *ctx, __u32 tgid, struct sp_mm_region *r
 static __always_inline struct sp_mm_proc *mm_proc(__u32 tgid, int create)
 {
 	struct sp_mm_proc *p = bpf_map_lookup_elem(&mm_procs, &tgid), *zero;
-	__u32 z = 0;
 
 	if (p || !create)
 		return p;
-	zero = bpf_map_lookup_elem(&mm_zero, &z);
+	zero = gg_map_elem0(&mm_zero);
 	if (!zero)
 		return NULL;
 	(void)bpf_map_update_elem(&mm_procs, &tgid, zero, BPF_NOEXIST);

@@ -43,7 +43,7 @@ static __always_inline __u32 py_stack_id(__u32 tgid)
 	struct task_struct *task;
 	struct sp_py_stack *st;
 	__u64 fsbase, ts, frame, hash = 14695981039346656037ull;
-	__u32 zero = 0, id, i;
+	__u32 id, i;
 
 	if (!pp)
 		return 0;
@@ -68,7 +68,7 @@ static __always_inline __u32 py_stack_id(__u32 tgid)
 	if (!ts)
 		return 0;
 	frame = py_read_ptr(py_read_ptr(ts + pp->ts_cframe) + pp->cframe_current);
-	st = bpf_map_lookup_elem(&py_scratch, &zero);
+	st = gg_map_elem0(&py_scratch);
 	if (!st || !frame)
 		return 0;
 	st->n = 0;

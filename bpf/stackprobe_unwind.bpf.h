@@ -231,7 +231,7 @@ __noinline int uw_walk(__u32 tgid)
 	struct uw_ctx c = {};
 	struct uw_scratch *s;
 	struct pt_regs *regs;
-	__u32 zero = 0, w, n;
+	__u32 w, n;
 	__u64 idx;
 
 	if (uw_off)
@@ -246,7 +246,7 @@ __noinline int uw_walk(__u32 tgid)
 	}
 	if (!c.proc->n || !task->mm)
 		return -1;
-	s = bpf_map_lookup_elem(&uw_scratch, &zero);
+	s = gg_map_elem0(&uw_scratch);
 	if (!s)
 		return -1;
 	regs = (struct pt_regs *)bpf_task_pt_regs(task);
@@ -282,13 +282,12 @@ __noinline int uw_walk(__u32 tgid)
 __noinline int uw_user_stack(struct sp_key *key, __u32 g)
 {
 	struct uw_scratch *s;
-	__u32 zero = 0;
 	__u64 h, mk;
 	long err;
 
 	if (!key || uw_walk(key->tgid) <= 0)
 		return -1;
-	s = bpf_map_lookup_elem(&uw_scratch, &zero);
+	s = gg_map_elem0(&uw_scratch);
 	if (!s)
 		return -1;
 	h = s->hash;

@@ -139,12 +139,11 @@ static __always_inline struct tp_proc *proc_get(__u32 tgid)
 {
 	struct tp_proc *p = bpf_map_lookup_elem(&tp_procs, &tgid);
 	struct task_struct *t;
-	__u32 zero = 0;
 	long err;
 
 	if (p)
 		return p;
-	p = bpf_map_lookup_elem(&tp_scratch, &zero);
+	p = gg_map_elem0(&tp_scratch);
 	if (!p)
 		return NULL;
 	t = bpf_get_current_task_btf();
@@ -588,34 +587,33 @@ static __always_inline struct tp_proc *pc_proc(void)
 	return proc_get(tgid);
 }
 
-SEC("tp_btf/mm_filemap_add_to_page_cache")
-int BPF_PROG(tp_pc_add, struct folio *folio)
+/* Counts one page cache event of the current process in its counter at byte offset off of struct
+ * tp_proc; the body of the three programs below. */
+static __always_inline int pc_count(unsigned long off)
 {
 	struct tp_proc *p = pc_proc();
 
 	if (p)
-		__sync_fetch_and_add(&p->pc_load, 1);
+		__sync_fetch_and_add((unsigned long long *)((char *)p + off), 1);
 	return 0;
+}
+
+SEC("tp_btf/mm_filemap_add_to_page_cache")
+int BPF_PROG(tp_pc_add, struct folio *folio)
+{
+	return pc_count(offsetof(struct tp_proc, pc_load));
 }
 
 SEC("tp_btf/writeback_dirty_folio")
 int BPF_PROG(tp_pc_dirty, struct folio *folio)
 {
-	struct tp_proc *p = pc_proc();
-
-	if (p)
-		__sync_fetch_and_add(&p->pc_dirty, 1);
-	return 0;
+	return pc_count(offsetof(struct tp_proc, pc_dirty));
 }
 
 SEC("tp_btf/block_dirty_buffer")
 int BPF_PROG(tp_pc_buffer_dirty, struct buffer_head *bh)
 {
-	struct tp_proc *p = pc_proc();
-
-	if (p)
-		__sync_fetch_and_add(&p->pc_buffer_dirty, 1);
-	return 0;
+	return pc_count(offsetof(struct tp_proc, pc_buffer_dirty));
 }
 
 SEC("tp_btf/mm_vmscan_direct_reclaim_begin")

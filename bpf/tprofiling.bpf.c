@@ -56,14 +56,6 @@ struct {
 	__type(value, __u64);
 } tp_stats SEC(".maps");
 
-static __always_inline void stat_inc(__u32 idx)
-{
-	__u64 *v = bpf_map_lookup_elem(&tp_stats, &idx);
-
-	if (v)
-		*v += 1;
-}
-
 /* The current thread is in scope (and is not the probe). Cheapest first: a scope of processes only (the
  * usual proc_id/proc_name snoopers) costs one array and one hash lookup; the cgroup walk (container and
  * pod scopes) is made only when the scope has cgroups. */
@@ -131,12 +123,12 @@ static __always_inline void send(void *ctx, __u64 start, __u64 end, __u32 name, 
 	struct tp_event *e;
 
 	if (end - start < min_exec_ns) {
-		stat_inc(TP_ST_SHORT);
+		gg_counter_add(&tp_stats, TP_ST_SHORT, 1);
 		return;
 	}
 	e = bpf_ringbuf_reserve(&tp_events, sizeof(*e), 0);
 	if (!e) {
-		stat_inc(TP_ST_DROPPED);
+		gg_counter_add(&tp_stats, TP_ST_DROPPED, 1);
 		return;
 	}
 	e->start_ns = start;
@@ -160,7 +152,7 @@ static __always_inline void send(void *ctx, __u64 start, __u64 end, __u32 name, 
 	/* no wake-up per event: user space drains every 200 ms, or at once when a storm fills a quarter */
 	bpf_ringbuf_submit(e, bpf_ringbuf_query(&tp_events, BPF_RB_AVAIL_DATA) >= TP_RB_WAKE ? BPF_RB_FORCE_WAKEUP
 											     : BPF_RB_NO_WAKEUP);
-	stat_inc(TP_ST_EVENTS);
+	gg_counter_add(&tp_stats, TP_ST_EVENTS, 1);
 }
 
 /* The current thread's storage, created, when the thread is in scope; NULL otherwise or when none is
@@ -173,7 +165,7 @@ static __always_inline struct tp_task *task_begin(void)
 		return NULL;
 	s = bpf_task_storage_get(&tp_tasks, bpf_get_current_task_btf(), 0, BPF_LOCAL_STORAGE_GET_F_CREATE);
 	if (!s)
-		stat_inc(TP_ST_INFLIGHT_FULL);
+		gg_counter_add(&tp_stats, TP_ST_INFLIGHT_FULL, 1);
 	return s;
 }
 
@@ -325,7 +317,7 @@ int BPF_PROG(tp_sched_switch, bool preempt, struct task_struct *prev, struct tas
 	if (s)
 		s->oncpu_ns = now;
 	else
-		stat_inc(TP_ST_INFLIGHT_FULL);
+		gg_counter_add(&tp_stats, TP_ST_INFLIGHT_FULL, 1);
 	return 0;
 }
 
