@@ -183,6 +183,7 @@ def test_endpoint_overflow_udp_connect():
             # Short-lived sockets whose memory is reused: each keeps its own row and count.
             churn = ns.popen(ns.a, PEER + ["udp_churn", ns.ADDR_B, "6001", "40"])
             sent = peer_json(churn)["sent"]
+            check(len(sent) >= 30, "churned sockets on distinct ports: %d" % len(sent))
             for lport, n in sent.items():
                 u = wait_record(s, "udp", 10, lambda r: r["udp_sends"] >= n, tgid=churn.pid, s_port=lport,
                                 ep_type="udp")
