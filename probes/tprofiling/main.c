@@ -812,9 +812,14 @@ static void stop(void *arg, char *note, size_t len)
 {
 	struct tp_ctx *ctx = arg;
 
+	uint64_t ks[TP_ST_NR];
+
 	drain(ctx, 1); /* every open aggregate out */
 	report(ctx);
-	snprintf(note, len, "%llu events reported", (unsigned long long)ctx->reported);
+	kernel_stats(ctx, ks);
+	snprintf(note, len, "%llu events reported; from the kernel %llu, %llu lost (ring full), %llu without storage",
+		 (unsigned long long)ctx->reported, (unsigned long long)ks[TP_ST_EVENTS],
+		 (unsigned long long)ks[TP_ST_DROPPED], (unsigned long long)ks[TP_ST_INFLIGHT_FULL]);
 }
 
 static void teardown(void *arg)
