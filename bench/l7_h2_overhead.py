@@ -21,6 +21,7 @@ import time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from l7_overhead import PIN_CLIENT, PIN_SERVER, Probe, compare, nginx_bench, run_load, spread, stop  # noqa: E402
+from l7_overhead import compare_builds as l7_compare_builds  # noqa: E402
 import harness  # noqa: E402  (on the path l7_overhead set)
 
 
@@ -47,49 +48,30 @@ class Run:
 
 
 def compare_builds(name, url, runs, seconds, worker, conns, streams, probe_args, tmp, builds):
-    """H2_AB: off, then l7probe of each build in turn, repeated: CPU per request of nginx + h2load and the
-    probe's own, per build, as medians (min, max) of the difference to the mean of the off runs around."""
-    added = {b: [] for b in builds}
-    own = {b: [] for b in builds}
-    loss = {b: [] for b in builds}
+    """H2_AB: l7_overhead.compare_builds with h2load; H2_STATS=1 adds each l7 program's BPF ns per run and
+    the BPF ns per request (the busiest 2 s window of the probe's --bpf-stats)."""
     stats = {b: {} for b in builds}
-    with_stats = os.environ.get("H2_STATS") == "1"
-    if with_stats:
-        probe_args = [a for a in probe_args] + ["--bpf-stats"]
+    after = report = None
+    if os.environ.get("H2_STATS") == "1":
+        probe_args = list(probe_args) + ["--bpf-stats"]
         probe_args[probe_args.index("-t") + 1] = "2"
-    off = Run(url, seconds, worker, conns, streams)
-    for i in range(runs):
-        for b in builds:
-            probe = Probe(probe_args, os.path.join(tmp, "probe-ab.log"), os.path.join(b, "probes", "l7probe"))
-            try:
-                time.sleep(0.5)
-                on = Run(url, seconds, worker, conns, streams, probe)
-            finally:
-                log = probe.stop()
-            if with_stats:
-                busiest = bpf_stats_busiest(log)
-                for prog, (cnt, ns) in busiest.items():
-                    stats[b].setdefault(prog, []).append((cnt, ns))
-                stats[b].setdefault("_per_request", []).append(
-                    sum(c * n for c, n in busiest.values()) / max(on.rps * 2, 1))
-            off2 = Run(url, seconds, worker, conns, streams)
-            added[b].append(on.us_per_req - (off.us_per_req + off2.us_per_req) / 2)
-            loss[b].append(100 * (1 - on.rps / ((off.rps + off2.rps) / 2)))
-            own[b].append(on.probe_us_per_req)
-            print("  %s %s run %d: off %.0f, on %.0f, off %.0f req/s; CPU/request added %.2f us, probe %.2f us"
-                  % (name, b, i + 1, off.rps, on.rps, off2.rps, added[b][-1], own[b][-1]), flush=True)
-            off = off2
-    for b in builds:
-        if with_stats:
+
+        def after(b, on, log):
+            busiest = bpf_stats_busiest(log)
+            for prog, (cnt, ns) in busiest.items():
+                stats[b].setdefault(prog, []).append((cnt, ns))
+            stats[b].setdefault("_per_request", []).append(
+                sum(c * n for c, n in busiest.values()) / max(on.rps * 2, 1))
+
+        def report(b):
             for prog in sorted(k for k in stats[b] if not k.startswith("_")):
                 xs = stats[b][prog]
                 print("%s %s: bpf %s: ns per run %s; runs per 2 s window %s" % (
                     name, b, prog, spread([n for _, n in xs]), spread([c for c, _ in xs])))
             print("%s %s: bpf ns per request (all l7 programs, busiest 2 s window / h2load's req/s x 2): %s" % (
                 name, b, spread(stats[b]["_per_request"])))
-        print("%s %s: CPU per request added to nginx + h2load, us: %s" % (name, b, spread(added[b])))
-        print("%s %s: l7probe's own CPU per request, us: %s" % (name, b, spread(own[b])))
-        print("%s %s: throughput loss %%: %s" % (name, b, spread(loss[b])), flush=True)
+    l7_compare_builds(name, h2load(url, seconds, worker, conns, streams), runs, probe_args, tmp, builds,
+                      load="h2load", after=after, report=report)
 
 
 def bpf_stats_busiest(log):

@@ -151,10 +151,11 @@ def compare(name, run, runs, probe_args, tmp, load="wrk"):
     print("  l7probe's own CPU per request, us: %s" % spread(probe_us), flush=True)
 
 
-def compare_builds(name, run, runs, probe_args, tmp, builds, load="wrk"):
+def compare_builds(name, run, runs, probe_args, tmp, builds, load="wrk", after=None, report=None):
     """L7_AB: off, then the l7probe of each build in turn, repeated: per build the medians (min, max) of
     the CPU per request added to the server + load and of the throughput loss, against the mean of the
-    off runs around, and the probe's own CPU per request."""
+    off runs around, and the probe's own CPU per request. after(build, run, probe log) is called after
+    each run with a probe, report(build) before a build's figures are printed."""
     added = {b: [] for b in builds}
     loss = {b: [] for b in builds}
     own = {b: [] for b in builds}
@@ -166,7 +167,9 @@ def compare_builds(name, run, runs, probe_args, tmp, builds, load="wrk"):
                 time.sleep(0.5)
                 on = run(probe)
             finally:
-                probe.stop()
+                log = probe.stop()
+            if after:
+                after(b, on, log)
             off2 = run(None)
             added[b].append(on.us_per_req - (off.us_per_req + off2.us_per_req) / 2)
             loss[b].append(100 * (1 - on.rps / ((off.rps + off2.rps) / 2)))
@@ -175,6 +178,8 @@ def compare_builds(name, run, runs, probe_args, tmp, builds, load="wrk"):
                   % (name, b, i + 1, off.rps, on.rps, off2.rps, added[b][-1], own[b][-1]), flush=True)
             off = off2
     for b in builds:
+        if report:
+            report(b)
         print("%s %s: CPU per request added to nginx + %s, us: %s" % (name, b, load, spread(added[b])))
         print("%s %s: l7probe's own CPU per request, us: %s" % (name, b, spread(own[b])))
         print("%s %s: throughput loss %%: %s" % (name, b, spread(loss[b])), flush=True)
