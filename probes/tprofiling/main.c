@@ -69,6 +69,7 @@ struct proc_name {
 };
 
 struct tp_ctx {
+	uint64_t ks[TP_ST_NR]; /* the kernel half's counters at the last report */
 	struct probe_rt *rt;
 	struct tp_conf base, cur;
 	struct gg_scope base_scope, scope;
@@ -662,7 +663,7 @@ static void report(void *arg)
 {
 	struct tp_ctx *ctx = arg;
 	struct uproc_stats us = {0};
-	uint64_t ks[TP_ST_NR];
+	uint64_t *ks = ctx->ks;
 	struct probe_rec *r = &ctx->rec;
 
 	drain(ctx, 0);
@@ -811,12 +812,10 @@ static int setup(void *arg, struct probe_rt *rt)
 static void stop(void *arg, char *note, size_t len)
 {
 	struct tp_ctx *ctx = arg;
-
-	uint64_t ks[TP_ST_NR];
+	const uint64_t *ks = ctx->ks;
 
 	drain(ctx, 1); /* every open aggregate out */
 	report(ctx);
-	kernel_stats(ctx, ks);
 	snprintf(note, len, "%llu events reported; from the kernel %llu, %llu lost (ring full), %llu without storage",
 		 (unsigned long long)ctx->reported, (unsigned long long)ks[TP_ST_EVENTS],
 		 (unsigned long long)ks[TP_ST_DROPPED], (unsigned long long)ks[TP_ST_INFLIGHT_FULL]);
