@@ -29,12 +29,14 @@ struct tp_flight {
 };
 
 /* Per thread: the syscall in flight, the pthread call in flight (a lock call makes futex syscalls of
- * its own), and when the thread went on a CPU (0: not tracked). */
+ * its own), when the thread went on a CPU (0: not tracked) and the scheduler's count of its run time
+ * when it last left one (0: not yet). */
 struct tp_task {
 	struct tp_flight sys;
 	struct tp_flight lock;
 	struct tp_flight gc;
 	__u64 oncpu_ns;
+	__u64 rt_out_ns;
 };
 
 struct {
@@ -305,19 +307,31 @@ int BPF_PROG(tp_sched_switch, bool preempt, struct task_struct *prev, struct tas
 
 	/* prev leaves the CPU: its run ends (tracked only when it was in scope as it came on) */
 	s = bpf_task_storage_get(&tp_tasks, prev, 0, 0);
-	if (s && s->oncpu_ns) {
-		__u64 start = s->oncpu_ns;
+	if (s) {
+		__u64 start = s->oncpu_ns, rt = prev->se.sum_exec_runtime;
 
+		/* Not every switch reaches the tracepoint (seen: those from the threads of a VM's guest agent),
+		 * so a run can end that was never seen to begin. Between two switch-outs a thread runs once:
+		 * that run began when the scheduler's count of its run time says (steal time left out). A
+		 * thread out of scope as it came on has no start either: its run is not one to report. */
+		if (!start && s->rt_out_ns && rt > s->rt_out_ns && rt - s->rt_out_ns < now && task_in_scope(prev)) {
+			start = now - (rt - s->rt_out_ns);
+			gg_counter_add(&tp_stats, TP_ST_UNSEEN_IN, 1);
+		}
 		s->oncpu_ns = 0;
-		send(ctx, start, now, TP_ONCPU, TP_TYPE_ONCPU, 0, 0, prev, 0);
+		s->rt_out_ns = rt;
+		if (start)
+			send(ctx, start, now, TP_ONCPU, TP_TYPE_ONCPU, 0, 0, prev, 0);
 	}
 	if (!task_in_scope(next))
 		return 0;
 	s = bpf_task_storage_get(&tp_tasks, next, 0, BPF_LOCAL_STORAGE_GET_F_CREATE);
-	if (s)
+	if (s) {
 		s->oncpu_ns = now;
-	else
+		s->rt_out_ns = next->se.sum_exec_runtime;
+	} else {
 		gg_counter_add(&tp_stats, TP_ST_INFLIGHT_FULL, 1);
+	}
 	return 0;
 }
 

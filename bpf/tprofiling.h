@@ -128,6 +128,7 @@ enum tp_stat {
 	TP_ST_DROPPED,	     /* events the ring buffer had no room for */
 	TP_ST_SHORT,	     /* events shorter than min_exec_dur, not sent */
 	TP_ST_INFLIGHT_FULL, /* starts not recorded: no task storage could be made */
+	TP_ST_UNSEEN_IN,     /* on-CPU runs whose switch-in the tracepoint never showed, start inferred */
 	TP_ST_NR,
 };
 

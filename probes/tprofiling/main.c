@@ -689,6 +689,7 @@ static void report(void *arg)
 	probe_rec__u64(r, us.procs);
 	probe_rec__u64(r, us.attach_errors);
 	probe_rec__u64(r, ctx->trace_removed);
+	probe_rec__u64(r, ks[TP_ST_UNSEEN_IN]);
 	(void)probe_rt__emit(ctx->rt, r);
 	(void)probe_rt__flush(ctx->rt);
 	if (ctx->bpf_stats)
@@ -816,9 +817,12 @@ static void stop(void *arg, char *note, size_t len)
 
 	drain(ctx, 1); /* every open aggregate out */
 	report(ctx);
-	snprintf(note, len, "%llu events reported; from the kernel %llu, %llu lost (ring full), %llu without storage",
+	snprintf(note, len,
+		 "%llu events reported; from the kernel %llu, %llu lost (ring full), %llu without storage, "
+		 "%llu on-CPU runs seen to end only",
 		 (unsigned long long)ctx->reported, (unsigned long long)ks[TP_ST_EVENTS],
-		 (unsigned long long)ks[TP_ST_DROPPED], (unsigned long long)ks[TP_ST_INFLIGHT_FULL]);
+		 (unsigned long long)ks[TP_ST_DROPPED], (unsigned long long)ks[TP_ST_INFLIGHT_FULL],
+		 (unsigned long long)ks[TP_ST_UNSEEN_IN]);
 }
 
 static void teardown(void *arg)
