@@ -25,8 +25,9 @@ __u32 filter_on; /* 0: every process is in scope (no map lookups at all) */
 /* Two bits per tgid: 00 not known yet, 01 in scope, 10 out of scope. Cleared by user space when the
  * scope changes; a cached verdict turns the scope test into one load on the hot paths. */
 __u64 verdict[TP_VERDICT_PIDS / 32];
-__u64 dropped_procs; /* processes not tracked because tp_procs was full */
-__u32 max_epoch;     /* report period number, for tp_proc.max_ns */
+__u64 dropped_procs;	/* processes not tracked because tp_procs was full */
+__u64 offcpu_unseen_in; /* off-CPU times closed at a switch-out: their switch-in was never seen */
+__u32 max_epoch;	/* report period number, for tp_proc.max_ns */
 
 /* Processes (and below: threads, DNS lookups in flight) come and go far less often than they are
  * updated: entries are allocated as they come (BPF_F_NO_PREALLOC), not all 4096 up front (3 MiB). */
@@ -61,9 +62,10 @@ struct {
 } tp_task_store SEC(".maps");
 
 /* When a blocked in-scope thread went off CPU (0 while it runs), by thread id until it exits (a hash:
- * task storage is not for the scheduler path). */
+ * task storage is not for the scheduler path), and the scheduler's count of its run time then. */
 struct tp_off {
 	__u64 ts;
+	__u64 rt;
 	__u32 iowait;
 	__u32 pad;
 };
@@ -400,11 +402,25 @@ int BPF_PROG(tp_sys_exit, struct pt_regs *regs, long ret)
 
 /* ---- scheduler ------------------------------------------------------------------------------ */
 
+/* Adds a closed off-CPU time of thread off (of process p) and marks the thread running. */
+static __always_inline void offcpu_add(struct tp_proc *p, struct tp_off *off, __u64 end)
+{
+	__u64 d = end > off->ts ? end - off->ts : 0;
+
+	off->ts = 0;
+	if (!p)
+		return;
+	__sync_fetch_and_add(&p->offcpu_ns, d);
+	if (off->iowait)
+		__sync_fetch_and_add(&p->iowait_ns, d);
+}
+
 SEC("tp_btf/sched_switch")
 int BPF_PROG(tp_sched_switch, bool preempt, struct task_struct *prev, struct task_struct *next, unsigned int prev_state)
 {
 	__u32 prev_pid, next_pid, tgid;
 	struct tp_off *off;
+	struct tp_proc *p;
 	__u64 now = 0;
 
 	/*
@@ -419,21 +435,39 @@ int BPF_PROG(tp_sched_switch, bool preempt, struct task_struct *prev, struct tas
 	 * Only blocked threads are off CPU; a preempted one is still runnable. A thread's entry stays in
 	 * tp_offcpu until it exits (ts 0 while it runs): after the first sleep, going off and back on CPU
 	 * is a lookup and two stores, not a hash insert and delete under the bucket lock.
+	 *
+	 * Not every switch reaches the tracepoint (seen: every switch out of a VM's idle task on one CPU,
+	 * so a thread waking there comes on without one): an entry still open at a switch-out is a
+	 * switch-in never seen. Between two switch-outs a thread runs once, so it came on when the
+	 * scheduler's count of its run time says; its off-CPU time ends there.
 	 */
 	/* proc_get: proc_cpu has a record for every process in scope that ran, not only for the ones that
 	 * made an event of another sub-probe */
-	if (prev_pid && in_scope(tgid) && proc_get(tgid) && prev_state != TASK_RUNNING) {
-		__u32 iow = BPF_CORE_READ_BITFIELD(prev, in_iowait); /* prev is a BTF pointer: a plain load */
+	if (prev_pid && in_scope(tgid) && (p = proc_get(tgid))) {
+		__u64 rt = prev->se.sum_exec_runtime;
 
-		now = bpf_ktime_get_ns();
 		off = bpf_map_lookup_elem(&tp_offcpu, &prev_pid);
-		if (off) {
-			off->iowait = iow;
-			off->ts = now;
-		} else {
-			struct tp_off v = {.ts = now, .iowait = iow};
+		if (off && off->ts) {
+			__u64 ran = rt - off->rt;
 
-			bpf_map_update_elem(&tp_offcpu, &prev_pid, &v, BPF_ANY);
+			now = bpf_ktime_get_ns();
+			__sync_fetch_and_add(&offcpu_unseen_in, 1);
+			offcpu_add(p, off, rt >= off->rt && now > off->ts && ran < now - off->ts ? now - ran : off->ts);
+		}
+		if (prev_state != TASK_RUNNING) {
+			__u32 iow = BPF_CORE_READ_BITFIELD(prev, in_iowait); /* prev is a BTF pointer: a plain load */
+
+			if (!now)
+				now = bpf_ktime_get_ns();
+			if (off) {
+				off->iowait = iow;
+				off->rt = rt;
+				off->ts = now;
+			} else {
+				struct tp_off v = {.ts = now, .rt = rt, .iowait = iow};
+
+				bpf_map_update_elem(&tp_offcpu, &prev_pid, &v, BPF_ANY);
+			}
 		}
 	}
 	/* next has an entry only if it went off CPU in scope, which cached its verdict as "in" (the
@@ -443,21 +477,11 @@ int BPF_PROG(tp_sched_switch, bool preempt, struct task_struct *prev, struct tas
 	next_pid = next->pid;
 	off = bpf_map_lookup_elem(&tp_offcpu, &next_pid);
 	if (off && off->ts) {
-		__u64 d, ts = off->ts;
-		__u32 iow = off->iowait;
 		__u32 ntgid = next->tgid;
-		struct tp_proc *p;
 
-		off->ts = 0;
 		if (!now)
 			now = bpf_ktime_get_ns();
-		d = now > ts ? now - ts : 0;
-		p = bpf_map_lookup_elem(&tp_procs, &ntgid);
-		if (p) {
-			__sync_fetch_and_add(&p->offcpu_ns, d);
-			if (iow)
-				__sync_fetch_and_add(&p->iowait_ns, d);
-		}
+		offcpu_add(bpf_map_lookup_elem(&tp_procs, &ntgid), off, now);
 	}
 	return 0;
 }

@@ -304,6 +304,7 @@ int tp_report(struct tp_ctx *ctx)
 	uint32_t epoch = ctx->skel->bss->max_epoch;
 	uint32_t n = 0, ncur = 0, live = 0;
 	uint64_t now = probe_now_mono_ms();
+	struct probe_rec r;
 	uint64_t dropped;
 	int err;
 
@@ -356,6 +357,11 @@ int tp_report(struct tp_ctx *ctx)
 	offline_events(ctx, now);
 
 	dropped = ctx->skel->bss->dropped_procs;
+	probe_rec__begin(&r, &TBL_taskprobe_stats);
+	probe_rec__str(&r, "taskprobe");
+	probe_rec__u64(&r, dropped);
+	probe_rec__u64(&r, ctx->skel->bss->offcpu_unseen_in);
+	(void)probe_rt__emit(ctx->rt, &r);
 	if (dropped != ctx->dropped_logged) {
 		probe_log(PLOG_WARN, "%llu events of processes beyond the %u tracked were not counted",
 			  (unsigned long long)(dropped - ctx->dropped_logged), TP_PROCS_MAX);
