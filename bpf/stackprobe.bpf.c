@@ -286,11 +286,46 @@ int BPF_KPROBE(sp_posix_memalign, void *memptr, __u64 align, __u64 size)
 	return 0;
 }
 
+/* A block of s that ended at end: sent with the stacks taken when it began (if not too short). */
+static __always_inline void offcpu_send(struct sp_offcpu *s, __u64 end)
+{
+	__u64 size;
+	__u32 n;
+
+	s->delta_ns = end > s->start_ns ? end - s->start_ns : 0;
+	s->start_ns = 0;
+	if (s->delta_ns < min_block_ns) {
+		stat_inc(SP_ST_OFFCPU_SHORT);
+		return;
+	}
+	n = s->kn + s->un;
+	if (n > 2 * SP_MAX_DEPTH)
+		n = 2 * SP_MAX_DEPTH;
+	s->cpu = bpf_get_smp_processor_id();
+	size = __builtin_offsetof(struct sp_offcpu, ips) + (__u64)n * sizeof(__u64);
+	if (size > sizeof(*s))
+		size = sizeof(*s);
+	if (bpf_ringbuf_output(&offcpu_rb, s, size, 0))
+		stat_inc(SP_ST_RB_LOST);
+	else
+		stat_inc(SP_ST_OFFCPU_EVENTS);
+}
+
+/* Switch-in of next: send its blocked time with the stacks taken when it left. */
+static __always_inline void offcpu_in(struct task_struct *next, __u64 now)
+{
+	struct sp_offcpu *s = bpf_task_storage_get(&offcpu_store, next, 0, 0);
+
+	if (s && s->start_ns)
+		offcpu_send(s, now);
+}
+
 /* Switch-out of prev (still current here): remember when and where it left the CPU. */
 static __always_inline void offcpu_out(void *ctx, struct task_struct *prev, __u64 now)
 {
 	struct sp_offcpu *s;
 	__u32 pid = BPF_CORE_READ(prev, pid), tgid = BPF_CORE_READ(prev, tgid);
+	__u64 rt;
 	long n;
 
 	/* prev is still the current task here */
@@ -301,6 +336,19 @@ static __always_inline void offcpu_out(void *ctx, struct task_struct *prev, __u6
 		stat_inc(SP_ST_STORAGE_LOST);
 		return;
 	}
+	/* Not every switch reaches the tracepoint (seen: every switch out of a VM's idle task on one CPU,
+	 * so a task waking there comes on without one): a block still open is one whose switch-in was not
+	 * seen. Between two switch-outs a task runs once, so it came on when the scheduler's count of its
+	 * run time says: the block ends there, and is sent with the stacks it began with. */
+	rt = prev->se.sum_exec_runtime;
+	if (s->start_ns) {
+		__u64 ran = rt - s->rt_ns;
+
+		stat_inc(SP_ST_OFFCPU_UNSEEN_IN);
+		offcpu_send(s,
+			    rt >= s->rt_ns && now > s->start_ns && ran < now - s->start_ns ? now - ran : s->start_ns);
+	}
+	s->rt_ns = rt;
 	s->pid = pid;
 	s->tgid = tgid;
 	bpf_get_current_comm(s->comm, sizeof(s->comm));
@@ -339,34 +387,6 @@ static __always_inline void offcpu_out(void *ctx, struct task_struct *prev, __u6
 	}
 	s->start_ns = now;
 	stat_inc(SP_ST_OFFCPU_SWITCHES);
-}
-
-/* Switch-in of next: send its blocked time with the stacks taken when it left. */
-static __always_inline void offcpu_in(struct task_struct *next, __u64 now)
-{
-	struct sp_offcpu *s = bpf_task_storage_get(&offcpu_store, next, 0, 0);
-	__u64 size;
-	__u32 n;
-
-	if (!s || !s->start_ns)
-		return;
-	s->delta_ns = now - s->start_ns;
-	s->start_ns = 0;
-	if (s->delta_ns < min_block_ns) {
-		stat_inc(SP_ST_OFFCPU_SHORT);
-		return;
-	}
-	n = s->kn + s->un;
-	if (n > 2 * SP_MAX_DEPTH)
-		n = 2 * SP_MAX_DEPTH;
-	s->cpu = bpf_get_smp_processor_id();
-	size = __builtin_offsetof(struct sp_offcpu, ips) + (__u64)n * sizeof(__u64);
-	if (size > sizeof(*s))
-		size = sizeof(*s);
-	if (bpf_ringbuf_output(&offcpu_rb, s, size, 0))
-		stat_inc(SP_ST_RB_LOST);
-	else
-		stat_inc(SP_ST_OFFCPU_EVENTS);
 }
 
 SEC("tp_btf/sched_switch")

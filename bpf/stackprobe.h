@@ -68,6 +68,7 @@ struct sp_val {
 struct sp_offcpu {
 	__u64 start_ns; /* switch-out time; 0 while running */
 	__u64 delta_ns; /* blocked time (set at switch-in) */
+	__u64 rt_ns;	/* the scheduler's count of the task's run time at the switch-out */
 	__u32 tgid;
 	__u32 pid;
 	__u32 kn;  /* kernel frames */
@@ -114,6 +115,7 @@ enum sp_stat {
 	SP_ST_ONCPU_LATE,	 /* strata of shots fired more than SP_SHOT_LATE_NS after their due time */
 	SP_ST_LIVE_MAPS,	 /* mmap/mremap/brk regions recorded (mem_live) */
 	SP_ST_LIVE_MAP_INNER,	 /* mmap/brk growth made by the allocator inside malloc & co: not counted */
+	SP_ST_OFFCPU_UNSEEN_IN,	 /* blocks whose switch-in was never seen, ended at the next switch-out */
 	SP_ST_NR,
 };
 
