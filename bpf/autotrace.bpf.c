@@ -16,9 +16,11 @@ char LICENSE[] SEC("license") = "GPL";
 
 volatile __u32 parts; /* AT_PART_*: written by user space through the mmap'ed .bss */
 
-/* Per task: when it became runnable (0: not waiting for a CPU), and whether it is counted as in D. */
+/* Per task: when it became runnable (0: not waiting for a CPU) and the scheduler's count of its run
+ * time then, and whether it is counted as in D. */
 struct at_task {
 	__u64 queued_ns;
+	__u64 queued_rt;
 	__u32 in_d;
 	__u32 pad;
 };
@@ -44,9 +46,10 @@ static __always_inline void queued(struct task_struct *p)
 	if (!(parts & AT_PART_RUNQ) || !p->pid)
 		return;
 	t = bpf_task_storage_get(&at_tasks, p, 0, BPF_LOCAL_STORAGE_GET_F_CREATE);
-	if (t)
+	if (t) {
 		t->queued_ns = bpf_ktime_get_ns();
-	else {
+		t->queued_rt = p->se.sum_exec_runtime;
+	} else {
 		struct at_cpu *c = gg_map_elem0(&at_cpus);
 
 		if (c)
@@ -68,6 +71,18 @@ int BPF_PROG(at_wakeup_new, struct task_struct *p)
 	return 0;
 }
 
+/* A run-queue wait of t that ended at end (microseconds into the histogram). */
+static __always_inline void runq_add(struct at_cpu *c, struct at_task *t, __u64 end)
+{
+	__u64 d = end > t->queued_ns ? (end - t->queued_ns) / 1000 : 0;
+	__u32 s = gg_log2_slot(d);
+
+	t->queued_ns = 0;
+	if (s < GG_LOG2_SLOTS)
+		c->runq_hist[s]++;
+	c->runq_sum_us += d;
+}
+
 SEC("tp_btf/sched_switch")
 int BPF_PROG(at_switch, bool preempt, struct task_struct *prev, struct task_struct *next, unsigned int prev_state)
 {
@@ -76,17 +91,40 @@ int BPF_PROG(at_switch, bool preempt, struct task_struct *prev, struct task_stru
 
 	if (!c)
 		return 0;
-	/* prev: preempted (still runnable: queued again), or going into D */
 	if (prev->pid) {
+		/*
+		 * Not every switch reaches the tracepoint (seen: every switch out of a VM's idle task on one
+		 * CPU, so a task waking there comes on without one). A task leaving the CPU is not in D and
+		 * not waiting for one, whatever its storage still says: its switch-in was not seen. Between
+		 * two switch-outs a task runs once, so it came on when the scheduler's count of its run time
+		 * says; a wait stamped after that (a wakeup while it still ran) was no wait.
+		 */
+		t = bpf_task_storage_get(&at_tasks, prev, 0, 0);
+		if (t && t->in_d) {
+			t->in_d = 0;
+			c->dstate--;
+			c->dstate_unseen_in++;
+		}
+		if (t && t->queued_ns) {
+			__u64 now = bpf_ktime_get_ns(), ran = prev->se.sum_exec_runtime - t->queued_rt;
+
+			if (ran < now && now - ran >= t->queued_ns) {
+				runq_add(c, t, now - ran);
+				c->runq_unseen_in++;
+			}
+			t->queued_ns = 0;
+		}
+		/* preempted (still runnable: queued again), or going into D */
 		if ((parts & AT_PART_RUNQ) && prev_state == AT_TASK_RUNNING) {
 			queued(prev);
 		} else if ((parts & AT_PART_DSTATE) && (prev_state & AT_TASK_UNINTR) &&
 			   !(prev_state & AT_TASK_NOLOAD)) {
-			t = bpf_task_storage_get(&at_tasks, prev, 0, BPF_LOCAL_STORAGE_GET_F_CREATE);
-			if (t && !t->in_d) {
+			if (!t)
+				t = bpf_task_storage_get(&at_tasks, prev, 0, BPF_LOCAL_STORAGE_GET_F_CREATE);
+			if (t) {
 				t->in_d = 1;
 				c->dstate++;
-			} else if (!t) {
+			} else {
 				c->storage_lost++;
 			}
 		}
@@ -101,14 +139,7 @@ int BPF_PROG(at_switch, bool preempt, struct task_struct *prev, struct task_stru
 		t->in_d = 0;
 		c->dstate--;
 	}
-	if (t->queued_ns) {
-		__u64 now = bpf_ktime_get_ns(), d = now > t->queued_ns ? (now - t->queued_ns) / 1000 : 0;
-		__u32 s = gg_log2_slot(d);
-
-		t->queued_ns = 0;
-		if (s < GG_LOG2_SLOTS)
-			c->runq_hist[s]++;
-		c->runq_sum_us += d;
-	}
+	if (t->queued_ns)
+		runq_add(c, t, bpf_ktime_get_ns());
 	return 0;
 }

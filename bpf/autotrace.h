@@ -14,6 +14,8 @@ struct at_cpu {
 	__u64 runq_sum_us;
 	__s64 dstate; /* entries into D minus their ends on this CPU (the sum over CPUs is the count) */
 	__u64 storage_lost;
+	__u64 runq_unseen_in;	/* run-queue waits whose switch-in was never seen, ended at the next switch-out */
+	__u64 dstate_unseen_in; /* D ends whose switch-in was never seen, taken at the next switch-out */
 };
 
 #endif

@@ -184,6 +184,8 @@ struct at_ctx {
 	struct at_rate host_cpu; /* busy over total jiffies */
 	struct at_rate retrans;	 /* retransmitted segments over ms */
 	__u64 runq_prev[GG_LOG2_SLOTS];
+	/* switch-ins the sched_switch tracepoint never showed, inferred at the next switch-out (at_cpu) */
+	__u64 runq_unseen_in, dstate_unseen_in;
 
 	uint64_t t_report;
 	/* health */

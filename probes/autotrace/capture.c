@@ -235,10 +235,11 @@ void at_sched__attach(struct at_ctx *ctx)
 	ctx->parts = want;
 }
 
-/* Sum of the per-CPU scheduler counters. */
+/* Sum of the per-CPU scheduler counters (the unseen switch-in counts into ctx). */
 int at_sched__read(struct at_ctx *ctx, __u64 *hist, int64_t *ret_dstate)
 {
 	int ncpu = libbpf_num_possible_cpus(), fd;
+	__u64 runq_unseen = 0, dstate_unseen = 0;
 	struct at_cpu *v;
 	__u32 zero = 0;
 	int64_t d = 0;
@@ -258,7 +259,11 @@ int at_sched__read(struct at_ctx *ctx, __u64 *hist, int64_t *ret_dstate)
 		for (int i = 0; i < GG_LOG2_SLOTS; i++)
 			hist[i] += v[c].runq_hist[i];
 		d += v[c].dstate;
+		runq_unseen += v[c].runq_unseen_in;
+		dstate_unseen += v[c].dstate_unseen_in;
 	}
+	ctx->runq_unseen_in = runq_unseen;
+	ctx->dstate_unseen_in = dstate_unseen;
 	free(v);
 	*ret_dstate = d < 0 ? 0 : d;
 	return 0;

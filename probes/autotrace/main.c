@@ -585,6 +585,8 @@ static void report(struct at_ctx *ctx, uint64_t now)
 	probe_rec__u64(&rec, ctx->dropped_why[AT_DROP_PROFILE]);
 	probe_rec__u64(&rec, (uint64_t)ctx->l7_src);
 	probe_rec__u64(&rec, ctx->nl7);
+	probe_rec__u64(&rec, ctx->runq_unseen_in);
+	probe_rec__u64(&rec, ctx->dstate_unseen_in);
 	(void)probe_rt__emit(ctx->rt, &rec);
 	(void)probe_rt__flush(ctx->rt);
 }
