@@ -34,7 +34,8 @@ class Probe(StandaloneProbe):
             rec["tgid"] = rec["entity_id"]
 
     def records(self, table=None):
-        return self.rows(table)
+        """The per-process records (every table but the probe's own taskprobe_stats: None)."""
+        return [r for r in self.rows(table) if r["table"] != "taskprobe_stats"]
 
     def wait_value(self, table, tgid, pred, timeout, what):
         def ok():
