@@ -97,9 +97,10 @@ int BPF_PROG(at_switch, bool preempt, struct task_struct *prev, struct task_stru
 		 * CPU, so a task waking there comes on without one). A task leaving the CPU is not in D and
 		 * not waiting for one, whatever its storage still says: its switch-in was not seen. Between
 		 * two switch-outs a task runs once, so it came on when the scheduler's count of its run time
-		 * says; a wait stamped after that (a wakeup while it still ran) was no wait.
+		 * says; a wait stamped after that (a wakeup while it still ran) was no wait. A task seen
+		 * coming on this CPU had both cleared then: only the others' storage is looked at.
 		 */
-		t = bpf_task_storage_get(&at_tasks, prev, 0, 0);
+		t = prev->pid != c->cur_pid ? bpf_task_storage_get(&at_tasks, prev, 0, 0) : NULL;
 		if (t && t->in_d) {
 			t->in_d = 0;
 			c->dstate--;
@@ -121,14 +122,15 @@ int BPF_PROG(at_switch, bool preempt, struct task_struct *prev, struct task_stru
 			   !(prev_state & AT_TASK_NOLOAD)) {
 			if (!t)
 				t = bpf_task_storage_get(&at_tasks, prev, 0, BPF_LOCAL_STORAGE_GET_F_CREATE);
-			if (t) {
+			if (t && !t->in_d) {
 				t->in_d = 1;
 				c->dstate++;
-			} else {
+			} else if (!t) {
 				c->storage_lost++;
 			}
 		}
 	}
+	c->cur_pid = next->pid;
 	if (!next->pid)
 		return 0;
 	t = bpf_task_storage_get(&at_tasks, next, 0, 0);

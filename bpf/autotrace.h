@@ -16,6 +16,8 @@ struct at_cpu {
 	__u64 storage_lost;
 	__u64 runq_unseen_in;	/* run-queue waits whose switch-in was never seen, ended at the next switch-out */
 	__u64 dstate_unseen_in; /* D ends whose switch-in was never seen, taken at the next switch-out */
+	__u32 cur_pid;		/* the task last seen switched in on this CPU */
+	__u32 pad;
 };
 
 #endif
