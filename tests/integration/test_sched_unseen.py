@@ -166,7 +166,7 @@ def test_autotrace_dstate_returns_and_runq_bounded():
         last = p.rows("autotrace_trigger", trigger="dstate")[-1]
         run_us = (time.monotonic() - t0) * 1e6
         runq = [float(x["value"]) for x in p.rows("autotrace_trigger", trigger="runq")]
-        health = p.latest("autotrace_health")
+        health = p.latest("autotrace_health") or {}
         print("dstate %s, /proc %r; runq p99s max %.0f us over a run of %.0f us; inferred: runq %s, dstate %s; "
               "D phase %.1f ms" % (last["value"], seen, max(runq or [0]), run_us, health.get("runq_unseen_in"),
                                    health.get("dstate_unseen_in"), r["off"] / 1e6))
