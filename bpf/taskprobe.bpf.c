@@ -28,6 +28,10 @@ __u64 verdict[TP_VERDICT_PIDS / 32];
 __u64 dropped_procs;	/* processes not tracked because tp_procs was full */
 __u64 offcpu_unseen_in; /* off-CPU times closed at a switch-out: their switch-in was never seen */
 __u32 max_epoch;	/* report period number, for tp_proc.max_ns */
+/* Per CPU (the id modulo TP_SEEN_CPUS): the in-scope thread last seen switched in there, until it left
+ * (0: none). A thread that leaves a CPU it was seen to come on has no off-CPU time open. */
+#define TP_SEEN_CPUS 1024
+__u32 seen_in[TP_SEEN_CPUS];
 
 /* Processes (and below: threads, DNS lookups in flight) come and go far less often than they are
  * updated: entries are allocated as they come (BPF_F_NO_PREALLOC), not all 4096 up front (3 MiB). */
@@ -415,10 +419,45 @@ static __always_inline void offcpu_add(struct tp_proc *p, struct tp_off *off, __
 		__sync_fetch_and_add(&p->iowait_ns, d);
 }
 
+/*
+ * An in-scope thread (of process p) leaves the CPU: a blocked one starts an off-CPU time. Not every
+ * switch reaches the tracepoint (seen: every switch out of a VM's idle task on one CPU, so a thread
+ * waking there comes on without one): an off-CPU time still open here is one whose switch-in was never
+ * seen. Between two switch-outs a thread runs once, so it came on when the scheduler's count of its run
+ * time says; its off-CPU time ends there. Returns the clock read (0: none).
+ */
+static __always_inline __u64 offcpu_out(struct tp_proc *p, struct task_struct *prev, __u32 pid, unsigned int state)
+{
+	struct tp_off *off = bpf_map_lookup_elem(&tp_offcpu, &pid);
+	__u64 rt = prev->se.sum_exec_runtime, now = 0;
+
+	if (off && off->ts) {
+		__u64 ran = rt - off->rt;
+
+		now = bpf_ktime_get_ns();
+		__sync_fetch_and_add(&offcpu_unseen_in, 1);
+		offcpu_add(p, off, rt >= off->rt && now > off->ts && ran < now - off->ts ? now - ran : off->ts);
+	}
+	if (state == TASK_RUNNING)
+		return now; /* preempted: still runnable, not off CPU */
+	if (!now)
+		now = bpf_ktime_get_ns();
+	if (off) {
+		off->iowait = BPF_CORE_READ_BITFIELD(prev, in_iowait); /* prev is a BTF pointer: a plain load */
+		off->rt = rt;
+		off->ts = now;
+	} else {
+		struct tp_off v = {.ts = now, .rt = rt, .iowait = BPF_CORE_READ_BITFIELD(prev, in_iowait)};
+
+		bpf_map_update_elem(&tp_offcpu, &pid, &v, BPF_ANY);
+	}
+	return now;
+}
+
 SEC("tp_btf/sched_switch")
 int BPF_PROG(tp_sched_switch, bool preempt, struct task_struct *prev, struct task_struct *next, unsigned int prev_state)
 {
-	__u32 prev_pid, next_pid, tgid;
+	__u32 prev_pid, next_pid, tgid, cpu;
 	struct tp_off *off;
 	struct tp_proc *p;
 	__u64 now = 0;
@@ -432,49 +471,27 @@ int BPF_PROG(tp_sched_switch, bool preempt, struct task_struct *prev, struct tas
 	prev_pid = prev->pid;
 	tgid = prev->tgid;
 	/*
-	 * Only blocked threads are off CPU; a preempted one is still runnable. A thread's entry stays in
-	 * tp_offcpu until it exits (ts 0 while it runs): after the first sleep, going off and back on CPU
-	 * is a lookup and two stores, not a hash insert and delete under the bucket lock.
-	 *
-	 * Not every switch reaches the tracepoint (seen: every switch out of a VM's idle task on one CPU,
-	 * so a thread waking there comes on without one): an entry still open at a switch-out is a
-	 * switch-in never seen. Between two switch-outs a thread runs once, so it came on when the
-	 * scheduler's count of its run time says; its off-CPU time ends there.
+	 * A thread's entry stays in tp_offcpu until it exits (ts 0 while it runs): after the first sleep,
+	 * going off and back on CPU is a lookup and two stores, not a hash insert and delete under the
+	 * bucket lock. A preempted thread seen coming on this CPU (seen_in) has no off-CPU time open: no
+	 * lookup. proc_get: proc_cpu has a record for every process in scope that ran, not only for the
+	 * ones that made an event of another sub-probe.
 	 */
-	/* proc_get: proc_cpu has a record for every process in scope that ran, not only for the ones that
-	 * made an event of another sub-probe */
 	if (prev_pid && in_scope(tgid) && (p = proc_get(tgid))) {
-		__u64 rt = prev->se.sum_exec_runtime;
+		int seen;
 
-		off = bpf_map_lookup_elem(&tp_offcpu, &prev_pid);
-		if (off && off->ts) {
-			__u64 ran = rt - off->rt;
-
-			now = bpf_ktime_get_ns();
-			__sync_fetch_and_add(&offcpu_unseen_in, 1);
-			offcpu_add(p, off, rt >= off->rt && now > off->ts && ran < now - off->ts ? now - ran : off->ts);
-		}
-		if (prev_state != TASK_RUNNING) {
-			__u32 iow = BPF_CORE_READ_BITFIELD(prev, in_iowait); /* prev is a BTF pointer: a plain load */
-
-			if (!now)
-				now = bpf_ktime_get_ns();
-			if (off) {
-				off->iowait = iow;
-				off->rt = rt;
-				off->ts = now;
-			} else {
-				struct tp_off v = {.ts = now, .rt = rt, .iowait = iow};
-
-				bpf_map_update_elem(&tp_offcpu, &prev_pid, &v, BPF_ANY);
-			}
-		}
+		cpu = bpf_get_smp_processor_id() & (TP_SEEN_CPUS - 1);
+		seen = seen_in[cpu] == prev_pid;
+		seen_in[cpu] = 0;
+		if (!seen || prev_state != TASK_RUNNING)
+			now = offcpu_out(p, prev, prev_pid, prev_state);
 	}
 	/* next has an entry only if it went off CPU in scope, which cached its verdict as "in" (the
 	 * verdict of next cannot be computed here: the current task is prev). */
 	if (!verdict_cached_in(next->tgid))
 		return 0;
 	next_pid = next->pid;
+	seen_in[bpf_get_smp_processor_id() & (TP_SEEN_CPUS - 1)] = next_pid;
 	off = bpf_map_lookup_elem(&tp_offcpu, &next_pid);
 	if (off && off->ts) {
 		__u32 ntgid = next->tgid;
