@@ -5,14 +5,15 @@
  *   sched_truth CPU mixed N MS SPIN     N times: a sleep of MS, then SPIN ms of CPU time
  *   sched_truth CPU vfork N MS          N vfork()s whose child moves to the other CPU and sleeps MS: the
  *                                       parent waits in D and is woken from that CPU
- * It prints "ready", runs when a line comes on stdin, prints "wall_ns=W cpu_ns=C rundelay_ns=R" (the
- * phase's wall time, its CPU time, its run-queue wait from /proc/thread-self/schedstat) and exits at the
- * next line or end of input. */
+ * It prints "ready", runs when a line comes on stdin, prints "wall_ns=W cpu_ns=C rundelay_ns=R nivcsw=P"
+ * (the phase's wall time, its CPU time, its run-queue wait from /proc/thread-self/schedstat, the times
+ * it was preempted) and exits at the next line or end of input. */
 
 #include <sched.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/resource.h>
 #include <sys/syscall.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -30,6 +31,13 @@ static uint64_t run_delay_ns(void)
 		wait = 0;
 	fclose(f);
 	return wait;
+}
+
+static long preempted(void)
+{
+	struct rusage ru;
+
+	return getrusage(RUSAGE_THREAD, &ru) ? 0 : ru.ru_nivcsw;
 }
 
 static void sleep_ms(long ms)
@@ -72,6 +80,7 @@ static void vfork_wait(int other_cpu, long ms)
 int main(int argc, char **argv)
 {
 	uint64_t wall, cpu, rd;
+	long nivcsw;
 	char line[64];
 	cpu_set_t set;
 	long n, ms, spin = 0;
@@ -99,6 +108,7 @@ int main(int argc, char **argv)
 	wall = now_ns(CLOCK_MONOTONIC);
 	cpu = now_ns(CLOCK_THREAD_CPUTIME_ID);
 	rd = run_delay_ns();
+	nivcsw = preempted();
 	for (long i = 0; i < n; i++) {
 		if (!strcmp(argv[2], "vfork")) {
 			vfork_wait(c ? 0 : 1, ms);
@@ -111,8 +121,9 @@ int main(int argc, char **argv)
 	wall = now_ns(CLOCK_MONOTONIC) - wall;
 	cpu = now_ns(CLOCK_THREAD_CPUTIME_ID) - cpu;
 	rd = run_delay_ns() - rd;
-	printf("wall_ns=%llu cpu_ns=%llu rundelay_ns=%llu\n", (unsigned long long)wall, (unsigned long long)cpu,
-	       (unsigned long long)rd);
+	nivcsw = preempted() - nivcsw;
+	printf("wall_ns=%llu cpu_ns=%llu rundelay_ns=%llu nivcsw=%ld\n", (unsigned long long)wall,
+	       (unsigned long long)cpu, (unsigned long long)rd, nivcsw);
 	(void)fgets(line, sizeof(line), stdin);
 	return 0;
 }
