@@ -87,6 +87,33 @@ static __always_inline __u32 hint_slot(__u64 cookie)
 	return (__u32)((cookie * 0x9E3779B97F4A7C15ull) >> 54) & (TCP_HINT_SLOTS - 1);
 }
 
+/* Every live link, counted the same way (the slot of the cookie it was made with): a socket whose
+ * slot is zero has no link, so a hook looks nothing up for it (the sockets of processes out of scope,
+ * those closed before we started): no hash walk that can only miss. A socket without a cookie has
+ * none either (every link is made with bpf_get_socket_cookie, which assigns one), unless tcp_hint_off:
+ * a link was made without a cookie (the accept() fallback, on kernels without iter/task_file), and
+ * from then on every socket is looked up. Stale links leave their count behind, as above. */
+__u32 tcp_live_hint[TCP_HINT_SLOTS];
+__u32 tcp_hint_off;
+
+static __always_inline void live_hint_add(__u64 cookie, int n)
+{
+	if (cookie)
+		__sync_fetch_and_add(&tcp_live_hint[hint_slot(cookie)], n);
+	else
+		tcp_hint_off = 1;
+}
+
+/* sk may have a link (a lookup is worth it); 0: certainly none. sk a BTF pointer. */
+static __always_inline int maybe_linked(const struct sock *sk)
+{
+	__u64 cookie = sk->__sk_common.skc_cookie.counter;
+
+	if (tcp_hint_off)
+		return 1;
+	return cookie && tcp_live_hint[hint_slot(cookie)];
+}
+
 static __always_inline __u32 jiffies_to_us(__u32 j)
 {
 	unsigned int hz = CONFIG_HZ;
@@ -327,8 +354,9 @@ volatile __u32 snap_samples = 1;
 /* Links found by the seeding iterator. */
 __u64 tcp_seeded;
 
-/* Passive opens whose process is a guess (the listener's) or unknown: user space runs the iterator
- * (tcp_seed) when this moves, and it names the process that holds each of them. */
+/* 1: a passive open whose process is a guess (the listener's) was made since user space last cleared
+ * it; user space then runs the iterator (tcp_seed), which names the process that holds each of them.
+ * Set only when clear: a load per passive open, not an atomic add on a line both CPUs write. */
 __u64 tcp_unconfirmed;
 
 /* Who listens on a port: the process that called listen(), or the first holder the iterator found.
@@ -409,6 +437,7 @@ static __always_inline struct tcp_link *link_new(const struct sock *sk, __u8 rol
 	if (!l)
 		return NULL;
 	l->cookie = bpf_get_socket_cookie((void *)sk);
+	live_hint_add(l->cookie, 1);
 	l->cgroup_id = gg_sk_cgroup_id_btf(sk);
 	l->role = role;
 	l->tgid = tgid;
@@ -495,6 +524,8 @@ static __always_inline void link_close(const struct sock *sk, struct tcp_link *l
 	l->flags |= TCP_LF_CLOSED | (failed ? TCP_LF_CONNECT_FAILED : 0);
 	if (l->flags & TCP_LF_GUESS_HINT)
 		__sync_fetch_and_add(&tcp_guess_hint[hint_slot(l->cookie)], -1);
+	if (l->cookie)
+		__sync_fetch_and_add(&tcp_live_hint[hint_slot(l->cookie)], -1);
 	if (!(l->flags & TCP_LF_OUT_OF_SCOPE)) {
 		/* The reader is woken when this record crosses a multiple of the fill level (a quarter of
 		 * the ring; the later ones in case a wake-up came while it was still draining), not by
@@ -548,6 +579,7 @@ int BPF_PROG(tcp_state, const struct sock *sk, const int oldstate, const int new
 	case TCP_SYN_SENT: {
 		/* connect(): process context, the connecting task is current. */
 		struct tcp_link *n;
+		long err;
 
 		if (!gg_scope_current())
 			return 0;
@@ -559,7 +591,10 @@ int BPF_PROG(tcp_state, const struct sock *sk, const int oldstate, const int new
 		n->syn_srtt_us = 0;
 		/* sk has a link already: one whose close was missed (the walk will find it stale); this
 		 * connection goes untracked, and is counted as such. */
-		if (link_add(key, n) == -EEXIST)
+		err = link_add(key, n);
+		if (!err)
+			live_hint_add(n->cookie, 1);
+		else if (err == -EEXIST)
 			__sync_fetch_and_add(&tcp_links_lost, 1);
 		return 0;
 	}
@@ -588,10 +623,14 @@ int BPF_PROG(tcp_state, const struct sock *sk, const int oldstate, const int new
 			err = link_add(key, n);
 			if (!err) {
 				__sync_fetch_and_add(&tcp_guess_hint[hint_slot(n->cookie)], 1);
-				__sync_fetch_and_add(&tcp_unconfirmed, 1);
+				live_hint_add(n->cookie, 1);
+				if (!tcp_unconfirmed)
+					tcp_unconfirmed = 1;
 			}
 			if (err != -EEXIST)
 				return 0;
+		} else if (!maybe_linked(sk)) {
+			return 0;
 		}
 		l = bpf_map_lookup_elem(&tcp_links, &key);
 		if (!l)
@@ -618,6 +657,8 @@ int BPF_PROG(tcp_state, const struct sock *sk, const int oldstate, const int new
 			link_name_current(sk, l);
 		return 0;
 	case TCP_CLOSE:
+		if (!maybe_linked(sk))
+			return 0;
 		l = bpf_map_lookup_elem(&tcp_links, &key);
 		if (l)
 			link_close(sk, l, oldstate == TCP_SYN_SENT);
@@ -661,6 +702,8 @@ static __always_inline int on_accept(long fd)
 		if (l) {
 			if (l->flags & TCP_LF_GUESS_HINT)
 				__sync_fetch_and_add(&tcp_guess_hint[hint_slot(l->cookie)], -1);
+			if (l->cookie)
+				__sync_fetch_and_add(&tcp_live_hint[hint_slot(l->cookie)], -1);
 			if (l->hists)
 				bpf_map_delete_elem(&tcp_hists, &key);
 			bpf_map_delete_elem(&tcp_links, &key);
@@ -673,6 +716,7 @@ static __always_inline int on_accept(long fd)
 		if (!l)
 			return 0;
 		l->cookie = BPF_CORE_READ(sk, __sk_common.skc_cookie.counter);
+		live_hint_add(l->cookie, 1); /* 0 (no cookie yet): every socket is looked up from now on */
 		l->cgroup_id = gg_sk_cgroup_id(sk);
 		l->role = TCP_ROLE_SERVER;
 		l->flags = TCP_LF_ESTABLISHED;
@@ -702,7 +746,7 @@ static __always_inline struct tcp_link *link_of(const struct sock *sk)
 {
 	__u64 key = (__u64)sk;
 
-	return sk ? bpf_map_lookup_elem(&tcp_links, &key) : NULL;
+	return sk && maybe_linked(sk) ? bpf_map_lookup_elem(&tcp_links, &key) : NULL;
 }
 
 static __always_inline void delay_sample(const struct sock *sk, __u64 us, int rx)
@@ -1055,7 +1099,9 @@ int tcp_seed(struct bpf_iter__task_file *ctx)
 	l = link_insert(sk, 0);
 	if (!l)
 		return 0;
-	l->cookie = sk->__sk_common.skc_cookie.counter;
+	/* Assigned if the socket had none yet (as every link's: the hint's slot must not change). */
+	l->cookie = bpf_get_socket_cookie(sk);
+	live_hint_add(l->cookie, 1);
 	l->cgroup_id = gg_sk_cgroup_id_btf(sk);
 	l->role = TCP_ROLE_UNKNOWN;
 	l->tgid = tgid;

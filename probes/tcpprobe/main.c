@@ -47,7 +47,6 @@ struct tp_ctx {
 	struct gg_bpf_stats_prev stats_prev[32];
 	struct bpf_link *seed_link; /* iter/task_file: links established before start or a scope change */
 	uint64_t closed_lost, links_lost;
-	uint64_t unconfirmed_seen; /* tcp_unconfirmed at the last iterator run */
 	uint64_t start_ns;
 	struct ring_buffer *closed_rb;	      /* tcp_closed */
 	int closed_efd;			      /* edge-triggered epoll on tcp_closed: its fill-level wakeups */
@@ -346,8 +345,8 @@ static void report(void *arg)
 
 	rescan_comm(ctx);
 	/* New passive opens since the last walk: name the processes that hold them. */
-	if (ctx->skel->bss->tcp_unconfirmed != ctx->unconfirmed_seen) {
-		ctx->unconfirmed_seen = ctx->skel->bss->tcp_unconfirmed;
+	/* Cleared before the walk: a passive open made during it sets the flag again for the next report. */
+	if (__atomic_exchange_n(&ctx->skel->bss->tcp_unconfirmed, 0, __ATOMIC_SEQ_CST)) {
 		err = seed_links(ctx);
 		if (err && err != -ENOTSUP)
 			probe_log(PLOG_WARN, "cannot name the processes of new server links: %s", strerror(-err));
