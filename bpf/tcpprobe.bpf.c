@@ -371,6 +371,9 @@ struct listen_key {
 struct listen_owner {
 	__u32 tgid;
 	char comm[16];
+	/* The scope verdict of its passive opens (the listener's tgid and the socket's cgroup, which they
+	 * inherit): (tcp_scope_gen + 1) << 1 | in; 0 or another generation: not known. One store. */
+	__u32 verdict;
 };
 
 struct {
@@ -379,6 +382,61 @@ struct {
 	__type(key, struct listen_key);
 	__type(value, struct listen_owner);
 } tcp_listeners SEC(".maps");
+
+/* Moved by user space at every scope change (after the scope maps): cached verdicts of an older
+ * generation are not used. */
+volatile __u32 tcp_scope_gen;
+
+/* The scope verdicts of processes that connect(), per slot of the tgid, each one 64-bit word written
+ * by one store (no torn entry when two CPUs fill a slot at once): bit 63 in scope, the generation's
+ * low 9 bits, the tgid's low 22 bits (pid_max is at most 2^22) and 32 bits of the start time of its
+ * leader (a reused tgid is another process). A hit costs a few loads instead of the scope maps'
+ * lookups (the tgid set, the cgroup and each of its ancestors), which every connection of a process
+ * out of scope paid. */
+#define TCP_VERDICT_SLOTS 4096u
+__u64 tcp_verdicts[TCP_VERDICT_SLOTS];
+
+/* gg_scope_current() for connect(): the current task is in scope. */
+static __always_inline int scope_current_cached(void)
+{
+	struct task_struct *t;
+	__u64 start, tag, v;
+	__u32 gen, tgid;
+	int in;
+
+	if (!gg_scope_filtering())
+		return 1;
+	gen = tcp_scope_gen; /* before the maps are read: see tcp_scope_gen */
+	t = bpf_get_current_task_btf();
+	tgid = t->tgid;
+	start = t->group_leader->start_time;
+	tag = ((__u64)(gen & 0x1ff) << 54) | ((__u64)(tgid & 0x3fffff) << 32) | (__u32)(start ^ (start >> 32));
+	v = tcp_verdicts[tgid & (TCP_VERDICT_SLOTS - 1)];
+	if (v && (v & ~(1ull << 63)) == tag)
+		return (int)(v >> 63);
+	in = gg_scope_current();
+	tcp_verdicts[tgid & (TCP_VERDICT_SLOTS - 1)] = tag | ((__u64)(in ? 1 : 0) << 63);
+	return in;
+}
+
+/* gg_scope_sock() for a passive open of listener o (NULL: not known), cached in o. */
+static __always_inline int scope_passive_cached(const struct sock *sk, struct listen_owner *o)
+{
+	__u32 gen, v;
+	int in;
+
+	if (!gg_scope_filtering())
+		return 1;
+	if (!o)
+		return gg_scope_sock(sk, 0);
+	gen = tcp_scope_gen;
+	v = o->verdict;
+	if (v >> 1 == gen + 1)
+		return (int)(v & 1);
+	in = gg_scope_sock(sk, o->tgid);
+	o->verdict = (gen + 1) << 1 | (in ? 1 : 0);
+	return in;
+}
 
 static __always_inline struct listen_key listen_key_of(const struct sock *sk)
 {
@@ -581,7 +639,7 @@ int BPF_PROG(tcp_state, const struct sock *sk, const int oldstate, const int new
 		struct tcp_link *n;
 		long err;
 
-		if (!gg_scope_current())
+		if (!scope_current_cached())
 			return 0;
 		n = link_stage(sk, TCP_ROLE_CLIENT, gg_current_tgid());
 		if (!n)
@@ -608,7 +666,7 @@ int BPF_PROG(tcp_state, const struct sock *sk, const int oldstate, const int new
 			struct tcp_link *n;
 			long err;
 
-			if (!gg_scope_sock(sk, o ? o->tgid : 0))
+			if (!scope_passive_cached(sk, o))
 				return 0;
 			n = link_stage(sk, TCP_ROLE_SERVER, o ? o->tgid : 0);
 			if (!n)

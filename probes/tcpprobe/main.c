@@ -163,6 +163,8 @@ static void apply_scope(struct tp_ctx *ctx, const struct gg_scope *s)
 	err = gg_scope__apply(&ctx->scope, ctx->skel->obj);
 	if (err)
 		probe_log(PLOG_WARN, "cannot apply the scope: %s", strerror(-err));
+	/* After the maps: the kernel's cached verdicts of the old scope are not used any more. */
+	__atomic_fetch_add(&ctx->skel->bss->tcp_scope_gen, 1, __ATOMIC_SEQ_CST);
 	err = seed_links(ctx);
 	if (err)
 		probe_log(PLOG_WARN, "cannot look for links already established: %s", strerror(-err));
@@ -343,9 +345,13 @@ static void report(void *arg)
 	uint32_t n, nstale = 0;
 	int err;
 
+	/* Links closed before a --comm rescan changes the scope are judged by the scope they closed in: a
+	 * process that exited since would take its last links out of scope with it. */
+	report_ctx(ctx, &rc);
+	drain_closed(ctx, &rc);
 	rescan_comm(ctx);
-	/* New passive opens since the last walk: name the processes that hold them. */
-	/* Cleared before the walk: a passive open made during it sets the flag again for the next report. */
+	/* New passive opens since the last walk: name the processes that hold them. The flag is cleared
+	 * before the walk: a passive open made during it sets it again for the next report. */
 	if (__atomic_exchange_n(&ctx->skel->bss->tcp_unconfirmed, 0, __ATOMIC_SEQ_CST)) {
 		err = seed_links(ctx);
 		if (err && err != -ENOTSUP)
