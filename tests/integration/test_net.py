@@ -576,7 +576,13 @@ def test_tcp_scope_change_forgets_cached_verdicts():
                                stdout=subprocess.PIPE, stderr=subprocess.PIPE)
         line = cli.stdout.readline().decode().strip()
         check(line == "renamed", "connector: %r (exit status %r)" % (line, cli.poll()))
-        time.sleep(2.5)  # two periods: the rescan found it
+        # The rescan that finds it applies a new scope, which logs the iterator's count: wait for that.
+        import select
+        deadline = time.monotonic() + 15
+        while "established links found" not in probe.early_err.split(" started: ")[-1]:
+            check(time.monotonic() < deadline, "no rescan found the connector: %s" % probe.early_err[-1500:])
+            if select.select([probe.stderr], [], [], 0.5)[0]:
+                probe.early_err += probe.stderr.readline().decode()
         cli.stdin.write(b"go\n")
         cli.stdin.flush()
         check(cli.wait(timeout=20) == 0, "connector failed: %s" % cli.stderr.read().decode())
