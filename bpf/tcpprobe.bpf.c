@@ -87,6 +87,33 @@ static __always_inline __u32 hint_slot(__u64 cookie)
 	return (__u32)((cookie * 0x9E3779B97F4A7C15ull) >> 54) & (TCP_HINT_SLOTS - 1);
 }
 
+/* Every live link, counted the same way (the slot of the cookie it was made with): a socket whose
+ * slot is zero has no link, so a hook looks nothing up for it (the sockets of processes out of scope,
+ * those closed before we started): no hash walk that can only miss. A socket without a cookie has
+ * none either (every link is made with bpf_get_socket_cookie, which assigns one), unless tcp_hint_off:
+ * a link was made without a cookie (the accept() fallback, on kernels without iter/task_file), and
+ * from then on every socket is looked up. Stale links leave their count behind, as above. */
+__u32 tcp_live_hint[TCP_HINT_SLOTS];
+__u32 tcp_hint_off;
+
+static __always_inline void live_hint_add(__u64 cookie, int n)
+{
+	if (cookie)
+		__sync_fetch_and_add(&tcp_live_hint[hint_slot(cookie)], n);
+	else
+		tcp_hint_off = 1;
+}
+
+/* sk may have a link (a lookup is worth it); 0: certainly none. sk a BTF pointer. */
+static __always_inline int maybe_linked(const struct sock *sk)
+{
+	__u64 cookie = sk->__sk_common.skc_cookie.counter;
+
+	if (tcp_hint_off)
+		return 1;
+	return cookie && tcp_live_hint[hint_slot(cookie)];
+}
+
 static __always_inline __u32 jiffies_to_us(__u32 j)
 {
 	unsigned int hz = CONFIG_HZ;
@@ -327,8 +354,9 @@ volatile __u32 snap_samples = 1;
 /* Links found by the seeding iterator. */
 __u64 tcp_seeded;
 
-/* Passive opens whose process is a guess (the listener's) or unknown: user space runs the iterator
- * (tcp_seed) when this moves, and it names the process that holds each of them. */
+/* 1: a passive open whose process is a guess (the listener's) was made since user space last cleared
+ * it; user space then runs the iterator (tcp_seed), which names the process that holds each of them.
+ * Set only when clear: a load per passive open, not an atomic add on a line both CPUs write. */
 __u64 tcp_unconfirmed;
 
 /* Who listens on a port: the process that called listen(), or the first holder the iterator found.
@@ -343,6 +371,9 @@ struct listen_key {
 struct listen_owner {
 	__u32 tgid;
 	char comm[16];
+	/* The scope verdict of its passive opens (the listener's tgid and the socket's cgroup, which they
+	 * inherit): (tcp_scope_gen + 1) << 1 | in; 0 or another generation: not known. One store. */
+	__u32 verdict;
 };
 
 struct {
@@ -351,6 +382,61 @@ struct {
 	__type(key, struct listen_key);
 	__type(value, struct listen_owner);
 } tcp_listeners SEC(".maps");
+
+/* Moved by user space at every scope change (after the scope maps): cached verdicts of an older
+ * generation are not used. */
+volatile __u32 tcp_scope_gen;
+
+/* The scope verdicts of processes that connect(), per slot of the tgid, each one 64-bit word written
+ * by one store (no torn entry when two CPUs fill a slot at once): bit 63 in scope, the generation's
+ * low 9 bits, the tgid's low 22 bits (pid_max is at most 2^22) and 32 bits of the start time of its
+ * leader (a reused tgid is another process). A hit costs a few loads instead of the scope maps'
+ * lookups (the tgid set, the cgroup and each of its ancestors), which every connection of a process
+ * out of scope paid. */
+#define TCP_VERDICT_SLOTS 4096u
+__u64 tcp_verdicts[TCP_VERDICT_SLOTS];
+
+/* gg_scope_current() for connect(): the current task is in scope. */
+static __always_inline int scope_current_cached(void)
+{
+	struct task_struct *t;
+	__u64 start, tag, v;
+	__u32 gen, tgid;
+	int in;
+
+	if (!gg_scope_filtering())
+		return 1;
+	gen = tcp_scope_gen; /* before the maps are read: see tcp_scope_gen */
+	t = bpf_get_current_task_btf();
+	tgid = t->tgid;
+	start = t->group_leader->start_time;
+	tag = ((__u64)(gen & 0x1ff) << 54) | ((__u64)(tgid & 0x3fffff) << 32) | (__u32)(start ^ (start >> 32));
+	v = tcp_verdicts[tgid & (TCP_VERDICT_SLOTS - 1)];
+	if (v && (v & ~(1ull << 63)) == tag)
+		return (int)(v >> 63);
+	in = gg_scope_current();
+	tcp_verdicts[tgid & (TCP_VERDICT_SLOTS - 1)] = tag | ((__u64)(in ? 1 : 0) << 63);
+	return in;
+}
+
+/* gg_scope_sock() for a passive open of listener o (NULL: not known), cached in o. */
+static __always_inline int scope_passive_cached(const struct sock *sk, struct listen_owner *o)
+{
+	__u32 gen, v;
+	int in;
+
+	if (!gg_scope_filtering())
+		return 1;
+	if (!o)
+		return gg_scope_sock(sk, 0);
+	gen = tcp_scope_gen;
+	v = o->verdict;
+	if (v >> 1 == gen + 1)
+		return (int)(v & 1);
+	in = gg_scope_sock(sk, o->tgid);
+	o->verdict = (gen + 1) << 1 | (in ? 1 : 0);
+	return in;
+}
 
 static __always_inline struct listen_key listen_key_of(const struct sock *sk)
 {
@@ -409,6 +495,7 @@ static __always_inline struct tcp_link *link_new(const struct sock *sk, __u8 rol
 	if (!l)
 		return NULL;
 	l->cookie = bpf_get_socket_cookie((void *)sk);
+	live_hint_add(l->cookie, 1);
 	l->cgroup_id = gg_sk_cgroup_id_btf(sk);
 	l->role = role;
 	l->tgid = tgid;
@@ -495,6 +582,8 @@ static __always_inline void link_close(const struct sock *sk, struct tcp_link *l
 	l->flags |= TCP_LF_CLOSED | (failed ? TCP_LF_CONNECT_FAILED : 0);
 	if (l->flags & TCP_LF_GUESS_HINT)
 		__sync_fetch_and_add(&tcp_guess_hint[hint_slot(l->cookie)], -1);
+	if (l->cookie)
+		__sync_fetch_and_add(&tcp_live_hint[hint_slot(l->cookie)], -1);
 	if (!(l->flags & TCP_LF_OUT_OF_SCOPE)) {
 		/* The reader is woken when this record crosses a multiple of the fill level (a quarter of
 		 * the ring; the later ones in case a wake-up came while it was still draining), not by
@@ -548,8 +637,9 @@ int BPF_PROG(tcp_state, const struct sock *sk, const int oldstate, const int new
 	case TCP_SYN_SENT: {
 		/* connect(): process context, the connecting task is current. */
 		struct tcp_link *n;
+		long err;
 
-		if (!gg_scope_current())
+		if (!scope_current_cached())
 			return 0;
 		n = link_stage(sk, TCP_ROLE_CLIENT, gg_current_tgid());
 		if (!n)
@@ -559,7 +649,10 @@ int BPF_PROG(tcp_state, const struct sock *sk, const int oldstate, const int new
 		n->syn_srtt_us = 0;
 		/* sk has a link already: one whose close was missed (the walk will find it stale); this
 		 * connection goes untracked, and is counted as such. */
-		if (link_add(key, n) == -EEXIST)
+		err = link_add(key, n);
+		if (!err)
+			live_hint_add(n->cookie, 1);
+		else if (err == -EEXIST)
 			__sync_fetch_and_add(&tcp_links_lost, 1);
 		return 0;
 	}
@@ -573,7 +666,7 @@ int BPF_PROG(tcp_state, const struct sock *sk, const int oldstate, const int new
 			struct tcp_link *n;
 			long err;
 
-			if (!gg_scope_sock(sk, o ? o->tgid : 0))
+			if (!scope_passive_cached(sk, o))
 				return 0;
 			n = link_stage(sk, TCP_ROLE_SERVER, o ? o->tgid : 0);
 			if (!n)
@@ -588,10 +681,14 @@ int BPF_PROG(tcp_state, const struct sock *sk, const int oldstate, const int new
 			err = link_add(key, n);
 			if (!err) {
 				__sync_fetch_and_add(&tcp_guess_hint[hint_slot(n->cookie)], 1);
-				__sync_fetch_and_add(&tcp_unconfirmed, 1);
+				live_hint_add(n->cookie, 1);
+				if (!tcp_unconfirmed)
+					tcp_unconfirmed = 1;
 			}
 			if (err != -EEXIST)
 				return 0;
+		} else if (!maybe_linked(sk)) {
+			return 0;
 		}
 		l = bpf_map_lookup_elem(&tcp_links, &key);
 		if (!l)
@@ -618,6 +715,8 @@ int BPF_PROG(tcp_state, const struct sock *sk, const int oldstate, const int new
 			link_name_current(sk, l);
 		return 0;
 	case TCP_CLOSE:
+		if (!maybe_linked(sk))
+			return 0;
 		l = bpf_map_lookup_elem(&tcp_links, &key);
 		if (l)
 			link_close(sk, l, oldstate == TCP_SYN_SENT);
@@ -661,6 +760,8 @@ static __always_inline int on_accept(long fd)
 		if (l) {
 			if (l->flags & TCP_LF_GUESS_HINT)
 				__sync_fetch_and_add(&tcp_guess_hint[hint_slot(l->cookie)], -1);
+			if (l->cookie)
+				__sync_fetch_and_add(&tcp_live_hint[hint_slot(l->cookie)], -1);
 			if (l->hists)
 				bpf_map_delete_elem(&tcp_hists, &key);
 			bpf_map_delete_elem(&tcp_links, &key);
@@ -673,6 +774,7 @@ static __always_inline int on_accept(long fd)
 		if (!l)
 			return 0;
 		l->cookie = BPF_CORE_READ(sk, __sk_common.skc_cookie.counter);
+		live_hint_add(l->cookie, 1); /* 0 (no cookie yet): every socket is looked up from now on */
 		l->cgroup_id = gg_sk_cgroup_id(sk);
 		l->role = TCP_ROLE_SERVER;
 		l->flags = TCP_LF_ESTABLISHED;
@@ -702,7 +804,7 @@ static __always_inline struct tcp_link *link_of(const struct sock *sk)
 {
 	__u64 key = (__u64)sk;
 
-	return sk ? bpf_map_lookup_elem(&tcp_links, &key) : NULL;
+	return sk && maybe_linked(sk) ? bpf_map_lookup_elem(&tcp_links, &key) : NULL;
 }
 
 static __always_inline void delay_sample(const struct sock *sk, __u64 us, int rx)
@@ -1055,7 +1157,9 @@ int tcp_seed(struct bpf_iter__task_file *ctx)
 	l = link_insert(sk, 0);
 	if (!l)
 		return 0;
-	l->cookie = sk->__sk_common.skc_cookie.counter;
+	/* Assigned if the socket had none yet (as every link's: the hint's slot must not change). */
+	l->cookie = bpf_get_socket_cookie(sk);
+	live_hint_add(l->cookie, 1);
 	l->cgroup_id = gg_sk_cgroup_id_btf(sk);
 	l->role = TCP_ROLE_UNKNOWN;
 	l->tgid = tgid;

@@ -47,7 +47,6 @@ struct tp_ctx {
 	struct gg_bpf_stats_prev stats_prev[32];
 	struct bpf_link *seed_link; /* iter/task_file: links established before start or a scope change */
 	uint64_t closed_lost, links_lost;
-	uint64_t unconfirmed_seen; /* tcp_unconfirmed at the last iterator run */
 	uint64_t start_ns;
 	struct ring_buffer *closed_rb;	      /* tcp_closed */
 	int closed_efd;			      /* edge-triggered epoll on tcp_closed: its fill-level wakeups */
@@ -164,6 +163,8 @@ static void apply_scope(struct tp_ctx *ctx, const struct gg_scope *s)
 	err = gg_scope__apply(&ctx->scope, ctx->skel->obj);
 	if (err)
 		probe_log(PLOG_WARN, "cannot apply the scope: %s", strerror(-err));
+	/* After the maps: the kernel's cached verdicts of the old scope are not used any more. */
+	__atomic_fetch_add(&ctx->skel->bss->tcp_scope_gen, 1, __ATOMIC_SEQ_CST);
 	err = seed_links(ctx);
 	if (err)
 		probe_log(PLOG_WARN, "cannot look for links already established: %s", strerror(-err));
@@ -344,10 +345,14 @@ static void report(void *arg)
 	uint32_t n, nstale = 0;
 	int err;
 
+	/* Links closed before a --comm rescan changes the scope are judged by the scope they closed in: a
+	 * process that exited since would take its last links out of scope with it. */
+	report_ctx(ctx, &rc);
+	drain_closed(ctx, &rc);
 	rescan_comm(ctx);
-	/* New passive opens since the last walk: name the processes that hold them. */
-	if (ctx->skel->bss->tcp_unconfirmed != ctx->unconfirmed_seen) {
-		ctx->unconfirmed_seen = ctx->skel->bss->tcp_unconfirmed;
+	/* New passive opens since the last walk: name the processes that hold them. The flag is cleared
+	 * before the walk: a passive open made during it sets it again for the next report. */
+	if (__atomic_exchange_n(&ctx->skel->bss->tcp_unconfirmed, 0, __ATOMIC_SEQ_CST)) {
 		err = seed_links(ctx);
 		if (err && err != -ENOTSUP)
 			probe_log(PLOG_WARN, "cannot name the processes of new server links: %s", strerror(-err));

@@ -529,3 +529,76 @@ def test_tcp_connection_burst_nothing_lost():
 
 
 test_tcp_connection_burst_nothing_lost.timeout = 60
+
+
+CONNECTOR = r"""
+import ctypes, socket, sys, time
+port, name = int(sys.argv[1]), sys.argv[2].encode()
+def connect(n):
+    for _ in range(n):
+        with socket.create_connection(("127.0.0.1", port)) as c:
+            c.sendall(b"x")
+            c.recv(1)
+connect(3)  # out of scope: the comm does not match yet
+ctypes.CDLL(None).prctl(15, ctypes.c_char_p(name), 0, 0, 0)  # PR_SET_NAME
+print("renamed", flush=True)
+sys.stdin.readline()  # the probe has rescanned: this process is in scope now
+connect(5)
+"""
+
+
+def test_tcp_scope_change_forgets_cached_verdicts():
+    """A process whose connections were out of scope comes into scope (--comm, rescanned every
+    period): its next connections are tracked. The kernel caches each process's scope verdict (a hit
+    costs a few loads instead of the scope maps' lookups); a scope change must void it, or the process
+    stays out (the check fails if the cache is not keyed by the scope's generation)."""
+    import socket
+    import threading
+    name = "ggvc%d" % (os.getpid() % 100000)
+    lsn = socket.socket()
+    lsn.bind(("127.0.0.1", 0))
+    lsn.listen(64)
+    port = lsn.getsockname()[1]
+
+    def serve():
+        for _ in range(8):
+            c, _ = lsn.accept()
+            c.recv(1)
+            c.sendall(b"y")
+            c.close()
+
+    t = threading.Thread(target=serve, daemon=True)
+    t.start()
+    probe = run_probe(["-t", "1", "--comm", name, "-P", "tcp_stats"])
+    cli = None
+    try:
+        cli = subprocess.Popen([sys.executable, "-c", CONNECTOR, str(port), name], stdin=subprocess.PIPE,
+                               stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+        line = cli.stdout.readline().decode().strip()
+        check(line == "renamed", "connector: %r (exit status %r)" % (line, cli.poll()))
+        # The rescan that finds it applies a new scope, which logs the iterator's count: wait for that.
+        import select
+        deadline = time.monotonic() + 15
+        while "established links found" not in probe.early_err.split(" started: ")[-1]:
+            check(time.monotonic() < deadline, "no rescan found the connector: %s" % probe.early_err[-1500:])
+            if select.select([probe.stderr], [], [], 0.5)[0]:
+                probe.early_err += probe.stderr.readline().decode()
+        cli.stdin.write(b"go\n")
+        cli.stdin.flush()
+        check(cli.wait(timeout=20) == 0, "connector failed: %s" % cli.stderr.read().decode())
+        t.join(timeout=10)
+        time.sleep(2.5)
+    finally:
+        if cli and cli.poll() is None:
+            cli.kill()
+        lsn.close()
+        recs, err = stop_probe(probe)
+    tx = [r for r in recs.get("tcp_tx_rx", []) if r[1] == "1" and r[5] == str(port)]
+    check(tx, "the connector's client links reported: %s" % err[-1500:])
+    # tgid role client_ip server_ip client_port server_port protocol comm rx tx segs_in segs_out opened closed
+    last = tx[-1]
+    check(last[0] == str(cli.pid) and int(last[12]) == 5 and int(last[13]) == 5,
+          "the 5 connections made in scope, not the 3 before: %r" % last[:14])
+
+
+test_tcp_scope_change_forgets_cached_verdicts.timeout = 60
