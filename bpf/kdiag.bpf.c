@@ -402,12 +402,30 @@ int BPF_PROG(kd_softirq_raise, unsigned int vec)
 	return 0;
 }
 
+/* A span of softirq vec that began at *start ends at now: *start is cleared, the span counted in
+ * histogram row and, at *thr_ns or more, sent as an event of kind with the stack. The raise -> entry
+ * delay and the entry -> exit run differ only in these. thr_ns is a pointer so that the threshold is
+ * read after the histogram, where the event is decided (by value it was loaded first: 3 instructions more). */
+static __always_inline void sirq_span(void *ctx, __u64 *start, __u64 now, __u32 row, unsigned int vec, __u32 kind,
+				      const __u64 *thr_ns)
+{
+	__u64 d = now - *start;
+	struct kd_event *e;
+
+	*start = 0;
+	irq_hist(row, d);
+	e = ev_over(kind, now, d, *thr_ns);
+	if (!e)
+		return;
+	e->vec = vec;
+	ev_submit_stack(ctx, e);
+}
+
 SEC("tp_btf/softirq_entry")
 int BPF_PROG(kd_softirq_entry, unsigned int vec)
 {
 	struct kd_irq_state *st = gg_map_elem0(&kd_irq_state);
-	struct kd_event *e;
-	__u64 now, d;
+	__u64 now;
 
 	if (!st || vec >= KD_NR_SOFTIRQ)
 		return 0;
@@ -415,14 +433,7 @@ int BPF_PROG(kd_softirq_entry, unsigned int vec)
 	st->entry[vec] = now;
 	if (!st->raise[vec])
 		return 0; /* raised before we attached */
-	d = now - st->raise[vec];
-	st->raise[vec] = 0;
-	irq_hist(KD_NVEC + vec, d);
-	e = ev_over(KD_EV_SIRQ_DELAY, now, d, kd_conf.sirq_delay_thr_ns);
-	if (!e)
-		return 0;
-	e->vec = vec;
-	ev_submit_stack(ctx, e);
+	sirq_span(ctx, &st->raise[vec], now, KD_NVEC + vec, vec, KD_EV_SIRQ_DELAY, &kd_conf.sirq_delay_thr_ns);
 	return 0;
 }
 
@@ -430,20 +441,10 @@ SEC("tp_btf/softirq_exit")
 int BPF_PROG(kd_softirq_exit, unsigned int vec)
 {
 	struct kd_irq_state *st = gg_map_elem0(&kd_irq_state);
-	struct kd_event *e;
-	__u64 now, d;
 
 	if (!st || vec >= KD_NR_SOFTIRQ || !st->entry[vec])
 		return 0;
-	now = bpf_ktime_get_ns();
-	d = now - st->entry[vec];
-	st->entry[vec] = 0;
-	irq_hist(vec, d);
-	e = ev_over(KD_EV_IRQ, now, d, kd_conf.irq_thr_ns);
-	if (!e)
-		return 0;
-	e->vec = vec;
-	ev_submit_stack(ctx, e);
+	sirq_span(ctx, &st->entry[vec], bpf_ktime_get_ns(), vec, vec, KD_EV_IRQ, &kd_conf.irq_thr_ns);
 	return 0;
 }
 
