@@ -716,23 +716,20 @@ static __always_inline int sock_data(struct sock *sk, int ret, int flags, __u8 d
 		addr = regs->r8;
 		break;
 	case NR_SENDMSG:
-	case NR_RECVMSG: {
-		struct user_msghdr mh;
-
-		if (bpf_probe_read_user(&mh, sizeof(mh), (void *)buf))
-			return 0;
-		kind = CK_IOV;
-		buf = (__u64)mh.msg_iov;
-		iovcnt = (__u32)mh.msg_iovlen;
-		addr = (__u64)mh.msg_name;
-		break;
-	}
+	case NR_RECVMSG:
 	case NR_SENDMMSG:
 	case NR_RECVMMSG: {
 		struct user_msghdr mh;
-		int idx = mmsg_index(id, buf, (__u32)regs->dx, ret, (__u32)nr);
+		__u64 at = buf; /* the msghdr: sendmmsg/recvmmsg's is the first of an mmsghdr array */
 
-		if (idx < 0 || bpf_probe_read_user(&mh, sizeof(mh), (void *)(buf + (__u64)idx * MMSG_SIZE)))
+		if (nr == NR_SENDMMSG || nr == NR_RECVMMSG) {
+			int idx = mmsg_index(id, buf, (__u32)regs->dx, ret, (__u32)nr);
+
+			if (idx < 0)
+				return 0;
+			at += (__u64)idx * MMSG_SIZE;
+		}
+		if (bpf_probe_read_user(&mh, sizeof(mh), (void *)at))
 			return 0;
 		kind = CK_IOV;
 		buf = (__u64)mh.msg_iov;
