@@ -9,6 +9,7 @@
 
 #include "export.h"
 #include "supervisor.h"
+#include "uvutil.h"
 
 #define SAMPLE_INTERVAL_MS 1000u
 
@@ -213,8 +214,7 @@ int gg_ingest__init(struct gg_sup *sup)
 
 void gg_ingest__close(struct gg_sup *sup)
 {
-	if (sup->sub_poll.data && !uv_is_closing((uv_handle_t *)&sup->sub_poll))
-		uv_close((uv_handle_t *)&sup->sub_poll, NULL);
+	gg_uv_close_open((uv_handle_t *)&sup->sub_poll, sup->sub_poll.data != NULL);
 }
 
 void gg_ingest__free(struct gg_sup *sup)
