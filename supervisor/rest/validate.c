@@ -327,6 +327,24 @@ int gg_rest_body__decode(const char *body, size_t len, const char *content_type,
 
 /* ---- validation ----------------------------------------------------------------------------------- */
 
+/* Steps the string state (*in_str, *esc) of a JSON text over ch: 1 when ch is part of a string (its
+ * quotes too), 0 when it stands outside strings. */
+static int json_str_step(char ch, int *in_str, int *esc)
+{
+	if (*in_str) {
+		if (*esc)
+			*esc = 0;
+		else if (ch == '\\')
+			*esc = 1;
+		else if (ch == '"')
+			*in_str = 0;
+		return 1;
+	}
+	if (ch == '"')
+		*in_str = 1;
+	return *in_str;
+}
+
 /* The first number outside strings that RFC 8259 does not allow (cJSON reads "007", "+1", "1." and ".5"
  * as numbers; a leading zero means octal to some clients): its start, or NULL. */
 static const char *loose_number(const char *s)
@@ -336,19 +354,8 @@ static const char *loose_number(const char *s)
 	for (const char *c = s; *c; c++) {
 		const char *q = c;
 
-		if (in_str) {
-			if (esc)
-				esc = 0;
-			else if (*c == '\\')
-				esc = 1;
-			else if (*c == '"')
-				in_str = 0;
+		if (json_str_step(*c, &in_str, &esc))
 			continue;
-		}
-		if (*c == '"') {
-			in_str = 1;
-			continue;
-		}
 		if (!strchr("-+.0123456789", *c))
 			continue;
 		/* -?(0|[1-9][0-9]*)(\.[0-9]+)?([eE][+-]?[0-9]+)? */
@@ -389,16 +396,7 @@ static int strip_comments(const char *in, char *out)
 	int in_str = 0, esc = 0;
 
 	while (*in) {
-		if (in_str) {
-			if (esc)
-				esc = 0;
-			else if (*in == '\\')
-				esc = 1;
-			else if (*in == '"')
-				in_str = 0;
-			*out++ = *in++;
-		} else if (*in == '"') {
-			in_str = 1;
+		if (json_str_step(*in, &in_str, &esc)) {
 			*out++ = *in++;
 		} else if (in[0] == '/' && in[1] == '/') {
 			while (*in && *in != '\n')
