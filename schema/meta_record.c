@@ -191,8 +191,7 @@ int meta_parse_number(const char *s, size_t len, double *ret)
 	return 0;
 }
 
-/* Unsigned decimal integer (digits only) that fits 64 bits. */
-static int parse_u64(const char *s, size_t len, uint64_t *ret)
+int meta_parse_u64(const char *s, size_t len, uint64_t *ret)
 {
 	uint64_t v = 0;
 
@@ -255,7 +254,7 @@ static int tok_u64(struct tok *t, uint64_t *ret)
 
 	if (tok_next(t, &s, &len) < 0)
 		return -EINVAL;
-	return parse_u64(s, len, ret) < 0 ? -EINVAL : 0;
+	return meta_parse_u64(s, len, ret) < 0 ? -EINVAL : 0;
 }
 
 /* The grammar histograms and summaries share: "<n> (<x> <y>){n} <sum> <count>" with n in
