@@ -7,10 +7,11 @@
 #include <nng/protocol/pubsub0/pub.h>
 #include <nng/protocol/pubsub0/sub.h>
 
+#include "decimal.h"
 #include "ipc.h"
 #include "ipc_impl.h"
 
-#define VERSION_DIGITS_MAX 20 /* UINT64_MAX has 20 decimal digits */
+#define VERSION_DIGITS_MAX GG_U64_DIGITS
 #define CTRL_MSG_MAX	   (IPC_PROBE_NAME_MAX + 1 + VERSION_DIGITS_MAX + 1 + IPC_CTRL_MAX_PAYLOAD)
 
 /* Supervisor's listening PUB socket for updates. */
@@ -100,17 +101,7 @@ int ipc_ctrl_pub__send(struct ipc_ctrl_pub *cp, const char *probe, uint64_t vers
 	memcpy(head, probe, nlen);
 	hlen = nlen;
 	head[hlen++] = '\n';
-	{
-		char digits[VERSION_DIGITS_MAX];
-		int nd = 0;
-
-		do {
-			digits[nd++] = (char)('0' + version % 10);
-			version /= 10;
-		} while (version);
-		while (nd > 0)
-			head[hlen++] = digits[--nd];
-	}
+	hlen += gg_fmt_u64(head + hlen, version);
 	head[hlen++] = '\n';
 
 	rv = nng_msg_alloc(&m, 0);
