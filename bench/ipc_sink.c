@@ -9,8 +9,8 @@
 #include <time.h>
 
 #include "clock.h"
+#include "decimal.h"
 #include "ipc.h"
-#include "meta.h"
 #include "../tests/helpers/tool_usage.h"
 
 #define MAX_PROBES 256
@@ -45,7 +45,7 @@ static int check_record(const char *line, size_t len)
 	}
 	if (nf != 4 || fl[0] != 5 || memcmp(f[0], "bench", 5) != 0 || fl[1] == 0)
 		return -1;
-	if (meta_parse_u64(f[2], fl[2], &a) < 0 || meta_parse_u64(f[3], fl[3], &b) < 0 || b != a * 2)
+	if (gg_parse_u64(f[2], fl[2], &a) < 0 || gg_parse_u64(f[3], fl[3], &b) < 0 || b != a * 2)
 		return -1;
 	return 0;
 }

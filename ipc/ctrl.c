@@ -175,21 +175,17 @@ int ipc_ctrl_sub__fd(const struct ipc_ctrl_sub *cs)
 static int parse_ctrl(const struct ipc_ctrl_sub *cs, const char *b, size_t len, uint64_t *ret_version,
 		      char **ret_payload)
 {
-	const char *p, *end = b + len;
-	uint64_t v = 0;
-	size_t nd = 0, plen;
+	const char *digits, *p, *end = b + len;
+	uint64_t v;
+	size_t plen;
 	char *out;
 
 	if (len < cs->topic_len || memcmp(b, cs->topic, cs->topic_len) != 0)
 		return -EBADMSG;
-	for (p = b + cs->topic_len; p < end && *p >= '0' && *p <= '9'; p++) {
-		unsigned int d = (unsigned int)(*p - '0');
-
-		if (++nd > VERSION_DIGITS_MAX || v > (UINT64_MAX - d) / 10)
-			return -EBADMSG;
-		v = v * 10 + d;
-	}
-	if (nd == 0 || p >= end || *p != '\n')
+	digits = b + cs->topic_len;
+	for (p = digits; p < end && *p >= '0' && *p <= '9'; p++)
+		;
+	if (gg_parse_u64(digits, (size_t)(p - digits), &v) < 0 || p >= end || *p != '\n')
 		return -EBADMSG;
 	p++;
 	plen = (size_t)(end - p);

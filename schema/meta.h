@@ -152,8 +152,5 @@ int meta_summary__parse(const char *s, size_t len, struct meta_summary *ret);
 int meta_parse_number(const char *s, size_t len, double *ret);
 /* 1 when [s, s+len) is valid UTF-8 without control characters except tab. */
 int meta_utf8_valid(const char *s, size_t len);
-/* The len bytes at s as an unsigned decimal (digits only, as records carry counters) into *ret:
- * 0, -EINVAL (empty, not a digit) or -ERANGE (over 64 bits). */
-int meta_parse_u64(const char *s, size_t len, uint64_t *ret);
 
 #endif

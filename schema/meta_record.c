@@ -8,6 +8,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "decimal.h"
 #include "meta.h"
 #include "meta_impl.h"
 
@@ -191,26 +192,6 @@ int meta_parse_number(const char *s, size_t len, double *ret)
 	return 0;
 }
 
-int meta_parse_u64(const char *s, size_t len, uint64_t *ret)
-{
-	uint64_t v = 0;
-
-	if (len == 0 || len > 20)
-		return -EINVAL;
-	for (size_t i = 0; i < len; i++) {
-		uint64_t d;
-
-		if (!is_digit(s[i]))
-			return -EINVAL;
-		d = (uint64_t)(s[i] - '0');
-		if (v > (UINT64_MAX - d) / 10)
-			return -ERANGE;
-		v = v * 10 + d;
-	}
-	*ret = v;
-	return 0;
-}
-
 /* ---- histograms and summaries --------------------------------------------------------------------- */
 
 /* Tokens separated by exactly one space; more says another token must follow. */
@@ -254,7 +235,7 @@ static int tok_u64(struct tok *t, uint64_t *ret)
 
 	if (tok_next(t, &s, &len) < 0)
 		return -EINVAL;
-	return meta_parse_u64(s, len, ret) < 0 ? -EINVAL : 0;
+	return gg_parse_u64(s, len, ret) < 0 ? -EINVAL : 0;
 }
 
 /* The grammar histograms and summaries share: "<n> (<x> <y>){n} <sum> <count>" with n in
