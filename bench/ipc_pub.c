@@ -8,22 +8,14 @@
 #include <time.h>
 
 #include "clock.h"
+#include "decimal.h"
 #include "ipc.h"
 #include "../tests/helpers/tool_usage.h"
 
 /* snprintf would cost more than the IPC path we are measuring. */
 static char *put_u64(char *p, uint64_t v)
 {
-	char tmp[20];
-	int n = 0;
-
-	do {
-		tmp[n++] = (char)('0' + v % 10);
-		v /= 10;
-	} while (v);
-	while (n > 0)
-		*p++ = tmp[--n];
-	return p;
+	return p + gg_fmt_u64(p, v);
 }
 
 static void usage(FILE *f)

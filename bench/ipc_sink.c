@@ -9,6 +9,7 @@
 #include <time.h>
 
 #include "clock.h"
+#include "decimal.h"
 #include "ipc.h"
 #include "../tests/helpers/tool_usage.h"
 
@@ -20,21 +21,6 @@ struct probe_stat {
 	char name[IPC_PROBE_NAME_MAX];
 	struct ipc_seq_tracker t;
 };
-
-static int parse_u64(const char *s, size_t len, uint64_t *ret)
-{
-	uint64_t v = 0;
-
-	if (len == 0 || len > 19)
-		return -1;
-	for (size_t i = 0; i < len; i++) {
-		if (s[i] < '0' || s[i] > '9')
-			return -1;
-		v = v * 10 + (uint64_t)(s[i] - '0');
-	}
-	*ret = v;
-	return 0;
-}
 
 /* Roughly what validation will cost: split into fields, check the table and field count, parse the
  * numbers. Returns 0 for a good record. */
@@ -59,7 +45,7 @@ static int check_record(const char *line, size_t len)
 	}
 	if (nf != 4 || fl[0] != 5 || memcmp(f[0], "bench", 5) != 0 || fl[1] == 0)
 		return -1;
-	if (parse_u64(f[2], fl[2], &a) < 0 || parse_u64(f[3], fl[3], &b) < 0 || b != a * 2)
+	if (gg_parse_u64(f[2], fl[2], &a) < 0 || gg_parse_u64(f[3], fl[3], &b) < 0 || b != a * 2)
 		return -1;
 	return 0;
 }

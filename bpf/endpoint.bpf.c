@@ -32,65 +32,25 @@ struct listen_port_key {
 	__u16 pad;
 };
 
-struct {
-	__uint(type, BPF_MAP_TYPE_HASH);
-	__uint(max_entries, EP_LISTEN_MAX);
-	__uint(map_flags, BPF_F_NO_PREALLOC);
-	__type(key, __u64);
-	__type(value, struct ep_listen);
-} ep_listen SEC(".maps");
+GG_MAP(ep_listen, BPF_MAP_TYPE_HASH, __u64, struct ep_listen, EP_LISTEN_MAX, BPF_F_NO_PREALLOC);
 
 /* A child socket only knows its port: find its listener by (netns, port). */
-struct {
-	__uint(type, BPF_MAP_TYPE_HASH);
-	__uint(max_entries, EP_LISTEN_MAX);
-	__uint(map_flags, BPF_F_NO_PREALLOC);
-	__type(key, struct listen_port_key);
-	__type(value, __u64);
-} ep_listen_port SEC(".maps");
+GG_MAP(ep_listen_port, BPF_MAP_TYPE_HASH, struct listen_port_key, __u64, EP_LISTEN_MAX, BPF_F_NO_PREALLOC);
 
-struct {
-	__uint(type, BPF_MAP_TYPE_HASH);
-	__uint(max_entries, EP_CONNECT_MAX);
-	__uint(map_flags, BPF_F_NO_PREALLOC);
-	__type(key, struct ep_connect_key);
-	__type(value, struct ep_connect);
-} ep_connect SEC(".maps");
+GG_MAP(ep_connect, BPF_MAP_TYPE_HASH, struct ep_connect_key, struct ep_connect, EP_CONNECT_MAX, BPF_F_NO_PREALLOC);
 
 /* Entries are not deleted when the handshake ends (start_ns = 0): socket structures are recycled by the
  * slab allocator, so the next connect is mostly a lookup and stores in place instead of a hash insert
  * and delete under the bucket lock (~30 % of ep_state in perf); LRU: addresses not reused age out.
  * (Socket-local storage instead was measured at twice ep_state's time: an allocation per socket.) */
-struct {
-	__uint(type, BPF_MAP_TYPE_LRU_HASH);
-	__uint(max_entries, EP_PENDING_MAX);
-	__type(key, __u64);
-	__type(value, struct ep_pending);
-} ep_pending SEC(".maps");
+GG_MAP(ep_pending, BPF_MAP_TYPE_LRU_HASH, __u64, struct ep_pending, EP_PENDING_MAX, 0);
 
-struct {
-	__uint(type, BPF_MAP_TYPE_HASH);
-	__uint(max_entries, EP_UDP_MAX);
-	__uint(map_flags, BPF_F_NO_PREALLOC);
-	__type(key, __u64);
-	__type(value, struct ep_udp);
-} ep_udp SEC(".maps");
+GG_MAP(ep_udp, BPF_MAP_TYPE_HASH, __u64, struct ep_udp, EP_UDP_MAX, BPF_F_NO_PREALLOC);
 
-struct {
-	__uint(type, BPF_MAP_TYPE_HASH);
-	__uint(max_entries, EP_DROP_MAX);
-	__uint(map_flags, BPF_F_NO_PREALLOC);
-	__type(key, struct ep_drop_key);
-	__type(value, __u64);
-} ep_drops SEC(".maps");
+GG_MAP(ep_drops, BPF_MAP_TYPE_HASH, struct ep_drop_key, __u64, EP_DROP_MAX, BPF_F_NO_PREALLOC);
 
 /* New entries are built here (too large for the BPF stack). */
-struct {
-	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
-	__uint(max_entries, 1);
-	__type(key, __u32);
-	__type(value, struct ep_listen);
-} ep_scratch SEC(".maps");
+GG_MAP(ep_scratch, BPF_MAP_TYPE_PERCPU_ARRAY, __u32, struct ep_listen, 1, 0);
 
 /* sk is a BTF pointer in every caller of these (tp_btf programs): direct loads, no helper calls. */
 static __always_inline __u32 sk_netns(const struct sock *sk)

@@ -18,6 +18,20 @@
 #define AF_INET6 10
 #endif
 
+/* ---- map declarations ------------------------------------------------------------------------- */
+
+/* Declares map _name: _type from _key to _value, at most _max entries, map_flags _flags (0: none).
+ * The BTF-defined map every keyed map of the probes is, said once; a declaration then names only what
+ * differs (ring buffers and stack trace maps, with no key / value types, are spelled out). */
+#define GG_MAP(_name, _type, _key, _value, _max, _flags) \
+	struct {                                         \
+		__uint(type, _type);                     \
+		__uint(max_entries, _max);               \
+		__uint(map_flags, _flags);               \
+		__type(key, _key);                       \
+		__type(value, _value);                   \
+	} _name SEC(".maps")
+
 /* ---- log2 histograms ---------------------------------------------------------------------------- */
 
 /* Slot of v in a GG_LOG2_SLOTS log2 histogram: floor(log2(v)) clamped to [0, GG_LOG2_SLOTS - 1]
@@ -67,26 +81,11 @@ static __always_inline void gg_counter_add(void *map, __u32 idx, __u64 n)
 
 /* ---- scope filter ----------------------------------------------------------------------------- */
 
-struct {
-	__uint(type, BPF_MAP_TYPE_ARRAY);
-	__uint(max_entries, 1);
-	__type(key, __u32);
-	__type(value, struct gg_scope_ctl);
-} gg_scope_ctl SEC(".maps");
+GG_MAP(gg_scope_ctl, BPF_MAP_TYPE_ARRAY, __u32, struct gg_scope_ctl, 1, 0);
 
-struct {
-	__uint(type, BPF_MAP_TYPE_HASH);
-	__uint(max_entries, GG_SCOPE_TGID_MAX);
-	__type(key, __u32);
-	__type(value, __u8);
-} gg_scope_tgid SEC(".maps");
+GG_MAP(gg_scope_tgid, BPF_MAP_TYPE_HASH, __u32, __u8, GG_SCOPE_TGID_MAX, 0);
 
-struct {
-	__uint(type, BPF_MAP_TYPE_HASH);
-	__uint(max_entries, GG_SCOPE_CGRP_MAX);
-	__type(key, __u64);
-	__type(value, __u8);
-} gg_scope_cgrp SEC(".maps");
+GG_MAP(gg_scope_cgrp, BPF_MAP_TYPE_HASH, __u64, __u8, GG_SCOPE_CGRP_MAX, 0);
 
 /* 1 when a filter is set (only the tgid and cgroup sets are in scope), 0 when everything is. */
 static __always_inline int gg_scope_filtering(void)

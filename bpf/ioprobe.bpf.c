@@ -22,44 +22,18 @@ volatile __u64 io_period;
 __u64 io_inflight_lost;
 
 /* Devices appear rarely: entries allocated as they come, not 512 up front (1 MiB). */
-struct {
-	__uint(type, BPF_MAP_TYPE_HASH);
-	__uint(max_entries, IO_DEVS_MAX);
-	__uint(map_flags, BPF_F_NO_PREALLOC);
-	__type(key, __u32);
-	__type(value, struct io_dev_stats);
-} io_devs SEC(".maps");
+GG_MAP(io_devs, BPF_MAP_TYPE_HASH, __u32, struct io_dev_stats, IO_DEVS_MAX, BPF_F_NO_PREALLOC);
 
 /* LRU: a request that never completes through a traced path ages out instead of leaking. */
-struct {
-	__uint(type, BPF_MAP_TYPE_LRU_HASH);
-	__uint(max_entries, IO_INFLIGHT_MAX);
-	__type(key, __u64);
-	__type(value, struct io_req);
-} io_inflight SEC(".maps");
+GG_MAP(io_inflight, BPF_MAP_TYPE_LRU_HASH, __u64, struct io_req, IO_INFLIGHT_MAX, 0);
 
-struct {
-	__uint(type, BPF_MAP_TYPE_HASH);
-	__uint(max_entries, IO_PROCS_MAX);
-	__type(key, struct io_proc_key);
-	__type(value, struct io_proc);
-} io_procs SEC(".maps");
+GG_MAP(io_procs, BPF_MAP_TYPE_HASH, struct io_proc_key, struct io_proc, IO_PROCS_MAX, 0);
 
 /* Per CPU: page cache events are frequent, and counting them must not bounce a cache line. */
-struct {
-	__uint(type, BPF_MAP_TYPE_PERCPU_HASH);
-	__uint(max_entries, IO_DEVS_MAX);
-	__type(key, __u32);
-	__type(value, struct io_pagecache);
-} io_pc SEC(".maps");
+GG_MAP(io_pc, BPF_MAP_TYPE_PERCPU_HASH, __u32, struct io_pagecache, IO_DEVS_MAX, 0);
 
 /* Never written: the zero value new devices start from (too large for the BPF stack). */
-struct {
-	__uint(type, BPF_MAP_TYPE_ARRAY);
-	__uint(max_entries, 1);
-	__type(key, __u32);
-	__type(value, struct io_dev_stats);
-} io_zero SEC(".maps");
+GG_MAP(io_zero, BPF_MAP_TYPE_ARRAY, __u32, struct io_dev_stats, 1, 0);
 
 static __always_inline __u32 rq_dev(const struct request *rq)
 {

@@ -25,52 +25,22 @@ struct {
 	__uint(max_entries, 512 * 1024);
 } kd_events SEC(".maps");
 
-struct {
-	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
-	__uint(max_entries, KD_EV_KINDS);
-	__type(key, __u32);
-	__type(value, struct kd_ev_stat);
-} kd_ev_stats SEC(".maps");
+GG_MAP(kd_ev_stats, BPF_MAP_TYPE_PERCPU_ARRAY, __u32, struct kd_ev_stat, KD_EV_KINDS, 0);
 
 /* Drops by reason since the start (index: reason, the last slot for larger values). */
-struct {
-	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
-	__uint(max_entries, KD_REASON_SLOTS);
-	__type(key, __u32);
-	__type(value, __u64);
-} kd_reasons SEC(".maps");
+GG_MAP(kd_reasons, BPF_MAP_TYPE_PERCPU_ARRAY, __u32, __u64, KD_REASON_SLOTS, 0);
 
 /* Drops by flow and reason since the last report (user space reads and deletes them). */
-struct {
-	__uint(type, BPF_MAP_TYPE_HASH);
-	__uint(max_entries, KD_FLOW_MAP_MAX);
-	__type(key, struct kd_drop_key);
-	__type(value, struct kd_drop_val);
-} kd_flows SEC(".maps");
+GG_MAP(kd_flows, BPF_MAP_TYPE_HASH, struct kd_drop_key, struct kd_drop_val, KD_FLOW_MAP_MAX, 0);
 
 /* Drops that found kd_flows full, by reason slot (they are in kd_reasons too). */
-struct {
-	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
-	__uint(max_entries, KD_REASON_SLOTS);
-	__type(key, __u32);
-	__type(value, __u64);
-} kd_flow_full SEC(".maps");
+GG_MAP(kd_flow_full, BPF_MAP_TYPE_PERCPU_ARRAY, __u32, __u64, KD_REASON_SLOTS, 0);
 
 /* ---- interrupts ---- */
 
-struct {
-	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
-	__uint(max_entries, KD_IRQ_ROWS);
-	__type(key, __u32);
-	__type(value, struct kd_hist);
-} kd_irq_hist SEC(".maps");
+GG_MAP(kd_irq_hist, BPF_MAP_TYPE_PERCPU_ARRAY, __u32, struct kd_hist, KD_IRQ_ROWS, 0);
 
-struct {
-	__uint(type, BPF_MAP_TYPE_PERCPU_HASH);
-	__uint(max_entries, KD_HARDIRQ_MAX);
-	__type(key, __u32);
-	__type(value, struct kd_hardirq_val);
-} kd_hardirq SEC(".maps");
+GG_MAP(kd_hardirq, BPF_MAP_TYPE_PERCPU_HASH, __u32, struct kd_hardirq_val, KD_HARDIRQ_MAX, 0);
 
 /* Per CPU: when each softirq vector was first raised while not pending, when it entered, and when the
  * running hard interrupt handler did. */
@@ -82,12 +52,7 @@ struct kd_irq_state {
 	__u32 pad;
 };
 
-struct {
-	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
-	__uint(max_entries, 1);
-	__type(key, __u32);
-	__type(value, struct kd_irq_state);
-} kd_irq_state SEC(".maps");
+GG_MAP(kd_irq_state, BPF_MAP_TYPE_PERCPU_ARRAY, __u32, struct kd_irq_state, 1, 0);
 
 /* ---- receive latency ---- */
 
@@ -96,19 +61,9 @@ struct kd_rx_ts {
 	__u64 head; /* the skb's data buffer: a reused sk_buff with another buffer is not this packet */
 };
 
-struct {
-	__uint(type, BPF_MAP_TYPE_LRU_HASH);
-	__uint(max_entries, KD_RX_TS_MAX);
-	__type(key, __u64);
-	__type(value, struct kd_rx_ts);
-} kd_rx_ts SEC(".maps");
+GG_MAP(kd_rx_ts, BPF_MAP_TYPE_LRU_HASH, __u64, struct kd_rx_ts, KD_RX_TS_MAX, 0);
 
-struct {
-	__uint(type, BPF_MAP_TYPE_HASH);
-	__uint(max_entries, KD_RL_MAP_MAX);
-	__type(key, struct kd_flow);
-	__type(value, struct kd_rl_val);
-} kd_rl SEC(".maps");
+GG_MAP(kd_rl, BPF_MAP_TYPE_HASH, struct kd_flow, struct kd_rl_val, KD_RL_MAP_MAX, 0);
 
 __u64 kd_rl_full = 0; /* reads not counted: kd_rl was full */
 
@@ -118,12 +73,7 @@ struct kd_scratch {
 	struct kd_rl_val rv;
 };
 
-struct {
-	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
-	__uint(max_entries, 1);
-	__type(key, __u32);
-	__type(value, struct kd_scratch);
-} kd_scratch SEC(".maps");
+GG_MAP(kd_scratch, BPF_MAP_TYPE_PERCPU_ARRAY, __u32, struct kd_scratch, 1, 0);
 
 /* ---- helpers ---- */
 
@@ -381,12 +331,7 @@ static __always_inline void irq_hist(__u32 row, __u64 ns)
 }
 
 /* A zeroed kd_hardirq value to insert (too big for the stack), from a per-CPU scratch slot. */
-struct {
-	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
-	__uint(max_entries, 1);
-	__type(key, __u32);
-	__type(value, struct kd_hardirq_val);
-} kd_hardirq_scratch SEC(".maps");
+GG_MAP(kd_hardirq_scratch, BPF_MAP_TYPE_PERCPU_ARRAY, __u32, struct kd_hardirq_val, 1, 0);
 
 static __always_inline struct kd_hardirq_val *kd_hardirq_zero(void)
 {
@@ -457,12 +402,30 @@ int BPF_PROG(kd_softirq_raise, unsigned int vec)
 	return 0;
 }
 
+/* A span of softirq vec that began at *start ends at now: *start is cleared, the span counted in
+ * histogram row and, at *thr_ns or more, sent as an event of kind with the stack. The raise -> entry
+ * delay and the entry -> exit run differ only in these. thr_ns is a pointer so that the threshold is
+ * read after the histogram, where the event is decided (by value it was loaded first: 3 instructions more). */
+static __always_inline void sirq_span(void *ctx, __u64 *start, __u64 now, __u32 row, unsigned int vec, __u32 kind,
+				      const __u64 *thr_ns)
+{
+	__u64 d = now - *start;
+	struct kd_event *e;
+
+	*start = 0;
+	irq_hist(row, d);
+	e = ev_over(kind, now, d, *thr_ns);
+	if (!e)
+		return;
+	e->vec = vec;
+	ev_submit_stack(ctx, e);
+}
+
 SEC("tp_btf/softirq_entry")
 int BPF_PROG(kd_softirq_entry, unsigned int vec)
 {
 	struct kd_irq_state *st = gg_map_elem0(&kd_irq_state);
-	struct kd_event *e;
-	__u64 now, d;
+	__u64 now;
 
 	if (!st || vec >= KD_NR_SOFTIRQ)
 		return 0;
@@ -470,14 +433,7 @@ int BPF_PROG(kd_softirq_entry, unsigned int vec)
 	st->entry[vec] = now;
 	if (!st->raise[vec])
 		return 0; /* raised before we attached */
-	d = now - st->raise[vec];
-	st->raise[vec] = 0;
-	irq_hist(KD_NVEC + vec, d);
-	e = ev_over(KD_EV_SIRQ_DELAY, now, d, kd_conf.sirq_delay_thr_ns);
-	if (!e)
-		return 0;
-	e->vec = vec;
-	ev_submit_stack(ctx, e);
+	sirq_span(ctx, &st->raise[vec], now, KD_NVEC + vec, vec, KD_EV_SIRQ_DELAY, &kd_conf.sirq_delay_thr_ns);
 	return 0;
 }
 
@@ -485,20 +441,10 @@ SEC("tp_btf/softirq_exit")
 int BPF_PROG(kd_softirq_exit, unsigned int vec)
 {
 	struct kd_irq_state *st = gg_map_elem0(&kd_irq_state);
-	struct kd_event *e;
-	__u64 now, d;
 
 	if (!st || vec >= KD_NR_SOFTIRQ || !st->entry[vec])
 		return 0;
-	now = bpf_ktime_get_ns();
-	d = now - st->entry[vec];
-	st->entry[vec] = 0;
-	irq_hist(vec, d);
-	e = ev_over(KD_EV_IRQ, now, d, kd_conf.irq_thr_ns);
-	if (!e)
-		return 0;
-	e->vec = vec;
-	ev_submit_stack(ctx, e);
+	sirq_span(ctx, &st->entry[vec], bpf_ktime_get_ns(), vec, vec, KD_EV_IRQ, &kd_conf.irq_thr_ns);
 	return 0;
 }
 

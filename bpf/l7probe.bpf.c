@@ -79,12 +79,7 @@ __u32 enc_gen;
  * server), whatever process it belongs to: the handshake of an accepted socket happens in softirq,
  * before any process owns it. One update and one delete per TCP connection of the host; LRU, so a
  * miss only makes the role unknown (user space infers it). */
-struct {
-	__uint(type, BPF_MAP_TYPE_LRU_HASH);
-	__uint(max_entries, L7_SOCKS_MAX);
-	__type(key, __u64);
-	__type(value, __u8);
-} l7_role SEC(".maps");
+GG_MAP(l7_role, BPF_MAP_TYPE_LRU_HASH, __u64, __u8, L7_SOCKS_MAX, 0);
 
 enum call_kind { CK_BUF = 0, CK_IOV, CK_SENDFILE };
 
@@ -120,12 +115,7 @@ struct ssl_key {
 	__u32 pad;
 };
 
-struct {
-	__uint(type, BPF_MAP_TYPE_LRU_HASH);
-	__uint(max_entries, L7_SOCKS_MAX);
-	__type(key, struct ssl_key);
-	__type(value, __s32);
-} l7_ssl_fd SEC(".maps");
+GG_MAP(l7_ssl_fd, BPF_MAP_TYPE_LRU_HASH, struct ssl_key, __s32, L7_SOCKS_MAX, 0);
 
 /* An event being built (too large for the stack). Three times L7_DATA_MAX so that an iovec copied
  * at any offset below L7_DATA_MAX with any length below 2 * L7_DATA_MAX (the bound the verifier is
@@ -143,19 +133,9 @@ static __always_inline __u64 bound(__u64 v)
 	return v;
 }
 
-struct {
-	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
-	__uint(max_entries, 1);
-	__type(key, __u32);
-	__type(value, struct l7_buf);
-} l7_scratch SEC(".maps");
+GG_MAP(l7_scratch, BPF_MAP_TYPE_PERCPU_ARRAY, __u32, struct l7_buf, 1, 0);
 
-struct {
-	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
-	__uint(max_entries, L7_ST__COUNT);
-	__type(key, __u32);
-	__type(value, __u64);
-} l7_stats SEC(".maps");
+GG_MAP(l7_stats, BPF_MAP_TYPE_PERCPU_ARRAY, __u32, __u64, L7_ST__COUNT, 0);
 
 static __always_inline void stat_inc(__u32 i)
 {
@@ -188,12 +168,8 @@ struct l7_fd {
 	struct l7_sock s;
 };
 
-struct {
-	__uint(type, BPF_MAP_TYPE_LRU_HASH);
-	__uint(max_entries, L7_SOCKS_MAX);
-	__type(key, __u64); /* tgid << 32 | fd */
-	__type(value, struct l7_fd);
-} l7_fdsk SEC(".maps");
+/* key: tgid << 32 | fd */
+GG_MAP(l7_fdsk, BPF_MAP_TYPE_LRU_HASH, __u64, struct l7_fd, L7_SOCKS_MAX, 0);
 
 /* The sources of the datagrams queued to an unconnected UDP socket of a process in scope, in order:
  * recvfrom/recvmsg write the peer's sockaddr to user memory only after sock_recv_length has fired,
@@ -215,12 +191,8 @@ struct udp_q {
 	struct udp_src ring[UDP_Q_LEN];
 };
 
-struct {
-	__uint(type, BPF_MAP_TYPE_LRU_HASH);
-	__uint(max_entries, 16384);
-	__type(key, __u64); /* struct sock * */
-	__type(value, struct udp_q);
-} l7_udp_q SEC(".maps");
+/* key: struct sock * */
+GG_MAP(l7_udp_q, BPF_MAP_TYPE_LRU_HASH, __u64, struct udp_q, 16384, 0);
 
 /* The time a TCP send event carries: when the send entered tcp_sendmsg_locked (its tracepoint, once per
  * chunk of up to a GSO segment; the first sets it), kept in the socket's entry. sock_send_length fires
@@ -650,12 +622,8 @@ struct mmsg_pos {
 	__u32 pad;
 };
 
-struct {
-	__uint(type, BPF_MAP_TYPE_LRU_HASH);
-	__uint(max_entries, L7_INFLIGHT_MAX);
-	__type(key, __u64); /* pid_tgid */
-	__type(value, struct mmsg_pos);
-} l7_mmsg SEC(".maps");
+/* key: pid_tgid */
+GG_MAP(l7_mmsg, BPF_MAP_TYPE_LRU_HASH, __u64, struct mmsg_pos, L7_INFLIGHT_MAX, 0);
 
 /* Offset of msg_len in struct mmsghdr (x86-64: after the 56-byte user_msghdr; 64 bytes each). */
 #define MMSG_SIZE   64
@@ -748,23 +716,20 @@ static __always_inline int sock_data(struct sock *sk, int ret, int flags, __u8 d
 		addr = regs->r8;
 		break;
 	case NR_SENDMSG:
-	case NR_RECVMSG: {
-		struct user_msghdr mh;
-
-		if (bpf_probe_read_user(&mh, sizeof(mh), (void *)buf))
-			return 0;
-		kind = CK_IOV;
-		buf = (__u64)mh.msg_iov;
-		iovcnt = (__u32)mh.msg_iovlen;
-		addr = (__u64)mh.msg_name;
-		break;
-	}
+	case NR_RECVMSG:
 	case NR_SENDMMSG:
 	case NR_RECVMMSG: {
 		struct user_msghdr mh;
-		int idx = mmsg_index(id, buf, (__u32)regs->dx, ret, (__u32)nr);
+		__u64 at = buf; /* the msghdr: sendmmsg/recvmmsg's is the first of an mmsghdr array */
 
-		if (idx < 0 || bpf_probe_read_user(&mh, sizeof(mh), (void *)(buf + (__u64)idx * MMSG_SIZE)))
+		if (nr == NR_SENDMMSG || nr == NR_RECVMMSG) {
+			int idx = mmsg_index(id, buf, (__u32)regs->dx, ret, (__u32)nr);
+
+			if (idx < 0)
+				return 0;
+			at += (__u64)idx * MMSG_SIZE;
+		}
+		if (bpf_probe_read_user(&mh, sizeof(mh), (void *)at))
 			return 0;
 		kind = CK_IOV;
 		buf = (__u64)mh.msg_iov;
@@ -1145,12 +1110,7 @@ struct go_call {
 	__u8 pad[3];
 };
 
-struct {
-	__uint(type, BPF_MAP_TYPE_LRU_HASH);
-	__uint(max_entries, L7_INFLIGHT_MAX);
-	__type(key, struct go_key);
-	__type(value, struct go_call);
-} l7_go SEC(".maps");
+GG_MAP(l7_go, BPF_MAP_TYPE_LRU_HASH, struct go_key, struct go_call, L7_INFLIGHT_MAX, 0);
 
 /* The fd under a *tls.Conn, by offsets stable from go 1.x to 1.22 (checked on Debian's 1.19):
  * tls.Conn.conn (a net.Conn interface: itab, data) at 0, its data a *net.TCPConn whose first word is

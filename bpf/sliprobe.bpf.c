@@ -55,22 +55,12 @@ struct {
 	__type(value, struct sli_stats);
 } sli_cgrp SEC(".maps");
 
-struct {
-	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
-	__uint(max_entries, 1);
-	__type(key, __u32);
-	__type(value, struct sli_stats);
-} sli_node SEC(".maps");
+GG_MAP(sli_node, BPF_MAP_TYPE_PERCPU_ARRAY, __u32, struct sli_stats, 1, 0);
 
 /* Block latency per issuing cgroup v2 id: completions run in interrupt context, where the issuer's
  * cgroup storage cannot be reached; a per-CPU LRU hash keyed by the id instead (user space sums the
  * CPUs). */
-struct {
-	__uint(type, BPF_MAP_TYPE_LRU_PERCPU_HASH);
-	__uint(max_entries, SLI_CGROUPS_MAX);
-	__type(key, __u64);
-	__type(value, struct sli_lat);
-} sli_io_cgrp SEC(".maps");
+GG_MAP(sli_io_cgrp, BPF_MAP_TYPE_LRU_PERCPU_HASH, __u64, struct sli_lat, SLI_CGROUPS_MAX, 0);
 
 /* Block requests in flight: when they started and the issuing cgroup. */
 struct sli_req {
@@ -78,12 +68,7 @@ struct sli_req {
 	__u64 cgid;
 };
 
-struct {
-	__uint(type, BPF_MAP_TYPE_LRU_HASH);
-	__uint(max_entries, SLI_INFLIGHT_MAX);
-	__type(key, __u64);
-	__type(value, struct sli_req);
-} sli_inflight SEC(".maps");
+GG_MAP(sli_inflight, BPF_MAP_TYPE_LRU_HASH, __u64, struct sli_req, SLI_INFLIGHT_MAX, 0);
 
 /* A task's cgroup v2 stats (created on first use); NULL for the root cgroup. */
 static __always_inline struct sli_stats *task_cg_stats(struct task_struct *t)

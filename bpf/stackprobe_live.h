@@ -20,28 +20,12 @@ struct {
 
 /* Sites are created on demand and deleted by user space when empty: without preallocation an element
  * deleted while a program still holds it is freed after an RCU grace period, never reused under it. */
-struct {
-	__uint(type, BPF_MAP_TYPE_HASH);
-	__uint(map_flags, BPF_F_NO_PREALLOC);
-	__uint(max_entries, SP_LIVE_KEYS);
-	__type(key, struct sp_live_key);
-	__type(value, struct sp_live_val);
-} live_sites SEC(".maps");
+GG_MAP(live_sites, BPF_MAP_TYPE_HASH, struct sp_live_key, struct sp_live_val, SP_LIVE_KEYS, BPF_F_NO_PREALLOC);
 
-struct {
-	__uint(type, BPF_MAP_TYPE_HASH);
-	__uint(map_flags, BPF_F_NO_PREALLOC);
-	__uint(max_entries, SP_LIVE_PTRS);
-	__type(key, struct sp_live_ptr_key);
-	__type(value, struct sp_live_ptr);
-} live_ptrs SEC(".maps");
+GG_MAP(live_ptrs, BPF_MAP_TYPE_HASH, struct sp_live_ptr_key, struct sp_live_ptr, SP_LIVE_PTRS, BPF_F_NO_PREALLOC);
 
-struct {
-	__uint(type, BPF_MAP_TYPE_HASH);
-	__uint(max_entries, SP_LIVE_PENDING);
-	__type(key, __u64); /* pid_tgid */
-	__type(value, struct sp_live_pend);
-} live_pend SEC(".maps");
+/* key: pid_tgid */
+GG_MAP(live_pend, BPF_MAP_TYPE_HASH, __u64, struct sp_live_pend, SP_LIVE_PENDING, 0);
 
 /* The current process's site key, created when absent (NULL: the sites map is full, counted). */
 static __always_inline struct sp_live_val *live_site(struct sp_live_key *key)

@@ -20,38 +20,18 @@
 #define MM_ERR_MAX     4095ull
 #define MM_STEPS       (SP_MM_REGIONS + 1)
 
-struct {
-	__uint(type, BPF_MAP_TYPE_HASH);
-	__uint(map_flags, BPF_F_NO_PREALLOC);
-	__uint(max_entries, SP_MM_PROCS);
-	__type(key, __u32); /* tgid */
-	__type(value, struct sp_mm_proc);
-} mm_procs SEC(".maps");
+/* key: tgid */
+GG_MAP(mm_procs, BPF_MAP_TYPE_HASH, __u32, struct sp_mm_proc, SP_MM_PROCS, BPF_F_NO_PREALLOC);
 
 /* Never written: the zeroed value a new process's table starts from (too large for the BPF stack). */
-struct {
-	__uint(type, BPF_MAP_TYPE_ARRAY);
-	__uint(max_entries, 1);
-	__type(key, __u32);
-	__type(value, struct sp_mm_proc);
-} mm_zero SEC(".maps");
+GG_MAP(mm_zero, BPF_MAP_TYPE_ARRAY, __u32, struct sp_mm_proc, 1, 0);
 
-struct {
-	__uint(type, BPF_MAP_TYPE_HASH);
-	__uint(max_entries, SP_MM_PENDING);
-	__type(key, __u64); /* pid_tgid */
-	__type(value, struct sp_mm_pend);
-} mm_pend SEC(".maps");
+/* key: pid_tgid */
+GG_MAP(mm_pend, BPF_MAP_TYPE_HASH, __u64, struct sp_mm_pend, SP_MM_PENDING, 0);
 
 /* User stacks of mmap/brk sites unwound with the .eh_frame tables (key: (uw << 32) | ustack). Not
  * generational like ustacks0/1: a site lives as long as its memory; user space deletes the unused. */
-struct {
-	__uint(type, BPF_MAP_TYPE_HASH);
-	__uint(map_flags, BPF_F_NO_PREALLOC);
-	__uint(max_entries, SP_LIVE_STACKS);
-	__type(key, __u64);
-	__type(value, struct sp_ustack);
-} live_ustacks SEC(".maps");
+GG_MAP(live_ustacks, BPF_MAP_TYPE_HASH, __u64, struct sp_ustack, SP_LIVE_STACKS, BPF_F_NO_PREALLOC);
 
 static __always_inline __u64 mm_page_up(__u64 len)
 {

@@ -6,26 +6,12 @@
 #ifndef GG_STACKPROBE_PY_H
 #define GG_STACKPROBE_PY_H
 
-struct {
-	__uint(type, BPF_MAP_TYPE_HASH);
-	__uint(max_entries, SP_PY_PROCS);
-	__type(key, __u32); /* tgid */
-	__type(value, struct sp_py_proc);
-} py_procs SEC(".maps");
+/* key: tgid */
+GG_MAP(py_procs, BPF_MAP_TYPE_HASH, __u32, struct sp_py_proc, SP_PY_PROCS, 0);
 
-struct {
-	__uint(type, BPF_MAP_TYPE_LRU_HASH);
-	__uint(max_entries, SP_PY_STACKS);
-	__type(key, __u32);
-	__type(value, struct sp_py_stack);
-} py_stacks SEC(".maps");
+GG_MAP(py_stacks, BPF_MAP_TYPE_LRU_HASH, __u32, struct sp_py_stack, SP_PY_STACKS, 0);
 
-struct {
-	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
-	__uint(max_entries, 1);
-	__type(key, __u32);
-	__type(value, struct sp_py_stack);
-} py_scratch SEC(".maps");
+GG_MAP(py_scratch, BPF_MAP_TYPE_PERCPU_ARRAY, __u32, struct sp_py_stack, 1, 0);
 
 static __always_inline __u64 py_read_ptr(__u64 addr)
 {

@@ -7,29 +7,13 @@
 #include "stackprobe_unwind.h"
 
 /* Rows of every loaded file, each file's sorted by pc; user space writes them through mmap. */
-struct {
-	__uint(type, BPF_MAP_TYPE_ARRAY);
-	__uint(map_flags, BPF_F_MMAPABLE);
-	__uint(max_entries, SP_UW_ROWS);
-	__type(key, __u32);
-	__type(value, struct sp_uw_row);
-} uw_rows SEC(".maps");
+GG_MAP(uw_rows, BPF_MAP_TYPE_ARRAY, __u32, struct sp_uw_row, SP_UW_ROWS, BPF_F_MMAPABLE);
 
-struct {
-	__uint(type, BPF_MAP_TYPE_HASH);
-	__uint(map_flags, BPF_F_NO_PREALLOC);
-	__uint(max_entries, SP_UW_PROCS);
-	__type(key, __u32); /* tgid */
-	__type(value, struct sp_uw_proc);
-} uw_procs SEC(".maps");
+/* key: tgid */
+GG_MAP(uw_procs, BPF_MAP_TYPE_HASH, __u32, struct sp_uw_proc, SP_UW_PROCS, BPF_F_NO_PREALLOC);
 
 /* tgid -> enum sp_uw_want: processes whose tables user space should build (or rebuild). */
-struct {
-	__uint(type, BPF_MAP_TYPE_HASH);
-	__uint(max_entries, SP_UW_WANT);
-	__type(key, __u32);
-	__type(value, __u32);
-} uw_want SEC(".maps");
+GG_MAP(uw_want, BPF_MAP_TYPE_HASH, __u32, __u32, SP_UW_WANT, 0);
 
 /* Unwound user stacks, one map per generation like the stack maps; user space sizes them alike. */
 struct {
@@ -49,12 +33,7 @@ struct uw_scratch {
 	__u32 last_map; /* the mapping of the previous frame */
 };
 
-struct {
-	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
-	__uint(max_entries, 1);
-	__type(key, __u32);
-	__type(value, struct uw_scratch);
-} uw_scratch SEC(".maps");
+GG_MAP(uw_scratch, BPF_MAP_TYPE_PERCPU_ARRAY, __u32, struct uw_scratch, 1, 0);
 
 /* Live knob (mmap'ed .bss): 1 = frame pointers only (the kernel's walk), no tables asked for. */
 volatile __u32 uw_off;

@@ -51,12 +51,7 @@ struct {
 	__uint(max_entries, TP_RB_BYTES);
 } tp_events SEC(".maps");
 
-struct {
-	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
-	__uint(max_entries, TP_ST_NR);
-	__type(key, __u32);
-	__type(value, __u64);
-} tp_stats SEC(".maps");
+GG_MAP(tp_stats, BPF_MAP_TYPE_PERCPU_ARRAY, __u32, __u64, TP_ST_NR, 0);
 
 /* The current thread is in scope (and is not the probe). Cheapest first: a scope of processes only (the
  * usual proc_id/proc_name snoopers) costs one array and one hash lookup; the cgroup walk (container and
@@ -246,12 +241,7 @@ TP_SYSCALLS(TP_SYSCALL)
 /* "raw" */
 volatile __u32 sc_on; /* TP_SP_* bits of the syscall sub-probes on (live, written by user space) */
 
-struct {
-	__uint(type, BPF_MAP_TYPE_ARRAY);
-	__uint(max_entries, TP_SC_MAX);
-	__type(key, __u32);
-	__type(value, struct tp_sc);
-} tp_sc_tab SEC(".maps");
+GG_MAP(tp_sc_tab, BPF_MAP_TYPE_ARRAY, __u32, struct tp_sc, TP_SC_MAX, 0);
 
 #define TS_COMPAT_ 0x0002 /* x86 thread_info.status: a 32-bit syscall, whose numbers are another table's */
 

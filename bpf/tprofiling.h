@@ -17,62 +17,6 @@ enum tp_type {
 	TP_TYPE_NR,
 };
 
-/* Event names: the syscalls watched (tp_sc_tab), the on-CPU
- * run, the pthread functions and the allocator's (uprobe + uretprobe). The order is user space's name
- * table's. */
-enum tp_name {
-	TP_ONCPU = 0,
-	/* file */
-	TP_READ,
-	TP_WRITE,
-	TP_READV,
-	TP_WRITEV,
-	TP_PREAD64,
-	TP_PWRITE64,
-	TP_PREADV,
-	TP_PWRITEV,
-	TP_SYNC,
-	TP_FSYNC,
-	TP_FDATASYNC,
-	/* net */
-	TP_SENDTO,
-	TP_RECVFROM,
-	TP_SENDMSG,
-	TP_RECVMSG,
-	TP_SENDMMSG,
-	TP_RECVMMSG,
-	/* lock */
-	TP_FUTEX,
-	/* sched */
-	TP_SCHED_YIELD,
-	TP_NANOSLEEP,
-	TP_CLOCK_NANOSLEEP,
-	TP_WAIT4,
-	TP_WAITID,
-	TP_SELECT,
-	TP_PSELECT6,
-	TP_POLL,
-	TP_PPOLL,
-	TP_EPOLL_WAIT,
-	TP_EPOLL_PWAIT,
-	/* pthread_sync (uprobes in libc) */
-	TP_PTHREAD_MUTEX_LOCK,
-	TP_PTHREAD_MUTEX_TIMEDLOCK,
-	TP_PTHREAD_RWLOCK_RDLOCK,
-	TP_PTHREAD_RWLOCK_WRLOCK,
-	TP_PTHREAD_SPIN_LOCK,
-	TP_SEM_WAIT,
-	TP_SEM_TIMEDWAIT,
-	/* mem_glibc (uprobes in libc) */
-	TP_MALLOC,
-	TP_CALLOC,
-	TP_REALLOC,
-	TP_FREE,
-	/* python_gc (USDT gc__start / gc__done of CPython) */
-	TP_PYTHON_GC,
-	TP_NAME_NR,
-};
-
 /* The syscalls watched, X(sc, event name, event type, argument kept: 0 the fd, 1 futex's op, -1 none) each:
  * the kernel half's tracepoint programs and user space's syscall table come from this one list. */
 #define TP_SYSCALLS(X)                                            \
@@ -105,6 +49,32 @@ enum tp_name {
 	X(ppoll, TP_PPOLL, TP_TYPE_SCHED, -1)                     \
 	X(epoll_wait, TP_EPOLL_WAIT, TP_TYPE_SCHED, 0)            \
 	X(epoll_pwait, TP_EPOLL_PWAIT, TP_TYPE_SCHED, 0)
+#define TP_SC_NAME(sc, name, type, argi) name,
+
+/* Event names: the syscalls watched (tp_sc_tab), the on-CPU
+ * run, the pthread functions and the allocator's (uprobe + uretprobe). The order is user space's name
+ * table's. */
+enum tp_name {
+	TP_ONCPU = 0,
+	/* the syscalls watched, in TP_SYSCALLS's order: file, net, lock, sched */
+	TP_SYSCALLS(TP_SC_NAME)
+	/* pthread_sync (uprobes in libc) */
+	TP_PTHREAD_MUTEX_LOCK,
+	TP_PTHREAD_MUTEX_TIMEDLOCK,
+	TP_PTHREAD_RWLOCK_RDLOCK,
+	TP_PTHREAD_RWLOCK_WRLOCK,
+	TP_PTHREAD_SPIN_LOCK,
+	TP_SEM_WAIT,
+	TP_SEM_TIMEDWAIT,
+	/* mem_glibc (uprobes in libc) */
+	TP_MALLOC,
+	TP_CALLOC,
+	TP_REALLOC,
+	TP_FREE,
+	/* python_gc (USDT gc__start / gc__done of CPython) */
+	TP_PYTHON_GC,
+	TP_NAME_NR,
+};
 
 #define TP_STACK_DEPTH 16
 #define TP_PATH_DEPTH  8	  /* path components of a file event's descriptor, innermost first */

@@ -7,10 +7,11 @@
 #include <nng/protocol/pubsub0/pub.h>
 #include <nng/protocol/pubsub0/sub.h>
 
+#include "decimal.h"
 #include "ipc.h"
 #include "ipc_impl.h"
 
-#define VERSION_DIGITS_MAX 20 /* UINT64_MAX has 20 decimal digits */
+#define VERSION_DIGITS_MAX GG_U64_DIGITS
 #define CTRL_MSG_MAX	   (IPC_PROBE_NAME_MAX + 1 + VERSION_DIGITS_MAX + 1 + IPC_CTRL_MAX_PAYLOAD)
 
 /* Supervisor's listening PUB socket for updates. */
@@ -100,17 +101,7 @@ int ipc_ctrl_pub__send(struct ipc_ctrl_pub *cp, const char *probe, uint64_t vers
 	memcpy(head, probe, nlen);
 	hlen = nlen;
 	head[hlen++] = '\n';
-	{
-		char digits[VERSION_DIGITS_MAX];
-		int nd = 0;
-
-		do {
-			digits[nd++] = (char)('0' + version % 10);
-			version /= 10;
-		} while (version);
-		while (nd > 0)
-			head[hlen++] = digits[--nd];
-	}
+	hlen += gg_fmt_u64(head + hlen, version);
 	head[hlen++] = '\n';
 
 	rv = nng_msg_alloc(&m, 0);
@@ -184,21 +175,17 @@ int ipc_ctrl_sub__fd(const struct ipc_ctrl_sub *cs)
 static int parse_ctrl(const struct ipc_ctrl_sub *cs, const char *b, size_t len, uint64_t *ret_version,
 		      char **ret_payload)
 {
-	const char *p, *end = b + len;
-	uint64_t v = 0;
-	size_t nd = 0, plen;
+	const char *digits, *p, *end = b + len;
+	uint64_t v;
+	size_t plen;
 	char *out;
 
 	if (len < cs->topic_len || memcmp(b, cs->topic, cs->topic_len) != 0)
 		return -EBADMSG;
-	for (p = b + cs->topic_len; p < end && *p >= '0' && *p <= '9'; p++) {
-		unsigned int d = (unsigned int)(*p - '0');
-
-		if (++nd > VERSION_DIGITS_MAX || v > (UINT64_MAX - d) / 10)
-			return -EBADMSG;
-		v = v * 10 + d;
-	}
-	if (nd == 0 || p >= end || *p != '\n')
+	digits = b + cs->topic_len;
+	for (p = digits; p < end && *p >= '0' && *p <= '9'; p++)
+		;
+	if (gg_parse_u64(digits, (size_t)(p - digits), &v) < 0 || p >= end || *p != '\n')
 		return -EBADMSG;
 	p++;
 	plen = (size_t)(end - p);

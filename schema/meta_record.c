@@ -8,6 +8,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "decimal.h"
 #include "meta.h"
 #include "meta_impl.h"
 
@@ -191,27 +192,6 @@ int meta_parse_number(const char *s, size_t len, double *ret)
 	return 0;
 }
 
-/* Unsigned decimal integer (digits only) that fits 64 bits. */
-static int parse_u64(const char *s, size_t len, uint64_t *ret)
-{
-	uint64_t v = 0;
-
-	if (len == 0 || len > 20)
-		return -EINVAL;
-	for (size_t i = 0; i < len; i++) {
-		uint64_t d;
-
-		if (!is_digit(s[i]))
-			return -EINVAL;
-		d = (uint64_t)(s[i] - '0');
-		if (v > (UINT64_MAX - d) / 10)
-			return -ERANGE;
-		v = v * 10 + d;
-	}
-	*ret = v;
-	return 0;
-}
-
 /* ---- histograms and summaries --------------------------------------------------------------------- */
 
 /* Tokens separated by exactly one space; more says another token must follow. */
@@ -255,36 +235,49 @@ static int tok_u64(struct tok *t, uint64_t *ret)
 
 	if (tok_next(t, &s, &len) < 0)
 		return -EINVAL;
-	return parse_u64(s, len, ret) < 0 ? -EINVAL : 0;
+	return gg_parse_u64(s, len, ret) < 0 ? -EINVAL : 0;
 }
 
-static int tok_count(struct tok *t, unsigned int *ret)
+/* The grammar histograms and summaries share: "<n> (<x> <y>){n} <sum> <count>" with n in
+ * 1..META_HIST_BUCKETS_MAX and nothing after; pair(t, i, obj) reads and checks pair i into obj. */
+static int tok_pairs(const char *s, size_t len, void *obj, int (*pair)(struct tok *t, unsigned int i, void *obj),
+		     unsigned int *ret_n, double *ret_sum, uint64_t *ret_count)
 {
+	struct tok t;
 	uint64_t n;
 
-	if (tok_u64(t, &n) < 0 || n < 1 || n > META_HIST_BUCKETS_MAX)
+	if (!s)
 		return -EINVAL;
-	*ret = (unsigned int)n;
+	t = (struct tok){.p = s, .end = s + len, .more = len > 0};
+	if (tok_u64(&t, &n) < 0 || n < 1 || n > META_HIST_BUCKETS_MAX)
+		return -EINVAL;
+	for (unsigned int i = 0; i < n; i++) {
+		if (pair(&t, i, obj) < 0)
+			return -EINVAL;
+	}
+	if (tok_number(&t, ret_sum) < 0 || tok_u64(&t, ret_count) < 0 || t.more)
+		return -EINVAL;
+	*ret_n = (unsigned int)n;
+	return 0;
+}
+
+/* Bucket i: its upper bound above the last one, its cumulative count not below. */
+static int hist_pair(struct tok *t, unsigned int i, void *obj)
+{
+	struct meta_hist *h = obj;
+
+	if (tok_number(t, &h->le[i]) < 0 || tok_u64(t, &h->cum[i]) < 0)
+		return -EINVAL;
+	if (i > 0 && (!(h->le[i] > h->le[i - 1]) || h->cum[i] < h->cum[i - 1]))
+		return -EINVAL;
 	return 0;
 }
 
 int meta_hist__parse(const char *s, size_t len, struct meta_hist *ret)
 {
-	struct tok t;
 	struct meta_hist h;
 
-	if (!s)
-		return -EINVAL;
-	t = (struct tok){.p = s, .end = s + len, .more = len > 0};
-	if (tok_count(&t, &h.n) < 0)
-		return -EINVAL;
-	for (unsigned int i = 0; i < h.n; i++) {
-		if (tok_number(&t, &h.le[i]) < 0 || tok_u64(&t, &h.cum[i]) < 0)
-			return -EINVAL;
-		if (i > 0 && (!(h.le[i] > h.le[i - 1]) || h.cum[i] < h.cum[i - 1]))
-			return -EINVAL;
-	}
-	if (tok_number(&t, &h.sum) < 0 || tok_u64(&t, &h.count) < 0 || t.more)
+	if (tok_pairs(s, len, &h, hist_pair, &h.n, &h.sum, &h.count) < 0)
 		return -EINVAL;
 	if (h.count < h.cum[h.n - 1])
 		return -EINVAL;
@@ -293,23 +286,23 @@ int meta_hist__parse(const char *s, size_t len, struct meta_hist *ret)
 	return 0;
 }
 
+/* Quantile i: in [0, 1], above the last one. */
+static int summary_pair(struct tok *t, unsigned int i, void *obj)
+{
+	struct meta_summary *m = obj;
+
+	if (tok_number(t, &m->q[i]) < 0 || tok_number(t, &m->v[i]) < 0)
+		return -EINVAL;
+	if (!(m->q[i] >= 0.0 && m->q[i] <= 1.0) || (i > 0 && !(m->q[i] > m->q[i - 1])))
+		return -EINVAL;
+	return 0;
+}
+
 int meta_summary__parse(const char *s, size_t len, struct meta_summary *ret)
 {
-	struct tok t;
 	struct meta_summary m;
 
-	if (!s)
-		return -EINVAL;
-	t = (struct tok){.p = s, .end = s + len, .more = len > 0};
-	if (tok_count(&t, &m.n) < 0)
-		return -EINVAL;
-	for (unsigned int i = 0; i < m.n; i++) {
-		if (tok_number(&t, &m.q[i]) < 0 || tok_number(&t, &m.v[i]) < 0)
-			return -EINVAL;
-		if (!(m.q[i] >= 0.0 && m.q[i] <= 1.0) || (i > 0 && !(m.q[i] > m.q[i - 1])))
-			return -EINVAL;
-	}
-	if (tok_number(&t, &m.sum) < 0 || tok_u64(&t, &m.count) < 0 || t.more)
+	if (tok_pairs(s, len, &m, summary_pair, &m.n, &m.sum, &m.count) < 0)
 		return -EINVAL;
 	if (ret)
 		*ret = m;

@@ -9,6 +9,7 @@
 
 #include "export.h"
 #include "supervisor.h"
+#include "uvutil.h"
 
 #define SAMPLE_INTERVAL_MS 1000u
 
@@ -160,16 +161,28 @@ static void on_sub_readable(uv_poll_t *h, int status, int events)
 	}
 }
 
+/* Only root may connect: the mode must not depend on the umask (who connects is checked too). */
+static int chmod_sockets(const struct gg_sup *sup)
+{
+	if (chmod(sup->data_url + strlen("ipc://"), 0600) || chmod(sup->ctrl_url + strlen("ipc://"), 0600))
+		return -errno;
+	return 0;
+}
+
+/* Logs "cannot <what> <where>: <reason>" and gives err (a negative errno) back. */
+static int init_failed(int err, const char *what, const char *where)
+{
+	gg_error("cannot %s %s: %s", what, where, strerror(-err));
+	return err;
+}
+
 int gg_ingest__init(struct gg_sup *sup)
 {
 	int err;
 
 	sup->sub = ipc_sub__new(sup->data_url);
-	if (!sup->sub) {
-		err = -errno;
-		gg_error("cannot listen on %s: %s", sup->data_url, strerror(errno));
-		return err;
-	}
+	if (!sup->sub)
+		return init_failed(-errno, "listen on", sup->data_url);
 	err = ipc_sub__set_recvbuf(sup->sub, sup->cfg.global.ipc_queue);
 	if (err) {
 		gg_error("cannot set the IPC queue to %d batches: %s", sup->cfg.global.ipc_queue, strerror(-err));
@@ -177,22 +190,14 @@ int gg_ingest__init(struct gg_sup *sup)
 	}
 	/* Only processes we spawned (and their process groups) running as us may publish records. */
 	err = ipc_sub__restrict_peers(sup->sub, geteuid(), getpid());
-	if (err) {
-		gg_error("cannot restrict publishers on %s: %s", sup->data_url, strerror(-err));
-		return err;
-	}
+	if (err)
+		return init_failed(err, "restrict publishers on", sup->data_url);
 	sup->ctrl = ipc_ctrl_pub__new(sup->ctrl_url);
-	if (!sup->ctrl) {
-		err = -errno;
-		gg_error("cannot listen on %s: %s", sup->ctrl_url, strerror(errno));
-		return err;
-	}
-	/* Only root may connect: the mode must not depend on the umask (who connects is checked too). */
-	if (chmod(sup->data_url + strlen("ipc://"), 0600) || chmod(sup->ctrl_url + strlen("ipc://"), 0600)) {
-		err = -errno;
-		gg_error("cannot chmod the IPC sockets in %s: %s", sup->cfg.global.run_dir, strerror(errno));
-		return err;
-	}
+	if (!sup->ctrl)
+		return init_failed(-errno, "listen on", sup->ctrl_url);
+	err = chmod_sockets(sup);
+	if (err)
+		return init_failed(err, "chmod the IPC sockets in", sup->cfg.global.run_dir);
 	{
 		struct stat st;
 
@@ -213,8 +218,7 @@ int gg_ingest__init(struct gg_sup *sup)
 
 void gg_ingest__close(struct gg_sup *sup)
 {
-	if (sup->sub_poll.data && !uv_is_closing((uv_handle_t *)&sup->sub_poll))
-		uv_close((uv_handle_t *)&sup->sub_poll, NULL);
+	gg_uv_close_open((uv_handle_t *)&sup->sub_poll, sup->sub_poll.data != NULL);
 }
 
 void gg_ingest__free(struct gg_sup *sup)
@@ -276,9 +280,9 @@ static int run_dir_repair(struct gg_sup *sup, int dir_gone, char *why, size_t wh
 			return err;
 		}
 	}
-	if (chmod(sup->data_url + strlen("ipc://"), 0600) || chmod(sup->ctrl_url + strlen("ipc://"), 0600)) {
-		err = -errno;
-		snprintf(why, whylen, "cannot chmod the IPC sockets: %s", strerror(errno));
+	err = chmod_sockets(sup);
+	if (err) {
+		snprintf(why, whylen, "cannot chmod the IPC sockets: %s", strerror(-err));
 		return err;
 	}
 	if (lstat(dir, &st) == 0) {

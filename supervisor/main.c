@@ -262,20 +262,31 @@ static int setup(struct gg_sup *sup, const char *conf_path, int check_only)
 	else
 		gg_warn("no cgroup controller usable: probes run without memory, CPU and pids limits");
 
-	ret = gg_export__init(sup);
-	if (ret)
-		return ret;
-	ret = gg_ingest__init(sup);
-	if (ret)
-		return ret;
-	ret = gg_probes__init(sup);
-	if (ret)
-		return ret;
-	/* after the probes (it restores REST-applied configuration), before they start */
-	ret = gg_rest__init(sup);
-	if (ret)
-		return ret;
+	/* In this order, the first failure ends it. REST after the probes (it restores REST-applied
+	 * configuration onto them), before they start. */
+	static int (*const init[])(struct gg_sup *) = {gg_export__init, gg_ingest__init, gg_probes__init,
+						       gg_rest__init};
+	for (size_t i = 0; i < sizeof(init) / sizeof(init[0]); i++) {
+		ret = init[i](sup);
+		if (ret)
+			return ret;
+	}
 	return 0;
+}
+
+/* Frees what setup() made, once the loop has closed every handle: after a run or a failed setup
+ * (each part accepts never having been set up). The REST state before the probes it points to. */
+static void teardown(struct gg_sup *sup)
+{
+	gg_ingest__free(sup);
+	gg_export__free(sup);
+	gg_rest__free(sup);
+	remove_cgroups(sup);
+	gg_probes__free(sup);
+	meta_registry__free(sup->reg);
+	gg_config__fini(&sup->cfg);
+	gg_log_close();
+	uv_loop_close(sup->loop);
 }
 
 int main(int argc, char **argv)
@@ -334,15 +345,7 @@ int main(int argc, char **argv)
 		gg_export__close(sup);
 		gg_rest__close(sup);
 		uv_run(sup->loop, UV_RUN_DEFAULT);
-		gg_rest__free(sup);
-		remove_cgroups(sup);
-		gg_probes__free(sup);
-		gg_ingest__free(sup);
-		gg_export__free(sup);
-		meta_registry__free(sup->reg);
-		gg_config__fini(&sup->cfg);
-		gg_log_close();
-		uv_loop_close(sup->loop);
+		teardown(sup);
 		return code;
 	}
 
@@ -362,16 +365,8 @@ int main(int argc, char **argv)
 
 	uv_run(sup->loop, UV_RUN_DEFAULT);
 
-	gg_ingest__free(sup);
-	gg_export__free(sup);
-	gg_rest__free(sup);
 	gg_info("gala-gopher stopped: %llu records received, %llu accepted", (unsigned long long)sup->st.records,
 		(unsigned long long)sup->st.accepted);
-	remove_cgroups(sup);
-	gg_probes__free(sup);
-	meta_registry__free(sup->reg);
-	gg_config__fini(&sup->cfg);
-	gg_log_close();
-	uv_loop_close(sup->loop);
+	teardown(sup);
 	return sup->exit_code;
 }

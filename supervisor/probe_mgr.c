@@ -13,6 +13,7 @@
 
 #include "export.h"
 #include "supervisor.h"
+#include "uvutil.h"
 
 extern char **environ;
 
@@ -893,10 +894,8 @@ void gg_probes__close(struct gg_sup *sup)
 	for (unsigned int i = 0; i < sup->nprobes; i++) {
 		struct gg_probe *p = &sup->probes[i];
 
-		if (!uv_is_closing((uv_handle_t *)&p->timer))
-			uv_close((uv_handle_t *)&p->timer, NULL);
-		if (p->check_timer_open && !uv_is_closing((uv_handle_t *)&p->check_timer))
-			uv_close((uv_handle_t *)&p->check_timer, NULL);
+		gg_uv_close_open((uv_handle_t *)&p->timer, 1);
+		gg_uv_close_open((uv_handle_t *)&p->check_timer, p->check_timer_open);
 		p->check_timer_open = 0;
 	}
 }

@@ -283,6 +283,10 @@ int gg_private_dir(const char *path, char *why, size_t whylen);
 /* A directory fd of run_dir, the one the supervisor made (not a symlink, not a directory put in its
  * place: -ESTALE); files in it are written relative to it. Negative errno on failure. */
 int gg_run_dir_fd(const struct gg_sup *sup);
+/* *ret: the listener of an HTTP server block of the configuration (web_server, rest_api_server):
+ * address, port, TLS files, named name in messages; everything else zero, for the caller to add. */
+struct gg_http_opts;
+void gg_http_opts_from_conf(const struct gg_http_conf *c, const char *name, struct gg_http_opts *ret);
 /* Rewrite <run_dir>/children (the live probe process groups). */
 void gg_probes__write_children(struct gg_sup *sup);
 /* Every tick: run_dir deleted or replaced -> logged, recreated, the IPC sockets listened again, counted. */

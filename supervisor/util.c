@@ -10,6 +10,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "http.h"
 #include "supervisor.h"
 
 uint64_t gg_now_ms(void)
@@ -139,6 +140,19 @@ int gg_private_dir(const char *path, char *why, size_t whylen)
 		return -EPERM;
 	}
 	return 0;
+}
+
+void gg_http_opts_from_conf(const struct gg_http_conf *c, const char *name, struct gg_http_opts *ret)
+{
+	*ret = (struct gg_http_opts){
+		.name = name,
+		.bind_addr = c->bind_addr,
+		.port = c->port,
+		.tls = c->ssl_auth,
+		.key_file = c->private_key,
+		.cert_file = c->cert_file,
+		.ca_file = c->ca_file[0] ? c->ca_file : NULL,
+	};
 }
 
 int gg_run_dir_fd(const struct gg_sup *sup)

@@ -16,6 +16,7 @@
 #include "metadata.h"
 #include "otel_logs.h"
 #include "traces.h"
+#include "uvutil.h"
 #include "metric_json.h"
 #include "selfmetrics.h"
 #include "supervisor.h"
@@ -446,18 +447,7 @@ static int init_web_server(struct gg_sup *sup, struct gg_export *exp)
 		.record_timeout_ms = (uint64_t)sup->cfg.imdb.record_timeout * 1000u,
 	};
 	static const char *const ours[] = {"machine_id", "hostname", NULL};
-	struct gg_http_opts o = {
-		.name = "web_server",
-		.bind_addr = w->bind_addr,
-		.port = w->port,
-		.tls = w->ssl_auth,
-		.key_file = w->private_key,
-		.cert_file = w->cert_file,
-		.ca_file = w->ca_file[0] ? w->ca_file : NULL,
-		.max_body = 4096,
-		.handler = on_http,
-		.ctx = sup,
-	};
+	struct gg_http_opts o;
 	struct gg_buf extra;
 
 	gg_buf__init(&extra, 0);
@@ -473,6 +463,10 @@ static int init_web_server(struct gg_sup *sup, struct gg_export *exp)
 		gg_error("imdb: out of memory");
 		return -ENOMEM;
 	}
+	gg_http_opts_from_conf(w, "web_server", &o);
+	o.max_body = 4096;
+	o.handler = on_http;
+	o.ctx = sup;
 	exp->http = gg_http_server__new(sup->loop, &o);
 	if (!exp->http) {
 		int err = -errno;
@@ -667,10 +661,8 @@ void gg_export__close(struct gg_sup *sup)
 
 	if (!exp)
 		return;
-	if (exp->timer_open && !uv_is_closing((uv_handle_t *)&exp->timer))
-		uv_close((uv_handle_t *)&exp->timer, NULL);
-	if (exp->ident_poll_open && !uv_is_closing((uv_handle_t *)&exp->ident_poll))
-		uv_close((uv_handle_t *)&exp->ident_poll, NULL);
+	gg_uv_close_open((uv_handle_t *)&exp->timer, exp->timer_open);
+	gg_uv_close_open((uv_handle_t *)&exp->ident_poll, exp->ident_poll_open);
 	gg_http_server__close(exp->http);
 	exp->http = NULL;
 	gg_kafka__close(exp->kafka);

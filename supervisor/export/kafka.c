@@ -11,6 +11,8 @@
 
 #include <librdkafka/rdkafka.h>
 
+#include "uvutil.h"
+
 #define POLL_BACKSTOP_MS 100u
 #define SERVE_EVERY	 4096u /* produce() calls between two services of the event queue */
 
@@ -317,10 +319,8 @@ void gg_kafka__close(struct gg_kafka *k)
 {
 	if (!k)
 		return;
-	if (k->poll_open && !uv_is_closing((uv_handle_t *)&k->poll))
-		uv_close((uv_handle_t *)&k->poll, NULL);
-	if (k->timer_open && !uv_is_closing((uv_handle_t *)&k->timer))
-		uv_close((uv_handle_t *)&k->timer, NULL);
+	gg_uv_close_open((uv_handle_t *)&k->poll, k->poll_open);
+	gg_uv_close_open((uv_handle_t *)&k->timer, k->timer_open);
 }
 
 uint64_t gg_kafka__flush(struct gg_kafka *k, int flush_ms)

@@ -9,6 +9,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "decimal.h"
 #include "meta.h"
 
 /* ---- buffer ---------------------------------------------------------------------------------------- */
@@ -79,14 +80,10 @@ void gg_buf__printf(struct gg_buf *b, const char *fmt, ...)
 
 void gg_buf__put_u64(struct gg_buf *b, uint64_t v)
 {
-	char tmp[24];
-	int i = (int)sizeof(tmp);
+	char tmp[GG_U64_DIGITS];
+	const char *d = gg_u64_digits(tmp + sizeof(tmp), v);
 
-	do {
-		tmp[--i] = (char)('0' + v % 10);
-		v /= 10;
-	} while (v);
-	gg_buf__put(b, tmp + i, sizeof(tmp) - (size_t)i);
+	gg_buf__put(b, d, (size_t)(tmp + sizeof(tmp) - d));
 }
 
 void gg_buf__put_double(struct gg_buf *b, double v)

@@ -934,19 +934,11 @@ int gg_rest__init(struct gg_sup *sup)
 		gg_info("rest_api_server: off (global.rest_api_on = false): no REST listener");
 		return 0;
 	}
-	o = (struct gg_http_opts){
-		.name = "rest_api_server",
-		.bind_addr = hc->bind_addr,
-		.port = hc->port,
-		.tls = hc->ssl_auth,
-		.key_file = hc->private_key,
-		.cert_file = hc->cert_file,
-		.ca_file = hc->ca_file[0] ? hc->ca_file : NULL,
-		.max_body = GG_REST_WIRE_MAX,
-		.max_connections = 64,
-		.handler = on_request,
-		.ctx = sup,
-	};
+	gg_http_opts_from_conf(hc, "rest_api_server", &o);
+	o.max_body = GG_REST_WIRE_MAX;
+	o.max_connections = 64;
+	o.handler = on_request;
+	o.ctx = sup;
 	if (hc->ssl_auth && !hc->ca_file[0])
 		gg_warn("rest_api_server: ssl_auth is on without ca_file: any client can use the REST API");
 	r->srv = gg_http_server__new(sup->loop, &o);

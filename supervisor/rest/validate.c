@@ -327,6 +327,24 @@ int gg_rest_body__decode(const char *body, size_t len, const char *content_type,
 
 /* ---- validation ----------------------------------------------------------------------------------- */
 
+/* Steps the string state (*in_str, *esc) of a JSON text over ch: 1 when ch is part of a string (its
+ * quotes too), 0 when it stands outside strings. */
+static int json_str_step(char ch, int *in_str, int *esc)
+{
+	if (*in_str) {
+		if (*esc)
+			*esc = 0;
+		else if (ch == '\\')
+			*esc = 1;
+		else if (ch == '"')
+			*in_str = 0;
+		return 1;
+	}
+	if (ch == '"')
+		*in_str = 1;
+	return *in_str;
+}
+
 /* The first number outside strings that RFC 8259 does not allow (cJSON reads "007", "+1", "1." and ".5"
  * as numbers; a leading zero means octal to some clients): its start, or NULL. */
 static const char *loose_number(const char *s)
@@ -336,19 +354,8 @@ static const char *loose_number(const char *s)
 	for (const char *c = s; *c; c++) {
 		const char *q = c;
 
-		if (in_str) {
-			if (esc)
-				esc = 0;
-			else if (*c == '\\')
-				esc = 1;
-			else if (*c == '"')
-				in_str = 0;
+		if (json_str_step(*c, &in_str, &esc))
 			continue;
-		}
-		if (*c == '"') {
-			in_str = 1;
-			continue;
-		}
 		if (!strchr("-+.0123456789", *c))
 			continue;
 		/* -?(0|[1-9][0-9]*)(\.[0-9]+)?([eE][+-]?[0-9]+)? */
@@ -389,16 +396,7 @@ static int strip_comments(const char *in, char *out)
 	int in_str = 0, esc = 0;
 
 	while (*in) {
-		if (in_str) {
-			if (esc)
-				esc = 0;
-			else if (*in == '\\')
-				esc = 1;
-			else if (*in == '"')
-				in_str = 0;
-			*out++ = *in++;
-		} else if (*in == '"') {
-			in_str = 1;
+		if (json_str_step(*in, &in_str, &esc)) {
 			*out++ = *in++;
 		} else if (in[0] == '/' && in[1] == '/') {
 			while (*in && *in != '\n')
@@ -653,24 +651,40 @@ struct check {
 	size_t errlen;
 };
 
+/* obj is an object (else 400 "<where>: must be an object <shape>"), no key of it stands twice (the
+ * message puts dup_where before the key) and, unless allowed is NULL, each is in allowed (else 400
+ * "<where>.<key>: unknown field (expected a, b, ...)"). */
+static int check_object(struct check *c, const cJSON *obj, const char *where, const char *shape, const char *dup_where,
+			const char *const *allowed)
+{
+	const cJSON *k;
+	char b[48], all[160];
+	int err;
+
+	if (!cJSON_IsObject(obj))
+		return errf(c->err, c->errlen, 400, "%s: must be an object %s", where, shape);
+	err = dup_key(obj, c->err, c->errlen, dup_where);
+	if (err || !allowed)
+		return err;
+	cJSON_ArrayForEach(k, obj)
+	{
+		if (!gg_in_list(allowed, k->string))
+			return errf(c->err, c->errlen, 400, "%s.%s: unknown field (expected %s)", where,
+				    snip(k->string, 32, b, sizeof(b)), join(allowed, all, sizeof(all)));
+	}
+	return 0;
+}
+
 static int check_cmd(struct check *c, const cJSON *cmd, cJSON *out)
 {
+	static const char *const keys[] = {"bin", "check_cmd", "probe", NULL};
 	const cJSON *it;
 	char b1[64], b2[PATH_MAX + 8], all[512];
 	int err;
 
-	if (!cJSON_IsObject(cmd))
-		return errf(c->err, c->errlen, 400,
-			    "cmd: must be an object {\"bin\", \"check_cmd\", \"probe\": [...]}");
-	err = dup_key(cmd, c->err, c->errlen, "cmd.");
+	err = check_object(c, cmd, "cmd", "{\"bin\", \"check_cmd\", \"probe\": [...]}", "cmd.", keys);
 	if (err)
 		return err;
-	cJSON_ArrayForEach(it, cmd)
-	{
-		if (strcmp(it->string, "bin") && strcmp(it->string, "check_cmd") && strcmp(it->string, "probe"))
-			return errf(c->err, c->errlen, 400, "cmd.%s: unknown field (expected bin, check_cmd, probe)",
-				    snip(it->string, 32, b1, sizeof(b1)));
-	}
 	it = cJSON_GetObjectItemCaseSensitive(cmd, "bin");
 	if (it && !cJSON_IsNull(it)) {
 		const char *bin = cJSON_GetStringValue(it);
@@ -791,28 +805,13 @@ static int check_str_field(struct check *c, const cJSON *obj, const char *key, c
 /* Element i of the list where: an object of no keys but allowed (the message names them). */
 static int check_keys(struct check *c, const cJSON *obj, const char *const *allowed, const char *where, unsigned int i)
 {
-	const cJSON *k;
-	char b[48], all[128];
-	int err;
+	char at[64], shape[160] = "{";
 
-	if (!cJSON_IsObject(obj)) {
-		char keys[160] = "";
-
-		for (size_t j = 0; allowed[j]; j++)
-			snprintf(keys + strlen(keys), sizeof(keys) - strlen(keys), "%s\"%s\"", j ? ", " : "",
-				 allowed[j]);
-		return errf(c->err, c->errlen, 400, "snoopers.%s[%u]: must be an object {%s}", where, i, keys);
-	}
-	err = dup_key(obj, c->err, c->errlen, "");
-	if (err)
-		return err;
-	cJSON_ArrayForEach(k, obj)
-	{
-		if (!gg_in_list(allowed, k->string))
-			return errf(c->err, c->errlen, 400, "snoopers.%s[%u].%s: unknown field (expected %s)", where, i,
-				    snip(k->string, 32, b, sizeof(b)), join(allowed, all, sizeof(all)));
-	}
-	return 0;
+	for (size_t j = 0; allowed[j]; j++)
+		snprintf(shape + strlen(shape), sizeof(shape) - strlen(shape), "%s\"%s\"", j ? ", " : "", allowed[j]);
+	snprintf(shape + strlen(shape), sizeof(shape) - strlen(shape), "}");
+	snprintf(at, sizeof(at), "snoopers.%s[%u]", where, i);
+	return check_object(c, obj, at, shape, "", allowed);
 }
 
 /* A Prometheus label name ([A-Za-z_][A-Za-z0-9_]*, not "__..."), at most GG_REST_LABEL_NAME_MAX. */
@@ -1088,27 +1087,16 @@ static const struct snoop_list_def {
 
 static int check_snoopers(struct check *c, const cJSON *sn, cJSON *out)
 {
+	static const char *const keys[] = {"proc_id",	    "proc_name",      "pod_id",
+					   "container_id",  "container_name", "gaussdb",
+					   "custom_labels", "pod_labels",     NULL};
 	const cJSON *k, *e;
-	char b[80];
 	int err;
 
-	if (!cJSON_IsObject(sn))
-		return errf(c->err, c->errlen, 400,
-			    "snoopers: must be an object {\"proc_id\", \"proc_name\", \"pod_id\", \"container_id\"}");
-	err = dup_key(sn, c->err, c->errlen, "snoopers.");
+	err = check_object(c, sn, "snoopers", "{\"proc_id\", \"proc_name\", \"pod_id\", \"container_id\"}", "snoopers.",
+			   keys);
 	if (err)
 		return err;
-	cJSON_ArrayForEach(k, sn)
-	{
-		if (strcmp(k->string, "proc_id") && strcmp(k->string, "proc_name") && strcmp(k->string, "pod_id") &&
-		    strcmp(k->string, "container_id") && strcmp(k->string, "container_name") &&
-		    strcmp(k->string, "gaussdb") && strcmp(k->string, "custom_labels") &&
-		    strcmp(k->string, "pod_labels"))
-			return errf(c->err, c->errlen, 400,
-				    "snoopers.%s: unknown field (expected proc_id, proc_name, pod_id, container_id, "
-				    "container_name, gaussdb, custom_labels, pod_labels)",
-				    snip(k->string, 32, b, sizeof(b)));
-	}
 	err = check_labels(c, sn, out);
 	if (err)
 		return err;
@@ -1331,9 +1319,7 @@ static int check_params(struct check *c, const cJSON *params, cJSON *out)
 	char b[48], all[768];
 	int err;
 
-	if (!cJSON_IsObject(params))
-		return errf(c->err, c->errlen, 400, "params: must be an object {\"report_period\": 60, ...}");
-	err = dup_key(params, c->err, c->errlen, "params.");
+	err = check_object(c, params, "params", "{\"report_period\": 60, ...}", "params.", NULL);
 	if (err)
 		return err;
 	cJSON_ArrayForEach(k, params)
