@@ -591,28 +591,35 @@ static void report(struct at_ctx *ctx, uint64_t now)
 
 /* ---- the runner's hooks ---------------------------------------------------------------------------- */
 
-static int on_config(void *data, uint64_t version, const struct gg_ctrl_msg *msg)
+/* A live configuration (probe_runner_conf): next is refused with an empty flame_dir or a scope the
+ * sampler cannot take. */
+static int check_conf(void *data, void *next, const struct gg_ctrl_msg *msg)
 {
 	struct at_ctx *ctx = data;
-	struct at_conf c = ctx->base; /* stateless like REST: what the message leaves out, the command line's */
-	int err = probe_conf__apply(CONTRACT, msg, &c, &c.triggers);
+	const struct at_conf *c = next;
+	int err;
 
-	if (err < 0)
-		return err;
-	if (!c.flame_dir[0]) {
+	if (!c->flame_dir[0]) {
 		probe_log(PLOG_WARN, "configuration: flame_dir must not be empty");
 		return -EINVAL;
 	}
-	err = sp_sampler__config_scope(ctx->sampler, version, msg, &ctx->scope);
+	err = sp_sampler__config_scope(ctx->sampler, msg, &ctx->scope);
 	if (err < 0)
 		return err;
 	if (err)
 		ctx->scope_gen++; /* the l7 triggers' processes are looked at again */
-	ctx->cur = c;
+	return 0;
+}
+
+/* In force: the loop applies it (apply). */
+static void applied(void *data, uint64_t version, const struct gg_ctrl_msg *msg)
+{
+	struct at_ctx *ctx = data;
+
+	(void)version;
+	(void)msg;
 	ctx->apply_pending = 1;
 	ctx->config_seen = 1;
-	probe_rt__wake(ctx->rt);
-	return 0;
 }
 
 static void describe(void *data, char *buf, size_t len)
@@ -683,7 +690,6 @@ static int setup(void *data, struct probe_rt *rt)
 	int err;
 
 	ctx->rt = rt;
-	ctx->cur = ctx->base;
 	ctx->scope = ctx->base_scope;
 	err = sp_profile__start(&ctx->prof, &ctx->sampler, 1 /* the ring is bounded per CPU */, &ctx->scope);
 	if (err)
@@ -724,12 +730,11 @@ int main(int argc, char **argv)
 	const struct probe_runner r = {
 		.contract = CONTRACT,
 		.ctx = &ctx,
-		.args = {.conf = &ctx.base, .subprobes = &ctx.base.triggers, .scope = &ctx.base_scope, .notes = notes},
+		.args = {.scope = &ctx.base_scope, .notes = notes},
+		.conf = {&ctx.base, &ctx.cur, sizeof(ctx.cur), offsetof(struct at_conf, triggers), check_conf, applied},
 		.setup = setup,
-		.on_config = on_config,
 		.apply = apply,
 		.tick = tick,
-		.cur_subprobes = &ctx.cur.triggers,
 		.describe = describe,
 		.stop = stop,
 		.teardown = teardown,

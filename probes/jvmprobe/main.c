@@ -536,23 +536,23 @@ static void report(void *arg)
 	(void)probe_rt__flush(ctx->rt);
 }
 
-static int on_config(void *data, uint64_t version, const struct gg_ctrl_msg *msg)
+/* A live configuration (probe_runner_conf): the supervisor resolves snoopers into "scope"; without it
+ * the command line's scope stays. */
+static int check_conf(void *data, void *next, const struct gg_ctrl_msg *msg)
 {
-	static struct jvm_conf conf; /* large (the scope sets): not on the stack */
-	struct jvm_ctx *ctx = data;
-	int err;
+	struct jvm_conf *conf = next;
 
-	conf = ctx->base;
-	err = probe_conf__apply(CONTRACT, msg, &conf, &conf.subprobes);
-	if (err < 0)
-		return err;
+	(void)data;
 	if (msg->has_scope)
-		conf.scope = msg->scope;
-	ctx->cur = conf;
-	probe_log(PLOG_INFO, "configuration %llu: report period %u s, scope %s", (unsigned long long)version,
-		  conf.period_s, conf.scope.all ? "all" : "filtered");
-	probe_rt__wake(ctx->rt);
+		conf->scope = msg->scope;
 	return 0;
+}
+
+static void describe(void *data, char *buf, size_t len)
+{
+	const struct jvm_ctx *ctx = data;
+
+	snprintf(buf, len, ", scope %s", ctx->cur.scope.all ? "all" : "filtered");
 }
 
 static int setup(void *arg, struct probe_rt *rt)
@@ -560,7 +560,6 @@ static int setup(void *arg, struct probe_rt *rt)
 	struct jvm_ctx *ctx = arg;
 
 	ctx->rt = rt;
-	ctx->cur = ctx->base;
 	ctx->mns = calloc(MNTNS_MAX, sizeof(*ctx->mns));
 	ctx->file = malloc(PD_FILE_MAX);
 	if (!ctx->mns || !ctx->file) {
@@ -575,7 +574,6 @@ static int setup(void *arg, struct probe_rt *rt)
 		if (b)
 			ctx->btime_s = strtoull(b + 7, NULL, 10);
 	}
-	probe_log(PLOG_INFO, "started: report period %u s", ctx->cur.period_s);
 	return 0;
 }
 
@@ -596,14 +594,15 @@ int main(int argc, char **argv)
 	const struct probe_runner r = {
 		.contract = CONTRACT,
 		.ctx = &ctx,
-		.args = {.conf = &ctx.base, .scope = &ctx.base.scope, .comm = &ctx.comm, .notes = notes},
+		.args = {.scope = &ctx.base.scope, .comm = &ctx.comm, .notes = notes},
+		.conf = {.base = &ctx.base, .cur = &ctx.cur, .size = sizeof(ctx.cur), .check = check_conf},
 		.setup = setup,
-		.on_config = on_config,
 		.period_s = &ctx.cur.period_s,
 		.report = report,
 		/* under the supervisor the scope comes with the first live configuration: until then,
 		 * "every JVM" would report processes outside it */
 		.first_config_wait_ms = PROC_SCOPE_WAIT_MS,
+		.describe = describe,
 		.teardown = teardown,
 	};
 

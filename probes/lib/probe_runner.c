@@ -27,10 +27,12 @@ static const unsigned int *cur_subprobes(const struct probe_runner *r)
 static int conf_apply(const struct probe_runner *r, uint64_t version, const struct gg_ctrl_msg *msg)
 {
 	const struct probe_runner_conf *c = &r->conf;
+	unsigned int none; /* a contract without sub-probes: nothing to keep */
 	int err;
 
 	memcpy(g_next, c->base, c->size);
-	err = probe_conf__apply(r->contract, msg, g_next, (unsigned int *)((char *)g_next + c->subprobes_off));
+	err = probe_conf__apply(r->contract, msg, g_next,
+				r->contract->nsubprobes ? (unsigned int *)((char *)g_next + c->subprobes_off) : &none);
 	if (err < 0)
 		return err;
 	if (c->check) {
@@ -44,22 +46,34 @@ static int conf_apply(const struct probe_runner *r, uint64_t version, const stru
 	return 0;
 }
 
-/* "report period 5 s, sub-probes a,b, scope all" (cur_subprobes and describe). */
+/* "report period 5 s, sub-probes a,b, scope all": the report period with period_s, the sub-probes
+ * when the contract has some, then what describe writes (", scope all"; its ", " dropped when it
+ * comes first). */
 static void state_str(const struct probe_runner *r, char *buf, size_t len)
 {
 	const struct gg_contract *c = r->contract;
-	char names[256], more[256];
+	char names[256], more[768];
+	size_t used = 0;
+	int w;
 
-	gg_subprobes_str(*cur_subprobes(r), c->subprobes, c->nsubprobes, names, sizeof(names));
-	more[0] = '\0';
+	buf[0] = more[0] = '\0';
+	if (r->period_s) {
+		w = snprintf(buf, len, "report period %u s", *r->period_s);
+		used = w > 0 && (size_t)w < len ? (size_t)w : 0;
+	}
+	if (c->nsubprobes) {
+		gg_subprobes_str(*cur_subprobes(r), c->subprobes, c->nsubprobes, names, sizeof(names));
+		w = snprintf(buf + used, len - used, "%ssub-probes %s", used ? ", " : "", names);
+		used += w > 0 && (size_t)w < len - used ? (size_t)w : 0;
+	}
 	if (r->describe)
 		r->describe(r->ctx, more, sizeof(more));
-	snprintf(buf, len, "report period %u s, sub-probes %s%s", r->period_s ? *r->period_s : 0, names, more);
+	snprintf(buf + used, len - used, "%s", used || strncmp(more, ", ", 2) ? more : more + 2);
 }
 
 static int on_config(void *ctx, uint64_t version, const struct gg_ctrl_msg *msg)
 {
-	char state[640];
+	char state[1024];
 	int err = 0;
 
 	if (g_runner->conf.base)
@@ -91,14 +105,14 @@ int probe_runner__main(const struct probe_runner *r, int argc, char **argv)
 					.first_wait_ms = r->first_config_wait_ms,
 					.arg = r->ctx};
 	struct probe_rt *rt;
-	char note[128], state[640];
+	char note[128], state[1024];
 	int ret, stats_fd = -1, status = 1;
 
 	g_runner = r;
 	probe_log_setup(c->rest_name, PLOG_INFO);
 	if (r->conf.base) {
 		a.conf = r->conf.base;
-		if (!a.subprobes && !r->subprobes)
+		if (!a.subprobes && !r->subprobes && c->nsubprobes)
 			a.subprobes = (unsigned int *)((char *)r->conf.base + r->conf.subprobes_off);
 	}
 	if (a.conf)

@@ -13,9 +13,9 @@
 /*
  * The configuration kept the way most probes keep it: base from the command line (the contract's
  * defaults, then the flags), cur the one in force, size bytes each, with the sub-probe bits (-P, the
- * live "probe" list) at subprobes_off. The runner copies base into cur before setup; a live
- * configuration is applied to a copy of base (stateless like REST: what the message leaves out, the
- * command line's), which check(ctx, next, msg) may refuse (negative errno, a warning logged), complete
+ * live "probe" list) at subprobes_off (unused when the contract has no sub-probes: no -P then). The runner copies base
+ * into cur before setup; a live configuration is applied to a copy of base (stateless like REST: what the message
+ * leaves out, the command line's), which check(ctx, next, msg) may refuse (negative errno, a warning logged), complete
  * from msg (its scope) and compare with cur (what turns on); then it is copied into cur and
  * applied(ctx, version, msg) puts it in place. Both callbacks optional.
  */
@@ -69,9 +69,11 @@ struct probe_runner {
 	const unsigned int *period_s; /* report every *period_s s (NULL: ticks only) */
 	void (*report)(void *ctx);
 	unsigned int (*tick)(void *ctx); /* returns the ms until the next tick (probe_rt__run_ticking) */
-	/* With cur_subprobes (the sub-probes in force): the runner logs "started: report period P s,
-	 * sub-probes a,b" after setup and "configuration V: report period P s, sub-probes a,b" after each
-	 * on_config that returned 0, both followed by what describe writes (", scope all"). */
+	/* With cur_subprobes (the sub-probes in force) or conf.base: the runner logs "started: report
+	 * period P s, sub-probes a,b" after setup and "configuration V: report period P s, sub-probes a,b"
+	 * after each on_config that returned 0, both followed by what describe writes (", scope all").
+	 * The report period only with period_s, the sub-probes only when the contract has some (describe's
+	 * leading ", " is dropped when nothing comes before it). */
 	const unsigned int *cur_subprobes;
 	void (*describe)(void *ctx, char *buf, size_t len);
 	/* Under the supervisor, no report before a live configuration was applied or this many ms passed. */

@@ -514,8 +514,7 @@ err_out:
 	return NULL;
 }
 
-int sp_sampler__config_scope(struct sp_sampler *s, uint64_t version, const struct gg_ctrl_msg *msg,
-			     struct gg_scope *ret_scope)
+int sp_sampler__config_scope(struct sp_sampler *s, const struct gg_ctrl_msg *msg, struct gg_scope *ret_scope)
 {
 	int err;
 
@@ -523,8 +522,8 @@ int sp_sampler__config_scope(struct sp_sampler *s, uint64_t version, const struc
 		return 0;
 	err = sp_sampler__set_scope(s, &msg->scope);
 	if (err) {
-		probe_log(PLOG_WARN, "configuration %llu: cannot apply the scope: %s", (unsigned long long)version,
-			  strerror(-err));
+		/* the runtime's "configuration version V not applied" follows */
+		probe_log(PLOG_WARN, "configuration: cannot apply the scope: %s", strerror(-err));
 		return err;
 	}
 	*ret_scope = msg->scope;
