@@ -611,17 +611,6 @@ static int check_conf(void *data, void *next, const struct gg_ctrl_msg *msg)
 	return 0;
 }
 
-/* In force: the loop applies it (apply). */
-static void applied(void *data, uint64_t version, const struct gg_ctrl_msg *msg)
-{
-	struct at_ctx *ctx = data;
-
-	(void)version;
-	(void)msg;
-	ctx->apply_pending = 1;
-	ctx->config_seen = 1;
-}
-
 static void describe(void *data, char *buf, size_t len)
 {
 	struct at_ctx *ctx = data;
@@ -641,9 +630,6 @@ static void apply(void *data)
 {
 	struct at_ctx *ctx = data;
 
-	if (!ctx->apply_pending)
-		return;
-	ctx->apply_pending = 0;
 	if (ctx->cur.ring_s + ctx->cur.capture_s + 2 != ctx->ring_cap) {
 		/* sizes change: a capture in progress ends now, the ring starts over */
 		if (ctx->cap.on)
@@ -694,8 +680,7 @@ static int setup(void *data, struct probe_rt *rt)
 	err = sp_profile__start(&ctx->prof, &ctx->sampler, 1 /* the ring is bounded per CPU */, &ctx->scope);
 	if (err)
 		return err;
-	(void)probe_rt__wait_first_config(ctx->rt, &ctx->config_seen, FIRST_CONFIG_WAIT_MS);
-	ctx->apply_pending = 1;
+	(void)probe_runner__wait_first_config(FIRST_CONFIG_WAIT_MS);
 	apply(ctx);
 	ctx->t_report = probe_now_mono_ms();
 	return ctx->ring_cap ? 0 : -ENOMEM;
@@ -731,9 +716,9 @@ int main(int argc, char **argv)
 		.contract = CONTRACT,
 		.ctx = &ctx,
 		.args = {.scope = &ctx.base_scope, .notes = notes},
-		.conf = {&ctx.base, &ctx.cur, sizeof(ctx.cur), offsetof(struct at_conf, triggers), check_conf, applied},
+		.conf = {&ctx.base, &ctx.cur, sizeof(ctx.cur), offsetof(struct at_conf, triggers), check_conf, NULL},
+		.apply_conf = apply,
 		.setup = setup,
-		.apply = apply,
 		.tick = tick,
 		.describe = describe,
 		.stop = stop,

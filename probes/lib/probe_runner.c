@@ -13,6 +13,7 @@
 static const struct probe_runner *g_runner;
 static struct probe_rt *g_rt;
 static int g_configured; /* a live configuration was applied */
+static int g_pending;	 /* one was applied by conf since the loop's last turn (apply_conf) */
 static void *g_next;	 /* conf.size bytes: a live configuration being checked (conf.base) */
 
 /* The sub-probes in force: cur_subprobes, or where conf puts them in cur (NULL: none). */
@@ -43,7 +44,29 @@ static int conf_apply(const struct probe_runner *r, uint64_t version, const stru
 	memcpy(c->cur, g_next, c->size);
 	if (c->applied)
 		c->applied(r->ctx, version, msg);
+	g_pending = 1;
 	return 0;
+}
+
+/* The loop's apply: apply_conf after a live configuration, then the probe's own. */
+static void loop_apply(void *ctx)
+{
+	if (g_pending && g_runner->apply_conf) {
+		g_pending = 0;
+		g_runner->apply_conf(ctx);
+	}
+	if (g_runner->apply)
+		g_runner->apply(ctx);
+}
+
+int probe_runner__configured(void)
+{
+	return g_configured;
+}
+
+int probe_runner__wait_first_config(unsigned int ms)
+{
+	return probe_rt__wait_first_config(g_rt, &g_configured, ms);
 }
 
 /* "report period 5 s, sub-probes a,b, scope all": the report period with period_s, the sub-probes
@@ -100,7 +123,7 @@ int probe_runner__main(const struct probe_runner *r, int argc, char **argv)
 	const struct probe_loop loop = {.period_s = r->period_s,
 					.report = r->report,
 					.tick = r->tick,
-					.apply = r->apply,
+					.apply = r->apply || r->apply_conf ? loop_apply : NULL,
 					.configured = r->first_config_wait_ms ? &g_configured : NULL,
 					.first_wait_ms = r->first_config_wait_ms,
 					.arg = r->ctx};
@@ -151,6 +174,7 @@ int probe_runner__main(const struct probe_runner *r, int argc, char **argv)
 	g_rt = rt;
 	if (r->setup && r->setup(r->ctx, rt) < 0)
 		goto cleanup;
+	g_pending = 0; /* setup applied cur */
 	if (cur_subprobes(r)) {
 		state_str(r, state, sizeof(state));
 		probe_log(PLOG_INFO, "started: %s", state);
@@ -177,5 +201,6 @@ cleanup:
 	g_next = NULL;
 	g_runner = NULL;
 	g_rt = NULL;
+	g_configured = g_pending = 0;
 	return status;
 }

@@ -17,7 +17,8 @@
  * into cur before setup; a live configuration is applied to a copy of base (stateless like REST: what the message
  * leaves out, the command line's), which check(ctx, next, msg) may refuse (negative errno, a warning logged), complete
  * from msg (its scope) and compare with cur (what turns on); then it is copied into cur and
- * applied(ctx, version, msg) puts it in place. Both callbacks optional.
+ * applied(ctx, version, msg) puts it in place. Both callbacks optional. What takes longer or must not
+ * run inside the control channel's callback goes into the runner's apply_conf.
  */
 struct probe_runner_conf {
 	void *base;
@@ -65,7 +66,10 @@ struct probe_runner {
 	/* A live configuration (runs inside the loop's waits); after a 0 the loop is woken, so that a new
 	 * report period counts at once. */
 	probe_config_cb on_config;
-	void (*apply)(void *ctx);     /* first in every turn of the loop */
+	void (*apply)(void *ctx); /* first in every turn of the loop */
+	/* With conf.base: before apply in the loop's first turn after a live configuration was put in
+	 * place (once for any number of them; not for those before setup returned: setup applies cur). */
+	void (*apply_conf)(void *ctx);
 	const unsigned int *period_s; /* report every *period_s s (NULL: ticks only) */
 	void (*report)(void *ctx);
 	unsigned int (*tick)(void *ctx); /* returns the ms until the next tick (probe_rt__run_ticking) */
@@ -84,5 +88,12 @@ struct probe_runner {
 
 /* The probe's whole life; returns its exit status. */
 int probe_runner__main(const struct probe_runner *r, int argc, char **argv);
+
+/* Whether a live configuration was applied (by conf or on_config) since probe_runner__main started. */
+int probe_runner__configured(void);
+/* In setup, under the supervisor: wait until a live configuration was applied, at most ms (it brings
+ * the scope, or what to load). 1 when a stop was asked for meanwhile, else 0 (also when not
+ * supervised: no wait). */
+int probe_runner__wait_first_config(unsigned int ms);
 
 #endif

@@ -41,8 +41,6 @@ struct sp_ctx {
 	struct gg_scope scope;	    /* applied */
 	struct gg_scope base_scope; /* from the command line */
 	int scope_from_ctrl;
-	int apply_pending;
-	int config_seen;
 	uint64_t t_drain, t_report, t_comm, t_store, t_svg, t_pyro; /* monotonic ms of the last of each */
 	uint64_t files_written, files_failed, pyro_ok, pyro_err;
 };
@@ -119,17 +117,6 @@ static int check_conf(void *data, void *next, const struct gg_ctrl_msg *msg)
 	if (err)
 		ctx->scope_from_ctrl = 1;
 	return 0;
-}
-
-/* In force: the loop applies it (apply_pending). */
-static void applied(void *data, uint64_t version, const struct gg_ctrl_msg *msg)
-{
-	struct sp_ctx *ctx = data;
-
-	(void)version;
-	(void)msg;
-	ctx->apply_pending = 1;
-	ctx->config_seen = 1;
 }
 
 /* After the "sub-probes a,b" of the runner's "started:" and "configuration V:" lines. */
@@ -466,12 +453,13 @@ static void rescan_comms(struct sp_ctx *ctx)
 		ctx->scope = s;
 }
 
-static void apply(struct sp_ctx *ctx)
+/* The configuration in force (cur) applied: after setup's wait, then in the loop after each live one. */
+static void apply(void *arg)
 {
+	struct sp_ctx *ctx = arg;
 	unsigned int events = ctx->cur.events;
 	int err;
 
-	ctx->apply_pending = 0;
 	ctx->prof.pyro_on = ctx->cur.pyroscope[0] != '\0';
 	if (ctx->cur.mem_alloc && (events & (1u << SP_EV_MEM)))
 		events |= 1u << SP_EV_MEM_ALLOC;
@@ -513,7 +501,7 @@ static int setup(void *arg, struct probe_rt *rt)
 	if (err)
 		return err;
 	rescan_comms(ctx);
-	(void)probe_rt__wait_first_config(ctx->rt, &ctx->config_seen, FIRST_CONFIG_WAIT_MS);
+	(void)probe_runner__wait_first_config(FIRST_CONFIG_WAIT_MS);
 	apply(ctx);
 
 	ctx->t_drain = ctx->t_report = ctx->t_comm = ctx->t_store = ctx->t_svg = ctx->t_pyro = probe_now_mono_ms();
@@ -522,15 +510,6 @@ static int setup(void *arg, struct probe_rt *rt)
 		ctx->prof.acc[ev].store_from_ms = ctx->prof.acc[ev].period_from_ms = ctx->prof.acc[ev].pyro_from_ms =
 			wall;
 	return 0;
-}
-
-/* What on_config asked for, in the loop (not inside the control channel's callback). */
-static void apply_pending(void *arg)
-{
-	struct sp_ctx *ctx = arg;
-
-	if (ctx->apply_pending)
-		apply(ctx);
 }
 
 /* Every DRAIN_MS: the samples into the profiles; each output when its period is over. In between, every
@@ -620,10 +599,10 @@ int main(int argc, char **argv)
 			 .nown = sizeof(own) / sizeof(own[0]),
 			 .own_cb = own_option,
 			 .notes = notes},
-		.conf = {&ctx.base, &ctx.cur, sizeof(ctx.cur), offsetof(struct sp_conf, events), check_conf, applied},
+		.conf = {&ctx.base, &ctx.cur, sizeof(ctx.cur), offsetof(struct sp_conf, events), check_conf, NULL},
+		.apply_conf = apply,
 		.init = init,
 		.setup = setup,
-		.apply = apply_pending,
 		.tick = drain_tick,
 		.describe = describe,
 		.stop = stop,

@@ -19,7 +19,6 @@ struct si_ctx {
 	struct si_conf base; /* from the command line */
 	struct si_conf cur;
 	const char *comm; /* --comm: processes with this name are in scope too */
-	int configured;	  /* a live configuration was applied */
 	uint64_t start_ms;
 	struct si_cpu cpu;
 	struct si_mem mem;
@@ -66,15 +65,6 @@ static int check_conf(void *data, void *next, const struct gg_ctrl_msg *msg)
 	return 0;
 }
 
-static void applied(void *data, uint64_t version, const struct gg_ctrl_msg *msg)
-{
-	struct si_ctx *ctx = data;
-
-	(void)version;
-	(void)msg;
-	ctx->configured = 1;
-}
-
 /* One report period (probe_rt__run_periodic). */
 static void report(void *arg)
 {
@@ -97,7 +87,7 @@ static void report(void *arg)
 	 * the start: until it came (or PROC_SCOPE_WAIT_MS passed) the "every process" default would report
 	 * processes outside it. */
 	ctx->proc.top = ctx->cur.proc_top;
-	if ((ctx->cur.subprobes & SI_PROC) && (ctx->configured || !probe_rt__supervised(ctx->rt) ||
+	if ((ctx->cur.subprobes & SI_PROC) && (probe_runner__configured() || !probe_rt__supervised(ctx->rt) ||
 					       probe_now_mono_ms() - ctx->start_ms >= PROC_SCOPE_WAIT_MS))
 		(void)si_proc__report(&ctx->proc, ctx->rt, &ctx->cur.scope, ctx->comm);
 	(void)probe_rt__flush(ctx->rt);
@@ -143,8 +133,7 @@ int main(int argc, char **argv)
 		.ctx = &ctx,
 		.args = {.scope = &ctx.base.scope, .comm = &ctx.comm, .notes = notes},
 		.setup = setup,
-		.conf = {&ctx.base, &ctx.cur, sizeof(ctx.cur), offsetof(struct si_conf, subprobes), check_conf,
-			 applied},
+		.conf = {&ctx.base, &ctx.cur, sizeof(ctx.cur), offsetof(struct si_conf, subprobes), check_conf, NULL},
 		.period_s = &ctx.cur.period_s,
 		.report = report,
 		.teardown = teardown,

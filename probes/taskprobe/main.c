@@ -92,15 +92,6 @@ static int check_conf(void *data, void *next, const struct gg_ctrl_msg *msg)
 	return 0;
 }
 
-static void applied(void *data, uint64_t version, const struct gg_ctrl_msg *msg)
-{
-	struct tp_ctx *ctx = data;
-
-	(void)version;
-	(void)msg;
-	ctx->configured = 1;
-}
-
 /* After "report period P s, sub-probes a,b" in the started and configuration lines. */
 static void describe(void *arg, char *buf, size_t len)
 {
@@ -256,7 +247,7 @@ int main(int argc, char **argv)
 			 .own_cb = own_option,
 			 .notes = notes},
 		.setup = setup,
-		.conf = {&ctx.base, &ctx.cur, sizeof(ctx.cur), offsetof(struct tp_conf, subs), check_conf, applied},
+		.conf = {&ctx.base, &ctx.cur, sizeof(ctx.cur), offsetof(struct tp_conf, subs), check_conf, NULL},
 		.apply = apply,
 		.period_s = &ctx.cur.period_s,
 		.describe = describe,

@@ -48,6 +48,7 @@ struct t_ctx {
 	unsigned int checks;   /* check calls */
 	struct t_conf checked; /* what check was given, last */
 	uint64_t applied_version;
+	unsigned int napplied, napply_conf, configured_in_apply;
 	struct t_conf seen[4]; /* cur at each conf_steps[i] seen */
 };
 
@@ -191,10 +192,20 @@ static void conf_applied(void *arg, uint64_t version, const struct gg_ctrl_msg *
 
 	(void)msg;
 	c->applied_version = version;
+	c->napplied++;
 	if (c->step < NCONF_STEPS && version == c->step + 1) {
 		c->seen[c->step] = c->cur;
 		c->step++;
 	}
+}
+
+/* In the loop, after applied: what came is in cur, and the runner counts it as configured. */
+static void conf_apply_conf(void *arg)
+{
+	struct t_ctx *c = arg;
+
+	c->napply_conf++;
+	c->configured_in_apply += probe_runner__configured();
 }
 
 static unsigned int conf_tick(void *arg)
@@ -323,6 +334,7 @@ static void test_live_conf(void **state)
 	r.report = NULL;
 	r.apply = NULL;
 	r.tick = conf_tick;
+	r.apply_conf = conf_apply_conf;
 	assert_int_equal(run(&r, 5, argv), 0);
 	unsetenv("GALA_GOPHER_CTRL_URL");
 	ipc_ctrl_pub__free(c.ctrl);
@@ -352,6 +364,10 @@ static void test_live_conf(void **state)
 	assert_int_equal(c.applied_version, 4);
 	assert_true(c.checks >= NCONF_STEPS);
 	assert_memory_equal(&c.cur, &c.seen[3], sizeof(c.cur));
+	/* apply_conf in the loop after each of the three applied (a resent copy may be applied again) */
+	assert_in_range(c.napply_conf, 3, c.napplied);
+	assert_int_equal(c.configured_in_apply, c.napply_conf);
+	assert_int_equal(probe_runner__configured(), 0); /* the runner's state ends with it */
 }
 
 int main(void)
