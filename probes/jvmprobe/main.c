@@ -21,6 +21,7 @@
 #include "probe_conf.h"
 #include "probe_runner.h"
 #include "probe_scope.h"
+#include "procfs.h"
 
 #define PROBE_NAME	   "jvm"
 #define PROG		   "jvmprobe"
@@ -206,9 +207,6 @@ static struct mntns *mntns_of(struct jvm_ctx *ctx, int pid, uint64_t ino, int *r
 static int nspid_of(struct jvm_ctx *ctx, int pid, uint32_t *ret)
 {
 	char path[64];
-	const char *s;
-	uint32_t last = 0;
-	int n = 0;
 
 	if (ns_ino(pid, "pid") == ctx->self_pidns) {
 		*ret = (uint32_t)pid;
@@ -217,27 +215,7 @@ static int nspid_of(struct jvm_ctx *ctx, int pid, uint32_t *ret)
 	snprintf(path, sizeof(path), "/proc/%d/status", pid);
 	if (probe_read_file(path, &ctx->status, 64u << 10))
 		return -ENOENT;
-	s = strstr(ctx->status.data, "\nNSpid:");
-	if (!s)
-		return -ENOENT;
-	s += 7;
-	while (*s && *s != '\n') {
-		char *end;
-		unsigned long v;
-
-		while (*s == ' ' || *s == '\t')
-			s++;
-		v = strtoul(s, &end, 10);
-		if (end == s)
-			break;
-		last = (uint32_t)v;
-		n++;
-		s = end;
-	}
-	if (!n)
-		return -ENOENT;
-	*ret = last;
-	return 0;
+	return procfs_status_nspid(ctx->status.data, ret);
 }
 
 /* Read pid's perf data file into ctx->file: 0 and its length, or negative errno. The file must be a

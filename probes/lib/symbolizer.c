@@ -17,6 +17,7 @@
 #include <zlib.h>
 
 #include "probe.h"
+#include "procfs.h"
 
 #define NAME_MAX_LEN	       512u /* longer symbol names are cut */
 #define MAPS_FILE_MAX	       (32u << 20)
@@ -791,30 +792,12 @@ static int proc_read_exe(struct symbolizer *s, uint32_t tgid, char *path, size_t
 static uint32_t read_nspid(struct symbolizer *s, uint32_t tgid)
 {
 	char path[192];
-	const char *l;
-	uint32_t last = tgid;
+	uint32_t nspid;
 
 	snprintf(path, sizeof(path), "%s/%u/status", s->proc_root, tgid);
-	if (probe_read_file(path, &s->buf, 1u << 20))
+	if (probe_read_file(path, &s->buf, 1u << 20) || procfs_status_nspid(s->buf.data, &nspid))
 		return tgid;
-	l = strstr(s->buf.data, "\nNSpid:");
-	if (!l)
-		return tgid;
-	l += 7;
-	/* the last number is the pid in the innermost namespace */
-	while (*l && *l != '\n') {
-		char *end;
-		unsigned long v;
-
-		while (*l == ' ' || *l == '\t')
-			l++;
-		v = strtoul(l, &end, 10);
-		if (end == l)
-			break;
-		last = (uint32_t)v;
-		l = end;
-	}
-	return last;
+	return nspid;
 }
 
 /* Start time of the process (clock ticks after boot), 0 when unknown. */
