@@ -17,6 +17,7 @@
 #include <zlib.h>
 
 #include "probe.h"
+#include "probe_array.h"
 #include "procfs.h"
 
 #define NAME_MAX_LEN	       512u /* longer symbol names are cut */
@@ -145,13 +146,11 @@ static int symtab__add(struct symtab *t, uint64_t addr, uint64_t size, const cha
 	if (len > NAME_MAX_LEN)
 		len = NAME_MAX_LEN;
 	if (t->n == t->cap) {
-		size_t cap = t->cap ? t->cap * 2 : 256;
-		struct sym *p = realloc(t->syms, cap * sizeof(*p));
+		struct sym *p = probe_array_grow(t->syms, &t->cap, sizeof(*p), 256);
 
 		if (!p)
 			return -ENOMEM;
 		t->syms = p;
-		t->cap = cap;
 	}
 	if (t->strs_len + len + 1 > t->strs_cap) {
 		size_t cap = t->strs_cap ? t->strs_cap * 2 : 4096;
