@@ -709,21 +709,18 @@ static void teardown(void *data)
 	probe_buf__free(&ctx->scope_buf);
 }
 
-int main(int argc, char **argv)
-{
-	static struct at_ctx ctx;
-	const struct probe_runner r = {
-		.contract = CONTRACT,
-		.ctx = &ctx,
-		.args = {.scope = &ctx.base_scope, .notes = notes},
-		.conf = {&ctx.base, &ctx.cur, sizeof(ctx.cur), offsetof(struct at_conf, triggers), check_conf, NULL},
-		.apply_conf = apply,
-		.setup = setup,
-		.tick = tick,
-		.describe = describe,
-		.stop = stop,
-		.teardown = teardown,
-	};
+/* The probe: probes/lib/probe_main.c runs it (probe_runner.h). */
+static struct at_ctx g_ctx;
 
-	return probe_runner__main(&r, argc, argv);
-}
+const struct probe_runner gg_probe_runner = {
+	.contract = CONTRACT,
+	.ctx = &g_ctx,
+	.args = {.scope = &g_ctx.base_scope, .notes = notes},
+	.conf = {&g_ctx.base, &g_ctx.cur, sizeof(g_ctx.cur), offsetof(struct at_conf, triggers), check_conf, NULL},
+	.apply_conf = apply,
+	.setup = setup,
+	.tick = tick,
+	.describe = describe,
+	.stop = stop,
+	.teardown = teardown,
+};

@@ -566,23 +566,20 @@ static void teardown(void *arg)
 	probe_buf__free(&ctx->cgroup);
 }
 
-int main(int argc, char **argv)
-{
-	static struct jvm_ctx ctx;
-	const struct probe_runner r = {
-		.contract = CONTRACT,
-		.ctx = &ctx,
-		.args = {.scope = &ctx.base.scope, .comm = &ctx.comm, .notes = notes},
-		.conf = {.base = &ctx.base, .cur = &ctx.cur, .size = sizeof(ctx.cur), .check = check_conf},
-		.setup = setup,
-		.period_s = &ctx.cur.period_s,
-		.report = report,
-		/* under the supervisor the scope comes with the first live configuration: until then,
-		 * "every JVM" would report processes outside it */
-		.first_config_wait_ms = PROC_SCOPE_WAIT_MS,
-		.describe = describe,
-		.teardown = teardown,
-	};
+/* The probe: probes/lib/probe_main.c runs it (probe_runner.h). */
+static struct jvm_ctx g_ctx;
 
-	return probe_runner__main(&r, argc, argv);
-}
+const struct probe_runner gg_probe_runner = {
+	.contract = CONTRACT,
+	.ctx = &g_ctx,
+	.args = {.scope = &g_ctx.base.scope, .comm = &g_ctx.comm, .notes = notes},
+	.conf = {.base = &g_ctx.base, .cur = &g_ctx.cur, .size = sizeof(g_ctx.cur), .check = check_conf},
+	.setup = setup,
+	.period_s = &g_ctx.cur.period_s,
+	.report = report,
+	/* under the supervisor the scope comes with the first live configuration: until then,
+	 * "every JVM" would report processes outside it */
+	.first_config_wait_ms = PROC_SCOPE_WAIT_MS,
+	.describe = describe,
+	.teardown = teardown,
+};

@@ -31,7 +31,8 @@ struct probe_runner_conf {
 
 /*
  * A probe: its contract, where its command-line configuration goes, and its callbacks. Each callback
- * gets ctx. A probe's main() is `return probe_runner__main(&runner, argc, argv);`:
+ * gets ctx. A probe defines `const struct probe_runner gg_probe_runner = {...};` and no main(): the
+ * library's (probe_main.c) is `return probe_runner__main(&gg_probe_runner, argc, argv);`, which runs
  *
  *   1. probe_log_setup(contract->rest_name); the contract's defaults into conf and *subprobes; an
  *      empty (everything) args.scope; init(ctx);
@@ -88,6 +89,9 @@ struct probe_runner {
 
 /* The probe's whole life; returns its exit status. */
 int probe_runner__main(const struct probe_runner *r, int argc, char **argv);
+
+/* The probe's runner, for the library's main() (a program with its own main() need not define it). */
+extern const struct probe_runner gg_probe_runner;
 
 /* Whether a live configuration was applied (by conf or on_config) since probe_runner__main started. */
 int probe_runner__configured(void);

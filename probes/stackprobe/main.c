@@ -588,26 +588,23 @@ static void teardown(void *arg)
 	sp_profile__free(&ctx->prof);
 }
 
-int main(int argc, char **argv)
-{
-	static struct sp_ctx ctx;
-	const struct probe_runner r = {
-		.contract = CONTRACT,
-		.ctx = &ctx,
-		.args = {.scope = &ctx.base_scope,
-			 .own = own,
-			 .nown = sizeof(own) / sizeof(own[0]),
-			 .own_cb = own_option,
-			 .notes = notes},
-		.conf = {&ctx.base, &ctx.cur, sizeof(ctx.cur), offsetof(struct sp_conf, events), check_conf, NULL},
-		.apply_conf = apply,
-		.init = init,
-		.setup = setup,
-		.tick = drain_tick,
-		.describe = describe,
-		.stop = stop,
-		.teardown = teardown,
-	};
+/* The probe: probes/lib/probe_main.c runs it (probe_runner.h). */
+static struct sp_ctx g_ctx;
 
-	return probe_runner__main(&r, argc, argv);
-}
+const struct probe_runner gg_probe_runner = {
+	.contract = CONTRACT,
+	.ctx = &g_ctx,
+	.args = {.scope = &g_ctx.base_scope,
+		 .own = own,
+		 .nown = sizeof(own) / sizeof(own[0]),
+		 .own_cb = own_option,
+		 .notes = notes},
+	.conf = {&g_ctx.base, &g_ctx.cur, sizeof(g_ctx.cur), offsetof(struct sp_conf, events), check_conf, NULL},
+	.apply_conf = apply,
+	.init = init,
+	.setup = setup,
+	.tick = drain_tick,
+	.describe = describe,
+	.stop = stop,
+	.teardown = teardown,
+};

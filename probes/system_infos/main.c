@@ -125,19 +125,16 @@ static void teardown(void *arg)
 	si_proc__free(&ctx->proc);
 }
 
-int main(int argc, char **argv)
-{
-	static struct si_ctx ctx;
-	const struct probe_runner r = {
-		.contract = CONTRACT,
-		.ctx = &ctx,
-		.args = {.scope = &ctx.base.scope, .comm = &ctx.comm, .notes = notes},
-		.setup = setup,
-		.conf = {&ctx.base, &ctx.cur, sizeof(ctx.cur), offsetof(struct si_conf, subprobes), check_conf, NULL},
-		.period_s = &ctx.cur.period_s,
-		.report = report,
-		.teardown = teardown,
-	};
+/* The probe: probes/lib/probe_main.c runs it (probe_runner.h). */
+static struct si_ctx g_ctx;
 
-	return probe_runner__main(&r, argc, argv);
-}
+const struct probe_runner gg_probe_runner = {
+	.contract = CONTRACT,
+	.ctx = &g_ctx,
+	.args = {.scope = &g_ctx.base.scope, .comm = &g_ctx.comm, .notes = notes},
+	.setup = setup,
+	.conf = {&g_ctx.base, &g_ctx.cur, sizeof(g_ctx.cur), offsetof(struct si_conf, subprobes), check_conf, NULL},
+	.period_s = &g_ctx.cur.period_s,
+	.report = report,
+	.teardown = teardown,
+};
