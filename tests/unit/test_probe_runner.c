@@ -157,16 +157,19 @@ static struct probe_runner runner(struct t_ctx *c)
 }
 
 /* The live configurations conf_tick sends, in order, each as version i + 1 until the runner has taken
- * it (applied) or check has refused it. */
+ * it (applied) or check has refused it, and cur then (the command line is -t 3 -T 250, sub-probe t_a
+ * by default). */
 static const struct {
 	const char *json;
-	int refused; /* check says no: cur stays */
+	struct t_conf cur; /* period_s, thr, subprobes */
 } conf_steps[] = {
-	{"{\"probe\": [\"t_b\"], \"params\": {\"latency_thr\": 500}}", 0},
+	/* sub-probes and latency_thr from the message, the period from the command line */
+	{"{\"probe\": [\"t_b\"], \"params\": {\"latency_thr\": 500}}", {3, 500, 0x2}},
 	/* stateless: what the message leaves out is the command line's again (sub-probes, latency_thr) */
-	{"{\"params\": {\"report_period\": 7}}", 0},
-	{"{\"probe\": [\"t_a\", \"t_b\"], \"params\": {\"latency_thr\": 999}}", 1},
-	{"{\"probe\": [\"t_a\", \"t_b\"], \"params\": {\"report_period\": 9}}", 0},
+	{"{\"params\": {\"report_period\": 7}}", {7, 250, 0x1}},
+	/* check refuses it (conf_check): cur is still the previous one */
+	{"{\"probe\": [\"t_a\", \"t_b\"], \"params\": {\"latency_thr\": 999}}", {7, 250, 0x1}},
+	{"{\"probe\": [\"t_a\", \"t_b\"], \"params\": {\"report_period\": 9}}", {9, 250, 0x3}},
 };
 #define NCONF_STEPS (sizeof(conf_steps) / sizeof(conf_steps[0]))
 
@@ -344,21 +347,9 @@ static void test_live_conf(void **state)
 	assert_int_equal(c.base.period_s, 3);
 	assert_int_equal(c.base.thr, 250);
 	assert_int_equal(c.base.subprobes, 0x1);
-	/* 1: sub-probes and latency_thr from the message, the period from the command line */
-	assert_int_equal(c.seen[0].subprobes, 0x2);
-	assert_int_equal(c.seen[0].thr, 500);
-	assert_int_equal(c.seen[0].period_s, 3);
-	/* 2: only the period given: the rest is the command line's again */
-	assert_int_equal(c.seen[1].period_s, 7);
-	assert_int_equal(c.seen[1].thr, 250);
-	assert_int_equal(c.seen[1].subprobes, 0x1);
-	/* 3: check saw the whole next configuration and refused it: cur is still 2's */
-	assert_int_equal(c.seen[2].period_s, 7);
-	assert_int_equal(c.seen[2].thr, 250);
-	assert_int_equal(c.seen[2].subprobes, 0x1);
-	/* 4: applied after a refusal; check saw it first */
-	assert_int_equal(c.seen[3].period_s, 9);
-	assert_int_equal(c.seen[3].subprobes, 0x3);
+	for (size_t i = 0; i < NCONF_STEPS; i++)
+		assert_memory_equal(&c.seen[i], &conf_steps[i].cur, sizeof(c.cur));
+	/* the last, applied after a refusal: check saw it first */
 	assert_int_equal(c.checked.period_s, 9);
 	assert_int_equal(c.checked.thr, 250);
 	assert_int_equal(c.applied_version, 4);
