@@ -124,6 +124,11 @@ extern const char *const gg_envs[];
 #define GG_CONTRACT(b, rest, sn, sum, ...) \
 	const struct gg_contract gg_contract_##b = {.rest_name = rest, .bin = #b, .summary = sum, .snoopers = sn, \
 						    GG_CONTRACT_TABLES(subprobes, params), __VA_ARGS__}
+/* The same for a probe without sub-probes (seed 000's "NA"): only the array `params` before it. */
+#define GG_CONTRACT_NOSUB(b, rest, sn, sum, ...) \
+	const struct gg_contract gg_contract_##b = {.rest_name = rest, .bin = #b, .summary = sum, .snoopers = sn, \
+						    .params = params, .nparams = sizeof(params) / sizeof(params[0]), \
+						    __VA_ARGS__}
 /* The tables of a contract: .subprobes/.nsubprobes and .params/.nparams from two arrays. */
 #define GG_CONTRACT_TABLES(sp, p) \
 	.subprobes = sp, .nsubprobes = sizeof(sp) / sizeof((sp)[0]), .params = p, .nparams = sizeof(p) / sizeof((p)[0])

@@ -155,7 +155,6 @@ struct at_ctx {
 	struct probe_rt *rt;
 	struct at_conf base, cur;
 	struct gg_scope base_scope, scope;
-	int apply_pending, config_seen;
 	struct sp_sampler *sampler;
 	struct sp_profile prof;
 	struct autotrace *skel; /* scheduler signals; loaded when runq or dstate is on */

@@ -593,27 +593,23 @@ static void report(struct at_ctx *ctx, uint64_t now)
 
 /* ---- the runner's hooks ---------------------------------------------------------------------------- */
 
-static int on_config(void *data, uint64_t version, const struct gg_ctrl_msg *msg)
+/* A live configuration (probe_runner_conf): next is refused with an empty flame_dir or a scope the
+ * sampler cannot take. */
+static int check_conf(void *data, void *next, const struct gg_ctrl_msg *msg)
 {
 	struct at_ctx *ctx = data;
-	struct at_conf c = ctx->base; /* stateless like REST: what the message leaves out, the command line's */
-	int err = probe_conf__apply(CONTRACT, msg, &c, &c.triggers);
+	const struct at_conf *c = next;
+	int err;
 
-	if (err < 0)
-		return err;
-	if (!c.flame_dir[0]) {
+	if (!c->flame_dir[0]) {
 		probe_log(PLOG_WARN, "configuration: flame_dir must not be empty");
 		return -EINVAL;
 	}
-	err = sp_sampler__config_scope(ctx->sampler, version, msg, &ctx->scope);
+	err = sp_sampler__config_scope(ctx->sampler, msg, &ctx->scope);
 	if (err < 0)
 		return err;
 	if (err)
 		ctx->scope_gen++; /* the l7 triggers' processes are looked at again */
-	ctx->cur = c;
-	ctx->apply_pending = 1;
-	ctx->config_seen = 1;
-	probe_rt__wake(ctx->rt);
 	return 0;
 }
 
@@ -636,9 +632,6 @@ static void apply(void *data)
 {
 	struct at_ctx *ctx = data;
 
-	if (!ctx->apply_pending)
-		return;
-	ctx->apply_pending = 0;
 	if (ctx->cur.ring_s + ctx->cur.capture_s + 2 != ctx->ring_cap) {
 		/* sizes change: a capture in progress ends now, the ring starts over */
 		if (ctx->cap.on)
@@ -685,13 +678,11 @@ static int setup(void *data, struct probe_rt *rt)
 	int err;
 
 	ctx->rt = rt;
-	ctx->cur = ctx->base;
 	ctx->scope = ctx->base_scope;
 	err = sp_profile__start(&ctx->prof, &ctx->sampler, 1 /* the ring is bounded per CPU */, &ctx->scope);
 	if (err)
 		return err;
-	(void)probe_rt__wait_first_config(ctx->rt, &ctx->config_seen, FIRST_CONFIG_WAIT_MS);
-	ctx->apply_pending = 1;
+	(void)probe_runner__wait_first_config(FIRST_CONFIG_WAIT_MS);
 	apply(ctx);
 	ctx->t_report = probe_now_mono_ms();
 	return ctx->ring_cap ? 0 : -ENOMEM;
@@ -720,22 +711,18 @@ static void teardown(void *data)
 	probe_buf__free(&ctx->scope_buf);
 }
 
-int main(int argc, char **argv)
-{
-	static struct at_ctx ctx;
-	const struct probe_runner r = {
-		.contract = CONTRACT,
-		.ctx = &ctx,
-		.args = {.conf = &ctx.base, .subprobes = &ctx.base.triggers, .scope = &ctx.base_scope, .notes = notes},
-		.setup = setup,
-		.on_config = on_config,
-		.apply = apply,
-		.tick = tick,
-		.cur_subprobes = &ctx.cur.triggers,
-		.describe = describe,
-		.stop = stop,
-		.teardown = teardown,
-	};
+/* The probe: probes/lib/probe_main.c runs it (probe_runner.h). */
+static struct at_ctx g_ctx;
 
-	return probe_runner__main(&r, argc, argv);
-}
+const struct probe_runner gg_probe_runner = {
+	.contract = CONTRACT,
+	.ctx = &g_ctx,
+	.args = {.scope = &g_ctx.base_scope, .notes = notes},
+	.conf = {&g_ctx.base, &g_ctx.cur, sizeof(g_ctx.cur), offsetof(struct at_conf, triggers), check_conf, NULL},
+	.apply_conf = apply,
+	.setup = setup,
+	.tick = tick,
+	.describe = describe,
+	.stop = stop,
+	.teardown = teardown,
+};

@@ -462,20 +462,17 @@ static void teardown(void *arg)
 	free_buffers(ctx);
 }
 
-int main(int argc, char **argv)
-{
-	static struct ep_ctx ctx;
-	const struct probe_runner r = {
-		.contract = CONTRACT,
-		.ctx = &ctx,
-		.args = {.scope = &ctx.base_scope, .comm = &ctx.comm, .bpf_stats = &ctx.bpf_stats, .notes = notes},
-		.setup = setup,
-		.conf = {&ctx.base, &ctx.cur, sizeof(ctx.cur), offsetof(struct ep_conf, subprobes), NULL, applied},
-		.period_s = &ctx.cur.period_s,
-		.describe = describe,
-		.report = report,
-		.teardown = teardown,
-	};
+/* The probe: probes/lib/probe_main.c runs it (probe_runner.h). */
+static struct ep_ctx g_ctx;
 
-	return probe_runner__main(&r, argc, argv);
-}
+const struct probe_runner gg_probe_runner = {
+	.contract = CONTRACT,
+	.ctx = &g_ctx,
+	.args = {.scope = &g_ctx.base_scope, .comm = &g_ctx.comm, .bpf_stats = &g_ctx.bpf_stats, .notes = notes},
+	.setup = setup,
+	.conf = {&g_ctx.base, &g_ctx.cur, sizeof(g_ctx.cur), offsetof(struct ep_conf, subprobes), NULL, applied},
+	.period_s = &g_ctx.cur.period_s,
+	.describe = describe,
+	.report = report,
+	.teardown = teardown,
+};

@@ -12,13 +12,7 @@ static const struct gg_param_spec params[] = {
 };
 /* clang-format on */
 
-/* Seed 000 gives jvm no sub-probes ("NA"): no GG_CONTRACT (its sizeof needs a non-empty list). */
-const struct gg_contract gg_contract_jvmprobe = {
-	.rest_name = "jvm",
-	.bin = "jvmprobe",
-	.summary = "JVM classes, threads, heap and non-heap pools, GC, safepoints and JIT from HotSpot's perf "
-		   "counters (hsperfdata; no attach)",
-	.params = params,
-	.nparams = sizeof(params) / sizeof(params[0]),
-	.snoopers = GG_SNOOP_ALL,
-};
+/* Seed 000 gives jvm no sub-probes ("NA"). */
+GG_CONTRACT_NOSUB(jvmprobe, "jvm", GG_SNOOP_ALL,
+		  "JVM classes, threads, heap and non-heap pools, GC, safepoints and JIT from HotSpot's perf counters "
+		  "(hsperfdata; no attach)");

@@ -6,7 +6,6 @@
 
 struct jvm_conf {
 	unsigned int period_s;
-	unsigned int subprobes; /* none: jvmprobe has no sub-probes (seed 000: "NA") */
 	struct gg_scope scope;
 };
 

@@ -21,6 +21,7 @@
 #include "probe_conf.h"
 #include "probe_runner.h"
 #include "probe_scope.h"
+#include "procfs.h"
 
 #define PROBE_NAME	   "jvm"
 #define PROG		   "jvmprobe"
@@ -206,9 +207,6 @@ static struct mntns *mntns_of(struct jvm_ctx *ctx, int pid, uint64_t ino, int *r
 static int nspid_of(struct jvm_ctx *ctx, int pid, uint32_t *ret)
 {
 	char path[64];
-	const char *s;
-	uint32_t last = 0;
-	int n = 0;
 
 	if (ns_ino(pid, "pid") == ctx->self_pidns) {
 		*ret = (uint32_t)pid;
@@ -217,27 +215,7 @@ static int nspid_of(struct jvm_ctx *ctx, int pid, uint32_t *ret)
 	snprintf(path, sizeof(path), "/proc/%d/status", pid);
 	if (probe_read_file(path, &ctx->status, 64u << 10))
 		return -ENOENT;
-	s = strstr(ctx->status.data, "\nNSpid:");
-	if (!s)
-		return -ENOENT;
-	s += 7;
-	while (*s && *s != '\n') {
-		char *end;
-		unsigned long v;
-
-		while (*s == ' ' || *s == '\t')
-			s++;
-		v = strtoul(s, &end, 10);
-		if (end == s)
-			break;
-		last = (uint32_t)v;
-		n++;
-		s = end;
-	}
-	if (!n)
-		return -ENOENT;
-	*ret = last;
-	return 0;
+	return procfs_status_nspid(ctx->status.data, ret);
 }
 
 /* Read pid's perf data file into ctx->file: 0 and its length, or negative errno. The file must be a
@@ -536,23 +514,23 @@ static void report(void *arg)
 	(void)probe_rt__flush(ctx->rt);
 }
 
-static int on_config(void *data, uint64_t version, const struct gg_ctrl_msg *msg)
+/* A live configuration (probe_runner_conf): the supervisor resolves snoopers into "scope"; without it
+ * the command line's scope stays. */
+static int check_conf(void *data, void *next, const struct gg_ctrl_msg *msg)
 {
-	static struct jvm_conf conf; /* large (the scope sets): not on the stack */
-	struct jvm_ctx *ctx = data;
-	int err;
+	struct jvm_conf *conf = next;
 
-	conf = ctx->base;
-	err = probe_conf__apply(CONTRACT, msg, &conf, &conf.subprobes);
-	if (err < 0)
-		return err;
+	(void)data;
 	if (msg->has_scope)
-		conf.scope = msg->scope;
-	ctx->cur = conf;
-	probe_log(PLOG_INFO, "configuration %llu: report period %u s, scope %s", (unsigned long long)version,
-		  conf.period_s, conf.scope.all ? "all" : "filtered");
-	probe_rt__wake(ctx->rt);
+		conf->scope = msg->scope;
 	return 0;
+}
+
+static void describe(void *data, char *buf, size_t len)
+{
+	const struct jvm_ctx *ctx = data;
+
+	snprintf(buf, len, ", scope %s", ctx->cur.scope.all ? "all" : "filtered");
 }
 
 static int setup(void *arg, struct probe_rt *rt)
@@ -560,7 +538,6 @@ static int setup(void *arg, struct probe_rt *rt)
 	struct jvm_ctx *ctx = arg;
 
 	ctx->rt = rt;
-	ctx->cur = ctx->base;
 	ctx->mns = calloc(MNTNS_MAX, sizeof(*ctx->mns));
 	ctx->file = malloc(PD_FILE_MAX);
 	if (!ctx->mns || !ctx->file) {
@@ -575,7 +552,6 @@ static int setup(void *arg, struct probe_rt *rt)
 		if (b)
 			ctx->btime_s = strtoull(b + 7, NULL, 10);
 	}
-	probe_log(PLOG_INFO, "started: report period %u s", ctx->cur.period_s);
 	return 0;
 }
 
@@ -590,22 +566,20 @@ static void teardown(void *arg)
 	probe_buf__free(&ctx->cgroup);
 }
 
-int main(int argc, char **argv)
-{
-	static struct jvm_ctx ctx;
-	const struct probe_runner r = {
-		.contract = CONTRACT,
-		.ctx = &ctx,
-		.args = {.conf = &ctx.base, .scope = &ctx.base.scope, .comm = &ctx.comm, .notes = notes},
-		.setup = setup,
-		.on_config = on_config,
-		.period_s = &ctx.cur.period_s,
-		.report = report,
-		/* under the supervisor the scope comes with the first live configuration: until then,
-		 * "every JVM" would report processes outside it */
-		.first_config_wait_ms = PROC_SCOPE_WAIT_MS,
-		.teardown = teardown,
-	};
+/* The probe: probes/lib/probe_main.c runs it (probe_runner.h). */
+static struct jvm_ctx g_ctx;
 
-	return probe_runner__main(&r, argc, argv);
-}
+const struct probe_runner gg_probe_runner = {
+	.contract = CONTRACT,
+	.ctx = &g_ctx,
+	.args = {.scope = &g_ctx.base.scope, .comm = &g_ctx.comm, .notes = notes},
+	.conf = {.base = &g_ctx.base, .cur = &g_ctx.cur, .size = sizeof(g_ctx.cur), .check = check_conf},
+	.setup = setup,
+	.period_s = &g_ctx.cur.period_s,
+	.report = report,
+	/* under the supervisor the scope comes with the first live configuration: until then,
+	 * "every JVM" would report processes outside it */
+	.first_config_wait_ms = PROC_SCOPE_WAIT_MS,
+	.describe = describe,
+	.teardown = teardown,
+};

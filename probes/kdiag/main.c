@@ -877,22 +877,18 @@ static void teardown(void *arg)
 	free(ctx->hvals);
 }
 
-int main(int argc, char **argv)
-{
-	static struct kd_ctx ctx;
-	const struct probe_runner r = {
-		.contract = CONTRACT,
-		.ctx = &ctx,
-		.args = {.bpf_stats = &ctx.bpf_stats, .notes = notes},
-		.conf = {&ctx.base, &ctx.cur, sizeof(ctx.cur), offsetof(struct kd_uconf, subprobes), check_conf,
-			 applied},
-		.setup = setup,
-		.period_s = &ctx.cur.period_s,
-		.report = report,
-		.tick = tick,
-		.describe = describe,
-		.teardown = teardown,
-	};
+/* The probe: probes/lib/probe_main.c runs it (probe_runner.h). */
+static struct kd_ctx g_ctx;
 
-	return probe_runner__main(&r, argc, argv);
-}
+const struct probe_runner gg_probe_runner = {
+	.contract = CONTRACT,
+	.ctx = &g_ctx,
+	.args = {.bpf_stats = &g_ctx.bpf_stats, .notes = notes},
+	.conf = {&g_ctx.base, &g_ctx.cur, sizeof(g_ctx.cur), offsetof(struct kd_uconf, subprobes), check_conf, applied},
+	.setup = setup,
+	.period_s = &g_ctx.cur.period_s,
+	.report = report,
+	.tick = tick,
+	.describe = describe,
+	.teardown = teardown,
+};

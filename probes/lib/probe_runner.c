@@ -13,6 +13,7 @@
 static const struct probe_runner *g_runner;
 static struct probe_rt *g_rt;
 static int g_configured; /* a live configuration was applied */
+static int g_pending;	 /* one was applied by conf since the loop's last turn (apply_conf) */
 static void *g_next;	 /* conf.size bytes: a live configuration being checked (conf.base) */
 
 /* The sub-probes in force: cur_subprobes, or where conf puts them in cur (NULL: none). */
@@ -27,10 +28,12 @@ static const unsigned int *cur_subprobes(const struct probe_runner *r)
 static int conf_apply(const struct probe_runner *r, uint64_t version, const struct gg_ctrl_msg *msg)
 {
 	const struct probe_runner_conf *c = &r->conf;
+	unsigned int none; /* a contract without sub-probes: nothing to keep */
 	int err;
 
 	memcpy(g_next, c->base, c->size);
-	err = probe_conf__apply(r->contract, msg, g_next, (unsigned int *)((char *)g_next + c->subprobes_off));
+	err = probe_conf__apply(r->contract, msg, g_next,
+				r->contract->nsubprobes ? (unsigned int *)((char *)g_next + c->subprobes_off) : &none);
 	if (err < 0)
 		return err;
 	if (c->check) {
@@ -41,25 +44,59 @@ static int conf_apply(const struct probe_runner *r, uint64_t version, const stru
 	memcpy(c->cur, g_next, c->size);
 	if (c->applied)
 		c->applied(r->ctx, version, msg);
+	g_pending = 1;
 	return 0;
 }
 
-/* "report period 5 s, sub-probes a,b, scope all" (cur_subprobes and describe). */
+/* The loop's apply: apply_conf after a live configuration, then the probe's own. */
+static void loop_apply(void *ctx)
+{
+	if (g_pending && g_runner->apply_conf) {
+		g_pending = 0;
+		g_runner->apply_conf(ctx);
+	}
+	if (g_runner->apply)
+		g_runner->apply(ctx);
+}
+
+int probe_runner__configured(void)
+{
+	return g_configured;
+}
+
+int probe_runner__wait_first_config(unsigned int ms)
+{
+	return probe_rt__wait_first_config(g_rt, &g_configured, ms);
+}
+
+/* "report period 5 s, sub-probes a,b, scope all": the report period with period_s, the sub-probes
+ * when the contract has some, then what describe writes (", scope all"; its ", " dropped when it
+ * comes first). */
 static void state_str(const struct probe_runner *r, char *buf, size_t len)
 {
 	const struct gg_contract *c = r->contract;
-	char names[256], more[256];
+	char names[256], more[768];
+	size_t used = 0;
+	int w;
 
-	gg_subprobes_str(*cur_subprobes(r), c->subprobes, c->nsubprobes, names, sizeof(names));
-	more[0] = '\0';
+	buf[0] = more[0] = '\0';
+	if (r->period_s) {
+		w = snprintf(buf, len, "report period %u s", *r->period_s);
+		used = w > 0 && (size_t)w < len ? (size_t)w : 0;
+	}
+	if (c->nsubprobes) {
+		gg_subprobes_str(*cur_subprobes(r), c->subprobes, c->nsubprobes, names, sizeof(names));
+		w = snprintf(buf + used, len - used, "%ssub-probes %s", used ? ", " : "", names);
+		used += w > 0 && (size_t)w < len - used ? (size_t)w : 0;
+	}
 	if (r->describe)
 		r->describe(r->ctx, more, sizeof(more));
-	snprintf(buf, len, "report period %u s, sub-probes %s%s", r->period_s ? *r->period_s : 0, names, more);
+	snprintf(buf + used, len - used, "%s", used || strncmp(more, ", ", 2) ? more : more + 2);
 }
 
 static int on_config(void *ctx, uint64_t version, const struct gg_ctrl_msg *msg)
 {
-	char state[640];
+	char state[1024];
 	int err = 0;
 
 	if (g_runner->conf.base)
@@ -86,19 +123,19 @@ int probe_runner__main(const struct probe_runner *r, int argc, char **argv)
 	const struct probe_loop loop = {.period_s = r->period_s,
 					.report = r->report,
 					.tick = r->tick,
-					.apply = r->apply,
+					.apply = r->apply || r->apply_conf ? loop_apply : NULL,
 					.configured = r->first_config_wait_ms ? &g_configured : NULL,
 					.first_wait_ms = r->first_config_wait_ms,
 					.arg = r->ctx};
 	struct probe_rt *rt;
-	char note[128], state[640];
+	char note[128], state[1024];
 	int ret, stats_fd = -1, status = 1;
 
 	g_runner = r;
 	probe_log_setup(c->rest_name, PLOG_INFO);
 	if (r->conf.base) {
 		a.conf = r->conf.base;
-		if (!a.subprobes && !r->subprobes)
+		if (!a.subprobes && !r->subprobes && c->nsubprobes)
 			a.subprobes = (unsigned int *)((char *)r->conf.base + r->conf.subprobes_off);
 	}
 	if (a.conf)
@@ -137,6 +174,7 @@ int probe_runner__main(const struct probe_runner *r, int argc, char **argv)
 	g_rt = rt;
 	if (r->setup && r->setup(r->ctx, rt) < 0)
 		goto cleanup;
+	g_pending = 0; /* setup applied cur */
 	if (cur_subprobes(r)) {
 		state_str(r, state, sizeof(state));
 		probe_log(PLOG_INFO, "started: %s", state);
@@ -163,5 +201,6 @@ cleanup:
 	g_next = NULL;
 	g_runner = NULL;
 	g_rt = NULL;
+	g_configured = g_pending = 0;
 	return status;
 }

@@ -13,11 +13,12 @@
 /*
  * The configuration kept the way most probes keep it: base from the command line (the contract's
  * defaults, then the flags), cur the one in force, size bytes each, with the sub-probe bits (-P, the
- * live "probe" list) at subprobes_off. The runner copies base into cur before setup; a live
- * configuration is applied to a copy of base (stateless like REST: what the message leaves out, the
- * command line's), which check(ctx, next, msg) may refuse (negative errno, a warning logged), complete
+ * live "probe" list) at subprobes_off (unused when the contract has no sub-probes: no -P then). The runner copies base
+ * into cur before setup; a live configuration is applied to a copy of base (stateless like REST: what the message
+ * leaves out, the command line's), which check(ctx, next, msg) may refuse (negative errno, a warning logged), complete
  * from msg (its scope) and compare with cur (what turns on); then it is copied into cur and
- * applied(ctx, version, msg) puts it in place. Both callbacks optional.
+ * applied(ctx, version, msg) puts it in place. Both callbacks optional. What takes longer or must not
+ * run inside the control channel's callback goes into the runner's apply_conf.
  */
 struct probe_runner_conf {
 	void *base;
@@ -30,7 +31,8 @@ struct probe_runner_conf {
 
 /*
  * A probe: its contract, where its command-line configuration goes, and its callbacks. Each callback
- * gets ctx. A probe's main() is `return probe_runner__main(&runner, argc, argv);`:
+ * gets ctx. A probe defines `const struct probe_runner gg_probe_runner = {...};` and no main(): the
+ * library's (probe_main.c) is `return probe_runner__main(&gg_probe_runner, argc, argv);`, which runs
  *
  *   1. probe_log_setup(contract->rest_name); the contract's defaults into conf and *subprobes; an
  *      empty (everything) args.scope; init(ctx);
@@ -65,13 +67,18 @@ struct probe_runner {
 	/* A live configuration (runs inside the loop's waits); after a 0 the loop is woken, so that a new
 	 * report period counts at once. */
 	probe_config_cb on_config;
-	void (*apply)(void *ctx);     /* first in every turn of the loop */
+	void (*apply)(void *ctx); /* first in every turn of the loop */
+	/* With conf.base: before apply in the loop's first turn after a live configuration was put in
+	 * place (once for any number of them; not for those before setup returned: setup applies cur). */
+	void (*apply_conf)(void *ctx);
 	const unsigned int *period_s; /* report every *period_s s (NULL: ticks only) */
 	void (*report)(void *ctx);
 	unsigned int (*tick)(void *ctx); /* returns the ms until the next tick (probe_rt__run_ticking) */
-	/* With cur_subprobes (the sub-probes in force): the runner logs "started: report period P s,
-	 * sub-probes a,b" after setup and "configuration V: report period P s, sub-probes a,b" after each
-	 * on_config that returned 0, both followed by what describe writes (", scope all"). */
+	/* With cur_subprobes (the sub-probes in force) or conf.base: the runner logs "started: report
+	 * period P s, sub-probes a,b" after setup and "configuration V: report period P s, sub-probes a,b"
+	 * after each on_config that returned 0, both followed by what describe writes (", scope all").
+	 * The report period only with period_s, the sub-probes only when the contract has some (describe's
+	 * leading ", " is dropped when nothing comes before it). */
 	const unsigned int *cur_subprobes;
 	void (*describe)(void *ctx, char *buf, size_t len);
 	/* Under the supervisor, no report before a live configuration was applied or this many ms passed. */
@@ -82,5 +89,15 @@ struct probe_runner {
 
 /* The probe's whole life; returns its exit status. */
 int probe_runner__main(const struct probe_runner *r, int argc, char **argv);
+
+/* The probe's runner, for the library's main() (a program with its own main() need not define it). */
+extern const struct probe_runner gg_probe_runner;
+
+/* Whether a live configuration was applied (by conf or on_config) since probe_runner__main started. */
+int probe_runner__configured(void);
+/* In setup, under the supervisor: wait until a live configuration was applied, at most ms (it brings
+ * the scope, or what to load). 1 when a stop was asked for meanwhile, else 0 (also when not
+ * supervised: no wait). */
+int probe_runner__wait_first_config(unsigned int ms);
 
 #endif

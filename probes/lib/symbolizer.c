@@ -17,6 +17,8 @@
 #include <zlib.h>
 
 #include "probe.h"
+#include "probe_array.h"
+#include "procfs.h"
 
 #define NAME_MAX_LEN	       512u /* longer symbol names are cut */
 #define MAPS_FILE_MAX	       (32u << 20)
@@ -144,13 +146,11 @@ static int symtab__add(struct symtab *t, uint64_t addr, uint64_t size, const cha
 	if (len > NAME_MAX_LEN)
 		len = NAME_MAX_LEN;
 	if (t->n == t->cap) {
-		size_t cap = t->cap ? t->cap * 2 : 256;
-		struct sym *p = realloc(t->syms, cap * sizeof(*p));
+		struct sym *p = probe_array_grow(t->syms, &t->cap, sizeof(*p), 256);
 
 		if (!p)
 			return -ENOMEM;
 		t->syms = p;
-		t->cap = cap;
 	}
 	if (t->strs_len + len + 1 > t->strs_cap) {
 		size_t cap = t->strs_cap ? t->strs_cap * 2 : 4096;
@@ -791,30 +791,12 @@ static int proc_read_exe(struct symbolizer *s, uint32_t tgid, char *path, size_t
 static uint32_t read_nspid(struct symbolizer *s, uint32_t tgid)
 {
 	char path[192];
-	const char *l;
-	uint32_t last = tgid;
+	uint32_t nspid;
 
 	snprintf(path, sizeof(path), "%s/%u/status", s->proc_root, tgid);
-	if (probe_read_file(path, &s->buf, 1u << 20))
+	if (probe_read_file(path, &s->buf, 1u << 20) || procfs_status_nspid(s->buf.data, &nspid))
 		return tgid;
-	l = strstr(s->buf.data, "\nNSpid:");
-	if (!l)
-		return tgid;
-	l += 7;
-	/* the last number is the pid in the innermost namespace */
-	while (*l && *l != '\n') {
-		char *end;
-		unsigned long v;
-
-		while (*l == ' ' || *l == '\t')
-			l++;
-		v = strtoul(l, &end, 10);
-		if (end == l)
-			break;
-		last = (uint32_t)v;
-		l = end;
-	}
-	return last;
+	return nspid;
 }
 
 /* Start time of the process (clock ticks after boot), 0 when unknown. */

@@ -16,12 +16,6 @@ static const struct gg_param_spec params[] = {
 };
 /* clang-format on */
 
-const struct gg_contract gg_contract_pgsliprobe = {
-	.rest_name = "postgre_sli",
-	.bin = "pgsliprobe",
-	.summary = "PostgreSQL server latency per connection and statement type (pg_sli, pg_max_sli), from "
-		   "l7probe's capture",
-	.snoopers = GG_SNOOP_ALL,
-	.params = params,
-	.nparams = sizeof(params) / sizeof(params[0]),
-};
+GG_CONTRACT_NOSUB(pgsliprobe, "postgre_sli", GG_SNOOP_ALL,
+		  "PostgreSQL server latency per connection and statement type (pg_sli, pg_max_sli), from l7probe's "
+		  "capture");

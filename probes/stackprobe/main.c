@@ -41,8 +41,6 @@ struct sp_ctx {
 	struct gg_scope scope;	    /* applied */
 	struct gg_scope base_scope; /* from the command line */
 	int scope_from_ctrl;
-	int apply_pending;
-	int config_seen;
 	uint64_t t_drain, t_report, t_comm, t_store, t_svg, t_pyro; /* monotonic ms of the last of each */
 	uint64_t files_written, files_failed, pyro_ok, pyro_err;
 };
@@ -51,18 +49,6 @@ extern const struct gg_contract gg_contract_stackprobe;
 #define CONTRACT       (&gg_contract_stackprobe)
 #define subprobe_names (CONTRACT->subprobes)
 #define NSUBPROBES     (CONTRACT->nsubprobes)
-
-static void events_str(unsigned int bits, char *buf, size_t len)
-{
-	size_t n = 0;
-
-	buf[0] = '\0';
-	for (int i = 0; i < SP_EV_NR; i++)
-		if (bits & (1u << i))
-			n += (size_t)snprintf(buf + n, len - n, "%s%s", n ? "," : "", sp_event_names[i]);
-	if (!n)
-		snprintf(buf, len, "none");
-}
 
 /* --help after the options (generated from the contract). */
 static const char notes[] =
@@ -113,35 +99,37 @@ static const struct probe_opt own[] = {
 
 /* ---- live configuration -------------------------------------------------------------------------- */
 
-static int on_config(void *data, uint64_t version, const struct gg_ctrl_msg *msg)
+/* A live configuration (probe_runner_conf): next is refused with an empty directory or a scope the
+ * sampler cannot take. */
+static int check_conf(void *data, void *next, const struct gg_ctrl_msg *msg)
 {
 	struct sp_ctx *ctx = data;
-	struct sp_conf c = ctx->base; /* stateless like REST: what the message leaves out, the command line's */
-	char names[64];
-	int err = probe_conf__apply(CONTRACT, msg, &c, &c.events);
+	const struct sp_conf *c = next;
+	int err;
 
-	if (err < 0)
-		return err;
-	if (!c.svg_dir[0] || !c.flame_dir[0]) {
+	if (!c->svg_dir[0] || !c->flame_dir[0]) {
 		probe_log(PLOG_WARN, "configuration: svg_dir and flame_dir must not be empty");
 		return -EINVAL;
 	}
-	err = sp_sampler__config_scope(ctx->sampler, version, msg, &ctx->scope);
+	err = sp_sampler__config_scope(ctx->sampler, msg, &ctx->scope);
 	if (err < 0)
 		return err;
 	if (err)
 		ctx->scope_from_ctrl = 1;
-	ctx->cur = c;
-	ctx->apply_pending = 1;
-	ctx->config_seen = 1;
-	events_str(c.events, names, sizeof(names));
-	probe_log(PLOG_INFO,
-		  "configuration %llu: sub-probes %s, perf period %u ms, svg period %u s, flame_dir %s, svg_dir %s, "
-		  "pyroscope %s, multi_instance %d, scope %s",
-		  (unsigned long long)version, names, c.perf_period_ms, c.svg_period_s, c.flame_dir, c.svg_dir,
-		  c.pyroscope[0] ? c.pyroscope : "off", c.multi_instance, ctx->scope.all ? "all" : "filtered");
-	probe_rt__wake(ctx->rt);
 	return 0;
+}
+
+/* After the "sub-probes a,b" of the runner's "started:" and "configuration V:" lines. */
+static void describe(void *data, char *buf, size_t len)
+{
+	const struct sp_ctx *ctx = data;
+	const struct sp_conf *c = &ctx->cur;
+
+	snprintf(buf, len,
+		 ", perf period %u ms, svg period %u s, flame_dir %s, svg_dir %s, pyroscope %s, multi_instance %d, "
+		 "scope %s",
+		 c->perf_period_ms, c->svg_period_s, c->flame_dir, c->svg_dir, c->pyroscope[0] ? c->pyroscope : "off",
+		 c->multi_instance, ctx->scope.all ? "all" : "filtered");
 }
 
 /* ---- outputs ----------------------------------------------------------------------------------- */
@@ -466,12 +454,13 @@ static void rescan_comms(struct sp_ctx *ctx)
 		ctx->scope = s;
 }
 
-static void apply(struct sp_ctx *ctx)
+/* The configuration in force (cur) applied: after setup's wait, then in the loop after each live one. */
+static void apply(void *arg)
 {
+	struct sp_ctx *ctx = arg;
 	unsigned int events = ctx->cur.events;
 	int err;
 
-	ctx->apply_pending = 0;
 	ctx->prof.pyro_on = ctx->cur.pyroscope[0] != '\0';
 	if (ctx->cur.mem_alloc && (events & (1u << SP_EV_MEM)))
 		events |= 1u << SP_EV_MEM_ALLOC;
@@ -505,22 +494,16 @@ static int setup(void *arg, struct probe_rt *rt)
 {
 	struct sp_ctx *ctx = arg;
 	uint64_t wall;
-	char names[64];
 	int err;
 
 	ctx->rt = rt;
-	ctx->cur = ctx->base;
 	ctx->scope = ctx->base_scope;
 	err = sp_profile__start(&ctx->prof, &ctx->sampler, 0, &ctx->scope);
 	if (err)
 		return err;
 	rescan_comms(ctx);
-	(void)probe_rt__wait_first_config(ctx->rt, &ctx->config_seen, FIRST_CONFIG_WAIT_MS);
+	(void)probe_runner__wait_first_config(FIRST_CONFIG_WAIT_MS);
 	apply(ctx);
-	events_str(ctx->cur.events, names, sizeof(names));
-	probe_log(PLOG_INFO, "started: sub-probes %s, perf period %u ms, svg period %u s, flame_dir %s, svg_dir %s%s%s",
-		  names, ctx->cur.perf_period_ms, ctx->cur.svg_period_s, ctx->cur.flame_dir, ctx->cur.svg_dir,
-		  ctx->cur.pyroscope[0] ? ", pyroscope " : "", ctx->cur.pyroscope);
 
 	ctx->t_drain = ctx->t_report = ctx->t_comm = ctx->t_store = ctx->t_svg = ctx->t_pyro = probe_now_mono_ms();
 	wall = probe_now_wall_ms();
@@ -528,15 +511,6 @@ static int setup(void *arg, struct probe_rt *rt)
 		ctx->prof.acc[ev].store_from_ms = ctx->prof.acc[ev].period_from_ms = ctx->prof.acc[ev].pyro_from_ms =
 			wall;
 	return 0;
-}
-
-/* What on_config asked for, in the loop (not inside the control channel's callback). */
-static void apply_pending(void *arg)
-{
-	struct sp_ctx *ctx = arg;
-
-	if (ctx->apply_pending)
-		apply(ctx);
 }
 
 /* Every DRAIN_MS: the samples into the profiles; each output when its period is over. In between, every
@@ -615,27 +589,23 @@ static void teardown(void *arg)
 	sp_profile__free(&ctx->prof);
 }
 
-int main(int argc, char **argv)
-{
-	static struct sp_ctx ctx;
-	const struct probe_runner r = {
-		.contract = CONTRACT,
-		.ctx = &ctx,
-		.args = {.conf = &ctx.base,
-			 .subprobes = &ctx.base.events,
-			 .scope = &ctx.base_scope,
-			 .own = own,
-			 .nown = sizeof(own) / sizeof(own[0]),
-			 .own_cb = own_option,
-			 .notes = notes},
-		.init = init,
-		.setup = setup,
-		.on_config = on_config,
-		.apply = apply_pending,
-		.tick = drain_tick,
-		.stop = stop,
-		.teardown = teardown,
-	};
+/* The probe: probes/lib/probe_main.c runs it (probe_runner.h). */
+static struct sp_ctx g_ctx;
 
-	return probe_runner__main(&r, argc, argv);
-}
+const struct probe_runner gg_probe_runner = {
+	.contract = CONTRACT,
+	.ctx = &g_ctx,
+	.args = {.scope = &g_ctx.base_scope,
+		 .own = own,
+		 .nown = sizeof(own) / sizeof(own[0]),
+		 .own_cb = own_option,
+		 .notes = notes},
+	.conf = {&g_ctx.base, &g_ctx.cur, sizeof(g_ctx.cur), offsetof(struct sp_conf, events), check_conf, NULL},
+	.apply_conf = apply,
+	.init = init,
+	.setup = setup,
+	.tick = drain_tick,
+	.describe = describe,
+	.stop = stop,
+	.teardown = teardown,
+};

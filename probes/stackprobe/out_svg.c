@@ -7,6 +7,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "probe_array.h"
 #include "stackprobe.h"
 
 #define IMG_W	    1200
@@ -85,13 +86,11 @@ int sp_folded__parse(char *buf, size_t len, struct fline **ret, size_t *ret_n)
 static int push_node(struct fnodes *ns, const char *name, size_t len, unsigned int depth, uint64_t x0, uint64_t x1)
 {
 	if (ns->n == ns->cap) {
-		size_t cap = ns->cap ? ns->cap * 2 : 1024;
-		struct fnode *p = realloc(ns->v, cap * sizeof(*p));
+		struct fnode *p = probe_array_grow(ns->v, &ns->cap, sizeof(*p), 1024);
 
 		if (!p)
 			return -ENOMEM;
 		ns->v = p;
-		ns->cap = cap;
 	}
 	ns->v[ns->n++] = (struct fnode){.name = name, .name_len = len, .depth = depth, .x0 = x0, .x1 = x1};
 	return 0;

@@ -11,6 +11,7 @@
 #include <sys/uio.h>
 #include <unistd.h>
 
+#include "probe_array.h"
 #include "probe.h"
 #include "stackprobe.h"
 #include "uproc.h"
@@ -199,13 +200,11 @@ static void consider(void *ctx, uint32_t pid)
 	if (!start)
 		return;
 	if (p->npids == p->cap) {
-		size_t cap = p->cap ? p->cap * 2 : 256;
-		struct py_pid *v = realloc(p->pids, cap * sizeof(*v));
+		struct py_pid *v = probe_array_grow(p->pids, &p->cap, sizeof(*v), 256);
 
 		if (!v)
 			return;
 		p->pids = v;
-		p->cap = cap;
 	}
 	cur = &p->pids[p->npids];
 	cur->pid = pid;

@@ -17,6 +17,7 @@
 #include <unistd.h>
 
 #include "clock.h"
+#include "probe_array.h"
 #include "probe.h"
 #include "stackprobe.h"
 #include "stackprobe.skel.h"
@@ -524,8 +525,7 @@ err_out:
 	return NULL;
 }
 
-int sp_sampler__config_scope(struct sp_sampler *s, uint64_t version, const struct gg_ctrl_msg *msg,
-			     struct gg_scope *ret_scope)
+int sp_sampler__config_scope(struct sp_sampler *s, const struct gg_ctrl_msg *msg, struct gg_scope *ret_scope)
 {
 	int err;
 
@@ -533,8 +533,8 @@ int sp_sampler__config_scope(struct sp_sampler *s, uint64_t version, const struc
 		return 0;
 	err = sp_sampler__set_scope(s, &msg->scope);
 	if (err) {
-		probe_log(PLOG_WARN, "configuration %llu: cannot apply the scope: %s", (unsigned long long)version,
-			  strerror(-err));
+		/* the runtime's "configuration version V not applied" follows */
+		probe_log(PLOG_WARN, "configuration: cannot apply the scope: %s", strerror(-err));
 		return err;
 	}
 	*ret_scope = msg->scope;
@@ -713,13 +713,11 @@ static int drain_counts(struct sp_sampler *s, int counts_fd, int stacks_fd, int 
 	/* collect the keys first: deleting while iterating a hash map restarts the walk */
 	while (bpf_map_get_next_key(counts_fd, prev, &key) == 0) {
 		if (n == s->keys_cap) {
-			size_t cap = s->keys_cap ? s->keys_cap * 2 : 1024;
-			struct sp_key *p = realloc(s->keys, cap * sizeof(*p));
+			struct sp_key *p = probe_array_grow(s->keys, &s->keys_cap, sizeof(*p), 1024);
 
 			if (!p)
 				return -ENOMEM;
 			s->keys = p;
-			s->keys_cap = cap;
 		}
 		s->keys[n++] = key;
 		prev = &s->keys[n - 1];

@@ -148,10 +148,9 @@ void sp_sampler__free(struct sp_sampler *s);
 int sp_sampler__apply(struct sp_sampler *s, unsigned int events, unsigned int perf_period_ms, unsigned int min_block_us,
 		      int dwarf_unwind);
 int sp_sampler__set_scope(struct sp_sampler *s, const struct gg_scope *scope);
-/* The scope of a live configuration (version), when it has one: set, and copied into *ret_scope. 1 when
- * set, 0 when msg has none, a negative errno (logged) when it could not be set. */
-int sp_sampler__config_scope(struct sp_sampler *s, uint64_t version, const struct gg_ctrl_msg *msg,
-			     struct gg_scope *ret_scope);
+/* The scope of a live configuration, when it has one: set, and copied into *ret_scope. 1 when set, 0
+ * when msg has none, a negative errno (logged) when it could not be set. */
+int sp_sampler__config_scope(struct sp_sampler *s, const struct gg_ctrl_msg *msg, struct gg_scope *ret_scope);
 /* Periodic upkeep (allocator uprobes follow exec and exit of the processes in scope). */
 void sp_sampler__tick(struct sp_sampler *s, uint64_t now_ms);
 /* The unwind tables asked for since the last call (sp_sampler__tick does it too). */

@@ -12,6 +12,7 @@
 #include <unistd.h>
 
 #include "ehframe.h"
+#include "probe_array.h"
 #include "probe.h"
 #include "stackprobe.h"
 
@@ -122,13 +123,11 @@ static struct uw_file *uw_file_get(struct sp_unwind *u, int fd, const struct sta
 	if (u->nfiles >= UW_FILES_MAX)
 		return NULL;
 	if (u->nfiles == u->files_cap) {
-		size_t cap = u->files_cap ? u->files_cap * 2 : 64;
-		struct uw_file *v = realloc(u->files, cap * sizeof(*v));
+		struct uw_file *v = probe_array_grow(u->files, &u->files_cap, sizeof(*v), 64);
 
 		if (!v)
 			return NULL;
 		u->files = v;
-		u->files_cap = cap;
 	}
 	err = sp_ehframe__read_elf(fd, SP_UW_FILE_ROWS, &ef);
 	u->st.elf_reads++;

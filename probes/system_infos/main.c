@@ -19,7 +19,6 @@ struct si_ctx {
 	struct si_conf base; /* from the command line */
 	struct si_conf cur;
 	const char *comm; /* --comm: processes with this name are in scope too */
-	int configured;	  /* a live configuration was applied */
 	uint64_t start_ms;
 	struct si_cpu cpu;
 	struct si_mem mem;
@@ -66,15 +65,6 @@ static int check_conf(void *data, void *next, const struct gg_ctrl_msg *msg)
 	return 0;
 }
 
-static void applied(void *data, uint64_t version, const struct gg_ctrl_msg *msg)
-{
-	struct si_ctx *ctx = data;
-
-	(void)version;
-	(void)msg;
-	ctx->configured = 1;
-}
-
 /* One report period (probe_rt__run_periodic). */
 static void report(void *arg)
 {
@@ -97,7 +87,7 @@ static void report(void *arg)
 	 * the start: until it came (or PROC_SCOPE_WAIT_MS passed) the "every process" default would report
 	 * processes outside it. */
 	ctx->proc.top = ctx->cur.proc_top;
-	if ((ctx->cur.subprobes & SI_PROC) && (ctx->configured || !probe_rt__supervised(ctx->rt) ||
+	if ((ctx->cur.subprobes & SI_PROC) && (probe_runner__configured() || !probe_rt__supervised(ctx->rt) ||
 					       probe_now_mono_ms() - ctx->start_ms >= PROC_SCOPE_WAIT_MS))
 		(void)si_proc__report(&ctx->proc, ctx->rt, &ctx->cur.scope, ctx->comm);
 	(void)probe_rt__flush(ctx->rt);
@@ -135,20 +125,16 @@ static void teardown(void *arg)
 	si_proc__free(&ctx->proc);
 }
 
-int main(int argc, char **argv)
-{
-	static struct si_ctx ctx;
-	const struct probe_runner r = {
-		.contract = CONTRACT,
-		.ctx = &ctx,
-		.args = {.scope = &ctx.base.scope, .comm = &ctx.comm, .notes = notes},
-		.setup = setup,
-		.conf = {&ctx.base, &ctx.cur, sizeof(ctx.cur), offsetof(struct si_conf, subprobes), check_conf,
-			 applied},
-		.period_s = &ctx.cur.period_s,
-		.report = report,
-		.teardown = teardown,
-	};
+/* The probe: probes/lib/probe_main.c runs it (probe_runner.h). */
+static struct si_ctx g_ctx;
 
-	return probe_runner__main(&r, argc, argv);
-}
+const struct probe_runner gg_probe_runner = {
+	.contract = CONTRACT,
+	.ctx = &g_ctx,
+	.args = {.scope = &g_ctx.base.scope, .comm = &g_ctx.comm, .notes = notes},
+	.setup = setup,
+	.conf = {&g_ctx.base, &g_ctx.cur, sizeof(g_ctx.cur), offsetof(struct si_conf, subprobes), check_conf, NULL},
+	.period_s = &g_ctx.cur.period_s,
+	.report = report,
+	.teardown = teardown,
+};

@@ -92,15 +92,6 @@ static int check_conf(void *data, void *next, const struct gg_ctrl_msg *msg)
 	return 0;
 }
 
-static void applied(void *data, uint64_t version, const struct gg_ctrl_msg *msg)
-{
-	struct tp_ctx *ctx = data;
-
-	(void)version;
-	(void)msg;
-	ctx->configured = 1;
-}
-
 /* After "report period P s, sub-probes a,b" in the started and configuration lines. */
 static void describe(void *arg, char *buf, size_t len)
 {
@@ -242,28 +233,25 @@ static void teardown(void *arg)
 	tp_report_free(ctx);
 }
 
-int main(int argc, char **argv)
-{
-	static struct tp_ctx ctx;
-	const struct probe_runner r = {
-		.contract = CONTRACT,
-		.ctx = &ctx,
-		.args = {.scope = &ctx.base.scope,
-			 .comm = &ctx.comm,
-			 .bpf_stats = &ctx.bpf_stats,
-			 .own = own,
-			 .nown = sizeof(own) / sizeof(own[0]),
-			 .own_cb = own_option,
-			 .notes = notes},
-		.setup = setup,
-		.conf = {&ctx.base, &ctx.cur, sizeof(ctx.cur), offsetof(struct tp_conf, subs), check_conf, applied},
-		.apply = apply,
-		.period_s = &ctx.cur.period_s,
-		.describe = describe,
-		.report = report,
-		.first_config_wait_ms = FIRST_CONFIG_WAIT_MS,
-		.teardown = teardown,
-	};
+/* The probe: probes/lib/probe_main.c runs it (probe_runner.h). */
+static struct tp_ctx g_ctx;
 
-	return probe_runner__main(&r, argc, argv);
-}
+const struct probe_runner gg_probe_runner = {
+	.contract = CONTRACT,
+	.ctx = &g_ctx,
+	.args = {.scope = &g_ctx.base.scope,
+		 .comm = &g_ctx.comm,
+		 .bpf_stats = &g_ctx.bpf_stats,
+		 .own = own,
+		 .nown = sizeof(own) / sizeof(own[0]),
+		 .own_cb = own_option,
+		 .notes = notes},
+	.setup = setup,
+	.conf = {&g_ctx.base, &g_ctx.cur, sizeof(g_ctx.cur), offsetof(struct tp_conf, subs), check_conf, NULL},
+	.apply = apply,
+	.period_s = &g_ctx.cur.period_s,
+	.describe = describe,
+	.report = report,
+	.first_config_wait_ms = FIRST_CONFIG_WAIT_MS,
+	.teardown = teardown,
+};

@@ -50,7 +50,6 @@ struct tp_ctx {
 	const char *comm;	   /* --comm: processes with this name are rescanned into the scope every period */
 	struct gg_scope applied;   /* what the kernel filters on now */
 	int scope_dirty;	   /* the kernel's scope must be re-applied */
-	int configured;		   /* a live configuration was applied */
 	unsigned int applied_subs; /* the sub-probes whose programs are attached */
 	/* report state */
 	uint32_t *keys;

@@ -75,7 +75,7 @@ struct tp_ctx {
 	struct gg_scope base_scope, scope;
 	const char *comm; /* --comm */
 	int live_scope;
-	int apply_pending, config_seen, bpf_stats;
+	int bpf_stats;
 	struct tprofiling *skel;
 	struct ring_buffer *rb;
 	struct gg_bpf_hook hooks[MAX_HOOKS];
@@ -722,8 +722,6 @@ static void applied(void *data, uint64_t version, const struct gg_ctrl_msg *msg)
 		apply_scope(ctx, msg->has_scope ? &msg->scope : &ctx->base_scope);
 	else /* the first configuration, before the load (setup applies it) */
 		ctx->scope = msg->has_scope ? msg->scope : ctx->base_scope;
-	ctx->apply_pending = 1;
-	ctx->config_seen = 1;
 }
 
 /* What a configuration asked for, in the loop: the knobs, then the programs attached or detached. */
@@ -731,9 +729,6 @@ static void apply(void *arg)
 {
 	struct tp_ctx *ctx = arg;
 
-	if (!ctx->apply_pending)
-		return;
-	ctx->apply_pending = 0;
 	ctx->skel->data->min_exec_ns = (uint64_t)ctx->cur.min_exec_us * 1000u;
 	ctx->skel->data->want_stack = ctx->cur.func_stack != 0;
 	ctx->skel->bss->sc_on = ctx->cur.subprobes & TP_SP_SYSCALLS;
@@ -779,7 +774,7 @@ static int setup(void *arg, struct probe_rt *rt)
 
 	/* under the supervisor the first configuration brings the scope and syscall_hooks (which programs
 	 * are loaded): nothing is loaded or attached before it */
-	(void)probe_rt__wait_first_config(rt, &ctx->config_seen, FIRST_CONFIG_WAIT_MS);
+	(void)probe_runner__wait_first_config(FIRST_CONFIG_WAIT_MS);
 	gg_bpf_begin();
 	ctx->skel = tprofiling__open();
 	if (!ctx->skel)
@@ -807,7 +802,6 @@ static int setup(void *arg, struct probe_rt *rt)
 	build_hooks(ctx);
 	apply_scope(ctx, &ctx->scope);
 	rescan_comm(ctx);
-	ctx->apply_pending = 1;
 	apply(ctx);
 	gg_bpf_setup_done();
 	return 0;
@@ -849,24 +843,20 @@ static void teardown(void *arg)
 	free(ctx->trace_buf);
 }
 
-int main(int argc, char **argv)
-{
-	static struct tp_ctx ctx;
-	const struct probe_runner r = {
-		.contract = CONTRACT,
-		.ctx = &ctx,
-		.args = {.scope = &ctx.base_scope, .comm = &ctx.comm, .bpf_stats = &ctx.bpf_stats, .notes = notes},
-		.setup = setup,
-		.conf = {&ctx.base, &ctx.cur, sizeof(ctx.cur), offsetof(struct tp_conf, subprobes), check_conf,
-			 applied},
-		.apply = apply,
-		.period_s = &ctx.cur.period_s,
-		.report = report,
-		.tick = tick,
-		.describe = describe,
-		.stop = stop,
-		.teardown = teardown,
-	};
+/* The probe: probes/lib/probe_main.c runs it (probe_runner.h). */
+static struct tp_ctx g_ctx;
 
-	return probe_runner__main(&r, argc, argv);
-}
+const struct probe_runner gg_probe_runner = {
+	.contract = CONTRACT,
+	.ctx = &g_ctx,
+	.args = {.scope = &g_ctx.base_scope, .comm = &g_ctx.comm, .bpf_stats = &g_ctx.bpf_stats, .notes = notes},
+	.setup = setup,
+	.conf = {&g_ctx.base, &g_ctx.cur, sizeof(g_ctx.cur), offsetof(struct tp_conf, subprobes), check_conf, applied},
+	.apply_conf = apply,
+	.period_s = &g_ctx.cur.period_s,
+	.report = report,
+	.tick = tick,
+	.describe = describe,
+	.stop = stop,
+	.teardown = teardown,
+};

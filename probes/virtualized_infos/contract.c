@@ -12,13 +12,7 @@ static const struct gg_param_spec params[] = {
 };
 /* clang-format on */
 
-/* Seed 000 gives virt no sub-probes and no monitoring targets ("NA"): no GG_CONTRACT (its sizeof needs a
- * non-empty sub-probe list). */
-const struct gg_contract gg_contract_virtualized_infos = {
-	.rest_name = "virt",
-	.bin = "virtualized_infos",
-	.summary = "qemu processes of the host and their guests' names and uuids (command line, libvirt's run "
-		   "directory)",
-	.params = params,
-	.nparams = sizeof(params) / sizeof(params[0]),
-};
+/* Seed 000 gives virt no sub-probes and no monitoring targets ("NA"). */
+GG_CONTRACT_NOSUB(
+	virtualized_infos, "virt", 0,
+	"qemu processes of the host and their guests' names and uuids (command line, libvirt's run directory)");

@@ -1,5 +1,6 @@
 /* test_probe_runner.c - the shared probe main() (probes/lib/probe_runner.c): the order of its hooks,
- * its exit statuses, the contract's defaults and the command line, the report and tick loop. */
+ * its exit statuses, the contract's defaults and the command line, the report and tick loop, the live
+ * configuration by conf (over a real control socket). */
 #include <errno.h>
 #include <setjmp.h>
 #include <stdarg.h>
@@ -8,9 +9,11 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include <cmocka.h>
 
+#include "ipc.h"
 #include "probe_runner.h"
 
 struct t_conf {
@@ -38,6 +41,15 @@ struct t_ctx {
 	int fail_setup, fail_check;
 	unsigned int reports, ticks, stop_after;
 	unsigned int own_seen;
+	/* the live configuration test (conf_*) */
+	struct t_conf cur;
+	struct ipc_ctrl_pub *ctrl;
+	unsigned int step;     /* index into conf_steps: the message sent on every tick until seen */
+	unsigned int checks;   /* check calls */
+	struct t_conf checked; /* what check was given, last */
+	uint64_t applied_version;
+	unsigned int napplied, napply_conf, configured_in_apply;
+	struct t_conf seen[4]; /* cur at each conf_steps[i] seen */
 };
 
 static void mark(struct t_ctx *c, char ch)
@@ -144,6 +156,76 @@ static struct probe_runner runner(struct t_ctx *c)
 	return r;
 }
 
+/* The live configurations conf_tick sends, in order, each as version i + 1 until the runner has taken
+ * it (applied) or check has refused it, and cur then (the command line is -t 3 -T 250, sub-probe t_a
+ * by default). */
+static const struct {
+	const char *json;
+	struct t_conf cur; /* period_s, thr, subprobes */
+} conf_steps[] = {
+	/* sub-probes and latency_thr from the message, the period from the command line */
+	{"{\"probe\": [\"t_b\"], \"params\": {\"latency_thr\": 500}}", {3, 500, 0x2}},
+	/* stateless: what the message leaves out is the command line's again (sub-probes, latency_thr) */
+	{"{\"params\": {\"report_period\": 7}}", {7, 250, 0x1}},
+	/* check refuses it (conf_check): cur is still the previous one */
+	{"{\"probe\": [\"t_a\", \"t_b\"], \"params\": {\"latency_thr\": 999}}", {7, 250, 0x1}},
+	{"{\"probe\": [\"t_a\", \"t_b\"], \"params\": {\"report_period\": 9}}", {9, 250, 0x3}},
+};
+#define NCONF_STEPS (sizeof(conf_steps) / sizeof(conf_steps[0]))
+
+static int conf_check(void *arg, void *next, const struct gg_ctrl_msg *msg)
+{
+	struct t_ctx *c = arg;
+	const struct t_conf *n = next;
+
+	(void)msg;
+	c->checks++;
+	c->checked = *n;
+	if (n->thr == 999) { /* refused: cur keeps the previous one */
+		c->seen[c->step] = c->cur;
+		c->step++;
+		return -EINVAL;
+	}
+	return 0;
+}
+
+static void conf_applied(void *arg, uint64_t version, const struct gg_ctrl_msg *msg)
+{
+	struct t_ctx *c = arg;
+
+	(void)msg;
+	c->applied_version = version;
+	c->napplied++;
+	if (c->step < NCONF_STEPS && version == c->step + 1) {
+		c->seen[c->step] = c->cur;
+		c->step++;
+	}
+}
+
+/* In the loop, after applied: what came is in cur, and the runner counts it as configured. */
+static void conf_apply_conf(void *arg)
+{
+	struct t_ctx *c = arg;
+
+	c->napply_conf++;
+	c->configured_in_apply += probe_runner__configured();
+}
+
+static unsigned int conf_tick(void *arg)
+{
+	struct t_ctx *c = arg;
+	const char *json;
+
+	if (c->step >= NCONF_STEPS || ++c->ticks >= 1000) { /* all seen, or 10 s */
+		probe_rt__stop(c->rt);
+		return 10;
+	}
+	json = conf_steps[c->step].json;
+	/* pub/sub is lossy until the probe's side is connected: resent until seen */
+	assert_int_equal(ipc_ctrl_pub__send(c->ctrl, "t", c->step + 1, json, strlen(json)), 0);
+	return 10;
+}
+
 static int run(const struct probe_runner *r, int argc, const char *const *args)
 {
 	char *argv[8];
@@ -235,12 +317,56 @@ static void test_ticks_between_reports(void **state)
 	assert_int_equal(c.ticks, 50);
 }
 
+static void test_live_conf(void **state)
+{
+	static struct t_ctx c;
+	struct probe_runner r = runner(&c);
+	const char *argv[] = {"t_probe", "-t", "3", "-T", "250"};
+	char url[96];
+
+	(void)state;
+	snprintf(url, sizeof(url), "ipc:///tmp/gg-test-runner-%d.ctrl", (int)getpid());
+	c.ctrl = ipc_ctrl_pub__new(url);
+	assert_non_null(c.ctrl);
+	assert_int_equal(setenv("GALA_GOPHER_CTRL_URL", url, 1), 0);
+	r.args.conf = NULL;
+	r.args.subprobes = NULL; /* both from conf */
+	r.conf = (struct probe_runner_conf){&c.base,	&c.cur,	     sizeof(c.cur), offsetof(struct t_conf, subprobes),
+					    conf_check, conf_applied};
+	r.period_s = &c.cur.period_s;
+	r.report = NULL;
+	r.apply = NULL;
+	r.tick = conf_tick;
+	r.apply_conf = conf_apply_conf;
+	assert_int_equal(run(&r, 5, argv), 0);
+	unsetenv("GALA_GOPHER_CTRL_URL");
+	ipc_ctrl_pub__free(c.ctrl);
+
+	assert_int_equal(c.step, NCONF_STEPS);
+	/* the command line's, with the contract's default sub-probes, stays the base */
+	assert_int_equal(c.base.period_s, 3);
+	assert_int_equal(c.base.thr, 250);
+	assert_int_equal(c.base.subprobes, 0x1);
+	for (size_t i = 0; i < NCONF_STEPS; i++)
+		assert_memory_equal(&c.seen[i], &conf_steps[i].cur, sizeof(c.cur));
+	/* the last, applied after a refusal: check saw it first */
+	assert_int_equal(c.checked.period_s, 9);
+	assert_int_equal(c.checked.thr, 250);
+	assert_int_equal(c.applied_version, 4);
+	assert_true(c.checks >= NCONF_STEPS);
+	assert_memory_equal(&c.cur, &c.seen[3], sizeof(c.cur));
+	/* apply_conf in the loop after each of the three applied (a resent copy may be applied again) */
+	assert_in_range(c.napply_conf, 3, c.napplied);
+	assert_int_equal(c.configured_in_apply, c.napply_conf);
+	assert_int_equal(probe_runner__configured(), 0); /* the runner's state ends with it */
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_defaults_options_and_order), cmocka_unit_test(test_help_and_bad_options),
 		cmocka_unit_test(test_check_and_setup_failures),   cmocka_unit_test(test_ticks_only),
-		cmocka_unit_test(test_ticks_between_reports),
+		cmocka_unit_test(test_ticks_between_reports),	   cmocka_unit_test(test_live_conf),
 	};
 
 	unsetenv("GALA_GOPHER_DATA_URL");
