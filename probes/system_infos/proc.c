@@ -114,17 +114,10 @@ static struct si_proc_row *proc_row(struct si_proc *p, int pid, uint64_t startti
 		}
 		return r;
 	}
-	if (p->nrows >= SI_PROC_TRACK_MAX)
+	r = si_grow(p->rows, p->nrows + 1, &p->cap, sizeof(*r), 64, SI_PROC_TRACK_MAX);
+	if (!r)
 		return NULL;
-	if (p->nrows == p->cap) {
-		unsigned int cap = p->cap ? p->cap * 2 : 64;
-		struct si_proc_row *rows = realloc(p->rows, cap * sizeof(*rows));
-
-		if (!rows)
-			return NULL;
-		p->rows = rows;
-		p->cap = cap;
-	}
+	p->rows = r;
 	memmove(&p->rows[lo + 1], &p->rows[lo], (p->nrows - lo) * sizeof(*r));
 	p->nrows++;
 	r = &p->rows[lo];
@@ -326,16 +319,10 @@ static int report_top(struct si_proc *p, struct probe_rt *rt, DIR *d, uint64_t n
 			continue;
 		if (sample(p, (int)pid, now, &st, &cpu))
 			continue;
-		if (p->ncands == p->cands_cap) {
-			unsigned int cap = p->cands_cap ? p->cands_cap * 2 : 256;
-			struct si_proc_cand *cs =
-				cap <= SI_PROC_TRACK_MAX ? realloc(p->cands, cap * sizeof(*cs)) : NULL;
-
-			if (!cs)
-				break;
-			p->cands = cs;
-			p->cands_cap = cap;
-		}
+		c = si_grow(p->cands, p->ncands + 1, &p->cands_cap, sizeof(*c), 256, SI_PROC_TRACK_MAX);
+		if (!c)
+			break;
+		p->cands = c;
 		c = &p->cands[p->ncands++];
 		c->pid = (int)pid;
 		c->cpu_util = cpu;

@@ -89,25 +89,39 @@ struct si_counter_row {
 struct si_counter_rows {
 	struct si_counter_row *rows;
 	unsigned int nrows, cap;
+	struct probe_buf buf; /* the table's text */
+	unsigned int skipped; /* devices beyond the limit in the last read */
+	int warned;
 };
 
-/* The row named name[0..len), added (zeroed) if new; NULL when max rows are kept or the name is too long. */
-struct si_counter_row *si_counter_rows__get(struct si_counter_rows *t, const char *name, size_t len, unsigned int max);
-/* A read starts: every row is unseen until si_counter_row__set finds it again. */
-void si_counter_rows__begin(struct si_counter_rows *t);
-/* The row's counters are now v[0..n) (n <= SI_COUNTERS_MAX), sampled at now_ms; the last ones become prev. */
-void si_counter_row__set(struct si_counter_row *r, const uint64_t *v, unsigned int n, uint64_t now_ms);
-/* The read is over: forget the rows it did not see, so a new device with the same name starts afresh. */
-void si_counter_rows__end(struct si_counter_rows *t);
+/* Parse one read of the table (text[0..len), sampled at now_ms) with si_counter_rows__put; returns how
+ * many devices it left out. */
+typedef unsigned int (*si_counter_parse_fn)(void *ctx, struct si_counter_rows *t, const char *text, size_t len,
+					    uint64_t now_ms);
+
+/* Parse one read of the table, text[0..len) sampled at now_ms: rows not put again are forgotten. Returns
+ * how many devices were left out. */
+unsigned int si_counter_rows__parse(struct si_counter_rows *t, si_counter_parse_fn parse, void *ctx, const char *text,
+				    size_t len, uint64_t now_ms);
+/* One read of the table at path: parse it (rows not put again are forgotten, so a new device with the
+ * same name starts afresh); a read failure is logged once, devices beyond max (what: "interfaces") of
+ * sub-probe sub when their count changes. 0 or -errno. */
+int si_counter_rows__sample(struct si_counter_rows *t, const char *path, si_counter_parse_fn parse, void *ctx,
+			    const char *sub, const char *what, unsigned int max);
+/* The counters of device name[0..len) are now v[0..n) (n <= SI_COUNTERS_MAX), sampled at now_ms; the
+ * last ones become prev (a name put twice in one read keeps the first). -ENOSPC when the row cannot be
+ * kept (max rows kept, a name too long, no memory). */
+int si_counter_rows__put(struct si_counter_rows *t, const char *name, size_t len, unsigned int max, const uint64_t *v,
+			 unsigned int n, uint64_t now_ms);
+/* emit(rt, row) for each row named dev_filter (each row when dev_filter is NULL or ""). */
+void si_counter_rows__each(const struct si_counter_rows *t, const char *dev_filter,
+			   void (*emit)(struct probe_rt *rt, const struct si_counter_row *r), struct probe_rt *rt);
 void si_counter_rows__free(struct si_counter_rows *t);
 
 /* The nic sub-probe: per-interface counters (the 16 /proc/net/dev columns), rates between periods, link
  * speed and state. */
 struct si_nic {
 	struct si_counter_rows tab;
-	struct probe_buf dev;
-	unsigned int skipped; /* interfaces beyond SI_NIC_MAX in the last read */
-	int warned;
 };
 
 int si_nic__sample(struct si_nic *n);
@@ -130,9 +144,6 @@ void si_net__free(struct si_net *n);
  * in_flight, io_ms, weighted_ms. */
 struct si_disk {
 	struct si_counter_rows tab;
-	struct probe_buf stats;
-	unsigned int skipped;
-	int warned;
 	const char *sys_block; /* where whole disks are listed (NULL: /sys/block; tests use fixtures) */
 };
 
@@ -225,6 +236,11 @@ int si_read_proc(const char *path, struct probe_buf *b, int *warned);
 /* Log that skipped devices (what: "interfaces") of sub-probe sub are beyond max, when that count
  * changes; *last keeps the count. */
 void si_note_skipped(unsigned int *last, unsigned int skipped, const char *sub, const char *what, unsigned int max);
+
+/* arr (room for *cap elements of size bytes) with room for need: the room doubles from first, never
+ * beyond max elements. Returns the array (arr itself when it has room; *cap updated), or NULL (arr kept)
+ * when need is beyond max or memory is short. The new room is not zeroed. */
+void *si_grow(void *arr, unsigned int need, unsigned int *cap, size_t size, unsigned int first, unsigned int max);
 
 /* Percent part/whole rounded to two decimals, 0 when whole is 0. */
 double si_percent(double part, double whole);

@@ -56,6 +56,24 @@ int si_read_proc(const char *path, struct probe_buf *b, int *warned)
 	return err;
 }
 
+void *si_grow(void *arr, unsigned int need, unsigned int *cap, size_t size, unsigned int first, unsigned int max)
+{
+	unsigned int c = *cap ? *cap : first;
+	void *p;
+
+	if (need <= *cap)
+		return arr;
+	if (need > max || c == 0)
+		return NULL;
+	while (c < need)
+		c = c > max / 2 ? max : c * 2;
+	p = realloc(arr, (size_t)c * size);
+	if (!p)
+		return NULL;
+	*cap = c;
+	return p;
+}
+
 void si_note_skipped(unsigned int *last, unsigned int skipped, const char *sub, const char *what, unsigned int max)
 {
 	if (skipped && skipped != *last)
@@ -63,55 +81,85 @@ void si_note_skipped(unsigned int *last, unsigned int skipped, const char *sub, 
 	*last = skipped;
 }
 
-struct si_counter_row *si_counter_rows__get(struct si_counter_rows *t, const char *name, size_t len, unsigned int max)
+/* The row named name[0..len), added (zeroed) if new; NULL when max rows are kept or the name is too long. */
+static struct si_counter_row *row_get(struct si_counter_rows *t, const char *name, size_t len, unsigned int max)
 {
+	struct si_counter_row *rows;
+
 	for (unsigned int i = 0; i < t->nrows; i++)
 		if (strlen(t->rows[i].name) == len && !memcmp(t->rows[i].name, name, len))
 			return &t->rows[i];
-	if (t->nrows >= max || len >= sizeof(t->rows[0].name))
+	if (len >= sizeof(t->rows[0].name))
 		return NULL;
-	if (t->nrows == t->cap) {
-		unsigned int cap = t->cap ? t->cap * 2 : 16;
-		struct si_counter_row *rows = realloc(t->rows, cap * sizeof(*rows));
-
-		if (!rows)
-			return NULL;
-		t->rows = rows;
-		t->cap = cap;
-	}
+	rows = si_grow(t->rows, t->nrows + 1, &t->cap, sizeof(*rows), 16, max);
+	if (!rows)
+		return NULL;
+	t->rows = rows;
 	memset(&t->rows[t->nrows], 0, sizeof(t->rows[0]));
 	memcpy(t->rows[t->nrows].name, name, len);
 	return &t->rows[t->nrows++];
 }
 
-void si_counter_rows__begin(struct si_counter_rows *t)
+int si_counter_rows__put(struct si_counter_rows *t, const char *name, size_t len, unsigned int max, const uint64_t *v,
+			 unsigned int n, uint64_t now_ms)
 {
-	for (unsigned int i = 0; i < t->nrows; i++)
-		t->rows[i].seen = 0;
-}
+	struct si_counter_row *r = row_get(t, name, len, max);
 
-void si_counter_row__set(struct si_counter_row *r, const uint64_t *v, unsigned int n, uint64_t now_ms)
-{
+	if (!r)
+		return -ENOSPC;
+	if (r->seen) /* the same name twice in one read cannot happen; keep the first */
+		return 0;
 	r->have_prev = r->cur_ms != 0;
 	memcpy(r->prev, r->cur, sizeof(r->prev));
 	r->prev_ms = r->cur_ms;
 	memcpy(r->cur, v, (n < SI_COUNTERS_MAX ? n : SI_COUNTERS_MAX) * sizeof(r->cur[0]));
 	r->cur_ms = now_ms;
 	r->seen = 1;
+	return 0;
 }
 
-void si_counter_rows__end(struct si_counter_rows *t)
+unsigned int si_counter_rows__parse(struct si_counter_rows *t, si_counter_parse_fn parse, void *ctx, const char *text,
+				    size_t len, uint64_t now_ms)
 {
+	unsigned int skipped;
+
+	for (unsigned int i = 0; i < t->nrows; i++)
+		t->rows[i].seen = 0;
+	skipped = parse(ctx, t, text, len, now_ms);
+	/* Forget devices that went away, so a new one with the same name starts afresh. */
 	for (unsigned int i = 0; i < t->nrows;) {
 		if (!t->rows[i].seen)
 			t->rows[i] = t->rows[--t->nrows];
 		else
 			i++;
 	}
+	return skipped;
+}
+
+int si_counter_rows__sample(struct si_counter_rows *t, const char *path, si_counter_parse_fn parse, void *ctx,
+			    const char *sub, const char *what, unsigned int max)
+{
+	unsigned int skipped;
+	int err = si_read_proc(path, &t->buf, &t->warned);
+
+	if (err)
+		return err;
+	skipped = si_counter_rows__parse(t, parse, ctx, t->buf.data, t->buf.len, probe_now_mono_ms());
+	si_note_skipped(&t->skipped, skipped, sub, what, max);
+	return 0;
+}
+
+void si_counter_rows__each(const struct si_counter_rows *t, const char *dev_filter,
+			   void (*emit)(struct probe_rt *rt, const struct si_counter_row *r), struct probe_rt *rt)
+{
+	for (unsigned int i = 0; i < t->nrows; i++)
+		if (!dev_filter || !dev_filter[0] || !strcmp(dev_filter, t->rows[i].name))
+			emit(rt, &t->rows[i]);
 }
 
 void si_counter_rows__free(struct si_counter_rows *t)
 {
 	free(t->rows);
+	probe_buf__free(&t->buf);
 	memset(t, 0, sizeof(*t));
 }

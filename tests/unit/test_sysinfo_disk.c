@@ -34,7 +34,7 @@ static int teardown(void **state)
 static unsigned int parse(struct si_disk *d, const char *text, uint64_t now)
 {
 	d->sys_block = sysblock;
-	return disk_parse(d, text, strlen(text), now);
+	return si_counter_rows__parse(&d->tab, disk_parse, d, text, strlen(text), now);
 }
 
 static void test_rates(void **state)

@@ -19,7 +19,7 @@
 
 static unsigned int parse(struct si_nic *n, const char *text, uint64_t now)
 {
-	return nic_parse(n, text, strlen(text), now);
+	return si_counter_rows__parse(&n->tab, nic_parse, NULL, text, strlen(text), now);
 }
 
 static void test_rates(void **state)
