@@ -399,7 +399,7 @@ static long kafka_parse_resp(struct l7_session *s, const uint8_t *p, size_t n, u
 	return (long)(4 + take);
 }
 
-static long kafka_parse(struct l7_session *s, enum l7_flow flow, const uint8_t *p, size_t n, uint64_t start_ts)
+long l7__kafka_parse(struct l7_session *s, enum l7_flow flow, const uint8_t *p, size_t n, uint64_t start_ts)
 {
 	return flow == L7_FLOW_REQ ? kafka_parse_req(s, p, n, start_ts) : kafka_parse_resp(s, p, n, start_ts);
 }
@@ -427,9 +427,3 @@ bool l7__kafka_infer(const uint8_t *p, size_t n, enum l7_flow *ret_flow)
 	*ret_flow = L7_FLOW_REQ;
 	return true;
 }
-
-const struct l7_proto_ops l7_kafka_ops = {
-	.parse = kafka_parse,
-	.match_by_id = true,
-	.evict_oldest = true,
-};

@@ -404,7 +404,7 @@ static long my_parse_resp(struct l7_session *s, const uint8_t *p, size_t n, uint
 	return 4;
 }
 
-static long my_parse(struct l7_session *s, enum l7_flow flow, const uint8_t *p, size_t n, uint64_t start_ts)
+long l7__mysql_parse(struct l7_session *s, enum l7_flow flow, const uint8_t *p, size_t n, uint64_t start_ts)
 {
 	return flow == L7_FLOW_REQ ? my_parse_req(s, p, n, start_ts) : my_parse_resp(s, p, n, start_ts);
 }
@@ -468,7 +468,3 @@ bool l7__mysql_infer(const uint8_t *p, size_t n, enum l7_flow *ret_flow)
 	}
 	return false;
 }
-
-const struct l7_proto_ops l7_mysql_ops = {
-	.parse = my_parse,
-};

@@ -222,7 +222,7 @@ static long pg_parse_resp(struct l7_session *s, const uint8_t *p, size_t n, uint
 	return 5;
 }
 
-static long pg_parse(struct l7_session *s, enum l7_flow flow, const uint8_t *p, size_t n, uint64_t start_ts)
+long l7__pgsql_parse(struct l7_session *s, enum l7_flow flow, const uint8_t *p, size_t n, uint64_t start_ts)
 {
 	return flow == L7_FLOW_REQ ? pg_parse_req(s, p, n, start_ts) : pg_parse_resp(s, p, n, start_ts);
 }
@@ -282,7 +282,3 @@ bool l7__pgsql_infer(const uint8_t *p, size_t n, enum l7_flow *ret_flow)
 	}
 	return false;
 }
-
-const struct l7_proto_ops l7_pgsql_ops = {
-	.parse = pg_parse,
-};
