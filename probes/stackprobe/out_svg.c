@@ -56,22 +56,18 @@ int sp_folded__parse(char *buf, size_t len, struct fline **ret, size_t *ret_n)
 		*eol = '\0';
 		sp = strrchr(p, ' ');
 		if (sp && sp > p) {
+			struct fline *nv;
 			char *e;
 
 			val = strtoull(sp + 1, &e, 10);
 			if (*e == '\0' && val > 0) {
 				*sp = '\0';
-				if (n == cap) {
-					size_t ncap = cap ? cap * 2 : 256;
-					struct fline *nv = realloc(v, ncap * sizeof(*nv));
-
-					if (!nv) {
-						free(v);
-						return -ENOMEM;
-					}
-					v = nv;
-					cap = ncap;
+				nv = sp_grow(v, n, &cap, sizeof(*nv), 256);
+				if (!nv) {
+					free(v);
+					return -ENOMEM;
 				}
+				v = nv;
 				v[n++] = (struct fline){.stack = p, .value = val};
 			}
 		}
@@ -84,15 +80,11 @@ int sp_folded__parse(char *buf, size_t len, struct fline **ret, size_t *ret_n)
 
 static int push_node(struct fnodes *ns, const char *name, size_t len, unsigned int depth, uint64_t x0, uint64_t x1)
 {
-	if (ns->n == ns->cap) {
-		size_t cap = ns->cap ? ns->cap * 2 : 1024;
-		struct fnode *p = realloc(ns->v, cap * sizeof(*p));
+	struct fnode *v = sp_grow(ns->v, ns->n, &ns->cap, sizeof(*v), 1024);
 
-		if (!p)
-			return -ENOMEM;
-		ns->v = p;
-		ns->cap = cap;
-	}
+	if (!v)
+		return -ENOMEM;
+	ns->v = v;
 	ns->v[ns->n++] = (struct fnode){.name = name, .name_len = len, .depth = depth, .x0 = x0, .x1 = x1};
 	return 0;
 }
@@ -170,6 +162,11 @@ static size_t utf8_len(const unsigned char *s, size_t n)
 	return need;
 }
 
+/* The markup characters and their entities. */
+static const char *const xml_entities[256] = {
+	['&'] = "&amp;", ['<'] = "&lt;", ['>'] = "&gt;", ['"'] = "&quot;", ['\''] = "&apos;",
+};
+
 /* XML text: markup characters escaped, invalid UTF-8 bytes as '?' (an SVG must be well formed). */
 static void xml_escape(FILE *f, const char *s, size_t len)
 {
@@ -186,25 +183,10 @@ static void xml_escape(FILE *f, const char *s, size_t len)
 			i += l;
 			continue;
 		}
-		switch (s[i]) {
-		case '&':
-			fputs("&amp;", f);
-			break;
-		case '<':
-			fputs("&lt;", f);
-			break;
-		case '>':
-			fputs("&gt;", f);
-			break;
-		case '"':
-			fputs("&quot;", f);
-			break;
-		case '\'':
-			fputs("&apos;", f);
-			break;
-		default:
+		if (xml_entities[(unsigned char)s[i]])
+			fputs(xml_entities[(unsigned char)s[i]], f);
+		else
 			fputc((unsigned char)s[i] < 0x20 ? ' ' : s[i], f);
-		}
 		i++;
 	}
 }

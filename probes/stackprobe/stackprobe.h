@@ -17,6 +17,22 @@
 
 #define SP_SERVER_MAX 256u
 
+/* ---- output buffers (util.c) ------------------------------------------------------------------------- */
+
+/* A growable output buffer (text or bytes); the first error sticks. */
+struct sp_buf {
+	char *s;
+	size_t len, cap;
+	int err;
+};
+
+/* arr (room for *cap elements of size bytes) with room for element n: the room doubles from first.
+ * Returns the array (arr itself when it has room; *cap updated), or NULL (arr kept) when memory is short. */
+void *sp_grow(void *arr, size_t n, size_t *cap, size_t size, size_t first);
+
+/* Room for more bytes and a NUL after them; on failure b->err becomes -ENOMEM (and stays). */
+void sp_buf__reserve(struct sp_buf *b, size_t more);
+
 /* ---- configuration -------------------------------------------------------------------------------- */
 
 /* What the probe does; argv gives the baseline, a live configuration overrides it. */

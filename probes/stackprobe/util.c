@@ -1,4 +1,4 @@
-/* util.c - small file helpers for stackprobe's writers (in confined directories: probe_outdir.h). */
+/* util.c - small helpers for stackprobe's writers: files in confined directories (probe_outdir.h), output buffers. */
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
@@ -31,19 +31,14 @@ void sp_dir_trim(int dfd, const char *suffix, unsigned int max)
 	}
 	while ((de = readdir(d))) {
 		size_t l = strlen(de->d_name);
-		char *s;
+		char **nv, *s;
 
 		if (l <= slen || strcmp(de->d_name + l - slen, suffix))
 			continue;
-		if (n == cap) {
-			size_t ncap = cap ? cap * 2 : 64;
-			char **nv = realloc(names, ncap * sizeof(*nv));
-
-			if (!nv)
-				break;
-			names = nv;
-			cap = ncap;
-		}
+		nv = sp_grow(names, n, &cap, sizeof(*nv), 64);
+		if (!nv)
+			break;
+		names = nv;
 		s = strdup(de->d_name);
 		if (!s)
 			break;
@@ -58,4 +53,38 @@ void sp_dir_trim(int dfd, const char *suffix, unsigned int max)
 	for (size_t i = 0; i < n; i++)
 		free(names[i]);
 	free(names);
+}
+
+void sp_buf__reserve(struct sp_buf *b, size_t more)
+{
+	size_t cap;
+	char *p;
+
+	if (b->err || b->len + more + 1 <= b->cap)
+		return;
+	cap = b->cap ? b->cap : 1024;
+	while (cap < b->len + more + 1)
+		cap *= 2;
+	p = realloc(b->s, cap);
+	if (!p) {
+		b->err = -ENOMEM;
+		return;
+	}
+	b->s = p;
+	b->cap = cap;
+}
+
+void *sp_grow(void *arr, size_t n, size_t *cap, size_t size, size_t first)
+{
+	size_t c = *cap ? *cap : first;
+	void *p;
+
+	if (n < *cap)
+		return arr;
+	while (c <= n)
+		c *= 2;
+	p = realloc(arr, c * size);
+	if (p)
+		*cap = c;
+	return p;
 }
