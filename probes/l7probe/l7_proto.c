@@ -18,15 +18,18 @@ static const char *const l7_names[L7_PROTO__COUNT] = {
 /* Each protocol's parser and how its requests and responses are paired (L7_PROTO_UNKNOWN: none). */
 static const struct l7_proto_ops l7_ops[L7_PROTO__COUNT] = {
 	[L7_PROTO_HTTP] = {.parse = l7__http_parse},
-	[L7_PROTO_PGSQL] = {.parse = l7__pgsql_parse},
-	[L7_PROTO_MYSQL] = {.parse = l7__mysql_parse},
+	[L7_PROTO_PGSQL] = {.parse_req = l7__pgsql_parse_req, .parse_resp = l7__pgsql_parse_resp},
+	[L7_PROTO_MYSQL] = {.parse_req = l7__mysql_parse_req, .parse_resp = l7__mysql_parse_resp},
 	[L7_PROTO_REDIS] = {.parse = l7__redis_parse},
 	/* request ids; unanswered datagrams are the ones to drop */
 	[L7_PROTO_DNS] = {.parse = l7__dns_parse,
 			  .datagram = l7__dns_datagram,
 			  .match_by_id = true,
 			  .evict_oldest = true},
-	[L7_PROTO_KAFKA] = {.parse = l7__kafka_parse, .match_by_id = true, .evict_oldest = true},
+	[L7_PROTO_KAFKA] = {.parse_req = l7__kafka_parse_req,
+			    .parse_resp = l7__kafka_parse_resp,
+			    .match_by_id = true,
+			    .evict_oldest = true},
 	[L7_PROTO_MONGO] = {.parse = l7__mongo_parse, .match_by_id = true, .evict_oldest = true},
 	[L7_PROTO_ROCKETMQ] = {.parse = l7__rocketmq_parse, .match_by_id = true, .evict_oldest = true},
 	/* streams: never the in-order end-of-response guess */
@@ -102,7 +105,7 @@ struct l7_session *l7_session__new(enum l7_proto proto, enum l7_transport transp
 {
 	struct l7_session *s;
 
-	if ((unsigned int)proto >= L7_PROTO__COUNT || !l7_ops[proto].parse ||
+	if ((unsigned int)proto >= L7_PROTO__COUNT || (!l7_ops[proto].parse && !l7_ops[proto].parse_req) ||
 	    (transport != L7_TRANSPORT_TCP && transport != L7_TRANSPORT_UDP) ||
 	    (transport == L7_TRANSPORT_UDP && !l7_ops[proto].datagram)) {
 		errno = EINVAL;
@@ -479,6 +482,14 @@ static int buf_reserve(struct l7_dir *d, size_t need)
 }
 
 /* Parse data[0..len) in direction flow. Returns false when the direction lost sync (rest dropped). */
+/* The protocol's parser for direction flow (struct l7_proto_ops.parse). */
+static long ops_parse(struct l7_session *s, enum l7_flow flow, const uint8_t *p, size_t n, uint64_t start_ts)
+{
+	if (s->ops->parse)
+		return s->ops->parse(s, flow, p, n, start_ts);
+	return flow == L7_FLOW_REQ ? s->ops->parse_req(s, p, n, start_ts) : s->ops->parse_resp(s, p, n, start_ts);
+}
+
 static bool feed_stream(struct l7_session *s, enum l7_flow flow, const uint8_t *data, size_t len, uint64_t ts, bool gap)
 {
 	struct l7_dir *d = &s->dir[flow];
@@ -514,7 +525,7 @@ static bool feed_stream(struct l7_session *s, enum l7_flow flow, const uint8_t *
 			}
 			memcpy(d->buf + old, data + pos, add);
 			s->gap_follows = gap && pos + add == len;
-			r = s->ops->parse(s, flow, d->buf, old + add, d->buf_ts);
+			r = ops_parse(s, flow, d->buf, old + add, d->buf_ts);
 			if (r < 0 || (r == 0 && old + add >= L7_BUF_MAX)) {
 				desync(s, flow);
 				return false;
@@ -543,7 +554,7 @@ static bool feed_stream(struct l7_session *s, enum l7_flow flow, const uint8_t *
 			continue;
 		}
 		s->gap_follows = gap;
-		r = s->ops->parse(s, flow, data + pos, len - pos, ts);
+		r = ops_parse(s, flow, data + pos, len - pos, ts);
 		if (r < 0 || (r == 0 && len - pos >= L7_BUF_MAX)) {
 			desync(s, flow);
 			return false;
