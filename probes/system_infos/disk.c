@@ -24,7 +24,7 @@ enum {
 };
 
 /* Whole disks have a /sys/block entry ('/' in a name is '!' there); partitions do not. */
-static int is_whole_disk(const struct si_disk *d, const char *name, size_t len)
+static int is_whole_disk(const struct si_counters *d, const char *name, size_t len)
 {
 	char path[512];
 	const char *dir = d->sys_block ? d->sys_block : "/sys/block";
@@ -38,10 +38,10 @@ static int is_whole_disk(const struct si_disk *d, const char *name, size_t len)
 	return access(path, F_OK) == 0;
 }
 
-/* A /proc/diskstats text sampled at now (ms) (si_counter_parse_fn); returns how many disks were left out. */
-static unsigned int disk_parse(void *ctx, struct si_counter_rows *t, const char *data, size_t len, uint64_t now)
+/* A /proc/diskstats text sampled at now (ms) (si_counter_kind.parse); returns how many disks were left
+ * out. */
+static unsigned int disk_parse(struct si_counters *d, const char *data, size_t len, uint64_t now)
 {
-	const struct si_disk *d = ctx;
 	const char *p = data, *end = data + len;
 	unsigned int skipped = 0;
 
@@ -72,15 +72,10 @@ static unsigned int disk_parse(void *ctx, struct si_counter_rows *t, const char 
 		/* Devices that never did IO (unused loop and ram devices) are noise. */
 		if (v[DS_READS] == 0 && v[DS_WRITES] == 0)
 			continue;
-		if (is_whole_disk(d, name, nlen) && si_counter_rows__put(t, name, nlen, SI_DISK_MAX, v, DS__COUNT, now))
+		if (is_whole_disk(d, name, nlen) && si_counters__put(d, name, nlen, v, DS__COUNT, now))
 			skipped++;
 	}
 	return skipped;
-}
-
-int si_disk__sample(struct si_disk *d)
-{
-	return si_counter_rows__sample(&d->tab, "/proc/diskstats", disk_parse, d, "disk", "devices", SI_DISK_MAX);
 }
 
 static uint64_t dlt(const struct si_counter_row *r, unsigned int col)
@@ -146,17 +141,4 @@ static void disk_emit(struct probe_rt *rt, const struct si_counter_row *r)
 	(void)probe_rt__emit(rt, &rec);
 }
 
-int si_disk__report(struct si_disk *d, struct probe_rt *rt, const char *dev_filter)
-{
-	int err = si_disk__sample(d);
-
-	if (!err)
-		si_counter_rows__each(&d->tab, dev_filter, disk_emit, rt);
-	return err;
-}
-
-void si_disk__free(struct si_disk *d)
-{
-	if (d) /* sys_block is not ours */
-		si_counter_rows__free(&d->tab);
-}
+const struct si_counter_kind si_disk_kind = {"/proc/diskstats", disk_parse, disk_emit, "disk", "devices", SI_DISK_MAX};

@@ -25,14 +25,13 @@ static const unsigned int nic_counters[] = {
 	ND_RX_BYTES, ND_RX_PACKETS, ND_RX_ERRS, ND_RX_DROP, ND_TX_BYTES, ND_TX_PACKETS, ND_TX_ERRS, ND_TX_DROP,
 };
 
-/* A /proc/net/dev text sampled at now (ms) (si_counter_parse_fn). Returns how many interfaces were left
+/* A /proc/net/dev text sampled at now (ms) (si_counter_kind.parse). Returns how many interfaces were left
  * out (beyond SI_NIC_MAX, or a name too long to keep). */
-static unsigned int nic_parse(void *ctx, struct si_counter_rows *t, const char *data, size_t len, uint64_t now)
+static unsigned int nic_parse(struct si_counters *c, const char *data, size_t len, uint64_t now)
 {
 	const char *p = data, *end = data + len;
 	unsigned int skipped = 0;
 
-	(void)ctx;
 	while (p < end) {
 		const char *eol = si_line_end(p, end);
 		const char *name = si_skip_blanks(p, eol);
@@ -51,15 +50,10 @@ static unsigned int nic_parse(void *ctx, struct si_counter_rows *t, const char *
 		}
 		if (k < 16)
 			continue;
-		if (si_counter_rows__put(t, name, (size_t)(colon - name), SI_NIC_MAX, v, 16, now))
+		if (si_counters__put(c, name, (size_t)(colon - name), v, 16, now))
 			skipped++;
 	}
 	return skipped;
-}
-
-int si_nic__sample(struct si_nic *n)
-{
-	return si_counter_rows__sample(&n->tab, "/proc/net/dev", nic_parse, NULL, "nic", "interfaces", SI_NIC_MAX);
 }
 
 static double rate_kib(const struct si_counter_row *r, unsigned int col)
@@ -106,17 +100,4 @@ static void nic_emit(struct probe_rt *rt, const struct si_counter_row *r)
 	(void)probe_rt__emit(rt, &rec);
 }
 
-int si_nic__report(struct si_nic *n, struct probe_rt *rt, const char *dev_filter)
-{
-	int err = si_nic__sample(n);
-
-	if (!err)
-		si_counter_rows__each(&n->tab, dev_filter, nic_emit, rt);
-	return err;
-}
-
-void si_nic__free(struct si_nic *n)
-{
-	if (n)
-		si_counter_rows__free(&n->tab);
-}
+const struct si_counter_kind si_nic_kind = {"/proc/net/dev", nic_parse, nic_emit, "nic", "interfaces", SI_NIC_MAX};

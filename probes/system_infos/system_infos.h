@@ -85,7 +85,7 @@ struct si_counter_row {
 	uint64_t cur_ms, prev_ms;
 };
 
-/* Rows of counters by name, kept from one read of a /proc table to the next (util.c). */
+/* Rows of counters by name, kept from one read of a /proc table to the next. */
 struct si_counter_rows {
 	struct si_counter_row *rows;
 	unsigned int nrows, cap;
@@ -94,39 +94,46 @@ struct si_counter_rows {
 	int warned;
 };
 
-/* Parse one read of the table (text[0..len), sampled at now_ms) with si_counter_rows__put; returns how
- * many devices it left out. */
-typedef unsigned int (*si_counter_parse_fn)(void *ctx, struct si_counter_rows *t, const char *text, size_t len,
-					    uint64_t now_ms);
+struct si_counters;
 
-/* Parse one read of the table, text[0..len) sampled at now_ms: rows not put again are forgotten. Returns
- * how many devices were left out. */
-unsigned int si_counter_rows__parse(struct si_counter_rows *t, si_counter_parse_fn parse, void *ctx, const char *text,
-				    size_t len, uint64_t now_ms);
-/* One read of the table at path: parse it (rows not put again are forgotten, so a new device with the
- * same name starts afresh); a read failure is logged once, devices beyond max (what: "interfaces") of
- * sub-probe sub when their count changes. 0 or -errno. */
-int si_counter_rows__sample(struct si_counter_rows *t, const char *path, si_counter_parse_fn parse, void *ctx,
-			    const char *sub, const char *what, unsigned int max);
-/* The counters of device name[0..len) are now v[0..n) (n <= SI_COUNTERS_MAX), sampled at now_ms; the
- * last ones become prev (a name put twice in one read keeps the first). -ENOSPC when the row cannot be
- * kept (max rows kept, a name too long, no memory). */
-int si_counter_rows__put(struct si_counter_rows *t, const char *name, size_t len, unsigned int max, const uint64_t *v,
-			 unsigned int n, uint64_t now_ms);
-/* emit(rt, row) for each row named dev_filter (each row when dev_filter is NULL or ""). */
-void si_counter_rows__each(const struct si_counter_rows *t, const char *dev_filter,
-			   void (*emit)(struct probe_rt *rt, const struct si_counter_row *r), struct probe_rt *rt);
-void si_counter_rows__free(struct si_counter_rows *t);
+/* What a sub-probe of per-device counters reads and reports (nic.c, disk.c). */
+struct si_counter_kind {
+	const char *path; /* the /proc table */
+	/* One read of the table (text[0..len), sampled at now_ms) into c with si_counters__put; returns how
+	 * many devices it left out. */
+	unsigned int (*parse)(struct si_counters *c, const char *text, size_t len, uint64_t now_ms);
+	void (*emit)(struct probe_rt *rt, const struct si_counter_row *r); /* one device's record */
+	const char *sub, *what; /* in logs: the sub-probe ("nic") and its devices ("interfaces") */
+	unsigned int max;	/* devices tracked at most */
+};
 
 /* The nic sub-probe: per-interface counters (the 16 /proc/net/dev columns), rates between periods, link
- * speed and state. */
-struct si_nic {
+ * speed and state. The disk sub-probe: /proc/diskstats of whole disks (as /sys/block lists them),
+ * iostat-style rates; a row's counters: reads, rd_merged, rd_sectors, rd_ms, writes, wr_merged,
+ * wr_sectors, wr_ms, in_flight, io_ms, weighted_ms. */
+extern const struct si_counter_kind si_nic_kind, si_disk_kind;
+
+/* A sub-probe of per-device counters (util.c): set kind, the rest starts zeroed. */
+struct si_counters {
+	const struct si_counter_kind *kind;
+	const char *sys_block; /* disk: where whole disks are listed (NULL: /sys/block; tests use fixtures) */
 	struct si_counter_rows tab;
 };
 
-int si_nic__sample(struct si_nic *n);
-int si_nic__report(struct si_nic *n, struct probe_rt *rt, const char *dev_filter);
-void si_nic__free(struct si_nic *n);
+/* Parse one read of the table, text[0..len) sampled at now_ms: rows not put again are forgotten, so a
+ * new device with the same name starts afresh. Returns how many devices were left out. */
+unsigned int si_counters__parse(struct si_counters *c, const char *text, size_t len, uint64_t now_ms);
+/* Read and parse the table (a read failure is logged once, devices beyond the limit when their count
+ * changes). 0 or -errno. */
+int si_counters__sample(struct si_counters *c);
+/* Sample, then one record per device named dev_filter (every device when NULL or ""). 0 or -errno. */
+int si_counters__report(struct si_counters *c, struct probe_rt *rt, const char *dev_filter);
+/* The counters of device name[0..len) are now v[0..n) (n <= SI_COUNTERS_MAX), sampled at now_ms; the
+ * last ones become prev (a name put twice in one read keeps the first). -ENOSPC when the row cannot be
+ * kept (kind->max rows kept, a name too long, no memory). */
+int si_counters__put(struct si_counters *c, const char *name, size_t len, const uint64_t *v, unsigned int n,
+		     uint64_t now_ms);
+void si_counters__free(struct si_counters *c);
 
 /* The net sub-probe: /proc/net/snmp Tcp and Udp counters (system_tcp, system_udp). */
 struct si_net {
@@ -138,18 +145,6 @@ struct si_net {
 
 int si_net__report(struct si_net *n, struct probe_rt *rt);
 void si_net__free(struct si_net *n);
-
-/* The disk sub-probe: /proc/diskstats of whole disks (as /sys/block lists them), iostat-style rates.
- * A row's counters: reads, rd_merged, rd_sectors, rd_ms, writes, wr_merged, wr_sectors, wr_ms,
- * in_flight, io_ms, weighted_ms. */
-struct si_disk {
-	struct si_counter_rows tab;
-	const char *sys_block; /* where whole disks are listed (NULL: /sys/block; tests use fixtures) */
-};
-
-int si_disk__sample(struct si_disk *d);
-int si_disk__report(struct si_disk *d, struct probe_rt *rt, const char *dev_filter);
-void si_disk__free(struct si_disk *d);
 
 /* The fs sub-probe: statvfs of every mounted block-backed or tmpfs filesystem (system_df). */
 struct si_fs {

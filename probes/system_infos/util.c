@@ -100,10 +100,10 @@ static struct si_counter_row *row_get(struct si_counter_rows *t, const char *nam
 	return &t->rows[t->nrows++];
 }
 
-int si_counter_rows__put(struct si_counter_rows *t, const char *name, size_t len, unsigned int max, const uint64_t *v,
-			 unsigned int n, uint64_t now_ms)
+int si_counters__put(struct si_counters *c, const char *name, size_t len, const uint64_t *v, unsigned int n,
+		     uint64_t now_ms)
 {
-	struct si_counter_row *r = row_get(t, name, len, max);
+	struct si_counter_row *r = row_get(&c->tab, name, len, c->kind->max);
 
 	if (!r)
 		return -ENOSPC;
@@ -118,15 +118,14 @@ int si_counter_rows__put(struct si_counter_rows *t, const char *name, size_t len
 	return 0;
 }
 
-unsigned int si_counter_rows__parse(struct si_counter_rows *t, si_counter_parse_fn parse, void *ctx, const char *text,
-				    size_t len, uint64_t now_ms)
+unsigned int si_counters__parse(struct si_counters *c, const char *text, size_t len, uint64_t now_ms)
 {
+	struct si_counter_rows *t = &c->tab;
 	unsigned int skipped;
 
 	for (unsigned int i = 0; i < t->nrows; i++)
 		t->rows[i].seen = 0;
-	skipped = parse(ctx, t, text, len, now_ms);
-	/* Forget devices that went away, so a new one with the same name starts afresh. */
+	skipped = c->kind->parse(c, text, len, now_ms);
 	for (unsigned int i = 0; i < t->nrows;) {
 		if (!t->rows[i].seen)
 			t->rows[i] = t->rows[--t->nrows];
@@ -136,30 +135,36 @@ unsigned int si_counter_rows__parse(struct si_counter_rows *t, si_counter_parse_
 	return skipped;
 }
 
-int si_counter_rows__sample(struct si_counter_rows *t, const char *path, si_counter_parse_fn parse, void *ctx,
-			    const char *sub, const char *what, unsigned int max)
+int si_counters__sample(struct si_counters *c)
 {
+	const struct si_counter_kind *k = c->kind;
 	unsigned int skipped;
-	int err = si_read_proc(path, &t->buf, &t->warned);
+	int err = si_read_proc(k->path, &c->tab.buf, &c->tab.warned);
 
 	if (err)
 		return err;
-	skipped = si_counter_rows__parse(t, parse, ctx, t->buf.data, t->buf.len, probe_now_mono_ms());
-	si_note_skipped(&t->skipped, skipped, sub, what, max);
+	skipped = si_counters__parse(c, c->tab.buf.data, c->tab.buf.len, probe_now_mono_ms());
+	si_note_skipped(&c->tab.skipped, skipped, k->sub, k->what, k->max);
 	return 0;
 }
 
-void si_counter_rows__each(const struct si_counter_rows *t, const char *dev_filter,
-			   void (*emit)(struct probe_rt *rt, const struct si_counter_row *r), struct probe_rt *rt)
+int si_counters__report(struct si_counters *c, struct probe_rt *rt, const char *dev_filter)
 {
-	for (unsigned int i = 0; i < t->nrows; i++)
-		if (!dev_filter || !dev_filter[0] || !strcmp(dev_filter, t->rows[i].name))
-			emit(rt, &t->rows[i]);
+	int err = si_counters__sample(c);
+
+	if (err)
+		return err;
+	for (unsigned int i = 0; i < c->tab.nrows; i++)
+		if (!dev_filter || !dev_filter[0] || !strcmp(dev_filter, c->tab.rows[i].name))
+			c->kind->emit(rt, &c->tab.rows[i]);
+	return 0;
 }
 
-void si_counter_rows__free(struct si_counter_rows *t)
+void si_counters__free(struct si_counters *c)
 {
-	free(t->rows);
-	probe_buf__free(&t->buf);
-	memset(t, 0, sizeof(*t));
+	if (!c)
+		return;
+	free(c->tab.rows);
+	probe_buf__free(&c->tab.buf);
+	memset(&c->tab, 0, sizeof(c->tab));
 }
