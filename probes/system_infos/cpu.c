@@ -34,10 +34,7 @@ void si_cpu__free(struct si_cpu *c)
 		return;
 	free(c->rows);
 	free(c->col_cpu);
-	probe_buf__free(&c->stat);
-	probe_buf__free(&c->softirqs);
-	probe_buf__free(&c->softnet);
-	probe_buf__free(&c->cpuinfo);
+	probe_buf__free(&c->buf);
 	memset(c, 0, sizeof(*c));
 }
 
@@ -59,10 +56,10 @@ static struct si_cpu_row *cpu_row(struct si_cpu *c, uint64_t id)
 	return &c->rows[id];
 }
 
-/* Read path into b; a failure is logged once (bit of c->warned). 0 or -errno. */
-static int cpu_read(struct si_cpu *c, const char *path, struct probe_buf *b, unsigned int bit)
+/* Read path into c->buf; a failure is logged once (bit of c->warned). 0 or -errno. */
+static int cpu_read(struct si_cpu *c, const char *path, unsigned int bit)
 {
-	int err = probe_read_file(path, b, SI_PROC_FILE_MAX);
+	int err = probe_read_file(path, &c->buf, SI_PROC_FILE_MAX);
 
 	if (err && !(c->warned & bit)) {
 		c->warned |= bit;
@@ -125,11 +122,11 @@ static void parse_stat(struct si_cpu *c, const char *data, size_t len)
 
 static int read_stat(struct si_cpu *c)
 {
-	int err = cpu_read(c, "/proc/stat", &c->stat, WARN_STAT);
+	int err = cpu_read(c, "/proc/stat", WARN_STAT);
 
 	if (err)
 		return err;
-	parse_stat(c, c->stat.data, c->stat.len);
+	parse_stat(c, c->buf.data, c->buf.len);
 	return 0;
 }
 
@@ -207,12 +204,12 @@ static void parse_softirqs(struct si_cpu *c, const char *data, size_t len)
 
 static void read_softirqs(struct si_cpu *c)
 {
-	if (cpu_read(c, "/proc/softirqs", &c->softirqs, WARN_SOFTIRQS)) {
+	if (cpu_read(c, "/proc/softirqs", WARN_SOFTIRQS)) {
 		for (unsigned int i = 0; i < c->nrows; i++)
 			c->rows[i].rcu = c->rows[i].timer = c->rows[i].sched = c->rows[i].net_rx = 0;
 		return;
 	}
-	parse_softirqs(c, c->softirqs.data, c->softirqs.len);
+	parse_softirqs(c, c->buf.data, c->buf.len);
 }
 
 /*
@@ -258,12 +255,12 @@ static void parse_softnet(struct si_cpu *c, const char *data, size_t len)
 
 static void read_softnet(struct si_cpu *c)
 {
-	if (cpu_read(c, "/proc/net/softnet_stat", &c->softnet, WARN_SOFTNET)) {
+	if (cpu_read(c, "/proc/net/softnet_stat", WARN_SOFTNET)) {
 		for (unsigned int i = 0; i < c->nrows; i++)
 			c->rows[i].backlog_drops = c->rows[i].rps_count = 0;
 		return;
 	}
-	parse_softnet(c, c->softnet.data, c->softnet.len);
+	parse_softnet(c, c->buf.data, c->buf.len);
 }
 
 /* "cpu MHz" from /proc/cpuinfo text, per "processor" block (absent on most non-x86 machines: 0). The
@@ -302,12 +299,12 @@ static void parse_cpuinfo(struct si_cpu *c, const char *data, size_t len)
 
 static void read_cpuinfo(struct si_cpu *c)
 {
-	if (cpu_read(c, "/proc/cpuinfo", &c->cpuinfo, WARN_CPUINFO)) {
+	if (cpu_read(c, "/proc/cpuinfo", WARN_CPUINFO)) {
 		for (unsigned int i = 0; i < c->nrows; i++)
 			c->rows[i].mhz = 0;
 		return;
 	}
-	parse_cpuinfo(c, c->cpuinfo.data, c->cpuinfo.len);
+	parse_cpuinfo(c, c->buf.data, c->buf.len);
 }
 
 int si_cpu__baseline(struct si_cpu *c)

@@ -48,8 +48,8 @@ struct si_cpu {
 	int *col_cpu; /* /proc/softirqs column -> CPU number */
 	unsigned int ncols_cap;
 	double clk_tck;
-	struct probe_buf stat, softirqs, softnet, cpuinfo;
-	unsigned int warned; /* one bit per file whose read failure was already logged */
+	struct probe_buf buf; /* the file being read (each is parsed before the next is read) */
+	unsigned int warned;  /* one bit per file whose read failure was already logged */
 };
 
 int si_cpu__init(struct si_cpu *c);
@@ -190,11 +190,12 @@ struct si_proc_stat {
 	int64_t f[53];
 };
 
-/* The proc sub-probe: /proc/<pid>/{stat,status,io,smaps_rollup,fd} of the processes in scope. */
+/* The proc sub-probe: /proc/<pid>/{stat,io,smaps_rollup,cmdline,fd} of the processes in scope. */
 struct si_proc {
 	struct si_proc_row *rows;
 	unsigned int nrows, cap;
-	struct probe_buf stat, status, io, smaps, cmdline, cgroup;
+	struct probe_buf io;  /* kept until the record is written */
+	struct probe_buf buf; /* stat, smaps_rollup, cmdline, cgroup: each parsed before the next is read */
 	uint64_t mem_total_kB;
 	double clk_tck;
 	long page_size;
