@@ -56,18 +56,22 @@ int sp_folded__parse(char *buf, size_t len, struct fline **ret, size_t *ret_n)
 		*eol = '\0';
 		sp = strrchr(p, ' ');
 		if (sp && sp > p) {
-			struct fline *nv;
 			char *e;
 
 			val = strtoull(sp + 1, &e, 10);
 			if (*e == '\0' && val > 0) {
 				*sp = '\0';
-				nv = sp_grow(v, n, &cap, sizeof(*nv), 256);
-				if (!nv) {
-					free(v);
-					return -ENOMEM;
+				if (n == cap) {
+					size_t ncap = cap ? cap * 2 : 256;
+					struct fline *nv = realloc(v, ncap * sizeof(*nv));
+
+					if (!nv) {
+						free(v);
+						return -ENOMEM;
+					}
+					v = nv;
+					cap = ncap;
 				}
-				v = nv;
 				v[n++] = (struct fline){.stack = p, .value = val};
 			}
 		}
@@ -80,11 +84,15 @@ int sp_folded__parse(char *buf, size_t len, struct fline **ret, size_t *ret_n)
 
 static int push_node(struct fnodes *ns, const char *name, size_t len, unsigned int depth, uint64_t x0, uint64_t x1)
 {
-	struct fnode *v = sp_grow(ns->v, ns->n, &ns->cap, sizeof(*v), 1024);
+	if (ns->n == ns->cap) {
+		size_t cap = ns->cap ? ns->cap * 2 : 1024;
+		struct fnode *p = realloc(ns->v, cap * sizeof(*p));
 
-	if (!v)
-		return -ENOMEM;
-	ns->v = v;
+		if (!p)
+			return -ENOMEM;
+		ns->v = p;
+		ns->cap = cap;
+	}
 	ns->v[ns->n++] = (struct fnode){.name = name, .name_len = len, .depth = depth, .x0 = x0, .x1 = x1};
 	return 0;
 }

@@ -198,10 +198,15 @@ static void consider(void *ctx, uint32_t pid)
 
 	if (!start)
 		return;
-	cur = sp_grow(p->pids, p->npids, &p->cap, sizeof(*cur), 256);
-	if (!cur)
-		return;
-	p->pids = cur;
+	if (p->npids == p->cap) {
+		size_t cap = p->cap ? p->cap * 2 : 256;
+		struct py_pid *v = realloc(p->pids, cap * sizeof(*v));
+
+		if (!v)
+			return;
+		p->pids = v;
+		p->cap = cap;
+	}
 	cur = &p->pids[p->npids];
 	cur->pid = pid;
 	cur->start = start;

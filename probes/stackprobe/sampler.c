@@ -702,11 +702,15 @@ static int drain_counts(struct sp_sampler *s, int counts_fd, int stacks_fd, int 
 
 	/* collect the keys first: deleting while iterating a hash map restarts the walk */
 	while (bpf_map_get_next_key(counts_fd, prev, &key) == 0) {
-		struct sp_key *keys = sp_grow(s->keys, n, &s->keys_cap, sizeof(*keys), 1024);
+		if (n == s->keys_cap) {
+			size_t cap = s->keys_cap ? s->keys_cap * 2 : 1024;
+			struct sp_key *p = realloc(s->keys, cap * sizeof(*p));
 
-		if (!keys)
-			return -ENOMEM;
-		s->keys = keys;
+			if (!p)
+				return -ENOMEM;
+			s->keys = p;
+			s->keys_cap = cap;
+		}
 		s->keys[n++] = key;
 		prev = &s->keys[n - 1];
 		if (n > s->count_entries * 2u)

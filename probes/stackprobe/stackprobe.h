@@ -26,10 +26,6 @@ struct sp_buf {
 	int err;
 };
 
-/* arr (room for *cap elements of size bytes) with room for element n: the room doubles from first.
- * Returns the array (arr itself when it has room; *cap updated), or NULL (arr kept) when memory is short. */
-void *sp_grow(void *arr, size_t n, size_t *cap, size_t size, size_t first);
-
 /* Room for more bytes and a NUL after them; on failure b->err becomes -ENOMEM (and stays). */
 void sp_buf__reserve(struct sp_buf *b, size_t more);
 

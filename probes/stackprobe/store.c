@@ -84,7 +84,6 @@ int sp_store__expire(const char *flame_dir, uint64_t now_ms, unsigned int retent
 		}
 		while ((de = readdir(d))) {
 			uint64_t from, until;
-			struct sfile *nv;
 			struct stat sb;
 			char end;
 
@@ -97,10 +96,15 @@ int sp_store__expire(const char *flame_dir, uint64_t now_ms, unsigned int retent
 			}
 			if (fstatat(dfd, de->d_name, &sb, AT_SYMLINK_NOFOLLOW) || !S_ISREG(sb.st_mode))
 				continue;
-			nv = sp_grow(v, n, &cap, sizeof(*nv), 64);
-			if (!nv)
-				break;
-			v = nv;
+			if (n == cap) {
+				size_t ncap = cap ? cap * 2 : 64;
+				struct sfile *nv = realloc(v, ncap * sizeof(*nv));
+
+				if (!nv)
+					break;
+				v = nv;
+				cap = ncap;
+			}
 			snprintf(v[n].name, sizeof(v[n].name), "%s", de->d_name);
 			v[n].until_ms = until;
 			v[n].size = sb.st_size;

@@ -113,7 +113,7 @@ static void uw_reset(struct sp_unwind *u, uint64_t now_ms)
 static struct uw_file *uw_file_get(struct sp_unwind *u, int fd, const struct stat *sb, uint64_t now_ms)
 {
 	struct sp_eh_file ef = {0};
-	struct uw_file *f, *v;
+	struct uw_file *f;
 	int err;
 
 	for (size_t i = 0; i < u->nfiles; i++)
@@ -121,10 +121,15 @@ static struct uw_file *uw_file_get(struct sp_unwind *u, int fd, const struct sta
 			return &u->files[i];
 	if (u->nfiles >= UW_FILES_MAX)
 		return NULL;
-	v = sp_grow(u->files, u->nfiles, &u->files_cap, sizeof(*v), 64);
-	if (!v)
-		return NULL;
-	u->files = v;
+	if (u->nfiles == u->files_cap) {
+		size_t cap = u->files_cap ? u->files_cap * 2 : 64;
+		struct uw_file *v = realloc(u->files, cap * sizeof(*v));
+
+		if (!v)
+			return NULL;
+		u->files = v;
+		u->files_cap = cap;
+	}
 	err = sp_ehframe__read_elf(fd, SP_UW_FILE_ROWS, &ef);
 	u->st.elf_reads++;
 	if (err == -E2BIG)

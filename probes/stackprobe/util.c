@@ -31,14 +31,19 @@ void sp_dir_trim(int dfd, const char *suffix, unsigned int max)
 	}
 	while ((de = readdir(d))) {
 		size_t l = strlen(de->d_name);
-		char **nv, *s;
+		char *s;
 
 		if (l <= slen || strcmp(de->d_name + l - slen, suffix))
 			continue;
-		nv = sp_grow(names, n, &cap, sizeof(*nv), 64);
-		if (!nv)
-			break;
-		names = nv;
+		if (n == cap) {
+			size_t ncap = cap ? cap * 2 : 64;
+			char **nv = realloc(names, ncap * sizeof(*nv));
+
+			if (!nv)
+				break;
+			names = nv;
+			cap = ncap;
+		}
 		s = strdup(de->d_name);
 		if (!s)
 			break;
@@ -72,19 +77,4 @@ void sp_buf__reserve(struct sp_buf *b, size_t more)
 	}
 	b->s = p;
 	b->cap = cap;
-}
-
-void *sp_grow(void *arr, size_t n, size_t *cap, size_t size, size_t first)
-{
-	size_t c = *cap ? *cap : first;
-	void *p;
-
-	if (n < *cap)
-		return arr;
-	while (c <= n)
-		c *= 2;
-	p = realloc(arr, c * size);
-	if (p)
-		*cap = c;
-	return p;
 }

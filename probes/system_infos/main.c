@@ -114,6 +114,8 @@ static int setup(void *arg, struct probe_rt *rt)
 	ret = si_cpu__init(&ctx->cpu);
 	if (ret)
 		probe_log(PLOG_WARN, "initial CPU sample failed: %s", strerror(-ret));
+	ctx->nic.kind = &si_nic_kind;
+	ctx->disk.kind = &si_disk_kind;
 	(void)si_counters__sample(&ctx->nic);
 	(void)si_counters__sample(&ctx->disk);
 	(void)si_proc__init(&ctx->proc);
@@ -137,7 +139,7 @@ static void teardown(void *arg)
 
 int main(int argc, char **argv)
 {
-	static struct si_ctx ctx = {.nic.kind = &si_nic_kind, .disk.kind = &si_disk_kind};
+	static struct si_ctx ctx;
 	const struct probe_runner r = {
 		.contract = CONTRACT,
 		.ctx = &ctx,
