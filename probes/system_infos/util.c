@@ -1,5 +1,5 @@
-/* util.c - small helpers the system_infos sub-probes share: one-line file reads, percentages and the
- * rows of per-device counters that nic and disk keep between reads. */
+/* util.c - small helpers the system_infos sub-probes share: one-line and /proc file reads, percentages,
+ * growing arrays, and the per-device counter sub-probe (si_counters) that nic and disk are. */
 #include "system_infos.h"
 
 #include <errno.h>
