@@ -1,5 +1,6 @@
 /* uproc.c - per-process uprobes on a mapped library (see uproc.h): the bookkeeping of which process has
  * which links, and the /proc and ELF lookups behind it. */
+#include <bpf/bpf.h>
 #include <bpf/libbpf.h>
 #include <dirent.h>
 #include <errno.h>
@@ -8,9 +9,30 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/syscall.h>
 #include <unistd.h>
 
 #include "uproc.h"
+
+/* The kernel's multi-uprobe link (uapi since 6.6; Debian 12's headers and libbpf 1.1 predate it). */
+#define UPROC_TRACE_UPROBE_MULTI 48
+#define UPROC_UPROBE_MULTI_RET	 1u
+
+/* union bpf_attr as BPF_LINK_CREATE reads it for BPF_TRACE_UPROBE_MULTI. */
+struct uproc_link_attr {
+	uint32_t prog_fd;
+	uint32_t target_fd;
+	uint32_t attach_type;
+	uint32_t flags;
+	uint64_t path;
+	uint64_t offsets;
+	uint64_t ref_ctr_offsets;
+	uint64_t cookies;
+	uint32_t cnt;
+	uint32_t multi_flags;
+	uint32_t pid;
+	uint32_t pad;
+};
 
 #define UPROC_MAPS_MAX	 (8u << 20)
 #define UPROC_SCAN_PROCS 65536u
@@ -59,6 +81,135 @@ void uproc_unlink(struct uproc_set *s, struct uproc_att *a, unsigned int slot)
 		a->links[slot] = NULL;
 		s->st.links--;
 	}
+	if (a->mlinks[slot]) {
+		close(a->mlinks[slot] - 1);
+		a->mlinks[slot] = 0;
+		s->st.links--;
+	}
+}
+
+static int link_create_multi(int prog_fd, uint32_t pid, bool retprobe, const char *path, const uint64_t *off,
+			     const uint64_t *cookie, unsigned int n)
+{
+	struct uproc_link_attr at = {.prog_fd = (uint32_t)prog_fd,
+				     .attach_type = UPROC_TRACE_UPROBE_MULTI,
+				     .path = (uint64_t)(uintptr_t)path,
+				     .offsets = (uint64_t)(uintptr_t)off,
+				     .cookies = (uint64_t)(uintptr_t)cookie,
+				     .cnt = n,
+				     .multi_flags = retprobe ? UPROC_UPROBE_MULTI_RET : 0,
+				     .pid = pid == UPROC_SYSWIDE_PID ? 0 : pid};
+	int fd = (int)syscall(SYS_bpf, BPF_LINK_CREATE, &at, sizeof(at));
+
+	return fd < 0 ? -errno : fd;
+}
+
+/* Does this kernel take multi-uprobe links? A link on "/" (a directory, not a file with code) is refused
+ * with EBADF by a kernel that has them and with EINVAL by one that does not know the attach type. */
+static int multi_supported(void)
+{
+	static int known = -1;
+	struct bpf_insn ret0[] = {
+		{.code = BPF_ALU64 | BPF_MOV | BPF_K, .dst_reg = BPF_REG_0, .imm = 0},
+		{.code = BPF_JMP | BPF_EXIT},
+	};
+	LIBBPF_OPTS(bpf_prog_load_opts, o, .expected_attach_type = UPROC_TRACE_UPROBE_MULTI);
+	uint64_t off = 0, cookie = 0;
+	int pfd, fd;
+
+	if (known >= 0)
+		return known;
+	pfd = bpf_prog_load(BPF_PROG_TYPE_KPROBE, "uproc_probe", "GPL", ret0, 2, &o);
+	if (pfd < 0)
+		return known = 0;
+	fd = link_create_multi(pfd, 0, false, "/", &off, &cookie, 1);
+	if (fd >= 0)
+		close(fd);
+	close(pfd);
+	return known = fd == -EBADF;
+}
+
+int uproc_prefer_multi(struct bpf_program *prog)
+{
+	int err;
+
+	if (!multi_supported())
+		return 0;
+	err = bpf_program__set_expected_attach_type(prog, (enum bpf_attach_type)UPROC_TRACE_UPROBE_MULTI);
+	return err ? err : 1;
+}
+
+bool uproc_is_multi(const struct bpf_program *prog)
+{
+	return (int)bpf_program__expected_attach_type(prog) == UPROC_TRACE_UPROBE_MULTI;
+}
+
+int uproc_link_multi(struct uproc_set *s, struct uproc_att *a, unsigned int slot, struct bpf_program *prog,
+		     bool retprobe, const char *path, struct uproc_lib *lib, uint32_t funcs, const uint64_t *cookie)
+{
+	uint64_t offs[UPROC_MAX_FUNCS], cookies[UPROC_MAX_FUNCS];
+	unsigned int m = 0;
+	int fd, prog_fd = bpf_program__fd(prog);
+
+	if (!uproc_is_multi(prog) || prog_fd < 0)
+		return -EINVAL;
+	for (unsigned int f = 0; f < UPROC_MAX_FUNCS; f++)
+		if ((funcs >> f & 1u) && lib->off[f] >= 0) {
+			offs[m] = (uint64_t)lib->off[f];
+			cookies[m++] = cookie ? cookie[f] : 0;
+		}
+	if (!m)
+		return -ENOENT;
+	fd = link_create_multi(prog_fd, a->pid, retprobe, path, offs, cookies, m);
+	if (fd < 0 && m > 1) {
+		/* one of them may be refused: find which, alone (a link that is made is dropped again at once) */
+		int refused = 0;
+
+		for (unsigned int f = 0; f < UPROC_MAX_FUNCS; f++) {
+			uint64_t c;
+			int one;
+
+			if (!(funcs >> f & 1u) || lib->off[f] < 0)
+				continue;
+			c = cookie ? cookie[f] : 0;
+			offs[0] = (uint64_t)lib->off[f];
+			one = link_create_multi(prog_fd, a->pid, retprobe, path, offs, &c, 1);
+			if (one >= 0) {
+				close(one);
+			} else {
+				lib->off[f] = -1;
+				s->st.attach_errors++;
+				refused++;
+			}
+		}
+		if (refused)
+			return uproc_link_multi(s, a, slot, prog, retprobe, path, lib, funcs, cookie);
+	}
+	if (fd < 0) {
+		s->st.attach_errors++;
+		return fd;
+	}
+	uproc_unlink(s, a, slot);
+	a->mlinks[slot] = fd + 1;
+	s->st.links++;
+	return 0;
+}
+
+uint32_t uproc_lib_funcs(const struct uproc_lib *lib, uint32_t want)
+{
+	uint32_t set = 0;
+
+	for (unsigned int f = 0; f < UPROC_MAX_FUNCS; f++) {
+		int dup = 0;
+
+		if (!(want >> f & 1u) || lib->off[f] < 0)
+			continue;
+		for (unsigned int g = 0; g < f; g++)
+			dup |= lib->off[g] == lib->off[f];
+		if (!dup)
+			set |= 1u << f;
+	}
+	return set;
 }
 
 int uproc_link(struct uproc_set *s, struct uproc_att *a, unsigned int slot, struct bpf_program *prog, bool retprobe,
@@ -231,7 +382,7 @@ int uproc_set__sync(struct uproc_set *s, const struct gg_scope *scope, unsigned 
 	s->st.procs = 0;
 	for (unsigned int i = 0; i < s->natt; i++)
 		for (unsigned int l = 0; l < UPROC_MAX_LINKS; l++)
-			if (s->att[i].links[l]) {
+			if (s->att[i].links[l] || s->att[i].mlinks[l]) {
 				s->st.procs++;
 				break;
 			}

@@ -36,6 +36,7 @@ struct uproc_att {
 	unsigned int want; /* what it was attached for (uproc_set__sync's want) */
 	int seen;
 	struct bpf_link *links[UPROC_MAX_LINKS]; /* slots as the attach callback chooses */
+	int mlinks[UPROC_MAX_LINKS];		 /* multi-uprobe link fds + 1 (0: none), same slots */
 };
 
 struct uproc_stats {
@@ -76,7 +77,26 @@ void uproc_set__stats(const struct uproc_set *s, struct uproc_stats *ret);
  * a->links[slot], counted; 0 or a negative errno (counted as an attach error). */
 int uproc_link(struct uproc_set *s, struct uproc_att *a, unsigned int slot, struct bpf_program *prog, bool retprobe,
 	       const char *path, size_t off, uint64_t cookie);
-/* Destroy a->links[slot] (if any). */
+/* Prepare prog (opened, not yet loaded) for multi-uprobe links (kernel 6.6+): all the uprobes of one
+ * uproc_link_multi call are one link, and detaching it waits for the kernel's grace periods once, not
+ * once per uprobe (~75 ms each here: a process with 30 uprobes took seconds to detach, and a probe
+ * that stopped was killed). Returns 1 when prog will take multi links, 0 when this kernel has none (prog
+ * left as it is: one uprobe per uproc_link), or a negative errno. */
+int uproc_prefer_multi(struct bpf_program *prog);
+/* prog was prepared by uproc_prefer_multi and takes multi links. */
+bool uproc_is_multi(const struct bpf_program *prog);
+/* For the attach callback, with a prog that takes multi links: uprobes (retprobe: uretprobes) on the
+ * functions of lib in the bit set funcs (bit f: lib->off[f], when >= 0), with cookie[f] (NULL: 0), for
+ * a's process, as one link in a->mlinks[slot]. A function the kernel refuses (an instruction uprobes
+ * cannot take) makes the whole link fail: then each is tried alone, and the refused ones are counted as
+ * attach errors and left out of lib from then on (lib->off[f] = -1). 0 when at least one was attached,
+ * else a negative errno. */
+int uproc_link_multi(struct uproc_set *s, struct uproc_att *a, unsigned int slot, struct bpf_program *prog,
+		     bool retprobe, const char *path, struct uproc_lib *lib, uint32_t funcs, const uint64_t *cookie);
+/* The bit set of the functions of lib that are defined and not aliases (the same offset) of an earlier
+ * one, among those of want. */
+uint32_t uproc_lib_funcs(const struct uproc_lib *lib, uint32_t want);
+/* Destroy a->links[slot] and a->mlinks[slot] (if any). */
 void uproc_unlink(struct uproc_set *s, struct uproc_att *a, unsigned int slot);
 /* Destroy every link of a. */
 void uproc_detach(struct uproc_set *s, struct uproc_att *a);

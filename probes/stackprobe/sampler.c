@@ -477,6 +477,16 @@ struct sp_sampler *sp_sampler__new(void)
 	err = size_maps(s);
 	if (err)
 		goto err_out;
+	{
+		struct bpf_program *const ua[] = {
+			s->skel->progs.sp_malloc,   s->skel->progs.sp_calloc,	      s->skel->progs.sp_realloc,
+			s->skel->progs.sp_memalign, s->skel->progs.sp_posix_memalign, s->skel->progs.sp_alloc_ret,
+			s->skel->progs.sp_free};
+
+		err = sp_ualloc__prepare(ua, sizeof(ua) / sizeof(ua[0]));
+		if (err)
+			goto err_out;
+	}
 	err = stackprobe__load(s->skel);
 	if (err)
 		goto err_out;

@@ -69,6 +69,8 @@ struct sp_ualloc;
 struct bpf_program;
 /* NULL + errno. The programs are the skeleton's sp_malloc, sp_calloc, sp_realloc, sp_memalign,
  * sp_posix_memalign, sp_alloc_ret, sp_free. */
+/* Before the programs are loaded: multi-uprobe links where the kernel has them (uproc_prefer_multi). */
+int sp_ualloc__prepare(struct bpf_program *const *progs, unsigned int n);
 struct sp_ualloc *sp_ualloc__new(struct bpf_program *malloc_prog, struct bpf_program *calloc_prog,
 				 struct bpf_program *realloc_prog, struct bpf_program *memalign_prog,
 				 struct bpf_program *posix_memalign_prog, struct bpf_program *ret_prog,

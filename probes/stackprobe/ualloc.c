@@ -83,6 +83,35 @@ static void resolve_lib(void *ctx, const char *path, struct uproc_lib *lib)
 		skip_test_rdi(path, &lib->off[UA_FREE]);
 }
 
+/* With multi-uprobe links: one link per program (slot: the first function that runs it), with every
+ * function that runs it; the returns in one more (slot UA_NFUNC). */
+static int att_attach_multi(struct sp_ualloc *u, struct uproc_set *s, struct uproc_att *a, const char *path,
+			    struct uproc_lib *lib)
+{
+	uint32_t want = (1u << UA_NFUNC) - 1, funcs, done = 0;
+	int err = 0;
+
+	if (!(u->mode & SP_UALLOC_LIVE))
+		want &= ~(1u << UA_FREE);
+	funcs = uproc_lib_funcs(lib, want);
+	for (unsigned int f = 0; f < UA_NFUNC && !err; f++) {
+		uint32_t same = 0;
+
+		if (!(funcs >> f & 1u) || (done >> f & 1u))
+			continue;
+		for (unsigned int g = f; g < UA_NFUNC; g++)
+			if (u->prog[g] == u->prog[f])
+				same |= 1u << g;
+		done |= same;
+		err = uproc_link_multi(s, a, f, u->prog[f], false, path, lib, funcs & same, NULL);
+	}
+	if (!err && (u->mode & SP_UALLOC_LIVE))
+		err = uproc_link_multi(s, a, UA_NFUNC, u->ret_prog, true, path, lib, funcs & ~(1u << UA_FREE), NULL);
+	if (err)
+		uproc_detach(s, a);
+	return err;
+}
+
 /* Attach every function of lib to a's process (every process, system-wide); aliases (the same offset)
  * once; with mem_live the returns (slots UA_NFUNC + f) and free too. */
 static int att_attach(void *ctx, struct uproc_set *s, struct uproc_att *a, const char *path, struct uproc_lib *lib)
@@ -90,6 +119,8 @@ static int att_attach(void *ctx, struct uproc_set *s, struct uproc_att *a, const
 	struct sp_ualloc *u = ctx;
 	int err = 0;
 
+	if (uproc_is_multi(u->prog[UA_MALLOC]))
+		return att_attach_multi(u, s, a, path, lib);
 	for (unsigned int f = 0; f < UA_NFUNC && !err; f++) {
 		int dup = 0;
 
@@ -106,6 +137,15 @@ static int att_attach(void *ctx, struct uproc_set *s, struct uproc_att *a, const
 	if (err)
 		uproc_detach(s, a);
 	return err;
+}
+
+int sp_ualloc__prepare(struct bpf_program *const *progs, unsigned int n)
+{
+	int multi = uproc_prefer_multi(progs[0]);
+
+	for (unsigned int i = 1; i < n && multi > 0; i++)
+		multi = uproc_prefer_multi(progs[i]);
+	return multi < 0 ? multi : 0;
 }
 
 struct sp_ualloc *sp_ualloc__new(struct bpf_program *malloc_prog, struct bpf_program *calloc_prog,

@@ -786,6 +786,9 @@ static int setup(void *arg, struct probe_rt *rt)
 		return gg_bpf_open_error();
 	ctx->skel->bss->self_tgid = (uint32_t)getpid();
 	choose_syscall_hooks(ctx);
+	err = tp_ulock__prepare(ctx->skel->progs.tp_call_enter, ctx->skel->progs.tp_call_exit);
+	if (err)
+		return err;
 	/* the loop is woken by the kernel half in a storm */
 	err = gg_bpf_load_ringbuf(ctx->skel->skeleton, rt, ctx->skel->maps.tp_events, on_event, ctx, &ctx->rb);
 	if (err)

@@ -14,6 +14,8 @@
 #define TP_ULOCK_MAX_PROCS 256u
 
 struct tp_ulock;
+/* Before the programs are loaded: multi-uprobe links where the kernel has them (uproc_prefer_multi). */
+int tp_ulock__prepare(struct bpf_program *enter, struct bpf_program *exit);
 struct tp_ulock *tp_ulock__new(struct bpf_program *enter, struct bpf_program *exit);
 void tp_ulock__free(struct tp_ulock *u);
 /* Which functions: pthread_sync's, mem_glibc's. */

@@ -39,6 +39,38 @@ static void resolve_lib(void *ctx, const char *path, struct uproc_lib *lib)
 	(void)uproc_elf_syms(path, &tp_names[TP_PTHREAD_MUTEX_LOCK], UL_NFUNC, 0, lib->off);
 }
 
+/* The functions a is attached for (uproc_lib_funcs' want). */
+static uint32_t want_funcs(const struct uproc_att *a)
+{
+	uint32_t want = 0;
+
+	for (unsigned int f = 0; f < UL_NFUNC; f++)
+		if (func_set(f) & a->want)
+			want |= 1u << f;
+	return want;
+}
+
+/* With multi-uprobe links: the entries in one link (slot 0) and the returns in another (slot 1). */
+static int att_attach_multi(struct tp_ulock *u, struct uproc_set *s, struct uproc_att *a, const char *path,
+			    struct uproc_lib *lib)
+{
+	uint32_t funcs = uproc_lib_funcs(lib, want_funcs(a));
+	uint64_t cookie[UL_NFUNC];
+	int err;
+
+	for (unsigned int f = 0; f < UL_NFUNC; f++)
+		cookie[f] = TP_PTHREAD_MUTEX_LOCK + f;
+	err = uproc_link_multi(s, a, 0, u->enter, false, path, lib, funcs, cookie);
+	if (!err)
+		err = uproc_link_multi(s, a, 1, u->exit, true, path, lib, funcs, cookie);
+	/* a return refused where its entry was taken: no entry without its return */
+	if (!err && uproc_lib_funcs(lib, funcs) != funcs)
+		err = uproc_link_multi(s, a, 0, u->enter, false, path, lib, funcs, cookie);
+	if (err)
+		uproc_detach(s, a);
+	return err;
+}
+
 /* Every function of lib that can be probed: one that cannot (an instruction uprobes refuse, such as
  * pthread_spin_lock's lock-prefixed first one on x86) is counted once and left out from then on. */
 static int att_attach(void *ctx, struct uproc_set *s, struct uproc_att *a, const char *path, struct uproc_lib *lib)
@@ -46,15 +78,12 @@ static int att_attach(void *ctx, struct uproc_set *s, struct uproc_att *a, const
 	struct tp_ulock *u = ctx;
 	int attached = 0;
 
+	if (uproc_is_multi(u->enter))
+		return att_attach_multi(u, s, a, path, lib);
 	for (unsigned int f = 0; f < UL_NFUNC; f++) {
 		int err = 0;
-		int dup = 0;
 
-		if (lib->off[f] < 0 || !(func_set(f) & a->want))
-			continue;
-		for (unsigned int g = 0; g < f; g++)
-			dup |= lib->off[g] == lib->off[f];
-		if (dup)
+		if (!(uproc_lib_funcs(lib, want_funcs(a)) >> f & 1u))
 			continue;
 		for (int ret = 0; ret < 2 && !err; ret++)
 			err = uproc_link(s, a, 2 * f + (unsigned int)ret, ret ? u->exit : u->enter, ret != 0, path,
@@ -68,6 +97,15 @@ static int att_attach(void *ctx, struct uproc_set *s, struct uproc_att *a, const
 		}
 	}
 	return attached ? 0 : -ENOENT;
+}
+
+int tp_ulock__prepare(struct bpf_program *enter, struct bpf_program *exit)
+{
+	int err = uproc_prefer_multi(enter);
+
+	if (err > 0)
+		err = uproc_prefer_multi(exit);
+	return err < 0 ? err : 0;
 }
 
 struct tp_ulock *tp_ulock__new(struct bpf_program *enter, struct bpf_program *exit)

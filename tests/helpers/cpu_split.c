@@ -51,23 +51,30 @@ __attribute__((noinline)) void sink(uint64_t x)
 	g_sink = x;
 }
 
+/* The work: n steps of a linear congruential generator from x. The hot and cold functions use
+ * different constants, so that no compiler folds them into one symbol; always inlined (-fno-inline
+ * notwithstanding), so that the time is spent, and sampled, in their own frames. */
+#define HOT_A  6364136223846793005ull
+#define HOT_C  1442695040888963407ull
+#define COLD_A 2862933555777941757ull
+#define COLD_C 3037000493ull
+
+static inline __attribute__((always_inline)) uint64_t lcg(uint64_t x, uint64_t n, uint64_t a, uint64_t c)
+{
+	for (uint64_t i = 0; i < n; i++)
+		x = x * a + c;
+	return x;
+}
+
 /* The same work in two functions: time spent is proportional to the units each is given. */
 __attribute__((noinline)) void spin_hot(unsigned int units)
 {
-	uint64_t x = g_sink;
-
-	for (uint64_t i = 0; i < (uint64_t)units * UNIT_ITERS; i++)
-		x = x * 6364136223846793005ull + 1442695040888963407ull;
-	sink(x);
+	sink(lcg(g_sink, (uint64_t)units * UNIT_ITERS, HOT_A, HOT_C));
 }
 
 __attribute__((noinline)) void spin_cold(unsigned int units)
 {
-	uint64_t x = g_sink;
-
-	for (uint64_t i = 0; i < (uint64_t)units * UNIT_ITERS; i++)
-		x = x * 2862933555777941757ull + 3037000493ull;
-	sink(x);
+	sink(lcg(g_sink, (uint64_t)units * UNIT_ITERS, COLD_A, COLD_C));
 }
 
 /*
@@ -108,10 +115,9 @@ __attribute__((noinline)) void periodic_hot(uint64_t until)
 {
 	uint64_t x = g_sink;
 
-	do {
-		for (int i = 0; i < 2048; i++)
-			x = x * 6364136223846793005ull + 1442695040888963407ull;
-	} while (mono_ns() < until);
+	do
+		x = lcg(x, 2048, HOT_A, HOT_C);
+	while (mono_ns() < until);
 	sink(x);
 }
 
@@ -119,10 +125,9 @@ __attribute__((noinline)) void periodic_cold(uint64_t until)
 {
 	uint64_t x = g_sink;
 
-	do {
-		for (int i = 0; i < 2048; i++)
-			x = x * 2862933555777941757ull + 3037000493ull;
-	} while (mono_ns() < until);
+	do
+		x = lcg(x, 2048, COLD_A, COLD_C);
+	while (mono_ns() < until);
 	sink(x);
 }
 

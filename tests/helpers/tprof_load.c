@@ -67,6 +67,15 @@ static void sleep_ms(unsigned int ms)
 		;
 }
 
+/* sleep_ms(ms), and how long it took on the monotonic clock. */
+static uint64_t timed_sleep_ms(unsigned int ms)
+{
+	uint64_t t0 = now_ns(CLOCK_MONOTONIC);
+
+	sleep_ms(ms);
+	return now_ns(CLOCK_MONOTONIC) - t0;
+}
+
 /* The gaps between rounds: glibc's nanosleep (the clock_nanosleep syscall), so that the "nanosleep"
  * events are exactly the measured ones. */
 static void gap(void)
@@ -118,10 +127,7 @@ static void *sleeper(void *arg)
 	struct th *me = arg;
 
 	for (unsigned int r = 0; r < rounds; r++) {
-		uint64_t t0 = now_ns(CLOCK_MONOTONIC);
-
-		sleep_ms(op_ms);
-		me->ns[r] = now_ns(CLOCK_MONOTONIC) - t0;
+		me->ns[r] = timed_sleep_ms(op_ms);
 		me->total_ns += me->ns[r];
 		gap();
 	}
@@ -177,10 +183,7 @@ static void *burst(void *arg)
 	struct th *me = arg;
 
 	for (unsigned int i = 0; i < BURST; i++) {
-		uint64_t t0 = now_ns(CLOCK_MONOTONIC);
-
-		sleep_ms(BURST_MS);
-		me->total_ns += now_ns(CLOCK_MONOTONIC) - t0;
+		me->total_ns += timed_sleep_ms(BURST_MS);
 		me->n++;
 	}
 	return NULL;

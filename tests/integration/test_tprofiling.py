@@ -99,9 +99,10 @@ def test_tprofiling_ground_truth():
         outside.result()
         gc_ns = json.loads(py.stdout.readline())
         th = truth["threads"]
-        # a stop flushes every open aggregate and this period's timeline file. (Its uprobes, pthread_sync and
-        # mem_glibc, still wait for a grace period each as they are detached: the stop time is checked in
-        # the container test, with the syscall sub-probes.)
+        # a stop flushes every open aggregate and this period's timeline file. (The default syscall hooks, a
+        # tracepoint pair per syscall, and python_gc's USDT probes each wait for the kernel's grace periods
+        # as they are detached: 2-4 s, past the supervisor's stop grace. The stop time is checked in the
+        # container test, with raw syscall hooks, and in test_tprofiling_uprobes_detach_quickly.)
         t_stop = time.monotonic()
         st, raw = put(port, {"state": "stopped"})
         check(st == 200, "PUT stopped: %d %s" % (st, raw[:200]))
@@ -363,3 +364,41 @@ def test_tprofiling_local_files_budget():
 
 
 test_tprofiling_local_files_budget.timeout = 40
+
+
+def test_tprofiling_uprobes_detach_quickly():
+    """pthread_sync and mem_glibc in two processes: 22 uprobes and uretprobes each. Each uprobe detached on
+    its own waits for the kernel's grace periods (~75 ms here): the probe took 5 s to stop and the
+    supervisor, after its 2 s stop grace, killed it. With multi-uprobe links (one per process and
+    direction) it stops within the grace, by itself."""
+    tmp = tempfile.mkdtemp(prefix="gg-tprof-up-")
+    loads, probe = [], None
+    try:
+        loads = [Load(tmp, "a", rounds=1), Load(tmp, "b", rounds=1)]
+        err = open(os.path.join(tmp, "probe.err"), "w+")
+        probe = subprocess.Popen([os.path.join(PROBES, "tprofiling"), "--pid", ",".join(str(w.pid) for w in loads),
+                                  "-P", "pthread_sync,mem_glibc", "--syscall-hooks", "raw", "--channel", "kafka",
+                                  "-t", "1"], stdout=subprocess.DEVNULL, stderr=err)
+
+        def log():
+            err.seek(0)
+            return err.read()
+        wait_for(lambda: "uprobes in 2 processes" in log(), 20, "uprobes in both processes")
+        for w in loads:
+            w.go()
+        for w in loads:
+            w.result()
+        t0 = time.monotonic()
+        probe.terminate()
+        rc = probe.wait(15)
+        took = time.monotonic() - t0
+        print("tprofiling with uprobes in 2 processes stopped in %.3f s" % took)
+        check(rc == 0, "tprofiling exit status %s: %s" % (rc, log()[-600:]))
+        check(took < 2.0, "tprofiling took %.3f s to stop (the supervisor's stop grace is 2 s)" % took)
+        for w in loads:
+            w.finish()
+    finally:
+        teardown(probe, *loads, tmp)
+
+
+test_tprofiling_uprobes_detach_quickly.timeout = 40

@@ -233,6 +233,13 @@ static void test_params_defaults_and_absent(void **state)
 	assert_memory_equal(&c, &before, sizeof(c));
 }
 
+/* c after the params json were applied to it (they must be accepted). */
+static const struct conf *parsed(const char *json, struct conf *c)
+{
+	assert_int_equal(parse(json, c), 0);
+	return c;
+}
+
 static void test_params_values(void **state)
 {
 	struct conf c;
@@ -240,35 +247,22 @@ static void test_params_values(void **state)
 	(void)state;
 	gg_params__defaults(specs, NSPECS, &c);
 	/* integers: JSON integers or decimal strings, in the binary's range (1..600 here, not REST's 5) */
-	assert_int_equal(parse("{\"period\": 1}", &c), 0);
-	assert_int_equal(c.period, 1);
-	assert_int_equal(parse("{\"period\": \"600\"}", &c), 0);
-	assert_int_equal(c.period, 600);
-	assert_int_equal(parse("{\"period\": 7.0}", &c), 0); /* a JSON number without a fraction */
-	assert_int_equal(c.period, 7);
-	assert_int_equal(parse("{\"thr\": 0}", &c), 0); /* zero_off */
-	assert_int_equal(parse("{\"thr\": 50}", &c), 0);
-	assert_int_equal(c.thr, 50);
+	assert_int_equal(parsed("{\"period\": 1}", &c)->period, 1);
+	assert_int_equal(parsed("{\"period\": \"600\"}", &c)->period, 600);
+	assert_int_equal(parsed("{\"period\": 7.0}", &c)->period, 7); /* a JSON number without a fraction */
+	assert_int_equal(parse("{\"thr\": 0}", &c), 0);		      /* zero_off */
+	assert_int_equal(parsed("{\"thr\": 50}", &c)->thr, 50);
 	/* booleans: true/false or 0/1 */
-	assert_int_equal(parse("{\"flag\": true}", &c), 0);
-	assert_int_equal(c.flag, 1);
-	assert_int_equal(parse("{\"flag\": 0}", &c), 0);
-	assert_int_equal(c.flag, 0);
-	assert_int_equal(parse("{\"flag\": \"1\"}", &c), 0);
-	assert_int_equal(c.flag, 1);
+	assert_int_equal(parsed("{\"flag\": true}", &c)->flag, 1);
+	assert_int_equal(parsed("{\"flag\": 0}", &c)->flag, 0);
+	assert_int_equal(parsed("{\"flag\": \"1\"}", &c)->flag, 1);
 	/* strings, enums, enum lists (a single string is a list of one) */
-	assert_int_equal(parse("{\"dir\": \"/tmp/a\"}", &c), 0);
-	assert_string_equal(c.dir, "/tmp/a");
-	assert_int_equal(parse("{\"dir\": \"\"}", &c), 0);
-	assert_string_equal(c.dir, "");
-	assert_int_equal(parse("{\"protos\": [\"dns\", \"redis\"]}", &c), 0);
-	assert_string_equal(c.protos, "dns,redis");
-	assert_int_equal(parse("{\"protos\": \"http\"}", &c), 0);
-	assert_string_equal(c.protos, "http");
-	assert_int_equal(parse("{\"protos\": []}", &c), 0);
-	assert_string_equal(c.protos, "");
-	assert_int_equal(parse("{\"env\": \"container\"}", &c), 0);
-	assert_string_equal(c.env, "container");
+	assert_string_equal(parsed("{\"dir\": \"/tmp/a\"}", &c)->dir, "/tmp/a");
+	assert_string_equal(parsed("{\"dir\": \"\"}", &c)->dir, "");
+	assert_string_equal(parsed("{\"protos\": [\"dns\", \"redis\"]}", &c)->protos, "dns,redis");
+	assert_string_equal(parsed("{\"protos\": \"http\"}", &c)->protos, "http");
+	assert_string_equal(parsed("{\"protos\": []}", &c)->protos, "");
+	assert_string_equal(parsed("{\"env\": \"container\"}", &c)->env, "container");
 }
 
 static void test_params_refused(void **state)

@@ -92,13 +92,27 @@ static void xmit_record(struct rec *r, const char *dev, const char *driver, int3
 	put(r, 16, &queue, 4);
 }
 
+/* The tracepoint formats recorded from this kernel. */
+#define MC_FORMAT   "tests/unit/data/tp_mc_event.format"
+#define XMIT_FORMAT "tests/unit/data/tp_net_dev_xmit_timeout.format"
+
+/* An empty aggregate that has read both formats, as hwprobe's after its start. */
+static void agg_new(struct hw_agg *a)
+{
+	memset(a, 0, sizeof(*a));
+	load(MC_FORMAT, &a->mc_fmt);
+	load(XMIT_FORMAT, &a->xmit_fmt);
+	a->has_mc_fmt = 1;
+	a->has_xmit_fmt = 1;
+}
+
 static void test_formats(void **state)
 {
 	struct tp_format f;
 	const struct tp_field *x;
 
 	(void)state;
-	load("tests/unit/data/tp_mc_event.format", &f);
+	load(MC_FORMAT, &f);
 	assert_string_equal(f.name, "mc_event");
 	assert_int_equal(f.id, 2206);
 	assert_int_equal(f.nfields, 4 + 12);
@@ -115,7 +129,7 @@ static void test_formats(void **state)
 	assert_int_equal(x->size, 8);
 	assert_null(tp_format__field(&f, "nope"));
 
-	load("tests/unit/data/tp_net_dev_xmit_timeout.format", &f);
+	load(XMIT_FORMAT, &f);
 	assert_string_equal(f.name, "net_dev_xmit_timeout");
 	assert_int_equal(tp_format__field(&f, "queue_index")->offset, 16);
 	assert_int_equal(tp_format__field(&f, "driver")->loc, 1);
@@ -132,9 +146,7 @@ static void test_mc_decode_and_count(void **state)
 	struct rec r;
 
 	(void)state;
-	memset(&a, 0, sizeof(a));
-	load("tests/unit/data/tp_mc_event.format", &a.mc_fmt);
-	a.has_mc_fmt = 1;
+	agg_new(&a);
 
 	/* 3 corrected errors on one DIMM, reported as one record with error_count 3 */
 	mc_record(&r, 0, "memory read error", "CPU_SrcID#0_MC#0_Chan#1_DIMM#0", 3, 0, 1, 0, -1, 0x12345000);
@@ -186,9 +198,7 @@ static void test_xmit_timeout(void **state)
 	struct rec r;
 
 	(void)state;
-	memset(&a, 0, sizeof(a));
-	load("tests/unit/data/tp_net_dev_xmit_timeout.format", &a.xmit_fmt);
-	a.has_xmit_fmt = 1;
+	agg_new(&a);
 	for (int i = 0; i < 5; i++) {
 		xmit_record(&r, "eth7", "e1000e", i % 2);
 		assert_int_equal(hw_agg__xmit_timeout(&a, r.b, sizeof(r.b), &n), 0);

@@ -93,6 +93,18 @@ static void put_le32(uint8_t *p, uint32_t v)
 		p[i] = (uint8_t)(v >> (8 * i));
 }
 
+/* Every field of a batch header but the pid. */
+static void expect_hdr(const struct ipc_batch_hdr *h, const char *probe, uint32_t nrecords, uint64_t seq,
+		       uint64_t rec_offset, uint64_t config_version, uint32_t payload_len)
+{
+	assert_string_equal(h->probe, probe);
+	assert_int_equal(h->nrecords, nrecords);
+	assert_int_equal(h->seq, seq);
+	assert_int_equal(h->rec_offset, rec_offset);
+	assert_int_equal(h->config_version, config_version);
+	assert_int_equal(h->payload_len, payload_len);
+}
+
 static void test_codec_roundtrip(void **state)
 {
 	uint8_t buf[256];
@@ -108,13 +120,8 @@ static void test_codec_roundtrip(void **state)
 	assert_int_equal(buf[48], 42);
 
 	assert_int_equal(ipc_batch__decode(buf, len, &h, &payload), 0);
-	assert_string_equal(h.probe, "tcp");
+	expect_hdr(&h, "tcp", 2, 42, 77, 5, 13);
 	assert_int_equal(h.pid, 1234);
-	assert_int_equal(h.nrecords, 2);
-	assert_int_equal(h.seq, 42);
-	assert_int_equal(h.rec_offset, 77);
-	assert_int_equal(h.config_version, 5);
-	assert_int_equal(h.payload_len, 13);
 	assert_ptr_equal(payload, (const char *)buf + IPC_BATCH_HDR_LEN);
 
 	cur = payload;
@@ -235,72 +242,63 @@ static void test_decode_rejects(void **state)
 	}
 }
 
-static struct ipc_batch_hdr hdr(uint32_t pid, uint64_t seq, uint64_t rec_offset, uint32_t nrec)
-{
-	struct ipc_batch_hdr h;
-
-	memset(&h, 0, sizeof(h));
-	strcpy(h.probe, "tcp");
-	h.pid = pid;
-	h.seq = seq;
-	h.rec_offset = rec_offset;
-	h.nrecords = nrec;
-	return h;
-}
+/* One batch header given to the sequence tracker, the count of batches it says were lost, and the tracker
+ * after it. */
+struct seq_step {
+	const char *what;
+	int fresh; /* a tracker that has seen nothing yet */
+	uint32_t pid;
+	uint64_t seq, rec_offset;
+	uint32_t nrecords;
+	int lost; /* what ipc_seq_tracker__update returns */
+	uint64_t lost_batches, lost_records, batches, records, next_seq, next_rec;
+};
 
 static void test_seq_tracker(void **state)
 {
+	/* what, fresh; pid, seq, rec_offset, nrecords; lost; the tracker's lost batches, lost records,
+	 * batches, records, next seq, next record */
+	static const struct seq_step steps[] = {
+		{"first batch", 1, 10, 0, 0, 5, 0, 0, 0, 1, 5, 1, 5},
+		{"in order", 0, 10, 1, 5, 5, 0, 0, 0, 2, 10, 2, 10},
+		{"gap: seq 2 and 3 (records 10..19) never arrived", 0, 10, 4, 20, 5, 2, 2, 10, 3, 15, 5, 25},
+		{"new pid: a restarted probe, its first 3 batches (7 records) lost", 0, 11, 3, 7, 1, 3, 5, 17, 4, 16, 4,
+		 8},
+		{"the restarted probe in order", 0, 11, 4, 8, 1, 0, 5, 17, 5, 17, 5, 9},
+		{"same pid, seq backwards (pid reused): reset, no underflow", 0, 11, 0, 0, 2, 0, 5, 17, 6, 19, 1, 2},
+		{"lost seq 1 (2 records)", 0, 11, 2, 4, 2, 1, 6, 19, 7, 21, 3, 6},
+		{"rec_offset backwards with seq forward (broken sender): no wrap-around", 0, 11, 3, 0, 1, 0, 6, 19, 8,
+		 22, 4, 1},
+		{"a first batch that is not seq 0", 1, 99, 7, 70, 10, 7, 7, 70, 1, 10, 8, 80},
+	};
 	struct ipc_seq_tracker t;
-	struct ipc_batch_hdr h;
 
 	(void)state;
-	memset(&t, 0, sizeof(t));
-	h = hdr(10, 0, 0, 5);
-	assert_int_equal(ipc_seq_tracker__update(&t, &h), 0);
-	h = hdr(10, 1, 5, 5);
-	assert_int_equal(ipc_seq_tracker__update(&t, &h), 0);
-	assert_int_equal(t.lost_batches, 0);
-	assert_int_equal(t.lost_records, 0);
+	for (size_t i = 0; i < sizeof(steps) / sizeof(steps[0]); i++) {
+		const struct seq_step *w = &steps[i];
+		struct ipc_batch_hdr h;
+		int lost;
 
-	/* Gap: seq 2 and 3 (records 10..19) never arrived. */
-	h = hdr(10, 4, 20, 5);
-	assert_int_equal(ipc_seq_tracker__update(&t, &h), 2);
-	assert_int_equal(t.lost_batches, 2);
-	assert_int_equal(t.lost_records, 10);
-	assert_int_equal(t.batches, 3);
-	assert_int_equal(t.records, 15);
-
-	/* New pid: a restarted probe; its first 3 batches (7 records) were lost. */
-	h = hdr(11, 3, 7, 1);
-	assert_int_equal(ipc_seq_tracker__update(&t, &h), 3);
-	assert_int_equal(t.pid, 11);
-	assert_int_equal(t.lost_batches, 5);
-	assert_int_equal(t.lost_records, 17);
-	h = hdr(11, 4, 8, 1);
-	assert_int_equal(ipc_seq_tracker__update(&t, &h), 0);
-
-	/* Same pid, seq backwards (pid reused by a new instance): reset, no underflow. */
-	h = hdr(11, 0, 0, 2);
-	assert_int_equal(ipc_seq_tracker__update(&t, &h), 0);
-	assert_int_equal(t.lost_batches, 5);
-	assert_int_equal(t.lost_records, 17);
-	h = hdr(11, 2, 4, 2); /* lost seq 1 (2 records) */
-	assert_int_equal(ipc_seq_tracker__update(&t, &h), 1);
-	assert_int_equal(t.lost_batches, 6);
-	assert_int_equal(t.lost_records, 19);
-
-	/* rec_offset going backwards with seq forward (broken sender): no wrap-around. */
-	h = hdr(11, 3, 0, 1);
-	assert_int_equal(ipc_seq_tracker__update(&t, &h), 0);
-	assert_int_equal(t.lost_records, 19);
-
-	/* A first batch that is not seq 0. */
-	memset(&t, 0, sizeof(t));
-	h = hdr(99, 7, 70, 10);
-	assert_int_equal(ipc_seq_tracker__update(&t, &h), 7);
-	assert_int_equal(t.lost_records, 70);
-	assert_int_equal(t.next_seq, 8);
-	assert_int_equal(t.next_rec, 80);
+		if (w->fresh)
+			memset(&t, 0, sizeof(t));
+		memset(&h, 0, sizeof(h));
+		strcpy(h.probe, "tcp");
+		h.pid = w->pid;
+		h.seq = w->seq;
+		h.rec_offset = w->rec_offset;
+		h.nrecords = w->nrecords;
+		lost = ipc_seq_tracker__update(&t, &h);
+		if (lost != w->lost || t.pid != w->pid || t.lost_batches != w->lost_batches ||
+		    t.lost_records != w->lost_records || t.batches != w->batches || t.records != w->records ||
+		    t.next_seq != w->next_seq || t.next_rec != w->next_rec)
+			fail_msg("step %zu (%s): lost %d, tracker pid %u lost %llu batches %llu records, seen %llu "
+				 "batches "
+				 "%llu records, next seq %llu rec %llu",
+				 i, w->what, lost, t.pid, (unsigned long long)t.lost_batches,
+				 (unsigned long long)t.lost_records, (unsigned long long)t.batches,
+				 (unsigned long long)t.records, (unsigned long long)t.next_seq,
+				 (unsigned long long)t.next_rec);
+	}
 }
 
 /* Wait for one message, ticking pub (if any) so its pending batches and timed flushes go out. */
@@ -534,10 +532,7 @@ static void test_flush_on_size(void **state)
 	assert_int_equal(ipc_pub__append(pub, big, sizeof(big)), 0);
 	recv_records(sub, pub, &t, 3, 3, 20);
 	h = next_batch(sub, NULL, NULL);
-	assert_int_equal(h.nrecords, 1);
-	assert_int_equal(h.payload_len, IPC_RECORD_MAX_LEN + 1);
-	assert_int_equal(h.seq, 2);
-	assert_int_equal(h.rec_offset, 6);
+	expect_hdr(&h, "tcp", 1, 2, 6, 0, IPC_RECORD_MAX_LEN + 1);
 }
 
 static void test_flush_on_time(void **state)
@@ -576,19 +571,13 @@ static void test_heartbeat(void **state)
 	assert_int_equal(ipc_pub__flush(pub, 1), 0);
 	h = next_batch(sub, pub, &len);
 	assert_int_equal(len, IPC_BATCH_HDR_LEN);
-	assert_string_equal(h.probe, "hb");
-	assert_int_equal(h.nrecords, 0);
-	assert_int_equal(h.payload_len, 0);
-	assert_int_equal(h.config_version, 7);
-	assert_int_equal(h.seq, 0);
+	expect_hdr(&h, "hb", 0, 0, 0, 7, 0);
 
 	/* A record batch after it carries the same version and the next seq. */
 	append_records(pub, 0, 1);
 	assert_int_equal(ipc_pub__flush(pub, 1), 0);
 	h = next_batch(sub, pub, NULL);
-	assert_int_equal(h.nrecords, 1);
-	assert_int_equal(h.seq, 1);
-	assert_int_equal(h.config_version, 7);
+	expect_hdr(&h, "hb", 1, 1, 0, 7, 6); /* "|t|0|" and its newline */
 }
 
 /* ipc_pub__free flushes the open batch and lingers until it is written, so nothing is lost at exit. */

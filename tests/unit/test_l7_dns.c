@@ -131,28 +131,18 @@ static void test_truncated_garbage_loss(void **state)
 
 static void test_infer(void **state)
 {
-	enum l7_flow f = L7_FLOW_RESP;
 	const unsigned int all = ~0u;
 
 	(void)state;
-	assert_int_equal(l7_infer((const uint8_t *)DIG_Q_A, sizeof(DIG_Q_A) - 1, L7_TRANSPORT_UDP, 18953, all, &f),
-			 L7_PROTO_DNS);
-	assert_int_equal(f, L7_FLOW_REQ);
-	assert_int_equal(
-		l7_infer((const uint8_t *)DNSMASQ_R_A, sizeof(DNSMASQ_R_A) - 1, L7_TRANSPORT_UDP, 18953, all, &f),
-		L7_PROTO_DNS);
-	assert_int_equal(f, L7_FLOW_RESP);
-	assert_int_equal(l7_infer((const uint8_t *)DIG_TCP_Q, sizeof(DIG_TCP_Q) - 1, L7_TRANSPORT_TCP, 0, all, &f),
-			 L7_PROTO_DNS);
-	assert_int_equal(f, L7_FLOW_REQ);
-	assert_int_equal(l7_infer((const uint8_t *)DIG_Q_A, sizeof(DIG_Q_A) - 1, L7_TRANSPORT_UDP, 53,
-				  all & ~(1u << L7_PROTO_DNS), &f),
-			 L7_PROTO_UNKNOWN);
-	assert_int_equal(l7_infer((const uint8_t *)"\x12\x34\x01\x00\x00\x01\x00\x00\x00\x00\x00\x00\x05hello", 19,
-				  L7_TRANSPORT_UDP, 53, all, &f),
-			 L7_PROTO_UNKNOWN); /* the question is cut */
-	assert_int_equal(l7_infer((const uint8_t *)"GET / HTTP/1.1\r\n\r\n", 18, L7_TRANSPORT_UDP, 53, all, &f),
-			 L7_PROTO_UNKNOWN);
+	l7t_expect_infer(DIG_Q_A, sizeof(DIG_Q_A) - 1, L7_TRANSPORT_UDP, 18953, all, L7_PROTO_DNS, L7_FLOW_REQ);
+	l7t_expect_infer(DNSMASQ_R_A, sizeof(DNSMASQ_R_A) - 1, L7_TRANSPORT_UDP, 18953, all, L7_PROTO_DNS,
+			 L7_FLOW_RESP);
+	l7t_expect_infer(DIG_TCP_Q, sizeof(DIG_TCP_Q) - 1, L7_TRANSPORT_TCP, 0, all, L7_PROTO_DNS, L7_FLOW_REQ);
+	l7t_expect_infer(DIG_Q_A, sizeof(DIG_Q_A) - 1, L7_TRANSPORT_UDP, 53, all & ~(1u << L7_PROTO_DNS),
+			 L7_PROTO_UNKNOWN, -1);
+	l7t_expect_infer("\x12\x34\x01\x00\x00\x01\x00\x00\x00\x00\x00\x00\x05hello", 19, L7_TRANSPORT_UDP, 53, all,
+			 L7_PROTO_UNKNOWN, -1); /* the question is cut */
+	l7t_expect_infer("GET / HTTP/1.1\r\n\r\n", 18, L7_TRANSPORT_UDP, 53, all, L7_PROTO_UNKNOWN, -1);
 }
 
 int main(void)

@@ -312,25 +312,17 @@ static void test_bounded_memory(void **state)
 
 static void test_infer(void **state)
 {
-	enum l7_flow f = L7_FLOW_RESP;
 	const unsigned int all = ~0u;
 
 	(void)state;
-	assert_int_equal(l7_infer((const uint8_t *)CURL_GET_INDEX, 40, L7_TRANSPORT_TCP, 0, all, &f), L7_PROTO_HTTP);
-	assert_int_equal(f, L7_FLOW_REQ);
-	assert_int_equal(l7_infer((const uint8_t *)NGINX_200_INDEX, 40, L7_TRANSPORT_TCP, 0, all, &f), L7_PROTO_HTTP);
-	assert_int_equal(f, L7_FLOW_RESP);
+	l7t_expect_infer(CURL_GET_INDEX, 40, L7_TRANSPORT_TCP, 0, all, L7_PROTO_HTTP, L7_FLOW_REQ);
+	l7t_expect_infer(NGINX_200_INDEX, 40, L7_TRANSPORT_TCP, 0, all, L7_PROTO_HTTP, L7_FLOW_RESP);
 	/* not enabled, not HTTP, too short, over UDP */
-	assert_int_equal(
-		l7_infer((const uint8_t *)CURL_GET_INDEX, 40, L7_TRANSPORT_TCP, 0, all & ~(1u << L7_PROTO_HTTP), &f),
-		L7_PROTO_UNKNOWN);
-	assert_int_equal(l7_infer((const uint8_t *)"GETX / HTTP/1.1\r\n", 17, L7_TRANSPORT_TCP, 80, all, &f),
-			 L7_PROTO_UNKNOWN);
-	assert_int_equal(l7_infer((const uint8_t *)"GET ", 4, L7_TRANSPORT_TCP, 80, all, &f), L7_PROTO_UNKNOWN);
-	assert_int_equal(l7_infer((const uint8_t *)"HTTP/2.0 200 ", 13, L7_TRANSPORT_TCP, 80, all, &f),
-			 L7_PROTO_UNKNOWN);
-	assert_int_equal(l7_infer((const uint8_t *)CURL_GET_INDEX, 40, L7_TRANSPORT_UDP, 80, all, &f),
-			 L7_PROTO_UNKNOWN);
+	l7t_expect_infer(CURL_GET_INDEX, 40, L7_TRANSPORT_TCP, 0, all & ~(1u << L7_PROTO_HTTP), L7_PROTO_UNKNOWN, -1);
+	l7t_expect_infer("GETX / HTTP/1.1\r\n", 17, L7_TRANSPORT_TCP, 80, all, L7_PROTO_UNKNOWN, -1);
+	l7t_expect_infer("GET ", 4, L7_TRANSPORT_TCP, 80, all, L7_PROTO_UNKNOWN, -1);
+	l7t_expect_infer("HTTP/2.0 200 ", 13, L7_TRANSPORT_TCP, 80, all, L7_PROTO_UNKNOWN, -1);
+	l7t_expect_infer(CURL_GET_INDEX, 40, L7_TRANSPORT_UDP, 80, all, L7_PROTO_UNKNOWN, -1);
 	assert_string_equal(l7_proto__name(L7_PROTO_HTTP), "http");
 	assert_string_equal(l7_proto__name((enum l7_proto)99), "unknown");
 	assert_int_equal(l7_proto__by_name("dns"), L7_PROTO_DNS);

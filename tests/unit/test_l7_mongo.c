@@ -103,20 +103,12 @@ static void test_bounded(void **state)
 
 static void test_infer(void **state)
 {
-	enum l7_flow f = L7_FLOW_RESP;
 
 	(void)state;
-	assert_int_equal(l7_infer((const uint8_t *)HELLO_Q, sizeof(HELLO_Q) - 1, L7_TRANSPORT_TCP, 0, ~0u, &f),
-			 L7_PROTO_MONGO);
-	assert_int_equal(f, L7_FLOW_REQ);
-	assert_int_equal(l7_infer((const uint8_t *)FIND, sizeof(FIND) - 1, L7_TRANSPORT_TCP, 0, ~0u, &f),
-			 L7_PROTO_MONGO);
-	assert_int_equal(f, L7_FLOW_REQ);
-	f = L7_FLOW_REQ;
-	assert_int_equal(l7_infer((const uint8_t *)FIND_R, sizeof(FIND_R) - 1, L7_TRANSPORT_TCP, 0, ~0u, &f),
-			 L7_PROTO_MONGO);
-	assert_int_equal(f, L7_FLOW_RESP);
-	assert_int_equal(l7_infer((const uint8_t *)FIND, 31, L7_TRANSPORT_TCP, 0, ~0u, &f), L7_PROTO_UNKNOWN);
+	l7t_expect_infer(HELLO_Q, sizeof(HELLO_Q) - 1, L7_TRANSPORT_TCP, 0, ~0u, L7_PROTO_MONGO, L7_FLOW_REQ);
+	l7t_expect_infer(FIND, sizeof(FIND) - 1, L7_TRANSPORT_TCP, 0, ~0u, L7_PROTO_MONGO, L7_FLOW_REQ);
+	l7t_expect_infer(FIND_R, sizeof(FIND_R) - 1, L7_TRANSPORT_TCP, 0, ~0u, L7_PROTO_MONGO, L7_FLOW_RESP);
+	l7t_expect_infer(FIND, 31, L7_TRANSPORT_TCP, 0, ~0u, L7_PROTO_UNKNOWN, -1);
 	assert_int_equal(l7_proto__by_name("mongo"), L7_PROTO_MONGO);
 	assert_string_equal(l7_proto__name(L7_PROTO_MONGO), "mongo");
 }

@@ -251,35 +251,21 @@ static void test_garbage(void **state)
 
 static void test_infer(void **state)
 {
-	enum l7_flow f = L7_FLOW_REQ;
 	const unsigned int all = ~0u;
 
 	(void)state;
-	assert_int_equal(l7_infer((const uint8_t *)GREETING, sizeof(GREETING) - 1, L7_TRANSPORT_TCP, 0, all, &f),
-			 L7_PROTO_MYSQL);
-	assert_int_equal(f, L7_FLOW_RESP);
-	assert_int_equal(l7_infer((const uint8_t *)HS_RESP, sizeof(HS_RESP) - 1, L7_TRANSPORT_TCP, 0, all, &f),
-			 L7_PROTO_MYSQL);
-	assert_int_equal(f, L7_FLOW_REQ);
-	f = L7_FLOW_RESP;
-	assert_int_equal(l7_infer((const uint8_t *)Q_SELECT, sizeof(Q_SELECT) - 1, L7_TRANSPORT_TCP, 0, all, &f),
-			 L7_PROTO_MYSQL);
-	assert_int_equal(f, L7_FLOW_REQ);
-	assert_int_equal(l7_infer((const uint8_t *)R_NOSUCH, sizeof(R_NOSUCH) - 1, L7_TRANSPORT_TCP, 0, all, &f),
-			 L7_PROTO_MYSQL);
-	assert_int_equal(f, L7_FLOW_RESP);
-	assert_int_equal(l7_infer((const uint8_t *)PING, sizeof(PING) - 1, L7_TRANSPORT_TCP, 0, all, &f),
-			 L7_PROTO_MYSQL);
+	l7t_expect_infer(GREETING, sizeof(GREETING) - 1, L7_TRANSPORT_TCP, 0, all, L7_PROTO_MYSQL, L7_FLOW_RESP);
+	l7t_expect_infer(HS_RESP, sizeof(HS_RESP) - 1, L7_TRANSPORT_TCP, 0, all, L7_PROTO_MYSQL, L7_FLOW_REQ);
+	l7t_expect_infer(Q_SELECT, sizeof(Q_SELECT) - 1, L7_TRANSPORT_TCP, 0, all, L7_PROTO_MYSQL, L7_FLOW_REQ);
+	l7t_expect_infer(R_NOSUCH, sizeof(R_NOSUCH) - 1, L7_TRANSPORT_TCP, 0, all, L7_PROTO_MYSQL, L7_FLOW_RESP);
+	l7t_expect_infer(PING, sizeof(PING) - 1, L7_TRANSPORT_TCP, 0, all, L7_PROTO_MYSQL, L7_FLOW_REQ);
 	/* two packets in the first chunk, a query of digits, not enabled */
-	assert_int_equal(l7_infer((const uint8_t *)Q_DO Q_DO, 2 * (sizeof(Q_DO) - 1), L7_TRANSPORT_TCP, 0, all, &f),
-			 L7_PROTO_UNKNOWN);
-	assert_int_equal(l7_infer((const uint8_t *)"\x03\x00\x00\x00\x03"
-						   "12",
-				  7, L7_TRANSPORT_TCP, 0, all, &f),
-			 L7_PROTO_UNKNOWN);
-	assert_int_equal(l7_infer((const uint8_t *)Q_SELECT, sizeof(Q_SELECT) - 1, L7_TRANSPORT_TCP, 0,
-				  all & ~(1u << L7_PROTO_MYSQL), &f),
-			 L7_PROTO_UNKNOWN);
+	l7t_expect_infer(Q_DO Q_DO, 2 * (sizeof(Q_DO) - 1), L7_TRANSPORT_TCP, 0, all, L7_PROTO_UNKNOWN, -1);
+	l7t_expect_infer("\x03\x00\x00\x00\x03"
+			 "12",
+			 7, L7_TRANSPORT_TCP, 0, all, L7_PROTO_UNKNOWN, -1);
+	l7t_expect_infer(Q_SELECT, sizeof(Q_SELECT) - 1, L7_TRANSPORT_TCP, 0, all & ~(1u << L7_PROTO_MYSQL),
+			 L7_PROTO_UNKNOWN, -1);
 }
 
 int main(void)

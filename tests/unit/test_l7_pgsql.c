@@ -263,32 +263,17 @@ static void test_garbage(void **state)
 
 static void test_infer(void **state)
 {
-	enum l7_flow f = L7_FLOW_RESP;
 	const unsigned int all = ~0u;
 
 	(void)state;
-	assert_int_equal(l7_infer((const uint8_t *)STARTUP, sizeof(STARTUP) - 1, L7_TRANSPORT_TCP, 0, all, &f),
-			 L7_PROTO_PGSQL);
-	assert_int_equal(f, L7_FLOW_REQ);
-	assert_int_equal(l7_infer((const uint8_t *)SSLREQ, 8, L7_TRANSPORT_TCP, 0, all, &f), L7_PROTO_PGSQL);
-	assert_int_equal(l7_infer((const uint8_t *)Q_SELECT, sizeof(Q_SELECT) - 1, L7_TRANSPORT_TCP, 0, all, &f),
-			 L7_PROTO_PGSQL);
-	assert_int_equal(f, L7_FLOW_REQ);
-	f = L7_FLOW_REQ;
-	assert_int_equal(l7_infer((const uint8_t *)STARTUP_R, sizeof(STARTUP_R) - 1, L7_TRANSPORT_TCP, 0, all, &f),
-			 L7_PROTO_PGSQL);
-	assert_int_equal(f, L7_FLOW_RESP);
-	f = L7_FLOW_REQ;
-	assert_int_equal(l7_infer((const uint8_t *)R_BAD, sizeof(R_BAD) - 1, L7_TRANSPORT_TCP, 0, all, &f),
-			 L7_PROTO_PGSQL);
-	assert_int_equal(f, L7_FLOW_RESP);
-	assert_int_equal(l7_infer((const uint8_t *)R_SELECT, sizeof(R_SELECT) - 3, L7_TRANSPORT_TCP, 0, all, &f),
-			 L7_PROTO_UNKNOWN);
-	assert_int_equal(l7_infer((const uint8_t *)"Q\x00\x00\x00\x09x\x00yz\x00", 10, L7_TRANSPORT_TCP, 0, all, &f),
-			 L7_PROTO_UNKNOWN);
-	assert_int_equal(
-		l7_infer((const uint8_t *)STARTUP, sizeof(STARTUP) - 1, L7_TRANSPORT_TCP, 0, 1u << L7_PROTO_MYSQL, &f),
-		L7_PROTO_UNKNOWN);
+	l7t_expect_infer(STARTUP, sizeof(STARTUP) - 1, L7_TRANSPORT_TCP, 0, all, L7_PROTO_PGSQL, L7_FLOW_REQ);
+	l7t_expect_infer(SSLREQ, 8, L7_TRANSPORT_TCP, 0, all, L7_PROTO_PGSQL, L7_FLOW_REQ);
+	l7t_expect_infer(Q_SELECT, sizeof(Q_SELECT) - 1, L7_TRANSPORT_TCP, 0, all, L7_PROTO_PGSQL, L7_FLOW_REQ);
+	l7t_expect_infer(STARTUP_R, sizeof(STARTUP_R) - 1, L7_TRANSPORT_TCP, 0, all, L7_PROTO_PGSQL, L7_FLOW_RESP);
+	l7t_expect_infer(R_BAD, sizeof(R_BAD) - 1, L7_TRANSPORT_TCP, 0, all, L7_PROTO_PGSQL, L7_FLOW_RESP);
+	l7t_expect_infer(R_SELECT, sizeof(R_SELECT) - 3, L7_TRANSPORT_TCP, 0, all, L7_PROTO_UNKNOWN, -1);
+	l7t_expect_infer("Q\x00\x00\x00\x09x\x00yz\x00", 10, L7_TRANSPORT_TCP, 0, all, L7_PROTO_UNKNOWN, -1);
+	l7t_expect_infer(STARTUP, sizeof(STARTUP) - 1, L7_TRANSPORT_TCP, 0, 1u << L7_PROTO_MYSQL, L7_PROTO_UNKNOWN, -1);
 }
 
 int main(void)

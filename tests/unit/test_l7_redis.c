@@ -215,25 +215,17 @@ static void test_garbage_and_depth(void **state)
 
 static void test_infer(void **state)
 {
-	enum l7_flow f = L7_FLOW_RESP;
 	const unsigned int all = ~0u;
 
 	(void)state;
-	assert_int_equal(l7_infer((const uint8_t *)SET_K_V, sizeof(SET_K_V) - 1, L7_TRANSPORT_TCP, 0, all, &f),
-			 L7_PROTO_REDIS);
-	assert_int_equal(f, L7_FLOW_REQ);
-	assert_int_equal(l7_infer((const uint8_t *)"+OK\r\n", 5, L7_TRANSPORT_TCP, 0, all, &f), L7_PROTO_REDIS);
-	assert_int_equal(f, L7_FLOW_RESP);
-	assert_int_equal(l7_infer((const uint8_t *)WRONG, sizeof(WRONG) - 1, L7_TRANSPORT_TCP, 0, all, &f),
-			 L7_PROTO_REDIS);
-	assert_int_equal(l7_infer((const uint8_t *)"$-1\r\n", 5, L7_TRANSPORT_TCP, 0, all, &f), L7_PROTO_REDIS);
-	assert_int_equal(f, L7_FLOW_RESP);
-	assert_int_equal(l7_infer((const uint8_t *)"+ok", 3, L7_TRANSPORT_TCP, 0, all, &f), L7_PROTO_UNKNOWN);
-	assert_int_equal(l7_infer((const uint8_t *)"*2\r\n:1\r\n", 8, L7_TRANSPORT_TCP, 0, all, &f), L7_PROTO_UNKNOWN);
-	assert_int_equal(l7_infer((const uint8_t *)"PING\r\n", 6, L7_TRANSPORT_TCP, 6379, all, &f), L7_PROTO_UNKNOWN);
-	assert_int_equal(
-		l7_infer((const uint8_t *)SET_K_V, sizeof(SET_K_V) - 1, L7_TRANSPORT_TCP, 0, 1u << L7_PROTO_HTTP, &f),
-		L7_PROTO_UNKNOWN);
+	l7t_expect_infer(SET_K_V, sizeof(SET_K_V) - 1, L7_TRANSPORT_TCP, 0, all, L7_PROTO_REDIS, L7_FLOW_REQ);
+	l7t_expect_infer("+OK\r\n", 5, L7_TRANSPORT_TCP, 0, all, L7_PROTO_REDIS, L7_FLOW_RESP);
+	l7t_expect_infer(WRONG, sizeof(WRONG) - 1, L7_TRANSPORT_TCP, 0, all, L7_PROTO_REDIS, L7_FLOW_RESP);
+	l7t_expect_infer("$-1\r\n", 5, L7_TRANSPORT_TCP, 0, all, L7_PROTO_REDIS, L7_FLOW_RESP);
+	l7t_expect_infer("+ok", 3, L7_TRANSPORT_TCP, 0, all, L7_PROTO_UNKNOWN, -1);
+	l7t_expect_infer("*2\r\n:1\r\n", 8, L7_TRANSPORT_TCP, 0, all, L7_PROTO_UNKNOWN, -1);
+	l7t_expect_infer("PING\r\n", 6, L7_TRANSPORT_TCP, 6379, all, L7_PROTO_UNKNOWN, -1);
+	l7t_expect_infer(SET_K_V, sizeof(SET_K_V) - 1, L7_TRANSPORT_TCP, 0, 1u << L7_PROTO_HTTP, L7_PROTO_UNKNOWN, -1);
 }
 
 int main(void)

@@ -151,30 +151,25 @@ static void test_infer(void **state)
 		{G_SEND_R, sizeof(G_SEND_R) - 1, L7_FLOW_RESP},
 	};
 	uint8_t bad[sizeof(B_SEND) - 1];
-	enum l7_flow f;
 
 	(void)state;
 	for (size_t i = 0; i < sizeof(yes) / sizeof(yes[0]); i++) {
-		f = yes[i].f == L7_FLOW_REQ ? L7_FLOW_RESP : L7_FLOW_REQ;
-		assert_int_equal(l7_infer((const uint8_t *)yes[i].p, yes[i].n, L7_TRANSPORT_TCP, 0, ~0u, &f),
-				 L7_PROTO_ROCKETMQ);
-		assert_int_equal(f, yes[i].f);
+		l7t_expect_infer(yes[i].p, yes[i].n, L7_TRANSPORT_TCP, 0, ~0u, L7_PROTO_ROCKETMQ, yes[i].f);
 		/* and only when enabled */
-		assert_int_equal(l7_infer((const uint8_t *)yes[i].p, yes[i].n, L7_TRANSPORT_TCP, 0,
-					  ~0u & ~(1u << L7_PROTO_ROCKETMQ), &f),
-				 L7_PROTO_UNKNOWN);
+		l7t_expect_infer(yes[i].p, yes[i].n, L7_TRANSPORT_TCP, 0, ~0u & ~(1u << L7_PROTO_ROCKETMQ),
+				 L7_PROTO_UNKNOWN, -1);
 	}
 	/* too short to tell; an unknown request code; lengths that do not add up */
-	assert_int_equal(l7_infer((const uint8_t *)B_SEND, 20, L7_TRANSPORT_TCP, 0, ~0u, &f), L7_PROTO_UNKNOWN);
+	l7t_expect_infer(B_SEND, 20, L7_TRANSPORT_TCP, 0, ~0u, L7_PROTO_UNKNOWN, -1);
 	memcpy(bad, B_SEND, sizeof(bad));
 	bad[8] = 0x7f;
-	assert_int_equal(l7_infer(bad, sizeof(bad), L7_TRANSPORT_TCP, 0, ~0u, &f), L7_PROTO_UNKNOWN);
+	l7t_expect_infer(bad, sizeof(bad), L7_TRANSPORT_TCP, 0, ~0u, L7_PROTO_UNKNOWN, -1);
 	memcpy(bad, B_SEND, sizeof(bad));
 	bad[8 + 16] ^= 1; /* remark length */
-	assert_int_equal(l7_infer(bad, sizeof(bad), L7_TRANSPORT_TCP, 0, ~0u, &f), L7_PROTO_UNKNOWN);
+	l7t_expect_infer(bad, sizeof(bad), L7_TRANSPORT_TCP, 0, ~0u, L7_PROTO_UNKNOWN, -1);
 	memcpy(bad, B_SEND, sizeof(bad));
 	bad[4] = 2; /* serialize type */
-	assert_int_equal(l7_infer(bad, sizeof(bad), L7_TRANSPORT_TCP, 0, ~0u, &f), L7_PROTO_UNKNOWN);
+	l7t_expect_infer(bad, sizeof(bad), L7_TRANSPORT_TCP, 0, ~0u, L7_PROTO_UNKNOWN, -1);
 	assert_int_equal(l7_proto__by_name("rocketmq"), L7_PROTO_ROCKETMQ);
 	assert_string_equal(l7_proto__name(L7_PROTO_ROCKETMQ), "rocketmq");
 }

@@ -146,6 +146,23 @@ static inline void l7t_expect_stats(const struct l7t_out *o, uint64_t rpcs, uint
 	assert_int_equal(o->st.req_lost, req_lost);
 }
 
+/* l7_infer on len bytes of data (transport tr, server port, the protocols allowed) names want and, for a
+ * protocol, the direction want_flow (-1: not checked); the direction is set to the other one first, so that
+ * a guess that leaves it is seen. */
+static inline void l7t_expect_infer(const void *data, size_t len, enum l7_transport tr, uint16_t port,
+				    unsigned int allowed, enum l7_proto want, int want_flow)
+{
+	enum l7_flow f = want_flow == L7_FLOW_REQ ? L7_FLOW_RESP : L7_FLOW_REQ;
+	enum l7_proto got = l7_infer(data, len, tr, port, allowed, &f);
+
+	if (got != want || (want != L7_PROTO_UNKNOWN && want_flow >= 0 && (int)f != want_flow))
+		fail_msg("l7_infer of %zu bytes: %s %s, want %s %s", len, l7_proto__name(got),
+			 f == L7_FLOW_REQ ? "request" : "response", l7_proto__name(want),
+			 want_flow < 0		    ? "any"
+			 : want_flow == L7_FLOW_REQ ? "request"
+						    : "response");
+}
+
 /* 10000 requests never answered, each req (len bytes) with its number set by set_id: the pending
  * queue stays bounded (the session under 48 KiB), the oldest are dropped and counted as lost, none is
  * unparsable. */

@@ -160,14 +160,21 @@ static int check(const char *probe, const char *json, char *err, cJSON **ret)
 	return st;
 }
 
-static void expect(const char *probe, const char *json, int status, const char *msg_part)
+/* The body json sent to probe gets status and an error message holding msg_part (NULL: any); where
+ * names the case in a failure (NULL: the body does). */
+static void expect_at(const char *where, const char *probe, const char *json, int status, const char *msg_part)
 {
 	char err[512] = "";
 	int st = check(probe, json, err, NULL);
 
 	if (st != status || (msg_part && !strstr(err, msg_part)))
-		fail_msg("%s %s: got %d \"%s\", want %d \"%s\"", probe, json, st, err, status,
-			 msg_part ? msg_part : "");
+		fail_msg("%s%s%s %s: got %d \"%s\", want %d \"%s\"", where ? where : "", where ? ": " : "", probe, json,
+			 st, err, status, msg_part ? msg_part : "");
+}
+
+static void expect(const char *probe, const char *json, int status, const char *msg_part)
+{
+	expect_at(NULL, probe, json, status, msg_part);
 }
 
 static void test_table(void **state)
@@ -302,133 +309,42 @@ static void test_valid_seed_examples(void **state)
 	cJSON_Delete(out);
 }
 
+/* One case a line of data/rest_check_cases.txt: "probe status body", then " => " and a part of the error
+ * message when one is wanted; a failure names the line. */
+#define REST_CASES   "tests/unit/data/rest_check_cases.txt"
+#define REST_CASES_N 76 /* the file's cases: a file cut short fails */
+
 static void test_errors_name_field_and_range(void **state)
 {
+	FILE *f = fopen(REST_CASES, "r");
+	char line[1024], where[64], probe[32];
+	int lineno = 0, ncases = 0, status, off;
+
 	(void)state;
-	expect("baseinfo", "{\"params\":{\"report_period\":0}}", 400,
-	       "params.report_period: 0 is out of range; must be an integer in [1, 600] s (default 5)");
-	expect("tcp", "{\"params\":{\"report_period\":601}}", 400, "[5, 600]");
-	expect("tcp", "{\"params\":{\"report_period\":5.5}}", 400, "params.report_period: not an integer");
-	expect("tcp", "{\"params\":{\"report_period\":\"60\"}}", 400, "params.report_period: not an integer");
-	expect("tcp", "{\"params\":{\"latency_thr\":5}}", 400,
-	       "params.latency_thr: 5 is out of range; must be 0 (off) or an integer in [10, 100000] ms");
-	expect("tcp", "{\"params\":{\"latency_thr\":0}}", 0, NULL);
-	expect("tcp", "{\"params\":{\"report_source_port\":2}}", 400, "params.report_source_port: must be 0 or 1");
-	expect("tcp", "{\"params\":{\"report_source_port\":true}}", 0, NULL);
-	expect("tcp", "{\"params\":{\"res_lower_thr\":\"20%\",\"res_upper_thr\":101}}", 400,
-	       "params.res_upper_thr: 101 is out of range");
-	expect("tcp", "{\"params\":{\"res_lower_thr\":\"20%\"}}", 0, NULL);
-	expect("tcp", "{\"params\":{\"env\":\"cloud\"}}", 400, "params.env: must be one of node, container, kubenet");
-	expect("tcp", "{\"params\":{\"metrics_type\":[\"raw\",\"x\"]}}", 400,
-	       "params.metrics_type[1]: must be one of raw, telemetry");
-	expect("l7", "{\"params\":{\"l7_protocol\":[\"http\",\"pgsql\"],\"support_ssl\":1}}", 0, NULL);
-	expect("l7", "{\"params\":{\"l7_protocol\":[\"gopher\"]}}", 400,
-	       "http, pgsql, mysql, redis, kafka, mongo, rocketmq, dns");
-	expect("flamegraph", "{\"params\":{\"svg_period\":29}}", 400, "[30, 600] s (default 180)");
-	expect("flamegraph", "{\"params\":{\"perf_sample_period\":1001}}", 400, "[10, 1000] ms (default 10)");
-	expect("flamegraph", "{\"params\":{\"pyroscope_server\":\"localhost\"}}", 400,
-	       "params.pyroscope_server: must be \"host:port\"");
-	expect("flamegraph", "{\"params\":{\"pyroscope_server\":\"h:70000\"}}", 400, "port must be in [1, 65535]");
-	expect("kafka", "{\"params\":{\"kafka_port\":0}}", 400, "[1, 65535]");
-	expect("io", "{\"params\":{\"dev_name\":\"sda; rm -rf /\"}}", 400, "params.dev_name: must be a device name");
-	expect("io", "{\"params\":{\"dev_name\":\"nvme0n1\"}}", 0, NULL);
-	/* a path parameter outside its scope is confined like in it */
-	expect("baseinfo", "{\"params\":{\"svg_dir\":\"/tmp\"}}", 403, "params.svg_dir: \"/tmp\" is outside");
-	expect("baseinfo", "{\"params\":{\"svg_dirs\":\"/tmp\"}}", 400,
-	       "params.svg_dirs: not a parameter of probe baseinfo (allowed: report_period, drops_thr, res_lower_thr, "
-	       "res_upper_thr, report_event, metrics_type, env, dev_name, proc_top)");
-	expect("baseinfo", "{\"params\":{\"proc_top\":1025}}", 400, "params.proc_top");
-	expect("baseinfo", "{\"params\":{\"proc_top\":0}}", 0, NULL);
-	/* sub-probes */
-	expect("baseinfo", "{\"cmd\":{\"probe\":[\"cpu\",\"gpu\"]}}", 400,
-	       "cmd.probe[1]: unknown sub-probe \"gpu\" of baseinfo (allowed: cpu, mem, nic, disk, net, fs, proc, "
-	       "host)");
-	expect("jvm", "{\"cmd\":{\"probe\":[\"x\"]}}", 400, "cmd.probe[0]: probe jvm has no sub-probes");
-	expect("jvm", "{\"cmd\":{\"probe\":[]}}", 0, NULL);
-	expect("baseinfo", "{\"cmd\":{\"probe\":\"cpu\"}}", 400, "cmd.probe: must be a list");
-	expect("baseinfo", "{\"cmd\":{\"probe\":[1]}}", 400, "cmd.probe[0]: must be a string");
-	expect("baseinfo", "{\"cmd\":{\"args\":\"-x\"}}", 400, "cmd.args: unknown field");
-	/* snoopers */
-	expect("io", "{\"snoopers\":{\"proc_id\":[1]}}", 400,
-	       "snoopers.proc_id: not a monitoring target of probe io (accepted: none)");
-	expect("io", "{\"snoopers\":{\"proc_id\":[]}}", 0, NULL);
-	expect("tprofiling", "{\"snoopers\":{\"container_id\":[\"abcdef123456\"]}}", 0, NULL);
-	expect("tcp", "{\"snoopers\":{\"proc_id\":[0]}}", 400,
-	       "snoopers.proc_id[0]: must be a process id in [1, 4194304]");
-	expect("tcp", "{\"snoopers\":{\"proc_id\":[\"12\"]}}", 400, "snoopers.proc_id[0]");
-	expect("tcp", "{\"snoopers\":{\"proc_name\":[{\"cmdline\":\"x\"}]}}", 400,
-	       "snoopers.proc_name[0].comm: required");
-	expect("tcp", "{\"snoopers\":{\"proc_name\":[1]}}", 400,
-	       "snoopers.proc_name[0]: must be an object {\"comm\", \"cmdline\", \"debugging_dir\"}");
-	expect("opengauss_sli", "{\"snoopers\":{\"gaussdb\":[\"x\"]}}", 400,
-	       "snoopers.gaussdb[0]: must be an object {\"dbip\", \"dbport\", \"dbname\", \"dbuser\", \"dbpass\"}");
-	expect("tcp", "{\"snoopers\":{\"proc_name\":[{\"comm\":\"" ID64 "x\"}]}}", 400,
-	       "snoopers.proc_name[0].comm: must be 1 to 64 characters");
-	expect("tcp", "{\"snoopers\":{\"proc_name\":[{\"comm\":\"(a)\\\\1\"}]}}", 400,
-	       "snoopers.proc_name[0].comm: back-references (\\1) are not allowed");
-	expect("tcp", "{\"snoopers\":{\"proc_name\":[{\"comm\":\"a{99}\"}]}}", 400,
-	       "snoopers.proc_name[0].comm: at most 2 intervals {n,m} with counts up to 16");
-	expect("tcp", "{\"snoopers\":{\"proc_name\":[{\"comm\":\"(java\"}]}}", 400,
-	       "snoopers.proc_name[0].comm: not a POSIX extended regular expression: Unmatched ( or \\(");
-	expect("tcp", "{\"snoopers\":{\"proc_name\":[{\"comm\":\"a\",\"exe\":\"b\"}]}}", 400,
-	       "snoopers.proc_name[0].exe: unknown field");
-	expect("tcp", "{\"snoopers\":{\"container_id\":[\"abc/../x\"]}}", 400,
-	       "snoopers.container_id[0]: must be a container id");
-	expect("tcp", "{\"snoopers\":{\"pod_id\":[\"pod 1\"]}}", 400, "snoopers.pod_id[0]");
-	expect("tcp", "{\"snoopers\":{\"comm\":[\"x\"]}}", 400, "snoopers.comm: unknown field");
-	expect("opengauss_sli",
-	       "{\"snoopers\":{\"gaussdb\":[{\"dbip\":\"127.0.0.1\",\"dbport\":5432,\"dbname\":\"postgres\","
-	       "\"dbuser\":\"u\",\"dbpass\":\"p\"}]}}",
-	       0, NULL);
-	expect("opengauss_sli", "{\"snoopers\":{\"gaussdb\":[{\"dbip\":\"127.0.0.1\",\"dbport\":0}]}}", 400,
-	       "snoopers.gaussdb[0].dbport");
-	/* top level, state, JSON */
-	expect("tcp", "{\"state\":\"paused\"}", 400, "state: must be \"running\" or \"stopped\"");
-	expect("tcp", "{\"stat\":\"running\"}", 400,
-	       "stat: unknown field (expected cmd, snoopers, blacklist, params, state)");
-	/* custom_labels and pod_labels (gala-gopher's), normalized; names and keys checked */
-	expect("tcp",
-	       "{\"snoopers\":{\"custom_labels\":{\"team\":\"a "
-	       "b\"},\"pod_labels\":[\"app\",\"app.kubernetes.io/name\"]}}",
-	       0, NULL);
-	expect("tcp", "{\"snoopers\":{\"custom_labels\":{\"a-b\":\"x\"}}}", 400,
-	       "snoopers.custom_labels.a-b: a label name is 1 to 63 of [A-Za-z0-9_]");
-	expect("tcp", "{\"snoopers\":{\"custom_labels\":{\"hostname\":\"x\"}}}", 400,
-	       "snoopers.custom_labels.hostname: the supervisor adds this label itself");
-	expect("tcp", "{\"snoopers\":{\"custom_labels\":{\"a\":true}}}", 400,
-	       "snoopers.custom_labels.a: the value must be a string");
-	expect("tcp", "{\"snoopers\":{\"custom_labels\":{\"a\":\"x\\u0001\"}}}", 400,
-	       "snoopers.custom_labels.a: control characters");
-	expect("tcp", "{\"snoopers\":{\"pod_labels\":[\"Bad.Prefix/app\"]}}", 400, "snoopers.pod_labels[0]: must be");
-	expect("tcp", "{\"snoopers\":{\"pod_labels\":[\"a.b\",\"a/b\"]}}", 400,
-	       "snoopers.pod_labels[1]: label a_b is given twice");
-	expect("tcp", "{\"snoopers\":{\"pod_labels\":[\"pod\"]}}", 400, "snoopers.pod_labels[0]: label pod is taken");
-	expect("tcp", "{\"snoopers\":{\"custom_labels\":{\"app\":\"x\"},\"pod_labels\":[\"app\"]}}", 400,
-	       "snoopers.pod_labels[0]: label app is taken");
-	expect("tcp", "{\"blacklist\":{\"pod_labels\":[\"app\"]}}", 400, "blacklist: custom_labels and pod_labels");
-	expect("tcp", "{\"blacklist\":{\"proc_id\":[0]}}", 400,
-	       "blacklist.proc_id[0]: must be a process id in [1, 4194304]");
-	expect("tcp", "{\"blacklist\":{\"nope\":[]}}", 400,
-	       "blacklist.nope: unknown field (expected proc_id, proc_name, pod_id, container_id, container_name, "
-	       "gaussdb, custom_labels, pod_labels)");
-	expect("tcp", "{\"blacklist\":{\"container_name\":[\"\"]}}", 400,
-	       "blacklist.container_name[0]: must be a string of 1 to 128 characters");
-	expect("tcp", "[1]", 400, "must be a JSON object");
-	expect("tcp", "{\"state\":\"running\"", 400, "invalid JSON");
-	expect("tcp", "{\"state\":\"running\"} x", 400, "invalid JSON");
-	expect("tcp", "{\"state\":\"running\"} /* unterminated", 400, "unterminated comment");
-	expect("tcp", "{\"state\":\"running\",\"state\":\"stopped\"}", 400, "\"state\": given twice");
-	expect("tcp", "{\"params\":{\"report_period\":10,\"report_period\":20}}", 400,
-	       "params.\"report_period\": given twice");
-	/* security: 403 */
-	expect("tcp", "{\"cmd\":{\"bin\":\"/bin/sh\"}}", 403,
-	       "cmd.bin: \"/bin/sh\" is not the registered binary of probe tcp");
-	expect("tcp", "{\"cmd\":{\"bin\":\"/opt/gg/probes/../probes/tcpprobe\"}}", 403, "cmd.bin");
-	expect("tcp", "{\"cmd\":{\"bin\":\"tcpprobe\"}}", 0, NULL);
-	expect("tcp", "{\"cmd\":{\"bin\":\"/opt/gg/probes/tcpprobe\"}}", 0, NULL);
-	expect("tcp", "{\"cmd\":{\"check_cmd\":\"touch /tmp/pwned\"}}", 403,
-	       "cmd.check_cmd: only \"\" or the check_cmd of the configuration file");
-	expect("tcp", "{\"cmd\":{\"check_cmd\":\"\"}}", 0, NULL);
+	assert_non_null(f);
+	while (fgets(line, sizeof(line), f)) {
+		char *body, *msg;
+
+		lineno++;
+		assert_non_null(strchr(line, '\n')); /* no line longer than the buffer */
+		line[strcspn(line, "\n")] = 0;
+		if (!line[0] || line[0] == '#')
+			continue;
+		snprintf(where, sizeof(where), REST_CASES ":%d", lineno);
+		if (sscanf(line, "%31s %d %n", probe, &status, &off) != 2)
+			fail_msg("%s: not \"probe status body\"", where);
+		body = line + off;
+		msg = strstr(body, " => ");
+		if (msg) {
+			*msg = 0;
+			msg += 4;
+		}
+		expect_at(where, probe, body, status, msg);
+		ncases++;
+	}
+	fclose(f);
+	assert_int_equal(ncases, REST_CASES_N);
+	/* the configured check_cmd is accepted too */
 	ctx.check_cmd = "lsmod | grep ip_vs | wc -l";
 	expect("tcp", "{\"cmd\":{\"check_cmd\":\"lsmod | grep ip_vs | wc -l\"}}", 0, NULL);
 	ctx.check_cmd = "";
@@ -525,6 +441,19 @@ static uint64_t ino_of(const char *path)
 	return (uint64_t)st.st_ino;
 }
 
+/* The scope is a filter (not everything) of exactly these pids and cgroup ids, in this order. */
+static void expect_scope(const struct gg_scope *s, uint32_t ntgid, const uint32_t *tgid, uint32_t ncgrp,
+			 const uint64_t *cgrp)
+{
+	assert_false(s->all);
+	assert_int_equal(s->ntgid, ntgid);
+	for (uint32_t i = 0; i < ntgid; i++)
+		assert_int_equal(s->tgid[i], tgid[i]);
+	assert_int_equal(s->ncgrp, ncgrp);
+	for (uint32_t i = 0; i < ncgrp; i++)
+		assert_true(s->cgrp[i] == cgrp[i]);
+}
+
 static int fake_cname_calls;
 
 static const char *fake_cname(void *calls, uint32_t pid)
@@ -580,21 +509,11 @@ static void test_resolve(void **state)
 	assert_int_equal(gg_snoopers__resolve(sets, 4, sc, &o, &st), 0);
 	assert_int_equal(st.procs, 5);
 	/* a: pid 400 (999 does not exist), nginx with "daemon off" in its command line (not the worker) */
-	assert_false(sc[0].all);
-	assert_int_equal(sc[0].ntgid, 2);
-	assert_int_equal(sc[0].tgid[0], 100);
-	assert_int_equal(sc[0].tgid[1], 400);
-	assert_int_equal(sc[0].ncgrp, 0);
+	expect_scope(&sc[0], 2, (const uint32_t[]){100, 400}, 0, NULL);
 	/* b: docker container by a 12-character prefix (case folded): pid and its cgroup */
-	assert_int_equal(sc[1].ntgid, 1);
-	assert_int_equal(sc[1].tgid[0], 200);
-	assert_int_equal(sc[1].ncgrp, 1);
-	assert_true(sc[1].cgrp[0] == docker_ino);
+	expect_scope(&sc[1], 1, (const uint32_t[]){200}, 1, &docker_ino);
 	/* c: the pod (the 11-character container prefix is too short to match) */
-	assert_int_equal(sc[2].ntgid, 1);
-	assert_int_equal(sc[2].tgid[0], 300);
-	assert_int_equal(sc[2].ncgrp, 1);
-	assert_true(sc[2].cgrp[0] == pod_ino);
+	expect_scope(&sc[2], 1, (const uint32_t[]){300}, 1, &pod_ino);
 	/* d: no targets: everything */
 	assert_true(sc[3].all);
 	assert_int_equal(sc[3].ntgid, 0);
@@ -638,16 +557,12 @@ static void test_resolve(void **state)
 		fake_cname_calls = 0;
 		gg_scope__init(&se);
 		assert_int_equal(gg_snoopers__resolve(&one, 1, &se, &eo, NULL), 0);
-		assert_int_equal(se.ntgid, 1);
-		assert_int_equal(se.tgid[0], 200);
-		assert_int_equal(se.ncgrp, 1);
-		assert_true(se.cgrp[0] == docker_ino);
+		expect_scope(&se, 1, (const uint32_t[]){200}, 1, &docker_ino);
 		assert_int_equal(fake_cname_calls, 2); /* 200 and 300, the two in containers */
 		eo.container_name = NULL;
 		gg_scope__init(&se);
 		assert_int_equal(gg_snoopers__resolve(&one, 1, &se, &eo, NULL), 0);
-		assert_false(se.all);
-		assert_int_equal(se.ntgid, 0);
+		expect_scope(&se, 0, NULL, 0, NULL);
 	}
 	/* blacklist: left out of the scope; a cgroup holding a blacklisted process is not watched whole;
 	 * with no snoopers, every other process by pid */
@@ -670,19 +585,11 @@ static void test_resolve(void **state)
 			gg_scope__init(&sb[i]);
 		assert_int_equal(gg_snoopers__resolve(ws, 3, sb, &bo, NULL), 0);
 		/* nginx (pid 101: pid 100 was removed above) and 400, both blacklisted */
-		assert_false(sb[0].all);
-		assert_int_equal(sb[0].ntgid, 0);
+		expect_scope(&sb[0], 0, NULL, 0, NULL);
 		/* java left out of its container: neither its pid nor the docker cgroup; the pod stays */
-		assert_int_equal(sb[1].ntgid, 1);
-		assert_int_equal(sb[1].tgid[0], 300);
-		assert_int_equal(sb[1].ncgrp, 1);
-		assert_true(sb[1].cgrp[0] == pod_ino);
+		expect_scope(&sb[1], 1, (const uint32_t[]){300}, 1, &pod_ino);
 		/* everything but nginx and bash: java and python3, by pid */
-		assert_false(sb[2].all);
-		assert_int_equal(sb[2].ntgid, 2);
-		assert_int_equal(sb[2].tgid[0], 200);
-		assert_int_equal(sb[2].tgid[1], 300);
-		assert_int_equal(sb[2].ncgrp, 0);
+		expect_scope(&sb[2], 2, (const uint32_t[]){200, 300}, 0, NULL);
 	}
 	/* a missing /proc fails and leaves the scopes as they were */
 	o.proc_root = "/nonexistent-gg-proc";
