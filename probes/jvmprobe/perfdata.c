@@ -164,82 +164,96 @@ static int indexed(const char *name, const char *prefix, unsigned int max, const
 	return (int)v;
 }
 
+/* A counter (a jlong, or a string of size bytes) at off in its struct, by its HotSpot name. */
+struct field {
+	const char *name;
+	size_t off, size; /* size 0: an int64_t */
+};
+
+#define LF(t, n, m)                  \
+	{                            \
+		n, offsetof(t, m), 0 \
+	}
+#define SF(t, n, m)                                    \
+	{                                              \
+		n, offsetof(t, m), sizeof(((t *)0)->m) \
+	}
+/* Counters by their exact name. */
+static const struct field jvm_fields[] = {
+	SF(struct pd_jvm, "java.property.java.vm.name", vm_name),
+	SF(struct pd_jvm, "java.property.java.vm.vendor", vm_vendor),
+	SF(struct pd_jvm, "java.property.java.vm.version", vm_version),
+	SF(struct pd_jvm, "sun.rt.javaCommand", command),
+	SF(struct pd_jvm, "sun.gc.policy.name", gc_policy),
+	LF(struct pd_jvm, "sun.os.hrt.frequency", hrt_frequency),
+	LF(struct pd_jvm, "sun.rt.createVmBeginTime", vm_begin_ms),
+	LF(struct pd_jvm, "java.cls.loadedClasses", cls_loaded),
+	LF(struct pd_jvm, "java.cls.unloadedClasses", cls_unloaded),
+	LF(struct pd_jvm, "java.cls.sharedLoadedClasses", cls_shared_loaded),
+	LF(struct pd_jvm, "java.cls.sharedUnloadedClasses", cls_shared_unloaded),
+	LF(struct pd_jvm, "java.threads.live", threads_live),
+	LF(struct pd_jvm, "java.threads.daemon", threads_daemon),
+	LF(struct pd_jvm, "java.threads.livePeak", threads_peak),
+	LF(struct pd_jvm, "java.threads.started", threads_started),
+	LF(struct pd_jvm, "sun.rt.safepoints", safepoints),
+	LF(struct pd_jvm, "sun.rt.safepointTime", safepoint_ticks),
+	LF(struct pd_jvm, "sun.rt.safepointSyncTime", safepoint_sync_ticks),
+	LF(struct pd_jvm, "java.ci.totalTime", jit_ticks),
+	LF(struct pd_jvm, "sun.ci.totalCompiles", jit_compiles),
+};
+/* sun.gc.collector.<i>.*, sun.gc.generation.<i>.*, and the pools: a generation's spaces, metaspace. */
+static const struct field collector_fields[] = {
+	SF(struct pd_collector, "name", name),
+	LF(struct pd_collector, "invocations", invocations),
+	LF(struct pd_collector, "time", ticks),
+};
+static const struct field gen_fields[] = {
+	SF(struct pd_gen, "name", name),
+	LF(struct pd_gen, "capacity", capacity),
+	LF(struct pd_gen, "maxCapacity", max),
+	LF(struct pd_gen, "minCapacity", min),
+};
+static const struct field pool_fields[] = {
+	SF(struct pd_pool, "name", name),	  LF(struct pd_pool, "used", used),
+	LF(struct pd_pool, "capacity", capacity), LF(struct pd_pool, "maxCapacity", max),
+	LF(struct pd_pool, "initCapacity", init), LF(struct pd_pool, "minCapacity", init),
+};
+#undef LF
+#undef SF
+#define NFIELDS(t) (sizeof(t) / sizeof((t)[0]))
+
+/* Set the counter of base named name (from fields[0..n)) to e's value: 1, or 0 when none is named so. */
+static int set_field(void *base, const struct field *fields, size_t n, const char *name, const struct pd_entry *e)
+{
+	for (size_t i = 0; i < n; i++) {
+		if (strcmp(name, fields[i].name))
+			continue;
+		if (fields[i].size)
+			pd_entry__str(e, (char *)base + fields[i].off, fields[i].size);
+		else
+			*(int64_t *)((char *)base + fields[i].off) = pd_entry__long(e);
+		return 1;
+	}
+	return 0;
+}
+
 static int pool_field(struct pd_pool *p, const char *rest, const struct pd_entry *e)
 {
-	if (!strcmp(rest, "name"))
-		pd_entry__str(e, p->name, sizeof(p->name));
-	else if (!strcmp(rest, "used"))
-		p->used = pd_entry__long(e);
-	else if (!strcmp(rest, "capacity"))
-		p->capacity = pd_entry__long(e);
-	else if (!strcmp(rest, "maxCapacity"))
-		p->max = pd_entry__long(e);
-	else if (!strcmp(rest, "initCapacity") || !strcmp(rest, "minCapacity"))
-		p->init = pd_entry__long(e);
-	else
+	if (!set_field(p, pool_fields, NFIELDS(pool_fields), rest, e))
 		return 0;
 	p->present = 1;
 	return 1;
 }
-
-/* jlong counters by exact name. */
-struct long_field {
-	const char *name;
-	size_t off;
-};
-
-#define LF(n, m)                              \
-	{                                     \
-		n, offsetof(struct pd_jvm, m) \
-	}
-static const struct long_field long_fields[] = {
-	LF("sun.os.hrt.frequency", hrt_frequency),
-	LF("sun.rt.createVmBeginTime", vm_begin_ms),
-	LF("java.cls.loadedClasses", cls_loaded),
-	LF("java.cls.unloadedClasses", cls_unloaded),
-	LF("java.cls.sharedLoadedClasses", cls_shared_loaded),
-	LF("java.cls.sharedUnloadedClasses", cls_shared_unloaded),
-	LF("java.threads.live", threads_live),
-	LF("java.threads.daemon", threads_daemon),
-	LF("java.threads.livePeak", threads_peak),
-	LF("java.threads.started", threads_started),
-	LF("sun.rt.safepoints", safepoints),
-	LF("sun.rt.safepointTime", safepoint_ticks),
-	LF("sun.rt.safepointSyncTime", safepoint_sync_ticks),
-	LF("java.ci.totalTime", jit_ticks),
-	LF("sun.ci.totalCompiles", jit_compiles),
-};
-#undef LF
 
 static void take(struct pd_jvm *j, const struct pd_entry *e)
 {
 	const char *n = e->name, *rest;
 	int i, k;
 
-	for (size_t f = 0; f < sizeof(long_fields) / sizeof(long_fields[0]); f++) {
-		if (!strcmp(n, long_fields[f].name)) {
-			*(int64_t *)((char *)j + long_fields[f].off) = pd_entry__long(e);
-			return;
-		}
-	}
-	if (!strcmp(n, "java.property.java.vm.name"))
-		pd_entry__str(e, j->vm_name, sizeof(j->vm_name));
-	else if (!strcmp(n, "java.property.java.vm.vendor"))
-		pd_entry__str(e, j->vm_vendor, sizeof(j->vm_vendor));
-	else if (!strcmp(n, "java.property.java.vm.version"))
-		pd_entry__str(e, j->vm_version, sizeof(j->vm_version));
-	else if (!strcmp(n, "sun.rt.javaCommand"))
-		pd_entry__str(e, j->command, sizeof(j->command));
-	else if (!strcmp(n, "sun.gc.policy.name"))
-		pd_entry__str(e, j->gc_policy, sizeof(j->gc_policy));
-	else if ((i = indexed(n, "sun.gc.collector.", PD_COLLECTORS_MAX, &rest)) >= 0) {
-		if (!strcmp(rest, "name"))
-			pd_entry__str(e, j->collectors[i].name, sizeof(j->collectors[i].name));
-		else if (!strcmp(rest, "invocations"))
-			j->collectors[i].invocations = pd_entry__long(e);
-		else if (!strcmp(rest, "time"))
-			j->collectors[i].ticks = pd_entry__long(e);
-		else
+	if (set_field(j, jvm_fields, NFIELDS(jvm_fields), n, e))
+		return;
+	if ((i = indexed(n, "sun.gc.collector.", PD_COLLECTORS_MAX, &rest)) >= 0) {
+		if (!set_field(&j->collectors[i], collector_fields, NFIELDS(collector_fields), rest, e))
 			return;
 		j->collectors[i].present = 1;
 		if ((unsigned int)i >= j->ncollectors)
@@ -255,14 +269,7 @@ static void take(struct pd_jvm *j, const struct pd_entry *e)
 			return;
 		}
 		j->gens[i].present = 1;
-		if (!strcmp(rest, "name"))
-			pd_entry__str(e, j->gens[i].name, sizeof(j->gens[i].name));
-		else if (!strcmp(rest, "capacity"))
-			j->gens[i].capacity = pd_entry__long(e);
-		else if (!strcmp(rest, "maxCapacity"))
-			j->gens[i].max = pd_entry__long(e);
-		else if (!strcmp(rest, "minCapacity"))
-			j->gens[i].min = pd_entry__long(e);
+		(void)set_field(&j->gens[i], gen_fields, NFIELDS(gen_fields), rest, e);
 	} else if (!strncmp(n, "sun.gc.metaspace.", 17))
 		(void)pool_field(&j->metaspace, n + 17, e);
 	else if (!strncmp(n, "sun.gc.compressedclassspace.", 28))

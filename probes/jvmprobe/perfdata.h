@@ -70,13 +70,13 @@ struct pd_jvm {
 	int64_t safepoints, safepoint_ticks, safepoint_sync_ticks;
 	int64_t jit_ticks, jit_compiles;
 	unsigned int ncollectors; /* 1 + the highest collector index seen */
-	struct {
+	struct pd_collector {
 		char name[PD_STR_MAX];
 		int64_t invocations, ticks;
 		int present;
 	} collectors[PD_COLLECTORS_MAX];
 	unsigned int ngens;
-	struct {
+	struct pd_gen {
 		char name[PD_STR_MAX];
 		int64_t capacity, max, min;
 		int present;

@@ -141,8 +141,7 @@ size_t l7_api__normalize(enum l7_proto proto, const char *raw, char *out, size_t
 
 /* ---- SQL ----------------------------------------------------------------------------------------- */
 
-/* Skip white space and comments from i. */
-static size_t sql_skip(const uint8_t *t, size_t n, size_t i)
+size_t l7_api__sql_skip(const uint8_t *t, size_t n, size_t i)
 {
 	while (i < n) {
 		uint8_t c = t[i];
@@ -236,7 +235,7 @@ size_t l7_api__sql(char *dst, size_t max, const uint8_t *text, size_t n)
 	dst[0] = '\0';
 	if (!text)
 		return 0;
-	i = sql_skip(text, n, 0);
+	i = l7_api__sql_skip(text, n, 0);
 	if (!sql_word(text, n, &i, kw, sizeof(kw)))
 		return 0;
 	k = 0;
@@ -253,7 +252,7 @@ size_t l7_api__sql(char *dst, size_t max, const uint8_t *text, size_t n)
 		/* CREATE [TEMPORARY|UNLOGGED|...] TABLE [IF NOT EXISTS] t */
 		at = sql_find(text, n, i, "TABLE");
 		if (at < n) {
-			size_t j = sql_skip(text, n, at), save = j;
+			size_t j = l7_api__sql_skip(text, n, at), save = j;
 
 			if (sql_word(text, n, &j, w, sizeof(w)) && !strcmp(w, "IF")) {
 				at = sql_find(text, n, j, "EXISTS");
@@ -268,14 +267,14 @@ size_t l7_api__sql(char *dst, size_t max, const uint8_t *text, size_t n)
 	}
 	if (at >= n)
 		return k;
-	at = sql_skip(text, n, at);
+	at = l7_api__sql_skip(text, n, at);
 	{
 		/* ONLY (PostgreSQL), LOW_PRIORITY/IGNORE (MySQL) before the table */
 		size_t j = at;
 
 		if (sql_word(text, n, &j, w, sizeof(w)) &&
 		    (!strcmp(w, "ONLY") || !strcmp(w, "LOW_PRIORITY") || !strcmp(w, "IGNORE") || !strcmp(w, "INTO")))
-			at = sql_skip(text, n, j);
+			at = l7_api__sql_skip(text, n, j);
 	}
 	if (at >= n || !sql_ident_char(text[at]))
 		return k;

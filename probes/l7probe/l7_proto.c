@@ -5,6 +5,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "l7_api.h"
 #include "l7_proto_impl.h"
 
 static const char *const l7_names[L7_PROTO__COUNT] = {
@@ -14,10 +15,31 @@ static const char *const l7_names[L7_PROTO__COUNT] = {
 	[L7_PROTO_ROCKETMQ] = "rocketmq",
 };
 
-static const struct l7_proto_ops *const l7_ops[L7_PROTO__COUNT] = {
-	[L7_PROTO_HTTP] = &l7_http_ops,	  [L7_PROTO_PGSQL] = &l7_pgsql_ops, [L7_PROTO_MYSQL] = &l7_mysql_ops,
-	[L7_PROTO_REDIS] = &l7_redis_ops, [L7_PROTO_DNS] = &l7_dns_ops,	    [L7_PROTO_KAFKA] = &l7_kafka_ops,
-	[L7_PROTO_MONGO] = &l7_mongo_ops, [L7_PROTO_HTTP2] = &l7_http2_ops, [L7_PROTO_ROCKETMQ] = &l7_rocketmq_ops,
+/* Each protocol's parser and how its requests and responses are paired (L7_PROTO_UNKNOWN: none). */
+static const struct l7_proto_ops l7_ops[L7_PROTO__COUNT] = {
+	[L7_PROTO_HTTP] = {.parse = l7__http_parse},
+	[L7_PROTO_PGSQL] = {.parse_req = l7__pgsql_parse_req, .parse_resp = l7__pgsql_parse_resp},
+	[L7_PROTO_MYSQL] = {.parse_req = l7__mysql_parse_req, .parse_resp = l7__mysql_parse_resp},
+	[L7_PROTO_REDIS] = {.parse = l7__redis_parse},
+	/* request ids; unanswered datagrams are the ones to drop */
+	[L7_PROTO_DNS] = {.parse = l7__dns_parse,
+			  .datagram = l7__dns_datagram,
+			  .match_by_id = true,
+			  .evict_oldest = true},
+	[L7_PROTO_KAFKA] = {.parse_req = l7__kafka_parse_req,
+			    .parse_resp = l7__kafka_parse_resp,
+			    .match_by_id = true,
+			    .evict_oldest = true},
+	[L7_PROTO_MONGO] = {.parse = l7__mongo_parse, .match_by_id = true, .evict_oldest = true},
+	[L7_PROTO_ROCKETMQ] = {.parse = l7__rocketmq_parse, .match_by_id = true, .evict_oldest = true},
+	/* streams: never the in-order end-of-response guess */
+	[L7_PROTO_HTTP2] = {.parse = l7__http2_parse,
+			    .match_by_id = true,
+			    .finish = l7__http2_finish,
+			    .desync = l7__http2_desync,
+			    .close = l7__http2_close,
+			    .destroy = l7__http2_destroy,
+			    .mem = l7__http2_mem},
 };
 
 const char *l7_proto__name(enum l7_proto proto)
@@ -37,71 +59,55 @@ enum l7_proto l7_proto__by_name(const char *name)
 	return L7_PROTO_UNKNOWN;
 }
 
+/* Over TCP, the cheapest and most specific checks first; then the binary length-prefixed headers,
+ * checked strictly (known api keys/opcodes, sane lengths); DNS and HTTP/2 from the middle of a
+ * connection (the weakest) are tried after them. */
+static const struct {
+	enum l7_proto proto;
+	bool (*infer)(const uint8_t *p, size_t n, enum l7_flow *ret_flow);
+} l7_tcp_infer[] = {
+	{L7_PROTO_HTTP, l7__http_infer},	 {L7_PROTO_HTTP2, l7__http2_infer}, {L7_PROTO_REDIS, l7__redis_infer},
+	{L7_PROTO_PGSQL, l7__pgsql_infer},	 {L7_PROTO_MYSQL, l7__mysql_infer}, {L7_PROTO_MONGO, l7__mongo_infer},
+	{L7_PROTO_ROCKETMQ, l7__rocketmq_infer}, {L7_PROTO_KAFKA, l7__kafka_infer},
+};
+
 enum l7_proto l7_infer(const uint8_t *buf, size_t len, enum l7_transport transport, uint16_t port,
 		       unsigned int enabled_mask, enum l7_flow *ret_flow)
 {
 	enum l7_flow flow = L7_FLOW_REQ;
+	enum l7_proto found = L7_PROTO_UNKNOWN;
 
 	if (!buf || len == 0 || !ret_flow)
 		return L7_PROTO_UNKNOWN;
-	/* DNS is the only datagram protocol here; over TCP, the cheapest and most specific checks first */
+	/* DNS is the only datagram protocol here */
 	if (transport == L7_TRANSPORT_UDP) {
 		if ((enabled_mask & (1u << L7_PROTO_DNS)) && l7__dns_infer(buf, len, transport, port, &flow))
-			goto found_dns;
-		return L7_PROTO_UNKNOWN;
+			found = L7_PROTO_DNS;
+		goto out;
 	}
-	if ((enabled_mask & (1u << L7_PROTO_HTTP)) && l7__http_infer(buf, len, &flow)) {
-		*ret_flow = flow;
-		return L7_PROTO_HTTP;
-	}
-	if ((enabled_mask & (1u << L7_PROTO_HTTP2)) && l7__http2_infer(buf, len, &flow)) {
-		*ret_flow = flow;
-		return L7_PROTO_HTTP2;
-	}
-	if ((enabled_mask & (1u << L7_PROTO_REDIS)) && l7__redis_infer(buf, len, &flow)) {
-		*ret_flow = flow;
-		return L7_PROTO_REDIS;
-	}
-	if ((enabled_mask & (1u << L7_PROTO_PGSQL)) && l7__pgsql_infer(buf, len, &flow)) {
-		*ret_flow = flow;
-		return L7_PROTO_PGSQL;
-	}
-	if ((enabled_mask & (1u << L7_PROTO_MYSQL)) && l7__mysql_infer(buf, len, &flow)) {
-		*ret_flow = flow;
-		return L7_PROTO_MYSQL;
-	}
-	/* binary length-prefixed headers, checked strictly (known api keys/opcodes, sane lengths) */
-	if ((enabled_mask & (1u << L7_PROTO_MONGO)) && l7__mongo_infer(buf, len, &flow)) {
-		*ret_flow = flow;
-		return L7_PROTO_MONGO;
-	}
-	if ((enabled_mask & (1u << L7_PROTO_ROCKETMQ)) && l7__rocketmq_infer(buf, len, &flow)) {
-		*ret_flow = flow;
-		return L7_PROTO_ROCKETMQ;
-	}
-	if ((enabled_mask & (1u << L7_PROTO_KAFKA)) && l7__kafka_infer(buf, len, &flow)) {
-		*ret_flow = flow;
-		return L7_PROTO_KAFKA;
+	for (size_t i = 0; i < sizeof(l7_tcp_infer) / sizeof(l7_tcp_infer[0]); i++) {
+		if ((enabled_mask & (1u << l7_tcp_infer[i].proto)) && l7_tcp_infer[i].infer(buf, len, &flow)) {
+			found = l7_tcp_infer[i].proto;
+			goto out;
+		}
 	}
 	if ((enabled_mask & (1u << L7_PROTO_DNS)) && l7__dns_infer(buf, len, transport, port, &flow))
-		goto found_dns;
-	if ((enabled_mask & (1u << L7_PROTO_HTTP2)) && l7__http2_infer_mid(buf, len, &flow)) {
+		found = L7_PROTO_DNS;
+	else if ((enabled_mask & (1u << L7_PROTO_HTTP2)) && l7__http2_infer_mid(buf, len, &flow))
+		found = L7_PROTO_HTTP2;
+out:
+	if (found != L7_PROTO_UNKNOWN)
 		*ret_flow = flow;
-		return L7_PROTO_HTTP2;
-	}
-	return L7_PROTO_UNKNOWN;
-found_dns:
-	*ret_flow = flow;
-	return L7_PROTO_DNS;
+	return found;
 }
 
 struct l7_session *l7_session__new(enum l7_proto proto, enum l7_transport transport)
 {
 	struct l7_session *s;
 
-	if ((unsigned int)proto >= L7_PROTO__COUNT || !l7_ops[proto] ||
+	if ((unsigned int)proto >= L7_PROTO__COUNT || (!l7_ops[proto].parse && !l7_ops[proto].parse_req) ||
 	    (transport != L7_TRANSPORT_TCP && transport != L7_TRANSPORT_UDP) ||
-	    (transport == L7_TRANSPORT_UDP && !l7_ops[proto]->datagram)) {
+	    (transport == L7_TRANSPORT_UDP && !l7_ops[proto].datagram)) {
 		errno = EINVAL;
 		return NULL;
 	}
@@ -110,7 +116,7 @@ struct l7_session *l7_session__new(enum l7_proto proto, enum l7_transport transp
 		errno = ENOMEM;
 		return NULL;
 	}
-	s->ops = l7_ops[proto];
+	s->ops = &l7_ops[proto];
 	s->proto = proto;
 	s->transport = transport;
 	return s;
@@ -366,7 +372,7 @@ static void switch_h2(struct l7_session *s)
 		s->dir[f].skip = 0;
 	}
 	s->upgrade_h2 = false;
-	s->ops = &l7_http2_ops;
+	s->ops = &l7_ops[L7_PROTO_HTTP2];
 	s->proto = L7_PROTO_HTTP2;
 	l7__http2_upgraded(s, have ? &req : NULL);
 }
@@ -476,6 +482,14 @@ static int buf_reserve(struct l7_dir *d, size_t need)
 }
 
 /* Parse data[0..len) in direction flow. Returns false when the direction lost sync (rest dropped). */
+/* The protocol's parser for direction flow (struct l7_proto_ops.parse). */
+static long ops_parse(struct l7_session *s, enum l7_flow flow, const uint8_t *p, size_t n, uint64_t start_ts)
+{
+	if (s->ops->parse)
+		return s->ops->parse(s, flow, p, n, start_ts);
+	return flow == L7_FLOW_REQ ? s->ops->parse_req(s, p, n, start_ts) : s->ops->parse_resp(s, p, n, start_ts);
+}
+
 static bool feed_stream(struct l7_session *s, enum l7_flow flow, const uint8_t *data, size_t len, uint64_t ts, bool gap)
 {
 	struct l7_dir *d = &s->dir[flow];
@@ -511,7 +525,7 @@ static bool feed_stream(struct l7_session *s, enum l7_flow flow, const uint8_t *
 			}
 			memcpy(d->buf + old, data + pos, add);
 			s->gap_follows = gap && pos + add == len;
-			r = s->ops->parse(s, flow, d->buf, old + add, d->buf_ts);
+			r = ops_parse(s, flow, d->buf, old + add, d->buf_ts);
 			if (r < 0 || (r == 0 && old + add >= L7_BUF_MAX)) {
 				desync(s, flow);
 				return false;
@@ -540,7 +554,7 @@ static bool feed_stream(struct l7_session *s, enum l7_flow flow, const uint8_t *
 			continue;
 		}
 		s->gap_follows = gap;
-		r = s->ops->parse(s, flow, data + pos, len - pos, ts);
+		r = ops_parse(s, flow, data + pos, len - pos, ts);
 		if (r < 0 || (r == 0 && len - pos >= L7_BUF_MAX)) {
 			desync(s, flow);
 			return false;
@@ -719,27 +733,10 @@ size_t l7__api_put(char *dst, size_t max, const char *src, size_t n)
 
 size_t l7__sql_keyword(char *dst, size_t max, const uint8_t *text, size_t n)
 {
-	size_t i = 0, k = 0;
+	size_t i = l7_api__sql_skip(text, n, 0), k = 0;
 
 	if (max == 0)
 		return 0;
-	while (i < n) {
-		uint8_t c = text[i];
-
-		if (c == ' ' || c == '\t' || c == '\r' || c == '\n' || c == '(' || c == ';') {
-			i++;
-		} else if (c == '-' && i + 1 < n && text[i + 1] == '-') {
-			while (i < n && text[i] != '\n')
-				i++;
-		} else if (c == '/' && i + 1 < n && text[i + 1] == '*') {
-			i += 2;
-			while (i + 1 < n && !(text[i] == '*' && text[i + 1] == '/'))
-				i++;
-			i += 2;
-		} else {
-			break;
-		}
-	}
 	while (i < n && k + 1 < max && k < 24) {
 		uint8_t c = text[i++];
 

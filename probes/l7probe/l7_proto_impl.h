@@ -107,6 +107,9 @@ struct l7_proto_ops {
 	 * (state untouched; the session resynchronises).
 	 */
 	long (*parse)(struct l7_session *s, enum l7_flow flow, const uint8_t *p, size_t n, uint64_t start_ts);
+	/* Or (parse NULL), for a protocol whose requests and responses are read apart: one parser each. */
+	long (*parse_req)(struct l7_session *s, const uint8_t *p, size_t n, uint64_t start_ts);
+	long (*parse_resp)(struct l7_session *s, const uint8_t *p, size_t n, uint64_t start_ts);
 	/* UDP: one whole datagram (captured prefix p[0..n) of total bytes). NULL: no UDP. */
 	void (*datagram)(struct l7_session *s, enum l7_flow flow, const uint8_t *p, size_t n, uint64_t total,
 			 uint64_t ts);
@@ -150,8 +153,25 @@ struct l7_session {
 	uint64_t ts_ns;
 };
 
-extern const struct l7_proto_ops l7_http_ops, l7_pgsql_ops, l7_mysql_ops, l7_redis_ops, l7_dns_ops, l7_kafka_ops,
-	l7_mongo_ops, l7_http2_ops, l7_rocketmq_ops;
+/* The protocols' entry points (struct l7_proto_ops), gathered in one table in l7_proto.c. */
+long l7__http_parse(struct l7_session *s, enum l7_flow flow, const uint8_t *p, size_t n, uint64_t start_ts);
+long l7__pgsql_parse_req(struct l7_session *s, const uint8_t *p, size_t n, uint64_t ts);
+long l7__pgsql_parse_resp(struct l7_session *s, const uint8_t *p, size_t n, uint64_t ts);
+long l7__mysql_parse_req(struct l7_session *s, const uint8_t *p, size_t n, uint64_t ts);
+long l7__mysql_parse_resp(struct l7_session *s, const uint8_t *p, size_t n, uint64_t ts);
+long l7__redis_parse(struct l7_session *s, enum l7_flow flow, const uint8_t *p, size_t n, uint64_t start_ts);
+long l7__dns_parse(struct l7_session *s, enum l7_flow flow, const uint8_t *p, size_t n, uint64_t start_ts);
+void l7__dns_datagram(struct l7_session *s, enum l7_flow flow, const uint8_t *p, size_t n, uint64_t total, uint64_t ts);
+long l7__kafka_parse_req(struct l7_session *s, const uint8_t *p, size_t n, uint64_t ts);
+long l7__kafka_parse_resp(struct l7_session *s, const uint8_t *p, size_t n, uint64_t ts);
+long l7__mongo_parse(struct l7_session *s, enum l7_flow flow, const uint8_t *p, size_t n, uint64_t start_ts);
+long l7__rocketmq_parse(struct l7_session *s, enum l7_flow flow, const uint8_t *p, size_t n, uint64_t start_ts);
+long l7__http2_parse(struct l7_session *s, enum l7_flow flow, const uint8_t *p, size_t n, uint64_t start_ts);
+void l7__http2_finish(struct l7_session *s, enum l7_flow flow);
+void l7__http2_desync(struct l7_session *s, enum l7_flow flow);
+void l7__http2_close(struct l7_session *s);
+void l7__http2_destroy(struct l7_session *s);
+size_t l7__http2_mem(const struct l7_session *s);
 
 /* The session became HTTP/2 by an h2c upgrade (RFC 7540 3.2): req (NULL if not seen) is the HTTP/1.1
  * request that asked, answered on stream 1. */

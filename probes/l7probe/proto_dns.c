@@ -115,7 +115,7 @@ static enum l7_flow dns_msg(struct l7_session *s, const struct dns_info *info, u
 	return flow;
 }
 
-static long dns_parse(struct l7_session *s, enum l7_flow flow, const uint8_t *p, size_t n, uint64_t start_ts)
+long l7__dns_parse(struct l7_session *s, enum l7_flow flow, const uint8_t *p, size_t n, uint64_t start_ts)
 {
 	struct dns_info info;
 	size_t mlen, need, used;
@@ -144,8 +144,7 @@ static long dns_parse(struct l7_session *s, enum l7_flow flow, const uint8_t *p,
 	return (long)used;
 }
 
-static void dns_datagram(struct l7_session *s, enum l7_flow flow, const uint8_t *p, size_t n, uint64_t total,
-			 uint64_t ts)
+void l7__dns_datagram(struct l7_session *s, enum l7_flow flow, const uint8_t *p, size_t n, uint64_t total, uint64_t ts)
 {
 	struct dns_info info;
 	enum l7_flow f;
@@ -190,10 +189,3 @@ bool l7__dns_infer(const uint8_t *p, size_t n, enum l7_transport transport, uint
 	*ret_flow = info.qr ? L7_FLOW_RESP : L7_FLOW_REQ;
 	return true;
 }
-
-const struct l7_proto_ops l7_dns_ops = {
-	.parse = dns_parse,
-	.datagram = dns_datagram,
-	.match_by_id = true,
-	.evict_oldest = true,
-};

@@ -250,7 +250,7 @@ static void headers_done(struct l7_session *s, enum l7_flow flow)
 	l7__msg_end(s, flow);
 }
 
-static long http_parse(struct l7_session *s, enum l7_flow flow, const uint8_t *p, size_t n, uint64_t start_ts)
+long l7__http_parse(struct l7_session *s, enum l7_flow flow, const uint8_t *p, size_t n, uint64_t start_ts)
 {
 	struct l7_dir *d = &s->dir[flow];
 	struct l7_http_dir *h = &d->p.http;
@@ -359,7 +359,3 @@ bool l7__http_infer(const uint8_t *p, size_t n, enum l7_flow *ret_flow)
 	}
 	return false;
 }
-
-const struct l7_proto_ops l7_http_ops = {
-	.parse = http_parse,
-};

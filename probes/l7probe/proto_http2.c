@@ -586,7 +586,7 @@ static long frame_parse(struct l7_session *s, struct l7_h2 *h, enum l7_flow flow
 	}
 }
 
-static long http2_parse(struct l7_session *s, enum l7_flow flow, const uint8_t *p, size_t n, uint64_t start_ts)
+long l7__http2_parse(struct l7_session *s, enum l7_flow flow, const uint8_t *p, size_t n, uint64_t start_ts)
 {
 	struct l7_h2 *h = h2_of(s);
 	struct h2_dir *D;
@@ -635,7 +635,7 @@ void l7__http2_upgraded(struct l7_session *s, const struct l7_pend *req)
 }
 
 /* A DATA frame with END_STREAM was passed. */
-static void http2_finish(struct l7_session *s, enum l7_flow flow)
+void l7__http2_finish(struct l7_session *s, enum l7_flow flow)
 {
 	struct l7_h2 *h = s->ext;
 
@@ -647,7 +647,7 @@ static void http2_finish(struct l7_session *s, enum l7_flow flow)
 
 /* flow lost its place: the frame being read is gone, and with it maybe a header block (the table's
  * entries can no longer be trusted). */
-static void http2_desync(struct l7_session *s, enum l7_flow flow)
+void l7__http2_desync(struct l7_session *s, enum l7_flow flow)
 {
 	struct l7_h2 *h = s->ext;
 	struct h2_dir *D;
@@ -665,7 +665,7 @@ static void http2_desync(struct l7_session *s, enum l7_flow flow)
 }
 
 /* The connection closed: streams still open were never answered. */
-static void http2_close(struct l7_session *s)
+void l7__http2_close(struct l7_session *s)
 {
 	struct l7_h2 *h = s->ext;
 
@@ -675,7 +675,7 @@ static void http2_close(struct l7_session *s)
 	h->st_cnt = 0;
 }
 
-static void http2_destroy(struct l7_session *s)
+void l7__http2_destroy(struct l7_session *s)
 {
 	struct l7_h2 *h = s->ext;
 
@@ -688,7 +688,7 @@ static void http2_destroy(struct l7_session *s)
 	s->ext = NULL;
 }
 
-static size_t http2_mem(const struct l7_session *s)
+size_t l7__http2_mem(const struct l7_session *s)
 {
 	const struct l7_h2 *h = s->ext;
 
@@ -786,13 +786,3 @@ bool l7__http2_infer_mid(const uint8_t *p, size_t n, enum l7_flow *ret_flow)
 	*ret_flow = idx >= 8 && idx <= 14 ? L7_FLOW_RESP : L7_FLOW_REQ;
 	return true;
 }
-
-const struct l7_proto_ops l7_http2_ops = {
-	.parse = http2_parse,
-	.match_by_id = true, /* streams: never the in-order end-of-response guess */
-	.finish = http2_finish,
-	.desync = http2_desync,
-	.close = http2_close,
-	.destroy = http2_destroy,
-	.mem = http2_mem,
-};

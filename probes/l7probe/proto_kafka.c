@@ -268,7 +268,29 @@ static int response_error(struct kcur *c, uint16_t key, uint16_t ver)
 	}
 }
 
-static long kafka_parse_req(struct l7_session *s, const uint8_t *p, size_t n, uint64_t ts)
+/* A message's size (the int32 before it), once its first hdr bytes are there: 1, 0 while fewer bytes
+ * are, -1 when it is no Kafka message (at least min bytes, at most KAFKA_MSG_MAX). */
+static long k_size(const uint8_t *p, size_t n, size_t hdr, uint32_t min, uint32_t *ret_size)
+{
+	if (p[0] > (KAFKA_MSG_MAX >> 24))
+		return -1;
+	if (n < hdr)
+		return 0;
+	*ret_size = l7__be32(p);
+	return *ret_size < min || *ret_size > KAFKA_MSG_MAX ? -1 : 1;
+}
+
+/* How much of the message after its size to read now (want bytes, what there is when a gap follows
+ * this chunk); false while more bytes must come first. */
+static bool k_take(const struct l7_session *s, size_t n, size_t want, size_t *ret_take)
+{
+	if (n < 4 + want && s->gap_follows)
+		want = n - 4;
+	*ret_take = want;
+	return n >= 4 + want;
+}
+
+long l7__kafka_parse_req(struct l7_session *s, const uint8_t *p, size_t n, uint64_t ts)
 {
 	struct l7_dir *d = &s->dir[L7_FLOW_REQ];
 	struct l7_msg *m = &d->msg;
@@ -276,25 +298,19 @@ static long kafka_parse_req(struct l7_session *s, const uint8_t *p, size_t n, ui
 	uint32_t size, corr;
 	uint16_t key, ver;
 	size_t take;
-	long len;
 	const uint8_t *t;
 	int16_t cid;
+	long len = k_size(p, n, 14, 10, &size);
 
-	if (p[0] > (KAFKA_MSG_MAX >> 24))
-		return -1;
-	if (n < 14)
-		return 0;
-	size = l7__be32(p);
+	if (len <= 0)
+		return len;
 	key = l7__be16(p + 4);
 	ver = l7__be16(p + 6);
 	corr = l7__be32(p + 8);
 	cid = (int16_t)l7__be16(p + 12);
-	if (size < 10 || size > KAFKA_MSG_MAX || !known(key, ver) || cid < -1 || cid > (int32_t)size - 10)
+	if (!known(key, ver) || cid < -1 || cid > (int32_t)size - 10)
 		return -1;
-	take = size < KAFKA_PEEK ? size : KAFKA_PEEK;
-	if (n < 4 + take && s->gap_follows)
-		take = n - 4;
-	if (n < 4 + take)
+	if (!k_take(s, n, size < KAFKA_PEEK ? size : KAFKA_PEEK, &take))
 		return 0;
 	l7__msg_start(s, L7_FLOW_REQ, ts);
 	m->aux = corr;
@@ -345,7 +361,7 @@ static const struct l7_pend *pend_by_corr(struct l7_session *s, uint32_t corr, u
 	return NULL;
 }
 
-static long kafka_parse_resp(struct l7_session *s, const uint8_t *p, size_t n, uint64_t ts)
+long l7__kafka_parse_resp(struct l7_session *s, const uint8_t *p, size_t n, uint64_t ts)
 {
 	struct l7_dir *d = &s->dir[L7_FLOW_RESP];
 	struct l7_msg *m = &d->msg;
@@ -355,23 +371,16 @@ static long kafka_parse_resp(struct l7_session *s, const uint8_t *p, size_t n, u
 	uint16_t key, ver;
 	size_t take;
 	int err;
+	long r = k_size(p, n, 8, 4, &size);
 
-	if (p[0] > (KAFKA_MSG_MAX >> 24))
-		return -1;
-	if (n < 8)
-		return 0;
-	size = l7__be32(p);
+	if (r <= 0)
+		return r;
 	corr = l7__be32(p + 4);
-	if (size < 4 || size > KAFKA_MSG_MAX)
-		return -1;
 	q = pend_by_corr(s, corr, &idx);
 	/* with requests waiting, a response must answer one of them: what else is garbage (or lost) */
 	if (!q && s->pend_cnt)
 		return -1;
-	take = q ? (size < KAFKA_PEEK ? size : KAFKA_PEEK) : 4;
-	if (n < 4 + take && s->gap_follows)
-		take = n - 4;
-	if (n < 4 + take)
+	if (!k_take(s, n, q ? (size < KAFKA_PEEK ? size : KAFKA_PEEK) : 4, &take))
 		return 0;
 	l7__msg_start(s, L7_FLOW_RESP, ts);
 	m->aux = corr;
@@ -399,11 +408,6 @@ static long kafka_parse_resp(struct l7_session *s, const uint8_t *p, size_t n, u
 	return (long)(4 + take);
 }
 
-static long kafka_parse(struct l7_session *s, enum l7_flow flow, const uint8_t *p, size_t n, uint64_t start_ts)
-{
-	return flow == L7_FLOW_REQ ? kafka_parse_req(s, p, n, start_ts) : kafka_parse_resp(s, p, n, start_ts);
-}
-
 bool l7__kafka_infer(const uint8_t *p, size_t n, enum l7_flow *ret_flow)
 {
 	uint32_t size;
@@ -427,9 +431,3 @@ bool l7__kafka_infer(const uint8_t *p, size_t n, enum l7_flow *ret_flow)
 	*ret_flow = L7_FLOW_REQ;
 	return true;
 }
-
-const struct l7_proto_ops l7_kafka_ops = {
-	.parse = kafka_parse,
-	.match_by_id = true,
-	.evict_oldest = true,
-};

@@ -45,6 +45,7 @@ static size_t bson_value_len(uint8_t t, const uint8_t *p, size_t n)
 {
 	size_t k = 0, k2;
 	uint32_t v;
+	bool doc;
 
 	switch (t) {
 	case 0x06:		 /* undefined */
@@ -75,22 +76,18 @@ static size_t bson_value_len(uint8_t t, const uint8_t *p, size_t n)
 	case 0x0e:
 	case 0x05:
 	case 0x0c:
-		if (n < 4)
-			return 0;
-		v = l7__le32(p);
-		if (v > MONGO_MSG_MAX)
-			return 0;
-		k = 4 + (size_t)v + (t == 0x05 ? 1 : 0) + (t == 0x0c ? 12 : 0);
-		break;
 	case 0x03:
 	case 0x04:
 	case 0x0f:
+		/* an int32 length first: of a whole document (embedded, array, code with scope), else of a
+		 * string or binary after it (binary has a subtype byte, a DBPointer a 12-byte id after) */
+		doc = t == 0x03 || t == 0x04 || t == 0x0f;
 		if (n < 4)
 			return 0;
 		v = l7__le32(p);
-		if (v < 5 || v > MONGO_MSG_MAX)
+		if (v > MONGO_MSG_MAX || (doc && v < 5))
 			return 0;
-		k = v;
+		k = doc ? v : 4 + (size_t)v + (t == 0x05 ? 1 : 0) + (t == 0x0c ? 12 : 0);
 		break;
 	case 0x0b:
 		k = cstr_len(p, n);
@@ -174,7 +171,7 @@ static int bson_failed(const uint8_t *p, size_t n, int *ret_code)
 	return failed;
 }
 
-static long mongo_parse(struct l7_session *s, enum l7_flow flow, const uint8_t *p, size_t n, uint64_t start_ts)
+long l7__mongo_parse(struct l7_session *s, enum l7_flow flow, const uint8_t *p, size_t n, uint64_t start_ts)
 {
 	struct l7_dir *d = &s->dir[flow];
 	struct l7_msg *m = &d->msg;
@@ -293,9 +290,3 @@ bool l7__mongo_infer(const uint8_t *p, size_t n, enum l7_flow *ret_flow)
 	*ret_flow = to == 0 ? L7_FLOW_REQ : L7_FLOW_RESP;
 	return true;
 }
-
-const struct l7_proto_ops l7_mongo_ops = {
-	.parse = mongo_parse,
-	.match_by_id = true,
-	.evict_oldest = true,
-};

@@ -147,7 +147,7 @@ static void learn_eof(struct l7_session *s, bool deprecated)
 	s->flags = (s->flags & ~MY_NOEOF) | MY_KNOWN | (deprecated ? MY_NOEOF : 0);
 }
 
-static long my_parse_req(struct l7_session *s, const uint8_t *p, size_t n, uint64_t ts)
+long l7__mysql_parse_req(struct l7_session *s, const uint8_t *p, size_t n, uint64_t ts)
 {
 	struct l7_dir *d = &s->dir[L7_FLOW_REQ];
 	struct l7_mysql_dir *y = &d->p.mysql;
@@ -263,7 +263,7 @@ static int prep_packet(struct l7_session *s, struct l7_mysql_dir *y, uint8_t b0,
 	return 0;
 }
 
-static long my_parse_resp(struct l7_session *s, const uint8_t *p, size_t n, uint64_t ts)
+long l7__mysql_parse_resp(struct l7_session *s, const uint8_t *p, size_t n, uint64_t ts)
 {
 	struct l7_dir *d = &s->dir[L7_FLOW_RESP];
 	struct l7_mysql_dir *y = &d->p.mysql;
@@ -404,11 +404,6 @@ static long my_parse_resp(struct l7_session *s, const uint8_t *p, size_t n, uint
 	return 4;
 }
 
-static long my_parse(struct l7_session *s, enum l7_flow flow, const uint8_t *p, size_t n, uint64_t start_ts)
-{
-	return flow == L7_FLOW_REQ ? my_parse_req(s, p, n, start_ts) : my_parse_resp(s, p, n, start_ts);
-}
-
 bool l7__mysql_infer(const uint8_t *p, size_t n, enum l7_flow *ret_flow)
 {
 	uint32_t plen;
@@ -468,7 +463,3 @@ bool l7__mysql_infer(const uint8_t *p, size_t n, enum l7_flow *ret_flow)
 	}
 	return false;
 }
-
-const struct l7_proto_ops l7_mysql_ops = {
-	.parse = my_parse,
-};

@@ -99,7 +99,7 @@ static long parse_startup(struct l7_session *s, const uint8_t *p, size_t n, uint
 	return 8;
 }
 
-static long pg_parse_req(struct l7_session *s, const uint8_t *p, size_t n, uint64_t ts)
+long l7__pgsql_parse_req(struct l7_session *s, const uint8_t *p, size_t n, uint64_t ts)
 {
 	struct l7_dir *d = &s->dir[L7_FLOW_REQ];
 	struct l7_msg *m = &d->msg;
@@ -182,7 +182,7 @@ static long pg_parse_req(struct l7_session *s, const uint8_t *p, size_t n, uint6
 	return (long)(5 + take);
 }
 
-static long pg_parse_resp(struct l7_session *s, const uint8_t *p, size_t n, uint64_t ts)
+long l7__pgsql_parse_resp(struct l7_session *s, const uint8_t *p, size_t n, uint64_t ts)
 {
 	struct l7_dir *d = &s->dir[L7_FLOW_RESP];
 	struct l7_msg *m = &d->msg;
@@ -220,11 +220,6 @@ static long pg_parse_resp(struct l7_session *s, const uint8_t *p, size_t n, uint
 		l7__msg_end(s, L7_FLOW_RESP);
 	d->skip = len - 4;
 	return 5;
-}
-
-static long pg_parse(struct l7_session *s, enum l7_flow flow, const uint8_t *p, size_t n, uint64_t start_ts)
-{
-	return flow == L7_FLOW_REQ ? pg_parse_req(s, p, n, start_ts) : pg_parse_resp(s, p, n, start_ts);
 }
 
 bool l7__pgsql_infer(const uint8_t *p, size_t n, enum l7_flow *ret_flow)
@@ -282,7 +277,3 @@ bool l7__pgsql_infer(const uint8_t *p, size_t n, enum l7_flow *ret_flow)
 	}
 	return false;
 }
-
-const struct l7_proto_ops l7_pgsql_ops = {
-	.parse = pg_parse,
-};

@@ -147,7 +147,7 @@ static bool type_ok(uint8_t t)
 	return strchr("+-:,#_($=!*%~>|", t) != NULL && t != '\0';
 }
 
-static long redis_parse(struct l7_session *s, enum l7_flow flow, const uint8_t *p, size_t n, uint64_t start_ts)
+long l7__redis_parse(struct l7_session *s, enum l7_flow flow, const uint8_t *p, size_t n, uint64_t start_ts)
 {
 	struct l7_dir *d = &s->dir[flow];
 	struct l7_redis_dir *r = &d->p.redis;
@@ -299,7 +299,3 @@ bool l7__redis_infer(const uint8_t *p, size_t n, enum l7_flow *ret_flow)
 		return false;
 	}
 }
-
-const struct l7_proto_ops l7_redis_ops = {
-	.parse = redis_parse,
-};

@@ -459,7 +459,7 @@ static bool rmq_prefix(const uint8_t *p, uint32_t *ret_len, uint32_t *ret_type, 
 	return true;
 }
 
-static long rmq_parse(struct l7_session *s, enum l7_flow flow, const uint8_t *p, size_t n, uint64_t start_ts)
+long l7__rocketmq_parse(struct l7_session *s, enum l7_flow flow, const uint8_t *p, size_t n, uint64_t start_ts)
 {
 	struct l7_dir *d = &s->dir[flow];
 	struct l7_msg *m = &d->msg;
@@ -547,9 +547,3 @@ bool l7__rocketmq_infer(const uint8_t *p, size_t n, enum l7_flow *ret_flow)
 	*ret_flow = (h.flag & RMQ_FLAG_RESP) ? L7_FLOW_RESP : L7_FLOW_REQ;
 	return true;
 }
-
-const struct l7_proto_ops l7_rocketmq_ops = {
-	.parse = rmq_parse,
-	.match_by_id = true,
-	.evict_oldest = true,
-};

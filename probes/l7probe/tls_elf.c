@@ -224,30 +224,43 @@ static void dis_end(struct dis *d)
 	cs_close(&d->h);
 }
 
+/* What a scan's step says of the instruction in d->insn. */
+enum dis_step { DIS_ON, DIS_FOUND, DIS_STOP };
+
+/* Decode at most max_insns instructions of code[0..len) at vaddr (with operand details when detail),
+ * asking step of each: 0 when it found what it looks for (it wrote *ret), -ENOENT when it stopped or
+ * the instructions ran out first, dis_begin's errors. */
+static int dis_scan(const uint8_t *code, size_t len, uint64_t vaddr, unsigned int max_insns, bool detail,
+		    enum dis_step (*step)(struct dis *d, uint64_t *ret), uint64_t *ret)
+{
+	enum dis_step s = DIS_ON;
+	struct dis d;
+	int err = dis_begin(&d, code, len, vaddr, detail);
+
+	if (err)
+		return err;
+	for (unsigned int i = 0; s == DIS_ON && i < max_insns && dis_next(&d); i++)
+		s = step(&d, ret);
+	dis_end(&d);
+	return s == DIS_FOUND ? 0 : -ENOENT;
+}
+
+/* x86_first_call's step: e8 rel32, a direct call (its target), before a ret or jmp. */
+static enum dis_step first_call_step(struct dis *d, uint64_t *ret_target)
+{
+	if (d->insn->id == X86_INS_CALL && d->insn->size == 5 && d->insn->bytes[0] == 0xe8) {
+		int32_t rel;
+
+		memcpy(&rel, &d->insn->bytes[1], 4);
+		*ret_target = d->insn->address + 5 + (int64_t)rel;
+		return DIS_FOUND;
+	}
+	return d->insn->id == X86_INS_RET || d->insn->id == X86_INS_JMP ? DIS_STOP : DIS_ON;
+}
+
 int x86_first_call(const uint8_t *code, size_t len, uint64_t vaddr, unsigned int max_insns, uint64_t *ret_target)
 {
-	struct dis d;
-	int ret;
-
-	ret = dis_begin(&d, code, len, vaddr, false);
-	if (ret)
-		return ret;
-	ret = -ENOENT;
-	for (unsigned int i = 0; i < max_insns && dis_next(&d); i++) {
-		/* e8 rel32: a direct call, its target in the operand string ("0x35290") */
-		if (d.insn->id == X86_INS_CALL && d.insn->size == 5 && d.insn->bytes[0] == 0xe8) {
-			int32_t rel;
-
-			memcpy(&rel, &d.insn->bytes[1], 4);
-			*ret_target = d.insn->address + 5 + (int64_t)rel;
-			ret = 0;
-			break;
-		}
-		if (d.insn->id == X86_INS_RET || d.insn->id == X86_INS_JMP)
-			break;
-	}
-	dis_end(&d);
-	return ret;
+	return dis_scan(code, len, vaddr, max_insns, false, first_call_step, ret_target);
 }
 
 int x86_ret_sites(const uint8_t *code, size_t len, uint64_t vaddr, uint64_t *rets, unsigned int max,
@@ -349,38 +362,31 @@ int x86_uprobe_emulated(const uint8_t *code, size_t len)
 	return 0;
 }
 
-int x86_entry_site(const uint8_t *code, size_t len, uint64_t vaddr, unsigned int max_insns, uint64_t *ret_addr)
+/* x86_entry_site's step: an instruction uprobes emulate, before one that writes a register the Go
+ * return probe needs. */
+static enum dis_step entry_site_step(struct dis *d, uint64_t *ret_addr)
 {
 	static const uint16_t kept[] = {X86_REG_RAX, X86_REG_EAX, X86_REG_AX,  X86_REG_AL,  X86_REG_RBX, X86_REG_EBX,
 					X86_REG_BX,  X86_REG_BL,  X86_REG_RCX, X86_REG_ECX, X86_REG_CX,	 X86_REG_CL,
 					X86_REG_RDI, X86_REG_EDI, X86_REG_RSI, X86_REG_ESI, X86_REG_R8,	 X86_REG_R9,
 					X86_REG_R10, X86_REG_R11, X86_REG_R14, X86_REG_RSP};
-	struct dis d;
-	int ret;
+	cs_regs rd, wr;
+	uint8_t nrd = 0, nwr = 0;
 
-	ret = dis_begin(&d, code, len, vaddr, true);
-	if (ret)
-		return ret;
-	ret = -ENOENT;
-	for (unsigned int i = 0; i < max_insns && dis_next(&d); i++) {
-		cs_regs rd, wr;
-		uint8_t nrd = 0, nwr = 0;
-		int clobbers = 0;
-
-		if (x86_uprobe_emulated(d.insn->bytes, d.insn->size)) {
-			*ret_addr = d.insn->address;
-			ret = 0;
-			break;
-		}
-		if (cs_regs_access(d.h, d.insn, rd, &nrd, wr, &nwr) != CS_ERR_OK)
-			break;
-		for (uint8_t w = 0; w < nwr && !clobbers; w++)
-			for (size_t k = 0; k < sizeof(kept) / sizeof(kept[0]); k++)
-				if (wr[w] == kept[k])
-					clobbers = 1;
-		if (clobbers)
-			break;
+	if (x86_uprobe_emulated(d->insn->bytes, d->insn->size)) {
+		*ret_addr = d->insn->address;
+		return DIS_FOUND;
 	}
-	dis_end(&d);
-	return ret;
+	if (cs_regs_access(d->h, d->insn, rd, &nrd, wr, &nwr) != CS_ERR_OK)
+		return DIS_STOP;
+	for (uint8_t w = 0; w < nwr; w++)
+		for (size_t k = 0; k < sizeof(kept) / sizeof(kept[0]); k++)
+			if (wr[w] == kept[k])
+				return DIS_STOP;
+	return DIS_ON;
+}
+
+int x86_entry_site(const uint8_t *code, size_t len, uint64_t vaddr, unsigned int max_insns, uint64_t *ret_addr)
+{
+	return dis_scan(code, len, vaddr, max_insns, true, entry_site_step, ret_addr);
 }

@@ -316,16 +316,10 @@ static int run_insns(struct rd *r, const struct cie *cie, struct cfa_state *st, 
 					return -EINVAL;
 				advance = 2;
 				break;
-			case 0x02:
-				delta = rd_u(r, 1);
-				advance = 1;
-				break;
+			case 0x02: /* advance_loc1, 2 and 4: a 1, 2 or 4-byte delta */
 			case 0x03:
-				delta = rd_u(r, 2);
-				advance = 1;
-				break;
 			case 0x04:
-				delta = rd_u(r, 4);
+				delta = rd_u(r, 1u << (op - 0x02));
 				advance = 1;
 				break;
 			case 0x05: /* offset_extended */
@@ -356,13 +350,6 @@ static int run_insns(struct rd *r, const struct cie *cie, struct cfa_state *st, 
 				rr = rule_of(st, cie, reg);
 				if (rr)
 					rr->kind = op == 0x07 ? R_UNDEF : R_SAME;
-				break;
-			case 0x09: /* register */
-				reg = rd_uleb(r);
-				(void)rd_uleb(r);
-				rr = rule_of(st, cie, reg);
-				if (rr)
-					rr->kind = R_OTHER;
 				break;
 			case 0x0a: /* remember_state */
 				if (depth >= STATE_MAX)
@@ -412,13 +399,14 @@ static int run_insns(struct rd *r, const struct cie *cie, struct cfa_state *st, 
 				if (rr)
 					rr->kind = R_OTHER;
 				break;
+			case 0x09: /* register: reg in another register */
 			case 0x14: /* val_offset */
 			case 0x15: /* val_offset_sf */
 				reg = rd_uleb(r);
-				if (op == 0x14)
-					(void)rd_uleb(r);
-				else
+				if (op == 0x15)
 					(void)rd_sleb(r);
+				else
+					(void)rd_uleb(r);
 				rr = rule_of(st, cie, reg);
 				if (rr)
 					rr->kind = R_OTHER;

@@ -15,12 +15,15 @@
 
 struct sp_live {
 	int sites_fd, ptrs_fd, stacks_fd, ustacks_fd, mm_procs_fd, mm_pend_fd;
-	struct sp_live_key *keys;		/* SP_LIVE_KEYS */
-	struct sp_live_key *empty, *empty_prev; /* sites empty at this drain and at the previous one */
+	/* sites empty at this drain and at the previous one: empty_bufs, swapped at each drain */
+	struct sp_live_key *empty, *empty_prev;
 	size_t nempty, nempty_prev;
-	unsigned char *used; /* stack ids in use, one byte each */
-	uint64_t *uused;     /* live_ustacks keys in use (SP_LIVE_KEYS), sorted after the walk */
 	size_t nuused;
+	/* the tables are as large as the maps, allocated with the struct */
+	struct sp_live_key keys[SP_LIVE_KEYS];
+	struct sp_live_key empty_bufs[2][SP_LIVE_KEYS];
+	unsigned char used[SP_LIVE_STACKS]; /* stack ids in use, one byte each */
+	uint64_t uused[SP_LIVE_KEYS];	    /* live_ustacks keys in use, sorted after the walk */
 };
 
 struct sp_live *sp_live__new(const struct sp_live_fds *fds)
@@ -35,28 +38,13 @@ struct sp_live *sp_live__new(const struct sp_live_fds *fds)
 	l->ustacks_fd = fds->ustacks;
 	l->mm_procs_fd = fds->mm_procs;
 	l->mm_pend_fd = fds->mm_pend;
-	l->keys = calloc(SP_LIVE_KEYS, sizeof(*l->keys));
-	l->empty = calloc(SP_LIVE_KEYS, sizeof(*l->empty));
-	l->empty_prev = calloc(SP_LIVE_KEYS, sizeof(*l->empty_prev));
-	l->used = calloc(SP_LIVE_STACKS, 1);
-	l->uused = calloc(SP_LIVE_KEYS, sizeof(*l->uused));
-	if (!l->keys || !l->empty || !l->empty_prev || !l->used || !l->uused) {
-		sp_live__free(l);
-		errno = ENOMEM;
-		return NULL;
-	}
+	l->empty = l->empty_bufs[0];
+	l->empty_prev = l->empty_bufs[1];
 	return l;
 }
 
 void sp_live__free(struct sp_live *l)
 {
-	if (!l)
-		return;
-	free(l->keys);
-	free(l->empty);
-	free(l->empty_prev);
-	free(l->used);
-	free(l->uused);
 	free(l);
 }
 

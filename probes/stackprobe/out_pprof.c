@@ -35,80 +35,54 @@ enum {
 #define WT_LEN	   2
 #define MAX_FRAMES 1024u
 
-/* A growable protobuf output buffer; the first error sticks. */
-struct pb {
-	unsigned char *b;
-	size_t len, cap;
-	int err;
-};
-
-static void pb_reserve(struct pb *p, size_t more)
+static void pb_varint(struct sp_buf *p, uint64_t v)
 {
-	size_t cap;
-	unsigned char *n;
-
-	if (p->err || p->len + more <= p->cap)
-		return;
-	cap = p->cap ? p->cap : 4096;
-	while (cap < p->len + more)
-		cap *= 2;
-	n = realloc(p->b, cap);
-	if (!n) {
-		p->err = -ENOMEM;
-		return;
-	}
-	p->b = n;
-	p->cap = cap;
-}
-
-static void pb_varint(struct pb *p, uint64_t v)
-{
-	pb_reserve(p, 10);
+	sp_buf__reserve(p, 10);
 	if (p->err)
 		return;
 	do {
 		unsigned char c = v & 0x7f;
 
 		v >>= 7;
-		p->b[p->len++] = c | (v ? 0x80 : 0);
+		p->s[p->len++] = (char)(c | (v ? 0x80 : 0));
 	} while (v);
 }
 
-static void pb_tag(struct pb *p, unsigned int field, unsigned int wt)
+static void pb_tag(struct sp_buf *p, unsigned int field, unsigned int wt)
 {
 	pb_varint(p, (uint64_t)field << 3 | wt);
 }
 
-static void pb_uint(struct pb *p, unsigned int field, uint64_t v)
+static void pb_uint(struct sp_buf *p, unsigned int field, uint64_t v)
 {
 	pb_tag(p, field, WT_VARINT);
 	pb_varint(p, v);
 }
 
-static void pb_bytes(struct pb *p, unsigned int field, const void *data, size_t len)
+static void pb_bytes(struct sp_buf *p, unsigned int field, const void *data, size_t len)
 {
 	pb_tag(p, field, WT_LEN);
 	pb_varint(p, len);
-	pb_reserve(p, len);
+	sp_buf__reserve(p, len);
 	if (p->err)
 		return;
-	memcpy(p->b + p->len, data, len);
+	memcpy(p->s + p->len, data, len);
 	p->len += len;
 }
 
 /* Append sub as a length-delimited field and empty it for reuse. */
-static void pb_msg(struct pb *p, unsigned int field, struct pb *sub)
+static void pb_msg(struct sp_buf *p, unsigned int field, struct sp_buf *sub)
 {
 	if (sub->err && !p->err)
 		p->err = sub->err;
-	pb_bytes(p, field, sub->b, sub->len);
+	pb_bytes(p, field, sub->s, sub->len);
 	sub->len = 0;
 }
 
 /* Strings are interned: index in the string table (0 is ""). */
 struct strtab {
-	struct ftab idx; /* key -> value = index */
-	struct pb out;	 /* the string_table fields, in index order */
+	struct ftab idx;   /* key -> value = index */
+	struct sp_buf out; /* the string_table fields, in index order */
 	uint64_t n;
 };
 
@@ -124,7 +98,7 @@ static int64_t str_id(struct strtab *t, const char *s, size_t len)
 	return (int64_t)t->n++;
 }
 
-static void value_type(struct pb *p, struct pb *tmp, unsigned int field, int64_t type, int64_t unit)
+static void value_type(struct sp_buf *p, struct sp_buf *tmp, unsigned int field, int64_t type, int64_t unit)
 {
 	pb_uint(tmp, VALUETYPE_TYPE, (uint64_t)type);
 	pb_uint(tmp, VALUETYPE_UNIT, (uint64_t)unit);
@@ -138,7 +112,7 @@ int sp_pprof__encode(const char *folded, size_t len, const struct sp_pprof_opts 
 	struct sp_fline *lines = NULL;
 	struct strtab st = {0};
 	struct ftab funcs; /* frame name -> function/location id */
-	struct pb out = {0}, body = {0}, tmp = {0}, tmp2 = {0};
+	struct sp_buf out = {0}, body = {0}, tmp = {0}, tmp2 = {0};
 	size_t n = 0;
 	uint64_t nfuncs = 0;
 	int64_t s_type, s_unit, s_cpu, s_ns, p_type, p_unit;
@@ -221,24 +195,24 @@ int sp_pprof__encode(const char *folded, size_t len, const struct sp_pprof_opts 
 	pb_uint(&body, PROFILE_PERIOD, (uint64_t)opts->period);
 	pb_uint(&body, PROFILE_DEFAULT_SAMPLE_TYPE, (uint64_t)s_type);
 	/* the string table last: every string is interned by now */
-	pb_reserve(&out, body.len + st.out.len);
+	sp_buf__reserve(&out, body.len + st.out.len);
 	if (!out.err && !body.err && !st.out.err && !tmp.err && !tmp2.err) {
-		memcpy(out.b, body.b, body.len);
-		memcpy(out.b + body.len, st.out.b, st.out.len);
+		memcpy(out.s, body.s, body.len);
+		memcpy(out.s + body.len, st.out.s, st.out.len);
 		out.len = body.len + st.out.len;
 	}
 	err = out.err ? out.err : body.err ? body.err : st.out.err ? st.out.err : tmp.err ? tmp.err : tmp2.err;
 	if (!err) {
-		*ret = out.b;
+		*ret = (unsigned char *)out.s;
 		*ret_len = out.len;
-		out.b = NULL;
+		out.s = NULL;
 	}
 out:
-	free(out.b);
-	free(body.b);
-	free(tmp.b);
-	free(tmp2.b);
-	free(st.out.b);
+	free(out.s);
+	free(body.s);
+	free(tmp.s);
+	free(tmp2.s);
+	free(st.out.s);
 	ftab__free(&st.idx);
 	ftab__free(&funcs);
 	free(lines);
@@ -292,45 +266,29 @@ int sp_pprof__write(int dfd, const char *name, const char *folded, size_t len, c
 	return err;
 }
 
+/* The sample and period types of each event, as pprof readers name them (SP_EV_MEM: page faults). */
+static const struct sp_pprof_opts event_opts[SP_EV_NR] = {
+	/* sample_type, sample_unit, value_scale, period_type, period_unit */
+	[SP_EV_ONCPU] = {"samples", "count", 1, "cpu", "nanoseconds"},
+	[SP_EV_OFFCPU] = {"offcpu", "nanoseconds", 1000, "offcpu", "nanoseconds"},
+	[SP_EV_MEM] = {"page_faults", "count", 1, "page_faults", "count"},
+	/* as Go's heap profile names allocated bytes, and bytes in use */
+	[SP_EV_MEM_ALLOC] = {"alloc_space", "bytes", 1, "space", "bytes"},
+	[SP_EV_MEM_LIVE] = {"inuse_space", "bytes", 1, "space", "bytes"},
+};
+
 void sp_pprof__event_opts(enum sp_event ev, unsigned int period_ms, struct sp_pprof_opts *po)
 {
-	if (ev == SP_EV_ONCPU) {
-		po->sample_type = "samples";
-		po->sample_unit = "count";
-		po->value_scale = 1;
-		po->period_type = "cpu";
-		po->period_unit = "nanoseconds";
+	const struct sp_pprof_opts *k = &event_opts[(unsigned int)ev < SP_EV_NR ? ev : SP_EV_MEM];
+
+	po->sample_type = k->sample_type;
+	po->sample_unit = k->sample_unit;
+	po->value_scale = k->value_scale;
+	po->period_type = k->period_type;
+	po->period_unit = k->period_unit;
+	po->period = 1;
+	if (ev == SP_EV_ONCPU) { /* a second value: samples * period in nanoseconds */
 		po->period = (int64_t)period_ms * 1000000;
 		po->with_cpu_ns = 1;
-	} else if (ev == SP_EV_OFFCPU) {
-		po->sample_type = "offcpu";
-		po->sample_unit = "nanoseconds";
-		po->value_scale = 1000;
-		po->period_type = "offcpu";
-		po->period_unit = "nanoseconds";
-		po->period = 1;
-	} else if (ev == SP_EV_MEM_LIVE) {
-		/* as Go's heap profile names bytes in use */
-		po->sample_type = "inuse_space";
-		po->sample_unit = "bytes";
-		po->value_scale = 1;
-		po->period_type = "space";
-		po->period_unit = "bytes";
-		po->period = 1;
-	} else if (ev == SP_EV_MEM_ALLOC) {
-		/* as Go's heap profile names allocated bytes */
-		po->sample_type = "alloc_space";
-		po->sample_unit = "bytes";
-		po->value_scale = 1;
-		po->period_type = "space";
-		po->period_unit = "bytes";
-		po->period = 1;
-	} else {
-		po->sample_type = "page_faults";
-		po->sample_unit = "count";
-		po->value_scale = 1;
-		po->period_type = "page_faults";
-		po->period_unit = "count";
-		po->period = 1;
 	}
 }

@@ -169,6 +169,11 @@ static size_t utf8_len(const unsigned char *s, size_t n)
 	return need;
 }
 
+/* The markup characters and their entities. */
+static const char *const xml_entities[256] = {
+	['&'] = "&amp;", ['<'] = "&lt;", ['>'] = "&gt;", ['"'] = "&quot;", ['\''] = "&apos;",
+};
+
 /* XML text: markup characters escaped, invalid UTF-8 bytes as '?' (an SVG must be well formed). */
 static void xml_escape(FILE *f, const char *s, size_t len)
 {
@@ -185,25 +190,10 @@ static void xml_escape(FILE *f, const char *s, size_t len)
 			i += l;
 			continue;
 		}
-		switch (s[i]) {
-		case '&':
-			fputs("&amp;", f);
-			break;
-		case '<':
-			fputs("&lt;", f);
-			break;
-		case '>':
-			fputs("&gt;", f);
-			break;
-		case '"':
-			fputs("&quot;", f);
-			break;
-		case '\'':
-			fputs("&apos;", f);
-			break;
-		default:
+		if (xml_entities[(unsigned char)s[i]])
+			fputs(xml_entities[(unsigned char)s[i]], f);
+		else
 			fputc((unsigned char)s[i] < 0x20 ? ' ' : s[i], f);
-		}
 		i++;
 	}
 }

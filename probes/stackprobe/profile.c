@@ -167,37 +167,12 @@ struct ftab_ent **ftab__list(const struct ftab *t, int sorted, size_t *ret_n)
 
 /* ---- string building ------------------------------------------------------------------------------ */
 
-struct sbuf {
-	char *s;
-	size_t len, cap;
-	int err;
-};
-
-static void sb_reserve(struct sbuf *b, size_t more)
-{
-	size_t cap;
-	char *p;
-
-	if (b->err || b->len + more + 1 <= b->cap)
-		return;
-	cap = b->cap ? b->cap : 1024;
-	while (cap < b->len + more + 1)
-		cap *= 2;
-	p = realloc(b->s, cap);
-	if (!p) {
-		b->err = -ENOMEM;
-		return;
-	}
-	b->s = p;
-	b->cap = cap;
-}
-
 /* Append a frame name made safe for folded lines: ';' -> ':', control characters -> ' '. */
-static void sb_name(struct sbuf *b, const char *s)
+static void sb_name(struct sp_buf *b, const char *s)
 {
 	size_t n = strlen(s);
 
-	sb_reserve(b, n);
+	sp_buf__reserve(b, n);
 	if (b->err)
 		return;
 	for (size_t i = 0; i < n; i++) {
@@ -208,9 +183,9 @@ static void sb_name(struct sbuf *b, const char *s)
 	b->s[b->len] = '\0';
 }
 
-static void sb_raw(struct sbuf *b, const char *s, size_t n)
+static void sb_raw(struct sp_buf *b, const char *s, size_t n)
 {
-	sb_reserve(b, n);
+	sp_buf__reserve(b, n);
 	if (b->err)
 		return;
 	memcpy(b->s + b->len, s, n);
@@ -218,7 +193,7 @@ static void sb_raw(struct sbuf *b, const char *s, size_t n)
 	b->s[b->len] = '\0';
 }
 
-static void sb_str(struct sbuf *b, const char *s)
+static void sb_str(struct sp_buf *b, const char *s)
 {
 	sb_raw(b, s, strlen(s));
 }
@@ -409,7 +384,7 @@ void sp_profile__begin(struct sp_profile *p)
 }
 
 /* One frame in both notations: store (DeepFlow: "[k] f", "[l] f", "f") and folded ("f_[k]", "f"). */
-static void add_frame(struct sp_acc *acc, struct sbuf *st, struct sbuf *fo, const struct sym_frame *f, uint64_t ip)
+static void add_frame(struct sp_acc *acc, struct sp_buf *st, struct sp_buf *fo, const struct sym_frame *f, uint64_t ip)
 {
 	char tmp[64];
 
@@ -453,7 +428,7 @@ static void add_frame(struct sp_acc *acc, struct sbuf *st, struct sbuf *fo, cons
 }
 
 /* Python frames py[from, to) (innermost first), added outermost first. */
-static void add_py_range(struct sp_acc *acc, struct sbuf *st, struct sbuf *fo, const struct sp_sample *smp,
+static void add_py_range(struct sp_acc *acc, struct sp_buf *st, struct sp_buf *fo, const struct sp_sample *smp,
 			 unsigned int from, unsigned int to)
 {
 	for (unsigned int j = to; j-- > from;) {
@@ -471,7 +446,7 @@ static void add_py_range(struct sp_acc *acc, struct sbuf *st, struct sbuf *fo, c
  * (an interpreter without frame pointers whose walk stopped early), the Python frames go first, under
  * the process, and the native frames below them.
  */
-static void add_user_py(struct sp_profile *p, struct sp_acc *acc, struct sbuf *st, struct sbuf *fo,
+static void add_user_py(struct sp_profile *p, struct sp_acc *acc, struct sp_buf *st, struct sp_buf *fo,
 			const struct sp_sample *smp)
 {
 	static struct sym_frame uf[SP_MAX_DEPTH + 2];
@@ -510,7 +485,7 @@ int sp_profile__add(void *ctx, const struct sp_sample *smp)
 {
 	struct sp_profile *p = ctx;
 	struct sp_acc *acc = &p->acc[smp->event];
-	struct sbuf st = {.s = p->line, .cap = p->line_cap}, fo = {0}, key = {0};
+	struct sp_buf st = {.s = p->line, .cap = p->line_cap}, fo = {0}, key = {0};
 	const char *cont = container_of(smp->tgid);
 	char pidframe[48];
 	unsigned int kskip = 0;
@@ -593,10 +568,10 @@ int sp_profile__add(void *ctx, const struct sp_sample *smp)
 
 int sp_folded__build(struct ftab_ent **ents, size_t n, int only_tgid, uint32_t tgid, char **ret, size_t *ret_len)
 {
-	struct sbuf b = {0};
+	struct sp_buf b = {0};
 	char num[32];
 
-	sb_reserve(&b, 0);
+	sp_buf__reserve(&b, 0);
 	for (size_t i = 0; i < n; i++) {
 		if (only_tgid && ents[i]->a != tgid)
 			continue;

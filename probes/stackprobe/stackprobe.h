@@ -17,6 +17,18 @@
 
 #define SP_SERVER_MAX 256u
 
+/* ---- output buffers (util.c) ------------------------------------------------------------------------- */
+
+/* A growable output buffer (text or bytes); the first error sticks. */
+struct sp_buf {
+	char *s;
+	size_t len, cap;
+	int err;
+};
+
+/* Room for more bytes and a NUL after them; on failure b->err becomes -ENOMEM (and stays). */
+void sp_buf__reserve(struct sp_buf *b, size_t more);
+
 /* ---- configuration -------------------------------------------------------------------------------- */
 
 /* What the probe does; argv gives the baseline, a live configuration overrides it. */

@@ -1,4 +1,4 @@
-/* util.c - small file helpers for stackprobe's writers (in confined directories: probe_outdir.h). */
+/* util.c - small helpers for stackprobe's writers: files in confined directories (probe_outdir.h), output buffers. */
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
@@ -58,4 +58,23 @@ void sp_dir_trim(int dfd, const char *suffix, unsigned int max)
 	for (size_t i = 0; i < n; i++)
 		free(names[i]);
 	free(names);
+}
+
+void sp_buf__reserve(struct sp_buf *b, size_t more)
+{
+	size_t cap;
+	char *p;
+
+	if (b->err || b->len + more + 1 <= b->cap)
+		return;
+	cap = b->cap ? b->cap : 1024;
+	while (cap < b->len + more + 1)
+		cap *= 2;
+	p = realloc(b->s, cap);
+	if (!p) {
+		b->err = -ENOMEM;
+		return;
+	}
+	b->s = p;
+	b->cap = cap;
 }

@@ -34,10 +34,7 @@ void si_cpu__free(struct si_cpu *c)
 		return;
 	free(c->rows);
 	free(c->col_cpu);
-	probe_buf__free(&c->stat);
-	probe_buf__free(&c->softirqs);
-	probe_buf__free(&c->softnet);
-	probe_buf__free(&c->cpuinfo);
+	probe_buf__free(&c->buf);
 	memset(c, 0, sizeof(*c));
 }
 
@@ -47,12 +44,9 @@ static struct si_cpu_row *cpu_row(struct si_cpu *c, uint64_t id)
 	if (id >= SI_CPU_ID_MAX)
 		return NULL;
 	if (id >= c->nrows) {
-		unsigned int n = c->nrows ? c->nrows : 64;
-		struct si_cpu_row *rows;
+		unsigned int n = c->nrows;
+		struct si_cpu_row *rows = si_grow(c->rows, (unsigned int)id + 1, &n, sizeof(*rows), 64, SI_CPU_ID_MAX);
 
-		while (n <= id)
-			n *= 2;
-		rows = realloc(c->rows, n * sizeof(*rows));
 		if (!rows)
 			return NULL;
 		memset(rows + c->nrows, 0, (n - c->nrows) * sizeof(*rows));
@@ -62,12 +56,16 @@ static struct si_cpu_row *cpu_row(struct si_cpu *c, uint64_t id)
 	return &c->rows[id];
 }
 
-static void warn_once(struct si_cpu *c, unsigned int bit, const char *path, int err)
+/* Read path into c->buf; a failure is logged once (bit of c->warned). 0 or -errno. */
+static int cpu_read(struct si_cpu *c, const char *path, unsigned int bit)
 {
-	if (c->warned & bit)
-		return;
-	c->warned |= bit;
-	probe_log(PLOG_WARN, "cannot read %s: %s (its fields are reported as 0)", path, strerror(-err));
+	int err = probe_read_file(path, &c->buf, SI_PROC_FILE_MAX);
+
+	if (err && !(c->warned & bit)) {
+		c->warned |= bit;
+		probe_log(PLOG_WARN, "cannot read %s: %s (its fields are reported as 0)", path, strerror(-err));
+	}
+	return err;
 }
 
 /* "cpuN  user nice system idle iowait irq softirq steal guest guest_nice": the first 8 numbers. */
@@ -124,13 +122,11 @@ static void parse_stat(struct si_cpu *c, const char *data, size_t len)
 
 static int read_stat(struct si_cpu *c)
 {
-	int err = probe_read_file("/proc/stat", &c->stat, SI_PROC_FILE_MAX);
+	int err = cpu_read(c, "/proc/stat", WARN_STAT);
 
-	if (err) {
-		warn_once(c, WARN_STAT, "/proc/stat", err);
+	if (err)
 		return err;
-	}
-	parse_stat(c, c->stat.data, c->stat.len);
+	parse_stat(c, c->buf.data, c->buf.len);
 	return 0;
 }
 
@@ -145,6 +141,7 @@ static void parse_softirqs(struct si_cpu *c, const char *data, size_t len)
 	eol = si_line_end(p, end);
 	while (p < eol) {
 		uint64_t id;
+		int *cols;
 
 		p = si_skip_blanks(p, eol);
 		if (eol - p < 4 || memcmp(p, "CPU", 3))
@@ -152,15 +149,10 @@ static void parse_softirqs(struct si_cpu *c, const char *data, size_t len)
 		p = si_parse_u64(p + 3, eol, 10, &id);
 		if (!p)
 			break;
-		if (ncols == c->ncols_cap) {
-			unsigned int cap = c->ncols_cap ? c->ncols_cap * 2 : 64;
-			int *cols = cap <= SI_CPU_ID_MAX ? realloc(c->col_cpu, cap * sizeof(*cols)) : NULL;
-
-			if (!cols)
-				break;
-			c->col_cpu = cols;
-			c->ncols_cap = cap;
-		}
+		cols = si_grow(c->col_cpu, ncols + 1, &c->ncols_cap, sizeof(*cols), 64, SI_CPU_ID_MAX);
+		if (!cols)
+			break;
+		c->col_cpu = cols;
 		c->col_cpu[ncols++] = id < SI_CPU_ID_MAX ? (int)id : -1;
 	}
 	p = eol < end ? eol + 1 : end;
@@ -212,15 +204,12 @@ static void parse_softirqs(struct si_cpu *c, const char *data, size_t len)
 
 static void read_softirqs(struct si_cpu *c)
 {
-	int err = probe_read_file("/proc/softirqs", &c->softirqs, SI_PROC_FILE_MAX);
-
-	if (err) {
+	if (cpu_read(c, "/proc/softirqs", WARN_SOFTIRQS)) {
 		for (unsigned int i = 0; i < c->nrows; i++)
 			c->rows[i].rcu = c->rows[i].timer = c->rows[i].sched = c->rows[i].net_rx = 0;
-		warn_once(c, WARN_SOFTIRQS, "/proc/softirqs", err);
 		return;
 	}
-	parse_softirqs(c, c->softirqs.data, c->softirqs.len);
+	parse_softirqs(c, c->buf.data, c->buf.len);
 }
 
 /*
@@ -266,15 +255,12 @@ static void parse_softnet(struct si_cpu *c, const char *data, size_t len)
 
 static void read_softnet(struct si_cpu *c)
 {
-	int err = probe_read_file("/proc/net/softnet_stat", &c->softnet, SI_PROC_FILE_MAX);
-
-	if (err) {
+	if (cpu_read(c, "/proc/net/softnet_stat", WARN_SOFTNET)) {
 		for (unsigned int i = 0; i < c->nrows; i++)
 			c->rows[i].backlog_drops = c->rows[i].rps_count = 0;
-		warn_once(c, WARN_SOFTNET, "/proc/net/softnet_stat", err);
 		return;
 	}
-	parse_softnet(c, c->softnet.data, c->softnet.len);
+	parse_softnet(c, c->buf.data, c->buf.len);
 }
 
 /* "cpu MHz" from /proc/cpuinfo text, per "processor" block (absent on most non-x86 machines: 0). The
@@ -313,15 +299,12 @@ static void parse_cpuinfo(struct si_cpu *c, const char *data, size_t len)
 
 static void read_cpuinfo(struct si_cpu *c)
 {
-	int err = probe_read_file("/proc/cpuinfo", &c->cpuinfo, SI_PROC_FILE_MAX);
-
-	if (err) {
+	if (cpu_read(c, "/proc/cpuinfo", WARN_CPUINFO)) {
 		for (unsigned int i = 0; i < c->nrows; i++)
 			c->rows[i].mhz = 0;
-		warn_once(c, WARN_CPUINFO, "/proc/cpuinfo", err);
 		return;
 	}
-	parse_cpuinfo(c, c->cpuinfo.data, c->cpuinfo.len);
+	parse_cpuinfo(c, c->buf.data, c->buf.len);
 }
 
 int si_cpu__baseline(struct si_cpu *c)

@@ -24,7 +24,7 @@ enum {
 };
 
 /* Whole disks have a /sys/block entry ('/' in a name is '!' there); partitions do not. */
-static int is_whole_disk(const struct si_disk *d, const char *name, size_t len)
+static int is_whole_disk(const struct si_counters *d, const char *name, size_t len)
 {
 	char path[512];
 	const char *dir = d->sys_block ? d->sys_block : "/sys/block";
@@ -38,18 +38,17 @@ static int is_whole_disk(const struct si_disk *d, const char *name, size_t len)
 	return access(path, F_OK) == 0;
 }
 
-/* A /proc/diskstats text sampled at now (ms); returns how many disks were left out. */
-static unsigned int disk_parse(struct si_disk *d, const char *data, size_t len, uint64_t now)
+/* A /proc/diskstats text sampled at now (ms) (si_counter_kind.parse); returns how many disks were left
+ * out. */
+static unsigned int disk_parse(struct si_counters *d, const char *data, size_t len, uint64_t now)
 {
 	const char *p = data, *end = data + len;
 	unsigned int skipped = 0;
 
-	si_counter_rows__begin(&d->tab);
 	while (p < end) {
 		const char *eol = si_line_end(p, end);
 		const char *q = p, *name;
 		uint64_t majmin, v[DS__COUNT];
-		struct si_counter_row *row;
 		size_t nlen;
 		unsigned int k;
 
@@ -73,29 +72,10 @@ static unsigned int disk_parse(struct si_disk *d, const char *data, size_t len, 
 		/* Devices that never did IO (unused loop and ram devices) are noise. */
 		if (v[DS_READS] == 0 && v[DS_WRITES] == 0)
 			continue;
-		if (!is_whole_disk(d, name, nlen))
-			continue;
-		row = si_counter_rows__get(&d->tab, name, nlen, SI_DISK_MAX);
-		if (!row) {
+		if (is_whole_disk(d, name, nlen) && si_counters__put(d, name, nlen, v, DS__COUNT, now))
 			skipped++;
-			continue;
-		}
-		si_counter_row__set(row, v, DS__COUNT, now);
 	}
-	si_counter_rows__end(&d->tab);
 	return skipped;
-}
-
-int si_disk__sample(struct si_disk *d)
-{
-	unsigned int skipped;
-	int err = si_read_proc("/proc/diskstats", &d->stats, &d->warned);
-
-	if (err)
-		return err;
-	skipped = disk_parse(d, d->stats.data, d->stats.len, probe_now_mono_ms());
-	si_note_skipped(&d->skipped, skipped, "disk", "devices", SI_DISK_MAX);
-	return 0;
 }
 
 static uint64_t dlt(const struct si_counter_row *r, unsigned int col)
@@ -142,39 +122,23 @@ static void disk_rates(const struct si_counter_row *r, double out[DR__COUNT])
 	out[DR_UTIL] = round2(util > 100 ? 100 : util);
 }
 
-int si_disk__report(struct si_disk *d, struct probe_rt *rt, const char *dev_filter)
+/* One system_iostat record. */
+static void disk_emit(struct probe_rt *rt, const struct si_counter_row *r)
 {
 	struct probe_rec rec;
-	int err = si_disk__sample(d);
+	double rates[DR__COUNT];
 
-	if (err)
-		return err;
-	for (unsigned int i = 0; i < d->tab.nrows; i++) {
-		const struct si_counter_row *r = &d->tab.rows[i];
-		double rates[DR__COUNT];
-
-		if (dev_filter && dev_filter[0] && strcmp(dev_filter, r->name))
-			continue;
-		disk_rates(r, rates);
-		probe_rec__begin(&rec, &TBL_system_iostat);
-		probe_rec__str(&rec, r->name);
-		for (unsigned int k = 0; k < DR__COUNT; k++)
-			probe_rec__f64(&rec, rates[k]);
-		probe_rec__u64(&rec, r->cur[DS_READS]);
-		probe_rec__u64(&rec, r->cur[DS_RD_SECTORS] * 512u);
-		probe_rec__u64(&rec, r->cur[DS_WRITES]);
-		probe_rec__u64(&rec, r->cur[DS_WR_SECTORS] * 512u);
-		probe_rec__f64(&rec, (double)r->cur[DS_IO_MS] / 1000.0);
-		(void)probe_rt__emit(rt, &rec);
-	}
-	return 0;
+	disk_rates(r, rates);
+	probe_rec__begin(&rec, &TBL_system_iostat);
+	probe_rec__str(&rec, r->name);
+	for (unsigned int k = 0; k < DR__COUNT; k++)
+		probe_rec__f64(&rec, rates[k]);
+	probe_rec__u64(&rec, r->cur[DS_READS]);
+	probe_rec__u64(&rec, r->cur[DS_RD_SECTORS] * 512u);
+	probe_rec__u64(&rec, r->cur[DS_WRITES]);
+	probe_rec__u64(&rec, r->cur[DS_WR_SECTORS] * 512u);
+	probe_rec__f64(&rec, (double)r->cur[DS_IO_MS] / 1000.0);
+	(void)probe_rt__emit(rt, &rec);
 }
 
-void si_disk__free(struct si_disk *d)
-{
-	if (!d)
-		return;
-	si_counter_rows__free(&d->tab);
-	probe_buf__free(&d->stats);
-	memset(d, 0, sizeof(*d));
-}
+const struct si_counter_kind si_disk_kind = {"/proc/diskstats", disk_parse, disk_emit, "disk", "devices", SI_DISK_MAX};

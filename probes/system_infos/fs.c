@@ -65,14 +65,10 @@ int si_fs__report(struct si_fs *f, struct probe_rt *rt)
 {
 	const char *p, *end;
 	unsigned int count = 0, skipped = 0;
-	int err = probe_read_file("/proc/self/mounts", &f->mounts, SI_PROC_FILE_MAX);
+	int err = si_read_proc("/proc/self/mounts", &f->mounts, &f->warned);
 
-	if (err) {
-		if (!f->warned)
-			probe_log(PLOG_WARN, "cannot read /proc/self/mounts: %s", strerror(-err));
-		f->warned = 1;
+	if (err)
 		return err;
-	}
 	p = f->mounts.data;
 	end = p + f->mounts.len;
 	/* The last mount on a path is the one statvfs sees: report a path once, at its last line. */

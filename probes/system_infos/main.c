@@ -22,9 +22,9 @@ struct si_ctx {
 	uint64_t start_ms;
 	struct si_cpu cpu;
 	struct si_mem mem;
-	struct si_nic nic;
+	struct si_counters nic;
 	struct si_net net;
-	struct si_disk disk;
+	struct si_counters disk;
 	struct si_fs fs;
 	struct si_host host;
 	struct si_proc proc;
@@ -59,9 +59,9 @@ static int check_conf(void *data, void *next, const struct gg_ctrl_msg *msg)
 	if ((conf->subprobes & SI_CPU) && !(ctx->cur.subprobes & SI_CPU))
 		(void)si_cpu__baseline(&ctx->cpu);
 	if ((conf->subprobes & SI_NIC) && !(ctx->cur.subprobes & SI_NIC))
-		(void)si_nic__sample(&ctx->nic);
+		(void)si_counters__sample(&ctx->nic);
 	if ((conf->subprobes & SI_DISK) && !(ctx->cur.subprobes & SI_DISK))
-		(void)si_disk__sample(&ctx->disk);
+		(void)si_counters__sample(&ctx->disk);
 	return 0;
 }
 
@@ -74,9 +74,9 @@ static void report(void *arg)
 	if (ctx->cur.subprobes & SI_MEM)
 		(void)si_mem__report(&ctx->mem, ctx->rt);
 	if (ctx->cur.subprobes & SI_NIC)
-		(void)si_nic__report(&ctx->nic, ctx->rt, ctx->cur.dev_name);
+		(void)si_counters__report(&ctx->nic, ctx->rt, ctx->cur.dev_name);
 	if (ctx->cur.subprobes & SI_DISK)
-		(void)si_disk__report(&ctx->disk, ctx->rt, ctx->cur.dev_name);
+		(void)si_counters__report(&ctx->disk, ctx->rt, ctx->cur.dev_name);
 	if (ctx->cur.subprobes & SI_NET)
 		(void)si_net__report(&ctx->net, ctx->rt);
 	if (ctx->cur.subprobes & SI_FS)
@@ -104,8 +104,10 @@ static int setup(void *arg, struct probe_rt *rt)
 	ret = si_cpu__init(&ctx->cpu);
 	if (ret)
 		probe_log(PLOG_WARN, "initial CPU sample failed: %s", strerror(-ret));
-	(void)si_nic__sample(&ctx->nic);
-	(void)si_disk__sample(&ctx->disk);
+	ctx->nic.kind = &si_nic_kind;
+	ctx->disk.kind = &si_disk_kind;
+	(void)si_counters__sample(&ctx->nic);
+	(void)si_counters__sample(&ctx->disk);
 	(void)si_proc__init(&ctx->proc);
 	ctx->start_ms = probe_now_mono_ms();
 	return 0;
@@ -117,9 +119,9 @@ static void teardown(void *arg)
 
 	si_cpu__free(&ctx->cpu);
 	si_mem__free(&ctx->mem);
-	si_nic__free(&ctx->nic);
+	si_counters__free(&ctx->nic);
 	si_net__free(&ctx->net);
-	si_disk__free(&ctx->disk);
+	si_counters__free(&ctx->disk);
 	si_fs__free(&ctx->fs);
 	si_host__free(&ctx->host);
 	si_proc__free(&ctx->proc);

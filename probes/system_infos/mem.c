@@ -106,50 +106,38 @@ static void meminfo_parse(const char *data, size_t len, struct mem_vals *ret)
 	ret->huge = have[MI_HUGETLB] ? v[MI_HUGETLB] : v[MI_HUGEPAGES_TOTAL] * v[MI_HUGEPAGESIZE];
 }
 
+/* v[first..last] into rec, in order. */
+static void emit_run(struct probe_rec *rec, const uint64_t *v, enum mi first, enum mi last)
+{
+	for (unsigned int i = first; i <= last; i++)
+		probe_rec__u64(rec, v[i]);
+}
+
 int si_mem__report(struct si_mem *m, struct probe_rt *rt)
 {
 	struct mem_vals mv;
 	const uint64_t *v = mv.v;
 	struct probe_rec rec;
 	uint64_t avail, huge;
-	int err = probe_read_file("/proc/meminfo", &m->meminfo, SI_PROC_FILE_MAX);
+	int err = si_read_proc("/proc/meminfo", &m->meminfo, &m->warned);
 
-	if (err) {
-		if (!m->warned)
-			probe_log(PLOG_WARN, "cannot read /proc/meminfo: %s", strerror(-err));
-		m->warned = 1;
+	if (err)
 		return err;
-	}
 	meminfo_parse(m->meminfo.data, m->meminfo.len, &mv);
 	avail = mv.avail;
 	huge = mv.huge;
 
+	/* system_meminfo's fields are enum mi's order with derived values between some of them */
 	probe_rec__begin(&rec, &TBL_system_meminfo);
 	probe_rec__str(&rec, "meminfo");
-	probe_rec__u64(&rec, v[MI_TOTAL]);
-	probe_rec__u64(&rec, v[MI_FREE]);
+	emit_run(&rec, v, MI_TOTAL, MI_FREE);
 	probe_rec__u64(&rec, avail);
 	probe_rec__f64(&rec, percent(v[MI_TOTAL] - avail, v[MI_TOTAL]));
-	probe_rec__u64(&rec, v[MI_BUFFERS]);
-	probe_rec__u64(&rec, v[MI_CACHED]);
-	probe_rec__u64(&rec, v[MI_ACTIVE]);
-	probe_rec__u64(&rec, v[MI_INACTIVE]);
-	probe_rec__u64(&rec, v[MI_SWAP_TOTAL]);
-	probe_rec__u64(&rec, v[MI_SWAP_FREE]);
+	emit_run(&rec, v, MI_BUFFERS, MI_SWAP_FREE);
 	probe_rec__f64(&rec, v[MI_SWAP_FREE] <= v[MI_SWAP_TOTAL]
 				     ? percent(v[MI_SWAP_TOTAL] - v[MI_SWAP_FREE], v[MI_SWAP_TOTAL])
 				     : 0);
-	probe_rec__u64(&rec, v[MI_SLAB]);
-	probe_rec__u64(&rec, v[MI_SRECLAIMABLE]);
-	probe_rec__u64(&rec, v[MI_SUNRECLAIM]);
-	probe_rec__u64(&rec, v[MI_PAGETABLES]);
-	probe_rec__u64(&rec, v[MI_VMALLOC_USED]);
-	probe_rec__u64(&rec, v[MI_KERNEL_STACK]);
-	probe_rec__u64(&rec, v[MI_ACTIVE_ANON]);
-	probe_rec__u64(&rec, v[MI_INACTIVE_ANON]);
-	probe_rec__u64(&rec, v[MI_ACTIVE_FILE]);
-	probe_rec__u64(&rec, v[MI_INACTIVE_FILE]);
-	probe_rec__u64(&rec, v[MI_MLOCKED]);
+	emit_run(&rec, v, MI_SLAB, MI_MLOCKED);
 	probe_rec__u64(&rec, huge);
 	probe_rec__u64(&rec, v[MI_SHMEM]);
 	return probe_rt__emit(rt, &rec);

@@ -80,6 +80,21 @@ static double retrans_percent(struct si_net *n, uint64_t out_segs, uint64_t retr
 	return v;
 }
 
+/* One record of t: the origin, want[0..nwant)'s values, then *retrans_per when not NULL. */
+static void snmp_emit(struct probe_rt *rt, const struct probe_table *t, const struct snmp_want *want,
+		      unsigned int nwant, const double *retrans_per)
+{
+	struct probe_rec rec;
+
+	probe_rec__begin(&rec, t);
+	probe_rec__str(&rec, SNMP_ORIGIN);
+	for (unsigned int i = 0; i < nwant; i++)
+		probe_rec__u64(&rec, want[i].value);
+	if (retrans_per)
+		probe_rec__f64(&rec, *retrans_per);
+	(void)probe_rt__emit(rt, &rec);
+}
+
 int si_net__report(struct si_net *n, struct probe_rt *rt)
 {
 	struct snmp_want tcp[] = {
@@ -91,36 +106,20 @@ int si_net__report(struct si_net *n, struct probe_rt *rt)
 		{"InDatagrams", 0, 0}, {"OutDatagrams", 0, 0}, {"NoPorts", 0, 0},
 		{"InErrors", 0, 0},    {"RcvbufErrors", 0, 0}, {"SndbufErrors", 0, 0},
 	};
-	struct probe_rec rec;
-	double retrans_per = 0;
-	unsigned int i;
-	int err = probe_read_file(SNMP_ORIGIN, &n->snmp, SI_PROC_FILE_MAX);
+	double retrans_per;
+	int err = si_read_proc(SNMP_ORIGIN, &n->snmp, &n->warned);
 
-	if (err) {
-		if (!n->warned)
-			probe_log(PLOG_WARN, "cannot read " SNMP_ORIGIN ": %s", strerror(-err));
-		n->warned = 1;
+	if (err)
 		return err;
-	}
 	snmp_find(n->snmp.data, n->snmp.len, "Tcp", tcp, sizeof(tcp) / sizeof(tcp[0]));
 	snmp_find(n->snmp.data, n->snmp.len, "Udp", udp, sizeof(udp) / sizeof(udp[0]));
 
 	if (tcp[1].found) {
 		retrans_per = retrans_percent(n, tcp[2].value, tcp[3].value);
-		probe_rec__begin(&rec, &TBL_system_tcp);
-		probe_rec__str(&rec, SNMP_ORIGIN);
-		for (i = 0; i < sizeof(tcp) / sizeof(tcp[0]); i++)
-			probe_rec__u64(&rec, tcp[i].value);
-		probe_rec__f64(&rec, retrans_per);
-		(void)probe_rt__emit(rt, &rec);
+		snmp_emit(rt, &TBL_system_tcp, tcp, sizeof(tcp) / sizeof(tcp[0]), &retrans_per);
 	}
-	if (udp[0].found) {
-		probe_rec__begin(&rec, &TBL_system_udp);
-		probe_rec__str(&rec, SNMP_ORIGIN);
-		for (i = 0; i < sizeof(udp) / sizeof(udp[0]); i++)
-			probe_rec__u64(&rec, udp[i].value);
-		(void)probe_rt__emit(rt, &rec);
-	}
+	if (udp[0].found)
+		snmp_emit(rt, &TBL_system_udp, udp, sizeof(udp) / sizeof(udp[0]), NULL);
 	return 0;
 }
 

@@ -36,12 +36,8 @@ void si_proc__free(struct si_proc *p)
 		return;
 	free(p->rows);
 	free(p->cands);
-	probe_buf__free(&p->stat);
-	probe_buf__free(&p->status);
+	probe_buf__free(&p->buf);
 	probe_buf__free(&p->io);
-	probe_buf__free(&p->smaps);
-	probe_buf__free(&p->cmdline);
-	probe_buf__free(&p->cgroup);
 	memset(p, 0, sizeof(*p));
 }
 
@@ -114,17 +110,10 @@ static struct si_proc_row *proc_row(struct si_proc *p, int pid, uint64_t startti
 		}
 		return r;
 	}
-	if (p->nrows >= SI_PROC_TRACK_MAX)
+	r = si_grow(p->rows, p->nrows + 1, &p->cap, sizeof(*r), 64, SI_PROC_TRACK_MAX);
+	if (!r)
 		return NULL;
-	if (p->nrows == p->cap) {
-		unsigned int cap = p->cap ? p->cap * 2 : 64;
-		struct si_proc_row *rows = realloc(p->rows, cap * sizeof(*rows));
-
-		if (!rows)
-			return NULL;
-		p->rows = rows;
-		p->cap = cap;
-	}
+	p->rows = r;
 	memmove(&p->rows[lo + 1], &p->rows[lo], (p->nrows - lo) * sizeof(*r));
 	p->nrows++;
 	r = &p->rows[lo];
@@ -185,7 +174,7 @@ static int sample(struct si_proc *p, int pid, uint64_t now, struct si_proc_stat 
 
 	*ret_cpu_util = 0;
 	snprintf(path, sizeof(path), "%s/%d/stat", p->root, pid);
-	if (probe_read_file(path, &p->stat, 64u << 10) || si_proc_parse_stat(p->stat.data, p->stat.len, st))
+	if (probe_read_file(path, &p->buf, 64u << 10) || si_proc_parse_stat(p->buf.data, p->buf.len, st))
 		return -ENOENT;
 	row = proc_row(p, pid, (uint64_t)st->f[22]);
 	if (row && !row->seen) {
@@ -227,10 +216,10 @@ static int report_one(struct si_proc *p, struct probe_rt *rt, int pid, uint64_t 
 		memcpy(smaps, row->smaps, sizeof(smaps));
 	} else {
 		snprintf(path, sizeof(path), "%s/%d/smaps_rollup", p->root, pid);
-		if (probe_read_file(path, &p->smaps, PROC_FILE_MAX)) /* kernel threads have none */
-			p->smaps.len = 0;
+		if (probe_read_file(path, &p->buf, PROC_FILE_MAX)) /* kernel threads have none */
+			p->buf.len = 0;
 		for (unsigned int i = 0; i < 8; i++)
-			smaps[i] = kv_u64(&p->smaps, smaps_keys[i]);
+			smaps[i] = kv_u64(&p->buf, smaps_keys[i]);
 		if (row) {
 			memcpy(row->smaps, smaps, sizeof(smaps));
 			row->smaps_ms = now;
@@ -238,9 +227,9 @@ static int report_one(struct si_proc *p, struct probe_rt *rt, int pid, uint64_t 
 	}
 	snprintf(path, sizeof(path), "%s/%d/cmdline", p->root, pid);
 	cmd[0] = '\0';
-	if (!probe_read_file(path, &p->cmdline, 64u << 10)) {
-		n = p->cmdline.len < CMDLINE_MAX ? p->cmdline.len : CMDLINE_MAX;
-		memcpy(cmd, p->cmdline.data, n);
+	if (!probe_read_file(path, &p->buf, 64u << 10)) {
+		n = p->buf.len < CMDLINE_MAX ? p->buf.len : CMDLINE_MAX;
+		memcpy(cmd, p->buf.data, n);
 		while (n > 0 && cmd[n - 1] == '\0')
 			n--;
 		for (size_t i = 0; i < n; i++)
@@ -326,16 +315,10 @@ static int report_top(struct si_proc *p, struct probe_rt *rt, DIR *d, uint64_t n
 			continue;
 		if (sample(p, (int)pid, now, &st, &cpu))
 			continue;
-		if (p->ncands == p->cands_cap) {
-			unsigned int cap = p->cands_cap ? p->cands_cap * 2 : 256;
-			struct si_proc_cand *cs =
-				cap <= SI_PROC_TRACK_MAX ? realloc(p->cands, cap * sizeof(*cs)) : NULL;
-
-			if (!cs)
-				break;
-			p->cands = cs;
-			p->cands_cap = cap;
-		}
+		c = si_grow(p->cands, p->ncands + 1, &p->cands_cap, sizeof(*c), 256, SI_PROC_TRACK_MAX);
+		if (!c)
+			break;
+		p->cands = c;
 		c = &p->cands[p->ncands++];
 		c->pid = (int)pid;
 		c->cpu_util = cpu;
@@ -349,7 +332,7 @@ static int report_top(struct si_proc *p, struct probe_rt *rt, DIR *d, uint64_t n
 
 		/* fresh values for the record; the CPU share is the one ranked on */
 		snprintf(path, sizeof(path), "%s/%d/stat", p->root, p->cands[i].pid);
-		if (probe_read_file(path, &p->stat, 64u << 10) || si_proc_parse_stat(p->stat.data, p->stat.len, &st))
+		if (probe_read_file(path, &p->buf, 64u << 10) || si_proc_parse_stat(p->buf.data, p->buf.len, &st))
 			continue;
 		if (!report_one(p, rt, p->cands[i].pid, now, &st, p->cands[i].cpu_util))
 			reported++;
@@ -410,7 +393,7 @@ int si_proc__report(struct si_proc *p, struct probe_rt *rt, const struct gg_scop
 
 				if (si_parse_u64(de->d_name, e, 10, &pid) != e || pid == 0 || pid > 0x7fffffff)
 					continue;
-				if (!gg_scope__has_process(sc, comm, p->root, (int)pid, &p->cgroup))
+				if (!gg_scope__has_process(sc, comm, p->root, (int)pid, &p->buf))
 					continue;
 				if (count >= SI_PROC_MAX) {
 					skipped++;

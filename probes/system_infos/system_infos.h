@@ -48,8 +48,8 @@ struct si_cpu {
 	int *col_cpu; /* /proc/softirqs column -> CPU number */
 	unsigned int ncols_cap;
 	double clk_tck;
-	struct probe_buf stat, softirqs, softnet, cpuinfo;
-	unsigned int warned; /* one bit per file whose read failure was already logged */
+	struct probe_buf buf; /* the file being read (each is parsed before the next is read) */
+	unsigned int warned;  /* one bit per file whose read failure was already logged */
 };
 
 int si_cpu__init(struct si_cpu *c);
@@ -85,34 +85,55 @@ struct si_counter_row {
 	uint64_t cur_ms, prev_ms;
 };
 
-/* Rows of counters by name, kept from one read of a /proc table to the next (util.c). */
+/* Rows of counters by name, kept from one read of a /proc table to the next. */
 struct si_counter_rows {
 	struct si_counter_row *rows;
 	unsigned int nrows, cap;
-};
-
-/* The row named name[0..len), added (zeroed) if new; NULL when max rows are kept or the name is too long. */
-struct si_counter_row *si_counter_rows__get(struct si_counter_rows *t, const char *name, size_t len, unsigned int max);
-/* A read starts: every row is unseen until si_counter_row__set finds it again. */
-void si_counter_rows__begin(struct si_counter_rows *t);
-/* The row's counters are now v[0..n) (n <= SI_COUNTERS_MAX), sampled at now_ms; the last ones become prev. */
-void si_counter_row__set(struct si_counter_row *r, const uint64_t *v, unsigned int n, uint64_t now_ms);
-/* The read is over: forget the rows it did not see, so a new device with the same name starts afresh. */
-void si_counter_rows__end(struct si_counter_rows *t);
-void si_counter_rows__free(struct si_counter_rows *t);
-
-/* The nic sub-probe: per-interface counters (the 16 /proc/net/dev columns), rates between periods, link
- * speed and state. */
-struct si_nic {
-	struct si_counter_rows tab;
-	struct probe_buf dev;
-	unsigned int skipped; /* interfaces beyond SI_NIC_MAX in the last read */
+	struct probe_buf buf; /* the table's text */
+	unsigned int skipped; /* devices beyond the limit in the last read */
 	int warned;
 };
 
-int si_nic__sample(struct si_nic *n);
-int si_nic__report(struct si_nic *n, struct probe_rt *rt, const char *dev_filter);
-void si_nic__free(struct si_nic *n);
+struct si_counters;
+
+/* What a sub-probe of per-device counters reads and reports (nic.c, disk.c). */
+struct si_counter_kind {
+	const char *path; /* the /proc table */
+	/* One read of the table (text[0..len), sampled at now_ms) into c with si_counters__put; returns how
+	 * many devices it left out. */
+	unsigned int (*parse)(struct si_counters *c, const char *text, size_t len, uint64_t now_ms);
+	void (*emit)(struct probe_rt *rt, const struct si_counter_row *r); /* one device's record */
+	const char *sub, *what; /* in logs: the sub-probe ("nic") and its devices ("interfaces") */
+	unsigned int max;	/* devices tracked at most */
+};
+
+/* The nic sub-probe: per-interface counters (the 16 /proc/net/dev columns), rates between periods, link
+ * speed and state. The disk sub-probe: /proc/diskstats of whole disks (as /sys/block lists them),
+ * iostat-style rates; a row's counters: reads, rd_merged, rd_sectors, rd_ms, writes, wr_merged,
+ * wr_sectors, wr_ms, in_flight, io_ms, weighted_ms. */
+extern const struct si_counter_kind si_nic_kind, si_disk_kind;
+
+/* A sub-probe of per-device counters (util.c): set kind, the rest starts zeroed. */
+struct si_counters {
+	const struct si_counter_kind *kind;
+	const char *sys_block; /* disk: where whole disks are listed (NULL: /sys/block; tests use fixtures) */
+	struct si_counter_rows tab;
+};
+
+/* Parse one read of the table, text[0..len) sampled at now_ms: rows not put again are forgotten, so a
+ * new device with the same name starts afresh. Returns how many devices were left out. */
+unsigned int si_counters__parse(struct si_counters *c, const char *text, size_t len, uint64_t now_ms);
+/* Read and parse the table (a read failure is logged once, devices beyond the limit when their count
+ * changes). 0 or -errno. */
+int si_counters__sample(struct si_counters *c);
+/* Sample, then one record per device named dev_filter (every device when NULL or ""). 0 or -errno. */
+int si_counters__report(struct si_counters *c, struct probe_rt *rt, const char *dev_filter);
+/* The counters of device name[0..len) are now v[0..n) (n <= SI_COUNTERS_MAX), sampled at now_ms; the
+ * last ones become prev (a name put twice in one read keeps the first). -ENOSPC when the row cannot be
+ * kept (kind->max rows kept, a name too long, no memory). */
+int si_counters__put(struct si_counters *c, const char *name, size_t len, const uint64_t *v, unsigned int n,
+		     uint64_t now_ms);
+void si_counters__free(struct si_counters *c);
 
 /* The net sub-probe: /proc/net/snmp Tcp and Udp counters (system_tcp, system_udp). */
 struct si_net {
@@ -124,21 +145,6 @@ struct si_net {
 
 int si_net__report(struct si_net *n, struct probe_rt *rt);
 void si_net__free(struct si_net *n);
-
-/* The disk sub-probe: /proc/diskstats of whole disks (as /sys/block lists them), iostat-style rates.
- * A row's counters: reads, rd_merged, rd_sectors, rd_ms, writes, wr_merged, wr_sectors, wr_ms,
- * in_flight, io_ms, weighted_ms. */
-struct si_disk {
-	struct si_counter_rows tab;
-	struct probe_buf stats;
-	unsigned int skipped;
-	int warned;
-	const char *sys_block; /* where whole disks are listed (NULL: /sys/block; tests use fixtures) */
-};
-
-int si_disk__sample(struct si_disk *d);
-int si_disk__report(struct si_disk *d, struct probe_rt *rt, const char *dev_filter);
-void si_disk__free(struct si_disk *d);
 
 /* The fs sub-probe: statvfs of every mounted block-backed or tmpfs filesystem (system_df). */
 struct si_fs {
@@ -184,11 +190,12 @@ struct si_proc_stat {
 	int64_t f[53];
 };
 
-/* The proc sub-probe: /proc/<pid>/{stat,status,io,smaps_rollup,fd} of the processes in scope. */
+/* The proc sub-probe: /proc/<pid>/{stat,io,smaps_rollup,cmdline,fd} of the processes in scope. */
 struct si_proc {
 	struct si_proc_row *rows;
 	unsigned int nrows, cap;
-	struct probe_buf stat, status, io, smaps, cmdline, cgroup;
+	struct probe_buf io;  /* kept until the record is written */
+	struct probe_buf buf; /* stat, smaps_rollup, cmdline, cgroup: each parsed before the next is read */
 	uint64_t mem_total_kB;
 	double clk_tck;
 	long page_size;
@@ -225,6 +232,11 @@ int si_read_proc(const char *path, struct probe_buf *b, int *warned);
 /* Log that skipped devices (what: "interfaces") of sub-probe sub are beyond max, when that count
  * changes; *last keeps the count. */
 void si_note_skipped(unsigned int *last, unsigned int skipped, const char *sub, const char *what, unsigned int max);
+
+/* arr (room for *cap elements of size bytes) with room for need: the room doubles from first, never
+ * beyond max elements. Returns the array (arr itself when it has room; *cap updated), or NULL (arr kept)
+ * when need is beyond max or memory is short. The new room is not zeroed. */
+void *si_grow(void *arr, unsigned int need, unsigned int *cap, size_t size, unsigned int first, unsigned int max);
 
 /* Percent part/whole rounded to two decimals, 0 when whole is 0. */
 double si_percent(double part, double whole);

@@ -31,15 +31,15 @@ static int teardown(void **state)
 	return cap_teardown(state);
 }
 
-static unsigned int parse(struct si_disk *d, const char *text, uint64_t now)
+static unsigned int parse(struct si_counters *d, const char *text, uint64_t now)
 {
 	d->sys_block = sysblock;
-	return disk_parse(d, text, strlen(text), now);
+	return si_counters__parse(d, text, strlen(text), now);
 }
 
 static void test_rates(void **state)
 {
-	struct si_disk d = {0};
+	struct si_counters d = {.kind = &si_disk_kind};
 	double r[DR__COUNT];
 
 	(void)state;
@@ -72,12 +72,12 @@ static void test_rates(void **state)
 	assert_true(r[DR_AQUSZ] == 0.5);
 	assert_true(r[DR_UTIL] == 25.0);
 	assert_null(tab_row(&d.tab, "vdb")); /* not in the last read: forgotten */
-	si_disk__free(&d);
+	si_counters__free(&d);
 }
 
 static void test_counter_reset_and_clamp(void **state)
 {
-	struct si_disk d = {0};
+	struct si_counters d = {.kind = &si_disk_kind};
 	double r[DR__COUNT];
 
 	(void)state;
@@ -93,12 +93,12 @@ static void test_counter_reset_and_clamp(void **state)
 	disk_rates(tab_row(&d.tab, "sda"), r);
 	assert_true(r[DR_UTIL] == 100.0);
 	assert_true(r[DR_RPS] == 10.0);
-	si_disk__free(&d);
+	si_counters__free(&d);
 }
 
 static void test_names_and_truncated(void **state)
 {
-	struct si_disk d = {0};
+	struct si_counters d = {.kind = &si_disk_kind};
 	char text[512];
 
 	(void)state;
@@ -116,21 +116,21 @@ static void test_names_and_truncated(void **state)
 	assert_non_null(tab_row(&d.tab, "sda"));
 	assert_int_equal(tab_row(&d.tab, "sda")->cur[DS_READS], 1);
 	assert_int_equal(d.tab.nrows, 2);
-	si_disk__free(&d);
+	si_counters__free(&d);
 }
 
 /* The real /proc/diskstats and /sys/block: one record per whole disk, each matching the meta. */
 static void test_report_records(void **state)
 {
-	struct si_disk d = {0};
+	struct si_counters d = {.kind = &si_disk_kind};
 	const char *out;
 
 	(void)state;
 	cap_begin();
-	assert_int_equal(si_disk__report(&d, cap_rt, NULL), 0);
+	assert_int_equal(si_counters__report(&d, cap_rt, NULL), 0);
 	out = cap_take();
 	assert_int_equal(rec_count(out, "system_iostat"), d.tab.nrows);
-	si_disk__free(&d);
+	si_counters__free(&d);
 }
 
 int main(void)

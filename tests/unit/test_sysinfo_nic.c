@@ -17,14 +17,14 @@
 	" face |bytes    packets errs drop fifo frame compressed multicast|bytes    packets errs drop fifo colls " \
 	"carrier compressed\n"
 
-static unsigned int parse(struct si_nic *n, const char *text, uint64_t now)
+static unsigned int parse(struct si_counters *n, const char *text, uint64_t now)
 {
-	return nic_parse(n, text, strlen(text), now);
+	return si_counters__parse(n, text, strlen(text), now);
 }
 
 static void test_rates(void **state)
 {
-	struct si_nic n = {0};
+	struct si_counters n = {.kind = &si_nic_kind};
 	const struct si_counter_row *r;
 
 	(void)state;
@@ -51,12 +51,12 @@ static void test_rates(void **state)
 	assert_true(rate_kib(r, ND_RX_BYTES) == 10.0);
 	assert_true(rate_kib(r, ND_TX_BYTES) == 2.0);
 	assert_true(rate_kib(tab_row(&n.tab, "lo"), ND_RX_BYTES) == 0);
-	si_nic__free(&n);
+	si_counters__free(&n);
 }
 
 static void test_counter_reset(void **state)
 {
-	struct si_nic n = {0};
+	struct si_counters n = {.kind = &si_nic_kind};
 	const struct si_counter_row *r;
 
 	(void)state;
@@ -71,12 +71,12 @@ static void test_counter_reset(void **state)
 	/* no time elapsed: no rate (not a division by zero) */
 	parse(&n, HEAD "  eth0: 9999 3 0 0 0 0 0 0 100 1 0 0 0 0 0 0\n", 3000);
 	assert_true(rate_kib(tab_row(&n.tab, "eth0"), ND_RX_BYTES) == 0);
-	si_nic__free(&n);
+	si_counters__free(&n);
 }
 
 static void test_come_and_go(void **state)
 {
-	struct si_nic n = {0};
+	struct si_counters n = {.kind = &si_nic_kind};
 
 	(void)state;
 	parse(&n, HEAD "  veth1: 100 1 0 0 0 0 0 0 100 1 0 0 0 0 0 0\n  eth0: 1 1 0 0 0 0 0 0 1 1 0 0 0 0 0 0\n", 1000);
@@ -87,12 +87,12 @@ static void test_come_and_go(void **state)
 	parse(&n, HEAD "  veth1: 50 1 0 0 0 0 0 0 100 1 0 0 0 0 0 0\n  eth0: 1 1 0 0 0 0 0 0 1 1 0 0 0 0 0 0\n", 3000);
 	assert_int_equal(tab_row(&n.tab, "veth1")->have_prev, 0);
 	assert_true(rate_kib(tab_row(&n.tab, "veth1"), ND_RX_BYTES) == 0);
-	si_nic__free(&n);
+	si_counters__free(&n);
 }
 
 static void test_long_names_and_truncated(void **state)
 {
-	struct si_nic n = {0};
+	struct si_counters n = {.kind = &si_nic_kind};
 	char name31[32];
 	char text[1024];
 
@@ -115,25 +115,25 @@ static void test_long_names_and_truncated(void **state)
 	/* a header only, then nothing */
 	assert_int_equal(parse(&n, HEAD, 2000), 0);
 	assert_int_equal(n.tab.nrows, 0);
-	si_nic__free(&n);
+	si_counters__free(&n);
 }
 
 static void test_report_records(void **state)
 {
-	struct si_nic n = {0};
+	struct si_counters n = {.kind = &si_nic_kind};
 	const char *out;
 	char v[64], mtu[64];
 
 	(void)state;
 	assert_int_equal(si_read_line("/sys/class/net/lo/mtu", mtu, sizeof(mtu)), 0);
-	assert_int_equal(si_nic__sample(&n), 0); /* the real /proc/net/dev: lo exists */
+	assert_int_equal(si_counters__sample(&n), 0); /* the real /proc/net/dev: lo exists */
 	cap_begin();
-	assert_int_equal(si_nic__report(&n, cap_rt, "lo"), 0);
+	assert_int_equal(si_counters__report(&n, cap_rt, "lo"), 0);
 	out = cap_take();
 	assert_int_equal(rec_count(out, "nic"), 1);
 	assert_int_equal(rec_get(out, "nic", "lo", 13, v, sizeof(v)), 0); /* mtu */
 	assert_string_equal(v, mtu);
-	si_nic__free(&n);
+	si_counters__free(&n);
 }
 
 int main(void)
