@@ -311,3 +311,22 @@ int l7_api__client_error(enum l7_proto proto, const char *api, int status)
 		return status >= 400 && status < 500;
 	return 0;
 }
+
+size_t l7__sql_keyword(char *dst, size_t max, const uint8_t *text, size_t n)
+{
+	size_t i = l7_api__sql_skip(text, n, 0), k = 0;
+
+	if (max == 0)
+		return 0;
+	while (i < n && k + 1 < max && k < 24) {
+		uint8_t c = text[i++];
+
+		if (c >= 'a' && c <= 'z')
+			c = (uint8_t)(c - 'a' + 'A');
+		if (!(c >= 'A' && c <= 'Z') && c != '_')
+			break;
+		dst[k++] = (char)c;
+	}
+	dst[k] = '\0';
+	return k;
+}

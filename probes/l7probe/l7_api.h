@@ -36,6 +36,8 @@ size_t l7_api__sql(char *dst, size_t max, const uint8_t *text, size_t n);
 
 /* The index of the next SQL token in text[0..n) from i: white space, '(', ';' and comments skipped. */
 size_t l7_api__sql_skip(const uint8_t *text, size_t n, size_t i);
+/* The first SQL keyword of text[0..n) (comments, blanks and '(' skipped), upper-cased, into dst. */
+size_t l7__sql_keyword(char *dst, size_t max, const uint8_t *text, size_t n);
 
 /* The operation of an api ("GET", "SELECT", "Produce") and what it acts on ("/users/{id}", "users",
  * "t1"; "" when none): the parts before and after its first space. op gets at most oplen - 1 bytes. */

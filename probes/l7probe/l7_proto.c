@@ -5,7 +5,6 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "l7_api.h"
 #include "l7_proto_impl.h"
 
 static const char *const l7_names[L7_PROTO__COUNT] = {
@@ -729,23 +728,4 @@ size_t l7__api_put(char *dst, size_t max, const char *src, size_t n)
 		dst[i] = src[i];
 	dst[i] = '\0';
 	return i;
-}
-
-size_t l7__sql_keyword(char *dst, size_t max, const uint8_t *text, size_t n)
-{
-	size_t i = l7_api__sql_skip(text, n, 0), k = 0;
-
-	if (max == 0)
-		return 0;
-	while (i < n && k + 1 < max && k < 24) {
-		uint8_t c = text[i++];
-
-		if (c >= 'a' && c <= 'z')
-			c = (uint8_t)(c - 'a' + 'A');
-		if (!(c >= 'A' && c <= 'Z') && c != '_')
-			break;
-		dst[k++] = (char)c;
-	}
-	dst[k] = '\0';
-	return k;
 }

@@ -205,8 +205,6 @@ uint32_t l7__hash(const uint8_t *p, size_t n);
 
 /* Copy text into an api string: at most max - 1 bytes of src, stops at NUL. Returns bytes written. */
 size_t l7__api_put(char *dst, size_t max, const char *src, size_t n);
-/* The first SQL keyword of text[0..n) (comments, blanks and '(' skipped), upper-cased, into dst. */
-size_t l7__sql_keyword(char *dst, size_t max, const uint8_t *text, size_t n);
 
 /* Inference checks, each: does p look like the start of a request or of a response of its protocol? */
 bool l7__http_infer(const uint8_t *p, size_t n, enum l7_flow *ret_flow);
