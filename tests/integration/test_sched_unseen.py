@@ -12,6 +12,7 @@ import tempfile
 import time
 
 from harness import PROBES, ROOT, TEST_BINS, StandaloneProbe, check, meta_fields
+from test_autotrace import d_tasks
 
 SCHED_TRUTH = os.path.join(TEST_BINS, "sched_truth")
 TASKPROBE = os.path.join(PROBES, "taskprobe")
@@ -55,22 +56,6 @@ class Truth:
         except (OSError, subprocess.TimeoutExpired):
             self.proc.kill()
             self.proc.wait()
-
-
-def d_tasks():
-    """Tasks in D now, from /proc (every thread)."""
-    n = 0
-    for pid in os.listdir("/proc"):
-        if not pid.isdigit():
-            continue
-        try:
-            for tid in os.listdir("/proc/%s/task" % pid):
-                with open("/proc/%s/task/%s/stat" % (pid, tid)) as f:
-                    if f.read().rsplit(")", 1)[1].split()[0] == "D":
-                        n += 1
-        except (FileNotFoundError, ProcessLookupError, IndexError):
-            pass
-    return n
 
 
 def folded(flame_dir):
