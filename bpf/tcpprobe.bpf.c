@@ -89,19 +89,37 @@ static __always_inline __u32 hint_slot(__u64 cookie)
 
 /* Every live link, counted the same way (the slot of the cookie it was made with): a socket whose
  * slot is zero has no link, so a hook looks nothing up for it (the sockets of processes out of scope,
- * those closed before we started): no hash walk that can only miss. A socket without a cookie has
- * none either (every link is made with bpf_get_socket_cookie, which assigns one), unless tcp_hint_off:
- * a link was made without a cookie (the accept() fallback, on kernels without iter/task_file), and
- * from then on every socket is looked up. Stale links leave their count behind, as above. */
+ * those closed before we started): no hash walk that can only miss. A link made without a cookie (the
+ * seeding iterator, whose socket pointer bpf_get_socket_cookie refuses, of a socket that had none; the
+ * accept() fallback) is counted in tcp_uncookied instead, and while any is, every socket is looked up:
+ * it takes the socket's cookie (link_adopt_cookie) the first time a hook or the snapshot walk sees it.
+ * Stale links leave their count behind, as above (user space takes an uncookied one back). */
 __u32 tcp_live_hint[TCP_HINT_SLOTS];
-__u32 tcp_hint_off;
+__u32 tcp_uncookied;
 
 static __always_inline void live_hint_add(__u64 cookie, int n)
 {
 	if (cookie)
 		__sync_fetch_and_add(&tcp_live_hint[hint_slot(cookie)], n);
 	else
-		tcp_hint_off = 1;
+		__sync_fetch_and_add(&tcp_uncookied, n);
+}
+
+/* l, made without a cookie, takes `cookie` (the socket's, now that it has one); once, if several CPUs
+ * race. */
+static __always_inline void link_set_cookie(struct tcp_link *l, __u64 cookie)
+{
+	if (cookie && __sync_val_compare_and_swap(&l->cookie, 0, cookie) == 0) {
+		live_hint_add(cookie, 1);
+		live_hint_add(0, -1);
+	}
+}
+
+/* sk a BTF pointer bpf_get_socket_cookie takes (a tp_btf argument): assigns one if it had none. */
+static __always_inline void link_adopt_cookie(const struct sock *sk, struct tcp_link *l)
+{
+	if (!l->cookie)
+		link_set_cookie(l, bpf_get_socket_cookie((void *)sk));
 }
 
 /* sk may have a link (a lookup is worth it); 0: certainly none. sk a BTF pointer. */
@@ -109,7 +127,7 @@ static __always_inline int maybe_linked(const struct sock *sk)
 {
 	__u64 cookie = sk->__sk_common.skc_cookie.counter;
 
-	if (tcp_hint_off)
+	if (tcp_uncookied)
 		return 1;
 	return cookie && tcp_live_hint[hint_slot(cookie)];
 }
@@ -582,8 +600,7 @@ static __always_inline void link_close(const struct sock *sk, struct tcp_link *l
 	l->flags |= TCP_LF_CLOSED | (failed ? TCP_LF_CONNECT_FAILED : 0);
 	if (l->flags & TCP_LF_GUESS_HINT)
 		__sync_fetch_and_add(&tcp_guess_hint[hint_slot(l->cookie)], -1);
-	if (l->cookie)
-		__sync_fetch_and_add(&tcp_live_hint[hint_slot(l->cookie)], -1);
+	live_hint_add(l->cookie, -1);
 	if (!(l->flags & TCP_LF_OUT_OF_SCOPE)) {
 		/* The reader is woken when this record crosses a multiple of the fill level (a quarter of
 		 * the ring; the later ones in case a wake-up came while it was still draining), not by
@@ -760,8 +777,7 @@ static __always_inline int on_accept(long fd)
 		if (l) {
 			if (l->flags & TCP_LF_GUESS_HINT)
 				__sync_fetch_and_add(&tcp_guess_hint[hint_slot(l->cookie)], -1);
-			if (l->cookie)
-				__sync_fetch_and_add(&tcp_live_hint[hint_slot(l->cookie)], -1);
+			live_hint_add(l->cookie, -1);
 			if (l->hists)
 				bpf_map_delete_elem(&tcp_hists, &key);
 			bpf_map_delete_elem(&tcp_links, &key);
@@ -774,7 +790,7 @@ static __always_inline int on_accept(long fd)
 		if (!l)
 			return 0;
 		l->cookie = BPF_CORE_READ(sk, __sk_common.skc_cookie.counter);
-		live_hint_add(l->cookie, 1); /* 0 (no cookie yet): every socket is looked up from now on */
+		live_hint_add(l->cookie, 1); /* 0 (none yet): taken at the first hook that sees it */
 		l->cgroup_id = gg_sk_cgroup_id(sk);
 		l->role = TCP_ROLE_SERVER;
 		l->flags = TCP_LF_ESTABLISHED;
@@ -800,11 +816,23 @@ int tcp_accept(struct trace_event_raw_sys_exit *ctx)
 	return on_accept(ctx->ret);
 }
 
-static __always_inline struct tcp_link *link_of(const struct sock *sk)
+/* sk's link, if it may have one; sk any BTF pointer to it. */
+static __always_inline struct tcp_link *link_find(const struct sock *sk)
 {
 	__u64 key = (__u64)sk;
 
 	return sk && maybe_linked(sk) ? bpf_map_lookup_elem(&tcp_links, &key) : NULL;
+}
+
+/* The same, for a sk that bpf_get_socket_cookie takes (a tp_btf argument): a link without a cookie
+ * takes the socket's. */
+static __always_inline struct tcp_link *link_of(const struct sock *sk)
+{
+	struct tcp_link *l = link_find(sk);
+
+	if (l)
+		link_adopt_cookie(sk, l);
+	return l;
 }
 
 static __always_inline void delay_sample(const struct sock *sk, __u64 us, int rx)
@@ -933,6 +961,8 @@ int BPF_PROG(tcp_rcv, struct sock *sk, const struct sk_buff *skb)
 			return 0;
 		}
 		l->flags |= TCP_LF_ESTABLISHED;
+	} else {
+		link_adopt_cookie(sk, l);
 	}
 	/* Per link updates are serialised by the socket lock: no atomics needed. */
 	h = link_hists(key, l);
@@ -1016,7 +1046,7 @@ int BPF_PROG(tcp_buf_limit, struct sock *sk, struct proto *prot, long allocated,
 
 static __always_inline void count_drop(const struct sock *sk, __u32 reason)
 {
-	struct tcp_link *l = link_of(sk);
+	struct tcp_link *l = link_find(sk); /* skb->sk: an RCU pointer, no cookie taken */
 
 	if (!l)
 		return;
@@ -1066,6 +1096,8 @@ static long snap_one(struct bpf_map *map, __u64 *key, struct tcp_link *l, void *
 		l->flags |= TCP_LF_STALE;
 		return 0;
 	}
+	if (!l->cookie)
+		link_set_cookie(l, cookie); /* someone gave the socket one since */
 	snap_copy(sk, &l->s);
 	if (!l->lport)
 		link_fill_addrs(l, sk);
@@ -1157,8 +1189,9 @@ int tcp_seed(struct bpf_iter__task_file *ctx)
 	l = link_insert(sk, 0);
 	if (!l)
 		return 0;
-	/* Assigned if the socket had none yet (as every link's: the hint's slot must not change). */
-	l->cookie = bpf_get_socket_cookie(sk);
+	/* The socket's cookie if it has one (bpf_get_socket_cookie refuses this untrusted pointer):
+	 * otherwise counted as uncookied, and given one at the first hook that sees it. */
+	l->cookie = BPF_CORE_READ(sk, __sk_common.skc_cookie.counter);
 	live_hint_add(l->cookie, 1);
 	l->cgroup_id = gg_sk_cgroup_id_btf(sk);
 	l->role = TCP_ROLE_UNKNOWN;

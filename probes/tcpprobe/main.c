@@ -331,6 +331,16 @@ static int watch_closed(struct tp_ctx *ctx)
 }
 
 /* One report period (probe_rt__run_ticking). */
+/* A stale link made without a cookie is deleted: one fewer uncookied link in the BPF side's count
+ * (never below zero, in case a hook raced us to give it the cookie of a socket reusing its address). */
+static void uncookied_put(__u32 *count)
+{
+	__u32 v = __atomic_load_n(count, __ATOMIC_RELAXED);
+
+	while (v && !__atomic_compare_exchange_n(count, &v, v - 1, 0, __ATOMIC_SEQ_CST, __ATOMIC_RELAXED))
+		;
+}
+
 static void report(void *arg)
 {
 	struct tp_ctx *ctx = arg;
@@ -378,8 +388,11 @@ static void report(void *arg)
 			if (vals[i].flags & TCP_LF_STALE) {
 				/* Its close was missed: report its last values as final. */
 				tp_aggs__add(ctx->aggs, &rc, &vals[i], hp, 1);
-				if (nstale < DUMP_CHUNK)
+				if (nstale < DUMP_CHUNK) {
 					stale[nstale++] = keys[i];
+					if (!vals[i].cookie)
+						uncookied_put(&ctx->skel->bss->tcp_uncookied);
+				}
 				continue;
 			}
 			tp_aggs__add(ctx->aggs, &rc, &vals[i], hp, 0);
