@@ -10,7 +10,7 @@ import shutil
 import tempfile
 import time
 
-from harness import ROOT, TEST_BINS, PidPeer, check, teardown, wait_for
+from harness import ROOT, TEST_BINS, PidPeer, TestFailure, check, teardown, wait_for
 from test_stackprobe import Standalone, folded, records
 
 LEAK_SITES = os.path.join(TEST_BINS, "leak_sites")
@@ -217,6 +217,8 @@ def test_mem_live_query_api():
         facts = w.run()
         want = {f: v for f, v in facts.items() if v}
 
+        seen = {}
+
         def per_function():
             args = urllib.parse.urlencode({"app": str(w.pid), "event": "mem-live", "time_start": t0 - 5,
                                            "time_end": int(time.time()) + 5})
@@ -226,11 +228,15 @@ def test_mem_live_query_api():
             for n in json.loads(text)["result"]:
                 if n["profile_location_str"] in want:
                     got[n["profile_location_str"]] = got.get(n["profile_location_str"], 0) + n["total_value"]
+            seen["last"] = got
             return got if got == want else None
 
         # several store periods pass: a sum over the range's snapshots would be a multiple of the truth
         time.sleep(3)
-        wait_for(per_function, 15, "the query's bytes per function equal map_sites' own count %r" % want)
+        try:
+            wait_for(per_function, 15, "the query's bytes per function equal map_sites' own count %r" % want)
+        except TestFailure as e:
+            raise TestFailure("%s; last answer per function: %r" % (e, seen.get("last")))
     finally:
         teardown(w, s, tmp)
 
