@@ -187,22 +187,13 @@ static void test_lost_in_order(void **state)
 	l7t_expect(&o, 0, "Produce t1", 17, 1, 0, 54);
 }
 
-/* correlation id: big-endian at 8 */
-static void set_correlation_id(uint8_t *req, uint32_t i)
-{
-	req[8] = (uint8_t)(i >> 24);
-	req[9] = (uint8_t)(i >> 16);
-	req[10] = (uint8_t)(i >> 8);
-	req[11] = (uint8_t)i;
-}
-
 /* Requests never answered: the pending queue stays bounded, the oldest are dropped and counted. */
 static void test_bounded(void **state)
 {
-	uint8_t req[] = KCAT_METADATA_T1_3;
-
 	(void)state;
-	l7t_check_unanswered_bounded(L7_PROTO_KAFKA, req, sizeof(req) - 1, set_correlation_id);
+	/* correlation id: big-endian at 8 */
+	l7t_check_unanswered_bounded(L7_PROTO_KAFKA, KCAT_METADATA_T1_3, sizeof(KCAT_METADATA_T1_3) - 1, 8,
+				     L7T_BIG_ENDIAN);
 }
 
 int main(void)

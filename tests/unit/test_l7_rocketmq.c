@@ -115,21 +115,11 @@ static void test_bad_json(void **state)
 	l7t_expect(&o, 0, "SEND_MESSAGE tj", 0, 0, 0, 0);
 }
 
-/* opaque: big-endian at 8 + 5 of a binary frame */
-static void set_opaque(uint8_t *req, uint32_t i)
-{
-	req[13] = (uint8_t)(i >> 24);
-	req[14] = (uint8_t)(i >> 16);
-	req[15] = (uint8_t)(i >> 8);
-	req[16] = (uint8_t)i;
-}
-
 static void test_bounded(void **state)
 {
-	uint8_t req[] = B_SEND;
-
 	(void)state;
-	l7t_check_unanswered_bounded(L7_PROTO_ROCKETMQ, req, sizeof(req) - 1, set_opaque);
+	/* opaque: big-endian at 8 + 5 of a binary frame */
+	l7t_check_unanswered_bounded(L7_PROTO_ROCKETMQ, B_SEND, sizeof(B_SEND) - 1, 8 + 5, L7T_BIG_ENDIAN);
 }
 
 static void test_infer(void **state)
