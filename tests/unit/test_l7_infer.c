@@ -3,6 +3,7 @@
  * bytes and other well-known protocols are (almost) never taken for one. */
 #include "test_l7_util.h"
 
+#include "data/l7_kafka_kcat.h"
 #include "data/l7_mongo_msgs.h"
 #include "data/l7_rocketmq_msgs.h"
 
@@ -69,14 +70,8 @@ static const struct sample samples[] = {
 	    "\x00\x1d\x00\x01\x01\x00\x00\x01\x00\x00\x00\x00\x00\x00\x07"
 	    "example\x03org\x00\x00\x0f\x00\x01",
 	    L7_PROTO_DNS, L7_FLOW_REQ),
-	TCP("kcat ApiVersions v3 (flexible header)",
-	    "\x00\x00\x00\x24\x00\x12\x00\x03\x00\x00\x00\x01\x00\x07\x72\x64\x6b\x61\x66\x6b\x61\x00\x0b\x6c\x69\x62"
-	    "\x72"
-	    "\x64\x6b\x61\x66\x6b\x61\x06\x32\x2e\x30\x2e\x32\x00",
-	    L7_PROTO_KAFKA, L7_FLOW_REQ),
-	TCP("kcat Metadata v2",
-	    "\x00\x00\x00\x19\x00\x03\x00\x02\x00\x00\x00\x03\x00\x07rdkafka\x00\x00\x00\x01\x00\x02t1", L7_PROTO_KAFKA,
-	    L7_FLOW_REQ),
+	TCP("kcat ApiVersions v3 (flexible header)", KCAT_API_VERSIONS_V3, L7_PROTO_KAFKA, L7_FLOW_REQ),
+	TCP("kcat Metadata v2", KCAT_METADATA_T1_3, L7_PROTO_KAFKA, L7_FLOW_REQ),
 	TCP("pymongo isMaster (OP_QUERY)", HELLO_Q, L7_PROTO_MONGO, L7_FLOW_REQ),
 	TCP("pymongo find (OP_MSG)", FIND, L7_PROTO_MONGO, L7_FLOW_REQ),
 	TCP("mongo insert (kind 1 section)", INSERT, L7_PROTO_MONGO, L7_FLOW_REQ),

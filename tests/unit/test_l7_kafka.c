@@ -101,7 +101,6 @@ static void test_capture_cut(void **state)
 	}
 }
 
-#define METADATA_T1 "\x00\x00\x00\x19\x00\x03\x00\x02\x00\x00\x00\x03\x00\x07rdkafka\x00\x00\x00\x01\x00\x02t1"
 /* the mock's Metadata v2 answer with the topic's error set to UNKNOWN_TOPIC_OR_PARTITION (3) */
 #define METADATA_T1_ERR                                                                                    \
 	"\x00\x00\x00\x63\x00\x00\x00\x03\x00\x00\x00\x01\x00\x00\x00\x01\x00\x09\x31\x32\x37\x2e\x30\x2e" \
@@ -133,8 +132,8 @@ static void test_crafted_errors(void **state)
 	static const char acks1[] = PRODUCE_V7_HEAD "\x00\x01\x00\x00\x75\x30\x00\x00\x00\x01\x00\x02t1\x00\x00\x00\x01"
 						    "\x00\x00\x00\x00\x00\x00\x00\x00";
 	static const struct l7t_step steps[] = {
-		REQ(METADATA_T1),     RESP(METADATA_T1_ERR), REQ(acks0),	 REQ(acks1),
-		RESP(PRODUCE_V7_ERR), REQ(PRODUCE_V9),	     RESP(PRODUCE_V9_R),
+		REQ(KCAT_METADATA_T1_3), RESP(METADATA_T1_ERR), REQ(acks0),	    REQ(acks1),
+		RESP(PRODUCE_V7_ERR),	 REQ(PRODUCE_V9),	RESP(PRODUCE_V9_R),
 	};
 	struct l7t_out o;
 
@@ -153,7 +152,7 @@ static void test_garbage_and_unmatched(void **state)
 	static const struct l7t_step steps[] = {
 		RESP(PRODUCE_V7_ERR),			      /* its request was before the capture */
 		REQ("GET / HTTP/1.1\r\n\r\n"),		      /* not Kafka */
-		REQ(METADATA_T1),			      /* corr 3 */
+		REQ(KCAT_METADATA_T1_3),		      /* corr 3 */
 		RESP("\x00\x00\x00\x08\x00\x00\x00\x63zzzz"), /* corr 0x63: answers nothing waiting */
 		RESP(METADATA_T1_ERR),
 		RESP(METADATA_T1_ERR), /* again: nothing waits */
@@ -175,7 +174,7 @@ static void test_lost_in_order(void **state)
 	static const char acks1[] = PRODUCE_V7_HEAD "\x00\x01\x00\x00\x75\x30\x00\x00\x00\x01\x00\x02t1\x00\x00\x00\x01"
 						    "\x00\x00\x00\x00\x00\x00\x00\x00";
 	static const struct l7t_step steps[] = {
-		REQ(METADATA_T1),
+		REQ(KCAT_METADATA_T1_3),
 		REQ(acks1),
 		RESP_GAP("\x00\x00", 103),
 		RESP(PRODUCE_V7_ERR),
@@ -188,22 +187,13 @@ static void test_lost_in_order(void **state)
 	l7t_expect(&o, 0, "Produce t1", 17, 1, 0, 54);
 }
 
-/* correlation id: big-endian at 8 */
-static void set_correlation_id(uint8_t *req, uint32_t i)
-{
-	req[8] = (uint8_t)(i >> 24);
-	req[9] = (uint8_t)(i >> 16);
-	req[10] = (uint8_t)(i >> 8);
-	req[11] = (uint8_t)i;
-}
-
 /* Requests never answered: the pending queue stays bounded, the oldest are dropped and counted. */
 static void test_bounded(void **state)
 {
-	uint8_t req[] = METADATA_T1;
-
 	(void)state;
-	l7t_check_unanswered_bounded(L7_PROTO_KAFKA, req, sizeof(req) - 1, set_correlation_id);
+	/* correlation id: big-endian at 8 */
+	l7t_check_unanswered_bounded(L7_PROTO_KAFKA, KCAT_METADATA_T1_3, sizeof(KCAT_METADATA_T1_3) - 1, 8,
+				     L7T_BIG_ENDIAN);
 }
 
 int main(void)

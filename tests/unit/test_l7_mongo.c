@@ -87,18 +87,11 @@ static void test_garbage(void **state)
 	l7t_expect(&o, 0, "find coll", 0, 0, 0, 0);
 }
 
-/* requestID: little-endian at 4 (as on x86 and arm64) */
-static void set_request_id(uint8_t *req, uint32_t i)
-{
-	memcpy(req + 4, &i, 4);
-}
-
 static void test_bounded(void **state)
 {
-	uint8_t req[] = FIND;
-
 	(void)state;
-	l7t_check_unanswered_bounded(L7_PROTO_MONGO, req, sizeof(req) - 1, set_request_id);
+	/* requestID: little-endian at 4 */
+	l7t_check_unanswered_bounded(L7_PROTO_MONGO, FIND, sizeof(FIND) - 1, 4, L7T_LITTLE_ENDIAN);
 }
 
 static void test_infer(void **state)

@@ -53,12 +53,12 @@ static void test_json(void **state)
 	l7t_expect(&o, 4, "GET_ROUTEINFO_BY_TOPIC missing", 17, 1, 0, 0);
 }
 
-/* A 200 KB pull answer of which 600 bytes were captured: its body passed by count, the next pairs. */
+/* B_PULL answered by 200 KB of which 600 bytes were captured: its body passed by count, the next pairs. */
 static void test_big_reply_gap(void **state)
 {
 	static const char big[] = B_PULL_BIG_R;
 	static const struct l7t_step steps[] = {
-		REQ(B_PULL2),
+		REQ(B_PULL),
 		{L7_FLOW_RESP, big, sizeof(big) - 1, B_PULL_BIG_R_TOTAL},
 		REQ(B_SEND),
 		RESP(B_SEND_R),
@@ -68,7 +68,7 @@ static void test_big_reply_gap(void **state)
 	(void)state;
 	l7t_run_all_splits(L7_PROTO_ROCKETMQ, steps, NSTEPS(steps), &o);
 	l7t_expect_stats(&o, 2, 0, 0, 0);
-	l7t_expect(&o, 0, "PULL_MESSAGE tb", 0, 0, sizeof(B_PULL2) - 1, B_PULL_BIG_R_TOTAL);
+	l7t_expect(&o, 0, "PULL_MESSAGE tb", 0, 0, sizeof(B_PULL) - 1, B_PULL_BIG_R_TOTAL);
 	l7t_expect(&o, 1, "SEND_MESSAGE_V2 tb", 0, 0, 0, 0);
 }
 
@@ -115,21 +115,11 @@ static void test_bad_json(void **state)
 	l7t_expect(&o, 0, "SEND_MESSAGE tj", 0, 0, 0, 0);
 }
 
-/* opaque: big-endian at 8 + 5 of a binary frame */
-static void set_opaque(uint8_t *req, uint32_t i)
-{
-	req[13] = (uint8_t)(i >> 24);
-	req[14] = (uint8_t)(i >> 16);
-	req[15] = (uint8_t)(i >> 8);
-	req[16] = (uint8_t)i;
-}
-
 static void test_bounded(void **state)
 {
-	uint8_t req[] = B_SEND;
-
 	(void)state;
-	l7t_check_unanswered_bounded(L7_PROTO_ROCKETMQ, req, sizeof(req) - 1, set_opaque);
+	/* opaque: big-endian at 8 + 5 of a binary frame */
+	l7t_check_unanswered_bounded(L7_PROTO_ROCKETMQ, B_SEND, sizeof(B_SEND) - 1, 8 + 5, L7T_BIG_ENDIAN);
 }
 
 static void test_infer(void **state)

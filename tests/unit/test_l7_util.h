@@ -163,25 +163,37 @@ static inline void l7t_expect_infer(const void *data, size_t len, enum l7_transp
 						    : "response");
 }
 
-/* 10000 requests never answered, each req (len bytes) with its number set by set_id: the pending
- * queue stays bounded (the session under 48 KiB), the oldest are dropped and counted as lost, none is
- * unparsable. */
-static inline void l7t_check_unanswered_bounded(enum l7_proto proto, uint8_t *req, size_t len,
-						void (*set_id)(uint8_t *req, uint32_t i))
+/* How a request's number is written in l7t_check_unanswered_bounded */
+enum l7t_byte_order {
+	L7T_BIG_ENDIAN,
+	L7T_LITTLE_ENDIAN,
+};
+
+/* 10000 requests never answered, each a copy of req (len bytes) with its number written as 4 bytes at
+ * id_at in the given order: the pending queue stays bounded (the session under 48 KiB), the oldest are
+ * dropped and counted as lost, none is unparsable. */
+static inline void l7t_check_unanswered_bounded(enum l7_proto proto, const void *req, size_t len, size_t id_at,
+						enum l7t_byte_order order)
 {
 	struct l7_session *s = l7_session__new(proto, L7_TRANSPORT_TCP);
 	struct l7_session_stats st;
+	uint8_t *r = malloc(len);
 
 	assert_non_null(s);
+	assert_non_null(r);
+	assert_true(id_at + 4 <= len);
+	memcpy(r, req, len);
 	for (uint32_t i = 0; i < 10000; i++) {
-		set_id(req, i);
-		assert_int_equal(l7_session__feed(s, L7_FLOW_REQ, req, len, len, i, NULL, NULL), 0);
+		for (int b = 0; b < 4; b++)
+			r[id_at + b] = (uint8_t)(i >> (order == L7T_BIG_ENDIAN ? 24 - 8 * b : 8 * b));
+		assert_int_equal(l7_session__feed(s, L7_FLOW_REQ, r, len, len, i, NULL, NULL), 0);
 		assert_true(l7_session__mem(s) < 48 * 1024);
 	}
 	l7_session__stats(s, &st);
 	assert_int_equal(st.req_lost, 10000 - L7_PENDING_MAX);
 	assert_int_equal(st.unparsable, 0);
 	l7_session__free(s);
+	free(r);
 }
 
 #endif
