@@ -3,9 +3,7 @@
  *
  * usage: rest_get PORT [CONNECTIONS=1] [SECONDS=3] [PATH=/probes]
  */
-#include <arpa/inet.h>
 #include <errno.h>
-#include <netinet/in.h>
 #include <netinet/tcp.h>
 #include <pthread.h>
 #include <stdint.h>
@@ -16,6 +14,7 @@
 #include <time.h>
 #include <unistd.h>
 #include "bench_util.h"
+#include "../tests/helpers/loopback.h"
 
 #define MAX_CONN 64
 #define LAT_MAX	 2000000
@@ -31,16 +30,10 @@ struct worker {
 
 static int dial(int port)
 {
-	struct sockaddr_in sa = {.sin_family = AF_INET, .sin_port = htons((uint16_t)port)};
-	int fd = socket(AF_INET, SOCK_STREAM, 0), one = 1;
+	int fd = loopback__connect(port), one = 1;
 
-	inet_pton(AF_INET, "127.0.0.1", &sa.sin_addr);
-	if (fd < 0 || connect(fd, (struct sockaddr *)&sa, sizeof(sa)) < 0) {
-		if (fd >= 0)
-			close(fd);
-		return -1;
-	}
-	setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
+	if (fd >= 0)
+		setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
 	return fd;
 }
 

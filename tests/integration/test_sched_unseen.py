@@ -3,7 +3,6 @@ each CPU (tests/helpers/sched_truth.c): taskprobe's off-CPU time, stackprobe's o
 D-state gauge and run-queue delays. On some kernels (this VM: every switch out of CPU 1's idle task) a
 task waking on an idle CPU comes on it without a sched_switch event; the probes must infer the switch-in
 instead of losing the interval or stretching it over run time."""
-import glob
 import os
 import select
 import shutil
@@ -13,6 +12,7 @@ import time
 
 from harness import PROBES, ROOT, TEST_BINS, StandaloneProbe, check, meta_fields
 from test_autotrace import d_tasks
+from test_stackprobe import folded
 
 SCHED_TRUTH = os.path.join(TEST_BINS, "sched_truth")
 TASKPROBE = os.path.join(PROBES, "taskprobe")
@@ -56,16 +56,6 @@ class Truth:
         except (OSError, subprocess.TimeoutExpired):
             self.proc.kill()
             self.proc.wait()
-
-
-def folded(flame_dir):
-    out = {}
-    for path in glob.glob(os.path.join(flame_dir, "offcpu", "*.folded")):
-        with open(path) as f:
-            for line in f:
-                stack, _, v = line.rstrip("\n").rpartition(" ")
-                out[stack] = out.get(stack, 0) + int(v)
-    return out
 
 
 def within(got, r, what):
@@ -116,7 +106,7 @@ def test_offcpu_time_and_stacks_match_the_kernel_clocks():
         check(rc == 0, "stackprobe exit status %r: %s" % (rc, log[-1500:]))
         print("switch-ins inferred: taskprobe %s, stackprobe %s" %
               (tstats and tstats["offcpu_unseen_in"], sstats and sstats.get("offcpu_unseen_in")))
-        st = folded(os.path.join(tmp, "flame"))
+        st = folded(os.path.join(tmp, "flame"), "offcpu")
         for w, r in zip(ws, res):
             check(cpu[w.pid], "a proc_cpu record of %s" % w.what)
             within(int(cpu[w.pid]["offcpu_ns"]), r, "taskprobe offcpu_ns of %s" % w.what)

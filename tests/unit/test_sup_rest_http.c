@@ -1,8 +1,6 @@
 /* test_sup_rest_http.c - unit tests of the HTTP server glue (supervisor/rest/http.c): requests reach the
  * handler on the loop thread, keep-alive, body limits (413), several clients, shutdown (503). */
-#include <arpa/inet.h>
 #include <errno.h>
-#include <netinet/in.h>
 #include <pthread.h>
 #include <setjmp.h>
 #include <stdarg.h>
@@ -18,6 +16,7 @@
 #include <cmocka.h>
 
 #include "../../supervisor/rest/http.h"
+#include "../helpers/loopback.h"
 
 /* What the handler saw (loop thread only). */
 struct seen {
@@ -55,17 +54,11 @@ static void handler(void *ctx, const struct gg_http_request *req, struct gg_http
 
 static int connect_to(int port)
 {
-	struct sockaddr_in sa = {.sin_family = AF_INET, .sin_port = htons((uint16_t)port)};
 	struct timeval tv = {.tv_sec = 10};
-	int fd = socket(AF_INET, SOCK_STREAM, 0);
+	int fd = loopback__connect(port);
 
-	inet_pton(AF_INET, "127.0.0.1", &sa.sin_addr);
-	if (fd < 0 || connect(fd, (struct sockaddr *)&sa, sizeof(sa)) < 0) {
-		if (fd >= 0)
-			close(fd);
-		return -1;
-	}
-	setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof(tv));
+	if (fd >= 0)
+		setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof(tv));
 	return fd;
 }
 

@@ -67,9 +67,50 @@ static const cJSON *span_of(const cJSON *j, const cJSON **ret_res)
 	return cJSON_GetArrayItem(cJSON_GetObjectItem(ss, "spans"), 0);
 }
 
+/* The attributes a span must carry: {key, value} pairs ended by {NULL}; a NULL value: must not carry key. */
+static void expect_attrs(const char *what, const cJSON *at, const char *const want[][2])
+{
+	for (size_t i = 0; want[i][0]; i++) {
+		const char *key = want[i][0], *val = want[i][1], *got = attr(at, key);
+
+		if (val ? !got || strcmp(got, val) : got != NULL)
+			fail_msg("%s: %s is %s, want %s", what, key, got ? got : "(none)", val ? val : "(none)");
+	}
+}
+
+/* A trace_span line and the attributes its span must carry (at most 5: the rest of attrs ends the list). */
+struct span_attrs_case {
+	const char *line;
+	const char *const attrs[6][2];
+};
+
+static void expect_span_attrs(const struct span_attrs_case *c)
+{
+	const cJSON *res;
+	int err;
+	cJSON *j = render(c->line, &err);
+
+	assert_non_null(j);
+	expect_attrs(c->line, cJSON_GetObjectItem(span_of(j, &res), "attributes"), c->attrs);
+	cJSON_Delete(j);
+}
+
 static void test_http_server(void **state)
 {
-	const cJSON *res, *sp, *at;
+	static const char *const want[][2] = {
+		{"http.request.method", "GET"},
+		{"http.route", "/a/{id}"},
+		{"url.path", "/a/1"},
+		{"http.response.status_code", "404"},
+		{"client.address", "127.0.0.1"},
+		{"client.port", "5000"},
+		{"server.port", "80"},
+		{"network.transport", "tcp"},
+		{"error.type", "404"},
+		{"gala_gopher.ssl", "false"},
+		{NULL},
+	};
+	const cJSON *res, *sp;
 	int err;
 	cJSON *j = render("|trace_span|0123456789abcdef0123456789abcdef|0123456789abcdef||server|1795312419025000000|"
 			  "1795312419026000000|42|http|GET /a/{id}|GET /a/1?x|404|1|127.0.0.1|5000|127.0.0.2|80|"
@@ -88,23 +129,39 @@ static void test_http_server(void **state)
 	assert_string_equal(cJSON_GetObjectItem(sp, "startTimeUnixNano")->valuestring, "1795312419025000000");
 	assert_string_equal(cJSON_GetObjectItem(sp, "endTimeUnixNano")->valuestring, "1795312419026000000");
 	assert_int_equal(cJSON_GetObjectItem(cJSON_GetObjectItem(sp, "status"), "code")->valueint, 2);
-	at = cJSON_GetObjectItem(sp, "attributes");
-	assert_string_equal(attr(at, "http.request.method"), "GET");
-	assert_string_equal(attr(at, "http.route"), "/a/{id}");
-	assert_string_equal(attr(at, "url.path"), "/a/1");
-	assert_string_equal(attr(at, "http.response.status_code"), "404");
-	assert_string_equal(attr(at, "client.address"), "127.0.0.1");
-	assert_string_equal(attr(at, "client.port"), "5000");
-	assert_string_equal(attr(at, "server.port"), "80");
-	assert_string_equal(attr(at, "network.transport"), "tcp");
-	assert_string_equal(attr(at, "error.type"), "404");
-	assert_string_equal(attr(at, "gala_gopher.ssl"), "false");
+	expect_attrs("http server span", cJSON_GetObjectItem(sp, "attributes"), want);
 	cJSON_Delete(j);
 }
 
 static void test_db_and_others(void **state)
 {
-	const cJSON *res, *sp, *at;
+	static const struct span_attrs_case others[] = {
+		{"|trace_span|0123456789abcdef0123456789abcdef|0123456789abcdef||client|1|2|7|kafka|Produce t1|"
+		 "Produce t1|3|1|1.2.3.4|1|1.2.3.4|9092|tcp_client|client|0|1|2|",
+		 {{"messaging.system", "kafka"},
+		  {"messaging.destination.name", "t1"},
+		  {"messaging.kafka.error_code", "3"}}},
+		{"|trace_span|0123456789abcdef0123456789abcdef|0123456789abcdef||client|1|2|7|rocketmq|"
+		 "SEND_MESSAGE_V2 t1|SEND_MESSAGE_V2 t1|17|1|1.2.3.4|1|1.2.3.4|10911|tcp_client|client|0|1|2|",
+		 {{"messaging.system", "rocketmq"},
+		  {"messaging.operation.name", "SEND_MESSAGE_V2"},
+		  {"messaging.destination.name", "t1"},
+		  {"messaging.kafka.error_code", NULL},
+		  {"error.type", "17"}}},
+		{"|trace_span|0123456789abcdef0123456789abcdef|0123456789abcdef||server|1|2|7|grpc|"
+		 "POST /helloworld.Greeter/SayHello|POST /helloworld.Greeter/SayHello|0|0|1.2.3.4|1|1.2.3.4|50051|"
+		 "tcp_server|server|0|1|2|",
+		 {{"rpc.system", "grpc"}, {"rpc.service", "helloworld.Greeter"}, {"rpc.method", "SayHello"}}},
+	};
+	static const char *const want[][2] = {
+		{"db.system.name", "mysql"},
+		{"db.operation.name", "SELECT"},
+		{"db.collection.name", "users"},
+		{"gala_gopher.ssl", "true"},
+		{"http.request.method", NULL}, /* a database span has no HTTP attributes */
+		{NULL},
+	};
+	const cJSON *res, *sp;
 	int err;
 	cJSON *j =
 		render("|trace_span|0123456789abcdef0123456789abcdef|0123456789abcdef||client|1|2|7|mysql|"
@@ -116,40 +173,10 @@ static void test_db_and_others(void **state)
 	assert_null(attr(res, "container.id"));
 	assert_int_equal(cJSON_GetObjectItem(sp, "kind")->valueint, 3);
 	assert_int_equal(cJSON_GetObjectItem(cJSON_GetObjectItem(sp, "status"), "code")->valueint, 0);
-	at = cJSON_GetObjectItem(sp, "attributes");
-	assert_string_equal(attr(at, "db.system.name"), "mysql");
-	assert_string_equal(attr(at, "db.operation.name"), "SELECT");
-	assert_string_equal(attr(at, "db.collection.name"), "users");
-	assert_string_equal(attr(at, "gala_gopher.ssl"), "true");
-	assert_null(attr(at, "http.request.method"));
+	expect_attrs("mysql client span", cJSON_GetObjectItem(sp, "attributes"), want);
 	cJSON_Delete(j);
-	j = render("|trace_span|0123456789abcdef0123456789abcdef|0123456789abcdef||client|1|2|7|kafka|Produce t1|"
-		   "Produce t1|3|1|1.2.3.4|1|1.2.3.4|9092|tcp_client|client|0|1|2|",
-		   &err);
-	at = cJSON_GetObjectItem(span_of(j, &res), "attributes");
-	assert_string_equal(attr(at, "messaging.system"), "kafka");
-	assert_string_equal(attr(at, "messaging.destination.name"), "t1");
-	assert_string_equal(attr(at, "messaging.kafka.error_code"), "3");
-	cJSON_Delete(j);
-	j = render("|trace_span|0123456789abcdef0123456789abcdef|0123456789abcdef||client|1|2|7|rocketmq|"
-		   "SEND_MESSAGE_V2 t1|SEND_MESSAGE_V2 t1|17|1|1.2.3.4|1|1.2.3.4|10911|tcp_client|client|0|1|2|",
-		   &err);
-	at = cJSON_GetObjectItem(span_of(j, &res), "attributes");
-	assert_string_equal(attr(at, "messaging.system"), "rocketmq");
-	assert_string_equal(attr(at, "messaging.operation.name"), "SEND_MESSAGE_V2");
-	assert_string_equal(attr(at, "messaging.destination.name"), "t1");
-	assert_null(attr(at, "messaging.kafka.error_code"));
-	assert_string_equal(attr(at, "error.type"), "17");
-	cJSON_Delete(j);
-	j = render("|trace_span|0123456789abcdef0123456789abcdef|0123456789abcdef||server|1|2|7|grpc|"
-		   "POST /helloworld.Greeter/SayHello|POST /helloworld.Greeter/SayHello|0|0|1.2.3.4|1|1.2.3.4|50051|"
-		   "tcp_server|server|0|1|2|",
-		   &err);
-	at = cJSON_GetObjectItem(span_of(j, &res), "attributes");
-	assert_string_equal(attr(at, "rpc.system"), "grpc");
-	assert_string_equal(attr(at, "rpc.service"), "helloworld.Greeter");
-	assert_string_equal(attr(at, "rpc.method"), "SayHello");
-	cJSON_Delete(j);
+	for (size_t i = 0; i < sizeof(others) / sizeof(others[0]); i++)
+		expect_span_attrs(&others[i]);
 }
 
 /* A span that joined the request's trace: parentSpanId. */
