@@ -113,6 +113,9 @@ extern const char *const gg_envs[];
 #define GG_PARAM_REPORT_PERIOD(store) \
 	{.name = "report_period", .type = GG_PT_INT, .def = 60, .min = 5, .max = 600, .unit = "s", .flag = "-t", \
 	 .help = "report period", .cli_def = 5, .cli_min = 1, .cli_max = 600, store}
+/* The seed's sample_period, which it gives io and tcp: accepted, used by none of ours. */
+#define GG_PARAM_SAMPLE_PERIOD \
+	{.name = "sample_period", .type = GG_PT_INT, .def = 5000, .min = 100, .max = 10000, .unit = "ms"}
 /* A threshold: REST 10..100000 or 0 (off), default 0 (seed 000); the binary takes 0..100000. */
 #define GG_PARAM_THR(n, u, fl, hl, store) \
 	{.name = n, .type = GG_PT_INT, .def = 0, .min = 10, .max = 100000, .zero_off = 1, .unit = u, .flag = fl, \

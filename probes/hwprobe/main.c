@@ -330,11 +330,8 @@ static void apply_conf(struct hw_ctx *ctx)
 		{s->progs.hw_xmit_timeout, &s->links.hw_xmit_timeout, HW_SP_NIC},
 		{s->progs.hw_mc_event, &s->links.hw_mc_event, HW_SP_MEM},
 	};
-	const struct gg_bpf_hook *bad = NULL;
-	int err = gg_bpf_apply_hooks(hooks, sizeof(hooks) / sizeof(hooks[0]), ctx->cur.subprobes, &bad);
 
-	if (err)
-		probe_log(PLOG_WARN, "cannot attach %s: %s", bpf_program__name(bad->prog), strerror(-err));
+	(void)gg_bpf_attach_hooks(hooks, sizeof(hooks) / sizeof(hooks[0]), ctx->cur.subprobes);
 }
 
 /* A live configuration next to the one in force: a sub-probe turned back on reports changes from now

@@ -256,29 +256,30 @@ void probe_rec__str(struct probe_rec *r, const char *s)
 	probe_rec__strn(r, s, s ? strlen(s) : 0);
 }
 
+/* A number field's text, formatted by the caller, and the field's end. */
+static void field_put_num(struct probe_rec *r, const char *num, size_t n)
+{
+	put(r, num, n);
+	field_end(r);
+}
+
 void probe_rec__u64(struct probe_rec *r, uint64_t v)
 {
 	char num[NUM_MAX];
-	size_t n;
 
 	if (field_begin(r, KIND_BIT(PROBE_F_KEY) | KIND_BIT(PROBE_F_LABEL) | KIND_BIT(PROBE_F_GAUGE) |
 				   KIND_BIT(PROBE_F_COUNTER)) < 0)
 		return;
-	n = fmt_u64(num, v);
-	put(r, num, n);
-	field_end(r);
+	field_put_num(r, num, fmt_u64(num, v));
 }
 
 void probe_rec__i64(struct probe_rec *r, int64_t v)
 {
 	char num[NUM_MAX];
-	size_t n;
 
 	if (field_begin(r, KIND_BIT(PROBE_F_KEY) | KIND_BIT(PROBE_F_LABEL) | KIND_BIT(PROBE_F_GAUGE)) < 0)
 		return;
-	n = fmt_i64(num, v);
-	put(r, num, n);
-	field_end(r);
+	field_put_num(r, num, fmt_i64(num, v));
 }
 
 void probe_rec__f64(struct probe_rec *r, double v)
@@ -298,8 +299,7 @@ void probe_rec__f64(struct probe_rec *r, double v)
 		rec_fail(r, -ERANGE);
 		return;
 	}
-	put(r, num, n);
-	field_end(r);
+	field_put_num(r, num, n);
 }
 
 /* Append " <number>"; 0 or -ERANGE. The printed value is returned in *ret_v (when not NULL) so
@@ -329,20 +329,49 @@ static void put_num_u64(struct probe_rec *r, uint64_t v)
 	put(r, num, n);
 }
 
+/* Append " <number>" of the i-th of a histogram's bounds or a summary's quantiles: they must stay
+ * strictly increasing as printed, not only as given (*prev: the last one printed). 0, or the record's
+ * negative errno. */
+static int put_num_increasing(struct probe_rec *r, double v, unsigned int i, double *prev)
+{
+	double shown;
+	int err = put_num_f64(r, v, &shown);
+
+	if (err)
+		return err;
+	if (i > 0 && !(shown > *prev)) {
+		rec_fail(r, -EINVAL);
+		return -EINVAL;
+	}
+	*prev = shown;
+	return 0;
+}
+
+/* The start of a histogram or summary field: its kind, then n buckets or quantiles (1 to
+ * META_HIST_BUCKETS_MAX) and both arrays given. 0, or the record's negative errno. */
+static int field_begin_series(struct probe_rec *r, unsigned int kind, unsigned int n, const void *a, const void *b)
+{
+	int err = field_begin(r, KIND_BIT(kind));
+
+	if (err < 0)
+		return err;
+	if (n == 0 || n > META_HIST_BUCKETS_MAX || !a || !b) {
+		rec_fail(r, -EINVAL);
+		return -EINVAL;
+	}
+	return 0;
+}
+
 void probe_rec__hist(struct probe_rec *r, unsigned int n, const double *le, const uint64_t *cnt, uint64_t overflow,
 		     double sum)
 {
 	char num[NUM_MAX];
 	uint64_t cum = 0;
-	double prev = 0, shown;
+	double prev = 0;
 	unsigned int i;
 
-	if (field_begin(r, KIND_BIT(PROBE_F_HISTOGRAM)) < 0)
+	if (field_begin_series(r, PROBE_F_HISTOGRAM, n, le, cnt) < 0)
 		return;
-	if (n == 0 || n > META_HIST_BUCKETS_MAX || !le || !cnt) {
-		rec_fail(r, -EINVAL);
-		return;
-	}
 	for (i = 0; i < n; i++) {
 		if (!isfinite(le[i])) {
 			rec_fail(r, -ERANGE);
@@ -361,14 +390,8 @@ void probe_rec__hist(struct probe_rec *r, unsigned int n, const double *le, cons
 	put(r, num, fmt_u64(num, n));
 	cum = 0;
 	for (i = 0; i < n; i++) {
-		if (put_num_f64(r, le[i], &shown))
+		if (put_num_increasing(r, le[i], i, &prev))
 			return;
-		/* Bounds must stay strictly increasing as printed, not only as given. */
-		if (i > 0 && !(shown > prev)) {
-			rec_fail(r, -EINVAL);
-			return;
-		}
-		prev = shown;
 		cum += cnt[i];
 		put_num_u64(r, cum);
 	}
@@ -382,15 +405,11 @@ void probe_rec__summary(struct probe_rec *r, unsigned int n, const double *q, co
 			uint64_t count)
 {
 	char num[NUM_MAX];
-	double prev = 0, shown;
+	double prev = 0;
 	unsigned int i;
 
-	if (field_begin(r, KIND_BIT(PROBE_F_SUMMARY)) < 0)
+	if (field_begin_series(r, PROBE_F_SUMMARY, n, q, v) < 0)
 		return;
-	if (n == 0 || n > META_HIST_BUCKETS_MAX || !q || !v) {
-		rec_fail(r, -EINVAL);
-		return;
-	}
 	for (i = 0; i < n; i++) {
 		if (!isfinite(q[i]) || !isfinite(v[i])) {
 			rec_fail(r, -ERANGE);
@@ -407,14 +426,7 @@ void probe_rec__summary(struct probe_rec *r, unsigned int n, const double *q, co
 	}
 	put(r, num, fmt_u64(num, n));
 	for (i = 0; i < n; i++) {
-		if (put_num_f64(r, q[i], &shown))
-			return;
-		if (i > 0 && !(shown > prev)) {
-			rec_fail(r, -EINVAL);
-			return;
-		}
-		prev = shown;
-		if (put_num_f64(r, v[i], NULL))
+		if (put_num_increasing(r, q[i], i, &prev) || put_num_f64(r, v[i], NULL))
 			return;
 	}
 	if (put_num_f64(r, sum, NULL))

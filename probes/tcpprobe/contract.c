@@ -16,7 +16,7 @@ static const struct gg_subprobe subprobes[] = {
 
 static const struct gg_param_spec params[] = {
 	GG_PARAM_REPORT_PERIOD(GG_STORE(struct tp_conf, period_s)),
-	{.name = "sample_period", .type = GG_PT_INT, .def = 5000, .min = 100, .max = 10000, .unit = "ms"},
+	GG_PARAM_SAMPLE_PERIOD,
 	GG_PARAM_THR("latency_thr", "ms", "-T", "an event when a key's mean srtt reaches this",
 		     GG_STORE(struct tp_conf, latency_thr)),
 	GG_PARAM_THR("drops_thr", "packets", "-D", "an event when a key retransmits or drops this many packets in a period",
