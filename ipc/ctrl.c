@@ -16,16 +16,12 @@
 
 /* Supervisor's listening PUB socket for updates. */
 struct ipc_ctrl_pub {
-	nng_socket sock;
-	int sock_open;
-	nng_listener listener;
+	struct ipc__ep ep;
 };
 
 /* A probe's SUB socket, subscribed to its own topic. */
 struct ipc_ctrl_sub {
-	nng_socket sock;
-	int sock_open;
-	int fd;
+	struct ipc__ep ep;
 	char topic[IPC_PROBE_NAME_MAX + 1]; /* "<probe>\n" */
 	size_t topic_len;
 };
@@ -52,18 +48,17 @@ struct ipc_ctrl_pub *ipc_ctrl_pub__new(const char *url)
 	cp = ipc__alloc(url != NULL, sizeof(*cp));
 	if (!cp)
 		return NULL;
-	err = ipc__open(nng_pub0_open, &cp->sock, &cp->sock_open);
+	err = ipc__ep_open(&cp->ep, nng_pub0_open);
 	if (err)
 		goto err_out;
 	/* Every probe gets every update (SUB filters locally), so a burst of reconfigurations needs
 	 * room for one message per probe. */
-	rv = nng_socket_set_int(cp->sock, NNG_OPT_SENDBUF, 256);
+	rv = nng_socket_set_int(cp->ep.sock, NNG_OPT_SENDBUF, 256);
 	if (rv != 0) {
 		err = ipc__nng_err(rv);
 		goto err_out;
 	}
-	cp->listener = (nng_listener)NNG_LISTENER_INITIALIZER;
-	err = ipc__relisten(cp->sock, &cp->listener, url);
+	err = ipc__ep_relisten(&cp->ep, url);
 	if (err < 0)
 		goto err_out;
 	return cp;
@@ -76,9 +71,7 @@ err_out:
 
 int ipc_ctrl_pub__relisten(struct ipc_ctrl_pub *cp, const char *url)
 {
-	if (!cp || !cp->sock_open)
-		return -EINVAL;
-	return ipc__relisten(cp->sock, &cp->listener, url);
+	return ipc__ep_relisten(cp ? &cp->ep : NULL, url);
 }
 
 int ipc_ctrl_pub__send(struct ipc_ctrl_pub *cp, const char *probe, uint64_t version, const char *payload, size_t len)
@@ -111,7 +104,7 @@ int ipc_ctrl_pub__send(struct ipc_ctrl_pub *cp, const char *probe, uint64_t vers
 		nng_msg_free(m);
 		return ipc__nng_err(rv);
 	}
-	rv = nng_sendmsg(cp->sock, m, NNG_FLAG_NONBLOCK);
+	rv = nng_sendmsg(cp->ep.sock, m, NNG_FLAG_NONBLOCK);
 	if (rv != 0) {
 		nng_msg_free(m);
 		return ipc__nng_err(rv);
@@ -123,8 +116,7 @@ void ipc_ctrl_pub__free(struct ipc_ctrl_pub *cp)
 {
 	if (!cp)
 		return;
-	if (cp->sock_open)
-		nng_close(cp->sock);
+	ipc__ep_close(&cp->ep);
 	free(cp);
 }
 
@@ -137,27 +129,24 @@ struct ipc_ctrl_sub *ipc_ctrl_sub__new(const char *url, const char *probe)
 	cs = ipc__alloc(url && check_probe(probe, &nlen) == 0, sizeof(*cs));
 	if (!cs)
 		return NULL;
-	cs->fd = -1;
 	memcpy(cs->topic, probe, nlen);
 	cs->topic[nlen] = '\n';
 	cs->topic_len = nlen + 1;
 
-	err = ipc__open(nng_sub0_open, &cs->sock, &cs->sock_open);
+	err = ipc__ep_open(&cs->ep, nng_sub0_open);
 	if (err)
 		goto err_out;
-	if ((rv = nng_socket_set_size(cs->sock, NNG_OPT_RECVMAXSZ, CTRL_MSG_MAX)) != 0 ||
-	    (rv = nng_socket_set(cs->sock, NNG_OPT_SUB_SUBSCRIBE, cs->topic, cs->topic_len)) != 0) {
+	if ((rv = nng_socket_set_size(cs->ep.sock, NNG_OPT_RECVMAXSZ, CTRL_MSG_MAX)) != 0 ||
+	    (rv = nng_socket_set(cs->ep.sock, NNG_OPT_SUB_SUBSCRIBE, cs->topic, cs->topic_len)) != 0) {
 		err = ipc__nng_err(rv);
 		goto err_out;
 	}
-	err = ipc__dial(cs->sock, url);
+	err = ipc__dial(cs->ep.sock, url);
 	if (err < 0)
 		goto err_out;
-	rv = nng_socket_get_int(cs->sock, NNG_OPT_RECVFD, &cs->fd);
-	if (rv != 0) {
-		err = ipc__nng_err(rv);
+	err = ipc__ep_recvfd(&cs->ep);
+	if (err < 0)
 		goto err_out;
-	}
 	return cs;
 
 err_out:
@@ -168,7 +157,7 @@ err_out:
 
 int ipc_ctrl_sub__fd(const struct ipc_ctrl_sub *cs)
 {
-	return cs ? cs->fd : -EINVAL;
+	return cs ? cs->ep.fd : -EINVAL;
 }
 
 /* "<probe>\n<digits>\n<payload>": everything after the topic comes from a peer, so check it all. */
@@ -204,15 +193,13 @@ static int parse_ctrl(const struct ipc_ctrl_sub *cs, const char *b, size_t len, 
 int ipc_ctrl_sub__recv(struct ipc_ctrl_sub *cs, uint64_t *ret_version, char **ret_payload)
 {
 	nng_msg *m;
-	int rv, rc;
+	int rc;
 
 	if (!cs || !ret_version || !ret_payload)
 		return -EINVAL;
-	rv = nng_recvmsg(cs->sock, &m, NNG_FLAG_NONBLOCK);
-	if (rv == NNG_EAGAIN)
-		return 0;
-	if (rv != 0)
-		return ipc__nng_err(rv);
+	rc = ipc__ep_recv(&cs->ep, &m);
+	if (rc <= 0)
+		return rc;
 	rc = parse_ctrl(cs, nng_msg_body(m), nng_msg_len(m), ret_version, ret_payload);
 	nng_msg_free(m);
 	return rc < 0 ? rc : 1;
@@ -222,7 +209,6 @@ void ipc_ctrl_sub__free(struct ipc_ctrl_sub *cs)
 {
 	if (!cs)
 		return;
-	if (cs->sock_open)
-		nng_close(cs->sock);
+	ipc__ep_close(&cs->ep);
 	free(cs);
 }

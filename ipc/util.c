@@ -1,5 +1,5 @@
-/* util.c - small helpers the ipc/ sources share: NNG error mapping, endpoint allocation, opening a socket,
- * clock, stale socket cleanup. */
+/* util.c - small helpers the ipc/ sources share: NNG error mapping, endpoint allocation, an endpoint's
+ * socket (open, listen, receive, close), clock, stale socket cleanup. */
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
@@ -27,14 +27,44 @@ void *ipc__alloc(int valid, size_t size)
 	return p;
 }
 
-int ipc__open(int (*open)(nng_socket *), nng_socket *sock, int *sock_open)
+int ipc__ep_open(struct ipc__ep *ep, int (*open)(nng_socket *))
 {
-	int rv = open(sock);
+	int rv;
 
+	ep->fd = -1;
+	ep->listener = (nng_listener)NNG_LISTENER_INITIALIZER;
+	rv = open(&ep->sock);
 	if (rv != 0)
 		return ipc__nng_err(rv);
-	*sock_open = 1;
+	ep->sock_open = 1;
 	return 0;
+}
+
+int ipc__ep_relisten(struct ipc__ep *ep, const char *url)
+{
+	if (!ep || !ep->sock_open)
+		return -EINVAL;
+	return ipc__relisten(ep->sock, &ep->listener, url);
+}
+
+int ipc__ep_recvfd(struct ipc__ep *ep)
+{
+	return ipc__nng_err(nng_socket_get_int(ep->sock, NNG_OPT_RECVFD, &ep->fd));
+}
+
+int ipc__ep_recv(struct ipc__ep *ep, nng_msg **ret_msg)
+{
+	int rv = nng_recvmsg(ep->sock, ret_msg, NNG_FLAG_NONBLOCK);
+
+	if (rv == NNG_EAGAIN)
+		return 0;
+	return rv != 0 ? ipc__nng_err(rv) : 1;
+}
+
+void ipc__ep_close(struct ipc__ep *ep)
+{
+	if (ep && ep->sock_open)
+		nng_close(ep->sock);
 }
 
 int ipc__nng_err(int rv)
