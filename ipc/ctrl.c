@@ -1,5 +1,6 @@
 /* ctrl.c - control plane: the supervisor publishes versioned JSON updates, each probe subscribes to its name. */
 #include <errno.h>
+#include <stddef.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -16,15 +17,17 @@
 
 /* Supervisor's listening PUB socket for updates. */
 struct ipc_ctrl_pub {
-	struct ipc__ep ep;
+	struct ipc__ep ep; /* first: made by ipc__ep_new */
 };
+_Static_assert(offsetof(struct ipc_ctrl_pub, ep) == 0, "ipc__ep_new returns the endpoint as its ep");
 
 /* A probe's SUB socket, subscribed to its own topic. */
 struct ipc_ctrl_sub {
-	struct ipc__ep ep;
+	struct ipc__ep ep;		    /* first: made by ipc__ep_new */
 	char topic[IPC_PROBE_NAME_MAX + 1]; /* "<probe>\n" */
 	size_t topic_len;
 };
+_Static_assert(offsetof(struct ipc_ctrl_sub, ep) == 0, "ipc__ep_new returns the endpoint as its ep");
 
 static int check_probe(const char *probe, size_t *ret_len)
 {
@@ -42,31 +45,11 @@ static int check_probe(const char *probe, size_t *ret_len)
 
 struct ipc_ctrl_pub *ipc_ctrl_pub__new(const char *url)
 {
-	struct ipc_ctrl_pub *cp;
-	int rv, err;
-
-	cp = ipc__alloc(url != NULL, sizeof(*cp));
-	if (!cp)
-		return NULL;
-	err = ipc__ep_open(&cp->ep, nng_pub0_open);
-	if (err)
-		goto err_out;
 	/* Every probe gets every update (SUB filters locally), so a burst of reconfigurations needs
 	 * room for one message per probe. */
-	rv = nng_socket_set_int(cp->ep.sock, NNG_OPT_SENDBUF, 256);
-	if (rv != 0) {
-		err = ipc__nng_err(rv);
-		goto err_out;
-	}
-	err = ipc__ep_relisten(&cp->ep, url);
-	if (err < 0)
-		goto err_out;
-	return cp;
+	const struct ipc__ep_conf conf = {.open = nng_pub0_open, .sendbuf = 256, .url = url, .listen = 1};
 
-err_out:
-	ipc_ctrl_pub__free(cp);
-	errno = -err;
-	return NULL;
+	return ipc__ep_new(url != NULL, sizeof(struct ipc_ctrl_pub), &conf);
 }
 
 int ipc_ctrl_pub__relisten(struct ipc_ctrl_pub *cp, const char *url)
@@ -123,36 +106,26 @@ void ipc_ctrl_pub__free(struct ipc_ctrl_pub *cp)
 struct ipc_ctrl_sub *ipc_ctrl_sub__new(const char *url, const char *probe)
 {
 	struct ipc_ctrl_sub *cs;
+	char topic[IPC_PROBE_NAME_MAX + 1];
 	size_t nlen = 0; /* set when the arguments are valid (else no cs) */
-	int rv, err;
+	int valid = url && check_probe(probe, &nlen) == 0;
+	const struct ipc__ep_conf conf = {.open = nng_sub0_open,
+					  .recvmaxsz = CTRL_MSG_MAX,
+					  .topic = topic,
+					  .topic_len = nlen + 1,
+					  .url = url,
+					  .want_fd = 1};
 
-	cs = ipc__alloc(url && check_probe(probe, &nlen) == 0, sizeof(*cs));
+	if (valid) {
+		memcpy(topic, probe, nlen);
+		topic[nlen] = '\n';
+	}
+	cs = ipc__ep_new(valid, sizeof(*cs), &conf);
 	if (!cs)
 		return NULL;
-	memcpy(cs->topic, probe, nlen);
-	cs->topic[nlen] = '\n';
-	cs->topic_len = nlen + 1;
-
-	err = ipc__ep_open(&cs->ep, nng_sub0_open);
-	if (err)
-		goto err_out;
-	if ((rv = nng_socket_set_size(cs->ep.sock, NNG_OPT_RECVMAXSZ, CTRL_MSG_MAX)) != 0 ||
-	    (rv = nng_socket_set(cs->ep.sock, NNG_OPT_SUB_SUBSCRIBE, cs->topic, cs->topic_len)) != 0) {
-		err = ipc__nng_err(rv);
-		goto err_out;
-	}
-	err = ipc__dial(cs->ep.sock, url);
-	if (err < 0)
-		goto err_out;
-	err = ipc__ep_recvfd(&cs->ep);
-	if (err < 0)
-		goto err_out;
+	memcpy(cs->topic, topic, conf.topic_len);
+	cs->topic_len = conf.topic_len;
 	return cs;
-
-err_out:
-	ipc_ctrl_sub__free(cs);
-	errno = -err;
-	return NULL;
 }
 
 int ipc_ctrl_sub__fd(const struct ipc_ctrl_sub *cs)

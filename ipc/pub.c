@@ -204,9 +204,13 @@ static int finish_batch(struct ipc_pub *pub)
 
 struct ipc_pub *ipc_pub__new(const struct ipc_pub_opts *opts)
 {
+	struct ipc__ep_conf conf = {
+		.open = nng_pub0_open,
+		.notify = {{NNG_PIPE_EV_ADD_POST, pipe_added}, {NNG_PIPE_EV_REM_POST, pipe_removed}},
+	};
 	struct ipc_pub *pub = NULL;
 	size_t nlen;
-	int rv, err;
+	int err;
 
 	if (!opts || !opts->url || !opts->probe_name) {
 		errno = EINVAL;
@@ -236,18 +240,10 @@ struct ipc_pub *ipc_pub__new(const struct ipc_pub_opts *opts)
 		goto err_out;
 	}
 
-	err = ipc__ep_open(&pub->ep, nng_pub0_open);
-	if (err)
-		goto err_out;
-	if ((rv = nng_socket_set_int(pub->ep.sock, NNG_OPT_SENDBUF,
-				     opts->sendbuf ? opts->sendbuf : IPC_PUB_DEFAULT_SENDBUF)) != 0 ||
-	    (rv = nng_pipe_notify(pub->ep.sock, NNG_PIPE_EV_ADD_POST, pipe_added, pub)) != 0 ||
-	    (rv = nng_pipe_notify(pub->ep.sock, NNG_PIPE_EV_REM_POST, pipe_removed, pub)) != 0) {
-		err = ipc__nng_err(rv);
-		goto err_out;
-	}
-	/* Non-blocking: the supervisor may not listen yet; NNG keeps redialing in the background. */
-	err = ipc__dial(pub->ep.sock, opts->url);
+	conf.sendbuf = opts->sendbuf ? opts->sendbuf : IPC_PUB_DEFAULT_SENDBUF;
+	/* Dialed, not listened: the supervisor may not listen yet; NNG keeps redialing in the background. */
+	conf.url = opts->url;
+	err = ipc__ep_start(&pub->ep, &conf, pub);
 	if (err < 0)
 		goto err_out;
 	return pub;
