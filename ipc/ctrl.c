@@ -1,5 +1,6 @@
 /* ctrl.c - control plane: the supervisor publishes versioned JSON updates, each probe subscribes to its name. */
 #include <errno.h>
+#include <stddef.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -16,19 +17,17 @@
 
 /* Supervisor's listening PUB socket for updates. */
 struct ipc_ctrl_pub {
-	nng_socket sock;
-	int sock_open;
-	nng_listener listener;
+	struct ipc__ep ep; /* first: made by ipc__ep_new */
 };
+_Static_assert(offsetof(struct ipc_ctrl_pub, ep) == 0, "ipc__ep_new returns the endpoint as its ep");
 
 /* A probe's SUB socket, subscribed to its own topic. */
 struct ipc_ctrl_sub {
-	nng_socket sock;
-	int sock_open;
-	int fd;
+	struct ipc__ep ep;		    /* first: made by ipc__ep_new */
 	char topic[IPC_PROBE_NAME_MAX + 1]; /* "<probe>\n" */
 	size_t topic_len;
 };
+_Static_assert(offsetof(struct ipc_ctrl_sub, ep) == 0, "ipc__ep_new returns the endpoint as its ep");
 
 static int check_probe(const char *probe, size_t *ret_len)
 {
@@ -46,39 +45,16 @@ static int check_probe(const char *probe, size_t *ret_len)
 
 struct ipc_ctrl_pub *ipc_ctrl_pub__new(const char *url)
 {
-	struct ipc_ctrl_pub *cp;
-	int rv, err;
-
-	cp = ipc__alloc(url != NULL, sizeof(*cp));
-	if (!cp)
-		return NULL;
-	err = ipc__open(nng_pub0_open, &cp->sock, &cp->sock_open);
-	if (err)
-		goto err_out;
 	/* Every probe gets every update (SUB filters locally), so a burst of reconfigurations needs
 	 * room for one message per probe. */
-	rv = nng_socket_set_int(cp->sock, NNG_OPT_SENDBUF, 256);
-	if (rv != 0) {
-		err = ipc__nng_err(rv);
-		goto err_out;
-	}
-	cp->listener = (nng_listener)NNG_LISTENER_INITIALIZER;
-	err = ipc__relisten(cp->sock, &cp->listener, url);
-	if (err < 0)
-		goto err_out;
-	return cp;
+	const struct ipc__ep_conf conf = {.open = nng_pub0_open, .sendbuf = 256, .url = url, .listen = 1};
 
-err_out:
-	ipc_ctrl_pub__free(cp);
-	errno = -err;
-	return NULL;
+	return ipc__ep_new(url != NULL, sizeof(struct ipc_ctrl_pub), &conf);
 }
 
 int ipc_ctrl_pub__relisten(struct ipc_ctrl_pub *cp, const char *url)
 {
-	if (!cp || !cp->sock_open)
-		return -EINVAL;
-	return ipc__relisten(cp->sock, &cp->listener, url);
+	return ipc__ep_relisten(cp ? &cp->ep : NULL, url);
 }
 
 int ipc_ctrl_pub__send(struct ipc_ctrl_pub *cp, const char *probe, uint64_t version, const char *payload, size_t len)
@@ -111,7 +87,7 @@ int ipc_ctrl_pub__send(struct ipc_ctrl_pub *cp, const char *probe, uint64_t vers
 		nng_msg_free(m);
 		return ipc__nng_err(rv);
 	}
-	rv = nng_sendmsg(cp->sock, m, NNG_FLAG_NONBLOCK);
+	rv = nng_sendmsg(cp->ep.sock, m, NNG_FLAG_NONBLOCK);
 	if (rv != 0) {
 		nng_msg_free(m);
 		return ipc__nng_err(rv);
@@ -123,52 +99,38 @@ void ipc_ctrl_pub__free(struct ipc_ctrl_pub *cp)
 {
 	if (!cp)
 		return;
-	if (cp->sock_open)
-		nng_close(cp->sock);
+	ipc__ep_close(&cp->ep);
 	free(cp);
 }
 
 struct ipc_ctrl_sub *ipc_ctrl_sub__new(const char *url, const char *probe)
 {
 	struct ipc_ctrl_sub *cs;
+	char topic[IPC_PROBE_NAME_MAX + 1];
 	size_t nlen = 0; /* set when the arguments are valid (else no cs) */
-	int rv, err;
+	int valid = url && check_probe(probe, &nlen) == 0;
+	const struct ipc__ep_conf conf = {.open = nng_sub0_open,
+					  .recvmaxsz = CTRL_MSG_MAX,
+					  .topic = topic,
+					  .topic_len = nlen + 1,
+					  .url = url,
+					  .want_fd = 1};
 
-	cs = ipc__alloc(url && check_probe(probe, &nlen) == 0, sizeof(*cs));
+	if (valid) {
+		memcpy(topic, probe, nlen);
+		topic[nlen] = '\n';
+	}
+	cs = ipc__ep_new(valid, sizeof(*cs), &conf);
 	if (!cs)
 		return NULL;
-	cs->fd = -1;
-	memcpy(cs->topic, probe, nlen);
-	cs->topic[nlen] = '\n';
-	cs->topic_len = nlen + 1;
-
-	err = ipc__open(nng_sub0_open, &cs->sock, &cs->sock_open);
-	if (err)
-		goto err_out;
-	if ((rv = nng_socket_set_size(cs->sock, NNG_OPT_RECVMAXSZ, CTRL_MSG_MAX)) != 0 ||
-	    (rv = nng_socket_set(cs->sock, NNG_OPT_SUB_SUBSCRIBE, cs->topic, cs->topic_len)) != 0) {
-		err = ipc__nng_err(rv);
-		goto err_out;
-	}
-	err = ipc__dial(cs->sock, url);
-	if (err < 0)
-		goto err_out;
-	rv = nng_socket_get_int(cs->sock, NNG_OPT_RECVFD, &cs->fd);
-	if (rv != 0) {
-		err = ipc__nng_err(rv);
-		goto err_out;
-	}
+	memcpy(cs->topic, topic, conf.topic_len);
+	cs->topic_len = conf.topic_len;
 	return cs;
-
-err_out:
-	ipc_ctrl_sub__free(cs);
-	errno = -err;
-	return NULL;
 }
 
 int ipc_ctrl_sub__fd(const struct ipc_ctrl_sub *cs)
 {
-	return cs ? cs->fd : -EINVAL;
+	return cs ? cs->ep.fd : -EINVAL;
 }
 
 /* "<probe>\n<digits>\n<payload>": everything after the topic comes from a peer, so check it all. */
@@ -204,15 +166,13 @@ static int parse_ctrl(const struct ipc_ctrl_sub *cs, const char *b, size_t len, 
 int ipc_ctrl_sub__recv(struct ipc_ctrl_sub *cs, uint64_t *ret_version, char **ret_payload)
 {
 	nng_msg *m;
-	int rv, rc;
+	int rc;
 
 	if (!cs || !ret_version || !ret_payload)
 		return -EINVAL;
-	rv = nng_recvmsg(cs->sock, &m, NNG_FLAG_NONBLOCK);
-	if (rv == NNG_EAGAIN)
-		return 0;
-	if (rv != 0)
-		return ipc__nng_err(rv);
+	rc = ipc__ep_recv(&cs->ep, &m);
+	if (rc <= 0)
+		return rc;
 	rc = parse_ctrl(cs, nng_msg_body(m), nng_msg_len(m), ret_version, ret_payload);
 	nng_msg_free(m);
 	return rc < 0 ? rc : 1;
@@ -222,7 +182,6 @@ void ipc_ctrl_sub__free(struct ipc_ctrl_sub *cs)
 {
 	if (!cs)
 		return;
-	if (cs->sock_open)
-		nng_close(cs->sock);
+	ipc__ep_close(&cs->ep);
 	free(cs);
 }

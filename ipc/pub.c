@@ -20,8 +20,7 @@
 
 /* One probe's publisher: the open batch, the queue kept while nobody listens, and counters. */
 struct ipc_pub {
-	nng_socket sock;
-	int sock_open;
+	struct ipc__ep ep;
 	char probe[IPC_PROBE_NAME_MAX];
 	uint32_t pid;
 	size_t max_payload;
@@ -112,7 +111,7 @@ static int send_msg(struct ipc_pub *pub, nng_msg *m)
 {
 	/* PUB never blocks: with no room NNG drops the oldest queued message for that pipe, which the
 	 * receiver sees as a seq gap. */
-	int rv = nng_sendmsg(pub->sock, m, NNG_FLAG_NONBLOCK);
+	int rv = nng_sendmsg(pub->ep.sock, m, NNG_FLAG_NONBLOCK);
 
 	if (rv != 0) {
 		discard(pub, m);
@@ -205,9 +204,13 @@ static int finish_batch(struct ipc_pub *pub)
 
 struct ipc_pub *ipc_pub__new(const struct ipc_pub_opts *opts)
 {
+	struct ipc__ep_conf conf = {
+		.open = nng_pub0_open,
+		.notify = {{NNG_PIPE_EV_ADD_POST, pipe_added}, {NNG_PIPE_EV_REM_POST, pipe_removed}},
+	};
 	struct ipc_pub *pub = NULL;
 	size_t nlen;
-	int rv, err;
+	int err;
 
 	if (!opts || !opts->url || !opts->probe_name) {
 		errno = EINVAL;
@@ -237,18 +240,10 @@ struct ipc_pub *ipc_pub__new(const struct ipc_pub_opts *opts)
 		goto err_out;
 	}
 
-	err = ipc__open(nng_pub0_open, &pub->sock, &pub->sock_open);
-	if (err)
-		goto err_out;
-	if ((rv = nng_socket_set_int(pub->sock, NNG_OPT_SENDBUF,
-				     opts->sendbuf ? opts->sendbuf : IPC_PUB_DEFAULT_SENDBUF)) != 0 ||
-	    (rv = nng_pipe_notify(pub->sock, NNG_PIPE_EV_ADD_POST, pipe_added, pub)) != 0 ||
-	    (rv = nng_pipe_notify(pub->sock, NNG_PIPE_EV_REM_POST, pipe_removed, pub)) != 0) {
-		err = ipc__nng_err(rv);
-		goto err_out;
-	}
-	/* Non-blocking: the supervisor may not listen yet; NNG keeps redialing in the background. */
-	err = ipc__dial(pub->sock, opts->url);
+	conf.sendbuf = opts->sendbuf ? opts->sendbuf : IPC_PUB_DEFAULT_SENDBUF;
+	/* Dialed, not listened: the supervisor may not listen yet; NNG keeps redialing in the background. */
+	conf.url = opts->url;
+	err = ipc__ep_start(&pub->ep, &conf, pub);
 	if (err < 0)
 		goto err_out;
 	return pub;
@@ -388,7 +383,7 @@ static int64_t pipe_tx(nng_stat *root, int sock_id, uint32_t id)
 static int all_written(struct ipc_pub *pub)
 {
 	uint64_t sent = atomic_load(&pub->batches_sent);
-	int sock_id = nng_socket_id(pub->sock);
+	int sock_id = nng_socket_id(pub->ep.sock);
 	nng_stat *root;
 	int done = 1;
 
@@ -444,10 +439,10 @@ void ipc_pub__free(struct ipc_pub *pub)
 {
 	if (!pub)
 		return;
-	if (pub->sock_open) {
+	if (pub->ep.sock_open) {
 		(void)ipc_pub__drain(pub, IPC_PUB_LINGER_MS);
 		/* nng_close returns once every pipe is gone, so no callback can touch pub afterwards. */
-		nng_close(pub->sock);
+		ipc__ep_close(&pub->ep);
 	}
 	if (pub->cur)
 		nng_msg_free(pub->cur);

@@ -1,5 +1,6 @@
 /* sub.c - supervisor side of the data plane: one NNG SUB socket every probe publishes to. */
 #include <errno.h>
+#include <stddef.h>
 #include <fcntl.h>
 #include <stdatomic.h>
 #include <stdio.h>
@@ -16,16 +17,14 @@
 
 /* The listening SUB socket and its pollable fd. */
 struct ipc_sub {
-	nng_socket sock;
-	int sock_open;
-	nng_listener listener;
-	int fd;
+	struct ipc__ep ep; /* first: made by ipc__ep_new */
 	/* ipc_sub__restrict_peers: read from NNG's pipe callback thread, set before peers can connect */
 	int restricted;
 	uid_t peer_uid;
 	pid_t peer_parent;
 	atomic_uint_fast64_t refused;
 };
+_Static_assert(offsetof(struct ipc_sub, ep) == 0, "ipc__ep_new returns the endpoint as its ep");
 
 /* ppid (ret_ppid) and process group (ret_pgid) of pid from /proc/<pid>/stat; 0 or negative errno. */
 static int proc_ids(pid_t pid, pid_t *ret_ppid, pid_t *ret_pgid)
@@ -70,51 +69,24 @@ static void on_pipe_add(nng_pipe pipe, nng_pipe_ev ev, void *arg)
 
 struct ipc_sub *ipc_sub__new(const char *url)
 {
-	struct ipc_sub *sub;
-	int rv, err;
-
-	sub = ipc__alloc(url != NULL, sizeof(*sub));
-	if (!sub)
-		return NULL;
-	sub->fd = -1;
-	err = ipc__open(nng_sub0_open, &sub->sock, &sub->sock_open);
-	if (err)
-		goto err_out;
 	/* NNG's default 1 MiB receive limit is below our largest batch (header + 1 MiB payload); a
 	 * larger message would make NNG drop the whole connection. The header may grow to 64 KiB. */
-	if ((rv = nng_socket_set_int(sub->sock, NNG_OPT_RECVBUF, IPC_SUB_DEFAULT_RECVBUF)) != 0 ||
-	    (rv = nng_socket_set_size(sub->sock, NNG_OPT_RECVMAXSZ, 65535u + IPC_BATCH_MAX_PAYLOAD)) != 0 ||
-	    (rv = nng_socket_set(sub->sock, NNG_OPT_SUB_SUBSCRIBE, "", 0)) != 0) {
-		err = ipc__nng_err(rv);
-		goto err_out;
-	}
-	rv = nng_pipe_notify(sub->sock, NNG_PIPE_EV_ADD_PRE, on_pipe_add, sub);
-	if (rv != 0) {
-		err = ipc__nng_err(rv);
-		goto err_out;
-	}
-	sub->listener = (nng_listener)NNG_LISTENER_INITIALIZER;
-	err = ipc__relisten(sub->sock, &sub->listener, url);
-	if (err < 0)
-		goto err_out;
-	rv = nng_socket_get_int(sub->sock, NNG_OPT_RECVFD, &sub->fd);
-	if (rv != 0) {
-		err = ipc__nng_err(rv);
-		goto err_out;
-	}
-	return sub;
+	const struct ipc__ep_conf conf = {.open = nng_sub0_open,
+					  .recvbuf = IPC_SUB_DEFAULT_RECVBUF,
+					  .recvmaxsz = 65535u + IPC_BATCH_MAX_PAYLOAD,
+					  .topic = "",
+					  .topic_len = 0,
+					  .notify = {{NNG_PIPE_EV_ADD_PRE, on_pipe_add}},
+					  .url = url,
+					  .listen = 1,
+					  .want_fd = 1};
 
-err_out:
-	ipc_sub__free(sub);
-	errno = -err;
-	return NULL;
+	return ipc__ep_new(url != NULL, sizeof(struct ipc_sub), &conf);
 }
 
 int ipc_sub__relisten(struct ipc_sub *sub, const char *url)
 {
-	if (!sub || !sub->sock_open)
-		return -EINVAL;
-	return ipc__relisten(sub->sock, &sub->listener, url);
+	return ipc__ep_relisten(sub ? &sub->ep : NULL, url);
 }
 
 int ipc_sub__restrict_peers(struct ipc_sub *sub, uid_t uid, pid_t parent)
@@ -136,12 +108,12 @@ int ipc_sub__set_recvbuf(struct ipc_sub *sub, int nmsgs)
 {
 	if (!sub || nmsgs < 1 || nmsgs > 8192)
 		return -EINVAL;
-	return ipc__nng_err(nng_socket_set_int(sub->sock, NNG_OPT_RECVBUF, nmsgs));
+	return ipc__nng_err(nng_socket_set_int(sub->ep.sock, NNG_OPT_RECVBUF, nmsgs));
 }
 
 int ipc_sub__fd(const struct ipc_sub *sub)
 {
-	return sub ? sub->fd : -EINVAL;
+	return sub ? sub->ep.fd : -EINVAL;
 }
 
 int ipc_sub__recv(struct ipc_sub *sub, void **ret_msg, size_t *ret_len)
@@ -151,11 +123,9 @@ int ipc_sub__recv(struct ipc_sub *sub, void **ret_msg, size_t *ret_len)
 
 	if (!sub || !ret_msg || !ret_len)
 		return -EINVAL;
-	rv = nng_recvmsg(sub->sock, &m, NNG_FLAG_NONBLOCK);
-	if (rv == NNG_EAGAIN)
-		return 0;
-	if (rv != 0)
-		return ipc__nng_err(rv);
+	rv = ipc__ep_recv(&sub->ep, &m);
+	if (rv <= 0)
+		return rv;
 	/* Hand out the body itself, not a copy, and keep the nng_msg pointer just in front of it so
 	 * ipc_msg__free can find it. NNG allocates received messages with headroom, so this insert
 	 * normally moves a pointer instead of copying. */
@@ -183,7 +153,6 @@ void ipc_sub__free(struct ipc_sub *sub)
 {
 	if (!sub)
 		return;
-	if (sub->sock_open)
-		nng_close(sub->sock);
+	ipc__ep_close(&sub->ep);
 	free(sub);
 }

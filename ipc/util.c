@@ -1,5 +1,5 @@
-/* util.c - small helpers the ipc/ sources share: NNG error mapping, endpoint allocation, opening a socket,
- * clock, stale socket cleanup. */
+/* util.c - small helpers the ipc/ sources share: NNG error mapping, endpoint allocation, an endpoint's
+ * socket (open, listen, receive, close), clock, stale socket cleanup. */
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
@@ -10,6 +10,7 @@
 #include <unistd.h>
 
 #include <nng/nng.h>
+#include <nng/protocol/pubsub0/sub.h>
 
 #include "ipc_impl.h"
 
@@ -27,14 +28,97 @@ void *ipc__alloc(int valid, size_t size)
 	return p;
 }
 
-int ipc__open(int (*open)(nng_socket *), nng_socket *sock, int *sock_open)
+int ipc__ep_open(struct ipc__ep *ep, int (*open)(nng_socket *))
 {
-	int rv = open(sock);
+	int rv;
 
+	ep->fd = -1;
+	ep->listener = (nng_listener)NNG_LISTENER_INITIALIZER;
+	rv = open(&ep->sock);
 	if (rv != 0)
 		return ipc__nng_err(rv);
-	*sock_open = 1;
+	ep->sock_open = 1;
 	return 0;
+}
+
+int ipc__ep_relisten(struct ipc__ep *ep, const char *url)
+{
+	if (!ep || !ep->sock_open)
+		return -EINVAL;
+	return ipc__relisten(ep->sock, &ep->listener, url);
+}
+
+int ipc__ep_recvfd(struct ipc__ep *ep)
+{
+	return ipc__nng_err(nng_socket_get_int(ep->sock, NNG_OPT_RECVFD, &ep->fd));
+}
+
+/* The socket options: applied before any peer can connect, so no message sees NNG's defaults. */
+static int ep_set_options(struct ipc__ep *ep, const struct ipc__ep_conf *c, void *cb_arg)
+{
+	int rv = 0;
+
+	if (c->sendbuf && (rv = nng_socket_set_int(ep->sock, NNG_OPT_SENDBUF, c->sendbuf)) != 0)
+		return ipc__nng_err(rv);
+	if (c->recvbuf && (rv = nng_socket_set_int(ep->sock, NNG_OPT_RECVBUF, c->recvbuf)) != 0)
+		return ipc__nng_err(rv);
+	if (c->recvmaxsz && (rv = nng_socket_set_size(ep->sock, NNG_OPT_RECVMAXSZ, c->recvmaxsz)) != 0)
+		return ipc__nng_err(rv);
+	if (c->topic && (rv = nng_socket_set(ep->sock, NNG_OPT_SUB_SUBSCRIBE, c->topic, c->topic_len)) != 0)
+		return ipc__nng_err(rv);
+	for (size_t i = 0; i < sizeof(c->notify) / sizeof(c->notify[0]); i++) {
+		if (c->notify[i].cb && (rv = nng_pipe_notify(ep->sock, c->notify[i].ev, c->notify[i].cb, cb_arg)) != 0)
+			return ipc__nng_err(rv);
+	}
+	return 0;
+}
+
+int ipc__ep_start(struct ipc__ep *ep, const struct ipc__ep_conf *c, void *cb_arg)
+{
+	int err;
+
+	err = ipc__ep_open(ep, c->open);
+	if (err < 0)
+		return err;
+	err = ep_set_options(ep, c, cb_arg);
+	if (err < 0)
+		return err;
+	err = c->listen ? ipc__ep_relisten(ep, c->url) : ipc__dial(ep->sock, c->url);
+	if (err < 0)
+		return err;
+	return c->want_fd ? ipc__ep_recvfd(ep) : 0;
+}
+
+void *ipc__ep_new(int valid, size_t size, const struct ipc__ep_conf *c)
+{
+	struct ipc__ep *ep = ipc__alloc(valid, size);
+	int err;
+
+	if (!ep)
+		return NULL;
+	err = ipc__ep_start(ep, c, ep);
+	if (err < 0) {
+		ipc__ep_close(ep);
+		free(ep);
+		errno = -err;
+		return NULL;
+	}
+	return ep;
+}
+
+int ipc__ep_recv(struct ipc__ep *ep, nng_msg **ret_msg)
+{
+	int rv = nng_recvmsg(ep->sock, ret_msg, NNG_FLAG_NONBLOCK);
+
+	if (rv == NNG_EAGAIN)
+		return 0;
+	return rv != 0 ? ipc__nng_err(rv) : 1;
+}
+
+void ipc__ep_close(struct ipc__ep *ep)
+{
+	if (ep && ep->sock_open)
+		nng_close(ep->sock);
 }
 
 int ipc__nng_err(int rv)

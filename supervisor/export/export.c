@@ -193,25 +193,25 @@ static const char *span_container(void *ctx, uint32_t tgid)
 }
 
 /* Spans and log records go out on the event channel as rendered: 1 when it is on (the message buffer
- * emptied for the rendering), 0 counted in *off when it is off. */
-static int event_channel_on(struct gg_export *exp, uint64_t *off)
+ * emptied for the rendering), 0 counted in st->off when it is off. */
+static int event_channel_on(struct gg_export *exp, struct gg_rendered_stats *st)
 {
 	if (exp->sink[GG_STREAM_EVENT] == GG_SINK_OFF) {
-		(*off)++;
+		st->off++;
 		return 0;
 	}
 	exp->msg.len = 0;
 	return 1;
 }
 
-/* The message rendered with result render_err: sent and counted in *sent, or counted in *invalid. */
-static void emit_rendered(struct gg_export *exp, int render_err, uint64_t *invalid, uint64_t *sent)
+/* The message rendered with result render_err: sent and counted in st->sent, or counted in st->invalid. */
+static void emit_rendered(struct gg_export *exp, int render_err, struct gg_rendered_stats *st)
 {
 	if (render_err) {
-		(*invalid)++;
+		st->invalid++;
 		return;
 	}
-	(*sent)++;
+	st->sent++;
 	emit(exp, GG_STREAM_EVENT);
 }
 
@@ -224,8 +224,8 @@ static void trace_record(struct gg_export *exp, const struct meta_record *rec)
 					 .container_id = exp->ident ? span_container : NULL,
 					 .ctx = exp->ident};
 
-	if (event_channel_on(exp, &exp->st.spans_off))
-		emit_rendered(exp, gg_traces__render(&o, rec, &exp->msg), &exp->st.spans_invalid, &exp->st.spans);
+	if (event_channel_on(exp, &exp->st.spans))
+		emit_rendered(exp, gg_traces__render(&o, rec, &exp->msg), &exp->st.spans);
 }
 
 static void log_container(void *ctx, uint32_t tgid, const char **ret_id, const char **ret_name)
@@ -244,8 +244,8 @@ static void log_record(struct gg_export *exp, const struct meta_record *rec)
 					    .container = exp->ident ? log_container : NULL,
 					    .ctx = exp->ident};
 
-	if (event_channel_on(exp, &exp->st.logs_off))
-		emit_rendered(exp, gg_otel_logs__render(&o, rec, &exp->msg), &exp->st.logs_invalid, &exp->st.logs);
+	if (event_channel_on(exp, &exp->st.logs))
+		emit_rendered(exp, gg_otel_logs__render(&o, rec, &exp->msg), &exp->st.logs);
 }
 
 void gg_export__record(struct gg_sup *sup, struct gg_probe *p, const struct meta_record *rec)
@@ -701,6 +701,17 @@ void gg_export__free(struct gg_sup *sup)
 
 /* ---- status.json ----------------------------------------------------------------------------------- */
 
+/* A reserved table's counters as object name in obj, what was sent under sent_key. */
+static void rendered_stats__status(cJSON *obj, const char *name, const char *sent_key,
+				   const struct gg_rendered_stats *st)
+{
+	cJSON *o = cJSON_AddObjectToObject(obj, name);
+
+	gg_json_add_u64(o, sent_key, st->sent);
+	gg_json_add_u64(o, "invalid", st->invalid);
+	gg_json_add_u64(o, "channel_off", st->off);
+}
+
 void gg_export__status(struct gg_sup *sup, struct cJSON *obj)
 {
 	static const char *const sink_names[] = {"off", "web_server", "logs", "kafka"};
@@ -746,14 +757,8 @@ void gg_export__status(struct gg_sup *sup, struct cJSON *obj)
 		gg_json_add_u64(o, "dedup_full", es->dedup_full);
 	}
 	gg_json_add_u64(obj, "meta_reports", exp->st.meta_reports);
-	o = cJSON_AddObjectToObject(obj, "traces");
-	gg_json_add_u64(o, "spans", exp->st.spans);
-	gg_json_add_u64(o, "invalid", exp->st.spans_invalid);
-	gg_json_add_u64(o, "channel_off", exp->st.spans_off);
-	o = cJSON_AddObjectToObject(obj, "logs");
-	gg_json_add_u64(o, "records", exp->st.logs);
-	gg_json_add_u64(o, "invalid", exp->st.logs_invalid);
-	gg_json_add_u64(o, "channel_off", exp->st.logs_off);
+	rendered_stats__status(obj, "traces", "spans", &exp->st.spans);
+	rendered_stats__status(obj, "logs", "records", &exp->st.logs);
 	if (exp->ident) {
 		const struct gg_identity_stats *is = gg_identity__stats(gg_ident_export__identity(exp->ident));
 

@@ -32,6 +32,13 @@ struct gg_logs_out {
 	uint64_t episode_lost;
 };
 
+/* Counters of a reserved table sent on the event channel as rendered (trace spans, OTel log records). */
+struct gg_rendered_stats {
+	uint64_t sent;
+	uint64_t invalid; /* records the renderer refused as malformed */
+	uint64_t off;	  /* records dropped because the event channel is off */
+};
+
 struct gg_export_stats {
 	uint64_t records[GG_STREAM__COUNT]; /* validated records / events / metadata messages handled */
 	uint64_t imdb_stored;		    /* metric records stored in the imdb */
@@ -44,13 +51,10 @@ struct gg_export_stats {
 	uint64_t last_scrape_ns; /* time to render the previous scrape */
 	uint64_t last_scrape_series;
 	uint64_t last_scrape_bytes;
-	uint64_t meta_reports;	/* rounds of metadata messages */
-	uint64_t spans;		/* trace_span records sent on the event channel as OTel JSON */
-	uint64_t spans_invalid; /* trace_span records whose ids or times were malformed */
-	uint64_t spans_off;	/* trace_span records with the event channel off */
-	uint64_t logs;		/* log records (OpenTelemetry logs: tprofiling) sent on the event channel */
-	uint64_t logs_invalid;	/* log records whose timestamp, resource or attributes were malformed */
-	uint64_t logs_off;	/* log records with the event channel off */
+	uint64_t meta_reports;		/* rounds of metadata messages */
+	struct gg_rendered_stats spans; /* trace_span records as OTel JSON (invalid: ids or times malformed) */
+	/* log records (OpenTelemetry logs: tprofiling); invalid: timestamp, resource or attributes malformed */
+	struct gg_rendered_stats logs;
 };
 
 struct gg_export {

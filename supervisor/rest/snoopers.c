@@ -162,15 +162,22 @@ void gg_comm__cache_clear(void)
 
 /* ---- scopes (struct gg_scope: ipc/ctrl_msg.h) ----------------------------------------------------- */
 
+/* A scope's lists are bounded: 1 when a list holding n of max has room for one more, else 0 with the
+ * scope marked truncated (more matched than it holds, the rest left out). */
+static int scope_room(struct gg_scope *s, unsigned int n, unsigned int max)
+{
+	if (n < max)
+		return 1;
+	s->truncated = 1;
+	return 0;
+}
+
 static int add_pid(struct gg_scope *s, uint32_t pid)
 {
 	if (s->ntgid && s->tgid[s->ntgid - 1] == pid)
 		return 0;
-	if (s->ntgid >= GG_SCOPE_PIDS_MAX) {
-		s->truncated = 1;
-		return 0;
-	}
-	s->tgid[s->ntgid++] = pid;
+	if (scope_room(s, s->ntgid, GG_SCOPE_PIDS_MAX))
+		s->tgid[s->ntgid++] = pid;
 	return 0;
 }
 
@@ -180,11 +187,8 @@ static int add_cgroup(struct gg_scope *s, uint64_t id)
 		if (s->cgrp[i] == id)
 			return 0;
 	}
-	if (s->ncgrp >= GG_SCOPE_CGROUPS_MAX) {
-		s->truncated = 1;
-		return 0;
-	}
-	s->cgrp[s->ncgrp++] = id;
+	if (scope_room(s, s->ncgrp, GG_SCOPE_CGROUPS_MAX))
+		s->cgrp[s->ncgrp++] = id;
 	return 0;
 }
 
