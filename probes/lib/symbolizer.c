@@ -16,6 +16,7 @@
 #include <unistd.h>
 #include <zlib.h>
 
+#include "hash.h"
 #include "probe.h"
 #include "probe_array.h"
 #include "procfs.h"
@@ -814,21 +815,11 @@ static uint64_t read_start_time(struct symbolizer *s, uint32_t tgid)
 	return p ? strtoull(p + 1, NULL, 10) : 0;
 }
 
-static unsigned int hash_u32(uint32_t v)
-{
-	v ^= v >> 16;
-	v *= 0x7feb352dU;
-	v ^= v >> 15;
-	v *= 0x846ca68bU;
-	v ^= v >> 16;
-	return v;
-}
-
 static struct proc **proc_slot(struct symbolizer *s, uint32_t tgid)
 {
 	unsigned int mask = s->procs_cap - 1;
 
-	for (unsigned int i = hash_u32(tgid) & mask;; i = (i + 1) & mask)
+	for (unsigned int i = (unsigned int)gg_mix64(tgid) & mask;; i = (i + 1) & mask)
 		if (!s->procs[i] || s->procs[i]->tgid == tgid)
 			return &s->procs[i];
 }
