@@ -175,28 +175,28 @@ static __always_inline __u64 gg_sk_cgroup_id_btf(const struct sock *sk)
 	return cg ? cg->kn->id : 0;
 }
 
-/* The socket's local / remote address into dst (16 bytes; IPv4 in the first 4), by direct loads
- * (sk a BTF pointer). */
-static __always_inline void gg_sk_laddr_btf(const struct sock *sk, __u8 *dst)
+/* One of the socket's addresses into dst (16 bytes; IPv4 in the first 4) by its family: v6 or v4, both
+ * fields of sk, by direct loads (sk a BTF pointer). */
+static __always_inline void gg_sk_addr_btf(const struct sock *sk, const __u8 *v6, const __u32 *v4, __u8 *dst)
 {
 	if (sk->__sk_common.skc_family == AF_INET6) {
-		__builtin_memcpy(dst, sk->__sk_common.skc_v6_rcv_saddr.in6_u.u6_addr8, 16);
+		__builtin_memcpy(dst, v6, 16);
 	} else {
-		__u32 a = sk->__sk_common.skc_rcv_saddr;
+		__u32 a = *v4;
 
 		__builtin_memcpy(dst, &a, 4);
 	}
 }
 
+/* The socket's local / remote address into dst (gg_sk_addr_btf). */
+static __always_inline void gg_sk_laddr_btf(const struct sock *sk, __u8 *dst)
+{
+	gg_sk_addr_btf(sk, sk->__sk_common.skc_v6_rcv_saddr.in6_u.u6_addr8, &sk->__sk_common.skc_rcv_saddr, dst);
+}
+
 static __always_inline void gg_sk_raddr_btf(const struct sock *sk, __u8 *dst)
 {
-	if (sk->__sk_common.skc_family == AF_INET6) {
-		__builtin_memcpy(dst, sk->__sk_common.skc_v6_daddr.in6_u.u6_addr8, 16);
-	} else {
-		__u32 a = sk->__sk_common.skc_daddr;
-
-		__builtin_memcpy(dst, &a, 4);
-	}
+	gg_sk_addr_btf(sk, sk->__sk_common.skc_v6_daddr.in6_u.u6_addr8, &sk->__sk_common.skc_daddr, dst);
 }
 
 /* A cgroup v2 (NULL: none) or one of its ancestors is in the cgroup set. */

@@ -17,25 +17,17 @@
 #include "l7_user.h"
 #include "l7probe.skel.h"
 #include "tls_elf.h"
+#include "tls_files.h"
 #include "tls_go.h"
 
 #define TLS_LIBS_MAX	128
 #define TLS_HOOKS	8
 #define TLS_PER_PID_MAX 64 /* scopes of at most this many processes get per-process uprobes */
 
-/* One probed libssl file, for one process or (pid -1) all. */
-struct tls_lib {
-	uint64_t dev, ino;
-	int pid;
-	int seen; /* mapped by a process at the last scan */
-	struct bpf_link *links[TLS_HOOKS];
-};
-
 struct l7_tls {
 	struct l7probe *skel;
-	struct l7_gotls *go; /* Go's crypto/tls (tls_go.c), scanned with the same processes */
-	unsigned int nlibs;
-	struct tls_lib libs[TLS_LIBS_MAX];
+	struct l7_gotls *go;   /* Go's crypto/tls (tls_go.c), scanned with the same processes */
+	struct tls_files libs; /* the libssl files probed */
 	struct probe_buf maps;
 };
 
@@ -47,26 +39,17 @@ struct l7_tls *l7_tls__new(struct l7probe *skel)
 		return NULL;
 	tls->skel = skel;
 	tls->go = l7_gotls__new(skel);
-	if (!tls->go) {
+	if (!tls->go || tls_files__init(&tls->libs, TLS_LIBS_MAX, TLS_HOOKS)) {
+		l7_gotls__free(tls->go);
 		free(tls);
 		return NULL;
 	}
 	return tls;
 }
 
-static void lib_detach(struct tls_lib *l)
-{
-	for (int i = 0; i < TLS_HOOKS; i++) {
-		bpf_link__destroy(l->links[i]);
-		l->links[i] = NULL;
-	}
-}
-
 void l7_tls__clear(struct l7_tls *tls)
 {
-	for (unsigned int i = 0; i < tls->nlibs; i++)
-		lib_detach(&tls->libs[i]);
-	tls->nlibs = 0;
+	tls_files__clear(&tls->libs);
 	l7_gotls__clear(tls->go);
 }
 
@@ -74,7 +57,7 @@ void l7_tls__free(struct l7_tls *tls)
 {
 	if (!tls)
 		return;
-	l7_tls__clear(tls);
+	tls_files__fini(&tls->libs);
 	l7_gotls__free(tls->go);
 	probe_buf__free(&tls->maps);
 	free(tls);
@@ -139,7 +122,7 @@ static int ssl_internal(const char *path, uint64_t *ret_read, uint64_t *ret_writ
 	return 0;
 }
 
-static int lib_attach_internal(struct l7_tls *tls, struct tls_lib *l, const char *path, int pid)
+static int lib_attach_internal(struct l7_tls *tls, struct tls_file *l, const char *path, int pid)
 {
 	struct l7probe *s = tls->skel;
 	struct bpf_program *progs[4] = {s->progs.l7_ssl_read_ex, s->progs.l7_ssl_read_ex_ret, s->progs.l7_ssl_write_ex,
@@ -149,20 +132,19 @@ static int lib_attach_internal(struct l7_tls *tls, struct tls_lib *l, const char
 
 	if (err)
 		return err;
-	for (int i = 0; i < 4; i++) {
+	for (int i = 0; i < 4 && !err; i++) {
 		struct bpf_uprobe_opts opts;
+		struct bpf_link *link;
 
 		memset(&opts, 0, sizeof(opts));
 		opts.sz = sizeof(opts);
 		opts.retprobe = i & 1;
-		l->links[i] = bpf_program__attach_uprobe_opts(progs[i], pid, path, off[i / 2], &opts);
-		if (!l->links[i]) {
-			err = errno ? -errno : -EINVAL;
-			lib_detach(l);
-			return err;
-		}
+		link = bpf_program__attach_uprobe_opts(progs[i], pid, path, off[i / 2], &opts);
+		err = link ? tls_file__link(l, link) : errno ? -errno : -EINVAL;
 	}
-	return 0;
+	if (err)
+		tls_file__detach(l);
+	return err;
 }
 
 static int lib_attach(struct l7_tls *tls, const char *path, const struct stat *st, int pid)
@@ -180,38 +162,35 @@ static int lib_attach(struct l7_tls *tls, const char *path, const struct stat *s
 		{s->progs.l7_ssl_write_ex, "SSL_write_ex", 0, 1}, {s->progs.l7_ssl_write_ex_ret, "SSL_write_ex", 1, 1},
 	};
 	const char *hooks_desc = "SSL_read/SSL_write uprobes";
-	struct tls_lib *l;
+	struct tls_file *l = tls_files__next(&tls->libs);
 	int err;
 
-	if (tls->nlibs >= TLS_LIBS_MAX)
+	if (!l)
 		return -E2BIG;
-	l = &tls->libs[tls->nlibs];
-	memset(l, 0, sizeof(*l));
 	if (!lib_attach_internal(tls, l, path, pid)) {
 		hooks_desc = "uprobes on SSL_read/SSL_write's internal functions";
 		goto attached;
 	}
 	for (int i = 0; i < TLS_HOOKS; i++) {
 		struct bpf_uprobe_opts opts;
+		struct bpf_link *link;
 
 		memset(&opts, 0, sizeof(opts));
 		opts.sz = sizeof(opts);
 		opts.func_name = hooks[i].func;
 		opts.retprobe = hooks[i].ret;
 
-		l->links[i] = bpf_program__attach_uprobe_opts(hooks[i].prog, pid, path, 0, &opts);
-		if (!l->links[i] && !hooks[i].optional) {
-			err = errno ? -errno : -EINVAL;
-			lib_detach(l);
+		link = bpf_program__attach_uprobe_opts(hooks[i].prog, pid, path, 0, &opts);
+		if (!link && hooks[i].optional)
+			continue;
+		err = link ? tls_file__link(l, link) : errno ? -errno : -EINVAL;
+		if (err) {
+			tls_file__detach(l);
 			return err;
 		}
 	}
 attached:
-	l->dev = (uint64_t)st->st_dev;
-	l->ino = (uint64_t)st->st_ino;
-	l->pid = pid;
-	l->seen = 1;
-	tls->nlibs++;
+	tls_files__add(&tls->libs, l, st, pid);
 	if (pid >= 0)
 		probe_log(PLOG_INFO, "%s on %s for process %d", hooks_desc, path, pid);
 	else
@@ -235,7 +214,6 @@ static void scan_pid(struct l7_tls *tls, int pid, int per_pid)
 	while (p < end) {
 		const char *eol = memchr(p, '\n', (size_t)(end - p));
 		const char *file, *base;
-		unsigned int i;
 
 		if (!eol)
 			eol = end;
@@ -252,14 +230,7 @@ static void scan_pid(struct l7_tls *tls, int pid, int per_pid)
 		snprintf(lib, sizeof(lib), "/proc/%d/root%.*s", pid, (int)(eol - file), file);
 		if (stat(lib, &st) < 0)
 			continue;
-		for (i = 0; i < tls->nlibs; i++) {
-			if (tls->libs[i].dev == (uint64_t)st.st_dev && tls->libs[i].ino == (uint64_t)st.st_ino &&
-			    tls->libs[i].pid == (per_pid ? pid : -1)) {
-				tls->libs[i].seen = 1;
-				break;
-			}
-		}
-		if (i == tls->nlibs) {
+		if (!tls_files__mark(&tls->libs, &st, per_pid ? pid : -1)) {
 			int err = lib_attach(tls, lib, &st, per_pid ? pid : -1);
 
 			if (err)
@@ -270,10 +241,9 @@ static void scan_pid(struct l7_tls *tls, int pid, int per_pid)
 
 int l7_tls__scan(struct l7_tls *tls, const struct gg_scope *scope)
 {
-	unsigned int i, j;
+	unsigned int nlibs;
 
-	for (i = 0; i < tls->nlibs; i++)
-		tls->libs[i].seen = 0;
+	tls_files__begin_scan(&tls->libs);
 	l7_gotls__begin_scan(tls->go);
 	if (scope->all || scope->ncgrp || scope->ntgid > TLS_PER_PID_MAX) {
 		DIR *d = opendir("/proc");
@@ -286,18 +256,9 @@ int l7_tls__scan(struct l7_tls *tls, const struct gg_scope *scope)
 		if (d)
 			closedir(d);
 	} else {
-		for (i = 0; i < scope->ntgid; i++)
+		for (unsigned int i = 0; i < scope->ntgid; i++)
 			scan_pid(tls, (int)scope->tgid[i], 1);
 	}
-	for (i = 0, j = 0; i < tls->nlibs; i++) {
-		if (!tls->libs[i].seen) {
-			lib_detach(&tls->libs[i]);
-			continue;
-		}
-		if (i != j)
-			tls->libs[j] = tls->libs[i];
-		j++;
-	}
-	tls->nlibs = j;
-	return (int)j + l7_gotls__end_scan(tls->go);
+	nlibs = tls_files__end_scan(&tls->libs);
+	return (int)nlibs + l7_gotls__end_scan(tls->go);
 }

@@ -15,6 +15,7 @@
 #include "l7_user.h"
 #include "l7probe.skel.h"
 #include "tls_elf.h"
+#include "tls_files.h"
 #include "tls_go.h"
 
 #define GO_BINS_MAX  64
@@ -24,18 +25,9 @@
 #define GO_CODE_MAX  (256u << 10)
 #define GO_MIN_MINOR 17 /* register ABI */
 
-struct go_bin {
-	uint64_t dev, ino;
-	int pid; /* -1: every process */
-	int seen;
-	unsigned int nlinks;
-	struct bpf_link *links[GO_LINKS_MAX];
-};
-
 struct l7_gotls {
 	struct l7probe *skel;
-	unsigned int nbins;
-	struct go_bin bins[GO_BINS_MAX];
+	struct tls_files bins; /* the Go programs probed */
 	unsigned int nnotgo, notgo_next;
 	struct {
 		uint64_t dev, ino;
@@ -46,30 +38,26 @@ struct l7_gotls *l7_gotls__new(struct l7probe *skel)
 {
 	struct l7_gotls *g = calloc(1, sizeof(*g));
 
-	if (g)
-		g->skel = skel;
+	if (!g)
+		return NULL;
+	g->skel = skel;
+	if (tls_files__init(&g->bins, GO_BINS_MAX, GO_LINKS_MAX)) {
+		free(g);
+		return NULL;
+	}
 	return g;
-}
-
-static void bin_detach(struct go_bin *b)
-{
-	for (unsigned int i = 0; i < b->nlinks; i++)
-		bpf_link__destroy(b->links[i]);
-	b->nlinks = 0;
 }
 
 void l7_gotls__clear(struct l7_gotls *g)
 {
-	for (unsigned int i = 0; i < g->nbins; i++)
-		bin_detach(&g->bins[i]);
-	g->nbins = 0;
+	tls_files__clear(&g->bins);
 }
 
 void l7_gotls__free(struct l7_gotls *g)
 {
 	if (!g)
 		return;
-	l7_gotls__clear(g);
+	tls_files__fini(&g->bins);
 	free(g);
 }
 
@@ -135,7 +123,7 @@ static int go_version(struct elf_bin *b, char *ver, size_t len)
 }
 
 /* Attach prog at the entry site of fn and ret_prog (unless NULL) at its rets. */
-static int attach_fn(struct go_bin *gb, struct elf_bin *b, const char *path, int pid, const struct elf_fn *fn,
+static int attach_fn(struct tls_file *gb, struct elf_bin *b, const char *path, int pid, const struct elf_fn *fn,
 		     struct bpf_program *prog, struct bpf_program *ret_prog, unsigned int *ret_nrets)
 {
 	uint64_t rets[GO_RETS_MAX], entry, off;
@@ -166,11 +154,7 @@ static int attach_fn(struct go_bin *gb, struct elf_bin *b, const char *path, int
 		if (err)
 			break;
 		l = bpf_program__attach_uprobe_opts(i == 0 ? prog : ret_prog, pid, path, (size_t)off, &opts);
-		if (!l) {
-			err = errno ? -errno : -EINVAL;
-			break;
-		}
-		gb->links[gb->nlinks++] = l;
+		err = l ? tls_file__link(gb, l) : errno ? -errno : -EINVAL;
 	}
 	*ret_nrets = nrets;
 	return err;
@@ -212,7 +196,7 @@ static int defer_site(struct elf_bin *b, const struct elf_fn *rd, const struct e
 }
 
 /* l7_go_defer at site with cookie. */
-static int attach_defer(struct go_bin *gb, struct elf_bin *b, struct bpf_program *prog, const char *path, int pid,
+static int attach_defer(struct tls_file *gb, struct elf_bin *b, struct bpf_program *prog, const char *path, int pid,
 			uint64_t site, uint64_t cookie)
 {
 	struct bpf_uprobe_opts opts;
@@ -222,16 +206,13 @@ static int attach_defer(struct go_bin *gb, struct elf_bin *b, struct bpf_program
 
 	if (err)
 		return err;
-	if (gb->nlinks >= GO_LINKS_MAX)
+	if (gb->nlinks >= gb->cap)
 		return -E2BIG;
 	memset(&opts, 0, sizeof(opts));
 	opts.sz = sizeof(opts);
 	opts.bpf_cookie = cookie;
 	l = bpf_program__attach_uprobe_opts(prog, pid, path, (size_t)off, &opts);
-	if (!l)
-		return errno ? -errno : -EINVAL;
-	gb->links[gb->nlinks++] = l;
-	return 0;
+	return l ? tls_file__link(gb, l) : errno ? -errno : -EINVAL;
 }
 
 /* Probe the Go program at path (pid's executable) for pid (or every process: -1). */
@@ -243,7 +224,7 @@ static int bin_attach(struct l7_gotls *g, const char *path, const struct stat *s
 	uint64_t dsite = 0, cookie = 0;
 	int deferred = 0;
 	char how[96];
-	struct go_bin *gb;
+	struct tls_file *gb;
 	unsigned int nr = 0, nw = 0, major = 0, minor = 0; /* nw: Write has no ret probes */
 	char ver[64];
 	int err;
@@ -270,12 +251,11 @@ static int bin_attach(struct l7_gotls *g, const char *path, const struct stat *s
 		return err;
 	}
 	*ret_notgo = 0;
-	if (g->nbins >= GO_BINS_MAX) {
+	gb = tls_files__next(&g->bins);
+	if (!gb) {
 		elf_bin__close(b);
 		return -E2BIG;
 	}
-	gb = &g->bins[g->nbins];
-	memset(gb, 0, sizeof(*gb));
 	/* Read's end: at its deferred closure's entry (emulated, ~2 us a hit) when the code has the
 	 * expected shape, else at its rets (single-stepped, 20 - 30 us a hit under a hypervisor) */
 	if (!elf_bin__find(b, "crypto/tls.(*Conn).Read.func1", &df) && !defer_site(b, &rd, &df, &dsite, &cookie)) {
@@ -290,14 +270,10 @@ static int bin_attach(struct l7_gotls *g, const char *path, const struct stat *s
 		err = attach_fn(gb, b, path, pid, &wr, s->progs.l7_go_write, NULL, &nw);
 	elf_bin__close(b);
 	if (err) {
-		bin_detach(gb);
+		tls_file__detach(gb);
 		return err;
 	}
-	gb->dev = (uint64_t)st->st_dev;
-	gb->ino = (uint64_t)st->st_ino;
-	gb->pid = pid;
-	gb->seen = 1;
-	g->nbins++;
+	tls_files__add(&g->bins, gb, st, pid);
 	if (deferred)
 		snprintf(how, sizeof(how), "entry, its deferred closure's entry (result at %llu in its frame)",
 			 (unsigned long long)(cookie & 0xffff));
@@ -317,27 +293,19 @@ static int bin_attach(struct l7_gotls *g, const char *path, const struct stat *s
 
 void l7_gotls__begin_scan(struct l7_gotls *g)
 {
-	for (unsigned int i = 0; i < g->nbins; i++)
-		g->bins[i].seen = 0;
+	tls_files__begin_scan(&g->bins);
 }
 
 void l7_gotls__scan_pid(struct l7_gotls *g, int pid, int per_pid)
 {
 	char path[64];
 	struct stat st;
-	unsigned int i;
 	int notgo = 0, err;
 
 	snprintf(path, sizeof(path), "/proc/%d/exe", pid);
-	if (stat(path, &st) < 0 || !S_ISREG(st.st_mode) || notgo_has(g, &st))
+	if (stat(path, &st) < 0 || !S_ISREG(st.st_mode) || notgo_has(g, &st) ||
+	    tls_files__mark(&g->bins, &st, per_pid ? pid : -1))
 		return;
-	for (i = 0; i < g->nbins; i++) {
-		if (g->bins[i].dev == (uint64_t)st.st_dev && g->bins[i].ino == (uint64_t)st.st_ino &&
-		    g->bins[i].pid == (per_pid ? pid : -1)) {
-			g->bins[i].seen = 1;
-			return;
-		}
-	}
 	err = bin_attach(g, path, &st, per_pid ? pid : -1, &notgo);
 	if (err && !notgo)
 		probe_log(PLOG_WARN, "Go TLS: cannot probe %s (process %d): %s", path, pid, strerror(-err));
@@ -347,17 +315,5 @@ void l7_gotls__scan_pid(struct l7_gotls *g, int pid, int per_pid)
 
 int l7_gotls__end_scan(struct l7_gotls *g)
 {
-	unsigned int i, j;
-
-	for (i = 0, j = 0; i < g->nbins; i++) {
-		if (!g->bins[i].seen) {
-			bin_detach(&g->bins[i]);
-			continue;
-		}
-		if (i != j)
-			g->bins[j] = g->bins[i];
-		j++;
-	}
-	g->nbins = j;
-	return (int)j;
+	return (int)tls_files__end_scan(&g->bins);
 }

@@ -8,6 +8,7 @@
 #include <libelf.h>
 #include <limits.h>
 #include <malloc.h>
+#include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -16,6 +17,7 @@
 #include <unistd.h>
 #include <zlib.h>
 
+#include "hash.h"
 #include "probe.h"
 #include "probe_array.h"
 #include "procfs.h"
@@ -218,21 +220,34 @@ static void symtab__finish(struct symtab *t)
 	}
 }
 
-/* The symbol covering addr: a sized symbol covers [addr, addr + size), an unsized one up to the next
- * symbol (limit_unsized: only when nothing sized follows closer than that). */
-static const struct sym *symtab__find(const struct symtab *t, uint64_t addr)
+/* How many of the n entries at base (stride bytes each, sorted by the uint64_t at key_off in each) have a
+ * key <= v: the last of them is the only one that can cover v (a symbol by its address, a mapping by
+ * its start). */
+static size_t sorted_count_le(const void *base, size_t n, size_t stride, size_t key_off, uint64_t v)
 {
-	size_t lo = 0, hi = t->n;
-	const struct sym *s;
+	const char *p = base;
+	size_t lo = 0, hi = n;
 
 	while (lo < hi) {
 		size_t mid = lo + (hi - lo) / 2;
+		uint64_t key;
 
-		if (t->syms[mid].addr <= addr)
+		memcpy(&key, p + mid * stride + key_off, sizeof(key));
+		if (key <= v)
 			lo = mid + 1;
 		else
 			hi = mid;
 	}
+	return lo;
+}
+
+/* The symbol covering addr: a sized symbol covers [addr, addr + size), an unsized one up to the next
+ * symbol (limit_unsized: only when nothing sized follows closer than that). */
+static const struct sym *symtab__find(const struct symtab *t, uint64_t addr)
+{
+	size_t lo = sorted_count_le(t->syms, t->n, sizeof(*t->syms), offsetof(struct sym, addr), addr);
+	const struct sym *s;
+
 	if (!lo)
 		return NULL;
 	s = &t->syms[lo - 1];
@@ -814,21 +829,11 @@ static uint64_t read_start_time(struct symbolizer *s, uint32_t tgid)
 	return p ? strtoull(p + 1, NULL, 10) : 0;
 }
 
-static unsigned int hash_u32(uint32_t v)
-{
-	v ^= v >> 16;
-	v *= 0x7feb352dU;
-	v ^= v >> 15;
-	v *= 0x846ca68bU;
-	v ^= v >> 16;
-	return v;
-}
-
 static struct proc **proc_slot(struct symbolizer *s, uint32_t tgid)
 {
 	unsigned int mask = s->procs_cap - 1;
 
-	for (unsigned int i = hash_u32(tgid) & mask;; i = (i + 1) & mask)
+	for (unsigned int i = (unsigned int)gg_mix64(tgid) & mask;; i = (i + 1) & mask)
 		if (!s->procs[i] || s->procs[i]->tgid == tgid)
 			return &s->procs[i];
 }
@@ -909,16 +914,8 @@ static struct proc *proc_get(struct symbolizer *s, uint32_t tgid)
 
 static const struct pmap *proc_find_map(const struct proc *p, uint64_t ip)
 {
-	size_t lo = 0, hi = p->nmaps;
+	size_t lo = sorted_count_le(p->maps, p->nmaps, sizeof(*p->maps), offsetof(struct pmap, start), ip);
 
-	while (lo < hi) {
-		size_t mid = lo + (hi - lo) / 2;
-
-		if (p->maps[mid].start <= ip)
-			lo = mid + 1;
-		else
-			hi = mid;
-	}
 	if (lo && ip < p->maps[lo - 1].end)
 		return &p->maps[lo - 1];
 	return NULL;

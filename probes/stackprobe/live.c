@@ -14,7 +14,7 @@
 #define LIVE_DEAD_MAX 256u /* exited processes purged per drain (the rest at the next) */
 
 struct sp_live {
-	int sites_fd, ptrs_fd, stacks_fd, ustacks_fd, mm_procs_fd, mm_pend_fd;
+	struct sp_live_fds fd; /* the maps read and kept bounded */
 	/* sites empty at this drain and at the previous one: empty_bufs, swapped at each drain */
 	struct sp_live_key *empty, *empty_prev;
 	size_t nempty, nempty_prev;
@@ -32,12 +32,7 @@ struct sp_live *sp_live__new(const struct sp_live_fds *fds)
 
 	if (!l)
 		return NULL;
-	l->sites_fd = fds->sites;
-	l->ptrs_fd = fds->ptrs;
-	l->stacks_fd = fds->stacks;
-	l->ustacks_fd = fds->ustacks;
-	l->mm_procs_fd = fds->mm_procs;
-	l->mm_pend_fd = fds->mm_pend;
+	l->fd = *fds;
 	l->empty = l->empty_bufs[0];
 	l->empty_prev = l->empty_bufs[1];
 	return l;
@@ -146,14 +141,14 @@ void sp_live__reset(struct sp_live *l)
 {
 	uint32_t id, next;
 
-	purge(l->sites_fd, sizeof(struct sp_live_key), NULL, 0, 4u * SP_LIVE_KEYS);
-	purge(l->ptrs_fd, sizeof(struct sp_live_ptr_key), NULL, 0, 4u * SP_LIVE_PTRS);
-	purge(l->mm_procs_fd, sizeof(uint32_t), NULL, 0, 4u * SP_MM_PROCS);
-	purge_u64(l->mm_pend_fd, NULL, 0, 4u * SP_MM_PENDING);
-	purge_u64(l->ustacks_fd, NULL, 0, 4u * SP_LIVE_STACKS);
-	while (bpf_map_get_next_key(l->stacks_fd, NULL, &next) == 0) {
+	purge(l->fd.sites, sizeof(struct sp_live_key), NULL, 0, 4u * SP_LIVE_KEYS);
+	purge(l->fd.ptrs, sizeof(struct sp_live_ptr_key), NULL, 0, 4u * SP_LIVE_PTRS);
+	purge(l->fd.mm_procs, sizeof(uint32_t), NULL, 0, 4u * SP_MM_PROCS);
+	purge_u64(l->fd.mm_pend, NULL, 0, 4u * SP_MM_PENDING);
+	purge_u64(l->fd.ustacks, NULL, 0, 4u * SP_LIVE_STACKS);
+	while (bpf_map_get_next_key(l->fd.stacks, NULL, &next) == 0) {
 		id = next;
-		if (bpf_map_delete_elem(l->stacks_fd, &id))
+		if (bpf_map_delete_elem(l->fd.stacks, &id))
 			break;
 	}
 	l->nempty = l->nempty_prev = 0;
@@ -167,7 +162,7 @@ int sp_live__drain(struct sp_live *l, sp_sample_cb cb, void *ctx, uint64_t *ret_
 	struct sp_live_key *prev = NULL, *tmp;
 	int err = 0;
 
-	while (n < SP_LIVE_KEYS && bpf_map_get_next_key(l->sites_fd, prev, &l->keys[n]) == 0) {
+	while (n < SP_LIVE_KEYS && bpf_map_get_next_key(l->fd.sites, prev, &l->keys[n]) == 0) {
 		prev = &l->keys[n];
 		n++;
 	}
@@ -181,7 +176,7 @@ int sp_live__drain(struct sp_live *l, sp_sample_cb cb, void *ctx, uint64_t *ret_
 		uint32_t sid = (uint32_t)k->ustack;
 		int is_dead = 0, known = 0;
 
-		if (bpf_map_lookup_elem(l->sites_fd, k, &v))
+		if (bpf_map_lookup_elem(l->fd.sites, k, &v))
 			continue;
 		for (size_t j = 0; j < ndead && !known; j++)
 			known = is_dead = dead[j] == k->tgid;
@@ -195,14 +190,14 @@ int sp_live__drain(struct sp_live *l, sp_sample_cb cb, void *ctx, uint64_t *ret_
 				alive[nalive++] = k->tgid;
 		}
 		if (is_dead) {
-			(void)bpf_map_delete_elem(l->sites_fd, k);
+			(void)bpf_map_delete_elem(l->fd.sites, k);
 			continue;
 		}
 		if (v.bytes <= 0 && v.allocs <= 0) {
 			/* empty twice in a row: deleted (an allocation between the site's creation and its
 			 * first count is not mistaken for an empty site) */
 			if (l->nempty_prev && bsearch(k, l->empty_prev, l->nempty_prev, sizeof(*k), key_cmp))
-				(void)bpf_map_delete_elem(l->sites_fd, k);
+				(void)bpf_map_delete_elem(l->fd.sites, k);
 			else
 				l->empty[l->nempty++] = *k;
 			continue;
@@ -224,10 +219,10 @@ int sp_live__drain(struct sp_live *l, sp_sample_cb cb, void *ctx, uint64_t *ret_
 		if (k->uw) { /* unwound with the .eh_frame tables (mmap/brk sites) */
 			uint64_t uk = ((uint64_t)k->uw << 32) | (uint32_t)k->ustack;
 
-			if (!bpf_map_lookup_elem(l->ustacks_fd, &uk, uips))
+			if (!bpf_map_lookup_elem(l->fd.ustacks, &uk, uips))
 				while (smp.un < SP_MAX_DEPTH && uips[smp.un])
 					smp.un++;
-		} else if (k->ustack >= 0 && !bpf_map_lookup_elem(l->stacks_fd, &sid, uips)) {
+		} else if (k->ustack >= 0 && !bpf_map_lookup_elem(l->fd.stacks, &sid, uips)) {
 			while (smp.un < SP_MAX_DEPTH && uips[smp.un])
 				smp.un++;
 		}
@@ -251,13 +246,13 @@ int sp_live__drain(struct sp_live *l, sp_sample_cb cb, void *ctx, uint64_t *ret_
 	l->empty = tmp;
 	l->nempty_prev = l->nempty;
 	if (ndead) {
-		purge(l->ptrs_fd, sizeof(struct sp_live_ptr_key), dead, ndead, 2u * SP_LIVE_PTRS);
-		purge(l->mm_procs_fd, sizeof(uint32_t), dead, ndead, 2u * SP_MM_PROCS);
-		purge_pending(l->mm_pend_fd, dead, ndead);
+		purge(l->fd.ptrs, sizeof(struct sp_live_ptr_key), dead, ndead, 2u * SP_LIVE_PTRS);
+		purge(l->fd.mm_procs, sizeof(uint32_t), dead, ndead, 2u * SP_MM_PROCS);
+		purge_pending(l->fd.mm_pend, dead, ndead);
 	}
 	if (n < SP_LIVE_KEYS) {
 		qsort(l->uused, l->nuused, sizeof(*l->uused), u64_cmp);
-		purge_u64(l->ustacks_fd, l->uused, l->nuused, 2u * SP_LIVE_STACKS);
+		purge_u64(l->fd.ustacks, l->uused, l->nuused, 2u * SP_LIVE_STACKS);
 	}
 	/* stacks of no site left (a site being created now gets its stack again at its next call) */
 	if (n < SP_LIVE_KEYS) {
@@ -265,7 +260,7 @@ int sp_live__drain(struct sp_live *l, sp_sample_cb cb, void *ctx, uint64_t *ret_
 		unsigned int nids = 0;
 		uint32_t *pid = NULL;
 
-		while (bpf_map_get_next_key(l->stacks_fd, pid, &id) == 0) {
+		while (bpf_map_get_next_key(l->fd.stacks, pid, &id) == 0) {
 			if (id < SP_LIVE_STACKS && !l->used[id] && nids < 256)
 				ids[nids++] = id;
 			pid = &id;
@@ -273,7 +268,7 @@ int sp_live__drain(struct sp_live *l, sp_sample_cb cb, void *ctx, uint64_t *ret_
 				break;
 		}
 		for (unsigned int i = 0; i < nids; i++)
-			(void)bpf_map_delete_elem(l->stacks_fd, &ids[i]);
+			(void)bpf_map_delete_elem(l->fd.stacks, &ids[i]);
 	}
 	return err;
 }
