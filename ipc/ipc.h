@@ -31,14 +31,14 @@
 #define IPC_BATCH_MAX_PAYLOAD	  (1u << 20)	/* hard upper bound a receiver accepts */
 #define IPC_BATCH_DEFAULT_PAYLOAD (64u * 1024u) /* publisher flushes when this is reached */
 #define IPC_FLUSH_INTERVAL_MS	  100u
-#define IPC_RECORD_MAX_LEN	  8192u	     /* longest single record line, '\n' not counted */
-#define IPC_PENDING_MAX_LIMIT	  4096u	     /* upper bound for ipc_pub_opts.pending_max */
-#define IPC_PUB_DEFAULT_SENDBUF	  1024	     /* NNG_OPT_SENDBUF of the data PUB socket, in messages */
+#define IPC_RECORD_MAX_LEN	  8192u /* longest single record line, '\n' not counted */
+#define IPC_PENDING_MAX_LIMIT	  4096u /* upper bound for ipc_pub_opts.pending_max */
+#define IPC_PUB_DEFAULT_SENDBUF	  1024	/* NNG_OPT_SENDBUF of the data PUB socket, in messages */
 /* NNG_OPT_RECVBUF of the data SUB socket, in messages: what may wait while the supervisor is busy. At the
  * default batch size (64 KiB) 32 MiB; beyond it NNG drops and the sequence numbers count the loss. */
-#define IPC_SUB_DEFAULT_RECVBUF	  1024
-#define IPC_PUB_LINGER_MS	  200u	     /* ipc_pub__free waits at most this long for queued batches to leave */
-#define IPC_CTRL_MAX_PAYLOAD	  (1u << 20) /* largest control payload (JSON) sent or accepted */
+#define IPC_SUB_DEFAULT_RECVBUF 1024
+#define IPC_PUB_LINGER_MS	200u	   /* ipc_pub__free waits at most this long for queued batches to leave */
+#define IPC_CTRL_MAX_PAYLOAD	(1u << 20) /* largest control payload (JSON) sent or accepted */
 
 /* Decoded batch header. */
 struct ipc_batch_hdr {

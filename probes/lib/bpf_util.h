@@ -96,11 +96,11 @@ struct gg_bpf_hook {
 	struct bpf_link **link;
 	unsigned int need; /* sub-probe bits */
 };
+/* gg_bpf_apply_hooks with its failure logged as a warning ("cannot attach <program>: <error>"). */
+int gg_bpf_attach_hooks(const struct gg_bpf_hook *hooks, size_t n, unsigned int subprobes);
 /* Attach the hooks the sub-probe set `subprobes` needs and detach the others (programs not loaded
  * are skipped). Every hook is tried; returns 0, or the first attach error with *ret_failed (may be
  * NULL) pointing at its hook. */
-/* gg_bpf_apply_hooks with its failure logged as a warning ("cannot attach <program>: <error>"). */
-int gg_bpf_attach_hooks(const struct gg_bpf_hook *hooks, size_t n, unsigned int subprobes);
 int gg_bpf_apply_hooks(const struct gg_bpf_hook *hooks, size_t n, unsigned int subprobes,
 		       const struct gg_bpf_hook **ret_failed);
 
