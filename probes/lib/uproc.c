@@ -113,12 +113,13 @@ static int multi_supported(void)
 		{.code = BPF_ALU64 | BPF_MOV | BPF_K, .dst_reg = BPF_REG_0, .imm = 0},
 		{.code = BPF_JMP | BPF_EXIT},
 	};
-	LIBBPF_OPTS(bpf_prog_load_opts, o, .expected_attach_type = UPROC_TRACE_UPROBE_MULTI);
+	LIBBPF_OPTS(bpf_prog_load_opts, o);
 	uint64_t off = 0, cookie = 0;
 	int pfd, fd;
 
 	if (known >= 0)
 		return known;
+	o.expected_attach_type = UPROC_TRACE_UPROBE_MULTI;
 	pfd = bpf_prog_load(BPF_PROG_TYPE_KPROBE, "uproc_probe", "GPL", ret0, 2, &o);
 	if (pfd < 0)
 		return known = 0;
