@@ -727,8 +727,13 @@ def test_l7_triggers_fire_with_the_clients_p99_and_error_rate():
         print("l7_errors fired: %s %% over %s requests; client %.1f %% over %d" % (e["value"], e["requests"], err_c, n_c))
         check(e["tgid"] == str(srv.pid) and e["unit"] == "percent" and c0 <= int(e["trigger_ms"]) / 1000.0 <= c1 + 3.5,
               "l7_errors event: %r" % e)
-        check(abs(float(e["value"]) - err_c) <= 3 and abs(float(e["value"]) - 100.0 * int(e["errors"]) / int(e["requests"])) < 0.1,
-              "l7_errors %s %% vs client %.1f %%" % (e["value"], err_c))
+        # Each client spreads its errors evenly, so any run of its requests holds its share give or take
+        # one: over a window of n requests from 8 clients the count is off by a sum of 8 such remainders
+        # (sd ~ sqrt(8 / 3) requests). The firing window may be a first second with only ~20 requests
+        # (l7_min_requests; seen under ASan: 10 of 28): 3 sd of that, at least 3 points.
+        tol = max(3.0, 300.0 * (load.clients / 3.0) ** 0.5 / int(e["requests"]))
+        check(abs(float(e["value"]) - err_c) <= tol and abs(float(e["value"]) - 100.0 * int(e["errors"]) / int(e["requests"])) < 0.1,
+              "l7_errors %s %% over %s requests vs client %.1f %% (+- %.1f)" % (e["value"], e["requests"], err_c, tol))
         trig = {r["trigger"]: r for r in s.metric_records("autotrace_trigger")}
         check(int(trig["l7_p99"]["fired"]) == 1 and int(trig["l7_errors"]["fired"]) == 1, "fired once each: %r" % trig)
     finally:
