@@ -116,6 +116,7 @@ enum sp_stat {
 	SP_ST_LIVE_MAPS,	 /* mmap/mremap/brk regions recorded (mem_live) */
 	SP_ST_LIVE_MAP_INNER,	 /* mmap/brk growth made by the allocator inside malloc & co: not counted */
 	SP_ST_OFFCPU_UNSEEN_IN,	 /* blocks whose switch-in was never seen, ended at the next switch-out */
+	SP_ST_UW_STALE,		 /* unwound stacks through code mapped after their tables: refresh asked */
 	SP_ST_NR,
 };
 

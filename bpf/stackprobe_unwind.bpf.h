@@ -242,6 +242,7 @@ __noinline int uw_walk(__u32 tgid)
 	if (s->refresh) {
 		w = SP_UW_WANT_REFRESH;
 		(void)bpf_map_update_elem(&uw_want, &tgid, &w, BPF_NOEXIST);
+		stat_inc(SP_ST_UW_STALE);
 	}
 	n = s->n;
 	if (!n)

@@ -426,6 +426,7 @@ static void report(struct sp_ctx *ctx)
 	probe_rec__u64(&rec, ss.st[SP_ST_ONCPU_LATE]);
 	probe_rec__u64(&rec, ss.st[SP_ST_LIVE_MAP_INNER]);
 	probe_rec__u64(&rec, ss.st[SP_ST_OFFCPU_UNSEEN_IN]);
+	probe_rec__u64(&rec, ss.st[SP_ST_UW_STALE]);
 	(void)probe_rt__emit(ctx->rt, &rec);
 	(void)probe_rt__flush(ctx->rt);
 }

@@ -140,6 +140,8 @@ def test_unwind_omit_frame_pointer_chain():
         check(int(h["unwind_stacks"]) > 0 and int(h["unwind_procs"]) >= 1 and int(h["unwind_files"]) >= 2,
               "health: %r" % h)
         check(int(h["unwind_errors"]) == 0 and int(h["unwind_lost"]) == 0, "health: %r" % h)
+        # nothing was mapped after the tables were built (the control of test_unwind_dlopen_counted)
+        check(int(h["unwind_stale"]) == 0, "health: %r" % h)
         stacks, _, out = run_workload(tmp, 0, 1.0)
         share, total = chain_share(stacks)
         print("frame pointers only: chain complete in %.1f%% of %d samples in leaf" % (100 * share, total))
@@ -151,6 +153,52 @@ def test_unwind_omit_frame_pointer_chain():
 
 
 test_unwind_omit_frame_pointer_chain.timeout = 180
+
+
+# python3 computes for 1 s of CPU in pure Python (its tables are built meanwhile), then imports decimal
+# (dlopen of _decimal.so, after the tables) and computes with it for 1.5 s of CPU
+DLOPEN = ("import os, sys, time\nwhile not os.path.exists(%r): time.sleep(0.02)\nt = time.process_time()\n"
+          "while time.process_time() - t < 1.0: sorted(str(i * i) for i in range(300))\n"
+          "from decimal import Decimal, getcontext\ngetcontext().prec = 60\nt = time.process_time()\n"
+          "while time.process_time() - t < 1.5: sum(Decimal(i).sqrt() for i in range(1, 200))\n"
+          "print('done', flush=True)\ntime.sleep(1000)")
+
+
+def test_unwind_dlopen_counted():
+    """A library mapped after the process's tables were built (python3's `import decimal`): the stacks
+    through it are counted in unwind_stale (they may stop at its frames until the tables are rebuilt),
+    and once rebuilt the tables hold the library (its frames under python3's are complete again)."""
+    tmp = tempfile.mkdtemp(prefix="gg-unwind-")
+    w = None
+    try:
+        go = os.path.join(tmp, "go")
+        w = subprocess.Popen(["python3", "-c", DLOPEN % go], stdout=subprocess.PIPE, text=True)
+        time.sleep(0.3)
+        check(not any("_decimal" in f for f in exec_files(w.pid)), "_decimal mapped before the start")
+        probe = Probe(tmp, "dlopen", ["--pid", str(w.pid)])
+        open(go, "w").close()
+        line = w.stdout.readline()
+        check(line.startswith("done"), "workload: %r" % line)
+        out = probe.stop()
+        h = last_health(out)
+        stacks = probe.folded(w.pid)
+        dec = [(fr, v) for fr, v in stacks if any("_decimal" in f or "mpd_" in f or "dec_" in f for f in fr)]
+        dec_n = sum(v for fr, v in dec)
+        dec_complete = sum(v for fr, v in dec if fr[0] == "_start")
+        print("unwind_stale %s; %d samples in _decimal, %.1f%% complete" % (
+            h["unwind_stale"], dec_n, 100.0 * dec_complete / max(dec_n, 1)))
+        check(int(h["unwind_stale"]) > 0, "a library mapped after the tables was not counted: %r" % h)
+        check(dec_n >= 30, "too few samples in _decimal: %d of %r" % (dec_n, stacks[:3]))
+        check(dec_complete >= 0.5 * dec_n, "the rebuilt tables do not hold _decimal: %d of %d complete" % (
+            dec_complete, dec_n))
+    finally:
+        if w and w.poll() is None:
+            w.kill()
+            w.wait()
+        shutil.rmtree(tmp, ignore_errors=True)
+
+
+test_unwind_dlopen_counted.timeout = 120
 
 
 def exec_files(pid):
