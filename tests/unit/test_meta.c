@@ -898,6 +898,35 @@ static void test_numbers(void **state)
 	}
 }
 
+/* A histogram's or a summary's value text parsed: the two parsers behind one call. Both structures open
+ * with n, so d.h.n is n of either (their common initial sequence). */
+union dist {
+	struct meta_hist h;
+	struct meta_summary m;
+};
+
+static int dist_parse(int summary, const char *s, union dist *d)
+{
+	return summary ? meta_summary__parse(s, strlen(s), &d->m) : meta_hist__parse(s, strlen(s), &d->h);
+}
+
+/* Each text of good accepted, each of bad refused with the result left untouched. */
+static void expect_dist_texts(int summary, const char *const *good, size_t ngood, const char *const *bad, size_t nbad)
+{
+	union dist d;
+
+	for (size_t i = 0; i < ngood; i++) {
+		if (dist_parse(summary, good[i], &d) != 0)
+			fail_msg("'%s' rejected", good[i]);
+	}
+	for (size_t i = 0; i < nbad; i++) {
+		d.h.n = 99;
+		if (dist_parse(summary, bad[i], &d) == 0)
+			fail_msg("'%s' accepted", bad[i]);
+		assert_int_equal(d.h.n, 99); /* untouched */
+	}
+}
+
 static void test_histogram(void **state)
 {
 	struct meta_hist h;
@@ -929,10 +958,7 @@ static void test_histogram(void **state)
 		"1 0.5 18446744073709551616 1.5 18446744073709551616", /* count overflows u64 */
 	};
 
-	for (size_t i = 0; i < sizeof(good) / sizeof(good[0]); i++) {
-		if (meta_hist__parse(good[i], strlen(good[i]), &h) != 0)
-			fail_msg("'%s' rejected", good[i]);
-	}
+	expect_dist_texts(0, good, sizeof(good) / sizeof(good[0]), bad, sizeof(bad) / sizeof(bad[0]));
 	assert_int_equal(meta_hist__parse(good[1], strlen(good[1]), &h), 0);
 	assert_int_equal(h.n, 2);
 	assert_true(h.le[0] == 10 && h.le[1] == 100);
@@ -940,13 +966,6 @@ static void test_histogram(void **state)
 	assert_true(h.sum == 123.5);
 	assert_true(h.count == 7);
 	assert_int_equal(meta_hist__parse(good[1], strlen(good[1]), NULL), 0);
-
-	for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
-		h.n = 99;
-		if (meta_hist__parse(bad[i], strlen(bad[i]), &h) == 0)
-			fail_msg("'%s' accepted", bad[i]);
-		assert_int_equal(h.n, 99); /* untouched */
-	}
 
 	/* META_HIST_BUCKETS_MAX buckets */
 	char s[4096];
@@ -986,21 +1005,12 @@ static void test_summary(void **state)
 		"1 0.5 3 1.5 3 ",     /* trailing space */
 	};
 
-	for (size_t i = 0; i < sizeof(good) / sizeof(good[0]); i++) {
-		if (meta_summary__parse(good[i], strlen(good[i]), &m) != 0)
-			fail_msg("'%s' rejected", good[i]);
-	}
+	expect_dist_texts(1, good, sizeof(good) / sizeof(good[0]), bad, sizeof(bad) / sizeof(bad[0]));
 	assert_int_equal(meta_summary__parse(good[1], strlen(good[1]), &m), 0);
 	assert_int_equal(m.n, 2);
 	assert_true(m.q[0] == 0.5 && m.q[1] == 0.99);
 	assert_true(m.v[0] == 1 && m.v[1] == 3.5);
 	assert_true(m.sum == 10 && m.count == 4);
-	for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
-		m.n = 99;
-		if (meta_summary__parse(bad[i], strlen(bad[i]), &m) == 0)
-			fail_msg("'%s' accepted", bad[i]);
-		assert_int_equal(m.n, 99);
-	}
 }
 
 static void test_utf8(void **state)

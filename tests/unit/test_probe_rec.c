@@ -287,17 +287,23 @@ static void test_overflow(void **state)
 	free(g);
 }
 
+/* A t_basic record of key, the label's len bytes, gauge 1 and counter 2, accepted. */
+static void build_key_label(struct probe_rec *r, const char *key, const char *label, size_t len)
+{
+	probe_rec__begin(r, &TBL_basic);
+	probe_rec__str(r, key);
+	probe_rec__strn(r, label, len);
+	probe_rec__u64(r, 1);
+	probe_rec__u64(r, 2);
+	assert_int_equal(probe_rec__finish(r), 0);
+}
+
 static void expect_label(const char *in, size_t inlen, const char *want)
 {
 	struct probe_rec r;
 	char expect[4096];
 
-	probe_rec__begin(&r, &TBL_basic);
-	probe_rec__str(&r, "k");
-	probe_rec__strn(&r, in, inlen);
-	probe_rec__u64(&r, 1);
-	probe_rec__u64(&r, 2);
-	assert_int_equal(probe_rec__finish(&r), 0);
+	build_key_label(&r, "k", in, inlen);
 	snprintf(expect, sizeof(expect), "|t_basic|k|%s|1|2|", want);
 	assert_string_equal(r.buf, expect);
 	assert_true(meta_utf8_valid(r.buf, r.len));
@@ -329,12 +335,7 @@ static void test_sanitise(void **state)
 	{
 		struct probe_rec r;
 
-		probe_rec__begin(&r, &TBL_basic);
-		probe_rec__str(&r, "|");
-		probe_rec__str(&r, "");
-		probe_rec__u64(&r, 1);
-		probe_rec__u64(&r, 2);
-		assert_int_equal(probe_rec__finish(&r), 0);
+		build_key_label(&r, "|", "", 0);
 		assert_string_equal(r.buf, "|t_basic|_||1|2|");
 	}
 }
@@ -348,24 +349,14 @@ static void test_label_cut(void **state)
 	assert_non_null(s);
 	memset(s, 'a', META_LABEL_MAX + 7);
 	s[META_LABEL_MAX + 7] = '\0';
-	probe_rec__begin(&r, &TBL_basic);
-	probe_rec__str(&r, "k");
-	probe_rec__str(&r, s);
-	probe_rec__u64(&r, 1);
-	probe_rec__u64(&r, 2);
-	assert_int_equal(probe_rec__finish(&r), 0);
+	build_key_label(&r, "k", s, strlen(s));
 	assert_int_equal(r.len, strlen("|t_basic|k|") + META_LABEL_MAX + strlen("|1|2|"));
 
 	/* a 2-byte character across the limit is dropped whole */
 	s[META_LABEL_MAX - 1] = '\xc3';
 	s[META_LABEL_MAX] = '\xa9';
 	s[META_LABEL_MAX + 1] = '\0';
-	probe_rec__begin(&r, &TBL_basic);
-	probe_rec__str(&r, "k");
-	probe_rec__str(&r, s);
-	probe_rec__u64(&r, 1);
-	probe_rec__u64(&r, 2);
-	assert_int_equal(probe_rec__finish(&r), 0);
+	build_key_label(&r, "k", s, strlen(s));
 	assert_int_equal(r.len, strlen("|t_basic|k|") + META_LABEL_MAX - 1 + strlen("|1|2|"));
 	assert_true(meta_utf8_valid(r.buf, r.len));
 	free(s);

@@ -97,9 +97,7 @@ static double util_of(const char *out, int pid)
 /* The records of one report of p for the scope sc. */
 static const char *report(struct si_proc *p, const struct gg_scope *sc)
 {
-	cap_begin();
-	assert_int_equal(si_proc__report(p, cap_rt, sc, NULL), 0);
-	return cap_take();
+	return cap_report(si_proc__report(p, cap_rt, sc, NULL));
 }
 
 /* A period passes: the processes' last samples move 2 s into the past (report sets cur_ms). */

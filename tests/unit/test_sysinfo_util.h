@@ -84,6 +84,10 @@ static __attribute__((unused)) const char *cap_take(void)
 	return cap_buf;
 }
 
+/* The record lines that report_call (a sub-probe's report into cap_rt, which must return 0) emits: the call
+ * made between cap_begin and cap_take. A macro: the call has to run inside the capture. */
+#define cap_report(report_call) (cap_begin(), assert_int_equal((report_call), 0), cap_take())
+
 /* Number of "|table|..." lines in out. */
 static __attribute__((unused)) unsigned int rec_count(const char *out, const char *table)
 {
