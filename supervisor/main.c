@@ -13,8 +13,7 @@
 
 #include "events.h"
 #include "export.h"
-#include "otel_logs.h"
-#include "traces.h"
+#include "otel.h"
 #include "machine_id.h"
 #include "rest.h"
 #include "supervisor.h"

@@ -14,8 +14,7 @@
 #include "http.h"
 #include "ident_export.h"
 #include "metadata.h"
-#include "otel_logs.h"
-#include "traces.h"
+#include "otel.h"
 #include "uvutil.h"
 #include "metric_json.h"
 #include "selfmetrics.h"
@@ -185,50 +184,8 @@ static void event_record(struct gg_export *exp, const struct meta_record *rec)
 	}
 }
 
-static const char *span_container(void *ctx, uint32_t tgid)
-{
-	const struct gg_ident *id = gg_identity__lookup(gg_ident_export__identity(ctx), tgid, gg_now_ms());
-
-	return id ? id->v[GG_IDENT_CONTAINER_ID] : NULL;
-}
-
-/* Spans and log records go out on the event channel as rendered: 1 when it is on (the message buffer
- * emptied for the rendering), 0 counted in st->off when it is off. */
-static int event_channel_on(struct gg_export *exp, struct gg_rendered_stats *st)
-{
-	if (exp->sink[GG_STREAM_EVENT] == GG_SINK_OFF) {
-		st->off++;
-		return 0;
-	}
-	exp->msg.len = 0;
-	return 1;
-}
-
-/* The message rendered with result render_err: sent and counted in st->sent, or counted in st->invalid. */
-static void emit_rendered(struct gg_export *exp, int render_err, struct gg_rendered_stats *st)
-{
-	if (render_err) {
-		st->invalid++;
-		return;
-	}
-	st->sent++;
-	emit(exp, GG_STREAM_EVENT);
-}
-
-/* A request span: OTel JSON on the event channel, as is (no de-duplication: each is one request). */
-static void trace_record(struct gg_export *exp, const struct meta_record *rec)
-{
-	const struct gg_traces_opts o = {.machine_id = exp->sup->machine_id,
-					 .hostname = exp->sup->hostname,
-					 .version = GG_VERSION,
-					 .container_id = exp->ident ? span_container : NULL,
-					 .ctx = exp->ident};
-
-	if (event_channel_on(exp, &exp->st.spans))
-		emit_rendered(exp, gg_traces__render(&o, rec, &exp->msg), &exp->st.spans);
-}
-
-static void log_container(void *ctx, uint32_t tgid, const char **ret_id, const char **ret_name)
+/* The container id and name of process tgid, by the identity resolver ctx. */
+static void otel_container(void *ctx, uint32_t tgid, const char **ret_id, const char **ret_name)
 {
 	const struct gg_ident *id = gg_identity__lookup(gg_ident_export__identity(ctx), tgid, gg_now_ms());
 
@@ -236,16 +193,29 @@ static void log_container(void *ctx, uint32_t tgid, const char **ret_id, const c
 	*ret_name = id ? id->v[GG_IDENT_CONTAINER_NAME] : NULL;
 }
 
-/* An OpenTelemetry log record (tprofiling's thread events): JSON on the event channel, as is. */
-static void log_record(struct gg_export *exp, const struct meta_record *rec)
+/* A request span or an OpenTelemetry log record (tprofiling's thread events), rendered by render: JSON on
+ * the event channel, as is (no de-duplication: each is one request or one event), counted in st. */
+static void otel_record(struct gg_export *exp, const struct meta_record *rec,
+			int (*render)(const struct gg_otel_opts *o, const struct meta_record *rec, struct gg_buf *out),
+			struct gg_rendered_stats *st)
 {
-	const struct gg_otel_logs_opts o = {.machine_id = exp->sup->machine_id,
-					    .hostname = exp->sup->hostname,
-					    .container = exp->ident ? log_container : NULL,
-					    .ctx = exp->ident};
+	const struct gg_otel_opts o = {.machine_id = exp->sup->machine_id,
+				       .hostname = exp->sup->hostname,
+				       .version = GG_VERSION,
+				       .container = exp->ident ? otel_container : NULL,
+				       .ctx = exp->ident};
 
-	if (event_channel_on(exp, &exp->st.logs))
-		emit_rendered(exp, gg_otel_logs__render(&o, rec, &exp->msg), &exp->st.logs);
+	if (exp->sink[GG_STREAM_EVENT] == GG_SINK_OFF) {
+		st->off++;
+		return;
+	}
+	exp->msg.len = 0;
+	if (render(&o, rec, &exp->msg)) {
+		st->invalid++;
+		return;
+	}
+	st->sent++;
+	emit(exp, GG_STREAM_EVENT);
 }
 
 void gg_export__record(struct gg_sup *sup, struct gg_probe *p, const struct meta_record *rec)
@@ -258,9 +228,9 @@ void gg_export__record(struct gg_sup *sup, struct gg_probe *p, const struct meta
 	if (gg_events__is_event_table(rec->table))
 		event_record(exp, rec);
 	else if (gg_traces__is_trace_table(rec->table))
-		trace_record(exp, rec);
+		otel_record(exp, rec, gg_traces__render, &exp->st.spans);
 	else if (gg_otel_logs__is_log_table(rec->table))
-		log_record(exp, rec);
+		otel_record(exp, rec, gg_otel_logs__render, &exp->st.logs);
 	else if (exp->sink[GG_STREAM_METRIC] == GG_SINK_OFF)
 		metric_record(exp, rec); /* counted only: no lookup */
 	else {				 /* labels added here, once, so that every channel has the same series */

@@ -1,5 +1,5 @@
 /* otel_logs.c - `log` records (tprofiling's OpenTelemetry log lines) -> the seed's event JSON. */
-#include "otel_logs.h"
+#include "otel.h"
 
 #include <errno.h>
 #include <stdlib.h>
@@ -82,7 +82,7 @@ static void put_json(struct gg_buf *out, const cJSON *o, int *err)
 	cJSON_free(s);
 }
 
-int gg_otel_logs__render(const struct gg_otel_logs_opts *o, const struct meta_record *rec, struct gg_buf *out)
+int gg_otel_logs__render(const struct gg_otel_opts *o, const struct meta_record *rec, struct gg_buf *out)
 {
 	cJSON *res = NULL, *attrs = NULL;
 	const cJSON *tg;

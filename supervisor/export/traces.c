@@ -1,7 +1,7 @@
 /* traces.c - trace_span records -> OpenTelemetry JSON spans (OTLP/JSON ExportTraceServiceRequest:
  * resourceSpans / scopeSpans / spans), with the semantic conventions' attribute names where they
  * exist (http.*, db.*, messaging.*, rpc.*, client.*, server.*, network.*). */
-#include "traces.h"
+#include "otel.h"
 
 #include <errno.h>
 #include <stdlib.h>
@@ -211,7 +211,7 @@ static void proto_attrs(struct gg_buf *b, const struct meta_record *rec)
 		attr_str(b, "error.type", status.s, status.n);
 }
 
-int gg_traces__render(const struct gg_traces_opts *o, const struct meta_record *rec, struct gg_buf *out)
+int gg_traces__render(const struct gg_otel_opts *o, const struct meta_record *rec, struct gg_buf *out)
 {
 	static const char hexd[] = "0123456789abcdef";
 	struct val tid, sid, parent, start, end, tgid, proto;
@@ -236,8 +236,11 @@ int gg_traces__render(const struct gg_traces_opts *o, const struct meta_record *
 	err = is(field(rec, F_ERROR), "1");
 	memcpy(tg, tgid.s, tgid.n);
 	tg[tgid.n] = '\0';
-	if (o->container_id)
-		cid = o->container_id(o->ctx, (uint32_t)strtoul(tg, NULL, 10));
+	if (o->container) {
+		const char *cname = NULL;
+
+		o->container(o->ctx, (uint32_t)strtoul(tg, NULL, 10), &cid, &cname);
+	}
 
 	gg_buf__puts(out, "{\"resourceSpans\":[{\"resource\":{\"attributes\":[");
 	first_attr = 1;

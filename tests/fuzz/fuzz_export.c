@@ -88,8 +88,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 			if (gg_events__is_event_table(rec.table)) {
 				(void)gg_events__process(ev, &rec, now, now, &j);
 			} else if (gg_traces__is_trace_table(rec.table)) {
-				const struct gg_traces_opts to = {
-					.machine_id = "m\"id", .hostname = "h", .version = "v"};
+				const struct gg_otel_opts to = {.machine_id = "m\"id", .hostname = "h", .version = "v"};
 				size_t at = j.len;
 
 				/* one JSON object on one line: no raw control character inside */
@@ -98,7 +97,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 						if ((unsigned char)j.data[i] < 0x20)
 							abort();
 			} else if (gg_otel_logs__is_log_table(rec.table)) {
-				const struct gg_otel_logs_opts lo = {.machine_id = "m\"id", .hostname = "h"};
+				const struct gg_otel_opts lo = {.machine_id = "m\"id", .hostname = "h"};
 				size_t at = j.len;
 
 				/* one JSON object on one line that parses */

@@ -18,7 +18,7 @@ from harness import (PROBES, LinePeer, check, events, free_port, put_running, re
                      wait_for)
 
 API_CLIENT = [sys.executable, os.path.join(os.path.dirname(os.path.abspath(__file__)), "scripts", "l7api_client.py")]
-# the supervisor's reserved trace table, as l7probe prints it standalone (supervisor/export/traces.h)
+# the supervisor's reserved trace table, as l7probe prints it standalone (supervisor/export/otel.h)
 l7.FIELDS["trace_span"] = ["trace_id", "span_id", "parent_span_id", "kind", "start_unix_ns", "end_unix_ns", "tgid", "protocol", "api",
                            "raw_api", "status", "error", "client_ip", "client_port", "server_ip", "server_port",
                            "l4_role", "l7_role", "ssl", "req_bytes", "resp_bytes"]

@@ -12,7 +12,7 @@
 #include <cjson/cJSON.h>
 #include <cmocka.h>
 
-#include "../../supervisor/export/otel_logs.h"
+#include "../../supervisor/export/otel.h"
 #include "test_sup_fixture.h"
 
 static void container(void *ctx, uint32_t tgid, const char **ret_id, const char **ret_name)
@@ -25,7 +25,7 @@ static void container(void *ctx, uint32_t tgid, const char **ret_id, const char 
 /* Render line; the parsed JSON, or NULL with *ret_err. */
 static cJSON *render(const char *line, int *ret_err)
 {
-	const struct gg_otel_logs_opts o = {.machine_id = "mid", .hostname = "host", .container = container};
+	const struct gg_otel_opts o = {.machine_id = "mid", .hostname = "host", .container = container};
 	struct rendering r;
 
 	render_begin(&r, line);

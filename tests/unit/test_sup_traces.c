@@ -12,20 +12,20 @@
 #include <cjson/cJSON.h>
 #include <cmocka.h>
 
-#include "../../supervisor/export/traces.h"
+#include "../../supervisor/export/otel.h"
 #include "test_sup_fixture.h"
 
-static const char *cid(void *ctx, uint32_t tgid)
+static void cid(void *ctx, uint32_t tgid, const char **ret_id, const char **ret_name)
 {
 	(void)ctx;
-	return tgid == 42 ? "abcdef0123456789" : "";
+	*ret_id = tgid == 42 ? "abcdef0123456789" : "";
+	*ret_name = NULL;
 }
 
 /* Render line; the parsed JSON, or NULL with *ret_err. */
 static cJSON *render(const char *line, int *ret_err)
 {
-	const struct gg_traces_opts o = {
-		.machine_id = "mid", .hostname = "host", .version = "1.2.3", .container_id = cid};
+	const struct gg_otel_opts o = {.machine_id = "mid", .hostname = "host", .version = "1.2.3", .container = cid};
 	struct rendering r;
 
 	render_begin(&r, line);
