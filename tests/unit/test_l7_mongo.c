@@ -6,6 +6,9 @@
 
 #include "data/l7_mongo_msgs.h"
 
+/* The exchange the gap and garbage scenarios end with */
+static const struct l7t_exchange find = L7T_EXCHANGE(FIND, FIND_R, "find coll");
+
 static void test_session(void **state)
 {
 	static const struct l7t_step steps[] = {
@@ -52,7 +55,6 @@ static void test_by_response_to(void **state)
 static void test_big_reply_gap(void **state)
 {
 	static const struct l7t_exchange big = L7T_EXCHANGE(FIND_BIG, FIND_BIG_R, "find big");
-	static const struct l7t_exchange find = L7T_EXCHANGE(FIND, FIND_R, "find coll");
 
 	(void)state;
 	l7t_check_big_reply_gap(L7_PROTO_MONGO, &big, FIND_BIG_R_TOTAL, &find);
@@ -62,12 +64,11 @@ static void test_big_reply_gap(void **state)
  * nothing waiting (an insert's): the drop still waits (it stays, evicted when the queue is full). */
 static void test_garbage(void **state)
 {
-	static const struct l7t_exchange find = L7T_EXCHANGE(FIND, FIND_R, "find coll");
-	static const char drop_r_header[] = "\x69\x00\x00\x00";
+	static const struct l7t_step drop = REQ(DROP), drop_r_cut = RESP_GAP("\x69\x00\x00\x00", 105),
+				     insert_r = RESP(INSERT_R);
 
 	(void)state;
-	l7t_check_garbage_resync(L7_PROTO_MONGO, &find, DROP, sizeof(DROP) - 1, drop_r_header,
-				 sizeof(drop_r_header) - 1, 105, INSERT_R, sizeof(INSERT_R) - 1);
+	l7t_check_garbage_resync(L7_PROTO_MONGO, &find, &drop, &drop_r_cut, &insert_r);
 }
 
 static void test_bounded(void **state)

@@ -7,6 +7,9 @@
 
 #include "data/l7_rocketmq_msgs.h"
 
+/* The exchange the gap and garbage scenarios end with */
+static const struct l7t_exchange send = L7T_EXCHANGE(B_SEND, B_SEND_R, "SEND_MESSAGE_V2 tb");
+
 static void test_binary(void **state)
 {
 	static const struct l7t_step steps[] = {
@@ -65,7 +68,6 @@ static void test_json(void **state)
 static void test_big_reply_gap(void **state)
 {
 	static const struct l7t_exchange pull = L7T_EXCHANGE(B_PULL, B_PULL_BIG_R, "PULL_MESSAGE tb");
-	static const struct l7t_exchange send = L7T_EXCHANGE(B_SEND, B_SEND_R, "SEND_MESSAGE_V2 tb");
 
 	(void)state;
 	l7t_check_big_reply_gap(L7_PROTO_ROCKETMQ, &pull, B_PULL_BIG_R_TOTAL, &send);
@@ -75,12 +77,11 @@ static void test_big_reply_gap(void **state)
  * response to nothing waiting (a heartbeat's). */
 static void test_garbage(void **state)
 {
-	static const struct l7t_exchange send = L7T_EXCHANGE(B_SEND, B_SEND_R, "SEND_MESSAGE_V2 tb");
-	static const char query_r_header[] = "\x00\x00\x00\x30";
+	static const struct l7t_step query = REQ(B_QUERY), query_r_cut = RESP_GAP("\x00\x00\x00\x30", 52),
+				     hb_r = RESP(B_HB_R);
 
 	(void)state;
-	l7t_check_garbage_resync(L7_PROTO_ROCKETMQ, &send, B_QUERY, sizeof(B_QUERY) - 1, query_r_header,
-				 sizeof(query_r_header) - 1, 52, B_HB_R, sizeof(B_HB_R) - 1);
+	l7t_check_garbage_resync(L7_PROTO_ROCKETMQ, &send, &query, &query_r_cut, &hb_r);
 }
 
 /* A JSON header that is not one (a truncated object, a missing opaque, flag bits RocketMQ has not):

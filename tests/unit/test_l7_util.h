@@ -231,22 +231,20 @@ static inline void l7t_check_big_reply_gap(enum l7_proto proto, const struct l7t
 }
 
 /* A capture that starts with next's response (its request was before the capture), then a TLS hello,
- * a request (waiting, of waiting_len bytes) whose answer's first cut_len bytes (cut of cut_total) hold
- * its header and fall in a gap, then next's exchange amid responses to nothing waiting: stray, and
- * next's response once more (the request waiting still waits, so it answers nothing). Fed once, whole:
- * next is the one record; unmatched: the first response; unparsable: the TLS hello, the cut header and
- * the two responses to nothing waiting. */
-static inline void l7t_check_garbage_resync(enum l7_proto proto, const struct l7t_exchange *next, const void *waiting,
-					    size_t waiting_len, const void *cut, size_t cut_len, uint64_t cut_total,
-					    const void *stray, size_t stray_len)
+ * the request waiting and its answer's header cut by a gap (cut: a response chunk of fewer bytes than it
+ * moved), then next's exchange amid responses to nothing waiting: stray before next's response, next's
+ * response again after it (the request waiting still waits, so it answers nothing). Fed once, every chunk
+ * whole: next is the one record; unmatched: the first response; unparsable: the TLS hello, the cut header
+ * and the two responses to nothing waiting. */
+static inline void l7t_check_garbage_resync(enum l7_proto proto, const struct l7t_exchange *next,
+					    const struct l7t_step *waiting, const struct l7t_step *cut,
+					    const struct l7t_step *stray)
 {
-	static const char tls_hello[] = "\x16\x03\x01\x02\x00\x01\x00\x01\xfc\x03\x03\x8a\x1b\x00\x00\x00\x00\x00";
-	const struct l7t_step steps[] = {
-		{L7_FLOW_RESP, next->resp, next->resp_len, 0}, {L7_FLOW_REQ, tls_hello, sizeof(tls_hello) - 1, 0},
-		{L7_FLOW_REQ, waiting, waiting_len, 0},	       {L7_FLOW_RESP, cut, cut_len, cut_total},
-		{L7_FLOW_REQ, next->req, next->req_len, 0},    {L7_FLOW_RESP, stray, stray_len, 0},
-		{L7_FLOW_RESP, next->resp, next->resp_len, 0}, {L7_FLOW_RESP, next->resp, next->resp_len, 0},
-	};
+	static const struct l7t_step tls_hello =
+		REQ("\x16\x03\x01\x02\x00\x01\x00\x01\xfc\x03\x03\x8a\x1b\x00\x00\x00\x00\x00");
+	const struct l7t_step next_req = {L7_FLOW_REQ, next->req, next->req_len, 0};
+	const struct l7t_step next_resp = {L7_FLOW_RESP, next->resp, next->resp_len, 0};
+	const struct l7t_step steps[] = {next_resp, tls_hello, *waiting, *cut, next_req, *stray, next_resp, next_resp};
 	const struct l7t_want want[] = {{.api = next->api}};
 
 	l7t_check_script(proto, L7T_WHOLE_TCP, steps, NSTEPS(steps), want, NSTEPS(want), 4, 1, 0, NULL);
