@@ -54,19 +54,15 @@ static void test_udp(void **state)
 		RESP(R2_NXDOM),
 		RESP(R1_MX),
 	};
-	struct l7t_out o;
+	static const struct l7t_want want[] = {
+		{.api = "A www.example.test", .req_bytes = sizeof(DIG_Q_A) - 1, .resp_bytes = sizeof(DNSMASQ_R_A) - 1},
+		{.api = "A nothere.invalid", .status = 5, .error = 1},
+		{.api = "TXT example.org", .status = 3, .error = 1, .req_ts_ns = 6000, .resp_ts_ns = 7000},
+		{.api = "MX example.org", .req_ts_ns = 5000, .resp_ts_ns = 8000},
+	};
 
 	(void)state;
-	l7t_run(L7_PROTO_DNS, L7_TRANSPORT_UDP, steps, NSTEPS(steps), SIZE_MAX, 0, 0, &o);
-	l7t_expect_stats(&o, 4, 0, 0, 0);
-	l7t_expect(&o, 0, "A www.example.test", 0, 0, sizeof(DIG_Q_A) - 1, sizeof(DNSMASQ_R_A) - 1);
-	l7t_expect(&o, 1, "A nothere.invalid", 5, 1, 0, 0);
-	l7t_expect(&o, 2, "TXT example.org", 3, 1, 0, 0);
-	assert_int_equal(o.rpc[2].req_ts_ns, 6000);
-	assert_int_equal(o.rpc[2].resp_ts_ns, 7000);
-	l7t_expect(&o, 3, "MX example.org", 0, 0, 0, 0);
-	assert_int_equal(o.rpc[3].req_ts_ns, 5000);
-	assert_int_equal(o.rpc[3].resp_ts_ns, 8000);
+	l7t_check_script(L7_PROTO_DNS, L7T_WHOLE_UDP, steps, NSTEPS(steps), want, NSTEPS(want), 0, 0, 0, NULL);
 }
 
 static void test_tcp(void **state)
@@ -78,14 +74,16 @@ static void test_tcp(void **state)
 		REQ("\x00\x1d" Q1_MX "\x00\x1d" Q2_TXT),
 		RESP("\x00\x1d" R2_NXDOM "\x00\x1d" R1_MX),
 	};
-	struct l7t_out o;
+	static const struct l7t_want want[] = {
+		{.api = "AAAA v6.example.test",
+		 .req_bytes = sizeof(DIG_TCP_Q) - 1,
+		 .resp_bytes = sizeof(DNSMASQ_TCP_R) - 1},
+		{.api = "TXT example.org", .status = 3, .error = 1, .req_bytes = 31, .resp_bytes = 31},
+		{.api = "MX example.org", .req_bytes = 31, .resp_bytes = 31},
+	};
 
 	(void)state;
-	l7t_run_all_splits(L7_PROTO_DNS, steps, NSTEPS(steps), &o);
-	l7t_expect_stats(&o, 3, 0, 0, 0);
-	l7t_expect(&o, 0, "AAAA v6.example.test", 0, 0, sizeof(DIG_TCP_Q) - 1, sizeof(DNSMASQ_TCP_R) - 1);
-	l7t_expect(&o, 1, "TXT example.org", 3, 1, 31, 31);
-	l7t_expect(&o, 2, "MX example.org", 0, 0, 31, 31);
+	l7t_check_script(L7_PROTO_DNS, L7T_ALL_SPLITS, steps, NSTEPS(steps), want, NSTEPS(want), 0, 0, 0, NULL);
 }
 
 /* A truncated capture still has the header and question; garbage is counted; a retried id replaces

@@ -38,19 +38,25 @@ static void test_curl_nginx_keepalive(void **state)
 		REQ(CURL_GET_INDEX),  RESP(NGINX_200_INDEX), REQ(CURL_GET_MISSING),
 		RESP(NGINX_404_GZIP), REQ(CURL_GET_INDEX),   RESP(NGINX_200_INDEX),
 	};
-	struct l7t_out *o = malloc(sizeof(*o));
+	static const struct l7t_want want[] = {
+		{.api = "GET /index.html",
+		 .status = 200,
+		 .req_bytes = sizeof(CURL_GET_INDEX) - 1,
+		 .resp_bytes = sizeof(NGINX_200_INDEX) - 1,
+		 .req_ts_ns = 1000,
+		 .resp_ts_ns = 2000},
+		{.api = "GET /missing",
+		 .status = 404,
+		 .error = 1,
+		 .req_bytes = sizeof(CURL_GET_MISSING) - 1,
+		 .resp_bytes = sizeof(NGINX_404_GZIP) - 1,
+		 .req_ts_ns = 3000,
+		 .resp_ts_ns = 4000},
+		{.api = "GET /index.html", .status = 200},
+	};
 
 	(void)state;
-	l7t_run_all_splits(L7_PROTO_HTTP, steps, NSTEPS(steps), o);
-	l7t_expect_stats(o, 3, 0, 0, 0);
-	l7t_expect(o, 0, "GET /index.html", 200, 0, sizeof(CURL_GET_INDEX) - 1, sizeof(NGINX_200_INDEX) - 1);
-	l7t_expect(o, 1, "GET /missing", 404, 1, sizeof(CURL_GET_MISSING) - 1, sizeof(NGINX_404_GZIP) - 1);
-	l7t_expect(o, 2, "GET /index.html", 200, 0, 0, 0);
-	assert_int_equal(o->rpc[0].req_ts_ns, 1000);
-	assert_int_equal(o->rpc[0].resp_ts_ns, 2000);
-	assert_int_equal(o->rpc[1].req_ts_ns, 3000);
-	assert_int_equal(o->rpc[1].resp_ts_ns, 4000);
-	free(o);
+	l7t_check_script(L7_PROTO_HTTP, L7T_ALL_SPLITS, steps, NSTEPS(steps), want, NSTEPS(want), 0, 0, 0, NULL);
 }
 
 /* nginx's 5190-byte chunk with only the first 250 bytes captured, then the rest of the body: the chunk
@@ -69,16 +75,16 @@ static void test_chunk_body_through_gap(void **state)
 		REQ(CURL_GET_MISSING),
 		RESP(NGINX_404_GZIP),
 	};
+	const struct l7t_want want[] = {
+		{.api = "GET /index.html", .status = 200, .resp_bytes = resp_total, .resp_ts_ns = 3000},
+		{.api = "GET /missing", .status = 404, .error = 1},
+	};
 	struct l7t_out *o = malloc(sizeof(*o));
 
 	(void)state;
 	(void)tail;
-	l7t_run_all_splits(L7_PROTO_HTTP, steps, NSTEPS(steps), o);
-	l7t_expect_stats(o, 2, 0, 0, 0);
-	l7t_expect(o, 0, "GET /index.html", 200, 0, 0, resp_total);
-	assert_int_equal(o->rpc[0].resp_ts_ns, 3000);
+	l7t_check_script(L7_PROTO_HTTP, L7T_ALL_SPLITS, steps, NSTEPS(steps), want, NSTEPS(want), 0, 0, 0, o);
 	assert_int_equal(o->st.gap_bytes, chunk_total - 3);
-	l7t_expect(o, 1, "GET /missing", 404, 1, 0, 0);
 	free(o);
 }
 
@@ -92,14 +98,13 @@ static void test_length_body_gap(void **state)
 		REQ("GET /small HTTP/1.1\r\nHost: x\r\n\r\n"),
 		RESP("HTTP/1.1 500 Internal Server Error\r\nContent-Length: 0\r\n\r\n"),
 	};
-	struct l7t_out o;
+	static const struct l7t_want want[] = {
+		{.api = "GET /big", .status = 200, .resp_bytes = sizeof(resp) - 1 - 3 + 100000, .resp_ts_ns = 2000},
+		{.api = "GET /small", .status = 500, .error = 1},
+	};
 
 	(void)state;
-	l7t_run_all_splits(L7_PROTO_HTTP, steps, NSTEPS(steps), &o);
-	l7t_expect_stats(&o, 2, 0, 0, 0);
-	l7t_expect(&o, 0, "GET /big", 200, 0, 0, sizeof(resp) - 1 - 3 + 100000);
-	assert_int_equal(o.rpc[0].resp_ts_ns, 2000);
-	l7t_expect(&o, 1, "GET /small", 500, 1, 0, 0);
+	l7t_check_script(L7_PROTO_HTTP, L7T_ALL_SPLITS, steps, NSTEPS(steps), want, NSTEPS(want), 0, 0, 0, NULL);
 }
 
 /* Three requests in one write, their responses in one write and then split oddly: order kept. */
@@ -112,14 +117,14 @@ static void test_pipelining(void **state)
 		RESP("HTTP/1.1 200 OK\r\nContent-Length: 2\r\n\r\nokHTTP/1.1 201 Created\r\nContent-Length: 0\r\n\r\n"
 		     "HTTP/1.1 403 Forbidden\r\nTransfer-Encoding: chunked\r\n\r\n3\r\nno!\r\n0\r\n\r\n"),
 	};
-	struct l7t_out o;
+	static const struct l7t_want want[] = {
+		{.api = "GET /a", .status = 200, .req_bytes = 28, .resp_bytes = 40},
+		{.api = "POST /b", .status = 201, .req_bytes = 57},
+		{.api = "DELETE /c", .status = 403, .error = 1},
+	};
 
 	(void)state;
-	l7t_run_all_splits(L7_PROTO_HTTP, steps, NSTEPS(steps), &o);
-	l7t_expect_stats(&o, 3, 0, 0, 0);
-	l7t_expect(&o, 0, "GET /a", 200, 0, 28, 40);
-	l7t_expect(&o, 1, "POST /b", 201, 0, 57, 0);
-	l7t_expect(&o, 2, "DELETE /c", 403, 1, 0, 0);
+	l7t_check_script(L7_PROTO_HTTP, L7T_ALL_SPLITS, steps, NSTEPS(steps), want, NSTEPS(want), 0, 0, 0, NULL);
 }
 
 /* Chunked request body with trailers; 100 Continue before the final response; HEAD, 204 and 304
@@ -138,18 +143,16 @@ static void test_interim_and_bodiless(void **state)
 		REQ("GET /last HTTP/1.1\r\n\r\n"),
 		RESP("HTTP/1.1 404 Not Found\r\nContent-Length: 1\r\n\r\nx"),
 	};
-	struct l7t_out o;
+	static const struct l7t_want want[] = {
+		{.api = "PUT /up", .status = 200, .req_bytes = 79 + 44, .req_ts_ns = 1000, .resp_ts_ns = 4000},
+		{.api = "HEAD /h", .status = 200},
+		{.api = "GET /e", .status = 204},
+		{.api = "GET /n", .status = 304},
+		{.api = "GET /last", .status = 404, .error = 1},
+	};
 
 	(void)state;
-	l7t_run_all_splits(L7_PROTO_HTTP, steps, NSTEPS(steps), &o);
-	l7t_expect_stats(&o, 5, 0, 0, 0);
-	l7t_expect(&o, 0, "PUT /up", 200, 0, 79 + 44, 0);
-	assert_int_equal(o.rpc[0].req_ts_ns, 1000);
-	assert_int_equal(o.rpc[0].resp_ts_ns, 4000);
-	l7t_expect(&o, 1, "HEAD /h", 200, 0, 0, 0);
-	l7t_expect(&o, 2, "GET /e", 204, 0, 0, 0);
-	l7t_expect(&o, 3, "GET /n", 304, 0, 0, 0);
-	l7t_expect(&o, 4, "GET /last", 404, 1, 0, 0);
+	l7t_check_script(L7_PROTO_HTTP, L7T_ALL_SPLITS, steps, NSTEPS(steps), want, NSTEPS(want), 0, 0, 0, NULL);
 }
 
 /* Garbage (a TLS hello on port 80, binary noise) is counted and the next real request is read. */
@@ -168,15 +171,15 @@ static void test_garbage_resync(void **state)
 		REQ("GET /ok3 HTTP/1.1\r\n\r\n"),
 		RESP("HTTP/1.1 200 OK\r\nContent-Length: 0\r\n\r\n"),
 	};
-	struct l7t_out o;
+	static const struct l7t_want want[] = {
+		{.api = "GET /ok", .status = 200},
+		{.api = "GET /ok3", .status = 200},
+	};
 
 	(void)state;
-	l7t_run(L7_PROTO_HTTP, L7_TRANSPORT_TCP, steps, NSTEPS(steps), SIZE_MAX, 0, 0, &o);
 	/* unparsable: TLS hello, lower-case request, bad header, stray bytes, bad length; the 400 has no
 	 * request; the request whose response had a bad length is lost */
-	l7t_expect_stats(&o, 2, 5, 1, 1);
-	l7t_expect(&o, 0, "GET /ok", 200, 0, 0, 0);
-	l7t_expect(&o, 1, "GET /ok3", 200, 0, 0, 0);
+	l7t_check_script(L7_PROTO_HTTP, L7T_WHOLE_TCP, steps, NSTEPS(steps), want, NSTEPS(want), 5, 1, 1, NULL);
 }
 
 /* A response whose headers are cut by a gap, its request the only one waiting: it is taken to end at
@@ -196,19 +199,18 @@ static void test_header_gap(void **state)
 		REQ("GET /5 HTTP/1.1\r\n\r\n"),
 		RESP("HTTP/1.1 204 No Content\r\n\r\n"),
 	};
+	static const struct l7t_want want[] = {
+		{.api = "GET /1", .status = 200, .resp_bytes = 200 + 16, .resp_ts_ns = 3000},
+		{.api = "GET /2", .status = 201},
+		{.api = "GET /3", .status = 200, .resp_bytes = 200},
+		{.api = "GET /4", .resp_ts_ns = 7000},
+		{.api = "GET /5", .status = 204},
+	};
 	struct l7t_out o;
 
 	(void)state;
-	l7t_run(L7_PROTO_HTTP, L7_TRANSPORT_TCP, steps, NSTEPS(steps), SIZE_MAX, 0, 0, &o);
-	l7t_expect_stats(&o, 5, 0, 0, 0);
+	l7t_check_script(L7_PROTO_HTTP, L7T_WHOLE_TCP, steps, NSTEPS(steps), want, NSTEPS(want), 0, 0, 0, &o);
 	assert_int_equal(o.st.resp_end_guessed, 3);
-	l7t_expect(&o, 0, "GET /1", 200, 0, 0, 200 + 16);
-	assert_int_equal(o.rpc[0].resp_ts_ns, 3000);
-	l7t_expect(&o, 1, "GET /2", 201, 0, 0, 0);
-	l7t_expect(&o, 2, "GET /3", 200, 0, 0, 200);
-	l7t_expect(&o, 3, "GET /4", 0, 0, 0, 0);
-	assert_int_equal(o.rpc[3].resp_ts_ns, 7000);
-	l7t_expect(&o, 4, "GET /5", 204, 0, 0, 0);
 	assert_int_equal(o.st.gap_bytes, 2 * (200 - (sizeof(partial) - 1)));
 }
 
@@ -353,11 +355,12 @@ static void test_traceparent(void **state)
 	static const uint8_t want[24] = {0x4b, 0xf9, 0x2f, 0x35, 0x77, 0xb3, 0x4d, 0xa6, 0xa3, 0xce, 0x92, 0x9d,
 					 0x0e, 0x0e, 0x47, 0x36, 0x00, 0xf0, 0x67, 0xaa, 0x0b, 0xa9, 0x02, 0xb7};
 	static const uint8_t none[24];
+	static const struct l7t_want four_records[4];
 	struct l7t_out o;
 
 	(void)state;
-	l7t_run_all_splits(L7_PROTO_HTTP, steps, NSTEPS(steps), &o);
-	l7t_expect_stats(&o, 4, 0, 0, 0);
+	l7t_check_script(L7_PROTO_HTTP, L7T_ALL_SPLITS, steps, NSTEPS(steps), four_records, NSTEPS(four_records), 0, 0,
+			 0, &o);
 	assert_memory_equal(o.rpc[0].trace, want, 24);
 	for (int i = 1; i < 4; i++)
 		assert_memory_equal(o.rpc[i].trace, none, 24);

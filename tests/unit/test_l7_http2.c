@@ -12,37 +12,57 @@ static const struct l7t_step grpc[] = {GRPC_1};
 
 static void test_nghttp_nginx(void **state)
 {
+	/* responses in the order nginx sent them: streams 13, 15, 17; sizes: frames of each stream; all three
+	 * were answered in the chunk after the requests' */
+	static const struct l7t_want want[] = {
+		{.api = "GET /index.html",
+		 .status = 200,
+		 .req_bytes = 9 + 39,
+		 .resp_bytes = 9 + 104 + 9 + 6,
+		 .req_ts_ns = 1000},
+		{.api = "GET /missing", .status = 404, .error = 1, .req_bytes = 9 + 19, .resp_bytes = 9 + 50 + 9 + 153},
+		{.api = "GET /err",
+		 .status = 500,
+		 .error = 1,
+		 .req_bytes = 9 + 16,
+		 .resp_bytes = 9 + 48 + 9 + 5,
+		 .resp_ts_ns = 2000},
+	};
 	struct l7t_out o;
 
 	(void)state;
-	l7t_run_all_splits(L7_PROTO_HTTP2, nghttp, NSTEPS(nghttp), &o);
-	l7t_expect_stats(&o, 3, 0, 0, 0);
-	/* responses in the order nginx sent them: streams 13, 15, 17; sizes: frames of each stream */
-	l7t_expect(&o, 0, "GET /index.html", 200, 0, 9 + 39, 9 + 104 + 9 + 6);
-	l7t_expect(&o, 1, "GET /missing", 404, 1, 9 + 19, 9 + 50 + 9 + 153);
-	l7t_expect(&o, 2, "GET /err", 500, 1, 9 + 16, 9 + 48 + 9 + 5);
+	l7t_check_script(L7_PROTO_HTTP2, L7T_ALL_SPLITS, nghttp, NSTEPS(nghttp), want, NSTEPS(want), 0, 0, 0, &o);
 	assert_int_equal(o.st.hpack_unresolved, 0);
-	/* all three were answered in the chunk after the requests' */
-	assert_int_equal(o.rpc[0].req_ts_ns, 1000);
-	assert_int_equal(o.rpc[2].resp_ts_ns, 2000);
 }
 
 static void test_grpc(void **state)
 {
+	static const struct l7t_want want[] = {
+		{.api = "POST /l7.Echo/Say"},
+		{.api = "POST /l7.Echo/Say"},
+		{.api = "POST /l7.Echo/Say", .status = 5, .error = 1},
+		{.api = "POST /l7.Echo/Say"},
+		{.api = "POST /l7.Echo/Say", .status = 5, .error = 1},
+	};
 	struct l7t_out o;
-	static const int status[] = {0, 0, 5, 0, 5};
 
 	(void)state;
-	l7t_run_all_splits(L7_PROTO_HTTP2, grpc, NSTEPS(grpc), &o);
-	l7t_expect_stats(&o, 5, 0, 0, 0);
-	for (int i = 0; i < 5; i++)
-		l7t_expect(&o, (size_t)i, "POST /l7.Echo/Say", status[i], status[i] != 0, 0, 0);
+	l7t_check_script(L7_PROTO_HTTP2, L7T_ALL_SPLITS, grpc, NSTEPS(grpc), want, NSTEPS(want), 0, 0, 0, &o);
 	assert_int_equal(o.st.hpack_unresolved, 0);
 }
 
 /* The capture starts at the second call (stream 3): its header fields are all dynamic table references. */
 static void test_grpc_mid_connection(void **state)
 {
+	static const struct l7t_want want[] = {
+		/* api: the method only (static), the path is unresolved; ok calls whose grpc-status is an unknown
+		 * entry: 200; the first NOT_FOUND brings grpc-status 5 as a literal (indexed), which the second then
+		 * refers to */
+		{.api = "POST", .status = 200},
+		{.api = "POST", .status = 5, .error = 1},
+		{.api = "POST", .status = 200},
+		{.api = "POST", .status = 5, .error = 1},
+	};
 	struct l7t_out o;
 	size_t first = 0;
 	enum l7_flow f;
@@ -53,14 +73,8 @@ static void test_grpc_mid_connection(void **state)
 	assert_true(first < NSTEPS(grpc));
 	assert_int_equal(l7_infer(grpc[first].data, grpc[first].len, L7_TRANSPORT_TCP, 0, ~0u, &f), L7_PROTO_HTTP2);
 	assert_int_equal(f, L7_FLOW_REQ);
-	l7t_run_all_splits(L7_PROTO_HTTP2, grpc + first, NSTEPS(grpc) - first, &o);
-	l7t_expect_stats(&o, 4, 0, 0, 0);
-	/* api: the method only (static), the path is unresolved; ok calls whose grpc-status is an unknown entry: 200;
-	 * the first NOT_FOUND brings grpc-status 5 as a literal (indexed), which the second then refers to */
-	l7t_expect(&o, 0, "POST", 200, 0, 0, 0);
-	l7t_expect(&o, 1, "POST", 5, 1, 0, 0);
-	l7t_expect(&o, 2, "POST", 200, 0, 0, 0);
-	l7t_expect(&o, 3, "POST", 5, 1, 0, 0);
+	l7t_check_script(L7_PROTO_HTTP2, L7T_ALL_SPLITS, grpc + first, NSTEPS(grpc) - first, want, NSTEPS(want), 0, 0,
+			 0, &o);
 	assert_true(o.st.hpack_unresolved >= 4 * 8);
 }
 
@@ -85,13 +99,14 @@ static void test_rst_goaway(void **state)
 		RESP("\x00\x00\x08\x07\x00\x00\x00\x00\x00\x00\x00\x00\x03\x00\x00\x00\x00" OK_3_END), /* GOAWAY last 3
 													*/
 	};
-	struct l7t_out o;
+	static const struct l7t_want want[] = {
+		{.api = "GET /x", .error = 1},
+		{.api = "GET /y", .status = 200},
+	};
 
 	(void)state;
-	l7t_run_all_splits(L7_PROTO_HTTP2, steps, NSTEPS(steps), &o);
-	l7t_expect_stats(&o, 2, 0, 0, 1); /* stream 5 dropped by the GOAWAY */
-	l7t_expect(&o, 0, "GET /x", 0, 1, 0, 0);
-	l7t_expect(&o, 1, "GET /y", 200, 0, 0, 0);
+	/* stream 5 dropped by the GOAWAY */
+	l7t_check_script(L7_PROTO_HTTP2, L7T_ALL_SPLITS, steps, NSTEPS(steps), want, NSTEPS(want), 0, 0, 1, NULL);
 }
 
 /* HTTP/1.1 Upgrade to h2c (RFC 7540 3.2): the 101 and the server's first frames in one chunk; the
@@ -106,13 +121,13 @@ static void test_h2c_upgrade(void **state)
 		REQ(PREFACE GET_Y),
 		RESP(OK_3_END),
 	};
-	struct l7t_out o;
+	static const struct l7t_want want[] = {
+		{.api = "GET /up", .status = 200, .req_bytes = 114, .resp_bytes = 10 + 11},
+		{.api = "GET /y", .status = 200, .req_bytes = 14, .resp_bytes = 10},
+	};
 
 	(void)state;
-	l7t_run_all_splits(L7_PROTO_HTTP, steps, NSTEPS(steps), &o);
-	l7t_expect_stats(&o, 2, 0, 0, 0);
-	l7t_expect(&o, 0, "GET /up", 200, 0, 114, 10 + 11);
-	l7t_expect(&o, 1, "GET /y", 200, 0, 14, 10);
+	l7t_check_script(L7_PROTO_HTTP, L7T_ALL_SPLITS, steps, NSTEPS(steps), want, NSTEPS(want), 0, 0, 0, NULL);
 }
 
 /* A header block in HEADERS + CONTINUATION, split in the middle of a field; padding and priority. */
@@ -128,12 +143,12 @@ static void test_continuation_padding(void **state)
 		RESP(SETTINGS "\x00\x00\x05\x01\x04\x00\x00\x00\x01\x08\x03\x31\x30\x30" OK_1
 			      "\x00\x00\x05\x00\x09\x00\x00\x00\x01\x02hi\x00\x00"),
 	};
-	struct l7t_out o;
+	static const struct l7t_want want[] = {
+		{.api = "GET /path", .status = 200, .req_bytes = 9 + 18 + 9 + 17, .resp_bytes = 9 + 5 + 9 + 1 + 9 + 5},
+	};
 
 	(void)state;
-	l7t_run_all_splits(L7_PROTO_HTTP2, steps, NSTEPS(steps), &o);
-	l7t_expect_stats(&o, 1, 0, 0, 0);
-	l7t_expect(&o, 0, "GET /path", 200, 0, 9 + 18 + 9 + 17, 9 + 5 + 9 + 1 + 9 + 5);
+	l7t_check_script(L7_PROTO_HTTP2, L7T_ALL_SPLITS, steps, NSTEPS(steps), want, NSTEPS(want), 0, 0, 0, NULL);
 }
 
 /* DATA bodies in a gap are passed over; a response header block lost in a gap loses the table, not the
@@ -158,15 +173,16 @@ static void test_gaps(void **state)
 		REQ("\x00\x00\x05\x01\x05\x00\x00\x00\x07\x82\x04\x02/w"),
 		RESP("\x00\x00\x01\x01\x05\x00\x00\x00\x07\x88"),
 	};
+	static const struct l7t_want want[] = {
+		{.api = "GET /x", .status = 404, .error = 1, .resp_bytes = 9 + 5 + 9 + 100000},
+		{.api = "GET /y", .status = 404, .error = 1},
+		{.api = "GET /z"},
+		{.api = "GET /w", .status = 200},
+	};
 	struct l7t_out o;
 
 	(void)state;
-	l7t_run(L7_PROTO_HTTP2, L7_TRANSPORT_TCP, steps, NSTEPS(steps), SIZE_MAX, 0, 0, &o);
-	l7t_expect_stats(&o, 4, 2, 0, 0);
-	l7t_expect(&o, 0, "GET /x", 404, 1, 0, 9 + 5 + 9 + 100000);
-	l7t_expect(&o, 1, "GET /y", 404, 1, 0, 0);
-	l7t_expect(&o, 2, "GET /z", 0, 0, 0, 0);
-	l7t_expect(&o, 3, "GET /w", 200, 0, 0, 0);
+	l7t_check_script(L7_PROTO_HTTP2, L7T_WHOLE_TCP, steps, NSTEPS(steps), want, NSTEPS(want), 2, 0, 0, &o);
 	assert_int_equal(o.st.hpack_unresolved, 1);
 }
 
@@ -186,12 +202,13 @@ static void test_push_promise(void **state)
 		     /* stream 1 ends */
 		     "\x00\x00\x00\x00\x01\x00\x00\x00\x01"),
 	};
+	static const struct l7t_want want[] = {
+		{.api = "GET /x", .status = 200, .resp_bytes = 9 + 12 + 9 + 2 + 9},
+	};
 	struct l7t_out o;
 
 	(void)state;
-	l7t_run_all_splits(L7_PROTO_HTTP2, steps, NSTEPS(steps), &o);
-	l7t_expect_stats(&o, 1, 0, 0, 0);
-	l7t_expect(&o, 0, "GET /x", 200, 0, 0, 9 + 12 + 9 + 2 + 9);
+	l7t_check_script(L7_PROTO_HTTP2, L7T_ALL_SPLITS, steps, NSTEPS(steps), want, NSTEPS(want), 0, 0, 0, &o);
 	assert_int_equal(o.st.hpack_unresolved, 0);
 }
 

@@ -118,18 +118,20 @@ static void test_mariadb_session(void **state)
 		REQ(Q_NOSUCH),	RESP(R_NOSUCH), REQ(Q_CREATE), RESP(R_CREATE), REQ(Q_UNION),
 		RESP(R_UNION),	REQ(Q_DO),	RESP(R_DO),    REQ(QUIT),
 	};
-	struct l7t_out o;
+	static const struct l7t_want want[] = {
+		{.api = "COM_QUERY SELECT",
+		 .req_bytes = sizeof(Q_SELECT) - 1,
+		 .resp_bytes = sizeof(R_SELECT) - 1,
+		 .req_ts_ns = 4000,
+		 .resp_ts_ns = 5000},
+		{.api = "COM_QUERY SELECT nosuch.t", .status = 1146, .error = 1, .resp_bytes = sizeof(R_NOSUCH) - 1},
+		{.api = "COM_QUERY CREATE", .resp_bytes = sizeof(R_CREATE) - 1},
+		{.api = "COM_QUERY SELECT", .resp_bytes = sizeof(R_UNION) - 1},
+		{.api = "COM_QUERY DO"},
+	};
 
 	(void)state;
-	l7t_run_all_splits(L7_PROTO_MYSQL, steps, NSTEPS(steps), &o);
-	l7t_expect_stats(&o, 5, 0, 0, 0);
-	l7t_expect(&o, 0, "COM_QUERY SELECT", 0, 0, sizeof(Q_SELECT) - 1, sizeof(R_SELECT) - 1);
-	assert_int_equal(o.rpc[0].req_ts_ns, 4000);
-	assert_int_equal(o.rpc[0].resp_ts_ns, 5000);
-	l7t_expect(&o, 1, "COM_QUERY SELECT nosuch.t", 1146, 1, 0, sizeof(R_NOSUCH) - 1);
-	l7t_expect(&o, 2, "COM_QUERY CREATE", 0, 0, 0, sizeof(R_CREATE) - 1);
-	l7t_expect(&o, 3, "COM_QUERY SELECT", 0, 0, 0, sizeof(R_UNION) - 1);
-	l7t_expect(&o, 4, "COM_QUERY DO", 0, 0, 0, 0);
+	l7t_check_script(L7_PROTO_MYSQL, L7T_ALL_SPLITS, steps, NSTEPS(steps), want, NSTEPS(want), 0, 0, 0, NULL);
 }
 
 /* Prepared statements where the handshake said EOF packets stay (this client's capabilities). */
@@ -141,19 +143,22 @@ static void test_prepared_classic(void **state)
 		REQ(PING),	RESP(PING_OK),	      REQ(CALL),     RESP(CALL_R),   REQ(FETCH),
 		RESP(FETCH_R),
 	};
-	struct l7t_out o;
+	static const struct l7t_want want[] = {
+		{.api = "COM_STMT_PREPARE SELECT t",
+		 .req_bytes = sizeof(PREP) - 1,
+		 .resp_bytes = sizeof(PREP_OK_CLASSIC) - 1},
+		{.api = "COM_STMT_EXECUTE SELECT t",
+		 .req_bytes = sizeof(EXEC) - 1,
+		 .resp_bytes = sizeof(EXEC_R_CLASSIC) - 1},
+		{.api = "COM_STMT_EXECUTE SELECT t", .status = 1062, .error = 1},
+		{.api = "COM_PING", .req_ts_ns = 11000}, /* the CLOSE before it expects no answer */
+		{.api = "COM_QUERY CALL", .resp_bytes = sizeof(CALL_R) - 1},
+		/* rows of a cursor: binary rows look like OK packets */
+		{.api = "COM_STMT_FETCH", .resp_bytes = sizeof(FETCH_R) - 1},
+	};
 
 	(void)state;
-	l7t_run_all_splits(L7_PROTO_MYSQL, steps, NSTEPS(steps), &o);
-	l7t_expect_stats(&o, 6, 0, 0, 0);
-	l7t_expect(&o, 0, "COM_STMT_PREPARE SELECT t", 0, 0, sizeof(PREP) - 1, sizeof(PREP_OK_CLASSIC) - 1);
-	l7t_expect(&o, 1, "COM_STMT_EXECUTE SELECT t", 0, 0, sizeof(EXEC) - 1, sizeof(EXEC_R_CLASSIC) - 1);
-	l7t_expect(&o, 2, "COM_STMT_EXECUTE SELECT t", 1062, 1, 0, 0);
-	l7t_expect(&o, 3, "COM_PING", 0, 0, 0, 0);
-	assert_int_equal(o.rpc[3].req_ts_ns, 11000); /* the CLOSE before it expects no answer */
-	l7t_expect(&o, 4, "COM_QUERY CALL", 0, 0, 0, sizeof(CALL_R) - 1);
-	/* rows of a cursor: binary rows look like OK packets */
-	l7t_expect(&o, 5, "COM_STMT_FETCH", 0, 0, 0, sizeof(FETCH_R) - 1);
+	l7t_check_script(L7_PROTO_MYSQL, L7T_ALL_SPLITS, steps, NSTEPS(steps), want, NSTEPS(want), 0, 0, 0, NULL);
 }
 
 /* The same without EOF packets (CLIENT_DEPRECATE_EOF in the handshake response): result sets end with
@@ -169,18 +174,17 @@ static void test_prepared_deprecate_eof(void **state)
 		RESP(EMPTY_NOEOF),   REQ(PING),
 		RESP(PING_OK),
 	};
-	struct l7t_out o;
+	static const struct l7t_want want[] = {
+		{.api = "COM_STMT_PREPARE SELECT t", .resp_bytes = sizeof(PREP_OK_NOEOF) - 1, .resp_ts_ns = 5000},
+		{.api = "COM_STMT_EXECUTE SELECT t", .resp_bytes = sizeof(EXEC_R_NOEOF) - 1},
+		{.api = "COM_QUERY SELECT", .resp_bytes = sizeof(EMPTY_NOEOF) - 1},
+		{.api = "COM_PING"},
+	};
 
 	(void)state;
 	memcpy(hs, HS_RESP, sizeof(HS_RESP));
 	hs[7] |= 0x01; /* capability bit 24 */
-	l7t_run_all_splits(L7_PROTO_MYSQL, steps, NSTEPS(steps), &o);
-	l7t_expect_stats(&o, 4, 0, 0, 0);
-	l7t_expect(&o, 0, "COM_STMT_PREPARE SELECT t", 0, 0, 0, sizeof(PREP_OK_NOEOF) - 1);
-	assert_int_equal(o.rpc[0].resp_ts_ns, 5000);
-	l7t_expect(&o, 1, "COM_STMT_EXECUTE SELECT t", 0, 0, 0, sizeof(EXEC_R_NOEOF) - 1);
-	l7t_expect(&o, 2, "COM_QUERY SELECT", 0, 0, 0, sizeof(EMPTY_NOEOF) - 1);
-	l7t_expect(&o, 3, "COM_PING", 0, 0, 0, 0);
+	l7t_check_script(L7_PROTO_MYSQL, L7T_ALL_SPLITS, steps, NSTEPS(steps), want, NSTEPS(want), 0, 0, 0, NULL);
 }
 
 /* Capture started after the handshake: whether EOF packets are sent is unknown. A prepare first is
@@ -191,15 +195,15 @@ static void test_prepared_unknown_mode(void **state)
 		REQ(PREP), RESP(PREP_OK_CLASSIC), REQ(PING), RESP(PING_OK),
 		REQ(PREP), RESP(PREP_OK_CLASSIC), REQ(EXEC), RESP(EXEC_R_CLASSIC),
 	};
-	struct l7t_out o;
+	static const struct l7t_want want[] = {
+		{.api = "COM_STMT_PREPARE SELECT t"},
+		{.api = "COM_PING"},
+		{.api = "COM_STMT_PREPARE SELECT t", .resp_bytes = sizeof(PREP_OK_CLASSIC) - 1},
+		{.api = "COM_STMT_EXECUTE SELECT t", .resp_bytes = sizeof(EXEC_R_CLASSIC) - 1},
+	};
 
 	(void)state;
-	l7t_run_all_splits(L7_PROTO_MYSQL, steps, NSTEPS(steps), &o);
-	l7t_expect_stats(&o, 4, 0, 0, 0);
-	l7t_expect(&o, 0, "COM_STMT_PREPARE SELECT t", 0, 0, 0, 0);
-	l7t_expect(&o, 1, "COM_PING", 0, 0, 0, 0);
-	l7t_expect(&o, 2, "COM_STMT_PREPARE SELECT t", 0, 0, 0, sizeof(PREP_OK_CLASSIC) - 1);
-	l7t_expect(&o, 3, "COM_STMT_EXECUTE SELECT t", 0, 0, 0, sizeof(EXEC_R_CLASSIC) - 1);
+	l7t_check_script(L7_PROTO_MYSQL, L7T_ALL_SPLITS, steps, NSTEPS(steps), want, NSTEPS(want), 0, 0, 0, NULL);
 }
 
 /* A big result set mostly not captured: the rows in the gap cannot be counted; the response is taken
@@ -219,16 +223,16 @@ static void test_gaps(void **state)
 		REQ(Q_DO),
 		RESP(R_DO),
 	};
+	static const struct l7t_want want[] = {
+		{.api = "COM_QUERY INSERT t", .req_bytes = 4 + 0x100000},
+		{.api = "COM_QUERY SELECT", .resp_bytes = 100000 + 13, .resp_ts_ns = 8000},
+		{.api = "COM_QUERY DO"},
+	};
 	struct l7t_out o;
 
 	(void)state;
-	l7t_run(L7_PROTO_MYSQL, L7_TRANSPORT_TCP, steps, NSTEPS(steps), SIZE_MAX, 0, 0, &o);
-	l7t_expect_stats(&o, 3, 0, 0, 0);
+	l7t_check_script(L7_PROTO_MYSQL, L7T_WHOLE_TCP, steps, NSTEPS(steps), want, NSTEPS(want), 0, 0, 0, &o);
 	assert_int_equal(o.st.resp_end_guessed, 1);
-	l7t_expect(&o, 0, "COM_QUERY INSERT t", 0, 0, 4 + 0x100000, 0);
-	l7t_expect(&o, 1, "COM_QUERY SELECT", 0, 0, 0, 100000 + 13);
-	assert_int_equal(o.rpc[1].resp_ts_ns, 8000);
-	l7t_expect(&o, 2, "COM_QUERY DO", 0, 0, 0, 0);
 }
 
 static void test_garbage(void **state)
@@ -241,12 +245,12 @@ static void test_garbage(void **state)
 		RESP(R_DO),
 		RESP(R_DO), /* nobody asked */
 	};
-	struct l7t_out o;
+	static const struct l7t_want want[] = {
+		{.req_ts_ns = 4000},
+	};
 
 	(void)state;
-	l7t_run(L7_PROTO_MYSQL, L7_TRANSPORT_TCP, steps, NSTEPS(steps), SIZE_MAX, 0, 0, &o);
-	l7t_expect_stats(&o, 1, 2, 1, 1);
-	assert_int_equal(o.rpc[0].req_ts_ns, 4000);
+	l7t_check_script(L7_PROTO_MYSQL, L7T_WHOLE_TCP, steps, NSTEPS(steps), want, NSTEPS(want), 2, 1, 1, NULL);
 }
 
 static void test_infer(void **state)

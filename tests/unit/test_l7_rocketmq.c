@@ -7,6 +7,9 @@
 
 #include "data/l7_rocketmq_msgs.h"
 
+/* The exchange the gap and garbage scenarios end with */
+static const struct l7t_exchange send = L7T_EXCHANGE(B_SEND, B_SEND_R, "SEND_MESSAGE_V2 tb");
+
 static void test_binary(void **state)
 {
 	static const struct l7t_step steps[] = {
@@ -14,21 +17,27 @@ static void test_binary(void **state)
 		RESP(B_SEND_R), REQ(B_SEND_MISSING), RESP(B_SEND_MISSING_R), REQ(B_PULL),      RESP(B_PULL_NF_R),
 		REQ(B_ONEWAY),	REQ(B_QUERY),	     RESP(B_QUERY_R),
 	};
-	struct l7t_out o;
-
-	(void)state;
-	l7t_run_all_splits(L7_PROTO_ROCKETMQ, steps, NSTEPS(steps), &o);
 	/* the broker's GET_CONSUMER_RUNNING_INFO and the client's answer are neither request nor response
 	 * of the client's; the oneway UPDATE_CONSUMER_OFFSET waits for nothing */
-	l7t_expect_stats(&o, 5, 0, 0, 0);
-	l7t_expect(&o, 0, "HEART_BEAT", 0, 0, sizeof(B_HB) - 1, sizeof(B_HB_R) - 1);
-	assert_int_equal(o.rpc[0].req_ts_ns, 1000);
-	assert_int_equal(o.rpc[0].resp_ts_ns, 2000);
-	l7t_expect(&o, 1, "SEND_MESSAGE_V2 tb", 0, 0, sizeof(B_SEND) - 1, sizeof(B_SEND_R) - 1);
-	l7t_expect(&o, 2, "SEND_MESSAGE_V2 missing", 17, 1, 0, 0); /* TOPIC_NOT_EXIST */
-	l7t_expect(&o, 3, "PULL_MESSAGE tb", 19, 0, 0, 0);	   /* PULL_NOT_FOUND: a long poll's end */
-	l7t_expect(&o, 4, "QUERY_MESSAGE tb", 3, 1, sizeof(B_QUERY) - 1, sizeof(B_QUERY_R) - 1);
-	assert_int_equal(o.rpc[4].req_ts_ns, 12000);
+	static const struct l7t_want want[] = {
+		{.api = "HEART_BEAT",
+		 .req_bytes = sizeof(B_HB) - 1,
+		 .resp_bytes = sizeof(B_HB_R) - 1,
+		 .req_ts_ns = 1000,
+		 .resp_ts_ns = 2000},
+		{.api = "SEND_MESSAGE_V2 tb", .req_bytes = sizeof(B_SEND) - 1, .resp_bytes = sizeof(B_SEND_R) - 1},
+		{.api = "SEND_MESSAGE_V2 missing", .status = 17, .error = 1}, /* TOPIC_NOT_EXIST */
+		{.api = "PULL_MESSAGE tb", .status = 19},		      /* PULL_NOT_FOUND: a long poll's end */
+		{.api = "QUERY_MESSAGE tb",
+		 .status = 3,
+		 .error = 1,
+		 .req_bytes = sizeof(B_QUERY) - 1,
+		 .resp_bytes = sizeof(B_QUERY_R) - 1,
+		 .req_ts_ns = 12000},
+	};
+
+	(void)state;
+	l7t_check_script(L7_PROTO_ROCKETMQ, L7T_ALL_SPLITS, steps, NSTEPS(steps), want, NSTEPS(want), 0, 0, 0, NULL);
 }
 
 /* JSON headers: fastjson's (keys sorted: opaque after extFields) and the Go client's; two sends in flight
@@ -39,61 +48,40 @@ static void test_json(void **state)
 		REQ(J_SEND_SLOW), REQ(J_SEND), RESP(J_SEND_R), RESP(J_SEND_SLOW_R),  REQ(J_ROUTE),
 		RESP(J_ROUTE_R),  REQ(G_SEND), RESP(G_SEND_R), REQ(J_ROUTE_MISSING), RESP(J_ROUTE_MISSING_R),
 	};
-	struct l7t_out o;
+	static const struct l7t_want want[] = {
+		{.api = "SEND_MESSAGE tj", .req_bytes = sizeof(J_SEND) - 1, .resp_bytes = sizeof(J_SEND_R) - 1},
+		{.api = "SEND_MESSAGE slow",
+		 .req_bytes = sizeof(J_SEND_SLOW) - 1,
+		 .resp_bytes = sizeof(J_SEND_SLOW_R) - 1,
+		 .req_ts_ns = 1000,
+		 .resp_ts_ns = 4000},
+		{.api = "GET_ROUTEINFO_BY_TOPIC tj", .resp_bytes = sizeof(J_ROUTE_R) - 1},
+		{.api = "SEND_MESSAGE_V2 tg", .req_bytes = sizeof(G_SEND) - 1},
+		{.api = "GET_ROUTEINFO_BY_TOPIC missing", .status = 17, .error = 1},
+	};
 
 	(void)state;
-	l7t_run_all_splits(L7_PROTO_ROCKETMQ, steps, NSTEPS(steps), &o);
-	l7t_expect_stats(&o, 5, 0, 0, 0);
-	l7t_expect(&o, 0, "SEND_MESSAGE tj", 0, 0, sizeof(J_SEND) - 1, sizeof(J_SEND_R) - 1);
-	l7t_expect(&o, 1, "SEND_MESSAGE slow", 0, 0, sizeof(J_SEND_SLOW) - 1, sizeof(J_SEND_SLOW_R) - 1);
-	assert_int_equal(o.rpc[1].req_ts_ns, 1000);
-	assert_int_equal(o.rpc[1].resp_ts_ns, 4000);
-	l7t_expect(&o, 2, "GET_ROUTEINFO_BY_TOPIC tj", 0, 0, 0, sizeof(J_ROUTE_R) - 1);
-	l7t_expect(&o, 3, "SEND_MESSAGE_V2 tg", 0, 0, sizeof(G_SEND) - 1, 0);
-	l7t_expect(&o, 4, "GET_ROUTEINFO_BY_TOPIC missing", 17, 1, 0, 0);
+	l7t_check_script(L7_PROTO_ROCKETMQ, L7T_ALL_SPLITS, steps, NSTEPS(steps), want, NSTEPS(want), 0, 0, 0, NULL);
 }
 
 /* B_PULL answered by 200 KB of which 600 bytes were captured: its body passed by count, the next pairs. */
 static void test_big_reply_gap(void **state)
 {
-	static const char big[] = B_PULL_BIG_R;
-	static const struct l7t_step steps[] = {
-		REQ(B_PULL),
-		{L7_FLOW_RESP, big, sizeof(big) - 1, B_PULL_BIG_R_TOTAL},
-		REQ(B_SEND),
-		RESP(B_SEND_R),
-	};
-	struct l7t_out o;
+	static const struct l7t_exchange pull = L7T_EXCHANGE(B_PULL, B_PULL_BIG_R, "PULL_MESSAGE tb");
 
 	(void)state;
-	l7t_run_all_splits(L7_PROTO_ROCKETMQ, steps, NSTEPS(steps), &o);
-	l7t_expect_stats(&o, 2, 0, 0, 0);
-	l7t_expect(&o, 0, "PULL_MESSAGE tb", 0, 0, sizeof(B_PULL) - 1, B_PULL_BIG_R_TOTAL);
-	l7t_expect(&o, 1, "SEND_MESSAGE_V2 tb", 0, 0, 0, 0);
+	l7t_check_big_reply_gap(L7_PROTO_ROCKETMQ, &pull, B_PULL_BIG_R_TOTAL, &send);
 }
 
-/* A capture that starts with a response, garbage, a header lost in a gap, a response to nothing
- * waiting. */
+/* A capture that starts with a response, garbage, the query's answer's header lost in a gap, a
+ * response to nothing waiting (a heartbeat's). */
 static void test_garbage(void **state)
 {
-	static const struct l7t_step steps[] = {
-		RESP(B_SEND_R), /* its request was before the capture */
-		REQ("\x16\x03\x01\x02\x00\x01\x00\x01\xfc\x03\x03\x8a\x1b\x00\x00\x00\x00\x00"), /* TLS */
-		REQ(B_QUERY),
-		RESP_GAP("\x00\x00\x00\x30", 52), /* the answer's header in a gap: lost */
-		REQ(B_SEND),
-		RESP(B_HB_R), /* answers nothing waiting */
-		RESP(B_SEND_R),
-		RESP(B_SEND_R), /* again: the query still waits, so it answers nothing waiting */
-	};
-	struct l7t_out o;
+	static const struct l7t_step query = REQ(B_QUERY), query_r_cut = RESP_GAP("\x00\x00\x00\x30", 52),
+				     hb_r = RESP(B_HB_R);
 
 	(void)state;
-	l7t_run(L7_PROTO_ROCKETMQ, L7_TRANSPORT_TCP, steps, NSTEPS(steps), SIZE_MAX, 0, 0, &o);
-	l7t_dump(&o);
-	/* unmatched: the first response; unparsable: TLS, the cut header, two responses to nothing waiting */
-	l7t_expect_stats(&o, 1, 4, 1, 0);
-	l7t_expect(&o, 0, "SEND_MESSAGE_V2 tb", 0, 0, 0, 0);
+	l7t_check_garbage_resync(L7_PROTO_ROCKETMQ, &send, &query, &query_r_cut, &hb_r);
 }
 
 /* A JSON header that is not one (a truncated object, a missing opaque, flag bits RocketMQ has not):
@@ -107,12 +95,10 @@ static void test_bad_json(void **state)
 		REQ(J_SEND),
 		RESP(J_SEND_R),
 	};
-	struct l7t_out o;
+	static const struct l7t_want want[] = {{.api = "SEND_MESSAGE tj"}};
 
 	(void)state;
-	l7t_run(L7_PROTO_ROCKETMQ, L7_TRANSPORT_TCP, steps, NSTEPS(steps), SIZE_MAX, 0, 0, &o);
-	l7t_expect_stats(&o, 1, 3, 0, 0);
-	l7t_expect(&o, 0, "SEND_MESSAGE tj", 0, 0, 0, 0);
+	l7t_check_script(L7_PROTO_ROCKETMQ, L7T_WHOLE_TCP, steps, NSTEPS(steps), want, NSTEPS(want), 3, 0, 0, NULL);
 }
 
 static void test_bounded(void **state)

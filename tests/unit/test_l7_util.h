@@ -146,6 +146,110 @@ static inline void l7t_expect_stats(const struct l7t_out *o, uint64_t rpcs, uint
 	assert_int_equal(o->st.req_lost, req_lost);
 }
 
+/* What record i of a run must be: its api, status and error (not checked when api is NULL); its
+ * req_bytes, resp_bytes, req_ts_ns and resp_ts_ns when not 0. */
+struct l7t_want {
+	const char *api;
+	int status;
+	int error;
+	uint64_t req_bytes;
+	uint64_t resp_bytes;
+	uint64_t req_ts_ns;
+	uint64_t resp_ts_ns;
+};
+
+/* How l7t_check_script feeds its script */
+enum l7t_feed {
+	L7T_ALL_SPLITS, /* TCP, whole, split at every byte and byte by byte: l7t_run_all_splits */
+	L7T_WHOLE_TCP,	/* TCP, every chunk whole, once (a split chunk of garbage would be two) */
+	L7T_WHOLE_UDP,	/* UDP, every chunk a datagram */
+};
+
+/* Feed the script (n steps) to a proto session: the run must give exactly nwant records, record i as
+ * want[i] says, and end with the counters given. The run is left in o for further checks (o NULL: none). */
+static inline void l7t_check_script(enum l7_proto proto, enum l7t_feed feed, const struct l7t_step *steps, size_t n,
+				    const struct l7t_want *want, size_t nwant, uint64_t unparsable,
+				    uint64_t resp_unmatched, uint64_t req_lost, struct l7t_out *o)
+{
+	struct l7t_out *run = o ? o : malloc(sizeof(*run));
+
+	assert_non_null(run);
+	if (feed == L7T_ALL_SPLITS) {
+		l7t_run_all_splits(proto, steps, n, run);
+	} else {
+		l7t_run(proto, feed == L7T_WHOLE_UDP ? L7_TRANSPORT_UDP : L7_TRANSPORT_TCP, steps, n, SIZE_MAX, 0, 0,
+			run);
+		l7t_dump(run);
+	}
+	l7t_expect_stats(run, nwant, unparsable, resp_unmatched, req_lost);
+	for (size_t i = 0; i < nwant; i++) {
+		const struct l7t_want *w = &want[i];
+
+		if (w->api)
+			l7t_expect(run, i, w->api, w->status, w->error, w->req_bytes, w->resp_bytes);
+		if (w->req_ts_ns)
+			assert_int_equal(run->rpc[i].req_ts_ns, w->req_ts_ns);
+		if (w->resp_ts_ns)
+			assert_int_equal(run->rpc[i].resp_ts_ns, w->resp_ts_ns);
+	}
+	if (!o)
+		free(run);
+}
+
+/* A request, its response (whole: len bytes) and the api the request is named by */
+struct l7t_exchange {
+	const void *req;
+	size_t req_len;
+	const void *resp;
+	size_t resp_len;
+	const char *api;
+};
+
+#define L7T_EXCHANGE(req, resp, api)                                    \
+	{                                                               \
+		(req), sizeof(req) - 1, (resp), sizeof(resp) - 1, (api) \
+	}
+
+/* big's request answered by a reply of which its resp_len bytes were captured of resp_total (the rest a
+ * gap), then the exchange next: the reply is passed by count and next pairs (whole, split at every byte
+ * and byte by byte). */
+static inline void l7t_check_big_reply_gap(enum l7_proto proto, const struct l7t_exchange *big, uint64_t resp_total,
+					   const struct l7t_exchange *next)
+{
+	const struct l7t_step steps[] = {
+		{L7_FLOW_REQ, big->req, big->req_len, 0},
+		{L7_FLOW_RESP, big->resp, big->resp_len, resp_total},
+		{L7_FLOW_REQ, next->req, next->req_len, 0},
+		{L7_FLOW_RESP, next->resp, next->resp_len, 0},
+	};
+	const struct l7t_want want[] = {
+		{.api = big->api, .req_bytes = big->req_len, .resp_bytes = resp_total},
+		{.api = next->api},
+	};
+
+	l7t_check_script(proto, L7T_ALL_SPLITS, steps, NSTEPS(steps), want, NSTEPS(want), 0, 0, 0, NULL);
+}
+
+/* A capture that starts with next's response (its request was before the capture), then a TLS hello,
+ * the request waiting and its answer's header cut by a gap (cut: a response chunk of fewer bytes than it
+ * moved), then next's exchange amid responses to nothing waiting: stray before next's response, next's
+ * response again after it (the request waiting still waits, so it answers nothing). Fed once, every chunk
+ * whole: next is the one record; unmatched: the first response; unparsable: the TLS hello, the cut header
+ * and the two responses to nothing waiting. */
+static inline void l7t_check_garbage_resync(enum l7_proto proto, const struct l7t_exchange *next,
+					    const struct l7t_step *waiting, const struct l7t_step *cut,
+					    const struct l7t_step *stray)
+{
+	static const struct l7t_step tls_hello =
+		REQ("\x16\x03\x01\x02\x00\x01\x00\x01\xfc\x03\x03\x8a\x1b\x00\x00\x00\x00\x00");
+	const struct l7t_step next_req = {L7_FLOW_REQ, next->req, next->req_len, 0};
+	const struct l7t_step next_resp = {L7_FLOW_RESP, next->resp, next->resp_len, 0};
+	const struct l7t_step steps[] = {next_resp, tls_hello, *waiting, *cut, next_req, *stray, next_resp, next_resp};
+	const struct l7t_want want[] = {{.api = next->api}};
+
+	l7t_check_script(proto, L7T_WHOLE_TCP, steps, NSTEPS(steps), want, NSTEPS(want), 4, 1, 0, NULL);
+}
+
 /* l7_infer on len bytes of data (transport tr, server port, the protocols allowed) names want and, for a
  * protocol, the direction want_flow (-1: not checked); the direction is set to the other one first, so that
  * a guess that leaves it is seen. */
