@@ -87,10 +87,10 @@ static void apply_scope(struct ep_ctx *ctx, const struct gg_scope *s)
 
 static void rescan_comm(struct ep_ctx *ctx)
 {
-	static struct gg_scope s;
+	const struct gg_scope *s = gg_scope__comm_update(&ctx->base_scope, ctx->comm, ctx->live_scope, &ctx->scope);
 
-	if (ctx->comm && !ctx->live_scope && gg_scope__rescan_comm(&ctx->base_scope, 0, ctx->comm, &ctx->scope, &s) > 0)
-		apply_scope(ctx, &s);
+	if (s)
+		apply_scope(ctx, s);
 }
 
 /* A live configuration in force (the runner put it into cur): the hooks, the scope. */
