@@ -305,7 +305,8 @@ $(BUILD)/fuzz/fuzz_l7share: FUZZ_CFLAGS += -Iprobes/lib
 fuzz: $(FUZZ_BINS)
 
 # ---- l7 protocol layer: l7probe's parsers (probes/l7probe/l7_proto.c, proto_*.c) also linked alone
-# into their unit tests, fuzzers and benchmark; the capture half (main.c, conn*.c, tls*.c) is not.
+# into their unit tests, fuzzers and benchmark, with the growing arrays of probes/lib (probe_array.c);
+# the capture half (main.c, conn*.c, tls*.c) is not.
 L7_PROTO_SRCS := $(filter-out probes/l7probe/main.c probes/l7probe/l7probe.c probes/l7probe/contract.c \
 	probes/l7probe/conn% probes/l7probe/tls%,$(wildcard probes/l7probe/*.c))
 # ksliprobe and pgsliprobe are l7probe's program (everything but its main()) in an SLI mode.
@@ -314,7 +315,7 @@ $(BUILD)/probes/ksliprobe $(BUILD)/probes/pgsliprobe: $(L7_APP_OBJS)
 $(BUILD)/probes/ksliprobe $(BUILD)/probes/pgsliprobe: LIBS_PROBE := $(LIBPROBE) $(LIBSCHEMA) $(LIBIPC) $(LIBS_PROBE) -lcapstone
 $(call obj,$(wildcard probes/ksliprobe/*.c probes/pgsliprobe/*.c)): $(l7probe_GEN)
 LIBL7 := $(BUILD)/lib/libggl7.a
-$(LIBL7): $(call obj,$(L7_PROTO_SRCS))
+$(LIBL7): $(call obj,$(L7_PROTO_SRCS) probes/lib/probe_array.c)
 $(BUILD)/tests/test_l7_%: $(BUILD)/obj/tests/unit/test_l7_%.o $(LIBL7)
 	$(say) LINK $@
 	$(Q)mkdir -p $(@D)
@@ -332,10 +333,11 @@ $(BUILD)/tests/test_l7tls: $(BUILD)/obj/tests/unit/test_l7tls.o $(BUILD)/obj/pro
 	$(say) LINK $@
 	$(Q)mkdir -p $(@D)
 	$(Q)$(CC) $(LDFLAGS) $^ -lcmocka -lcapstone -lelf -o $@
-$(BUILD)/fuzz/fuzz_l7_%: tests/fuzz/fuzz_l7_%.c tests/fuzz/fuzz_l7.h $(L7_PROTO_SRCS) $(wildcard probes/l7probe/*.h)
+$(BUILD)/fuzz/fuzz_l7_%: tests/fuzz/fuzz_l7_%.c tests/fuzz/fuzz_l7.h $(L7_PROTO_SRCS) $(wildcard probes/l7probe/*.h) \
+			probes/lib/probe_array.c probes/lib/probe_array.h
 	$(say) FUZZ $@
 	$(Q)mkdir -p $(@D)
-	$(Q)$(CLANG) $(FUZZ_CFLAGS) -Iprobes/l7probe $(filter %.c,$^) -o $@
+	$(Q)$(CLANG) $(FUZZ_CFLAGS) -Iprobes/l7probe -Iprobes/lib $(filter %.c,$^) -o $@
 # the tracker with its api rows and trace sampling (conn*.c), fed synthetic events
 $(BUILD)/bench/l7_tracker: $(BUILD)/obj/bench/l7_tracker.o $(BUILD)/obj/probes/l7probe/conn.o \
 			   $(BUILD)/obj/probes/l7probe/conn_trace.o $(BUILD)/obj/probes/l7probe/conn_sli.o $(LIBL7) \

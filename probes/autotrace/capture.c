@@ -12,6 +12,7 @@
 
 #include "at_ctx.h"
 #include "autotrace.skel.h"
+#include "probe_array.h"
 
 const char *const at_trig_names[AT_TR_NR] = {"host_cpu",    "proc_cpu", "dstate", "runq",
 					     "tcp_retrans", "rss",	"l7_p99", "l7_errors"};
@@ -90,6 +91,7 @@ static int raw_add(void *arg, const struct sp_sample *smp)
 	struct at_ctx *ctx = arg;
 	struct at_slot *s = ctx->filling;
 	size_t need = (sizeof(struct at_raw) + ((size_t)smp->kn + smp->un) * sizeof(uint64_t) + 7) & ~(size_t)7;
+	unsigned char *nb;
 	struct at_raw *r;
 
 	uint32_t cpu = smp->cpu < ctx->ring_ncpu ? smp->cpu : 0;
@@ -101,21 +103,13 @@ static int raw_add(void *arg, const struct sp_sample *smp)
 		ctx->dropped_why[AT_DROP_CPU] += smp->value;
 		return 0;
 	}
-	if (s->len + need > s->cap) {
-		size_t ncap = s->cap ? s->cap * 2 : 16384;
-		unsigned char *nb;
-
-		while (ncap < s->len + need)
-			ncap *= 2;
-		nb = realloc(s->buf, ncap);
-		if (!nb) {
-			ctx->ring_dropped += smp->value;
-			ctx->dropped_why[AT_DROP_NOMEM] += smp->value;
-			return 0;
-		}
-		s->buf = nb;
-		s->cap = ncap;
+	nb = probe_array_reserve(s->buf, &s->cap, 1, s->len + need, 16384, SIZE_MAX);
+	if (!nb) {
+		ctx->ring_dropped += smp->value;
+		ctx->dropped_why[AT_DROP_NOMEM] += smp->value;
+		return 0;
 	}
+	s->buf = nb;
 	r = (struct at_raw *)(void *)(s->buf + s->len);
 	memset(r, 0, sizeof(*r));
 	r->tgid = smp->tgid;

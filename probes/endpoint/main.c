@@ -39,14 +39,10 @@ struct ep_ctx {
 	int bpf_stats; /* --bpf-stats: set, and collected */
 	struct gg_bpf_stats_prev stats_prev[16];
 	/* Dump buffers, sized by the maps. */
-	__u64 *lkeys;
-	struct ep_listen *lvals;
-	struct ep_connect_key *ckeys;
-	struct ep_connect *cvals;
-	__u64 *ukeys;
-	struct ep_udp *uvals;
-	struct ep_drop_key *dkeys;
-	__u64 *dvals;
+	struct gg_bpf_map_buf listen;  /* ep_listen: __u64 (the socket), struct ep_listen */
+	struct gg_bpf_map_buf connect; /* ep_connect: struct ep_connect_key, struct ep_connect */
+	struct gg_bpf_map_buf udp;     /* ep_udp: __u64 (the socket), struct ep_udp */
+	struct gg_bpf_map_buf drops;   /* ep_drops: struct ep_drop_key, __u64 */
 	__u64 *del;
 };
 
@@ -87,10 +83,10 @@ static void apply_scope(struct ep_ctx *ctx, const struct gg_scope *s)
 
 static void rescan_comm(struct ep_ctx *ctx)
 {
-	static struct gg_scope s;
+	const struct gg_scope *s = gg_scope__comm_update(&ctx->base_scope, ctx->comm, ctx->live_scope, &ctx->scope);
 
-	if (ctx->comm && !ctx->live_scope && gg_scope__rescan_comm(&ctx->base_scope, 0, ctx->comm, &ctx->scope, &s) > 0)
-		apply_scope(ctx, &s);
+	if (s)
+		apply_scope(ctx, s);
 }
 
 /* A live configuration in force (the runner put it into cur): the hooks, the scope. */
@@ -266,11 +262,8 @@ static void udp_emit(struct ep_ctx *ctx, const void *sum)
 /* A map of sockets (key: the socket) reported by process, address and port: listen and udp. */
 struct sock_map {
 	struct bpf_map *map;
-	__u64 *keys;
-	void *vals;
-	size_t val_size;
-	uint32_t max;
-	size_t flags_off; /* of the value's EP_F_CLOSED byte */
+	struct gg_bpf_map_buf *buf; /* keys: __u64 */
+	size_t flags_off;	    /* of the value's EP_F_CLOSED byte */
 	int (*cmp)(const void *a, const void *b);
 	void (*add)(void *sum, const void *other); /* other's counters into sum */
 	void (*emit)(struct ep_ctx *ctx, const void *sum);
@@ -283,53 +276,43 @@ static void report_socks(struct ep_ctx *ctx, const struct sock_map *m)
 		struct ep_listen l;
 		struct ep_udp u;
 	} sum;
-	int fd = bpf_map__fd(m->map);
-	uint32_t n = gg_bpf_map_read(fd, m->keys, m->vals, sizeof(__u64), (uint32_t)m->val_size, m->max,
-				     bpf_map__name(m->map));
-	const char *v = m->vals;
+	uint32_t n = gg_bpf_map_buf__read(m->buf, m->map);
+	const __u64 *keys = m->buf->keys;
+	const char *v = m->buf->vals;
+	size_t val_size = m->buf->val_size;
 	uint32_t ndel = 0;
 
-	if (m->val_size > sizeof(sum))
+	if (val_size > sizeof(sum))
 		return;
 	for (uint32_t i = 0; i < n; i++)
-		if (v[i * m->val_size + m->flags_off] & EP_F_CLOSED)
-			ctx->del[ndel++] = m->keys[i];
-	qsort(m->vals, n, m->val_size, m->cmp);
+		if (v[i * val_size + m->flags_off] & EP_F_CLOSED)
+			ctx->del[ndel++] = keys[i];
+	qsort(m->buf->vals, n, val_size, m->cmp);
 	for (uint32_t i = 0, j; i < n; i = j) {
-		memcpy(&sum, v + i * m->val_size, m->val_size);
-		for (j = i + 1; j < n && !m->cmp(v + i * m->val_size, v + j * m->val_size); j++)
-			m->add(&sum, v + j * m->val_size);
+		memcpy(&sum, v + i * val_size, val_size);
+		for (j = i + 1; j < n && !m->cmp(v + i * val_size, v + j * val_size); j++)
+			m->add(&sum, v + j * val_size);
 		m->emit(ctx, &sum);
 	}
-	(void)gg_bpf_map_delete_keys(fd, ctx->del, sizeof(__u64), ndel);
+	(void)gg_bpf_map_delete_keys(bpf_map__fd(m->map), ctx->del, sizeof(__u64), ndel);
 }
 
 static void report_listen(struct ep_ctx *ctx)
 {
-	report_socks(ctx, &(struct sock_map){ctx->skel->maps.ep_listen, ctx->lkeys, ctx->lvals,
-					     sizeof(struct ep_listen), EP_LISTEN_MAX, offsetof(struct ep_listen, flags),
+	report_socks(ctx, &(struct sock_map){ctx->skel->maps.ep_listen, &ctx->listen, offsetof(struct ep_listen, flags),
 					     listen_cmp, listen_add, listen_emit});
-}
-
-static int tgid_alive(__u32 tgid)
-{
-	char path[32];
-
-	snprintf(path, sizeof(path), "/proc/%u", tgid);
-	return access(path, F_OK) == 0;
 }
 
 static void report_connect(struct ep_ctx *ctx)
 {
 	static struct probe_rec r;
-	int fd = bpf_map__fd(ctx->skel->maps.ep_connect);
-	uint32_t n = gg_bpf_map_read(fd, ctx->ckeys, ctx->cvals, sizeof(struct ep_connect_key),
-				     sizeof(struct ep_connect), EP_CONNECT_MAX, "ep_connect");
-	uint32_t ndead = 0;
+	uint32_t n = gg_bpf_map_buf__read(&ctx->connect, ctx->skel->maps.ep_connect);
+	const struct ep_connect_key *keys = ctx->connect.keys;
+	const struct ep_connect *vals = ctx->connect.vals;
 
 	for (uint32_t i = 0; i < n; i++) {
-		const struct ep_connect_key *k = &ctx->ckeys[i];
-		const struct ep_connect *c = &ctx->cvals[i];
+		const struct ep_connect_key *k = &keys[i];
+		const struct ep_connect *c = &vals[i];
 
 		if (in_scope(ctx, k->tgid, c->cgroup_id)) {
 			rec_keys(&r, &TBL_connect, k->tgid, k->family, k->raddr, k->rport, "connect", c->comm);
@@ -339,29 +322,28 @@ static void report_connect(struct ep_ctx *ctx)
 			gg_hist_rec(&r, c->lat_hist, HIST_FIRST, HIST_N, 1.0, (double)c->lat_sum_us);
 			(void)probe_rt__emit(ctx->rt, &r);
 		}
-		/* Reported one last time: forget processes that are gone. */
-		if (!tgid_alive(k->tgid))
-			ctx->ckeys[ndead++] = *k;
 	}
-	(void)gg_bpf_map_delete_keys(fd, ctx->ckeys, sizeof(struct ep_connect_key), ndead);
+	/* Reported one last time: forget processes that are gone. */
+	(void)gg_bpf_map_buf__forget_gone(&ctx->connect, ctx->skel->maps.ep_connect, n,
+					  offsetof(struct ep_connect_key, tgid));
 }
 
 static void report_udp(struct ep_ctx *ctx)
 {
-	report_socks(ctx, &(struct sock_map){ctx->skel->maps.ep_udp, ctx->ukeys, ctx->uvals, sizeof(struct ep_udp),
-					     EP_UDP_MAX, offsetof(struct ep_udp, flags), udp_cmp, udp_add, udp_emit});
+	report_socks(ctx, &(struct sock_map){ctx->skel->maps.ep_udp, &ctx->udp, offsetof(struct ep_udp, flags), udp_cmp,
+					     udp_add, udp_emit});
 }
 
 static void report_drops(struct ep_ctx *ctx)
 {
 	static struct probe_rec r;
-	int fd = bpf_map__fd(ctx->skel->maps.ep_drops);
-	uint32_t n = gg_bpf_map_read(fd, ctx->dkeys, ctx->dvals, sizeof(struct ep_drop_key), sizeof(__u64), EP_DROP_MAX,
-				     "ep_drops");
+	uint32_t n = gg_bpf_map_buf__read(&ctx->drops, ctx->skel->maps.ep_drops);
+	const struct ep_drop_key *keys = ctx->drops.keys;
+	const __u64 *vals = ctx->drops.vals;
 	char reason[64];
 
 	for (uint32_t i = 0; i < n; i++) {
-		const struct ep_drop_key *k = &ctx->dkeys[i];
+		const struct ep_drop_key *k = &keys[i];
 		int tcp = k->proto == 6;
 
 		if (!(ctx->cur.subprobes & (tcp ? SP_TCP : SP_UDP)))
@@ -371,7 +353,7 @@ static void report_drops(struct ep_ctx *ctx)
 		probe_rec__str(&r, tcp ? "tcp" : "udp");
 		probe_rec__str(&r, reason);
 		probe_rec__u64(&r, k->port);
-		probe_rec__u64(&r, ctx->dvals[i]);
+		probe_rec__u64(&r, vals[i]);
 		(void)probe_rt__emit(ctx->rt, &r);
 	}
 }
@@ -399,31 +381,22 @@ static void report(void *arg)
 
 static int alloc_buffers(struct ep_ctx *ctx)
 {
-	ctx->lkeys = calloc(EP_LISTEN_MAX, sizeof(*ctx->lkeys));
-	ctx->lvals = calloc(EP_LISTEN_MAX, sizeof(*ctx->lvals));
-	ctx->ckeys = calloc(EP_CONNECT_MAX, sizeof(*ctx->ckeys));
-	ctx->cvals = calloc(EP_CONNECT_MAX, sizeof(*ctx->cvals));
-	ctx->ukeys = calloc(EP_UDP_MAX, sizeof(*ctx->ukeys));
-	ctx->uvals = calloc(EP_UDP_MAX, sizeof(*ctx->uvals));
-	ctx->dkeys = calloc(EP_DROP_MAX, sizeof(*ctx->dkeys));
-	ctx->dvals = calloc(EP_DROP_MAX, sizeof(*ctx->dvals));
 	ctx->del = calloc(EP_UDP_MAX > EP_LISTEN_MAX ? EP_UDP_MAX : EP_LISTEN_MAX, sizeof(*ctx->del));
-	if (!ctx->lkeys || !ctx->lvals || !ctx->ckeys || !ctx->cvals || !ctx->ukeys || !ctx->uvals || !ctx->dkeys ||
-	    !ctx->dvals || !ctx->del)
+	if (gg_bpf_map_buf__alloc(&ctx->listen, sizeof(__u64), sizeof(struct ep_listen), EP_LISTEN_MAX) ||
+	    gg_bpf_map_buf__alloc(&ctx->connect, sizeof(struct ep_connect_key), sizeof(struct ep_connect),
+				  EP_CONNECT_MAX) ||
+	    gg_bpf_map_buf__alloc(&ctx->udp, sizeof(__u64), sizeof(struct ep_udp), EP_UDP_MAX) ||
+	    gg_bpf_map_buf__alloc(&ctx->drops, sizeof(struct ep_drop_key), sizeof(__u64), EP_DROP_MAX) || !ctx->del)
 		return -ENOMEM;
 	return 0;
 }
 
 static void free_buffers(struct ep_ctx *ctx)
 {
-	free(ctx->lkeys);
-	free(ctx->lvals);
-	free(ctx->ckeys);
-	free(ctx->cvals);
-	free(ctx->ukeys);
-	free(ctx->uvals);
-	free(ctx->dkeys);
-	free(ctx->dvals);
+	gg_bpf_map_buf__free(&ctx->listen);
+	gg_bpf_map_buf__free(&ctx->connect);
+	gg_bpf_map_buf__free(&ctx->udp);
+	gg_bpf_map_buf__free(&ctx->drops);
 	free(ctx->del);
 }
 

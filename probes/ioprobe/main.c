@@ -42,12 +42,9 @@ struct io_ctx {
 	struct io_conf base, cur;
 	int bpf_stats; /* --bpf-stats: set, and collected */
 	struct gg_bpf_stats_prev stats_prev[16];
-	__u32 *dkeys;
-	struct io_dev_stats *dvals;
-	struct io_proc_key *pkeys;
-	struct io_proc *pvals;
-	__u32 *ckeys;
-	struct io_pagecache *cvals; /* IO_DEVS_MAX * ncpus */
+	struct gg_bpf_map_buf devs;  /* io_devs: __u32, struct io_dev_stats */
+	struct gg_bpf_map_buf procs; /* io_procs: struct io_proc_key, struct io_proc */
+	struct gg_bpf_map_buf pc;    /* io_pc: __u32, ncpus struct io_pagecache */
 	int ncpus;
 	struct io_prev prev[IO_DEVS_MAX];
 	unsigned int nprev;
@@ -184,13 +181,14 @@ static void report_devs(struct io_ctx *ctx, __u64 period)
 {
 	static struct probe_rec r;
 	unsigned int sp = ctx->cur.subprobes;
-	uint32_t n = gg_bpf_map_read(bpf_map__fd(ctx->skel->maps.io_devs), ctx->dkeys, ctx->dvals, sizeof(__u32),
-				     sizeof(struct io_dev_stats), IO_DEVS_MAX, "io_devs");
+	uint32_t n = gg_bpf_map_buf__read(&ctx->devs, ctx->skel->maps.io_devs);
+	const __u32 *keys = ctx->devs.keys;
+	const struct io_dev_stats *vals = ctx->devs.vals;
 	char name[64];
 
 	for (uint32_t i = 0; i < n; i++) {
-		const struct io_dev_stats *d = &ctx->dvals[i];
-		__u32 dev = ctx->dkeys[i];
+		const struct io_dev_stats *d = &vals[i];
+		__u32 dev = keys[i];
 		struct io_prev *prev = prev_of(ctx, dev);
 
 		dev_name_of(dev, d->disk_name, name, sizeof(name));
@@ -245,15 +243,14 @@ static void report_devs(struct io_ctx *ctx, __u64 period)
 static void report_procs(struct io_ctx *ctx)
 {
 	static struct probe_rec r;
-	int fd = bpf_map__fd(ctx->skel->maps.io_procs);
-	uint32_t n = gg_bpf_map_read(fd, ctx->pkeys, ctx->pvals, sizeof(struct io_proc_key), sizeof(struct io_proc),
-				     IO_PROCS_MAX, "io_procs");
-	uint32_t ndead = 0;
-	char name[64], path[32];
+	uint32_t n = gg_bpf_map_buf__read(&ctx->procs, ctx->skel->maps.io_procs);
+	const struct io_proc_key *keys = ctx->procs.keys;
+	const struct io_proc *vals = ctx->procs.vals;
+	char name[64];
 
 	for (uint32_t i = 0; i < n; i++) {
-		const struct io_proc_key *k = &ctx->pkeys[i];
-		const struct io_proc *p = &ctx->pvals[i];
+		const struct io_proc_key *k = &keys[i];
+		const struct io_proc *p = &vals[i];
 
 		dev_name_of(k->dev, NULL, name, sizeof(name));
 		if (!ctx->cur.dev_name[0] || !strcmp(ctx->cur.dev_name, name)) {
@@ -267,12 +264,9 @@ static void report_procs(struct io_ctx *ctx)
 			probe_rec__u64(&r, p->bytes[1]);
 			(void)probe_rt__emit(ctx->rt, &r);
 		}
-		/* Reported one last time: forget processes that are gone. */
-		snprintf(path, sizeof(path), "/proc/%u", k->tgid);
-		if (access(path, F_OK))
-			ctx->pkeys[ndead++] = *k;
 	}
-	(void)gg_bpf_map_delete_keys(fd, ctx->pkeys, sizeof(struct io_proc_key), ndead);
+	/* Reported one last time: forget processes that are gone. */
+	(void)gg_bpf_map_buf__forget_gone(&ctx->procs, ctx->skel->maps.io_procs, n, offsetof(struct io_proc_key, tgid));
 }
 
 static void report_pagecache(struct io_ctx *ctx)
@@ -280,15 +274,16 @@ static void report_pagecache(struct io_ctx *ctx)
 	static struct probe_rec r;
 	/* Per CPU values: one struct io_pagecache per possible CPU, summed here. */
 	uint32_t ncpu = (uint32_t)ctx->ncpus;
-	uint32_t n = gg_bpf_map_read(bpf_map__fd(ctx->skel->maps.io_pc), ctx->ckeys, ctx->cvals, sizeof(__u32),
-				     sizeof(struct io_pagecache) * ncpu, IO_DEVS_MAX, "io_pc");
+	uint32_t n = gg_bpf_map_buf__read(&ctx->pc, ctx->skel->maps.io_pc);
+	const __u32 *keys = ctx->pc.keys;
+	const struct io_pagecache *vals = ctx->pc.vals;
 	char name[64];
 
 	for (uint32_t i = 0; i < n; i++) {
 		struct io_pagecache sum = {0}, *p = &sum;
 
 		for (uint32_t c = 0; c < ncpu; c++) {
-			const struct io_pagecache *v = &ctx->cvals[(size_t)i * ncpu + c];
+			const struct io_pagecache *v = &vals[(size_t)i * ncpu + c];
 
 			sum.access += v->access;
 			sum.add += v->add;
@@ -297,10 +292,10 @@ static void report_pagecache(struct io_ctx *ctx)
 			sum.buffer_dirty += v->buffer_dirty;
 		}
 
-		dev_name_of(ctx->ckeys[i], NULL, name, sizeof(name));
+		dev_name_of(keys[i], NULL, name, sizeof(name));
 		if (ctx->cur.dev_name[0] && strcmp(ctx->cur.dev_name, name))
 			continue;
-		rec_dev(&r, &TBL_io_pagecache, ctx->ckeys[i]);
+		rec_dev(&r, &TBL_io_pagecache, keys[i]);
 		probe_rec__str(&r, name);
 		probe_rec__u64(&r, p->access);
 		probe_rec__u64(&r, p->add);
@@ -369,18 +364,15 @@ static int setup(void *arg, struct probe_rt *rt)
 	int ret;
 
 	ctx->rt = rt;
-	ctx->dkeys = calloc(IO_DEVS_MAX, sizeof(*ctx->dkeys));
-	ctx->dvals = calloc(IO_DEVS_MAX, sizeof(*ctx->dvals));
-	ctx->pkeys = calloc(IO_PROCS_MAX, sizeof(*ctx->pkeys));
-	ctx->pvals = calloc(IO_PROCS_MAX, sizeof(*ctx->pvals));
-	ctx->ckeys = calloc(IO_DEVS_MAX, sizeof(*ctx->ckeys));
 	ctx->ncpus = libbpf_num_possible_cpus();
 	if (ctx->ncpus < 1) {
 		probe_log(PLOG_ERROR, "cannot count the possible CPUs: %s", strerror(-ctx->ncpus));
 		return ctx->ncpus < 0 ? ctx->ncpus : -EINVAL;
 	}
-	ctx->cvals = calloc((size_t)IO_DEVS_MAX * (size_t)ctx->ncpus, sizeof(*ctx->cvals));
-	if (!ctx->dkeys || !ctx->dvals || !ctx->pkeys || !ctx->pvals || !ctx->ckeys || !ctx->cvals) {
+	if (gg_bpf_map_buf__alloc(&ctx->devs, sizeof(__u32), sizeof(struct io_dev_stats), IO_DEVS_MAX) ||
+	    gg_bpf_map_buf__alloc(&ctx->procs, sizeof(struct io_proc_key), sizeof(struct io_proc), IO_PROCS_MAX) ||
+	    gg_bpf_map_buf__alloc(&ctx->pc, sizeof(__u32), sizeof(struct io_pagecache) * (uint32_t)ctx->ncpus,
+				  IO_DEVS_MAX)) {
 		probe_log(PLOG_ERROR, "out of memory");
 		return -ENOMEM;
 	}
@@ -408,12 +400,9 @@ static void teardown(void *arg)
 	struct io_ctx *ctx = arg;
 
 	ioprobe__destroy(ctx->skel);
-	free(ctx->dkeys);
-	free(ctx->dvals);
-	free(ctx->pkeys);
-	free(ctx->pvals);
-	free(ctx->ckeys);
-	free(ctx->cvals);
+	gg_bpf_map_buf__free(&ctx->devs);
+	gg_bpf_map_buf__free(&ctx->procs);
+	gg_bpf_map_buf__free(&ctx->pc);
 }
 
 /* The probe: probes/lib/probe_main.c runs it (probe_runner.h). */

@@ -63,15 +63,12 @@ struct kd_ctx {
 	struct kd_rl_val rl_over;
 	uint64_t ev_sent[KD_EV_KINDS], ev_capped[KD_EV_KINDS], ev_lost[KD_EV_KINDS];
 	/* buffers for map dumps */
-	struct kd_drop_key *dkeys;
-	struct kd_drop_val *dvals;
-	struct kd_flow *rkeys;
-	struct kd_rl_val *rvals;
-	uint64_t *percpu; /* ncpus values of a per-CPU map */
+	struct gg_bpf_map_buf flows;   /* kd_flows: DUMP_CHUNK struct kd_drop_key, struct kd_drop_val */
+	struct gg_bpf_map_buf rlat;    /* kd_rl: DUMP_CHUNK struct kd_flow, struct kd_rl_val */
+	struct gg_bpf_map_buf hardirq; /* kd_hardirq: HARDIRQ_CHUNK uint32_t, ncpus struct kd_hardirq_val each */
+	uint64_t *percpu;	       /* ncpus values of a per-CPU map */
 	struct kd_hist *irq_vals;
 	struct kd_ev_stat *ev_vals;
-	uint32_t *hkeys;	      /* kd_hardirq dump: HARDIRQ_CHUNK keys */
-	struct kd_hardirq_val *hvals; /* and ncpus values each */
 };
 
 static const char notes[] =
@@ -432,25 +429,23 @@ static void flow_keys(struct probe_rec *r, const struct kd_flow *f)
 	probe_rec__u64(r, f->dport);
 }
 
-/* The kernel's entries since the last report (read and deleted, DUMP_CHUNK at a time, into keys and
- * vals of ksz and vsz bytes) into the cumulative table t: merge(ctx, row, key, val) with the key's row,
- * NULL when t is full. */
-static void drain_map(struct kd_ctx *ctx, const struct bpf_map *map, void *keys, void *vals, uint32_t ksz, uint32_t vsz,
-		      struct kd_table *t,
+/* The kernel's entries since the last report (read and deleted, a buffer b at a time) into the
+ * cumulative table t: merge(ctx, row, key, val) with the key's row, NULL when t is full. */
+static void drain_map(struct kd_ctx *ctx, const struct bpf_map *map, struct gg_bpf_map_buf *b, struct kd_table *t,
 		      void (*merge)(struct kd_ctx *ctx, void *row, const void *key, const void *val))
 {
 	struct gg_bpf_dump_cursor cur = {0};
 	uint32_t n;
 
 	while (!cur.done) {
-		if (gg_bpf_map_dump(bpf_map__fd(map), &cur, keys, vals, ksz, vsz, DUMP_CHUNK, &n, 1))
+		if (gg_bpf_map_buf__dump(b, map, &cur, &n, 1))
 			break;
 		for (uint32_t i = 0; i < n; i++) {
-			const char *k = (const char *)keys + (size_t)i * ksz;
+			const char *k = (const char *)b->keys + (size_t)i * b->key_size;
 			void *row;
 
 			merge(ctx, kd_table__get(t, k, &row) == 0 ? row : NULL, k,
-			      (const char *)vals + (size_t)i * vsz);
+			      (const char *)b->vals + (size_t)i * b->val_size);
 		}
 	}
 }
@@ -475,8 +470,7 @@ static void report_drops(struct kd_ctx *ctx)
 	static struct probe_rec r;
 	int rfd = bpf_map__fd(ctx->skel->maps.kd_reasons), ffd = bpf_map__fd(ctx->skel->maps.kd_flow_full);
 
-	drain_map(ctx, ctx->skel->maps.kd_flows, ctx->dkeys, ctx->dvals, sizeof(*ctx->dkeys), sizeof(*ctx->dvals),
-		  &ctx->drops, drop_merge);
+	drain_map(ctx, ctx->skel->maps.kd_flows, &ctx->flows, &ctx->drops, drop_merge);
 	for (uint32_t slot = 0; slot < KD_REASON_SLOTS; slot++) {
 		uint64_t d = percpu_sum(ctx, rfd, slot), full;
 
@@ -565,15 +559,15 @@ static void report_hardirq(struct kd_ctx *ctx)
 {
 	static struct probe_rec r;
 	struct gg_bpf_dump_cursor cur = {0};
-	size_t vsz = sizeof(struct kd_hardirq_val);
+	const uint32_t *keys = ctx->hardirq.keys;
+	const struct kd_hardirq_val *vals = ctx->hardirq.vals;
 	uint32_t n;
 
 	while (!cur.done) {
-		if (gg_bpf_map_dump(bpf_map__fd(ctx->skel->maps.kd_hardirq), &cur, ctx->hkeys, ctx->hvals,
-				    sizeof(*ctx->hkeys), (uint32_t)(vsz * (size_t)ctx->ncpus), HARDIRQ_CHUNK, &n, 0))
+		if (gg_bpf_map_buf__dump(&ctx->hardirq, ctx->skel->maps.kd_hardirq, &cur, &n, 0))
 			break;
 		for (uint32_t i = 0; i < n; i++) {
-			const struct kd_hardirq_val *v = ctx->hvals + (size_t)i * (size_t)ctx->ncpus;
+			const struct kd_hardirq_val *v = vals + (size_t)i * (size_t)ctx->ncpus;
 			const char *name = "";
 
 			for (int c = 0; c < ctx->ncpus; c++)
@@ -589,7 +583,7 @@ static void report_hardirq(struct kd_ctx *ctx)
 				snprintf(handler, sizeof(handler), "%.*s", (int)sizeof(v[c].name), name);
 				probe_rec__begin(&r, &TBL_kdiag_hardirq);
 				probe_rec__u64(&r, (uint64_t)c);
-				probe_rec__u64(&r, ctx->hkeys[i]);
+				probe_rec__u64(&r, keys[i]);
 				probe_rec__str(&r, handler);
 				probe_rec__u64(&r, v[c].h.count);
 				probe_rec__u64(&r, v[c].h.sum_ns);
@@ -641,8 +635,7 @@ static void rl_merge(struct kd_ctx *ctx, void *row, const void *key, const void 
 
 static void report_recvlat(struct kd_ctx *ctx)
 {
-	drain_map(ctx, ctx->skel->maps.kd_rl, ctx->rkeys, ctx->rvals, sizeof(*ctx->rkeys), sizeof(*ctx->rvals),
-		  &ctx->rl, rl_merge);
+	drain_map(ctx, ctx->skel->maps.kd_rl, &ctx->rlat, &ctx->rl, rl_merge);
 	for (uint32_t i = 0; i < ctx->rl.n; i++) {
 		const struct kd_rl_val *v = kd_table__val(&ctx->rl, i);
 
@@ -825,17 +818,14 @@ static int setup(void *arg, struct probe_rt *rt)
 	if (find_cg2_mount(ctx->cg_mnt, sizeof(ctx->cg_mnt)) == 0)
 		ctx->cg_mnt_fd = open(ctx->cg_mnt, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
 	ctx->sym = symbolizer__new(&(struct symbolizer_opts){.max_procs = 1});
-	ctx->dkeys = calloc(DUMP_CHUNK, sizeof(*ctx->dkeys));
-	ctx->dvals = calloc(DUMP_CHUNK, sizeof(*ctx->dvals));
-	ctx->rkeys = calloc(DUMP_CHUNK, sizeof(*ctx->rkeys));
-	ctx->rvals = calloc(DUMP_CHUNK, sizeof(*ctx->rvals));
 	ctx->percpu = calloc((size_t)ctx->ncpus, sizeof(*ctx->percpu));
 	ctx->irq_vals = calloc((size_t)ctx->ncpus * 2, sizeof(*ctx->irq_vals));
 	ctx->ev_vals = calloc((size_t)ctx->ncpus, sizeof(*ctx->ev_vals));
-	ctx->hkeys = calloc(HARDIRQ_CHUNK, sizeof(*ctx->hkeys));
-	ctx->hvals = calloc((size_t)HARDIRQ_CHUNK * (size_t)ctx->ncpus, sizeof(*ctx->hvals));
-	if (!ctx->sym || !ctx->dkeys || !ctx->dvals || !ctx->rkeys || !ctx->rvals || !ctx->percpu || !ctx->irq_vals ||
-	    !ctx->ev_vals || !ctx->hkeys || !ctx->hvals) {
+	if (gg_bpf_map_buf__alloc(&ctx->flows, sizeof(struct kd_drop_key), sizeof(struct kd_drop_val), DUMP_CHUNK) ||
+	    gg_bpf_map_buf__alloc(&ctx->rlat, sizeof(struct kd_flow), sizeof(struct kd_rl_val), DUMP_CHUNK) ||
+	    gg_bpf_map_buf__alloc(&ctx->hardirq, sizeof(uint32_t),
+				  (uint32_t)(sizeof(struct kd_hardirq_val) * (size_t)ctx->ncpus), HARDIRQ_CHUNK) ||
+	    !ctx->sym || !ctx->percpu || !ctx->irq_vals || !ctx->ev_vals) {
 		probe_log(PLOG_ERROR, "out of memory");
 		return -ENOMEM;
 	}
@@ -866,15 +856,12 @@ static void teardown(void *arg)
 		close(ctx->cg_mnt_fd);
 	kd_table__free(&ctx->drops);
 	kd_table__free(&ctx->rl);
-	free(ctx->dkeys);
-	free(ctx->dvals);
-	free(ctx->rkeys);
-	free(ctx->rvals);
+	gg_bpf_map_buf__free(&ctx->flows);
+	gg_bpf_map_buf__free(&ctx->rlat);
+	gg_bpf_map_buf__free(&ctx->hardirq);
 	free(ctx->percpu);
 	free(ctx->irq_vals);
 	free(ctx->ev_vals);
-	free(ctx->hkeys);
-	free(ctx->hvals);
 }
 
 /* The probe: probes/lib/probe_main.c runs it (probe_runner.h). */

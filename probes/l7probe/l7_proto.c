@@ -6,6 +6,7 @@
 #include <string.h>
 
 #include "l7_proto_impl.h"
+#include "probe_array.h"
 
 static const char *const l7_names[L7_PROTO__COUNT] = {
 	[L7_PROTO_UNKNOWN] = "unknown",	  [L7_PROTO_HTTP] = "http",   [L7_PROTO_PGSQL] = "pgsql",
@@ -463,20 +464,13 @@ static void gap_release(struct l7_session *s)
 /* Make room for need bytes in d->buf (need <= L7_BUF_MAX). */
 static int buf_reserve(struct l7_dir *d, size_t need)
 {
-	uint32_t cap = d->buf_cap ? d->buf_cap : 256;
-	uint8_t *n;
+	size_t cap = d->buf_cap;
+	uint8_t *n = probe_array_reserve(d->buf, &cap, 1, need, 256, L7_BUF_MAX);
 
-	if (need <= d->buf_cap)
-		return 0;
-	while (cap < need)
-		cap *= 2;
-	if (cap > L7_BUF_MAX)
-		cap = L7_BUF_MAX;
-	n = realloc(d->buf, cap);
 	if (!n)
 		return -ENOMEM;
 	d->buf = n;
-	d->buf_cap = cap;
+	d->buf_cap = (uint32_t)cap;
 	return 0;
 }
 

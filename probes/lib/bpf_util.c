@@ -508,6 +508,50 @@ int gg_bpf_map_delete_keys(int fd, const void *keys, uint32_t key_size, uint32_t
 	return 0;
 }
 
+int gg_bpf_map_buf__alloc(struct gg_bpf_map_buf *b, uint32_t key_size, uint32_t val_size, uint32_t max)
+{
+	*b = (struct gg_bpf_map_buf){.key_size = key_size, .val_size = val_size, .max = max};
+	b->keys = calloc(max, key_size);
+	b->vals = calloc(max, val_size);
+	return b->keys && b->vals ? 0 : -ENOMEM;
+}
+
+void gg_bpf_map_buf__free(struct gg_bpf_map_buf *b)
+{
+	free(b->keys);
+	free(b->vals);
+	*b = (struct gg_bpf_map_buf){0};
+}
+
+uint32_t gg_bpf_map_buf__read(struct gg_bpf_map_buf *b, const struct bpf_map *map)
+{
+	return gg_bpf_map_read(bpf_map__fd(map), b->keys, b->vals, b->key_size, b->val_size, b->max,
+			       bpf_map__name(map));
+}
+
+int gg_bpf_map_buf__forget_gone(struct gg_bpf_map_buf *b, const struct bpf_map *map, uint32_t n, size_t tgid_off)
+{
+	char *keys = b->keys, path[32];
+	uint32_t ngone = 0;
+
+	for (uint32_t i = 0; i < n; i++) {
+		const char *k = keys + (size_t)i * b->key_size;
+		__u32 tgid;
+
+		memcpy(&tgid, k + tgid_off, sizeof(tgid));
+		snprintf(path, sizeof(path), "/proc/%u", tgid);
+		if (access(path, F_OK))
+			memmove(keys + (size_t)ngone++ * b->key_size, k, b->key_size);
+	}
+	return gg_bpf_map_delete_keys(bpf_map__fd(map), keys, b->key_size, ngone);
+}
+
+int gg_bpf_map_buf__dump(struct gg_bpf_map_buf *b, const struct bpf_map *map, struct gg_bpf_dump_cursor *cur,
+			 uint32_t *ret_n, int del)
+{
+	return gg_bpf_map_dump(bpf_map__fd(map), cur, b->keys, b->vals, b->key_size, b->val_size, b->max, ret_n, del);
+}
+
 /* ---- histograms ------------------------------------------------------------------------------- */
 
 void gg_hist_rec(struct probe_rec *r, const __u64 *slots, unsigned int first, unsigned int n, double scale, double sum)

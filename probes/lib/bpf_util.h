@@ -137,6 +137,28 @@ uint32_t gg_bpf_map_read(int fd, void *keys, void *vals, uint32_t key_size, uint
 /* Delete n keys (key_size bytes each); keys already gone are not an error. 0 or negative errno. */
 int gg_bpf_map_delete_keys(int fd, const void *keys, uint32_t key_size, uint32_t n);
 
+/* Where a probe reads a map: room for max keys of key_size bytes and max values of val_size bytes
+ * (for per-CPU maps, as gg_bpf_map_dump says). */
+struct gg_bpf_map_buf {
+	void *keys;
+	void *vals;
+	uint32_t key_size;
+	uint32_t val_size;
+	uint32_t max;
+};
+/* b's arrays (zeroed). 0 or -ENOMEM (what was allocated is gg_bpf_map_buf__free's to free). */
+int gg_bpf_map_buf__alloc(struct gg_bpf_map_buf *b, uint32_t key_size, uint32_t val_size, uint32_t max);
+/* Free b's arrays; b is zeroed (freeing it again does nothing). */
+void gg_bpf_map_buf__free(struct gg_bpf_map_buf *b);
+/* gg_bpf_map_read of map into b, a read error logged with the map's name: the count of entries read. */
+uint32_t gg_bpf_map_buf__read(struct gg_bpf_map_buf *b, const struct bpf_map *map);
+/* After n entries of map were read into b: delete those whose process is gone (its __u32 tgid at tgid_off
+ * in the key: /proc has no such pid), their keys moved to the front of b->keys. 0 or negative errno. */
+int gg_bpf_map_buf__forget_gone(struct gg_bpf_map_buf *b, const struct bpf_map *map, uint32_t n, size_t tgid_off);
+/* gg_bpf_map_dump of map into b, up to b->max entries at a time. */
+int gg_bpf_map_buf__dump(struct gg_bpf_map_buf *b, const struct bpf_map *map, struct gg_bpf_dump_cursor *cur,
+			 uint32_t *ret_n, int del);
+
 /* ---- log2 histograms (gg_common.bpf.h gg_hist_add) ------------------------------------------- */
 
 /*

@@ -21,3 +21,25 @@ void *probe_array_grow(void *v, size_t *cap, size_t size, size_t first)
 	*cap = n;
 	return p;
 }
+
+void *probe_array_reserve(void *v, size_t *cap, size_t size, size_t need, size_t first, size_t max)
+{
+	size_t want = need < max ? need : max, n = *cap ? *cap : first;
+	void *p;
+
+	if (want <= *cap)
+		return v;
+	while (n && n < want)
+		n = n > SIZE_MAX / 2 ? SIZE_MAX : n * 2;
+	if (n > max)
+		n = max;
+	if (!n || !size || n > SIZE_MAX / size) {
+		errno = ENOMEM;
+		return NULL;
+	}
+	p = realloc(v, n * size);
+	if (!p)
+		return NULL;
+	*cap = n;
+	return p;
+}

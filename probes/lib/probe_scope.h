@@ -19,6 +19,13 @@ int gg_scope__add_comm(struct gg_scope *s, const char *comm);
  */
 int gg_scope__rescan_comm(const struct gg_scope *base, int keep_pids, const char *comm, const struct gg_scope *cur,
 			  struct gg_scope *ret);
+/*
+ * gg_scope__rescan_comm (without base's --pid tgids) for a probe whose --comm holds until the supervisor
+ * sends a scope (live): the scope to put in force in place of cur (valid until the next call), or NULL
+ * when there is no comm, live is set, nothing changed or the rescan failed.
+ */
+const struct gg_scope *gg_scope__comm_update(const struct gg_scope *base, const char *comm, int live,
+					     const struct gg_scope *cur);
 /* Where cgroup2 is mounted (the first cgroup2 line of /proc/self/mounts, found once; /sys/fs/cgroup when
  * it cannot be told). */
 const char *gg_cgroup2_root(void);

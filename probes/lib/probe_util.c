@@ -11,6 +11,8 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "probe_array.h"
+
 static uint64_t clock_ms(clockid_t id)
 {
 	struct timespec ts;
@@ -82,20 +84,11 @@ int probe_ensure_tracefs(void)
 /* Grow b to hold want bytes, but never more than limit. */
 static int buf_grow(struct probe_buf *b, size_t want, size_t limit)
 {
-	size_t cap = b->cap ? b->cap : 4096;
-	char *p;
+	char *p = probe_array_reserve(b->data, &b->cap, 1, want, 4096, limit);
 
-	while (cap < want)
-		cap *= 2;
-	if (cap > limit)
-		cap = limit;
-	if (cap <= b->cap)
-		return 0;
-	p = realloc(b->data, cap);
 	if (!p)
 		return -ENOMEM;
 	b->data = p;
-	b->cap = cap;
 	return 0;
 }
 

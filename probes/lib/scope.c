@@ -245,3 +245,11 @@ int gg_scope__rescan_comm(const struct gg_scope *base, int keep_pids, const char
 	}
 	return !gg_scope__equal(ret, cur);
 }
+
+const struct gg_scope *gg_scope__comm_update(const struct gg_scope *base, const char *comm, int live,
+					     const struct gg_scope *cur)
+{
+	static struct gg_scope s;
+
+	return comm && !live && gg_scope__rescan_comm(base, 0, comm, cur, &s) > 0 ? &s : NULL;
+}

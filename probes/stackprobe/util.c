@@ -3,12 +3,14 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <limits.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "probe_array.h"
 #include "stackprobe.h"
 
 static int name_cmp(const void *a, const void *b)
@@ -62,19 +64,13 @@ void sp_dir_trim(int dfd, const char *suffix, unsigned int max)
 
 void sp_buf__reserve(struct sp_buf *b, size_t more)
 {
-	size_t cap;
 	char *p;
 
-	if (b->err || b->len + more + 1 <= b->cap)
+	if (b->err)
 		return;
-	cap = b->cap ? b->cap : 1024;
-	while (cap < b->len + more + 1)
-		cap *= 2;
-	p = realloc(b->s, cap);
-	if (!p) {
+	p = probe_array_reserve(b->s, &b->cap, 1, b->len + more + 1, 1024, SIZE_MAX);
+	if (!p)
 		b->err = -ENOMEM;
-		return;
-	}
-	b->s = p;
-	b->cap = cap;
+	else
+		b->s = p;
 }

@@ -8,6 +8,8 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "probe_array.h"
+
 int si_read_line(const char *path, char *buf, size_t len)
 {
 	ssize_t n;
@@ -58,19 +60,14 @@ int si_read_proc(const char *path, struct probe_buf *b, int *warned)
 
 void *si_grow(void *arr, unsigned int need, unsigned int *cap, size_t size, unsigned int first, unsigned int max)
 {
-	unsigned int c = *cap ? *cap : first;
+	size_t c = *cap;
 	void *p;
 
-	if (need <= *cap)
-		return arr;
-	if (need > max || c == 0)
+	if (need > max && need > *cap)
 		return NULL;
-	while (c < need)
-		c = c > max / 2 ? max : c * 2;
-	p = realloc(arr, (size_t)c * size);
-	if (!p)
-		return NULL;
-	*cap = c;
+	p = probe_array_reserve(arr, &c, size, need, first, max);
+	if (p)
+		*cap = (unsigned int)c;
 	return p;
 }
 

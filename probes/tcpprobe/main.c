@@ -176,10 +176,10 @@ static void apply_scope(struct tp_ctx *ctx, const struct gg_scope *s)
 /* --comm: processes come and go; rescan while the supervisor has not sent a scope. */
 static void rescan_comm(struct tp_ctx *ctx)
 {
-	static struct gg_scope s;
+	const struct gg_scope *s = gg_scope__comm_update(&ctx->base_scope, ctx->comm, ctx->live_scope, &ctx->scope);
 
-	if (ctx->comm && !ctx->live_scope && gg_scope__rescan_comm(&ctx->base_scope, 0, ctx->comm, &ctx->scope, &s) > 0)
-		apply_scope(ctx, &s);
+	if (s)
+		apply_scope(ctx, s);
 }
 
 static int on_config(void *data, uint64_t version, const struct gg_ctrl_msg *msg)

@@ -5,6 +5,7 @@
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -15,6 +16,7 @@
 
 #include "bpf_util.h"
 #include "probe.h"
+#include "probe_array.h"
 #include "probe_outdir.h"
 #include "probe_runner.h"
 #include "symbolizer.h"
@@ -301,20 +303,14 @@ static uint64_t out_budget(const struct tp_ctx *ctx)
 
 static int buf_append(char **buf, size_t *len, size_t *cap, const char *s, size_t n, size_t max)
 {
+	char *nb;
+
 	if (*len + n + 2 > max)
 		return -E2BIG;
-	if (*len + n + 2 > *cap) {
-		size_t ncap = *cap ? *cap : 65536;
-		char *nb;
-
-		while (ncap < *len + n + 2)
-			ncap *= 2;
-		nb = realloc(*buf, ncap);
-		if (!nb)
-			return -ENOMEM;
-		*buf = nb;
-		*cap = ncap;
-	}
+	nb = probe_array_reserve(*buf, cap, 1, *len + n + 2, 65536, SIZE_MAX);
+	if (!nb)
+		return -ENOMEM;
+	*buf = nb;
 	memcpy(*buf + *len, s, n);
 	*len += n;
 	return 0;
@@ -602,10 +598,10 @@ static void apply_scope(struct tp_ctx *ctx, const struct gg_scope *s)
 
 static void rescan_comm(struct tp_ctx *ctx)
 {
-	static struct gg_scope s;
+	const struct gg_scope *s = gg_scope__comm_update(&ctx->base_scope, ctx->comm, ctx->live_scope, &ctx->scope);
 
-	if (ctx->comm && !ctx->live_scope && gg_scope__rescan_comm(&ctx->base_scope, 0, ctx->comm, &ctx->scope, &s) > 0)
-		apply_scope(ctx, &s);
+	if (s)
+		apply_scope(ctx, s);
 }
 
 static unsigned int tick(void *arg)
