@@ -165,17 +165,9 @@ static void apply_scope(struct l7_ctx *ctx, const struct gg_scope *s)
 static void rescan_comm(struct l7_ctx *ctx)
 {
 	static struct gg_scope s;
-	int n;
 
-	if (!ctx->comm || ctx->live_scope || !ctx->configured)
-		return;
-	s = ctx->base_scope;
-	n = gg_scope__add_comm(&s, ctx->comm);
-	if (n < 0) {
-		probe_log(PLOG_WARN, "--comm %s: %s", ctx->comm, strerror(-n));
-		return;
-	}
-	if (s.ntgid != ctx->scope.ntgid || memcmp(s.tgid, ctx->scope.tgid, s.ntgid * sizeof(s.tgid[0])))
+	if (ctx->comm && !ctx->live_scope && ctx->configured &&
+	    gg_scope__rescan_comm(&ctx->base_scope, 1, ctx->comm, &ctx->scope, &s) > 0)
 		apply_scope(ctx, &s);
 }
 

@@ -243,6 +243,44 @@ def test_l7_redis():
 test_l7_redis.timeout = 90
 
 
+def test_l7_comm_started_later():
+    """--comm redis-server with no such process yet: a redis-server started after the probe joins the
+    scope at a later report (the probe rescans /proc), and its server-side rows count exactly what a
+    client sent; the client (python3, not named) leaves no row."""
+    tmp = tempfile.mkdtemp(prefix="gg-l7-comm-")
+    probe = Probe(["-t", "1", "-p", "redis", "--comm", "redis-server"])
+    redis = client = None
+    try:
+        probe.wait_started()
+        time.sleep(1.5)
+        port = free_port()
+        redis = Redis(tmp, port)
+        time.sleep(2.5)  # two reports: the rescan has found it
+        client = Client("redis", port)
+        time.sleep(0.5)
+        done = client.go()
+        check((done["requests"], done["errors"]) == (50, 10), "client did %r" % done)
+        keys = dict(tgid=redis.proc.pid, server_port=port, l7_role="server", l4_role="tcp_server")
+        wait_or_dump(probe, lambda: (probe.latest("l7_rpc", **keys) or {}).get("req_count") == "50", 15,
+                     "server-side l7_rpc of the later redis-server with 50 requests")
+        time.sleep(1.5)
+        s = probe.latest("l7_rpc", **keys)
+        check(int(s["req_count"]) == 50 and int(s["resp_count"]) == 50 and int(s["err_count"]) == 10,
+              "server side of the later redis-server: %r, the client did %r" % (s, done))
+        check(s["protocol"] == "redis", "protocol %s" % s["protocol"])
+        check(not probe.rows(None, tgid=client.pid), "the client (not named by --comm) has rows")
+    finally:
+        if client:
+            client.close()
+        probe.stop()
+        if redis:
+            redis.stop()
+        shutil.rmtree(tmp, ignore_errors=True)
+
+
+test_l7_comm_started_later.timeout = 60
+
+
 class Dnsmasq(Server):
     """dnsmasq answering ok.example.test and NXDOMAIN for every other name under example.test."""
 
