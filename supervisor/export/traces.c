@@ -216,7 +216,7 @@ int gg_traces__render(const struct gg_otel_opts *o, const struct meta_record *re
 	static const char hexd[] = "0123456789abcdef";
 	struct val tid, sid, parent, start, end, tgid, proto;
 	int server, err;
-	const char *cid = NULL;
+	const char *cid = NULL, *cname = NULL;
 	char tg[16];
 
 	if (rec->nvalues != F__COUNT)
@@ -236,11 +236,8 @@ int gg_traces__render(const struct gg_otel_opts *o, const struct meta_record *re
 	err = is(field(rec, F_ERROR), "1");
 	memcpy(tg, tgid.s, tgid.n);
 	tg[tgid.n] = '\0';
-	if (o->container) {
-		const char *cname = NULL;
-
+	if (o->container)
 		o->container(o->ctx, (uint32_t)strtoul(tg, NULL, 10), &cid, &cname);
-	}
 
 	gg_buf__puts(out, "{\"resourceSpans\":[{\"resource\":{\"attributes\":[");
 	first_attr = 1;
@@ -250,6 +247,8 @@ int gg_traces__render(const struct gg_otel_opts *o, const struct meta_record *re
 	attr_int(out, "process.pid", tgid);
 	if (cid && cid[0])
 		attr_str(out, "container.id", cid, strlen(cid));
+	if (cname && cname[0])
+		attr_str(out, "container.name", cname, strlen(cname));
 	gg_buf__puts(out, "]},\"scopeSpans\":[{\"scope\":{\"name\":\"gala-gopher.l7probe\",\"version\":");
 	gg_buf__put_json_str(out, o->version ? o->version : "", o->version ? strlen(o->version) : 0);
 	gg_buf__puts(out, "},\"spans\":[{\"traceId\":\"");

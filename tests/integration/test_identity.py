@@ -433,6 +433,49 @@ def test_labels_on_taskprobe_events():
 test_labels_on_taskprobe_events.timeout = 40
 
 
+REDIS_PINGER = """import socket, sys, time
+s = socket.create_connection(("127.0.0.1", int(sys.argv[1])))
+while True:
+    s.sendall(b"*1\\r\\n$4\\r\\nPING\\r\\n")
+    s.recv(64)
+    time.sleep(0.05)
+"""
+
+
+def test_labels_on_request_spans():
+    """l7probe's request spans (OTel JSON on the event channel) of a client in a CRI-O container carry
+    container.id and container.name in their resource, as the container labels of its series."""
+    import test_l7 as l7
+    with Layouts() as lay:
+        port = free_port()
+        redis = lay.own(l7.Redis(lay.state, port))
+        pid = lay.crio(("python3", "-c", REDIS_PINGER, str(port)))
+        probe = probe_entry("l7probe", "-t 1 -p redis -P l7_rpc_metrics,l7_rpc_trace --trace-sample 1000 --pid %d" % pid)
+        s = lay.own(Supervisor(probes=[probe], metric_out="logs",
+                               extra='event = { out_channel = "logs"; }; %s' % lay.conf())).start()
+
+        def spans():
+            out = []
+            for j in events(s):
+                for rs in j.get("resourceSpans", []):
+                    res = {a["key"]: list(a["value"].values())[0] for a in rs["resource"]["attributes"]}
+                    if res.get("process.pid") == str(pid):
+                        out.append(res)
+            return out or None
+        got = wait_for(spans, 20, "request spans of the process in the container")
+        want = lay.want[pid]
+        check(all(r.get("container.id") == want["container_id"] and r.get("container.name") == want["container_name"]
+                  for r in got), "span resources %r, want container %s %s" % (got[:2], want["container_id"],
+                                                                         want["container_name"]))
+        check(redis.proc.pid not in [int(r["process.pid"]) for r in got], "spans of the server, out of the scope")
+        print("  %d spans of %d, resource container.id %s..., container.name %s" % (len(got), pid,
+                                                                                   want["container_id"][:12],
+                                                                                   want["container_name"]))
+
+
+test_labels_on_request_spans.timeout = 40
+
+
 def test_flamegraph_query_total_container_layers():
     """stackprobe profiles a busy process of a containerd (Kubernetes) container; the query API's Total
     view puts it under "[Pod]<pod>" and "[Con]<container>" layers (gala-gopher's frame text), a host

@@ -19,7 +19,7 @@ static void cid(void *ctx, uint32_t tgid, const char **ret_id, const char **ret_
 {
 	(void)ctx;
 	*ret_id = tgid == 42 ? "abcdef0123456789" : "";
-	*ret_name = NULL;
+	*ret_name = tgid == 42 ? "web-1" : NULL;
 }
 
 /* Render line; the parsed JSON, or NULL with *ret_err. */
@@ -121,6 +121,7 @@ static void test_http_server(void **state)
 	sp = span_of(j, &res);
 	assert_string_equal(attr(res, "process.pid"), "42");
 	assert_string_equal(attr(res, "container.id"), "abcdef0123456789");
+	assert_string_equal(attr(res, "container.name"), "web-1");
 	assert_string_equal(attr(res, "host.name"), "host");
 	assert_string_equal(cJSON_GetObjectItem(sp, "traceId")->valuestring, "0123456789abcdef0123456789abcdef");
 	assert_string_equal(cJSON_GetObjectItem(sp, "spanId")->valuestring, "0123456789abcdef");
@@ -171,6 +172,7 @@ static void test_db_and_others(void **state)
 	(void)state;
 	sp = span_of(j, &res);
 	assert_null(attr(res, "container.id"));
+	assert_null(attr(res, "container.name"));
 	assert_int_equal(cJSON_GetObjectItem(sp, "kind")->valueint, 3);
 	assert_int_equal(cJSON_GetObjectItem(cJSON_GetObjectItem(sp, "status"), "code")->valueint, 0);
 	expect_attrs("mysql client span", cJSON_GetObjectItem(sp, "attributes"), want);
