@@ -109,27 +109,6 @@ static void test_rst_goaway(void **state)
 	l7t_check_script(L7_PROTO_HTTP2, L7T_ALL_SPLITS, steps, NSTEPS(steps), want, NSTEPS(want), 0, 0, 1, NULL);
 }
 
-/* HTTP/1.1 Upgrade to h2c (RFC 7540 3.2): the 101 and the server's first frames in one chunk; the
- * upgrade request answered on stream 1, then a stream of HTTP/2 proper. Split at every byte too. */
-static void test_h2c_upgrade(void **state)
-{
-	static const struct l7t_step steps[] = {
-		REQ("GET /up HTTP/1.1\r\nHost: a\r\nConnection: Upgrade, HTTP2-Settings\r\nUpgrade: h2c\r\n"
-		    "HTTP2-Settings: AAMAAABkAAQAAP__\r\n\r\n"),
-		RESP("HTTP/1.1 101 Switching Protocols\r\nConnection: Upgrade\r\nUpgrade: h2c\r\n\r\n" SETTINGS OK_1
-		     "\x00\x00\x02\x00\x01\x00\x00\x00\x01hi"),
-		REQ(PREFACE GET_Y),
-		RESP(OK_3_END),
-	};
-	static const struct l7t_want want[] = {
-		{.api = "GET /up", .status = 200, .req_bytes = 114, .resp_bytes = 10 + 11},
-		{.api = "GET /y", .status = 200, .req_bytes = 14, .resp_bytes = 10},
-	};
-
-	(void)state;
-	l7t_check_script(L7_PROTO_HTTP, L7T_ALL_SPLITS, steps, NSTEPS(steps), want, NSTEPS(want), 0, 0, 0, NULL);
-}
-
 /* A header block in HEADERS + CONTINUATION, split in the middle of a field; padding and priority. */
 static void test_continuation_padding(void **state)
 {
@@ -186,32 +165,6 @@ static void test_gaps(void **state)
 	assert_int_equal(o.st.hpack_unresolved, 1);
 }
 
-/* Server push: the PUSH_PROMISE's block is decoded for the table (the response refers to what it
- * inserted), the pushed stream's response is not an answer to a request. */
-static void test_push_promise(void **state)
-{
-	static const struct l7t_step steps[] = {
-		REQ(PREFACE GET_X),
-		RESP(SETTINGS
-		     /* PUSH_PROMISE on 1, promised 2, END_HEADERS: 82 (GET) 40 03 "x-a" 01 "1" (inserted) */
-		     "\x00\x00\x0c\x05\x04\x00\x00\x00\x01\x00\x00\x00\x02\x82\x40\x03x-a\x01\x31"
-		     /* stream 1: 88 be (:status 200, x-a: 1 from the table) */
-		     "\x00\x00\x02\x01\x04\x00\x00\x00\x01\x88\xbe"
-		     /* pushed stream 2: a whole response */
-		     "\x00\x00\x01\x01\x05\x00\x00\x00\x02\x88"
-		     /* stream 1 ends */
-		     "\x00\x00\x00\x00\x01\x00\x00\x00\x01"),
-	};
-	static const struct l7t_want want[] = {
-		{.api = "GET /x", .status = 200, .resp_bytes = 9 + 12 + 9 + 2 + 9},
-	};
-	struct l7t_out o;
-
-	(void)state;
-	l7t_check_script(L7_PROTO_HTTP2, L7T_ALL_SPLITS, steps, NSTEPS(steps), want, NSTEPS(want), 0, 0, 0, &o);
-	assert_int_equal(o.st.hpack_unresolved, 0);
-}
-
 /* A response for a stream whose request was never seen; streams open at the close. */
 static void test_unmatched_close(void **state)
 {
@@ -263,6 +216,53 @@ static void test_many_streams(void **state)
 	assert_int_equal(o.n, 1);
 	assert_int_equal(o.rpc[0].req_ts_ns, 10 + 999);
 	l7_session__free(s);
+}
+
+/* Server push: the PUSH_PROMISE's block is decoded for the table (the response refers to what it
+ * inserted), the pushed stream's response is not an answer to a request. */
+static void test_push_promise(void **state)
+{
+	static const struct l7t_step steps[] = {
+		REQ(PREFACE GET_X),
+		RESP(SETTINGS
+		     /* PUSH_PROMISE on 1, promised 2, END_HEADERS: 82 (GET) 40 03 "x-a" 01 "1" (inserted) */
+		     "\x00\x00\x0c\x05\x04\x00\x00\x00\x01\x00\x00\x00\x02\x82\x40\x03x-a\x01\x31"
+		     /* stream 1: 88 be (:status 200, x-a: 1 from the table) */
+		     "\x00\x00\x02\x01\x04\x00\x00\x00\x01\x88\xbe"
+		     /* pushed stream 2: a whole response */
+		     "\x00\x00\x01\x01\x05\x00\x00\x00\x02\x88"
+		     /* stream 1 ends */
+		     "\x00\x00\x00\x00\x01\x00\x00\x00\x01"),
+	};
+	static const struct l7t_want want[] = {
+		{.api = "GET /x", .status = 200, .resp_bytes = 9 + 12 + 9 + 2 + 9},
+	};
+	struct l7t_out o;
+
+	(void)state;
+	l7t_check_script(L7_PROTO_HTTP2, L7T_ALL_SPLITS, steps, NSTEPS(steps), want, NSTEPS(want), 0, 0, 0, &o);
+	assert_int_equal(o.st.hpack_unresolved, 0);
+}
+
+/* HTTP/1.1 Upgrade to h2c (RFC 7540 3.2): the 101 and the server's first frames in one chunk; the
+ * upgrade request answered on stream 1, then a stream of HTTP/2 proper. Split at every byte too. */
+static void test_h2c_upgrade(void **state)
+{
+	static const struct l7t_step steps[] = {
+		REQ("GET /up HTTP/1.1\r\nHost: a\r\nConnection: Upgrade, HTTP2-Settings\r\nUpgrade: h2c\r\n"
+		    "HTTP2-Settings: AAMAAABkAAQAAP__\r\n\r\n"),
+		RESP("HTTP/1.1 101 Switching Protocols\r\nConnection: Upgrade\r\nUpgrade: h2c\r\n\r\n" SETTINGS OK_1
+		     "\x00\x00\x02\x00\x01\x00\x00\x00\x01hi"),
+		REQ(PREFACE GET_Y),
+		RESP(OK_3_END),
+	};
+	static const struct l7t_want want[] = {
+		{.api = "GET /up", .status = 200, .req_bytes = 114, .resp_bytes = 10 + 11},
+		{.api = "GET /y", .status = 200, .req_bytes = 14, .resp_bytes = 10},
+	};
+
+	(void)state;
+	l7t_check_script(L7_PROTO_HTTP, L7T_ALL_SPLITS, steps, NSTEPS(steps), want, NSTEPS(want), 0, 0, 0, NULL);
 }
 
 int main(void)

@@ -135,6 +135,22 @@ static void test_big_values_gap(void **state)
 	l7t_check_script(L7_PROTO_REDIS, L7T_ALL_SPLITS, steps, NSTEPS(steps), want, NSTEPS(want), 0, 0, 0, NULL);
 }
 
+/* A command whose name is cut by the capture limit: what was captured names it. */
+static void test_name_cut_by_gap(void **state)
+{
+	static const char cmd[] = "*1\r\n$16\r\nCLIENT";
+	struct l7t_step steps[] = {
+		{L7_FLOW_REQ, cmd, sizeof(cmd) - 1, sizeof(cmd) - 1 + 10 + 2},
+		RESP("+OK\r\n"),
+	};
+	static const struct l7t_want want[] = {
+		{.api = "CLIENT", .req_bytes = sizeof(cmd) - 1 + 12, .resp_bytes = 5},
+	};
+
+	(void)state;
+	l7t_check_script(L7_PROTO_REDIS, L7T_ALL_SPLITS, steps, NSTEPS(steps), want, NSTEPS(want), 0, 0, 0, NULL);
+}
+
 /* redis-benchmark -P 16 LRANGE: a batch of replies longer than the capture. Those read whole pair as
  * usual; the rest of the batch is taken to end at the last reply chunk before the next batch. */
 static void test_pipeline_cut_by_gap(void **state)
@@ -158,22 +174,6 @@ static void test_pipeline_cut_by_gap(void **state)
 	(void)state;
 	l7t_check_script(L7_PROTO_REDIS, L7T_ALL_SPLITS, steps, NSTEPS(steps), want, NSTEPS(want), 0, 0, 0, &o);
 	assert_int_equal(o.st.resp_end_guessed, 2);
-}
-
-/* A command whose name is cut by the capture limit: what was captured names it. */
-static void test_name_cut_by_gap(void **state)
-{
-	static const char cmd[] = "*1\r\n$16\r\nCLIENT";
-	struct l7t_step steps[] = {
-		{L7_FLOW_REQ, cmd, sizeof(cmd) - 1, sizeof(cmd) - 1 + 10 + 2},
-		RESP("+OK\r\n"),
-	};
-	static const struct l7t_want want[] = {
-		{.api = "CLIENT", .req_bytes = sizeof(cmd) - 1 + 12, .resp_bytes = 5},
-	};
-
-	(void)state;
-	l7t_check_script(L7_PROTO_REDIS, L7T_ALL_SPLITS, steps, NSTEPS(steps), want, NSTEPS(want), 0, 0, 0, NULL);
 }
 
 static void test_garbage_and_depth(void **state)

@@ -93,6 +93,28 @@ __attribute__((noinline, used)) int tls_elf_test_marker(int x)
 	return x * 3 + 1;
 }
 
+static void test_elf_self(void **state)
+{
+	struct elf_bin *b = NULL;
+	struct elf_fn fn;
+	uint8_t code[4], mem[4];
+
+	(void)state;
+	assert_int_equal(elf_bin__open("/proc/self/exe", &b), 0);
+	assert_int_equal(elf_bin__find(b, "tls_elf_test_marker", &fn), 0);
+	assert_true(fn.size > 0);
+	assert_int_equal(elf_bin__read(b, fn.vaddr, code, sizeof(code)), 0);
+	/* the file's bytes are the function's: compare with the loaded code (PIE: same offset from main) */
+	memcpy(mem, (const void *)tls_elf_test_marker, sizeof(mem));
+	assert_memory_equal(code, mem, sizeof(code));
+	assert_int_equal(elf_bin__has_section(b, ".go.buildinfo"), 0);
+	assert_int_equal(elf_bin__has_section(b, ".text"), 1);
+	assert_int_equal(elf_bin__find(b, "no_such_function_here", &fn), -ENOENT);
+	elf_bin__close(b);
+	elf_bin__close(NULL);
+	assert_true(elf_bin__open("/nonexistent/binary", &b) < 0);
+}
+
 /* Read's result slot from its open-coded defer calls (go1.19's crypto/tls.(*Conn).Read epilogues). */
 static void test_defer_result_slot(void **state)
 {
@@ -116,28 +138,6 @@ static void test_defer_result_slot(void **state)
 	assert_int_equal(x86_defer_result_slot(differ, sizeof(differ), 0x1000, &disp), -EINVAL);
 	assert_int_equal(x86_defer_result_slot(other, sizeof(other), 0x1000, &disp), -EINVAL);
 	assert_int_equal(x86_defer_result_slot(none, sizeof(none), 0x1000, &disp), -ENOENT);
-}
-
-static void test_elf_self(void **state)
-{
-	struct elf_bin *b = NULL;
-	struct elf_fn fn;
-	uint8_t code[4], mem[4];
-
-	(void)state;
-	assert_int_equal(elf_bin__open("/proc/self/exe", &b), 0);
-	assert_int_equal(elf_bin__find(b, "tls_elf_test_marker", &fn), 0);
-	assert_true(fn.size > 0);
-	assert_int_equal(elf_bin__read(b, fn.vaddr, code, sizeof(code)), 0);
-	/* the file's bytes are the function's: compare with the loaded code (PIE: same offset from main) */
-	memcpy(mem, (const void *)tls_elf_test_marker, sizeof(mem));
-	assert_memory_equal(code, mem, sizeof(code));
-	assert_int_equal(elf_bin__has_section(b, ".go.buildinfo"), 0);
-	assert_int_equal(elf_bin__has_section(b, ".text"), 1);
-	assert_int_equal(elf_bin__find(b, "no_such_function_here", &fn), -ENOENT);
-	elf_bin__close(b);
-	elf_bin__close(NULL);
-	assert_true(elf_bin__open("/nonexistent/binary", &b) < 0);
 }
 
 int main(void)

@@ -495,6 +495,50 @@ static void test_load_file_and_duplicates(void **state)
 	rm_tmpdir(dir);
 }
 
+static void test_load_dir(void **state)
+{
+	char *dir = make_tmpdir();
+	struct meta_registry *reg = meta_registry__new();
+	char path[512], err[512], want[2048];
+	static const char tmpl[] = "version = \"1\"\nmeasurements = ({ table_name = \"%s\"; entity_name = \"e\";"
+				   " fields = ({ name = \"k\"; type = \"key\"; }); });\n";
+	char text[256];
+
+	snprintf(text, sizeof(text), tmpl, "b_table");
+	write_file(dir, "b.meta", text);
+	snprintf(text, sizeof(text), tmpl, "a_table");
+	write_file(dir, "a.meta", text);
+	write_file(dir, "notes.txt", "not a meta file");
+	write_file(dir, ".hidden.meta", "garbage");
+	write_file(dir, "meta", "garbage");
+	snprintf(path, sizeof(path), "%s/sub.meta.d", dir);
+	assert_int_equal(mkdir(path, 0700), 0);
+
+	assert_int_equal(meta_registry__load_dir(reg, dir, err, sizeof(err)), 0);
+	assert_int_equal(meta_registry__count(reg), 2);
+	assert_string_equal(meta_registry__at(reg, 0)->name, "a_table"); /* sorted */
+	assert_string_equal(meta_registry__at(reg, 1)->name, "b_table");
+	meta_registry__free(reg);
+
+	/* a bad file stops loading; the files before it stay */
+	write_file(dir, "c.meta", "version = \"1\"\nmeasurements = (\n  { table_name = \"c\" }\n);\n");
+	snprintf(text, sizeof(text), tmpl, "d_table");
+	write_file(dir, "d.meta", text);
+	reg = meta_registry__new();
+	assert_int_equal(meta_registry__load_dir(reg, dir, err, sizeof(err)), -EINVAL);
+	snprintf(want, sizeof(want), "%s/c.meta:3: table 'c': missing entity_name", dir);
+	assert_string_equal(err, want);
+	assert_int_equal(meta_registry__count(reg), 2);
+	assert_null(meta_registry__find(reg, "d_table", 7));
+	meta_registry__free(reg);
+
+	reg = meta_registry__new();
+	snprintf(path, sizeof(path), "%s/nodir", dir);
+	assert_int_equal(meta_registry__load_dir(reg, path, err, sizeof(err)), -ENOENT);
+	meta_registry__free(reg);
+	rm_tmpdir(dir);
+}
+
 /* One name, one meaning: a field name of one entity in two tables with other labels, or a plain
  * metric named like a histogram's or summary's series, is refused with both tables named; the
  * same label set (one family fed by two tables) and other entities are fine. */
@@ -615,50 +659,6 @@ static void test_family_collisions(void **state)
 		meta_registry__free(reg);
 		rm_tmpdir(dir);
 	}
-}
-
-static void test_load_dir(void **state)
-{
-	char *dir = make_tmpdir();
-	struct meta_registry *reg = meta_registry__new();
-	char path[512], err[512], want[2048];
-	static const char tmpl[] = "version = \"1\"\nmeasurements = ({ table_name = \"%s\"; entity_name = \"e\";"
-				   " fields = ({ name = \"k\"; type = \"key\"; }); });\n";
-	char text[256];
-
-	snprintf(text, sizeof(text), tmpl, "b_table");
-	write_file(dir, "b.meta", text);
-	snprintf(text, sizeof(text), tmpl, "a_table");
-	write_file(dir, "a.meta", text);
-	write_file(dir, "notes.txt", "not a meta file");
-	write_file(dir, ".hidden.meta", "garbage");
-	write_file(dir, "meta", "garbage");
-	snprintf(path, sizeof(path), "%s/sub.meta.d", dir);
-	assert_int_equal(mkdir(path, 0700), 0);
-
-	assert_int_equal(meta_registry__load_dir(reg, dir, err, sizeof(err)), 0);
-	assert_int_equal(meta_registry__count(reg), 2);
-	assert_string_equal(meta_registry__at(reg, 0)->name, "a_table"); /* sorted */
-	assert_string_equal(meta_registry__at(reg, 1)->name, "b_table");
-	meta_registry__free(reg);
-
-	/* a bad file stops loading; the files before it stay */
-	write_file(dir, "c.meta", "version = \"1\"\nmeasurements = (\n  { table_name = \"c\" }\n);\n");
-	snprintf(text, sizeof(text), tmpl, "d_table");
-	write_file(dir, "d.meta", text);
-	reg = meta_registry__new();
-	assert_int_equal(meta_registry__load_dir(reg, dir, err, sizeof(err)), -EINVAL);
-	snprintf(want, sizeof(want), "%s/c.meta:3: table 'c': missing entity_name", dir);
-	assert_string_equal(err, want);
-	assert_int_equal(meta_registry__count(reg), 2);
-	assert_null(meta_registry__find(reg, "d_table", 7));
-	meta_registry__free(reg);
-
-	reg = meta_registry__new();
-	snprintf(path, sizeof(path), "%s/nodir", dir);
-	assert_int_equal(meta_registry__load_dir(reg, path, err, sizeof(err)), -ENOENT);
-	meta_registry__free(reg);
-	rm_tmpdir(dir);
 }
 
 /* ---- records ---------------------------------------------------------------------------------- */

@@ -142,6 +142,30 @@ static void test_unknown_keys_warn(void **state)
 	gg_config__fini(&cfg);
 }
 
+static void test_split_args(void **state)
+{
+	char **argv = NULL;
+
+	(void)state;
+	assert_int_equal(gg_split_args("  -t 5  -w '/a b/c' -x\"y z\" ", &argv), 5);
+	assert_string_equal(argv[0], "-t");
+	assert_string_equal(argv[1], "5");
+	assert_string_equal(argv[2], "-w");
+	assert_string_equal(argv[3], "/a b/c");
+	assert_string_equal(argv[4], "-xy z");
+	assert_null(argv[5]);
+	gg_free_args(argv);
+	assert_int_equal(gg_split_args("", &argv), 0);
+	assert_null(argv[0]);
+	gg_free_args(argv);
+	assert_int_equal(gg_split_args("a 'b", &argv), -EINVAL);
+	/* no expansion of any kind: what a shell would interpret stays literal */
+	assert_int_equal(gg_split_args("$(reboot) `id` ;|&", &argv), 3);
+	assert_string_equal(argv[0], "$(reboot)");
+	assert_string_equal(argv[2], ";|&");
+	gg_free_args(argv);
+}
+
 /* gala-gopher's settings: rest_api_on as a boolean or a string, the "json" and "off" channels, the
  * machine id source, the identity section with its defaults. */
 static void test_gala_gopher_settings(void **state)
@@ -182,30 +206,6 @@ static void test_gala_gopher_settings(void **state)
 	expect_error("global = { rest_api_on = \"maybe\"; };", "global.rest_api_on: must be \"on\" or \"off\"");
 	expect_error("global = { machine_id = \"uuid\"; };", "global.machine_id: must be one of machine-id, dmi-ip");
 	expect_error("identity = { max_procs = 1; };", "identity.max_procs: 1 is out of range");
-}
-
-static void test_split_args(void **state)
-{
-	char **argv = NULL;
-
-	(void)state;
-	assert_int_equal(gg_split_args("  -t 5  -w '/a b/c' -x\"y z\" ", &argv), 5);
-	assert_string_equal(argv[0], "-t");
-	assert_string_equal(argv[1], "5");
-	assert_string_equal(argv[2], "-w");
-	assert_string_equal(argv[3], "/a b/c");
-	assert_string_equal(argv[4], "-xy z");
-	assert_null(argv[5]);
-	gg_free_args(argv);
-	assert_int_equal(gg_split_args("", &argv), 0);
-	assert_null(argv[0]);
-	gg_free_args(argv);
-	assert_int_equal(gg_split_args("a 'b", &argv), -EINVAL);
-	/* no expansion of any kind: what a shell would interpret stays literal */
-	assert_int_equal(gg_split_args("$(reboot) `id` ;|&", &argv), 3);
-	assert_string_equal(argv[0], "$(reboot)");
-	assert_string_equal(argv[2], ";|&");
-	gg_free_args(argv);
 }
 
 int main(void)

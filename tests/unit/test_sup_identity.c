@@ -497,21 +497,6 @@ static void test_podman_and_crio_state(void **state)
 	gg_identity__free(id);
 }
 
-/* A container whose state is missing is tried again after retry_ms, then after twice as long, ... */
-static void test_retry_backoff(void **state)
-{
-	struct gg_identity *id = new_resolver(0, 0); /* retry 500 ms, names refreshed every 10 s */
-
-	(void)state;
-	put_proc(800, "/system.slice/docker-" ID_E ".scope");
-	assert_string_equal(gg_identity__lookup(id, 800, 0)->v[GG_IDENT_CONTAINER_NAME], "");	/* next at 500 */
-	assert_string_equal(gg_identity__lookup(id, 800, 500)->v[GG_IDENT_CONTAINER_NAME], ""); /* next at 1500 */
-	put_file("docker/containers/" ID_E "/config.v2.json", "{\"Name\":\"/slow\",\"Config\":{\"Image\":\"i\"}}");
-	assert_string_equal(gg_identity__lookup(id, 800, 1400)->v[GG_IDENT_CONTAINER_NAME], "");
-	assert_string_equal(gg_identity__lookup(id, 800, 1500)->v[GG_IDENT_CONTAINER_NAME], "slow");
-	gg_identity__free(id);
-}
-
 /* Many podman containers: containers.json is parsed once per version of the file, not per container. */
 static void test_podman_list_parsed_once(void **state)
 {
@@ -548,6 +533,21 @@ static void test_podman_list_parsed_once(void **state)
 	put_proc(700, "/machine.slice/libpod-" ID_D ".scope");
 	assert_string_equal(gg_identity__lookup(id, 700, 1)->v[GG_IDENT_CONTAINER_NAME], "late");
 	assert_int_equal(gg_identity__stats(id)->state_reads, 2);
+	gg_identity__free(id);
+}
+
+/* A container whose state is missing is tried again after retry_ms, then after twice as long, ... */
+static void test_retry_backoff(void **state)
+{
+	struct gg_identity *id = new_resolver(0, 0); /* retry 500 ms, names refreshed every 10 s */
+
+	(void)state;
+	put_proc(800, "/system.slice/docker-" ID_E ".scope");
+	assert_string_equal(gg_identity__lookup(id, 800, 0)->v[GG_IDENT_CONTAINER_NAME], "");	/* next at 500 */
+	assert_string_equal(gg_identity__lookup(id, 800, 500)->v[GG_IDENT_CONTAINER_NAME], ""); /* next at 1500 */
+	put_file("docker/containers/" ID_E "/config.v2.json", "{\"Name\":\"/slow\",\"Config\":{\"Image\":\"i\"}}");
+	assert_string_equal(gg_identity__lookup(id, 800, 1400)->v[GG_IDENT_CONTAINER_NAME], "");
+	assert_string_equal(gg_identity__lookup(id, 800, 1500)->v[GG_IDENT_CONTAINER_NAME], "slow");
 	gg_identity__free(id);
 }
 

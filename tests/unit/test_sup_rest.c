@@ -441,6 +441,106 @@ static uint64_t ino_of(const char *path)
 	return (uint64_t)st.st_ino;
 }
 
+static void bin_check(const struct gg_rest_check_ctx *c, const char *path, int want)
+{
+	char json[2 * PATH_MAX], err[512] = "";
+	cJSON *out = NULL;
+	int st;
+
+	snprintf(json, sizeof(json), "{\"cmd\":{\"bin\":\"%s\"}}", path);
+	st = gg_rest_conf__check(gg_probe_defs__find("flamegraph"), c, json, &out, err, sizeof(err));
+	cJSON_Delete(out);
+	if (st != want)
+		fail_msg("cmd.bin %s: got %d \"%s\", want %d", path, st, err, want);
+}
+
+/* cmd.bin: another spelling of the registered binary's path is accepted when both resolve, through
+ * root-owned paths, to one file; anything else is refused. */
+static void test_cmd_bin_canonical(void **state)
+{
+	char dir[256], reg[PATH_MAX], other[PATH_MAX], p[PATH_MAX], json[PATH_MAX];
+	struct gg_rest_check_ctx c = ctx;
+	int fd;
+
+	(void)state;
+	snprintf(dir, sizeof(dir), "%s/binroot", tmpdir);
+	mkdirs(dir);
+	snprintf(p, sizeof(p), "%s/probes", dir);
+	mkdirs(p);
+	snprintf(p, sizeof(p), "%s/config", dir);
+	mkdirs(p);
+	snprintf(reg, sizeof(reg), "%s/probes/stackprobe", dir);
+	snprintf(other, sizeof(other), "%s/probes/other", dir);
+	for (int i = 0; i < 2; i++) {
+		fd = open(i ? other : reg, O_CREAT | O_WRONLY | O_TRUNC, 0755);
+		assert_true(fd >= 0);
+		close(fd);
+	}
+	c.registered_bin = reg;
+	/* config/.. and doubled slashes: the same file */
+	snprintf(p, sizeof(p), "%s/config/../probes//stackprobe", dir);
+	bin_check(&c, p, 0);
+	/* a symbolic link set up by root to the registered binary */
+	snprintf(p, sizeof(p), "%s/link", dir);
+	assert_int_equal(symlink(reg, p), 0);
+	bin_check(&c, p, 0);
+	/* a link to another binary, and the other binary itself */
+	snprintf(p, sizeof(p), "%s/link2", dir);
+	assert_int_equal(symlink(other, p), 0);
+	bin_check(&c, p, 403);
+	bin_check(&c, other, 403);
+	/* the registered file through a directory others may write to */
+	snprintf(p, sizeof(p), "%s/open", dir);
+	mkdirs(p);
+	assert_int_equal(chmod(p, 0777), 0);
+	snprintf(json, sizeof(json), "%s/open/link", dir);
+	assert_int_equal(symlink(reg, json), 0);
+	snprintf(p, sizeof(p), "%s/open/link", dir);
+	bin_check(&c, p, 403);
+	/* a link owned by another user */
+	snprintf(p, sizeof(p), "%s/link3", dir);
+	assert_int_equal(symlink(reg, p), 0);
+	if (geteuid() == 0) {
+		assert_int_equal(lchown(p, 65534, 65534), 0);
+		bin_check(&c, p, 403);
+	}
+	/* not existing, relative */
+	snprintf(p, sizeof(p), "%s/probes/nope", dir);
+	bin_check(&c, p, 403);
+	bin_check(&c, "probes/stackprobe", 403);
+	/* the registered binary writable by others: no spelling but the exact one matches */
+	assert_int_equal(chmod(reg, 0777), 0);
+	snprintf(p, sizeof(p), "%s/config/../probes/stackprobe", dir);
+	bin_check(&c, p, 403);
+	bin_check(&c, reg, 0);
+}
+
+/* gala-gopher's parameter table (seed 000) and the probes' contracts agree on each name's type, and the
+ * table has the seed's 26 names once each. */
+static void test_gala_params_table(void **state)
+{
+	(void)state;
+	assert_int_equal(gg_gala_params__count(), 26);
+	for (unsigned int i = 0; i < gg_gala_params__count(); i++) {
+		const struct gg_gala_param *g = gg_gala_params__at(i);
+
+		assert_ptr_equal(gg_gala_params__find(g->spec.name), g);
+		assert_non_null(g->scope);
+	}
+	assert_null(gg_gala_params__find("ringbuf_map_size"));
+	for (unsigned int i = 0; i < gg_probe_defs__count(); i++) {
+		const struct gg_contract *c = gg_probe_defs__at(i)->contract;
+
+		for (unsigned int j = 0; j < c->nparams; j++) {
+			const struct gg_gala_param *g = gg_gala_params__find(c->params[j].name);
+
+			if (g && g->spec.type != c->params[j].type)
+				fail_msg("%s: params.%s is type %d in its contract, %d in gala-gopher's table",
+					 c->rest_name, c->params[j].name, c->params[j].type, g->spec.type);
+		}
+	}
+}
+
 /* The scope is a filter (not everything) of exactly these pids and cgroup ids, in this order. */
 static void expect_scope(const struct gg_scope *s, uint32_t ntgid, const uint32_t *tgid, uint32_t ncgrp,
 			 const uint64_t *cgrp)
@@ -749,106 +849,6 @@ static void test_persist(void **state)
 	assert_int_equal(gg_persist__remove(dir, "tcp"), 0);
 	assert_int_equal(gg_persist__load(dir, "tcp", 1024, &txt), -ENOENT);
 	assert_int_equal(gg_persist__save("/proc/gg-no", "tcp", "{}") < 0, 1);
-}
-
-/* gala-gopher's parameter table (seed 000) and the probes' contracts agree on each name's type, and the
- * table has the seed's 26 names once each. */
-static void test_gala_params_table(void **state)
-{
-	(void)state;
-	assert_int_equal(gg_gala_params__count(), 26);
-	for (unsigned int i = 0; i < gg_gala_params__count(); i++) {
-		const struct gg_gala_param *g = gg_gala_params__at(i);
-
-		assert_ptr_equal(gg_gala_params__find(g->spec.name), g);
-		assert_non_null(g->scope);
-	}
-	assert_null(gg_gala_params__find("ringbuf_map_size"));
-	for (unsigned int i = 0; i < gg_probe_defs__count(); i++) {
-		const struct gg_contract *c = gg_probe_defs__at(i)->contract;
-
-		for (unsigned int j = 0; j < c->nparams; j++) {
-			const struct gg_gala_param *g = gg_gala_params__find(c->params[j].name);
-
-			if (g && g->spec.type != c->params[j].type)
-				fail_msg("%s: params.%s is type %d in its contract, %d in gala-gopher's table",
-					 c->rest_name, c->params[j].name, c->params[j].type, g->spec.type);
-		}
-	}
-}
-
-static void bin_check(const struct gg_rest_check_ctx *c, const char *path, int want)
-{
-	char json[2 * PATH_MAX], err[512] = "";
-	cJSON *out = NULL;
-	int st;
-
-	snprintf(json, sizeof(json), "{\"cmd\":{\"bin\":\"%s\"}}", path);
-	st = gg_rest_conf__check(gg_probe_defs__find("flamegraph"), c, json, &out, err, sizeof(err));
-	cJSON_Delete(out);
-	if (st != want)
-		fail_msg("cmd.bin %s: got %d \"%s\", want %d", path, st, err, want);
-}
-
-/* cmd.bin: another spelling of the registered binary's path is accepted when both resolve, through
- * root-owned paths, to one file; anything else is refused. */
-static void test_cmd_bin_canonical(void **state)
-{
-	char dir[256], reg[PATH_MAX], other[PATH_MAX], p[PATH_MAX], json[PATH_MAX];
-	struct gg_rest_check_ctx c = ctx;
-	int fd;
-
-	(void)state;
-	snprintf(dir, sizeof(dir), "%s/binroot", tmpdir);
-	mkdirs(dir);
-	snprintf(p, sizeof(p), "%s/probes", dir);
-	mkdirs(p);
-	snprintf(p, sizeof(p), "%s/config", dir);
-	mkdirs(p);
-	snprintf(reg, sizeof(reg), "%s/probes/stackprobe", dir);
-	snprintf(other, sizeof(other), "%s/probes/other", dir);
-	for (int i = 0; i < 2; i++) {
-		fd = open(i ? other : reg, O_CREAT | O_WRONLY | O_TRUNC, 0755);
-		assert_true(fd >= 0);
-		close(fd);
-	}
-	c.registered_bin = reg;
-	/* config/.. and doubled slashes: the same file */
-	snprintf(p, sizeof(p), "%s/config/../probes//stackprobe", dir);
-	bin_check(&c, p, 0);
-	/* a symbolic link set up by root to the registered binary */
-	snprintf(p, sizeof(p), "%s/link", dir);
-	assert_int_equal(symlink(reg, p), 0);
-	bin_check(&c, p, 0);
-	/* a link to another binary, and the other binary itself */
-	snprintf(p, sizeof(p), "%s/link2", dir);
-	assert_int_equal(symlink(other, p), 0);
-	bin_check(&c, p, 403);
-	bin_check(&c, other, 403);
-	/* the registered file through a directory others may write to */
-	snprintf(p, sizeof(p), "%s/open", dir);
-	mkdirs(p);
-	assert_int_equal(chmod(p, 0777), 0);
-	snprintf(json, sizeof(json), "%s/open/link", dir);
-	assert_int_equal(symlink(reg, json), 0);
-	snprintf(p, sizeof(p), "%s/open/link", dir);
-	bin_check(&c, p, 403);
-	/* a link owned by another user */
-	snprintf(p, sizeof(p), "%s/link3", dir);
-	assert_int_equal(symlink(reg, p), 0);
-	if (geteuid() == 0) {
-		assert_int_equal(lchown(p, 65534, 65534), 0);
-		bin_check(&c, p, 403);
-	}
-	/* not existing, relative */
-	snprintf(p, sizeof(p), "%s/probes/nope", dir);
-	bin_check(&c, p, 403);
-	bin_check(&c, "probes/stackprobe", 403);
-	/* the registered binary writable by others: no spelling but the exact one matches */
-	assert_int_equal(chmod(reg, 0777), 0);
-	snprintf(p, sizeof(p), "%s/config/../probes/stackprobe", dir);
-	bin_check(&c, p, 403);
-	bin_check(&c, reg, 0);
 }
 
 static int setup(void **state)
