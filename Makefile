@@ -63,6 +63,8 @@ PROBE_BINS := $(addprefix $(BUILD)/probes/,$(PROBES))
 META_HDRS := $(patsubst schema/%.meta,$(BUILD)/gen/%.meta.h,$(META_FILES))
 
 UNIT_TESTS := $(patsubst tests/unit/%.c,$(BUILD)/tests/%,$(wildcard tests/unit/test_*.c))
+# the main() of every unit test binary: it runs the tests that its file registered (tests/unit/unit.h)
+UNIT_MAIN := $(BUILD)/obj/tests/unit/unit_main.o
 TEST_HELPERS := $(patsubst tests/helpers/%.c,$(BUILD)/tests/%,$(wildcard tests/helpers/*.c))
 # cpu_split (flame graph ground truth) keeps every frame: frame pointers, no inlining, no tail calls;
 # cpu_split_stripped is the same binary without symbols.
@@ -211,12 +213,12 @@ LIBSUP := $(BUILD)/lib/libggsup.a
 $(LIBSUP): $(filter-out $(BUILD)/obj/supervisor/main.o,$(call obj,$(SUP_SRCS))) $(WEBUI_OBJ) $(CONTRACT_OBJS)
 
 # test_sup_* exercise supervisor code; the others only the libraries.
-$(BUILD)/tests/test_sup_%: $(BUILD)/obj/tests/unit/test_sup_%.o $(LIBSUP) $(LIBSCHEMA) $(LIBIPC)
+$(BUILD)/tests/test_sup_%: $(BUILD)/obj/tests/unit/test_sup_%.o $(UNIT_MAIN) $(LIBSUP) $(LIBSCHEMA) $(LIBIPC)
 	$(say) LINK $@
 	$(Q)mkdir -p $(@D)
 	$(Q)$(CC) $(LDFLAGS) $^ -lcmocka $(LIBS_SUP) -o $@
 
-$(BUILD)/tests/test_%: $(BUILD)/obj/tests/unit/test_%.o $(LIBPROBE) $(LIBSCHEMA) $(LIBIPC)
+$(BUILD)/tests/test_%: $(BUILD)/obj/tests/unit/test_%.o $(UNIT_MAIN) $(LIBPROBE) $(LIBSCHEMA) $(LIBIPC)
 	$(say) LINK $@
 	$(Q)mkdir -p $(@D)
 	$(Q)$(CC) $(LDFLAGS) $^ -lcmocka $(LIBS_PROBE) -lconfig -o $@
@@ -316,12 +318,12 @@ $(BUILD)/probes/ksliprobe $(BUILD)/probes/pgsliprobe: LIBS_PROBE := $(LIBPROBE) 
 $(call obj,$(wildcard probes/ksliprobe/*.c probes/pgsliprobe/*.c)): $(l7probe_GEN)
 LIBL7 := $(BUILD)/lib/libggl7.a
 $(LIBL7): $(call obj,$(L7_PROTO_SRCS) probes/lib/probe_array.c)
-$(BUILD)/tests/test_l7_%: $(BUILD)/obj/tests/unit/test_l7_%.o $(LIBL7)
+$(BUILD)/tests/test_l7_%: $(BUILD)/obj/tests/unit/test_l7_%.o $(UNIT_MAIN) $(LIBL7)
 	$(say) LINK $@
 	$(Q)mkdir -p $(@D)
 	$(Q)$(CC) $(LDFLAGS) $^ -lcmocka -o $@
 # the connection tracker (conn.c) with the protocol layer, fed synthetic events
-$(BUILD)/tests/test_l7conn: $(BUILD)/obj/tests/unit/test_l7conn.o $(BUILD)/obj/probes/l7probe/conn.o \
+$(BUILD)/tests/test_l7conn: $(BUILD)/obj/tests/unit/test_l7conn.o $(UNIT_MAIN) $(BUILD)/obj/probes/l7probe/conn.o \
 			    $(BUILD)/obj/probes/l7probe/conn_trace.o $(BUILD)/obj/probes/l7probe/conn_sli.o $(LIBL7) \
 			    $(LIBPROBE) $(LIBSCHEMA) $(LIBIPC)
 	$(say) LINK $@
@@ -329,7 +331,7 @@ $(BUILD)/tests/test_l7conn: $(BUILD)/obj/tests/unit/test_l7conn.o $(BUILD)/obj/p
 	$(Q)$(CC) $(LDFLAGS) $^ -lcmocka $(LIBS_PROBE) -lconfig -o $@
 $(BUILD)/obj/tests/unit/test_l7conn.o: $(BUILD)/gen/l7probe.skel.h
 # the TLS uprobes' ELF and instruction decisions (tls_elf.c: libelf, capstone)
-$(BUILD)/tests/test_l7tls: $(BUILD)/obj/tests/unit/test_l7tls.o $(BUILD)/obj/probes/l7probe/tls_elf.o
+$(BUILD)/tests/test_l7tls: $(BUILD)/obj/tests/unit/test_l7tls.o $(UNIT_MAIN) $(BUILD)/obj/probes/l7probe/tls_elf.o
 	$(say) LINK $@
 	$(Q)mkdir -p $(@D)
 	$(Q)$(CC) $(LDFLAGS) $^ -lcmocka -lcapstone -lelf -o $@

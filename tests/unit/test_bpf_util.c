@@ -10,7 +10,7 @@
 #include <string.h>
 #include <unistd.h>
 
-#include <cmocka.h>
+#include "unit.h"
 
 #include "bpf_util.h"
 
@@ -18,9 +18,8 @@ static const char *const h_fields[] = {"k", "h"};
 static const unsigned char h_kinds[] = {PROBE_F_KEY, PROBE_F_HISTOGRAM};
 static const struct probe_table TBL_h = {"t_h", 2, h_fields, h_kinds};
 
-static void test_hist_slot(void **state)
+GG_TEST(test_hist_slot)
 {
-	(void)state;
 	assert_int_equal(gg_hist_slot(0), 0);
 	assert_int_equal(gg_hist_slot(1), 0);
 	assert_int_equal(gg_hist_slot(2), 1);
@@ -31,12 +30,11 @@ static void test_hist_slot(void **state)
 	assert_int_equal(gg_hist_slot(UINT64_MAX), GG_LOG2_SLOTS - 1);
 }
 
-static void test_hist_rec(void **state)
+GG_TEST(test_hist_rec)
 {
 	static struct probe_rec r;
 	__u64 slots[GG_LOG2_SLOTS] = {0};
 
-	(void)state;
 	slots[0] = 1; /* 0..1 */
 	slots[2] = 2; /* 4..7 */
 	slots[3] = 3; /* 8..15 */
@@ -57,11 +55,10 @@ static void test_hist_rec(void **state)
 	assert_int_equal(probe_rec__finish(&r), -EINVAL);
 }
 
-static void test_scope_pids(void **state)
+GG_TEST(test_scope_pids)
 {
 	static struct gg_scope s;
 
-	(void)state;
 	gg_scope__init(&s);
 	assert_int_equal(gg_scope__add_pids(&s, "10,20,30"), 0);
 	assert_int_equal(s.all, 0);
@@ -73,14 +70,13 @@ static void test_scope_pids(void **state)
 	}
 }
 
-static void test_scope_comm(void **state)
+GG_TEST(test_scope_comm)
 {
 	static struct gg_scope s;
 	char comm[32] = {0};
 	FILE *f = fopen("/proc/self/comm", "r");
 	int n;
 
-	(void)state;
 	assert_non_null(f);
 	assert_non_null(fgets(comm, sizeof(comm), f));
 	fclose(f);
@@ -96,12 +92,11 @@ static void test_scope_comm(void **state)
 
 static const struct gg_subprobe subs[] = {{"a", 1, 1, 0}, {"b", 2, 0, 0}, {"later", 0, 0, 0}};
 
-static void test_subprobes(void **state)
+GG_TEST(test_subprobes)
 {
 	unsigned int bits = 77;
 	char bad[8], buf[32];
 
-	(void)state;
 	assert_int_equal(gg_subprobes_parse("a,b,later", subs, 3, &bits, bad, sizeof(bad)), 0);
 	assert_int_equal(bits, 3);
 	assert_int_equal(gg_subprobes_parse("a,nosuchthing", subs, 3, &bits, bad, sizeof(bad)), -EINVAL);
@@ -115,12 +110,11 @@ static void test_subprobes(void **state)
 	assert_string_equal(buf, "none");
 }
 
-static void test_event_label(void **state)
+GG_TEST(test_event_label)
 {
 	char buf[40];
 	size_t used = 0;
 
-	(void)state;
 	gg_event_label(buf, sizeof(buf), &used, "comm", "a b&c");
 	gg_event_label(buf, sizeof(buf), &used, "ip", "10.0.0.1");
 	assert_string_equal(buf, "comm=a%20b%26c&ip=10.0.0.1");
@@ -129,11 +123,10 @@ static void test_event_label(void **state)
 	assert_int_equal(used, strlen(buf));
 }
 
-static void test_kernel_features(void **state)
+GG_TEST(test_kernel_features)
 {
 	char name[64];
 
-	(void)state;
 	if (access("/sys/kernel/btf/vmlinux", R_OK)) {
 		skip();
 		return;
@@ -149,7 +142,7 @@ static void test_kernel_features(void **state)
 }
 
 /* gg_opt_common: the options most probes share, applied or refused; the others left to the probe. */
-static void test_opt_common(void **state)
+GG_TEST(test_opt_common)
 {
 	static struct gg_scope scope;
 	unsigned int period = 5;
@@ -164,7 +157,6 @@ static void test_opt_common(void **state)
 			    .comm = &comm,
 			    .bpf_stats = &stats};
 
-	(void)state;
 	gg_scope__init(&scope);
 	assert_int_equal(gg_opt_common("p", 't', "30", &o), 1);
 	assert_int_equal(period, 30);
@@ -195,16 +187,4 @@ static void test_opt_common(void **state)
 	assert_int_equal(gg_opt_common("p", GG_OPT_PID, "1", &o), 2);
 	assert_int_equal(gg_opt_common("p", GG_OPT_COMM, "a", &o), 2);
 	assert_int_equal(gg_opt_common("p", GG_OPT_BPF_STATS, NULL, &o), 2);
-}
-
-int main(void)
-{
-	const struct CMUnitTest tests[] = {
-		cmocka_unit_test(test_hist_slot),	cmocka_unit_test(test_hist_rec),
-		cmocka_unit_test(test_scope_pids),	cmocka_unit_test(test_scope_comm),
-		cmocka_unit_test(test_subprobes),	cmocka_unit_test(test_event_label),
-		cmocka_unit_test(test_kernel_features), cmocka_unit_test(test_opt_common),
-	};
-
-	return cmocka_run_group_tests(tests, NULL, NULL);
 }

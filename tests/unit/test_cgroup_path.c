@@ -7,13 +7,13 @@
 #include <stdint.h>
 #include <string.h>
 
-#include <cmocka.h>
+#include "unit.h"
 
 #include "cgroup_path.h"
 
 #define ID64 "0123456789abcdef0123456789abcdef0123456789abcdef0123456789abcdef"
 
-static void test_cgroup_layouts(void **state)
+GG_TEST(test_cgroup_layouts)
 {
 	static const char *const with_id[] = {
 		"/system.slice/docker-" ID64 ".scope",
@@ -35,7 +35,6 @@ static void test_cgroup_layouts(void **state)
 	};
 	char id[80];
 
-	(void)state;
 	for (size_t i = 0; i < sizeof(with_id) / sizeof(with_id[0]); i++) {
 		if (gg_cgroup__container_id(with_id[i], id, sizeof(id)))
 			fail_msg("no container id in %s", with_id[i]);
@@ -63,13 +62,12 @@ static void test_cgroup_layouts(void **state)
 }
 
 /* The component holding the id, nearest the leaf; a short buffer is refused. */
-static void test_container_id_span(void **state)
+GG_TEST(test_container_id_span)
 {
 	const char *path = "/machine.slice/libpod-" ID64 ".scope/container";
 	const char *cs = NULL, *ce = NULL;
 	char id[65];
 
-	(void)state;
 	assert_int_equal(gg_cgroup__container_id_at(path, id, sizeof(id), &cs, &ce), 0);
 	assert_string_equal(id, ID64);
 	assert_int_equal((int)(ce - cs), (int)strlen("libpod-" ID64 ".scope"));
@@ -83,14 +81,4 @@ static void test_container_id_span(void **state)
 					id, sizeof(id)),
 		0);
 	assert_string_equal(id, "fedcba9876543210fedcba9876543210fedcba9876543210fedcba9876543210");
-}
-
-int main(void)
-{
-	const struct CMUnitTest tests[] = {
-		cmocka_unit_test(test_cgroup_layouts),
-		cmocka_unit_test(test_container_id_span),
-	};
-
-	return cmocka_run_group_tests(tests, NULL, NULL);
 }

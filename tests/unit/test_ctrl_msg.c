@@ -9,7 +9,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include <cmocka.h>
+#include "unit.h"
 
 #include "contract.h"
 #include "ctrl_msg.h"
@@ -17,12 +17,11 @@
 
 /* ---- scope ------------------------------------------------------------------------------------------ */
 
-static void test_scope_json(void **state)
+GG_TEST(test_scope_json)
 {
 	static struct gg_scope s;
 	cJSON *j;
 
-	(void)state;
 	j = cJSON_Parse("{\"all\": false, \"pids\": [1, 22, 22, \"333\"], \"cgroup_ids\": [4294967297]}");
 	assert_int_equal(gg_scope__from_json(j, &s), 0);
 	assert_int_equal(s.all, 0);
@@ -58,24 +57,22 @@ static void test_scope_json(void **state)
 	assert_int_equal(s.ntgid, 99); /* untouched on failure */
 }
 
-static void test_scope_too_big(void **state)
+GG_TEST(test_scope_too_big)
 {
 	static struct gg_scope s;
 	cJSON *j = cJSON_CreateObject(), *pids = cJSON_AddArrayToObject(j, "pids");
 
-	(void)state;
 	for (int i = 1; i <= GG_SCOPE_TGID_MAX + 1; i++)
 		cJSON_AddItemToArray(pids, cJSON_CreateNumber(i));
 	assert_int_equal(gg_scope__from_json(j, &s), -E2BIG);
 	cJSON_Delete(j);
 }
 
-static void test_scope_equal_roundtrip(void **state)
+GG_TEST(test_scope_equal_roundtrip)
 {
 	static struct gg_scope a, b;
 	cJSON *j;
 
-	(void)state;
 	gg_scope__init(&a);
 	a.all = 0;
 	a.ntgid = 2;
@@ -95,12 +92,11 @@ static void test_scope_equal_roundtrip(void **state)
 
 /* ---- the message ------------------------------------------------------------------------------------ */
 
-static void test_msg_roundtrip(void **state)
+GG_TEST(test_msg_roundtrip)
 {
 	static struct gg_ctrl_msg m, d;
 	char *txt = NULL;
 
-	(void)state;
 	gg_ctrl_msg__init(&m);
 	assert_int_equal(gg_ctrl_msg__encode(&m, &txt), 0);
 	assert_string_equal(txt, "{}");
@@ -129,12 +125,11 @@ static void test_msg_roundtrip(void **state)
 	gg_ctrl_msg__fini(NULL);
 }
 
-static void test_msg_decode(void **state)
+GG_TEST(test_msg_decode)
 {
 	static struct gg_ctrl_msg d;
 	char err[128];
 
-	(void)state;
 	/* the REST body's cmd.probe is taken too; an empty or null list names nothing */
 	assert_int_equal(gg_ctrl_msg__decode("{\"cmd\": {\"probe\": [\"b\"]}}", &d, err, sizeof(err)), 0);
 	assert_int_equal(d.nsubprobes, 1);
@@ -211,11 +206,10 @@ static int parse(const char *json, struct conf *c)
 	return rc;
 }
 
-static void test_params_defaults_and_absent(void **state)
+GG_TEST(test_params_defaults_and_absent)
 {
 	struct conf c, before;
 
-	(void)state;
 	memset(&c, 0x55, sizeof(c));
 	gg_params__defaults(specs, NSPECS, &c);
 	assert_int_equal(c.period, 5); /* the binary's default, not REST's */
@@ -240,11 +234,10 @@ static const struct conf *parsed(const char *json, struct conf *c)
 	return c;
 }
 
-static void test_params_values(void **state)
+GG_TEST(test_params_values)
 {
 	struct conf c;
 
-	(void)state;
 	gg_params__defaults(specs, NSPECS, &c);
 	/* integers: JSON integers or decimal strings, in the binary's range (1..600 here, not REST's 5) */
 	assert_int_equal(parsed("{\"period\": 1}", &c)->period, 1);
@@ -265,11 +258,10 @@ static void test_params_values(void **state)
 	assert_string_equal(parsed("{\"env\": \"container\"}", &c)->env, "container");
 }
 
-static void test_params_refused(void **state)
+GG_TEST(test_params_refused)
 {
 	struct conf c, before;
 
-	(void)state;
 	gg_params__defaults(specs, NSPECS, &c);
 	before = c;
 	for (const char **bad =
@@ -302,13 +294,12 @@ static const struct gg_contract contract = {
 	.nparams = NSPECS,
 };
 
-static void test_contract_apply(void **state)
+GG_TEST(test_contract_apply)
 {
 	static struct gg_ctrl_msg m;
 	struct conf c;
 	unsigned int bits = 99;
 
-	(void)state;
 	assert_int_equal(gg_contract__default_subprobes(&contract), 1);
 	assert_ptr_equal(gg_contract__param(&contract, "thr"), &specs[1]);
 	assert_null(gg_contract__param(&contract, "nope"));
@@ -336,21 +327,4 @@ static void test_contract_apply(void **state)
 	assert_int_equal(probe_conf__apply(&contract, &m, &c, &bits), -EINVAL);
 	assert_int_equal(bits, 2);
 	gg_ctrl_msg__fini(&m);
-}
-
-int main(void)
-{
-	const struct CMUnitTest tests[] = {
-		cmocka_unit_test(test_scope_json),
-		cmocka_unit_test(test_scope_too_big),
-		cmocka_unit_test(test_scope_equal_roundtrip),
-		cmocka_unit_test(test_msg_roundtrip),
-		cmocka_unit_test(test_msg_decode),
-		cmocka_unit_test(test_params_defaults_and_absent),
-		cmocka_unit_test(test_params_values),
-		cmocka_unit_test(test_params_refused),
-		cmocka_unit_test(test_contract_apply),
-	};
-
-	return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -11,17 +11,16 @@
 #include <sys/mman.h>
 #include <unistd.h>
 
-#include <cmocka.h>
+#include "unit.h"
 
 #include "../../ipc/fsutil.h"
 
-static void test_regular_file(void **state)
+GG_TEST(test_regular_file)
 {
 	char path[] = "/tmp/gg-fsutil-XXXXXX", *text = NULL;
 	size_t len = 0;
 	int fd = mkstemp(path);
 
-	(void)state;
 	assert_true(fd >= 0);
 	assert_int_equal(write(fd, "hello\n", 6), 6);
 	close(fd);
@@ -39,14 +38,13 @@ static void test_regular_file(void **state)
 
 /* /proc/self/maps says size 0; with NMAPS mappings split in two (one page readable, one not) it is
  * longer than the first 16 KiB buffer. */
-static void test_proc_file_read_to_its_end(void **state)
+GG_TEST(test_proc_file_read_to_its_end)
 {
 	long page = sysconf(_SC_PAGESIZE);
 	char *text = NULL;
 	size_t len = 0;
 	void *maps[NMAPS];
 
-	(void)state;
 	for (size_t i = 0; i < NMAPS; i++) {
 		maps[i] = mmap(NULL, 2 * page, PROT_READ, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
 		assert_true(maps[i] != MAP_FAILED);
@@ -65,9 +63,8 @@ static void test_proc_file_read_to_its_end(void **state)
 }
 
 /* As spelled: a base's trailing '/' aside, a path equal to it or below it, never a sibling prefix. */
-static void test_path_base_len(void **state)
+GG_TEST(test_path_base_len)
 {
-	(void)state;
 	assert_int_equal(gg_path_base_len("/var/log/gg", "/var/log"), 8);
 	assert_int_equal(gg_path_base_len("/var/log", "/tmp:/var/log/"), 8);
 	assert_int_equal(gg_path_base_len("/var/logs/x", "/var/log"), 0);
@@ -76,15 +73,4 @@ static void test_path_base_len(void **state)
 	assert_int_equal(gg_path_base_len("/a/b", "::/a//"), 2);
 	assert_int_equal(gg_path_base_len("/a/b", ""), 0);
 	assert_int_equal(gg_path_base_len("/a/b", NULL), 0);
-}
-
-int main(void)
-{
-	const struct CMUnitTest tests[] = {
-		cmocka_unit_test(test_regular_file),
-		cmocka_unit_test(test_proc_file_read_to_its_end),
-		cmocka_unit_test(test_path_base_len),
-	};
-
-	return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -9,7 +9,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include <cmocka.h>
+#include "unit.h"
 
 #include "hw_decode.h"
 
@@ -106,12 +106,11 @@ static void agg_new(struct hw_agg *a)
 	a->has_xmit_fmt = 1;
 }
 
-static void test_formats(void **state)
+GG_TEST(test_formats)
 {
 	struct tp_format f;
 	const struct tp_field *x;
 
-	(void)state;
 	load(MC_FORMAT, &f);
 	assert_string_equal(f.name, "mc_event");
 	assert_int_equal(f.id, 2206);
@@ -138,14 +137,13 @@ static void test_formats(void **state)
 	assert_int_equal(tp_format__parse("name: x\nformat:\n", 16, &f), -EINVAL);
 }
 
-static void test_mc_decode_and_count(void **state)
+GG_TEST(test_mc_decode_and_count)
 {
 	static struct hw_agg a;
 	struct hw_mc_rec d;
 	struct hw_mc *m;
 	struct rec r;
 
-	(void)state;
 	agg_new(&a);
 
 	/* 3 corrected errors on one DIMM, reported as one record with error_count 3 */
@@ -191,13 +189,12 @@ static void test_mc_decode_and_count(void **state)
 	assert_int_equal(a.nmcs, 3);
 }
 
-static void test_xmit_timeout(void **state)
+GG_TEST(test_xmit_timeout)
 {
 	static struct hw_agg a;
 	struct hw_nic *n;
 	struct rec r;
 
-	(void)state;
 	agg_new(&a);
 	for (int i = 0; i < 5; i++) {
 		xmit_record(&r, "eth7", "e1000e", i % 2);
@@ -219,7 +216,7 @@ static void test_xmit_timeout(void **state)
 }
 
 /* Integers of every size, signed and not; __rel_loc strings. */
-static void test_fields(void **state)
+GG_TEST(test_fields)
 {
 	static const char fmt[] = "name: t\nID: 7\nformat:\n"
 				  "\tfield:unsigned short common_type;\toffset:0;\tsize:2;\tsigned:0;\n"
@@ -234,7 +231,6 @@ static void test_fields(void **state)
 	char s[8];
 	uint32_t loc = 3u << 16 | 4u; /* 4 bytes after the field's end: offset 40 */
 
-	(void)state;
 	assert_int_equal(tp_format__parse(fmt, sizeof(fmt) - 1, &f), 0);
 	assert_int_equal(f.nfields, 6);
 	assert_string_equal(f.fields[4].name, "comm");
@@ -254,16 +250,4 @@ static void test_fields(void **state)
 	assert_string_equal(s, "ok");
 	assert_int_equal(tp_rec__str(tp_format__field(&f, "s"), rec, 41, s, sizeof(s)), -EINVAL);
 	assert_int_equal(tp_rec__int(tp_format__field(&f, "c"), rec, 14, &v), -EINVAL);
-}
-
-int main(void)
-{
-	const struct CMUnitTest tests[] = {
-		cmocka_unit_test(test_formats),
-		cmocka_unit_test(test_mc_decode_and_count),
-		cmocka_unit_test(test_xmit_timeout),
-		cmocka_unit_test(test_fields),
-	};
-
-	return cmocka_run_group_tests(tests, NULL, NULL);
 }

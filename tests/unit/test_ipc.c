@@ -14,7 +14,7 @@
 #include <time.h>
 #include <unistd.h>
 
-#include <cmocka.h>
+#include "unit.h"
 #include <nng/nng.h>
 #include <nng/protocol/pubsub0/pub.h>
 
@@ -105,14 +105,13 @@ static void expect_hdr(const struct ipc_batch_hdr *h, const char *probe, uint32_
 	assert_int_equal(h->payload_len, payload_len);
 }
 
-static void test_codec_roundtrip(void **state)
+GG_TEST(test_codec_roundtrip)
 {
 	uint8_t buf[256];
 	struct ipc_batch_hdr h;
 	const char *payload, *cur, *line;
 	size_t len, llen;
 
-	(void)state;
 	len = make_batch(buf, "tcp", 2, 42, "|t|1|\n|t|22|\n");
 	/* Little-endian on the wire regardless of host order. */
 	assert_memory_equal(buf, "GGB1", 4);
@@ -167,12 +166,11 @@ static void expect_reject(const uint8_t *buf, size_t len, int err)
 	assert_int_equal(h.pid, 0xabababab);
 }
 
-static void test_decode_rejects(void **state)
+GG_TEST(test_decode_rejects)
 {
 	static uint8_t buf[IPC_BATCH_HDR_LEN + IPC_RECORD_MAX_LEN + 16];
 	size_t len;
 
-	(void)state;
 	expect_reject(NULL, 0, -EBADMSG);
 
 	len = make_batch(buf, "tcp", 1, 0, "|a|\n");
@@ -254,7 +252,7 @@ struct seq_step {
 	uint64_t lost_batches, lost_records, batches, records, next_seq, next_rec;
 };
 
-static void test_seq_tracker(void **state)
+GG_TEST(test_seq_tracker)
 {
 	/* what, fresh; pid, seq, rec_offset, nrecords; lost; the tracker's lost batches, lost records,
 	 * batches, records, next seq, next record */
@@ -273,7 +271,6 @@ static void test_seq_tracker(void **state)
 	};
 	struct ipc_seq_tracker t;
 
-	(void)state;
 	for (size_t i = 0; i < sizeof(steps) / sizeof(steps[0]); i++) {
 		const struct seq_step *w = &steps[i];
 		struct ipc_batch_hdr h;
@@ -418,7 +415,7 @@ static int ends_teardown(void **state)
 }
 
 /* A test run with struct ends in its state. */
-#define ENDS_TEST(f) cmocka_unit_test_setup_teardown(f, ends_setup, ends_teardown)
+#define ENDS_TEST(f) GG_TEST_SETUP_TEARDOWN(f, ends_setup, ends_teardown)
 
 static struct ipc_sub *ends_sub(struct ends *e)
 {
@@ -436,7 +433,7 @@ static struct ipc_pub *ends_pub(struct ends *e, struct ipc_pub_opts o)
 	return e->pub;
 }
 
-static void test_pubsub_roundtrip(void **state)
+ENDS_TEST(test_pubsub_roundtrip)
 {
 	struct ends *e = *state;
 	struct ipc_seq_tracker t = {0};
@@ -463,7 +460,7 @@ static void test_pubsub_roundtrip(void **state)
 }
 
 /* The probe starts first: batches wait in the pending queue and arrive once the supervisor listens. */
-static void test_pub_before_sub(void **state)
+ENDS_TEST(test_pub_before_sub)
 {
 	struct ends *e = *state;
 	struct ipc_seq_tracker t = {0};
@@ -487,7 +484,7 @@ static void test_pub_before_sub(void **state)
 }
 
 /* More batches than pending_max while disconnected: the oldest go, and the receiver counts them. */
-static void test_pending_overflow(void **state)
+ENDS_TEST(test_pending_overflow)
 {
 	struct ends *e = *state;
 	struct ipc_seq_tracker t = {0};
@@ -508,7 +505,7 @@ static void test_pending_overflow(void **state)
 	assert_int_equal(t.lost_records, 30);
 }
 
-static void test_flush_on_size(void **state)
+ENDS_TEST(test_flush_on_size)
 {
 	struct ends *e = *state;
 	char big[IPC_RECORD_MAX_LEN];
@@ -535,7 +532,7 @@ static void test_flush_on_size(void **state)
 	expect_hdr(&h, "tcp", 1, 2, 6, 0, IPC_RECORD_MAX_LEN + 1);
 }
 
-static void test_flush_on_time(void **state)
+ENDS_TEST(test_flush_on_time)
 {
 	struct ends *e = *state;
 	struct ipc_seq_tracker t = {0};
@@ -556,7 +553,7 @@ static void test_flush_on_time(void **state)
 	assert_int_equal(ipc_pub__batches_sent(pub), 1);
 }
 
-static void test_heartbeat(void **state)
+ENDS_TEST(test_heartbeat)
 {
 	struct ends *e = *state;
 	struct ipc_batch_hdr h;
@@ -581,7 +578,7 @@ static void test_heartbeat(void **state)
 }
 
 /* ipc_pub__free flushes the open batch and lingers until it is written, so nothing is lost at exit. */
-static void test_free_flushes(void **state)
+ENDS_TEST(test_free_flushes)
 {
 	struct ends *e = *state;
 	struct ipc_seq_tracker t = {0};
@@ -601,12 +598,11 @@ static void test_free_flushes(void **state)
 	assert_int_equal(t.lost_batches, 0);
 }
 
-static void test_pub_invalid(void **state)
+GG_TEST(test_pub_invalid)
 {
 	char url[128], name[IPC_PROBE_NAME_MAX + 1], line[IPC_RECORD_MAX_LEN + 1];
 	struct ipc_pub *pub;
 
-	(void)state;
 	new_url(url, sizeof(url));
 	errno = 0;
 	assert_null(ipc_pub__new(NULL));
@@ -644,14 +640,13 @@ static void test_pub_invalid(void **state)
 }
 
 /* A socket file left by a dead listener is replaced; a live listener's is not stolen. */
-static void test_sub_stale_socket(void **state)
+GG_TEST(test_sub_stale_socket)
 {
 	char url[128];
 	struct sockaddr_un sa = {.sun_family = AF_UNIX};
 	struct ipc_sub *sub, *sub2;
 	int fd;
 
-	(void)state;
 	new_url(url, sizeof(url));
 	assert_true(strlen(url + strlen("ipc://")) < sizeof(sa.sun_path));
 	memcpy(sa.sun_path, url + strlen("ipc://"), strlen(url + strlen("ipc://")) + 1);
@@ -690,7 +685,7 @@ static int wait_ctrl(struct ipc_ctrl_sub *cs, struct ipc_ctrl_pub *cp, const cha
 	}
 }
 
-static void test_ctrl_roundtrip(void **state)
+GG_TEST(test_ctrl_roundtrip)
 {
 	char url[128], name[IPC_PROBE_NAME_MAX + 1];
 	struct ipc_ctrl_pub *cp;
@@ -699,7 +694,6 @@ static void test_ctrl_roundtrip(void **state)
 	char *p = NULL;
 	int rc;
 
-	(void)state;
 	new_url(url, sizeof(url));
 	/* The probe may start first, as on the data plane. */
 	cs = ipc_ctrl_sub__new(url, "tcp");
@@ -752,7 +746,7 @@ static void raw_send(nng_socket s, const char *data, size_t len)
 }
 
 /* A peer that is not our ctrl_pub sends garbage: every malformed message is -EBADMSG and consumed. */
-static void test_ctrl_malformed(void **state)
+GG_TEST(test_ctrl_malformed)
 {
 	static const struct {
 		const char *data;
@@ -778,7 +772,6 @@ static void test_ctrl_malformed(void **state)
 	size_t nbad = 0;
 	int rc;
 
-	(void)state;
 	new_url(url, sizeof(url));
 	assert_int_equal(nng_pub0_open(&raw), 0);
 	assert_int_equal(nng_listen(raw, url, NULL, 0), 0);
@@ -831,24 +824,4 @@ static void test_ctrl_malformed(void **state)
 	nng_close(raw);
 }
 
-int main(void)
-{
-	const struct CMUnitTest tests[] = {
-		cmocka_unit_test(test_codec_roundtrip),
-		cmocka_unit_test(test_decode_rejects),
-		cmocka_unit_test(test_seq_tracker),
-		ENDS_TEST(test_pubsub_roundtrip),
-		ENDS_TEST(test_pub_before_sub),
-		ENDS_TEST(test_pending_overflow),
-		ENDS_TEST(test_flush_on_size),
-		ENDS_TEST(test_flush_on_time),
-		ENDS_TEST(test_heartbeat),
-		ENDS_TEST(test_free_flushes),
-		cmocka_unit_test(test_pub_invalid),
-		cmocka_unit_test(test_sub_stale_socket),
-		cmocka_unit_test(test_ctrl_roundtrip),
-		cmocka_unit_test(test_ctrl_malformed),
-	};
-
-	return cmocka_run_group_tests(tests, group_setup, group_teardown);
-}
+GG_TEST_GROUP(group_setup, group_teardown);

@@ -8,7 +8,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include <cmocka.h>
+#include "unit.h"
 
 #include "perfdata.h"
 
@@ -29,13 +29,12 @@ static unsigned char *load(const char *path, size_t *len)
 }
 
 /* The file of a `java Probe 5` (G1, 5 extra threads, 3 System.gc()), values as jcmd printed them. */
-static void test_real_file(void **state)
+GG_TEST(test_real_file)
 {
 	static struct pd_jvm j;
 	size_t len;
 	unsigned char *b = load(FIXTURE, &len);
 
-	(void)state;
 	assert_int_equal(len, 32768);
 	assert_int_equal(pd_jvm__parse(b, len, &j), 0);
 	assert_int_equal(j.nentries, 187);
@@ -72,13 +71,12 @@ static void test_real_file(void **state)
 
 /* Every prefix of the real file: no read past it (ASan), and a cut one is either refused or a walk
  * that stops at the cut. */
-static void test_every_prefix(void **state)
+GG_TEST(test_every_prefix)
 {
 	static struct pd_jvm j;
 	size_t len;
 	unsigned char *b = load(FIXTURE, &len);
 
-	(void)state;
 	for (size_t n = 0; n <= 13000 && n <= len; n++) {
 		unsigned char *copy = malloc(n ? n : 1);
 
@@ -179,12 +177,11 @@ static void build_sample(struct builder *w, int little)
 	finish(w);
 }
 
-static void test_both_byte_orders(void **state)
+GG_TEST(test_both_byte_orders)
 {
 	static struct pd_jvm j;
 	struct builder w;
 
-	(void)state;
 	for (int little = 0; little <= 1; little++) {
 		build_sample(&w, little);
 		assert_int_equal(pd_jvm__parse(w.b, w.len, &j), 0);
@@ -200,12 +197,11 @@ static void test_both_byte_orders(void **state)
 	}
 }
 
-static void test_prologue_checks(void **state)
+GG_TEST(test_prologue_checks)
 {
 	static struct pd_jvm j;
 	struct builder w;
 
-	(void)state;
 	build_sample(&w, 1);
 	w.b[7] = 0; /* the VM is still creating it */
 	assert_int_equal(pd_jvm__parse(w.b, w.len, &j), -EAGAIN);
@@ -228,13 +224,12 @@ static void test_prologue_checks(void **state)
 }
 
 /* A bad entry ends the walk there; what came before is kept. */
-static void test_bad_entries(void **state)
+GG_TEST(test_bad_entries)
 {
 	static struct pd_jvm j;
 	struct builder w;
 	size_t second;
 
-	(void)state;
 	build_sample(&w, 0);
 	second = PD_PROLOGUE_LEN + (w.b[PD_PROLOGUE_LEN + 3] | (size_t)w.b[PD_PROLOGUE_LEN + 2] << 8);
 
@@ -272,13 +267,12 @@ static void test_bad_entries(void **state)
 }
 
 /* A long string is cut, and a string without NUL ends at its vector. */
-static void test_strings(void **state)
+GG_TEST(test_strings)
 {
 	static struct pd_jvm j;
 	struct builder w;
 	char big[256];
 
-	(void)state;
 	memset(big, 'x', sizeof(big) - 1);
 	big[sizeof(big) - 1] = 0;
 	start(&w, 1);
@@ -288,15 +282,4 @@ static void test_strings(void **state)
 	assert_int_equal(pd_jvm__parse(w.b, w.len, &j), 0);
 	assert_int_equal(strlen(j.command), PD_STR_MAX - 1);
 	assert_string_equal(j.vm_name, "abcdefgh");
-}
-
-int main(void)
-{
-	const struct CMUnitTest tests[] = {
-		cmocka_unit_test(test_real_file),	 cmocka_unit_test(test_every_prefix),
-		cmocka_unit_test(test_both_byte_orders), cmocka_unit_test(test_prologue_checks),
-		cmocka_unit_test(test_bad_entries),	 cmocka_unit_test(test_strings),
-	};
-
-	return cmocka_run_group_tests(tests, NULL, NULL);
 }

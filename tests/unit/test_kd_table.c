@@ -7,7 +7,7 @@
 #include <stdint.h>
 #include <string.h>
 
-#include <cmocka.h>
+#include "unit.h"
 
 #include "kd_table.h"
 
@@ -27,11 +27,10 @@ static struct key mk(uint32_t i)
 	return k;
 }
 
-static void test_counts_and_bound(void **state)
+GG_TEST(test_counts_and_bound)
 {
 	struct kd_table t;
 	uint64_t *v;
-	(void)state;
 
 	assert_int_equal(kd_table__init(&t, sizeof(struct key), sizeof(uint64_t), 1000), 0);
 	/* every key twice: the second time finds the first's row (across several growths) */
@@ -66,21 +65,10 @@ static void test_counts_and_bound(void **state)
 	kd_table__free(NULL);
 }
 
-static void test_bad_sizes(void **state)
+GG_TEST(test_bad_sizes)
 {
 	struct kd_table t;
-	(void)state;
 
 	assert_int_equal(kd_table__init(&t, 0, 8, 10), -EINVAL);
 	assert_int_equal(kd_table__init(&t, 8, 0, 10), -EINVAL);
-}
-
-int main(void)
-{
-	const struct CMUnitTest tests[] = {
-		cmocka_unit_test(test_counts_and_bound),
-		cmocka_unit_test(test_bad_sizes),
-	};
-
-	return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -5,7 +5,7 @@
 #include <stdint.h>
 #include <string.h>
 
-#include <cmocka.h>
+#include "unit.h"
 
 #include "../../probes/l7probe/l7_api.h"
 
@@ -23,9 +23,8 @@ static void norm(const char *raw, const char *want)
 	norm_as(L7_PROTO_HTTP, raw, want);
 }
 
-static void test_paths(void **state)
+GG_TEST(test_paths)
 {
-	(void)state;
 	norm("GET /", "GET /");
 	norm("GET /users/123", "GET /users/{id}");
 	norm("GET /users/123/orders/456?x=1&y=2", "GET /users/{id}/orders/{id}");
@@ -44,11 +43,10 @@ static void test_paths(void **state)
 	norm("GET //a//7", "GET //a//{id}");
 }
 
-static void test_not_paths(void **state)
+GG_TEST(test_not_paths)
 {
 	char out[L7_API_MAX];
 
-	(void)state;
 	/* other protocols' apis are copied */
 	norm_as(L7_PROTO_REDIS, "SET", "SET");
 	norm_as(L7_PROTO_KAFKA, "Produce t1", "Produce t1");
@@ -73,11 +71,10 @@ static void sql(const char *text, const char *want)
 		fail_msg("sql(\"%s\") = \"%s\", expected \"%s\"", text, out, want);
 }
 
-static void test_sql(void **state)
+GG_TEST(test_sql)
 {
 	char out[8];
 
-	(void)state;
 	sql("SELECT 1", "SELECT");
 	sql("select a, b from users where id = 1", "SELECT users");
 	sql("SELECT (SELECT max(x) FROM t2) FROM public.t1", "SELECT public.t1");
@@ -101,12 +98,11 @@ static void test_sql(void **state)
 	assert_string_equal(out, "SELECT");
 }
 
-static void test_split_errors(void **state)
+GG_TEST(test_split_errors)
 {
 	char op[16];
 	const char *target;
 
-	(void)state;
 	l7_api__split("GET /a/{id}", op, sizeof(op), &target);
 	assert_string_equal(op, "GET");
 	assert_string_equal(target, "/a/{id}");
@@ -120,16 +116,4 @@ static void test_split_errors(void **state)
 	assert_true(l7_api__client_error(L7_PROTO_DNS, "A x.org", 3));
 	assert_false(l7_api__client_error(L7_PROTO_DNS, "A x.org", 2));
 	assert_false(l7_api__client_error(L7_PROTO_REDIS, "GET", 0));
-}
-
-int main(void)
-{
-	const struct CMUnitTest tests[] = {
-		cmocka_unit_test(test_paths),
-		cmocka_unit_test(test_not_paths),
-		cmocka_unit_test(test_sql),
-		cmocka_unit_test(test_split_errors),
-	};
-
-	return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -41,7 +41,7 @@
 	"\x00\x02\x81\x83\x00\x01\x00\x00\x00\x00\x00\x00\x07" \
 	"example\x03org\x00\x00\x10\x00\x01"
 
-static void test_udp(void **state)
+GG_TEST(test_udp)
 {
 	static const struct l7t_step steps[] = {
 		REQ(DIG_Q_A),
@@ -61,11 +61,10 @@ static void test_udp(void **state)
 		{.api = "MX example.org", .req_ts_ns = 5000, .resp_ts_ns = 8000},
 	};
 
-	(void)state;
 	l7t_check_script(L7_PROTO_DNS, L7T_WHOLE_UDP, steps, NSTEPS(steps), want, NSTEPS(want), 0, 0, 0, NULL);
 }
 
-static void test_tcp(void **state)
+GG_TEST(test_tcp)
 {
 	static const struct l7t_step steps[] = {
 		REQ(DIG_TCP_Q),
@@ -82,19 +81,17 @@ static void test_tcp(void **state)
 		{.api = "MX example.org", .req_bytes = 31, .resp_bytes = 31},
 	};
 
-	(void)state;
 	l7t_check_script(L7_PROTO_DNS, L7T_ALL_SPLITS, steps, NSTEPS(steps), want, NSTEPS(want), 0, 0, 0, NULL);
 }
 
 /* A truncated capture still has the header and question; garbage is counted; a retried id replaces
  * the unanswered one; queries never answered are evicted oldest first, memory bounded. */
-static void test_truncated_garbage_loss(void **state)
+GG_TEST(test_truncated_garbage_loss)
 {
 	struct l7_session *s = l7_session__new(L7_PROTO_DNS, L7_TRANSPORT_UDP);
 	struct l7t_out o;
 	uint8_t q[sizeof(Q1_MX) - 1];
 
-	(void)state;
 	memset(&o, 0, sizeof(o));
 	l7_session__feed(s, L7_FLOW_REQ, (const uint8_t *)DIG_Q_A, 40, 57, 1, l7t_cb, &o);
 	l7_session__feed(s, L7_FLOW_RESP, (const uint8_t *)DNSMASQ_R_A, 40, 61, 2, l7t_cb, &o);
@@ -127,11 +124,10 @@ static void test_truncated_garbage_loss(void **state)
 	l7_session__free(s);
 }
 
-static void test_infer(void **state)
+GG_TEST(test_infer)
 {
 	const unsigned int all = ~0u;
 
-	(void)state;
 	l7t_expect_infer(DIG_Q_A, sizeof(DIG_Q_A) - 1, L7_TRANSPORT_UDP, 18953, all, L7_PROTO_DNS, L7_FLOW_REQ);
 	l7t_expect_infer(DNSMASQ_R_A, sizeof(DNSMASQ_R_A) - 1, L7_TRANSPORT_UDP, 18953, all, L7_PROTO_DNS,
 			 L7_FLOW_RESP);
@@ -141,16 +137,4 @@ static void test_infer(void **state)
 	l7t_expect_infer("\x12\x34\x01\x00\x00\x01\x00\x00\x00\x00\x00\x00\x05hello", 19, L7_TRANSPORT_UDP, 53, all,
 			 L7_PROTO_UNKNOWN, -1); /* the question is cut */
 	l7t_expect_infer("GET / HTTP/1.1\r\n\r\n", 18, L7_TRANSPORT_UDP, 53, all, L7_PROTO_UNKNOWN, -1);
-}
-
-int main(void)
-{
-	const struct CMUnitTest tests[] = {
-		cmocka_unit_test(test_udp),
-		cmocka_unit_test(test_tcp),
-		cmocka_unit_test(test_truncated_garbage_loss),
-		cmocka_unit_test(test_infer),
-	};
-
-	return cmocka_run_group_tests(tests, NULL, NULL);
 }

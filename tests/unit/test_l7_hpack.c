@@ -79,11 +79,10 @@ static void table(const struct hpack_table *t, uint32_t size, const char *const 
 #define NONE   ((const char *const[]){NULL})
 
 /* C.1: integers (through size updates, 5-bit prefix) */
-static void test_c1_integers(void **state)
+GG_TEST(test_c1_integers)
 {
 	struct hpack_table t;
 
-	(void)state;
 	hpack_table__init(&t);
 	block(&t, "2a", NONE); /* C.1.1: 10 */
 	assert_int_equal(t.max_size, 10);
@@ -92,11 +91,10 @@ static void test_c1_integers(void **state)
 	hpack_table__fini(&t);
 }
 
-static void test_c2_literals(void **state)
+GG_TEST(test_c2_literals)
 {
 	struct hpack_table t;
 
-	(void)state;
 	hpack_table__init(&t);
 	block(&t, "400a637573746f6d2d6b65790d637573746f6d2d686561646572", L("custom-key", "custom-header"));
 	table(&t, 55, L("custom-key", "custom-header"));
@@ -135,16 +133,14 @@ static void requests(const char *h1, const char *h2, const char *h3)
 	hpack_table__fini(&t);
 }
 
-static void test_c3_requests(void **state)
+GG_TEST(test_c3_requests)
 {
-	(void)state;
 	requests("828684410f7777772e6578616d706c652e636f6d", "828684be58086e6f2d6361636865",
 		 "828785bf400a637573746f6d2d6b65790c637573746f6d2d76616c7565");
 }
 
-static void test_c4_requests_huffman(void **state)
+GG_TEST(test_c4_requests_huffman)
 {
-	(void)state;
 	requests("828684418cf1e3c2e5f23a6ba0ab90f4ff", "828684be5886a8eb10649cbf",
 		 "828785bf408825a849e95ba97d7f8925a849e95bb8e8b4bf");
 }
@@ -191,9 +187,8 @@ static void responses(const char *h1, const char *h2, const char *h3)
 	hpack_table__fini(&t);
 }
 
-static void test_c5_responses(void **state)
+GG_TEST(test_c5_responses)
 {
-	(void)state;
 	responses("4803333032580770726976617465611d4d6f6e2c203231204f637420323031332032303a31333a323120474d546e1768"
 		  "747470733a2f2f7777772e6578616d706c652e636f6d",
 		  "4803333037c1c0bf",
@@ -202,9 +197,8 @@ static void test_c5_responses(void **state)
 		  "3d31");
 }
 
-static void test_c6_responses_huffman(void **state)
+GG_TEST(test_c6_responses_huffman)
 {
-	(void)state;
 	responses("488264025885aec3771a4b6196d07abe941054d444a8200595040b8166e082a62d1bff6e919d29ad171863c78f0b97c8"
 		  "e9ae82ae43d3",
 		  "4883640effc1c0bf",
@@ -213,14 +207,13 @@ static void test_c6_responses_huffman(void **state)
 }
 
 /* Every symbol through the encoder's code and back; bad padding and EOS refused. */
-static void test_huffman(void **state)
+GG_TEST(test_huffman)
 {
 	uint8_t enc[1024], dec[512], src[256];
 	uint64_t acc = 0;
 	unsigned int bits = 0;
 	size_t n = 0;
 
-	(void)state;
 	for (int i = 0; i < 256; i++) {
 		src[i] = (uint8_t)(255 - i);
 		acc = acc << hpack_huff_len[src[i]] | hpack_huff_code[src[i]];
@@ -272,11 +265,10 @@ static size_t huff_encode(const char *src, uint8_t *out)
 }
 
 /* A capture that started after C.3.1: :authority (index 62 then) is unknown; what follows is learnt. */
-static void test_mid_connection(void **state)
+GG_TEST(test_mid_connection)
 {
 	struct hpack_table t;
 
-	(void)state;
 	hpack_table__init(&t);
 	block(&t, "828684be58086e6f2d6361636865",
 	      L(":method", "GET", ":scheme", "http", ":path", "/", "cache-control", "no-cache"));
@@ -308,14 +300,13 @@ static void test_mid_connection(void **state)
 }
 
 /* Size updates evict; 0 empties; a block cut in the middle of a field returns what it consumed. */
-static void test_sizes_and_cuts(void **state)
+GG_TEST(test_sizes_and_cuts)
 {
 	struct hpack_table t;
 	uint8_t buf[64];
 	size_t n, need;
 	struct fields got = {0};
 
-	(void)state;
 	hpack_table__init(&t);
 	block(&t, "828684410f7777772e6578616d706c652e636f6d", REQ1);
 	table(&t, 57, L(":authority", "www.example.com"));
@@ -345,12 +336,11 @@ static void test_sizes_and_cuts(void **state)
 }
 
 /* A peer allowing a huge table: what is held stays bounded, the newest entries stay right. */
-static void test_bounded(void **state)
+GG_TEST(test_bounded)
 {
 	struct hpack_table t;
 	uint8_t buf[300];
 
-	(void)state;
 	hpack_table__init(&t);
 	block(&t, "3fe1ff3f", NONE); /* 1048576 + 31 */
 	for (int i = 0; i < 3000; i++) {
@@ -385,7 +375,7 @@ static void test_bounded(void **state)
 /* Values decoded through the Huffman cache: the same string twice, then strings of the same length
  * that differ only in the middle (bytes the cache's hash does not read) are told apart; an entry with
  * an empty name and value (nothing stored). */
-static void test_huffman_cache_and_empty(void **state)
+GG_TEST(test_huffman_cache_and_empty)
 {
 	static const char *const v[] = {"0000000000000000000000000000000000000000",
 					"0000000000000000000100000000000000000000",
@@ -395,7 +385,6 @@ static void test_huffman_cache_and_empty(void **state)
 	const char *name, *value;
 	size_t nl, vl;
 
-	(void)state;
 	hpack_table__init(&t);
 	for (int round = 0; round < 2; round++) {
 		for (int i = 0; i < 3; i++) {
@@ -419,23 +408,4 @@ static void test_huffman_cache_and_empty(void **state)
 	assert_int_equal(hpack_table__get(&t, 1, &name, &nl, &value, &vl), 0);
 	assert_int_equal(nl + vl, 0);
 	hpack_table__fini(&t);
-}
-
-int main(void)
-{
-	const struct CMUnitTest tests[] = {
-		cmocka_unit_test(test_c1_integers),
-		cmocka_unit_test(test_c2_literals),
-		cmocka_unit_test(test_c3_requests),
-		cmocka_unit_test(test_c4_requests_huffman),
-		cmocka_unit_test(test_c5_responses),
-		cmocka_unit_test(test_c6_responses_huffman),
-		cmocka_unit_test(test_huffman),
-		cmocka_unit_test(test_mid_connection),
-		cmocka_unit_test(test_sizes_and_cuts),
-		cmocka_unit_test(test_bounded),
-		cmocka_unit_test(test_huffman_cache_and_empty),
-	};
-
-	return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -32,7 +32,7 @@
 	"text/plain\r\nLast-Modified: Tue, 24 Nov 2026 06:59:02 GMT\r\nTransfer-Encoding: chunked\r\nConnection: " \
 	"keep-alive\r\nETag: W/\"6b0535b6-1a64\"\r\nContent-Encoding: gzip\r\n\r\n1446\r\n\x1f\x8b\x08"
 
-static void test_curl_nginx_keepalive(void **state)
+GG_TEST(test_curl_nginx_keepalive)
 {
 	static const struct l7t_step steps[] = {
 		REQ(CURL_GET_INDEX),  RESP(NGINX_200_INDEX), REQ(CURL_GET_MISSING),
@@ -55,13 +55,12 @@ static void test_curl_nginx_keepalive(void **state)
 		{.api = "GET /index.html", .status = 200},
 	};
 
-	(void)state;
 	l7t_check_script(L7_PROTO_HTTP, L7T_ALL_SPLITS, steps, NSTEPS(steps), want, NSTEPS(want), 0, 0, 0, NULL);
 }
 
 /* nginx's 5190-byte chunk with only the first 250 bytes captured, then the rest of the body: the chunk
  * is skipped by count through the gap and the next exchange is read normally. */
-static void test_chunk_body_through_gap(void **state)
+GG_TEST(test_chunk_body_through_gap)
 {
 	static const char tail[] = "\r\n0\r\n\r\n";
 	const uint64_t head_len = sizeof(NGINX_BIG_HEAD) - 1;
@@ -81,7 +80,6 @@ static void test_chunk_body_through_gap(void **state)
 	};
 	struct l7t_out *o = malloc(sizeof(*o));
 
-	(void)state;
 	(void)tail;
 	l7t_check_script(L7_PROTO_HTTP, L7T_ALL_SPLITS, steps, NSTEPS(steps), want, NSTEPS(want), 0, 0, 0, o);
 	assert_int_equal(o->st.gap_bytes, chunk_total - 3);
@@ -89,7 +87,7 @@ static void test_chunk_body_through_gap(void **state)
 }
 
 /* A Content-Length body mostly not captured ends in the gap: the response completes in that chunk. */
-static void test_length_body_gap(void **state)
+GG_TEST(test_length_body_gap)
 {
 	static const char resp[] = "HTTP/1.1 200 OK\r\nContent-Length: 100000\r\n\r\nabc";
 	struct l7t_step steps[] = {
@@ -103,12 +101,11 @@ static void test_length_body_gap(void **state)
 		{.api = "GET /small", .status = 500, .error = 1},
 	};
 
-	(void)state;
 	l7t_check_script(L7_PROTO_HTTP, L7T_ALL_SPLITS, steps, NSTEPS(steps), want, NSTEPS(want), 0, 0, 0, NULL);
 }
 
 /* Three requests in one write, their responses in one write and then split oddly: order kept. */
-static void test_pipelining(void **state)
+GG_TEST(test_pipelining)
 {
 	static const struct l7t_step steps[] = {
 		REQ("GET /a HTTP/1.1\r\nHost: x\r\n\r\nPOST /b?q=1 HTTP/1.1\r\nHost: x\r\nContent-Length: 5\r\n\r\n"
@@ -123,13 +120,12 @@ static void test_pipelining(void **state)
 		{.api = "DELETE /c", .status = 403, .error = 1},
 	};
 
-	(void)state;
 	l7t_check_script(L7_PROTO_HTTP, L7T_ALL_SPLITS, steps, NSTEPS(steps), want, NSTEPS(want), 0, 0, 0, NULL);
 }
 
 /* Chunked request body with trailers; 100 Continue before the final response; HEAD, 204 and 304
  * carry no body even when they announce one. */
-static void test_interim_and_bodiless(void **state)
+GG_TEST(test_interim_and_bodiless)
 {
 	static const struct l7t_step steps[] = {
 		REQ("PUT /up HTTP/1.1\r\nHost: x\r\nExpect: 100-continue\r\nTransfer-Encoding: chunked\r\n\r\n"),
@@ -151,12 +147,11 @@ static void test_interim_and_bodiless(void **state)
 		{.api = "GET /last", .status = 404, .error = 1},
 	};
 
-	(void)state;
 	l7t_check_script(L7_PROTO_HTTP, L7T_ALL_SPLITS, steps, NSTEPS(steps), want, NSTEPS(want), 0, 0, 0, NULL);
 }
 
 /* Garbage (a TLS hello on port 80, binary noise) is counted and the next real request is read. */
-static void test_garbage_resync(void **state)
+GG_TEST(test_garbage_resync)
 {
 	static const struct l7t_step steps[] = {
 		REQ("\x16\x03\x01\x02\x00\x01\x00\x01\xfc\x03\x03"),
@@ -176,7 +171,6 @@ static void test_garbage_resync(void **state)
 		{.api = "GET /ok3", .status = 200},
 	};
 
-	(void)state;
 	/* unparsable: TLS hello, lower-case request, bad header, stray bytes, bad length; the 400 has no
 	 * request; the request whose response had a bad length is lost */
 	l7t_check_script(L7_PROTO_HTTP, L7T_WHOLE_TCP, steps, NSTEPS(steps), want, NSTEPS(want), 5, 1, 1, NULL);
@@ -185,7 +179,7 @@ static void test_garbage_resync(void **state)
 /* A response whose headers are cut by a gap, its request the only one waiting: it is taken to end at
  * its last chunk before the next request. With two requests waiting (pipelined), both answers are
  * taken to end there (the second one's was in the gap: no status). */
-static void test_header_gap(void **state)
+GG_TEST(test_header_gap)
 {
 	static const char partial[] = "HTTP/1.1 200 OK\r\nContent-Le";
 	struct l7t_step steps[] = {
@@ -208,7 +202,6 @@ static void test_header_gap(void **state)
 	};
 	struct l7t_out o;
 
-	(void)state;
 	l7t_check_script(L7_PROTO_HTTP, L7T_WHOLE_TCP, steps, NSTEPS(steps), want, NSTEPS(want), 0, 0, 0, &o);
 	assert_int_equal(o.st.resp_end_guessed, 3);
 	assert_int_equal(o.st.gap_bytes, 2 * (200 - (sizeof(partial) - 1)));
@@ -220,7 +213,7 @@ static void collect(void *ctx, const struct l7_rpc *r)
 }
 
 /* A response delimited by the close completes when the connection closes; an upgrade ends parsing. */
-static void test_close_delimited_and_upgrade(void **state)
+GG_TEST(test_close_delimited_and_upgrade)
 {
 	static const char req[] = "GET /old HTTP/1.0\r\n\r\n";
 	static const char resp[] = "HTTP/1.0 200 OK\r\nContent-Type: text/plain\r\n\r\nbody until close";
@@ -229,7 +222,6 @@ static void test_close_delimited_and_upgrade(void **state)
 	struct l7t_out o;
 	struct l7_session *s = l7_session__new(L7_PROTO_HTTP, L7_TRANSPORT_TCP);
 
-	(void)state;
 	memset(&o, 0, sizeof(o));
 	assert_int_equal(l7_session__feed(s, L7_FLOW_REQ, (const uint8_t *)req, sizeof(req) - 1, sizeof(req) - 1, 1,
 					  collect, &o),
@@ -269,7 +261,7 @@ static void test_close_delimited_and_upgrade(void **state)
 /* Whatever is fed, the session's memory stays bounded: a 400 KB URL and a 400 KB cookie are read from
  * their start and passed over (the request still counts), an endless line of garbage is unparsable,
  * 10k requests never answered keep at most L7_PENDING_MAX (the rest counted). */
-static void test_bounded_memory(void **state)
+GG_TEST(test_bounded_memory)
 {
 	struct l7_session *s = l7_session__new(L7_PROTO_HTTP, L7_TRANSPORT_TCP);
 	struct l7_session_stats st;
@@ -278,7 +270,6 @@ static void test_bounded_memory(void **state)
 	static const char req[] = "GET /x HTTP/1.1\r\n\r\n";
 	const size_t mem_max = 1024 + 2 * 8192;
 
-	(void)state;
 	memset(&o, 0, sizeof(o));
 	memset(junk, 'a', sizeof(junk));
 	l7_session__feed(s, L7_FLOW_REQ, (const uint8_t *)"GET /", 5, 5, 1, l7t_cb, &o);
@@ -312,11 +303,10 @@ static void test_bounded_memory(void **state)
 	l7_session__free(NULL);
 }
 
-static void test_infer(void **state)
+GG_TEST(test_infer)
 {
 	const unsigned int all = ~0u;
 
-	(void)state;
 	l7t_expect_infer(CURL_GET_INDEX, 40, L7_TRANSPORT_TCP, 0, all, L7_PROTO_HTTP, L7_FLOW_REQ);
 	l7t_expect_infer(NGINX_200_INDEX, 40, L7_TRANSPORT_TCP, 0, all, L7_PROTO_HTTP, L7_FLOW_RESP);
 	/* not enabled, not HTTP, too short, over UDP */
@@ -338,7 +328,7 @@ static void test_infer(void **state)
 
 /* W3C traceparent: the request's trace context reaches its rpc (the next request without one has
  * none; malformed or all-zero ids are ignored); whole, split at every byte and byte by byte. */
-static void test_traceparent(void **state)
+GG_TEST(test_traceparent)
 {
 	static const struct l7t_step steps[] = {
 		REQ("GET /a HTTP/1.1\r\nHost: x\r\n"
@@ -358,24 +348,9 @@ static void test_traceparent(void **state)
 	static const struct l7t_want four_records[4];
 	struct l7t_out o;
 
-	(void)state;
 	l7t_check_script(L7_PROTO_HTTP, L7T_ALL_SPLITS, steps, NSTEPS(steps), four_records, NSTEPS(four_records), 0, 0,
 			 0, &o);
 	assert_memory_equal(o.rpc[0].trace, want, 24);
 	for (int i = 1; i < 4; i++)
 		assert_memory_equal(o.rpc[i].trace, none, 24);
-}
-
-int main(void)
-{
-	const struct CMUnitTest tests[] = {
-		cmocka_unit_test(test_curl_nginx_keepalive), cmocka_unit_test(test_chunk_body_through_gap),
-		cmocka_unit_test(test_length_body_gap),	     cmocka_unit_test(test_pipelining),
-		cmocka_unit_test(test_interim_and_bodiless), cmocka_unit_test(test_garbage_resync),
-		cmocka_unit_test(test_header_gap),	     cmocka_unit_test(test_close_delimited_and_upgrade),
-		cmocka_unit_test(test_bounded_memory),	     cmocka_unit_test(test_infer),
-		cmocka_unit_test(test_traceparent),
-	};
-
-	return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -10,7 +10,7 @@
 static const struct l7t_step nghttp[] = {NGHTTP_0};
 static const struct l7t_step grpc[] = {GRPC_1};
 
-static void test_nghttp_nginx(void **state)
+GG_TEST(test_nghttp_nginx)
 {
 	/* responses in the order nginx sent them: streams 13, 15, 17; sizes: frames of each stream; all three
 	 * were answered in the chunk after the requests' */
@@ -30,12 +30,11 @@ static void test_nghttp_nginx(void **state)
 	};
 	struct l7t_out o;
 
-	(void)state;
 	l7t_check_script(L7_PROTO_HTTP2, L7T_ALL_SPLITS, nghttp, NSTEPS(nghttp), want, NSTEPS(want), 0, 0, 0, &o);
 	assert_int_equal(o.st.hpack_unresolved, 0);
 }
 
-static void test_grpc(void **state)
+GG_TEST(test_grpc)
 {
 	static const struct l7t_want want[] = {
 		{.api = "POST /l7.Echo/Say"},
@@ -46,13 +45,12 @@ static void test_grpc(void **state)
 	};
 	struct l7t_out o;
 
-	(void)state;
 	l7t_check_script(L7_PROTO_HTTP2, L7T_ALL_SPLITS, grpc, NSTEPS(grpc), want, NSTEPS(want), 0, 0, 0, &o);
 	assert_int_equal(o.st.hpack_unresolved, 0);
 }
 
 /* The capture starts at the second call (stream 3): its header fields are all dynamic table references. */
-static void test_grpc_mid_connection(void **state)
+GG_TEST(test_grpc_mid_connection)
 {
 	static const struct l7t_want want[] = {
 		/* api: the method only (static), the path is unresolved; ok calls whose grpc-status is an unknown
@@ -67,7 +65,6 @@ static void test_grpc_mid_connection(void **state)
 	size_t first = 0;
 	enum l7_flow f;
 
-	(void)state;
 	while (first < NSTEPS(grpc) && memcmp(grpc[first].data, "\x00\x00\x08\x01\x04\x00\x00\x00\x03", 9))
 		first++;
 	assert_true(first < NSTEPS(grpc));
@@ -90,7 +87,7 @@ static void test_grpc_mid_connection(void **state)
 #define OK_1_END "\x00\x00\x01\x01\x05\x00\x00\x00\x01\x88"
 #define OK_3_END "\x00\x00\x01\x01\x05\x00\x00\x00\x03\x88"
 
-static void test_rst_goaway(void **state)
+GG_TEST(test_rst_goaway)
 {
 	static const struct l7t_step steps[] = {
 		REQ(PREFACE GET_X GET_Y),
@@ -104,13 +101,12 @@ static void test_rst_goaway(void **state)
 		{.api = "GET /y", .status = 200},
 	};
 
-	(void)state;
 	/* stream 5 dropped by the GOAWAY */
 	l7t_check_script(L7_PROTO_HTTP2, L7T_ALL_SPLITS, steps, NSTEPS(steps), want, NSTEPS(want), 0, 0, 1, NULL);
 }
 
 /* A header block in HEADERS + CONTINUATION, split in the middle of a field; padding and priority. */
-static void test_continuation_padding(void **state)
+GG_TEST(test_continuation_padding)
 {
 	static const struct l7t_step steps[] = {
 		REQ(PREFACE
@@ -126,13 +122,12 @@ static void test_continuation_padding(void **state)
 		{.api = "GET /path", .status = 200, .req_bytes = 9 + 18 + 9 + 17, .resp_bytes = 9 + 5 + 9 + 1 + 9 + 5},
 	};
 
-	(void)state;
 	l7t_check_script(L7_PROTO_HTTP2, L7T_ALL_SPLITS, steps, NSTEPS(steps), want, NSTEPS(want), 0, 0, 0, NULL);
 }
 
 /* DATA bodies in a gap are passed over; a response header block lost in a gap loses the table, not the
  * stream; a gap that cuts a frame header loses sync until a frame is recognised again. */
-static void test_gaps(void **state)
+GG_TEST(test_gaps)
 {
 	static const struct l7t_step steps[] = {
 		REQ(PREFACE GET_X GET_Y),
@@ -160,18 +155,16 @@ static void test_gaps(void **state)
 	};
 	struct l7t_out o;
 
-	(void)state;
 	l7t_check_script(L7_PROTO_HTTP2, L7T_WHOLE_TCP, steps, NSTEPS(steps), want, NSTEPS(want), 2, 0, 0, &o);
 	assert_int_equal(o.st.hpack_unresolved, 1);
 }
 
 /* A response for a stream whose request was never seen; streams open at the close. */
-static void test_unmatched_close(void **state)
+GG_TEST(test_unmatched_close)
 {
 	struct l7_session *s = l7_session__new(L7_PROTO_HTTP2, L7_TRANSPORT_TCP);
 	struct l7t_out o = {0};
 
-	(void)state;
 	assert_non_null(s);
 	assert_int_equal(l7_session__feed(s, L7_FLOW_RESP, (const uint8_t *)OK_1_END, 10, 10, 1000, l7t_cb, &o), 0);
 	assert_int_equal(l7_session__feed(s, L7_FLOW_REQ, (const uint8_t *)PREFACE GET_Y, 24 + 9 + 14, 24 + 9 + 14,
@@ -186,13 +179,12 @@ static void test_unmatched_close(void **state)
 }
 
 /* Many concurrent streams: bounded, the oldest dropped. */
-static void test_many_streams(void **state)
+GG_TEST(test_many_streams)
 {
 	struct l7_session *s = l7_session__new(L7_PROTO_HTTP2, L7_TRANSPORT_TCP);
 	struct l7t_out o = {0};
 	uint8_t f[14];
 
-	(void)state;
 	assert_non_null(s);
 	l7_session__feed(s, L7_FLOW_REQ, (const uint8_t *)PREFACE, 33, 33, 1, l7t_cb, &o);
 	memcpy(f, GET_X, 14);
@@ -220,7 +212,7 @@ static void test_many_streams(void **state)
 
 /* Server push: the PUSH_PROMISE's block is decoded for the table (the response refers to what it
  * inserted), the pushed stream's response is not an answer to a request. */
-static void test_push_promise(void **state)
+GG_TEST(test_push_promise)
 {
 	static const struct l7t_step steps[] = {
 		REQ(PREFACE GET_X),
@@ -239,14 +231,13 @@ static void test_push_promise(void **state)
 	};
 	struct l7t_out o;
 
-	(void)state;
 	l7t_check_script(L7_PROTO_HTTP2, L7T_ALL_SPLITS, steps, NSTEPS(steps), want, NSTEPS(want), 0, 0, 0, &o);
 	assert_int_equal(o.st.hpack_unresolved, 0);
 }
 
 /* HTTP/1.1 Upgrade to h2c (RFC 7540 3.2): the 101 and the server's first frames in one chunk; the
  * upgrade request answered on stream 1, then a stream of HTTP/2 proper. Split at every byte too. */
-static void test_h2c_upgrade(void **state)
+GG_TEST(test_h2c_upgrade)
 {
 	static const struct l7t_step steps[] = {
 		REQ("GET /up HTTP/1.1\r\nHost: a\r\nConnection: Upgrade, HTTP2-Settings\r\nUpgrade: h2c\r\n"
@@ -261,19 +252,5 @@ static void test_h2c_upgrade(void **state)
 		{.api = "GET /y", .status = 200, .req_bytes = 14, .resp_bytes = 10},
 	};
 
-	(void)state;
 	l7t_check_script(L7_PROTO_HTTP, L7T_ALL_SPLITS, steps, NSTEPS(steps), want, NSTEPS(want), 0, 0, 0, NULL);
-}
-
-int main(void)
-{
-	const struct CMUnitTest tests[] = {
-		cmocka_unit_test(test_nghttp_nginx),	     cmocka_unit_test(test_grpc),
-		cmocka_unit_test(test_grpc_mid_connection),  cmocka_unit_test(test_rst_goaway),
-		cmocka_unit_test(test_continuation_padding), cmocka_unit_test(test_gaps),
-		cmocka_unit_test(test_unmatched_close),	     cmocka_unit_test(test_many_streams),
-		cmocka_unit_test(test_push_promise),	     cmocka_unit_test(test_h2c_upgrade),
-	};
-
-	return cmocka_run_group_tests(tests, NULL, NULL);
 }

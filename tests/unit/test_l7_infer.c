@@ -116,9 +116,8 @@ static const struct sample samples[] = {
 	    L7_PROTO_UNKNOWN, L7_FLOW_REQ),
 };
 
-static void test_samples(void **state)
+GG_TEST(test_samples)
 {
-	(void)state;
 	for (size_t i = 0; i < sizeof(samples) / sizeof(samples[0]); i++) {
 		const struct sample *s = &samples[i];
 		enum l7_flow f = s->flow == L7_FLOW_REQ ? L7_FLOW_RESP : L7_FLOW_REQ;
@@ -139,14 +138,13 @@ static void test_samples(void **state)
 }
 
 /* 200k random chunks of 1 to 64 bytes: a handful at most taken for a protocol. */
-static void test_random(void **state)
+GG_TEST(test_random)
 {
 	uint64_t x = 0x9e3779b97f4a7c15ull;
 	uint8_t buf[64];
 	unsigned int hits = 0;
 	enum l7_flow f;
 
-	(void)state;
 	for (int i = 0; i < 200000; i++) {
 		size_t n = 1 + (size_t)(x % 64);
 
@@ -160,14 +158,4 @@ static void test_random(void **state)
 	}
 	print_message("random chunks taken for a protocol: %u of 200000\n", hits);
 	assert_true(hits <= 20);
-}
-
-int main(void)
-{
-	const struct CMUnitTest tests[] = {
-		cmocka_unit_test(test_samples),
-		cmocka_unit_test(test_random),
-	};
-
-	return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -6,7 +6,7 @@
 #include "data/l7_kafka_kcat.h"
 
 /* kcat -P -t t1 -p 0: two messages in one batch */
-static void test_produce(void **state)
+GG_TEST(test_produce)
 {
 	static const struct l7t_step steps[] = {KCAT_PRODUCE_0};
 	static const struct l7t_want want[] = {
@@ -17,12 +17,11 @@ static void test_produce(void **state)
 		{.api = "Produce t1", .req_bytes = 129, .resp_bytes = 8 + 46, .req_ts_ns = 10000, .resp_ts_ns = 12000},
 	};
 
-	(void)state;
 	l7t_check_script(L7_PROTO_KAFKA, L7T_ALL_SPLITS, steps, NSTEPS(steps), want, NSTEPS(want), 0, 0, 0, NULL);
 }
 
 /* kcat -C -t t1 -p 0 -o 0 -e */
-static void test_consume(void **state)
+GG_TEST(test_consume)
 {
 	static const struct l7t_step steps[] = {KCAT_CONSUME_0};
 	static const struct l7t_want want[] = {
@@ -34,13 +33,12 @@ static void test_consume(void **state)
 		{.api = "Fetch t1", .req_bytes = 92, .resp_bytes = 72},
 	};
 
-	(void)state;
 	/* two Metadata in flight (corr 3, 4), three fetches: the last one unanswered when kcat exits */
 	l7t_check_script(L7_PROTO_KAFKA, L7T_ALL_SPLITS, steps, NSTEPS(steps), want, NSTEPS(want), 0, 0, 0, NULL);
 }
 
 /* kcat -C -o 100: the fetch answers OFFSET_OUT_OF_RANGE, ListOffsets, then fetches from the end */
-static void test_fetch_out_of_range(void **state)
+GG_TEST(test_fetch_out_of_range)
 {
 	static const struct l7t_step steps[] = {KCAT_FETCH_OOR_0};
 	static const struct l7t_want want[] = {
@@ -54,13 +52,12 @@ static void test_fetch_out_of_range(void **state)
 		{.api = "Fetch t1", .req_bytes = 92, .resp_bytes = 72},
 	};
 
-	(void)state;
 	l7t_check_script(L7_PROTO_KAFKA, L7T_ALL_SPLITS, steps, NSTEPS(steps), want, NSTEPS(want), 0, 0, 0, NULL);
 }
 
 /* kcat -P -t 'bad name!': the mock cluster creates the topic anyway (a real broker says
  * INVALID_TOPIC_EXCEPTION, 17: see test_crafted_errors) */
-static void test_bad_topic(void **state)
+GG_TEST(test_bad_topic)
 {
 	static const struct l7t_step steps[] = {KCAT_BAD_TOPIC_0};
 	static const struct l7t_want want[] = {
@@ -70,13 +67,12 @@ static void test_bad_topic(void **state)
 		{.api = "Produce bad name!", .req_bytes = 136, .resp_bytes = 61},
 	};
 
-	(void)state;
 	l7t_check_script(L7_PROTO_KAFKA, L7T_ALL_SPLITS, steps, NSTEPS(steps), want, NSTEPS(want), 0, 0, 0, NULL);
 }
 
 /* The recorded conversations with every chunk cut to 24 bytes (the rest a gap): bodies are skipped by
  * count, so the same calls pair with the same sizes; errors read past byte 24 are not seen. */
-static void test_capture_cut(void **state)
+GG_TEST(test_capture_cut)
 {
 	static const struct l7t_step fetch[] = {KCAT_FETCH_OOR_0}, produce[] = {KCAT_PRODUCE_0};
 	const struct {
@@ -86,7 +82,6 @@ static void test_capture_cut(void **state)
 	struct l7t_step cut[64];
 	struct l7t_out o, whole;
 
-	(void)state;
 	for (size_t c = 0; c < 2; c++) {
 		for (size_t i = 0; i < conv[c].n; i++) {
 			cut[i] = conv[c].steps[i];
@@ -131,7 +126,7 @@ static void test_capture_cut(void **state)
 	"\xff\xff\xff\xff"                                                                                             \
 	"\xff\xff\xff\xff\xff\xff\xff\xff\xff\xff\xff\xff\xff\x01\x00\x00\x00\x00\x00\x00\x00\x00"
 
-static void test_crafted_errors(void **state)
+GG_TEST(test_crafted_errors)
 {
 	/* acks=0 (v7: after the null transactional id): the broker never answers it */
 	static const char acks0[] = PRODUCE_V7_HEAD "\x00\x00\x00\x00\x75\x30\x00\x00\x00\x01\x00\x02t1\x00\x00\x00\x01"
@@ -157,12 +152,11 @@ static void test_crafted_errors(void **state)
 		 .resp_bytes = sizeof(PRODUCE_V9_R) - 1},
 	};
 
-	(void)state;
 	l7t_check_script(L7_PROTO_KAFKA, L7T_ALL_SPLITS, steps, NSTEPS(steps), want, NSTEPS(want), 0, 0, 0, NULL);
 }
 
 /* A capture that starts with a response, garbage in both directions, a response to nothing waiting. */
-static void test_garbage_and_unmatched(void **state)
+GG_TEST(test_garbage_and_unmatched)
 {
 	static const struct l7t_step steps[] = {
 		RESP(PRODUCE_V7_ERR),			      /* its request was before the capture */
@@ -176,14 +170,13 @@ static void test_garbage_and_unmatched(void **state)
 		{.api = "Metadata", .status = 3, .error = 1, .req_bytes = 29, .resp_bytes = 103},
 	};
 
-	(void)state;
 	/* not split: a split chunk of garbage is two chunks of garbage */
 	l7t_check_script(L7_PROTO_KAFKA, L7T_WHOLE_TCP, steps, NSTEPS(steps), want, NSTEPS(want), 2, 2, 0, NULL);
 }
 
 /* Responses come in request order: an answer to a later request means the earlier ones' were lost
  * (here: the Metadata answer's header fell in a gap). */
-static void test_lost_in_order(void **state)
+GG_TEST(test_lost_in_order)
 {
 	static const char acks1[] = PRODUCE_V7_HEAD "\x00\x01\x00\x00\x75\x30\x00\x00\x00\x01\x00\x02t1\x00\x00\x00\x01"
 						    "\x00\x00\x00\x00\x00\x00\x00\x00";
@@ -197,32 +190,13 @@ static void test_lost_in_order(void **state)
 		{.api = "Produce t1", .status = 17, .error = 1, .resp_bytes = 54},
 	};
 
-	(void)state;
 	l7t_check_script(L7_PROTO_KAFKA, L7T_ALL_SPLITS, steps, NSTEPS(steps), want, NSTEPS(want), 1, 0, 1, NULL);
 }
 
 /* Requests never answered: the pending queue stays bounded, the oldest are dropped and counted. */
-static void test_bounded(void **state)
+GG_TEST(test_bounded)
 {
-	(void)state;
 	/* correlation id: big-endian at 8 */
 	l7t_check_unanswered_bounded(L7_PROTO_KAFKA, KCAT_METADATA_T1_3, sizeof(KCAT_METADATA_T1_3) - 1, 8,
 				     L7T_BIG_ENDIAN);
-}
-
-int main(void)
-{
-	const struct CMUnitTest tests[] = {
-		cmocka_unit_test(test_produce),
-		cmocka_unit_test(test_consume),
-		cmocka_unit_test(test_fetch_out_of_range),
-		cmocka_unit_test(test_bad_topic),
-		cmocka_unit_test(test_capture_cut),
-		cmocka_unit_test(test_crafted_errors),
-		cmocka_unit_test(test_garbage_and_unmatched),
-		cmocka_unit_test(test_lost_in_order),
-		cmocka_unit_test(test_bounded),
-	};
-
-	return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -9,7 +9,7 @@
 /* The exchange the gap and garbage scenarios end with */
 static const struct l7t_exchange find = L7T_EXCHANGE(FIND, FIND_R, "find coll");
 
-static void test_session(void **state)
+GG_TEST(test_session)
 {
 	static const struct l7t_step steps[] = {
 		REQ(HELLO_Q), RESP(HELLO_R), REQ(FIND),	  RESP(FIND_R),	  REQ(INSERT), RESP(INSERT_R), REQ(INSERT_W0),
@@ -30,13 +30,12 @@ static void test_session(void **state)
 		{.api = "OP_COMPRESSED", .req_bytes = sizeof(PING_Z) - 1, .resp_bytes = sizeof(PING_Z_R) - 1},
 	};
 
-	(void)state;
 	l7t_check_script(L7_PROTO_MONGO, L7T_ALL_SPLITS, steps, NSTEPS(steps), want, NSTEPS(want), 0, 0, 0, NULL);
 }
 
 /* Replies come back out of order (several connections' worth of requests in flight on one is not
  * what drivers do, but responseTo says which is which). */
-static void test_by_response_to(void **state)
+GG_TEST(test_by_response_to)
 {
 	static const struct l7t_step steps[] = {
 		REQ(FIND), REQ(DROP), REQ(INSERT), RESP(DROP_R), RESP(INSERT_R), RESP(FIND_R),
@@ -47,56 +46,40 @@ static void test_by_response_to(void **state)
 		{.api = "find coll"},
 	};
 
-	(void)state;
 	l7t_check_script(L7_PROTO_MONGO, L7T_ALL_SPLITS, steps, NSTEPS(steps), want, NSTEPS(want), 0, 0, 0, NULL);
 }
 
 /* A 200 KB reply of which 600 bytes were captured: skipped by count, the next request pairs. */
-static void test_big_reply_gap(void **state)
+GG_TEST(test_big_reply_gap)
 {
 	static const struct l7t_exchange big = L7T_EXCHANGE(FIND_BIG, FIND_BIG_R, "find big");
 
-	(void)state;
 	l7t_check_big_reply_gap(L7_PROTO_MONGO, &big, FIND_BIG_R_TOTAL, &find);
 }
 
 /* A capture that starts with a reply, garbage, the drop's reply's header lost in a gap, a reply to
  * nothing waiting (an insert's): the drop still waits (it stays, evicted when the queue is full). */
-static void test_garbage(void **state)
+GG_TEST(test_garbage)
 {
 	static const struct l7t_step drop = REQ(DROP), drop_r_cut = RESP_GAP("\x69\x00\x00\x00", 105),
 				     insert_r = RESP(INSERT_R);
 
-	(void)state;
 	l7t_check_garbage_resync(L7_PROTO_MONGO, &find, &drop, &drop_r_cut, &insert_r);
 }
 
-static void test_bounded(void **state)
+GG_TEST(test_bounded)
 {
-	(void)state;
 	/* requestID: little-endian at 4 */
 	l7t_check_unanswered_bounded(L7_PROTO_MONGO, FIND, sizeof(FIND) - 1, 4, L7T_LITTLE_ENDIAN);
 }
 
-static void test_infer(void **state)
+GG_TEST(test_infer)
 {
 
-	(void)state;
 	l7t_expect_infer(HELLO_Q, sizeof(HELLO_Q) - 1, L7_TRANSPORT_TCP, 0, ~0u, L7_PROTO_MONGO, L7_FLOW_REQ);
 	l7t_expect_infer(FIND, sizeof(FIND) - 1, L7_TRANSPORT_TCP, 0, ~0u, L7_PROTO_MONGO, L7_FLOW_REQ);
 	l7t_expect_infer(FIND_R, sizeof(FIND_R) - 1, L7_TRANSPORT_TCP, 0, ~0u, L7_PROTO_MONGO, L7_FLOW_RESP);
 	l7t_expect_infer(FIND, 31, L7_TRANSPORT_TCP, 0, ~0u, L7_PROTO_UNKNOWN, -1);
 	assert_int_equal(l7_proto__by_name("mongo"), L7_PROTO_MONGO);
 	assert_string_equal(l7_proto__name(L7_PROTO_MONGO), "mongo");
-}
-
-int main(void)
-{
-	const struct CMUnitTest tests[] = {
-		cmocka_unit_test(test_session),	      cmocka_unit_test(test_by_response_to),
-		cmocka_unit_test(test_big_reply_gap), cmocka_unit_test(test_garbage),
-		cmocka_unit_test(test_bounded),	      cmocka_unit_test(test_infer),
-	};
-
-	return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -111,7 +111,7 @@
 	"\x00\x00"                                                                                                     \
 	"B\x00"
 
-static void test_mariadb_session(void **state)
+GG_TEST(test_mariadb_session)
 {
 	static const struct l7t_step steps[] = {
 		RESP(GREETING), REQ(HS_RESP),	RESP(AUTH_OK), REQ(Q_SELECT),  RESP(R_SELECT),
@@ -130,12 +130,11 @@ static void test_mariadb_session(void **state)
 		{.api = "COM_QUERY DO"},
 	};
 
-	(void)state;
 	l7t_check_script(L7_PROTO_MYSQL, L7T_ALL_SPLITS, steps, NSTEPS(steps), want, NSTEPS(want), 0, 0, 0, NULL);
 }
 
 /* Prepared statements where the handshake said EOF packets stay (this client's capabilities). */
-static void test_prepared_classic(void **state)
+GG_TEST(test_prepared_classic)
 {
 	static const struct l7t_step steps[] = {
 		RESP(GREETING), REQ(HS_RESP),	      RESP(AUTH_OK), REQ(PREP),	     RESP(PREP_OK_CLASSIC),
@@ -157,13 +156,12 @@ static void test_prepared_classic(void **state)
 		{.api = "COM_STMT_FETCH", .resp_bytes = sizeof(FETCH_R) - 1},
 	};
 
-	(void)state;
 	l7t_check_script(L7_PROTO_MYSQL, L7T_ALL_SPLITS, steps, NSTEPS(steps), want, NSTEPS(want), 0, 0, 0, NULL);
 }
 
 /* The same without EOF packets (CLIENT_DEPRECATE_EOF in the handshake response): result sets end with
  * an OK packet whose header is 0xfe. */
-static void test_prepared_deprecate_eof(void **state)
+GG_TEST(test_prepared_deprecate_eof)
 {
 	static char hs[sizeof(HS_RESP)];
 	struct l7t_step steps[] = {
@@ -181,7 +179,6 @@ static void test_prepared_deprecate_eof(void **state)
 		{.api = "COM_PING"},
 	};
 
-	(void)state;
 	memcpy(hs, HS_RESP, sizeof(HS_RESP));
 	hs[7] |= 0x01; /* capability bit 24 */
 	l7t_check_script(L7_PROTO_MYSQL, L7T_ALL_SPLITS, steps, NSTEPS(steps), want, NSTEPS(want), 0, 0, 0, NULL);
@@ -189,7 +186,7 @@ static void test_prepared_deprecate_eof(void **state)
 
 /* Capture started after the handshake: whether EOF packets are sent is unknown. A prepare first is
  * guessed to have none (its EOFs then teach the parser), and every exchange still pairs. */
-static void test_prepared_unknown_mode(void **state)
+GG_TEST(test_prepared_unknown_mode)
 {
 	static const struct l7t_step steps[] = {
 		REQ(PREP), RESP(PREP_OK_CLASSIC), REQ(PING), RESP(PING_OK),
@@ -202,13 +199,12 @@ static void test_prepared_unknown_mode(void **state)
 		{.api = "COM_STMT_EXECUTE SELECT t", .resp_bytes = sizeof(EXEC_R_CLASSIC) - 1},
 	};
 
-	(void)state;
 	l7t_check_script(L7_PROTO_MYSQL, L7T_ALL_SPLITS, steps, NSTEPS(steps), want, NSTEPS(want), 0, 0, 0, NULL);
 }
 
 /* A big result set mostly not captured: the rows in the gap cannot be counted; the response is taken
  * to end at its last chunk before the next command. A big query is skipped by its length. */
-static void test_gaps(void **state)
+GG_TEST(test_gaps)
 {
 	static const char bigq[] = "\x00\x00\x10\x00\x03INSERT INTO t VALUES ('xxxx";
 	struct l7t_step steps[] = {
@@ -230,12 +226,11 @@ static void test_gaps(void **state)
 	};
 	struct l7t_out o;
 
-	(void)state;
 	l7t_check_script(L7_PROTO_MYSQL, L7T_WHOLE_TCP, steps, NSTEPS(steps), want, NSTEPS(want), 0, 0, 0, &o);
 	assert_int_equal(o.st.resp_end_guessed, 1);
 }
 
-static void test_garbage(void **state)
+GG_TEST(test_garbage)
 {
 	static const struct l7t_step steps[] = {
 		REQ("\x05\x00\x00\x00\x55hello"), /* unknown command */
@@ -249,15 +244,13 @@ static void test_garbage(void **state)
 		{.req_ts_ns = 4000},
 	};
 
-	(void)state;
 	l7t_check_script(L7_PROTO_MYSQL, L7T_WHOLE_TCP, steps, NSTEPS(steps), want, NSTEPS(want), 2, 1, 1, NULL);
 }
 
-static void test_infer(void **state)
+GG_TEST(test_infer)
 {
 	const unsigned int all = ~0u;
 
-	(void)state;
 	l7t_expect_infer(GREETING, sizeof(GREETING) - 1, L7_TRANSPORT_TCP, 0, all, L7_PROTO_MYSQL, L7_FLOW_RESP);
 	l7t_expect_infer(HS_RESP, sizeof(HS_RESP) - 1, L7_TRANSPORT_TCP, 0, all, L7_PROTO_MYSQL, L7_FLOW_REQ);
 	l7t_expect_infer(Q_SELECT, sizeof(Q_SELECT) - 1, L7_TRANSPORT_TCP, 0, all, L7_PROTO_MYSQL, L7_FLOW_REQ);
@@ -270,19 +263,4 @@ static void test_infer(void **state)
 			 7, L7_TRANSPORT_TCP, 0, all, L7_PROTO_UNKNOWN, -1);
 	l7t_expect_infer(Q_SELECT, sizeof(Q_SELECT) - 1, L7_TRANSPORT_TCP, 0, all & ~(1u << L7_PROTO_MYSQL),
 			 L7_PROTO_UNKNOWN, -1);
-}
-
-int main(void)
-{
-	const struct CMUnitTest tests[] = {
-		cmocka_unit_test(test_mariadb_session),
-		cmocka_unit_test(test_prepared_classic),
-		cmocka_unit_test(test_prepared_deprecate_eof),
-		cmocka_unit_test(test_prepared_unknown_mode),
-		cmocka_unit_test(test_gaps),
-		cmocka_unit_test(test_garbage),
-		cmocka_unit_test(test_infer),
-	};
-
-	return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -54,7 +54,7 @@
 	"\x00\x00\x0dSELECT 1\x00Z\x00\x00\x00\x05I"
 #define TERMINATE "X\x00\x00\x00\x04"
 
-static void test_psql_session(void **state)
+GG_TEST(test_psql_session)
 {
 	static const struct l7t_step steps[] = {
 		REQ(SSLREQ),	RESP("N"),  REQ(STARTUP), RESP(STARTUP_R), REQ(Q_SELECT),
@@ -69,13 +69,12 @@ static void test_psql_session(void **state)
 		{.api = "SELEC", .error = 1, .req_bytes = sizeof(Q_BAD) - 1, .resp_bytes = sizeof(R_BAD) - 1},
 	};
 
-	(void)state;
 	l7t_check_script(L7_PROTO_PGSQL, L7T_ALL_SPLITS, steps, NSTEPS(steps), want, NSTEPS(want), 0, 0, 0, NULL);
 }
 
 /* pgbench -M extended: Parse/Bind/Describe/Execute/Sync in one write, twice; then a pipeline of
  * two batches and a simple query written together, answered together. */
-static void test_extended(void **state)
+GG_TEST(test_extended)
 {
 	static const struct l7t_step steps[] = {
 		REQ(STARTUP),
@@ -98,14 +97,13 @@ static void test_extended(void **state)
 		{.api = "SELECT", .req_bytes = sizeof(Q_SELECT) - 1, .resp_bytes = sizeof(R_SELECT) - 1},
 	};
 
-	(void)state;
 	l7t_check_script(L7_PROTO_PGSQL, L7T_ALL_SPLITS, steps, NSTEPS(steps), want, NSTEPS(want), 0, 0, 0, NULL);
 }
 
 /* Parse + Describe + Flush answered before the Bind/Execute/Sync that completes the request; a
  * notice and a parameter change between requests; COPY FROM STDIN; an error inside an extended
  * batch (ErrorResponse then ReadyForQuery after Sync). */
-static void test_flush_notice_copy(void **state)
+GG_TEST(test_flush_notice_copy)
 {
 	static const struct l7t_step steps[] = {
 		REQ("P\x00\x00\x00\x1as1\x00update t set a=1\x00\x00\x00"
@@ -138,12 +136,11 @@ static void test_flush_notice_copy(void **state)
 		{.api = "SEL", .error = 1, .req_bytes = 42, .resp_bytes = 19},
 	};
 
-	(void)state;
 	l7t_check_script(L7_PROTO_PGSQL, L7T_ALL_SPLITS, steps, NSTEPS(steps), want, NSTEPS(want), 0, 0, 0, NULL);
 }
 
 /* A big query and a big result mostly not captured: skipped by count. */
-static void test_gaps(void **state)
+GG_TEST(test_gaps)
 {
 	static const char q[] = "Q\x00\x01\x00\x05insert into t values ('xxxx";
 	static const char r[] = "T\x00\x00\x00\x1a\x00\x01x\x00\x00\x00\x00\x00\x00\x00\x00\x00\x00\x17\x00\x04\xff\xff"
@@ -161,14 +158,13 @@ static void test_gaps(void **state)
 		{.api = "SELECT", .resp_bytes = 27 + 1 + 0x100000 + 20},
 	};
 
-	(void)state;
 	l7t_check_script(L7_PROTO_PGSQL, L7T_ALL_SPLITS, steps, NSTEPS(steps), want, NSTEPS(want), 0, 0, 0, NULL);
 }
 
 /* A result of many small rows written in big chunks of which only a prefix is captured: the message
  * headers in the gaps are lost, the response is taken to end at its last chunk before the next query
  * (or at the close). */
-static void test_big_result_gaps(void **state)
+GG_TEST(test_big_result_gaps)
 {
 	static const char rows[] = "T\x00\x00\x00\x1a\x00\x01x\x00\x00\x00\x00\x00\x00\x00\x00\x00\x00\x17\x00\x04\xff"
 				   "\xff\xff\xff\x00\x00"
@@ -192,7 +188,6 @@ static void test_big_result_gaps(void **state)
 	struct l7t_out o;
 	struct l7_session *s = l7_session__new(L7_PROTO_PGSQL, L7_TRANSPORT_TCP);
 
-	(void)state;
 	l7t_check_script(L7_PROTO_PGSQL, L7T_WHOLE_TCP, steps, NSTEPS(steps) - 2, want, NSTEPS(want), 0, 0, 0, &o);
 	assert_int_equal(o.st.resp_end_guessed, 1);
 
@@ -226,7 +221,7 @@ static void test_big_result_gaps(void **state)
 
 /* A statement prepared once is named by its keyword each time it is executed; one never seen is
  * EXECUTE. */
-static void test_named_statements(void **state)
+GG_TEST(test_named_statements)
 {
 	static const struct l7t_step steps[] = {
 		REQ(PREP_NAMED), RESP(PREP_NAMED_R), REQ(BIND_NAMED),	RESP(BIND_NAMED_R),
@@ -241,11 +236,10 @@ static void test_named_statements(void **state)
 		{.api = "EXECUTE"},
 	};
 
-	(void)state;
 	l7t_check_script(L7_PROTO_PGSQL, L7T_ALL_SPLITS, steps, NSTEPS(steps), want, NSTEPS(want), 0, 0, 0, NULL);
 }
 
-static void test_garbage(void **state)
+GG_TEST(test_garbage)
 {
 	static const struct l7t_step steps[] = {
 		REQ("\x16\x03\x01\x00\xa5\x01\x00\x00\xa1\x03\x03"), /* TLS after an SSLRequest we never saw */
@@ -262,16 +256,14 @@ static void test_garbage(void **state)
 		{.req_ts_ns = 5000},
 	};
 
-	(void)state;
 	/* TLS hello, TLS record (loses the first SELECT), bad length, bad SSL answer */
 	l7t_check_script(L7_PROTO_PGSQL, L7T_WHOLE_TCP, steps, NSTEPS(steps), want, NSTEPS(want), 4, 1, 1, NULL);
 }
 
-static void test_infer(void **state)
+GG_TEST(test_infer)
 {
 	const unsigned int all = ~0u;
 
-	(void)state;
 	l7t_expect_infer(STARTUP, sizeof(STARTUP) - 1, L7_TRANSPORT_TCP, 0, all, L7_PROTO_PGSQL, L7_FLOW_REQ);
 	l7t_expect_infer(SSLREQ, 8, L7_TRANSPORT_TCP, 0, all, L7_PROTO_PGSQL, L7_FLOW_REQ);
 	l7t_expect_infer(Q_SELECT, sizeof(Q_SELECT) - 1, L7_TRANSPORT_TCP, 0, all, L7_PROTO_PGSQL, L7_FLOW_REQ);
@@ -280,16 +272,4 @@ static void test_infer(void **state)
 	l7t_expect_infer(R_SELECT, sizeof(R_SELECT) - 3, L7_TRANSPORT_TCP, 0, all, L7_PROTO_UNKNOWN, -1);
 	l7t_expect_infer("Q\x00\x00\x00\x09x\x00yz\x00", 10, L7_TRANSPORT_TCP, 0, all, L7_PROTO_UNKNOWN, -1);
 	l7t_expect_infer(STARTUP, sizeof(STARTUP) - 1, L7_TRANSPORT_TCP, 0, 1u << L7_PROTO_MYSQL, L7_PROTO_UNKNOWN, -1);
-}
-
-int main(void)
-{
-	const struct CMUnitTest tests[] = {
-		cmocka_unit_test(test_psql_session),	  cmocka_unit_test(test_extended),
-		cmocka_unit_test(test_flush_notice_copy), cmocka_unit_test(test_gaps),
-		cmocka_unit_test(test_big_result_gaps),	  cmocka_unit_test(test_named_statements),
-		cmocka_unit_test(test_garbage),		  cmocka_unit_test(test_infer),
-	};
-
-	return cmocka_run_group_tests(tests, NULL, NULL);
 }

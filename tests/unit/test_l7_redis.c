@@ -26,7 +26,7 @@
 	"5\x94"                                                                                                 \
 	"C\xacG\xa0q\xf9\r\n"
 
-static void test_redis_cli(void **state)
+GG_TEST(test_redis_cli)
 {
 	static const struct l7t_step steps[] = {
 		REQ(SET_K_V), RESP("+OK\r\n"), REQ(GET_K),  RESP("$1\r\nv\r\n"), REQ(LPUSH),   RESP(WRONG),
@@ -41,11 +41,10 @@ static void test_redis_cli(void **state)
 		{.api = "HGETALL", .resp_bytes = sizeof(HGETALL_R) - 1},
 	};
 
-	(void)state;
 	l7t_check_script(L7_PROTO_REDIS, L7T_ALL_SPLITS, steps, NSTEPS(steps), want, NSTEPS(want), 0, 0, 0, NULL);
 }
 
-static void test_pipeline(void **state)
+GG_TEST(test_pipeline)
 {
 	static const struct l7t_step steps[] = {REQ(PIPE_REQ1), REQ(PIPE_REQ2), RESP(PIPE_RESP)};
 	static const struct l7t_want want[] = {
@@ -57,14 +56,13 @@ static void test_pipeline(void **state)
 	};
 	struct l7t_out o;
 
-	(void)state;
 	l7t_check_script(L7_PROTO_REDIS, L7T_ALL_SPLITS, steps, NSTEPS(steps), want, NSTEPS(want), 0, 0, 0, &o);
 	for (size_t i = 0; i < 5; i++)
 		assert_int_equal(o.rpc[i].resp_ts_ns, 3000);
 }
 
 /* RESP3 types nested, with an attribute, a blob error, a null, and pushes that are not replies. */
-static void test_resp3(void **state)
+GG_TEST(test_resp3)
 {
 	static const struct l7t_step steps[] = {
 		REQ("*1\r\n$4\r\nPING\r\n*2\r\n$3\r\nget\r\n$1\r\nx\r\n*1\r\n$4\r\nEXEC\r\n*1\r\n$6\r\nSCRIPT\r\n"),
@@ -82,13 +80,12 @@ static void test_resp3(void **state)
 		{.api = "SCRIPT", .error = 1, .resp_bytes = 28},
 	};
 
-	(void)state;
 	l7t_check_script(L7_PROTO_REDIS, L7T_ALL_SPLITS, steps, NSTEPS(steps), want, NSTEPS(want), 0, 0, 0, NULL);
 }
 
 /* SUBSCRIBE to two channels gets two confirmations (the second answers it); messages in between
  * and after are pushes, in RESP2 arrays and in RESP3 pushes. */
-static void test_pubsub(void **state)
+GG_TEST(test_pubsub)
 {
 	static const struct l7t_step steps[] = {
 		REQ("*3\r\n$9\r\nSUBSCRIBE\r\n$2\r\nc1\r\n$2\r\nc2\r\n"),
@@ -108,12 +105,11 @@ static void test_pubsub(void **state)
 		{.api = "UNSUBSCRIBE"},
 	};
 
-	(void)state;
 	l7t_check_script(L7_PROTO_REDIS, L7T_ALL_SPLITS, steps, NSTEPS(steps), want, NSTEPS(want), 0, 0, 0, NULL);
 }
 
 /* A 1 MB value mostly not captured, in a SET and in a GET reply: skipped by count. */
-static void test_big_values_gap(void **state)
+GG_TEST(test_big_values_gap)
 {
 	static const char set[] = "*3\r\n$3\r\nSET\r\n$3\r\nbig\r\n$1000000\r\nxxxx";
 	static const char reply[] = "$1000000\r\nyyyy";
@@ -131,12 +127,11 @@ static void test_big_values_gap(void **state)
 		{.api = "DEL", .resp_bytes = 4},
 	};
 
-	(void)state;
 	l7t_check_script(L7_PROTO_REDIS, L7T_ALL_SPLITS, steps, NSTEPS(steps), want, NSTEPS(want), 0, 0, 0, NULL);
 }
 
 /* A command whose name is cut by the capture limit: what was captured names it. */
-static void test_name_cut_by_gap(void **state)
+GG_TEST(test_name_cut_by_gap)
 {
 	static const char cmd[] = "*1\r\n$16\r\nCLIENT";
 	struct l7t_step steps[] = {
@@ -147,13 +142,12 @@ static void test_name_cut_by_gap(void **state)
 		{.api = "CLIENT", .req_bytes = sizeof(cmd) - 1 + 12, .resp_bytes = 5},
 	};
 
-	(void)state;
 	l7t_check_script(L7_PROTO_REDIS, L7T_ALL_SPLITS, steps, NSTEPS(steps), want, NSTEPS(want), 0, 0, 0, NULL);
 }
 
 /* redis-benchmark -P 16 LRANGE: a batch of replies longer than the capture. Those read whole pair as
  * usual; the rest of the batch is taken to end at the last reply chunk before the next batch. */
-static void test_pipeline_cut_by_gap(void **state)
+GG_TEST(test_pipeline_cut_by_gap)
 {
 	static const char replies[] = "*2\r\n$3\r\nabc\r\n$3\r\ndef\r\n*2\r\n$3\r\nab";
 	struct l7t_step steps[] = {
@@ -171,12 +165,11 @@ static void test_pipeline_cut_by_gap(void **state)
 	};
 	struct l7t_out o;
 
-	(void)state;
 	l7t_check_script(L7_PROTO_REDIS, L7T_ALL_SPLITS, steps, NSTEPS(steps), want, NSTEPS(want), 0, 0, 0, &o);
 	assert_int_equal(o.st.resp_end_guessed, 2);
 }
 
-static void test_garbage_and_depth(void **state)
+GG_TEST(test_garbage_and_depth)
 {
 	static char deep[256];
 	struct l7t_step steps[] = {
@@ -197,7 +190,6 @@ static void test_garbage_and_depth(void **state)
 	};
 	size_t k = 0;
 
-	(void)state;
 	for (int i = 0; i < 20; i++)
 		k += (size_t)snprintf(deep + k, sizeof(deep) - k, "*1\r\n");
 	steps[7].len = k;
@@ -206,11 +198,10 @@ static void test_garbage_and_depth(void **state)
 	l7t_check_script(L7_PROTO_REDIS, L7T_WHOLE_TCP, steps, NSTEPS(steps), want, NSTEPS(want), 4, 0, 2, NULL);
 }
 
-static void test_infer(void **state)
+GG_TEST(test_infer)
 {
 	const unsigned int all = ~0u;
 
-	(void)state;
 	l7t_expect_infer(SET_K_V, sizeof(SET_K_V) - 1, L7_TRANSPORT_TCP, 0, all, L7_PROTO_REDIS, L7_FLOW_REQ);
 	l7t_expect_infer("+OK\r\n", 5, L7_TRANSPORT_TCP, 0, all, L7_PROTO_REDIS, L7_FLOW_RESP);
 	l7t_expect_infer(WRONG, sizeof(WRONG) - 1, L7_TRANSPORT_TCP, 0, all, L7_PROTO_REDIS, L7_FLOW_RESP);
@@ -219,21 +210,4 @@ static void test_infer(void **state)
 	l7t_expect_infer("*2\r\n:1\r\n", 8, L7_TRANSPORT_TCP, 0, all, L7_PROTO_UNKNOWN, -1);
 	l7t_expect_infer("PING\r\n", 6, L7_TRANSPORT_TCP, 6379, all, L7_PROTO_UNKNOWN, -1);
 	l7t_expect_infer(SET_K_V, sizeof(SET_K_V) - 1, L7_TRANSPORT_TCP, 0, 1u << L7_PROTO_HTTP, L7_PROTO_UNKNOWN, -1);
-}
-
-int main(void)
-{
-	const struct CMUnitTest tests[] = {
-		cmocka_unit_test(test_redis_cli),
-		cmocka_unit_test(test_pipeline),
-		cmocka_unit_test(test_resp3),
-		cmocka_unit_test(test_pubsub),
-		cmocka_unit_test(test_big_values_gap),
-		cmocka_unit_test(test_name_cut_by_gap),
-		cmocka_unit_test(test_pipeline_cut_by_gap),
-		cmocka_unit_test(test_garbage_and_depth),
-		cmocka_unit_test(test_infer),
-	};
-
-	return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -10,7 +10,7 @@
 /* The exchange the gap and garbage scenarios end with */
 static const struct l7t_exchange send = L7T_EXCHANGE(B_SEND, B_SEND_R, "SEND_MESSAGE_V2 tb");
 
-static void test_binary(void **state)
+GG_TEST(test_binary)
 {
 	static const struct l7t_step steps[] = {
 		REQ(B_HB),	RESP(B_HB_R),	     RESP(B_RUNINFO),	     REQ(B_RUNINFO_R), REQ(B_SEND),
@@ -36,13 +36,12 @@ static void test_binary(void **state)
 		 .req_ts_ns = 12000},
 	};
 
-	(void)state;
 	l7t_check_script(L7_PROTO_ROCKETMQ, L7T_ALL_SPLITS, steps, NSTEPS(steps), want, NSTEPS(want), 0, 0, 0, NULL);
 }
 
 /* JSON headers: fastjson's (keys sorted: opaque after extFields) and the Go client's; two sends in flight
  * answered in the other order. */
-static void test_json(void **state)
+GG_TEST(test_json)
 {
 	static const struct l7t_step steps[] = {
 		REQ(J_SEND_SLOW), REQ(J_SEND), RESP(J_SEND_R), RESP(J_SEND_SLOW_R),  REQ(J_ROUTE),
@@ -60,33 +59,30 @@ static void test_json(void **state)
 		{.api = "GET_ROUTEINFO_BY_TOPIC missing", .status = 17, .error = 1},
 	};
 
-	(void)state;
 	l7t_check_script(L7_PROTO_ROCKETMQ, L7T_ALL_SPLITS, steps, NSTEPS(steps), want, NSTEPS(want), 0, 0, 0, NULL);
 }
 
 /* B_PULL answered by 200 KB of which 600 bytes were captured: its body passed by count, the next pairs. */
-static void test_big_reply_gap(void **state)
+GG_TEST(test_big_reply_gap)
 {
 	static const struct l7t_exchange pull = L7T_EXCHANGE(B_PULL, B_PULL_BIG_R, "PULL_MESSAGE tb");
 
-	(void)state;
 	l7t_check_big_reply_gap(L7_PROTO_ROCKETMQ, &pull, B_PULL_BIG_R_TOTAL, &send);
 }
 
 /* A capture that starts with a response, garbage, the query's answer's header lost in a gap, a
  * response to nothing waiting (a heartbeat's). */
-static void test_garbage(void **state)
+GG_TEST(test_garbage)
 {
 	static const struct l7t_step query = REQ(B_QUERY), query_r_cut = RESP_GAP("\x00\x00\x00\x30", 52),
 				     hb_r = RESP(B_HB_R);
 
-	(void)state;
 	l7t_check_garbage_resync(L7_PROTO_ROCKETMQ, &send, &query, &query_r_cut, &hb_r);
 }
 
 /* A JSON header that is not one (a truncated object, a missing opaque, flag bits RocketMQ has not):
  * unparsable, never a message. */
-static void test_bad_json(void **state)
+GG_TEST(test_bad_json)
 {
 	static const struct l7t_step steps[] = {
 		REQ("\x00\x00\x00\x18\x00\x00\x00\x14{\"code\":10,\"flag\":0}"),
@@ -97,18 +93,16 @@ static void test_bad_json(void **state)
 	};
 	static const struct l7t_want want[] = {{.api = "SEND_MESSAGE tj"}};
 
-	(void)state;
 	l7t_check_script(L7_PROTO_ROCKETMQ, L7T_WHOLE_TCP, steps, NSTEPS(steps), want, NSTEPS(want), 3, 0, 0, NULL);
 }
 
-static void test_bounded(void **state)
+GG_TEST(test_bounded)
 {
-	(void)state;
 	/* opaque: big-endian at 8 + 5 of a binary frame */
 	l7t_check_unanswered_bounded(L7_PROTO_ROCKETMQ, B_SEND, sizeof(B_SEND) - 1, 8 + 5, L7T_BIG_ENDIAN);
 }
 
-static void test_infer(void **state)
+GG_TEST(test_infer)
 {
 	static const struct {
 		const char *p;
@@ -128,7 +122,6 @@ static void test_infer(void **state)
 	};
 	uint8_t bad[sizeof(B_SEND) - 1];
 
-	(void)state;
 	for (size_t i = 0; i < sizeof(yes) / sizeof(yes[0]); i++) {
 		l7t_expect_infer(yes[i].p, yes[i].n, L7_TRANSPORT_TCP, 0, ~0u, L7_PROTO_ROCKETMQ, yes[i].f);
 		/* and only when enabled */
@@ -148,15 +141,4 @@ static void test_infer(void **state)
 	l7t_expect_infer(bad, sizeof(bad), L7_TRANSPORT_TCP, 0, ~0u, L7_PROTO_UNKNOWN, -1);
 	assert_int_equal(l7_proto__by_name("rocketmq"), L7_PROTO_ROCKETMQ);
 	assert_string_equal(l7_proto__name(L7_PROTO_ROCKETMQ), "rocketmq");
-}
-
-int main(void)
-{
-	const struct CMUnitTest tests[] = {
-		cmocka_unit_test(test_binary),	cmocka_unit_test(test_json),	 cmocka_unit_test(test_big_reply_gap),
-		cmocka_unit_test(test_garbage), cmocka_unit_test(test_bad_json), cmocka_unit_test(test_bounded),
-		cmocka_unit_test(test_infer),
-	};
-
-	return cmocka_run_group_tests(tests, NULL, NULL);
 }

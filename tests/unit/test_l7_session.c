@@ -41,11 +41,10 @@ static uint64_t rnd(uint64_t *x)
 }
 
 /* 4 MB of random bytes in random chunk sizes, both directions, some with gaps. */
-static void test_random_bytes(void **state)
+GG_TEST(test_random_bytes)
 {
 	static uint8_t buf[8192];
 
-	(void)state;
 	for (size_t c = 0; c < sizeof(cases) / sizeof(cases[0]); c++) {
 		struct l7_session *s = l7_session__new(cases[c].proto, cases[c].tr);
 		struct l7_session_stats st;
@@ -74,9 +73,8 @@ static void test_random_bytes(void **state)
 }
 
 /* 10k requests never answered: L7_PENDING_MAX kept, the rest counted; answers then pair with them. */
-static void test_unanswered(void **state)
+GG_TEST(test_unanswered)
 {
-	(void)state;
 	for (size_t c = 0; c < sizeof(cases) / sizeof(cases[0]); c++) {
 		struct l7_session *s = l7_session__new(cases[c].proto, cases[c].tr);
 		struct l7_session_stats st;
@@ -108,7 +106,7 @@ static void test_unanswered(void **state)
 }
 
 /* Units that never end: they are held up to the buffer's bound, then counted as unparsable. */
-static void test_endless_units(void **state)
+GG_TEST(test_endless_units)
 {
 	static const struct {
 		enum l7_proto proto;
@@ -124,7 +122,6 @@ static void test_endless_units(void **state)
 	};
 	static uint8_t filler[1024];
 
-	(void)state;
 	memset(filler, ' ', sizeof(filler));
 	for (size_t c = 0; c < sizeof(starts) / sizeof(starts[0]); c++) {
 		struct l7_session *s = l7_session__new(starts[c].proto, L7_TRANSPORT_TCP);
@@ -139,12 +136,11 @@ static void test_endless_units(void **state)
 	}
 }
 
-static void test_arguments(void **state)
+GG_TEST(test_arguments)
 {
 	struct l7_session *s = l7_session__new(L7_PROTO_REDIS, L7_TRANSPORT_TCP);
 	struct l7_session_stats st;
 
-	(void)state;
 	assert_null(l7_session__new((enum l7_proto)42, L7_TRANSPORT_TCP));
 	assert_int_equal(errno, EINVAL);
 	assert_null(l7_session__new(L7_PROTO_DNS, (enum l7_transport)7));
@@ -158,16 +154,4 @@ static void test_arguments(void **state)
 	assert_int_equal(l7_session__mem(NULL), 0);
 	l7_session__stats(NULL, &st);
 	l7_session__free(s);
-}
-
-int main(void)
-{
-	const struct CMUnitTest tests[] = {
-		cmocka_unit_test(test_random_bytes),
-		cmocka_unit_test(test_unanswered),
-		cmocka_unit_test(test_endless_units),
-		cmocka_unit_test(test_arguments),
-	};
-
-	return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -12,7 +12,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include <cmocka.h>
+#include "unit.h"
 
 #include "../../probes/l7probe/l7_proto.h"
 #include "l7_steps.h"

@@ -11,7 +11,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include <cmocka.h>
+#include "unit.h"
 
 #include "../../probes/l7probe/l7_trace.h"
 #include "../../probes/l7probe/l7_user.h"
@@ -82,12 +82,11 @@ static uint64_t nconns(struct l7_tracker *t)
 }
 
 /* connect() made the client: two requests, one 404; latency from the send to the receive. */
-static void test_client_from_connect(void **state)
+GG_TEST(test_client_from_connect)
 {
 	struct l7_tracker *t = l7_tracker__new(16, 16);
 	struct l7_key_values v;
 
-	(void)state;
 	data_ev(t, TGID, 5, 1, L7_DIR_SEND, L7_ROLE_CLIENT, 0, REQ, 1000);
 	data_ev(t, TGID, 5, 1, L7_DIR_RECV, L7_ROLE_CLIENT, 0, OK, 1600);
 	data_ev(t, TGID, 5, 1, L7_DIR_SEND, L7_ROLE_CLIENT, 0, REQ, 2000);
@@ -108,12 +107,11 @@ static void test_client_from_connect(void **state)
 
 /* A connection older than the probe: no role from the syscalls; whoever receives the request is
  * the server. Its request split in two reads ("GE", "T /a ...") is recognised once joined. */
-static void test_role_inferred_split(void **state)
+GG_TEST(test_role_inferred_split)
 {
 	struct l7_tracker *t = l7_tracker__new(16, 16);
 	struct l7_key_values v;
 
-	(void)state;
 	data_ev(t, TGID, 7, 2, L7_DIR_RECV, L7_ROLE_UNKNOWN, 0, "GE", 1000);
 	data_ev(t, TGID, 7, 2, L7_DIR_RECV, L7_ROLE_UNKNOWN, 0, REQ + 2, 1100);
 	data_ev(t, TGID, 7, 2, L7_DIR_SEND, L7_ROLE_UNKNOWN, 0, OK, 1500);
@@ -129,13 +127,12 @@ static void test_role_inferred_split(void **state)
 
 /* close() ends a connection; a new socket on the same fd (another sk) replaces the old one even
  * when the close was not seen; a process exit drops its connections. */
-static void test_close_reuse_exit(void **state)
+GG_TEST(test_close_reuse_exit)
 {
 	struct l7_tracker *t = l7_tracker__new(16, 16);
 	struct l7_ev ex = {.type = L7_EV_EXIT, .tgid = TGID};
 	struct l7_key_values v;
 
-	(void)state;
 	data_ev(t, TGID, 5, 1, L7_DIR_SEND, L7_ROLE_CLIENT, 0, REQ, 1000);
 	assert_int_equal(nconns(t), 1);
 	close_ev(t, TGID, 5, 1, 1100);
@@ -159,13 +156,12 @@ static void test_close_reuse_exit(void **state)
 /* Bytes that are no protocol of ours: given up after L7_INFER_TRIES chunks, counted once; TLS
  * records do not spend the tries and the SSL plaintext is what gets parsed (key with ssl 1, bytes
  * from the socket calls). */
-static void test_garbage_and_tls(void **state)
+GG_TEST(test_garbage_and_tls)
 {
 	struct l7_tracker *t = l7_tracker__new(16, 16);
 	struct l7_tracker_stats st;
 	struct l7_key_values v;
 
-	(void)state;
 	for (int i = 0; i < L7_INFER_TRIES + 2; i++)
 		data_ev(t, TGID, 9, 1, i % 2 ? L7_DIR_SEND : L7_DIR_RECV, L7_ROLE_SERVER, 0, "\x01\x02garbage",
 			100 + i);
@@ -192,13 +188,12 @@ static void test_garbage_and_tls(void **state)
 
 /* At most max_conns connections and max_keys keys; the rest is counted. Keys without connections
  * go after L7_KEY_IDLE_NS. */
-static void test_bounds_and_key_aging(void **state)
+GG_TEST(test_bounds_and_key_aging)
 {
 	struct l7_tracker *t = l7_tracker__new(2, 1);
 	struct l7_tracker_stats st;
 	struct l7_key_values v;
 
-	(void)state;
 	data_ev(t, TGID, 5, 1, L7_DIR_SEND, L7_ROLE_CLIENT, 0, REQ, 1000);
 	data_ev(t, TGID, 6, 2, L7_DIR_SEND, L7_ROLE_CLIENT, 0, REQ, 1000);
 	data_ev(t, TGID, 7, 3, L7_DIR_SEND, L7_ROLE_CLIENT, 0, REQ, 1000);
@@ -228,14 +223,13 @@ static void test_bounds_and_key_aging(void **state)
 }
 
 /* Truncated or malformed events are counted, never read past. */
-static void test_bad_events(void **state)
+GG_TEST(test_bad_events)
 {
 	struct l7_tracker *t = l7_tracker__new(4, 4);
 	struct l7_tracker_stats st;
 	struct l7_ev h = {.type = L7_EV_DATA, .tgid = TGID, .fd = 3, .len = 100, .total = 100};
 	uint8_t small[4] = {0};
 
-	(void)state;
 	assert_int_equal(l7_tracker__event(t, small, sizeof(small)), 0);
 	assert_int_equal(l7_tracker__event(t, &h, sizeof(h)), 0); /* len beyond the record */
 	h.type = 99;
@@ -255,14 +249,13 @@ static void rpc_ev(struct l7_tracker *t, const char *req, const char *resp, uint
 }
 
 /* l7_rpc_api: paths normalised into rows, errors split client/server. */
-static void test_api_rows(void **state)
+GG_TEST(test_api_rows)
 {
 	struct l7_tracker *t = l7_tracker__new(16, 16);
 	struct l7_api_values v;
 	struct l7_tracker_stats st;
 	static const char E500[] = "HTTP/1.1 500 Oops\r\nContent-Length: 0\r\n\r\n";
 
-	(void)state;
 	rpc_ev(t, "GET /a/1 HTTP/1.1\r\n\r\n", OK, 1000, 100);
 	rpc_ev(t, "GET /a/2?x=y HTTP/1.1\r\n\r\n", OK, 2000, 300);
 	rpc_ev(t, "GET /b HTTP/1.1\r\n\r\n", NOTFOUND, 3000, 10);
@@ -288,14 +281,13 @@ static void test_api_rows(void **state)
 }
 
 /* A process past api_limit apis: the rest in one "__other__" row, counted; api_limit 0: no rows. */
-static void test_api_cap(void **state)
+GG_TEST(test_api_cap)
 {
 	struct l7_tracker *t = l7_tracker__new(16, 16);
 	struct l7_api_values v;
 	struct l7_tracker_stats st;
 	char req[64];
 
-	(void)state;
 	l7_tracker__set_api_limit(t, 3);
 	for (int i = 0; i < 10; i++) {
 		snprintf(req, sizeof(req), "GET /page%c HTTP/1.1\r\n\r\n", 'a' + i);
@@ -341,7 +333,7 @@ static void span_cb(void *ctx, const struct l7_span *sp)
 
 /* The span callback sees each request with its connection; the sampling rules keep errors and slow
  * requests at any rate, all at 1000 per mille, and at most max_per_s a second. */
-static void test_spans_sampling(void **state)
+GG_TEST(test_spans_sampling)
 {
 	struct l7_tracker *t = l7_tracker__new(16, 16);
 	struct l7_trace *tr = l7_trace__new(NULL);
@@ -349,7 +341,6 @@ static void test_spans_sampling(void **state)
 	struct l7_trace_conf c = {.permille = 0, .slow_ms = 1, .max_per_s = 1000};
 	struct l7_trace_stats ts;
 
-	(void)state;
 	assert_non_null(tr);
 	l7_trace__set_conf(tr, &c);
 	l7_tracker__set_span_cb(t, span_cb, &s);
@@ -385,7 +376,7 @@ static void test_spans_sampling(void **state)
 
 /* The SLI tables: server side of their protocol only, one row per connection (Redis) or per
  * connection and statement type (PostgreSQL), forgotten after each report. */
-static void test_sli_rows(void **state)
+GG_TEST(test_sli_rows)
 {
 	struct l7_sli *r = l7_sli__new(L7_SLI_REDIS), *p = l7_sli__new(L7_SLI_PG);
 	struct l7_rpc rpc = {.req_ts_ns = 100, .resp_ts_ns = 300};
@@ -400,7 +391,6 @@ static void test_sli_rows(void **state)
 			     .l7_role = 2,
 			     .proto = L7_PROTO_REDIS};
 
-	(void)state;
 	l7_sli__span(r, &sp);
 	sp.api = "GET";
 	l7_sli__span(r, &sp);
@@ -426,22 +416,4 @@ static void test_sli_rows(void **state)
 	l7_sli__free(r);
 	l7_sli__free(p);
 	l7_sli__free(NULL);
-}
-
-int main(void)
-{
-	const struct CMUnitTest tests[] = {
-		cmocka_unit_test(test_client_from_connect),
-		cmocka_unit_test(test_role_inferred_split),
-		cmocka_unit_test(test_close_reuse_exit),
-		cmocka_unit_test(test_garbage_and_tls),
-		cmocka_unit_test(test_bounds_and_key_aging),
-		cmocka_unit_test(test_bad_events),
-		cmocka_unit_test(test_api_rows),
-		cmocka_unit_test(test_api_cap),
-		cmocka_unit_test(test_spans_sampling),
-		cmocka_unit_test(test_sli_rows),
-	};
-
-	return cmocka_run_group_tests(tests, NULL, NULL);
 }

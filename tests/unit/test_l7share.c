@@ -12,13 +12,12 @@
 #include <string.h>
 #include <unistd.h>
 
-#include <cmocka.h>
+#include "unit.h"
 
 #include "l7share.h"
 
-static void test_buckets(void **state)
+GG_TEST(test_buckets)
 {
-	(void)state;
 	assert_int_equal(l7s_bucket(0), 0);
 	assert_int_equal(l7s_bucket(1023), 0);
 	assert_int_equal(l7s_bucket(1024), 1);
@@ -34,12 +33,11 @@ static void test_buckets(void **state)
 		assert_int_equal(l7s_bucket_upper(b), l7s_bucket_lower(b + 1));
 }
 
-static void test_quantile(void **state)
+GG_TEST(test_quantile)
 {
 	static uint32_t h[L7S_BUCKETS];
 	double p99;
 
-	(void)state;
 	assert_true(l7s_quantile(h, 0.99) == 0);
 	/* 1000 requests: 1 .. 1000 ms; p99 is 990 ms */
 	for (uint64_t i = 1; i <= 1000; i++)
@@ -89,7 +87,7 @@ static int read_file(const char *path, char *buf, size_t len)
 	return (int)n;
 }
 
-static void test_roundtrip(void **state)
+GG_TEST(test_roundtrip)
 {
 	char dir[] = "/tmp/test_l7share.XXXXXX", path[256], buf[65536];
 	struct l7s_table *t = l7s_table__new(2);
@@ -97,7 +95,6 @@ static void test_roundtrip(void **state)
 	struct l7s_hdr hdr;
 	uint64_t bad = 9, n, dropped;
 
-	(void)state;
 	assert_non_null(t);
 	assert_non_null(mkdtemp(dir));
 	snprintf(path, sizeof(path), "%s/%s", dir, L7S_FILE);
@@ -132,7 +129,7 @@ static void test_roundtrip(void **state)
 	l7s_table__free(NULL);
 }
 
-static void test_malformed(void **state)
+GG_TEST(test_malformed)
 {
 	static const char *const bad_hdrs[] = {
 		"",
@@ -156,7 +153,6 @@ static void test_malformed(void **state)
 	struct l7s_hdr hdr;
 	uint64_t bad = 0;
 
-	(void)state;
 	for (size_t i = 0; i < sizeof(bad_hdrs) / sizeof(bad_hdrs[0]); i++)
 		assert_int_equal(l7s_parse(bad_hdrs[i], strlen(bad_hdrs[i]), &hdr, on_entry, &s, NULL), -EPROTO);
 	assert_int_equal(l7s_parse(lines, strlen(lines), &hdr, on_entry, &s, &bad), 0);
@@ -166,11 +162,10 @@ static void test_malformed(void **state)
 	assert_int_equal(hdr.writer_start, 8);
 }
 
-static void test_path(void **state)
+GG_TEST(test_path)
 {
 	char buf[256];
 
-	(void)state;
 	unsetenv("GALA_GOPHER_DATA_URL");
 	unsetenv("GALA_GOPHER_RUN_DIR");
 	assert_int_equal(l7s_path(buf, sizeof(buf)), -ENOENT);
@@ -183,14 +178,4 @@ static void test_path(void **state)
 	assert_int_equal(l7s_path(buf, 8), -ENAMETOOLONG);
 	unsetenv("GALA_GOPHER_DATA_URL");
 	unsetenv("GALA_GOPHER_RUN_DIR");
-}
-
-int main(void)
-{
-	const struct CMUnitTest tests[] = {
-		cmocka_unit_test(test_buckets),	  cmocka_unit_test(test_quantile), cmocka_unit_test(test_roundtrip),
-		cmocka_unit_test(test_malformed), cmocka_unit_test(test_path),
-	};
-
-	return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -9,17 +9,16 @@
 #include <stdint.h>
 #include <string.h>
 
-#include <cmocka.h>
+#include "unit.h"
 
 #include "../../probes/l7probe/tls_elf.h"
 
-static void test_emulated(void **state)
+GG_TEST(test_emulated)
 {
 	static const uint8_t push_rbp[] = {0x55}, push_r12[] = {0x41, 0x54}, sub_rsp[] = {0x48, 0x83, 0xec, 0x18},
 			     call[] = {0xe8, 0, 0, 0, 0}, jbe32[] = {0x0f, 0x86, 0xc2, 3, 0, 0}, jbe8[] = {0x76, 2},
 			     ret[] = {0xc3}, cmp_r14[] = {0x49, 0x3b, 0x66, 0x10}, mov_r8[] = {0x41, 0x89, 0xc0};
 
-	(void)state;
 	assert_int_equal(x86_uprobe_emulated(push_rbp, sizeof(push_rbp)), 1);
 	assert_int_equal(x86_uprobe_emulated(push_r12, sizeof(push_r12)), 1);
 	assert_int_equal(x86_uprobe_emulated(call, sizeof(call)), 1);
@@ -34,7 +33,7 @@ static void test_emulated(void **state)
 
 /* SSL_read of libssl.so.3 (OpenSSL 3.0.x, Debian 12) at 0x35430: sub, mov %fs:0x28, mov, xor, test,
  * js, mov, movslq, call 0x35290 (ssl_read_internal). */
-static void test_first_call(void **state)
+GG_TEST(test_first_call)
 {
 	static const uint8_t ssl_read[] = {0x48, 0x83, 0xec, 0x18, 0x64, 0x48, 0x8b, 0x04, 0x25, 0x28, 0x00, 0x00,
 					   0x00, 0x48, 0x89, 0x44, 0x24, 0x08, 0x31, 0xc0, 0x85, 0xd2, 0x78, 0x2f,
@@ -42,7 +41,6 @@ static void test_first_call(void **state)
 	static const uint8_t no_call[] = {0x31, 0xc0, 0xc3, 0xe8, 0, 0, 0, 0};
 	uint64_t target = 0;
 
-	(void)state;
 	assert_int_equal(x86_first_call(ssl_read, sizeof(ssl_read), 0x35430, 12, &target), 0);
 	assert_int_equal(target, 0x35290);
 	/* not past a ret, nor past the instruction budget */
@@ -51,7 +49,7 @@ static void test_first_call(void **state)
 }
 
 /* crypto/tls.(*Conn).Read of go1.19.8 starts: cmp 0x10(%r14),%rsp; jbe morestack; sub $0x68,%rsp. */
-static void test_entry_site(void **state)
+GG_TEST(test_entry_site)
 {
 	static const uint8_t go_read[] = {0x49, 0x3b, 0x66, 0x10, 0x0f, 0x86, 0xc2,
 					  0x03, 0x00, 0x00, 0x48, 0x83, 0xec, 0x68};
@@ -61,7 +59,6 @@ static void test_entry_site(void **state)
 	static const uint8_t clobber[] = {0x31, 0xc0, 0x76, 0x02};
 	uint64_t at = 0;
 
-	(void)state;
 	assert_int_equal(x86_entry_site(go_read, sizeof(go_read), 0x5a9ce0, 4, &at), 0);
 	assert_int_equal(at, 0x5a9ce4);
 	assert_int_equal(x86_entry_site(go_big, sizeof(go_big), 0x1000, 4, &at), 0);
@@ -69,7 +66,7 @@ static void test_entry_site(void **state)
 	assert_int_equal(x86_entry_site(clobber, sizeof(clobber), 0x1000, 4, &at), -ENOENT);
 }
 
-static void test_ret_sites(void **state)
+GG_TEST(test_ret_sites)
 {
 	/* mov $0xc3,%eax (a 0xc3 byte that is not a ret); je +1; ret; xor %ecx,%ecx; ret; int3 padding */
 	static const uint8_t code[] = {0xb8, 0xc3, 0x00, 0x00, 0x00, 0x74, 0x01, 0xc3, 0x31, 0xc9, 0xc3, 0xcc, 0xcc};
@@ -77,7 +74,6 @@ static void test_ret_sites(void **state)
 	uint64_t rets[4];
 	unsigned int n = 0;
 
-	(void)state;
 	assert_int_equal(x86_ret_sites(code, sizeof(code), 0x2000, rets, 4, &n), 0);
 	assert_int_equal(n, 2);
 	assert_int_equal(rets[0], 0x2007);
@@ -93,13 +89,12 @@ __attribute__((noinline, used)) int tls_elf_test_marker(int x)
 	return x * 3 + 1;
 }
 
-static void test_elf_self(void **state)
+GG_TEST(test_elf_self)
 {
 	struct elf_bin *b = NULL;
 	struct elf_fn fn;
 	uint8_t code[4], mem[4];
 
-	(void)state;
 	assert_int_equal(elf_bin__open("/proc/self/exe", &b), 0);
 	assert_int_equal(elf_bin__find(b, "tls_elf_test_marker", &fn), 0);
 	assert_true(fn.size > 0);
@@ -116,7 +111,7 @@ static void test_elf_self(void **state)
 }
 
 /* Read's result slot from its open-coded defer calls (go1.19's crypto/tls.(*Conn).Read epilogues). */
-static void test_defer_result_slot(void **state)
+GG_TEST(test_defer_result_slot)
 {
 	/* mov 0x58(%rsp),%rdx; mov (%rdx),%rax; call *%rax; mov 0x20(%rsp),%rax; mov 0x38(%rsp),%rbx;
 	 * add $0x68,%rsp; ret; ... the same again */
@@ -132,21 +127,9 @@ static void test_defer_result_slot(void **state)
 	static const uint8_t none[] = {0xe8, 0x00, 0x00, 0x00, 0x00, 0x48, 0x8b, 0x44, 0x24, 0x20, 0xc3};
 	int64_t disp = -1;
 
-	(void)state;
 	assert_int_equal(x86_defer_result_slot(two, sizeof(two), 0x5a603b, &disp), 0);
 	assert_int_equal(disp, 0x20);
 	assert_int_equal(x86_defer_result_slot(differ, sizeof(differ), 0x1000, &disp), -EINVAL);
 	assert_int_equal(x86_defer_result_slot(other, sizeof(other), 0x1000, &disp), -EINVAL);
 	assert_int_equal(x86_defer_result_slot(none, sizeof(none), 0x1000, &disp), -ENOENT);
-}
-
-int main(void)
-{
-	const struct CMUnitTest tests[] = {
-		cmocka_unit_test(test_emulated),   cmocka_unit_test(test_first_call),
-		cmocka_unit_test(test_entry_site), cmocka_unit_test(test_ret_sites),
-		cmocka_unit_test(test_elf_self),   cmocka_unit_test(test_defer_result_slot),
-	};
-
-	return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -11,7 +11,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include <cmocka.h>
+#include "unit.h"
 
 #include "meta.h"
 #include "test_tmpdir.h"
@@ -133,7 +133,7 @@ static void rm_tmpdir(char *d)
 
 /* ---- loading ---------------------------------------------------------------------------------- */
 
-static void test_load_gala_gopher_style(void **state)
+GG_TEST_SETUP_TEARDOWN(test_load_gala_gopher_style, setup_cpu, teardown_reg)
 {
 	struct meta_registry *reg = *state;
 	const struct meta_table *t;
@@ -165,7 +165,7 @@ static void test_load_gala_gopher_style(void **state)
 	assert_null(meta_registry__at(reg, 2));
 }
 
-static void test_find(void **state)
+GG_TEST_SETUP_TEARDOWN(test_find, setup_cpu, teardown_reg)
 {
 	struct meta_registry *reg = *state;
 	const char buf[] = "system_cpu_utilXYZ";
@@ -182,7 +182,7 @@ static void test_find(void **state)
 	assert_null(meta_registry__at(NULL, 0));
 }
 
-static void test_many_tables(void **state)
+GG_TEST(test_many_tables)
 {
 	struct meta_registry *reg = meta_registry__new();
 	char err[256];
@@ -238,7 +238,7 @@ static void test_many_tables(void **state)
 	free(text);
 }
 
-static void test_trailing_comma_in_lists(void **state)
+GG_TEST(test_trailing_comma_in_lists)
 {
 	/* accepted by libconfig >= 1.7, so upstream files may have them; also behind comments */
 	struct meta_registry *reg =
@@ -256,7 +256,7 @@ static void test_trailing_comma_in_lists(void **state)
 	meta_registry__free(reg);
 }
 
-static void test_limits_ok(void **state)
+GG_TEST(test_limits_ok)
 {
 	/* 63-byte names, a 511-byte description and META_FIELDS_MAX fields are all fine */
 	char name63[64], desc[600], *fields, *text;
@@ -305,7 +305,7 @@ static void check_load_error(const struct load_case *c)
 	meta_registry__free(reg);
 }
 
-static void test_load_errors(void **state)
+GG_TEST(test_load_errors)
 {
 	static const char K[] = "{ name = \"k\"; type = \"key\"; }";
 	char long_name[100], long_desc[600], fields[2000], *many;
@@ -410,7 +410,7 @@ static void test_load_errors(void **state)
 	free(many);
 }
 
-static void test_load_error_nothing_added(void **state)
+GG_TEST(test_load_error_nothing_added)
 {
 	struct meta_registry *reg = meta_registry__new();
 	/* the first table is fine, the second is not: neither may be added */
@@ -431,7 +431,7 @@ static void test_load_error_nothing_added(void **state)
 	meta_registry__free(reg);
 }
 
-static void test_load_buf_edge(void **state)
+GG_TEST(test_load_buf_edge)
 {
 	struct meta_registry *reg = meta_registry__new();
 	const char nul[] = "version = \"1\";\n\0measurements = ();\n";
@@ -454,7 +454,7 @@ static void test_load_buf_edge(void **state)
 	meta_registry__free(NULL);
 }
 
-static void test_load_file_and_duplicates(void **state)
+GG_TEST(test_load_file_and_duplicates)
 {
 	char *dir = make_tmpdir();
 	struct meta_registry *reg = meta_registry__new();
@@ -495,7 +495,7 @@ static void test_load_file_and_duplicates(void **state)
 	rm_tmpdir(dir);
 }
 
-static void test_load_dir(void **state)
+GG_TEST(test_load_dir)
 {
 	char *dir = make_tmpdir();
 	struct meta_registry *reg = meta_registry__new();
@@ -542,7 +542,7 @@ static void test_load_dir(void **state)
 /* One name, one meaning: a field name of one entity in two tables with other labels, or a plain
  * metric named like a histogram's or summary's series, is refused with both tables named; the
  * same label set (one family fed by two tables) and other entities are fine. */
-static void test_family_collisions(void **state)
+GG_TEST(test_family_collisions)
 {
 	static const char *const two =
 		"version = \"1\"\nmeasurements = (\n"
@@ -580,7 +580,6 @@ static void test_family_collisions(void **state)
 	};
 	char err[512];
 
-	(void)state;
 	for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
 		struct meta_registry *reg = meta_registry__new();
 		char *text;
@@ -663,7 +662,7 @@ static void test_family_collisions(void **state)
 
 /* ---- records ---------------------------------------------------------------------------------- */
 
-static void test_record_ok(void **state)
+GG_TEST_SETUP_TEARDOWN(test_record_ok, setup_cpu, teardown_reg)
 {
 	struct meta_registry *reg = *state;
 	struct meta_record rec;
@@ -696,7 +695,7 @@ struct rec_case {
 	int field;
 };
 
-static void test_record_rejects(void **state)
+GG_TEST_SETUP_TEARDOWN(test_record_rejects, setup_cpu, teardown_reg)
 {
 	struct meta_registry *reg = *state;
 	static const struct rec_case cases[] = {
@@ -747,7 +746,7 @@ static void test_record_rejects(void **state)
 	assert_int_equal(meta_record__parse(reg, NULL, 5, NULL, NULL), META_REJ_MALFORMED);
 }
 
-static void test_record_label_length(void **state)
+GG_TEST_SETUP_TEARDOWN(test_record_label_length, setup_cpu, teardown_reg)
 {
 	struct meta_registry *reg = *state;
 	char line[META_RECORD_MAX_LEN + 64];
@@ -769,7 +768,7 @@ static void test_record_label_length(void **state)
 	assert_int_equal(meta_record__parse(reg, line, strlen(line), NULL, NULL), META_REJ_BAD_UTF8);
 }
 
-static void test_record_max_len(void **state)
+GG_TEST_SETUP_TEARDOWN(test_record_max_len, setup_cpu, teardown_reg)
 {
 	struct meta_registry *reg = *state;
 	char line[META_RECORD_MAX_LEN + 1];
@@ -787,7 +786,7 @@ static void test_record_max_len(void **state)
 	assert_int_equal(meta_record__parse(reg, line, META_RECORD_MAX_LEN + 1, NULL, NULL), META_REJ_MALFORMED);
 }
 
-static void test_reject_names(void **state)
+GG_TEST(test_reject_names)
 {
 	assert_string_equal(meta_reject__str(META_OK), "ok");
 	assert_string_equal(meta_reject__str(META_REJ_MALFORMED), "malformed");
@@ -812,7 +811,7 @@ static void test_reject_names(void **state)
 
 /* ---- value parsers ------------------------------------------------------------------------------ */
 
-static void test_numbers(void **state)
+GG_TEST(test_numbers)
 {
 	static const struct {
 		const char *s;
@@ -927,7 +926,7 @@ static void expect_dist_texts(int summary, const char *const *good, size_t ngood
 	}
 }
 
-static void test_histogram(void **state)
+GG_TEST(test_histogram)
 {
 	struct meta_hist h;
 	static const char *const good[] = {
@@ -981,7 +980,7 @@ static void test_histogram(void **state)
 	assert_int_equal(meta_hist__parse("1 0.5 3 1.5 3|junk", 12, &h), -EINVAL);
 }
 
-static void test_summary(void **state)
+GG_TEST(test_summary)
 {
 	struct meta_summary m;
 	static const char *const good[] = {
@@ -1013,7 +1012,7 @@ static void test_summary(void **state)
 	assert_true(m.sum == 10 && m.count == 4);
 }
 
-static void test_utf8(void **state)
+GG_TEST(test_utf8)
 {
 	static const char *const good[] = {
 		"",
@@ -1071,32 +1070,4 @@ static void test_utf8(void **state)
 	}
 	assert_int_equal(meta_utf8_valid("a\0b", 3), 0);     /* NUL is a control character */
 	assert_int_equal(meta_utf8_valid("\xc3\xa9", 1), 0); /* cut by the length */
-}
-
-int main(void)
-{
-	const struct CMUnitTest tests[] = {
-		cmocka_unit_test_setup_teardown(test_load_gala_gopher_style, setup_cpu, teardown_reg),
-		cmocka_unit_test_setup_teardown(test_find, setup_cpu, teardown_reg),
-		cmocka_unit_test(test_many_tables),
-		cmocka_unit_test(test_trailing_comma_in_lists),
-		cmocka_unit_test(test_limits_ok),
-		cmocka_unit_test(test_load_errors),
-		cmocka_unit_test(test_load_error_nothing_added),
-		cmocka_unit_test(test_load_buf_edge),
-		cmocka_unit_test(test_load_file_and_duplicates),
-		cmocka_unit_test(test_load_dir),
-		cmocka_unit_test(test_family_collisions),
-		cmocka_unit_test_setup_teardown(test_record_ok, setup_cpu, teardown_reg),
-		cmocka_unit_test_setup_teardown(test_record_rejects, setup_cpu, teardown_reg),
-		cmocka_unit_test_setup_teardown(test_record_label_length, setup_cpu, teardown_reg),
-		cmocka_unit_test_setup_teardown(test_record_max_len, setup_cpu, teardown_reg),
-		cmocka_unit_test(test_reject_names),
-		cmocka_unit_test(test_numbers),
-		cmocka_unit_test(test_histogram),
-		cmocka_unit_test(test_summary),
-		cmocka_unit_test(test_utf8),
-	};
-
-	return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -6,16 +6,15 @@
 #include <stdint.h>
 #include <stdlib.h>
 
-#include <cmocka.h>
+#include "unit.h"
 
 #include "probe_array.h"
 
-static void test_grow_doubles_and_keeps(void **state)
+GG_TEST(test_grow_doubles_and_keeps)
 {
 	uint64_t *v = NULL, *p;
 	size_t cap = 0, n = 0;
 
-	(void)state;
 	for (uint64_t i = 0; i < 1000; i++) {
 		if (n == cap) {
 			size_t was = cap;
@@ -33,12 +32,11 @@ static void test_grow_doubles_and_keeps(void **state)
 	free(v);
 }
 
-static void test_grow_refuses_overflow(void **state)
+GG_TEST(test_grow_refuses_overflow)
 {
 	char *v = malloc(8);
 	size_t cap = SIZE_MAX / 2 + 1, zero = 0;
 
-	(void)state;
 	assert_non_null(v);
 	errno = 0;
 	assert_null(probe_array_grow(v, &cap, 1, 16));
@@ -51,12 +49,11 @@ static void test_grow_refuses_overflow(void **state)
 	free(v);
 }
 
-static void test_reserve_doubles_to_need_within_max(void **state)
+GG_TEST(test_reserve_doubles_to_need_within_max)
 {
 	char *v = NULL, *p;
 	size_t cap = 0;
 
-	(void)state;
 	p = probe_array_reserve(v, &cap, 1, 10, 256, 4096);
 	assert_non_null(p);
 	assert_int_equal(cap, 256); /* the first size */
@@ -85,12 +82,11 @@ static void test_reserve_doubles_to_need_within_max(void **state)
 	free(p);
 }
 
-static void test_reserve_refuses_overflow(void **state)
+GG_TEST(test_reserve_refuses_overflow)
 {
 	char *v = malloc(8);
 	size_t cap = 8, zero = 0;
 
-	(void)state;
 	assert_non_null(v);
 	errno = 0;
 	assert_null(probe_array_reserve(v, &cap, 64, SIZE_MAX / 32, 16, SIZE_MAX));
@@ -101,16 +97,4 @@ static void test_reserve_refuses_overflow(void **state)
 	assert_int_equal(errno, ENOMEM);
 	assert_int_equal(zero, 0);
 	free(v);
-}
-
-int main(void)
-{
-	const struct CMUnitTest tests[] = {
-		cmocka_unit_test(test_grow_doubles_and_keeps),
-		cmocka_unit_test(test_grow_refuses_overflow),
-		cmocka_unit_test(test_reserve_doubles_to_need_within_max),
-		cmocka_unit_test(test_reserve_refuses_overflow),
-	};
-
-	return cmocka_run_group_tests(tests, NULL, NULL);
 }

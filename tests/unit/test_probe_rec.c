@@ -11,7 +11,7 @@
 #include <string.h>
 #include <unistd.h>
 
-#include <cmocka.h>
+#include "unit.h"
 
 #include "meta.h"
 #include "probe.h"
@@ -81,11 +81,10 @@ static void assert_valid(const struct meta_registry *reg, const struct probe_rec
 	assert_int_equal(strlen(r->buf), r->len);
 }
 
-static void test_basic(void **state)
+GG_TEST(test_basic)
 {
 	struct probe_rec r;
 
-	(void)state;
 	probe_rec__begin(&r, &TBL_basic);
 	probe_rec__str(&r, "host-1");
 	probe_rec__u64(&r, 42);
@@ -105,14 +104,13 @@ static void test_basic(void **state)
 }
 
 /* Every appender with a field kind it does not take. */
-static void test_wrong_kind(void **state)
+GG_TEST(test_wrong_kind)
 {
 	struct probe_rec r;
 	const double le[1] = {1};
 	const uint64_t cnt[1] = {1};
 	const double q[1] = {0.5}, v[1] = {1};
 
-	(void)state;
 	probe_rec__begin(&r, &TBL_basic);
 	probe_rec__f64(&r, 1.0); /* f64 into the key */
 	assert_int_equal(probe_rec__finish(&r), -EINVAL);
@@ -157,11 +155,10 @@ static void test_wrong_kind(void **state)
 	assert_int_equal(probe_rec__finish(&r), -EINVAL);
 }
 
-static void test_field_count(void **state)
+GG_TEST(test_field_count)
 {
 	struct probe_rec r;
 
-	(void)state;
 	begin_basic_kl(&r);
 	probe_rec__u64(&r, 1);
 	assert_int_equal(probe_rec__finish(&r), -EINVAL); /* one missing */
@@ -177,13 +174,12 @@ static void test_field_count(void **state)
 }
 
 /* After the first error nothing changes. */
-static void test_sticky(void **state)
+GG_TEST(test_sticky)
 {
 	struct probe_rec r;
 	char before[64];
 	size_t len;
 
-	(void)state;
 	probe_rec__begin(&r, &TBL_basic);
 	probe_rec__str(&r, "k");
 	probe_rec__f64(&r, 1); /* wrong kind: label */
@@ -198,11 +194,10 @@ static void test_sticky(void **state)
 	assert_memory_equal(r.buf, before, len + 1);
 }
 
-static void test_empty_key(void **state)
+GG_TEST(test_empty_key)
 {
 	struct probe_rec r;
 
-	(void)state;
 	probe_rec__begin(&r, &TBL_basic);
 	probe_rec__str(&r, "");
 	assert_int_equal(probe_rec__finish(&r), -EINVAL);
@@ -216,11 +211,10 @@ static void test_empty_key(void **state)
 	assert_int_equal(probe_rec__finish(&r), -EINVAL);
 }
 
-static void test_range(void **state)
+GG_TEST(test_range)
 {
 	struct probe_rec r;
 
-	(void)state;
 	begin_basic_kl(&r);
 	probe_rec__u64(&r, 1);
 	probe_rec__f64(&r, -0.5); /* negative counter */
@@ -254,13 +248,12 @@ struct guarded_rec {
 	unsigned char post[64];
 };
 
-static void test_overflow(void **state)
+GG_TEST(test_overflow)
 {
 	struct guarded_rec *g = malloc(sizeof(*g));
 	char *big = malloc(META_LABEL_MAX + 1);
 	unsigned int i;
 
-	(void)state;
 	assert_non_null(g);
 	assert_non_null(big);
 	memset(g, 0xa5, sizeof(*g));
@@ -312,9 +305,8 @@ static void expect_label(const char *in, size_t inlen, const char *want)
 /* Literal input (NULs included) -> expected label text. */
 #define EXPECT_LABEL(lit, want) expect_label(lit, sizeof(lit) - 1, want)
 
-static void test_sanitise(void **state)
+GG_TEST(test_sanitise)
 {
-	(void)state;
 	EXPECT_LABEL("a|b", "a_b");
 	EXPECT_LABEL("t\tab\nnl\rcr\x7f"
 		     "del",
@@ -340,12 +332,11 @@ static void test_sanitise(void **state)
 	}
 }
 
-static void test_label_cut(void **state)
+GG_TEST(test_label_cut)
 {
 	struct probe_rec r;
 	char *s = malloc(META_LABEL_MAX + 8);
 
-	(void)state;
 	assert_non_null(s);
 	memset(s, 'a', META_LABEL_MAX + 7);
 	s[META_LABEL_MAX + 7] = '\0';
@@ -382,9 +373,8 @@ static void expect_f64(double v, const char *want)
 	assert_true(fabs(back - v) <= fabs(v) * 1e-8);
 }
 
-static void test_f64_format(void **state)
+GG_TEST(test_f64_format)
 {
-	(void)state;
 	expect_f64(0, "0");
 	expect_f64(1, "1");
 	expect_f64(-7, "-7");
@@ -407,7 +397,7 @@ static void test_f64_format(void **state)
 	expect_f64(1.7976931348623157e308, "1.79769313e+308");
 }
 
-static void test_hist(void **state)
+GG_TEST(test_hist)
 {
 	struct probe_rec r;
 	const double le[3] = {1, 2.5, 10};
@@ -423,7 +413,6 @@ static void test_hist(void **state)
 	uint64_t many_cnt[META_HIST_BUCKETS_MAX + 1] = {0};
 	struct meta_hist h;
 
-	(void)state;
 	probe_rec__begin(&r, &TBL_hist);
 	probe_rec__str(&r, "k");
 	probe_rec__hist(&r, 3, le, cnt, 1, 20.5);
@@ -534,7 +523,7 @@ static void random_str(char *s, size_t *len, int nonempty)
 }
 
 /* Every record probe_rec builds is accepted by the supervisor's validator, values intact. */
-static void test_round_trip(void **state)
+GG_TEST(test_round_trip)
 {
 	struct meta_registry *reg = load_registry();
 	struct probe_rec r;
@@ -542,7 +531,6 @@ static void test_round_trip(void **state)
 	char s[256], l[256];
 	size_t slen, llen;
 
-	(void)state;
 	for (unsigned int iter = 0; iter < 20000; iter++) {
 		double g = rng_double() * ((rng() & 1) ? -1 : 1), c = rng_double(), back;
 		int64_t gi = (int64_t)rng();
@@ -612,11 +600,10 @@ static void test_round_trip(void **state)
 	meta_registry__free(reg);
 }
 
-static void test_log_level(void **state)
+GG_TEST(test_log_level)
 {
 	enum probe_log_level l = PLOG_ERROR;
 
-	(void)state;
 	assert_int_equal(probe_log_level__parse("debug", &l), 0);
 	assert_int_equal(l, PLOG_DEBUG);
 	assert_int_equal(probe_log_level__parse("WARN", &l), 0);
@@ -628,11 +615,10 @@ static void test_log_level(void **state)
 	assert_int_equal(l, PLOG_ERROR);
 }
 
-static void test_read_file(void **state)
+GG_TEST(test_read_file)
 {
 	struct probe_buf b = {0};
 
-	(void)state;
 	assert_int_equal(probe_read_file("/proc/self/status", &b, 1 << 20), 0);
 	assert_true(b.len > 0);
 	assert_int_equal(strlen(b.data), b.len);
@@ -649,11 +635,10 @@ static void test_read_file(void **state)
 }
 
 /* probe_parse_uint: the command-line numbers of every probe (-t, -c, thresholds, -m). */
-static void test_parse_uint(void **state)
+GG_TEST(test_parse_uint)
 {
 	unsigned int v = 7;
 
-	(void)state;
 	assert_int_equal(probe_parse_uint("5", 1, 3600, &v), 0);
 	assert_int_equal(v, 5);
 	assert_int_equal(probe_parse_uint("3600", 1, 3600, &v), 0);
@@ -709,12 +694,11 @@ static struct probe_rt *quiet_rt(void)
 	return rt;
 }
 
-static void test_run_ticking(void **state)
+GG_TEST(test_run_ticking)
 {
 	struct tick_count t = {0};
 	unsigned int period_s = 1;
 
-	(void)state;
 	t.rt = quiet_rt();
 	t.start_ms = probe_now_mono_ms();
 	probe_rt__run_ticking(t.rt, &period_s, stop_report, count_tick, &t);
@@ -754,12 +738,11 @@ static void watch_report(void *arg)
 	probe_rt__stop(w->rt);
 }
 
-static void test_run_ticking_watch_fd(void **state)
+GG_TEST(test_run_ticking_watch_fd)
 {
 	struct watch_count w = {0};
 	unsigned int period_s = 1;
 
-	(void)state;
 	w.rt = quiet_rt();
 	assert_int_equal(pipe2(w.fds, O_NONBLOCK | O_CLOEXEC), 0);
 	assert_int_equal(write(w.fds[1], "x", 1), 1);
@@ -772,29 +755,4 @@ static void test_run_ticking_watch_fd(void **state)
 	probe_rt__free(w.rt);
 	close(w.fds[0]);
 	close(w.fds[1]);
-}
-
-int main(void)
-{
-	const struct CMUnitTest tests[] = {
-		cmocka_unit_test(test_basic),
-		cmocka_unit_test(test_wrong_kind),
-		cmocka_unit_test(test_field_count),
-		cmocka_unit_test(test_sticky),
-		cmocka_unit_test(test_empty_key),
-		cmocka_unit_test(test_range),
-		cmocka_unit_test(test_overflow),
-		cmocka_unit_test(test_sanitise),
-		cmocka_unit_test(test_label_cut),
-		cmocka_unit_test(test_f64_format),
-		cmocka_unit_test(test_hist),
-		cmocka_unit_test(test_round_trip),
-		cmocka_unit_test(test_log_level),
-		cmocka_unit_test(test_read_file),
-		cmocka_unit_test(test_parse_uint),
-		cmocka_unit_test(test_run_ticking),
-		cmocka_unit_test(test_run_ticking_watch_fd),
-	};
-
-	return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -11,7 +11,7 @@
 #include <string.h>
 #include <unistd.h>
 
-#include <cmocka.h>
+#include "unit.h"
 
 #include "ipc.h"
 #include "probe_runner.h"
@@ -237,13 +237,12 @@ static int run(const struct probe_runner *r, int argc, const char *const *args)
 	return probe_runner__main(r, argc, argv);
 }
 
-static void test_defaults_options_and_order(void **state)
+GG_TEST(test_defaults_options_and_order)
 {
 	static struct t_ctx c;
 	struct probe_runner r = runner(&c);
 	const char *argv[] = {"t_probe", "-t", "1", "-T", "250", "--own"};
 
-	(void)state;
 	c.stop_after = 2;
 	assert_int_equal(run(&r, 6, argv), 0);
 	assert_int_equal(c.base.period_s, 1);
@@ -254,7 +253,7 @@ static void test_defaults_options_and_order(void **state)
 	assert_string_equal(c.trace, "icsararxd");
 }
 
-static void test_help_and_bad_options(void **state)
+GG_TEST(test_help_and_bad_options)
 {
 	static struct t_ctx c;
 	struct probe_runner r = runner(&c);
@@ -262,20 +261,18 @@ static void test_help_and_bad_options(void **state)
 	const char *bad[] = {"t_probe", "-t", "0"};
 	const char *unknown[] = {"t_probe", "-Z"};
 
-	(void)state;
 	assert_int_equal(run(&r, 2, help), 0);
 	assert_int_equal(run(&r, 3, bad), 2);
 	assert_int_equal(run(&r, 2, unknown), 2);
 	assert_string_equal(c.trace, "iii"); /* nothing past the command line */
 }
 
-static void test_check_and_setup_failures(void **state)
+GG_TEST(test_check_and_setup_failures)
 {
 	static struct t_ctx c;
 	struct probe_runner r = runner(&c);
 	const char *argv[] = {"t_probe"};
 
-	(void)state;
 	c.fail_check = 1;
 	assert_int_equal(run(&r, 1, argv), 2);
 	assert_string_equal(c.trace, "ic");
@@ -285,13 +282,12 @@ static void test_check_and_setup_failures(void **state)
 	assert_string_equal(c.trace, "icsd"); /* teardown after a failed setup, no loop, no stop */
 }
 
-static void test_ticks_only(void **state)
+GG_TEST(test_ticks_only)
 {
 	static struct t_ctx c;
 	struct probe_runner r = runner(&c);
 	const char *argv[] = {"t_probe"};
 
-	(void)state;
 	r.period_s = NULL;
 	r.report = NULL;
 	r.apply = NULL;
@@ -302,13 +298,12 @@ static void test_ticks_only(void **state)
 	assert_int_equal(c.reports, 0);
 }
 
-static void test_ticks_between_reports(void **state)
+GG_TEST(test_ticks_between_reports)
 {
 	static struct t_ctx c;
 	struct probe_runner r = runner(&c);
 	const char *argv[] = {"t_probe", "-t", "1"};
 
-	(void)state;
 	r.apply = NULL;
 	r.tick = t_tick;
 	c.stop_after = 50; /* a tick every 10 ms: the 50th (~0.5 s) comes before the first report (1 s) */
@@ -317,14 +312,13 @@ static void test_ticks_between_reports(void **state)
 	assert_int_equal(c.ticks, 50);
 }
 
-static void test_live_conf(void **state)
+GG_TEST(test_live_conf)
 {
 	static struct t_ctx c;
 	struct probe_runner r = runner(&c);
 	const char *argv[] = {"t_probe", "-t", "3", "-T", "250"};
 	char url[96];
 
-	(void)state;
 	snprintf(url, sizeof(url), "ipc:///tmp/gg-test-runner-%d.ctrl", (int)getpid());
 	c.ctrl = ipc_ctrl_pub__new(url);
 	assert_non_null(c.ctrl);
@@ -361,15 +355,12 @@ static void test_live_conf(void **state)
 	assert_int_equal(probe_runner__configured(), 0); /* the runner's state ends with it */
 }
 
-int main(void)
+/* The probe runner's own endpoints: not those of a supervisor this runs under. */
+static int unset_urls(void **state)
 {
-	const struct CMUnitTest tests[] = {
-		cmocka_unit_test(test_defaults_options_and_order), cmocka_unit_test(test_help_and_bad_options),
-		cmocka_unit_test(test_check_and_setup_failures),   cmocka_unit_test(test_ticks_only),
-		cmocka_unit_test(test_ticks_between_reports),	   cmocka_unit_test(test_live_conf),
-	};
-
 	unsetenv("GALA_GOPHER_DATA_URL");
 	unsetenv("GALA_GOPHER_CTRL_URL");
-	return cmocka_run_group_tests(tests, NULL, NULL);
+	return 0;
 }
+
+GG_TEST_GROUP(unset_urls, NULL);

@@ -5,11 +5,11 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include <cmocka.h>
+#include "unit.h"
 
 #include "procfs.h"
 
-static void test_status_nspid(void **state)
+GG_TEST(test_status_nspid)
 {
 	static const struct {
 		const char *status;
@@ -26,20 +26,10 @@ static void test_status_nspid(void **state)
 		{"NSpid:\t5\n", -ENOENT, 0}, /* only after a line start ("Name:" always comes first) */
 	};
 
-	(void)state;
 	for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
 		uint32_t nspid = 0;
 
 		assert_int_equal(procfs_status_nspid(cases[i].status, &nspid), cases[i].ret);
 		assert_int_equal(nspid, cases[i].nspid);
 	}
-}
-
-int main(void)
-{
-	const struct CMUnitTest tests[] = {
-		cmocka_unit_test(test_status_nspid),
-	};
-
-	return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -17,7 +17,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
-#include <cmocka.h>
+#include "unit.h"
 
 #include "ehframe.h"
 
@@ -309,7 +309,7 @@ static void compare_with_readelf(const char *path, struct check_stats *cs)
 	sp_eh_file__clear(&ef);
 }
 
-static void test_own_program(void **state)
+GG_TEST(test_own_program)
 {
 	char src[128], bin[128];
 	char *const argv[] = {
@@ -317,7 +317,6 @@ static void test_own_program(void **state)
 		bin,   src,   NULL};
 	struct check_stats cs;
 
-	(void)state;
 	snprintf(src, sizeof(src), "%s/prog.c", g_dir);
 	snprintf(bin, sizeof(bin), "%s/prog", g_dir);
 	assert_int_equal(run(argv, NULL), 0);
@@ -333,12 +332,11 @@ static void test_own_program(void **state)
 }
 
 /* Debian's own binaries (no frame pointers): bash and libc, thousands of FDEs each, the PLT too. */
-static void test_debian_binaries(void **state)
+GG_TEST(test_debian_binaries)
 {
 	static const char *const paths[] = {"/usr/bin/bash", "/lib/x86_64-linux-gnu/libc.so.6"};
 	struct check_stats cs;
 
-	(void)state;
 	for (size_t i = 0; i < sizeof(paths) / sizeof(paths[0]); i++) {
 		if (access(paths[i], R_OK))
 			continue;
@@ -443,7 +441,7 @@ static void expect_rows(const struct eh *e, const struct want_row *w, size_t nw)
 	}
 }
 
-static void test_remember_restore(void **state)
+GG_TEST(test_remember_restore)
 {
 	/* push rbp; mov rsp,rbp; ... remember; leave-like epilogue; ret; restore; more body */
 	static const uint8_t insns[] = {
@@ -470,7 +468,6 @@ static void test_remember_restore(void **state)
 	};
 	struct eh e = {.sect = 0x2000};
 
-	(void)state;
 	put_cie(&e.b);
 	put_fde(&e.b, e.sect, 0x1000, 0x20, insns, sizeof(insns));
 	put_u32(&e.b, 0); /* terminator */
@@ -483,7 +480,7 @@ static void test_remember_restore(void **state)
 	free(e.rows);
 }
 
-static void test_plt_and_unsupported(void **state)
+GG_TEST(test_plt_and_unsupported)
 {
 	static const uint8_t plt[] = {0x0e, 16, 0x4a, 0x0e, 24,	  0x46, 0x0f, 11,   0x77, 8,
 				      0x80, 0,	0x3f, 0x1a, 0x3b, 0x2a, 0x33, 0x24, 0x22};
@@ -496,7 +493,6 @@ static void test_plt_and_unsupported(void **state)
 	};
 	struct eh e = {.sect = 0x3000};
 
-	(void)state;
 	put_cie(&e.b);
 	put_fde(&e.b, e.sect, 0x1000, 0x40, plt, sizeof(plt));
 	put_fde(&e.b, e.sect, 0x1040, 0x10, odd, sizeof(odd));
@@ -506,7 +502,7 @@ static void test_plt_and_unsupported(void **state)
 	free(e.rows);
 }
 
-static void test_malformed(void **state)
+GG_TEST(test_malformed)
 {
 	static const uint8_t bad_op[] = {0x20}; /* an opcode that does not exist */
 	const uint64_t sect = 0x4000;
@@ -515,7 +511,6 @@ static void test_malformed(void **state)
 	struct buf b = {0};
 	size_t n = 0, full;
 
-	(void)state;
 	put_cie(&b);
 	put_fde(&b, sect, 0x1000, 0x10, bad_op, sizeof(bad_op));
 	full = b.n;
@@ -554,13 +549,4 @@ static void test_malformed(void **state)
 	assert_int_equal(sp_ehframe__parse(b.b, b.n, sect, 2, &rows, &n, &st), -E2BIG);
 }
 
-int main(void)
-{
-	const struct CMUnitTest tests[] = {
-		cmocka_unit_test(test_own_program),	 cmocka_unit_test(test_debian_binaries),
-		cmocka_unit_test(test_remember_restore), cmocka_unit_test(test_plt_and_unsupported),
-		cmocka_unit_test(test_malformed),
-	};
-
-	return cmocka_run_group_tests(tests, setup, teardown);
-}
+GG_TEST_GROUP(setup, teardown);

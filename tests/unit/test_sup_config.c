@@ -8,7 +8,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include <cmocka.h>
+#include "unit.h"
 
 #include "../../supervisor/config.h"
 
@@ -28,7 +28,7 @@ static int load(const char *text, char *err, size_t errlen)
 	return gg_config__load_buf(&cfg, "/etc/gg/test.conf", text, err, errlen, collect_warn);
 }
 
-static void test_defaults_and_compat(void **state)
+GG_TEST(test_defaults_and_compat)
 {
 	/* gala-gopher.conf as shipped (excerpt), including sections we accept without using them. */
 	const char *text =
@@ -55,7 +55,6 @@ static void test_defaults_and_compat(void **state)
 		"check_type = \"count\"; } );\n";
 	char err[512] = "";
 
-	(void)state;
 	assert_int_equal(load(text, err, sizeof(err)), 0);
 	assert_string_equal(warnings, "");
 	assert_int_equal(cfg.metric.out, GG_OUT_WEB_SERVER);
@@ -73,11 +72,10 @@ static void test_defaults_and_compat(void **state)
 	gg_config__fini(&cfg);
 }
 
-static void test_relative_paths_and_brokers(void **state)
+GG_TEST(test_relative_paths_and_brokers)
 {
 	char err[512] = "";
 
-	(void)state;
 	assert_int_equal(load("global = { run_dir = \"run\"; probes_dir = \"../bin\"; };\n"
 			      "kafka = { kafka_broker = ( \"k1:9092\", \"k2:9092\" ); };\n"
 			      "probes = ( { name = \"p\"; switch = \"off\"; params = { report_period = 7; dev = "
@@ -102,9 +100,8 @@ static void expect_error(const char *text, const char *want)
 	assert_int_equal(cfg.nprobes, 0);
 }
 
-static void test_errors_name_the_key(void **state)
+GG_TEST(test_errors_name_the_key)
 {
-	(void)state;
 	expect_error("web_server = { port = 0; };", "test.conf:1: web_server.port: 0 is out of range [1, 65535]");
 	expect_error("web_server = { port = \"80x\"; };", "web_server.port: must be an integer");
 	expect_error("rest_api_server = { ssl_auth = \"yes\"; };",
@@ -127,11 +124,10 @@ static void test_errors_name_the_key(void **state)
 	expect_error("global = { x = ", "syntax error");
 }
 
-static void test_unknown_keys_warn(void **state)
+GG_TEST(test_unknown_keys_warn)
 {
 	char err[512] = "";
 
-	(void)state;
 	assert_int_equal(load("global = { colour = \"blue\"; };\nsurprise = 1;\n"
 			      "probes = ( { name = \"p\"; switch = \"off\"; flavour = \"x\"; } );\n",
 			      err, sizeof(err)),
@@ -142,11 +138,10 @@ static void test_unknown_keys_warn(void **state)
 	gg_config__fini(&cfg);
 }
 
-static void test_split_args(void **state)
+GG_TEST(test_split_args)
 {
 	char **argv = NULL;
 
-	(void)state;
 	assert_int_equal(gg_split_args("  -t 5  -w '/a b/c' -x\"y z\" ", &argv), 5);
 	assert_string_equal(argv[0], "-t");
 	assert_string_equal(argv[1], "5");
@@ -168,11 +163,10 @@ static void test_split_args(void **state)
 
 /* gala-gopher's settings: rest_api_on as a boolean or a string, the "json" and "off" channels, the
  * machine id source, the identity section with its defaults. */
-static void test_gala_gopher_settings(void **state)
+GG_TEST(test_gala_gopher_settings)
 {
 	char err[512] = "";
 
-	(void)state;
 	assert_int_equal(load("", err, sizeof(err)), 0);
 	assert_int_equal(cfg.global.rest_api_on, 1);
 	assert_string_equal(cfg.global.machine_id, "machine-id");
@@ -206,15 +200,4 @@ static void test_gala_gopher_settings(void **state)
 	expect_error("global = { rest_api_on = \"maybe\"; };", "global.rest_api_on: must be \"on\" or \"off\"");
 	expect_error("global = { machine_id = \"uuid\"; };", "global.machine_id: must be one of machine-id, dmi-ip");
 	expect_error("identity = { max_procs = 1; };", "identity.max_procs: 1 is out of range");
-}
-
-int main(void)
-{
-	const struct CMUnitTest tests[] = {
-		cmocka_unit_test(test_defaults_and_compat), cmocka_unit_test(test_relative_paths_and_brokers),
-		cmocka_unit_test(test_errors_name_the_key), cmocka_unit_test(test_unknown_keys_warn),
-		cmocka_unit_test(test_split_args),	    cmocka_unit_test(test_gala_gopher_settings),
-	};
-
-	return cmocka_run_group_tests(tests, NULL, NULL);
 }

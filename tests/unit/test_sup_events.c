@@ -11,7 +11,7 @@
 #include <string.h>
 
 #include <cjson/cJSON.h>
-#include <cmocka.h>
+#include "unit.h"
 
 #include "../../supervisor/export/events.h"
 #include "test_sup_fixture.h"
@@ -70,12 +70,11 @@ static double num_at(const cJSON *j, const char *a)
 	return o->valuedouble;
 }
 
-static void test_gala_gopher_layout(void **state)
+GG_TEST(test_gala_gopher_layout)
 {
 	struct gg_events *ev = new_events(60, 0, 0);
 	cJSON *j, *labels;
 
-	(void)state;
 	j = process(ev, "|event|system_df|/tmp|inode_used_per|WARN|13|Too many Inodes consumed(95%).|", 0, NULL);
 	assert_int_equal((uint64_t)num_at(j, "Timestamp"), 1700000000123ull);
 	assert_string_equal(str_at(j, "event_id", NULL), "1700000000123_mid1_system_df_:tmp");
@@ -94,12 +93,11 @@ static void test_gala_gopher_layout(void **state)
 	gg_events__free(ev);
 }
 
-static void test_dedup_within_timeout(void **state)
+GG_TEST(test_dedup_within_timeout)
 {
 	struct gg_events *ev = new_events(10, 0, 0);
 	int err;
 
-	(void)state;
 	cJSON_Delete(process(ev, "|event|thread|123|off_cpu_ns|WARN|13|a|", 1000, NULL));
 	assert_null(process(ev, "|event|thread|123|off_cpu_ns|ERROR|17|b|", 5000, &err));
 	assert_int_equal(err, -EALREADY);
@@ -116,13 +114,12 @@ static void test_dedup_within_timeout(void **state)
 	gg_events__free(ev);
 }
 
-static void test_severity(void **state)
+GG_TEST(test_severity)
 {
 	struct gg_events *ev = new_events(10, 0, 0);
 	cJSON *j;
 	int err;
 
-	(void)state;
 	/* unknown text, known number: the number decides */
 	j = process(ev, "|event|a|1|m|warning|17|x|", 0, NULL);
 	assert_string_equal(str_at(j, "SeverityText", NULL), "ERROR");
@@ -140,7 +137,7 @@ static void test_severity(void **state)
 	gg_events__free(ev);
 }
 
-static void test_v2_language_labels_type(void **state)
+GG_TEST(test_v2_language_labels_type)
 {
 	struct gg_events *en = new_events(10, 0, 0), *zh = new_events(10, 1, 0);
 	const char *line =
@@ -148,7 +145,6 @@ static void test_v2_language_labels_type(void **state)
 	cJSON *j, *labels;
 	int err;
 
-	(void)state;
 	j = process(en, line, 0, NULL);
 	assert_string_equal(str_at(j, "Body", NULL), "out of memory");
 	assert_string_equal(str_at(j, "Attributes", "event_type"), "app");
@@ -180,13 +176,12 @@ static void test_v2_language_labels_type(void **state)
 	gg_events__free(zh);
 }
 
-static void test_entity_id_bounded(void **state)
+GG_TEST(test_entity_id_bounded)
 {
 	struct gg_events *ev = new_events(10, 0, 0);
 	char line[1200], id[1001];
 	cJSON *j;
 
-	(void)state;
 	memset(id, 'x', 1000);
 	id[1000] = 0;
 	snprintf(line, sizeof(line), "|event|e|%s|m|INFO|9|b|", id);
@@ -196,13 +191,12 @@ static void test_entity_id_bounded(void **state)
 	gg_events__free(ev);
 }
 
-static void test_dedup_bound(void **state)
+GG_TEST(test_dedup_bound)
 {
 	struct gg_events *ev = new_events(10, 0, 3);
 	char line[64];
 	int err;
 
-	(void)state;
 	for (int i = 0; i < 5; i++) {
 		snprintf(line, sizeof(line), "|event|e|%d|m|INFO|9|b|", i);
 		cJSON_Delete(process(ev, line, 0, &err));
@@ -217,13 +211,4 @@ static void test_dedup_bound(void **state)
 	gg_events__free(ev);
 }
 
-int main(void)
-{
-	const struct CMUnitTest tests[] = {
-		cmocka_unit_test(test_gala_gopher_layout), cmocka_unit_test(test_dedup_within_timeout),
-		cmocka_unit_test(test_severity),	   cmocka_unit_test(test_v2_language_labels_type),
-		cmocka_unit_test(test_entity_id_bounded),  cmocka_unit_test(test_dedup_bound),
-	};
-
-	return reg_run_group_tests(tests, NULL, gg_events__register);
-}
+GG_TEST_GROUP_REG(NULL, gg_events__register);

@@ -1,6 +1,6 @@
 /* test_sup_fixture.h - the cmocka group fixture of supervisor unit tests that render or store records: one
  * meta registry for the whole group, freed at the end, and the rendering of one record into JSON.
- * Include after cmocka.h. */
+ * Include after unit.h. */
 #ifndef GG_TEST_SUP_FIXTURE_H
 #define GG_TEST_SUP_FIXTURE_H
 
@@ -34,27 +34,25 @@ static int reg_teardown(void **state)
 	return 0;
 }
 
-/* What reg_group_setup puts in the registry: the tables of reg_meta_text, then the reserved tables
- * that reg_reserved registers (either may be NULL); set by reg_run_group_tests. */
-static const char *reg_meta_text;
-static int (*reg_reserved)(struct meta_registry *reg, char *err, size_t errlen);
+/* The group fixture of a test file: a registry holding the tables of meta_text, then the reserved tables that
+ * reserved registers (either may be NULL), freed at the end. Once a file, in place of GG_TEST_GROUP. */
+#define GG_TEST_GROUP_REG(meta_text, reserved)                  \
+	static int reg_group_setup(void **state)                \
+	{                                                       \
+		return reg_group_fill((meta_text), (reserved)); \
+	}                                                       \
+	GG_TEST_GROUP(reg_group_setup, reg_teardown)
 
-static inline int reg_group_setup(void **state)
+static inline int reg_group_fill(const char *meta_text,
+				 int (*reserved)(struct meta_registry *reg, char *err, size_t errlen))
 {
 	char err[256];
 
-	(void)state;
-	reg_setup(reg_meta_text);
-	if (reg_reserved)
-		assert_int_equal(reg_reserved(reg, err, sizeof(err)), 0);
+	reg_setup(meta_text);
+	if (reserved)
+		assert_int_equal(reserved(reg, err, sizeof(err)), 0);
 	return 0;
 }
-
-/* main()'s end: the group of tests run with a registry holding the tables of meta_text and the reserved
- * ones that reserved registers (either may be NULL). A macro: cmocka_run_group_tests takes the array. */
-#define reg_run_group_tests(tests, meta_text, reserved)          \
-	(reg_meta_text = (meta_text), reg_reserved = (reserved), \
-	 cmocka_run_group_tests(tests, reg_group_setup, reg_teardown))
 
 /* One record rendered into JSON: the record of a line of the registry's tables and the buffer it is
  * rendered into. */

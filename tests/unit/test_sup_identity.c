@@ -14,7 +14,7 @@
 #include <unistd.h>
 
 #include <cjson/cJSON.h>
-#include <cmocka.h>
+#include "unit.h"
 
 #include "../../supervisor/export/events.h"
 #include "../../supervisor/export/ident_export.h"
@@ -43,9 +43,8 @@ static void expect_path(const char *path, enum gg_runtime rt, const char *id, co
 		fail_msg("%s: got %s/%s/%s/%s", path, gg_runtime__str(ci.rt), ci.container_id, ci.pod_uid, ci.ns);
 }
 
-static void test_layouts(void **state)
+GG_TEST(test_layouts)
 {
-	(void)state;
 	/* cgroup v2 and v1 with the systemd driver */
 	expect_path("/system.slice/docker-" ID_A ".scope", GG_RT_DOCKER, ID_A, "", "");
 	expect_path("/kubepods.slice/kubepods-besteffort.slice/kubepods-besteffort-pod" UID_
@@ -94,12 +93,11 @@ static void test_layouts(void **state)
 	expect_path("/system.slice/pod1a2b3c4d-0000.slice", GG_RT_NONE, "", "", ""); /* not under kubepods */
 }
 
-static void test_proc_cgroup_text(void **state)
+GG_TEST(test_proc_cgroup_text)
 {
 	char p[4096];
 	int v2 = -1;
 
-	(void)state;
 	/* v2 only */
 	assert_int_equal(gg_proc_cgroup__path("0::/system.slice/docker-" ID_A ".scope\n", p, sizeof(p), &v2), 0);
 	assert_string_equal(p, "/system.slice/docker-" ID_A ".scope");
@@ -148,12 +146,11 @@ static int parse_oci(const char *s, struct gg_ident_names *n)
 	return gg_ident__parse_oci_config(s, strlen(s), n);
 }
 
-static void test_oci_config(void **state)
+GG_TEST(test_oci_config)
 {
 	struct gg_ident_names n;
 	char *big;
 
-	(void)state;
 	assert_int_equal(parse_oci("{\"ociVersion\":\"1.1.0\",\"annotations\":{"
 				   "\"io.kubernetes.cri.container-type\":\"container\","
 				   "\"io.kubernetes.cri.container-name\":\"nginx\","
@@ -220,7 +217,7 @@ static void test_oci_config(void **state)
 	}
 }
 
-static void test_docker_config(void **state)
+GG_TEST(test_docker_config)
 {
 	struct gg_ident_names n;
 	const char *ok = "{\"ID\":\"" ID_A "\",\"Name\":\"/web-1\",\"Config\":{\"Image\":\"nginx:1.25\","
@@ -230,7 +227,6 @@ static void test_docker_config(void **state)
 			   "\"io.kubernetes.pod.namespace\":\"ns\",\"io.kubernetes.pod.uid\":\"" UID "\","
 			   "\"io.kubernetes.docker.type\":\"container\"}}}";
 
-	(void)state;
 	memset(&n, 0, sizeof(n));
 	assert_int_equal(gg_ident__parse_docker_config(ok, strlen(ok), &n), 0);
 	names_are(&n, "web-1", "nginx:1.25", "", NULL, NULL);
@@ -244,7 +240,7 @@ static void test_docker_config(void **state)
 	assert_int_equal(gg_ident__parse_docker_config("null", 4, &n), -EINVAL);
 }
 
-static void test_storage_containers(void **state)
+GG_TEST(test_storage_containers)
 {
 	struct gg_ident_names n;
 	const char *list = "[{\"id\":\"" ID_B "\",\"names\":[\"other\"],\"metadata\":\"{}\"},"
@@ -252,7 +248,6 @@ static void test_storage_containers(void **state)
 			   "\"metadata\":\"{\\\"image-name\\\":\\\"docker.io/library/postgres:16\\\","
 			   "\\\"name\\\":\\\"db\\\",\\\"created-at\\\":1700000000}\"}]";
 
-	(void)state;
 	memset(&n, 0, sizeof(n));
 	assert_int_equal(gg_ident__parse_storage_containers(list, strlen(list), ID_A, &n), 0);
 	names_are(&n, "db", "docker.io/library/postgres:16", NULL, NULL, NULL);
@@ -340,13 +335,12 @@ static struct gg_identity *new_resolver(unsigned int max_procs, unsigned int max
 	return gg_identity__new(&o);
 }
 
-static void test_resolver_cache(void **state)
+GG_TEST(test_resolver_cache)
 {
 	struct gg_identity *id = new_resolver(0, 0);
 	const struct gg_ident *i;
 	const struct gg_identity_stats *st;
 
-	(void)state;
 	assert_non_null(id);
 	put_proc(100, "/kubepods.slice/kubepods-burstable.slice/kubepods-burstable-pod" UID_
 		      ".slice/cri-containerd-" ID_A ".scope");
@@ -414,13 +408,12 @@ static void test_resolver_cache(void **state)
 	gg_identity__free(id);
 }
 
-static void test_resolver_bounds_and_bad_state(void **state)
+GG_TEST(test_resolver_bounds_and_bad_state)
 {
 	struct gg_identity *id = new_resolver(16, 16);
 	const struct gg_identity_stats *st;
 	char cg[256], rel[512], json[256], want[32];
 
-	(void)state;
 	assert_non_null(id);
 	/* 100 processes in 100 containers: at most 16 of each cached, every answer right */
 	for (unsigned int k = 0; k < 100; k++) {
@@ -470,12 +463,11 @@ static void test_resolver_bounds_and_bad_state(void **state)
 	gg_identity__free(NULL);
 }
 
-static void test_podman_and_crio_state(void **state)
+GG_TEST(test_podman_and_crio_state)
 {
 	struct gg_identity *id = new_resolver(0, 0);
 	const struct gg_ident *i;
 
-	(void)state;
 	put_proc(300, "/machine.slice/libpod-" ID_A ".scope/container");
 	put_file("storage/overlay-containers/containers.json",
 		 "[{\"id\":\"" ID_A "\",\"names\":[\"pm\"],\"metadata\":\"{\\\"image-name\\\":\\\"alpine:3\\\"}\"}]");
@@ -498,14 +490,13 @@ static void test_podman_and_crio_state(void **state)
 }
 
 /* Many podman containers: containers.json is parsed once per version of the file, not per container. */
-static void test_podman_list_parsed_once(void **state)
+GG_TEST(test_podman_list_parsed_once)
 {
 	struct gg_identity *id = new_resolver(0, 0);
 	char list[8192], cg[128], want[16];
 	size_t used = 0;
 	uint64_t reads;
 
-	(void)state;
 	used += (size_t)snprintf(list + used, sizeof(list) - used, "[");
 	for (unsigned int k = 0; k < 20; k++) {
 		used += (size_t)snprintf(list + used, sizeof(list) - used, "%s{\"id\":\"%064x\",\"names\":[\"p%u\"]}",
@@ -537,11 +528,10 @@ static void test_podman_list_parsed_once(void **state)
 }
 
 /* A container whose state is missing is tried again after retry_ms, then after twice as long, ... */
-static void test_retry_backoff(void **state)
+GG_TEST(test_retry_backoff)
 {
 	struct gg_identity *id = new_resolver(0, 0); /* retry 500 ms, names refreshed every 10 s */
 
-	(void)state;
 	put_proc(800, "/system.slice/docker-" ID_E ".scope");
 	assert_string_equal(gg_identity__lookup(id, 800, 0)->v[GG_IDENT_CONTAINER_NAME], "");	/* next at 500 */
 	assert_string_equal(gg_identity__lookup(id, 800, 500)->v[GG_IDENT_CONTAINER_NAME], ""); /* next at 1500 */
@@ -575,7 +565,7 @@ static const struct meta_record *parse(const char *line, struct meta_record *r)
 	return r;
 }
 
-static void test_export_tables_and_records(void **state)
+GG_TEST(test_export_tables_and_records)
 {
 	struct gg_ident_export *x;
 	const struct meta_table *tp = meta_registry__find(reg, "tp", 2), *tc = meta_registry__find(reg, "tc", 2),
@@ -583,7 +573,6 @@ static void test_export_tables_and_records(void **state)
 	const struct meta_record *out;
 	struct meta_record r;
 
-	(void)state;
 	put_proc(400, "/system.slice/docker-" ID_C ".scope");
 	put_file("docker/containers/" ID_C "/config.v2.json", "{\"Name\":\"/web\",\"Config\":{\"Image\":\"nginx\"}}");
 	x = gg_ident_export__new(new_resolver(0, 0));
@@ -630,7 +619,7 @@ static void ident_cb(void *ctx, uint32_t tgid, struct gg_buf *out)
 	gg_ident_export__json_members(ctx, tgid, 1, out);
 }
 
-static void test_event_labels(void **state)
+GG_TEST(test_event_labels)
 {
 	struct gg_ident_export *x;
 	struct gg_events_opts o = {600, 0, "mid", "host", 0, ident_cb, NULL};
@@ -639,7 +628,6 @@ static void test_event_labels(void **state)
 	struct gg_buf b;
 	cJSON *j, *l;
 
-	(void)state;
 	put_proc(500, "/system.slice/docker-" ID_C ".scope");
 	put_file("docker/containers/" ID_C "/config.v2.json", "{\"Name\":\"/web\",\"Config\":{\"Image\":\"nginx\"}}");
 	x = gg_ident_export__new(new_resolver(0, 0));
@@ -686,13 +674,12 @@ static int group_setup(void **state)
 
 /* ---- pod labels, custom labels, cgroup events ----------------------------------------------------------- */
 
-static void test_pod_labels_parse(void **state)
+GG_TEST(test_pod_labels_parse)
 {
 	struct gg_pod_labels *pl = calloc(1, sizeof(*pl));
 	char big[2100], name[64];
 	size_t n;
 
-	(void)state;
 	assert_non_null(pl);
 	/* CRI-O's sandbox spec: the labels as one JSON string */
 	const char *crio = "{\"annotations\":{\"io.kubernetes.cri-o.ContainerType\":\"sandbox\","
@@ -742,12 +729,11 @@ static void test_pod_labels_parse(void **state)
 	free(pl);
 }
 
-static void test_pod_labels_resolved(void **state)
+GG_TEST(test_pod_labels_resolved)
 {
 	struct gg_identity *id = new_resolver(0, 0);
 	const struct gg_ident *i;
 
-	(void)state;
 	put_proc(500,
 		 "/kubepods.slice/kubepods-burstable.slice/kubepods-burstable-pod" UID_ ".slice/crio-" ID_D ".scope");
 	put_file("crio/overlay-containers/" ID_D "/userdata/config.json",
@@ -772,7 +758,7 @@ static void test_pod_labels_resolved(void **state)
 	gg_identity__free(id);
 }
 
-static void test_export_custom_and_pod_labels(void **state)
+GG_TEST(test_export_custom_and_pod_labels)
 {
 	const struct meta_table *tp = meta_registry__find(reg, "tp", 2), *tn = meta_registry__find(reg, "tn", 2);
 	const struct meta_table *stale, *a;
@@ -782,7 +768,6 @@ static void test_export_custom_and_pod_labels(void **state)
 	struct meta_record r;
 	int owner, other;
 
-	(void)state;
 	assert_non_null(l);
 	put_proc(501,
 		 "/kubepods.slice/kubepods-burstable.slice/kubepods-burstable-pod" UID_ ".slice/crio-" ID_D ".scope");
@@ -853,7 +838,7 @@ static void write_procs(const char *dir, const char *text)
 	fclose(f);
 }
 
-static void test_cgroup_events(void **state)
+GG_TEST(test_cgroup_events)
 {
 	char root[300], mi[300], text[600], dir[400], slice[400], path[500];
 	struct gg_identity_opts o = {.proc_ttl_ms = 3600000, .cgroup_ttl_ms = 3600000, .watch = 1};
@@ -863,7 +848,6 @@ static void test_cgroup_events(void **state)
 	uint64_t reads;
 	FILE *f;
 
-	(void)state;
 	/* a directory tree stands for a cgroup2 hierarchy (inotify sees mkdir, rmdir and writes alike) */
 	snprintf(root, sizeof(root), "%s/cg", tmp);
 	assert_int_equal(mkdir(root, 0755), 0);
@@ -943,7 +927,7 @@ static int count_pair(void *ctx, const char *k, size_t kn, const char *v, size_t
 	return 0;
 }
 
-static void test_containerd_bolt(void **state)
+GG_TEST(test_containerd_bolt)
 {
 	char db[400], cmd[900];
 	struct gg_pod_labels *pl = calloc(1, sizeof(*pl));
@@ -951,7 +935,6 @@ static void test_containerd_bolt(void **state)
 	static const char *const containers[] = {"v1", "k8s.io", "containers"};
 	unsigned int n = 0;
 
-	(void)state;
 	assert_non_null(pl);
 	snprintf(db, sizeof(db), "%s/meta.db", tmp);
 	snprintf(cmd, sizeof(cmd), "gzip -dc tests/fixtures/containerd/meta.db.gz > '%s'", db);
@@ -996,27 +979,4 @@ static int group_teardown(void **state)
 	return tmp_teardown(state);
 }
 
-int main(void)
-{
-	const struct CMUnitTest tests[] = {
-		cmocka_unit_test(test_layouts),
-		cmocka_unit_test(test_proc_cgroup_text),
-		cmocka_unit_test(test_oci_config),
-		cmocka_unit_test(test_docker_config),
-		cmocka_unit_test(test_storage_containers),
-		cmocka_unit_test(test_resolver_cache),
-		cmocka_unit_test(test_resolver_bounds_and_bad_state),
-		cmocka_unit_test(test_podman_and_crio_state),
-		cmocka_unit_test(test_podman_list_parsed_once),
-		cmocka_unit_test(test_retry_backoff),
-		cmocka_unit_test(test_export_tables_and_records),
-		cmocka_unit_test(test_event_labels),
-		cmocka_unit_test(test_pod_labels_parse),
-		cmocka_unit_test(test_pod_labels_resolved),
-		cmocka_unit_test(test_export_custom_and_pod_labels),
-		cmocka_unit_test(test_cgroup_events),
-		cmocka_unit_test(test_containerd_bolt),
-	};
-
-	return cmocka_run_group_tests(tests, group_setup, group_teardown);
-}
+GG_TEST_GROUP(group_setup, group_teardown);

@@ -10,7 +10,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include <cmocka.h>
+#include "unit.h"
 
 #include "../../supervisor/export/imdb.h"
 #include "../../supervisor/export/prom.h"
@@ -77,14 +77,13 @@ static char *render(const struct imdb *db, struct prom_families *fams)
 	return gg_buf__steal(&b, NULL);
 }
 
-static void test_replace_one_row_per_key(void **state)
+GG_TEST(test_replace_one_row_per_key)
 {
 	struct imdb *db = new_db(&def_limits);
 	struct prom_families *fams = prom_families__new();
 	const struct imdb_table *t;
 	char *txt;
 
-	(void)state;
 	assert_int_equal(put(db, "|t1|a|x|1|10|", 0, NULL), 0);
 	assert_int_equal(put(db, "|t1|b|y|2|20|", 0, NULL), 0);
 	assert_int_equal(put(db, "|t1|a|x2|3.5|11|", 5, NULL), 0); /* replaces a */
@@ -113,13 +112,12 @@ static void test_replace_one_row_per_key(void **state)
 	imdb__free(db);
 }
 
-static void test_extra_label_wins(void **state)
+GG_TEST(test_extra_label_wins)
 {
 	struct imdb *db = new_db(&def_limits);
 	struct prom_families *fams = prom_families__new();
 	char *txt;
 
-	(void)state;
 	/* a table with its own machine_id key: the supervisor's value is the one exported */
 	assert_int_equal(put(db, "|mk|probe-said|k1|4|", 0, NULL), 0);
 	assert_int_equal(put(db, "|mk|other|k1|5|", 0, NULL), 0); /* a different key (machine_id differs) */
@@ -131,7 +129,7 @@ static void test_extra_label_wins(void **state)
 	imdb__free(db);
 }
 
-static void test_max_records_and_aging(void **state)
+GG_TEST(test_max_records_and_aging)
 {
 	struct imdb_limits lim = def_limits;
 	struct imdb *db;
@@ -139,7 +137,6 @@ static void test_max_records_and_aging(void **state)
 	enum imdb_drop why = IMDB_DROP__COUNT;
 	char line[64];
 
-	(void)state;
 	lim.max_records = 10;
 	db = new_db(&lim);
 	for (int i = 0; i < 15; i++) {
@@ -164,13 +161,12 @@ static void test_max_records_and_aging(void **state)
 	imdb__free(db);
 }
 
-static void test_max_tables_and_metrics(void **state)
+GG_TEST(test_max_tables_and_metrics)
 {
 	struct imdb_limits lim = def_limits;
 	struct imdb *db;
 	enum imdb_drop why;
 
-	(void)state;
 	lim.max_tables = 1;
 	lim.max_metrics = 2;
 	db = new_db(&lim);
@@ -189,7 +185,7 @@ static void test_max_tables_and_metrics(void **state)
 
 /* A probe sending a million unique keys: the table stops at max_records, the memory at max_bytes,
  * every refusal is counted. */
-static void test_unique_key_flood_is_bounded(void **state)
+GG_TEST(test_unique_key_flood_is_bounded)
 {
 	struct imdb_limits lim = def_limits;
 	struct imdb *db;
@@ -197,7 +193,6 @@ static void test_unique_key_flood_is_bounded(void **state)
 	char line[128];
 	uint64_t stored = 0;
 
-	(void)state;
 	lim.max_records = 1000000;
 	lim.max_bytes = 4u << 20;
 	db = new_db(&lim);
@@ -214,13 +209,12 @@ static void test_unique_key_flood_is_bounded(void **state)
 	imdb__free(db);
 }
 
-static void test_value_growth_within_memory_bound(void **state)
+GG_TEST(test_value_growth_within_memory_bound)
 {
 	struct imdb_limits lim = def_limits;
 	struct imdb *db;
 	char line[1200], lbl[1025];
 
-	(void)state;
 	db = new_db(&lim);
 	assert_int_equal(put(db, "|t1|a|x|1|1|", 0, NULL), 0);
 	memset(lbl, 'z', 1024);
@@ -237,16 +231,4 @@ static void test_value_growth_within_memory_bound(void **state)
 	imdb__free(db);
 }
 
-int main(void)
-{
-	const struct CMUnitTest tests[] = {
-		cmocka_unit_test(test_replace_one_row_per_key),
-		cmocka_unit_test(test_extra_label_wins),
-		cmocka_unit_test(test_max_records_and_aging),
-		cmocka_unit_test(test_max_tables_and_metrics),
-		cmocka_unit_test(test_unique_key_flood_is_bounded),
-		cmocka_unit_test(test_value_growth_within_memory_bound),
-	};
-
-	return reg_run_group_tests(tests, META, NULL);
-}
+GG_TEST_GROUP_REG(META, NULL);

@@ -10,7 +10,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include <cmocka.h>
+#include "unit.h"
 #include <librdkafka/rdkafka.h>
 #include <librdkafka/rdkafka_mock.h>
 
@@ -19,7 +19,7 @@
 
 static struct gg_config cfg;
 
-static void test_config_keys(void **state)
+GG_TEST(test_config_keys)
 {
 	const char *text = "kafka = { kafka_broker = [\"a:9092\", \"b:9092\"]; message_timeout_ms = 5000;\n"
 			   "  security_protocol = \"sasl_ssl\"; sasl_mechanisms = \"PLAIN\"; sasl_username = \"u\";\n"
@@ -29,7 +29,6 @@ static void test_config_keys(void **state)
 			   "meta = { report_interval = 30; };\nimdb = { max_memory_mb = 64; };\n";
 	char err[512] = "";
 
-	(void)state;
 	assert_int_equal(gg_config__load_buf(&cfg, "/etc/gg/t.conf", text, err, sizeof(err), NULL), 0);
 	assert_string_equal(cfg.kafka.kafka_broker, "a:9092,b:9092");
 	assert_int_equal(cfg.kafka.message_timeout_ms, 5000);
@@ -53,7 +52,7 @@ static void test_config_keys(void **state)
 	assert_non_null(strstr(err, "kafka.security_protocol"));
 }
 
-static void test_bad_property_names_the_key(void **state)
+GG_TEST(test_bad_property_names_the_key)
 {
 	struct gg_kafka_opts o = {.brokers = "127.0.0.1:1",
 				  .batch_num_messages = 10,
@@ -63,7 +62,6 @@ static void test_bad_property_names_the_key(void **state)
 				  .properties = "no.such.property=1"};
 	char err[512] = "";
 
-	(void)state;
 	assert_null(gg_kafka__new(uv_default_loop(), &o, err, sizeof(err)));
 	assert_non_null(strstr(err, "kafka.properties: "));
 	assert_non_null(strstr(err, "no.such.property"));
@@ -116,7 +114,7 @@ static int run_until_delivered(struct gg_kafka *k, int topic, uint64_t n, unsign
 	return w.timed_out ? -ETIMEDOUT : 0;
 }
 
-static void test_produce_outage_and_bound(void **state)
+GG_TEST(test_produce_outage_and_bound)
 {
 	char errstr[256], err[512];
 	rd_kafka_conf_t *mconf = rd_kafka_conf_new();
@@ -132,7 +130,6 @@ static void test_produce_outage_and_bound(void **state)
 	const struct gg_kafka_topic_stats *st;
 	int topic, ret = 0;
 
-	(void)state;
 	(void)rd_kafka_conf_set(mconf, "log_level", "2", errstr, sizeof(errstr));
 	mrk = rd_kafka_new(RD_KAFKA_PRODUCER, mconf, errstr, sizeof(errstr));
 	assert_non_null(mrk);
@@ -180,15 +177,4 @@ static void test_produce_outage_and_bound(void **state)
 	gg_kafka__free(k, 0);
 	rd_kafka_mock_cluster_destroy(mc);
 	rd_kafka_destroy(mrk);
-}
-
-int main(void)
-{
-	const struct CMUnitTest tests[] = {
-		cmocka_unit_test(test_config_keys),
-		cmocka_unit_test(test_bad_property_names_the_key),
-		cmocka_unit_test(test_produce_outage_and_bound),
-	};
-
-	return cmocka_run_group_tests(tests, NULL, NULL);
 }

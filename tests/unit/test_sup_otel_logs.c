@@ -10,7 +10,7 @@
 #include <string.h>
 
 #include <cjson/cJSON.h>
-#include <cmocka.h>
+#include "unit.h"
 
 #include "../../supervisor/export/otel.h"
 #include "test_sup_fixture.h"
@@ -41,7 +41,7 @@ static const char *str(const cJSON *o, const char *key)
 	return cJSON_IsString(v) ? v->valuestring : NULL;
 }
 
-static void test_render(void **state)
+GG_TEST(test_render)
 {
 	int err;
 	cJSON *j = render(
@@ -50,7 +50,6 @@ static void test_render(void **state)
 		&err);
 	const cJSON *res, *vals;
 
-	(void)state;
 	assert_int_equal(err, 0);
 	assert_int_equal((int64_t)cJSON_GetObjectItem(j, "Timestamp")->valuedouble, 1795530968417ll);
 	assert_string_equal(str(j, "SeverityText"), "INFO");
@@ -78,7 +77,7 @@ static void test_render(void **state)
 	cJSON_Delete(j);
 }
 
-static void test_refused(void **state)
+GG_TEST(test_refused)
 {
 	static const char *const bad[] = {
 		"|log|12a|INFO|9|{}|{}||",		      /* timestamp not a number */
@@ -92,7 +91,6 @@ static void test_refused(void **state)
 	};
 	int err;
 
-	(void)state;
 	for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
 		cJSON *j = render(bad[i], &err);
 
@@ -106,12 +104,4 @@ static void test_refused(void **state)
 	}
 }
 
-int main(void)
-{
-	const struct CMUnitTest tests[] = {
-		cmocka_unit_test(test_render),
-		cmocka_unit_test(test_refused),
-	};
-
-	return reg_run_group_tests(tests, NULL, gg_otel_logs__register);
-}
+GG_TEST_GROUP_REG(NULL, gg_otel_logs__register);

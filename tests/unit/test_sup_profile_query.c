@@ -12,7 +12,7 @@
 #include <unistd.h>
 
 #include <cjson/cJSON.h>
-#include <cmocka.h>
+#include "unit.h"
 
 #include "../../supervisor/rest/profile_query.h"
 #include "test_tmpdir.h"
@@ -161,12 +161,11 @@ static void check_tree(const cJSON *o)
 	assert_int_equal(roots, 1);
 }
 
-static void test_process_tree(void **state)
+GG_TEST(test_process_tree)
 {
 	cJSON *o = query("app", 0, 1000, 1019, 0);
 	const cJSON *root, *t_app, *t_worker, *main_, *lib, *hot;
 
-	(void)state;
 	check_tree(o);
 	root = node(o, "app", "-1");
 	assert_string_equal(id(root), "");
@@ -185,12 +184,11 @@ static void test_process_tree(void **state)
 	cJSON_Delete(o);
 }
 
-static void test_total_layers(void **state)
+GG_TEST(test_total_layers)
 {
 	cJSON *o = query("Total", 0, 1000, 1009, 0);
 	const cJSON *root, *p_app, *p_other;
 
-	(void)state;
 	check_tree(o);
 	root = node(o, "Total", "-1");
 	assert_true(num(root, "total_value") == (7 + 3 + 5) * 10000); /* only the first file */
@@ -213,13 +211,12 @@ static void fake_ident(void *ctx, uint32_t tgid, const char **ret_pod, const cha
 
 /* Total with the container resolver: app (tgid 100) under [Pod]web-0 / [Con]nginx; other (tgid 200, gone
  * for the resolver) under the container stackprobe wrote into the store. */
-static void test_total_container_layers(void **state)
+GG_TEST(test_total_container_layers)
 {
 	struct pq_request r = {.app = "Total", .event = 0, .time_start = 1000, .time_end = 1009, .ident = fake_ident};
 	const cJSON *root, *pod, *con, *p_app;
 	cJSON *o;
 
-	(void)state;
 	o = query_req(&r);
 	check_tree(o);
 	root = node(o, "Total", "-1");
@@ -250,12 +247,11 @@ static void test_total_container_layers(void **state)
 	cJSON_Delete(o);
 }
 
-static void test_pid_and_event(void **state)
+GG_TEST(test_pid_and_event)
 {
 	cJSON *o = query("200", 0, 0, 5000, 0);
 	cJSON *off;
 
-	(void)state;
 	check_tree(o);
 	assert_true(num(node(o, "200", "-1"), "total_value") == 50000);
 	assert_non_null(node(o, "[k] do_syscall_64", NULL));
@@ -278,14 +274,13 @@ static void test_pid_and_event(void **state)
 }
 
 /* mem-live: the newest snapshot in the range, never a sum of snapshots */
-static void test_mem_live_snapshot(void **state)
+GG_TEST(test_mem_live_snapshot)
 {
 	const char *n[] = {"app", "event"}, *v[] = {"app", "mem-live"};
 	struct pq_request r;
 	char err[160];
 	cJSON *o;
 
-	(void)state;
 	assert_int_equal(profile_query__parse_args(2, n, v, 2000, &r, err, sizeof(err)), 0);
 	assert_int_equal(r.event, 4);
 	o = query("app", 4, 1000, 1019, 0);
@@ -306,23 +301,21 @@ static void test_mem_live_snapshot(void **state)
 	cJSON_Delete(o);
 }
 
-static void test_ids_stable(void **state)
+GG_TEST(test_ids_stable)
 {
 	cJSON *a = query("app", 0, 1000, 1019, 0), *b = query("app", 0, 1000, 1009, 0);
 
-	(void)state;
 	assert_string_equal(id(node(a, "hot", NULL)), id(node(b, "hot", NULL)));
 	assert_int_equal(strlen(id(node(a, "hot", NULL))), 36);
 	cJSON_Delete(a);
 	cJSON_Delete(b);
 }
 
-static void test_truncation(void **state)
+GG_TEST(test_truncation)
 {
 	cJSON *o = query("app", 0, 1000, 1019, 3);
 	const cJSON *t_app;
 
-	(void)state;
 	check_tree(o);
 	assert_int_equal(cJSON_GetArraySize(cJSON_GetObjectItem(o, "result")), 3);
 	assert_non_null(strstr(cJSON_GetStringValue(cJSON_GetObjectItem(o, "DESCRIPTION")), "truncated"));
@@ -333,7 +326,7 @@ static void test_truncation(void **state)
 	cJSON_Delete(o);
 }
 
-static void test_parse_args(void **state)
+GG_TEST(test_parse_args)
 {
 	const char *n1[] = {"app", "event", "time_start", "time_end"}, *v1[] = {"Total", "off-cpu", "10", "20"};
 	const char *n2[] = {"app"}, *v2[] = {"x"};
@@ -343,7 +336,6 @@ static void test_parse_args(void **state)
 	struct pq_request r;
 	char err[160];
 
-	(void)state;
 	assert_int_equal(profile_query__parse_args(4, n1, v1, 100, &r, err, sizeof(err)), 0);
 	assert_string_equal(r.app, "Total");
 	assert_int_equal(r.event, 1);
@@ -361,7 +353,7 @@ static void test_parse_args(void **state)
 
 /* profile_id (autotrace's captures): the one file of that name, though another overlaps its time range;
  * app Total and event on-cpu by default; a malformed id refused. */
-static void test_profile_id(void **state)
+GG_TEST(test_profile_id)
 {
 	const char *n1[] = {"profile_id"}, *v1[] = {"0000001000000-0000001010000"};
 	const char *n2[] = {"profile_id", "app"}, *v2[] = {"0000001010000-0000001020000", "app"};
@@ -371,7 +363,6 @@ static void test_profile_id(void **state)
 	size_t len = 0;
 	cJSON *o;
 
-	(void)state;
 	assert_int_equal(profile_query__parse_args(1, n1, v1, 5000, &r, err, sizeof(err)), 0);
 	assert_string_equal(r.app, "Total");
 	assert_int_equal(r.event, 0);
@@ -392,7 +383,7 @@ static void test_profile_id(void **state)
 	assert_int_equal(profile_query__parse_args(1, n1, v4, 5000, &r, err, sizeof(err)), -EINVAL);
 }
 
-static void test_parse_json_and_handle(void **state)
+GG_TEST(test_parse_json_and_handle)
 {
 	const char *body = "{\"app_service\": \"app\", \"profile_language_type\": \"eBPF\", \"profile_event_type\": "
 			   "\"on-cpu\", \"tag_filter\": \"\", \"time_start\": 1000, \"time_end\": 1019}";
@@ -402,7 +393,6 @@ static void test_parse_json_and_handle(void **state)
 	size_t len = 0;
 	cJSON *o;
 
-	(void)state;
 	assert_int_equal(profile_query__parse_json(body, strlen(body), 5000, &r, err, sizeof(err)), 0);
 	assert_string_equal(r.app, "app");
 	assert_int_equal(r.event, 0);
@@ -429,20 +419,4 @@ static void test_parse_json_and_handle(void **state)
 	free(out);
 }
 
-int main(void)
-{
-	const struct CMUnitTest tests[] = {
-		cmocka_unit_test(test_process_tree),
-		cmocka_unit_test(test_total_layers),
-		cmocka_unit_test(test_total_container_layers),
-		cmocka_unit_test(test_pid_and_event),
-		cmocka_unit_test(test_mem_live_snapshot),
-		cmocka_unit_test(test_ids_stable),
-		cmocka_unit_test(test_truncation),
-		cmocka_unit_test(test_parse_args),
-		cmocka_unit_test(test_profile_id),
-		cmocka_unit_test(test_parse_json_and_handle),
-	};
-
-	return cmocka_run_group_tests(tests, setup, teardown);
-}
+GG_TEST_GROUP(setup, teardown);

@@ -10,7 +10,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include <cmocka.h>
+#include "unit.h"
 
 #include "../../supervisor/export/imdb.h"
 #include "../../supervisor/export/metadata.h"
@@ -51,11 +51,10 @@ static int reserved_up(const char *name)
 	return !strcmp(name, "gala_gopher_link_up");
 }
 
-static void test_escaping(void **state)
+GG_TEST(test_escaping)
 {
 	struct gg_buf b;
 
-	(void)state;
 	gg_buf__init(&b, 0);
 	gg_buf__put_prom_label(&b, "a\"b\\c\nd", 7);
 	assert_string_equal(b.data, "a\\\"b\\\\c\\nd");
@@ -79,12 +78,11 @@ static void test_escaping(void **state)
 	gg_buf__fini(&b);
 }
 
-static void test_buffer_bound(void **state)
+GG_TEST(test_buffer_bound)
 {
 	struct gg_buf b;
 	char big[200];
 
-	(void)state;
 	memset(big, 'x', sizeof(big));
 	gg_buf__init(&b, 100);
 	gg_buf__put(&b, big, 60);
@@ -96,14 +94,13 @@ static void test_buffer_bound(void **state)
 	gg_buf__fini(&b);
 }
 
-static void test_histogram_and_summary(void **state)
+GG_TEST(test_histogram_and_summary)
 {
 	struct imdb *db = imdb__new(&lim, "machine_id=\"m\",hostname=\"h\"", extra_names);
 	struct prom_families *f = prom_families__new();
 	struct gg_buf b;
 	uint64_t lines;
 
-	(void)state;
 	put(db, "|h|a\"b|3 10 1 100 4 1000 6 12345.5 9|2 0.5 1.25 0.99 7 30 20|");
 	gg_buf__init(&b, 0);
 	lines = prom_render_imdb(&b, db, f, NULL, NULL);
@@ -130,14 +127,13 @@ static void test_histogram_and_summary(void **state)
 
 /* Two tables of entity "link": rx is one family with both tables' rows; state is a gauge in link_a and
  * a counter in link_b, so link_b's state is left out (a conflict); link_b's up is reserved. */
-static void test_shared_families(void **state)
+GG_TEST(test_shared_families)
 {
 	struct imdb *db = imdb__new(&lim, "machine_id=\"m\",hostname=\"h\"", extra_names);
 	struct prom_families *f = prom_families__new();
 	struct gg_buf b;
 	uint64_t conflicts = 0;
 
-	(void)state;
 	put(db, "|link_a|1|100|1|");
 	put(db, "|link_b|2|nginx|200|5|1|");
 	gg_buf__init(&b, 0);
@@ -162,11 +158,10 @@ static void test_shared_families(void **state)
 	imdb__free(db);
 }
 
-static void test_metadata(void **state)
+GG_TEST(test_metadata)
 {
 	struct gg_buf b;
 
-	(void)state;
 	gg_buf__init(&b, 0);
 	gg_metadata__render(&b, meta_registry__find(reg, "link_b", 6), 1234);
 	assert_string_equal(
@@ -176,15 +171,4 @@ static void test_metadata(void **state)
 	gg_buf__fini(&b);
 }
 
-int main(void)
-{
-	const struct CMUnitTest tests[] = {
-		cmocka_unit_test(test_escaping),
-		cmocka_unit_test(test_buffer_bound),
-		cmocka_unit_test(test_histogram_and_summary),
-		cmocka_unit_test(test_shared_families),
-		cmocka_unit_test(test_metadata),
-	};
-
-	return reg_run_group_tests(tests, META, NULL);
-}
+GG_TEST_GROUP_REG(META, NULL);

@@ -15,7 +15,7 @@
 #include <time.h>
 #include <unistd.h>
 
-#include <cmocka.h>
+#include "unit.h"
 
 #include "../../supervisor/rest/persist.h"
 #include "../../supervisor/rest/validate.h"
@@ -57,11 +57,10 @@ static int decode(const char *body, const char *ctype, char **json, char *err)
 	return gg_rest_body__decode(body, strlen(body), ctype, json, err, 256);
 }
 
-static void test_body_forms(void **state)
+GG_TEST(test_body_forms)
 {
 	char err[256], *json = NULL;
 
-	(void)state;
 	/* curl --data-urlencode json='{...}' */
 	assert_int_equal(
 		decode("json=%7B%22state%22%3A%20%22running%22%7D", "application/x-www-form-urlencoded", &json, err),
@@ -94,11 +93,10 @@ static void test_body_forms(void **state)
 	free(json);
 }
 
-static void test_body_errors(void **state)
+GG_TEST(test_body_errors)
 {
 	char err[256], *json = NULL, big[8000];
 
-	(void)state;
 	assert_int_equal(decode("", NULL, &json, err), 400);
 	assert_non_null(strstr(err, "empty"));
 	assert_int_equal(decode("state=running", NULL, &json, err), 400);
@@ -177,7 +175,7 @@ static void expect(const char *probe, const char *json, int status, const char *
 	expect_at(NULL, probe, json, status, msg_part);
 }
 
-static void test_table(void **state)
+GG_TEST(test_table)
 {
 	static const char *const names[][2] = {
 		{"baseinfo", "system_infos"},
@@ -198,7 +196,6 @@ static void test_table(void **state)
 	};
 	const char *more[] = {"ksli", "postgre_sli", "opengauss_sli", "nginx", "haproxy", "lvs", "kafka", "dnsmasq"};
 
-	(void)state;
 	for (size_t i = 0; i < sizeof(names) / sizeof(names[0]); i++) {
 		const struct gg_probe_def *d = gg_probe_defs__find(names[i][0]);
 
@@ -217,13 +214,12 @@ static void test_table(void **state)
 	assert_null(gg_param_spec__find(gg_probe_defs__find("baseinfo"), "svg_dir"));
 }
 
-static void test_valid_seed_examples(void **state)
+GG_TEST(test_valid_seed_examples)
 {
 	char err[512];
 	cJSON *out = NULL;
 	char *txt;
 
-	(void)state;
 	/* seed 000: the flamegraph examples (cmd.bin names the stock install path) */
 	assert_int_equal(
 		check("flamegraph",
@@ -314,13 +310,12 @@ static void test_valid_seed_examples(void **state)
 #define REST_CASES   "tests/unit/data/rest_check_cases.txt"
 #define REST_CASES_N 76 /* the file's cases: a file cut short fails */
 
-static void test_errors_name_field_and_range(void **state)
+GG_TEST(test_errors_name_field_and_range)
 {
 	FILE *f = fopen(REST_CASES, "r");
 	char line[1024], where[64], probe[32];
 	int lineno = 0, ncases = 0, status, off;
 
-	(void)state;
 	assert_non_null(f);
 	while (fgets(line, sizeof(line), f)) {
 		char *body, *msg;
@@ -358,11 +353,10 @@ static void test_errors_name_field_and_range(void **state)
 	}
 }
 
-static void test_paths(void **state)
+GG_TEST(test_paths)
 {
 	char p[PATH_MAX + 64], json[PATH_MAX + 200], outside[PATH_MAX + 64];
 
-	(void)state;
 	/* written directories: under out_base, existing or not, symlinks resolved */
 	snprintf(json, sizeof(json), "{\"params\":{\"svg_dir\":\"%s/svg/new\",\"flame_dir\":\"%s\"}}", out_base,
 		 out_base);
@@ -456,13 +450,12 @@ static void bin_check(const struct gg_rest_check_ctx *c, const char *path, int w
 
 /* cmd.bin: another spelling of the registered binary's path is accepted when both resolve, through
  * root-owned paths, to one file; anything else is refused. */
-static void test_cmd_bin_canonical(void **state)
+GG_TEST(test_cmd_bin_canonical)
 {
 	char dir[256], reg[PATH_MAX], other[PATH_MAX], p[PATH_MAX], json[PATH_MAX];
 	struct gg_rest_check_ctx c = ctx;
 	int fd;
 
-	(void)state;
 	snprintf(dir, sizeof(dir), "%s/binroot", tmpdir);
 	mkdirs(dir);
 	snprintf(p, sizeof(p), "%s/probes", dir);
@@ -517,9 +510,8 @@ static void test_cmd_bin_canonical(void **state)
 
 /* gala-gopher's parameter table (seed 000) and the probes' contracts agree on each name's type, and the
  * table has the seed's 26 names once each. */
-static void test_gala_params_table(void **state)
+GG_TEST(test_gala_params_table)
 {
-	(void)state;
 	assert_int_equal(gg_gala_params__count(), 26);
 	for (unsigned int i = 0; i < gg_gala_params__count(); i++) {
 		const struct gg_gala_param *g = gg_gala_params__at(i);
@@ -562,7 +554,7 @@ static const char *fake_cname(void *calls, uint32_t pid)
 	return pid == 200 ? "my-web-1" : pid == 300 ? "api" : "";
 }
 
-static void test_resolve(void **state)
+GG_TEST(test_resolve)
 {
 	char proc[PATH_MAX], cg[PATH_MAX], p[PATH_MAX + 200];
 	const char *docker = "/system.slice/docker-" ID64 ".scope";
@@ -577,7 +569,6 @@ static void test_resolve(void **state)
 	cJSON *j;
 	uint64_t docker_ino, pod_ino;
 
-	(void)state;
 	snprintf(proc, sizeof(proc), "%s/proc", tmpdir);
 	snprintf(cg, sizeof(cg), "%s/cgroup", tmpdir);
 	snprintf(p, sizeof(p), "%s%s", cg, docker);
@@ -698,7 +689,7 @@ static void test_resolve(void **state)
 }
 
 /* proc_name.comm: a POSIX ERE anywhere in the comm (gala-gopher's regex_pattern_matched), bounded. */
-static void test_comm_patterns(void **state)
+GG_TEST(test_comm_patterns)
 {
 	static const char *const bad[] = {
 		"",
@@ -729,7 +720,6 @@ static void test_comm_patterns(void **state)
 	struct timespec t0, t1;
 	double ms;
 
-	(void)state;
 	assert_true(gg_comm__match("nginx", "nginx"));
 	assert_true(gg_comm__match("gin", "nginx")); /* unanchored */
 	assert_false(gg_comm__match("^gin", "nginx"));
@@ -776,11 +766,10 @@ static void test_comm_patterns(void **state)
 }
 
 /* The unified hierarchy is found wherever it is mounted (/sys/fs/cgroup, or .../unified on hybrid). */
-static void test_cgroup2_mount(void **state)
+GG_TEST(test_cgroup2_mount)
 {
 	char mp[PATH_MAX], f[PATH_MAX + 32];
 
-	(void)state;
 	assert_int_equal(gg_cgroup2_mount(mp, sizeof(mp)), 0);
 	snprintf(f, sizeof(f), "%s/cgroup.procs", mp);
 	assert_int_equal(access(f, R_OK), 0);
@@ -788,7 +777,7 @@ static void test_cgroup2_mount(void **state)
 }
 
 /* The real /proc: this test process is found by pid and by its comm. */
-static void test_resolve_real_proc(void **state)
+GG_TEST(test_resolve_real_proc)
 {
 	struct gg_snoopers s;
 	const struct gg_snoopers *set = &s;
@@ -797,7 +786,6 @@ static void test_resolve_real_proc(void **state)
 	FILE *f = fopen("/proc/self/comm", "r");
 	cJSON *j = cJSON_CreateObject(), *names = cJSON_AddArrayToObject(j, "proc_name"), *n = cJSON_CreateObject();
 
-	(void)state;
 	assert_non_null(f);
 	assert_non_null(fgets(comm, sizeof(comm), f));
 	fclose(f);
@@ -820,12 +808,11 @@ static void test_resolve_real_proc(void **state)
 
 /* ---- persistence -------------------------------------------------------------------------------------- */
 
-static void test_persist(void **state)
+GG_TEST(test_persist)
 {
 	char dir[PATH_MAX + 32], tmp[PATH_MAX + 64], *txt = NULL;
 	struct stat st;
 
-	(void)state;
 	snprintf(dir, sizeof(dir), "%s/state/rest", tmpdir);
 	assert_int_equal(gg_persist__load(dir, "tcp", 1024, &txt), -ENOENT);
 	assert_int_equal(gg_persist__save(dir, "tcp", "{\"state\":\"running\"}"), 0);
@@ -873,23 +860,4 @@ static int teardown(void **state)
 	return rm_tree(tmpdir) == 0 ? 0 : -1; /* our own mkdtemp directory */
 }
 
-int main(void)
-{
-	const struct CMUnitTest tests[] = {
-		cmocka_unit_test(test_body_forms),
-		cmocka_unit_test(test_body_errors),
-		cmocka_unit_test(test_table),
-		cmocka_unit_test(test_valid_seed_examples),
-		cmocka_unit_test(test_errors_name_field_and_range),
-		cmocka_unit_test(test_paths),
-		cmocka_unit_test(test_cmd_bin_canonical),
-		cmocka_unit_test(test_gala_params_table),
-		cmocka_unit_test(test_resolve),
-		cmocka_unit_test(test_comm_patterns),
-		cmocka_unit_test(test_cgroup2_mount),
-		cmocka_unit_test(test_resolve_real_proc),
-		cmocka_unit_test(test_persist),
-	};
-
-	return cmocka_run_group_tests(tests, setup, teardown);
-}
+GG_TEST_GROUP(setup, teardown);

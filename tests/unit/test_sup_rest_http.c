@@ -13,7 +13,7 @@
 #include <sys/time.h>
 #include <unistd.h>
 
-#include <cmocka.h>
+#include "unit.h"
 
 #include "../../supervisor/rest/http.h"
 #include "../helpers/loopback.h"
@@ -209,11 +209,10 @@ static void keepalive_client(struct client *c)
 	close(fd);
 }
 
-static void test_keepalive_args_body(void **state)
+GG_TEST(test_keepalive_args_body)
 {
 	struct client c = {.fn = keepalive_client};
 
-	(void)state;
 	run_client(&c, NULL);
 	assert_int_equal(c.result[0], 200);
 	assert_string_equal(c.body[0], "{\"path\":\"/metrics\",\"len\":0}");
@@ -240,11 +239,10 @@ static void args_client(struct client *c)
 	close(fd);
 }
 
-static void test_args_and_raw_body(void **state)
+GG_TEST(test_args_and_raw_body)
 {
 	struct client c = {.fn = args_client};
 
-	(void)state;
 	run_client(&c, NULL);
 	assert_int_equal(c.result[0], 200);
 	assert_string_equal(g_seen.method, "PUT");
@@ -287,12 +285,11 @@ static void limit_client(struct client *c)
 	close(fd);
 }
 
-static void test_body_limit(void **state)
+GG_TEST(test_body_limit)
 {
 	struct client c = {.fn = limit_client};
 	struct gg_http_stats st;
 
-	(void)state;
 	run_client(&c, &st);
 	assert_int_equal(c.result[0], 413);
 	assert_string_equal(c.body[0], "{\"result\":\"failed\",\"message\":\"request body too large\"}");
@@ -341,11 +338,10 @@ static void many_clients(struct client *c)
 	}
 }
 
-static void test_concurrent_clients(void **state)
+GG_TEST(test_concurrent_clients)
 {
 	struct client c = {.fn = many_clients};
 
-	(void)state;
 	run_client(&c, NULL);
 	for (int i = 0; i < NCLIENTS; i++)
 		assert_int_equal(c.result[i], NREQS);
@@ -368,7 +364,7 @@ static void shutdown_client(struct client *c)
 	close(fd);
 }
 
-static void test_close_answers_503(void **state)
+GG_TEST(test_close_answers_503)
 {
 	uv_loop_t loop;
 	struct client c = {.fn = shutdown_client};
@@ -376,7 +372,6 @@ static void test_close_answers_503(void **state)
 	struct gg_http_stats st;
 	pthread_t t;
 
-	(void)state;
 	uv_loop_init(&loop);
 	srv = start_server(&loop, 2048);
 	c.port = gg_http_server__port(srv);
@@ -397,13 +392,12 @@ static void test_close_answers_503(void **state)
 	assert_int_equal(uv_loop_close(&loop), 0);
 }
 
-static void test_errors(void **state)
+GG_TEST(test_errors)
 {
 	uv_loop_t loop;
 	struct gg_http_opts o = {.name = "t", .bind_addr = "127.0.0.1", .port = 0, .max_body = 10, .handler = handler};
 	struct gg_http_server *a, *b;
 
-	(void)state;
 	uv_loop_init(&loop);
 	a = gg_http_server__new(&loop, &o);
 	assert_non_null(a);
@@ -432,15 +426,4 @@ static void test_errors(void **state)
 	gg_http_server__close(NULL);
 	uv_run(&loop, UV_RUN_DEFAULT);
 	assert_int_equal(uv_loop_close(&loop), 0);
-}
-
-int main(void)
-{
-	const struct CMUnitTest tests[] = {
-		cmocka_unit_test(test_keepalive_args_body), cmocka_unit_test(test_args_and_raw_body),
-		cmocka_unit_test(test_body_limit),	    cmocka_unit_test(test_concurrent_clients),
-		cmocka_unit_test(test_close_answers_503),   cmocka_unit_test(test_errors),
-	};
-
-	return cmocka_run_group_tests(tests, NULL, NULL);
 }

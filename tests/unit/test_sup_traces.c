@@ -10,7 +10,7 @@
 #include <string.h>
 
 #include <cjson/cJSON.h>
-#include <cmocka.h>
+#include "unit.h"
 
 #include "../../supervisor/export/otel.h"
 #include "test_sup_fixture.h"
@@ -95,7 +95,7 @@ static void expect_span_attrs(const struct span_attrs_case *c)
 	cJSON_Delete(j);
 }
 
-static void test_http_server(void **state)
+GG_TEST(test_http_server)
 {
 	static const char *const want[][2] = {
 		{"http.request.method", "GET"},
@@ -117,7 +117,6 @@ static void test_http_server(void **state)
 			  "tcp_server|server|0|10|20|",
 			  &err);
 
-	(void)state;
 	sp = span_of(j, &res);
 	assert_string_equal(attr(res, "process.pid"), "42");
 	assert_string_equal(attr(res, "container.id"), "abcdef0123456789");
@@ -134,7 +133,7 @@ static void test_http_server(void **state)
 	cJSON_Delete(j);
 }
 
-static void test_db_and_others(void **state)
+GG_TEST(test_db_and_others)
 {
 	static const struct span_attrs_case others[] = {
 		{"|trace_span|0123456789abcdef0123456789abcdef|0123456789abcdef||client|1|2|7|kafka|Produce t1|"
@@ -169,7 +168,6 @@ static void test_db_and_others(void **state)
 		       "COM_QUERY SELECT users|COM_QUERY SELECT users|0|0|::1|5000|::1|3306|tcp_client|client|1|1|2|",
 		       &err);
 
-	(void)state;
 	sp = span_of(j, &res);
 	assert_null(attr(res, "container.id"));
 	assert_null(attr(res, "container.name"));
@@ -182,7 +180,7 @@ static void test_db_and_others(void **state)
 }
 
 /* A span that joined the request's trace: parentSpanId. */
-static void test_parent(void **state)
+GG_TEST(test_parent)
 {
 	const cJSON *res, *sp;
 	int err;
@@ -190,7 +188,6 @@ static void test_parent(void **state)
 			  "http|GET /|GET /|200|0|1.2.3.4|1|1.2.3.4|80|tcp_server|server|0|1|2|",
 			  &err);
 
-	(void)state;
 	sp = span_of(j, &res);
 	assert_string_equal(cJSON_GetObjectItem(sp, "traceId")->valuestring, "4bf92f3577b34da6a3ce929d0e0e4736");
 	assert_string_equal(cJSON_GetObjectItem(sp, "parentSpanId")->valuestring, "00f067aa0ba902b7");
@@ -206,11 +203,10 @@ static void test_parent(void **state)
 	assert_int_equal(err, -EINVAL);
 }
 
-static void test_malformed(void **state)
+GG_TEST(test_malformed)
 {
 	int err;
 
-	(void)state;
 	assert_null(
 		render("|trace_span|0123|0123456789abcdef||server|1|2|7|http|x|x|0|0|a|1|b|2|udp|server|0|1|2|", &err));
 	assert_int_equal(err, -EINVAL);
@@ -224,14 +220,4 @@ static void test_malformed(void **state)
 	assert_int_equal(err, -EINVAL);
 }
 
-int main(void)
-{
-	const struct CMUnitTest tests[] = {
-		cmocka_unit_test(test_http_server),
-		cmocka_unit_test(test_db_and_others),
-		cmocka_unit_test(test_parent),
-		cmocka_unit_test(test_malformed),
-	};
-
-	return reg_run_group_tests(tests, NULL, gg_traces__register);
-}
+GG_TEST_GROUP_REG(NULL, gg_traces__register);

@@ -9,7 +9,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include <cmocka.h>
+#include "unit.h"
 #include <cjson/cJSON.h>
 
 #include "../../supervisor/export/export.h"
@@ -116,13 +116,12 @@ static const char *header(const struct gg_http_response *r, const char *name)
 	return NULL;
 }
 
-static void test_assets_and_methods(void **state)
+GG_TEST(test_assets_and_methods)
 {
 	struct fixture *f = fixture_new();
 	struct gg_http_response r;
 	cJSON *o;
 
-	(void)state;
 	assert_true(gg_webui__match("/ui"));
 	assert_true(gg_webui__match("/ui/"));
 	assert_true(gg_webui__match("/ui/api/status"));
@@ -166,14 +165,13 @@ static void test_assets_and_methods(void **state)
 	fixture_free(f);
 }
 
-static void test_imdb_rows(void **state)
+GG_TEST(test_imdb_rows)
 {
 	struct fixture *f = fixture_new();
 	struct gg_http_response r;
 	cJSON *o, *rows, *row;
 	char line[256];
 
-	(void)state;
 	/* a label value with the characters Prometheus escapes, and HTML */
 	put(f, "|t1|k\"1\\x|<b>lbl</b> \"q\"|1.5|2 10 1 100 2 55 3|", 1000);
 	for (int i = 0; i < 300; i++) {
@@ -236,7 +234,7 @@ static void test_imdb_rows(void **state)
 	fixture_free(f);
 }
 
-static void test_recent_events(void **state)
+GG_TEST(test_recent_events)
 {
 	struct fixture *f = fixture_new();
 	struct gg_http_response r;
@@ -244,7 +242,6 @@ static void test_recent_events(void **state)
 	cJSON *o, *arr;
 	int cut = -1;
 
-	(void)state;
 	assert_null(gg_recent__get(f->exp.recent, 1, &cut));
 	for (int i = 1; i <= 300; i++) {
 		int n = snprintf(ev, sizeof(ev), "{\"Body\":\"<img src=x> %d\"}", i);
@@ -317,11 +314,10 @@ static int refused(struct fixture *f, const char *method, const char *path, cons
 	return ret;
 }
 
-static void test_rebinding_and_other_sites(void **state)
+GG_TEST(test_rebinding_and_other_sites)
 {
 	struct fixture *f = fixture_new();
 
-	(void)state;
 	snprintf(f->sup.hostname, sizeof(f->sup.hostname), "node7");
 	/* the page by address, localhost or this host's name */
 	assert_false(refused(f, "GET", "/ui/", "127.0.0.1:9999", ""));
@@ -354,14 +350,4 @@ static void test_rebinding_and_other_sites(void **state)
 	fixture_free(f);
 }
 
-int main(void)
-{
-	const struct CMUnitTest tests[] = {
-		cmocka_unit_test(test_assets_and_methods),
-		cmocka_unit_test(test_imdb_rows),
-		cmocka_unit_test(test_recent_events),
-		cmocka_unit_test(test_rebinding_and_other_sites),
-	};
-
-	return reg_run_group_tests(tests, META, NULL);
-}
+GG_TEST_GROUP_REG(META, NULL);

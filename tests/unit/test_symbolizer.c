@@ -16,7 +16,7 @@
 #include <sys/sysmacros.h>
 #include <unistd.h>
 
-#include <cmocka.h>
+#include "unit.h"
 #include <gelf.h>
 #include <fcntl.h>
 
@@ -28,14 +28,13 @@ __attribute__((noinline)) int sym_test_target(int x)
 	return x * 3 + 1;
 }
 
-static void test_own_function_and_libc(void **state)
+GG_TEST(test_own_function_and_libc)
 {
 	struct symbolizer *s = symbolizer__new(NULL);
 	struct sym_frame f;
 	char exe[PATH_MAX];
 	ssize_t n = readlink("/proc/self/exe", exe, sizeof(exe) - 1);
 
-	(void)state;
 	assert_non_null(s);
 	assert_true(n > 0);
 	exe[n] = '\0';
@@ -65,14 +64,13 @@ static void test_own_function_and_libc(void **state)
 
 /* max_elf_bytes: symbol tables over the bound are dropped, least recently used first, and loaded again
  * when an address falls in them; the memory held stays within the bound between rounds. */
-static void test_elf_bytes_bounded(void **state)
+GG_TEST(test_elf_bytes_bounded)
 {
 	struct symbolizer_opts o = {.max_elf_bytes = 1};
 	struct symbolizer *s = symbolizer__new(&o);
 	struct symbolizer_stats st, st2;
 	struct sym_frame f;
 
-	(void)state;
 	assert_non_null(s);
 	symbolizer__begin_round(s);
 	assert_int_equal(symbolizer__user(s, (uint32_t)getpid(), (uint64_t)(uintptr_t)sym_test_target + 2, &f), 0);
@@ -92,7 +90,7 @@ static void test_elf_bytes_bounded(void **state)
 	symbolizer__free(s);
 }
 
-static void test_kernel(void **state)
+GG_TEST(test_kernel)
 {
 	struct symbolizer *s = symbolizer__new(NULL);
 	struct sym_frame f;
@@ -100,7 +98,6 @@ static void test_kernel(void **state)
 	unsigned long long addr = 0;
 	FILE *k = fopen("/proc/kallsyms", "r");
 
-	(void)state;
 	assert_non_null(k);
 	while (fgets(line, sizeof(line), k)) {
 		char type, name[256];
@@ -119,7 +116,7 @@ static void test_kernel(void **state)
 	symbolizer__free(s);
 }
 
-static void test_perf_map(void **state)
+GG_TEST(test_perf_map)
 {
 	struct symbolizer *s = symbolizer__new(NULL);
 	struct sym_frame f;
@@ -127,7 +124,6 @@ static void test_perf_map(void **state)
 	void *code = mmap(NULL, 8192, PROT_READ | PROT_WRITE | PROT_EXEC, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
 	FILE *m;
 
-	(void)state;
 	assert_true(code != MAP_FAILED);
 	snprintf(path, sizeof(path), "/tmp/perf-%d.map", getpid());
 	m = fopen(path, "w");
@@ -171,7 +167,7 @@ static void copy_self_maps(const char *path)
 }
 
 /* A fake /proc/<4242> made of this process's maps: then an "exec" swaps its image. */
-static void test_exec_invalidates(void **state)
+GG_TEST(test_exec_invalidates)
 {
 	char root[] = "/tmp/symtest-XXXXXX", dir[PATH_MAX], path[PATH_MAX + 32], exe[PATH_MAX];
 	struct symbolizer_opts o = {.proc_root = root};
@@ -182,7 +178,6 @@ static void test_exec_invalidates(void **state)
 	uint64_t ip = (uint64_t)(uintptr_t)sym_test_target;
 	FILE *fp;
 
-	(void)state;
 	assert_true(n > 0);
 	exe[n] = '\0';
 	assert_non_null(mkdtemp(root));
@@ -382,30 +377,13 @@ static void check_debug_file(const char *case_name, int expect_name)
 	assert_int_equal(rm_tree(root), 0);
 }
 
-static void test_debug_build_id(void **state)
+GG_TEST(test_debug_build_id)
 {
-	(void)state;
 	check_debug_file("build-id", 1);
 }
 
-static void test_debug_debuglink(void **state)
+GG_TEST(test_debug_debuglink)
 {
-	(void)state;
 	check_debug_file("debuglink", 1);
 	check_debug_file("bad-crc", 0);
-}
-
-int main(void)
-{
-	const struct CMUnitTest tests[] = {
-		cmocka_unit_test(test_own_function_and_libc),
-		cmocka_unit_test(test_elf_bytes_bounded),
-		cmocka_unit_test(test_kernel),
-		cmocka_unit_test(test_perf_map),
-		cmocka_unit_test(test_exec_invalidates),
-		cmocka_unit_test(test_debug_build_id),
-		cmocka_unit_test(test_debug_debuglink),
-	};
-
-	return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -6,7 +6,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include <cmocka.h>
+#include "unit.h"
 
 #include "../../probes/system_infos/cpu.c"
 #include "../../probes/system_infos/util.c"
@@ -42,11 +42,10 @@ static void expect_col(const struct si_cpu *c, const char *name, size_t off, uin
 	}
 }
 
-static void test_stat_rates(void **state)
+GG_TEST(test_stat_rates)
 {
 	struct si_cpu c;
 
-	(void)state;
 	cpu_new(&c);
 	parse(&c, "cpu  100 0 50 800 50 0 0 0 0 0\n"
 		  "cpu0 50 0 25 400 25 0 0 0 0 0\n"
@@ -73,12 +72,11 @@ static void test_stat_rates(void **state)
 	free(c.rows);
 }
 
-static void test_stat_counter_backwards(void **state)
+GG_TEST(test_stat_counter_backwards)
 {
 	struct si_cpu c;
 	double b;
 
-	(void)state;
 	cpu_new(&c);
 	parse(&c, "cpu0 1000 0 500 8000 900 0 0 0 0 0\n");
 	/* per-CPU iowait goes backwards on NO_HZ kernels; a hot-replugged CPU restarts from 0 */
@@ -91,11 +89,10 @@ static void test_stat_counter_backwards(void **state)
 	free(c.rows);
 }
 
-static void test_stat_short_and_truncated(void **state)
+GG_TEST(test_stat_short_and_truncated)
 {
 	struct si_cpu c;
 
-	(void)state;
 	cpu_new(&c);
 	parse(&c, "cpu0 10 20\n"		      /* too short: not a sample */
 		  "cpu1 1 2 3 4\n"		      /* old kernels: user nice system idle only */
@@ -126,7 +123,7 @@ static void test_stat_short_and_truncated(void **state)
 	free(c.rows);
 }
 
-static void test_softirqs(void **state)
+GG_TEST(test_softirqs)
 {
 	static const char text[] = "                    CPU0       CPU1       CPU2\n"
 				   "          HI:          1          2          3\n"
@@ -136,7 +133,6 @@ static void test_softirqs(void **state)
 				   "         RCU:          9         10         11\n";
 	struct si_cpu c;
 
-	(void)state;
 	cpu_new(&c);
 	parse(&c, "cpu0 1 1 1 1\ncpu1 1 1 1 1\ncpu2 1 1 1 1\n");
 	parse_softirqs(&c, text, strlen(text));
@@ -155,7 +151,7 @@ static void test_softirqs(void **state)
 	free(c.col_cpu);
 }
 
-static void test_softnet(void **state)
+GG_TEST(test_softnet)
 {
 	/* 5.10+: 13 columns, the last one the CPU number (CPU 1 offline here) */
 	static const char v13[] = "0000a000 00000003 00000000 00000000 00000000 00000000 00000000 00000000 00000000 "
@@ -170,7 +166,6 @@ static void test_softnet(void **state)
 				  "00000001 00000030\n"; /* truncated: ignored */
 	struct si_cpu c;
 
-	(void)state;
 	cpu_new(&c);
 	parse(&c, "cpu0 1 1 1 1\ncpu2 1 1 1 1\n");
 	parse_softnet(&c, v13, strlen(v13));
@@ -182,7 +177,7 @@ static void test_softnet(void **state)
 	free(c.rows);
 }
 
-static void test_cpuinfo(void **state)
+GG_TEST(test_cpuinfo)
 {
 	static const char text[] = "processor\t: 0\n"
 				   "model name\t: Some CPU\n"
@@ -195,7 +190,6 @@ static void test_cpuinfo(void **state)
 				   "cpu MHz\t\t: 1800.5";
 	struct si_cpu c;
 
-	(void)state;
 	cpu_new(&c);
 	parse(&c, "cpu0 1 1 1 1\ncpu1 1 1 1 1\ncpu2 1 1 1 1\n");
 	parse_cpuinfo(&c, text, strlen(text));
@@ -206,13 +200,12 @@ static void test_cpuinfo(void **state)
 }
 
 /* The records: one system_cpu per online CPU with seconds from jiffies, and system_cpu_util. */
-static void test_report_records(void **state)
+GG_TEST(test_report_records)
 {
 	struct si_cpu c;
 	const char *out;
 	char v[64];
 
-	(void)state;
 	assert_int_equal(si_cpu__init(&c), 0); /* the real /proc/stat */
 	out = cap_report(si_cpu__report(&c, cap_rt));
 	assert_int_equal(rec_count(out, "system_cpu_util"), 1);
@@ -226,17 +219,4 @@ static void test_report_records(void **state)
 	si_cpu__free(&c);
 }
 
-int main(void)
-{
-	const struct CMUnitTest tests[] = {
-		cmocka_unit_test(test_stat_rates),
-		cmocka_unit_test(test_stat_counter_backwards),
-		cmocka_unit_test(test_stat_short_and_truncated),
-		cmocka_unit_test(test_softirqs),
-		cmocka_unit_test(test_softnet),
-		cmocka_unit_test(test_cpuinfo),
-		cmocka_unit_test(test_report_records),
-	};
-
-	return cmocka_run_group_tests(tests, cap_setup, cap_teardown);
-}
+GG_TEST_GROUP(cap_setup, cap_teardown);

@@ -6,7 +6,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include <cmocka.h>
+#include "unit.h"
 
 #include "../../probes/system_infos/disk.c"
 #include "../../probes/system_infos/util.c"
@@ -37,12 +37,11 @@ static unsigned int parse(struct si_counters *d, const char *text, uint64_t now)
 	return si_counters__parse(d, text, strlen(text), now);
 }
 
-static void test_rates(void **state)
+GG_TEST(test_rates)
 {
 	struct si_counters d = {.kind = &si_disk_kind};
 	double r[DR__COUNT];
 
-	(void)state;
 	/* major minor name reads rd_merged rd_sectors rd_ms writes wr_merged wr_sectors wr_ms in_flight
 	 * io_ms weighted_ms (+ discard and flush columns on newer kernels) */
 	parse(&d,
@@ -75,12 +74,11 @@ static void test_rates(void **state)
 	si_counters__free(&d);
 }
 
-static void test_counter_reset_and_clamp(void **state)
+GG_TEST(test_counter_reset_and_clamp)
 {
 	struct si_counters d = {.kind = &si_disk_kind};
 	double r[DR__COUNT];
 
-	(void)state;
 	parse(&d, "8 0 sda 4000000000 0 9000000000 500 10 0 80 5 0 900000 1000\n", 1000);
 	/* the counters wrapped (32-bit fields on old kernels) or the device was re-added */
 	parse(&d, "8 0 sda 10 0 80 5 10 0 80 5 0 100 10\n", 2000);
@@ -96,12 +94,11 @@ static void test_counter_reset_and_clamp(void **state)
 	si_counters__free(&d);
 }
 
-static void test_names_and_truncated(void **state)
+GG_TEST(test_names_and_truncated)
 {
 	struct si_counters d = {.kind = &si_disk_kind};
 	char text[512];
 
-	(void)state;
 	snprintf(text, sizeof(text),
 		 "104 0 cciss/c0d0 5 0 10 1 0 0 0 0 0 1 1\n" /* '/' is '!' in /sys/block */
 		 "8 0 sda 5 0 10 1 0 0 0\n"		     /* truncated: left out */
@@ -120,25 +117,14 @@ static void test_names_and_truncated(void **state)
 }
 
 /* The real /proc/diskstats and /sys/block: one record per whole disk, each matching the meta. */
-static void test_report_records(void **state)
+GG_TEST(test_report_records)
 {
 	struct si_counters d = {.kind = &si_disk_kind};
 	const char *out;
 
-	(void)state;
 	out = cap_report(si_counters__report(&d, cap_rt, NULL));
 	assert_int_equal(rec_count(out, "system_iostat"), d.tab.nrows);
 	si_counters__free(&d);
 }
 
-int main(void)
-{
-	const struct CMUnitTest tests[] = {
-		cmocka_unit_test(test_rates),
-		cmocka_unit_test(test_counter_reset_and_clamp),
-		cmocka_unit_test(test_names_and_truncated),
-		cmocka_unit_test(test_report_records),
-	};
-
-	return cmocka_run_group_tests(tests, setup, teardown);
-}
+GG_TEST_GROUP(setup, teardown);

@@ -6,19 +6,18 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include <cmocka.h>
+#include "unit.h"
 
 #include "../../probes/system_infos/fs.c"
 #include "../../probes/system_infos/util.c"
 #include "test_sysinfo_util.h"
 
-static void test_mount_field(void **state)
+GG_TEST(test_mount_field)
 {
 	static const char line[] = "/dev/sda1 /mnt/with\\040space\\011tab ext4 rw,relatime 0 0";
 	const char *eol = line + strlen(line), *q;
 	char dev[64], mnt[64], type[16], small[8];
 
-	(void)state;
 	q = mount_field(line, eol, dev, sizeof(dev));
 	q = mount_field(q, eol, mnt, sizeof(mnt));
 	q = mount_field(q, eol, type, sizeof(type));
@@ -39,14 +38,13 @@ static void test_mount_field(void **state)
 	assert_string_equal(mnt, "");
 }
 
-static void test_mounted_over_and_pseudo(void **state)
+GG_TEST(test_mounted_over_and_pseudo)
 {
 	static const char later[] = "tmpfs /run tmpfs rw 0 0\n"
 				    "/dev/sdb1 /data ext4 rw 0 0\n"
 				    "/dev/sdc1 /data/sub xfs rw 0 0";
 	const char *end = later + strlen(later);
 
-	(void)state;
 	assert_true(mounted_over_later(later, end, "/data"));
 	assert_true(mounted_over_later(later, end, "/data/sub")); /* the last line, no newline */
 	assert_false(mounted_over_later(later, end, "/dat"));
@@ -57,14 +55,13 @@ static void test_mounted_over_and_pseudo(void **state)
 }
 
 /* The real mount table: "/" is reported once, with statvfs's figures. */
-static void test_report_root(void **state)
+GG_TEST(test_report_root)
 {
 	struct si_fs f = {0};
 	struct statvfs sv;
 	const char *out;
 	char v[64];
 
-	(void)state;
 	out = cap_report(si_fs__report(&f, cap_rt));
 	assert_int_equal(statvfs("/", &sv), 0);
 	assert_int_equal(rec_get(out, "system_df", "/", 3, v, sizeof(v)), 0); /* inodes */
@@ -75,13 +72,4 @@ static void test_report_root(void **state)
 	si_fs__free(&f);
 }
 
-int main(void)
-{
-	const struct CMUnitTest tests[] = {
-		cmocka_unit_test(test_mount_field),
-		cmocka_unit_test(test_mounted_over_and_pseudo),
-		cmocka_unit_test(test_report_root),
-	};
-
-	return cmocka_run_group_tests(tests, cap_setup, cap_teardown);
-}
+GG_TEST_GROUP(cap_setup, cap_teardown);

@@ -5,7 +5,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include <cmocka.h>
+#include "unit.h"
 
 #include "../../probes/system_infos/host.c"
 #include "../../probes/system_infos/util.c"
@@ -17,11 +17,10 @@ static void parse(const char *text, char *out, size_t len)
 	pretty_name_parse(text, strlen(text), out, len);
 }
 
-static void test_pretty_name(void **state)
+GG_TEST(test_pretty_name)
 {
 	char out[64], tiny[8];
 
-	(void)state;
 	parse("NAME=\"Debian GNU/Linux\"\nPRETTY_NAME=\"Debian GNU/Linux 12 (bookworm)\"\nID=debian\n", out,
 	      sizeof(out));
 	assert_string_equal(out, "Debian GNU/Linux 12 (bookworm)");
@@ -39,13 +38,12 @@ static void test_pretty_name(void **state)
 	assert_string_equal(tiny, "A very ");
 }
 
-static void test_report_record(void **state)
+GG_TEST(test_report_record)
 {
 	struct si_host h = {0};
 	struct utsname u;
 	const char *out;
 
-	(void)state;
 	assert_int_equal(uname(&u), 0);
 	out = cap_report(si_host__report(&h, cap_rt));
 	assert_int_equal(rec_count(out, "system_os"), 1);
@@ -53,12 +51,4 @@ static void test_report_record(void **state)
 	si_host__free(&h);
 }
 
-int main(void)
-{
-	const struct CMUnitTest tests[] = {
-		cmocka_unit_test(test_pretty_name),
-		cmocka_unit_test(test_report_record),
-	};
-
-	return cmocka_run_group_tests(tests, cap_setup, cap_teardown);
-}
+GG_TEST_GROUP(cap_setup, cap_teardown);

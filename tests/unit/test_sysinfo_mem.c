@@ -6,7 +6,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include <cmocka.h>
+#include "unit.h"
 
 #include "../../probes/system_infos/mem.c"
 #include "../../probes/system_infos/util.c"
@@ -17,11 +17,10 @@ static void parse(const char *text, struct mem_vals *mv)
 	meminfo_parse(text, strlen(text), mv);
 }
 
-static void test_full(void **state)
+GG_TEST(test_full)
 {
 	struct mem_vals mv;
 
-	(void)state;
 	parse("MemTotal:       24000000 kB\n"
 	      "MemFree:        10000000 kB\n"
 	      "MemAvailable:   20000000 kB\n"
@@ -63,11 +62,10 @@ static void test_full(void **state)
 	assert_true(percent(1, 0) == 0);
 }
 
-static void test_old_kernel_and_clamps(void **state)
+GG_TEST(test_old_kernel_and_clamps)
 {
 	struct mem_vals mv;
 
-	(void)state;
 	/* no MemAvailable (before 3.14): free + buffers + cached; no Hugetlb: pages x size */
 	parse("MemTotal: 1000 kB\nMemFree: 100 kB\nBuffers: 20 kB\nCached: 300 kB\n"
 	      "HugePages_Total: 3\nHugepagesize: 2048 kB\n",
@@ -81,11 +79,10 @@ static void test_old_kernel_and_clamps(void **state)
 	assert_int_equal(mv.avail, 1000);
 }
 
-static void test_missing_and_truncated(void **state)
+GG_TEST(test_missing_and_truncated)
 {
 	struct mem_vals mv;
 
-	(void)state;
 	/* a value missing, a line without a colon, a duplicate (the first wins), the text cut mid-line */
 	parse("MemTotal: 2000 kB\n"
 	      "MemFree:\n"
@@ -106,13 +103,12 @@ static void test_missing_and_truncated(void **state)
 	assert_int_equal(mv.avail, 0);
 }
 
-static void test_report_record(void **state)
+GG_TEST(test_report_record)
 {
 	struct si_mem m = {0};
 	const char *out;
 	char v[64];
 
-	(void)state;
 	out = cap_report(si_mem__report(&m, cap_rt));
 	assert_int_equal(rec_count(out, "system_meminfo"), 1);
 	assert_int_equal(rec_get(out, "system_meminfo", "meminfo", 1, v, sizeof(v)), 0); /* mem_total */
@@ -120,14 +116,4 @@ static void test_report_record(void **state)
 	si_mem__free(&m);
 }
 
-int main(void)
-{
-	const struct CMUnitTest tests[] = {
-		cmocka_unit_test(test_full),
-		cmocka_unit_test(test_old_kernel_and_clamps),
-		cmocka_unit_test(test_missing_and_truncated),
-		cmocka_unit_test(test_report_record),
-	};
-
-	return cmocka_run_group_tests(tests, cap_setup, cap_teardown);
-}
+GG_TEST_GROUP(cap_setup, cap_teardown);

@@ -6,7 +6,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include <cmocka.h>
+#include "unit.h"
 
 #include "../../probes/system_infos/net.c"
 #include "../../probes/system_infos/util.c"
@@ -23,13 +23,12 @@ static const char snmp[] =
 	"UdpLite: InDatagrams NoPorts\n"
 	"UdpLite: 0 0\n";
 
-static void test_find(void **state)
+GG_TEST(test_find)
 {
 	struct snmp_want tcp[] = {{"MaxConn", 0, 0},	 {"ActiveOpens", 0, 0}, {"CurrEstab", 0, 0},
 				  {"RetransSegs", 0, 0}, {"OutRsts", 0, 0},	{"NoSuchField", 0, 0}};
 	struct snmp_want udp[] = {{"InDatagrams", 0, 0}, {"SndbufErrors", 0, 0}, {"NoPorts", 0, 0}};
 
-	(void)state;
 	snmp_find(snmp, strlen(snmp), "Tcp", tcp, 6);
 	assert_true(tcp[0].found && tcp[0].value == 0); /* -1 reads as 0 */
 	assert_true(tcp[1].found && tcp[1].value == 111);
@@ -44,7 +43,7 @@ static void test_find(void **state)
 	assert_true(udp[2].found && udp[2].value == 6);
 }
 
-static void test_missing_and_truncated(void **state)
+GG_TEST(test_missing_and_truncated)
 {
 	static const char cut[] = "Tcp: ActiveOpens PassiveOpens CurrEstab InSegs\n"
 				  "Tcp: 10 20\n"		/* fewer values than names */
@@ -53,7 +52,6 @@ static void test_missing_and_truncated(void **state)
 	struct snmp_want udp[] = {{"InDatagrams", 0, 0}};
 	struct snmp_want none[] = {{"InDatagrams", 0, 0}};
 
-	(void)state;
 	snmp_find(cut, strlen(cut), "Tcp", tcp, 3);
 	assert_true(tcp[0].found && tcp[0].value == 10);
 	assert_true(tcp[1].found && tcp[1].value == 20);
@@ -67,11 +65,10 @@ static void test_missing_and_truncated(void **state)
 	assert_false(none[0].found);
 }
 
-static void test_retrans_percent(void **state)
+GG_TEST(test_retrans_percent)
 {
 	struct si_net n = {0};
 
-	(void)state;
 	assert_true(retrans_percent(&n, 90000, 45) == 0); /* first period: no rate */
 	assert_true(retrans_percent(&n, 91000, 55) == 1.0);
 	assert_true(retrans_percent(&n, 91000, 60) == 0); /* nothing sent: 0, not a division by zero */
@@ -81,13 +78,12 @@ static void test_retrans_percent(void **state)
 	assert_true(retrans_percent(&n, 400, 2) == 0); /* retransmits going backwards alone */
 }
 
-static void test_report_records(void **state)
+GG_TEST(test_report_records)
 {
 	struct si_net n = {0};
 	const char *out;
 	char v[64];
 
-	(void)state;
 	out = cap_report(si_net__report(&n, cap_rt)); /* the real /proc/net/snmp */
 	assert_int_equal(rec_count(out, "system_tcp"), 1);
 	assert_int_equal(rec_count(out, "system_udp"), 1);
@@ -96,14 +92,4 @@ static void test_report_records(void **state)
 	si_net__free(&n);
 }
 
-int main(void)
-{
-	const struct CMUnitTest tests[] = {
-		cmocka_unit_test(test_find),
-		cmocka_unit_test(test_missing_and_truncated),
-		cmocka_unit_test(test_retrans_percent),
-		cmocka_unit_test(test_report_records),
-	};
-
-	return cmocka_run_group_tests(tests, cap_setup, cap_teardown);
-}
+GG_TEST_GROUP(cap_setup, cap_teardown);

@@ -6,7 +6,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include <cmocka.h>
+#include "unit.h"
 
 #include "../../probes/system_infos/nic.c"
 #include "../../probes/system_infos/util.c"
@@ -22,12 +22,11 @@ static unsigned int parse(struct si_counters *n, const char *text, uint64_t now)
 	return si_counters__parse(n, text, strlen(text), now);
 }
 
-static void test_rates(void **state)
+GG_TEST(test_rates)
 {
 	struct si_counters n = {.kind = &si_nic_kind};
 	const struct si_counter_row *r;
 
-	(void)state;
 	assert_int_equal(parse(&n,
 			       HEAD "    lo: 1000 10 0 0 0 0 0 0 1000 10 0 0 0 0 0 0\n"
 				    "  eth0: 50000 100 1 2 0 0 0 0 20000 80 3 4 0 0 0 0\n",
@@ -54,12 +53,11 @@ static void test_rates(void **state)
 	si_counters__free(&n);
 }
 
-static void test_counter_reset(void **state)
+GG_TEST(test_counter_reset)
 {
 	struct si_counters n = {.kind = &si_nic_kind};
 	const struct si_counter_row *r;
 
-	(void)state;
 	parse(&n, HEAD "  eth0: 9000000000 100 0 0 0 0 0 0 5000 80 0 0 0 0 0 0\n", 1000);
 	/* the driver was reloaded: counters start over; the rate is 0, not 2^64 - 9e9 */
 	parse(&n, HEAD "  eth0: 1024 1 0 0 0 0 0 0 100 1 0 0 0 0 0 0\n", 2000);
@@ -74,11 +72,10 @@ static void test_counter_reset(void **state)
 	si_counters__free(&n);
 }
 
-static void test_come_and_go(void **state)
+GG_TEST(test_come_and_go)
 {
 	struct si_counters n = {.kind = &si_nic_kind};
 
-	(void)state;
 	parse(&n, HEAD "  veth1: 100 1 0 0 0 0 0 0 100 1 0 0 0 0 0 0\n  eth0: 1 1 0 0 0 0 0 0 1 1 0 0 0 0 0 0\n", 1000);
 	parse(&n, HEAD "  eth0: 1 1 0 0 0 0 0 0 1 1 0 0 0 0 0 0\n", 2000);
 	assert_null(tab_row(&n.tab, "veth1")); /* gone: forgotten */
@@ -90,13 +87,12 @@ static void test_come_and_go(void **state)
 	si_counters__free(&n);
 }
 
-static void test_long_names_and_truncated(void **state)
+GG_TEST(test_long_names_and_truncated)
 {
 	struct si_counters n = {.kind = &si_nic_kind};
 	char name31[32];
 	char text[1024];
 
-	(void)state;
 	memset(name31, 'a', 31);
 	name31[31] = '\0';
 	snprintf(text, sizeof(text),
@@ -118,13 +114,12 @@ static void test_long_names_and_truncated(void **state)
 	si_counters__free(&n);
 }
 
-static void test_report_records(void **state)
+GG_TEST(test_report_records)
 {
 	struct si_counters n = {.kind = &si_nic_kind};
 	const char *out;
 	char v[64], mtu[64];
 
-	(void)state;
 	assert_int_equal(si_read_line("/sys/class/net/lo/mtu", mtu, sizeof(mtu)), 0);
 	assert_int_equal(si_counters__sample(&n), 0); /* the real /proc/net/dev: lo exists */
 	out = cap_report(si_counters__report(&n, cap_rt, "lo"));
@@ -134,13 +129,4 @@ static void test_report_records(void **state)
 	si_counters__free(&n);
 }
 
-int main(void)
-{
-	const struct CMUnitTest tests[] = {
-		cmocka_unit_test(test_rates),	       cmocka_unit_test(test_counter_reset),
-		cmocka_unit_test(test_come_and_go),    cmocka_unit_test(test_long_names_and_truncated),
-		cmocka_unit_test(test_report_records),
-	};
-
-	return cmocka_run_group_tests(tests, cap_setup, cap_teardown);
-}
+GG_TEST_GROUP(cap_setup, cap_teardown);

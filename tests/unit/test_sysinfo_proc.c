@@ -6,7 +6,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include <cmocka.h>
+#include "unit.h"
 
 #include "../../probes/system_infos/proc.c"
 #include "../../probes/system_infos/util.c"
@@ -42,13 +42,12 @@ static void put_stat(int pid, const char *comm, unsigned utime, unsigned stime, 
 	put_file(root, name, text);
 }
 
-static void test_parse_stat(void **state)
+GG_TEST(test_parse_stat)
 {
 	static const char full[] = "4242 (we(ird) name)) R 1 4242 4242 0 -1 4194560 555 0 7 0 1200 300 0 0 -20 "
 				   "-5 6 0 987654 2000000 4096 18446744073709551615 1 1 0 0 0 0 0 0 0 0 0 0 17 3 0 0\n";
 	struct si_proc_stat st;
 
-	(void)state;
 	assert_int_equal(si_proc_parse_stat(full, strlen(full), &st), 0);
 	assert_string_equal(st.comm, "we(ird) name)");
 	assert_int_equal(st.f[4], 1);	 /* ppid */
@@ -73,9 +72,8 @@ static void test_parse_stat(void **state)
 	assert_int_equal(si_proc_parse_stat("", 0, &st), -EINVAL);
 }
 
-static void test_cpu_percent(void **state)
+GG_TEST(test_cpu_percent)
 {
-	(void)state;
 	assert_true(si_proc_cpu_percent(150, 100, 2000, 1000, 100.0) == 50.0);
 	assert_true(si_proc_cpu_percent(300, 100, 2000, 1000, 100.0) == 200.0); /* two threads busy */
 	assert_true(si_proc_cpu_percent(150, 100, 2000, 0, 100.0) == 0);	/* no earlier sample */
@@ -107,14 +105,13 @@ static void period_passes(struct si_proc *p)
 		p->rows[i].cur_ms -= 2000;
 }
 
-static void test_top_without_snoopers(void **state)
+GG_TEST(test_top_without_snoopers)
 {
 	struct si_proc p;
 	struct gg_scope all;
 	const char *out;
 	char v[64];
 
-	(void)state;
 	gg_scope__init(&all);
 	put_file(root, "meminfo", "MemTotal: 1048576 kB\n");
 	put_stat(90000001, "busy one", 100, 0, 11, 10);	   /* will use CPU */
@@ -162,13 +159,12 @@ static void test_top_without_snoopers(void **state)
 	si_proc__free(&p);
 }
 
-static void test_snooped_pids_ignore_top(void **state)
+GG_TEST(test_snooped_pids_ignore_top)
 {
 	struct si_proc p;
 	struct gg_scope sc;
 	const char *out;
 
-	(void)state;
 	gg_scope__init(&sc);
 	assert_int_equal(gg_scope__add_pids(&sc, "90000003,90000004,90000099"), 0); /* 90000099: absent */
 	assert_int_equal(si_proc__init(&p), 0);
@@ -185,14 +181,4 @@ static void test_snooped_pids_ignore_top(void **state)
 	si_proc__free(&p);
 }
 
-int main(void)
-{
-	const struct CMUnitTest tests[] = {
-		cmocka_unit_test(test_parse_stat),
-		cmocka_unit_test(test_cpu_percent),
-		cmocka_unit_test(test_top_without_snoopers),
-		cmocka_unit_test(test_snooped_pids_ignore_top),
-	};
-
-	return cmocka_run_group_tests(tests, setup, teardown);
-}
+GG_TEST_GROUP(setup, teardown);

@@ -1,6 +1,6 @@
 /* test_sysinfo_util.h - what the system_infos parser tests share: the records a sub-probe emits,
  * captured from a standalone probe runtime (stdout briefly redirected into a temporary file), a lookup of
- * one field of a record by table and first key. Include after <cmocka.h> and the sub-probe's .c. */
+ * one field of a record by table and first key. Include after unit.h and the sub-probe's .c. */
 #ifndef GG_TEST_SYSINFO_UTIL_H
 #define GG_TEST_SYSINFO_UTIL_H
 

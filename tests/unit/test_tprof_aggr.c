@@ -10,7 +10,7 @@
 #include <string.h>
 
 #include <cjson/cJSON.h>
-#include <cmocka.h>
+#include "unit.h"
 
 #include "tprof.h"
 
@@ -42,12 +42,11 @@ static struct tp_event ev(uint32_t pid, uint16_t name, uint64_t start_ms, uint64
 	return e;
 }
 
-static void test_aggregate(void **state)
+GG_TEST(test_aggregate)
 {
 	struct tp_aggr *a = tp_aggr__new();
 	struct tp_event e;
 
-	(void)state;
 	nout = 0;
 	/* thread 1: three futex events within 100 ms of the first, then one after */
 	e = ev(1, TP_FUTEX, 1000, 10, 0);
@@ -91,11 +90,10 @@ static void test_aggregate(void **state)
 	tp_aggr__free(a);
 }
 
-static void test_full(void **state)
+GG_TEST(test_full)
 {
 	struct tp_aggr *a = tp_aggr__new();
 
-	(void)state;
 	nout = 0;
 	for (uint32_t i = 0; i < TP_AGGR_SLOTS + 5; i++) {
 		struct tp_event e = ev(1000 + i, TP_READ, 10, 1, 3);
@@ -111,7 +109,7 @@ static void test_full(void **state)
 	tp_aggr__free(a);
 }
 
-static void test_render(void **state)
+GG_TEST(test_render)
 {
 	struct tp_event e = ev(7, TP_FUTEX, 1000, 150, 0x80); /* FUTEX_WAIT | FUTEX_PRIVATE_FLAG */
 	struct tp_render_info info = {.mono_to_wall_ns = 1795530968000ull * MS - 1000 * MS,
@@ -124,7 +122,6 @@ static void test_render(void **state)
 	struct tp_str s;
 	cJSON *j, *v;
 
-	(void)state;
 	nout = 0;
 	tp_aggr__add(a, &e, 100 * MS, collect, NULL);
 	tp_aggr__flush(a, UINT64_MAX, 100 * MS, collect, NULL);
@@ -167,7 +164,7 @@ static void test_render(void **state)
 	tp_aggr__free(a);
 }
 
-static void test_attrs_bounded(void **state)
+GG_TEST(test_attrs_bounded)
 {
 	static char stack[4096];
 	struct tp_event e = ev(7, TP_READ, 1000, 1, 3);
@@ -176,7 +173,6 @@ static void test_attrs_bounded(void **state)
 	struct tp_str s;
 	cJSON *j;
 
-	(void)state;
 	for (size_t i = 0; i + 1 < sizeof(stack); i++)
 		stack[i] = i % 10 == 9 ? ';' : 'f';
 	nout = 0;
@@ -198,12 +194,11 @@ static void test_attrs_bounded(void **state)
 	cJSON_Delete(j);
 }
 
-static void test_kernel_path(void **state)
+GG_TEST(test_kernel_path)
 {
 	struct tp_agg a;
 	char buf[256];
 
-	(void)state;
 	memset(&a, 0, sizeof(a));
 	strcpy(a.path[0], "fifo");
 	strcpy(a.path[1], "tmp");
@@ -220,14 +215,4 @@ static void test_kernel_path(void **state)
 	assert_string_equal(tp_futex_op(1), "wake");
 	assert_string_equal(tp_futex_op(0x80 | 0x100 | 6), "lock_pi");
 	assert_null(tp_futex_op(100));
-}
-
-int main(void)
-{
-	const struct CMUnitTest tests[] = {
-		cmocka_unit_test(test_aggregate),     cmocka_unit_test(test_full),	  cmocka_unit_test(test_render),
-		cmocka_unit_test(test_attrs_bounded), cmocka_unit_test(test_kernel_path),
-	};
-
-	return cmocka_run_group_tests(tests, NULL, NULL);
 }

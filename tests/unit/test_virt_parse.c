@@ -8,18 +8,17 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include <cmocka.h>
+#include "unit.h"
 
 #include "virt_parse.h"
 
 #define UUID  "6f1c3a5e-1111-4222-8333-123456789abc"
 #define CL(s) s, sizeof(s) - 1 /* a literal with its NULs, without the terminating one */
 
-static void test_cmdline_forms(void **state)
+GG_TEST(test_cmdline_forms)
 {
 	struct virt_guest g;
 
-	(void)state;
 	assert_int_equal(virt_parse_cmdline(CL("qemu-system-x86_64\0-S\0-name\0guest=vm1,debug-threads=on\0-uuid\0"
 					       "6F1C3A5E-1111-4222-8333-123456789ABC\0-nographic\0"),
 					    &g),
@@ -52,13 +51,12 @@ static void test_cmdline_forms(void **state)
 	assert_int_equal(virt_parse_cmdline(CL(""), &g), -ENOENT);
 }
 
-static void test_cmdline_long_name(void **state)
+GG_TEST(test_cmdline_long_name)
 {
 	static char buf[2048];
 	struct virt_guest g;
 	size_t n = 0;
 
-	(void)state;
 	memcpy(buf, "qemu\0-name\0guest=", 17);
 	n = 17;
 	memset(buf + n, 'x', 1000);
@@ -85,19 +83,18 @@ static const char status_xml[] =
 	"  </domain>\n"
 	"</domstatus>\n";
 
-static void test_domstatus(void **state)
+GG_TEST(test_domstatus)
 {
 	struct virt_guest g;
 	int pid;
 
-	(void)state;
 	assert_int_equal(virt_parse_domstatus(status_xml, sizeof(status_xml) - 1, &g, &pid), 0);
 	assert_int_equal(pid, 4242);
 	assert_string_equal(g.name, "web & db \xe4\xb8\xad\xe6\x96\x87");
 	assert_string_equal(g.uuid, UUID);
 }
 
-static void test_domstatus_bad(void **state)
+GG_TEST(test_domstatus_bad)
 {
 	static char deep[4096];
 	struct virt_guest g;
@@ -105,7 +102,6 @@ static void test_domstatus_bad(void **state)
 	size_t n = 0;
 	const char *s;
 
-	(void)state;
 	s = "<domstatus pid='1'><other><name>x</name></other></domstatus>";
 	assert_int_equal(virt_parse_domstatus(s, strlen(s), &g, &pid), -EINVAL);
 	s = "<domstatus pid='1'><domain><uuid>" UUID "</uuid></domain></domstatus>";
@@ -133,16 +129,4 @@ static void test_domstatus_bad(void **state)
 	memcpy(deep + n, "<domain><name>x</name></domain>", 31);
 	n += 31;
 	assert_int_equal(virt_parse_domstatus(deep, n, &g, &pid), -EINVAL);
-}
-
-int main(void)
-{
-	const struct CMUnitTest tests[] = {
-		cmocka_unit_test(test_cmdline_forms),
-		cmocka_unit_test(test_cmdline_long_name),
-		cmocka_unit_test(test_domstatus),
-		cmocka_unit_test(test_domstatus_bad),
-	};
-
-	return cmocka_run_group_tests(tests, NULL, NULL);
 }
