@@ -289,6 +289,9 @@ $(BUILD)/obj/tests/unit/test_tprof_aggr.o: CFLAGS += -Iprobes/tprofiling
 $(BUILD)/tests/test_virt_parse: $(BUILD)/obj/probes/virtualized_infos/virt_parse.o
 $(BUILD)/obj/tests/unit/test_virt_parse.o: CFLAGS += -Iprobes/virtualized_infos
 
+# gg_bpf_map_buf on real maps: libbpf gets them as the map of hwprobe's skeleton, opened and not loaded
+$(BUILD)/obj/tests/unit/test_bpf_map_buf.o: $(BUILD)/gen/hwprobe.skel.h
+
 # kdiag's bounded flow table (probes/kdiag/kd_table.c) alone
 $(BUILD)/tests/test_kd_table: $(BUILD)/obj/probes/kdiag/kd_table.o
 $(BUILD)/obj/tests/unit/test_kd_table.o: CFLAGS += -Iprobes/kdiag
