@@ -14,7 +14,7 @@ import time
 
 # make_cert, wait_port: test_l7_gotls and test_l7_h2 take them from here too
 from harness import (PROBES, ROOT, LinePeer, StandaloneProbe, check, free_port, make_cert, meta_fields,  # noqa: F401
-                     proc_status_kb, start_nginx, stop_proc, wait_for, wait_port)
+                     proc_status_kb, start_nginx, stop_proc, teardown, wait_for, wait_port)
 
 L7PROBE = os.path.join(PROBES, "l7probe")
 CLIENT = [sys.executable, os.path.join(os.path.dirname(os.path.abspath(__file__)), "scripts", "l7_client.py")]
@@ -270,12 +270,7 @@ def test_l7_comm_started_later():
         check(s["protocol"] == "redis", "protocol %s" % s["protocol"])
         check(not probe.rows(None, tgid=client.pid), "the client (not named by --comm) has rows")
     finally:
-        if client:
-            client.close()
-        probe.stop()
-        if redis:
-            redis.stop()
-        shutil.rmtree(tmp, ignore_errors=True)
+        teardown(client, probe, redis, tmp)
 
 
 test_l7_comm_started_later.timeout = 60
@@ -308,7 +303,7 @@ def test_l7_rest_snoopers():
     """PUT /l7 through the supervisor's REST API: proc_id snoopers become the scope, l7_protocol and
     the sub-probes apply; a Redis client outside the snoopers leaves no row, the server and the
     snooped client have theirs, validated by the supervisor against the .meta."""
-    from harness import put_running, rest_supervisor, teardown
+    from harness import put_running, rest_supervisor
     tmp = tempfile.mkdtemp(prefix="gg-l7-rest-")
     port = free_port()
     redis = Redis(tmp, port)
