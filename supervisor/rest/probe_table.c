@@ -15,18 +15,11 @@ extern const struct gg_contract *const gg_contracts[];
 
 /* clang-format off */
 #define REPORT_PERIOD {.name = "report_period", .type = GG_PT_INT, .def = 60, .min = 5, .max = 600, .unit = "s"}
-#define DEV_NAME {.name = "dev_name", .type = GG_PT_NAME, .def_str = "", .restart = 1}
 #define ELF_PATH {.name = "elf_path", .type = GG_PT_ELF_PATH, .def_str = "", .restart = 1}
 /* clang-format on */
 
 static const struct gg_param_spec p_plain[] = {REPORT_PERIOD, GG_PARAMS_SEED_COMMON(GG_NOSTORE)};
 static const struct gg_param_spec p_elf[] = {REPORT_PERIOD, GG_PARAMS_SEED_COMMON(GG_NOSTORE), ELF_PATH};
-static const struct gg_param_spec p_kafka[] = {
-	REPORT_PERIOD,
-	GG_PARAMS_SEED_COMMON(GG_NOSTORE),
-	DEV_NAME,
-	{.name = "kafka_port", .type = GG_PT_INT, .def = 9092, .min = 1, .max = 65535},
-};
 
 #define NOT_BUILT(rest, b, sp, nsp, p, sn, chk)                                                                    \
 	{                                                                                                          \
@@ -39,7 +32,6 @@ static const struct gg_contract not_built[] = {
 	NOT_BUILT("nginx", "nginx_probe", NULL, 0, p_elf, GG_SNOOP_ALL, NULL),
 	NOT_BUILT("haproxy", "trace_haproxy", NULL, 0, p_elf, GG_SNOOP_ALL, NULL),
 	NOT_BUILT("lvs", "trace_lvs", NULL, 0, p_plain, 0, "lsmod | grep ip_vs | wc -l"),
-	NOT_BUILT("kafka", "kafkaprobe", NULL, 0, p_kafka, 0, NULL),
 	NOT_BUILT("dnsmasq", "trace_dnsmasq", NULL, 0, p_elf, GG_SNOOP_ALL, NULL),
 };
 

@@ -1,0 +1,484 @@
+/* main.c - kafkaprobe ("kafka"): Kafka messages produced and consumed per client, topic and broker,
+ * from the Kafka requests arriving at one device. The kernel half (bpf/kafkaprobe.bpf.c, XDP in generic
+ * mode) copies each TCP segment to kafka_port with its sequence number; here each flow's request
+ * boundaries are followed by sequence number (a request starts at the previous one's start + 4 + its
+ * size), and Produce and Fetch requests are parsed (kafka_req.c). */
+#include <arpa/inet.h>
+#include <errno.h>
+#include <net/if.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include <linux/if_link.h>
+
+#include "bpf_util.h"
+#include "kafka_req.h"
+#include "kafkaprobe.h"
+#include "kafkaprobe.meta.h"
+#include "kafkaprobe.skel.h"
+#include "kp_conf.h"
+#include "probe.h"
+#include "probe_runner.h"
+
+#define TICK_MS	  200u
+#define FLOW_SETS 1024u /* x FLOW_WAYS flows, least recently used evicted per set */
+#define FLOW_WAYS 8u
+#define ROWS_MAX  4096u	 /* keys of the kafkaprobe table (power of 2) */
+#define OFFS_MAX  16384u /* consumer offsets per (client, server, topic, partition) (power of 2) */
+#define TOPIC_MAX 249	 /* Kafka's longest topic name */
+
+extern const struct gg_contract gg_contract_kafkaprobe;
+
+struct kp_addr {
+	uint8_t family;
+	uint8_t pad;
+	uint16_t cport, sport;
+	uint8_t caddr[16], saddr[16];
+};
+
+struct kp_flow {
+	struct kp_addr a;
+	uint32_t next; /* sequence number where the next request starts */
+	uint8_t used, synced;
+	uint64_t last;
+};
+
+struct kp_row_key {
+	struct kp_addr a;
+	uint8_t type; /* KREQ_PRODUCE or KREQ_FETCH */
+	uint8_t topic_len;
+	char topic[TOPIC_MAX + 1];
+};
+
+struct kp_row {
+	struct kp_row_key k;
+	uint8_t used;
+	uint64_t num;
+};
+
+struct kp_off {
+	struct kp_row_key k;
+	int32_t partition;
+	uint8_t used;
+	int64_t offset;
+	struct kp_row *row;
+};
+
+struct kp_stats {
+	uint64_t requests, produce, fetch, unparsable, resyncs, truncated, flows_evicted, unsupported, keys_full;
+};
+
+struct kp_ctx {
+	struct probe_rt *rt;
+	struct kp_conf base, cur;
+	struct kafkaprobe *skel;
+	struct ring_buffer *rb;
+	int link_fd;
+	int bpf_stats;
+	struct gg_bpf_stats_prev stats_prev[1];
+	char dev[64];
+	uint64_t clock;
+	struct kp_flow *flows;
+	struct kp_row *rows;
+	struct kp_off *offs;
+	unsigned int nrows;
+	struct kp_stats st;
+	const struct kp_pkt *cur_pkt; /* the packet being parsed (for the partition callback) */
+};
+
+static const char notes[] =
+	"Tables: kafkaprobe (one row per msg_type, client, topic and broker; num a cumulative counter) and\n"
+	"kafkaprobe_stats. Only what arrives at the device (XDP, ingress) is seen; requests are found by\n"
+	"following TCP sequence numbers; Fetch v13+ (topic ids), TLS and SASL encryption are not parsed.\n";
+
+static uint64_t fnv(const void *p, size_t n, uint64_t h)
+{
+	const uint8_t *b = p;
+
+	for (size_t i = 0; i < n; i++)
+		h = (h ^ b[i]) * 1099511628211ull;
+	return h;
+}
+
+#define FNV0 14695981039346656037ull
+
+/* ---- flows -------------------------------------------------------------------------------------- */
+
+static void addr_of(const struct kp_pkt *r, struct kp_addr *a)
+{
+	memset(a, 0, sizeof(*a));
+	a->family = r->family;
+	a->cport = r->sport;
+	a->sport = r->dport;
+	memcpy(a->caddr, r->saddr, r->family == 4 ? 4 : 16);
+	memcpy(a->saddr, r->daddr, r->family == 4 ? 4 : 16);
+}
+
+static struct kp_flow *flow_get(struct kp_ctx *ctx, const struct kp_addr *a)
+{
+	struct kp_flow *set = ctx->flows + (fnv(a, sizeof(*a), FNV0) % FLOW_SETS) * FLOW_WAYS, *victim = NULL;
+
+	for (unsigned int i = 0; i < FLOW_WAYS; i++) {
+		struct kp_flow *f = &set[i];
+
+		if (f->used && !memcmp(&f->a, a, sizeof(*a))) {
+			f->last = ++ctx->clock;
+			return f;
+		}
+		if (!f->used) {
+			if (!victim || victim->used)
+				victim = f;
+		} else if (!victim || (victim->used && f->last < victim->last)) {
+			victim = f;
+		}
+	}
+	if (victim->used)
+		ctx->st.flows_evicted++;
+	memset(victim, 0, sizeof(*victim));
+	victim->a = *a;
+	victim->used = 1;
+	victim->last = ++ctx->clock;
+	return victim;
+}
+
+/* ---- rows and consumer offsets ------------------------------------------------------------------ */
+
+static void row_key(struct kp_row_key *k, const struct kp_pkt *r, int type, const char *topic, size_t len)
+{
+	memset(k, 0, sizeof(*k));
+	addr_of(r, &k->a);
+	k->type = (uint8_t)type;
+	k->topic_len = (uint8_t)(len > TOPIC_MAX ? TOPIC_MAX : len);
+	memcpy(k->topic, topic, k->topic_len);
+}
+
+static struct kp_row *row_get(struct kp_ctx *ctx, const struct kp_row_key *k)
+{
+	uint64_t h = fnv(k, sizeof(*k), FNV0);
+
+	for (unsigned int i = 0; i < ROWS_MAX; i++) {
+		struct kp_row *w = &ctx->rows[(h + i) & (ROWS_MAX - 1)];
+
+		if (!w->used) {
+			if (ctx->nrows >= ROWS_MAX * 3 / 4)
+				return NULL;
+			w->used = 1;
+			w->k = *k;
+			ctx->nrows++;
+			return w;
+		}
+		if (!memcmp(&w->k, k, sizeof(*k)))
+			return w;
+	}
+	return NULL;
+}
+
+static struct kp_off *off_get(struct kp_ctx *ctx, const struct kp_row_key *k, int32_t partition, int *created)
+{
+	uint64_t h = fnv(&partition, sizeof(partition), fnv(k, sizeof(*k), FNV0));
+
+	for (unsigned int i = 0; i < OFFS_MAX / 2; i++) { /* probes at most half the table */
+		struct kp_off *o = &ctx->offs[(h + i) & (OFFS_MAX - 1)];
+
+		if (!o->used) {
+			o->used = 1;
+			o->k = *k;
+			o->partition = partition;
+			*created = 1;
+			return o;
+		}
+		if (o->partition == partition && !memcmp(&o->k, k, sizeof(*k)))
+			return o;
+	}
+	return NULL;
+}
+
+static void on_partition(void *arg, int api_key, const char *topic, size_t topic_len, int32_t partition, int64_t value)
+{
+	struct kp_ctx *ctx = arg;
+	struct kp_row_key k;
+	struct kp_row *w;
+
+	row_key(&k, ctx->cur_pkt, api_key, topic, topic_len);
+	if (api_key == KREQ_PRODUCE) {
+		if (value <= 0)
+			return;
+		if (!(w = row_get(ctx, &k))) {
+			ctx->st.keys_full++;
+			return;
+		}
+		w->num += (uint64_t)value;
+	} else {
+		int created = 0;
+		struct kp_off *o = off_get(ctx, &k, partition, &created);
+
+		if (!o) {
+			ctx->st.keys_full++;
+			return;
+		}
+		if (!o->row && !(o->row = row_get(ctx, &k))) {
+			ctx->st.keys_full++;
+			return;
+		}
+		if (!created && value > o->offset)
+			o->row->num += (uint64_t)(value - o->offset);
+		o->offset = value; /* lower: the consumer went back; the new place is the base */
+	}
+}
+
+/* ---- segments ------------------------------------------------------------------------------------ */
+
+static uint32_t be32(const uint8_t *p)
+{
+	return (uint32_t)p[0] << 24 | (uint32_t)p[1] << 16 | (uint32_t)p[2] << 8 | p[3];
+}
+
+/* The requests starting in r at off and after, while they start inside it; *next their end. Returns 0,
+ * or -1 when the flow lost track. */
+static int parse_from(struct kp_ctx *ctx, const struct kp_pkt *r, uint32_t off, uint32_t *end)
+{
+	while (off < r->payload_len) {
+		struct kreq_hdr h;
+		unsigned int cut = 0;
+		uint32_t size, avail;
+		int res;
+
+		if (off + 4 > r->cap_len)
+			return -1; /* a request starts past the captured prefix: its size unknown */
+		size = be32(r->data + off);
+		if (size < 10 || size > KREQ_SIZE_MAX) {
+			ctx->st.unparsable++;
+			return -1;
+		}
+		avail = r->cap_len - off < 4 + size ? r->cap_len - off : 4 + size;
+		ctx->cur_pkt = r;
+		res = kreq_parse(r->data + off, avail, on_partition, ctx, &h, &cut);
+		if (res == KREQ_BAD) {
+			ctx->st.unparsable++;
+			return -1;
+		}
+		ctx->st.requests++;
+		if (h.api_key == KREQ_PRODUCE)
+			ctx->st.produce++;
+		else if (h.api_key == KREQ_FETCH)
+			ctx->st.fetch++;
+		if (res == KREQ_TRUNCATED)
+			ctx->st.truncated++;
+		else if (res == KREQ_UNSUPPORTED)
+			ctx->st.unsupported++;
+		off += 4 + size;
+	}
+	*end = r->seq + off;
+	return 0;
+}
+
+static void on_payload(struct kp_ctx *ctx, struct kp_flow *f, const struct kp_pkt *r)
+{
+	struct kreq_hdr h;
+	uint32_t off = 0, end;
+
+	if (f->synced) {
+		int32_t d = (int32_t)(r->seq - f->next);
+
+		if (d < 0) {
+			if ((int32_t)(r->seq + r->payload_len - f->next) <= 0)
+				return; /* inside a request, or a retransmission */
+			off = f->next - r->seq;
+		} else if (d > 0) {
+			ctx->st.resyncs++; /* segments missed: find a request start again */
+			f->synced = 0;
+		}
+	}
+	if (!f->synced) {
+		if (kreq_header(r->data, r->cap_len, &h)) {
+			ctx->st.unparsable++;
+			return;
+		}
+		f->synced = 1;
+	}
+	if (parse_from(ctx, r, off, &end)) {
+		ctx->st.resyncs++;
+		f->synced = 0;
+		return;
+	}
+	f->next = end;
+}
+
+static int on_record(void *data, void *rec, size_t size)
+{
+	struct kp_ctx *ctx = data;
+	const struct kp_pkt *r = rec;
+	struct kp_addr a;
+	struct kp_flow *f;
+
+	if (size < sizeof(*r) || (r->family != 4 && r->family != 6) || r->cap_len > KP_CAP)
+		return 0;
+	addr_of(r, &a);
+	f = flow_get(ctx, &a);
+	if (r->flags & KP_F_SYN) {
+		f->next = r->seq + 1;
+		f->synced = 1;
+	} else if (r->payload_len) {
+		on_payload(ctx, f, r);
+	}
+	if (r->flags & KP_F_END)
+		f->used = 0;
+	return 0;
+}
+
+static unsigned int tick(void *arg)
+{
+	struct kp_ctx *ctx = arg;
+
+	if (ctx->rb)
+		(void)ring_buffer__consume(ctx->rb);
+	return TICK_MS;
+}
+
+/* ---- reports ------------------------------------------------------------------------------------- */
+
+static void kernel_stats(struct kp_ctx *ctx, uint64_t out[KP_ST_MAX])
+{
+	int ncpu = libbpf_num_possible_cpus();
+	uint64_t *v;
+
+	memset(out, 0, sizeof(uint64_t) * KP_ST_MAX);
+	if (!ctx->skel || ncpu <= 0 || !(v = calloc((size_t)ncpu, sizeof(*v))))
+		return;
+	for (uint32_t i = 0; i < KP_ST_MAX; i++)
+		if (bpf_map__lookup_elem(ctx->skel->maps.kp_stats, &i, sizeof(i), v, sizeof(*v) * (size_t)ncpu, 0) == 0)
+			for (int c = 0; c < ncpu; c++)
+				out[i] += v[c];
+	free(v);
+}
+
+static void addr_str(int family, const uint8_t *a, char *buf, size_t len)
+{
+	if (!inet_ntop(family == 4 ? AF_INET : AF_INET6, a, buf, (socklen_t)len))
+		snprintf(buf, len, "?");
+}
+
+static void report(void *arg)
+{
+	struct kp_ctx *ctx = arg;
+	static struct probe_rec r;
+	uint64_t ks[KP_ST_MAX];
+
+	tick(ctx);
+	for (unsigned int i = 0; i < ROWS_MAX; i++) {
+		const struct kp_row *w = &ctx->rows[i];
+		char c[INET6_ADDRSTRLEN], s[INET6_ADDRSTRLEN];
+
+		if (!w->used)
+			continue;
+		addr_str(w->k.a.family, w->k.a.caddr, c, sizeof(c));
+		addr_str(w->k.a.family, w->k.a.saddr, s, sizeof(s));
+		probe_rec__begin(&r, &TBL_kafkaprobe);
+		probe_rec__str(&r, w->k.type == KREQ_PRODUCE ? "Producer" : "Consumer");
+		probe_rec__str(&r, c);
+		probe_rec__u64(&r, w->k.a.cport);
+		probe_rec__u64(&r, w->num);
+		probe_rec__strn(&r, w->k.topic, w->k.topic_len);
+		probe_rec__str(&r, s);
+		probe_rec__u64(&r, w->k.a.sport);
+		(void)probe_rt__emit(ctx->rt, &r);
+	}
+	kernel_stats(ctx, ks);
+	probe_rec__begin(&r, &TBL_kafkaprobe_stats);
+	probe_rec__str(&r, ctx->dev);
+	probe_rec__u64(&r, ks[KP_ST_PKTS]);
+	probe_rec__u64(&r, ctx->st.requests);
+	probe_rec__u64(&r, ctx->st.produce);
+	probe_rec__u64(&r, ctx->st.fetch);
+	probe_rec__u64(&r, ctx->st.unparsable);
+	probe_rec__u64(&r, ctx->st.resyncs);
+	probe_rec__u64(&r, ctx->st.truncated);
+	probe_rec__u64(&r, ks[KP_ST_RB_LOST]);
+	probe_rec__u64(&r, ctx->st.flows_evicted);
+	probe_rec__u64(&r, ctx->st.unsupported);
+	probe_rec__u64(&r, ctx->st.keys_full);
+	(void)probe_rt__emit(ctx->rt, &r);
+	(void)probe_rt__flush(ctx->rt);
+	if (ctx->bpf_stats && ctx->skel)
+		gg_bpf_stats_log(ctx->skel->obj, ctx->stats_prev, 1);
+}
+
+/* ---- setup ---------------------------------------------------------------------------------------- */
+
+static int setup(void *arg, struct probe_rt *rt)
+{
+	struct kp_ctx *ctx = arg;
+	LIBBPF_OPTS(bpf_link_create_opts, opts, .flags = XDP_FLAGS_SKB_MODE);
+	unsigned int ifindex;
+	int err;
+
+	ctx->rt = rt;
+	ctx->link_fd = -1;
+	snprintf(ctx->dev, sizeof(ctx->dev), "%s", ctx->cur.dev_name[0] ? ctx->cur.dev_name : "eth0");
+	ifindex = if_nametoindex(ctx->dev);
+	if (!ifindex) {
+		err = -errno;
+		probe_log(PLOG_ERROR, "device %s: %s", ctx->dev, strerror(-err));
+		return err;
+	}
+	ctx->flows = calloc(FLOW_SETS * FLOW_WAYS, sizeof(*ctx->flows));
+	ctx->rows = calloc(ROWS_MAX, sizeof(*ctx->rows));
+	ctx->offs = calloc(OFFS_MAX, sizeof(*ctx->offs));
+	if (!ctx->flows || !ctx->rows || !ctx->offs)
+		return -ENOMEM;
+	gg_bpf_begin();
+	ctx->skel = kafkaprobe__open();
+	if (!ctx->skel)
+		return gg_bpf_open_error();
+	ctx->skel->rodata->kp_port = (uint16_t)ctx->cur.port;
+	err = gg_bpf_load_ringbuf(ctx->skel->skeleton, rt, ctx->skel->maps.kp_events, on_record, ctx, &ctx->rb);
+	if (err)
+		return err;
+	/* generic (SKB) mode: every driver has it; the link goes with this process */
+	ctx->link_fd = bpf_link_create(bpf_program__fd(ctx->skel->progs.kp_xdp), (int)ifindex, BPF_XDP, &opts);
+	if (ctx->link_fd < 0) {
+		err = ctx->link_fd;
+		probe_log(PLOG_ERROR, "XDP on %s: %s", ctx->dev, strerror(-err));
+		return err;
+	}
+	probe_log(PLOG_INFO, "XDP (generic) on %s (ifindex %u), Kafka port %u", ctx->dev, ifindex, ctx->cur.port);
+	return 0;
+}
+
+static void teardown(void *arg)
+{
+	struct kp_ctx *ctx = arg;
+
+	if (ctx->link_fd >= 0)
+		close(ctx->link_fd);
+	ring_buffer__free(ctx->rb);
+	kafkaprobe__destroy(ctx->skel);
+	free(ctx->flows);
+	free(ctx->rows);
+	free(ctx->offs);
+}
+
+static void describe(void *arg, char *buf, size_t len)
+{
+	struct kp_ctx *ctx = arg;
+
+	snprintf(buf, len, ", device %s, Kafka port %u", ctx->dev, ctx->cur.port);
+}
+
+/* The probe: probes/lib/probe_main.c runs it (probe_runner.h). */
+static struct kp_ctx g_ctx;
+
+const struct probe_runner gg_probe_runner = {
+	.contract = &gg_contract_kafkaprobe,
+	.ctx = &g_ctx,
+	.args = {.bpf_stats = &g_ctx.bpf_stats, .notes = notes},
+	.conf = {&g_ctx.base, &g_ctx.cur, sizeof(g_ctx.cur), offsetof(struct kp_conf, subprobes), NULL, NULL},
+	.setup = setup,
+	.period_s = &g_ctx.cur.period_s,
+	.report = report,
+	.tick = tick,
+	.describe = describe,
+	.teardown = teardown,
+};
