@@ -280,6 +280,9 @@ $(BUILD)/fuzz/fuzz_hw_decode: probes/hwprobe/hw_decode.c probes/hwprobe/hw_decod
 $(BUILD)/fuzz/fuzz_hw_decode: FUZZ_CFLAGS += -Iprobes/hwprobe
 $(BUILD)/tests/test_hw_decode: $(BUILD)/obj/probes/hwprobe/hw_decode.o
 $(BUILD)/obj/tests/unit/test_hw_decode.o: CFLAGS += -Iprobes/hwprobe
+# kafkaprobe's request parser (probes/kafkaprobe/kafka_req.c) alone
+$(BUILD)/tests/test_kafka_req: $(BUILD)/obj/probes/kafkaprobe/kafka_req.o
+$(BUILD)/obj/tests/unit/test_kafka_req.o: CFLAGS += -Iprobes/kafkaprobe
 
 # virtualized_infos' command line and libvirt XML parsers (probes/virtualized_infos/virt_parse.c) alone
 $(BUILD)/fuzz/fuzz_virt_parse: probes/virtualized_infos/virt_parse.c probes/virtualized_infos/virt_parse.h
