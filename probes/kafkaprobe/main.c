@@ -22,12 +22,13 @@
 #include "probe.h"
 #include "probe_runner.h"
 
-#define TICK_MS	  200u
-#define FLOW_SETS 1024u /* x FLOW_WAYS flows, least recently used evicted per set */
-#define FLOW_WAYS 8u
-#define ROWS_MAX  4096u	 /* keys of the kafkaprobe table (power of 2) */
-#define OFFS_MAX  16384u /* consumer offsets per (client, server, topic, partition) (power of 2) */
-#define TOPIC_MAX 249	 /* Kafka's longest topic name */
+#define TICK_MS		     200u
+#define FIRST_CONFIG_WAIT_MS 5000u
+#define FLOW_SETS	     1024u /* x FLOW_WAYS flows, least recently used evicted per set */
+#define FLOW_WAYS	     8u
+#define ROWS_MAX	     4096u  /* keys of the kafkaprobe table (power of 2) */
+#define OFFS_MAX	     16384u /* consumer offsets per (client, server, topic, partition) (power of 2) */
+#define TOPIC_MAX	     249    /* Kafka's longest topic name */
 
 extern const struct gg_contract gg_contract_kafkaprobe;
 
@@ -416,6 +417,8 @@ static int setup(void *arg, struct probe_rt *rt)
 
 	ctx->rt = rt;
 	ctx->link_fd = -1;
+	/* under the supervisor, the device and port come with the first live configuration (PUT /kafka) */
+	(void)probe_runner__wait_first_config(FIRST_CONFIG_WAIT_MS);
 	snprintf(ctx->dev, sizeof(ctx->dev), "%s", ctx->cur.dev_name[0] ? ctx->cur.dev_name : "eth0");
 	ifindex = if_nametoindex(ctx->dev);
 	if (!ifindex) {

@@ -1,0 +1,144 @@
+"""test_kafkaprobe.py - kafkaprobe (kafka): librdkafka's mock broker (tests/helpers/kafka_mock) and kcat
+in a network namespace of the test's own, kafkaprobe's XDP program on that namespace's lo (each segment
+passes lo's ingress once: its transmit loops into netif_rx). Exact counts: Producer num per topic is
+the number of messages kcat produced; Consumer num of t1 is the number consumed (the rule: kcat -e
+exits on partition EOF, which librdkafka signals only from the response to a Fetch at the high
+watermark, so the last Fetch, at offset N, was always sent; the first, at 0 for -o beginning, is the
+base). And PUT /kafka through the supervisor's REST API, on the host's lo."""
+import os
+import subprocess
+import tempfile
+import time
+
+from harness import (PROBES, ROOT, TEST_BINS, KafkaMock, StandaloneProbe, TestFailure, check, dump_probe_log,
+                     meta_fields, put_running, rest_supervisor, teardown, wait_for)
+
+BIN = os.path.join(PROBES, "kafkaprobe")
+FIELDS = meta_fields(os.path.join(ROOT, "schema", "kafkaprobe.meta"))
+N_T1, N_T2 = 37, 11
+
+
+def _ns():
+    return "gg-kp-%x%x" % (os.getpid() & 0xffff, int.from_bytes(os.urandom(2), "little"))
+
+
+def _sums(rows, msg_type):
+    """topic -> num summed over client ports, from the latest record of each key."""
+    latest = {}
+    for r in rows:
+        if r["msg_type"] == msg_type:
+            latest[(r["client_ip"], r["client_port"], r["topic"], r["server_ip"], r["server_port"])] = r
+    out = {}
+    for r in latest.values():
+        out[r["topic"]] = out.get(r["topic"], 0) + int(r["num"])
+    return out, list(latest.values())
+
+
+def test_kafkaprobe_netns_exact_counts():
+    ns = _ns()
+    mock = probe = None
+    try:
+        subprocess.run(["ip", "netns", "add", ns], check=True, capture_output=True)
+        subprocess.run(["ip", "-n", ns, "link", "set", "lo", "up"], check=True, capture_output=True)
+        run = ["ip", "netns", "exec", ns]
+        mock = subprocess.Popen(run + [os.path.join(TEST_BINS, "kafka_mock"), "-t", "t1", "-t", "t2"],
+                                stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True)
+        bootstrap = mock.stdout.readline().strip()
+        check(bootstrap.startswith("127.0.0.1:"), "kafka_mock printed %r" % bootstrap)
+        port = bootstrap.split(":")[1]
+        probe = StandaloneProbe("/usr/bin/ip", ["netns", "exec", ns, BIN, "-d", "lo", "-k", port, "-t", "1"], FIELDS)
+        probe.wait_started()
+
+        def kcat(args, stdin=""):
+            r = subprocess.run(run + ["kcat", "-b", bootstrap, "-q"] + args, input=stdin, capture_output=True,
+                               text=True, timeout=30)
+            if r.returncode:
+                raise TestFailure("kcat %s: %s" % (" ".join(args), r.stderr.strip()))
+            return r.stdout
+
+        kcat(["-P", "-t", "t1"], "".join("m%d\n" % i for i in range(N_T1)))
+        kcat(["-P", "-t", "t2"], "".join("x%d\n" % i for i in range(N_T2)))
+        got = kcat(["-C", "-t", "t1", "-o", "beginning", "-e"]).splitlines()
+        check(len(got) == N_T1, "kcat consumed %d of t1, expected %d" % (len(got), N_T1))
+
+        def done():
+            p, _ = _sums(probe.rows("kafkaprobe"), "Producer")
+            c, _ = _sums(probe.rows("kafkaprobe"), "Consumer")
+            return p.get("t1") == N_T1 and p.get("t2") == N_T2 and c.get("t1") == N_T1
+        try:
+            wait_for(done, 15, "Producer t1 %d, t2 %d, Consumer t1 %d" % (N_T1, N_T2, N_T1))
+        except TestFailure:
+            raise TestFailure("rows %r\nstats %r\n%s" % (probe.rows("kafkaprobe")[-8:],
+                                                         probe.rows("kafkaprobe_stats")[-1:], probe.stderr()[-2000:]))
+        time.sleep(2.5)  # two more periods: nothing counted twice
+        prod, prows = _sums(probe.rows("kafkaprobe"), "Producer")
+        cons, crows = _sums(probe.rows("kafkaprobe"), "Consumer")
+        check(prod == {"t1": N_T1, "t2": N_T2}, "Producer sums %r" % prod)
+        check(cons == {"t1": N_T1}, "Consumer sums %r" % cons)
+        for r in prows + crows:
+            check(r["client_ip"] == "127.0.0.1" and r["server_ip"] == "127.0.0.1" and r["server_port"] == port,
+                  "addresses of %r" % r)
+        st = probe.rows("kafkaprobe_stats")[-1]
+        check(st["dev_name"] == "lo", "stats %r" % st)
+        for k in ("unparsable", "resyncs", "truncated", "ringbuf_lost", "flows_evicted", "unsupported_version",
+                  "keys_full"):
+            check(st[k] == "0", "kafkaprobe_stats.%s %s: %r" % (k, st[k], st))
+        check(int(st["produce"]) >= 2 and int(st["fetch"]) >= 2 and int(st["requests"]) <= int(st["packets"]),
+              "stats %r" % st)
+        rc, log = probe.stop()
+        probe = None
+        check(rc == 0, "kafkaprobe exit status %r: %s" % (rc, log[-2000:]))
+        print("  Producer %r, Consumer %r (%d keys), stats %r" % (prod, cons, len(prows + crows), st))
+    finally:
+        if probe:
+            probe.stop()
+        if mock and mock.poll() is None:
+            mock.kill()
+            mock.wait()
+        for p in subprocess.run(["ip", "netns", "pids", ns], capture_output=True, text=True).stdout.split():
+            try:
+                os.kill(int(p), 9)
+            except (ProcessLookupError, ValueError):
+                pass
+        subprocess.run(["ip", "netns", "del", ns], capture_output=True)
+
+
+test_kafkaprobe_netns_exact_counts.timeout = 90
+
+
+def test_kafkaprobe_rest_put():
+    """PUT /kafka {"params": {"dev_name": "lo", "kafka_port": P}, "state": "running"} on a supervisor
+    whose kafka probe is off: it runs with those parameters; 5 messages produced to the mock broker on
+    the host's lo (a port of its own) come out as Producer num 5 in the supervisor's metrics."""
+    tmp = tempfile.mkdtemp(prefix="gg-kp-rest-")
+    mock = KafkaMock(topics=("t1",))
+    s = None
+    try:
+        port = int(mock.bootstrap.split(":")[1])
+        s = rest_supervisor(tmp, "kafkaprobe")
+        put_running(s, "kafka", "kafkaprobe", {"params": {"dev_name": "lo", "kafka_port": port}, "state": "running"})
+        time.sleep(0.5)
+        r = subprocess.run(["kcat", "-b", mock.bootstrap, "-q", "-P", "-t", "t1"], input="a\nb\nc\nd\ne\n",
+                           capture_output=True, text=True, timeout=30)
+        check(r.returncode == 0, "kcat: %s" % r.stderr)
+
+        def num():
+            recs = [x for x in s.metric_records("kafkaprobe") if x.get("msg_type") == "Producer"
+                    and x.get("topic") == "t1" and str(x.get("server_port")) == str(port)]
+            latest = {}
+            for x in recs:
+                latest[x["client_port"]] = int(x["num"])
+            return sum(latest.values()) if latest else None
+        try:
+            wait_for(lambda: num() == 5, 20, "Producer t1 num 5 in metrics.log")
+        except TestFailure:
+            dump_probe_log(s, "kafkaprobe")
+            raise TestFailure("num %r; records %r" % (num(), s.metric_records("kafkaprobe")[-3:]))
+        check(s.metric_records("kafkaprobe_stats"), "no kafkaprobe_stats records")
+        check(s.probe("kafkaprobe")["rejected_total"] == 0, "records rejected by the supervisor")
+        print("  PUT /kafka: running on lo port %d, Producer num %d" % (port, num()))
+    finally:
+        teardown(s, mock, tmp)
+
+
+test_kafkaprobe_rest_put.timeout = 90
