@@ -411,7 +411,7 @@ static void report(void *arg)
 static int setup(void *arg, struct probe_rt *rt)
 {
 	struct kp_ctx *ctx = arg;
-	LIBBPF_OPTS(bpf_link_create_opts, opts, .flags = XDP_FLAGS_SKB_MODE);
+	struct bpf_link_create_opts opts = {.sz = sizeof(opts), .flags = XDP_FLAGS_SKB_MODE};
 	unsigned int ifindex;
 	int err;
 
