@@ -176,6 +176,20 @@ static int64_t batches(struct rd *r, int flex, unsigned int *cut)
 	return total;
 }
 
+/* A topic's name (its offset and length in the request) and the number of its partitions; -1 (r->err
+ * set) when the name's length is negative. */
+static int64_t topic_begin(struct rd *r, int flex, size_t *toff, int32_t *tl)
+{
+	*tl = str_len(r, flex);
+	*toff = r->pos;
+	if (*tl < 0) {
+		r->err = 1;
+		return -1;
+	}
+	skip(r, (size_t)*tl);
+	return arr_len(r, flex);
+}
+
 /* Produce v3..v12: transactional_id, acks, timeout_ms, topic_data [name, partition_data [index,
  * records]]; v9+ flexible. Returns 1 when the prefix ended in the records of the request's last
  * partition (everything was seen). */
@@ -191,16 +205,12 @@ static int produce(struct rd *r, int v, kreq_part_cb cb, void *arg, unsigned int
 	skip(r, 2 + 4); /* acks, timeout_ms */
 	topics = arr_len(r, flex);
 	for (int64_t t = 0; t < topics && !r->err; t++) {
-		int32_t tl = str_len(r, flex);
-		size_t toff = r->pos;
-		int64_t parts;
+		int32_t tl;
+		size_t toff;
+		int64_t parts = topic_begin(r, flex, &toff, &tl);
 
-		if (tl < 0) {
-			r->err = 1;
+		if (parts < 0)
 			break;
-		}
-		skip(r, (size_t)tl);
-		parts = arr_len(r, flex);
 		for (int64_t p = 0; p < parts && !r->err; p++) {
 			int32_t idx = i32(r);
 			unsigned int cut_before = *cut;
@@ -233,16 +243,12 @@ static void fetch(struct rd *r, int v, kreq_part_cb cb, void *arg)
 		skip(r, 4 + 4); /* session_id, session_epoch */
 	topics = arr_len(r, flex);
 	for (int64_t t = 0; t < topics && !r->err; t++) {
-		int32_t tl = str_len(r, flex);
-		size_t toff = r->pos;
-		int64_t parts;
+		int32_t tl;
+		size_t toff;
+		int64_t parts = topic_begin(r, flex, &toff, &tl);
 
-		if (tl < 0) {
-			r->err = 1;
+		if (parts < 0)
 			break;
-		}
-		skip(r, (size_t)tl);
-		parts = arr_len(r, flex);
 		for (int64_t p = 0; p < parts && !r->err; p++) {
 			int32_t idx = i32(r);
 			int64_t off;
@@ -251,8 +257,8 @@ static void fetch(struct rd *r, int v, kreq_part_cb cb, void *arg)
 				skip(r, 4); /* current_leader_epoch */
 			off = i64(r);
 			if (v >= 12)
-				skip(r, 4); /* last_fetched_epoch */
-			skip(r, 8 + 4);	    /* log_start_offset (v5+), partition_max_bytes */
+				skip(r, 4);	       /* last_fetched_epoch */
+			skip(r, (v >= 5 ? 8 : 0) + 4); /* log_start_offset (v5+), partition_max_bytes */
 			if (flex)
 				tags(r);
 			if (r->err)

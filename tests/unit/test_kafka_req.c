@@ -156,8 +156,10 @@ static void fetch(struct buf *b, int ver)
 	put(b, 1, 4);
 	put(b, 52428800, 4);
 	put(b, 0, 1);
-	put(b, 0, 4);
-	put(b, 0, 4);
+	if (ver >= 7) { /* session_id, session_epoch */
+		put(b, 0, 4);
+		put(b, 0, 4);
+	}
 	arr(b, 2, flex);
 	for (int t = 0; t < 2; t++) {
 		int n = t == 0 ? 2 : 1;
@@ -168,11 +170,13 @@ static void fetch(struct buf *b, int ver)
 			int k = t * 2 + i;
 
 			put(b, (uint64_t)parts[k].p, 4);
-			put(b, 0, 4); /* current_leader_epoch */
+			if (ver >= 9)
+				put(b, 0, 4); /* current_leader_epoch */
 			put(b, (uint64_t)parts[k].off, 8);
 			if (ver >= 12)
-				put(b, 0, 4);
-			put(b, 0, 8);
+				put(b, 0, 4); /* last_fetched_epoch */
+			if (ver >= 5)
+				put(b, 0, 8); /* log_start_offset */
 			put(b, 1048576, 4);
 			if (flex)
 				uvar(b, 0);
@@ -293,6 +297,15 @@ static void check_fetch(int ver)
 		for (int i = 0; i < s.n; i++) /* a partition reported from a prefix is reported right */
 			assert_true(s.val[i] == 100 || s.val[i] == 250 || s.val[i] == 9);
 	}
+}
+
+/* every layout change of the partition entry: log_start_offset (v5), the session (v7), the leader epoch (v9) */
+GG_TEST(test_fetch_v4_to_v9)
+{
+	check_fetch(4);
+	check_fetch(5);
+	check_fetch(7);
+	check_fetch(9);
 }
 
 GG_TEST(test_fetch_v11)
