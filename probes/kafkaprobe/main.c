@@ -1,8 +1,7 @@
 /* main.c - kafkaprobe ("kafka"): Kafka messages produced and consumed per client, topic and broker,
  * from the Kafka requests arriving at one device. The kernel half (bpf/kafkaprobe.bpf.c, XDP in generic
- * mode) copies each TCP segment to kafka_port with its sequence number; here each flow's request
- * boundaries are followed by sequence number (a request starts at the previous one's start + 4 + its
- * size), and Produce and Fetch requests are parsed (kafka_req.c). */
+ * mode) follows each flow from request to request and copies the first bytes of every request; here
+ * Produce and Fetch requests are parsed (kafka_req.c) and counted. */
 #include <arpa/inet.h>
 #include <errno.h>
 #include <net/if.h>
@@ -24,8 +23,6 @@
 
 #define TICK_MS		     200u
 #define FIRST_CONFIG_WAIT_MS 5000u
-#define FLOW_SETS	     1024u /* x FLOW_WAYS flows, least recently used evicted per set */
-#define FLOW_WAYS	     8u
 #define ROWS_MAX	     4096u  /* keys of the kafkaprobe table (power of 2) */
 #define OFFS_MAX	     16384u /* consumer offsets per (client, server, topic, partition) (power of 2) */
 #define TOPIC_MAX	     249    /* Kafka's longest topic name */
@@ -37,13 +34,6 @@ struct kp_addr {
 	uint8_t pad;
 	uint16_t cport, sport;
 	uint8_t caddr[16], saddr[16];
-};
-
-struct kp_flow {
-	struct kp_addr a;
-	uint32_t next; /* sequence number where the next request starts */
-	uint8_t used, synced;
-	uint64_t last;
 };
 
 struct kp_row_key {
@@ -68,7 +58,7 @@ struct kp_off {
 };
 
 struct kp_stats {
-	uint64_t requests, produce, fetch, unparsable, resyncs, truncated, flows_evicted, unsupported, keys_full;
+	uint64_t requests, produce, fetch, unparsable, truncated, unsupported, keys_full;
 };
 
 struct kp_ctx {
@@ -80,8 +70,6 @@ struct kp_ctx {
 	int bpf_stats;
 	struct gg_bpf_stats_prev stats_prev[1];
 	char dev[64];
-	uint64_t clock;
-	struct kp_flow *flows;
 	struct kp_row *rows;
 	struct kp_off *offs;
 	unsigned int nrows;
@@ -105,7 +93,7 @@ static uint64_t fnv(const void *p, size_t n, uint64_t h)
 
 #define FNV0 14695981039346656037ull
 
-/* ---- flows -------------------------------------------------------------------------------------- */
+/* ---- addresses ------------------------------------------------------------------------------------ */
 
 static void addr_of(const struct kp_pkt *r, struct kp_addr *a)
 {
@@ -115,33 +103,6 @@ static void addr_of(const struct kp_pkt *r, struct kp_addr *a)
 	a->sport = r->dport;
 	memcpy(a->caddr, r->saddr, r->family == 4 ? 4 : 16);
 	memcpy(a->saddr, r->daddr, r->family == 4 ? 4 : 16);
-}
-
-static struct kp_flow *flow_get(struct kp_ctx *ctx, const struct kp_addr *a)
-{
-	struct kp_flow *set = ctx->flows + (fnv(a, sizeof(*a), FNV0) % FLOW_SETS) * FLOW_WAYS, *victim = NULL;
-
-	for (unsigned int i = 0; i < FLOW_WAYS; i++) {
-		struct kp_flow *f = &set[i];
-
-		if (f->used && !memcmp(&f->a, a, sizeof(*a))) {
-			f->last = ++ctx->clock;
-			return f;
-		}
-		if (!f->used) {
-			if (!victim || victim->used)
-				victim = f;
-		} else if (!victim || (victim->used && f->last < victim->last)) {
-			victim = f;
-		}
-	}
-	if (victim->used)
-		ctx->st.flows_evicted++;
-	memset(victim, 0, sizeof(*victim));
-	victim->a = *a;
-	victim->used = 1;
-	victim->last = ++ctx->clock;
-	return victim;
 }
 
 /* ---- rows and consumer offsets ------------------------------------------------------------------ */
@@ -236,96 +197,35 @@ static uint32_t be32(const uint8_t *p)
 	return (uint32_t)p[0] << 24 | (uint32_t)p[1] << 16 | (uint32_t)p[2] << 8 | p[3];
 }
 
-/* The requests starting in r at off and after, while they start inside it; *next their end. Returns 0,
- * or -1 when the flow lost track. */
-static int parse_from(struct kp_ctx *ctx, const struct kp_pkt *r, uint32_t off, uint32_t *end)
-{
-	while (off < r->payload_len) {
-		struct kreq_hdr h;
-		unsigned int cut = 0;
-		uint32_t size, avail;
-		int res;
-
-		if (off + 4 > r->cap_len)
-			return -1; /* a request starts past the captured prefix: its size unknown */
-		size = be32(r->data + off);
-		if (size < 10 || size > KREQ_SIZE_MAX) {
-			ctx->st.unparsable++;
-			return -1;
-		}
-		avail = r->cap_len - off < 4 + size ? r->cap_len - off : 4 + size;
-		ctx->cur_pkt = r;
-		res = kreq_parse(r->data + off, avail, on_partition, ctx, &h, &cut);
-		if (res == KREQ_BAD) {
-			ctx->st.unparsable++;
-			return -1;
-		}
-		ctx->st.requests++;
-		if (h.api_key == KREQ_PRODUCE)
-			ctx->st.produce++;
-		else if (h.api_key == KREQ_FETCH)
-			ctx->st.fetch++;
-		if (res == KREQ_TRUNCATED)
-			ctx->st.truncated++;
-		else if (res == KREQ_UNSUPPORTED)
-			ctx->st.unsupported++;
-		off += 4 + size;
-	}
-	*end = r->seq + off;
-	return 0;
-}
-
-static void on_payload(struct kp_ctx *ctx, struct kp_flow *f, const struct kp_pkt *r)
-{
-	struct kreq_hdr h;
-	uint32_t off = 0, end;
-
-	if (f->synced) {
-		int32_t d = (int32_t)(r->seq - f->next);
-
-		if (d < 0) {
-			if ((int32_t)(r->seq + r->payload_len - f->next) <= 0)
-				return; /* inside a request, or a retransmission */
-			off = f->next - r->seq;
-		} else if (d > 0) {
-			ctx->st.resyncs++; /* segments missed: find a request start again */
-			f->synced = 0;
-		}
-	}
-	if (!f->synced) {
-		if (kreq_header(r->data, r->cap_len, &h)) {
-			ctx->st.unparsable++;
-			return;
-		}
-		f->synced = 1;
-	}
-	if (parse_from(ctx, r, off, &end)) {
-		ctx->st.resyncs++;
-		f->synced = 0;
-		return;
-	}
-	f->next = end;
-}
-
+/* One request from its first bytes (the kernel half found where it starts). */
 static int on_record(void *data, void *rec, size_t size)
 {
 	struct kp_ctx *ctx = data;
 	const struct kp_pkt *r = rec;
-	struct kp_addr a;
-	struct kp_flow *f;
+	struct kreq_hdr h;
+	unsigned int cut = 0;
+	uint32_t len;
+	int res;
 
-	if (size < sizeof(*r) || (r->family != 4 && r->family != 6) || r->cap_len > KP_CAP)
+	if (size < sizeof(*r) || (r->family != 4 && r->family != 6) || r->cap_len > KP_CAP || r->cap_len < 4 ||
+	    !(r->flags & KP_F_START))
 		return 0;
-	addr_of(r, &a);
-	f = flow_get(ctx, &a);
-	if (r->flags & KP_F_SYN) {
-		f->next = r->seq + 1;
-		f->synced = 1;
-	} else if (r->payload_len) {
-		on_payload(ctx, f, r);
+	len = be32(r->data);
+	ctx->cur_pkt = r;
+	res = kreq_parse(r->data, r->cap_len - 4 < len ? r->cap_len : 4 + (size_t)len, on_partition, ctx, &h, &cut);
+	if (res == KREQ_BAD) {
+		ctx->st.unparsable++;
+		return 0;
 	}
-	if (r->flags & KP_F_END)
-		f->used = 0;
+	ctx->st.requests++;
+	if (h.api_key == KREQ_PRODUCE)
+		ctx->st.produce++;
+	else if (h.api_key == KREQ_FETCH)
+		ctx->st.fetch++;
+	if (res == KREQ_TRUNCATED)
+		ctx->st.truncated++;
+	else if (res == KREQ_UNSUPPORTED)
+		ctx->st.unsupported++;
 	return 0;
 }
 
@@ -394,10 +294,10 @@ static void report(void *arg)
 	probe_rec__u64(&r, ctx->st.produce);
 	probe_rec__u64(&r, ctx->st.fetch);
 	probe_rec__u64(&r, ctx->st.unparsable);
-	probe_rec__u64(&r, ctx->st.resyncs);
+	probe_rec__u64(&r, ks[KP_ST_RESYNC]);
 	probe_rec__u64(&r, ctx->st.truncated);
 	probe_rec__u64(&r, ks[KP_ST_RB_LOST]);
-	probe_rec__u64(&r, ctx->st.flows_evicted);
+	probe_rec__u64(&r, ks[KP_ST_UNSYNCED]);
 	probe_rec__u64(&r, ctx->st.unsupported);
 	probe_rec__u64(&r, ctx->st.keys_full);
 	(void)probe_rt__emit(ctx->rt, &r);
@@ -426,10 +326,9 @@ static int setup(void *arg, struct probe_rt *rt)
 		probe_log(PLOG_ERROR, "device %s: %s", ctx->dev, strerror(-err));
 		return err;
 	}
-	ctx->flows = calloc(FLOW_SETS * FLOW_WAYS, sizeof(*ctx->flows));
 	ctx->rows = calloc(ROWS_MAX, sizeof(*ctx->rows));
 	ctx->offs = calloc(OFFS_MAX, sizeof(*ctx->offs));
-	if (!ctx->flows || !ctx->rows || !ctx->offs)
+	if (!ctx->rows || !ctx->offs)
 		return -ENOMEM;
 	gg_bpf_begin();
 	ctx->skel = kafkaprobe__open();
@@ -458,7 +357,6 @@ static void teardown(void *arg)
 		close(ctx->link_fd);
 	ring_buffer__free(ctx->rb);
 	kafkaprobe__destroy(ctx->skel);
-	free(ctx->flows);
 	free(ctx->rows);
 	free(ctx->offs);
 }
