@@ -281,6 +281,8 @@ $(BUILD)/fuzz/fuzz_hw_decode: FUZZ_CFLAGS += -Iprobes/hwprobe
 $(BUILD)/tests/test_hw_decode: $(BUILD)/obj/probes/hwprobe/hw_decode.o
 $(BUILD)/obj/tests/unit/test_hw_decode.o: CFLAGS += -Iprobes/hwprobe
 # kafkaprobe's request parser (probes/kafkaprobe/kafka_req.c) alone
+$(BUILD)/fuzz/fuzz_kafka_req: probes/kafkaprobe/kafka_req.c probes/kafkaprobe/kafka_req.h
+$(BUILD)/fuzz/fuzz_kafka_req: FUZZ_CFLAGS += -Iprobes/kafkaprobe
 $(BUILD)/tests/test_kafka_req: $(BUILD)/obj/probes/kafkaprobe/kafka_req.o
 $(BUILD)/obj/tests/unit/test_kafka_req.o: CFLAGS += -Iprobes/kafkaprobe
 
