@@ -66,7 +66,8 @@ struct kp_ctx {
 	struct kp_conf base, cur;
 	struct kafkaprobe *skel;
 	struct ring_buffer *rb;
-	int link_fd;
+	int link_fd;	/* the XDP link, -1 while not attached */
+	int attach_err; /* the last attach failure (logged once) */
 	int bpf_stats;
 	struct gg_bpf_stats_prev stats_prev[1];
 	char dev[64];
@@ -238,6 +239,31 @@ static unsigned int tick(void *arg)
 	return TICK_MS;
 }
 
+/* The XDP program on the device, when it is not yet: a device that does not exist (yet), or that another
+ * program holds, is tried again every report period (logged once per reason). */
+static void attach(struct kp_ctx *ctx)
+{
+	struct bpf_link_create_opts opts = {.sz = sizeof(opts), .flags = XDP_FLAGS_SKB_MODE};
+	unsigned int ifindex;
+	int err;
+
+	if (ctx->link_fd >= 0 || !ctx->skel)
+		return;
+	ifindex = if_nametoindex(ctx->dev);
+	/* generic (SKB) mode: every driver has it; the link goes with this process */
+	err = ifindex ? bpf_link_create(bpf_program__fd(ctx->skel->progs.kp_xdp), (int)ifindex, BPF_XDP, &opts)
+		      : -errno;
+	if (err < 0) {
+		if (err != ctx->attach_err)
+			probe_log(PLOG_WARN, "XDP on %s: %s; trying again every period", ctx->dev, strerror(-err));
+		ctx->attach_err = err;
+		return;
+	}
+	ctx->link_fd = err;
+	ctx->attach_err = 0;
+	probe_log(PLOG_INFO, "XDP (generic) on %s (ifindex %u), Kafka port %u", ctx->dev, ifindex, ctx->cur.port);
+}
+
 /* ---- reports ------------------------------------------------------------------------------------- */
 
 static void kernel_stats(struct kp_ctx *ctx, uint64_t out[KP_ST_MAX])
@@ -268,6 +294,7 @@ static void report(void *arg)
 	uint64_t ks[KP_ST_MAX];
 
 	tick(ctx);
+	attach(ctx);
 	for (unsigned int i = 0; i < ROWS_MAX; i++) {
 		const struct kp_row *w = &ctx->rows[i];
 		char c[INET6_ADDRSTRLEN], s[INET6_ADDRSTRLEN];
@@ -311,8 +338,6 @@ static void report(void *arg)
 static int setup(void *arg, struct probe_rt *rt)
 {
 	struct kp_ctx *ctx = arg;
-	struct bpf_link_create_opts opts = {.sz = sizeof(opts), .flags = XDP_FLAGS_SKB_MODE};
-	unsigned int ifindex;
 	int err;
 
 	ctx->rt = rt;
@@ -320,12 +345,6 @@ static int setup(void *arg, struct probe_rt *rt)
 	/* under the supervisor, the device and port come with the first live configuration (PUT /kafka) */
 	(void)probe_runner__wait_first_config(FIRST_CONFIG_WAIT_MS);
 	snprintf(ctx->dev, sizeof(ctx->dev), "%s", ctx->cur.dev_name[0] ? ctx->cur.dev_name : "eth0");
-	ifindex = if_nametoindex(ctx->dev);
-	if (!ifindex) {
-		err = -errno;
-		probe_log(PLOG_ERROR, "device %s: %s", ctx->dev, strerror(-err));
-		return err;
-	}
 	ctx->rows = calloc(ROWS_MAX, sizeof(*ctx->rows));
 	ctx->offs = calloc(OFFS_MAX, sizeof(*ctx->offs));
 	if (!ctx->rows || !ctx->offs)
@@ -338,14 +357,7 @@ static int setup(void *arg, struct probe_rt *rt)
 	err = gg_bpf_load_ringbuf(ctx->skel->skeleton, rt, ctx->skel->maps.kp_events, on_record, ctx, &ctx->rb);
 	if (err)
 		return err;
-	/* generic (SKB) mode: every driver has it; the link goes with this process */
-	ctx->link_fd = bpf_link_create(bpf_program__fd(ctx->skel->progs.kp_xdp), (int)ifindex, BPF_XDP, &opts);
-	if (ctx->link_fd < 0) {
-		err = ctx->link_fd;
-		probe_log(PLOG_ERROR, "XDP on %s: %s", ctx->dev, strerror(-err));
-		return err;
-	}
-	probe_log(PLOG_INFO, "XDP (generic) on %s (ifindex %u), Kafka port %u", ctx->dev, ifindex, ctx->cur.port);
+	attach(ctx);
 	return 0;
 }
 

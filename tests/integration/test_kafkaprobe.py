@@ -193,6 +193,29 @@ def test_kafkaprobe_coalesced_requests():
 test_kafkaprobe_coalesced_requests.timeout = 60
 
 
+def test_kafkaprobe_device_later():
+    """dev_name names a device that does not exist yet: the probe stays up (its stats reported, the
+    failure logged once), and attaches once the device appears (a veth pair made in the namespace)."""
+    ns = _ns()
+    probe = None
+    try:
+        subprocess.run(["ip", "netns", "add", ns], check=True, capture_output=True)
+        probe = StandaloneProbe("/usr/bin/ip", ["netns", "exec", ns, BIN, "-d", "kpdev0", "-t", "1"], FIELDS)
+        probe.wait_started()
+        wait_for(lambda: len(probe.rows("kafkaprobe_stats")) >= 2, 10, "stats while the device is missing")
+        check(probe.stderr().count("XDP on kpdev0: No such device") == 1, "logged once: %s" % probe.stderr())
+        subprocess.run(["ip", "-n", ns, "link", "add", "kpdev0", "type", "veth", "peer", "name", "kpdev1"], check=True, capture_output=True)
+        wait_for(lambda: "XDP (generic) on kpdev0" in probe.stderr(), 10, "the XDP program on the new device")
+        check(probe.proc.poll() is None, "the probe exited")
+    finally:
+        if probe:
+            probe.stop()
+        subprocess.run(["ip", "netns", "del", ns], capture_output=True)
+
+
+test_kafkaprobe_device_later.timeout = 40
+
+
 def test_kafkaprobe_rest_put():
     """PUT /kafka {"params": {"dev_name": "lo", "kafka_port": P}, "state": "running"} on a supervisor
     whose kafka probe is off: it runs with those parameters; 5 messages produced to the mock broker on
