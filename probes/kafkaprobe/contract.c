@@ -1,5 +1,5 @@
 /* contract.c - kafkaprobe's contract: REST name "kafka" (gala-gopher's), parameters dev_name and
- * kafka_port (ipc/contract.h). */
+ * kafka_port (gala-gopher's) and idle_timeout (ipc/contract.h). */
 #include "contract.h"
 
 #ifndef GG_CONTRACT_ONLY
@@ -14,6 +14,9 @@ static const struct gg_param_spec params[] = {
 	 .help = "the device whose incoming packets are parsed (XDP); \"\": eth0", GG_STORE(struct kp_conf, dev_name)},
 	{.name = "kafka_port", .type = GG_PT_INT, .def = 9092, .min = 1, .max = 65535, .restart = 1, .flag = "-k",
 	 .help = "the brokers' TCP port", GG_STORE(struct kp_conf, port)},
+	{.name = "idle_timeout", .type = GG_PT_INT, .def = 300, .min = 1, .max = 86400, .unit = "s", .flag = "--idle",
+	 .help = "a key (client connection, topic) not seen this long is forgotten: its series ends",
+	 GG_STORE(struct kp_conf, idle_s)},
 };
 /* clang-format on */
 

@@ -47,6 +47,7 @@ struct kp_row {
 	struct kp_row_key k;
 	uint8_t used;
 	uint64_t num;
+	uint64_t seen_ms; /* when a request last named it */
 };
 
 struct kp_off {
@@ -55,6 +56,7 @@ struct kp_off {
 	uint8_t used;
 	int64_t offset;
 	struct kp_row *row;
+	uint64_t seen_ms;
 };
 
 struct kp_stats {
@@ -74,6 +76,7 @@ struct kp_ctx {
 	struct kp_row *rows;
 	struct kp_off *offs;
 	unsigned int nrows;
+	uint64_t now_ms; /* monotonic, as of the last tick */
 	struct kp_stats st;
 	const struct kp_pkt *cur_pkt; /* the packet being parsed (for the partition callback) */
 };
@@ -173,6 +176,7 @@ static void on_partition(void *arg, int api_key, const char *topic, size_t topic
 			return;
 		}
 		w->num += (uint64_t)value;
+		w->seen_ms = ctx->now_ms;
 	} else {
 		int created = 0;
 		struct kp_off *o = off_get(ctx, &k, partition, &created);
@@ -188,6 +192,7 @@ static void on_partition(void *arg, int api_key, const char *topic, size_t topic
 		if (!created && value > o->offset)
 			o->row->num += (uint64_t)(value - o->offset);
 		o->offset = value; /* lower: the consumer went back; the new place is the base */
+		o->seen_ms = o->row->seen_ms = ctx->now_ms;
 	}
 }
 
@@ -234,6 +239,7 @@ static unsigned int tick(void *arg)
 {
 	struct kp_ctx *ctx = arg;
 
+	ctx->now_ms = probe_now_mono_ms();
 	if (ctx->rb)
 		(void)ring_buffer__consume(ctx->rb);
 	return TICK_MS;
@@ -262,6 +268,54 @@ static void attach(struct kp_ctx *ctx)
 	ctx->link_fd = err;
 	ctx->attach_err = 0;
 	probe_log(PLOG_INFO, "XDP (generic) on %s (ifindex %u), Kafka port %u", ctx->dev, ifindex, ctx->cur.port);
+}
+
+/* Keys not seen for idle_timeout (their connections are gone: a client port is a key) leave both tables,
+ * which are open-addressed without deletion: rebuilt from what stays, when anything goes. A consumer
+ * offset whose row went finds (or makes) its row again at its next Fetch. */
+static void forget_idle(struct kp_ctx *ctx)
+{
+	uint64_t idle = (uint64_t)ctx->cur.idle_s * 1000, cut = ctx->now_ms > idle ? ctx->now_ms - idle : 0;
+	struct kp_row *old_rows = ctx->rows;
+	struct kp_off *old_offs = ctx->offs;
+	int stale = 0;
+
+	for (unsigned int i = 0; i < ROWS_MAX && !stale; i++)
+		stale = old_rows[i].used && old_rows[i].seen_ms < cut;
+	for (unsigned int i = 0; i < OFFS_MAX && !stale; i++)
+		stale = old_offs[i].used && old_offs[i].seen_ms < cut;
+	if (!stale)
+		return;
+	ctx->rows = calloc(ROWS_MAX, sizeof(*ctx->rows));
+	ctx->offs = calloc(OFFS_MAX, sizeof(*ctx->offs));
+	if (!ctx->rows || !ctx->offs) { /* kept as they are, tried again next period */
+		free(ctx->rows);
+		free(ctx->offs);
+		ctx->rows = old_rows;
+		ctx->offs = old_offs;
+		return;
+	}
+	ctx->nrows = 0;
+	for (unsigned int i = 0; i < ROWS_MAX; i++) {
+		struct kp_row *w;
+
+		if (old_rows[i].used && old_rows[i].seen_ms >= cut && (w = row_get(ctx, &old_rows[i].k))) {
+			w->num = old_rows[i].num;
+			w->seen_ms = old_rows[i].seen_ms;
+		}
+	}
+	for (unsigned int i = 0; i < OFFS_MAX; i++) {
+		int created = 0;
+		struct kp_off *o;
+
+		if (old_offs[i].used && old_offs[i].seen_ms >= cut &&
+		    (o = off_get(ctx, &old_offs[i].k, old_offs[i].partition, &created))) {
+			o->offset = old_offs[i].offset;
+			o->seen_ms = old_offs[i].seen_ms;
+		}
+	}
+	free(old_rows);
+	free(old_offs);
 }
 
 /* ---- reports ------------------------------------------------------------------------------------- */
@@ -329,6 +383,7 @@ static void report(void *arg)
 	probe_rec__u64(&r, ctx->st.keys_full);
 	(void)probe_rt__emit(ctx->rt, &r);
 	(void)probe_rt__flush(ctx->rt);
+	forget_idle(ctx);
 	if (ctx->bpf_stats && ctx->skel)
 		gg_bpf_stats_log(ctx->skel->obj, ctx->stats_prev, 1);
 }
@@ -342,6 +397,7 @@ static int setup(void *arg, struct probe_rt *rt)
 
 	ctx->rt = rt;
 	ctx->link_fd = -1;
+	ctx->now_ms = probe_now_mono_ms();
 	/* under the supervisor, the device and port come with the first live configuration (PUT /kafka) */
 	(void)probe_runner__wait_first_config(FIRST_CONFIG_WAIT_MS);
 	snprintf(ctx->dev, sizeof(ctx->dev), "%s", ctx->cur.dev_name[0] ? ctx->cur.dev_name : "eth0");

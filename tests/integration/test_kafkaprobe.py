@@ -193,6 +193,57 @@ def test_kafkaprobe_coalesced_requests():
 test_kafkaprobe_coalesced_requests.timeout = 60
 
 
+def test_kafkaprobe_idle_keys_forgotten():
+    """--idle 2: a producer's key (its client port) not seen for 2 s stops being reported (its connection
+    is gone; a client port is a key, so keys would otherwise pile up until the table is full), while a
+    later producer is counted exactly."""
+    ns = _ns()
+    mock = probe = None
+    try:
+        subprocess.run(["ip", "netns", "add", ns], check=True, capture_output=True)
+        subprocess.run(["ip", "-n", ns, "link", "set", "lo", "up"], check=True, capture_output=True)
+        run = ["ip", "netns", "exec", ns]
+        mock = subprocess.Popen(run + [os.path.join(TEST_BINS, "kafka_mock"), "-t", "t1"], stdin=subprocess.PIPE,
+                                stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True)
+        bootstrap = mock.stdout.readline().strip()
+        port = bootstrap.split(":")[1]
+        probe = StandaloneProbe("/usr/bin/ip", ["netns", "exec", ns, BIN, "-d", "lo", "-k", port, "-t", "1",
+                                                "--idle", "2"], FIELDS)
+        probe.wait_started()
+
+        def produce(n):
+            subprocess.run(run + ["kcat", "-b", bootstrap, "-q", "-P", "-t", "t1"], input="m\n" * n, text=True,
+                           check=True, timeout=30)
+
+        def ports():
+            return {r["client_port"]: int(r["num"]) for r in probe.rows("kafkaprobe") if r["msg_type"] == "Producer"}
+        produce(7)
+        first = wait_for(lambda: [p for p, n in ports().items() if n == 7] or None, 10, "the first producer's row")[0]
+
+        def reported(p):
+            return sum(1 for r in probe.rows("kafkaprobe") if r["client_port"] == p)
+        time.sleep(3.5)  # idle for more than 2 s: forgotten at a report in between
+        n1 = reported(first)
+        time.sleep(2.5)
+        check(reported(first) == n1, "the idle key %s is still reported (%d -> %d rows)" % (first, n1,
+                                                                                           reported(first)))
+        produce(5)
+        wait_for(lambda: [p for p, n in ports().items() if p != first and n == 5] or None, 10,
+                 "the second producer counted 5")
+        st = probe.rows("kafkaprobe_stats")[-1]
+        check(st["keys_full"] == "0" and st["resyncs"] == "0", "stats %r" % st)
+    finally:
+        if probe:
+            probe.stop()
+        if mock and mock.poll() is None:
+            mock.kill()
+            mock.wait()
+        subprocess.run(["ip", "netns", "del", ns], capture_output=True)
+
+
+test_kafkaprobe_idle_keys_forgotten.timeout = 60
+
+
 def test_kafkaprobe_device_later():
     """dev_name names a device that does not exist yet: the probe stays up (its stats reported, the
     failure logged once), and attaches once the device appears (a veth pair made in the namespace)."""
