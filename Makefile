@@ -206,6 +206,9 @@ $(BUILD)/probes/autotrace: LIBS_PROBE += $(LIBPROBE) $(LIBSCHEMA) $(LIBIPC)
 $(call obj,$(wildcard probes/autotrace/*.c)): $(BUILD)/gen/stackprobe.skel.h
 # l7probe's TLS uprobes decode x86-64 instructions (return sites of Go's crypto/tls, libssl's internals)
 $(BUILD)/probes/l7probe: LIBS_PROBE += -lcapstone
+# pg_stat_probe reads pg_stat_database over SQL (libpq)
+$(BUILD)/probes/pg_stat_probe: LIBS_PROBE += -lpq
+$(call obj,$(wildcard probes/pg_stat_probe/*.c)): CFLAGS += -I/usr/include/postgresql
 $(call obj,$(PLIB_SRCS)): $(META_HDRS)
 
 # ---- tests, helpers, benchmarks -------------------------------------------------------------------
@@ -285,6 +288,13 @@ $(BUILD)/fuzz/fuzz_kafka_req: probes/kafkaprobe/kafka_req.c probes/kafkaprobe/ka
 $(BUILD)/fuzz/fuzz_kafka_req: FUZZ_CFLAGS += -Iprobes/kafkaprobe
 $(BUILD)/tests/test_kafka_req: $(BUILD)/obj/probes/kafkaprobe/kafka_req.o
 $(BUILD)/obj/tests/unit/test_kafka_req.o: CFLAGS += -Iprobes/kafkaprobe
+
+# pg_stat_probe's conf file reader and /proc/net/tcp parser alone
+$(BUILD)/fuzz/fuzz_pgs_conf: probes/pg_stat_probe/pgs_targets.c probes/pg_stat_probe/pgs_targets.h \
+	probes/pg_stat_probe/pgs_owner.c probes/pg_stat_probe/pgs_owner.h
+$(BUILD)/fuzz/fuzz_pgs_conf: FUZZ_CFLAGS += -Iprobes/pg_stat_probe
+$(BUILD)/tests/test_pgs_targets: $(BUILD)/obj/probes/pg_stat_probe/pgs_targets.o $(BUILD)/obj/probes/pg_stat_probe/pgs_owner.o
+$(BUILD)/obj/tests/unit/test_pgs_targets.o: CFLAGS += -Iprobes/pg_stat_probe
 
 # virtualized_infos' command line and libvirt XML parsers (probes/virtualized_infos/virt_parse.c) alone
 $(BUILD)/fuzz/fuzz_virt_parse: probes/virtualized_infos/virt_parse.c probes/virtualized_infos/virt_parse.h

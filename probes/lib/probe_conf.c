@@ -252,7 +252,10 @@ void probe_conf__usage(FILE *f, const struct probe_args *a)
 
 		if (!o->help)
 			continue;
-		if (o->short_opt)
+		if (o->short_opt && o->name)
+			snprintf(opt, sizeof(opt), "-%c, --%s%s%s", o->short_opt, o->name, o->arg ? " " : "",
+				 o->arg ? o->arg : "");
+		else if (o->short_opt)
 			snprintf(opt, sizeof(opt), "-%c%s%s", o->short_opt, o->arg ? " " : "", o->arg ? o->arg : "");
 		else
 			snprintf(opt, sizeof(opt), "    --%s%s%s", o->name, o->arg ? " " : "", o->arg ? o->arg : "");
