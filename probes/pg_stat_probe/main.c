@@ -7,6 +7,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <pwd.h>
 #include <unistd.h>
 #include <sys/stat.h>
 
@@ -223,10 +224,20 @@ static void server_close(struct pgs_server *s)
 	s->up = 0;
 }
 
-/* The database this server's connection is in (libpq's default: the user's name). */
+/* The database this server's connection is in: libpq's answer once connected; before, the target's,
+ * with libpq's defaults (the user's name; the user: this process's). */
 static const char *own_db(const struct pgs_server *s)
 {
-	return s->conn && PQdb(s->conn) ? PQdb(s->conn) : s->t.dbname;
+	const struct passwd *pw;
+
+	if (s->conn && PQdb(s->conn) && PQdb(s->conn)[0])
+		return PQdb(s->conn);
+	if (s->t.dbname[0])
+		return s->t.dbname;
+	if (s->t.user[0])
+		return s->t.user;
+	pw = getpwuid(geteuid());
+	return pw && pw->pw_name[0] ? pw->pw_name : "?";
 }
 
 static int server_connect(struct pgs_ctx *ctx, struct pgs_server *s)
@@ -392,7 +403,7 @@ static void emit_stats(struct pgs_ctx *ctx, const struct pgs_server *s)
 	probe_rec__begin(&r, &TBL_pg_stat_probe_stats);
 	probe_rec__str(&r, s->t.ip);
 	probe_rec__u64(&r, s->t.port);
-	probe_rec__str(&r, s->t.dbname);
+	probe_rec__str(&r, own_db(s));
 	probe_rec__u64(&r, (uint64_t)s->up);
 	probe_rec__u64(&r, s->polls);
 	probe_rec__u64(&r, s->connect_errors);

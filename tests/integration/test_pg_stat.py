@@ -262,3 +262,41 @@ def test_pg_stat_rest_gaussdb():
 
 
 test_pg_stat_rest_gaussdb.timeout = 120
+
+
+def test_pg_stat_hung_server():
+    """A server that takes the connection and never answers (a listening socket nobody reads): each
+    period's attempt ends after query_timeout (--timeout 1) as a connect error, the probe keeps its
+    period and stops at once on SIGTERM."""
+    import socket
+    tmp = tempfile.mkdtemp(prefix="gg-pgs-hung-")
+    lst = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+    probe = None
+    try:
+        lst.bind(("127.0.0.1", 0))
+        lst.listen(64)  # the kernel completes the handshakes; nothing is ever read or sent
+        conf = os.path.join(tmp, "pg_stat_probe.conf")
+        with open(conf, "w") as f:
+            f.write("servers:\n  - ip: 127.0.0.1\n    port: %d\n    user: u\n    password: p\n" % lst.getsockname()[1])
+        os.chmod(conf, 0o600)
+        probe = StandaloneProbe(BIN, ["-t", "1", "--timeout", "1", "--conf", conf], FIELDS)
+        probe.wait_started()
+        t0 = time.monotonic()
+        wait_for(lambda: int((probe.latest("pg_stat_probe_stats") or {}).get("connect_errors", 0)) >= 3, 20,
+                 "3 connect errors")
+        took = time.monotonic() - t0
+        st = probe.latest("pg_stat_probe_stats")
+        check(st["up"] == "0" and st["polls"] == "0", "stats %r" % st)
+        check(took < 12, "3 timed-out attempts took %.1f s" % took)
+        check("no answer in 1 s" in probe.stderr(), "no timeout logged: %s" % probe.stderr()[-1000:])
+        check(not probe.rows("pg_tps"), "pg_tps rows from a server that never answered")
+        t1 = time.monotonic()
+        rc, _ = probe.stop()
+        probe = None
+        check(time.monotonic() - t1 < 5, "SIGTERM took %.1f s" % (time.monotonic() - t1))
+        check(rc == 0, "exit status %r" % rc)
+    finally:
+        if probe:
+            probe.stop()
+        lst.close()
+        shutil.rmtree(tmp, ignore_errors=True)
