@@ -294,6 +294,7 @@ $(BUILD)/fuzz/fuzz_pgs_conf: probes/pg_stat_probe/pgs_targets.c probes/pg_stat_p
 	probes/pg_stat_probe/pgs_owner.c probes/pg_stat_probe/pgs_owner.h
 $(BUILD)/fuzz/fuzz_pgs_conf: FUZZ_CFLAGS += -Iprobes/pg_stat_probe
 $(BUILD)/tests/test_pgs_targets: $(BUILD)/obj/probes/pg_stat_probe/pgs_targets.o $(BUILD)/obj/probes/pg_stat_probe/pgs_owner.o
+$(BUILD)/tests/test_pgs_targets: LIBS_PROBE += $(LIBIPC) # gg_errf, after the objects that use it
 $(BUILD)/obj/tests/unit/test_pgs_targets.o: CFLAGS += -Iprobes/pg_stat_probe
 
 # virtualized_infos' command line and libvirt XML parsers (probes/virtualized_infos/virt_parse.c) alone

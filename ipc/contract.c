@@ -4,10 +4,10 @@
 
 #include <errno.h>
 #include <math.h>
-#include <stdarg.h>
 #include <stdio.h>
 #include <string.h>
 
+#include "errmsg.h"
 #include "ipc_impl.h"
 
 const char *const gg_metrics_types[] = {"raw", "telemetry", NULL};
@@ -51,20 +51,6 @@ unsigned int gg_contract__default_subprobes(const struct gg_contract *c)
 			bits |= c->subprobes[i].bit;
 	}
 	return bits;
-}
-
-static int fail(char *err, size_t errlen, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
-
-static int fail(char *err, size_t errlen, const char *fmt, ...)
-{
-	va_list ap;
-
-	if (err && errlen) {
-		va_start(ap, fmt);
-		vsnprintf(err, errlen, fmt, ap);
-		va_end(ap);
-	}
-	return -EINVAL;
 }
 
 /* An integer: a JSON number without a fraction, or a decimal string. */
@@ -116,7 +102,7 @@ static int take(const struct gg_param_spec *s, const cJSON *it, void *out, char 
 	case GG_PT_INT:
 		if (json_int(it, &v) ||
 		    !((v >= gg_param__min(s) && v <= gg_param__max(s)) || (v == 0 && gg_param__zero_ok(s))))
-			return fail(err, errlen, "%s must be an integer %lld..%lld%s", s->name, gg_param__min(s),
+			return gg_errf(err, errlen, -EINVAL, "%s must be an integer %lld..%lld%s", s->name, gg_param__min(s),
 				    gg_param__max(s), s->zero_off ? " or 0 (off)" : "");
 		u = (unsigned int)v;
 		if (out)
@@ -126,7 +112,7 @@ static int take(const struct gg_param_spec *s, const cJSON *it, void *out, char 
 		if (cJSON_IsBool(it))
 			v = cJSON_IsTrue(it);
 		else if (json_int(it, &v) || (v != 0 && v != 1))
-			return fail(err, errlen, "%s must be 0, 1, true or false", s->name);
+			return gg_errf(err, errlen, -EINVAL, "%s must be 0, 1, true or false", s->name);
 		u = (unsigned int)v;
 		if (out)
 			memcpy(out, &u, sizeof(u));
@@ -139,7 +125,7 @@ static int take(const struct gg_param_spec *s, const cJSON *it, void *out, char 
 				size_t n = str ? strlen(str) : 0;
 
 				if (!str || !gg_in_list(s->choices, str) || used + n + 1 > s->size)
-					return fail(err, errlen, "%s must be a list of known names, %zu bytes at most",
+					return gg_errf(err, errlen, -EINVAL, "%s must be a list of known names, %zu bytes at most",
 						    s->name, s->size ? s->size - 1 : 0);
 				if (out) {
 					if (used)
@@ -160,7 +146,7 @@ static int take(const struct gg_param_spec *s, const cJSON *it, void *out, char 
 
 		if (!str || !clean_string(str) || (s->size && n >= s->size) ||
 		    ((s->type == GG_PT_ENUM || s->type == GG_PT_ENUM_LIST) && !gg_in_list(s->choices, str)))
-			return fail(err, errlen,
+			return gg_errf(err, errlen, -EINVAL,
 				    "%s must be a string%s of at most %zu bytes without control characters", s->name,
 				    s->choices ? " of its choices" : "", s->size ? s->size - 1 : 0);
 		if (out)
@@ -178,7 +164,7 @@ int gg_params__parse(const struct gg_param_spec *specs, unsigned int n, const cJ
 	if (!params || cJSON_IsNull(params))
 		return 0;
 	if (!cJSON_IsObject(params))
-		return fail(err, errlen, "\"params\" must be an object");
+		return gg_errf(err, errlen, -EINVAL, "\"params\" must be an object");
 	/* Check everything first, then store: all or nothing. */
 	for (int pass = 0; pass < 2; pass++) {
 		for (unsigned int i = 0; i < n; i++) {
@@ -188,7 +174,7 @@ int gg_params__parse(const struct gg_param_spec *specs, unsigned int n, const cJ
 				continue;
 			if ((specs[i].type == GG_PT_INT || specs[i].type == GG_PT_BOOL) &&
 			    specs[i].size != sizeof(unsigned int))
-				return fail(err, errlen, "%s: stored in a field of %zu bytes, not an unsigned int",
+				return gg_errf(err, errlen, -EINVAL, "%s: stored in a field of %zu bytes, not an unsigned int",
 					    specs[i].name, specs[i].size);
 			rc = take(&specs[i], it, pass ? (char *)conf + specs[i].off : NULL, err, errlen);
 			if (rc)

@@ -3,11 +3,11 @@
 
 #include <errno.h>
 #include <math.h>
-#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
+#include "errmsg.h"
 #include "ipc_impl.h"
 
 /* ---- scope ------------------------------------------------------------------------------------------ */
@@ -178,20 +178,6 @@ cleanup:
 	return err;
 }
 
-static int fail(char *err, size_t errlen, int rc, const char *fmt, ...) __attribute__((format(printf, 4, 5)));
-
-static int fail(char *err, size_t errlen, int rc, const char *fmt, ...)
-{
-	va_list ap;
-
-	if (err && errlen) {
-		va_start(ap, fmt);
-		vsnprintf(err, errlen, fmt, ap);
-		va_end(ap);
-	}
-	return rc;
-}
-
 /* "probe" at the top level, or "cmd": {"probe": [...]}; absent, null or empty: none. */
 static int subprobes_from_json(const cJSON *root, struct gg_ctrl_msg *m, char *err, size_t errlen)
 {
@@ -206,15 +192,15 @@ static int subprobes_from_json(const cJSON *root, struct gg_ctrl_msg *m, char *e
 	if (!list || cJSON_IsNull(list))
 		return 0;
 	if (!cJSON_IsArray(list))
-		return fail(err, errlen, -EINVAL, "\"probe\" must be a list of sub-probe names");
+		return gg_errf(err, errlen, -EINVAL, "\"probe\" must be a list of sub-probe names");
 	cJSON_ArrayForEach(it, list)
 	{
 		const char *name = cJSON_GetStringValue(it);
 
 		if (!name)
-			return fail(err, errlen, -EINVAL, "\"probe\"[%u] must be a string", m->nsubprobes);
+			return gg_errf(err, errlen, -EINVAL, "\"probe\"[%u] must be a string", m->nsubprobes);
 		if (strlen(name) >= GG_CTRL_SUBPROBE_LEN || m->nsubprobes >= GG_CTRL_SUBPROBES_MAX)
-			return fail(err, errlen, -E2BIG, "\"probe\": at most %u names of %u characters",
+			return gg_errf(err, errlen, -E2BIG, "\"probe\": at most %u names of %u characters",
 				    GG_CTRL_SUBPROBES_MAX, GG_CTRL_SUBPROBE_LEN - 1);
 		memcpy(m->subprobes[m->nsubprobes++], name, strlen(name) + 1);
 	}
@@ -229,7 +215,7 @@ int gg_ctrl_msg__decode(const char *json, struct gg_ctrl_msg *ret, char *err, si
 
 	gg_ctrl_msg__init(ret);
 	if (!cJSON_IsObject(root)) {
-		rc = fail(err, errlen, -EINVAL, "not a JSON object");
+		rc = gg_errf(err, errlen, -EINVAL, "not a JSON object");
 		goto cleanup;
 	}
 	rc = subprobes_from_json(root, ret, err, errlen);
@@ -237,7 +223,7 @@ int gg_ctrl_msg__decode(const char *json, struct gg_ctrl_msg *ret, char *err, si
 		goto cleanup;
 	params = cJSON_GetObjectItemCaseSensitive(root, "params");
 	if (params && !cJSON_IsNull(params) && !cJSON_IsObject(params)) {
-		rc = fail(err, errlen, -EINVAL, "\"params\" must be an object");
+		rc = gg_errf(err, errlen, -EINVAL, "\"params\" must be an object");
 		goto cleanup;
 	}
 	if (cJSON_IsObject(params))
@@ -249,7 +235,7 @@ int gg_ctrl_msg__decode(const char *json, struct gg_ctrl_msg *ret, char *err, si
 	if (scope && !cJSON_IsNull(scope)) {
 		rc = gg_scope__from_json(scope, &ret->scope);
 		if (rc) {
-			rc = fail(err, errlen, rc, "bad \"scope\" (%s)", strerror(-rc));
+			rc = gg_errf(err, errlen, rc, "bad \"scope\" (%s)", strerror(-rc));
 			goto cleanup;
 		}
 		ret->has_scope = 1;

@@ -2,23 +2,11 @@
 #include "pgs_targets.h"
 
 #include <errno.h>
-#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
-static int errf(char *err, size_t errlen, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
-static int errf(char *err, size_t errlen, const char *fmt, ...)
-{
-	va_list ap;
-
-	if (err && errlen) {
-		va_start(ap, fmt);
-		vsnprintf(err, errlen, fmt, ap);
-		va_end(ap);
-	}
-	return -EINVAL;
-}
+#include "errmsg.h"
 
 /* An address or a host name: letters, digits, '.', ':', '-', '_' (libpq would take a leading '/' as
  * the directory of a Unix socket, and '=' or spaces do not belong in a host name). */
@@ -50,9 +38,9 @@ static int copy_field(char *dst, size_t size, const char *src, const char *name,
 	size_t n = strlen(src);
 
 	if (n >= size)
-		return errf(err, errlen, "%s: longer than %zu bytes", name, size - 1);
+		return gg_errf(err, errlen, -EINVAL, "%s: longer than %zu bytes", name, size - 1);
 	if (!valid_text(src))
-		return errf(err, errlen, "%s: control characters are not allowed", name);
+		return gg_errf(err, errlen, -EINVAL, "%s: control characters are not allowed", name);
 	memcpy(dst, src, n + 1);
 	return 0;
 }
@@ -61,9 +49,9 @@ static int copy_field(char *dst, size_t size, const char *src, const char *name,
 static int add(struct pgs_targets *ts, const struct pgs_target *t, char *err, size_t errlen)
 {
 	if (!valid_host(t->ip))
-		return errf(err, errlen, "ip: must be an address or a host name");
+		return gg_errf(err, errlen, -EINVAL, "ip: must be an address or a host name");
 	if (t->port < 1 || t->port > 65535)
-		return errf(err, errlen, "port: must be an integer in [1, 65535]");
+		return gg_errf(err, errlen, -EINVAL, "port: must be an integer in [1, 65535]");
 	for (unsigned int i = 0; i < ts->n; i++) {
 		if (ts->t[i].port == t->port && !strcmp(ts->t[i].ip, t->ip)) {
 			ts->dup++;
@@ -71,7 +59,7 @@ static int add(struct pgs_targets *ts, const struct pgs_target *t, char *err, si
 		}
 	}
 	if (ts->n >= PGS_TARGETS_MAX)
-		return errf(err, errlen, "more than %u servers", PGS_TARGETS_MAX);
+		return gg_errf(err, errlen, -EINVAL, "more than %u servers", PGS_TARGETS_MAX);
 	ts->t[ts->n++] = *t;
 	return 0;
 }
@@ -91,7 +79,7 @@ int pgs_targets__from_snoopers(const cJSON *snoopers, struct pgs_targets *ret, c
 	char msg[160];
 
 	if (list && !cJSON_IsArray(list) && !cJSON_IsNull(list))
-		return errf(err, errlen, "snoopers.gaussdb: not a list");
+		return gg_errf(err, errlen, -EINVAL, "snoopers.gaussdb: not a list");
 	cJSON_ArrayForEach(e, list)
 	{
 		struct pgs_target t = {0};
@@ -101,7 +89,7 @@ int pgs_targets__from_snoopers(const cJSON *snoopers, struct pgs_targets *ret, c
 		int r;
 
 		if (!cJSON_IsObject(e) || !ip || !db || !user || !pass)
-			return errf(err, errlen, "snoopers.gaussdb[%u]: not an object of strings", i);
+			return gg_errf(err, errlen, -EINVAL, "snoopers.gaussdb[%u]: not an object of strings", i);
 		if (cJSON_IsNumber(port) && port->valuedouble >= 1 && port->valuedouble <= 65535 &&
 		    port->valuedouble == (double)(unsigned int)port->valuedouble)
 			t.port = (unsigned int)port->valuedouble;
@@ -115,7 +103,7 @@ int pgs_targets__from_snoopers(const cJSON *snoopers, struct pgs_targets *ret, c
 		if (!r)
 			r = add(&ts, &t, msg, sizeof(msg));
 		if (r)
-			return errf(err, errlen, "snoopers.gaussdb[%u]: %s", i, msg);
+			return gg_errf(err, errlen, -EINVAL, "snoopers.gaussdb[%u]: %s", i, msg);
 		i++;
 	}
 	*ret = ts;
@@ -177,15 +165,15 @@ static int server_field(struct pgs_target *t, const char *s, const char *e, char
 	char key[16], val[CONF_LINE_MAX];
 
 	if (!colon)
-		return errf(msg, msglen, "expected \"key: value\"");
+		return gg_errf(msg, msglen, -EINVAL, "expected \"key: value\"");
 	ke = colon;
 	trim(&s, &ke);
 	if ((size_t)(ke - s) >= sizeof(key))
-		return errf(msg, msglen, "unknown key");
+		return gg_errf(msg, msglen, -EINVAL, "unknown key");
 	memcpy(key, s, (size_t)(ke - s));
 	key[ke - s] = 0;
 	if (scalar(colon + 1, e, val, sizeof(val)))
-		return errf(msg, msglen, "%s: malformed or too long value", key);
+		return gg_errf(msg, msglen, -EINVAL, "%s: malformed or too long value", key);
 	if (!strcmp(key, "ip"))
 		return copy_field(t->ip, sizeof(t->ip), val, "ip", msg, msglen);
 	if (!strcmp(key, "dbname"))
@@ -199,11 +187,11 @@ static int server_field(struct pgs_target *t, const char *s, const char *e, char
 		unsigned long p = strtoul(val, &end, 10);
 
 		if (!val[0] || *end || val[0] == '-' || val[0] == '+' || p < 1 || p > 65535)
-			return errf(msg, msglen, "port: must be an integer in [1, 65535]");
+			return gg_errf(msg, msglen, -EINVAL, "port: must be an integer in [1, 65535]");
 		t->port = (unsigned int)p;
 		return 0;
 	}
-	return errf(msg, msglen, "unknown key \"%s\" (ip, port, dbname, user, password)", key);
+	return gg_errf(msg, msglen, -EINVAL, "unknown key \"%s\" (ip, port, dbname, user, password)", key);
 }
 
 int pgs_targets__from_conf(const char *text, size_t len, struct pgs_targets *ret, char *err, size_t errlen)
@@ -223,9 +211,9 @@ int pgs_targets__from_conf(const char *text, size_t len, struct pgs_targets *ret
 		line++;
 		p = nl ? nl + 1 : end;
 		if ((size_t)(le - s) > CONF_LINE_MAX)
-			return errf(err, errlen, "line %u: longer than %u bytes", line, CONF_LINE_MAX);
+			return gg_errf(err, errlen, -EINVAL, "line %u: longer than %u bytes", line, CONF_LINE_MAX);
 		if (memchr(s, 0, (size_t)(le - s)))
-			return errf(err, errlen, "line %u: a NUL byte", line);
+			return gg_errf(err, errlen, -EINVAL, "line %u: a NUL byte", line);
 		indented = s < e && (*s == ' ' || *s == '\t');
 		trim(&s, &e);
 		if (s == e || *s == '#')
@@ -237,12 +225,12 @@ int pgs_targets__from_conf(const char *text, size_t len, struct pgs_targets *ret
 			char rest[2];
 
 			if (in_item && add(&ts, &cur, msg, sizeof(msg)))
-				return errf(err, errlen, "line %u: server %u: %s", line, ts.n + ts.dup + 1, msg);
+				return gg_errf(err, errlen, -EINVAL, "line %u: server %u: %s", line, ts.n + ts.dup + 1, msg);
 			in_item = in_servers = 0;
 			if (!is_servers)
 				continue;
 			if (scalar(s + 8, e, rest, sizeof(rest)) || rest[0])
-				return errf(err, errlen, "line %u: \"servers:\" must be followed by a list", line);
+				return gg_errf(err, errlen, -EINVAL, "line %u: \"servers:\" must be followed by a list", line);
 			in_servers = 1;
 			continue;
 		}
@@ -250,7 +238,7 @@ int pgs_targets__from_conf(const char *text, size_t len, struct pgs_targets *ret
 			continue;
 		if (item) {
 			if (in_item && add(&ts, &cur, msg, sizeof(msg)))
-				return errf(err, errlen, "line %u: server %u: %s", line, ts.n + ts.dup + 1, msg);
+				return gg_errf(err, errlen, -EINVAL, "line %u: server %u: %s", line, ts.n + ts.dup + 1, msg);
 			memset(&cur, 0, sizeof(cur));
 			in_item = 1;
 			s++;
@@ -259,12 +247,12 @@ int pgs_targets__from_conf(const char *text, size_t len, struct pgs_targets *ret
 				continue;
 		}
 		if (!in_item)
-			return errf(err, errlen, "line %u: expected a list item (\"-\")", line);
+			return gg_errf(err, errlen, -EINVAL, "line %u: expected a list item (\"-\")", line);
 		if (server_field(&cur, s, e, msg, sizeof(msg)))
-			return errf(err, errlen, "line %u: %s", line, msg);
+			return gg_errf(err, errlen, -EINVAL, "line %u: %s", line, msg);
 	}
 	if (in_item && add(&ts, &cur, msg, sizeof(msg)))
-		return errf(err, errlen, "line %u: server %u: %s", line, ts.n + ts.dup + 1, msg);
+		return gg_errf(err, errlen, -EINVAL, "line %u: server %u: %s", line, ts.n + ts.dup + 1, msg);
 	*ret = ts;
 	return 0;
 }

@@ -7,7 +7,6 @@
 #include <errno.h>
 #include <limits.h>
 #include <regex.h>
-#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -15,21 +14,10 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "errmsg.h"
 #include "fsutil.h"
 
 /* ---- messages ------------------------------------------------------------------------------------- */
-
-static int errf(char *err, size_t errlen, int status, const char *fmt, ...) __attribute__((format(printf, 4, 5)));
-
-static int errf(char *err, size_t errlen, int status, const char *fmt, ...)
-{
-	va_list ap;
-
-	va_start(ap, fmt);
-	vsnprintf(err, errlen, fmt, ap);
-	va_end(ap);
-	return status;
-}
 
 /* User text quoted in a message: printable ASCII only, cut to max characters. */
 static const char *snip(const char *s, size_t max, char *buf, size_t buflen)
@@ -243,9 +231,9 @@ int gg_rest_body__decode(const char *body, size_t len, const char *content_type,
 	char *out;
 
 	if (!len)
-		return errf(err, errlen, 400, "empty request body: send json=<JSON> (curl -d json='{...}')");
+		return gg_errf(err, errlen, 400, "empty request body: send json=<JSON> (curl -d json='{...}')");
 	if (memchr(body, '\0', len))
-		return errf(err, errlen, 400, "request body contains a NUL byte");
+		return gg_errf(err, errlen, 400, "request body contains a NUL byte");
 	while (p < end && isspace((unsigned char)*p))
 		p++;
 	if ((content_type && !strncasecmp(content_type, "application/json", 16)) || (p < end && *p == '{')) {
@@ -276,12 +264,12 @@ int gg_rest_body__decode(const char *body, size_t len, const char *content_type,
 			p = amp ? amp + 1 : end;
 		}
 		if (!v)
-			return errf(err, errlen, 400, "no json=<JSON> field in the request body");
+			return gg_errf(err, errlen, 400, "no json=<JSON> field in the request body");
 	}
 
 	out = malloc((size_t)(vend - v) + 1);
 	if (!out)
-		return errf(err, errlen, 500, "out of memory");
+		return gg_errf(err, errlen, 500, "out of memory");
 	if (raw) {
 		memcpy(out, v, (size_t)(vend - v));
 		n = (size_t)(vend - v);
@@ -295,13 +283,13 @@ int gg_rest_body__decode(const char *body, size_t len, const char *content_type,
 
 				if (hi < 0 || lo < 0) {
 					free(out);
-					return errf(err, errlen, 400, "bad URL encoding at character %zu of the body",
+					return gg_errf(err, errlen, 400, "bad URL encoding at character %zu of the body",
 						    (size_t)(c - body) + 1);
 				}
 				out[n] = (char)(hi << 4 | lo);
 				if (!out[n]) {
 					free(out);
-					return errf(err, errlen, 400, "the decoded configuration contains a NUL byte");
+					return gg_errf(err, errlen, 400, "the decoded configuration contains a NUL byte");
 				}
 				n++;
 				c += 2;
@@ -313,13 +301,13 @@ int gg_rest_body__decode(const char *body, size_t len, const char *content_type,
 	out[n] = '\0';
 	if (n > GG_REST_JSON_MAX) {
 		free(out);
-		return errf(err, errlen, 413, "configuration too long: %zu characters (at most %u)", n,
+		return gg_errf(err, errlen, 413, "configuration too long: %zu characters (at most %u)", n,
 			    GG_REST_JSON_MAX);
 	}
 	/* JSON is UTF-8 (RFC 8259): what is stored is returned by GET, and strict clients reject it. */
 	if (!utf8_valid((const unsigned char *)out, n)) {
 		free(out);
-		return errf(err, errlen, 400, "the configuration is not valid UTF-8");
+		return gg_errf(err, errlen, 400, "the configuration is not valid UTF-8");
 	}
 	*ret_json = out;
 	return 0;
@@ -424,7 +412,7 @@ static int dup_key(const cJSON *obj, char *err, size_t errlen, const char *where
 	for (const cJSON *a = obj->child; a; a = a->next) {
 		for (const cJSON *b2 = a->next; b2; b2 = b2->next) {
 			if (a->string && b2->string && !strcmp(a->string, b2->string))
-				return errf(err, errlen, 400, "%s\"%s\": given twice", where,
+				return gg_errf(err, errlen, 400, "%s\"%s\": given twice", where,
 					    snip(a->string, 32, b, sizeof(b)));
 		}
 	}
@@ -662,14 +650,14 @@ static int check_object(struct check *c, const cJSON *obj, const char *where, co
 	int err;
 
 	if (!cJSON_IsObject(obj))
-		return errf(c->err, c->errlen, 400, "%s: must be an object %s", where, shape);
+		return gg_errf(c->err, c->errlen, 400, "%s: must be an object %s", where, shape);
 	err = dup_key(obj, c->err, c->errlen, dup_where);
 	if (err || !allowed)
 		return err;
 	cJSON_ArrayForEach(k, obj)
 	{
 		if (!gg_in_list(allowed, k->string))
-			return errf(c->err, c->errlen, 400, "%s.%s: unknown field (expected %s)", where,
+			return gg_errf(c->err, c->errlen, 400, "%s.%s: unknown field (expected %s)", where,
 				    snip(k->string, 32, b, sizeof(b)), join(allowed, all, sizeof(all)));
 	}
 	return 0;
@@ -693,12 +681,12 @@ static int check_cmd(struct check *c, const cJSON *cmd, cJSON *out)
 		char stock[PATH_MAX];
 
 		if (!bin)
-			return errf(c->err, c->errlen, 400, "cmd.bin: must be a string");
+			return gg_errf(c->err, c->errlen, 400, "cmd.bin: must be a string");
 		/* Only ever the registered binary runs; these are the ways of naming it. */
 		snprintf(stock, sizeof(stock), "/opt/gala-gopher/extend_probes/%s", base);
 		if (bin[0] && strcmp(bin, reg) && strcmp(bin, base) && strcmp(bin, stock) &&
 		    !same_trusted_file(bin, reg))
-			return errf(c->err, c->errlen, 403,
+			return gg_errf(c->err, c->errlen, 403,
 				    "cmd.bin: \"%s\" is not the registered binary of probe %s (%s); only that binary "
 				    "can run",
 				    snip(bin, 64, b2, sizeof(b2)), c->def->rest_name, reg);
@@ -710,9 +698,9 @@ static int check_cmd(struct check *c, const cJSON *cmd, cJSON *out)
 		const char *conf = c->ctx->check_cmd ? c->ctx->check_cmd : "";
 
 		if (!cc)
-			return errf(c->err, c->errlen, 400, "cmd.check_cmd: must be a string");
+			return gg_errf(c->err, c->errlen, 400, "cmd.check_cmd: must be a string");
 		if (cc[0] && strcmp(cc, conf))
-			return errf(c->err, c->errlen, 403,
+			return gg_errf(c->err, c->errlen, 403,
 				    "cmd.check_cmd: only \"\" or the check_cmd of the configuration file is accepted "
 				    "(the REST API never runs commands)");
 	}
@@ -724,11 +712,11 @@ static int check_cmd(struct check *c, const cJSON *cmd, cJSON *out)
 		unsigned int i = 0;
 
 		if (!cJSON_IsArray(it))
-			return errf(c->err, c->errlen, 400,
+			return gg_errf(c->err, c->errlen, 400,
 				    "cmd.probe: must be a list of sub-probe names (allowed: %s)",
 				    join(c->def->subprobes, all, sizeof(all)));
 		if ((unsigned int)cJSON_GetArraySize(it) > GG_REST_SUBPROBES_MAX)
-			return errf(c->err, c->errlen, 400, "cmd.probe: at most %u sub-probes", GG_REST_SUBPROBES_MAX);
+			return gg_errf(c->err, c->errlen, 400, "cmd.probe: at most %u sub-probes", GG_REST_SUBPROBES_MAX);
 		cJSON_ArrayForEach(s, it)
 		{
 			const char *name = cJSON_GetStringValue(s);
@@ -736,14 +724,14 @@ static int check_cmd(struct check *c, const cJSON *cmd, cJSON *out)
 			const cJSON *o;
 
 			if (!name)
-				return errf(c->err, c->errlen, 400, "cmd.probe[%u]: must be a string (allowed: %s)", i,
+				return gg_errf(c->err, c->errlen, 400, "cmd.probe[%u]: must be a string (allowed: %s)", i,
 					    join(c->def->subprobes, all, sizeof(all)));
 			if (!c->def->subprobes)
-				return errf(c->err, c->errlen, 400,
+				return gg_errf(c->err, c->errlen, 400,
 					    "cmd.probe[%u]: probe %s has no sub-probes (send [] or leave it out)", i,
 					    c->def->rest_name);
 			if (!gg_in_list(c->def->subprobes, name))
-				return errf(c->err, c->errlen, 400,
+				return gg_errf(c->err, c->errlen, 400,
 					    "cmd.probe[%u]: unknown sub-probe \"%s\" of %s (allowed: %s)", i,
 					    snip(name, 32, b1, sizeof(b1)), c->def->rest_name,
 					    join(c->def->subprobes, all, sizeof(all)));
@@ -766,12 +754,12 @@ static int snoop_list(struct check *c, const cJSON *list, const char *kind, unsi
 	char all[128];
 
 	if (!cJSON_IsArray(list))
-		return errf(c->err, c->errlen, 400, "snoopers.%s: must be a list", kind);
+		return gg_errf(c->err, c->errlen, 400, "snoopers.%s: must be a list", kind);
 	if (cJSON_GetArraySize(list) > 0 && !(c->def->snoopers & bit))
-		return errf(c->err, c->errlen, 400, "snoopers.%s: not a monitoring target of probe %s (accepted: %s)",
+		return gg_errf(c->err, c->errlen, 400, "snoopers.%s: not a monitoring target of probe %s (accepted: %s)",
 			    kind, c->def->rest_name, snoop_kinds(c->def->snoopers, all, sizeof(all)));
 	if ((unsigned int)cJSON_GetArraySize(list) > max)
-		return errf(c->err, c->errlen, 400, "snoopers.%s: at most %u entries", kind, max);
+		return gg_errf(c->err, c->errlen, 400, "snoopers.%s: at most %u entries", kind, max);
 	return 0;
 }
 
@@ -784,18 +772,18 @@ static int check_str_field(struct check *c, const cJSON *obj, const char *key, c
 	*ret = "";
 	if (!v || cJSON_IsNull(v)) {
 		if (required)
-			return errf(c->err, c->errlen, 400, "snoopers.%s[%u].%s: required", where, i, key);
+			return gg_errf(c->err, c->errlen, 400, "snoopers.%s[%u].%s: required", where, i, key);
 		return 0;
 	}
 	s = cJSON_GetStringValue(v);
 	if (!s)
-		return errf(c->err, c->errlen, 400, "snoopers.%s[%u].%s: must be a string", where, i, key);
+		return gg_errf(c->err, c->errlen, 400, "snoopers.%s[%u].%s: must be a string", where, i, key);
 	if (strlen(s) > max || (required && !s[0]))
-		return errf(c->err, c->errlen, 400, "snoopers.%s[%u].%s: must be %s%zu characters", where, i, key,
+		return gg_errf(c->err, c->errlen, 400, "snoopers.%s[%u].%s: must be %s%zu characters", where, i, key,
 			    required ? "1 to " : "at most ", max);
 	for (const char *p = s; *p; p++) {
 		if ((unsigned char)*p < 0x20)
-			return errf(c->err, c->errlen, 400, "snoopers.%s[%u].%s: control characters are not allowed",
+			return gg_errf(c->err, c->errlen, 400, "snoopers.%s[%u].%s: control characters are not allowed",
 				    where, i, key);
 	}
 	*ret = s;
@@ -871,10 +859,10 @@ static int check_labels(struct check *c, const cJSON *sn, cJSON *out)
 		cJSON *o = cJSON_AddObjectToObject(out, "custom_labels");
 
 		if (!cJSON_IsObject(cl))
-			return errf(c->err, c->errlen, 400,
+			return gg_errf(c->err, c->errlen, 400,
 				    "snoopers.custom_labels: must be an object {\"<label>\": \"<value>\", ...}");
 		if (cJSON_GetArraySize(cl) > (int)GG_REST_LABELS_MAX)
-			return errf(c->err, c->errlen, 400, "snoopers.custom_labels: at most %u labels",
+			return gg_errf(c->err, c->errlen, 400, "snoopers.custom_labels: at most %u labels",
 				    GG_REST_LABELS_MAX);
 		cJSON_ArrayForEach(e, cl)
 		{
@@ -882,21 +870,21 @@ static int check_labels(struct check *c, const cJSON *sn, cJSON *out)
 			size_t vn = v ? strlen(v) : 0;
 
 			if (!prom_label_name_ok(e->string))
-				return errf(c->err, c->errlen, 400,
+				return gg_errf(c->err, c->errlen, 400,
 					    "snoopers.custom_labels.%s: a label name is 1 to %u of [A-Za-z0-9_], not "
 					    "beginning with a digit or \"__\"",
 					    snip(e->string, 32, b, sizeof(b)), GG_REST_LABEL_NAME_MAX);
 			if (label_reserved(e->string))
-				return errf(c->err, c->errlen, 400,
+				return gg_errf(c->err, c->errlen, 400,
 					    "snoopers.custom_labels.%s: the supervisor adds this label itself",
 					    e->string);
 			if (!v || vn > GG_REST_LABEL_VALUE_MAX)
-				return errf(c->err, c->errlen, 400,
+				return gg_errf(c->err, c->errlen, 400,
 					    "snoopers.custom_labels.%s: the value must be a string of at most %u bytes",
 					    e->string, GG_REST_LABEL_VALUE_MAX);
 			for (const char *p = v; *p; p++) {
 				if ((unsigned char)*p < 0x20 || *p == 0x7f)
-					return errf(c->err, c->errlen, 400,
+					return gg_errf(c->err, c->errlen, 400,
 						    "snoopers.custom_labels.%s: control characters are not allowed",
 						    e->string);
 			}
@@ -906,10 +894,10 @@ static int check_labels(struct check *c, const cJSON *sn, cJSON *out)
 	if (!pl || cJSON_IsNull(pl))
 		return 0;
 	if (!cJSON_IsArray(pl))
-		return errf(c->err, c->errlen, 400,
+		return gg_errf(c->err, c->errlen, 400,
 			    "snoopers.pod_labels: must be a list of Kubernetes label keys [\"app\", ...]");
 	if (cJSON_GetArraySize(pl) > (int)GG_REST_LABELS_MAX)
-		return errf(c->err, c->errlen, 400, "snoopers.pod_labels: at most %u labels", GG_REST_LABELS_MAX);
+		return gg_errf(c->err, c->errlen, 400, "snoopers.pod_labels: at most %u labels", GG_REST_LABELS_MAX);
 	cJSON *o = cJSON_AddArrayToObject(out, "pod_labels");
 
 	cJSON_ArrayForEach(e, pl)
@@ -918,16 +906,16 @@ static int check_labels(struct check *c, const cJSON *sn, cJSON *out)
 		unsigned int j = 0;
 
 		if (!k || strlen(k) > GG_REST_POD_LABEL_KEY_MAX || !kube_label_key_ok(k))
-			return errf(c->err, c->errlen, 400,
+			return gg_errf(c->err, c->errlen, 400,
 				    "snoopers.pod_labels[%u]: must be a Kubernetes label key ([prefix/]name, name 1 to "
 				    "63 of [A-Za-z0-9._-] beginning and ending with a letter or digit)",
 				    i);
 		if (gg_pod_label__name(k, name, sizeof(name)) || strlen(name) > GG_REST_LABEL_NAME_MAX)
-			return errf(c->err, c->errlen, 400,
+			return gg_errf(c->err, c->errlen, 400,
 				    "snoopers.pod_labels[%u]: its label name (%s) would be longer than %u characters",
 				    i, snip(k, 32, b, sizeof(b)), GG_REST_LABEL_NAME_MAX);
 		if (label_reserved(name) || (cl && cJSON_IsObject(cl) && cJSON_GetObjectItemCaseSensitive(cl, name)))
-			return errf(c->err, c->errlen, 400,
+			return gg_errf(c->err, c->errlen, 400,
 				    "snoopers.pod_labels[%u]: label %s is taken (by the supervisor or custom_labels)",
 				    i, name);
 		cJSON_ArrayForEach(f, pl)
@@ -935,7 +923,7 @@ static int check_labels(struct check *c, const cJSON *sn, cJSON *out)
 			if (j++ >= i)
 				break;
 			if (!gg_pod_label__name(cJSON_GetStringValue(f), other, sizeof(other)) && !strcmp(other, name))
-				return errf(c->err, c->errlen, 400,
+				return gg_errf(c->err, c->errlen, 400,
 					    "snoopers.pod_labels[%u]: label %s is given twice (keys are exported with "
 					    "every character outside [A-Za-z0-9_] as '_')",
 					    i, name);
@@ -951,7 +939,7 @@ static int snoop_proc_id(struct check *c, const cJSON *e, unsigned int i, cJSON 
 	long long pid;
 
 	if (get_int(e, 1, GG_REST_PID_MAX, &pid) || cJSON_IsBool(e))
-		return errf(c->err, c->errlen, 400, "snoopers.proc_id[%u]: must be a process id in [1, %d]", i,
+		return gg_errf(c->err, c->errlen, 400, "snoopers.proc_id[%u]: must be a process id in [1, %d]", i,
 			    GG_REST_PID_MAX);
 	*ret = cJSON_CreateNumber((double)pid);
 	return 0;
@@ -971,7 +959,7 @@ static int snoop_proc_name(struct check *c, const cJSON *e, unsigned int i, cJSO
 		char why[160];
 
 		if (gg_comm_pattern__check(comm, why, sizeof(why)))
-			return errf(c->err, c->errlen, 400, "snoopers.proc_name[%u].comm: %s", i, why);
+			return gg_errf(c->err, c->errlen, 400, "snoopers.proc_name[%u].comm: %s", i, why);
 	}
 	if (!err)
 		err = check_str_field(c, e, "cmdline", "proc_name", i, GG_REST_CMDLINE_MAX, 0, &cmdline);
@@ -980,7 +968,7 @@ static int snoop_proc_name(struct check *c, const cJSON *e, unsigned int i, cJSO
 	if (err)
 		return err;
 	if (dbg[0] && dbg[0] != '/')
-		return errf(c->err, c->errlen, 400, "snoopers.proc_name[%u].debugging_dir: must be an absolute path",
+		return gg_errf(c->err, c->errlen, 400, "snoopers.proc_name[%u].debugging_dir: must be an absolute path",
 			    i);
 	no = cJSON_CreateObject();
 	cJSON_AddStringToObject(no, "comm", comm);
@@ -995,7 +983,7 @@ static int snoop_pod_id(struct check *c, const cJSON *e, unsigned int i, cJSON *
 	const char *s = cJSON_GetStringValue(e);
 
 	if (!s || !s[0] || strlen(s) > 64 || !valid_chars(s, "-_"))
-		return errf(c->err, c->errlen, 400,
+		return gg_errf(c->err, c->errlen, 400,
 			    "snoopers.pod_id[%u]: must be a pod UID (1 to 64 letters, digits, '-' or '_')", i);
 	*ret = cJSON_CreateString(s);
 	return 0;
@@ -1009,7 +997,7 @@ static int snoop_container_id(struct check *c, const cJSON *e, unsigned int i, c
 	if (!s && cJSON_IsObject(e) && cJSON_GetArraySize(e) == 1)
 		s = cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(e, "container_id"));
 	if (!s || !s[0] || strlen(s) > 64 || !valid_chars(s, ""))
-		return errf(c->err, c->errlen, 400,
+		return gg_errf(c->err, c->errlen, 400,
 			    "snoopers.container_id[%u]: must be a container id (1 to 64 letters or digits; "
 			    "a prefix of at least 12 characters, or the full id)",
 			    i);
@@ -1025,12 +1013,12 @@ static int snoop_container_name(struct check *c, const cJSON *e, unsigned int i,
 	size_t n = s ? strlen(s) : 0;
 
 	if (!s || !n || n > GG_REST_CONTAINER_NAME_MAX)
-		return errf(c->err, c->errlen, 400,
+		return gg_errf(c->err, c->errlen, 400,
 			    "snoopers.container_name[%u]: must be a string of 1 to %u characters", i,
 			    GG_REST_CONTAINER_NAME_MAX);
 	for (const char *p = s; *p; p++) {
 		if ((unsigned char)*p < 0x20)
-			return errf(c->err, c->errlen, 400,
+			return gg_errf(c->err, c->errlen, 400,
 				    "snoopers.container_name[%u]: control characters are not allowed", i);
 	}
 	*ret = cJSON_CreateString(s);
@@ -1057,9 +1045,9 @@ static int snoop_gaussdb(struct check *c, const cJSON *e, unsigned int i, cJSON 
 	if (err)
 		return err;
 	if (get_int(cJSON_GetObjectItemCaseSensitive(e, "dbport"), 1, 65535, &port))
-		return errf(c->err, c->errlen, 400, "snoopers.gaussdb[%u].dbport: must be an integer in [1, 65535]", i);
+		return gg_errf(c->err, c->errlen, 400, "snoopers.gaussdb[%u].dbport: must be an integer in [1, 65535]", i);
 	if (!valid_chars(ip, ".:-"))
-		return errf(c->err, c->errlen, 400, "snoopers.gaussdb[%u].dbip: must be an address or host name", i);
+		return gg_errf(c->err, c->errlen, 400, "snoopers.gaussdb[%u].dbip: must be an address or host name", i);
 	no = cJSON_CreateObject();
 	cJSON_AddStringToObject(no, "dbip", ip);
 	cJSON_AddNumberToObject(no, "dbport", (double)port);
@@ -1107,7 +1095,7 @@ static int check_snoopers(struct check *c, const cJSON *sn, cJSON *out)
 			if (!strcmp(k->string, "custom_labels") || !strcmp(k->string, "pod_labels"))
 				continue;
 			if (cJSON_GetArraySize(k) > 0)
-				return errf(
+				return gg_errf(
 					c->err, c->errlen, 400,
 					"snoopers.%s: probe %s runs as an extend probe (no control channel): it cannot "
 					"be given a monitoring scope",
@@ -1147,10 +1135,10 @@ static int range_msg(struct check *c, const struct gg_param_spec *s, const char 
 	if (s->unit)
 		snprintf(unit, sizeof(unit), " %s", s->unit);
 	if (s->zero_off)
-		return errf(c->err, c->errlen, 400,
+		return gg_errf(c->err, c->errlen, 400,
 			    "params.%s: %s; must be 0 (off) or an integer in [%lld, %lld]%s (default %lld)", s->name,
 			    what, s->min, s->max, unit, s->def);
-	return errf(c->err, c->errlen, 400, "params.%s: %s; must be an integer in [%lld, %lld]%s (default %lld)",
+	return gg_errf(c->err, c->errlen, 400, "params.%s: %s; must be an integer in [%lld, %lld]%s (default %lld)",
 		    s->name, what, s->min, s->max, unit, s->def);
 }
 
@@ -1177,7 +1165,7 @@ static int check_param(struct check *c, const struct gg_param_spec *s, const cJS
 		} else if (s->type == GG_PT_BOOL) {
 			err = get_int(v, 0, 1, &x);
 			if (err)
-				return errf(c->err, c->errlen, 400, "params.%s: must be 0 or 1 (default %lld)", s->name,
+				return gg_errf(c->err, c->errlen, 400, "params.%s: must be 0 or 1 (default %lld)", s->name,
 					    s->def);
 		} else {
 			err = cJSON_IsBool(v) ? -EINVAL : get_int(v, s->min, s->max, &x);
@@ -1197,7 +1185,7 @@ static int check_param(struct check *c, const struct gg_param_spec *s, const cJS
 		const char *str = cJSON_GetStringValue(v);
 
 		if (!str || !gg_in_list(s->choices, str))
-			return errf(c->err, c->errlen, 400, "params.%s: must be one of %s (default %s)", s->name,
+			return gg_errf(c->err, c->errlen, 400, "params.%s: must be one of %s (default %s)", s->name,
 				    join(s->choices, all, sizeof(all)), s->def_str);
 		cJSON_AddStringToObject(out, s->name, str);
 		return 0;
@@ -1209,14 +1197,14 @@ static int check_param(struct check *c, const struct gg_param_spec *s, const cJS
 
 		if (cJSON_IsString(v)) {
 			if (!gg_in_list(s->choices, v->valuestring))
-				return errf(c->err, c->errlen, 400, "params.%s: \"%s\" is not one of %s", s->name,
+				return gg_errf(c->err, c->errlen, 400, "params.%s: \"%s\" is not one of %s", s->name,
 					    snip(v->valuestring, 32, b, sizeof(b)), join(s->choices, all, sizeof(all)));
 			o = cJSON_AddArrayToObject(out, s->name);
 			cJSON_AddItemToArray(o, cJSON_CreateString(v->valuestring));
 			return 0;
 		}
 		if (!cJSON_IsArray(v))
-			return errf(c->err, c->errlen, 400, "params.%s: must be a list of %s (default [%s])", s->name,
+			return gg_errf(c->err, c->errlen, 400, "params.%s: must be a list of %s (default [%s])", s->name,
 				    join(s->choices, all, sizeof(all)), s->def_str);
 		o = cJSON_AddArrayToObject(out, s->name);
 		cJSON_ArrayForEach(e, v)
@@ -1224,10 +1212,10 @@ static int check_param(struct check *c, const struct gg_param_spec *s, const cJS
 			const char *str = cJSON_GetStringValue(e);
 
 			if (!str || !gg_in_list(s->choices, str))
-				return errf(c->err, c->errlen, 400, "params.%s[%u]: must be one of %s", s->name, n,
+				return gg_errf(c->err, c->errlen, 400, "params.%s[%u]: must be one of %s", s->name, n,
 					    join(s->choices, all, sizeof(all)));
 			if (++n > 16)
-				return errf(c->err, c->errlen, 400, "params.%s: too many entries", s->name);
+				return gg_errf(c->err, c->errlen, 400, "params.%s: too many entries", s->name);
 			cJSON_AddItemToArray(o, cJSON_CreateString(str));
 		}
 		return 0;
@@ -1238,20 +1226,20 @@ static int check_param(struct check *c, const struct gg_param_spec *s, const cJS
 		long port;
 
 		if (!str)
-			return errf(c->err, c->errlen, 400,
+			return gg_errf(c->err, c->errlen, 400,
 				    "params.%s: must be a \"host:port\" string (default \"%s\")", s->name, s->def_str);
 		colon = strrchr(str, ':');
 		if (str[0]) {
 			if (!colon || colon == str || strlen(str) > 255)
-				return errf(c->err, c->errlen, 400, "params.%s: must be \"host:port\" (default \"%s\")",
+				return gg_errf(c->err, c->errlen, 400, "params.%s: must be \"host:port\" (default \"%s\")",
 					    s->name, s->def_str);
 			errno = 0;
 			port = strtol(colon + 1, &end, 10);
 			if (errno || *end || end == colon + 1 || port < 1 || port > 65535)
-				return errf(c->err, c->errlen, 400, "params.%s: port must be in [1, 65535]", s->name);
+				return gg_errf(c->err, c->errlen, 400, "params.%s: port must be in [1, 65535]", s->name);
 			for (const char *p = str; p < colon; p++) {
 				if (!isalnum((unsigned char)*p) && !strchr(".-_[]:", *p))
-					return errf(c->err, c->errlen, 400, "params.%s: bad host name", s->name);
+					return gg_errf(c->err, c->errlen, 400, "params.%s: bad host name", s->name);
 			}
 		}
 		cJSON_AddStringToObject(out, s->name, str);
@@ -1261,7 +1249,7 @@ static int check_param(struct check *c, const struct gg_param_spec *s, const cJS
 		const char *str = cJSON_GetStringValue(v);
 
 		if (!str || strlen(str) > 63 || !valid_chars(str, "_-.:"))
-			return errf(c->err, c->errlen, 400,
+			return gg_errf(c->err, c->errlen, 400,
 				    "params.%s: must be a device name (at most 63 letters, digits, '_', '-', '.', ':'; "
 				    "default \"\")",
 				    s->name);
@@ -1275,42 +1263,42 @@ static int check_param(struct check *c, const struct gg_param_spec *s, const cJS
 		const char *bases = elf ? c->ctx->elf_bases : c->ctx->out_base;
 
 		if (!str)
-			return errf(c->err, c->errlen, 400, "params.%s: must be a path string", s->name);
+			return gg_errf(c->err, c->errlen, 400, "params.%s: must be a path string", s->name);
 		if (elf && !str[0]) {
 			cJSON_AddStringToObject(out, s->name, "");
 			return 0;
 		}
 		if (!bases || !bases[0])
-			return errf(c->err, c->errlen, 403, "params.%s: no base directory is configured for it",
+			return gg_errf(c->err, c->errlen, 403, "params.%s: no base directory is configured for it",
 				    s->name);
 		err = gg_path__confine(str, bases, elf, elf);
 		if (err == -EACCES)
-			return errf(c->err, c->errlen, 403, "params.%s: \"%s\" is outside %s (symbolic links resolved)",
+			return gg_errf(c->err, c->errlen, 403, "params.%s: \"%s\" is outside %s (symbolic links resolved)",
 				    s->name, snip(str, 64, all, sizeof(all)), bases);
 		if (err == -ENOENT && elf)
-			return errf(c->err, c->errlen, 400, "params.%s: \"%s\" does not exist", s->name,
+			return gg_errf(c->err, c->errlen, 400, "params.%s: \"%s\" does not exist", s->name,
 				    snip(str, 64, all, sizeof(all)));
 		if (err == -ENOENT)
-			return errf(c->err, c->errlen, 403, "params.%s: the base directory %s does not exist", s->name,
+			return gg_errf(c->err, c->errlen, 403, "params.%s: the base directory %s does not exist", s->name,
 				    bases);
 		if (err == -ENOTDIR)
-			return errf(c->err, c->errlen, 400, "params.%s: \"%s\" exists and is not a directory", s->name,
+			return gg_errf(c->err, c->errlen, 400, "params.%s: \"%s\" exists and is not a directory", s->name,
 				    snip(str, 64, all, sizeof(all)));
 		if (err)
-			return errf(c->err, c->errlen, 400,
+			return gg_errf(c->err, c->errlen, 400,
 				    "params.%s: must be an absolute path without '.' or '..' components%s (under %s)",
 				    s->name, elf ? ", naming a regular file" : "", bases);
 		/* The probe writes below the base as spelled, never through a symbolic link: a path that only
 		 * reaches the base through one would be refused at every write. */
 		if (!elf && !gg_path_base_len(str, bases))
-			return errf(c->err, c->errlen, 403,
+			return gg_errf(c->err, c->errlen, 403,
 				    "params.%s: \"%s\" must be spelled below %s (not through a symbolic link to it)",
 				    s->name, snip(str, 64, all, sizeof(all)), bases);
 		cJSON_AddStringToObject(out, s->name, str);
 		return 0;
 	}
 	}
-	return errf(c->err, c->errlen, 400, "params.%s: unsupported", s->name);
+	return gg_errf(c->err, c->errlen, 400, "params.%s: unsupported", s->name);
 }
 
 static int check_params(struct check *c, const cJSON *params, cJSON *out)
@@ -1357,7 +1345,7 @@ static int check_params(struct check *c, const cJSON *params, cJSON *out)
 				}
 			}
 			names[n] = NULL;
-			return errf(c->err, c->errlen, 400, "params.%s: not a parameter of probe %s (allowed: %s)",
+			return gg_errf(c->err, c->errlen, 400, "params.%s: not a parameter of probe %s (allowed: %s)",
 				    snip(k->string, 32, b, sizeof(b)), c->def->rest_name,
 				    join(names, all, sizeof(all)));
 		}
@@ -1377,7 +1365,7 @@ static int check_blacklist(struct check *c, const cJSON *v, cJSON *out)
 
 	if (cJSON_IsObject(v) &&
 	    (cJSON_GetObjectItemCaseSensitive(v, "custom_labels") || cJSON_GetObjectItemCaseSensitive(v, "pod_labels")))
-		return errf(c->err, c->errlen, 400,
+		return gg_errf(c->err, c->errlen, 400,
 			    "blacklist: custom_labels and pod_labels belong in snoopers (a blacklist only excludes)");
 	status = check_snoopers(c, v, out);
 	/* the same rules, reported under the part's own name */
@@ -1396,7 +1384,7 @@ static int check_state(struct check *c, const cJSON *v, cJSON *out)
 	const char *s = cJSON_GetStringValue(v);
 
 	if (!s || (strcmp(s, "running") && strcmp(s, "stopped")))
-		return errf(c->err, c->errlen, 400, "state: must be \"running\" or \"stopped\"");
+		return gg_errf(c->err, c->errlen, 400, "state: must be \"running\" or \"stopped\"");
 	cJSON_AddStringToObject(out, "state", s);
 	return 0;
 }
@@ -1423,13 +1411,13 @@ int gg_rest_conf__check(const struct gg_probe_def *def, const struct gg_rest_che
 
 	text = malloc(strlen(json) + 1);
 	if (!text)
-		return errf(err, errlen, 500, "out of memory");
+		return gg_errf(err, errlen, 500, "out of memory");
 	if (strip_comments(json, text)) {
-		status = errf(err, errlen, 400, "invalid JSON: unterminated comment");
+		status = gg_errf(err, errlen, 400, "invalid JSON: unterminated comment");
 		goto out;
 	}
 	if ((end = loose_number(text)) != NULL) {
-		status = errf(err, errlen, 400,
+		status = gg_errf(err, errlen, 400,
 			      "invalid JSON near \"%s\": numbers are written as JSON has them (no leading zeros, '+', "
 			      "or bare '.')",
 			      snip(end, 24, b, sizeof(b)));
@@ -1437,12 +1425,12 @@ int gg_rest_conf__check(const struct gg_probe_def *def, const struct gg_rest_che
 	}
 	root = cJSON_ParseWithOpts(text, &end, 1);
 	if (!root) {
-		status = errf(err, errlen, 400, "invalid JSON near \"%s\"",
+		status = gg_errf(err, errlen, 400, "invalid JSON near \"%s\"",
 			      snip(end && *end ? end : "(end)", 24, b, sizeof(b)));
 		goto out;
 	}
 	if (!cJSON_IsObject(root)) {
-		status = errf(err, errlen, 400,
+		status = gg_errf(err, errlen, 400,
 			      "the configuration must be a JSON object {\"cmd\", \"snoopers\", \"params\", \"state\"}");
 		goto out;
 	}
@@ -1456,7 +1444,7 @@ int gg_rest_conf__check(const struct gg_probe_def *def, const struct gg_rest_che
 		while (j < sizeof(conf_parts) / sizeof(conf_parts[0]) && strcmp(k->string, conf_parts[j].name))
 			j++;
 		if (j == sizeof(conf_parts) / sizeof(conf_parts[0])) {
-			status = errf(err, errlen, 400,
+			status = gg_errf(err, errlen, 400,
 				      "%s: unknown field (expected cmd, snoopers, blacklist, params, state)",
 				      snip(k->string, 32, b, sizeof(b)));
 			goto out;
@@ -1464,7 +1452,7 @@ int gg_rest_conf__check(const struct gg_probe_def *def, const struct gg_rest_che
 	}
 	out = cJSON_CreateObject();
 	if (!out) {
-		status = errf(err, errlen, 500, "out of memory");
+		status = gg_errf(err, errlen, 500, "out of memory");
 		goto out;
 	}
 	for (size_t j = 0; j < sizeof(conf_parts) / sizeof(conf_parts[0]); j++) {
