@@ -297,6 +297,12 @@ $(BUILD)/tests/test_pgs_targets: $(BUILD)/obj/probes/pg_stat_probe/pgs_targets.o
 $(BUILD)/tests/test_pgs_targets: LIBS_PROBE += $(LIBIPC) # gg_errf, after the objects that use it
 $(BUILD)/obj/tests/unit/test_pgs_targets.o: CFLAGS += -Iprobes/pg_stat_probe
 
+# trace_haproxy's reader of HAProxy's show sess answers alone
+$(BUILD)/fuzz/fuzz_hap_sess: probes/trace_haproxy/hap_sess.c probes/trace_haproxy/hap_sess.h
+$(BUILD)/fuzz/fuzz_hap_sess: FUZZ_CFLAGS += -Iprobes/trace_haproxy
+$(BUILD)/tests/test_hap_sess: $(BUILD)/obj/probes/trace_haproxy/hap_sess.o
+$(BUILD)/obj/tests/unit/test_hap_sess.o: CFLAGS += -Iprobes/trace_haproxy
+
 # virtualized_infos' command line and libvirt XML parsers (probes/virtualized_infos/virt_parse.c) alone
 $(BUILD)/fuzz/fuzz_virt_parse: probes/virtualized_infos/virt_parse.c probes/virtualized_infos/virt_parse.h
 $(BUILD)/fuzz/fuzz_virt_parse: FUZZ_CFLAGS += -Iprobes/virtualized_infos

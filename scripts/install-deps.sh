@@ -15,7 +15,7 @@ PKGS=(
   openjdk-17-jdk-headless qemu-system-x86
   chromium chromium-driver groff-base man-db
   python3-grpcio nghttp2-client
-  libcapstone-dev golang-go libpq-dev
+  libcapstone-dev golang-go libpq-dev haproxy
 )
 
 missing=()

@@ -29,7 +29,6 @@ static const struct gg_param_spec p_elf[] = {REPORT_PERIOD, GG_PARAMS_SEED_COMMO
 
 static const struct gg_contract not_built[] = {
 	NOT_BUILT("nginx", "nginx_probe", NULL, 0, p_elf, GG_SNOOP_ALL, NULL),
-	NOT_BUILT("haproxy", "trace_haproxy", NULL, 0, p_elf, GG_SNOOP_ALL, NULL),
 	NOT_BUILT("lvs", "trace_lvs", NULL, 0, p_plain, 0, "lsmod | grep ip_vs | wc -l"),
 	NOT_BUILT("dnsmasq", "trace_dnsmasq", NULL, 0, p_elf, GG_SNOOP_ALL, NULL),
 };
