@@ -27,7 +27,7 @@ PROBE_NAMES = sorted(d for d in os.listdir(os.path.join(ROOT, "probes"))
                      if d != "lib" and os.path.isdir(os.path.join(ROOT, "probes", d)))
 META_FILES = sorted(f for f in os.listdir(os.path.join(ROOT, "schema")) if f.endswith(".meta"))
 # Probes with nothing to report on a host without their targets (a JVM, a qemu process): up, no records.
-TARGET_PROBES = {"jvmprobe", "virtualized_infos"}
+TARGET_PROBES = {"jvmprobe", "virtualized_infos", "pg_stat_probe", "trace_haproxy"}  # need a target to report
 # Paths the package owns or its scripts create; none may exist before the test, none after purge.
 SYSTEM_PATHS = ["/usr/bin/gala-gopher", "/opt/gala-gopher", "/usr/share/doc/gala-gopher", "/etc/gala-gopher",
                 "/lib/systemd/system/gala-gopher.service", "/etc/systemd/system/gala-gopher.service",
