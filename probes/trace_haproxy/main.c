@@ -34,6 +34,7 @@ extern const struct gg_contract gg_contract_trace_haproxy;
 /* A runtime API socket of a HAProxy process, and what reading it gave. */
 struct hap_sock {
 	uint32_t tgid;
+	uint32_t holder; /* the process whose fds held it at the last scan of its fd directory */
 	uint64_t inode;
 	char path[108]; /* in the process's mount namespace */
 	uint64_t polls, errors, streams, no_server, malformed, keys_dropped;
@@ -46,8 +47,18 @@ struct hap_key {
 	int used;
 };
 
+/* A HAProxy process's listening UNIX sockets at its last fd scan (their inodes' hash): the scan of its
+ * fd directory (two per stream) is made again only when they change. */
+struct hap_proc {
+	uint32_t pid;
+	uint64_t sig;
+	int seen;
+};
+
 struct hap_ctx {
 	struct probe_rt *rt;
+	struct hap_proc procs[SOCKS_MAX];
+	unsigned int nprocs;
 	struct hap_conf base, cur;
 	const char *comm;
 	struct probe_buf cg, net, comm_buf;
@@ -140,18 +151,59 @@ static struct hap_sock *sock_find(struct hap_ctx *ctx, uint64_t inode)
 	return NULL;
 }
 
+static uint64_t inodes_sig(const uint64_t *inodes, unsigned int n)
+{
+	uint64_t h = 1469598103934665603ull ^ n;
+
+	for (unsigned int i = 0; i < n; i++)
+		h = (h ^ inodes[i]) * 1099511628211ull;
+	return h;
+}
+
+static struct hap_proc *proc_entry(struct hap_ctx *ctx, uint32_t pid)
+{
+	for (unsigned int i = 0; i < ctx->nprocs; i++)
+		if (ctx->procs[i].pid == pid)
+			return &ctx->procs[i];
+	if (ctx->nprocs >= SOCKS_MAX)
+		return NULL;
+	ctx->procs[ctx->nprocs] = (struct hap_proc){.pid = pid};
+	return &ctx->procs[ctx->nprocs++];
+}
+
+static void sock_seen(struct hap_sock *s, uint32_t pid)
+{
+	if (!s->seen) {
+		s->seen = 1;
+		s->tgid = pid; /* the master and its worker share it: the one seen first */
+	}
+}
+
 /* The runtime API sockets pid listens on (its fds that are listening UNIX sockets of its namespace). */
 static void find_sockets(struct hap_ctx *ctx, int pid)
 {
 	uint64_t inodes[64];
 	char paths[64][108];
 	unsigned int n = unix_listeners(ctx, pid, inodes, paths, 64);
+	struct hap_proc *pe = proc_entry(ctx, (uint32_t)pid);
+	uint64_t sig = inodes_sig(inodes, n);
 	char dir[64];
 	struct dirent *e;
 	DIR *fds;
 
+	if (pe)
+		pe->seen = 1;
 	if (!n)
 		return;
+	if (pe && pe->sig == sig) {
+		/* the same listeners as at the last scan: the sockets it held then */
+		for (unsigned int i = 0; i < ctx->nsocks; i++)
+			if (ctx->socks[i].holder == (uint32_t)pid)
+				sock_seen(&ctx->socks[i], (uint32_t)pid);
+		return;
+	}
+	if (pe)
+		pe->sig = sig;
 	snprintf(dir, sizeof(dir), "/proc/%d/fd", pid);
 	fds = opendir(dir);
 	if (!fds)
@@ -176,12 +228,11 @@ static void find_sockets(struct hap_ctx *ctx, int pid)
 				s = &ctx->socks[ctx->nsocks++];
 				memset(s, 0, sizeof(*s));
 				s->inode = ino;
-				s->tgid = (uint32_t)pid;
 				memcpy(s->path, paths[i], sizeof(s->path));
 			}
-			if (s && !s->seen) {
-				s->seen = 1;
-				s->tgid = (uint32_t)pid; /* the master and its worker share it: the one seen first */
+			if (s) {
+				s->holder = (uint32_t)pid;
+				sock_seen(s, (uint32_t)pid);
 			}
 		}
 	}
@@ -380,6 +431,8 @@ static void report(void *arg)
 		return;
 	for (unsigned int i = 0; i < ctx->nsocks; i++)
 		ctx->socks[i].seen = 0;
+	for (unsigned int i = 0; i < ctx->nprocs; i++)
+		ctx->procs[i].seen = 0;
 	while ((d = readdir(proc))) {
 		char *end;
 		long pid = strtol(d->d_name, &end, 10);
@@ -395,6 +448,11 @@ static void report(void *arg)
 		if (ctx->socks[i].seen)
 			ctx->socks[w++] = ctx->socks[i];
 	ctx->nsocks = w;
+	w = 0;
+	for (unsigned int i = 0; i < ctx->nprocs; i++)
+		if (ctx->procs[i].seen)
+			ctx->procs[w++] = ctx->procs[i];
+	ctx->nprocs = w;
 	memset(ctx->keys, 0, 2 * KEYS_MAX * sizeof(*ctx->keys));
 	ctx->nkeys = 0;
 	for (unsigned int i = 0; i < ctx->nsocks && !probe_rt__stopping(ctx->rt); i++)
