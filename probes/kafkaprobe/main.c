@@ -18,6 +18,7 @@
 #include "kafkaprobe.meta.h"
 #include "kafkaprobe.skel.h"
 #include "kp_conf.h"
+#include "hash.h"
 #include "probe.h"
 #include "probe_runner.h"
 
@@ -86,17 +87,6 @@ static const char notes[] =
 	"kafkaprobe_stats. Only what arrives at the device (XDP, ingress) is seen; requests are found by\n"
 	"following TCP sequence numbers; Fetch v13+ (topic ids), TLS and SASL encryption are not parsed.\n";
 
-static uint64_t fnv(const void *p, size_t n, uint64_t h)
-{
-	const uint8_t *b = p;
-
-	for (size_t i = 0; i < n; i++)
-		h = (h ^ b[i]) * 1099511628211ull;
-	return h;
-}
-
-#define FNV0 14695981039346656037ull
-
 /* ---- addresses ------------------------------------------------------------------------------------ */
 
 static void addr_of(const struct kp_pkt *r, struct kp_addr *a)
@@ -122,7 +112,7 @@ static void row_key(struct kp_row_key *k, const struct kp_pkt *r, int type, cons
 
 static struct kp_row *row_get(struct kp_ctx *ctx, const struct kp_row_key *k)
 {
-	uint64_t h = fnv(k, sizeof(*k), FNV0);
+	uint64_t h = gg_fnv1a(GG_FNV1A_INIT, k, sizeof(*k));
 
 	for (unsigned int i = 0; i < ROWS_MAX; i++) {
 		struct kp_row *w = &ctx->rows[(h + i) & (ROWS_MAX - 1)];
@@ -143,7 +133,7 @@ static struct kp_row *row_get(struct kp_ctx *ctx, const struct kp_row_key *k)
 
 static struct kp_off *off_get(struct kp_ctx *ctx, const struct kp_row_key *k, int32_t partition, int *created)
 {
-	uint64_t h = fnv(&partition, sizeof(partition), fnv(k, sizeof(*k), FNV0));
+	uint64_t h = gg_fnv1a(gg_fnv1a(GG_FNV1A_INIT, k, sizeof(*k)), &partition, sizeof(partition));
 
 	for (unsigned int i = 0; i < OFFS_MAX / 2; i++) { /* probes at most half the table */
 		struct kp_off *o = &ctx->offs[(h + i) & (OFFS_MAX - 1)];

@@ -214,6 +214,10 @@ struct probe_buf {
  * than max; b->len is then 0).
  */
 int probe_read_file(const char *path, struct probe_buf *b, size_t max);
+/* Wait until fd is ready for events (poll's POLLIN/POLLOUT) or the monotonic clock (gg_mono_ns) passes
+ * deadline: 0 ready (or in error: the next call on fd says which), -ETIMEDOUT. For a client of a local
+ * server that must not hang the probe. */
+int probe_wait_fd(int fd, short events, uint64_t deadline);
 /* Free the buffer's memory; accepts NULL and zeroed buffers. */
 void probe_buf__free(struct probe_buf *b);
 /* The start time of process pid (clock ticks after boot, field 22 of <proc_root>/<pid>/stat; proc_root

@@ -4,6 +4,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <getopt.h>
+#include <poll.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -11,6 +12,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "clock.h"
 #include "probe_array.h"
 
 static uint64_t clock_ms(clockid_t id)
@@ -168,4 +170,19 @@ int probe_proc_start(struct probe_buf *b, const char *proc_root, uint32_t pid, u
 		return -EINVAL;
 	*ret_start = start;
 	return 0;
+}
+
+int probe_wait_fd(int fd, short events, uint64_t deadline)
+{
+	for (;;) {
+		struct pollfd p = {.fd = fd, .events = events};
+		uint64_t now = gg_mono_ns();
+		int r;
+
+		if (now >= deadline)
+			return -ETIMEDOUT;
+		r = poll(&p, 1, (int)((deadline - now + 999999) / 1000000));
+		if (r > 0 || (r < 0 && errno != EINTR))
+			return 0;
+	}
 }

@@ -100,24 +100,6 @@ static int own_cb(void *arg, int id, const char *val)
 
 /* ---- libpq with deadlines --------------------------------------------------------------------- */
 
-/* Wait until fd is ready for events or the deadline (monotonic ns) passed: 1 ready, 0 timed out. */
-static int wait_fd(int fd, short events, uint64_t deadline)
-{
-	for (;;) {
-		struct pollfd p = {.fd = fd, .events = events};
-		uint64_t now = gg_mono_ns();
-		int r;
-
-		if (now >= deadline)
-			return 0;
-		r = poll(&p, 1, (int)((deadline - now + 999999) / 1000000));
-		if (r > 0)
-			return 1;
-		if (r < 0 && errno != EINTR)
-			return 1; /* let libpq see the error */
-	}
-}
-
 /* libpq's message, on one line. */
 static void pq_msg(const PGconn *c, char *err, size_t errlen)
 {
@@ -155,7 +137,7 @@ static PGconn *pg_connect(const struct pgs_target *t, unsigned int timeout_s, ch
 			PQfinish(c);
 			return NULL;
 		}
-		if (!wait_fd(PQsocket(c), st == PGRES_POLLING_READING ? POLLIN : POLLOUT, deadline)) {
+		if (probe_wait_fd(PQsocket(c), st == PGRES_POLLING_READING ? POLLIN : POLLOUT, deadline)) {
 			snprintf(err, errlen, "no answer in %u s", timeout_s);
 			PQfinish(c);
 			return NULL;
@@ -202,7 +184,7 @@ static PGresult *pg_query(PGconn *c, const char *sql, unsigned int timeout_s, ch
 			}
 			PQclear(r);
 		}
-		if (!wait_fd(PQsocket(c), POLLIN, deadline)) {
+		if (probe_wait_fd(PQsocket(c), POLLIN, deadline)) {
 			snprintf(err, errlen, "no answer in %u s", timeout_s);
 			PQclear(rows);
 			return NULL;

@@ -9,6 +9,7 @@
 #include <string.h>
 #include <sys/socket.h>
 
+#include "hash.h"
 #include "tcp_user.h"
 #include "tcpprobe.meta.h"
 
@@ -118,12 +119,7 @@ unsigned int tp_aggs__count(const struct tp_aggs *a)
 
 static uint32_t key_hash(const struct tp_key *k)
 {
-	const unsigned char *p = (const unsigned char *)k;
-	uint32_t h = 2166136261u;
-
-	for (size_t i = 0; i < sizeof(*k); i++)
-		h = (h ^ p[i]) * 16777619u;
-	return h;
+	return (uint32_t)gg_fnv1a(GG_FNV1A_INIT, k, sizeof(*k));
 }
 
 static struct tp_agg *agg_get(struct tp_aggs *a, const struct tp_key *k)

@@ -17,6 +17,7 @@
 #include "clock.h"
 #include "hap_conf.h"
 #include "hap_sess.h"
+#include "hash.h"
 #include "probe.h"
 #include "probe_runner.h"
 #include "probe_scope.h"
@@ -151,15 +152,6 @@ static struct hap_sock *sock_find(struct hap_ctx *ctx, uint64_t inode)
 	return NULL;
 }
 
-static uint64_t inodes_sig(const uint64_t *inodes, unsigned int n)
-{
-	uint64_t h = 1469598103934665603ull ^ n;
-
-	for (unsigned int i = 0; i < n; i++)
-		h = (h ^ inodes[i]) * 1099511628211ull;
-	return h;
-}
-
 static struct hap_proc *proc_entry(struct hap_ctx *ctx, uint32_t pid)
 {
 	for (unsigned int i = 0; i < ctx->nprocs; i++)
@@ -186,7 +178,7 @@ static void find_sockets(struct hap_ctx *ctx, int pid)
 	char paths[64][108];
 	unsigned int n = unix_listeners(ctx, pid, inodes, paths, 64);
 	struct hap_proc *pe = proc_entry(ctx, (uint32_t)pid);
-	uint64_t sig = inodes_sig(inodes, n);
+	uint64_t sig = gg_fnv1a(GG_FNV1A_INIT ^ n, inodes, n * sizeof(*inodes));
 	char dir[64];
 	struct dirent *e;
 	DIR *fds;
@@ -241,23 +233,6 @@ static void find_sockets(struct hap_ctx *ctx, int pid)
 
 /* ---- reading show sess all ---------------------------------------------------------------------- */
 
-static int wait_fd(int fd, short ev, uint64_t deadline)
-{
-	for (;;) {
-		struct pollfd p = {.fd = fd, .events = ev};
-		uint64_t now = gg_mono_ns();
-		int r;
-
-		if (now >= deadline)
-			return -ETIMEDOUT;
-		r = poll(&p, 1, (int)((deadline - now + 999999) / 1000000));
-		if (r > 0)
-			return 0;
-		if (r < 0 && errno != EINTR)
-			return -errno;
-	}
-}
-
 /* Ask the socket (reached through the process's root) and read the whole answer into ctx->answer. */
 static int ask(struct hap_ctx *ctx, const struct hap_sock *s, size_t *ret_len)
 {
@@ -282,7 +257,7 @@ static int ask(struct hap_ctx *ctx, const struct hap_sock *s, size_t *ret_len)
 		if (n > 0)
 			sent += (size_t)n;
 		else if (n < 0 && (errno == EAGAIN || errno == EINTR))
-			r = wait_fd(fd, POLLOUT, deadline);
+			r = probe_wait_fd(fd, POLLOUT, deadline);
 		else
 			r = n < 0 ? -errno : -EPIPE;
 	}
@@ -299,7 +274,7 @@ static int ask(struct hap_ctx *ctx, const struct hap_sock *s, size_t *ret_len)
 		else if (n == 0)
 			break; /* HAProxy closes after the answer */
 		else if (errno == EAGAIN || errno == EINTR)
-			r = wait_fd(fd, POLLIN, deadline);
+			r = probe_wait_fd(fd, POLLIN, deadline);
 		else
 			r = -errno;
 	}
@@ -310,16 +285,6 @@ out:
 }
 
 /* ---- links -------------------------------------------------------------------------------------- */
-
-static uint64_t link_hash(const struct hap_link *l)
-{
-	const unsigned char *p = (const unsigned char *)l;
-	uint64_t h = 1469598103934665603ull;
-
-	for (size_t i = 0; i < sizeof(*l); i++)
-		h = (h ^ p[i]) * 1099511628211ull;
-	return h;
-}
 
 static void on_link(void *arg, const struct hap_link *l)
 {
@@ -334,7 +299,7 @@ static void on_link(void *arg, const struct hap_link *l)
 	k.virtual_port = l->virtual_port;
 	k.server_port = l->server_port;
 	k.mode = l->mode;
-	for (i = (unsigned int)link_hash(&k) & mask;; i = (i + 1) & mask) {
+	for (i = (unsigned int)gg_fnv1a(GG_FNV1A_INIT, &k, sizeof(k)) & mask;; i = (i + 1) & mask) {
 		struct hap_key *e = &ctx->keys[i];
 
 		if (e->used && !memcmp(&e->l, &k, sizeof(k))) {

@@ -37,18 +37,9 @@ struct pq_tree {
 	int truncated;
 };
 
-static uint64_t fnv64(uint64_t h, const void *p, size_t len)
-{
-	const unsigned char *s = p;
-
-	for (size_t i = 0; i < len; i++)
-		h = (h ^ s[i]) * 1099511628211ull;
-	return h;
-}
-
 static uint64_t slot_hash(uint32_t parent, const char *name, size_t len)
 {
-	return gg_mix64(fnv64(14695981039346656037ull ^ parent, name, len));
+	return gg_mix64(gg_fnv1a(GG_FNV1A_INIT ^ parent, name, len));
 }
 
 static int tree_grow_slots(struct pq_tree *t)
@@ -98,10 +89,10 @@ static int tree_add_node(struct pq_tree *t, uint32_t parent, const char *name, s
 	if (parent != UINT32_MAX) {
 		/* a name-based id: the same path gets the same id in every query */
 		const struct pq_node *p = &t->v[parent];
-		uint64_t h = fnv64(14695981039346656037ull, &p->id_hi, sizeof(p->id_hi));
+		uint64_t h = gg_fnv1a(GG_FNV1A_INIT, &p->id_hi, sizeof(p->id_hi));
 
-		h = fnv64(h, &p->id_lo, sizeof(p->id_lo));
-		h = fnv64(h, name, len);
+		h = gg_fnv1a(h, &p->id_lo, sizeof(p->id_lo));
+		h = gg_fnv1a(h, name, len);
 		nd->id_hi = gg_mix64(h);
 		nd->id_lo = gg_mix64(h ^ 0x9e3779b97f4a7c15ull);
 	}
