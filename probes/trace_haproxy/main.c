@@ -247,9 +247,20 @@ static int ask(struct hap_ctx *ctx, const struct hap_sock *s, size_t *ret_len)
 	fd = socket(AF_UNIX, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
 	if (fd < 0)
 		return -errno;
-	if (connect(fd, (struct sockaddr *)&a, sizeof(a)) && errno != EINPROGRESS && errno != EAGAIN) {
+	if (connect(fd, (struct sockaddr *)&a, sizeof(a))) {
 		r = -errno;
 		goto out;
+	}
+	/* The path is the process's to change after its bind (a symbolic link to a socket of the host,
+	 * resolved from our root): nothing is sent unless a HAProxy process listens at the other end. */
+	{
+		struct ucred cred;
+		socklen_t cl = sizeof(cred);
+
+		if (getsockopt(fd, SOL_SOCKET, SO_PEERCRED, &cred, &cl) || cred.pid <= 0 || !is_haproxy(ctx, cred.pid)) {
+			r = -EPERM;
+			goto out;
+		}
 	}
 	while (!r && sent < sizeof(cmd) - 1) {
 		ssize_t n = send(fd, cmd + sent, sizeof(cmd) - 1 - sent, MSG_NOSIGNAL);
@@ -334,7 +345,8 @@ static void poll_socket(struct hap_ctx *ctx, struct hap_sock *s)
 		if (!s->warned++)
 			probe_log(PLOG_WARN, "haproxy %u: %s: %s", s->tgid, s->path,
 				  r == -EINVAL ? "not an answer to show sess (a master socket, or not a stats socket)"
-					       : strerror(-r));
+				  : r == -EPERM ? "the process listening there is not HAProxy (the path was replaced?)"
+						: strerror(-r));
 		return;
 	}
 	if (s->warned)

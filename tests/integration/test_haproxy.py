@@ -202,3 +202,49 @@ def test_haproxy_rest():
 
 
 test_haproxy_rest.timeout = 90
+
+
+def test_haproxy_socket_replaced():
+    """HAProxy's socket path replaced by a symbolic link to another process's socket (the path is the
+    HAProxy process's to change, and root follows links from its own root): the probe connects, sees
+    that the listener is not HAProxy, sends nothing and counts a poll error."""
+    import threading
+    tmp = tempfile.mkdtemp(prefix="gg-hap-swap-")
+    hap = probe = None
+    other = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    got = []
+    try:
+        hap = Haproxy(tmp)
+        decoy = os.path.join(tmp, "decoy.sock")
+        other.bind(decoy)
+        other.listen(8)
+
+        def serve():
+            while True:
+                try:
+                    c, _ = other.accept()
+                except OSError:
+                    return
+                c.settimeout(2)
+                try:
+                    got.append(c.recv(100))
+                except OSError:
+                    got.append(b"")
+                c.close()
+        threading.Thread(target=serve, daemon=True).start()
+        probe = StandaloneProbe(BIN, ["-t", "1", "--pid", str(hap.proc.pid)], FIELDS)
+        probe.wait_started()
+        def st():
+            return probe.latest("trace_haproxy_stats") or {}
+        wait_for(lambda: st().get("up") == "1", 10, "up 1")
+        os.unlink(hap.sock)
+        os.symlink(decoy, hap.sock)
+        wait_for(lambda: int(st()["poll_errors"]) >= 2, 10, "poll errors")
+        check(st()["up"] == "0", "up after the swap")
+        check(len(got) >= 1 and not any(got), "the decoy received %r" % got)
+        check("is not HAProxy" in probe.stderr(), "no warning: %s" % probe.stderr()[-800:])
+        print("  swapped socket: %d connections to the decoy, nothing sent" % len(got))
+    finally:
+        other.close()
+        teardown(probe, hap)
+        shutil.rmtree(tmp, ignore_errors=True)
