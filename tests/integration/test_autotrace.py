@@ -537,7 +537,9 @@ def test_ring_is_bounded_per_cpu():
     fpid = int(flood.stdout.readline().split("=")[1])
     subprocess.run(["taskset", "-p", "-c", "1", str(quiet.pid)], check=True, capture_output=True)
     # 8 slots (5 s + 1 s + 2) x ncpu shares of 8 KiB
-    p = run_standalone(["--pid", "%d,%d" % (quiet.pid, fpid), "-P", "proc_cpu", "--proc-cpu-thr", "20",
+    # threshold 60 %: the flood (a whole CPU) crosses it, quiet_work (40 %) never does; at 20 % either could fire
+    # first, and the first capture's cooldown kept the flood's from coming (a race seen under ASan)
+    p = run_standalone(["--pid", "%d,%d" % (quiet.pid, fpid), "-P", "proc_cpu", "--proc-cpu-thr", "60",
                         "--proc-cpu-hold", "4", "--ring-seconds", "5", "--capture-seconds", "1", "--capture-offcpu", "0",
                         "--ring-memory", str(8 * 8 * ncpu), "--flame-dir", tmp])
     try:
