@@ -14,6 +14,7 @@
 #include <libpq-fe.h>
 
 #include "clock.h"
+#include "fsutil.h"
 #include "pg_stat_probe.meta.h"
 #include "pgs_conf.h"
 #include "pgs_owner.h"
@@ -275,7 +276,6 @@ static void db_update(struct pgs_server *s, uint64_t poll, uint32_t datid, const
 		d = &s->dbs[s->ndbs++];
 		memset(d, 0, sizeof(*d));
 		d->datid = datid;
-		d->raw_commit = d->raw_rollback = 0;
 	}
 	snprintf(d->datname, sizeof(d->datname), "%s", datname);
 	if (own) {
@@ -410,9 +410,9 @@ static void report(void *arg)
 /* Read the conf file (a regular file, not writable by others: it names the servers root connects to). */
 static int read_conf(struct pgs_ctx *ctx)
 {
-	struct probe_buf b = {0};
+	char fdpath[32], err[200], *text = NULL;
 	struct stat st;
-	char err[200];
+	size_t len = 0;
 	int fd, r;
 
 	fd = open(ctx->conf_path, O_RDONLY | O_CLOEXEC | O_NOFOLLOW | O_NONBLOCK);
@@ -424,20 +424,24 @@ static int read_conf(struct pgs_ctx *ctx)
 		return r;
 	}
 	r = fstat(fd, &st) ? -errno : 0;
-	close(fd);
 	if (!r && (!S_ISREG(st.st_mode) || (st.st_mode & S_IWOTH) || st.st_size > (off_t)CONF_MAX)) {
 		probe_log(PLOG_ERROR, "%s: not a regular file of at most %u bytes that only its owner's group may write",
 			  ctx->conf_path, CONF_MAX);
-		return -EPERM;
+		r = -EPERM;
 	}
+	/* the file checked, not whatever the path names by now */
+	snprintf(fdpath, sizeof(fdpath), "/proc/self/fd/%d", fd);
 	if (!r)
-		r = probe_read_file(ctx->conf_path, &b, CONF_MAX);
-	if (!r && (r = pgs_targets__from_conf(b.data, b.len, &ctx->file, err, sizeof(err))))
+		r = gg_read_file(fdpath, 0, CONF_MAX, &text, &len);
+	close(fd);
+	if (r)
+		probe_log(PLOG_ERROR, "%s: %s", ctx->conf_path, strerror(-r));
+	else if ((r = pgs_targets__from_conf(text, len, &ctx->file, err, sizeof(err))))
 		probe_log(PLOG_ERROR, "%s: %s", ctx->conf_path, err);
-	else if (!r && ctx->file.dup)
+	else if (ctx->file.dup)
 		probe_log(PLOG_WARN, "%s: %u servers named twice (same ip and port) are polled once", ctx->conf_path,
 			  ctx->file.dup);
-	probe_buf__free(&b);
+	free(text);
 	return r;
 }
 
@@ -453,11 +457,7 @@ static void set_targets(struct pgs_ctx *ctx, const struct pgs_targets *ts)
 		struct pgs_server *s = &ctx->srv[i];
 
 		for (unsigned int j = 0; j < nold; j++) {
-			struct pgs_targets a = {.n = 1}, b = {.n = 1};
-
-			a.t[0] = old[j].t;
-			b.t[0] = ts->t[i];
-			if (old[j].dbs && pgs_targets__equal(&a, &b)) {
+			if (old[j].dbs && pgs_target__equal(&old[j].t, &ts->t[i])) {
 				*s = old[j];
 				old[j].dbs = NULL;
 				old[j].conn = NULL;

@@ -4,13 +4,14 @@
 
 #include <dirent.h>
 #include <errno.h>
-#include <fcntl.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
 #include <arpa/inet.h>
 #include <netinet/in.h>
+
+#include "fsutil.h"
 
 #define INODES_MAX  8u
 #define NET_TCP_MAX (8u << 20)
@@ -90,43 +91,6 @@ unsigned int pgs_owner__parse(const char *text, int family, const uint8_t *addr,
 			      unsigned int max)
 {
 	return parse_table(text, family, family, addr, port, inodes, max);
-}
-
-/* A /proc/net file into a malloc'd NUL-terminated buffer (NULL when unreadable or larger than max). */
-static char *read_net(const char *path, size_t max)
-{
-	size_t len = 0, cap = 64u << 10;
-	char *buf = malloc(cap + 1), *nb;
-	int fd = open(path, O_RDONLY | O_CLOEXEC);
-
-	if (fd < 0 || !buf)
-		goto fail;
-	for (;;) {
-		ssize_t n;
-
-		if (len == cap) {
-			if (cap >= max || !(nb = realloc(buf, 2 * cap + 1)))
-				goto fail;
-			buf = nb;
-			cap *= 2;
-		}
-		n = read(fd, buf + len, cap - len);
-		if (n < 0 && errno == EINTR)
-			continue;
-		if (n < 0)
-			goto fail;
-		if (n == 0)
-			break;
-		len += (size_t)n;
-	}
-	close(fd);
-	buf[len] = 0;
-	return buf;
-fail:
-	if (fd >= 0)
-		close(fd);
-	free(buf);
-	return NULL;
 }
 
 /* The first process holding one of the inodes (a socket:[inode] link in its fd directory). */
@@ -209,11 +173,11 @@ int pgs_owner__listener(int fd, uint32_t *ret_pid)
 	/* a connection to one of the host's own addresses has that address at both ends */
 	if (!local && memcmp(paddr, saddr, alen))
 		return 0;
-	if ((text = read_net("/proc/net/tcp", NET_TCP_MAX))) {
+	if (!gg_read_file("/proc/net/tcp", 0, NET_TCP_MAX, &text, NULL)) {
 		n += parse_table(text, AF_INET, family, paddr, port, inodes + n, INODES_MAX - n);
 		free(text);
 	}
-	if ((text = read_net("/proc/net/tcp6", NET_TCP_MAX))) {
+	if (!gg_read_file("/proc/net/tcp6", 0, NET_TCP_MAX, &text, NULL)) {
 		n += parse_table(text, AF_INET6, family, paddr, port, inodes + n, INODES_MAX - n);
 		free(text);
 	}

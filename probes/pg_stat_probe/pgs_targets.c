@@ -257,16 +257,18 @@ int pgs_targets__from_conf(const char *text, size_t len, struct pgs_targets *ret
 	return 0;
 }
 
+int pgs_target__equal(const struct pgs_target *a, const struct pgs_target *b)
+{
+	return a->port == b->port && !strcmp(a->ip, b->ip) && !strcmp(a->dbname, b->dbname) &&
+	       !strcmp(a->user, b->user) && !strcmp(a->password, b->password);
+}
+
 int pgs_targets__equal(const struct pgs_targets *a, const struct pgs_targets *b)
 {
 	if (a->n != b->n)
 		return 0;
-	for (unsigned int i = 0; i < a->n; i++) {
-		const struct pgs_target *x = &a->t[i], *y = &b->t[i];
-
-		if (x->port != y->port || strcmp(x->ip, y->ip) || strcmp(x->dbname, y->dbname) ||
-		    strcmp(x->user, y->user) || strcmp(x->password, y->password))
+	for (unsigned int i = 0; i < a->n; i++)
+		if (!pgs_target__equal(&a->t[i], &b->t[i]))
 			return 0;
-	}
 	return 1;
 }

@@ -38,6 +38,8 @@ int pgs_targets__from_snoopers(const cJSON *snoopers, struct pgs_targets *ret, c
  * the line number and what is wrong in err (ret untouched).
  */
 int pgs_targets__from_conf(const char *text, size_t len, struct pgs_targets *ret, char *err, size_t errlen);
+/* Whether two targets are the same server with the same credentials. */
+int pgs_target__equal(const struct pgs_target *a, const struct pgs_target *b);
 /* Whether two target lists are the same servers with the same credentials. */
 int pgs_targets__equal(const struct pgs_targets *a, const struct pgs_targets *b);
 

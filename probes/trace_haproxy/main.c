@@ -414,8 +414,11 @@ static void report(void *arg)
 		char *end;
 		long pid = strtol(d->d_name, &end, 10);
 
-		if (*end || pid <= 0 || pid > INT_MAX || !is_haproxy(ctx, (int)pid) ||
-		    !gg_scope__has_process(&ctx->cur.scope, ctx->comm, "/proc", (int)pid, &ctx->cg))
+		if (*end || pid <= 0 || pid > INT_MAX)
+			continue;
+		/* the scope first: a scope of pids rules most processes out before their comm is read */
+		if (!gg_scope__has_process(&ctx->cur.scope, ctx->comm, "/proc", (int)pid, &ctx->cg) ||
+		    !is_haproxy(ctx, (int)pid))
 			continue;
 		find_sockets(ctx, (int)pid);
 	}
